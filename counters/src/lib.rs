@@ -1,0 +1,1 @@
+//! rocprofiler-sdk counter definitions (placeholder until the counters crate lands).

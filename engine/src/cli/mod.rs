@@ -1,0 +1,66 @@
+//! The `rocflow` command line: one function per subcommand, and one place that prints
+//! errors and picks the exit code.
+
+mod counters;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{Error, Result};
+
+/// Declarative profiling pipelines for AMD GPUs, on rocprofiler-sdk.
+///
+/// Write a TOML pipeline that says what to collect (tracing domains, counters, PC sampling)
+/// and where it goes (Perfetto, Parquet, rocpd SQLite, OTF2), then check it with `rocflow
+/// validate` and see what it becomes with `rocflow explain`.
+#[derive(Debug, Parser)]
+#[command(name = "rocflow", version, propagate_version = true, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Convert counter definitions from the legacy rocprofiler-sdk YAML schema to the standardized one.
+    MigrateCounters(counters::MigrateArgs),
+    /// List, show and check counter definitions.
+    #[command(subcommand)]
+    Counters(counters::CountersCommand),
+}
+
+/// Runs the command line and maps its outcome to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::MigrateCounters(args) => counters::migrate(args),
+        Command::Counters(command) => counters::run(command),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(err) => report(&err),
+    }
+}
+
+/// Prints an error to stderr: each user diagnostic with its snippet, or one line.
+fn report(err: &Error) -> ExitCode {
+    let color = std::io::stderr().is_terminal();
+    let mut stderr = std::io::stderr().lock();
+    let _ = match err {
+        Error::User(diagnostics) => diagnostics
+            .iter()
+            .try_for_each(|d| writeln!(stderr, "{}\n", d.render(color))),
+        other => writeln!(stderr, "error: {other}"),
+    };
+    err.exit_code()
+}
+
+/// Writes command output to stdout; a closed pipe (`rocflow … | head`) ends quietly.
+fn print(text: &str) -> Result<()> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        other => other.map_err(Error::io("writing to stdout")),
+    }
+}

@@ -1,0 +1,243 @@
+//! Diagnostics: what a user is told when their input is wrong.
+//!
+//! Every user error carries one message, the place it points at (`file:line:col` and the
+//! offending snippet) where there is one, an optional hint, and notes such as the chain of
+//! templates that included the file. Rendering to text and to JSON happens in one place.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use annotate_snippets::renderer::DecorStyle;
+use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+use serde::Serialize;
+
+/// A text file a diagnostic can point into. Shared, because every value parsed from a file
+/// keeps a handle to it for later diagnostics.
+#[derive(Debug)]
+pub struct SourceFile {
+    /// The name shown to the user: the path as given, or `<template NAME>` for built-ins.
+    name: String,
+    text: String,
+    line_starts: Vec<usize>,
+}
+
+impl SourceFile {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Arc<Self> {
+        let text = text.into();
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Arc::new(SourceFile {
+            name: name.into(),
+            text,
+            line_starts,
+        })
+    }
+
+    /// Reads a file from disk; the displayed name is the path as the user gave it.
+    pub fn read(path: &Path) -> std::io::Result<Arc<Self>> {
+        Ok(Self::new(path.display().to_string(), std::fs::read_to_string(path)?))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// One-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line = self.line_starts.partition_point(|&s| s <= offset) - 1;
+        let start = self.line_starts[line];
+        let column = self.text[start..offset].chars().count() + 1;
+        (line + 1, column)
+    }
+}
+
+/// A place in a source file.
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub file: Arc<SourceFile>,
+    pub range: Range<usize>,
+}
+
+impl Span {
+    pub fn new(file: &Arc<SourceFile>, range: Range<usize>) -> Self {
+        Span {
+            file: Arc::clone(file),
+            range,
+        }
+    }
+
+    /// `file:line:col` of the start of the span.
+    pub fn position(&self) -> String {
+        let (line, col) = self.file.line_col(self.range.start);
+        format!("{}:{line}:{col}", self.file.name())
+    }
+
+    /// The source text the span covers.
+    pub fn snippet(&self) -> &str {
+        &self.file.text()[self.range.clone()]
+    }
+}
+
+/// One error (or warning) about the user's input.
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub message: String,
+    pub span: Option<Span>,
+    /// A label under the highlighted snippet.
+    pub label: Option<String>,
+    pub hint: Option<String>,
+    /// Context such as "in template `base`, included from a.toml:3:12".
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Diagnostic {
+    pub fn error(message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            message: message.into(),
+            span: None,
+            label: None,
+            hint: None,
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn warning(message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Self::error(message)
+        }
+    }
+
+    pub fn at(mut self, span: Option<Span>) -> Self {
+        self.span = span;
+        self
+    }
+
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn maybe_hint(mut self, hint: Option<String>) -> Self {
+        self.hint = hint.or(self.hint);
+        self
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// `file:line:col` of the place the diagnostic points at, if any.
+    pub fn position(&self) -> Option<String> {
+        self.span.as_ref().map(Span::position)
+    }
+
+    /// Renders the diagnostic as text with the offending snippet, for a terminal.
+    pub fn render(&self, color: bool) -> String {
+        let level = match self.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
+        };
+        let title = level.primary_title(&self.message);
+        let mut group = match &self.span {
+            Some(span) => {
+                let mut annotation = AnnotationKind::Primary.span(span.range.clone());
+                if let Some(label) = &self.label {
+                    annotation = annotation.label(label);
+                }
+                title.element(
+                    Snippet::source(span.file.text())
+                        .path(span.file.name())
+                        .fold(true)
+                        .annotation(annotation),
+                )
+            }
+            None => Group::with_title(title),
+        };
+        for note in &self.notes {
+            group = group.element(Level::NOTE.message(note));
+        }
+        if let Some(hint) = &self.hint {
+            group = group.element(Level::HELP.message(hint));
+        }
+        let renderer = if color {
+            Renderer::styled()
+        } else {
+            Renderer::plain()
+        };
+        renderer.decor_style(DecorStyle::Ascii).render(&[group])
+    }
+
+    /// The machine-readable form used by `--format json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let (file, line, column) = match &self.span {
+            Some(span) => {
+                let (line, column) = span.file.line_col(span.range.start);
+                (Some(span.file.name().to_owned()), Some(line), Some(column))
+            }
+            None => (None, None, None),
+        };
+        serde_json::json!({
+            "severity": self.severity,
+            "message": self.message,
+            "file": file,
+            "line": line,
+            "column": column,
+            "snippet": self.span.as_ref().map(Span::snippet),
+            "hint": self.hint,
+            "notes": self.notes,
+        })
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    /// One line: `file:line:col: message (hint)`; handy in logs and test assertions.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(position) = self.position() {
+            write!(f, "{position}: ")?;
+        }
+        write!(f, "{}", self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, " (hint: {hint})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Suggests the closest of `candidates` to a misspelt `name`, for "did you mean" hints.
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let lower = name.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(&lower, &c.to_ascii_lowercase()), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| format!("did you mean `{c}`?"))
+}
