@@ -21,10 +21,22 @@ pub struct SourceFile {
     name: String,
     text: String,
     line_starts: Vec<usize>,
+    /// How the file came to be read, e.g. the chain of templates that included it; shown
+    /// under every diagnostic that points into it.
+    notes: Vec<String>,
 }
 
 impl SourceFile {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Arc<Self> {
+        Self::with_notes(name, text, Vec::new())
+    }
+
+    /// A file with notes on how it was reached (see [`SourceFile::notes`]).
+    pub fn with_notes(
+        name: impl Into<String>,
+        text: impl Into<String>,
+        notes: Vec<String>,
+    ) -> Arc<Self> {
         let text = text.into();
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
@@ -33,6 +45,7 @@ impl SourceFile {
             name: name.into(),
             text,
             line_starts,
+            notes,
         })
     }
 
@@ -47,6 +60,10 @@ impl SourceFile {
 
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// One-based line and column (in characters) of a byte offset.
@@ -181,7 +198,7 @@ impl Diagnostic {
             }
             None => Group::with_title(title),
         };
-        for note in &self.notes {
+        for note in self.all_notes() {
             group = group.element(Level::NOTE.message(note));
         }
         if let Some(hint) = &self.hint {
@@ -212,8 +229,14 @@ impl Diagnostic {
             "column": column,
             "snippet": self.span.as_ref().map(Span::snippet),
             "hint": self.hint,
-            "notes": self.notes,
+            "notes": self.all_notes().collect::<Vec<_>>(),
         })
+    }
+
+    /// The diagnostic's own notes, then those of the file it points into.
+    fn all_notes(&self) -> impl Iterator<Item = &String> {
+        let file_notes = self.span.iter().flat_map(|s| s.file.notes());
+        self.notes.iter().chain(file_notes)
     }
 }
 

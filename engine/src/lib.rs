@@ -6,3 +6,7 @@
 pub mod cli;
 pub mod diag;
 pub mod error;
+pub mod pipeline;
+pub mod plan;
+pub mod record;
+pub mod sdk;

@@ -2,6 +2,7 @@
 //! errors and picks the exit code.
 
 mod counters;
+mod pipeline;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -24,6 +25,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Check pipeline files: TOML, templates, schema and semantics. Exit 0 when valid, 2 when not.
+    Validate(pipeline::ValidateArgs),
+    /// Show what a pipeline compiles to: SDK contexts, buffers, counters, stages, sinks.
+    Explain(pipeline::ExplainArgs),
+    /// List and show pipeline templates (shipped, and on ROCFLOW_PIPELINE_PATH).
+    #[command(subcommand)]
+    Templates(pipeline::TemplatesCommand),
     /// Convert counter definitions from the legacy rocprofiler-sdk YAML schema to the standardized one.
     MigrateCounters(counters::MigrateArgs),
     /// List, show and check counter definitions.
@@ -35,6 +43,9 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Validate(args) => pipeline::validate(args),
+        Command::Explain(args) => pipeline::explain(args),
+        Command::Templates(command) => pipeline::templates(command),
         Command::MigrateCounters(args) => counters::migrate(args),
         Command::Counters(command) => counters::run(command),
     };

@@ -1,0 +1,875 @@
+//! The compiler: a schema-valid pipeline becomes a [`Plan`], and every semantic fault the
+//! schema cannot see (unknown domains and operations, bad regexes and expressions, two
+//! sinks on one path, combinations rocprofiler-sdk refuses, …) becomes a diagnostic that
+//! points at the offending value.
+
+use std::collections::BTreeSet;
+
+use indexmap::IndexMap;
+use regex::Regex;
+
+use crate::diag::{Diagnostic, Span, did_you_mean};
+use crate::plan::{
+    AgentSelector, AgentType, BufferPlan, ContextPlan, CounterPlan, Metric, MetricOp,
+    PcSamplingPlan, Plan, PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph,
+    StartPlan, TracingPlan, TransformOpPlan, TransformPlan,
+};
+use crate::record::RecordKind;
+use crate::sdk::{COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
+
+use super::counters::CounterCheck;
+use super::model::{self, AgentRef, Pipeline, PostStep, Quantity, Tracing, TransformOp};
+use super::params::{RUNTIME_PLACEHOLDERS, placeholders};
+use super::units::{self, IterationRanges};
+use super::value::{Node, Step};
+
+/// Default buffer: large enough that flushes are rare, small enough for many contexts.
+const DEFAULT_BUFFER_BYTES: u64 = 32 << 20;
+const DEFAULT_WATERMARK: f64 = 0.875;
+/// rocprofv3's default host-trap interval (microseconds).
+const DEFAULT_HOST_TRAP_INTERVAL: u64 = 1000;
+/// A stochastic interval rocprofiler-sdk accepts on every supported agent (a power of two).
+const DEFAULT_STOCHASTIC_INTERVAL: u64 = 1 << 20;
+
+/// Builds a path into the document: `path!["context", 2, "tracing", 0]`.
+macro_rules! path {
+    ($($step:expr),* $(,)?) => { &[$(Step::from($step)),*][..] };
+}
+
+/// Collects diagnostics while the plan is built, each pointing into the merged document.
+pub(super) struct Compiler<'a> {
+    doc: &'a Node,
+    counters: CounterCheck,
+    errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+}
+
+impl<'a> Compiler<'a> {
+    pub(super) fn new(doc: &'a Node, counters: CounterCheck) -> Self {
+        Compiler {
+            doc,
+            counters,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn span(&self, path: &[Step<'_>]) -> Option<Span> {
+        self.doc.at(path.iter().copied()).map(|n| n.span.clone())
+    }
+
+    fn error(&mut self, path: &[Step<'_>], message: impl Into<String>) -> &mut Diagnostic {
+        let diagnostic = Diagnostic::error(message).at(self.span(path));
+        self.errors.push(diagnostic);
+        self.errors.last_mut().expect("just pushed")
+    }
+
+    fn warn(&mut self, path: &[Step<'_>], message: impl Into<String>) -> &mut Diagnostic {
+        let diagnostic = Diagnostic::warning(message).at(self.span(path));
+        self.warnings.push(diagnostic);
+        self.warnings.last_mut().expect("just pushed")
+    }
+
+    /// Compiles the whole pipeline; errors win over a plan.
+    pub(super) fn compile(
+        mut self,
+        pipeline: &Pipeline,
+        sources: Vec<String>,
+        params: IndexMap<String, serde_json::Value>,
+    ) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
+        let contexts: Vec<ContextPlan> = pipeline
+            .context
+            .iter()
+            .enumerate()
+            .map(|(i, c)| self.context(i, c))
+            .collect();
+        self.check_exclusive_services(&contexts);
+        let produced: Vec<RecordKind> = contexts
+            .iter()
+            .flat_map(ContextPlan::record_kinds)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let transforms = self.transforms(&pipeline.transform, &produced);
+        let sinks = self.sinks(&pipeline.sink, &produced, &params);
+        let routes = routes(&sinks, &transforms);
+        let posts = self.posts(&pipeline.post, &sinks, &params);
+        if !self.errors.is_empty() {
+            self.errors.extend(self.warnings);
+            return Err(self.errors);
+        }
+        let resolved = serde_json::to_string(&self.doc.to_json()).expect("JSON serializes");
+        let plan = Plan {
+            format: crate::plan::FORMAT_VERSION,
+            pipeline: Provenance {
+                name: pipeline.pipeline.name.clone().unwrap_or_else(|| "pipeline".into()),
+                description: pipeline.pipeline.description.clone(),
+                sources,
+                hash: format!("{:016x}", fnv1a(resolved.as_bytes())),
+            },
+            params,
+            contexts,
+            stages: StageGraph {
+                produced,
+                transforms,
+                routes,
+            },
+            sinks,
+            posts,
+        };
+        Ok((plan, self.warnings))
+    }
+
+    fn context(&mut self, i: usize, c: &model::Context) -> ContextPlan {
+        let tracing = c
+            .tracing
+            .iter()
+            .enumerate()
+            .filter_map(|(j, t)| self.tracing(i, j, t))
+            .collect::<Vec<_>>();
+        let mut seen = BTreeSet::new();
+        for (j, t) in c.tracing.iter().enumerate() {
+            if !seen.insert(t.domain()) {
+                self.error(
+                    path!["context", i, "tracing", j],
+                    format!("domain `{}` is traced twice in context `{}`", t.domain(), c.name),
+                )
+                .hint = Some("merge the two entries into one".into());
+            }
+        }
+        let counters = c.counters.as_ref().map(|k| self.counters(i, c, k));
+        let pc_sampling = c.pc_sampling.as_ref().map(|p| self.pc_sampling(i, p));
+        if tracing.is_empty() && counters.is_none() && pc_sampling.is_none() {
+            self.warn(path!["context", i, "name"], format!("context `{}` collects nothing", c.name))
+                .hint = Some("add `tracing = [...]`, `[context.counters]` or `[context.pc_sampling]`".into());
+        }
+        let code_objects = tracing.iter().any(|t| {
+            matches!(t.domain, Domain::KernelDispatch | Domain::ScratchMemory)
+        }) || counters.is_some()
+            || pc_sampling.is_some();
+        ContextPlan {
+            name: c.name.clone(),
+            buffer: self.buffer(i, &c.buffer),
+            agents: self.agents(path!["context", i, "agents"], &c.agents),
+            tracing,
+            code_objects,
+            counters,
+            pc_sampling,
+            serialize: c.serialize,
+            start: self.period(i, c.period.as_ref()),
+        }
+    }
+
+    fn tracing(&mut self, i: usize, j: usize, t: &Tracing) -> Option<TracingPlan> {
+        let domain_path = match t {
+            Tracing::Domain(_) => path!["context", i, "tracing", j].to_vec(),
+            Tracing::Filtered { .. } => path!["context", i, "tracing", j, "domain"].to_vec(),
+        };
+        let Some(domain) = Domain::from_name(t.domain()) else {
+            let hint = did_you_mean(t.domain(), Domain::names())
+                .or_else(|| Some("run `rocflow explain --domains` for the list".into()));
+            self.error(&domain_path, format!("unknown tracing domain `{}`", t.domain()))
+                .hint = hint;
+            return None;
+        };
+        let Tracing::Filtered {
+            include, exclude, ..
+        } = t
+        else {
+            return Some(TracingPlan {
+                domain,
+                operations: None,
+            });
+        };
+        let ops = domain.operations();
+        let mut select = |list: &[String], key: &str| -> BTreeSet<i32> {
+            let mut ids = BTreeSet::new();
+            for (k, pattern) in list.iter().enumerate() {
+                let matched: Vec<i32> = ops
+                    .iter()
+                    .filter(|(_, name)| glob_match(pattern, name))
+                    .map(|(id, _)| *id)
+                    .collect();
+                if matched.is_empty() {
+                    let hint = did_you_mean(pattern, ops.iter().map(|(_, n)| *n));
+                    self.error(
+                        path!["context", i, "tracing", j, key, k],
+                        format!("`{pattern}` matches no operation of `{}`", domain.name()),
+                    )
+                    .hint = hint.or_else(|| {
+                        let some: Vec<&str> = ops.iter().take(4).map(|(_, n)| *n).collect();
+                        Some(format!("operations look like: {}, …", some.join(", ")))
+                    });
+                }
+                ids.extend(matched);
+            }
+            ids
+        };
+        let included = if include.is_empty() {
+            ops.iter().map(|(id, _)| *id).collect()
+        } else {
+            select(include, "include")
+        };
+        let excluded = select(exclude, "exclude");
+        let operations: Vec<i32> = included.difference(&excluded).copied().collect();
+        if operations.is_empty() && !(include.is_empty() && exclude.is_empty()) {
+            self.warn(
+                path!["context", i, "tracing", j],
+                format!("the filter on `{}` leaves no operation to trace", domain.name()),
+            );
+        }
+        Some(TracingPlan {
+            domain,
+            operations: Some(operations),
+        })
+    }
+
+    fn buffer(&mut self, i: usize, b: &model::Buffer) -> BufferPlan {
+        let size_bytes = match &b.size {
+            None => DEFAULT_BUFFER_BYTES,
+            Some(q) => self
+                .quantity(path!["context", i, "buffer", "size"], q, units::parse_size)
+                .unwrap_or(DEFAULT_BUFFER_BYTES),
+        };
+        let default_watermark = (size_bytes as f64 * DEFAULT_WATERMARK) as u64;
+        let watermark_bytes = match &b.watermark {
+            None => default_watermark,
+            Some(Quantity::Text(text)) if text.trim().ends_with('%') => {
+                match units::parse_percent(text).expect("ends with %") {
+                    Ok(fraction) => (size_bytes as f64 * fraction) as u64,
+                    Err(message) => {
+                        self.error(path!["context", i, "buffer", "watermark"], message);
+                        default_watermark
+                    }
+                }
+            }
+            Some(q) => {
+                let path = path!["context", i, "buffer", "watermark"];
+                let bytes = self.quantity(path, q, units::parse_size).unwrap_or(default_watermark);
+                if bytes > size_bytes {
+                    self.error(path, "the watermark is larger than the buffer")
+                        .hint = Some(format!("the buffer holds {size_bytes} bytes; try \"75%\""));
+                }
+                bytes
+            }
+        };
+        BufferPlan {
+            size_bytes,
+            watermark_bytes,
+            policy: b.policy.unwrap_or_default(),
+        }
+    }
+
+    /// Reads a size or duration; text goes through `parse`, errors are reported.
+    fn quantity(
+        &mut self,
+        path: &[Step<'_>],
+        q: &Quantity,
+        parse: fn(&str) -> Result<u64, String>,
+    ) -> Option<u64> {
+        match q {
+            Quantity::Number(n) => Some(*n),
+            Quantity::Text(text) => match parse(text) {
+                Ok(n) => Some(n),
+                Err(message) => {
+                    self.error(path, message);
+                    None
+                }
+            },
+        }
+    }
+
+    fn agents(&mut self, path: &[Step<'_>], agents: &[AgentRef]) -> Vec<AgentSelector> {
+        agents
+            .iter()
+            .enumerate()
+            .filter_map(|(k, a)| {
+                let mut item = path.to_vec();
+                item.push(Step::Index(k));
+                match a {
+                    AgentRef::Index(n) => Some(AgentSelector::Index(*n)),
+                    AgentRef::Name(name) => match name.to_ascii_lowercase().as_str() {
+                        "gpu" => Some(AgentSelector::Type(AgentType::Gpu)),
+                        "cpu" => Some(AgentSelector::Type(AgentType::Cpu)),
+                        lower if lower.starts_with("gfx") => Some(AgentSelector::Gfx(lower.to_owned())),
+                        _ => {
+                            self.error(&item, format!("`{name}` does not select an agent"))
+                                .hint = Some(
+                                "use an index (0), a type (\"gpu\", \"cpu\") or a gfx name (\"gfx942\", \"gfx9*\")"
+                                    .into(),
+                            );
+                            None
+                        }
+                    },
+                }
+            })
+            .collect()
+    }
+
+    fn counters(&mut self, i: usize, c: &model::Context, k: &model::Counters) -> CounterPlan {
+        let base = ["context", "counters"];
+        let at = |rest: &[Step<'static>]| -> Vec<Step<'static>> {
+            let mut p = vec![Step::from(base[0]), Step::Index(i), Step::from(base[1])];
+            p.extend_from_slice(rest);
+            p
+        };
+        let regex = |this: &mut Self, key: &'static str, pattern: &Option<String>| {
+            let pattern = pattern.as_ref()?;
+            match Regex::new(pattern) {
+                Ok(_) => Some(pattern.clone()),
+                Err(err) => {
+                    this.error(&at(&[Step::Key("kernels"), Step::Key(key)]), format!("invalid kernel regex: {}", last_line(&err.to_string())))
+                        .hint = Some("kernel filters are Rust regex syntax, e.g. \"gemm|conv\"".into());
+                    None
+                }
+            }
+        };
+        let kernel_include = regex(self, "include", &k.kernels.include);
+        let kernel_exclude = regex(self, "exclude", &k.kernels.exclude);
+        let iterations = k.iterations.as_ref().and_then(|text| {
+            IterationRanges::parse(text)
+                .map_err(|message| {
+                    self.error(&at(&[Step::Key("iterations")]), message).hint =
+                        Some("write ranges like \"[1-10],[20]\" or \"[5-]\"".into());
+                })
+                .ok()
+        });
+        let mut derived = Vec::new();
+        let mut derived_names = BTreeSet::new();
+        for (d, counter) in k.derived.iter().enumerate() {
+            if !derived_names.insert(counter.name.as_str()) {
+                self.error(&at(&[Step::Key("derived"), Step::Index(d), Step::Key("name")]), format!("derived counter `{}` is defined twice", counter.name));
+            }
+            derived.push((counter.name.clone(), counter.expression.clone()));
+        }
+        let agents = self.agents(&at(&[Step::Key("agents")]), &k.agents);
+        let context_agents = self.agents_quiet(&c.agents);
+        // Counters, derived expressions and architectures are checked by the counters crate.
+        let findings = self.counters.check(k, &derived, agents.iter().chain(&context_agents));
+        for finding in findings {
+            let mut path = at(&finding.path);
+            let span = finding.offset.and_then(|offset| {
+                let node = self.doc.at(path.iter().copied())?;
+                inner_span(node, offset, finding.len)
+            });
+            let diagnostic = Diagnostic::error(finding.message)
+                .at(span.or_else(|| self.span(&path)))
+                .maybe_hint(finding.hint);
+            self.errors.push(diagnostic);
+            path.clear();
+        }
+        for (r, reduction) in k.reduce.iter().enumerate() {
+            for (n, name) in reduction.counters.iter().enumerate() {
+                if !k.collect.contains(name) {
+                    self.error(&at(&[Step::Key("reduce"), Step::Index(r), Step::Key("counters"), Step::Index(n)]), format!("`{name}` is not collected by this context"))
+                        .hint = did_you_mean(name, k.collect.iter().map(String::as_str))
+                        .or_else(|| Some(format!("add it to `collect` of context `{}`", c.name)));
+                }
+            }
+            self.dimensions(&at(&[Step::Key("reduce"), Step::Index(r), Step::Key("dimensions")]), &reduction.dimensions);
+        }
+        CounterPlan {
+            collect: k.collect.clone(),
+            derived,
+            reduce: k
+                .reduce
+                .iter()
+                .map(|r| ReducePlan {
+                    counters: r.counters.clone(),
+                    dimensions: r.dimensions.clone(),
+                    op: r.op,
+                })
+                .collect(),
+            kernel_include,
+            kernel_exclude,
+            iterations,
+            agents,
+            definitions: self.counters.source().map(str::to_owned),
+        }
+    }
+
+    /// Agent selectors whose errors are reported elsewhere.
+    fn agents_quiet(&mut self, agents: &[AgentRef]) -> Vec<AgentSelector> {
+        let errors = self.errors.len();
+        let selected = self.agents(&[], agents);
+        self.errors.truncate(errors);
+        selected
+    }
+
+    fn dimensions(&mut self, path: &[Step<'_>], dimensions: &[String]) {
+        for (n, dimension) in dimensions.iter().enumerate() {
+            if COUNTER_DIMENSIONS.contains(&dimension.as_str()) {
+                continue;
+            }
+            let mut item = path.to_vec();
+            item.push(Step::Index(n));
+            let prefixed = format!("DIMENSION_{}", dimension.to_ascii_uppercase());
+            let hint = if COUNTER_DIMENSIONS.contains(&prefixed.as_str()) {
+                Some(format!("did you mean `{prefixed}`?"))
+            } else {
+                did_you_mean(dimension, COUNTER_DIMENSIONS.iter().copied())
+            };
+            self.error(&item, format!("unknown counter dimension `{dimension}`"))
+                .hint = hint.or_else(|| Some(format!("dimensions: {}", COUNTER_DIMENSIONS.join(", "))));
+        }
+    }
+
+    fn pc_sampling(&mut self, i: usize, p: &model::PcSampling) -> PcSamplingPlan {
+        let unit = p.unit.unwrap_or(p.method.unit());
+        if unit != p.method.unit() {
+            self.error(
+                path!["context", i, "pc_sampling", "unit"],
+                format!(
+                    "rocprofiler-sdk samples `{}` PCs by {}, not by {}",
+                    name_of(&p.method),
+                    name_of(&p.method.unit()),
+                    name_of(&unit)
+                ),
+            )
+            .hint = Some(format!("set `unit = \"{}\"`", name_of(&p.method.unit())));
+        }
+        let interval = match p.method {
+            PcSamplingMethod::HostTrap => p.interval.unwrap_or(DEFAULT_HOST_TRAP_INTERVAL),
+            PcSamplingMethod::Stochastic => p.interval.unwrap_or(DEFAULT_STOCHASTIC_INTERVAL),
+        };
+        if p.method == PcSamplingMethod::Stochastic && !interval.is_power_of_two() {
+            let below = 1u64 << (63 - interval.leading_zeros());
+            self.error(
+                path!["context", i, "pc_sampling", "interval"],
+                format!("stochastic sampling needs a power-of-two interval, not {interval}"),
+            )
+            .hint = Some(format!("try {below} or {}", below << 1));
+        }
+        PcSamplingPlan {
+            method: p.method,
+            unit,
+            interval,
+            agents: self.agents(path!["context", i, "pc_sampling", "agents"], &p.agents),
+        }
+    }
+
+    fn period(&mut self, i: usize, period: Option<&model::Period>) -> StartPlan {
+        let Some(p) = period else {
+            return StartPlan::default();
+        };
+        let duration = |this: &mut Self, key: &'static str, q: &Option<Quantity>| {
+            q.as_ref()
+                .and_then(|q| this.quantity(path!["context", i, "period", key], q, units::parse_duration))
+        };
+        let start = StartPlan {
+            paused: p.paused,
+            delay_ns: duration(self, "delay", &p.delay).unwrap_or(0),
+            duration_ns: duration(self, "duration", &p.duration),
+            interval_ns: duration(self, "interval", &p.interval).unwrap_or(0),
+            repeat: p.repeat.unwrap_or(0),
+        };
+        if start.repeat > 0 && start.duration_ns.is_none() {
+            self.error(path!["context", i, "period", "repeat"], "a repeated period needs a `duration`")
+                .hint = Some("add `duration = \"10s\"` to say how long each period collects".into());
+        }
+        start
+    }
+
+    /// rocprofiler-sdk allows dispatch counter collection and PC sampling in one context
+    /// each: a second one fails at `rocprofiler_configure_*` time on the device.
+    fn check_exclusive_services(&mut self, contexts: &[ContextPlan]) {
+        let exclusive: [(&str, &str, fn(&ContextPlan) -> bool); 2] = [
+            ("counters", "dispatch counter collection", |c| c.counters.is_some()),
+            ("pc_sampling", "PC sampling", |c| c.pc_sampling.is_some()),
+        ];
+        for (key, what, uses) in exclusive {
+            let users: Vec<usize> = (0..contexts.len()).filter(|&i| uses(&contexts[i])).collect();
+            if let [first, rest @ ..] = users.as_slice() {
+                for &i in rest {
+                    let first_at = self.span(path!["context", *first, key]).map(|s| s.position());
+                    let d = self.error(
+                        path!["context", i, key],
+                        format!("{what} is already configured in context `{}`", contexts[*first].name),
+                    );
+                    d.hint = Some(format!("rocprofiler-sdk allows {what} in one context only; move these settings there"));
+                    if let Some(at) = first_at {
+                        d.notes.push(format!("first configured at {at}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Record kinds named in `records = [...]`, or `default` when the list is empty.
+    fn record_kinds(&mut self, path: &[Step<'_>], names: &[String], default: &[RecordKind]) -> Vec<RecordKind> {
+        if names.is_empty() {
+            return default.to_vec();
+        }
+        let mut kinds = Vec::new();
+        for (k, name) in names.iter().enumerate() {
+            let mut item = path.to_vec();
+            item.push(Step::Index(k));
+            match RecordKind::from_name(name) {
+                Some(kind) if !kinds.contains(&kind) => kinds.push(kind),
+                Some(_) => {}
+                None => {
+                    let hint = did_you_mean(name, RecordKind::names()).or_else(|| {
+                        Domain::from_name(name).map(|d| {
+                            format!("`{name}` is a tracing domain; its records are `{}`", d.record_kind().name())
+                        })
+                    });
+                    self.error(&item, format!("unknown record kind `{name}`")).hint = hint
+                        .or_else(|| Some(format!("record kinds: {}", RecordKind::names().collect::<Vec<_>>().join(", "))));
+                }
+            }
+        }
+        kinds
+    }
+
+    fn transforms(&mut self, transforms: &[model::Transform], produced: &[RecordKind]) -> Vec<TransformPlan> {
+        // Columns added by `derive` transforms, visible to the transforms after them.
+        let mut derived: Vec<(RecordKind, String)> = Vec::new();
+        let mut plans = Vec::new();
+        for (t, transform) in transforms.iter().enumerate() {
+            let kinds = self.record_kinds(path!["transform", t, "records"], &transform.records, produced);
+            let has_column = |kind: RecordKind, column: &str, derived: &[(RecordKind, String)]| {
+                kind.column(column).is_some() || derived.iter().any(|(k, c)| *k == kind && c == column)
+            };
+            let check_columns = |this: &mut Self, key: &'static str, columns: &[(String, Option<(usize, usize)>)]| {
+                for (column, at) in columns {
+                    let missing: Vec<&str> = kinds
+                        .iter()
+                        .filter(|&&k| !has_column(k, column, &derived))
+                        .map(|k| k.name())
+                        .collect();
+                    if missing.is_empty() {
+                        continue;
+                    }
+                    let node = this.doc.at(path!["transform", t, key].iter().copied());
+                    let span = node.and_then(|n| at.and_then(|(o, l)| inner_span(n, o, l)));
+                    let candidates: BTreeSet<&str> = kinds.iter().flat_map(|k| k.columns().map(|(n, _)| n)).collect();
+                    let having: Vec<&str> = RecordKind::ALL.iter().filter(|k| k.column(column).is_some()).map(|k| k.name()).collect();
+                    let hint = if having.is_empty() {
+                        did_you_mean(column, candidates.iter().copied())
+                    } else {
+                        let kinds: Vec<String> = having.iter().map(|h| format!("\"{h}\"")).collect();
+                        Some(format!("add `records = [{}]` to apply it only where the column exists", kinds.join(", ")))
+                    };
+                    let d = Diagnostic::error(format!("`{column}` is not a column of {} records", missing.join(", ")))
+                        .at(span.or_else(|| this.span(path!["transform", t, key])))
+                        .maybe_hint(hint);
+                    this.errors.push(d);
+                }
+            };
+            let op = match &transform.op {
+                TransformOp::Filter { predicate } => {
+                    let columns = self.expression(path!["transform", t, "predicate"], predicate);
+                    check_columns(self, "predicate", &columns);
+                    TransformOpPlan::Filter { predicate: predicate.clone() }
+                }
+                TransformOp::Derive { column, expression } => {
+                    let columns = self.expression(path!["transform", t, "expression"], expression);
+                    check_columns(self, "expression", &columns);
+                    for &kind in &kinds {
+                        if has_column(kind, column, &derived) {
+                            self.error(path!["transform", t, "column"], format!("`{column}` is already a column of {} records", kind.name()))
+                                .hint = Some("choose a new column name".into());
+                            break;
+                        }
+                    }
+                    derived.extend(kinds.iter().map(|&k| (k, column.clone())));
+                    TransformOpPlan::Derive { column: column.clone(), expression: expression.clone() }
+                }
+                TransformOp::KernelName { demangle, truncate, rename } => {
+                    for (r, rule) in rename.iter().enumerate() {
+                        if let Err(err) = Regex::new(&rule.pattern) {
+                            self.error(path!["transform", t, "rename", r, "pattern"], format!("invalid regex: {}", last_line(&err.to_string())));
+                        }
+                    }
+                    let without: Vec<&str> = kinds.iter().filter(|k| k.column("kernel_name").is_none()).map(|k| k.name()).collect();
+                    if !without.is_empty() {
+                        self.error(path!["transform", t, "kind"], format!("{} records have no kernel name", without.join(", ")))
+                            .hint = Some("add `records = [\"kernel_dispatch\", \"counter_sample\"]`".into());
+                    }
+                    TransformOpPlan::KernelName {
+                        demangle: *demangle,
+                        truncate: *truncate,
+                        rename: rename.iter().map(|r| (r.pattern.clone(), r.replacement.clone())).collect(),
+                    }
+                }
+                TransformOp::TimeWindow { start, end } => {
+                    let start_ns = start.as_ref().and_then(|q| self.quantity(path!["transform", t, "start"], q, units::parse_duration)).unwrap_or(0);
+                    let end_ns = end.as_ref().and_then(|q| self.quantity(path!["transform", t, "end"], q, units::parse_duration));
+                    if end_ns.is_some_and(|end| end <= start_ns) {
+                        self.error(path!["transform", t, "end"], "the time window ends before it starts");
+                    }
+                    TransformOpPlan::TimeWindow { start_ns, end_ns }
+                }
+                TransformOp::ReduceDimensions { counters, dimensions, op } => {
+                    self.dimensions(path!["transform", t, "dimensions"], dimensions);
+                    if kinds.iter().any(|&k| k != RecordKind::CounterSample) {
+                        self.error(path!["transform", t, "kind"], "dimension reductions apply to counter samples only")
+                            .hint = Some("add `records = [\"counter_sample\"]`".into());
+                    }
+                    TransformOpPlan::ReduceDimensions { counters: counters.clone(), dimensions: dimensions.clone(), op: *op }
+                }
+                TransformOp::Aggregate { group_by, metrics } => {
+                    let mut columns: Vec<(String, Option<(usize, usize)>)> = Vec::new();
+                    for (g, column) in group_by.iter().enumerate() {
+                        if kinds.iter().any(|&k| !has_column(k, column, &derived)) {
+                            let hint = did_you_mean(column, kinds.iter().flat_map(|k| k.columns().map(|(n, _)| n)));
+                            self.error(path!["transform", t, "group_by", g], format!("cannot group by `{column}`: not a column of every record kind this transform takes"))
+                                .hint = hint;
+                        }
+                    }
+                    let mut plans = Vec::new();
+                    for (name, spec) in metrics {
+                        match parse_metric(spec) {
+                            Ok((op, column)) => {
+                                if let Some(column) = &column {
+                                    columns.push((column.clone(), None));
+                                }
+                                plans.push(Metric { name: name.clone(), op, column });
+                            }
+                            Err(message) => {
+                                self.error(path!["transform", t, "metrics", name.as_str()], message)
+                                    .hint = Some(format!("write \"op(column)\" with op among {}", MetricOp::NAMES.join(", ")));
+                            }
+                        }
+                    }
+                    check_columns(self, "metrics", &columns);
+                    TransformOpPlan::Aggregate { group_by: group_by.clone(), metrics: plans }
+                }
+            };
+            plans.push(TransformPlan { name: transform.name.clone(), kinds, op });
+        }
+        plans
+    }
+
+    /// Parses an evalexpr expression; returns the variables it reads, each with its byte
+    /// offset in the expression when it can be found.
+    fn expression(&mut self, path: &[Step<'_>], text: &str) -> Vec<(String, Option<(usize, usize)>)> {
+        match evalexpr::build_operator_tree(text) {
+            Ok(tree) => {
+                let names: BTreeSet<&str> = tree.iter_variable_identifiers().collect();
+                names
+                    .into_iter()
+                    .map(|name| (name.to_owned(), find_word(text, name).map(|o| (o, name.len()))))
+                    .collect()
+            }
+            Err(err) => {
+                self.error(path, format!("invalid expression: {err}"))
+                    .hint = Some("expressions use evalexpr syntax, e.g. `duration_ns > 1000 && kernel_name != \"copy\"`".into());
+                Vec::new()
+            }
+        }
+    }
+
+    fn sinks(&mut self, sinks: &[model::Sink], produced: &[RecordKind], params: &IndexMap<String, serde_json::Value>) -> Vec<SinkPlan> {
+        let mut plans: Vec<SinkPlan> = Vec::new();
+        for (s, sink) in sinks.iter().enumerate() {
+            self.placeholders(path!["sink", s, "path"], &sink.path, params);
+            if let Some(other) = plans.iter().position(|p| p.path == sink.path) {
+                let first = self.span(path!["sink", other, "path"]).map(|s| s.position());
+                let d = self.error(path!["sink", s, "path"], format!("sinks `{}` and `{}` write the same path", plans[other].name, sink.name));
+                d.hint = Some("give each sink its own path, e.g. with a different extension".into());
+                d.notes.extend(first.map(|p| format!("`{}` writes it at {p}", plans[other].name)));
+            }
+            let kinds = self.record_kinds(path!["sink", s, "records"], &sink.records, produced);
+            for (k, kind) in kinds.iter().enumerate() {
+                if !sink.records.is_empty() && !produced.contains(kind) {
+                    self.warn(path!["sink", s, "records", k], format!("no context collects `{}` records for sink `{}`", kind.name(), sink.name));
+                }
+            }
+            plans.push(SinkPlan {
+                name: sink.name.clone(),
+                kind: sink.kind,
+                path: sink.path.clone(),
+                kinds,
+                options: sink.options.clone(),
+            });
+        }
+        if plans.is_empty() && !produced.is_empty() {
+            self.warn(&[], "the pipeline collects records but has no [[sink]]; only the raw spool is kept");
+        }
+        plans
+    }
+
+    /// Placeholders left in a path after parameters must be the run-time ones.
+    fn placeholders(&mut self, path: &[Step<'_>], text: &str, params: &IndexMap<String, serde_json::Value>) {
+        for (offset, name) in placeholders(text) {
+            if RUNTIME_PLACEHOLDERS.contains(&name) || params.contains_key(name) {
+                continue;
+            }
+            let node = self.doc.at(path.iter().copied());
+            let span = node.and_then(|n| inner_span(n, offset, name.len() + 2));
+            let candidates = RUNTIME_PLACEHOLDERS.iter().copied().chain(params.keys().map(String::as_str));
+            let hint = did_you_mean(name, candidates).unwrap_or_else(|| {
+                format!("placeholders: {}, or a parameter from [params]", RUNTIME_PLACEHOLDERS.iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(" "))
+            });
+            let d = Diagnostic::error(format!("unknown placeholder `{{{name}}}`"))
+                .at(span.or_else(|| self.span(path)))
+                .hint(hint);
+            self.errors.push(d);
+        }
+    }
+
+    fn posts(&mut self, posts: &[model::Post], sinks: &[SinkPlan], params: &IndexMap<String, serde_json::Value>) -> Vec<PostPlan> {
+        for (p, post) in posts.iter().enumerate() {
+            match &post.step {
+                PostStep::Summary { path: Some(path), .. } | PostStep::Report { path, .. } => {
+                    self.placeholders(path!["post", p, "path"], path, params);
+                }
+                PostStep::Summary { path: None, .. } => {}
+                PostStep::Sql { database, path, .. } => {
+                    self.placeholders(path!["post", p, "path"], path, params);
+                    if database.is_none() && !sinks.iter().any(|s| s.kind == model::SinkKind::Rocpd) {
+                        self.error(path!["post", p, "kind"], format!("sql step `{}` has no database to query", post.name))
+                            .hint = Some("add a [[sink]] with kind = \"rocpd\", or set `database = \"path/to/run.db\"`".into());
+                    }
+                }
+                PostStep::Command { argv, .. } => {
+                    for (a, arg) in argv.iter().enumerate() {
+                        self.placeholders(path!["post", p, "argv", a], arg, params);
+                    }
+                    if argv.first().is_some_and(|program| program.contains(' ') && !program.contains('/')) {
+                        self.error(path!["post", p, "argv", 0], "argv[0] contains a space: commands are not run through a shell")
+                            .hint = Some("split the command into a list: argv = [\"python3\", \"script.py\"]".into());
+                    }
+                }
+            }
+        }
+        posts
+            .iter()
+            .map(|p| PostPlan { name: p.name.clone(), required: p.required, step: p.step.clone() })
+            .collect()
+    }
+}
+
+/// Which transforms each sink's records pass through.
+fn routes(sinks: &[SinkPlan], transforms: &[TransformPlan]) -> Vec<Route> {
+    sinks
+        .iter()
+        .map(|sink| Route {
+            sink: sink.name.clone(),
+            kinds: sink.kinds.clone(),
+            transforms: transforms
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.kinds.iter().any(|k| sink.kinds.contains(k)))
+                .map(|(i, _)| i)
+                .collect(),
+        })
+        .collect()
+}
+
+/// "p95(duration_ns)" → (P95, Some("duration_ns")); "count()" → (Count, None).
+fn parse_metric(spec: &str) -> Result<(MetricOp, Option<String>), String> {
+    let spec = spec.trim();
+    let (op, rest) = spec
+        .split_once('(')
+        .ok_or_else(|| format!("`{spec}` is not a metric"))?;
+    let column = rest
+        .strip_suffix(')')
+        .ok_or_else(|| format!("`{spec}` is missing `)`"))?
+        .trim();
+    let op = MetricOp::from_name(op.trim()).ok_or_else(|| format!("unknown aggregate `{}` in `{spec}`", op.trim()))?;
+    match (op, column.is_empty()) {
+        (MetricOp::Count, _) => Ok((op, (!column.is_empty()).then(|| column.to_owned()))),
+        (_, true) => Err(format!("`{spec}` needs a column")),
+        (_, false) => Ok((op, Some(column.to_owned()))),
+    }
+}
+
+/// The span of `len` bytes at `offset` inside a string value, if the TOML source holds the
+/// string verbatim (a basic or literal string without escapes before the offset).
+fn inner_span(node: &Node, offset: usize, len: usize) -> Option<Span> {
+    let value = node.as_str()?;
+    let source = node.span.snippet();
+    let quote = source.len().checked_sub(value.len())? / 2;
+    let body = source.get(quote..quote + value.len())?;
+    (body == value).then(|| {
+        let start = node.span.range.start + quote + offset;
+        Span::new(&node.span.file, start..start + len)
+    })
+}
+
+/// Byte offset of `word` as a whole identifier in `text`.
+fn find_word(text: &str, word: &str) -> Option<usize> {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    text.match_indices(word).map(|(i, _)| i).find(|&i| {
+        let before = text[..i].chars().next_back().is_none_or(|c| !is_ident(c));
+        let after = text[i + word.len()..].chars().next().is_none_or(|c| !is_ident(c));
+        before && after
+    })
+}
+
+/// A case-sensitive glob with `*` and `?`, for operation names.
+fn glob_match(pattern: &str, name: &str) -> bool {
+    fn go(p: &[u8], n: &[u8]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
+            (Some(b'?'), Some(_)) => go(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    go(pattern.as_bytes(), name.as_bytes())
+}
+
+/// The last line of a multi-line library error ("regex parse error: … error: unclosed group").
+fn last_line(text: &str) -> String {
+    let last = text.lines().last().unwrap_or(text).trim();
+    last.strip_prefix("error: ").unwrap_or(last).to_owned()
+}
+
+/// A value's name as pipelines write it (its serde form).
+fn name_of<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// 64-bit FNV-1a: a stable content hash for provenance (not for security).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl<'a> From<&'a str> for Step<'a> {
+    fn from(key: &'a str) -> Self {
+        Step::Key(key)
+    }
+}
+
+impl From<usize> for Step<'_> {
+    fn from(index: usize) -> Self {
+        Step::Index(index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("hipMemcpy*", "hipMemcpyAsync"));
+        assert!(glob_match("hipMemcpy*", "hipMemcpy"));
+        assert!(!glob_match("hipMemcpy*", "hipMalloc"));
+        assert!(glob_match("hip?alloc", "hipMalloc"));
+        assert!(glob_match("*Async", "hipMemsetAsync"));
+    }
+
+    #[test]
+    fn metrics() {
+        assert_eq!(parse_metric("p95(duration_ns)"), Ok((MetricOp::P95, Some("duration_ns".into()))));
+        assert_eq!(parse_metric("count()"), Ok((MetricOp::Count, None)));
+        assert!(parse_metric("median(x)").unwrap_err().contains("unknown aggregate `median`"));
+        assert!(parse_metric("sum()").unwrap_err().contains("needs a column"));
+    }
+
+    #[test]
+    fn words() {
+        assert_eq!(find_word("bytes / duration_ns > 1", "duration_ns"), Some(8));
+        assert_eq!(find_word("xbytes + bytes", "bytes"), Some(9));
+    }
+}

@@ -1,0 +1,70 @@
+//! The pipeline language: a TOML file, merged with the templates it extends, parameters
+//! applied, checked against the JSON Schema and semantically, and compiled into a
+//! [`Plan`](crate::plan::Plan).
+
+mod compile;
+mod counters;
+pub mod model;
+pub mod params;
+pub mod schema;
+pub mod template;
+pub mod units;
+pub mod value;
+
+use std::path::Path;
+
+use indexmap::IndexMap;
+
+use crate::diag::Diagnostic;
+use crate::plan::Plan;
+
+pub use params::Override;
+pub use template::{Library, Origin};
+pub use value::Node;
+
+/// What a pipeline is compiled with besides its file.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// `--set name=value`, in command-line order.
+    pub overrides: Vec<Override>,
+    /// Where `extends` looks beyond the including file's directory.
+    pub library: Library,
+}
+
+/// A compiled pipeline.
+#[derive(Debug)]
+pub struct Compiled {
+    pub plan: Plan,
+    /// The fully merged document, parameters applied (`rocflow explain --resolved`).
+    pub resolved: Node,
+    /// Problems that do not stop the pipeline from running.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Reads, merges, validates and compiles the pipeline at `path`. On failure every error
+/// found is returned (warnings after them), so a user fixes them in one round.
+pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let merged = options.library.load(path).map_err(|d| vec![d])?;
+    let mut doc = merged.doc;
+    let params = params::apply(&mut doc, &options.overrides)?;
+    let structural = schema::validate(&doc);
+    if !structural.is_empty() {
+        return Err(structural);
+    }
+    let pipeline: model::Pipeline = serde_json::from_value(doc.to_json()).map_err(|err| {
+        // The schema accepted the document, so this is rocflow's fault, not the user's.
+        vec![Diagnostic::error(format!(
+            "internal error: the schema accepted a pipeline the model rejects: {err}"
+        ))]
+    })?;
+    let params: IndexMap<String, serde_json::Value> =
+        params.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
+    let sources = merged.sources.iter().map(Origin::display).collect();
+    let compiler = compile::Compiler::new(&doc, counters::CounterCheck::default());
+    let (plan, warnings) = compiler.compile(&pipeline, sources, params)?;
+    Ok(Compiled {
+        plan,
+        resolved: doc,
+        warnings,
+    })
+}

@@ -1,0 +1,274 @@
+//! The pipeline document as typed Rust values, read from the merged tree once the schema
+//! has accepted it. Values stay as the user wrote them (sizes as text, names as strings);
+//! the checks and the compiler turn them into the Plan.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+/// A size or duration: an integer (bytes, nanoseconds) or text with a unit.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Quantity {
+    Number(u64),
+    Text(String),
+}
+
+/// An agent selector: an index, or a type or gfx name (globs allowed).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum AgentRef {
+    Index(u32),
+    Name(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pipeline {
+    #[serde(default)]
+    pub pipeline: Header,
+    #[serde(default)]
+    pub params: IndexMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub context: Vec<Context>,
+    #[serde(default)]
+    pub transform: Vec<Transform>,
+    #[serde(default)]
+    pub sink: Vec<Sink>,
+    #[serde(default)]
+    pub post: Vec<Post>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Context {
+    pub name: String,
+    #[serde(default)]
+    pub tracing: Vec<Tracing>,
+    #[serde(default)]
+    pub buffer: Buffer,
+    pub counters: Option<Counters>,
+    pub pc_sampling: Option<PcSampling>,
+    #[serde(default)]
+    pub serialize: bool,
+    #[serde(default)]
+    pub agents: Vec<AgentRef>,
+    pub period: Option<Period>,
+}
+
+/// A traced domain, with an optional filter on its operations.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Tracing {
+    Domain(String),
+    Filtered {
+        domain: String,
+        #[serde(default)]
+        include: Vec<String>,
+        #[serde(default)]
+        exclude: Vec<String>,
+    },
+}
+
+impl Tracing {
+    pub fn domain(&self) -> &str {
+        match self {
+            Tracing::Domain(d) | Tracing::Filtered { domain: d, .. } => d,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Buffer {
+    pub size: Option<Quantity>,
+    pub watermark: Option<Quantity>,
+    pub policy: Option<crate::sdk::BufferPolicy>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counters {
+    #[serde(default)]
+    pub collect: Vec<String>,
+    pub definitions: Option<String>,
+    #[serde(default)]
+    pub derived: Vec<DerivedCounter>,
+    #[serde(default)]
+    pub reduce: Vec<Reduction>,
+    #[serde(default)]
+    pub kernels: KernelFilter,
+    pub iterations: Option<String>,
+    #[serde(default)]
+    pub agents: Vec<AgentRef>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DerivedCounter {
+    pub name: String,
+    pub expression: String,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reduction {
+    #[serde(default)]
+    pub counters: Vec<String>,
+    pub dimensions: Vec<String>,
+    pub op: ReduceOp,
+}
+
+/// How counter values are combined across a dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReduceOp {
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelFilter {
+    pub include: Option<String>,
+    pub exclude: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcSampling {
+    pub method: crate::sdk::PcSamplingMethod,
+    pub unit: Option<crate::sdk::PcSamplingUnit>,
+    pub interval: Option<u64>,
+    #[serde(default)]
+    pub agents: Vec<AgentRef>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Period {
+    #[serde(default)]
+    pub paused: bool,
+    pub delay: Option<Quantity>,
+    pub duration: Option<Quantity>,
+    pub interval: Option<Quantity>,
+    pub repeat: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Transform {
+    pub name: String,
+    #[serde(default)]
+    pub records: Vec<String>,
+    #[serde(flatten)]
+    pub op: TransformOp,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TransformOp {
+    Filter {
+        predicate: String,
+    },
+    Derive {
+        column: String,
+        expression: String,
+    },
+    KernelName {
+        #[serde(default)]
+        demangle: bool,
+        truncate: Option<u32>,
+        #[serde(default)]
+        rename: Vec<Rename>,
+    },
+    TimeWindow {
+        start: Option<Quantity>,
+        end: Option<Quantity>,
+    },
+    ReduceDimensions {
+        #[serde(default)]
+        counters: Vec<String>,
+        dimensions: Vec<String>,
+        op: ReduceOp,
+    },
+    Aggregate {
+        group_by: Vec<String>,
+        metrics: IndexMap<String, String>,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rename {
+    pub pattern: String,
+    pub replacement: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sink {
+    pub name: String,
+    pub kind: SinkKind,
+    pub path: String,
+    #[serde(default)]
+    pub records: Vec<String>,
+    #[serde(default)]
+    pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The output formats rocflow writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SinkKind {
+    Perfetto,
+    Parquet,
+    Rocpd,
+    Otf2,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Post {
+    pub name: String,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(flatten)]
+    pub step: PostStep,
+}
+
+/// A post-step as declared; it is carried into the Plan unchanged.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PostStep {
+    Summary {
+        path: Option<String>,
+        top: Option<u32>,
+        #[serde(default)]
+        formats: Vec<String>,
+        #[serde(default)]
+        by: Vec<String>,
+    },
+    Sql {
+        query: String,
+        database: Option<String>,
+        path: String,
+        format: Option<String>,
+    },
+    Report {
+        path: String,
+        title: Option<String>,
+    },
+    Command {
+        argv: Vec<String>,
+        #[serde(default)]
+        env: IndexMap<String, String>,
+    },
+}

@@ -1,0 +1,442 @@
+//! Templates: finding what `extends` names, and merging documents.
+//!
+//! A name resolves relative to the including file, then on `ROCFLOW_PIPELINE_PATH`, then in
+//! the library shipped in `pipelines/` (embedded in the binary). Merge rules: tables merge
+//! deeply; arrays of named tables merge by `name` (a later entry overrides field by field,
+//! `enabled = false` removes it); plain arrays and scalars are replaced.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::diag::{Diagnostic, SourceFile, Span, did_you_mean};
+
+use super::value::{Entry, Node, Value};
+
+mod library {
+    include!(concat!(env!("OUT_DIR"), "/templates.rs"));
+}
+
+/// The environment variable listing directories of team templates, `:`-separated.
+pub const PATH_VAR: &str = "ROCFLOW_PIPELINE_PATH";
+
+/// Where a pipeline document lives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// A file on disk (canonical path, so the same file reached two ways is one origin).
+    File(PathBuf),
+    /// A template of the shipped library, by name (`base`, `team/base`).
+    Builtin(String),
+}
+
+impl Origin {
+    /// How the origin is shown to users.
+    pub fn display(&self) -> String {
+        match self {
+            Origin::File(path) => path.display().to_string(),
+            Origin::Builtin(name) => format!("pipelines/{name}.toml (shipped)"),
+        }
+    }
+}
+
+/// A template that `rocflow templates list` shows.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub name: String,
+    pub origin: Origin,
+    /// Templates of the same name further down the search order, hidden by this one.
+    pub shadows: Vec<Origin>,
+}
+
+/// Finds and reads pipeline documents.
+#[derive(Debug, Clone, Default)]
+pub struct Library {
+    /// Team directories, in search order.
+    search_path: Vec<PathBuf>,
+}
+
+/// A fully merged document and the files it was made from.
+#[derive(Debug)]
+pub struct Merged {
+    pub doc: Node,
+    /// Every document that contributed, the including file last.
+    pub sources: Vec<Origin>,
+}
+
+impl Library {
+    /// The library with the team directories named by `ROCFLOW_PIPELINE_PATH`.
+    pub fn from_env() -> Self {
+        let search_path = std::env::var_os(PATH_VAR)
+            .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+            .unwrap_or_default();
+        Library { search_path }
+    }
+
+    pub fn with_search_path(search_path: Vec<PathBuf>) -> Self {
+        Library { search_path }
+    }
+
+    /// Reads `path` and everything it extends, and merges them.
+    pub fn load(&self, path: &Path) -> Result<Merged, Diagnostic> {
+        let file = SourceFile::read(path).map_err(|e| {
+            Diagnostic::error(format!("cannot read pipeline `{}`: {e}", path.display()))
+        })?;
+        let origin = Origin::File(path.canonicalize().unwrap_or_else(|_| path.to_owned()));
+        let mut sources = Vec::new();
+        let doc = self.resolve(origin, file, &mut Vec::new(), &mut sources)?;
+        Ok(Merged { doc, sources })
+    }
+
+    /// The text of a template found by name on the search path or in the shipped library,
+    /// for `templates show`.
+    pub fn read(&self, name: &str) -> Result<(Origin, String), Diagnostic> {
+        let origin = self
+            .find(name, None)
+            .map_err(|looked| not_found(name, &looked, None))?;
+        let file = self.open(&origin, Vec::new())?;
+        Ok((origin, file.text().to_owned()))
+    }
+
+    /// Every template on the search path and in the shipped library, with shadowing.
+    pub fn list(&self) -> Vec<Listed> {
+        let mut listed: Vec<Listed> = Vec::new();
+        let found = self
+            .search_path
+            .iter()
+            .flat_map(|dir| {
+                let mut names = Vec::new();
+                collect_toml(dir, dir, &mut names);
+                names.sort();
+                names.into_iter().map(move |n| (n.clone(), Origin::File(dir.join(format!("{n}.toml")))))
+            })
+            .chain(
+                library::TEMPLATES
+                    .iter()
+                    .map(|(name, _)| (name.to_string(), Origin::Builtin(name.to_string()))),
+            );
+        for (name, origin) in found {
+            match listed.iter_mut().find(|l| l.name == name) {
+                Some(first) => first.shadows.push(origin),
+                None => listed.push(Listed {
+                    name,
+                    origin,
+                    shadows: Vec::new(),
+                }),
+            }
+        }
+        listed.sort_by(|a, b| a.name.cmp(&b.name));
+        listed
+    }
+
+    /// Parses one document, then merges it over the templates it extends (depth first).
+    fn resolve(
+        &self,
+        origin: Origin,
+        file: Arc<SourceFile>,
+        chain: &mut Vec<Origin>,
+        sources: &mut Vec<Origin>,
+    ) -> Result<Node, Diagnostic> {
+        let mut doc = Node::parse(&file)?;
+        check_unique_names(&doc)?;
+        let extends = take_extends(&mut doc)?;
+        chain.push(origin.clone());
+        let mut base: Option<Node> = None;
+        for (name, span) in extends {
+            let found = self
+                .find(&name, Some(&origin))
+                .map_err(|looked| not_found(&name, &looked, Some(span.clone())))?;
+            if let Some(start) = chain.iter().position(|o| *o == found) {
+                let cycle: Vec<String> = chain[start..]
+                    .iter()
+                    .chain(std::iter::once(&found))
+                    .map(Origin::display)
+                    .collect();
+                return Err(Diagnostic::error(format!("template cycle: `{name}` extends itself"))
+                    .at(Some(span))
+                    .note(format!("cycle: {}", cycle.join(" -> ")))
+                    .hint("remove one of the `extends` entries that close the loop"));
+            }
+            let mut notes = vec![format!(
+                "in template `{name}` ({}), included from {}",
+                found.display(),
+                span.position()
+            )];
+            notes.extend(file.notes().iter().cloned());
+            let template_file = self.open(&found, notes)?;
+            let template = self.resolve(found, template_file, chain, sources)?;
+            base = Some(match base {
+                Some(base) => merge(base, template),
+                None => template,
+            });
+        }
+        chain.pop();
+        sources.push(origin);
+        let merged = match base {
+            Some(base) => merge(base, doc),
+            None => doc,
+        };
+        Ok(if chain.is_empty() {
+            prune_disabled(merged)
+        } else {
+            merged
+        })
+    }
+
+    /// Resolves a template name as seen from the document at `from` (relative names first),
+    /// returning where it looked when nothing matches.
+    fn find(&self, name: &str, from: Option<&Origin>) -> Result<Origin, Vec<String>> {
+        let file_name = if name.ends_with(".toml") {
+            name.to_owned()
+        } else {
+            format!("{name}.toml")
+        };
+        let mut looked = Vec::new();
+        match from {
+            None => {}
+            Some(Origin::File(path)) => {
+                let dir = path.parent().unwrap_or(Path::new("."));
+                let candidate = dir.join(&file_name);
+                if candidate.is_file() {
+                    return Ok(Origin::File(candidate.canonicalize().unwrap_or(candidate)));
+                }
+                looked.push(candidate.display().to_string());
+            }
+            Some(Origin::Builtin(including)) => {
+                // A shipped template extends others by their path within the library.
+                let dir = Path::new(including).parent().unwrap_or(Path::new(""));
+                let relative = dir.join(name.trim_end_matches(".toml"));
+                let relative = relative.to_string_lossy().replace('\\', "/");
+                if builtin(&relative).is_some() {
+                    return Ok(Origin::Builtin(relative));
+                }
+            }
+        }
+        for dir in &self.search_path {
+            let candidate = dir.join(&file_name);
+            if candidate.is_file() {
+                return Ok(Origin::File(candidate.canonicalize().unwrap_or(candidate)));
+            }
+            looked.push(candidate.display().to_string());
+        }
+        let bare = name.trim_end_matches(".toml");
+        if builtin(bare).is_some() {
+            return Ok(Origin::Builtin(bare.to_owned()));
+        }
+        looked.push(format!("the shipped library (pipelines/{file_name})"));
+        Err(looked)
+    }
+
+    fn open(&self, origin: &Origin, notes: Vec<String>) -> Result<Arc<SourceFile>, Diagnostic> {
+        match origin {
+            Origin::File(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Diagnostic::error(format!("cannot read template `{}`: {e}", path.display()))
+                })?;
+                Ok(SourceFile::with_notes(path.display().to_string(), text, notes))
+            }
+            Origin::Builtin(name) => {
+                let text = builtin(name).expect("found builtins exist");
+                Ok(SourceFile::with_notes(format!("pipelines/{name}.toml"), text, notes))
+            }
+        }
+    }
+}
+
+/// The names of the shipped templates.
+pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+    library::TEMPLATES.iter().map(|(name, _)| *name)
+}
+
+fn builtin(name: &str) -> Option<&'static str> {
+    library::TEMPLATES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
+}
+
+fn not_found(name: &str, looked: &[String], span: Option<Span>) -> Diagnostic {
+    let mut diagnostic = Diagnostic::error(format!("template `{name}` not found"))
+        .at(span)
+        .note(format!("looked in: {}", looked.join(", ")));
+    diagnostic = diagnostic.maybe_hint(did_you_mean(name, builtin_names()));
+    if diagnostic.hint.is_none() {
+        diagnostic = diagnostic.hint(format!(
+            "give a path relative to this file, add its directory to {PATH_VAR}, or see `rocflow templates list`"
+        ));
+    }
+    diagnostic
+}
+
+fn collect_toml(root: &Path, dir: &Path, names: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_toml(root, &path, names);
+        } else if path.extension().is_some_and(|e| e == "toml") {
+            let name = path.strip_prefix(root).unwrap_or(&path).with_extension("");
+            names.push(name.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+/// Removes `[pipeline].extends` from a document and returns its entries with their spans.
+fn take_extends(doc: &mut Node) -> Result<Vec<(String, Span)>, Diagnostic> {
+    let Value::Table(root) = &mut doc.value else {
+        unreachable!("a TOML document is a table")
+    };
+    let Some(Entry {
+        node: pipeline,
+        ..
+    }) = root.get_mut("pipeline")
+    else {
+        return Ok(Vec::new());
+    };
+    let Value::Table(pipeline) = &mut pipeline.value else {
+        return Ok(Vec::new()); // the schema reports the wrong type
+    };
+    let Some(entry) = pipeline.shift_remove("extends") else {
+        return Ok(Vec::new());
+    };
+    let expected = || {
+        Diagnostic::error("`extends` must be an array of template names")
+            .at(Some(entry.node.span.clone()))
+            .hint("extends = [\"base\"]")
+    };
+    let items = entry.node.as_array().ok_or_else(expected)?;
+    items
+        .iter()
+        .map(|item| {
+            item.as_str()
+                .map(|s| (s.to_owned(), item.span.clone()))
+                .ok_or_else(expected)
+        })
+        .collect()
+}
+
+/// The `name` of every entry, if `items` is a non-empty array of named tables.
+fn names(items: &[Node]) -> Option<Vec<&str>> {
+    if items.is_empty() {
+        return None;
+    }
+    items.iter().map(|n| n.get("name")?.as_str()).collect()
+}
+
+/// Rejects two entries of one named array with the same name within a single document:
+/// with merge-by-name, the second would silently override the first.
+fn check_unique_names(doc: &Node) -> Result<(), Diagnostic> {
+    let Value::Table(root) = &doc.value else {
+        return Ok(());
+    };
+    for (key, entry) in root {
+        let Some(items) = entry.node.as_array() else {
+            continue;
+        };
+        let mut seen: Vec<&Node> = Vec::new();
+        for item in items {
+            let Some(name) = item.get("name") else { continue };
+            let Some(text) = name.as_str() else { continue };
+            if let Some(first) = seen.iter().find(|n| n.as_str() == Some(text)) {
+                return Err(Diagnostic::error(format!("duplicate {key} name `{text}`"))
+                    .at(Some(name.span.clone()))
+                    .note(format!("first defined at {}", first.span.position()))
+                    .hint(format!("give each [[{key}]] a unique name")));
+            }
+            seen.push(name);
+        }
+    }
+    Ok(())
+}
+
+/// Merges `over` onto `base` (see the module docs for the rules).
+pub fn merge(base: Node, over: Node) -> Node {
+    match (base.value, over.value) {
+        (Value::Table(mut base_table), Value::Table(over_table)) => {
+            for (key, entry) in over_table {
+                match base_table.shift_remove_full(&key) {
+                    Some((index, _, old)) => {
+                        let merged = Entry {
+                            key: entry.key,
+                            node: merge(old.node, entry.node),
+                        };
+                        base_table.shift_insert(index, key, merged);
+                    }
+                    None => {
+                        base_table.insert(key, entry);
+                    }
+                }
+            }
+            Node {
+                value: Value::Table(base_table),
+                span: over.span,
+            }
+        }
+        (Value::Array(base_items), Value::Array(over_items))
+            if names(&base_items).is_some() && names(&over_items).is_some() =>
+        {
+            let mut merged = base_items;
+            for item in over_items {
+                let name = item.get("name").and_then(Node::as_str).map(str::to_owned);
+                match merged
+                    .iter()
+                    .position(|m| m.get("name").and_then(Node::as_str) == name.as_deref())
+                {
+                    Some(i) => {
+                        let old = merged.remove(i);
+                        merged.insert(i, merge(old, item));
+                    }
+                    None => merged.push(item),
+                }
+            }
+            Node {
+                value: Value::Array(merged),
+                span: over.span,
+            }
+        }
+        (_, value) => Node {
+            value,
+            span: over.span,
+        },
+    }
+}
+
+/// Drops entries of named arrays that say `enabled = false`, and the `enabled` keys, at
+/// every depth.
+fn prune_disabled(node: Node) -> Node {
+    let Node { value, span } = node;
+    let value = match value {
+        Value::Table(table) => Value::Table(
+            table
+                .into_iter()
+                .map(|(key, entry)| {
+                    let node = prune_disabled(entry.node);
+                    (key, Entry { node, ..entry })
+                })
+                .collect(),
+        ),
+        Value::Array(items) if names(&items).is_some() => Value::Array(
+            items
+                .into_iter()
+                .filter(|item| !matches!(enabled(item), Some(false)))
+                .map(|item| {
+                    let mut item = prune_disabled(item);
+                    if let (Some(_), Value::Table(t)) = (enabled(&item), &mut item.value) {
+                        t.shift_remove("enabled");
+                    }
+                    item
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(prune_disabled).collect()),
+        other => other,
+    };
+    Node { value, span }
+}
+
+fn enabled(item: &Node) -> Option<bool> {
+    match item.get("enabled")?.value {
+        Value::Boolean(b) => Some(b),
+        _ => None,
+    }
+}

@@ -1,0 +1,182 @@
+//! Values with units as pipelines write them: sizes ("64MiB"), durations ("1.5s"),
+//! percentages ("75%") and kernel iteration ranges ("[1-10],[20]").
+//!
+//! Each parser returns a message fit to show under the offending value.
+
+use serde::{Deserialize, Serialize};
+
+const SIZE_UNITS: &[(&str, u64)] = &[
+    ("B", 1),
+    ("KiB", 1 << 10),
+    ("MiB", 1 << 20),
+    ("GiB", 1 << 30),
+    ("KB", 1_000),
+    ("MB", 1_000_000),
+    ("GB", 1_000_000_000),
+];
+
+const DURATION_UNITS: &[(&str, u64)] = &[
+    ("ns", 1),
+    ("us", 1_000),
+    ("ms", 1_000_000),
+    ("s", 1_000_000_000),
+    ("min", 60_000_000_000),
+];
+
+/// Splits "1.5 GiB" into the number and the unit.
+fn split_number(text: &str) -> Option<(f64, &str)> {
+    let text = text.trim();
+    let end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(text.len());
+    let number: f64 = text[..end].replace('_', "").parse().ok()?;
+    Some((number, text[end..].trim()))
+}
+
+fn with_unit(text: &str, units: &[(&str, u64)], what: &str) -> Result<u64, String> {
+    let names: Vec<&str> = units.iter().map(|(n, _)| *n).collect();
+    let (number, unit) =
+        split_number(text).ok_or_else(|| format!("`{text}` is not a {what}; expected e.g. `{}`", example(units)))?;
+    let factor = units
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(unit))
+        .map(|(_, f)| *f)
+        .ok_or_else(|| format!("unknown unit `{unit}` in `{text}`; use one of {}", names.join(", ")))?;
+    Ok((number * factor as f64).round() as u64)
+}
+
+fn example(units: &[(&str, u64)]) -> String {
+    format!("64{}", units[2].0)
+}
+
+/// Parses a byte size: "64MiB", "1.5 GB", "4096B".
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let bytes = with_unit(text, SIZE_UNITS, "size")?;
+    if bytes == 0 {
+        return Err(format!("`{text}` is an empty size"));
+    }
+    Ok(bytes)
+}
+
+/// Parses a duration into nanoseconds: "500us", "1.5s", "2min".
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    with_unit(text, DURATION_UNITS, "duration")
+}
+
+/// Parses a percentage "75%" into a fraction; `None` if the text has no `%`.
+pub fn parse_percent(text: &str) -> Option<Result<f64, String>> {
+    let number = text.trim().strip_suffix('%')?;
+    Some(match number.trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p / 100.0),
+        Ok(_) => Err(format!("`{text}` is out of range; a watermark is above 0% and at most 100%")),
+        Err(_) => Err(format!("`{text}` is not a percentage")),
+    })
+}
+
+/// A set of kernel iterations (1-based dispatch counts per kernel), as rocprofv3's
+/// `--kernel-iteration-range` takes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationRanges(pub Vec<IterationRange>);
+
+/// An inclusive range; `last = None` means "and every later iteration".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationRange {
+    pub first: u64,
+    pub last: Option<u64>,
+}
+
+impl IterationRanges {
+    /// Parses "[1-10],[20]" or "[5-]"; the error says which part is wrong.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut ranges = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            let inner = part
+                .strip_prefix('[')
+                .and_then(|p| p.strip_suffix(']'))
+                .ok_or_else(|| format!("`{part}` is not a range; write `[first-last]` or `[n]`"))?;
+            let number = |s: &str| {
+                s.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("`{}` in `{part}` is not an iteration number", s.trim()))
+            };
+            let range = match inner.split_once('-') {
+                Some((first, "")) => IterationRange {
+                    first: number(first)?,
+                    last: None,
+                },
+                Some((first, last)) => IterationRange {
+                    first: number(first)?,
+                    last: Some(number(last)?),
+                },
+                None => {
+                    let n = number(inner)?;
+                    IterationRange {
+                        first: n,
+                        last: Some(n),
+                    }
+                }
+            };
+            if range.first == 0 {
+                return Err(format!("`{part}`: iterations count from 1"));
+            }
+            if range.last.is_some_and(|last| last < range.first) {
+                return Err(format!("`{part}` ends before it starts"));
+            }
+            ranges.push(range);
+        }
+        Ok(IterationRanges(ranges))
+    }
+
+    /// Whether the n-th dispatch (1-based) of a kernel is profiled.
+    pub fn contains(&self, iteration: u64) -> bool {
+        self.0
+            .iter()
+            .any(|r| iteration >= r.first && r.last.is_none_or(|last| iteration <= last))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("1.5 GiB"), Ok(3 << 29));
+        assert_eq!(parse_size("4096B"), Ok(4096));
+        assert_eq!(parse_size("2MB"), Ok(2_000_000));
+        assert_eq!(parse_size("8mib"), Ok(8 << 20));
+        assert!(parse_size("64XB").unwrap_err().contains("unknown unit `XB`"));
+        assert!(parse_size("lots").unwrap_err().contains("not a size"));
+        assert!(parse_size("0MiB").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500us"), Ok(500_000));
+        assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration("2min"), Ok(120_000_000_000));
+        assert_eq!(parse_duration("10 ms"), Ok(10_000_000));
+        assert!(parse_duration("3h").is_err());
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(parse_percent("75%"), Some(Ok(0.75)));
+        assert!(parse_percent("150%").unwrap().is_err());
+        assert_eq!(parse_percent("64MiB"), None);
+    }
+
+    #[test]
+    fn iteration_ranges() {
+        let r = IterationRanges::parse("[1-10],[20]").unwrap();
+        assert!(r.contains(1) && r.contains(10) && r.contains(20));
+        assert!(!r.contains(11) && !r.contains(21));
+        let open = IterationRanges::parse("[5-]").unwrap();
+        assert!(!open.contains(4) && open.contains(5) && open.contains(1_000_000));
+        assert!(IterationRanges::parse("[10-1]").unwrap_err().contains("ends before"));
+        assert!(IterationRanges::parse("1-10").unwrap_err().contains("not a range"));
+        assert!(IterationRanges::parse("[0]").unwrap_err().contains("count from 1"));
+        assert!(IterationRanges::parse("[a-3]").unwrap_err().contains("`a`"));
+    }
+}

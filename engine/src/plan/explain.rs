@@ -1,0 +1,269 @@
+//! `rocflow explain`: the Plan as a person reads it, naming the rocprofiler-sdk services,
+//! buffers and counter configuration each context becomes.
+
+use std::fmt::Write as _;
+
+use crate::pipeline::model::PostStep;
+use crate::sdk::Domain;
+
+use super::{AgentSelector, ContextPlan, Plan, StartPlan, TransformOpPlan};
+
+/// Renders the plan as indented text.
+pub fn explain(plan: &Plan) -> String {
+    let mut out = String::new();
+    let p = &plan.pipeline;
+    let _ = writeln!(out, "pipeline `{}` (hash {})", p.name, p.hash);
+    if let Some(description) = &p.description {
+        let _ = writeln!(out, "  {description}");
+    }
+    let _ = writeln!(out, "  sources: {}", p.sources.join(" <- "));
+    if !plan.params.is_empty() {
+        let params: Vec<String> = plan.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let _ = writeln!(out, "  params: {}", params.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "\ncontexts: {} (all created in the tool's initialize callback)",
+        plan.contexts.len()
+    );
+    for (i, context) in plan.contexts.iter().enumerate() {
+        context_section(&mut out, i, context);
+    }
+    let stages = &plan.stages;
+    let produced: Vec<&str> = stages.produced.iter().map(|k| k.name()).collect();
+    let _ = writeln!(out, "\nstages");
+    let _ = writeln!(out, "  decode: {}", list_or(&produced, "no records"));
+    for (i, t) in stages.transforms.iter().enumerate() {
+        let kinds: Vec<&str> = t.kinds.iter().map(|k| k.name()).collect();
+        let _ = writeln!(out, "  [{i}] {} on {}: {}", t.name, kinds.join(", "), describe_transform(&t.op));
+    }
+    let _ = writeln!(out, "  fan-out (each sink in parallel):");
+    for route in &stages.routes {
+        let kinds: Vec<&str> = route.kinds.iter().map(|k| k.name()).collect();
+        let via: Vec<String> = route.transforms.iter().map(|i| format!("[{i}]")).collect();
+        let _ = writeln!(
+            out,
+            "    {} <- {}{}",
+            route.sink,
+            list_or(&kinds, "nothing"),
+            if via.is_empty() { String::new() } else { format!(" via {}", via.join(" ")) }
+        );
+    }
+    let _ = writeln!(out, "\nsinks");
+    for sink in &plan.sinks {
+        let kind = serde_json::to_value(sink.kind).unwrap_or_default();
+        let _ = writeln!(out, "  {} ({}): {}", sink.name, kind.as_str().unwrap_or_default(), sink.path);
+        if !sink.options.is_empty() {
+            let _ = writeln!(out, "    options: {}", serde_json::Value::Object(sink.options.clone()));
+        }
+    }
+    if !plan.posts.is_empty() {
+        let _ = writeln!(out, "\npost-steps (after every sink has finished)");
+        for post in &plan.posts {
+            let required = if post.required { ", required" } else { "" };
+            let _ = writeln!(out, "  {}{required}: {}", post.name, describe_post(&post.step));
+        }
+    }
+    out
+}
+
+fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
+    let _ = writeln!(out, "  [{i}] {}: {}", c.name, describe_start(&c.start));
+    let b = &c.buffer;
+    let _ = writeln!(
+        out,
+        "      buffer: {}, flushed at {} ({:.1}%), {:?} policy",
+        bytes(b.size_bytes),
+        bytes(b.watermark_bytes),
+        b.watermark_bytes as f64 * 100.0 / b.size_bytes as f64,
+        b.policy
+    );
+    let _ = writeln!(out, "      agents: {}", agents(&c.agents, "every agent"));
+    if !c.tracing.is_empty() {
+        let _ = writeln!(out, "      buffer tracing:");
+        for t in &c.tracing {
+            let total = t.domain.operations().len();
+            let ops = match &t.operations {
+                None => format!("all {total} operations"),
+                Some(ids) => {
+                    let names: Vec<&str> = ids.iter().filter_map(|id| operation_name(t.domain, *id)).collect();
+                    let shown = names.iter().take(6).copied().collect::<Vec<_>>().join(", ");
+                    let more = if names.len() > 6 { ", …" } else { "" };
+                    format!("{} of {total} operations: {shown}{more}", names.len())
+                }
+            };
+            let _ = writeln!(
+                out,
+                "        {:<24} ROCPROFILER_BUFFER_TRACING_{} = {}, {ops}",
+                t.domain.name(),
+                t.domain.name().to_ascii_uppercase(),
+                t.domain.sdk_value()
+            );
+        }
+    }
+    if c.code_objects {
+        let _ = writeln!(out, "      callback tracing: code objects and kernel symbols (kernel names)");
+    }
+    if let Some(k) = &c.counters {
+        let _ = writeln!(out, "      dispatch counting on {}: {}", agents(&k.agents, "the context's agents"), k.collect.join(", "));
+        for (name, expression) in &k.derived {
+            let _ = writeln!(out, "        derived {name} = {expression}");
+        }
+        for r in &k.reduce {
+            let which = if r.counters.is_empty() { "all counters".to_owned() } else { r.counters.join(", ") };
+            let _ = writeln!(out, "        reduce {which}: {:?} over {}", r.op, r.dimensions.join(", "));
+        }
+        if let Some(include) = &k.kernel_include {
+            let _ = writeln!(out, "        kernels matching /{include}/");
+        }
+        if let Some(exclude) = &k.kernel_exclude {
+            let _ = writeln!(out, "        kernels not matching /{exclude}/");
+        }
+        if let Some(iterations) = &k.iterations {
+            let ranges: Vec<String> = iterations
+                .0
+                .iter()
+                .map(|r| match r.last {
+                    Some(last) if last == r.first => format!("[{}]", r.first),
+                    Some(last) => format!("[{}-{last}]", r.first),
+                    None => format!("[{}-]", r.first),
+                })
+                .collect();
+            let _ = writeln!(out, "        iterations {}", ranges.join(","));
+        }
+        if let Some(definitions) = &k.definitions {
+            let _ = writeln!(out, "        checked against {definitions}");
+        }
+    }
+    if let Some(pc) = &c.pc_sampling {
+        let _ = writeln!(
+            out,
+            "      pc sampling: {:?} method, {:?} unit, interval {} on {}",
+            pc.method,
+            pc.unit,
+            pc.interval,
+            agents(&pc.agents, "the context's agents")
+        );
+    }
+    if c.serialize {
+        let _ = writeln!(out, "      kernels serialized (one dispatch at a time)");
+    }
+}
+
+fn describe_start(s: &StartPlan) -> String {
+    let mut parts = vec![if s.paused {
+        "starts paused until roctxProfilerResume".to_owned()
+    } else {
+        "starts at initialization".to_owned()
+    }];
+    if s.delay_ns > 0 {
+        parts.push(format!("after {}", duration(s.delay_ns)));
+    }
+    if let Some(d) = s.duration_ns {
+        parts.push(format!("collects for {}", duration(d)));
+    }
+    if s.repeat > 0 {
+        parts.push(format!("repeats {} more times, {} apart", s.repeat, duration(s.interval_ns)));
+    }
+    parts.join(", ")
+}
+
+fn describe_transform(op: &TransformOpPlan) -> String {
+    match op {
+        TransformOpPlan::Filter { predicate } => format!("keep where {predicate}"),
+        TransformOpPlan::Derive { column, expression } => format!("{column} = {expression}"),
+        TransformOpPlan::KernelName { demangle, truncate, rename } => {
+            let mut parts = Vec::new();
+            if *demangle {
+                parts.push("demangle".to_owned());
+            }
+            parts.extend(rename.iter().map(|(p, r)| format!("rename /{p}/ -> {r}")));
+            if let Some(n) = truncate {
+                parts.push(format!("truncate to {n} chars"));
+            }
+            format!("kernel names: {}", list_or(&parts, "unchanged"))
+        }
+        TransformOpPlan::TimeWindow { start_ns, end_ns } => format!(
+            "keep records from {} to {}",
+            duration(*start_ns),
+            end_ns.map_or("the end".to_owned(), duration)
+        ),
+        TransformOpPlan::ReduceDimensions { counters, dimensions, op } => format!(
+            "{op:?} of {} over {}",
+            if counters.is_empty() { "all counters".to_owned() } else { counters.join(", ") },
+            dimensions.join(", ")
+        ),
+        TransformOpPlan::Aggregate { group_by, metrics } => {
+            let metrics: Vec<String> = metrics
+                .iter()
+                .map(|m| format!("{} = {:?}({})", m.name, m.op, m.column.as_deref().unwrap_or("")))
+                .collect();
+            format!("by {}: {}", group_by.join(", "), metrics.join(", "))
+        }
+    }
+}
+
+fn describe_post(step: &PostStep) -> String {
+    match step {
+        PostStep::Summary { path, top, .. } => format!(
+            "summary (top {}){}",
+            top.unwrap_or(10),
+            path.as_ref().map_or(String::new(), |p| format!(" -> {p}"))
+        ),
+        PostStep::Sql { query, path, .. } => format!("sql `{query}` -> {path}"),
+        PostStep::Report { path, .. } => format!("HTML report -> {path}"),
+        PostStep::Command { argv, .. } => format!("run {argv:?}"),
+    }
+}
+
+fn operation_name(domain: Domain, id: i32) -> Option<&'static str> {
+    domain.operations().iter().find(|(i, _)| *i == id).map(|(_, n)| *n)
+}
+
+fn agents(selectors: &[AgentSelector], default: &str) -> String {
+    if selectors.is_empty() {
+        return default.to_owned();
+    }
+    selectors
+        .iter()
+        .map(|s| match s {
+            AgentSelector::Index(i) => format!("agent {i}"),
+            AgentSelector::Type(t) => format!("{t:?} agents").to_ascii_lowercase(),
+            AgentSelector::Gfx(g) => g.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn list_or<T: AsRef<str>>(items: &[T], empty: &str) -> String {
+    if items.is_empty() {
+        empty.to_owned()
+    } else {
+        items.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", ")
+    }
+}
+
+fn bytes(n: u64) -> String {
+    const UNITS: &[(&str, u64)] = &[("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    UNITS
+        .iter()
+        .find(|(_, size)| n >= *size)
+        .map_or(format!("{n} B"), |(unit, size)| {
+            let value = n as f64 / *size as f64;
+            if value.fract() == 0.0 {
+                format!("{value:.0} {unit}")
+            } else {
+                format!("{value:.1} {unit}")
+            }
+        })
+}
+
+fn duration(ns: u64) -> String {
+    const UNITS: &[(&str, u64)] = &[("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)];
+    UNITS
+        .iter()
+        .find(|(_, size)| ns >= *size)
+        .map_or(format!("{ns}ns"), |(unit, size)| {
+            format!("{}{unit}", ns as f64 / *size as f64)
+        })
+}

@@ -1,0 +1,149 @@
+//! Facts about rocprofiler-sdk that pipelines refer to by name: buffer-tracing domains and
+//! their operations, PC-sampling methods and units, buffer policies. The numeric values are
+//! the SDK's enum values (checked against the real headers' layout in the tests).
+
+mod operations;
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::RecordKind;
+
+macro_rules! domains {
+    ($($variant:ident = $value:literal, $name:literal, $ops:ident, $record:ident;)*) => {
+        /// A rocprofiler-sdk buffer-tracing domain (`rocprofiler_buffer_tracing_kind_t`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Domain {
+            $($variant,)*
+        }
+
+        impl Domain {
+            pub const ALL: &[Domain] = &[$(Domain::$variant,)*];
+
+            /// The name pipelines use: the SDK constant's suffix in lower case.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Domain::$variant => $name,)*
+                }
+            }
+
+            /// The `ROCPROFILER_BUFFER_TRACING_*` value.
+            pub fn sdk_value(self) -> i32 {
+                match self {
+                    $(Domain::$variant => $value,)*
+                }
+            }
+
+            /// Operation ids and names the SDK defines for this domain.
+            pub fn operations(self) -> &'static [(i32, &'static str)] {
+                match self {
+                    $(Domain::$variant => operations::$ops,)*
+                }
+            }
+
+            /// The kind of record this domain produces.
+            pub fn record_kind(self) -> RecordKind {
+                match self {
+                    $(Domain::$variant => RecordKind::$record,)*
+                }
+            }
+        }
+    };
+}
+
+domains! {
+    HsaCoreApi = 1, "hsa_core_api", HSA_CORE_API, Api;
+    HsaAmdExtApi = 2, "hsa_amd_ext_api", HSA_AMD_EXT_API, Api;
+    HsaImageExtApi = 3, "hsa_image_ext_api", HSA_IMAGE_EXT_API, Api;
+    HsaFinalizeExtApi = 4, "hsa_finalize_ext_api", HSA_FINALIZE_EXT_API, Api;
+    HipRuntimeApi = 5, "hip_runtime_api", HIP_RUNTIME_API, Api;
+    HipCompilerApi = 6, "hip_compiler_api", HIP_COMPILER_API, Api;
+    MarkerCoreApi = 7, "marker_core_api", MARKER_CORE_API, Marker;
+    MarkerControlApi = 8, "marker_control_api", MARKER_CONTROL_API, Marker;
+    MarkerNameApi = 9, "marker_name_api", MARKER_NAME_API, Marker;
+    MemoryCopy = 10, "memory_copy", MEMORY_COPY, MemoryCopy;
+    KernelDispatch = 11, "kernel_dispatch", KERNEL_DISPATCH, KernelDispatch;
+    ScratchMemory = 12, "scratch_memory", SCRATCH_MEMORY, ScratchMemory;
+    RcclApi = 14, "rccl_api", RCCL_API, Api;
+    Ompt = 15, "ompt", OMPT, Api;
+    MemoryAllocation = 16, "memory_allocation", MEMORY_ALLOCATION, MemoryAllocation;
+    RuntimeInitialization = 17, "runtime_initialization", RUNTIME_INITIALIZATION, RuntimeInitialization;
+    RocdecodeApi = 18, "rocdecode_api", ROCDECODE_API, Api;
+    RocjpegApi = 19, "rocjpeg_api", ROCJPEG_API, Api;
+    HipStream = 20, "hip_stream", HIP_STREAM, HipStream;
+    HipRuntimeApiExt = 21, "hip_runtime_api_ext", HIP_RUNTIME_API, Api;
+    HipCompilerApiExt = 22, "hip_compiler_api_ext", HIP_COMPILER_API, Api;
+    RocdecodeApiExt = 23, "rocdecode_api_ext", ROCDECODE_API, Api;
+    KfdEventPageMigrate = 24, "kfd_event_page_migrate", KFD_EVENT_PAGE_MIGRATE, KfdEvent;
+    KfdEventPageFault = 25, "kfd_event_page_fault", KFD_EVENT_PAGE_FAULT, KfdEvent;
+    KfdEventQueue = 26, "kfd_event_queue", KFD_EVENT_QUEUE, KfdEvent;
+    KfdEventUnmapFromGpu = 27, "kfd_event_unmap_from_gpu", KFD_EVENT_UNMAP_FROM_GPU, KfdEvent;
+    KfdEventDroppedEvents = 28, "kfd_event_dropped_events", KFD_EVENT_DROPPED_EVENTS, KfdEvent;
+    KfdPageMigrate = 29, "kfd_page_migrate", KFD_PAGE_MIGRATE, KfdEvent;
+    KfdPageFault = 30, "kfd_page_fault", KFD_PAGE_FAULT, KfdEvent;
+    KfdQueue = 31, "kfd_queue", KFD_QUEUE, KfdEvent;
+    MarkerCoreRangeApi = 32, "marker_core_range_api", MARKER_CORE_RANGE_API, Marker;
+}
+
+impl Domain {
+    pub fn from_name(name: &str) -> Option<Domain> {
+        Domain::ALL.iter().copied().find(|d| d.name() == name)
+    }
+
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        Domain::ALL.iter().map(|d| d.name())
+    }
+}
+
+/// `rocprofiler_buffer_policy_t`: what a full buffer does with new records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum BufferPolicy {
+    /// Drop records while the buffer is full.
+    Discard = 1,
+    /// Block the producer until the buffer is flushed.
+    #[default]
+    Lossless = 2,
+}
+
+/// `rocprofiler_pc_sampling_method_t`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PcSamplingMethod {
+    Stochastic = 1,
+    HostTrap = 2,
+}
+
+impl PcSamplingMethod {
+    /// The unit rocprofiler-sdk pairs with the method when none is given, and the only one
+    /// it accepts: host-trap sampling is timed, stochastic (hardware) sampling counts cycles.
+    pub fn unit(self) -> PcSamplingUnit {
+        match self {
+            PcSamplingMethod::HostTrap => PcSamplingUnit::Time,
+            PcSamplingMethod::Stochastic => PcSamplingUnit::Cycles,
+        }
+    }
+}
+
+/// `rocprofiler_pc_sampling_unit_t`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PcSamplingUnit {
+    Instructions = 1,
+    Cycles = 2,
+    Time = 3,
+}
+
+/// The dimensions rocprofiler-sdk gives counter instances.
+pub const COUNTER_DIMENSIONS: &[&str] = &[
+    "DIMENSION_XCC",
+    "DIMENSION_AID",
+    "DIMENSION_SHADER_ENGINE",
+    "DIMENSION_AGENT",
+    "DIMENSION_SHADER_ARRAY",
+    "DIMENSION_WGP",
+    "DIMENSION_INSTANCE",
+];
+
+#[cfg(test)]
+mod tests;
