@@ -14,7 +14,7 @@ use crate::plan::{
     PcSamplingPlan, Plan, PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph,
     StartPlan, TracingPlan, TransformOpPlan, TransformPlan,
 };
-use crate::record::RecordKind;
+use crate::record::{ColumnType, RecordKind};
 use crate::sdk::{COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
 
 use super::counters::CounterCheck;
@@ -334,14 +334,11 @@ impl<'a> Compiler<'a> {
                 })
                 .ok()
         });
-        let mut derived = Vec::new();
-        let mut derived_names = BTreeSet::new();
-        for (d, counter) in k.derived.iter().enumerate() {
-            if !derived_names.insert(counter.name.as_str()) {
-                self.error(&at(&[Step::Key("derived"), Step::Index(d), Step::Key("name")]), format!("derived counter `{}` is defined twice", counter.name));
-            }
-            derived.push((counter.name.clone(), counter.expression.clone()));
-        }
+        let derived: Vec<(String, String)> = k
+            .derived
+            .iter()
+            .map(|d| (d.name.clone(), d.expression.clone()))
+            .collect();
         let agents = self.agents(&at(&[Step::Key("agents")]), &k.agents);
         let context_agents = self.agents_quiet(&c.agents);
         // Counters, derived expressions and architectures are checked by the counters crate.
@@ -508,11 +505,9 @@ impl<'a> Compiler<'a> {
                 Some(kind) if !kinds.contains(&kind) => kinds.push(kind),
                 Some(_) => {}
                 None => {
-                    let hint = did_you_mean(name, RecordKind::names()).or_else(|| {
-                        Domain::from_name(name).map(|d| {
-                            format!("`{name}` is a tracing domain; its records are `{}`", d.record_kind().name())
-                        })
-                    });
+                    let hint = Domain::from_name(name)
+                        .map(|d| format!("`{name}` is a tracing domain; its records are `{}`", d.record_kind().name()))
+                        .or_else(|| did_you_mean(name, RecordKind::names()));
                     self.error(&item, format!("unknown record kind `{name}`")).hint = hint
                         .or_else(|| Some(format!("record kinds: {}", RecordKind::names().collect::<Vec<_>>().join(", "))));
                 }
@@ -523,12 +518,12 @@ impl<'a> Compiler<'a> {
 
     fn transforms(&mut self, transforms: &[model::Transform], produced: &[RecordKind]) -> Vec<TransformPlan> {
         // Columns added by `derive` transforms, visible to the transforms after them.
-        let mut derived: Vec<(RecordKind, String)> = Vec::new();
+        let mut derived: Vec<Derived> = Vec::new();
         let mut plans = Vec::new();
         for (t, transform) in transforms.iter().enumerate() {
             let kinds = self.record_kinds(path!["transform", t, "records"], &transform.records, produced);
-            let has_column = |kind: RecordKind, column: &str, derived: &[(RecordKind, String)]| {
-                kind.column(column).is_some() || derived.iter().any(|(k, c)| *k == kind && c == column)
+            let has_column = |kind: RecordKind, column: &str, derived: &[Derived]| {
+                kind.column(column).is_some() || derived.iter().any(|d| d.kind == kind && d.column == column)
             };
             let check_columns = |this: &mut Self, key: &'static str, columns: &[(String, Option<(usize, usize)>)]| {
                 for (column, at) in columns {
@@ -558,13 +553,29 @@ impl<'a> Compiler<'a> {
             };
             let op = match &transform.op {
                 TransformOp::Filter { predicate } => {
-                    let columns = self.expression(path!["transform", t, "predicate"], predicate);
+                    let path = path!["transform", t, "predicate"];
+                    let columns = self.expression(path, predicate);
+                    let errors = self.errors.len();
                     check_columns(self, "predicate", &columns);
+                    if errors == self.errors.len() {
+                        let results = self.evaluate(path, predicate, &kinds, &derived);
+                        if let Some(value) = results.iter().find(|v| !v.is_boolean()) {
+                            self.error(path, format!("a filter must be true or false, but this gives {}", describe_value(value)))
+                                .hint = Some("compare the value, e.g. `duration_ns > 1000`".into());
+                        }
+                    }
                     TransformOpPlan::Filter { predicate: predicate.clone() }
                 }
                 TransformOp::Derive { column, expression } => {
-                    let columns = self.expression(path!["transform", t, "expression"], expression);
+                    let path = path!["transform", t, "expression"];
+                    let columns = self.expression(path, expression);
+                    let errors = self.errors.len();
                     check_columns(self, "expression", &columns);
+                    let results = if errors == self.errors.len() {
+                        self.evaluate(path, expression, &kinds, &derived)
+                    } else {
+                        Vec::new()
+                    };
                     for &kind in &kinds {
                         if has_column(kind, column, &derived) {
                             self.error(path!["transform", t, "column"], format!("`{column}` is already a column of {} records", kind.name()))
@@ -572,7 +583,11 @@ impl<'a> Compiler<'a> {
                             break;
                         }
                     }
-                    derived.extend(kinds.iter().map(|&k| (k, column.clone())));
+                    derived.extend(kinds.iter().zip(results.into_iter().map(Some).chain(std::iter::repeat(None))).map(|(&kind, sample)| Derived {
+                        kind,
+                        column: column.clone(),
+                        sample: sample.unwrap_or(evalexpr::Value::Empty),
+                    }));
                     TransformOpPlan::Derive { column: column.clone(), expression: expression.clone() }
                 }
                 TransformOp::KernelName { demangle, truncate, rename } => {
@@ -660,6 +675,49 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    /// Evaluates a checked expression once per record kind on a sample record, to catch
+    /// what parsing accepts but evaluation rejects (a missing operand, a type mismatch, an
+    /// unknown function). Returns the sample results; arithmetic faults of the sample
+    /// values themselves (a division by zero) are not the user's and are ignored.
+    fn evaluate(&mut self, path: &[Step<'_>], text: &str, kinds: &[RecordKind], derived: &[Derived]) -> Vec<evalexpr::Value> {
+        use evalexpr::{ContextWithMutableVariables, EvalexprError, HashMapContext, Value};
+        let Ok(tree) = evalexpr::build_operator_tree(text) else {
+            return Vec::new();
+        };
+        let mut results = Vec::new();
+        for &kind in kinds {
+            let mut context = HashMapContext::new();
+            for (name, column_type) in kind.columns() {
+                let sample = match column_type {
+                    ColumnType::Int => Value::Int(1),
+                    ColumnType::Float => Value::Float(1.0),
+                    ColumnType::String => Value::String(String::new()),
+                };
+                context.set_value(name.into(), sample).expect("a fresh context is mutable");
+            }
+            for d in derived.iter().filter(|d| d.kind == kind) {
+                context.set_value(d.column.clone(), d.sample.clone()).expect("a fresh context is mutable");
+            }
+            match tree.eval_with_context(&context) {
+                Ok(value) => results.push(value),
+                Err(
+                    EvalexprError::DivisionError { .. }
+                    | EvalexprError::ModulationError { .. }
+                    | EvalexprError::AdditionError { .. }
+                    | EvalexprError::SubtractionError { .. }
+                    | EvalexprError::MultiplicationError { .. }
+                    | EvalexprError::NegationError { .. },
+                ) => results.push(Value::Empty),
+                Err(err) => {
+                    self.error(path, format!("invalid expression: {err}"))
+                        .hint = Some(format!("checked against the columns of {} records", kind.name()));
+                    return Vec::new();
+                }
+            }
+        }
+        results
+    }
+
     fn sinks(&mut self, sinks: &[model::Sink], produced: &[RecordKind], params: &IndexMap<String, serde_json::Value>) -> Vec<SinkPlan> {
         let mut plans: Vec<SinkPlan> = Vec::new();
         for (s, sink) in sinks.iter().enumerate() {
@@ -738,6 +796,24 @@ impl<'a> Compiler<'a> {
             .iter()
             .map(|p| PostPlan { name: p.name.clone(), required: p.required, step: p.step.clone() })
             .collect()
+    }
+}
+
+/// A column added by a `derive` transform, with the value it takes on a sample record (so
+/// later expressions are checked with its type).
+struct Derived {
+    kind: RecordKind,
+    column: String,
+    sample: evalexpr::Value,
+}
+
+fn describe_value(value: &evalexpr::Value) -> &'static str {
+    match value {
+        evalexpr::Value::String(_) => "a string",
+        evalexpr::Value::Float(_) | evalexpr::Value::Int(_) => "a number",
+        evalexpr::Value::Boolean(_) => "a boolean",
+        evalexpr::Value::Tuple(_) => "a tuple",
+        evalexpr::Value::Empty => "nothing",
     }
 }
 

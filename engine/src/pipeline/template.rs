@@ -323,27 +323,33 @@ fn names(items: &[Node]) -> Option<Vec<&str>> {
     items.iter().map(|n| n.get("name")?.as_str()).collect()
 }
 
-/// Rejects two entries of one named array with the same name within a single document:
-/// with merge-by-name, the second would silently override the first.
-fn check_unique_names(doc: &Node) -> Result<(), Diagnostic> {
-    let Value::Table(root) = &doc.value else {
+/// Rejects two entries of one named array with the same name within a single document, at
+/// any depth: with merge-by-name, the second would silently override the first.
+fn check_unique_names(node: &Node) -> Result<(), Diagnostic> {
+    let Value::Table(table) = &node.value else {
         return Ok(());
     };
-    for (key, entry) in root {
-        let Some(items) = entry.node.as_array() else {
-            continue;
-        };
-        let mut seen: Vec<&Node> = Vec::new();
-        for item in items {
-            let Some(name) = item.get("name") else { continue };
-            let Some(text) = name.as_str() else { continue };
-            if let Some(first) = seen.iter().find(|n| n.as_str() == Some(text)) {
-                return Err(Diagnostic::error(format!("duplicate {key} name `{text}`"))
-                    .at(Some(name.span.clone()))
-                    .note(format!("first defined at {}", first.span.position()))
-                    .hint(format!("give each [[{key}]] a unique name")));
+    for (key, entry) in table {
+        match &entry.node.value {
+            Value::Table(_) => check_unique_names(&entry.node)?,
+            Value::Array(items) => {
+                let mut seen: Vec<&Node> = Vec::new();
+                for item in items {
+                    check_unique_names(item)?;
+                    let Some(name) = item.get("name").filter(|n| n.as_str().is_some()) else {
+                        continue;
+                    };
+                    if let Some(first) = seen.iter().find(|n| n.as_str() == name.as_str()) {
+                        let text = name.as_str().unwrap_or_default();
+                        return Err(Diagnostic::error(format!("duplicate {key} name `{text}`"))
+                            .at(Some(name.span.clone()))
+                            .note(format!("first defined at {}", first.span.position()))
+                            .hint(format!("give each entry of `{key}` a unique name")));
+                    }
+                    seen.push(name);
+                }
             }
-            seen.push(name);
+            _ => {}
         }
     }
     Ok(())

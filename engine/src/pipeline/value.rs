@@ -48,11 +48,14 @@ pub enum Step<'a> {
 impl Node {
     /// Parses TOML text; a syntax error points at its place in the file.
     pub fn parse(file: &Arc<SourceFile>) -> Result<Node, Diagnostic> {
-        let table = toml::de::DeTable::parse(file.text()).map_err(|err| {
+        // The recovering parser lists every error, not in file order; the earliest is the
+        // cause, later ones are often its echoes.
+        let (table, errors) = toml::de::DeTable::parse_recoverable(file.text());
+        if let Some(err) = errors.iter().min_by_key(|e| e.span().map_or(usize::MAX, |s| s.start)) {
             let span = err.span().map(|range| Span::new(file, range));
-            let message = err.message().trim_end().to_owned();
-            Diagnostic::error(format!("invalid TOML: {message}")).at(span)
-        })?;
+            let message = err.message().trim_end();
+            return Err(Diagnostic::error(format!("invalid TOML: {message}")).at(span));
+        }
         let span = Span::new(file, 0..file.text().len());
         Ok(Node {
             value: Value::Table(convert_table(file, table.into_inner())),

@@ -1,0 +1,494 @@
+//! Bad pipelines: each must be rejected with one precise message at the right line:col.
+
+use std::path::Path;
+
+use rocflow::diag::Diagnostic;
+use rocflow::pipeline::{self, Library, Options, Override};
+
+/// Compiles `text` as `p.toml` in a fresh directory and returns its errors.
+fn errors_with(text: &str, sets: &[&str]) -> Vec<Diagnostic> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, text).unwrap();
+    let options = Options {
+        overrides: sets.iter().map(|s| Override::parse(s).unwrap()).collect(),
+        library: Library::with_search_path(Vec::new()),
+    };
+    match pipeline::compile_file(&path, &options) {
+        Ok(_) => panic!("pipeline was accepted:\n{text}"),
+        Err(diagnostics) => diagnostics.into_iter().filter(Diagnostic::is_error).collect(),
+    }
+}
+
+/// Asserts that the pipeline fails with exactly one error containing `message` at
+/// `line:col` of p.toml, and returns it for further checks.
+#[track_caller]
+fn rejects(text: &str, message: &str, line: usize, col: usize) -> Diagnostic {
+    rejects_with(text, &[], message, line, col)
+}
+
+#[track_caller]
+fn rejects_with(text: &str, sets: &[&str], message: &str, line: usize, col: usize) -> Diagnostic {
+    let errors = errors_with(text, sets);
+    let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors.len(), 1, "expected one error, got {shown:#?}");
+    let error = errors.into_iter().next().unwrap();
+    assert!(error.message.contains(message), "message {:?} lacks {message:?}", error.message);
+    let position = error.position().expect("the error has a position");
+    let file = Path::new(position.rsplitn(3, ':').nth(2).unwrap());
+    assert_eq!(file.file_name().unwrap(), "p.toml", "{position}");
+    assert!(position.ends_with(&format!(":{line}:{col}")), "{message}: at {position}, expected {line}:{col}");
+    error
+}
+
+fn hint(error: &Diagnostic) -> &str {
+    error.hint.as_deref().unwrap_or("")
+}
+
+const TRACE: &str = "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispatch\"]\n";
+
+#[test]
+fn toml_syntax_error() {
+    let e = rejects("[[context]]\nname = \"t\nbad", "invalid TOML", 2, 10);
+    assert!(e.message.contains("basic string"), "{}", e.message);
+}
+
+#[test]
+fn unknown_top_level_key() {
+    let e = rejects("[contexts]\nname = \"x\"\n", "unknown key `contexts`", 1, 2);
+    assert_eq!(hint(&e), "did you mean `context`?");
+}
+
+#[test]
+fn unknown_context_key() {
+    let e = rejects("[[context]]\nname = \"t\"\ntracng = []\n", "unknown key `tracng` in `context[0]`", 3, 1);
+    assert_eq!(hint(&e), "did you mean `tracing`?");
+}
+
+#[test]
+fn tracing_must_be_an_array() {
+    rejects("[[context]]\nname = \"t\"\ntracing = \"kernel_dispatch\"\n", "`context[0].tracing` must be an array, not a string", 3, 11);
+}
+
+#[test]
+fn context_needs_a_name() {
+    rejects("[[context]]\ntracing = []\n", "`context[0]` is missing `name`", 1, 1);
+}
+
+#[test]
+fn unknown_tracing_domain() {
+    let e = rejects("[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\"]\n", "unknown tracing domain `kernel_dispach`", 3, 12);
+    assert_eq!(hint(&e), "did you mean `kernel_dispatch`?");
+}
+
+#[test]
+fn unknown_domain_in_filtered_entry() {
+    rejects(
+        "[[context]]\nname = \"t\"\ntracing = [{ domain = \"hip_api\", include = [\"hipMemcpy*\"] }]\n",
+        "unknown tracing domain `hip_api`",
+        3,
+        23,
+    );
+}
+
+#[test]
+fn operation_glob_matching_nothing() {
+    let e = rejects(
+        "[[context]]\nname = \"t\"\ntracing = [{ domain = \"hip_runtime_api\", include = [\"hipMemcpy*\", \"hipMaloc\"] }]\n",
+        "`hipMaloc` matches no operation of `hip_runtime_api`",
+        3,
+        67,
+    );
+    assert_eq!(hint(&e), "did you mean `hipMalloc`?");
+}
+
+#[test]
+fn operation_exclude_matching_nothing() {
+    rejects(
+        "[[context]]\nname = \"t\"\n[[context.tracing]]\ndomain = \"memory_copy\"\nexclude = [\"HOST_TO_GPU\"]\n",
+        "`HOST_TO_GPU` matches no operation of `memory_copy`",
+        5,
+        12,
+    );
+}
+
+#[test]
+fn domain_traced_twice() {
+    rejects("[[context]]\nname = \"t\"\ntracing = [\"memory_copy\", \"memory_copy\"]\n", "domain `memory_copy` is traced twice", 3, 27);
+}
+
+#[test]
+fn buffer_size_with_unknown_unit() {
+    let e = rejects(&format!("{TRACE}buffer = {{ size = \"64XB\" }}\n"), "unknown unit `XB`", 4, 19);
+    assert!(e.message.contains("MiB"));
+}
+
+#[test]
+fn watermark_above_hundred_percent() {
+    rejects(&format!("{TRACE}[context.buffer]\nwatermark = \"150%\"\n"), "out of range", 5, 13);
+}
+
+#[test]
+fn watermark_larger_than_buffer() {
+    rejects(&format!("{TRACE}[context.buffer]\nsize = \"1MiB\"\nwatermark = \"2MiB\"\n"), "watermark is larger than the buffer", 6, 13);
+}
+
+#[test]
+fn unknown_buffer_policy() {
+    let e = rejects(&format!("{TRACE}buffer.policy = \"losless\"\n"), "`losless` is not a valid `context[0].buffer.policy`", 4, 17);
+    assert_eq!(hint(&e), "did you mean `lossless`?");
+}
+
+#[test]
+fn pc_sampling_unknown_method() {
+    let e = rejects("[[context]]\nname = \"p\"\npc_sampling = { method = \"hosttrap\" }\n", "`hosttrap` is not a valid", 3, 26);
+    assert_eq!(hint(&e), "did you mean `host_trap`?");
+}
+
+#[test]
+fn pc_sampling_unit_the_method_does_not_use() {
+    let e = rejects(
+        "[[context]]\nname = \"p\"\npc_sampling = { method = \"host_trap\", unit = \"cycles\" }\n",
+        "samples `host_trap` PCs by time, not by cycles",
+        3,
+        46,
+    );
+    assert_eq!(hint(&e), "set `unit = \"time\"`");
+}
+
+#[test]
+fn stochastic_interval_not_a_power_of_two() {
+    let e = rejects(
+        "[[context]]\nname = \"p\"\npc_sampling = { method = \"stochastic\", interval = 1000 }\n",
+        "power-of-two interval, not 1000",
+        3,
+        51,
+    );
+    assert_eq!(hint(&e), "try 512 or 1024");
+}
+
+#[test]
+fn pc_sampling_interval_zero() {
+    rejects("[[context]]\nname = \"p\"\npc_sampling = { method = \"host_trap\", interval = 0 }\n", "less than the minimum", 3, 50);
+}
+
+#[test]
+fn bad_kernel_regex() {
+    rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\nkernels.include = \"gemm(\"\n",
+        "invalid kernel regex: unclosed group",
+        5,
+        19,
+    );
+}
+
+#[test]
+fn iteration_range_backwards() {
+    rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\niterations = \"[1-10],[30-20]\"\n",
+        "`[30-20]` ends before it starts",
+        5,
+        14,
+    );
+}
+
+#[test]
+fn unknown_reduce_dimension() {
+    let e = rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\n[[context.counters.reduce]]\ndimensions = [\"XCC\"]\nop = \"sum\"\n",
+        "unknown counter dimension `XCC`",
+        6,
+        15,
+    );
+    assert_eq!(hint(&e), "did you mean `DIMENSION_XCC`?");
+}
+
+#[test]
+fn unknown_reduce_op() {
+    rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\n[[context.counters.reduce]]\ndimensions = [\"DIMENSION_XCC\"]\nop = \"mean\"\n",
+        "`mean` is not a valid",
+        7,
+        6,
+    );
+}
+
+#[test]
+fn reduce_of_a_counter_not_collected() {
+    let e = rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\n[[context.counters.reduce]]\ncounters = [\"SQ_WAVE\"]\ndimensions = [\"DIMENSION_XCC\"]\nop = \"sum\"\n",
+        "`SQ_WAVE` is not collected by this context",
+        6,
+        13,
+    );
+    assert_eq!(hint(&e), "did you mean `SQ_WAVES`?");
+}
+
+#[test]
+fn derived_counter_defined_twice() {
+    rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"A\"]\nderived = [{ name = \"A\", expression = \"SQ_WAVES\" }, { name = \"A\", expression = \"SQ_WAVES*2\" }]\n",
+        "duplicate derived name `A`",
+        5,
+        62,
+    );
+}
+
+#[test]
+fn counters_in_two_contexts() {
+    let e = rejects(
+        "[[context]]\nname = \"a\"\ncounters.collect = [\"SQ_WAVES\"]\n[[context]]\nname = \"b\"\ncounters.collect = [\"SQ_INSTS_VALU\"]\n",
+        "dispatch counter collection is already configured in context `a`",
+        6,
+        1,
+    );
+    assert!(e.notes.iter().any(|n| n.contains("p.toml:3:1")), "{:?}", e.notes);
+}
+
+#[test]
+fn pc_sampling_in_two_contexts() {
+    rejects(
+        "[[context]]\nname = \"a\"\npc_sampling.method = \"host_trap\"\n[[context]]\nname = \"b\"\npc_sampling.method = \"host_trap\"\n",
+        "PC sampling is already configured in context `a`",
+        6,
+        1,
+    );
+}
+
+#[test]
+fn duplicate_context_names_in_one_file() {
+    let e = rejects(&format!("{TRACE}{TRACE}"), "duplicate context name `t`", 5, 8);
+    assert!(e.notes.iter().any(|n| n.contains("p.toml:2:8")));
+}
+
+#[test]
+fn invalid_name() {
+    rejects("[[context]]\nname = \"my context\"\n", "`my context` is not a valid name", 2, 8);
+}
+
+#[test]
+fn unknown_sink_kind() {
+    let e = rejects("[[sink]]\nname = \"s\"\nkind = \"perfeto\"\npath = \"out.pftrace\"\n", "`perfeto` is not a valid", 3, 8);
+    assert_eq!(hint(&e), "did you mean `perfetto`?");
+}
+
+#[test]
+fn sink_needs_a_path() {
+    rejects("[[sink]]\nname = \"s\"\nkind = \"rocpd\"\n", "`sink[0]` is missing `path`", 1, 1);
+}
+
+#[test]
+fn unknown_sink_option() {
+    let e = rejects(
+        "[[sink]]\nname = \"s\"\nkind = \"parquet\"\npath = \"out\"\noptions = { compresion = \"zstd\" }\n",
+        "unknown key `compresion` in `sink[0].options`",
+        5,
+        13,
+    );
+    assert_eq!(hint(&e), "did you mean `compression`?");
+}
+
+#[test]
+fn unknown_record_kind() {
+    let e = rejects(
+        &format!("{TRACE}[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"x.db\"\nrecords = [\"kernel_dispatch\", \"hip_runtime_api\"]\n"),
+        "unknown record kind `hip_runtime_api`",
+        8,
+        31,
+    );
+    assert_eq!(hint(&e), "`hip_runtime_api` is a tracing domain; its records are `api`");
+}
+
+#[test]
+fn two_sinks_on_one_path() {
+    let e = rejects(
+        &format!("{TRACE}[[sink]]\nname = \"a\"\nkind = \"rocpd\"\npath = \"out/{{pid}}.db\"\n[[sink]]\nname = \"b\"\nkind = \"rocpd\"\npath = \"out/{{pid}}.db\"\n"),
+        "sinks `a` and `b` write the same path",
+        11,
+        8,
+    );
+    assert!(e.notes.iter().any(|n| n.contains("p.toml:7:8")));
+}
+
+#[test]
+fn unknown_placeholder_in_path() {
+    let e = rejects(
+        &format!("{TRACE}[[sink]]\nname = \"a\"\nkind = \"perfetto\"\npath = \"out/{{hostnme}}.pftrace\"\n"),
+        "unknown placeholder `{hostnme}`",
+        7,
+        13,
+    );
+    assert_eq!(hint(&e), "did you mean `hostname`?");
+}
+
+#[test]
+fn filter_that_does_not_parse() {
+    rejects(
+        &format!("{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"duration_ns >\"\n"),
+        "invalid expression",
+        7,
+        13,
+    );
+}
+
+#[test]
+fn filter_on_an_unknown_column() {
+    let e = rejects(
+        &format!("{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = 'duration > 1000'\n"),
+        "`duration` is not a column of kernel_dispatch records",
+        7,
+        14,
+    );
+    assert_eq!(hint(&e), "did you mean `duration_ns`?");
+}
+
+#[test]
+fn filter_on_a_column_some_kinds_lack() {
+    let e = rejects(
+        "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispatch\", \"hip_runtime_api\"]\n[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = 'kernel_name != \"copy\"'\n",
+        "`kernel_name` is not a column of api records",
+        7,
+        14,
+    );
+    assert!(hint(&e).contains("records = [\"kernel_dispatch\""), "{}", hint(&e));
+}
+
+#[test]
+fn derive_over_an_existing_column() {
+    rejects(
+        &format!("{TRACE}[[transform]]\nname = \"d\"\nkind = \"derive\"\ncolumn = \"duration_ns\"\nexpression = \"end_ns - start_ns\"\n"),
+        "`duration_ns` is already a column of kernel_dispatch records",
+        7,
+        10,
+    );
+}
+
+#[test]
+fn derived_column_is_visible_downstream_only() {
+    // `gbps` is used before the transform that derives it.
+    rejects(
+        "[[context]]\nname = \"t\"\ntracing = [\"memory_copy\"]\n[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = 'gbps > 10.0'\n[[transform]]\nname = \"d\"\nkind = \"derive\"\ncolumn = \"gbps\"\nexpression = \"bytes / duration_ns\"\n",
+        "`gbps` is not a column of memory_copy records",
+        7,
+        14,
+    );
+}
+
+#[test]
+fn transform_with_a_key_of_another_kind() {
+    let e = rejects(
+        &format!("{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"true\"\ncolumn = \"x\"\n"),
+        "unknown key `column` in `transform[0]`",
+        8,
+        1,
+    );
+    assert!(hint(&e).contains("predicate"), "{}", hint(&e));
+}
+
+#[test]
+fn aggregate_with_an_unknown_op() {
+    rejects(
+        &format!("{TRACE}[[transform]]\nname = \"a\"\nkind = \"aggregate\"\ngroup_by = [\"kernel_name\"]\nmetrics = {{ med = \"median(duration_ns)\" }}\n"),
+        "unknown aggregate `median`",
+        8,
+        19,
+    );
+}
+
+#[test]
+fn time_window_that_ends_before_it_starts() {
+    rejects(
+        &format!("{TRACE}[[transform]]\nname = \"w\"\nkind = \"time_window\"\nstart = \"2s\"\nend = \"500ms\"\n"),
+        "the time window ends before it starts",
+        8,
+        7,
+    );
+}
+
+#[test]
+fn reduction_transform_on_non_counter_records() {
+    rejects(
+        &format!("{TRACE}[[transform]]\nname = \"r\"\nkind = \"reduce_dimensions\"\ndimensions = [\"DIMENSION_XCC\"]\nop = \"sum\"\n"),
+        "dimension reductions apply to counter samples only",
+        6,
+        8,
+    );
+}
+
+#[test]
+fn sql_step_without_a_database() {
+    rejects(
+        "[[post]]\nname = \"q\"\nkind = \"sql\"\nquery = \"select 1\"\npath = \"q.csv\"\n",
+        "sql step `q` has no database to query",
+        3,
+        8,
+    );
+}
+
+#[test]
+fn command_given_as_a_shell_string() {
+    let e = rejects(
+        "[[post]]\nname = \"c\"\nkind = \"command\"\nargv = [\"python3 plot.py\"]\n",
+        "commands are not run through a shell",
+        4,
+        9,
+    );
+    assert!(hint(&e).contains("argv = [\"python3\", \"script.py\"]"));
+}
+
+#[test]
+fn agent_selector_that_selects_nothing() {
+    rejects(&format!("{TRACE}agents = [\"tpu\"]\n"), "`tpu` does not select an agent", 4, 11);
+}
+
+#[test]
+fn repeated_period_without_duration() {
+    rejects(&format!("{TRACE}period = {{ delay = \"1s\", repeat = 3 }}\n"), "a repeated period needs a `duration`", 4, 35);
+}
+
+#[test]
+fn unknown_parameter_in_set() {
+    let errors = errors_with("[params]\ntop = 10\n", &["topp=5"]);
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].message, "unknown parameter `topp`");
+    assert_eq!(errors[0].position().unwrap(), "--set:1:1");
+    assert_eq!(hint(&errors[0]), "did you mean `top`?");
+}
+
+#[test]
+fn parameter_of_the_wrong_type_in_set() {
+    let errors = errors_with("[params]\ntop = 10\n", &["top=true"]);
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].message, "parameter `top` is an integer, but --set gives a boolean");
+    assert_eq!(errors[0].position().unwrap(), "--set:1:5");
+    assert!(errors[0].notes[0].ends_with("p.toml:2:7"), "{:?}", errors[0].notes);
+}
+
+#[test]
+fn parameter_that_makes_a_value_invalid() {
+    // The error points at the use of the parameter, where the bad value lands.
+    rejects_with(
+        "[params]\nsize = \"64MiB\"\n[[context]]\nname = \"t\"\ntracing = [\"kernel_dispatch\"]\nbuffer.size = \"{size}\"\n",
+        &["size=lots"],
+        "`lots` is not a size",
+        6,
+        15,
+    );
+}
+
+#[test]
+fn unknown_template() {
+    let e = rejects("[pipeline]\nname = \"x\"\nextends = [\"kernel-trce\"]\n", "template `kernel-trce` not found", 3, 12);
+    assert_eq!(hint(&e), "did you mean `kernel-trace`?");
+    assert!(e.notes[0].starts_with("looked in: "), "{:?}", e.notes);
+}
+
+#[test]
+fn every_error_is_reported_in_one_round() {
+    let errors = errors_with(
+        "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\", \"memory_cpy\"]\nbuffer.size = \"1XB\"\n",
+        &[],
+    );
+    let messages: Vec<&str> = errors.iter().map(|e| e.message.as_str()).collect();
+    assert_eq!(errors.len(), 3, "{messages:?}");
+}
