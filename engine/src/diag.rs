@@ -254,13 +254,23 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// Suggests the closest of `candidates` to a misspelt `name`, for "did you mean" hints.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+/// Suggests the closest of `candidates` to a misspelt `name`, for "did you mean" hints: a
+/// small edit distance (typos, swapped letters) or a strong common prefix counts as close.
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     let lower = name.to_ascii_lowercase();
+    let max_edits = (lower.chars().count() / 3).max(1);
     candidates
         .into_iter()
-        .map(|c| (strsim::jaro_winkler(&lower, &c.to_ascii_lowercase()), c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| format!("did you mean `{c}`?"))
+        .filter(|c| *c != name)
+        .filter_map(|c| {
+            let other = c.to_ascii_lowercase();
+            let edits = strsim::damerau_levenshtein(&lower, &other);
+            let similarity = strsim::jaro_winkler(&lower, &other);
+            (edits <= max_edits || similarity > 0.8).then_some((edits, similarity, c))
+        })
+        .min_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)))
+        .map(|(_, _, c)| format!("did you mean `{c}`?"))
 }

@@ -124,6 +124,7 @@ pub fn apply(doc: &mut Node, overrides: &[Override]) -> Result<Params, Vec<Diagn
     if !errors.is_empty() {
         return Err(errors);
     }
+    resolve_references(&mut params)?;
     if let Value::Table(root) = &mut doc.value {
         for (key, entry) in root.iter_mut() {
             if key == "params" {
@@ -136,6 +137,39 @@ pub fn apply(doc: &mut Node, overrides: &[Override]) -> Result<Params, Vec<Diagn
         }
     }
     Ok(params)
+}
+
+/// Substitutes parameters used inside other parameters (`output_dir = "/scratch/{project}"`)
+/// until none is left; a chain that never ends is a cycle.
+fn resolve_references(params: &mut Params) -> Result<(), Vec<Diagnostic>> {
+    for _ in 0..=params.len() {
+        let snapshot = params.clone();
+        let mut changed = false;
+        for node in params.values_mut() {
+            if let Value::String(s) = &node.value
+                && let Some(replaced) = replace_placeholders(s, &snapshot)
+            {
+                node.value = Value::String(replaced);
+                changed = true;
+            }
+        }
+        if !changed {
+            return Ok(());
+        }
+    }
+    let cyclic = params
+        .iter()
+        .filter(|(_, node)| {
+            node.as_str()
+                .is_some_and(|s| placeholders(s).any(|(_, name)| params.contains_key(name)))
+        })
+        .map(|(name, node)| {
+            Diagnostic::error(format!("parameter `{name}` refers to itself through other parameters"))
+                .at(Some(node.span.clone()))
+                .hint("break the cycle: one of these parameters must not use the others")
+        })
+        .collect();
+    Err(cyclic)
 }
 
 /// The override as the default's type, if it fits (an integer is accepted for a float).

@@ -1,0 +1,381 @@
+//! Templates and parameters: merge rules, search order, cycles, errors inside templates,
+//! parameter overrides and placeholders.
+
+use std::path::{Path, PathBuf};
+
+use rocflow::diag::Diagnostic;
+use rocflow::pipeline::{self, Compiled, Library, Options, Override};
+use rocflow::plan::{AgentSelector, AgentType};
+use rocflow::record::RecordKind;
+use rocflow::sdk::Domain;
+
+/// A directory of pipeline files for one test.
+struct Files(tempfile::TempDir);
+
+impl Files {
+    fn new(files: &[(&str, &str)]) -> Files {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        Files(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+
+    fn compile(&self, name: &str, search: &[&str], sets: &[&str]) -> Result<Compiled, Vec<Diagnostic>> {
+        let options = Options {
+            overrides: sets.iter().map(|s| Override::parse(s).unwrap()).collect(),
+            library: Library::with_search_path(search.iter().map(|d| self.path(d)).collect()),
+        };
+        pipeline::compile_file(&self.path(name), &options)
+    }
+
+    fn ok(&self, name: &str, search: &[&str], sets: &[&str]) -> Compiled {
+        self.compile(name, search, sets).unwrap_or_else(|errors| {
+            panic!("{name} failed: {:#?}", errors.iter().map(ToString::to_string).collect::<Vec<_>>())
+        })
+    }
+}
+
+const BASE: &str = r#"
+[pipeline]
+name = "team-base"
+[params]
+out = "team-out"
+[[context]]
+name = "trace"
+tracing = ["kernel_dispatch", "hip_runtime_api"]
+agents = ["gpu"]
+buffer = { size = "8MiB", policy = "discard" }
+[[sink]]
+name = "trace"
+kind = "perfetto"
+path = "{out}/trace.pftrace"
+[[sink]]
+name = "db"
+kind = "rocpd"
+path = "{out}/run.db"
+"#;
+
+#[test]
+fn tables_merge_deeply_and_named_arrays_merge_by_name() {
+    let files = Files::new(&[
+        ("base.toml", BASE),
+        (
+            "app.toml",
+            r#"
+[pipeline]
+name = "app"
+extends = ["base"]
+[[context]]
+name = "trace"
+buffer = { size = "16MiB" }
+[[context]]
+name = "markers"
+tracing = ["marker_core_api"]
+"#,
+        ),
+    ]);
+    let plan = files.ok("app.toml", &[], &[]).plan;
+    assert_eq!(plan.pipeline.name, "app");
+    let names: Vec<&str> = plan.contexts.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["trace", "markers"], "the override keeps its place, new entries follow");
+    let trace = &plan.contexts[0];
+    // The overriding entry changed one field of a nested table and kept the rest.
+    assert_eq!(trace.buffer.size_bytes, 16 << 20);
+    assert_eq!(trace.buffer.policy, rocflow::sdk::BufferPolicy::Discard);
+    let domains: Vec<Domain> = trace.tracing.iter().map(|t| t.domain).collect();
+    assert_eq!(domains, [Domain::KernelDispatch, Domain::HipRuntimeApi]);
+    assert_eq!(trace.agents, [AgentSelector::Type(AgentType::Gpu)]);
+    assert_eq!(plan.sinks.len(), 2);
+}
+
+#[test]
+fn plain_arrays_and_scalars_are_replaced() {
+    let files = Files::new(&[
+        ("base.toml", BASE),
+        (
+            "app.toml",
+            "[pipeline]\nextends = [\"base\"]\n[[context]]\nname = \"trace\"\ntracing = [\"memory_copy\"]\nagents = [0, 1]\n",
+        ),
+    ]);
+    let trace = &files.ok("app.toml", &[], &[]).plan.contexts[0];
+    let domains: Vec<Domain> = trace.tracing.iter().map(|t| t.domain).collect();
+    assert_eq!(domains, [Domain::MemoryCopy]);
+    assert_eq!(trace.agents, [AgentSelector::Index(0), AgentSelector::Index(1)]);
+}
+
+#[test]
+fn enabled_false_removes_an_inherited_entry() {
+    let files = Files::new(&[
+        ("base.toml", BASE),
+        (
+            "app.toml",
+            "[pipeline]\nextends = [\"base\"]\n[[sink]]\nname = \"db\"\nenabled = false\n",
+        ),
+    ]);
+    let plan = files.ok("app.toml", &[], &[]).plan;
+    let sinks: Vec<&str> = plan.sinks.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(sinks, ["trace"]);
+}
+
+#[test]
+fn later_templates_override_earlier_ones() {
+    let files = Files::new(&[
+        ("a.toml", "[params]\nout = \"from-a\"\nlevel = 1\n"),
+        ("b.toml", "[params]\nout = \"from-b\"\n"),
+        (
+            "app.toml",
+            "[pipeline]\nextends = [\"a\", \"b\"]\n[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"{out}/{level}.db\"\n",
+        ),
+    ]);
+    let plan = files.ok("app.toml", &[], &[]).plan;
+    assert_eq!(plan.sinks[0].path, "from-b/1.db");
+    let sources: Vec<&str> = plan.pipeline.sources.iter().map(|s| s.rsplit('/').next().unwrap()).collect();
+    assert_eq!(sources, ["a.toml", "b.toml", "app.toml"]);
+}
+
+#[test]
+fn search_order_is_relative_then_path_then_shipped() {
+    let files = Files::new(&[
+        // `base` exists next to the pipeline, on the search path and in the shipped library.
+        ("app/base.toml", "[params]\nwho = \"relative\"\n"),
+        ("team/base.toml", "[params]\nwho = \"team\"\n"),
+        ("team/only-team.toml", "[params]\nwho = \"team\"\n"),
+        (
+            "app/app.toml",
+            "[pipeline]\nextends = [\"base\"]\n[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"{who}.db\"\n",
+        ),
+        (
+            "other/app.toml",
+            "[pipeline]\nextends = [\"base\"]\n[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"{who}.db\"\n",
+        ),
+        (
+            "other/shipped.toml",
+            "[pipeline]\nextends = [\"kernel-trace\"]\n",
+        ),
+    ]);
+    assert_eq!(files.ok("app/app.toml", &["team"], &[]).plan.sinks[0].path, "relative.db");
+    assert_eq!(files.ok("other/app.toml", &["team"], &[]).plan.sinks[0].path, "team.db");
+    // Without the team directory, `base` is the shipped template, which has no `who`.
+    let errors = files.compile("other/app.toml", &[], &[]).unwrap_err();
+    assert!(errors[0].message.contains("unknown placeholder `{who}`"), "{}", errors[0]);
+    let shipped = files.ok("other/shipped.toml", &["team"], &[]).plan;
+    assert_eq!(shipped.contexts[0].tracing[0].domain, Domain::KernelDispatch);
+    assert!(shipped.pipeline.sources[0].contains("pipelines/base.toml (shipped)"), "{:?}", shipped.pipeline.sources);
+}
+
+#[test]
+fn cycles_are_reported_with_their_chain() {
+    let files = Files::new(&[
+        ("a.toml", "[pipeline]\nextends = [\"b\"]\n"),
+        ("b.toml", "[pipeline]\nextends = [\"c\"]\n"),
+        ("c.toml", "[pipeline]\nextends = [\"a\"]\n"),
+    ]);
+    let errors = files.compile("a.toml", &[], &[]).unwrap_err();
+    assert_eq!(errors.len(), 1);
+    let e = &errors[0];
+    assert_eq!(e.message, "template cycle: `a` extends itself");
+    assert!(e.position().unwrap().ends_with("c.toml:2:12"), "{e}");
+    let chain = e.notes.iter().find(|n| n.starts_with("cycle: ")).expect("the chain is printed");
+    let files_in_chain: Vec<&str> = chain
+        .trim_start_matches("cycle: ")
+        .split(" -> ")
+        .map(|p| Path::new(p).file_name().unwrap().to_str().unwrap())
+        .collect();
+    assert_eq!(files_in_chain, ["a.toml", "b.toml", "c.toml", "a.toml"]);
+}
+
+#[test]
+fn errors_inside_templates_name_the_chain() {
+    let files = Files::new(&[
+        ("broken.toml", "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\"]\n"),
+        ("middle.toml", "[pipeline]\nextends = [\"broken\"]\n"),
+        ("app.toml", "[pipeline]\nname = \"app\"\nextends = [\"middle\"]\n"),
+    ]);
+    let errors = files.compile("app.toml", &[], &[]).unwrap_err();
+    let errors: Vec<&Diagnostic> = errors.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), 1);
+    let e = errors[0];
+    assert!(e.position().unwrap().ends_with("broken.toml:3:12"), "{e}");
+    let rendered = e.render(false);
+    assert!(rendered.contains("in template `broken`"), "{rendered}");
+    assert!(rendered.contains("middle.toml:2:12"), "{rendered}");
+    assert!(rendered.contains("in template `middle`"), "{rendered}");
+    assert!(rendered.contains("app.toml:3:12"), "{rendered}");
+}
+
+#[test]
+fn set_overrides_parameters_with_their_types() {
+    let files = Files::new(&[(
+        "p.toml",
+        r#"
+[params]
+out = "out"
+interval = 1000
+domains = ["kernel_dispatch"]
+serialize = false
+[[context]]
+name = "t"
+tracing = "{domains}"
+serialize = "{serialize}"
+pc_sampling = { method = "host_trap", interval = "{interval}" }
+[[sink]]
+name = "s"
+kind = "rocpd"
+path = "{out}/run-{interval}.db"
+"#,
+    )]);
+    let defaults = files.ok("p.toml", &[], &[]).plan;
+    assert_eq!(defaults.sinks[0].path, "out/run-1000.db");
+    assert_eq!(defaults.contexts[0].pc_sampling.as_ref().unwrap().interval, 1000);
+    let plan = files
+        .ok(
+            "p.toml",
+            &[],
+            &["out=/scratch/me", "interval=250", "domains=[\"memory_copy\", \"kernel_dispatch\"]", "serialize=true"],
+        )
+        .plan;
+    assert_eq!(plan.sinks[0].path, "/scratch/me/run-250.db");
+    let c = &plan.contexts[0];
+    assert_eq!(c.pc_sampling.as_ref().unwrap().interval, 250);
+    assert!(c.serialize);
+    let domains: Vec<Domain> = c.tracing.iter().map(|t| t.domain).collect();
+    assert_eq!(domains, [Domain::MemoryCopy, Domain::KernelDispatch]);
+    assert_eq!(plan.params["interval"], serde_json::json!(250));
+}
+
+#[test]
+fn runtime_placeholders_stay_and_regex_braces_are_left_alone() {
+    let files = Files::new(&[(
+        "p.toml",
+        r#"
+[params]
+dir = "runs"
+[[context]]
+name = "c"
+tracing = ["kernel_dispatch"]
+counters = { collect = ["SQ_WAVES"], kernels = { include = "gemm_\\d{2,3}" } }
+[[sink]]
+name = "s"
+kind = "parquet"
+path = "{dir}/{hostname}/{pid}-{ppid}-{rank}-{timestamp}"
+"#,
+    )]);
+    let plan = files.ok("p.toml", &[], &[]).plan;
+    assert_eq!(plan.sinks[0].path, "runs/{hostname}/{pid}-{ppid}-{rank}-{timestamp}");
+    assert_eq!(plan.contexts[0].counters.as_ref().unwrap().kernel_include.as_deref(), Some("gemm_\\d{2,3}"));
+}
+
+#[test]
+fn operation_filters_compile_to_sdk_ids() {
+    let files = Files::new(&[(
+        "p.toml",
+        "[[context]]\nname = \"t\"\ntracing = [{ domain = \"hip_runtime_api\", include = [\"hipMemcpy*\"], exclude = [\"hipMemcpyAsync\"] }]\n",
+    )]);
+    let plan = files.ok("p.toml", &[], &[]).plan;
+    let ids = plan.contexts[0].tracing[0].operations.clone().unwrap();
+    let names: Vec<&str> = ids
+        .iter()
+        .map(|id| Domain::HipRuntimeApi.operations().iter().find(|(i, _)| i == id).unwrap().1)
+        .collect();
+    assert!(names.contains(&"hipMemcpy") && names.contains(&"hipMemcpyHtoD"), "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("hipMemcpy")));
+    assert!(!names.contains(&"hipMemcpyAsync"));
+}
+
+#[test]
+fn sinks_receive_the_kinds_they_ask_for_through_matching_transforms() {
+    let files = Files::new(&[(
+        "p.toml",
+        r#"
+[[context]]
+name = "t"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
+[[transform]]
+name = "long-kernels"
+kind = "filter"
+records = ["kernel_dispatch"]
+predicate = "duration_ns > 1000"
+[[transform]]
+name = "bandwidth"
+kind = "derive"
+records = ["memory_copy"]
+column = "gbps"
+expression = "bytes / duration_ns"
+[[transform]]
+name = "fast-copies"
+kind = "filter"
+records = ["memory_copy"]
+predicate = "gbps > 1.0"
+[[sink]]
+name = "kernels"
+kind = "parquet"
+path = "k"
+records = ["kernel_dispatch"]
+[[sink]]
+name = "all"
+kind = "rocpd"
+path = "all.db"
+"#,
+    )]);
+    let plan = files.ok("p.toml", &[], &[]).plan;
+    let stages = &plan.stages;
+    assert_eq!(stages.produced, [RecordKind::KernelDispatch, RecordKind::MemoryCopy, RecordKind::Api]);
+    assert_eq!(stages.routes[0].kinds, [RecordKind::KernelDispatch]);
+    assert_eq!(stages.routes[0].transforms, [0]);
+    assert_eq!(stages.routes[1].kinds, stages.produced);
+    assert_eq!(stages.routes[1].transforms, [0, 1, 2]);
+}
+
+#[test]
+fn the_plan_round_trips_through_json() {
+    let files = Files::new(&[("p.toml", "[pipeline]\nextends = [\"counters-basic\"]\n")]);
+    let plan = files.ok("p.toml", &[], &[]).plan;
+    let back = rocflow::plan::Plan::from_json(&plan.to_json()).unwrap();
+    assert_eq!(back, plan);
+}
+
+#[test]
+fn every_shipped_template_and_example_validates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut checked = 0;
+    for dir in ["pipelines", "examples"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let compiled = pipeline::compile_file(&path, &Options::default());
+                if let Err(errors) = compiled {
+                    panic!("{}: {:#?}", path.display(), errors.iter().map(ToString::to_string).collect::<Vec<_>>());
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 8, "only {checked} pipelines found");
+}
+
+#[test]
+fn parameters_can_use_other_parameters() {
+    let files = Files::new(&[(
+        "p.toml",
+        "[params]\nproject = \"demo\"\nroot = \"/scratch/{project}\"\nout = \"{root}/{hostname}\"\n[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"{out}/run.db\"\n",
+    )]);
+    assert_eq!(files.ok("p.toml", &[], &[]).plan.sinks[0].path, "/scratch/demo/{hostname}/run.db");
+    let overridden = files.ok("p.toml", &[], &["project=cfd"]).plan;
+    assert_eq!(overridden.sinks[0].path, "/scratch/cfd/{hostname}/run.db");
+}
+
+#[test]
+fn parameters_that_refer_to_each_other_are_a_cycle() {
+    let files = Files::new(&[("p.toml", "[params]\na = \"x{b}\"\nb = \"y{a}\"\n")]);
+    let errors = files.compile("p.toml", &[], &[]).unwrap_err();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].message.contains("`a` refers to itself"), "{}", errors[0]);
+    assert!(errors[0].position().unwrap().ends_with("p.toml:2:5"));
+}
