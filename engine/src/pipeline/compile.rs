@@ -3,7 +3,7 @@
 //! sinks on one path, combinations rocprofiler-sdk refuses, …) becomes a diagnostic that
 //! points at the offending value.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use indexmap::IndexMap;
 use regex::Regex;
@@ -40,6 +40,9 @@ macro_rules! path {
 pub(super) struct Compiler<'a> {
     doc: &'a Node,
     counters: CounterCheck,
+    /// Operation ids each (domain, glob) selects: contexts of one pipeline tend to repeat
+    /// the same filters, and matching a glob against hundreds of names adds up.
+    selections: HashMap<(Domain, String), Vec<i32>>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
 }
@@ -49,6 +52,7 @@ impl<'a> Compiler<'a> {
         Compiler {
             doc,
             counters,
+            selections: HashMap::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
         }
@@ -74,6 +78,7 @@ impl<'a> Compiler<'a> {
     pub(super) fn compile(
         mut self,
         pipeline: &Pipeline,
+        resolved: &serde_json::Value,
         sources: Vec<String>,
         params: IndexMap<String, serde_json::Value>,
     ) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
@@ -98,7 +103,7 @@ impl<'a> Compiler<'a> {
             self.errors.extend(self.warnings);
             return Err(self.errors);
         }
-        let resolved = serde_json::to_string(&self.doc.to_json()).expect("JSON serializes");
+        let resolved = serde_json::to_string(resolved).expect("JSON serializes");
         let plan = Plan {
             format: crate::plan::FORMAT_VERSION,
             pipeline: Provenance {
@@ -185,11 +190,16 @@ impl<'a> Compiler<'a> {
         let mut select = |list: &[String], key: &str| -> BTreeSet<i32> {
             let mut ids = BTreeSet::new();
             for (k, pattern) in list.iter().enumerate() {
-                let matched: Vec<i32> = ops
-                    .iter()
-                    .filter(|(_, name)| glob_match(pattern, name))
-                    .map(|(id, _)| *id)
-                    .collect();
+                let matched = self
+                    .selections
+                    .entry((domain, pattern.clone()))
+                    .or_insert_with(|| {
+                        ops.iter()
+                            .filter(|(_, name)| glob_match(pattern, name))
+                            .map(|(id, _)| *id)
+                            .collect()
+                    })
+                    .clone();
                 if matched.is_empty() {
                     let hint = did_you_mean(pattern, ops.iter().map(|(_, n)| *n));
                     self.error(
@@ -875,18 +885,34 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
     })
 }
 
-/// A case-sensitive glob with `*` and `?`, for operation names.
+/// A case-sensitive glob with `*` and `?`, for operation names. Greedy with one backtrack
+/// point (the last `*`), so it runs in linear time on typical patterns.
 fn glob_match(pattern: &str, name: &str) -> bool {
-    fn go(p: &[u8], n: &[u8]) -> bool {
-        match (p.first(), n.first()) {
-            (None, None) => true,
-            (Some(b'*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
-            (Some(b'?'), Some(_)) => go(&p[1..], &n[1..]),
-            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
-            _ => false,
+    let (p, n) = (pattern.as_bytes(), name.as_bytes());
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match p.get(pi) {
+            Some(b'*') => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some(&c) if c == b'?' || c == n[ni] => {
+                pi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                // Let the last `*` swallow one more byte and retry from there.
+                Some((sp, sn)) => {
+                    star = Some((sp, sn + 1));
+                    pi = sp + 1;
+                    ni = sn + 1;
+                }
+                None => return false,
+            },
         }
     }
-    go(pattern.as_bytes(), name.as_bytes())
+    p[pi..].iter().all(|&c| c == b'*')
 }
 
 /// The last line of a multi-line library error ("regex parse error: … error: unclosed group").
@@ -933,6 +959,11 @@ mod tests {
         assert!(!glob_match("hipMemcpy*", "hipMalloc"));
         assert!(glob_match("hip?alloc", "hipMalloc"));
         assert!(glob_match("*Async", "hipMemsetAsync"));
+        assert!(glob_match("hip*Async*", "hipMemcpyAsync"));
+        assert!(glob_match("*a*b", "xaxxab"));
+        assert!(!glob_match("*a*b", "xaxxa"));
+        assert!(glob_match("*", ""));
+        assert!(!glob_match("?", ""));
     }
 
     #[test]

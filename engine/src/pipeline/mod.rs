@@ -14,6 +14,7 @@ pub mod value;
 use std::path::Path;
 
 use indexmap::IndexMap;
+use serde::Deserialize;
 
 use crate::diag::Diagnostic;
 use crate::plan::Plan;
@@ -47,11 +48,12 @@ pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diag
     let merged = options.library.load(path).map_err(|d| vec![d])?;
     let mut doc = merged.doc;
     let params = params::apply(&mut doc, &options.overrides)?;
-    let structural = schema::validate(&doc);
+    let json = doc.to_json();
+    let structural = schema::validate(&doc, &json);
     if !structural.is_empty() {
         return Err(structural);
     }
-    let pipeline: model::Pipeline = serde_json::from_value(doc.to_json()).map_err(|err| {
+    let pipeline = model::Pipeline::deserialize(&json).map_err(|err| {
         // The schema accepted the document, so this is rocflow's fault, not the user's.
         vec![Diagnostic::error(format!(
             "internal error: the schema accepted a pipeline the model rejects: {err}"
@@ -61,7 +63,7 @@ pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diag
         params.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
     let sources = merged.sources.iter().map(Origin::display).collect();
     let compiler = compile::Compiler::new(&doc, counters::CounterCheck::default());
-    let (plan, warnings) = compiler.compile(&pipeline, sources, params)?;
+    let (plan, warnings) = compiler.compile(&pipeline, &json, sources, params)?;
     Ok(Compiled {
         plan,
         resolved: doc,

@@ -23,11 +23,11 @@ static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
     jsonschema::validator_for(&SCHEMA).expect("the shipped schema is a valid JSON Schema")
 });
 
-/// Checks the document's structure; every violation becomes one diagnostic.
-pub fn validate(doc: &Node) -> Vec<Diagnostic> {
-    let instance = doc.to_json();
+/// Checks the document's structure (`json` is `doc` as JSON); every violation becomes one
+/// diagnostic pointing into `doc`.
+pub fn validate(doc: &Node, instance: &Json) -> Vec<Diagnostic> {
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
-    for error in VALIDATOR.iter_errors(&instance) {
+    for error in VALIDATOR.iter_errors(instance) {
         let path: Vec<LocationSegment<'_>> = error.instance_path().iter().collect();
         let steps: Vec<Step<'_>> = path
             .iter()

@@ -170,15 +170,14 @@ impl Library {
         }
         chain.pop();
         sources.push(origin);
-        let merged = match base {
+        let mut merged = match base {
             Some(base) => merge(base, doc),
             None => doc,
         };
-        Ok(if chain.is_empty() {
-            prune_disabled(merged)
-        } else {
-            merged
-        })
+        if chain.is_empty() {
+            prune_disabled(&mut merged);
+        }
+        Ok(merged)
     }
 
     /// Resolves a template name as seen from the document at `from` (relative names first),
@@ -409,35 +408,23 @@ pub fn merge(base: Node, over: Node) -> Node {
 
 /// Drops entries of named arrays that say `enabled = false`, and the `enabled` keys, at
 /// every depth.
-fn prune_disabled(node: Node) -> Node {
-    let Node { value, span } = node;
-    let value = match value {
-        Value::Table(table) => Value::Table(
-            table
-                .into_iter()
-                .map(|(key, entry)| {
-                    let node = prune_disabled(entry.node);
-                    (key, Entry { node, ..entry })
-                })
-                .collect(),
-        ),
-        Value::Array(items) if names(&items).is_some() => Value::Array(
-            items
-                .into_iter()
-                .filter(|item| !matches!(enabled(item), Some(false)))
-                .map(|item| {
-                    let mut item = prune_disabled(item);
-                    if let (Some(_), Value::Table(t)) = (enabled(&item), &mut item.value) {
-                        t.shift_remove("enabled");
-                    }
-                    item
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.into_iter().map(prune_disabled).collect()),
-        other => other,
-    };
-    Node { value, span }
+fn prune_disabled(node: &mut Node) {
+    match &mut node.value {
+        Value::Table(table) => table.values_mut().for_each(|e| prune_disabled(&mut e.node)),
+        Value::Array(items) => {
+            let named = names(items).is_some();
+            if named {
+                items.retain(|item| enabled(item) != Some(false));
+            }
+            for item in items.iter_mut() {
+                prune_disabled(item);
+                if let (true, Some(_), Value::Table(t)) = (named, enabled(item), &mut item.value) {
+                    t.shift_remove("enabled");
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 fn enabled(item: &Node) -> Option<bool> {

@@ -86,10 +86,14 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
             let ops = match &t.operations {
                 None => format!("all {total} operations"),
                 Some(ids) => {
-                    let names: Vec<&str> = ids.iter().filter_map(|id| operation_name(t.domain, *id)).collect();
-                    let shown = names.iter().take(6).copied().collect::<Vec<_>>().join(", ");
-                    let more = if names.len() > 6 { ", …" } else { "" };
-                    format!("{} of {total} operations: {shown}{more}", names.len())
+                    const SHOWN: usize = 6;
+                    let names: Vec<&str> = ids
+                        .iter()
+                        .take(SHOWN)
+                        .filter_map(|id| operation_name(t.domain, *id))
+                        .collect();
+                    let more = if ids.len() > SHOWN { ", …" } else { "" };
+                    format!("{} of {total} operations: {}{more}", ids.len(), names.join(", "))
                 }
             };
             let _ = writeln!(
@@ -216,8 +220,10 @@ fn describe_post(step: &PostStep) -> String {
     }
 }
 
+/// The name of an operation id (the SDK's tables are sorted by id).
 fn operation_name(domain: Domain, id: i32) -> Option<&'static str> {
-    domain.operations().iter().find(|(i, _)| *i == id).map(|(_, n)| *n)
+    let ops = domain.operations();
+    ops.binary_search_by_key(&id, |(i, _)| *i).ok().map(|i| ops[i].1)
 }
 
 fn agents(selectors: &[AgentSelector], default: &str) -> String {
