@@ -15,9 +15,17 @@ fn main() {
     for file in &files {
         println!("cargo::rerun-if-changed={}", file.display());
         let name = file.strip_prefix(&root).unwrap().with_extension("");
-        let name = name.to_str().expect("template paths are UTF-8").replace('\\', "/");
+        let name = name
+            .to_str()
+            .expect("template paths are UTF-8")
+            .replace('\\', "/");
         let path = file.canonicalize().unwrap();
-        writeln!(out, "    ({name:?}, include_str!({:?})),", path.display().to_string()).unwrap();
+        writeln!(
+            out,
+            "    ({name:?}, include_str!({:?})),",
+            path.display().to_string()
+        )
+        .unwrap();
     }
     out.push_str("];\n");
     let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("templates.rs");
@@ -25,7 +33,9 @@ fn main() {
 }
 
 fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {

@@ -5,7 +5,10 @@ use std::process::{Command, Output, Stdio};
 
 fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_rocflow"));
-    command.args(args).current_dir(dir).env_remove("ROCFLOW_PIPELINE_PATH");
+    command
+        .args(args)
+        .current_dir(dir)
+        .env_remove("ROCFLOW_PIPELINE_PATH");
     for (key, value) in env {
         command.env(key, value);
     }
@@ -25,9 +28,18 @@ fn version_and_help() {
     let dir = tempfile::tempdir().unwrap();
     let out = rocflow(&["--version"], dir.path(), &[]);
     assert!(out.status.success());
-    assert_eq!(text(&out.stdout).trim(), format!("rocflow {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        text(&out.stdout).trim(),
+        format!("rocflow {}", env!("CARGO_PKG_VERSION"))
+    );
     let help = text(&rocflow(&["--help"], dir.path(), &[]).stdout);
-    for command in ["validate", "explain", "templates", "migrate-counters", "counters"] {
+    for command in [
+        "validate",
+        "explain",
+        "templates",
+        "migrate-counters",
+        "counters",
+    ] {
         assert!(help.contains(command), "--help lacks {command}:\n{help}");
     }
 }
@@ -35,15 +47,32 @@ fn version_and_help() {
 #[test]
 fn validate_reports_position_snippet_and_hint_with_exit_code_2() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "bad.toml", "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\"]\n");
-    write(dir.path(), "good.toml", "[pipeline]\nextends = [\"kernel-trace\"]\n");
+    write(
+        dir.path(),
+        "bad.toml",
+        "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\"]\n",
+    );
+    write(
+        dir.path(),
+        "good.toml",
+        "[pipeline]\nextends = [\"kernel-trace\"]\n",
+    );
     let out = rocflow(&["validate", "good.toml", "bad.toml"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("error: unknown tracing domain `kernel_dispach`"), "{stderr}");
+    assert!(
+        stderr.contains("error: unknown tracing domain `kernel_dispach`"),
+        "{stderr}"
+    );
     assert!(stderr.contains("bad.toml:3:12"), "{stderr}");
-    assert!(stderr.contains("tracing = [\"kernel_dispach\"]"), "the snippet is shown:\n{stderr}");
-    assert!(stderr.contains("help: did you mean `kernel_dispatch`?"), "{stderr}");
+    assert!(
+        stderr.contains("tracing = [\"kernel_dispach\"]"),
+        "the snippet is shown:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("help: did you mean `kernel_dispatch`?"),
+        "{stderr}"
+    );
     assert_eq!(text(&out.stdout), "good.toml: ok\nbad.toml: invalid\n");
     let ok = rocflow(&["validate", "good.toml"], dir.path(), &[]);
     assert_eq!(ok.status.code(), Some(0));
@@ -52,15 +81,26 @@ fn validate_reports_position_snippet_and_hint_with_exit_code_2() {
 #[test]
 fn validate_json_for_ci() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "bad.toml", "[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"x/{hostnme}.db\"\n");
-    let out = rocflow(&["validate", "--format", "json", "bad.toml"], dir.path(), &[]);
+    write(
+        dir.path(),
+        "bad.toml",
+        "[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"x/{hostnme}.db\"\n",
+    );
+    let out = rocflow(
+        &["validate", "--format", "json", "bad.toml"],
+        dir.path(),
+        &[],
+    );
     assert_eq!(out.status.code(), Some(2));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     assert_eq!(report["valid"], false);
     let d = &report["files"][0]["diagnostics"][0];
     assert_eq!(d["severity"], "error");
     assert_eq!(d["message"], "unknown placeholder `{hostnme}`");
-    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(4), Some(11)));
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(4), Some(11))
+    );
     assert_eq!(d["snippet"], "{hostnme}");
     assert_eq!(d["hint"], "did you mean `hostname`?");
 }
@@ -73,6 +113,12 @@ fn bad_set_is_a_user_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown parameter `tpo`"));
     assert!(text(&out.stderr).contains("did you mean `top`?"));
+    let shipped = rocflow(&["explain", "--json", "trace-all"], dir.path(), &[]);
+    assert!(
+        shipped.status.success(),
+        "a template name is a pipeline: {}",
+        text(&shipped.stderr)
+    );
     let missing = rocflow(&["explain", "nope.toml"], dir.path(), &[]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(text(&missing.stderr).contains("cannot read pipeline `nope.toml`"));
@@ -81,28 +127,60 @@ fn bad_set_is_a_user_error() {
 #[test]
 fn explain_json_is_the_plan() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "p.toml", "[pipeline]\nextends = [\"pc-sampling\"]\n");
-    let out = rocflow(&["explain", "--json", "p.toml", "--set", "interval=500"], dir.path(), &[]);
+    write(
+        dir.path(),
+        "p.toml",
+        "[pipeline]\nextends = [\"pc-sampling\"]\n",
+    );
+    let out = rocflow(
+        &["explain", "--json", "p.toml", "--set", "interval=500"],
+        dir.path(),
+        &[],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let plan = rocflow::plan::Plan::from_json(&text(&out.stdout)).expect("the JSON is a Plan");
     let pc = plan.contexts[0].pc_sampling.as_ref().unwrap();
-    assert_eq!((pc.interval, pc.method), (500, rocflow::sdk::PcSamplingMethod::HostTrap));
+    assert_eq!(
+        (pc.interval, pc.method),
+        (500, rocflow::sdk::PcSamplingMethod::HostTrap)
+    );
     let human = text(&rocflow(&["explain", "p.toml"], dir.path(), &[]).stdout);
-    assert!(human.contains("ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH = 11"), "{human}");
-    assert!(human.contains("pc sampling: HostTrap method, Time unit, interval 1000"), "{human}");
+    assert!(
+        human.contains("ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH = 11"),
+        "{human}"
+    );
+    assert!(
+        human.contains("pc sampling: HostTrap method, Time unit, interval 1000"),
+        "{human}"
+    );
 }
 
 #[test]
 fn resolved_pipeline_is_a_valid_standalone_pipeline() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "p.toml", "[pipeline]\nname = \"mine\"\nextends = [\"counters-basic\"]\n");
-    let out = rocflow(&["explain", "--resolved", "p.toml", "--set", "top=3"], dir.path(), &[]);
+    write(
+        dir.path(),
+        "p.toml",
+        "[pipeline]\nname = \"mine\"\nextends = [\"counters-basic\"]\n",
+    );
+    let out = rocflow(
+        &["explain", "--resolved", "p.toml", "--set", "top=3"],
+        dir.path(),
+        &[],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let resolved = text(&out.stdout);
     assert!(!resolved.contains("extends"), "{resolved}");
-    assert!(resolved.contains("[[context.counters.derived]]"), "{resolved}");
+    assert!(
+        resolved.contains("[[context.counters.derived]]"),
+        "{resolved}"
+    );
     write(dir.path(), "resolved.toml", &resolved);
-    let a = rocflow(&["explain", "--json", "p.toml", "--set", "top=3"], dir.path(), &[]);
+    let a = rocflow(
+        &["explain", "--json", "p.toml", "--set", "top=3"],
+        dir.path(),
+        &[],
+    );
     let b = rocflow(&["explain", "--json", "resolved.toml"], dir.path(), &[]);
     let a = rocflow::plan::Plan::from_json(&text(&a.stdout)).unwrap();
     let b = rocflow::plan::Plan::from_json(&text(&b.stdout)).unwrap();
@@ -117,16 +195,41 @@ fn templates_list_shows_origins_and_shadowing() {
     let team = dir.path().join("team");
     std::fs::create_dir_all(team.join("gpu")).unwrap();
     write(&team, "base.toml", "[params]\nout = \"team\"\n");
-    write(&team.join("gpu"), "mi300.toml", "[pipeline]\nextends = [\"base\"]\n");
-    let out = rocflow(&["templates", "list"], dir.path(), &[("ROCFLOW_PIPELINE_PATH", &team)]);
+    write(
+        &team.join("gpu"),
+        "mi300.toml",
+        "[pipeline]\nextends = [\"base\"]\n",
+    );
+    let out = rocflow(
+        &["templates", "list"],
+        dir.path(),
+        &[("ROCFLOW_PIPELINE_PATH", &team)],
+    );
     assert!(out.status.success());
     let listing = text(&out.stdout);
-    let base = listing.lines().position(|l| l.starts_with("base ")).expect("base is listed");
+    let base = listing
+        .lines()
+        .position(|l| l.starts_with("base "))
+        .expect("base is listed");
     let lines: Vec<&str> = listing.lines().collect();
-    assert!(lines[base].contains(&team.join("base.toml").display().to_string()), "{listing}");
-    assert!(lines[base + 1].contains("shadows pipelines/base.toml (shipped)"), "{listing}");
-    assert!(listing.lines().any(|l| l.starts_with("gpu/mi300 ")), "{listing}");
-    assert!(listing.lines().any(|l| l.starts_with("kernel-trace ") && l.contains("(shipped)")), "{listing}");
+    assert!(
+        lines[base].contains(&team.join("base.toml").display().to_string()),
+        "{listing}"
+    );
+    assert!(
+        lines[base + 1].contains("shadows pipelines/base.toml (shipped)"),
+        "{listing}"
+    );
+    assert!(
+        listing.lines().any(|l| l.starts_with("gpu/mi300 ")),
+        "{listing}"
+    );
+    assert!(
+        listing
+            .lines()
+            .any(|l| l.starts_with("kernel-trace ") && l.contains("(shipped)")),
+        "{listing}"
+    );
 
     let show = rocflow(&["templates", "show", "kernel-trace"], dir.path(), &[]);
     assert!(text(&show.stdout).contains("name = \"kernel-trace\""));

@@ -16,7 +16,10 @@ fn errors_with(text: &str, sets: &[&str]) -> Vec<Diagnostic> {
     };
     match pipeline::compile_file(&path, &options) {
         Ok(_) => panic!("pipeline was accepted:\n{text}"),
-        Err(diagnostics) => diagnostics.into_iter().filter(Diagnostic::is_error).collect(),
+        Err(diagnostics) => diagnostics
+            .into_iter()
+            .filter(Diagnostic::is_error)
+            .collect(),
     }
 }
 
@@ -33,11 +36,18 @@ fn rejects_with(text: &str, sets: &[&str], message: &str, line: usize, col: usiz
     let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
     assert_eq!(errors.len(), 1, "expected one error, got {shown:#?}");
     let error = errors.into_iter().next().unwrap();
-    assert!(error.message.contains(message), "message {:?} lacks {message:?}", error.message);
+    assert!(
+        error.message.contains(message),
+        "message {:?} lacks {message:?}",
+        error.message
+    );
     let position = error.position().expect("the error has a position");
     let file = Path::new(position.rsplitn(3, ':').nth(2).unwrap());
     assert_eq!(file.file_name().unwrap(), "p.toml", "{position}");
-    assert!(position.ends_with(&format!(":{line}:{col}")), "{message}: at {position}, expected {line}:{col}");
+    assert!(
+        position.ends_with(&format!(":{line}:{col}")),
+        "{message}: at {position}, expected {line}:{col}"
+    );
     error
 }
 
@@ -61,23 +71,43 @@ fn unknown_top_level_key() {
 
 #[test]
 fn unknown_context_key() {
-    let e = rejects("[[context]]\nname = \"t\"\ntracng = []\n", "unknown key `tracng` in `context[0]`", 3, 1);
+    let e = rejects(
+        "[[context]]\nname = \"t\"\ntracng = []\n",
+        "unknown key `tracng` in `context[0]`",
+        3,
+        1,
+    );
     assert_eq!(hint(&e), "did you mean `tracing`?");
 }
 
 #[test]
 fn tracing_must_be_an_array() {
-    rejects("[[context]]\nname = \"t\"\ntracing = \"kernel_dispatch\"\n", "`context[0].tracing` must be an array, not a string", 3, 11);
+    rejects(
+        "[[context]]\nname = \"t\"\ntracing = \"kernel_dispatch\"\n",
+        "`context[0].tracing` must be an array, not a string",
+        3,
+        11,
+    );
 }
 
 #[test]
 fn context_needs_a_name() {
-    rejects("[[context]]\ntracing = []\n", "`context[0]` is missing `name`", 1, 1);
+    rejects(
+        "[[context]]\ntracing = []\n",
+        "`context[0]` is missing `name`",
+        1,
+        1,
+    );
 }
 
 #[test]
 fn unknown_tracing_domain() {
-    let e = rejects("[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\"]\n", "unknown tracing domain `kernel_dispach`", 3, 12);
+    let e = rejects(
+        "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\"]\n",
+        "unknown tracing domain `kernel_dispach`",
+        3,
+        12,
+    );
     assert_eq!(hint(&e), "did you mean `kernel_dispatch`?");
 }
 
@@ -114,34 +144,64 @@ fn operation_exclude_matching_nothing() {
 
 #[test]
 fn domain_traced_twice() {
-    rejects("[[context]]\nname = \"t\"\ntracing = [\"memory_copy\", \"memory_copy\"]\n", "domain `memory_copy` is traced twice", 3, 27);
+    rejects(
+        "[[context]]\nname = \"t\"\ntracing = [\"memory_copy\", \"memory_copy\"]\n",
+        "domain `memory_copy` is traced twice",
+        3,
+        27,
+    );
 }
 
 #[test]
 fn buffer_size_with_unknown_unit() {
-    let e = rejects(&format!("{TRACE}buffer = {{ size = \"64XB\" }}\n"), "unknown unit `XB`", 4, 19);
+    let e = rejects(
+        &format!("{TRACE}buffer = {{ size = \"64XB\" }}\n"),
+        "unknown unit `XB`",
+        4,
+        19,
+    );
     assert!(e.message.contains("MiB"));
 }
 
 #[test]
 fn watermark_above_hundred_percent() {
-    rejects(&format!("{TRACE}[context.buffer]\nwatermark = \"150%\"\n"), "out of range", 5, 13);
+    rejects(
+        &format!("{TRACE}[context.buffer]\nwatermark = \"150%\"\n"),
+        "out of range",
+        5,
+        13,
+    );
 }
 
 #[test]
 fn watermark_larger_than_buffer() {
-    rejects(&format!("{TRACE}[context.buffer]\nsize = \"1MiB\"\nwatermark = \"2MiB\"\n"), "watermark is larger than the buffer", 6, 13);
+    rejects(
+        &format!("{TRACE}[context.buffer]\nsize = \"1MiB\"\nwatermark = \"2MiB\"\n"),
+        "watermark is larger than the buffer",
+        6,
+        13,
+    );
 }
 
 #[test]
 fn unknown_buffer_policy() {
-    let e = rejects(&format!("{TRACE}buffer.policy = \"losless\"\n"), "`losless` is not a valid `context[0].buffer.policy`", 4, 17);
+    let e = rejects(
+        &format!("{TRACE}buffer.policy = \"losless\"\n"),
+        "`losless` is not a valid `context[0].buffer.policy`",
+        4,
+        17,
+    );
     assert_eq!(hint(&e), "did you mean `lossless`?");
 }
 
 #[test]
 fn pc_sampling_unknown_method() {
-    let e = rejects("[[context]]\nname = \"p\"\npc_sampling = { method = \"hosttrap\" }\n", "`hosttrap` is not a valid", 3, 26);
+    let e = rejects(
+        "[[context]]\nname = \"p\"\npc_sampling = { method = \"hosttrap\" }\n",
+        "`hosttrap` is not a valid",
+        3,
+        26,
+    );
     assert_eq!(hint(&e), "did you mean `host_trap`?");
 }
 
@@ -169,7 +229,12 @@ fn stochastic_interval_not_a_power_of_two() {
 
 #[test]
 fn pc_sampling_interval_zero() {
-    rejects("[[context]]\nname = \"p\"\npc_sampling = { method = \"host_trap\", interval = 0 }\n", "less than the minimum", 3, 50);
+    rejects(
+        "[[context]]\nname = \"p\"\npc_sampling = { method = \"host_trap\", interval = 0 }\n",
+        "less than the minimum",
+        3,
+        50,
+    );
 }
 
 #[test]
@@ -242,7 +307,11 @@ fn counters_in_two_contexts() {
         6,
         1,
     );
-    assert!(e.notes.iter().any(|n| n.contains("p.toml:3:1")), "{:?}", e.notes);
+    assert!(
+        e.notes.iter().any(|n| n.contains("p.toml:3:1")),
+        "{:?}",
+        e.notes
+    );
 }
 
 #[test]
@@ -257,24 +326,44 @@ fn pc_sampling_in_two_contexts() {
 
 #[test]
 fn duplicate_context_names_in_one_file() {
-    let e = rejects(&format!("{TRACE}{TRACE}"), "duplicate context name `t`", 5, 8);
+    let e = rejects(
+        &format!("{TRACE}{TRACE}"),
+        "duplicate context name `t`",
+        5,
+        8,
+    );
     assert!(e.notes.iter().any(|n| n.contains("p.toml:2:8")));
 }
 
 #[test]
 fn invalid_name() {
-    rejects("[[context]]\nname = \"my context\"\n", "`my context` is not a valid name", 2, 8);
+    rejects(
+        "[[context]]\nname = \"my context\"\n",
+        "`my context` is not a valid name",
+        2,
+        8,
+    );
 }
 
 #[test]
 fn unknown_sink_kind() {
-    let e = rejects("[[sink]]\nname = \"s\"\nkind = \"perfeto\"\npath = \"out.pftrace\"\n", "`perfeto` is not a valid", 3, 8);
+    let e = rejects(
+        "[[sink]]\nname = \"s\"\nkind = \"perfeto\"\npath = \"out.pftrace\"\n",
+        "`perfeto` is not a valid",
+        3,
+        8,
+    );
     assert_eq!(hint(&e), "did you mean `perfetto`?");
 }
 
 #[test]
 fn sink_needs_a_path() {
-    rejects("[[sink]]\nname = \"s\"\nkind = \"rocpd\"\n", "`sink[0]` is missing `path`", 1, 1);
+    rejects(
+        "[[sink]]\nname = \"s\"\nkind = \"rocpd\"\n",
+        "`sink[0]` is missing `path`",
+        1,
+        1,
+    );
 }
 
 #[test]
@@ -291,18 +380,25 @@ fn unknown_sink_option() {
 #[test]
 fn unknown_record_kind() {
     let e = rejects(
-        &format!("{TRACE}[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"x.db\"\nrecords = [\"kernel_dispatch\", \"hip_runtime_api\"]\n"),
+        &format!(
+            "{TRACE}[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"x.db\"\nrecords = [\"kernel_dispatch\", \"hip_runtime_api\"]\n"
+        ),
         "unknown record kind `hip_runtime_api`",
         8,
         31,
     );
-    assert_eq!(hint(&e), "`hip_runtime_api` is a tracing domain; its records are `api`");
+    assert_eq!(
+        hint(&e),
+        "`hip_runtime_api` is a tracing domain; its records are `api`"
+    );
 }
 
 #[test]
 fn two_sinks_on_one_path() {
     let e = rejects(
-        &format!("{TRACE}[[sink]]\nname = \"a\"\nkind = \"rocpd\"\npath = \"out/{{pid}}.db\"\n[[sink]]\nname = \"b\"\nkind = \"rocpd\"\npath = \"out/{{pid}}.db\"\n"),
+        &format!(
+            "{TRACE}[[sink]]\nname = \"a\"\nkind = \"rocpd\"\npath = \"out/{{pid}}.db\"\n[[sink]]\nname = \"b\"\nkind = \"rocpd\"\npath = \"out/{{pid}}.db\"\n"
+        ),
         "sinks `a` and `b` write the same path",
         11,
         8,
@@ -313,7 +409,9 @@ fn two_sinks_on_one_path() {
 #[test]
 fn unknown_placeholder_in_path() {
     let e = rejects(
-        &format!("{TRACE}[[sink]]\nname = \"a\"\nkind = \"perfetto\"\npath = \"out/{{hostnme}}.pftrace\"\n"),
+        &format!(
+            "{TRACE}[[sink]]\nname = \"a\"\nkind = \"perfetto\"\npath = \"out/{{hostnme}}.pftrace\"\n"
+        ),
         "unknown placeholder `{hostnme}`",
         7,
         13,
@@ -324,7 +422,9 @@ fn unknown_placeholder_in_path() {
 #[test]
 fn filter_that_does_not_parse() {
     rejects(
-        &format!("{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"duration_ns >\"\n"),
+        &format!(
+            "{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"duration_ns >\"\n"
+        ),
         "invalid expression",
         7,
         13,
@@ -334,7 +434,9 @@ fn filter_that_does_not_parse() {
 #[test]
 fn filter_on_an_unknown_column() {
     let e = rejects(
-        &format!("{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = 'duration > 1000'\n"),
+        &format!(
+            "{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = 'duration > 1000'\n"
+        ),
         "`duration` is not a column of kernel_dispatch records",
         7,
         14,
@@ -350,13 +452,19 @@ fn filter_on_a_column_some_kinds_lack() {
         7,
         14,
     );
-    assert!(hint(&e).contains("records = [\"kernel_dispatch\""), "{}", hint(&e));
+    assert!(
+        hint(&e).contains("records = [\"kernel_dispatch\""),
+        "{}",
+        hint(&e)
+    );
 }
 
 #[test]
 fn derive_over_an_existing_column() {
     rejects(
-        &format!("{TRACE}[[transform]]\nname = \"d\"\nkind = \"derive\"\ncolumn = \"duration_ns\"\nexpression = \"end_ns - start_ns\"\n"),
+        &format!(
+            "{TRACE}[[transform]]\nname = \"d\"\nkind = \"derive\"\ncolumn = \"duration_ns\"\nexpression = \"end_ns - start_ns\"\n"
+        ),
         "`duration_ns` is already a column of kernel_dispatch records",
         7,
         10,
@@ -377,7 +485,9 @@ fn derived_column_is_visible_downstream_only() {
 #[test]
 fn transform_with_a_key_of_another_kind() {
     let e = rejects(
-        &format!("{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"true\"\ncolumn = \"x\"\n"),
+        &format!(
+            "{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"true\"\ncolumn = \"x\"\n"
+        ),
         "unknown key `column` in `transform[0]`",
         8,
         1,
@@ -388,7 +498,9 @@ fn transform_with_a_key_of_another_kind() {
 #[test]
 fn aggregate_with_an_unknown_op() {
     rejects(
-        &format!("{TRACE}[[transform]]\nname = \"a\"\nkind = \"aggregate\"\ngroup_by = [\"kernel_name\"]\nmetrics = {{ med = \"median(duration_ns)\" }}\n"),
+        &format!(
+            "{TRACE}[[transform]]\nname = \"a\"\nkind = \"aggregate\"\ngroup_by = [\"kernel_name\"]\nmetrics = {{ med = \"median(duration_ns)\" }}\n"
+        ),
         "unknown aggregate `median`",
         8,
         19,
@@ -398,7 +510,9 @@ fn aggregate_with_an_unknown_op() {
 #[test]
 fn time_window_that_ends_before_it_starts() {
     rejects(
-        &format!("{TRACE}[[transform]]\nname = \"w\"\nkind = \"time_window\"\nstart = \"2s\"\nend = \"500ms\"\n"),
+        &format!(
+            "{TRACE}[[transform]]\nname = \"w\"\nkind = \"time_window\"\nstart = \"2s\"\nend = \"500ms\"\n"
+        ),
         "the time window ends before it starts",
         8,
         7,
@@ -408,7 +522,9 @@ fn time_window_that_ends_before_it_starts() {
 #[test]
 fn reduction_transform_on_non_counter_records() {
     rejects(
-        &format!("{TRACE}[[transform]]\nname = \"r\"\nkind = \"reduce_dimensions\"\ndimensions = [\"DIMENSION_XCC\"]\nop = \"sum\"\n"),
+        &format!(
+            "{TRACE}[[transform]]\nname = \"r\"\nkind = \"reduce_dimensions\"\ndimensions = [\"DIMENSION_XCC\"]\nop = \"sum\"\n"
+        ),
         "dimension reductions apply to counter samples only",
         6,
         8,
@@ -438,12 +554,22 @@ fn command_given_as_a_shell_string() {
 
 #[test]
 fn agent_selector_that_selects_nothing() {
-    rejects(&format!("{TRACE}agents = [\"tpu\"]\n"), "`tpu` does not select an agent", 4, 11);
+    rejects(
+        &format!("{TRACE}agents = [\"tpu\"]\n"),
+        "`tpu` does not select an agent",
+        4,
+        11,
+    );
 }
 
 #[test]
 fn repeated_period_without_duration() {
-    rejects(&format!("{TRACE}period = {{ delay = \"1s\", repeat = 3 }}\n"), "a repeated period needs a `duration`", 4, 35);
+    rejects(
+        &format!("{TRACE}period = {{ delay = \"1s\", repeat = 3 }}\n"),
+        "a repeated period needs a `duration`",
+        4,
+        35,
+    );
 }
 
 #[test]
@@ -459,9 +585,16 @@ fn unknown_parameter_in_set() {
 fn parameter_of_the_wrong_type_in_set() {
     let errors = errors_with("[params]\ntop = 10\n", &["top=true"]);
     assert_eq!(errors.len(), 1);
-    assert_eq!(errors[0].message, "parameter `top` is an integer, but --set gives a boolean");
+    assert_eq!(
+        errors[0].message,
+        "parameter `top` is an integer, but --set gives a boolean"
+    );
     assert_eq!(errors[0].position().unwrap(), "--set:1:5");
-    assert!(errors[0].notes[0].ends_with("p.toml:2:7"), "{:?}", errors[0].notes);
+    assert!(
+        errors[0].notes[0].ends_with("p.toml:2:7"),
+        "{:?}",
+        errors[0].notes
+    );
 }
 
 #[test]
@@ -478,7 +611,12 @@ fn parameter_that_makes_a_value_invalid() {
 
 #[test]
 fn unknown_template() {
-    let e = rejects("[pipeline]\nname = \"x\"\nextends = [\"kernel-trce\"]\n", "template `kernel-trce` not found", 3, 12);
+    let e = rejects(
+        "[pipeline]\nname = \"x\"\nextends = [\"kernel-trce\"]\n",
+        "template `kernel-trce` not found",
+        3,
+        12,
+    );
     assert_eq!(hint(&e), "did you mean `kernel-trace`?");
     assert!(e.notes[0].starts_with("looked in: "), "{:?}", e.notes);
 }

@@ -27,7 +27,12 @@ impl Files {
         self.0.path().join(name)
     }
 
-    fn compile(&self, name: &str, search: &[&str], sets: &[&str]) -> Result<Compiled, Vec<Diagnostic>> {
+    fn compile(
+        &self,
+        name: &str,
+        search: &[&str],
+        sets: &[&str],
+    ) -> Result<Compiled, Vec<Diagnostic>> {
         let options = Options {
             overrides: sets.iter().map(|s| Override::parse(s).unwrap()).collect(),
             library: Library::with_search_path(search.iter().map(|d| self.path(d)).collect()),
@@ -37,7 +42,10 @@ impl Files {
 
     fn ok(&self, name: &str, search: &[&str], sets: &[&str]) -> Compiled {
         self.compile(name, search, sets).unwrap_or_else(|errors| {
-            panic!("{name} failed: {:#?}", errors.iter().map(ToString::to_string).collect::<Vec<_>>())
+            panic!(
+                "{name} failed: {:#?}",
+                errors.iter().map(ToString::to_string).collect::<Vec<_>>()
+            )
         })
     }
 }
@@ -84,7 +92,11 @@ tracing = ["marker_core_api"]
     let plan = files.ok("app.toml", &[], &[]).plan;
     assert_eq!(plan.pipeline.name, "app");
     let names: Vec<&str> = plan.contexts.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["trace", "markers"], "the override keeps its place, new entries follow");
+    assert_eq!(
+        names,
+        ["trace", "markers"],
+        "the override keeps its place, new entries follow"
+    );
     let trace = &plan.contexts[0];
     // The overriding entry changed one field of a nested table and kept the rest.
     assert_eq!(trace.buffer.size_bytes, 16 << 20);
@@ -107,7 +119,10 @@ fn plain_arrays_and_scalars_are_replaced() {
     let trace = &files.ok("app.toml", &[], &[]).plan.contexts[0];
     let domains: Vec<Domain> = trace.tracing.iter().map(|t| t.domain).collect();
     assert_eq!(domains, [Domain::MemoryCopy]);
-    assert_eq!(trace.agents, [AgentSelector::Index(0), AgentSelector::Index(1)]);
+    assert_eq!(
+        trace.agents,
+        [AgentSelector::Index(0), AgentSelector::Index(1)]
+    );
 }
 
 #[test]
@@ -136,7 +151,12 @@ fn later_templates_override_earlier_ones() {
     ]);
     let plan = files.ok("app.toml", &[], &[]).plan;
     assert_eq!(plan.sinks[0].path, "from-b/1.db");
-    let sources: Vec<&str> = plan.pipeline.sources.iter().map(|s| s.rsplit('/').next().unwrap()).collect();
+    let sources: Vec<&str> = plan
+        .pipeline
+        .sources
+        .iter()
+        .map(|s| s.rsplit('/').next().unwrap())
+        .collect();
     assert_eq!(sources, ["a.toml", "b.toml", "app.toml"]);
 }
 
@@ -160,14 +180,31 @@ fn search_order_is_relative_then_path_then_shipped() {
             "[pipeline]\nextends = [\"kernel-trace\"]\n",
         ),
     ]);
-    assert_eq!(files.ok("app/app.toml", &["team"], &[]).plan.sinks[0].path, "relative.db");
-    assert_eq!(files.ok("other/app.toml", &["team"], &[]).plan.sinks[0].path, "team.db");
+    assert_eq!(
+        files.ok("app/app.toml", &["team"], &[]).plan.sinks[0].path,
+        "relative.db"
+    );
+    assert_eq!(
+        files.ok("other/app.toml", &["team"], &[]).plan.sinks[0].path,
+        "team.db"
+    );
     // Without the team directory, `base` is the shipped template, which has no `who`.
     let errors = files.compile("other/app.toml", &[], &[]).unwrap_err();
-    assert!(errors[0].message.contains("unknown placeholder `{who}`"), "{}", errors[0]);
+    assert!(
+        errors[0].message.contains("unknown placeholder `{who}`"),
+        "{}",
+        errors[0]
+    );
     let shipped = files.ok("other/shipped.toml", &["team"], &[]).plan;
-    assert_eq!(shipped.contexts[0].tracing[0].domain, Domain::KernelDispatch);
-    assert!(shipped.pipeline.sources[0].contains("pipelines/base.toml (shipped)"), "{:?}", shipped.pipeline.sources);
+    assert_eq!(
+        shipped.contexts[0].tracing[0].domain,
+        Domain::KernelDispatch
+    );
+    assert!(
+        shipped.pipeline.sources[0].contains("pipelines/base.toml (shipped)"),
+        "{:?}",
+        shipped.pipeline.sources
+    );
 }
 
 #[test]
@@ -182,7 +219,11 @@ fn cycles_are_reported_with_their_chain() {
     let e = &errors[0];
     assert_eq!(e.message, "template cycle: `a` extends itself");
     assert!(e.position().unwrap().ends_with("c.toml:2:12"), "{e}");
-    let chain = e.notes.iter().find(|n| n.starts_with("cycle: ")).expect("the chain is printed");
+    let chain = e
+        .notes
+        .iter()
+        .find(|n| n.starts_with("cycle: "))
+        .expect("the chain is printed");
     let files_in_chain: Vec<&str> = chain
         .trim_start_matches("cycle: ")
         .split(" -> ")
@@ -194,9 +235,15 @@ fn cycles_are_reported_with_their_chain() {
 #[test]
 fn errors_inside_templates_name_the_chain() {
     let files = Files::new(&[
-        ("broken.toml", "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\"]\n"),
+        (
+            "broken.toml",
+            "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\"]\n",
+        ),
         ("middle.toml", "[pipeline]\nextends = [\"broken\"]\n"),
-        ("app.toml", "[pipeline]\nname = \"app\"\nextends = [\"middle\"]\n"),
+        (
+            "app.toml",
+            "[pipeline]\nname = \"app\"\nextends = [\"middle\"]\n",
+        ),
     ]);
     let errors = files.compile("app.toml", &[], &[]).unwrap_err();
     let errors: Vec<&Diagnostic> = errors.iter().filter(|d| d.is_error()).collect();
@@ -233,12 +280,20 @@ path = "{out}/run-{interval}.db"
     )]);
     let defaults = files.ok("p.toml", &[], &[]).plan;
     assert_eq!(defaults.sinks[0].path, "out/run-1000.db");
-    assert_eq!(defaults.contexts[0].pc_sampling.as_ref().unwrap().interval, 1000);
+    assert_eq!(
+        defaults.contexts[0].pc_sampling.as_ref().unwrap().interval,
+        1000
+    );
     let plan = files
         .ok(
             "p.toml",
             &[],
-            &["out=/scratch/me", "interval=250", "domains=[\"memory_copy\", \"kernel_dispatch\"]", "serialize=true"],
+            &[
+                "out=/scratch/me",
+                "interval=250",
+                "domains=[\"memory_copy\", \"kernel_dispatch\"]",
+                "serialize=true",
+            ],
         )
         .plan;
     assert_eq!(plan.sinks[0].path, "/scratch/me/run-250.db");
@@ -268,8 +323,19 @@ path = "{dir}/{hostname}/{pid}-{ppid}-{rank}-{timestamp}"
 "#,
     )]);
     let plan = files.ok("p.toml", &[], &[]).plan;
-    assert_eq!(plan.sinks[0].path, "runs/{hostname}/{pid}-{ppid}-{rank}-{timestamp}");
-    assert_eq!(plan.contexts[0].counters.as_ref().unwrap().kernel_include.as_deref(), Some("gemm_\\d{2,3}"));
+    assert_eq!(
+        plan.sinks[0].path,
+        "runs/{hostname}/{pid}-{ppid}-{rank}-{timestamp}"
+    );
+    assert_eq!(
+        plan.contexts[0]
+            .counters
+            .as_ref()
+            .unwrap()
+            .kernel_include
+            .as_deref(),
+        Some("gemm_\\d{2,3}")
+    );
 }
 
 #[test]
@@ -282,9 +348,19 @@ fn operation_filters_compile_to_sdk_ids() {
     let ids = plan.contexts[0].tracing[0].operations.clone().unwrap();
     let names: Vec<&str> = ids
         .iter()
-        .map(|id| Domain::HipRuntimeApi.operations().iter().find(|(i, _)| i == id).unwrap().1)
+        .map(|id| {
+            Domain::HipRuntimeApi
+                .operations()
+                .iter()
+                .find(|(i, _)| i == id)
+                .unwrap()
+                .1
+        })
         .collect();
-    assert!(names.contains(&"hipMemcpy") && names.contains(&"hipMemcpyHtoD"), "{names:?}");
+    assert!(
+        names.contains(&"hipMemcpy") && names.contains(&"hipMemcpyHtoD"),
+        "{names:?}"
+    );
     assert!(names.iter().all(|n| n.starts_with("hipMemcpy")));
     assert!(!names.contains(&"hipMemcpyAsync"));
 }
@@ -326,7 +402,14 @@ path = "all.db"
     )]);
     let plan = files.ok("p.toml", &[], &[]).plan;
     let stages = &plan.stages;
-    assert_eq!(stages.produced, [RecordKind::KernelDispatch, RecordKind::MemoryCopy, RecordKind::Api]);
+    assert_eq!(
+        stages.produced,
+        [
+            RecordKind::KernelDispatch,
+            RecordKind::MemoryCopy,
+            RecordKind::Api
+        ]
+    );
     assert_eq!(stages.routes[0].kinds, [RecordKind::KernelDispatch]);
     assert_eq!(stages.routes[0].transforms, [0]);
     assert_eq!(stages.routes[1].kinds, stages.produced);
@@ -351,7 +434,11 @@ fn every_shipped_template_and_example_validates() {
             if path.extension().is_some_and(|e| e == "toml") {
                 let compiled = pipeline::compile_file(&path, &Options::default());
                 if let Err(errors) = compiled {
-                    panic!("{}: {:#?}", path.display(), errors.iter().map(ToString::to_string).collect::<Vec<_>>());
+                    panic!(
+                        "{}: {:#?}",
+                        path.display(),
+                        errors.iter().map(ToString::to_string).collect::<Vec<_>>()
+                    );
                 }
                 checked += 1;
             }
@@ -366,7 +453,10 @@ fn parameters_can_use_other_parameters() {
         "p.toml",
         "[params]\nproject = \"demo\"\nroot = \"/scratch/{project}\"\nout = \"{root}/{hostname}\"\n[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"{out}/run.db\"\n",
     )]);
-    assert_eq!(files.ok("p.toml", &[], &[]).plan.sinks[0].path, "/scratch/demo/{hostname}/run.db");
+    assert_eq!(
+        files.ok("p.toml", &[], &[]).plan.sinks[0].path,
+        "/scratch/demo/{hostname}/run.db"
+    );
     let overridden = files.ok("p.toml", &[], &["project=cfd"]).plan;
     assert_eq!(overridden.sinks[0].path, "/scratch/cfd/{hostname}/run.db");
 }
@@ -376,6 +466,10 @@ fn parameters_that_refer_to_each_other_are_a_cycle() {
     let files = Files::new(&[("p.toml", "[params]\na = \"x{b}\"\nb = \"y{a}\"\n")]);
     let errors = files.compile("p.toml", &[], &[]).unwrap_err();
     assert_eq!(errors.len(), 2, "{errors:?}");
-    assert!(errors[0].message.contains("`a` refers to itself"), "{}", errors[0]);
+    assert!(
+        errors[0].message.contains("`a` refers to itself"),
+        "{}",
+        errors[0]
+    );
     assert!(errors[0].position().unwrap().ends_with("p.toml:2:5"));
 }

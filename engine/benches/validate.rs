@@ -18,8 +18,16 @@ const ROUNDS: usize = 30;
 /// A large but realistic pipeline: many tracing contexts with operation filters and
 /// buffers, one counter context, one PC-sampling context, transforms and sinks.
 fn pipeline_text() -> String {
-    let mut text = String::from("[pipeline]\nname = \"bench\"\nextends = [\"base\"]\n\n[params]\nmin_ns = 1000\n");
-    let domains = ["kernel_dispatch", "memory_copy", "memory_allocation", "scratch_memory", "marker_core_api"];
+    let mut text = String::from(
+        "[pipeline]\nname = \"bench\"\nextends = [\"base\"]\n\n[params]\nmin_ns = 1000\n",
+    );
+    let domains = [
+        "kernel_dispatch",
+        "memory_copy",
+        "memory_allocation",
+        "scratch_memory",
+        "marker_core_api",
+    ];
     for i in 0..CONTEXTS {
         let _ = write!(
             text,
@@ -89,10 +97,34 @@ fn main() {
     let (cli_validate, cli_validate_best) = measure(|| run(&["validate"]));
     let (cli_explain, cli_explain_best) = measure(|| run(&["explain"]));
 
-    println!("pipeline: {CONTEXTS} contexts, {} lines of TOML, {ROUNDS} rounds (median / best)", text.lines().count());
-    println!("  toml parse only            {:>10} / {:>10}", ms(parse), ms(parse_best));
-    println!("  compile (validate)         {:>10} / {:>10}   {:.1}x toml parse", ms(compile), ms(compile_best), compile.as_secs_f64() / parse.as_secs_f64());
-    println!("  compile + explain          {:>10} / {:>10}", ms(explain), ms(explain_best));
-    println!("  `rocflow validate` process {:>10} / {:>10}", ms(cli_validate), ms(cli_validate_best));
-    println!("  `rocflow explain` process  {:>10} / {:>10}", ms(cli_explain), ms(cli_explain_best));
+    println!(
+        "pipeline: {CONTEXTS} contexts, {} lines of TOML, {ROUNDS} rounds (median / best)",
+        text.lines().count()
+    );
+    println!(
+        "  toml parse only            {:>10} / {:>10}",
+        ms(parse),
+        ms(parse_best)
+    );
+    println!(
+        "  compile (validate)         {:>10} / {:>10}   {:.1}x toml parse",
+        ms(compile),
+        ms(compile_best),
+        compile.as_secs_f64() / parse.as_secs_f64()
+    );
+    println!(
+        "  compile + explain          {:>10} / {:>10}",
+        ms(explain),
+        ms(explain_best)
+    );
+    println!(
+        "  `rocflow validate` process {:>10} / {:>10}",
+        ms(cli_validate),
+        ms(cli_validate_best)
+    );
+    println!(
+        "  `rocflow explain` process  {:>10} / {:>10}",
+        ms(cli_explain),
+        ms(cli_explain_best)
+    );
 }

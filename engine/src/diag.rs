@@ -51,7 +51,10 @@ impl SourceFile {
 
     /// Reads a file from disk; the displayed name is the path as the user gave it.
     pub fn read(path: &Path) -> std::io::Result<Arc<Self>> {
-        Ok(Self::new(path.display().to_string(), std::fs::read_to_string(path)?))
+        Ok(Self::new(
+            path.display().to_string(),
+            std::fs::read_to_string(path)?,
+        ))
     }
 
     pub fn name(&self) -> &str {

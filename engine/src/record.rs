@@ -138,11 +138,7 @@ impl RecordKind {
                 true,
             ),
             RecordKind::Api => (
-                &[
-                    ("tid", Int),
-                    ("domain", String),
-                    ("operation", String),
-                ],
+                &[("tid", Int), ("domain", String), ("operation", String)],
                 true,
             ),
             RecordKind::Marker => (
@@ -181,27 +177,15 @@ impl RecordKind {
                 false,
             ),
             RecordKind::KfdEvent => (
-                &[
-                    ("agent", Int),
-                    ("timestamp_ns", Int),
-                    ("operation", String),
-                ],
+                &[("agent", Int), ("timestamp_ns", Int), ("operation", String)],
                 false,
             ),
             RecordKind::HipStream => (
-                &[
-                    ("tid", Int),
-                    ("stream", Int),
-                    ("operation", String),
-                ],
+                &[("tid", Int), ("stream", Int), ("operation", String)],
                 true,
             ),
             RecordKind::RuntimeInitialization => (
-                &[
-                    ("tid", Int),
-                    ("operation", String),
-                    ("version", Int),
-                ],
+                &[("tid", Int), ("operation", String), ("version", Int)],
                 true,
             ),
         }
@@ -217,11 +201,7 @@ impl RecordKind {
     pub fn columns(self) -> impl Iterator<Item = (&'static str, ColumnType)> {
         let (own, timed) = self.own_columns();
         let timed: &[_] = if timed { TIMED } else { &[] };
-        COMMON
-            .iter()
-            .chain(timed)
-            .chain(own)
-            .map(|&(n, t)| (n, t))
+        COMMON.iter().chain(timed).chain(own).map(|&(n, t)| (n, t))
     }
 }
 

@@ -17,7 +17,12 @@ use crate::error::{Error, Result};
 /// and where it goes (Perfetto, Parquet, rocpd SQLite, OTF2), then check it with `rocflow
 /// validate` and see what it becomes with `rocflow explain`.
 #[derive(Debug, Parser)]
-#[command(name = "rocflow", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "rocflow",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -46,7 +46,7 @@ enum Format {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Pipeline files to check.
+    /// Pipeline files (or template names) to check.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     #[command(flatten)]
@@ -87,12 +87,16 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
         let json = serde_json::json!({ "valid": !failed, "files": report });
         print(&format!("{json:#}\n"))?;
     }
-    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The pipeline file.
+    /// The pipeline file, or the name of a template such as `trace-all`.
     #[arg(value_name = "FILE", required_unless_present = "domains")]
     file: Option<PathBuf>,
     #[command(flatten)]
@@ -130,7 +134,10 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         eprintln!("{}\n", warning.render(color));
     }
     let text = if args.json {
-        format!("{}\n", serde_json::to_string_pretty(&compiled.plan).expect("plans serialize"))
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&compiled.plan).expect("plans serialize")
+        )
     } else if args.resolved {
         toml::to_string_pretty(&compiled.resolved.to_toml())
             .map_err(|e| Error::Runtime(format!("cannot print the resolved pipeline: {e}")))?

@@ -11,8 +11,8 @@ use regex::Regex;
 use crate::diag::{Diagnostic, Span, did_you_mean};
 use crate::plan::{
     AgentSelector, AgentType, BufferPlan, ContextPlan, CounterPlan, Metric, MetricOp,
-    PcSamplingPlan, Plan, PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph,
-    StartPlan, TracingPlan, TransformOpPlan, TransformPlan,
+    PcSamplingPlan, Plan, PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph, StartPlan,
+    TracingPlan, TransformOpPlan, TransformPlan,
 };
 use crate::record::{ColumnType, RecordKind};
 use crate::sdk::{COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
@@ -107,7 +107,11 @@ impl<'a> Compiler<'a> {
         let plan = Plan {
             format: crate::plan::FORMAT_VERSION,
             pipeline: Provenance {
-                name: pipeline.pipeline.name.clone().unwrap_or_else(|| "pipeline".into()),
+                name: pipeline
+                    .pipeline
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| "pipeline".into()),
                 description: pipeline.pipeline.description.clone(),
                 sources,
                 hash: format!("{:016x}", fnv1a(resolved.as_bytes())),
@@ -137,7 +141,11 @@ impl<'a> Compiler<'a> {
             if !seen.insert(t.domain()) {
                 self.error(
                     path!["context", i, "tracing", j],
-                    format!("domain `{}` is traced twice in context `{}`", t.domain(), c.name),
+                    format!(
+                        "domain `{}` is traced twice in context `{}`",
+                        t.domain(),
+                        c.name
+                    ),
                 )
                 .hint = Some("merge the two entries into one".into());
             }
@@ -145,12 +153,18 @@ impl<'a> Compiler<'a> {
         let counters = c.counters.as_ref().map(|k| self.counters(i, c, k));
         let pc_sampling = c.pc_sampling.as_ref().map(|p| self.pc_sampling(i, p));
         if tracing.is_empty() && counters.is_none() && pc_sampling.is_none() {
-            self.warn(path!["context", i, "name"], format!("context `{}` collects nothing", c.name))
-                .hint = Some("add `tracing = [...]`, `[context.counters]` or `[context.pc_sampling]`".into());
+            self.warn(
+                path!["context", i, "name"],
+                format!("context `{}` collects nothing", c.name),
+            )
+            .hint = Some(
+                "add `tracing = [...]`, `[context.counters]` or `[context.pc_sampling]`".into(),
+            );
         }
-        let code_objects = tracing.iter().any(|t| {
-            matches!(t.domain, Domain::KernelDispatch | Domain::ScratchMemory)
-        }) || counters.is_some()
+        let code_objects = tracing
+            .iter()
+            .any(|t| matches!(t.domain, Domain::KernelDispatch | Domain::ScratchMemory))
+            || counters.is_some()
             || pc_sampling.is_some();
         ContextPlan {
             name: c.name.clone(),
@@ -173,8 +187,11 @@ impl<'a> Compiler<'a> {
         let Some(domain) = Domain::from_name(t.domain()) else {
             let hint = did_you_mean(t.domain(), Domain::names())
                 .or_else(|| Some("run `rocflow explain --domains` for the list".into()));
-            self.error(&domain_path, format!("unknown tracing domain `{}`", t.domain()))
-                .hint = hint;
+            self.error(
+                &domain_path,
+                format!("unknown tracing domain `{}`", t.domain()),
+            )
+            .hint = hint;
             return None;
         };
         let Tracing::Filtered {
@@ -225,7 +242,10 @@ impl<'a> Compiler<'a> {
         if operations.is_empty() && !(include.is_empty() && exclude.is_empty()) {
             self.warn(
                 path!["context", i, "tracing", j],
-                format!("the filter on `{}` leaves no operation to trace", domain.name()),
+                format!(
+                    "the filter on `{}` leaves no operation to trace",
+                    domain.name()
+                ),
             );
         }
         Some(TracingPlan {
@@ -255,7 +275,9 @@ impl<'a> Compiler<'a> {
             }
             Some(q) => {
                 let path = path!["context", i, "buffer", "watermark"];
-                let bytes = self.quantity(path, q, units::parse_size).unwrap_or(default_watermark);
+                let bytes = self
+                    .quantity(path, q, units::parse_size)
+                    .unwrap_or(default_watermark);
                 if bytes > size_bytes {
                     self.error(path, "the watermark is larger than the buffer")
                         .hint = Some(format!("the buffer holds {size_bytes} bytes; try \"75%\""));
@@ -328,8 +350,11 @@ impl<'a> Compiler<'a> {
             match Regex::new(pattern) {
                 Ok(_) => Some(pattern.clone()),
                 Err(err) => {
-                    this.error(&at(&[Step::Key("kernels"), Step::Key(key)]), format!("invalid kernel regex: {}", last_line(&err.to_string())))
-                        .hint = Some("kernel filters are Rust regex syntax, e.g. \"gemm|conv\"".into());
+                    this.error(
+                        &at(&[Step::Key("kernels"), Step::Key(key)]),
+                        format!("invalid kernel regex: {}", last_line(&err.to_string())),
+                    )
+                    .hint = Some("kernel filters are Rust regex syntax, e.g. \"gemm|conv\"".into());
                     None
                 }
             }
@@ -352,7 +377,9 @@ impl<'a> Compiler<'a> {
         let agents = self.agents(&at(&[Step::Key("agents")]), &k.agents);
         let context_agents = self.agents_quiet(&c.agents);
         // Counters, derived expressions and architectures are checked by the counters crate.
-        let findings = self.counters.check(k, &derived, agents.iter().chain(&context_agents));
+        let findings = self
+            .counters
+            .check(k, &derived, agents.iter().chain(&context_agents));
         for finding in findings {
             let mut path = at(&finding.path);
             let span = finding.offset.and_then(|offset| {
@@ -368,12 +395,23 @@ impl<'a> Compiler<'a> {
         for (r, reduction) in k.reduce.iter().enumerate() {
             for (n, name) in reduction.counters.iter().enumerate() {
                 if !k.collect.contains(name) {
-                    self.error(&at(&[Step::Key("reduce"), Step::Index(r), Step::Key("counters"), Step::Index(n)]), format!("`{name}` is not collected by this context"))
-                        .hint = did_you_mean(name, k.collect.iter().map(String::as_str))
+                    self.error(
+                        &at(&[
+                            Step::Key("reduce"),
+                            Step::Index(r),
+                            Step::Key("counters"),
+                            Step::Index(n),
+                        ]),
+                        format!("`{name}` is not collected by this context"),
+                    )
+                    .hint = did_you_mean(name, k.collect.iter().map(String::as_str))
                         .or_else(|| Some(format!("add it to `collect` of context `{}`", c.name)));
                 }
             }
-            self.dimensions(&at(&[Step::Key("reduce"), Step::Index(r), Step::Key("dimensions")]), &reduction.dimensions);
+            self.dimensions(
+                &at(&[Step::Key("reduce"), Step::Index(r), Step::Key("dimensions")]),
+                &reduction.dimensions,
+            );
         }
         CounterPlan {
             collect: k.collect.clone(),
@@ -417,7 +455,8 @@ impl<'a> Compiler<'a> {
                 did_you_mean(dimension, COUNTER_DIMENSIONS.iter().copied())
             };
             self.error(&item, format!("unknown counter dimension `{dimension}`"))
-                .hint = hint.or_else(|| Some(format!("dimensions: {}", COUNTER_DIMENSIONS.join(", "))));
+                .hint =
+                hint.or_else(|| Some(format!("dimensions: {}", COUNTER_DIMENSIONS.join(", "))));
         }
     }
 
@@ -460,8 +499,9 @@ impl<'a> Compiler<'a> {
             return StartPlan::default();
         };
         let duration = |this: &mut Self, key: &'static str, q: &Option<Quantity>| {
-            q.as_ref()
-                .and_then(|q| this.quantity(path!["context", i, "period", key], q, units::parse_duration))
+            q.as_ref().and_then(|q| {
+                this.quantity(path!["context", i, "period", key], q, units::parse_duration)
+            })
         };
         let start = StartPlan {
             paused: p.paused,
@@ -471,8 +511,11 @@ impl<'a> Compiler<'a> {
             repeat: p.repeat.unwrap_or(0),
         };
         if start.repeat > 0 && start.duration_ns.is_none() {
-            self.error(path!["context", i, "period", "repeat"], "a repeated period needs a `duration`")
-                .hint = Some("add `duration = \"10s\"` to say how long each period collects".into());
+            self.error(
+                path!["context", i, "period", "repeat"],
+                "a repeated period needs a `duration`",
+            )
+            .hint = Some("add `duration = \"10s\"` to say how long each period collects".into());
         }
         start
     }
@@ -481,19 +524,30 @@ impl<'a> Compiler<'a> {
     /// each: a second one fails at `rocprofiler_configure_*` time on the device.
     fn check_exclusive_services(&mut self, contexts: &[ContextPlan]) {
         let exclusive: [(&str, &str, fn(&ContextPlan) -> bool); 2] = [
-            ("counters", "dispatch counter collection", |c| c.counters.is_some()),
+            ("counters", "dispatch counter collection", |c| {
+                c.counters.is_some()
+            }),
             ("pc_sampling", "PC sampling", |c| c.pc_sampling.is_some()),
         ];
         for (key, what, uses) in exclusive {
-            let users: Vec<usize> = (0..contexts.len()).filter(|&i| uses(&contexts[i])).collect();
+            let users: Vec<usize> = (0..contexts.len())
+                .filter(|&i| uses(&contexts[i]))
+                .collect();
             if let [first, rest @ ..] = users.as_slice() {
                 for &i in rest {
-                    let first_at = self.span(path!["context", *first, key]).map(|s| s.position());
+                    let first_at = self
+                        .span(path!["context", *first, key])
+                        .map(|s| s.position());
                     let d = self.error(
                         path!["context", i, key],
-                        format!("{what} is already configured in context `{}`", contexts[*first].name),
+                        format!(
+                            "{what} is already configured in context `{}`",
+                            contexts[*first].name
+                        ),
                     );
-                    d.hint = Some(format!("rocprofiler-sdk allows {what} in one context only; move these settings there"));
+                    d.hint = Some(format!(
+                        "rocprofiler-sdk allows {what} in one context only; move these settings there"
+                    ));
                     if let Some(at) = first_at {
                         d.notes.push(format!("first configured at {at}"));
                     }
@@ -503,7 +557,12 @@ impl<'a> Compiler<'a> {
     }
 
     /// Record kinds named in `records = [...]`, or `default` when the list is empty.
-    fn record_kinds(&mut self, path: &[Step<'_>], names: &[String], default: &[RecordKind]) -> Vec<RecordKind> {
+    fn record_kinds(
+        &mut self,
+        path: &[Step<'_>],
+        names: &[String],
+        default: &[RecordKind],
+    ) -> Vec<RecordKind> {
         if names.is_empty() {
             return default.to_vec();
         }
@@ -516,51 +575,87 @@ impl<'a> Compiler<'a> {
                 Some(_) => {}
                 None => {
                     let hint = Domain::from_name(name)
-                        .map(|d| format!("`{name}` is a tracing domain; its records are `{}`", d.record_kind().name()))
+                        .map(|d| {
+                            format!(
+                                "`{name}` is a tracing domain; its records are `{}`",
+                                d.record_kind().name()
+                            )
+                        })
                         .or_else(|| did_you_mean(name, RecordKind::names()));
-                    self.error(&item, format!("unknown record kind `{name}`")).hint = hint
-                        .or_else(|| Some(format!("record kinds: {}", RecordKind::names().collect::<Vec<_>>().join(", "))));
+                    self.error(&item, format!("unknown record kind `{name}`"))
+                        .hint = hint.or_else(|| {
+                        Some(format!(
+                            "record kinds: {}",
+                            RecordKind::names().collect::<Vec<_>>().join(", ")
+                        ))
+                    });
                 }
             }
         }
         kinds
     }
 
-    fn transforms(&mut self, transforms: &[model::Transform], produced: &[RecordKind]) -> Vec<TransformPlan> {
+    fn transforms(
+        &mut self,
+        transforms: &[model::Transform],
+        produced: &[RecordKind],
+    ) -> Vec<TransformPlan> {
         // Columns added by `derive` transforms, visible to the transforms after them.
         let mut derived: Vec<Derived> = Vec::new();
         let mut plans = Vec::new();
         for (t, transform) in transforms.iter().enumerate() {
-            let kinds = self.record_kinds(path!["transform", t, "records"], &transform.records, produced);
+            let kinds = self.record_kinds(
+                path!["transform", t, "records"],
+                &transform.records,
+                produced,
+            );
             let has_column = |kind: RecordKind, column: &str, derived: &[Derived]| {
-                kind.column(column).is_some() || derived.iter().any(|d| d.kind == kind && d.column == column)
+                kind.column(column).is_some()
+                    || derived.iter().any(|d| d.kind == kind && d.column == column)
             };
-            let check_columns = |this: &mut Self, key: &'static str, columns: &[(String, Option<(usize, usize)>)]| {
-                for (column, at) in columns {
-                    let missing: Vec<&str> = kinds
-                        .iter()
-                        .filter(|&&k| !has_column(k, column, &derived))
-                        .map(|k| k.name())
-                        .collect();
-                    if missing.is_empty() {
-                        continue;
-                    }
-                    let node = this.doc.at(path!["transform", t, key].iter().copied());
-                    let span = node.and_then(|n| at.and_then(|(o, l)| inner_span(n, o, l)));
-                    let candidates: BTreeSet<&str> = kinds.iter().flat_map(|k| k.columns().map(|(n, _)| n)).collect();
-                    let having: Vec<&str> = RecordKind::ALL.iter().filter(|k| k.column(column).is_some()).map(|k| k.name()).collect();
-                    let hint = if having.is_empty() {
-                        did_you_mean(column, candidates.iter().copied())
-                    } else {
-                        let kinds: Vec<String> = having.iter().map(|h| format!("\"{h}\"")).collect();
-                        Some(format!("add `records = [{}]` to apply it only where the column exists", kinds.join(", ")))
-                    };
-                    let d = Diagnostic::error(format!("`{column}` is not a column of {} records", missing.join(", ")))
+            let check_columns =
+                |this: &mut Self,
+                 key: &'static str,
+                 columns: &[(String, Option<(usize, usize)>)]| {
+                    for (column, at) in columns {
+                        let missing: Vec<&str> = kinds
+                            .iter()
+                            .filter(|&&k| !has_column(k, column, &derived))
+                            .map(|k| k.name())
+                            .collect();
+                        if missing.is_empty() {
+                            continue;
+                        }
+                        let node = this.doc.at(path!["transform", t, key].iter().copied());
+                        let span = node.and_then(|n| at.and_then(|(o, l)| inner_span(n, o, l)));
+                        let candidates: BTreeSet<&str> = kinds
+                            .iter()
+                            .flat_map(|k| k.columns().map(|(n, _)| n))
+                            .collect();
+                        let having: Vec<&str> = RecordKind::ALL
+                            .iter()
+                            .filter(|k| k.column(column).is_some())
+                            .map(|k| k.name())
+                            .collect();
+                        let hint = if having.is_empty() {
+                            did_you_mean(column, candidates.iter().copied())
+                        } else {
+                            let kinds: Vec<String> =
+                                having.iter().map(|h| format!("\"{h}\"")).collect();
+                            Some(format!(
+                                "add `records = [{}]` to apply it only where the column exists",
+                                kinds.join(", ")
+                            ))
+                        };
+                        let d = Diagnostic::error(format!(
+                            "`{column}` is not a column of {} records",
+                            missing.join(", ")
+                        ))
                         .at(span.or_else(|| this.span(path!["transform", t, key])))
                         .maybe_hint(hint);
-                    this.errors.push(d);
-                }
-            };
+                        this.errors.push(d);
+                    }
+                };
             let op = match &transform.op {
                 TransformOp::Filter { predicate } => {
                     let path = path!["transform", t, "predicate"];
@@ -570,11 +665,19 @@ impl<'a> Compiler<'a> {
                     if errors == self.errors.len() {
                         let results = self.evaluate(path, predicate, &kinds, &derived);
                         if let Some(value) = results.iter().find(|v| !v.is_boolean()) {
-                            self.error(path, format!("a filter must be true or false, but this gives {}", describe_value(value)))
-                                .hint = Some("compare the value, e.g. `duration_ns > 1000`".into());
+                            self.error(
+                                path,
+                                format!(
+                                    "a filter must be true or false, but this gives {}",
+                                    describe_value(value)
+                                ),
+                            )
+                            .hint = Some("compare the value, e.g. `duration_ns > 1000`".into());
                         }
                     }
-                    TransformOpPlan::Filter { predicate: predicate.clone() }
+                    TransformOpPlan::Filter {
+                        predicate: predicate.clone(),
+                    }
                 }
                 TransformOp::Derive { column, expression } => {
                     let path = path!["transform", t, "expression"];
@@ -588,56 +691,113 @@ impl<'a> Compiler<'a> {
                     };
                     for &kind in &kinds {
                         if has_column(kind, column, &derived) {
-                            self.error(path!["transform", t, "column"], format!("`{column}` is already a column of {} records", kind.name()))
-                                .hint = Some("choose a new column name".into());
+                            self.error(
+                                path!["transform", t, "column"],
+                                format!(
+                                    "`{column}` is already a column of {} records",
+                                    kind.name()
+                                ),
+                            )
+                            .hint = Some("choose a new column name".into());
                             break;
                         }
                     }
-                    derived.extend(kinds.iter().zip(results.into_iter().map(Some).chain(std::iter::repeat(None))).map(|(&kind, sample)| Derived {
-                        kind,
+                    derived.extend(
+                        kinds
+                            .iter()
+                            .zip(results.into_iter().map(Some).chain(std::iter::repeat(None)))
+                            .map(|(&kind, sample)| Derived {
+                                kind,
+                                column: column.clone(),
+                                sample: sample.unwrap_or(evalexpr::Value::Empty),
+                            }),
+                    );
+                    TransformOpPlan::Derive {
                         column: column.clone(),
-                        sample: sample.unwrap_or(evalexpr::Value::Empty),
-                    }));
-                    TransformOpPlan::Derive { column: column.clone(), expression: expression.clone() }
+                        expression: expression.clone(),
+                    }
                 }
-                TransformOp::KernelName { demangle, truncate, rename } => {
+                TransformOp::KernelName {
+                    demangle,
+                    truncate,
+                    rename,
+                } => {
                     for (r, rule) in rename.iter().enumerate() {
                         if let Err(err) = Regex::new(&rule.pattern) {
-                            self.error(path!["transform", t, "rename", r, "pattern"], format!("invalid regex: {}", last_line(&err.to_string())));
+                            self.error(
+                                path!["transform", t, "rename", r, "pattern"],
+                                format!("invalid regex: {}", last_line(&err.to_string())),
+                            );
                         }
                     }
-                    let without: Vec<&str> = kinds.iter().filter(|k| k.column("kernel_name").is_none()).map(|k| k.name()).collect();
+                    let without: Vec<&str> = kinds
+                        .iter()
+                        .filter(|k| k.column("kernel_name").is_none())
+                        .map(|k| k.name())
+                        .collect();
                     if !without.is_empty() {
-                        self.error(path!["transform", t, "kind"], format!("{} records have no kernel name", without.join(", ")))
-                            .hint = Some("add `records = [\"kernel_dispatch\", \"counter_sample\"]`".into());
+                        self.error(
+                            path!["transform", t, "kind"],
+                            format!("{} records have no kernel name", without.join(", ")),
+                        )
+                        .hint = Some(
+                            "add `records = [\"kernel_dispatch\", \"counter_sample\"]`".into(),
+                        );
                     }
                     TransformOpPlan::KernelName {
                         demangle: *demangle,
                         truncate: *truncate,
-                        rename: rename.iter().map(|r| (r.pattern.clone(), r.replacement.clone())).collect(),
+                        rename: rename
+                            .iter()
+                            .map(|r| (r.pattern.clone(), r.replacement.clone()))
+                            .collect(),
                     }
                 }
                 TransformOp::TimeWindow { start, end } => {
-                    let start_ns = start.as_ref().and_then(|q| self.quantity(path!["transform", t, "start"], q, units::parse_duration)).unwrap_or(0);
-                    let end_ns = end.as_ref().and_then(|q| self.quantity(path!["transform", t, "end"], q, units::parse_duration));
+                    let start_ns = start
+                        .as_ref()
+                        .and_then(|q| {
+                            self.quantity(path!["transform", t, "start"], q, units::parse_duration)
+                        })
+                        .unwrap_or(0);
+                    let end_ns = end.as_ref().and_then(|q| {
+                        self.quantity(path!["transform", t, "end"], q, units::parse_duration)
+                    });
                     if end_ns.is_some_and(|end| end <= start_ns) {
-                        self.error(path!["transform", t, "end"], "the time window ends before it starts");
+                        self.error(
+                            path!["transform", t, "end"],
+                            "the time window ends before it starts",
+                        );
                     }
                     TransformOpPlan::TimeWindow { start_ns, end_ns }
                 }
-                TransformOp::ReduceDimensions { counters, dimensions, op } => {
+                TransformOp::ReduceDimensions {
+                    counters,
+                    dimensions,
+                    op,
+                } => {
                     self.dimensions(path!["transform", t, "dimensions"], dimensions);
                     if kinds.iter().any(|&k| k != RecordKind::CounterSample) {
-                        self.error(path!["transform", t, "kind"], "dimension reductions apply to counter samples only")
-                            .hint = Some("add `records = [\"counter_sample\"]`".into());
+                        self.error(
+                            path!["transform", t, "kind"],
+                            "dimension reductions apply to counter samples only",
+                        )
+                        .hint = Some("add `records = [\"counter_sample\"]`".into());
                     }
-                    TransformOpPlan::ReduceDimensions { counters: counters.clone(), dimensions: dimensions.clone(), op: *op }
+                    TransformOpPlan::ReduceDimensions {
+                        counters: counters.clone(),
+                        dimensions: dimensions.clone(),
+                        op: *op,
+                    }
                 }
                 TransformOp::Aggregate { group_by, metrics } => {
                     let mut columns: Vec<(String, Option<(usize, usize)>)> = Vec::new();
                     for (g, column) in group_by.iter().enumerate() {
                         if kinds.iter().any(|&k| !has_column(k, column, &derived)) {
-                            let hint = did_you_mean(column, kinds.iter().flat_map(|k| k.columns().map(|(n, _)| n)));
+                            let hint = did_you_mean(
+                                column,
+                                kinds.iter().flat_map(|k| k.columns().map(|(n, _)| n)),
+                            );
                             self.error(path!["transform", t, "group_by", g], format!("cannot group by `{column}`: not a column of every record kind this transform takes"))
                                 .hint = hint;
                         }
@@ -649,32 +809,58 @@ impl<'a> Compiler<'a> {
                                 if let Some(column) = &column {
                                     columns.push((column.clone(), None));
                                 }
-                                plans.push(Metric { name: name.clone(), op, column });
+                                plans.push(Metric {
+                                    name: name.clone(),
+                                    op,
+                                    column,
+                                });
                             }
                             Err(message) => {
-                                self.error(path!["transform", t, "metrics", name.as_str()], message)
-                                    .hint = Some(format!("write \"op(column)\" with op among {}", MetricOp::NAMES.join(", ")));
+                                self.error(
+                                    path!["transform", t, "metrics", name.as_str()],
+                                    message,
+                                )
+                                .hint = Some(format!(
+                                    "write \"op(column)\" with op among {}",
+                                    MetricOp::NAMES.join(", ")
+                                ));
                             }
                         }
                     }
                     check_columns(self, "metrics", &columns);
-                    TransformOpPlan::Aggregate { group_by: group_by.clone(), metrics: plans }
+                    TransformOpPlan::Aggregate {
+                        group_by: group_by.clone(),
+                        metrics: plans,
+                    }
                 }
             };
-            plans.push(TransformPlan { name: transform.name.clone(), kinds, op });
+            plans.push(TransformPlan {
+                name: transform.name.clone(),
+                kinds,
+                op,
+            });
         }
         plans
     }
 
     /// Parses an evalexpr expression; returns the variables it reads, each with its byte
     /// offset in the expression when it can be found.
-    fn expression(&mut self, path: &[Step<'_>], text: &str) -> Vec<(String, Option<(usize, usize)>)> {
+    fn expression(
+        &mut self,
+        path: &[Step<'_>],
+        text: &str,
+    ) -> Vec<(String, Option<(usize, usize)>)> {
         match evalexpr::build_operator_tree(text) {
             Ok(tree) => {
                 let names: BTreeSet<&str> = tree.iter_variable_identifiers().collect();
                 names
                     .into_iter()
-                    .map(|name| (name.to_owned(), find_word(text, name).map(|o| (o, name.len()))))
+                    .map(|name| {
+                        (
+                            name.to_owned(),
+                            find_word(text, name).map(|o| (o, name.len())),
+                        )
+                    })
                     .collect()
             }
             Err(err) => {
@@ -689,7 +875,13 @@ impl<'a> Compiler<'a> {
     /// what parsing accepts but evaluation rejects (a missing operand, a type mismatch, an
     /// unknown function). Returns the sample results; arithmetic faults of the sample
     /// values themselves (a division by zero) are not the user's and are ignored.
-    fn evaluate(&mut self, path: &[Step<'_>], text: &str, kinds: &[RecordKind], derived: &[Derived]) -> Vec<evalexpr::Value> {
+    fn evaluate(
+        &mut self,
+        path: &[Step<'_>],
+        text: &str,
+        kinds: &[RecordKind],
+        derived: &[Derived],
+    ) -> Vec<evalexpr::Value> {
         use evalexpr::{ContextWithMutableVariables, EvalexprError, HashMapContext, Value};
         let Ok(tree) = evalexpr::build_operator_tree(text) else {
             return Vec::new();
@@ -703,10 +895,14 @@ impl<'a> Compiler<'a> {
                     ColumnType::Float => Value::Float(1.0),
                     ColumnType::String => Value::String(String::new()),
                 };
-                context.set_value(name.into(), sample).expect("a fresh context is mutable");
+                context
+                    .set_value(name.into(), sample)
+                    .expect("a fresh context is mutable");
             }
             for d in derived.iter().filter(|d| d.kind == kind) {
-                context.set_value(d.column.clone(), d.sample.clone()).expect("a fresh context is mutable");
+                context
+                    .set_value(d.column.clone(), d.sample.clone())
+                    .expect("a fresh context is mutable");
             }
             match tree.eval_with_context(&context) {
                 Ok(value) => results.push(value),
@@ -719,8 +915,10 @@ impl<'a> Compiler<'a> {
                     | EvalexprError::NegationError { .. },
                 ) => results.push(Value::Empty),
                 Err(err) => {
-                    self.error(path, format!("invalid expression: {err}"))
-                        .hint = Some(format!("checked against the columns of {} records", kind.name()));
+                    self.error(path, format!("invalid expression: {err}")).hint = Some(format!(
+                        "checked against the columns of {} records",
+                        kind.name()
+                    ));
                     return Vec::new();
                 }
             }
@@ -728,20 +926,42 @@ impl<'a> Compiler<'a> {
         results
     }
 
-    fn sinks(&mut self, sinks: &[model::Sink], produced: &[RecordKind], params: &IndexMap<String, serde_json::Value>) -> Vec<SinkPlan> {
+    fn sinks(
+        &mut self,
+        sinks: &[model::Sink],
+        produced: &[RecordKind],
+        params: &IndexMap<String, serde_json::Value>,
+    ) -> Vec<SinkPlan> {
         let mut plans: Vec<SinkPlan> = Vec::new();
         for (s, sink) in sinks.iter().enumerate() {
             self.placeholders(path!["sink", s, "path"], &sink.path, params);
             if let Some(other) = plans.iter().position(|p| p.path == sink.path) {
-                let first = self.span(path!["sink", other, "path"]).map(|s| s.position());
-                let d = self.error(path!["sink", s, "path"], format!("sinks `{}` and `{}` write the same path", plans[other].name, sink.name));
-                d.hint = Some("give each sink its own path, e.g. with a different extension".into());
-                d.notes.extend(first.map(|p| format!("`{}` writes it at {p}", plans[other].name)));
+                let first = self
+                    .span(path!["sink", other, "path"])
+                    .map(|s| s.position());
+                let d = self.error(
+                    path!["sink", s, "path"],
+                    format!(
+                        "sinks `{}` and `{}` write the same path",
+                        plans[other].name, sink.name
+                    ),
+                );
+                d.hint =
+                    Some("give each sink its own path, e.g. with a different extension".into());
+                d.notes
+                    .extend(first.map(|p| format!("`{}` writes it at {p}", plans[other].name)));
             }
             let kinds = self.record_kinds(path!["sink", s, "records"], &sink.records, produced);
             for (k, kind) in kinds.iter().enumerate() {
                 if !sink.records.is_empty() && !produced.contains(kind) {
-                    self.warn(path!["sink", s, "records", k], format!("no context collects `{}` records for sink `{}`", kind.name(), sink.name));
+                    self.warn(
+                        path!["sink", s, "records", k],
+                        format!(
+                            "no context collects `{}` records for sink `{}`",
+                            kind.name(),
+                            sink.name
+                        ),
+                    );
                 }
             }
             plans.push(SinkPlan {
@@ -753,22 +973,40 @@ impl<'a> Compiler<'a> {
             });
         }
         if plans.is_empty() && !produced.is_empty() {
-            self.warn(&[], "the pipeline collects records but has no [[sink]]; only the raw spool is kept");
+            self.warn(
+                &[],
+                "the pipeline collects records but has no [[sink]]; only the raw spool is kept",
+            );
         }
         plans
     }
 
     /// Placeholders left in a path after parameters must be the run-time ones.
-    fn placeholders(&mut self, path: &[Step<'_>], text: &str, params: &IndexMap<String, serde_json::Value>) {
+    fn placeholders(
+        &mut self,
+        path: &[Step<'_>],
+        text: &str,
+        params: &IndexMap<String, serde_json::Value>,
+    ) {
         for (offset, name) in placeholders(text) {
             if RUNTIME_PLACEHOLDERS.contains(&name) || params.contains_key(name) {
                 continue;
             }
             let node = self.doc.at(path.iter().copied());
             let span = node.and_then(|n| inner_span(n, offset, name.len() + 2));
-            let candidates = RUNTIME_PLACEHOLDERS.iter().copied().chain(params.keys().map(String::as_str));
+            let candidates = RUNTIME_PLACEHOLDERS
+                .iter()
+                .copied()
+                .chain(params.keys().map(String::as_str));
             let hint = did_you_mean(name, candidates).unwrap_or_else(|| {
-                format!("placeholders: {}, or a parameter from [params]", RUNTIME_PLACEHOLDERS.iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(" "))
+                format!(
+                    "placeholders: {}, or a parameter from [params]",
+                    RUNTIME_PLACEHOLDERS
+                        .iter()
+                        .map(|p| format!("{{{p}}}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
             });
             let d = Diagnostic::error(format!("unknown placeholder `{{{name}}}`"))
                 .at(span.or_else(|| self.span(path)))
@@ -777,16 +1015,25 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    fn posts(&mut self, posts: &[model::Post], sinks: &[SinkPlan], params: &IndexMap<String, serde_json::Value>) -> Vec<PostPlan> {
+    fn posts(
+        &mut self,
+        posts: &[model::Post],
+        sinks: &[SinkPlan],
+        params: &IndexMap<String, serde_json::Value>,
+    ) -> Vec<PostPlan> {
         for (p, post) in posts.iter().enumerate() {
             match &post.step {
-                PostStep::Summary { path: Some(path), .. } | PostStep::Report { path, .. } => {
+                PostStep::Summary {
+                    path: Some(path), ..
+                }
+                | PostStep::Report { path, .. } => {
                     self.placeholders(path!["post", p, "path"], path, params);
                 }
                 PostStep::Summary { path: None, .. } => {}
                 PostStep::Sql { database, path, .. } => {
                     self.placeholders(path!["post", p, "path"], path, params);
-                    if database.is_none() && !sinks.iter().any(|s| s.kind == model::SinkKind::Rocpd) {
+                    if database.is_none() && !sinks.iter().any(|s| s.kind == model::SinkKind::Rocpd)
+                    {
                         self.error(path!["post", p, "kind"], format!("sql step `{}` has no database to query", post.name))
                             .hint = Some("add a [[sink]] with kind = \"rocpd\", or set `database = \"path/to/run.db\"`".into());
                     }
@@ -795,16 +1042,29 @@ impl<'a> Compiler<'a> {
                     for (a, arg) in argv.iter().enumerate() {
                         self.placeholders(path!["post", p, "argv", a], arg, params);
                     }
-                    if argv.first().is_some_and(|program| program.contains(' ') && !program.contains('/')) {
-                        self.error(path!["post", p, "argv", 0], "argv[0] contains a space: commands are not run through a shell")
-                            .hint = Some("split the command into a list: argv = [\"python3\", \"script.py\"]".into());
+                    if argv
+                        .first()
+                        .is_some_and(|program| program.contains(' ') && !program.contains('/'))
+                    {
+                        self.error(
+                            path!["post", p, "argv", 0],
+                            "argv[0] contains a space: commands are not run through a shell",
+                        )
+                        .hint = Some(
+                            "split the command into a list: argv = [\"python3\", \"script.py\"]"
+                                .into(),
+                        );
                     }
                 }
             }
         }
         posts
             .iter()
-            .map(|p| PostPlan { name: p.name.clone(), required: p.required, step: p.step.clone() })
+            .map(|p| PostPlan {
+                name: p.name.clone(),
+                required: p.required,
+                step: p.step.clone(),
+            })
             .collect()
     }
 }
@@ -854,7 +1114,8 @@ fn parse_metric(spec: &str) -> Result<(MetricOp, Option<String>), String> {
         .strip_suffix(')')
         .ok_or_else(|| format!("`{spec}` is missing `)`"))?
         .trim();
-    let op = MetricOp::from_name(op.trim()).ok_or_else(|| format!("unknown aggregate `{}` in `{spec}`", op.trim()))?;
+    let op = MetricOp::from_name(op.trim())
+        .ok_or_else(|| format!("unknown aggregate `{}` in `{spec}`", op.trim()))?;
     match (op, column.is_empty()) {
         (MetricOp::Count, _) => Ok((op, (!column.is_empty()).then(|| column.to_owned()))),
         (_, true) => Err(format!("`{spec}` needs a column")),
@@ -880,7 +1141,10 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
     text.match_indices(word).map(|(i, _)| i).find(|&i| {
         let before = text[..i].chars().next_back().is_none_or(|c| !is_ident(c));
-        let after = text[i + word.len()..].chars().next().is_none_or(|c| !is_ident(c));
+        let after = text[i + word.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !is_ident(c));
         before && after
     })
 }
@@ -968,10 +1232,21 @@ mod tests {
 
     #[test]
     fn metrics() {
-        assert_eq!(parse_metric("p95(duration_ns)"), Ok((MetricOp::P95, Some("duration_ns".into()))));
+        assert_eq!(
+            parse_metric("p95(duration_ns)"),
+            Ok((MetricOp::P95, Some("duration_ns".into())))
+        );
         assert_eq!(parse_metric("count()"), Ok((MetricOp::Count, None)));
-        assert!(parse_metric("median(x)").unwrap_err().contains("unknown aggregate `median`"));
-        assert!(parse_metric("sum()").unwrap_err().contains("needs a column"));
+        assert!(
+            parse_metric("median(x)")
+                .unwrap_err()
+                .contains("unknown aggregate `median`")
+        );
+        assert!(
+            parse_metric("sum()")
+                .unwrap_err()
+                .contains("needs a column")
+        );
     }
 
     #[test]

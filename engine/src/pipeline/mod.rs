@@ -59,8 +59,10 @@ pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diag
             "internal error: the schema accepted a pipeline the model rejects: {err}"
         ))]
     })?;
-    let params: IndexMap<String, serde_json::Value> =
-        params.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
+    let params: IndexMap<String, serde_json::Value> = params
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_json()))
+        .collect();
     let sources = merged.sources.iter().map(Origin::display).collect();
     let compiler = compile::Compiler::new(&doc, counters::CounterCheck::default());
     let (plan, warnings) = compiler.compile(&pipeline, &json, sources, params)?;

@@ -36,9 +36,11 @@ impl Override {
                 .hint("write --set name=value"));
         };
         if !is_identifier(name.trim()) {
-            return Err(Diagnostic::error(format!("`{name}` is not a parameter name"))
-                .at(Some(Span::new(&file, 0..name.len())))
-                .hint("parameter names are letters, digits and `_`"));
+            return Err(
+                Diagnostic::error(format!("`{name}` is not a parameter name"))
+                    .at(Some(Span::new(&file, 0..name.len())))
+                    .hint("parameter names are letters, digits and `_`"),
+            );
         }
         let name_span = Span::new(&file, 0..name.len());
         let start = name.len() + 1;
@@ -164,9 +166,11 @@ fn resolve_references(params: &mut Params) -> Result<(), Vec<Diagnostic>> {
                 .is_some_and(|s| placeholders(s).any(|(_, name)| params.contains_key(name)))
         })
         .map(|(name, node)| {
-            Diagnostic::error(format!("parameter `{name}` refers to itself through other parameters"))
-                .at(Some(node.span.clone()))
-                .hint("break the cycle: one of these parameters must not use the others")
+            Diagnostic::error(format!(
+                "parameter `{name}` refers to itself through other parameters"
+            ))
+            .at(Some(node.span.clone()))
+            .hint("break the cycle: one of these parameters must not use the others")
         })
         .collect();
     Err(cyclic)

@@ -70,16 +70,23 @@ pub fn validate(doc: &Node, instance: &Json) -> Vec<Diagnostic> {
                     .flatten()
                     .filter_map(Json::as_str)
                     .collect();
-                let shown = node.as_str().map_or_else(|| node.span.snippet().to_owned(), |s| format!("`{s}`"));
+                let shown = node
+                    .as_str()
+                    .map_or_else(|| node.span.snippet().to_owned(), |s| format!("`{s}`"));
                 Diagnostic::error(format!("{shown} is not a valid {place}"))
                     .at(Some(node.span.clone()))
-                    .maybe_hint(node.as_str().and_then(|s| did_you_mean(s, options.iter().copied())))
+                    .maybe_hint(
+                        node.as_str()
+                            .and_then(|s| did_you_mean(s, options.iter().copied())),
+                    )
                     .note(format!("expected one of: {}", options.join(", ")))
             }
-            ValidationErrorKind::Type { kind } => {
-                Diagnostic::error(format!("{place} must be {}, not {}", type_names(kind), node.type_name()))
-                    .at(Some(node.span.clone()))
-            }
+            ValidationErrorKind::Type { kind } => Diagnostic::error(format!(
+                "{place} must be {}, not {}",
+                type_names(kind),
+                node.type_name()
+            ))
+            .at(Some(node.span.clone())),
             ValidationErrorKind::AnyOf { .. } => {
                 let expected = keyword_schema
                     .and_then(|s| s.get("anyOf"))
@@ -89,7 +96,9 @@ pub fn validate(doc: &Node, instance: &Json) -> Vec<Diagnostic> {
                             .iter()
                             .filter_map(|a| a.get("type"))
                             .flat_map(|t| match t {
-                                Json::Array(types) => types.iter().filter_map(Json::as_str).collect(),
+                                Json::Array(types) => {
+                                    types.iter().filter_map(Json::as_str).collect()
+                                }
                                 other => other.as_str().into_iter().collect::<Vec<_>>(),
                             })
                             .map(article)
@@ -97,14 +106,17 @@ pub fn validate(doc: &Node, instance: &Json) -> Vec<Diagnostic> {
                             .join(" or ")
                     })
                     .unwrap_or_default();
-                Diagnostic::error(format!("{place} must be {expected}, not {}", node.type_name()))
-                    .at(Some(node.span.clone()))
-                    .maybe_hint(
-                        keyword_schema
-                            .and_then(|s| s.get("description"))
-                            .and_then(Json::as_str)
-                            .map(str::to_owned),
-                    )
+                Diagnostic::error(format!(
+                    "{place} must be {expected}, not {}",
+                    node.type_name()
+                ))
+                .at(Some(node.span.clone()))
+                .maybe_hint(
+                    keyword_schema
+                        .and_then(|s| s.get("description"))
+                        .and_then(Json::as_str)
+                        .map(str::to_owned),
+                )
             }
             ValidationErrorKind::Required { property } => {
                 let property = property.as_str().unwrap_or_default();
@@ -112,10 +124,17 @@ pub fn validate(doc: &Node, instance: &Json) -> Vec<Diagnostic> {
                     .at(Some(node.span.clone()))
                     .hint(format!("add `{property} = …`"))
             }
-            ValidationErrorKind::Pattern { .. } if steps.last().is_some_and(|s| *s == Step::Key("name")) => {
-                Diagnostic::error(format!("`{}` is not a valid name", node.as_str().unwrap_or_default()))
-                    .at(Some(node.span.clone()))
-                    .hint("names start with a letter or digit and use letters, digits, `_`, `-` and `.`")
+            ValidationErrorKind::Pattern { .. }
+                if steps.last().is_some_and(|s| *s == Step::Key("name")) =>
+            {
+                Diagnostic::error(format!(
+                    "`{}` is not a valid name",
+                    node.as_str().unwrap_or_default()
+                ))
+                .at(Some(node.span.clone()))
+                .hint(
+                    "names start with a letter or digit and use letters, digits, `_`, `-` and `.`",
+                )
             }
             // The remaining keywords (minimum, minItems, pattern, …) explain themselves.
             _ => Diagnostic::error(format!("{place}: {}", error.masked()))

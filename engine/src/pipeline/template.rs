@@ -66,7 +66,11 @@ impl Library {
     /// The library with the team directories named by `ROCFLOW_PIPELINE_PATH`.
     pub fn from_env() -> Self {
         let search_path = std::env::var_os(PATH_VAR)
-            .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+            .map(|v| {
+                std::env::split_paths(&v)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
             .unwrap_or_default();
         Library { search_path }
     }
@@ -75,12 +79,33 @@ impl Library {
         Library { search_path }
     }
 
-    /// Reads `path` and everything it extends, and merges them.
+    /// Reads `path` and everything it extends, and merges them. A `path` that is no file
+    /// but names a template (`kernel-trace`, `team/base`) loads that template, so shipped
+    /// pipelines run without a source tree.
     pub fn load(&self, path: &Path) -> Result<Merged, Diagnostic> {
-        let file = SourceFile::read(path).map_err(|e| {
-            Diagnostic::error(format!("cannot read pipeline `{}`: {e}", path.display()))
-        })?;
-        let origin = Origin::File(path.canonicalize().unwrap_or_else(|_| path.to_owned()));
+        let (origin, file) = match SourceFile::read(path) {
+            Ok(file) => {
+                let origin = Origin::File(path.canonicalize().unwrap_or_else(|_| path.to_owned()));
+                (origin, file)
+            }
+            Err(e) => {
+                let as_template = path
+                    .to_str()
+                    .filter(|name| {
+                        e.kind() == std::io::ErrorKind::NotFound && !name.ends_with(".toml")
+                    })
+                    .and_then(|name| self.find(name, None).ok());
+                let Some(origin) = as_template else {
+                    return Err(Diagnostic::error(format!(
+                        "cannot read pipeline `{}`: {e}",
+                        path.display()
+                    ))
+                    .hint("give a pipeline file, or the name of a template (`rocflow templates list`)"));
+                };
+                let file = self.open(&origin, Vec::new())?;
+                (origin, file)
+            }
+        };
         let mut sources = Vec::new();
         let doc = self.resolve(origin, file, &mut Vec::new(), &mut sources)?;
         Ok(Merged { doc, sources })
@@ -106,7 +131,9 @@ impl Library {
                 let mut names = Vec::new();
                 collect_toml(dir, dir, &mut names);
                 names.sort();
-                names.into_iter().map(move |n| (n.clone(), Origin::File(dir.join(format!("{n}.toml")))))
+                names
+                    .into_iter()
+                    .map(move |n| (n.clone(), Origin::File(dir.join(format!("{n}.toml")))))
             })
             .chain(
                 library::TEMPLATES
@@ -150,10 +177,12 @@ impl Library {
                     .chain(std::iter::once(&found))
                     .map(Origin::display)
                     .collect();
-                return Err(Diagnostic::error(format!("template cycle: `{name}` extends itself"))
-                    .at(Some(span))
-                    .note(format!("cycle: {}", cycle.join(" -> ")))
-                    .hint("remove one of the `extends` entries that close the loop"));
+                return Err(
+                    Diagnostic::error(format!("template cycle: `{name}` extends itself"))
+                        .at(Some(span))
+                        .note(format!("cycle: {}", cycle.join(" -> ")))
+                        .hint("remove one of the `extends` entries that close the loop"),
+                );
             }
             let mut notes = vec![format!(
                 "in template `{name}` ({}), included from {}",
@@ -230,11 +259,19 @@ impl Library {
                 let text = std::fs::read_to_string(path).map_err(|e| {
                     Diagnostic::error(format!("cannot read template `{}`: {e}", path.display()))
                 })?;
-                Ok(SourceFile::with_notes(path.display().to_string(), text, notes))
+                Ok(SourceFile::with_notes(
+                    path.display().to_string(),
+                    text,
+                    notes,
+                ))
             }
             Origin::Builtin(name) => {
                 let text = builtin(name).expect("found builtins exist");
-                Ok(SourceFile::with_notes(format!("pipelines/{name}.toml"), text, notes))
+                Ok(SourceFile::with_notes(
+                    format!("pipelines/{name}.toml"),
+                    text,
+                    notes,
+                ))
             }
         }
     }
@@ -285,11 +322,7 @@ fn take_extends(doc: &mut Node) -> Result<Vec<(String, Span)>, Diagnostic> {
     let Value::Table(root) = &mut doc.value else {
         unreachable!("a TOML document is a table")
     };
-    let Some(Entry {
-        node: pipeline,
-        ..
-    }) = root.get_mut("pipeline")
-    else {
+    let Some(Entry { node: pipeline, .. }) = root.get_mut("pipeline") else {
         return Ok(Vec::new());
     };
     let Value::Table(pipeline) = &mut pipeline.value else {

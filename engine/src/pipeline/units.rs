@@ -35,13 +35,22 @@ fn split_number(text: &str) -> Option<(f64, &str)> {
 
 fn with_unit(text: &str, units: &[(&str, u64)], what: &str) -> Result<u64, String> {
     let names: Vec<&str> = units.iter().map(|(n, _)| *n).collect();
-    let (number, unit) =
-        split_number(text).ok_or_else(|| format!("`{text}` is not a {what}; expected e.g. `{}`", example(units)))?;
+    let (number, unit) = split_number(text).ok_or_else(|| {
+        format!(
+            "`{text}` is not a {what}; expected e.g. `{}`",
+            example(units)
+        )
+    })?;
     let factor = units
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(unit))
         .map(|(_, f)| *f)
-        .ok_or_else(|| format!("unknown unit `{unit}` in `{text}`; use one of {}", names.join(", ")))?;
+        .ok_or_else(|| {
+            format!(
+                "unknown unit `{unit}` in `{text}`; use one of {}",
+                names.join(", ")
+            )
+        })?;
     Ok((number * factor as f64).round() as u64)
 }
 
@@ -68,7 +77,9 @@ pub fn parse_percent(text: &str) -> Option<Result<f64, String>> {
     let number = text.trim().strip_suffix('%')?;
     Some(match number.trim().parse::<f64>() {
         Ok(p) if p > 0.0 && p <= 100.0 => Ok(p / 100.0),
-        Ok(_) => Err(format!("`{text}` is out of range; a watermark is above 0% and at most 100%")),
+        Ok(_) => Err(format!(
+            "`{text}` is out of range; a watermark is above 0% and at most 100%"
+        )),
         Err(_) => Err(format!("`{text}` is not a percentage")),
     })
 }
@@ -146,7 +157,11 @@ mod tests {
         assert_eq!(parse_size("4096B"), Ok(4096));
         assert_eq!(parse_size("2MB"), Ok(2_000_000));
         assert_eq!(parse_size("8mib"), Ok(8 << 20));
-        assert!(parse_size("64XB").unwrap_err().contains("unknown unit `XB`"));
+        assert!(
+            parse_size("64XB")
+                .unwrap_err()
+                .contains("unknown unit `XB`")
+        );
         assert!(parse_size("lots").unwrap_err().contains("not a size"));
         assert!(parse_size("0MiB").is_err());
     }
@@ -174,9 +189,21 @@ mod tests {
         assert!(!r.contains(11) && !r.contains(21));
         let open = IterationRanges::parse("[5-]").unwrap();
         assert!(!open.contains(4) && open.contains(5) && open.contains(1_000_000));
-        assert!(IterationRanges::parse("[10-1]").unwrap_err().contains("ends before"));
-        assert!(IterationRanges::parse("1-10").unwrap_err().contains("not a range"));
-        assert!(IterationRanges::parse("[0]").unwrap_err().contains("count from 1"));
+        assert!(
+            IterationRanges::parse("[10-1]")
+                .unwrap_err()
+                .contains("ends before")
+        );
+        assert!(
+            IterationRanges::parse("1-10")
+                .unwrap_err()
+                .contains("not a range")
+        );
+        assert!(
+            IterationRanges::parse("[0]")
+                .unwrap_err()
+                .contains("count from 1")
+        );
         assert!(IterationRanges::parse("[a-3]").unwrap_err().contains("`a`"));
     }
 }

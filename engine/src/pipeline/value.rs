@@ -51,7 +51,10 @@ impl Node {
         // The recovering parser lists every error, not in file order; the earliest is the
         // cause, later ones are often its echoes.
         let (table, errors) = toml::de::DeTable::parse_recoverable(file.text());
-        if let Some(err) = errors.iter().min_by_key(|e| e.span().map_or(usize::MAX, |s| s.start)) {
+        if let Some(err) = errors
+            .iter()
+            .min_by_key(|e| e.span().map_or(usize::MAX, |s| s.start))
+        {
             let span = err.span().map(|range| Span::new(file, range));
             let message = err.message().trim_end();
             return Err(Diagnostic::error(format!("invalid TOML: {message}")).at(span));
@@ -110,11 +113,12 @@ impl Node {
 
     /// The node at a path, if it exists.
     pub fn at<'a>(&self, path: impl IntoIterator<Item = Step<'a>>) -> Option<&Node> {
-        path.into_iter().try_fold(self, |node, step| match (step, &node.value) {
-            (Step::Key(k), Value::Table(t)) => t.get(k).map(|e| &e.node),
-            (Step::Index(i), Value::Array(a)) => a.get(i),
-            _ => None,
-        })
+        path.into_iter()
+            .try_fold(self, |node, step| match (step, &node.value) {
+                (Step::Key(k), Value::Table(t)) => t.get(k).map(|e| &e.node),
+                (Step::Index(i), Value::Array(a)) => a.get(i),
+                _ => None,
+            })
     }
 
     /// The span of the key that names the last step of `path` (for "unknown key" errors),

@@ -18,7 +18,11 @@ pub fn explain(plan: &Plan) -> String {
     }
     let _ = writeln!(out, "  sources: {}", p.sources.join(" <- "));
     if !plan.params.is_empty() {
-        let params: Vec<String> = plan.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let params: Vec<String> = plan
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
         let _ = writeln!(out, "  params: {}", params.join(", "));
     }
     let _ = writeln!(
@@ -35,7 +39,13 @@ pub fn explain(plan: &Plan) -> String {
     let _ = writeln!(out, "  decode: {}", list_or(&produced, "no records"));
     for (i, t) in stages.transforms.iter().enumerate() {
         let kinds: Vec<&str> = t.kinds.iter().map(|k| k.name()).collect();
-        let _ = writeln!(out, "  [{i}] {} on {}: {}", t.name, kinds.join(", "), describe_transform(&t.op));
+        let _ = writeln!(
+            out,
+            "  [{i}] {} on {}: {}",
+            t.name,
+            kinds.join(", "),
+            describe_transform(&t.op)
+        );
     }
     let _ = writeln!(out, "  fan-out (each sink in parallel):");
     for route in &stages.routes {
@@ -46,22 +56,41 @@ pub fn explain(plan: &Plan) -> String {
             "    {} <- {}{}",
             route.sink,
             list_or(&kinds, "nothing"),
-            if via.is_empty() { String::new() } else { format!(" via {}", via.join(" ")) }
+            if via.is_empty() {
+                String::new()
+            } else {
+                format!(" via {}", via.join(" "))
+            }
         );
     }
     let _ = writeln!(out, "\nsinks");
     for sink in &plan.sinks {
         let kind = serde_json::to_value(sink.kind).unwrap_or_default();
-        let _ = writeln!(out, "  {} ({}): {}", sink.name, kind.as_str().unwrap_or_default(), sink.path);
+        let _ = writeln!(
+            out,
+            "  {} ({}): {}",
+            sink.name,
+            kind.as_str().unwrap_or_default(),
+            sink.path
+        );
         if !sink.options.is_empty() {
-            let _ = writeln!(out, "    options: {}", serde_json::Value::Object(sink.options.clone()));
+            let _ = writeln!(
+                out,
+                "    options: {}",
+                serde_json::Value::Object(sink.options.clone())
+            );
         }
     }
     if !plan.posts.is_empty() {
         let _ = writeln!(out, "\npost-steps (after every sink has finished)");
         for post in &plan.posts {
             let required = if post.required { ", required" } else { "" };
-            let _ = writeln!(out, "  {}{required}: {}", post.name, describe_post(&post.step));
+            let _ = writeln!(
+                out,
+                "  {}{required}: {}",
+                post.name,
+                describe_post(&post.step)
+            );
         }
     }
     out
@@ -93,7 +122,11 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
                         .filter_map(|id| operation_name(t.domain, *id))
                         .collect();
                     let more = if ids.len() > SHOWN { ", …" } else { "" };
-                    format!("{} of {total} operations: {}{more}", ids.len(), names.join(", "))
+                    format!(
+                        "{} of {total} operations: {}{more}",
+                        ids.len(),
+                        names.join(", ")
+                    )
                 }
             };
             let _ = writeln!(
@@ -106,16 +139,33 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
         }
     }
     if c.code_objects {
-        let _ = writeln!(out, "      callback tracing: code objects and kernel symbols (kernel names)");
+        let _ = writeln!(
+            out,
+            "      callback tracing: code objects and kernel symbols (kernel names)"
+        );
     }
     if let Some(k) = &c.counters {
-        let _ = writeln!(out, "      dispatch counting on {}: {}", agents(&k.agents, "the context's agents"), k.collect.join(", "));
+        let _ = writeln!(
+            out,
+            "      dispatch counting on {}: {}",
+            agents(&k.agents, "the context's agents"),
+            k.collect.join(", ")
+        );
         for (name, expression) in &k.derived {
             let _ = writeln!(out, "        derived {name} = {expression}");
         }
         for r in &k.reduce {
-            let which = if r.counters.is_empty() { "all counters".to_owned() } else { r.counters.join(", ") };
-            let _ = writeln!(out, "        reduce {which}: {:?} over {}", r.op, r.dimensions.join(", "));
+            let which = if r.counters.is_empty() {
+                "all counters".to_owned()
+            } else {
+                r.counters.join(", ")
+            };
+            let _ = writeln!(
+                out,
+                "        reduce {which}: {:?} over {}",
+                r.op,
+                r.dimensions.join(", ")
+            );
         }
         if let Some(include) = &k.kernel_include {
             let _ = writeln!(out, "        kernels matching /{include}/");
@@ -167,7 +217,11 @@ fn describe_start(s: &StartPlan) -> String {
         parts.push(format!("collects for {}", duration(d)));
     }
     if s.repeat > 0 {
-        parts.push(format!("repeats {} more times, {} apart", s.repeat, duration(s.interval_ns)));
+        parts.push(format!(
+            "repeats {} more times, {} apart",
+            s.repeat,
+            duration(s.interval_ns)
+        ));
     }
     parts.join(", ")
 }
@@ -176,7 +230,11 @@ fn describe_transform(op: &TransformOpPlan) -> String {
     match op {
         TransformOpPlan::Filter { predicate } => format!("keep where {predicate}"),
         TransformOpPlan::Derive { column, expression } => format!("{column} = {expression}"),
-        TransformOpPlan::KernelName { demangle, truncate, rename } => {
+        TransformOpPlan::KernelName {
+            demangle,
+            truncate,
+            rename,
+        } => {
             let mut parts = Vec::new();
             if *demangle {
                 parts.push("demangle".to_owned());
@@ -192,15 +250,30 @@ fn describe_transform(op: &TransformOpPlan) -> String {
             duration(*start_ns),
             end_ns.map_or("the end".to_owned(), duration)
         ),
-        TransformOpPlan::ReduceDimensions { counters, dimensions, op } => format!(
+        TransformOpPlan::ReduceDimensions {
+            counters,
+            dimensions,
+            op,
+        } => format!(
             "{op:?} of {} over {}",
-            if counters.is_empty() { "all counters".to_owned() } else { counters.join(", ") },
+            if counters.is_empty() {
+                "all counters".to_owned()
+            } else {
+                counters.join(", ")
+            },
             dimensions.join(", ")
         ),
         TransformOpPlan::Aggregate { group_by, metrics } => {
             let metrics: Vec<String> = metrics
                 .iter()
-                .map(|m| format!("{} = {:?}({})", m.name, m.op, m.column.as_deref().unwrap_or("")))
+                .map(|m| {
+                    format!(
+                        "{} = {:?}({})",
+                        m.name,
+                        m.op,
+                        m.column.as_deref().unwrap_or("")
+                    )
+                })
                 .collect();
             format!("by {}: {}", group_by.join(", "), metrics.join(", "))
         }
@@ -223,7 +296,9 @@ fn describe_post(step: &PostStep) -> String {
 /// The name of an operation id (the SDK's tables are sorted by id).
 fn operation_name(domain: Domain, id: i32) -> Option<&'static str> {
     let ops = domain.operations();
-    ops.binary_search_by_key(&id, |(i, _)| *i).ok().map(|i| ops[i].1)
+    ops.binary_search_by_key(&id, |(i, _)| *i)
+        .ok()
+        .map(|i| ops[i].1)
 }
 
 fn agents(selectors: &[AgentSelector], default: &str) -> String {
@@ -245,7 +320,11 @@ fn list_or<T: AsRef<str>>(items: &[T], empty: &str) -> String {
     if items.is_empty() {
         empty.to_owned()
     } else {
-        items.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", ")
+        items
+            .iter()
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 

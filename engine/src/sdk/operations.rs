@@ -551,7 +551,10 @@ pub const HIP_RUNTIME_API: &[(i32, &str)] = &[
     (310, "hipModuleLoadData"),
     (311, "hipModuleLoadDataEx"),
     (312, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor"),
-    (313, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessorWithFlags"),
+    (
+        313,
+        "hipModuleOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    ),
     (314, "hipModuleOccupancyMaxPotentialBlockSize"),
     (315, "hipModuleOccupancyMaxPotentialBlockSizeWithFlags"),
     (316, "hipModuleUnload"),
@@ -727,10 +730,8 @@ pub const MARKER_CORE_API: &[(i32, &str)] = &[
 ];
 
 /// `rocprofiler_marker_control_api_id_t`
-pub const MARKER_CONTROL_API: &[(i32, &str)] = &[
-    (0, "roctxProfilerPause"),
-    (1, "roctxProfilerResume"),
-];
+pub const MARKER_CONTROL_API: &[(i32, &str)] =
+    &[(0, "roctxProfilerPause"), (1, "roctxProfilerResume")];
 
 /// `rocprofiler_marker_name_api_id_t`
 pub const MARKER_NAME_API: &[(i32, &str)] = &[
@@ -757,17 +758,10 @@ pub const MEMORY_COPY: &[(i32, &str)] = &[
 ];
 
 /// `rocprofiler_kernel_dispatch_operation_t`
-pub const KERNEL_DISPATCH: &[(i32, &str)] = &[
-    (1, "ENQUEUE"),
-    (2, "COMPLETE"),
-];
+pub const KERNEL_DISPATCH: &[(i32, &str)] = &[(1, "ENQUEUE"), (2, "COMPLETE")];
 
 /// `rocprofiler_scratch_memory_operation_t`
-pub const SCRATCH_MEMORY: &[(i32, &str)] = &[
-    (1, "ALLOC"),
-    (2, "FREE"),
-    (3, "ASYNC_RECLAIM"),
-];
+pub const SCRATCH_MEMORY: &[(i32, &str)] = &[(1, "ALLOC"), (2, "FREE"), (3, "ASYNC_RECLAIM")];
 
 /// `rocprofiler_rccl_api_id_t`
 pub const RCCL_API: &[(i32, &str)] = &[
@@ -897,11 +891,7 @@ pub const ROCJPEG_API: &[(i32, &str)] = &[
 ];
 
 /// `rocprofiler_hip_stream_operation_t`
-pub const HIP_STREAM: &[(i32, &str)] = &[
-    (1, "CREATE"),
-    (2, "DESTROY"),
-    (3, "SET"),
-];
+pub const HIP_STREAM: &[(i32, &str)] = &[(1, "CREATE"), (2, "DESTROY"), (3, "SET")];
 
 /// `rocprofiler_kfd_event_page_migrate_operation_t`
 pub const KFD_EVENT_PAGE_MIGRATE: &[(i32, &str)] = &[
@@ -941,9 +931,7 @@ pub const KFD_EVENT_UNMAP_FROM_GPU: &[(i32, &str)] = &[
 ];
 
 /// `rocprofiler_kfd_event_dropped_events_operation_t`
-pub const KFD_EVENT_DROPPED_EVENTS: &[(i32, &str)] = &[
-    (0, "DROPPED_EVENTS"),
-];
+pub const KFD_EVENT_DROPPED_EVENTS: &[(i32, &str)] = &[(0, "DROPPED_EVENTS")];
 
 /// `rocprofiler_kfd_page_migrate_operation_t`
 pub const KFD_PAGE_MIGRATE: &[(i32, &str)] = &[

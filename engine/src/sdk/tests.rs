@@ -4,7 +4,10 @@
 use super::*;
 
 fn enum_values(name: &str) -> Vec<(String, i64)> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/abi/layout.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/data/abi/layout.json"
+    );
     let text = std::fs::read_to_string(path).expect("../shared/data/abi/layout.json is readable");
     let layout: serde_json::Value = serde_json::from_str(&text).unwrap();
     let values = layout["enums"][name]["values"]
@@ -24,8 +27,15 @@ fn value_of(values: &[(String, i64)], constant: &str) -> Option<i64> {
 fn domains_have_the_sdk_values() {
     let values = enum_values("rocprofiler_buffer_tracing_kind_t");
     for d in Domain::ALL {
-        let constant = format!("ROCPROFILER_BUFFER_TRACING_{}", d.name().to_ascii_uppercase());
-        assert_eq!(value_of(&values, &constant), Some(i64::from(d.sdk_value())), "{constant}");
+        let constant = format!(
+            "ROCPROFILER_BUFFER_TRACING_{}",
+            d.name().to_ascii_uppercase()
+        );
+        assert_eq!(
+            value_of(&values, &constant),
+            Some(i64::from(d.sdk_value())),
+            "{constant}"
+        );
     }
     // Every real domain is offered, except the SDK's internal bookkeeping kind.
     let offered = values
@@ -39,12 +49,36 @@ fn domains_have_the_sdk_values() {
 #[test]
 fn operation_tables_match_the_headers() {
     let checks: &[(Domain, &str, &str)] = &[
-        (Domain::HipRuntimeApi, "rocprofiler_hip_runtime_api_id_t", "ROCPROFILER_HIP_RUNTIME_API_ID_"),
-        (Domain::HsaCoreApi, "rocprofiler_hsa_core_api_id_t", "ROCPROFILER_HSA_CORE_API_ID_"),
-        (Domain::MemoryCopy, "rocprofiler_memory_copy_operation_t", "ROCPROFILER_MEMORY_COPY_"),
-        (Domain::MarkerCoreApi, "rocprofiler_marker_core_api_id_t", "ROCPROFILER_MARKER_CORE_API_ID_"),
-        (Domain::RcclApi, "rocprofiler_rccl_api_id_t", "ROCPROFILER_RCCL_API_ID_"),
-        (Domain::KernelDispatch, "rocprofiler_kernel_dispatch_operation_t", "ROCPROFILER_KERNEL_DISPATCH_"),
+        (
+            Domain::HipRuntimeApi,
+            "rocprofiler_hip_runtime_api_id_t",
+            "ROCPROFILER_HIP_RUNTIME_API_ID_",
+        ),
+        (
+            Domain::HsaCoreApi,
+            "rocprofiler_hsa_core_api_id_t",
+            "ROCPROFILER_HSA_CORE_API_ID_",
+        ),
+        (
+            Domain::MemoryCopy,
+            "rocprofiler_memory_copy_operation_t",
+            "ROCPROFILER_MEMORY_COPY_",
+        ),
+        (
+            Domain::MarkerCoreApi,
+            "rocprofiler_marker_core_api_id_t",
+            "ROCPROFILER_MARKER_CORE_API_ID_",
+        ),
+        (
+            Domain::RcclApi,
+            "rocprofiler_rccl_api_id_t",
+            "ROCPROFILER_RCCL_API_ID_",
+        ),
+        (
+            Domain::KernelDispatch,
+            "rocprofiler_kernel_dispatch_operation_t",
+            "ROCPROFILER_KERNEL_DISPATCH_",
+        ),
     ];
     for (domain, enum_name, prefix) in checks {
         let values = enum_values(enum_name);
@@ -55,25 +89,61 @@ fn operation_tables_match_the_headers() {
         assert_eq!(domain.operations().len(), real, "{enum_name}");
         for (id, name) in domain.operations() {
             let constant = format!("{prefix}{name}");
-            assert_eq!(value_of(&values, &constant), Some(i64::from(*id)), "{constant}");
+            assert_eq!(
+                value_of(&values, &constant),
+                Some(i64::from(*id)),
+                "{constant}"
+            );
         }
     }
-    assert!(Domain::HipRuntimeApi.operations().iter().any(|(_, n)| *n == "hipMemcpyAsync"));
+    assert!(
+        Domain::HipRuntimeApi
+            .operations()
+            .iter()
+            .any(|(_, n)| *n == "hipMemcpyAsync")
+    );
 }
 
 #[test]
 fn enums_have_the_sdk_values() {
     let policy = enum_values("rocprofiler_buffer_policy_t");
-    assert_eq!(value_of(&policy, "ROCPROFILER_BUFFER_POLICY_DISCARD"), Some(BufferPolicy::Discard as i64));
-    assert_eq!(value_of(&policy, "ROCPROFILER_BUFFER_POLICY_LOSSLESS"), Some(BufferPolicy::Lossless as i64));
+    assert_eq!(
+        value_of(&policy, "ROCPROFILER_BUFFER_POLICY_DISCARD"),
+        Some(BufferPolicy::Discard as i64)
+    );
+    assert_eq!(
+        value_of(&policy, "ROCPROFILER_BUFFER_POLICY_LOSSLESS"),
+        Some(BufferPolicy::Lossless as i64)
+    );
     let method = enum_values("rocprofiler_pc_sampling_method_t");
-    assert_eq!(value_of(&method, "ROCPROFILER_PC_SAMPLING_METHOD_STOCHASTIC"), Some(PcSamplingMethod::Stochastic as i64));
-    assert_eq!(value_of(&method, "ROCPROFILER_PC_SAMPLING_METHOD_HOST_TRAP"), Some(PcSamplingMethod::HostTrap as i64));
+    assert_eq!(
+        value_of(&method, "ROCPROFILER_PC_SAMPLING_METHOD_STOCHASTIC"),
+        Some(PcSamplingMethod::Stochastic as i64)
+    );
+    assert_eq!(
+        value_of(&method, "ROCPROFILER_PC_SAMPLING_METHOD_HOST_TRAP"),
+        Some(PcSamplingMethod::HostTrap as i64)
+    );
     let unit = enum_values("rocprofiler_pc_sampling_unit_t");
-    assert_eq!(value_of(&unit, "ROCPROFILER_PC_SAMPLING_UNIT_INSTRUCTIONS"), Some(PcSamplingUnit::Instructions as i64));
-    assert_eq!(value_of(&unit, "ROCPROFILER_PC_SAMPLING_UNIT_CYCLES"), Some(PcSamplingUnit::Cycles as i64));
-    assert_eq!(value_of(&unit, "ROCPROFILER_PC_SAMPLING_UNIT_TIME"), Some(PcSamplingUnit::Time as i64));
+    assert_eq!(
+        value_of(&unit, "ROCPROFILER_PC_SAMPLING_UNIT_INSTRUCTIONS"),
+        Some(PcSamplingUnit::Instructions as i64)
+    );
+    assert_eq!(
+        value_of(&unit, "ROCPROFILER_PC_SAMPLING_UNIT_CYCLES"),
+        Some(PcSamplingUnit::Cycles as i64)
+    );
+    assert_eq!(
+        value_of(&unit, "ROCPROFILER_PC_SAMPLING_UNIT_TIME"),
+        Some(PcSamplingUnit::Time as i64)
+    );
     let agent = enum_values("rocprofiler_agent_type_t");
-    assert_eq!(value_of(&agent, "ROCPROFILER_AGENT_TYPE_CPU"), Some(crate::plan::AgentType::Cpu as i64));
-    assert_eq!(value_of(&agent, "ROCPROFILER_AGENT_TYPE_GPU"), Some(crate::plan::AgentType::Gpu as i64));
+    assert_eq!(
+        value_of(&agent, "ROCPROFILER_AGENT_TYPE_CPU"),
+        Some(crate::plan::AgentType::Cpu as i64)
+    );
+    assert_eq!(
+        value_of(&agent, "ROCPROFILER_AGENT_TYPE_GPU"),
+        Some(crate::plan::AgentType::Gpu as i64)
+    );
 }
