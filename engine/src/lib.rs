@@ -8,5 +8,5 @@ pub mod diag;
 pub mod error;
 pub mod pipeline;
 pub mod plan;
-pub mod record;
-pub mod sdk;
+
+pub use rocflow_core::{record, sdk};

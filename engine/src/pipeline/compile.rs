@@ -10,12 +10,12 @@ use regex::Regex;
 
 use crate::diag::{Diagnostic, Span, did_you_mean};
 use crate::plan::{
-    AgentSelector, AgentType, BufferPlan, ContextPlan, CounterPlan, Metric, MetricOp,
+    AgentSelector, BufferPlan, ContextPlan, CounterPlan, Metric, MetricOp,
     PcSamplingPlan, Plan, PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph, StartPlan,
     TracingPlan, TransformOpPlan, TransformPlan,
 };
 use crate::record::{ColumnType, RecordKind};
-use crate::sdk::{COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
+use crate::sdk::{AgentType, COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
 
 use super::counters::CounterCheck;
 use super::model::{self, AgentRef, Pipeline, PostStep, Quantity, Tracing, TransformOp};

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::pipeline::model::{PostStep, ReduceOp, SinkKind};
 use crate::pipeline::units::IterationRanges;
 use crate::record::RecordKind;
-use crate::sdk::{BufferPolicy, Domain, PcSamplingMethod, PcSamplingUnit};
+use crate::sdk::{AgentType, BufferPolicy, Domain, PcSamplingMethod, PcSamplingUnit};
 
 pub use explain::explain;
 
@@ -83,14 +83,6 @@ pub enum AgentSelector {
     Type(AgentType),
     /// A gfx name or glob (`gfx942`, `gfx9*`).
     Gfx(String),
-}
-
-/// `rocprofiler_agent_type_t`.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentType {
-    Cpu = 1,
-    Gpu = 2,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -106,6 +106,14 @@ pub enum BufferPolicy {
     Lossless = 2,
 }
 
+/// `rocprofiler_agent_type_t`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentType {
+    Cpu = 1,
+    Gpu = 2,
+}
+
 /// `rocprofiler_pc_sampling_method_t`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -6,7 +6,7 @@ use super::*;
 fn enum_values(name: &str) -> Vec<(String, i64)> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/data/abi/layout.json"
+        "/../../../shared/data/abi/layout.json"
     );
     let text = std::fs::read_to_string(path).expect("../shared/data/abi/layout.json is readable");
     let layout: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -140,10 +140,10 @@ fn enums_have_the_sdk_values() {
     let agent = enum_values("rocprofiler_agent_type_t");
     assert_eq!(
         value_of(&agent, "ROCPROFILER_AGENT_TYPE_CPU"),
-        Some(crate::plan::AgentType::Cpu as i64)
+        Some(AgentType::Cpu as i64)
     );
     assert_eq!(
         value_of(&agent, "ROCPROFILER_AGENT_TYPE_GPU"),
-        Some(crate::plan::AgentType::Gpu as i64)
+        Some(AgentType::Gpu as i64)
     );
 }

@@ -1,0 +1,9 @@
+//! The data model shared by the rocflow runner and the tool library loaded into
+//! applications: rocprofiler-sdk facts (domains, operations, enum values), the records
+//! and metadata the tool delivers, the framed wire format they travel in, and the raw spool
+//! that keeps them.
+//!
+//! It is a crate of its own so the tool library links only this, not the runner.
+
+pub mod record;
+pub mod sdk;
