@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates engine/src/sdk/operations.rs from rocprofiler-sdk's measured ABI facts.
+"""Regenerates engine/core/src/sdk/operations.rs from rocprofiler-sdk's measured ABI facts.
 
 Usage: python3 engine/tools/gen_sdk_tables.py ../shared/data/abi/layout.json
 

@@ -7,3 +7,5 @@
 
 pub mod record;
 pub mod sdk;
+pub mod spool;
+pub mod wire;

@@ -32,17 +32,6 @@ pub enum ColumnType {
     String,
 }
 
-/// Columns every kind has.
-const COMMON: &[(&str, ColumnType)] = &[("pid", ColumnType::Int), ("kind", ColumnType::String)];
-
-/// Columns of records that span an interval of time.
-const TIMED: &[(&str, ColumnType)] = &[
-    ("start_ns", ColumnType::Int),
-    ("end_ns", ColumnType::Int),
-    ("duration_ns", ColumnType::Int),
-    ("correlation_id", ColumnType::Int),
-];
-
 impl RecordKind {
     pub const ALL: &[RecordKind] = &[
         RecordKind::KernelDispatch,
@@ -82,112 +71,23 @@ impl RecordKind {
         RecordKind::ALL.iter().map(|k| k.name())
     }
 
-    /// Columns specific to this kind (see [`RecordKind::column`] for all of them).
-    fn own_columns(self) -> (&'static [(&'static str, ColumnType)], bool) {
-        use ColumnType::{Float, Int, String};
+    /// Columns computed from stored fields and the run's metadata.
+    fn derived_columns(self) -> &'static [(&'static str, ColumnType)] {
+        use ColumnType::{Int, String};
+        const DURATION: (&str, ColumnType) = ("duration_ns", Int);
+        const OPERATION: (&str, ColumnType) = ("operation", String);
+        const DOMAIN: (&str, ColumnType) = ("domain", String);
         match self {
-            RecordKind::KernelDispatch => (
-                &[
-                    ("agent", Int),
-                    ("queue", Int),
-                    ("tid", Int),
-                    ("dispatch_id", Int),
-                    ("kernel_id", Int),
-                    ("kernel_name", String),
-                    ("grid_x", Int),
-                    ("grid_y", Int),
-                    ("grid_z", Int),
-                    ("workgroup_x", Int),
-                    ("workgroup_y", Int),
-                    ("workgroup_z", Int),
-                    ("lds_bytes", Int),
-                    ("scratch_bytes", Int),
-                    ("vgpr_count", Int),
-                    ("sgpr_count", Int),
-                ],
-                true,
-            ),
-            RecordKind::MemoryCopy => (
-                &[
-                    ("src_agent", Int),
-                    ("dst_agent", Int),
-                    ("tid", Int),
-                    ("bytes", Int),
-                    ("direction", String),
-                ],
-                true,
-            ),
-            RecordKind::MemoryAllocation => (
-                &[
-                    ("agent", Int),
-                    ("tid", Int),
-                    ("address", Int),
-                    ("bytes", Int),
-                    ("operation", String),
-                ],
-                true,
-            ),
-            RecordKind::ScratchMemory => (
-                &[
-                    ("agent", Int),
-                    ("queue", Int),
-                    ("tid", Int),
-                    ("bytes", Int),
-                    ("operation", String),
-                ],
-                true,
-            ),
-            RecordKind::Api => (
-                &[("tid", Int), ("domain", String), ("operation", String)],
-                true,
-            ),
-            RecordKind::Marker => (
-                &[
-                    ("tid", Int),
-                    ("domain", String),
-                    ("operation", String),
-                    ("message", String),
-                ],
-                true,
-            ),
-            RecordKind::CounterSample => (
-                &[
-                    ("agent", Int),
-                    ("dispatch_id", Int),
-                    ("kernel_name", String),
-                    ("counter", String),
-                    ("value", Float),
-                ],
-                false,
-            ),
-            RecordKind::PcSample => (
-                &[
-                    ("agent", Int),
-                    ("timestamp_ns", Int),
-                    ("dispatch_id", Int),
-                    ("correlation_id", Int),
-                    ("pc", Int),
-                    ("code_object_id", Int),
-                    ("code_object_offset", Int),
-                    ("wave_id", Int),
-                    ("exec_mask", Int),
-                    ("instruction_type", String),
-                    ("stall_reason", String),
-                ],
-                false,
-            ),
-            RecordKind::KfdEvent => (
-                &[("agent", Int), ("timestamp_ns", Int), ("operation", String)],
-                false,
-            ),
-            RecordKind::HipStream => (
-                &[("tid", Int), ("stream", Int), ("operation", String)],
-                true,
-            ),
-            RecordKind::RuntimeInitialization => (
-                &[("tid", Int), ("operation", String), ("version", Int)],
-                true,
-            ),
+            RecordKind::KernelDispatch => &[DURATION, ("kernel_name", String)],
+            RecordKind::MemoryCopy => &[DURATION, ("direction", String)],
+            RecordKind::MemoryAllocation
+            | RecordKind::ScratchMemory
+            | RecordKind::HipStream
+            | RecordKind::RuntimeInitialization => &[DURATION, OPERATION],
+            RecordKind::Api | RecordKind::Marker => &[DURATION, DOMAIN, OPERATION],
+            RecordKind::CounterSample => &[("counter", String), ("kernel_name", String)],
+            RecordKind::PcSample => &[],
+            RecordKind::KfdEvent => &[DOMAIN, OPERATION],
         }
     }
 
@@ -196,12 +96,11 @@ impl RecordKind {
         self.columns().find(|(n, _)| *n == name).map(|(_, t)| t)
     }
 
-    /// Every column of this kind: the common ones, the timing ones where the record spans
-    /// an interval, then its own.
+    /// Every column of this kind: `kind`, the stored fields, then the derived ones.
     pub fn columns(self) -> impl Iterator<Item = (&'static str, ColumnType)> {
-        let (own, timed) = self.own_columns();
-        let timed: &[_] = if timed { TIMED } else { &[] };
-        COMMON.iter().chain(timed).chain(own).map(|&(n, t)| (n, t))
+        std::iter::once(("kind", ColumnType::String))
+            .chain(super::model::fields(self).iter().copied())
+            .chain(self.derived_columns().iter().copied())
     }
 }
 

@@ -1,5 +1,16 @@
 //! Records and the metadata that gives them meaning.
 
+mod field;
 mod kind;
+mod meta;
+mod model;
 
+pub use field::{Field, Sym, Value};
 pub use kind::{ColumnType, RecordKind};
+pub use meta::{
+    Agent, CodeObject, CounterInfo, KernelSymbol, Meta, Process, Queue, Stream, Thread,
+};
+pub use model::{
+    ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
+    MemoryCopy, PcSample, Record, RuntimeInitialization, ScratchMemory, wire_size,
+};

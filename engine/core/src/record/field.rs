@@ -1,0 +1,85 @@
+//! How one field of a record is laid out on the wire (little-endian, fixed size) and what
+//! column type it offers to pipeline expressions.
+
+use super::ColumnType;
+
+/// A fixed-size record field.
+pub trait Field: Copy {
+    const SIZE: usize;
+    const COLUMN: ColumnType;
+    fn put(self, out: &mut Vec<u8>);
+    /// Reads the field from exactly `SIZE` bytes.
+    fn take(bytes: &[u8]) -> Self;
+    /// The value for expressions: integers widen to i64, floats to f64.
+    fn value(self) -> Value;
+}
+
+/// A field's value as expressions see it; strings are interned ids resolved by the caller.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    Int(i64),
+    Float(f64),
+    Str(Sym),
+}
+
+/// An interned string: an index into the string table of the stream it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Sym(pub u32);
+
+macro_rules! int_field {
+    ($($t:ty),*) => {$(
+        impl Field for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            const COLUMN: ColumnType = ColumnType::Int;
+            #[inline]
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            #[inline]
+            fn take(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes.try_into().expect("field width"))
+            }
+            #[inline]
+            fn value(self) -> Value {
+                // u64 ids and addresses above i64::MAX wrap, as they would in any i64 column.
+                Value::Int(self as i64)
+            }
+        }
+    )*};
+}
+
+int_field!(u8, u16, u32, u64, i32);
+
+impl Field for f64 {
+    const SIZE: usize = 8;
+    const COLUMN: ColumnType = ColumnType::Float;
+    #[inline]
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    #[inline]
+    fn take(bytes: &[u8]) -> Self {
+        f64::from_le_bytes(bytes.try_into().expect("field width"))
+    }
+    #[inline]
+    fn value(self) -> Value {
+        Value::Float(self)
+    }
+}
+
+impl Field for Sym {
+    const SIZE: usize = 4;
+    const COLUMN: ColumnType = ColumnType::String;
+    #[inline]
+    fn put(self, out: &mut Vec<u8>) {
+        self.0.put(out);
+    }
+    #[inline]
+    fn take(bytes: &[u8]) -> Self {
+        Sym(u32::take(bytes))
+    }
+    #[inline]
+    fn value(self) -> Value {
+        Value::Str(self)
+    }
+}

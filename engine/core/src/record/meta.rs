@@ -1,0 +1,113 @@
+//! Metadata: what gives records meaning (agents, kernels, counters, processes, threads,
+//! strings). It is small and rare next to records, so it travels as JSON in meta frames
+//! sent before the records that use it.
+
+use serde::{Deserialize, Serialize};
+
+use super::RecordKind;
+use crate::sdk::AgentType;
+
+/// One metadata item of a stream (one process).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Meta {
+    /// Interned strings, numbered consecutively from `first` (see [`super::Sym`]).
+    Strings { first: u32, values: Vec<String> },
+    Process(Process),
+    Agent(Agent),
+    CodeObject(CodeObject),
+    KernelSymbol(KernelSymbol),
+    Counter(CounterInfo),
+    Thread(Thread),
+    Queue(Queue),
+    Stream(Stream),
+    /// Records lost before they reached rocflow (a full buffer under the discard policy).
+    Dropped { kind: RecordKind, count: u64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    pub pid: u32,
+    pub ppid: u32,
+    pub hostname: String,
+    pub command: Vec<String>,
+    pub start_ns: u64,
+    /// MPI rank, when the launcher says.
+    pub rank: Option<u32>,
+}
+
+/// An agent as `rocprofiler_agent_v0_t` describes it (the fields tools use).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    /// rocflow's index of the agent within its process (records refer to agents by it).
+    pub index: u32,
+    /// The SDK's agent handle.
+    pub handle: u64,
+    pub agent_type: AgentType,
+    pub node_id: u32,
+    pub logical_node_id: u32,
+    /// Architecture name, e.g. `gfx942`.
+    pub name: String,
+    pub product_name: String,
+    pub cu_count: u32,
+    pub simd_count: u32,
+    pub xcc_count: u32,
+    pub wave_front_size: u32,
+    pub max_waves_per_simd: u32,
+    pub lds_bytes_per_cu: u32,
+    pub max_engine_clk_mhz: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CodeObject {
+    pub id: u64,
+    pub agent: u32,
+    pub uri: String,
+    pub load_base: u64,
+    pub load_size: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelSymbol {
+    pub kernel_id: u64,
+    pub code_object_id: u64,
+    /// The kernel's (usually mangled) name.
+    pub name: String,
+    pub lds_bytes: u32,
+    pub scratch_bytes: u32,
+    pub arch_vgpr_count: u32,
+    pub sgpr_count: u32,
+    pub kernarg_bytes: u32,
+}
+
+/// A counter an agent collects, with its dimensions (name, size) in the order of
+/// `rocflow_core::sdk::COUNTER_DIMENSIONS` that apply to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterInfo {
+    pub id: u32,
+    pub agent: u32,
+    pub name: String,
+    pub description: String,
+    pub dimensions: Vec<(String, u32)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Thread {
+    pub pid: u32,
+    pub tid: u32,
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Queue {
+    pub id: u64,
+    pub agent: u32,
+    pub pid: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stream {
+    pub id: u64,
+    pub pid: u32,
+    pub name: Option<String>,
+}

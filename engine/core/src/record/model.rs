@@ -1,0 +1,330 @@
+//! The records rocprofiler-sdk delivers, one struct per [`RecordKind`], each with a fixed
+//! little-endian wire layout and named columns for pipeline expressions. One macro defines
+//! all three so they cannot drift apart.
+
+use super::field::{Field, Sym, Value};
+use super::{ColumnType, RecordKind};
+
+/// A record of one kind, encodable to and decodable from its fixed-size wire form.
+pub trait Record: Copy + Send + Sync + 'static {
+    const KIND: RecordKind;
+    /// Encoded size in bytes.
+    const SIZE: usize;
+    /// The stored columns with their types, in wire order.
+    const FIELDS: &'static [(&'static str, ColumnType)];
+    fn encode(&self, out: &mut Vec<u8>);
+    /// Decodes from exactly `SIZE` bytes.
+    fn decode(bytes: &[u8]) -> Self;
+    /// A stored column by name.
+    fn field(&self, name: &str) -> Option<Value>;
+    /// Start of the record's time span (or its instant), for time windows and ordering.
+    fn start_ns(&self) -> u64;
+}
+
+macro_rules! records {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident = $kind:ident, time = $time:ident {
+            $($(#[$fdoc:meta])* $field:ident: $ty:ty,)*
+        }
+    )*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Default)]
+        pub struct $name {
+            $($(#[$fdoc])* pub $field: $ty,)*
+        }
+
+        impl Record for $name {
+            const KIND: RecordKind = RecordKind::$kind;
+            const SIZE: usize = 0 $(+ <$ty as Field>::SIZE)*;
+            const FIELDS: &'static [(&'static str, ColumnType)] =
+                &[$((stringify!($field), <$ty as Field>::COLUMN),)*];
+
+            #[inline]
+            fn encode(&self, out: &mut Vec<u8>) {
+                $(self.$field.put(out);)*
+            }
+
+            #[inline]
+            fn decode(bytes: &[u8]) -> Self {
+                let mut at = 0;
+                $(
+                    let $field = <$ty as Field>::take(&bytes[at..at + <$ty as Field>::SIZE]);
+                    at += <$ty as Field>::SIZE;
+                )*
+                debug_assert_eq!(at, Self::SIZE);
+                $name { $($field,)* }
+            }
+
+            fn field(&self, name: &str) -> Option<Value> {
+                match name {
+                    $(stringify!($field) => Some(self.$field.value()),)*
+                    _ => None,
+                }
+            }
+
+            #[inline]
+            fn start_ns(&self) -> u64 {
+                self.$time
+            }
+        }
+    )*
+
+        /// The stored columns of a kind.
+        pub(super) fn fields(kind: RecordKind) -> &'static [(&'static str, ColumnType)] {
+            match kind {
+                $(RecordKind::$kind => $name::FIELDS,)*
+            }
+        }
+
+        /// The encoded size of one record of a kind.
+        pub fn wire_size(kind: RecordKind) -> usize {
+            match kind {
+                $(RecordKind::$kind => $name::SIZE,)*
+            }
+        }
+
+        /// A batch of records of one kind: what moves between stages.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Batch {
+            $($kind(Vec<$name>),)*
+        }
+
+        impl Batch {
+            pub fn kind(&self) -> RecordKind {
+                match self {
+                    $(Batch::$kind(_) => RecordKind::$kind,)*
+                }
+            }
+
+            pub fn len(&self) -> usize {
+                match self {
+                    $(Batch::$kind(records) => records.len(),)*
+                }
+            }
+
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+
+            /// An empty batch of a kind with room for `capacity` records.
+            pub fn with_capacity(kind: RecordKind, capacity: usize) -> Batch {
+                match kind {
+                    $(RecordKind::$kind => Batch::$kind(Vec::with_capacity(capacity)),)*
+                }
+            }
+
+            /// Appends the wire form of every record.
+            pub fn encode(&self, out: &mut Vec<u8>) {
+                match self {
+                    $(Batch::$kind(records) => {
+                        out.reserve(records.len() * $name::SIZE);
+                        records.iter().for_each(|r| r.encode(out));
+                    })*
+                }
+            }
+
+            /// Decodes a payload of whole records of `kind`; `None` if the length is not a
+            /// multiple of the record size.
+            pub fn decode(kind: RecordKind, payload: &[u8]) -> Option<Batch> {
+                match kind {
+                    $(RecordKind::$kind => decode_all::<$name>(payload).map(Batch::$kind),)*
+                }
+            }
+
+            /// Keeps the records for which `keep(index)` is true.
+            pub fn retain_indexed(&mut self, mut keep: impl FnMut(usize) -> bool) {
+                match self {
+                    $(Batch::$kind(records) => {
+                        let mut i = 0;
+                        records.retain(|_| { let k = keep(i); i += 1; k });
+                    })*
+                }
+            }
+        }
+
+    };
+}
+
+fn decode_all<R: Record>(payload: &[u8]) -> Option<Vec<R>> {
+    if payload.len() % R::SIZE != 0 {
+        return None;
+    }
+    Some(payload.chunks_exact(R::SIZE).map(R::decode).collect())
+}
+
+records! {
+    /// A kernel dispatch, from enqueue to completion on a device queue.
+    KernelDispatch = KernelDispatch, time = start_ns {
+        pid: u32,
+        tid: u32,
+        agent: u32,
+        queue: u64,
+        dispatch_id: u64,
+        kernel_id: u64,
+        start_ns: u64,
+        end_ns: u64,
+        /// The internal correlation id, shared with the API call that launched it.
+        correlation_id: u64,
+        /// The external correlation id (set by the application or a marker range).
+        external_id: u64,
+        grid_x: u32,
+        grid_y: u32,
+        grid_z: u32,
+        workgroup_x: u32,
+        workgroup_y: u32,
+        workgroup_z: u32,
+        lds_bytes: u32,
+        scratch_bytes: u32,
+        vgpr_count: u32,
+        sgpr_count: u32,
+    }
+
+    /// An asynchronous memory copy between agents.
+    MemoryCopy = MemoryCopy, time = start_ns {
+        pid: u32,
+        tid: u32,
+        src_agent: u32,
+        dst_agent: u32,
+        start_ns: u64,
+        end_ns: u64,
+        correlation_id: u64,
+        external_id: u64,
+        bytes: u64,
+        /// `rocprofiler_memory_copy_operation_t`: the copy's direction.
+        operation_id: u8,
+    }
+
+    /// A memory allocation or free.
+    MemoryAllocation = MemoryAllocation, time = start_ns {
+        pid: u32,
+        tid: u32,
+        agent: u32,
+        start_ns: u64,
+        end_ns: u64,
+        correlation_id: u64,
+        external_id: u64,
+        address: u64,
+        bytes: u64,
+        /// `rocprofiler_memory_allocation_operation_t`.
+        operation_id: u8,
+    }
+
+    /// Scratch memory allocated, freed or reclaimed for a queue.
+    ScratchMemory = ScratchMemory, time = start_ns {
+        pid: u32,
+        tid: u32,
+        agent: u32,
+        queue: u64,
+        start_ns: u64,
+        end_ns: u64,
+        correlation_id: u64,
+        external_id: u64,
+        bytes: u64,
+        flags: u32,
+        /// `rocprofiler_scratch_memory_operation_t`.
+        operation_id: u8,
+    }
+
+    /// A host API call of a traced API domain (HIP, HSA, RCCL, OMPT, rocDecode, rocJPEG).
+    ApiCall = Api, time = start_ns {
+        pid: u32,
+        tid: u32,
+        start_ns: u64,
+        end_ns: u64,
+        correlation_id: u64,
+        external_id: u64,
+        /// The domain's `rocprofiler_buffer_tracing_kind_t` value.
+        domain_id: u8,
+        /// The operation id within the domain.
+        operation_id: i32,
+    }
+
+    /// A ROCTx marker call: a range, a mark, a name or a profiler control.
+    Marker = Marker, time = start_ns {
+        pid: u32,
+        tid: u32,
+        start_ns: u64,
+        end_ns: u64,
+        correlation_id: u64,
+        external_id: u64,
+        domain_id: u8,
+        operation_id: i32,
+        message: Sym,
+    }
+
+    /// One counter value of one dispatch at one dimension coordinate.
+    CounterSample = CounterSample, time = timestamp_ns {
+        pid: u32,
+        agent: u32,
+        dispatch_id: u64,
+        kernel_id: u64,
+        timestamp_ns: u64,
+        counter_id: u32,
+        /// Coordinates per dimension, in `rocflow_core::sdk::COUNTER_DIMENSIONS` order.
+        xcc: u16,
+        aid: u16,
+        shader_engine: u16,
+        agent_index: u16,
+        shader_array: u16,
+        wgp: u16,
+        instance: u16,
+        value: f64,
+    }
+
+    /// A sampled program counter (host-trap or stochastic).
+    PcSample = PcSample, time = timestamp_ns {
+        pid: u32,
+        agent: u32,
+        timestamp_ns: u64,
+        dispatch_id: u64,
+        correlation_id: u64,
+        pc: u64,
+        code_object_id: u64,
+        code_object_offset: u64,
+        exec_mask: u64,
+        wave_id: u32,
+        hw_id: u32,
+        chiplet: u8,
+        /// `rocprofiler_pc_sampling_method_t`.
+        method: u8,
+        /// `rocprofiler_pc_sampling_instruction_type_t` (stochastic only).
+        instruction_type: u8,
+        /// `rocprofiler_pc_sampling_instruction_not_issued_reason_t` (stochastic only).
+        stall_reason: u8,
+    }
+
+    /// A KFD event: page migration or fault, queue eviction, unmap, dropped events.
+    KfdEvent = KfdEvent, time = timestamp_ns {
+        pid: u32,
+        agent: u32,
+        timestamp_ns: u64,
+        address: u64,
+        domain_id: u8,
+        operation_id: i32,
+    }
+
+    /// A HIP stream created, destroyed or made current.
+    HipStream = HipStream, time = start_ns {
+        pid: u32,
+        tid: u32,
+        start_ns: u64,
+        end_ns: u64,
+        correlation_id: u64,
+        external_id: u64,
+        stream: u64,
+        operation_id: u8,
+    }
+
+    /// A runtime library (HSA, HIP, RCCL, …) finished initializing.
+    RuntimeInitialization = RuntimeInitialization, time = start_ns {
+        pid: u32,
+        tid: u32,
+        start_ns: u64,
+        end_ns: u64,
+        correlation_id: u64,
+        external_id: u64,
+        version: u64,
+        operation_id: u8,
+    }
+}

@@ -1,0 +1,201 @@
+//! The framed binary format records travel in, on the tool's socket and in the raw spool.
+//!
+//! A stream starts with an 8-byte header (`RFRAW`, a zero byte, the format version as a
+//! little-endian u16). Then frames follow, each a 12-byte header and a payload:
+//!
+//! | bytes | field |
+//! | --- | --- |
+//! | 1 | tag: 0 = metadata (JSON array of [`Meta`]), 1 + [`RecordKind`] index = records |
+//! | 1 | reserved, 0 |
+//! | 2 | stream: which process the frame belongs to (the runner numbers connections) |
+//! | 4 | payload length |
+//! | 4 | CRC-32 of the payload |
+//!
+//! Record payloads are whole records back to back in their fixed layout. A reader checks
+//! every checksum, and tells a truncated last frame (a crash mid-write) from corruption.
+
+use std::io::{self, Read};
+
+use crate::record::{Batch, Meta, RecordKind, wire_size};
+
+pub const MAGIC: &[u8; 6] = b"RFRAW\0";
+pub const VERSION: u16 = 1;
+pub const STREAM_HEADER: usize = 8;
+pub const FRAME_HEADER: usize = 12;
+/// No frame is larger; a header claiming more is corrupt.
+pub const MAX_PAYLOAD: usize = 256 << 20;
+
+const META_TAG: u8 = 0;
+
+/// The bytes that start every stream.
+pub fn stream_header() -> [u8; STREAM_HEADER] {
+    let mut header = [0; STREAM_HEADER];
+    header[..6].copy_from_slice(MAGIC);
+    header[6..].copy_from_slice(&VERSION.to_le_bytes());
+    header
+}
+
+/// Checks a stream header; the error says what the bytes are instead.
+pub fn check_stream_header(header: &[u8]) -> Result<(), WireError> {
+    if header.len() < STREAM_HEADER || &header[..6] != MAGIC {
+        return Err(WireError::NotASpool);
+    }
+    let version = u16::from_le_bytes([header[6], header[7]]);
+    if version != VERSION {
+        return Err(WireError::Version(version));
+    }
+    Ok(())
+}
+
+/// Appends a records frame for `batch` to `out`.
+pub fn encode_records(stream: u16, batch: &Batch, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER]);
+    batch.encode(out);
+    finish_frame(out, start, 1 + batch.kind() as u8, stream);
+}
+
+/// Appends a metadata frame to `out`.
+pub fn encode_meta(stream: u16, items: &[Meta], out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER]);
+    serde_json::to_writer(&mut *out, items).expect("metadata serializes to a Vec");
+    finish_frame(out, start, META_TAG, stream);
+}
+
+fn finish_frame(out: &mut [u8], start: usize, tag: u8, stream: u16) {
+    let payload = &out[start + FRAME_HEADER..];
+    let len = u32::try_from(payload.len()).expect("frames stay below 4 GiB");
+    let crc = crc32fast::hash(payload);
+    let header = &mut out[start..start + FRAME_HEADER];
+    header[0] = tag;
+    header[1] = 0;
+    header[2..4].copy_from_slice(&stream.to_le_bytes());
+    header[4..8].copy_from_slice(&len.to_le_bytes());
+    header[8..12].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// A decoded frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub stream: u16,
+    pub payload: Payload,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Payload {
+    Meta(Vec<Meta>),
+    Records(Batch),
+}
+
+/// What can be wrong with a stream of frames.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("not a rocflow spool (it does not start with RFRAW)")]
+    NotASpool,
+    #[error("spool format version {0} is not supported (this rocflow reads version {VERSION})")]
+    Version(u16),
+    #[error("frame at byte {offset} is cut short: {missing} of its bytes are missing")]
+    Truncated { offset: u64, missing: usize },
+    #[error("frame at byte {offset} is corrupt: {reason}")]
+    Corrupt { offset: u64, reason: String },
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// Reads frames one at a time from a byte stream (a spool file or a socket), reusing one
+/// buffer, so memory stays flat however long the stream.
+pub struct FrameReader<R> {
+    input: R,
+    /// Offset of the next frame from the start of the stream.
+    offset: u64,
+    buffer: Vec<u8>,
+}
+
+impl<R: Read> FrameReader<R> {
+    /// Reads and checks the stream header.
+    pub fn new(mut input: R) -> Result<Self, WireError> {
+        let mut header = [0; STREAM_HEADER];
+        let got = read_full(&mut input, &mut header)?;
+        check_stream_header(&header[..got])?;
+        Ok(FrameReader {
+            input,
+            offset: STREAM_HEADER as u64,
+            buffer: Vec::new(),
+        })
+    }
+
+    /// Offset of the next frame.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The next frame, `None` at a clean end of the stream.
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, WireError> {
+        let offset = self.offset;
+        let mut header = [0; FRAME_HEADER];
+        match read_full(&mut self.input, &mut header)? {
+            0 => return Ok(None),
+            n if n < FRAME_HEADER => {
+                return Err(WireError::Truncated {
+                    offset,
+                    missing: FRAME_HEADER - n,
+                });
+            }
+            _ => {}
+        }
+        let corrupt = |reason: String| WireError::Corrupt { offset, reason };
+        let tag = header[0];
+        let stream = u16::from_le_bytes([header[2], header[3]]);
+        let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
+        let crc = u32::from_le_bytes(header[8..12].try_into().unwrap());
+        if len > MAX_PAYLOAD {
+            return Err(corrupt(format!("it claims {len} bytes")));
+        }
+        self.buffer.resize(len, 0);
+        let got = read_full(&mut self.input, &mut self.buffer)?;
+        if got < len {
+            return Err(WireError::Truncated {
+                offset,
+                missing: len - got,
+            });
+        }
+        if crc32fast::hash(&self.buffer) != crc {
+            return Err(corrupt("checksum mismatch".into()));
+        }
+        let payload = if tag == META_TAG {
+            let items = serde_json::from_slice(&self.buffer)
+                .map_err(|e| corrupt(format!("bad metadata: {e}")))?;
+            Payload::Meta(items)
+        } else {
+            let kind = usize::from(tag - 1);
+            let kind = *RecordKind::ALL
+                .get(kind)
+                .ok_or_else(|| corrupt(format!("unknown frame tag {tag}")))?;
+            let batch = Batch::decode(kind, &self.buffer).ok_or_else(|| {
+                corrupt(format!(
+                    "{len} bytes is not a whole number of {} records ({} bytes each)",
+                    kind.name(),
+                    wire_size(kind)
+                ))
+            })?;
+            Payload::Records(batch)
+        };
+        self.offset += (FRAME_HEADER + len) as u64;
+        Ok(Some(Frame { stream, payload }))
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns how many bytes were read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}

@@ -1,0 +1,145 @@
+//! Frames through a real spool file: round trips, and damaged files read up to the damage.
+
+use rocflow_core::record::{
+    ApiCall, Batch, CounterSample, KernelDispatch, KernelSymbol, Marker, Meta, MemoryCopy, Sym,
+};
+use rocflow_core::spool::{Ending, SpoolReader, SpoolWriter};
+use rocflow_core::wire::{self, Frame, Payload, WireError};
+
+fn frames() -> Vec<Frame> {
+    let dispatches = (0..1000u64)
+        .map(|i| KernelDispatch {
+            pid: 42,
+            tid: 43,
+            dispatch_id: i,
+            kernel_id: i % 7,
+            start_ns: 1_000 + i * 100,
+            end_ns: 1_050 + i * 100,
+            correlation_id: i + 1,
+            grid_x: 1024,
+            workgroup_x: 256,
+            vgpr_count: 64,
+            ..Default::default()
+        })
+        .collect();
+    let copies = vec![MemoryCopy { bytes: 1 << 30, operation_id: 2, start_ns: 5, end_ns: 9, ..Default::default() }];
+    let api = vec![ApiCall { domain_id: 5, operation_id: 31, start_ns: 1, end_ns: 2, ..Default::default() }];
+    let markers = vec![Marker { message: Sym(0), ..Default::default() }];
+    let counters = vec![CounterSample { counter_id: 3, xcc: 7, value: 2.5, ..Default::default() }];
+    let meta = vec![
+        Meta::Strings { first: 0, values: vec!["iteration 1".into()] },
+        Meta::KernelSymbol(KernelSymbol {
+            kernel_id: 0,
+            code_object_id: 1,
+            name: "_Z4gemmPfS_S_i".into(),
+            lds_bytes: 0,
+            scratch_bytes: 0,
+            arch_vgpr_count: 64,
+            sgpr_count: 32,
+            kernarg_bytes: 32,
+        }),
+    ];
+    vec![
+        Frame { stream: 0, payload: Payload::Meta(meta) },
+        Frame { stream: 0, payload: Payload::Records(Batch::KernelDispatch(dispatches)) },
+        Frame { stream: 1, payload: Payload::Records(Batch::MemoryCopy(copies)) },
+        Frame { stream: 1, payload: Payload::Records(Batch::Api(api)) },
+        Frame { stream: 0, payload: Payload::Records(Batch::Marker(markers)) },
+        Frame { stream: 0, payload: Payload::Records(Batch::CounterSample(counters)) },
+    ]
+}
+
+fn encode(frames: &[Frame]) -> (Vec<u8>, Vec<u64>) {
+    let mut bytes = Vec::new();
+    let mut offsets = Vec::new();
+    for frame in frames {
+        offsets.push((wire::STREAM_HEADER + bytes.len()) as u64);
+        match &frame.payload {
+            Payload::Meta(items) => wire::encode_meta(frame.stream, items, &mut bytes),
+            Payload::Records(batch) => wire::encode_records(frame.stream, batch, &mut bytes),
+        }
+    }
+    (bytes, offsets)
+}
+
+fn write_spool(dir: &tempfile::TempDir, bytes: &[u8]) -> std::path::PathBuf {
+    let path = dir.path().join("run.rfraw");
+    let mut writer = SpoolWriter::create(&path).unwrap();
+    writer.write(bytes).unwrap();
+    writer.finish().unwrap();
+    path
+}
+
+fn read_all(path: &std::path::Path) -> (Vec<Frame>, Ending) {
+    let mut reader = SpoolReader::open(path).unwrap();
+    let frames = reader.by_ref().map(Result::unwrap).collect();
+    (frames, reader.ending().cloned().unwrap())
+}
+
+#[test]
+fn frames_round_trip_through_a_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = frames();
+    let path = write_spool(&dir, &encode(&original).0);
+    let (read, ending) = read_all(&path);
+    assert_eq!(ending, Ending::Complete);
+    assert_eq!(read, original);
+}
+
+#[test]
+fn a_truncated_last_frame_is_dropped_and_the_prefix_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = frames();
+    let (bytes, offsets) = encode(&original);
+    let last = offsets[5] as usize - wire::STREAM_HEADER;
+    // Cut inside the last payload (one byte short), then inside its header (5 of 12 bytes).
+    for (cut, missing) in [(bytes.len() - 1, 1), (last + 5, wire::FRAME_HEADER - 5)] {
+        let path = write_spool(&dir, &bytes[..cut]);
+        let (read, ending) = read_all(&path);
+        assert_eq!(read, original[..5]);
+        assert_eq!(ending, Ending::Truncated { offset: offsets[5], missing });
+    }
+}
+
+#[test]
+fn a_corrupt_frame_ends_the_valid_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = frames();
+    let (mut bytes, offsets) = encode(&original);
+    // Flip one bit inside the kernel dispatch payload.
+    let inside = offsets[1] as usize - wire::STREAM_HEADER + wire::FRAME_HEADER + 100;
+    bytes[inside] ^= 0x10;
+    let path = write_spool(&dir, &bytes);
+    let (read, ending) = read_all(&path);
+    assert_eq!(read, original[..1]);
+    assert_eq!(ending, Ending::Corrupt { offset: offsets[1], reason: "checksum mismatch".into() });
+    assert!(ending.warning().unwrap().contains(&format!("corrupt at byte {}", offsets[1])));
+}
+
+#[test]
+fn other_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.json");
+    std::fs::write(&path, b"{\"traceEvents\": []}").unwrap();
+    assert!(matches!(SpoolReader::open(&path), Err(WireError::NotASpool)));
+    let mut future = wire::stream_header().to_vec();
+    future[6] = 9;
+    std::fs::write(&path, future).unwrap();
+    assert!(matches!(SpoolReader::open(&path), Err(WireError::Version(9))));
+}
+
+#[test]
+fn record_sizes_are_what_is_written() {
+    use rocflow_core::record::{Record, RecordKind, wire_size};
+    for &kind in RecordKind::ALL {
+        let mut out = Vec::new();
+        let batch = Batch::with_capacity(kind, 0);
+        batch.encode(&mut out);
+        assert!(out.is_empty());
+        assert!(wire_size(kind) > 0);
+    }
+    let mut out = Vec::new();
+    KernelDispatch::default().encode(&mut out);
+    assert_eq!(out.len(), KernelDispatch::SIZE);
+    assert_eq!(KernelDispatch::SIZE, 12 + 8 * 7 + 4 * 10);
+}
