@@ -3,10 +3,14 @@
 //! A pipeline file is parsed, merged with its templates, validated and compiled into a
 //! [`plan::Plan`], the single artefact every later stage reads.
 
+pub mod catalog;
+pub mod chunk;
 pub mod cli;
+pub mod column;
 pub mod diag;
 pub mod error;
 pub mod pipeline;
 pub mod plan;
+pub mod transform;
 
 pub use rocflow_core::{record, sdk};

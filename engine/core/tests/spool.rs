@@ -1,7 +1,7 @@
 //! Frames through a real spool file: round trips, and damaged files read up to the damage.
 
 use rocflow_core::record::{
-    ApiCall, Batch, CounterSample, KernelDispatch, KernelSymbol, Marker, Meta, MemoryCopy, Sym,
+    ApiCall, Batch, CounterSample, KernelDispatch, KernelSymbol, Marker, MemoryCopy, Meta, Sym,
 };
 use rocflow_core::spool::{Ending, SpoolReader, SpoolWriter};
 use rocflow_core::wire::{self, Frame, Payload, WireError};
@@ -22,12 +22,35 @@ fn frames() -> Vec<Frame> {
             ..Default::default()
         })
         .collect();
-    let copies = vec![MemoryCopy { bytes: 1 << 30, operation_id: 2, start_ns: 5, end_ns: 9, ..Default::default() }];
-    let api = vec![ApiCall { domain_id: 5, operation_id: 31, start_ns: 1, end_ns: 2, ..Default::default() }];
-    let markers = vec![Marker { message: Sym(0), ..Default::default() }];
-    let counters = vec![CounterSample { counter_id: 3, xcc: 7, value: 2.5, ..Default::default() }];
+    let copies = vec![MemoryCopy {
+        bytes: 1 << 30,
+        operation_id: 2,
+        start_ns: 5,
+        end_ns: 9,
+        ..Default::default()
+    }];
+    let api = vec![ApiCall {
+        domain_id: 5,
+        operation_id: 31,
+        start_ns: 1,
+        end_ns: 2,
+        ..Default::default()
+    }];
+    let markers = vec![Marker {
+        message: Sym(0),
+        ..Default::default()
+    }];
+    let counters = vec![CounterSample {
+        counter_id: 3,
+        xcc: 7,
+        value: 2.5,
+        ..Default::default()
+    }];
     let meta = vec![
-        Meta::Strings { first: 0, values: vec!["iteration 1".into()] },
+        Meta::Strings {
+            first: 0,
+            values: vec!["iteration 1".into()],
+        },
         Meta::KernelSymbol(KernelSymbol {
             kernel_id: 0,
             code_object_id: 1,
@@ -40,12 +63,30 @@ fn frames() -> Vec<Frame> {
         }),
     ];
     vec![
-        Frame { stream: 0, payload: Payload::Meta(meta) },
-        Frame { stream: 0, payload: Payload::Records(Batch::KernelDispatch(dispatches)) },
-        Frame { stream: 1, payload: Payload::Records(Batch::MemoryCopy(copies)) },
-        Frame { stream: 1, payload: Payload::Records(Batch::Api(api)) },
-        Frame { stream: 0, payload: Payload::Records(Batch::Marker(markers)) },
-        Frame { stream: 0, payload: Payload::Records(Batch::CounterSample(counters)) },
+        Frame {
+            stream: 0,
+            payload: Payload::Meta(meta),
+        },
+        Frame {
+            stream: 0,
+            payload: Payload::Records(Batch::KernelDispatch(dispatches)),
+        },
+        Frame {
+            stream: 1,
+            payload: Payload::Records(Batch::MemoryCopy(copies)),
+        },
+        Frame {
+            stream: 1,
+            payload: Payload::Records(Batch::Api(api)),
+        },
+        Frame {
+            stream: 0,
+            payload: Payload::Records(Batch::Marker(markers)),
+        },
+        Frame {
+            stream: 0,
+            payload: Payload::Records(Batch::CounterSample(counters)),
+        },
     ]
 }
 
@@ -97,7 +138,13 @@ fn a_truncated_last_frame_is_dropped_and_the_prefix_kept() {
         let path = write_spool(&dir, &bytes[..cut]);
         let (read, ending) = read_all(&path);
         assert_eq!(read, original[..5]);
-        assert_eq!(ending, Ending::Truncated { offset: offsets[5], missing });
+        assert_eq!(
+            ending,
+            Ending::Truncated {
+                offset: offsets[5],
+                missing
+            }
+        );
     }
 }
 
@@ -112,8 +159,19 @@ fn a_corrupt_frame_ends_the_valid_prefix() {
     let path = write_spool(&dir, &bytes);
     let (read, ending) = read_all(&path);
     assert_eq!(read, original[..1]);
-    assert_eq!(ending, Ending::Corrupt { offset: offsets[1], reason: "checksum mismatch".into() });
-    assert!(ending.warning().unwrap().contains(&format!("corrupt at byte {}", offsets[1])));
+    assert_eq!(
+        ending,
+        Ending::Corrupt {
+            offset: offsets[1],
+            reason: "checksum mismatch".into()
+        }
+    );
+    assert!(
+        ending
+            .warning()
+            .unwrap()
+            .contains(&format!("corrupt at byte {}", offsets[1]))
+    );
 }
 
 #[test]
@@ -121,11 +179,17 @@ fn other_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.json");
     std::fs::write(&path, b"{\"traceEvents\": []}").unwrap();
-    assert!(matches!(SpoolReader::open(&path), Err(WireError::NotASpool)));
+    assert!(matches!(
+        SpoolReader::open(&path),
+        Err(WireError::NotASpool)
+    ));
     let mut future = wire::stream_header().to_vec();
     future[6] = 9;
     std::fs::write(&path, future).unwrap();
-    assert!(matches!(SpoolReader::open(&path), Err(WireError::Version(9))));
+    assert!(matches!(
+        SpoolReader::open(&path),
+        Err(WireError::Version(9))
+    ));
 }
 
 #[test]

@@ -10,9 +10,9 @@ use regex::Regex;
 
 use crate::diag::{Diagnostic, Span, did_you_mean};
 use crate::plan::{
-    AgentSelector, BufferPlan, ContextPlan, CounterPlan, Metric, MetricOp,
-    PcSamplingPlan, Plan, PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph, StartPlan,
-    TracingPlan, TransformOpPlan, TransformPlan,
+    AgentSelector, BufferPlan, ContextPlan, CounterPlan, Metric, MetricOp, PcSamplingPlan, Plan,
+    PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph, StartPlan, TracingPlan,
+    TransformOpPlan, TransformPlan,
 };
 use crate::record::{ColumnType, RecordKind};
 use crate::sdk::{AgentType, COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
@@ -730,20 +730,7 @@ impl<'a> Compiler<'a> {
                             );
                         }
                     }
-                    let without: Vec<&str> = kinds
-                        .iter()
-                        .filter(|k| k.column("kernel_name").is_none())
-                        .map(|k| k.name())
-                        .collect();
-                    if !without.is_empty() {
-                        self.error(
-                            path!["transform", t, "kind"],
-                            format!("{} records have no kernel name", without.join(", ")),
-                        )
-                        .hint = Some(
-                            "add `records = [\"kernel_dispatch\", \"counter_sample\"]`".into(),
-                        );
-                    }
+                    self.require_kernel_names(t, &kinds);
                     TransformOpPlan::KernelName {
                         demangle: *demangle,
                         truncate: *truncate,
@@ -751,6 +738,35 @@ impl<'a> Compiler<'a> {
                             .iter()
                             .map(|r| (r.pattern.clone(), r.replacement.clone()))
                             .collect(),
+                    }
+                }
+                TransformOp::KernelFilter {
+                    include,
+                    exclude,
+                    iterations,
+                } => {
+                    for (key, pattern) in [("include", include), ("exclude", exclude)] {
+                        if let Some(Err(err)) = pattern.as_deref().map(Regex::new) {
+                            self.error(
+                                path!["transform", t, key],
+                                format!("invalid kernel regex: {}", last_line(&err.to_string())),
+                            );
+                        }
+                    }
+                    let iterations = iterations.as_ref().and_then(|text| {
+                        IterationRanges::parse(text)
+                            .map_err(|message| {
+                                self.error(path!["transform", t, "iterations"], message)
+                                    .hint =
+                                    Some("write ranges like \"[1-10],[20]\" or \"[5-]\"".into());
+                            })
+                            .ok()
+                    });
+                    self.require_kernel_names(t, &kinds);
+                    TransformOpPlan::KernelFilter {
+                        include: include.clone(),
+                        exclude: exclude.clone(),
+                        iterations,
                     }
                 }
                 TransformOp::TimeWindow { start, end } => {
@@ -841,6 +857,22 @@ impl<'a> Compiler<'a> {
             });
         }
         plans
+    }
+
+    /// Kernel-name transforms need records that name a kernel.
+    fn require_kernel_names(&mut self, t: usize, kinds: &[RecordKind]) {
+        let without: Vec<&str> = kinds
+            .iter()
+            .filter(|k| k.column("kernel_name").is_none())
+            .map(|k| k.name())
+            .collect();
+        if !without.is_empty() {
+            self.error(
+                path!["transform", t, "kind"],
+                format!("{} records have no kernel name", without.join(", ")),
+            )
+            .hint = Some("add `records = [\"kernel_dispatch\", \"counter_sample\"]`".into());
+        }
     }
 
     /// Parses an evalexpr expression; returns the variables it reads, each with its byte

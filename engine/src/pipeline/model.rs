@@ -190,6 +190,11 @@ pub enum TransformOp {
         #[serde(default)]
         rename: Vec<Rename>,
     },
+    KernelFilter {
+        include: Option<String>,
+        exclude: Option<String>,
+        iterations: Option<String>,
+    },
     TimeWindow {
         start: Option<Quantity>,
         end: Option<Quantity>,
@@ -233,6 +238,8 @@ pub enum SinkKind {
     Parquet,
     Rocpd,
     Otf2,
+    /// One CSV file per record kind in a directory: simple, and readable by anything.
+    Csv,
 }
 
 #[derive(Debug, Deserialize)]

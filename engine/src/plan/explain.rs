@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::pipeline::model::PostStep;
-use crate::sdk::Domain;
+use crate::pipeline::units::IterationRanges;
 
 use super::{AgentSelector, ContextPlan, Plan, StartPlan, TransformOpPlan};
 
@@ -119,7 +119,7 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
                     let names: Vec<&str> = ids
                         .iter()
                         .take(SHOWN)
-                        .filter_map(|id| operation_name(t.domain, *id))
+                        .filter_map(|id| t.domain.operation_name(*id))
                         .collect();
                     let more = if ids.len() > SHOWN { ", …" } else { "" };
                     format!(
@@ -174,16 +174,7 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
             let _ = writeln!(out, "        kernels not matching /{exclude}/");
         }
         if let Some(iterations) = &k.iterations {
-            let ranges: Vec<String> = iterations
-                .0
-                .iter()
-                .map(|r| match r.last {
-                    Some(last) if last == r.first => format!("[{}]", r.first),
-                    Some(last) => format!("[{}-{last}]", r.first),
-                    None => format!("[{}-]", r.first),
-                })
-                .collect();
-            let _ = writeln!(out, "        iterations {}", ranges.join(","));
+            let _ = writeln!(out, "        iterations {}", ranges(iterations));
         }
         if let Some(definitions) = &k.definitions {
             let _ = writeln!(out, "        checked against {definitions}");
@@ -202,6 +193,19 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
     if c.serialize {
         let _ = writeln!(out, "      kernels serialized (one dispatch at a time)");
     }
+}
+
+fn ranges(iterations: &IterationRanges) -> String {
+    iterations
+        .0
+        .iter()
+        .map(|r| match r.last {
+            Some(last) if last == r.first => format!("[{}]", r.first),
+            Some(last) => format!("[{}-{last}]", r.first),
+            None => format!("[{}-]", r.first),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn describe_start(s: &StartPlan) -> String {
@@ -244,6 +248,21 @@ fn describe_transform(op: &TransformOpPlan) -> String {
                 parts.push(format!("truncate to {n} chars"));
             }
             format!("kernel names: {}", list_or(&parts, "unchanged"))
+        }
+        TransformOpPlan::KernelFilter {
+            include,
+            exclude,
+            iterations,
+        } => {
+            let mut parts = Vec::new();
+            parts.extend(include.as_ref().map(|r| format!("kernels matching /{r}/")));
+            parts.extend(exclude.as_ref().map(|r| format!("not matching /{r}/")));
+            parts.extend(
+                iterations
+                    .as_ref()
+                    .map(|i| format!("iterations {}", ranges(i))),
+            );
+            format!("keep {}", list_or(&parts, "every kernel"))
         }
         TransformOpPlan::TimeWindow { start_ns, end_ns } => format!(
             "keep records from {} to {}",
@@ -291,14 +310,6 @@ fn describe_post(step: &PostStep) -> String {
         PostStep::Report { path, .. } => format!("HTML report -> {path}"),
         PostStep::Command { argv, .. } => format!("run {argv:?}"),
     }
-}
-
-/// The name of an operation id (the SDK's tables are sorted by id).
-fn operation_name(domain: Domain, id: i32) -> Option<&'static str> {
-    let ops = domain.operations();
-    ops.binary_search_by_key(&id, |(i, _)| *i)
-        .ok()
-        .map(|i| ops[i].1)
 }
 
 fn agents(selectors: &[AgentSelector], default: &str) -> String {

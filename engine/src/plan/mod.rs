@@ -170,6 +170,12 @@ pub enum TransformOpPlan {
         truncate: Option<u32>,
         rename: Vec<(String, String)>,
     },
+    KernelFilter {
+        include: Option<String>,
+        exclude: Option<String>,
+        iterations: Option<IterationRanges>,
+    },
+    /// Times are relative to the run's first record.
     TimeWindow {
         start_ns: u64,
         end_ns: Option<u64>,

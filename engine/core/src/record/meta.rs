@@ -12,7 +12,10 @@ use crate::sdk::AgentType;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Meta {
     /// Interned strings, numbered consecutively from `first` (see [`super::Sym`]).
-    Strings { first: u32, values: Vec<String> },
+    Strings {
+        first: u32,
+        values: Vec<String>,
+    },
     Process(Process),
     Agent(Agent),
     CodeObject(CodeObject),
@@ -22,7 +25,14 @@ pub enum Meta {
     Queue(Queue),
     Stream(Stream),
     /// Records lost before they reached rocflow (a full buffer under the discard policy).
-    Dropped { kind: RecordKind, count: u64 },
+    Dropped {
+        kind: RecordKind,
+        count: u64,
+    },
+    /// The compiled plan the run was recorded with (JSON), so a replay can reuse it.
+    Plan {
+        json: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -93,6 +93,19 @@ impl Domain {
     pub fn names() -> impl Iterator<Item = &'static str> {
         Domain::ALL.iter().map(|d| d.name())
     }
+
+    /// The domain whose `ROCPROFILER_BUFFER_TRACING_*` value is `value`.
+    pub fn from_sdk_value(value: i32) -> Option<Domain> {
+        Domain::ALL.iter().copied().find(|d| d.sdk_value() == value)
+    }
+
+    /// The name of operation `id` (the tables are sorted by id).
+    pub fn operation_name(self, id: i32) -> Option<&'static str> {
+        let ops = self.operations();
+        ops.binary_search_by_key(&id, |(i, _)| *i)
+            .ok()
+            .map(|i| ops[i].1)
+    }
 }
 
 /// `rocprofiler_buffer_policy_t`: what a full buffer does with new records.

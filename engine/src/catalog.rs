@@ -1,0 +1,108 @@
+//! The metadata of a run, per stream (one stream per process): strings, agents, kernels,
+//! counters, processes, threads. Records refer to it by id; it only grows, and a record
+//! never refers to metadata sent after it, so readers see all they need.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::record::{
+    Agent, CodeObject, CounterInfo, KernelSymbol, Meta, Process, Queue, RecordKind, Stream, Sym,
+    Thread,
+};
+
+/// All streams' metadata.
+#[derive(Debug, Default, Clone)]
+pub struct Catalog {
+    streams: Vec<StreamMeta>,
+    /// The plan the run was recorded with (JSON), if the spool holds one.
+    pub plan: Option<String>,
+}
+
+/// One process's metadata.
+#[derive(Debug, Default, Clone)]
+pub struct StreamMeta {
+    pub strings: Vec<String>,
+    pub process: Option<Process>,
+    pub agents: Vec<Agent>,
+    pub code_objects: HashMap<u64, CodeObject>,
+    pub kernels: HashMap<u64, KernelSymbol>,
+    pub counters: HashMap<u32, CounterInfo>,
+    pub threads: Vec<Thread>,
+    pub queues: Vec<Queue>,
+    pub hip_streams: Vec<Stream>,
+    /// Records the tool reported lost, per kind.
+    pub dropped: BTreeMap<RecordKind, u64>,
+}
+
+const UNKNOWN: &str = "<unknown>";
+
+impl Catalog {
+    /// Adds metadata items of `stream`.
+    pub fn apply(&mut self, stream: u16, items: Vec<Meta>) {
+        let index = usize::from(stream);
+        if self.streams.len() <= index {
+            self.streams.resize_with(index + 1, StreamMeta::default);
+        }
+        let meta = &mut self.streams[index];
+        for item in items {
+            match item {
+                Meta::Strings { first, values } => {
+                    let first = first as usize;
+                    if meta.strings.len() < first {
+                        meta.strings.resize(first, String::new());
+                    }
+                    meta.strings.truncate(first);
+                    meta.strings.extend(values);
+                }
+                Meta::Process(p) => meta.process = Some(p),
+                Meta::Agent(a) => meta.agents.push(a),
+                Meta::CodeObject(c) => {
+                    meta.code_objects.insert(c.id, c);
+                }
+                Meta::KernelSymbol(k) => {
+                    meta.kernels.insert(k.kernel_id, k);
+                }
+                Meta::Counter(c) => {
+                    meta.counters.insert(c.id, c);
+                }
+                Meta::Thread(t) => meta.threads.push(t),
+                Meta::Queue(q) => meta.queues.push(q),
+                Meta::Stream(s) => meta.hip_streams.push(s),
+                Meta::Dropped { kind, count } => *meta.dropped.entry(kind).or_default() += count,
+                Meta::Plan { json } => self.plan = Some(json),
+            }
+        }
+    }
+
+    /// The metadata of `stream` (empty if it sent none).
+    pub fn stream(&self, stream: u16) -> &StreamMeta {
+        static EMPTY: std::sync::OnceLock<StreamMeta> = std::sync::OnceLock::new();
+        self.streams
+            .get(usize::from(stream))
+            .unwrap_or_else(|| EMPTY.get_or_init(StreamMeta::default))
+    }
+
+    pub fn streams(&self) -> impl Iterator<Item = (u16, &StreamMeta)> {
+        self.streams.iter().enumerate().map(|(i, s)| (i as u16, s))
+    }
+}
+
+impl StreamMeta {
+    pub fn string(&self, sym: Sym) -> &str {
+        self.strings
+            .get(sym.0 as usize)
+            .map_or(UNKNOWN, String::as_str)
+    }
+
+    /// The kernel's name as the code object gives it (usually mangled).
+    pub fn kernel_name(&self, kernel_id: u64) -> &str {
+        self.kernels
+            .get(&kernel_id)
+            .map_or(UNKNOWN, |k| k.name.as_str())
+    }
+
+    pub fn counter_name(&self, counter_id: u32) -> &str {
+        self.counters
+            .get(&counter_id)
+            .map_or(UNKNOWN, |c| c.name.as_str())
+    }
+}

@@ -1,0 +1,60 @@
+//! A chunk: records of one kind from one stream, as they move through the stages.
+
+use std::sync::Arc;
+
+use crate::record::Batch;
+
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    /// The stream (process connection) the records came from; ids in them refer to its
+    /// metadata.
+    pub stream: u16,
+    pub batch: Batch,
+    /// Columns added by `derive` transforms, one value per record.
+    pub extra: Vec<Extra>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Extra {
+    pub name: Arc<str>,
+    pub values: Vec<evalexpr::Value>,
+}
+
+impl Chunk {
+    pub fn new(stream: u16, batch: Batch) -> Chunk {
+        Chunk {
+            stream,
+            batch,
+            extra: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.batch.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    /// The added column `name`, if a transform derived it.
+    pub fn extra(&self, name: &str) -> Option<&Extra> {
+        self.extra.iter().find(|e| &*e.name == name)
+    }
+
+    /// Keeps record `i` where `keep[i]`, with its added columns.
+    pub fn retain(&mut self, keep: &[bool]) {
+        debug_assert_eq!(keep.len(), self.len());
+        if keep.iter().all(|&k| k) {
+            return;
+        }
+        self.batch.retain_indexed(|i| keep[i]);
+        for extra in &mut self.extra {
+            let mut i = 0;
+            extra.values.retain(|_| {
+                i += 1;
+                keep[i - 1]
+            });
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Column values of records by name: the stored fields, and the columns derived from them
+//! and the run's metadata (`duration_ns`, `kernel_name`, operation names, …).
+
+use crate::catalog::StreamMeta;
+use crate::record::{
+    ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
+    MemoryCopy, PcSample, Record, RuntimeInitialization, ScratchMemory, Value,
+};
+use crate::sdk::Domain;
+
+/// One column value of one record, borrowing strings from the metadata.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell<'a> {
+    Int(i64),
+    Float(f64),
+    Str(&'a str),
+}
+
+/// Records whose columns can be read by name.
+pub trait Columns: Record {
+    /// A column derived from stored fields and metadata (see
+    /// [`RecordKind::columns`](crate::record::RecordKind::columns)).
+    fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>>;
+
+    /// Any column by name.
+    #[inline]
+    fn get<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
+        if name == "kind" {
+            return Some(Cell::Str(Self::KIND.name()));
+        }
+        match self.field(name) {
+            Some(Value::Int(i)) => Some(Cell::Int(i)),
+            Some(Value::Float(f)) => Some(Cell::Float(f)),
+            Some(Value::Str(sym)) => Some(Cell::Str(meta.string(sym))),
+            None => self.derived(name, meta),
+        }
+    }
+}
+
+const UNKNOWN: &str = "<unknown>";
+
+/// One record of any kind, for code that reads columns by name.
+pub trait Row {
+    fn cell<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>>;
+    fn start_ns(&self) -> u64;
+}
+
+impl<R: Columns> Row for R {
+    #[inline]
+    fn cell<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
+        Columns::get(self, name, meta)
+    }
+
+    #[inline]
+    fn start_ns(&self) -> u64 {
+        Record::start_ns(self)
+    }
+}
+
+/// Record `i` of a batch.
+#[inline]
+pub fn row(batch: &Batch, i: usize) -> &dyn Row {
+    match batch {
+        Batch::KernelDispatch(r) => &r[i],
+        Batch::MemoryCopy(r) => &r[i],
+        Batch::MemoryAllocation(r) => &r[i],
+        Batch::ScratchMemory(r) => &r[i],
+        Batch::Api(r) => &r[i],
+        Batch::Marker(r) => &r[i],
+        Batch::CounterSample(r) => &r[i],
+        Batch::PcSample(r) => &r[i],
+        Batch::KfdEvent(r) => &r[i],
+        Batch::HipStream(r) => &r[i],
+        Batch::RuntimeInitialization(r) => &r[i],
+    }
+}
+
+/// The name of operation `id` of `domain`, or `"<unknown>"`.
+fn operation_name(domain: Domain, id: i32) -> &'static str {
+    domain.operation_name(id).unwrap_or(UNKNOWN)
+}
+
+fn domain_cells(domain_id: u8, operation_id: i32, name: &str) -> Option<Cell<'static>> {
+    let domain = Domain::from_sdk_value(domain_id.into());
+    match name {
+        "domain" => Some(Cell::Str(domain.map_or(UNKNOWN, Domain::name))),
+        "operation" => Some(Cell::Str(
+            domain.map_or(UNKNOWN, |d| operation_name(d, operation_id)),
+        )),
+        _ => None,
+    }
+}
+
+fn duration(start: u64, end: u64) -> Cell<'static> {
+    Cell::Int(end.saturating_sub(start) as i64)
+}
+
+impl Columns for KernelDispatch {
+    fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
+        match name {
+            "duration_ns" => Some(duration(self.start_ns, self.end_ns)),
+            "kernel_name" => Some(Cell::Str(meta.kernel_name(self.kernel_id))),
+            _ => None,
+        }
+    }
+}
+
+impl Columns for MemoryCopy {
+    fn derived<'a>(&self, name: &str, _: &'a StreamMeta) -> Option<Cell<'a>> {
+        match name {
+            "duration_ns" => Some(duration(self.start_ns, self.end_ns)),
+            "direction" => Some(Cell::Str(operation_name(
+                Domain::MemoryCopy,
+                self.operation_id.into(),
+            ))),
+            _ => None,
+        }
+    }
+}
+
+/// Records with a time span and an operation of a fixed domain.
+macro_rules! timed_operation {
+    ($($record:ty => $domain:expr),*) => {$(
+        impl Columns for $record {
+            fn derived<'a>(&self, name: &str, _: &'a StreamMeta) -> Option<Cell<'a>> {
+                match name {
+                    "duration_ns" => Some(duration(self.start_ns, self.end_ns)),
+                    "operation" => Some(Cell::Str(operation_name($domain, self.operation_id.into()))),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+timed_operation!(
+    MemoryAllocation => Domain::MemoryAllocation,
+    ScratchMemory => Domain::ScratchMemory,
+    HipStream => Domain::HipStream,
+    RuntimeInitialization => Domain::RuntimeInitialization
+);
+
+impl Columns for ApiCall {
+    fn derived<'a>(&self, name: &str, _: &'a StreamMeta) -> Option<Cell<'a>> {
+        match name {
+            "duration_ns" => Some(duration(self.start_ns, self.end_ns)),
+            _ => domain_cells(self.domain_id, self.operation_id, name),
+        }
+    }
+}
+
+impl Columns for Marker {
+    fn derived<'a>(&self, name: &str, _: &'a StreamMeta) -> Option<Cell<'a>> {
+        match name {
+            "duration_ns" => Some(duration(self.start_ns, self.end_ns)),
+            _ => domain_cells(self.domain_id, self.operation_id, name),
+        }
+    }
+}
+
+impl Columns for KfdEvent {
+    fn derived<'a>(&self, name: &str, _: &'a StreamMeta) -> Option<Cell<'a>> {
+        domain_cells(self.domain_id, self.operation_id, name)
+    }
+}
+
+impl Columns for CounterSample {
+    fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
+        match name {
+            "counter" => Some(Cell::Str(meta.counter_name(self.counter_id))),
+            "kernel_name" => Some(Cell::Str(meta.kernel_name(self.kernel_id))),
+            _ => None,
+        }
+    }
+}
+
+impl Columns for PcSample {
+    fn derived<'a>(&self, _: &str, _: &'a StreamMeta) -> Option<Cell<'a>> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::RecordKind;
+
+    /// Every column a kind declares can be read from a record of that kind.
+    #[test]
+    fn declared_columns_are_readable() {
+        fn check<R: Columns + Default>() {
+            let meta = StreamMeta::default();
+            for (name, _) in R::KIND.columns() {
+                assert!(
+                    R::default().get(name, &meta).is_some(),
+                    "{}.{name}",
+                    R::KIND.name()
+                );
+            }
+        }
+        check::<KernelDispatch>();
+        check::<MemoryCopy>();
+        check::<MemoryAllocation>();
+        check::<ScratchMemory>();
+        check::<ApiCall>();
+        check::<Marker>();
+        check::<CounterSample>();
+        check::<PcSample>();
+        check::<KfdEvent>();
+        check::<HipStream>();
+        check::<RuntimeInitialization>();
+        assert_eq!(RecordKind::ALL.len(), 11, "a new kind needs a line above");
+    }
+
+    #[test]
+    fn derived_columns_resolve_names() {
+        let call = ApiCall {
+            domain_id: 5,
+            operation_id: 0,
+            start_ns: 10,
+            end_ns: 25,
+            ..Default::default()
+        };
+        let meta = StreamMeta::default();
+        assert_eq!(
+            call.get("domain", &meta),
+            Some(Cell::Str("hip_runtime_api"))
+        );
+        assert_eq!(call.get("operation", &meta), Some(Cell::Str("hipApiName")));
+        assert_eq!(call.get("duration_ns", &meta), Some(Cell::Int(15)));
+        let copy = MemoryCopy {
+            operation_id: 2,
+            ..Default::default()
+        };
+        assert_eq!(
+            copy.get("direction", &meta),
+            Some(Cell::Str("HOST_TO_DEVICE"))
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! The transforms of a pipeline, compiled from the Plan and applied to chunks.
+//!
+//! Most transforms look at one record at a time and run on many chunks in parallel; those
+//! that count (kernel iterations) see chunks one at a time in arrival order. A record an
+//! expression fails on is dropped (filter) or gets no value (derive); the first failures
+//! are kept for the run's report.
+
+mod aggregate;
+mod expr;
+mod kernels;
+mod reduce;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use evalexpr::Value;
+use regex::Regex;
+
+use crate::catalog::StreamMeta;
+use crate::chunk::{Chunk, Extra};
+use crate::column::row;
+use crate::plan::{TransformOpPlan, TransformPlan};
+use crate::record::{Batch, RecordKind};
+
+pub use aggregate::Table;
+pub use expr::Expression;
+pub use kernels::{Rename, demangle};
+
+/// How many failures of one transform are kept with their record for the report.
+const KEPT_FAILURES: usize = 5;
+
+/// One transform, ready to run.
+#[derive(Debug)]
+pub struct Transform {
+    pub name: String,
+    kinds: Vec<RecordKind>,
+    op: Op,
+    failures: Failures,
+}
+
+#[derive(Debug)]
+enum Op {
+    Filter(Expression),
+    Derive {
+        column: Arc<str>,
+        expression: Expression,
+    },
+    KernelName(Rename),
+    KernelFilter(kernels::KernelFilter),
+    TimeWindow {
+        start_ns: u64,
+        end_ns: Option<u64>,
+    },
+    Reduce(reduce::Reduce),
+    Aggregate(aggregate::Aggregate),
+}
+
+/// Failures of a transform on individual records.
+#[derive(Debug, Default)]
+pub struct Failures {
+    pub count: AtomicU64,
+    pub first: Mutex<Vec<String>>,
+}
+
+impl Failures {
+    fn record(&self, message: impl FnOnce() -> String) {
+        if self.count.fetch_add(1, Ordering::Relaxed) < KEPT_FAILURES as u64 {
+            self.first
+                .lock()
+                .expect("no panics while holding the lock")
+                .push(message());
+        }
+    }
+}
+
+impl Transform {
+    /// Compiles a planned transform. The plan was validated, so failures here mean the
+    /// plan was edited by hand; they are reported as such.
+    pub fn new(plan: &TransformPlan) -> Result<Transform, String> {
+        let regex = |pattern: &Option<String>| {
+            pattern
+                .as_deref()
+                .map(Regex::new)
+                .transpose()
+                .map_err(|e| e.to_string())
+        };
+        let op = match &plan.op {
+            TransformOpPlan::Filter { predicate } => Op::Filter(Expression::compile(predicate)?),
+            TransformOpPlan::Derive { column, expression } => Op::Derive {
+                column: column.as_str().into(),
+                expression: Expression::compile(expression)?,
+            },
+            TransformOpPlan::KernelName {
+                demangle,
+                truncate,
+                rename,
+            } => Op::KernelName(Rename {
+                demangle: *demangle,
+                truncate: *truncate,
+                rules: rename
+                    .iter()
+                    .map(|(p, r)| Ok((Regex::new(p).map_err(|e| e.to_string())?, r.clone())))
+                    .collect::<Result<_, String>>()?,
+            }),
+            TransformOpPlan::KernelFilter {
+                include,
+                exclude,
+                iterations,
+            } => Op::KernelFilter(kernels::KernelFilter::new(
+                regex(include)?,
+                regex(exclude)?,
+                iterations.clone(),
+            )),
+            TransformOpPlan::TimeWindow { start_ns, end_ns } => Op::TimeWindow {
+                start_ns: *start_ns,
+                end_ns: *end_ns,
+            },
+            TransformOpPlan::ReduceDimensions {
+                counters,
+                dimensions,
+                op,
+            } => Op::Reduce(reduce::Reduce::new(counters.clone(), dimensions, *op)),
+            TransformOpPlan::Aggregate { group_by, metrics } => {
+                Op::Aggregate(aggregate::Aggregate::new(group_by.clone(), metrics.clone()))
+            }
+        };
+        Ok(Transform {
+            name: plan.name.clone(),
+            kinds: plan.kinds.clone(),
+            op,
+            failures: Failures::default(),
+        })
+    }
+
+    pub fn applies_to(&self, kind: RecordKind) -> bool {
+        self.kinds.contains(&kind)
+    }
+
+    /// Whether chunks must come one at a time, in arrival order.
+    pub fn sequential(&self) -> bool {
+        matches!(self.op, Op::KernelFilter(_))
+    }
+
+    /// The renaming a kernel-name transform applies to kernel symbols, if this is one.
+    pub fn rename(&self) -> Option<&Rename> {
+        match &self.op {
+            Op::KernelName(rename) => Some(rename),
+            _ => None,
+        }
+    }
+
+    pub fn failures(&self) -> &Failures {
+        &self.failures
+    }
+
+    /// Applies the transform to a chunk of a kind it takes. `origin_ns` is the run's first
+    /// timestamp, for time windows.
+    pub fn apply(&self, chunk: &mut Chunk, meta: &StreamMeta, origin_ns: u64) {
+        match &self.op {
+            Op::Filter(expression) => {
+                let mut scratch = Vec::new();
+                let keep: Vec<bool> = (0..chunk.len())
+                    .map(|i| match expression.eval(chunk, i, meta, &mut scratch) {
+                        Ok(Value::Boolean(keep)) => keep,
+                        Ok(other) => {
+                            self.failures.record(|| {
+                                format!(
+                                    "{}: the filter gave {other}, not true or false",
+                                    describe(chunk, i)
+                                )
+                            });
+                            false
+                        }
+                        Err(e) => {
+                            self.failures
+                                .record(|| format!("{}: {e}", describe(chunk, i)));
+                            false
+                        }
+                    })
+                    .collect();
+                chunk.retain(&keep);
+            }
+            Op::Derive { column, expression } => {
+                let mut scratch = Vec::new();
+                let values = (0..chunk.len())
+                    .map(|i| {
+                        expression
+                            .eval(chunk, i, meta, &mut scratch)
+                            .unwrap_or_else(|e| {
+                                self.failures
+                                    .record(|| format!("{}: {e}", describe(chunk, i)));
+                                Value::Empty
+                            })
+                    })
+                    .collect();
+                chunk.extra.push(Extra {
+                    name: Arc::clone(column),
+                    values,
+                });
+            }
+            // Applied to the kernel symbols as they arrive (see `rename`).
+            Op::KernelName(_) => {}
+            Op::KernelFilter(filter) => {
+                let keep = filter.keep(chunk, meta);
+                chunk.retain(&keep);
+            }
+            Op::TimeWindow { start_ns, end_ns } => {
+                let keep: Vec<bool> = (0..chunk.len())
+                    .map(|i| {
+                        let at = row(&chunk.batch, i).start_ns().saturating_sub(origin_ns);
+                        at >= *start_ns && end_ns.is_none_or(|end| at < end)
+                    })
+                    .collect();
+                chunk.retain(&keep);
+            }
+            Op::Reduce(reduce) => {
+                if let Batch::CounterSample(samples) = &chunk.batch {
+                    chunk.batch = Batch::CounterSample(reduce.apply(samples, meta));
+                    // Added columns no longer line up with the reduced samples.
+                    chunk.extra.clear();
+                }
+            }
+            Op::Aggregate(aggregate) => aggregate.add(chunk, meta),
+        }
+    }
+
+    /// The aggregate table, for an aggregate transform, once every chunk has passed.
+    pub fn table(&self) -> Option<Table> {
+        match &self.op {
+            Op::Aggregate(aggregate) => Some(aggregate.finish(&self.name)),
+            _ => None,
+        }
+    }
+}
+
+/// Names a record in a failure message.
+fn describe(chunk: &Chunk, i: usize) -> String {
+    format!(
+        "{} record #{i} of stream {}",
+        chunk.batch.kind().name(),
+        chunk.stream
+    )
+}

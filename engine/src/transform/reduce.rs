@@ -1,0 +1,184 @@
+//! Counter dimension reduction: combine the values of one counter of one dispatch across
+//! the listed dimensions (the coordinates of reduced dimensions become 0).
+
+use std::collections::HashMap;
+
+use crate::catalog::StreamMeta;
+use crate::pipeline::model::ReduceOp;
+use crate::record::CounterSample;
+use crate::sdk::COUNTER_DIMENSIONS;
+
+#[derive(Debug)]
+pub struct Reduce {
+    /// Counter names the reduction applies to; empty means all.
+    pub counters: Vec<String>,
+    /// For each dimension of [`COUNTER_DIMENSIONS`], whether it is reduced.
+    pub reduced: [bool; 7],
+    pub op: ReduceOp,
+}
+
+impl Reduce {
+    pub fn new(counters: Vec<String>, dimensions: &[String], op: ReduceOp) -> Reduce {
+        let reduced =
+            std::array::from_fn(|i| dimensions.iter().any(|d| d == COUNTER_DIMENSIONS[i]));
+        Reduce {
+            counters,
+            reduced,
+            op,
+        }
+    }
+
+    /// Reduces the samples of a chunk; samples of other counters pass unchanged. Groups
+    /// keep the order of their first sample.
+    pub fn apply(&self, samples: &[CounterSample], meta: &StreamMeta) -> Vec<CounterSample> {
+        let mut out: Vec<CounterSample> = Vec::with_capacity(samples.len());
+        let mut counts: Vec<u32> = Vec::with_capacity(samples.len());
+        let mut groups: HashMap<(u32, u64, u32, [u16; 7]), usize> = HashMap::new();
+        for sample in samples {
+            if !self.counters.is_empty()
+                && !self
+                    .counters
+                    .iter()
+                    .any(|c| c == meta.counter_name(sample.counter_id))
+            {
+                out.push(*sample);
+                counts.push(1);
+                continue;
+            }
+            let mut coords = coordinates(sample);
+            for (coord, reduced) in coords.iter_mut().zip(self.reduced) {
+                if reduced {
+                    *coord = 0;
+                }
+            }
+            let key = (sample.pid, sample.dispatch_id, sample.counter_id, coords);
+            match groups.get(&key) {
+                Some(&at) => {
+                    let target = &mut out[at];
+                    target.value = match self.op {
+                        ReduceOp::Sum | ReduceOp::Avg => target.value + sample.value,
+                        ReduceOp::Min => target.value.min(sample.value),
+                        ReduceOp::Max => target.value.max(sample.value),
+                    };
+                    counts[at] += 1;
+                }
+                None => {
+                    groups.insert(key, out.len());
+                    out.push(with_coordinates(*sample, coords));
+                    counts.push(1);
+                }
+            }
+        }
+        if self.op == ReduceOp::Avg {
+            for (sample, &count) in out.iter_mut().zip(&counts) {
+                sample.value /= f64::from(count);
+            }
+        }
+        out
+    }
+}
+
+fn coordinates(s: &CounterSample) -> [u16; 7] {
+    [
+        s.xcc,
+        s.aid,
+        s.shader_engine,
+        s.agent_index,
+        s.shader_array,
+        s.wgp,
+        s.instance,
+    ]
+}
+
+fn with_coordinates(mut s: CounterSample, c: [u16; 7]) -> CounterSample {
+    [
+        s.xcc,
+        s.aid,
+        s.shader_engine,
+        s.agent_index,
+        s.shader_array,
+        s.wgp,
+        s.instance,
+    ] = c;
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{CounterInfo, Meta};
+
+    /// SQ_WAVES over 2 XCCs x 2 shader engines, and one GRBM value, hand-computed.
+    fn samples() -> Vec<CounterSample> {
+        let mut out = Vec::new();
+        for (xcc, se, value) in [(0, 0, 1.0), (0, 1, 2.0), (1, 0, 3.0), (1, 1, 10.0)] {
+            out.push(CounterSample {
+                counter_id: 1,
+                dispatch_id: 7,
+                xcc,
+                shader_engine: se,
+                value,
+                ..Default::default()
+            });
+        }
+        out.push(CounterSample {
+            counter_id: 2,
+            dispatch_id: 7,
+            value: 5.0,
+            ..Default::default()
+        });
+        out
+    }
+
+    fn meta() -> StreamMeta {
+        let mut catalog = crate::catalog::Catalog::default();
+        let counter = |id, name: &str| {
+            Meta::Counter(CounterInfo {
+                id,
+                agent: 0,
+                name: name.into(),
+                description: String::new(),
+                dimensions: Vec::new(),
+            })
+        };
+        catalog.apply(0, vec![counter(1, "SQ_WAVES"), counter(2, "GRBM_COUNT")]);
+        catalog.stream(0).clone()
+    }
+
+    fn values(out: &[CounterSample]) -> Vec<(u32, u16, u16, f64)> {
+        out.iter()
+            .map(|s| (s.counter_id, s.xcc, s.shader_engine, s.value))
+            .collect()
+    }
+
+    #[test]
+    fn every_op_over_one_and_two_dimensions() {
+        let dims = |d: &[&str]| d.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let all = Reduce::new(
+            vec!["SQ_WAVES".into()],
+            &dims(&["DIMENSION_XCC", "DIMENSION_SHADER_ENGINE"]),
+            ReduceOp::Sum,
+        );
+        assert_eq!(
+            values(&all.apply(&samples(), &meta())),
+            [(1, 0, 0, 16.0), (2, 0, 0, 5.0)]
+        );
+        let xcc = |op| Reduce::new(Vec::new(), &dims(&["DIMENSION_XCC"]), op);
+        assert_eq!(
+            values(&xcc(ReduceOp::Sum).apply(&samples(), &meta())),
+            [(1, 0, 0, 4.0), (1, 0, 1, 12.0), (2, 0, 0, 5.0)]
+        );
+        assert_eq!(
+            values(&xcc(ReduceOp::Avg).apply(&samples(), &meta())),
+            [(1, 0, 0, 2.0), (1, 0, 1, 6.0), (2, 0, 0, 5.0)]
+        );
+        assert_eq!(
+            values(&xcc(ReduceOp::Min).apply(&samples(), &meta())),
+            [(1, 0, 0, 1.0), (1, 0, 1, 2.0), (2, 0, 0, 5.0)]
+        );
+        assert_eq!(
+            values(&xcc(ReduceOp::Max).apply(&samples(), &meta())),
+            [(1, 0, 0, 3.0), (1, 0, 1, 10.0), (2, 0, 0, 5.0)]
+        );
+    }
+}
