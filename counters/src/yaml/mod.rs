@@ -1,0 +1,325 @@
+//! A YAML document as a tree that remembers where every node came from.
+//!
+//! Definition files need three things a serde YAML crate does not give: the place of every
+//! node (for `file:line:col`), every key of a mapping even when repeated (duplicate counter
+//! names must be reported, not silently dropped), and the comments (migration carries
+//! them over). The tree is built from `saphyr-parser`'s events; [`emit`] writes one back.
+
+pub(crate) mod emit;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+
+use crate::diagnostic::{Diagnostic, Location, Source};
+
+/// A parsed file: its root node and its full-line comments.
+#[derive(Debug)]
+pub(crate) struct Document {
+    pub source: Arc<Source>,
+    pub root: Node,
+    pub comments: Vec<Comment>,
+}
+
+/// A comment on a line of its own, e.g. `# TCC Block (Texture Cache per Channel)`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Comment {
+    /// Byte offset of the `#`.
+    pub offset: usize,
+    /// Column of the `#`: zero for a top-level comment.
+    pub indent: usize,
+    /// The text after `#`, as written.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Node {
+    pub value: Value,
+    /// Byte range in the source; quotes included for quoted scalars.
+    pub span: Range<usize>,
+    /// Comment lines written just before this node when it is emitted.
+    pub comments: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Value {
+    Scalar(Scalar),
+    Sequence(Vec<Node>),
+    /// Entries in file order, duplicates kept: readers decide what a repeated key means.
+    Mapping(Vec<(Node, Node)>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Scalar {
+    pub text: String,
+    /// A plain scalar's type comes from its text (`25` is a number); a quoted one is a
+    /// string whatever its text.
+    pub plain: bool,
+}
+
+impl Node {
+    /// A node made by a program rather than read from a file.
+    pub fn new(value: Value) -> Self {
+        Node {
+            value,
+            span: 0..0,
+            comments: Vec::new(),
+        }
+    }
+
+    pub fn string(text: impl Into<String>) -> Self {
+        Node::new(Value::Scalar(Scalar {
+            text: text.into(),
+            plain: false,
+        }))
+    }
+
+    pub fn as_scalar(&self) -> Option<&Scalar> {
+        match &self.value {
+            Value::Scalar(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_mapping(&self) -> Option<&[(Node, Node)]> {
+        match &self.value {
+            Value::Mapping(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// The text of a scalar key (keys are always scalars in a [`Document`]).
+    pub fn key(&self) -> &str {
+        self.as_scalar().map_or("", |s| s.text.as_str())
+    }
+
+    /// The value under `key` in a mapping (the first, if repeated).
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.as_mapping()?
+            .iter()
+            .find(|(k, _)| k.key() == key)
+            .map(|(_, v)| v)
+    }
+
+    /// What the node is, for messages such as "expected a string, found a list".
+    pub fn kind(&self) -> &'static str {
+        match &self.value {
+            Value::Scalar(s) if s.plain && s.text.parse::<i64>().is_ok() => "a number",
+            Value::Scalar(_) => "a string",
+            Value::Sequence(_) => "a list",
+            Value::Mapping(_) => "a mapping",
+        }
+    }
+
+    /// Where a scalar's text starts in the file, when the file holds the text byte for byte
+    /// (plain, or quoted without escapes, on one line); `None` otherwise. Lets an error
+    /// inside an expression point at its column.
+    pub fn text_start(&self, source: &Source) -> Option<usize> {
+        let scalar = self.as_scalar()?;
+        let quote = usize::from(!scalar.plain);
+        let start = self.span.start + quote;
+        let written = source.text().get(start..start + scalar.text.len())?;
+        (written == scalar.text).then_some(start)
+    }
+
+    /// Converts to JSON for schema validation: plain scalars become numbers, booleans or
+    /// null the way a YAML 1.2 core-schema reader types them.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Scalar(Scalar { text, plain: true }) => match text.as_str() {
+                "" | "~" | "null" | "Null" | "NULL" => J::Null,
+                "true" | "True" | "TRUE" => J::Bool(true),
+                "false" | "False" | "FALSE" => J::Bool(false),
+                _ => text
+                    .parse::<i64>()
+                    .map(J::from)
+                    .ok()
+                    .or_else(|| text.parse::<f64>().ok().map(J::from))
+                    .unwrap_or_else(|| J::String(text.clone())),
+            },
+            Value::Scalar(Scalar { text, .. }) => J::String(text.clone()),
+            Value::Sequence(items) => J::Array(items.iter().map(Node::to_json).collect()),
+            Value::Mapping(entries) => J::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.key().to_owned(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl Document {
+    /// Parses one YAML document. Anchors and aliases are expanded; tags other than the
+    /// core ones are refused, as rocprofiler-sdk's reader would not understand them.
+    pub fn parse(source: &Arc<Source>) -> Result<Document, Diagnostic> {
+        let mut builder = Builder {
+            source,
+            events: Parser::new_from_str(source.text()),
+            anchors: Vec::new(),
+            scalar_spans: Vec::new(),
+        };
+        let root = builder.document()?;
+        let comments = comments(source, &builder.scalar_spans);
+        Ok(Document {
+            source: Arc::clone(source),
+            root,
+            comments,
+        })
+    }
+
+    pub fn location(&self, span: Range<usize>) -> Location {
+        Location::new(&self.source, span)
+    }
+}
+
+struct Builder<'a> {
+    source: &'a Arc<Source>,
+    events: Parser<'a, saphyr_parser::StrInput<'a>>,
+    anchors: Vec<(usize, Node)>,
+    /// Where scalars are, so a `#` inside a multi-line string is not taken for a comment.
+    scalar_spans: Vec<Range<usize>>,
+}
+
+impl<'a> Builder<'a> {
+    fn next(&mut self) -> Result<(Event<'a>, Range<usize>), Diagnostic> {
+        match self.events.next() {
+            Some(Ok((event, span))) => Ok((event, self.range(span))),
+            Some(Err(e)) => {
+                let at = self.source.byte_offset(e.marker().index());
+                Err(Diagnostic::error(format!("invalid YAML: {}", e.info()))
+                    .at(Location::new(self.source, at..at)))
+            }
+            None => Err(Diagnostic::error("unexpected end of the YAML stream")),
+        }
+    }
+
+    fn range(&self, span: Span) -> Range<usize> {
+        self.source.byte_offset(span.start.index())..self.source.byte_offset(span.end.index())
+    }
+
+    fn document(&mut self) -> Result<Node, Diagnostic> {
+        let mut root = None;
+        loop {
+            let (event, span) = self.next()?;
+            match event {
+                Event::StreamStart | Event::DocumentEnd => {}
+                Event::StreamEnd => break,
+                Event::DocumentStart(_) if root.is_some() => {
+                    return Err(Diagnostic::error(
+                        "a counter definition file holds one YAML document",
+                    )
+                    .at(Location::new(self.source, span)));
+                }
+                Event::DocumentStart(_) => root = Some(self.node()?),
+                _ => unreachable!("the parser yields nodes only inside a document"),
+            }
+        }
+        Ok(root.unwrap_or_else(|| Node::new(Value::Mapping(Vec::new()))))
+    }
+
+    fn node(&mut self) -> Result<Node, Diagnostic> {
+        let (event, span) = self.next()?;
+        let (node, anchor) = match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                let plain = style == ScalarStyle::Plain && tag.is_none();
+                if let Some(tag) = tag.filter(|t| !t.is_yaml_core_schema()) {
+                    return Err(Diagnostic::error(format!(
+                        "unsupported YAML tag `{}{}`",
+                        tag.handle, tag.suffix
+                    ))
+                    .at(Location::new(self.source, span)));
+                }
+                self.scalar_spans.push(span.clone());
+                let scalar = Scalar {
+                    text: text.into_owned(),
+                    plain,
+                };
+                (Node::new(Value::Scalar(scalar)).spanning(span), anchor)
+            }
+            Event::SequenceStart(anchor, _) => {
+                let mut items = Vec::new();
+                let end = loop {
+                    if let Some(end) = self.end_of(|e| matches!(e, Event::SequenceEnd))? {
+                        break end;
+                    }
+                    items.push(self.node()?);
+                };
+                let end = items.last().map_or(end, |n| n.span.end.max(end));
+                (
+                    Node::new(Value::Sequence(items)).spanning(span.start..end),
+                    anchor,
+                )
+            }
+            Event::MappingStart(anchor, _) => {
+                let mut entries = Vec::new();
+                let end = loop {
+                    if let Some(end) = self.end_of(|e| matches!(e, Event::MappingEnd))? {
+                        break end;
+                    }
+                    let key = self.node()?;
+                    if key.as_scalar().is_none() {
+                        return Err(Diagnostic::error("mapping keys must be plain strings")
+                            .at(Location::new(self.source, key.span)));
+                    }
+                    entries.push((key, self.node()?));
+                };
+                let end = entries.last().map_or(end, |(_, v)| v.span.end.max(end));
+                (
+                    Node::new(Value::Mapping(entries)).spanning(span.start..end),
+                    anchor,
+                )
+            }
+            Event::Alias(id) => {
+                let node = self.anchors.iter().rev().find(|(a, _)| *a == id);
+                let node = node
+                    .map(|(_, n)| n.clone())
+                    .expect("the parser checks aliases");
+                return Ok(node.spanning(span));
+            }
+            other => unreachable!("the parser yields a node here, not {other:?}"),
+        };
+        if anchor != 0 {
+            self.anchors.push((anchor, node.clone()));
+        }
+        Ok(node)
+    }
+
+    /// Consumes the closing event of a collection if it comes next: its end offset.
+    fn end_of(&mut self, is_end: fn(&Event) -> bool) -> Result<Option<usize>, Diagnostic> {
+        match self.events.peek() {
+            Some(Ok((event, _))) if is_end(event) => Ok(Some(self.next()?.1.end)),
+            _ => Ok(None),
+        }
+    }
+}
+
+impl Node {
+    fn spanning(mut self, span: Range<usize>) -> Self {
+        self.span = span;
+        self
+    }
+}
+
+/// The full-line comments of a file, skipping lines inside multi-line scalars.
+fn comments(source: &Source, scalar_spans: &[Range<usize>]) -> Vec<Comment> {
+    let text = source.text();
+    let mut offset = 0;
+    let mut found = Vec::new();
+    for line in text.split_inclusive('\n') {
+        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
+        let hash = offset + indent;
+        let in_scalar = || scalar_spans.iter().any(|s| s.contains(&hash));
+        if line[indent..].starts_with('#') && !in_scalar() {
+            found.push(Comment {
+                offset: hash,
+                indent,
+                text: line[indent + 1..].trim_end().to_owned(),
+            });
+        }
+        offset += line.len();
+    }
+    found
+}
