@@ -9,8 +9,11 @@ pub mod cli;
 pub mod column;
 pub mod diag;
 pub mod error;
+pub mod generate;
 pub mod pipeline;
 pub mod plan;
+pub mod sink;
+pub mod stage;
 pub mod transform;
 
-pub use rocflow_core::{record, sdk};
+pub use rocflow_core::{record, sdk, spool, wire};

@@ -3,6 +3,7 @@
 
 mod counters;
 mod pipeline;
+mod spool;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -37,6 +38,13 @@ enum Command {
     /// List and show pipeline templates (shipped, and on ROCFLOW_PIPELINE_PATH).
     #[command(subcommand)]
     Templates(pipeline::TemplatesCommand),
+    /// Rebuild a run's outputs from its raw spool, with its pipeline or another one.
+    Replay(spool::ReplayArgs),
+    /// Show what a raw spool holds: processes, agents, records per kind, time span, losses.
+    Inspect(spool::InspectArgs),
+    /// Write a synthetic run to a spool (for benchmarks, tests and demos).
+    #[command(hide = true)]
+    Generate(spool::GenerateArgs),
     /// Convert counter definitions from the legacy rocprofiler-sdk YAML schema to the standardized one.
     MigrateCounters(counters::MigrateArgs),
     /// List, show and check counter definitions.
@@ -51,6 +59,9 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => pipeline::validate(args),
         Command::Explain(args) => pipeline::explain(args),
         Command::Templates(command) => pipeline::templates(command),
+        Command::Replay(args) => spool::replay(args),
+        Command::Inspect(args) => spool::inspect(args),
+        Command::Generate(args) => spool::generate(args),
         Command::MigrateCounters(args) => counters::migrate(args),
         Command::Counters(command) => counters::run(command),
     };

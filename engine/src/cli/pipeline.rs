@@ -23,7 +23,7 @@ pub struct PipelineArgs {
 }
 
 impl PipelineArgs {
-    fn options(&self) -> Result<Options> {
+    pub(super) fn options(&self) -> Result<Options> {
         let overrides = self
             .set
             .iter()

@@ -1,0 +1,315 @@
+//! `rocflow replay`, `rocflow inspect` and the hidden `rocflow generate`: commands on raw
+//! spools.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::catalog::Catalog;
+use crate::column::row;
+use crate::diag::Diagnostic;
+use crate::error::{Error, Result};
+use crate::generate;
+use crate::pipeline;
+use crate::plan::Plan;
+use crate::record::{Meta, RecordKind};
+use crate::spool::{SpoolReader, SpoolWriter};
+use crate::stage;
+use crate::wire::{Frame, Payload, WireError};
+
+use super::pipeline::PipelineArgs;
+use super::print;
+
+fn open(path: &Path) -> Result<SpoolReader> {
+    SpoolReader::open(path).map_err(|e| match e {
+        WireError::Io(io) => Error::user(Diagnostic::error(format!(
+            "cannot read spool `{}`: {io}",
+            path.display()
+        ))),
+        other => Error::user(
+            Diagnostic::error(format!("`{}`: {other}", path.display()))
+                .hint("a spool is the run.rfraw file `rocflow run` keeps next to its outputs"),
+        ),
+    })
+}
+
+/// Frames of a spool; an I/O error part-way ends the run as a runtime fault.
+fn frames<'a>(
+    reader: &'a mut SpoolReader,
+    failed: &'a mut Option<std::io::Error>,
+) -> impl Iterator<Item = Frame> + 'a {
+    reader.map_while(move |frame| frame.map_err(|e| *failed = Some(e)).ok())
+}
+
+fn warn_ending(reader: &SpoolReader) {
+    if let Some(warning) = reader.ending().and_then(|e| e.warning()) {
+        eprintln!(
+            "{}",
+            Diagnostic::warning(warning).render(std::io::stderr().is_terminal())
+        );
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The raw spool of a run (`run.rfraw`).
+    spool: PathBuf,
+    /// A pipeline (file or template name) to use instead of the one the run was recorded with.
+    pipeline: Option<PathBuf>,
+    #[command(flatten)]
+    options: PipelineArgs,
+}
+
+/// Rebuilds outputs from a spool, with the recorded pipeline or another one.
+pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    let plan = match &args.pipeline {
+        Some(file) => {
+            let compiled =
+                pipeline::compile_file(file, &args.options.options()?).map_err(Error::User)?;
+            let color = std::io::stderr().is_terminal();
+            compiled
+                .warnings
+                .iter()
+                .for_each(|w| eprintln!("{}\n", w.render(color)));
+            compiled.plan
+        }
+        None => recorded_plan(&args.spool)?,
+    };
+    let mut reader = open(&args.spool)?;
+    let mut failed = None;
+    let report = stage::run(&plan, frames(&mut reader, &mut failed)).map_err(Error::Runtime)?;
+    warn_ending(&reader);
+    if let Some(e) = failed {
+        return Err(Error::Io {
+            context: format!("reading {}", args.spool.display()),
+            source: e,
+        });
+    }
+    let mut out = String::new();
+    let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
+    out.push_str(&format!(
+        "replayed {total} records from {}\n",
+        args.spool.display()
+    ));
+    let mut healthy = true;
+    for sink in &report.sinks {
+        match &sink.outcome {
+            Ok(paths) => {
+                out.push_str(&format!("  {}: {} records", sink.name, sink.records));
+                for path in paths {
+                    out.push_str(&format!("\n    {}", path.display()));
+                }
+                out.push('\n');
+            }
+            Err(e) => {
+                healthy = false;
+                eprintln!("error: sink `{}`: {e}", sink.name);
+            }
+        }
+    }
+    for (name, count, first) in &report.failures {
+        eprintln!(
+            "warning: transform `{name}` failed on {count} records; first: {}",
+            first.join("; ")
+        );
+    }
+    print(&out)?;
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The plan stored in the spool's first metadata frames.
+fn recorded_plan(path: &Path) -> Result<Plan> {
+    let mut reader = open(path)?;
+    for frame in reader.by_ref() {
+        let frame = frame.map_err(Error::io(format!("reading {}", path.display())))?;
+        match frame.payload {
+            Payload::Meta(items) => {
+                if let Some(json) = items.into_iter().find_map(|m| match m {
+                    Meta::Plan { json } => Some(json),
+                    _ => None,
+                }) {
+                    return Plan::from_json(&json).map_err(|e| {
+                        Error::user(
+                            Diagnostic::error(format!(
+                                "the pipeline recorded in `{}` cannot be read by this rocflow: {e}",
+                                path.display()
+                            ))
+                            .hint("give a pipeline: rocflow replay RUN.rfraw PIPELINE.toml"),
+                        )
+                    });
+                }
+            }
+            Payload::Records(_) => break,
+        }
+    }
+    Err(Error::user(
+        Diagnostic::error(format!("`{}` holds no pipeline to replay", path.display()))
+            .hint("give one: rocflow replay RUN.rfraw PIPELINE.toml"),
+    ))
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The raw spool of a run (`run.rfraw`).
+    spool: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints what a spool holds: processes, agents, records per kind, time span, losses.
+pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
+    let mut reader = open(&args.spool)?;
+    let mut catalog = Catalog::default();
+    let mut counts: BTreeMap<RecordKind, u64> = BTreeMap::new();
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    for frame in reader.by_ref() {
+        let frame = frame.map_err(Error::io(format!("reading {}", args.spool.display())))?;
+        match frame.payload {
+            Payload::Meta(items) => catalog.apply(frame.stream, items),
+            Payload::Records(batch) => {
+                *counts.entry(batch.kind()).or_default() += batch.len() as u64;
+                for i in 0..batch.len() {
+                    let start = row(&batch, i).start_ns();
+                    first = first.min(start);
+                    last = last.max(start);
+                }
+            }
+        }
+    }
+    warn_ending(&reader);
+    let ending = reader.ending().and_then(|e| e.warning());
+    let processes: Vec<serde_json::Value> = catalog
+        .streams()
+        .map(|(stream, meta)| {
+            let p = meta.process.as_ref();
+            serde_json::json!({
+                "stream": stream,
+                "pid": p.map(|p| p.pid),
+                "hostname": p.map(|p| p.hostname.clone()),
+                "command": p.map(|p| p.command.join(" ")),
+                "agents": meta.agents.iter().map(|a| serde_json::json!({
+                    "index": a.index, "type": a.agent_type, "name": a.name, "product": a.product_name,
+                    "cu_count": a.cu_count, "xcc_count": a.xcc_count,
+                })).collect::<Vec<_>>(),
+                "kernels": meta.kernels.len(),
+                "dropped": meta.dropped.iter().map(|(k, n)| (k.name(), *n)).collect::<BTreeMap<_, _>>(),
+            })
+        })
+        .collect();
+    let records: BTreeMap<&str, u64> = counts.iter().map(|(k, n)| (k.name(), *n)).collect();
+    let span = (first <= last).then(|| (first, last));
+    if args.json {
+        let json = serde_json::json!({
+            "spool": args.spool.display().to_string(),
+            "complete": ending.is_none(),
+            "warning": ending,
+            "processes": processes,
+            "records": records,
+            "total_records": counts.values().sum::<u64>(),
+            "first_ns": span.map(|s| s.0),
+            "last_ns": span.map(|s| s.1),
+            "has_pipeline": catalog.plan.is_some(),
+        });
+        print(&format!("{json:#}\n"))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = format!("{}\n", args.spool.display());
+    for (stream, meta) in catalog.streams() {
+        let p = meta.process.as_ref();
+        out.push_str(&format!(
+            "  process {} on {} (stream {stream}): {}\n",
+            p.map_or("?".into(), |p| p.pid.to_string()),
+            p.map_or("?", |p| p.hostname.as_str()),
+            p.map_or(String::new(), |p| p.command.join(" "))
+        ));
+        for a in &meta.agents {
+            out.push_str(&format!(
+                "    agent {}: {:?} {} ({}, {} CUs)\n",
+                a.index, a.agent_type, a.name, a.product_name, a.cu_count
+            ));
+        }
+        for (kind, n) in &meta.dropped {
+            out.push_str(&format!("    dropped: {n} {} records\n", kind.name()));
+        }
+    }
+    out.push_str("  records:\n");
+    for (kind, n) in &records {
+        out.push_str(&format!("    {kind:<24} {n:>12}\n"));
+    }
+    if let Some((first, last)) = span {
+        out.push_str(&format!(
+            "  time span: {:.3} ms\n",
+            (last - first) as f64 / 1e6
+        ));
+    }
+    out.push_str(&format!(
+        "  pipeline: {}\n",
+        if catalog.plan.is_some() {
+            "recorded (replay needs no pipeline file)"
+        } else {
+            "none recorded"
+        }
+    ));
+    print(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Where to write the spool.
+    out: PathBuf,
+    /// How many records to generate.
+    #[arg(long, default_value_t = 100_000)]
+    records: u64,
+    /// How many processes (streams).
+    #[arg(long, default_value_t = 1)]
+    processes: u16,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// A pipeline (file or template name) to record with the run, for `replay` without one.
+    #[arg(long)]
+    pipeline: Option<PathBuf>,
+    #[command(flatten)]
+    options: PipelineArgs,
+}
+
+/// Writes a realistic synthetic run to a spool (for benchmarks, tests and demos).
+pub fn generate(args: GenerateArgs) -> Result<ExitCode> {
+    let plan = match &args.pipeline {
+        Some(file) => Some(
+            pipeline::compile_file(file, &args.options.options()?)
+                .map_err(Error::User)?
+                .plan
+                .to_json(),
+        ),
+        None => None,
+    };
+    let options = generate::Options {
+        records: args.records,
+        processes: args.processes,
+        seed: args.seed,
+        plan,
+    };
+    // Written under a temporary name and renamed when complete.
+    let partial = args.out.with_extension("rfraw.partial");
+    let context = || format!("writing {}", args.out.display());
+    let mut writer = SpoolWriter::create(&partial).map_err(Error::io(context()))?;
+    let counts =
+        generate::generate(&options, |bytes| writer.write(bytes)).map_err(Error::io(context()))?;
+    writer.finish().map_err(Error::io(context()))?;
+    std::fs::rename(&partial, &args.out).map_err(Error::io(context()))?;
+    let total: u64 = counts.iter().map(|(_, n)| n).sum();
+    print(&format!(
+        "generated {total} records into {}\n",
+        args.out.display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,59 @@
+//! Sinks: where records end up. One trait, one module per format, in the shape of
+//! rocprofiler-sdk's own output generators.
+
+mod csv;
+mod path;
+
+use std::path::PathBuf;
+
+use crate::catalog::{Catalog, StreamMeta};
+use crate::chunk::Chunk;
+use crate::pipeline::model::SinkKind;
+use crate::plan::SinkPlan;
+use crate::transform::Table;
+
+pub use path::Placeholders;
+
+/// A failure of one sink; it stops that sink, never the others.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    #[error("the {0} sink is not part of this rocflow build yet")]
+    Unavailable(&'static str),
+}
+
+impl SinkError {
+    pub fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> SinkError {
+        let context = context.into();
+        move |source| SinkError::Io { context, source }
+    }
+}
+
+/// An output format.
+pub trait Sink: Send {
+    /// Writes the records of a chunk (of a kind the sink asked for); `meta` is the
+    /// metadata of the chunk's stream.
+    fn write(&mut self, chunk: &Chunk, meta: &StreamMeta) -> Result<(), SinkError>;
+
+    /// Writes a table an aggregate transform produced at the end of the run.
+    fn table(&mut self, table: &Table) -> Result<(), SinkError>;
+
+    /// Completes the output, moving it to its final path, and returns the paths written.
+    fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError>;
+}
+
+/// Opens the sink a plan names, at its path with the placeholders filled in.
+pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink>, SinkError> {
+    let path = placeholders.expand(&plan.path);
+    match plan.kind {
+        SinkKind::Csv => Ok(Box::new(csv::CsvSink::create(path)?)),
+        SinkKind::Perfetto => Err(SinkError::Unavailable("perfetto")),
+        SinkKind::Parquet => Err(SinkError::Unavailable("parquet")),
+        SinkKind::Rocpd => Err(SinkError::Unavailable("rocpd")),
+        SinkKind::Otf2 => Err(SinkError::Unavailable("otf2")),
+    }
+}

@@ -1,0 +1,116 @@
+//! Output path placeholders: `{hostname}`, `{pid}`, `{ppid}`, `{rank}`, `{timestamp}`.
+//! (Pipeline parameters were substituted when the pipeline was compiled.)
+
+use std::path::PathBuf;
+
+use crate::catalog::Catalog;
+
+/// The values placeholders take for one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placeholders {
+    pub hostname: String,
+    pub pid: u32,
+    pub ppid: u32,
+    pub rank: u32,
+    /// Seconds since the Unix epoch, shown as `YYYYMMDD-HHMMSS` (UTC).
+    pub timestamp: u64,
+}
+
+/// MPI and Slurm variables that carry the process's rank, in the order launchers set them.
+const RANK_VARS: &[&str] = &[
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "SLURM_PROCID",
+    "MV2_COMM_WORLD_RANK",
+];
+
+impl Placeholders {
+    /// The values of the first process in the catalog; what it does not say comes from
+    /// this machine and this process.
+    pub fn for_run(catalog: &Catalog) -> Placeholders {
+        let process = catalog.streams().find_map(|(_, s)| s.process.as_ref());
+        let rank_from_env = || {
+            RANK_VARS
+                .iter()
+                .find_map(|v| std::env::var(v).ok()?.parse().ok())
+                .unwrap_or(0)
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Placeholders {
+            hostname: process.map_or_else(local_hostname, |p| p.hostname.clone()),
+            pid: process.map_or(std::process::id(), |p| p.pid),
+            ppid: process.map_or(0, |p| p.ppid),
+            rank: process.and_then(|p| p.rank).unwrap_or_else(rank_from_env),
+            timestamp: process.map_or(now, |p| p.start_ns / 1_000_000_000),
+        }
+    }
+
+    /// The path with every placeholder filled in.
+    pub fn expand(&self, template: &str) -> PathBuf {
+        let timestamp = utc(self.timestamp);
+        let mut out = template.to_owned();
+        for (name, value) in [
+            ("{hostname}", self.hostname.clone()),
+            ("{pid}", self.pid.to_string()),
+            ("{ppid}", self.ppid.to_string()),
+            ("{rank}", self.rank.to_string()),
+            ("{timestamp}", timestamp),
+        ] {
+            out = out.replace(name, &value);
+        }
+        PathBuf::from(out)
+    }
+}
+
+fn local_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".to_owned())
+}
+
+/// `YYYYMMDD-HHMMSS` of a Unix time, in UTC (days to civil date as in Howard Hinnant's
+/// well-known algorithm).
+fn utc(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let secs = seconds % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_every_placeholder() {
+        let p = Placeholders {
+            hostname: "node7".into(),
+            pid: 42,
+            ppid: 1,
+            rank: 3,
+            timestamp: 1_763_812_800,
+        };
+        assert_eq!(
+            p.expand("out/{hostname}/{rank}-{pid}-{ppid}-{timestamp}.db"),
+            PathBuf::from("out/node7/3-42-1-20251122-120000.db")
+        );
+        assert_eq!(utc(0), "19700101-000000");
+        assert_eq!(utc(951_782_400), "20000229-000000");
+    }
+}

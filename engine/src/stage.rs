@@ -1,0 +1,259 @@
+//! The stage runtime: frames in, through the transforms, out to every sink.
+//!
+//! The decoder applies metadata and gathers record chunks into a window; the transforms run
+//! over the window in pipeline order, in parallel across chunks on rayon (one chunk at a
+//! time, in arrival order, for transforms that count); then each chunk goes, in arrival
+//! order, to every sink that takes its kind. Each sink runs on its own thread behind a
+//! bounded channel, so a slow sink holds the decoder back instead of filling memory, and a
+//! failing sink stops alone.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, RwLock};
+
+use rayon::prelude::*;
+
+use crate::catalog::Catalog;
+use crate::chunk::Chunk;
+use crate::column::row;
+use crate::plan::{Plan, SinkPlan};
+use crate::record::{Meta, RecordKind};
+use crate::sink::{self, Placeholders, SinkError};
+use crate::transform::{Table, Transform};
+use crate::wire::{Frame, Payload};
+
+/// Chunks gathered before the transforms run over them: enough to keep every core busy.
+const WINDOW_CHUNKS: usize = 32;
+/// Chunks queued for one sink before the decoder waits for it.
+const SINK_QUEUE: usize = 8;
+
+/// What happened in a run of the stages.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Records decoded, per kind.
+    pub records_in: Vec<(RecordKind, u64)>,
+    pub sinks: Vec<SinkReport>,
+    /// Transforms that failed on some records: name, count, the first messages.
+    pub failures: Vec<(String, u64, Vec<String>)>,
+}
+
+#[derive(Debug)]
+pub struct SinkReport {
+    pub name: String,
+    pub records: u64,
+    pub outcome: Result<Vec<PathBuf>, SinkError>,
+}
+
+enum Message {
+    Chunk(Arc<Chunk>),
+    Table(Arc<Table>),
+}
+
+/// Runs the plan's stages over `frames` until they end, then finishes every sink.
+pub fn run(plan: &Plan, frames: impl Iterator<Item = Frame>) -> Result<Report, String> {
+    let transforms: Vec<Transform> = plan
+        .stages
+        .transforms
+        .iter()
+        .map(|t| Transform::new(t).map_err(|e| format!("transform `{}`: {e}", t.name)))
+        .collect::<Result<_, _>>()?;
+    let catalog = Arc::new(RwLock::new(Catalog::default()));
+    std::thread::scope(|scope| {
+        let mut outlets = Vec::new();
+        let mut handles = Vec::new();
+        for sink_plan in &plan.sinks {
+            let (sender, receiver) = sync_channel(SINK_QUEUE);
+            outlets.push((sink_plan.kinds.clone(), sender));
+            let catalog = Arc::clone(&catalog);
+            handles.push(scope.spawn(move || drive_sink(sink_plan, receiver, &catalog)));
+        }
+        let mut decoder = Decoder {
+            transforms: &transforms,
+            catalog: &catalog,
+            outlets,
+            window: Vec::with_capacity(WINDOW_CHUNKS),
+            origin_ns: None,
+            counts: Vec::new(),
+        };
+        for frame in frames {
+            decoder.frame(frame);
+        }
+        decoder.flush();
+        for transform in &transforms {
+            if let Some(table) = transform.table() {
+                let table = Arc::new(table);
+                let route = plan.stages.routes.iter().zip(&decoder.outlets);
+                for (r, (_, sender)) in route {
+                    if r.kinds.iter().any(|&k| transform.applies_to(k)) {
+                        let _ = sender.send(Message::Table(Arc::clone(&table)));
+                    }
+                }
+            }
+        }
+        let records_in = std::mem::take(&mut decoder.counts);
+        drop(decoder); // closes the channels: the sinks finish
+        let sinks = handles
+            .into_iter()
+            .map(|h| h.join().expect("sink threads catch their own failures"))
+            .collect();
+        let failures = transforms
+            .iter()
+            .filter_map(|t| {
+                let f = t.failures();
+                let count = f.count.load(std::sync::atomic::Ordering::Relaxed);
+                (count > 0).then(|| {
+                    (
+                        t.name.clone(),
+                        count,
+                        f.first.lock().expect("no poison").clone(),
+                    )
+                })
+            })
+            .collect();
+        Ok(Report {
+            records_in,
+            sinks,
+            failures,
+        })
+    })
+}
+
+struct Decoder<'a> {
+    transforms: &'a [Transform],
+    catalog: &'a RwLock<Catalog>,
+    outlets: Vec<(Vec<RecordKind>, SyncSender<Message>)>,
+    window: Vec<Chunk>,
+    /// The first record's timestamp: time windows are relative to it.
+    origin_ns: Option<u64>,
+    counts: Vec<(RecordKind, u64)>,
+}
+
+impl Decoder<'_> {
+    fn frame(&mut self, frame: Frame) {
+        match frame.payload {
+            Payload::Meta(mut items) => {
+                // Kernel names live in the metadata: renaming transforms apply here, once.
+                for item in &mut items {
+                    if let Meta::KernelSymbol(symbol) = item {
+                        for rename in self.transforms.iter().filter_map(Transform::rename) {
+                            symbol.name = rename.apply(&symbol.name);
+                        }
+                    }
+                }
+                // Records in the window may only use metadata sent before them, which
+                // they have; the write lock waits for readers of earlier chunks.
+                self.catalog
+                    .write()
+                    .expect("no poison")
+                    .apply(frame.stream, items);
+            }
+            Payload::Records(batch) => {
+                let kind = batch.kind();
+                match self.counts.iter_mut().find(|(k, _)| *k == kind) {
+                    Some((_, n)) => *n += batch.len() as u64,
+                    None => self.counts.push((kind, batch.len() as u64)),
+                }
+                if self.origin_ns.is_none() && !batch.is_empty() {
+                    self.origin_ns = (0..batch.len()).map(|i| row(&batch, i).start_ns()).min();
+                }
+                self.window.push(Chunk::new(frame.stream, batch));
+                if self.window.len() >= WINDOW_CHUNKS {
+                    self.flush();
+                }
+            }
+        }
+    }
+
+    /// Runs the transforms over the window and hands its chunks to the sinks, in order.
+    fn flush(&mut self) {
+        if self.window.is_empty() {
+            return;
+        }
+        let origin = self.origin_ns.unwrap_or(0);
+        {
+            let catalog = self.catalog.read().expect("no poison");
+            for transform in self.transforms {
+                let apply = |chunk: &mut Chunk| {
+                    if transform.applies_to(chunk.batch.kind()) && !chunk.is_empty() {
+                        transform.apply(chunk, catalog.stream(chunk.stream), origin);
+                    }
+                };
+                if transform.sequential() {
+                    self.window.iter_mut().for_each(apply);
+                } else {
+                    self.window.par_iter_mut().for_each(apply);
+                }
+            }
+        }
+        for chunk in self.window.drain(..) {
+            if chunk.is_empty() {
+                continue;
+            }
+            let chunk = Arc::new(chunk);
+            for (kinds, sender) in &self.outlets {
+                if kinds.contains(&chunk.batch.kind()) {
+                    // A sink that stopped has dropped its receiver; the others go on.
+                    let _ = sender.send(Message::Chunk(Arc::clone(&chunk)));
+                }
+            }
+        }
+    }
+}
+
+/// One sink's thread: opens the sink at its first message (when the run's metadata can
+/// fill the path's placeholders), writes until the channel closes, then finishes it. After
+/// a failure it keeps draining its channel so the decoder never waits on it.
+fn drive_sink(
+    plan: &SinkPlan,
+    messages: Receiver<Message>,
+    catalog: &RwLock<Catalog>,
+) -> SinkReport {
+    let mut sink: Option<Box<dyn sink::Sink>> = None;
+    let mut error: Option<SinkError> = None;
+    let mut records = 0;
+    let open = || {
+        sink::open(
+            plan,
+            &Placeholders::for_run(&catalog.read().expect("no poison")),
+        )
+    };
+    for message in messages {
+        if error.is_some() {
+            continue;
+        }
+        if sink.is_none() {
+            match open() {
+                Ok(opened) => sink = Some(opened),
+                Err(e) => {
+                    error = Some(e);
+                    continue;
+                }
+            }
+        }
+        let target = sink.as_mut().expect("opened above");
+        let written = match &message {
+            Message::Chunk(chunk) => {
+                records += chunk.len() as u64;
+                target.write(
+                    chunk,
+                    catalog.read().expect("no poison").stream(chunk.stream),
+                )
+            }
+            Message::Table(table) => target.table(table),
+        };
+        if let Err(e) = written {
+            error = Some(e);
+        }
+    }
+    let outcome = match (error, sink) {
+        (Some(e), _) => Err(e),
+        (None, Some(sink)) => sink.finish(&catalog.read().expect("no poison")),
+        // No records reached the sink: it still writes its (empty) output.
+        (None, None) => open().and_then(|sink| sink.finish(&catalog.read().expect("no poison"))),
+    };
+    SinkReport {
+        name: plan.name.clone(),
+        records,
+        outcome,
+    }
+}
