@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use rocflow::diag::Diagnostic;
 use rocflow::pipeline::{self, Compiled, Library, Options, Override};
 use rocflow::plan::AgentSelector;
-use rocflow::sdk::AgentType;
 use rocflow::record::RecordKind;
+use rocflow::sdk::AgentType;
 use rocflow::sdk::Domain;
 
 /// A directory of pipeline files for one test.

@@ -18,7 +18,7 @@ use crate::chunk::Chunk;
 use crate::column::row;
 use crate::plan::{Plan, SinkPlan};
 use crate::record::{Meta, RecordKind};
-use crate::sink::{self, Placeholders, SinkError};
+use crate::sink::{Placeholders, Sink, SinkError};
 use crate::transform::{Table, Transform};
 use crate::wire::{Frame, Payload};
 
@@ -49,8 +49,18 @@ enum Message {
     Table(Arc<Table>),
 }
 
-/// Runs the plan's stages over `frames` until they end, then finishes every sink.
-pub fn run(plan: &Plan, frames: impl Iterator<Item = Frame>) -> Result<Report, String> {
+/// Opens a sink for a plan's sink entry (see [`sink::open`]); plugins and tests bring
+/// their own.
+pub type OpenSink<'a> =
+    dyn Fn(&SinkPlan, &Placeholders) -> Result<Box<dyn Sink>, SinkError> + Sync + 'a;
+
+/// Runs the plan's stages over `frames` until they end, then finishes every sink. Sinks
+/// are opened with `open` when their first records arrive.
+pub fn run(
+    plan: &Plan,
+    frames: impl Iterator<Item = Frame>,
+    open: &OpenSink<'_>,
+) -> Result<Report, String> {
     let transforms: Vec<Transform> = plan
         .stages
         .transforms
@@ -65,7 +75,7 @@ pub fn run(plan: &Plan, frames: impl Iterator<Item = Frame>) -> Result<Report, S
             let (sender, receiver) = sync_channel(SINK_QUEUE);
             outlets.push((sink_plan.kinds.clone(), sender));
             let catalog = Arc::clone(&catalog);
-            handles.push(scope.spawn(move || drive_sink(sink_plan, receiver, &catalog)));
+            handles.push(scope.spawn(move || drive_sink(sink_plan, receiver, &catalog, open)));
         }
         let mut decoder = Decoder {
             transforms: &transforms,
@@ -207,12 +217,13 @@ fn drive_sink(
     plan: &SinkPlan,
     messages: Receiver<Message>,
     catalog: &RwLock<Catalog>,
+    open_sink: &OpenSink<'_>,
 ) -> SinkReport {
-    let mut sink: Option<Box<dyn sink::Sink>> = None;
+    let mut sink: Option<Box<dyn Sink>> = None;
     let mut error: Option<SinkError> = None;
     let mut records = 0;
     let open = || {
-        sink::open(
+        open_sink(
             plan,
             &Placeholders::for_run(&catalog.read().expect("no poison")),
         )

@@ -17,8 +17,8 @@ use crate::pipeline;
 use crate::plan::Plan;
 use crate::record::{Meta, RecordKind};
 use crate::spool::{SpoolReader, SpoolWriter};
-use crate::stage;
 use crate::wire::{Frame, Payload, WireError};
+use crate::{sink, stage};
 
 use super::pipeline::PipelineArgs;
 use super::print;
@@ -80,7 +80,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     };
     let mut reader = open(&args.spool)?;
     let mut failed = None;
-    let report = stage::run(&plan, frames(&mut reader, &mut failed)).map_err(Error::Runtime)?;
+    let report =
+        stage::run(&plan, frames(&mut reader, &mut failed), &sink::open).map_err(Error::Runtime)?;
     warn_ending(&reader);
     if let Some(e) = failed {
         return Err(Error::Io {

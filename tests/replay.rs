@@ -1,0 +1,171 @@
+//! `rocflow generate`, `inspect` and `replay` as users run them, on whole and damaged spools.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn rocflow(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocflow"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("rocflow runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const PIPELINE: &str = r#"
+[pipeline]
+name = "csv"
+[[context]]
+name = "t"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
+[[sink]]
+name = "tables"
+kind = "csv"
+path = "out/{hostname}-{pid}"
+"#;
+
+fn setup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("csv.toml"), PIPELINE).unwrap();
+    let out = rocflow(
+        &[
+            "generate",
+            "run.rfraw",
+            "--records",
+            "30000",
+            "--pipeline",
+            "csv.toml",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    dir
+}
+
+fn inspect(dir: &Path) -> serde_json::Value {
+    let out = rocflow(&["inspect", "--json", "run.rfraw"], dir);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn csv_rows(dir: &Path, kind: &str) -> usize {
+    let text =
+        std::fs::read_to_string(dir.join("out/gen-node-4000").join(format!("{kind}.csv"))).unwrap();
+    text.lines().count() - 1
+}
+
+#[test]
+fn replay_uses_the_recorded_pipeline_and_writes_every_record() {
+    let dir = setup();
+    let info = inspect(dir.path());
+    assert_eq!(info["complete"], true);
+    assert_eq!(info["has_pipeline"], true);
+    assert_eq!(info["processes"][0]["agents"][1]["name"], "gfx942");
+    let out = rocflow(&["replay", "run.rfraw"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for (kind, count) in info["records"].as_object().unwrap() {
+        if ["kernel_dispatch", "api", "memory_copy"].contains(&kind.as_str()) {
+            assert_eq!(
+                csv_rows(dir.path(), kind) as u64,
+                count.as_u64().unwrap(),
+                "{kind}"
+            );
+        }
+    }
+    // Nothing of the staging directory is left behind.
+    let names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["gen-node-4000"]);
+}
+
+#[test]
+fn replay_with_another_pipeline() {
+    let dir = setup();
+    std::fs::write(
+        dir.path().join("long.toml"),
+        format!("{PIPELINE}[[transform]]\nname = \"long\"\nkind = \"filter\"\nrecords = [\"kernel_dispatch\"]\npredicate = \"duration_ns > 250000\"\n"),
+    )
+    .unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "long.toml"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let all = inspect(dir.path())["records"]["kernel_dispatch"]
+        .as_u64()
+        .unwrap() as usize;
+    let kept = csv_rows(dir.path(), "kernel_dispatch");
+    assert!(kept > 0 && kept < all, "{kept} of {all}");
+    let csv =
+        std::fs::read_to_string(dir.path().join("out/gen-node-4000/kernel_dispatch.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|c| *c == "duration_ns").unwrap();
+    for line in csv.lines().skip(1).take(100) {
+        let duration: u64 = line.split(',').nth(column).unwrap().parse().unwrap();
+        assert!(duration > 250_000, "{line}");
+    }
+}
+
+#[test]
+fn a_truncated_spool_replays_its_valid_prefix_with_a_warning() {
+    let dir = setup();
+    let path = dir.path().join("run.rfraw");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 1000]).unwrap();
+    let info = inspect(dir.path());
+    assert_eq!(info["complete"], false);
+    assert!(
+        info["warning"]
+            .as_str()
+            .unwrap()
+            .contains("ends inside a frame")
+    );
+    let out = rocflow(&["replay", "run.rfraw"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("ends inside a frame"),
+        "{}",
+        text(&out.stderr)
+    );
+    let kept = info["records"]["kernel_dispatch"].as_u64().unwrap() as usize;
+    assert_eq!(csv_rows(dir.path(), "kernel_dispatch"), kept);
+}
+
+#[test]
+fn a_corrupt_spool_is_reported_where_it_breaks() {
+    let dir = setup();
+    let path = dir.path().join("run.rfraw");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let out = rocflow(&["replay", "run.rfraw"], dir.path());
+    assert!(out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("the spool is corrupt at byte")
+            && stderr.contains("using the frames before it"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn other_files_are_user_errors() {
+    let dir = setup();
+    let out = rocflow(&["replay", "csv.toml"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("not a rocflow spool"),
+        "{}",
+        text(&out.stderr)
+    );
+    let missing = rocflow(&["inspect", "nope.rfraw"], dir.path());
+    assert_eq!(missing.status.code(), Some(2));
+    let bare = rocflow(&["generate", "bare.rfraw", "--records", "10"], dir.path());
+    assert!(bare.status.success());
+    let out = rocflow(&["replay", "bare.rfraw"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("holds no pipeline to replay"));
+}
