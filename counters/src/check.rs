@@ -2,7 +2,7 @@
 //! every architecture it is defined for, and no derived counters refer to each other in
 //! a cycle.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::definitions::{Counter, DefinitionKind, Definitions, ExpressionSource};
 use crate::diagnostic::{Diagnostic, did_you_mean};
@@ -18,7 +18,7 @@ pub fn check(definitions: &Definitions) -> Vec<Diagnostic> {
     let mut findings = Vec::new();
     // A cycle or a bad `accumulate` shows up from every counter that leads to it: each is
     // reported once, with the architectures it occurs on.
-    let mut graph_problems: BTreeMap<String, (Diagnostic, Vec<&str>)> = BTreeMap::new();
+    let mut graph_problems: BTreeMap<String, (Diagnostic, BTreeSet<&str>)> = BTreeMap::new();
     for counter in definitions.counters() {
         for definition in &counter.definitions {
             let DefinitionKind::Derived { expression } = &definition.kind else {
@@ -47,20 +47,19 @@ pub fn check(definitions: &Definitions) -> Vec<Diagnostic> {
                         {
                             graph_problems
                                 .entry(key)
-                                .or_insert((diagnostic, Vec::new()))
+                                .or_insert((diagnostic, BTreeSet::new()))
                                 .1
-                                .push(resolver.arch());
+                                .insert(resolver.arch());
                         }
                     }
                 }
             }
         }
     }
-    findings.extend(
-        graph_problems
-            .into_values()
-            .map(|(diagnostic, archs)| diagnostic.note(format!("on {}", archs.join(", ")))),
-    );
+    findings.extend(graph_problems.into_values().map(|(diagnostic, archs)| {
+        let archs: Vec<&str> = archs.into_iter().collect();
+        diagnostic.note(format!("on {}", archs.join(", ")))
+    }));
     findings.sort_by_key(|d| {
         d.location
             .as_ref()

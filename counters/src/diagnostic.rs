@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The text of a file that diagnostics point into, with the name it is shown under.
-#[derive(Debug)]
 pub struct Source {
     path: PathBuf,
     text: String,
@@ -68,6 +67,13 @@ impl Source {
             None => char_index.min(self.text.len()),
             Some(offsets) => offsets.get(char_index).copied().unwrap_or(self.text.len()),
         }
+    }
+}
+
+impl fmt::Debug for Source {
+    /// The path only: every location holds its source, and the text would drown the rest.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Source").field(&self.path).finish()
     }
 }
 

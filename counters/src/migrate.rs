@@ -86,10 +86,13 @@ fn standardize(doc: &Document) -> (Node, Vec<String>) {
     let trailing = attached.pop().expect("one slot more than entries");
     let mut header = Vec::new();
     let mut counters = Vec::with_capacity(entries.len());
-    for ((key, value), comments) in entries.iter().zip(attached) {
-        if key.key() == legacy::VERSION_KEY {
-            header.extend(comments);
-        } else {
+    for (i, ((key, value), mut comments)) in entries.iter().zip(attached).enumerate() {
+        let is_version = key.key() == legacy::VERSION_KEY;
+        // Comments above the first entry are the file's (a licence, say).
+        if i == 0 || is_version {
+            header.append(&mut comments);
+        }
+        if !is_version {
             let mut counter = counter(key, value);
             counter.comments = comments;
             counters.push(counter);

@@ -52,7 +52,9 @@ fn counter<'a>(reader: &mut Reader<'a>, key: &'a Node, value: &'a Node) -> Optio
     let what = format!("counter `{name}`");
     const KEYS: &[&str] = &["architectures", "description"];
     let fields = reader.fields(value, &what, KEYS, KEYS)?;
-    let description = reader.string(fields.get("description")?, "`description`");
+    let description = fields
+        .get("description")
+        .and_then(|d| reader.string(d, "`description`"));
     let architectures = fields.get("architectures")?;
     let Value::Mapping(groups) = &architectures.value else {
         reader.error(

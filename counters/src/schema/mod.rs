@@ -50,6 +50,9 @@ pub(crate) fn read(doc: &Document) -> Result<Parsed, Vec<Diagnostic>> {
     if reader.errors.is_empty() && schema == Schema::Standard {
         reader.errors = standard::validate(doc);
     }
+    reader
+        .errors
+        .sort_by_key(|d| d.location.as_ref().map(|l| l.span.start));
     match reader.errors.is_empty() {
         true => Ok(Parsed {
             schema,

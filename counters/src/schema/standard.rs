@@ -69,8 +69,10 @@ fn counter<'a>(reader: &mut Reader<'a>, node: &'a Node) -> Option<Counter> {
         .map(|s| s.text.as_str());
     let what = name.map_or("a counter".into(), |n| format!("counter `{n}`"));
     let fields = reader.fields(node, &what, KEYS, REQUIRED)?;
-    let name = reader.string(name_node?, "`name`");
-    let description = reader.string(fields.get("description")?, "`description`");
+    let name = name_node.and_then(|n| reader.string(n, "`name`"));
+    let description = fields
+        .get("description")
+        .and_then(|d| reader.string(d, "`description`"));
     let properties = match fields.get("properties") {
         Some(list) => reader
             .sequence(list, "`properties`")?
