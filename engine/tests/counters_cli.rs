@@ -1,0 +1,239 @@
+//! `rocflow migrate-counters` and `rocflow counters …` as users and CI scripts run them:
+//! exit codes, what is written where, and diagnostics with their place.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn rocflow(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocflow"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("ROCPROFILER_METRICS_PATH")
+        .env_remove("ROCM_PATH")
+        .output()
+        .expect("rocflow runs")
+}
+
+fn shared(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/counters")
+        .join(name);
+    path.display().to_string()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exited")
+}
+
+const LEGACY: &str = "legacy-schema.counter_defs.yaml";
+const STANDARD: &str = "standard-schema.counter_defs.yaml";
+
+#[test]
+fn migrate_check_tells_ci_whether_a_file_needs_migrating() {
+    let dir = tempfile::tempdir().unwrap();
+    let legacy = rocflow(
+        &["migrate-counters", "-i", &shared(LEGACY), "--check"],
+        dir.path(),
+    );
+    assert_eq!(code(&legacy), 1, "{}", text(&legacy.stderr));
+    assert!(text(&legacy.stderr).contains("needs migrating: 789 counters"));
+    assert!(legacy.stdout.is_empty());
+    let standard = rocflow(
+        &["migrate-counters", "-i", &shared(STANDARD), "--check"],
+        dir.path(),
+    );
+    assert_eq!(code(&standard), 0, "{}", text(&standard.stderr));
+}
+
+#[test]
+fn migrate_writes_the_output_file_which_then_passes_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rocflow(
+        &["migrate-counters", "-i", &shared(LEGACY), "-o", "out.yaml"],
+        dir.path(),
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(dir.path().join("out.yaml")).unwrap();
+    assert!(written.starts_with("rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n"));
+    assert_eq!(written.matches("\n  - name: ").count(), 789);
+
+    let again = rocflow(
+        &["migrate-counters", "-i", "out.yaml", "--check"],
+        dir.path(),
+    );
+    assert_eq!(code(&again), 0);
+    let checked = rocflow(&["counters", "check", "out.yaml"], dir.path());
+    assert_eq!(code(&checked), 0, "{}", text(&checked.stdout));
+    assert_eq!(
+        text(&checked.stdout),
+        "out.yaml: 789 counters, no problems found\n"
+    );
+
+    // Without -o the result goes to standard output, the same text.
+    let stdout = rocflow(&["migrate-counters", "-i", &shared(LEGACY)], dir.path());
+    assert_eq!(text(&stdout.stdout), written);
+}
+
+#[test]
+fn migrate_in_place_replaces_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("defs.yaml");
+    std::fs::write(
+        &file,
+        "A:\n  architectures:\n    gfx942/gfx90a: {block: SQ, event: 1}\n  description: x\n",
+    )
+    .unwrap();
+    let out = rocflow(
+        &["migrate-counters", "-i", "defs.yaml", "--in-place"],
+        dir.path(),
+    );
+    assert_eq!(code(&out), 0);
+    assert!(
+        text(&out.stderr).contains("warning: no `schema-version`"),
+        "{}",
+        text(&out.stderr)
+    );
+    let migrated = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        migrated
+            .contains("    - architectures:\n      - gfx90a\n      - gfx942\n      block: SQ\n")
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["defs.yaml"], "no temporary file is left behind");
+}
+
+#[test]
+fn invalid_input_exits_2_with_the_place_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = "schema-version: 1\nA:\n  architectures:\n    gfx942: {block: SQ, event: 1}\n  description: x\nA:\n  architectures:\n    gfx90a: {expression: B}\n  description: y\n";
+    std::fs::write(dir.path().join("bad.yaml"), bad).unwrap();
+    let out = rocflow(
+        &["migrate-counters", "-i", "bad.yaml", "-o", "out.yaml"],
+        dir.path(),
+    );
+    assert_eq!(code(&out), 2);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("error: counter `A` is defined twice"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("bad.yaml:6:1"), "{stderr}");
+    assert!(stderr.contains("first defined at bad.yaml:2:1"), "{stderr}");
+    assert!(!dir.path().join("out.yaml").exists());
+
+    let missing = rocflow(&["migrate-counters", "-i", "nope.yaml"], dir.path());
+    assert_eq!(code(&missing), 1);
+    assert!(text(&missing.stderr).contains("reading nope.yaml"));
+}
+
+#[test]
+fn check_prints_each_finding_with_its_place_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = "schema-version: 1\nA:\n  architectures:\n    gfx942:\n      expression: reduce(SQ_WAVE,sum)*2\n  description: x\nSQ_WAVES:\n  architectures:\n    gfx942: {block: SQ, event: 4}\n  description: y\n";
+    std::fs::write(dir.path().join("defs.yaml"), defs).unwrap();
+    let out = rocflow(&["counters", "check", "defs.yaml"], dir.path());
+    assert_eq!(code(&out), 1);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("error: `SQ_WAVE` is not defined for gfx942"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("defs.yaml:5:26"), "{stdout}");
+    assert!(stdout.contains("did you mean `SQ_WAVES`?"), "{stdout}");
+    assert!(
+        stdout.ends_with("defs.yaml: 2 counters, 1 problem(s) found\n"),
+        "{stdout}"
+    );
+
+    for file in [LEGACY, STANDARD] {
+        let out = rocflow(&["counters", "check", &shared(file)], dir.path());
+        assert_eq!(code(&out), 0, "{}", text(&out.stdout));
+    }
+}
+
+#[test]
+fn list_filters_by_architecture_kind_and_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = shared(STANDARD);
+    let list = |extra: &[&str]| {
+        let mut args = vec!["counters", "list", "--counters", &defs];
+        args.extend(extra);
+        let out = rocflow(&args, dir.path());
+        assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert_eq!(list(&[]).lines().count(), 797);
+    let derived = list(&["--arch", "gfx942", "--derived", "--grep", "GPU_UTIL"]);
+    assert_eq!(
+        derived.split_whitespace().take(2).collect::<Vec<_>>(),
+        ["GPU_UTIL", "derived"]
+    );
+    let hardware = list(&["--arch", "gfx942", "--hardware"]);
+    assert!(hardware.lines().all(|l| l.contains(" hardware ")));
+    assert!(hardware.lines().any(|l| l.starts_with("GRBM_GUI_ACTIVE ")));
+    assert!(!hardware.contains("GPU_UTIL"));
+}
+
+#[test]
+fn show_prints_the_definition_tree_and_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = shared(STANDARD);
+    let out = rocflow(
+        &[
+            "counters",
+            "show",
+            "--counters",
+            &defs,
+            "GPU_UTIL",
+            "--arch",
+            "gfx942",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "  on gfx942:\n    expression: 100*reduce(GRBM_GUI_ACTIVE,max)/reduce(GRBM_COUNT,max)\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("      └── reduce(max)\n          └── GRBM_COUNT\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("    needs on gfx942: GRBM_COUNT, GRBM_GUI_ACTIVE\n"),
+        "{stdout}"
+    );
+
+    let typo = rocflow(
+        &["counters", "show", "--counters", &defs, "GPU_UTL"],
+        dir.path(),
+    );
+    assert_eq!(code(&typo), 2);
+    assert!(text(&typo.stderr).contains("did you mean `GPU_UTIL`?"));
+}
+
+#[test]
+fn without_definitions_the_error_says_where_it_looked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rocflow(&["counters", "list"], dir.path());
+    if Path::new("/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml").exists() {
+        return; // a machine with ROCm installed finds its definitions
+    }
+    assert_eq!(code(&out), 2);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("no counter definitions found"), "{stderr}");
+    assert!(
+        stderr.contains("/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml"),
+        "{stderr}"
+    );
+}
