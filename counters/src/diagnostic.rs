@@ -160,10 +160,6 @@ impl Diagnostic {
         self.notes.push(note.into());
         self
     }
-
-    pub fn is_error(&self) -> bool {
-        self.severity == Severity::Error
-    }
 }
 
 impl fmt::Display for Diagnostic {

@@ -158,7 +158,7 @@ impl<'a> Reader<'a> {
 
     pub fn string(&mut self, node: &'a Node, what: &str) -> Option<&'a str> {
         match &node.value {
-            Value::Scalar(s) if !s.plain || node.kind() == "a string" => Some(&s.text),
+            Value::Scalar(s) if !s.is_integer() => Some(&s.text),
             _ => {
                 self.expected(node, "a string", what);
                 None

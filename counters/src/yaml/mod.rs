@@ -58,6 +58,13 @@ pub(crate) struct Scalar {
     pub plain: bool,
 }
 
+impl Scalar {
+    /// Whether a reader types the scalar as an integer (as the SDK's would for `event`).
+    pub fn is_integer(&self) -> bool {
+        self.plain && self.text.parse::<i64>().is_ok()
+    }
+}
+
 impl Node {
     /// A node made by a program rather than read from a file.
     pub fn new(value: Value) -> Self {
@@ -105,7 +112,7 @@ impl Node {
     /// What the node is, for messages such as "expected a string, found a list".
     pub fn kind(&self) -> &'static str {
         match &self.value {
-            Value::Scalar(s) if s.plain && s.text.parse::<i64>().is_ok() => "a number",
+            Value::Scalar(s) if s.is_integer() => "a number",
             Value::Scalar(_) => "a string",
             Value::Sequence(_) => "a list",
             Value::Mapping(_) => "a mapping",
