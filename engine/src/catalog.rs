@@ -2,7 +2,9 @@
 //! counters, processes, threads. Records refer to it by id; it only grows, and a record
 //! never refers to metadata sent after it, so readers see all they need.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::record::{
     Agent, CodeObject, CounterInfo, KernelSymbol, Meta, Process, Queue, RecordKind, Stream, Sym,

@@ -22,6 +22,18 @@ pub trait Columns: Record {
     /// [`RecordKind::columns`](crate::record::RecordKind::columns)).
     fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>>;
 
+    /// Every column in [`RecordKind::columns`](crate::record::RecordKind::columns) order.
+    #[inline]
+    fn for_each_cell<'a>(&self, meta: &'a StreamMeta, mut f: impl FnMut(Cell<'a>)) {
+        f(Cell::Str(Self::KIND.name()));
+        self.for_each_field(|value| f(stored(value, meta)));
+        for (name, _) in Self::KIND.derived_columns() {
+            f(self
+                .derived(name, meta)
+                .expect("declared derived columns exist"));
+        }
+    }
+
     /// Any column by name.
     #[inline]
     fn get<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
@@ -29,9 +41,7 @@ pub trait Columns: Record {
             return Some(Cell::Str(Self::KIND.name()));
         }
         match self.field(name) {
-            Some(Value::Int(i)) => Some(Cell::Int(i)),
-            Some(Value::Float(f)) => Some(Cell::Float(f)),
-            Some(Value::Str(sym)) => Some(Cell::Str(meta.string(sym))),
+            Some(value) => Some(stored(value, meta)),
             None => self.derived(name, meta),
         }
     }
@@ -42,6 +52,8 @@ const UNKNOWN: &str = "<unknown>";
 /// One record of any kind, for code that reads columns by name.
 pub trait Row {
     fn cell<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>>;
+    /// Every column in [`RecordKind::columns`](crate::record::RecordKind::columns) order.
+    fn cells<'a>(&self, meta: &'a StreamMeta, f: &mut dyn FnMut(Cell<'a>));
     fn start_ns(&self) -> u64;
 }
 
@@ -51,9 +63,46 @@ impl<R: Columns> Row for R {
         Columns::get(self, name, meta)
     }
 
+    fn cells<'a>(&self, meta: &'a StreamMeta, f: &mut dyn FnMut(Cell<'a>)) {
+        self.for_each_cell(meta, f);
+    }
+
     #[inline]
     fn start_ns(&self) -> u64 {
         Record::start_ns(self)
+    }
+}
+
+#[inline]
+fn stored(value: Value, meta: &StreamMeta) -> Cell<'_> {
+    match value {
+        Value::Int(i) => Cell::Int(i),
+        Value::Float(f) => Cell::Float(f),
+        Value::Str(sym) => Cell::Str(meta.string(sym)),
+    }
+}
+
+/// Code generic over the record type, run on a batch's typed records.
+pub trait BatchVisitor {
+    type Output;
+    fn visit<R: Columns>(self, records: &[R]) -> Self::Output;
+}
+
+/// Runs `visitor` on the batch's records with their concrete type (so per-record code is
+/// compiled for each kind instead of dispatched per record).
+pub fn visit<V: BatchVisitor>(batch: &Batch, visitor: V) -> V::Output {
+    match batch {
+        Batch::KernelDispatch(r) => visitor.visit(r),
+        Batch::MemoryCopy(r) => visitor.visit(r),
+        Batch::MemoryAllocation(r) => visitor.visit(r),
+        Batch::ScratchMemory(r) => visitor.visit(r),
+        Batch::Api(r) => visitor.visit(r),
+        Batch::Marker(r) => visitor.visit(r),
+        Batch::CounterSample(r) => visitor.visit(r),
+        Batch::PcSample(r) => visitor.visit(r),
+        Batch::KfdEvent(r) => visitor.visit(r),
+        Batch::HipStream(r) => visitor.visit(r),
+        Batch::RuntimeInitialization(r) => visitor.visit(r),
     }
 }
 

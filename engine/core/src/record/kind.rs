@@ -72,7 +72,7 @@ impl RecordKind {
     }
 
     /// Columns computed from stored fields and the run's metadata.
-    fn derived_columns(self) -> &'static [(&'static str, ColumnType)] {
+    pub fn derived_columns(self) -> &'static [(&'static str, ColumnType)] {
         use ColumnType::{Int, String};
         const DURATION: (&str, ColumnType) = ("duration_ns", Int);
         const OPERATION: (&str, ColumnType) = ("operation", String);

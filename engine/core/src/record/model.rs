@@ -17,6 +17,10 @@ pub trait Record: Copy + Send + Sync + 'static {
     fn decode(bytes: &[u8]) -> Self;
     /// A stored column by name.
     fn field(&self, name: &str) -> Option<Value>;
+    /// Every stored column in order (cheaper than asking for each by name).
+    fn for_each_field(&self, f: impl FnMut(Value))
+    where
+        Self: Sized;
     /// Start of the record's time span (or its instant), for time windows and ordering.
     fn start_ns(&self) -> u64;
 }
@@ -54,6 +58,11 @@ macro_rules! records {
                 )*
                 debug_assert_eq!(at, Self::SIZE);
                 $name { $($field,)* }
+            }
+
+            #[inline]
+            fn for_each_field(&self, mut f: impl FnMut(Value)) {
+                $(f(self.$field.value());)*
             }
 
             fn field(&self, name: &str) -> Option<Value> {
