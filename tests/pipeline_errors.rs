@@ -13,6 +13,7 @@ fn errors_with(text: &str, sets: &[&str]) -> Vec<Diagnostic> {
     let options = Options {
         overrides: sets.iter().map(|s| Override::parse(s).unwrap()).collect(),
         library: Library::with_search_path(Vec::new()),
+        ..Options::default()
     };
     match pipeline::compile_file(&path, &options) {
         Ok(_) => panic!("pipeline was accepted:\n{text}"),
@@ -629,4 +630,91 @@ fn every_error_is_reported_in_one_round() {
     );
     let messages: Vec<&str> = errors.iter().map(|e| e.message.as_str()).collect();
     assert_eq!(errors.len(), 3, "{messages:?}");
+}
+
+/// The real standardized counter definitions of rocprofiler-sdk.
+fn definitions() -> String {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/data/counters/standard-schema.counter_defs.yaml"
+    );
+    std::fs::canonicalize(path).unwrap().display().to_string()
+}
+
+fn counters(body: &str) -> String {
+    format!(
+        "[[context]]\nname = \"c\"\n[context.counters]\ndefinitions = '{}'\n{body}",
+        definitions()
+    )
+}
+
+#[test]
+fn derived_counter_expression_error_points_at_its_column() {
+    let e = rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"X\"]\nderived = [{ name = \"X\", expression = \"SQ_WAVES + * 2\" }]\n",
+        "invalid counter expression",
+        5,
+        51,
+    );
+    assert_eq!(e.span.unwrap().snippet(), "*");
+}
+
+#[test]
+fn unknown_counter_with_definitions() {
+    let e = rejects(
+        &counters("collect = [\"SQ_WAVE\"]\n"),
+        "unknown counter `SQ_WAVE`",
+        5,
+        12,
+    );
+    assert_eq!(hint(&e), "did you mean `SQ_WAVES`?");
+}
+
+#[test]
+fn counter_not_defined_for_the_selected_agent() {
+    let e = rejects(
+        &counters("collect = [\"SQ_WAVES\", \"TCC_EA0_RDREQ_sum\"]\nagents = [\"gfx908\"]\n"),
+        "`TCC_EA0_RDREQ_sum` is not defined for gfx908",
+        5,
+        24,
+    );
+    assert!(
+        hint(&e).contains("rocflow counters list --arch gfx908"),
+        "{}",
+        hint(&e)
+    );
+}
+
+#[test]
+fn inline_derived_counter_with_an_unknown_input() {
+    rejects(
+        &counters(
+            "collect = [\"MINE\"]\nagents = [\"gfx942\"]\nderived = [{ name = \"MINE\", expression = \"SQ_WAVE / GRBM_GUI_ACTIVE\" }]\n",
+        ),
+        "`SQ_WAVE` is not defined for gfx942 (needed by MINE)",
+        5,
+        12,
+    );
+}
+
+#[test]
+fn inline_derived_counters_in_a_cycle() {
+    rejects(
+        &counters(
+            "collect = [\"A\"]\nderived = [{ name = \"A\", expression = \"B + 1\" }, { name = \"B\", expression = \"A * 2\" }]\n",
+        ),
+        "derived counters form a cycle: A -> B -> A",
+        5,
+        12,
+    );
+}
+
+#[test]
+fn missing_definitions_file() {
+    rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ndefinitions = \"nope.yaml\"\ncollect = [\"SQ_WAVES\"]\n",
+        "cannot load counter definitions",
+        4,
+        15,
+    );
 }

@@ -37,6 +37,7 @@ impl Files {
         let options = Options {
             overrides: sets.iter().map(|s| Override::parse(s).unwrap()).collect(),
             library: Library::with_search_path(search.iter().map(|d| self.path(d)).collect()),
+            ..Options::default()
         };
         pipeline::compile_file(&self.path(name), &options)
     }
@@ -433,7 +434,14 @@ fn every_shipped_template_and_example_validates() {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {
-                let compiled = pipeline::compile_file(&path, &Options::default());
+                // Counter names are checked against rocprofiler-sdk's real definitions.
+                let options = Options {
+                    counters: Some(
+                        root.join("../shared/data/counters/standard-schema.counter_defs.yaml"),
+                    ),
+                    ..Options::default()
+                };
+                let compiled = pipeline::compile_file(&path, &options);
                 if let Err(errors) = compiled {
                     panic!(
                         "{}: {:#?}",

@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod chunk;
 pub mod cli;
 pub mod column;
+pub mod counter_defs;
 pub mod diag;
 pub mod error;
 pub mod generate;

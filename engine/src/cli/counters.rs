@@ -1,20 +1,20 @@
 //! `rocflow migrate-counters` and `rocflow counters list|show|check`: the command line of
 //! the `rocflow-counters` crate, whose diagnostics are turned into rocflow's here.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use rocflow_counters::migrate::{self, Migration};
 use rocflow_counters::{self as counters, DefinitionKind, Definitions, Source};
 
-use crate::diag::{Diagnostic, SourceFile, Span, did_you_mean};
-use crate::error::{Error, Result};
+use crate::diag::{Diagnostic, did_you_mean};
+use crate::error::Result;
 
 use super::print;
+use crate::counter_defs::{Files, convert};
 
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
@@ -321,60 +321,5 @@ fn report_warnings(warnings: &[counters::Diagnostic]) {
     let mut files = Files::default();
     for warning in warnings {
         eprintln!("{}\n", files.diagnostic(warning).render(color));
-    }
-}
-
-/// Turns the counters crate's errors into rocflow's: problems in the file are user errors
-/// (exit 2) with their snippet.
-fn convert(error: counters::Error) -> Error {
-    match error {
-        counters::Error::Io { path, source } => Error::Io {
-            context: format!("reading {}", path.display()),
-            source,
-        },
-        counters::Error::NotFound { searched } => {
-            let looked: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
-            Error::user(
-                Diagnostic::error("no counter definitions found")
-                    .note(format!("looked at {}", looked.join(", ")))
-                    .hint(
-                        "name a file with --counters FILE, or set ROCM_PATH to a ROCm installation",
-                    ),
-            )
-        }
-        counters::Error::Invalid(diagnostics) => {
-            let mut files = Files::default();
-            Error::User(diagnostics.iter().map(|d| files.diagnostic(d)).collect())
-        }
-    }
-}
-
-/// The files diagnostics point into, each read into rocflow's [`SourceFile`] once.
-#[derive(Default)]
-struct Files(HashMap<*const Source, Arc<SourceFile>>);
-
-impl Files {
-    fn file(&mut self, source: &Arc<Source>) -> Arc<SourceFile> {
-        let file = self
-            .0
-            .entry(Arc::as_ptr(source))
-            .or_insert_with(|| SourceFile::new(source.path().display().to_string(), source.text()));
-        Arc::clone(file)
-    }
-
-    fn diagnostic(&mut self, d: &counters::Diagnostic) -> Diagnostic {
-        let base = match d.severity {
-            counters::Severity::Error => Diagnostic::error(&d.message),
-            counters::Severity::Warning => Diagnostic::warning(&d.message),
-        };
-        let span = d
-            .location
-            .as_ref()
-            .map(|l| Span::new(&self.file(&l.source), l.span.clone()));
-        let mut diagnostic = base.at(span).maybe_hint(d.hint.clone());
-        for note in &d.notes {
-            diagnostic = diagnostic.note(note);
-        }
-        diagnostic
     }
 }

@@ -20,6 +20,10 @@ pub struct PipelineArgs {
     /// Override a pipeline parameter (repeatable): --set top=20 --set kernels='["gemm"]'
     #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
+    /// Counter definitions to check counter names against (default: the pipeline's
+    /// `definitions`, else $ROCM_PATH or /opt/rocm when installed).
+    #[arg(long, value_name = "FILE")]
+    counters: Option<PathBuf>,
 }
 
 impl PipelineArgs {
@@ -32,6 +36,7 @@ impl PipelineArgs {
         Ok(Options {
             overrides,
             library: Library::from_env(),
+            counters: self.counters.clone(),
         })
     }
 }

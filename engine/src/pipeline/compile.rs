@@ -429,7 +429,7 @@ impl<'a> Compiler<'a> {
             kernel_exclude,
             iterations,
             agents,
-            definitions: self.counters.source().map(str::to_owned),
+            definitions: self.counters.source(k.definitions.as_deref()),
         }
     }
 
@@ -1183,7 +1183,7 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
 
 /// A case-sensitive glob with `*` and `?`, for operation names. Greedy with one backtrack
 /// point (the last `*`), so it runs in linear time on typical patterns.
-fn glob_match(pattern: &str, name: &str) -> bool {
+pub(super) fn glob_match(pattern: &str, name: &str) -> bool {
     let (p, n) = (pattern.as_bytes(), name.as_bytes());
     let (mut pi, mut ni) = (0, 0);
     let mut star: Option<(usize, usize)> = None;

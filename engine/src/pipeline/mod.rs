@@ -30,6 +30,9 @@ pub struct Options {
     pub overrides: Vec<Override>,
     /// Where `extends` looks beyond the including file's directory.
     pub library: Library,
+    /// Counter definitions to check counter names against (`--counters FILE`), when a
+    /// pipeline names none; otherwise the installed ones are used if there are any.
+    pub counters: Option<std::path::PathBuf>,
 }
 
 /// A compiled pipeline.
@@ -64,7 +67,11 @@ pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diag
         .map(|(k, v)| (k.clone(), v.to_json()))
         .collect();
     let sources = merged.sources.iter().map(Origin::display).collect();
-    let compiler = compile::Compiler::new(&doc, counters::CounterCheck::default());
+    let base = path
+        .parent()
+        .map_or_else(Default::default, Path::to_path_buf);
+    let counters = counters::CounterCheck::new(options.counters.clone(), base);
+    let compiler = compile::Compiler::new(&doc, counters);
     let (plan, warnings) = compiler.compile(&pipeline, &json, sources, params)?;
     Ok(Compiled {
         plan,
