@@ -112,8 +112,6 @@ pub struct Diagnostic {
     pub severity: Severity,
     pub message: String,
     pub span: Option<Span>,
-    /// A label under the highlighted snippet.
-    pub label: Option<String>,
     pub hint: Option<String>,
     /// Context such as "in template `base`, included from a.toml:3:12".
     pub notes: Vec<String>,
@@ -132,7 +130,6 @@ impl Diagnostic {
             severity: Severity::Error,
             message: message.into(),
             span: None,
-            label: None,
             hint: None,
             notes: Vec::new(),
         }
@@ -147,11 +144,6 @@ impl Diagnostic {
 
     pub fn at(mut self, span: Option<Span>) -> Self {
         self.span = span;
-        self
-    }
-
-    pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
         self
     }
 
@@ -187,18 +179,12 @@ impl Diagnostic {
         };
         let title = level.primary_title(&self.message);
         let mut group = match &self.span {
-            Some(span) => {
-                let mut annotation = AnnotationKind::Primary.span(span.range.clone());
-                if let Some(label) = &self.label {
-                    annotation = annotation.label(label);
-                }
-                title.element(
-                    Snippet::source(span.file.text())
-                        .path(span.file.name())
-                        .fold(true)
-                        .annotation(annotation),
-                )
-            }
+            Some(span) => title.element(
+                Snippet::source(span.file.text())
+                    .path(span.file.name())
+                    .fold(true)
+                    .annotation(AnnotationKind::Primary.span(span.range.clone())),
+            ),
             None => Group::with_title(title),
         };
         for note in self.all_notes() {

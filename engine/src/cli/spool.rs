@@ -206,7 +206,7 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
         })
         .collect();
     let records: BTreeMap<&str, u64> = counts.iter().map(|(k, n)| (k.name(), *n)).collect();
-    let span = (first <= last).then(|| (first, last));
+    let span = (first <= last).then_some((first, last));
     if args.json {
         let json = serde_json::json!({
             "spool": args.spool.display().to_string(),

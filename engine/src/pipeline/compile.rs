@@ -523,7 +523,8 @@ impl<'a> Compiler<'a> {
     /// rocprofiler-sdk allows dispatch counter collection and PC sampling in one context
     /// each: a second one fails at `rocprofiler_configure_*` time on the device.
     fn check_exclusive_services(&mut self, contexts: &[ContextPlan]) {
-        let exclusive: [(&str, &str, fn(&ContextPlan) -> bool); 2] = [
+        type Uses = fn(&ContextPlan) -> bool;
+        let exclusive: [(&str, &str, Uses); 2] = [
             ("counters", "dispatch counter collection", |c| {
                 c.counters.is_some()
             }),
