@@ -302,6 +302,9 @@ pub fn generate(args: GenerateArgs) -> Result<ExitCode> {
     // Written under a temporary name and renamed when complete.
     let partial = args.out.with_extension("rfraw.partial");
     let context = || format!("writing {}", args.out.display());
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(Error::io(context()))?;
+    }
     let mut writer = SpoolWriter::create(&partial).map_err(Error::io(context()))?;
     let counts =
         generate::generate(&options, |bytes| writer.write(bytes)).map_err(Error::io(context()))?;
