@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use rocflow::catalog::{Catalog, StreamMeta};
+use rocflow::catalog::Catalog;
 use rocflow::chunk::Chunk;
 use rocflow::generate;
 use rocflow::pipeline::{self, Options};
@@ -28,8 +28,11 @@ struct Received {
 struct Collect(Arc<Mutex<Received>>);
 
 impl Sink for Collect {
-    fn write(&mut self, chunk: &Chunk, _: &StreamMeta) -> Result<(), SinkError> {
-        self.0.lock().unwrap().chunks.push(chunk.clone());
+    fn write(&mut self, window: &[Arc<Chunk>], _: &Catalog) -> Result<(), SinkError> {
+        let mut received = self.0.lock().unwrap();
+        received
+            .chunks
+            .extend(window.iter().map(|c| Chunk::clone(c)));
         Ok(())
     }
     fn table(&mut self, table: &Table) -> Result<(), SinkError> {
@@ -44,7 +47,7 @@ impl Sink for Collect {
 struct Fail;
 
 impl Sink for Fail {
-    fn write(&mut self, _: &Chunk, _: &StreamMeta) -> Result<(), SinkError> {
+    fn write(&mut self, _: &[Arc<Chunk>], _: &Catalog) -> Result<(), SinkError> {
         Err(SinkError::Io {
             context: "writing".into(),
             source: std::io::Error::other("disk full"),

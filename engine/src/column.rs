@@ -22,10 +22,10 @@ pub trait Columns: Record {
     /// [`RecordKind::columns`](crate::record::RecordKind::columns)).
     fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>>;
 
-    /// Every column in [`RecordKind::columns`](crate::record::RecordKind::columns) order.
+    /// Every column in
+    /// [`RecordKind::record_columns`](crate::record::RecordKind::record_columns) order.
     #[inline]
     fn for_each_cell<'a>(&self, meta: &'a StreamMeta, mut f: impl FnMut(Cell<'a>)) {
-        f(Cell::Str(Self::KIND.name()));
         self.for_each_field(|value| f(stored(value, meta)));
         for (name, _) in Self::KIND.derived_columns() {
             f(self
@@ -52,8 +52,6 @@ const UNKNOWN: &str = "<unknown>";
 /// One record of any kind, for code that reads columns by name.
 pub trait Row {
     fn cell<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>>;
-    /// Every column in [`RecordKind::columns`](crate::record::RecordKind::columns) order.
-    fn cells<'a>(&self, meta: &'a StreamMeta, f: &mut dyn FnMut(Cell<'a>));
     fn start_ns(&self) -> u64;
 }
 
@@ -61,10 +59,6 @@ impl<R: Columns> Row for R {
     #[inline]
     fn cell<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
         Columns::get(self, name, meta)
-    }
-
-    fn cells<'a>(&self, meta: &'a StreamMeta, f: &mut dyn FnMut(Cell<'a>)) {
-        self.for_each_cell(meta, f);
     }
 
     #[inline]

@@ -22,10 +22,11 @@ use crate::sink::{Placeholders, Sink, SinkError};
 use crate::transform::{Table, Transform};
 use crate::wire::{Frame, Payload};
 
-/// Chunks gathered before the transforms run over them: enough to keep every core busy.
-const WINDOW_CHUNKS: usize = 32;
-/// Chunks queued for one sink before the decoder waits for it.
-const SINK_QUEUE: usize = 8;
+/// Chunks gathered, per core, before the transforms run over them: enough to keep every
+/// core busy, few enough that a window's output stays in the caches until it is written.
+const CHUNKS_PER_CORE: usize = 4;
+/// Windows queued for one sink before the decoder waits for it.
+const SINK_QUEUE: usize = 2;
 
 /// What happened in a run of the stages.
 #[derive(Debug, Default)]
@@ -45,7 +46,8 @@ pub struct SinkReport {
 }
 
 enum Message {
-    Chunk(Arc<Chunk>),
+    /// A window's chunks of the kinds the sink takes.
+    Window(Vec<Arc<Chunk>>),
     Table(Arc<Table>),
 }
 
@@ -81,7 +83,8 @@ pub fn run(
             transforms: &transforms,
             catalog: &catalog,
             outlets,
-            window: Vec::with_capacity(WINDOW_CHUNKS),
+            window: Vec::new(),
+            window_chunks: CHUNKS_PER_CORE * rayon::current_num_threads().max(2),
             origin_ns: None,
             counts: Vec::new(),
         };
@@ -133,6 +136,7 @@ struct Decoder<'a> {
     catalog: &'a RwLock<Catalog>,
     outlets: Vec<(Vec<RecordKind>, SyncSender<Message>)>,
     window: Vec<Chunk>,
+    window_chunks: usize,
     /// The first record's timestamp: time windows are relative to it.
     origin_ns: Option<u64>,
     counts: Vec<(RecordKind, u64)>,
@@ -167,7 +171,7 @@ impl Decoder<'_> {
                     self.origin_ns = (0..batch.len()).map(|i| row(&batch, i).start_ns()).min();
                 }
                 self.window.push(Chunk::new(frame.stream, batch));
-                if self.window.len() >= WINDOW_CHUNKS {
+                if self.window.len() >= self.window_chunks {
                     self.flush();
                 }
             }
@@ -195,16 +199,21 @@ impl Decoder<'_> {
                 }
             }
         }
-        for chunk in self.window.drain(..) {
-            if chunk.is_empty() {
-                continue;
-            }
-            let chunk = Arc::new(chunk);
-            for (kinds, sender) in &self.outlets {
-                if kinds.contains(&chunk.batch.kind()) {
-                    // A sink that stopped has dropped its receiver; the others go on.
-                    let _ = sender.send(Message::Chunk(Arc::clone(&chunk)));
-                }
+        let window: Vec<Arc<Chunk>> = self
+            .window
+            .drain(..)
+            .filter(|chunk| !chunk.is_empty())
+            .map(Arc::new)
+            .collect();
+        for (kinds, sender) in &self.outlets {
+            let taken: Vec<Arc<Chunk>> = window
+                .iter()
+                .filter(|chunk| kinds.contains(&chunk.batch.kind()))
+                .cloned()
+                .collect();
+            if !taken.is_empty() {
+                // A sink that stopped has dropped its receiver; the others go on.
+                let _ = sender.send(Message::Window(taken));
             }
         }
     }
@@ -243,12 +252,9 @@ fn drive_sink(
         }
         let target = sink.as_mut().expect("opened above");
         let written = match &message {
-            Message::Chunk(chunk) => {
-                records += chunk.len() as u64;
-                target.write(
-                    chunk,
-                    catalog.read().expect("no poison").stream(chunk.stream),
-                )
+            Message::Window(window) => {
+                records += window.iter().map(|c| c.len() as u64).sum::<u64>();
+                target.write(window, &catalog.read().expect("no poison"))
             }
             Message::Table(table) => target.table(table),
         };

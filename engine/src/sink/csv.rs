@@ -1,5 +1,5 @@
-//! The CSV sink: a directory with one file per record kind (every column of the kind, then
-//! the columns `derive` transforms added) and one per aggregate table.
+//! The CSV sink: a directory with one file per record kind (the record's columns, then the
+//! columns `derive` transforms added) and one per aggregate table.
 //!
 //! Files are written into a hidden sibling directory and moved into place when the run
 //! ends, so a failed run leaves no half-written output where the final one would be.
@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
@@ -26,80 +26,58 @@ pub struct CsvSink {
     staging: PathBuf,
     files: HashMap<RecordKind, File>,
     written: Vec<PathBuf>,
-    /// Formatted text waiting to be written, and texts free for reuse.
-    pending: Option<Pending>,
+    /// The previous window's text, written while the next one is formatted.
+    pending: Vec<Text>,
+    /// Texts free for reuse.
     spare: Vec<Text>,
 }
 
-/// A formatted chunk not yet written.
-struct Pending {
-    kind: RecordKind,
-    texts: Vec<Text>,
-    blocks: usize,
-}
+/// Rows formatted by one task: large enough that a task outweighs its scheduling, small
+/// enough that a window splits over every core.
+const ROWS_PER_BLOCK: usize = 4096;
 
-impl Pending {
-    /// Writes the text to its kind's file; gives the texts back for reuse.
-    fn write_to(self, files: &mut HashMap<RecordKind, File>) -> (Vec<Text>, Result<(), SinkError>) {
-        let out = files
-            .get_mut(&self.kind)
-            .expect("files are created before their text");
-        let result = self.texts[..self.blocks]
-            .iter()
-            .try_for_each(|text| out.write_all(&text.bytes))
-            .map_err(|e| SinkError::io(format!("writing {}.csv", self.kind.name()))(e));
-        (self.texts, result)
-    }
-}
-
-/// Rows formatted by one task.
-const ROWS_PER_BLOCK: usize = 1024;
-
-/// CSV text being built, with the escaped form of the long strings seen so far: kernel
-/// names repeat on most rows, and are scanned for quoting once.
+/// The CSV text of one block of rows.
 #[derive(Default)]
 struct Text {
+    kind: Option<RecordKind>,
     bytes: Vec<u8>,
-    escaped: FxHashMap<(usize, usize), Box<[u8]>>,
 }
 
-/// Formats a chunk's rows in blocks, in parallel.
-struct Blocks<'a> {
+/// The rows of one block.
+struct Block<'a> {
     chunk: &'a Chunk,
     meta: &'a StreamMeta,
-    /// One text per block, reused from chunk to chunk.
-    texts: &'a mut [Text],
+    rows: Range<usize>,
+    text: &'a mut Text,
 }
 
-impl BatchVisitor for Blocks<'_> {
+impl BatchVisitor for Block<'_> {
     type Output = ();
 
     fn visit<R: Columns>(self, records: &[R]) {
-        records
-            .par_chunks(ROWS_PER_BLOCK)
-            .zip(self.texts.par_iter_mut())
-            .enumerate()
-            .for_each(|(block, (rows, text))| {
-                text.bytes.clear();
-                // The escaped strings are only known to live as long as this chunk's
-                // metadata read lock.
-                text.escaped.clear();
-                for (offset, record) in rows.iter().enumerate() {
-                    let mut first = true;
-                    record.for_each_cell(self.meta, |cell| {
-                        if !first {
-                            text.bytes.push(b',');
-                        }
-                        first = false;
-                        text.field(cell);
-                    });
-                    for extra in &self.chunk.extra {
-                        text.bytes.push(b',');
-                        text.value(&extra.values[block * ROWS_PER_BLOCK + offset]);
-                    }
-                    text.bytes.push(b'\n');
+        let Block {
+            chunk,
+            meta,
+            rows,
+            text,
+        } = self;
+        text.kind = Some(R::KIND);
+        text.bytes.clear();
+        for (i, record) in records[rows.clone()].iter().enumerate() {
+            let mut first = true;
+            record.for_each_cell(meta, |cell| {
+                if !first {
+                    text.bytes.push(b',');
                 }
+                first = false;
+                text.field(cell);
             });
+            for extra in &chunk.extra {
+                text.bytes.push(b',');
+                text.value(&extra.values[rows.start + i]);
+            }
+            text.bytes.push(b'\n');
+        }
     }
 }
 
@@ -117,32 +95,76 @@ impl Text {
 
     fn field(&mut self, cell: Cell<'_>) {
         match cell {
-            Cell::Int(v) => self
-                .bytes
-                .extend_from_slice(itoa::Buffer::new().format(v).as_bytes()),
+            Cell::Int(v) => push_int(&mut self.bytes, v),
             // Counter values are mostly whole numbers: print them as integers.
-            Cell::Float(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => self
-                .bytes
-                .extend_from_slice(itoa::Buffer::new().format(v as i64).as_bytes()),
+            Cell::Float(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => {
+                push_int(&mut self.bytes, v as i64)
+            }
             Cell::Float(v) => self
                 .bytes
                 .extend_from_slice(ryu::Buffer::new().format(v).as_bytes()),
-            Cell::Str(s) if s.len() > 8 => {
-                // Metadata strings do not move while a chunk is written: their address
-                // identifies them.
-                let escaped = self
-                    .escaped
-                    .entry((s.as_ptr() as usize, s.len()))
-                    .or_insert_with(|| {
-                        let mut out = Vec::with_capacity(s.len() + 2);
-                        quote(s, &mut out);
-                        out.into_boxed_slice()
-                    });
-                self.bytes.extend_from_slice(escaped);
-            }
             Cell::Str(s) => quote(s, &mut self.bytes),
         }
     }
+
+    /// Writes the text to its kind's file.
+    fn write_to(&self, files: &mut HashMap<RecordKind, File>) -> Result<(), SinkError> {
+        let kind = self.kind.expect("a text is formatted before it is written");
+        files
+            .get_mut(&kind)
+            .expect("files are created before their text")
+            .write_all(&self.bytes)
+            .map_err(SinkError::io(format!("writing {}.csv", kind.name())))
+    }
+}
+
+/// Appends `v` in decimal. Digits are made eight at a time in one integer, and written
+/// with fixed-size copies: a formatter's `&str` would cost a copy of variable length, a
+/// call per field, and timestamps have nineteen digits.
+fn push_int(out: &mut Vec<u8>, v: i64) {
+    const E8: u64 = 100_000_000;
+    if v < 0 {
+        out.push(b'-');
+    }
+    let v = v.unsigned_abs();
+    if v < 10 {
+        // Dimension coordinates and flags: the commonest case, and the cheapest.
+        out.push(b'0' + v as u8);
+    } else if v < E8 {
+        push_leading(out, v as u32);
+    } else if v < E8 * E8 {
+        push_leading(out, (v / E8) as u32);
+        out.extend_from_slice(&eight_digits((v % E8) as u32).to_le_bytes());
+    } else {
+        let low = v % (E8 * E8);
+        push_leading(out, (v / (E8 * E8)) as u32);
+        out.extend_from_slice(&eight_digits((low / E8) as u32).to_le_bytes());
+        out.extend_from_slice(&eight_digits((low % E8) as u32).to_le_bytes());
+    }
+}
+
+/// Appends `v` (below 10^8) without leading zeros.
+fn push_leading(out: &mut Vec<u8>, v: u32) {
+    let digits = v.checked_ilog10().unwrap_or(0) as usize + 1;
+    // The text's first byte is the most significant digit: shift the leading zeros out.
+    let text = eight_digits(v) >> (8 * (8 - digits));
+    let start = out.len();
+    out.extend_from_slice(&text.to_le_bytes());
+    out.truncate(start + digits);
+}
+
+/// The eight ASCII digits of `v` (below 10^8, zero-padded), most significant in the lowest
+/// byte, computed in parallel lanes of one integer: the halves' four digits in 32-bit
+/// lanes, split into pairs in 16-bit lanes, then into digits in 8-bit lanes. Division by
+/// 100 and 10 of such small lanes is a multiplication and a shift.
+fn eight_digits(v: u32) -> u64 {
+    debug_assert!(v < 100_000_000);
+    let halves = u64::from(v / 10_000) | (u64::from(v % 10_000) << 32);
+    let hundreds = ((halves * 10_486) >> 20) & 0x0000_007f_0000_007f;
+    let pairs = hundreds | ((halves - hundreds * 100) << 16);
+    let tens = ((pairs * 103) >> 10) & 0x000f_000f_000f_000f;
+    let digits = tens | ((pairs - tens * 10) << 8);
+    digits | 0x3030_3030_3030_3030
 }
 
 impl CsvSink {
@@ -164,7 +186,7 @@ impl CsvSink {
             staging,
             files: HashMap::new(),
             written: Vec::new(),
-            pending: None,
+            pending: Vec::new(),
             spare: Vec::new(),
         })
     }
@@ -188,50 +210,53 @@ impl CsvSink {
 }
 
 impl Sink for CsvSink {
-    fn write(&mut self, chunk: &Chunk, meta: &StreamMeta) -> Result<(), SinkError> {
-        let kind = chunk.batch.kind();
-        if !self.files.contains_key(&kind) {
-            let header = kind
-                .columns()
-                .map(|(name, _)| name.to_owned())
-                .chain(chunk.extra.iter().map(|e| e.name.to_string()));
-            let file = self.file(kind.name(), header)?;
-            self.files.insert(kind, file);
+    fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
+        for chunk in window {
+            let kind = chunk.batch.kind();
+            if !self.files.contains_key(&kind) {
+                let header = kind
+                    .record_columns()
+                    .map(|(name, _)| name.to_owned())
+                    .chain(chunk.extra.iter().map(|e| e.name.to_string()));
+                let file = self.file(kind.name(), header)?;
+                self.files.insert(kind, file);
+            }
         }
-        // Rows are formatted in parallel, in blocks, while the previous chunk's text is
-        // written: formatting and writing overlap.
-        let blocks = chunk.len().div_ceil(ROWS_PER_BLOCK);
+        let blocks: Vec<(&Chunk, Range<usize>)> = window
+            .iter()
+            .flat_map(|chunk| {
+                (0..chunk.len())
+                    .step_by(ROWS_PER_BLOCK)
+                    .map(|start| (&**chunk, start..chunk.len().min(start + ROWS_PER_BLOCK)))
+            })
+            .collect();
         let mut texts = std::mem::take(&mut self.spare);
-        if texts.len() < blocks {
-            texts.resize_with(blocks, Text::default);
-        }
-        let previous = self.pending.take();
+        texts.resize_with(blocks.len(), Text::default);
+        // The window is formatted in parallel blocks while the previous one is written.
+        let previous = std::mem::take(&mut self.pending);
         let files = &mut self.files;
         let ((), written) = rayon::join(
             || {
-                visit(
-                    &chunk.batch,
-                    Blocks {
-                        chunk,
-                        meta,
-                        texts: &mut texts[..blocks],
+                blocks.into_par_iter().zip(texts.par_iter_mut()).for_each(
+                    |((chunk, rows), text)| {
+                        let meta = catalog.stream(chunk.stream);
+                        visit(
+                            &chunk.batch,
+                            Block {
+                                chunk,
+                                meta,
+                                rows,
+                                text,
+                            },
+                        )
                     },
                 )
             },
-            || previous.map(|p| p.write_to(files)),
+            || previous.iter().try_for_each(|text| text.write_to(files)),
         );
-        self.pending = Some(Pending {
-            kind,
-            texts,
-            blocks,
-        });
-        match written {
-            Some((spare, result)) => {
-                self.spare = spare;
-                result
-            }
-            None => Ok(()),
-        }
+        self.spare = previous;
+        self.pending = texts;
+        written
     }
 
     fn table(&mut self, table: &Table) -> Result<(), SinkError> {
@@ -253,8 +278,8 @@ impl Sink for CsvSink {
     }
 
     fn finish(mut self: Box<Self>, _: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
-        if let Some(pending) = self.pending.take() {
-            pending.write_to(&mut self.files).1?;
+        for text in std::mem::take(&mut self.pending) {
+            text.write_to(&mut self.files)?;
         }
         for (kind, mut out) in self.files.drain() {
             out.flush()
@@ -302,13 +327,63 @@ fn replace_dir(staging: &Path, target: &Path) -> Result<(), SinkError> {
     )))
 }
 
-/// Appends a CSV field, quoted when it holds a comma, quote or line break.
+/// Appends a CSV field, quoted when it holds a comma, quote or line break (kernel names
+/// with template arguments mostly do).
 fn quote(s: &str, line: &mut Vec<u8>) {
-    if s.bytes().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
-        line.push(b'"');
-        line.extend_from_slice(s.replace('"', "\"\"").as_bytes());
-        line.push(b'"');
+    let bytes = s.as_bytes();
+    let special = |b: &u8| matches!(b, b',' | b'"' | b'\n' | b'\r');
+    // Short names (counters, operations) are cheaper to scan than to hand to memchr.
+    let plain = if bytes.len() <= 24 {
+        !bytes.iter().any(special)
     } else {
-        line.extend_from_slice(s.as_bytes());
+        memchr::memchr3(b',', b'"', b'\n', bytes).is_none()
+            && memchr::memchr(b'\r', bytes).is_none()
+    };
+    if plain {
+        line.extend_from_slice(bytes);
+        return;
+    }
+    line.push(b'"');
+    let mut rest = bytes;
+    while let Some(at) = memchr::memchr(b'"', rest) {
+        line.extend_from_slice(&rest[..=at]);
+        line.push(b'"');
+        rest = &rest[at + 1..];
+    }
+    line.extend_from_slice(rest);
+    line.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_print_as_std_does() {
+        let mut values = vec![0, 1, 9, 10, 99, 100, i64::MAX, i64::MIN, -1, -100_000_000];
+        // Every digit count, at both of its ends and in between.
+        for digits in 1..=18 {
+            let low = 10i64.pow(digits);
+            values.extend([low - 1, low, low + 1, low / 3 * 2 + 7, -low]);
+        }
+        values.push(1_700_000_000_000_436_274);
+        for v in values {
+            let mut out = b"x".to_vec();
+            push_int(&mut out, v);
+            assert_eq!(String::from_utf8(out).unwrap(), format!("x{v}"));
+        }
+    }
+
+    #[test]
+    fn fields_are_quoted_only_when_they_must_be() {
+        let mut out = Vec::new();
+        for s in ["plain", "a,b", "say \"hi\"", "two\nlines", ""] {
+            quote(s, &mut out);
+            out.push(b'|');
+        }
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"two\nlines\"||"
+        );
     }
 }

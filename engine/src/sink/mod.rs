@@ -5,8 +5,9 @@ mod csv;
 mod path;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use crate::catalog::{Catalog, StreamMeta};
+use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::pipeline::model::SinkKind;
 use crate::plan::SinkPlan;
@@ -35,9 +36,11 @@ impl SinkError {
 
 /// An output format.
 pub trait Sink: Send {
-    /// Writes the records of a chunk (of a kind the sink asked for); `meta` is the
-    /// metadata of the chunk's stream.
-    fn write(&mut self, chunk: &Chunk, meta: &StreamMeta) -> Result<(), SinkError>;
+    /// Writes a window of chunks, in arrival order, all of kinds the sink asked for. Their
+    /// metadata is in `catalog`, under each chunk's stream. A window holds many chunks so
+    /// that a sink can spread its work over every core, and pay per window what it must
+    /// pay per write (a transaction, a system call).
+    fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError>;
 
     /// Writes a table an aggregate transform produced at the end of the run.
     fn table(&mut self, table: &Table) -> Result<(), SinkError>;

@@ -96,10 +96,17 @@ impl RecordKind {
         self.columns().find(|(n, _)| *n == name).map(|(_, t)| t)
     }
 
-    /// Every column of this kind: `kind`, the stored fields, then the derived ones.
+    /// Every column of this kind: `kind`, then the [record's own](Self::record_columns).
     pub fn columns(self) -> impl Iterator<Item = (&'static str, ColumnType)> {
-        std::iter::once(("kind", ColumnType::String))
-            .chain(super::model::fields(self).iter().copied())
+        std::iter::once(("kind", ColumnType::String)).chain(self.record_columns())
+    }
+
+    /// The columns that vary from record to record: the stored fields, then the derived
+    /// ones.
+    pub fn record_columns(self) -> impl Iterator<Item = (&'static str, ColumnType)> {
+        super::model::fields(self)
+            .iter()
+            .copied()
             .chain(self.derived_columns().iter().copied())
     }
 }
