@@ -169,3 +169,42 @@ fn other_files_are_user_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("holds no pipeline to replay"));
 }
+
+/// A transform that fails on records at run time: by default the failures are reported
+/// and the run goes on; a strict one stops the run and leaves no output behind.
+#[test]
+fn strict_transforms_stop_the_run_at_their_first_failure() {
+    let dir = setup();
+    let lenient = PIPELINE.replace(
+        "[[sink]]",
+        "[[transform]]\nname = \"ratio\"\nkind = \"derive\"\nrecords = [\"kernel_dispatch\"]\ncolumn = \"r\"\nexpression = \"duration_ns / (grid_y - 1)\"\n[[sink]]",
+    );
+    std::fs::write(dir.path().join("lenient.toml"), &lenient).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "lenient.toml"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("warning: transform `ratio` failed on"),
+        "{stderr}"
+    );
+    assert!(csv_rows(dir.path(), "kernel_dispatch") > 0);
+
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    let strict = lenient.replace("column = \"r\"", "column = \"r\"\nstrict = true");
+    std::fs::write(dir.path().join("strict.toml"), strict).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "strict.toml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("transform `ratio` is strict and failed on a record")
+            && stderr.contains("kernel_dispatch record #"),
+        "{stderr}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().contains("out"))
+        .collect();
+    assert!(left.is_empty(), "no output, not even staging: {left:?}");
+}

@@ -167,10 +167,15 @@ fn generated_records_round_trip_through_spool_and_stages() {
     let mut reader = SpoolReader::open(&path).unwrap();
     let frames: Vec<Frame> = reader.by_ref().map(Result::unwrap).collect();
     assert_eq!(reader.ending(), Some(&Ending::Complete));
+    // Each batch comes out in start-time order.
     let direct: Vec<(u16, Batch)> = frames
         .iter()
         .filter_map(|f| match &f.payload {
-            Payload::Records(b) => Some((f.stream, b.clone())),
+            Payload::Records(b) => {
+                let mut sorted = b.clone();
+                sorted.sort_by_start();
+                Some((f.stream, sorted))
+            }
             Payload::Meta(_) => None,
         })
         .collect();
@@ -192,7 +197,7 @@ fn generated_records_round_trip_through_spool_and_stages() {
         .collect();
     assert_eq!(
         through, direct,
-        "every record arrives unchanged and in order"
+        "every record arrives unchanged, each batch in start order"
     );
     let reported: u64 = report.records_in.iter().map(|(_, n)| n).sum();
     assert_eq!(reported, total);
@@ -425,4 +430,23 @@ fn a_failing_sink_stops_alone_and_failing_records_are_reported() {
             .is_ok()
     );
     assert_eq!(report.records_in, [(RecordKind::KernelDispatch, 2)]);
+}
+
+/// The SDK fills a buffer as operations complete, so an enclosing call comes after the
+/// calls it encloses; sinks get each chunk in start-time order.
+#[test]
+fn records_reach_sinks_in_start_order() {
+    let plan = compile(&format!("{TRACE}{COLLECT}"));
+    let completed_order = launches(1, &[(50, 10), (10, 5), (30, 100), (10, 1), (0, 200)]);
+    let frames = vec![kernels(&["k"]), records(completed_order)];
+    let (_, received) = run(&plan, frames);
+    let got: Vec<(u64, u64)> = dispatches(&received.lock().unwrap())
+        .iter()
+        .map(|d| (d.start_ns, d.dispatch_id))
+        .collect();
+    // Equal starts keep their arrival order.
+    assert_eq!(
+        got,
+        [(0, 1004), (10, 1001), (10, 1003), (30, 1002), (50, 1000)]
+    );
 }

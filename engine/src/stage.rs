@@ -1,13 +1,15 @@
 //! The stage runtime: frames in, through the transforms, out to every sink.
 //!
-//! The decoder applies metadata and gathers record chunks into a window; the transforms run
-//! over the window in pipeline order, in parallel across chunks on rayon (one chunk at a
-//! time, in arrival order, for transforms that count); then each chunk goes, in arrival
-//! order, to every sink that takes its kind. Each sink runs on its own thread behind a
-//! bounded channel, so a slow sink holds the decoder back instead of filling memory, and a
-//! failing sink stops alone.
+//! The decoder applies metadata and gathers record chunks into a window. Each chunk is put
+//! in start-time order (per thread and per queue, as timelines need; across chunks, records
+//! keep their arrival order). The transforms run over the window in pipeline order, in
+//! parallel across chunks on rayon (one chunk at a time, in arrival order, for transforms
+//! that count); then the window goes to every sink that takes its kinds. Each sink runs on
+//! its own thread behind a bounded channel, so a slow sink holds the decoder back instead of
+//! filling memory, and a failing sink stops alone.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, RwLock};
 
@@ -70,6 +72,8 @@ pub fn run(
         .map(|t| Transform::new(t).map_err(|e| format!("transform `{}`: {e}", t.name)))
         .collect::<Result<_, _>>()?;
     let catalog = Arc::new(RwLock::new(Catalog::default()));
+    // Set when the run stops early: sinks then drop their output instead of finishing it.
+    let abandoned = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let mut outlets = Vec::new();
         let mut handles = Vec::new();
@@ -77,7 +81,10 @@ pub fn run(
             let (sender, receiver) = sync_channel(SINK_QUEUE);
             outlets.push((sink_plan.kinds.clone(), sender));
             let catalog = Arc::clone(&catalog);
-            handles.push(scope.spawn(move || drive_sink(sink_plan, receiver, &catalog, open)));
+            let abandoned = &abandoned;
+            handles.push(
+                scope.spawn(move || drive_sink(sink_plan, receiver, &catalog, open, abandoned)),
+            );
         }
         let mut decoder = Decoder {
             transforms: &transforms,
@@ -87,11 +94,25 @@ pub fn run(
             window_chunks: CHUNKS_PER_CORE * rayon::current_num_threads().max(2),
             origin_ns: None,
             counts: Vec::new(),
+            stopped: None,
         };
         for frame in frames {
             decoder.frame(frame);
+            if decoder.stopped.is_some() {
+                break;
+            }
         }
         decoder.flush();
+        if let Some(error) = decoder.stopped.take() {
+            abandoned.store(true, Ordering::Relaxed);
+            drop(decoder); // the sinks see the channels close, and drop their output
+            for handle in handles {
+                handle
+                    .join()
+                    .expect("sink threads catch their own failures");
+            }
+            return Err(error);
+        }
         for transform in &transforms {
             if let Some(table) = transform.table() {
                 let table = Arc::new(table);
@@ -113,7 +134,7 @@ pub fn run(
             .iter()
             .filter_map(|t| {
                 let f = t.failures();
-                let count = f.count.load(std::sync::atomic::Ordering::Relaxed);
+                let count = f.count.load(Ordering::Relaxed);
                 (count > 0).then(|| {
                     (
                         t.name.clone(),
@@ -140,6 +161,8 @@ struct Decoder<'a> {
     /// The first record's timestamp: time windows are relative to it.
     origin_ns: Option<u64>,
     counts: Vec<(RecordKind, u64)>,
+    /// Why the run stops early (a strict transform failed).
+    stopped: Option<String>,
 }
 
 impl Decoder<'_> {
@@ -180,10 +203,13 @@ impl Decoder<'_> {
 
     /// Runs the transforms over the window and hands its chunks to the sinks, in order.
     fn flush(&mut self) {
-        if self.window.is_empty() {
+        if self.window.is_empty() || self.stopped.is_some() {
             return;
         }
         let origin = self.origin_ns.unwrap_or(0);
+        self.window
+            .par_iter_mut()
+            .for_each(|chunk| chunk.batch.sort_by_start());
         {
             let catalog = self.catalog.read().expect("no poison");
             for transform in self.transforms {
@@ -196,6 +222,10 @@ impl Decoder<'_> {
                     self.window.iter_mut().for_each(apply);
                 } else {
                     self.window.par_iter_mut().for_each(apply);
+                }
+                self.stopped = transform.strict_failure();
+                if self.stopped.is_some() {
+                    return;
                 }
             }
         }
@@ -227,6 +257,7 @@ fn drive_sink(
     messages: Receiver<Message>,
     catalog: &RwLock<Catalog>,
     open_sink: &OpenSink<'_>,
+    abandoned: &AtomicBool,
 ) -> SinkReport {
     let mut sink: Option<Box<dyn Sink>> = None;
     let mut error: Option<SinkError> = None;
@@ -264,6 +295,8 @@ fn drive_sink(
     }
     let outcome = match (error, sink) {
         (Some(e), _) => Err(e),
+        // Dropping the sink removes what it wrote so far.
+        (None, _) if abandoned.load(Ordering::Relaxed) => Err(SinkError::Stopped),
         (None, Some(sink)) => sink.finish(&catalog.read().expect("no poison")),
         // No records reached the sink: it still writes its (empty) output.
         (None, None) => open().and_then(|sink| sink.finish(&catalog.read().expect("no poison"))),

@@ -854,6 +854,7 @@ impl<'a> Compiler<'a> {
             plans.push(TransformPlan {
                 name: transform.name.clone(),
                 kinds,
+                strict: transform.strict,
                 op,
             });
         }

@@ -169,6 +169,9 @@ pub struct Transform {
     pub name: String,
     #[serde(default)]
     pub records: Vec<String>,
+    /// Stop the run at the first record the transform fails on (filter and derive).
+    #[serde(default)]
+    pub strict: bool,
     #[serde(flatten)]
     pub op: TransformOp,
 }

@@ -152,6 +152,9 @@ pub struct StageGraph {
 pub struct TransformPlan {
     pub name: String,
     pub kinds: Vec<RecordKind>,
+    /// A record the transform fails on stops the run instead of being reported.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
     pub op: TransformOpPlan,
 }
 

@@ -25,6 +25,8 @@ pub enum SinkError {
     },
     #[error("the {0} sink is not part of this rocflow build yet")]
     Unavailable(&'static str),
+    #[error("the run stopped before its end; nothing was written")]
+    Stopped,
 }
 
 impl SinkError {

@@ -3,7 +3,7 @@
 //! Most transforms look at one record at a time and run on many chunks in parallel; those
 //! that count (kernel iterations) see chunks one at a time in arrival order. A record an
 //! expression fails on is dropped (filter) or gets no value (derive); the first failures
-//! are kept for the run's report.
+//! are kept for the run's report, and a strict transform's first failure stops the run.
 
 mod aggregate;
 mod expr;
@@ -35,6 +35,7 @@ pub struct Transform {
     pub name: String,
     kinds: Vec<RecordKind>,
     op: Op,
+    strict: bool,
     failures: Failures,
 }
 
@@ -128,6 +129,7 @@ impl Transform {
             name: plan.name.clone(),
             kinds: plan.kinds.clone(),
             op,
+            strict: plan.strict,
             failures: Failures::default(),
         })
     }
@@ -151,6 +153,19 @@ impl Transform {
 
     pub fn failures(&self) -> &Failures {
         &self.failures
+    }
+
+    /// For a strict transform that failed on a record: what it failed on.
+    pub fn strict_failure(&self) -> Option<String> {
+        if !self.strict || self.failures.count.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let first = self.failures.first.lock().expect("no poison");
+        Some(format!(
+            "transform `{}` is strict and failed on a record: {}",
+            self.name,
+            first.first().map_or("", String::as_str)
+        ))
     }
 
     /// Applies the transform to a chunk of a kind it takes. `origin_ns` is the run's first

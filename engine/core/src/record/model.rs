@@ -141,6 +141,15 @@ macro_rules! records {
                 }
             }
 
+            /// Puts the records in start-time order, keeping the order of equal starts. The
+            /// SDK fills buffers as operations complete: a call that encloses others
+            /// arrives after them.
+            pub fn sort_by_start(&mut self) {
+                match self {
+                    $(Batch::$kind(records) => records.sort_by_key(Record::start_ns),)*
+                }
+            }
+
             /// Keeps the records for which `keep(index)` is true.
             pub fn retain_indexed(&mut self, mut keep: impl FnMut(usize) -> bool) {
                 match self {
