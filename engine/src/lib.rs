@@ -13,8 +13,11 @@ pub mod error;
 pub mod generate;
 pub mod pipeline;
 pub mod plan;
+pub mod post;
 pub mod sink;
 pub mod stage;
+pub mod stats;
+pub mod summary;
 pub mod transform;
 
 pub use rocflow_core::{record, sdk, spool, wire};

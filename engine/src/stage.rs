@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::column::row;
-use crate::plan::{Plan, SinkPlan};
+use crate::plan::{Plan, SinkPlan, TransformPlan};
 use crate::record::{Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::transform::{Table, Transform};
@@ -38,6 +38,8 @@ pub struct Report {
     pub sinks: Vec<SinkReport>,
     /// Transforms that failed on some records: name, count, the first messages.
     pub failures: Vec<(String, u64, Vec<String>)>,
+    /// The run's metadata, as it stood at the end.
+    pub catalog: Catalog,
 }
 
 #[derive(Debug)]
@@ -58,16 +60,44 @@ enum Message {
 pub type OpenSink<'a> =
     dyn Fn(&SinkPlan, &Placeholders) -> Result<Box<dyn Sink>, SinkError> + Sync + 'a;
 
-/// Runs the plan's stages over `frames` until they end, then finishes every sink. Sinks
-/// are opened with `open` when their first records arrive.
+/// Where records leave the stages: a sink's name, the kinds it takes, and how to open it
+/// (when its first records arrive, so the run's metadata can fill the path's placeholders).
+pub struct Outlet<'a> {
+    pub name: String,
+    pub kinds: Vec<RecordKind>,
+    pub open: Box<OpenOutlet<'a>>,
+}
+
+/// Opens an outlet's sink with the run's placeholder values.
+pub type OpenOutlet<'a> =
+    dyn Fn(&Placeholders) -> Result<Box<dyn Sink>, SinkError> + Send + Sync + 'a;
+
+/// Runs the plan's stages over `frames` into the plan's sinks, opened with `open`.
 pub fn run(
     plan: &Plan,
     frames: impl Iterator<Item = Frame>,
     open: &OpenSink<'_>,
 ) -> Result<Report, String> {
-    let transforms: Vec<Transform> = plan
-        .stages
-        .transforms
+    let outlets = plan
+        .sinks
+        .iter()
+        .map(|sink| Outlet {
+            name: sink.name.clone(),
+            kinds: sink.kinds.clone(),
+            open: Box::new(move |placeholders| open(sink, placeholders)),
+        })
+        .collect();
+    run_into(&plan.stages.transforms, frames, outlets)
+}
+
+/// Runs `transforms` over `frames` until they end, into `outlets`, then finishes every
+/// sink.
+pub fn run_into(
+    transforms: &[TransformPlan],
+    frames: impl Iterator<Item = Frame>,
+    outlets: Vec<Outlet<'_>>,
+) -> Result<Report, String> {
+    let transforms: Vec<Transform> = transforms
         .iter()
         .map(|t| Transform::new(t).map_err(|e| format!("transform `{}`: {e}", t.name)))
         .collect::<Result<_, _>>()?;
@@ -75,21 +105,19 @@ pub fn run(
     // Set when the run stops early: sinks then drop their output instead of finishing it.
     let abandoned = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let mut outlets = Vec::new();
+        let mut senders = Vec::new();
         let mut handles = Vec::new();
-        for sink_plan in &plan.sinks {
+        for outlet in outlets {
             let (sender, receiver) = sync_channel(SINK_QUEUE);
-            outlets.push((sink_plan.kinds.clone(), sender));
+            senders.push((outlet.kinds.clone(), sender));
             let catalog = Arc::clone(&catalog);
             let abandoned = &abandoned;
-            handles.push(
-                scope.spawn(move || drive_sink(sink_plan, receiver, &catalog, open, abandoned)),
-            );
+            handles.push(scope.spawn(move || drive_sink(outlet, receiver, &catalog, abandoned)));
         }
         let mut decoder = Decoder {
             transforms: &transforms,
             catalog: &catalog,
-            outlets,
+            outlets: senders,
             window: Vec::new(),
             window_chunks: CHUNKS_PER_CORE * rayon::current_num_threads().max(2),
             origin_ns: None,
@@ -116,9 +144,8 @@ pub fn run(
         for transform in &transforms {
             if let Some(table) = transform.table() {
                 let table = Arc::new(table);
-                let route = plan.stages.routes.iter().zip(&decoder.outlets);
-                for (r, (_, sender)) in route {
-                    if r.kinds.iter().any(|&k| transform.applies_to(k)) {
+                for (kinds, sender) in &decoder.outlets {
+                    if kinds.iter().any(|&k| transform.applies_to(k)) {
                         let _ = sender.send(Message::Table(Arc::clone(&table)));
                     }
                 }
@@ -148,6 +175,7 @@ pub fn run(
             records_in,
             sinks,
             failures,
+            catalog: catalog.read().expect("no poison").clone(),
         })
     })
 }
@@ -253,21 +281,15 @@ impl Decoder<'_> {
 /// fill the path's placeholders), writes until the channel closes, then finishes it. After
 /// a failure it keeps draining its channel so the decoder never waits on it.
 fn drive_sink(
-    plan: &SinkPlan,
+    outlet: Outlet<'_>,
     messages: Receiver<Message>,
     catalog: &RwLock<Catalog>,
-    open_sink: &OpenSink<'_>,
     abandoned: &AtomicBool,
 ) -> SinkReport {
     let mut sink: Option<Box<dyn Sink>> = None;
     let mut error: Option<SinkError> = None;
     let mut records = 0;
-    let open = || {
-        open_sink(
-            plan,
-            &Placeholders::for_run(&catalog.read().expect("no poison")),
-        )
-    };
+    let open = || (outlet.open)(&Placeholders::for_run(&catalog.read().expect("no poison")));
     for message in messages {
         if error.is_some() {
             continue;
@@ -302,7 +324,7 @@ fn drive_sink(
         (None, None) => open().and_then(|sink| sink.finish(&catalog.read().expect("no poison"))),
     };
     SinkReport {
-        name: plan.name.clone(),
+        name: outlet.name.clone(),
         records,
         outcome,
     }

@@ -42,6 +42,8 @@ enum Command {
     Replay(spool::ReplayArgs),
     /// Show what a raw spool holds: processes, agents, records per kind, time span, losses.
     Inspect(spool::InspectArgs),
+    /// Statistics of a run: per kernel, API function, copy, allocation, marker and counter.
+    Summary(spool::SummaryArgs),
     /// Write a synthetic run to a spool (for benchmarks, tests and demos).
     #[command(hide = true)]
     Generate(spool::GenerateArgs),
@@ -61,6 +63,7 @@ pub fn main() -> ExitCode {
         Command::Templates(command) => pipeline::templates(command),
         Command::Replay(args) => spool::replay(args),
         Command::Inspect(args) => spool::inspect(args),
+        Command::Summary(args) => spool::summary(args),
         Command::Generate(args) => spool::generate(args),
         Command::MigrateCounters(args) => counters::migrate(args),
         Command::Counters(command) => counters::run(command),

@@ -1,5 +1,5 @@
-//! `rocflow replay`, `rocflow inspect` and the hidden `rocflow generate`: commands on raw
-//! spools.
+//! `rocflow replay`, `rocflow inspect`, `rocflow summary` and the hidden `rocflow generate`:
+//! commands on raw spools.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -16,9 +16,11 @@ use crate::generate;
 use crate::pipeline;
 use crate::plan::Plan;
 use crate::record::{Meta, RecordKind};
+use crate::sink::Placeholders;
 use crate::spool::{SpoolReader, SpoolWriter};
+use crate::summary::{self, Breakdown, Format, Summary};
 use crate::wire::{Frame, Payload, WireError};
-use crate::{sink, stage};
+use crate::{post, sink, stage};
 
 use super::pipeline::PipelineArgs;
 use super::print;
@@ -117,12 +119,115 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             first.join("; ")
         );
     }
+    let placeholders = Placeholders::for_run(&report.catalog);
+    for step in post::run(&plan, &args.spool, &placeholders) {
+        match step.outcome {
+            Ok(done) => {
+                out.push_str(&format!("  {}:", step.name));
+                for path in &done.paths {
+                    out.push_str(&format!("\n    {}", path.display()));
+                }
+                out.push('\n');
+                out.push_str(&done.text);
+            }
+            Err(e) => {
+                healthy &= !step.required;
+                let level = if step.required { "error" } else { "warning" };
+                eprintln!("{level}: post-step `{}`: {e}", step.name);
+            }
+        }
+    }
     print(&out)?;
     Ok(if healthy {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    /// The raw spool of a run (`run.rfraw`).
+    spool: PathBuf,
+    /// A pipeline whose transforms apply first (default: the one the run was recorded with,
+    /// or none).
+    pipeline: Option<PathBuf>,
+    /// Kernels in the printed table.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Write the tables into this directory (CSV per table, summary.md, summary.json).
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Formats: printed to stdout without --output, written with it.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    format: Vec<Format>,
+    /// Split the statistics per process and/or per agent.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    by: Vec<By>,
+    #[command(flatten)]
+    options: PipelineArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum By {
+    Process,
+    Agent,
+}
+
+/// Statistics of a run: per kernel, API function, copy, allocation, marker and counter.
+pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
+    let transforms = match &args.pipeline {
+        Some(file) => {
+            pipeline::compile_file(file, &args.options.options()?)
+                .map_err(Error::User)?
+                .plan
+                .stages
+                .transforms
+        }
+        // A spool written without a pipeline is summarized as it is.
+        None => recorded_plan(&args.spool).map_or_else(|_| Vec::new(), |p| p.stages.transforms),
+    };
+    let mut reader = open(&args.spool)?;
+    let mut failed = None;
+    let breakdown = Breakdown {
+        process: args.by.contains(&By::Process),
+        agent: args.by.contains(&By::Agent),
+    };
+    let summary = Summary::of_run(&transforms, frames(&mut reader, &mut failed), breakdown)
+        .map_err(Error::Runtime)?;
+    warn_ending(&reader);
+    if let Some(e) = failed {
+        return Err(Error::Io {
+            context: format!("reading {}", args.spool.display()),
+            source: e,
+        });
+    }
+    let tables = summary.tables();
+    let mut out = String::new();
+    match &args.output {
+        Some(dir) => {
+            let formats = if args.format.is_empty() {
+                vec![Format::Csv, Format::Md, Format::Json]
+            } else {
+                args.format.clone()
+            };
+            let paths = summary::write_files(&tables, dir, &formats)
+                .map_err(Error::io(format!("writing {}", dir.display())))?;
+            for path in paths {
+                out.push_str(&format!("{}\n", path.display()));
+            }
+        }
+        None => {
+            for format in &args.format {
+                out.push_str(&summary::render(&tables, *format));
+            }
+        }
+    }
+    if args.format.is_empty() || args.output.is_some() {
+        out.push_str(&summary::top_kernels(&tables, args.top).unwrap_or_default());
+    }
+    print(&out)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The plan stored in the spool's first metadata frames.

@@ -167,6 +167,21 @@ fn eight_digits(v: u32) -> u64 {
     digits | 0x3030_3030_3030_3030
 }
 
+/// A table's rows as CSV text (no header line).
+pub fn table_rows(table: &Table) -> Vec<u8> {
+    let mut text = Text::default();
+    for values in &table.rows {
+        for (c, value) in values.iter().enumerate() {
+            if c > 0 {
+                text.bytes.push(b',');
+            }
+            text.value(value);
+        }
+        text.bytes.push(b'\n');
+    }
+    text.bytes
+}
+
 impl CsvSink {
     pub fn create(path: PathBuf) -> Result<CsvSink, SinkError> {
         let name = path
@@ -261,17 +276,7 @@ impl Sink for CsvSink {
 
     fn table(&mut self, table: &Table) -> Result<(), SinkError> {
         let mut out = self.file(&table.name, table.columns.iter().cloned())?;
-        let mut text = Text::default();
-        for values in &table.rows {
-            for (c, value) in values.iter().enumerate() {
-                if c > 0 {
-                    text.bytes.push(b',');
-                }
-                text.value(value);
-            }
-            text.bytes.push(b'\n');
-        }
-        out.write_all(&text.bytes)
+        out.write_all(&table_rows(table))
             .map_err(SinkError::io(format!("writing {}.csv", table.name)))?;
         out.flush()
             .map_err(SinkError::io(format!("writing {}.csv", table.name)))

@@ -13,6 +13,7 @@ use crate::pipeline::model::SinkKind;
 use crate::plan::SinkPlan;
 use crate::transform::Table;
 
+pub use csv::table_rows as csv_rows;
 pub use path::Placeholders;
 
 /// A failure of one sink; it stops that sink, never the others.

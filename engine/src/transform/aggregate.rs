@@ -1,7 +1,7 @@
 //! `aggregate`: group-by with count, sum, mean, min, max, stddev and percentiles. Records
 //! pass through unchanged; the table is handed to the sinks when the run ends.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use evalexpr::Value;
@@ -10,6 +10,7 @@ use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::column::{Cell, row};
 use crate::plan::{Metric, MetricOp};
+use crate::stats::Accumulator;
 
 /// A finished aggregate: named columns and rows of values.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,7 +108,7 @@ impl Aggregate {
                         self.metrics
                             .iter()
                             .zip(accumulators)
-                            .map(|(m, a)| a.value(m.op)),
+                            .map(|(m, a)| value(a, m.op)),
                     )
                     .collect()
             })
@@ -125,174 +126,19 @@ impl Aggregate {
     }
 }
 
-/// Running statistics of one metric of one group, mergeable across chunks.
-#[derive(Debug, Clone, Default)]
-struct Accumulator {
-    count: u64,
-    sum: f64,
-    min: f64,
-    max: f64,
-    /// Sum of squared deviations from the mean (Welford), for the standard deviation.
-    m2: f64,
-    histogram: Histogram,
-}
-
-impl Accumulator {
-    fn add(&mut self, value: f64) {
-        if self.count == 0 {
-            self.min = value;
-            self.max = value;
-        }
-        let mean_before = self.mean();
-        self.count += 1;
-        self.sum += value;
-        self.min = self.min.min(value);
-        self.max = self.max.max(value);
-        self.m2 += (value - mean_before) * (value - self.mean());
-        self.histogram.add(value);
-    }
-
-    fn merge(&mut self, other: &Accumulator) {
-        if other.count == 0 {
-            return;
-        }
-        if self.count == 0 {
-            *self = other.clone();
-            return;
-        }
-        let (n1, n2) = (self.count as f64, other.count as f64);
-        let delta = other.mean() - self.mean();
-        self.m2 += other.m2 + delta * delta * n1 * n2 / (n1 + n2);
-        self.count += other.count;
-        self.sum += other.sum;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
-        self.histogram.merge(&other.histogram);
-    }
-
-    fn mean(&self) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            self.sum / self.count as f64
-        }
-    }
-
-    fn value(&self, op: MetricOp) -> Value {
-        match op {
-            MetricOp::Count => Value::Int(self.count as i64),
-            MetricOp::Sum => Value::Float(self.sum),
-            MetricOp::Mean => Value::Float(self.mean()),
-            MetricOp::Min => Value::Float(self.min),
-            MetricOp::Max => Value::Float(self.max),
-            MetricOp::Stddev => Value::Float(if self.count > 1 {
-                (self.m2 / (self.count - 1) as f64).sqrt()
-            } else {
-                0.0
-            }),
-            MetricOp::P50 => Value::Float(self.histogram.quantile(0.50, self.min, self.max)),
-            MetricOp::P90 => Value::Float(self.histogram.quantile(0.90, self.min, self.max)),
-            MetricOp::P95 => Value::Float(self.histogram.quantile(0.95, self.min, self.max)),
-            MetricOp::P99 => Value::Float(self.histogram.quantile(0.99, self.min, self.max)),
-        }
-    }
-}
-
-/// A log-bucketed histogram: percentiles within 1% of the true value in constant memory
-/// per group, however many records arrive.
-#[derive(Debug, Clone, Default)]
-struct Histogram {
-    /// Bucket index (log base GROWTH of the value; `i32::MIN` for values ≤ 0) → count.
-    buckets: BTreeMap<i32, u64>,
-}
-
-const GROWTH: f64 = 1.01;
-
-impl Histogram {
-    fn bucket(value: f64) -> i32 {
-        if value <= 0.0 {
-            i32::MIN
-        } else {
-            (value.ln() / GROWTH.ln()).floor() as i32
-        }
-    }
-
-    fn add(&mut self, value: f64) {
-        *self.buckets.entry(Self::bucket(value)).or_default() += 1;
-    }
-
-    fn merge(&mut self, other: &Histogram) {
-        for (&bucket, &count) in &other.buckets {
-            *self.buckets.entry(bucket).or_default() += count;
-        }
-    }
-
-    /// The value below which a fraction `q` of the values lie (nearest rank), clamped to
-    /// the exact minimum and maximum.
-    fn quantile(&self, q: f64, min: f64, max: f64) -> f64 {
-        let total: u64 = self.buckets.values().sum();
-        if total == 0 {
-            return 0.0;
-        }
-        let rank = ((q * total as f64).ceil() as u64).max(1);
-        let mut seen = 0;
-        for (&bucket, &count) in &self.buckets {
-            seen += count;
-            if seen >= rank {
-                if bucket == i32::MIN {
-                    return min.min(0.0);
-                }
-                // The middle of the bucket, in log space.
-                let value = GROWTH.powf(f64::from(bucket) + 0.5);
-                return value.clamp(min, max);
-            }
-        }
-        max
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statistics_match_direct_computation() {
-        let values: Vec<f64> = (1..=1000).map(|i| (i * i % 997) as f64 + 1.0).collect();
-        let mut all = Accumulator::default();
-        let (mut a, mut b) = (Accumulator::default(), Accumulator::default());
-        for (i, &v) in values.iter().enumerate() {
-            all.add(v);
-            if i % 3 == 0 { a.add(v) } else { b.add(v) }
-        }
-        a.merge(&b);
-        let n = values.len() as f64;
-        let mean = values.iter().sum::<f64>() / n;
-        let stddev = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-        let mut sorted = values.clone();
-        sorted.sort_by(f64::total_cmp);
-        for acc in [&all, &a] {
-            assert_eq!(acc.value(MetricOp::Count), Value::Int(1000));
-            assert!((acc.mean() - mean).abs() < 1e-9);
-            let Value::Float(s) = acc.value(MetricOp::Stddev) else {
-                panic!()
-            };
-            assert!((s - stddev).abs() < 1e-6, "{s} vs {stddev}");
-            assert_eq!(acc.value(MetricOp::Min), Value::Float(sorted[0]));
-            assert_eq!(acc.value(MetricOp::Max), Value::Float(sorted[999]));
-            for (op, q) in [
-                (MetricOp::P50, 0.50),
-                (MetricOp::P95, 0.95),
-                (MetricOp::P99, 0.99),
-            ] {
-                let exact = sorted[(q * n).ceil() as usize - 1];
-                let Value::Float(estimate) = acc.value(op) else {
-                    panic!()
-                };
-                assert!(
-                    (estimate - exact).abs() <= exact * 0.01,
-                    "{op:?}: {estimate} vs {exact}"
-                );
-            }
-        }
+/// The value of one metric.
+fn value(accumulator: &Accumulator, op: MetricOp) -> Value {
+    let a = accumulator;
+    match op {
+        MetricOp::Count => Value::Int(a.count() as i64),
+        MetricOp::Sum => Value::Float(a.sum()),
+        MetricOp::Mean => Value::Float(a.mean()),
+        MetricOp::Min => Value::Float(a.min()),
+        MetricOp::Max => Value::Float(a.max()),
+        MetricOp::Stddev => Value::Float(a.stddev()),
+        MetricOp::P50 => Value::Float(a.quantile(0.50)),
+        MetricOp::P90 => Value::Float(a.quantile(0.90)),
+        MetricOp::P95 => Value::Float(a.quantile(0.95)),
+        MetricOp::P99 => Value::Float(a.quantile(0.99)),
     }
 }

@@ -1,0 +1,189 @@
+//! The collector: a sink that adds every record it receives to a [`Summary`].
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
+
+use crate::catalog::{Catalog, StreamMeta};
+use crate::chunk::Chunk;
+use crate::record::{Batch, CounterSample};
+use crate::sdk::Domain;
+use crate::sink::{Sink, SinkError};
+use crate::transform::Table;
+
+use super::{Kind, Summary, size_class};
+
+pub struct Collector {
+    summary: Arc<Mutex<Summary>>,
+    /// Per stream, the dispatch whose counter samples are arriving, and each counter's
+    /// total over its dimension instances so far. The SDK delivers a dispatch's samples
+    /// together, so a dispatch is complete when the next one starts.
+    open: FxHashMap<u16, OpenDispatch>,
+}
+
+struct OpenDispatch {
+    pid: u32,
+    agent: u32,
+    dispatch_id: u64,
+    kernel_id: u64,
+    totals: FxHashMap<u32, f64>,
+}
+
+impl Collector {
+    pub fn new(summary: Arc<Mutex<Summary>>) -> Collector {
+        Collector {
+            summary,
+            open: FxHashMap::default(),
+        }
+    }
+
+    fn samples(
+        &mut self,
+        summary: &mut Summary,
+        stream: u16,
+        samples: &[CounterSample],
+        meta: &StreamMeta,
+    ) {
+        for sample in samples {
+            let current = self.open.get(&stream).map(|d| d.dispatch_id);
+            if current != Some(sample.dispatch_id) {
+                if let Some(done) = self.open.remove(&stream) {
+                    close(summary, done, meta);
+                }
+                self.open.insert(
+                    stream,
+                    OpenDispatch {
+                        pid: sample.pid,
+                        agent: sample.agent,
+                        dispatch_id: sample.dispatch_id,
+                        kernel_id: sample.kernel_id,
+                        totals: FxHashMap::default(),
+                    },
+                );
+            }
+            let open = self.open.get_mut(&stream).expect("opened above");
+            *open.totals.entry(sample.counter_id).or_default() += sample.value;
+        }
+    }
+}
+
+/// Adds a complete dispatch's counter totals to the summary.
+fn close(summary: &mut Summary, dispatch: OpenDispatch, meta: &StreamMeta) {
+    let kernel = meta.kernel_name(dispatch.kernel_id);
+    for (counter, total) in dispatch.totals {
+        let key = summary.key(
+            Kind::Counters,
+            dispatch.pid,
+            Some(dispatch.agent),
+            &[kernel, meta.counter_name(counter)],
+        );
+        summary
+            .sections
+            .entry(Kind::Counters)
+            .or_default()
+            .rows
+            .entry(key)
+            .or_default()
+            .durations
+            .add(total);
+    }
+}
+
+impl Sink for Collector {
+    fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
+        let summary = Arc::clone(&self.summary);
+        let mut summary = summary.lock().expect("no panics while holding the lock");
+        for chunk in window {
+            let meta = catalog.stream(chunk.stream);
+            let s = &mut *summary;
+            match &chunk.batch {
+                Batch::KernelDispatch(records) => {
+                    for r in records {
+                        let key = s.key(
+                            Kind::Kernels,
+                            r.pid,
+                            Some(r.agent),
+                            &[meta.kernel_name(r.kernel_id)],
+                        );
+                        s.add(Kind::Kernels, key, r.end_ns.saturating_sub(r.start_ns), 0);
+                    }
+                }
+                Batch::Api(records) => {
+                    for r in records {
+                        let domain = Domain::from_sdk_value(r.domain_id.into());
+                        let name = domain.and_then(|d| d.operation_name(r.operation_id));
+                        let key = s.key(
+                            Kind::Api,
+                            r.pid,
+                            None,
+                            &[
+                                domain.map_or("<unknown>", Domain::name),
+                                name.unwrap_or("<unknown>"),
+                            ],
+                        );
+                        s.add(Kind::Api, key, r.end_ns.saturating_sub(r.start_ns), 0);
+                    }
+                }
+                Batch::MemoryCopy(records) => {
+                    for r in records {
+                        let direction = Domain::MemoryCopy
+                            .operation_name(r.operation_id.into())
+                            .unwrap_or("<unknown>");
+                        let key = s.key(
+                            Kind::Copies,
+                            r.pid,
+                            Some(r.dst_agent),
+                            &[direction, size_class(r.bytes)],
+                        );
+                        s.add(
+                            Kind::Copies,
+                            key,
+                            r.end_ns.saturating_sub(r.start_ns),
+                            r.bytes,
+                        );
+                    }
+                }
+                Batch::MemoryAllocation(records) => {
+                    for r in records {
+                        let operation = Domain::MemoryAllocation
+                            .operation_name(r.operation_id.into())
+                            .unwrap_or("<unknown>");
+                        let key = s.key(Kind::Allocations, r.pid, Some(r.agent), &[operation]);
+                        s.add(
+                            Kind::Allocations,
+                            key,
+                            r.end_ns.saturating_sub(r.start_ns),
+                            r.bytes,
+                        );
+                    }
+                }
+                Batch::Marker(records) => {
+                    // Ranges only: a mark has no duration.
+                    for r in records.iter().filter(|r| r.end_ns > r.start_ns) {
+                        let key = s.key(Kind::Markers, r.pid, None, &[meta.string(r.message)]);
+                        s.add(Kind::Markers, key, r.end_ns - r.start_ns, 0);
+                    }
+                }
+                Batch::CounterSample(samples) => self.samples(s, chunk.stream, samples, meta),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn table(&mut self, _: &Table) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
+        let mut summary = self
+            .summary
+            .lock()
+            .expect("no panics while holding the lock");
+        for (stream, dispatch) in self.open.drain() {
+            close(&mut summary, dispatch, catalog.stream(stream));
+        }
+        Ok(Vec::new())
+    }
+}

@@ -1,0 +1,257 @@
+//! Run statistics, as rocprofv3's `--stats` gives them and more: per kernel, API function,
+//! copy direction and size class, allocation operation and marker range, the calls, total,
+//! mean, extremes, standard deviation, percentiles and share of the section's time; counter
+//! values per kernel. Optionally broken down per process and per agent.
+
+mod collect;
+mod render;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use crate::plan::TransformPlan;
+use crate::record::RecordKind;
+use crate::sink::{Placeholders, Sink, SinkError};
+use crate::stage;
+use crate::stats::Accumulator;
+use crate::transform::Table;
+use crate::wire::Frame;
+
+pub use render::{Format, render, top_kernels, write_files};
+
+/// Which extra key columns the statistics are split by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Breakdown {
+    pub process: bool,
+    pub agent: bool,
+}
+
+/// One section's statistics: a key (the breakdown columns, then the section's own) to the
+/// durations of its records, in nanoseconds.
+#[derive(Debug, Default)]
+struct Section {
+    rows: BTreeMap<Vec<String>, Row>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Row {
+    durations: Accumulator,
+    /// Bytes moved or allocated (copies and allocations).
+    bytes: u64,
+}
+
+/// The sections, in the order they are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Kernels,
+    Api,
+    Copies,
+    Allocations,
+    Markers,
+    Counters,
+}
+
+impl Kind {
+    const ALL: [Kind; 6] = [
+        Kind::Kernels,
+        Kind::Api,
+        Kind::Copies,
+        Kind::Allocations,
+        Kind::Markers,
+        Kind::Counters,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Kernels => "kernels",
+            Kind::Api => "api",
+            Kind::Copies => "memory_copies",
+            Kind::Allocations => "memory_allocations",
+            Kind::Markers => "markers",
+            Kind::Counters => "counters",
+        }
+    }
+
+    /// The section's own key columns.
+    fn key_columns(self) -> &'static [&'static str] {
+        match self {
+            Kind::Kernels => &["kernel"],
+            Kind::Api => &["domain", "function"],
+            Kind::Copies => &["direction", "size_class"],
+            Kind::Allocations => &["operation"],
+            Kind::Markers => &["range"],
+            Kind::Counters => &["kernel", "counter"],
+        }
+    }
+
+    /// Whether records of the section run on an agent (host-side ones have none).
+    fn on_agent(self) -> bool {
+        matches!(
+            self,
+            Kind::Kernels | Kind::Copies | Kind::Allocations | Kind::Counters
+        )
+    }
+}
+
+/// The statistics of a run.
+#[derive(Debug, Default)]
+pub struct Summary {
+    breakdown: Breakdown,
+    sections: BTreeMap<Kind, Section>,
+}
+
+impl Summary {
+    /// Replays `frames` through a pipeline's transforms (so the statistics describe the
+    /// records its outputs hold) into a summary.
+    pub fn of_run(
+        transforms: &[TransformPlan],
+        frames: impl Iterator<Item = Frame>,
+        breakdown: Breakdown,
+    ) -> Result<Summary, String> {
+        let summary = Arc::new(Mutex::new(Summary {
+            breakdown,
+            ..Summary::default()
+        }));
+        // One collector, fed every kind the run holds.
+        let outlet = stage::Outlet {
+            name: "summary".into(),
+            kinds: RecordKind::ALL.to_vec(),
+            open: Box::new(|_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
+                Ok(Box::new(collect::Collector::new(Arc::clone(&summary))))
+            }),
+        };
+        let report = stage::run_into(transforms, frames, vec![outlet])?;
+        if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
+            return Err(e.to_string());
+        }
+        let summary = Arc::try_unwrap(summary)
+            .map_err(|_| "the summary is still shared".to_string())?
+            .into_inner()
+            .expect("no panics while holding the lock");
+        Ok(summary)
+    }
+
+    fn add(&mut self, kind: Kind, key: Vec<String>, duration_ns: u64, bytes: u64) {
+        let row = self
+            .sections
+            .entry(kind)
+            .or_default()
+            .rows
+            .entry(key)
+            .or_default();
+        row.durations.add(duration_ns as f64);
+        row.bytes += bytes;
+    }
+
+    /// The breakdown columns of a record's key.
+    fn key(&self, kind: Kind, pid: u32, agent: Option<u32>, own: &[&str]) -> Vec<String> {
+        let mut key = Vec::with_capacity(own.len() + 2);
+        if self.breakdown.process {
+            key.push(pid.to_string());
+        }
+        if self.breakdown.agent && kind.on_agent() {
+            key.push(agent.map_or_else(String::new, |a| a.to_string()));
+        }
+        key.extend(own.iter().map(|s| (*s).to_owned()));
+        key
+    }
+
+    /// The sections as tables, most time first.
+    pub fn tables(&self) -> Vec<Table> {
+        Kind::ALL
+            .iter()
+            .filter_map(|&kind| Some((kind, self.sections.get(&kind)?)))
+            .map(|(kind, section)| self.table(kind, section))
+            .collect()
+    }
+
+    fn table(&self, kind: Kind, section: &Section) -> Table {
+        use evalexpr::Value::{Float, Int, String as Text};
+        let mut columns: Vec<String> = Vec::new();
+        if self.breakdown.process {
+            columns.push("process".into());
+        }
+        if self.breakdown.agent && kind.on_agent() {
+            columns.push("agent".into());
+        }
+        columns.extend(kind.key_columns().iter().map(|c| (*c).to_owned()));
+        let measure = if kind == Kind::Counters {
+            "value"
+        } else {
+            "ns"
+        };
+        let count = if kind == Kind::Counters {
+            "dispatches"
+        } else {
+            "calls"
+        };
+        columns.push(count.into());
+        for stat in [
+            "total", "percent", "mean", "min", "max", "stddev", "p50", "p95", "p99",
+        ] {
+            columns.push(match stat {
+                "percent" => stat.to_owned(),
+                _ => format!("{stat}_{measure}"),
+            });
+        }
+        let bytes = matches!(kind, Kind::Copies | Kind::Allocations);
+        if bytes {
+            columns.push("bytes".into());
+        }
+        let grand_total: f64 = section.rows.values().map(|r| r.durations.sum()).sum();
+        let mut rows: Vec<(&Vec<String>, &Row)> = section.rows.iter().collect();
+        rows.sort_by(|a, b| {
+            b.1.durations
+                .sum()
+                .total_cmp(&a.1.durations.sum())
+                .then_with(|| a.0.cmp(b.0))
+        });
+        let rows = rows
+            .into_iter()
+            .map(|(key, row)| {
+                let d = &row.durations;
+                let share = if grand_total > 0.0 {
+                    100.0 * d.sum() / grand_total
+                } else {
+                    0.0
+                };
+                let mut values: Vec<evalexpr::Value> =
+                    key.iter().map(|k| Text(k.clone())).collect();
+                values.push(Int(d.count() as i64));
+                values.extend(
+                    [
+                        d.sum(),
+                        share,
+                        d.mean(),
+                        d.min(),
+                        d.max(),
+                        d.stddev(),
+                        d.quantile(0.50),
+                        d.quantile(0.95),
+                        d.quantile(0.99),
+                    ]
+                    .map(Float),
+                );
+                if bytes {
+                    values.push(Int(row.bytes as i64));
+                }
+                values
+            })
+            .collect();
+        Table {
+            name: kind.name().to_owned(),
+            columns,
+            rows,
+        }
+    }
+}
+
+/// The size class of a copy, in the powers of 1024 engineers reason in.
+fn size_class(bytes: u64) -> &'static str {
+    match bytes {
+        0..4096 => "<4KiB",
+        4096..1_048_576 => "4KiB-1MiB",
+        1_048_576..67_108_864 => "1MiB-64MiB",
+        _ => ">=64MiB",
+    }
+}

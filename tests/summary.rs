@@ -1,0 +1,211 @@
+//! `rocflow summary` and the summary post-step, checked against statistics computed here
+//! directly from the generated spool.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use rocflow::catalog::Catalog;
+use rocflow::record::Batch;
+use rocflow::spool::SpoolReader;
+use rocflow::wire::Payload;
+
+fn rocflow(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocflow"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("rocflow runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const PIPELINE: &str = r#"
+[pipeline]
+name = "stats"
+[[context]]
+name = "t"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
+counters.collect = ["SQ_WAVES"]
+[[sink]]
+name = "tables"
+kind = "csv"
+path = "out"
+[[post]]
+name = "stats"
+kind = "summary"
+path = "stats-{pid}"
+formats = ["json", "csv"]
+top = 3
+"#;
+
+fn setup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("stats.toml"), PIPELINE).unwrap();
+    let out = rocflow(
+        &[
+            "generate",
+            "run.rfraw",
+            "--records",
+            "40000",
+            "--pipeline",
+            "stats.toml",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    dir
+}
+
+/// Durations per kernel name, and per-dispatch counter totals per (kernel, counter), read
+/// straight from the spool.
+struct Expected {
+    kernels: BTreeMap<String, Vec<f64>>,
+    counters: BTreeMap<(String, String), BTreeMap<(u16, u64), f64>>,
+}
+
+fn expected(spool: &Path) -> Expected {
+    let mut catalog = Catalog::default();
+    let mut kernels: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut counters: BTreeMap<(String, String), BTreeMap<(u16, u64), f64>> = BTreeMap::new();
+    for frame in SpoolReader::open(spool).unwrap() {
+        let frame = frame.unwrap();
+        match frame.payload {
+            Payload::Meta(items) => catalog.apply(frame.stream, items),
+            Payload::Records(Batch::KernelDispatch(records)) => {
+                let meta = catalog.stream(frame.stream);
+                for r in records {
+                    kernels
+                        .entry(meta.kernel_name(r.kernel_id).to_owned())
+                        .or_default()
+                        .push((r.end_ns - r.start_ns) as f64);
+                }
+            }
+            Payload::Records(Batch::CounterSample(samples)) => {
+                let meta = catalog.stream(frame.stream);
+                for s in samples {
+                    let key = (
+                        meta.kernel_name(s.kernel_id).to_owned(),
+                        meta.counter_name(s.counter_id).to_owned(),
+                    );
+                    *counters
+                        .entry(key)
+                        .or_default()
+                        .entry((frame.stream, s.dispatch_id))
+                        .or_default() += s.value;
+                }
+            }
+            Payload::Records(_) => {}
+        }
+    }
+    Expected { kernels, counters }
+}
+
+fn close(actual: &serde_json::Value, expected: f64, tolerance: f64, what: &str) {
+    let actual = actual
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what}: {actual}"));
+    assert!(
+        (actual - expected).abs() <= expected.abs() * tolerance + 1e-6,
+        "{what}: {actual} vs {expected}"
+    );
+}
+
+#[test]
+fn kernel_and_counter_statistics_match_the_records() {
+    let dir = setup();
+    let out = rocflow(&["summary", "run.rfraw", "--format", "json"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let expected = expected(&dir.path().join("run.rfraw"));
+
+    let rows = summary["kernels"].as_array().unwrap();
+    assert_eq!(rows.len(), expected.kernels.len());
+    let gpu_time: f64 = expected.kernels.values().flatten().sum();
+    let mut previous_total = f64::INFINITY;
+    for row in rows {
+        let name = row["kernel"].as_str().unwrap();
+        let mut durations = expected.kernels[name].clone();
+        durations.sort_by(f64::total_cmp);
+        let n = durations.len() as f64;
+        let total: f64 = durations.iter().sum();
+        let mean = total / n;
+        assert_eq!(row["calls"], durations.len());
+        close(&row["total_ns"], total, 1e-12, "total");
+        close(&row["mean_ns"], mean, 1e-12, "mean");
+        close(&row["min_ns"], durations[0], 0.0, "min");
+        close(&row["max_ns"], durations[durations.len() - 1], 0.0, "max");
+        close(&row["percent"], 100.0 * total / gpu_time, 1e-9, "share");
+        if durations.len() > 1 {
+            let var = durations.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            close(&row["stddev_ns"], var.sqrt(), 1e-6, "stddev");
+        }
+        // Nearest-rank percentiles, within the histogram's 1%.
+        for (column, q) in [("p50_ns", 0.50), ("p95_ns", 0.95), ("p99_ns", 0.99)] {
+            let exact = durations[((q * n).ceil() as usize).max(1) - 1];
+            close(&row[column], exact, 0.01, &format!("{name} {column}"));
+        }
+        let row_total = row["total_ns"].as_f64().unwrap();
+        assert!(row_total <= previous_total, "most GPU time first");
+        previous_total = row_total;
+    }
+
+    let rows = summary["counters"].as_array().unwrap();
+    assert_eq!(rows.len(), expected.counters.len());
+    for row in rows {
+        let key = (
+            row["kernel"].as_str().unwrap().to_owned(),
+            row["counter"].as_str().unwrap().to_owned(),
+        );
+        let per_dispatch: Vec<f64> = expected.counters[&key].values().copied().collect();
+        assert_eq!(row["dispatches"], per_dispatch.len());
+        close(
+            &row["total_value"],
+            per_dispatch.iter().sum(),
+            1e-12,
+            "counter total",
+        );
+    }
+}
+
+#[test]
+fn replay_runs_the_summary_post_step_after_the_sinks() {
+    let dir = setup();
+    let out = rocflow(&["replay", "run.rfraw"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let expected = expected(&dir.path().join("run.rfraw"));
+    let busiest = expected
+        .kernels
+        .iter()
+        .max_by(|a, b| a.1.iter().sum::<f64>().total_cmp(&b.1.iter().sum::<f64>()))
+        .unwrap()
+        .0;
+    assert!(stdout.contains("top kernels by GPU time"), "{stdout}");
+    assert!(stdout.contains(busiest.as_str()), "{stdout}");
+    // Three kernels, as the step asks.
+    let shown = stdout
+        .lines()
+        .skip_while(|l| !l.contains("top kernels"))
+        .skip(2)
+        .count();
+    assert_eq!(shown, 3, "{stdout}");
+
+    let stats = dir.path().join("stats-4000");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(stats.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        json["kernels"].as_array().unwrap().len(),
+        expected.kernels.len()
+    );
+    let csv = std::fs::read_to_string(stats.join("kernels.csv")).unwrap();
+    assert_eq!(csv.lines().count(), expected.kernels.len() + 1);
+    assert!(csv.starts_with("kernel,calls,total_ns,percent,"));
+    assert!(
+        !stats.join("summary.md").exists(),
+        "only the formats asked for"
+    );
+}
