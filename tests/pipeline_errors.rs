@@ -554,6 +554,29 @@ fn command_given_as_a_shell_string() {
 }
 
 #[test]
+fn command_naming_an_output_that_does_not_exist() {
+    let sink = "[[sink]]\nname = \"tables\"\nkind = \"csv\"\npath = \"out\"\n";
+    let e = rejects(
+        &format!(
+            "{TRACE}{sink}[[post]]\nname = \"c\"\nkind = \"command\"\nargv = [\"ls\", \"{{spool}}\", \"{{sink:table}}\"]\n"
+        ),
+        "no sink named `table`",
+        11,
+        27,
+    );
+    assert!(hint(&e).contains("tables"), "{}", hint(&e));
+    // A post-step's output exists only once the step ran.
+    rejects(
+        &format!(
+            "{TRACE}{sink}[[post]]\nname = \"c\"\nkind = \"command\"\nargv = [\"ls\", \"{{post:s}}\"]\n[[post]]\nname = \"s\"\nkind = \"summary\"\n"
+        ),
+        "no earlier post-step named `s`",
+        11,
+        16,
+    );
+}
+
+#[test]
 fn agent_selector_that_selects_nothing() {
     rejects(
         &format!("{TRACE}agents = [\"tpu\"]\n"),

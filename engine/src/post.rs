@@ -1,7 +1,12 @@
 //! Post-steps: what runs after every sink finished, in pipeline order. A failing step does
 //! not stop the others; a required one fails the run.
+//!
+//! Commands see the run's outputs as placeholders in their arguments and environment:
+//! `{spool}`, `{sink:NAME}` (a sink's output path) and `{post:NAME}` (an earlier step's
+//! output), and as variables `ROCFLOW_SPOOL`, `ROCFLOW_SINK_<NAME>`, `ROCFLOW_POST_<NAME>`.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use crate::pipeline::model::PostStep;
 use crate::plan::Plan;
@@ -29,32 +34,118 @@ pub struct Done {
 
 /// Runs the plan's post-steps for the run kept in `spool`.
 pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostReport> {
-    plan.posts
-        .iter()
-        .map(|post| PostReport {
+    let mut outputs = Outputs {
+        placeholders,
+        spool: spool.to_path_buf(),
+        sinks: plan
+            .sinks
+            .iter()
+            .map(|s| (s.name.clone(), placeholders.expand(&s.path)))
+            .collect(),
+        posts: Vec::new(),
+    };
+    let mut reports = Vec::new();
+    for post in &plan.posts {
+        let outcome = match &post.step {
+            PostStep::Summary {
+                path,
+                top,
+                formats,
+                by,
+            } => {
+                let dir = placeholders.expand(path.as_deref().unwrap_or("summary"));
+                outputs.posts.push((post.name.clone(), dir.clone()));
+                summarize(plan, spool, &dir, *top, formats, by)
+            }
+            PostStep::Sql { .. } => Err(unavailable("sql")),
+            PostStep::Report { .. } => Err(unavailable("report")),
+            PostStep::Command { argv, env } => command(argv, env, &outputs),
+        };
+        reports.push(PostReport {
             name: post.name.clone(),
             required: post.required,
-            outcome: match &post.step {
-                PostStep::Summary {
-                    path,
-                    top,
-                    formats,
-                    by,
-                } => summarize(
-                    plan,
-                    spool,
-                    placeholders,
-                    path.as_deref(),
-                    *top,
-                    formats,
-                    by,
-                ),
-                PostStep::Sql { .. } => Err(unavailable("sql")),
-                PostStep::Report { .. } => Err(unavailable("report")),
-                PostStep::Command { .. } => Err(unavailable("command")),
-            },
+            outcome,
+        });
+    }
+    reports
+}
+
+/// Where the run's outputs are, for commands.
+struct Outputs<'a> {
+    placeholders: &'a Placeholders,
+    spool: PathBuf,
+    sinks: Vec<(String, PathBuf)>,
+    posts: Vec<(String, PathBuf)>,
+}
+
+impl Outputs<'_> {
+    /// `text` with `{spool}`, `{sink:NAME}`, `{post:NAME}` and the run's placeholders
+    /// filled in.
+    fn expand(&self, text: &str) -> String {
+        let mut out = self
+            .placeholders
+            .fill(text)
+            .replace("{spool}", &self.spool.to_string_lossy());
+        for (prefix, named) in [("sink", &self.sinks), ("post", &self.posts)] {
+            for (name, path) in named {
+                out = out.replace(&format!("{{{prefix}:{name}}}"), &path.to_string_lossy());
+            }
+        }
+        out
+    }
+
+    /// The outputs as environment variables.
+    fn variables(&self) -> Vec<(String, PathBuf)> {
+        let variable = |prefix: &str, name: &str| {
+            let name: String = name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_uppercase()
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            format!("ROCFLOW_{prefix}_{name}")
+        };
+        std::iter::once(("ROCFLOW_SPOOL".to_owned(), self.spool.clone()))
+            .chain(
+                self.sinks
+                    .iter()
+                    .map(|(n, p)| (variable("SINK", n), p.clone())),
+            )
+            .chain(
+                self.posts
+                    .iter()
+                    .map(|(n, p)| (variable("POST", n), p.clone())),
+            )
+            .collect()
+    }
+}
+
+/// Runs an argv (never through a shell), its output going to rocflow's.
+fn command(
+    argv: &[String],
+    env: &indexmap::IndexMap<String, String>,
+    outputs: &Outputs,
+) -> Result<Done, String> {
+    let argv: Vec<String> = argv.iter().map(|a| outputs.expand(a)).collect();
+    let (program, args) = argv.split_first().ok_or("the command is empty")?;
+    let status = Command::new(program)
+        .args(args)
+        .envs(outputs.variables())
+        .envs(env.iter().map(|(k, v)| (k, outputs.expand(v))))
+        .status()
+        .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+    if status.success() {
+        Ok(Done::default())
+    } else {
+        Err(match status.code() {
+            Some(code) => format!("`{program}` exited with status {code}"),
+            None => format!("`{program}` was killed by a signal"),
         })
-        .collect()
+    }
 }
 
 fn unavailable(kind: &str) -> String {
@@ -64,8 +155,7 @@ fn unavailable(kind: &str) -> String {
 fn summarize(
     plan: &Plan,
     spool: &Path,
-    placeholders: &Placeholders,
-    path: Option<&str>,
+    dir: &Path,
     top: Option<u32>,
     formats: &[String],
     by: &[String],
@@ -87,8 +177,7 @@ fn summarize(
             .filter_map(|f| Format::from_name(f))
             .collect()
     };
-    let dir = placeholders.expand(path.unwrap_or("summary"));
-    let paths = summary::write_files(&tables, &dir, &formats)
+    let paths = summary::write_files(&tables, dir, &formats)
         .map_err(|e| format!("writing {}: {e}", dir.display()))?;
     let top = top.map_or(DEFAULT_TOP, |n| n as usize);
     Ok(Done {

@@ -1015,6 +1015,49 @@ impl<'a> Compiler<'a> {
         plans
     }
 
+    /// `{sink:NAME}` and `{post:NAME}` in a command must name a sink, or a post-step that
+    /// runs before it.
+    fn output_references(
+        &mut self,
+        path: &[Step<'_>],
+        text: &str,
+        sinks: &[SinkPlan],
+        earlier_posts: &[&str],
+    ) {
+        for (prefix, names) in [
+            (
+                "sink",
+                sinks.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ),
+            ("post", earlier_posts.to_vec()),
+        ] {
+            let opening = format!("{{{prefix}:");
+            for (offset, _) in text.match_indices(&opening) {
+                let rest = &text[offset + opening.len()..];
+                let Some(end) = rest.find('}') else { continue };
+                let name = &rest[..end];
+                if names.contains(&name) {
+                    continue;
+                }
+                let span = self
+                    .doc
+                    .at(path.iter().copied())
+                    .and_then(|n| inner_span(n, offset, opening.len() + end + 1));
+                let what = if prefix == "sink" {
+                    "sink"
+                } else {
+                    "earlier post-step"
+                };
+                let hint = did_you_mean(name, names.iter().copied())
+                    .unwrap_or_else(|| format!("{what}s: {}", names.join(", ")));
+                let d = Diagnostic::error(format!("no {what} named `{name}`"))
+                    .at(span.or_else(|| self.span(path)))
+                    .hint(hint);
+                self.errors.push(d);
+            }
+        }
+    }
+
     /// Placeholders left in a path after parameters must be the run-time ones.
     fn placeholders(
         &mut self,
@@ -1022,8 +1065,22 @@ impl<'a> Compiler<'a> {
         text: &str,
         params: &IndexMap<String, serde_json::Value>,
     ) {
+        self.placeholders_with(path, text, params, &[]);
+    }
+
+    /// Like [`placeholders`](Self::placeholders), with `extra` names also allowed.
+    fn placeholders_with(
+        &mut self,
+        path: &[Step<'_>],
+        text: &str,
+        params: &IndexMap<String, serde_json::Value>,
+        extra: &[&str],
+    ) {
         for (offset, name) in placeholders(text) {
-            if RUNTIME_PLACEHOLDERS.contains(&name) || params.contains_key(name) {
+            if RUNTIME_PLACEHOLDERS.contains(&name)
+                || extra.contains(&name)
+                || params.contains_key(name)
+            {
                 continue;
             }
             let node = self.doc.at(path.iter().copied());
@@ -1073,8 +1130,15 @@ impl<'a> Compiler<'a> {
                     }
                 }
                 PostStep::Command { argv, .. } => {
+                    let earlier: Vec<&str> = posts[..p].iter().map(|e| e.name.as_str()).collect();
                     for (a, arg) in argv.iter().enumerate() {
-                        self.placeholders(path!["post", p, "argv", a], arg, params);
+                        self.placeholders_with(
+                            path!["post", p, "argv", a],
+                            arg,
+                            params,
+                            &["spool"],
+                        );
+                        self.output_references(path!["post", p, "argv", a], arg, sinks, &earlier);
                     }
                     if argv
                         .first()

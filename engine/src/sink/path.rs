@@ -50,6 +50,11 @@ impl Placeholders {
 
     /// The path with every placeholder filled in.
     pub fn expand(&self, template: &str) -> PathBuf {
+        PathBuf::from(self.fill(template))
+    }
+
+    /// The text with every placeholder filled in.
+    pub fn fill(&self, template: &str) -> String {
         let timestamp = utc(self.timestamp);
         let mut out = template.to_owned();
         for (name, value) in [
@@ -61,7 +66,7 @@ impl Placeholders {
         ] {
             out = out.replace(name, &value);
         }
-        PathBuf::from(out)
+        out
     }
 }
 

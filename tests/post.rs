@@ -1,5 +1,5 @@
-//! `rocflow summary` and the summary post-step, checked against statistics computed here
-//! directly from the generated spool.
+//! Post-steps after a replay, and `rocflow summary`: statistics checked against values
+//! computed here directly from the generated spool, commands with the outputs' paths.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -208,4 +208,51 @@ fn replay_runs_the_summary_post_step_after_the_sinks() {
         !stats.join("summary.md").exists(),
         "only the formats asked for"
     );
+}
+
+#[test]
+fn commands_get_the_outputs_and_their_failures_are_reported() {
+    let dir = setup();
+    let steps = r#"
+[[post]]
+name = "check"
+kind = "command"
+argv = ["test", "-f", "{post:stats}/summary.json", "-a", "-f", "{spool}", "-a", "-d", "{sink:tables}"]
+[[post]]
+name = "listing"
+kind = "command"
+argv = ["cp", "{post:stats}/kernels.csv", "copy-{pid}.csv"]
+[[post]]
+name = "env"
+kind = "command"
+argv = ["printenv", "ROCFLOW_SINK_TABLES", "LABEL"]
+env = { LABEL = "run at {spool}" }
+[[post]]
+name = "optional"
+kind = "command"
+argv = ["false"]
+"#;
+    std::fs::write(dir.path().join("steps.toml"), format!("{PIPELINE}{steps}")).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "steps.toml"], dir.path());
+    let stderr = text(&out.stderr);
+    assert!(
+        out.status.success(),
+        "a failing optional step fails nothing: {stderr}"
+    );
+    assert!(
+        stderr.contains("warning: post-step `optional`: `false` exited with status 1"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("`check`"), "{stderr}");
+    let copied = std::fs::read_to_string(dir.path().join("copy-4000.csv")).unwrap();
+    assert!(copied.starts_with("kernel,calls,"));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("out\nrun at run.rfraw\n"), "{stdout}");
+
+    let required = format!("{PIPELINE}{steps}")
+        .replace("argv = [\"false\"]", "argv = [\"false\"]\nrequired = true");
+    std::fs::write(dir.path().join("required.toml"), required).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "required.toml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("error: post-step `optional`"));
 }
