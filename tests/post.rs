@@ -256,3 +256,83 @@ argv = ["false"]
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("error: post-step `optional`"));
 }
+
+#[test]
+fn diff_compares_runs_and_gates_on_a_predicate() {
+    let dir = setup();
+    let out = rocflow(
+        &[
+            "generate",
+            "longer.rfraw",
+            "--records",
+            "80000",
+            "--seed",
+            "2",
+            "--pipeline",
+            "stats.toml",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a = expected(&dir.path().join("run.rfraw"));
+    let b = expected(&dir.path().join("longer.rfraw"));
+    let time = |e: &Expected| e.kernels.values().flatten().sum::<f64>();
+
+    let out = rocflow(
+        &["diff", "run.rfraw", "longer.rfraw", "--format", "json"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let diff: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    close(
+        &diff["metrics"]["kernel_time_ratio"],
+        time(&b) / time(&a),
+        1e-9,
+        "ratio",
+    );
+    let added = b
+        .kernels
+        .keys()
+        .filter(|k| !a.kernels.contains_key(*k))
+        .count();
+    assert_eq!(diff["metrics"]["kernels_added"], added as f64);
+    let rows = diff["sections"]["kernels"]["rows"].as_array().unwrap();
+    for row in rows {
+        let name = row["kernel"].as_str().unwrap();
+        let total = |e: &Expected| e.kernels.get(name).map(|d| d.iter().sum::<f64>());
+        assert_eq!(row["a"].as_f64(), total(&a), "{name}");
+        assert_eq!(row["b"].as_f64(), total(&b), "{name}");
+    }
+
+    // The same run against itself holds no regression; twice the work does.
+    let gate = "kernel_time_ratio > 1.10";
+    let out = rocflow(
+        &["diff", "run.rfraw", "run.rfraw", "--fail-if", gate],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("kernel_time_ratio = 1.0000"));
+    let out = rocflow(
+        &["diff", "run.rfraw", "longer.rfraw", "--fail-if", gate],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("`kernel_time_ratio > 1.10` holds"));
+
+    let out = rocflow(
+        &[
+            "diff",
+            "run.rfraw",
+            "run.rfraw",
+            "--fail-if",
+            "kernel_tme > 1",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("kernel_time_ratio"),
+        "{}",
+        text(&out.stderr)
+    );
+}

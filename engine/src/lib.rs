@@ -9,6 +9,7 @@ pub mod cli;
 pub mod column;
 pub mod counter_defs;
 pub mod diag;
+pub mod diff;
 pub mod error;
 pub mod generate;
 pub mod pipeline;

@@ -44,6 +44,8 @@ enum Command {
     Inspect(spool::InspectArgs),
     /// Statistics of a run: per kernel, API function, copy, allocation, marker and counter.
     Summary(spool::SummaryArgs),
+    /// Compare two runs: per-kernel, API and counter changes; gate regressions with --fail-if.
+    Diff(spool::DiffArgs),
     /// Write a synthetic run to a spool (for benchmarks, tests and demos).
     #[command(hide = true)]
     Generate(spool::GenerateArgs),
@@ -64,6 +66,7 @@ pub fn main() -> ExitCode {
         Command::Replay(args) => spool::replay(args),
         Command::Inspect(args) => spool::inspect(args),
         Command::Summary(args) => spool::summary(args),
+        Command::Diff(args) => spool::diff(args),
         Command::Generate(args) => spool::generate(args),
         Command::MigrateCounters(args) => counters::migrate(args),
         Command::Counters(command) => counters::run(command),

@@ -11,14 +11,16 @@ use clap::Args;
 use crate::catalog::Catalog;
 use crate::column::row;
 use crate::diag::Diagnostic;
+use crate::diff::Diff;
 use crate::error::{Error, Result};
 use crate::generate;
 use crate::pipeline;
-use crate::plan::Plan;
+use crate::plan::{Plan, TransformPlan};
 use crate::record::{Meta, RecordKind};
 use crate::sink::Placeholders;
 use crate::spool::{SpoolReader, SpoolWriter};
 use crate::summary::{self, Breakdown, Format, Summary};
+use crate::transform::Table;
 use crate::wire::{Frame, Payload, WireError};
 use crate::{post, sink, stage};
 
@@ -174,6 +176,84 @@ enum By {
     Agent,
 }
 
+/// The summary tables of the run in `spool`, through `transforms`.
+fn summary_tables(
+    spool: &Path,
+    transforms: &[TransformPlan],
+    breakdown: Breakdown,
+) -> Result<Vec<Table>> {
+    let mut reader = open(spool)?;
+    let mut failed = None;
+    let summary = Summary::of_run(transforms, frames(&mut reader, &mut failed), breakdown)
+        .map_err(Error::Runtime)?;
+    warn_ending(&reader);
+    match failed {
+        Some(e) => Err(Error::Io {
+            context: format!("reading {}", spool.display()),
+            source: e,
+        }),
+        None => Ok(summary.tables()),
+    }
+}
+
+/// The transforms a spool was recorded with (none for a spool written without a pipeline).
+fn recorded_transforms(spool: &Path) -> Vec<TransformPlan> {
+    recorded_plan(spool).map_or_else(|_| Vec::new(), |p| p.stages.transforms)
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The baseline run's spool.
+    a: PathBuf,
+    /// The run compared with it.
+    b: PathBuf,
+    /// Output: a terminal table, Markdown or JSON.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    format: DiffFormat,
+    /// Rows shown per section.
+    #[arg(long, default_value_t = 15)]
+    top: usize,
+    /// Exit 1 when this predicate holds, e.g. "kernel_time_ratio > 1.10" (names:
+    /// kernel_time_ratio, api_time_ratio, worst_kernel_ratio, worst_counter_ratio,
+    /// kernels_added, kernels_removed).
+    #[arg(long, value_name = "EXPR")]
+    fail_if: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DiffFormat {
+    Text,
+    Md,
+    Json,
+}
+
+/// Compares two runs per kernel, API function, copy and counter.
+pub fn diff(args: DiffArgs) -> Result<ExitCode> {
+    let tables =
+        |spool: &Path| summary_tables(spool, &recorded_transforms(spool), Breakdown::default());
+    let diff = Diff::new(&tables(&args.a)?, &tables(&args.b)?);
+    // Check the predicate before printing anything: a typo is a usage error.
+    let failed = match &args.fail_if {
+        Some(predicate) => diff
+            .fails(predicate)
+            .map_err(|e| Error::user(Diagnostic::error(format!("--fail-if `{predicate}`: {e}"))))?,
+        None => false,
+    };
+    print(&match args.format {
+        DiffFormat::Text => diff.text(args.top, false),
+        DiffFormat::Md => diff.text(args.top, true),
+        DiffFormat::Json => format!("{:#}\n", diff.json()),
+    })?;
+    if failed {
+        eprintln!(
+            "rocflow diff: `{}` holds",
+            args.fail_if.as_deref().unwrap_or_default()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Statistics of a run: per kernel, API function, copy, allocation, marker and counter.
 pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
     let transforms = match &args.pipeline {
@@ -184,25 +264,13 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
                 .stages
                 .transforms
         }
-        // A spool written without a pipeline is summarized as it is.
-        None => recorded_plan(&args.spool).map_or_else(|_| Vec::new(), |p| p.stages.transforms),
+        None => recorded_transforms(&args.spool),
     };
-    let mut reader = open(&args.spool)?;
-    let mut failed = None;
     let breakdown = Breakdown {
         process: args.by.contains(&By::Process),
         agent: args.by.contains(&By::Agent),
     };
-    let summary = Summary::of_run(&transforms, frames(&mut reader, &mut failed), breakdown)
-        .map_err(Error::Runtime)?;
-    warn_ending(&reader);
-    if let Some(e) = failed {
-        return Err(Error::Io {
-            context: format!("reading {}", args.spool.display()),
-            source: e,
-        });
-    }
-    let tables = summary.tables();
+    let tables = summary_tables(&args.spool, &transforms, breakdown)?;
     let mut out = String::new();
     match &args.output {
         Some(dir) => {
