@@ -336,3 +336,89 @@ fn diff_compares_runs_and_gates_on_a_predicate() {
         text(&out.stderr)
     );
 }
+
+/// Loads a page in headless Chromium and returns the DOM after its scripts ran.
+fn rendered_dom(page: &Path) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1280,2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("Debian's chromium is installed (.ci/run installs it)");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn the_report_renders_in_a_browser() {
+    let dir = setup();
+    let steps = "[[post]]\nname = \"report\"\nkind = \"report\"\npath = \"report/run.html\"\ntitle = \"Nightly <run>\"\n";
+    std::fs::write(dir.path().join("report.toml"), format!("{PIPELINE}{steps}")).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "report.toml"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let page = dir.path().join("report/run.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for fetch in ["<link", "src=", "@import", "url("] {
+        assert!(
+            !html.contains(fetch),
+            "self-contained, yet it holds {fetch}"
+        );
+    }
+
+    let dom = rendered_dom(&page);
+    assert!(
+        dom.contains("<title>Nightly &lt;run&gt;</title>"),
+        "the title, escaped"
+    );
+    // Every table was made sortable by the page's script; every chart was laid out.
+    let tables = dom.matches("<table class=\"sortable\"").count();
+    assert!(tables >= 4, "{tables} tables");
+    assert_eq!(dom.matches("data-sortable=\"ready\"").count(), tables);
+    let sizes: Vec<(u32, u32)> = dom
+        .match_indices("data-rendered=\"")
+        .map(|(at, m)| {
+            let rest = &dom[at + m.len()..];
+            let (w, h) = rest[..rest.find('"').unwrap()].split_once('x').unwrap();
+            (w.parse().unwrap(), h.parse().unwrap())
+        })
+        .collect();
+    let charts = dom.matches("<figure class=\"chart").count();
+    assert!(charts >= 2, "top kernels and GPU busy");
+    assert_eq!(sizes.len(), charts);
+    assert!(sizes.iter().all(|&(w, h)| w > 300 && h > 50), "{sizes:?}");
+
+    // The kernels of the run, busiest first, in the chart and in the table.
+    let expected = expected(&dir.path().join("run.rfraw"));
+    let mut kernels: Vec<(&String, f64)> = expected
+        .kernels
+        .iter()
+        .map(|(k, d)| (k, d.iter().sum()))
+        .collect();
+    kernels.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let chart = &dom[dom.find("id=\"top-kernels\"").unwrap()..];
+    let chart = &chart[..chart.find("</figure>").unwrap()];
+    let first_title = &chart[chart.find("<title>").unwrap() + 7..chart.find("</title>").unwrap()];
+    assert_eq!(first_title, kernels[0].0.as_str());
+    for (kernel, _) in &kernels {
+        let escaped = kernel
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        assert!(
+            dom.contains(&format!("<td>{escaped}</td>")),
+            "{kernel} in the table"
+        );
+    }
+}

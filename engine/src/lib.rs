@@ -15,6 +15,7 @@ pub mod generate;
 pub mod pipeline;
 pub mod plan;
 pub mod post;
+pub mod report;
 pub mod sink;
 pub mod stage;
 pub mod stats;

@@ -58,7 +58,12 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
                 summarize(plan, spool, &dir, *top, formats, by)
             }
             PostStep::Sql { .. } => Err(unavailable("sql")),
-            PostStep::Report { .. } => Err(unavailable("report")),
+            PostStep::Report { path, title } => {
+                let path = placeholders.expand(path);
+                let done = report(plan, spool, &path, title.as_deref(), &outputs);
+                outputs.posts.push((post.name.clone(), path));
+                done
+            }
             PostStep::Command { argv, env } => command(argv, env, &outputs),
         };
         reports.push(PostReport {
@@ -152,6 +157,47 @@ fn unavailable(kind: &str) -> String {
     format!("the {kind} post-step is not part of this rocflow build yet")
 }
 
+fn report(
+    plan: &Plan,
+    spool: &Path,
+    path: &Path,
+    title: Option<&str>,
+    outputs: &Outputs<'_>,
+) -> Result<Done, String> {
+    let summary = summary_of(plan, spool, Breakdown::default())?;
+    let title = title.map_or_else(|| format!("rocflow: {}", plan.pipeline.name), str::to_owned);
+    let linked: Vec<(String, PathBuf)> = outputs
+        .sinks
+        .iter()
+        .chain(&outputs.posts)
+        .cloned()
+        .chain([("raw spool".to_owned(), outputs.spool.clone())])
+        .collect();
+    let page = crate::report::Page {
+        title: &title,
+        pipeline: Some((&plan.pipeline.name, &plan.pipeline.hash)),
+        outputs: &linked,
+    };
+    crate::report::write(path, &page, &summary)
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(Done {
+        paths: vec![path.to_path_buf()],
+        text: String::new(),
+    })
+}
+
+/// The run's statistics through the plan's transforms.
+fn summary_of(plan: &Plan, spool: &Path, breakdown: Breakdown) -> Result<Summary, String> {
+    let reader =
+        SpoolReader::open(spool).map_err(|e| format!("reading {}: {e}", spool.display()))?;
+    // The spool was read whole by the sinks already; a damaged tail was reported there.
+    Summary::of_run(
+        &plan.stages.transforms,
+        reader.map_while(Result::ok),
+        breakdown,
+    )
+}
+
 fn summarize(
     plan: &Plan,
     spool: &Path,
@@ -164,11 +210,7 @@ fn summarize(
         process: by.iter().any(|b| b == "process"),
         agent: by.iter().any(|b| b == "agent"),
     };
-    let reader =
-        SpoolReader::open(spool).map_err(|e| format!("reading {}: {e}", spool.display()))?;
-    // The spool was read whole by the sinks already; a damaged tail was reported there.
-    let frames = reader.map_while(Result::ok);
-    let tables = Summary::of_run(&plan.stages.transforms, frames, breakdown)?.tables();
+    let tables = summary_of(plan, spool, breakdown)?.tables();
     let formats: Vec<Format> = if formats.is_empty() {
         vec![Format::Csv, Format::Md, Format::Json]
     } else {

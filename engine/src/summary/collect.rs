@@ -100,6 +100,8 @@ impl Sink for Collector {
             match &chunk.batch {
                 Batch::KernelDispatch(records) => {
                     for r in records {
+                        s.timeline
+                            .add((chunk.stream, r.agent), r.start_ns, r.end_ns);
                         let key = s.key(
                             Kind::Kernels,
                             r.pid,

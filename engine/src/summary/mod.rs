@@ -5,10 +5,12 @@
 
 mod collect;
 mod render;
+mod timeline;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use crate::catalog::Catalog;
 use crate::plan::TransformPlan;
 use crate::record::RecordKind;
 use crate::sink::{Placeholders, Sink, SinkError};
@@ -18,6 +20,7 @@ use crate::transform::Table;
 use crate::wire::Frame;
 
 pub use render::{Format, render, top_kernels, write_files};
+pub use timeline::{AgentKey, Timeline};
 
 /// Which extra key columns the statistics are split by.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -98,6 +101,10 @@ impl Kind {
 pub struct Summary {
     breakdown: Breakdown,
     sections: BTreeMap<Kind, Section>,
+    /// GPU busy time per agent over the run.
+    pub timeline: Timeline,
+    /// The run's metadata: processes, agents, kernels.
+    pub catalog: Catalog,
 }
 
 impl Summary {
@@ -124,10 +131,11 @@ impl Summary {
         if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
             return Err(e.to_string());
         }
-        let summary = Arc::try_unwrap(summary)
+        let mut summary = Arc::try_unwrap(summary)
             .map_err(|_| "the summary is still shared".to_string())?
             .into_inner()
             .expect("no panics while holding the lock");
+        summary.catalog = report.catalog;
         Ok(summary)
     }
 

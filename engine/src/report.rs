@@ -1,0 +1,337 @@
+//! The HTML report: one self-contained file (inline CSS, SVG and a few lines of script;
+//! nothing fetched) with the run's metadata, the summary tables (sortable), the top kernels
+//! by time, GPU busy time per agent over the run, counters per kernel, and links to the
+//! other outputs.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use evalexpr::Value;
+
+use crate::summary::Summary;
+use crate::transform::Table;
+
+/// Kernels in the bar chart.
+const CHART_KERNELS: usize = 15;
+/// Characters of a kernel name shown in a chart label (the whole name is its tooltip).
+const LABEL_CHARS: usize = 52;
+
+/// What the report shows besides the summary.
+pub struct Page<'a> {
+    pub title: &'a str,
+    /// The pipeline's name and hash.
+    pub pipeline: Option<(&'a str, &'a str)>,
+    /// Other outputs of the run, linked relative to the report.
+    pub outputs: &'a [(String, PathBuf)],
+}
+
+/// Writes the report to `path` (under a temporary name, renamed when complete).
+pub fn write(path: &Path, page: &Page<'_>, summary: &Summary) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let html = render(page, summary, path.parent().unwrap_or(Path::new(".")));
+    let name = path.file_name().map_or_else(
+        || "report.html".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let staging = path.with_file_name(format!(".{name}.rocflow-{}", std::process::id()));
+    std::fs::write(&staging, html)?;
+    std::fs::rename(&staging, path)
+}
+
+pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
+    let tables = summary.tables();
+    let mut out = String::with_capacity(64 * 1024);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        escape(page.title),
+        escape(page.title)
+    );
+    metadata(&mut out, page, summary);
+    if let Some(kernels) = tables.iter().find(|t| t.name == "kernels") {
+        out.push_str("<h2>Top kernels by GPU time</h2>\n");
+        top_kernels_chart(&mut out, kernels);
+    }
+    busy_chart(&mut out, summary);
+    for table in &tables {
+        let _ = writeln!(out, "<h2>{}</h2>", escape(&heading(&table.name)));
+        html_table(&mut out, table);
+    }
+    outputs(&mut out, page, dir);
+    let _ = write!(out, "<script>{SCRIPT}</script>\n</body>\n</html>\n");
+    out
+}
+
+fn heading(name: &str) -> String {
+    match name {
+        "api" => "API functions".into(),
+        "counters" => "Counters per kernel".into(),
+        other => {
+            let spaced = other.replace('_', " ");
+            let mut chars = spaced.chars();
+            chars
+                .next()
+                .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
+        }
+    }
+}
+
+fn metadata(out: &mut String, page: &Page<'_>, summary: &Summary) {
+    out.push_str("<dl class=\"meta\">\n");
+    let mut item = |term: &str, value: String| {
+        let _ = writeln!(out, "<dt>{term}</dt><dd>{}</dd>", escape(&value));
+    };
+    if let Some((name, hash)) = page.pipeline {
+        item("pipeline", format!("{name} ({hash})"));
+    }
+    item("rocflow", env!("CARGO_PKG_VERSION").to_owned());
+    for (_, stream) in summary.catalog.streams() {
+        if let Some(p) = &stream.process {
+            item(
+                "process",
+                format!("{} on {}: {}", p.pid, p.hostname, p.command.join(" ")),
+            );
+        }
+        for agent in stream.agents.iter().filter(|a| a.cu_count > 0) {
+            item(
+                "agent",
+                format!(
+                    "{} {} ({}, {} CUs, {} XCCs)",
+                    agent.index, agent.product_name, agent.name, agent.cu_count, agent.xcc_count
+                ),
+            );
+        }
+    }
+    out.push_str("</dl>\n");
+}
+
+/// Horizontal bars, one per kernel, longest first.
+fn top_kernels_chart(out: &mut String, kernels: &Table) {
+    let column = |name: &str| kernels.columns.iter().position(|c| c == name);
+    let (Some(kernel), Some(total), Some(share)) =
+        (column("kernel"), column("total_ns"), column("percent"))
+    else {
+        return;
+    };
+    let rows: Vec<(&str, f64, f64)> = kernels
+        .rows
+        .iter()
+        .take(CHART_KERNELS)
+        .map(|r| (text(&r[kernel]), number(&r[total]), number(&r[share])))
+        .collect();
+    let longest = rows.iter().map(|r| r.1).fold(0.0, f64::max).max(1.0);
+    let (label_width, bar_width, row_height) = (430.0, 420.0, 22.0);
+    let height = row_height * rows.len() as f64 + 10.0;
+    let _ = writeln!(
+        out,
+        "<figure class=\"chart\" id=\"top-kernels\"><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {height}\" width=\"100%\" role=\"img\" aria-label=\"Top kernels by GPU time\">",
+        label_width + bar_width + 120.0
+    );
+    for (i, (name, total, share)) in rows.iter().enumerate() {
+        let y = 5.0 + i as f64 * row_height;
+        let width = bar_width * total / longest;
+        let label: String = if name.chars().count() > LABEL_CHARS {
+            name.chars().take(LABEL_CHARS - 1).chain(['…']).collect()
+        } else {
+            (*name).to_owned()
+        };
+        let _ = writeln!(
+            out,
+            "<g><title>{}</title><text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"label\">{}</text><rect x=\"{}\" y=\"{y}\" width=\"{width:.1}\" height=\"{}\" class=\"bar\"/><text x=\"{:.1}\" y=\"{}\" class=\"value\">{:.2} ms ({share:.1}%)</text></g>",
+            escape(name),
+            label_width - 8.0,
+            y + 15.0,
+            escape(&label),
+            label_width,
+            row_height - 6.0,
+            label_width + width + 6.0,
+            y + 15.0,
+            total / 1e6,
+        );
+    }
+    out.push_str("</svg></figure>\n");
+}
+
+/// Per agent, the share of each time bucket its kernels kept it busy.
+fn busy_chart(out: &mut String, summary: &Summary) {
+    let (width_ns, agents) = summary.timeline.fractions();
+    if agents.is_empty() {
+        return;
+    }
+    out.push_str("<h2>GPU busy over time</h2>\n");
+    let (plot_width, plot_height, left) = (840.0, 80.0, 150.0);
+    for ((stream, agent), fractions) in agents {
+        let meta = summary.catalog.stream(stream);
+        let name = meta.agents.iter().find(|a| a.index == agent).map_or_else(
+            || format!("agent {agent}"),
+            |a| format!("agent {agent} {}", a.name),
+        );
+        let pid = meta.process.as_ref().map_or(0, |p| p.pid);
+        let span_ms = fractions.len() as f64 * width_ns as f64 / 1e6;
+        let step = plot_width / fractions.len().max(1) as f64;
+        let mut points = format!("{left},{plot_height}");
+        for (i, f) in fractions.iter().enumerate() {
+            let y = plot_height * (1.0 - f);
+            let _ = write!(
+                points,
+                " {:.1},{y:.1} {:.1},{y:.1}",
+                left + i as f64 * step,
+                left + (i + 1) as f64 * step
+            );
+        }
+        let _ = write!(points, " {},{plot_height}", left + plot_width);
+        let mean = fractions.iter().sum::<f64>() / fractions.len().max(1) as f64;
+        let _ = writeln!(
+            out,
+            "<figure class=\"chart busy\"><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" width=\"100%\" role=\"img\" aria-label=\"GPU busy, {}\"><text x=\"0\" y=\"20\" class=\"label-left\">pid {pid}</text><text x=\"0\" y=\"38\" class=\"label-left\">{}</text><text x=\"0\" y=\"56\" class=\"value\">{:.0}% busy</text><polygon points=\"{points}\" class=\"area\"/><line x1=\"{left}\" y1=\"{plot_height}\" x2=\"{}\" y2=\"{plot_height}\" class=\"axis\"/><text x=\"{left}\" y=\"{}\" class=\"value\">0 ms</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"value\">{span_ms:.1} ms</text></svg></figure>",
+            left + plot_width + 10.0,
+            plot_height + 18.0,
+            escape(&name),
+            escape(&name),
+            mean * 100.0,
+            left + plot_width,
+            plot_height + 14.0,
+            left + plot_width,
+            plot_height + 14.0,
+        );
+    }
+}
+
+fn html_table(out: &mut String, table: &Table) {
+    out.push_str("<table class=\"sortable\">\n<thead><tr>");
+    for column in &table.columns {
+        let _ = write!(out, "<th>{}</th>", escape(column));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for row in &table.rows {
+        out.push_str("<tr>");
+        for value in row {
+            match value {
+                Value::String(s) => {
+                    let _ = write!(out, "<td>{}</td>", escape(s));
+                }
+                other => {
+                    let v = number(other);
+                    let shown = if v.fract() == 0.0 || v.abs() >= 100.0 {
+                        format!("{v:.0}")
+                    } else {
+                        format!("{v:.2}")
+                    };
+                    let _ = write!(out, "<td class=\"num\" data-value=\"{v}\">{shown}</td>");
+                }
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+fn outputs(out: &mut String, page: &Page<'_>, dir: &Path) {
+    if page.outputs.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Outputs</h2>\n<ul class=\"outputs\">\n");
+    for (name, path) in page.outputs {
+        let link = relative(path, dir);
+        let _ = writeln!(
+            out,
+            "<li>{}: <a href=\"{}\">{}</a></li>",
+            escape(name),
+            escape(&link),
+            escape(&path.display().to_string())
+        );
+    }
+    out.push_str("</ul>\n");
+}
+
+/// `path` relative to `base` when it lies under it, else as it is.
+fn relative(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn text(value: &Value) -> &str {
+    match value {
+        Value::String(s) => s,
+        _ => "",
+    }
+}
+
+fn number(value: &Value) -> f64 {
+    match value {
+        Value::Float(v) => *v,
+        Value::Int(v) => *v as f64,
+        _ => 0.0,
+    }
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #1d2330; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: .2em; }
+h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #d8dce5; padding-bottom: .2em; }
+dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; }
+dl.meta dt { color: #5a6272; }
+dl.meta dd { margin: 0; }
+figure.chart { margin: .5em 0; }
+svg .bar { fill: #c8102e; }
+svg .area { fill: #e8707f; stroke: #c8102e; stroke-width: .6; }
+svg .axis { stroke: #5a6272; stroke-width: 1; }
+svg text { font: 12px system-ui, sans-serif; fill: #1d2330; }
+svg .value { fill: #5a6272; }
+table { border-collapse: collapse; width: 100%; font-size: 12.5px; }
+th, td { padding: 3px 8px; border-bottom: 1px solid #eceef3; text-align: left; }
+td { max-width: 480px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f4f5f8; cursor: pointer; user-select: none; position: sticky; top: 0; }
+th[aria-sort="ascending"]::after { content: " ▲"; }
+th[aria-sort="descending"]::after { content: " ▼"; }
+tr:hover td { background: #fbf3f4; }
+"#;
+
+/// Sorting by a column on a click, and a mark on each chart of its rendered size (which
+/// tests read to know the page was laid out).
+const SCRIPT: &str = r#"
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  table.querySelectorAll("th").forEach(function (th, column) {
+    th.addEventListener("click", function () {
+      var descending = th.getAttribute("aria-sort") !== "descending";
+      table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[column], y = b.cells[column];
+        var order = x.dataset.value !== undefined
+          ? parseFloat(x.dataset.value) - parseFloat(y.dataset.value)
+          : x.textContent.localeCompare(y.textContent);
+        return descending ? -order : order;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+  table.dataset.sortable = "ready";
+});
+document.querySelectorAll("figure.chart").forEach(function (figure) {
+  var box = figure.querySelector("svg").getBoundingClientRect();
+  figure.dataset.rendered = Math.round(box.width) + "x" + Math.round(box.height);
+});
+"#;
