@@ -422,3 +422,73 @@ fn the_report_renders_in_a_browser() {
         );
     }
 }
+
+#[test]
+fn sql_steps_query_a_database_read_only() {
+    let dir = setup();
+    let db = dir.path().join("given.db");
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    connection
+        .execute_batch(
+            "create table k (name text, ns integer);
+             insert into k values ('gemm', 30), ('gemm', 12), ('copy', 5), ('a,b', 1);",
+        )
+        .unwrap();
+    drop(connection);
+    let steps = r#"
+[[post]]
+name = "totals"
+kind = "sql"
+database = "given.db"
+query = "select name, sum(ns) as total_ns, count(*) as calls from k group by name order by total_ns desc"
+path = "q/totals.csv"
+[[post]]
+name = "as_json"
+kind = "sql"
+database = "given.db"
+query = "select name, ns from k where ns > 10 order by ns"
+path = "q/big.json"
+[[post]]
+name = "writes"
+kind = "sql"
+database = "given.db"
+query = "delete from k"
+path = "q/nothing.md"
+[[post]]
+name = "typo"
+kind = "sql"
+database = "given.db"
+query = "select * from nope"
+path = "q/typo.csv"
+"#;
+    std::fs::write(dir.path().join("sql.toml"), format!("{PIPELINE}{steps}")).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "sql.toml"], dir.path());
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "optional steps fail alone: {stderr}");
+    let totals = std::fs::read_to_string(dir.path().join("q/totals.csv")).unwrap();
+    assert_eq!(
+        totals,
+        "name,total_ns,calls\ngemm,42,2\ncopy,5,1\n\"a,b\",1,1\n"
+    );
+    let big: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("q/big.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        big["as_json"],
+        serde_json::json!([{"name": "gemm", "ns": 12}, {"name": "gemm", "ns": 30}])
+    );
+    assert!(
+        stderr.contains("post-step `writes`: SQLite: attempt to write a readonly database"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("post-step `typo`: SQLite: no such table: nope"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("q/typo.csv").exists());
+    let rows: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("select count(*) from k", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 4, "the database is untouched");
+}

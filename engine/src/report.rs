@@ -25,19 +25,10 @@ pub struct Page<'a> {
     pub outputs: &'a [(String, PathBuf)],
 }
 
-/// Writes the report to `path` (under a temporary name, renamed when complete).
+/// Writes the report to `path`, whole or not at all.
 pub fn write(path: &Path, page: &Page<'_>, summary: &Summary) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
     let html = render(page, summary, path.parent().unwrap_or(Path::new(".")));
-    let name = path.file_name().map_or_else(
-        || "report.html".into(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let staging = path.with_file_name(format!(".{name}.rocflow-{}", std::process::id()));
-    std::fs::write(&staging, html)?;
-    std::fs::rename(&staging, path)
+    crate::atomic::write(path, html)
 }
 
 pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {

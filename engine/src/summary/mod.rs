@@ -19,7 +19,7 @@ use crate::stats::Accumulator;
 use crate::transform::Table;
 use crate::wire::Frame;
 
-pub use render::{Format, render, top_kernels, write_files};
+pub use render::{Format, csv, render, top_kernels, write_files};
 pub use timeline::{AgentKey, Timeline};
 
 /// Which extra key columns the statistics are split by.

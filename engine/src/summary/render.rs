@@ -35,16 +35,12 @@ pub fn write_files(
     dir: &Path,
     formats: &[Format],
 ) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut files: Vec<(String, String)> = Vec::new();
     for format in formats {
         match format {
             Format::Csv => {
                 for table in tables {
-                    let mut text = table.columns.join(",").into_bytes();
-                    text.push(b'\n');
-                    text.extend(crate::sink::csv_rows(table));
-                    files.push((format!("{}.csv", table.name), text));
+                    files.push((format!("{}.csv", table.name), csv(table)));
                 }
             }
             Format::Md | Format::Json => {
@@ -53,20 +49,24 @@ pub fn write_files(
                 } else {
                     "summary.json"
                 };
-                files.push((name.into(), render(tables, *format).into_bytes()));
+                files.push((name.into(), render(tables, *format)));
             }
         }
     }
     files
         .into_iter()
         .map(|(name, text)| {
-            let path = dir.join(&name);
-            let staging = dir.join(format!(".{name}.rocflow-{}", std::process::id()));
-            std::fs::write(&staging, text)?;
-            std::fs::rename(&staging, &path)?;
+            let path = dir.join(name);
+            crate::atomic::write(&path, text)?;
             Ok(path)
         })
         .collect()
+}
+
+/// One table as a CSV file's text, with its header line.
+pub fn csv(table: &Table) -> String {
+    let rows = String::from_utf8(crate::sink::csv_rows(table)).expect("CSV text is UTF-8");
+    format!("{}\n{rows}", table.columns.join(","))
 }
 
 /// The tables in one format, as one text.
@@ -78,10 +78,7 @@ pub fn render(tables: &[Table], format: Format) -> String {
         }
         Format::Csv => tables
             .iter()
-            .map(|t| {
-                let rows = String::from_utf8(crate::sink::csv_rows(t)).expect("CSV text is UTF-8");
-                format!("# {}\n{}\n{rows}", t.name, t.columns.join(","))
-            })
+            .map(|t| format!("# {}\n{}", t.name, csv(t)))
             .collect::<Vec<_>>()
             .join("\n"),
     }
