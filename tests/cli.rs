@@ -1,23 +1,10 @@
 //! The `rocflow` binary as users and CI scripts run it: exit codes, messages, JSON output.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_rocflow"));
-    command
-        .args(args)
-        .current_dir(dir)
-        .env_remove("ROCFLOW_PIPELINE_PATH");
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    command.output().expect("rocflow runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use std::process::{Command, Stdio};
+use support::{rocflow, text};
 
 fn write(dir: &Path, name: &str, content: &str) {
     std::fs::write(dir.join(name), content).unwrap();

@@ -1,26 +1,17 @@
 //! Post-steps after a replay, and `rocflow summary`: statistics checked against values
 //! computed here directly from the generated spool, commands with the outputs' paths.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
+use support::{rocflow, text};
 
 use rocflow::catalog::Catalog;
 use rocflow::record::Batch;
 use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
-
-fn rocflow(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rocflow"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("rocflow runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 const PIPELINE: &str = r#"
 [pipeline]
@@ -54,6 +45,7 @@ fn setup() -> tempfile::TempDir {
             "stats.toml",
         ],
         dir.path(),
+        &[],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     dir
@@ -116,7 +108,11 @@ fn close(actual: &serde_json::Value, expected: f64, tolerance: f64, what: &str) 
 #[test]
 fn kernel_and_counter_statistics_match_the_records() {
     let dir = setup();
-    let out = rocflow(&["summary", "run.rfraw", "--format", "json"], dir.path());
+    let out = rocflow(
+        &["summary", "run.rfraw", "--format", "json"],
+        dir.path(),
+        &[],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let expected = expected(&dir.path().join("run.rfraw"));
@@ -173,7 +169,7 @@ fn kernel_and_counter_statistics_match_the_records() {
 #[test]
 fn replay_runs_the_summary_post_step_after_the_sinks() {
     let dir = setup();
-    let out = rocflow(&["replay", "run.rfraw"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let expected = expected(&dir.path().join("run.rfraw"));
@@ -233,7 +229,7 @@ kind = "command"
 argv = ["false"]
 "#;
     std::fs::write(dir.path().join("steps.toml"), format!("{PIPELINE}{steps}")).unwrap();
-    let out = rocflow(&["replay", "run.rfraw", "steps.toml"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw", "steps.toml"], dir.path(), &[]);
     let stderr = text(&out.stderr);
     assert!(
         out.status.success(),
@@ -252,7 +248,7 @@ argv = ["false"]
     let required = format!("{PIPELINE}{steps}")
         .replace("argv = [\"false\"]", "argv = [\"false\"]\nrequired = true");
     std::fs::write(dir.path().join("required.toml"), required).unwrap();
-    let out = rocflow(&["replay", "run.rfraw", "required.toml"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw", "required.toml"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("error: post-step `optional`"));
 }
@@ -272,6 +268,7 @@ fn diff_compares_runs_and_gates_on_a_predicate() {
             "stats.toml",
         ],
         dir.path(),
+        &[],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let a = expected(&dir.path().join("run.rfraw"));
@@ -281,6 +278,7 @@ fn diff_compares_runs_and_gates_on_a_predicate() {
     let out = rocflow(
         &["diff", "run.rfraw", "longer.rfraw", "--format", "json"],
         dir.path(),
+        &[],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let diff: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -309,12 +307,14 @@ fn diff_compares_runs_and_gates_on_a_predicate() {
     let out = rocflow(
         &["diff", "run.rfraw", "run.rfraw", "--fail-if", gate],
         dir.path(),
+        &[],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("kernel_time_ratio = 1.0000"));
     let out = rocflow(
         &["diff", "run.rfraw", "longer.rfraw", "--fail-if", gate],
         dir.path(),
+        &[],
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("`kernel_time_ratio > 1.10` holds"));
@@ -328,6 +328,7 @@ fn diff_compares_runs_and_gates_on_a_predicate() {
             "kernel_tme > 1",
         ],
         dir.path(),
+        &[],
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -366,7 +367,7 @@ fn the_report_renders_in_a_browser() {
     let dir = setup();
     let steps = "[[post]]\nname = \"report\"\nkind = \"report\"\npath = \"report/run.html\"\ntitle = \"Nightly <run>\"\n";
     std::fs::write(dir.path().join("report.toml"), format!("{PIPELINE}{steps}")).unwrap();
-    let out = rocflow(&["replay", "run.rfraw", "report.toml"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw", "report.toml"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let page = dir.path().join("report/run.html");
     let html = std::fs::read_to_string(&page).unwrap();
@@ -462,7 +463,7 @@ query = "select * from nope"
 path = "q/typo.csv"
 "#;
     std::fs::write(dir.path().join("sql.toml"), format!("{PIPELINE}{steps}")).unwrap();
-    let out = rocflow(&["replay", "run.rfraw", "sql.toml"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw", "sql.toml"], dir.path(), &[]);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "optional steps fail alone: {stderr}");
     let totals = std::fs::read_to_string(dir.path().join("q/totals.csv")).unwrap();

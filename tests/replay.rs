@@ -1,19 +1,9 @@
 //! `rocflow generate`, `inspect` and `replay` as users run them, on whole and damaged spools.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn rocflow(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rocflow"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("rocflow runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use support::{rocflow, text};
 
 const PIPELINE: &str = r#"
 [pipeline]
@@ -40,13 +30,14 @@ fn setup() -> tempfile::TempDir {
             "csv.toml",
         ],
         dir.path(),
+        &[],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     dir
 }
 
 fn inspect(dir: &Path) -> serde_json::Value {
-    let out = rocflow(&["inspect", "--json", "run.rfraw"], dir);
+    let out = rocflow(&["inspect", "--json", "run.rfraw"], dir, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -64,7 +55,7 @@ fn replay_uses_the_recorded_pipeline_and_writes_every_record() {
     assert_eq!(info["complete"], true);
     assert_eq!(info["has_pipeline"], true);
     assert_eq!(info["processes"][0]["agents"][1]["name"], "gfx942");
-    let out = rocflow(&["replay", "run.rfraw"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     for (kind, count) in info["records"].as_object().unwrap() {
         if ["kernel_dispatch", "api", "memory_copy"].contains(&kind.as_str()) {
@@ -91,7 +82,7 @@ fn replay_with_another_pipeline() {
         format!("{PIPELINE}[[transform]]\nname = \"long\"\nkind = \"filter\"\nrecords = [\"kernel_dispatch\"]\npredicate = \"duration_ns > 250000\"\n"),
     )
     .unwrap();
-    let out = rocflow(&["replay", "run.rfraw", "long.toml"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw", "long.toml"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let all = inspect(dir.path())["records"]["kernel_dispatch"]
         .as_u64()
@@ -122,7 +113,7 @@ fn a_truncated_spool_replays_its_valid_prefix_with_a_warning() {
             .unwrap()
             .contains("ends inside a frame")
     );
-    let out = rocflow(&["replay", "run.rfraw"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("ends inside a frame"),
@@ -141,7 +132,7 @@ fn a_corrupt_spool_is_reported_where_it_breaks() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
-    let out = rocflow(&["replay", "run.rfraw"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
     assert!(out.status.success());
     let stderr = text(&out.stderr);
     assert!(
@@ -154,18 +145,22 @@ fn a_corrupt_spool_is_reported_where_it_breaks() {
 #[test]
 fn other_files_are_user_errors() {
     let dir = setup();
-    let out = rocflow(&["replay", "csv.toml"], dir.path());
+    let out = rocflow(&["replay", "csv.toml"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("not a rocflow spool"),
         "{}",
         text(&out.stderr)
     );
-    let missing = rocflow(&["inspect", "nope.rfraw"], dir.path());
+    let missing = rocflow(&["inspect", "nope.rfraw"], dir.path(), &[]);
     assert_eq!(missing.status.code(), Some(2));
-    let bare = rocflow(&["generate", "bare.rfraw", "--records", "10"], dir.path());
+    let bare = rocflow(
+        &["generate", "bare.rfraw", "--records", "10"],
+        dir.path(),
+        &[],
+    );
     assert!(bare.status.success());
-    let out = rocflow(&["replay", "bare.rfraw"], dir.path());
+    let out = rocflow(&["replay", "bare.rfraw"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("holds no pipeline to replay"));
 }
@@ -180,7 +175,7 @@ fn strict_transforms_stop_the_run_at_their_first_failure() {
         "[[transform]]\nname = \"ratio\"\nkind = \"derive\"\nrecords = [\"kernel_dispatch\"]\ncolumn = \"r\"\nexpression = \"duration_ns / (grid_y - 1)\"\n[[sink]]",
     );
     std::fs::write(dir.path().join("lenient.toml"), &lenient).unwrap();
-    let out = rocflow(&["replay", "run.rfraw", "lenient.toml"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw", "lenient.toml"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(
@@ -192,7 +187,7 @@ fn strict_transforms_stop_the_run_at_their_first_failure() {
     std::fs::remove_dir_all(dir.path().join("out")).unwrap();
     let strict = lenient.replace("column = \"r\"", "column = \"r\"\nstrict = true");
     std::fs::write(dir.path().join("strict.toml"), strict).unwrap();
-    let out = rocflow(&["replay", "run.rfraw", "strict.toml"], dir.path());
+    let out = rocflow(&["replay", "run.rfraw", "strict.toml"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(

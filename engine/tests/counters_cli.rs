@@ -1,28 +1,18 @@
 //! `rocflow migrate-counters` and `rocflow counters …` as users and CI scripts run them:
 //! exit codes, what is written where, and diagnostics with their place.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[path = "../../tests/support/mod.rs"]
+mod support;
 
-fn rocflow(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rocflow"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("ROCPROFILER_METRICS_PATH")
-        .env_remove("ROCM_PATH")
-        .output()
-        .expect("rocflow runs")
-}
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use support::{rocflow, text};
 
 fn shared(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/data/counters")
         .join(name);
     path.display().to_string()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn code(out: &Output) -> i32 {
@@ -38,6 +28,7 @@ fn migrate_check_tells_ci_whether_a_file_needs_migrating() {
     let legacy = rocflow(
         &["migrate-counters", "-i", &shared(LEGACY), "--check"],
         dir.path(),
+        &[],
     );
     assert_eq!(code(&legacy), 1, "{}", text(&legacy.stderr));
     assert!(text(&legacy.stderr).contains("needs migrating: 789 counters"));
@@ -45,6 +36,7 @@ fn migrate_check_tells_ci_whether_a_file_needs_migrating() {
     let standard = rocflow(
         &["migrate-counters", "-i", &shared(STANDARD), "--check"],
         dir.path(),
+        &[],
     );
     assert_eq!(code(&standard), 0, "{}", text(&standard.stderr));
 }
@@ -55,6 +47,7 @@ fn migrate_writes_the_output_file_which_then_passes_check() {
     let out = rocflow(
         &["migrate-counters", "-i", &shared(LEGACY), "-o", "out.yaml"],
         dir.path(),
+        &[],
     );
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let written = std::fs::read_to_string(dir.path().join("out.yaml")).unwrap();
@@ -64,9 +57,10 @@ fn migrate_writes_the_output_file_which_then_passes_check() {
     let again = rocflow(
         &["migrate-counters", "-i", "out.yaml", "--check"],
         dir.path(),
+        &[],
     );
     assert_eq!(code(&again), 0);
-    let checked = rocflow(&["counters", "check", "out.yaml"], dir.path());
+    let checked = rocflow(&["counters", "check", "out.yaml"], dir.path(), &[]);
     assert_eq!(code(&checked), 0, "{}", text(&checked.stdout));
     assert_eq!(
         text(&checked.stdout),
@@ -74,7 +68,11 @@ fn migrate_writes_the_output_file_which_then_passes_check() {
     );
 
     // Without -o the result goes to standard output, the same text.
-    let stdout = rocflow(&["migrate-counters", "-i", &shared(LEGACY)], dir.path());
+    let stdout = rocflow(
+        &["migrate-counters", "-i", &shared(LEGACY)],
+        dir.path(),
+        &[],
+    );
     assert_eq!(text(&stdout.stdout), written);
 }
 
@@ -90,6 +88,7 @@ fn migrate_in_place_replaces_the_file() {
     let out = rocflow(
         &["migrate-counters", "-i", "defs.yaml", "--in-place"],
         dir.path(),
+        &[],
     );
     assert_eq!(code(&out), 0);
     assert!(
@@ -117,6 +116,7 @@ fn invalid_input_exits_2_with_the_place_and_writes_nothing() {
     let out = rocflow(
         &["migrate-counters", "-i", "bad.yaml", "-o", "out.yaml"],
         dir.path(),
+        &[],
     );
     assert_eq!(code(&out), 2);
     let stderr = text(&out.stderr);
@@ -128,7 +128,7 @@ fn invalid_input_exits_2_with_the_place_and_writes_nothing() {
     assert!(stderr.contains("first defined at bad.yaml:2:1"), "{stderr}");
     assert!(!dir.path().join("out.yaml").exists());
 
-    let missing = rocflow(&["migrate-counters", "-i", "nope.yaml"], dir.path());
+    let missing = rocflow(&["migrate-counters", "-i", "nope.yaml"], dir.path(), &[]);
     assert_eq!(code(&missing), 1);
     assert!(text(&missing.stderr).contains("reading nope.yaml"));
 }
@@ -138,7 +138,7 @@ fn check_prints_each_finding_with_its_place_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let defs = "schema-version: 1\nA:\n  architectures:\n    gfx942:\n      expression: reduce(SQ_WAVE,sum)*2\n  description: x\nSQ_WAVES:\n  architectures:\n    gfx942: {block: SQ, event: 4}\n  description: y\n";
     std::fs::write(dir.path().join("defs.yaml"), defs).unwrap();
-    let out = rocflow(&["counters", "check", "defs.yaml"], dir.path());
+    let out = rocflow(&["counters", "check", "defs.yaml"], dir.path(), &[]);
     assert_eq!(code(&out), 1);
     let stdout = text(&out.stdout);
     assert!(
@@ -153,7 +153,7 @@ fn check_prints_each_finding_with_its_place_and_exits_1() {
     );
 
     for file in [LEGACY, STANDARD] {
-        let out = rocflow(&["counters", "check", &shared(file)], dir.path());
+        let out = rocflow(&["counters", "check", &shared(file)], dir.path(), &[]);
         assert_eq!(code(&out), 0, "{}", text(&out.stdout));
     }
 }
@@ -165,7 +165,7 @@ fn list_filters_by_architecture_kind_and_text() {
     let list = |extra: &[&str]| {
         let mut args = vec!["counters", "list", "--counters", &defs];
         args.extend(extra);
-        let out = rocflow(&args, dir.path());
+        let out = rocflow(&args, dir.path(), &[]);
         assert_eq!(code(&out), 0, "{}", text(&out.stderr));
         text(&out.stdout)
     };
@@ -196,6 +196,7 @@ fn show_prints_the_definition_tree_and_needs() {
             "gfx942",
         ],
         dir.path(),
+        &[],
     );
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -217,6 +218,7 @@ fn show_prints_the_definition_tree_and_needs() {
     let typo = rocflow(
         &["counters", "show", "--counters", &defs, "GPU_UTL"],
         dir.path(),
+        &[],
     );
     assert_eq!(code(&typo), 2);
     assert!(text(&typo.stderr).contains("did you mean `GPU_UTIL`?"));
@@ -225,7 +227,7 @@ fn show_prints_the_definition_tree_and_needs() {
 #[test]
 fn without_definitions_the_error_says_where_it_looked() {
     let dir = tempfile::tempdir().unwrap();
-    let out = rocflow(&["counters", "list"], dir.path());
+    let out = rocflow(&["counters", "list"], dir.path(), &[]);
     if Path::new("/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml").exists() {
         return; // a machine with ROCm installed finds its definitions
     }

@@ -71,23 +71,18 @@ impl Collector {
 /// Adds a complete dispatch's counter totals to the summary.
 fn close(summary: &mut Summary, dispatch: OpenDispatch, meta: &StreamMeta) {
     let kernel = meta.kernel_name(dispatch.kernel_id);
+    let at = (dispatch.pid, Some(dispatch.agent));
     for (counter, total) in dispatch.totals {
-        let key = summary.key(
-            Kind::Counters,
-            dispatch.pid,
-            Some(dispatch.agent),
-            &[kernel, meta.counter_name(counter)],
-        );
-        summary
-            .sections
-            .entry(Kind::Counters)
-            .or_default()
-            .rows
-            .entry(key)
-            .or_default()
-            .durations
-            .add(total);
+        let own = [kernel, meta.counter_name(counter)];
+        summary.add(Kind::Counters, at, &own, total, 0);
     }
+}
+
+const UNKNOWN: &str = "<unknown>";
+
+/// The name of an operation of a fixed domain.
+fn operation(domain: Domain, id: u8) -> &'static str {
+    domain.operation_name(id.into()).unwrap_or(UNKNOWN)
 }
 
 impl Sink for Collector {
@@ -97,65 +92,53 @@ impl Sink for Collector {
         for chunk in window {
             let meta = catalog.stream(chunk.stream);
             let s = &mut *summary;
+            let span = |start: u64, end: u64| end.saturating_sub(start) as f64;
             match &chunk.batch {
                 Batch::KernelDispatch(records) => {
                     for r in records {
                         s.timeline
                             .add((chunk.stream, r.agent), r.start_ns, r.end_ns);
-                        let key = s.key(
-                            Kind::Kernels,
-                            r.pid,
-                            Some(r.agent),
-                            &[meta.kernel_name(r.kernel_id)],
-                        );
-                        s.add(Kind::Kernels, key, r.end_ns.saturating_sub(r.start_ns), 0);
+                        let name = meta.kernel_name(r.kernel_id);
+                        let at = (r.pid, Some(r.agent));
+                        s.add(Kind::Kernels, at, &[name], span(r.start_ns, r.end_ns), 0);
                     }
                 }
                 Batch::Api(records) => {
                     for r in records {
                         let domain = Domain::from_sdk_value(r.domain_id.into());
-                        let name = domain.and_then(|d| d.operation_name(r.operation_id));
-                        let key = s.key(
+                        let function = domain.and_then(|d| d.operation_name(r.operation_id));
+                        let own = [
+                            domain.map_or(UNKNOWN, Domain::name),
+                            function.unwrap_or(UNKNOWN),
+                        ];
+                        s.add(
                             Kind::Api,
-                            r.pid,
-                            None,
-                            &[
-                                domain.map_or("<unknown>", Domain::name),
-                                name.unwrap_or("<unknown>"),
-                            ],
+                            (r.pid, None),
+                            &own,
+                            span(r.start_ns, r.end_ns),
+                            0,
                         );
-                        s.add(Kind::Api, key, r.end_ns.saturating_sub(r.start_ns), 0);
                     }
                 }
                 Batch::MemoryCopy(records) => {
                     for r in records {
-                        let direction = Domain::MemoryCopy
-                            .operation_name(r.operation_id.into())
-                            .unwrap_or("<unknown>");
-                        let key = s.key(
-                            Kind::Copies,
-                            r.pid,
-                            Some(r.dst_agent),
-                            &[direction, size_class(r.bytes)],
-                        );
-                        s.add(
-                            Kind::Copies,
-                            key,
-                            r.end_ns.saturating_sub(r.start_ns),
-                            r.bytes,
-                        );
+                        let own = [
+                            operation(Domain::MemoryCopy, r.operation_id),
+                            size_class(r.bytes),
+                        ];
+                        let at = (r.pid, Some(r.dst_agent));
+                        s.add(Kind::Copies, at, &own, span(r.start_ns, r.end_ns), r.bytes);
                     }
                 }
                 Batch::MemoryAllocation(records) => {
                     for r in records {
-                        let operation = Domain::MemoryAllocation
-                            .operation_name(r.operation_id.into())
-                            .unwrap_or("<unknown>");
-                        let key = s.key(Kind::Allocations, r.pid, Some(r.agent), &[operation]);
+                        let own = [operation(Domain::MemoryAllocation, r.operation_id)];
+                        let at = (r.pid, Some(r.agent));
                         s.add(
                             Kind::Allocations,
-                            key,
-                            r.end_ns.saturating_sub(r.start_ns),
+                            at,
+                            &own,
+                            span(r.start_ns, r.end_ns),
                             r.bytes,
                         );
                     }
@@ -163,8 +146,14 @@ impl Sink for Collector {
                 Batch::Marker(records) => {
                     // Ranges only: a mark has no duration.
                     for r in records.iter().filter(|r| r.end_ns > r.start_ns) {
-                        let key = s.key(Kind::Markers, r.pid, None, &[meta.string(r.message)]);
-                        s.add(Kind::Markers, key, r.end_ns - r.start_ns, 0);
+                        let own = [meta.string(r.message)];
+                        s.add(
+                            Kind::Markers,
+                            (r.pid, None),
+                            &own,
+                            span(r.start_ns, r.end_ns),
+                            0,
+                        );
                     }
                 }
                 Batch::CounterSample(samples) => self.samples(s, chunk.stream, samples, meta),

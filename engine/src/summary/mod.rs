@@ -139,20 +139,16 @@ impl Summary {
         Ok(summary)
     }
 
-    fn add(&mut self, kind: Kind, key: Vec<String>, duration_ns: u64, bytes: u64) {
-        let row = self
-            .sections
-            .entry(kind)
-            .or_default()
-            .rows
-            .entry(key)
-            .or_default();
-        row.durations.add(duration_ns as f64);
-        row.bytes += bytes;
-    }
-
-    /// The breakdown columns of a record's key.
-    fn key(&self, kind: Kind, pid: u32, agent: Option<u32>, own: &[&str]) -> Vec<String> {
+    /// Adds one record (or one dispatch's counter total): its section, where it ran, its
+    /// own key columns, its duration (or value) and the bytes it moved.
+    fn add(
+        &mut self,
+        kind: Kind,
+        (pid, agent): (u32, Option<u32>),
+        own: &[&str],
+        value: f64,
+        bytes: u64,
+    ) {
         let mut key = Vec::with_capacity(own.len() + 2);
         if self.breakdown.process {
             key.push(pid.to_string());
@@ -161,7 +157,15 @@ impl Summary {
             key.push(agent.map_or_else(String::new, |a| a.to_string()));
         }
         key.extend(own.iter().map(|s| (*s).to_owned()));
-        key
+        let row = self
+            .sections
+            .entry(kind)
+            .or_default()
+            .rows
+            .entry(key)
+            .or_default();
+        row.durations.add(value);
+        row.bytes += bytes;
     }
 
     /// The sections as tables, most time first.
