@@ -245,12 +245,20 @@ argv = ["false"]
     let stdout = text(&out.stdout);
     assert!(stdout.contains("out\nrun at run.rfraw\n"), "{stdout}");
 
-    let required = format!("{PIPELINE}{steps}")
+    // A required step that fails fails the run, and the steps after it do not run.
+    let after = "[[post]]\nname = \"after\"\nkind = \"command\"\nargv = [\"touch\", \"after\"]\n";
+    let required = format!("{PIPELINE}{steps}{after}")
         .replace("argv = [\"false\"]", "argv = [\"false\"]\nrequired = true");
     std::fs::write(dir.path().join("required.toml"), required).unwrap();
     let out = rocflow(&["replay", "run.rfraw", "required.toml"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("error: post-step `optional`"));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error: post-step `optional`"), "{stderr}");
+    assert!(
+        stderr.contains("post-step `after`: not run: the required step `optional` failed"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("after").exists());
 }
 
 #[test]

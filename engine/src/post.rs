@@ -1,5 +1,6 @@
 //! Post-steps: what runs after every sink finished, in pipeline order. A failing step does
-//! not stop the others; a required one fails the run.
+//! not stop the others; a failing required one fails the run, and the steps after it do not
+//! run.
 //!
 //! Commands see the run's outputs as placeholders in their arguments and environment:
 //! `{spool}`, `{sink:NAME}` (a sink's output path) and `{post:NAME}` (an earlier step's
@@ -47,8 +48,19 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
             .collect(),
         posts: Vec::new(),
     };
-    let mut reports = Vec::new();
+    let mut reports: Vec<PostReport> = Vec::new();
     for post in &plan.posts {
+        if let Some(failed) = reports.iter().find(|r| r.required && r.outcome.is_err()) {
+            reports.push(PostReport {
+                name: post.name.clone(),
+                required: post.required,
+                outcome: Err(format!(
+                    "not run: the required step `{}` failed",
+                    failed.name
+                )),
+            });
+            continue;
+        }
         let outcome = match &post.step {
             PostStep::Summary {
                 path,
