@@ -145,7 +145,12 @@ impl Database {
             info::table(&tx, table)?;
         }
         tx.commit()?;
-        self.conn.execute_batch(&self.names.indexes())?;
+        // The indexes are sorted within a small budget (spilling to temporary files), so
+        // that memory does not grow with the run.
+        self.conn.execute_batch(&format!(
+            "PRAGMA cache_size = -1024;\n{}",
+            self.names.indexes()
+        ))?;
         let Database {
             conn,
             staging,
