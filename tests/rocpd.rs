@@ -522,6 +522,31 @@ fn counter_samples_without_their_dispatches_still_resolve() {
 }
 
 #[test]
+fn aggregate_tables_sit_beside_the_rocpd_tables() {
+    let aggregate = "[[transform]]\nname = \"per_kernel\"\nkind = \"aggregate\"\n\
+        records = [\"kernel_dispatch\"]\ngroup_by = [\"kernel_name\"]\n\
+        metrics = { calls = \"count()\", total_ns = \"sum(duration_ns)\" }\n";
+    let dir = setup(1, &format!("{}{aggregate}", pipeline(ALL, "")));
+    let out = replay(dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let want = stats(&expected(&dir.path().join("run.rfraw"))[&4000].kernels);
+    let conn = open(&databases(dir.path())[0]);
+    let mut statement = conn
+        .prepare("SELECT kernel_name, calls, total_ns FROM rocflow_per_kernel")
+        .unwrap();
+    let got: BTreeMap<String, (i64, f64)> = statement
+        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let want: BTreeMap<String, (i64, f64)> = want
+        .into_iter()
+        .map(|(name, (calls, total, _, _))| (name, (calls, total as f64)))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
 fn a_failed_database_leaves_what_was_at_its_path_and_no_partial_file() {
     let dir = setup(1, &pipeline(ALL, ""));
     // An earlier database is replaced.
