@@ -4,12 +4,12 @@
 //! where it knows the thing and bare where it does not, and for everything the catalog
 //! knows of the database's processes, used or not.
 
-use rusqlite::types::Value;
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::json;
 
 use super::ids::Ids;
+use super::insert::{Value, row};
 use super::schema::{self, Names};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::sdk::AgentType;
@@ -34,59 +34,156 @@ pub fn write(
     streams: &[u16],
 ) -> rusqlite::Result<()> {
     let owners = register(ids, catalog, streams);
-    let insert =
-        |table: &str, columns: &[&str]| conn.prepare(&names.insert("INSERT", table, columns, 1));
+    let info = Info {
+        conn,
+        names,
+        catalog,
+        owners,
+    };
+    info.nodes(ids)?;
+    info.processes(ids)?;
+    info.threads(ids)?;
+    info.agents(ids)?;
+    info.queues(ids)?;
+    info.streams(ids)?;
+    info.counters(ids)?;
+    info.code_objects(ids)?;
+    info.kernels(ids)?;
+    info.tracks(ids)?;
+    info.strings(ids)
+}
 
-    let mut node = insert(schema::NODE, &["id", "hash", "machine_id", "hostname"])?;
-    for (host, id) in ids.nodes.entries() {
+/// Writes the rows of each info table.
+struct Info<'a> {
+    conn: &'a Connection,
+    names: &'a Names,
+    catalog: &'a Catalog,
+    owners: HashMap<u16, Owner>,
+}
+
+impl Info<'_> {
+    fn insert<const N: usize>(
+        &self,
+        table: &str,
+        columns: [&str; N],
+        rows: impl IntoIterator<Item = [Value; N]>,
+    ) -> rusqlite::Result<()> {
+        let sql = self.names.insert("INSERT", table, &columns, 1);
+        let mut statement = self.conn.prepare(&sql)?;
+        for row in rows {
+            statement.execute(rusqlite::params_from_iter(row))?;
+        }
+        Ok(())
+    }
+
+    fn nodes(&self, ids: &Ids) -> rusqlite::Result<()> {
         // The host name stands for the machine: the records do not carry its machine id.
-        node.execute(params![id, stable_hash(host), host, host])?;
+        let rows = ids
+            .nodes
+            .entries()
+            .into_iter()
+            .map(|(host, id)| row![id, stable_hash(host), host.clone(), host.clone()]);
+        self.insert(schema::NODE, ["id", "hash", "machine_id", "hostname"], rows)
     }
 
-    let mut process = insert(
-        schema::PROCESS,
-        &[
+    fn processes(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = ids.processes.entries().into_iter().map(|(stream, id)| {
+            let meta = self.catalog.stream(*stream).process.as_ref();
+            let seen = ids.seen.get(stream);
+            let (start, end) = (meta.map(|p| p.start_ns), seen.map(|s| s.last_ns));
+            let extdata = match meta.and_then(|p| p.rank) {
+                Some(rank) => json!({ "rank": rank }).to_string(),
+                None => "{}".to_owned(),
+            };
+            row![
+                id,
+                self.owners[stream].node,
+                meta.map(|p| p.ppid),
+                meta.map(|p| p.pid).or(seen.map(|s| s.pid)),
+                start,
+                end,
+                start,
+                end,
+                meta.map(|p| p.command.join(" ")),
+                extdata,
+            ]
+        });
+        let columns = [
             "id", "nid", "ppid", "pid", "init", "fini", "start", "end", "command", "extdata",
-        ],
-    )?;
-    for (&stream, id) in ids.processes.entries() {
-        let meta = catalog.stream(stream).process.as_ref();
-        let seen = ids.seen.get(&stream);
-        let start = meta.map(|p| p.start_ns as i64);
-        let end = seen.map(|s| s.last_ns as i64);
-        let rank = meta
-            .and_then(|p| p.rank)
-            .map(|rank| json!({ "rank": rank }));
-        process.execute(params![
-            id,
-            owners[&stream].node,
-            meta.map(|p| p.ppid),
-            meta.map(|p| p.pid).or(seen.map(|s| s.pid)),
-            start,
-            end,
-            start,
-            end,
-            meta.map(|p| p.command.join(" ")),
-            rank.map_or_else(|| "{}".to_owned(), |r| r.to_string()),
-        ])?;
+        ];
+        self.insert(schema::PROCESS, columns, rows)
     }
 
-    let mut thread = insert(schema::THREAD, &["id", "nid", "ppid", "pid", "tid", "name"])?;
-    for (&(stream, tid), id) in ids.threads.entries() {
-        let meta = catalog.stream(stream);
-        let name = meta
+    fn threads(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = ids
             .threads
-            .iter()
-            .find(|t| t.tid == tid)
-            .and_then(|t| t.name.as_deref());
-        let owner = owners[&stream];
-        let ppid = meta.process.as_ref().map(|p| p.ppid);
-        thread.execute(params![id, owner.node, ppid, owner.process, tid, name])?;
+            .entries()
+            .into_iter()
+            .map(|(&(stream, tid), id)| {
+                let meta = self.catalog.stream(stream);
+                let thread = meta.threads.iter().find(|t| t.tid == tid);
+                let owner = self.owners[&stream];
+                row![
+                    id,
+                    owner.node,
+                    meta.process.as_ref().map(|p| p.ppid),
+                    owner.process,
+                    tid,
+                    thread.and_then(|t| t.name.clone()),
+                ]
+            });
+        let columns = ["id", "nid", "ppid", "pid", "tid", "name"];
+        self.insert(schema::THREAD, columns, rows)
     }
 
-    let mut agent = insert(
-        schema::AGENT,
-        &[
+    fn agents(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .agents
+            .entries()
+            .into_iter()
+            .map(|(&(stream, index), id)| {
+                let owner = self.owners[&stream];
+                let agents = &self.catalog.stream(stream).agents;
+                let Some(a) = agents.iter().find(|a| a.index == index) else {
+                    let none: Option<i64> = None;
+                    return row![
+                        id,
+                        owner.node,
+                        owner.process,
+                        none,
+                        index,
+                        none,
+                        none,
+                        UNKNOWN,
+                        none,
+                        none,
+                        "{}"
+                    ];
+                };
+                let kind = match a.agent_type {
+                    AgentType::Cpu => "CPU",
+                    AgentType::Gpu => "GPU",
+                };
+                // The agent's index among the process's agents of its type.
+                let type_index = agents
+                    .iter()
+                    .filter(|b| b.agent_type == a.agent_type && b.index < a.index)
+                    .count();
+                row![
+                    id,
+                    owner.node,
+                    owner.process,
+                    kind,
+                    a.node_id,
+                    a.logical_node_id,
+                    type_index as u64,
+                    a.name.clone(),
+                    a.product_name.clone(),
+                    a.product_name.clone(),
+                    serde_json::to_string(a).expect("agents serialize"),
+                ]
+            });
+        let columns = [
             "id",
             "nid",
             "pid",
@@ -98,84 +195,72 @@ pub fn write(
             "product_name",
             "user_name",
             "extdata",
-        ],
-    )?;
-    for (&(stream, index), id) in ids.agents.entries() {
-        let owner = owners[&stream];
-        let agents = &catalog.stream(stream).agents;
-        match agents.iter().find(|a| a.index == index) {
-            Some(a) => {
-                let kind = match a.agent_type {
-                    AgentType::Cpu => "CPU",
-                    AgentType::Gpu => "GPU",
+        ];
+        self.insert(schema::AGENT, columns, rows)
+    }
+
+    fn queues(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .queues
+            .entries()
+            .into_iter()
+            .map(|(&(stream, handle), id)| {
+                let owner = self.owners[&stream];
+                row![id, owner.node, owner.process, format!("Queue {handle}")]
+            });
+        self.insert(schema::QUEUE, ["id", "nid", "pid", "name"], rows)
+    }
+
+    fn streams(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .streams
+            .entries()
+            .into_iter()
+            .map(|(&(stream, handle), id)| {
+                let owner = self.owners[&stream];
+                let hip_streams = &self.catalog.stream(stream).hip_streams;
+                let name = match hip_streams.iter().find(|s| s.id == handle) {
+                    Some(s) if s.name.is_some() => s.name.clone(),
+                    _ if handle == 0 => Some("Default Stream".to_owned()),
+                    _ => Some(format!("Stream {handle}")),
                 };
-                let type_index = agents
-                    .iter()
-                    .filter(|b| b.agent_type == a.agent_type && b.index < a.index)
-                    .count();
-                agent.execute(params![
+                row![id, owner.node, owner.process, name]
+            });
+        self.insert(schema::STREAM, ["id", "nid", "pid", "name"], rows)
+    }
+
+    fn counters(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .counters
+            .entries()
+            .into_iter()
+            .map(|(&(stream, counter), id)| {
+                let owner = self.owners[&stream];
+                let info = self.catalog.stream(stream).counters.get(&counter);
+                let name = info.map_or(UNKNOWN, |c| &c.name).to_owned();
+                let dimensions: Vec<serde_json::Value> = info.map_or_else(Vec::new, |c| {
+                    c.dimensions
+                        .iter()
+                        .map(|(name, size)| json!({ "name": name, "size": size }))
+                        .collect()
+                });
+                row![
                     id,
                     owner.node,
                     owner.process,
-                    kind,
-                    a.node_id,
-                    a.logical_node_id,
-                    type_index as i64,
-                    a.name,
-                    a.product_name,
-                    a.product_name,
-                    serde_json::to_string(a).expect("agents serialize"),
-                ])?;
-            }
-            None => {
-                let absent: Option<&str> = None;
-                agent.execute(params![
-                    id,
-                    owner.node,
-                    owner.process,
-                    absent,
-                    index,
-                    absent,
-                    absent,
-                    UNKNOWN,
-                    absent,
-                    absent,
-                    "{}"
-                ])?;
-            }
-        }
-    }
-
-    let mut queue = insert(schema::QUEUE, &["id", "nid", "pid", "name"])?;
-    for (&(stream, handle), id) in ids.queues.entries() {
-        let owner = owners[&stream];
-        queue.execute(params![
-            id,
-            owner.node,
-            owner.process,
-            format!("Queue {handle}")
-        ])?;
-    }
-
-    let mut hip_stream = insert(schema::STREAM, &["id", "nid", "pid", "name"])?;
-    for (&(stream, handle), id) in ids.streams.entries() {
-        let owner = owners[&stream];
-        let named = catalog
-            .stream(stream)
-            .hip_streams
-            .iter()
-            .find(|s| s.id == handle);
-        let name = match named.and_then(|s| s.name.clone()) {
-            Some(name) => name,
-            None if handle == 0 => "Default Stream".to_owned(),
-            None => format!("Stream {handle}"),
-        };
-        hip_stream.execute(params![id, owner.node, owner.process, name])?;
-    }
-
-    let mut pmc = insert(
-        schema::PMC,
-        &[
+                    info.map(|c| ids.agents.id(&(stream, c.agent))),
+                    "GPU",
+                    name.clone(),
+                    name,
+                    info.map(|c| c.description.clone()),
+                    "rocm",
+                    "ABS",
+                    0i64,
+                    0i64,
+                    json!({ "dimensions": dimensions }).to_string(),
+                ]
+            });
+        let columns = [
             "id",
             "nid",
             "pid",
@@ -189,39 +274,35 @@ pub fn write(
             "is_constant",
             "is_derived",
             "extdata",
-        ],
-    )?;
-    for (&(stream, counter), id) in ids.counters.entries() {
-        let owner = owners[&stream];
-        let info = catalog.stream(stream).counters.get(&counter);
-        let agent = info.map(|c| ids.agents.id(&(stream, c.agent)));
-        let name = info.map_or(UNKNOWN, |c| &c.name);
-        let dimensions = info.map_or_else(Vec::new, |c| {
-            c.dimensions
-                .iter()
-                .map(|(name, size)| json!({ "name": name, "size": size }))
-                .collect()
-        });
-        pmc.execute(params![
-            id,
-            owner.node,
-            owner.process,
-            agent,
-            "GPU",
-            name,
-            name,
-            info.map(|c| &c.description),
-            "rocm",
-            "ABS",
-            0,
-            0,
-            json!({ "dimensions": dimensions }).to_string(),
-        ])?;
+        ];
+        self.insert(schema::PMC, columns, rows)
     }
 
-    let mut code_object = insert(
-        schema::CODE_OBJECT,
-        &[
+    fn code_objects(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .code_objects
+            .entries()
+            .into_iter()
+            .map(|(&(stream, code), id)| {
+                let owner = self.owners[&stream];
+                let known = self.catalog.stream(stream).code_objects.get(&code);
+                let storage = known.and_then(|c| match c.uri.split_once("://") {
+                    Some(("file", _)) => Some("FILE"),
+                    Some(("memory", _)) => Some("MEMORY"),
+                    _ => None,
+                });
+                row![
+                    id,
+                    owner.node,
+                    owner.process,
+                    known.map(|c| ids.agents.id(&(stream, c.agent))),
+                    known.map(|c| c.uri.clone()),
+                    known.map(|c| c.load_base),
+                    known.map(|c| c.load_size),
+                    storage,
+                ]
+            });
+        let columns = [
             "id",
             "nid",
             "pid",
@@ -230,31 +311,36 @@ pub fn write(
             "load_base",
             "load_size",
             "storage_type",
-        ],
-    )?;
-    for (&(stream, code), id) in ids.code_objects.entries() {
-        let owner = owners[&stream];
-        let known = catalog.stream(stream).code_objects.get(&code);
-        let storage = known.and_then(|c| match c.uri.split_once("://") {
-            Some(("file", _)) => Some("FILE"),
-            Some(("memory", _)) => Some("MEMORY"),
-            _ => None,
-        });
-        code_object.execute(params![
-            id,
-            owner.node,
-            owner.process,
-            known.map(|c| ids.agents.id(&(stream, c.agent))),
-            known.map(|c| &c.uri),
-            known.map(|c| c.load_base as i64),
-            known.map(|c| c.load_size as i64),
-            storage,
-        ])?;
+        ];
+        self.insert(schema::CODE_OBJECT, columns, rows)
     }
 
-    let mut symbol = insert(
-        schema::KERNEL_SYMBOL,
-        &[
+    fn kernels(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .kernels
+            .entries()
+            .into_iter()
+            .map(|(&(stream, kernel), id)| {
+                let owner = self.owners[&stream];
+                let meta = self.catalog.stream(stream);
+                let known = meta.kernels.get(&kernel);
+                let code = known.map_or(0, |k| k.code_object_id);
+                row![
+                    id,
+                    owner.node,
+                    owner.process,
+                    ids.code_objects.id(&(stream, code)),
+                    known.map(|k| k.name.clone()),
+                    meta.kernel_name(kernel).to_owned(),
+                    known.map(|k| k.kernarg_bytes),
+                    known.map(|k| k.lds_bytes),
+                    known.map(|k| k.scratch_bytes),
+                    known.map(|k| k.sgpr_count),
+                    known.map(|k| k.arch_vgpr_count),
+                    json!({ "kernel_id": kernel }).to_string(),
+                ]
+            });
+        let columns = [
             "id",
             "nid",
             "pid",
@@ -267,43 +353,27 @@ pub fn write(
             "sgpr_count",
             "arch_vgpr_count",
             "extdata",
-        ],
-    )?;
-    for (&(stream, kernel), id) in ids.kernels.entries() {
-        let owner = owners[&stream];
-        let meta = catalog.stream(stream);
-        let known = meta.kernels.get(&kernel);
-        let code = ids
-            .code_objects
-            .id(&(stream, known.map_or(0, |k| k.code_object_id)));
-        symbol.execute(params![
-            id,
-            owner.node,
-            owner.process,
-            code,
-            known.map(|k| &k.name),
-            meta.kernel_name(kernel),
-            known.map(|k| k.kernarg_bytes),
-            known.map(|k| k.lds_bytes),
-            known.map(|k| k.scratch_bytes),
-            known.map(|k| k.sgpr_count),
-            known.map(|k| k.arch_vgpr_count),
-            json!({ "kernel_id": kernel }).to_string(),
-        ])?;
+        ];
+        self.insert(schema::KERNEL_SYMBOL, columns, rows)
     }
 
-    let mut track = insert(schema::TRACK, &["id", "nid", "pid", "tid", "name_id"])?;
-    for (&(stream, tid, name), id) in ids.tracks.entries() {
-        let owner = owners[&stream];
-        let thread = ids.threads.id(&(stream, tid));
-        track.execute(params![id, owner.node, owner.process, thread, name])?;
+    fn tracks(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .tracks
+            .entries()
+            .into_iter()
+            .map(|(&(stream, tid, name), id)| {
+                let owner = self.owners[&stream];
+                let thread = ids.threads.id(&(stream, tid));
+                row![id, owner.node, owner.process, thread, name]
+            });
+        self.insert(schema::TRACK, ["id", "nid", "pid", "tid", "name_id"], rows)
     }
 
-    let mut string = insert(schema::STRING, &["id", "string"])?;
-    for (text, id) in ids.strings.entries() {
-        string.execute(params![id, text])?;
+    fn strings(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = (ids.strings.entries().into_iter()).map(|(text, id)| row![id, text.clone()]);
+        self.insert(schema::STRING, ["id", "string"], rows)
     }
-    Ok(())
 }
 
 /// Hands out ids for everything the catalog knows of `streams`, and for what the rows
@@ -397,9 +467,9 @@ pub fn table(conn: &Connection, table: &Table) -> rusqlite::Result<()> {
 
 fn value(value: &evalexpr::Value) -> Value {
     match value {
-        evalexpr::Value::Int(v) => Value::Integer(*v),
+        evalexpr::Value::Int(v) => Value::Int(*v),
         evalexpr::Value::Float(v) => Value::Real(*v),
-        evalexpr::Value::Boolean(v) => Value::Integer(i64::from(*v)),
+        evalexpr::Value::Boolean(v) => Value::Int(i64::from(*v)),
         evalexpr::Value::String(s) => Value::Text(s.clone()),
         evalexpr::Value::Empty => Value::Null,
         other => Value::Text(other.to_string()),
