@@ -365,6 +365,30 @@ fn check_summaries(conn: &Connection, processes: &[&Expected]) {
         })
         .unwrap();
     assert_eq!(broken, 0, "ids that resolve to no row");
+    // Every view AMD ships runs (SQLite checks a view's query only when it is read).
+    let views: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'view' \
+             UNION SELECT name FROM sqlite_temp_master WHERE type = 'view'",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for view in [
+        "busy",
+        "counters_collection",
+        "kernel_summary_region",
+        "top",
+    ] {
+        assert!(views.iter().any(|v| v == view), "no view {view}");
+    }
+    for view in &views {
+        let mut statement = conn.prepare(&format!("SELECT * FROM \"{view}\"")).unwrap();
+        let mut rows = statement.query([]).unwrap();
+        rows.next().unwrap_or_else(|e| panic!("view {view}: {e}"));
+    }
     let integrity: String = conn
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();

@@ -157,7 +157,7 @@ impl<'a, 'c> Window<'a, 'c> {
         }
         let (category, name) = match Domain::from_sdk_value(domain.into()) {
             Some(d) => {
-                let category = d.name().to_ascii_uppercase();
+                let category = category_name(d);
                 let op = d.operation_name(op).unwrap_or(UNKNOWN);
                 // The SDK names API operations after their functions, and prefixes the
                 // others with their domain (`MEMORY_COPY_HOST_TO_DEVICE`).
@@ -178,7 +178,7 @@ impl<'a, 'c> Window<'a, 'c> {
     }
 
     fn category(&mut self, domain: Domain) -> i64 {
-        self.operation(domain.sdk_value() as u8, 0).category
+        self.ids.strings.id(category_name(domain).as_str())
     }
 
     /// Adds an event with the next id and returns the id.
@@ -482,6 +482,11 @@ impl<'a, 'c> Window<'a, 'c> {
         }
         Ok((records[0].pid, last))
     }
+}
+
+/// The SDK's name of a domain (`HIP_RUNTIME_API`), rocpd's category of its events.
+fn category_name(domain: Domain) -> String {
+    domain.name().to_ascii_uppercase()
 }
 
 fn dispatch_event(scope: Scope, dispatch_id: u64) -> Result<i64, Fault> {
