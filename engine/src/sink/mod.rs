@@ -3,6 +3,7 @@
 
 mod csv;
 mod path;
+mod rocpd;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,7 +60,7 @@ pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink
         SinkKind::Csv => Ok(Box::new(csv::CsvSink::create(path)?)),
         SinkKind::Perfetto => Err(SinkError::Unavailable("perfetto")),
         SinkKind::Parquet => Err(SinkError::Unavailable("parquet")),
-        SinkKind::Rocpd => Err(SinkError::Unavailable("rocpd")),
+        SinkKind::Rocpd => Ok(Box::new(rocpd::RocpdSink::create(plan, placeholders)?)),
         SinkKind::Otf2 => Err(SinkError::Unavailable("otf2")),
     }
 }

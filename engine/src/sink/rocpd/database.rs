@@ -1,0 +1,218 @@
+//! One rocpd database being written: a SQLite file under a temporary name beside its final
+//! path, tuned for loading once (no journal, no syncs, one writer), filled one transaction
+//! per window, then given its info rows and indexes and renamed into place.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::Fault;
+use super::ids::{Guid, Ids};
+use super::info;
+use super::rows::{Queued, Tables, Window};
+use super::schema::Names;
+use super::views;
+use crate::catalog::Catalog;
+use crate::transform::Table;
+
+/// Settings for a file written once, start to end, by one connection: a crash or failure
+/// discards the file anyway, so there is nothing to journal or sync. Rows are appended, so
+/// a small page cache holds every page being written. Events reference info rows that are
+/// written when the run ends, so foreign keys are not enforced while loading (SQLite
+/// builds differ in their default).
+const PRAGMAS: &str = "PRAGMA journal_mode = OFF;
+PRAGMA foreign_keys = OFF;
+PRAGMA synchronous = OFF;
+PRAGMA locking_mode = EXCLUSIVE;
+PRAGMA cache_size = -8192;";
+
+/// Turns off SQLite's count of the memory it uses, before it starts: the count takes a
+/// lock shared by every connection on each allocation, which databases written in
+/// parallel contend for. Nothing reads the count.
+fn configure_sqlite() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `sqlite3_config` may be called before SQLite is initialized, by one
+        // thread while no other uses SQLite; the rocpd sink opens no connection before
+        // this. Once SQLite is initialized it refuses (SQLITE_MISUSE) and changes nothing.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0);
+        }
+    });
+}
+
+pub struct Database {
+    path: PathBuf,
+    staging: Staged,
+    conn: Connection,
+    names: Names,
+    ids: Ids,
+    /// The streams whose records the database holds (every stream, for one database per
+    /// run).
+    streams: Streams,
+}
+
+/// Which streams a database holds.
+#[derive(Debug, Clone, Copy)]
+pub enum Streams {
+    All,
+    One(u16),
+}
+
+impl Streams {
+    pub fn hold(self, stream: u16) -> bool {
+        match self {
+            Streams::All => true,
+            Streams::One(one) => one == stream,
+        }
+    }
+}
+
+impl Database {
+    /// Creates the database's schema under a temporary name next to `path`. `start_ns`
+    /// dates its GUID.
+    pub fn create(path: PathBuf, start_ns: u64, streams: Streams) -> Result<Database, Fault> {
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(Fault::Io)?;
+        let name = path
+            .file_name()
+            .map_or_else(|| "rocpd.db".into(), |n| n.to_string_lossy().into_owned());
+        let staging = Staged::new(parent.join(format!(".{name}.rocflow-{}", std::process::id())));
+        configure_sqlite();
+        let conn = Connection::open_with_flags(
+            staging.path(),
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let names = Names::new(Guid::new(start_ns));
+        let database = Database {
+            path,
+            staging,
+            conn,
+            names,
+            ids: Ids::default(),
+            streams,
+        };
+        database.conn.execute_batch(PRAGMAS)?;
+        database.conn.execute_batch(&format!(
+            "BEGIN;\n{}{}{}COMMIT;",
+            database.names.create(),
+            views::data_views(),
+            views::summary_views()
+        ))?;
+        Ok(database)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn streams(&self) -> Streams {
+        self.streams
+    }
+
+    /// Writes windows of chunks as they come, one transaction each, until they end.
+    pub fn fill(&mut self, windows: impl Iterator<Item = Vec<Queued>>) -> Result<(), Fault> {
+        let mut tables = Tables::new(&self.conn, &self.names)?;
+        for window in windows {
+            let tx = self.conn.unchecked_transaction()?;
+            let mut rows = Window::new(&mut tables, &mut self.ids);
+            for chunk in &window {
+                rows.chunk(chunk)?;
+            }
+            tx.commit()?;
+        }
+        let tx = self.conn.unchecked_transaction()?;
+        tables.flush()?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Completes the database: the info rows of its processes (from the catalog, and for
+    /// every id the records used), the aggregate tables, the indexes; then moves it to its
+    /// path.
+    pub fn finish(mut self, catalog: &Catalog, tables: &[Table]) -> Result<PathBuf, Fault> {
+        let streams: Vec<u16> = catalog
+            .streams()
+            .map(|(stream, _)| stream)
+            .filter(|&s| self.streams.hold(s))
+            .collect();
+        let tx = self.conn.transaction()?;
+        info::write(&tx, &self.names, &mut self.ids, catalog, &streams)?;
+        for table in tables {
+            info::table(&tx, table)?;
+        }
+        tx.commit()?;
+        // The indexes are sorted within a small budget (spilling to temporary files), so
+        // that memory does not grow with the run.
+        self.conn.execute_batch(&format!(
+            "PRAGMA cache_size = -1024;\n{}",
+            self.names.indexes()
+        ))?;
+        let Database {
+            conn,
+            staging,
+            path,
+            ..
+        } = self;
+        conn.close().map_err(|(_, e)| e)?;
+        staging.move_to(&path)?;
+        Ok(path)
+    }
+}
+
+/// A file written under a temporary name: removed unless moved to its path, so that a
+/// database that did not finish leaves nothing behind.
+struct Staged(Option<PathBuf>);
+
+impl Staged {
+    fn new(path: PathBuf) -> Staged {
+        // A leftover of an earlier run that failed.
+        let _ = std::fs::remove_file(&path);
+        Staged(Some(path))
+    }
+
+    fn path(&self) -> &Path {
+        self.0
+            .as_deref()
+            .expect("a staged file is in place until moved")
+    }
+
+    /// Moves the file to `target`, replacing an earlier database there; anything else at
+    /// `target` is left alone and reported.
+    fn move_to(mut self, target: &Path) -> Result<(), Fault> {
+        if let Ok(meta) = std::fs::symlink_metadata(target) {
+            let mut header = [0u8; SQLITE_HEADER.len()];
+            let database = meta.is_file()
+                && std::fs::File::open(target)
+                    .and_then(|mut f| f.read_exact(&mut header))
+                    .is_ok()
+                && header == SQLITE_HEADER;
+            if !database {
+                return Err(Fault::Io(std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "it exists and is not an earlier database; remove it or choose another path",
+                )));
+            }
+        }
+        std::fs::rename(self.path(), target).map_err(Fault::Io)?;
+        self.0 = None;
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The first bytes of every SQLite database file.
+const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";

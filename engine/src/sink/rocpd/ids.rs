@@ -1,0 +1,194 @@
+//! Row ids. rocpd ids are unique only within one database (its views join on id and
+//! `guid`), so each database numbers its own rows: a process, thread, agent, kernel, … gets
+//! an id when a record first refers to it, keyed by the stream (process) that sent it and
+//! its id there, so that processes whose ids overlap can share a database. The rows
+//! themselves are written when the run ends (see `info`), one for every id handed out.
+
+use std::borrow::Borrow;
+use std::hash::Hash;
+
+use rustc_hash::FxHashMap as HashMap;
+use uuid::{NoContext, Timestamp, Uuid};
+
+/// A database's identity: a time-ordered UUID (version 7, from the start of its first
+/// process), stored in every row and, with `-` as `_`, appended to its table names.
+#[derive(Debug, Clone, Copy)]
+pub struct Guid(Uuid);
+
+impl Guid {
+    pub fn new(start_ns: u64) -> Guid {
+        let (seconds, nanos) = (start_ns / 1_000_000_000, start_ns % 1_000_000_000);
+        Guid(Uuid::new_v7(Timestamp::from_unix(
+            NoContext,
+            seconds,
+            nanos as u32,
+        )))
+    }
+
+    /// What table names end with: `_` and the UUID with `_` for `-`.
+    pub fn suffix(&self) -> String {
+        format!("_{}", self.0.hyphenated()).replace('-', "_")
+    }
+}
+
+impl std::fmt::Display for Guid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+/// The ids of one table's rows, handed out from 1 in order of first reference.
+#[derive(Debug)]
+pub struct Registry<K> {
+    ids: HashMap<K, i64>,
+}
+
+impl<K> Default for Registry<K> {
+    fn default() -> Self {
+        Registry {
+            ids: HashMap::default(),
+        }
+    }
+}
+
+impl<K: Hash + Eq> Registry<K> {
+    /// The id of `key`, handing out the next one if it has none yet.
+    #[inline]
+    pub fn id<Q>(&mut self, key: &Q) -> i64
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        if let Some(&id) = self.ids.get(key) {
+            return id;
+        }
+        let id = self.ids.len() as i64 + 1;
+        self.ids.insert(key.to_owned(), id);
+        id
+    }
+
+    /// Every key with its id, in id order.
+    pub fn entries(&self) -> Vec<(&K, i64)> {
+        let mut entries: Vec<(&K, i64)> = self.ids.iter().map(|(k, &id)| (k, id)).collect();
+        entries.sort_unstable_by_key(|&(_, id)| id);
+        entries
+    }
+}
+
+/// Every id one database has handed out, by table. Keys start with the stream (process)
+/// whose records used them.
+#[derive(Debug, Default)]
+pub struct Ids {
+    /// Nodes by host name.
+    pub nodes: Registry<String>,
+    pub processes: Registry<u16>,
+    pub threads: Registry<(u16, u32)>,
+    /// Agents by their index in the process.
+    pub agents: Registry<(u16, u32)>,
+    pub queues: Registry<(u16, u64)>,
+    /// HIP streams; 0 is the default stream, which records without a stream use.
+    pub streams: Registry<(u16, u64)>,
+    pub code_objects: Registry<(u16, u64)>,
+    pub kernels: Registry<(u16, u64)>,
+    pub counters: Registry<(u16, u32)>,
+    /// Tracks of instants, by thread and name (a string id).
+    pub tracks: Registry<(u16, u32, i64)>,
+    pub strings: Registry<String>,
+    pub events: Events,
+    /// Operations by domain and operation id (SDK values), named in the string table.
+    pub operations: HashMap<(u8, i32), Operation>,
+    /// What the records showed of each process.
+    pub seen: HashMap<u16, Seen>,
+}
+
+/// An operation's category (its domain) and name, as string ids.
+#[derive(Debug, Clone, Copy)]
+pub struct Operation {
+    pub category: i64,
+    pub name: i64,
+}
+
+/// A process as its records show it: useful when its metadata is missing, and for when its
+/// activity ended.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen {
+    pub pid: u32,
+    pub last_ns: u64,
+}
+
+impl Ids {
+    /// Notes records of `stream` from process `pid` active until `last_ns`.
+    pub fn saw(&mut self, stream: u16, pid: u32, last_ns: u64) {
+        let seen = self.seen.entry(stream).or_insert(Seen { pid, last_ns });
+        seen.last_ns = seen.last_ns.max(last_ns);
+    }
+}
+
+/// Events of dispatches take ids from this range, computed from the process and the
+/// dispatch id: counter samples name their dispatch's event without a table of every
+/// dispatch seen (which would grow with the run), whichever of the two arrives first.
+const DISPATCH_EVENTS: i64 = 1 << 62;
+/// Bits of a dispatch id in its event id; the process's id takes the bits above.
+const DISPATCH_BITS: u32 = 40;
+
+/// The ids of events: dispatches' computed from them, the others in order.
+#[derive(Debug, Default)]
+pub struct Events {
+    last: i64,
+}
+
+impl Events {
+    pub fn next(&mut self) -> i64 {
+        self.last += 1;
+        self.last
+    }
+
+    /// The event id of dispatch `dispatch_id` of process `process` (a row id), or `None`
+    /// if it is beyond the range (2^40 dispatches in one process).
+    pub fn dispatch(process: i64, dispatch_id: u64) -> Option<i64> {
+        let dispatch = i64::try_from(dispatch_id)
+            .ok()
+            .filter(|&d| d < 1 << DISPATCH_BITS)?;
+        if process >= 1 << (62 - DISPATCH_BITS) {
+            return None;
+        }
+        Some(DISPATCH_EVENTS | process << DISPATCH_BITS | dispatch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registries_number_keys_in_order_of_first_reference() {
+        let mut names: Registry<String> = Registry::default();
+        assert_eq!(names.id("KERNEL_DISPATCH"), 1);
+        assert_eq!(names.id(""), 2);
+        assert_eq!(names.id("KERNEL_DISPATCH"), 1);
+        let entries: Vec<(&str, i64)> = names
+            .entries()
+            .into_iter()
+            .map(|(k, id)| (&**k, id))
+            .collect();
+        assert_eq!(entries, [("KERNEL_DISPATCH", 1), ("", 2)]);
+    }
+
+    #[test]
+    fn dispatch_events_are_distinct_per_process_and_apart_from_the_others() {
+        let a = Events::dispatch(1, 7).unwrap();
+        let b = Events::dispatch(2, 7).unwrap();
+        assert_ne!(a, b);
+        assert!(a > i64::from(u32::MAX) << 20 && b > 0);
+        assert_eq!(Events::dispatch(1, 1 << 40), None);
+        assert_eq!(Events::dispatch(1 << 22, 1), None);
+    }
+
+    #[test]
+    fn the_suffix_is_the_guid_with_underscores() {
+        let guid = Guid::new(1_700_000_000_000_000_000);
+        let text = guid.to_string();
+        assert_eq!(text.len(), 36);
+        assert_eq!(guid.suffix(), format!("_{}", text.replace('-', "_")));
+    }
+}

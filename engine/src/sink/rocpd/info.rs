@@ -1,0 +1,477 @@
+//! The info tables, written when the run ends: nodes, processes (with their command
+//! lines), threads, agents, queues, streams, counters, code objects, kernel symbols, tracks
+//! and strings. A row is written for every id the records used, described by the catalog
+//! where it knows the thing and bare where it does not, and for everything the catalog
+//! knows of the database's processes, used or not.
+
+use rusqlite::Connection;
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::json;
+
+use super::ids::Ids;
+use super::insert::{Value, row};
+use super::schema::{self, Names};
+use crate::catalog::{Catalog, StreamMeta};
+use crate::sdk::AgentType;
+use crate::transform::Table;
+
+const UNKNOWN: &str = "<unknown>";
+
+/// The node and process rows of a stream's rows.
+#[derive(Debug, Clone, Copy)]
+struct Owner {
+    node: i64,
+    process: i64,
+}
+
+/// Writes the info rows of `streams` (the catalog's streams the database holds) and of
+/// every id in `ids`.
+pub fn write(
+    conn: &Connection,
+    names: &Names,
+    ids: &mut Ids,
+    catalog: &Catalog,
+    streams: &[u16],
+) -> rusqlite::Result<()> {
+    let owners = register(ids, catalog, streams);
+    let info = Info {
+        conn,
+        names,
+        catalog,
+        owners,
+    };
+    info.nodes(ids)?;
+    info.processes(ids)?;
+    info.threads(ids)?;
+    info.agents(ids)?;
+    info.queues(ids)?;
+    info.streams(ids)?;
+    info.counters(ids)?;
+    info.code_objects(ids)?;
+    info.kernels(ids)?;
+    info.tracks(ids)?;
+    info.strings(ids)
+}
+
+/// Writes the rows of each info table.
+struct Info<'a> {
+    conn: &'a Connection,
+    names: &'a Names,
+    catalog: &'a Catalog,
+    owners: HashMap<u16, Owner>,
+}
+
+impl Info<'_> {
+    fn insert<const N: usize>(
+        &self,
+        table: &str,
+        columns: [&str; N],
+        rows: impl IntoIterator<Item = [Value; N]>,
+    ) -> rusqlite::Result<()> {
+        let sql = self.names.insert("INSERT", table, &columns, 1);
+        let mut statement = self.conn.prepare(&sql)?;
+        for row in rows {
+            statement.execute(rusqlite::params_from_iter(row))?;
+        }
+        Ok(())
+    }
+
+    fn nodes(&self, ids: &Ids) -> rusqlite::Result<()> {
+        // The host name stands for the machine: the records do not carry its machine id.
+        let rows = ids
+            .nodes
+            .entries()
+            .into_iter()
+            .map(|(host, id)| row![id, stable_hash(host), host.clone(), host.clone()]);
+        self.insert(schema::NODE, ["id", "hash", "machine_id", "hostname"], rows)
+    }
+
+    fn processes(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = ids.processes.entries().into_iter().map(|(stream, id)| {
+            let meta = self.catalog.stream(*stream).process.as_ref();
+            let seen = ids.seen.get(stream);
+            let (start, end) = (meta.map(|p| p.start_ns), seen.map(|s| s.last_ns));
+            let extdata = match meta.and_then(|p| p.rank) {
+                Some(rank) => json!({ "rank": rank }).to_string(),
+                None => "{}".to_owned(),
+            };
+            row![
+                id,
+                self.owners[stream].node,
+                meta.map(|p| p.ppid),
+                meta.map(|p| p.pid).or(seen.map(|s| s.pid)),
+                start,
+                end,
+                start,
+                end,
+                meta.map(|p| p.command.join(" ")),
+                extdata,
+            ]
+        });
+        let columns = [
+            "id", "nid", "ppid", "pid", "init", "fini", "start", "end", "command", "extdata",
+        ];
+        self.insert(schema::PROCESS, columns, rows)
+    }
+
+    fn threads(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .threads
+            .entries()
+            .into_iter()
+            .map(|(&(stream, tid), id)| {
+                let meta = self.catalog.stream(stream);
+                let thread = meta.threads.iter().find(|t| t.tid == tid);
+                let owner = self.owners[&stream];
+                row![
+                    id,
+                    owner.node,
+                    meta.process.as_ref().map(|p| p.ppid),
+                    owner.process,
+                    tid,
+                    thread.and_then(|t| t.name.clone()),
+                ]
+            });
+        let columns = ["id", "nid", "ppid", "pid", "tid", "name"];
+        self.insert(schema::THREAD, columns, rows)
+    }
+
+    fn agents(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .agents
+            .entries()
+            .into_iter()
+            .map(|(&(stream, index), id)| {
+                let owner = self.owners[&stream];
+                let agents = &self.catalog.stream(stream).agents;
+                let Some(a) = agents.iter().find(|a| a.index == index) else {
+                    let none: Option<i64> = None;
+                    return row![
+                        id,
+                        owner.node,
+                        owner.process,
+                        none,
+                        index,
+                        none,
+                        none,
+                        UNKNOWN,
+                        none,
+                        none,
+                        "{}"
+                    ];
+                };
+                let kind = match a.agent_type {
+                    AgentType::Cpu => "CPU",
+                    AgentType::Gpu => "GPU",
+                };
+                // The agent's index among the process's agents of its type.
+                let type_index = agents
+                    .iter()
+                    .filter(|b| b.agent_type == a.agent_type && b.index < a.index)
+                    .count();
+                row![
+                    id,
+                    owner.node,
+                    owner.process,
+                    kind,
+                    a.node_id,
+                    a.logical_node_id,
+                    type_index as u64,
+                    a.name.clone(),
+                    a.product_name.clone(),
+                    a.product_name.clone(),
+                    serde_json::to_string(a).expect("agents serialize"),
+                ]
+            });
+        let columns = [
+            "id",
+            "nid",
+            "pid",
+            "type",
+            "absolute_index",
+            "logical_index",
+            "type_index",
+            "name",
+            "product_name",
+            "user_name",
+            "extdata",
+        ];
+        self.insert(schema::AGENT, columns, rows)
+    }
+
+    fn queues(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .queues
+            .entries()
+            .into_iter()
+            .map(|(&(stream, handle), id)| {
+                let owner = self.owners[&stream];
+                row![id, owner.node, owner.process, format!("Queue {handle}")]
+            });
+        self.insert(schema::QUEUE, ["id", "nid", "pid", "name"], rows)
+    }
+
+    fn streams(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .streams
+            .entries()
+            .into_iter()
+            .map(|(&(stream, handle), id)| {
+                let owner = self.owners[&stream];
+                let hip_streams = &self.catalog.stream(stream).hip_streams;
+                let name = match hip_streams.iter().find(|s| s.id == handle) {
+                    Some(s) if s.name.is_some() => s.name.clone(),
+                    _ if handle == 0 => Some("Default Stream".to_owned()),
+                    _ => Some(format!("Stream {handle}")),
+                };
+                row![id, owner.node, owner.process, name]
+            });
+        self.insert(schema::STREAM, ["id", "nid", "pid", "name"], rows)
+    }
+
+    fn counters(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .counters
+            .entries()
+            .into_iter()
+            .map(|(&(stream, counter), id)| {
+                let owner = self.owners[&stream];
+                let info = self.catalog.stream(stream).counters.get(&counter);
+                let name = info.map_or(UNKNOWN, |c| &c.name).to_owned();
+                let dimensions: Vec<serde_json::Value> = info.map_or_else(Vec::new, |c| {
+                    c.dimensions
+                        .iter()
+                        .map(|(name, size)| json!({ "name": name, "size": size }))
+                        .collect()
+                });
+                row![
+                    id,
+                    owner.node,
+                    owner.process,
+                    info.map(|c| ids.agents.id(&(stream, c.agent))),
+                    "GPU",
+                    name.clone(),
+                    name,
+                    info.map(|c| c.description.clone()),
+                    "rocm",
+                    "ABS",
+                    0i64,
+                    0i64,
+                    json!({ "dimensions": dimensions }).to_string(),
+                ]
+            });
+        let columns = [
+            "id",
+            "nid",
+            "pid",
+            "agent_id",
+            "target_arch",
+            "name",
+            "symbol",
+            "description",
+            "component",
+            "value_type",
+            "is_constant",
+            "is_derived",
+            "extdata",
+        ];
+        self.insert(schema::PMC, columns, rows)
+    }
+
+    fn code_objects(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .code_objects
+            .entries()
+            .into_iter()
+            .map(|(&(stream, code), id)| {
+                let owner = self.owners[&stream];
+                let known = self.catalog.stream(stream).code_objects.get(&code);
+                let storage = known.and_then(|c| match c.uri.split_once("://") {
+                    Some(("file", _)) => Some("FILE"),
+                    Some(("memory", _)) => Some("MEMORY"),
+                    _ => None,
+                });
+                row![
+                    id,
+                    owner.node,
+                    owner.process,
+                    known.map(|c| ids.agents.id(&(stream, c.agent))),
+                    known.map(|c| c.uri.clone()),
+                    known.map(|c| c.load_base),
+                    known.map(|c| c.load_size),
+                    storage,
+                ]
+            });
+        let columns = [
+            "id",
+            "nid",
+            "pid",
+            "agent_id",
+            "uri",
+            "load_base",
+            "load_size",
+            "storage_type",
+        ];
+        self.insert(schema::CODE_OBJECT, columns, rows)
+    }
+
+    fn kernels(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .kernels
+            .entries()
+            .into_iter()
+            .map(|(&(stream, kernel), id)| {
+                let owner = self.owners[&stream];
+                let meta = self.catalog.stream(stream);
+                let known = meta.kernels.get(&kernel);
+                let code = known.map_or(0, |k| k.code_object_id);
+                row![
+                    id,
+                    owner.node,
+                    owner.process,
+                    ids.code_objects.id(&(stream, code)),
+                    known.map(|k| k.name.clone()),
+                    meta.kernel_name(kernel).to_owned(),
+                    known.map(|k| k.kernarg_bytes),
+                    known.map(|k| k.lds_bytes),
+                    known.map(|k| k.scratch_bytes),
+                    known.map(|k| k.sgpr_count),
+                    known.map(|k| k.arch_vgpr_count),
+                    json!({ "kernel_id": kernel }).to_string(),
+                ]
+            });
+        let columns = [
+            "id",
+            "nid",
+            "pid",
+            "code_object_id",
+            "kernel_name",
+            "display_name",
+            "kernarg_segment_size",
+            "group_segment_size",
+            "private_segment_size",
+            "sgpr_count",
+            "arch_vgpr_count",
+            "extdata",
+        ];
+        self.insert(schema::KERNEL_SYMBOL, columns, rows)
+    }
+
+    fn tracks(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+        let rows = ids
+            .tracks
+            .entries()
+            .into_iter()
+            .map(|(&(stream, tid, name), id)| {
+                let owner = self.owners[&stream];
+                let thread = ids.threads.id(&(stream, tid));
+                row![id, owner.node, owner.process, thread, name]
+            });
+        self.insert(schema::TRACK, ["id", "nid", "pid", "tid", "name_id"], rows)
+    }
+
+    fn strings(&self, ids: &Ids) -> rusqlite::Result<()> {
+        let rows = (ids.strings.entries().into_iter()).map(|(text, id)| row![id, text.clone()]);
+        self.insert(schema::STRING, ["id", "string"], rows)
+    }
+}
+
+/// Hands out ids for everything the catalog knows of `streams`, and for what the rows
+/// about to be written refer to; returns each process's node and process ids.
+fn register(ids: &mut Ids, catalog: &Catalog, streams: &[u16]) -> HashMap<u16, Owner> {
+    for &stream in streams {
+        let meta = catalog.stream(stream);
+        ids.processes.id(&stream);
+        ids.nodes.id(host(meta));
+        // Every process has a default stream, as rocprofv3's databases do.
+        ids.streams.id(&(stream, 0));
+        for a in &meta.agents {
+            ids.agents.id(&(stream, a.index));
+        }
+        for t in &meta.threads {
+            ids.threads.id(&(stream, t.tid));
+        }
+        for q in &meta.queues {
+            ids.queues.id(&(stream, q.id));
+        }
+        for s in &meta.hip_streams {
+            ids.streams.id(&(stream, s.id));
+        }
+        for &kernel in meta.kernels.keys() {
+            ids.kernels.id(&(stream, kernel));
+        }
+        for &code in meta.code_objects.keys() {
+            ids.code_objects.id(&(stream, code));
+        }
+        for &counter in meta.counters.keys() {
+            ids.counters.id(&(stream, counter));
+        }
+    }
+    // Kernels name their code objects, which name their agents, as counters do.
+    for (&(stream, kernel), _) in ids.kernels.entries() {
+        let code = catalog
+            .stream(stream)
+            .kernels
+            .get(&kernel)
+            .map_or(0, |k| k.code_object_id);
+        ids.code_objects.id(&(stream, code));
+    }
+    for (&(stream, code), _) in ids.code_objects.entries() {
+        if let Some(c) = catalog.stream(stream).code_objects.get(&code) {
+            ids.agents.id(&(stream, c.agent));
+        }
+    }
+    for (&(stream, counter), _) in ids.counters.entries() {
+        if let Some(c) = catalog.stream(stream).counters.get(&counter) {
+            ids.agents.id(&(stream, c.agent));
+        }
+    }
+    // Rows of a process were only ever given ids after the process and its node.
+    ids.processes
+        .entries()
+        .into_iter()
+        .map(|(&stream, process)| {
+            let node = ids.nodes.id(host(catalog.stream(stream)));
+            (stream, Owner { node, process })
+        })
+        .collect()
+}
+
+/// The host a stream's process ran on, as the rows name it.
+pub fn host(meta: &StreamMeta) -> &str {
+    meta.process.as_ref().map_or(UNKNOWN, |p| &p.hostname)
+}
+
+/// A hash of `text` that stays the same from run to run (FNV-1a), as a non-negative
+/// SQLite integer.
+fn stable_hash(text: &str) -> i64 {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (hash >> 1) as i64
+}
+
+/// Writes an aggregate transform's table as `rocflow_<name>`, beside the rocpd tables.
+pub fn table(conn: &Connection, table: &Table) -> rusqlite::Result<()> {
+    let quote = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+    let name = quote(&format!("rocflow_{}", table.name));
+    let columns: Vec<String> = table.columns.iter().map(|c| quote(c)).collect();
+    conn.execute_batch(&format!("CREATE TABLE {name} ({});", columns.join(", ")))?;
+    let params = vec!["?"; columns.len()].join(", ");
+    let mut insert = conn.prepare(&format!("INSERT INTO {name} VALUES ({params})"))?;
+    for row in &table.rows {
+        insert.execute(rusqlite::params_from_iter(row.iter().map(value)))?;
+    }
+    Ok(())
+}
+
+fn value(value: &evalexpr::Value) -> Value {
+    match value {
+        evalexpr::Value::Int(v) => Value::Int(*v),
+        evalexpr::Value::Float(v) => Value::Real(*v),
+        evalexpr::Value::Boolean(v) => Value::Int(i64::from(*v)),
+        evalexpr::Value::String(s) => Value::Text(s.clone()),
+        evalexpr::Value::Empty => Value::Null,
+        other => Value::Text(other.to_string()),
+    }
+}

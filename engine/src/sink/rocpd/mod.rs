@@ -1,0 +1,208 @@
+//! The rocpd sink: SQLite databases in the schema of rocprofiler-sdk's rocpd, which AMD's
+//! rocpd tools (and anyone's SQL) read as if rocprofv3 had written them. Kernel dispatches,
+//! memory copies and allocations, API calls and markers (regions, or samples when they
+//! have no duration), counter values (`pmc_event`) and PC samples (`sample`), with the
+//! nodes, processes and their command lines, threads, agents, queues, counters, code
+//! objects and kernel symbols they refer to; the data and summary views AMD ships
+//! (`kernels`, `top_kernels`, `kernel_summary`, `memory_copies`, `regions`, …); aggregate
+//! tables as `rocflow_<name>`. Columns that `derive` transforms add have no place in the
+//! schema and are not stored.
+//!
+//! Options: `layout = "per_process"` (the default, as rocprofv3 writes) gives each process
+//! its own database, at the path with that process's placeholders filled in;
+//! `layout = "single"` puts every process of the run in one database.
+
+mod database;
+mod ids;
+mod info;
+mod insert;
+mod rows;
+mod schema;
+mod views;
+mod writer;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::{Placeholders, Sink, SinkError};
+use crate::catalog::Catalog;
+use crate::chunk::Chunk;
+use crate::plan::SinkPlan;
+use crate::transform::Table;
+use database::{Database, Streams};
+use rows::Queued;
+use writer::Writer;
+
+/// How the run's processes map to databases.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Layout {
+    /// One database per process.
+    #[default]
+    PerProcess,
+    /// One database for the whole run.
+    Single,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    #[serde(default)]
+    layout: Layout,
+}
+
+/// What stops a database; reported as the sink's failure.
+#[derive(Debug, thiserror::Error)]
+enum Fault {
+    #[error("SQLite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("dispatch id {0} is beyond the 2^40 dispatches a process may have in rocpd")]
+    DispatchId(u64),
+}
+
+impl Fault {
+    fn at(self, path: &std::path::Path) -> SinkError {
+        let source = match self {
+            Fault::Io(e) => e,
+            other => std::io::Error::other(other),
+        };
+        SinkError::Io {
+            context: format!("writing {}", path.display()),
+            source,
+        }
+    }
+}
+
+pub struct RocpdSink {
+    layout: Layout,
+    /// The output path with its placeholders.
+    template: String,
+    /// The run's placeholder values, for what a process's own metadata does not say.
+    run: Placeholders,
+    databases: Vec<Writer>,
+    /// Aggregate tables, written into every database when the run ends.
+    tables: Vec<Table>,
+}
+
+impl RocpdSink {
+    pub fn create(plan: &SinkPlan, run: &Placeholders) -> Result<RocpdSink, SinkError> {
+        let options: Options =
+            serde_json::from_value(plan.options.clone().into()).map_err(|e| SinkError::Io {
+                context: format!("the options of sink `{}`", plan.name),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
+            })?;
+        let mut sink = RocpdSink {
+            layout: options.layout,
+            template: plan.path.clone(),
+            run: run.clone(),
+            databases: Vec::new(),
+            tables: Vec::new(),
+        };
+        if sink.layout == Layout::Single {
+            let path = run.expand(&sink.template);
+            let database =
+                Database::create(path.clone(), run.timestamp * 1_000_000_000, Streams::All)
+                    .map_err(|e| e.at(&path))?;
+            sink.databases.push(Writer::start(database));
+        }
+        Ok(sink)
+    }
+
+    /// Opens the database of each stream in `streams` that has none yet (one per process).
+    fn open_processes(
+        &mut self,
+        streams: impl Iterator<Item = u16>,
+        catalog: &Catalog,
+    ) -> Result<(), SinkError> {
+        if self.layout != Layout::PerProcess {
+            return Ok(());
+        }
+        for stream in streams {
+            if self.databases.iter().any(|d| d.holds(stream)) {
+                continue;
+            }
+            let process = catalog.stream(stream).process.as_ref();
+            let mut placeholders = self.run.clone();
+            if let Some(p) = process {
+                placeholders = Placeholders {
+                    hostname: p.hostname.clone(),
+                    pid: p.pid,
+                    ppid: p.ppid,
+                    rank: p.rank.unwrap_or(placeholders.rank),
+                    timestamp: p.start_ns / 1_000_000_000,
+                };
+            }
+            let path = placeholders.expand(&self.template);
+            if let Some(other) = self.databases.iter().find(|d| d.path() == path) {
+                return Err(SinkError::Io {
+                    context: format!("writing {}", path.display()),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::AlreadyExists,
+                        format!(
+                            "two processes would write this database ({} and process {}); \
+                             with layout = \"per_process\" the path needs a placeholder that \
+                             tells processes apart, such as {{pid}} or {{rank}}",
+                            other.path().display(),
+                            placeholders.pid
+                        ),
+                    ),
+                });
+            }
+            let start_ns = process.map_or(self.run.timestamp * 1_000_000_000, |p| p.start_ns);
+            let database = Database::create(path.clone(), start_ns, Streams::One(stream))
+                .map_err(|e| e.at(&path))?;
+            self.databases.push(Writer::start(database));
+        }
+        Ok(())
+    }
+}
+
+impl Sink for RocpdSink {
+    fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
+        self.open_processes(window.iter().map(|c| c.stream), catalog)?;
+        for database in &mut self.databases {
+            let chunks: Vec<Queued> = window
+                .iter()
+                .filter(|c| database.holds(c.stream))
+                .map(|c| Queued::new(Arc::clone(c), catalog.stream(c.stream)))
+                .collect();
+            if !chunks.is_empty() {
+                database.write(chunks).map_err(|e| e.at(database.path()))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn table(&mut self, table: &Table) -> Result<(), SinkError> {
+        self.tables.push(table.clone());
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
+        // A process whose records all went elsewhere still gets its database.
+        let described = catalog
+            .streams()
+            .filter(|(_, meta)| meta.process.is_some())
+            .map(|(stream, _)| stream);
+        self.open_processes(described, catalog)?;
+        let catalog = Arc::new(catalog.clone());
+        let tables: Arc<[Table]> = std::mem::take(&mut self.tables).into();
+        // Every database completes at once, each on its thread.
+        for database in &mut self.databases {
+            database
+                .finish(Arc::clone(&catalog), Arc::clone(&tables))
+                .map_err(|e| e.at(database.path()))?;
+        }
+        std::mem::take(&mut self.databases)
+            .into_iter()
+            .map(|database| {
+                let path = database.path().to_owned();
+                database.join().map_err(|e| e.at(&path))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,574 @@
+//! Records into rows, as rocprofv3 writes them: each record becomes an event (its category,
+//! correlation ids and extra data) and a row of its kind's table that points at it. Host
+//! calls with a duration are regions, instants are samples on a track, kernel dispatches,
+//! copies and allocations have their own tables, and counter values point at their
+//! dispatch's event.
+
+use std::sync::Arc;
+
+use rusqlite::Connection;
+
+use super::Fault;
+use super::ids::{Events, Ids, Operation};
+use super::info;
+use super::insert::{Inserter, Value, row};
+use super::schema::{self, Names};
+use crate::catalog::StreamMeta;
+use crate::chunk::Chunk;
+use crate::record::{
+    ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
+    MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
+};
+use crate::sdk::Domain;
+
+macro_rules! tables {
+    ($($name:ident = $verb:literal $table:ident ($($column:literal),+);)*) => {
+        /// The inserts into one database's tables.
+        pub struct Tables<'c> {
+            $($name: Inserter<'c>,)*
+        }
+
+        impl<'c> Tables<'c> {
+            pub fn new(conn: &'c Connection, names: &Names) -> rusqlite::Result<Tables<'c>> {
+                Ok(Tables {
+                    $($name: Inserter::new(conn, names, $verb, schema::$table, &[$($column),+])?,)*
+                })
+            }
+
+            /// Inserts the rows still waiting.
+            pub fn flush(&mut self) -> rusqlite::Result<()> {
+                $(self.$name.flush()?;)*
+                Ok(())
+            }
+        }
+    };
+}
+
+tables! {
+    event = "INSERT" EVENT
+        ("id", "category_id", "stack_id", "parent_stack_id", "correlation_id", "extdata");
+    // A dispatch's event replaces the bare one its counter samples may have written first.
+    dispatch_event = "INSERT OR REPLACE" EVENT
+        ("id", "category_id", "stack_id", "parent_stack_id", "correlation_id");
+    // What counter samples know of their dispatch's event, until the dispatch arrives.
+    counted_event = "INSERT OR IGNORE" EVENT ("id", "category_id");
+    region = "INSERT" REGION ("nid", "pid", "tid", "start", "end", "name_id", "event_id");
+    sample = "INSERT" SAMPLE ("track_id", "timestamp", "event_id");
+    kernel_dispatch = "INSERT" KERNEL_DISPATCH (
+        "nid", "pid", "tid", "agent_id", "kernel_id", "dispatch_id", "queue_id", "stream_id",
+        "start", "end", "private_segment_size", "group_segment_size", "workgroup_size_x",
+        "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z",
+        "region_name_id", "event_id"
+    );
+    memory_copy = "INSERT" MEMORY_COPY (
+        "nid", "pid", "tid", "start", "end", "name_id", "dst_agent_id", "src_agent_id", "size",
+        "stream_id", "event_id"
+    );
+    memory_allocate = "INSERT" MEMORY_ALLOCATE (
+        "nid", "pid", "tid", "agent_id", "type", "level", "start", "end", "address", "size",
+        "queue_id", "stream_id", "event_id", "extdata"
+    );
+    pmc_event = "INSERT" PMC_EVENT ("event_id", "pmc_id", "value");
+}
+
+/// What event rows hold when there is nothing more to say.
+const NO_DATA: Value = Value::Str("{}");
+const UNKNOWN: &str = "<unknown>";
+
+/// The process a chunk's records come from, as row ids.
+#[derive(Debug, Clone, Copy)]
+struct Scope {
+    stream: u16,
+    process: i64,
+    node: i64,
+}
+
+/// A chunk on its way to its database, with what its rows need of its process's metadata
+/// (taken from the catalog when it is queued: the writer has no catalog).
+#[derive(Debug)]
+pub struct Queued {
+    chunk: Arc<Chunk>,
+    host: String,
+    /// The messages of marker records, one per record (none for other kinds).
+    messages: Vec<String>,
+}
+
+impl Queued {
+    pub fn new(chunk: Arc<Chunk>, meta: &StreamMeta) -> Queued {
+        let messages = match &chunk.batch {
+            Batch::Marker(records) => records
+                .iter()
+                .map(|r| meta.string(r.message).to_owned())
+                .collect(),
+            _ => Vec::new(),
+        };
+        Queued {
+            host: info::host(meta).to_owned(),
+            chunk,
+            messages,
+        }
+    }
+}
+
+/// One window's writes into one database.
+pub struct Window<'a, 'c> {
+    tables: &'a mut Tables<'c>,
+    ids: &'a mut Ids,
+}
+
+impl<'a, 'c> Window<'a, 'c> {
+    pub fn new(tables: &'a mut Tables<'c>, ids: &'a mut Ids) -> Self {
+        Window { tables, ids }
+    }
+
+    /// Writes the rows of a chunk's records.
+    pub fn chunk(&mut self, queued: &Queued) -> Result<(), Fault> {
+        let chunk = &queued.chunk;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        let scope = Scope {
+            stream: chunk.stream,
+            process: self.ids.processes.id(&chunk.stream),
+            node: self.ids.nodes.id(queued.host.as_str()),
+        };
+        let messages = &queued.messages;
+        let (pid, last_ns) = match &chunk.batch {
+            Batch::KernelDispatch(r) => self.dispatches(scope, r)?,
+            Batch::MemoryCopy(r) => self.copies(scope, r)?,
+            Batch::MemoryAllocation(r) => self.allocations(scope, r)?,
+            Batch::ScratchMemory(r) => self.scratch(scope, r)?,
+            Batch::Api(r) => self.host(scope, r, messages)?,
+            Batch::Marker(r) => self.host(scope, r, messages)?,
+            Batch::HipStream(r) => self.host(scope, r, messages)?,
+            Batch::RuntimeInitialization(r) => self.host(scope, r, messages)?,
+            Batch::KfdEvent(r) => self.host(scope, r, messages)?,
+            Batch::CounterSample(r) => self.counters(scope, r)?,
+            Batch::PcSample(r) => self.pc_samples(scope, r)?,
+        };
+        self.ids.saw(chunk.stream, pid, last_ns);
+        Ok(())
+    }
+
+    /// The category and name of operation `op` of the domain with SDK value `domain`.
+    fn operation(&mut self, domain: u8, op: i32) -> Operation {
+        if let Some(&known) = self.ids.operations.get(&(domain, op)) {
+            return known;
+        }
+        let (category, name) = match Domain::from_sdk_value(domain.into()) {
+            Some(d) => {
+                let category = category_name(d);
+                let op = d.operation_name(op).unwrap_or(UNKNOWN);
+                // The SDK names API operations after their functions, and prefixes the
+                // others with their domain (`MEMORY_COPY_HOST_TO_DEVICE`).
+                let name = match d.record_kind() {
+                    RecordKind::Api | RecordKind::Marker => op.to_owned(),
+                    _ => format!("{category}_{op}"),
+                };
+                (category, name)
+            }
+            None => (UNKNOWN.to_owned(), UNKNOWN.to_owned()),
+        };
+        let operation = Operation {
+            category: self.ids.strings.id(category.as_str()),
+            name: self.ids.strings.id(name.as_str()),
+        };
+        self.ids.operations.insert((domain, op), operation);
+        operation
+    }
+
+    fn category(&mut self, domain: Domain) -> i64 {
+        self.ids.strings.id(category_name(domain).as_str())
+    }
+
+    /// Adds an event with the next id and returns the id.
+    fn event(
+        &mut self,
+        category: i64,
+        stack: Option<u64>,
+        parent: Option<u64>,
+        correlation: u64,
+        extdata: Value,
+    ) -> rusqlite::Result<i64> {
+        let id = self.ids.events.next();
+        let row = row![id, category, stack, parent, correlation, extdata];
+        self.tables.event.push(row)?;
+        Ok(id)
+    }
+
+    fn dispatches(
+        &mut self,
+        scope: Scope,
+        records: &[KernelDispatch],
+    ) -> Result<(u32, u64), Fault> {
+        let category = self.category(Domain::KernelDispatch);
+        // Dispatches without an external correlation belong to no named region.
+        let no_region = self.ids.strings.id("");
+        let stream = self.ids.streams.id(&(scope.stream, 0));
+        let mut last = 0;
+        for r in records {
+            let event = dispatch_event(scope, r.dispatch_id)?;
+            let correlation = r.correlation_id;
+            let row = row![event, category, correlation, correlation, r.external_id];
+            self.tables.dispatch_event.push(row)?;
+            let ids = &mut *self.ids;
+            let row = row![
+                scope.node,
+                scope.process,
+                ids.threads.id(&(scope.stream, r.tid)),
+                ids.agents.id(&(scope.stream, r.agent)),
+                ids.kernels.id(&(scope.stream, r.kernel_id)),
+                r.dispatch_id,
+                ids.queues.id(&(scope.stream, r.queue)),
+                stream,
+                r.start_ns,
+                r.end_ns,
+                r.scratch_bytes,
+                r.lds_bytes,
+                r.workgroup_x,
+                r.workgroup_y,
+                r.workgroup_z,
+                r.grid_x,
+                r.grid_y,
+                r.grid_z,
+                no_region,
+                event,
+            ];
+            self.tables.kernel_dispatch.push(row)?;
+            last = last.max(r.end_ns);
+        }
+        Ok((records[0].pid, last))
+    }
+
+    fn copies(&mut self, scope: Scope, records: &[MemoryCopy]) -> Result<(u32, u64), Fault> {
+        let domain = Domain::MemoryCopy.sdk_value() as u8;
+        let stream = self.ids.streams.id(&(scope.stream, 0));
+        let mut last = 0;
+        for r in records {
+            let operation = self.operation(domain, r.operation_id.into());
+            let stack = Some(r.correlation_id);
+            let event = self.event(operation.category, stack, stack, r.external_id, NO_DATA)?;
+            let ids = &mut *self.ids;
+            let row = row![
+                scope.node,
+                scope.process,
+                ids.threads.id(&(scope.stream, r.tid)),
+                r.start_ns,
+                r.end_ns,
+                operation.name,
+                ids.agents.id(&(scope.stream, r.dst_agent)),
+                ids.agents.id(&(scope.stream, r.src_agent)),
+                r.bytes,
+                stream,
+                event,
+            ];
+            self.tables.memory_copy.push(row)?;
+            last = last.max(r.end_ns);
+        }
+        Ok((records[0].pid, last))
+    }
+
+    fn allocations(
+        &mut self,
+        scope: Scope,
+        records: &[MemoryAllocation],
+    ) -> Result<(u32, u64), Fault> {
+        let domain = Domain::MemoryAllocation.sdk_value() as u8;
+        let mut last = 0;
+        for r in records {
+            let (kind, level) = match Domain::MemoryAllocation.operation_name(r.operation_id.into())
+            {
+                Some("ALLOCATE") => (Some("ALLOC"), Some("REAL")),
+                Some("VMEM_ALLOCATE") => (Some("ALLOC"), Some("VIRTUAL")),
+                Some("FREE") => (Some("FREE"), Some("REAL")),
+                Some("VMEM_FREE") => (Some("FREE"), Some("VIRTUAL")),
+                _ => (None, None),
+            };
+            let allocation = Allocation {
+                tid: r.tid,
+                // Only an allocation says on which agent the memory is.
+                agent: (kind == Some("ALLOC")).then_some(r.agent),
+                kind,
+                level,
+                span: (r.start_ns, r.end_ns),
+                address: Some(r.address),
+                bytes: r.bytes,
+                queue: None,
+                extdata: NO_DATA,
+            };
+            let operation = self.operation(domain, r.operation_id.into());
+            self.allocation(
+                scope,
+                operation,
+                r.correlation_id,
+                r.external_id,
+                allocation,
+            )?;
+            last = last.max(r.end_ns);
+        }
+        Ok((records[0].pid, last))
+    }
+
+    fn scratch(&mut self, scope: Scope, records: &[ScratchMemory]) -> Result<(u32, u64), Fault> {
+        let domain = Domain::ScratchMemory.sdk_value() as u8;
+        let mut last = 0;
+        for r in records {
+            let kind = match Domain::ScratchMemory.operation_name(r.operation_id.into()) {
+                Some("ALLOC") => Some("ALLOC"),
+                Some("FREE") => Some("FREE"),
+                Some("ASYNC_RECLAIM") => Some("RECLAIM"),
+                _ => None,
+            };
+            let allocation = Allocation {
+                tid: r.tid,
+                agent: (kind == Some("ALLOC")).then_some(r.agent),
+                kind,
+                level: Some("SCRATCH"),
+                span: (r.start_ns, r.end_ns),
+                address: None,
+                bytes: r.bytes,
+                queue: Some(r.queue),
+                extdata: Value::Text(format!("{{\"flags\":\"{}\"}}", r.flags)),
+            };
+            let operation = self.operation(domain, r.operation_id.into());
+            self.allocation(
+                scope,
+                operation,
+                r.correlation_id,
+                r.external_id,
+                allocation,
+            )?;
+            last = last.max(r.end_ns);
+        }
+        Ok((records[0].pid, last))
+    }
+
+    fn allocation(
+        &mut self,
+        scope: Scope,
+        operation: Operation,
+        correlation: u64,
+        external: u64,
+        a: Allocation,
+    ) -> rusqlite::Result<()> {
+        let event = self.event(
+            operation.category,
+            Some(correlation),
+            None,
+            external,
+            NO_DATA,
+        )?;
+        let ids = &mut *self.ids;
+        let row = row![
+            scope.node,
+            scope.process,
+            ids.threads.id(&(scope.stream, a.tid)),
+            a.agent.map(|agent| ids.agents.id(&(scope.stream, agent))),
+            a.kind,
+            a.level,
+            a.span.0,
+            a.span.1,
+            a.address,
+            a.bytes,
+            a.queue.map(|queue| ids.queues.id(&(scope.stream, queue))),
+            ids.streams.id(&(scope.stream, 0)),
+            event,
+            a.extdata,
+        ];
+        self.tables.memory_allocate.push(row)
+    }
+
+    /// Host calls and instants: regions when they last, samples on their thread's track of
+    /// their category when they do not; with their messages, if they have any.
+    fn host<R: HostEvent>(
+        &mut self,
+        scope: Scope,
+        records: &[R],
+        messages: &[String],
+    ) -> Result<(u32, u64), Fault> {
+        let mut last = 0;
+        for (i, r) in records.iter().enumerate() {
+            let (domain, op) = r.operation();
+            let operation = self.operation(domain, op);
+            let extdata = match messages.get(i).filter(|m| !m.is_empty()) {
+                Some(message) => {
+                    let quoted = serde_json::to_string(message).expect("strings serialize");
+                    Value::Text(format!("{{\"message\":{quoted}}}"))
+                }
+                None => NO_DATA,
+            };
+            let (correlation, external) = r.correlation();
+            let event = self.event(operation.category, correlation, None, external, extdata)?;
+            let (start, end) = r.span();
+            let thread = self.ids.threads.id(&(scope.stream, r.tid()));
+            if start == end {
+                let track = (scope.stream, r.tid(), operation.category);
+                let row = row![self.ids.tracks.id(&track), start, event];
+                self.tables.sample.push(row)?;
+            } else {
+                let row = row![
+                    scope.node,
+                    scope.process,
+                    thread,
+                    start,
+                    end,
+                    operation.name,
+                    event
+                ];
+                self.tables.region.push(row)?;
+            }
+            last = last.max(end);
+        }
+        Ok((records[0].pid(), last))
+    }
+
+    /// Counter values, each pointing at its dispatch's event (added bare if the dispatch
+    /// has not arrived yet, so the id resolves even if it never does).
+    fn counters(&mut self, scope: Scope, records: &[CounterSample]) -> Result<(u32, u64), Fault> {
+        let category = self.category(Domain::KernelDispatch);
+        let mut counted = None;
+        let mut last = 0;
+        for r in records {
+            let event = dispatch_event(scope, r.dispatch_id)?;
+            // A dispatch's samples come together: one bare event for all of them.
+            if counted != Some(event) {
+                self.tables.counted_event.push(row![event, category])?;
+                counted = Some(event);
+            }
+            let counter = self.ids.counters.id(&(scope.stream, r.counter_id));
+            self.tables.pmc_event.push(row![event, counter, r.value])?;
+            last = last.max(r.timestamp_ns);
+        }
+        Ok((records[0].pid, last))
+    }
+
+    /// PC samples: instants on a track per sampling method, on the process's main thread
+    /// (the device sampled them; no host thread did), with what they sampled as extra data.
+    fn pc_samples(&mut self, scope: Scope, records: &[PcSample]) -> Result<(u32, u64), Fault> {
+        let mut last = 0;
+        for r in records {
+            let method = match r.method {
+                1 => "PC_SAMPLING_STOCHASTIC",
+                2 => "PC_SAMPLING_HOST_TRAP",
+                _ => "PC_SAMPLING",
+            };
+            let category = self.ids.strings.id(method);
+            let agent = self.ids.agents.id(&(scope.stream, r.agent));
+            let code_object = self.ids.code_objects.id(&(scope.stream, r.code_object_id));
+            // Numbers only: written directly, as a JSON builder would cost more than the
+            // sample's rows.
+            let extdata = format!(
+                "{{\"agent_id\":{agent},\"dispatch_id\":{},\"pc\":{},\"code_object_id\":{code_object},\
+                 \"code_object_offset\":{},\"exec_mask\":{},\"wave_id\":{},\"hw_id\":{},\
+                 \"chiplet\":{},\"instruction_type\":{},\"stall_reason\":{}}}",
+                r.dispatch_id,
+                r.pc,
+                r.code_object_offset,
+                r.exec_mask,
+                r.wave_id,
+                r.hw_id,
+                r.chiplet,
+                r.instruction_type,
+                r.stall_reason
+            );
+            let stack = Some(r.correlation_id);
+            let event = self.event(category, stack, stack, 0, Value::Text(extdata))?;
+            self.ids.threads.id(&(scope.stream, r.pid));
+            let track = self.ids.tracks.id(&(scope.stream, r.pid, category));
+            self.tables
+                .sample
+                .push(row![track, r.timestamp_ns, event])?;
+            last = last.max(r.timestamp_ns);
+        }
+        Ok((records[0].pid, last))
+    }
+}
+
+/// The SDK's name of a domain (`HIP_RUNTIME_API`), rocpd's category of its events.
+fn category_name(domain: Domain) -> String {
+    domain.name().to_ascii_uppercase()
+}
+
+fn dispatch_event(scope: Scope, dispatch_id: u64) -> Result<i64, Fault> {
+    Events::dispatch(scope.process, dispatch_id).ok_or(Fault::DispatchId(dispatch_id))
+}
+
+/// A row of `rocpd_memory_allocate`: a memory or scratch allocation, free or reclaim.
+struct Allocation {
+    tid: u32,
+    agent: Option<u32>,
+    /// `ALLOC`, `FREE`, `REALLOC` or `RECLAIM`.
+    kind: Option<&'static str>,
+    /// `REAL`, `VIRTUAL` or `SCRATCH`.
+    level: Option<&'static str>,
+    span: (u64, u64),
+    address: Option<u64>,
+    bytes: u64,
+    queue: Option<u64>,
+    extdata: Value,
+}
+
+/// A record of host activity: a call or an instant on a thread, of a domain's operation.
+trait HostEvent {
+    fn pid(&self) -> u32;
+    /// The thread; the process's main thread for what no host thread did.
+    fn tid(&self) -> u32;
+    fn span(&self) -> (u64, u64);
+    /// The internal correlation id, if the record has one, and the external one.
+    fn correlation(&self) -> (Option<u64>, u64);
+    /// The domain's and the operation's SDK values.
+    fn operation(&self) -> (u8, i32);
+}
+
+/// Host records with a thread, a span and correlation ids, of a domain given by a field or
+/// fixed for their kind.
+macro_rules! host_event {
+    ($($record:ty => |$r:ident| $operation:expr),*) => {$(
+        impl HostEvent for $record {
+            fn pid(&self) -> u32 {
+                self.pid
+            }
+            fn tid(&self) -> u32 {
+                self.tid
+            }
+            fn span(&self) -> (u64, u64) {
+                (self.start_ns, self.end_ns)
+            }
+            fn correlation(&self) -> (Option<u64>, u64) {
+                (Some(self.correlation_id), self.external_id)
+            }
+            fn operation(&self) -> (u8, i32) {
+                let $r = self;
+                $operation
+            }
+        }
+    )*};
+}
+
+host_event!(
+    ApiCall => |r| (r.domain_id, r.operation_id),
+    Marker => |r| (r.domain_id, r.operation_id),
+    HipStream => |r| (Domain::HipStream.sdk_value() as u8, r.operation_id.into()),
+    RuntimeInitialization => |r| (
+        Domain::RuntimeInitialization.sdk_value() as u8,
+        r.operation_id.into()
+    )
+);
+
+impl HostEvent for KfdEvent {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn tid(&self) -> u32 {
+        self.pid
+    }
+    fn span(&self) -> (u64, u64) {
+        (self.timestamp_ns, self.timestamp_ns)
+    }
+    fn correlation(&self) -> (Option<u64>, u64) {
+        (None, 0)
+    }
+    fn operation(&self) -> (u8, i32) {
+        (self.domain_id, self.operation_id)
+    }
+}

@@ -1,0 +1,627 @@
+//! The rocpd sink as users run it: `rocflow replay` of a generated run into rocpd
+//! databases, opened with SQLite and read through the views AMD's rocpd tools query
+//! (`kernels`, `top_kernels`, `kernel_summary`, `memory_copies`, `regions`, …). What the
+//! views must show is computed from the records read back from the spool.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use rocflow::catalog::Catalog;
+use rocflow::pipeline::{self, Options};
+use rocflow::record::{Batch, Meta, Process};
+use rocflow::sdk::Domain;
+use rocflow::spool::SpoolReader;
+use rocflow::wire::Payload;
+use rusqlite::{Connection, OpenFlags, params};
+
+fn rocflow(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocflow"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("rocflow runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A pipeline that traces what the generator makes, into one rocpd sink.
+fn pipeline(records: &str, options: &str) -> String {
+    format!(
+        r#"
+[pipeline]
+name = "db"
+[[context]]
+name = "all"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
+counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
+pc_sampling.method = "host_trap"
+[[sink]]
+name = "db"
+kind = "rocpd"
+path = "out/{{hostname}}-{{pid}}.db"
+records = [{records}]
+options = {{ {options} }}
+"#
+    )
+}
+
+const ALL: &str =
+    r#""kernel_dispatch", "api", "memory_copy", "marker", "counter_sample", "pc_sample""#;
+
+/// Generates a run of `processes` processes recorded with `pipeline`, in a fresh directory.
+fn setup(processes: u16, pipeline: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("db.toml"), pipeline).unwrap();
+    let out = rocflow(
+        &[
+            "generate",
+            "run.rfraw",
+            "--records",
+            "40000",
+            "--processes",
+            &processes.to_string(),
+            "--pipeline",
+            "db.toml",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    dir
+}
+
+fn replay(dir: &Path) -> Output {
+    rocflow(&["replay", "run.rfraw"], dir)
+}
+
+/// Durations by name, and the sum, minimum and maximum of each group.
+type Durations = BTreeMap<String, Vec<i64>>;
+
+/// What one process of the spool holds, as rocpd names it.
+#[derive(Debug, Default)]
+struct Expected {
+    process: Option<Process>,
+    kernels: Durations,
+    copies: Durations,
+    /// Host calls that last, by `category/name`.
+    regions: Durations,
+    markers: Vec<String>,
+    counter_samples: usize,
+    counter_total: f64,
+    pc_samples: usize,
+}
+
+/// Reads the spool's records, per process id.
+fn expected(spool: &Path) -> BTreeMap<u32, Expected> {
+    let mut catalog = Catalog::default();
+    let mut by_pid: BTreeMap<u32, Expected> = BTreeMap::new();
+    for frame in SpoolReader::open(spool).unwrap() {
+        let frame = frame.unwrap();
+        let batch = match frame.payload {
+            Payload::Meta(items) => {
+                for item in &items {
+                    if let Meta::Process(p) = item {
+                        by_pid.entry(p.pid).or_default().process = Some(p.clone());
+                    }
+                }
+                catalog.apply(frame.stream, items);
+                continue;
+            }
+            Payload::Records(batch) => batch,
+        };
+        let meta = catalog.stream(frame.stream);
+        let duration = |start: u64, end: u64| (end - start) as i64;
+        match batch {
+            Batch::KernelDispatch(records) => {
+                for r in records {
+                    let e = by_pid.entry(r.pid).or_default();
+                    let name = meta.kernel_name(r.kernel_id).to_owned();
+                    e.kernels
+                        .entry(name)
+                        .or_default()
+                        .push(duration(r.start_ns, r.end_ns));
+                }
+            }
+            Batch::MemoryCopy(records) => {
+                for r in records {
+                    let op = Domain::MemoryCopy
+                        .operation_name(r.operation_id.into())
+                        .unwrap();
+                    let e = by_pid.entry(r.pid).or_default();
+                    let name = format!("MEMORY_COPY_{op}");
+                    e.copies
+                        .entry(name)
+                        .or_default()
+                        .push(duration(r.start_ns, r.end_ns));
+                }
+            }
+            Batch::Api(records) => {
+                for r in records.into_iter().filter(|r| r.end_ns > r.start_ns) {
+                    let domain = Domain::from_sdk_value(r.domain_id.into()).unwrap();
+                    let name = format!(
+                        "{}/{}",
+                        domain.name().to_uppercase(),
+                        domain.operation_name(r.operation_id).unwrap()
+                    );
+                    let e = by_pid.entry(r.pid).or_default();
+                    e.regions
+                        .entry(name)
+                        .or_default()
+                        .push(duration(r.start_ns, r.end_ns));
+                }
+            }
+            Batch::Marker(records) => {
+                for r in records.into_iter().filter(|r| r.end_ns > r.start_ns) {
+                    let domain = Domain::from_sdk_value(r.domain_id.into()).unwrap();
+                    let name = format!(
+                        "{}/{}",
+                        domain.name().to_uppercase(),
+                        domain.operation_name(r.operation_id).unwrap()
+                    );
+                    let e = by_pid.entry(r.pid).or_default();
+                    e.regions
+                        .entry(name)
+                        .or_default()
+                        .push(duration(r.start_ns, r.end_ns));
+                    e.markers.push(meta.string(r.message).to_owned());
+                }
+            }
+            Batch::CounterSample(records) => {
+                for r in records {
+                    let e = by_pid.entry(r.pid).or_default();
+                    e.counter_samples += 1;
+                    e.counter_total += r.value;
+                }
+            }
+            Batch::PcSample(records) => {
+                for r in records {
+                    by_pid.entry(r.pid).or_default().pc_samples += 1;
+                }
+            }
+            other => panic!("the generator made {:?} records", other.kind()),
+        }
+    }
+    by_pid
+}
+
+fn open(path: &Path) -> Connection {
+    Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
+}
+
+/// Count, sum, minimum and maximum of each group of durations.
+fn stats(groups: &Durations) -> BTreeMap<String, (i64, i64, i64, i64)> {
+    groups
+        .iter()
+        .map(|(name, d)| {
+            let (min, max) = (*d.iter().min().unwrap(), *d.iter().max().unwrap());
+            (name.clone(), (d.len() as i64, d.iter().sum(), min, max))
+        })
+        .collect()
+}
+
+/// Rows of `sql` (four integer columns after a name) for one process id.
+fn grouped(conn: &Connection, sql: &str, pid: u32) -> BTreeMap<String, (i64, i64, i64, i64)> {
+    let mut statement = conn.prepare(sql).unwrap();
+    statement
+        .query_map(params![pid], |r| {
+            Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn count(conn: &Connection, sql: &str, pid: u32) -> usize {
+    conn.query_row(sql, params![pid], |r| r.get::<_, i64>(0))
+        .unwrap() as usize
+}
+
+/// Checks the records of process `pid` through the data views.
+fn check_process(conn: &Connection, pid: u32, want: &Expected) {
+    let stat = "COUNT(*), SUM(duration), MIN(duration), MAX(duration)";
+    assert!(!want.kernels.is_empty());
+    assert_eq!(
+        grouped(
+            conn,
+            &format!("SELECT name, {stat} FROM kernels WHERE pid = ?1 GROUP BY name"),
+            pid
+        ),
+        stats(&want.kernels),
+        "kernels of {pid}"
+    );
+    assert_eq!(
+        grouped(
+            conn,
+            &format!("SELECT name, {stat} FROM memory_copies WHERE pid = ?1 GROUP BY name"),
+            pid
+        ),
+        stats(&want.copies),
+        "memory copies of {pid}"
+    );
+    assert_eq!(
+        grouped(
+            conn,
+            &format!(
+                "SELECT category || '/' || name, {stat} FROM regions WHERE pid = ?1 \
+                 GROUP BY category, name"
+            ),
+            pid
+        ),
+        stats(&want.regions),
+        "regions of {pid}"
+    );
+    let mut statement = conn
+        .prepare(
+            "SELECT json_extract(extdata, '$.message') FROM regions \
+             WHERE pid = ?1 AND category LIKE 'MARKER_%' ORDER BY start, id",
+        )
+        .unwrap();
+    let mut markers: Vec<String> = statement
+        .query_map(params![pid], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut want_markers = want.markers.clone();
+    markers.sort();
+    want_markers.sort();
+    assert_eq!(markers, want_markers, "marker messages of {pid}");
+    assert_eq!(
+        count(conn, "SELECT COUNT(*) FROM pmc_events WHERE pid = ?1", pid),
+        want.counter_samples
+    );
+    let total: f64 = conn
+        .query_row(
+            "SELECT TOTAL(value) FROM counters_collection WHERE pid = ?1",
+            params![pid],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!((total - want.counter_total).abs() < 1e-6 * want.counter_total.max(1.0));
+    assert_eq!(
+        count(
+            conn,
+            "SELECT COUNT(*) FROM samples WHERE pid = ?1 AND category = 'PC_SAMPLING_HOST_TRAP'",
+            pid
+        ),
+        want.pc_samples
+    );
+    let process = want.process.as_ref().unwrap();
+    let row: (i64, String, String) = conn
+        .query_row(
+            "SELECT ppid, hostname, command FROM processes WHERE pid = ?1",
+            params![pid],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        row,
+        (
+            i64::from(process.ppid),
+            process.hostname.clone(),
+            process.command.join(" ")
+        )
+    );
+}
+
+/// Checks the summary views of a database holding `processes`, and that every id in it
+/// resolves.
+fn check_summaries(conn: &Connection, processes: &[&Expected]) {
+    let mut kernels = Durations::new();
+    let mut copies = Durations::new();
+    for p in processes {
+        for (name, d) in &p.kernels {
+            kernels.entry(name.clone()).or_default().extend(d);
+        }
+        for (name, d) in &p.copies {
+            copies.entry(name.clone()).or_default().extend(d);
+        }
+    }
+    let want = stats(&kernels);
+    let total: i64 = want.values().map(|s| s.1).sum();
+    let mut top = conn
+        .prepare("SELECT name, total_calls, total_duration, percentage FROM top_kernels")
+        .unwrap();
+    let rows: Vec<(String, i64, f64, f64)> = top
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), want.len());
+    assert!(rows.windows(2).all(|w| w[0].2 >= w[1].2), "longest first");
+    for (name, calls, micros, percent) in rows {
+        let (n, sum, _, _) = want[&name];
+        assert_eq!(calls, n, "{name}");
+        assert!(
+            (micros - sum as f64 / 1000.0).abs() < 1e-6 * micros,
+            "{name}"
+        );
+        assert!(
+            (percent - sum as f64 * 100.0 / total as f64).abs() < 1e-9,
+            "{name}"
+        );
+    }
+    for (view, want) in [
+        ("kernel_summary", &kernels),
+        ("memory_copy_summary", &copies),
+    ] {
+        let sql = format!(
+            "SELECT name, calls, \"DURATION (nsec)\", \"MIN (nsec)\", \"MAX (nsec)\" FROM {view}"
+        );
+        let mut statement = conn.prepare(&sql).unwrap();
+        let got: BTreeMap<String, (i64, i64, i64, i64)> = statement
+            .query_map([], |r| {
+                Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(got, stats(want), "{view}");
+    }
+    let broken: i64 = conn
+        .query_row("SELECT COUNT(*) FROM pragma_foreign_key_check", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(broken, 0, "ids that resolve to no row");
+    // Every view AMD ships runs (SQLite checks a view's query only when it is read).
+    let views: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'view' \
+             UNION SELECT name FROM sqlite_temp_master WHERE type = 'view'",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for view in [
+        "busy",
+        "counters_collection",
+        "kernel_summary_region",
+        "top",
+    ] {
+        assert!(views.iter().any(|v| v == view), "no view {view}");
+    }
+    for view in &views {
+        let mut statement = conn.prepare(&format!("SELECT * FROM \"{view}\"")).unwrap();
+        let mut rows = statement.query([]).unwrap();
+        rows.next().unwrap_or_else(|e| panic!("view {view}: {e}"));
+    }
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+}
+
+fn databases(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn each_process_gets_a_database_that_rocpd_views_read() {
+    let dir = setup(3, &pipeline(ALL, ""));
+    let out = replay(dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let want = expected(&dir.path().join("run.rfraw"));
+    assert_eq!(want.len(), 3);
+    // Nothing but the databases: no staging files left behind.
+    let paths = databases(dir.path());
+    let names: Vec<_> = paths.iter().map(|p| p.file_name().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["gen-node-4000.db", "gen-node-4001.db", "gen-node-4002.db"]
+    );
+    for (path, (pid, process)) in paths.iter().zip(&want) {
+        let conn = open(path);
+        check_process(&conn, *pid, process);
+        check_summaries(&conn, &[process]);
+        let pids: i64 = conn
+            .query_row("SELECT COUNT(*) FROM processes", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(pids, 1);
+    }
+}
+
+#[test]
+fn one_database_for_the_run_holds_every_process() {
+    let dir = setup(3, &pipeline(ALL, "layout = \"single\""));
+    let out = replay(dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let want = expected(&dir.path().join("run.rfraw"));
+    assert_eq!(want.len(), 3);
+    let paths = databases(dir.path());
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    let conn = open(&paths[0]);
+    for (pid, process) in &want {
+        check_process(&conn, *pid, process);
+    }
+    check_summaries(&conn, &want.values().collect::<Vec<_>>());
+}
+
+/// Opens databases as rocpd's importer does: attached to one connection, each suffixed
+/// table under a union view named as the schema names it, then the data and summary views
+/// (as the first database defines them) over those.
+fn import(paths: &[PathBuf]) -> Connection {
+    let conn = Connection::open_in_memory().unwrap();
+    let mut unions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (i, path) in paths.iter().enumerate() {
+        conn.execute(
+            "ATTACH DATABASE ?1 AS ?2",
+            params![path.to_str().unwrap(), format!("db{i}")],
+        )
+        .unwrap();
+        let uuid: String = conn
+            .query_row(
+                &format!("SELECT value FROM db{i}.rocpd_metadata WHERE tag = 'uuid'"),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let mut tables = conn
+            .prepare(&format!(
+                "SELECT name FROM db{i}.sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_%'"
+            ))
+            .unwrap();
+        for table in tables.query_map([], |r| r.get::<_, String>(0)).unwrap() {
+            let table = table.unwrap();
+            assert!(table.ends_with(&uuid), "{table} lacks the suffix {uuid}");
+            let base = table.replace(&uuid, "");
+            unions
+                .entry(base.clone())
+                .or_default()
+                .push(format!("SELECT * FROM db{i}.{base}"));
+        }
+    }
+    for (base, selects) in &unions {
+        conn.execute_batch(&format!(
+            "CREATE TEMP VIEW {base} AS {}",
+            selects.join(" UNION ALL ")
+        ))
+        .unwrap();
+    }
+    let views: Vec<String> = conn
+        .prepare(
+            "SELECT sql FROM db0.sqlite_master WHERE type = 'view' AND name NOT LIKE 'rocpd_%' \
+             ORDER BY rowid",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for view in views {
+        conn.execute_batch(&view.replacen("CREATE VIEW", "CREATE TEMP VIEW", 1))
+            .unwrap();
+    }
+    conn
+}
+
+#[test]
+fn per_process_databases_merge_as_rocpd_imports_them() {
+    let dir = setup(3, &pipeline(ALL, "layout = \"per_process\""));
+    let out = replay(dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let want = expected(&dir.path().join("run.rfraw"));
+    let conn = import(&databases(dir.path()));
+    for (pid, process) in &want {
+        check_process(&conn, *pid, process);
+    }
+    check_summaries(&conn, &want.values().collect::<Vec<_>>());
+    let guids: i64 = conn
+        .query_row("SELECT COUNT(DISTINCT guid) FROM processes", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(guids, 3, "each database has its own guid");
+}
+
+#[test]
+fn counter_samples_without_their_dispatches_still_resolve() {
+    let dir = setup(1, &pipeline("\"counter_sample\"", ""));
+    let out = replay(dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let want = expected(&dir.path().join("run.rfraw"));
+    let conn = open(&databases(dir.path())[0]);
+    let samples: i64 = conn
+        .query_row("SELECT COUNT(*) FROM rocpd_pmc_event", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(samples as usize, want[&4000].counter_samples);
+    let broken: i64 = conn
+        .query_row("SELECT COUNT(*) FROM pragma_foreign_key_check", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(broken, 0);
+    let dispatches: i64 = conn
+        .query_row("SELECT COUNT(*) FROM kernels", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(dispatches, 0);
+}
+
+#[test]
+fn aggregate_tables_sit_beside_the_rocpd_tables() {
+    let aggregate = "[[transform]]\nname = \"per_kernel\"\nkind = \"aggregate\"\n\
+        records = [\"kernel_dispatch\"]\ngroup_by = [\"kernel_name\"]\n\
+        metrics = { calls = \"count()\", total_ns = \"sum(duration_ns)\" }\n";
+    let dir = setup(1, &format!("{}{aggregate}", pipeline(ALL, "")));
+    let out = replay(dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let want = stats(&expected(&dir.path().join("run.rfraw"))[&4000].kernels);
+    let conn = open(&databases(dir.path())[0]);
+    let mut statement = conn
+        .prepare("SELECT kernel_name, calls, total_ns FROM rocflow_per_kernel")
+        .unwrap();
+    let got: BTreeMap<String, (i64, f64)> = statement
+        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let want: BTreeMap<String, (i64, f64)> = want
+        .into_iter()
+        .map(|(name, (calls, total, _, _))| (name, (calls, total as f64)))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_failed_database_leaves_what_was_at_its_path_and_no_partial_file() {
+    let dir = setup(1, &pipeline(ALL, ""));
+    // An earlier database is replaced.
+    assert!(replay(dir.path()).status.success());
+    let out = replay(dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Anything else is not.
+    let path = dir.path().join("out/gen-node-4000.db");
+    std::fs::write(&path, "notes, not a database\n").unwrap();
+    let out = replay(dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("gen-node-4000.db") && stderr.contains("not an earlier database"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "notes, not a database\n"
+    );
+    assert_eq!(databases(dir.path()), [path]);
+}
+
+#[test]
+fn a_path_that_does_not_tell_processes_apart_is_an_error() {
+    let dir = setup(2, &pipeline(ALL, "").replace("{pid}", "x"));
+    let out = replay(dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("such as {pid} or {rank}"), "{stderr}");
+    assert!(
+        databases(dir.path()).is_empty(),
+        "{:?}",
+        databases(dir.path())
+    );
+}
+
+#[test]
+fn an_unknown_layout_is_rejected_with_the_choices() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, pipeline(ALL, "layout = \"per_node\"")).unwrap();
+    let errors = pipeline::compile_file(&path, &Options::default()).unwrap_err();
+    let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors.len(), 1, "{shown:#?}");
+    let error = &errors[0];
+    assert!(
+        error
+            .message
+            .contains("`per_node` is not a valid `sink[0].options.layout`")
+    );
+    assert!(error.position().unwrap().ends_with(":14:22"), "{shown:?}");
+    assert_eq!(error.hint.as_deref(), Some("did you mean `per_process`?"));
+}
