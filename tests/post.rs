@@ -501,3 +501,36 @@ path = "q/typo.csv"
         .unwrap();
     assert_eq!(rows, 4, "the database is untouched");
 }
+
+#[test]
+fn sql_steps_default_to_the_runs_rocpd_database() {
+    let dir = setup();
+    let steps = r#"
+[[sink]]
+name = "db"
+kind = "rocpd"
+path = "db/{hostname}-{pid}.db"
+[[post]]
+name = "top"
+kind = "sql"
+query = "select name, total_calls from top_kernels order by total_calls desc, name"
+path = "top.json"
+"#;
+    std::fs::write(dir.path().join("db.toml"), format!("{PIPELINE}{steps}")).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "db.toml"], dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let top: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("top.json")).unwrap())
+            .unwrap();
+    let mut expected: Vec<(i64, String)> = expected(&dir.path().join("run.rfraw"))
+        .kernels
+        .into_iter()
+        .map(|(name, durations)| (-(durations.len() as i64), name))
+        .collect();
+    expected.sort();
+    let expected: Vec<serde_json::Value> = expected
+        .into_iter()
+        .map(|(calls, name)| serde_json::json!({"name": name, "total_calls": -calls}))
+        .collect();
+    assert_eq!(top["top"], serde_json::Value::Array(expected));
+}
