@@ -9,9 +9,9 @@ use std::process::{Command, Output};
 
 use rocflow::catalog::Catalog;
 use rocflow::pipeline::{self, Options};
-use rocflow::record::{Batch, Meta, Process};
+use rocflow::record::{Batch, MemoryAllocation, Meta, Process, ScratchMemory};
 use rocflow::sdk::Domain;
-use rocflow::spool::SpoolReader;
+use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
 use rusqlite::{Connection, OpenFlags, params};
 
@@ -543,6 +543,176 @@ fn counter_samples_without_their_dispatches_still_resolve() {
         .query_row("SELECT COUNT(*) FROM kernels", [], |r| r.get(0))
         .unwrap();
     assert_eq!(dispatches, 0);
+}
+
+/// A run of one process with memory and scratch allocations, which the generator does not
+/// make: (operation, bytes, duration) of each.
+const ALLOCATIONS: &[(&str, u64, u64)] = &[
+    ("ALLOCATE", 1 << 20, 4_000),
+    ("ALLOCATE", 4 << 20, 6_000),
+    ("VMEM_ALLOCATE", 1 << 30, 9_000),
+    ("FREE", 1 << 20, 2_000),
+    ("VMEM_FREE", 1 << 30, 3_000),
+];
+const SCRATCH: &[(&str, u64, u64)] = &[
+    ("ALLOC", 65536, 1_500),
+    ("ASYNC_RECLAIM", 65536, 700),
+    ("FREE", 65536, 500),
+];
+
+fn write_allocations(path: &Path) {
+    let op = |domain: Domain, name: &str| {
+        let (id, _) = domain
+            .operations()
+            .iter()
+            .find(|(_, n)| *n == name)
+            .unwrap();
+        *id as u8
+    };
+    let process = Process {
+        pid: 77,
+        ppid: 1,
+        hostname: "node-a".into(),
+        command: vec!["./alloc".into()],
+        start_ns: 1_000_000,
+        rank: None,
+    };
+    let mut frames = Vec::new();
+    rocflow::wire::encode_meta(0, &[Meta::Process(process)], &mut frames);
+    let mut clock = 2_000_000;
+    let mut allocations = Vec::new();
+    for &(name, bytes, duration) in ALLOCATIONS {
+        clock += 10_000;
+        allocations.push(MemoryAllocation {
+            pid: 77,
+            tid: 78,
+            agent: 1,
+            start_ns: clock,
+            end_ns: clock + duration,
+            address: 0x7000_0000 + clock,
+            bytes,
+            operation_id: op(Domain::MemoryAllocation, name),
+            ..Default::default()
+        });
+    }
+    let scratch = SCRATCH
+        .iter()
+        .map(|&(name, bytes, duration)| {
+            clock += 10_000;
+            ScratchMemory {
+                pid: 77,
+                tid: 77,
+                agent: 1,
+                queue: 3,
+                start_ns: clock,
+                end_ns: clock + duration,
+                bytes,
+                flags: 2,
+                operation_id: op(Domain::ScratchMemory, name),
+                ..Default::default()
+            }
+        })
+        .collect();
+    rocflow::wire::encode_records(0, &Batch::MemoryAllocation(allocations), &mut frames);
+    rocflow::wire::encode_records(0, &Batch::ScratchMemory(scratch), &mut frames);
+    let mut spool = SpoolWriter::create(path).unwrap();
+    spool.write(&frames).unwrap();
+    spool.finish().unwrap();
+}
+
+#[test]
+fn allocations_and_scratch_memory_have_their_types_and_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    write_allocations(&dir.path().join("run.rfraw"));
+    let toml = pipeline(r#""memory_allocation", "scratch_memory""#, "").replace(
+        r#"tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]"#,
+        r#"tracing = ["memory_allocation", "scratch_memory"]"#,
+    );
+    std::fs::write(dir.path().join("db.toml"), toml).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "db.toml"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let conn = open(&dir.path().join("out/node-a-77.db"));
+    let mut statement = conn
+        .prepare(
+            "SELECT type, level, size, duration, agent_abs_index, tid FROM memory_allocations \
+             ORDER BY start",
+        )
+        .unwrap();
+    type Row = (String, String, i64, i64, Option<i64>, i64);
+    let got: Vec<Row> = statement
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    // rocprofv3's types and levels: ALLOC/FREE of REAL or VIRTUAL memory, and scratch's
+    // RECLAIM; only an allocation names its agent.
+    let level = |name: &str| {
+        if name.starts_with("VMEM") {
+            "VIRTUAL"
+        } else {
+            "REAL"
+        }
+    };
+    let kind = |name: &str| match name {
+        "ALLOCATE" | "VMEM_ALLOCATE" | "ALLOC" => "ALLOC",
+        "ASYNC_RECLAIM" => "RECLAIM",
+        _ => "FREE",
+    };
+    let want: Vec<Row> = ALLOCATIONS
+        .iter()
+        .map(|&(name, bytes, duration)| (name, level(name), bytes, duration, 78))
+        .chain(
+            SCRATCH
+                .iter()
+                .map(|&(name, bytes, duration)| (name, "SCRATCH", bytes, duration, 77)),
+        )
+        .map(|(name, level, bytes, duration, tid)| {
+            let kind = kind(name);
+            let agent = (kind == "ALLOC").then_some(1);
+            (
+                kind.into(),
+                level.into(),
+                bytes as i64,
+                duration as i64,
+                agent,
+                tid,
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    let flags: Vec<String> = conn
+        .prepare("SELECT alloc_flags FROM scratch_memory ORDER BY start")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(flags, ["2", "2", "2"]);
+    let summary: Vec<(String, i64)> = conn
+        .prepare("SELECT name, calls FROM memory_allocation_summary ORDER BY name")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let count = |k: &str| want.iter().filter(|w| w.0 == k).count() as i64;
+    assert_eq!(
+        summary,
+        [
+            ("MEMORY_ALLOCATION_ALLOC".to_owned(), count("ALLOC")),
+            ("MEMORY_ALLOCATION_FREE".to_owned(), count("FREE")),
+            ("MEMORY_ALLOCATION_RECLAIM".to_owned(), count("RECLAIM")),
+        ]
+    );
 }
 
 #[test]

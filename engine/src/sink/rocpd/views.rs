@@ -8,41 +8,20 @@
 //! (AMD's marker views file declares no view; markers are regions whose category starts
 //! with `MARKER_` and whose event `extdata` holds the message.)
 
-/// The category name of the event `E`.
-macro_rules! category {
-    ($event:literal) => {
-        concat!(
-            "(SELECT string FROM rocpd_string RS WHERE RS.id = ",
-            $event,
-            ".category_id AND RS.guid = ",
-            $event,
-            ".guid)"
-        )
-    };
+/// The category name of `event`.
+fn category(event: &str) -> String {
+    format!(
+        "(SELECT string FROM rocpd_string RS WHERE RS.id = {event}.category_id \
+         AND RS.guid = {event}.guid)"
+    )
 }
 
-/// Columns of an agent `A`, each prefixed as the view names it.
-macro_rules! agent {
-    ($a:literal, $prefix:literal) => {
-        concat!(
-            $a,
-            ".absolute_index AS ",
-            $prefix,
-            "_abs_index, ",
-            $a,
-            ".logical_index AS ",
-            $prefix,
-            "_log_index, ",
-            $a,
-            ".type_index AS ",
-            $prefix,
-            "_type_index, ",
-            $a,
-            ".type AS ",
-            $prefix,
-            "_type"
-        )
-    };
+/// The index and type columns of agent `a`, named with `prefix` as the views name them.
+fn agent(a: &str, prefix: &str) -> String {
+    format!(
+        "{a}.absolute_index AS {prefix}_abs_index, {a}.logical_index AS {prefix}_log_index, \
+         {a}.type_index AS {prefix}_type_index, {a}.type AS {prefix}_type"
+    )
 }
 
 /// The columns of event `E` every record view ends with.
@@ -141,7 +120,7 @@ fn regions() -> String {
          0 AS duration, R.event_id, {TAIL} {sampled};\n\
          CREATE VIEW regions_and_samples AS \
          SELECT * FROM regions UNION ALL SELECT * FROM sample_regions;\n",
-        category = category!("E"),
+        category = category("E"),
         track =
             "(SELECT string FROM rocpd_string RS WHERE RS.id = TR.name_id AND RS.guid = TR.guid)",
         sampled = "FROM rocpd_sample R \
@@ -182,8 +161,8 @@ fn kernels() -> String {
          LEFT JOIN rocpd_info_queue Q ON Q.id = K.queue_id AND Q.guid = K.guid \
          JOIN rocpd_info_process P ON P.id = K.pid AND P.guid = K.guid \
          JOIN rocpd_info_thread T ON T.id = K.tid AND T.guid = K.guid;\n",
-        category = category!("E"),
-        agent = agent!("A", "agent"),
+        category = category("E"),
+        agent = agent("A", "agent"),
     )
 }
 
@@ -207,7 +186,7 @@ fn counters() -> String {
          JOIN rocpd_event E ON E.id = PE.event_id AND E.guid = PE.guid \
          JOIN rocpd_kernel_dispatch K ON K.event_id = PE.event_id AND K.guid = PE.guid \
          JOIN rocpd_info_process P ON P.id = K.pid AND P.guid = K.guid;\n",
-        category = category!("E"),
+        category = category("E"),
     )
 }
 
@@ -228,7 +207,7 @@ fn args() -> String {
          AND S.guid = A.guid \
          JOIN rocpd_info_process P ON P.id = S.pid AND P.guid = S.guid \
          WHERE A.name = 'stream';\n",
-        category = category!("E"),
+        category = category("E"),
     )
 }
 
@@ -249,9 +228,9 @@ fn memory_copies() -> String {
          JOIN rocpd_event E ON E.id = M.event_id AND E.guid = M.guid \
          JOIN rocpd_info_process P ON P.id = M.pid AND P.guid = M.guid \
          JOIN rocpd_info_thread T ON T.id = M.tid AND T.guid = M.guid;\n",
-        category = category!("E"),
-        dst = agent!("DST", "dst_agent"),
-        src = agent!("SRC", "src_agent"),
+        category = category("E"),
+        dst = agent("DST", "dst_agent"),
+        src = agent("SRC", "src_agent"),
     )
 }
 
@@ -275,8 +254,8 @@ fn memory_allocations() -> String {
          M.\"end\" - M.start AS duration, M.size, M.address, E.correlation_id, {STACK}, \
          {category} AS category, E.extdata AS event_extdata {FROM} \
          WHERE M.level = 'SCRATCH' ORDER BY M.start;\n",
-        category = category!("E"),
-        agent = agent!("A", "agent"),
+        category = category("E"),
+        agent = agent("A", "agent"),
     )
 }
 
@@ -305,8 +284,8 @@ fn counters_collection() -> String {
          JOIN rocpd_info_process P ON P.id = K.pid AND P.guid = K.guid \
          JOIN rocpd_info_thread T ON T.id = K.tid AND T.guid = K.guid \
          GROUP BY PE.guid, K.dispatch_id, PI.name, K.agent_id;\n",
-        category = category!("E"),
-        agent = agent!("A", "agent"),
+        category = category("E"),
+        agent = agent("A", "agent"),
     )
 }
 
