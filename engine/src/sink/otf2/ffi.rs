@@ -220,26 +220,24 @@ functions! {
 impl Otf2 {
     /// Loads the library from [`LIBRARY_VAR`], or else under the names it is installed as.
     pub fn load() -> Result<Otf2, String> {
+        let install = format!("install it with `apt-get install {PACKAGE}` (Debian, Ubuntu)");
         let library = match std::env::var_os(LIBRARY_VAR) {
-            Some(path) => {
-                // SAFETY: loading runs the library's initializers; OTF2's have no
-                // preconditions.
-                unsafe { Library::new(&path) }.map_err(|e| {
-                    format!(
-                        "cannot load the OTF2 library {} named by {LIBRARY_VAR}: {e}",
-                        path.to_string_lossy()
-                    )
-                })?
-            }
+            // SAFETY: loading runs the library's initializers; OTF2's have no preconditions.
+            Some(path) => unsafe { Library::new(&path) }.map_err(|e| {
+                format!(
+                    "cannot load the OTF2 library {} that {LIBRARY_VAR} names ({e}); unset it \
+                     to use the system's, or {install}",
+                    path.to_string_lossy()
+                )
+            })?,
             None => SONAMES
                 .iter()
                 // SAFETY: as above.
                 .find_map(|name| unsafe { Library::new(name) }.ok())
                 .ok_or_else(|| {
                     format!(
-                        "the OTF2 library is not installed (looked for {}); install it with \
-                         `apt-get install {PACKAGE}` (Debian, Ubuntu), or set {LIBRARY_VAR} to \
-                         its path",
+                        "the OTF2 library is not installed (looked for {}); {install}, or set \
+                         {LIBRARY_VAR} to its path",
                         SONAMES.join(", ")
                     )
                 })?,

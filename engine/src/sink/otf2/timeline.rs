@@ -19,8 +19,8 @@
 //! start after their end, so events on a lane are in time order and every enter has its
 //! leave.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+use std::collections::VecDeque;
 
 /// Spans a timeline holds back to restore start order: far more than the disorder of a
 /// buffer flush on one thread or queue, small enough to keep many timelines in memory.
@@ -96,7 +96,7 @@ pub trait Output {
 
 pub struct Timeline<L> {
     overlap: Overlap,
-    pending: BinaryHeap<Pending>,
+    pending: VecDeque<Pending>,
     /// Arrival number of the next span: equal spans keep their order.
     arrivals: u64,
     lanes: Vec<Lane<L>>,
@@ -111,38 +111,18 @@ struct Lane<L> {
     events: u64,
 }
 
-/// A span waiting in the reorder buffer: the heap's top is the earliest start, and of equal
-/// starts the longest span, which encloses the others.
+/// A span waiting in the reorder buffer, which is sorted by key: earliest start first, and
+/// of equal starts the longest span, which encloses the others, then arrival order.
 struct Pending {
     key: (u64, Reverse<u64>, u64),
     span: Span,
 }
 
-impl Ord for Pending {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.key.cmp(&self.key)
-    }
-}
-
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Pending {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-
-impl Eq for Pending {}
-
 impl<L: Copy> Timeline<L> {
     pub fn new(overlap: Overlap) -> Timeline<L> {
         Timeline {
             overlap,
-            pending: BinaryHeap::new(),
+            pending: VecDeque::new(),
             arrivals: 0,
             lanes: Vec::new(),
         }
@@ -158,13 +138,21 @@ impl<L: Copy> Timeline<L> {
             Mark::Region { .. } => span.end.max(span.start),
             Mark::Metric { .. } => span.start,
         };
-        self.pending.push(Pending {
+        let pending = Pending {
             key: (span.start, Reverse(end), self.arrivals),
             span: Span { end, ..span },
-        });
+        };
         self.arrivals += 1;
+        // Spans mostly come in order: they go at the back, or a few places before it.
+        match self.pending.back() {
+            Some(last) if last.key > pending.key => {
+                let at = self.pending.partition_point(|p| p.key < pending.key);
+                self.pending.insert(at, pending);
+            }
+            _ => self.pending.push_back(pending),
+        }
         if self.pending.len() > REORDER_DEPTH {
-            let next = self.pending.pop().expect("the buffer is full");
+            let next = self.pending.pop_front().expect("the buffer is full");
             self.place(next.span, out)?;
         }
         Ok(())
@@ -172,7 +160,7 @@ impl<L: Copy> Timeline<L> {
 
     /// Writes every span held back and leaves every open span.
     pub fn finish<E: Output<Location = L>>(&mut self, out: &mut E) -> Result<(), E::Error> {
-        while let Some(next) = self.pending.pop() {
+        while let Some(next) = self.pending.pop_front() {
             self.place(next.span, out)?;
         }
         for lane in &mut self.lanes {
