@@ -199,8 +199,10 @@ fn main() {
         steal * 100.0
     );
 
-    // Memory grows with the locations that have flushed events (OTF2 keeps a 4 MiB write
-    // buffer for each), not with records: a longer run adds a few late lanes at most.
+    // Memory is bounded by the locations, not the records: each location costs its event
+    // chunks, and OTF2 keeps a 4 MiB file write buffer for each location from its first
+    // flush on. Peak memory grows as more (rarely used) lanes reach their first flush, up
+    // to about 4.5 MiB per location.
     let small = dir.path().join("1m.rfraw");
     let large = dir.path().join("20m.rfraw");
     write_spool(&small, 1_000_000);
