@@ -2,6 +2,7 @@
 //! rocprofiler-sdk's own output generators.
 
 mod csv;
+mod otf2;
 mod path;
 mod rocpd;
 
@@ -61,6 +62,6 @@ pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink
         SinkKind::Perfetto => Err(SinkError::Unavailable("perfetto")),
         SinkKind::Parquet => Err(SinkError::Unavailable("parquet")),
         SinkKind::Rocpd => Ok(Box::new(rocpd::RocpdSink::create(plan, placeholders)?)),
-        SinkKind::Otf2 => Err(SinkError::Unavailable("otf2")),
+        SinkKind::Otf2 => Ok(Box::new(otf2::Otf2Sink::create(path)?)),
     }
 }

@@ -1,0 +1,567 @@
+//! A safe handle on an OTF2 archive being written: one event writer per location, one
+//! attribute list reused for every event, then local and global definitions at the end.
+//!
+//! OTF2 keeps a location's events in memory chunks until its memory pool runs dry, and its
+//! default pool is large enough to hold a whole run. The archive hands OTF2 its own
+//! allocator instead, which gives each location's event buffer [`EVENT_CHUNKS`] chunks and
+//! then reports the pool empty, so OTF2 writes the chunks out and starts over: memory per
+//! location stays fixed however many events it gets. The fixed cost is mostly OTF2's own:
+//! from a location's first write to its file on, OTF2 keeps a 4 MiB write buffer for it,
+//! so a run costs about 4.5 MiB per busy location (see the `otf2` benchmark).
+
+use std::alloc::Layout;
+use std::ffi::{CString, c_void};
+use std::path::Path;
+use std::ptr::NonNull;
+
+use super::ffi::{self, ErrorCode, Otf2};
+use crate::sink::SinkError;
+
+/// Event chunks a location's buffer may hold before it is written out (OTF2 needs two).
+const EVENT_CHUNKS: usize = 2;
+
+/// A location (an event stream) of the archive, numbered from 0 in order of creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LocationId(pub u64);
+
+pub struct Archive {
+    otf2: Otf2,
+    raw: NonNull<ffi::Archive>,
+    /// Event writers by location id.
+    writers: Vec<NonNull<ffi::EvtWriter>>,
+    /// Emptied by OTF2 after each event that takes it.
+    attributes: NonNull<ffi::AttributeList>,
+    /// Set once `OTF2_Archive_Close` ran, successfully or not.
+    closed: bool,
+}
+
+/// A failed OTF2 call.
+pub fn fault(message: String) -> SinkError {
+    SinkError::Io {
+        context: "writing the OTF2 archive".into(),
+        source: std::io::Error::other(message),
+    }
+}
+
+impl Archive {
+    /// Creates the archive `name` (`name.otf2`, `name.def`, `name/`) in `dir`, with `otf2`'s
+    /// functions.
+    pub fn create(otf2: Otf2, dir: &Path, name: &str) -> Result<Archive, SinkError> {
+        let dir_c = CString::new(dir.as_os_str().as_encoded_bytes())
+            .map_err(|_| fault(format!("{} holds a NUL byte", dir.display())))?;
+        let name_c = CString::new(name).expect("archive names are ours");
+        // SAFETY: no preconditions; the list is deleted in `drop`, or below.
+        let attributes = NonNull::new(unsafe { (otf2.attribute_list_new)() })
+            .ok_or_else(|| fault("cannot allocate an attribute list".into()))?;
+        // SAFETY: both strings are NUL-terminated and outlive the call.
+        let raw = unsafe {
+            (otf2.archive_open)(
+                dir_c.as_ptr(),
+                name_c.as_ptr(),
+                ffi::FILEMODE_WRITE,
+                ffi::CHUNK_SIZE_MIN,
+                4 * ffi::CHUNK_SIZE_MIN,
+                ffi::SUBSTRATE_POSIX,
+                ffi::COMPRESSION_NONE,
+            )
+        };
+        let Some(raw) = NonNull::new(raw) else {
+            // SAFETY: created above, not used again.
+            unsafe { (otf2.attribute_list_delete)(attributes.as_ptr()) };
+            return Err(fault(format!(
+                "cannot create an archive in {}",
+                dir.display()
+            )));
+        };
+        let archive = Archive {
+            otf2,
+            raw,
+            writers: Vec::new(),
+            attributes,
+            closed: false,
+        };
+        archive.configure()?;
+        Ok(archive)
+    }
+
+    fn configure(&self) -> Result<(), SinkError> {
+        let (o, raw) = (&self.otf2, self.raw.as_ptr());
+        let (mut major, mut minor, mut bugfix) = (0u8, 0u8, 0u8);
+        let creator = CString::new(format!("rocflow {}", env!("CARGO_PKG_VERSION")))
+            .expect("no NUL in a version");
+        // SAFETY: `raw` is open; the callback tables are statics; OTF2 copies the creator.
+        unsafe {
+            self.check(
+                (o.archive_get_version)(raw, &mut major, &mut minor, &mut bugfix),
+                "OTF2_Archive_GetVersion",
+            )?;
+            if major < 3 {
+                return Err(fault(format!(
+                    "the OTF2 library is version {major}.{minor}.{bugfix}; rocflow needs 3.0 or \
+                     later (`apt-get install {}`)",
+                    ffi::PACKAGE
+                )));
+            }
+            self.check(
+                (o.archive_set_creator)(raw, creator.as_ptr()),
+                "OTF2_Archive_SetCreator",
+            )?;
+            self.check(
+                (o.archive_set_flush_callbacks)(raw, &FLUSH, std::ptr::null_mut()),
+                "OTF2_Archive_SetFlushCallbacks",
+            )?;
+            self.check(
+                (o.archive_set_memory_callbacks)(raw, &MEMORY, std::ptr::null_mut()),
+                "OTF2_Archive_SetMemoryCallbacks",
+            )?;
+            self.check(
+                (o.archive_set_serial_collective_callbacks)(raw),
+                "OTF2_Archive_SetSerialCollectiveCallbacks",
+            )?;
+            self.check((o.archive_open_evt_files)(raw), "OTF2_Archive_OpenEvtFiles")
+        }
+    }
+
+    fn check(&self, code: ErrorCode, call: &str) -> Result<(), SinkError> {
+        if code == ffi::SUCCESS {
+            Ok(())
+        } else {
+            Err(fault(format!(
+                "{call} failed: {}",
+                self.otf2.describe(code)
+            )))
+        }
+    }
+
+    /// Opens the next location's event writer.
+    pub fn add_location(&mut self) -> Result<LocationId, SinkError> {
+        let id = LocationId(self.writers.len() as u64);
+        // SAFETY: the archive and its event files are open.
+        let writer = unsafe { (self.otf2.archive_get_evt_writer)(self.raw.as_ptr(), id.0) };
+        let writer = NonNull::new(writer)
+            .ok_or_else(|| fault(format!("cannot open the events of location {}", id.0)))?;
+        self.writers.push(writer);
+        Ok(id)
+    }
+
+    fn writer(&self, location: LocationId) -> *mut ffi::EvtWriter {
+        self.writers[location.0 as usize].as_ptr()
+    }
+
+    /// Attaches `attributes` (id, value) to the next event written.
+    fn attach(&self, attributes: impl Iterator<Item = (u32, u64)>) -> Result<(), SinkError> {
+        for (id, value) in attributes {
+            // SAFETY: the list is alive.
+            let code = unsafe {
+                (self.otf2.attribute_list_add_uint64)(self.attributes.as_ptr(), id, value)
+            };
+            self.check(code, "OTF2_AttributeList_AddUint64")?;
+        }
+        Ok(())
+    }
+
+    pub fn enter(
+        &mut self,
+        location: LocationId,
+        time: u64,
+        region: u32,
+        attributes: impl Iterator<Item = (u32, u64)>,
+    ) -> Result<(), SinkError> {
+        self.attach(attributes)?;
+        // SAFETY: the writer is open; OTF2 empties the list once it wrote it.
+        let code = unsafe {
+            (self.otf2.evt_enter)(
+                self.writer(location),
+                self.attributes.as_ptr(),
+                time,
+                region,
+            )
+        };
+        self.check(code, "OTF2_EvtWriter_Enter")
+    }
+
+    pub fn leave(&mut self, location: LocationId, time: u64, region: u32) -> Result<(), SinkError> {
+        // SAFETY: the writer is open.
+        let code = unsafe {
+            (self.otf2.evt_leave)(self.writer(location), std::ptr::null_mut(), time, region)
+        };
+        self.check(code, "OTF2_EvtWriter_Leave")
+    }
+
+    /// A metric event of a class with one member, a double.
+    pub fn metric(
+        &mut self,
+        location: LocationId,
+        time: u64,
+        metric: u32,
+        value: f64,
+        attributes: impl Iterator<Item = (u32, u64)>,
+    ) -> Result<(), SinkError> {
+        self.attach(attributes)?;
+        // SAFETY: the writer is open; the type and value arrays hold one element each.
+        let code = unsafe {
+            (self.otf2.evt_metric)(
+                self.writer(location),
+                self.attributes.as_ptr(),
+                time,
+                metric,
+                1,
+                &ffi::TYPE_DOUBLE,
+                &value,
+            )
+        };
+        self.check(code, "OTF2_EvtWriter_Metric")
+    }
+
+    /// Closes the event files, writes an (empty) local definition file per location as
+    /// readers expect, lets `define` write the global definitions, and closes the archive.
+    pub fn finish(
+        mut self,
+        define: impl FnOnce(&mut GlobalDefs<'_>) -> Result<(), SinkError>,
+    ) -> Result<(), SinkError> {
+        let raw = self.raw.as_ptr();
+        let writers = std::mem::take(&mut self.writers);
+        let o = &self.otf2;
+        // SAFETY: every writer was opened by `add_location` and is closed once; the archive
+        // is closed last, after which `closed` keeps `drop` from closing it again.
+        unsafe {
+            for writer in &writers {
+                self.check(
+                    (o.archive_close_evt_writer)(raw, writer.as_ptr()),
+                    "OTF2_Archive_CloseEvtWriter",
+                )?;
+            }
+            self.check(
+                (o.archive_close_evt_files)(raw),
+                "OTF2_Archive_CloseEvtFiles",
+            )?;
+            self.check((o.archive_open_def_files)(raw), "OTF2_Archive_OpenDefFiles")?;
+            for location in 0..writers.len() as u64 {
+                let writer = (o.archive_get_def_writer)(raw, location);
+                if writer.is_null() {
+                    return Err(fault(format!(
+                        "cannot open the definitions of location {location}"
+                    )));
+                }
+                self.check(
+                    (o.archive_close_def_writer)(raw, writer),
+                    "OTF2_Archive_CloseDefWriter",
+                )?;
+            }
+            self.check(
+                (o.archive_close_def_files)(raw),
+                "OTF2_Archive_CloseDefFiles",
+            )?;
+            let writer = NonNull::new((o.archive_get_global_def_writer)(raw))
+                .ok_or_else(|| fault("cannot open the global definitions".into()))?;
+            define(&mut GlobalDefs {
+                archive: &self,
+                writer,
+            })?;
+            self.closed = true;
+            self.check((o.archive_close)(raw), "OTF2_Archive_Close")
+        }
+    }
+}
+
+// SAFETY: OTF2 objects have no thread affinity; `&mut self` on every call keeps them to one
+// thread at a time, which is what an archive without locking callbacks needs.
+unsafe impl Send for Archive {}
+
+impl Drop for Archive {
+    /// An archive dropped before `finish` completed is closed to release OTF2's resources;
+    /// what it wrote is the caller's to remove.
+    fn drop(&mut self) {
+        // SAFETY: each is released once; writers close with the archive.
+        unsafe {
+            if !self.closed {
+                (self.otf2.archive_close)(self.raw.as_ptr());
+            }
+            (self.otf2.attribute_list_delete)(self.attributes.as_ptr());
+        }
+    }
+}
+
+/// The archive's global definition writer, during [`Archive::finish`].
+pub struct GlobalDefs<'a> {
+    archive: &'a Archive,
+    writer: NonNull<ffi::GlobalDefWriter>,
+}
+
+/// Writes one definition: `name(writer, args...)` with the outcome checked.
+macro_rules! define {
+    ($self:ident, $field:ident, $call:literal $(, $arg:expr)*) => {{
+        // SAFETY: the writer is open during `finish`; pointer arguments point at live data.
+        let code = unsafe { ($self.archive.otf2.$field)($self.writer.as_ptr() $(, $arg)*) };
+        $self.archive.check(code, $call)
+    }};
+}
+
+impl GlobalDefs<'_> {
+    pub fn clock_properties(
+        &mut self,
+        ticks_per_second: u64,
+        offset: u64,
+        length: u64,
+        realtime_ns: Option<u64>,
+    ) -> Result<(), SinkError> {
+        let realtime = realtime_ns.unwrap_or(ffi::UNDEFINED_TIMESTAMP);
+        define!(
+            self,
+            def_clock_properties,
+            "OTF2_GlobalDefWriter_WriteClockProperties",
+            ticks_per_second,
+            offset,
+            length,
+            realtime
+        )
+    }
+
+    pub fn paradigm(&mut self, paradigm: u8, name: u32, class: u8) -> Result<(), SinkError> {
+        define!(
+            self,
+            def_paradigm,
+            "OTF2_GlobalDefWriter_WriteParadigm",
+            paradigm,
+            name,
+            class
+        )
+    }
+
+    pub fn string(&mut self, id: u32, text: &str) -> Result<(), SinkError> {
+        // Names come from the application (kernel names, marker messages): a NUL ends them.
+        let text =
+            CString::new(text.split('\0').next().unwrap_or_default()).expect("split at the NUL");
+        define!(
+            self,
+            def_string,
+            "OTF2_GlobalDefWriter_WriteString",
+            id,
+            text.as_ptr()
+        )
+    }
+
+    pub fn attribute(&mut self, id: u32, name: u32, description: u32) -> Result<(), SinkError> {
+        define!(
+            self,
+            def_attribute,
+            "OTF2_GlobalDefWriter_WriteAttribute",
+            id,
+            name,
+            description,
+            ffi::TYPE_UINT64
+        )
+    }
+
+    pub fn system_tree_node(
+        &mut self,
+        id: u32,
+        name: u32,
+        class: u32,
+        parent: Option<u32>,
+        domain: u8,
+    ) -> Result<(), SinkError> {
+        let parent = parent.unwrap_or(ffi::UNDEFINED_UINT32);
+        define!(
+            self,
+            def_system_tree_node,
+            "OTF2_GlobalDefWriter_WriteSystemTreeNode",
+            id,
+            name,
+            class,
+            parent
+        )?;
+        define!(
+            self,
+            def_system_tree_node_domain,
+            "OTF2_GlobalDefWriter_WriteSystemTreeNodeDomain",
+            id,
+            domain
+        )
+    }
+
+    pub fn location_group(
+        &mut self,
+        id: u32,
+        name: u32,
+        kind: u8,
+        node: u32,
+        creator: Option<u32>,
+    ) -> Result<(), SinkError> {
+        let creator = creator.unwrap_or(ffi::UNDEFINED_UINT32);
+        define!(
+            self,
+            def_location_group,
+            "OTF2_GlobalDefWriter_WriteLocationGroup",
+            id,
+            name,
+            kind,
+            node,
+            creator
+        )
+    }
+
+    pub fn location(
+        &mut self,
+        id: LocationId,
+        name: u32,
+        kind: u8,
+        events: u64,
+        group: u32,
+    ) -> Result<(), SinkError> {
+        define!(
+            self,
+            def_location,
+            "OTF2_GlobalDefWriter_WriteLocation",
+            id.0,
+            name,
+            kind,
+            events,
+            group
+        )
+    }
+
+    pub fn region(
+        &mut self,
+        id: u32,
+        name: u32,
+        canonical: u32,
+        role: u8,
+        paradigm: u8,
+    ) -> Result<(), SinkError> {
+        let none = ffi::UNDEFINED_UINT32;
+        define!(
+            self,
+            def_region,
+            "OTF2_GlobalDefWriter_WriteRegion",
+            id,
+            name,
+            canonical,
+            none,
+            role,
+            paradigm,
+            ffi::REGION_FLAG_NONE,
+            none,
+            0,
+            0
+        )
+    }
+
+    /// A metric class of one member, a double sampled at points in time by a GPU.
+    pub fn metric(
+        &mut self,
+        id: u32,
+        name: u32,
+        description: u32,
+        unit: u32,
+    ) -> Result<(), SinkError> {
+        define!(
+            self,
+            def_metric_member,
+            "OTF2_GlobalDefWriter_WriteMetricMember",
+            id,
+            name,
+            description,
+            ffi::METRIC_TYPE_OTHER,
+            ffi::METRIC_ABSOLUTE_POINT,
+            ffi::TYPE_DOUBLE,
+            ffi::BASE_DECIMAL,
+            0,
+            unit
+        )?;
+        define!(
+            self,
+            def_metric_class,
+            "OTF2_GlobalDefWriter_WriteMetricClass",
+            id,
+            1,
+            &id,
+            ffi::METRIC_ASYNCHRONOUS,
+            ffi::RECORDER_KIND_GPU
+        )
+    }
+
+    pub fn metric_recorder(&mut self, metric: u32, location: LocationId) -> Result<(), SinkError> {
+        define!(
+            self,
+            def_metric_class_recorder,
+            "OTF2_GlobalDefWriter_WriteMetricClassRecorder",
+            metric,
+            location.0
+        )
+    }
+}
+
+/// Flush whenever OTF2 asks; no BufferFlush events (they would add events to the counts).
+static FLUSH: ffi::FlushCallbacks = ffi::FlushCallbacks {
+    pre_flush: Some(always_flush),
+    post_flush: None,
+};
+
+unsafe extern "C" fn always_flush(_: *mut c_void, _: u8, _: u64, _: *mut c_void, _: bool) -> u8 {
+    ffi::FLUSH
+}
+
+static MEMORY: ffi::MemoryCallbacks = ffi::MemoryCallbacks {
+    allocate: Some(allocate),
+    free_all: Some(free_all),
+};
+
+/// The chunks of one OTF2 buffer, behind its `perBufferData` pointer.
+type Chunks = Vec<(NonNull<u8>, Layout)>;
+
+/// Gives a buffer a chunk, or none when an event buffer holds [`EVENT_CHUNKS`] already,
+/// which makes OTF2 write its chunks out and free them. Definition buffers get what they
+/// ask for: they hold the run's definitions, which are small.
+unsafe extern "C" fn allocate(
+    _: *mut c_void,
+    file_type: u8,
+    _: u64,
+    per_buffer: *mut *mut c_void,
+    size: u64,
+) -> *mut c_void {
+    // SAFETY: OTF2 passes this buffer's slot, null at first and ours afterwards.
+    let chunks = unsafe {
+        if (*per_buffer).is_null() {
+            *per_buffer = Box::into_raw(Box::<Chunks>::default()).cast();
+        }
+        &mut *(*per_buffer).cast::<Chunks>()
+    };
+    if file_type == ffi::FILETYPE_EVENTS && chunks.len() >= EVENT_CHUNKS {
+        return std::ptr::null_mut();
+    }
+    let Ok(layout) = Layout::from_size_align(size as usize, 64) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: chunks are never empty (OTF2's minimum is 256 KiB).
+    let Some(chunk) = NonNull::new(unsafe { std::alloc::alloc(layout) }) else {
+        return std::ptr::null_mut();
+    };
+    chunks.push((chunk, layout));
+    chunk.as_ptr().cast()
+}
+
+/// Frees every chunk of a buffer, and its list at the final call.
+unsafe extern "C" fn free_all(
+    _: *mut c_void,
+    _: u8,
+    _: u64,
+    per_buffer: *mut *mut c_void,
+    final_: bool,
+) {
+    // SAFETY: the slot holds null or the list `allocate` made; OTF2 no longer uses the
+    // chunks it frees.
+    unsafe {
+        if (*per_buffer).is_null() {
+            return;
+        }
+        let chunks = (*per_buffer).cast::<Chunks>();
+        for (chunk, layout) in (*chunks).drain(..) {
+            std::alloc::dealloc(chunk.as_ptr(), layout);
+        }
+        if final_ {
+            drop(Box::from_raw(chunks));
+            *per_buffer = std::ptr::null_mut();
+        }
+    }
+}

@@ -1,0 +1,397 @@
+//! Records to events: which timeline each record belongs to, the region or metric it shows,
+//! and the attributes it carries.
+//!
+//! Every timeline takes records of one kind only. Kinds reach the sink in separate buffer
+//! flushes, far apart in time (a marker buffer may flush once for thousands of API buffers),
+//! so mixing kinds on one location would need a reorder buffer as long as a run; kept
+//! apart, each timeline's records are nearly in order. So a host thread has a location for
+//! its API calls, one for its marker ranges and one for its memory operations; a GPU one
+//! per queue, one for its copies and one for its counters.
+//!
+//! Not written, for want of a fitting OTF2 record: PC samples (OTF2's calling-context
+//! samples need a tree of source locations, which code-object offsets do not give), KFD
+//! events (instants with no value: page faults and migrations), HIP stream and runtime
+//! initialization records (bookkeeping, not time spent; rocprofv3's OTF2 leaves them out
+//! too), and scratch memory operations (likewise).
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::archive::{Archive, LocationId};
+use super::definitions::{
+    self, BYTES, CORRELATION_ID, DISPATCH_ID, Definitions, EXTERNAL_ID, RegionKey, RegionKind,
+    Track, TrackKey,
+};
+use super::ffi;
+use super::timeline::{Attributes, Mark, Output, Overlap, Span, Timeline};
+use crate::catalog::{Catalog, StreamMeta};
+use crate::chunk::Chunk;
+use crate::column::{Cell, Columns};
+use crate::record::{Batch, CounterSample};
+use crate::sdk::AgentType;
+use crate::sink::SinkError;
+
+/// Where events go: the archive, and the definitions they use.
+pub struct Out<'a> {
+    pub archive: &'a mut Archive,
+    pub defs: &'a mut Definitions,
+}
+
+/// Every timeline of the run, and counter values being summed.
+#[derive(Default)]
+pub struct Tracks {
+    timelines: HashMap<TrackKey, Timeline<LocationId>>,
+    /// Per (stream, agent): the dispatch and counter whose values are being summed.
+    sums: HashMap<(u16, u32), CounterSum>,
+}
+
+/// One counter's values for one dispatch, summed over its dimension instances (as
+/// rocprofv3's counter collection reports them; a `reduce_dimensions` transform before the
+/// sink chooses another reduction). The samples of a dispatch come together.
+struct CounterSum {
+    dispatch: u64,
+    counter: u32,
+    time: u64,
+    value: f64,
+}
+
+impl Tracks {
+    /// Adds a chunk's records to their timelines.
+    pub fn write(
+        &mut self,
+        chunk: &Chunk,
+        meta: &StreamMeta,
+        out: &mut Out,
+    ) -> Result<(), SinkError> {
+        let stream = chunk.stream;
+        let hip = |role| RegionKind {
+            role,
+            paradigm: ffi::PARADIGM_HIP,
+        };
+        match &chunk.batch {
+            Batch::Api(records) => {
+                for r in records {
+                    let key = RegionKey::Api(r.domain_id, r.operation_id);
+                    let region = out.defs.region(key, hip(ffi::REGION_ROLE_FUNCTION), || {
+                        column(r, "operation", meta)
+                    });
+                    let detail = None;
+                    self.push(
+                        TrackKey {
+                            stream,
+                            track: Track::Thread(r.tid),
+                        },
+                        span(
+                            r.start_ns,
+                            r.end_ns,
+                            region,
+                            ids(r.correlation_id, r.external_id, detail),
+                        ),
+                        meta,
+                        out,
+                    )?;
+                }
+            }
+            Batch::Marker(records) => {
+                let user = RegionKind {
+                    role: ffi::REGION_ROLE_FUNCTION,
+                    paradigm: ffi::PARADIGM_USER,
+                };
+                for r in records {
+                    let key = RegionKey::Marker(stream, r.message, r.operation_id);
+                    let region = out.defs.region(key, user, || match meta.string(r.message) {
+                        "" => column(r, "operation", meta),
+                        message => message.to_owned(),
+                    });
+                    let detail = None;
+                    self.push(
+                        TrackKey {
+                            stream,
+                            track: Track::Markers(r.tid),
+                        },
+                        span(
+                            r.start_ns,
+                            r.end_ns,
+                            region,
+                            ids(r.correlation_id, r.external_id, detail),
+                        ),
+                        meta,
+                        out,
+                    )?;
+                }
+            }
+            Batch::MemoryAllocation(records) => {
+                for r in records {
+                    let name = column(r, "operation", meta);
+                    let role = if name.contains("FREE") {
+                        ffi::REGION_ROLE_DEALLOCATE
+                    } else {
+                        ffi::REGION_ROLE_ALLOCATE
+                    };
+                    let region =
+                        out.defs
+                            .region(RegionKey::Allocation(r.operation_id), hip(role), || name);
+                    let detail = Some((BYTES, r.bytes));
+                    self.push(
+                        TrackKey {
+                            stream,
+                            track: Track::Memory(r.tid),
+                        },
+                        span(
+                            r.start_ns,
+                            r.end_ns,
+                            region,
+                            ids(r.correlation_id, r.external_id, detail),
+                        ),
+                        meta,
+                        out,
+                    )?;
+                }
+            }
+            Batch::KernelDispatch(records) => {
+                for r in records {
+                    let key = RegionKey::Kernel(stream, r.kernel_id);
+                    let region = out.defs.region(key, hip(ffi::REGION_ROLE_FUNCTION), || {
+                        column(r, "kernel_name", meta)
+                    });
+                    let detail = Some((DISPATCH_ID, r.dispatch_id));
+                    self.push(
+                        TrackKey {
+                            stream,
+                            track: Track::Queue(r.agent, r.queue),
+                        },
+                        span(
+                            r.start_ns,
+                            r.end_ns,
+                            region,
+                            ids(r.correlation_id, r.external_id, detail),
+                        ),
+                        meta,
+                        out,
+                    )?;
+                }
+            }
+            Batch::MemoryCopy(records) => {
+                for r in records {
+                    let key = RegionKey::Copy(r.operation_id);
+                    let region = out
+                        .defs
+                        .region(key, hip(ffi::REGION_ROLE_DATA_TRANSFER), || {
+                            column(r, "direction", meta)
+                        });
+                    // The GPU's copy engines do the work: the destination's, unless it is
+                    // the host.
+                    let is_gpu = |agent| {
+                        definitions::agent_info(meta, agent)
+                            .is_some_and(|a| a.agent_type == AgentType::Gpu)
+                    };
+                    let agent = if is_gpu(r.dst_agent) || !is_gpu(r.src_agent) {
+                        r.dst_agent
+                    } else {
+                        r.src_agent
+                    };
+                    let detail = Some((BYTES, r.bytes));
+                    self.push(
+                        TrackKey {
+                            stream,
+                            track: Track::Copies(agent),
+                        },
+                        span(
+                            r.start_ns,
+                            r.end_ns,
+                            region,
+                            ids(r.correlation_id, r.external_id, detail),
+                        ),
+                        meta,
+                        out,
+                    )?;
+                }
+            }
+            Batch::CounterSample(records) => {
+                for r in records {
+                    self.count(stream, r, meta, out)?;
+                }
+            }
+            Batch::ScratchMemory(_)
+            | Batch::PcSample(_)
+            | Batch::KfdEvent(_)
+            | Batch::HipStream(_)
+            | Batch::RuntimeInitialization(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Adds a counter sample to its dispatch's sum, writing the previous sum when the
+    /// sample starts another.
+    fn count(
+        &mut self,
+        stream: u16,
+        r: &CounterSample,
+        meta: &StreamMeta,
+        out: &mut Out,
+    ) -> Result<(), SinkError> {
+        match self.sums.get_mut(&(stream, r.agent)) {
+            Some(sum) if sum.dispatch == r.dispatch_id && sum.counter == r.counter_id => {
+                sum.value += r.value;
+                return Ok(());
+            }
+            _ => {}
+        }
+        let next = CounterSum {
+            dispatch: r.dispatch_id,
+            counter: r.counter_id,
+            time: r.timestamp_ns,
+            value: r.value,
+        };
+        match self.sums.insert((stream, r.agent), next) {
+            Some(done) => self.metric(stream, r.agent, done, meta, out),
+            None => Ok(()),
+        }
+    }
+
+    fn metric(
+        &mut self,
+        stream: u16,
+        agent: u32,
+        sum: CounterSum,
+        meta: &StreamMeta,
+        out: &mut Out,
+    ) -> Result<(), SinkError> {
+        let mark = Mark::Metric {
+            metric: out.defs.metric(stream, sum.counter, meta),
+            value: sum.value,
+            attributes: ids(0, 0, Some((DISPATCH_ID, sum.dispatch))),
+        };
+        let span = Span {
+            start: sum.time,
+            end: sum.time,
+            mark,
+        };
+        let key = TrackKey {
+            stream,
+            track: Track::Counters(agent),
+        };
+        self.push(key, span, meta, out)
+    }
+
+    fn push(
+        &mut self,
+        key: TrackKey,
+        span: Span,
+        meta: &StreamMeta,
+        out: &mut Out,
+    ) -> Result<(), SinkError> {
+        let timeline = self
+            .timelines
+            .entry(key)
+            .or_insert_with(|| Timeline::new(overlap(key.track)));
+        timeline.push(span, &mut Lanes { out, key, meta })
+    }
+
+    /// Writes what is held back and returns each location's event count.
+    pub fn finish(
+        mut self,
+        catalog: &Catalog,
+        out: &mut Out,
+    ) -> Result<HashMap<LocationId, u64>, SinkError> {
+        for ((stream, agent), sum) in std::mem::take(&mut self.sums) {
+            self.metric(stream, agent, sum, catalog.stream(stream), out)?;
+        }
+        let mut events = HashMap::default();
+        for (key, timeline) in &mut self.timelines {
+            let meta = catalog.stream(key.stream);
+            timeline.finish(&mut Lanes {
+                out,
+                key: *key,
+                meta,
+            })?;
+            events.extend(timeline.lanes());
+        }
+        Ok(events)
+    }
+}
+
+/// Host calls and ranges nest; device work side by side is concurrency, not nesting.
+fn overlap(track: Track) -> Overlap {
+    match track {
+        Track::Thread(_) | Track::Markers(_) | Track::Memory(_) => Overlap::Nest,
+        Track::Queue(..) | Track::Copies(_) | Track::Counters(_) => Overlap::Exclusive,
+    }
+}
+
+/// A span that enters `region` at `start` and leaves it at `end`.
+fn span(start: u64, end: u64, region: u32, attributes: Attributes) -> Span {
+    Span {
+        start,
+        end,
+        mark: Mark::Region { region, attributes },
+    }
+}
+
+/// The attributes of an event: its correlation ids and one more, when it has one.
+fn ids(correlation: u64, external: u64, detail: Option<(u32, u64)>) -> Attributes {
+    let (id, value) = detail.unwrap_or((BYTES, 0));
+    Attributes([
+        (CORRELATION_ID, correlation),
+        (EXTERNAL_ID, external),
+        (id, value),
+    ])
+}
+
+/// A record's text column, for a region's name.
+fn column(record: &impl Columns, name: &str, meta: &StreamMeta) -> String {
+    match record.get(name, meta) {
+        Some(Cell::Str(text)) => text.to_owned(),
+        other => unreachable!("{name} is a text column, not {other:?}"),
+    }
+}
+
+/// One timeline's view of where its events go.
+struct Lanes<'a, 'b> {
+    out: &'a mut Out<'b>,
+    key: TrackKey,
+    meta: &'a StreamMeta,
+}
+
+impl Output for Lanes<'_, '_> {
+    type Location = LocationId;
+    type Error = SinkError;
+
+    fn open_lane(&mut self, lane: usize) -> Result<LocationId, SinkError> {
+        let location = self.out.archive.add_location()?;
+        self.out.defs.location(location, self.key, lane, self.meta);
+        Ok(location)
+    }
+
+    fn enter(
+        &mut self,
+        location: LocationId,
+        time: u64,
+        region: u32,
+        attributes: &Attributes,
+    ) -> Result<(), SinkError> {
+        self.out.defs.time(time);
+        self.out
+            .archive
+            .enter(location, time, region, attributes.present())
+    }
+
+    fn leave(&mut self, location: LocationId, time: u64, region: u32) -> Result<(), SinkError> {
+        self.out.defs.time(time);
+        self.out.archive.leave(location, time, region)
+    }
+
+    fn metric(
+        &mut self,
+        location: LocationId,
+        time: u64,
+        metric: u32,
+        value: f64,
+        attributes: &Attributes,
+    ) -> Result<(), SinkError> {
+        self.out.defs.time(time);
+        self.out.defs.recorder(metric, location);
+        self.out
+            .archive
+            .metric(location, time, metric, value, attributes.present())
+    }
+}

@@ -1,0 +1,100 @@
+//! The OTF2 sink: an archive for Vampir, Scalasca and `otf2-print`, written through the
+//! reference OTF2 library (3.0 or later, loaded at run time; see [`ffi`]).
+//!
+//! The sink's path is a directory holding the archive: `traces.otf2` (the anchor file to
+//! open), `traces.def` and `traces/`. Host threads, GPU queues, copy engines and counters are
+//! locations (see [`definitions`] for how they are grouped, [`events`] for what goes where,
+//! [`timeline`] for how order and nesting are kept); API functions, kernels, copies and
+//! marker ranges are regions entered and left; counters are metrics, one value per
+//! dispatch. Correlation ids, dispatch ids and byte counts are event attributes.
+
+mod archive;
+mod definitions;
+mod events;
+mod ffi;
+mod staging;
+mod timeline;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use self::archive::Archive;
+use self::definitions::Definitions;
+use self::events::{Out, Tracks};
+use self::ffi::Otf2;
+use self::staging::Staging;
+use super::{Sink, SinkError};
+use crate::catalog::Catalog;
+use crate::chunk::Chunk;
+use crate::transform::Table;
+
+/// The archive's name within the sink's directory.
+const ARCHIVE: &str = "traces";
+
+pub struct Otf2Sink {
+    // Dropped in this order on failure: the archive closes before its files are removed.
+    archive: Archive,
+    staging: Staging,
+    defs: Definitions,
+    tracks: Tracks,
+}
+
+impl Otf2Sink {
+    pub fn create(path: PathBuf) -> Result<Otf2Sink, SinkError> {
+        let otf2 = Otf2::load().map_err(|message| SinkError::Io {
+            context: "opening the OTF2 library".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, message),
+        })?;
+        let staging = Staging::create(path)?;
+        Ok(Otf2Sink {
+            archive: Archive::create(otf2, staging.dir(), ARCHIVE)?,
+            staging,
+            defs: Definitions::default(),
+            tracks: Tracks::default(),
+        })
+    }
+}
+
+impl Sink for Otf2Sink {
+    fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
+        let mut out = Out {
+            archive: &mut self.archive,
+            defs: &mut self.defs,
+        };
+        for chunk in window {
+            self.tracks
+                .write(chunk, catalog.stream(chunk.stream), &mut out)?;
+        }
+        Ok(())
+    }
+
+    /// OTF2 holds events, not tables: aggregate tables belong in a table sink.
+    fn table(&mut self, _: &Table) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
+        let Otf2Sink {
+            mut archive,
+            staging,
+            mut defs,
+            tracks,
+        } = *self;
+        let events = tracks.finish(
+            catalog,
+            &mut Out {
+                archive: &mut archive,
+                defs: &mut defs,
+            },
+        )?;
+        archive.finish(|out| defs.write(out, &events))?;
+        let anchor = staging.target().join(format!("{ARCHIVE}.otf2"));
+        staging.commit(is_archive)?;
+        Ok(vec![anchor])
+    }
+}
+
+/// An earlier output of this sink: a directory with the archive's anchor file.
+fn is_archive(path: &Path) -> bool {
+    path.join(format!("{ARCHIVE}.otf2")).is_file()
+}

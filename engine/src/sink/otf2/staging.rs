@@ -1,0 +1,75 @@
+//! Output written in a hidden sibling directory of its final path and moved there only when
+//! complete, so a failed run leaves nothing half-written where the output belongs.
+
+use std::path::{Path, PathBuf};
+
+use crate::sink::SinkError;
+
+pub struct Staging {
+    target: PathBuf,
+    dir: PathBuf,
+    committed: bool,
+}
+
+impl Staging {
+    pub fn create(target: PathBuf) -> Result<Staging, SinkError> {
+        let name = target
+            .file_name()
+            .map_or_else(|| "otf2".into(), |n| n.to_string_lossy().into_owned());
+        let parent = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let dir = parent.join(format!(".{name}.rocflow-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(SinkError::io(format!("creating {}", dir.display())))?;
+        Ok(Staging {
+            target,
+            dir,
+            committed: false,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Moves the output to its final path, replacing an earlier output there that
+    /// `earlier` recognizes; anything else there is left alone and reported.
+    pub fn commit(mut self, earlier: impl Fn(&Path) -> bool) -> Result<(), SinkError> {
+        let target = &self.target;
+        if target.exists() {
+            if !earlier(target) {
+                return Err(SinkError::Io {
+                    context: format!("writing {}", target.display()),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::AlreadyExists,
+                        "it exists and is not an earlier output of this sink; remove it or \
+                         choose another path",
+                    ),
+                });
+            }
+            std::fs::remove_dir_all(target)
+                .map_err(SinkError::io(format!("replacing {}", target.display())))?;
+        }
+        std::fs::rename(&self.dir, target).map_err(SinkError::io(format!(
+            "moving output to {}",
+            target.display()
+        )))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    /// Output that was not committed is removed.
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
