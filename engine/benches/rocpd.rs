@@ -8,17 +8,17 @@
 //! machine is shared: the hypervisor's steal is printed too). Run with
 //! `cargo bench -p rocflow --bench rocpd`.
 
-use std::io::Read;
-use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+mod support;
 
-use rocflow::generate;
+use std::path::Path;
+use std::time::Duration;
+
 use rocflow::pipeline::{self, Options};
 use rocflow::sink;
-use rocflow::spool::{SpoolReader, SpoolWriter};
+use rocflow::spool::SpoolReader;
 use rocflow::stage;
 use rocflow::wire::Payload;
+use support::{Run, best, replay_in_child, write_spool};
 
 /// Every record the generator makes, into one rocpd sink.
 const PIPELINE: &str = r#"
@@ -36,23 +36,10 @@ path = "@dir@/{hostname}-{pid}.db"
 options = { layout = "@layout@" }
 "#;
 
-const CHILD: &str = "ROCFLOW_BENCH_ROCPD";
 const RECORDS: u64 = 10_000_000;
 /// Three processes share the generator's launches evenly (its copies, markers, counters
 /// and PC samples come every 8th, 64th, 16th and 32nd launch).
 const PROCESSES: u16 = 3;
-
-fn write_spool(path: &Path, records: u64) {
-    let mut writer = SpoolWriter::create(path).unwrap();
-    let options = generate::Options {
-        records,
-        processes: PROCESSES,
-        seed: 3,
-        plan: None,
-    };
-    generate::generate(&options, |bytes| writer.write(bytes)).unwrap();
-    writer.finish().unwrap();
-}
 
 /// Replays a spool into rocpd databases under `out`; returns the records written.
 fn replay(spool: &Path, out: &Path, layout: &str) -> u64 {
@@ -74,91 +61,6 @@ fn replay(spool: &Path, out: &Path, layout: &str) -> u64 {
     sink.records
 }
 
-/// Peak resident memory of this process, from /proc (kB).
-fn peak_rss_kb() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
-/// Replays in a fresh process (so that peaks do not mix); returns its peak RSS in kB.
-fn replay_in_child(spool: &Path, out: &Path) -> u64 {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD, spool)
-        .env("ROCFLOW_BENCH_OUT", out)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-/// What one measured run took.
-#[derive(Clone, Copy)]
-struct Run {
-    wall: Duration,
-    /// CPU time of this process (user and system).
-    cpu: Duration,
-    /// The share of the machine's CPU time the hypervisor gave to others meanwhile.
-    steal: f64,
-}
-
-/// The shortest of three runs: this machine is shared, and other work only ever adds time.
-fn best(mut f: impl FnMut()) -> Run {
-    (0..3)
-        .map(|_| {
-            let (cpu, ticks) = (process_cpu(), machine_ticks());
-            let started = Instant::now();
-            f();
-            let wall = started.elapsed();
-            let after = machine_ticks();
-            let total: u64 = after.iter().zip(&ticks).map(|(a, b)| a - b).sum();
-            Run {
-                wall,
-                cpu: process_cpu() - cpu,
-                steal: (after[7] - ticks[7]) as f64 / total.max(1) as f64,
-            }
-        })
-        .min_by_key(|run| run.wall)
-        .unwrap()
-}
-
-/// The machine's CPU time counters (`cpu` line of /proc/stat: user … steal), in ticks.
-fn machine_ticks() -> Vec<u64> {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap();
-    stat.lines()
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .map(|v| v.parse().unwrap())
-        .collect()
-}
-
-/// This process's user and system CPU time, from /proc (in ticks of 10 ms).
-fn process_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    // Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    Duration::from_millis(ticks * 10)
-}
-
 /// Bytes of the files in `dir`.
 fn size(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
@@ -168,27 +70,17 @@ fn size(dir: &Path) -> u64 {
 }
 
 fn main() {
-    if let Some(spool) = std::env::var_os(CHILD) {
-        let out = std::env::var_os("ROCFLOW_BENCH_OUT").unwrap();
-        replay(Path::new(&spool), Path::new(&out), "per_process");
-        println!("{}", peak_rss_kb());
+    if support::serve_child(|spool, out| {
+        replay(spool, out, "per_process");
+    }) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let spool = dir.path().join("10m.rfraw");
-    write_spool(&spool, RECORDS);
+    write_spool(&spool, RECORDS, PROCESSES);
     let bytes = std::fs::metadata(&spool).unwrap().len();
 
-    // Baseline: reading the bytes, nothing else.
-    let read = best(|| {
-        let mut file = std::fs::File::open(&spool).unwrap();
-        let mut buffer = vec![0u8; 1 << 20];
-        let mut read = 0;
-        while let Ok(n @ 1..) = file.read(&mut buffer) {
-            read += n;
-        }
-        assert_eq!(read as u64, bytes);
-    });
+    let read = support::read_spool(&spool);
     let mut records = 0u64;
     let decode = best(|| {
         records = 0;
@@ -247,7 +139,7 @@ fn main() {
     }
 
     let small = dir.path().join("1m.rfraw");
-    write_spool(&small, RECORDS / 10);
+    write_spool(&small, RECORDS / 10, PROCESSES);
     let small_rss = replay_in_child(&small, &dir.path().join("db-1m"));
     let large_rss = replay_in_child(&spool, &dir.path().join("db-10m"));
     println!("peak RSS of a replay into rocpd (fresh process each, layout = per_process)");

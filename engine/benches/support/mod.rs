@@ -1,0 +1,138 @@
+//! What the benchmarks share: generated spools, the plain-read baseline, runs timed with
+//! their CPU time and the hypervisor's steal, and peak memory measured in a fresh process.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rocflow::generate;
+use rocflow::spool::SpoolWriter;
+
+/// Writes a generated run of `records` records from `processes` processes.
+pub fn write_spool(path: &Path, records: u64, processes: u16) {
+    let mut writer = SpoolWriter::create(path).unwrap();
+    let options = generate::Options {
+        records,
+        processes,
+        seed: 3,
+        plan: None,
+    };
+    generate::generate(&options, |bytes| writer.write(bytes)).unwrap();
+    writer.finish().unwrap();
+}
+
+/// The baseline every figure is compared with: reading the spool's bytes, nothing else.
+pub fn read_spool(path: &Path) -> Run {
+    let bytes = std::fs::metadata(path).unwrap().len();
+    best(|| {
+        let mut file = std::fs::File::open(path).unwrap();
+        let mut buffer = vec![0u8; 1 << 20];
+        let mut read = 0;
+        while let Ok(n @ 1..) = file.read(&mut buffer) {
+            read += n;
+        }
+        assert_eq!(read as u64, bytes);
+    })
+}
+
+/// What one measured run took.
+#[derive(Clone, Copy)]
+pub struct Run {
+    pub wall: Duration,
+    /// CPU time of this process (user and system).
+    pub cpu: Duration,
+    /// The share of the machine's CPU time the hypervisor gave to others meanwhile.
+    pub steal: f64,
+}
+
+/// The shortest of three runs: this machine is shared, and other work only ever adds time.
+pub fn best(mut f: impl FnMut()) -> Run {
+    (0..3)
+        .map(|_| {
+            let (cpu, ticks) = (process_cpu(), machine_ticks());
+            let started = Instant::now();
+            f();
+            let wall = started.elapsed();
+            let after = machine_ticks();
+            let total: u64 = after.iter().zip(&ticks).map(|(a, b)| a - b).sum();
+            Run {
+                wall,
+                cpu: process_cpu() - cpu,
+                steal: (after[7] - ticks[7]) as f64 / total.max(1) as f64,
+            }
+        })
+        .min_by_key(|run| run.wall)
+        .unwrap()
+}
+
+/// The machine's CPU time counters (`cpu` line of /proc/stat: user … steal), in ticks.
+fn machine_ticks() -> Vec<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    stat.lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
+
+/// This process's user and system CPU time, from /proc (in ticks of 10 ms).
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Peak resident memory of this process, from /proc (kB).
+fn peak_rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+const CHILD_SPOOL: &str = "ROCFLOW_BENCH_CHILD_SPOOL";
+const CHILD_OUT: &str = "ROCFLOW_BENCH_CHILD_OUT";
+
+/// In the child process [`replay_in_child`] starts: runs `replay` and prints the peak RSS;
+/// returns whether this process was that child.
+pub fn serve_child(replay: impl FnOnce(&Path, &Path)) -> bool {
+    let (Some(spool), Some(out)) = (std::env::var_os(CHILD_SPOOL), std::env::var_os(CHILD_OUT))
+    else {
+        return false;
+    };
+    replay(Path::new(&spool), Path::new(&out));
+    println!("{}", peak_rss_kb());
+    true
+}
+
+/// Replays `spool` in a fresh process of this benchmark (so peaks do not mix); returns its
+/// peak RSS in kB.
+pub fn replay_in_child(spool: &Path, out: &Path) -> u64 {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD_SPOOL, spool)
+        .env(CHILD_OUT, out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap()
+}
