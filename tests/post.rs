@@ -534,3 +534,53 @@ path = "top.json"
         .collect();
     assert_eq!(top["top"], serde_json::Value::Array(expected));
 }
+
+/// The same run summarized from its spool and from its rocpd database: two independent
+/// paths to the same statistics.
+#[test]
+fn summary_and_diff_read_rocpd_databases_too() {
+    let dir = setup();
+    let sink = "[[sink]]\nname = \"db\"\nkind = \"rocpd\"\npath = \"db/run.db\"\n";
+    std::fs::write(dir.path().join("db.toml"), format!("{PIPELINE}{sink}")).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "db.toml"], dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = |input: &str| -> serde_json::Value {
+        let out = rocflow(&["summary", input, "--format", "json"], dir.path(), &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (spool, db) = (summary("run.rfraw"), summary("db/run.db"));
+    for section in ["kernels", "api", "memory_copies", "markers", "counters"] {
+        let rows = |s: &serde_json::Value| s[section].as_array().cloned().unwrap_or_default();
+        assert!(!rows(&spool).is_empty(), "{section} has rows");
+        assert_eq!(rows(&db).len(), rows(&spool).len(), "{section}");
+        // Equal, but for the last bits of sums taken in another order.
+        for (d, s) in rows(&db).iter().zip(&rows(&spool)) {
+            for (column, expected) in s.as_object().unwrap() {
+                match expected.as_f64() {
+                    Some(v) => close(&d[column], v, 1e-9, &format!("{section} {column}")),
+                    None => assert_eq!(&d[column], expected, "{section} {column}"),
+                }
+            }
+        }
+    }
+
+    let out = rocflow(
+        &[
+            "diff",
+            "run.rfraw",
+            "db/run.db",
+            "--fail-if",
+            "kernel_time_ratio > 1.000001 || kernel_time_ratio < 0.999999 || worst_kernel_ratio > 1.000001 || kernels_added > 0",
+        ],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}

@@ -149,7 +149,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct SummaryArgs {
-    /// The raw spool of a run (`run.rfraw`).
+    /// The raw spool of a run (`run.rfraw`), or a rocpd database.
     spool: PathBuf,
     /// A pipeline whose transforms apply first (default: the one the run was recorded with,
     /// or none).
@@ -176,12 +176,18 @@ enum By {
     Agent,
 }
 
-/// The summary tables of the run in `spool`, through `transforms`.
+/// The summary tables of the run in `spool`, through `transforms`; a rocpd database is
+/// summarized as it is.
 fn summary_tables(
     spool: &Path,
     transforms: &[TransformPlan],
     breakdown: Breakdown,
 ) -> Result<Vec<Table>> {
+    if summary::is_database(spool) {
+        return Summary::of_rocpd(spool, breakdown)
+            .map(|s| s.tables())
+            .map_err(|e| Error::user(Diagnostic::error(e)));
+    }
     let mut reader = open(spool)?;
     let mut failed = None;
     let summary = Summary::of_run(transforms, frames(&mut reader, &mut failed), breakdown)
@@ -196,16 +202,20 @@ fn summary_tables(
     }
 }
 
-/// The transforms a spool was recorded with (none for a spool written without a pipeline).
+/// The transforms a spool was recorded with (none for a spool written without a pipeline,
+/// or for a database).
 fn recorded_transforms(spool: &Path) -> Vec<TransformPlan> {
+    if summary::is_database(spool) {
+        return Vec::new();
+    }
     recorded_plan(spool).map_or_else(|_| Vec::new(), |p| p.stages.transforms)
 }
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The baseline run's spool.
+    /// The baseline run: its spool or a rocpd database.
     a: PathBuf,
-    /// The run compared with it.
+    /// The run compared with it: its spool or a rocpd database.
     b: PathBuf,
     /// Output: a terminal table, Markdown or JSON.
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]

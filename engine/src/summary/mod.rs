@@ -5,6 +5,7 @@
 
 mod collect;
 mod render;
+mod rocpd;
 mod timeline;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use crate::transform::Table;
 use crate::wire::Frame;
 
 pub use render::{Format, csv, render, top_kernels, write_files};
+pub use rocpd::is_database;
 pub use timeline::{AgentKey, Timeline};
 
 /// Which extra key columns the statistics are split by.
