@@ -1,7 +1,7 @@
 //! A summary read from a rocpd database instead of a spool: the same sections, from the
 //! data views AMD ships (`kernels`, `regions`, `memory_copies`, `memory_allocations`,
-//! `counters_collection`), so runs recorded by rocprofv3 or kept only as databases can be
-//! summarized and compared too.
+//! `counters_collection`), so runs kept only as databases can be summarized and compared
+//! too. (Databases written by rocprofv3 use the same views but have not been tried.)
 
 use std::path::Path;
 
