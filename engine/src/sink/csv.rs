@@ -1,8 +1,8 @@
 //! The CSV sink: a directory with one file per record kind (the record's columns, then the
 //! columns `derive` transforms added) and one per aggregate table.
 //!
-//! Files are written into a hidden sibling directory and moved into place when the run
-//! ends, so a failed run leaves no half-written output where the final one would be.
+//! Files are written into a [`Staging`] directory and moved into place when the run ends,
+//! so a failed run leaves no half-written output where the final one would be.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -19,11 +19,11 @@ use crate::column::{BatchVisitor, Cell, Columns, visit};
 use crate::record::RecordKind;
 use crate::transform::Table;
 
+use super::staging::Staging;
 use super::{Sink, SinkError};
 
 pub struct CsvSink {
-    path: PathBuf,
-    staging: PathBuf,
+    staging: Staging,
     files: HashMap<RecordKind, File>,
     written: Vec<PathBuf>,
     /// The previous window's text, written while the next one is formatted.
@@ -184,20 +184,8 @@ pub fn table_rows(table: &Table) -> Vec<u8> {
 
 impl CsvSink {
     pub fn create(path: PathBuf) -> Result<CsvSink, SinkError> {
-        let name = path
-            .file_name()
-            .map_or_else(|| "csv".into(), |n| n.to_string_lossy().into_owned());
-        let parent = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent)
-            .map_err(SinkError::io(format!("creating {}", parent.display())))?;
-        let staging = parent.join(format!(".{name}.rocflow-{}", std::process::id()));
-        std::fs::create_dir_all(&staging)
-            .map_err(SinkError::io(format!("creating {}", staging.display())))?;
+        let staging = Staging::create(path)?;
         Ok(CsvSink {
-            path,
             staging,
             files: HashMap::new(),
             written: Vec::new(),
@@ -213,13 +201,14 @@ impl CsvSink {
         name: &str,
         header: impl Iterator<Item = String>,
     ) -> Result<File, SinkError> {
-        let path = self.staging.join(format!("{name}.csv"));
+        let path = self.staging.dir().join(format!("{name}.csv"));
         let mut out =
             File::create(&path).map_err(SinkError::io(format!("creating {}", path.display())))?;
         let header: Vec<String> = header.collect();
         writeln!(out, "{}", header.join(","))
             .map_err(SinkError::io(format!("writing {}", path.display())))?;
-        self.written.push(self.path.join(format!("{name}.csv")));
+        self.written
+            .push(self.staging.target().join(format!("{name}.csv")));
         Ok(out)
     }
 }
@@ -290,46 +279,20 @@ impl Sink for CsvSink {
             out.flush()
                 .map_err(SinkError::io(format!("writing {}.csv", kind.name())))?;
         }
-        replace_dir(&self.staging, &self.path)?;
-        Ok(std::mem::take(&mut self.written))
-    }
-}
-
-impl Drop for CsvSink {
-    /// A sink that did not finish leaves nothing behind (after a finish, the staging
-    /// directory is gone already).
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.staging);
-    }
-}
-
-/// Moves `staging` to `target`, replacing an earlier CSV output there (a directory of
-/// `.csv` files only); anything else at `target` is left alone and reported.
-fn replace_dir(staging: &Path, target: &Path) -> Result<(), SinkError> {
-    if target.exists() {
-        let ours = std::fs::read_dir(target)
-            .map(|entries| {
+        // Only an earlier CSV output (a directory of `.csv` files) is replaced.
+        let earlier = |target: &Path| {
+            std::fs::read_dir(target).is_ok_and(|entries| {
                 entries
                     .flatten()
                     .all(|e| e.path().extension().is_some_and(|x| x == "csv"))
             })
-            .unwrap_or(false);
-        if !ours {
-            return Err(SinkError::Io {
-                context: format!("writing {}", target.display()),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    "it exists and is not an earlier CSV output; remove it or choose another path",
-                ),
-            });
-        }
-        std::fs::remove_dir_all(target)
-            .map_err(SinkError::io(format!("replacing {}", target.display())))?;
+        };
+        let CsvSink {
+            staging, written, ..
+        } = *self;
+        staging.commit(earlier)?;
+        Ok(written)
     }
-    std::fs::rename(staging, target).map_err(SinkError::io(format!(
-        "moving output to {}",
-        target.display()
-    )))
 }
 
 /// Appends a CSV field, quoted when it holds a comma, quote or line break (kernel names

@@ -5,6 +5,7 @@ mod csv;
 mod otf2;
 mod path;
 mod rocpd;
+mod staging;
 
 use std::path::PathBuf;
 use std::sync::Arc;

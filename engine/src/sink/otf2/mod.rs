@@ -12,7 +12,6 @@ mod archive;
 mod definitions;
 mod events;
 mod ffi;
-mod staging;
 mod timeline;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +21,7 @@ use self::archive::Archive;
 use self::definitions::Definitions;
 use self::events::{Out, Tracks};
 use self::ffi::Otf2;
-use self::staging::Staging;
+use super::staging::Staging;
 use super::{Sink, SinkError};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;

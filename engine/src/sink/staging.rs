@@ -15,7 +15,7 @@ impl Staging {
     pub fn create(target: PathBuf) -> Result<Staging, SinkError> {
         let name = target
             .file_name()
-            .map_or_else(|| "otf2".into(), |n| n.to_string_lossy().into_owned());
+            .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
         let parent = target
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
