@@ -269,12 +269,7 @@ fn values(table: &Table, statistic: &str) -> BTreeMap<Vec<String>, f64> {
                     _ => None,
                 })
                 .collect();
-            let value = match &row[column] {
-                Value::Float(v) => *v,
-                Value::Int(v) => *v as f64,
-                _ => 0.0,
-            };
-            (key, value)
+            (key, crate::summary::number(&row[column]))
         })
         .collect()
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use evalexpr::Value;
 
-use crate::summary::Summary;
+use crate::summary::{Summary, cell, number};
 use crate::transform::Table;
 
 /// Kernels in the bar chart.
@@ -204,13 +204,12 @@ fn html_table(out: &mut String, table: &Table) {
                     let _ = write!(out, "<td>{}</td>", escape(s));
                 }
                 other => {
-                    let v = number(other);
-                    let shown = if v.fract() == 0.0 || v.abs() >= 100.0 {
-                        format!("{v:.0}")
-                    } else {
-                        format!("{v:.2}")
-                    };
-                    let _ = write!(out, "<td class=\"num\" data-value=\"{v}\">{shown}</td>");
+                    let _ = write!(
+                        out,
+                        "<td class=\"num\" data-value=\"{}\">{}</td>",
+                        number(other),
+                        cell(other)
+                    );
                 }
             }
         }
@@ -249,14 +248,6 @@ fn text(value: &Value) -> &str {
     match value {
         Value::String(s) => s,
         _ => "",
-    }
-}
-
-fn number(value: &Value) -> f64 {
-    match value {
-        Value::Float(v) => *v,
-        Value::Int(v) => *v as f64,
-        _ => 0.0,
     }
 }
 

@@ -11,6 +11,8 @@ mod timeline;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use rustc_hash::FxHashMap;
+
 use crate::catalog::Catalog;
 use crate::plan::TransformPlan;
 use crate::record::RecordKind;
@@ -20,7 +22,7 @@ use crate::stats::Accumulator;
 use crate::transform::Table;
 use crate::wire::Frame;
 
-pub use render::{Format, csv, render, top_kernels, write_files};
+pub use render::{Format, cell, csv, number, render, top_kernels, write_files};
 pub use rocpd::is_database;
 pub use timeline::{AgentKey, Timeline};
 
@@ -31,11 +33,20 @@ pub struct Breakdown {
     pub agent: bool,
 }
 
-/// One section's statistics: a key (the breakdown columns, then the section's own) to the
-/// durations of its records, in nanoseconds.
+/// One section's statistics: a key to the durations of its records, in nanoseconds.
 #[derive(Debug, Default)]
 struct Section {
-    rows: BTreeMap<Vec<String>, Row>,
+    rows: FxHashMap<Key, Row>,
+}
+
+/// A row's key: where its records ran (when the breakdown asks) and its own key columns,
+/// as ids of interned names, so adding a record allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Key {
+    process: Option<u32>,
+    agent: Option<u32>,
+    /// The section's own columns ([`Kind::key_columns`]; unused slots are 0).
+    own: [u32; 2],
 }
 
 #[derive(Debug, Default, Clone)]
@@ -103,6 +114,9 @@ impl Kind {
 pub struct Summary {
     breakdown: Breakdown,
     sections: BTreeMap<Kind, Section>,
+    /// The names keys refer to, and their ids.
+    names: Vec<String>,
+    name_ids: FxHashMap<String, u32>,
     /// GPU busy time per agent over the run.
     pub timeline: Timeline,
     /// The run's metadata: processes, agents, kernels.
@@ -151,14 +165,15 @@ impl Summary {
         value: f64,
         bytes: u64,
     ) {
-        let mut key = Vec::with_capacity(own.len() + 2);
-        if self.breakdown.process {
-            key.push(pid.to_string());
+        let mut ids = [0; 2];
+        for (id, name) in ids.iter_mut().zip(own) {
+            *id = self.intern(name);
         }
-        if self.breakdown.agent && kind.on_agent() {
-            key.push(agent.map_or_else(String::new, |a| a.to_string()));
-        }
-        key.extend(own.iter().map(|s| (*s).to_owned()));
+        let key = Key {
+            process: self.breakdown.process.then_some(pid),
+            agent: agent.filter(|_| self.breakdown.agent && kind.on_agent()),
+            own: ids,
+        };
         let row = self
             .sections
             .entry(kind)
@@ -168,6 +183,34 @@ impl Summary {
             .or_default();
         row.durations.add(value);
         row.bytes += bytes;
+    }
+
+    fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_owned());
+        self.name_ids.insert(name.to_owned(), id);
+        id
+    }
+
+    /// A key's columns as text, in table order.
+    fn key_text(&self, kind: Kind, key: &Key) -> Vec<String> {
+        let mut text = Vec::with_capacity(4);
+        if self.breakdown.process {
+            text.extend(key.process.map(|p| p.to_string()));
+        }
+        if self.breakdown.agent && kind.on_agent() {
+            text.push(key.agent.map_or_else(String::new, |a| a.to_string()));
+        }
+        let own = kind.key_columns().len();
+        text.extend(
+            key.own[..own]
+                .iter()
+                .map(|&id| self.names[id as usize].clone()),
+        );
+        text
     }
 
     /// The sections as tables, most time first.
@@ -213,12 +256,16 @@ impl Summary {
             columns.push("bytes".into());
         }
         let grand_total: f64 = section.rows.values().map(|r| r.durations.sum()).sum();
-        let mut rows: Vec<(&Vec<String>, &Row)> = section.rows.iter().collect();
+        let mut rows: Vec<(Vec<String>, &Row)> = section
+            .rows
+            .iter()
+            .map(|(key, row)| (self.key_text(kind, key), row))
+            .collect();
         rows.sort_by(|a, b| {
             b.1.durations
                 .sum()
                 .total_cmp(&a.1.durations.sum())
-                .then_with(|| a.0.cmp(b.0))
+                .then_with(|| a.0.cmp(&b.0))
         });
         let rows = rows
             .into_iter()
@@ -229,8 +276,7 @@ impl Summary {
                 } else {
                     0.0
                 };
-                let mut values: Vec<evalexpr::Value> =
-                    key.iter().map(|k| Text(k.clone())).collect();
+                let mut values: Vec<evalexpr::Value> = key.into_iter().map(Text).collect();
                 values.push(Int(d.count() as i64));
                 values.extend(
                     [

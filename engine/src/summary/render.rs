@@ -153,14 +153,21 @@ fn markdown(tables: &[Table]) -> String {
 }
 
 /// A value as people read it: times and counts whole, shares with two decimals.
-fn cell(value: &Value) -> String {
+pub fn cell(value: &Value) -> String {
     match value {
         Value::Float(v) if v.fract() == 0.0 || v.abs() >= 100.0 => format!("{v:.0}"),
         Value::Float(v) => format!("{v:.2}"),
-        other => match other {
-            Value::String(s) => s.clone(),
-            v => v.to_string(),
-        },
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A numeric cell's value (0 for others).
+pub fn number(value: &Value) -> f64 {
+    match value {
+        Value::Float(v) => *v,
+        Value::Int(v) => *v as f64,
+        _ => 0.0,
     }
 }
 
@@ -175,11 +182,6 @@ pub fn top_kernels(tables: &[Table], n: usize) -> Option<String> {
         column("mean_ns")?,
         column("kernel")?,
     );
-    let number = |v: &Value| match v {
-        Value::Float(f) => *f,
-        Value::Int(i) => *i as f64,
-        _ => 0.0,
-    };
     let mut out = format!(
         "top kernels by GPU time\n  {:>8} {:>12} {:>7} {:>11}  kernel\n",
         "calls", "total ms", "%", "mean us"
