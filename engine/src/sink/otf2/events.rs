@@ -72,7 +72,7 @@ impl Tracks {
                 for r in records {
                     let key = RegionKey::Api(r.domain_id, r.operation_id);
                     let region = out.defs.region(key, hip(ffi::REGION_ROLE_FUNCTION), || {
-                        column(r, "operation", meta)
+                        column(r, "operation", meta).to_owned()
                     });
                     let detail = None;
                     self.push(
@@ -99,7 +99,7 @@ impl Tracks {
                 for r in records {
                     let key = RegionKey::Marker(stream, r.message, r.operation_id);
                     let region = out.defs.region(key, user, || match meta.string(r.message) {
-                        "" => column(r, "operation", meta),
+                        "" => column(r, "operation", meta).to_owned(),
                         message => message.to_owned(),
                     });
                     let detail = None;
@@ -129,7 +129,9 @@ impl Tracks {
                     };
                     let region =
                         out.defs
-                            .region(RegionKey::Allocation(r.operation_id), hip(role), || name);
+                            .region(RegionKey::Allocation(r.operation_id), hip(role), || {
+                                name.to_owned()
+                            });
                     let detail = Some((BYTES, r.bytes));
                     self.push(
                         TrackKey {
@@ -151,7 +153,7 @@ impl Tracks {
                 for r in records {
                     let key = RegionKey::Kernel(stream, r.kernel_id);
                     let region = out.defs.region(key, hip(ffi::REGION_ROLE_FUNCTION), || {
-                        column(r, "kernel_name", meta)
+                        column(r, "kernel_name", meta).to_owned()
                     });
                     let detail = Some((DISPATCH_ID, r.dispatch_id));
                     self.push(
@@ -176,7 +178,7 @@ impl Tracks {
                     let region = out
                         .defs
                         .region(key, hip(ffi::REGION_ROLE_DATA_TRANSFER), || {
-                            column(r, "direction", meta)
+                            column(r, "direction", meta).to_owned()
                         });
                     // The GPU's copy engines do the work: the destination's, unless it is
                     // the host.
@@ -338,9 +340,9 @@ fn ids(correlation: u64, external: u64, detail: Option<(u32, u64)>) -> Attribute
 }
 
 /// A record's text column, for a region's name.
-fn column(record: &impl Columns, name: &str, meta: &StreamMeta) -> String {
+fn column<'a>(record: &impl Columns, name: &str, meta: &'a StreamMeta) -> &'a str {
     match record.get(name, meta) {
-        Some(Cell::Str(text)) => text.to_owned(),
+        Some(Cell::Str(text)) => text,
         other => unreachable!("{name} is a text column, not {other:?}"),
     }
 }
