@@ -74,21 +74,13 @@ impl Tracks {
                     let region = out.defs.region(key, hip(ffi::REGION_ROLE_FUNCTION), || {
                         column(r, "operation", meta).to_owned()
                     });
-                    let detail = None;
-                    self.push(
-                        TrackKey {
-                            stream,
-                            track: Track::Thread(r.tid),
-                        },
-                        span(
-                            r.start_ns,
-                            r.end_ns,
-                            region,
-                            ids(r.correlation_id, r.external_id, detail),
-                        ),
-                        meta,
-                        out,
-                    )?;
+                    let track = TrackKey {
+                        stream,
+                        track: Track::Thread(r.tid),
+                    };
+                    let times = (r.start_ns, r.end_ns);
+                    let ids = (r.correlation_id, r.external_id);
+                    self.push(track, span(times, region, ids, None), meta, out)?;
                 }
             }
             Batch::Marker(records) => {
@@ -102,21 +94,13 @@ impl Tracks {
                         "" => column(r, "operation", meta).to_owned(),
                         message => message.to_owned(),
                     });
-                    let detail = None;
-                    self.push(
-                        TrackKey {
-                            stream,
-                            track: Track::Markers(r.tid),
-                        },
-                        span(
-                            r.start_ns,
-                            r.end_ns,
-                            region,
-                            ids(r.correlation_id, r.external_id, detail),
-                        ),
-                        meta,
-                        out,
-                    )?;
+                    let track = TrackKey {
+                        stream,
+                        track: Track::Markers(r.tid),
+                    };
+                    let times = (r.start_ns, r.end_ns);
+                    let ids = (r.correlation_id, r.external_id);
+                    self.push(track, span(times, region, ids, None), meta, out)?;
                 }
             }
             Batch::MemoryAllocation(records) => {
@@ -132,18 +116,15 @@ impl Tracks {
                             .region(RegionKey::Allocation(r.operation_id), hip(role), || {
                                 name.to_owned()
                             });
-                    let detail = Some((BYTES, r.bytes));
+                    let track = TrackKey {
+                        stream,
+                        track: Track::Memory(r.tid),
+                    };
+                    let times = (r.start_ns, r.end_ns);
+                    let ids = (r.correlation_id, r.external_id);
                     self.push(
-                        TrackKey {
-                            stream,
-                            track: Track::Memory(r.tid),
-                        },
-                        span(
-                            r.start_ns,
-                            r.end_ns,
-                            region,
-                            ids(r.correlation_id, r.external_id, detail),
-                        ),
+                        track,
+                        span(times, region, ids, Some((BYTES, r.bytes))),
                         meta,
                         out,
                     )?;
@@ -155,18 +136,15 @@ impl Tracks {
                     let region = out.defs.region(key, hip(ffi::REGION_ROLE_FUNCTION), || {
                         column(r, "kernel_name", meta).to_owned()
                     });
-                    let detail = Some((DISPATCH_ID, r.dispatch_id));
+                    let track = TrackKey {
+                        stream,
+                        track: Track::Queue(r.agent, r.queue),
+                    };
+                    let times = (r.start_ns, r.end_ns);
+                    let ids = (r.correlation_id, r.external_id);
                     self.push(
-                        TrackKey {
-                            stream,
-                            track: Track::Queue(r.agent, r.queue),
-                        },
-                        span(
-                            r.start_ns,
-                            r.end_ns,
-                            region,
-                            ids(r.correlation_id, r.external_id, detail),
-                        ),
+                        track,
+                        span(times, region, ids, Some((DISPATCH_ID, r.dispatch_id))),
                         meta,
                         out,
                     )?;
@@ -191,18 +169,15 @@ impl Tracks {
                     } else {
                         r.src_agent
                     };
-                    let detail = Some((BYTES, r.bytes));
+                    let track = TrackKey {
+                        stream,
+                        track: Track::Copies(agent),
+                    };
+                    let times = (r.start_ns, r.end_ns);
+                    let ids = (r.correlation_id, r.external_id);
                     self.push(
-                        TrackKey {
-                            stream,
-                            track: Track::Copies(agent),
-                        },
-                        span(
-                            r.start_ns,
-                            r.end_ns,
-                            region,
-                            ids(r.correlation_id, r.external_id, detail),
-                        ),
+                        track,
+                        span(times, region, ids, Some((BYTES, r.bytes))),
                         meta,
                         out,
                     )?;
@@ -261,18 +236,18 @@ impl Tracks {
         let mark = Mark::Metric {
             metric: out.defs.metric(stream, sum.counter, meta),
             value: sum.value,
-            attributes: ids(0, 0, Some((DISPATCH_ID, sum.dispatch))),
+            attributes: attributes(0, 0, Some((DISPATCH_ID, sum.dispatch))),
         };
         let span = Span {
             start: sum.time,
             end: sum.time,
             mark,
         };
-        let key = TrackKey {
+        let track = TrackKey {
             stream,
             track: Track::Counters(agent),
         };
-        self.push(key, span, meta, out)
+        self.push(track, span, meta, out)
     }
 
     fn push(
@@ -321,16 +296,25 @@ fn overlap(track: Track) -> Overlap {
 }
 
 /// A span that enters `region` at `start` and leaves it at `end`.
-fn span(start: u64, end: u64, region: u32, attributes: Attributes) -> Span {
+/// A record's span in `region`, with its [`attributes`].
+fn span(
+    (start, end): (u64, u64),
+    region: u32,
+    (correlation, external): (u64, u64),
+    detail: Option<(u32, u64)>,
+) -> Span {
     Span {
         start,
         end,
-        mark: Mark::Region { region, attributes },
+        mark: Mark::Region {
+            region,
+            attributes: attributes(correlation, external, detail),
+        },
     }
 }
 
 /// The attributes of an event: its correlation ids and one more, when it has one.
-fn ids(correlation: u64, external: u64, detail: Option<(u32, u64)>) -> Attributes {
+fn attributes(correlation: u64, external: u64, detail: Option<(u32, u64)>) -> Attributes {
     let (id, value) = detail.unwrap_or((BYTES, 0));
     Attributes([
         (CORRELATION_ID, correlation),
