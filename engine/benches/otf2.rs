@@ -9,10 +9,6 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use rocflow::pipeline::{self, Options};
-use rocflow::sink;
-use rocflow::spool::SpoolReader;
-use rocflow::stage;
 use support::{Run, best, replay_in_child, write_spool};
 
 /// Every kind the sink writes, straight into OTF2.
@@ -31,19 +27,8 @@ path = "OUT"
 
 /// Replays a spool into an archive at `out`; returns the records the sink took.
 fn replay(spool: &Path, out: &Path) -> u64 {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("bench.toml");
-    std::fs::write(&file, PIPELINE.replace("OUT", &out.display().to_string())).unwrap();
-    let plan = pipeline::compile_file(&file, &Options::default())
-        .expect("the bench pipeline is valid")
-        .plan;
-    let frames = SpoolReader::open(spool).unwrap().map(Result::unwrap);
-    let report = stage::run(&plan, frames, &sink::open).unwrap();
-    let sink = &report.sinks[0];
-    if let Err(e) = &sink.outcome {
-        panic!("sink {}: {e}", sink.name);
-    }
-    sink.records
+    let text = PIPELINE.replace("OUT", &out.display().to_string());
+    support::replay(&text, spool).sinks[0].records
 }
 
 /// The archive's locations, from its event files.

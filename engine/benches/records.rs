@@ -9,11 +9,7 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rocflow::pipeline::{self, Options};
-use rocflow::plan::Plan;
-use rocflow::sink;
 use rocflow::spool::SpoolReader;
-use rocflow::stage;
 use rocflow::wire::Payload;
 use support::{best, replay_in_child, write_spool};
 
@@ -49,25 +45,10 @@ kind = "csv"
 path = "OUT"
 "#;
 
-fn plan(out: &Path) -> Plan {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bench.toml");
-    std::fs::write(&path, PIPELINE.replace("OUT", &out.display().to_string())).unwrap();
-    pipeline::compile_file(&path, &Options::default())
-        .expect("the bench pipeline is valid")
-        .plan
-}
-
 /// Replays a spool through the bench pipeline; returns the records decoded.
 fn replay(spool: &Path, out: &Path) -> u64 {
-    let plan = plan(out);
-    let frames = SpoolReader::open(spool).unwrap().map(Result::unwrap);
-    let report = stage::run(&plan, frames, &sink::open).unwrap();
-    for s in &report.sinks {
-        if let Err(e) = &s.outcome {
-            panic!("sink {}: {e}", s.name);
-        }
-    }
+    let text = PIPELINE.replace("OUT", &out.display().to_string());
+    let report = support::replay(&text, spool);
     report.records_in.iter().map(|(_, n)| n).sum()
 }
 

@@ -13,10 +13,7 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use rocflow::pipeline::{self, Options};
-use rocflow::sink;
 use rocflow::spool::SpoolReader;
-use rocflow::stage;
 use rocflow::wire::Payload;
 use support::{Run, best, replay_in_child, write_spool};
 
@@ -43,22 +40,10 @@ const PROCESSES: u16 = 3;
 
 /// Replays a spool into rocpd databases under `out`; returns the records written.
 fn replay(spool: &Path, out: &Path, layout: &str) -> u64 {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("bench.toml");
     let text = PIPELINE
         .replace("@dir@", &out.display().to_string())
         .replace("@layout@", layout);
-    std::fs::write(&file, text).unwrap();
-    let plan = pipeline::compile_file(&file, &Options::default())
-        .expect("the bench pipeline is valid")
-        .plan;
-    let frames = SpoolReader::open(spool).unwrap().map(Result::unwrap);
-    let report = stage::run(&plan, frames, &sink::open).unwrap();
-    let sink = &report.sinks[0];
-    if let Err(e) = &sink.outcome {
-        panic!("sink {}: {e}", sink.name);
-    }
-    sink.records
+    support::replay(&text, spool).sinks[0].records
 }
 
 /// Bytes of the files in `dir`.

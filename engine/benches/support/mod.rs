@@ -136,3 +136,23 @@ pub fn replay_in_child(spool: &Path, out: &Path) -> u64 {
         .parse()
         .unwrap()
 }
+
+/// Replays `spool` through the pipeline `text` into its sinks (each must succeed).
+pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bench.toml");
+    std::fs::write(&file, text).unwrap();
+    let plan = rocflow::pipeline::compile_file(&file, &Default::default())
+        .expect("the bench pipeline is valid")
+        .plan;
+    let frames = rocflow::spool::SpoolReader::open(spool)
+        .unwrap()
+        .map(Result::unwrap);
+    let report = rocflow::stage::run(&plan, frames, &rocflow::sink::open).unwrap();
+    for sink in &report.sinks {
+        if let Err(e) = &sink.outcome {
+            panic!("sink {}: {e}", sink.name);
+        }
+    }
+    report
+}
