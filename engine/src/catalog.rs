@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::record::{
-    Agent, CodeObject, CounterInfo, KernelSymbol, Meta, Process, Queue, RecordKind, Stream, Sym,
-    Thread,
+    Agent, CodeObject, CounterInfo, Exit, KernelSymbol, Meta, Process, Queue, RecordKind, Stream,
+    Sym, Thread,
 };
 
 /// All streams' metadata.
@@ -17,6 +17,8 @@ pub struct Catalog {
     streams: Vec<StreamMeta>,
     /// The plan the run was recorded with (JSON), if the spool holds one.
     pub plan: Option<String>,
+    /// How the application ended, for runs recorded by `rocflow run`.
+    pub exit: Option<Exit>,
 }
 
 /// One process's metadata.
@@ -71,6 +73,7 @@ impl Catalog {
                 Meta::Stream(s) => meta.hip_streams.push(s),
                 Meta::Dropped { kind, count } => *meta.dropped.entry(kind).or_default() += count,
                 Meta::Plan { json } => self.plan = Some(json),
+                Meta::Exit(exit) => self.exit = Some(exit),
             }
         }
     }

@@ -17,6 +17,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod post;
 pub mod report;
+pub mod runner;
 pub mod sink;
 pub mod stage;
 pub mod stats;

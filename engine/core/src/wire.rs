@@ -133,8 +133,20 @@ impl<R: Read> FrameReader<R> {
     /// The next frame, `None` at a clean end of the stream.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, WireError> {
         let offset = self.offset;
-        let mut header = [0; FRAME_HEADER];
-        match read_full(&mut self.input, &mut header)? {
+        match self.next_raw()? {
+            Some(bytes) => decode_frame(bytes)
+                .map(Some)
+                .map_err(|reason| WireError::Corrupt { offset, reason }),
+            None => Ok(None),
+        }
+    }
+
+    /// The next frame as it was encoded (header and payload), its checksum verified;
+    /// `None` at a clean end of the stream. The runner stores these bytes as they are.
+    pub fn next_raw(&mut self) -> Result<Option<&mut [u8]>, WireError> {
+        let offset = self.offset;
+        self.buffer.resize(FRAME_HEADER, 0);
+        match read_full(&mut self.input, &mut self.buffer)? {
             0 => return Ok(None),
             n if n < FRAME_HEADER => {
                 return Err(WireError::Truncated {
@@ -144,46 +156,61 @@ impl<R: Read> FrameReader<R> {
             }
             _ => {}
         }
-        let corrupt = |reason: String| WireError::Corrupt { offset, reason };
-        let tag = header[0];
-        let stream = u16::from_le_bytes([header[2], header[3]]);
-        let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
-        let crc = u32::from_le_bytes(header[8..12].try_into().unwrap());
+        let len = u32::from_le_bytes(self.buffer[4..8].try_into().unwrap()) as usize;
+        let crc = u32::from_le_bytes(self.buffer[8..12].try_into().unwrap());
         if len > MAX_PAYLOAD {
-            return Err(corrupt(format!("it claims {len} bytes")));
+            return Err(WireError::Corrupt {
+                offset,
+                reason: format!("it claims {len} bytes"),
+            });
         }
-        self.buffer.resize(len, 0);
-        let got = read_full(&mut self.input, &mut self.buffer)?;
+        self.buffer.resize(FRAME_HEADER + len, 0);
+        let got = read_full(&mut self.input, &mut self.buffer[FRAME_HEADER..])?;
         if got < len {
             return Err(WireError::Truncated {
                 offset,
                 missing: len - got,
             });
         }
-        if crc32fast::hash(&self.buffer) != crc {
-            return Err(corrupt("checksum mismatch".into()));
+        if crc32fast::hash(&self.buffer[FRAME_HEADER..]) != crc {
+            return Err(WireError::Corrupt {
+                offset,
+                reason: "checksum mismatch".into(),
+            });
         }
-        let payload = if tag == META_TAG {
-            let items = serde_json::from_slice(&self.buffer)
-                .map_err(|e| corrupt(format!("bad metadata: {e}")))?;
-            Payload::Meta(items)
-        } else {
-            let kind = usize::from(tag - 1);
-            let kind = *RecordKind::ALL
-                .get(kind)
-                .ok_or_else(|| corrupt(format!("unknown frame tag {tag}")))?;
-            let batch = Batch::decode(kind, &self.buffer).ok_or_else(|| {
-                corrupt(format!(
-                    "{len} bytes is not a whole number of {} records ({} bytes each)",
-                    kind.name(),
-                    wire_size(kind)
-                ))
-            })?;
-            Payload::Records(batch)
-        };
         self.offset += (FRAME_HEADER + len) as u64;
-        Ok(Some(Frame { stream, payload }))
+        Ok(Some(&mut self.buffer))
     }
+}
+
+/// Sets the stream a raw frame belongs to (the runner numbers each connection).
+pub fn set_stream(frame: &mut [u8], stream: u16) {
+    frame[2..4].copy_from_slice(&stream.to_le_bytes());
+}
+
+/// Decodes a whole frame whose checksum was verified; the error says what is wrong.
+pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
+    let (header, payload) = bytes.split_at(FRAME_HEADER);
+    let tag = header[0];
+    let stream = u16::from_le_bytes([header[2], header[3]]);
+    let payload = if tag == META_TAG {
+        let items = serde_json::from_slice(payload).map_err(|e| format!("bad metadata: {e}"))?;
+        Payload::Meta(items)
+    } else {
+        let kind = *RecordKind::ALL
+            .get(usize::from(tag - 1))
+            .ok_or_else(|| format!("unknown frame tag {tag}"))?;
+        let batch = Batch::decode(kind, payload).ok_or_else(|| {
+            format!(
+                "{} bytes is not a whole number of {} records ({} bytes each)",
+                payload.len(),
+                kind.name(),
+                wire_size(kind)
+            )
+        })?;
+        Payload::Records(batch)
+    };
+    Ok(Frame { stream, payload })
 }
 
 /// Reads until `buf` is full or the input ends; returns how many bytes were read.

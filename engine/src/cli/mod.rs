@@ -3,6 +3,7 @@
 
 mod counters;
 mod pipeline;
+mod run;
 mod spool;
 
 use std::io::{IsTerminal, Write};
@@ -38,6 +39,8 @@ enum Command {
     /// List and show pipeline templates (shipped, and on ROCFLOW_PIPELINE_PATH).
     #[command(subcommand)]
     Templates(pipeline::TemplatesCommand),
+    /// Profile an application: `rocflow run PIPELINE -- APP ARGS…`.
+    Run(run::RunArgs),
     /// Rebuild a run's outputs from its raw spool, with its pipeline or another one.
     Replay(spool::ReplayArgs),
     /// Show what a raw spool holds: processes, agents, records per kind, time span, losses.
@@ -63,6 +66,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => pipeline::validate(args),
         Command::Explain(args) => pipeline::explain(args),
         Command::Templates(command) => pipeline::templates(command),
+        Command::Run(args) => run::run(args),
         Command::Replay(args) => spool::replay(args),
         Command::Inspect(args) => spool::inspect(args),
         Command::Summary(args) => spool::summary(args),

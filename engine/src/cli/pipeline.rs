@@ -1,7 +1,7 @@
 //! `rocflow validate`, `rocflow explain` and `rocflow templates`.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::pipeline::{self, Library, Options, Origin, Override};
-use crate::plan;
+use crate::plan::{self, Plan};
 use crate::sdk::Domain;
 
 use super::print;
@@ -27,6 +27,18 @@ pub struct PipelineArgs {
 }
 
 impl PipelineArgs {
+    /// Compiles a pipeline file (or template) with these options, showing its warnings.
+    pub(super) fn compile(&self, file: &Path) -> Result<Plan> {
+        let compiled =
+            crate::pipeline::compile_file(file, &self.options()?).map_err(Error::User)?;
+        let color = std::io::stderr().is_terminal();
+        compiled
+            .warnings
+            .iter()
+            .for_each(|w| eprintln!("{}\n", w.render(color)));
+        Ok(compiled.plan)
+    }
+
     pub(super) fn options(&self) -> Result<Options> {
         let overrides = self
             .set

@@ -70,16 +70,7 @@ pub struct ReplayArgs {
 /// Rebuilds outputs from a spool, with the recorded pipeline or another one.
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let plan = match &args.pipeline {
-        Some(file) => {
-            let compiled =
-                pipeline::compile_file(file, &args.options.options()?).map_err(Error::User)?;
-            let color = std::io::stderr().is_terminal();
-            compiled
-                .warnings
-                .iter()
-                .for_each(|w| eprintln!("{}\n", w.render(color)));
-            compiled.plan
-        }
+        Some(file) => args.options.compile(file)?,
         None => recorded_plan(&args.spool)?,
     };
     let mut reader = open(&args.spool)?;
@@ -93,12 +84,20 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             source: e,
         });
     }
-    let mut out = String::new();
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
-    out.push_str(&format!(
-        "replayed {total} records from {}\n",
-        args.spool.display()
-    ));
+    let mut out = format!("replayed {total} records from {}\n", args.spool.display());
+    let healthy = outputs(&plan, &report, &args.spool, &mut out);
+    print(&out)?;
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Lists what each sink wrote (and reports the ones that failed), then runs the
+/// post-steps; returns whether every sink and required step succeeded.
+pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &mut String) -> bool {
     let mut healthy = true;
     for sink in &report.sinks {
         match &sink.outcome {
@@ -122,7 +121,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         );
     }
     let placeholders = Placeholders::for_run(&report.catalog);
-    for step in post::run(&plan, &args.spool, &placeholders) {
+    for step in post::run(plan, spool, &placeholders) {
         match step.outcome {
             Ok(done) => {
                 out.push_str(&format!("  {}:", step.name));
@@ -139,12 +138,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             }
         }
     }
-    print(&out)?;
-    Ok(if healthy {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    healthy
 }
 
 #[derive(Debug, Args)]

@@ -126,15 +126,7 @@ pub struct Reduction {
     pub op: ReduceOp,
 }
 
-/// How counter values are combined across a dimension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReduceOp {
-    Sum,
-    Avg,
-    Min,
-    Max,
-}
+pub use rocflow_core::contexts::ReduceOp;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -3,8 +3,6 @@
 //!
 //! Each parser returns a message fit to show under the offending value.
 
-use serde::{Deserialize, Serialize};
-
 const SIZE_UNITS: &[(&str, u64)] = &[
     ("B", 1),
     ("KiB", 1 << 10),
@@ -84,67 +82,7 @@ pub fn parse_percent(text: &str) -> Option<Result<f64, String>> {
     })
 }
 
-/// A set of kernel iterations (1-based dispatch counts per kernel), as rocprofv3's
-/// `--kernel-iteration-range` takes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IterationRanges(pub Vec<IterationRange>);
-
-/// An inclusive range; `last = None` means "and every later iteration".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IterationRange {
-    pub first: u64,
-    pub last: Option<u64>,
-}
-
-impl IterationRanges {
-    /// Parses "[1-10],[20]" or "[5-]"; the error says which part is wrong.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let mut ranges = Vec::new();
-        for part in text.split(',').map(str::trim) {
-            let inner = part
-                .strip_prefix('[')
-                .and_then(|p| p.strip_suffix(']'))
-                .ok_or_else(|| format!("`{part}` is not a range; write `[first-last]` or `[n]`"))?;
-            let number = |s: &str| {
-                s.trim()
-                    .parse::<u64>()
-                    .map_err(|_| format!("`{}` in `{part}` is not an iteration number", s.trim()))
-            };
-            let range = match inner.split_once('-') {
-                Some((first, "")) => IterationRange {
-                    first: number(first)?,
-                    last: None,
-                },
-                Some((first, last)) => IterationRange {
-                    first: number(first)?,
-                    last: Some(number(last)?),
-                },
-                None => {
-                    let n = number(inner)?;
-                    IterationRange {
-                        first: n,
-                        last: Some(n),
-                    }
-                }
-            };
-            if range.first == 0 {
-                return Err(format!("`{part}`: iterations count from 1"));
-            }
-            if range.last.is_some_and(|last| last < range.first) {
-                return Err(format!("`{part}` ends before it starts"));
-            }
-            ranges.push(range);
-        }
-        Ok(IterationRanges(ranges))
-    }
-
-    /// Whether the n-th dispatch (1-based) of a kernel is profiled.
-    pub fn contains(&self, iteration: u64) -> bool {
-        self.0
-            .iter()
-            .any(|r| iteration >= r.first && r.last.is_none_or(|last| iteration <= last))
-    }
-}
+pub use rocflow_core::contexts::{IterationRange, IterationRanges};
 
 #[cfg(test)]
 mod tests {

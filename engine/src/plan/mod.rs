@@ -10,12 +10,13 @@ use serde::{Deserialize, Serialize};
 use crate::pipeline::model::{PostStep, ReduceOp, SinkKind};
 use crate::pipeline::units::IterationRanges;
 use crate::record::RecordKind;
-use crate::sdk::{AgentType, BufferPolicy, Domain, PcSamplingMethod, PcSamplingUnit};
+
+pub use rocflow_core::contexts::{
+    AgentSelector, BufferPlan, ContextPlan, CounterPlan, FORMAT_VERSION, PcSamplingPlan,
+    ReducePlan, StartPlan, TracingPlan,
+};
 
 pub use explain::explain;
-
-/// Bumped whenever the serialized form changes incompatibly.
-pub const FORMAT_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Plan {
@@ -38,103 +39,6 @@ pub struct Provenance {
     pub sources: Vec<String>,
     /// A hash of the resolved pipeline, to tell runs of different pipelines apart.
     pub hash: String,
-}
-
-/// One rocprofiler-sdk context. All contexts are created in the tool's initialize
-/// callback (the SDK allows no other time); `start` says when each is started.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ContextPlan {
-    pub name: String,
-    pub buffer: BufferPlan,
-    /// Agents the context's device services apply to; empty means every GPU.
-    pub agents: Vec<AgentSelector>,
-    pub tracing: Vec<TracingPlan>,
-    /// Callback tracing of code objects and kernel symbols, so records carry kernel names.
-    pub code_objects: bool,
-    pub counters: Option<CounterPlan>,
-    pub pc_sampling: Option<PcSamplingPlan>,
-    pub serialize: bool,
-    pub start: StartPlan,
-}
-
-impl ContextPlan {
-    /// The record kinds this context produces.
-    pub fn record_kinds(&self) -> impl Iterator<Item = RecordKind> + '_ {
-        self.tracing
-            .iter()
-            .map(|t| t.domain.record_kind())
-            .chain(self.counters.iter().map(|_| RecordKind::CounterSample))
-            .chain(self.pc_sampling.iter().map(|_| RecordKind::PcSample))
-    }
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct BufferPlan {
-    pub size_bytes: u64,
-    pub watermark_bytes: u64,
-    pub policy: BufferPolicy,
-}
-
-/// Which agents a service applies to.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentSelector {
-    Index(u32),
-    Type(AgentType),
-    /// A gfx name or glob (`gfx942`, `gfx9*`).
-    Gfx(String),
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TracingPlan {
-    pub domain: Domain,
-    /// The operation ids to trace; `None` traces all of them.
-    pub operations: Option<Vec<i32>>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CounterPlan {
-    /// Counter names as requested (hardware or derived).
-    pub collect: Vec<String>,
-    /// Derived counters the pipeline defines: name and expression.
-    pub derived: Vec<(String, String)>,
-    pub reduce: Vec<ReducePlan>,
-    pub kernel_include: Option<String>,
-    pub kernel_exclude: Option<String>,
-    pub iterations: Option<IterationRanges>,
-    pub agents: Vec<AgentSelector>,
-    /// The counter definition file the names were checked against, if one was found.
-    pub definitions: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ReducePlan {
-    /// Counters the reduction applies to; empty means all.
-    pub counters: Vec<String>,
-    pub dimensions: Vec<String>,
-    pub op: ReduceOp,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PcSamplingPlan {
-    pub method: PcSamplingMethod,
-    pub unit: PcSamplingUnit,
-    pub interval: u64,
-    pub agents: Vec<AgentSelector>,
-}
-
-/// When a context runs: rocprofv3's collection period plus starting paused.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
-pub struct StartPlan {
-    /// Stays stopped until `roctxProfilerResume`.
-    pub paused: bool,
-    pub delay_ns: u64,
-    /// Collect for this long, then stop; `None` collects until the end.
-    pub duration_ns: Option<u64>,
-    /// Pause between repeated collection periods.
-    pub interval_ns: u64,
-    /// Further periods after the first (0 = just one).
-    pub repeat: u32,
 }
 
 /// The records' path from the decoder through the transforms to the sinks.

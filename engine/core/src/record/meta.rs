@@ -33,6 +33,26 @@ pub enum Meta {
     Plan {
         json: String,
     },
+    /// How the application ended; the runner adds it once the application has exited.
+    Exit(Exit),
+}
+
+/// An application's end: its exit code, or the signal that killed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl Exit {
+    /// The status a shell reports: the code, or 128 + the signal.
+    pub fn status(self) -> i32 {
+        match self {
+            Exit::Code(code) => code,
+            Exit::Signal(signal) => 128 + signal,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

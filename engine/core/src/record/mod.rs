@@ -8,7 +8,7 @@ mod model;
 pub use field::{Field, Sym, Value};
 pub use kind::{ColumnType, RecordKind};
 pub use meta::{
-    Agent, CodeObject, CounterInfo, KernelSymbol, Meta, Process, Queue, Stream, Thread,
+    Agent, CodeObject, CounterInfo, Exit, KernelSymbol, Meta, Process, Queue, Stream, Thread,
 };
 pub use model::{
     ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,

@@ -1,0 +1,229 @@
+//! The part of the Plan the tool library reads: the rocprofiler-sdk contexts to create,
+//! with their buffers, services and collection periods. The runner compiles pipelines into
+//! these; the tool receives them serialized, so both sides share one definition.
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::RecordKind;
+use crate::sdk::{AgentType, BufferPolicy, Domain, PcSamplingMethod, PcSamplingUnit};
+
+/// The Plan's serialized format; bumped whenever it changes incompatibly.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The contexts of a serialized Plan, which is all the tool library reads of it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PlanContexts {
+    pub format: u32,
+    pub contexts: Vec<ContextPlan>,
+}
+
+/// One rocprofiler-sdk context. All contexts are created in the tool's initialize
+/// callback (the SDK allows no other time); `start` says when each is started.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ContextPlan {
+    pub name: String,
+    pub buffer: BufferPlan,
+    /// Agents the context's device services apply to; empty means every GPU.
+    pub agents: Vec<AgentSelector>,
+    pub tracing: Vec<TracingPlan>,
+    /// Callback tracing of code objects and kernel symbols, so records carry kernel names.
+    pub code_objects: bool,
+    pub counters: Option<CounterPlan>,
+    pub pc_sampling: Option<PcSamplingPlan>,
+    pub serialize: bool,
+    pub start: StartPlan,
+}
+
+impl ContextPlan {
+    /// The record kinds this context produces.
+    pub fn record_kinds(&self) -> impl Iterator<Item = RecordKind> + '_ {
+        self.tracing
+            .iter()
+            .map(|t| t.domain.record_kind())
+            .chain(self.counters.iter().map(|_| RecordKind::CounterSample))
+            .chain(self.pc_sampling.iter().map(|_| RecordKind::PcSample))
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct BufferPlan {
+    pub size_bytes: u64,
+    pub watermark_bytes: u64,
+    pub policy: BufferPolicy,
+}
+
+/// Which agents a service applies to.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentSelector {
+    Index(u32),
+    Type(AgentType),
+    /// A gfx name or glob (`gfx942`, `gfx9*`).
+    Gfx(String),
+}
+
+impl AgentSelector {
+    /// Whether the selector picks a GPU, given its index among the GPUs and its gfx name.
+    pub fn selects_gpu(&self, index: u32, gfx: &str) -> bool {
+        match self {
+            AgentSelector::Index(i) => *i == index,
+            AgentSelector::Type(t) => *t == AgentType::Gpu,
+            AgentSelector::Gfx(pattern) => glob(pattern, gfx),
+        }
+    }
+}
+
+/// Whether `text` matches `pattern`, where `*` stands for any run of characters.
+fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            let Some(tail) = text.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len()).any(|i| tail.is_char_boundary(i) && glob(rest, &tail[i..]))
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TracingPlan {
+    pub domain: Domain,
+    /// The operation ids to trace; `None` traces all of them.
+    pub operations: Option<Vec<i32>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CounterPlan {
+    /// Counter names as requested (hardware or derived).
+    pub collect: Vec<String>,
+    /// Derived counters the pipeline defines: name and expression.
+    pub derived: Vec<(String, String)>,
+    pub reduce: Vec<ReducePlan>,
+    pub kernel_include: Option<String>,
+    pub kernel_exclude: Option<String>,
+    pub iterations: Option<IterationRanges>,
+    pub agents: Vec<AgentSelector>,
+    /// The counter definition file the names were checked against, if one was found.
+    pub definitions: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReducePlan {
+    /// Counters the reduction applies to; empty means all.
+    pub counters: Vec<String>,
+    pub dimensions: Vec<String>,
+    pub op: ReduceOp,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PcSamplingPlan {
+    pub method: PcSamplingMethod,
+    pub unit: PcSamplingUnit,
+    pub interval: u64,
+    pub agents: Vec<AgentSelector>,
+}
+
+/// When a context runs: rocprofv3's collection period plus starting paused.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+pub struct StartPlan {
+    /// Stays stopped until `roctxProfilerResume`.
+    pub paused: bool,
+    pub delay_ns: u64,
+    /// Collect for this long, then stop; `None` collects until the end.
+    pub duration_ns: Option<u64>,
+    /// Pause between repeated collection periods.
+    pub interval_ns: u64,
+    /// Further periods after the first (0 = just one).
+    pub repeat: u32,
+}
+
+/// How counter values are combined across a dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReduceOp {
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+/// A set of kernel iterations (1-based dispatch counts per kernel), as rocprofv3's
+/// `--kernel-iteration-range` takes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationRanges(pub Vec<IterationRange>);
+
+/// An inclusive range; `last = None` means "and every later iteration".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationRange {
+    pub first: u64,
+    pub last: Option<u64>,
+}
+
+impl IterationRanges {
+    /// Parses "[1-10],[20]" or "[5-]"; the error says which part is wrong.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut ranges = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            let inner = part
+                .strip_prefix('[')
+                .and_then(|p| p.strip_suffix(']'))
+                .ok_or_else(|| format!("`{part}` is not a range; write `[first-last]` or `[n]`"))?;
+            let number = |s: &str| {
+                s.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("`{}` in `{part}` is not an iteration number", s.trim()))
+            };
+            let range = match inner.split_once('-') {
+                Some((first, "")) => IterationRange {
+                    first: number(first)?,
+                    last: None,
+                },
+                Some((first, last)) => IterationRange {
+                    first: number(first)?,
+                    last: Some(number(last)?),
+                },
+                None => {
+                    let n = number(inner)?;
+                    IterationRange {
+                        first: n,
+                        last: Some(n),
+                    }
+                }
+            };
+            if range.first == 0 {
+                return Err(format!("`{part}`: iterations count from 1"));
+            }
+            if range.last.is_some_and(|last| last < range.first) {
+                return Err(format!("`{part}` ends before it starts"));
+            }
+            ranges.push(range);
+        }
+        Ok(IterationRanges(ranges))
+    }
+
+    /// Whether the n-th dispatch (1-based) of a kernel is profiled.
+    pub fn contains(&self, iteration: u64) -> bool {
+        self.0
+            .iter()
+            .any(|r| iteration >= r.first && r.last.is_none_or(|last| iteration <= last))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_selectors() {
+        let gfx = |p: &str| AgentSelector::Gfx(p.into());
+        assert!(gfx("gfx9*").selects_gpu(0, "gfx942"));
+        assert!(gfx("gfx942").selects_gpu(3, "gfx942"));
+        assert!(!gfx("gfx94*").selects_gpu(0, "gfx90a"));
+        assert!(gfx("gfx*a").selects_gpu(0, "gfx90a"));
+        assert!(AgentSelector::Index(1).selects_gpu(1, "gfx90a"));
+        assert!(!AgentSelector::Index(1).selects_gpu(0, "gfx90a"));
+        assert!(AgentSelector::Type(AgentType::Gpu).selects_gpu(5, "gfx1100"));
+        assert!(!AgentSelector::Type(AgentType::Cpu).selects_gpu(0, "gfx942"));
+    }
+}

@@ -1,0 +1,136 @@
+//! Record buffers, as rocprofiler-sdk keeps them: records are copied in as operations
+//! complete and handed to the tool's callback in batches, when the watermark is reached or
+//! on a flush. A full buffer either waits for delivery (lossless) or drops and counts.
+
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+use rocflow_core::abi::{BufferCallback, Handle, RecordHeader};
+use rocflow_core::sdk::BufferPolicy;
+
+/// How a buffer was created.
+pub struct BufferDef {
+    pub context: Handle,
+    pub size: usize,
+    pub watermark: usize,
+    pub policy: BufferPolicy,
+    pub callback: BufferCallback,
+    pub data: *mut c_void,
+}
+
+// The tool's callback data is only handed back to the tool.
+unsafe impl Send for BufferDef {}
+unsafe impl Sync for BufferDef {}
+
+/// Records waiting for delivery: payloads in an 8-byte aligned arena, with their headers.
+#[derive(Default)]
+pub struct Pending {
+    words: Vec<u64>,
+    records: Vec<(u32, u32, usize)>,
+    dropped: u64,
+}
+
+impl Pending {
+    fn bytes(&self) -> usize {
+        self.words.len() * 8
+    }
+
+    fn push<T: Copy>(&mut self, category: u32, kind: u32, record: &T) {
+        let words = std::mem::size_of::<T>().div_ceil(8);
+        let at = self.words.len();
+        self.words.resize(at + words, 0);
+        // SAFETY: the arena has `words` 8-byte words free at `at`, enough for a `T` whose
+        // alignment is at most 8 (every SDK record's is).
+        unsafe { std::ptr::write(self.words.as_mut_ptr().add(at).cast::<T>(), *record) };
+        self.records.push((category, kind, at));
+    }
+
+    pub fn clear(&mut self) {
+        self.words.clear();
+        self.records.clear();
+        self.dropped = 0;
+    }
+}
+
+pub struct Buffer {
+    pub id: Handle,
+    pub def: BufferDef,
+    pub pending: Mutex<Pending>,
+    /// Held while the callback runs: one buffer's batches reach the tool one at a time.
+    pub delivering: Mutex<()>,
+}
+
+impl Buffer {
+    pub fn new(id: Handle, def: BufferDef) -> Buffer {
+        Buffer {
+            id,
+            def,
+            pending: Mutex::new(Pending::default()),
+            delivering: Mutex::new(()),
+        }
+    }
+
+    /// Adds a record; delivers the batch when it reaches the watermark (or, lossless,
+    /// when the record does not fit).
+    pub fn push<T: Copy>(&self, category: u32, kind: u32, record: &T) {
+        let size = std::mem::size_of::<T>();
+        let mut pending = self.pending.lock().unwrap();
+        if pending.bytes() + size > self.def.size {
+            match self.def.policy {
+                BufferPolicy::Discard => {
+                    pending.dropped += 1;
+                    return;
+                }
+                BufferPolicy::Lossless => {
+                    let full = std::mem::take(&mut *pending);
+                    drop(pending);
+                    self.deliver(full);
+                    pending = self.pending.lock().unwrap();
+                }
+            }
+        }
+        pending.push(category, kind, record);
+        if pending.bytes() >= self.def.watermark {
+            let batch = std::mem::take(&mut *pending);
+            drop(pending);
+            self.deliver(batch);
+        }
+    }
+
+    /// Delivers whatever is pending (`rocprofiler_flush_buffer`).
+    pub fn flush(&self) {
+        let batch = std::mem::take(&mut *self.pending.lock().unwrap());
+        if !batch.records.is_empty() || batch.dropped > 0 {
+            self.deliver(batch);
+        }
+    }
+
+    fn deliver(&self, mut batch: Pending) {
+        let _one_at_a_time = self.delivering.lock().unwrap();
+        let base = batch.words.as_mut_ptr();
+        let mut headers: Vec<RecordHeader> = batch
+            .records
+            .iter()
+            .map(|&(category, kind, at)| RecordHeader {
+                category,
+                kind,
+                // SAFETY: `at` is an offset inside the arena.
+                payload: unsafe { base.add(at) }.cast(),
+            })
+            .collect();
+        let mut pointers: Vec<*mut RecordHeader> =
+            headers.iter_mut().map(|h| h as *mut RecordHeader).collect();
+        // SAFETY: the callback is the tool's, called with the arguments the SDK passes:
+        // the headers and payloads stay alive until it returns.
+        unsafe {
+            (self.def.callback)(
+                self.def.context,
+                self.id,
+                pointers.as_mut_ptr(),
+                pointers.len(),
+                self.def.data,
+                batch.dropped,
+            )
+        };
+    }
+}

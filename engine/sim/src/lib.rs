@@ -1,0 +1,234 @@
+//! A simulated rocprofiler-sdk, for running rocflow's tool library end to end without an
+//! AMD GPU. Preloaded into an application (`LD_PRELOAD`), it plays rocprofiler-register
+//! and rocprofiler-sdk: it loads the tools named by `ROCP_TOOL_LIBRARIES`, calls their
+//! `rocprofiler_configure` and initialize callbacks, replays the scenario named by
+//! `ROCFLOW_SIM_SCENARIO` (or the built-in MI300X one) on threads of its own while the
+//! application runs, and at exit completes the scenario, flushes every buffer and calls
+//! the tools' finalize. A forked child replays the scenario as a process of its own.
+//!
+//! It exports the C API subset the tool uses, with the real headers' layouts and status
+//! codes, and rejects what the real SDK rejects (see [`sdk`]).
+
+mod buffer;
+mod device;
+mod scenario;
+mod sdk;
+mod workload;
+
+use std::ffi::CString;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use rocflow_core::abi::{self, ClientId, Configure, ToolConfigureResult};
+
+use scenario::Scenario;
+use sdk::Phase;
+
+/// Runs when the library is loaded, before the application's `main`.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static ON_LOAD: extern "C" fn() = on_load;
+
+/// The tools that took part, with their configure results.
+static TOOLS: Mutex<Vec<Tool>> = Mutex::new(Vec::new());
+/// The scenario's threads of this process.
+static WORKERS: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
+struct Tool {
+    result: *mut ToolConfigureResult,
+}
+
+// The configure result is the tool's, valid for the life of the process.
+unsafe impl Send for Tool {}
+
+fn warn(message: &str) {
+    eprintln!("rocflow-sim: {message}");
+}
+
+extern "C" fn on_load() {
+    let Ok(tools) = std::env::var("ROCP_TOOL_LIBRARIES") else {
+        return;
+    };
+    let scenario = match std::env::var("ROCFLOW_SIM_SCENARIO") {
+        Ok(path) => std::fs::read_to_string(&path)
+            .map_err(|e| format!("{path}: {e}"))
+            .and_then(|text| Scenario::parse(&text).map_err(|e| format!("{path}: {e}"))),
+        Err(_) => Scenario::parse(scenario::DEFAULT),
+    };
+    let scenario = match scenario {
+        Ok(s) => s,
+        Err(e) => return warn(&format!("scenario {e}; the simulated device stays off")),
+    };
+    let sdk = sdk::install(scenario);
+    for path in tools.split(':').filter(|p| !p.is_empty()) {
+        if let Some(tool) = configure(path) {
+            TOOLS.lock().unwrap().push(tool);
+        }
+    }
+    sdk::set_phase(Phase::Initializing);
+    for tool in TOOLS.lock().unwrap().iter() {
+        // SAFETY: the result the tool returned from `rocprofiler_configure`.
+        let result = unsafe { &*tool.result };
+        if let Some(initialize) = result.initialize {
+            // SAFETY: the tool's entry point, with its own data.
+            let failed = unsafe { initialize(client_finalize, result.tool_data) };
+            if failed != 0 {
+                warn("a tool's initialize failed");
+            }
+        }
+    }
+    sdk::set_phase(Phase::Running);
+    let running = sdk.freeze();
+    for ctx in running
+        .contexts
+        .iter()
+        .filter(|c| c.active.load(std::sync::atomic::Ordering::Acquire))
+    {
+        workload::report_code_objects(sdk, ctx);
+    }
+    // SAFETY: plain C functions with no preconditions; registered after the tools', so a
+    // forked child's tool reconnects before this replays work into it, and at exit this
+    // runs before anything the tools registered.
+    unsafe {
+        libc::pthread_atfork(
+            Some(before_fork),
+            Some(after_fork_parent),
+            Some(after_fork_child),
+        );
+        libc::atexit(at_exit);
+    }
+    start_workers();
+}
+
+/// Loads one tool and calls its `rocprofiler_configure`.
+fn configure(path: &str) -> Option<Tool> {
+    // SAFETY: loading a tool library runs its initializers, as rocprofiler-register does.
+    let library = match unsafe { libloading::Library::new(path) } {
+        Ok(l) => l,
+        Err(e) => {
+            warn(&format!("cannot load tool {path}: {e}"));
+            return None;
+        }
+    };
+    // SAFETY: the symbol has the type rocprofiler-sdk declares.
+    let configure = match unsafe { library.get::<Configure>(b"rocprofiler_configure\0") } {
+        Ok(f) => *f,
+        Err(_) => {
+            warn(&format!("{path} exports no rocprofiler_configure"));
+            return None;
+        }
+    };
+    // Tools stay loaded for the life of the process.
+    std::mem::forget(library);
+    let (major, minor, patch) = sdk::VERSION;
+    let runtime = CString::new(format!("{major}.{minor}.{patch}")).unwrap_or_default();
+    let mut client = ClientId {
+        size: size_of::<ClientId>(),
+        name: std::ptr::null(),
+        handle: 1 + TOOLS.lock().unwrap().len() as u32,
+    };
+    // SAFETY: the entry point with the arguments rocprofiler-register passes.
+    let result = unsafe {
+        configure(
+            abi::version(major, minor, patch),
+            runtime.as_ptr(),
+            0,
+            &mut client,
+        )
+    };
+    (!result.is_null()).then_some(Tool { result })
+}
+
+/// A tool asks to be finalized early: nothing more reaches it.
+unsafe extern "C" fn client_finalize(_client: ClientId) {
+    stop_contexts();
+}
+
+fn stop_contexts() {
+    if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
+        for ctx in &running.contexts {
+            ctx.active
+                .store(false, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
+
+fn start_workers() {
+    let Some(sdk) = sdk::sdk() else { return };
+    let Some(running) = sdk.running() else { return };
+    let mut workers = WORKERS.lock().unwrap();
+    for index in 0..sdk.scenario.scenario.threads {
+        let spawned = std::thread::Builder::new()
+            .name(format!("sim-thread-{index}"))
+            .spawn(move || workload::run_thread(sdk, running, index));
+        match spawned {
+            Ok(handle) => workers.push(handle),
+            Err(e) => warn(&format!("cannot start a scenario thread: {e}")),
+        }
+    }
+}
+
+/// At exit: the scenario completes, every buffer is flushed, the tools finalize.
+extern "C" fn at_exit() {
+    for worker in std::mem::take(&mut *WORKERS.lock().unwrap()) {
+        let _ = worker.join();
+    }
+    if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
+        running.buffers.iter().for_each(buffer::Buffer::flush);
+    }
+    stop_contexts();
+    sdk::set_phase(Phase::Finalized);
+    for tool in std::mem::take(&mut *TOOLS.lock().unwrap()) {
+        // SAFETY: the result the tool returned from `rocprofiler_configure`.
+        let result = unsafe { &*tool.result };
+        if let Some(finalize) = result.finalize {
+            // SAFETY: the tool's entry point with its own data.
+            unsafe { finalize(result.tool_data) };
+        }
+    }
+}
+
+thread_local! {
+    /// Buffer locks held across a fork, so no delivery is half done in the child.
+    static HELD: std::cell::RefCell<Vec<Box<dyn std::any::Any>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+extern "C" fn before_fork() {
+    let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) else {
+        return;
+    };
+    HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        for buffer in &running.buffers {
+            held.push(Box::new(buffer.delivering.lock().unwrap()));
+            held.push(Box::new(buffer.pending.lock().unwrap()));
+        }
+    });
+}
+
+extern "C" fn after_fork_parent() {
+    HELD.with(|held| held.borrow_mut().clear());
+}
+
+/// The child is a process of its own: it keeps the setup, drops the parent's pending
+/// records and threads, and replays the scenario.
+extern "C" fn after_fork_child() {
+    if sdk::sdk().and_then(sdk::Sdk::running).is_none() {
+        return;
+    }
+    HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        // The pending records are the parent's: clear them while still locked.
+        for guard in held.iter_mut() {
+            if let Some(pending) =
+                guard.downcast_mut::<std::sync::MutexGuard<'static, buffer::Pending>>()
+            {
+                pending.clear();
+            }
+        }
+        held.clear();
+    });
+    // The parent's threads do not exist here; their handles must not be joined.
+    std::mem::forget(std::mem::take(&mut *WORKERS.lock().unwrap()));
+    start_workers();
+}

@@ -1,0 +1,181 @@
+//! Scenario files: what the simulated device has (agents, their counters and PC-sampling
+//! configurations) and what each process of the application does on it (threads, and per
+//! iteration of each thread: kernels, copies, allocations and a marker range). Every count
+//! in a run follows from the file, so tests can compute what a run must deliver.
+
+use serde::Deserialize;
+
+/// The scenario used when `ROCFLOW_SIM_SCENARIO` names none.
+pub const DEFAULT: &str = include_str!("../../../examples/sim/mi300x.toml");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub scenario: Settings,
+    #[serde(rename = "agent")]
+    pub agents: Vec<Agent>,
+    #[serde(rename = "kernel", default)]
+    pub kernels: Vec<Kernel>,
+    #[serde(rename = "copy", default)]
+    pub copies: Vec<Copy>,
+    #[serde(rename = "allocation", default)]
+    pub allocations: Vec<Allocation>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub name: String,
+    /// Seeds the counter values.
+    #[serde(default)]
+    pub seed: u64,
+    /// Host threads issuing work in each process.
+    pub threads: u32,
+    /// Iterations of each thread.
+    pub iterations: u32,
+    /// A marker range (`roctxThreadRangeA`) around each iteration.
+    #[serde(default)]
+    pub marker_ranges: bool,
+    /// Thread 0 calls `roctxProfilerPause` before this iteration…
+    #[serde(default)]
+    pub pause_at: Option<u32>,
+    /// …and `roctxProfilerResume` before this one.
+    #[serde(default)]
+    pub resume_at: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Agent {
+    /// Architecture, e.g. `gfx942`.
+    pub name: String,
+    pub product: String,
+    pub cu_count: u32,
+    #[serde(default = "four")]
+    pub simd_per_cu: u32,
+    #[serde(default = "one")]
+    pub xcc: u32,
+    #[serde(default = "one")]
+    pub shader_engines: u32,
+    #[serde(default = "wave64")]
+    pub wave_front_size: u32,
+    #[serde(default = "eight")]
+    pub max_waves_per_simd: u32,
+    #[serde(default)]
+    pub lds_kb: u32,
+    #[serde(default)]
+    pub max_engine_clk_mhz: u32,
+    #[serde(rename = "counter", default)]
+    pub counters: Vec<Counter>,
+    #[serde(default)]
+    pub pc_sampling: Vec<PcSampling>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn four() -> u32 {
+    4
+}
+fn eight() -> u32 {
+    8
+}
+fn wave64() -> u32 {
+    64
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counter {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Dimension name (`DIMENSION_XCC`, …) and size, in the SDK's dimension order.
+    #[serde(default)]
+    pub dimensions: Vec<(String, u32)>,
+}
+
+/// A PC-sampling configuration the agent supports.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcSampling {
+    /// `host_trap` or `stochastic`.
+    pub method: String,
+    /// `time`, `cycles` or `instructions`.
+    pub unit: String,
+    pub min_interval: u64,
+    pub max_interval: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kernel {
+    /// The (mangled) symbol name.
+    pub name: String,
+    #[serde(default)]
+    pub agent: u32,
+    pub duration_ns: u64,
+    pub grid: [u32; 3],
+    pub workgroup: [u32; 3],
+    #[serde(default)]
+    pub lds_bytes: u32,
+    #[serde(default)]
+    pub scratch_bytes: u32,
+    #[serde(default)]
+    pub vgpr: u32,
+    #[serde(default)]
+    pub sgpr: u32,
+    /// PC samples per dispatch while PC sampling is on.
+    #[serde(default)]
+    pub pc_samples: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Copy {
+    /// `host_to_device`, `device_to_host`, `device_to_device` or `host_to_host`.
+    pub direction: String,
+    pub bytes: u64,
+    pub duration_ns: u64,
+    #[serde(default)]
+    pub agent: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Allocation {
+    pub bytes: u64,
+    #[serde(default)]
+    pub agent: u32,
+}
+
+impl Scenario {
+    /// Parses and checks a scenario; the error names what is wrong.
+    pub fn parse(text: &str) -> Result<Scenario, String> {
+        let scenario: Scenario = toml::from_str(text).map_err(|e| e.to_string())?;
+        let agents = scenario.agents.len() as u32;
+        if agents == 0 {
+            return Err("a scenario needs at least one [[agent]]".into());
+        }
+        for k in &scenario.kernels {
+            if k.agent >= agents {
+                return Err(format!(
+                    "kernel `{}` runs on agent {} of {agents}",
+                    k.name, k.agent
+                ));
+            }
+        }
+        for a in &scenario.agents {
+            for c in &a.counters {
+                if let Some((d, _)) = c
+                    .dimensions
+                    .iter()
+                    .find(|(d, _)| !rocflow_core::sdk::COUNTER_DIMENSIONS.contains(&d.as_str()))
+                {
+                    return Err(format!("counter `{}` has unknown dimension `{d}`", c.name));
+                }
+            }
+        }
+        Ok(scenario)
+    }
+}

@@ -1,0 +1,755 @@
+//! The SDK's state and its C API. Like rocprofiler-sdk, contexts, buffers and services can
+//! only be set up while the tool's initialize callback runs; after that the setup is frozen
+//! and only starting, stopping and flushing remain. Wrong calls get the real status codes.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use rocflow_core::abi::{
+    self, AgentsCallback, BufferCallback, CounterInfoV0, CountersCallback, DimensionsCallback,
+    DispatchCountingCallback, Handle, PcConfigurationsCallback, PcSamplingConfiguration, Status,
+    TracingCallback, status,
+};
+use rocflow_core::sdk::{BufferPolicy, Domain};
+
+use crate::buffer::{Buffer, BufferDef};
+use crate::device::{self, Device};
+use crate::scenario::Scenario;
+
+/// The version the simulated SDK reports: that of the headers its layouts come from.
+pub const VERSION: (u32, u32, u32) = (1, 0, 0);
+
+const CONTEXT_HANDLE_BASE: u64 = 0x1000;
+const BUFFER_HANDLE_BASE: u64 = 0x2000;
+const CONFIG_HANDLE_BASE: u64 = 0x4000;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum Phase {
+    /// Loaded; no tool initialized yet.
+    Loaded = 0,
+    /// The tool's initialize callback is running: setup calls are allowed.
+    Initializing = 1,
+    Running = 2,
+    Finalized = 3,
+}
+
+static PHASE: AtomicU8 = AtomicU8::new(Phase::Loaded as u8);
+
+pub fn phase() -> Phase {
+    match PHASE.load(Ordering::Acquire) {
+        0 => Phase::Loaded,
+        1 => Phase::Initializing,
+        2 => Phase::Running,
+        _ => Phase::Finalized,
+    }
+}
+
+pub fn set_phase(phase: Phase) {
+    PHASE.store(phase as u8, Ordering::Release);
+}
+
+/// A callback-tracing subscription.
+#[derive(Clone, Copy)]
+pub struct Subscription {
+    pub kind: i32,
+    pub callback: TracingCallback,
+    pub data: *mut c_void,
+}
+
+#[derive(Clone, Copy)]
+pub struct Counting {
+    pub buffer: usize,
+    pub callback: DispatchCountingCallback,
+    pub data: *mut c_void,
+}
+
+#[derive(Clone, Copy)]
+pub struct PcService {
+    pub gpu: usize,
+    pub buffer: usize,
+}
+
+/// One context's services.
+#[derive(Default)]
+pub struct ContextSetup {
+    /// Buffer tracing: domain value, the operations traced (`None`: all), buffer index.
+    pub tracing: Vec<(i32, Option<Vec<i32>>, usize)>,
+    pub subscriptions: Vec<Subscription>,
+    pub counting: Option<Counting>,
+    pub pc_sampling: Vec<PcService>,
+    started: bool,
+}
+
+// The tool's callback data pointers are only handed back to the tool.
+unsafe impl Send for ContextSetup {}
+unsafe impl Sync for ContextSetup {}
+
+impl ContextSetup {
+    /// The buffer receiving records of `domain`, `operation`, if traced.
+    pub fn traces(&self, domain: i32, operation: i32) -> Option<usize> {
+        self.tracing.iter().find_map(|(d, ops, buffer)| {
+            (*d == domain && ops.as_ref().is_none_or(|ops| ops.contains(&operation)))
+                .then_some(*buffer)
+        })
+    }
+}
+
+pub struct Context {
+    pub setup: ContextSetup,
+    pub active: AtomicBool,
+    /// Code objects are reported to a context once, when it first starts.
+    pub code_objects_sent: AtomicBool,
+}
+
+/// The frozen setup, after initialize.
+pub struct Running {
+    pub contexts: Vec<Context>,
+    pub buffers: Vec<Buffer>,
+}
+
+pub struct Sdk {
+    pub scenario: Scenario,
+    pub device: Device,
+    setup: Mutex<(Vec<ContextSetup>, Vec<(Handle, BufferDef)>)>,
+    running: OnceLock<Running>,
+    /// Counter configurations: the GPU and its counters' indexes into `device.counters`.
+    pub configs: Mutex<Vec<(usize, Vec<usize>)>>,
+}
+
+static SDK: OnceLock<Sdk> = OnceLock::new();
+
+pub fn install(scenario: Scenario) -> &'static Sdk {
+    SDK.get_or_init(|| Sdk {
+        device: Device::new(&scenario),
+        scenario,
+        setup: Mutex::new((Vec::new(), Vec::new())),
+        running: OnceLock::new(),
+        configs: Mutex::new(Vec::new()),
+    })
+}
+
+pub fn sdk() -> Option<&'static Sdk> {
+    SDK.get()
+}
+
+impl Sdk {
+    /// Ends setup: what initialize configured becomes the running state.
+    pub fn freeze(&self) -> &Running {
+        self.running.get_or_init(|| {
+            let (contexts, buffers) = std::mem::take(&mut *self.setup.lock().unwrap());
+            Running {
+                contexts: contexts
+                    .into_iter()
+                    .map(|setup| Context {
+                        active: AtomicBool::new(setup.started),
+                        code_objects_sent: AtomicBool::new(false),
+                        setup,
+                    })
+                    .collect(),
+                buffers: buffers
+                    .into_iter()
+                    .map(|(id, def)| Buffer::new(id, def))
+                    .collect(),
+            }
+        })
+    }
+
+    pub fn running(&self) -> Option<&Running> {
+        self.running.get()
+    }
+}
+
+fn context_index(id: Handle) -> usize {
+    id.handle.wrapping_sub(CONTEXT_HANDLE_BASE) as usize
+}
+
+fn buffer_index(id: Handle) -> usize {
+    id.handle.wrapping_sub(BUFFER_HANDLE_BASE) as usize
+}
+
+/// Runs a setup call: only during initialize, on an existing context.
+fn configure(
+    context: Handle,
+    f: impl FnOnce(&mut Vec<ContextSetup>, usize, usize) -> Status,
+) -> Status {
+    let Some(sdk) = sdk() else {
+        return status::ERROR;
+    };
+    if phase() != Phase::Initializing {
+        return status::CONFIGURATION_LOCKED;
+    }
+    let mut setup = sdk.setup.lock().unwrap();
+    let (contexts, buffers) = &mut *setup;
+    let index = context_index(context);
+    if index >= contexts.len() {
+        return status::CONTEXT_NOT_FOUND;
+    }
+    let buffers = buffers.len();
+    f(contexts, index, buffers)
+}
+
+/// Reads a C array argument (null with a zero count is an empty list).
+unsafe fn slice<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
+    if ptr.is_null() || count == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller passes `count` valid elements at `ptr`.
+        unsafe { std::slice::from_raw_parts(ptr, count) }
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_get_version(
+    major: *mut u32,
+    minor: *mut u32,
+    patch: *mut u32,
+) -> Status {
+    // SAFETY: the caller passes writable pointers (null ones are skipped).
+    unsafe {
+        for (ptr, value) in [(major, VERSION.0), (minor, VERSION.1), (patch, VERSION.2)] {
+            if !ptr.is_null() {
+                *ptr = value;
+            }
+        }
+    }
+    status::SUCCESS
+}
+
+/// Nanoseconds of `CLOCK_BOOTTIME`, the SDK's clock.
+pub fn now() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_get_timestamp(ts: *mut u64) -> Status {
+    if ts.is_null() {
+        return status::INVALID_ARGUMENT;
+    }
+    // SAFETY: checked non-null; the caller passes a writable pointer.
+    unsafe { *ts = now() };
+    status::SUCCESS
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocprofiler_get_status_string(code: Status) -> *const c_char {
+    let text: &'static [u8] = match code {
+        status::SUCCESS => b"Success\0",
+        status::CONTEXT_NOT_FOUND => b"Context not found\0",
+        status::BUFFER_NOT_FOUND => b"Buffer not found\0",
+        status::KIND_NOT_FOUND => b"Kind not found\0",
+        status::OPERATION_NOT_FOUND => b"Operation not found\0",
+        status::AGENT_NOT_FOUND => b"Agent not found\0",
+        status::COUNTER_NOT_FOUND => b"Counter not found\0",
+        status::CONTEXT_CONFLICT => b"Context conflicts with another context\0",
+        status::SERVICE_ALREADY_CONFIGURED => b"Service already configured\0",
+        status::CONFIGURATION_LOCKED => b"Configuration is locked (outside tool initialization)\0",
+        status::INVALID_ARGUMENT => b"Invalid argument\0",
+        status::NOT_AVAILABLE => b"Not available\0",
+        _ => b"General error\0",
+    };
+    text.as_ptr().cast()
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_create_context(id: *mut Handle) -> Status {
+    let Some(sdk) = sdk() else {
+        return status::ERROR;
+    };
+    if id.is_null() {
+        return status::INVALID_ARGUMENT;
+    }
+    if phase() != Phase::Initializing {
+        return status::CONFIGURATION_LOCKED;
+    }
+    let mut setup = sdk.setup.lock().unwrap();
+    setup.0.push(ContextSetup::default());
+    // SAFETY: checked non-null.
+    unsafe {
+        *id = Handle {
+            handle: CONTEXT_HANDLE_BASE + setup.0.len() as u64 - 1,
+        }
+    };
+    status::SUCCESS
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_create_buffer(
+    context: Handle,
+    size: usize,
+    watermark: usize,
+    policy: c_int,
+    callback: Option<BufferCallback>,
+    data: *mut c_void,
+    id: *mut Handle,
+) -> Status {
+    let policy = match policy {
+        1 => BufferPolicy::Discard,
+        2 => BufferPolicy::Lossless,
+        _ => return status::INVALID_ARGUMENT,
+    };
+    let (Some(callback), false) = (callback, id.is_null()) else {
+        return status::INVALID_ARGUMENT;
+    };
+    if size == 0 || watermark > size {
+        return status::INVALID_ARGUMENT;
+    }
+    let Some(sdk) = sdk() else {
+        return status::ERROR;
+    };
+    if phase() != Phase::Initializing {
+        return status::CONFIGURATION_LOCKED;
+    }
+    let mut setup = sdk.setup.lock().unwrap();
+    if context_index(context) >= setup.0.len() {
+        return status::CONTEXT_NOT_FOUND;
+    }
+    let handle = Handle {
+        handle: BUFFER_HANDLE_BASE + setup.1.len() as u64,
+    };
+    let def = BufferDef {
+        context,
+        size,
+        watermark: watermark.max(1),
+        policy,
+        callback,
+        data,
+    };
+    setup.1.push((handle, def));
+    // SAFETY: checked non-null.
+    unsafe { *id = handle };
+    status::SUCCESS
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_configure_buffer_tracing_service(
+    context: Handle,
+    kind: c_int,
+    operations: *const i32,
+    count: usize,
+    buffer: Handle,
+) -> Status {
+    // SAFETY: the caller passes `count` operations.
+    let operations = unsafe { slice(operations, count) }.to_vec();
+    configure(context, |contexts, index, buffers| {
+        let Some(domain) = Domain::from_sdk_value(kind) else {
+            return status::KIND_NOT_FOUND;
+        };
+        let known = domain.operations();
+        if !known.is_empty()
+            && let Some(_) = operations
+                .iter()
+                .find(|op| known.binary_search_by_key(op, |(id, _)| id).is_err())
+        {
+            return status::OPERATION_NOT_FOUND;
+        }
+        let buffer = buffer_index(buffer);
+        if buffer >= buffers {
+            return status::BUFFER_NOT_FOUND;
+        }
+        let ctx = &mut contexts[index];
+        if ctx.tracing.iter().any(|(d, _, _)| *d == kind) {
+            return status::SERVICE_ALREADY_CONFIGURED;
+        }
+        let operations = (!operations.is_empty()).then_some(operations);
+        ctx.tracing.push((kind, operations, buffer));
+        status::SUCCESS
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_configure_callback_tracing_service(
+    context: Handle,
+    kind: c_int,
+    _operations: *const i32,
+    _count: usize,
+    callback: Option<TracingCallback>,
+    data: *mut c_void,
+) -> Status {
+    let Some(callback) = callback else {
+        return status::INVALID_ARGUMENT;
+    };
+    configure(context, |contexts, index, _| {
+        // `rocprofiler_callback_tracing_kind_t` runs from 1 to 21.
+        if !(1..=21).contains(&kind) {
+            return status::KIND_NOT_FOUND;
+        }
+        let ctx = &mut contexts[index];
+        if ctx.subscriptions.iter().any(|s| s.kind == kind) {
+            return status::SERVICE_ALREADY_CONFIGURED;
+        }
+        ctx.subscriptions.push(Subscription {
+            kind,
+            callback,
+            data,
+        });
+        status::SUCCESS
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_query_available_agents(
+    version: c_int,
+    callback: Option<AgentsCallback>,
+    agent_size: usize,
+    data: *mut c_void,
+) -> Status {
+    let (Some(sdk), Some(callback)) = (sdk(), callback) else {
+        return status::INVALID_ARGUMENT;
+    };
+    if version != abi::AGENT_INFO_VERSION_0 || agent_size != std::mem::size_of::<abi::AgentV0>() {
+        return status::INVALID_ARGUMENT;
+    }
+    let mut agents: Vec<*const c_void> = sdk
+        .device
+        .agents
+        .iter()
+        .map(|a| (a as *const abi::AgentV0).cast())
+        .collect();
+    // SAFETY: the tool's callback, with the agents alive for the call.
+    unsafe { callback(version, agents.as_mut_ptr(), agents.len(), data) }
+}
+
+fn set_active(context: Handle, active: bool) -> Status {
+    let Some(sdk) = sdk() else {
+        return status::ERROR;
+    };
+    if phase() == Phase::Initializing {
+        let mut setup = sdk.setup.lock().unwrap();
+        return match setup.0.get_mut(context_index(context)) {
+            Some(ctx) => {
+                ctx.started = active;
+                status::SUCCESS
+            }
+            None => status::CONTEXT_NOT_FOUND,
+        };
+    }
+    let Some(running) = sdk.running() else {
+        return status::CONTEXT_NOT_FOUND;
+    };
+    match running.contexts.get(context_index(context)) {
+        Some(ctx) => {
+            ctx.active.store(active, Ordering::Release);
+            if active {
+                crate::workload::report_code_objects(sdk, ctx);
+            }
+            status::SUCCESS
+        }
+        None => status::CONTEXT_NOT_FOUND,
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocprofiler_start_context(context: Handle) -> Status {
+    set_active(context, true)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocprofiler_stop_context(context: Handle) -> Status {
+    set_active(context, false)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_context_is_active(context: Handle, out: *mut c_int) -> Status {
+    let Some(running) = sdk().and_then(Sdk::running) else {
+        return status::CONTEXT_NOT_FOUND;
+    };
+    match (running.contexts.get(context_index(context)), out.is_null()) {
+        (Some(ctx), false) => {
+            // SAFETY: checked non-null.
+            unsafe { *out = c_int::from(ctx.active.load(Ordering::Acquire)) };
+            status::SUCCESS
+        }
+        (None, _) => status::CONTEXT_NOT_FOUND,
+        (_, true) => status::INVALID_ARGUMENT,
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocprofiler_flush_buffer(buffer: Handle) -> Status {
+    let Some(running) = sdk().and_then(Sdk::running) else {
+        return status::BUFFER_NOT_FOUND;
+    };
+    match running.buffers.get(buffer_index(buffer)) {
+        Some(b) => {
+            b.flush();
+            status::SUCCESS
+        }
+        None => status::BUFFER_NOT_FOUND,
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_iterate_agent_supported_counters(
+    agent: Handle,
+    callback: Option<CountersCallback>,
+    data: *mut c_void,
+) -> Status {
+    let (Some(sdk), Some(callback)) = (sdk(), callback) else {
+        return status::INVALID_ARGUMENT;
+    };
+    let Some(gpu) = sdk.device.gpu(agent) else {
+        return status::AGENT_NOT_FOUND;
+    };
+    let mut ids: Vec<Handle> = sdk
+        .device
+        .counters
+        .iter()
+        .filter(|c| c.gpu == gpu)
+        .map(|c| c.id)
+        .collect();
+    // SAFETY: the tool's callback, with the ids alive for the call.
+    unsafe { callback(agent, ids.as_mut_ptr(), ids.len(), data) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_query_counter_info(
+    counter: Handle,
+    version: c_int,
+    info: *mut c_void,
+) -> Status {
+    let Some(c) = sdk().and_then(|s| s.device.counter(counter)) else {
+        return status::COUNTER_NOT_FOUND;
+    };
+    if version != abi::COUNTER_INFO_VERSION_0 || info.is_null() {
+        return status::INVALID_ARGUMENT;
+    }
+    let out = CounterInfoV0 {
+        id: c.id,
+        name: c.name.as_ptr(),
+        description: c.description.as_ptr(),
+        block: c.block.as_ptr(),
+        expression: c"".as_ptr(),
+        is_constant: 0,
+    };
+    // SAFETY: the caller passes room for a `rocprofiler_counter_info_v0_t`.
+    unsafe { info.cast::<CounterInfoV0>().write(out) };
+    status::SUCCESS
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_iterate_counter_dimensions(
+    counter: Handle,
+    callback: Option<DimensionsCallback>,
+    data: *mut c_void,
+) -> Status {
+    let Some(callback) = callback else {
+        return status::INVALID_ARGUMENT;
+    };
+    let Some(c) = sdk().and_then(|s| s.device.counter(counter)) else {
+        return status::COUNTER_NOT_FOUND;
+    };
+    let dims: Vec<abi::CounterDimensionInfo> = c
+        .dimensions
+        .iter()
+        .map(|(id, name, size)| abi::CounterDimensionInfo {
+            name: name.as_ptr(),
+            instance_size: *size as usize,
+            id: *id,
+        })
+        .collect();
+    // SAFETY: the tool's callback, with the dimensions alive for the call.
+    unsafe { callback(counter, dims.as_ptr(), dims.len(), data) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_query_record_counter_id(
+    id: u64,
+    counter: *mut Handle,
+) -> Status {
+    if counter.is_null() {
+        return status::INVALID_ARGUMENT;
+    }
+    // SAFETY: checked non-null.
+    unsafe { *counter = device::instance_counter(id) };
+    status::SUCCESS
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_query_record_dimension_position(
+    id: u64,
+    dimension: u64,
+    position: *mut usize,
+) -> Status {
+    if position.is_null() || dimension > 6 {
+        return status::INVALID_ARGUMENT;
+    }
+    // SAFETY: checked non-null.
+    unsafe { *position = device::instance_position(id, dimension) as usize };
+    status::SUCCESS
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_create_counter_config(
+    agent: Handle,
+    counters: *mut Handle,
+    count: usize,
+    config: *mut Handle,
+) -> Status {
+    let Some(sdk) = sdk() else {
+        return status::ERROR;
+    };
+    let Some(gpu) = sdk.device.gpu(agent) else {
+        return status::AGENT_NOT_FOUND;
+    };
+    if config.is_null() || count == 0 {
+        return status::INVALID_ARGUMENT;
+    }
+    let mut indexes = Vec::new();
+    // SAFETY: the caller passes `count` counter ids.
+    for id in unsafe { slice(counters, count) } {
+        match sdk
+            .device
+            .counters
+            .iter()
+            .position(|c| c.id.handle == id.handle)
+        {
+            Some(i) if sdk.device.counters[i].gpu == gpu => indexes.push(i),
+            Some(_) => return status::INVALID_ARGUMENT,
+            None => return status::COUNTER_NOT_FOUND,
+        }
+    }
+    let mut configs = sdk.configs.lock().unwrap();
+    configs.push((gpu, indexes));
+    // SAFETY: checked non-null.
+    unsafe {
+        *config = Handle {
+            handle: CONFIG_HANDLE_BASE + configs.len() as u64 - 1,
+        }
+    };
+    status::SUCCESS
+}
+
+/// The configuration a counting callback picked, if it is valid.
+pub fn counter_config(sdk: &Sdk, config: Handle) -> Option<(usize, Vec<usize>)> {
+    let index = config.handle.checked_sub(CONFIG_HANDLE_BASE)? as usize;
+    sdk.configs.lock().unwrap().get(index).cloned()
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_configure_buffer_dispatch_counting_service(
+    context: Handle,
+    buffer: Handle,
+    callback: Option<DispatchCountingCallback>,
+    data: *mut c_void,
+) -> Status {
+    let Some(callback) = callback else {
+        return status::INVALID_ARGUMENT;
+    };
+    configure(context, |contexts, index, buffers| {
+        let buffer = buffer_index(buffer);
+        if buffer >= buffers {
+            return status::BUFFER_NOT_FOUND;
+        }
+        // One context may count dispatches, and counting excludes PC sampling.
+        if contexts
+            .iter()
+            .any(|c| c.counting.is_some() || !c.pc_sampling.is_empty())
+        {
+            return status::CONTEXT_CONFLICT;
+        }
+        contexts[index].counting = Some(Counting {
+            buffer,
+            callback,
+            data,
+        });
+        status::SUCCESS
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_query_pc_sampling_agent_configurations(
+    agent: Handle,
+    callback: Option<PcConfigurationsCallback>,
+    data: *mut c_void,
+) -> Status {
+    let (Some(sdk), Some(callback)) = (sdk(), callback) else {
+        return status::INVALID_ARGUMENT;
+    };
+    let Some(gpu) = sdk.device.gpu(agent) else {
+        return status::AGENT_NOT_FOUND;
+    };
+    let configs = pc_configurations(sdk, gpu);
+    // SAFETY: the tool's callback, with the configurations alive for the call.
+    unsafe { callback(configs.as_ptr(), configs.len(), data) }
+}
+
+fn pc_configurations(sdk: &Sdk, gpu: usize) -> Vec<PcSamplingConfiguration> {
+    let method = |m: &str| match m {
+        "stochastic" => 1,
+        "host_trap" => 2,
+        _ => 0,
+    };
+    let unit = |u: &str| match u {
+        "instructions" => 1,
+        "cycles" => 2,
+        "time" => 3,
+        _ => 0,
+    };
+    sdk.scenario.agents[gpu]
+        .pc_sampling
+        .iter()
+        .map(|p| PcSamplingConfiguration {
+            size: std::mem::size_of::<PcSamplingConfiguration>() as u64,
+            method: method(&p.method),
+            unit: unit(&p.unit),
+            min_interval: p.min_interval as usize,
+            max_interval: p.max_interval as usize,
+            flags: 0,
+        })
+        .collect()
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_configure_pc_sampling_service(
+    context: Handle,
+    agent: Handle,
+    method: c_int,
+    unit: c_int,
+    interval: u64,
+    buffer: Handle,
+    _flags: c_int,
+) -> Status {
+    let Some(sdk) = sdk() else {
+        return status::ERROR;
+    };
+    let Some(gpu) = sdk.device.gpu(agent) else {
+        return status::AGENT_NOT_FOUND;
+    };
+    let supported = pc_configurations(sdk, gpu);
+    let Some(config) = supported
+        .iter()
+        .find(|c| c.method == method && c.unit == unit)
+    else {
+        return status::NOT_AVAILABLE;
+    };
+    if !(config.min_interval as u64..=config.max_interval as u64).contains(&interval) {
+        return status::INVALID_ARGUMENT;
+    }
+    configure(context, |contexts, index, buffers| {
+        let buffer = buffer_index(buffer);
+        if buffer >= buffers {
+            return status::BUFFER_NOT_FOUND;
+        }
+        let conflict = contexts
+            .iter()
+            .enumerate()
+            .any(|(i, c)| c.counting.is_some() || (i != index && !c.pc_sampling.is_empty()));
+        if conflict {
+            return status::CONTEXT_CONFLICT;
+        }
+        let ctx = &mut contexts[index];
+        if ctx.pc_sampling.iter().any(|p| p.gpu == gpu) {
+            return status::SERVICE_ALREADY_CONFIGURED;
+        }
+        ctx.pc_sampling.push(PcService { gpu, buffer });
+        status::SUCCESS
+    })
+}

@@ -1,0 +1,493 @@
+//! The scenario's work, replayed on the process's own threads while the application runs:
+//! each operation becomes the record the real SDK would buffer, for every started context
+//! that traces it. Time is virtual (each thread's clock starts at its real start and moves
+//! by the scenario's durations), so runs are repeatable and cost nothing to wait for.
+
+use std::ffi::{CString, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rocflow_core::abi::{
+    ApiRecord, AsyncCorrelationId, CallbackTracingRecord, CodeObjectLoadData, CorrelationId,
+    CounterRecord, Dim3, DispatchCountingServiceData, DispatchCountingServiceRecord, Handle,
+    KernelDispatchInfo, KernelDispatchRecord, KernelSymbolRegisterData, MemoryAllocationRecord,
+    MemoryCopyRecord, Pc, PcSamplingHostTrapRecord, UserData, callback, category, counter_record,
+    pc_record,
+};
+use rocflow_core::sdk::Domain;
+
+use crate::device::instance_id;
+use crate::scenario::Kernel;
+use crate::sdk::{Context, Running, Sdk};
+
+static CORRELATION: AtomicU64 = AtomicU64::new(1);
+static DISPATCH: AtomicU64 = AtomicU64::new(1);
+
+/// How long each simulated host API call takes.
+const API_NS: u64 = 2_000;
+
+fn hip_op(name: &str) -> i32 {
+    let ops = Domain::HipRuntimeApi.operations();
+    ops.iter()
+        .find(|(_, n)| *n == name)
+        .map_or(0, |(id, _)| *id)
+}
+
+pub fn gettid() -> u64 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u64 }
+}
+
+/// Runs thread `index` of the scenario to its end.
+pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
+    let scenario = &sdk.scenario;
+    let tid = gettid();
+    let mut t = crate::sdk::now();
+    let mut queue_free = vec![0u64; scenario.agents.len()];
+    let (launch, memcpy, malloc, free) = (
+        hip_op("hipLaunchKernel"),
+        hip_op("hipMemcpy"),
+        hip_op("hipMalloc"),
+        hip_op("hipFree"),
+    );
+    let emitter = Emitter { sdk, running, tid };
+    for iteration in 0..scenario.scenario.iterations {
+        if index == 0 {
+            if scenario.scenario.pause_at == Some(iteration) {
+                emitter.control(callback::ROCTX_PROFILER_PAUSE);
+            }
+            if scenario.scenario.resume_at == Some(iteration) {
+                emitter.control(callback::ROCTX_PROFILER_RESUME);
+            }
+        }
+        let range_start = t;
+        for (k, kernel) in scenario.kernels.iter().enumerate() {
+            let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
+            emitter.api(Domain::HipRuntimeApi, launch, t, correlation);
+            t += API_NS;
+            let queue = Handle {
+                handle: 0x5000 + u64::from(index) * 16 + u64::from(kernel.agent),
+            };
+            let free_at = &mut queue_free[kernel.agent as usize];
+            let start = (*free_at).max(t + 1_000);
+            *free_at = start + kernel.duration_ns;
+            emitter.dispatch(kernel, k as u64 + 1, queue, correlation, start);
+        }
+        for copy in &scenario.copies {
+            let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
+            emitter.api(Domain::HipRuntimeApi, memcpy, t, correlation);
+            let operation = match copy.direction.as_str() {
+                "host_to_host" => 1,
+                "host_to_device" => 2,
+                "device_to_host" => 3,
+                _ => 4,
+            };
+            let (cpu, gpu) = (
+                sdk.device.agents[0].id,
+                sdk.device.gpu_handle(copy.agent as usize),
+            );
+            let (src, dst) = match operation {
+                1 => (cpu, cpu),
+                2 => (cpu, gpu),
+                3 => (gpu, cpu),
+                _ => (gpu, gpu),
+            };
+            let record = MemoryCopyRecord {
+                size: size_of::<MemoryCopyRecord>() as u64,
+                kind: Domain::MemoryCopy.sdk_value(),
+                operation,
+                correlation_id: async_correlation(correlation),
+                thread_id: tid,
+                start_timestamp: t + 500,
+                end_timestamp: t + 500 + copy.duration_ns,
+                dst_agent_id: dst,
+                src_agent_id: src,
+                bytes: copy.bytes,
+                dst_address: 0x7f00_0000_0000,
+                src_address: 0x7e00_0000_0000,
+            };
+            emitter.trace(Domain::MemoryCopy, operation, &record);
+            t += API_NS.max(copy.duration_ns + 1_000);
+        }
+        for allocation in &scenario.allocations {
+            let agent = sdk.device.gpu_handle(allocation.agent as usize);
+            let address = 0x7d00_0000_0000 + u64::from(iteration) * allocation.bytes;
+            for (api, operation) in [(malloc, 1), (free, 3)] {
+                let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
+                emitter.api(Domain::HipRuntimeApi, api, t, correlation);
+                let record = MemoryAllocationRecord {
+                    size: size_of::<MemoryAllocationRecord>() as u64,
+                    kind: Domain::MemoryAllocation.sdk_value(),
+                    operation,
+                    correlation_id: sync_correlation(correlation),
+                    thread_id: tid,
+                    start_timestamp: t + 100,
+                    end_timestamp: t + API_NS - 100,
+                    agent_id: agent,
+                    address,
+                    allocation_size: allocation.bytes,
+                };
+                emitter.trace(Domain::MemoryAllocation, operation, &record);
+                t += API_NS;
+            }
+        }
+        t = t.max(queue_free.iter().copied().max().unwrap_or(0));
+        if scenario.scenario.marker_ranges {
+            let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
+            let mut record =
+                api_record(Domain::MarkerCoreRangeApi, 1, range_start, correlation, tid);
+            record.end_timestamp = t;
+            emitter.trace(Domain::MarkerCoreRangeApi, 1, &record);
+        }
+        t += 1_000;
+    }
+}
+
+fn sync_correlation(internal: u64) -> CorrelationId {
+    CorrelationId {
+        internal,
+        external: UserData { value: 0 },
+        ancestor: 0,
+    }
+}
+
+fn async_correlation(internal: u64) -> AsyncCorrelationId {
+    AsyncCorrelationId {
+        internal,
+        external: UserData { value: 0 },
+    }
+}
+
+fn api_record(domain: Domain, operation: i32, t: u64, correlation: u64, tid: u64) -> ApiRecord {
+    ApiRecord {
+        size: size_of::<ApiRecord>() as u64,
+        kind: domain.sdk_value(),
+        operation,
+        correlation_id: sync_correlation(correlation),
+        start_timestamp: t,
+        end_timestamp: t + API_NS,
+        thread_id: tid,
+    }
+}
+
+/// Hands records to the contexts that want them.
+struct Emitter<'a> {
+    sdk: &'a Sdk,
+    running: &'a Running,
+    tid: u64,
+}
+
+impl Emitter<'_> {
+    fn active(&self) -> impl Iterator<Item = &Context> {
+        self.running
+            .contexts
+            .iter()
+            .filter(|c| c.active.load(Ordering::Acquire))
+    }
+
+    fn trace<T: Copy>(&self, domain: Domain, operation: i32, record: &T) {
+        let value = domain.sdk_value();
+        for ctx in self.active() {
+            if let Some(buffer) = ctx.setup.traces(value, operation) {
+                self.running.buffers[buffer].push(category::TRACING, value as u32, record);
+            }
+        }
+    }
+
+    fn api(&self, domain: Domain, operation: i32, t: u64, correlation: u64) {
+        let record = api_record(domain, operation, t, correlation, self.tid);
+        self.trace(domain, operation, &record);
+    }
+
+    fn dispatch(
+        &self,
+        kernel: &Kernel,
+        kernel_id: u64,
+        queue: Handle,
+        correlation: u64,
+        start: u64,
+    ) {
+        let [gx, gy, gz] = kernel.grid;
+        let [wx, wy, wz] = kernel.workgroup;
+        let info = KernelDispatchInfo {
+            size: size_of::<KernelDispatchInfo>() as u64,
+            agent_id: self.sdk.device.gpu_handle(kernel.agent as usize),
+            queue_id: queue,
+            kernel_id,
+            dispatch_id: DISPATCH.fetch_add(1, Ordering::Relaxed),
+            private_segment_size: kernel.scratch_bytes,
+            group_segment_size: kernel.lds_bytes,
+            workgroup_size: Dim3 {
+                x: wx,
+                y: wy,
+                z: wz,
+            },
+            grid_size: Dim3 {
+                x: gx,
+                y: gy,
+                z: gz,
+            },
+            reserved_padding: [0; 56],
+        };
+        let end = start + kernel.duration_ns;
+        let record = KernelDispatchRecord {
+            size: size_of::<KernelDispatchRecord>() as u64,
+            kind: Domain::KernelDispatch.sdk_value(),
+            operation: 2,
+            correlation_id: async_correlation(correlation),
+            thread_id: self.tid,
+            start_timestamp: start,
+            end_timestamp: end,
+            dispatch_info: info,
+        };
+        self.trace(Domain::KernelDispatch, 2, &record);
+        for ctx in self.active() {
+            if let Some(counting) = ctx.setup.counting {
+                self.count(counting, &info, correlation, start, end);
+            }
+            for pc in &ctx.setup.pc_sampling {
+                if pc.gpu == kernel.agent as usize {
+                    self.pc_samples(pc.buffer, kernel, &info, correlation, start);
+                }
+            }
+        }
+    }
+
+    /// Asks the tool's counting callback for the dispatch's counters and, when it picks a
+    /// configuration for this agent, buffers a header and one value per counter instance.
+    fn count(
+        &self,
+        counting: crate::sdk::Counting,
+        info: &KernelDispatchInfo,
+        correlation: u64,
+        start: u64,
+        end: u64,
+    ) {
+        let data = DispatchCountingServiceData {
+            size: size_of::<DispatchCountingServiceData>() as u64,
+            correlation_id: async_correlation(correlation),
+            start_timestamp: start,
+            end_timestamp: end,
+            dispatch_info: *info,
+        };
+        let mut config = Handle { handle: 0 };
+        let mut user_data = UserData { value: 0 };
+        // SAFETY: the tool's callback with the arguments the SDK passes.
+        unsafe { (counting.callback)(data, &mut config, &mut user_data, counting.data) };
+        let Some((gpu, counters)) = crate::sdk::counter_config(self.sdk, config) else {
+            return;
+        };
+        if self.sdk.device.gpu_handle(gpu).handle != info.agent_id.handle {
+            return;
+        }
+        let counters: Vec<_> = counters
+            .iter()
+            .map(|&i| &self.sdk.device.counters[i])
+            .collect();
+        let buffer = &self.running.buffers[counting.buffer];
+        let header = DispatchCountingServiceRecord {
+            size: size_of::<DispatchCountingServiceRecord>() as u64,
+            num_records: counters.iter().map(|c| c.instances()).sum(),
+            correlation_id: data.correlation_id,
+            start_timestamp: start,
+            end_timestamp: end,
+            dispatch_info: *info,
+        };
+        buffer.push(category::COUNTERS, counter_record::DISPATCH_HEADER, &header);
+        let seed = self.sdk.scenario.scenario.seed;
+        for counter in counters {
+            let sizes: Vec<u64> = counter.dimensions.iter().map(|d| u64::from(d.2)).collect();
+            let mut coordinate = vec![0u64; sizes.len()];
+            for _ in 0..counter.instances() {
+                let positions = counter
+                    .dimensions
+                    .iter()
+                    .map(|d| d.0)
+                    .zip(coordinate.iter().copied());
+                let id = instance_id(counter.id, positions);
+                let record = CounterRecord {
+                    id,
+                    counter_value: counter_value(seed, info.dispatch_id, id),
+                    dispatch_id: info.dispatch_id,
+                    user_data,
+                    agent_id: info.agent_id,
+                };
+                buffer.push(category::COUNTERS, counter_record::VALUE, &record);
+                // The next coordinate, last dimension fastest.
+                for (position, size) in coordinate.iter_mut().zip(&sizes).rev() {
+                    *position += 1;
+                    if *position < *size {
+                        break;
+                    }
+                    *position = 0;
+                }
+            }
+        }
+    }
+
+    fn pc_samples(
+        &self,
+        buffer: usize,
+        kernel: &Kernel,
+        info: &KernelDispatchInfo,
+        correlation: u64,
+        start: u64,
+    ) {
+        let step = kernel.duration_ns / u64::from(kernel.pc_samples.max(1));
+        for i in 0..u64::from(kernel.pc_samples) {
+            let record = PcSamplingHostTrapRecord {
+                size: size_of::<PcSamplingHostTrapRecord>() as u64,
+                hw_id: i % 64 | (i % 16) << 6,
+                pc: Pc {
+                    code_object_id: u64::from(kernel.agent) + 1,
+                    code_object_offset: 0x1000 * info.kernel_id + 4 * i,
+                },
+                exec_mask: u64::MAX,
+                timestamp: start + i * step,
+                dispatch_id: info.dispatch_id,
+                correlation_id: async_correlation(correlation),
+                workgroup_id: Dim3 {
+                    x: i as u32,
+                    y: 0,
+                    z: 0,
+                },
+                wave_in_group: 0,
+            };
+            self.running.buffers[buffer].push(
+                category::PC_SAMPLING,
+                pc_record::HOST_TRAP_V0,
+                &record,
+            );
+        }
+    }
+
+    /// `roctxProfilerPause`/`Resume`: the marker-control callbacks of started contexts.
+    fn control(&self, operation: i32) {
+        for ctx in self.active() {
+            for s in &ctx.setup.subscriptions {
+                if s.kind == callback::MARKER_CONTROL_API {
+                    for phase in [callback::PHASE_ENTER, callback::PHASE_EXIT] {
+                        let record = callback_record(
+                            self.tid,
+                            s.kind,
+                            operation,
+                            phase,
+                            std::ptr::null_mut(),
+                        );
+                        let mut user = UserData { value: 0 };
+                        // SAFETY: the tool's callback with the arguments the SDK passes.
+                        unsafe { (s.callback)(record, &mut user, s.data) };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A counter value from the scenario's seed, the dispatch and the instance: repeatable,
+/// and different across all three.
+pub fn counter_value(seed: u64, dispatch_id: u64, instance: u64) -> f64 {
+    let mut x = seed ^ dispatch_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ instance.rotate_left(17);
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    (x % 1_000_000) as f64
+}
+
+fn callback_record(
+    tid: u64,
+    kind: i32,
+    operation: i32,
+    phase: i32,
+    payload: *mut c_void,
+) -> CallbackTracingRecord {
+    CallbackTracingRecord {
+        context_id: Handle { handle: 0 },
+        thread_id: tid,
+        correlation_id: sync_correlation(0),
+        kind,
+        operation,
+        phase,
+        payload,
+    }
+}
+
+/// Reports the scenario's code objects (one per GPU) and kernel symbols to a context that
+/// subscribed to them, once, when it first starts.
+pub fn report_code_objects(sdk: &Sdk, ctx: &Context) {
+    let Some(s) = ctx
+        .setup
+        .subscriptions
+        .iter()
+        .find(|s| s.kind == callback::CODE_OBJECT)
+    else {
+        return;
+    };
+    if ctx.code_objects_sent.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let tid = gettid();
+    let scenario = &sdk.scenario;
+    for (gpu, agent) in scenario.agents.iter().enumerate() {
+        let uri = CString::new(format!(
+            "file:///opt/sim/{}.hsaco#offset=0&size=65536&agent={}",
+            scenario.scenario.name, agent.name
+        ))
+        .unwrap_or_default();
+        let mut load = CodeObjectLoadData {
+            size: size_of::<CodeObjectLoadData>() as u64,
+            code_object_id: gpu as u64 + 1,
+            agent_id: sdk.device.gpu_handle(gpu),
+            hsa_agent: 0,
+            uri: uri.as_ptr(),
+            load_base: 0x7000_0000_0000 + gpu as u64 * 0x100_0000,
+            load_size: 65536,
+            load_delta: 0,
+            storage_type: 1,
+            memory_base: 0,
+            memory_size: 0,
+        };
+        let record = callback_record(
+            tid,
+            s.kind,
+            callback::CODE_OBJECT_LOAD,
+            callback::PHASE_LOAD,
+            (&mut load as *mut CodeObjectLoadData).cast(),
+        );
+        let mut user = UserData { value: 0 };
+        // SAFETY: the tool's callback; the payload lives until it returns.
+        unsafe { (s.callback)(record, &mut user, s.data) };
+        for (k, kernel) in scenario.kernels.iter().enumerate() {
+            if kernel.agent as usize != gpu {
+                continue;
+            }
+            let name = CString::new(kernel.name.as_str()).unwrap_or_default();
+            let mut symbol = KernelSymbolRegisterData {
+                size: size_of::<KernelSymbolRegisterData>() as u64,
+                kernel_id: k as u64 + 1,
+                code_object_id: gpu as u64 + 1,
+                kernel_name: name.as_ptr(),
+                kernel_object: 0x7000_0000_1000 + k as u64 * 0x100,
+                kernarg_segment_size: 64,
+                kernarg_segment_alignment: 8,
+                group_segment_size: kernel.lds_bytes,
+                private_segment_size: kernel.scratch_bytes,
+                sgpr_count: kernel.sgpr,
+                arch_vgpr_count: kernel.vgpr,
+                accum_vgpr_count: 0,
+                kernel_code_entry_byte_offset: 0x100,
+                kernel_address: 0x7000_0000_1000 + k as u64 * 0x100,
+            };
+            let record = callback_record(
+                tid,
+                s.kind,
+                callback::CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER,
+                callback::PHASE_LOAD,
+                (&mut symbol as *mut KernelSymbolRegisterData).cast(),
+            );
+            // SAFETY: as above.
+            unsafe { (s.callback)(record, &mut user, s.data) };
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! `rocflow run`: profile an application with a pipeline.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::diag::Diagnostic;
+use crate::error::{Error, Result};
+use crate::record::Exit;
+use crate::runner::{self, Device, Options, StartError};
+
+use super::pipeline::PipelineArgs;
+use super::print;
+use super::spool::outputs;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The pipeline (a file, or a template name such as `kernel-trace`).
+    pipeline: PathBuf,
+    #[command(flatten)]
+    options: PipelineArgs,
+    /// Which rocprofiler-sdk: `rocm` (the installed one, a real GPU), `sim` (rocflow's
+    /// simulated MI300X) or `sim:SCENARIO.toml`.
+    #[arg(long, default_value = "rocm", value_parser = Device::parse)]
+    device: Device,
+    /// Where to keep the raw spool (every record, for `rocflow replay`).
+    #[arg(long, default_value = "rocflow-out/run.rfraw")]
+    spool: PathBuf,
+    /// The application and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "APP")]
+    command: Vec<OsString>,
+}
+
+/// Runs the application under the pipeline; exits with the application's status.
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let plan = args.options.compile(&args.pipeline)?;
+    let options = Options {
+        device: args.device,
+        spool: args.spool,
+        command: args.command,
+    };
+    let outcome = runner::run(&plan, &options).map_err(|e| match e {
+        StartError::Spawn { .. } => Error::user(
+            Diagnostic::error(e.to_string()).hint("give the application's path, after `--`"),
+        ),
+        StartError::Setup(message) => Error::Runtime(message),
+    })?;
+    let mut out = String::new();
+    let app = options.command[0].to_string_lossy();
+    match outcome.exit {
+        Some(Exit::Code(code)) => out.push_str(&format!("{app} exited with {code}\n")),
+        Some(Exit::Signal(signal)) => out.push_str(&format!(
+            "{app} was killed by signal {signal}; the outputs hold everything received until then\n"
+        )),
+        None => out.push_str(&format!(
+            "{app} was left running; the outputs hold what arrived until rocflow stopped\n"
+        )),
+    }
+    if outcome.streams == 0 {
+        eprintln!("{}", no_stream_message(&options.device));
+    }
+    let total: u64 = outcome.report.records_in.iter().map(|(_, n)| n).sum();
+    out.push_str(&format!(
+        "{total} records from {} process{} in {:.2} s",
+        outcome.streams,
+        if outcome.streams == 1 { "" } else { "es" },
+        outcome.elapsed.as_secs_f64()
+    ));
+    for (kind, n) in &outcome.report.records_in {
+        out.push_str(&format!("\n  {}: {n}", kind.name()));
+    }
+    let dropped: u64 = outcome
+        .report
+        .catalog
+        .streams()
+        .flat_map(|(_, s)| s.dropped.values())
+        .sum();
+    out.push_str(&format!(
+        "\n  dropped: {dropped}\n  spool: {}\n",
+        options.spool.display()
+    ));
+    if let Some(e) = &outcome.spool_error {
+        eprintln!(
+            "error: the spool {} is incomplete: {e}",
+            options.spool.display()
+        );
+    }
+    let healthy =
+        outputs(&plan, &outcome.report, &options.spool, &mut out) && outcome.spool_error.is_none();
+    print(&out)?;
+    let status = outcome.exit.map_or(130, Exit::status);
+    Ok(ExitCode::from(match (status, healthy) {
+        (0, false) => 1,
+        (status, _) => status.clamp(0, 255) as u8,
+    }))
+}
+
+/// Why no process connected, as far as rocflow can tell from outside.
+fn no_stream_message(device: &Device) -> String {
+    match device {
+        Device::Sim(_) => "warning: no process connected: the simulated SDK did not load the tool into the application (a statically linked or setuid program ignores LD_PRELOAD)".into(),
+        Device::Rocm => "warning: no process connected: the application did not load rocprofiler-sdk with the rocflow tool. Is it a HIP/ROCm application, and is rocprofiler-sdk (librocprofiler-sdk.so) installed? Messages from the tool above say why it stayed off; `--device sim` runs the pipeline on the simulated SDK".into(),
+    }
+}

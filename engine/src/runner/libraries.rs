@@ -1,0 +1,24 @@
+//! Where the tool library and the simulated SDK are: next to the `rocflow` binary (an
+//! installed rocflow), or one folder up (a test binary in the build tree's `deps/`).
+
+use std::path::{Path, PathBuf};
+
+pub const TOOL: &str = "librocflow_tool.so";
+pub const SIM: &str = "librocflow_sim.so";
+
+/// The library `name`, or an error saying where it was looked for.
+pub fn find(name: &str) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate rocflow itself: {e}"))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidates = [dir.join(name), dir.join("..").join(name)];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+        .ok_or_else(|| {
+            format!(
+                "{name} is not installed next to rocflow (looked in {}); install rocflow with the README's command, which copies the libraries beside the binary",
+                dir.display()
+            )
+        })
+}

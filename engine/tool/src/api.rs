@@ -1,0 +1,92 @@
+//! The SDK's C API, resolved at run time from the library already loaded in the process
+//! (rocprofiler-sdk, or the simulated one): rocflow links against no ROCm library, so it
+//! builds and runs its tests anywhere, and says which symbol is missing on an old SDK.
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+
+use rocflow_core::abi::{
+    AgentsCallback, BufferCallback, CountersCallback, DimensionsCallback, DispatchCountingCallback,
+    Handle, PcConfigurationsCallback, Status, TracingCallback,
+};
+
+macro_rules! api {
+    ($($field:ident = $symbol:literal: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
+        /// The SDK entry points the tool calls.
+        pub struct Api {
+            $(pub $field: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
+        }
+
+        impl Api {
+            /// Looks every entry point up in the process; the error names the first missing.
+            pub fn resolve() -> Result<Api, String> {
+                let this = libloading::os::unix::Library::this();
+                // SAFETY: each symbol is looked up with the type the SDK's headers declare.
+                unsafe {
+                    Ok(Api {
+                        $($field: *this
+                            .get::<unsafe extern "C" fn($($arg),*) $(-> $ret)?>(concat!($symbol, "\0").as_bytes())
+                            .map_err(|_| format!("the rocprofiler-sdk in this process has no `{}`", $symbol))?,)*
+                    })
+                }
+            }
+        }
+    };
+}
+
+api! {
+    get_timestamp = "rocprofiler_get_timestamp": fn(*mut u64) -> Status;
+    get_status_string = "rocprofiler_get_status_string": fn(Status) -> *const c_char;
+    create_context = "rocprofiler_create_context": fn(*mut Handle) -> Status;
+    create_buffer = "rocprofiler_create_buffer":
+        fn(Handle, usize, usize, c_int, Option<BufferCallback>, *mut c_void, *mut Handle) -> Status;
+    configure_buffer_tracing = "rocprofiler_configure_buffer_tracing_service":
+        fn(Handle, c_int, *const i32, usize, Handle) -> Status;
+    configure_callback_tracing = "rocprofiler_configure_callback_tracing_service":
+        fn(Handle, c_int, *const i32, usize, Option<TracingCallback>, *mut c_void) -> Status;
+    query_available_agents = "rocprofiler_query_available_agents":
+        fn(c_int, Option<AgentsCallback>, usize, *mut c_void) -> Status;
+    start_context = "rocprofiler_start_context": fn(Handle) -> Status;
+    stop_context = "rocprofiler_stop_context": fn(Handle) -> Status;
+    flush_buffer = "rocprofiler_flush_buffer": fn(Handle) -> Status;
+    iterate_agent_supported_counters = "rocprofiler_iterate_agent_supported_counters":
+        fn(Handle, Option<CountersCallback>, *mut c_void) -> Status;
+    query_counter_info = "rocprofiler_query_counter_info": fn(Handle, c_int, *mut c_void) -> Status;
+    iterate_counter_dimensions = "rocprofiler_iterate_counter_dimensions":
+        fn(Handle, Option<DimensionsCallback>, *mut c_void) -> Status;
+    query_record_counter_id = "rocprofiler_query_record_counter_id": fn(u64, *mut Handle) -> Status;
+    query_record_dimension_position = "rocprofiler_query_record_dimension_position":
+        fn(u64, u64, *mut usize) -> Status;
+    create_counter_config = "rocprofiler_create_counter_config":
+        fn(Handle, *mut Handle, usize, *mut Handle) -> Status;
+    configure_buffer_dispatch_counting = "rocprofiler_configure_buffer_dispatch_counting_service":
+        fn(Handle, Handle, Option<DispatchCountingCallback>, *mut c_void) -> Status;
+    query_pc_sampling_configurations = "rocprofiler_query_pc_sampling_agent_configurations":
+        fn(Handle, Option<PcConfigurationsCallback>, *mut c_void) -> Status;
+    configure_pc_sampling = "rocprofiler_configure_pc_sampling_service":
+        fn(Handle, Handle, c_int, c_int, u64, Handle, c_int) -> Status;
+}
+
+impl Api {
+    /// `Ok` on success, else the SDK's message for the status, naming the call.
+    pub fn check(&self, what: &str, status: Status) -> Result<(), String> {
+        if status == 0 {
+            return Ok(());
+        }
+        // SAFETY: the SDK returns a static C string for every status.
+        let text = unsafe { (self.get_status_string)(status) };
+        let text = if text.is_null() {
+            "unknown error".into()
+        } else {
+            // SAFETY: non-null, NUL-terminated.
+            unsafe { CStr::from_ptr(text) }.to_string_lossy()
+        };
+        Err(format!("{what}: {text} (status {status})"))
+    }
+
+    pub fn timestamp(&self) -> u64 {
+        let mut ts = 0;
+        // SAFETY: a writable u64.
+        unsafe { (self.get_timestamp)(&mut ts) };
+        ts
+    }
+}

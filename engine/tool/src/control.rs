@@ -1,0 +1,82 @@
+//! When the Plan's contexts collect: from the start, after a delay, in repeated collection
+//! periods (rocprofv3's `--collection-period`), or from `roctxProfilerResume` on, and never
+//! between `roctxProfilerPause` and `roctxProfilerResume`.
+
+use std::ffi::c_void;
+use std::time::Duration;
+
+use rocflow_core::abi::{CallbackTracingRecord, UserData, callback};
+
+use crate::setup::Context;
+use crate::{Tool, warn};
+
+fn set(tool: &Tool, ctx: &Context, on: bool) {
+    let api = &tool.api;
+    // SAFETY: a context the tool created.
+    let status = unsafe {
+        if on {
+            (api.start_context)(ctx.handle)
+        } else {
+            (api.stop_context)(ctx.handle)
+        }
+    };
+    if let Err(e) = api.check(&format!("context `{}`", ctx.name), status) {
+        warn(&e);
+    }
+}
+
+/// Starts each context as its plan says: now, or on a timer thread of its own.
+pub fn start(tool: &'static Tool) {
+    for ctx in tool.contexts.get().into_iter().flatten() {
+        let s = ctx.start;
+        if s.paused {
+            continue;
+        }
+        if s.delay_ns == 0 && s.duration_ns.is_none() {
+            set(tool, ctx, true);
+            continue;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("rocflow-period".into())
+            .spawn(move || {
+                std::thread::sleep(Duration::from_nanos(s.delay_ns));
+                for period in 0..=s.repeat {
+                    if period > 0 {
+                        std::thread::sleep(Duration::from_nanos(s.interval_ns));
+                    }
+                    set(tool, ctx, true);
+                    let Some(duration) = s.duration_ns else {
+                        return;
+                    };
+                    std::thread::sleep(Duration::from_nanos(duration));
+                    set(tool, ctx, false);
+                }
+            });
+        if let Err(e) = spawned {
+            warn(&format!(
+                "context `{}`: cannot time its collection period: {e}",
+                ctx.name
+            ));
+        }
+    }
+}
+
+/// `roctxProfilerPause` stops every Plan context, `roctxProfilerResume` starts them.
+pub unsafe extern "C" fn on_marker_control(
+    record: CallbackTracingRecord,
+    _user: *mut UserData,
+    _data: *mut c_void,
+) {
+    let Some(tool) = crate::tool() else { return };
+    if record.phase != callback::PHASE_ENTER {
+        return;
+    }
+    let on = match record.operation {
+        callback::ROCTX_PROFILER_PAUSE => false,
+        callback::ROCTX_PROFILER_RESUME => true,
+        _ => return,
+    };
+    for ctx in tool.contexts.get().into_iter().flatten() {
+        set(tool, ctx, on);
+    }
+}

@@ -1,0 +1,276 @@
+//! rocflow's tool library. rocprofiler-sdk (or rocflow's simulated SDK) finds it through
+//! `ROCP_TOOL_LIBRARIES` and calls [`rocprofiler_configure`]; in the initialize callback
+//! it creates the contexts of the Plan the runner left in `ROCFLOW_PLAN`, and from then on
+//! every buffered record is converted and streamed to the runner's socket
+//! (`ROCFLOW_SOCKET`). It decodes, interns and formats nothing: that is the runner's job.
+//!
+//! When something is wrong (an SDK too old or missing a symbol, no runner to talk to) it
+//! says what on stderr and stays out of the application's way.
+
+mod api;
+mod control;
+mod crash;
+mod records;
+mod setup;
+mod stream;
+
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_void};
+use std::path::PathBuf;
+use std::sync::{OnceLock, RwLock};
+use std::time::Duration;
+
+use rocflow_core::abi::{self, ClientFinalize, ClientId, Handle, ToolConfigureResult};
+use rocflow_core::contexts::{FORMAT_VERSION, PlanContexts};
+use rocflow_core::record::{Meta, Process};
+
+use api::Api;
+
+/// The oldest rocprofiler-sdk whose API and layouts the tool uses.
+const MIN_VERSION: u32 = abi::version(1, 0, 0);
+/// How long finalize waits for the last frames to reach the runner.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The tool's state for the life of the process.
+pub struct Tool {
+    api: Api,
+    plan: PlanContexts,
+    socket: PathBuf,
+    /// Agent handle → rocflow's agent index (set in initialize, read-only after).
+    agents: OnceLock<HashMap<u64, u32>>,
+    /// Kernel id → (arch VGPRs, SGPRs, name), from kernel symbol registration.
+    kernels: RwLock<HashMap<u64, (u32, u32, String)>>,
+    /// Code object id → agent index.
+    code_objects: RwLock<HashMap<u64, u32>>,
+    /// Counter id → the dimension ids of its instances (set in initialize).
+    counter_dimensions: OnceLock<HashMap<u64, Vec<u64>>>,
+    /// Contexts the tool created, with their buffers.
+    contexts: OnceLock<Vec<setup::Context>>,
+}
+
+static TOOL: OnceLock<Tool> = OnceLock::new();
+
+fn tool() -> Option<&'static Tool> {
+    TOOL.get()
+}
+
+impl Tool {
+    fn agent_index(&self, handle: Handle) -> u32 {
+        self.agents
+            .get()
+            .and_then(|a| a.get(&handle.handle).copied())
+            .unwrap_or(u32::MAX)
+    }
+
+    fn kernel_registers(&self, kernel_id: u64) -> (u32, u32) {
+        self.kernels
+            .read()
+            .unwrap()
+            .get(&kernel_id)
+            .map_or((0, 0), |k| (k.0, k.1))
+    }
+
+    fn kernel_name(&self, kernel_id: u64) -> Option<String> {
+        self.kernels
+            .read()
+            .unwrap()
+            .get(&kernel_id)
+            .map(|k| k.2.clone())
+    }
+
+    fn code_object_agent(&self, id: u64) -> u32 {
+        self.code_objects
+            .read()
+            .unwrap()
+            .get(&id)
+            .copied()
+            .unwrap_or(u32::MAX)
+    }
+
+    fn counter_dimensions(&self, counter: Handle) -> &[u64] {
+        self.counter_dimensions
+            .get()
+            .and_then(|d| d.get(&counter.handle))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// This process, as the runner's metadata describes it.
+    fn process(&self) -> Meta {
+        let command = std::fs::read("/proc/self/cmdline")
+            .map(|bytes| {
+                bytes
+                    .split(|b| *b == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let rank = [
+            "OMPI_COMM_WORLD_RANK",
+            "PMI_RANK",
+            "PMIX_RANK",
+            "SLURM_PROCID",
+        ]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok());
+        Meta::Process(Process {
+            pid: std::process::id(),
+            // SAFETY: getppid has no preconditions.
+            ppid: unsafe { libc::getppid() } as u32,
+            hostname: hostname(),
+            command,
+            start_ns: self.api.timestamp(),
+            rank,
+        })
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: a writable buffer of the given length.
+    unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn warn(message: &str) {
+    eprintln!("rocflow: {message}");
+}
+
+/// The entry point rocprofiler-sdk looks for: checks the SDK, loads the Plan, and returns
+/// the tool's initialize and finalize callbacks (or null to stay out of the run).
+///
+/// # Safety
+/// Called by rocprofiler-sdk with the arguments its headers declare.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_configure(
+    version: u32,
+    runtime_version: *const c_char,
+    _priority: u32,
+    client: *mut ClientId,
+) -> *mut ToolConfigureResult {
+    if version < MIN_VERSION {
+        let found = if runtime_version.is_null() {
+            format!("{version}")
+        } else {
+            // SAFETY: the SDK passes a NUL-terminated version string.
+            unsafe { CStr::from_ptr(runtime_version) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        warn(&format!(
+            "rocprofiler-sdk {found} is too old (rocflow needs 1.0.0 or later); profiling is off"
+        ));
+        return std::ptr::null_mut();
+    }
+    match configure() {
+        Ok(tool) => {
+            let _ = TOOL.set(tool);
+        }
+        Err(e) => {
+            warn(&format!("{e}; profiling is off"));
+            return std::ptr::null_mut();
+        }
+    }
+    if !client.is_null() {
+        // SAFETY: the SDK passes its client id for the tool to name.
+        unsafe { (*client).name = c"rocflow".as_ptr() };
+    }
+    let result = ToolConfigureResult {
+        size: size_of::<ToolConfigureResult>(),
+        initialize: Some(initialize),
+        finalize: Some(finalize),
+        tool_data: std::ptr::null_mut(),
+    };
+    Box::into_raw(Box::new(result))
+}
+
+fn configure() -> Result<Tool, String> {
+    let socket = std::env::var_os("ROCFLOW_SOCKET")
+        .ok_or("ROCFLOW_SOCKET is not set (run the application with `rocflow run`)")?;
+    let plan_path = std::env::var_os("ROCFLOW_PLAN")
+        .ok_or("ROCFLOW_PLAN is not set (run the application with `rocflow run`)")?;
+    let text = std::fs::read_to_string(&plan_path).map_err(|e| {
+        format!(
+            "cannot read the plan {}: {e}",
+            PathBuf::from(&plan_path).display()
+        )
+    })?;
+    let plan: PlanContexts =
+        serde_json::from_str(&text).map_err(|e| format!("the plan is not readable: {e}"))?;
+    if plan.format != FORMAT_VERSION {
+        return Err(format!(
+            "the plan has format {}, this tool library reads {FORMAT_VERSION} (is it from another rocflow?)",
+            plan.format
+        ));
+    }
+    Ok(Tool {
+        api: Api::resolve()?,
+        plan,
+        socket: socket.into(),
+        agents: OnceLock::new(),
+        kernels: RwLock::default(),
+        code_objects: RwLock::default(),
+        counter_dimensions: OnceLock::new(),
+        contexts: OnceLock::new(),
+    })
+}
+
+/// `rocprofiler_tool_initialize_t`: connect, describe the process, set up the contexts.
+unsafe extern "C" fn initialize(_finalize: ClientFinalize, _data: *mut c_void) -> i32 {
+    let Some(tool) = tool() else { return 1 };
+    if let Err(e) = stream::open(&tool.socket) {
+        warn(&format!("{e}; profiling is off"));
+        return 1;
+    }
+    stream::send_meta(vec![
+        tool.process(),
+        Meta::Strings {
+            first: 0,
+            values: vec![String::new()],
+        },
+    ]);
+    if let Err(e) = setup::run(tool) {
+        warn(&format!("{e}; profiling is off"));
+        stream::close(CLOSE_TIMEOUT);
+        return 1;
+    }
+    // SAFETY: plain C functions with no preconditions.
+    unsafe {
+        libc::pthread_atfork(
+            Some(stream::before_fork),
+            Some(stream::after_fork_parent),
+            Some(after_fork_child),
+        );
+    }
+    crash::install();
+    control::start(tool);
+    0
+}
+
+extern "C" fn after_fork_child() {
+    if let Some(tool) = tool() {
+        stream::reopen_in_child(&tool.socket, tool.process());
+    }
+}
+
+/// Flushes every buffer and closes the stream; once per process.
+fn flush_and_close(timeout: Duration) {
+    static DONE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let pid = std::process::id();
+    if DONE.swap(pid, std::sync::atomic::Ordering::AcqRel) == pid {
+        return;
+    }
+    if let Some(tool) = tool() {
+        for ctx in tool.contexts.get().into_iter().flatten() {
+            // SAFETY: a buffer the tool created.
+            unsafe { (tool.api.flush_buffer)(ctx.buffer) };
+        }
+    }
+    stream::close(timeout);
+}
+
+/// `rocprofiler_tool_finalize_t`.
+unsafe extern "C" fn finalize(_data: *mut c_void) {
+    flush_and_close(CLOSE_TIMEOUT);
+}

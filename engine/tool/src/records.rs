@@ -1,0 +1,349 @@
+//! The buffer callback: SDK records in, rocflow records out. Each delivery becomes one
+//! write of frames (new threads and queues described first), so the work inside the
+//! application is a copy per record and one hand-over per batch.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+use rocflow_core::abi::{
+    ApiRecord, CounterRecord, DispatchCountingServiceRecord, Handle, KernelDispatchRecord,
+    MemoryAllocationRecord, MemoryCopyRecord, PcSamplingHostTrapRecord, RecordHeader,
+    ScratchMemoryRecord, category, counter_record, pc_record,
+};
+use rocflow_core::record::{
+    ApiCall, Batch, CounterSample, KernelDispatch, Marker, MemoryAllocation, MemoryCopy, Meta,
+    PcSample, Queue, RecordKind, ScratchMemory, Sym, Thread,
+};
+use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
+use rocflow_core::wire;
+
+use crate::{Tool, stream};
+
+/// What the tool keeps per SDK buffer (the buffer callback's data).
+pub struct BufferState {
+    /// The kind losses are reported under: the context's first.
+    pub kind: RecordKind,
+    /// The last dispatch header seen: dispatch id, kernel id, end time. A dispatch's
+    /// counter values follow its header in the buffer.
+    dispatch: Mutex<(u64, u64, u64)>,
+}
+
+impl BufferState {
+    pub fn new(kind: RecordKind) -> BufferState {
+        BufferState {
+            kind,
+            dispatch: Mutex::new((0, 0, 0)),
+        }
+    }
+}
+
+/// One delivery's records, per kind.
+#[derive(Default)]
+struct Out {
+    dispatches: Vec<KernelDispatch>,
+    apis: Vec<ApiCall>,
+    markers: Vec<Marker>,
+    copies: Vec<MemoryCopy>,
+    allocations: Vec<MemoryAllocation>,
+    scratch: Vec<ScratchMemory>,
+    counters: Vec<CounterSample>,
+    pcs: Vec<PcSample>,
+}
+
+/// `rocprofiler_buffer_tracing_cb_t` for every buffer the tool creates.
+pub unsafe extern "C" fn on_buffer(
+    _context: Handle,
+    _buffer: Handle,
+    headers: *mut *mut RecordHeader,
+    count: usize,
+    data: *mut c_void,
+    drop_count: u64,
+) {
+    let Some(tool) = crate::tool() else { return };
+    // SAFETY: the data pointer is the leaked `BufferState` given at creation.
+    let state = unsafe { &*data.cast::<BufferState>() };
+    let headers = if headers.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: the SDK passes `count` header pointers.
+        unsafe { std::slice::from_raw_parts(headers, count) }
+    };
+    let pid = std::process::id();
+    let mut out = Out::default();
+    for &header in headers {
+        // SAFETY: each header the SDK passes is valid for the call.
+        let header = unsafe { &*header };
+        // SAFETY: the payload's type follows from the category and kind.
+        unsafe { convert(tool, state, pid, header, &mut out) };
+    }
+    let mut frames = Vec::new();
+    describe_new(&out, pid);
+    let batches = [
+        Batch::KernelDispatch(out.dispatches),
+        Batch::Api(out.apis),
+        Batch::Marker(out.markers),
+        Batch::MemoryCopy(out.copies),
+        Batch::MemoryAllocation(out.allocations),
+        Batch::ScratchMemory(out.scratch),
+        Batch::CounterSample(out.counters),
+        Batch::PcSample(out.pcs),
+    ];
+    for batch in batches.iter().filter(|b| !b.is_empty()) {
+        wire::encode_records(0, batch, &mut frames);
+    }
+    if !frames.is_empty() {
+        stream::send(frames);
+    }
+    if drop_count > 0 {
+        stream::send_meta(vec![Meta::Dropped {
+            kind: state.kind,
+            count: drop_count,
+        }]);
+    }
+}
+
+/// Describes threads and queues the records use that the stream has not described yet.
+fn describe_new(out: &Out, pid: u32) {
+    let tids: Vec<u64> = out
+        .apis
+        .iter()
+        .map(|r| r.tid)
+        .chain(out.markers.iter().map(|r| r.tid))
+        .chain(out.dispatches.iter().map(|r| r.tid))
+        .chain(out.copies.iter().map(|r| r.tid))
+        .map(u64::from)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let queues: Vec<(u64, u32)> = out
+        .dispatches
+        .iter()
+        .map(|r| (r.queue, r.agent))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_iter()
+        .collect();
+    let queue_ids: Vec<u64> = queues.iter().map(|q| q.0).collect();
+    let (tids, new_queues) = stream::unseen(&tids, &queue_ids);
+    let agent_of: HashMap<u64, u32> = queues.into_iter().collect();
+    let items: Vec<Meta> = tids
+        .into_iter()
+        .map(|tid| {
+            Meta::Thread(Thread {
+                pid,
+                tid: tid as u32,
+                name: std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+                    .ok()
+                    .map(|n| n.trim_end().to_owned()),
+            })
+        })
+        .chain(new_queues.into_iter().map(|id| {
+            Meta::Queue(Queue {
+                id,
+                agent: agent_of[&id],
+                pid,
+            })
+        }))
+        .collect();
+    stream::send_meta(items);
+}
+
+/// Converts one SDK record into its rocflow record.
+///
+/// # Safety
+/// `header.payload` points at the record its category and kind say.
+unsafe fn convert(
+    tool: &Tool,
+    state: &BufferState,
+    pid: u32,
+    header: &RecordHeader,
+    out: &mut Out,
+) {
+    let agent = |handle: Handle| tool.agent_index(handle);
+    match header.category {
+        category::TRACING => {
+            let Some(domain) = Domain::from_sdk_value(header.kind as i32) else {
+                return;
+            };
+            match domain.record_kind() {
+                RecordKind::KernelDispatch => {
+                    // SAFETY: the caller's contract.
+                    let r = unsafe { &*header.payload.cast::<KernelDispatchRecord>() };
+                    let info = &r.dispatch_info;
+                    let (vgpr, sgpr) = tool.kernel_registers(info.kernel_id);
+                    out.dispatches.push(KernelDispatch {
+                        pid,
+                        tid: r.thread_id as u32,
+                        agent: agent(info.agent_id),
+                        queue: info.queue_id.handle,
+                        dispatch_id: info.dispatch_id,
+                        kernel_id: info.kernel_id,
+                        start_ns: r.start_timestamp,
+                        end_ns: r.end_timestamp,
+                        correlation_id: r.correlation_id.internal,
+                        external_id: r.correlation_id.external.value,
+                        grid_x: info.grid_size.x,
+                        grid_y: info.grid_size.y,
+                        grid_z: info.grid_size.z,
+                        workgroup_x: info.workgroup_size.x,
+                        workgroup_y: info.workgroup_size.y,
+                        workgroup_z: info.workgroup_size.z,
+                        lds_bytes: info.group_segment_size,
+                        scratch_bytes: info.private_segment_size,
+                        vgpr_count: vgpr,
+                        sgpr_count: sgpr,
+                    });
+                }
+                RecordKind::Api => {
+                    // SAFETY: the caller's contract.
+                    let r = unsafe { &*header.payload.cast::<ApiRecord>() };
+                    out.apis.push(ApiCall {
+                        pid,
+                        tid: r.thread_id as u32,
+                        start_ns: r.start_timestamp,
+                        end_ns: r.end_timestamp,
+                        correlation_id: r.correlation_id.internal,
+                        external_id: r.correlation_id.external.value,
+                        domain_id: r.kind as u8,
+                        operation_id: r.operation,
+                    });
+                }
+                RecordKind::Marker => {
+                    // SAFETY: the caller's contract.
+                    let r = unsafe { &*header.payload.cast::<ApiRecord>() };
+                    out.markers.push(Marker {
+                        pid,
+                        tid: r.thread_id as u32,
+                        start_ns: r.start_timestamp,
+                        end_ns: r.end_timestamp,
+                        correlation_id: r.correlation_id.internal,
+                        external_id: r.correlation_id.external.value,
+                        domain_id: r.kind as u8,
+                        operation_id: r.operation,
+                        // Buffered marker records carry no message.
+                        message: Sym(0),
+                    });
+                }
+                RecordKind::MemoryCopy => {
+                    // SAFETY: the caller's contract.
+                    let r = unsafe { &*header.payload.cast::<MemoryCopyRecord>() };
+                    out.copies.push(MemoryCopy {
+                        pid,
+                        tid: r.thread_id as u32,
+                        src_agent: agent(r.src_agent_id),
+                        dst_agent: agent(r.dst_agent_id),
+                        start_ns: r.start_timestamp,
+                        end_ns: r.end_timestamp,
+                        correlation_id: r.correlation_id.internal,
+                        external_id: r.correlation_id.external.value,
+                        bytes: r.bytes,
+                        operation_id: r.operation as u8,
+                    });
+                }
+                RecordKind::MemoryAllocation => {
+                    // SAFETY: the caller's contract.
+                    let r = unsafe { &*header.payload.cast::<MemoryAllocationRecord>() };
+                    out.allocations.push(MemoryAllocation {
+                        pid,
+                        tid: r.thread_id as u32,
+                        agent: agent(r.agent_id),
+                        start_ns: r.start_timestamp,
+                        end_ns: r.end_timestamp,
+                        correlation_id: r.correlation_id.internal,
+                        external_id: r.correlation_id.external.value,
+                        address: r.address,
+                        bytes: r.allocation_size,
+                        operation_id: r.operation as u8,
+                    });
+                }
+                RecordKind::ScratchMemory => {
+                    // SAFETY: the caller's contract.
+                    let r = unsafe { &*header.payload.cast::<ScratchMemoryRecord>() };
+                    out.scratch.push(ScratchMemory {
+                        pid,
+                        tid: r.thread_id as u32,
+                        agent: agent(r.agent_id),
+                        queue: r.queue_id.handle,
+                        start_ns: r.start_timestamp,
+                        end_ns: r.end_timestamp,
+                        correlation_id: r.correlation_id.internal,
+                        external_id: r.correlation_id.external.value,
+                        bytes: r.allocation_size,
+                        flags: r.flags,
+                        operation_id: r.operation as u8,
+                    });
+                }
+                // Domains whose records rocflow does not take apart yet.
+                _ => {}
+            }
+        }
+        category::COUNTERS if header.kind == counter_record::DISPATCH_HEADER => {
+            // SAFETY: the caller's contract.
+            let r = unsafe { &*header.payload.cast::<DispatchCountingServiceRecord>() };
+            *state.dispatch.lock().unwrap() = (
+                r.dispatch_info.dispatch_id,
+                r.dispatch_info.kernel_id,
+                r.end_timestamp,
+            );
+        }
+        category::COUNTERS if header.kind == counter_record::VALUE => {
+            // SAFETY: the caller's contract.
+            let r = unsafe { &*header.payload.cast::<CounterRecord>() };
+            let (dispatch, kernel, end) = *state.dispatch.lock().unwrap();
+            let kernel_id = if dispatch == r.dispatch_id { kernel } else { 0 };
+            let mut counter = Handle { handle: 0 };
+            // SAFETY: a writable handle.
+            unsafe { (tool.api.query_record_counter_id)(r.id, &mut counter) };
+            let mut at = [0u16; 7];
+            for &dimension in tool.counter_dimensions(counter) {
+                let mut position = 0usize;
+                // SAFETY: a writable position.
+                unsafe {
+                    (tool.api.query_record_dimension_position)(r.id, dimension, &mut position)
+                };
+                if let Some(slot) = at.get_mut(dimension as usize) {
+                    *slot = position as u16;
+                }
+            }
+            debug_assert_eq!(at.len(), COUNTER_DIMENSIONS.len());
+            out.counters.push(CounterSample {
+                pid,
+                agent: agent(r.agent_id),
+                dispatch_id: r.dispatch_id,
+                kernel_id,
+                timestamp_ns: end,
+                counter_id: counter.handle as u32,
+                xcc: at[0],
+                aid: at[1],
+                shader_engine: at[2],
+                agent_index: at[3],
+                shader_array: at[4],
+                wgp: at[5],
+                instance: at[6],
+                value: r.counter_value,
+            });
+        }
+        category::PC_SAMPLING if header.kind == pc_record::HOST_TRAP_V0 => {
+            // SAFETY: the caller's contract.
+            let r = unsafe { &*header.payload.cast::<PcSamplingHostTrapRecord>() };
+            out.pcs.push(PcSample {
+                pid,
+                agent: tool.code_object_agent(r.pc.code_object_id),
+                timestamp_ns: r.timestamp,
+                dispatch_id: r.dispatch_id,
+                correlation_id: r.correlation_id.internal,
+                pc: r.pc.code_object_offset,
+                code_object_id: r.pc.code_object_id,
+                code_object_offset: r.pc.code_object_offset,
+                exec_mask: r.exec_mask,
+                wave_id: ((r.hw_id >> 6) & 0x7f) as u32,
+                hw_id: r.hw_id as u32,
+                chiplet: (r.hw_id & 0x3f) as u8,
+                method: 2,
+                instruction_type: 0,
+                stall_reason: 0,
+            });
+        }
+        _ => {}
+    }
+}

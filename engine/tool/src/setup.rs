@@ -1,0 +1,588 @@
+//! Initialize: the Plan's contexts become SDK contexts, buffers and services. A context the
+//! SDK refuses is reported and left out; the others still collect.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::Mutex;
+
+use regex::Regex;
+use rocflow_core::abi::{
+    self, AgentV0, CallbackTracingRecord, CodeObjectLoadData, CounterDimensionInfo, CounterInfoV0,
+    DispatchCountingServiceData, Handle, KernelSymbolRegisterData, PcSamplingConfiguration, Status,
+    UserData, callback,
+};
+use rocflow_core::contexts::{
+    AgentSelector, ContextPlan, CounterPlan, IterationRanges, PcSamplingPlan, StartPlan,
+};
+use rocflow_core::record::{Agent, CodeObject, CounterInfo, KernelSymbol, Meta, RecordKind};
+use rocflow_core::sdk::{AgentType, COUNTER_DIMENSIONS};
+
+use crate::records::{BufferState, on_buffer};
+use crate::{Tool, stream, warn};
+
+/// A context the tool created.
+pub struct Context {
+    pub name: String,
+    pub handle: Handle,
+    pub buffer: Handle,
+    pub start: StartPlan,
+}
+
+/// A GPU as the tool selects it.
+struct Gpu {
+    handle: Handle,
+    /// Index among the GPUs (what pipelines' agent indexes mean).
+    index: u32,
+    /// rocflow's agent index (what records carry).
+    agent: u32,
+    gfx: String,
+}
+
+fn text(ptr: *const c_char) -> String {
+    if ptr.is_null() {
+        return String::new();
+    }
+    // SAFETY: the SDK passes NUL-terminated strings.
+    unsafe { CStr::from_ptr(ptr) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+pub fn run(tool: &'static Tool) -> Result<(), String> {
+    let api = &tool.api;
+    let agents = query_agents(tool)?;
+    let mut gpus = Vec::new();
+    let mut handles = HashMap::new();
+    let mut items = Vec::new();
+    for (index, a) in agents.iter().enumerate() {
+        let index = index as u32;
+        let agent_type = if a.r#type == 2 {
+            AgentType::Gpu
+        } else {
+            AgentType::Cpu
+        };
+        handles.insert(a.id.handle, index);
+        if agent_type == AgentType::Gpu {
+            gpus.push(Gpu {
+                handle: a.id,
+                index: gpus.len() as u32,
+                agent: index,
+                gfx: text(a.name),
+            });
+        }
+        items.push(Meta::Agent(Agent {
+            index,
+            handle: a.id.handle,
+            agent_type,
+            node_id: a.node_id,
+            logical_node_id: a.logical_node_id.max(0) as u32,
+            name: text(a.name),
+            product_name: text(a.product_name),
+            cu_count: a.cu_count,
+            simd_count: a.simd_count,
+            xcc_count: a.num_xcc,
+            wave_front_size: a.wave_front_size,
+            max_waves_per_simd: a.max_waves_per_simd,
+            lds_bytes_per_cu: a.lds_size_in_kb * 1024,
+            max_engine_clk_mhz: a.max_engine_clk_fcompute,
+        }));
+    }
+    let _ = tool.agents.set(handles);
+    stream::send_meta(items);
+
+    // One context that is never stopped: kernel names and ROCTx profiler control must
+    // reach the tool even while the Plan's contexts are paused.
+    let mut control = Handle { handle: 0 };
+    // SAFETY: a writable handle.
+    api.check("creating the control context", unsafe {
+        (api.create_context)(&mut control)
+    })?;
+    if tool.plan.contexts.iter().any(|c| c.code_objects) {
+        // SAFETY: the callback has the SDK's signature.
+        let status = unsafe {
+            (api.configure_callback_tracing)(
+                control,
+                callback::CODE_OBJECT,
+                std::ptr::null(),
+                0,
+                Some(on_code_object),
+                std::ptr::null_mut(),
+            )
+        };
+        api.check("tracing code objects", status)?;
+    }
+    // SAFETY: as above.
+    let status = unsafe {
+        (api.configure_callback_tracing)(
+            control,
+            callback::MARKER_CONTROL_API,
+            std::ptr::null(),
+            0,
+            Some(crate::control::on_marker_control),
+            std::ptr::null_mut(),
+        )
+    };
+    api.check("tracing ROCTx profiler control", status)?;
+    // SAFETY: a context the tool created.
+    api.check("starting the control context", unsafe {
+        (api.start_context)(control)
+    })?;
+
+    let mut contexts = Vec::new();
+    let mut dimensions = HashMap::new();
+    for plan in &tool.plan.contexts {
+        match context(tool, plan, &gpus, &mut dimensions) {
+            Ok(c) => contexts.push(c),
+            Err(e) => warn(&format!(
+                "context `{}`: {e}; it collects nothing",
+                plan.name
+            )),
+        }
+    }
+    let _ = tool.counter_dimensions.set(dimensions);
+    let _ = tool.contexts.set(contexts);
+    Ok(())
+}
+
+fn query_agents(tool: &Tool) -> Result<Vec<AgentV0>, String> {
+    unsafe extern "C" fn collect(
+        _version: c_int,
+        agents: *mut *const c_void,
+        count: usize,
+        data: *mut c_void,
+    ) -> Status {
+        // SAFETY: `data` is the Vec passed below; the SDK passes `count` agent pointers.
+        let out = unsafe { &mut *data.cast::<Vec<AgentV0>>() };
+        for i in 0..count {
+            // SAFETY: as above; each points at a `rocprofiler_agent_v0_t`.
+            out.push(unsafe { *(*agents.add(i)).cast::<AgentV0>() });
+        }
+        abi::status::SUCCESS
+    }
+    let mut agents: Vec<AgentV0> = Vec::new();
+    // SAFETY: the callback matches the SDK's type and `agents` outlives the call.
+    let status = unsafe {
+        (tool.api.query_available_agents)(
+            abi::AGENT_INFO_VERSION_0,
+            Some(collect),
+            size_of::<AgentV0>(),
+            (&mut agents as *mut Vec<AgentV0>).cast(),
+        )
+    };
+    tool.api.check("querying agents", status)?;
+    Ok(agents)
+}
+
+/// Creates one context with its buffer and services.
+fn context(
+    tool: &Tool,
+    plan: &ContextPlan,
+    gpus: &[Gpu],
+    dimensions: &mut HashMap<u64, Vec<u64>>,
+) -> Result<Context, String> {
+    let api = &tool.api;
+    let mut handle = Handle { handle: 0 };
+    // SAFETY: a writable handle.
+    api.check("creating the context", unsafe {
+        (api.create_context)(&mut handle)
+    })?;
+    let kind = plan
+        .record_kinds()
+        .next()
+        .unwrap_or(RecordKind::KernelDispatch);
+    let state: &'static BufferState = Box::leak(Box::new(BufferState::new(kind)));
+    let mut buffer = Handle { handle: 0 };
+    // SAFETY: the callback matches the SDK's type; its data lives for the process.
+    let status = unsafe {
+        (api.create_buffer)(
+            handle,
+            plan.buffer.size_bytes as usize,
+            plan.buffer.watermark_bytes as usize,
+            plan.buffer.policy as c_int,
+            Some(on_buffer),
+            (state as *const BufferState).cast_mut().cast(),
+            &mut buffer,
+        )
+    };
+    api.check("creating the buffer", status)?;
+    for t in &plan.tracing {
+        let operations = t.operations.as_deref().unwrap_or_default();
+        // SAFETY: `operations` outlives the call.
+        let status = unsafe {
+            (api.configure_buffer_tracing)(
+                handle,
+                t.domain.sdk_value(),
+                operations.as_ptr(),
+                operations.len(),
+                buffer,
+            )
+        };
+        api.check(&format!("tracing {}", t.domain.name()), status)?;
+    }
+    let selected = |selectors: &[AgentSelector]| -> Vec<&Gpu> {
+        let selectors = if selectors.is_empty() {
+            &plan.agents[..]
+        } else {
+            selectors
+        };
+        gpus.iter()
+            .filter(|g| {
+                selectors.is_empty() || selectors.iter().any(|s| s.selects_gpu(g.index, &g.gfx))
+            })
+            .collect()
+    };
+    if let Some(counters) = &plan.counters {
+        count(
+            tool,
+            handle,
+            buffer,
+            counters,
+            &selected(&counters.agents),
+            dimensions,
+        )?;
+    }
+    if let Some(pc) = &plan.pc_sampling {
+        sample(tool, handle, buffer, pc, &selected(&pc.agents))?;
+    }
+    Ok(Context {
+        name: plan.name.clone(),
+        handle,
+        buffer,
+        start: plan.start,
+    })
+}
+
+/// What the per-dispatch counting callback decides with.
+struct Counting {
+    /// Agent handle → its counter configuration.
+    configs: HashMap<u64, Handle>,
+    include: Option<Regex>,
+    exclude: Option<Regex>,
+    iterations: Option<IterationRanges>,
+    /// Per kernel: whether its name passes the filters, and how many of its dispatches
+    /// have been seen.
+    kernels: Mutex<HashMap<u64, (bool, u64)>>,
+}
+
+fn count(
+    tool: &Tool,
+    context: Handle,
+    buffer: Handle,
+    plan: &CounterPlan,
+    gpus: &[&Gpu],
+    dimensions: &mut HashMap<u64, Vec<u64>>,
+) -> Result<(), String> {
+    let api = &tool.api;
+    let mut configs = HashMap::new();
+    let mut items = Vec::new();
+    for gpu in gpus {
+        let available = supported_counters(tool, gpu.handle)?;
+        let mut chosen = Vec::new();
+        for name in &plan.collect {
+            match available.iter().find(|(_, info)| info.0 == *name) {
+                Some((id, (name, description))) => {
+                    let dims = counter_dimensions(tool, *id)?;
+                    dimensions.insert(id.handle, dims.iter().map(|d| d.0).collect());
+                    items.push(Meta::Counter(CounterInfo {
+                        id: id.handle as u32,
+                        agent: gpu.agent,
+                        name: name.clone(),
+                        description: description.clone(),
+                        dimensions: dims.into_iter().map(|d| (d.1, d.2)).collect(),
+                    }));
+                    chosen.push(*id);
+                }
+                // Counters the pipeline derives itself are computed from the collected ones.
+                None if plan.derived.iter().any(|(d, _)| d == name) => {}
+                None => warn(&format!(
+                    "counter `{name}` is not available on {} (agent {})",
+                    gpu.gfx, gpu.index
+                )),
+            }
+        }
+        if chosen.is_empty() {
+            continue;
+        }
+        let mut config = Handle { handle: 0 };
+        // SAFETY: `chosen` outlives the call; a writable handle.
+        let status = unsafe {
+            (api.create_counter_config)(gpu.handle, chosen.as_mut_ptr(), chosen.len(), &mut config)
+        };
+        api.check(
+            &format!("creating the counter configuration for {}", gpu.gfx),
+            status,
+        )?;
+        configs.insert(gpu.handle.handle, config);
+    }
+    stream::send_meta(items);
+    let regex = |pattern: &Option<String>| {
+        pattern
+            .as_deref()
+            .map(Regex::new)
+            .transpose()
+            .map_err(|e| format!("kernel filter: {e}"))
+    };
+    let counting: &'static Counting = Box::leak(Box::new(Counting {
+        configs,
+        include: regex(&plan.kernel_include)?,
+        exclude: regex(&plan.kernel_exclude)?,
+        iterations: plan.iterations.clone(),
+        kernels: Mutex::default(),
+    }));
+    // SAFETY: the callback matches the SDK's type; its data lives for the process.
+    let status = unsafe {
+        (api.configure_buffer_dispatch_counting)(
+            context,
+            buffer,
+            Some(on_dispatch),
+            (counting as *const Counting).cast_mut().cast(),
+        )
+    };
+    api.check("counting dispatches", status)
+}
+
+/// The counters an agent supports: id, name and description.
+fn supported_counters(
+    tool: &Tool,
+    agent: Handle,
+) -> Result<Vec<(Handle, (String, String))>, String> {
+    unsafe extern "C" fn collect(
+        _agent: Handle,
+        ids: *mut Handle,
+        count: usize,
+        data: *mut c_void,
+    ) -> Status {
+        // SAFETY: `data` is the Vec passed below; the SDK passes `count` ids.
+        let out = unsafe { &mut *data.cast::<Vec<Handle>>() };
+        if !ids.is_null() {
+            // SAFETY: as above.
+            out.extend_from_slice(unsafe { std::slice::from_raw_parts(ids, count) });
+        }
+        abi::status::SUCCESS
+    }
+    let api = &tool.api;
+    let mut ids: Vec<Handle> = Vec::new();
+    // SAFETY: the callback matches the SDK's type and `ids` outlives the call.
+    let status = unsafe {
+        (api.iterate_agent_supported_counters)(
+            agent,
+            Some(collect),
+            (&mut ids as *mut Vec<Handle>).cast(),
+        )
+    };
+    api.check("listing counters", status)?;
+    ids.into_iter()
+        .map(|id| {
+            // SAFETY: every field is an integer or a nullable pointer.
+            let mut info: CounterInfoV0 = unsafe { std::mem::zeroed() };
+            // SAFETY: room for the version-0 info.
+            let status = unsafe {
+                (api.query_counter_info)(
+                    id,
+                    abi::COUNTER_INFO_VERSION_0,
+                    (&mut info as *mut CounterInfoV0).cast(),
+                )
+            };
+            api.check("querying a counter", status)?;
+            Ok((id, (text(info.name), text(info.description))))
+        })
+        .collect()
+}
+
+/// A counter's dimensions: id, name and size.
+fn counter_dimensions(tool: &Tool, counter: Handle) -> Result<Vec<(u64, String, u32)>, String> {
+    unsafe extern "C" fn collect(
+        _counter: Handle,
+        dims: *const CounterDimensionInfo,
+        count: usize,
+        data: *mut c_void,
+    ) -> Status {
+        // SAFETY: `data` is the Vec passed below; the SDK passes `count` dimensions.
+        let out = unsafe { &mut *data.cast::<Vec<(u64, String, u32)>>() };
+        for i in 0..count {
+            // SAFETY: as above.
+            let d = unsafe { &*dims.add(i) };
+            out.push((d.id, text(d.name), d.instance_size as u32));
+        }
+        abi::status::SUCCESS
+    }
+    let mut dims: Vec<(u64, String, u32)> = Vec::new();
+    // SAFETY: the callback matches the SDK's type and `dims` outlives the call.
+    let status = unsafe {
+        (tool.api.iterate_counter_dimensions)(
+            counter,
+            Some(collect),
+            (&mut dims as *mut Vec<(u64, String, u32)>).cast(),
+        )
+    };
+    tool.api.check("listing a counter's dimensions", status)?;
+    dims.retain(|d| (d.0 as usize) < COUNTER_DIMENSIONS.len());
+    Ok(dims)
+}
+
+/// `rocprofiler_dispatch_counting_service_cb_t`: counts a dispatch when its kernel passes
+/// the filters and the dispatch is in the iteration ranges.
+unsafe extern "C" fn on_dispatch(
+    dispatch: DispatchCountingServiceData,
+    config: *mut Handle,
+    _user_data: *mut UserData,
+    data: *mut c_void,
+) {
+    // SAFETY: `data` is the leaked `Counting` given at configuration.
+    let counting = unsafe { &*data.cast::<Counting>() };
+    let info = &dispatch.dispatch_info;
+    let Some(&chosen) = counting.configs.get(&info.agent_id.handle) else {
+        return;
+    };
+    let mut kernels = counting.kernels.lock().unwrap();
+    let entry = kernels.entry(info.kernel_id).or_insert_with(|| {
+        let name = crate::tool()
+            .and_then(|t| t.kernel_name(info.kernel_id))
+            .unwrap_or_default();
+        let pass = counting.include.as_ref().is_none_or(|r| r.is_match(&name))
+            && !counting.exclude.as_ref().is_some_and(|r| r.is_match(&name));
+        (pass, 0)
+    });
+    if !entry.0 {
+        return;
+    }
+    entry.1 += 1;
+    if counting
+        .iterations
+        .as_ref()
+        .is_none_or(|r| r.contains(entry.1))
+        && !config.is_null()
+    {
+        // SAFETY: checked non-null; the SDK passes a writable config.
+        unsafe { *config = chosen };
+    }
+}
+
+fn sample(
+    tool: &Tool,
+    context: Handle,
+    buffer: Handle,
+    plan: &PcSamplingPlan,
+    gpus: &[&Gpu],
+) -> Result<(), String> {
+    unsafe extern "C" fn collect(
+        configs: *const PcSamplingConfiguration,
+        count: usize,
+        data: *mut c_void,
+    ) -> Status {
+        // SAFETY: `data` is the Vec passed below; the SDK passes `count` configurations.
+        let out = unsafe { &mut *data.cast::<Vec<PcSamplingConfiguration>>() };
+        if !configs.is_null() {
+            // SAFETY: as above.
+            out.extend_from_slice(unsafe { std::slice::from_raw_parts(configs, count) });
+        }
+        abi::status::SUCCESS
+    }
+    let api = &tool.api;
+    let (method, unit) = (plan.method as i32, plan.unit as i32);
+    for gpu in gpus {
+        let mut configs: Vec<PcSamplingConfiguration> = Vec::new();
+        // SAFETY: the callback matches the SDK's type and `configs` outlives the call.
+        let status = unsafe {
+            (api.query_pc_sampling_configurations)(
+                gpu.handle,
+                Some(collect),
+                (&mut configs as *mut Vec<_>).cast(),
+            )
+        };
+        api.check(&format!("querying PC sampling on {}", gpu.gfx), status)?;
+        let supported = || {
+            let list: Vec<String> = configs
+                .iter()
+                .map(|c| {
+                    format!(
+                        "method {} unit {} interval {}..={}",
+                        c.method, c.unit, c.min_interval, c.max_interval
+                    )
+                })
+                .collect();
+            if list.is_empty() {
+                "none".to_owned()
+            } else {
+                list.join("; ")
+            }
+        };
+        let Some(config) = configs
+            .iter()
+            .find(|c| c.method == method && c.unit == unit)
+        else {
+            return Err(format!(
+                "PC sampling {:?} in {:?} is not supported on {} (agent {}); it supports: {}",
+                plan.method,
+                plan.unit,
+                gpu.gfx,
+                gpu.index,
+                supported()
+            ));
+        };
+        if !(config.min_interval as u64..=config.max_interval as u64).contains(&plan.interval) {
+            return Err(format!(
+                "PC sampling interval {} is outside {}..={} on {} (agent {})",
+                plan.interval, config.min_interval, config.max_interval, gpu.gfx, gpu.index
+            ));
+        }
+        // SAFETY: handles the tool created or the SDK gave.
+        let status = unsafe {
+            (api.configure_pc_sampling)(context, gpu.handle, method, unit, plan.interval, buffer, 0)
+        };
+        api.check(&format!("PC sampling on {}", gpu.gfx), status)?;
+    }
+    Ok(())
+}
+
+/// `rocprofiler_callback_tracing_cb_t` for code objects: loads and kernel symbols become
+/// metadata (kernel names, register counts, which agent a code object is on).
+unsafe extern "C" fn on_code_object(
+    record: CallbackTracingRecord,
+    _user: *mut UserData,
+    _data: *mut c_void,
+) {
+    let Some(tool) = crate::tool() else { return };
+    if record.phase != callback::PHASE_LOAD || record.payload.is_null() {
+        return;
+    }
+    let item = match record.operation {
+        callback::CODE_OBJECT_LOAD => {
+            // SAFETY: the payload of a code-object load.
+            let d = unsafe { &*record.payload.cast::<CodeObjectLoadData>() };
+            let agent = tool.agent_index(d.agent_id);
+            tool.code_objects
+                .write()
+                .unwrap()
+                .insert(d.code_object_id, agent);
+            Meta::CodeObject(CodeObject {
+                id: d.code_object_id,
+                agent,
+                uri: text(d.uri),
+                load_base: d.load_base,
+                load_size: d.load_size,
+            })
+        }
+        callback::CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER => {
+            // SAFETY: the payload of a kernel symbol registration.
+            let d = unsafe { &*record.payload.cast::<KernelSymbolRegisterData>() };
+            let name = text(d.kernel_name);
+            tool.kernels
+                .write()
+                .unwrap()
+                .insert(d.kernel_id, (d.arch_vgpr_count, d.sgpr_count, name.clone()));
+            Meta::KernelSymbol(KernelSymbol {
+                kernel_id: d.kernel_id,
+                code_object_id: d.code_object_id,
+                name,
+                lds_bytes: d.group_segment_size,
+                scratch_bytes: d.private_segment_size,
+                arch_vgpr_count: d.arch_vgpr_count,
+                sgpr_count: d.sgpr_count,
+                kernarg_bytes: d.kernarg_segment_size,
+            })
+        }
+        _ => return,
+    };
+    stream::send_meta(vec![item]);
+}

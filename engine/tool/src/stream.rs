@@ -1,0 +1,167 @@
+//! The stream to the runner: frames go through a bounded queue to a writer thread that owns
+//! the socket, so buffer callbacks only encode and hand over (and wait, never drop, when
+//! the runner falls behind). Metadata sent is kept, so a forked child can open a stream of
+//! its own that starts with everything its records refer to.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rocflow_core::record::Meta;
+use rocflow_core::wire;
+
+/// Frames queued for the writer before a callback waits.
+const QUEUE: usize = 64;
+
+pub struct Stream {
+    sender: Mutex<Option<SyncSender<Vec<u8>>>>,
+    /// Threads and queues this stream has described, so each is described once.
+    seen: Mutex<(HashSet<u64>, HashSet<u64>)>,
+    /// Set by the writer when the socket is closed.
+    finished: Arc<(Mutex<bool>, Condvar)>,
+}
+
+/// The current stream; a forked child swaps in its own and never touches the parent's.
+static STREAM: AtomicPtr<Stream> = AtomicPtr::new(ptr::null_mut());
+/// Every metadata item sent so far, in order.
+static META: Mutex<Vec<Meta>> = Mutex::new(Vec::new());
+
+/// Connects to the runner and starts the writer.
+pub fn open(socket: &Path) -> Result<(), String> {
+    let stream = connect(socket)?;
+    STREAM.store(Box::into_raw(Box::new(stream)), Ordering::Release);
+    Ok(())
+}
+
+fn connect(socket: &Path) -> Result<Stream, String> {
+    let mut socket = UnixStream::connect(socket)
+        .map_err(|e| format!("cannot connect to the runner at {}: {e}", socket.display()))?;
+    let (sender, frames) = sync_channel::<Vec<u8>>(QUEUE);
+    let finished = Arc::new((Mutex::new(false), Condvar::new()));
+    let done = Arc::clone(&finished);
+    std::thread::Builder::new()
+        .name("rocflow-writer".into())
+        .spawn(move || {
+            let mut ok = socket.write_all(&wire::stream_header()).is_ok();
+            for frame in frames.iter() {
+                ok = ok && socket.write_all(&frame).is_ok();
+            }
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+            *done.0.lock().unwrap() = true;
+            done.1.notify_all();
+            if !ok {
+                eprintln!("rocflow: the runner stopped reading; records after that were lost");
+            }
+        })
+        .map_err(|e| format!("cannot start the writer thread: {e}"))?;
+    Ok(Stream {
+        sender: Mutex::new(Some(sender)),
+        seen: Mutex::default(),
+        finished,
+    })
+}
+
+fn current() -> Option<&'static Stream> {
+    // SAFETY: streams are leaked, never freed, so a pointer once stored stays valid.
+    unsafe { STREAM.load(Ordering::Acquire).as_ref() }
+}
+
+/// Hands encoded frames to the writer, waiting while its queue is full.
+pub fn send(frames: Vec<u8>) {
+    if let Some(stream) = current()
+        && let Some(sender) = &*stream.sender.lock().unwrap()
+    {
+        let _ = sender.send(frames);
+    }
+}
+
+/// The threads and queues among `tids` and `queues` this stream has not described yet;
+/// they count as described from now on.
+pub fn unseen(tids: &[u64], queues: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let Some(stream) = current() else {
+        return Default::default();
+    };
+    let mut seen = stream.seen.lock().unwrap();
+    let new_tids = tids.iter().copied().filter(|t| seen.0.insert(*t)).collect();
+    let new_queues = queues
+        .iter()
+        .copied()
+        .filter(|q| seen.1.insert(*q))
+        .collect();
+    (new_tids, new_queues)
+}
+
+/// Sends metadata items and keeps them for a forked child's stream.
+pub fn send_meta(items: Vec<Meta>) {
+    if items.is_empty() {
+        return;
+    }
+    let mut log = META.lock().unwrap();
+    let mut frame = Vec::new();
+    wire::encode_meta(0, &items, &mut frame);
+    // Under the log's lock, so the stream's order and the log's agree.
+    send(frame);
+    log.extend(items);
+}
+
+/// Ends the stream: the writer sends what is queued and closes the socket. Waits up to
+/// `timeout` for that.
+pub fn close(timeout: Duration) {
+    let Some(stream) = current() else { return };
+    stream.sender.lock().unwrap().take();
+    let (done, signal) = &*stream.finished;
+    let guard = done.lock().unwrap();
+    let _ = signal.wait_timeout_while(guard, timeout, |finished| !*finished);
+}
+
+thread_local! {
+    /// The metadata log's lock, held across a fork so the child gets a whole log.
+    static HELD: RefCell<Option<MutexGuard<'static, Vec<Meta>>>> = const { RefCell::new(None) };
+}
+
+pub extern "C" fn before_fork() {
+    HELD.with(|held| *held.borrow_mut() = Some(META.lock().unwrap()));
+}
+
+pub extern "C" fn after_fork_parent() {
+    HELD.with(|held| held.borrow_mut().take());
+}
+
+/// In a forked child: a new stream, starting with the parent's metadata with this
+/// process's description in place of the parent's.
+pub fn reopen_in_child(socket: &Path, process: Meta) {
+    let log = HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        let log = held.as_deref().cloned().unwrap_or_default();
+        held.take();
+        log
+    });
+    let stream = match connect(socket) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rocflow: {e}; this process is not profiled");
+            STREAM.store(ptr::null_mut(), Ordering::Release);
+            return;
+        }
+    };
+    STREAM.store(Box::into_raw(Box::new(stream)), Ordering::Release);
+    let mut items: Vec<Meta> = log
+        .into_iter()
+        .filter(|m| {
+            !matches!(
+                m,
+                Meta::Process(_) | Meta::Thread(_) | Meta::Queue(_) | Meta::Dropped { .. }
+            )
+        })
+        .collect();
+    items.insert(0, process);
+    *META.lock().unwrap() = Vec::new();
+    send_meta(items);
+}
