@@ -753,3 +753,128 @@ pub unsafe extern "C" fn rocprofiler_configure_pc_sampling_service(
         status::SUCCESS
     })
 }
+
+#[cfg(test)]
+mod tests {
+    //! The rules the real SDK enforces, called through the exported C functions.
+
+    use super::*;
+
+    unsafe extern "C" fn ignore(
+        _: Handle,
+        _: Handle,
+        _: *mut *mut abi::RecordHeader,
+        _: usize,
+        _: *mut c_void,
+        _: u64,
+    ) {
+    }
+
+    unsafe extern "C" fn no_config(
+        _: abi::DispatchCountingServiceData,
+        _: *mut Handle,
+        _: *mut abi::UserData,
+        _: *mut c_void,
+    ) {
+    }
+
+    /// One test walks the phases in order, as a process does.
+    #[test]
+    fn setup_is_only_allowed_while_the_tool_initializes() {
+        install(Scenario::parse(crate::scenario::DEFAULT).unwrap());
+        let mut context = Handle { handle: 0 };
+        // SAFETY: valid pointers throughout.
+        unsafe {
+            assert_eq!(
+                rocprofiler_create_context(&mut context),
+                status::CONFIGURATION_LOCKED
+            );
+            set_phase(Phase::Initializing);
+            assert_eq!(rocprofiler_create_context(&mut context), status::SUCCESS);
+            let mut buffer = Handle { handle: 0 };
+            let create = |policy, out: &mut Handle| {
+                rocprofiler_create_buffer(
+                    context,
+                    4096,
+                    2048,
+                    policy,
+                    Some(ignore),
+                    std::ptr::null_mut(),
+                    out,
+                )
+            };
+            assert_eq!(
+                create(7, &mut buffer),
+                status::INVALID_ARGUMENT,
+                "unknown policy"
+            );
+            assert_eq!(create(2, &mut buffer), status::SUCCESS);
+            let trace = |kind, ops: &[i32], buffer| {
+                rocprofiler_configure_buffer_tracing_service(
+                    context,
+                    kind,
+                    ops.as_ptr(),
+                    ops.len(),
+                    buffer,
+                )
+            };
+            assert_eq!(trace(99, &[], buffer), status::KIND_NOT_FOUND);
+            assert_eq!(trace(5, &[100_000], buffer), status::OPERATION_NOT_FOUND);
+            assert_eq!(
+                trace(5, &[], Handle { handle: 12345 }),
+                status::BUFFER_NOT_FOUND
+            );
+            assert_eq!(trace(5, &[214], buffer), status::SUCCESS);
+            assert_eq!(trace(5, &[], buffer), status::SERVICE_ALREADY_CONFIGURED);
+            let stray = Handle { handle: 0xdead };
+            assert_eq!(trace(11, &[], buffer), status::SUCCESS);
+            assert_eq!(
+                rocprofiler_configure_buffer_tracing_service(
+                    stray,
+                    11,
+                    std::ptr::null(),
+                    0,
+                    buffer
+                ),
+                status::CONTEXT_NOT_FOUND
+            );
+            let count = |ctx| {
+                rocprofiler_configure_buffer_dispatch_counting_service(
+                    ctx,
+                    buffer,
+                    Some(no_config),
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(count(context), status::SUCCESS);
+            let mut second = Handle { handle: 0 };
+            assert_eq!(rocprofiler_create_context(&mut second), status::SUCCESS);
+            assert_eq!(
+                count(second),
+                status::CONTEXT_CONFLICT,
+                "a second counting context"
+            );
+            let gpu = sdk().unwrap().device.gpu_handle(0);
+            assert_eq!(
+                rocprofiler_configure_pc_sampling_service(second, gpu, 1, 2, 1024, buffer, 0),
+                status::NOT_AVAILABLE,
+                "stochastic sampling is not in the scenario"
+            );
+            assert_eq!(
+                rocprofiler_configure_pc_sampling_service(second, gpu, 2, 3, 1000, buffer, 0),
+                status::CONTEXT_CONFLICT,
+                "PC sampling next to dispatch counting"
+            );
+            set_phase(Phase::Running);
+            sdk().unwrap().freeze();
+            assert_eq!(
+                rocprofiler_create_context(&mut second),
+                status::CONFIGURATION_LOCKED
+            );
+            assert_eq!(trace(10, &[], buffer), status::CONFIGURATION_LOCKED);
+            assert_eq!(rocprofiler_start_context(context), status::SUCCESS);
+            assert_eq!(rocprofiler_start_context(stray), status::CONTEXT_NOT_FOUND);
+            assert_eq!(rocprofiler_flush_buffer(stray), status::BUFFER_NOT_FOUND);
+        }
+    }
+}

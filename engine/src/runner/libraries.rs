@@ -1,5 +1,6 @@
 //! Where the tool library and the simulated SDK are: next to the `rocflow` binary (an
-//! installed rocflow), or one folder up (a test binary in the build tree's `deps/`).
+//! installed rocflow, or a build tree after `cargo build --workspace`), or in the build
+//! tree's `deps/` (where `cargo test` puts them, as the tests' dependencies).
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +11,7 @@ pub const SIM: &str = "librocflow_sim.so";
 pub fn find(name: &str) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate rocflow itself: {e}"))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    let candidates = [dir.join(name), dir.join("..").join(name)];
+    let candidates = [dir.join(name), dir.join("deps").join(name)];
     candidates
         .iter()
         .find(|p| p.is_file())

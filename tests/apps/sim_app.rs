@@ -1,0 +1,51 @@
+//! A stand-in application for the `rocflow run` tests, doing what real applications do to
+//! a profiler: `sim-app fork N` forks N children that live a while and exit; `sim-app
+//! crash` dies of SIGSEGV; `sim-app threads N` runs N threads; `sim-app exit CODE` exits
+//! with CODE. Each first waits long enough for the simulated device's work to finish.
+
+use std::time::Duration;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let number = |i: usize| args.get(i).and_then(|a| a.parse::<i32>().ok()).unwrap_or(1);
+    let settle = || std::thread::sleep(Duration::from_millis(300));
+    match args.first().map(String::as_str) {
+        Some("fork") => {
+            let mut children = Vec::new();
+            for _ in 0..number(1) {
+                // SAFETY: the child only sleeps and exits.
+                match unsafe { libc::fork() } {
+                    0 => {
+                        settle();
+                        std::process::exit(0);
+                    }
+                    pid if pid > 0 => children.push(pid),
+                    _ => panic!("fork failed"),
+                }
+            }
+            for pid in children {
+                let mut status = 0;
+                // SAFETY: waiting for our own child.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+            }
+            settle();
+        }
+        Some("crash") => {
+            settle();
+            // SAFETY: raising a signal has no preconditions.
+            unsafe { libc::raise(libc::SIGSEGV) };
+        }
+        Some("threads") => {
+            let threads: Vec<_> = (0..number(1)).map(|_| std::thread::spawn(settle)).collect();
+            threads.into_iter().for_each(|t| t.join().unwrap());
+        }
+        Some("exit") => {
+            settle();
+            std::process::exit(number(1));
+        }
+        _ => {
+            eprintln!("usage: sim-app fork N | crash | threads N | exit CODE");
+            std::process::exit(2);
+        }
+    }
+}

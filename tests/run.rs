@@ -1,0 +1,309 @@
+//! `rocflow run` end to end: the real tool library loaded by the simulated SDK into real
+//! processes (`/bin/sleep`, and a test program that forks, crashes, spawns threads), with
+//! counts checked against what the scenario file says each process does.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use support::{rocflow, text};
+
+/// The test application (built by `cargo test` as the `sim-app` example).
+fn sim_app() -> PathBuf {
+    let exe = Path::new(env!("CARGO_BIN_EXE_rocflow"));
+    exe.parent().unwrap().join("examples/sim-app")
+}
+
+fn default_scenario() -> toml::Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
+    toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Records of each kind one process delivers, from the scenario file's own numbers.
+fn expected(scenario: &toml::Value) -> BTreeMap<String, u64> {
+    let s = &scenario["scenario"];
+    let iterations =
+        (s["threads"].as_integer().unwrap() * s["iterations"].as_integer().unwrap()) as u64;
+    let len = |key: &str| {
+        scenario
+            .get(key)
+            .and_then(|v| v.as_array())
+            .map_or(0, |a| a.len()) as u64
+    };
+    let (kernels, copies, allocations) = (len("kernel"), len("copy"), len("allocation"));
+    let mut counts = BTreeMap::new();
+    counts.insert("kernel_dispatch".into(), iterations * kernels);
+    counts.insert(
+        "api".into(),
+        iterations * (kernels + copies + 2 * allocations),
+    );
+    counts.insert("memory_copy".into(), iterations * copies);
+    counts.insert("memory_allocation".into(), iterations * 2 * allocations);
+    if s.get("marker_ranges").and_then(|v| v.as_bool()) == Some(true) {
+        counts.insert("marker".into(), iterations);
+    }
+    counts
+}
+
+const TRACE: &str = r#"
+[pipeline]
+name = "run-test"
+[[context]]
+name = "trace"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "memory_allocation", "marker_core_range_api"]
+EXTRA
+[[sink]]
+name = "csv"
+kind = "csv"
+path = "out"
+"#;
+
+/// Runs `rocflow run` in a fresh directory; returns its output and the CSV rows per kind
+/// and process: kind → pid → rows.
+fn run(
+    pipeline_extra: &str,
+    device: &str,
+    app: &[&str],
+) -> (
+    Output,
+    BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.toml"),
+        TRACE.replace("EXTRA", pipeline_extra),
+    )
+    .unwrap();
+    let mut args = vec!["run", "p.toml", "--device", device, "--"];
+    args.extend_from_slice(app);
+    let output = rocflow(&args, dir.path(), &[]);
+    let mut rows: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    if let Ok(entries) = std::fs::read_dir(dir.path().join("out")) {
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let kind = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let content = std::fs::read_to_string(&path).unwrap();
+            let per_pid = rows.entry(kind).or_default();
+            for line in content.lines().skip(1) {
+                let pid = line.split(',').next().unwrap().to_owned();
+                per_pid.entry(pid).or_default().push(line.to_owned());
+            }
+        }
+    }
+    (output, rows, dir)
+}
+
+/// Rows per kind, over all processes.
+fn totals(rows: &BTreeMap<String, BTreeMap<String, Vec<String>>>) -> BTreeMap<String, u64> {
+    rows.iter()
+        .map(|(k, p)| (k.clone(), p.values().map(|r| r.len() as u64).sum()))
+        .collect()
+}
+
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn sleep_receives_the_whole_scenario_with_kernel_names() {
+    let (output, rows, dir) = run("", "sim", &["/bin/sleep", "0.2"]);
+    assert_success(&output);
+    assert_eq!(totals(&rows), expected(&default_scenario()));
+    assert_eq!(rows["kernel_dispatch"].len(), 1, "one process");
+    let names: std::collections::BTreeSet<&str> = rows["kernel_dispatch"]
+        .values()
+        .flatten()
+        .map(|line| line.rsplit(',').next().unwrap())
+        .collect();
+    let scenario = default_scenario();
+    let declared: std::collections::BTreeSet<&str> = scenario["kernel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, declared);
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("/bin/sleep exited with 0"), "{stdout}");
+    // The spool holds the same run: replaying it gives the same counts.
+    let inspect = text(&rocflow(&["inspect", "rocflow-out/run.rfraw"], dir.path(), &[]).stdout);
+    let spooled = inspect
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("kernel_dispatch"))
+        .map(|n| n.trim().parse::<u64>().unwrap());
+    assert_eq!(
+        spooled,
+        Some(expected(&scenario)["kernel_dispatch"]),
+        "{inspect}"
+    );
+}
+
+#[test]
+fn each_forked_child_streams_the_scenario_of_its_own() {
+    let app = sim_app();
+    let (output, rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "fork", "3"]);
+    assert_success(&output);
+    let want = expected(&default_scenario());
+    for (kind, per_pid) in &rows {
+        assert_eq!(per_pid.len(), 4, "{kind}: the parent and three children");
+        for (pid, lines) in per_pid {
+            assert_eq!(lines.len() as u64, want[kind], "{kind} of process {pid}");
+        }
+    }
+    assert!(
+        text(&output.stdout).contains("from 4 processes"),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
+#[test]
+fn a_crash_keeps_everything_sent_and_passes_the_signal_on() {
+    let app = sim_app();
+    let (output, rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "crash"]);
+    assert_eq!(
+        output.status.code(),
+        Some(128 + 11),
+        "stderr:\n{}",
+        text(&output.stderr)
+    );
+    assert_eq!(totals(&rows), expected(&default_scenario()));
+    assert!(
+        text(&output.stdout).contains("killed by signal 11"),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
+#[test]
+fn threads_of_the_application_and_of_the_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut scenario = default_scenario();
+    scenario["scenario"]["threads"] = toml::Value::Integer(4);
+    scenario["scenario"]["iterations"] = toml::Value::Integer(25);
+    let path = dir.path().join("four-threads.toml");
+    std::fs::write(&path, toml::to_string(&scenario).unwrap()).unwrap();
+    let app = sim_app();
+    let device = format!("sim:{}", path.display());
+    let (output, rows, _run) = run("", &device, &[app.to_str().unwrap(), "threads", "8"]);
+    assert_success(&output);
+    assert_eq!(totals(&rows), expected(&scenario));
+    let tids: std::collections::BTreeSet<&str> = rows["api"]
+        .values()
+        .flatten()
+        .map(|line| line.split(',').nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        tids.len(),
+        4,
+        "API calls come from the scenario's four threads"
+    );
+}
+
+#[test]
+fn counters_follow_the_kernel_filter_and_iteration_range() {
+    let extra = r#"
+[context.counters]
+collect = ["SQ_WAVES", "GRBM_GUI_ACTIVE"]
+kernels = { include = "vectorAdd|reduce" }
+iterations = "[1-10]"
+"#;
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.2"]);
+    assert_success(&output);
+    // vectorAdd on gfx942 (SQ_WAVES: 8 XCC x 4 SE, GRBM_GUI_ACTIVE: 8 XCC) and reduce on
+    // gfx90a (SQ_WAVES: 8 SE, GRBM_GUI_ACTIVE: 1), ten dispatches each; smooth excluded.
+    assert_eq!(
+        totals(&rows)["counter_sample"],
+        10 * (32 + 8) + 10 * (8 + 1)
+    );
+}
+
+#[test]
+fn pc_sampling_delivers_host_trap_samples() {
+    let extra = r#"pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }"#;
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.2"]);
+    assert_success(&output);
+    let scenario = default_scenario();
+    let per_iteration: i64 = scenario["kernel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["pc_samples"].as_integer().unwrap())
+        .sum();
+    assert_eq!(totals(&rows)["pc_sample"], 200 * per_iteration as u64);
+}
+
+#[test]
+fn an_unsupported_pc_sampling_configuration_is_explained() {
+    let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("PC sampling Stochastic in Cycles is not supported on gfx942 (agent 0)"),
+        "{stderr}"
+    );
+    assert!(!rows.contains_key("pc_sample"));
+}
+
+#[test]
+fn roctx_pause_and_resume_stop_and_start_collection() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut scenario = default_scenario();
+    scenario["scenario"]["threads"] = toml::Value::Integer(1);
+    scenario["scenario"]["iterations"] = toml::Value::Integer(30);
+    let settings = scenario["scenario"].as_table_mut().unwrap();
+    settings.insert("pause_at".into(), toml::Value::Integer(10));
+    settings.insert("resume_at".into(), toml::Value::Integer(20));
+    let path = dir.path().join("paused.toml");
+    std::fs::write(&path, toml::to_string(&scenario).unwrap()).unwrap();
+    let (output, rows, _run) = run(
+        "",
+        &format!("sim:{}", path.display()),
+        &["/bin/sleep", "0.1"],
+    );
+    assert_success(&output);
+    assert_eq!(
+        totals(&rows)["kernel_dispatch"],
+        20 * 3,
+        "iterations 10 to 19 are paused"
+    );
+}
+
+#[test]
+fn the_exit_code_is_the_applications() {
+    let app = sim_app();
+    let (output, _rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "exit", "3"]);
+    assert_eq!(output.status.code(), Some(3));
+}
+
+#[test]
+fn a_run_nothing_connects_to_says_why() {
+    let (output, rows, _dir) = run("", "rocm", &["/bin/true"]);
+    assert_success(&output);
+    assert!(rows.values().all(|p| p.is_empty()));
+    assert!(
+        text(&output.stderr).contains("no process connected"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn a_missing_application_is_a_user_error() {
+    let (output, _rows, _dir) = run("", "sim", &["/no/such/app"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("cannot start `/no/such/app`"),
+        "{}",
+        text(&output.stderr)
+    );
+}
