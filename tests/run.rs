@@ -60,17 +60,11 @@ kind = "csv"
 path = "out"
 "#;
 
-/// Runs `rocflow run` in a fresh directory; returns its output and the CSV rows per kind
-/// and process: kind → pid → rows.
-fn run(
-    pipeline_extra: &str,
-    device: &str,
-    app: &[&str],
-) -> (
-    Output,
-    BTreeMap<String, BTreeMap<String, Vec<String>>>,
-    tempfile::TempDir,
-) {
+/// CSV rows per kind and process: kind → pid → rows.
+type Rows = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+
+/// Runs `rocflow run` in a fresh directory; returns its output and the CSV rows.
+fn run(pipeline_extra: &str, device: &str, app: &[&str]) -> (Output, Rows, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("p.toml"),
@@ -80,7 +74,7 @@ fn run(
     let mut args = vec!["run", "p.toml", "--device", device, "--"];
     args.extend_from_slice(app);
     let output = rocflow(&args, dir.path(), &[]);
-    let mut rows: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    let mut rows = Rows::new();
     if let Ok(entries) = std::fs::read_dir(dir.path().join("out")) {
         for entry in entries {
             let path = entry.unwrap().path();
@@ -97,7 +91,7 @@ fn run(
 }
 
 /// Rows per kind, over all processes.
-fn totals(rows: &BTreeMap<String, BTreeMap<String, Vec<String>>>) -> BTreeMap<String, u64> {
+fn totals(rows: &Rows) -> BTreeMap<String, u64> {
     rows.iter()
         .map(|(k, p)| (k.clone(), p.values().map(|r| r.len() as u64).sum()))
         .collect()

@@ -109,10 +109,13 @@ pub struct Running {
     pub buffers: Vec<Buffer>,
 }
 
+/// Contexts and buffers as initialize creates them.
+type Setup = (Vec<ContextSetup>, Vec<(Handle, BufferDef)>);
+
 pub struct Sdk {
     pub scenario: Scenario,
     pub device: Device,
-    setup: Mutex<(Vec<ContextSetup>, Vec<(Handle, BufferDef)>)>,
+    setup: Mutex<Setup>,
     running: OnceLock<Running>,
     /// Counter configurations: the GPU and its counters' indexes into `device.counters`.
     pub configs: Mutex<Vec<(usize, Vec<usize>)>>,

@@ -336,7 +336,7 @@ impl Emitter<'_> {
         for i in 0..u64::from(kernel.pc_samples) {
             let record = PcSamplingHostTrapRecord {
                 size: size_of::<PcSamplingHostTrapRecord>() as u64,
-                hw_id: i % 64 | (i % 16) << 6,
+                hw_id: (i % 64) | ((i % 16) << 6),
                 pc: Pc {
                     code_object_id: u64::from(kernel.agent) + 1,
                     code_object_offset: 0x1000 * info.kernel_id + 4 * i,

@@ -279,18 +279,18 @@ fn count(
         let available = supported_counters(tool, gpu.handle)?;
         let mut chosen = Vec::new();
         for name in &plan.collect {
-            match available.iter().find(|(_, info)| info.0 == *name) {
-                Some((id, (name, description))) => {
-                    let dims = counter_dimensions(tool, *id)?;
-                    dimensions.insert(id.handle, dims.iter().map(|d| d.0).collect());
+            match available.iter().find(|c| c.name == *name) {
+                Some(counter) => {
+                    let dims = counter_dimensions(tool, counter.id)?;
+                    dimensions.insert(counter.id.handle, dims.iter().map(|d| d.0).collect());
                     items.push(Meta::Counter(CounterInfo {
-                        id: id.handle as u32,
+                        id: counter.id.handle as u32,
                         agent: gpu.agent,
-                        name: name.clone(),
-                        description: description.clone(),
+                        name: counter.name.clone(),
+                        description: counter.description.clone(),
                         dimensions: dims.into_iter().map(|d| (d.1, d.2)).collect(),
                     }));
-                    chosen.push(*id);
+                    chosen.push(counter.id);
                 }
                 // Counters the pipeline derives itself are computed from the collected ones.
                 None if plan.derived.iter().any(|(d, _)| d == name) => {}
@@ -341,11 +341,15 @@ fn count(
     api.check("counting dispatches", status)
 }
 
-/// The counters an agent supports: id, name and description.
-fn supported_counters(
-    tool: &Tool,
-    agent: Handle,
-) -> Result<Vec<(Handle, (String, String))>, String> {
+/// A counter an agent supports.
+struct SdkCounter {
+    id: Handle,
+    name: String,
+    description: String,
+}
+
+/// The counters an agent supports.
+fn supported_counters(tool: &Tool, agent: Handle) -> Result<Vec<SdkCounter>, String> {
     unsafe extern "C" fn collect(
         _agent: Handle,
         ids: *mut Handle,
@@ -384,7 +388,11 @@ fn supported_counters(
                 )
             };
             api.check("querying a counter", status)?;
-            Ok((id, (text(info.name), text(info.description))))
+            Ok(SdkCounter {
+                id,
+                name: text(info.name),
+                description: text(info.description),
+            })
         })
         .collect()
 }
