@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::record::{
     Agent, CodeObject, CounterInfo, Exit, KernelSymbol, Meta, Process, Queue, RecordKind, Stream,
-    Sym, Thread,
+    Sym, Thread, ToolCost,
 };
 
 /// All streams' metadata.
@@ -35,6 +35,8 @@ pub struct StreamMeta {
     pub hip_streams: Vec<Stream>,
     /// Records the tool reported lost, per kind.
     pub dropped: BTreeMap<RecordKind, u64>,
+    /// What the tool library cost the process, when it finished cleanly.
+    pub tool_cost: Option<ToolCost>,
 }
 
 const UNKNOWN: &str = "<unknown>";
@@ -74,6 +76,7 @@ impl Catalog {
                 Meta::Dropped { kind, count } => *meta.dropped.entry(kind).or_default() += count,
                 Meta::Plan { json } => self.plan = Some(json),
                 Meta::Exit(exit) => self.exit = Some(exit),
+                Meta::ToolCost(cost) => meta.tool_cost = Some(cost),
             }
         }
     }

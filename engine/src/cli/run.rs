@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
-use crate::record::Exit;
+use crate::record::{Exit, ToolCost};
 use crate::runner::{self, Device, Options, StartError};
 
 use super::pipeline::PipelineArgs;
@@ -77,10 +77,28 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .streams()
         .flat_map(|(_, s)| s.dropped.values())
         .sum();
-    out.push_str(&format!(
-        "\n  dropped: {dropped}\n  spool: {}\n",
-        options.spool.display()
-    ));
+    out.push_str(&format!("\n  dropped: {dropped}"));
+    let costs: Vec<ToolCost> = outcome
+        .report
+        .catalog
+        .streams()
+        .filter_map(|(_, s)| s.tool_cost)
+        .collect();
+    if !costs.is_empty() {
+        let sum = |f: fn(&ToolCost) -> u64| costs.iter().map(f).sum::<u64>();
+        let total = ToolCost {
+            records: sum(|c| c.records),
+            callback_ns: sum(|c| c.callback_ns),
+            writer_ns: sum(|c| c.writer_ns),
+        };
+        out.push_str(&format!(
+            "\n  tool cost: {:.1} ns/record ({:.3} s in buffer callbacks, {:.3} s writing)",
+            total.ns_per_record(),
+            total.callback_ns as f64 / 1e9,
+            total.writer_ns as f64 / 1e9
+        ));
+    }
+    out.push_str(&format!("\n  spool: {}\n", options.spool.display()));
     if let Some(e) = &outcome.spool_error {
         eprintln!(
             "error: the spool {} is incomplete: {e}",

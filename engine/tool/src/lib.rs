@@ -31,15 +31,17 @@ const MIN_VERSION: u32 = abi::version(1, 0, 0);
 /// How long finalize waits for the last frames to reach the runner.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Kernel id → (arch VGPRs, SGPRs, name), from kernel symbol registration.
+type Kernels = HashMap<u64, (u32, u32, String)>;
+
 /// The tool's state for the life of the process.
 pub struct Tool {
     api: Api,
     plan: PlanContexts,
     socket: PathBuf,
-    /// Agent handle → rocflow's agent index (set in initialize, read-only after).
-    agents: OnceLock<HashMap<u64, u32>>,
-    /// Kernel id → (arch VGPRs, SGPRs, name), from kernel symbol registration.
-    kernels: RwLock<HashMap<u64, (u32, u32, String)>>,
+    /// Agent handles in rocflow's agent index order (set in initialize, read-only after).
+    agents: OnceLock<Vec<u64>>,
+    kernels: RwLock<Kernels>,
     /// Code object id → agent index.
     code_objects: RwLock<HashMap<u64, u32>>,
     /// Counter id → the dimension ids of its instances (set in initialize).
@@ -56,18 +58,11 @@ fn tool() -> Option<&'static Tool> {
 
 impl Tool {
     fn agent_index(&self, handle: Handle) -> u32 {
+        // A node has a handful of agents: a scan beats hashing.
         self.agents
             .get()
-            .and_then(|a| a.get(&handle.handle).copied())
-            .unwrap_or(u32::MAX)
-    }
-
-    fn kernel_registers(&self, kernel_id: u64) -> (u32, u32) {
-        self.kernels
-            .read()
-            .unwrap()
-            .get(&kernel_id)
-            .map_or((0, 0), |k| (k.0, k.1))
+            .and_then(|a| a.iter().position(|h| *h == handle.handle))
+            .map_or(u32::MAX, |i| i as u32)
     }
 
     fn kernel_name(&self, kernel_id: u64) -> Option<String> {

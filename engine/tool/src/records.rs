@@ -2,7 +2,6 @@
 //! write of frames (new threads and queues described first), so the work inside the
 //! application is a copy per record and one hand-over per batch.
 
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
@@ -18,7 +17,7 @@ use rocflow_core::record::{
 use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
 use rocflow_core::wire;
 
-use crate::{Tool, stream};
+use crate::{Kernels, Tool, stream};
 
 /// What the tool keeps per SDK buffer (the buffer callback's data).
 pub struct BufferState {
@@ -61,6 +60,7 @@ pub unsafe extern "C" fn on_buffer(
     drop_count: u64,
 ) {
     let Some(tool) = crate::tool() else { return };
+    let cpu_start = stream::thread_cpu_ns();
     // SAFETY: the data pointer is the leaked `BufferState` given at creation.
     let state = unsafe { &*data.cast::<BufferState>() };
     let headers = if headers.is_null() {
@@ -71,12 +71,14 @@ pub unsafe extern "C" fn on_buffer(
     };
     let pid = std::process::id();
     let mut out = Out::default();
+    let kernels = tool.kernels.read().unwrap();
     for &header in headers {
         // SAFETY: each header the SDK passes is valid for the call.
         let header = unsafe { &*header };
         // SAFETY: the payload's type follows from the category and kind.
-        unsafe { convert(tool, state, pid, header, &mut out) };
+        unsafe { convert(tool, &kernels, state, pid, header, &mut out) };
     }
+    drop(kernels);
     let mut frames = Vec::new();
     describe_new(&out, pid);
     let batches = [
@@ -95,6 +97,7 @@ pub unsafe extern "C" fn on_buffer(
     if !frames.is_empty() {
         stream::send(frames);
     }
+    stream::account(count as u64, stream::thread_cpu_ns() - cpu_start);
     if drop_count > 0 {
         stream::send_meta(vec![Meta::Dropped {
             kind: state.kind,
@@ -105,27 +108,24 @@ pub unsafe extern "C" fn on_buffer(
 
 /// Describes threads and queues the records use that the stream has not described yet.
 fn describe_new(out: &Out, pid: u32) {
-    let tids: Vec<u64> = out
-        .apis
-        .iter()
-        .map(|r| r.tid)
+    // Few distinct threads and queues appear in a delivery, in runs: a short list suffices.
+    fn add<T: PartialEq + Copy>(list: &mut Vec<T>, item: T) {
+        if list.last() != Some(&item) && !list.contains(&item) {
+            list.push(item);
+        }
+    }
+    let mut tids = Vec::new();
+    let threads = (out.apis.iter().map(|r| r.tid))
         .chain(out.markers.iter().map(|r| r.tid))
         .chain(out.dispatches.iter().map(|r| r.tid))
-        .chain(out.copies.iter().map(|r| r.tid))
-        .map(u64::from)
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let queues: Vec<(u64, u32)> = out
-        .dispatches
+        .chain(out.copies.iter().map(|r| r.tid));
+    threads.for_each(|tid| add(&mut tids, u64::from(tid)));
+    let mut queues = Vec::new();
+    out.dispatches
         .iter()
-        .map(|r| (r.queue, r.agent))
-        .collect::<std::collections::BTreeMap<_, _>>()
-        .into_iter()
-        .collect();
+        .for_each(|r| add(&mut queues, (r.queue, r.agent)));
     let queue_ids: Vec<u64> = queues.iter().map(|q| q.0).collect();
     let (tids, new_queues) = stream::unseen(&tids, &queue_ids);
-    let agent_of: HashMap<u64, u32> = queues.into_iter().collect();
     let items: Vec<Meta> = tids
         .into_iter()
         .map(|tid| {
@@ -138,11 +138,8 @@ fn describe_new(out: &Out, pid: u32) {
             })
         })
         .chain(new_queues.into_iter().map(|id| {
-            Meta::Queue(Queue {
-                id,
-                agent: agent_of[&id],
-                pid,
-            })
+            let agent = queues.iter().find(|q| q.0 == id).map_or(u32::MAX, |q| q.1);
+            Meta::Queue(Queue { id, agent, pid })
         }))
         .collect();
     stream::send_meta(items);
@@ -154,6 +151,7 @@ fn describe_new(out: &Out, pid: u32) {
 /// `header.payload` points at the record its category and kind say.
 unsafe fn convert(
     tool: &Tool,
+    kernels: &Kernels,
     state: &BufferState,
     pid: u32,
     header: &RecordHeader,
@@ -170,7 +168,7 @@ unsafe fn convert(
                     // SAFETY: the caller's contract.
                     let r = unsafe { &*header.payload.cast::<KernelDispatchRecord>() };
                     let info = &r.dispatch_info;
-                    let (vgpr, sgpr) = tool.kernel_registers(info.kernel_id);
+                    let (vgpr, sgpr) = kernels.get(&info.kernel_id).map_or((0, 0), |k| (k.0, k.1));
                     out.dispatches.push(KernelDispatch {
                         pid,
                         tid: r.thread_id as u32,

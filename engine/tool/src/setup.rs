@@ -52,7 +52,7 @@ pub fn run(tool: &'static Tool) -> Result<(), String> {
     let api = &tool.api;
     let agents = query_agents(tool)?;
     let mut gpus = Vec::new();
-    let mut handles = HashMap::new();
+    let mut handles = Vec::new();
     let mut items = Vec::new();
     for (index, a) in agents.iter().enumerate() {
         let index = index as u32;
@@ -61,7 +61,7 @@ pub fn run(tool: &'static Tool) -> Result<(), String> {
         } else {
             AgentType::Cpu
         };
-        handles.insert(a.id.handle, index);
+        handles.push(a.id.handle);
         if agent_type == AgentType::Gpu {
             gpus.push(Gpu {
                 handle: a.id,

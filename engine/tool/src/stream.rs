@@ -9,13 +9,34 @@ use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rocflow_core::record::Meta;
+use rocflow_core::record::{Meta, ToolCost};
 use rocflow_core::wire;
+
+/// Records handed to the stream, and the CPU time buffer callbacks spent on them.
+static RECORDS: AtomicU64 = AtomicU64::new(0);
+static CALLBACK_NS: AtomicU64 = AtomicU64::new(0);
+
+/// This thread's CPU time in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Counts a buffer callback's records and the CPU time it took.
+pub fn account(records: u64, cpu_ns: u64) {
+    RECORDS.fetch_add(records, Ordering::Relaxed);
+    CALLBACK_NS.fetch_add(cpu_ns, Ordering::Relaxed);
+}
 
 /// Frames queued for the writer before a callback waits.
 const QUEUE: usize = 64;
@@ -53,6 +74,15 @@ fn connect(socket: &Path) -> Result<Stream, String> {
             for frame in frames.iter() {
                 ok = ok && socket.write_all(&frame).is_ok();
             }
+            // The tool's own cost, last: what the callbacks and this thread spent.
+            let cost = ToolCost {
+                records: RECORDS.load(Ordering::Relaxed),
+                callback_ns: CALLBACK_NS.load(Ordering::Relaxed),
+                writer_ns: thread_cpu_ns(),
+            };
+            let mut frame = Vec::new();
+            wire::encode_meta(0, &[Meta::ToolCost(cost)], &mut frame);
+            ok = ok && socket.write_all(&frame).is_ok();
             let _ = socket.shutdown(std::net::Shutdown::Both);
             *done.0.lock().unwrap() = true;
             done.1.notify_all();
@@ -152,6 +182,8 @@ pub fn reopen_in_child(socket: &Path, process: Meta) {
         }
     };
     STREAM.store(Box::into_raw(Box::new(stream)), Ordering::Release);
+    RECORDS.store(0, Ordering::Relaxed);
+    CALLBACK_NS.store(0, Ordering::Relaxed);
     let mut items: Vec<Meta> = log
         .into_iter()
         .filter(|m| {

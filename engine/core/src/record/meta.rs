@@ -35,6 +35,23 @@ pub enum Meta {
     },
     /// How the application ended; the runner adds it once the application has exited.
     Exit(Exit),
+    /// What the tool library cost the process: CPU time in buffer callbacks and in its
+    /// writer thread, for the records it sent. The tool's last item.
+    ToolCost(ToolCost),
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCost {
+    pub records: u64,
+    pub callback_ns: u64,
+    pub writer_ns: u64,
+}
+
+impl ToolCost {
+    /// CPU nanoseconds per record, callbacks and writer together.
+    pub fn ns_per_record(&self) -> f64 {
+        (self.callback_ns + self.writer_ns) as f64 / self.records.max(1) as f64
+    }
 }
 
 /// An application's end: its exit code, or the signal that killed it.

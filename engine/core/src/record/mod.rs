@@ -9,6 +9,7 @@ pub use field::{Field, Sym, Value};
 pub use kind::{ColumnType, RecordKind};
 pub use meta::{
     Agent, CodeObject, CounterInfo, Exit, KernelSymbol, Meta, Process, Queue, Stream, Thread,
+    ToolCost,
 };
 pub use model::{
     ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,

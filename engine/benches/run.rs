@@ -1,0 +1,85 @@
+//! `rocflow run` on the simulated SDK: 8 M records (two threads, eight kernels, a
+//! hipLaunchKernel and a dispatch each) from the tool library in a real process into the
+//! runner's spool under the lossless policy. Prints the records per second from launch to
+//! the end of the run, the records lost, and the tool's own CPU cost per record (buffer
+//! callbacks plus its writer thread, as the tool measures and reports it).
+//! Run with `cargo bench -p rocflow --bench run`.
+
+use std::process::Command;
+
+const PIPELINE: &str = r#"
+[pipeline]
+name = "spool-only"
+[[context]]
+name = "trace"
+tracing = ["kernel_dispatch", "hip_runtime_api"]
+buffer = { size = "64MiB", watermark = "50%", policy = "lossless" }
+"#;
+
+fn scenario() -> String {
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/sim/mi300x.toml"
+    ))
+    .unwrap();
+    let head = &base[..base.find("[[kernel]]").unwrap()];
+    let head = head
+        .replace("iterations = 100", "iterations = 250000")
+        .replace("marker_ranges = true", "marker_ranges = false");
+    let kernels: String = (0..8)
+        .map(|i| format!("\n[[kernel]]\nname = \"_Z7kernel{i}v\"\nduration_ns = 1000\ngrid = [1024, 1, 1]\nworkgroup = [256, 1, 1]\n"))
+        .collect();
+    head + &kernels
+}
+
+fn field<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` in:\n{text}"))
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), PIPELINE).unwrap();
+    std::fs::write(dir.path().join("big.toml"), scenario()).unwrap();
+    for run in 1..=3 {
+        let output = Command::new(env!("CARGO_BIN_EXE_rocflow"))
+            .args([
+                "run",
+                "p.toml",
+                "--device",
+                "sim:big.toml",
+                "--spool",
+                "run.rfraw",
+                "--",
+                "/bin/true",
+            ])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(" records from "))
+            .unwrap();
+        let records: f64 = line.split_whitespace().next().unwrap().parse().unwrap();
+        let seconds: f64 = line
+            .split(" in ")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(" s")
+            .parse()
+            .unwrap();
+        println!(
+            "run {run}: {records:.0} records in {seconds:.2} s = {:.2} M records/s into the spool; dropped {}; tool cost {}",
+            records / seconds / 1e6,
+            field(&stdout, "dropped: "),
+            field(&stdout, "tool cost: ")
+        );
+    }
+}
