@@ -16,7 +16,7 @@
 
 use std::io::{self, Read};
 
-use crate::record::{Batch, Meta, RecordKind, wire_size};
+use crate::record::{Batch, Meta, Record, RecordKind, wire_size};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 pub const VERSION: u16 = 1;
@@ -49,18 +49,30 @@ pub fn check_stream_header(header: &[u8]) -> Result<(), WireError> {
 
 /// Appends a records frame for `batch` to `out`.
 pub fn encode_records(stream: u16, batch: &Batch, out: &mut Vec<u8>) {
-    let start = out.len();
-    out.extend_from_slice(&[0; FRAME_HEADER]);
-    batch.encode(out);
-    finish_frame(out, start, 1 + batch.kind() as u8, stream);
+    frame(stream, 1 + batch.kind() as u8, out, |out| batch.encode(out));
+}
+
+/// Appends a records frame holding `records` to `out`.
+pub fn encode_slice<R: Record>(stream: u16, records: &[R], out: &mut Vec<u8>) {
+    frame(stream, 1 + R::KIND as u8, out, |out| {
+        out.reserve(records.len() * R::SIZE);
+        records.iter().for_each(|r| r.encode(out));
+    });
 }
 
 /// Appends a metadata frame to `out`.
 pub fn encode_meta(stream: u16, items: &[Meta], out: &mut Vec<u8>) {
+    frame(stream, META_TAG, out, |out| {
+        serde_json::to_writer(out, items).expect("metadata serializes to a Vec")
+    });
+}
+
+/// Appends a frame whose payload `body` writes.
+fn frame(stream: u16, tag: u8, out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
     let start = out.len();
     out.extend_from_slice(&[0; FRAME_HEADER]);
-    serde_json::to_writer(&mut *out, items).expect("metadata serializes to a Vec");
-    finish_frame(out, start, META_TAG, stream);
+    body(out);
+    finish_frame(out, start, tag, stream);
 }
 
 fn finish_frame(out: &mut [u8], start: usize, tag: u8, stream: u16) {
@@ -103,13 +115,13 @@ pub enum WireError {
     Io(#[from] io::Error),
 }
 
-/// Reads frames one at a time from a byte stream (a spool file or a socket), reusing one
-/// buffer, so memory stays flat however long the stream.
+/// Reads frames one at a time from a byte stream (a spool file or a socket). Each frame
+/// is read straight into a buffer of its own size, which the caller may keep (the runner
+/// stores raw frames as they are), so nothing is copied or zeroed on the way.
 pub struct FrameReader<R> {
     input: R,
     /// Offset of the next frame from the start of the stream.
     offset: u64,
-    buffer: Vec<u8>,
 }
 
 impl<R: Read> FrameReader<R> {
@@ -121,7 +133,6 @@ impl<R: Read> FrameReader<R> {
         Ok(FrameReader {
             input,
             offset: STREAM_HEADER as u64,
-            buffer: Vec::new(),
         })
     }
 
@@ -134,7 +145,7 @@ impl<R: Read> FrameReader<R> {
     pub fn next_frame(&mut self) -> Result<Option<Frame>, WireError> {
         let offset = self.offset;
         match self.next_raw()? {
-            Some(bytes) => decode_frame(bytes)
+            Some(bytes) => decode_frame(&bytes)
                 .map(Some)
                 .map_err(|reason| WireError::Corrupt { offset, reason }),
             None => Ok(None),
@@ -142,11 +153,11 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// The next frame as it was encoded (header and payload), its checksum verified;
-    /// `None` at a clean end of the stream. The runner stores these bytes as they are.
-    pub fn next_raw(&mut self) -> Result<Option<&mut [u8]>, WireError> {
+    /// `None` at a clean end of the stream.
+    pub fn next_raw(&mut self) -> Result<Option<Vec<u8>>, WireError> {
         let offset = self.offset;
-        self.buffer.resize(FRAME_HEADER, 0);
-        match read_full(&mut self.input, &mut self.buffer)? {
+        let mut header = [0; FRAME_HEADER];
+        match read_full(&mut self.input, &mut header)? {
             0 => return Ok(None),
             n if n < FRAME_HEADER => {
                 return Err(WireError::Truncated {
@@ -156,30 +167,31 @@ impl<R: Read> FrameReader<R> {
             }
             _ => {}
         }
-        let len = u32::from_le_bytes(self.buffer[4..8].try_into().unwrap()) as usize;
-        let crc = u32::from_le_bytes(self.buffer[8..12].try_into().unwrap());
+        let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
+        let crc = u32::from_le_bytes(header[8..12].try_into().unwrap());
         if len > MAX_PAYLOAD {
             return Err(WireError::Corrupt {
                 offset,
                 reason: format!("it claims {len} bytes"),
             });
         }
-        self.buffer.resize(FRAME_HEADER + len, 0);
-        let got = read_full(&mut self.input, &mut self.buffer[FRAME_HEADER..])?;
+        let mut frame = Vec::with_capacity(FRAME_HEADER + len);
+        frame.extend_from_slice(&header);
+        let got = (&mut self.input).take(len as u64).read_to_end(&mut frame)?;
         if got < len {
             return Err(WireError::Truncated {
                 offset,
                 missing: len - got,
             });
         }
-        if crc32fast::hash(&self.buffer[FRAME_HEADER..]) != crc {
+        if crc32fast::hash(&frame[FRAME_HEADER..]) != crc {
             return Err(WireError::Corrupt {
                 offset,
                 reason: "checksum mismatch".into(),
             });
         }
         self.offset += (FRAME_HEADER + len) as u64;
-        Ok(Some(&mut self.buffer))
+        Ok(Some(frame))
     }
 }
 

@@ -38,10 +38,14 @@ impl Pending {
     fn push<T: Copy>(&mut self, category: u32, kind: u32, record: &T) {
         let words = std::mem::size_of::<T>().div_ceil(8);
         let at = self.words.len();
-        self.words.resize(at + words, 0);
-        // SAFETY: the arena has `words` 8-byte words free at `at`, enough for a `T` whose
-        // alignment is at most 8 (every SDK record's is).
-        unsafe { std::ptr::write(self.words.as_mut_ptr().add(at).cast::<T>(), *record) };
+        self.words.reserve(words);
+        // SAFETY: the arena has room for `words` 8-byte words at `at`, enough for a `T`
+        // whose alignment is at most 8 (every SDK record's is); the record's bytes
+        // initialize them (padding words past its size stay as they were: never read).
+        unsafe {
+            std::ptr::write(self.words.as_mut_ptr().add(at).cast::<T>(), *record);
+            self.words.set_len(at + words);
+        }
         self.records.push((category, kind, at));
     }
 
@@ -56,6 +60,8 @@ pub struct Buffer {
     pub id: Handle,
     pub def: BufferDef,
     pub pending: Mutex<Pending>,
+    /// A delivered batch's arena, kept for the next one.
+    spare: Mutex<Pending>,
     /// Held while the callback runs: one buffer's batches reach the tool one at a time.
     pub delivering: Mutex<()>,
 }
@@ -66,6 +72,7 @@ impl Buffer {
             id,
             def,
             pending: Mutex::new(Pending::default()),
+            spare: Mutex::new(Pending::default()),
             delivering: Mutex::new(()),
         }
     }
@@ -82,7 +89,7 @@ impl Buffer {
                     return;
                 }
                 BufferPolicy::Lossless => {
-                    let full = std::mem::take(&mut *pending);
+                    let full = self.swap(&mut pending);
                     drop(pending);
                     self.deliver(full);
                     pending = self.pending.lock().unwrap();
@@ -91,15 +98,21 @@ impl Buffer {
         }
         pending.push(category, kind, record);
         if pending.bytes() >= self.def.watermark {
-            let batch = std::mem::take(&mut *pending);
+            let batch = self.swap(&mut pending);
             drop(pending);
             self.deliver(batch);
         }
     }
 
+    /// Takes the pending batch, leaving the spare arena in its place.
+    fn swap(&self, pending: &mut Pending) -> Pending {
+        let spare = std::mem::take(&mut *self.spare.lock().unwrap());
+        std::mem::replace(pending, spare)
+    }
+
     /// Delivers whatever is pending (`rocprofiler_flush_buffer`).
     pub fn flush(&self) {
-        let batch = std::mem::take(&mut *self.pending.lock().unwrap());
+        let batch = self.swap(&mut self.pending.lock().unwrap());
         if !batch.records.is_empty() || batch.dropped > 0 {
             self.deliver(batch);
         }
@@ -132,5 +145,9 @@ impl Buffer {
                 batch.dropped,
             )
         };
+        drop(pointers);
+        drop(headers);
+        batch.clear();
+        *self.spare.lock().unwrap() = batch;
     }
 }

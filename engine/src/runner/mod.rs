@@ -16,6 +16,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+
+use listen::Intake;
 use std::time::{Duration, Instant};
 
 use crate::plan::Plan;
@@ -23,9 +25,9 @@ use crate::record::{Exit, Meta};
 use crate::sink;
 use crate::spool::SpoolWriter;
 use crate::stage::{self, Report};
-use crate::wire;
+use crate::wire::{self, Frame};
 
-/// Raw frames queued between the connections and the stages.
+/// Frames queued between the connections and the stages.
 const QUEUE: usize = 256;
 
 /// Which rocprofiler-sdk the application runs with.
@@ -109,7 +111,7 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         std::fs::create_dir_all(parent)
             .map_err(|e| setup(format!("cannot create {}: {e}", parent.display())))?;
     }
-    let mut spool = SpoolWriter::create(&options.spool).map_err(|e| {
+    let spool = SpoolWriter::create(&options.spool).map_err(|e| {
         setup(format!(
             "cannot create the spool {}: {e}",
             options.spool.display()
@@ -146,15 +148,24 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
     })?;
     signals::forward_to(child.id());
 
-    let (frames_in, frames) = sync_channel::<Vec<u8>>(QUEUE);
+    let (frames_in, frames) = sync_channel::<Frame>(QUEUE);
+    let intake = Arc::new(Intake::new(spool));
+    let mut plan_frame = Vec::new();
+    wire::encode_meta(0, &[Meta::Plan { json: plan_json }], &mut plan_frame);
+    let _ = intake.take(&plan_frame, &frames_in);
     let stop = Arc::new(AtomicBool::new(false));
     let counts = Arc::new(listen::Counts::default());
     let listener_thread = {
-        let (frames_in, stop, counts) = (frames_in.clone(), Arc::clone(&stop), Arc::clone(&counts));
-        std::thread::spawn(move || listen::serve(listener, frames_in, stop, counts))
+        let (intake, frames_in, stop, counts) = (
+            Arc::clone(&intake),
+            frames_in.clone(),
+            Arc::clone(&stop),
+            Arc::clone(&counts),
+        );
+        std::thread::spawn(move || listen::serve(listener, intake, frames_in, stop, counts))
     };
     let waiter = {
-        let stop = Arc::clone(&stop);
+        let (intake, stop) = (Arc::clone(&intake), Arc::clone(&stop));
         std::thread::spawn(move || {
             let status = child.wait();
             let exit = status.ok().map(|s| match (s.code(), s.signal()) {
@@ -165,7 +176,7 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
             if let Some(exit) = exit {
                 let mut frame = Vec::new();
                 wire::encode_meta(0, &[Meta::Exit(exit)], &mut frame);
-                let _ = frames_in.send(frame);
+                let _ = intake.take(&frame, &frames_in);
             }
             stop.store(true, Ordering::Release);
             exit
@@ -186,40 +197,17 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         })
     });
 
-    let mut spool_error = None;
-    let mut plan_frame = Vec::new();
-    wire::encode_meta(0, &[Meta::Plan { json: plan_json }], &mut plan_frame);
-    let mut next_raw = Some(plan_frame);
     let incoming = std::iter::from_fn(|| {
-        let raw = match next_raw.take() {
-            Some(raw) => raw,
-            None => loop {
-                match frames.recv_timeout(Duration::from_millis(100)) {
-                    Ok(raw) => break raw,
-                    Err(RecvTimeoutError::Timeout) if signals::gave_up() => return None,
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => return None,
-                }
-            },
-        };
-        if spool_error.is_none()
-            && let Err(e) = spool.write(&raw)
-        {
-            spool_error = Some(e.to_string());
-        }
-        Some(raw)
-    });
-    let decoded = incoming.filter_map(|raw| match wire::decode_frame(&raw) {
-        Ok(frame) => Some(frame),
-        Err(e) => {
-            eprintln!("rocflow: dropping a frame: {e}");
-            None
+        loop {
+            match frames.recv_timeout(Duration::from_millis(100)) {
+                Ok(frame) => return Some(frame),
+                Err(RecvTimeoutError::Timeout) if signals::gave_up() => return None,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
         }
     });
-    let report = stage::run(plan, decoded, &sink::open).map_err(setup)?;
-    if let Err(e) = spool.finish() {
-        spool_error.get_or_insert(e.to_string());
-    }
+    let report = stage::run(plan, incoming, &sink::open).map_err(setup)?;
     let exit = if signals::gave_up() {
         None
     } else {
@@ -230,6 +218,12 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
     if let Some(p) = progress {
         let _ = p.join();
     }
+    // Readers still running (after a second Ctrl-C) keep their share; the spool is
+    // completed with what they wrote so far.
+    let spool_error = match Arc::try_unwrap(intake) {
+        Ok(intake) => intake.finish(),
+        Err(_) => Some("processes were still sending when rocflow stopped waiting".into()),
+    };
     Ok(Outcome {
         exit,
         report,

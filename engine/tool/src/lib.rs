@@ -15,6 +15,8 @@ mod setup;
 mod stream;
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::path::PathBuf;
 use std::sync::{OnceLock, RwLock};
@@ -32,7 +34,7 @@ const MIN_VERSION: u32 = abi::version(1, 0, 0);
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Kernel id → (arch VGPRs, SGPRs, name), from kernel symbol registration.
-type Kernels = HashMap<u64, (u32, u32, String)>;
+type Kernels = FxHashMap<u64, (u32, u32, String)>;
 
 /// The tool's state for the life of the process.
 pub struct Tool {

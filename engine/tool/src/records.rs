@@ -11,8 +11,8 @@ use rocflow_core::abi::{
     ScratchMemoryRecord, category, counter_record, pc_record,
 };
 use rocflow_core::record::{
-    ApiCall, Batch, CounterSample, KernelDispatch, Marker, MemoryAllocation, MemoryCopy, Meta,
-    PcSample, Queue, RecordKind, ScratchMemory, Sym, Thread,
+    ApiCall, CounterSample, KernelDispatch, Marker, MemoryAllocation, MemoryCopy, Meta, PcSample,
+    Queue, Record, RecordKind, ScratchMemory, Sym, Thread,
 };
 use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
 use rocflow_core::wire;
@@ -26,6 +26,9 @@ pub struct BufferState {
     /// The last dispatch header seen: dispatch id, kernel id, end time. A dispatch's
     /// counter values follow its header in the buffer.
     dispatch: Mutex<(u64, u64, u64)>,
+    /// Record vectors reused from delivery to delivery (the SDK delivers one buffer's
+    /// batches one at a time, so this lock is never contended).
+    out: Mutex<Out>,
 }
 
 impl BufferState {
@@ -33,11 +36,12 @@ impl BufferState {
         BufferState {
             kind,
             dispatch: Mutex::new((0, 0, 0)),
+            out: Mutex::default(),
         }
     }
 }
 
-/// One delivery's records, per kind.
+/// One delivery's records, per kind, and the threads and queues they run on.
 #[derive(Default)]
 struct Out {
     dispatches: Vec<KernelDispatch>,
@@ -48,6 +52,46 @@ struct Out {
     scratch: Vec<ScratchMemory>,
     counters: Vec<CounterSample>,
     pcs: Vec<PcSample>,
+    tids: Vec<u64>,
+    /// Queue id and agent index.
+    queues: Vec<(u64, u32)>,
+}
+
+impl Out {
+    /// Notes a thread; few distinct ones appear in a delivery, in runs.
+    fn thread(&mut self, tid: u64) {
+        if self.tids.last() != Some(&tid) && !self.tids.contains(&tid) {
+            self.tids.push(tid);
+        }
+    }
+
+    fn queue(&mut self, queue: u64, agent: u32) {
+        if self.queues.last().map(|q| q.0) != Some(queue)
+            && !self.queues.iter().any(|q| q.0 == queue)
+        {
+            self.queues.push((queue, agent));
+        }
+    }
+
+    /// Appends a frame per kind present, and empties the vectors for the next delivery.
+    fn encode(&mut self, frames: &mut Vec<u8>) {
+        fn put<R: Record>(records: &mut Vec<R>, frames: &mut Vec<u8>) {
+            if !records.is_empty() {
+                wire::encode_slice(0, records, frames);
+                records.clear();
+            }
+        }
+        put(&mut self.dispatches, frames);
+        put(&mut self.apis, frames);
+        put(&mut self.markers, frames);
+        put(&mut self.copies, frames);
+        put(&mut self.allocations, frames);
+        put(&mut self.scratch, frames);
+        put(&mut self.counters, frames);
+        put(&mut self.pcs, frames);
+        self.tids.clear();
+        self.queues.clear();
+    }
 }
 
 /// `rocprofiler_buffer_tracing_cb_t` for every buffer the tool creates.
@@ -70,7 +114,7 @@ pub unsafe extern "C" fn on_buffer(
         unsafe { std::slice::from_raw_parts(headers, count) }
     };
     let pid = std::process::id();
-    let mut out = Out::default();
+    let mut out = state.out.lock().unwrap();
     let kernels = tool.kernels.read().unwrap();
     for &header in headers {
         // SAFETY: each header the SDK passes is valid for the call.
@@ -79,21 +123,10 @@ pub unsafe extern "C" fn on_buffer(
         unsafe { convert(tool, &kernels, state, pid, header, &mut out) };
     }
     drop(kernels);
-    let mut frames = Vec::new();
     describe_new(&out, pid);
-    let batches = [
-        Batch::KernelDispatch(out.dispatches),
-        Batch::Api(out.apis),
-        Batch::Marker(out.markers),
-        Batch::MemoryCopy(out.copies),
-        Batch::MemoryAllocation(out.allocations),
-        Batch::ScratchMemory(out.scratch),
-        Batch::CounterSample(out.counters),
-        Batch::PcSample(out.pcs),
-    ];
-    for batch in batches.iter().filter(|b| !b.is_empty()) {
-        wire::encode_records(0, batch, &mut frames);
-    }
+    let mut frames = stream::frame_buffer();
+    out.encode(&mut frames);
+    drop(out);
     if !frames.is_empty() {
         stream::send(frames);
     }
@@ -108,24 +141,8 @@ pub unsafe extern "C" fn on_buffer(
 
 /// Describes threads and queues the records use that the stream has not described yet.
 fn describe_new(out: &Out, pid: u32) {
-    // Few distinct threads and queues appear in a delivery, in runs: a short list suffices.
-    fn add<T: PartialEq + Copy>(list: &mut Vec<T>, item: T) {
-        if list.last() != Some(&item) && !list.contains(&item) {
-            list.push(item);
-        }
-    }
-    let mut tids = Vec::new();
-    let threads = (out.apis.iter().map(|r| r.tid))
-        .chain(out.markers.iter().map(|r| r.tid))
-        .chain(out.dispatches.iter().map(|r| r.tid))
-        .chain(out.copies.iter().map(|r| r.tid));
-    threads.for_each(|tid| add(&mut tids, u64::from(tid)));
-    let mut queues = Vec::new();
-    out.dispatches
-        .iter()
-        .for_each(|r| add(&mut queues, (r.queue, r.agent)));
-    let queue_ids: Vec<u64> = queues.iter().map(|q| q.0).collect();
-    let (tids, new_queues) = stream::unseen(&tids, &queue_ids);
+    let queue_ids: Vec<u64> = out.queues.iter().map(|q| q.0).collect();
+    let (tids, new_queues) = stream::unseen(&out.tids, &queue_ids);
     let items: Vec<Meta> = tids
         .into_iter()
         .map(|tid| {
@@ -138,7 +155,11 @@ fn describe_new(out: &Out, pid: u32) {
             })
         })
         .chain(new_queues.into_iter().map(|id| {
-            let agent = queues.iter().find(|q| q.0 == id).map_or(u32::MAX, |q| q.1);
+            let agent = out
+                .queues
+                .iter()
+                .find(|q| q.0 == id)
+                .map_or(u32::MAX, |q| q.1);
             Meta::Queue(Queue { id, agent, pid })
         }))
         .collect();
@@ -169,6 +190,8 @@ unsafe fn convert(
                     let r = unsafe { &*header.payload.cast::<KernelDispatchRecord>() };
                     let info = &r.dispatch_info;
                     let (vgpr, sgpr) = kernels.get(&info.kernel_id).map_or((0, 0), |k| (k.0, k.1));
+                    out.thread(r.thread_id);
+                    out.queue(info.queue_id.handle, agent(info.agent_id));
                     out.dispatches.push(KernelDispatch {
                         pid,
                         tid: r.thread_id as u32,
@@ -195,6 +218,7 @@ unsafe fn convert(
                 RecordKind::Api => {
                     // SAFETY: the caller's contract.
                     let r = unsafe { &*header.payload.cast::<ApiRecord>() };
+                    out.thread(r.thread_id);
                     out.apis.push(ApiCall {
                         pid,
                         tid: r.thread_id as u32,
@@ -209,6 +233,7 @@ unsafe fn convert(
                 RecordKind::Marker => {
                     // SAFETY: the caller's contract.
                     let r = unsafe { &*header.payload.cast::<ApiRecord>() };
+                    out.thread(r.thread_id);
                     out.markers.push(Marker {
                         pid,
                         tid: r.thread_id as u32,
@@ -225,6 +250,7 @@ unsafe fn convert(
                 RecordKind::MemoryCopy => {
                     // SAFETY: the caller's contract.
                     let r = unsafe { &*header.payload.cast::<MemoryCopyRecord>() };
+                    out.thread(r.thread_id);
                     out.copies.push(MemoryCopy {
                         pid,
                         tid: r.thread_id as u32,

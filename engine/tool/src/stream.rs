@@ -38,11 +38,17 @@ pub fn account(records: u64, cpu_ns: u64) {
     CALLBACK_NS.fetch_add(cpu_ns, Ordering::Relaxed);
 }
 
-/// Frames queued for the writer before a callback waits.
-const QUEUE: usize = 64;
+/// Deliveries queued for the writer before a callback waits (each is a whole buffer's
+/// worth of frames, so memory stays a few buffers whatever the rate).
+const QUEUE: usize = 4;
+/// Frame buffers kept for reuse.
+const SPARE: usize = 8;
 
 pub struct Stream {
     sender: Mutex<Option<SyncSender<Vec<u8>>>>,
+    /// Frame buffers the writer is done with, for the next deliveries: a delivery's frames
+    /// are megabytes, and fresh ones would cost page faults every time.
+    spare: Arc<Mutex<Vec<Vec<u8>>>>,
     /// Threads and queues this stream has described, so each is described once.
     seen: Mutex<(HashSet<u64>, HashSet<u64>)>,
     /// Set by the writer when the socket is closed.
@@ -67,12 +73,19 @@ fn connect(socket: &Path) -> Result<Stream, String> {
     let (sender, frames) = sync_channel::<Vec<u8>>(QUEUE);
     let finished = Arc::new((Mutex::new(false), Condvar::new()));
     let done = Arc::clone(&finished);
+    let spare = Arc::new(Mutex::new(Vec::new()));
+    let returned = Arc::clone(&spare);
     std::thread::Builder::new()
         .name("rocflow-writer".into())
         .spawn(move || {
             let mut ok = socket.write_all(&wire::stream_header()).is_ok();
-            for frame in frames.iter() {
+            for mut frame in frames.iter() {
                 ok = ok && socket.write_all(&frame).is_ok();
+                frame.clear();
+                let mut spare = returned.lock().unwrap();
+                if spare.len() < SPARE {
+                    spare.push(frame);
+                }
             }
             // The tool's own cost, last: what the callbacks and this thread spent.
             let cost = ToolCost {
@@ -93,6 +106,7 @@ fn connect(socket: &Path) -> Result<Stream, String> {
         .map_err(|e| format!("cannot start the writer thread: {e}"))?;
     Ok(Stream {
         sender: Mutex::new(Some(sender)),
+        spare,
         seen: Mutex::default(),
         finished,
     })
@@ -101,6 +115,13 @@ fn connect(socket: &Path) -> Result<Stream, String> {
 fn current() -> Option<&'static Stream> {
     // SAFETY: streams are leaked, never freed, so a pointer once stored stays valid.
     unsafe { STREAM.load(Ordering::Acquire).as_ref() }
+}
+
+/// An empty buffer for a delivery's frames, reused when the writer has one to spare.
+pub fn frame_buffer() -> Vec<u8> {
+    current()
+        .and_then(|s| s.spare.lock().unwrap().pop())
+        .unwrap_or_default()
 }
 
 /// Hands encoded frames to the writer, waiting while its queue is full.

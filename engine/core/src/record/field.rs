@@ -7,7 +7,8 @@ use super::ColumnType;
 pub trait Field: Copy {
     const SIZE: usize;
     const COLUMN: ColumnType;
-    fn put(self, out: &mut Vec<u8>);
+    /// Writes the field into exactly `SIZE` bytes.
+    fn put(self, to: &mut [u8]);
     /// Reads the field from exactly `SIZE` bytes.
     fn take(bytes: &[u8]) -> Self;
     /// The value for expressions: integers widen to i64, floats to f64.
@@ -32,8 +33,8 @@ macro_rules! int_field {
             const SIZE: usize = std::mem::size_of::<$t>();
             const COLUMN: ColumnType = ColumnType::Int;
             #[inline]
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
+            fn put(self, to: &mut [u8]) {
+                to.copy_from_slice(&self.to_le_bytes());
             }
             #[inline]
             fn take(bytes: &[u8]) -> Self {
@@ -54,8 +55,8 @@ impl Field for f64 {
     const SIZE: usize = 8;
     const COLUMN: ColumnType = ColumnType::Float;
     #[inline]
-    fn put(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
+    fn put(self, to: &mut [u8]) {
+        to.copy_from_slice(&self.to_le_bytes());
     }
     #[inline]
     fn take(bytes: &[u8]) -> Self {
@@ -71,8 +72,8 @@ impl Field for Sym {
     const SIZE: usize = 4;
     const COLUMN: ColumnType = ColumnType::String;
     #[inline]
-    fn put(self, out: &mut Vec<u8>) {
-        self.0.put(out);
+    fn put(self, to: &mut [u8]) {
+        self.0.put(to);
     }
     #[inline]
     fn take(bytes: &[u8]) -> Self {

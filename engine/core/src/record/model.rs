@@ -44,9 +44,17 @@ macro_rules! records {
             const FIELDS: &'static [(&'static str, ColumnType)] =
                 &[$((stringify!($field), <$ty as Field>::COLUMN),)*];
 
+            /// Fills the record's bytes on the stack and appends them in one copy.
             #[inline]
             fn encode(&self, out: &mut Vec<u8>) {
-                $(self.$field.put(out);)*
+                let mut bytes = [0u8; <$name as Record>::SIZE];
+                let mut at = 0;
+                $(
+                    self.$field.put(&mut bytes[at..at + <$ty as Field>::SIZE]);
+                    at += <$ty as Field>::SIZE;
+                )*
+                debug_assert_eq!(at, Self::SIZE);
+                out.extend_from_slice(&bytes);
             }
 
             #[inline]

@@ -41,6 +41,15 @@ macro_rules! domains {
                 }
             }
 
+            /// The domain whose `ROCPROFILER_BUFFER_TRACING_*` value is `value` (the
+            /// tool asks for every record it receives).
+            pub fn from_sdk_value(value: i32) -> Option<Domain> {
+                match value {
+                    $($value => Some(Domain::$variant),)*
+                    _ => None,
+                }
+            }
+
             /// The kind of record this domain produces.
             pub fn record_kind(self) -> RecordKind {
                 match self {
@@ -92,11 +101,6 @@ impl Domain {
 
     pub fn names() -> impl Iterator<Item = &'static str> {
         Domain::ALL.iter().map(|d| d.name())
-    }
-
-    /// The domain whose `ROCPROFILER_BUFFER_TRACING_*` value is `value`.
-    pub fn from_sdk_value(value: i32) -> Option<Domain> {
-        Domain::ALL.iter().copied().find(|d| d.sdk_value() == value)
     }
 
     /// The name of operation `id` (the tables are sorted by id).
