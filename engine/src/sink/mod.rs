@@ -6,6 +6,7 @@ mod otf2;
 mod path;
 mod rocpd;
 mod staging;
+mod timeline;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -22,13 +22,44 @@ use super::definitions::{
     Track, TrackKey,
 };
 use super::ffi;
-use super::timeline::{Attributes, Mark, Output, Overlap, Span, Timeline};
+use crate::sink::timeline::{self, Output, Overlap, Timeline};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::{Cell, Columns};
 use crate::record::{Batch, CounterSample};
 use crate::sdk::AgentType;
 use crate::sink::SinkError;
+
+/// What a span writes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mark {
+    /// The region is entered at the span's start and left at its end.
+    Region { region: u32, attributes: Attributes },
+    /// A metric value at the span's start (its end is its start).
+    Metric {
+        metric: u32,
+        value: f64,
+        attributes: Attributes,
+    },
+}
+
+impl timeline::Mark for Mark {
+    fn is_point(&self) -> bool {
+        matches!(self, Mark::Metric { .. })
+    }
+}
+
+type Span = timeline::Span<Mark>;
+
+/// The attributes an event carries: an id each, and the value; a zero value is left out.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Attributes(pub [(u32, u64); 3]);
+
+impl Attributes {
+    pub fn present(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.0.iter().copied().filter(|&(_, value)| value != 0)
+    }
+}
 
 /// Where events go: the archive, and the definitions they use.
 pub struct Out<'a> {
@@ -39,7 +70,7 @@ pub struct Out<'a> {
 /// Every timeline of the run, and counter values being summed.
 #[derive(Default)]
 pub struct Tracks {
-    timelines: HashMap<TrackKey, Timeline<LocationId>>,
+    timelines: HashMap<TrackKey, Timeline<LocationId, Mark>>,
     /// Per (stream, agent): the dispatch and counter whose values are being summed.
     sums: HashMap<(u16, u32), CounterSum>,
 }
@@ -338,7 +369,7 @@ struct Lanes<'a, 'b> {
     meta: &'a StreamMeta,
 }
 
-impl Output for Lanes<'_, '_> {
+impl Output<Mark> for Lanes<'_, '_> {
     type Location = LocationId;
     type Error = SinkError;
 
@@ -348,36 +379,33 @@ impl Output for Lanes<'_, '_> {
         Ok(location)
     }
 
-    fn enter(
-        &mut self,
-        location: LocationId,
-        time: u64,
-        region: u32,
-        attributes: &Attributes,
-    ) -> Result<(), SinkError> {
+    fn enter(&mut self, location: LocationId, span: &Span) -> Result<(), SinkError> {
+        let time = span.start;
         self.out.defs.time(time);
-        self.out
-            .archive
-            .enter(location, time, region, attributes.present())
+        match span.mark {
+            Mark::Region { region, attributes } => {
+                self.out
+                    .archive
+                    .enter(location, time, region, attributes.present())
+            }
+            Mark::Metric {
+                metric,
+                value,
+                attributes,
+            } => {
+                self.out.defs.recorder(metric, location);
+                self.out
+                    .archive
+                    .metric(location, time, metric, value, attributes.present())
+            }
+        }
     }
 
-    fn leave(&mut self, location: LocationId, time: u64, region: u32) -> Result<(), SinkError> {
+    fn leave(&mut self, location: LocationId, time: u64, mark: &Mark) -> Result<(), SinkError> {
+        let Mark::Region { region, .. } = *mark else {
+            unreachable!("a metric is a point: it is never left")
+        };
         self.out.defs.time(time);
         self.out.archive.leave(location, time, region)
-    }
-
-    fn metric(
-        &mut self,
-        location: LocationId,
-        time: u64,
-        metric: u32,
-        value: f64,
-        attributes: &Attributes,
-    ) -> Result<(), SinkError> {
-        self.out.defs.time(time);
-        self.out.defs.recorder(metric, location);
-        self.out
-            .archive
-            .metric(location, time, metric, value, attributes.present())
     }
 }
