@@ -22,13 +22,13 @@ use super::definitions::{
     Track, TrackKey,
 };
 use super::ffi;
-use crate::sink::timeline::{self, Output, Overlap, Timeline};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::{Cell, Columns};
 use crate::record::{Batch, CounterSample};
 use crate::sdk::AgentType;
 use crate::sink::SinkError;
+use crate::sink::timeline::{self, Output, Overlap, Timeline};
 
 /// What a span writes.
 #[derive(Debug, Clone, Copy, PartialEq)]
