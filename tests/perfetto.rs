@@ -436,3 +436,115 @@ fn split_files_each_stand_alone_and_options_choose_what_is_shown() {
         .collect();
     assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
 }
+
+#[test]
+fn memory_over_time_follows_allocations_and_scratch() {
+    use rocflow::record::{Agent, MemoryAllocation, Process, ScratchMemory};
+    use rocflow::sdk::AgentType;
+    use rocflow::wire;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut frames = Vec::new();
+    let gpu = Agent {
+        index: 1,
+        handle: 0x1001,
+        agent_type: AgentType::Gpu,
+        node_id: 1,
+        logical_node_id: 1,
+        name: "gfx942".into(),
+        product_name: "AMD Instinct MI300X".into(),
+        cu_count: 304,
+        simd_count: 1216,
+        xcc_count: 8,
+        wave_front_size: 64,
+        max_waves_per_simd: 8,
+        lds_bytes_per_cu: 65536,
+        max_engine_clk_mhz: 2100,
+    };
+    let process = Process {
+        pid: 7,
+        ppid: 1,
+        hostname: "node".into(),
+        command: vec!["./app".into()],
+        start_ns: 0,
+        rank: None,
+    };
+    wire::encode_meta(0, &[Meta::Process(process), Meta::Agent(gpu)], &mut frames);
+    // Allocate A (1000 B) and B (500 B), free A, then free memory never seen allocated.
+    let allocation = |start: u64, address: u64, bytes: u64, operation_id: u8| MemoryAllocation {
+        pid: 7,
+        tid: 7,
+        agent: 1,
+        start_ns: start,
+        end_ns: start + 10,
+        address,
+        bytes,
+        operation_id,
+        ..Default::default()
+    };
+    let allocations = vec![
+        allocation(100, 0xa000, 1000, 1),
+        allocation(200, 0xb000, 500, 1),
+        allocation(300, 0xa000, 0, 3),
+        allocation(400, 0xc000, 0, 3),
+    ];
+    wire::encode_records(0, &Batch::MemoryAllocation(allocations), &mut frames);
+    let scratch = |start: u64, bytes: u64, operation_id: u8| ScratchMemory {
+        pid: 7,
+        tid: 7,
+        agent: 1,
+        start_ns: start,
+        end_ns: start + 10,
+        bytes,
+        operation_id,
+        ..Default::default()
+    };
+    let scratch = vec![scratch(150, 4096, 1), scratch(350, 0, 2)];
+    wire::encode_records(0, &Batch::ScratchMemory(scratch), &mut frames);
+    let mut writer = SpoolWriter::create(&dir.path().join("run.rfraw")).unwrap();
+    writer.write(&frames).unwrap();
+    writer.finish().unwrap();
+    let pipeline = CONTEXT.replace(
+        r#"tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]"#,
+        r#"tracing = ["memory_allocation", "scratch_memory"]"#,
+    );
+    std::fs::write(dir.path().join("pipeline.toml"), pipeline).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rocflow"))
+        .args(["replay", "run.rfraw", "pipeline.toml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let decoded = decode(&[dir.path().join("out/trace.pftrace")]);
+    let (slices, mut counts) = slices(&decoded);
+    assert!(slices.is_empty());
+    counts.sort_by_key(|c| (c.2.clone(), c.3));
+    let group = "GPU 1: AMD Instinct MI300X (gfx942)".to_owned();
+    let count = |name: &str, time: u64, value: f64| {
+        (
+            7,
+            group.clone(),
+            name.to_owned(),
+            time,
+            format!("{value:.1}"),
+        )
+    };
+    assert_eq!(
+        counts,
+        [
+            count("allocated memory", 110, 1000.0),
+            count("allocated memory", 210, 1500.0),
+            count("allocated memory", 310, 500.0),
+            count("scratch memory", 160, 4096.0),
+            count("scratch memory", 360, 0.0),
+        ]
+    );
+    let tracks = decoded[0]["tracks"].as_object().unwrap();
+    let bytes_tracks = tracks.values().filter(|t| t["unit"] == 3).count();
+    assert_eq!(bytes_tracks, 2, "memory tracks count bytes");
+}

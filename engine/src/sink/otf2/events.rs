@@ -25,9 +25,10 @@ use super::ffi;
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::{Cell, Columns};
-use crate::record::{Batch, CounterSample};
+use crate::record::Batch;
 use crate::sdk::AgentType;
 use crate::sink::SinkError;
+use crate::sink::counters::{CounterSums, Sum};
 use crate::sink::timeline::{self, Output, Overlap, Timeline};
 
 /// What a span writes.
@@ -71,18 +72,7 @@ pub struct Out<'a> {
 #[derive(Default)]
 pub struct Tracks {
     timelines: HashMap<TrackKey, Timeline<LocationId, Mark>>,
-    /// Per (stream, agent): the dispatch and counter whose values are being summed.
-    sums: HashMap<(u16, u32), CounterSum>,
-}
-
-/// One counter's values for one dispatch, summed over its dimension instances (as
-/// rocprofv3's counter collection reports them; a `reduce_dimensions` transform before the
-/// sink chooses another reduction). The samples of a dispatch come together.
-struct CounterSum {
-    dispatch: u64,
-    counter: u32,
-    time: u64,
-    value: f64,
+    sums: CounterSums,
 }
 
 impl Tracks {
@@ -216,7 +206,9 @@ impl Tracks {
             }
             Batch::CounterSample(records) => {
                 for r in records {
-                    self.count(stream, r, meta, out)?;
+                    if let Some(sum) = self.sums.add(stream, r) {
+                        self.metric(sum, meta, out)?;
+                    }
                 }
             }
             Batch::ScratchMemory(_)
@@ -228,44 +220,10 @@ impl Tracks {
         Ok(())
     }
 
-    /// Adds a counter sample to its dispatch's sum, writing the previous sum when the
-    /// sample starts another.
-    fn count(
-        &mut self,
-        stream: u16,
-        r: &CounterSample,
-        meta: &StreamMeta,
-        out: &mut Out,
-    ) -> Result<(), SinkError> {
-        match self.sums.get_mut(&(stream, r.agent)) {
-            Some(sum) if sum.dispatch == r.dispatch_id && sum.counter == r.counter_id => {
-                sum.value += r.value;
-                return Ok(());
-            }
-            _ => {}
-        }
-        let next = CounterSum {
-            dispatch: r.dispatch_id,
-            counter: r.counter_id,
-            time: r.timestamp_ns,
-            value: r.value,
-        };
-        match self.sums.insert((stream, r.agent), next) {
-            Some(done) => self.metric(stream, r.agent, done, meta, out),
-            None => Ok(()),
-        }
-    }
-
-    fn metric(
-        &mut self,
-        stream: u16,
-        agent: u32,
-        sum: CounterSum,
-        meta: &StreamMeta,
-        out: &mut Out,
-    ) -> Result<(), SinkError> {
+    /// A dispatch's counter value on its agent's counter location.
+    fn metric(&mut self, sum: Sum, meta: &StreamMeta, out: &mut Out) -> Result<(), SinkError> {
         let mark = Mark::Metric {
-            metric: out.defs.metric(stream, sum.counter, meta),
+            metric: out.defs.metric(sum.stream, sum.counter, meta),
             value: sum.value,
             attributes: attributes(0, 0, Some((DISPATCH_ID, sum.dispatch))),
         };
@@ -275,8 +233,8 @@ impl Tracks {
             mark,
         };
         let track = TrackKey {
-            stream,
-            track: Track::Counters(agent),
+            stream: sum.stream,
+            track: Track::Counters(sum.agent),
         };
         self.push(track, span, meta, out)
     }
@@ -301,8 +259,8 @@ impl Tracks {
         catalog: &Catalog,
         out: &mut Out,
     ) -> Result<HashMap<LocationId, u64>, SinkError> {
-        for ((stream, agent), sum) in std::mem::take(&mut self.sums) {
-            self.metric(stream, agent, sum, catalog.stream(stream), out)?;
+        for sum in std::mem::take(&mut self.sums).finish() {
+            self.metric(sum, catalog.stream(sum.stream), out)?;
         }
         let mut events = HashMap::default();
         for (key, timeline) in &mut self.timelines {

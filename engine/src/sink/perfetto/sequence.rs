@@ -394,13 +394,11 @@ impl Output<Slice> for Slices<'_> {
         span: &timeline::Span<Slice>,
     ) -> Result<(), Self::Error> {
         let sequence = self.sequence;
-        self.key.describe(
-            lane,
-            self.meta,
-            sequence,
-            &mut self.interned.described,
-            self.out,
-        );
+        if !self.interned.described.contains(&uuid) {
+            let described = &mut self.interned.described;
+            self.key
+                .describe(lane, self.meta, sequence, described, self.out);
+        }
         self.start_file();
         let name = self.name(&span.mark);
         let category = category(&span.mark);
@@ -416,7 +414,8 @@ impl Output<Slice> for Slices<'_> {
             if name.1.is_some() || new_category.is_some() {
                 p.message(packet::INTERNED_DATA, |i| {
                     if let Some(c) = new_category {
-                        let text = Domain::from_sdk_value(c as i32).map_or("", Domain::name);
+                        let domain = Domain::from_sdk_value(c as i32);
+                        let text = domain.map_or("<unknown>", Domain::name);
                         entry(i, interned::EVENT_CATEGORIES, c, text);
                     }
                     if let Some(text) = &name.1 {
@@ -536,7 +535,8 @@ fn operation_name(domain: u8, operation: i32) -> &'static str {
         .unwrap_or("<unknown>")
 }
 
-/// A slice's category: its domain (interned with its SDK value as iid).
+/// A slice's category: its domain, interned with its SDK value as iid (all below 64, so a
+/// bit set says which a file has).
 fn category(slice: &Slice) -> Option<u64> {
     let domain = match slice {
         Slice::Api(r) => r.domain_id,
@@ -544,7 +544,7 @@ fn category(slice: &Slice) -> Option<u64> {
         Slice::Kernel(_) => return Some(Domain::KernelDispatch.sdk_value() as u64),
         Slice::Copy(_) => return Some(Domain::MemoryCopy.sdk_value() as u64),
     };
-    Some(u64::from(domain)).filter(|&d| d < 64 && Domain::from_sdk_value(d as i32).is_some())
+    Some(u64::from(domain)).filter(|&d| d < 64)
 }
 
 /// The slice's debug annotations: ids that link it to other records, and what it did.
