@@ -1,11 +1,14 @@
 //! Sinks: where records end up. One trait, one module per format, in the shape of
 //! rocprofiler-sdk's own output generators.
 
+mod counters;
 mod csv;
 mod otf2;
 mod path;
+mod perfetto;
 mod rocpd;
 mod staging;
+mod timeline;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -60,7 +63,7 @@ pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink
     let path = placeholders.expand(&plan.path);
     match plan.kind {
         SinkKind::Csv => Ok(Box::new(csv::CsvSink::create(path)?)),
-        SinkKind::Perfetto => Err(SinkError::Unavailable("perfetto")),
+        SinkKind::Perfetto => Ok(Box::new(perfetto::PerfettoSink::create(plan, path)?)),
         SinkKind::Parquet => Err(SinkError::Unavailable("parquet")),
         SinkKind::Rocpd => Ok(Box::new(rocpd::RocpdSink::create(plan, placeholders)?)),
         SinkKind::Otf2 => Ok(Box::new(otf2::Otf2Sink::create(path)?)),

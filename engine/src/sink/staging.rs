@@ -65,6 +65,28 @@ impl Staging {
     }
 }
 
+impl Staging {
+    /// Moves the files `names` of the output beside its final path (replacing files of
+    /// those names there), for outputs that are files rather than a directory; returns
+    /// their paths.
+    pub fn commit_files(mut self, names: &[String]) -> Result<Vec<PathBuf>, SinkError> {
+        let parent = self.target.parent().unwrap_or(Path::new(""));
+        let mut paths = Vec::with_capacity(names.len());
+        for name in names {
+            let path = parent.join(name);
+            std::fs::rename(self.dir.join(name), &path).map_err(SinkError::io(format!(
+                "moving output to {}",
+                path.display()
+            )))?;
+            paths.push(path);
+        }
+        self.committed = true;
+        std::fs::remove_dir(&self.dir)
+            .map_err(SinkError::io(format!("removing {}", self.dir.display())))?;
+        Ok(paths)
+    }
+}
+
 impl Drop for Staging {
     /// Output that was not committed is removed.
     fn drop(&mut self) {

@@ -22,13 +22,45 @@ use super::definitions::{
     Track, TrackKey,
 };
 use super::ffi;
-use super::timeline::{Attributes, Mark, Output, Overlap, Span, Timeline};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::{Cell, Columns};
-use crate::record::{Batch, CounterSample};
+use crate::record::Batch;
 use crate::sdk::AgentType;
 use crate::sink::SinkError;
+use crate::sink::counters::{CounterSums, Sum};
+use crate::sink::timeline::{self, Output, Overlap, Timeline};
+
+/// What a span writes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mark {
+    /// The region is entered at the span's start and left at its end.
+    Region { region: u32, attributes: Attributes },
+    /// A metric value at the span's start (its end is its start).
+    Metric {
+        metric: u32,
+        value: f64,
+        attributes: Attributes,
+    },
+}
+
+impl timeline::Mark for Mark {
+    fn is_point(&self) -> bool {
+        matches!(self, Mark::Metric { .. })
+    }
+}
+
+type Span = timeline::Span<Mark>;
+
+/// The attributes an event carries: an id each, and the value; a zero value is left out.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Attributes(pub [(u32, u64); 3]);
+
+impl Attributes {
+    pub fn present(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.0.iter().copied().filter(|&(_, value)| value != 0)
+    }
+}
 
 /// Where events go: the archive, and the definitions they use.
 pub struct Out<'a> {
@@ -39,19 +71,8 @@ pub struct Out<'a> {
 /// Every timeline of the run, and counter values being summed.
 #[derive(Default)]
 pub struct Tracks {
-    timelines: HashMap<TrackKey, Timeline<LocationId>>,
-    /// Per (stream, agent): the dispatch and counter whose values are being summed.
-    sums: HashMap<(u16, u32), CounterSum>,
-}
-
-/// One counter's values for one dispatch, summed over its dimension instances (as
-/// rocprofv3's counter collection reports them; a `reduce_dimensions` transform before the
-/// sink chooses another reduction). The samples of a dispatch come together.
-struct CounterSum {
-    dispatch: u64,
-    counter: u32,
-    time: u64,
-    value: f64,
+    timelines: HashMap<TrackKey, Timeline<LocationId, Mark>>,
+    sums: CounterSums,
 }
 
 impl Tracks {
@@ -185,7 +206,9 @@ impl Tracks {
             }
             Batch::CounterSample(records) => {
                 for r in records {
-                    self.count(stream, r, meta, out)?;
+                    if let Some(sum) = self.sums.add(stream, r) {
+                        self.metric(sum, meta, out)?;
+                    }
                 }
             }
             Batch::ScratchMemory(_)
@@ -197,44 +220,10 @@ impl Tracks {
         Ok(())
     }
 
-    /// Adds a counter sample to its dispatch's sum, writing the previous sum when the
-    /// sample starts another.
-    fn count(
-        &mut self,
-        stream: u16,
-        r: &CounterSample,
-        meta: &StreamMeta,
-        out: &mut Out,
-    ) -> Result<(), SinkError> {
-        match self.sums.get_mut(&(stream, r.agent)) {
-            Some(sum) if sum.dispatch == r.dispatch_id && sum.counter == r.counter_id => {
-                sum.value += r.value;
-                return Ok(());
-            }
-            _ => {}
-        }
-        let next = CounterSum {
-            dispatch: r.dispatch_id,
-            counter: r.counter_id,
-            time: r.timestamp_ns,
-            value: r.value,
-        };
-        match self.sums.insert((stream, r.agent), next) {
-            Some(done) => self.metric(stream, r.agent, done, meta, out),
-            None => Ok(()),
-        }
-    }
-
-    fn metric(
-        &mut self,
-        stream: u16,
-        agent: u32,
-        sum: CounterSum,
-        meta: &StreamMeta,
-        out: &mut Out,
-    ) -> Result<(), SinkError> {
+    /// A dispatch's counter value on its agent's counter location.
+    fn metric(&mut self, sum: Sum, meta: &StreamMeta, out: &mut Out) -> Result<(), SinkError> {
         let mark = Mark::Metric {
-            metric: out.defs.metric(stream, sum.counter, meta),
+            metric: out.defs.metric(sum.stream, sum.counter, meta),
             value: sum.value,
             attributes: attributes(0, 0, Some((DISPATCH_ID, sum.dispatch))),
         };
@@ -244,8 +233,8 @@ impl Tracks {
             mark,
         };
         let track = TrackKey {
-            stream,
-            track: Track::Counters(agent),
+            stream: sum.stream,
+            track: Track::Counters(sum.agent),
         };
         self.push(track, span, meta, out)
     }
@@ -270,8 +259,8 @@ impl Tracks {
         catalog: &Catalog,
         out: &mut Out,
     ) -> Result<HashMap<LocationId, u64>, SinkError> {
-        for ((stream, agent), sum) in std::mem::take(&mut self.sums) {
-            self.metric(stream, agent, sum, catalog.stream(stream), out)?;
+        for sum in std::mem::take(&mut self.sums).finish() {
+            self.metric(sum, catalog.stream(sum.stream), out)?;
         }
         let mut events = HashMap::default();
         for (key, timeline) in &mut self.timelines {
@@ -338,7 +327,7 @@ struct Lanes<'a, 'b> {
     meta: &'a StreamMeta,
 }
 
-impl Output for Lanes<'_, '_> {
+impl Output<Mark> for Lanes<'_, '_> {
     type Location = LocationId;
     type Error = SinkError;
 
@@ -348,36 +337,33 @@ impl Output for Lanes<'_, '_> {
         Ok(location)
     }
 
-    fn enter(
-        &mut self,
-        location: LocationId,
-        time: u64,
-        region: u32,
-        attributes: &Attributes,
-    ) -> Result<(), SinkError> {
+    fn enter(&mut self, location: LocationId, span: &Span) -> Result<(), SinkError> {
+        let time = span.start;
         self.out.defs.time(time);
-        self.out
-            .archive
-            .enter(location, time, region, attributes.present())
+        match span.mark {
+            Mark::Region { region, attributes } => {
+                self.out
+                    .archive
+                    .enter(location, time, region, attributes.present())
+            }
+            Mark::Metric {
+                metric,
+                value,
+                attributes,
+            } => {
+                self.out.defs.recorder(metric, location);
+                self.out
+                    .archive
+                    .metric(location, time, metric, value, attributes.present())
+            }
+        }
     }
 
-    fn leave(&mut self, location: LocationId, time: u64, region: u32) -> Result<(), SinkError> {
+    fn leave(&mut self, location: LocationId, time: u64, mark: &Mark) -> Result<(), SinkError> {
+        let Mark::Region { region, .. } = *mark else {
+            unreachable!("a metric is a point: it is never left")
+        };
         self.out.defs.time(time);
         self.out.archive.leave(location, time, region)
-    }
-
-    fn metric(
-        &mut self,
-        location: LocationId,
-        time: u64,
-        metric: u32,
-        value: f64,
-        attributes: &Attributes,
-    ) -> Result<(), SinkError> {
-        self.out.defs.time(time);
-        self.out.defs.recorder(metric, location);
-        self.out
-            .archive
-            .metric(location, time, metric, value, attributes.present())
     }
 }

@@ -4,7 +4,7 @@
 //! The sink's path is a directory holding the archive: `traces.otf2` (the anchor file to
 //! open), `traces.def` and `traces/`. Host threads, GPU queues, copy engines and counters are
 //! locations (see [`definitions`] for how they are grouped, [`events`] for what goes where,
-//! [`timeline`] for how order and nesting are kept); API functions, kernels, copies and
+//! [`timeline`](super::timeline) for how order and nesting are kept); API functions, kernels, copies and
 //! marker ranges are regions entered and left; counters are metrics, one value per
 //! dispatch. Correlation ids, dispatch ids and byte counts are event attributes.
 
@@ -12,7 +12,6 @@ mod archive;
 mod definitions;
 mod events;
 mod ffi;
-mod timeline;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,5 +1,6 @@
-//! Turning spans that arrive roughly in time order into OTF2 event streams, which must be in
-//! time order with balanced, properly nested enter and leave events per location.
+//! Turning spans that arrive roughly in time order into per-track event streams in time
+//! order, with every span properly nested in the spans around it: what OTF2 locations and
+//! Perfetto slice tracks both require.
 //!
 //! A timeline is one thing records happen on (a host thread, a GPU queue, a copy engine).
 //! Its spans arrive in the order their records were flushed, which is nearly, not exactly,
@@ -10,8 +11,8 @@
 //!
 //! Spans on one timeline may overlap without nesting: a call that starts inside another and
 //! ends after it, two kernels on one queue that run concurrently, or a span that arrives
-//! after later ones were written. Such a span cannot share a location with the span it
-//! crosses, so a timeline spreads its spans over lanes, one OTF2 location each: a span goes
+//! after later ones were written. Such a span cannot share a track with the span it
+//! crosses, so a timeline spreads its spans over lanes, one output track each: a span goes
 //! to the first lane it fits, and a new lane opens when none does. On a host thread, a span
 //! fits inside the innermost open span (nesting is a call inside a call or a range); on a
 //! device, where a kernel inside another kernel's time is concurrency, not a call, a span
@@ -35,77 +36,45 @@ pub enum Overlap {
     Exclusive,
 }
 
-/// What a span writes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Mark {
-    /// The region is entered at the span's start and left at its end.
-    Region { region: u32, attributes: Attributes },
-    /// A metric value at the span's start (its end is its start).
-    Metric {
-        metric: u32,
-        value: f64,
-        attributes: Attributes,
-    },
-}
-
-/// The attributes an event carries: an id each, and the value; a zero value is left out.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Attributes(pub [(u32, u64); 3]);
-
-impl Attributes {
-    pub fn present(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
-        self.0.iter().copied().filter(|&(_, value)| value != 0)
-    }
+/// What a timeline carries for each span, handed back to its [`Output`].
+pub trait Mark: Copy {
+    /// Whether the mark stands for an instant (a metric value): it fits any lane, and is
+    /// never left.
+    fn is_point(&self) -> bool;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Span {
+pub struct Span<M> {
     pub start: u64,
+    /// The span's end; a point's end is its start.
     pub end: u64,
-    pub mark: Mark,
+    pub mark: M,
 }
 
 /// Where a timeline's events go.
-pub trait Output {
+pub trait Output<M> {
     type Location: Copy;
     type Error;
     /// A location for the timeline's lane number `lane` (0 first).
     fn open_lane(&mut self, lane: usize) -> Result<Self::Location, Self::Error>;
-    fn enter(
-        &mut self,
-        location: Self::Location,
-        time: u64,
-        region: u32,
-        attributes: &Attributes,
-    ) -> Result<(), Self::Error>;
-    fn leave(
-        &mut self,
-        location: Self::Location,
-        time: u64,
-        region: u32,
-    ) -> Result<(), Self::Error>;
-    fn metric(
-        &mut self,
-        location: Self::Location,
-        time: u64,
-        metric: u32,
-        value: f64,
-        attributes: &Attributes,
-    ) -> Result<(), Self::Error>;
+    /// A span starts (or a point happens) on a lane; its end is already known.
+    fn enter(&mut self, location: Self::Location, span: &Span<M>) -> Result<(), Self::Error>;
+    /// A span ends, after every span on its lane that starts before its end has entered.
+    fn leave(&mut self, location: Self::Location, time: u64, mark: &M) -> Result<(), Self::Error>;
 }
 
-pub struct Timeline<L> {
+pub struct Timeline<L, M> {
     overlap: Overlap,
-    pending: VecDeque<Pending>,
+    pending: VecDeque<Pending<M>>,
     /// Arrival number of the next span: equal spans keep their order.
     arrivals: u64,
-    lanes: Vec<Lane<L>>,
+    lanes: Vec<Lane<L, M>>,
 }
 
-struct Lane<L> {
+struct Lane<L, M> {
     location: L,
-    /// Open spans' (end, region), innermost last; their ends never increase.
-    open: Vec<(u64, u32)>,
+    /// Open spans' ends and marks, innermost last; their ends never increase.
+    open: Vec<(u64, M)>,
     /// The time of the lane's last event.
     last: u64,
     events: u64,
@@ -113,13 +82,13 @@ struct Lane<L> {
 
 /// A span waiting in the reorder buffer, which is sorted by key: earliest start first, and
 /// of equal starts the longest span, which encloses the others, then arrival order.
-struct Pending {
+struct Pending<M> {
     key: (u64, Reverse<u64>, u64),
-    span: Span,
+    span: Span<M>,
 }
 
-impl<L: Copy> Timeline<L> {
-    pub fn new(overlap: Overlap) -> Timeline<L> {
+impl<L: Copy, M: Mark> Timeline<L, M> {
+    pub fn new(overlap: Overlap) -> Timeline<L, M> {
         Timeline {
             overlap,
             pending: VecDeque::new(),
@@ -129,14 +98,15 @@ impl<L: Copy> Timeline<L> {
     }
 
     /// Takes a span; writes the earliest one held back once the reorder buffer is full.
-    pub fn push<E: Output<Location = L>>(
+    pub fn push<E: Output<M, Location = L>>(
         &mut self,
-        span: Span,
+        span: Span<M>,
         out: &mut E,
     ) -> Result<(), E::Error> {
-        let end = match span.mark {
-            Mark::Region { .. } => span.end.max(span.start),
-            Mark::Metric { .. } => span.start,
+        let end = if span.mark.is_point() {
+            span.start
+        } else {
+            span.end.max(span.start)
         };
         let pending = Pending {
             key: (span.start, Reverse(end), self.arrivals),
@@ -159,7 +129,7 @@ impl<L: Copy> Timeline<L> {
     }
 
     /// Writes every span held back and leaves every open span.
-    pub fn finish<E: Output<Location = L>>(&mut self, out: &mut E) -> Result<(), E::Error> {
+    pub fn finish<E: Output<M, Location = L>>(&mut self, out: &mut E) -> Result<(), E::Error> {
         while let Some(next) = self.pending.pop_front() {
             self.place(next.span, out)?;
         }
@@ -174,20 +144,22 @@ impl<L: Copy> Timeline<L> {
         self.lanes.iter().map(|lane| (lane.location, lane.events))
     }
 
-    fn place<E: Output<Location = L>>(&mut self, span: Span, out: &mut E) -> Result<(), E::Error> {
+    fn place<E: Output<M, Location = L>>(
+        &mut self,
+        span: Span<M>,
+        out: &mut E,
+    ) -> Result<(), E::Error> {
         let mut chosen = None;
         for (i, lane) in self.lanes.iter_mut().enumerate() {
             if lane.last > span.start {
                 continue; // a late span: it would go back in time here
             }
             lane.leave_until(span.start, out)?;
-            let fits = match (span.mark, self.overlap) {
-                (Mark::Metric { .. }, _) => true,
-                (Mark::Region { .. }, Overlap::Nest) => {
-                    lane.open.last().is_none_or(|&(end, _)| end >= span.end)
-                }
-                (Mark::Region { .. }, Overlap::Exclusive) => lane.open.is_empty(),
-            };
+            let fits = span.mark.is_point()
+                || match self.overlap {
+                    Overlap::Nest => lane.open.last().is_none_or(|&(end, _)| end >= span.end),
+                    Overlap::Exclusive => lane.open.is_empty(),
+                };
             if fits {
                 chosen = Some(i);
                 break;
@@ -208,33 +180,26 @@ impl<L: Copy> Timeline<L> {
         };
         lane.last = span.start;
         lane.events += 1;
-        match span.mark {
-            Mark::Region { region, attributes } => {
-                out.enter(lane.location, span.start, region, &attributes)?;
-                lane.open.push((span.end, region));
-            }
-            Mark::Metric {
-                metric,
-                value,
-                attributes,
-            } => out.metric(lane.location, span.start, metric, value, &attributes)?,
+        out.enter(lane.location, &span)?;
+        if !span.mark.is_point() {
+            lane.open.push((span.end, span.mark));
         }
         Ok(())
     }
 }
 
-impl<L: Copy> Lane<L> {
+impl<L: Copy, M: Mark> Lane<L, M> {
     /// Leaves the open spans that end by `time`, innermost first.
-    fn leave_until<E: Output<Location = L>>(
+    fn leave_until<E: Output<M, Location = L>>(
         &mut self,
         time: u64,
         out: &mut E,
     ) -> Result<(), E::Error> {
-        while let Some(&(end, region)) = self.open.last() {
+        while let Some(&(end, mark)) = self.open.last() {
             if end > time {
                 break;
             }
-            out.leave(self.location, end, region)?;
+            out.leave(self.location, end, &mark)?;
             self.open.pop();
             self.last = end;
             self.events += 1;
@@ -254,7 +219,14 @@ mod tests {
         events: Vec<(usize, u64, i64)>,
     }
 
-    impl Output for Recorder {
+    /// A test span's mark: its region.
+    impl Mark for u32 {
+        fn is_point(&self) -> bool {
+            false
+        }
+    }
+
+    impl Output<u32> for Recorder {
         type Location = usize;
         type Error = ();
         fn open_lane(&mut self, lane: usize) -> Result<usize, ()> {
@@ -262,42 +234,28 @@ mod tests {
             self.lanes += 1;
             Ok(lane)
         }
-        fn enter(&mut self, l: usize, time: u64, region: u32, _: &Attributes) -> Result<(), ()> {
-            self.events.push((l, time, i64::from(region)));
+        fn enter(&mut self, l: usize, span: &Span<u32>) -> Result<(), ()> {
+            self.events.push((l, span.start, i64::from(span.mark)));
             Ok(())
         }
-        fn leave(&mut self, l: usize, time: u64, region: u32) -> Result<(), ()> {
-            self.events.push((l, time, -i64::from(region) - 1));
-            Ok(())
-        }
-        fn metric(
-            &mut self,
-            l: usize,
-            time: u64,
-            _: u32,
-            _: f64,
-            _: &Attributes,
-        ) -> Result<(), ()> {
-            self.events.push((l, time, i64::MIN));
+        fn leave(&mut self, l: usize, time: u64, region: &u32) -> Result<(), ()> {
+            self.events.push((l, time, -i64::from(*region) - 1));
             Ok(())
         }
     }
 
-    fn region(id: u32, start: u64, end: u64) -> Span {
+    fn region(id: u32, start: u64, end: u64) -> Span<u32> {
         Span {
             start,
             end,
-            mark: Mark::Region {
-                region: id,
-                attributes: Attributes::default(),
-            },
+            mark: id,
         }
     }
 
     /// Writes `spans` and checks what every lane got: time order, each leave closing the
     /// innermost open region, nothing left open, and each span's enter and leave at its
     /// start and end. Returns the lanes used.
-    fn write(overlap: Overlap, spans: &[Span]) -> usize {
+    fn write(overlap: Overlap, spans: &[Span<u32>]) -> usize {
         let mut timeline = Timeline::new(overlap);
         let mut out = Recorder::default();
         for span in spans {
@@ -328,13 +286,7 @@ mod tests {
             let counted = timeline.lanes().find(|(l, _)| *l == lane).unwrap().1;
             assert_eq!(counted as usize, events.len());
         }
-        let mut expected: Vec<_> = spans
-            .iter()
-            .map(|s| match s.mark {
-                Mark::Region { region, .. } => (s.start, s.end, region),
-                Mark::Metric { .. } => unreachable!(),
-            })
-            .collect();
+        let mut expected: Vec<_> = spans.iter().map(|s| (s.start, s.end, s.mark)).collect();
         expected.sort_unstable();
         written.sort_unstable();
         assert_eq!(written, expected);
@@ -371,7 +323,7 @@ mod tests {
 
     #[test]
     fn a_span_later_than_the_reorder_buffer_opens_a_lane_instead_of_going_back() {
-        let mut spans: Vec<Span> = (0..REORDER_DEPTH as u64 + 10)
+        let mut spans: Vec<Span<u32>> = (0..REORDER_DEPTH as u64 + 10)
             .map(|i| region(1, 100 + i * 10, 105 + i * 10))
             .collect();
         spans.push(region(2, 0, 1));
@@ -388,7 +340,7 @@ mod tests {
             state ^= state << 17;
             state % n
         };
-        let mut spans: Vec<Span> = (0..20_000u64)
+        let mut spans: Vec<Span<u32>> = (0..20_000u64)
             .map(|i| {
                 let start = i * 50 + next(40);
                 region((i % 7) as u32, start, start + next(2_000))

@@ -1,0 +1,271 @@
+//! The Perfetto sink: a `.pftrace` file (a protobuf `Trace` of `TracePacket`s in the
+//! TrackEvent format) that ui.perfetto.dev and trace_processor open.
+//!
+//! Host threads show API calls and marker ranges, each GPU a track per queue (kernels), per
+//! copy direction and per counter, and memory over time (see [`tracks`]). Slices carry their
+//! ids and launch parameters as debug annotations, and flows link each API call to the
+//! kernels and copies it caused. Timestamps are rocprofiler-sdk's, nanoseconds of the boot
+//! time clock, which the trace declares as its clock.
+//!
+//! The messages are encoded by hand ([`proto`]), a window at a time by several packet
+//! sequences in parallel ([`sequence`]), and streamed to the file: memory holds the
+//! timelines' reorder buffers, not the run. With `split_size`, a file that has reached that
+//! size is closed after the chunk of records that took it there, and the trace goes on in
+//! `NAME.1.pftrace`,
+//! `NAME.2.pftrace`, … each with its own descriptors and interning. Files are written in a
+//! hidden directory beside their path and moved there when the run completes.
+
+mod proto;
+mod sequence;
+mod tracks;
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde::Deserialize;
+
+use self::proto::{Encoder, TRACE_PACKET, clock, packet};
+use self::sequence::{Sequence, Shown};
+use super::staging::Staging;
+use super::{Sink, SinkError};
+use crate::catalog::Catalog;
+use crate::chunk::Chunk;
+use crate::pipeline::model::Quantity;
+use crate::pipeline::units::parse_size;
+use crate::plan::SinkPlan;
+use crate::transform::Table;
+
+/// The sink's `options`, as the pipeline schema declares them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    #[serde(default = "all_tracks")]
+    tracks: Vec<Shown>,
+    split_size: Option<Quantity>,
+    #[serde(default = "yes")]
+    flows: bool,
+    #[serde(default = "yes")]
+    annotations: bool,
+}
+
+fn all_tracks() -> Vec<Shown> {
+    Shown::ALL.to_vec()
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What every sequence needs to know of the options.
+#[derive(Debug)]
+pub struct Settings {
+    tracks: Vec<Shown>,
+    flows: bool,
+    annotations: bool,
+    /// How many sequences share the tracks.
+    shards: usize,
+}
+
+pub struct PerfettoSink {
+    settings: Settings,
+    sequences: Vec<Sequence>,
+    files: Files,
+}
+
+/// The trace's files: written in a staging directory, split at a size.
+struct Files {
+    staging: Staging,
+    split_size: Option<u64>,
+    /// The file being written, and its size so far.
+    current: Option<(File, u64)>,
+    /// Names of the files begun, in order; the last is the current one.
+    names: Vec<String>,
+}
+
+impl PerfettoSink {
+    pub fn create(plan: &SinkPlan, path: PathBuf) -> Result<PerfettoSink, SinkError> {
+        let invalid = |message: String| SinkError::Io {
+            context: format!("the options of sink `{}`", plan.name),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
+        };
+        let options: Options = serde_json::from_value(plan.options.clone().into())
+            .map_err(|e| invalid(e.to_string()))?;
+        let split_size = match options.split_size {
+            None => None,
+            Some(Quantity::Number(bytes)) => Some(bytes),
+            Some(Quantity::Text(text)) => Some(parse_size(&text).map_err(invalid)?),
+        };
+        let shards = rayon::current_num_threads().max(1);
+        Ok(PerfettoSink {
+            settings: Settings {
+                tracks: options.tracks,
+                flows: options.flows,
+                annotations: options.annotations,
+                shards,
+            },
+            // Sequence 1 is the tracing service's own.
+            sequences: (2..shards as u32 + 2).map(Sequence::new).collect(),
+            files: Files {
+                staging: Staging::create(path)?,
+                split_size,
+                current: None,
+                names: Vec::new(),
+            },
+        })
+    }
+
+    /// Makes sure a file is open, starting the next one when the current one has reached
+    /// the split size: then the sequences start over.
+    fn open(&mut self, catalog: &Catalog) -> Result<(), SinkError> {
+        if self.files.open(catalog)? {
+            self.sequences.iter_mut().for_each(Sequence::new_file);
+        }
+        Ok(())
+    }
+
+    /// Appends what the sequences wrote to the file.
+    fn drain(&mut self) -> Result<(), SinkError> {
+        for sequence in &mut self.sequences {
+            self.files.write(sequence.out.bytes())?;
+            sequence.out.clear();
+        }
+        Ok(())
+    }
+}
+
+impl Files {
+    /// Opens the first file, or the next one if the current one is full (then returns
+    /// true); a file begins with the trace's clock.
+    fn open(&mut self, catalog: &Catalog) -> Result<bool, SinkError> {
+        let full = match (&self.current, self.split_size) {
+            (Some((_, size)), Some(limit)) => *size >= limit,
+            _ => false,
+        };
+        if full {
+            self.current = None;
+        }
+        if self.current.is_some() {
+            return Ok(false);
+        }
+        let name = file_name(self.staging.target(), self.names.len());
+        let path = self.staging.dir().join(&name);
+        let file =
+            File::create(&path).map_err(SinkError::io(format!("creating {}", path.display())))?;
+        self.names.push(name);
+        self.current = Some((file, 0));
+        self.write(clock_snapshot(catalog).bytes())?;
+        Ok(full)
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), SinkError> {
+        let (file, size) = self.current.as_mut().expect("a file is open");
+        *size += bytes.len() as u64;
+        file.write_all(bytes).map_err(|source| SinkError::Io {
+            context: format!("writing {}", self.names.last().expect("named").as_str()),
+            source,
+        })
+    }
+
+    /// Moves the files to their final paths.
+    fn commit(self) -> Result<Vec<PathBuf>, SinkError> {
+        self.staging.commit_files(&self.names)
+    }
+}
+
+impl Sink for PerfettoSink {
+    /// The sequences write the window in parallel, a chunk at a time when the trace is
+    /// split (so that a file ends within a chunk of its split size), else whole.
+    fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
+        let step = match self.files.split_size {
+            Some(_) => 1,
+            None => window.len().max(1),
+        };
+        for part in window.chunks(step) {
+            self.open(catalog)?;
+            let settings = &self.settings;
+            self.sequences
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(shard, sequence)| {
+                    for chunk in part {
+                        sequence.write(chunk, catalog.stream(chunk.stream), settings, shard);
+                    }
+                });
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    /// A trace holds events, not tables: aggregate tables belong in a table sink.
+    fn table(&mut self, _: &Table) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
+        loop {
+            self.open(catalog)?;
+            let settings = &self.settings;
+            let more = self
+                .sequences
+                .par_iter_mut()
+                .map(|sequence| sequence.finish(catalog, settings))
+                .reduce(|| false, |a, b| a | b);
+            self.drain()?;
+            if !more {
+                break;
+            }
+        }
+        self.files.current = None;
+        self.files.commit()
+    }
+}
+
+/// The `index`th file of a trace at `target`: `trace.pftrace`, `trace.1.pftrace`, …
+fn file_name(target: &Path, index: usize) -> String {
+    let name = target.file_name().map_or_else(
+        || "trace.pftrace".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    match (index, name.rsplit_once('.')) {
+        (0, _) => name,
+        (_, Some((stem, extension))) => format!("{stem}.{index}.{extension}"),
+        (_, None) => format!("{name}.{index}"),
+    }
+}
+
+/// A packet declaring the boot time clock, rocprofiler-sdk's, as the trace's clock, at the
+/// first process's start.
+fn clock_snapshot(catalog: &Catalog) -> Encoder {
+    let start = catalog
+        .streams()
+        .filter_map(|(_, s)| s.process.as_ref().map(|p| p.start_ns))
+        .min()
+        .unwrap_or(0);
+    let mut out = Encoder::default();
+    out.message(TRACE_PACKET, |p| {
+        p.message(packet::CLOCK_SNAPSHOT, |c| {
+            c.message(clock::CLOCKS, |k| {
+                k.uint(clock::CLOCK_ID, clock::BOOTTIME);
+                k.uint(clock::TIMESTAMP, start);
+            });
+            c.uint(clock::PRIMARY_TRACE_CLOCK, clock::BOOTTIME);
+        });
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_files_are_numbered_before_the_extension() {
+        let target = Path::new("out/run.pftrace");
+        assert_eq!(file_name(target, 0), "run.pftrace");
+        assert_eq!(file_name(target, 2), "run.2.pftrace");
+        assert_eq!(file_name(Path::new("trace"), 1), "trace.1");
+    }
+}

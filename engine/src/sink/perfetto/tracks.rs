@@ -1,0 +1,184 @@
+//! The trace's tracks: what each shows, its stable id, its place in the tree the UI draws,
+//! and its descriptor.
+//!
+//! Each process (stream) is a process track. Its host threads are thread tracks holding API
+//! calls, with a child track for marker ranges. Each agent the process used is a group under
+//! the process, holding a track per queue (kernels), per copy direction (copies), per counter
+//! and for allocated and scratch memory. A slice track whose spans overlap without nesting
+//! spills into lanes: sibling tracks named `…, lane 2` and on.
+
+use std::hash::{Hash, Hasher};
+
+use super::proto::{Encoder, TRACE_PACKET, packet, track};
+use crate::catalog::StreamMeta;
+use crate::record::Agent;
+use crate::sdk::{AgentType, Domain};
+
+/// The thing a track shows, within one stream (process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Track {
+    Process,
+    /// A host thread's API calls.
+    Thread(u32),
+    /// A host thread's marker ranges.
+    Markers(u32),
+    /// An agent's group.
+    Agent(u32),
+    /// Kernels on a queue: agent, queue.
+    Queue(u32, u64),
+    /// Copies an agent's engines ran: agent, direction (the copy operation).
+    Copies(u32, u8),
+    /// A counter's values on an agent: agent, counter.
+    Counter(u32, u32),
+    /// Memory allocated on an agent.
+    Allocated(u32),
+    /// Scratch memory held on an agent.
+    Scratch(u32),
+}
+
+/// A track of a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TrackKey {
+    pub stream: u16,
+    pub track: Track,
+}
+
+impl TrackKey {
+    /// The uuid of the track's lane `lane` (0 is the track itself): a hash, so that every
+    /// sequence and every file of a split trace names a track alike.
+    pub fn uuid(self, lane: usize) -> u64 {
+        // SipHash with fixed keys: stable across runs and builds of one Rust release line.
+        #[allow(deprecated)]
+        let mut hasher = std::hash::SipHasher::new();
+        (self, lane).hash(&mut hasher);
+        hasher.finish() | 1
+    }
+
+    /// The track this one is drawn under.
+    fn parent(self) -> Option<TrackKey> {
+        let track = match self.track {
+            Track::Process => return None,
+            Track::Thread(_) | Track::Agent(_) => Track::Process,
+            Track::Markers(tid) => Track::Thread(tid),
+            Track::Queue(agent, _)
+            | Track::Copies(agent, _)
+            | Track::Counter(agent, _)
+            | Track::Allocated(agent)
+            | Track::Scratch(agent) => Track::Agent(agent),
+        };
+        Some(TrackKey { track, ..self })
+    }
+
+    /// Writes the descriptor packets of lane `lane` of this track and of the tracks above
+    /// it that `described` does not hold yet, outermost first; `described` learns them.
+    pub fn describe(
+        self,
+        lane: usize,
+        meta: &StreamMeta,
+        sequence: u32,
+        described: &mut rustc_hash::FxHashSet<u64>,
+        out: &mut Encoder,
+    ) {
+        let uuid = self.uuid(lane);
+        if described.contains(&uuid) {
+            return;
+        }
+        // Lanes of a thread's calls hang under the thread; other lanes beside their track.
+        let parent = match (lane, self.track) {
+            (1.., Track::Thread(_)) => Some(self),
+            _ => self.parent(),
+        };
+        if let Some(parent) = parent {
+            parent.describe(0, meta, sequence, described, out);
+        }
+        described.insert(uuid);
+        out.message(TRACE_PACKET, |p| {
+            p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, u64::from(sequence));
+            p.message(packet::TRACK_DESCRIPTOR, |d| {
+                d.uint(track::UUID, uuid);
+                if let Some(parent) = parent {
+                    d.uint(track::PARENT_UUID, parent.uuid(0));
+                }
+                self.fields(lane, meta, d);
+            });
+        });
+    }
+
+    /// The descriptor's own fields: name, and what kind of track it is.
+    fn fields(self, lane: usize, meta: &StreamMeta, d: &mut Encoder) {
+        let pid = meta.process.as_ref().map_or(0, |p| p.pid);
+        let name = match self.track {
+            Track::Process => {
+                d.message(track::PROCESS, |p| {
+                    p.uint(track::PROCESS_PID, u64::from(pid));
+                    if let Some(process) = &meta.process {
+                        for arg in &process.command {
+                            p.str(track::PROCESS_CMDLINE, arg);
+                        }
+                        if let Some(program) = process.command.first() {
+                            let name = program.rsplit('/').next().unwrap_or(program);
+                            p.str(track::PROCESS_NAME, name);
+                        }
+                    }
+                });
+                return;
+            }
+            Track::Thread(tid) if lane == 0 => {
+                d.message(track::THREAD, |t| {
+                    t.uint(track::THREAD_PID, u64::from(pid));
+                    t.uint(track::THREAD_TID, u64::from(tid));
+                    let name = meta.threads.iter().find(|t| t.tid == tid);
+                    if let Some(name) = name.and_then(|t| t.name.as_deref()) {
+                        t.str(track::THREAD_NAME, name);
+                    }
+                });
+                return;
+            }
+            Track::Thread(_) => "API calls".to_owned(),
+            Track::Markers(_) => "markers".to_owned(),
+            Track::Agent(agent) => agent_name(meta, agent),
+            Track::Queue(_, queue) => format!("queue {queue}"),
+            Track::Copies(_, direction) => {
+                let name = Domain::MemoryCopy.operation_name(i32::from(direction));
+                let name = name.unwrap_or("<unknown>").to_lowercase();
+                format!("copies {}", name.replace('_', " "))
+            }
+            Track::Counter(_, counter) => meta.counter_name(counter).to_owned(),
+            Track::Allocated(_) => "allocated memory".to_owned(),
+            Track::Scratch(_) => "scratch memory".to_owned(),
+        };
+        match lane {
+            0 => d.str(track::NAME, &name),
+            _ => d.str(track::NAME, &format!("{name}, lane {}", lane + 1)),
+        }
+        if matches!(
+            self.track,
+            Track::Counter(..) | Track::Allocated(_) | Track::Scratch(_)
+        ) {
+            d.message(track::COUNTER, |c| {
+                if !matches!(self.track, Track::Counter(..)) {
+                    c.uint(track::COUNTER_UNIT, track::UNIT_SIZE_BYTES);
+                }
+            });
+        }
+    }
+}
+
+/// The agent `index` of a stream, if its metadata has it.
+pub fn agent(meta: &StreamMeta, index: u32) -> Option<&Agent> {
+    meta.agents.iter().find(|a| a.index == index)
+}
+
+/// `GPU 1: AMD Instinct MI300X (gfx942)`.
+fn agent_name(meta: &StreamMeta, index: u32) -> String {
+    match agent(meta, index) {
+        Some(a) => {
+            let kind = match a.agent_type {
+                AgentType::Gpu => "GPU",
+                AgentType::Cpu => "CPU",
+            };
+            format!("{kind} {index}: {} ({})", a.product_name, a.name)
+        }
+        None => format!("agent {index}"),
+    }
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Decodes Perfetto traces with the official schema (PyPI `perfetto`) and prints, as JSON,
+what the Rust tests check: per file, its tracks, its track events with interned ids
+resolved, and the problems a reader would meet (ids not interned, tracks not described,
+packets that need incremental state a sequence has not cleared).
+
+Usage: perfetto_decode.py TRACE.pftrace...
+"""
+
+import json
+import sys
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+NEEDS_STATE = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+TYPES = {pb.TrackEvent.TYPE_SLICE_BEGIN: "B", pb.TrackEvent.TYPE_SLICE_END: "E",
+         pb.TrackEvent.TYPE_COUNTER: "C"}
+
+
+def decode(path):
+    trace = pb.Trace()
+    with open(path, "rb") as f:
+        trace.ParseFromString(f.read())
+    tracks, events, problems, clocks = {}, [], [], []
+    # Per sequence: interned tables, or None before the state is first cleared.
+    state = {}
+    for packet in trace.packet:
+        seq = packet.trusted_packet_sequence_id
+        if packet.sequence_flags & CLEARED:
+            state[seq] = {"names": {}, "categories": {}, "args": {}}
+        if packet.HasField("interned_data"):
+            tables = state.get(seq)
+            if tables is None:
+                problems.append(f"sequence {seq} interns before clearing its state")
+                continue
+            data = packet.interned_data
+            for table, entries in (("names", data.event_names),
+                                   ("categories", data.event_categories),
+                                   ("args", data.debug_annotation_names)):
+                for entry in entries:
+                    tables[table][entry.iid] = entry.name
+        if packet.HasField("clock_snapshot"):
+            snapshot = packet.clock_snapshot
+            clocks.append({"primary": snapshot.primary_trace_clock,
+                           "clocks": [c.clock_id for c in snapshot.clocks]})
+        if packet.HasField("track_descriptor"):
+            d = packet.track_descriptor
+            track = {"name": d.name, "parent": d.parent_uuid if d.HasField("parent_uuid") else None}
+            if d.HasField("process"):
+                track["pid"] = d.process.pid
+                track["name"] = d.process.process_name
+            if d.HasField("thread"):
+                track["pid"] = d.thread.pid
+                track["tid"] = d.thread.tid
+            if d.HasField("counter"):
+                track["counter"] = True
+                track["unit"] = d.counter.unit
+            if d.uuid in tracks and tracks[d.uuid] != track:
+                problems.append(f"track {d.uuid} described twice, differently")
+            tracks[d.uuid] = track
+        if not packet.HasField("track_event"):
+            continue
+        e = packet.track_event
+        if e.track_uuid not in tracks:
+            problems.append(f"event on track {e.track_uuid} before its descriptor")
+        tables = state.get(seq)
+        interns = e.HasField("name_iid") or len(e.category_iids) or any(
+            a.HasField("name_iid") for a in e.debug_annotations)
+        if interns and (tables is None or not packet.sequence_flags & NEEDS_STATE):
+            problems.append(f"sequence {seq} uses interned ids without incremental state")
+            continue
+
+        def resolve(table, iid):
+            if iid not in tables[table]:
+                problems.append(f"{table} iid {iid} of sequence {seq} not interned")
+            return tables[table].get(iid)
+
+        event = {"ts": packet.timestamp, "type": TYPES.get(e.type, str(e.type)),
+                 "track": e.track_uuid}
+        if e.HasField("name_iid"):
+            event["name"] = resolve("names", e.name_iid)
+        if len(e.category_iids):
+            event["category"] = resolve("categories", e.category_iids[0])
+        if len(e.debug_annotations):
+            event["args"] = {resolve("args", a.name_iid): a.uint_value
+                             for a in e.debug_annotations}
+        if len(e.flow_ids):
+            event["flows"] = list(e.flow_ids)
+        if len(e.terminating_flow_ids):
+            event["terminating"] = list(e.terminating_flow_ids)
+        if e.HasField("counter_value"):
+            event["value"] = e.counter_value
+        if e.HasField("double_counter_value"):
+            event["value"] = e.double_counter_value
+        events.append(event)
+    return {"path": path, "tracks": {str(k): v for k, v in tracks.items()},
+            "events": events, "problems": problems, "clocks": clocks}
+
+
+if __name__ == "__main__":
+    json.dump([decode(path) for path in sys.argv[1:]], sys.stdout)
