@@ -3,6 +3,7 @@
 
 mod csv;
 mod otf2;
+mod parquet;
 mod path;
 mod rocpd;
 mod staging;
@@ -55,13 +56,21 @@ pub trait Sink: Send {
     fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError>;
 }
 
+/// The sink's `options`, checked against what it takes.
+fn options<T: serde::de::DeserializeOwned>(plan: &SinkPlan) -> Result<T, SinkError> {
+    serde_json::from_value(plan.options.clone().into()).map_err(|e| SinkError::Io {
+        context: format!("the options of sink `{}`", plan.name),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
+    })
+}
+
 /// Opens the sink a plan names, at its path with the placeholders filled in.
 pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink>, SinkError> {
     let path = placeholders.expand(&plan.path);
     match plan.kind {
         SinkKind::Csv => Ok(Box::new(csv::CsvSink::create(path)?)),
         SinkKind::Perfetto => Err(SinkError::Unavailable("perfetto")),
-        SinkKind::Parquet => Err(SinkError::Unavailable("parquet")),
+        SinkKind::Parquet => Ok(Box::new(parquet::ParquetSink::create(plan, path)?)),
         SinkKind::Rocpd => Ok(Box::new(rocpd::RocpdSink::create(plan, placeholders)?)),
         SinkKind::Otf2 => Ok(Box::new(otf2::Otf2Sink::create(path)?)),
     }

@@ -1,0 +1,230 @@
+//! Typed Arrow columns built value by value, and batches of named columns: what records,
+//! metadata and aggregate tables become before they are written.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{ListBuilder, StringBuilder};
+use arrow_array::types::{Int32Type, UInt32Type, UInt64Type};
+use arrow_array::{
+    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array,
+    PrimitiveArray, RecordBatch, StringArray, TimestampNanosecondArray, UInt8Array, UInt16Array,
+    UInt32Array, UInt64Array,
+};
+use arrow_schema::{Field, Schema};
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::column::Cell;
+use crate::record::{ColumnType, Storage};
+
+/// A column being filled from [`Cell`]s of one type.
+pub enum Column<'a> {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    /// Nanoseconds on the SDK's clock (stored fields named `*_ns`).
+    Time(Vec<i64>),
+    Text(Dictionary<'a>),
+}
+
+impl<'a> Column<'a> {
+    /// A column for a stored field of type `storage`, named `name`.
+    pub fn stored(name: &str, storage: Storage, capacity: usize) -> Column<'a> {
+        match storage {
+            Storage::U64 if name.ends_with("_ns") => Column::Time(Vec::with_capacity(capacity)),
+            Storage::U8 => Column::U8(Vec::with_capacity(capacity)),
+            Storage::U16 => Column::U16(Vec::with_capacity(capacity)),
+            Storage::U32 => Column::U32(Vec::with_capacity(capacity)),
+            Storage::U64 => Column::U64(Vec::with_capacity(capacity)),
+            Storage::I32 => Column::I32(Vec::with_capacity(capacity)),
+            Storage::F64 => Column::F64(Vec::with_capacity(capacity)),
+            Storage::Sym => Column::Text(Dictionary::with_capacity(capacity)),
+        }
+    }
+
+    /// A column for a value computed from stored fields and metadata.
+    pub fn derived(ty: ColumnType, capacity: usize) -> Column<'a> {
+        match ty {
+            ColumnType::Int => Column::I64(Vec::with_capacity(capacity)),
+            ColumnType::Float => Column::F64(Vec::with_capacity(capacity)),
+            ColumnType::String => Column::Text(Dictionary::with_capacity(capacity)),
+        }
+    }
+
+    /// Appends a cell; its type is the column's (integers narrow to the field's width).
+    #[inline]
+    pub fn push(&mut self, cell: Cell<'a>) {
+        match (self, cell) {
+            (Column::U8(v), Cell::Int(x)) => v.push(x as u8),
+            (Column::U16(v), Cell::Int(x)) => v.push(x as u16),
+            (Column::U32(v), Cell::Int(x)) => v.push(x as u32),
+            (Column::U64(v), Cell::Int(x)) => v.push(x as u64),
+            (Column::I32(v), Cell::Int(x)) => v.push(x as i32),
+            (Column::I64(v) | Column::Time(v), Cell::Int(x)) => v.push(x),
+            (Column::F64(v), Cell::Float(x)) => v.push(x),
+            (Column::Text(d), Cell::Str(s)) => d.push(s),
+            _ => unreachable!("a column takes the cells of its declared type"),
+        }
+    }
+
+    pub fn finish(self) -> ArrayRef {
+        match self {
+            Column::U8(v) => Arc::new(UInt8Array::from(v)),
+            Column::U16(v) => Arc::new(UInt16Array::from(v)),
+            Column::U32(v) => Arc::new(UInt32Array::from(v)),
+            Column::U64(v) => Arc::new(UInt64Array::from(v)),
+            Column::I32(v) => Arc::new(Int32Array::from(v)),
+            Column::I64(v) => Arc::new(Int64Array::from(v)),
+            Column::F64(v) => Arc::new(Float64Array::from(v)),
+            Column::Time(v) => Arc::new(TimestampNanosecondArray::from(v)),
+            Column::Text(d) => d.finish(),
+        }
+    }
+}
+
+/// Strings as a dictionary array: each distinct string once, and a key per value. Names
+/// (kernels, operations, counters) repeat millions of times over a few hundred values.
+#[derive(Default)]
+pub struct Dictionary<'a> {
+    keys: Vec<i32>,
+    values: Vec<&'a str>,
+    index: HashMap<&'a str, i32>,
+}
+
+impl<'a> Dictionary<'a> {
+    pub fn with_capacity(capacity: usize) -> Dictionary<'a> {
+        Dictionary {
+            keys: Vec::with_capacity(capacity),
+            ..Default::default()
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, value: &'a str) {
+        let next = self.values.len() as i32;
+        let key = *self.index.entry(value).or_insert_with(|| {
+            self.values.push(value);
+            next
+        });
+        self.keys.push(key);
+    }
+
+    pub fn finish(self) -> ArrayRef {
+        let values = Arc::new(StringArray::from(self.values));
+        Arc::new(DictionaryArray::new(Int32Array::from(self.keys), values))
+    }
+}
+
+/// The column of values an expression computed (a `derive` transform's, an aggregate's):
+/// integers, floats (integers among them widen), booleans or strings; an empty value is a
+/// null. Values of mixed kinds are written as text.
+pub fn values<'a>(values: impl Iterator<Item = &'a evalexpr::Value> + Clone) -> ArrayRef {
+    use evalexpr::Value;
+    let (mut ints, mut floats, mut booleans, mut text) = (false, false, false, false);
+    for value in values.clone() {
+        match value {
+            Value::Int(_) => ints = true,
+            Value::Float(_) => floats = true,
+            Value::Boolean(_) => booleans = true,
+            Value::Empty => {}
+            _ => text = true,
+        }
+    }
+    if text || (booleans && (ints || floats)) {
+        let text: Vec<Option<String>> = values
+            .map(|v| match v {
+                Value::Empty => None,
+                Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            })
+            .collect();
+        Arc::new(text.iter().map(Option::as_deref).collect::<DictionaryArray<Int32Type>>())
+    } else if booleans {
+        Arc::new(values.map(|v| v.as_boolean().ok()).collect::<BooleanArray>())
+    } else if floats {
+        Arc::new(values.map(|v| v.as_number().ok()).collect::<Float64Array>())
+    } else {
+        Arc::new(values.map(|v| v.as_int().ok()).collect::<Int64Array>())
+    }
+}
+
+/// A batch built column by column, for tables of a few typed fields (metadata, aggregates).
+#[derive(Default)]
+pub struct BatchBuilder {
+    fields: Vec<Field>,
+    arrays: Vec<ArrayRef>,
+}
+
+impl BatchBuilder {
+    /// Adds a column; it may hold nulls if `nullable`.
+    pub fn array(&mut self, name: &str, array: ArrayRef, nullable: bool) -> &mut Self {
+        self.fields
+            .push(Field::new(name, array.data_type().clone(), nullable));
+        self.arrays.push(array);
+        self
+    }
+
+    pub fn u32(&mut self, name: &str, values: impl IntoIterator<Item = u32>) -> &mut Self {
+        let array = PrimitiveArray::<UInt32Type>::from_iter_values(values);
+        self.array(name, Arc::new(array), false)
+    }
+
+    pub fn u64(&mut self, name: &str, values: impl IntoIterator<Item = u64>) -> &mut Self {
+        let array = PrimitiveArray::<UInt64Type>::from_iter_values(values);
+        self.array(name, Arc::new(array), false)
+    }
+
+    pub fn optional_u32(
+        &mut self,
+        name: &str,
+        values: impl IntoIterator<Item = Option<u32>>,
+    ) -> &mut Self {
+        let array: UInt32Array = values.into_iter().collect();
+        self.array(name, Arc::new(array), true)
+    }
+
+    /// Nanoseconds on the SDK's clock.
+    pub fn time(&mut self, name: &str, values: impl IntoIterator<Item = u64>) -> &mut Self {
+        let array = TimestampNanosecondArray::from_iter_values(values.into_iter().map(|t| t as i64));
+        self.array(name, Arc::new(array), false)
+    }
+
+    /// Strings, dictionary-encoded.
+    pub fn text<'a>(&mut self, name: &str, values: impl IntoIterator<Item = &'a str>) -> &mut Self {
+        let mut dictionary = Dictionary::default();
+        values.into_iter().for_each(|v| dictionary.push(v));
+        self.array(name, dictionary.finish(), false)
+    }
+
+    /// Strings, some of them missing.
+    pub fn optional_text<'a>(
+        &mut self,
+        name: &str,
+        values: impl IntoIterator<Item = Option<&'a str>>,
+    ) -> &mut Self {
+        let array: StringArray = values.into_iter().collect();
+        self.array(name, Arc::new(array), true)
+    }
+
+    /// A list of strings per row (a command line).
+    pub fn text_lists<'a, L: IntoIterator<Item = &'a str>>(
+        &mut self,
+        name: &str,
+        lists: impl IntoIterator<Item = L>,
+    ) -> &mut Self {
+        let mut builder = ListBuilder::new(StringBuilder::new());
+        for list in lists {
+            list.into_iter().for_each(|s| builder.values().append_value(s));
+            builder.append(true);
+        }
+        self.array(name, Arc::new(builder.finish()), false)
+    }
+
+    pub fn finish(self) -> RecordBatch {
+        let schema = Arc::new(Schema::new(self.fields));
+        RecordBatch::try_new(schema, self.arrays).expect("columns of one length")
+    }
+}
