@@ -6,9 +6,9 @@ use std::sync::Arc;
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::types::{Int32Type, UInt32Type, UInt64Type};
 use arrow_array::{
-    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array,
-    PrimitiveArray, RecordBatch, StringArray, TimestampNanosecondArray, UInt8Array, UInt16Array,
-    UInt32Array, UInt64Array,
+    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array, PrimitiveArray,
+    RecordBatch, StringArray, TimestampNanosecondArray, UInt8Array, UInt16Array, UInt32Array,
+    UInt64Array,
 };
 use arrow_schema::{Field, Schema};
 use rustc_hash::FxHashMap as HashMap;
@@ -141,9 +141,17 @@ pub fn values<'a>(values: impl Iterator<Item = &'a evalexpr::Value> + Clone) -> 
                 other => Some(other.to_string()),
             })
             .collect();
-        Arc::new(text.iter().map(Option::as_deref).collect::<DictionaryArray<Int32Type>>())
+        Arc::new(
+            text.iter()
+                .map(Option::as_deref)
+                .collect::<DictionaryArray<Int32Type>>(),
+        )
     } else if booleans {
-        Arc::new(values.map(|v| v.as_boolean().ok()).collect::<BooleanArray>())
+        Arc::new(
+            values
+                .map(|v| v.as_boolean().ok())
+                .collect::<BooleanArray>(),
+        )
     } else if floats {
         Arc::new(values.map(|v| v.as_number().ok()).collect::<Float64Array>())
     } else {
@@ -188,7 +196,8 @@ impl BatchBuilder {
 
     /// Nanoseconds on the SDK's clock.
     pub fn time(&mut self, name: &str, values: impl IntoIterator<Item = u64>) -> &mut Self {
-        let array = TimestampNanosecondArray::from_iter_values(values.into_iter().map(|t| t as i64));
+        let array =
+            TimestampNanosecondArray::from_iter_values(values.into_iter().map(|t| t as i64));
         self.array(name, Arc::new(array), false)
     }
 
@@ -217,7 +226,8 @@ impl BatchBuilder {
     ) -> &mut Self {
         let mut builder = ListBuilder::new(StringBuilder::new());
         for list in lists {
-            list.into_iter().for_each(|s| builder.values().append_value(s));
+            list.into_iter()
+                .for_each(|s| builder.values().append_value(s));
             builder.append(true);
         }
         self.array(name, Arc::new(builder.finish()), false)

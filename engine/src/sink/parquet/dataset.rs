@@ -144,9 +144,9 @@ impl Dataset {
             metadata,
             ..
         } = self;
-        folders.par_iter_mut().try_for_each(|(_, folder)| {
-            folder.close(&metadata).map_err(|e| folder.failed(e))
-        })?;
+        folders
+            .par_iter_mut()
+            .try_for_each(|(_, folder)| folder.close(&metadata).map_err(|e| folder.failed(e)))?;
         let mut tables: Vec<PathBuf> = folders
             .keys()
             .filter_map(|folder| folder.iter().next())
@@ -164,6 +164,9 @@ struct Folder {
     /// Part files begun so far.
     parts: usize,
     open: Option<Part>,
+    /// Compressed bytes per encoded byte in the part files completed so far (1 until
+    /// one is), to judge the size of a row group still being encoded.
+    ratio: f64,
 }
 
 /// The part file being written.
@@ -179,6 +182,7 @@ impl Folder {
             dir,
             parts: 0,
             open: None,
+            ratio: 1.0,
         }
     }
 
@@ -208,11 +212,14 @@ impl Folder {
                     self.open.insert(part)
                 }
             };
-            let rows = part.rows_that_fit(rest.num_rows(), layout.max_file_size);
+            let rows = part.rows_that_fit(rest.num_rows(), layout.max_file_size, self.ratio);
             part.writer.write(&rest.slice(0, rows))?;
             part.rows += rows;
             rest = rest.slice(rows, rest.num_rows() - rows);
-            if layout.max_file_size.is_some_and(|max| part.size() >= max) {
+            if layout
+                .max_file_size
+                .is_some_and(|max| part.size(self.ratio) >= max)
+            {
                 self.close(metadata)?;
             }
             if rest.num_rows() == 0 {
@@ -253,7 +260,14 @@ impl Folder {
         for pair in metadata {
             part.writer.append_key_value_metadata(pair.clone());
         }
-        part.writer.close().map(drop)
+        let file = part.writer.close()?;
+        let groups = file.row_groups();
+        let encoded: i64 = groups.iter().map(|g| g.total_byte_size()).sum();
+        if encoded > 0 {
+            self.ratio =
+                groups.iter().map(|g| g.compressed_size()).sum::<i64>() as f64 / encoded as f64;
+        }
+        Ok(())
     }
 
     fn failed(&self, error: ParquetError) -> SinkError {
@@ -270,20 +284,42 @@ impl Folder {
     }
 }
 
+/// What a file's footer takes: for each column of each row group (its metadata, statistics
+/// and page indexes), and for the rest (the schemas and the key-value metadata).
+const FOOTER_PER_CHUNK: u64 = 256;
+const FOOTER: u64 = 4096;
+
 impl Part {
-    /// The file's size as it stands: written bytes, and an estimate of the row group
-    /// being encoded.
-    fn size(&self) -> u64 {
-        (self.writer.bytes_written() + self.writer.in_progress_size()) as u64
+    /// The file's size once complete, as it stands: the bytes of its complete row groups,
+    /// those the row group being encoded will take once compressed, judged by `ratio`
+    /// (compressed to encoded bytes) or by the file's own complete row groups, and an
+    /// allowance for the footer.
+    fn size(&self, ratio: f64) -> u64 {
+        let (compressed, encoded) = self
+            .writer
+            .flushed_row_groups()
+            .iter()
+            .fold((0, 0), |(c, e), group| {
+                (c + group.compressed_size(), e + group.total_byte_size())
+            });
+        let ratio = match encoded {
+            0 => ratio,
+            _ => compressed as f64 / encoded as f64,
+        };
+        let pending = self.writer.in_progress_size() as f64 * ratio;
+        let groups = self.writer.flushed_row_groups().len() + 1;
+        let footer = FOOTER + FOOTER_PER_CHUNK * (groups * self.schema.fields().len()) as u64;
+        self.writer.bytes_written() as u64 + pending as u64 + footer
     }
 
     /// How many of `rows` more rows fit under `max` bytes, judged by the rows so far (all
     /// of them while the file is empty, and at least one).
-    fn rows_that_fit(&self, rows: usize, max: Option<u64>) -> usize {
+    fn rows_that_fit(&self, rows: usize, max: Option<u64>, ratio: f64) -> usize {
         match max {
             Some(max) if self.rows > 0 => {
-                let per_row = (self.size() / self.rows as u64).max(1);
-                let room = max.saturating_sub(self.size()) / per_row;
+                let size = self.size(ratio);
+                let per_row = (size / self.rows as u64).max(1);
+                let room = max.saturating_sub(size) / per_row;
                 (room as usize).max(1).min(rows)
             }
             _ => rows,

@@ -48,7 +48,10 @@ fn processes(meta: &StreamMeta) -> RecordBatch {
         .u32("ppid", p.iter().map(|p| p.ppid))
         .optional_u32("rank", p.iter().map(|p| p.rank))
         .time("start_ns", p.iter().map(|p| p.start_ns))
-        .text_lists("command", p.iter().map(|p| p.command.iter().map(String::as_str)));
+        .text_lists(
+            "command",
+            p.iter().map(|p| p.command.iter().map(String::as_str)),
+        );
     b.finish()
 }
 

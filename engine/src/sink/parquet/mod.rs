@@ -101,12 +101,12 @@ impl ParquetSink {
         let max_file_size = match options.max_file_size {
             None => None,
             Some(Quantity::Number(bytes)) => Some(bytes),
-            Some(Quantity::Text(text)) => Some(parse_size(&text).map_err(|message| {
-                SinkError::Io {
+            Some(Quantity::Text(text)) => {
+                Some(parse_size(&text).map_err(|message| SinkError::Io {
                     context: format!("the max_file_size of sink `{}`", plan.name),
                     source: std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
-                }
-            })?),
+                })?)
+            }
         };
         let mut partition_by = options.partition_by;
         partition_by.dedup();
@@ -151,7 +151,10 @@ impl ParquetSink {
         let commands = distinct(processes.iter().map(|p| p.command.join(" ")).collect());
         let mut metadata = vec![
             ("rocflow.version", env!("CARGO_PKG_VERSION").to_owned()),
-            ("rocflow.command", std::env::args().collect::<Vec<_>>().join(" ")),
+            (
+                "rocflow.command",
+                std::env::args().collect::<Vec<_>>().join(" "),
+            ),
             ("rocflow.host", hosts.join(",")),
             ("rocflow.application", commands.join("\n")),
         ];
@@ -210,7 +213,10 @@ impl Sink for ParquetSink {
             let values = columns::values(table.rows.iter().map(|row| &row[c]));
             batch.array(name, values, true);
         }
-        let placed = self.dataset.layout().place(&table.name, None, batch.finish());
+        let placed = self
+            .dataset
+            .layout()
+            .place(&table.name, None, batch.finish());
         self.dataset.write(vec![placed])
     }
 
