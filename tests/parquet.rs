@@ -523,3 +523,19 @@ fn a_failed_run_leaves_no_dataset() {
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A size the sink could not read is an error of the pipeline, shown where it is written.
+#[test]
+fn a_bad_max_file_size_is_a_pipeline_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text_of = pipeline("max_file_size = \"12 XB\"");
+    std::fs::write(dir.path().join("p.toml"), &text_of).unwrap();
+    let out = rocflow(&["validate", "p.toml"], dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = text_of.lines().position(|l| l.contains("12 XB")).unwrap() + 1;
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("unknown unit `XB`") && stderr.contains(&format!("p.toml:{line}:")),
+        "{stderr}"
+    );
+}
