@@ -208,13 +208,13 @@ impl BatchBuilder {
         self.array(name, dictionary.finish(), false)
     }
 
-    /// Strings, some of them missing.
+    /// Strings, dictionary-encoded, some of them missing.
     pub fn optional_text<'a>(
         &mut self,
         name: &str,
         values: impl IntoIterator<Item = Option<&'a str>>,
     ) -> &mut Self {
-        let array: StringArray = values.into_iter().collect();
+        let array: DictionaryArray<Int32Type> = values.into_iter().collect();
         self.array(name, Arc::new(array), true)
     }
 
@@ -236,5 +236,55 @@ impl BatchBuilder {
     pub fn finish(self) -> RecordBatch {
         let schema = Arc::new(Schema::new(self.fields));
         RecordBatch::try_new(schema, self.arrays).expect("columns of one length")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Float64Type;
+    use arrow_schema::DataType;
+    use evalexpr::Value;
+
+    use super::*;
+
+    #[test]
+    fn expression_values_take_the_type_that_holds_them_all() {
+        let column = |v: &[Value]| values(v.iter());
+        let text = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        assert_eq!(
+            column(&[Value::Int(1), Value::Empty]).data_type(),
+            &DataType::Int64
+        );
+        assert_eq!(column(&[]).data_type(), &DataType::Int64);
+        assert_eq!(
+            column(&[Value::Boolean(true)]).data_type(),
+            &DataType::Boolean
+        );
+        assert_eq!(
+            column(&[Value::String("a".into()), Value::Int(1)]).data_type(),
+            &text
+        );
+        assert_eq!(
+            column(&[Value::Boolean(true), Value::Int(1)]).data_type(),
+            &text
+        );
+        let mixed = column(&[Value::Int(2), Value::Float(0.5), Value::Empty]);
+        let mixed = mixed.as_primitive::<Float64Type>();
+        assert_eq!((mixed.value(0), mixed.value(1)), (2.0, 0.5));
+        assert!(mixed.is_null(2));
+    }
+
+    #[test]
+    fn dictionaries_hold_each_string_once() {
+        let mut d = Dictionary::default();
+        for s in ["b", "a", "b", "b"] {
+            d.push(s);
+        }
+        let array = d.finish();
+        let array = array.as_dictionary::<Int32Type>();
+        assert_eq!(array.keys().values(), &[0, 1, 0, 0]);
+        assert_eq!(array.values().len(), 2);
     }
 }

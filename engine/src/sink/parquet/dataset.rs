@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, SchemaRef};
@@ -82,7 +83,7 @@ pub struct Dataset {
     // Dropped first on failure: files are closed before the staging directory goes.
     folders: BTreeMap<PathBuf, Folder>,
     staging: Staging,
-    layout: Layout,
+    layout: Arc<Layout>,
     /// Key-value metadata of every file (provenance), written when the file is completed.
     metadata: Vec<KeyValue>,
 }
@@ -98,7 +99,7 @@ impl Dataset {
         Ok(Dataset {
             folders: BTreeMap::new(),
             staging: Staging::create(path)?,
-            layout,
+            layout: Arc::new(layout),
             metadata: Vec::new(),
         })
     }
@@ -108,7 +109,7 @@ impl Dataset {
         self.metadata = metadata;
     }
 
-    pub fn layout(&self) -> &Layout {
+    pub fn layout(&self) -> &Arc<Layout> {
         &self.layout
     }
 
@@ -127,7 +128,7 @@ impl Dataset {
             .iter_mut()
             .filter_map(|(name, folder)| Some((folder, work.remove(name)?)))
             .collect();
-        let (layout, metadata) = (&self.layout, &self.metadata);
+        let (layout, metadata) = (&*self.layout, &self.metadata);
         jobs.into_par_iter().try_for_each(|(folder, batches)| {
             batches
                 .iter()

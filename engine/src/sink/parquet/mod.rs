@@ -93,6 +93,8 @@ pub struct ParquetSink {
     wide: Option<WideCounters>,
     /// The pipeline the run was recorded with, once the run's metadata has given it.
     pipeline: Option<Provenance>,
+    /// The last window's rows, written while the next window is turned into batches.
+    pending: Vec<Placed>,
 }
 
 impl ParquetSink {
@@ -120,6 +122,7 @@ impl ParquetSink {
             dataset: Dataset::create(path, layout)?,
             wide: options.wide_counters.then(WideCounters::default),
             pipeline: None,
+            pending: Vec::new(),
         })
     }
 
@@ -174,24 +177,34 @@ impl ParquetSink {
 impl Sink for ParquetSink {
     fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
         self.describe(catalog);
-        let layout = self.dataset.layout();
-        let mut placed: Vec<_> = window
-            .par_iter()
-            .map(|chunk| {
-                let meta = catalog.stream(chunk.stream);
-                let batch = records::batch(chunk, meta);
-                layout.place(chunk.batch.kind().name(), meta.process.as_ref(), batch)
-            })
-            .collect();
+        let layout = Arc::clone(self.dataset.layout());
+        let previous = std::mem::take(&mut self.pending);
+        let dataset = &mut self.dataset;
+        // The window becomes batches (a chunk per task) while the previous window's are
+        // encoded (a folder per task).
+        let (mut placed, written) = rayon::join(
+            || {
+                window
+                    .par_iter()
+                    .map(|chunk| {
+                        let meta = catalog.stream(chunk.stream);
+                        let batch = records::batch(chunk, meta);
+                        layout.place(chunk.batch.kind().name(), meta.process.as_ref(), batch)
+                    })
+                    .collect::<Vec<_>>()
+            },
+            || dataset.write(previous),
+        );
         if let Some(wide) = &mut self.wide {
             for chunk in window {
                 if let Batch::CounterSample(samples) = &chunk.batch {
                     wide.add(chunk.stream, samples);
                 }
             }
-            placed.extend(wide_rows(wide, layout, catalog));
+            placed.extend(wide_rows(wide, &layout, catalog));
         }
-        self.dataset.write(placed)
+        self.pending = placed;
+        written
     }
 
     fn table(&mut self, table: &Table) -> Result<(), SinkError> {
@@ -222,11 +235,11 @@ impl Sink for ParquetSink {
 
     fn finish(mut self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
         self.describe(catalog);
-        let layout = self.dataset.layout();
-        let mut placed = Vec::new();
+        let layout = Arc::clone(self.dataset.layout());
+        let mut placed = std::mem::take(&mut self.pending);
         if let Some(wide) = &mut self.wide {
             wide.close();
-            placed.extend(wide_rows(wide, layout, catalog));
+            placed.extend(wide_rows(wide, &layout, catalog));
         }
         for (_, meta) in catalog.streams() {
             for (name, batch) in info::tables(meta) {
