@@ -21,7 +21,9 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use rocflow::catalog::Catalog;
 use rocflow::plan::Plan;
-use rocflow::spool::SpoolReader;
+use rocflow::record::{ApiCall, Batch, KfdEvent, Meta, Process, RecordKind};
+use rocflow::sdk::Domain;
+use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
 use serde_json::Value;
 use support::{rocflow, text};
@@ -315,7 +317,7 @@ fn a_dataset_reads_back_with_duckdb_and_arrow() {
     let mut per_kernel: BTreeMap<String, (u64, f64)> = BTreeMap::new();
     for frame in SpoolReader::open(&d.join("run.rfraw")).unwrap() {
         let frame = frame.unwrap();
-        if let Payload::Records(rocflow::record::Batch::CounterSample(samples)) = frame.payload {
+        if let Payload::Records(Batch::CounterSample(samples)) = frame.payload {
             for s in samples {
                 let name = catalog
                     .stream(frame.stream)
@@ -442,9 +444,7 @@ fn hive_partitions_read_as_one_dataset() {
 
     let mut per_pid: BTreeMap<u64, u64> = BTreeMap::new();
     for frame in SpoolReader::open(&d.join("run.rfraw")).unwrap() {
-        if let Payload::Records(rocflow::record::Batch::KernelDispatch(records)) =
-            frame.unwrap().payload
-        {
+        if let Payload::Records(Batch::KernelDispatch(records)) = frame.unwrap().payload {
             for r in records {
                 *per_pid.entry(u64::from(r.pid)).or_default() += 1;
             }
@@ -538,4 +538,94 @@ fn a_bad_max_file_size_is_a_pipeline_error() {
         stderr.contains("unknown unit `XB`") && stderr.contains(&format!("p.toml:{line}:")),
         "{stderr}"
     );
+}
+
+/// Records of every kind get a table with their own columns, those the generator does not
+/// make (allocations, scratch memory, KFD events, HIP streams, runtime initialization) too.
+#[test]
+fn every_record_kind_has_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let process = Process {
+        pid: 77,
+        ppid: 1,
+        hostname: "node-a".into(),
+        command: vec!["./app".into()],
+        start_ns: 1_000,
+        rank: None,
+    };
+    let mut frames = Vec::new();
+    rocflow::wire::encode_meta(0, &[Meta::Process(process)], &mut frames);
+    let call = ApiCall {
+        pid: 77,
+        domain_id: Domain::HsaCoreApi.sdk_value() as u8,
+        ..Default::default()
+    };
+    let kfd = KfdEvent {
+        pid: 77,
+        domain_id: Domain::KfdEventPageFault.sdk_value() as u8,
+        ..Default::default()
+    };
+    let batches = [
+        Batch::KernelDispatch(vec![Default::default(); 2]),
+        Batch::MemoryCopy(vec![Default::default(); 2]),
+        Batch::MemoryAllocation(vec![Default::default(); 2]),
+        Batch::ScratchMemory(vec![Default::default(); 2]),
+        Batch::Api(vec![call; 2]),
+        Batch::Marker(vec![Default::default(); 2]),
+        Batch::CounterSample(vec![Default::default(); 2]),
+        Batch::PcSample(vec![Default::default(); 2]),
+        Batch::KfdEvent(vec![kfd; 2]),
+        Batch::HipStream(vec![Default::default(); 2]),
+        Batch::RuntimeInitialization(vec![Default::default(); 2]),
+    ];
+    assert_eq!(
+        batches.len(),
+        RecordKind::ALL.len(),
+        "a new kind needs a batch here"
+    );
+    for batch in &batches {
+        rocflow::wire::encode_records(0, batch, &mut frames);
+    }
+    let mut spool = SpoolWriter::create(&d.join("run.rfraw")).unwrap();
+    spool.write(&frames).unwrap();
+    spool.finish().unwrap();
+    let kinds: Vec<String> = RecordKind::names().map(|n| format!("\"{n}\"")).collect();
+    let toml = format!(
+        "[pipeline]\nname = \"all\"\n[[context]]\nname = \"t\"\ntracing = [\"kernel_dispatch\"]\n\
+         [[sink]]\nname = \"tables\"\nkind = \"parquet\"\npath = \"out/ds\"\nrecords = [{}]\n",
+        kinds.join(", ")
+    );
+    std::fs::write(d.join("p.toml"), toml).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "p.toml"], d, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for kind in RecordKind::names() {
+        let batches = read(&d.join("out/ds").join(kind));
+        assert_eq!(
+            batches.iter().map(RecordBatch::num_rows).sum::<usize>(),
+            2,
+            "{kind}"
+        );
+        let schema = batches[0].schema();
+        let time = ["start_ns", "timestamp_ns"]
+            .iter()
+            .find_map(|name| schema.field_with_name(name).ok())
+            .unwrap_or_else(|| panic!("{kind} has no time"));
+        assert_eq!(
+            time.data_type(),
+            &DataType::Timestamp(TimeUnit::Nanosecond, None),
+            "{kind}"
+        );
+        assert_eq!(
+            schema.field_with_name("pid").unwrap().data_type(),
+            &DataType::UInt32
+        );
+    }
+    let domains = |table: &str| {
+        let batch = &read(&d.join("out/ds").join(table))[0];
+        let column = batch.schema().index_of("domain").unwrap();
+        cell(batch.column(column).as_ref(), 0)
+    };
+    assert_eq!(domains("api"), "hsa_core_api");
+    assert_eq!(domains("kfd_event"), "kfd_event_page_fault");
 }
