@@ -37,6 +37,18 @@ pub enum Storage {
     Sym,
 }
 
+impl Storage {
+    /// Bytes the field takes on the wire.
+    pub const fn size(self) -> usize {
+        match self {
+            Storage::U8 => 1,
+            Storage::U16 => 2,
+            Storage::U32 | Storage::I32 | Storage::Sym => 4,
+            Storage::U64 | Storage::F64 => 8,
+        }
+    }
+}
+
 /// An interned string: an index into the string table of the stream it came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Sym(pub u32);

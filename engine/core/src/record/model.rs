@@ -40,6 +40,9 @@ macro_rules! records {
             $($(#[$fdoc])* pub $field: $ty,)*
         }
 
+        // Readers of the wire form by `STORAGE` find each field where `encode` put it.
+        const _: () = assert!(0 $(+ <$ty as Field>::STORAGE.size())* == <$name as Record>::SIZE);
+
         impl Record for $name {
             const KIND: RecordKind = RecordKind::$kind;
             const SIZE: usize = 0 $(+ <$ty as Field>::SIZE)*;

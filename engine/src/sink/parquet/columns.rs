@@ -7,64 +7,36 @@ use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::types::{Int32Type, UInt32Type, UInt64Type};
 use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array, PrimitiveArray,
-    RecordBatch, StringArray, TimestampNanosecondArray, UInt8Array, UInt16Array, UInt32Array,
-    UInt64Array,
+    RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array,
 };
 use arrow_schema::{Field, Schema};
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::column::Cell;
-use crate::record::{ColumnType, Storage};
+use crate::record::ColumnType;
 
-/// A column being filled from [`Cell`]s of one type.
+/// A column of values computed from stored fields and metadata, filled record by record.
 pub enum Column<'a> {
-    U8(Vec<u8>),
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    U64(Vec<u64>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    F64(Vec<f64>),
-    /// Nanoseconds on the SDK's clock (stored fields named `*_ns`).
-    Time(Vec<i64>),
+    Int(Vec<i64>),
+    Float(Vec<f64>),
     Text(Dictionary<'a>),
 }
 
 impl<'a> Column<'a> {
-    /// A column for a stored field of type `storage`, named `name`.
-    pub fn stored(name: &str, storage: Storage, capacity: usize) -> Column<'a> {
-        match storage {
-            Storage::U64 if name.ends_with("_ns") => Column::Time(Vec::with_capacity(capacity)),
-            Storage::U8 => Column::U8(Vec::with_capacity(capacity)),
-            Storage::U16 => Column::U16(Vec::with_capacity(capacity)),
-            Storage::U32 => Column::U32(Vec::with_capacity(capacity)),
-            Storage::U64 => Column::U64(Vec::with_capacity(capacity)),
-            Storage::I32 => Column::I32(Vec::with_capacity(capacity)),
-            Storage::F64 => Column::F64(Vec::with_capacity(capacity)),
-            Storage::Sym => Column::Text(Dictionary::with_capacity(capacity)),
-        }
-    }
-
-    /// A column for a value computed from stored fields and metadata.
-    pub fn derived(ty: ColumnType, capacity: usize) -> Column<'a> {
+    pub fn new(ty: ColumnType, capacity: usize) -> Column<'a> {
         match ty {
-            ColumnType::Int => Column::I64(Vec::with_capacity(capacity)),
-            ColumnType::Float => Column::F64(Vec::with_capacity(capacity)),
+            ColumnType::Int => Column::Int(Vec::with_capacity(capacity)),
+            ColumnType::Float => Column::Float(Vec::with_capacity(capacity)),
             ColumnType::String => Column::Text(Dictionary::with_capacity(capacity)),
         }
     }
 
-    /// Appends a cell; its type is the column's (integers narrow to the field's width).
+    /// Appends a cell of the column's type.
     #[inline]
     pub fn push(&mut self, cell: Cell<'a>) {
         match (self, cell) {
-            (Column::U8(v), Cell::Int(x)) => v.push(x as u8),
-            (Column::U16(v), Cell::Int(x)) => v.push(x as u16),
-            (Column::U32(v), Cell::Int(x)) => v.push(x as u32),
-            (Column::U64(v), Cell::Int(x)) => v.push(x as u64),
-            (Column::I32(v), Cell::Int(x)) => v.push(x as i32),
-            (Column::I64(v) | Column::Time(v), Cell::Int(x)) => v.push(x),
-            (Column::F64(v), Cell::Float(x)) => v.push(x),
+            (Column::Int(v), Cell::Int(x)) => v.push(x),
+            (Column::Float(v), Cell::Float(x)) => v.push(x),
             (Column::Text(d), Cell::Str(s)) => d.push(s),
             _ => unreachable!("a column takes the cells of its declared type"),
         }
@@ -72,14 +44,8 @@ impl<'a> Column<'a> {
 
     pub fn finish(self) -> ArrayRef {
         match self {
-            Column::U8(v) => Arc::new(UInt8Array::from(v)),
-            Column::U16(v) => Arc::new(UInt16Array::from(v)),
-            Column::U32(v) => Arc::new(UInt32Array::from(v)),
-            Column::U64(v) => Arc::new(UInt64Array::from(v)),
-            Column::I32(v) => Arc::new(Int32Array::from(v)),
-            Column::I64(v) => Arc::new(Int64Array::from(v)),
-            Column::F64(v) => Arc::new(Float64Array::from(v)),
-            Column::Time(v) => Arc::new(TimestampNanosecondArray::from(v)),
+            Column::Int(v) => Arc::new(Int64Array::from(v)),
+            Column::Float(v) => Arc::new(Float64Array::from(v)),
             Column::Text(d) => d.finish(),
         }
     }
@@ -87,11 +53,18 @@ impl<'a> Column<'a> {
 
 /// Strings as a dictionary array: each distinct string once, and a key per value. Names
 /// (kernels, operations, counters) repeat millions of times over a few hundred values.
+///
+/// Strings are told apart by address: those of one batch are borrowed from the run's
+/// metadata (or are static), where equal names are mostly one string, so comparing
+/// addresses instead of text saves hashing and comparing every name. An equal string at
+/// another address only costs a repeated value.
 #[derive(Default)]
 pub struct Dictionary<'a> {
     keys: Vec<i32>,
     values: Vec<&'a str>,
-    index: HashMap<&'a str, i32>,
+    index: HashMap<(usize, usize), i32>,
+    /// The last string's address and key: names come in runs.
+    last: Option<(usize, i32)>,
 }
 
 impl<'a> Dictionary<'a> {
@@ -104,11 +77,23 @@ impl<'a> Dictionary<'a> {
 
     #[inline]
     pub fn push(&mut self, value: &'a str) {
-        let next = self.values.len() as i32;
-        let key = *self.index.entry(value).or_insert_with(|| {
-            self.values.push(value);
-            next
-        });
+        let address = value.as_ptr() as usize;
+        let key = match self.last {
+            Some((last, key))
+                if last == address && self.values[key as usize].len() == value.len() =>
+            {
+                key
+            }
+            _ => {
+                let next = self.values.len() as i32;
+                let key = *self.index.entry((address, value.len())).or_insert_with(|| {
+                    self.values.push(value);
+                    next
+                });
+                self.last = Some((address, key));
+                key
+            }
+        };
         self.keys.push(key);
     }
 
@@ -278,13 +263,15 @@ mod tests {
 
     #[test]
     fn dictionaries_hold_each_string_once() {
+        let names = ["b".to_owned(), "a".to_owned()];
         let mut d = Dictionary::default();
-        for s in ["b", "a", "b", "b"] {
-            d.push(s);
+        for i in [0, 1, 0, 0, 1] {
+            d.push(&names[i]);
         }
+        d.push(&names[1][..0]);
         let array = d.finish();
         let array = array.as_dictionary::<Int32Type>();
-        assert_eq!(array.keys().values(), &[0, 1, 0, 0]);
-        assert_eq!(array.values().len(), 2);
+        assert_eq!(array.keys().values(), &[0, 1, 0, 0, 1, 2]);
+        assert_eq!(array.values().len(), 3);
     }
 }

@@ -3,28 +3,24 @@
 //! readers such as DuckDB and pyarrow read as one dataset, taking the partition columns
 //! from the path (they are left out of the files, as hive readers expect).
 //!
-//! Each folder of part files is written by its own [`ArrowWriter`]; folders that get rows
-//! in the same window are written in parallel. A part file is completed (and the next one
+//! Each folder of part files has its own [`Part`] writer; folders that get rows in the same
+//! window are written in parallel, and so are the columns of each. A part file is completed (and the next one
 //! begun) when it reaches `max_file_size`, or when the columns of the rows change (a
 //! `derive` column whose values changed type, a counter seen for the first time).
 //! Everything is written under a [`Staging`] directory, moved into place when complete.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_schema::{DataType, SchemaRef};
-use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
-use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
 use serde::Deserialize;
 
+use super::part::{Part, compression_ratio};
 use crate::record::Process;
 use crate::sink::SinkError;
 use crate::sink::staging::Staging;
@@ -170,13 +166,6 @@ struct Folder {
     ratio: f64,
 }
 
-/// The part file being written.
-struct Part {
-    writer: ArrowWriter<File>,
-    schema: SchemaRef,
-    rows: usize,
-}
-
 impl Folder {
     fn new(dir: PathBuf) -> Folder {
         Folder {
@@ -196,7 +185,7 @@ impl Folder {
         if self
             .open
             .as_ref()
-            .is_some_and(|part| part.schema != batch.schema())
+            .is_some_and(|part| *part.schema() != batch.schema())
         {
             self.close(metadata)?;
         }
@@ -209,14 +198,24 @@ impl Folder {
             let part = match &mut self.open {
                 Some(part) => part,
                 None => {
-                    let part = self.begin(rest.schema(), layout)?;
+                    std::fs::create_dir_all(&self.dir)?;
+                    let path = self.dir.join(format!("part-{}.parquet", self.parts));
+                    self.parts += 1;
+                    let part = Part::create(&path, rest.schema(), layout.compression)?;
                     self.open.insert(part)
                 }
             };
-            let rows = part.rows_that_fit(rest.num_rows(), layout.max_file_size, self.ratio);
-            part.writer.write(&rest.slice(0, rows))?;
-            part.rows += rows;
+            let mut rows = rest
+                .num_rows()
+                .min(layout.row_group_rows - part.group_rows());
+            if let Some(max) = layout.max_file_size {
+                rows = part.rows_that_fit(rows, max, self.ratio);
+            }
+            part.write(&rest.slice(0, rows))?;
             rest = rest.slice(rows, rest.num_rows() - rows);
+            if part.group_rows() >= layout.row_group_rows {
+                part.flush()?;
+            }
             if layout
                 .max_file_size
                 .is_some_and(|max| part.size(self.ratio) >= max)
@@ -229,44 +228,17 @@ impl Folder {
         }
     }
 
-    fn begin(&mut self, schema: SchemaRef, layout: &Layout) -> Result<Part, ParquetError> {
-        std::fs::create_dir_all(&self.dir)?;
-        let file = File::create(self.dir.join(format!("part-{}.parquet", self.parts)))?;
-        self.parts += 1;
-        let mut properties = WriterProperties::builder()
-            .set_compression(layout.compression)
-            .set_max_row_group_row_count(Some(layout.row_group_rows))
-            // Ids and times are mostly distinct: a dictionary would only cost time. Strings
-            // repeat a few names.
-            .set_dictionary_enabled(false);
-        for field in schema.fields() {
-            if matches!(field.data_type(), DataType::Dictionary(..)) {
-                properties = properties
-                    .set_column_dictionary_enabled(ColumnPath::from(field.name().as_str()), true);
-            }
-        }
-        let writer = ArrowWriter::try_new(file, schema.clone(), Some(properties.build()))?;
-        Ok(Part {
-            writer,
-            schema,
-            rows: 0,
-        })
-    }
-
     /// Completes the open part file, with the dataset's key-value metadata as it stands.
     fn close(&mut self, metadata: &[KeyValue]) -> Result<(), ParquetError> {
-        let Some(mut part) = self.open.take() else {
+        let Some(part) = self.open.take() else {
             return Ok(());
         };
-        for pair in metadata {
-            part.writer.append_key_value_metadata(pair.clone());
-        }
-        let file = part.writer.close()?;
-        let groups = file.row_groups();
-        let encoded: i64 = groups.iter().map(|g| g.total_byte_size()).sum();
-        if encoded > 0 {
-            self.ratio =
-                groups.iter().map(|g| g.compressed_size()).sum::<i64>() as f64 / encoded as f64;
+        let file = part.close(metadata)?;
+        let groups = file.row_groups().iter();
+        if let Some(ratio) =
+            compression_ratio(groups.map(|g| (g.compressed_size(), g.total_byte_size())))
+        {
+            self.ratio = ratio;
         }
         Ok(())
     }
@@ -281,49 +253,6 @@ impl Folder {
                 },
                 other => std::io::Error::other(other),
             },
-        }
-    }
-}
-
-/// What a file's footer takes: for each column of each row group (its metadata, statistics
-/// and page indexes), and for the rest (the schemas and the key-value metadata).
-const FOOTER_PER_CHUNK: u64 = 256;
-const FOOTER: u64 = 4096;
-
-impl Part {
-    /// The file's size once complete, as it stands: the bytes of its complete row groups,
-    /// those the row group being encoded will take once compressed, judged by `ratio`
-    /// (compressed to encoded bytes) or by the file's own complete row groups, and an
-    /// allowance for the footer.
-    fn size(&self, ratio: f64) -> u64 {
-        let (compressed, encoded) = self
-            .writer
-            .flushed_row_groups()
-            .iter()
-            .fold((0, 0), |(c, e), group| {
-                (c + group.compressed_size(), e + group.total_byte_size())
-            });
-        let ratio = match encoded {
-            0 => ratio,
-            _ => compressed as f64 / encoded as f64,
-        };
-        let pending = self.writer.in_progress_size() as f64 * ratio;
-        let groups = self.writer.flushed_row_groups().len() + 1;
-        let footer = FOOTER + FOOTER_PER_CHUNK * (groups * self.schema.fields().len()) as u64;
-        self.writer.bytes_written() as u64 + pending as u64 + footer
-    }
-
-    /// How many of `rows` more rows fit under `max` bytes, judged by the rows so far (all
-    /// of them while the file is empty, and at least one).
-    fn rows_that_fit(&self, rows: usize, max: Option<u64>, ratio: f64) -> usize {
-        match max {
-            Some(max) if self.rows > 0 => {
-                let size = self.size(ratio);
-                let per_row = (size / self.rows as u64).max(1);
-                let room = max.saturating_sub(size) / per_row;
-                (room as usize).max(1).min(rows)
-            }
-            _ => rows,
         }
     }
 }

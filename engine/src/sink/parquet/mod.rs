@@ -1,6 +1,7 @@
 //! The Parquet sink: a dataset directory for DuckDB, pandas, Polars or Spark, with a table
 //! per record kind (`kernel_dispatch`, `api`, `counter_sample`, …: the record's columns as
-//! the CSV sink names them, then those `derive` transforms added), the metadata tables
+//! the CSV sink names them, then those `derive` transforms added; counter samples name
+//! their kernel by id only, see [`records`]), the metadata tables
 //! records refer to (`processes`, `agents`, `kernel_symbols`, `code_objects`, `counters`,
 //! `threads`, `queues`, `hip_streams`, `dropped`; see [`info`]), a table per aggregate
 //! transform, and with `wide_counters` the `dispatch_counters` table (see [`wide`]).
@@ -21,6 +22,7 @@
 mod columns;
 mod dataset;
 mod info;
+mod part;
 mod records;
 mod wide;
 
