@@ -129,6 +129,7 @@ impl Dataset {
             batches
                 .iter()
                 .try_for_each(|batch| folder.write(batch, layout, metadata))
+                .and_then(|()| folder.encode())
                 .map_err(|e| folder.failed(e))
         })
     }
@@ -209,6 +210,8 @@ impl Folder {
                 .num_rows()
                 .min(layout.row_group_rows - part.group_rows());
             if let Some(max) = layout.max_file_size {
+                // Sizes are known once the rows so far are encoded.
+                part.encode()?;
                 rows = part.rows_that_fit(rows, max, self.ratio);
             }
             part.write(&rest.slice(0, rows))?;
@@ -216,16 +219,21 @@ impl Folder {
             if part.group_rows() >= layout.row_group_rows {
                 part.flush()?;
             }
-            if layout
-                .max_file_size
-                .is_some_and(|max| part.size(self.ratio) >= max)
-            {
-                self.close(metadata)?;
+            if let Some(max) = layout.max_file_size {
+                part.encode()?;
+                if part.size(self.ratio) >= max {
+                    self.close(metadata)?;
+                }
             }
             if rest.num_rows() == 0 {
                 return Ok(());
             }
         }
+    }
+
+    /// Encodes the rows the open part file has queued.
+    fn encode(&mut self) -> Result<(), ParquetError> {
+        self.open.as_mut().map_or(Ok(()), Part::encode)
     }
 
     /// Completes the open part file, with the dataset's key-value metadata as it stands.

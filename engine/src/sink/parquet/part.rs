@@ -11,7 +11,8 @@ use arrow_array::RecordBatch;
 use arrow_schema::{DataType, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::{
-    ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves,
+    ArrowColumnChunk, ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory,
+    compute_leaves,
 };
 use parquet::basic::{Compression, Encoding};
 use parquet::errors::ParquetError;
@@ -32,6 +33,9 @@ pub struct Part {
     schema: SchemaRef,
     /// The row group being encoded: a writer per leaf column, once it has rows.
     group: Option<Vec<ArrowColumnWriter>>,
+    /// Rows queued for the row group, per leaf column, until they are encoded.
+    queued: Vec<Vec<ArrowLeafColumn>>,
+    /// Rows in the row group, queued ones included.
     group_rows: usize,
     /// Rows in the file.
     rows: usize,
@@ -72,6 +76,7 @@ impl Part {
             factory,
             schema,
             group: None,
+            queued: Vec::new(),
             group_rows: 0,
             rows: 0,
         })
@@ -85,8 +90,27 @@ impl Part {
         self.group_rows
     }
 
-    /// Encodes rows into the row group in progress, its columns in parallel.
+    /// Adds rows to the row group in progress; they are encoded by [`Part::encode`].
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), ParquetError> {
+        let mut leaves = Vec::with_capacity(self.queued.len());
+        for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
+            leaves.extend(compute_leaves(field, column)?);
+        }
+        self.queued.resize_with(leaves.len(), Vec::new);
+        for (queue, leaf) in self.queued.iter_mut().zip(leaves) {
+            queue.push(leaf);
+        }
+        self.group_rows += batch.num_rows();
+        self.rows += batch.num_rows();
+        Ok(())
+    }
+
+    /// Encodes the rows queued, a column per task: the more rows at once, the fewer times
+    /// the tasks wait for the slowest column.
+    pub fn encode(&mut self) -> Result<(), ParquetError> {
+        if self.queued.is_empty() {
+            return Ok(());
+        }
         let group = match &mut self.group {
             Some(group) => group,
             None => {
@@ -95,21 +119,15 @@ impl Part {
                     .insert(self.factory.create_column_writers(index)?)
             }
         };
-        let mut leaves = Vec::with_capacity(group.len());
-        for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
-            leaves.extend(compute_leaves(field, column)?);
-        }
         group
             .par_iter_mut()
-            .zip(leaves)
-            .try_for_each(|(writer, leaf)| writer.write(&leaf))?;
-        self.group_rows += batch.num_rows();
-        self.rows += batch.num_rows();
-        Ok(())
+            .zip(std::mem::take(&mut self.queued))
+            .try_for_each(|(writer, leaves)| leaves.iter().try_for_each(|leaf| writer.write(leaf)))
     }
 
     /// Completes the row group in progress.
     pub fn flush(&mut self) -> Result<(), ParquetError> {
+        self.encode()?;
         let Some(group) = self.group.take() else {
             return Ok(());
         };
@@ -135,7 +153,8 @@ impl Part {
         self.file.close()
     }
 
-    /// The file's size once complete, as it stands: the bytes of its complete row groups,
+    /// The file's size once complete, as it stands (queued rows aside: encode them first):
+    /// the bytes of its complete row groups,
     /// those the row group being encoded will take once compressed, judged by `ratio`
     /// (compressed to encoded bytes) or by the file's own complete row groups, and an
     /// allowance for the footer.
