@@ -4,9 +4,9 @@
 //! from the path (they are left out of the files, as hive readers expect).
 //!
 //! Each folder of part files has its own [`Part`] writer; folders that get rows in the same
-//! window are written in parallel, and so are the columns of each. A part file is completed (and the next one
-//! begun) when it reaches `max_file_size`, or when the columns of the rows change (a
-//! `derive` column whose values changed type, a counter seen for the first time).
+//! window are written in parallel, and so are the columns of each. A part file is completed
+//! (and the next one begun) when it reaches `max_file_size`, or when the columns of the rows
+//! change (a `derive` column whose values changed type, a counter seen for the first time).
 //! Everything is written under a [`Staging`] directory, moved into place when complete.
 
 use std::collections::BTreeMap;

@@ -1,10 +1,14 @@
 //! The Parquet sink: a dataset directory for DuckDB, pandas, Polars or Spark, with a table
 //! per record kind (`kernel_dispatch`, `api`, `counter_sample`, …: the record's columns as
-//! the CSV sink names them, then those `derive` transforms added; counter samples name
-//! their kernel by id only, see [`records`]), the metadata tables
-//! records refer to (`processes`, `agents`, `kernel_symbols`, `code_objects`, `counters`,
-//! `threads`, `queues`, `hip_streams`, `dropped`; see [`info`]), a table per aggregate
-//! transform, and with `wide_counters` the `dispatch_counters` table (see [`wide`]).
+//! the CSV sink names them, then those `derive` transforms added; counter samples name their
+//! kernel by id only, see [`records`]), the metadata tables records refer to (`processes`,
+//! `agents`, `kernel_symbols`, `code_objects`, `counters`, `threads`, `queues`,
+//! `hip_streams`, `dropped`; see [`info`]), a table per aggregate transform, and with
+//! `wide_counters` the `dispatch_counters` table (see [`wide`]).
+//!
+//! Times and 64-bit ids are delta-encoded, strings dictionary-encoded, the rest plain; every
+//! column goes through the codec. See [`part`] for how a table's columns are encoded in
+//! parallel.
 //!
 //! Columns have their own types: times are nanosecond timestamps, ids unsigned integers,
 //! strings (kernel, domain, operation and counter names) dictionary-encoded; counter
