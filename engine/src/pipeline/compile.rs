@@ -985,6 +985,14 @@ impl<'a> Compiler<'a> {
                 d.notes
                     .extend(first.map(|p| format!("`{}` writes it at {p}", plans[other].name)));
             }
+            // A Parquet size limit in text is checked here, where its position is known.
+            if sink.kind == model::SinkKind::Parquet
+                && let Some(size) = sink.options.get("max_file_size")
+                && let Ok(size) = serde_json::from_value::<Quantity>(size.clone())
+            {
+                let path = path!["sink", s, "options", "max_file_size"];
+                self.quantity(path, &size, units::parse_size);
+            }
             let kinds = self.record_kinds(path!["sink", s, "records"], &sink.records, produced);
             for (k, kind) in kinds.iter().enumerate() {
                 if !sink.records.is_empty() && !produced.contains(kind) {

@@ -4,6 +4,7 @@
 mod counters;
 mod csv;
 mod otf2;
+mod parquet;
 mod path;
 mod perfetto;
 mod rocpd;
@@ -30,8 +31,6 @@ pub enum SinkError {
         context: String,
         source: std::io::Error,
     },
-    #[error("the {0} sink is not part of this rocflow build yet")]
-    Unavailable(&'static str),
     #[error("the run stopped before its end; nothing was written")]
     Stopped,
 }
@@ -58,13 +57,21 @@ pub trait Sink: Send {
     fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError>;
 }
 
+/// The sink's `options`, checked against what it takes.
+fn options<T: serde::de::DeserializeOwned>(plan: &SinkPlan) -> Result<T, SinkError> {
+    serde_json::from_value(plan.options.clone().into()).map_err(|e| SinkError::Io {
+        context: format!("the options of sink `{}`", plan.name),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
+    })
+}
+
 /// Opens the sink a plan names, at its path with the placeholders filled in.
 pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink>, SinkError> {
     let path = placeholders.expand(&plan.path);
     match plan.kind {
         SinkKind::Csv => Ok(Box::new(csv::CsvSink::create(path)?)),
         SinkKind::Perfetto => Ok(Box::new(perfetto::PerfettoSink::create(plan, path)?)),
-        SinkKind::Parquet => Err(SinkError::Unavailable("parquet")),
+        SinkKind::Parquet => Ok(Box::new(parquet::ParquetSink::create(plan, path)?)),
         SinkKind::Rocpd => Ok(Box::new(rocpd::RocpdSink::create(plan, placeholders)?)),
         SinkKind::Otf2 => Ok(Box::new(otf2::Otf2Sink::create(path)?)),
     }

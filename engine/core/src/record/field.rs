@@ -7,6 +7,8 @@ use super::ColumnType;
 pub trait Field: Copy {
     const SIZE: usize;
     const COLUMN: ColumnType;
+    /// The field's own type, for sinks that store typed columns.
+    const STORAGE: Storage;
     /// Writes the field into exactly `SIZE` bytes.
     fn put(self, to: &mut [u8]);
     /// Reads the field from exactly `SIZE` bytes.
@@ -23,15 +25,41 @@ pub enum Value {
     Str(Sym),
 }
 
+/// The type a field has in its record (expressions see only [`ColumnType`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    U8,
+    U16,
+    U32,
+    U64,
+    I32,
+    F64,
+    /// An interned string ([`Sym`]).
+    Sym,
+}
+
+impl Storage {
+    /// Bytes the field takes on the wire.
+    pub const fn size(self) -> usize {
+        match self {
+            Storage::U8 => 1,
+            Storage::U16 => 2,
+            Storage::U32 | Storage::I32 | Storage::Sym => 4,
+            Storage::U64 | Storage::F64 => 8,
+        }
+    }
+}
+
 /// An interned string: an index into the string table of the stream it came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Sym(pub u32);
 
 macro_rules! int_field {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $storage:ident),*) => {$(
         impl Field for $t {
             const SIZE: usize = std::mem::size_of::<$t>();
             const COLUMN: ColumnType = ColumnType::Int;
+            const STORAGE: Storage = Storage::$storage;
             #[inline]
             fn put(self, to: &mut [u8]) {
                 to.copy_from_slice(&self.to_le_bytes());
@@ -49,11 +77,12 @@ macro_rules! int_field {
     )*};
 }
 
-int_field!(u8, u16, u32, u64, i32);
+int_field!(u8 => U8, u16 => U16, u32 => U32, u64 => U64, i32 => I32);
 
 impl Field for f64 {
     const SIZE: usize = 8;
     const COLUMN: ColumnType = ColumnType::Float;
+    const STORAGE: Storage = Storage::F64;
     #[inline]
     fn put(self, to: &mut [u8]) {
         to.copy_from_slice(&self.to_le_bytes());
@@ -71,6 +100,7 @@ impl Field for f64 {
 impl Field for Sym {
     const SIZE: usize = 4;
     const COLUMN: ColumnType = ColumnType::String;
+    const STORAGE: Storage = Storage::Sym;
     #[inline]
     fn put(self, to: &mut [u8]) {
         self.0.put(to);

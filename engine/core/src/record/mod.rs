@@ -5,7 +5,7 @@ mod kind;
 mod meta;
 mod model;
 
-pub use field::{Field, Sym, Value};
+pub use field::{Field, Storage, Sym, Value};
 pub use kind::{ColumnType, RecordKind};
 pub use meta::{
     Agent, CodeObject, CounterInfo, Exit, KernelSymbol, Meta, Process, Queue, Stream, Thread,

@@ -2,7 +2,7 @@
 //! little-endian wire layout and named columns for pipeline expressions. One macro defines
 //! all three so they cannot drift apart.
 
-use super::field::{Field, Sym, Value};
+use super::field::{Field, Storage, Sym, Value};
 use super::{ColumnType, RecordKind};
 
 /// A record of one kind, encodable to and decodable from its fixed-size wire form.
@@ -12,6 +12,8 @@ pub trait Record: Copy + Send + Sync + 'static {
     const SIZE: usize;
     /// The stored columns with their types, in wire order.
     const FIELDS: &'static [(&'static str, ColumnType)];
+    /// The stored columns' own types, in the order of `FIELDS`.
+    const STORAGE: &'static [Storage];
     fn encode(&self, out: &mut Vec<u8>);
     /// Decodes from exactly `SIZE` bytes.
     fn decode(bytes: &[u8]) -> Self;
@@ -38,11 +40,15 @@ macro_rules! records {
             $($(#[$fdoc])* pub $field: $ty,)*
         }
 
+        // Readers of the wire form by `STORAGE` find each field where `encode` put it.
+        const _: () = assert!(0 $(+ <$ty as Field>::STORAGE.size())* == <$name as Record>::SIZE);
+
         impl Record for $name {
             const KIND: RecordKind = RecordKind::$kind;
             const SIZE: usize = 0 $(+ <$ty as Field>::SIZE)*;
             const FIELDS: &'static [(&'static str, ColumnType)] =
                 &[$((stringify!($field), <$ty as Field>::COLUMN),)*];
+            const STORAGE: &'static [Storage] = &[$(<$ty as Field>::STORAGE,)*];
 
             /// Fills the record's bytes on the stack and appends them in one copy.
             #[inline]

@@ -90,11 +90,7 @@ pub struct RocpdSink {
 
 impl RocpdSink {
     pub fn create(plan: &SinkPlan, run: &Placeholders) -> Result<RocpdSink, SinkError> {
-        let options: Options =
-            serde_json::from_value(plan.options.clone().into()).map_err(|e| SinkError::Io {
-                context: format!("the options of sink `{}`", plan.name),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
-            })?;
+        let options: Options = super::options(plan)?;
         let mut sink = RocpdSink {
             layout: options.layout,
             template: plan.path.clone(),

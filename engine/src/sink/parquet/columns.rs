@@ -1,0 +1,277 @@
+//! Typed Arrow columns built value by value, and batches of named columns: what records,
+//! metadata and aggregate tables become before they are written.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{ListBuilder, StringBuilder};
+use arrow_array::types::{Int32Type, UInt32Type, UInt64Type};
+use arrow_array::{
+    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array, PrimitiveArray,
+    RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array,
+};
+use arrow_schema::{Field, Schema};
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::column::Cell;
+use crate::record::ColumnType;
+
+/// A column of values computed from stored fields and metadata, filled record by record.
+pub enum Column<'a> {
+    Int(Vec<i64>),
+    Float(Vec<f64>),
+    Text(Dictionary<'a>),
+}
+
+impl<'a> Column<'a> {
+    pub fn new(ty: ColumnType, capacity: usize) -> Column<'a> {
+        match ty {
+            ColumnType::Int => Column::Int(Vec::with_capacity(capacity)),
+            ColumnType::Float => Column::Float(Vec::with_capacity(capacity)),
+            ColumnType::String => Column::Text(Dictionary::with_capacity(capacity)),
+        }
+    }
+
+    /// Appends a cell of the column's type.
+    #[inline]
+    pub fn push(&mut self, cell: Cell<'a>) {
+        match (self, cell) {
+            (Column::Int(v), Cell::Int(x)) => v.push(x),
+            (Column::Float(v), Cell::Float(x)) => v.push(x),
+            (Column::Text(d), Cell::Str(s)) => d.push(s),
+            _ => unreachable!("a column takes the cells of its declared type"),
+        }
+    }
+
+    pub fn finish(self) -> ArrayRef {
+        match self {
+            Column::Int(v) => Arc::new(Int64Array::from(v)),
+            Column::Float(v) => Arc::new(Float64Array::from(v)),
+            Column::Text(d) => d.finish(),
+        }
+    }
+}
+
+/// Strings as a dictionary array: each distinct string once, and a key per value. Names
+/// (kernels, operations, counters) repeat millions of times over a few hundred values.
+///
+/// Strings are told apart by address: those of one batch are borrowed from the run's
+/// metadata (or are static), where equal names are mostly one string, so comparing
+/// addresses instead of text saves hashing and comparing every name. An equal string at
+/// another address only costs a repeated value.
+#[derive(Default)]
+pub struct Dictionary<'a> {
+    keys: Vec<i32>,
+    values: Vec<&'a str>,
+    index: HashMap<(usize, usize), i32>,
+    /// The last string's address and key: names come in runs.
+    last: Option<(usize, i32)>,
+}
+
+impl<'a> Dictionary<'a> {
+    pub fn with_capacity(capacity: usize) -> Dictionary<'a> {
+        Dictionary {
+            keys: Vec::with_capacity(capacity),
+            ..Default::default()
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, value: &'a str) {
+        let address = value.as_ptr() as usize;
+        let key = match self.last {
+            Some((last, key))
+                if last == address && self.values[key as usize].len() == value.len() =>
+            {
+                key
+            }
+            _ => {
+                let next = self.values.len() as i32;
+                let key = *self.index.entry((address, value.len())).or_insert_with(|| {
+                    self.values.push(value);
+                    next
+                });
+                self.last = Some((address, key));
+                key
+            }
+        };
+        self.keys.push(key);
+    }
+
+    pub fn finish(self) -> ArrayRef {
+        let values = Arc::new(StringArray::from(self.values));
+        Arc::new(DictionaryArray::new(Int32Array::from(self.keys), values))
+    }
+}
+
+/// The column of values an expression computed (a `derive` transform's, an aggregate's):
+/// integers, floats (integers among them widen), booleans or strings; an empty value is a
+/// null. Values of mixed kinds are written as text.
+pub fn values<'a>(values: impl Iterator<Item = &'a evalexpr::Value> + Clone) -> ArrayRef {
+    use evalexpr::Value;
+    let (mut ints, mut floats, mut booleans, mut text) = (false, false, false, false);
+    for value in values.clone() {
+        match value {
+            Value::Int(_) => ints = true,
+            Value::Float(_) => floats = true,
+            Value::Boolean(_) => booleans = true,
+            Value::Empty => {}
+            _ => text = true,
+        }
+    }
+    if text || (booleans && (ints || floats)) {
+        let text: Vec<Option<String>> = values
+            .map(|v| match v {
+                Value::Empty => None,
+                Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            })
+            .collect();
+        Arc::new(
+            text.iter()
+                .map(Option::as_deref)
+                .collect::<DictionaryArray<Int32Type>>(),
+        )
+    } else if booleans {
+        Arc::new(
+            values
+                .map(|v| v.as_boolean().ok())
+                .collect::<BooleanArray>(),
+        )
+    } else if floats {
+        Arc::new(values.map(|v| v.as_number().ok()).collect::<Float64Array>())
+    } else {
+        Arc::new(values.map(|v| v.as_int().ok()).collect::<Int64Array>())
+    }
+}
+
+/// A batch built column by column, for tables of a few typed fields (metadata, aggregates).
+#[derive(Default)]
+pub struct BatchBuilder {
+    fields: Vec<Field>,
+    arrays: Vec<ArrayRef>,
+}
+
+impl BatchBuilder {
+    /// Adds a column; it may hold nulls if `nullable`.
+    pub fn array(&mut self, name: &str, array: ArrayRef, nullable: bool) -> &mut Self {
+        self.fields
+            .push(Field::new(name, array.data_type().clone(), nullable));
+        self.arrays.push(array);
+        self
+    }
+
+    pub fn u32(&mut self, name: &str, values: impl IntoIterator<Item = u32>) -> &mut Self {
+        let array = PrimitiveArray::<UInt32Type>::from_iter_values(values);
+        self.array(name, Arc::new(array), false)
+    }
+
+    pub fn u64(&mut self, name: &str, values: impl IntoIterator<Item = u64>) -> &mut Self {
+        let array = PrimitiveArray::<UInt64Type>::from_iter_values(values);
+        self.array(name, Arc::new(array), false)
+    }
+
+    pub fn optional_u32(
+        &mut self,
+        name: &str,
+        values: impl IntoIterator<Item = Option<u32>>,
+    ) -> &mut Self {
+        let array: UInt32Array = values.into_iter().collect();
+        self.array(name, Arc::new(array), true)
+    }
+
+    /// Nanoseconds on the SDK's clock.
+    pub fn time(&mut self, name: &str, values: impl IntoIterator<Item = u64>) -> &mut Self {
+        let array =
+            TimestampNanosecondArray::from_iter_values(values.into_iter().map(|t| t as i64));
+        self.array(name, Arc::new(array), false)
+    }
+
+    /// Strings, dictionary-encoded.
+    pub fn text<'a>(&mut self, name: &str, values: impl IntoIterator<Item = &'a str>) -> &mut Self {
+        let mut dictionary = Dictionary::default();
+        values.into_iter().for_each(|v| dictionary.push(v));
+        self.array(name, dictionary.finish(), false)
+    }
+
+    /// Strings, dictionary-encoded, some of them missing.
+    pub fn optional_text<'a>(
+        &mut self,
+        name: &str,
+        values: impl IntoIterator<Item = Option<&'a str>>,
+    ) -> &mut Self {
+        let array: DictionaryArray<Int32Type> = values.into_iter().collect();
+        self.array(name, Arc::new(array), true)
+    }
+
+    /// A list of strings per row (a command line).
+    pub fn text_lists<'a, L: IntoIterator<Item = &'a str>>(
+        &mut self,
+        name: &str,
+        lists: impl IntoIterator<Item = L>,
+    ) -> &mut Self {
+        let mut builder = ListBuilder::new(StringBuilder::new());
+        for list in lists {
+            list.into_iter()
+                .for_each(|s| builder.values().append_value(s));
+            builder.append(true);
+        }
+        self.array(name, Arc::new(builder.finish()), false)
+    }
+
+    pub fn finish(self) -> RecordBatch {
+        let schema = Arc::new(Schema::new(self.fields));
+        RecordBatch::try_new(schema, self.arrays).expect("columns of one length")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Float64Type;
+    use arrow_schema::DataType;
+    use evalexpr::Value;
+
+    use super::*;
+
+    #[test]
+    fn expression_values_take_the_type_that_holds_them_all() {
+        let column = |v: &[Value]| values(v.iter());
+        let text = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        assert_eq!(
+            column(&[Value::Int(1), Value::Empty]).data_type(),
+            &DataType::Int64
+        );
+        assert_eq!(column(&[]).data_type(), &DataType::Int64);
+        assert_eq!(
+            column(&[Value::Boolean(true)]).data_type(),
+            &DataType::Boolean
+        );
+        assert_eq!(
+            column(&[Value::String("a".into()), Value::Int(1)]).data_type(),
+            &text
+        );
+        assert_eq!(
+            column(&[Value::Boolean(true), Value::Int(1)]).data_type(),
+            &text
+        );
+        let mixed = column(&[Value::Int(2), Value::Float(0.5), Value::Empty]);
+        let mixed = mixed.as_primitive::<Float64Type>();
+        assert_eq!((mixed.value(0), mixed.value(1)), (2.0, 0.5));
+        assert!(mixed.is_null(2));
+    }
+
+    #[test]
+    fn dictionaries_hold_each_string_once() {
+        let names = ["b".to_owned(), "a".to_owned()];
+        let mut d = Dictionary::default();
+        for i in [0, 1, 0, 0, 1] {
+            d.push(&names[i]);
+        }
+        d.push(&names[1][..0]);
+        let array = d.finish();
+        let array = array.as_dictionary::<Int32Type>();
+        assert_eq!(array.keys().values(), &[0, 1, 0, 0, 1, 2]);
+        assert_eq!(array.values().len(), 3);
+    }
+}

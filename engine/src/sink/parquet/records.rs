@@ -1,0 +1,126 @@
+//! A chunk of records as an Arrow batch: the record's columns with their own types (the
+//! CSV sink's columns, in its order, but for [`LEFT_OUT`]), then the columns `derive`
+//! transforms added.
+//!
+//! Stored fields are gathered a column at a time from the records' wire form, where each
+//! field has a fixed offset and width: a tight loop per column, instead of a branch per
+//! value on the column's type.
+
+use std::sync::Arc;
+
+use arrow_array::{
+    ArrayRef, Float64Array, Int32Array, TimestampNanosecondArray, UInt8Array, UInt16Array,
+    UInt32Array, UInt64Array,
+};
+
+use super::columns::{self, BatchBuilder, Column, Dictionary};
+use crate::catalog::StreamMeta;
+use crate::chunk::Chunk;
+use crate::column::{BatchVisitor, Columns, visit};
+use crate::record::{RecordKind, Storage, Sym};
+use arrow_array::RecordBatch;
+
+/// Derived columns the tables leave out. A counter sample's kernel name repeats its
+/// dispatch's in every sample of every counter and dimension instance (dozens per dispatch,
+/// most of a run's records): it is a join away (`kernel_symbols`, by `pid` and `kernel_id`),
+/// and resolving and encoding it would take a tenth of the sink's time.
+const LEFT_OUT: &[(RecordKind, &str)] = &[(RecordKind::CounterSample, "kernel_name")];
+
+/// The chunk's records as a batch; strings resolve through `meta`, the chunk's stream's.
+pub fn batch(chunk: &Chunk, meta: &StreamMeta) -> RecordBatch {
+    visit(&chunk.batch, Encode { chunk, meta })
+}
+
+struct Encode<'a> {
+    chunk: &'a Chunk,
+    meta: &'a StreamMeta,
+}
+
+impl BatchVisitor for Encode<'_> {
+    type Output = RecordBatch;
+
+    fn visit<R: Columns>(self, records: &[R]) -> RecordBatch {
+        let Encode { chunk, meta } = self;
+        let mut wire = Vec::with_capacity(records.len() * R::SIZE);
+        records.iter().for_each(|r| r.encode(&mut wire));
+        let mut batch = BatchBuilder::default();
+        let mut offset = 0;
+        for (&(name, _), &storage) in R::FIELDS.iter().zip(R::STORAGE) {
+            let field = Field {
+                wire: &wire,
+                stride: R::SIZE,
+                offset,
+            };
+            batch.array(name, field.column(name, storage, meta), false);
+            offset += storage.size();
+        }
+        let derived = R::KIND.derived_columns().iter();
+        for &(name, ty) in derived.filter(|(name, _)| !LEFT_OUT.contains(&(R::KIND, name))) {
+            let mut column = Column::new(ty, records.len());
+            for record in records {
+                column.push(
+                    record
+                        .derived(name, meta)
+                        .expect("declared derived columns exist"),
+                );
+            }
+            batch.array(name, column.finish(), false);
+        }
+        for extra in &chunk.extra {
+            batch.array(&extra.name, columns::values(extra.values.iter()), true);
+        }
+        batch.finish()
+    }
+}
+
+/// One stored field of every record in a batch's wire form.
+struct Field<'a> {
+    wire: &'a [u8],
+    stride: usize,
+    offset: usize,
+}
+
+impl Field<'_> {
+    /// The field's little-endian values.
+    fn values<const N: usize>(&self) -> impl Iterator<Item = [u8; N]> + '_ {
+        self.wire.chunks_exact(self.stride).map(|record| {
+            record[self.offset..self.offset + N]
+                .try_into()
+                .expect("N bytes")
+        })
+    }
+
+    /// The column of a field named `name` (fields named `*_ns` are times on the SDK's clock).
+    fn column(&self, name: &str, storage: Storage, meta: &StreamMeta) -> ArrayRef {
+        match storage {
+            Storage::U64 if name.ends_with("_ns") => Arc::new(
+                TimestampNanosecondArray::from_iter_values(self.values().map(i64::from_le_bytes)),
+            ),
+            Storage::U8 => Arc::new(UInt8Array::from_iter_values(
+                self.values().map(u8::from_le_bytes),
+            )),
+            Storage::U16 => Arc::new(UInt16Array::from_iter_values(
+                self.values().map(u16::from_le_bytes),
+            )),
+            Storage::U32 => Arc::new(UInt32Array::from_iter_values(
+                self.values().map(u32::from_le_bytes),
+            )),
+            Storage::U64 => Arc::new(UInt64Array::from_iter_values(
+                self.values().map(u64::from_le_bytes),
+            )),
+            Storage::I32 => Arc::new(Int32Array::from_iter_values(
+                self.values().map(i32::from_le_bytes),
+            )),
+            Storage::F64 => Arc::new(Float64Array::from_iter_values(
+                self.values().map(f64::from_le_bytes),
+            )),
+            Storage::Sym => {
+                let mut strings = Dictionary::with_capacity(self.wire.len() / self.stride);
+                for sym in self.values().map(u32::from_le_bytes) {
+                    strings.push(meta.string(Sym(sym)));
+                }
+                strings.finish()
+            }
+        }
+    }
+}
