@@ -221,12 +221,22 @@ impl Decoder<'_> {
                 if self.origin_ns.is_none() && !batch.is_empty() {
                     self.origin_ns = (0..batch.len()).map(|i| row(&batch, i).start_ns()).min();
                 }
+                // Records that no transform and no sink takes are only counted (they are
+                // in the spool already).
+                if !self.wanted(kind) {
+                    return;
+                }
                 self.window.push(Chunk::new(frame.stream, batch));
                 if self.window.len() >= self.window_chunks {
                     self.flush();
                 }
             }
         }
+    }
+
+    fn wanted(&self, kind: RecordKind) -> bool {
+        self.outlets.iter().any(|(kinds, _)| kinds.contains(&kind))
+            || self.transforms.iter().any(|t| t.applies_to(kind))
     }
 
     /// Runs the transforms over the window and hands its chunks to the sinks, in order.

@@ -49,10 +49,38 @@ impl Pending {
         self.records.push((category, kind, at));
     }
 
+    /// Record `i` of the arena: its category, kind and words.
+    fn record(&self, i: usize) -> (u32, u32, &[u64]) {
+        let (category, kind, at) = self.records[i];
+        let end = self.records.get(i + 1).map_or(self.words.len(), |r| r.2);
+        (category, kind, &self.words[at..end])
+    }
+
+    fn push_words(&mut self, category: u32, kind: u32, words: &[u64]) {
+        self.records.push((category, kind, self.words.len()));
+        self.words.extend_from_slice(words);
+    }
+
     pub fn clear(&mut self) {
         self.words.clear();
         self.records.clear();
         self.dropped = 0;
+    }
+}
+
+/// Records one thread produced and has not yet handed to a buffer. Threads add records
+/// here and move them into the shared buffer a group at a time, as the SDK's producers
+/// do, rather than contending for the buffer's lock on every record.
+#[derive(Default)]
+pub struct Staged(Pending);
+
+impl Staged {
+    pub fn push<T: Copy>(&mut self, category: u32, kind: u32, record: &T) {
+        self.0.push(category, kind, record);
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.records.len()
     }
 }
 
@@ -63,8 +91,19 @@ pub struct Buffer {
     /// A delivered batch's arena, kept for the next one.
     spare: Mutex<Pending>,
     /// Held while the callback runs: one buffer's batches reach the tool one at a time.
-    pub delivering: Mutex<()>,
+    pub delivering: Mutex<Headers>,
 }
+
+/// The headers and header pointers of a delivered batch, kept for the next one.
+#[derive(Default)]
+pub struct Headers {
+    headers: Vec<RecordHeader>,
+    pointers: Vec<*mut RecordHeader>,
+}
+
+// SAFETY: the pointers are only set and used during one delivery, under the lock, and
+// cleared before it is released.
+unsafe impl Send for Headers {}
 
 impl Buffer {
     pub fn new(id: Handle, def: BufferDef) -> Buffer {
@@ -73,35 +112,40 @@ impl Buffer {
             def,
             pending: Mutex::new(Pending::default()),
             spare: Mutex::new(Pending::default()),
-            delivering: Mutex::new(()),
+            delivering: Mutex::new(Headers::default()),
         }
     }
 
-    /// Adds a record; delivers the batch when it reaches the watermark (or, lossless,
-    /// when the record does not fit).
-    pub fn push<T: Copy>(&self, category: u32, kind: u32, record: &T) {
-        let size = std::mem::size_of::<T>();
+    /// Adds the records a thread staged, in order, emptying `staged`; delivers a batch
+    /// whenever it reaches the watermark (or, lossless, when a record does not fit).
+    pub fn push(&self, staged: &mut Staged) {
+        let staged = &mut staged.0;
         let mut pending = self.pending.lock().unwrap();
-        if pending.bytes() + size > self.def.size {
-            match self.def.policy {
-                BufferPolicy::Discard => {
-                    pending.dropped += 1;
-                    return;
-                }
-                BufferPolicy::Lossless => {
-                    let full = self.swap(&mut pending);
-                    drop(pending);
-                    self.deliver(full);
-                    pending = self.pending.lock().unwrap();
+        for i in 0..staged.records.len() {
+            let (category, kind, words) = staged.record(i);
+            if pending.bytes() + words.len() * 8 > self.def.size {
+                match self.def.policy {
+                    BufferPolicy::Discard => {
+                        pending.dropped += 1;
+                        continue;
+                    }
+                    BufferPolicy::Lossless => {
+                        let full = self.swap(&mut pending);
+                        drop(pending);
+                        self.deliver(full);
+                        pending = self.pending.lock().unwrap();
+                    }
                 }
             }
+            pending.push_words(category, kind, words);
+            if pending.bytes() >= self.def.watermark {
+                let batch = self.swap(&mut pending);
+                drop(pending);
+                self.deliver(batch);
+                pending = self.pending.lock().unwrap();
+            }
         }
-        pending.push(category, kind, record);
-        if pending.bytes() >= self.def.watermark {
-            let batch = self.swap(&mut pending);
-            drop(pending);
-            self.deliver(batch);
-        }
+        staged.clear();
     }
 
     /// Takes the pending batch, leaving the spare arena in its place.
@@ -119,20 +163,21 @@ impl Buffer {
     }
 
     fn deliver(&self, mut batch: Pending) {
-        let _one_at_a_time = self.delivering.lock().unwrap();
+        let mut one_at_a_time = self.delivering.lock().unwrap();
+        let Headers { headers, pointers } = &mut *one_at_a_time;
         let base = batch.words.as_mut_ptr();
-        let mut headers: Vec<RecordHeader> = batch
-            .records
-            .iter()
-            .map(|&(category, kind, at)| RecordHeader {
-                category,
-                kind,
-                // SAFETY: `at` is an offset inside the arena.
-                payload: unsafe { base.add(at) }.cast(),
-            })
-            .collect();
-        let mut pointers: Vec<*mut RecordHeader> =
-            headers.iter_mut().map(|h| h as *mut RecordHeader).collect();
+        headers.extend(
+            batch
+                .records
+                .iter()
+                .map(|&(category, kind, at)| RecordHeader {
+                    category,
+                    kind,
+                    // SAFETY: `at` is an offset inside the arena.
+                    payload: unsafe { base.add(at) }.cast(),
+                }),
+        );
+        pointers.extend(headers.iter_mut().map(|h| h as *mut RecordHeader));
         // SAFETY: the callback is the tool's, called with the arguments the SDK passes:
         // the headers and payloads stay alive until it returns.
         unsafe {
@@ -145,8 +190,9 @@ impl Buffer {
                 batch.dropped,
             )
         };
-        drop(pointers);
-        drop(headers);
+        pointers.clear();
+        headers.clear();
+        drop(one_at_a_time);
         batch.clear();
         *self.spare.lock().unwrap() = batch;
     }

@@ -3,6 +3,7 @@
 //! that traces it. Time is virtual (each thread's clock starts at its real start and moves
 //! by the scenario's durations), so runs are repeatable and cost nothing to wait for.
 
+use std::cell::RefCell;
 use std::ffi::{CString, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,6 +16,7 @@ use rocflow_core::abi::{
 };
 use rocflow_core::sdk::Domain;
 
+use crate::buffer::Staged;
 use crate::device::instance_id;
 use crate::scenario::Kernel;
 use crate::sdk::{Context, Running, Sdk};
@@ -49,7 +51,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         hip_op("hipMalloc"),
         hip_op("hipFree"),
     );
-    let emitter = Emitter { sdk, running, tid };
+    let emitter = Emitter::new(sdk, running, tid);
     for iteration in 0..scenario.scenario.iterations {
         if index == 0 {
             if scenario.scenario.pause_at == Some(iteration) {
@@ -169,14 +171,57 @@ fn api_record(domain: Domain, operation: i32, t: u64, correlation: u64, tid: u64
     }
 }
 
+/// Records a thread stages before handing them to their buffer together.
+const STAGED_RECORDS: usize = 256;
+
 /// Hands records to the contexts that want them.
 struct Emitter<'a> {
     sdk: &'a Sdk,
     running: &'a Running,
     tid: u64,
+    /// This thread's records not yet in their buffers, per buffer.
+    staged: RefCell<Vec<Staged>>,
 }
 
-impl Emitter<'_> {
+impl Drop for Emitter<'_> {
+    fn drop(&mut self) {
+        self.hand_over();
+    }
+}
+
+impl<'a> Emitter<'a> {
+    fn new(sdk: &'a Sdk, running: &'a Running, tid: u64) -> Self {
+        let staged = running.buffers.iter().map(|_| Staged::default()).collect();
+        Emitter {
+            sdk,
+            running,
+            tid,
+            staged: RefCell::new(staged),
+        }
+    }
+
+    /// Buffers a record for `buffer`; a full stage moves into the buffer.
+    fn push<T: Copy>(&self, buffer: usize, category: u32, kind: u32, record: &T) {
+        let mut staged = self.staged.borrow_mut();
+        let stage = &mut staged[buffer];
+        stage.push(category, kind, record);
+        if stage.len() >= STAGED_RECORDS {
+            self.running.buffers[buffer].push(stage);
+        }
+    }
+
+    /// Moves every staged record into its buffer.
+    fn hand_over(&self) {
+        for (buffer, stage) in self
+            .running
+            .buffers
+            .iter()
+            .zip(self.staged.borrow_mut().iter_mut())
+        {
+            buffer.push(stage);
+        }
+    }
+
     fn active(&self) -> impl Iterator<Item = &Context> {
         self.running
             .contexts
@@ -188,7 +233,7 @@ impl Emitter<'_> {
         let value = domain.sdk_value();
         for ctx in self.active() {
             if let Some(buffer) = ctx.setup.traces(value, operation) {
-                self.running.buffers[buffer].push(category::TRACING, value as u32, record);
+                self.push(buffer, category::TRACING, value as u32, record);
             }
         }
     }
@@ -283,7 +328,6 @@ impl Emitter<'_> {
             .iter()
             .map(|&i| &self.sdk.device.counters[i])
             .collect();
-        let buffer = &self.running.buffers[counting.buffer];
         let header = DispatchCountingServiceRecord {
             size: size_of::<DispatchCountingServiceRecord>() as u64,
             num_records: counters.iter().map(|c| c.instances()).sum(),
@@ -292,7 +336,12 @@ impl Emitter<'_> {
             end_timestamp: end,
             dispatch_info: *info,
         };
-        buffer.push(category::COUNTERS, counter_record::DISPATCH_HEADER, &header);
+        self.push(
+            counting.buffer,
+            category::COUNTERS,
+            counter_record::DISPATCH_HEADER,
+            &header,
+        );
         let seed = self.sdk.scenario.scenario.seed;
         for counter in counters {
             let sizes: Vec<u64> = counter.dimensions.iter().map(|d| u64::from(d.2)).collect();
@@ -311,7 +360,12 @@ impl Emitter<'_> {
                     user_data,
                     agent_id: info.agent_id,
                 };
-                buffer.push(category::COUNTERS, counter_record::VALUE, &record);
+                self.push(
+                    counting.buffer,
+                    category::COUNTERS,
+                    counter_record::VALUE,
+                    &record,
+                );
                 // The next coordinate, last dimension fastest.
                 for (position, size) in coordinate.iter_mut().zip(&sizes).rev() {
                     *position += 1;
@@ -352,7 +406,8 @@ impl Emitter<'_> {
                 },
                 wave_in_group: 0,
             };
-            self.running.buffers[buffer].push(
+            self.push(
+                buffer,
                 category::PC_SAMPLING,
                 pc_record::HOST_TRAP_V0,
                 &record,
@@ -362,6 +417,8 @@ impl Emitter<'_> {
 
     /// `roctxProfilerPause`/`Resume`: the marker-control callbacks of started contexts.
     fn control(&self, operation: i32) {
+        // What happened before the pause or resume reaches the buffers first.
+        self.hand_over();
         for ctx in self.active() {
             for s in &ctx.setup.subscriptions {
                 if s.kind == callback::MARKER_CONTROL_API {

@@ -61,14 +61,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if outcome.streams == 0 {
         eprintln!("{}", no_stream_message(&options.device));
     }
-    let total: u64 = outcome.report.records_in.iter().map(|(_, n)| n).sum();
+    let total: u64 = outcome.records.iter().map(|(_, n)| n).sum();
     out.push_str(&format!(
         "{total} records from {} process{} in {:.2} s",
         outcome.streams,
         if outcome.streams == 1 { "" } else { "es" },
         outcome.elapsed.as_secs_f64()
     ));
-    for (kind, n) in &outcome.report.records_in {
+    for (kind, n) in &outcome.records {
         out.push_str(&format!("\n  {}: {n}", kind.name()));
     }
     let dropped: u64 = outcome

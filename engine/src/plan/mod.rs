@@ -165,6 +165,16 @@ pub struct PostPlan {
 }
 
 impl Plan {
+    /// Whether a sink or a transform takes records of `kind`; others only go to the spool.
+    pub fn consumes(&self, kind: RecordKind) -> bool {
+        self.sinks.iter().any(|s| s.kinds.contains(&kind))
+            || self
+                .stages
+                .transforms
+                .iter()
+                .any(|t| t.kinds.contains(&kind))
+    }
+
     /// The serialized form handed to the tool library and kept with the outputs.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a plan serializes")

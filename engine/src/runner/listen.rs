@@ -16,16 +16,20 @@ use crate::wire::{self, Frame, FrameReader};
 /// anything later loses nothing that arrived.
 pub struct Intake {
     spool: Mutex<(SpoolWriter, Option<String>)>,
+    /// The record kinds the stages take (indexed as [`RecordKind::ALL`]); frames of the
+    /// others are kept in the spool and not decoded.
+    decode: Vec<bool>,
 }
 
 impl Intake {
-    pub fn new(spool: SpoolWriter) -> Intake {
+    pub fn new(spool: SpoolWriter, consumes: impl Fn(RecordKind) -> bool) -> Intake {
         Intake {
             spool: Mutex::new((spool, None)),
+            decode: RecordKind::ALL.iter().map(|&k| consumes(k)).collect(),
         }
     }
 
-    /// Keeps a raw frame in the spool and decodes it for the stages.
+    /// Keeps a raw frame in the spool and decodes it for the stages if they take it.
     pub fn take(&self, raw: &[u8], frames: &SyncSender<Frame>) -> Result<(), ()> {
         {
             let mut spool = self.spool.lock().unwrap();
@@ -34,6 +38,9 @@ impl Intake {
             {
                 spool.1 = Some(e.to_string());
             }
+        }
+        if record_kind(raw).is_some_and(|kind| !self.decode[kind as usize]) {
+            return Ok(());
         }
         match wire::decode_frame(raw) {
             Ok(frame) => frames.send(frame).map_err(|_| ()),
@@ -51,11 +58,44 @@ impl Intake {
     }
 }
 
+/// The kind of a raw frame's records; `None` for metadata (and unknown tags).
+fn record_kind(raw: &[u8]) -> Option<RecordKind> {
+    raw[0]
+        .checked_sub(1)
+        .and_then(|k| RecordKind::ALL.get(usize::from(k)))
+        .copied()
+}
+
 /// What the listener counts for the progress line and the summary.
-#[derive(Default)]
 pub struct Counts {
     pub streams: AtomicU64,
-    pub records: AtomicU64,
+    /// Records received, per kind (indexed as [`RecordKind::ALL`]).
+    records: Vec<AtomicU64>,
+}
+
+impl Default for Counts {
+    fn default() -> Counts {
+        Counts {
+            streams: AtomicU64::new(0),
+            records: RecordKind::ALL.iter().map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl Counts {
+    pub fn total(&self) -> u64 {
+        self.records.iter().map(|n| n.load(Ordering::Relaxed)).sum()
+    }
+
+    /// The kinds received, with their counts.
+    pub fn per_kind(&self) -> Vec<(RecordKind, u64)> {
+        RecordKind::ALL
+            .iter()
+            .zip(&self.records)
+            .map(|(&kind, n)| (kind, n.load(Ordering::Relaxed)))
+            .filter(|&(_, n)| n > 0)
+            .collect()
+    }
 }
 
 /// Accepts connections until `stop` is set and no connection is left waiting; every
@@ -117,22 +157,20 @@ fn read(
             return;
         }
     };
+    let mut frame = Vec::new();
     loop {
-        match reader.next_raw() {
-            Ok(Some(mut frame)) => {
+        match reader.next_raw(&mut frame) {
+            Ok(true) => {
                 wire::set_stream(&mut frame, stream);
-                if let Some(kind) = frame[0]
-                    .checked_sub(1)
-                    .and_then(|k| RecordKind::ALL.get(usize::from(k)))
-                {
-                    let records = (frame.len() - wire::FRAME_HEADER) / wire_size(*kind);
-                    counts.records.fetch_add(records as u64, Ordering::Relaxed);
+                if let Some(kind) = record_kind(&frame) {
+                    let records = (frame.len() - wire::FRAME_HEADER) / wire_size(kind);
+                    counts.records[kind as usize].fetch_add(records as u64, Ordering::Relaxed);
                 }
                 if intake.take(&frame, frames).is_err() {
                     return;
                 }
             }
-            Ok(None) => return,
+            Ok(false) => return,
             // A process killed mid-frame: everything before the frame was kept.
             Err(wire::WireError::Truncated { .. }) => return,
             Err(e) => {

@@ -21,7 +21,7 @@ use listen::Intake;
 use std::time::{Duration, Instant};
 
 use crate::plan::Plan;
-use crate::record::{Exit, Meta};
+use crate::record::{Exit, Meta, RecordKind};
 use crate::sink;
 use crate::spool::SpoolWriter;
 use crate::stage::{self, Report};
@@ -68,6 +68,9 @@ pub struct Outcome {
     /// How the application ended; `None` if rocflow stopped waiting for it.
     pub exit: Option<Exit>,
     pub report: Report,
+    /// Records received, per kind (the spool holds them all; the stages decode only the
+    /// kinds they take).
+    pub records: Vec<(RecordKind, u64)>,
     /// Processes that connected.
     pub streams: u64,
     pub elapsed: Duration,
@@ -149,7 +152,7 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
     signals::forward_to(child.id());
 
     let (frames_in, frames) = sync_channel::<Frame>(QUEUE);
-    let intake = Arc::new(Intake::new(spool));
+    let intake = Arc::new(Intake::new(spool, |kind| plan.consumes(kind)));
     let mut plan_frame = Vec::new();
     wire::encode_meta(0, &[Meta::Plan { json: plan_json }], &mut plan_frame);
     let _ = intake.take(&plan_frame, &frames_in);
@@ -189,7 +192,7 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
                 std::thread::sleep(Duration::from_millis(500));
                 eprint!(
                     "\rrocflow: {} records from {} processes",
-                    counts.records.load(Ordering::Relaxed),
+                    counts.total(),
                     counts.streams.load(Ordering::Relaxed)
                 );
             }
@@ -227,6 +230,7 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
     Ok(Outcome {
         exit,
         report,
+        records: counts.per_kind(),
         streams: counts.streams.load(Ordering::Relaxed),
         elapsed: started.elapsed(),
         spool_error,

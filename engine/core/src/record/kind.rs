@@ -126,4 +126,12 @@ mod tests {
             assert_eq!(names.len(), count, "{} repeats a column", kind.name());
         }
     }
+
+    #[test]
+    fn all_is_in_declaration_order() {
+        // Frame tags and per-kind tables index by `kind as usize`.
+        for (i, &kind) in RecordKind::ALL.iter().enumerate() {
+            assert_eq!(kind as usize, i);
+        }
+    }
 }
