@@ -316,6 +316,18 @@ fn counters_in_two_contexts() {
 }
 
 #[test]
+fn serialization_next_to_counters_in_another_context() {
+    // rocprofiler-sdk serializes through dispatch counting: one context may have it.
+    let e = rejects(
+        "[[context]]\nname = \"a\"\ncounters.collect = [\"SQ_WAVES\"]\n[[context]]\nname = \"b\"\nserialize = true\n",
+        "dispatch counter collection is already configured in context `a`",
+        6,
+        13,
+    );
+    assert!(hint(&e).contains("in one context only"), "{}", hint(&e));
+}
+
+#[test]
 fn pc_sampling_in_two_contexts() {
     rejects(
         "[[context]]\nname = \"a\"\npc_sampling.method = \"host_trap\"\n[[context]]\nname = \"b\"\npc_sampling.method = \"host_trap\"\n",

@@ -301,3 +301,36 @@ fn a_missing_application_is_a_user_error() {
         text(&output.stderr)
     );
 }
+
+/// Per agent, whether any two kernel dispatches overlap in time.
+fn overlapping_agents(rows: &Rows) -> Vec<String> {
+    let mut spans: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
+    for line in rows["kernel_dispatch"].values().flatten() {
+        let fields: Vec<&str> = line.split(',').collect();
+        let (start, end) = (fields[6].parse().unwrap(), fields[7].parse().unwrap());
+        spans.entry(fields[2]).or_default().push((start, end));
+    }
+    spans
+        .into_iter()
+        .filter_map(|(agent, mut spans)| {
+            spans.sort_unstable();
+            spans
+                .windows(2)
+                .any(|w| w[1].0 < w[0].1)
+                .then(|| agent.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn serialized_kernels_run_one_at_a_time_on_each_agent() {
+    // Two scenario threads launch on queues of their own: their kernels overlap…
+    let (output, rows, _dir) = run("", "sim", &["/bin/sleep", "0.2"]);
+    assert_success(&output);
+    assert!(!overlapping_agents(&rows).is_empty());
+    // …unless the context serializes them (and then none is lost).
+    let (output, rows, _dir) = run("serialize = true", "sim", &["/bin/sleep", "0.2"]);
+    assert_success(&output);
+    assert_eq!(totals(&rows), expected(&default_scenario()));
+    assert_eq!(overlapping_agents(&rows), Vec::<String>::new());
+}

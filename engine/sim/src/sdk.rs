@@ -3,7 +3,7 @@
 //! and only starting, stopping and flushing remain. Wrong calls get the real status codes.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rocflow_core::abi::{
@@ -107,6 +107,30 @@ pub struct Context {
 pub struct Running {
     pub contexts: Vec<Context>,
     pub buffers: Vec<Buffer>,
+    /// Per GPU, when its last serialized dispatch ends: while a context counting
+    /// dispatches is started, the SDK runs one dispatch at a time on each agent, whatever
+    /// its queue (and whether or not the callback picks counters for it).
+    pub serialized_until: Vec<AtomicU64>,
+}
+
+impl Running {
+    /// When a dispatch ready at `ready` on GPU `gpu` starts: then, or after the agent's
+    /// previous dispatch while dispatches are serialized.
+    pub fn dispatch_start(&self, gpu: usize, ready: u64, duration_ns: u64) -> u64 {
+        let serializing = self
+            .contexts
+            .iter()
+            .any(|c| c.setup.counting.is_some() && c.active.load(Ordering::Acquire));
+        if !serializing {
+            return ready;
+        }
+        let previous = self.serialized_until[gpu]
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |until| {
+                Some(ready.max(until) + duration_ns)
+            })
+            .expect("the update always succeeds");
+        ready.max(previous)
+    }
 }
 
 /// Contexts and buffers as initialize creates them.
@@ -154,6 +178,9 @@ impl Sdk {
                 buffers: buffers
                     .into_iter()
                     .map(|(id, def)| Buffer::new(id, def))
+                    .collect(),
+                serialized_until: (1..self.device.agents.len())
+                    .map(|_| AtomicU64::new(0))
                     .collect(),
             }
         })

@@ -70,7 +70,11 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 handle: 0x5000 + u64::from(index) * 16 + u64::from(kernel.agent),
             };
             let free_at = &mut queue_free[kernel.agent as usize];
-            let start = (*free_at).max(t + 1_000);
+            let start = running.dispatch_start(
+                kernel.agent as usize,
+                (*free_at).max(t + 1_000),
+                kernel.duration_ns,
+            );
             *free_at = start + kernel.duration_ns;
             emitter.dispatch(kernel, k as u64 + 1, queue, correlation, start);
         }

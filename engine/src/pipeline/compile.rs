@@ -521,23 +521,31 @@ impl<'a> Compiler<'a> {
     }
 
     /// rocprofiler-sdk allows dispatch counter collection and PC sampling in one context
-    /// each: a second one fails at `rocprofiler_configure_*` time on the device.
+    /// each: a second one fails at `rocprofiler_configure_*` time on the device. Kernel
+    /// serialization is a dispatch-counting service too (see the tool library).
     fn check_exclusive_services(&mut self, contexts: &[ContextPlan]) {
-        type Uses = fn(&ContextPlan) -> bool;
-        let exclusive: [(&str, &str, Uses); 2] = [
-            ("counters", "dispatch counter collection", |c| {
-                c.counters.is_some()
+        /// The key that configures the service in a context, if it does.
+        type Uses = fn(&ContextPlan) -> Option<&'static str>;
+        let exclusive: [(&str, Uses); 2] = [
+            ("dispatch counter collection", |c| {
+                if c.counters.is_some() {
+                    Some("counters")
+                } else {
+                    c.serialize.then_some("serialize")
+                }
             }),
-            ("pc_sampling", "PC sampling", |c| c.pc_sampling.is_some()),
+            ("PC sampling", |c| {
+                c.pc_sampling.is_some().then_some("pc_sampling")
+            }),
         ];
-        for (key, what, uses) in exclusive {
-            let users: Vec<usize> = (0..contexts.len())
-                .filter(|&i| uses(&contexts[i]))
+        for (what, uses) in exclusive {
+            let users: Vec<(usize, &str)> = (0..contexts.len())
+                .filter_map(|i| uses(&contexts[i]).map(|key| (i, key)))
                 .collect();
-            if let [first, rest @ ..] = users.as_slice() {
-                for &i in rest {
+            if let [(first, first_key), rest @ ..] = users.as_slice() {
+                for &(i, key) in rest {
                     let first_at = self
-                        .span(path!["context", *first, key])
+                        .span(path!["context", *first, *first_key])
                         .map(|s| s.position());
                     let d = self.error(
                         path!["context", i, key],

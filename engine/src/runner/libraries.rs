@@ -1,6 +1,7 @@
 //! Where the tool library and the simulated SDK are: next to the `rocflow` binary (an
 //! installed rocflow, or a build tree after `cargo build --workspace`), or in the build
-//! tree's `deps/` (where `cargo test` puts them, as the tests' dependencies).
+//! tree's `deps/` (where `cargo test` puts them, as the tests' dependencies). In a build
+//! tree that has both, the newer one is the one just built.
 
 use std::path::{Path, PathBuf};
 
@@ -14,8 +15,9 @@ pub fn find(name: &str) -> Result<PathBuf, String> {
     let candidates = [dir.join(name), dir.join("deps").join(name)];
     candidates
         .iter()
-        .find(|p| p.is_file())
-        .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+        .max_by_key(|(modified, _)| *modified)
+        .map(|(_, p)| p.canonicalize().unwrap_or_else(|_| p.clone()))
         .ok_or_else(|| {
             format!(
                 "{name} is not installed next to rocflow (looked in {}); install rocflow with the README's command, which copies the libraries beside the binary",

@@ -240,6 +240,8 @@ fn context(
             &selected(&counters.agents),
             dimensions,
         )?;
+    } else if plan.serialize {
+        serialize(tool, handle, buffer)?;
     }
     if let Some(pc) = &plan.pc_sampling {
         sample(tool, handle, buffer, pc, &selected(&pc.agents))?;
@@ -339,6 +341,32 @@ fn count(
         )
     };
     api.check("counting dispatches", status)
+}
+
+/// Serializes the context's kernel dispatches without counting them. rocprofiler-sdk has
+/// no switch for serialization alone: it runs one dispatch at a time on each agent while a
+/// dispatch-counting service is started, whether or not its callback picks counters, so
+/// the context gets one whose callback never does.
+fn serialize(tool: &Tool, context: Handle, buffer: Handle) -> Result<(), String> {
+    // SAFETY: the callback matches the SDK's type and uses no data.
+    let status = unsafe {
+        (tool.api.configure_buffer_dispatch_counting)(
+            context,
+            buffer,
+            Some(count_nothing),
+            std::ptr::null_mut(),
+        )
+    };
+    tool.api.check("serializing kernel dispatches", status)
+}
+
+/// `rocprofiler_dispatch_counting_service_cb_t` that leaves every dispatch uncounted.
+unsafe extern "C" fn count_nothing(
+    _dispatch: DispatchCountingServiceData,
+    _config: *mut Handle,
+    _user_data: *mut UserData,
+    _data: *mut c_void,
+) {
 }
 
 /// A counter an agent supports.
