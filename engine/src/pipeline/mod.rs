@@ -20,6 +20,7 @@ use serde::Deserialize;
 use crate::diag::{Diagnostic, SourceFile};
 use crate::plan::Plan;
 
+pub(crate) use compile::name_of;
 pub use params::Override;
 pub use template::{Library, Origin};
 pub use value::Node;
