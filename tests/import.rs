@@ -434,6 +434,10 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
         context(&plan).counters.as_ref().unwrap().collect,
         ["SQ_WAVES"]
     );
+    assert_eq!(
+        plan.params["output_dir"], "pass_1",
+        "an empty pmc_groups makes no group"
+    );
 }
 
 #[test]

@@ -97,6 +97,15 @@ struct Converter<'a> {
     warnings: Vec<Diagnostic>,
 }
 
+/// What a job counts.
+enum Counting {
+    /// These counters (maybe none) for the whole run.
+    Run(Vec<String>),
+    /// Groups rocprofv3 switches between during the run; rocflow has no multiplexing, so
+    /// each is collected in a run (a pipeline) of its own.
+    Groups(Vec<Vec<String>>),
+}
+
 /// A job's settings shared by its passes.
 struct Settings {
     domains: Vec<Domain>,
@@ -141,9 +150,12 @@ impl Converter<'_> {
                 "`kokkos_trace` is converted as `marker_trace`: rocflow loads no Kokkos Tools connector and cannot rename kernels",
             );
         }
-        let groups = self.counter_groups(j);
-        let counting = groups.iter().any(|g| !g.is_empty());
-        let (kernels, iterations) = self.kernel_filter(j, counting);
+        let counting = self.counting(j);
+        let counts = match &counting {
+            Counting::Run(counters) => !counters.is_empty(),
+            Counting::Groups(_) => true,
+        };
+        let (kernels, iterations) = self.kernel_filter(j, counts);
         let settings = Settings {
             domains: domains(j),
             kernels,
@@ -156,7 +168,7 @@ impl Converter<'_> {
             demangle: !flag(&j.mangled_kernels) || flag(&j.truncate_kernels),
             truncate: flag(&j.truncate_kernels),
         };
-        if settings.domains.is_empty() && !counting && settings.pc_sampling.is_none() {
+        if settings.domains.is_empty() && !counts && settings.pc_sampling.is_none() {
             self.warn(
                 &job.span,
                 "this job enables no tracing, counters or PC sampling (rocprofv3 warns too)",
@@ -171,52 +183,50 @@ impl Converter<'_> {
         let has_pmc = j.pmc.as_ref().is_some_and(|p| !p.value.is_empty());
         let subdirectory =
             (place.several || has_pmc).then(|| format!("{}{number}", place.layout.subdirectory));
-        let grouped = groups.len() > 1 || j.pmc_groups.is_some();
-        let mut passes = Vec::new();
-        for (g, counters) in groups.into_iter().enumerate() {
-            let (label, stem, directory) = if grouped {
-                let group = g + 1;
-                let dir = match &subdirectory {
-                    Some(sub) => format!("{sub}/group_{group}"),
-                    None => format!("group_{group}"),
+        let runs: Vec<(Option<usize>, Vec<String>)> = match counting {
+            Counting::Run(counters) => vec![(None, counters)],
+            Counting::Groups(groups) => (1..).map(Some).zip(groups).collect(),
+        };
+        runs.into_iter()
+            .map(|(group, counters)| {
+                let (label, stem, directory) = match group {
+                    None => (
+                        format!("{noun} {number}"),
+                        format!("{noun}-{number}"),
+                        subdirectory.clone(),
+                    ),
+                    Some(group) => (
+                        format!("{noun} {number}, group {group}"),
+                        format!("{noun}-{number}-group-{group}"),
+                        Some(match &subdirectory {
+                            Some(sub) => format!("{sub}/group_{group}"),
+                            None => format!("group_{group}"),
+                        }),
+                    ),
                 };
-                (
-                    format!("{noun} {number}, group {group}"),
-                    format!("{noun}-{number}-group-{group}"),
-                    Some(dir),
-                )
-            } else {
-                (
-                    format!("{noun} {number}"),
-                    format!("{noun}-{number}"),
-                    subdirectory.clone(),
-                )
-            };
-            let header = Header {
-                name: Some(pipeline_name(&format!("{}-{stem}", place.name))),
-                description: Some(format!(
-                    "Converted from the rocprofv3 input {}, {label}",
-                    self.file.name()
-                )),
-            };
-            let pipeline = pipeline(&settings, counters, directory.as_deref(), header);
-            passes.push(Pass {
-                label,
-                stem,
-                span: job.span.clone(),
-                pipeline,
-                warnings: self.warnings.clone(),
-            });
-        }
-        passes
+                let header = Header {
+                    name: Some(pipeline_name(&format!("{}-{stem}", place.name))),
+                    description: Some(format!(
+                        "Converted from the rocprofv3 input {}, {label}",
+                        self.file.name()
+                    )),
+                };
+                Pass {
+                    pipeline: pipeline(&settings, counters, directory.as_deref(), header),
+                    label,
+                    stem,
+                    span: job.span.clone(),
+                    warnings: self.warnings.clone(),
+                }
+            })
+            .collect()
     }
 
-    /// The counters of each pass: one list, or one per group of `pmc_groups` (rocflow has
-    /// no multiplexing, so each group is collected in a run of its own).
-    fn counter_groups(&mut self, j: &Job) -> Vec<Vec<String>> {
+    /// What a job counts: `pmc`, or the groups of `pmc_groups`.
+    fn counting(&mut self, j: &Job) -> Counting {
         let pmc = j.pmc.as_ref().map(|p| counter_names(&p.value));
         let Some(groups) = j.pmc_groups.as_ref().filter(|g| !g.value.is_empty()) else {
-            return vec![pmc.unwrap_or_default()];
+            return Counting::Run(pmc.unwrap_or_default());
         };
         if pmc.as_ref().is_some_and(|p| !p.is_empty()) {
             self.error(&groups.span, "`pmc` and `pmc_groups` cannot both be set")
@@ -238,7 +248,7 @@ impl Converter<'_> {
                 ),
             );
         }
-        lists
+        Counting::Groups(lists)
     }
 
     /// `kernel_include_regex`, `kernel_exclude_regex` and `kernel_iteration_range`, which

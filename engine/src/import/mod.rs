@@ -90,17 +90,27 @@ pub fn import(request: &Request<'_>) -> Result<Imported, Vec<Diagnostic>> {
         n if n == jobs.value.len() => count(n),
         n => format!("{}, {n} pipelines", count(jobs.value.len())),
     };
-    let pipelines: Vec<(PathBuf, String, String)> = match (passes.as_slice(), request.several) {
-        ([pass], several) => {
-            let target = match (several, request.output) {
-                (Some(Several::Split), Some(dir)) => dir.join(format!("{}.toml", pass.stem)),
-                (_, Some(output)) => output.to_owned(),
-                (_, None) => PathBuf::from(format!("{}.toml", pass.stem)),
-            };
-            let header = header(&file, &pass.label, &pass.warnings, &[]);
-            vec![(target, pass.label.clone(), render(&header, table(pass)))]
+    // Each pipeline: where it goes, what it converts, its text.
+    let own = |pass: &Pass, target: PathBuf| {
+        let header = header(&file, &pass.label, &pass.warnings, &[]);
+        (target, pass.label.clone(), render(&header, table(pass)))
+    };
+    let pipelines: Vec<(PathBuf, String, String)> = match (request.several, passes.as_slice()) {
+        (Some(Several::Split), _) => {
+            let dir = request.output.unwrap_or(Path::new("."));
+            passes
+                .iter()
+                .map(|pass| own(pass, dir.join(format!("{}.toml", pass.stem))))
+                .collect()
         }
-        (_, None) => {
+        (_, [pass]) => {
+            let target = request.output.map_or_else(
+                || PathBuf::from(format!("{}.toml", pass.stem)),
+                Path::to_path_buf,
+            );
+            vec![own(pass, target)]
+        }
+        (None, _) => {
             return Err(vec![
                 Diagnostic::error(format!(
                     "`{}` has {what}: say how to write them",
@@ -112,18 +122,7 @@ pub fn import(request: &Request<'_>) -> Result<Imported, Vec<Diagnostic>> {
                 )),
             ]);
         }
-        (_, Some(Several::Split)) => {
-            let dir = request.output.unwrap_or(Path::new("."));
-            passes
-                .iter()
-                .map(|pass| {
-                    let header = header(&file, &pass.label, &pass.warnings, &[]);
-                    let target = dir.join(format!("{}.toml", pass.stem));
-                    (target, pass.label.clone(), render(&header, table(pass)))
-                })
-                .collect()
-        }
-        (_, Some(Several::Params)) => {
+        (Some(Several::Params), _) => {
             let target = request
                 .output
                 .map_or_else(|| PathBuf::from(format!("{stem}.toml")), Path::to_path_buf);
