@@ -905,3 +905,49 @@ fn a_converted_job_runs_on_the_simulated_device() {
         "{written:?}"
     );
 }
+
+#[test]
+fn counter_names_are_checked_against_definitions() {
+    let definitions = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/counters/standard-schema.counter_defs.yaml")
+        .canonicalize()
+        .unwrap();
+    let definitions = definitions.to_str().unwrap();
+    let dir = with_input("passes.txt");
+    let known = rocflow(
+        &[
+            "import-rocprofv3",
+            "passes.txt",
+            "--params",
+            "--counters",
+            definitions,
+        ],
+        dir.path(),
+        &[],
+    );
+    succeeded(&known);
+    std::fs::write(dir.path().join("typo.txt"), "pmc: SQ_WAVE\n").unwrap();
+    let typo = rocflow(
+        &[
+            "import-rocprofv3",
+            "typo.txt",
+            "-o",
+            "p.toml",
+            "--counters",
+            definitions,
+        ],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(typo.status.code(), Some(2));
+    let stderr = text(&typo.stderr);
+    // The error is in the converted pipeline, which is shown, and says where it came from.
+    assert!(stderr.contains("unknown counter `SQ_WAVE`"), "{stderr}");
+    assert!(stderr.contains("did you mean `SQ_WAVES`?"), "{stderr}");
+    assert!(stderr.contains("--> p.toml:"), "{stderr}");
+    assert!(
+        stderr.contains("in the pipeline converted from typo.txt (pass 1)"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("p.toml").exists());
+}
