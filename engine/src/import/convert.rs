@@ -11,15 +11,14 @@ use indexmap::IndexMap;
 use regex::Regex;
 
 use super::de::Spanned;
-use super::input::{Job, Opt, OutputFormat, TimeUnit};
-use super::paths;
+use super::input::{Job, Opt, OutputFormat, TimeUnit, flag};
+use super::{domains, kernels, paths, period};
 use crate::diag::{Diagnostic, SourceFile, Span};
 use crate::pipeline::model::{
     Context, Counters, Header, KernelFilter, PcSampling, Period, Pipeline, Post, PostStep,
-    Quantity, Rename, Sink, SinkKind, Tracing, Transform, TransformOp,
+    Quantity, Sink, SinkKind, Tracing,
 };
 use crate::pipeline::name_of;
-use crate::pipeline::units::IterationRanges;
 use crate::record::RecordKind;
 use crate::sdk::{Domain, PcSamplingMethod};
 
@@ -116,7 +115,7 @@ struct Settings {
     sinks: Vec<SinkKind>,
     outputs: Outputs,
     summary_formats: Vec<String>,
-    demangle: bool,
+    mangled: bool,
     truncate: bool,
 }
 
@@ -157,7 +156,7 @@ impl Converter<'_> {
         };
         let (kernels, iterations) = self.kernel_filter(j, counts);
         let settings = Settings {
-            domains: domains(j),
+            domains: domains::domains(j),
             kernels,
             iterations,
             pc_sampling: self.pc_sampling(j),
@@ -165,7 +164,7 @@ impl Converter<'_> {
             sinks: self.sinks(j),
             outputs: self.outputs(j),
             summary_formats: summary_formats(j),
-            demangle: !flag(&j.mangled_kernels) || flag(&j.truncate_kernels),
+            mangled: flag(&j.mangled_kernels),
             truncate: flag(&j.truncate_kernels),
         };
         if settings.domains.is_empty() && !counts && settings.pc_sampling.is_none() {
@@ -276,7 +275,7 @@ impl Converter<'_> {
             exclude: regex(&j.kernel_exclude_regex, "kernel_exclude_regex"),
         };
         let iterations = j.kernel_iteration_range.as_ref().and_then(|range| {
-            iteration_ranges(range.value.as_slice())
+            kernels::iteration_ranges(range.value.as_slice())
                 .map_err(|message| {
                     self.error(&range.span, message).hint =
                         Some("write ranges and iterations like \"[1-10],[20]\"".into());
@@ -436,12 +435,12 @@ impl Converter<'_> {
                 ),
             );
         }
-        match triplet(&periods.value[0], unit) {
+        match period::triplet(&periods.value[0], unit) {
             Ok((delay, duration, repeat)) => Some(Period {
                 paused: false,
-                delay: Some(Quantity::Text(duration_text(delay))),
-                duration: Some(Quantity::Text(duration_text(duration))),
-                interval: (repeat > 1).then(|| Quantity::Text(duration_text(delay))),
+                delay: Some(Quantity::Text(period::duration_text(delay))),
+                duration: Some(Quantity::Text(period::duration_text(duration))),
+                interval: (repeat > 1).then(|| Quantity::Text(period::duration_text(delay))),
                 repeat: (repeat > 1).then_some(repeat - 1),
             }),
             Err(message) => {
@@ -620,103 +619,12 @@ fn pipeline(
         pipeline: header,
         params,
         context: context.into_iter().collect(),
-        transform: kernel_names(s, &produced).into_iter().collect(),
+        transform: kernels::kernel_names(s.mangled, s.truncate, &produced)
+            .into_iter()
+            .collect(),
         sink,
         post,
     }
-}
-
-fn flag(option: &Opt<bool>) -> bool {
-    option.as_ref().is_some_and(|o| o.value)
-}
-
-/// The rocprofiler-sdk domains a job traces. An aggregate option turns on each option it
-/// includes that the job leaves unset, as rocprofv3 does: `sys_trace: true` with
-/// `hsa_trace: false` traces no HSA API.
-fn domains(j: &Job) -> Vec<Domain> {
-    let set = |o: &Opt<bool>| o.as_ref().map(|o| o.value);
-    let mut hip = set(&j.hip_trace);
-    let mut hip_runtime = set(&j.hip_runtime_trace);
-    let mut hip_compiler = set(&j.hip_compiler_trace);
-    let mut hsa = set(&j.hsa_trace);
-    let mut hsa_core = set(&j.hsa_core_trace);
-    let mut hsa_amd = set(&j.hsa_amd_trace);
-    let mut hsa_image = set(&j.hsa_image_trace);
-    let mut hsa_finalize = set(&j.hsa_finalize_trace);
-    let mut marker = set(&j.marker_trace);
-    let mut kernel = set(&j.kernel_trace);
-    let mut memory_copy = set(&j.memory_copy_trace);
-    let mut memory_allocation = set(&j.memory_allocation_trace);
-    let mut scratch_memory = set(&j.scratch_memory_trace);
-    let mut rccl = set(&j.rccl_trace);
-    let mut rocdecode = set(&j.rocdecode_trace);
-    let mut rocjpeg = set(&j.rocjpeg_trace);
-    let fill = |options: &mut [&mut Option<bool>]| {
-        for option in options {
-            option.get_or_insert(true);
-        }
-    };
-    if flag(&j.kokkos_trace) {
-        fill(&mut [&mut marker]);
-    }
-    if flag(&j.sys_trace) {
-        fill(&mut [
-            &mut hip,
-            &mut hsa,
-            &mut marker,
-            &mut kernel,
-            &mut memory_copy,
-            &mut memory_allocation,
-            &mut scratch_memory,
-            &mut rccl,
-            &mut rocdecode,
-            &mut rocjpeg,
-        ]);
-    }
-    if flag(&j.runtime_trace) {
-        fill(&mut [
-            &mut hip_runtime,
-            &mut marker,
-            &mut kernel,
-            &mut memory_copy,
-            &mut memory_allocation,
-            &mut scratch_memory,
-            &mut rccl,
-            &mut rocdecode,
-            &mut rocjpeg,
-        ]);
-    }
-    if hip == Some(true) {
-        fill(&mut [&mut hip_runtime, &mut hip_compiler]);
-    }
-    if hsa == Some(true) {
-        fill(&mut [
-            &mut hsa_core,
-            &mut hsa_amd,
-            &mut hsa_image,
-            &mut hsa_finalize,
-        ]);
-    }
-    [
-        (hip_runtime, Domain::HipRuntimeApi),
-        (hip_compiler, Domain::HipCompilerApi),
-        (hsa_core, Domain::HsaCoreApi),
-        (hsa_amd, Domain::HsaAmdExtApi),
-        (hsa_image, Domain::HsaImageExtApi),
-        (hsa_finalize, Domain::HsaFinalizeExtApi),
-        (marker, Domain::MarkerCoreRangeApi),
-        (kernel, Domain::KernelDispatch),
-        (memory_copy, Domain::MemoryCopy),
-        (memory_allocation, Domain::MemoryAllocation),
-        (scratch_memory, Domain::ScratchMemory),
-        (rccl, Domain::RcclApi),
-        (rocdecode, Domain::RocdecodeApi),
-        (rocjpeg, Domain::RocjpegApi),
-    ]
-    .into_iter()
-    .filter(|(on, _)| *on == Some(true))
-    .map(|(_, domain)| domain)
-    .collect()
 }
 
 /// Counter names as rocprofv3 takes them: apart by spaces or commas.
@@ -727,66 +635,6 @@ fn counter_names(written: &[String]) -> Vec<String> {
         .filter(|name| !name.is_empty())
         .map(str::to_owned)
         .collect()
-}
-
-/// rocprofv3's iteration ranges (iterations and `A-B` ranges, apart by brackets, commas
-/// or spaces: "[1-10],[20]", "[1, 2, 5-8]") in rocflow's form, "[1-10],[20]".
-fn iteration_ranges(written: &[String]) -> Result<String, String> {
-    let text = written.join(",");
-    let parts: Vec<String> = text
-        .split(|c: char| matches!(c, '[' | ']' | ',') || c.is_whitespace())
-        .filter(|token| !token.is_empty())
-        .map(|token| match token.split_once('-') {
-            Some((first, last)) if first.is_empty() || last.is_empty() => Err(format!(
-                "`{token}` in `kernel_iteration_range` is not a range; write `FIRST-LAST`"
-            )),
-            Some((first, last)) => Ok(format!("[{first}-{last}]")),
-            None => Ok(format!("[{token}]")),
-        })
-        .collect::<Result<_, _>>()?;
-    if parts.is_empty() {
-        return Err("`kernel_iteration_range` names no iteration".into());
-    }
-    let ranges = parts.join(",");
-    IterationRanges::parse(&ranges)?;
-    Ok(ranges)
-}
-
-/// `START_DELAY:COLLECTION_TIME:REPEAT` in nanoseconds (converted as rocprofv3 converts
-/// them: the time times the unit, rounded down) and the number of periods (0 means one).
-fn triplet(text: &str, unit: TimeUnit) -> Result<(u64, u64, u32), String> {
-    let parts: Vec<&str> = text.split(':').map(str::trim).collect();
-    let [delay, duration, repeat] = parts[..] else {
-        return Err(format!("`{text}` is not a collection period"));
-    };
-    let time = |part: &str| {
-        part.parse::<f64>()
-            .ok()
-            .filter(|t| t.is_finite() && *t >= 0.0)
-            .map(|t| (t * unit.nanoseconds()) as u64)
-            .ok_or_else(|| format!("`{part}` in `{text}` is not a time"))
-    };
-    let repeat: u32 = repeat
-        .parse()
-        .map_err(|_| format!("`{repeat}` in `{text}` is not a number of repeats"))?;
-    Ok((time(delay)?, time(duration)?, repeat.max(1)))
-}
-
-/// Nanoseconds in the largest unit rocflow reads that keeps them whole: "1500ms".
-fn duration_text(ns: u64) -> String {
-    const UNITS: &[(&str, u64)] = &[
-        ("min", 60_000_000_000),
-        ("s", 1_000_000_000),
-        ("ms", 1_000_000),
-        ("us", 1_000),
-    ];
-    UNITS
-        .iter()
-        .find(|(_, size)| ns >= *size && ns % size == 0)
-        .map_or_else(
-            || format!("{ns}ns"),
-            |(unit, size)| format!("{}{unit}", ns / size),
-        )
 }
 
 /// What the summary step writes: CSV tables for `stats`, Markdown for `summary` (rocflow's
@@ -800,59 +648,6 @@ fn summary_formats(j: &Job) -> Vec<String> {
         formats.push("md".to_owned());
     }
     formats
-}
-
-/// rocprofv3 demangles kernel names unless `mangled_kernels` is set, and `truncate_kernels`
-/// keeps their base name (demangled either way).
-fn kernel_names(s: &Settings, produced: &[RecordKind]) -> Option<Transform> {
-    let records: Vec<String> = produced
-        .iter()
-        .filter(|k| k.column("kernel_name").is_some())
-        .map(|k| k.name().to_owned())
-        .collect();
-    if records.is_empty() || !(s.demangle || s.truncate) {
-        return None;
-    }
-    let rename = s
-        .truncate
-        .then(|| Rename {
-            pattern: base_name_pattern(),
-            replacement: "${1}".into(),
-        })
-        .into_iter()
-        .collect();
-    Some(Transform {
-        name: "kernel-names".into(),
-        records,
-        strict: false,
-        op: TransformOp::KernelName {
-            demangle: s.demangle,
-            truncate: None,
-            rename,
-        },
-    })
-}
-
-/// How deep brackets nest in a name whose base name `truncate_kernels` finds.
-const BRACKET_DEPTH: usize = 4;
-
-/// A regex that keeps a demangled name's base name, as `truncate_kernels` does: the last
-/// name before the trailing bracketed groups, after the last space or `::`, so
-/// `void ns::gemm<float, 4>(float*, int)` becomes `gemm`. A regex cannot count, so groups
-/// nest up to [`BRACKET_DEPTH`] levels; a name nested deeper is left whole.
-fn base_name_pattern() -> String {
-    let group = |open: &str, close: &str| {
-        let other = format!("[^{open}{close}]");
-        (1..BRACKET_DEPTH).fold(format!("{open}{other}*{close}"), |inner, _| {
-            format!("{open}(?:{other}|{inner})*{close}")
-        })
-    };
-    format!(
-        r"^.*?([^\s:()<>\[\]]+)(?:\s*(?:{}|{}|{}))*\s*$",
-        group(r"\(", r"\)"),
-        group("<", ">"),
-        group(r"\[", r"\]"),
-    )
 }
 
 /// A pipeline name from a file and pass name (letters, digits, `_`, `-`, `.`).
@@ -878,61 +673,6 @@ pub(super) fn pipeline_name(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base_names_as_truncate_kernels_finds_them() {
-        let re = Regex::new(&base_name_pattern()).unwrap();
-        let base = |name: &str| re.replace(name, "${1}").into_owned();
-        assert_eq!(base("gemm(float*, float*, float*, int)"), "gemm");
-        assert_eq!(
-            base("void gemm_kernel<float, 64>(float const*, float*, int)"),
-            "gemm_kernel"
-        );
-        assert_eq!(
-            base("void at::native::(anonymous namespace)::foo<bar<int> >(int (*)(int))"),
-            "foo"
-        );
-        assert_eq!(base("Foo<int, float>::foo(a[], int (int))"), "foo");
-        assert_eq!(
-            base("__amd_rocclr_fillBufferAligned"),
-            "__amd_rocclr_fillBufferAligned"
-        );
-        let deep = "f<a<b<c<d<e>>>>>(int)";
-        assert_eq!(base(deep), deep, "deeper than the regex counts: left whole");
-    }
-
-    #[test]
-    fn iteration_ranges_in_rocflow_form() {
-        let one = |s: &str| iteration_ranges(&[s.to_owned()]);
-        assert_eq!(one("[1-10],[20]").as_deref(), Ok("[1-10],[20]"));
-        assert_eq!(one("[1, 2, 5-8]").as_deref(), Ok("[1],[2],[5-8]"));
-        assert_eq!(
-            iteration_ranges(&["3".into(), "[4-5]".into()]).as_deref(),
-            Ok("[3],[4-5]")
-        );
-        assert!(one("[5-]").unwrap_err().contains("not a range"));
-        assert!(one("[0-3]").unwrap_err().contains("count from 1"));
-        assert!(one("[9-3]").unwrap_err().contains("ends before"));
-        assert!(one("[]").unwrap_err().contains("names no iteration"));
-    }
-
-    #[test]
-    fn periods_in_nanoseconds() {
-        assert_eq!(
-            triplet("1:2.5:3", TimeUnit::Sec),
-            Ok((1_000_000_000, 2_500_000_000, 3))
-        );
-        assert_eq!(
-            triplet("10:20:0", TimeUnit::Msec),
-            Ok((10_000_000, 20_000_000, 1))
-        );
-        assert!(triplet("1:2", TimeUnit::Sec).is_err());
-        assert!(triplet("1:x:2", TimeUnit::Sec).unwrap_err().contains("`x`"));
-        assert_eq!(duration_text(2_500_000_000), "2500ms");
-        assert_eq!(duration_text(120_000_000_000), "2min");
-        assert_eq!(duration_text(0), "0ns");
-        assert_eq!(duration_text(1_001), "1001ns");
-    }
 
     #[test]
     fn names() {

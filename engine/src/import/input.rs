@@ -136,6 +136,11 @@ pub struct Job {
     pub att_serialize_all: Opt<bool>,
 }
 
+/// Whether a flag is set to true.
+pub fn flag(option: &Opt<bool>) -> bool {
+    option.as_ref().is_some_and(|o| o.value)
+}
+
 /// Whether an option asks for anything: a flag set to `false` asks for nothing.
 pub trait Asks {
     fn asks(&self) -> bool;

@@ -10,8 +10,11 @@
 
 mod convert;
 mod de;
+mod domains;
 mod input;
+mod kernels;
 mod paths;
+mod period;
 mod shared;
 mod text;
 
