@@ -38,7 +38,7 @@ pub mod expr;
 pub mod migrate;
 mod resolve;
 mod schema;
-mod yaml;
+pub mod yaml;
 
 pub use check::check;
 pub use definitions::{

@@ -69,6 +69,22 @@ impl SourceFile {
         &self.notes
     }
 
+    /// The byte offset of a one-based line and column as parsers count them (bytes from
+    /// the line's start), kept inside the line and on a character boundary.
+    pub fn offset(&self, line: usize, column: usize) -> usize {
+        let Some(&start) = self.line_starts.get(line.saturating_sub(1)) else {
+            return self.text.len();
+        };
+        let end = self.text[start..]
+            .find('\n')
+            .map_or(self.text.len(), |e| start + e);
+        let mut offset = (start + column.saturating_sub(1)).min(end);
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        offset
+    }
+
     /// One-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());

@@ -13,6 +13,7 @@ pub mod diag;
 pub mod diff;
 pub mod error;
 pub mod generate;
+pub mod import;
 pub mod pipeline;
 pub mod plan;
 pub mod post;

@@ -3,7 +3,10 @@
 //! Definition files need three things a serde YAML crate does not give: the place of every
 //! node (for `file:line:col`), every key of a mapping even when repeated (duplicate counter
 //! names must be reported, not silently dropped), and the comments (migration carries
-//! them over). The tree is built from `saphyr-parser`'s events; [`emit`] writes one back.
+//! them over). The tree is built from `saphyr-parser`'s events; `emit` writes one back.
+//!
+//! It is public so that other readers of YAML in the workspace (rocflow's rocprofv3 input
+//! importer) read it the same way and point at the same places.
 
 pub(crate) mod emit;
 
@@ -16,7 +19,7 @@ use crate::diagnostic::{Diagnostic, Location, Source};
 
 /// A parsed file: its root node and its full-line comments.
 #[derive(Debug)]
-pub(crate) struct Document {
+pub struct Document {
     pub source: Arc<Source>,
     pub root: Node,
     pub comments: Vec<Comment>,
@@ -24,7 +27,7 @@ pub(crate) struct Document {
 
 /// A comment on a line of its own, e.g. `# TCC Block (Texture Cache per Channel)`.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Comment {
+pub struct Comment {
     /// Byte offset of the `#`.
     pub offset: usize,
     /// Column of the `#`: zero for a top-level comment.
@@ -34,7 +37,7 @@ pub(crate) struct Comment {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Node {
+pub struct Node {
     pub value: Value,
     /// Byte range in the source; quotes included for quoted scalars.
     pub span: Range<usize>,
@@ -43,7 +46,7 @@ pub(crate) struct Node {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Value {
+pub enum Value {
     Scalar(Scalar),
     Sequence(Vec<Node>),
     /// Entries in file order, duplicates kept: readers decide what a repeated key means.
@@ -51,7 +54,7 @@ pub(crate) enum Value {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Scalar {
+pub struct Scalar {
     pub text: String,
     /// A plain scalar's type comes from its text (`25` is a number); a quoted one is a
     /// string whatever its text.
@@ -215,10 +218,10 @@ impl<'a> Builder<'a> {
                 Event::StreamStart | Event::DocumentEnd => {}
                 Event::StreamEnd => break,
                 Event::DocumentStart(_) if root.is_some() => {
-                    return Err(Diagnostic::error(
-                        "a counter definition file holds one YAML document",
-                    )
-                    .at(Location::new(self.source, span)));
+                    return Err(
+                        Diagnostic::error("the file holds more than one YAML document")
+                            .at(Location::new(self.source, span)),
+                    );
                 }
                 Event::DocumentStart(_) => root = Some(self.node()?),
                 _ => unreachable!("the parser yields nodes only inside a document"),

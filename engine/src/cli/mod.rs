@@ -2,6 +2,7 @@
 //! errors and picks the exit code.
 
 mod counters;
+mod import;
 mod pipeline;
 mod run;
 mod spool;
@@ -57,6 +58,9 @@ enum Command {
     /// List, show and check counter definitions.
     #[command(subcommand)]
     Counters(counters::CountersCommand),
+    /// Convert a rocprofv3 input file (YAML or JSON jobs, or text pmc lines) into pipelines.
+    #[command(name = "import-rocprofv3")]
+    ImportRocprofv3(import::ImportArgs),
 }
 
 /// Runs the command line and maps its outcome to an exit code.
@@ -74,6 +78,7 @@ pub fn main() -> ExitCode {
         Command::Generate(args) => spool::generate(args),
         Command::MigrateCounters(args) => counters::migrate(args),
         Command::Counters(command) => counters::run(command),
+        Command::ImportRocprofv3(args) => import::import(args),
     };
     match outcome {
         Ok(code) => code,

@@ -1300,7 +1300,7 @@ fn last_line(text: &str) -> String {
 }
 
 /// A value's name as pipelines write it (its serde form).
-fn name_of<T: serde::Serialize>(value: &T) -> String {
+pub(crate) fn name_of<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_value(value)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

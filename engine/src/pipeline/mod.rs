@@ -12,13 +12,15 @@ pub mod units;
 pub mod value;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde::Deserialize;
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, SourceFile};
 use crate::plan::Plan;
 
+pub(crate) use compile::name_of;
 pub use params::Override;
 pub use template::{Library, Origin};
 pub use value::Node;
@@ -49,6 +51,25 @@ pub struct Compiled {
 /// found is returned (warnings after them), so a user fixes them in one round.
 pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
     let merged = options.library.load(path).map_err(|d| vec![d])?;
+    compile_merged(merged, path, options)
+}
+
+/// Compiles pipeline text that is not on disk (yet) as if it were the file `path`: what
+/// programs that write pipelines check their output with before writing it.
+pub fn compile_text(
+    path: &Path,
+    file: Arc<SourceFile>,
+    options: &Options,
+) -> Result<Compiled, Vec<Diagnostic>> {
+    let merged = options.library.load_text(path, file).map_err(|d| vec![d])?;
+    compile_merged(merged, path, options)
+}
+
+fn compile_merged(
+    merged: template::Merged,
+    path: &Path,
+    options: &Options,
+) -> Result<Compiled, Vec<Diagnostic>> {
     let mut doc = merged.doc;
     let params = params::apply(&mut doc, &options.overrides)?;
     let json = doc.to_json();

@@ -1,12 +1,15 @@
 //! The pipeline document as typed Rust values, read from the merged tree once the schema
 //! has accepted it. Values stay as the user wrote them (sizes as text, names as strings);
 //! the checks and the compiler turn them into the Plan.
+//!
+//! The types also serialize, for programs that write pipelines (`rocflow import-rocprofv3`):
+//! defaults are left out, so a written pipeline holds only what was set.
 
 use indexmap::IndexMap;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// A size or duration: an integer (bytes, nanoseconds) or text with a unit.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum Quantity {
     Number(u64),
@@ -14,64 +17,64 @@ pub enum Quantity {
 }
 
 /// An agent selector: an index, or a type or gfx name (globs allowed).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum AgentRef {
     Index(u32),
     Name(String),
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pipeline {
     #[serde(default)]
     pub pipeline: Header,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub params: IndexMap<String, serde_json::Value>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<Context>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transform: Vec<Transform>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sink: Vec<Sink>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub post: Vec<Post>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Header {
     pub name: Option<String>,
     pub description: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Context {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tracing: Vec<Tracing>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Buffer::is_empty")]
     pub buffer: Buffer,
     pub counters: Option<Counters>,
     pub pc_sampling: Option<PcSampling>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub serialize: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentRef>,
     pub period: Option<Period>,
 }
 
 /// A traced domain, with an optional filter on its operations.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum Tracing {
     Domain(String),
     Filtered {
         domain: String,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         include: Vec<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         exclude: Vec<String>,
     },
 }
@@ -84,7 +87,7 @@ impl Tracing {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Buffer {
     pub size: Option<Quantity>,
@@ -92,24 +95,31 @@ pub struct Buffer {
     pub policy: Option<crate::sdk::BufferPolicy>,
 }
 
-#[derive(Debug, Deserialize)]
+impl Buffer {
+    /// Nothing set: the compiler's defaults apply.
+    pub fn is_empty(&self) -> bool {
+        self.size.is_none() && self.watermark.is_none() && self.policy.is_none()
+    }
+}
+
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Counters {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub collect: Vec<String>,
     pub definitions: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub derived: Vec<DerivedCounter>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reduce: Vec<Reduction>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "KernelFilter::is_empty")]
     pub kernels: KernelFilter,
     pub iterations: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentRef>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DerivedCounter {
     pub name: String,
@@ -117,10 +127,10 @@ pub struct DerivedCounter {
     pub description: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reduction {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<String>,
     pub dimensions: Vec<String>,
     pub op: ReduceOp,
@@ -128,27 +138,34 @@ pub struct Reduction {
 
 pub use rocflow_core::contexts::ReduceOp;
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct KernelFilter {
     pub include: Option<String>,
     pub exclude: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+impl KernelFilter {
+    /// No filter: every kernel is profiled.
+    pub fn is_empty(&self) -> bool {
+        self.include.is_none() && self.exclude.is_none()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PcSampling {
     pub method: crate::sdk::PcSamplingMethod,
     pub unit: Option<crate::sdk::PcSamplingUnit>,
     pub interval: Option<u64>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentRef>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Period {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
     pub delay: Option<Quantity>,
     pub duration: Option<Quantity>,
@@ -156,19 +173,19 @@ pub struct Period {
     pub repeat: Option<u32>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 pub struct Transform {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<String>,
     /// Stop the run at the first record the transform fails on (filter and derive).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub strict: bool,
     #[serde(flatten)]
     pub op: TransformOp,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TransformOp {
     Filter {
@@ -179,10 +196,10 @@ pub enum TransformOp {
         expression: String,
     },
     KernelName {
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         demangle: bool,
         truncate: Option<u32>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         rename: Vec<Rename>,
     },
     KernelFilter {
@@ -195,7 +212,7 @@ pub enum TransformOp {
         end: Option<Quantity>,
     },
     ReduceDimensions {
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         counters: Vec<String>,
         dimensions: Vec<String>,
         op: ReduceOp,
@@ -206,27 +223,27 @@ pub enum TransformOp {
     },
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rename {
     pub pattern: String,
     pub replacement: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sink {
     pub name: String,
     pub kind: SinkKind,
     pub path: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub options: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The output formats rocflow writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SinkKind {
     Perfetto,
@@ -237,25 +254,25 @@ pub enum SinkKind {
     Csv,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 pub struct Post {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub required: bool,
     #[serde(flatten)]
     pub step: PostStep,
 }
 
 /// A post-step as declared; it is carried into the Plan unchanged.
-#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PostStep {
     Summary {
         path: Option<String>,
         top: Option<u32>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         formats: Vec<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         by: Vec<String>,
     },
     Sql {
@@ -270,7 +287,7 @@ pub enum PostStep {
     },
     Command {
         argv: Vec<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
         env: IndexMap<String, String>,
     },
 }

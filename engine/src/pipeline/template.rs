@@ -111,6 +111,15 @@ impl Library {
         Ok(Merged { doc, sources })
     }
 
+    /// Merges text that would be the file `path` (its relative `extends` resolve from
+    /// there) with everything it extends.
+    pub fn load_text(&self, path: &Path, file: Arc<SourceFile>) -> Result<Merged, Diagnostic> {
+        let mut sources = Vec::new();
+        let origin = Origin::File(path.to_owned());
+        let doc = self.resolve(origin, file, &mut Vec::new(), &mut sources)?;
+        Ok(Merged { doc, sources })
+    }
+
     /// The text of a template found by name on the search path or in the shipped library,
     /// for `templates show`.
     pub fn read(&self, name: &str) -> Result<(Origin, String), Diagnostic> {

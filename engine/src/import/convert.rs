@@ -1,0 +1,682 @@
+//! One rocprofv3 job as rocflow pipelines: its tracing options become the domains of one
+//! context, its counters that context's counter collection (with the kernel filters), its
+//! PC-sampling options and collection period the context's too; output formats become
+//! sinks, `stats` and `summary` a summary step, kernel naming a `kernel_name` transform.
+//! A job with `pmc_groups` becomes one pipeline per group.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use regex::Regex;
+
+use super::de::Spanned;
+use super::input::{Job, Opt, OutputFormat, TimeUnit, flag};
+use super::{domains, kernels, paths, period};
+use crate::diag::{Diagnostic, SourceFile, Span};
+use crate::pipeline::model::{
+    Context, Counters, Header, KernelFilter, PcSampling, Period, Pipeline, Post, PostStep,
+    Quantity, Sink, SinkKind, Tracing,
+};
+use crate::pipeline::name_of;
+use crate::record::RecordKind;
+use crate::sdk::{Domain, PcSamplingMethod};
+
+/// The context every converted pipeline collects with.
+pub const CONTEXT: &str = "rocprofv3";
+
+/// How the passes of a file are named and where each writes, as rocprofv3 does it.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    /// What the file's units are called: `job` (YAML, JSON) or `pass` (text lines).
+    pub noun: &'static str,
+    /// And more than one of them.
+    pub nouns: &'static str,
+    /// rocprofv3's output subdirectory prefix for them: `pass_` or `pmc_`.
+    pub subdirectory: &'static str,
+}
+
+/// One pipeline of the conversion: a job, or one counter group of a job.
+#[derive(Debug)]
+pub struct Pass {
+    /// `job 2`, `job 2, group 1`, `pass 3`.
+    pub label: String,
+    /// The pipeline's file name without `.toml`: `job-2`, `job-2-group-1`, `pass-3`.
+    pub stem: String,
+    /// The job in the input file.
+    pub span: Range<usize>,
+    pub pipeline: Pipeline,
+    /// What was not converted, and what works differently; each points into the input.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Converts every job; the errors of all jobs are reported together.
+pub fn passes(
+    file: &Arc<SourceFile>,
+    name: &str,
+    jobs: &[Spanned<Job>],
+    layout: Layout,
+) -> Result<Vec<Pass>, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut passes = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        let mut converter = Converter {
+            file,
+            errors: &mut errors,
+            warnings: Vec::new(),
+        };
+        let number = i + 1;
+        let place = JobPlace {
+            name,
+            number,
+            layout,
+            several: jobs.len() > 1,
+        };
+        passes.extend(converter.job(&place, job));
+    }
+    if errors.is_empty() {
+        Ok(passes)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Which job of which file is converted.
+struct JobPlace<'a> {
+    /// The input file's stem, for pipeline names.
+    name: &'a str,
+    number: usize,
+    layout: Layout,
+    several: bool,
+}
+
+struct Converter<'a> {
+    file: &'a Arc<SourceFile>,
+    errors: &'a mut Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+}
+
+/// What a job counts.
+enum Counting {
+    /// These counters (maybe none) for the whole run.
+    Run(Vec<String>),
+    /// Groups rocprofv3 switches between during the run; rocflow has no multiplexing, so
+    /// each is collected in a run (a pipeline) of its own.
+    Groups(Vec<Vec<String>>),
+}
+
+/// A job's settings shared by its passes.
+struct Settings {
+    domains: Vec<Domain>,
+    kernels: KernelFilter,
+    iterations: Option<String>,
+    pc_sampling: Option<PcSampling>,
+    period: Option<Period>,
+    sinks: Vec<SinkKind>,
+    outputs: Outputs,
+    summary_formats: Vec<String>,
+    mangled: bool,
+    truncate: bool,
+}
+
+impl Converter<'_> {
+    fn span(&self, range: &Range<usize>) -> Option<Span> {
+        Some(Span::new(self.file, range.clone()))
+    }
+
+    fn error(&mut self, range: &Range<usize>, message: impl Into<String>) -> &mut Diagnostic {
+        let d = Diagnostic::error(message).at(self.span(range));
+        self.errors.push(d);
+        self.errors.last_mut().expect("just pushed")
+    }
+
+    fn warn(&mut self, range: &Range<usize>, message: impl Into<String>) {
+        let d = Diagnostic::warning(message).at(self.span(range));
+        self.warnings.push(d);
+    }
+
+    fn job(&mut self, place: &JobPlace<'_>, job: &Spanned<Job>) -> Vec<Pass> {
+        let j = &job.value;
+        for u in j.unsupported() {
+            self.warn(
+                &u.span,
+                format!("`{}` is not converted: {}", u.key, u.reason),
+            );
+        }
+        if let Some(kokkos) = j.kokkos_trace.as_ref().filter(|k| k.value) {
+            self.warn(
+                &kokkos.span,
+                "`kokkos_trace` is converted as `marker_trace`: rocflow loads no Kokkos Tools connector and cannot rename kernels",
+            );
+        }
+        let counting = self.counting(j);
+        let counts = match &counting {
+            Counting::Run(counters) => !counters.is_empty(),
+            Counting::Groups(_) => true,
+        };
+        let (kernels, iterations) = self.kernel_filter(j, counts);
+        let settings = Settings {
+            domains: domains::domains(j),
+            kernels,
+            iterations,
+            pc_sampling: self.pc_sampling(j),
+            period: self.period(j),
+            sinks: self.sinks(j),
+            outputs: self.outputs(j),
+            summary_formats: summary_formats(j),
+            mangled: flag(&j.mangled_kernels),
+            truncate: flag(&j.truncate_kernels),
+        };
+        if settings.domains.is_empty() && !counts && settings.pc_sampling.is_none() {
+            self.warn(
+                &job.span,
+                "this job enables no tracing, counters or PC sampling (rocprofv3 warns too)",
+            );
+        }
+        // Shown in the order of the file.
+        self.warnings
+            .sort_by_key(|w| w.span.as_ref().map(|s| s.range.start));
+        let noun = place.layout.noun;
+        let number = place.number;
+        // rocprofv3 gives a job its own directory when there are several, or when it counts.
+        let has_pmc = j.pmc.as_ref().is_some_and(|p| !p.value.is_empty());
+        let subdirectory =
+            (place.several || has_pmc).then(|| format!("{}{number}", place.layout.subdirectory));
+        let runs: Vec<(Option<usize>, Vec<String>)> = match counting {
+            Counting::Run(counters) => vec![(None, counters)],
+            Counting::Groups(groups) => (1..).map(Some).zip(groups).collect(),
+        };
+        runs.into_iter()
+            .map(|(group, counters)| {
+                let (label, stem, directory) = match group {
+                    None => (
+                        format!("{noun} {number}"),
+                        format!("{noun}-{number}"),
+                        subdirectory.clone(),
+                    ),
+                    Some(group) => (
+                        format!("{noun} {number}, group {group}"),
+                        format!("{noun}-{number}-group-{group}"),
+                        Some(match &subdirectory {
+                            Some(sub) => format!("{sub}/group_{group}"),
+                            None => format!("group_{group}"),
+                        }),
+                    ),
+                };
+                let header = Header {
+                    name: Some(pipeline_name(&format!("{}-{stem}", place.name))),
+                    description: Some(format!(
+                        "Converted from the rocprofv3 input {}, {label}",
+                        self.file.name()
+                    )),
+                };
+                Pass {
+                    pipeline: pipeline(&settings, counters, directory.as_deref(), header),
+                    label,
+                    stem,
+                    span: job.span.clone(),
+                    warnings: self.warnings.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// What a job counts: `pmc`, or the groups of `pmc_groups`.
+    fn counting(&mut self, j: &Job) -> Counting {
+        let pmc = j.pmc.as_ref().map(|p| counter_names(&p.value));
+        let Some(groups) = j.pmc_groups.as_ref().filter(|g| !g.value.is_empty()) else {
+            return Counting::Run(pmc.unwrap_or_default());
+        };
+        if pmc.as_ref().is_some_and(|p| !p.is_empty()) {
+            self.error(&groups.span, "`pmc` and `pmc_groups` cannot both be set")
+                .hint = Some("rocprofv3 refuses this too: keep one of them".into());
+        }
+        let lists: Vec<Vec<String>> = groups.value.iter().map(|g| counter_names(g)).collect();
+        if let Some(empty) = lists.iter().position(Vec::is_empty) {
+            self.error(
+                &groups.span,
+                format!("group {} of `pmc_groups` names no counters", empty + 1),
+            );
+        }
+        if lists.len() > 1 {
+            self.warn(
+                &groups.span,
+                format!(
+                    "rocflow does not switch counter groups during a run: each of the {} groups is a pipeline of its own, to run once each",
+                    lists.len()
+                ),
+            );
+        }
+        Counting::Groups(lists)
+    }
+
+    /// `kernel_include_regex`, `kernel_exclude_regex` and `kernel_iteration_range`, which
+    /// select the dispatches whose counters are collected.
+    fn kernel_filter(&mut self, j: &Job, counting: bool) -> (KernelFilter, Option<String>) {
+        let mut regex = |option: &Opt<String>, key: &str| {
+            let option = option.as_ref()?;
+            if let Err(err) = Regex::new(&option.value) {
+                let reason = err.to_string();
+                let reason = reason.lines().last().unwrap_or_default().trim();
+                self.error(
+                    &option.span,
+                    format!("`{key}` is not a regex rocflow reads: {reason}"),
+                )
+                .hint = Some(
+                    "rocflow's kernel filters are Rust regexes: no look-around, no back-references"
+                        .into(),
+                );
+                return None;
+            }
+            Some(option.value.clone())
+        };
+        let kernels = KernelFilter {
+            include: regex(&j.kernel_include_regex, "kernel_include_regex"),
+            exclude: regex(&j.kernel_exclude_regex, "kernel_exclude_regex"),
+        };
+        let iterations = j.kernel_iteration_range.as_ref().and_then(|range| {
+            kernels::iteration_ranges(range.value.as_slice())
+                .map_err(|message| {
+                    self.error(&range.span, message).hint =
+                        Some("write ranges and iterations like \"[1-10],[20]\"".into());
+                })
+                .ok()
+        });
+        if !counting {
+            let filters = [
+                (
+                    "kernel_include_regex",
+                    j.kernel_include_regex.as_ref().map(|o| &o.span),
+                ),
+                (
+                    "kernel_exclude_regex",
+                    j.kernel_exclude_regex.as_ref().map(|o| &o.span),
+                ),
+                (
+                    "kernel_iteration_range",
+                    j.kernel_iteration_range.as_ref().map(|o| &o.span),
+                ),
+            ];
+            for (key, span) in filters {
+                if let Some(span) = span {
+                    self.warn(
+                        span,
+                        format!("`{key}` has no effect: it selects the kernels whose counters are collected, and this job collects none"),
+                    );
+                }
+            }
+        }
+        (kernels, iterations)
+    }
+
+    fn pc_sampling(&mut self, j: &Job) -> Option<PcSampling> {
+        let (method, unit, interval) = match (
+            &j.pc_sampling_method,
+            &j.pc_sampling_unit,
+            &j.pc_sampling_interval,
+        ) {
+            (None, None, None) => return None,
+            (Some(m), Some(u), Some(i)) => (m, u, i),
+            (m, u, i) => {
+                let spans = [
+                    m.as_ref().map(|o| &o.span),
+                    u.as_ref().map(|o| &o.span),
+                    i.as_ref().map(|o| &o.span),
+                ];
+                let keys = [
+                    "pc_sampling_method",
+                    "pc_sampling_unit",
+                    "pc_sampling_interval",
+                ];
+                let missing: Vec<&str> = keys
+                    .iter()
+                    .zip(&spans)
+                    .filter(|(_, s)| s.is_none())
+                    .map(|(k, _)| *k)
+                    .collect();
+                let first = spans
+                    .into_iter()
+                    .flatten()
+                    .next()
+                    .expect("one is set")
+                    .clone();
+                self.error(
+                    &first,
+                    format!("PC sampling also needs `{}`", missing.join("` and `")),
+                )
+                .hint =
+                    Some("rocprofv3 takes the method, the unit and the interval together".into());
+                return None;
+            }
+        };
+        let expected = method.value.unit();
+        if unit.value != expected {
+            self.error(
+                &unit.span,
+                format!(
+                    "rocprofiler-sdk samples `{}` PCs by {}, not by {}",
+                    name_of(&method.value),
+                    name_of(&expected),
+                    name_of(&unit.value)
+                ),
+            )
+            .hint = Some(format!("set `pc_sampling_unit: {}`", name_of(&expected)));
+        }
+        if interval.value == 0 {
+            self.error(&interval.span, "the PC sampling interval must be above 0");
+        } else if method.value == PcSamplingMethod::Stochastic && !interval.value.is_power_of_two()
+        {
+            let below = 1u64 << (63 - interval.value.leading_zeros());
+            self.error(
+                &interval.span,
+                format!(
+                    "stochastic sampling needs a power-of-two interval, not {}",
+                    interval.value
+                ),
+            )
+            .hint = Some(format!("try {below} or {}", below << 1));
+        }
+        Some(PcSampling {
+            method: method.value,
+            unit: Some(unit.value),
+            interval: Some(interval.value),
+            agents: Vec::new(),
+        })
+    }
+
+    /// `selected_regions` starts the context paused (ROCTx resumes it); otherwise the first
+    /// `collection_period`, as rocflow's period: rocprofv3 repeats *delay, collect* `repeat`
+    /// times (once for 0), which is rocflow's delay, duration, the delay again as the pause
+    /// between periods, and `repeat - 1` further periods.
+    fn period(&mut self, j: &Job) -> Option<Period> {
+        let unit = match &j.collection_period_unit {
+            None => TimeUnit::Sec,
+            Some(Spanned { value, span }) => match value.as_slice() {
+                [unit] => *unit,
+                _ => {
+                    self.error(span, "`collection_period_unit` takes one unit");
+                    TimeUnit::Sec
+                }
+            },
+        };
+        let periods = j.collection_period.as_ref().filter(|p| !p.value.is_empty());
+        if let Some(unit) = j
+            .collection_period_unit
+            .as_ref()
+            .filter(|_| periods.is_none())
+        {
+            self.warn(
+                &unit.span,
+                "`collection_period_unit` has no effect without `collection_period`",
+            );
+        }
+        if flag(&j.selected_regions) {
+            if let Some(periods) = periods {
+                self.warn(
+                    &periods.span,
+                    "`collection_period` is not converted: `selected_regions` decides when to collect, as in rocprofv3",
+                );
+            }
+            return Some(Period {
+                paused: true,
+                delay: None,
+                duration: None,
+                interval: None,
+                repeat: None,
+            });
+        }
+        let periods = periods?;
+        if periods.value.len() > 1 {
+            self.warn(
+                &periods.span,
+                format!(
+                    "only the first of {} collection periods is converted: a rocflow context has one",
+                    periods.value.len()
+                ),
+            );
+        }
+        match period::triplet(&periods.value[0], unit) {
+            Ok((delay, duration, repeat)) => Some(Period {
+                paused: false,
+                delay: Some(Quantity::Text(period::duration_text(delay))),
+                duration: Some(Quantity::Text(period::duration_text(duration))),
+                interval: (repeat > 1).then(|| Quantity::Text(period::duration_text(delay))),
+                repeat: (repeat > 1).then_some(repeat - 1),
+            }),
+            Err(message) => {
+                self.error(&periods.span, message).hint = Some(
+                    "write `START_DELAY:COLLECTION_TIME:REPEAT`, e.g. \"1:2:0\" (in seconds unless `collection_period_unit` says otherwise)".into(),
+                );
+                None
+            }
+        }
+    }
+
+    /// One sink per output format (rocprofv3 writes rocpd when none is given).
+    fn sinks(&mut self, j: &Job) -> Vec<SinkKind> {
+        let Some(formats) = &j.output_format else {
+            return vec![SinkKind::Rocpd];
+        };
+        let mut kinds = Vec::new();
+        for format in &formats.value {
+            let kind = match format.value {
+                OutputFormat::Csv => SinkKind::Csv,
+                OutputFormat::Rocpd => SinkKind::Rocpd,
+                OutputFormat::Pftrace => SinkKind::Perfetto,
+                OutputFormat::Otf2 => SinkKind::Otf2,
+                OutputFormat::Json => {
+                    self.warn(
+                        &format.span,
+                        "`json` output is not converted: rocflow has no JSON sink; rocpd and csv hold the same records",
+                    );
+                    continue;
+                }
+            };
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        kinds
+    }
+
+    /// Where the outputs go: `output_directory` and `output_file` with their placeholders
+    /// in rocflow's syntax, and the parameters those without an equivalent became.
+    fn outputs(&mut self, j: &Job) -> Outputs {
+        let mut params = IndexMap::new();
+        let mut translate = |this: &mut Self, option: &Opt<String>, key: &str, default: &str| {
+            let Some(option) = option else {
+                return default.to_owned();
+            };
+            let translated = paths::translate(&option.value);
+            for param in translated.params {
+                this.warn(
+                    &option.span,
+                    format!(
+                        "`{}` in `{key}` has no rocflow equivalent: it is the parameter `{}` (set it with --set {}=…)",
+                        param.written, param.name, param.name
+                    ),
+                );
+                params.insert(param.name.clone(), serde_json::Value::String(param.name));
+            }
+            translated.text
+        };
+        let directory = translate(self, &j.output_directory, "output_directory", ".");
+        let file = translate(self, &j.output_file, "output_file", "{hostname}/{pid}");
+        Outputs {
+            directory,
+            file,
+            params,
+        }
+    }
+}
+
+/// A job's output directory and file prefix, in rocflow's placeholder syntax.
+struct Outputs {
+    directory: String,
+    file: String,
+    /// Parameters for rocprofv3 placeholders rocflow has no value for.
+    params: IndexMap<String, serde_json::Value>,
+}
+
+impl Outputs {
+    /// The prefix of every output path, and the parameters it uses, for a pass writing in
+    /// `subdirectory` of the output directory.
+    fn prefix(&self, subdirectory: Option<&str>) -> (String, IndexMap<String, serde_json::Value>) {
+        let directory = match subdirectory {
+            Some(sub) if self.directory == "." => sub.to_owned(),
+            Some(sub) => format!("{}/{sub}", self.directory.trim_end_matches('/')),
+            None => self.directory.clone(),
+        };
+        let mut params = IndexMap::new();
+        // An absolute file name leaves the directory out, as rocprofv3's path join does.
+        let prefix = if self.file.starts_with('/') {
+            "{output_file}"
+        } else {
+            params.insert(
+                "output_dir".to_owned(),
+                serde_json::Value::String(directory),
+            );
+            "{output_dir}/{output_file}"
+        };
+        params.insert(
+            "output_file".to_owned(),
+            serde_json::Value::String(self.file.clone()),
+        );
+        params.extend(self.params.clone());
+        (prefix.to_owned(), params)
+    }
+}
+
+/// The pipeline of one pass.
+fn pipeline(
+    s: &Settings,
+    counters: Vec<String>,
+    subdirectory: Option<&str>,
+    header: Header,
+) -> Pipeline {
+    let (prefix, params) = s.outputs.prefix(subdirectory);
+    let counters = (!counters.is_empty()).then(|| Counters {
+        collect: counters,
+        definitions: None,
+        derived: Vec::new(),
+        reduce: Vec::new(),
+        kernels: s.kernels.clone(),
+        iterations: s.iterations.clone(),
+        agents: Vec::new(),
+    });
+    let produced: Vec<RecordKind> = s
+        .domains
+        .iter()
+        .map(|d| d.record_kind())
+        .chain(counters.as_ref().map(|_| RecordKind::CounterSample))
+        .chain(s.pc_sampling.as_ref().map(|_| RecordKind::PcSample))
+        .collect();
+    let collects = !produced.is_empty();
+    let context = collects.then(|| Context {
+        name: CONTEXT.to_owned(),
+        tracing: s
+            .domains
+            .iter()
+            .map(|d| Tracing::Domain(d.name().to_owned()))
+            .collect(),
+        buffer: Default::default(),
+        counters,
+        pc_sampling: s.pc_sampling.clone(),
+        serialize: false,
+        agents: Vec::new(),
+        period: s.period.clone(),
+    });
+    let sink = s
+        .sinks
+        .iter()
+        .map(|&kind| Sink {
+            name: name_of(&kind),
+            kind,
+            path: match kind {
+                SinkKind::Csv | SinkKind::Parquet => prefix.clone(),
+                SinkKind::Rocpd => format!("{prefix}_results.db"),
+                SinkKind::Perfetto => format!("{prefix}_results.pftrace"),
+                SinkKind::Otf2 => format!("{prefix}_results"),
+            },
+            records: Vec::new(),
+            options: Default::default(),
+        })
+        .collect();
+    let post = (!s.summary_formats.is_empty())
+        .then(|| Post {
+            name: "summary".into(),
+            required: false,
+            step: PostStep::Summary {
+                path: Some(format!("{prefix}_stats")),
+                top: None,
+                formats: s.summary_formats.clone(),
+                by: Vec::new(),
+            },
+        })
+        .into_iter()
+        .collect();
+    Pipeline {
+        pipeline: header,
+        params,
+        context: context.into_iter().collect(),
+        transform: kernels::kernel_names(s.mangled, s.truncate, &produced)
+            .into_iter()
+            .collect(),
+        sink,
+        post,
+    }
+}
+
+/// Counter names as rocprofv3 takes them: apart by spaces or commas.
+fn counter_names(written: &[String]) -> Vec<String> {
+    written
+        .iter()
+        .flat_map(|item| item.split(|c: char| c.is_whitespace() || c == ','))
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// What the summary step writes: CSV tables for `stats`, Markdown for `summary` (rocflow's
+/// summary is split by domain already, so `summary_per_domain` asks for the same).
+fn summary_formats(j: &Job) -> Vec<String> {
+    let mut formats = Vec::new();
+    if flag(&j.stats) {
+        formats.push("csv".to_owned());
+    }
+    if flag(&j.summary) || flag(&j.summary_per_domain) {
+        formats.push("md".to_owned());
+    }
+    formats
+}
+
+/// A pipeline name from a file and pass name (letters, digits, `_`, `-`, `.`).
+pub(super) fn pipeline_name(text: &str) -> String {
+    let name: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = name.trim_start_matches(['_', '-', '.']);
+    if name.is_empty() {
+        "imported".to_owned()
+    } else {
+        name.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(pipeline_name("my input-job-1"), "my-input-job-1");
+        assert_eq!(pipeline_name(".hidden"), "hidden");
+    }
+}

@@ -1,0 +1,93 @@
+//! rocprofv3's tracing options as rocprofiler-sdk's tracing domains.
+
+use super::input::{Job, Opt, flag};
+use crate::sdk::Domain;
+
+/// The rocprofiler-sdk domains a job traces. An aggregate option turns on each option it
+/// includes that the job leaves unset, as rocprofv3 does: `sys_trace: true` with
+/// `hsa_trace: false` traces no HSA API.
+pub fn domains(j: &Job) -> Vec<Domain> {
+    let set = |o: &Opt<bool>| o.as_ref().map(|o| o.value);
+    let mut hip = set(&j.hip_trace);
+    let mut hip_runtime = set(&j.hip_runtime_trace);
+    let mut hip_compiler = set(&j.hip_compiler_trace);
+    let mut hsa = set(&j.hsa_trace);
+    let mut hsa_core = set(&j.hsa_core_trace);
+    let mut hsa_amd = set(&j.hsa_amd_trace);
+    let mut hsa_image = set(&j.hsa_image_trace);
+    let mut hsa_finalize = set(&j.hsa_finalize_trace);
+    let mut marker = set(&j.marker_trace);
+    let mut kernel = set(&j.kernel_trace);
+    let mut memory_copy = set(&j.memory_copy_trace);
+    let mut memory_allocation = set(&j.memory_allocation_trace);
+    let mut scratch_memory = set(&j.scratch_memory_trace);
+    let mut rccl = set(&j.rccl_trace);
+    let mut rocdecode = set(&j.rocdecode_trace);
+    let mut rocjpeg = set(&j.rocjpeg_trace);
+    let fill = |options: &mut [&mut Option<bool>]| {
+        for option in options {
+            option.get_or_insert(true);
+        }
+    };
+    if flag(&j.kokkos_trace) {
+        fill(&mut [&mut marker]);
+    }
+    if flag(&j.sys_trace) {
+        fill(&mut [
+            &mut hip,
+            &mut hsa,
+            &mut marker,
+            &mut kernel,
+            &mut memory_copy,
+            &mut memory_allocation,
+            &mut scratch_memory,
+            &mut rccl,
+            &mut rocdecode,
+            &mut rocjpeg,
+        ]);
+    }
+    if flag(&j.runtime_trace) {
+        fill(&mut [
+            &mut hip_runtime,
+            &mut marker,
+            &mut kernel,
+            &mut memory_copy,
+            &mut memory_allocation,
+            &mut scratch_memory,
+            &mut rccl,
+            &mut rocdecode,
+            &mut rocjpeg,
+        ]);
+    }
+    if hip == Some(true) {
+        fill(&mut [&mut hip_runtime, &mut hip_compiler]);
+    }
+    if hsa == Some(true) {
+        fill(&mut [
+            &mut hsa_core,
+            &mut hsa_amd,
+            &mut hsa_image,
+            &mut hsa_finalize,
+        ]);
+    }
+    [
+        (hip_runtime, Domain::HipRuntimeApi),
+        (hip_compiler, Domain::HipCompilerApi),
+        (hsa_core, Domain::HsaCoreApi),
+        (hsa_amd, Domain::HsaAmdExtApi),
+        (hsa_image, Domain::HsaImageExtApi),
+        (hsa_finalize, Domain::HsaFinalizeExtApi),
+        (marker, Domain::MarkerCoreRangeApi),
+        (kernel, Domain::KernelDispatch),
+        (memory_copy, Domain::MemoryCopy),
+        (memory_allocation, Domain::MemoryAllocation),
+        (scratch_memory, Domain::ScratchMemory),
+        (rccl, Domain::RcclApi),
+        (rocdecode, Domain::RocdecodeApi),
+        (rocjpeg, Domain::RocjpegApi),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on == Some(true))
+    .map(|(_, domain)| domain)
+    .collect()
+}

@@ -1,0 +1,302 @@
+//! rocprofv3's input file as typed values: `jobs`, each the options of one run of the
+//! application.
+//!
+//! rocprofv3 reads a job's keys as its command-line options (`kernel_trace` is
+//! `--kernel-trace`), so a job takes every key of rocprofiler-sdk's
+//! `rocprofv3_input_schema.json` and every option of `rocprofv3 --help` by its argument
+//! name. The schema spells a few keys differently from the options (`minimum-output-data`,
+//! `hsa_finalize_trace`, `list_metrics`); both spellings are read.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use serde::de::{self, IgnoredAny, IntoDeserializer, Visitor};
+use serde::{Deserialize, Deserializer};
+
+use super::de::Spanned;
+use crate::sdk::{PcSamplingMethod, PcSamplingUnit};
+
+/// An option as written, with its place in the file.
+pub type Opt<T> = Option<Spanned<T>>;
+
+/// A value whose type does not matter, for options that are only reported.
+pub type Any = IgnoredAny;
+
+/// The jobs of a file, each with its place.
+pub type Jobs = Vec<Spanned<Job>>;
+
+/// A YAML or JSON input file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    pub jobs: Spanned<Jobs>,
+}
+
+/// The options of one run.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Job {
+    // Counter collection.
+    pub pmc: Opt<Vec<String>>,
+    pub pmc_groups: Opt<Vec<Vec<String>>>,
+    pub pmc_group_interval: Opt<Any>,
+    pub extra_counters: Opt<Any>,
+
+    // Kernel filters (counter collection).
+    pub kernel_include_regex: Opt<String>,
+    pub kernel_exclude_regex: Opt<String>,
+    pub kernel_iteration_range: Opt<OneOrMany<String>>,
+
+    // Tracing, basic and aggregate.
+    pub hip_trace: Opt<bool>,
+    pub hip_runtime_trace: Opt<bool>,
+    pub hip_compiler_trace: Opt<bool>,
+    pub hsa_trace: Opt<bool>,
+    pub hsa_core_trace: Opt<bool>,
+    pub hsa_amd_trace: Opt<bool>,
+    pub hsa_image_trace: Opt<bool>,
+    #[serde(alias = "hsa_finalizer_trace")]
+    pub hsa_finalize_trace: Opt<bool>,
+    pub marker_trace: Opt<bool>,
+    pub kernel_trace: Opt<bool>,
+    pub memory_copy_trace: Opt<bool>,
+    pub memory_allocation_trace: Opt<bool>,
+    pub scratch_memory_trace: Opt<bool>,
+    pub rccl_trace: Opt<bool>,
+    pub rocdecode_trace: Opt<bool>,
+    pub rocjpeg_trace: Opt<bool>,
+    pub kokkos_trace: Opt<bool>,
+    pub runtime_trace: Opt<bool>,
+    pub sys_trace: Opt<bool>,
+
+    // Kernel names.
+    pub mangled_kernels: Opt<bool>,
+    pub truncate_kernels: Opt<bool>,
+    pub kernel_rename: Opt<bool>,
+
+    // When to collect.
+    pub collection_period: Opt<Vec<String>>,
+    pub collection_period_unit: Opt<OneOrMany<TimeUnit>>,
+    pub selected_regions: Opt<bool>,
+
+    // Outputs.
+    pub output_file: Opt<String>,
+    pub output_directory: Opt<String>,
+    pub output_format: Opt<Vec<Spanned<OutputFormat>>>,
+    pub output_config: Opt<bool>,
+    #[serde(alias = "minimum-output-data")]
+    pub minimum_output_data: Opt<Any>,
+
+    // Statistics and summaries.
+    pub stats: Opt<bool>,
+    pub summary: Opt<bool>,
+    pub summary_per_domain: Opt<bool>,
+    pub summary_groups: Opt<Any>,
+    pub summary_output_file: Opt<Any>,
+    pub summary_units: Opt<Any>,
+
+    // PC sampling.
+    #[serde(alias = "pc-sampling-beta-enabled")]
+    pub pc_sampling_beta_enabled: Opt<bool>,
+    pub pc_sampling_method: Opt<PcSamplingMethod>,
+    pub pc_sampling_unit: Opt<PcSamplingUnit>,
+    pub pc_sampling_interval: Opt<u64>,
+
+    // Perfetto's own settings.
+    pub perfetto_backend: Opt<Any>,
+    pub perfetto_buffer_size: Opt<Any>,
+    pub perfetto_buffer_fill_policy: Opt<Any>,
+    pub perfetto_shmem_size_hint: Opt<Any>,
+
+    // Display and the runner.
+    #[serde(alias = "list_metrics")]
+    pub list_avail: Opt<bool>,
+    pub group_by_queue: Opt<bool>,
+    pub agent_index: Opt<Any>,
+    pub log_level: Opt<Any>,
+    pub preload: Opt<Any>,
+    #[serde(alias = "disable-signal-handlers")]
+    pub disable_signal_handlers: Opt<bool>,
+    pub rocm_root: Opt<Any>,
+    pub sdk_soversion: Opt<Any>,
+    pub sdk_version: Opt<Any>,
+
+    // Thread trace (ATT).
+    pub advanced_thread_trace: Opt<bool>,
+    pub att_library_path: Opt<Any>,
+    pub att_target_cu: Opt<Any>,
+    pub att_simd_select: Opt<Any>,
+    pub att_buffer_size: Opt<Any>,
+    pub att_shader_engine_mask: Opt<Any>,
+    pub att_gpu_index: Opt<Any>,
+    pub att_perfcounters: Opt<Any>,
+    pub att_perfcounter_ctrl: Opt<Any>,
+    pub att_activity: Opt<Any>,
+    pub att_serialize_all: Opt<bool>,
+}
+
+/// Whether a flag is set to true.
+pub fn flag(option: &Opt<bool>) -> bool {
+    option.as_ref().is_some_and(|o| o.value)
+}
+
+/// Whether an option asks for anything: a flag set to `false` asks for nothing.
+pub trait Asks {
+    fn asks(&self) -> bool;
+}
+
+impl Asks for bool {
+    fn asks(&self) -> bool {
+        *self
+    }
+}
+
+impl Asks for Any {
+    fn asks(&self) -> bool {
+        true
+    }
+}
+
+/// The options rocflow has no equivalent for, with the reason, in the order of `Job`.
+macro_rules! unsupported {
+    ($job:expr; $($field:ident => $reason:expr,)*) => {
+        [$(
+            $job.$field
+                .as_ref()
+                .filter(|o| o.value.asks())
+                .map(|o| Unsupported { key: stringify!($field), span: o.span.clone(), reason: $reason }),
+        )*]
+    };
+}
+
+/// An option that is not converted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unsupported {
+    pub key: &'static str,
+    pub span: Range<usize>,
+    pub reason: &'static str,
+}
+
+const NO_ATT: &str = "rocflow does not collect thread traces (ATT)";
+const NO_PERFETTO_SDK: &str =
+    "rocflow writes Perfetto traces itself, not through the Perfetto SDK's backends and buffers";
+const OWN_SDK: &str = "rocflow uses the rocprofiler-sdk the application loads";
+
+impl Job {
+    /// The options set in this job that rocflow cannot honour.
+    pub fn unsupported(&self) -> Vec<Unsupported> {
+        let all = unsupported![self;
+            pmc_group_interval => "rocflow does not multiplex counter groups: each group of `pmc_groups` is a pass of its own",
+            extra_counters => "rocflow cannot add counter definitions to rocprofiler-sdk; `rocflow counters list --extra FILE` shows them",
+            kernel_rename => "rocflow cannot name kernels after the ROCTx range around their launch",
+            output_config => "rocflow writes no configuration file; `rocflow explain --json` prints what a pipeline compiles to",
+            minimum_output_data => "rocflow writes every output a pipeline asks for, however small",
+            summary_groups => "rocflow's summary has fixed sections (kernels, APIs, copies, allocations, markers, counters)",
+            summary_output_file => "rocflow writes the summary as files under the summary step's path, and prints the top kernels",
+            summary_units => "rocflow's summaries are in nanoseconds",
+            pc_sampling_beta_enabled => "rocflow needs no opt-in: the `pc_sampling` table enables PC sampling",
+            perfetto_backend => NO_PERFETTO_SDK,
+            perfetto_buffer_size => NO_PERFETTO_SDK,
+            perfetto_buffer_fill_policy => NO_PERFETTO_SDK,
+            perfetto_shmem_size_hint => NO_PERFETTO_SDK,
+            list_avail => "listing is not profiling: run `rocflow counters list` and `rocflow explain --domains`",
+            group_by_queue => "rocflow has no option to show HIP streams in place of HSA queues",
+            agent_index => "rocflow numbers agents one way only",
+            log_level => "rocflow has no log levels; its diagnostics go to stderr",
+            preload => "a pipeline does not start the application: set LD_PRELOAD for `rocflow run`, which passes it on",
+            disable_signal_handlers => "the rocflow tool's signal handlers (which save the buffered records when the application crashes) stay on",
+            rocm_root => OWN_SDK,
+            sdk_soversion => OWN_SDK,
+            sdk_version => OWN_SDK,
+            advanced_thread_trace => NO_ATT,
+            att_library_path => NO_ATT,
+            att_target_cu => NO_ATT,
+            att_simd_select => NO_ATT,
+            att_buffer_size => NO_ATT,
+            att_shader_engine_mask => NO_ATT,
+            att_gpu_index => NO_ATT,
+            att_perfcounters => NO_ATT,
+            att_perfcounter_ctrl => NO_ATT,
+            att_activity => NO_ATT,
+            att_serialize_all => NO_ATT,
+        ];
+        all.into_iter().flatten().collect()
+    }
+}
+
+/// A list, or a single value where rocprofv3 also takes one (`kernel_iteration_range`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OneOrManyVisitor<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for OneOrManyVisitor<T> {
+            type Value = OneOrMany<T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or a list of strings")
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<OneOrMany<T>, E> {
+                T::deserialize(text.into_deserializer()).map(OneOrMany::One)
+            }
+
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<OneOrMany<T>, A::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(OneOrMany::Many)
+            }
+        }
+
+        deserializer.deserialize_any(OneOrManyVisitor(PhantomData))
+    }
+}
+
+impl<T> OneOrMany<T> {
+    pub fn as_slice(&self) -> &[T] {
+        match self {
+            OneOrMany::One(one) => std::slice::from_ref(one),
+            OneOrMany::Many(many) => many,
+        }
+    }
+}
+
+/// `output_format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    Csv,
+    Json,
+    Pftrace,
+    Otf2,
+    Rocpd,
+}
+
+/// `collection_period_unit` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeUnit {
+    Hour,
+    Min,
+    Sec,
+    Msec,
+    Usec,
+    Nsec,
+}
+
+impl TimeUnit {
+    pub fn nanoseconds(self) -> f64 {
+        match self {
+            TimeUnit::Hour => 3_600e9,
+            TimeUnit::Min => 60e9,
+            TimeUnit::Sec => 1e9,
+            TimeUnit::Msec => 1e6,
+            TimeUnit::Usec => 1e3,
+            TimeUnit::Nsec => 1.0,
+        }
+    }
+}
