@@ -1,8 +1,11 @@
 //! Scenario files: what the simulated device has (agents, their counters and PC-sampling
 //! configurations) and what each process of the application does on it (threads, and per
-//! iteration of each thread: kernels, copies, allocations and a marker range). Every count
+//! iteration of each thread: kernels, copies, allocations, other API calls and a marker
+//! range). Every count
 //! in a run follows from the file, so tests can compute what a run must deliver.
 
+use rocflow_core::record::RecordKind;
+use rocflow_core::sdk::Domain;
 use serde::Deserialize;
 
 /// The scenario used when `ROCFLOW_SIM_SCENARIO` names none.
@@ -20,6 +23,8 @@ pub struct Scenario {
     pub copies: Vec<Copy>,
     #[serde(rename = "allocation", default)]
     pub allocations: Vec<Allocation>,
+    #[serde(rename = "call", default)]
+    pub calls: Vec<Call>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -149,6 +154,45 @@ pub struct Allocation {
     pub agent: u32,
 }
 
+/// Host API calls each iteration makes besides the launches, copies and allocations:
+/// the application's API mix (synchronizations, queries, HSA calls, RCCL, …).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Call {
+    /// The tracing domain, e.g. `hip_runtime_api` or `hsa_core_api`.
+    #[serde(deserialize_with = "api_domain")]
+    pub domain: Domain,
+    /// The function, e.g. `hipStreamSynchronize`; its operation id is the SDK's.
+    pub function: String,
+    /// Calls per iteration.
+    #[serde(default = "one")]
+    pub count: u32,
+    #[serde(default = "call_ns")]
+    pub duration_ns: u64,
+}
+
+fn call_ns() -> u64 {
+    1_000
+}
+
+fn api_domain<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Domain, D::Error> {
+    let name = String::deserialize(d)?;
+    Domain::from_name(&name)
+        .filter(|d| d.record_kind() == RecordKind::Api)
+        .ok_or_else(|| serde::de::Error::custom(format!("`{name}` is not an API tracing domain")))
+}
+
+impl Call {
+    /// The function's operation id in its domain.
+    pub fn operation(&self) -> Option<i32> {
+        self.domain
+            .operations()
+            .iter()
+            .find(|(_, name)| *name == self.function)
+            .map(|(id, _)| *id)
+    }
+}
+
 impl Scenario {
     /// Parses and checks a scenario; the error names what is wrong.
     pub fn parse(text: &str) -> Result<Scenario, String> {
@@ -165,6 +209,13 @@ impl Scenario {
                 ));
             }
         }
+        if let Some(c) = scenario.calls.iter().find(|c| c.operation().is_none()) {
+            return Err(format!(
+                "`{}` is not a function of {}",
+                c.function,
+                c.domain.name()
+            ));
+        }
         for a in &scenario.agents {
             for c in &a.counters {
                 if let Some((d, _)) = c
@@ -177,5 +228,38 @@ impl Scenario {
             }
         }
         Ok(scenario)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(extra: &str) -> Result<Scenario, String> {
+        Scenario::parse(&format!("{DEFAULT}\n{extra}"))
+    }
+
+    #[test]
+    fn shipped_scenario_reads_with_its_api_mix() {
+        let scenario = Scenario::parse(DEFAULT).unwrap();
+        assert!(
+            scenario
+                .calls
+                .iter()
+                .any(|c| c.domain == Domain::HsaCoreApi)
+        );
+        assert!(scenario.calls.iter().all(|c| c.operation().is_some()));
+    }
+
+    #[test]
+    fn calls_name_real_functions_of_api_domains() {
+        let e = with("[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipLaunchKernal\"\n")
+            .unwrap_err();
+        assert_eq!(e, "`hipLaunchKernal` is not a function of hip_runtime_api");
+        let e = with("[[call]]\ndomain = \"kernel_dispatch\"\nfunction = \"x\"\n").unwrap_err();
+        assert!(
+            e.contains("`kernel_dispatch` is not an API tracing domain"),
+            "{e}"
+        );
     }
 }

@@ -136,6 +136,18 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 t += API_NS;
             }
         }
+        for call in &scenario.calls {
+            let operation = call
+                .operation()
+                .expect("checked when the scenario was read");
+            for _ in 0..call.count {
+                let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
+                let mut record = api_record(call.domain, operation, t, correlation, tid);
+                record.end_timestamp = t + call.duration_ns;
+                emitter.trace(call.domain, operation, &record);
+                t += call.duration_ns;
+            }
+        }
         t = t.max(queue_free.iter().copied().max().unwrap_or(0));
         if scenario.scenario.marker_ranges {
             let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
