@@ -180,18 +180,19 @@ fn resolved_pipeline_is_a_valid_standalone_pipeline() {
 fn templates_list_shows_origins_and_shadowing() {
     let dir = tempfile::tempdir().unwrap();
     let team = dir.path().join("team");
+    let later = dir.path().join("later");
     std::fs::create_dir_all(team.join("gpu")).unwrap();
+    std::fs::create_dir_all(&later).unwrap();
     write(&team, "base.toml", "[params]\nout = \"team\"\n");
+    write(&later, "base.toml", "[params]\nout = \"later\"\n");
     write(
         &team.join("gpu"),
         "mi300.toml",
         "[pipeline]\nextends = [\"base\"]\n",
     );
-    let out = rocflow(
-        &["templates", "list"],
-        dir.path(),
-        &[("ROCFLOW_PIPELINE_PATH", &team)],
-    );
+    let path = std::env::join_paths([&team, &later]).unwrap();
+    let env = [("ROCFLOW_PIPELINE_PATH", Path::new(&path))];
+    let out = rocflow(&["templates", "list"], dir.path(), &env);
     assert!(out.status.success());
     let listing = text(&out.stdout);
     let base = listing
@@ -199,12 +200,19 @@ fn templates_list_shows_origins_and_shadowing() {
         .position(|l| l.starts_with("base "))
         .expect("base is listed");
     let lines: Vec<&str> = listing.lines().collect();
+    let canonical = |p: &Path| p.canonicalize().unwrap().display().to_string();
     assert!(
-        lines[base].contains(&team.join("base.toml").display().to_string()),
+        lines[base].contains(&canonical(&team.join("base.toml"))),
         "{listing}"
     );
-    assert!(
-        lines[base + 1].contains("shadows pipelines/base.toml (shipped)"),
+    assert_eq!(
+        lines[base + 1].trim(),
+        format!("shadows {}", canonical(&later.join("base.toml"))),
+        "{listing}"
+    );
+    assert_eq!(
+        lines[base + 2].trim(),
+        "shadows pipelines/base.toml (shipped)",
         "{listing}"
     );
     assert!(
@@ -218,11 +226,75 @@ fn templates_list_shows_origins_and_shadowing() {
         "{listing}"
     );
 
+    let show = rocflow(&["templates", "show", "base"], dir.path(), &env);
+    let shown = text(&show.stdout);
+    assert!(
+        shown.starts_with(&format!(
+            "# {}\n# shadows {}\n# shadows pipelines/base.toml (shipped)\n[params]",
+            canonical(&team.join("base.toml")),
+            canonical(&later.join("base.toml"))
+        )),
+        "{shown}"
+    );
     let show = rocflow(&["templates", "show", "kernel-trace"], dir.path(), &[]);
     assert!(text(&show.stdout).contains("name = \"kernel-trace\""));
     let unknown = rocflow(&["templates", "show", "kernel-trce"], dir.path(), &[]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(text(&unknown.stderr).contains("did you mean `kernel-trace`?"));
+    let team_typo = rocflow(&["templates", "show", "gpu/mi30"], dir.path(), &env);
+    assert!(
+        text(&team_typo.stderr).contains("did you mean `gpu/mi300`?"),
+        "team templates are suggested too: {}",
+        text(&team_typo.stderr)
+    );
+}
+
+#[test]
+fn using_a_shadowing_team_template_prints_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let team = dir.path().join("team");
+    std::fs::create_dir_all(&team).unwrap();
+    write(
+        &team,
+        "kernel-trace.toml",
+        "[pipeline]\nextends = [\"base\"]\n[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n",
+    );
+    write(
+        dir.path(),
+        "app.toml",
+        "[pipeline]\nextends = [\"kernel-trace\"]\n",
+    );
+    let env = [("ROCFLOW_PIPELINE_PATH", team.as_path())];
+    let out = rocflow(&["validate", "app.toml"], dir.path(), &env);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = text(&out.stderr);
+    let team_template = team.join("kernel-trace.toml").canonicalize().unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "note: template `kernel-trace` is {} (on ROCFLOW_PIPELINE_PATH)",
+            team_template.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("app.toml:2:12"), "{stderr}");
+    assert!(
+        stderr.contains("it shadows pipelines/kernel-trace.toml (shipped)"),
+        "{stderr}"
+    );
+    // Run by name, the template itself is what shadows.
+    let by_name = rocflow(&["explain", "kernel-trace"], dir.path(), &env);
+    assert!(by_name.status.success(), "{}", text(&by_name.stderr));
+    assert!(
+        text(&by_name.stderr).contains("note: template `kernel-trace` is"),
+        "{}",
+        text(&by_name.stderr)
+    );
+    let without = rocflow(&["validate", "app.toml"], dir.path(), &[]);
+    assert_eq!(
+        text(&without.stderr),
+        "",
+        "no team template, nothing to note"
+    );
 }
 
 #[test]

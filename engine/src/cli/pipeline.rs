@@ -8,7 +8,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
-use crate::pipeline::{self, Library, Options, Origin, Override};
+use crate::pipeline::{self, Library, Options, Override};
 use crate::plan::{self, Plan};
 use crate::sdk::Domain;
 
@@ -182,20 +182,20 @@ pub fn templates(command: TemplatesCommand) -> Result<ExitCode> {
         TemplatesCommand::List => {
             let mut out = String::new();
             for t in library.list() {
-                out.push_str(&format!("{:<24} {}\n", t.name, t.origin.display()));
-                for hidden in &t.shadows {
+                out.push_str(&format!("{:<24} {}\n", t.name, t.found.origin.display()));
+                for hidden in &t.found.shadows {
                     out.push_str(&format!("{:<24}   shadows {}\n", "", hidden.display()));
                 }
             }
             print(&out)?;
         }
         TemplatesCommand::Show { name } => {
-            let (origin, text) = library.read(&name)?;
-            let origin = match origin {
-                Origin::File(path) => path.display().to_string(),
-                builtin => builtin.display(),
-            };
-            print(&format!("# {origin}\n{text}"))?;
+            let (found, text) = library.read(&name)?;
+            let mut header = format!("# {}\n", found.origin.display());
+            for hidden in &found.shadows {
+                header.push_str(&format!("# shadows {}\n", hidden.display()));
+            }
+            print(&format!("{header}{text}"))?;
         }
     }
     Ok(ExitCode::SUCCESS)

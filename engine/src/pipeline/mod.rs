@@ -20,6 +20,7 @@ use crate::diag::Diagnostic;
 use crate::plan::Plan;
 
 pub use params::Override;
+use template::Merged;
 pub use template::{Library, Origin};
 pub use value::Node;
 
@@ -41,15 +42,38 @@ pub struct Compiled {
     pub plan: Plan,
     /// The fully merged document, parameters applied (`rocflow explain --resolved`).
     pub resolved: Node,
-    /// Problems that do not stop the pipeline from running.
+    /// What does not stop the pipeline from running: warnings, and notes such as a team
+    /// template shadowing a shipped one.
     pub warnings: Vec<Diagnostic>,
 }
 
 /// Reads, merges, validates and compiles the pipeline at `path`. On failure every error
-/// found is returned (warnings after them), so a user fixes them in one round.
+/// found is returned (warnings and notes after them), so a user fixes them in one round.
 pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
-    let merged = options.library.load(path).map_err(|d| vec![d])?;
-    let mut doc = merged.doc;
+    let Merged {
+        doc,
+        sources,
+        notes,
+    } = options.library.load(path).map_err(|d| vec![d])?;
+    match compile_merged(path, doc, &sources, options) {
+        Ok(mut compiled) => {
+            compiled.warnings.extend(notes);
+            Ok(compiled)
+        }
+        Err(mut errors) => {
+            errors.extend(notes);
+            Err(errors)
+        }
+    }
+}
+
+/// Compiles a merged document; relative counter definition paths start next to `path`.
+fn compile_merged(
+    path: &Path,
+    mut doc: Node,
+    sources: &[Origin],
+    options: &Options,
+) -> Result<Compiled, Vec<Diagnostic>> {
     let params = params::apply(&mut doc, &options.overrides)?;
     let json = doc.to_json();
     let structural = schema::validate(&doc, &json);
@@ -66,7 +90,7 @@ pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diag
         .iter()
         .map(|(k, v)| (k.clone(), v.to_json()))
         .collect();
-    let sources = merged.sources.iter().map(Origin::display).collect();
+    let sources = sources.iter().map(Origin::display).collect();
     let base = path
         .parent()
         .map_or_else(Default::default, Path::to_path_buf);
