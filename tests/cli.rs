@@ -23,6 +23,7 @@ fn version_and_help() {
     for command in [
         "validate",
         "explain",
+        "init",
         "templates",
         "migrate-counters",
         "counters",
@@ -311,4 +312,157 @@ fn a_closed_pipe_ends_quietly() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     assert_eq!(text(&out.stderr), "");
+}
+
+/// Uncomments the settings of a starter pipeline: its parameters and the example entries.
+fn uncomment_settings(starter: &str) -> String {
+    let setting = regex::Regex::new(r"^# (\[\[\w+\]\]|\w+ = .*)$").unwrap();
+    starter
+        .lines()
+        .map(|line| match setting.is_match(line) {
+            true => &line[2..],
+            false => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn init_writes_a_starter_for_every_shipped_template_that_validates_as_written_and_edited() {
+    let dir = tempfile::tempdir().unwrap();
+    for template in rocflow::pipeline::template::builtin_names() {
+        let file = format!("my-{}.toml", template.replace('/', "-"));
+        let out = rocflow(&["init", template, "-o", &file], dir.path(), &[]);
+        assert!(out.status.success(), "{template}: {}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stdout),
+            format!(
+                "wrote {file}, a pipeline that extends `{template}`\n  rocflow run {file} -- ./app\n"
+            )
+        );
+        let starter = std::fs::read_to_string(dir.path().join(&file)).unwrap();
+        assert!(
+            starter.contains(&format!("extends = [\"{template}\"]")),
+            "{starter}"
+        );
+        let validate = rocflow(&["validate", &file], dir.path(), &[]);
+        assert!(
+            validate.status.success(),
+            "{template}: {}",
+            text(&validate.stderr)
+        );
+        // Every parameter the template has is listed with its default, and uncommenting the
+        // parameters and the examples gives a pipeline that still validates.
+        let resolved = rocflow(&["explain", "--json", &file], dir.path(), &[]);
+        let plan = rocflow::plan::Plan::from_json(&text(&resolved.stdout)).unwrap();
+        for (name, default) in &plan.params {
+            let toml = toml::Value::try_from(default).unwrap();
+            assert!(
+                starter.contains(&format!("\n# {name} = {toml}\n")),
+                "{template}: `{name}` is not listed with its default {toml}:\n{starter}"
+            );
+        }
+        let edited = format!("edited-{file}");
+        write(dir.path(), &edited, &uncomment_settings(&starter));
+        let validate = rocflow(&["validate", &edited], dir.path(), &[]);
+        assert!(
+            validate.status.success(),
+            "{template}, uncommented: {}\n{}",
+            text(&validate.stderr),
+            uncomment_settings(&starter)
+        );
+    }
+}
+
+#[test]
+fn an_edited_starter_overrides_what_its_examples_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rocflow(&["init"], dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let starter = std::fs::read_to_string(dir.path().join("pipeline.toml")).unwrap();
+    assert!(
+        starter.contains("extends = [\"kernel-trace\"]"),
+        "kernel-trace is the default"
+    );
+    write(dir.path(), "pipeline.toml", &uncomment_settings(&starter));
+    let out = rocflow(&["explain", "--json", "pipeline.toml"], dir.path(), &[]);
+    let plan = rocflow::plan::Plan::from_json(&text(&out.stdout)).unwrap();
+    assert_eq!(plan.contexts[0].name, "kernels");
+    assert_eq!(plan.contexts[0].start.delay_ns, 10_000_000_000);
+    let sinks: Vec<&str> = plan.sinks.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        sinks,
+        ["rocpd", "csv-tables"],
+        "perfetto removed, csv added"
+    );
+    assert_eq!(plan.sinks[1].path, "rocflow-out/csv-{hostname}-{pid}");
+}
+
+#[test]
+fn init_refuses_to_overwrite_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "pipeline.toml", "# mine\n");
+    let out = rocflow(&["init", "trace-all"], dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("error: `pipeline.toml` already exists"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("pass --force to overwrite it"), "{stderr}");
+    let kept = std::fs::read_to_string(dir.path().join("pipeline.toml")).unwrap();
+    assert_eq!(kept, "# mine\n");
+    let itself = rocflow(
+        &["init", "trace-all", "-o", "trace-all.toml"],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(itself.status.code(), Some(2));
+    assert!(
+        text(&itself.stderr).contains("`trace-all.toml` would extend itself"),
+        "{}",
+        text(&itself.stderr)
+    );
+    let forced = rocflow(&["init", "trace-all", "--force"], dir.path(), &[]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+    let written = std::fs::read_to_string(dir.path().join("pipeline.toml")).unwrap();
+    assert!(written.contains("extends = [\"trace-all\"]"), "{written}");
+}
+
+#[test]
+fn init_of_an_unknown_template_suggests_one_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rocflow(&["init", "kernel-trce"], dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("error: template `kernel-trce` not found"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("did you mean `kernel-trace`?"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn init_extends_team_templates_and_lists_their_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let team = dir.path().join("team");
+    std::fs::create_dir_all(&team).unwrap();
+    write(
+        &team,
+        "cfd.toml",
+        "[pipeline]\nextends = [\"kernel-trace\"]\n[params]\nproject = \"cfd\"\noutput_dir = \"/scratch/{project}\"\n",
+    );
+    let env = [("ROCFLOW_PIPELINE_PATH", team.as_path())];
+    let out = rocflow(&["init", "cfd", "-o", "runs/solver.toml"], dir.path(), &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let starter = std::fs::read_to_string(dir.path().join("runs/solver.toml")).unwrap();
+    assert!(starter.contains("name = \"solver\""), "{starter}");
+    assert!(
+        starter
+            .contains("# output_dir = \"/scratch/{project}\"\n# top = 10\n# project = \"cfd\"\n"),
+        "parameters in merge order, as written:\n{starter}"
+    );
+    let validate = rocflow(&["validate", "runs/solver.toml"], dir.path(), &env);
+    assert!(validate.status.success(), "{}", text(&validate.stderr));
 }

@@ -7,6 +7,7 @@ mod counters;
 pub mod model;
 pub mod params;
 pub mod schema;
+pub mod starter;
 pub mod template;
 pub mod units;
 pub mod value;
@@ -50,12 +51,28 @@ pub struct Compiled {
 /// Reads, merges, validates and compiles the pipeline at `path`. On failure every error
 /// found is returned (warnings and notes after them), so a user fixes them in one round.
 pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let merged = options.library.load(path).map_err(|d| vec![d])?;
+    compile(path, merged, options)
+}
+
+/// Compiles `text` as the pipeline file it is about to become at `path`, so a generated
+/// pipeline is checked before anything is written.
+pub fn compile_text(
+    path: &Path,
+    text: String,
+    options: &Options,
+) -> Result<Compiled, Vec<Diagnostic>> {
+    let merged = options.library.load_text(path, text).map_err(|d| vec![d])?;
+    compile(path, merged, options)
+}
+
+fn compile(path: &Path, merged: Merged, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
     let Merged {
         doc,
         sources,
         notes,
-    } = options.library.load(path).map_err(|d| vec![d])?;
-    match compile_merged(path, doc, &sources, options) {
+    } = merged;
+    match compile_document(path, doc, &sources, options) {
         Ok(mut compiled) => {
             compiled.warnings.extend(notes);
             Ok(compiled)
@@ -68,7 +85,7 @@ pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diag
 }
 
 /// Compiles a merged document; relative counter definition paths start next to `path`.
-fn compile_merged(
+fn compile_document(
     path: &Path,
     mut doc: Node,
     sources: &[Origin],

@@ -118,6 +118,14 @@ impl Library {
         self.merge_from(origin, file, Vec::new())
     }
 
+    /// Merges `text`, the pipeline about to be written at `path`, with everything it
+    /// extends (found from `path`'s directory, as once it is written).
+    pub fn load_text(&self, path: &Path, text: String) -> Result<Merged, Diagnostic> {
+        let file = SourceFile::new(path.display().to_string(), text);
+        let origin = Origin::File(std::path::absolute(path).unwrap_or_else(|_| path.to_owned()));
+        self.merge_from(origin, file, Vec::new())
+    }
+
     /// Finds the template `name` (on the search path or shipped) and merges it with
     /// everything it extends.
     pub fn load_template(&self, name: &str) -> Result<Merged, Diagnostic> {
