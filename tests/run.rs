@@ -308,6 +308,24 @@ fn counter_values_keep_their_kernel_when_dispatches_complete_together() {
 }
 
 #[test]
+fn counters_for_gpus_the_node_lacks_say_so() {
+    let extra = "[context.counters]\ncollect = [\"SQ_WAVES\"]\nagents = [\"gfx11*\"]\n";
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("rocflow: context `trace`: no GPU of this node (gfx942, gfx90a) is among its counters' agents; no counters are collected"),
+        "{stderr}"
+    );
+    assert!(!rows.contains_key("counter_sample"));
+    assert_eq!(
+        totals(&rows)["kernel_dispatch"],
+        600,
+        "the rest is collected"
+    );
+}
+
+#[test]
 fn pc_sampling_delivers_host_trap_samples() {
     let extra = r#"pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }"#;
     let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.2"]);
