@@ -159,9 +159,10 @@ fn resolved_pipeline_is_a_valid_standalone_pipeline() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let resolved = text(&out.stdout);
     assert!(!resolved.contains("extends"), "{resolved}");
+    assert!(resolved.contains("[context.counters]"), "{resolved}");
     assert!(
-        resolved.contains("[[context.counters.derived]]"),
-        "{resolved}"
+        resolved.contains("name = \"per-dispatch\""),
+        "the template's transform: {resolved}"
     );
     write(dir.path(), "resolved.toml", &resolved);
     let a = rocflow(
