@@ -23,6 +23,7 @@ fn version_and_help() {
     for command in [
         "validate",
         "explain",
+        "init",
         "templates",
         "migrate-counters",
         "counters",
@@ -158,9 +159,10 @@ fn resolved_pipeline_is_a_valid_standalone_pipeline() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let resolved = text(&out.stdout);
     assert!(!resolved.contains("extends"), "{resolved}");
+    assert!(resolved.contains("[context.counters]"), "{resolved}");
     assert!(
-        resolved.contains("[[context.counters.derived]]"),
-        "{resolved}"
+        resolved.contains("name = \"per-dispatch\""),
+        "the template's transform: {resolved}"
     );
     write(dir.path(), "resolved.toml", &resolved);
     let a = rocflow(
@@ -180,18 +182,19 @@ fn resolved_pipeline_is_a_valid_standalone_pipeline() {
 fn templates_list_shows_origins_and_shadowing() {
     let dir = tempfile::tempdir().unwrap();
     let team = dir.path().join("team");
+    let later = dir.path().join("later");
     std::fs::create_dir_all(team.join("gpu")).unwrap();
+    std::fs::create_dir_all(&later).unwrap();
     write(&team, "base.toml", "[params]\nout = \"team\"\n");
+    write(&later, "base.toml", "[params]\nout = \"later\"\n");
     write(
         &team.join("gpu"),
         "mi300.toml",
         "[pipeline]\nextends = [\"base\"]\n",
     );
-    let out = rocflow(
-        &["templates", "list"],
-        dir.path(),
-        &[("ROCFLOW_PIPELINE_PATH", &team)],
-    );
+    let path = std::env::join_paths([&team, &later]).unwrap();
+    let env = [("ROCFLOW_PIPELINE_PATH", Path::new(&path))];
+    let out = rocflow(&["templates", "list"], dir.path(), &env);
     assert!(out.status.success());
     let listing = text(&out.stdout);
     let base = listing
@@ -199,12 +202,19 @@ fn templates_list_shows_origins_and_shadowing() {
         .position(|l| l.starts_with("base "))
         .expect("base is listed");
     let lines: Vec<&str> = listing.lines().collect();
+    let canonical = |p: &Path| p.canonicalize().unwrap().display().to_string();
     assert!(
-        lines[base].contains(&team.join("base.toml").display().to_string()),
+        lines[base].contains(&canonical(&team.join("base.toml"))),
         "{listing}"
     );
-    assert!(
-        lines[base + 1].contains("shadows pipelines/base.toml (shipped)"),
+    assert_eq!(
+        lines[base + 1].trim(),
+        format!("shadows {}", canonical(&later.join("base.toml"))),
+        "{listing}"
+    );
+    assert_eq!(
+        lines[base + 2].trim(),
+        "shadows pipelines/base.toml (shipped)",
         "{listing}"
     );
     assert!(
@@ -218,11 +228,75 @@ fn templates_list_shows_origins_and_shadowing() {
         "{listing}"
     );
 
+    let show = rocflow(&["templates", "show", "base"], dir.path(), &env);
+    let shown = text(&show.stdout);
+    assert!(
+        shown.starts_with(&format!(
+            "# {}\n# shadows {}\n# shadows pipelines/base.toml (shipped)\n[params]",
+            canonical(&team.join("base.toml")),
+            canonical(&later.join("base.toml"))
+        )),
+        "{shown}"
+    );
     let show = rocflow(&["templates", "show", "kernel-trace"], dir.path(), &[]);
     assert!(text(&show.stdout).contains("name = \"kernel-trace\""));
     let unknown = rocflow(&["templates", "show", "kernel-trce"], dir.path(), &[]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(text(&unknown.stderr).contains("did you mean `kernel-trace`?"));
+    let team_typo = rocflow(&["templates", "show", "gpu/mi30"], dir.path(), &env);
+    assert!(
+        text(&team_typo.stderr).contains("did you mean `gpu/mi300`?"),
+        "team templates are suggested too: {}",
+        text(&team_typo.stderr)
+    );
+}
+
+#[test]
+fn using_a_shadowing_team_template_prints_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let team = dir.path().join("team");
+    std::fs::create_dir_all(&team).unwrap();
+    write(
+        &team,
+        "kernel-trace.toml",
+        "[pipeline]\nextends = [\"base\"]\n[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n",
+    );
+    write(
+        dir.path(),
+        "app.toml",
+        "[pipeline]\nextends = [\"kernel-trace\"]\n",
+    );
+    let env = [("ROCFLOW_PIPELINE_PATH", team.as_path())];
+    let out = rocflow(&["validate", "app.toml"], dir.path(), &env);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = text(&out.stderr);
+    let team_template = team.join("kernel-trace.toml").canonicalize().unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "note: template `kernel-trace` is {} (on ROCFLOW_PIPELINE_PATH)",
+            team_template.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("app.toml:2:12"), "{stderr}");
+    assert!(
+        stderr.contains("it shadows pipelines/kernel-trace.toml (shipped)"),
+        "{stderr}"
+    );
+    // Run by name, the template itself is what shadows.
+    let by_name = rocflow(&["explain", "kernel-trace"], dir.path(), &env);
+    assert!(by_name.status.success(), "{}", text(&by_name.stderr));
+    assert!(
+        text(&by_name.stderr).contains("note: template `kernel-trace` is"),
+        "{}",
+        text(&by_name.stderr)
+    );
+    let without = rocflow(&["validate", "app.toml"], dir.path(), &[]);
+    assert_eq!(
+        text(&without.stderr),
+        "",
+        "no team template, nothing to note"
+    );
 }
 
 #[test]
@@ -239,4 +313,157 @@ fn a_closed_pipe_ends_quietly() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     assert_eq!(text(&out.stderr), "");
+}
+
+/// Uncomments the settings of a starter pipeline: its parameters and the example entries.
+fn uncomment_settings(starter: &str) -> String {
+    let setting = regex::Regex::new(r"^# (\[\[\w+\]\]|\w+ = .*)$").unwrap();
+    starter
+        .lines()
+        .map(|line| match setting.is_match(line) {
+            true => &line[2..],
+            false => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn init_writes_a_starter_for_every_shipped_template_that_validates_as_written_and_edited() {
+    let dir = tempfile::tempdir().unwrap();
+    for template in rocflow::pipeline::template::builtin_names() {
+        let file = format!("my-{}.toml", template.replace('/', "-"));
+        let out = rocflow(&["init", template, "-o", &file], dir.path(), &[]);
+        assert!(out.status.success(), "{template}: {}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stdout),
+            format!(
+                "wrote {file}, a pipeline that extends `{template}`\n  rocflow run {file} -- ./app\n"
+            )
+        );
+        let starter = std::fs::read_to_string(dir.path().join(&file)).unwrap();
+        assert!(
+            starter.contains(&format!("extends = [\"{template}\"]")),
+            "{starter}"
+        );
+        let validate = rocflow(&["validate", &file], dir.path(), &[]);
+        assert!(
+            validate.status.success(),
+            "{template}: {}",
+            text(&validate.stderr)
+        );
+        // Every parameter the template has is listed with its default, and uncommenting the
+        // parameters and the examples gives a pipeline that still validates.
+        let resolved = rocflow(&["explain", "--json", &file], dir.path(), &[]);
+        let plan = rocflow::plan::Plan::from_json(&text(&resolved.stdout)).unwrap();
+        for (name, default) in &plan.params {
+            let toml = toml::Value::try_from(default).unwrap();
+            assert!(
+                starter.contains(&format!("\n# {name} = {toml}\n")),
+                "{template}: `{name}` is not listed with its default {toml}:\n{starter}"
+            );
+        }
+        let edited = format!("edited-{file}");
+        write(dir.path(), &edited, &uncomment_settings(&starter));
+        let validate = rocflow(&["validate", &edited], dir.path(), &[]);
+        assert!(
+            validate.status.success(),
+            "{template}, uncommented: {}\n{}",
+            text(&validate.stderr),
+            uncomment_settings(&starter)
+        );
+    }
+}
+
+#[test]
+fn an_edited_starter_overrides_what_its_examples_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rocflow(&["init"], dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let starter = std::fs::read_to_string(dir.path().join("pipeline.toml")).unwrap();
+    assert!(
+        starter.contains("extends = [\"kernel-trace\"]"),
+        "kernel-trace is the default"
+    );
+    write(dir.path(), "pipeline.toml", &uncomment_settings(&starter));
+    let out = rocflow(&["explain", "--json", "pipeline.toml"], dir.path(), &[]);
+    let plan = rocflow::plan::Plan::from_json(&text(&out.stdout)).unwrap();
+    assert_eq!(plan.contexts[0].name, "kernels");
+    assert_eq!(plan.contexts[0].start.delay_ns, 10_000_000_000);
+    let sinks: Vec<&str> = plan.sinks.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        sinks,
+        ["rocpd", "csv-tables"],
+        "perfetto removed, csv added"
+    );
+    assert_eq!(plan.sinks[1].path, "rocflow-out/csv-{hostname}-{pid}");
+}
+
+#[test]
+fn init_refuses_to_overwrite_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "pipeline.toml", "# mine\n");
+    let out = rocflow(&["init", "trace-all"], dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("error: `pipeline.toml` already exists"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("pass --force to overwrite it"), "{stderr}");
+    let kept = std::fs::read_to_string(dir.path().join("pipeline.toml")).unwrap();
+    assert_eq!(kept, "# mine\n");
+    let itself = rocflow(
+        &["init", "trace-all", "-o", "trace-all.toml"],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(itself.status.code(), Some(2));
+    assert!(
+        text(&itself.stderr).contains("`trace-all.toml` would extend itself"),
+        "{}",
+        text(&itself.stderr)
+    );
+    let forced = rocflow(&["init", "trace-all", "--force"], dir.path(), &[]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+    let written = std::fs::read_to_string(dir.path().join("pipeline.toml")).unwrap();
+    assert!(written.contains("extends = [\"trace-all\"]"), "{written}");
+}
+
+#[test]
+fn init_of_an_unknown_template_suggests_one_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rocflow(&["init", "kernel-trce"], dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("error: template `kernel-trce` not found"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("did you mean `kernel-trace`?"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn init_extends_team_templates_and_lists_their_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let team = dir.path().join("team");
+    std::fs::create_dir_all(&team).unwrap();
+    write(
+        &team,
+        "cfd.toml",
+        "[pipeline]\nextends = [\"kernel-trace\"]\n[params]\nproject = \"cfd\"\noutput_dir = \"/scratch/{project}\"\n",
+    );
+    let env = [("ROCFLOW_PIPELINE_PATH", team.as_path())];
+    let out = rocflow(&["init", "cfd", "-o", "runs/solver.toml"], dir.path(), &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let starter = std::fs::read_to_string(dir.path().join("runs/solver.toml")).unwrap();
+    assert!(starter.contains("name = \"solver\""), "{starter}");
+    assert!(
+        starter
+            .contains("# output_dir = \"/scratch/{project}\"\n# top = 10\n# project = \"cfd\"\n"),
+        "parameters in merge order, as written:\n{starter}"
+    );
+    let validate = rocflow(&["validate", "runs/solver.toml"], dir.path(), &env);
+    assert!(validate.status.success(), "{}", text(&validate.stderr));
 }

@@ -71,6 +71,38 @@ kind = "csv"
 path = "out"
 "#;
 
+/// Counter values of one iteration of one scenario thread when every counter of agent 0 is
+/// collected: each kernel gives the instances of those its agent has.
+fn counter_values_per_iteration(scenario: &toml::Value) -> u64 {
+    let agents = scenario["agent"].as_array().unwrap();
+    let counters = |agent: &toml::Value| -> Vec<(String, u64)> {
+        agent["counter"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let instances = c["dimensions"].as_array().unwrap().iter();
+                let instances = instances.map(|d| d[1].as_integer().unwrap() as u64);
+                (c["name"].as_str().unwrap().to_owned(), instances.product())
+            })
+            .collect()
+    };
+    let collected = counters(&agents[0]);
+    scenario["kernel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            let agent = k.get("agent").map_or(0, |a| a.as_integer().unwrap()) as usize;
+            counters(&agents[agent])
+                .iter()
+                .filter(|(name, _)| collected.iter().any(|(c, _)| c == name))
+                .map(|(_, n)| n)
+                .sum::<u64>()
+        })
+        .sum()
+}
+
 /// CSV rows per kind and process: kind → pid → rows.
 type Rows = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
@@ -248,6 +280,79 @@ iterations = "[1-10]"
     assert_eq!(
         totals(&rows)["counter_sample"],
         10 * (32 + 8) + 10 * (8 + 1)
+    );
+}
+
+#[test]
+fn counter_values_keep_their_kernel_when_dispatches_complete_together() {
+    // Four scenario threads complete dispatches at once, so the values of several
+    // dispatches interleave in the counters' buffer.
+    let dir = tempfile::tempdir().unwrap();
+    let mut scenario = default_scenario();
+    scenario["scenario"]["threads"] = toml::Value::Integer(4);
+    let path = dir.path().join("four-threads.toml");
+    std::fs::write(&path, toml::to_string(&scenario).unwrap()).unwrap();
+    // Every counter of gfx942, so each dispatch has hundreds of values.
+    let collect: Vec<toml::Value> = scenario["agent"][0]["counter"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].clone())
+        .collect();
+    let extra = format!(
+        "[context.counters]\ncollect = {}\n",
+        toml::Value::Array(collect)
+    );
+    let device = format!("sim:{}", path.display());
+    let (output, rows, _run) = run(&extra, &device, &["/bin/sleep", "0.2"]);
+    assert_success(&output);
+    let fields = |line: &str| -> Vec<String> { line.split(',').map(str::to_owned).collect() };
+    // kernel_dispatch: pid, tid, agent, queue, dispatch_id, kernel_id, …
+    let kernel_of: BTreeMap<String, String> = rows["kernel_dispatch"]
+        .values()
+        .flatten()
+        .map(|line| {
+            let f = fields(line);
+            (f[4].clone(), f[5].clone())
+        })
+        .collect();
+    // counter_sample: pid, agent, dispatch_id, kernel_id, …
+    let samples: Vec<&String> = rows["counter_sample"].values().flatten().collect();
+    assert_eq!(
+        samples.len() as u64,
+        4 * 100 * counter_values_per_iteration(&scenario)
+    );
+    let wrong: Vec<&&String> = samples
+        .iter()
+        .filter(|line| {
+            let f = fields(line);
+            kernel_of.get(&f[2]) != Some(&f[3])
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {} samples name another kernel than their dispatch, e.g. {}",
+        wrong.len(),
+        samples.len(),
+        wrong[0]
+    );
+}
+
+#[test]
+fn counters_for_gpus_the_node_lacks_say_so() {
+    let extra = "[context.counters]\ncollect = [\"SQ_WAVES\"]\nagents = [\"gfx11*\"]\n";
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("rocflow: context `trace`: no GPU of this node (gfx942, gfx90a) is among its counters' agents; no counters are collected"),
+        "{stderr}"
+    );
+    assert!(!rows.contains_key("counter_sample"));
+    assert_eq!(
+        totals(&rows)["kernel_dispatch"],
+        600,
+        "the rest is collected"
     );
 }
 

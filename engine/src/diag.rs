@@ -138,6 +138,8 @@ pub struct Diagnostic {
 pub enum Severity {
     Error,
     Warning,
+    /// Worth knowing, not a problem: which team template stands in for a shipped one.
+    Note,
 }
 
 impl Diagnostic {
@@ -158,6 +160,13 @@ impl Diagnostic {
         }
     }
 
+    pub fn notice(message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Note,
+            ..Self::error(message)
+        }
+    }
+
     pub fn at(mut self, span: Option<Span>) -> Self {
         self.span = span;
         self
@@ -170,6 +179,12 @@ impl Diagnostic {
 
     pub fn maybe_hint(mut self, hint: Option<String>) -> Self {
         self.hint = hint.or(self.hint);
+        self
+    }
+
+    /// Sets the hint unless one is set already.
+    pub fn or_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint.get_or_insert_with(|| hint.into());
         self
     }
 
@@ -192,6 +207,7 @@ impl Diagnostic {
         let level = match self.severity {
             Severity::Error => Level::ERROR,
             Severity::Warning => Level::WARNING,
+            Severity::Note => Level::NOTE,
         };
         let title = level.primary_title(&self.message);
         let mut group = match &self.span {

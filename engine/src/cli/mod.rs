@@ -37,6 +37,8 @@ enum Command {
     Validate(pipeline::ValidateArgs),
     /// Show what a pipeline compiles to: SDK contexts, buffers, counters, stages, sinks.
     Explain(pipeline::ExplainArgs),
+    /// Write a starter pipeline that extends a template: `rocflow init [TEMPLATE] [-o FILE]`.
+    Init(pipeline::InitArgs),
     /// List and show pipeline templates (shipped, and on ROCFLOW_PIPELINE_PATH).
     #[command(subcommand)]
     Templates(pipeline::TemplatesCommand),
@@ -69,6 +71,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Validate(args) => pipeline::validate(args),
         Command::Explain(args) => pipeline::explain(args),
+        Command::Init(args) => pipeline::init(args),
         Command::Templates(command) => pipeline::templates(command),
         Command::Run(args) => run::run(args),
         Command::Replay(args) => spool::replay(args),

@@ -6,9 +6,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
-use crate::pipeline::{self, Library, Options, Origin, Override};
+use crate::pipeline::starter::{self, DEFAULT_TEMPLATE};
+use crate::pipeline::{self, Library, Options, Override};
 use crate::plan::{self, Plan};
 use crate::sdk::Domain;
 
@@ -182,21 +183,79 @@ pub fn templates(command: TemplatesCommand) -> Result<ExitCode> {
         TemplatesCommand::List => {
             let mut out = String::new();
             for t in library.list() {
-                out.push_str(&format!("{:<24} {}\n", t.name, t.origin.display()));
-                for hidden in &t.shadows {
+                out.push_str(&format!("{:<24} {}\n", t.name, t.found.origin.display()));
+                for hidden in &t.found.shadows {
                     out.push_str(&format!("{:<24}   shadows {}\n", "", hidden.display()));
                 }
             }
             print(&out)?;
         }
         TemplatesCommand::Show { name } => {
-            let (origin, text) = library.read(&name)?;
-            let origin = match origin {
-                Origin::File(path) => path.display().to_string(),
-                builtin => builtin.display(),
-            };
-            print(&format!("# {origin}\n{text}"))?;
+            let (found, text) = library.read(&name)?;
+            let mut header = format!("# {}\n", found.origin.display());
+            for hidden in &found.shadows {
+                header.push_str(&format!("# shadows {}\n", hidden.display()));
+            }
+            print(&format!("{header}{text}"))?;
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The template the pipeline extends (see `rocflow templates list`).
+    #[arg(default_value = DEFAULT_TEMPLATE)]
+    template: String,
+    /// Where to write the pipeline.
+    #[arg(short, long, value_name = "FILE", default_value = "pipeline.toml")]
+    output: PathBuf,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Writes a starter pipeline that extends a template; it is checked before it is written,
+/// and an existing file is only replaced with --force.
+pub fn init(args: InitArgs) -> Result<ExitCode> {
+    let path = &args.output;
+    // `extends` looks next to the file first, so a file named after its template would
+    // extend itself once written.
+    let itself = path.with_file_name(format!("{}.toml", args.template.trim_end_matches(".toml")));
+    if std::path::absolute(&itself).ok() == std::path::absolute(path).ok() {
+        let file = path.display();
+        return Err(Error::user(
+            Diagnostic::error(format!(
+                "`{file}` would extend itself: `extends` looks next to the file first"
+            ))
+            .hint(format!(
+                "name it after what it profiles, e.g. -o my-{}",
+                itself.file_name().unwrap_or_default().to_string_lossy()
+            )),
+        ));
+    }
+    let options = Options {
+        library: Library::from_env(),
+        ..Options::default()
+    };
+    let text = starter::starter(&options.library, &args.template, path)?;
+    let file = SourceFile::new(path.display().to_string(), text.clone());
+    let compiled = pipeline::compile_text(path, file, &options).map_err(Error::User)?;
+    if path.exists() && !args.force {
+        return Err(Error::user(
+            Diagnostic::error(format!("`{}` already exists", path.display()))
+                .hint("pass --force to overwrite it, or -o to write another file"),
+        ));
+    }
+    let color = std::io::stderr().is_terminal();
+    for warning in &compiled.warnings {
+        eprintln!("{}\n", warning.render(color));
+    }
+    crate::atomic::write(path, text).map_err(Error::io(format!("writing {}", path.display())))?;
+    print(&format!(
+        "wrote {file}, a pipeline that extends `{template}`\n  rocflow run {file} -- ./app\n",
+        file = path.display(),
+        template = args.template,
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -7,6 +7,7 @@ mod counters;
 pub mod model;
 pub mod params;
 pub mod schema;
+pub mod starter;
 pub mod template;
 pub mod units;
 pub mod value;
@@ -22,6 +23,7 @@ use crate::plan::Plan;
 
 pub(crate) use compile::name_of;
 pub use params::Override;
+use template::Merged;
 pub use template::{Library, Origin};
 pub use value::Node;
 
@@ -43,34 +45,54 @@ pub struct Compiled {
     pub plan: Plan,
     /// The fully merged document, parameters applied (`rocflow explain --resolved`).
     pub resolved: Node,
-    /// Problems that do not stop the pipeline from running.
+    /// What does not stop the pipeline from running: warnings, and notes such as a team
+    /// template shadowing a shipped one.
     pub warnings: Vec<Diagnostic>,
 }
 
 /// Reads, merges, validates and compiles the pipeline at `path`. On failure every error
-/// found is returned (warnings after them), so a user fixes them in one round.
+/// found is returned (warnings and notes after them), so a user fixes them in one round.
 pub fn compile_file(path: &Path, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
     let merged = options.library.load(path).map_err(|d| vec![d])?;
-    compile_merged(merged, path, options)
+    compile(path, merged, options)
 }
 
-/// Compiles pipeline text that is not on disk (yet) as if it were the file `path`: what
-/// programs that write pipelines check their output with before writing it.
+/// Compiles `file` as the pipeline file it is about to become at `path`, so a generated
+/// pipeline is checked before anything is written.
 pub fn compile_text(
     path: &Path,
     file: Arc<SourceFile>,
     options: &Options,
 ) -> Result<Compiled, Vec<Diagnostic>> {
     let merged = options.library.load_text(path, file).map_err(|d| vec![d])?;
-    compile_merged(merged, path, options)
+    compile(path, merged, options)
 }
 
-fn compile_merged(
-    merged: template::Merged,
+fn compile(path: &Path, merged: Merged, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let Merged {
+        doc,
+        sources,
+        notes,
+    } = merged;
+    match compile_document(path, doc, &sources, options) {
+        Ok(mut compiled) => {
+            compiled.warnings.extend(notes);
+            Ok(compiled)
+        }
+        Err(mut errors) => {
+            errors.extend(notes);
+            Err(errors)
+        }
+    }
+}
+
+/// Compiles a merged document; relative counter definition paths start next to `path`.
+fn compile_document(
     path: &Path,
+    mut doc: Node,
+    sources: &[Origin],
     options: &Options,
 ) -> Result<Compiled, Vec<Diagnostic>> {
-    let mut doc = merged.doc;
     let params = params::apply(&mut doc, &options.overrides)?;
     let json = doc.to_json();
     let structural = schema::validate(&doc, &json);
@@ -87,7 +109,7 @@ fn compile_merged(
         .iter()
         .map(|(k, v)| (k.clone(), v.to_json()))
         .collect();
-    let sources = merged.sources.iter().map(Origin::display).collect();
+    let sources = sources.iter().map(Origin::display).collect();
     let base = path
         .parent()
         .map_or_else(Default::default, Path::to_path_buf);

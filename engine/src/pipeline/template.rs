@@ -38,13 +38,21 @@ impl Origin {
     }
 }
 
+/// A template found by name.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub origin: Origin,
+    /// Templates of the same name further down the search order, hidden by this one. Only
+    /// a template on the search path hides others: a file next to its includer is what
+    /// that file means, and the shipped library comes last.
+    pub shadows: Vec<Origin>,
+}
+
 /// A template that `rocflow templates list` shows.
 #[derive(Debug, Clone)]
 pub struct Listed {
     pub name: String,
-    pub origin: Origin,
-    /// Templates of the same name further down the search order, hidden by this one.
-    pub shadows: Vec<Origin>,
+    pub found: Found,
 }
 
 /// Finds and reads pipeline documents.
@@ -60,6 +68,8 @@ pub struct Merged {
     pub doc: Node,
     /// Every document that contributed, the including file last.
     pub sources: Vec<Origin>,
+    /// Notes on how names resolved: each team template used in place of another.
+    pub notes: Vec<Diagnostic>,
 }
 
 impl Library {
@@ -83,84 +93,97 @@ impl Library {
     /// but names a template (`kernel-trace`, `team/base`) loads that template, so shipped
     /// pipelines run without a source tree.
     pub fn load(&self, path: &Path) -> Result<Merged, Diagnostic> {
-        let (origin, file) = match SourceFile::read(path) {
-            Ok(file) => {
-                let origin = Origin::File(path.canonicalize().unwrap_or_else(|_| path.to_owned()));
-                (origin, file)
-            }
+        let file = match SourceFile::read(path) {
+            Ok(file) => file,
             Err(e) => {
-                let as_template = path
-                    .to_str()
-                    .filter(|name| {
-                        e.kind() == std::io::ErrorKind::NotFound && !name.ends_with(".toml")
-                    })
-                    .and_then(|name| self.find(name, None).ok());
-                let Some(origin) = as_template else {
-                    return Err(Diagnostic::error(format!(
-                        "cannot read pipeline `{}`: {e}",
-                        path.display()
-                    ))
-                    .hint("give a pipeline file, or the name of a template (`rocflow templates list`)"));
-                };
-                let file = self.open(&origin, Vec::new())?;
-                (origin, file)
+                let name = path.to_str().filter(|name| {
+                    e.kind() == std::io::ErrorKind::NotFound && !name.ends_with(".toml")
+                });
+                if let Some(name) = name
+                    && self.find(name, None).is_ok()
+                {
+                    return self.load_template(name);
+                }
+                return Err(Diagnostic::error(format!(
+                    "cannot read pipeline `{}`: {e}",
+                    path.display()
+                ))
+                .maybe_hint(name.and_then(|name| self.suggest(name)))
+                .or_hint(
+                    "give a pipeline file, or the name of a template (`rocflow templates list`)",
+                ));
             }
         };
-        let mut sources = Vec::new();
-        let doc = self.resolve(origin, file, &mut Vec::new(), &mut sources)?;
-        Ok(Merged { doc, sources })
+        let origin = Origin::File(path.canonicalize().unwrap_or_else(|_| path.to_owned()));
+        self.merge_from(origin, file, Vec::new())
     }
 
-    /// Merges text that would be the file `path` (its relative `extends` resolve from
-    /// there) with everything it extends.
+    /// Merges `text`, the pipeline about to be written at `path`, with everything it
+    /// extends (found from `path`'s directory, as once it is written).
     pub fn load_text(&self, path: &Path, file: Arc<SourceFile>) -> Result<Merged, Diagnostic> {
+        let origin = Origin::File(std::path::absolute(path).unwrap_or_else(|_| path.to_owned()));
+        self.merge_from(origin, file, Vec::new())
+    }
+
+    /// Finds the template `name` (on the search path or shipped) and merges it with
+    /// everything it extends.
+    pub fn load_template(&self, name: &str) -> Result<Merged, Diagnostic> {
+        let found = self
+            .find(name, None)
+            .map_err(|looked| self.not_found(name, &looked, None))?;
+        let notes = shadowing(name, &found, None).into_iter().collect();
+        let file = self.open(&found.origin, Vec::new())?;
+        self.merge_from(found.origin, file, notes)
+    }
+
+    /// Merges `file` over everything it extends; `notes` are those found so far.
+    fn merge_from(
+        &self,
+        origin: Origin,
+        file: Arc<SourceFile>,
+        mut notes: Vec<Diagnostic>,
+    ) -> Result<Merged, Diagnostic> {
         let mut sources = Vec::new();
-        let origin = Origin::File(path.to_owned());
-        let doc = self.resolve(origin, file, &mut Vec::new(), &mut sources)?;
-        Ok(Merged { doc, sources })
+        let doc = self.resolve(origin, file, &mut Vec::new(), &mut sources, &mut notes)?;
+        Ok(Merged {
+            doc,
+            sources,
+            notes,
+        })
     }
 
     /// The text of a template found by name on the search path or in the shipped library,
     /// for `templates show`.
-    pub fn read(&self, name: &str) -> Result<(Origin, String), Diagnostic> {
-        let origin = self
+    pub fn read(&self, name: &str) -> Result<(Found, String), Diagnostic> {
+        let found = self
             .find(name, None)
-            .map_err(|looked| not_found(name, &looked, None))?;
-        let file = self.open(&origin, Vec::new())?;
-        Ok((origin, file.text().to_owned()))
+            .map_err(|looked| self.not_found(name, &looked, None))?;
+        let file = self.open(&found.origin, Vec::new())?;
+        Ok((found, file.text().to_owned()))
     }
 
-    /// Every template on the search path and in the shipped library, with shadowing.
+    /// Every template on the search path and in the shipped library, by name, each with
+    /// what it shadows.
     pub fn list(&self) -> Vec<Listed> {
-        let mut listed: Vec<Listed> = Vec::new();
-        let found = self
+        let mut names: Vec<String> = self
             .search_path
             .iter()
             .flat_map(|dir| {
                 let mut names = Vec::new();
                 collect_toml(dir, dir, &mut names);
-                names.sort();
                 names
-                    .into_iter()
-                    .map(move |n| (n.clone(), Origin::File(dir.join(format!("{n}.toml")))))
             })
-            .chain(
-                library::TEMPLATES
-                    .iter()
-                    .map(|(name, _)| (name.to_string(), Origin::Builtin(name.to_string()))),
-            );
-        for (name, origin) in found {
-            match listed.iter_mut().find(|l| l.name == name) {
-                Some(first) => first.shadows.push(origin),
-                None => listed.push(Listed {
-                    name,
-                    origin,
-                    shadows: Vec::new(),
-                }),
-            }
-        }
-        listed.sort_by(|a, b| a.name.cmp(&b.name));
-        listed
+            .chain(builtin_names().map(str::to_owned))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let found = self.find(&name, None).ok()?;
+                Some(Listed { name, found })
+            })
+            .collect()
     }
 
     /// Parses one document, then merges it over the templates it extends (depth first).
@@ -170,6 +193,7 @@ impl Library {
         file: Arc<SourceFile>,
         chain: &mut Vec<Origin>,
         sources: &mut Vec<Origin>,
+        notes: &mut Vec<Diagnostic>,
     ) -> Result<Node, Diagnostic> {
         let mut doc = Node::parse(&file)?;
         check_unique_names(&doc)?;
@@ -179,11 +203,11 @@ impl Library {
         for (name, span) in extends {
             let found = self
                 .find(&name, Some(&origin))
-                .map_err(|looked| not_found(&name, &looked, Some(span.clone())))?;
-            if let Some(start) = chain.iter().position(|o| *o == found) {
+                .map_err(|looked| self.not_found(&name, &looked, Some(span.clone())))?;
+            if let Some(start) = chain.iter().position(|o| *o == found.origin) {
                 let cycle: Vec<String> = chain[start..]
                     .iter()
-                    .chain(std::iter::once(&found))
+                    .chain(std::iter::once(&found.origin))
                     .map(Origin::display)
                     .collect();
                 return Err(
@@ -193,14 +217,19 @@ impl Library {
                         .hint("remove one of the `extends` entries that close the loop"),
                 );
             }
-            let mut notes = vec![format!(
+            if let Some(note) = shadowing(&name, &found, Some(span.clone()))
+                && !notes.iter().any(|n| n.message == note.message)
+            {
+                notes.push(note);
+            }
+            let mut included = vec![format!(
                 "in template `{name}` ({}), included from {}",
-                found.display(),
+                found.origin.display(),
                 span.position()
             )];
-            notes.extend(file.notes().iter().cloned());
-            let template_file = self.open(&found, notes)?;
-            let template = self.resolve(found, template_file, chain, sources)?;
+            included.extend(file.notes().iter().cloned());
+            let template_file = self.open(&found.origin, included)?;
+            let template = self.resolve(found.origin, template_file, chain, sources, notes)?;
             base = Some(match base {
                 Some(base) => merge(base, template),
                 None => template,
@@ -220,11 +249,15 @@ impl Library {
 
     /// Resolves a template name as seen from the document at `from` (relative names first),
     /// returning where it looked when nothing matches.
-    fn find(&self, name: &str, from: Option<&Origin>) -> Result<Origin, Vec<String>> {
+    fn find(&self, name: &str, from: Option<&Origin>) -> Result<Found, Vec<String>> {
         let file_name = if name.ends_with(".toml") {
             name.to_owned()
         } else {
             format!("{name}.toml")
+        };
+        let alone = |origin| Found {
+            origin,
+            shadows: Vec::new(),
         };
         let mut looked = Vec::new();
         match from {
@@ -233,7 +266,9 @@ impl Library {
                 let dir = path.parent().unwrap_or(Path::new("."));
                 let candidate = dir.join(&file_name);
                 if candidate.is_file() {
-                    return Ok(Origin::File(candidate.canonicalize().unwrap_or(candidate)));
+                    return Ok(alone(Origin::File(
+                        candidate.canonicalize().unwrap_or(candidate),
+                    )));
                 }
                 looked.push(candidate.display().to_string());
             }
@@ -243,23 +278,52 @@ impl Library {
                 let relative = dir.join(name.trim_end_matches(".toml"));
                 let relative = relative.to_string_lossy().replace('\\', "/");
                 if builtin(&relative).is_some() {
-                    return Ok(Origin::Builtin(relative));
+                    return Ok(alone(Origin::Builtin(relative)));
                 }
             }
         }
+        let mut hits = Vec::new();
         for dir in &self.search_path {
             let candidate = dir.join(&file_name);
             if candidate.is_file() {
-                return Ok(Origin::File(candidate.canonicalize().unwrap_or(candidate)));
+                let origin = Origin::File(candidate.canonicalize().unwrap_or(candidate));
+                // A directory listed twice holds one template, not two.
+                if !hits.contains(&origin) {
+                    hits.push(origin);
+                }
+            } else if hits.is_empty() {
+                looked.push(candidate.display().to_string());
             }
-            looked.push(candidate.display().to_string());
         }
         let bare = name.trim_end_matches(".toml");
         if builtin(bare).is_some() {
-            return Ok(Origin::Builtin(bare.to_owned()));
+            hits.push(Origin::Builtin(bare.to_owned()));
         }
-        looked.push(format!("the shipped library (pipelines/{file_name})"));
-        Err(looked)
+        if hits.is_empty() {
+            looked.push(format!("the shipped library (pipelines/{file_name})"));
+            return Err(looked);
+        }
+        let origin = hits.remove(0);
+        Ok(Found {
+            origin,
+            shadows: hits,
+        })
+    }
+
+    /// "Did you mean", among every template this library has.
+    fn suggest(&self, name: &str) -> Option<String> {
+        let names: Vec<String> = self.list().into_iter().map(|t| t.name).collect();
+        did_you_mean(name, names.iter().map(String::as_str))
+    }
+
+    fn not_found(&self, name: &str, looked: &[String], span: Option<Span>) -> Diagnostic {
+        Diagnostic::error(format!("template `{name}` not found"))
+            .at(span)
+            .note(format!("looked in: {}", looked.join(", ")))
+            .maybe_hint(self.suggest(name))
+            .or_hint(format!(
+                "give a path relative to this file, add its directory to {PATH_VAR}, or see `rocflow templates list`"
+            ))
     }
 
     fn open(&self, origin: &Origin, notes: Vec<String>) -> Result<Arc<SourceFile>, Diagnostic> {
@@ -298,17 +362,19 @@ fn builtin(name: &str) -> Option<&'static str> {
         .map(|(_, text)| *text)
 }
 
-fn not_found(name: &str, looked: &[String], span: Option<Span>) -> Diagnostic {
-    let mut diagnostic = Diagnostic::error(format!("template `{name}` not found"))
-        .at(span)
-        .note(format!("looked in: {}", looked.join(", ")));
-    diagnostic = diagnostic.maybe_hint(did_you_mean(name, builtin_names()));
-    if diagnostic.hint.is_none() {
-        diagnostic = diagnostic.hint(format!(
-            "give a path relative to this file, add its directory to {PATH_VAR}, or see `rocflow templates list`"
-        ));
+/// The note that `name` resolved to a team template hiding others, if it did.
+fn shadowing(name: &str, found: &Found, span: Option<Span>) -> Option<Diagnostic> {
+    let (first, rest) = found.shadows.split_first()?;
+    let mut note = Diagnostic::notice(format!(
+        "template `{name}` is {} (on {PATH_VAR})",
+        found.origin.display()
+    ))
+    .at(span)
+    .note(format!("it shadows {}", first.display()));
+    for hidden in rest {
+        note = note.note(format!("and {}", hidden.display()));
     }
-    diagnostic
+    Some(note.hint("`rocflow templates list` shows every template and what it shadows"))
 }
 
 fn collect_toml(root: &Path, dir: &Path, names: &mut Vec<String>) {

@@ -5,6 +5,8 @@
 use std::ffi::c_void;
 use std::sync::Mutex;
 
+use rustc_hash::FxHashMap;
+
 use rocflow_core::abi::{
     ApiRecord, CounterRecord, DispatchCountingServiceRecord, Handle, KernelDispatchRecord,
     MemoryAllocationRecord, MemoryCopyRecord, PcSamplingHostTrapRecord, RecordHeader,
@@ -23,9 +25,10 @@ use crate::{Kernels, Tool, stream};
 pub struct BufferState {
     /// The kind losses are reported under: the context's first.
     pub kind: RecordKind,
-    /// The last dispatch header seen: dispatch id, kernel id, end time. A dispatch's
-    /// counter values follow its header in the buffer.
-    dispatch: Mutex<(u64, u64, u64)>,
+    /// Dispatches whose counter values are still to come, by dispatch id. A dispatch's
+    /// values follow its header, but those of dispatches completing on other threads
+    /// may come in between, so every open header is kept until its last value.
+    dispatches: Mutex<FxHashMap<u64, OpenDispatch>>,
     /// Record vectors reused from delivery to delivery (the SDK delivers one buffer's
     /// batches one at a time, so this lock is never contended).
     out: Mutex<Out>,
@@ -35,10 +38,17 @@ impl BufferState {
     pub fn new(kind: RecordKind) -> BufferState {
         BufferState {
             kind,
-            dispatch: Mutex::new((0, 0, 0)),
+            dispatches: Mutex::default(),
             out: Mutex::default(),
         }
     }
+}
+
+/// A dispatch header whose counter values have not all arrived.
+struct OpenDispatch {
+    kernel_id: u64,
+    end_ns: u64,
+    values_left: u64,
 }
 
 /// One delivery's records, per kind, and the threads and queues they run on.
@@ -304,17 +314,34 @@ unsafe fn convert(
         category::COUNTERS if header.kind == counter_record::DISPATCH_HEADER => {
             // SAFETY: the caller's contract.
             let r = unsafe { &*header.payload.cast::<DispatchCountingServiceRecord>() };
-            *state.dispatch.lock().unwrap() = (
-                r.dispatch_info.dispatch_id,
-                r.dispatch_info.kernel_id,
-                r.end_timestamp,
-            );
+            if r.num_records > 0 {
+                let open = OpenDispatch {
+                    kernel_id: r.dispatch_info.kernel_id,
+                    end_ns: r.end_timestamp,
+                    values_left: r.num_records,
+                };
+                let mut dispatches = state.dispatches.lock().unwrap();
+                dispatches.insert(r.dispatch_info.dispatch_id, open);
+            }
         }
         category::COUNTERS if header.kind == counter_record::VALUE => {
             // SAFETY: the caller's contract.
             let r = unsafe { &*header.payload.cast::<CounterRecord>() };
-            let (dispatch, kernel, end) = *state.dispatch.lock().unwrap();
-            let kernel_id = if dispatch == r.dispatch_id { kernel } else { 0 };
+            let (kernel_id, end) = {
+                let mut dispatches = state.dispatches.lock().unwrap();
+                match dispatches.get_mut(&r.dispatch_id) {
+                    Some(open) => {
+                        let found = (open.kernel_id, open.end_ns);
+                        open.values_left -= 1;
+                        if open.values_left == 0 {
+                            dispatches.remove(&r.dispatch_id);
+                        }
+                        found
+                    }
+                    // The header was lost (a discarding buffer dropped it).
+                    None => (0, 0),
+                }
+            };
             let mut counter = Handle { handle: 0 };
             // SAFETY: a writable handle.
             unsafe { (tool.api.query_record_counter_id)(r.id, &mut counter) };

@@ -232,14 +232,18 @@ fn context(
             .collect()
     };
     if let Some(counters) = &plan.counters {
-        count(
-            tool,
-            handle,
-            buffer,
-            counters,
-            &selected(&counters.agents),
-            dimensions,
-        )?;
+        let profiled = selected(&counters.agents);
+        if profiled.is_empty() {
+            // Counters for another architecture (counters-rdna on an Instinct node) would
+            // otherwise give kernels without a single counter, and no word why.
+            let here: Vec<&str> = gpus.iter().map(|g| g.gfx.as_str()).collect();
+            warn(&format!(
+                "context `{}`: no GPU of this node ({}) is among its counters' agents; no counters are collected",
+                plan.name,
+                here.join(", ")
+            ));
+        }
+        count(tool, handle, buffer, counters, &profiled, dimensions)?;
     } else if plan.serialize {
         serialize(tool, handle, buffer)?;
     }
