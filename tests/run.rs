@@ -203,6 +203,42 @@ fn each_forked_child_streams_the_scenario_of_its_own() {
 }
 
 #[test]
+fn programs_a_shell_starts_are_one_stream_each() {
+    // The shell forks, and each child execs a program that loads the tool anew: the
+    // forked child, which sends nothing before it execs, must not leave a stream of its own.
+    let script = "/bin/sleep 0.2 & /bin/sleep 0.2; wait";
+    let (output, rows, dir) = run("", "sim", &["/bin/sh", "-c", script]);
+    assert_success(&output);
+    assert!(
+        text(&output.stdout).contains("from 3 processes"),
+        "{}",
+        text(&output.stdout)
+    );
+    let inspect = rocflow(
+        &["inspect", "--json", "rocflow-out/run.rfraw"],
+        dir.path(),
+        &[],
+    );
+    let spool: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let pids: Vec<u64> = spool["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pid"].as_u64().expect("every stream says its process"))
+        .collect();
+    let unique: std::collections::BTreeSet<u64> = pids.iter().copied().collect();
+    assert_eq!(unique.len(), 3, "{pids:?}");
+    // Each sleep replays the whole scenario.
+    let want = expected(&default_scenario());
+    for (kind, per_pid) in &rows {
+        let whole = per_pid
+            .values()
+            .filter(|lines| lines.len() as u64 == want[kind]);
+        assert_eq!(whole.count(), 2, "{kind}: {:?}", per_pid.keys());
+    }
+}
+
+#[test]
 fn every_shipped_scenario_is_delivered_whole() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim");
     let mut scenarios: Vec<PathBuf> = std::fs::read_dir(dir)

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
@@ -112,7 +112,12 @@ fn connect(socket: &Path) -> Result<Stream, String> {
     })
 }
 
+/// The stream to send on, opening a forked child's on first use.
 fn current() -> Option<&'static Stream> {
+    opened().or_else(open_pending)
+}
+
+fn opened() -> Option<&'static Stream> {
     // SAFETY: streams are leaked, never freed, so a pointer once stored stays valid.
     unsafe { STREAM.load(Ordering::Acquire).as_ref() }
 }
@@ -165,7 +170,8 @@ pub fn send_meta(items: Vec<Meta>) {
 /// Ends the stream: the writer sends what is queued and closes the socket. Waits up to
 /// `timeout` for that.
 pub fn close(timeout: Duration) {
-    let Some(stream) = current() else { return };
+    // A forked child that sent nothing has no stream to close, and opens none.
+    let Some(stream) = opened() else { return };
     stream.sender.lock().unwrap().take();
     let (done, signal) = &*stream.finished;
     let guard = done.lock().unwrap();
@@ -185,8 +191,19 @@ pub extern "C" fn after_fork_parent() {
     HELD.with(|held| held.borrow_mut().take());
 }
 
-/// In a forked child: a new stream, starting with the parent's metadata with this
-/// process's description in place of the parent's.
+/// A forked child's stream, opened when the child first sends something: a child that
+/// only execs another program (a shell's, `mpirun`'s) would otherwise leave an empty
+/// stream beside the one the new program opens under the same pid.
+static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
+
+struct Pending {
+    socket: PathBuf,
+    /// The child's metadata so far, encoded: the new stream's first frame.
+    meta: Vec<u8>,
+}
+
+/// In a forked child: the parent's stream is left alone, and the child's own will start
+/// with the parent's metadata with this process's description in place of the parent's.
 pub fn reopen_in_child(socket: &Path, process: Meta) {
     let log = HELD.with(|held| {
         let mut held = held.borrow_mut();
@@ -194,15 +211,7 @@ pub fn reopen_in_child(socket: &Path, process: Meta) {
         held.take();
         log
     });
-    let stream = match connect(socket) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("rocflow: {e}; this process is not profiled");
-            STREAM.store(ptr::null_mut(), Ordering::Release);
-            return;
-        }
-    };
-    STREAM.store(Box::into_raw(Box::new(stream)), Ordering::Release);
+    STREAM.store(ptr::null_mut(), Ordering::Release);
     RECORDS.store(0, Ordering::Relaxed);
     CALLBACK_NS.store(0, Ordering::Relaxed);
     let mut items: Vec<Meta> = log
@@ -215,6 +224,33 @@ pub fn reopen_in_child(socket: &Path, process: Meta) {
         })
         .collect();
     items.insert(0, process);
-    *META.lock().unwrap() = Vec::new();
-    send_meta(items);
+    let mut meta = Vec::new();
+    wire::encode_meta(0, &items, &mut meta);
+    *META.lock().unwrap() = items;
+    *PENDING.lock().unwrap() = Some(Pending {
+        socket: socket.to_owned(),
+        meta,
+    });
+}
+
+/// Opens a forked child's stream, if it has one waiting.
+fn open_pending() -> Option<&'static Stream> {
+    let mut pending = PENDING.lock().unwrap();
+    // Another thread may have opened it meanwhile.
+    if let Some(stream) = opened() {
+        return Some(stream);
+    }
+    let Pending { socket, meta } = pending.take()?;
+    let stream = match connect(&socket) {
+        Ok(stream) => &*Box::leak(Box::new(stream)),
+        Err(e) => {
+            eprintln!("rocflow: {e}; this process is not profiled");
+            return None;
+        }
+    };
+    if let Some(sender) = &*stream.sender.lock().unwrap() {
+        let _ = sender.send(meta);
+    }
+    STREAM.store(ptr::from_ref(stream).cast_mut(), Ordering::Release);
+    Some(stream)
 }
