@@ -7,9 +7,8 @@
 mod support;
 
 use std::path::Path;
-use std::time::Duration;
 
-use support::{Run, best, replay_in_child, write_spool};
+use support::{Peaks, Yardstick, best, replay_in_child, write_spool};
 
 /// Every kind the sink writes, straight into OTF2.
 const PIPELINE: &str = r#"
@@ -56,38 +55,24 @@ fn main() {
     write_spool(&spool, 10_000_000, 2);
     let bytes = std::fs::metadata(&spool).unwrap().len();
 
-    let read_wall = support::read_spool(&spool).wall;
+    let read = support::read_spool(&spool).wall;
+    let (total, decode) = support::decode(&spool);
     let out = dir.path().join("trace");
     let mut records = 0;
     let mut lanes = 0;
-    let Run { wall, cpu, steal } = best(|| {
+    let run = best(|| {
         records = replay(&spool, &out);
         lanes = locations(&out);
         std::fs::remove_dir_all(&out).unwrap();
     });
 
-    let rate = |t: Duration| records as f64 / t.as_secs_f64() / 1e6;
     println!(
-        "spool: {records} records for the sink, {:.0} MiB; archive: {lanes} locations",
+        "spool: {total} records ({records} for the sink), {:.0} MiB; archive: {lanes} locations",
         bytes as f64 / 1048576.0
     );
-    println!(
-        "  read (baseline)         {:>7.1} M records/s  {:>6.2}x the read time",
-        rate(read_wall),
-        1.0
-    );
-    println!(
-        "  replay -> otf2          {:>7.1} M records/s  {:>6.2}x",
-        rate(wall),
-        wall.as_secs_f64() / read_wall.as_secs_f64()
-    );
-    println!(
-        "    its CPU time          {:>7.0} ns/record ({:.1} M records per CPU-second; {:.0}% of \
-         the machine stolen by the hypervisor meanwhile)",
-        cpu.as_secs_f64() * 1e9 / records as f64,
-        rate(cpu),
-        steal * 100.0
-    );
+    let yardstick = Yardstick::new(total, read);
+    yardstick.print("decode", decode.wall);
+    yardstick.print_run("replay -> otf2", run, "");
 
     // Memory is bounded by the locations, not the records: each location costs its event
     // chunks, and OTF2 keeps a 4 MiB file write buffer for each location from its first
@@ -97,16 +82,10 @@ fn main() {
     let large = dir.path().join("20m.rfraw");
     write_spool(&small, 1_000_000, 2);
     write_spool(&large, 20_000_000, 2);
-    println!("peak RSS of a replay into OTF2 (fresh process each)");
-    let mut first = None;
+    let mut peaks = Peaks::new("into OTF2");
     for (label, path) in [("1M", &small), ("10M", &spool), ("20M", &large)] {
         let out = dir.path().join(format!("trace-{label}"));
-        let rss = replay_in_child(path, &out) as f64 / 1024.0;
-        let first = *first.get_or_insert(rss);
-        println!(
-            "  {label:<4} records          {rss:>7.1} MiB  {:>5.2}x the 1M peak ({} locations)",
-            rss / first,
-            locations(&out)
-        );
+        let rss = replay_in_child(path, &out);
+        peaks.print(label, rss, &format!(" ({} locations)", locations(&out)));
     }
 }

@@ -7,11 +7,8 @@
 mod support;
 
 use std::path::Path;
-use std::time::Duration;
 
-use rocflow::spool::SpoolReader;
-use rocflow::wire::Payload;
-use support::{Run, best, replay_in_child, write_spool};
+use support::{Peaks, Yardstick, best, replay_in_child, write_spool};
 
 /// Every record the generator makes, into one Parquet dataset with the default options.
 const PIPELINE: &str = r#"
@@ -63,55 +60,30 @@ fn main() {
     let bytes = std::fs::metadata(&spool).unwrap().len();
 
     let read = support::read_spool(&spool).wall;
-    let mut records = 0u64;
-    let decode = best(|| {
-        records = 0;
-        for frame in SpoolReader::open(&spool).unwrap() {
-            if let Payload::Records(batch) = frame.unwrap().payload {
-                records += batch.len() as u64;
-            }
-        }
-    })
-    .wall;
+    let (records, decode) = support::decode(&spool);
     let out = dir.path().join("dataset");
     let mut written = 0;
-    let Run { wall, cpu, steal } = best(|| {
+    let run = best(|| {
         assert_eq!(replay(&spool, &out), records);
         written = size(&out);
         std::fs::remove_dir_all(&out).unwrap();
     });
 
-    let rate = |t: Duration| records as f64 / t.as_secs_f64() / 1e6;
-    let ratio = |t: Duration| t.as_secs_f64() / read.as_secs_f64();
     println!(
         "spool: {records} records from {PROCESSES} processes, {:.0} MiB ({:.1} bytes/record)",
         bytes as f64 / 1048576.0,
         bytes as f64 / records as f64
     );
-    println!(
-        "  read (baseline)         {:>7.2} M records/s  {:>6.2}x the read time",
-        rate(read),
-        1.0
-    );
-    println!(
-        "  decode                  {:>7.2} M records/s  {:>6.2}x",
-        rate(decode),
-        ratio(decode)
-    );
-    println!(
-        "  replay -> parquet       {:>7.2} M records/s  {:>6.2}x",
-        rate(wall),
-        ratio(wall)
-    );
-    println!(
-        "    its CPU time          {:>7.0} ns/record ({:.2} M records per CPU-second; {:.0}% of \
-         the machine stolen by the hypervisor meanwhile); {:.0} MiB of Parquet ({:.1} \
-         bytes/record)",
-        cpu.as_secs_f64() * 1e9 / records as f64,
-        rate(cpu),
-        steal * 100.0,
-        written as f64 / 1048576.0,
-        written as f64 / records as f64
+    let yardstick = Yardstick::new(records, read);
+    yardstick.print("decode", decode.wall);
+    yardstick.print_run(
+        "replay -> parquet",
+        run,
+        &format!(
+            "; {:.0} MiB of Parquet ({:.1} bytes/record)",
+            written as f64 / 1048576.0,
+            written as f64 / records as f64
+        ),
     );
 
     // Memory is bounded by the folders being written, each holding at most one row group's
@@ -120,15 +92,9 @@ fn main() {
     let large = dir.path().join("20m.rfraw");
     write_spool(&small, RECORDS / 10, PROCESSES);
     write_spool(&large, RECORDS * 2, PROCESSES);
-    println!("peak RSS of a replay into Parquet (fresh process each)");
-    let mut first = None;
+    let mut peaks = Peaks::new("into Parquet");
     for (label, path) in [("1M", &small), ("10M", &spool), ("20M", &large)] {
-        let rss = replay_in_child(path, &dir.path().join(format!("dataset-{label}"))) as f64;
-        let first = *first.get_or_insert(rss);
-        println!(
-            "  {label:<4} records          {:>7.1} MiB  {:>5.2}x the 1M peak",
-            rss / 1024.0,
-            rss / first
-        );
+        let rss = replay_in_child(path, &dir.path().join(format!("dataset-{label}")));
+        peaks.print(label, rss, "");
     }
 }

@@ -6,9 +6,8 @@
 mod support;
 
 use std::path::Path;
-use std::time::Duration;
 
-use support::{Run, best, replay_in_child, write_spool};
+use support::{Peaks, Yardstick, best, replay_in_child, write_spool};
 
 /// Every kind the sink shows from a generated run, with annotations and flows.
 const PIPELINE: &str = r#"
@@ -41,39 +40,25 @@ fn main() {
     write_spool(&spool, 10_000_000, 2);
     let bytes = std::fs::metadata(&spool).unwrap().len();
 
-    let read_wall = support::read_spool(&spool).wall;
+    let read = support::read_spool(&spool).wall;
+    let (total, decode) = support::decode(&spool);
     let out = dir.path().join("trace.pftrace");
     let mut records = 0;
     let mut size = 0;
-    let Run { wall, cpu, steal } = best(|| {
+    let run = best(|| {
         records = replay(&spool, &out);
         size = std::fs::metadata(&out).unwrap().len();
         std::fs::remove_file(&out).unwrap();
     });
 
-    let rate = |t: Duration| records as f64 / t.as_secs_f64() / 1e6;
     println!(
-        "spool: {records} records for the sink, {:.0} MiB; trace: {:.0} MiB",
+        "spool: {total} records ({records} for the sink), {:.0} MiB; trace: {:.0} MiB",
         bytes as f64 / 1048576.0,
         size as f64 / 1048576.0
     );
-    println!(
-        "  read (baseline)         {:>7.1} M records/s  {:>6.2}x the read time",
-        rate(read_wall),
-        1.0
-    );
-    println!(
-        "  replay -> perfetto      {:>7.1} M records/s  {:>6.2}x",
-        rate(wall),
-        wall.as_secs_f64() / read_wall.as_secs_f64()
-    );
-    println!(
-        "    its CPU time          {:>7.0} ns/record ({:.1} M records per CPU-second; {:.0}% of \
-         the machine stolen by the hypervisor meanwhile)",
-        cpu.as_secs_f64() * 1e9 / records as f64,
-        rate(cpu),
-        steal * 100.0
-    );
+    let yardstick = Yardstick::new(total, read);
+    yardstick.print("decode", decode.wall);
+    yardstick.print_run("replay -> perfetto", run, "");
 
     // Memory is bounded by the tracks, not the records: each timeline holds back at most
     // its reorder buffer, and a window's packets are written before the next is taken.
@@ -81,16 +66,10 @@ fn main() {
     let large = dir.path().join("20m.rfraw");
     write_spool(&small, 1_000_000, 2);
     write_spool(&large, 20_000_000, 2);
-    println!("peak RSS of a replay into Perfetto (fresh process each)");
-    let mut first = None;
+    let mut peaks = Peaks::new("into Perfetto");
     for (label, path) in [("1M", &small), ("10M", &spool), ("20M", &large)] {
         let out = dir.path().join(format!("trace-{label}.pftrace"));
-        let rss = replay_in_child(path, &out) as f64 / 1024.0;
-        let first = *first.get_or_insert(rss);
-        println!(
-            "  {label:<4} records          {rss:>7.1} MiB  {:>5.2}x the 1M peak",
-            rss / first,
-        );
+        peaks.print(label, replay_in_child(path, &out), "");
         std::fs::remove_file(&out).unwrap();
     }
 }

@@ -11,11 +11,8 @@
 mod support;
 
 use std::path::Path;
-use std::time::Duration;
 
-use rocflow::spool::SpoolReader;
-use rocflow::wire::Payload;
-use support::{Run, best, replay_in_child, write_spool};
+use support::{Peaks, Run, Yardstick, best, replay_in_child, write_spool};
 
 /// Every record the generator makes, into one rocpd sink.
 const PIPELINE: &str = r#"
@@ -65,16 +62,8 @@ fn main() {
     write_spool(&spool, RECORDS, PROCESSES);
     let bytes = std::fs::metadata(&spool).unwrap().len();
 
-    let read = support::read_spool(&spool);
-    let mut records = 0u64;
-    let decode = best(|| {
-        records = 0;
-        for frame in SpoolReader::open(&spool).unwrap() {
-            if let Payload::Records(batch) = frame.unwrap().payload {
-                records += batch.len() as u64;
-            }
-        }
-    });
+    let read = support::read_spool(&spool).wall;
+    let (records, decode) = support::decode(&spool);
     let out = dir.path().join("db");
     let layouts: Vec<(&str, Run, u64)> = ["per_process", "single"]
         .into_iter()
@@ -87,54 +76,32 @@ fn main() {
         })
         .collect();
 
-    let rate = |t: Duration| records as f64 / t.as_secs_f64() / 1e6;
-    let ratio = |t: Duration| t.as_secs_f64() / read.wall.as_secs_f64();
     println!(
         "spool: {records} records from {PROCESSES} processes, {:.0} MiB ({:.1} bytes/record)",
         bytes as f64 / 1048576.0,
         bytes as f64 / records as f64
     );
-    println!(
-        "  read (baseline)                  {:>7.2} M records/s  {:>6.2}x the read time",
-        rate(read.wall),
-        1.0
-    );
-    println!(
-        "  decode                           {:>7.2} M records/s  {:>6.2}x",
-        rate(decode.wall),
-        ratio(decode.wall)
-    );
+    let yardstick = Yardstick::new(records, read);
+    yardstick.print("decode", decode.wall);
     for (layout, run, bytes) in &layouts {
-        let name = format!("rocpd, layout = {layout}");
-        println!(
-            "  {name:<32} {:>7.2} M records/s  {:>6.2}x",
-            rate(run.wall),
-            ratio(run.wall)
-        );
-        println!(
-            "    its CPU time                   {:>7.0} ns/record ({:.2} M records per CPU-second; \
-             {:.0}% of the machine stolen by the hypervisor meanwhile); {:.0} MiB of databases \
-             ({:.1} bytes/record)",
-            run.cpu.as_secs_f64() * 1e9 / records as f64,
-            rate(run.cpu),
-            run.steal * 100.0,
-            *bytes as f64 / 1048576.0,
-            *bytes as f64 / records as f64
+        yardstick.print_run(
+            &format!("rocpd, layout = {layout}"),
+            *run,
+            &format!(
+                "; {:.0} MiB of databases ({:.1} bytes/record)",
+                *bytes as f64 / 1048576.0,
+                *bytes as f64 / records as f64
+            ),
         );
     }
 
     let small = dir.path().join("1m.rfraw");
     write_spool(&small, RECORDS / 10, PROCESSES);
-    let small_rss = replay_in_child(&small, &dir.path().join("db-1m"));
-    let large_rss = replay_in_child(&spool, &dir.path().join("db-10m"));
-    println!("peak RSS of a replay into rocpd (fresh process each, layout = per_process)");
-    println!(
-        "  1M records                       {:>7.1} MiB",
-        small_rss as f64 / 1024.0
-    );
-    println!(
-        "  10M records                      {:>7.1} MiB  {:>6.2}x the 1M peak",
-        large_rss as f64 / 1024.0,
-        large_rss as f64 / small_rss as f64
+    let mut peaks = Peaks::new("into rocpd (layout = per_process)");
+    peaks.print("1M", replay_in_child(&small, &dir.path().join("db-1m")), "");
+    peaks.print(
+        "10M",
+        replay_in_child(&spool, &dir.path().join("db-10m")),
+        "",
     );
 }

@@ -156,3 +156,86 @@ pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
     }
     report
 }
+
+/// Decodes every frame of a spool (the fastest anything reads records); returns the
+/// records and the best run.
+pub fn decode(spool: &Path) -> (u64, Run) {
+    let mut records = 0u64;
+    let run = best(|| {
+        records = 0;
+        for frame in rocflow::spool::SpoolReader::open(spool).unwrap() {
+            if let rocflow::wire::Payload::Records(batch) = frame.unwrap().payload {
+                records += batch.len() as u64;
+            }
+        }
+    });
+    (records, run)
+}
+
+/// Figures of runs over one spool, each against a plain read of the same bytes.
+pub struct Yardstick {
+    records: u64,
+    read: Duration,
+}
+
+impl Yardstick {
+    /// Prints the read's own line first.
+    pub fn new(records: u64, read: Duration) -> Yardstick {
+        let yardstick = Yardstick { records, read };
+        println!(
+            "  {:<32} {:>7.2} M records/s  {:>6.2}x the read time",
+            "read (baseline)",
+            yardstick.rate(read),
+            1.0
+        );
+        yardstick
+    }
+
+    fn rate(&self, t: Duration) -> f64 {
+        self.records as f64 / t.as_secs_f64() / 1e6
+    }
+
+    /// A step's rate, and its time as a multiple of the read's.
+    pub fn print(&self, step: &str, wall: Duration) {
+        println!(
+            "  {step:<32} {:>7.2} M records/s  {:>6.2}x",
+            self.rate(wall),
+            wall.as_secs_f64() / self.read.as_secs_f64()
+        );
+    }
+
+    /// A step's rate and its CPU time per record; `output` says what it wrote, if anything.
+    pub fn print_run(&self, step: &str, run: Run, output: &str) {
+        self.print(step, run.wall);
+        println!(
+            "    its CPU time                   {:>7.0} ns/record ({:.2} M records per CPU-second; \
+             {:.0}% of the machine stolen by the hypervisor meanwhile){output}",
+            run.cpu.as_secs_f64() * 1e9 / self.records as f64,
+            self.rate(run.cpu),
+            run.steal * 100.0
+        );
+    }
+}
+
+/// Peak memory of replays, each against the first one's.
+pub struct Peaks {
+    first: Option<(&'static str, f64)>,
+}
+
+impl Peaks {
+    pub fn new(title: &str) -> Peaks {
+        println!("peak RSS of a replay {title} (fresh process each)");
+        Peaks { first: None }
+    }
+
+    /// Prints a replay's peak in KiB; `note` adds what it depends on.
+    pub fn print(&mut self, label: &'static str, kib: u64, note: &str) {
+        let mib = kib as f64 / 1024.0;
+        let (base, first) = *self.first.get_or_insert((label, mib));
+        println!(
+            "  {:<32} {mib:>7.1} MiB  {:>6.2}x the {base} peak{note}",
+            format!("{label} records"),
+            mib / first
+        );
+    }
+}
