@@ -766,7 +766,11 @@ fn inline_derived_counter_divides_by_zero() {
         5,
         42,
     );
-    assert!(hint(&e).contains("makes a division by zero 0"), "{}", hint(&e));
+    assert!(
+        hint(&e).contains("makes a division by zero 0"),
+        "{}",
+        hint(&e)
+    );
 }
 
 #[test]

@@ -51,9 +51,15 @@ impl<'a> Walk<'_, 'a> {
         match self.marks[i] {
             Mark::Done => return Ok(()),
             Mark::Open => {
-                let start = self.path.iter().position(|&p| p == i).expect("open is on the path");
-                let mut cycle: Vec<&'a str> =
-                    self.path[start..].iter().map(|&p| self.named[p].0).collect();
+                let start = self
+                    .path
+                    .iter()
+                    .position(|&p| p == i)
+                    .expect("open is on the path");
+                let mut cycle: Vec<&'a str> = self.path[start..]
+                    .iter()
+                    .map(|&p| self.named[p].0)
+                    .collect();
                 cycle.push(self.named[i].0);
                 return Err(cycle);
             }
@@ -62,7 +68,11 @@ impl<'a> Walk<'_, 'a> {
         self.marks[i] = Mark::Open;
         self.path.push(i);
         for reference in self.named[i].1.references() {
-            if let Some(j) = self.named.iter().position(|(n, _)| *n == reference.as_str()) {
+            if let Some(j) = self
+                .named
+                .iter()
+                .position(|(n, _)| *n == reference.as_str())
+            {
                 self.visit(j)?;
             }
         }
