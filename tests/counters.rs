@@ -186,7 +186,10 @@ fn derived_and_reduced_counters_follow_from_the_collected_values() {
     }
     // On the MI300X: 8 XCCs of waves, VALU per wave per XCC, 32 of VALU, 8 of GRBM, 1.
     let mi300x = out.keys().find(|k| k.0 == "1").unwrap().1;
-    let per_dispatch = out.keys().filter(|(a, d, ..)| a == "1" && *d == mi300x).count();
+    let per_dispatch = out
+        .keys()
+        .filter(|(a, d, ..)| a == "1" && *d == mi300x)
+        .count();
     assert_eq!(per_dispatch, 8 + 8 + 32 + 8 + 1);
 
     // Replaying the spool with the pipeline it was recorded with gives the same.
