@@ -27,6 +27,9 @@ use derived::DerivedCounters;
 /// A dispatch: its stream, agent and dispatch id.
 type DispatchKey = (u16, u32, u64);
 
+/// A counter's dimensions, as its metadata lists them: name and size.
+type Dimensions = Vec<(String, u32)>;
+
 #[derive(Debug)]
 pub struct DeriveCounters {
     /// The counters the GPU collects: a dispatch has all their values.
@@ -135,7 +138,7 @@ impl DeriveCounters {
         let Some(first) = agents.next() else {
             return Vec::new();
         };
-        let mut shapes: Vec<Option<(u32, Vec<(String, u32)>)>> =
+        let mut shapes: Vec<Option<(u32, Dimensions)>> =
             self.derived.iter().map(|_| None).collect();
         for agent in std::iter::once(first).chain(agents) {
             let outcomes = self.derived.evaluate(|name| shape(meta, name, agent));
@@ -272,7 +275,7 @@ fn shape(meta: &StreamMeta, name: &str, agent: u32) -> Option<Tensor> {
 }
 
 /// The dimensions a tensor's instances vary along, with their sizes.
-fn dimensions(tensor: &Tensor) -> Vec<(String, u32)> {
+fn dimensions(tensor: &Tensor) -> Dimensions {
     Dimension::ALL
         .into_iter()
         .filter_map(|d| {

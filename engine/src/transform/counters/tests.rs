@@ -118,11 +118,12 @@ fn derived_counters_are_described_with_the_dimensions_they_vary_along() {
     let meta = catalog.stream(0);
     let mut derived: Vec<&CounterInfo> = meta.counters.values().filter(|c| c.id > 2).collect();
     derived.sort_by_key(|c| std::cmp::Reverse(c.id));
-    let described: Vec<(u32, &str, Vec<(String, u32)>)> = derived
+    let described: Vec<(u32, &str, Dimensions)> = derived
         .iter()
         .map(|c| (c.id, c.name.as_str(), c.dimensions.clone()))
         .collect();
-    let dims = |d: &[(&str, u32)]| d.iter().map(|&(n, s)| (n.to_owned(), s)).collect();
+    let dims =
+        |d: &[(&str, u32)]| -> Dimensions { d.iter().map(|&(n, s)| (n.to_owned(), s)).collect() };
     assert_eq!(
         described,
         [
