@@ -249,3 +249,20 @@ fn a_derived_counter_reading_what_is_not_collected_stops_before_the_run() {
     );
     assert!(!dir.path().join("rocflow-out").exists());
 }
+
+#[test]
+fn a_derived_counter_hides_the_counter_of_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = "derived = [{ name = \"GRBM_GUI_ACTIVE\", expression = \"reduce(SQ_WAVES,sum)\" }]";
+    let output = run(dir.path(), extra);
+    assert_success(&output);
+    let out = dispatches(&samples(&dir.path().join("out")));
+    assert_eq!(out.len(), 600);
+    for (id, dispatch) in &out {
+        // Only the derived one: the GPU does not count GRBM_GUI_ACTIVE.
+        let derived = &dispatch["GRBM_GUI_ACTIVE"];
+        assert_eq!(derived.keys().collect::<Vec<_>>(), [&(0, 0)], "{id:?}");
+        let waves: f64 = dispatch["SQ_WAVES"].values().sum();
+        assert!(close(derived[&(0, 0)], waves), "{id:?}");
+    }
+}
