@@ -366,8 +366,9 @@ fn the_counters_example_keeps_one_value_per_xcc_and_tables_them_per_kernel() {
         .find(|o| o.starts_with("rocflow-out/counters-"))
         .unwrap();
     let samples = csv(&run.path(dir).join("counter_sample.csv"));
-    // Dispatches 3 to 12 of vectorAdd and smooth, six counters, eight XCCs.
-    assert_eq!(samples.len(), 2 * 10 * 6 * 8);
+    // Dispatches 3 to 12 of vectorAdd and smooth: six counters over eight XCCs, and the
+    // derived VALU_PER_WAVE, one value each.
+    assert_eq!(samples.len(), 2 * 10 * (6 * 8 + 1));
     let xccs: BTreeSet<&str> = samples.iter().map(|s| s["xcc"].as_str()).collect();
     assert_eq!(xccs.len(), 8);
     assert!(
@@ -376,8 +377,9 @@ fn the_counters_example_keeps_one_value_per_xcc_and_tables_them_per_kernel() {
             .all(|s| s["shader_engine"] == "0" && s["instance"] == "0"),
         "shader engines and L2 channels are summed away"
     );
+    assert_eq!(valu_per_wave(&samples).len(), 2 * 10);
     let table = csv(&run.path(dir).join("counters.csv"));
-    assert_eq!(table.len(), 2 * 6, "a row per kernel and counter");
+    assert_eq!(table.len(), 2 * 7, "a row per kernel and counter");
     for row in &table {
         assert!(
             row["kernel_name"] == "vectorAdd(float const*, float const*, float*, int)"
@@ -385,8 +387,77 @@ fn the_counters_example_keeps_one_value_per_xcc_and_tables_them_per_kernel() {
                     == "void solver::smooth<8>(double const*, double*, int, int, int)",
             "{row:?}"
         );
-        assert_eq!(row["values"], "80", "ten dispatches, eight XCCs: {row:?}");
+        let values = if row["counter"] == "VALU_PER_WAVE" {
+            "10"
+        } else {
+            "80"
+        };
+        assert_eq!(row["values"], values, "ten dispatches, eight XCCs: {row:?}");
     }
+}
+
+/// Per dispatch of counter samples (CSV rows), VALU_PER_WAVE as derived, and as computed
+/// here: the VALU instructions of all its instances over its waves. Asserts they agree.
+fn valu_per_wave(samples: &[BTreeMap<String, String>]) -> BTreeMap<&str, f64> {
+    let mut sums: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    for s in samples {
+        let value: f64 = s["value"].parse().unwrap();
+        *sums.entry((&s["dispatch_id"], &s["counter"])).or_default() += value;
+    }
+    let derived: BTreeMap<&str, f64> = sums
+        .iter()
+        .filter(|((_, counter), _)| *counter == "VALU_PER_WAVE")
+        .map(|(&(dispatch, _), &value)| (dispatch, value))
+        .collect();
+    for (dispatch, value) in &derived {
+        let per_wave = sums[&(*dispatch, "SQ_INSTS_VALU")] / sums[&(*dispatch, "SQ_WAVES")];
+        assert!(
+            (value - per_wave).abs() <= 1e-12 * per_wave,
+            "dispatch {dispatch}: {value} != {per_wave}"
+        );
+    }
+    derived
+}
+
+#[test]
+fn counters_basic_derives_valu_instructions_per_wave_for_each_dispatch() {
+    let pipeline = root().join("pipelines/counters-basic.toml");
+    let run = Run::new(&pipeline, &default_scenario(), &["/bin/sleep", "0.2"]);
+    run.check(&compile(&pipeline)).unwrap();
+    let out = run.outputs();
+    let database = out.iter().find(|o| o.ends_with(".db")).unwrap();
+    let db = rusqlite::Connection::open(run.path(database)).unwrap();
+    // Every counter is summed over its dimensions: a value per dispatch and counter.
+    let mut query = db
+        .prepare(
+            "SELECT dispatch_id, kernel_name, counter_name, value FROM counters_collection \
+             WHERE counter_name IN ('SQ_WAVES', 'SQ_INSTS_VALU', 'VALU_PER_WAVE')",
+        )
+        .unwrap();
+    let rows: Vec<BTreeMap<String, String>> = query
+        .query_map([], |r| {
+            let field = |name: &str, value: String| (name.to_owned(), value);
+            Ok(BTreeMap::from([
+                field("dispatch_id", r.get::<_, i64>(0)?.to_string()),
+                field("kernel", r.get(1)?),
+                field("counter", r.get(2)?),
+                field("value", r.get::<_, f64>(3)?.to_string()),
+            ]))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let derived = valu_per_wave(&rows);
+    // vectorAdd and smooth on the MI300X; the MI210 has no SQ_INSTS_VALU to derive from.
+    assert_eq!(derived.len(), 2 * 200);
+    let kernels: BTreeSet<&str> = (rows.iter())
+        .filter(|r| r["counter"] == "VALU_PER_WAVE")
+        .map(|r| r["kernel"].as_str())
+        .collect();
+    assert_eq!(
+        kernels,
+        BTreeSet::from(["_Z9vectorAddPKfS0_Pfi", "_ZN6solver6smoothILi8EEEvPKdPdiii"])
+    );
 }
 
 #[test]

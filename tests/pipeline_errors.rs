@@ -722,26 +722,75 @@ fn counter_not_defined_for_the_selected_agent() {
 
 #[test]
 fn inline_derived_counter_with_an_unknown_input() {
-    rejects(
+    let e = rejects(
         &counters(
-            "collect = [\"MINE\"]\nagents = [\"gfx942\"]\nderived = [{ name = \"MINE\", expression = \"SQ_WAVE / GRBM_GUI_ACTIVE\" }]\n",
+            "collect = [\"MINE\", \"SQ_WAVE\", \"GRBM_GUI_ACTIVE\"]\nagents = [\"gfx942\"]\nderived = [{ name = \"MINE\", expression = \"SQ_WAVE / GRBM_GUI_ACTIVE\" }]\n",
         ),
-        "`SQ_WAVE` is not defined for gfx942 (needed by MINE)",
+        "unknown counter `SQ_WAVE`",
         5,
-        12,
+        20,
+    );
+    assert_eq!(hint(&e), "did you mean `SQ_WAVES`?");
+}
+
+#[test]
+fn inline_derived_counter_reads_more_than_is_collected() {
+    let e = rejects(
+        &counters(
+            "collect = [\"SQ_WAVES\"]\nderived = [{ name = \"MINE\", expression = \"SQ_WAVES / GRBM_GUI_ACTIVE\" }]\n",
+        ),
+        "`GRBM_GUI_ACTIVE` is not collected by this context",
+        6,
+        54,
+    );
+    assert_eq!(hint(&e), "add `GRBM_GUI_ACTIVE` to `collect`");
+    assert_eq!(e.span.unwrap().snippet(), "GRBM_GUI_ACTIVE");
+}
+
+#[test]
+fn inline_derived_counter_reads_an_agent_property_rocflow_lacks() {
+    let e = rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\nderived = [{ name = \"PER_BANK\", expression = \"SQ_WAVES / mem_banks_count\" }]\n",
+        "rocflow does not know the agent property `mem_banks_count`",
+        5,
+        58,
+    );
+    assert!(hint(&e).contains("simd_count"), "{}", hint(&e));
+}
+
+#[test]
+fn inline_derived_counter_divides_by_zero() {
+    let e = rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\nderived = [{ name = \"NONE\", expression = \"reduce(SQ_WAVES,sum) / (2 - 2)\" }]\n",
+        "`reduce(SQ_WAVES,sum)/(2-2)` divides by zero",
+        5,
+        42,
+    );
+    assert!(
+        hint(&e).contains("makes a division by zero 0"),
+        "{}",
+        hint(&e)
     );
 }
 
 #[test]
 fn inline_derived_counters_in_a_cycle() {
-    rejects(
+    let e = rejects(
         &counters(
             "collect = [\"A\"]\nderived = [{ name = \"A\", expression = \"B + 1\" }, { name = \"B\", expression = \"A * 2\" }]\n",
         ),
         "derived counters form a cycle: A -> B -> A",
-        5,
-        12,
+        6,
+        40,
     );
+    assert_eq!(e.span.unwrap().snippet(), "B");
+}
+
+#[test]
+fn reductions_of_derived_counters() {
+    let text = "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\nderived = [{ name = \"D\", expression = \"SQ_WAVES * 2\" }]\nreduce = [{ counters = [\"D\", \"E\"], dimensions = [\"DIMENSION_XCC\"], op = \"sum\" }]\n";
+    let e = rejects(text, "`E` is not collected by this context", 6, 30);
+    assert_eq!(hint(&e), "add it to `collect` of context `c`");
 }
 
 #[test]

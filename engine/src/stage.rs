@@ -4,7 +4,8 @@
 //! in start-time order (per thread and per queue, as timelines need; across chunks, records
 //! keep their arrival order). The transforms run over the window in pipeline order, in
 //! parallel across chunks on rayon (one chunk at a time, in arrival order, for transforms
-//! that count); then the window goes to every sink that takes its kinds. Each sink runs on
+//! that count or gather); then the window goes to every sink that takes its kinds. When the
+//! records end, what a transform still holds goes through the transforms after it. Each sink runs on
 //! its own thread behind a bounded channel, so a slow sink holds the decoder back instead of
 //! filling memory, and a failing sink stops alone.
 
@@ -131,6 +132,7 @@ pub fn run_into(
             }
         }
         decoder.flush();
+        decoder.finish();
         if let Some(error) = decoder.stopped.take() {
             abandoned.store(true, Ordering::Relaxed);
             drop(decoder); // the sinks see the channels close, and drop their output
@@ -207,10 +209,14 @@ impl Decoder<'_> {
                 }
                 // Records in the window may only use metadata sent before them, which
                 // they have; the write lock waits for readers of earlier chunks.
-                self.catalog
-                    .write()
-                    .expect("no poison")
-                    .apply(frame.stream, items);
+                let mut catalog = self.catalog.write().expect("no poison");
+                catalog.apply(frame.stream, items);
+                let made: Vec<Meta> = (self.transforms.iter())
+                    .flat_map(|t| t.describe(catalog.stream(frame.stream)))
+                    .collect();
+                if !made.is_empty() {
+                    catalog.apply(frame.stream, made);
+                }
             }
             Payload::Records(batch) => {
                 let kind = batch.kind();
@@ -241,6 +247,20 @@ impl Decoder<'_> {
 
     /// Runs the transforms over the window and hands its chunks to the sinks, in order.
     fn flush(&mut self) {
+        self.flush_from(0);
+    }
+
+    /// Passes what each transform still holds through the transforms after it, in order.
+    fn finish(&mut self) {
+        for (t, transform) in self.transforms.iter().enumerate() {
+            self.window = transform.finish();
+            self.flush_from(t + 1);
+        }
+    }
+
+    /// Runs the transforms from the `first` on over the window, then hands its chunks to
+    /// the sinks.
+    fn flush_from(&mut self, first: usize) {
         if self.window.is_empty() || self.stopped.is_some() {
             return;
         }
@@ -250,7 +270,7 @@ impl Decoder<'_> {
             .for_each(|chunk| chunk.batch.sort_by_start());
         {
             let catalog = self.catalog.read().expect("no poison");
-            for transform in self.transforms {
+            for transform in &self.transforms[first..] {
                 let apply = |chunk: &mut Chunk| {
                     if transform.applies_to(chunk.batch.kind()) && !chunk.is_empty() {
                         transform.apply(chunk, catalog.stream(chunk.stream), origin);

@@ -32,6 +32,7 @@
 mod display;
 mod eval;
 mod lexer;
+mod order;
 mod parser;
 mod tensor;
 
@@ -39,6 +40,7 @@ use std::fmt;
 use std::ops::Range;
 
 pub use eval::EvalError;
+pub use order::evaluation_order;
 pub use tensor::{Coordinates, Dimension, Instance, Tensor};
 
 /// Parses an expression; errors carry the byte offset they point at.
@@ -162,6 +164,33 @@ impl Expr {
             _ => {}
         });
         names.into_iter()
+    }
+
+    /// The divisions whose divisor is a constant zero, such as `X/0` or `X/(2-2)`: the SDK
+    /// makes each of them 0 on every dispatch, which is never what was meant.
+    ///
+    /// ```
+    /// let e = rocflow_counters::expr::parse("A/(2-2) + B/2").unwrap();
+    /// let found: Vec<String> = e.zero_divisions().iter().map(|d| d.to_string()).collect();
+    /// assert_eq!(found, ["A/(2-2)"]);
+    /// ```
+    pub fn zero_divisions(&self) -> Vec<&Expr> {
+        let mut found = Vec::new();
+        self.walk(&mut |e| {
+            if let Expr::Binary {
+                op: BinaryOp::Divide,
+                rhs,
+                ..
+            } = e
+                && rhs.references().next().is_none()
+                && rhs
+                    .evaluate(&mut |_| None)
+                    .is_ok_and(|divisor| divisor.values().iter().all(|&v| v == 0.0))
+            {
+                found.push(e);
+            }
+        });
+        found
     }
 
     /// Calls `f` on this node and every node below it, parents first.

@@ -95,7 +95,11 @@ impl<'a> Compiler<'a> {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let transforms = self.transforms(&pipeline.transform, &produced);
+        let reduces_dimensions = (pipeline.transform.iter())
+            .any(|t| matches!(t.op, TransformOp::ReduceDimensions { .. }));
+        let transforms = counter_stages(&contexts, reduces_dimensions)
+            .chain(self.transforms(&pipeline.transform, &produced))
+            .collect::<Vec<_>>();
         let sinks = self.sinks(&pipeline.sink, &produced, &params);
         let routes = routes(&sinks, &transforms);
         let posts = self.posts(&pipeline.post, &sinks, &params);
@@ -394,7 +398,7 @@ impl<'a> Compiler<'a> {
         }
         for (r, reduction) in k.reduce.iter().enumerate() {
             for (n, name) in reduction.counters.iter().enumerate() {
-                if !k.collect.contains(name) {
+                if !k.collect.contains(name) && !derived.iter().any(|(d, _)| d == name) {
                     self.error(
                         &at(&[
                             Step::Key("reduce"),
@@ -1202,6 +1206,52 @@ fn describe_value(value: &evalexpr::Value) -> &'static str {
 }
 
 /// Which transforms each sink's records pass through.
+/// The stages a counter context's settings compile into, ahead of the pipeline's own
+/// transforms: its dispatches made whole, with the derived counters added (computed on the
+/// collected values, as rocprofiler-sdk computes derived counters), then its reductions,
+/// which apply to collected and derived counters alike. Whole dispatches are needed by any
+/// reduction, the pipeline's own too.
+fn counter_stages(
+    contexts: &[ContextPlan],
+    reduces_dimensions: bool,
+) -> impl Iterator<Item = TransformPlan> + '_ {
+    let counting = contexts
+        .iter()
+        .filter_map(|c| Some((c.name.as_str(), c.counters.as_ref()?)));
+    counting
+        .filter(move |(_, k)| reduces_dimensions || !k.derived.is_empty() || !k.reduce.is_empty())
+        .flat_map(|(context, k)| {
+            let stage = |name: String, op| TransformPlan {
+                name,
+                kinds: vec![RecordKind::CounterSample],
+                strict: false,
+                op,
+            };
+            let collected = (k.collect.iter())
+                .filter(|name| !k.derived.iter().any(|(d, _)| d == *name))
+                .cloned()
+                .collect();
+            let dispatches = stage(
+                format!("{context}/dispatches"),
+                TransformOpPlan::DeriveCounters {
+                    collected,
+                    derived: k.derived.clone(),
+                },
+            );
+            let reductions = k.reduce.iter().enumerate().map(move |(r, reduce)| {
+                stage(
+                    format!("{context}/reduce[{r}]"),
+                    TransformOpPlan::ReduceDimensions {
+                        counters: reduce.counters.clone(),
+                        dimensions: reduce.dimensions.clone(),
+                        op: reduce.op,
+                    },
+                )
+            });
+            std::iter::once(dispatches).chain(reductions)
+        })
+}
+
 fn routes(sinks: &[SinkPlan], transforms: &[TransformPlan]) -> Vec<Route> {
     sinks
         .iter()

@@ -1,14 +1,18 @@
 //! Counter checks of a pipeline: derived expressions parse (errors point at the column
-//! inside the TOML string), and, when a counter definition file is available, every
-//! collected counter resolves to hardware counters on every selected architecture.
+//! inside the TOML string) and read only what the context collects, other derived counters
+//! (without a cycle) and agent properties rocflow knows; and, when a counter definition file
+//! is available, every collected counter resolves to hardware counters on every selected
+//! architecture.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use rocflow_counters::expr::Expr;
 use rocflow_counters::{self as counters, Definitions, ResolveError, expr};
 
 use crate::diag::did_you_mean;
 use crate::plan::AgentSelector;
+use crate::record::Agent;
 
 use super::compile::glob_match;
 use super::model;
@@ -106,7 +110,7 @@ impl CounterCheck {
         let mut parsed = Vec::new();
         for (d, (name, text)) in derived.iter().enumerate() {
             match expr::parse(text) {
-                Ok(expression) => parsed.push((name.clone(), expression)),
+                Ok(expression) => parsed.push((d, name.clone(), expression)),
                 Err(err) => findings.push(Finding {
                     path: vec![
                         Step::Key("derived"),
@@ -120,6 +124,7 @@ impl CounterCheck {
                 }),
             }
         }
+        findings.extend(derived_inputs(table, &parsed));
         let globs: Vec<String> = agents
             .filter_map(|a| match a {
                 AgentSelector::Gfx(glob) => Some(glob.clone()),
@@ -152,10 +157,10 @@ impl CounterCheck {
         architectures.dedup();
         for (n, name) in table.collect.iter().enumerate() {
             let path = vec![Step::Key("collect"), Step::Index(n)];
-            let inline = parsed.iter().any(|(d, _)| d == name);
+            let inline = parsed.iter().any(|(_, d, _)| d == name);
             if !inline && defs.get(name).is_none() {
                 let names = defs.counters().iter().map(|c| c.name.as_str());
-                let names = names.chain(parsed.iter().map(|(d, _)| d.as_str()));
+                let names = names.chain(parsed.iter().map(|(_, d, _)| d.as_str()));
                 findings.push(Finding {
                     hint: did_you_mean(name, names)
                         .or_else(|| Some("see `rocflow counters list`".into())),
@@ -175,10 +180,24 @@ impl CounterCheck {
             };
             for arch in on {
                 let mut resolver = defs.resolver(arch);
-                for (d, expression) in &parsed {
+                for (_, d, expression) in &parsed {
                     resolver.add_derived(d.clone(), expression.clone());
                 }
                 if let Err(err) = resolver.requirements(name) {
+                    // Reported elsewhere: cycles among the pipeline's own counters (at
+                    // them), and unknown counters a derived one reads (where collected).
+                    let reported = match &err {
+                        ResolveError::Cycle { cycle } => {
+                            cycle.iter().all(|c| parsed.iter().any(|(_, d, _)| d == c))
+                        }
+                        ResolveError::Unknown { name, via, .. } => {
+                            !via.is_empty() && table.collect.contains(name)
+                        }
+                        _ => false,
+                    };
+                    if reported {
+                        break;
+                    }
                     let hint = match &err {
                         ResolveError::Unknown { .. } => Some(format!(
                             "`rocflow counters list --arch {arch}` lists what {arch} offers"
@@ -195,6 +214,81 @@ impl CounterCheck {
         }
         findings
     }
+}
+
+/// What derived counters may read: collected counters, other derived counters (without a
+/// cycle) and the agent properties rocflow knows; and no division by a constant zero.
+/// `parsed` holds each parsed counter's index in `derived`, name and expression.
+fn derived_inputs(table: &model::Counters, parsed: &[(usize, String, Expr)]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let expression = |d: usize| {
+        vec![
+            Step::Key("derived"),
+            Step::Index(d),
+            Step::Key("expression"),
+        ]
+    };
+    let is_derived = |name: &str| parsed.iter().any(|(_, n, _)| n == name);
+    let properties = || Agent::PROPERTIES.iter().map(|(name, _)| *name);
+    for (d, _, expr) in parsed {
+        for reference in expr.references() {
+            let name = reference.as_str();
+            if table.collect.iter().any(|c| c == name)
+                || is_derived(name)
+                || properties().any(|p| p == name)
+            {
+                continue;
+            }
+            let (message, hint) = if counters::AGENT_PROPERTIES.contains(&name) {
+                (
+                    format!("rocflow does not know the agent property `{name}`"),
+                    format!(
+                        "derived counters can read {}",
+                        properties().collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            } else {
+                let collected = table.collect.iter().map(String::as_str);
+                let hint = did_you_mean(name, collected.chain(properties()))
+                    .unwrap_or_else(|| format!("add `{name}` to `collect`"));
+                (format!("`{name}` is not collected by this context"), hint)
+            };
+            findings.push(Finding {
+                path: expression(*d),
+                offset: Some(reference.span.start),
+                len: reference.span.len(),
+                message,
+                hint: Some(hint),
+            });
+        }
+        for division in expr.zero_divisions() {
+            findings.push(Finding {
+                hint: Some(
+                    "rocprofiler-sdk makes a division by zero 0; divide by a counter".into(),
+                ),
+                ..Finding::at(expression(*d), format!("`{division}` divides by zero"))
+            });
+        }
+    }
+    let named: Vec<(&str, &Expr)> = parsed.iter().map(|(_, n, e)| (n.as_str(), e)).collect();
+    if let Err(cycle) = expr::evaluation_order(&named) {
+        let (d, _, expr) = &parsed[named
+            .iter()
+            .position(|(n, _)| *n == cycle[0])
+            .expect("a member")];
+        let next = expr
+            .references()
+            .find(|r| r.as_str() == cycle[1])
+            .expect("the next member");
+        findings.push(Finding {
+            path: expression(*d),
+            offset: Some(next.span.start),
+            len: next.span.len(),
+            message: format!("derived counters form a cycle: {}", cycle.join(" -> ")),
+            hint: None,
+        });
+    }
+    findings
 }
 
 fn load_error(path: &Path, err: &counters::Error) -> String {

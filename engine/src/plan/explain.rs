@@ -269,6 +269,14 @@ fn describe_transform(op: &TransformOpPlan) -> String {
             duration(*start_ns),
             end_ns.map_or("the end".to_owned(), duration)
         ),
+        TransformOpPlan::DeriveCounters { collected, derived } => {
+            let derived: Vec<String> = derived.iter().map(|(n, e)| format!("{n} = {e}")).collect();
+            format!(
+                "whole dispatches of {}; derive {}",
+                collected.join(", "),
+                list_or(&derived, "nothing")
+            )
+        }
         TransformOpPlan::ReduceDimensions {
             counters,
             dimensions,

@@ -87,6 +87,15 @@ pub enum TransformOpPlan {
         start_ns: u64,
         end_ns: Option<u64>,
     },
+    /// Gathers each dispatch's counter samples (every value of the `collected` counters)
+    /// into one chunk, and adds the `derived` counters computed from them. Compiled from a
+    /// context's counters, before the reductions, which need whole dispatches too.
+    DeriveCounters {
+        /// The counters the GPU collects, derived ones left out.
+        collected: Vec<String>,
+        /// Name and expression of each derived counter, as the pipeline defines them.
+        derived: Vec<(String, String)>,
+    },
     ReduceDimensions {
         counters: Vec<String>,
         dimensions: Vec<String>,

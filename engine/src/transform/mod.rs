@@ -1,11 +1,14 @@
 //! The transforms of a pipeline, compiled from the Plan and applied to chunks.
 //!
 //! Most transforms look at one record at a time and run on many chunks in parallel; those
-//! that count (kernel iterations) see chunks one at a time in arrival order. A record an
+//! that count (kernel iterations) or gather (a dispatch's counter values, which may span
+//! chunks) see chunks one at a time in arrival order, and hand what they still hold over
+//! when the records end. A record an
 //! expression fails on is dropped (filter) or gets no value (derive); the first failures
 //! are kept for the run's report, and a strict transform's first failure stops the run.
 
 mod aggregate;
+mod counters;
 mod expr;
 mod kernels;
 mod reduce;
@@ -20,7 +23,7 @@ use crate::catalog::StreamMeta;
 use crate::chunk::{Chunk, Extra};
 use crate::column::row;
 use crate::plan::{TransformOpPlan, TransformPlan};
-use crate::record::{Batch, RecordKind};
+use crate::record::{Batch, Meta, RecordKind};
 
 pub use aggregate::Table;
 pub use expr::Expression;
@@ -52,6 +55,7 @@ enum Op {
         start_ns: u64,
         end_ns: Option<u64>,
     },
+    DeriveCounters(counters::DeriveCounters),
     Reduce(reduce::Reduce),
     Aggregate(aggregate::Aggregate),
 }
@@ -116,6 +120,9 @@ impl Transform {
                 start_ns: *start_ns,
                 end_ns: *end_ns,
             },
+            TransformOpPlan::DeriveCounters { collected, derived } => {
+                Op::DeriveCounters(counters::DeriveCounters::new(collected.clone(), derived)?)
+            }
             TransformOpPlan::ReduceDimensions {
                 counters,
                 dimensions,
@@ -140,7 +147,25 @@ impl Transform {
 
     /// Whether chunks must come one at a time, in arrival order.
     pub fn sequential(&self) -> bool {
-        matches!(self.op, Op::KernelFilter(_))
+        matches!(self.op, Op::KernelFilter(_) | Op::DeriveCounters(_))
+    }
+
+    /// Metadata for the records the transform makes (derived counters), given a stream's
+    /// metadata as it grows; applied to the stream before any of its later records.
+    pub fn describe(&self, meta: &StreamMeta) -> Vec<Meta> {
+        match &self.op {
+            Op::DeriveCounters(derive) => derive.describe(meta),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Records the transform still holds when the run's records end, for the transforms
+    /// after it and the sinks.
+    pub fn finish(&self) -> Vec<Chunk> {
+        match &self.op {
+            Op::DeriveCounters(derive) => derive.finish(&self.failures),
+            _ => Vec::new(),
+        }
     }
 
     /// The renaming a kernel-name transform applies to kernel symbols, if this is one.
@@ -227,6 +252,15 @@ impl Transform {
                     })
                     .collect();
                 chunk.retain(&keep);
+            }
+            Op::DeriveCounters(derive) => {
+                let stream = chunk.stream;
+                if let Batch::CounterSample(samples) = &mut chunk.batch {
+                    let taken = std::mem::take(samples);
+                    *samples = derive.apply(stream, taken, meta, &self.failures);
+                    // Added columns no longer line up with the samples.
+                    chunk.extra.clear();
+                }
             }
             Op::Reduce(reduce) => {
                 if let Batch::CounterSample(samples) = &chunk.batch {

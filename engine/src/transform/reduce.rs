@@ -45,7 +45,7 @@ impl Reduce {
                 counts.push(1);
                 continue;
             }
-            let mut coords = coordinates(sample);
+            let mut coords = sample.coordinates();
             for (coord, reduced) in coords.iter_mut().zip(self.reduced) {
                 if reduced {
                     *coord = 0;
@@ -64,7 +64,7 @@ impl Reduce {
                 }
                 None => {
                     groups.insert(key, out.len());
-                    out.push(with_coordinates(*sample, coords));
+                    out.push(sample.at(coords));
                     counts.push(1);
                 }
             }
@@ -76,31 +76,6 @@ impl Reduce {
         }
         out
     }
-}
-
-fn coordinates(s: &CounterSample) -> [u16; 7] {
-    [
-        s.xcc,
-        s.aid,
-        s.shader_engine,
-        s.agent_index,
-        s.shader_array,
-        s.wgp,
-        s.instance,
-    ]
-}
-
-fn with_coordinates(mut s: CounterSample, c: [u16; 7]) -> CounterSample {
-    [
-        s.xcc,
-        s.aid,
-        s.shader_engine,
-        s.agent_index,
-        s.shader_array,
-        s.wgp,
-        s.instance,
-    ] = c;
-    s
 }
 
 #[cfg(test)]

@@ -284,7 +284,11 @@ fn count(
     for gpu in gpus {
         let available = supported_counters(tool, gpu.handle)?;
         let mut chosen = Vec::new();
-        for name in &plan.collect {
+        // Counters the pipeline derives itself are computed by the runner from the
+        // collected ones, even where the SDK has a counter of that name.
+        let counted =
+            (plan.collect.iter()).filter(|name| !plan.derived.iter().any(|(d, _)| d == *name));
+        for name in counted {
             match available.iter().find(|c| c.name == *name) {
                 Some(counter) => {
                     let dims = counter_dimensions(tool, counter.id)?;
@@ -298,8 +302,6 @@ fn count(
                     }));
                     chosen.push(counter.id);
                 }
-                // Counters the pipeline derives itself are computed from the collected ones.
-                None if plan.derived.iter().any(|(d, _)| d == name) => {}
                 None => warn(&format!(
                     "counter `{name}` is not available on {} (agent {})",
                     gpu.gfx, gpu.index

@@ -105,6 +105,28 @@ pub struct Agent {
     pub max_engine_clk_mhz: u32,
 }
 
+/// Reads one agent property.
+type Property = fn(&Agent) -> Option<u32>;
+
+impl Agent {
+    /// The agent properties counter expressions may read (`reduce(SQ_WAVES,sum)/simd_count`),
+    /// by rocprofiler-sdk's names: those the agent's metadata carries.
+    pub const PROPERTIES: &[(&str, Property)] = &[
+        ("simd_count", |a| Some(a.simd_count)),
+        ("simd_per_cu", |a| a.simd_count.checked_div(a.cu_count)),
+        ("num_xcc", |a| Some(a.xcc_count)),
+        ("wave_front_size", |a| Some(a.wave_front_size)),
+        ("max_waves_per_simd", |a| Some(a.max_waves_per_simd)),
+        ("lds_size_in_kb", |a| Some(a.lds_bytes_per_cu / 1024)),
+    ];
+
+    /// The value of the agent property `name`, if it is one of [`Agent::PROPERTIES`].
+    pub fn property(&self, name: &str) -> Option<f64> {
+        let (_, read) = Self::PROPERTIES.iter().find(|(n, _)| *n == name)?;
+        read(self).map(f64::from)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CodeObject {
     pub id: u64,

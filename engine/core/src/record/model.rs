@@ -178,6 +178,35 @@ macro_rules! records {
     };
 }
 
+impl CounterSample {
+    /// The coordinates, in `rocflow_core::sdk::COUNTER_DIMENSIONS` order.
+    pub fn coordinates(&self) -> [u16; 7] {
+        [
+            self.xcc,
+            self.aid,
+            self.shader_engine,
+            self.agent_index,
+            self.shader_array,
+            self.wgp,
+            self.instance,
+        ]
+    }
+
+    /// The sample at other coordinates, in `COUNTER_DIMENSIONS` order.
+    pub fn at(mut self, coordinates: [u16; 7]) -> CounterSample {
+        [
+            self.xcc,
+            self.aid,
+            self.shader_engine,
+            self.agent_index,
+            self.shader_array,
+            self.wgp,
+            self.instance,
+        ] = coordinates;
+        self
+    }
+}
+
 fn decode_all<R: Record>(payload: &[u8]) -> Option<Vec<R>> {
     if payload.len() % R::SIZE != 0 {
         return None;

@@ -1,0 +1,328 @@
+//! Whole dispatches of counter samples, and the derived counters computed from them.
+//!
+//! A dispatch's counter values reach rocflow in buffer order, and a buffer delivery may end
+//! in the middle of a dispatch: its values then come in two frames, two chunks. Derived
+//! counters and dimension reductions need every value of a dispatch, so this transform
+//! holds a dispatch's samples until its last value arrives (the collected counters'
+//! dimensions, in the metadata, say how many there are) and puts them, followed by the
+//! derived counters, in the chunk that completes the dispatch. Only incomplete dispatches
+//! are held; those still incomplete when the run ends pass on as they are, without derived
+//! counters, and are reported.
+
+mod derived;
+
+use std::collections::hash_map::Entry;
+use std::sync::Mutex;
+
+use rocflow_counters::expr::{Coordinates, Dimension, Instance, Tensor};
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::catalog::StreamMeta;
+use crate::chunk::Chunk;
+use crate::record::{Batch, CounterInfo, CounterSample, Meta};
+
+use super::Failures;
+use derived::DerivedCounters;
+
+/// A dispatch: its stream, agent and dispatch id.
+type DispatchKey = (u16, u32, u64);
+
+/// A counter's dimensions, as its metadata lists them: name and size.
+type Dimensions = Vec<(String, u32)>;
+
+#[derive(Debug)]
+pub struct DeriveCounters {
+    /// The counters the GPU collects: a dispatch has all their values.
+    collected: Vec<String>,
+    derived: DerivedCounters,
+    open: Mutex<HashMap<DispatchKey, Open>>,
+}
+
+/// A dispatch whose values have not all arrived.
+#[derive(Debug)]
+struct Open {
+    expected: usize,
+    samples: Vec<CounterSample>,
+}
+
+impl DeriveCounters {
+    pub fn new(collected: Vec<String>, derived: &[(String, String)]) -> Result<Self, String> {
+        Ok(DeriveCounters {
+            collected,
+            derived: DerivedCounters::new(derived)?,
+            open: Mutex::default(),
+        })
+    }
+
+    /// Takes a chunk's samples in arrival order; gives back those of complete dispatches,
+    /// each followed by its derived counters, and of agents without collected counters.
+    pub fn apply(
+        &self,
+        stream: u16,
+        samples: Vec<CounterSample>,
+        meta: &StreamMeta,
+        failures: &Failures,
+    ) -> Vec<CounterSample> {
+        let mut open = self.open.lock().expect("no poison");
+        let mut out = Vec::with_capacity(samples.len());
+        for sample in samples {
+            let key = (stream, sample.agent, sample.dispatch_id);
+            let dispatch = match open.entry(key) {
+                Entry::Occupied(entry) => entry.into_mut(),
+                Entry::Vacant(entry) => match self.values_per_dispatch(meta, sample.agent) {
+                    // Nothing says how many values to wait for.
+                    0 => {
+                        out.push(sample);
+                        continue;
+                    }
+                    expected => entry.insert(Open {
+                        expected,
+                        samples: Vec::with_capacity(expected),
+                    }),
+                },
+            };
+            dispatch.samples.push(sample);
+            if dispatch.samples.len() == dispatch.expected {
+                let samples = open.remove(&key).expect("just filled").samples;
+                let derived = self.derive(&samples, meta, failures);
+                out.extend(samples);
+                out.extend(derived);
+            }
+        }
+        out
+    }
+
+    /// The samples of the dispatches still incomplete at the end of the run, a chunk per
+    /// stream; each such dispatch is reported.
+    pub fn finish(&self, failures: &Failures) -> Vec<Chunk> {
+        let mut left: Vec<(DispatchKey, Open)> =
+            std::mem::take(&mut *self.open.lock().expect("no poison"))
+                .into_iter()
+                .collect();
+        left.sort_unstable_by_key(|(key, _)| *key);
+        let mut chunks: Vec<Chunk> = Vec::new();
+        for ((stream, agent, dispatch), open) in left {
+            failures.record(|| {
+                format!(
+                    "dispatch {dispatch} on agent {agent}: {} of its {} counter values arrived; they pass on without derived counters",
+                    open.samples.len(),
+                    open.expected
+                )
+            });
+            match chunks.last_mut() {
+                Some(Chunk {
+                    stream: last,
+                    batch: Batch::CounterSample(samples),
+                    ..
+                }) if *last == stream => samples.extend(open.samples),
+                _ => chunks.push(Chunk::new(stream, Batch::CounterSample(open.samples))),
+            }
+        }
+        chunks
+    }
+
+    /// Describes the derived counters to a stream once its collected counters are
+    /// described, so that sinks can name them: each gets an id no counter of the stream
+    /// has, and the dimensions its values vary along on the first agent that computes it.
+    pub fn describe(&self, meta: &StreamMeta) -> Vec<Meta> {
+        if self
+            .derived
+            .iter()
+            .all(|d| derived_id(meta, &d.name).is_some())
+        {
+            return Vec::new();
+        }
+        let mut agents = meta.agents.iter().map(|a| a.index).filter(|&agent| {
+            (self.collected.iter()).any(|name| counter(meta, name, agent).is_some())
+        });
+        let Some(first) = agents.next() else {
+            return Vec::new();
+        };
+        let mut shapes: Vec<Option<(u32, Dimensions)>> =
+            self.derived.iter().map(|_| None).collect();
+        for agent in std::iter::once(first).chain(agents) {
+            let outcomes = self.derived.evaluate(|name| shape(meta, name, agent));
+            for (shape, outcome) in shapes.iter_mut().zip(outcomes) {
+                if let (None, Some(Ok(tensor))) = (&shape, outcome) {
+                    *shape = Some((agent, dimensions(&tensor)));
+                }
+            }
+        }
+        let mut free_ids = (0..=u32::MAX)
+            .rev()
+            .filter(|id| !meta.counters.contains_key(id));
+        self.derived
+            .iter()
+            .zip(shapes)
+            .filter(|(d, _)| derived_id(meta, &d.name).is_none())
+            .map(|(d, shape)| {
+                let (agent, dimensions) = shape.unwrap_or((first, Vec::new()));
+                Meta::Counter(CounterInfo {
+                    id: free_ids.next().expect("far fewer counters than ids"),
+                    agent,
+                    name: d.name.clone(),
+                    description: format!("{} (derived by the pipeline)", d.expression),
+                    dimensions,
+                })
+            })
+            .collect()
+    }
+
+    /// How many values a dispatch on `agent` has: the instances of every collected counter
+    /// the agent has (the product of the counter's dimension sizes).
+    fn values_per_dispatch(&self, meta: &StreamMeta, agent: u32) -> usize {
+        self.collected
+            .iter()
+            .filter_map(|name| counter(meta, name, agent))
+            .map(|c| {
+                c.dimensions
+                    .iter()
+                    .map(|&(_, size)| size as usize)
+                    .product::<usize>()
+            })
+            .sum()
+    }
+
+    /// The derived counters' samples for one whole dispatch.
+    fn derive(
+        &self,
+        dispatch: &[CounterSample],
+        meta: &StreamMeta,
+        failures: &Failures,
+    ) -> Vec<CounterSample> {
+        let Some(&first) = dispatch.first() else {
+            return Vec::new();
+        };
+        if self.derived.is_empty() {
+            return Vec::new();
+        }
+        let values = tensors(dispatch, meta);
+        let agent = meta.agents.iter().find(|a| a.index == first.agent);
+        let inputs = |name: &str| {
+            let collected = values.iter().find(|(n, _)| *n == name);
+            collected
+                .map(|(_, tensor)| tensor.clone())
+                .or_else(|| agent?.property(name).map(Tensor::scalar))
+        };
+        let mut out = Vec::new();
+        for (counter, outcome) in self.derived.iter().zip(self.derived.evaluate(inputs)) {
+            let fail = |why: String| {
+                failures.record(|| {
+                    format!(
+                        "dispatch {} on agent {}: cannot compute `{}`: {why}",
+                        first.dispatch_id, first.agent, counter.name
+                    )
+                })
+            };
+            match (outcome, derived_id(meta, &counter.name)) {
+                (None, _) => {}
+                (Some(Err(error)), _) => fail(error.to_string()),
+                (Some(Ok(_)), None) => fail("the stream never described its counters".into()),
+                (Some(Ok(tensor)), Some(id)) => {
+                    out.extend(tensor.instances().iter().map(|instance| {
+                        CounterSample {
+                            counter_id: id,
+                            value: instance.value,
+                            ..first
+                        }
+                        .at(sample_coordinates(instance.coordinates))
+                    }));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The counter `name` as `agent` collects it. Agents of one architecture may share counter
+/// ids, and the metadata keeps one description per id, so a description for another agent
+/// of the same architecture is as good.
+fn counter<'m>(meta: &'m StreamMeta, name: &str, agent: u32) -> Option<&'m CounterInfo> {
+    let arch = |index: u32| {
+        meta.agents
+            .iter()
+            .find(|a| a.index == index)
+            .map(|a| &a.name)
+    };
+    meta.counters.values().find(|c| {
+        c.name == name
+            && (c.agent == agent || arch(c.agent).is_some_and(|g| Some(g) == arch(agent)))
+    })
+}
+
+/// The id a stream's metadata gives the derived counter `name`.
+fn derived_id(meta: &StreamMeta, name: &str) -> Option<u32> {
+    meta.counters
+        .values()
+        .find(|c| c.name == name)
+        .map(|c| c.id)
+}
+
+/// A tensor of zeros in the shape of counter `name` on `agent` (or an agent property):
+/// what a derived counter is evaluated on to learn its dimensions.
+fn shape(meta: &StreamMeta, name: &str, agent: u32) -> Option<Tensor> {
+    let Some(info) = counter(meta, name, agent) else {
+        let agent = meta.agents.iter().find(|a| a.index == agent)?;
+        return agent.property(name).map(Tensor::scalar);
+    };
+    let shape: Vec<(Dimension, u32)> = info
+        .dimensions
+        .iter()
+        .filter_map(|(d, size)| Some((Dimension::from_name(d)?, *size)))
+        .collect();
+    let points = shape.iter().map(|&(_, size)| size as usize).product();
+    Some(Tensor::from_shape(&shape, &vec![0.0; points]))
+}
+
+/// The dimensions a tensor's instances vary along, with their sizes.
+fn dimensions(tensor: &Tensor) -> Dimensions {
+    Dimension::ALL
+        .into_iter()
+        .filter_map(|d| {
+            let last = tensor
+                .instances()
+                .iter()
+                .map(|i| i.coordinates.get(d))
+                .max()?;
+            (last > 0).then(|| (d.name().to_owned(), last + 1))
+        })
+        .collect()
+}
+
+/// A dispatch's values as a tensor per counter, named, in order of first appearance.
+fn tensors<'m>(dispatch: &[CounterSample], meta: &'m StreamMeta) -> Vec<(&'m str, Tensor)> {
+    let mut instances: Vec<(u32, Vec<Instance>)> = Vec::new();
+    for sample in dispatch {
+        let instance = Instance {
+            coordinates: coordinates(sample),
+            value: sample.value,
+        };
+        match instances
+            .iter_mut()
+            .find(|(id, _)| *id == sample.counter_id)
+        {
+            Some((_, of_counter)) => of_counter.push(instance),
+            None => instances.push((sample.counter_id, vec![instance])),
+        }
+    }
+    instances
+        .into_iter()
+        .map(|(id, of_counter)| (meta.counter_name(id), Tensor::new(of_counter)))
+        .collect()
+}
+
+fn coordinates(sample: &CounterSample) -> Coordinates {
+    let mut coordinates = Coordinates::default();
+    for (dimension, index) in Dimension::ALL.into_iter().zip(sample.coordinates()) {
+        coordinates.set(dimension, u32::from(index));
+    }
+    coordinates
+}
+
+/// A result's coordinates as a sample's: they come from samples (or are 0), so they fit.
+fn sample_coordinates(coordinates: Coordinates) -> [u16; 7] {
+    Dimension::ALL.map(|d| u16::try_from(coordinates.get(d)).expect("coordinates of samples"))
+}
+
+#[cfg(test)]
+mod tests;
