@@ -3,11 +3,12 @@
 //! and catches what comes back (an error or a panic) as a status and a message, so nothing
 //! unwinds into rocflow.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::Once;
 
 use serde::de::DeserializeOwned;
 
@@ -18,24 +19,49 @@ use crate::{Batch, Result, Sink, Transform};
 thread_local! {
     /// The message of the last failed call on this thread.
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// Set while rocflow's call runs on this thread.
+    static IN_CALL: Cell<bool> = const { Cell::new(false) };
+    /// Where the call's panic happened.
+    static PANICKED_AT: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Makes panics in calls quiet: their message and place go to rocflow, which reports them,
+/// instead of to stderr. (A plugin has a standard library, and so a panic hook, of its
+/// own; panics outside calls still reach the hook it had.)
+fn quiet_panics() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| match IN_CALL.get() {
+            true => PANICKED_AT.set(info.location().map(ToString::to_string)),
+            false => previous(info),
+        }));
+    });
 }
 
 /// `last_error()`: valid until the next call into the plugin on this thread.
-pub unsafe extern "C" fn last_error() -> *const c_char {
+pub extern "C" fn last_error() -> *const c_char {
     LAST_ERROR.with(|message| message.borrow().as_ptr())
 }
 
 /// Runs one call of the plugin, catching its error or panic.
 fn boundary(call: impl FnOnce() -> Result<()>) -> Status {
-    let (status, message) = match catch_unwind(AssertUnwindSafe(call)) {
+    quiet_panics();
+    IN_CALL.set(true);
+    let outcome = catch_unwind(AssertUnwindSafe(call));
+    IN_CALL.set(false);
+    let (status, message) = match outcome {
         Ok(Ok(())) => return abi::OK,
         Ok(Err(error)) => (abi::ERROR, chain(&*error)),
         Err(panic) => {
-            let message = panic
+            let mut message = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a panic without a message".into());
+            if let Some(place) = PANICKED_AT.take() {
+                message = format!("{message} (at {place})");
+            }
             (abi::PANIC, message)
         }
     };
@@ -138,8 +164,9 @@ impl<T: Transform> TransformGlue<T> {
 
     unsafe extern "C" fn create(json: *const c_char, out: *mut *mut c_void) -> Status {
         boundary(|| {
-            // SAFETY: the ABI's arguments (see each function).
+            // SAFETY: `json` is the options string the ABI promises.
             let plugin = T::new(unsafe { options(json) }?)?;
+            // SAFETY: `out` is where the ABI asks for the instance.
             unsafe { hand_over(out, plugin) };
             Ok(())
         })
@@ -152,8 +179,9 @@ impl<T: Transform> TransformGlue<T> {
         out_array: *mut FFI_ArrowArray,
     ) -> Status {
         boundary(|| {
-            // SAFETY: the ABI's arguments (see each function).
+            // SAFETY: `input` is the batch the host lends for the call.
             let batch = unsafe { receive(input) }?;
+            // SAFETY: `plugin` is an instance `create` made for `T`, called by one thread.
             let output = unsafe { instance::<T>(plugin) }.process(batch)?;
             let (schema, array) = export(output)?;
             // SAFETY: the host passes released structs to fill, which need no drop.
@@ -199,8 +227,9 @@ impl<S: Sink> SinkGlue<S> {
 
     unsafe extern "C" fn create(json: *const c_char, out: *mut *mut c_void) -> Status {
         boundary(|| {
-            // SAFETY: the ABI's arguments (see each function).
+            // SAFETY: `json` is the options string the ABI promises.
             let options: S::Options = unsafe { options(json) }?;
+            // SAFETY: `out` is where the ABI asks for the instance.
             unsafe { hand_over(out, SinkState::<S>::Created(options)) };
             Ok(())
         })
@@ -208,8 +237,9 @@ impl<S: Sink> SinkGlue<S> {
 
     unsafe extern "C" fn open(plugin: *mut c_void, path: *const c_char) -> Status {
         boundary(|| {
-            // SAFETY: the ABI's arguments (see each function).
+            // SAFETY: `plugin` is an instance `create` made for `S`, called by one thread.
             let state = unsafe { instance::<SinkState<S>>(plugin) };
+            // SAFETY: the path is a NUL-terminated string, valid for the call.
             let path = Path::new(unsafe { text(path) }?);
             match std::mem::replace(state, SinkState::Broken) {
                 SinkState::Created(options) => *state = SinkState::Open(S::open(options, path)?),
@@ -221,17 +251,18 @@ impl<S: Sink> SinkGlue<S> {
 
     unsafe extern "C" fn write(plugin: *mut c_void, batch: *mut abi::Batch) -> Status {
         boundary(|| {
-            // SAFETY: the ABI's arguments (see each function).
+            // SAFETY: `plugin` is an instance `create` made for `S`, called by one thread.
             let SinkState::Open(sink) = (unsafe { instance::<SinkState<S>>(plugin) }) else {
                 return Err("the sink is not open".into());
             };
+            // SAFETY: `batch` is the batch the host lends for the call.
             sink.write(unsafe { receive(batch) }?)
         })
     }
 
     unsafe extern "C" fn finish(plugin: *mut c_void, written: *mut abi::Paths) -> Status {
         boundary(|| {
-            // SAFETY: the ABI's arguments (see each function).
+            // SAFETY: `plugin` is an instance `create` made for `S`, called by one thread.
             let state = unsafe { instance::<SinkState<S>>(plugin) };
             let SinkState::Open(sink) = std::mem::replace(state, SinkState::Broken) else {
                 return Err("the sink is not open".into());

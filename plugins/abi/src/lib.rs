@@ -21,38 +21,40 @@
 //! ```
 //! use std::sync::Arc;
 //!
-//! use rocflow_plugin::arrow_array::{ArrayRef, Int64Array, RecordBatch};
+//! use rocflow_plugin::arrow_array::{BooleanArray, RecordBatch, cast::AsArray, types::Int64Type};
 //! use rocflow_plugin::arrow_schema::{DataType, Field};
-//! use rocflow_plugin::{Batch, Result, Transform, export_plugin};
+//! use rocflow_plugin::{Batch, Result, Transform, export_plugin, with_column};
 //!
-//! /// Adds `doubled`: twice each record's `duration_ns`.
-//! struct Double;
+//! #[derive(serde::Deserialize)]
+//! struct Options {
+//!     threshold_ns: i64,
+//! }
 //!
-//! impl Transform for Double {
-//!     type Options = serde::de::IgnoredAny;
+//! /// Adds `slow`: whether a record took longer than `threshold_ns`.
+//! struct Slow(Options);
 //!
-//!     fn new(_: Self::Options) -> Result<Self> {
-//!         Ok(Double)
+//! impl Transform for Slow {
+//!     type Options = Options;
+//!
+//!     fn new(options: Options) -> Result<Self> {
+//!         Ok(Slow(options))
 //!     }
 //!
 //!     fn process(&mut self, batch: Batch) -> Result<RecordBatch> {
 //!         let Some(duration) = batch.records.column_by_name("duration_ns") else {
 //!             return Ok(batch.records); // records without a duration pass unchanged
 //!         };
-//!         let doubled: Int64Array = duration
-//!             .as_any()
-//!             .downcast_ref::<Int64Array>()
-//!             .ok_or("duration_ns is not Int64")?
-//!             .unary(|d| 2 * d);
-//!         let field = Field::new("doubled", DataType::Int64, false);
-//!         Ok(rocflow_plugin::with_column(batch.records, field, Arc::new(doubled) as ArrayRef)?)
+//!         let duration = duration.as_primitive_opt::<Int64Type>().ok_or("not int64")?;
+//!         let slow: BooleanArray = duration.iter().map(|d| d.map(|d| d > self.0.threshold_ns)).collect();
+//!         let field = Field::new("slow", DataType::Boolean, true);
+//!         Ok(with_column(batch.records, field, Arc::new(slow))?)
 //!     }
 //! }
 //!
 //! export_plugin! {
-//!     name: "double",
-//!     description: "Adds twice the duration",
-//!     transform: Double,
+//!     name: "slow",
+//!     description: "Adds slow: whether a record took longer than threshold_ns",
+//!     transform: Slow,
 //! }
 //! ```
 
