@@ -16,6 +16,7 @@ pub mod error;
 pub mod generate;
 pub mod pipeline;
 pub mod plan;
+pub mod plugin;
 pub mod post;
 pub mod report;
 pub mod runner;

@@ -3,6 +3,7 @@
 
 mod counters;
 mod pipeline;
+mod plugins;
 mod run;
 mod spool;
 
@@ -57,6 +58,9 @@ enum Command {
     /// List, show and check counter definitions.
     #[command(subcommand)]
     Counters(counters::CountersCommand),
+    /// List the plugins (custom transforms and sinks) pipelines can name.
+    #[command(subcommand)]
+    Plugins(plugins::PluginsCommand),
 }
 
 /// Runs the command line and maps its outcome to an exit code.
@@ -74,6 +78,7 @@ pub fn main() -> ExitCode {
         Command::Generate(args) => spool::generate(args),
         Command::MigrateCounters(args) => counters::migrate(args),
         Command::Counters(command) => counters::run(command),
+        Command::Plugins(command) => plugins::run(command),
     };
     match outcome {
         Ok(code) => code,

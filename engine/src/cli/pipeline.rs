@@ -10,6 +10,7 @@ use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::pipeline::{self, Library, Options, Origin, Override};
 use crate::plan::{self, Plan};
+use crate::plugin::Search;
 use crate::sdk::Domain;
 
 use super::print;
@@ -49,6 +50,7 @@ impl PipelineArgs {
             overrides,
             library: Library::from_env(),
             counters: self.counters.clone(),
+            plugins: Search::from_env(),
         })
     }
 }

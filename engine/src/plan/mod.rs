@@ -4,6 +4,8 @@
 
 mod explain;
 
+use std::path::PathBuf;
+
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
@@ -96,6 +98,20 @@ pub enum TransformOpPlan {
         group_by: Vec<String>,
         metrics: Vec<Metric>,
     },
+    Plugin {
+        plugin: PluginRef,
+        /// Handed to the plugin as JSON.
+        options: serde_json::Map<String, serde_json::Value>,
+    },
+}
+
+/// A plugin as a pipeline names it, and the library that name found.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PluginRef {
+    /// As written: a name or a path.
+    pub name: String,
+    /// The library, as found when the pipeline was compiled.
+    pub library: PathBuf,
 }
 
 /// One output column of an aggregate: `name = op(column)`.
@@ -149,11 +165,28 @@ pub struct Route {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SinkPlan {
     pub name: String,
-    pub kind: SinkKind,
+    pub writer: Writer,
     /// The output path with run-time placeholders (`{pid}`, …) still in it.
     pub path: String,
     pub kinds: Vec<RecordKind>,
+    /// The sink's options (a plugin's are handed to it as JSON).
     pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What writes a sink's output.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum Writer {
+    /// One of rocflow's formats.
+    Builtin(SinkKind),
+    Plugin(PluginRef),
+}
+
+impl SinkPlan {
+    /// Whether the sink writes rocflow's format `kind`.
+    pub fn writes(&self, kind: SinkKind) -> bool {
+        self.writer == Writer::Builtin(kind)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
