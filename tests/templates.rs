@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use rocflow::diag::Diagnostic;
 use rocflow::pipeline::{self, Compiled, Library, Options, Override};
 use rocflow::plan::AgentSelector;
+use rocflow::plugin::Search;
 use rocflow::record::RecordKind;
 use rocflow::sdk::AgentType;
 use rocflow::sdk::Domain;
@@ -435,10 +436,13 @@ fn every_shipped_template_and_example_validates() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {
                 // Counter names are checked against rocprofiler-sdk's real definitions.
+                // Plugins are found where cargo builds them for the tests.
+                let plugins = Path::new(env!("CARGO_BIN_EXE_rocflow")).with_file_name("deps");
                 let options = Options {
                     counters: Some(
                         root.join("../shared/data/counters/standard-schema.counter_defs.yaml"),
                     ),
+                    plugins: Search::with_dirs(vec![plugins]),
                     ..Options::default()
                 };
                 let compiled = pipeline::compile_file(&path, &options);
