@@ -165,6 +165,8 @@ pub struct Route {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SinkPlan {
     pub name: String,
+    /// `kind` in the serialized plan, as in plans recorded before there were plugins.
+    #[serde(rename = "kind")]
     pub writer: Writer,
     /// The output path with run-time placeholders (`{pid}`, …) still in it.
     pub path: String,
@@ -173,9 +175,9 @@ pub struct SinkPlan {
     pub options: serde_json::Map<String, serde_json::Value>,
 }
 
-/// What writes a sink's output.
+/// What writes a sink's output: serialized as the format's name, or the plugin.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "snake_case")]
+#[serde(untagged)]
 pub enum Writer {
     /// One of rocflow's formats.
     Builtin(SinkKind),
@@ -205,5 +207,32 @@ impl Plan {
 
     pub fn from_json(text: &str) -> serde_json::Result<Plan> {
         serde_json::from_str(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plans recorded in spools before there were plugins name a sink's format in `kind`.
+    #[test]
+    fn sinks_serialize_their_writer_as_kind() {
+        let recorded = r#"{"name":"t","kind":"csv","path":"out","kinds":[],"options":{}}"#;
+        let sink: SinkPlan = serde_json::from_str(recorded).unwrap();
+        assert_eq!(sink.writer, Writer::Builtin(SinkKind::Csv));
+        assert_eq!(serde_json::to_string(&sink).unwrap(), recorded);
+        let plugin = SinkPlan {
+            writer: Writer::Plugin(PluginRef {
+                name: "openmetrics".into(),
+                library: "/lib/librocflow_plugin_openmetrics.so".into(),
+            }),
+            ..sink
+        };
+        let json = serde_json::to_string(&plugin).unwrap();
+        assert!(
+            json.contains(r#""kind":{"name":"openmetrics","library":"/lib/"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<SinkPlan>(&json).unwrap(), plugin);
     }
 }
