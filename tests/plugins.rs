@@ -333,7 +333,7 @@ records = ["kernel_dispatch"]
     assert_success(&explain);
     let plan = text(&explain.stdout);
     assert!(
-        plan.contains("families on kernel_dispatch: plugin kernel_family ("),
+        plan.contains("families on kernel_dispatch: plugin kernel_family at "),
         "{plan}"
     );
     assert_success(&run(dir.path()));
@@ -344,6 +344,62 @@ records = ["kernel_dispatch"]
             .iter()
             .all(|r| r["kernel_name"] == "_Z13reduce_kernelPKfPfj")
     );
+
+    // The plugin added the column to kernel dispatches only.
+    let everywhere = std::fs::read_to_string(dir.path().join("p.toml"))
+        .unwrap()
+        .replace("records = [\"kernel_dispatch\"]\npredicate", "predicate");
+    std::fs::write(dir.path().join("p.toml"), everywhere).unwrap();
+    let output = with_plugins(
+        &["validate", "p.toml"],
+        dir.path(),
+        built_plugins().to_str().unwrap(),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("`kernel_family` is not a column of memory_copy, api records"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("add `records = [\"kernel_dispatch\"]`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_replay_loads_the_plugins_the_run_was_recorded_with() {
+    let dir = pipeline(&format!(
+        r#"{TRACE}
+[[transform]]
+name = "families"
+kind = "plugin"
+plugin = "kernel_family"
+records = ["kernel_dispatch"]
+
+[[sink]]
+name = "tables"
+kind = "csv"
+path = "out"
+
+[[sink]]
+name = "metrics"
+kind = "plugin"
+plugin = "openmetrics"
+path = "run.prom"
+"#
+    ));
+    assert_success(&run(dir.path()));
+    let recorded = std::fs::read_to_string(dir.path().join("run.prom")).unwrap();
+    std::fs::remove_file(dir.path().join("run.prom")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    // No plugin path now: the recorded plan names the libraries themselves.
+    let replay = rocflow(&["replay", "rocflow-out/run.rfraw"], dir.path(), &[]);
+    assert_success(&replay);
+    let replayed = std::fs::read_to_string(dir.path().join("run.prom")).unwrap();
+    assert_eq!(openmetrics(&replayed), openmetrics(&recorded));
+    let kernels = csv(&dir.path().join("out/kernel_dispatch.csv"));
+    assert!(kernels.iter().all(|r| !r["kernel_family"].is_empty()));
 }
 
 #[test]
@@ -460,7 +516,7 @@ fn plugins_that_cannot_work_fail_validation() {
         ),
         (
             transform("probe", "options = { panic = \"process\" }"),
-            "plugin `probe` panicked: the probe panics in Process, as asked (given a sample kernel_dispatch record)",
+            "plugin `probe` panicked: the probe panics in Process, as asked (at plugins/tests/probe/src/lib.rs:",
         ),
         (
             transform("probe", "options = { keep_evry = 2 }"),
@@ -480,6 +536,14 @@ fn plugins_that_cannot_work_fail_validation() {
             "`sink[0]` is missing `plugin`",
         ),
     ];
+    let sample = invalid(
+        &transform("probe", "options = { panic = \"process\" }"),
+        &path,
+    );
+    assert!(
+        sample.contains("validation runs a transform on a sample kernel_dispatch record"),
+        "{sample}"
+    );
     for (entry, message) in cases {
         let stderr = invalid(&entry, &path);
         assert!(

@@ -650,7 +650,7 @@ impl<'a> Compiler<'a> {
                             .collect();
                         let having: Vec<&str> = RecordKind::ALL
                             .iter()
-                            .filter(|k| k.column(column).is_some())
+                            .filter(|&&k| has_column(k, column, &derived))
                             .map(|k| k.name())
                             .collect();
                         let hint = if having.is_empty() {
@@ -988,8 +988,12 @@ impl<'a> Compiler<'a> {
             let sample = Batch::decode(kind, &vec![0; wire_size(kind)]).expect("one record");
             let mut chunk = Chunk::new(0, sample);
             if let Err(e) = instance.apply(&mut chunk, &StreamMeta::default()) {
-                self.error(at, format!("{e} (given a sample {} record)", kind.name()))
-                    .hint = Some("`records = [...]` chooses the kinds a transform takes".into());
+                let d = self.error(at, e.to_string());
+                d.notes.push(format!(
+                    "validation runs a transform on a sample {} record",
+                    kind.name()
+                ));
+                d.hint = Some("`records = [...]` chooses the kinds a transform takes".into());
                 return None;
             }
             columns.extend(chunk.extra.into_iter().map(|extra| Derived {

@@ -310,7 +310,7 @@ fn describe_transform(op: &TransformOpPlan) -> String {
 }
 
 fn describe_plugin(plugin: &PluginRef) -> String {
-    format!("plugin {} ({})", plugin.name, plugin.library.display())
+    format!("plugin {} at {}", plugin.name, plugin.library.display())
 }
 
 fn describe_post(step: &PostStep) -> String {
