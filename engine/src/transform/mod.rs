@@ -1,9 +1,10 @@
 //! The transforms of a pipeline, compiled from the Plan and applied to chunks.
 //!
 //! Most transforms look at one record at a time and run on many chunks in parallel; those
-//! that count (kernel iterations) and plugins see chunks one at a time in arrival order. A record an
-//! expression fails on is dropped (filter) or gets no value (derive); the first failures
-//! are kept for the run's report, and a strict transform's first failure stops the run.
+//! that count (kernel iterations) and plugins see chunks one at a time in arrival order. A
+//! record an expression fails on is dropped (filter) or gets no value (derive), a chunk a
+//! plugin fails on goes on as it came; the first failures are kept for the run's report,
+//! and a strict transform's first failure stops the run.
 
 mod aggregate;
 mod expr;
