@@ -71,6 +71,7 @@ fn scenarios() -> Vec<PathBuf> {
 fn compile(pipeline: &Path) -> Plan {
     let options = Options {
         counters: Some(root().join("../shared/data/counters/standard-schema.counter_defs.yaml")),
+        plugins: rocflow::plugin::Search::from_env(),
         ..Options::default()
     };
     match pipeline::compile_file(pipeline, &options) {

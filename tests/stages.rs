@@ -384,6 +384,39 @@ metrics = {{ calls = "count()", total = "sum(duration_ns)", longest = "max(durat
 }
 
 #[test]
+fn aggregates_group_by_added_columns_as_their_text() {
+    let plan = compile(&format!(
+        r#"[[context]]
+name = "c"
+tracing = ["kernel_dispatch"]
+[[transform]]
+name = "size"
+kind = "derive"
+column = "size"
+expression = "if(duration_ns > 50, \"long\", \"short\")"
+[[transform]]
+name = "per-size"
+kind = "aggregate"
+group_by = ["size"]
+metrics = {{ calls = "count()" }}
+{COLLECT}"#
+    ));
+    let frames = vec![
+        kernels(&["gemm"]),
+        records(launches(1, &[(0, 100), (200, 10), (300, 20)])),
+    ];
+    let (_, received) = run(&plan, frames);
+    use evalexpr::Value::{Int, String as S};
+    assert_eq!(
+        received.lock().unwrap().tables[0].rows,
+        [
+            vec![S("long".into()), Int(1)],
+            vec![S("short".into()), Int(2)]
+        ]
+    );
+}
+
+#[test]
 fn a_failing_sink_stops_alone_and_failing_records_are_reported() {
     let mut plan = compile(&format!(
         "{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"duration_ns > 0\"\n{COLLECT}[[sink]]\nname = \"broken\"\nkind = \"csv\"\npath = \"other\"\n"

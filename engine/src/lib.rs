@@ -3,6 +3,7 @@
 //! A pipeline file is parsed, merged with its templates, validated and compiled into a
 //! [`plan::Plan`], the single artefact every later stage reads.
 
+pub mod arrow;
 pub mod atomic;
 pub mod catalog;
 pub mod chunk;
@@ -16,6 +17,7 @@ pub mod generate;
 pub mod import;
 pub mod pipeline;
 pub mod plan;
+pub mod plugin;
 pub mod post;
 pub mod report;
 pub mod runner;

@@ -83,7 +83,7 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
                     None => plan
                         .sinks
                         .iter()
-                        .find(|s| s.kind == SinkKind::Rocpd)
+                        .find(|s| s.writes(SinkKind::Rocpd))
                         .map(|s| placeholders.expand(&s.path)),
                 };
                 let path = placeholders.expand(path);

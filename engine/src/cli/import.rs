@@ -39,9 +39,9 @@ pub struct ImportArgs {
 /// every one of them compiles.
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
     let options = Options {
-        overrides: Vec::new(),
         library: Library::from_env(),
         counters: args.counters.clone(),
+        ..Options::default()
     };
     let several = if args.split {
         Some(Several::Split)

@@ -4,6 +4,7 @@
 mod counters;
 mod import;
 mod pipeline;
+mod plugins;
 mod run;
 mod spool;
 
@@ -63,6 +64,9 @@ enum Command {
     /// Convert a rocprofv3 input file (YAML or JSON jobs, or text pmc lines) into pipelines.
     #[command(name = "import-rocprofv3")]
     ImportRocprofv3(import::ImportArgs),
+    /// List the plugins (custom transforms and sinks) pipelines can name.
+    #[command(subcommand)]
+    Plugins(plugins::PluginsCommand),
 }
 
 /// Runs the command line and maps its outcome to an exit code.
@@ -82,6 +86,7 @@ pub fn main() -> ExitCode {
         Command::MigrateCounters(args) => counters::migrate(args),
         Command::Counters(command) => counters::run(command),
         Command::ImportRocprofv3(args) => import::import(args),
+        Command::Plugins(command) => plugins::run(command),
     };
     match outcome {
         Ok(code) => code,

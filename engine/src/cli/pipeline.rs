@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::starter::{self, DEFAULT_TEMPLATE};
 use crate::pipeline::{self, Library, Options, Override};
 use crate::plan::{self, Plan};
+use crate::plugin::Search;
 use crate::sdk::Domain;
 
 use super::print;
@@ -50,6 +51,7 @@ impl PipelineArgs {
             overrides,
             library: Library::from_env(),
             counters: self.counters.clone(),
+            plugins: Search::from_env(),
         })
     }
 }

@@ -16,7 +16,7 @@ use super::{domains, kernels, paths, period};
 use crate::diag::{Diagnostic, SourceFile, Span};
 use crate::pipeline::model::{
     Context, Counters, Header, KernelFilter, PcSampling, Period, Pipeline, Post, PostStep,
-    Quantity, Sink, SinkKind, Tracing,
+    Quantity, Sink, SinkKind, SinkType, Tracing,
 };
 use crate::pipeline::name_of;
 use crate::record::RecordKind;
@@ -591,7 +591,8 @@ fn pipeline(
         .iter()
         .map(|&kind| Sink {
             name: name_of(&kind),
-            kind,
+            kind: SinkType::Builtin(kind),
+            plugin: None,
             path: match kind {
                 SinkKind::Csv | SinkKind::Parquet => prefix.clone(),
                 SinkKind::Rocpd => format!("{prefix}_results.db"),

@@ -4,21 +4,27 @@
 //! points at the offending value.
 
 use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use regex::Regex;
 
+use crate::catalog::StreamMeta;
+use crate::chunk::Chunk;
 use crate::diag::{Diagnostic, Span, did_you_mean};
 use crate::plan::{
     AgentSelector, BufferPlan, ContextPlan, CounterPlan, Metric, MetricOp, PcSamplingPlan, Plan,
-    PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph, StartPlan, TracingPlan,
-    TransformOpPlan, TransformPlan,
+    PluginRef, PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph, StartPlan,
+    TracingPlan, TransformOpPlan, TransformPlan, Writer,
 };
-use crate::record::{ColumnType, RecordKind};
+use crate::plugin::{self, Kind, NotFound, Plugin, PluginSink, PluginTransform, Search};
+use crate::record::{Batch, ColumnType, RecordKind, wire_size};
 use crate::sdk::{AgentType, COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
 
 use super::counters::CounterCheck;
-use super::model::{self, AgentRef, Pipeline, PostStep, Quantity, Tracing, TransformOp};
+use super::model::{
+    self, AgentRef, Pipeline, PostStep, Quantity, SinkKind, SinkType, Tracing, TransformOp,
+};
 use super::params::{RUNTIME_PLACEHOLDERS, placeholders};
 use super::units::{self, IterationRanges};
 use super::value::{Node, Step};
@@ -36,10 +42,18 @@ macro_rules! path {
     ($($step:expr),* $(,)?) => { &[$(Step::from($step)),*][..] };
 }
 
+/// Where the plugins a pipeline names are found.
+pub(super) struct Plugins<'a> {
+    pub search: &'a Search,
+    /// What a plugin's relative path is relative to: the pipeline file's directory.
+    pub base: &'a Path,
+}
+
 /// Collects diagnostics while the plan is built, each pointing into the merged document.
 pub(super) struct Compiler<'a> {
     doc: &'a Node,
     counters: CounterCheck,
+    plugins: Plugins<'a>,
     /// Operation ids each (domain, glob) selects: contexts of one pipeline tend to repeat
     /// the same filters, and matching a glob against hundreds of names adds up.
     selections: HashMap<(Domain, String), Vec<i32>>,
@@ -48,10 +62,11 @@ pub(super) struct Compiler<'a> {
 }
 
 impl<'a> Compiler<'a> {
-    pub(super) fn new(doc: &'a Node, counters: CounterCheck) -> Self {
+    pub(super) fn new(doc: &'a Node, counters: CounterCheck, plugins: Plugins<'a>) -> Self {
         Compiler {
             doc,
             counters,
+            plugins,
             selections: HashMap::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
@@ -647,7 +662,7 @@ impl<'a> Compiler<'a> {
                             .collect();
                         let having: Vec<&str> = RecordKind::ALL
                             .iter()
-                            .filter(|k| k.column(column).is_some())
+                            .filter(|&&k| has_column(k, column, &derived))
                             .map(|k| k.name())
                             .collect();
                         let hint = if having.is_empty() {
@@ -862,6 +877,29 @@ impl<'a> Compiler<'a> {
                         metrics: plans,
                     }
                 }
+                TransformOp::Plugin { plugin, options } => {
+                    let Some((plugin, columns)) = self.plugin_transform(t, plugin, options, &kinds)
+                    else {
+                        continue;
+                    };
+                    for added in columns {
+                        if has_column(added.kind, &added.column, &derived) {
+                            self.error(
+                                path!["transform", t, "plugin"],
+                                format!(
+                                    "the plugin adds `{}`, already a column of {} records",
+                                    added.column,
+                                    added.kind.name()
+                                ),
+                            );
+                        }
+                        derived.push(added);
+                    }
+                    TransformOpPlan::Plugin {
+                        plugin,
+                        options: options.clone(),
+                    }
+                }
             };
             plans.push(TransformPlan {
                 name: transform.name.clone(),
@@ -887,6 +925,96 @@ impl<'a> Compiler<'a> {
             )
             .hint = Some("add `records = [\"kernel_dispatch\", \"counter_sample\"]`".into());
         }
+    }
+
+    /// Finds and loads the plugin a pipeline entry names (at `path`), of `kind`.
+    fn plugin(
+        &mut self,
+        path: &[Step<'_>],
+        reference: &str,
+        kind: Kind,
+    ) -> Option<(&'static Plugin, PluginRef)> {
+        let library = match self.plugins.search.resolve(reference, self.plugins.base) {
+            Ok(library) => library.canonicalize().unwrap_or(library),
+            Err(e) => {
+                let hint = match &e {
+                    NotFound::Name { file, .. } => format!(
+                        "put {file} in one of them, add its directory to {}, or give its path (with a `/`)",
+                        plugin::PATH_VAR
+                    ),
+                    NotFound::Path(_) => "a path is relative to the pipeline file".into(),
+                };
+                self.error(path, e.to_string()).hint = Some(hint);
+                return None;
+            }
+        };
+        match Plugin::load(&library).and_then(|p| p.require(kind).map(|()| p)) {
+            Ok(plugin) => Some((
+                plugin,
+                PluginRef {
+                    name: reference.to_owned(),
+                    library,
+                },
+            )),
+            Err(e) => {
+                let hint = e.hint();
+                self.error(path, e.to_string()).hint = hint;
+                None
+            }
+        }
+    }
+
+    /// Where a plugin's options are reported: at `options` if the entry has them.
+    fn options_path<'p>(&self, entry: &[Step<'p>]) -> Vec<Step<'p>> {
+        let mut path = entry.to_vec();
+        path.push(Step::Key("options"));
+        if self.span(&path).is_none() {
+            path.pop();
+            path.push(Step::Key("plugin"));
+        }
+        path
+    }
+
+    /// Loads a transform plugin, creates it with its options and runs it on a sample record
+    /// of each kind it takes: a plugin that cannot work fails here, before any application
+    /// starts. Returns the plugin and the columns it adds to each kind, with sample values.
+    fn plugin_transform(
+        &mut self,
+        t: usize,
+        reference: &str,
+        options: &serde_json::Map<String, serde_json::Value>,
+        kinds: &[RecordKind],
+    ) -> Option<(PluginRef, Vec<Derived>)> {
+        let at = path!["transform", t, "plugin"];
+        let (plugin, found) = self.plugin(at, reference, Kind::Transform)?;
+        let mut instance = match PluginTransform::create(plugin, options) {
+            Ok(instance) => instance,
+            Err(e) => {
+                let path = self.options_path(path!["transform", t]);
+                self.error(&path, e.to_string());
+                return None;
+            }
+        };
+        let mut columns = Vec::new();
+        for &kind in kinds {
+            let sample = Batch::decode(kind, &vec![0; wire_size(kind)]).expect("one record");
+            let mut chunk = Chunk::new(0, sample);
+            if let Err(e) = instance.apply(&mut chunk, &StreamMeta::default()) {
+                let d = self.error(at, e.to_string());
+                d.notes.push(format!(
+                    "validation runs a transform on a sample {} record",
+                    kind.name()
+                ));
+                d.hint = Some("`records = [...]` chooses the kinds a transform takes".into());
+                return None;
+            }
+            columns.extend(chunk.extra.into_iter().map(|extra| Derived {
+                kind,
+                column: extra.name.to_string(),
+                sample: (extra.values.into_iter().next()).unwrap_or(evalexpr::Value::Empty),
+            }));
+        }
+        Some((found, columns))
     }
 
     /// Parses an evalexpr expression; returns the variables it reads, each with its byte
@@ -998,7 +1126,7 @@ impl<'a> Compiler<'a> {
                     .extend(first.map(|p| format!("`{}` writes it at {p}", plans[other].name)));
             }
             // A Parquet size limit in text is checked here, where its position is known.
-            if sink.kind == model::SinkKind::Parquet
+            if sink.kind == SinkType::Builtin(SinkKind::Parquet)
                 && let Some(size) = sink.options.get("max_file_size")
                 && let Ok(size) = serde_json::from_value::<Quantity>(size.clone())
             {
@@ -1018,9 +1146,25 @@ impl<'a> Compiler<'a> {
                     );
                 }
             }
+            let writer = match sink.kind {
+                SinkType::Builtin(kind) => Writer::Builtin(kind),
+                SinkType::Plugin(_) => {
+                    let reference = sink
+                        .plugin
+                        .as_deref()
+                        .expect("the schema requires `plugin`");
+                    let found = self.plugin_sink(s, reference, &sink.options);
+                    // After an error (reported) the plan is not used; it keeps its place so
+                    // that sinks line up with their entries.
+                    Writer::Plugin(found.unwrap_or_else(|| PluginRef {
+                        name: reference.to_owned(),
+                        library: PathBuf::from(reference),
+                    }))
+                }
+            };
             plans.push(SinkPlan {
                 name: sink.name.clone(),
-                kind: sink.kind,
+                writer,
                 path: sink.path.clone(),
                 kinds,
                 options: sink.options.clone(),
@@ -1033,6 +1177,22 @@ impl<'a> Compiler<'a> {
             );
         }
         plans
+    }
+
+    /// Loads a sink plugin and creates it with its options (it writes nothing yet).
+    fn plugin_sink(
+        &mut self,
+        s: usize,
+        reference: &str,
+        options: &serde_json::Map<String, serde_json::Value>,
+    ) -> Option<PluginRef> {
+        let (plugin, found) = self.plugin(path!["sink", s, "plugin"], reference, Kind::Sink)?;
+        if let Err(e) = PluginSink::check(plugin, options) {
+            let path = self.options_path(path!["sink", s]);
+            self.error(&path, e.to_string());
+            return None;
+        }
+        Some(found)
     }
 
     /// `{sink:NAME}` and `{post:NAME}` in a command must name a sink, or a post-step that
@@ -1143,8 +1303,7 @@ impl<'a> Compiler<'a> {
                 PostStep::Summary { path: None, .. } => {}
                 PostStep::Sql { database, path, .. } => {
                     self.placeholders(path!["post", p, "path"], path, params);
-                    if database.is_none() && !sinks.iter().any(|s| s.kind == model::SinkKind::Rocpd)
-                    {
+                    if database.is_none() && !sinks.iter().any(|s| s.writes(SinkKind::Rocpd)) {
                         self.error(path!["post", p, "kind"], format!("sql step `{}` has no database to query", post.name))
                             .hint = Some("add a [[sink]] with kind = \"rocpd\", or set `database = \"path/to/run.db\"`".into());
                     }
@@ -1187,8 +1346,8 @@ impl<'a> Compiler<'a> {
     }
 }
 
-/// A column added by a `derive` transform, with the value it takes on a sample record (so
-/// later expressions are checked with its type).
+/// A column added by a `derive` transform or a plugin, with the value it takes on a sample
+/// record (so later expressions are checked with its type).
 struct Derived {
     kind: RecordKind,
     column: String,

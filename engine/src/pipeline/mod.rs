@@ -37,6 +37,8 @@ pub struct Options {
     /// Counter definitions to check counter names against (`--counters FILE`), when a
     /// pipeline names none; otherwise the installed ones are used if there are any.
     pub counters: Option<std::path::PathBuf>,
+    /// Where plugins named by `plugin = "NAME"` are found.
+    pub plugins: crate::plugin::Search,
 }
 
 /// A compiled pipeline.
@@ -113,8 +115,12 @@ fn compile_document(
     let base = path
         .parent()
         .map_or_else(Default::default, Path::to_path_buf);
-    let counters = counters::CounterCheck::new(options.counters.clone(), base);
-    let compiler = compile::Compiler::new(&doc, counters);
+    let plugins = compile::Plugins {
+        search: &options.plugins,
+        base: &base,
+    };
+    let counters = counters::CounterCheck::new(options.counters.clone(), base.clone());
+    let compiler = compile::Compiler::new(&doc, counters, plugins);
     let (plan, warnings) = compiler.compile(&pipeline, &json, sources, params)?;
     Ok(Compiled {
         plan,

@@ -221,6 +221,13 @@ pub enum TransformOp {
         group_by: Vec<String>,
         metrics: IndexMap<String, String>,
     },
+    /// A transform from a plugin library.
+    Plugin {
+        /// A name (`librocflow_plugin_NAME.so` on the plugin path) or a path.
+        plugin: String,
+        #[serde(default)]
+        options: serde_json::Map<String, serde_json::Value>,
+    },
 }
 
 #[derive(Debug, Deserialize, Serialize)]
@@ -234,12 +241,31 @@ pub struct Rename {
 #[serde(deny_unknown_fields)]
 pub struct Sink {
     pub name: String,
-    pub kind: SinkKind,
+    pub kind: SinkType,
+    /// The plugin of a `kind = "plugin"` sink: a name or a path (the schema requires it
+    /// there, and only there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
     pub path: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<String>,
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A sink's `kind`: one of rocflow's formats, or `"plugin"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum SinkType {
+    Builtin(SinkKind),
+    Plugin(PluginWord),
+}
+
+/// The word `plugin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PluginWord {
+    Plugin,
 }
 
 /// The output formats rocflow writes.

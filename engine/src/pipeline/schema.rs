@@ -136,6 +136,11 @@ pub fn validate(doc: &Node, instance: &Json) -> Vec<Diagnostic> {
                     "names start with a letter or digit and use letters, digits, `_`, `-` and `.`",
                 )
             }
+            // A key only some kinds take (`plugin`), under another kind.
+            ValidationErrorKind::FalseSchema => {
+                Diagnostic::error(format!("{place} does not belong to this `kind`"))
+                    .at(doc.key_span(&steps).or(Some(node.span.clone())))
+            }
             // The remaining keywords (minimum, minItems, pattern, …) explain themselves.
             _ => Diagnostic::error(format!("{place}: {}", error.masked()))
                 .at(Some(node.span.clone())),

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::pipeline::model::PostStep;
 use crate::pipeline::units::IterationRanges;
 
-use super::{AgentSelector, ContextPlan, Plan, StartPlan, TransformOpPlan};
+use super::{AgentSelector, ContextPlan, Plan, PluginRef, StartPlan, TransformOpPlan, Writer};
 
 /// Renders the plan as indented text.
 pub fn explain(plan: &Plan) -> String {
@@ -65,14 +65,14 @@ pub fn explain(plan: &Plan) -> String {
     }
     let _ = writeln!(out, "\nsinks");
     for sink in &plan.sinks {
-        let kind = serde_json::to_value(sink.kind).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  {} ({}): {}",
-            sink.name,
-            kind.as_str().unwrap_or_default(),
-            sink.path
-        );
+        let writer = match &sink.writer {
+            Writer::Builtin(kind) => serde_json::to_value(kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            Writer::Plugin(plugin) => describe_plugin(plugin),
+        };
+        let _ = writeln!(out, "  {} ({writer}): {}", sink.name, sink.path);
         if !sink.options.is_empty() {
             let _ = writeln!(
                 out,
@@ -304,7 +304,21 @@ fn describe_transform(op: &TransformOpPlan) -> String {
                 .collect();
             format!("by {}: {}", group_by.join(", "), metrics.join(", "))
         }
+        TransformOpPlan::Plugin { plugin, options } => {
+            let mut text = describe_plugin(plugin);
+            if !options.is_empty() {
+                text.push_str(&format!(
+                    ", options {}",
+                    serde_json::Value::Object(options.clone())
+                ));
+            }
+            text
+        }
     }
+}
+
+fn describe_plugin(plugin: &PluginRef) -> String {
+    format!("plugin {} at {}", plugin.name, plugin.library.display())
 }
 
 fn describe_post(step: &PostStep) -> String {

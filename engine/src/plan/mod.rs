@@ -4,6 +4,8 @@
 
 mod explain;
 
+use std::path::PathBuf;
+
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
@@ -105,6 +107,20 @@ pub enum TransformOpPlan {
         group_by: Vec<String>,
         metrics: Vec<Metric>,
     },
+    Plugin {
+        plugin: PluginRef,
+        /// Handed to the plugin as JSON.
+        options: serde_json::Map<String, serde_json::Value>,
+    },
+}
+
+/// A plugin as a pipeline names it, and the library that name found.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PluginRef {
+    /// As written: a name or a path.
+    pub name: String,
+    /// The library, as found when the pipeline was compiled.
+    pub library: PathBuf,
 }
 
 /// One output column of an aggregate: `name = op(column)`.
@@ -158,11 +174,30 @@ pub struct Route {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SinkPlan {
     pub name: String,
-    pub kind: SinkKind,
+    /// `kind` in the serialized plan, as in plans recorded before there were plugins.
+    #[serde(rename = "kind")]
+    pub writer: Writer,
     /// The output path with run-time placeholders (`{pid}`, …) still in it.
     pub path: String,
     pub kinds: Vec<RecordKind>,
+    /// The sink's options (a plugin's are handed to it as JSON).
     pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What writes a sink's output: serialized as the format's name, or the plugin.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Writer {
+    /// One of rocflow's formats.
+    Builtin(SinkKind),
+    Plugin(PluginRef),
+}
+
+impl SinkPlan {
+    /// Whether the sink writes rocflow's format `kind`.
+    pub fn writes(&self, kind: SinkKind) -> bool {
+        self.writer == Writer::Builtin(kind)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -191,5 +226,32 @@ impl Plan {
 
     pub fn from_json(text: &str) -> serde_json::Result<Plan> {
         serde_json::from_str(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plans recorded in spools before there were plugins name a sink's format in `kind`.
+    #[test]
+    fn sinks_serialize_their_writer_as_kind() {
+        let recorded = r#"{"name":"t","kind":"csv","path":"out","kinds":[],"options":{}}"#;
+        let sink: SinkPlan = serde_json::from_str(recorded).unwrap();
+        assert_eq!(sink.writer, Writer::Builtin(SinkKind::Csv));
+        assert_eq!(serde_json::to_string(&sink).unwrap(), recorded);
+        let plugin = SinkPlan {
+            writer: Writer::Plugin(PluginRef {
+                name: "openmetrics".into(),
+                library: "/lib/librocflow_plugin_openmetrics.so".into(),
+            }),
+            ..sink
+        };
+        let json = serde_json::to_string(&plugin).unwrap();
+        assert!(
+            json.contains(r#""kind":{"name":"openmetrics","library":"/lib/"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<SinkPlan>(&json).unwrap(), plugin);
     }
 }

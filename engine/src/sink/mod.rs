@@ -1,5 +1,5 @@
 //! Sinks: where records end up. One trait, one module per format, in the shape of
-//! rocprofiler-sdk's own output generators.
+//! rocprofiler-sdk's own output generators; plugins bring more (see [`crate::plugin`]).
 
 mod counters;
 mod csv;
@@ -17,7 +17,8 @@ use std::sync::Arc;
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::pipeline::model::SinkKind;
-use crate::plan::SinkPlan;
+use crate::plan::{SinkPlan, Writer};
+use crate::plugin::{Plugin, PluginSink};
 use crate::transform::Table;
 
 pub use csv::table_rows as csv_rows;
@@ -33,6 +34,8 @@ pub enum SinkError {
     },
     #[error("the run stopped before its end; nothing was written")]
     Stopped,
+    #[error(transparent)]
+    Plugin(#[from] crate::plugin::Error),
 }
 
 impl SinkError {
@@ -68,7 +71,14 @@ fn options<T: serde::de::DeserializeOwned>(plan: &SinkPlan) -> Result<T, SinkErr
 /// Opens the sink a plan names, at its path with the placeholders filled in.
 pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink>, SinkError> {
     let path = placeholders.expand(&plan.path);
-    match plan.kind {
+    let kind = match &plan.writer {
+        Writer::Builtin(kind) => kind,
+        Writer::Plugin(plugin) => {
+            let plugin = Plugin::load(&plugin.library)?;
+            return Ok(Box::new(PluginSink::open(plugin, &plan.options, &path)?));
+        }
+    };
+    match kind {
         SinkKind::Csv => Ok(Box::new(csv::CsvSink::create(path)?)),
         SinkKind::Perfetto => Ok(Box::new(perfetto::PerfettoSink::create(plan, path)?)),
         SinkKind::Parquet => Ok(Box::new(parquet::ParquetSink::create(plan, path)?)),

@@ -51,7 +51,7 @@ impl Aggregate {
                     Some(Cell::Float(v)) => v.to_string(),
                     None => chunk
                         .extra(column)
-                        .map_or(String::new(), |e| e.values[i].to_string()),
+                        .map_or(String::new(), |e| text(&e.values[i])),
                 })
                 .collect();
             let accumulators = local
@@ -140,5 +140,15 @@ fn value(accumulator: &Accumulator, op: MetricOp) -> Value {
         MetricOp::P90 => Value::Float(a.quantile(0.90)),
         MetricOp::P95 => Value::Float(a.quantile(0.95)),
         MetricOp::P99 => Value::Float(a.quantile(0.99)),
+    }
+}
+
+/// An added column's value as a group key: strings as they are (their `Display` quotes
+/// them), nothing as empty.
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Empty => String::new(),
+        other => other.to_string(),
     }
 }

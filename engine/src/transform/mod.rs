@@ -1,11 +1,12 @@
 //! The transforms of a pipeline, compiled from the Plan and applied to chunks.
 //!
 //! Most transforms look at one record at a time and run on many chunks in parallel; those
-//! that count (kernel iterations) or gather (a dispatch's counter values, which may span
-//! chunks) see chunks one at a time in arrival order, and hand what they still hold over
-//! when the records end. A record an
-//! expression fails on is dropped (filter) or gets no value (derive); the first failures
-//! are kept for the run's report, and a strict transform's first failure stops the run.
+//! that count (kernel iterations), gather (a dispatch's counter values, which may span
+//! chunks) or call plugins see chunks one at a time in arrival order, and hand what they
+//! still hold over when the records end. A record an expression fails on is dropped
+//! (filter) or gets no value (derive), a chunk a plugin fails on goes on as it came; the
+//! first failures are kept for the run's report, and a strict transform's first failure
+//! stops the run.
 
 mod aggregate;
 mod counters;
@@ -23,6 +24,7 @@ use crate::catalog::StreamMeta;
 use crate::chunk::{Chunk, Extra};
 use crate::column::row;
 use crate::plan::{TransformOpPlan, TransformPlan};
+use crate::plugin::{Plugin, PluginTransform};
 use crate::record::{Batch, Meta, RecordKind};
 
 pub use aggregate::Table;
@@ -58,6 +60,8 @@ enum Op {
     DeriveCounters(counters::DeriveCounters),
     Reduce(reduce::Reduce),
     Aggregate(aggregate::Aggregate),
+    /// An instance is called by one thread at a time, and sees chunks in arrival order.
+    Plugin(Mutex<PluginTransform>),
 }
 
 /// Failures of a transform on individual records.
@@ -69,7 +73,12 @@ pub struct Failures {
 
 impl Failures {
     fn record(&self, message: impl FnOnce() -> String) {
-        if self.count.fetch_add(1, Ordering::Relaxed) < KEPT_FAILURES as u64 {
+        self.record_many(1, message);
+    }
+
+    /// A failure that concerns `records` records.
+    fn record_many(&self, records: u64, message: impl FnOnce() -> String) {
+        if self.count.fetch_add(records, Ordering::Relaxed) < KEPT_FAILURES as u64 {
             self.first
                 .lock()
                 .expect("no panics while holding the lock")
@@ -131,6 +140,12 @@ impl Transform {
             TransformOpPlan::Aggregate { group_by, metrics } => {
                 Op::Aggregate(aggregate::Aggregate::new(group_by.clone(), metrics.clone()))
             }
+            TransformOpPlan::Plugin { plugin, options } => {
+                let plugin = Plugin::load(&plugin.library).map_err(|e| e.to_string())?;
+                let instance =
+                    PluginTransform::create(plugin, options).map_err(|e| e.to_string())?;
+                Op::Plugin(Mutex::new(instance))
+            }
         };
         Ok(Transform {
             name: plan.name.clone(),
@@ -147,7 +162,10 @@ impl Transform {
 
     /// Whether chunks must come one at a time, in arrival order.
     pub fn sequential(&self) -> bool {
-        matches!(self.op, Op::KernelFilter(_) | Op::DeriveCounters(_))
+        matches!(
+            self.op,
+            Op::KernelFilter(_) | Op::DeriveCounters(_) | Op::Plugin(_)
+        )
     }
 
     /// Metadata for the records the transform makes (derived counters), given a stream's
@@ -270,6 +288,19 @@ impl Transform {
                 }
             }
             Op::Aggregate(aggregate) => aggregate.add(chunk, meta),
+            Op::Plugin(plugin) => {
+                let mut plugin = plugin.lock().expect("plugin calls catch their panics");
+                if let Err(e) = plugin.apply(chunk, meta) {
+                    // The records go on as they came.
+                    self.failures.record_many(chunk.len() as u64, || {
+                        format!(
+                            "{} records of stream {}: {e}",
+                            chunk.batch.kind().name(),
+                            chunk.stream
+                        )
+                    });
+                }
+            }
         }
     }
 

@@ -5,7 +5,7 @@
 
 use arrow_array::RecordBatch;
 
-use super::columns::BatchBuilder;
+use crate::arrow::columns::BatchBuilder;
 use crate::catalog::StreamMeta;
 use crate::record::{CounterSample, Record};
 use crate::sdk::{AgentType, COUNTER_DIMENSIONS};

@@ -1,7 +1,7 @@
 //! The Parquet sink: a dataset directory for DuckDB, pandas, Polars or Spark, with a table
 //! per record kind (`kernel_dispatch`, `api`, `counter_sample`, …: the record's columns as
 //! the CSV sink names them, then those `derive` transforms added; counter samples name their
-//! kernel by id only, see [`records`]), the metadata tables records refer to (`processes`,
+//! kernel by id only, see [`LEFT_OUT`]), the metadata tables records refer to (`processes`,
 //! `agents`, `kernel_symbols`, `code_objects`, `counters`, `threads`, `queues`,
 //! `hip_streams`, `dropped`; see [`info`]), a table per aggregate transform, and with
 //! `wide_counters` the `dispatch_counters` table (see [`wide`]).
@@ -23,11 +23,9 @@
 //! files of about that size), `partition_by` (`["host", "process"]`: hive partitions, see
 //! [`dataset`]) and `wide_counters`.
 
-mod columns;
 mod dataset;
 mod info;
 mod part;
-mod records;
 mod wide;
 
 use std::path::PathBuf;
@@ -38,10 +36,10 @@ use parquet::file::metadata::KeyValue;
 use rayon::prelude::*;
 use serde::Deserialize;
 
-use self::columns::BatchBuilder;
 use self::dataset::{Dataset, Layout, Partition, Placed};
 use self::wide::WideCounters;
 use super::{Sink, SinkError};
+use crate::arrow::records;
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::pipeline::model::Quantity;
@@ -54,6 +52,12 @@ use crate::transform::Table;
 /// (statistics per row group let readers skip most of a file), small enough that each
 /// table being written holds one row group's encoded columns in memory.
 const ROW_GROUP_ROWS: usize = 1 << 20;
+
+/// Derived columns the tables leave out. A counter sample's kernel name repeats its
+/// dispatch's in every sample of every counter and dimension instance (dozens per dispatch,
+/// most of a run's records): it is a join away (`kernel_symbols`, by `pid` and `kernel_id`),
+/// and resolving and encoding it would take a tenth of the sink's time.
+const LEFT_OUT: &[(RecordKind, &str)] = &[(RecordKind::CounterSample, "kernel_name")];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -194,7 +198,7 @@ impl Sink for ParquetSink {
                     .par_iter()
                     .map(|chunk| {
                         let meta = catalog.stream(chunk.stream);
-                        let batch = records::batch(chunk, meta);
+                        let batch = records::batch(chunk, meta, LEFT_OUT);
                         layout.place(chunk.batch.kind().name(), meta.process.as_ref(), batch)
                     })
                     .collect::<Vec<_>>()
@@ -227,15 +231,10 @@ impl Sink for ParquetSink {
                 ),
             });
         }
-        let mut batch = BatchBuilder::default();
-        for (c, name) in table.columns.iter().enumerate() {
-            let values = columns::values(table.rows.iter().map(|row| &row[c]));
-            batch.array(name, values, true);
-        }
         let placed = self
             .dataset
             .layout()
-            .place(&table.name, None, batch.finish());
+            .place(&table.name, None, records::table(table));
         self.dataset.write(vec![placed])
     }
 

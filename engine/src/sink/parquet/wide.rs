@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow_array::{Float64Array, RecordBatch};
 use indexmap::IndexMap;
 
-use super::columns::BatchBuilder;
+use crate::arrow::columns::BatchBuilder;
 use crate::catalog::{Catalog, StreamMeta};
 use crate::record::CounterSample;
 

@@ -1,15 +1,20 @@
 //! Typed Arrow columns built value by value, and batches of named columns: what records,
-//! metadata and aggregate tables become before they are written.
+//! metadata and aggregate tables become before they are written; and the columns plugins
+//! add, read back as values.
 
 use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
-use arrow_array::types::{Int32Type, UInt32Type, UInt64Type};
-use arrow_array::{
-    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array, PrimitiveArray,
-    RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array,
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
 };
-use arrow_schema::{Field, Schema};
+use arrow_array::{
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, Float64Array, Int32Array,
+    Int64Array, PrimitiveArray, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array,
+};
+use arrow_schema::{DataType, Field, Schema};
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::column::Cell;
@@ -144,6 +149,80 @@ pub fn values<'a>(values: impl Iterator<Item = &'a evalexpr::Value> + Clone) -> 
     }
 }
 
+/// The values of a column a plugin added, as expression values (the inverse of
+/// [`values`]): integers, floats, booleans or strings, dictionary-encoded or not; a null is
+/// an empty value.
+pub fn expression_values(array: &dyn Array) -> Result<Vec<evalexpr::Value>, String> {
+    use evalexpr::Value;
+    let valid = |i: usize| array.is_valid(i);
+    let values: Vec<Value> = match array.data_type() {
+        DataType::Boolean => (array.as_boolean().iter())
+            .map(|v| v.map_or(Value::Empty, Value::Boolean))
+            .collect(),
+        DataType::Int8 => integers::<Int8Type>(array)?,
+        DataType::Int16 => integers::<Int16Type>(array)?,
+        DataType::Int32 => integers::<Int32Type>(array)?,
+        DataType::Int64 => integers::<Int64Type>(array)?,
+        DataType::UInt8 => integers::<UInt8Type>(array)?,
+        DataType::UInt16 => integers::<UInt16Type>(array)?,
+        DataType::UInt32 => integers::<UInt32Type>(array)?,
+        DataType::UInt64 => integers::<UInt64Type>(array)?,
+        DataType::Float32 => floats::<Float32Type>(array),
+        DataType::Float64 => floats::<Float64Type>(array),
+        DataType::Utf8 => strings(array.as_string::<i32>().iter()),
+        DataType::LargeUtf8 => strings(array.as_string::<i64>().iter()),
+        DataType::Utf8View => strings(array.as_string_view().iter()),
+        DataType::Dictionary(_, _) => {
+            let dictionary = array.as_any_dictionary();
+            let values = expression_values(dictionary.values().as_ref())?;
+            (dictionary.normalized_keys().into_iter().enumerate())
+                .map(|(i, key)| match valid(i) {
+                    true => values[key].clone(),
+                    false => Value::Empty,
+                })
+                .collect()
+        }
+        other => {
+            return Err(format!(
+                "{other} is not a column type rocflow keeps (integers, floats, booleans, strings)"
+            ));
+        }
+    };
+    Ok(values)
+}
+
+fn integers<T: ArrowPrimitiveType>(array: &dyn Array) -> Result<Vec<evalexpr::Value>, String>
+where
+    T::Native: TryInto<i64>,
+{
+    (array.as_primitive::<T>().iter())
+        .map(|v| match v.map(TryInto::try_into) {
+            None => Ok(evalexpr::Value::Empty),
+            Some(Ok(v)) => Ok(evalexpr::Value::Int(v)),
+            Some(Err(_)) => Err("an integer beyond the 64-bit signed range".to_owned()),
+        })
+        .collect()
+}
+
+fn floats<T: ArrowPrimitiveType>(array: &dyn Array) -> Vec<evalexpr::Value>
+where
+    T::Native: Into<f64>,
+{
+    (array.as_primitive::<T>().iter())
+        .map(|v| v.map_or(evalexpr::Value::Empty, |v| evalexpr::Value::Float(v.into())))
+        .collect()
+}
+
+fn strings<'a>(values: impl Iterator<Item = Option<&'a str>>) -> Vec<evalexpr::Value> {
+    values
+        .map(|v| {
+            v.map_or(evalexpr::Value::Empty, |s| {
+                evalexpr::Value::String(s.to_owned())
+            })
+        })
+        .collect()
+}
+
 /// A batch built column by column, for tables of a few typed fields (metadata, aggregates).
 #[derive(Default)]
 pub struct BatchBuilder {
@@ -226,10 +305,6 @@ impl BatchBuilder {
 
 #[cfg(test)]
 mod tests {
-    use arrow_array::Array;
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::Float64Type;
-    use arrow_schema::DataType;
     use evalexpr::Value;
 
     use super::*;
@@ -259,6 +334,28 @@ mod tests {
         let mixed = mixed.as_primitive::<Float64Type>();
         assert_eq!((mixed.value(0), mixed.value(1)), (2.0, 0.5));
         assert!(mixed.is_null(2));
+    }
+
+    #[test]
+    fn plugin_columns_read_back_as_expression_values() {
+        let read = |array: ArrayRef| expression_values(array.as_ref()).unwrap();
+        let mixed = [Value::Int(3), Value::Empty, Value::Float(0.5)];
+        assert_eq!(
+            read(values(mixed.iter())),
+            [Value::Float(3.0), Value::Empty, Value::Float(0.5)]
+        );
+        let names = [Value::from("gemm"), Value::Empty, Value::from("gemm")];
+        assert_eq!(read(values(names.iter())), names);
+        let small: ArrayRef = Arc::new(arrow_array::UInt8Array::from(vec![Some(7), None]));
+        assert_eq!(read(small), [Value::Int(7), Value::Empty]);
+        let huge: ArrayRef = Arc::new(arrow_array::UInt64Array::from(vec![u64::MAX]));
+        assert!(expression_values(huge.as_ref()).is_err());
+        let list: ArrayRef = Arc::new(arrow_array::NullArray::new(1));
+        assert!(
+            expression_values(list.as_ref())
+                .unwrap_err()
+                .contains("Null")
+        );
     }
 
     #[test]

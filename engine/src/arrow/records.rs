@@ -1,6 +1,6 @@
 //! A chunk of records as an Arrow batch: the record's columns with their own types (the
-//! CSV sink's columns, in its order, but for [`LEFT_OUT`]), then the columns `derive`
-//! transforms added.
+//! CSV sink's columns, in its order, but for those a caller leaves out), then the columns
+//! transforms added; and an aggregate transform's table as a batch.
 //!
 //! Stored fields are gathered a column at a time from the records' wire form, where each
 //! field has a fixed offset and width: a tight loop per column, instead of a branch per
@@ -13,34 +13,53 @@ use arrow_array::{
     UInt32Array, UInt64Array,
 };
 
+use arrow_array::RecordBatch;
+
 use super::columns::{self, BatchBuilder, Column, Dictionary};
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::column::{BatchVisitor, Columns, visit};
 use crate::record::{RecordKind, Storage, Sym};
-use arrow_array::RecordBatch;
+use crate::transform::Table;
 
-/// Derived columns the tables leave out. A counter sample's kernel name repeats its
-/// dispatch's in every sample of every counter and dimension instance (dozens per dispatch,
-/// most of a run's records): it is a join away (`kernel_symbols`, by `pid` and `kernel_id`),
-/// and resolving and encoding it would take a tenth of the sink's time.
-const LEFT_OUT: &[(RecordKind, &str)] = &[(RecordKind::CounterSample, "kernel_name")];
+/// The chunk's records as a batch, without the derived columns in `left_out`; strings
+/// resolve through `meta`, the chunk's stream's.
+pub fn batch(chunk: &Chunk, meta: &StreamMeta, left_out: &[(RecordKind, &str)]) -> RecordBatch {
+    visit(
+        &chunk.batch,
+        Encode {
+            chunk,
+            meta,
+            left_out,
+        },
+    )
+}
 
-/// The chunk's records as a batch; strings resolve through `meta`, the chunk's stream's.
-pub fn batch(chunk: &Chunk, meta: &StreamMeta) -> RecordBatch {
-    visit(&chunk.batch, Encode { chunk, meta })
+/// An aggregate transform's table: a column per group key and metric, typed by its values.
+pub fn table(table: &Table) -> RecordBatch {
+    let mut batch = BatchBuilder::default();
+    for (c, name) in table.columns.iter().enumerate() {
+        let values = columns::values(table.rows.iter().map(|row| &row[c]));
+        batch.array(name, values, true);
+    }
+    batch.finish()
 }
 
 struct Encode<'a> {
     chunk: &'a Chunk,
     meta: &'a StreamMeta,
+    left_out: &'a [(RecordKind, &'a str)],
 }
 
 impl BatchVisitor for Encode<'_> {
     type Output = RecordBatch;
 
     fn visit<R: Columns>(self, records: &[R]) -> RecordBatch {
-        let Encode { chunk, meta } = self;
+        let Encode {
+            chunk,
+            meta,
+            left_out,
+        } = self;
         let mut wire = Vec::with_capacity(records.len() * R::SIZE);
         records.iter().for_each(|r| r.encode(&mut wire));
         let mut batch = BatchBuilder::default();
@@ -55,7 +74,7 @@ impl BatchVisitor for Encode<'_> {
             offset += storage.size();
         }
         let derived = R::KIND.derived_columns().iter();
-        for &(name, ty) in derived.filter(|(name, _)| !LEFT_OUT.contains(&(R::KIND, name))) {
+        for &(name, ty) in derived.filter(|(name, _)| !left_out.contains(&(R::KIND, name))) {
             let mut column = Column::new(ty, records.len());
             for record in records {
                 column.push(

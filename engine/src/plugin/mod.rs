@@ -1,0 +1,65 @@
+//! Plugins: transforms and sinks in shared libraries, behind the C ABI of
+//! [`rocflow_plugin::abi`]. A pipeline names one with `kind = "plugin"` and
+//! `plugin = "NAME"` ([`Search`] says where it is found); the compiler loads it, creates an
+//! instance with the entry's `options` and, for a transform, runs it on a sample record of
+//! each kind it takes, so a plugin that cannot work fails `rocflow validate`, before any
+//! application starts. At run time a [`PluginTransform`] is a stage and a [`PluginSink`] a
+//! sink like the others; records reach both as Arrow batches.
+
+mod batch;
+mod library;
+mod search;
+mod sink;
+mod transform;
+
+use std::path::PathBuf;
+
+pub use library::{Kind, Plugin};
+pub use search::{Found, NotFound, PATH_VAR, Search, file_name};
+pub use sink::PluginSink;
+pub use transform::PluginTransform;
+
+/// What goes wrong with a plugin: loading it, or a call into it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    #[error("cannot load {}: {message}", path.display())]
+    Open { path: PathBuf, message: String },
+    #[error("{} is not a rocflow plugin: it does not export `rocflow_plugin_v1`", path.display())]
+    NoEntry { path: PathBuf },
+    #[error(
+        "{} is built for plugin ABI version {found}; this rocflow loads version {}",
+        path.display(),
+        rocflow_plugin::abi::ABI_VERSION
+    )]
+    Version { path: PathBuf, found: u32 },
+    #[error("{} is not a valid rocflow plugin: {problem}", path.display())]
+    Malformed { path: PathBuf, problem: String },
+    #[error("plugin `{plugin}` is not a {kind}; it is a {kinds}")]
+    NotA {
+        plugin: String,
+        kind: Kind,
+        kinds: String,
+    },
+    #[error("plugin `{plugin}` failed: {message}")]
+    Failed { plugin: String, message: String },
+    #[error("plugin `{plugin}` panicked: {message}")]
+    Panicked { plugin: String, message: String },
+    #[error("plugin `{plugin}` returned a bad batch: {problem}")]
+    Output { plugin: String, problem: String },
+}
+
+impl Error {
+    /// What would fix it, where rocflow can tell.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::NoEntry { .. } | Error::Malformed { .. } => Some(
+                "a plugin exports `rocflow_plugin_v1`, declared in plugins/include/rocflow_plugin.h (or made by rocflow_plugin::export_plugin! in Rust)".into(),
+            ),
+            Error::Version { .. } => Some(
+                "rebuild the plugin against this rocflow's rocflow_plugin.h or rocflow-plugin crate".into(),
+            ),
+            Error::NotA { kind, .. } => Some(format!("use it where a pipeline takes a {kind}")),
+            _ => None,
+        }
+    }
+}
