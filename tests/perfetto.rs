@@ -548,3 +548,72 @@ fn memory_over_time_follows_allocations_and_scratch() {
     let bytes_tracks = tracks.values().filter(|t| t["unit"] == 3).count();
     assert_eq!(bytes_tracks, 2, "memory tracks count bytes");
 }
+
+/// `rocflow run` of the test application with a Perfetto sink; returns the decoded trace.
+fn run_app(app_args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = "[pipeline]\nname = \"p\"\n[[context]]\nname = \"t\"\ntracing = [\"kernel_dispatch\", \"hip_runtime_api\"]\n[[sink]]\nname = \"trace\"\nkind = \"perfetto\"\npath = \"trace.pftrace\"\n";
+    std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
+    let exe = Path::new(env!("CARGO_BIN_EXE_rocflow"));
+    let app = exe.parent().unwrap().join("examples/sim-app");
+    let mut args = vec![
+        "run",
+        "p.toml",
+        "--device",
+        "sim",
+        "--",
+        app.to_str().unwrap(),
+    ];
+    args.extend_from_slice(app_args);
+    let out = Command::new(exe)
+        .args(&args)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let trace = dir.path().join("trace.pftrace");
+    assert!(trace.is_file(), "{}", String::from_utf8_lossy(&out.stderr));
+    decode(&[trace]).remove(0)
+}
+
+#[test]
+fn a_run_the_application_crashed_in_ends_with_a_marker_saying_so() {
+    let instants = |trace: &Value| -> Vec<Value> {
+        let events = trace["events"].as_array().unwrap();
+        events
+            .iter()
+            .filter(|e| e["type"] == "I")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(instants(&run_app(&["exit", "0"])), Vec::<Value>::new());
+
+    let trace = run_app(&["crash"]);
+    let marks = instants(&trace);
+    assert_eq!(marks.len(), 1, "one process, one marker: {marks:?}");
+    let mark = &marks[0];
+    assert!(
+        mark["name"]
+            .as_str()
+            .unwrap()
+            .contains("killed by signal 11"),
+        "{mark}"
+    );
+    let track = &trace["tracks"][mark["track"].as_u64().unwrap().to_string()];
+    assert!(
+        track["pid"].is_u64() && track["tid"].is_null(),
+        "a process track: {track}"
+    );
+    let last_begin = trace["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "B")
+        .map(|e| e["ts"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(
+        mark["ts"].as_u64().unwrap(),
+        last_begin,
+        "at the last record received"
+    );
+}

@@ -15,7 +15,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 NEEDS_STATE = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 TYPES = {pb.TrackEvent.TYPE_SLICE_BEGIN: "B", pb.TrackEvent.TYPE_SLICE_END: "E",
-         pb.TrackEvent.TYPE_COUNTER: "C"}
+         pb.TrackEvent.TYPE_COUNTER: "C", pb.TrackEvent.TYPE_INSTANT: "I"}
 
 
 def decode(path):
@@ -80,6 +80,8 @@ def decode(path):
                  "track": e.track_uuid}
         if e.HasField("name_iid"):
             event["name"] = resolve("names", e.name_iid)
+        if e.HasField("name"):
+            event["name"] = e.name
         if len(e.category_iids):
             event["category"] = resolve("categories", e.category_iids[0])
         if len(e.debug_annotations):

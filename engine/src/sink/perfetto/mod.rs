@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;
 
 use self::proto::{Encoder, TRACE_PACKET, clock, packet};
@@ -33,9 +34,11 @@ use super::staging::Staging;
 use super::{Sink, SinkError};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
+use crate::column::row;
 use crate::pipeline::model::Quantity;
 use crate::pipeline::units::parse_size;
 use crate::plan::SinkPlan;
+use crate::record::Exit;
 use crate::transform::Table;
 
 /// The sink's `options`, as the pipeline schema declares them.
@@ -73,6 +76,8 @@ pub struct PerfettoSink {
     settings: Settings,
     sequences: Vec<Sequence>,
     files: Files,
+    /// Per stream, the latest record start seen: where a run cut short ends.
+    last_ns: HashMap<u16, u64>,
 }
 
 /// The trace's files: written in a staging directory, split at a size.
@@ -114,6 +119,7 @@ impl PerfettoSink {
                 current: None,
                 names: Vec::new(),
             },
+            last_ns: HashMap::default(),
         })
     }
 
@@ -183,6 +189,12 @@ impl Sink for PerfettoSink {
             Some(_) => 1,
             None => window.len().max(1),
         };
+        for chunk in window.iter().filter(|c| !c.is_empty()) {
+            // Chunks are in start order.
+            let last = row(&chunk.batch, chunk.len() - 1).start_ns();
+            let seen = self.last_ns.entry(chunk.stream).or_default();
+            *seen = (*seen).max(last);
+        }
         for part in window.chunks(step) {
             self.open(catalog)?;
             let settings = &self.settings;
@@ -205,6 +217,9 @@ impl Sink for PerfettoSink {
     }
 
     fn finish(mut self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
+        if let Some(Exit::Signal(signal)) = catalog.exit {
+            self.mark_incomplete(signal, catalog)?;
+        }
         loop {
             self.open(catalog)?;
             let settings = &self.settings;
@@ -220,6 +235,29 @@ impl Sink for PerfettoSink {
         }
         self.files.current = None;
         self.files.commit()
+    }
+}
+
+impl PerfettoSink {
+    /// Marks each process's last moment when the application died of a signal, so a
+    /// trace that ends early says why instead of looking like a run that finished.
+    fn mark_incomplete(&mut self, signal: i32, catalog: &Catalog) -> Result<(), SinkError> {
+        self.open(catalog)?;
+        let name = format!(
+            "run incomplete: the application was killed by signal {signal}; \
+             records after this were not received"
+        );
+        let (settings, last_ns) = (&self.settings, &self.last_ns);
+        self.sequences
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(shard, sequence)| {
+                for (&stream, &time) in last_ns {
+                    let meta = catalog.stream(stream);
+                    sequence.process_instant(stream, time, &name, meta, settings, shard);
+                }
+            });
+        self.drain()
     }
 }
 

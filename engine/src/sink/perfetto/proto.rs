@@ -145,6 +145,7 @@ pub mod event {
     pub const TYPE: u32 = 9;
     pub const NAME_IID: u32 = 10;
     pub const TRACK_UUID: u32 = 11;
+    pub const NAME: u32 = 23;
     pub const COUNTER_VALUE: u32 = 30;
     pub const DOUBLE_COUNTER_VALUE: u32 = 44;
     pub const FLOW_IDS: u32 = 47;
@@ -152,6 +153,7 @@ pub mod event {
     /// `TrackEvent.Type`.
     pub const SLICE_BEGIN: u64 = 1;
     pub const SLICE_END: u64 = 2;
+    pub const INSTANT: u64 = 3;
     pub const COUNTER: u64 = 4;
 }
 

@@ -305,6 +305,37 @@ impl Sequence {
         let Ok(()) = timeline.push(span, &mut out);
     }
 
+    /// An instant named `name` on process `stream`'s track, if this sequence writes that
+    /// track.
+    pub fn process_instant(
+        &mut self,
+        stream: u16,
+        time: u64,
+        name: &str,
+        meta: &StreamMeta,
+        settings: &Settings,
+        shard: usize,
+    ) {
+        let key = TrackKey {
+            stream,
+            track: Track::Process,
+        };
+        if shard_of(key, settings.shards) != shard {
+            return;
+        }
+        let (sequence, out) = (self.id, &mut self.out);
+        key.describe(0, meta, sequence, &mut self.interned.described, out);
+        out.message(TRACE_PACKET, |p| {
+            p.uint(packet::TIMESTAMP, time);
+            p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, u64::from(sequence));
+            p.message(packet::TRACK_EVENT, |e| {
+                e.uint(event::TYPE, event::INSTANT);
+                e.uint(event::TRACK_UUID, key.uuid(0));
+                e.str(event::NAME, name);
+            });
+        });
+    }
+
     /// A dispatch's counter value, on its agent's track for the counter.
     fn counter(&mut self, sum: Sum, meta: &StreamMeta) {
         let key = TrackKey {
