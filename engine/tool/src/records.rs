@@ -25,12 +25,9 @@ use crate::{Kernels, Tool, stream};
 pub struct BufferState {
     /// The kind losses are reported under: the context's first.
     pub kind: RecordKind,
-    /// Dispatches whose counter values are still to come, by dispatch id. A dispatch's
-    /// values follow its header, but those of dispatches completing on other threads
-    /// may come in between, so every open header is kept until its last value.
-    dispatches: Mutex<FxHashMap<u64, OpenDispatch>>,
-    /// Record vectors reused from delivery to delivery (the SDK delivers one buffer's
-    /// batches one at a time, so this lock is never contended).
+    /// Record vectors reused from delivery to delivery, and what outlives a delivery
+    /// (the SDK delivers one buffer's batches one at a time, so this lock, taken once
+    /// per delivery, is never contended).
     out: Mutex<Out>,
 }
 
@@ -38,7 +35,6 @@ impl BufferState {
     pub fn new(kind: RecordKind) -> BufferState {
         BufferState {
             kind,
-            dispatches: Mutex::default(),
             out: Mutex::default(),
         }
     }
@@ -65,6 +61,11 @@ struct Out {
     tids: Vec<u64>,
     /// Queue id and agent index.
     queues: Vec<(u64, u32)>,
+    /// Dispatches whose counter values are still to come, by dispatch id; kept across
+    /// deliveries. A dispatch's values follow its header, but those of dispatches
+    /// completing on other threads may come in between, so every open header is kept
+    /// until its last value.
+    open: FxHashMap<u64, OpenDispatch>,
 }
 
 impl Out {
@@ -130,7 +131,7 @@ pub unsafe extern "C" fn on_buffer(
         // SAFETY: each header the SDK passes is valid for the call.
         let header = unsafe { &*header };
         // SAFETY: the payload's type follows from the category and kind.
-        unsafe { convert(tool, &kernels, state, pid, header, &mut out) };
+        unsafe { convert(tool, &kernels, pid, header, &mut out) };
     }
     drop(kernels);
     describe_new(&out, pid);
@@ -180,14 +181,7 @@ fn describe_new(out: &Out, pid: u32) {
 ///
 /// # Safety
 /// `header.payload` points at the record its category and kind say.
-unsafe fn convert(
-    tool: &Tool,
-    kernels: &Kernels,
-    state: &BufferState,
-    pid: u32,
-    header: &RecordHeader,
-    out: &mut Out,
-) {
+unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeader, out: &mut Out) {
     let agent = |handle: Handle| tool.agent_index(handle);
     match header.category {
         category::TRACING => {
@@ -320,27 +314,23 @@ unsafe fn convert(
                     end_ns: r.end_timestamp,
                     values_left: r.num_records,
                 };
-                let mut dispatches = state.dispatches.lock().unwrap();
-                dispatches.insert(r.dispatch_info.dispatch_id, open);
+                out.open.insert(r.dispatch_info.dispatch_id, open);
             }
         }
         category::COUNTERS if header.kind == counter_record::VALUE => {
             // SAFETY: the caller's contract.
             let r = unsafe { &*header.payload.cast::<CounterRecord>() };
-            let (kernel_id, end) = {
-                let mut dispatches = state.dispatches.lock().unwrap();
-                match dispatches.get_mut(&r.dispatch_id) {
-                    Some(open) => {
-                        let found = (open.kernel_id, open.end_ns);
-                        open.values_left -= 1;
-                        if open.values_left == 0 {
-                            dispatches.remove(&r.dispatch_id);
-                        }
-                        found
+            let (kernel_id, end) = match out.open.get_mut(&r.dispatch_id) {
+                Some(open) => {
+                    let found = (open.kernel_id, open.end_ns);
+                    open.values_left -= 1;
+                    if open.values_left == 0 {
+                        out.open.remove(&r.dispatch_id);
                     }
-                    // The header was lost (a discarding buffer dropped it).
-                    None => (0, 0),
+                    found
                 }
+                // The header was lost (a discarding buffer dropped it).
+                None => (0, 0),
             };
             let mut counter = Handle { handle: 0 };
             // SAFETY: a writable handle.
