@@ -506,3 +506,41 @@ fn serialized_kernels_run_one_at_a_time_on_each_agent() {
     assert_eq!(totals(&rows), expected(&default_scenario()));
     assert_eq!(overlapping_agents(&rows), Vec::<String>::new());
 }
+
+#[test]
+fn a_wrong_scenario_is_a_user_error_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = "[scenario]\nname = \"x\"\nthreads = 1\niterations = 1\n\
+                    [[agent]]\nname = \"gfx942\"\nproduct = \"p\"\ncu_count = 1\n\
+                    [[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipLaunchKernal\"\n";
+    let line = 9;
+    std::fs::write(dir.path().join("bad.toml"), scenario).unwrap();
+    std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", "")).unwrap();
+    let output = rocflow(
+        &[
+            "run",
+            "p.toml",
+            "--device",
+            "sim:bad.toml",
+            "--",
+            "/bin/true",
+        ],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("`hipLaunchKernal` is not a function of hip_runtime_api"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("line {line},")),
+        "line {line}: {stderr}"
+    );
+    assert!(
+        !dir.path().join("rocflow-out").exists(),
+        "nothing is written"
+    );
+    assert!(!dir.path().join("out").exists(), "nothing is written");
+}

@@ -8,6 +8,7 @@
 pub mod abi;
 pub mod contexts;
 pub mod record;
+pub mod scenario;
 pub mod sdk;
 pub mod spool;
 pub mod wire;

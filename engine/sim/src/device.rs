@@ -6,7 +6,7 @@ use std::ffi::CString;
 use rocflow_core::abi::{AgentV0, Dim3, Handle};
 use rocflow_core::sdk::COUNTER_DIMENSIONS;
 
-use crate::scenario::Scenario;
+use rocflow_core::scenario::Scenario;
 
 /// Agent handles start here (a CPU agent first, then the scenario's GPUs).
 const AGENT_HANDLE_BASE: u64 = 0x3000;

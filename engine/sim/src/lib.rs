@@ -11,7 +11,6 @@
 
 mod buffer;
 mod device;
-mod scenario;
 mod sdk;
 mod workload;
 
@@ -21,7 +20,7 @@ use std::thread::JoinHandle;
 
 use rocflow_core::abi::{self, ClientId, Configure, ToolConfigureResult};
 
-use scenario::Scenario;
+use rocflow_core::scenario::{self, Scenario};
 use sdk::Phase;
 
 /// Runs when the library is loaded, before the application's `main`.

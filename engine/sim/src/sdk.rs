@@ -15,7 +15,7 @@ use rocflow_core::sdk::{BufferPolicy, Domain};
 
 use crate::buffer::{Buffer, BufferDef};
 use crate::device::{self, Device};
-use crate::scenario::Scenario;
+use rocflow_core::scenario::Scenario;
 
 /// The version the simulated SDK reports: that of the headers its layouts come from.
 pub const VERSION: (u32, u32, u32) = (1, 0, 0);
@@ -811,7 +811,7 @@ mod tests {
     /// One test walks the phases in order, as a process does.
     #[test]
     fn setup_is_only_allowed_while_the_tool_initializes() {
-        install(Scenario::parse(crate::scenario::DEFAULT).unwrap());
+        install(Scenario::parse(rocflow_core::scenario::DEFAULT).unwrap());
         let mut context = Handle { handle: 0 };
         // SAFETY: valid pointers throughout.
         unsafe {

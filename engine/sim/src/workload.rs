@@ -18,8 +18,8 @@ use rocflow_core::sdk::Domain;
 
 use crate::buffer::Staged;
 use crate::device::instance_id;
-use crate::scenario::Kernel;
 use crate::sdk::{Context, Running, Sdk};
+use rocflow_core::scenario::Kernel;
 
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
 static DISPATCH: AtomicU64 = AtomicU64::new(1);
@@ -137,14 +137,11 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
             }
         }
         for call in &scenario.calls {
-            let operation = call
-                .operation()
-                .expect("checked when the scenario was read");
             for _ in 0..call.count {
                 let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
-                let mut record = api_record(call.domain, operation, t, correlation, tid);
+                let mut record = api_record(call.domain, call.operation, t, correlation, tid);
                 record.end_timestamp = t + call.duration_ns;
-                emitter.trace(call.domain, operation, &record);
+                emitter.trace(call.domain, call.operation, &record);
                 t += call.duration_ns;
             }
         }

@@ -45,6 +45,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         StartError::Spawn { .. } => Error::user(
             Diagnostic::error(e.to_string()).hint("give the application's path, after `--`"),
         ),
+        StartError::Scenario { .. } => Error::user(Diagnostic::error(e.to_string()).hint(
+            "`examples/sim/mi300x.toml` is a complete scenario to start from; `--device sim` uses it",
+        )),
         StartError::Setup(message) => Error::Runtime(message),
     })?;
     let mut out = String::new();

@@ -83,6 +83,9 @@ pub struct Outcome {
 pub enum StartError {
     #[error("{0}")]
     Setup(String),
+    /// The simulated device's scenario file cannot be read or is wrong.
+    #[error("scenario {path}: {message}")]
+    Scenario { path: String, message: String },
     #[error("cannot start `{program}`: {source}")]
     Spawn {
         program: String,
@@ -90,10 +93,27 @@ pub enum StartError {
     },
 }
 
+/// The scenario file's absolute path, once it reads as a scenario: the simulated SDK
+/// inside the application could only say so on its stderr and profile nothing.
+fn checked_scenario(path: &std::path::Path) -> Result<PathBuf, StartError> {
+    let fail = |message: String| StartError::Scenario {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    rocflow_core::scenario::Scenario::parse(&text).map_err(fail)?;
+    path.canonicalize().map_err(|e| fail(e.to_string()))
+}
+
 /// Runs the application under the plan.
 pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
     let started = Instant::now();
     let setup = |e: String| StartError::Setup(e);
+    // Checked before anything is created.
+    let scenario = match &options.device {
+        Device::Sim(Some(path)) => Some(checked_scenario(path)?),
+        _ => None,
+    };
     let tool = libraries::find(libraries::TOOL).map_err(setup)?;
     let sim = match &options.device {
         Device::Sim(_) => Some(libraries::find(libraries::SIM).map_err(setup)?),
@@ -139,10 +159,7 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         }
         command.env("LD_PRELOAD", preload);
     }
-    if let Device::Sim(Some(scenario)) = &options.device {
-        let scenario = scenario
-            .canonicalize()
-            .map_err(|e| setup(format!("scenario {}: {e}", scenario.display())))?;
+    if let Some(scenario) = scenario {
         command.env("ROCFLOW_SIM_SCENARIO", scenario);
     }
     let mut child = command.spawn().map_err(|source| StartError::Spawn {
