@@ -640,6 +640,12 @@ kind = "plugin"
 plugin = "probe"
 path = "ignored-2"
 options = {{ fail = "finish" }}
+
+[[sink]]
+name = "finishes"
+kind = "plugin"
+plugin = "probe"
+path = "probe.txt"
 "#
     ));
     let output = run(dir.path());
@@ -658,6 +664,22 @@ options = {{ fail = "finish" }}
         "{stderr}"
     );
     assert_eq!(csv(&dir.path().join("out/kernel_dispatch.csv")).len(), 600);
+    // A plugin sink writes where rocflow stages it: a failed one leaves nothing behind, a
+    // finished one's output is moved to its path (and reported there).
+    let mut entries: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "p.toml" && name != "rocflow-out")
+        .collect();
+    entries.sort();
+    assert_eq!(entries, ["out", "probe.txt"], "{}", text(&output.stdout));
+    let written = std::fs::read_to_string(dir.path().join("probe.txt")).unwrap();
+    assert!(written.contains("kernel_dispatch "), "{written}");
+    assert!(
+        text(&output.stdout).contains("    probe.txt\n"),
+        "{}",
+        text(&output.stdout)
+    );
 }
 
 #[test]

@@ -15,15 +15,17 @@ use super::{Error, Plugin};
 use crate::arrow;
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
+use crate::sink::staging::Staging;
 use crate::sink::{Sink, SinkError};
 use crate::transform::Table;
 
-/// An open instance of a plugin sink.
-#[derive(Debug)]
+/// An open instance of a plugin sink. The plugin writes in a staging directory, and what
+/// it wrote there moves to the sink's path when it has finished, as every sink's output.
 pub struct PluginSink {
     plugin: &'static Plugin,
     fns: &'static SinkFns,
     instance: Instance,
+    staging: Staging,
 }
 
 impl PluginSink {
@@ -36,17 +38,23 @@ impl PluginSink {
         plugin.create(fns.create, fns.destroy, options).map(drop)
     }
 
-    /// Creates an instance with the pipeline entry's options and opens its output at `path`.
+    /// Creates an instance with the pipeline entry's options and opens its output, to be
+    /// found at `path` once the sink has finished.
     pub fn open(
         plugin: &'static Plugin,
         options: &serde_json::Map<String, serde_json::Value>,
         path: &Path,
-    ) -> Result<PluginSink, Error> {
+    ) -> Result<PluginSink, SinkError> {
         let fns = plugin.sink()?;
+        let staging = Staging::create(path.to_path_buf())?;
+        let path = staging
+            .dir()
+            .join(path.file_name().unwrap_or(OsStr::new("output")));
         let sink = PluginSink {
             plugin,
             fns,
             instance: plugin.create(fns.create, fns.destroy, options)?,
+            staging,
         };
         let path =
             CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::Failed {
@@ -91,23 +99,46 @@ impl Sink for PluginSink {
         // SAFETY: the plugin's `finish`, with its instance and a `Paths` to fill.
         let status = unsafe { (self.fns.finish)(self.instance.pointer, &mut written) };
         self.plugin.check(status)?;
-        if written.count == 0 {
-            return Ok(Vec::new());
-        }
-        if written.paths.is_null() {
+        if written.count > 0 && written.paths.is_null() {
             return Err(Error::Output {
                 plugin: self.plugin.name.clone(),
                 problem: format!("{} paths written, at a null pointer", written.count),
             }
             .into());
         }
-        // SAFETY: the plugin filled `written` with `count` NUL-terminated strings, which stay
-        // valid until the instance is destroyed (when `self` drops, after this).
-        let paths = unsafe { std::slice::from_raw_parts(written.paths, written.count) };
-        Ok(paths
-            .iter()
-            // SAFETY: as above.
-            .map(|&p| PathBuf::from(OsStr::from_bytes(unsafe { CStr::from_ptr(p) }.to_bytes())))
+        let reported: Vec<PathBuf> = if written.count == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the plugin filled `written` with `count` NUL-terminated strings, which
+            // stay valid until the instance is destroyed (when `self` drops, after this).
+            let paths = unsafe { std::slice::from_raw_parts(written.paths, written.count) };
+            paths
+                .iter()
+                // SAFETY: as above.
+                .map(|&p| PathBuf::from(OsStr::from_bytes(unsafe { CStr::from_ptr(p) }.to_bytes())))
+                .collect()
+        };
+        // What the plugin wrote in the staging directory moves beside the sink's path;
+        // the paths it reported there follow.
+        let staged = self.staging.dir().to_path_buf();
+        let names: Vec<String> = std::fs::read_dir(&staged)
+            .map_err(SinkError::io(format!("reading {}", staged.display())))?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        let PluginSink { staging, .. } = *self;
+        let parent = staging
+            .target()
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        staging.commit_files(&names)?;
+        Ok(reported
+            .into_iter()
+            .map(|p| match p.strip_prefix(&staged) {
+                Ok(inside) => parent.join(inside),
+                Err(_) => p,
+            })
             .collect())
     }
 }

@@ -8,7 +8,7 @@ mod parquet;
 mod path;
 mod perfetto;
 mod rocpd;
-mod staging;
+pub(crate) mod staging;
 mod timeline;
 
 use std::path::PathBuf;

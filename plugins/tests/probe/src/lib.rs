@@ -1,6 +1,7 @@
 //! A plugin for rocflow's tests: a transform that keeps every n-th record (by the row
 //! numbers rocflow gives it) and adds `probe_row`, and a sink that takes everything and
-//! writes nothing; each fails or panics in the call its options name.
+//! writes one line per batch to its path; each fails or panics in the call its options
+//! name.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -56,14 +57,14 @@ impl Options {
     }
 }
 
-pub struct Probe(Options);
+pub struct Probe(Options, Option<(PathBuf, std::fs::File)>);
 
 impl Transform for Probe {
     type Options = Options;
 
     fn new(options: Options) -> Result<Self> {
         options.call(Call::Create)?;
-        Ok(Probe(options))
+        Ok(Probe(options, None))
     }
 
     fn process(&mut self, batch: Batch) -> Result<RecordBatch> {
@@ -90,12 +91,17 @@ impl Transform for Probe {
 impl Sink for Probe {
     type Options = Options;
 
-    fn open(options: Options, _: &Path) -> Result<Self> {
+    fn open(options: Options, path: &Path) -> Result<Self> {
         options.call(Call::Open)?;
-        Ok(Probe(options))
+        let file = std::fs::File::create(path)?;
+        Ok(Probe(options, Some((path.to_path_buf(), file))))
     }
 
     fn write(&mut self, batch: Batch) -> Result<()> {
+        use std::io::Write;
+        if let Some((_, file)) = &mut self.1 {
+            writeln!(file, "{} {}", batch.table, batch.records.num_rows())?;
+        }
         if batch.records.num_rows() > self.0.over_rows {
             self.0.call(Call::Write)?;
         }
@@ -104,7 +110,7 @@ impl Sink for Probe {
 
     fn finish(self) -> Result<Vec<PathBuf>> {
         self.0.call(Call::Finish)?;
-        Ok(Vec::new())
+        Ok(self.1.map(|(path, _)| path).into_iter().collect())
     }
 }
 
