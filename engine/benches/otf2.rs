@@ -55,8 +55,8 @@ fn main() {
     write_spool(&spool, 10_000_000, 2);
     let bytes = std::fs::metadata(&spool).unwrap().len();
 
-    let read = support::read_spool(&spool).wall;
-    let (total, decode) = support::decode(&spool);
+    let yardstick = Yardstick::measure(&spool);
+    let total = yardstick.records();
     let out = dir.path().join("trace");
     let mut records = 0;
     let mut lanes = 0;
@@ -70,8 +70,7 @@ fn main() {
         "spool: {total} records ({records} for the sink), {:.0} MiB; archive: {lanes} locations",
         bytes as f64 / 1048576.0
     );
-    let yardstick = Yardstick::new(total, read);
-    yardstick.print("decode", decode.wall);
+    yardstick.print_baselines();
     yardstick.print_run("replay -> otf2", run, "");
 
     // Memory is bounded by the locations, not the records: each location costs its event

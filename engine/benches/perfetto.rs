@@ -40,8 +40,8 @@ fn main() {
     write_spool(&spool, 10_000_000, 2);
     let bytes = std::fs::metadata(&spool).unwrap().len();
 
-    let read = support::read_spool(&spool).wall;
-    let (total, decode) = support::decode(&spool);
+    let yardstick = Yardstick::measure(&spool);
+    let total = yardstick.records();
     let out = dir.path().join("trace.pftrace");
     let mut records = 0;
     let mut size = 0;
@@ -56,8 +56,7 @@ fn main() {
         bytes as f64 / 1048576.0,
         size as f64 / 1048576.0
     );
-    let yardstick = Yardstick::new(total, read);
-    yardstick.print("decode", decode.wall);
+    yardstick.print_baselines();
     yardstick.print_run("replay -> perfetto", run, "");
 
     // Memory is bounded by the tracks, not the records: each timeline holds back at most

@@ -63,8 +63,8 @@ fn main() {
     let generated = started.elapsed();
     let bytes = std::fs::metadata(&spool).unwrap().len();
 
-    let read = support::read_spool(&spool).wall;
-    let (records, decode) = support::decode(&spool);
+    let yardstick = Yardstick::measure(&spool);
+    let records = yardstick.records();
     let out = dir.path().join("csv");
     let pipeline = best(|| {
         assert_eq!(replay(&spool, &out), records);
@@ -77,8 +77,7 @@ fn main() {
         bytes as f64 / records as f64,
         records as f64 / generated.as_secs_f64() / 1e6
     );
-    let yardstick = Yardstick::new(records, read);
-    yardstick.print("decode", decode.wall);
+    yardstick.print_baselines();
     yardstick.print_run("filter+derive+demangle -> csv", pipeline, "");
 
     let small = dir.path().join("2m.rfraw");

@@ -62,8 +62,8 @@ fn main() {
     write_spool(&spool, RECORDS, PROCESSES);
     let bytes = std::fs::metadata(&spool).unwrap().len();
 
-    let read = support::read_spool(&spool).wall;
-    let (records, decode) = support::decode(&spool);
+    let yardstick = Yardstick::measure(&spool);
+    let records = yardstick.records();
     let out = dir.path().join("db");
     let layouts: Vec<(&str, Run, u64)> = ["per_process", "single"]
         .into_iter()
@@ -81,8 +81,7 @@ fn main() {
         bytes as f64 / 1048576.0,
         bytes as f64 / records as f64
     );
-    let yardstick = Yardstick::new(records, read);
-    yardstick.print("decode", decode.wall);
+    yardstick.print_baselines();
     for (layout, run, bytes) in &layouts {
         yardstick.print_run(
             &format!("rocpd, layout = {layout}"),

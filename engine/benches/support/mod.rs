@@ -23,7 +23,7 @@ pub fn write_spool(path: &Path, records: u64, processes: u16) {
 }
 
 /// The baseline every figure is compared with: reading the spool's bytes, nothing else.
-pub fn read_spool(path: &Path) -> Run {
+fn read_spool(path: &Path) -> Run {
     let bytes = std::fs::metadata(path).unwrap().len();
     best(|| {
         let mut file = std::fs::File::open(path).unwrap();
@@ -159,7 +159,7 @@ pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
 
 /// Decodes every frame of a spool (the fastest anything reads records); returns the
 /// records and the best run.
-pub fn decode(spool: &Path) -> (u64, Run) {
+fn decode(spool: &Path) -> (u64, Run) {
     let mut records = 0u64;
     let run = best(|| {
         records = 0;
@@ -176,19 +176,35 @@ pub fn decode(spool: &Path) -> (u64, Run) {
 pub struct Yardstick {
     records: u64,
     read: Duration,
+    decode: Duration,
 }
 
 impl Yardstick {
-    /// Prints the read's own line first.
-    pub fn new(records: u64, read: Duration) -> Yardstick {
-        let yardstick = Yardstick { records, read };
+    /// Reads and decodes the spool, the baselines of every figure.
+    pub fn measure(spool: &Path) -> Yardstick {
+        let read = read_spool(spool).wall;
+        let (records, decode) = decode(spool);
+        Yardstick {
+            records,
+            read,
+            decode: decode.wall,
+        }
+    }
+
+    /// The records in the spool.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Prints the read's and the decode's lines.
+    pub fn print_baselines(&self) {
         println!(
             "  {:<32} {:>7.2} M records/s  {:>6.2}x the read time",
             "read (baseline)",
-            yardstick.rate(read),
+            self.rate(self.read),
             1.0
         );
-        yardstick
+        self.print("decode", self.decode);
     }
 
     fn rate(&self, t: Duration) -> f64 {
