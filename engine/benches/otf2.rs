@@ -73,10 +73,8 @@ fn main() {
     yardstick.print_baselines();
     yardstick.print_run("replay -> otf2", run, "");
 
-    // Memory is bounded by the locations, not the records: each location costs its event
-    // chunks, and OTF2 keeps a 4 MiB file write buffer for each location from its first
-    // flush on. Peak memory grows as more (rarely used) lanes reach their first flush, up
-    // to about 4.5 MiB per location.
+    // Events wait in a small block per location while the run goes on; OTF2 writes one
+    // location at a time at the end, so its 4 MiB file buffer exists once, not per location.
     let small = dir.path().join("1m.rfraw");
     let large = dir.path().join("20m.rfraw");
     write_spool(&small, 1_000_000, 2);

@@ -1,13 +1,13 @@
-//! A safe handle on an OTF2 archive being written: one event writer per location, one
-//! attribute list reused for every event, then local and global definitions at the end.
+//! A safe handle on an OTF2 archive being written: events held back in a [`Spill`] while
+//! the run goes on, then, at the end, each location's events through its own event writer,
+//! one location at a time, with one attribute list reused for every event; then local and
+//! global definitions.
 //!
 //! OTF2 keeps a location's events in memory chunks until its memory pool runs dry, and its
-//! default pool is large enough to hold a whole run. The archive hands OTF2 its own
+//! default pool is large enough to hold a whole location. The archive hands OTF2 its own
 //! allocator instead, which gives each location's event buffer [`EVENT_CHUNKS`] chunks and
-//! then reports the pool empty, so OTF2 writes the chunks out and starts over: memory per
-//! location stays fixed however many events it gets. The fixed cost is mostly OTF2's own:
-//! from a location's first write to its file on, OTF2 keeps a 4 MiB write buffer for it,
-//! so a run costs about 4.5 MiB per busy location (see the `otf2` benchmark).
+//! then reports the pool empty, so OTF2 writes the chunks out and starts over: memory stays
+//! fixed however many events a location has.
 
 use std::alloc::Layout;
 use std::ffi::{CString, c_void};
@@ -15,6 +15,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 
 use super::ffi::{self, ErrorCode, Otf2};
+use super::spill::{Event, Spill};
 use crate::sink::SinkError;
 
 /// Event chunks a location's buffer may hold before it is written out (OTF2 needs two).
@@ -27,8 +28,8 @@ pub struct LocationId(pub u64);
 pub struct Archive {
     otf2: Otf2,
     raw: NonNull<ffi::Archive>,
-    /// Event writers by location id.
-    writers: Vec<NonNull<ffi::EvtWriter>>,
+    /// Every location's events, until OTF2 writes them.
+    spill: Spill,
     /// Emptied by OTF2 after each event that takes it.
     attributes: NonNull<ffi::AttributeList>,
     /// Set once `OTF2_Archive_Close` ran, successfully or not.
@@ -50,6 +51,7 @@ impl Archive {
         let dir_c = CString::new(dir.as_os_str().as_encoded_bytes())
             .map_err(|_| fault(format!("{} holds a NUL byte", dir.display())))?;
         let name_c = CString::new(name).expect("archive names are ours");
+        let spill = Spill::create(dir).map_err(SinkError::io("holding the OTF2 events back"))?;
         // SAFETY: no preconditions; the list is deleted in `drop`, or below.
         let attributes = NonNull::new(unsafe { (otf2.attribute_list_new)() })
             .ok_or_else(|| fault("cannot allocate an attribute list".into()))?;
@@ -76,7 +78,7 @@ impl Archive {
         let archive = Archive {
             otf2,
             raw,
-            writers: Vec::new(),
+            spill,
             attributes,
             closed: false,
         };
@@ -123,94 +125,39 @@ impl Archive {
     }
 
     fn check(&self, code: ErrorCode, call: &str) -> Result<(), SinkError> {
-        if code == ffi::SUCCESS {
-            Ok(())
-        } else {
-            Err(fault(format!(
-                "{call} failed: {}",
-                self.otf2.describe(code)
-            )))
-        }
+        check(&self.otf2, code, call)
     }
 
-    /// Opens the next location's event writer.
-    pub fn add_location(&mut self) -> Result<LocationId, SinkError> {
-        let id = LocationId(self.writers.len() as u64);
-        // SAFETY: the archive and its event files are open.
-        let writer = unsafe { (self.otf2.archive_get_evt_writer)(self.raw.as_ptr(), id.0) };
-        let writer = NonNull::new(writer)
-            .ok_or_else(|| fault(format!("cannot open the events of location {}", id.0)))?;
-        self.writers.push(writer);
-        Ok(id)
+    /// Adds a location.
+    pub fn add_location(&mut self) -> LocationId {
+        LocationId(self.spill.add_location() as u64)
     }
 
-    fn writer(&self, location: LocationId) -> *mut ffi::EvtWriter {
-        self.writers[location.0 as usize].as_ptr()
+    /// Adds `event` to `location`'s events, which OTF2 writes in [`Archive::finish`].
+    pub fn write(&mut self, location: LocationId, event: Event<'_>) -> Result<(), SinkError> {
+        self.spill
+            .push(location.0 as usize, event)
+            .map_err(SinkError::io("holding the OTF2 events back"))
     }
 
-    /// Attaches `attributes` (id, value) to the next event written.
-    fn attach(&self, attributes: impl Iterator<Item = (u32, u64)>) -> Result<(), SinkError> {
-        for (id, value) in attributes {
-            // SAFETY: the list is alive.
-            let code = unsafe {
-                (self.otf2.attribute_list_add_uint64)(self.attributes.as_ptr(), id, value)
-            };
-            self.check(code, "OTF2_AttributeList_AddUint64")?;
+    /// Writes every location's events, one location after the other.
+    fn write_events(&mut self) -> Result<(), SinkError> {
+        let raw = self.raw.as_ptr();
+        for location in 0..self.spill.locations() {
+            // SAFETY: the archive and its event files are open.
+            let writer = unsafe { (self.otf2.archive_get_evt_writer)(raw, location as u64) };
+            let writer = NonNull::new(writer)
+                .ok_or_else(|| fault(format!("cannot open the events of location {location}")))?;
+            let (otf2, attributes) = (&self.otf2, self.attributes);
+            let written = self
+                .spill
+                .replay(location, |event| emit(otf2, writer, attributes, event));
+            // SAFETY: the writer was opened above and is closed once.
+            let closed = unsafe { (self.otf2.archive_close_evt_writer)(raw, writer.as_ptr()) };
+            written.map_err(SinkError::io("reading the OTF2 events back"))??;
+            self.check(closed, "OTF2_Archive_CloseEvtWriter")?;
         }
         Ok(())
-    }
-
-    pub fn enter(
-        &mut self,
-        location: LocationId,
-        time: u64,
-        region: u32,
-        attributes: impl Iterator<Item = (u32, u64)>,
-    ) -> Result<(), SinkError> {
-        self.attach(attributes)?;
-        // SAFETY: the writer is open; OTF2 empties the list once it wrote it.
-        let code = unsafe {
-            (self.otf2.evt_enter)(
-                self.writer(location),
-                self.attributes.as_ptr(),
-                time,
-                region,
-            )
-        };
-        self.check(code, "OTF2_EvtWriter_Enter")
-    }
-
-    pub fn leave(&mut self, location: LocationId, time: u64, region: u32) -> Result<(), SinkError> {
-        // SAFETY: the writer is open.
-        let code = unsafe {
-            (self.otf2.evt_leave)(self.writer(location), std::ptr::null_mut(), time, region)
-        };
-        self.check(code, "OTF2_EvtWriter_Leave")
-    }
-
-    /// A metric event of a class with one member, a double.
-    pub fn metric(
-        &mut self,
-        location: LocationId,
-        time: u64,
-        metric: u32,
-        value: f64,
-        attributes: impl Iterator<Item = (u32, u64)>,
-    ) -> Result<(), SinkError> {
-        self.attach(attributes)?;
-        // SAFETY: the writer is open; the type and value arrays hold one element each.
-        let code = unsafe {
-            (self.otf2.evt_metric)(
-                self.writer(location),
-                self.attributes.as_ptr(),
-                time,
-                metric,
-                1,
-                &ffi::TYPE_DOUBLE,
-                &value,
-            )
-        };
-        self.check(code, "OTF2_EvtWriter_Metric")
     }
 
     /// Closes the event files, writes an (empty) local definition file per location as
@@ -219,24 +166,18 @@ impl Archive {
         mut self,
         define: impl FnOnce(&mut GlobalDefs<'_>) -> Result<(), SinkError>,
     ) -> Result<(), SinkError> {
+        self.write_events()?;
         let raw = self.raw.as_ptr();
-        let writers = std::mem::take(&mut self.writers);
         let o = &self.otf2;
-        // SAFETY: every writer was opened by `add_location` and is closed once; the archive
-        // is closed last, after which `closed` keeps `drop` from closing it again.
+        // SAFETY: the archive is closed last, after which `closed` keeps `drop` from
+        // closing it again.
         unsafe {
-            for writer in &writers {
-                self.check(
-                    (o.archive_close_evt_writer)(raw, writer.as_ptr()),
-                    "OTF2_Archive_CloseEvtWriter",
-                )?;
-            }
             self.check(
                 (o.archive_close_evt_files)(raw),
                 "OTF2_Archive_CloseEvtFiles",
             )?;
             self.check((o.archive_open_def_files)(raw), "OTF2_Archive_OpenDefFiles")?;
-            for location in 0..writers.len() as u64 {
+            for location in 0..self.spill.locations() as u64 {
                 let writer = (o.archive_get_def_writer)(raw, location);
                 if writer.is_null() {
                     return Err(fault(format!(
@@ -260,6 +201,60 @@ impl Archive {
             })?;
             self.closed = true;
             self.check((o.archive_close)(raw), "OTF2_Archive_Close")
+        }
+    }
+}
+
+fn check(otf2: &Otf2, code: ErrorCode, call: &str) -> Result<(), SinkError> {
+    if code == ffi::SUCCESS {
+        Ok(())
+    } else {
+        Err(fault(format!("{call} failed: {}", otf2.describe(code))))
+    }
+}
+
+/// Writes `event` with `writer`, its attributes through `list`.
+fn emit(
+    otf2: &Otf2,
+    writer: NonNull<ffi::EvtWriter>,
+    list: NonNull<ffi::AttributeList>,
+    event: Event<'_>,
+) -> Result<(), SinkError> {
+    let attach = |attributes: &[(u32, u64)]| {
+        attributes.iter().try_for_each(|&(id, value)| {
+            // SAFETY: the list is alive.
+            let code = unsafe { (otf2.attribute_list_add_uint64)(list.as_ptr(), id, value) };
+            check(otf2, code, "OTF2_AttributeList_AddUint64")
+        })
+    };
+    let (writer, list) = (writer.as_ptr(), list.as_ptr());
+    // SAFETY: the writer is open; OTF2 empties the list once it wrote it; the metric's type
+    // and value arrays hold one element each.
+    match event {
+        Event::Enter {
+            time,
+            region,
+            attributes,
+        } => {
+            attach(attributes)?;
+            let code = unsafe { (otf2.evt_enter)(writer, list, time, region) };
+            check(otf2, code, "OTF2_EvtWriter_Enter")
+        }
+        Event::Leave { time, region } => {
+            let code = unsafe { (otf2.evt_leave)(writer, std::ptr::null_mut(), time, region) };
+            check(otf2, code, "OTF2_EvtWriter_Leave")
+        }
+        Event::Metric {
+            time,
+            metric,
+            value,
+            attributes,
+        } => {
+            attach(attributes)?;
+            let code = unsafe {
+                (otf2.evt_metric)(writer, list, time, metric, 1, &ffi::TYPE_DOUBLE, &value)
+            };
+            check(otf2, code, "OTF2_EvtWriter_Metric")
         }
     }
 }

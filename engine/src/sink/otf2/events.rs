@@ -22,6 +22,7 @@ use super::definitions::{
     Track, TrackKey,
 };
 use super::ffi;
+use super::spill::Event;
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::{Cell, Columns};
@@ -52,13 +53,25 @@ impl timeline::Mark for Mark {
 
 type Span = timeline::Span<Mark>;
 
-/// The attributes an event carries: an id each, and the value; a zero value is left out.
+/// The attributes an event carries: an id each, and the value; zero values are left out.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Attributes(pub [(u32, u64); 3]);
+pub struct Attributes {
+    pairs: [(u32, u64); 3],
+    len: u8,
+}
 
 impl Attributes {
-    pub fn present(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
-        self.0.iter().copied().filter(|&(_, value)| value != 0)
+    fn new(pairs: [(u32, u64); 3]) -> Attributes {
+        let mut attributes = Attributes::default();
+        for pair in pairs.into_iter().filter(|&(_, value)| value != 0) {
+            attributes.pairs[usize::from(attributes.len)] = pair;
+            attributes.len += 1;
+        }
+        attributes
+    }
+
+    pub fn as_slice(&self) -> &[(u32, u64)] {
+        &self.pairs[..usize::from(self.len)]
     }
 }
 
@@ -305,7 +318,7 @@ fn span(
 /// The attributes of an event: its correlation ids and one more, when it has one.
 fn attributes(correlation: u64, external: u64, detail: Option<(u32, u64)>) -> Attributes {
     let (id, value) = detail.unwrap_or((BYTES, 0));
-    Attributes([
+    Attributes::new([
         (CORRELATION_ID, correlation),
         (EXTERNAL_ID, external),
         (id, value),
@@ -332,7 +345,7 @@ impl Output<Mark> for Lanes<'_, '_> {
     type Error = SinkError;
 
     fn open_lane(&mut self, lane: usize) -> Result<LocationId, SinkError> {
-        let location = self.out.archive.add_location()?;
+        let location = self.out.archive.add_location();
         self.out.defs.location(location, self.key, lane, self.meta);
         Ok(location)
     }
@@ -341,20 +354,29 @@ impl Output<Mark> for Lanes<'_, '_> {
         let time = span.start;
         self.out.defs.time(time);
         match span.mark {
-            Mark::Region { region, attributes } => {
-                self.out
-                    .archive
-                    .enter(location, time, region, attributes.present())
-            }
+            Mark::Region { region, attributes } => self.out.archive.write(
+                location,
+                Event::Enter {
+                    time,
+                    region,
+                    attributes: attributes.as_slice(),
+                },
+            ),
             Mark::Metric {
                 metric,
                 value,
                 attributes,
             } => {
                 self.out.defs.recorder(metric, location);
-                self.out
-                    .archive
-                    .metric(location, time, metric, value, attributes.present())
+                self.out.archive.write(
+                    location,
+                    Event::Metric {
+                        time,
+                        metric,
+                        value,
+                        attributes: attributes.as_slice(),
+                    },
+                )
             }
         }
     }
@@ -364,6 +386,8 @@ impl Output<Mark> for Lanes<'_, '_> {
             unreachable!("a metric is a point: it is never left")
         };
         self.out.defs.time(time);
-        self.out.archive.leave(location, time, region)
+        self.out
+            .archive
+            .write(location, Event::Leave { time, region })
     }
 }

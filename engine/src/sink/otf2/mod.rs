@@ -12,6 +12,7 @@ mod archive;
 mod definitions;
 mod events;
 mod ffi;
+mod spill;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

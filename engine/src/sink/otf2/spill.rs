@@ -1,0 +1,295 @@
+//! Events held back until the archive is complete, so that OTF2 writes one location at a
+//! time.
+//!
+//! From a location's first write to its file until the file closes, OTF2 keeps a 4 MiB
+//! write buffer for it; with every location open for the whole run, a run's memory grew by
+//! that much for each busy location (60 of them in the `otf2` benchmark: 358 MiB). So events
+//! are encoded compactly into a small block per location, full blocks go to an unlinked
+//! file beside the archive, and [`Spill::replay`] hands each location's events over in
+//! order, one location after the other: memory is the open blocks and one OTF2 writer.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// Bytes of a location's block kept in memory before it is written out: a few events' worth
+/// of system calls amortized, small enough for thousands of locations.
+const BLOCK: usize = 32 * 1024;
+
+/// One event, as the archive writes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Event<'a> {
+    Enter {
+        time: u64,
+        region: u32,
+        /// Attribute (id, value) pairs.
+        attributes: &'a [(u32, u64)],
+    },
+    Leave {
+        time: u64,
+        region: u32,
+    },
+    Metric {
+        time: u64,
+        metric: u32,
+        value: f64,
+        attributes: &'a [(u32, u64)],
+    },
+}
+
+/// The events of every location, as written so far.
+pub struct Spill {
+    file: File,
+    len: u64,
+    locations: Vec<Log>,
+}
+
+/// One location's events: blocks in the file (offset, length), then the block being
+/// filled.
+#[derive(Default)]
+struct Log {
+    blocks: Vec<(u64, usize)>,
+    open: Vec<u8>,
+}
+
+/// Event tags.
+const ENTER: u8 = 0;
+const LEAVE: u8 = 1;
+const METRIC: u8 = 2;
+/// Attributes an event carries at most.
+const MAX_ATTRIBUTES: usize = 8;
+/// Bytes an event takes at most: a metric's tag, time, id, value and attributes.
+const MAX_EVENT: usize = 1 + 8 + 4 + 8 + 1 + MAX_ATTRIBUTES * 12;
+
+impl Spill {
+    /// A spill in an unlinked file in `dir`, so it goes however the run ends.
+    pub fn create(dir: &Path) -> io::Result<Spill> {
+        Ok(Spill {
+            file: tempfile::tempfile_in(dir)?,
+            len: 0,
+            locations: Vec::new(),
+        })
+    }
+
+    /// Adds a location; its index is its number.
+    pub fn add_location(&mut self) -> usize {
+        self.locations.push(Log::default());
+        self.locations.len() - 1
+    }
+
+    pub fn locations(&self) -> usize {
+        self.locations.len()
+    }
+
+    /// Appends `event` to `location`'s events.
+    pub fn push(&mut self, location: usize, event: Event<'_>) -> io::Result<()> {
+        let log = &mut self.locations[location];
+        if log.open.capacity() == 0 {
+            // Exactly one block's room: growing by doubling would take twice that.
+            log.open.reserve_exact(BLOCK + MAX_EVENT);
+        }
+        let out = &mut log.open;
+        match event {
+            Event::Enter {
+                time,
+                region,
+                attributes,
+            } => {
+                out.push(ENTER);
+                out.extend_from_slice(&time.to_le_bytes());
+                out.extend_from_slice(&region.to_le_bytes());
+                push_attributes(out, attributes);
+            }
+            Event::Leave { time, region } => {
+                out.push(LEAVE);
+                out.extend_from_slice(&time.to_le_bytes());
+                out.extend_from_slice(&region.to_le_bytes());
+            }
+            Event::Metric {
+                time,
+                metric,
+                value,
+                attributes,
+            } => {
+                out.push(METRIC);
+                out.extend_from_slice(&time.to_le_bytes());
+                out.extend_from_slice(&metric.to_le_bytes());
+                out.extend_from_slice(&value.to_le_bytes());
+                push_attributes(out, attributes);
+            }
+        }
+        if log.open.len() >= BLOCK {
+            self.file.write_all(&log.open)?;
+            log.blocks.push((self.len, log.open.len()));
+            self.len += log.open.len() as u64;
+            log.open.clear();
+        }
+        Ok(())
+    }
+
+    /// Calls `write` with each event of `location` in the order they were pushed, then
+    /// forgets them. The outer error is the spill's own (reading it back), the inner one
+    /// the first of `write`, after which it is not called again.
+    pub fn replay<E>(
+        &mut self,
+        location: usize,
+        mut write: impl FnMut(Event<'_>) -> Result<(), E>,
+    ) -> io::Result<Result<(), E>> {
+        let log = std::mem::take(&mut self.locations[location]);
+        let mut block = Vec::new();
+        for &(offset, len) in &log.blocks {
+            block.resize(len, 0);
+            self.file.read_exact_at(&mut block, offset)?;
+            if let Err(e) = decode(&block, &mut write) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(decode(&log.open, &mut write))
+    }
+}
+
+fn push_attributes(out: &mut Vec<u8>, attributes: &[(u32, u64)]) {
+    assert!(
+        attributes.len() <= MAX_ATTRIBUTES,
+        "events carry few attributes"
+    );
+    out.push(attributes.len() as u8);
+    for &(id, value) in attributes {
+        out.extend_from_slice(&id.to_le_bytes());
+        out.extend_from_slice(&value.to_le_bytes());
+    }
+}
+
+/// Reads the events of a block, which [`Spill::push`] encoded.
+fn decode<E>(
+    mut bytes: &[u8],
+    write: &mut impl FnMut(Event<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut attributes = [(0, 0); MAX_ATTRIBUTES];
+    while let Some((&tag, rest)) = bytes.split_first() {
+        bytes = rest;
+        let time = u64::from_le_bytes(take(&mut bytes));
+        let id = u32::from_le_bytes(take(&mut bytes));
+        let event = match tag {
+            ENTER => Event::Enter {
+                time,
+                region: id,
+                attributes: take_attributes(&mut bytes, &mut attributes),
+            },
+            LEAVE => Event::Leave { time, region: id },
+            METRIC => Event::Metric {
+                time,
+                metric: id,
+                value: f64::from_le_bytes(take(&mut bytes)),
+                attributes: take_attributes(&mut bytes, &mut attributes),
+            },
+            _ => unreachable!("tags are written by `push` only"),
+        };
+        write(event)?;
+    }
+    Ok(())
+}
+
+fn take<const N: usize>(bytes: &mut &[u8]) -> [u8; N] {
+    let (head, rest) = bytes.split_first_chunk().expect("events are written whole");
+    *bytes = rest;
+    *head
+}
+
+fn take_attributes<'a>(bytes: &mut &[u8], into: &'a mut [(u32, u64)]) -> &'a [(u32, u64)] {
+    let [count] = take(bytes);
+    let attributes = &mut into[..usize::from(count)];
+    for attribute in attributes.iter_mut() {
+        *attribute = (
+            u32::from_le_bytes(take(bytes)),
+            u64::from_le_bytes(take(bytes)),
+        );
+    }
+    attributes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Events come back per location, in order, across blocks written to the file.
+    #[test]
+    fn replays_each_location_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spill = Spill::create(dir.path()).unwrap();
+        let (a, b) = (spill.add_location(), spill.add_location());
+        let attributes = [(1, 7), (2, u64::MAX)];
+        let mut expected = (Vec::new(), Vec::new());
+        // Enough events to fill several blocks of each location.
+        for i in 0..20_000u64 {
+            let enter = (i, i as u32 % 5);
+            spill
+                .push(
+                    a,
+                    Event::Enter {
+                        time: enter.0,
+                        region: enter.1,
+                        attributes: &attributes[..(i % 3) as usize],
+                    },
+                )
+                .unwrap();
+            expected.0.push(format!(
+                "enter {enter:?} {:?}",
+                &attributes[..(i % 3) as usize]
+            ));
+            spill
+                .push(
+                    a,
+                    Event::Leave {
+                        time: i + 1,
+                        region: 3,
+                    },
+                )
+                .unwrap();
+            expected.0.push(format!("leave {}", i + 1));
+            let value = i as f64 / 3.0;
+            spill
+                .push(
+                    b,
+                    Event::Metric {
+                        time: i * 2,
+                        metric: 9,
+                        value,
+                        attributes: &attributes[1..],
+                    },
+                )
+                .unwrap();
+            expected
+                .1
+                .push(format!("metric {} {value} {:?}", i * 2, &attributes[1..]));
+        }
+        assert!(spill.len > 2 * BLOCK as u64, "blocks went to the file");
+        let mut replay = |location| {
+            let mut seen = Vec::new();
+            spill
+                .replay::<()>(location, |event| {
+                    seen.push(match event {
+                        Event::Enter {
+                            time,
+                            region,
+                            attributes,
+                        } => format!("enter {:?} {attributes:?}", (time, region)),
+                        Event::Leave { time, .. } => format!("leave {time}"),
+                        Event::Metric {
+                            time,
+                            value,
+                            attributes,
+                            ..
+                        } => format!("metric {time} {value} {attributes:?}"),
+                    });
+                    Ok(())
+                })
+                .unwrap()
+                .unwrap();
+            seen
+        };
+        assert_eq!(replay(b), expected.1);
+        assert_eq!(replay(a), expected.0);
+    }
+}
