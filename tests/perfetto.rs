@@ -438,6 +438,41 @@ fn split_files_each_stand_alone_and_options_choose_what_is_shown() {
 }
 
 #[test]
+fn a_coarser_time_unit_puts_every_event_at_its_time_rounded_down() {
+    let (dir, files) = replay(r#"time_unit = "us""#);
+    let decoded = decode(&files);
+    // The trace's own clock counts microseconds, tied to the boot time clock.
+    let snapshot = &decoded[0]["clocks"][0];
+    assert_eq!(snapshot["clocks"], serde_json::json!([6, 128]));
+    assert_eq!(snapshot["units"], serde_json::json!([0, 1000]));
+    // Read back in boot time nanoseconds, every slice is where it was, rounded down to
+    // its microsecond; rounding down keeps every slice nested in its parent.
+    let (slices, _) = slices(&decoded);
+    let want = expected(&dir.path().join("run.rfraw"));
+    let rounded = |list: &[(u64, String, u64, u64, String, u64)]| {
+        let mut list = list.to_vec();
+        for slice in &mut list {
+            (slice.2, slice.3) = (slice.2 / 1000 * 1000, slice.3 / 1000 * 1000);
+        }
+        list.sort();
+        list
+    };
+    assert_eq!(
+        of(&slices, "kernel_dispatch", "dispatch_id"),
+        rounded(&want.kernels)
+    );
+    assert_eq!(
+        of(&slices, "hip_runtime_api", "correlation_id"),
+        rounded(&want.api)
+    );
+    assert_eq!(of(&slices, "memory_copy", "bytes"), rounded(&want.copies));
+    assert!(
+        want.kernels.iter().any(|k| k.2 % 1000 != 0),
+        "the run has times that are not whole microseconds"
+    );
+}
+
+#[test]
 fn memory_over_time_follows_allocations_and_scratch() {
     use rocflow::record::{Agent, MemoryAllocation, Process, ScratchMemory};
     use rocflow::sdk::AgentType;

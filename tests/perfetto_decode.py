@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Decodes Perfetto traces with the official schema (PyPI `perfetto`) and prints, as JSON,
 what the Rust tests check: per file, its tracks, its track events with interned ids
-resolved, and the problems a reader would meet (ids not interned, tracks not described,
-packets that need incremental state a sequence has not cleared).
+resolved and times in nanoseconds of the trace's primary clock (converted from the clock a
+packet names, as trace_processor does), and the problems a reader would meet (ids not
+interned, tracks not described, packets that need incremental state a sequence has not
+cleared, clocks no snapshot defines).
 
 Usage: perfetto_decode.py TRACE.pftrace...
 """
@@ -23,6 +25,8 @@ def decode(path):
     with open(path, "rb") as f:
         trace.ParseFromString(f.read())
     tracks, events, problems, clocks = {}, [], [], []
+    # Per clock id: (its time, the primary clock's time, its unit in ns) at the snapshot.
+    domains, primary = {}, None
     # Per sequence: interned tables, or None before the state is first cleared.
     state = {}
     for packet in trace.packet:
@@ -43,7 +47,12 @@ def decode(path):
         if packet.HasField("clock_snapshot"):
             snapshot = packet.clock_snapshot
             clocks.append({"primary": snapshot.primary_trace_clock,
-                           "clocks": [c.clock_id for c in snapshot.clocks]})
+                           "clocks": [c.clock_id for c in snapshot.clocks],
+                           "units": [c.unit_multiplier_ns for c in snapshot.clocks]})
+            primary = snapshot.primary_trace_clock
+            at = {c.clock_id: c.timestamp for c in snapshot.clocks}
+            for c in snapshot.clocks:
+                domains[c.clock_id] = (c.timestamp, at.get(primary), c.unit_multiplier_ns or 1)
         if packet.HasField("track_descriptor"):
             d = packet.track_descriptor
             track = {"name": d.name, "parent": d.parent_uuid if d.HasField("parent_uuid") else None}
@@ -76,7 +85,14 @@ def decode(path):
                 problems.append(f"{table} iid {iid} of sequence {seq} not interned")
             return tables[table].get(iid)
 
-        event = {"ts": packet.timestamp, "type": TYPES.get(e.type, str(e.type)),
+        ts = packet.timestamp
+        if packet.HasField("timestamp_clock_id") and packet.timestamp_clock_id != primary:
+            domain = domains.get(packet.timestamp_clock_id)
+            if domain is None or domain[1] is None:
+                problems.append(f"clock {packet.timestamp_clock_id} is not in a snapshot")
+                continue
+            ts = domain[1] + (ts - domain[0]) * domain[2]
+        event = {"ts": ts, "type": TYPES.get(e.type, str(e.type)),
                  "track": e.track_uuid}
         if e.HasField("name_iid"):
             event["name"] = resolve("names", e.name_iid)

@@ -5,7 +5,8 @@
 //! copy direction and per counter, and memory over time (see [`tracks`]). Slices carry their
 //! ids and launch parameters as debug annotations, and flows link each API call to the
 //! kernels and copies it caused. Timestamps are rocprofiler-sdk's, nanoseconds of the boot
-//! time clock, which the trace declares as its clock.
+//! time clock, which the trace declares as its clock, or counted in a coarser `time_unit`
+//! (see [`time`]).
 //!
 //! The messages are encoded by hand ([`proto`]), a window at a time by several packet
 //! sequences in parallel ([`sequence`]), and streamed to the file: memory holds the
@@ -17,6 +18,7 @@
 
 mod proto;
 mod sequence;
+mod time;
 mod tracks;
 
 use std::fs::File;
@@ -28,8 +30,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;
 
-use self::proto::{Encoder, TRACE_PACKET, clock, packet};
 use self::sequence::{Sequence, Shown};
+use self::time::TimeUnit;
 use super::staging::Staging;
 use super::{Sink, SinkError};
 use crate::catalog::Catalog;
@@ -52,6 +54,8 @@ struct Options {
     flows: bool,
     #[serde(default = "yes")]
     annotations: bool,
+    #[serde(default)]
+    time_unit: TimeUnit,
 }
 
 fn all_tracks() -> Vec<Shown> {
@@ -84,6 +88,8 @@ pub struct PerfettoSink {
 struct Files {
     staging: Staging,
     split_size: Option<u64>,
+    /// Each file begins with the trace's clock, in this unit.
+    time_unit: TimeUnit,
     /// The file being written, and its size so far.
     current: Option<(File, u64)>,
     /// Names of the files begun, in order; the last is the current one.
@@ -112,10 +118,13 @@ impl PerfettoSink {
                 shards,
             },
             // Sequence 1 is the tracing service's own.
-            sequences: (2..shards as u32 + 2).map(Sequence::new).collect(),
+            sequences: (2..shards as u32 + 2)
+                .map(|id| Sequence::new(id, options.time_unit))
+                .collect(),
             files: Files {
                 staging: Staging::create(path)?,
                 split_size,
+                time_unit: options.time_unit,
                 current: None,
                 names: Vec::new(),
             },
@@ -162,7 +171,7 @@ impl Files {
             File::create(&path).map_err(SinkError::io(format!("creating {}", path.display())))?;
         self.names.push(name);
         self.current = Some((file, 0));
-        self.write(clock_snapshot(catalog).bytes())?;
+        self.write(self.time_unit.snapshot(catalog).bytes())?;
         Ok(full)
     }
 
@@ -272,27 +281,6 @@ fn file_name(target: &Path, index: usize) -> String {
         (_, Some((stem, extension))) => format!("{stem}.{index}.{extension}"),
         (_, None) => format!("{name}.{index}"),
     }
-}
-
-/// A packet declaring the boot time clock, rocprofiler-sdk's, as the trace's clock, at the
-/// first process's start.
-fn clock_snapshot(catalog: &Catalog) -> Encoder {
-    let start = catalog
-        .streams()
-        .filter_map(|(_, s)| s.process.as_ref().map(|p| p.start_ns))
-        .min()
-        .unwrap_or(0);
-    let mut out = Encoder::default();
-    out.message(TRACE_PACKET, |p| {
-        p.message(packet::CLOCK_SNAPSHOT, |c| {
-            c.message(clock::CLOCKS, |k| {
-                k.uint(clock::CLOCK_ID, clock::BOOTTIME);
-                k.uint(clock::TIMESTAMP, start);
-            });
-            c.uint(clock::PRIMARY_TRACE_CLOCK, clock::BOOTTIME);
-        });
-    });
-    out
 }
 
 #[cfg(test)]

@@ -112,6 +112,7 @@ pub mod packet {
     pub const INTERNED_DATA: u32 = 12;
     pub const SEQUENCE_FLAGS: u32 = 13;
     pub const CLOCK_SNAPSHOT: u32 = 6;
+    pub const TIMESTAMP_CLOCK_ID: u32 = 58;
     pub const TRACK_DESCRIPTOR: u32 = 60;
     /// `TracePacket.SequenceFlags`.
     pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
@@ -124,8 +125,12 @@ pub mod clock {
     pub const PRIMARY_TRACE_CLOCK: u32 = 2;
     pub const CLOCK_ID: u32 = 1;
     pub const TIMESTAMP: u32 = 2;
+    pub const UNIT_MULTIPLIER_NS: u32 = 4;
     /// `BuiltinClock.BUILTIN_CLOCK_BOOTTIME`: rocprofiler-sdk's timestamps.
     pub const BOOTTIME: u64 = 6;
+    /// The trace's own clock for a coarser time unit: ids from 128 on are global clocks
+    /// an application defines.
+    pub const SCALED: u64 = 128;
 }
 
 /// `InternedData` and the entries it holds (`EventCategory`, `EventName` and

@@ -17,6 +17,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet, FxHasher};
 
 use super::Settings;
 use super::proto::{Encoder, TRACE_PACKET, annotation, event, interned, packet};
+use super::time::TimeUnit;
 use super::tracks::{Track, TrackKey, agent};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
@@ -126,6 +127,8 @@ struct Interned {
 pub struct Sequence {
     /// `trusted_packet_sequence_id`.
     id: u32,
+    /// What the packets' timestamps count.
+    unit: TimeUnit,
     /// Packets written since the sink last took them.
     pub out: Encoder,
     interned: Interned,
@@ -138,9 +141,10 @@ pub struct Sequence {
 }
 
 impl Sequence {
-    pub fn new(id: u32) -> Sequence {
+    pub fn new(id: u32, unit: TimeUnit) -> Sequence {
         Sequence {
             id,
+            unit,
             out: Encoder::default(),
             interned: Interned::default(),
             timelines: HashMap::default(),
@@ -264,6 +268,7 @@ impl Sequence {
         let mut timeline = self.timelines.remove(&key).expect("a key of the map");
         let mut out = Slices {
             sequence: self.id,
+            unit: self.unit,
             out: &mut self.out,
             interned: &mut self.interned,
             key,
@@ -291,6 +296,7 @@ impl Sequence {
         });
         let mut out = Slices {
             sequence: self.id,
+            unit: self.unit,
             out: &mut self.out,
             interned: &mut self.interned,
             key,
@@ -323,10 +329,10 @@ impl Sequence {
         if shard_of(key, settings.shards) != shard {
             return;
         }
-        let (sequence, out) = (self.id, &mut self.out);
+        let (sequence, unit, out) = (self.id, self.unit, &mut self.out);
         key.describe(0, meta, sequence, &mut self.interned.described, out);
         out.message(TRACE_PACKET, |p| {
-            p.uint(packet::TIMESTAMP, time);
+            unit.stamp(p, time);
             p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, u64::from(sequence));
             p.message(packet::TRACK_EVENT, |e| {
                 e.uint(event::TYPE, event::INSTANT);
@@ -347,11 +353,11 @@ impl Sequence {
 
     /// A counter track's value from `time` on.
     fn value(&mut self, key: TrackKey, time: u64, value: Value, meta: &StreamMeta) {
-        let (sequence, out) = (self.id, &mut self.out);
+        let (sequence, unit, out) = (self.id, self.unit, &mut self.out);
         let uuid = key.uuid(0);
         key.describe(0, meta, sequence, &mut self.interned.described, out);
         out.message(TRACE_PACKET, |p| {
-            p.uint(packet::TIMESTAMP, time);
+            unit.stamp(p, time);
             p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, u64::from(sequence));
             p.message(packet::TRACK_EVENT, |e| {
                 e.uint(event::TYPE, event::COUNTER);
@@ -403,6 +409,7 @@ fn flow(stream: u16, correlation: u64) -> u64 {
 /// One timeline's view of where its slices go.
 struct Slices<'a> {
     sequence: u32,
+    unit: TimeUnit,
     out: &'a mut Encoder,
     interned: &'a mut Interned,
     key: TrackKey,
@@ -437,9 +444,9 @@ impl Output<Slice> for Slices<'_> {
         if let Some(c) = new_category {
             self.interned.categories |= 1 << c;
         }
-        let (settings, stream) = (self.settings, self.key.stream);
+        let (settings, unit, stream) = (self.settings, self.unit, self.key.stream);
         self.out.message(TRACE_PACKET, |p| {
-            p.uint(packet::TIMESTAMP, span.start);
+            unit.stamp(p, span.start);
             p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, u64::from(sequence));
             p.uint(packet::SEQUENCE_FLAGS, packet::SEQ_NEEDS_INCREMENTAL_STATE);
             if name.1.is_some() || new_category.is_some() {
@@ -480,8 +487,9 @@ impl Output<Slice> for Slices<'_> {
                 }
             });
         });
+        let unit = self.unit;
         self.out.message(TRACE_PACKET, |p| {
-            p.uint(packet::TIMESTAMP, span.end);
+            unit.stamp(p, span.end);
             p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, u64::from(sequence));
             p.message(packet::TRACK_EVENT, |e| {
                 e.uint(event::TYPE, event::SLICE_END);
