@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
-use support::{rocflow, text};
+use support::{assert_success, rocflow, run_on, text};
 
 /// A context collecting waves, VALU instructions and busy cycles, with derived counters
 /// and reductions in `EXTRA`. The 1 KiB buffer splits every dispatch's values (72 on the
@@ -75,28 +75,7 @@ fn samples(dir: &Path) -> Values {
 
 fn run(dir: &Path, extra: &str) -> Output {
     std::fs::write(dir.join("p.toml"), PIPELINE.replace("EXTRA", extra)).unwrap();
-    rocflow(
-        &[
-            "run",
-            "p.toml",
-            "--device",
-            "sim",
-            "--",
-            "/bin/sleep",
-            "0.2",
-        ],
-        dir,
-        &[],
-    )
-}
-
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "stdout:\n{}\nstderr:\n{}",
-        text(&output.stdout),
-        text(&output.stderr)
-    );
+    run_on("sim", "p.toml", &["/bin/sleep", "0.2"], dir, &[])
 }
 
 /// The collected values of the run in `dir`: its spool replayed without derived counters

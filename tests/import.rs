@@ -13,7 +13,7 @@ use rocflow::pipeline::{Options, Override, compile_file};
 use rocflow::plan::{ContextPlan, Plan, TransformOpPlan};
 use rocflow::sdk::{PcSamplingMethod, PcSamplingUnit};
 use rocflow::transform::Transform;
-use support::{rocflow, text};
+use support::{assert_success, rocflow, run_on, text};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,15 +26,6 @@ fn with_input(name: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(data(name), dir.path().join(name)).unwrap();
     dir
-}
-
-fn succeeded(output: &Output) {
-    assert!(
-        output.status.success(),
-        "stdout:\n{}\nstderr:\n{}",
-        text(&output.stdout),
-        text(&output.stderr)
-    );
 }
 
 fn compile(path: &Path, overrides: &[String]) -> Plan {
@@ -63,7 +54,7 @@ fn split(input: &str) -> (BTreeMap<String, Plan>, Output, tempfile::TempDir) {
         dir.path(),
         &[],
     );
-    succeeded(&output);
+    assert_success(&output);
     let mut plans = BTreeMap::new();
     for entry in std::fs::read_dir(dir.path().join("out")).unwrap() {
         let path = entry.unwrap().path();
@@ -407,7 +398,7 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
         dir.path(),
         &[],
     );
-    succeeded(&output);
+    assert_success(&output);
     let input = std::fs::read_to_string(data("unsupported.yaml")).unwrap();
     let pipeline = std::fs::read_to_string(dir.path().join("p.toml")).unwrap();
     let stderr = text(&output.stderr);
@@ -444,7 +435,7 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
 fn json_input_with_the_schemas_own_spellings() {
     let dir = with_input("spellings.json");
     let output = rocflow(&["import-rocprofv3", "spellings.json"], dir.path(), &[]);
-    succeeded(&output);
+    assert_success(&output);
     let stdout = text(&output.stdout);
     assert!(
         stdout
@@ -528,7 +519,7 @@ fn one_pipeline_with_parameters_runs_each_job_as_split_pipelines_do() {
         dir.path(),
         &[],
     );
-    succeeded(&output);
+    assert_success(&output);
     assert_eq!(text(&output.stdout), "shared.toml\n");
     let shared = dir.path().join("shared.toml");
     let header = std::fs::read_to_string(&shared).unwrap();
@@ -757,7 +748,7 @@ fn values_rocflow_cannot_honour_are_errors_at_their_place() {
 fn a_single_pipeline_goes_to_stdout_and_compiles() {
     let dir = with_input("sim.yaml");
     let output = rocflow(&["import-rocprofv3", "sim.yaml"], dir.path(), &[]);
-    succeeded(&output);
+    assert_success(&output);
     let pipeline = text(&output.stdout);
     assert!(
         pipeline.starts_with(
@@ -842,21 +833,9 @@ fn a_converted_job_runs_on_the_simulated_device() {
         dir.path(),
         &[],
     );
-    succeeded(&import);
-    let run = rocflow(
-        &[
-            "run",
-            "p.toml",
-            "--device",
-            "sim",
-            "--",
-            "/bin/sleep",
-            "0.2",
-        ],
-        dir.path(),
-        &[],
-    );
-    succeeded(&run);
+    assert_success(&import);
+    let run = run_on("sim", "p.toml", &["/bin/sleep", "0.2"], dir.path(), &[]);
+    assert_success(&run);
     // rocprofv3's layout: out/pass_1/<host>/<pid> (a directory of CSV tables here), and
     // the statistics beside it.
     let hosts: Vec<PathBuf> = std::fs::read_dir(dir.path().join("out/pass_1"))
@@ -925,7 +904,7 @@ fn counter_names_are_checked_against_definitions() {
         dir.path(),
         &[],
     );
-    succeeded(&known);
+    assert_success(&known);
     std::fs::write(dir.path().join("typo.txt"), "pmc: SQ_WAVE\n").unwrap();
     let typo = rocflow(
         &[

@@ -14,7 +14,7 @@ use rocflow::pipeline::{self, Options};
 use rocflow::plan::Plan;
 use rocflow::record::RecordKind;
 use rocflow::sdk::Domain;
-use support::{rocflow, text};
+use support::{csv, rocflow, run_on, text};
 
 /// The tracing domains the simulated SDK replays records in (engine/sim/src/workload.rs);
 /// it also delivers counter values and PC samples.
@@ -114,9 +114,7 @@ impl Run {
     fn new(pipeline: &Path, scenario: &Path, app: &[&str]) -> Run {
         let dir = tempfile::tempdir().unwrap();
         let device = format!("sim:{}", scenario.display());
-        let mut args = vec!["run", pipeline.to_str().unwrap(), "--device", &device, "--"];
-        args.extend_from_slice(app);
-        let output = rocflow(&args, dir.path(), &[]);
+        let output = run_on(&device, pipeline.to_str().unwrap(), app, dir.path(), &[]);
         Run { dir, output }
     }
 
@@ -326,30 +324,6 @@ fn every_template_and_example_runs_on_the_simulated_device() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-}
-
-/// The rows of a CSV file, by column name.
-fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let content = std::fs::read_to_string(path).unwrap();
-    let mut lines = content.lines();
-    let header: Vec<String> = split_csv(lines.next().unwrap());
-    lines
-        .map(|line| header.iter().cloned().zip(split_csv(line)).collect())
-        .collect()
-}
-
-/// Splits a CSV line; fields may be quoted (demangled kernel names hold commas).
-fn split_csv(line: &str) -> Vec<String> {
-    let mut fields = vec![String::new()];
-    let mut quoted = false;
-    for c in line.chars() {
-        match c {
-            '"' => quoted = !quoted,
-            ',' if !quoted => fields.push(String::new()),
-            c => fields.last_mut().unwrap().push(c),
-        }
-    }
-    fields
 }
 
 fn default_scenario() -> PathBuf {

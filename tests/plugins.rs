@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use regex::Regex;
-use support::{rocflow, text};
+use support::{assert_success, csv, rocflow, run_on, text};
 
 /// Where cargo puts the plugins this test depends on.
 fn built_plugins() -> PathBuf {
@@ -49,44 +49,19 @@ fn pipeline(pipeline: &str) -> tempfile::TempDir {
 }
 
 /// `rocflow ARGS…` in `dir`, plugins found on ROCFLOW_PLUGIN_PATH=`path`.
-fn with_plugins(args: &[&str], dir: &Path, path: &str) -> Output {
-    rocflow(args, dir, &[("ROCFLOW_PLUGIN_PATH", Path::new(path))])
+fn with_plugins(args: &[&str], dir: &Path, path: &Path) -> Output {
+    rocflow(args, dir, &[("ROCFLOW_PLUGIN_PATH", path)])
 }
 
-/// `rocflow run p.toml --device sim -- /bin/sleep 0.1` with the built plugins.
+/// `rocflow run PIPELINE --device sim -- /bin/sleep 0.1` in `dir`, plugins found in `path`.
+fn run_with(pipeline: &str, dir: &Path, path: &Path) -> Output {
+    let env = [("ROCFLOW_PLUGIN_PATH", path)];
+    run_on("sim", pipeline, &["/bin/sleep", "0.1"], dir, &env)
+}
+
+/// `run_with` of `p.toml` and the built plugins.
 fn run(dir: &Path) -> Output {
-    let args = [
-        "run",
-        "p.toml",
-        "--device",
-        "sim",
-        "--",
-        "/bin/sleep",
-        "0.1",
-    ];
-    with_plugins(&args, dir, built_plugins().to_str().unwrap())
-}
-
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "stdout:\n{}\nstderr:\n{}",
-        text(&output.stdout),
-        text(&output.stderr)
-    );
-}
-
-/// A CSV file's rows as maps from column to value (kernel names here have no commas).
-fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let content = std::fs::read_to_string(path).unwrap();
-    let mut lines = content.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    lines
-        .map(|line| {
-            let values = line.split(',').map(str::to_owned);
-            header.iter().map(|h| h.to_string()).zip(values).collect()
-        })
-        .collect()
+    run_with("p.toml", dir, &built_plugins())
 }
 
 const TRACE: &str = r#"
@@ -95,6 +70,23 @@ name = "plugins-test"
 [[context]]
 name = "trace"
 tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
+"#;
+
+/// The example transform plugin, on kernel dispatches.
+const FAMILIES: &str = r#"
+[[transform]]
+name = "families"
+kind = "plugin"
+plugin = "kernel_family"
+records = ["kernel_dispatch"]
+"#;
+
+/// Every record into CSV tables in `out/`.
+const TABLES: &str = r#"
+[[sink]]
+name = "tables"
+kind = "csv"
+path = "out"
 "#;
 
 /// An OpenMetrics exposition, checked line by line as the format requires: each family's
@@ -154,16 +146,9 @@ fn openmetrics(text: &str) -> Samples {
 fn the_example_plugins_classify_kernels_and_write_openmetrics() {
     let dir = pipeline(&format!(
         r#"{TRACE}
-[[transform]]
-name = "families"
-kind = "plugin"
-plugin = "kernel_family"
-records = ["kernel_dispatch"]
+{FAMILIES}
 
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out"
+{TABLES}
 
 [[sink]]
 name = "metrics"
@@ -254,16 +239,7 @@ options = {{ labels = {{ job = "test" }} }}
 fn the_example_pipeline_runs_both_plugins() {
     let dir = tempfile::tempdir().unwrap();
     let example = root().join("examples/plugins.toml");
-    let args = [
-        "run",
-        example.to_str().unwrap(),
-        "--device",
-        "sim",
-        "--",
-        "/bin/sleep",
-        "0.1",
-    ];
-    let output = with_plugins(&args, dir.path(), built_plugins().to_str().unwrap());
+    let output = run_with(example.to_str().unwrap(), dir.path(), &built_plugins());
     assert_success(&output);
     let out = dir.path().join("rocflow-out");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&out)
@@ -306,11 +282,7 @@ fn the_example_pipeline_runs_both_plugins() {
 fn later_transforms_can_use_a_column_a_plugin_adds() {
     let dir = pipeline(&format!(
         r#"{TRACE}
-[[transform]]
-name = "families"
-kind = "plugin"
-plugin = "kernel_family"
-records = ["kernel_dispatch"]
+{FAMILIES}
 
 [[transform]]
 name = "reductions"
@@ -318,18 +290,11 @@ kind = "filter"
 records = ["kernel_dispatch"]
 predicate = "kernel_family == \"reduction\""
 
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out"
+{TABLES}
 records = ["kernel_dispatch"]
 "#
     ));
-    let explain = with_plugins(
-        &["explain", "p.toml"],
-        dir.path(),
-        built_plugins().to_str().unwrap(),
-    );
+    let explain = with_plugins(&["explain", "p.toml"], dir.path(), &built_plugins());
     assert_success(&explain);
     let plan = text(&explain.stdout);
     assert!(
@@ -350,11 +315,7 @@ records = ["kernel_dispatch"]
         .unwrap()
         .replace("records = [\"kernel_dispatch\"]\npredicate", "predicate");
     std::fs::write(dir.path().join("p.toml"), everywhere).unwrap();
-    let output = with_plugins(
-        &["validate", "p.toml"],
-        dir.path(),
-        built_plugins().to_str().unwrap(),
-    );
+    let output = with_plugins(&["validate", "p.toml"], dir.path(), &built_plugins());
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert!(
@@ -371,16 +332,9 @@ records = ["kernel_dispatch"]
 fn a_replay_loads_the_plugins_the_run_was_recorded_with() {
     let dir = pipeline(&format!(
         r#"{TRACE}
-[[transform]]
-name = "families"
-kind = "plugin"
-plugin = "kernel_family"
-records = ["kernel_dispatch"]
+{FAMILIES}
 
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out"
+{TABLES}
 
 [[sink]]
 name = "metrics"
@@ -413,10 +367,7 @@ plugin = "probe"
 records = ["kernel_dispatch"]
 options = {{ keep_every = 2 }}
 
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out"
+{TABLES}
 "#
     ));
     assert_success(&run(dir.path()));
@@ -441,10 +392,7 @@ fn a_sink_plugin_written_in_c() {
     build_c("examples/c/table_rows.c", "table_rows", plugins.path());
     let dir = pipeline(&format!(
         r#"{TRACE}
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out"
+{TABLES}
 
 [[sink]]
 name = "rows"
@@ -453,20 +401,7 @@ plugin = "table_rows"
 path = "rows.csv"
 "#
     ));
-    let args = [
-        "run",
-        "p.toml",
-        "--device",
-        "sim",
-        "--",
-        "/bin/sleep",
-        "0.1",
-    ];
-    assert_success(&with_plugins(
-        &args,
-        dir.path(),
-        plugins.path().to_str().unwrap(),
-    ));
+    assert_success(&run_with("p.toml", dir.path(), plugins.path()));
     let rows = csv(&dir.path().join("rows.csv"));
     assert_eq!(rows.len(), 3, "{rows:?}");
     for row in rows {
@@ -481,7 +416,7 @@ path = "rows.csv"
 }
 
 /// `rocflow validate` of a pipeline naming a plugin; returns stderr after checking exit 2.
-fn invalid(transform_or_sink: &str, plugin_path: &str) -> String {
+fn invalid(transform_or_sink: &str, plugin_path: &Path) -> String {
     let dir = pipeline(&format!("{TRACE}\n{transform_or_sink}"));
     let output = with_plugins(&["validate", "p.toml"], dir.path(), plugin_path);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
@@ -493,7 +428,8 @@ fn plugins_that_cannot_work_fail_validation() {
     let plugins = tempfile::tempdir().unwrap();
     build_c("tests/c/wrong_abi.c", "wrong_abi", plugins.path());
     build_c("tests/c/no_entry.c", "no_entry", plugins.path());
-    let path = format!("{}:{}", plugins.path().display(), built_plugins().display());
+    let path = std::env::join_paths([plugins.path(), &built_plugins()]).unwrap();
+    let path = Path::new(&path);
     let transform = |plugin: &str, options: &str| {
         format!(
             "[[transform]]\nname = \"t\"\nkind = \"plugin\"\nplugin = \"{plugin}\"\nrecords = [\"kernel_dispatch\"]\n{options}"
@@ -538,14 +474,14 @@ fn plugins_that_cannot_work_fail_validation() {
     ];
     let sample = invalid(
         &transform("probe", "options = { panic = \"process\" }"),
-        &path,
+        path,
     );
     assert!(
         sample.contains("validation runs a transform on a sample kernel_dispatch record"),
         "{sample}"
     );
     for (entry, message) in cases {
-        let stderr = invalid(&entry, &path);
+        let stderr = invalid(&entry, path);
         assert!(
             stderr.contains(message),
             "{entry}\nwants: {message}\n{stderr}"
@@ -564,16 +500,14 @@ fn a_plugin_that_cannot_load_stops_the_run_before_the_application_starts() {
     let dir = pipeline(&format!(
         "{TRACE}\n[[transform]]\nname = \"t\"\nkind = \"plugin\"\nplugin = \"wrong_abi\"\n"
     ));
-    let args = [
-        "run",
-        "p.toml",
-        "--device",
+    let env = [("ROCFLOW_PLUGIN_PATH", plugins.path())];
+    let output = run_on(
         "sim",
-        "--",
-        "/usr/bin/touch",
-        "started",
-    ];
-    let output = with_plugins(&args, dir.path(), plugins.path().to_str().unwrap());
+        "p.toml",
+        &["/usr/bin/touch", "started"],
+        dir.path(),
+        &env,
+    );
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     assert!(text(&output.stderr).contains("is built for plugin ABI version 2"));
     assert!(
@@ -595,10 +529,7 @@ plugin = "probe"
 records = ["kernel_dispatch"]
 options = {{ panic = "process", over_rows = 1 }}
 
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out"
+{TABLES}
 "#
     ));
     let output = run(dir.path());
@@ -622,10 +553,7 @@ path = "out"
 fn a_failing_sink_plugin_does_not_stop_the_other_sinks() {
     let dir = pipeline(&format!(
         r#"{TRACE}
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out"
+{TABLES}
 
 [[sink]]
 name = "panics"
@@ -689,8 +617,8 @@ fn plugins_list_shows_each_plugin_its_kinds_and_whether_it_loads() {
     build_c("tests/c/no_entry.c", "no_entry", plugins.path());
     build_c("examples/c/table_rows.c", "table_rows", plugins.path());
     build_c("examples/c/table_rows.c", "probe", plugins.path());
-    let path = format!("{}:{}", plugins.path().display(), built_plugins().display());
-    let output = with_plugins(&["plugins", "list"], plugins.path(), &path);
+    let path = std::env::join_paths([plugins.path(), &built_plugins()]).unwrap();
+    let output = with_plugins(&["plugins", "list"], plugins.path(), Path::new(&path));
     assert_success(&output);
     let stdout = text(&output.stdout);
     let line = |name: &str| -> Vec<String> {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{rocflow, text};
+use support::{assert_success, rocflow, run_on, text};
 
 /// The test application (built by `cargo test` as the `sim-app` example).
 fn sim_app() -> PathBuf {
@@ -114,9 +114,7 @@ fn run(pipeline_extra: &str, device: &str, app: &[&str]) -> (Output, Rows, tempf
         TRACE.replace("EXTRA", pipeline_extra),
     )
     .unwrap();
-    let mut args = vec!["run", "p.toml", "--device", device, "--"];
-    args.extend_from_slice(app);
-    let output = rocflow(&args, dir.path(), &[]);
+    let output = run_on(device, "p.toml", app, dir.path(), &[]);
     let mut rows = Rows::new();
     if let Ok(entries) = std::fs::read_dir(dir.path().join("out")) {
         for entry in entries {
@@ -138,15 +136,6 @@ fn totals(rows: &Rows) -> BTreeMap<String, u64> {
     rows.iter()
         .map(|(k, p)| (k.clone(), p.values().map(|r| r.len() as u64).sum()))
         .collect()
-}
-
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "stdout:\n{}\nstderr:\n{}",
-        text(&output.stdout),
-        text(&output.stderr)
-    );
 }
 
 #[test]
@@ -516,18 +505,7 @@ fn a_wrong_scenario_is_a_user_error_before_anything_starts() {
     let line = 9;
     std::fs::write(dir.path().join("bad.toml"), scenario).unwrap();
     std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", "")).unwrap();
-    let output = rocflow(
-        &[
-            "run",
-            "p.toml",
-            "--device",
-            "sim:bad.toml",
-            "--",
-            "/bin/true",
-        ],
-        dir.path(),
-        &[],
-    );
+    let output = run_on("sim:bad.toml", "p.toml", &["/bin/true"], dir.path(), &[]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
     assert!(

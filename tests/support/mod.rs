@@ -1,5 +1,8 @@
-//! What the end-to-end tests share: running the `rocflow` binary as a user would.
+//! What the end-to-end tests share: running the `rocflow` binary as a user would, and
+//! reading back what it wrote. Each test binary uses a part of it.
+#![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -19,6 +22,54 @@ pub fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
     command.output().expect("rocflow runs")
 }
 
+/// `rocflow run PIPELINE --device DEVICE -- APP…` in `dir`, with `env` set.
+pub fn run_on(
+    device: &str,
+    pipeline: &str,
+    app: &[&str],
+    dir: &Path,
+    env: &[(&str, &Path)],
+) -> Output {
+    let mut args = vec!["run", pipeline, "--device", device, "--"];
+    args.extend_from_slice(app);
+    rocflow(&args, dir, env)
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Fails with the command's output unless it succeeded.
+pub fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
+
+/// The rows of a CSV file, by column name.
+pub fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let content =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let mut lines = content.lines();
+    let header: Vec<String> = split_csv(lines.next().unwrap());
+    lines
+        .map(|line| header.iter().cloned().zip(split_csv(line)).collect())
+        .collect()
+}
+
+/// Splits a CSV line; fields may be quoted (demangled kernel names hold commas).
+fn split_csv(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields.push(String::new()),
+            c => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
 }
