@@ -1,14 +1,13 @@
 //! Batches to and from plugins: a chunk's records as the batch a plugin receives, lent for
 //! one call, and what a transform's returned batch says becomes of them.
 
-use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt32Type;
 use arrow_array::{Array, RecordBatch, UInt32Array};
-use arrow_schema::{DataType, Field};
+use arrow_schema::{DataType, Field, Schema};
 use rocflow_plugin::abi::{self, ROW_COLUMN};
 
 use crate::arrow::{columns, records};
@@ -76,11 +75,7 @@ pub struct Change {
 
 impl Change {
     /// Reads a transform's output for an input of `rows` rows whose columns were `input`.
-    pub fn read(
-        output: &RecordBatch,
-        input: &HashMap<String, DataType>,
-        rows: usize,
-    ) -> Result<Change, String> {
+    pub fn read(output: &RecordBatch, input: &Schema, rows: usize) -> Result<Change, String> {
         let keep = match output.column_by_name(ROW_COLUMN) {
             Some(numbers) => Some(kept(numbers, rows)?),
             None if output.num_rows() == rows => None,
@@ -94,16 +89,16 @@ impl Change {
         let mut added = Vec::new();
         for (field, column) in output.schema().fields().iter().zip(output.columns()) {
             let name = field.name();
-            match input.get(name) {
-                _ if name == ROW_COLUMN => {}
-                Some(ty) if ty == field.data_type() => {}
-                Some(ty) => {
+            // The row numbers are an input column too, checked by `kept`.
+            match input.field_with_name(name).map(Field::data_type) {
+                Ok(ty) if ty == field.data_type() => {}
+                Ok(ty) => {
                     return Err(format!(
                         "the input column `{name}` as {}, not {ty}",
                         field.data_type()
                     ));
                 }
-                None => added.push(Extra {
+                Err(_) => added.push(Extra {
                     name: name.as_str().into(),
                     values: columns::expression_values(column.as_ref())
                         .map_err(|e| format!("the column `{name}`: {e}"))?,
@@ -142,10 +137,10 @@ mod tests {
 
     use super::*;
 
-    fn input() -> HashMap<String, DataType> {
-        HashMap::from([
-            ("n".into(), DataType::Int64),
-            (ROW_COLUMN.into(), DataType::UInt32),
+    fn input() -> Schema {
+        Schema::new(vec![
+            Field::new("n", DataType::Int64, false),
+            Field::new(ROW_COLUMN, DataType::UInt32, false),
         ])
     }
 

@@ -1,7 +1,7 @@
 //! A plugin transform at work: each chunk goes to the plugin as a batch, and the batch it
 //! returns says which records go on and which columns they gain.
 
-use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use rocflow_plugin::abi::{FFI_ArrowArray, FFI_ArrowSchema};
 use rocflow_plugin::batch::{Check, import};
@@ -38,9 +38,7 @@ impl PluginTransform {
     /// added. On an error the chunk is left as it was.
     pub fn apply(&mut self, chunk: &mut Chunk, meta: &StreamMeta) -> Result<(), Error> {
         let input = records(chunk, meta, true);
-        let columns: HashMap<String, _> = (input.schema().fields().iter())
-            .map(|f| (f.name().clone(), f.data_type().clone()))
-            .collect();
+        let columns = input.schema();
         let bad = |problem: String| Error::Output {
             plugin: self.plugin.name.clone(),
             problem,
@@ -63,10 +61,14 @@ impl PluginTransform {
         if schema.release.is_none() || array.is_released() {
             return Err(bad("no batch".into()));
         }
-        // SAFETY: the plugin filled the structs with a C Data Interface batch; every
-        // buffer is checked before use.
-        let output =
-            unsafe { import(&schema, array, Check::Full) }.map_err(|e| bad(e.to_string()))?;
+        // SAFETY: the plugin filled the structs with a C Data Interface batch, which the
+        // ABI trusts it for as `import` says; the contents are checked. arrow-rs asserts
+        // some of what it trusts: a panic there is the plugin's error too.
+        let output = catch_unwind(AssertUnwindSafe(|| unsafe {
+            import(&schema, array, Check::Full)
+        }))
+        .map_err(|_| bad("a batch arrow-rs cannot import".into()))?
+        .map_err(|e| bad(e.to_string()))?;
         let change = Change::read(&output, &columns, chunk.len()).map_err(bad)?;
         if let Some(keep) = change.keep {
             chunk.retain(&keep);

@@ -12,8 +12,8 @@ use arrow_schema::{ArrowError, DataType, Schema};
 pub enum Check {
     /// The producer is rocflow (or arrow-rs): its arrays are well formed.
     Trusted,
-    /// Every buffer is checked (offsets, UTF-8, dictionary keys) before it is used, so a
-    /// faulty plugin gives an error instead of undefined behaviour.
+    /// The contents of every buffer are checked (offsets, UTF-8, dictionary keys) before
+    /// they are used, so a plugin that fills them wrongly gives an error.
     Full,
 }
 
@@ -28,13 +28,22 @@ pub fn export(batch: RecordBatch) -> Result<(FFI_ArrowSchema, FFI_ArrowArray), A
 ///
 /// # Safety
 ///
-/// `array` must be a C Data Interface array of the type `schema` describes (its buffers as
-/// long as its length and offset say); with [`Check::Full`] their contents may be anything.
+/// `array` must be a C Data Interface array of the type `schema` describes: its buffer and
+/// child pointers valid, its buffers as long as its length and offset say, and the last
+/// offset of each string or binary column within its data buffer (arrow-rs sizes that
+/// buffer by it). With [`Check::Full`] the buffers' contents may be anything.
 pub unsafe fn import(
     schema: &FFI_ArrowSchema,
     array: FFI_ArrowArray,
     check: Check,
 ) -> Result<RecordBatch, ArrowError> {
+    if array.num_children() != schema.n_children as usize {
+        return Err(ArrowError::InvalidArgumentError(format!(
+            "a batch of {} columns for a schema of {}",
+            array.num_children(),
+            schema.n_children
+        )));
+    }
     let schema = Schema::try_from(schema)?;
     // SAFETY: the caller promises an array of the schema's type.
     let data = unsafe { from_ffi_and_data_type(array, DataType::Struct(schema.fields().clone())) }?;
@@ -92,5 +101,23 @@ mod tests {
         // SAFETY: exported just above.
         let back = unsafe { import(&schema, array, Check::Full) }.unwrap();
         assert_eq!(back.num_rows(), 3);
+    }
+
+    #[test]
+    fn a_schema_with_other_columns_than_the_array_is_refused() {
+        let batch = RecordBatch::try_from_iter([
+            ("a", Arc::new(Int64Array::from(vec![1])) as Arc<dyn Array>),
+            ("b", Arc::new(Int64Array::from(vec![2]))),
+        ])
+        .unwrap();
+        let (_, array) = export(batch.clone()).unwrap();
+        let (schema, _) = export(batch.project(&[0]).unwrap()).unwrap();
+        // SAFETY: an array of two columns and a schema of one, which is what is checked.
+        let error = unsafe { import(&schema, array, Check::Full) }.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("a batch of 2 columns for a schema of 1")
+        );
     }
 }
