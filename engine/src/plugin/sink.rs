@@ -47,9 +47,7 @@ impl PluginSink {
     ) -> Result<PluginSink, SinkError> {
         let fns = plugin.sink()?;
         let staging = Staging::create(path.to_path_buf())?;
-        let path = staging
-            .dir()
-            .join(path.file_name().unwrap_or(OsStr::new("output")));
+        let path = staging.file();
         let sink = PluginSink {
             plugin,
             fns,
@@ -120,25 +118,12 @@ impl Sink for PluginSink {
         };
         // What the plugin wrote in the staging directory moves beside the sink's path;
         // the paths it reported there follow.
-        let staged = self.staging.dir().to_path_buf();
-        let names: Vec<String> = std::fs::read_dir(&staged)
-            .map_err(SinkError::io(format!("reading {}", staged.display())))?
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
+        let names = self.staging.entries()?;
+        let reported: Vec<PathBuf> = (reported.into_iter())
+            .map(|p| self.staging.committed_path(p))
             .collect();
         let PluginSink { staging, .. } = *self;
-        let parent = staging
-            .target()
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
         staging.commit_files(&names)?;
-        Ok(reported
-            .into_iter()
-            .map(|p| match p.strip_prefix(&staged) {
-                Ok(inside) => parent.join(inside),
-                Err(_) => p,
-            })
-            .collect())
+        Ok(reported)
     }
 }

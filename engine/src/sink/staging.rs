@@ -1,6 +1,7 @@
 //! Output written in a hidden sibling directory of its final path and moved there only when
 //! complete, so a failed run leaves nothing half-written where the output belongs.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use crate::sink::SinkError;
@@ -13,14 +14,13 @@ pub struct Staging {
 
 impl Staging {
     pub fn create(target: PathBuf) -> Result<Staging, SinkError> {
-        let name = target
-            .file_name()
-            .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
-        let parent = target
-            .parent()
+        let mut hidden = OsString::from(".");
+        hidden.push(file_name(&target));
+        hidden.push(format!(".rocflow-{}", std::process::id()));
+        let parent = Some(beside(&target))
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let dir = parent.join(format!(".{name}.rocflow-{}", std::process::id()));
+        let dir = parent.join(hidden);
         std::fs::create_dir_all(&dir)
             .map_err(SinkError::io(format!("creating {}", dir.display())))?;
         Ok(Staging {
@@ -36,6 +36,30 @@ impl Staging {
 
     pub fn target(&self) -> &Path {
         &self.target
+    }
+
+    /// Where an output that is one file is written: its final name, in the staging
+    /// directory.
+    pub fn file(&self) -> PathBuf {
+        self.dir.join(file_name(&self.target))
+    }
+
+    /// The names of what has been written in the staging directory.
+    pub fn entries(&self) -> Result<Vec<OsString>, SinkError> {
+        let context = || format!("reading {}", self.dir.display());
+        std::fs::read_dir(&self.dir)
+            .map_err(SinkError::io(context()))?
+            .map(|entry| Ok(entry.map_err(SinkError::io(context()))?.file_name()))
+            .collect()
+    }
+
+    /// Where a path in the staging directory will be once the output is committed with
+    /// [`Staging::commit_files`]; other paths are left as they are.
+    pub fn committed_path(&self, staged: PathBuf) -> PathBuf {
+        match staged.strip_prefix(&self.dir) {
+            Ok(inside) => beside(&self.target).join(inside),
+            Err(_) => staged,
+        }
     }
 
     /// Moves the output to its final path, replacing an earlier output there that
@@ -69,10 +93,10 @@ impl Staging {
     /// Moves the files `names` of the output beside its final path (replacing files of
     /// those names there), for outputs that are files rather than a directory; returns
     /// their paths.
-    pub fn commit_files(mut self, names: &[String]) -> Result<Vec<PathBuf>, SinkError> {
-        let parent = self.target.parent().unwrap_or(Path::new(""));
+    pub fn commit_files(mut self, names: &[impl AsRef<OsStr>]) -> Result<Vec<PathBuf>, SinkError> {
+        let parent = beside(&self.target);
         let mut paths = Vec::with_capacity(names.len());
-        for name in names {
+        for name in names.iter().map(AsRef::as_ref) {
             let path = parent.join(name);
             std::fs::rename(self.dir.join(name), &path).map_err(SinkError::io(format!(
                 "moving output to {}",
@@ -85,6 +109,16 @@ impl Staging {
             .map_err(SinkError::io(format!("removing {}", self.dir.display())))?;
         Ok(paths)
     }
+}
+
+/// The output's name: its path's last component.
+fn file_name(target: &Path) -> &OsStr {
+    target.file_name().unwrap_or(OsStr::new("output"))
+}
+
+/// The directory the output goes in.
+fn beside(target: &Path) -> &Path {
+    target.parent().unwrap_or(Path::new(""))
 }
 
 impl Drop for Staging {
