@@ -46,11 +46,13 @@
  * instance on one sample record of each kind the transform takes, to check it and learn
  * its columns (which later filters and derived columns may then use).
  *
- * Sinks: `open` receives the sink's output path (placeholders filled in) before the first
- * `write`; then `write` is called with each batch of the kinds the sink takes, and
- * `finish` completes the output and lists the paths written, in `written` (the strings
- * belong to the instance and must stay valid until `destroy`). An instance destroyed
- * without `finish` belongs to a run that stopped early: it should remove what it wrote.
+ * Sinks: `open` receives the path to write the output at before the first `write`: in a
+ * hidden directory rocflow stages, under the final name (placeholders filled in). Then
+ * `write` is called with each batch of the kinds the sink takes, and `finish` completes
+ * the output and lists the paths written, in `written` (the strings belong to the
+ * instance and must stay valid until `destroy`). Once `finish` succeeded, rocflow moves
+ * what the sink wrote in that directory beside the pipeline's path; when the run stops
+ * early, it removes it.
  * A failing sink stops alone; the pipeline's other sinks go on.
  */
 #ifndef ROCFLOW_PLUGIN_H

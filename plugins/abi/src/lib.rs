@@ -114,14 +114,14 @@ pub trait Transform: Send + Sized + 'static {
 }
 
 /// A sink: receives every batch of the kinds its pipeline entry takes, then completes its
-/// output. Dropped without [`finish`](Sink::finish), it belongs to a run that stopped early
-/// and should remove what it wrote.
+/// output. rocflow stages what it writes and moves it into place once
+/// [`finish`](Sink::finish) succeeded, or removes it when the run stops early.
 pub trait Sink: Send + Sized + 'static {
     /// The pipeline entry's `options`; an unknown or missing option fails `rocflow validate`.
     type Options: DeserializeOwned + Send;
 
-    /// Opens the output at `path` (the pipeline's, placeholders filled in), before the first
-    /// batch arrives.
+    /// Opens the output at `path` (the final name, placeholders filled in, in rocflow's
+    /// staging directory), before the first batch arrives.
     fn open(options: Self::Options, path: &Path) -> Result<Self>;
 
     fn write(&mut self, batch: Batch) -> Result<()>;

@@ -13,6 +13,7 @@
  *   path = "rocflow-out/rows.csv"
  */
 #define _POSIX_C_SOURCE 200809L /* strdup */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,12 @@ static _Thread_local char last_error[256];
 
 static RocflowStatus fail(const char *message) {
   snprintf(last_error, sizeof last_error, "%s", message);
+  return ROCFLOW_ERROR;
+}
+
+/* A failed file operation on `path`, with the system's reason. */
+static RocflowStatus fail_at(const char *what, const char *path) {
+  snprintf(last_error, sizeof last_error, "%s %s: %s", what, path, strerror(errno));
   return ROCFLOW_ERROR;
 }
 
@@ -88,17 +95,15 @@ static RocflowStatus write_batch(void *instance, RocflowBatch *batch) {
 
 static RocflowStatus finish(void *instance, RocflowPaths *written) {
   struct table_rows *self = instance;
-  char partial[4096];
-  snprintf(partial, sizeof partial, "%s.partial", self->path);
-  FILE *out = fopen(partial, "w");
-  if (out == NULL) return fail("cannot create the output file");
+  FILE *out = fopen(self->path, "w");
+  if (out == NULL) return fail_at("cannot create", self->path);
   fprintf(out, "table,records,duration_ns\n");
   for (size_t t = 0; t < self->count; t++) {
     const struct table *table = &self->tables[t];
     fprintf(out, "%s,%lld,%lld\n", table->name, (long long)table->records,
             (long long)table->duration_ns);
   }
-  if (fclose(out) != 0 || rename(partial, self->path) != 0) return fail("cannot write the output file");
+  if (fclose(out) != 0) return fail_at("cannot write", self->path);
   self->written[0] = self->path;
   written->paths = self->written;
   written->count = 1;

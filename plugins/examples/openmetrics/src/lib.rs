@@ -16,7 +16,7 @@
 //! options = { labels = { job = "nightly" }, by = ["host", "pid"] }
 //! ```
 //!
-//! The file is written when the run ends, under a temporary name renamed when complete.
+//! The file is written when the run ends.
 
 pub mod text;
 
@@ -139,6 +139,7 @@ impl OpenMetrics {
     /// Adds a batch's records to the totals of their series; `own` are the columns of the
     /// series' own labels (a label is left out where its column is missing).
     fn add(&mut self, group: Group, batch: &Batch, own: &[(&'static str, &str)]) -> Result<()> {
+        assert!(own.len() <= 2, "a series has at most two labels of its own");
         let records = &batch.records;
         // A batch comes from one process: the labels it shares are read once.
         let mut shared: Vec<(String, String)> = self.options.labels.clone().into_iter().collect();
@@ -163,9 +164,14 @@ impl OpenMetrics {
             Group::Copy => Some(integers(records, "bytes")?),
             Group::Kernel | Group::Api => None,
         };
-        let mut batch_totals: HashMap<Vec<&str>, Totals> = HashMap::new();
+        // Keyed by the row's label values (a series has at most two of its own), with no
+        // allocation per row.
+        let mut batch_totals: HashMap<[&str; 2], Totals> = HashMap::new();
         for (row, &nanoseconds) in durations.iter().enumerate() {
-            let key = columns.iter().map(|(_, values)| values[row]).collect();
+            let mut key = [""; 2];
+            for (value, (_, values)) in key.iter_mut().zip(&columns) {
+                *value = values[row];
+            }
             *batch_totals.entry(key).or_default() += Totals {
                 count: 1,
                 nanoseconds,
@@ -342,13 +348,9 @@ impl Sink for OpenMetrics {
     }
 
     fn finish(self) -> Result<Vec<PathBuf>> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut partial = self.path.clone().into_os_string();
-        partial.push(".partial");
-        std::fs::write(&partial, text::exposition(&self.counters()))?;
-        std::fs::rename(&partial, &self.path)?;
+        // rocflow stages the path and moves the file into place once this returns.
+        std::fs::write(&self.path, text::exposition(&self.counters()))
+            .map_err(|e| format!("writing {}: {e}", self.path.display()))?;
         Ok(vec![self.path])
     }
 }
@@ -386,7 +388,7 @@ mod tests {
     #[test]
     fn totals_per_series_in_openmetrics_text() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out/run.prom");
+        let path = dir.path().join("run.prom");
         let options: Options =
             serde_json::from_str(r#"{"labels": {"job": "ci"}, "by": ["host", "pid"]}"#).unwrap();
         let mut sink = OpenMetrics::open(options, &path).unwrap();
@@ -455,7 +457,6 @@ mod tests {
                  # EOF\n"
             )
         );
-        assert!(!dir.path().join("out/run.prom.partial").exists());
     }
 
     #[test]
