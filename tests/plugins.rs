@@ -480,6 +480,9 @@ fn plugins_that_cannot_work_fail_validation() {
         sample.contains("validation runs a transform on a sample kernel_dispatch record"),
         "{sample}"
     );
+    // Option errors point into the pipeline, not at a place in the JSON rocflow made.
+    let typo = invalid(&transform("probe", "options = { keep_evry = 2 }"), path);
+    assert!(!typo.contains("at line 1 column"), "{typo}");
     for (entry, message) in cases {
         let stderr = invalid(&entry, path);
         assert!(
@@ -646,6 +649,7 @@ fn plugins_list_shows_each_plugin_its_kinds_and_whether_it_loads() {
         "table_rows 1.0: Counts each table's records and sums their durations, as CSV",
         "error: ",
         "is built for plugin ABI version 2; this rocflow loads version 1",
+        "hint: rebuild the plugin against this rocflow's rocflow_plugin.h",
         "does not export `rocflow_plugin_v1`",
         &format!("shadows {built}/librocflow_plugin_probe.so"),
     ] {

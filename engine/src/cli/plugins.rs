@@ -32,7 +32,11 @@ fn list(search: &Search) -> Result<ExitCode> {
             .iter()
             .map(|d| d.display().to_string())
             .collect();
-        print(&format!("no plugins in {}\n", dirs.join(", ")))?;
+        print(&format!(
+            "no plugins in {}\nhint: put a plugin library (librocflow_plugin_NAME.so) in one of \
+             them, or name its directory in ROCFLOW_PLUGIN_PATH\n",
+            dirs.join(", ")
+        ))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = format!(
@@ -64,6 +68,9 @@ fn list(search: &Search) -> Result<ExitCode> {
                     "{:<20} {:<16} {abi:<4} {:<6} {path}\n    error: {e}\n",
                     plugin.name, "?", "no"
                 ));
+                if let Some(hint) = e.hint() {
+                    out.push_str(&format!("    hint: {hint}\n"));
+                }
             }
         }
         for hidden in &plugin.shadows {

@@ -141,11 +141,8 @@ impl Plugin {
         destroy: DestroyFn,
         options: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Instance, Error> {
-        let json = serde_json::Value::Object(options.clone()).to_string();
-        let json = CString::new(json).map_err(|_| Error::Failed {
-            plugin: self.name.clone(),
-            message: "the options hold a NUL character".into(),
-        })?;
+        let json = serde_json::to_string(options).expect("JSON values serialize");
+        let json = CString::new(json).expect("JSON escapes NUL characters");
         let mut pointer = std::ptr::null_mut();
         // SAFETY: `create` is the plugin's, called with a NUL-terminated string valid for
         // the call and a place for the instance, as the ABI says.

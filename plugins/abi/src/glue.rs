@@ -100,7 +100,10 @@ unsafe fn text<'a>(text: *const c_char) -> Result<&'a str> {
 unsafe fn options<O: DeserializeOwned>(json: *const c_char) -> Result<O> {
     // SAFETY: as for `text`.
     let json = unsafe { text(json) }?;
-    serde_json::from_str(json).map_err(|e| format!("options: {e}").into())
+    // Through a `Value`: rocflow points at the options in the pipeline, and a position in
+    // the JSON it made from them would mislead.
+    let value: serde_json::Value = serde_json::from_str(json)?;
+    serde_json::from_value(value).map_err(|e| format!("options: {e}").into())
 }
 
 /// Takes an input batch, moving its array out (the host releases the schema).
