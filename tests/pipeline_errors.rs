@@ -774,6 +774,32 @@ fn inline_derived_counter_divides_by_zero() {
 }
 
 #[test]
+fn inline_derived_counter_cannot_accumulate() {
+    let e = rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\nderived = [{ name = \"ACC\", expression = \"accumulate(SQ_WAVES, HIGH_RES)\" }]\n",
+        "a pipeline's derived counter cannot accumulate `SQ_WAVES`",
+        5,
+        53,
+    );
+    assert!(
+        hint(&e).contains("counter definitions file"),
+        "{}",
+        hint(&e)
+    );
+}
+
+#[test]
+fn a_derived_counter_that_does_not_parse_is_reported_once() {
+    // `C` reads `B`: that is not a second error, whatever `B` says.
+    rejects(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\nderived = [{ name = \"B\", expression = \"SQ_WAVES +\" }, { name = \"C\", expression = \"B * 2\" }]\n",
+        "invalid counter expression",
+        5,
+        50,
+    );
+}
+
+#[test]
 fn inline_derived_counters_in_a_cycle() {
     let e = rejects(
         &counters(

@@ -124,7 +124,8 @@ impl CounterCheck {
                 }),
             }
         }
-        findings.extend(derived_inputs(table, &parsed));
+        let names: Vec<&str> = derived.iter().map(|(name, _)| name.as_str()).collect();
+        findings.extend(derived_inputs(table, &names, &parsed));
         let globs: Vec<String> = agents
             .filter_map(|a| match a {
                 AgentSelector::Gfx(glob) => Some(glob.clone()),
@@ -218,8 +219,14 @@ impl CounterCheck {
 
 /// What derived counters may read: collected counters, other derived counters (without a
 /// cycle) and the agent properties rocflow knows; and no division by a constant zero.
-/// `parsed` holds each parsed counter's index in `derived`, name and expression.
-fn derived_inputs(table: &model::Counters, parsed: &[(usize, String, Expr)]) -> Vec<Finding> {
+/// `derived` names every derived counter, those that do not parse too (they are reported
+/// where they are defined); `parsed` holds each parsed one's index in `derived`, name and
+/// expression.
+fn derived_inputs(
+    table: &model::Counters,
+    derived: &[&str],
+    parsed: &[(usize, String, Expr)],
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     let expression = |d: usize| {
         vec![
@@ -228,13 +235,32 @@ fn derived_inputs(table: &model::Counters, parsed: &[(usize, String, Expr)]) -> 
             Step::Key("expression"),
         ]
     };
-    let is_derived = |name: &str| parsed.iter().any(|(_, n, _)| n == name);
     let properties = || Agent::PROPERTIES.iter().map(|(name, _)| *name);
     for (d, _, expr) in parsed {
+        // The runner reads collected values as they are: the SDK's accumulation of
+        // per-cycle levels is configured for counters it defines, not for these.
+        expr.walk(&mut |e| {
+            if let Expr::Accumulate { counter, .. } = e {
+                findings.push(Finding {
+                    path: expression(*d),
+                    offset: Some(counter.span.start),
+                    len: counter.span.len(),
+                    message: format!(
+                        "a pipeline's derived counter cannot accumulate `{}`",
+                        counter.text
+                    ),
+                    hint: Some(
+                        "define it in a counter definitions file (`definitions`) and collect \
+                         it, so rocprofiler-sdk accumulates it"
+                            .into(),
+                    ),
+                });
+            }
+        });
         for reference in expr.references() {
             let name = reference.as_str();
             if table.collect.iter().any(|c| c == name)
-                || is_derived(name)
+                || derived.contains(&name)
                 || properties().any(|p| p == name)
             {
                 continue;
@@ -248,8 +274,9 @@ fn derived_inputs(table: &model::Counters, parsed: &[(usize, String, Expr)]) -> 
                     ),
                 )
             } else {
-                let collected = table.collect.iter().map(String::as_str);
-                let hint = did_you_mean(name, collected.chain(properties()))
+                let known = table.collect.iter().map(String::as_str);
+                let known = known.chain(derived.iter().copied()).chain(properties());
+                let hint = did_you_mean(name, known)
                     .unwrap_or_else(|| format!("add `{name}` to `collect`"));
                 (format!("`{name}` is not collected by this context"), hint)
             };
