@@ -108,6 +108,14 @@ pub struct CounterPlan {
     pub definitions: Option<String>,
 }
 
+impl CounterPlan {
+    /// The counters the SDK counts: those collected that the pipeline does not derive
+    /// itself (a derived counter may take the name of one the SDK defines).
+    pub fn counted(&self) -> impl Iterator<Item = &String> {
+        (self.collect.iter()).filter(|name| !self.derived.iter().any(|(d, _)| d == *name))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ReducePlan {
     /// Counters the reduction applies to; empty means all.

@@ -1364,7 +1364,6 @@ fn describe_value(value: &evalexpr::Value) -> &'static str {
     }
 }
 
-/// Which transforms each sink's records pass through.
 /// The stages a counter context's settings compile into, ahead of the pipeline's own
 /// transforms: its dispatches made whole, with the derived counters added (computed on the
 /// collected values, as rocprofiler-sdk computes derived counters), then its reductions,
@@ -1386,10 +1385,7 @@ fn counter_stages(
                 strict: false,
                 op,
             };
-            let collected = (k.collect.iter())
-                .filter(|name| !k.derived.iter().any(|(d, _)| d == *name))
-                .cloned()
-                .collect();
+            let collected = k.counted().cloned().collect();
             let dispatches = stage(
                 format!("{context}/dispatches"),
                 TransformOpPlan::DeriveCounters {
@@ -1411,6 +1407,7 @@ fn counter_stages(
         })
 }
 
+/// Which transforms each sink's records pass through.
 fn routes(sinks: &[SinkPlan], transforms: &[TransformPlan]) -> Vec<Route> {
     sinks
         .iter()

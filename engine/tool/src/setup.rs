@@ -285,10 +285,8 @@ fn count(
         let available = supported_counters(tool, gpu.handle)?;
         let mut chosen = Vec::new();
         // Counters the pipeline derives itself are computed by the runner from the
-        // collected ones, even where the SDK has a counter of that name.
-        let counted =
-            (plan.collect.iter()).filter(|name| !plan.derived.iter().any(|(d, _)| d == *name));
-        for name in counted {
+        // collected ones.
+        for name in plan.counted() {
             match available.iter().find(|c| c.name == *name) {
                 Some(counter) => {
                     let dims = counter_dimensions(tool, counter.id)?;
