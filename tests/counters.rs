@@ -188,18 +188,28 @@ fn a_derived_counter_that_cannot_be_computed_is_reported_per_dispatch() {
     // On the MI300X, 32 waves and 8 busy-cycle values do not pair up; on the MI210, its 8
     // shader engines' waves are each divided by its one busy-cycle value, as the SDK does.
     let stderr = text(&output.stderr);
+    let raw = dispatches(&collected(dir.path()));
+    // The failed records: every collected value of the MI300X's 400 dispatches.
+    let mi300x: Vec<_> = (raw.values())
+        .filter(|counters| counters["SQ_WAVES"].len() == 32)
+        .collect();
+    assert_eq!(mi300x.len(), 400);
+    let values: usize = mi300x
+        .iter()
+        .flat_map(|c| c.values())
+        .map(|v| v.len())
+        .sum();
     assert!(
-        stderr.contains(
-            "warning: transform `counters/dispatches` failed on 400 records; first: dispatch "
-        ),
-        "{stderr}"
+        stderr.contains(&format!(
+            "warning: transform `counters/dispatches` failed on {values} records; first: dispatch "
+        )),
+        "{values}: {stderr}"
     );
     assert!(
         stderr.contains("cannot compute `WAVES_PER_CYCLE`: `/` of 32 and 8 instances: the counts must be equal or one of them 1"),
         "{stderr}"
     );
     let out = samples(&dir.path().join("out"));
-    let raw = dispatches(&collected(dir.path()));
     let derived: Vec<(&Key, &f64)> = (out.iter())
         .filter(|(k, _)| k.2 == "WAVES_PER_CYCLE")
         .collect();

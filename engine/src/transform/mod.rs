@@ -67,7 +67,10 @@ enum Op {
 /// Failures of a transform on individual records.
 #[derive(Debug, Default)]
 pub struct Failures {
+    /// Records failed on.
     pub count: AtomicU64,
+    /// Failures (each of one or more records), for the first messages.
+    failures: AtomicU64,
     pub first: Mutex<Vec<String>>,
 }
 
@@ -78,7 +81,8 @@ impl Failures {
 
     /// A failure that concerns `records` records.
     fn record_many(&self, records: u64, message: impl FnOnce() -> String) {
-        if self.count.fetch_add(records, Ordering::Relaxed) < KEPT_FAILURES as u64 {
+        self.count.fetch_add(records, Ordering::Relaxed);
+        if self.failures.fetch_add(1, Ordering::Relaxed) < KEPT_FAILURES as u64 {
             self.first
                 .lock()
                 .expect("no panics while holding the lock")

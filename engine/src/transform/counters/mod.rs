@@ -102,7 +102,7 @@ impl DeriveCounters {
         left.sort_unstable_by_key(|(key, _)| *key);
         let mut chunks: Vec<Chunk> = Vec::new();
         for ((stream, agent, dispatch), open) in left {
-            failures.record(|| {
+            failures.record_many(open.samples.len() as u64, || {
                 format!(
                     "dispatch {dispatch} on agent {agent}: {} of its {} counter values arrived; they pass on without derived counters",
                     open.samples.len(),
@@ -206,8 +206,9 @@ impl DeriveCounters {
         };
         let mut out = Vec::new();
         for (counter, outcome) in self.derived.iter().zip(self.derived.evaluate(inputs)) {
+            // The dispatch's values go on without the counter.
             let fail = |why: String| {
-                failures.record(|| {
+                failures.record_many(dispatch.len() as u64, || {
                     format!(
                         "dispatch {} on agent {}: cannot compute `{}`: {why}",
                         first.dispatch_id, first.agent, counter.name
