@@ -50,6 +50,14 @@ pub enum Error {
 
 impl Error {
     /// What would fix it, where rocflow can tell.
+    /// The error with its hint, where one line of text is all that is passed on.
+    pub fn explain(&self) -> String {
+        match self.hint() {
+            Some(hint) => format!("{self} (hint: {hint})"),
+            None => self.to_string(),
+        }
+    }
+
     pub fn hint(&self) -> Option<String> {
         match self {
             Error::NoEntry { .. } | Error::Malformed { .. } => Some(
