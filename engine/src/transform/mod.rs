@@ -145,9 +145,8 @@ impl Transform {
                 Op::Aggregate(aggregate::Aggregate::new(group_by.clone(), metrics.clone()))
             }
             TransformOpPlan::Plugin { plugin, options } => {
-                let plugin = Plugin::load(&plugin.library).map_err(|e| e.to_string())?;
-                let instance =
-                    PluginTransform::create(plugin, options).map_err(|e| e.to_string())?;
+                let plugin = Plugin::load(&plugin.library).map_err(|e| e.explain())?;
+                let instance = PluginTransform::create(plugin, options).map_err(|e| e.explain())?;
                 Op::Plugin(Mutex::new(instance))
             }
         };

@@ -1,7 +1,7 @@
 //! Counter dimension reduction: combine the values of one counter of one dispatch across
 //! the listed dimensions (the coordinates of reduced dimensions become 0).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::catalog::StreamMeta;
 use crate::pipeline::model::ReduceOp;
@@ -33,14 +33,21 @@ impl Reduce {
     pub fn apply(&self, samples: &[CounterSample], meta: &StreamMeta) -> Vec<CounterSample> {
         let mut out: Vec<CounterSample> = Vec::with_capacity(samples.len());
         let mut counts: Vec<u32> = Vec::with_capacity(samples.len());
-        let mut groups: HashMap<(u32, u64, u32, [u16; 7]), usize> = HashMap::new();
+        let mut groups: HashMap<(u32, u64, u32, [u16; 7]), usize> = HashMap::default();
+        // Whether each counter id is reduced, decided once per chunk: a chunk holds few
+        // counters and many samples.
+        let mut decided: Vec<(u32, bool)> = Vec::new();
+        let mut applies = |id: u32| match decided.iter().find(|(d, _)| *d == id) {
+            Some(&(_, yes)) => yes,
+            None => {
+                let name = meta.counter_name(id);
+                let yes = self.counters.is_empty() || self.counters.iter().any(|c| c == name);
+                decided.push((id, yes));
+                yes
+            }
+        };
         for sample in samples {
-            if !self.counters.is_empty()
-                && !self
-                    .counters
-                    .iter()
-                    .any(|c| c == meta.counter_name(sample.counter_id))
-            {
+            if !applies(sample.counter_id) {
                 out.push(*sample);
                 counts.push(1);
                 continue;
