@@ -214,7 +214,7 @@ impl Decoder<'_> {
                 let mut catalog = self.catalog.write().expect("no poison");
                 catalog.apply(frame.stream, items);
                 let made: Vec<Meta> = (self.transforms.iter())
-                    .flat_map(|t| t.describe(catalog.stream(frame.stream)))
+                    .flat_map(|t| t.describe(frame.stream, catalog.stream(frame.stream)))
                     .collect();
                 if !made.is_empty() {
                     catalog.apply(frame.stream, made);

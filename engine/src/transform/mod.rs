@@ -173,9 +173,9 @@ impl Transform {
 
     /// Metadata for the records the transform makes (derived counters), given a stream's
     /// metadata as it grows; applied to the stream before any of its later records.
-    pub fn describe(&self, meta: &StreamMeta) -> Vec<Meta> {
+    pub fn describe(&self, stream: u16, meta: &StreamMeta) -> Vec<Meta> {
         match &self.op {
-            Op::DeriveCounters(derive) => derive.describe(meta),
+            Op::DeriveCounters(derive) => derive.describe(stream, meta),
             _ => Vec::new(),
         }
     }

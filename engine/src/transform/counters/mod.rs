@@ -11,7 +11,6 @@
 
 mod derived;
 
-use std::collections::hash_map::Entry;
 use std::sync::Mutex;
 
 use rocflow_counters::expr::{Coordinates, Dimension, Instance, Tensor};
@@ -35,6 +34,9 @@ pub struct DeriveCounters {
     /// The counters the GPU collects: a dispatch has all their values.
     collected: Vec<String>,
     derived: DerivedCounters,
+    /// Per stream, the ids [`DeriveCounters::describe`] gave the derived counters, in
+    /// their order: a stream may have a counter of the same name from the SDK.
+    ids: Mutex<HashMap<u16, Vec<u32>>>,
     open: Mutex<HashMap<DispatchKey, Open>>,
 }
 
@@ -50,6 +52,7 @@ impl DeriveCounters {
         Ok(DeriveCounters {
             collected,
             derived: DerivedCounters::new(derived)?,
+            ids: Mutex::default(),
             open: Mutex::default(),
         })
     }
@@ -63,30 +66,55 @@ impl DeriveCounters {
         meta: &StreamMeta,
         failures: &Failures,
     ) -> Vec<CounterSample> {
+        let ids = self.ids.lock().expect("no poison").get(&stream).cloned();
+        let ids = ids.as_deref().unwrap_or_default();
+        // Values per dispatch, per agent: the metadata does not change during a chunk.
+        let mut expected: Vec<(u32, usize)> = Vec::new();
+        let mut expected = |agent: u32| match expected.iter().find(|(a, _)| *a == agent) {
+            Some(&(_, n)) => n,
+            None => {
+                let n = self.values_per_dispatch(meta, agent);
+                expected.push((agent, n));
+                n
+            }
+        };
         let mut open = self.open.lock().expect("no poison");
         let mut out = Vec::with_capacity(samples.len());
-        for sample in samples {
-            let key = (stream, sample.agent, sample.dispatch_id);
-            let dispatch = match open.entry(key) {
-                Entry::Occupied(entry) => entry.into_mut(),
-                Entry::Vacant(entry) => match self.values_per_dispatch(meta, sample.agent) {
-                    // Nothing says how many values to wait for.
-                    0 => {
-                        out.push(sample);
-                        continue;
-                    }
-                    expected => entry.insert(Open {
-                        expected,
-                        samples: Vec::with_capacity(expected),
-                    }),
-                },
-            };
-            dispatch.samples.push(sample);
-            if dispatch.samples.len() == dispatch.expected {
-                let samples = open.remove(&key).expect("just filled").samples;
-                let derived = self.derive(&samples, meta, failures);
-                out.extend(samples);
+        let mut rest = &samples[..];
+        // A dispatch's values arrive together: most dispatches are whole in one chunk.
+        while let Some(first) = rest.first() {
+            let run = rest
+                .iter()
+                .take_while(|s| s.agent == first.agent && s.dispatch_id == first.dispatch_id)
+                .count();
+            let (dispatch, tail) = rest.split_at(run);
+            rest = tail;
+            let key = (stream, first.agent, first.dispatch_id);
+            let values = expected(first.agent);
+            // Nothing says how many values to wait for.
+            if values == 0 {
+                out.extend_from_slice(dispatch);
+                continue;
+            }
+            if run == values && !open.contains_key(&key) {
+                let at = out.len();
+                out.extend_from_slice(dispatch);
+                let derived = self.derive(&out[at..], ids, meta, failures);
                 out.extend(derived);
+                continue;
+            }
+            for &sample in dispatch {
+                let held = open.entry(key).or_insert_with(|| Open {
+                    expected: values,
+                    samples: Vec::with_capacity(values),
+                });
+                held.samples.push(sample);
+                if held.samples.len() == held.expected {
+                    let samples = open.remove(&key).expect("just filled").samples;
+                    let derived = self.derive(&samples, ids, meta, failures);
+                    out.extend(samples);
+                    out.extend(derived);
+                }
             }
         }
         out
@@ -124,12 +152,9 @@ impl DeriveCounters {
     /// Describes the derived counters to a stream once its collected counters are
     /// described, so that sinks can name them: each gets an id no counter of the stream
     /// has, and the dimensions its values vary along on the first agent that computes it.
-    pub fn describe(&self, meta: &StreamMeta) -> Vec<Meta> {
-        if self
-            .derived
-            .iter()
-            .all(|d| derived_id(meta, &d.name).is_some())
-        {
+    pub fn describe(&self, stream: u16, meta: &StreamMeta) -> Vec<Meta> {
+        let mut ids = self.ids.lock().expect("no poison");
+        if self.derived.is_empty() || ids.contains_key(&stream) {
             return Vec::new();
         }
         let mut agents = meta.agents.iter().map(|a| a.index).filter(|&agent| {
@@ -151,10 +176,10 @@ impl DeriveCounters {
         let mut free_ids = (0..=u32::MAX)
             .rev()
             .filter(|id| !meta.counters.contains_key(id));
-        self.derived
+        let described: Vec<Meta> = self
+            .derived
             .iter()
             .zip(shapes)
-            .filter(|(d, _)| derived_id(meta, &d.name).is_none())
             .map(|(d, shape)| {
                 let (agent, dimensions) = shape.unwrap_or((first, Vec::new()));
                 Meta::Counter(CounterInfo {
@@ -165,7 +190,13 @@ impl DeriveCounters {
                     dimensions,
                 })
             })
-            .collect()
+            .collect();
+        let given = described.iter().map(|m| match m {
+            Meta::Counter(info) => info.id,
+            _ => unreachable!("counters only"),
+        });
+        ids.insert(stream, given.collect());
+        described
     }
 
     /// How many values a dispatch on `agent` has: the instances of every collected counter
@@ -184,9 +215,12 @@ impl DeriveCounters {
     }
 
     /// The derived counters' samples for one whole dispatch.
+    /// `ids` are the derived counters' ids in the dispatch's stream (none before they
+    /// were described).
     fn derive(
         &self,
         dispatch: &[CounterSample],
+        ids: &[u32],
         meta: &StreamMeta,
         failures: &Failures,
     ) -> Vec<CounterSample> {
@@ -205,7 +239,8 @@ impl DeriveCounters {
                 .or_else(|| agent?.property(name).map(Tensor::scalar))
         };
         let mut out = Vec::new();
-        for (counter, outcome) in self.derived.iter().zip(self.derived.evaluate(inputs)) {
+        let outcomes = self.derived.evaluate(inputs);
+        for (d, (counter, outcome)) in self.derived.iter().zip(outcomes).enumerate() {
             // The dispatch's values go on without the counter.
             let fail = |why: String| {
                 failures.record_many(dispatch.len() as u64, || {
@@ -215,7 +250,7 @@ impl DeriveCounters {
                     )
                 })
             };
-            match (outcome, derived_id(meta, &counter.name)) {
+            match (outcome, ids.get(d).copied()) {
                 (None, _) => {}
                 (Some(Err(error)), _) => fail(error.to_string()),
                 (Some(Ok(_)), None) => fail("the stream never described its counters".into()),
@@ -249,14 +284,6 @@ fn counter<'m>(meta: &'m StreamMeta, name: &str, agent: u32) -> Option<&'m Count
         c.name == name
             && (c.agent == agent || arch(c.agent).is_some_and(|g| Some(g) == arch(agent)))
     })
-}
-
-/// The id a stream's metadata gives the derived counter `name`.
-fn derived_id(meta: &StreamMeta, name: &str) -> Option<u32> {
-    meta.counters
-        .values()
-        .find(|c| c.name == name)
-        .map(|c| c.id)
 }
 
 /// A tensor of zeros in the shape of counter `name` on `agent` (or an agent property):

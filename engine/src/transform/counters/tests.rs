@@ -45,7 +45,7 @@ fn catalog(transform: &DeriveCounters) -> Catalog {
         vec![agent(0, "cpu"), agent(1, "gfx942"), agent(2, "gfx942")],
     );
     assert!(
-        transform.describe(catalog.stream(0)).is_empty(),
+        transform.describe(0, catalog.stream(0)).is_empty(),
         "no counters yet"
     );
     catalog.apply(
@@ -55,10 +55,10 @@ fn catalog(transform: &DeriveCounters) -> Catalog {
             counter(2, 2, "SQ_INSTS_VALU", XCC_SE),
         ],
     );
-    let described = transform.describe(catalog.stream(0));
+    let described = transform.describe(0, catalog.stream(0));
     catalog.apply(0, described);
     assert!(
-        transform.describe(catalog.stream(0)).is_empty(),
+        transform.describe(0, catalog.stream(0)).is_empty(),
         "described once"
     );
     catalog
@@ -167,6 +167,43 @@ fn a_dispatch_split_across_chunks_comes_out_whole_with_its_derived_counters() {
     assert!(out.iter().all(|s| s.agent == 2 && s.dispatch_id == 6));
     assert_eq!(failures.count.load(Ordering::Relaxed), 0);
     assert!(transform.finish(&failures).is_empty());
+}
+
+#[test]
+fn whole_dispatches_in_one_chunk_get_the_ids_their_derived_counters_were_given() {
+    let transform = transform();
+    let mut catalog = Catalog::default();
+    catalog.apply(0, vec![agent(1, "gfx942")]);
+    // The stream also has an SDK counter named as a derived one, as a run recorded while
+    // collecting it would: the derived values must not take its id.
+    catalog.apply(
+        0,
+        vec![
+            counter(1, 1, "SQ_WAVES", XCC_SE),
+            counter(2, 1, "SQ_INSTS_VALU", XCC_SE),
+            counter(3, 1, "PER_WAVE", &[]),
+        ],
+    );
+    let described = transform.describe(0, catalog.stream(0));
+    assert_eq!(described.len(), 3);
+    catalog.apply(0, described);
+    let meta = catalog.stream(0);
+    let failures = Failures::default();
+    let chunk: Vec<CounterSample> = dispatch(1, 5).into_iter().chain(dispatch(1, 6)).collect();
+    let out = transform.apply(0, chunk, meta, &failures);
+    assert_eq!(out.len(), 2 * (8 + 4 + 1 + 1));
+    let per_wave: Vec<&CounterSample> = out.iter().filter(|s| s.counter_id == u32::MAX).collect();
+    assert_eq!(per_wave.len(), 8, "four per dispatch");
+    assert!(per_wave.iter().all(|s| s.value == 10.0));
+    assert!(out.iter().all(|s| s.counter_id != 3));
+    assert_eq!(
+        (out[..14].iter())
+            .map(|s| s.dispatch_id)
+            .collect::<Vec<_>>(),
+        [5; 14],
+        "each dispatch followed by its derived values"
+    );
+    assert_eq!(failures.count.load(Ordering::Relaxed), 0);
 }
 
 #[test]
