@@ -144,12 +144,13 @@ unsafe fn hand_over<T>(out: *mut *mut c_void, value: T) {
     unsafe { out.write(Box::into_raw(Box::new(value)).cast()) }
 }
 
-/// Drops an instance; a panic in its `Drop` goes no further.
+/// Drops an instance (the tables' `destroy`); a panic in its `Drop` goes no further.
 ///
 /// # Safety
 ///
-/// As for [`instance`], and it is not used again.
-unsafe fn destroy<T>(instance: *mut c_void) {
+/// As for [`instance`], and it is not used again: the host destroys each instance once,
+/// after its last call.
+unsafe extern "C" fn destroy<T>(instance: *mut c_void) {
     // SAFETY: see above; the box is the one `hand_over` made.
     let boxed = unsafe { Box::from_raw(instance.cast::<T>()) };
     let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
@@ -162,7 +163,7 @@ impl<T: Transform> TransformGlue<T> {
     pub const FNS: abi::Transform = abi::Transform {
         create: Some(Self::create),
         process: Some(Self::process),
-        destroy: Some(Self::destroy),
+        destroy: Some(destroy::<T>),
     };
 
     unsafe extern "C" fn create(json: *const c_char, out: *mut *mut c_void) -> Status {
@@ -195,11 +196,6 @@ impl<T: Transform> TransformGlue<T> {
             Ok(())
         })
     }
-
-    unsafe extern "C" fn destroy(plugin: *mut c_void) {
-        // SAFETY: the host destroys each instance once, after its last call.
-        unsafe { destroy::<T>(plugin) }
-    }
 }
 
 /// A sink instance: options until it is opened, then the sink, then what it wrote.
@@ -225,7 +221,7 @@ impl<S: Sink> SinkGlue<S> {
         open: Some(Self::open),
         write: Some(Self::write),
         finish: Some(Self::finish),
-        destroy: Some(Self::destroy),
+        destroy: Some(destroy::<SinkState<S>>),
     };
 
     unsafe extern "C" fn create(json: *const c_char, out: *mut *mut c_void) -> Status {
@@ -289,10 +285,5 @@ impl<S: Sink> SinkGlue<S> {
             };
             Ok(())
         })
-    }
-
-    unsafe extern "C" fn destroy(plugin: *mut c_void) {
-        // SAFETY: the host destroys each instance once, after its last call.
-        unsafe { destroy::<SinkState<S>>(plugin) }
     }
 }

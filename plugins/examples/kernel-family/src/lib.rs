@@ -67,7 +67,10 @@ impl KernelFamily {
                 let demangled = family::demangle(name);
                 let family = (self.rules.iter())
                     .find(|(pattern, _)| pattern.is_match(&demangled))
-                    .map_or_else(|| family::classify(name).to_owned(), |(_, f)| f.clone());
+                    .map_or_else(
+                        || family::classify(&demangled).to_owned(),
+                        |(_, f)| f.clone(),
+                    );
                 self.known.insert(name.to_owned(), family);
             }
         }
