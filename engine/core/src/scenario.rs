@@ -6,7 +6,7 @@
 
 use crate::record::RecordKind;
 use crate::sdk::Domain;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 /// The scenario used when `ROCFLOW_SIM_SCENARIO` names none.
 pub const DEFAULT: &str = include_str!("../../../examples/sim/mi300x.toml");
@@ -96,8 +96,20 @@ pub struct Counter {
     #[serde(default)]
     pub description: String,
     /// Dimension name (`DIMENSION_XCC`, …) and size, in the SDK's dimension order.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "sdk_dimensions")]
     pub dimensions: Vec<(String, u32)>,
+}
+
+/// Counter dimensions, each one of the SDK's (an error here is reported at its place).
+fn sdk_dimensions<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, u32)>, D::Error> {
+    let dimensions = Vec::<(String, u32)>::deserialize(d)?;
+    match (dimensions.iter()).find(|(d, _)| !crate::sdk::COUNTER_DIMENSIONS.contains(&d.as_str())) {
+        Some((unknown, _)) => Err(serde::de::Error::custom(format!(
+            "unknown dimension `{unknown}`; the SDK's are {}",
+            crate::sdk::COUNTER_DIMENSIONS.join(", ")
+        ))),
+        None => Ok(dimensions),
+    }
 }
 
 /// A PC-sampling configuration the agent supports.
@@ -221,27 +233,42 @@ impl Scenario {
         if agents == 0 {
             return Err("a scenario needs at least one [[agent]]".into());
         }
-        for k in &scenario.kernels {
-            if k.agent >= agents {
-                return Err(format!(
-                    "kernel `{}` runs on agent {} of {agents}",
-                    k.name, k.agent
-                ));
-            }
-        }
-        for a in &scenario.agents {
-            for c in &a.counters {
-                if let Some((d, _)) = c
-                    .dimensions
-                    .iter()
-                    .find(|(d, _)| !crate::sdk::COUNTER_DIMENSIONS.contains(&d.as_str()))
-                {
-                    return Err(format!("counter `{}` has unknown dimension `{d}`", c.name));
-                }
-            }
+        if let Some((k, kernel)) =
+            (scenario.kernels.iter().enumerate()).find(|(_, k)| k.agent >= agents)
+        {
+            return Err(format!(
+                "{}kernel `{}` runs on agent {} of {agents}",
+                kernel_agent_place(text, k),
+                kernel.name,
+                kernel.agent
+            ));
         }
         Ok(scenario)
     }
+}
+
+/// `line L, column C: ` of the `agent` of the `k`th `[[kernel]]`, as TOML errors say
+/// where they are; empty if it cannot be found.
+fn kernel_agent_place(text: &str, k: usize) -> String {
+    #[derive(Deserialize)]
+    struct Kernels {
+        #[serde(default)]
+        kernel: Vec<Placed>,
+    }
+    #[derive(Deserialize)]
+    struct Placed {
+        agent: Option<toml::Spanned<u32>>,
+    }
+    let Ok(kernels) = toml::from_str::<Kernels>(text) else {
+        return String::new();
+    };
+    let Some(agent) = kernels.kernel.get(k).and_then(|p| p.agent.as_ref()) else {
+        return String::new();
+    };
+    let before = &text[..agent.span().start];
+    let line = before.lines().count().max(1) + usize::from(before.ends_with('\n'));
+    let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+    format!("line {line}, column {column}: ")
 }
 
 #[cfg(test)]
@@ -277,5 +304,19 @@ mod tests {
             e.contains("`kernel_dispatch` is not an API tracing domain"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn kernels_and_counters_are_checked_where_they_are_written() {
+        let kernel = "[[kernel]]\nname = \"k\"\nagent = 7\nduration_ns = 1\ngrid = [1, 1, 1]\nworkgroup = [1, 1, 1]\n";
+        let e = with(kernel).unwrap_err();
+        assert!(e.contains("kernel `k` runs on agent 7 of"), "{e}");
+        let text = format!("{DEFAULT}\n{kernel}");
+        let line = text.lines().position(|l| l == "agent = 7").unwrap() + 1;
+        assert!(e.starts_with(&format!("line {line}, column 9: ")), "{e}");
+        let e = with("[[agent]]\nname = \"gfx942\"\n[[agent.counter]]\nname = \"X\"\ndimensions = [[\"DIMENSION_NOPE\", 2]]\n")
+            .unwrap_err();
+        assert!(e.contains("unknown dimension `DIMENSION_NOPE`"), "{e}");
+        assert!(e.contains("line "), "the error says where: {e}");
     }
 }
