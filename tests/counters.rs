@@ -86,7 +86,7 @@ fn collected(dir: &Path) -> Values {
         PIPELINE.replace("EXTRA", "").replace("\"out\"", "\"raw\""),
     )
     .unwrap();
-    let output = rocflow(&["replay", "rocflow-out/run.rfraw", "raw.toml"], dir, &[]);
+    let output = rocflow(&["replay", "rocflow-out/last.rfraw", "raw.toml"], dir, &[]);
     assert_success(&output);
     samples(&dir.join("raw"))
 }
@@ -173,7 +173,7 @@ fn derived_and_reduced_counters_follow_from_the_collected_values() {
 
     // Replaying the spool with the pipeline it was recorded with gives the same.
     std::fs::rename(dir.path().join("out"), dir.path().join("first")).unwrap();
-    let replay = rocflow(&["replay", "rocflow-out/run.rfraw"], dir.path(), &[]);
+    let replay = rocflow(&["replay", "rocflow-out/last.rfraw"], dir.path(), &[]);
     assert_success(&replay);
     assert_eq!(samples(&dir.path().join("out")), out);
 }

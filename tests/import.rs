@@ -837,10 +837,13 @@ fn a_converted_job_runs_on_the_simulated_device() {
     let run = run_on("sim", "p.toml", &["/bin/sleep", "0.2"], dir.path(), &[]);
     assert_success(&run);
     // rocprofv3's layout: out/pass_1/<host>/<pid> (a directory of CSV tables here), and
-    // the statistics beside it.
-    let hosts: Vec<PathBuf> = std::fs::read_dir(dir.path().join("out/pass_1"))
+    // the statistics beside it; the run's spool is kept with them.
+    let pass = dir.path().join("out/pass_1");
+    assert!(pass.join("last.rfraw").is_file());
+    let hosts: Vec<PathBuf> = std::fs::read_dir(&pass)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
         .collect();
     assert_eq!(hosts.len(), 1, "{hosts:?}");
     let entries: BTreeMap<String, PathBuf> = std::fs::read_dir(&hosts[0])

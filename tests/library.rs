@@ -122,13 +122,13 @@ impl Run {
         self.dir.path().join(relative)
     }
 
-    /// `rocflow inspect --json` of the run's spool.
+    /// `rocflow inspect --json` of the run's spool, which the run names.
     fn spool(&self) -> serde_json::Value {
-        let out = rocflow(
-            &["inspect", "--json", "rocflow-out/run.rfraw"],
-            self.dir.path(),
-            &[],
-        );
+        let stdout = text(&self.output.stdout);
+        let spool = (stdout.lines())
+            .find_map(|l| l.trim().strip_prefix("spool: "))
+            .unwrap_or_else(|| panic!("the run names no spool: {stdout}"));
+        let out = rocflow(&["inspect", "--json", spool], self.dir.path(), &[]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         serde_json::from_slice(&out.stdout).unwrap()
     }

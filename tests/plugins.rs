@@ -247,20 +247,26 @@ fn the_example_pipeline_runs_both_plugins() {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    // Beside the spool, the CSV sink's directory and the OpenMetrics file.
-    let [tables, spool, prom] = &files[..] else {
+    // Beside the run's spool and the link to it, the CSV sink's directory and the
+    // OpenMetrics file.
+    let named = |test: &dyn Fn(&str) -> bool| -> Vec<&PathBuf> {
+        (files.iter())
+            .filter(|f| test(f.file_name().unwrap().to_str().unwrap()))
+            .collect()
+    };
+    let [tables] = named(&|n| n.starts_with("plugins-"))[..] else {
         panic!("{files:?}")
     };
-    assert!(
-        tables
-            .file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .starts_with("plugins-")
+    let [prom] = named(&|n| n.ends_with(".prom"))[..] else {
+        panic!("{files:?}")
+    };
+    assert_eq!(
+        named(&|n| n.starts_with("run-") && n.ends_with(".rfraw")).len(),
+        1,
+        "{files:?}"
     );
-    assert!(spool.ends_with("run.rfraw"));
-    assert!(prom.extension().is_some_and(|e| e == "prom"), "{files:?}");
+    assert_eq!(named(&|n| n == "last.rfraw").len(), 1, "{files:?}");
+    assert_eq!(files.len(), 4, "{files:?}");
     let families = csv(&tables.join("per-family.csv"));
     let names: Vec<&str> = families
         .iter()
@@ -348,7 +354,7 @@ path = "run.prom"
     std::fs::remove_file(dir.path().join("run.prom")).unwrap();
     std::fs::remove_dir_all(dir.path().join("out")).unwrap();
     // No plugin path now: the recorded plan names the libraries themselves.
-    let replay = rocflow(&["replay", "rocflow-out/run.rfraw"], dir.path(), &[]);
+    let replay = rocflow(&["replay", "rocflow-out/last.rfraw"], dir.path(), &[]);
     assert_success(&replay);
     let replayed = std::fs::read_to_string(dir.path().join("run.prom")).unwrap();
     assert_eq!(openmetrics(&replayed), openmetrics(&recorded));

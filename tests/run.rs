@@ -5,16 +5,10 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
-use support::{assert_success, rocflow, run_on, text};
-
-/// The test application (built by `cargo test` as the `sim-app` example).
-fn sim_app() -> PathBuf {
-    let exe = Path::new(env!("CARGO_BIN_EXE_rocflow"));
-    exe.parent().unwrap().join("examples/sim-app")
-}
+use support::{assert_success, rocflow, run_on, sim_app, text};
 
 fn default_scenario() -> toml::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
@@ -160,7 +154,7 @@ fn sleep_receives_the_whole_scenario_with_kernel_names() {
     let stdout = text(&output.stdout);
     assert!(stdout.contains("/bin/sleep exited with 0"), "{stdout}");
     // The spool holds the same run: replaying it gives the same counts.
-    let inspect = text(&rocflow(&["inspect", "rocflow-out/run.rfraw"], dir.path(), &[]).stdout);
+    let inspect = text(&rocflow(&["inspect", "rocflow-out/last.rfraw"], dir.path(), &[]).stdout);
     let spooled = inspect
         .lines()
         .find_map(|l| l.trim().strip_prefix("kernel_dispatch"))
@@ -204,7 +198,7 @@ fn programs_a_shell_starts_are_one_stream_each() {
         text(&output.stdout)
     );
     let inspect = rocflow(
-        &["inspect", "--json", "rocflow-out/run.rfraw"],
+        &["inspect", "--json", "rocflow-out/last.rfraw"],
         dir.path(),
         &[],
     );

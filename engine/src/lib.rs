@@ -5,6 +5,7 @@
 
 pub mod arrow;
 pub mod atomic;
+pub mod cancel;
 pub mod catalog;
 pub mod chunk;
 pub mod cli;
@@ -21,6 +22,7 @@ pub mod plugin;
 pub mod post;
 pub mod report;
 pub mod runner;
+pub mod runs;
 pub mod sink;
 pub mod stage;
 pub mod stats;

@@ -50,6 +50,14 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
     };
     let mut reports: Vec<PostReport> = Vec::new();
     for post in &plan.posts {
+        if crate::cancel::requested() {
+            reports.push(PostReport {
+                name: post.name.clone(),
+                required: post.required,
+                outcome: Err(crate::cancel::STOPPED.into()),
+            });
+            continue;
+        }
         if let Some(failed) = reports.iter().find(|r| r.required && r.outcome.is_err()) {
             reports.push(PostReport {
                 name: post.name.clone(),
@@ -173,12 +181,24 @@ fn command(
 ) -> Result<Done, String> {
     let argv: Vec<String> = argv.iter().map(|a| outputs.expand(a)).collect();
     let (program, args) = argv.split_first().ok_or("the command is empty")?;
-    let status = Command::new(program)
+    let mut child = Command::new(program)
         .args(args)
         .envs(outputs.variables())
         .envs(env.iter().map(|(k, v)| (k, outputs.expand(v))))
-        .status()
+        .spawn()
         .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if crate::cancel::requested() => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(crate::cancel::STOPPED.into());
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => return Err(format!("waiting for `{program}`: {e}")),
+        }
+    };
     if status.success() {
         Ok(Done::default())
     } else {
@@ -290,11 +310,14 @@ fn summary_of(plan: &Plan, spool: &Path, breakdown: Breakdown) -> Result<Summary
     let reader =
         SpoolReader::open(spool).map_err(|e| format!("reading {}: {e}", spool.display()))?;
     // The spool was read whole by the sinks already; a damaged tail was reported there.
-    Summary::of_run(
-        &plan.stages.transforms,
-        reader.map_while(Result::ok),
-        breakdown,
-    )
+    let frames = reader
+        .map_while(Result::ok)
+        .take_while(|_| !crate::cancel::requested());
+    let summary = Summary::of_run(&plan.stages.transforms, frames, breakdown)?;
+    if crate::cancel::requested() {
+        return Err(crate::cancel::STOPPED.into());
+    }
+    Ok(summary)
 }
 
 fn summarize(

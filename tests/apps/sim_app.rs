@@ -1,7 +1,9 @@
 //! A stand-in application for the `rocflow run` tests, doing what real applications do to
 //! a profiler: `sim-app fork N` forks N children that live a while and exit; `sim-app
 //! crash` dies of SIGSEGV; `sim-app threads N` runs N threads; `sim-app exit CODE` exits
-//! with CODE. Each first waits long enough for the simulated device's work to finish.
+//! with CODE; `sim-app _exit MS` ends with `_exit` after MS milliseconds, skipping
+//! `atexit` (and so the SDK's finalize); `sim-app linger S` ignores SIGINT and SIGTERM and
+//! lives S seconds. Each first waits long enough for the simulated device's work to finish.
 
 use std::time::Duration;
 
@@ -43,8 +45,23 @@ fn main() {
             settle();
             std::process::exit(number(1));
         }
+        Some("_exit") => {
+            std::thread::sleep(Duration::from_millis(number(1) as u64));
+            // SAFETY: ending the process has no preconditions.
+            unsafe { libc::_exit(0) };
+        }
+        Some("linger") => {
+            // SAFETY: ignoring signals has no preconditions.
+            unsafe {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                libc::signal(libc::SIGTERM, libc::SIG_IGN);
+            }
+            std::thread::sleep(Duration::from_secs(number(1) as u64));
+        }
         _ => {
-            eprintln!("usage: sim-app fork N | crash | threads N | exit CODE");
+            eprintln!(
+                "usage: sim-app fork N | crash | threads N | exit CODE | _exit MS | linger S"
+            );
             std::process::exit(2);
         }
     }

@@ -6,6 +6,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The test application (built by `cargo test` as the `sim-app` example).
+pub fn sim_app() -> std::path::PathBuf {
+    let exe = Path::new(env!("CARGO_BIN_EXE_rocflow"));
+    exe.parent().unwrap().join("examples/sim-app")
+}
+
 /// Runs `rocflow args…` in `dir` with `env` set, and nothing from this machine's
 /// environment that would change its answers (template path, ROCm installation).
 pub fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {

@@ -50,6 +50,19 @@ pub struct BufferPlan {
     pub size_bytes: u64,
     pub watermark_bytes: u64,
     pub policy: BufferPolicy,
+    /// How often the tool flushes the buffer whatever its fill: an application that ends
+    /// without the SDK's finalize (`_exit`, SIGKILL) loses at most this much of its run.
+    /// Plans recorded before it existed get the default.
+    #[serde(default = "default_flush_interval")]
+    pub flush_interval_ns: u64,
+}
+
+/// A second: records reach the runner while the application runs, at no measurable cost
+/// (a flush of a quiet buffer is a lock and a check).
+pub const DEFAULT_FLUSH_INTERVAL_NS: u64 = 1_000_000_000;
+
+fn default_flush_interval() -> u64 {
+    DEFAULT_FLUSH_INTERVAL_NS
 }
 
 /// Which agents a service applies to.

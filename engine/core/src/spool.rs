@@ -18,7 +18,16 @@ pub struct SpoolWriter {
 impl SpoolWriter {
     /// Creates (or truncates) the spool and writes the stream header.
     pub fn create(path: &Path) -> io::Result<SpoolWriter> {
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
+        SpoolWriter::start(File::create(path)?)
+    }
+
+    /// Creates the spool, failing if the file exists: a run never replaces another's.
+    pub fn create_new(path: &Path) -> io::Result<SpoolWriter> {
+        SpoolWriter::start(File::create_new(path)?)
+    }
+
+    fn start(file: File) -> io::Result<SpoolWriter> {
+        let mut out = BufWriter::with_capacity(1 << 20, file);
         out.write_all(&wire::stream_header())?;
         Ok(SpoolWriter {
             out,

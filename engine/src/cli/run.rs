@@ -9,7 +9,7 @@ use clap::Args;
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::record::{Exit, ToolCost};
-use crate::runner::{self, Device, Options, StartError};
+use crate::runner::{self, Device, Options, StartError, Stop};
 
 use super::pipeline::PipelineArgs;
 use super::print;
@@ -25,9 +25,10 @@ pub struct RunArgs {
     /// simulated MI300X) or `sim:SCENARIO.toml`.
     #[arg(long, default_value = "rocm", value_parser = Device::parse)]
     device: Device,
-    /// Where to keep the raw spool (every record, for `rocflow replay`).
-    #[arg(long, default_value = "rocflow-out/run.rfraw")]
-    spool: PathBuf,
+    /// Where to keep the raw spool (every record, for `rocflow replay`); by default a
+    /// file of the run's own in the pipeline's `spool_dir`, with `last.rfraw` beside it.
+    #[arg(long)]
+    spool: Option<PathBuf>,
     /// The application and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "APP")]
     command: Vec<OsString>,
@@ -57,9 +58,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Some(Exit::Signal(signal)) => out.push_str(&format!(
             "{app} was killed by signal {signal}; the outputs hold everything received until then\n"
         )),
-        None => out.push_str(&format!(
-            "{app} was left running; the outputs hold what arrived until rocflow stopped\n"
-        )),
+        None => eprintln!(
+            "warning: {app} (pid {}) was left running; the outputs hold what arrived until rocflow stopped",
+            outcome.pid
+        ),
+    }
+    for lost in &outcome.unfinalized {
+        eprintln!(
+            "warning: process {} ended without finalizing; records after {:.1} s may be missing",
+            lost.pid,
+            lost.last_frame.as_secs_f64()
+        );
     }
     if outcome.streams == 0 {
         eprintln!("{}", no_stream_message(&options.device));
@@ -101,17 +110,24 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             total.writer_ns as f64 / 1e9
         ));
     }
-    out.push_str(&format!("\n  spool: {}\n", options.spool.display()));
+    out.push_str(&format!("\n  spool: {}\n", outcome.spool.display()));
     if let Some(e) = &outcome.spool_error {
         eprintln!(
             "error: the spool {} is incomplete: {e}",
-            options.spool.display()
+            outcome.spool.display()
         );
     }
     let healthy =
-        outputs(&plan, &outcome.report, &options.spool, &mut out) && outcome.spool_error.is_none();
+        outputs(&plan, &outcome.report, &outcome.spool, &mut out) && outcome.spool_error.is_none();
     print(&out)?;
-    let status = outcome.exit.map_or(130, Exit::status);
+    // SIGTERM at any point ends the run as the signal would have, for the scheduler.
+    let stopped = crate::cancel::requested().then_some(Stop::Terminated);
+    let status = match (stopped.or(outcome.stopped), outcome.exit) {
+        (Some(stop), _) => stop.status(),
+        (None, Some(exit)) => exit.status(),
+        // Waiting for the application failed, which only a broken system does.
+        (None, None) => 1,
+    };
     Ok(ExitCode::from(match (status, healthy) {
         (0, false) => 1,
         (status, _) => status.clamp(0, 255) as u8,

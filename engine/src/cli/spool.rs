@@ -27,6 +27,11 @@ use crate::{post, sink, stage};
 use super::pipeline::PipelineArgs;
 use super::print;
 
+/// A run named on the command line: a directory of runs means its last one.
+fn run_path(arg: &str) -> std::result::Result<PathBuf, std::convert::Infallible> {
+    Ok(crate::runs::resolve(Path::new(arg)))
+}
+
 fn open(path: &Path) -> Result<SpoolReader> {
     SpoolReader::open(path).map_err(|e| match e {
         WireError::Io(io) => Error::user(Diagnostic::error(format!(
@@ -35,7 +40,7 @@ fn open(path: &Path) -> Result<SpoolReader> {
         ))),
         other => Error::user(
             Diagnostic::error(format!("`{}`: {other}", path.display()))
-                .hint("a spool is the run.rfraw file `rocflow run` keeps next to its outputs"),
+                .hint("a spool is the run-….rfraw file `rocflow run` keeps next to its outputs; `last.rfraw` there is the newest"),
         ),
     })
 }
@@ -59,7 +64,8 @@ fn warn_ending(reader: &SpoolReader) {
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// The raw spool of a run (`run.rfraw`).
+    /// The raw spool of a run, or the directory of runs (its `last.rfraw`).
+    #[arg(value_parser = run_path)]
     spool: PathBuf,
     /// A pipeline (file or template name) to use instead of the one the run was recorded with.
     pipeline: Option<PathBuf>,
@@ -143,7 +149,9 @@ pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &m
 
 #[derive(Debug, Args)]
 pub struct SummaryArgs {
-    /// The raw spool of a run (`run.rfraw`), or a rocpd database.
+    /// The raw spool of a run (or the directory of runs: its `last.rfraw`), or a rocpd
+    /// database.
+    #[arg(value_parser = run_path)]
     spool: PathBuf,
     /// A pipeline whose transforms apply first (default: the one the run was recorded with,
     /// or none).
@@ -207,9 +215,11 @@ fn recorded_transforms(spool: &Path) -> Vec<TransformPlan> {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The baseline run: its spool or a rocpd database.
+    /// The baseline run: its spool (or directory of runs) or a rocpd database.
+    #[arg(value_parser = run_path)]
     a: PathBuf,
-    /// The run compared with it: its spool or a rocpd database.
+    /// The run compared with it: its spool (or directory of runs) or a rocpd database.
+    #[arg(value_parser = run_path)]
     b: PathBuf,
     /// Output: a terminal table, Markdown or JSON.
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
@@ -335,7 +345,8 @@ fn recorded_plan(path: &Path) -> Result<Plan> {
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The raw spool of a run (`run.rfraw`).
+    /// The raw spool of a run, or the directory of runs (its `last.rfraw`).
+    #[arg(value_parser = run_path)]
     spool: PathBuf,
     /// Print one JSON object instead of text.
     #[arg(long)]

@@ -209,6 +209,7 @@ impl Converter<'_> {
                         "Converted from the rocprofv3 input {}, {label}",
                         self.file.name()
                     )),
+                    spool_dir: None,
                 };
                 Pass {
                     pipeline: pipeline(&settings, counters, directory.as_deref(), header),
@@ -552,9 +553,13 @@ fn pipeline(
     s: &Settings,
     counters: Vec<String>,
     subdirectory: Option<&str>,
-    header: Header,
+    mut header: Header,
 ) -> Pipeline {
     let (prefix, params) = s.outputs.prefix(subdirectory);
+    // The spool goes with the outputs, as rocprofv3's own files do.
+    header.spool_dir = params
+        .contains_key("output_dir")
+        .then(|| "{output_dir}".to_owned());
     let counters = (!counters.is_empty()).then(|| Counters {
         collect: counters,
         definitions: None,

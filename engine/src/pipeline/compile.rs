@@ -13,9 +13,9 @@ use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::diag::{Diagnostic, Span, did_you_mean};
 use crate::plan::{
-    AgentSelector, BufferPlan, ContextPlan, CounterPlan, Metric, MetricOp, PcSamplingPlan, Plan,
-    PluginRef, PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph, StartPlan,
-    TracingPlan, TransformOpPlan, TransformPlan, Writer,
+    AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS, Metric,
+    MetricOp, PcSamplingPlan, Plan, PluginRef, PostPlan, Provenance, ReducePlan, Route, SinkPlan,
+    StageGraph, StartPlan, TracingPlan, TransformOpPlan, TransformPlan, Writer,
 };
 use crate::plugin::{self, Kind, NotFound, Plugin, PluginSink, PluginTransform, Search};
 use crate::record::{Batch, ColumnType, RecordKind, wire_size};
@@ -118,6 +118,13 @@ impl<'a> Compiler<'a> {
         let sinks = self.sinks(&pipeline.sink, &produced, &params);
         let routes = routes(&sinks, &transforms);
         let posts = self.posts(&pipeline.post, &sinks, &params);
+        let spool_dir = match &pipeline.pipeline.spool_dir {
+            Some(dir) => {
+                self.placeholders(path!["pipeline", "spool_dir"], dir, &params);
+                dir.clone()
+            }
+            None => crate::plan::DEFAULT_SPOOL_DIR.to_owned(),
+        };
         if !self.errors.is_empty() {
             self.errors.extend(self.warnings);
             return Err(self.errors);
@@ -136,6 +143,7 @@ impl<'a> Compiler<'a> {
                 hash: format!("{:016x}", fnv1a(resolved.as_bytes())),
             },
             params,
+            spool_dir,
             contexts,
             stages: StageGraph {
                 produced,
@@ -304,10 +312,23 @@ impl<'a> Compiler<'a> {
                 bytes
             }
         };
+        let path = path!["context", i, "buffer", "flush_interval"];
+        let flush_interval_ns = match &b.flush_interval {
+            None => DEFAULT_FLUSH_INTERVAL_NS,
+            Some(q) => match self.quantity(path, q, units::parse_duration) {
+                Some(0) => {
+                    self.error(path, "a buffer cannot be flushed every 0 s")
+                        .hint = Some("try \"1s\" or \"100ms\"".into());
+                    DEFAULT_FLUSH_INTERVAL_NS
+                }
+                ns => ns.unwrap_or(DEFAULT_FLUSH_INTERVAL_NS),
+            },
+        };
         BufferPlan {
             size_bytes,
             watermark_bytes,
             policy: b.policy.unwrap_or_default(),
+            flush_interval_ns,
         }
     }
 

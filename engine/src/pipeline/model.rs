@@ -46,6 +46,8 @@ pub struct Pipeline {
 pub struct Header {
     pub name: Option<String>,
     pub description: Option<String>,
+    /// Where runs keep their raw spools (one file per run).
+    pub spool_dir: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]
@@ -93,12 +95,16 @@ pub struct Buffer {
     pub size: Option<Quantity>,
     pub watermark: Option<Quantity>,
     pub policy: Option<crate::sdk::BufferPolicy>,
+    pub flush_interval: Option<Quantity>,
 }
 
 impl Buffer {
     /// Nothing set: the compiler's defaults apply.
     pub fn is_empty(&self) -> bool {
-        self.size.is_none() && self.watermark.is_none() && self.policy.is_none()
+        self.size.is_none()
+            && self.watermark.is_none()
+            && self.policy.is_none()
+            && self.flush_interval.is_none()
     }
 }
 

@@ -27,6 +27,11 @@ pub fn explain(plan: &Plan) -> String {
     }
     let _ = writeln!(
         out,
+        "  spool: {}/run-{{timestamp}}-{{pid}}.rfraw (last.rfraw points at the newest)",
+        plan.spool_dir
+    );
+    let _ = writeln!(
+        out,
         "\ncontexts: {} (all created in the tool's initialize callback)",
         plan.contexts.len()
     );
@@ -101,10 +106,11 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
     let b = &c.buffer;
     let _ = writeln!(
         out,
-        "      buffer: {}, flushed at {} ({:.1}%), {:?} policy",
+        "      buffer: {}, flushed at {} ({:.1}%) and every {}, {:?} policy",
         bytes(b.size_bytes),
         bytes(b.watermark_bytes),
         b.watermark_bytes as f64 * 100.0 / b.size_bytes as f64,
+        duration(b.flush_interval_ns),
         b.policy
     );
     let _ = writeln!(out, "      agents: {}", agents(&c.agents, "every agent"));

@@ -14,8 +14,8 @@ use crate::pipeline::units::IterationRanges;
 use crate::record::RecordKind;
 
 pub use rocflow_core::contexts::{
-    AgentSelector, BufferPlan, ContextPlan, CounterPlan, FORMAT_VERSION, PcSamplingPlan,
-    ReducePlan, StartPlan, TracingPlan,
+    AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS, FORMAT_VERSION,
+    PcSamplingPlan, ReducePlan, StartPlan, TracingPlan,
 };
 
 pub use explain::explain;
@@ -26,10 +26,22 @@ pub struct Plan {
     pub pipeline: Provenance,
     /// Parameter values after `--set`.
     pub params: IndexMap<String, serde_json::Value>,
+    /// The directory each run keeps its raw spool in, under a name of its own, with
+    /// run-time placeholders (`{hostname}`, …) still to fill. Plans recorded before it
+    /// existed kept theirs in `rocflow-out`.
+    #[serde(default = "default_spool_dir")]
+    pub spool_dir: String,
     pub contexts: Vec<ContextPlan>,
     pub stages: StageGraph,
     pub sinks: Vec<SinkPlan>,
     pub posts: Vec<PostPlan>,
+}
+
+/// Where spools go when the pipeline does not say.
+pub const DEFAULT_SPOOL_DIR: &str = "rocflow-out";
+
+fn default_spool_dir() -> String {
+    DEFAULT_SPOOL_DIR.to_owned()
 }
 
 /// Where the plan came from, recorded in every output's metadata.

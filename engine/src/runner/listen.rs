@@ -6,7 +6,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::record::{RecordKind, wire_size};
 use crate::spool::SpoolWriter;
@@ -15,28 +15,43 @@ use crate::wire::{self, Frame, FrameReader};
 /// Where every frame goes first: the raw spool, written as frames arrive, so a crash of
 /// anything later loses nothing that arrived.
 pub struct Intake {
-    spool: Mutex<(SpoolWriter, Option<String>)>,
+    spool: Mutex<Kept>,
     /// The record kinds the stages take (indexed as [`RecordKind::ALL`]); frames of the
     /// others are kept in the spool and not decoded.
     decode: Vec<bool>,
 }
 
+/// The spool while the run takes frames, and after.
+struct Kept {
+    /// `None` once finished: frames after that (from processes rocflow stopped waiting
+    /// for) are neither kept nor decoded.
+    writer: Option<SpoolWriter>,
+    /// Why the spool is incomplete, if a write failed.
+    error: Option<String>,
+}
+
 impl Intake {
     pub fn new(spool: SpoolWriter, consumes: impl Fn(RecordKind) -> bool) -> Intake {
         Intake {
-            spool: Mutex::new((spool, None)),
+            spool: Mutex::new(Kept {
+                writer: Some(spool),
+                error: None,
+            }),
             decode: RecordKind::ALL.iter().map(|&k| consumes(k)).collect(),
         }
     }
 
-    /// Keeps a raw frame in the spool and decodes it for the stages if they take it.
+    /// Keeps a raw frame in the spool and decodes it for the stages if they take it;
+    /// `Err` once the spool is finished or the stages stopped taking frames.
     pub fn take(&self, raw: &[u8], frames: &SyncSender<Frame>) -> Result<(), ()> {
         {
-            let mut spool = self.spool.lock().unwrap();
-            if spool.1.is_none()
-                && let Err(e) = spool.0.write(raw)
+            let mut kept = self.spool.lock().unwrap();
+            let Kept { writer, error } = &mut *kept;
+            let Some(writer) = writer else { return Err(()) };
+            if error.is_none()
+                && let Err(e) = writer.write(raw)
             {
-                spool.1 = Some(e.to_string());
+                *error = Some(e.to_string());
             }
         }
         if record_kind(raw).is_some_and(|kind| !self.decode[kind as usize]) {
@@ -51,10 +66,13 @@ impl Intake {
         }
     }
 
-    /// Completes the spool; the error says why it is incomplete, if it is.
-    pub fn finish(self) -> Option<String> {
-        let (spool, error) = self.spool.into_inner().unwrap();
-        error.or_else(|| spool.finish().err().map(|e| e.to_string()))
+    /// Completes the spool with every frame taken so far: written out and synced, whatever
+    /// readers are still running. Once only; the error says why it is incomplete, if it is.
+    pub fn finish(&self) -> Option<String> {
+        let mut kept = self.spool.lock().unwrap();
+        let writer = kept.writer.take()?;
+        let finished = writer.finish().err().map(|e| e.to_string());
+        kept.error.take().or(finished)
     }
 }
 
@@ -71,6 +89,17 @@ pub struct Counts {
     pub streams: AtomicU64,
     /// Records received, per kind (indexed as [`RecordKind::ALL`]).
     records: Vec<AtomicU64>,
+    /// Each connection's life, indexed by its stream number.
+    lives: Mutex<Vec<Life>>,
+}
+
+/// When a process's stream opened, when its last frame came, and whether it has ended: a
+/// stream that ended without the tool's closing frame lost what the tool still held.
+#[derive(Debug, Clone, Copy)]
+pub struct Life {
+    pub connected: Instant,
+    pub last_frame: Instant,
+    pub ended: bool,
 }
 
 impl Default for Counts {
@@ -78,11 +107,23 @@ impl Default for Counts {
         Counts {
             streams: AtomicU64::new(0),
             records: RecordKind::ALL.iter().map(|_| AtomicU64::new(0)).collect(),
+            lives: Mutex::default(),
         }
     }
 }
 
 impl Counts {
+    /// The life of stream `stream`, if it connected.
+    pub fn life(&self, stream: u16) -> Option<Life> {
+        self.lives.lock().unwrap().get(usize::from(stream)).copied()
+    }
+
+    fn update(&self, stream: u16, change: impl FnOnce(&mut Life)) {
+        if let Some(life) = self.lives.lock().unwrap().get_mut(usize::from(stream)) {
+            change(life);
+        }
+    }
+
     pub fn total(&self) -> u64 {
         self.records.iter().map(|n| n.load(Ordering::Relaxed)).sum()
     }
@@ -117,10 +158,17 @@ pub fn serve(
                 let stream = next;
                 next = next.wrapping_add(1);
                 counts.streams.fetch_add(1, Ordering::Relaxed);
+                let now = Instant::now();
+                counts.lives.lock().unwrap().push(Life {
+                    connected: now,
+                    last_frame: now,
+                    ended: false,
+                });
                 let (intake, frames, counts) =
                     (Arc::clone(&intake), frames.clone(), Arc::clone(&counts));
                 std::thread::spawn(move || {
                     read(socket, stream, &intake, &frames, &counts);
+                    counts.update(stream, |life| life.ended = true);
                     // The spool's last user lets go before the stages see the end.
                     drop(intake);
                     drop(frames);
@@ -166,6 +214,7 @@ fn read(
                     let records = (frame.len() - wire::FRAME_HEADER) / wire_size(kind);
                     counts.records[kind as usize].fetch_add(records as u64, Ordering::Relaxed);
                 }
+                counts.update(stream, |life| life.last_frame = Instant::now());
                 if intake.take(&frame, frames).is_err() {
                     return;
                 }

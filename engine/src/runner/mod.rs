@@ -27,6 +27,8 @@ use crate::spool::SpoolWriter;
 use crate::stage::{self, Report};
 use crate::wire::{self, Frame};
 
+pub use signals::Stop;
+
 /// Frames queued between the connections and the stages.
 const QUEUE: usize = 256;
 
@@ -57,8 +59,9 @@ impl Device {
 
 pub struct Options {
     pub device: Device,
-    /// Where the raw spool goes.
-    pub spool: PathBuf,
+    /// Where the raw spool goes: this file (replaced), or, by default, a file of the
+    /// run's own in the plan's spool directory (see [`crate::runs`]).
+    pub spool: Option<PathBuf>,
     /// The application and its arguments.
     pub command: Vec<OsString>,
 }
@@ -67,15 +70,33 @@ pub struct Options {
 pub struct Outcome {
     /// How the application ended; `None` if rocflow stopped waiting for it.
     pub exit: Option<Exit>,
+    /// The application's pid.
+    pub pid: u32,
+    /// Why rocflow stopped waiting for the application, if it did.
+    pub stopped: Option<Stop>,
     pub report: Report,
     /// Records received, per kind (the spool holds them all; the stages decode only the
     /// kinds they take).
     pub records: Vec<(RecordKind, u64)>,
     /// Processes that connected.
     pub streams: u64,
+    /// Processes whose stream ended without the tool's finalize: what the tool held since
+    /// its last flush was lost.
+    pub unfinalized: Vec<Unfinalized>,
     pub elapsed: Duration,
+    /// The raw spool.
+    pub spool: PathBuf,
     /// Why the spool is incomplete, if writing it failed.
     pub spool_error: Option<String>,
+}
+
+/// A process that ended without finalizing (`_exit`, SIGKILL): records after its last
+/// frame may be missing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Unfinalized {
+    pub pid: u32,
+    /// Its last frame, from when it connected.
+    pub last_frame: Duration,
 }
 
 /// Why a run could not start.
@@ -105,6 +126,25 @@ fn checked_scenario(path: &std::path::Path) -> Result<PathBuf, StartError> {
     path.canonicalize().map_err(|e| fail(e.to_string()))
 }
 
+/// Creates the run's spool, once the application started (a run that cannot start
+/// leaves no file behind).
+fn create_spool(
+    plan: &Plan,
+    options: &Options,
+    pid: u32,
+) -> std::io::Result<(PathBuf, SpoolWriter)> {
+    if let Some(path) = &options.spool {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        return Ok((path.clone(), SpoolWriter::create(path)?));
+    }
+    let mut placeholders = sink::Placeholders::for_run(&crate::catalog::Catalog::default());
+    placeholders.pid = pid;
+    let dir = placeholders.expand(&plan.spool_dir);
+    crate::runs::create(&dir, &placeholders.fill("run-{timestamp}-{pid}"))
+}
+
 /// Runs the application under the plan.
 pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
     let started = Instant::now();
@@ -130,16 +170,6 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         .map_err(|e| setup(format!("cannot write the plan: {e}")))?;
     let listener = UnixListener::bind(&socket)
         .map_err(|e| setup(format!("cannot listen on {}: {e}", socket.display())))?;
-    if let Some(parent) = options.spool.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| setup(format!("cannot create {}: {e}", parent.display())))?;
-    }
-    let spool = SpoolWriter::create(&options.spool).map_err(|e| {
-        setup(format!(
-            "cannot create the spool {}: {e}",
-            options.spool.display()
-        ))
-    })?;
 
     let (program, args) = options
         .command
@@ -166,7 +196,17 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         program: program.to_string_lossy().into_owned(),
         source,
     })?;
-    signals::forward_to(child.id());
+    let pid = child.id();
+    signals::forward_to(pid);
+    // The application waits on the socket's backlog meanwhile; nothing is read yet.
+    let (spool_path, spool) = match create_spool(plan, options, pid) {
+        Ok(created) => created,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(setup(format!("cannot create the spool: {e}")));
+        }
+    };
 
     let (frames_in, frames) = sync_channel::<Frame>(QUEUE);
     let intake = Arc::new(Intake::new(spool, |kind| plan.consumes(kind)));
@@ -217,39 +257,72 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         })
     });
 
+    let mut stopped = None;
+    let mut spool_error = None;
     let incoming = std::iter::from_fn(|| {
         loop {
             match frames.recv_timeout(Duration::from_millis(100)) {
                 Ok(frame) => return Some(frame),
-                Err(RecvTimeoutError::Timeout) if signals::gave_up() => return None,
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return None,
+                Err(RecvTimeoutError::Timeout) => {
+                    stopped = signals::stop_waiting();
+                    if stopped.is_some() {
+                        break;
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
             }
         }
-    });
+        // Every frame that arrived is in the spool before the sinks finish (which can
+        // take long enough for a scheduler's SIGKILL to come first).
+        spool_error = intake.finish();
+        None
+    })
+    .fuse();
     let report = stage::run(plan, incoming, &sink::open).map_err(setup)?;
-    let exit = if signals::gave_up() {
+    // In case the stages stopped before the end of their input.
+    if let Some(e) = intake.finish() {
+        spool_error.get_or_insert(e);
+    }
+    let exit = if stopped.is_some() {
         None
     } else {
         waiter.join().ok().flatten()
     };
     stop.store(true, Ordering::Release);
-    let _ = listener_thread.join();
+    if stopped.is_none() {
+        let _ = listener_thread.join();
+    }
     if let Some(p) = progress {
         let _ = p.join();
     }
-    // Readers still running (after a second Ctrl-C) keep their share; the spool is
-    // completed with what they wrote so far.
-    let spool_error = match Arc::try_unwrap(intake) {
-        Ok(intake) => intake.finish(),
-        Err(_) => Some("processes were still sending when rocflow stopped waiting".into()),
-    };
+    let unfinalized = unfinalized(&report, &counts);
     Ok(Outcome {
         exit,
+        pid,
+        stopped,
         report,
         records: counts.per_kind(),
         streams: counts.streams.load(Ordering::Relaxed),
+        unfinalized,
         elapsed: started.elapsed(),
+        spool: spool_path,
         spool_error,
     })
+}
+
+/// The processes whose stream ended without the tool's closing frame (its cost, which the
+/// tool sends when it finalizes or dies of a signal it catches).
+fn unfinalized(report: &Report, counts: &listen::Counts) -> Vec<Unfinalized> {
+    report
+        .catalog
+        .streams()
+        .filter(|(_, meta)| meta.tool_cost.is_none())
+        .filter_map(|(stream, meta)| {
+            let life = counts.life(stream).filter(|life| life.ended)?;
+            Some(Unfinalized {
+                pid: meta.process.as_ref()?.pid,
+                last_frame: life.last_frame - life.connected,
+            })
+        })
+        .collect()
 }

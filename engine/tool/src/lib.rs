@@ -10,6 +10,7 @@
 mod api;
 mod control;
 mod crash;
+mod flusher;
 mod records;
 mod setup;
 mod stream;
@@ -242,22 +243,26 @@ unsafe extern "C" fn initialize(_finalize: ClientFinalize, _data: *mut c_void) -
     }
     crash::install();
     control::start(tool);
+    flusher::start(tool);
     0
 }
 
 extern "C" fn after_fork_child() {
     if let Some(tool) = tool() {
         stream::reopen_in_child(&tool.socket, tool.process());
+        flusher::restart_in_child(tool);
     }
 }
 
-/// Flushes every buffer and closes the stream; once per process.
+/// Flushes every buffer and closes the stream; once per process. Closing is what tells
+/// the runner the process finalized (the writer's last frame is the tool's cost).
 fn flush_and_close(timeout: Duration) {
     static DONE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let pid = std::process::id();
     if DONE.swap(pid, std::sync::atomic::Ordering::AcqRel) == pid {
         return;
     }
+    let _no_more_rounds = flusher::stop(timeout);
     if let Some(tool) = tool() {
         for ctx in tool.contexts.get().into_iter().flatten() {
             // SAFETY: a buffer the tool created.

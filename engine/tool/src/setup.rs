@@ -26,6 +26,8 @@ pub struct Context {
     pub handle: Handle,
     pub buffer: Handle,
     pub start: StartPlan,
+    /// How often [`crate::flusher`] flushes the buffer.
+    pub flush_interval: std::time::Duration,
 }
 
 /// A GPU as the tool selects it.
@@ -255,6 +257,7 @@ fn context(
         handle,
         buffer,
         start: plan.start,
+        flush_interval: std::time::Duration::from_nanos(plan.buffer.flush_interval_ns),
     })
 }
 

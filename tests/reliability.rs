@@ -1,0 +1,318 @@
+//! What a run keeps whatever happens to it: each run its own spool, nothing touched by a
+//! run that cannot start, the records of an application that ends without finalizing,
+//! the whole spool after a second Ctrl-C, and a prompt, complete end on SIGTERM.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+use support::{assert_success, rocflow, sim_app, text};
+
+/// Kernel dispatches as CSV, flushed every 100 ms; a command post-step when `post` says.
+fn pipeline(dir: &Path, post: &str) {
+    let text = format!(
+        r#"
+[pipeline]
+name = "reliable"
+spool_dir = "{{output_dir}}"
+
+[params]
+output_dir = "out"
+
+[[context]]
+name = "kernels"
+tracing = ["kernel_dispatch"]
+buffer = {{ flush_interval = "100ms" }}
+
+[[sink]]
+name = "tables"
+kind = "csv"
+path = "{{output_dir}}/tables-{{pid}}"
+{post}
+"#
+    );
+    std::fs::write(dir.join("p.toml"), text).unwrap();
+}
+
+/// `rocflow run p.toml --device sim -- APP…` in `dir`, started, not waited for. Its
+/// output goes to files, not pipes: an application left running keeps those open.
+fn start(dir: &Path, app: &[&str]) -> Run {
+    let files = tempfile::tempdir().unwrap();
+    let file = |name: &str| std::fs::File::create(files.path().join(name)).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_rocflow"))
+        .args(["run", "p.toml", "--device", "sim", "--"])
+        .args(app)
+        .current_dir(dir)
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .unwrap();
+    Run { child, files }
+}
+
+struct Run {
+    child: Child,
+    files: tempfile::TempDir,
+}
+
+impl Run {
+    fn output(self, status: std::process::ExitStatus) -> Output {
+        let read = |name: &str| std::fs::read(self.files.path().join(name)).unwrap();
+        Output {
+            status,
+            stdout: read("stdout"),
+            stderr: read("stderr"),
+        }
+    }
+
+    fn wait(mut self) -> Output {
+        let status = self.child.wait().unwrap();
+        self.output(status)
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: signalling a child of this test.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+    }
+
+    /// Waits at most `limit`; the output and how long it took.
+    fn finish_within(mut self, limit: Duration) -> (Output, Duration) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("rocflow did not end within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let took = started.elapsed();
+        (self.output(status), took)
+    }
+}
+
+fn run(dir: &Path, app: &[&str]) -> Output {
+    start(dir, app).wait()
+}
+
+/// The spools of a directory, sorted.
+fn spools(dir: &Path) -> Vec<PathBuf> {
+    let mut spools: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            name.starts_with("run-") && name.ends_with(".rfraw")
+        })
+        .collect();
+    spools.sort();
+    spools
+}
+
+/// `rocflow inspect --json` of a spool (or a directory's last one).
+fn inspect(dir: &Path, spool: &str) -> serde_json::Value {
+    let out = rocflow(&["inspect", "--json", spool], dir, &[]);
+    assert_success(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn kernel_records(spool: &serde_json::Value) -> u64 {
+    spool["records"]["kernel_dispatch"].as_u64().unwrap_or(0)
+}
+
+/// The pid in "… (pid N) was left running".
+fn left_running(stderr: &str) -> i32 {
+    let after = stderr
+        .split("(pid ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no pid named: {stderr}"));
+    after[..after.find(')').unwrap()].parse().unwrap()
+}
+
+#[test]
+fn every_run_keeps_a_spool_of_its_own_with_its_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), "");
+    let app = sim_app();
+    let app = app.to_str().unwrap();
+    for _ in 0..2 {
+        assert_success(&run(dir.path(), &[app, "exit", "0"]));
+    }
+    // Two at once in the same directory.
+    let both = [
+        start(dir.path(), &[app, "exit", "0"]),
+        start(dir.path(), &[app, "exit", "0"]),
+    ];
+    for run in both {
+        assert_success(&run.wait());
+    }
+    let out = dir.path().join("out");
+    let spools = spools(&out);
+    assert_eq!(spools.len(), 4, "{spools:?}");
+    for spool in &spools {
+        let read = inspect(dir.path(), spool.to_str().unwrap());
+        assert_eq!(read["complete"], true, "{read}");
+        assert!(kernel_records(&read) > 0, "{read}");
+    }
+    // The directory, and its `last.rfraw`, name the newest run.
+    let last = std::fs::canonicalize(out.join("last.rfraw")).unwrap();
+    assert!(spools.contains(&last), "{last:?}");
+    assert_eq!(
+        inspect(dir.path(), "out"),
+        inspect(dir.path(), "out/last.rfraw")
+    );
+    assert!(!dir.path().join("rocflow-out").exists());
+}
+
+#[test]
+fn a_run_that_cannot_start_touches_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), "");
+    let app = sim_app();
+    assert_success(&run(dir.path(), &[app.to_str().unwrap(), "exit", "0"]));
+    let out = dir.path().join("out");
+    let listing = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files: Vec<_> = (std::fs::read_dir(dir).unwrap())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    let before = listing(&out);
+    let typo = run(dir.path(), &["./no-such-app"]);
+    assert_eq!(typo.status.code(), Some(2), "{}", text(&typo.stderr));
+    assert!(text(&typo.stderr).contains("no-such-app"));
+    assert_eq!(
+        listing(&out),
+        before,
+        "the earlier run's files are untouched"
+    );
+}
+
+#[test]
+fn an_application_that_ends_with_exit_keeps_what_was_flushed() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), "");
+    let app = sim_app();
+    let output = run(dir.path(), &[app.to_str().unwrap(), "_exit", "800"]);
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    let spool = inspect(dir.path(), "out");
+    let pid = spool["processes"][0]["pid"].as_u64().unwrap();
+    assert!(kernel_records(&spool) > 0, "{spool}\n{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "process {pid} ended without finalizing; records after "
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_shell_that_exits_without_finalizing_is_named() {
+    // dash ends with `_exit`: no atexit handler, so no finalize, runs in the shell.
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), "");
+    let output = run(dir.path(), &["/bin/sh", "-c", "/bin/sleep 0.5; true"]);
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    let spool = inspect(dir.path(), "out");
+    let shell = (spool["processes"].as_array().unwrap().iter())
+        .find(|p| p["command"].as_str().unwrap().starts_with("/bin/sh "))
+        .unwrap_or_else(|| panic!("{spool}"));
+    assert!(
+        stderr.contains(&format!(
+            "process {} ended without finalizing",
+            shell["pid"]
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_second_interrupt_keeps_the_whole_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), "");
+    let app = sim_app();
+    let child = start(dir.path(), &[app.to_str().unwrap(), "linger", "60"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    child.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(200));
+    child.signal(libc::SIGINT);
+    let (output, _) = child.finish_within(Duration::from_secs(20));
+    let stderr = text(&output.stderr);
+    let app_pid = left_running(&stderr);
+    // SAFETY: ending the application the test left running.
+    unsafe { libc::kill(app_pid, libc::SIGKILL) };
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let spool = inspect(dir.path(), "out");
+    assert_eq!(spool["complete"], true, "{spool}");
+    assert!(kernel_records(&spool) > 0, "{spool}");
+    // The sinks and the spool hold the same records.
+    let sunk = text(&output.stdout);
+    assert!(
+        sunk.contains(&format!("tables: {} records", kernel_records(&spool))),
+        "{sunk}\n{spool}"
+    );
+}
+
+#[test]
+fn sigterm_ends_a_run_whose_application_ignores_it() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), "");
+    let app = sim_app();
+    let child = start(dir.path(), &[app.to_str().unwrap(), "linger", "60"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    child.signal(libc::SIGTERM);
+    let (output, took) = child.finish_within(Duration::from_secs(20));
+    let stderr = text(&output.stderr);
+    // SAFETY: ending the application the test left running.
+    unsafe { libc::kill(left_running(&stderr), libc::SIGKILL) };
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    let spool = inspect(dir.path(), "out");
+    assert_eq!(spool["complete"], true, "{spool}");
+    assert!(kernel_records(&spool) > 0, "{spool}");
+}
+
+#[test]
+fn sigterm_during_a_post_step_ends_the_run_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let post = r#"
+[[post]]
+name = "slow"
+kind = "command"
+argv = ["/bin/sh", "-c", "touch started; sleep 60"]
+"#;
+    pipeline(dir.path(), post);
+    let app = sim_app();
+    let child = start(dir.path(), &[app.to_str().unwrap(), "exit", "0"]);
+    let started = dir.path().join("started");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "the post-step never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.signal(libc::SIGTERM);
+    let (output, took) = child.finish_within(Duration::from_secs(20));
+    let stderr = text(&output.stderr);
+    assert!(took < Duration::from_secs(5), "{took:?}: {stderr}");
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert!(
+        stderr.contains("post-step `slow`: not finished: rocflow was asked to stop"),
+        "{stderr}"
+    );
+    // The sink finished before the signal, the spool long before.
+    assert!(
+        text(&output.stdout).contains("tables: "),
+        "{}",
+        text(&output.stdout)
+    );
+    assert_eq!(inspect(dir.path(), "out")["complete"], true);
+}
