@@ -2,7 +2,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use support::{rocflow, text};
 
 const PIPELINE: &str = r#"
@@ -228,4 +228,37 @@ fn strict_transforms_stop_the_run_at_their_first_failure() {
         }
     }
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// The spool `rocflow run` wrote before format version 2 (see its README).
+fn version_1_spool() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/spool-v1")
+}
+
+#[test]
+fn a_version_1_spool_replays_with_its_recorded_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        version_1_spool().join("run.rfraw"),
+        dir.path().join("run.rfraw"),
+    )
+    .unwrap();
+    let info = inspect(dir.path());
+    assert_eq!(info["complete"], true);
+    assert_eq!(info["has_pipeline"], true);
+    let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let process = &info["processes"][0];
+    let tables = dir.path().join(format!(
+        "out/{}-{}",
+        process["hostname"].as_str().unwrap(),
+        process["pid"]
+    ));
+    for (kind, count) in info["records"].as_object().unwrap() {
+        let rows = std::fs::read_to_string(tables.join(format!("{kind}.csv")))
+            .unwrap()
+            .lines()
+            .count();
+        assert_eq!(rows as u64 - 1, count.as_u64().unwrap(), "{kind}");
+    }
 }
