@@ -9,6 +9,13 @@ use std::process::{Command, Output};
 /// Runs `rocflow args…` in `dir` with `env` set, and nothing from this machine's
 /// environment that would change its answers (template path, ROCm installation).
 pub fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
+    rocflow_command(args, dir, env)
+        .output()
+        .expect("rocflow runs")
+}
+
+/// The command [`rocflow`] runs, for a test that starts it itself.
+pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_rocflow"));
     command
         .args(args)
@@ -19,7 +26,7 @@ pub fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
     for (key, value) in env {
         command.env(key, value);
     }
-    command.output().expect("rocflow runs")
+    command
 }
 
 /// `rocflow run PIPELINE --device DEVICE -- APP…` in `dir`, with `env` set.

@@ -17,9 +17,10 @@
 //! thing: its checksum covers the payload only, so a damaged header is caught only where
 //! it names no kind or has a reserved byte other than 0.
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 
-use crate::record::{Batch, Meta, Record, RecordKind, wire_size};
+use crate::record::{Batch, CounterSample, Meta, Record, RecordKind, wire_size};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 /// The version this rocflow writes.
@@ -30,6 +31,10 @@ pub const STREAM_HEADER: usize = 8;
 pub const FRAME_HEADER: usize = 12;
 /// No frame is larger; a header claiming more is corrupt.
 pub const MAX_PAYLOAD: usize = 256 << 20;
+/// No counter has more instances (values per dispatch): a frame full of its samples, far
+/// more than any GPU has, and a bound on what a counter's description may make a reader
+/// set aside.
+pub const MAX_INSTANCES: u64 = (MAX_PAYLOAD / CounterSample::SIZE) as u64;
 
 const META_TAG: u8 = 0;
 
@@ -171,6 +176,10 @@ pub struct FrameReader<R> {
     offset: u64,
     /// The last frame's bytes, for [`FrameReader::next_frame`].
     bytes: Vec<u8>,
+    /// Per stream, how many strings its [`Meta::Strings`] items have numbered: an item
+    /// continues the numbering or repeats part of it, never leaves a gap (which a reader
+    /// would have to fill).
+    strings: HashMap<u16, u64>,
 }
 
 impl<R: Read> FrameReader<R> {
@@ -196,6 +205,7 @@ impl<R: Read> FrameReader<R> {
             checksum,
             offset: STREAM_HEADER as u64,
             bytes: Vec::new(),
+            strings: HashMap::new(),
         })
     }
 
@@ -211,6 +221,7 @@ impl<R: Read> FrameReader<R> {
         let read = self.next_raw(&mut bytes);
         let frame = match read {
             Ok(true) => decode_frame(&bytes)
+                .and_then(|frame| self.number_strings(frame))
                 .map(Some)
                 .map_err(|reason| WireError::Corrupt { offset, reason }),
             Ok(false) => Ok(None),
@@ -218,6 +229,27 @@ impl<R: Read> FrameReader<R> {
         };
         self.bytes = bytes;
         frame
+    }
+
+    /// Checks that the frame's strings continue its stream's numbering.
+    fn number_strings(&mut self, frame: Frame) -> Result<Frame, String> {
+        let Payload::Meta(items) = &frame.payload else {
+            return Ok(frame);
+        };
+        let numbered = self.strings.entry(frame.stream).or_default();
+        for (i, item) in items.iter().enumerate() {
+            if let Meta::Strings { first, values } = item {
+                let first = u64::from(*first);
+                if first > *numbered {
+                    return Err(format!(
+                        "metadata item {}: its strings are numbered from {first}, but the stream has numbered {numbered}",
+                        i + 1
+                    ));
+                }
+                *numbered = first + values.len() as u64;
+            }
+        }
+        Ok(frame)
     }
 
     /// Reads the next frame as it was encoded (header and payload) into `frame`, its
@@ -276,7 +308,11 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
     let tag = header[0];
     let stream = u16::from_le_bytes([header[2], header[3]]);
     let payload = if tag == META_TAG {
-        let items = serde_json::from_slice(payload).map_err(|e| format!("bad metadata: {e}"))?;
+        let items: Vec<Meta> =
+            serde_json::from_slice(payload).map_err(|e| format!("bad metadata: {e}"))?;
+        for (i, item) in items.iter().enumerate() {
+            check_meta(item).map_err(|e| format!("metadata item {}: {e}", i + 1))?;
+        }
         Payload::Meta(items)
     } else {
         let kind = *RecordKind::ALL
@@ -293,6 +329,27 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
         Payload::Records(batch)
     };
     Ok(Frame { stream, payload })
+}
+
+/// Checks what a metadata item says against what a stream can hold, before a reader sizes
+/// anything by it. A counter's dimensions each have a size of at least 1, so no part of
+/// its shape is larger than the whole.
+fn check_meta(item: &Meta) -> Result<(), String> {
+    let Meta::Counter(counter) = item else {
+        return Ok(());
+    };
+    let name = &counter.name;
+    if let Some((dimension, _)) = counter.dimensions.iter().find(|(_, size)| *size == 0) {
+        return Err(format!(
+            "counter `{name}` has a dimension {dimension} of size 0"
+        ));
+    }
+    match counter.instances() {
+        n if n > MAX_INSTANCES => Err(format!(
+            "counter `{name}` claims {n} instances, more than a frame of its samples holds ({MAX_INSTANCES})"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Reads until `buf` is full or the input ends; returns how many bytes were read.

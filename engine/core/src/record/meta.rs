@@ -50,7 +50,7 @@ pub struct ToolCost {
 impl ToolCost {
     /// CPU nanoseconds per record, callbacks and writer together.
     pub fn ns_per_record(&self) -> f64 {
-        (self.callback_ns + self.writer_ns) as f64 / self.records.max(1) as f64
+        (self.callback_ns as f64 + self.writer_ns as f64) / self.records.max(1) as f64
     }
 }
 
@@ -158,6 +158,14 @@ pub struct CounterInfo {
     pub name: String,
     pub description: String,
     pub dimensions: Vec<(String, u32)>,
+}
+
+impl CounterInfo {
+    /// The values a dispatch has of this counter, one per instance: the product of its
+    /// dimensions' sizes (`u64::MAX` when that does not fit).
+    pub fn instances(&self) -> u64 {
+        (self.dimensions.iter()).fold(1, |n, &(_, size)| n.saturating_mul(u64::from(size)))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

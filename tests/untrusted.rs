@@ -1,0 +1,145 @@
+//! A spool may come from someone else: `replay`, `summary`, `diff` and `inspect` read it
+//! as data. Real spools (`rocflow generate`) are changed as a malicious or damaged one
+//! would be, and written back frame by frame with the real encoder.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rocflow::record::{Batch, CounterInfo, Meta};
+use rocflow::spool::SpoolReader;
+use rocflow::wire::{self, Frame, Payload};
+use support::{assert_success, csv, rocflow, rocflow_command, text};
+
+/// Where cargo puts the example plugins this test depends on.
+fn built_plugins() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_rocflow"))
+        .parent()
+        .unwrap()
+        .join("deps")
+}
+
+const TRACE: &str = r#"
+[pipeline]
+name = "untrusted"
+[[context]]
+name = "t"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
+[[sink]]
+name = "tables"
+kind = "csv"
+path = "out/tables"
+"#;
+
+/// `run.rfraw` in `dir`, generated with `pipeline` recorded in it.
+fn generate(dir: &Path, pipeline: &str) {
+    std::fs::write(dir.join("p.toml"), pipeline).unwrap();
+    let args = [
+        "generate",
+        "run.rfraw",
+        "--records",
+        "3000",
+        "--pipeline",
+        "p.toml",
+    ];
+    assert_success(&rocflow(
+        &args,
+        dir,
+        &[("ROCFLOW_PLUGIN_PATH", &built_plugins())],
+    ));
+}
+
+/// Rewrites the spool at `path` with `change` applied to its frames.
+fn rewrite(path: &Path, change: impl FnOnce(&mut Vec<Frame>)) {
+    let mut frames: Vec<Frame> = SpoolReader::open(path)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    change(&mut frames);
+    let mut bytes = wire::stream_header().to_vec();
+    for frame in &frames {
+        match &frame.payload {
+            Payload::Meta(items) => wire::encode_meta(frame.stream, items, &mut bytes),
+            Payload::Records(batch) => wire::encode_records(frame.stream, batch, &mut bytes),
+        }
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Runs `rocflow args…` in `dir`; one still running after a minute is killed and fails the
+/// test, so a hang does not stall the suite.
+fn rocflow_in_time(args: &[&str], dir: &Path) -> Output {
+    let child = rocflow_command(args, dir, &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    match finished.recv_timeout(Duration::from_secs(60)) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            // SAFETY: a process this test started, by its id.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("`rocflow {}` did not finish in a minute", args.join(" "));
+        }
+    }
+}
+
+/// A metadata item whose count or size is far beyond what a spool holds ends the valid
+/// prefix, as damage does: the frames before it are replayed, with a warning.
+#[test]
+fn sizes_in_metadata_are_checked_before_anything_is_allocated() {
+    let counters = r#"
+[context.counters]
+collect = ["SQ_WAVES", "SQ_INSTS_VALU"]
+[[context.counters.derived]]
+name = "VALU_PER_WAVE"
+expression = "reduce(SQ_INSTS_VALU,sum)/reduce(SQ_WAVES,sum)"
+"#;
+    let huge = [
+        Meta::Strings {
+            first: 4_000_000_000,
+            values: vec!["x".into()],
+        },
+        Meta::Counter(CounterInfo {
+            id: 0,
+            agent: 1,
+            name: "SQ_WAVES".into(),
+            description: String::new(),
+            dimensions: vec![
+                ("DIMENSION_XCC".into(), u32::MAX),
+                ("DIMENSION_SHADER_ENGINE".into(), u32::MAX),
+            ],
+        }),
+    ];
+    for item in huge {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let pipeline = TRACE.replace("\"memory_copy\"]", &format!("\"memory_copy\"]{counters}"));
+        generate(d, &pipeline);
+        let spool = d.join("run.rfraw");
+        rewrite(&spool, |frames| {
+            let dispatches =
+                |f: &Frame| matches!(f.payload, Payload::Records(Batch::KernelDispatch(_)));
+            let at = frames.iter().position(dispatches).unwrap() + 1;
+            let payload = Payload::Meta(vec![item.clone()]);
+            frames.insert(at, Frame { stream: 0, payload });
+        });
+        for args in [&["inspect", "run.rfraw"][..], &["replay", "run.rfraw"]] {
+            let out = rocflow_in_time(args, d);
+            assert_success(&out);
+            let stderr = text(&out.stderr);
+            assert!(
+                stderr.contains("the spool is corrupt at byte")
+                    && stderr.contains("using the frames before it"),
+                "{item:?}: {stderr}"
+            );
+        }
+        assert!(!csv(&d.join("out/tables/kernel_dispatch.csv")).is_empty());
+    }
+}
