@@ -90,6 +90,16 @@ fn rocflow_in_time(args: &[&str], dir: &Path) -> Output {
     }
 }
 
+/// The names in a directory.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// A metadata item whose count or size is far beyond what a spool holds ends the valid
 /// prefix, as damage does: the frames before it are replayed, with a warning.
 #[test]
@@ -142,4 +152,35 @@ expression = "reduce(SQ_INSTS_VALU,sum)/reduce(SQ_WAVES,sum)"
         }
         assert!(!csv(&d.join("out/tables/kernel_dispatch.csv")).is_empty());
     }
+}
+
+/// A hostname from the spool fills `{hostname}` as one harmless path component.
+#[test]
+fn names_from_the_spool_stay_inside_the_output_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let pipeline = format!(
+        "{}[[sink]]\nname = \"db\"\nkind = \"rocpd\"\npath = \"out/{{hostname}}-{{pid}}.db\"\n",
+        TRACE.replace("out/tables", "out/{hostname}-{pid}")
+    );
+    generate(&work, &pipeline);
+    rewrite(&work.join("run.rfraw"), |frames| {
+        for frame in frames {
+            if let Payload::Meta(items) = &mut frame.payload {
+                for item in items {
+                    if let Meta::Process(process) = item {
+                        process.hostname = "../../escaped".into();
+                    }
+                }
+            }
+        }
+    });
+    let out = rocflow(&["replay", "run.rfraw"], &work, &[]);
+    assert_success(&out);
+    assert_eq!(names(dir.path()), ["work"]);
+    assert_eq!(names(&work), ["out", "p.toml", "run.rfraw"]);
+    let written = names(&work.join("out"));
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert!(written.iter().all(|n| n.contains("escaped")), "{written:?}");
 }
