@@ -2,6 +2,8 @@
 //! (Pipeline parameters were substituted when the pipeline was compiled.)
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::catalog::Catalog;
 use crate::record::Process;
@@ -38,9 +40,7 @@ impl Placeholders {
                 .iter()
                 .find_map(|v| std::env::var(v).ok()?.parse().ok())
                 .unwrap_or(0),
-            timestamp: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            timestamp: started(),
         };
         match catalog.streams().find_map(|(_, s)| s.process.as_ref()) {
             Some(process) => here.for_process(process),
@@ -55,7 +55,9 @@ impl Placeholders {
             pid: process.pid,
             ppid: process.ppid,
             rank: process.rank.unwrap_or(self.rank),
-            timestamp: process.start_ns / 1_000_000_000,
+            timestamp: process
+                .start_unix_ns
+                .map_or(self.timestamp, |ns| ns / 1_000_000_000),
         }
     }
 
@@ -79,6 +81,18 @@ impl Placeholders {
         }
         out
     }
+}
+
+/// When this rocflow started, in seconds since the Unix epoch: the `{timestamp}` of a run
+/// that does not say when it started (a spool written before rocflow kept it), the same
+/// for every output of the run.
+fn started() -> u64 {
+    static STARTED: OnceLock<u64> = OnceLock::new();
+    *STARTED.get_or_init(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    })
 }
 
 /// A placeholder's text as it goes into a path: one plain component, whatever a spool (or

@@ -78,9 +78,16 @@ pub struct Process {
     pub ppid: u32,
     pub hostname: String,
     pub command: Vec<String>,
+    /// When the process was described, on rocprofiler-sdk's clock (boot time), as records'
+    /// times are.
     pub start_ns: u64,
     /// MPI rank, when the launcher says.
     pub rank: Option<u32>,
+    /// When the process was described, by the wall clock (nanoseconds since the Unix
+    /// epoch): when its run started, for `{timestamp}`. Spools written before rocflow kept
+    /// it have none.
+    #[serde(default)]
+    pub start_unix_ns: Option<u64>,
 }
 
 /// An agent as `rocprofiler_agent_v0_t` describes it (the fields tools use).
