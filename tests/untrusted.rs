@@ -9,7 +9,7 @@ use std::process::Output;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use rocflow::record::{Batch, CounterInfo, Meta};
+use rocflow::record::{Batch, CounterInfo, MemoryAllocation, Meta};
 use rocflow::spool::SpoolReader;
 use rocflow::wire::{self, Frame, Payload};
 use support::{assert_success, csv, rocflow, rocflow_command, text};
@@ -183,4 +183,65 @@ fn names_from_the_spool_stay_inside_the_output_directory() {
     let written = names(&work.join("out"));
     assert_eq!(written.len(), 2, "{written:?}");
     assert!(written.iter().all(|n| n.contains("escaped")), "{written:?}");
+}
+
+/// Times at the ends of the range (a kernel that never ends, one that ends before it
+/// starts) and sizes that add up past 2^64 (copies, allocations): replay and summary
+/// finish, and say nothing negative.
+#[test]
+fn extreme_times_and_sizes_give_sane_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let steps = "[[post]]\nname = \"stats\"\nkind = \"summary\"\npath = \"stats\"\n\
+                 [[post]]\nname = \"page\"\nkind = \"report\"\npath = \"report.html\"\n";
+    let trace = TRACE.replace("\"memory_copy\"", "\"memory_copy\", \"memory_allocation\"");
+    let perfetto = "[[sink]]\nname = \"trace\"\nkind = \"perfetto\"\npath = \"out/run.pftrace\"\n";
+    generate(d, &format!("{trace}{perfetto}{steps}"));
+    rewrite(&d.join("run.rfraw"), |frames| {
+        let allocation = |address, operation_id| MemoryAllocation {
+            address,
+            bytes: u64::MAX / 2 + 1,
+            operation_id,
+            ..Default::default()
+        };
+        // Two allocations whose sizes add up past 2^64, and a free of one.
+        let allocations = vec![allocation(1, 1), allocation(2, 1), allocation(1, 3)];
+        frames.push(Frame {
+            stream: 0,
+            payload: Payload::Records(Batch::MemoryAllocation(allocations)),
+        });
+        for frame in frames {
+            match &mut frame.payload {
+                Payload::Records(Batch::KernelDispatch(dispatches)) => {
+                    dispatches[0].end_ns = u64::MAX;
+                    dispatches[1].start_ns = dispatches[1].end_ns + 1_000_000_000;
+                    dispatches[2].start_ns = 0;
+                }
+                Payload::Records(Batch::MemoryCopy(copies)) => {
+                    copies.iter_mut().for_each(|c| c.bytes = u64::MAX / 2 + 1);
+                }
+                _ => {}
+            }
+        }
+    });
+    let out = rocflow_in_time(&["replay", "run.rfraw"], d);
+    assert_success(&out);
+    for row in csv(&d.join("out/tables/kernel_dispatch.csv")) {
+        let duration = &row["duration_ns"];
+        assert!(duration.parse::<u64>().is_ok(), "duration {duration}");
+    }
+    let out = rocflow_in_time(&["summary", "run.rfraw", "--format", "json"], d);
+    assert_success(&out);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (section, rows) in json.as_object().unwrap() {
+        for row in rows.as_array().unwrap() {
+            for (column, value) in row.as_object().unwrap() {
+                if let Some(number) = value.as_f64() {
+                    assert!(number >= 0.0, "{section} {column}: {number}");
+                }
+            }
+        }
+    }
+    let copies = &json["memory_copies"].as_array().unwrap()[0];
+    assert!(copies["bytes"].as_u64().unwrap() > u64::MAX / 4);
 }
