@@ -100,6 +100,92 @@ fn names(dir: &Path) -> Vec<String> {
     names
 }
 
+#[test]
+fn a_replay_runs_no_code_from_the_spool_unless_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    generate(
+        d,
+        &format!(
+            r#"{TRACE}
+[[transform]]
+name = "families"
+kind = "plugin"
+plugin = "kernel_family"
+records = ["kernel_dispatch"]
+[[sink]]
+name = "metrics"
+kind = "plugin"
+plugin = "openmetrics"
+path = "out/metrics.prom"
+[[post]]
+name = "notify"
+kind = "command"
+argv = ["touch", "ran"]
+"#
+        ),
+    );
+    let out = rocflow(&["replay", "run.rfraw"], d, &[]);
+    assert_success(&out);
+    assert!(!d.join("ran").exists(), "the command ran");
+    assert_eq!(names(&d.join("out")), ["tables"], "the plugin sink wrote");
+    let kernels = csv(&d.join("out/tables/kernel_dispatch.csv"));
+    assert!(!kernels.is_empty());
+    assert!(!kernels[0].contains_key("kernel_family"), "the plugin ran");
+    let stderr = text(&out.stderr);
+    for skipped in [
+        "command post-step `notify`",
+        "plugin sink `metrics`",
+        "plugin transform `families`",
+        "--trust-plan",
+    ] {
+        assert!(stderr.contains(skipped), "{skipped}: {stderr}");
+    }
+
+    std::fs::remove_dir_all(d.join("out")).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "--trust-plan"], d, &[]);
+    assert_success(&out);
+    assert!(d.join("ran").exists());
+    assert!(d.join("out/metrics.prom").exists());
+    let kernels = csv(&d.join("out/tables/kernel_dispatch.csv"));
+    assert!(kernels.iter().all(|r| !r["kernel_family"].is_empty()));
+    assert!(!text(&out.stderr).contains("--trust-plan"));
+}
+
+/// A recorded plugin transform that keeps every other dispatch: `summary` and `diff` of
+/// the spool count every dispatch, as a spool recorded without it does.
+#[test]
+fn summary_and_diff_load_no_plugin_from_the_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    generate(
+        d,
+        &format!(
+            "{TRACE}\n[[transform]]\nname = \"halve\"\nkind = \"plugin\"\nplugin = \"probe\"\n\
+             records = [\"kernel_dispatch\"]\noptions = {{ keep_every = 2 }}\n"
+        ),
+    );
+    let args = ["generate", "plain.rfraw", "--records", "3000"];
+    assert_success(&rocflow(&args, d, &[]));
+
+    let calls = |spool: &str| {
+        let out = rocflow(&["summary", spool, "--format", "json"], d, &[]);
+        assert_success(&out);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let kernels = json["kernels"].as_array().unwrap();
+        let calls: u64 = kernels.iter().map(|k| k["calls"].as_u64().unwrap()).sum();
+        (calls, text(&out.stderr))
+    };
+    let (recorded, stderr) = calls("run.rfraw");
+    assert_eq!(recorded, calls("plain.rfraw").0);
+    assert!(stderr.contains("plugin transform `halve`"), "{stderr}");
+
+    let diff = ["diff", "plain.rfraw", "run.rfraw", "--fail-if"];
+    let out = rocflow(&[&diff[..], &["kernel_time_ratio < 0.9"]].concat(), d, &[]);
+    assert_success(&out);
+    assert!(text(&out.stderr).contains("plugin transform `halve`"));
+}
+
 /// A metadata item whose count or size is far beyond what a spool holds ends the valid
 /// prefix, as damage does: the frames before it are replayed, with a warning.
 #[test]
