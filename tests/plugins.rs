@@ -10,15 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use regex::Regex;
-use support::{assert_success, csv, rocflow, run_on, text};
-
-/// Where cargo puts the plugins this test depends on.
-fn built_plugins() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_rocflow"))
-        .parent()
-        .unwrap()
-        .join("deps")
-}
+use support::{assert_success, built_plugins, csv, rocflow, run_on, text};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

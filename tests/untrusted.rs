@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -12,15 +12,7 @@ use std::time::Duration;
 use rocflow::record::{Batch, CounterInfo, MemoryAllocation, Meta};
 use rocflow::spool::SpoolReader;
 use rocflow::wire::{self, Frame, Payload};
-use support::{assert_success, csv, rocflow, rocflow_command, text};
-
-/// Where cargo puts the example plugins this test depends on.
-fn built_plugins() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_rocflow"))
-        .parent()
-        .unwrap()
-        .join("deps")
-}
+use support::{assert_success, built_plugins, csv, rocflow, rocflow_command, text};
 
 const TRACE: &str = r#"
 [pipeline]
@@ -60,12 +52,7 @@ fn rewrite(path: &Path, change: impl FnOnce(&mut Vec<Frame>)) {
         .collect();
     change(&mut frames);
     let mut bytes = wire::stream_header().to_vec();
-    for frame in &frames {
-        match &frame.payload {
-            Payload::Meta(items) => wire::encode_meta(frame.stream, items, &mut bytes),
-            Payload::Records(batch) => wire::encode_records(frame.stream, batch, &mut bytes),
-        }
-    }
+    frames.iter().for_each(|frame| frame.encode(&mut bytes));
     std::fs::write(path, bytes).unwrap();
 }
 

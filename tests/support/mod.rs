@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs `rocflow args…` in `dir` with `env` set, and nothing from this machine's
@@ -27,6 +27,14 @@ pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Comm
         command.env(key, value);
     }
     command
+}
+
+/// Where cargo puts the plugins the tests depend on.
+pub fn built_plugins() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_rocflow"))
+        .parent()
+        .unwrap()
+        .join("deps")
 }
 
 /// `rocflow run PIPELINE --device DEVICE -- APP…` in `dir`, with `env` set.

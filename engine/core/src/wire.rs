@@ -143,6 +143,16 @@ pub struct Frame {
     pub payload: Payload,
 }
 
+impl Frame {
+    /// Appends the frame, encoded again, to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match &self.payload {
+            Payload::Meta(items) => encode_meta(self.stream, items, out),
+            Payload::Records(batch) => encode_records(self.stream, batch, out),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Payload {
     Meta(Vec<Meta>),
@@ -155,7 +165,7 @@ pub enum WireError {
     #[error("not a rocflow spool (it does not start with RFRAW)")]
     NotASpool,
     #[error(
-        "spool format version {0} is not supported (this rocflow reads versions {OLDEST_VERSION} to {VERSION})"
+        "spool format version {0} is not supported here (this rocflow writes version {VERSION}, and reads kept spools from version {OLDEST_VERSION} on)"
     )]
     Version(u16),
     #[error("frame at byte {offset} is cut short: {missing} of its bytes are missing")]

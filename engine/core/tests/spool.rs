@@ -95,10 +95,7 @@ fn encode(frames: &[Frame]) -> (Vec<u8>, Vec<u64>) {
     let mut offsets = Vec::new();
     for frame in frames {
         offsets.push((wire::STREAM_HEADER + bytes.len()) as u64);
-        match &frame.payload {
-            Payload::Meta(items) => wire::encode_meta(frame.stream, items, &mut bytes),
-            Payload::Records(batch) => wire::encode_records(frame.stream, batch, &mut bytes),
-        }
+        frame.encode(&mut bytes);
     }
     (bytes, offsets)
 }
