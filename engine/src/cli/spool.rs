@@ -76,7 +76,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let plan = match &args.pipeline {
         Some(file) => args.options.compile(file)?,
         None if args.trust_plan => recorded_plan(&args.spool)?,
-        None => without_code(
+        None => untrusted(
             &args.spool,
             recorded_plan(&args.spool)?,
             "if you trust whoever made the spool, replay it with --trust-plan; or give a \
@@ -206,7 +206,7 @@ fn summary_tables(
     }
 }
 
-/// The transforms a spool was recorded with, plugins left out (see [`without_code`]; none
+/// The transforms a spool was recorded with, plugins left out (see [`untrusted`]; none
 /// for a spool written without a pipeline, or for a database).
 fn recorded_transforms(spool: &Path, hint: &str) -> Vec<TransformPlan> {
     if summary::is_database(spool) {
@@ -214,7 +214,7 @@ fn recorded_transforms(spool: &Path, hint: &str) -> Vec<TransformPlan> {
     }
     recorded_plan(spool).map_or_else(
         |_| Vec::new(),
-        |plan| without_code(spool, plan, hint).stages.transforms,
+        |plan| untrusted(spool, plan, hint).stages.transforms,
     )
 }
 
@@ -321,9 +321,9 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The plan recorded in `spool` without what would run code: whoever made the spool wrote
-/// it. What was left out is named on stderr, with `hint` on how to run it.
-fn without_code(spool: &Path, plan: Plan, hint: &str) -> Plan {
+/// The plan recorded in `spool`, as anyone may have written it: without what would run
+/// code. What was left out is named on stderr, with `hint` on how to run it.
+fn untrusted(spool: &Path, plan: Plan, hint: &str) -> Plan {
     let (plan, left_out) = plan.without_code();
     if !left_out.is_empty() {
         let names: Vec<String> = left_out.iter().map(ToString::to_string).collect();
