@@ -564,6 +564,7 @@ fn every_record_kind_has_a_table() {
         command: vec!["./app".into()],
         start_ns: 1_000,
         rank: None,
+        start_unix_ns: None,
     };
     let mut frames = Vec::new();
     rocflow::wire::encode_meta(0, &[Meta::Process(process)], &mut frames);

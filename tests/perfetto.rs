@@ -503,6 +503,7 @@ fn memory_over_time_follows_allocations_and_scratch() {
         command: vec!["./app".into()],
         start_ns: 0,
         rank: None,
+        start_unix_ns: None,
     };
     wire::encode_meta(0, &[Meta::Process(process), Meta::Agent(gpu)], &mut frames);
     // Allocate A (1000 B) and B (500 B), free A, then free memory never seen allocated.

@@ -10,15 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use regex::Regex;
-use support::{assert_success, csv, rocflow, run_on, text};
-
-/// Where cargo puts the plugins this test depends on.
-fn built_plugins() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_rocflow"))
-        .parent()
-        .unwrap()
-        .join("deps")
-}
+use support::{assert_success, built_plugins, csv, rocflow, run_on, text};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -335,7 +327,7 @@ records = ["kernel_dispatch"]
 }
 
 #[test]
-fn a_replay_loads_the_plugins_the_run_was_recorded_with() {
+fn a_trusted_replay_loads_the_plugins_the_run_was_recorded_with() {
     let dir = pipeline(&format!(
         r#"{TRACE}
 {FAMILIES}
@@ -353,8 +345,10 @@ path = "run.prom"
     let recorded = std::fs::read_to_string(dir.path().join("run.prom")).unwrap();
     std::fs::remove_file(dir.path().join("run.prom")).unwrap();
     std::fs::remove_dir_all(dir.path().join("out")).unwrap();
-    // No plugin path now: the recorded plan names the libraries themselves.
-    let replay = rocflow(&["replay", "rocflow-out/last.rfraw"], dir.path(), &[]);
+    // No plugin path now: the recorded plan names the libraries themselves, and the spool
+    // is trusted to run them.
+    let args = ["replay", "rocflow-out/last.rfraw", "--trust-plan"];
+    let replay = rocflow(&args, dir.path(), &[]);
     assert_success(&replay);
     let replayed = std::fs::read_to_string(dir.path().join("run.prom")).unwrap();
     assert_eq!(openmetrics(&replayed), openmetrics(&recorded));

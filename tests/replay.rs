@@ -2,8 +2,8 @@
 
 mod support;
 
-use std::path::Path;
-use support::{rocflow, text};
+use std::path::{Path, PathBuf};
+use support::{rocflow, run_on, text};
 
 const PIPELINE: &str = r#"
 [pipeline]
@@ -228,4 +228,82 @@ fn strict_transforms_stop_the_run_at_their_first_failure() {
         }
     }
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// The spool `rocflow run` wrote before format version 2 (see its README).
+fn version_1_spool() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/spool-v1")
+}
+
+#[test]
+fn a_version_1_spool_replays_with_its_recorded_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        version_1_spool().join("run.rfraw"),
+        dir.path().join("run.rfraw"),
+    )
+    .unwrap();
+    let info = inspect(dir.path());
+    assert_eq!(info["complete"], true);
+    assert_eq!(info["has_pipeline"], true);
+    let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let process = &info["processes"][0];
+    let tables = dir.path().join(format!(
+        "out/{}-{}",
+        process["hostname"].as_str().unwrap(),
+        process["pid"]
+    ));
+    for (kind, count) in info["records"].as_object().unwrap() {
+        let rows = std::fs::read_to_string(tables.join(format!("{kind}.csv")))
+            .unwrap()
+            .lines()
+            .count();
+        assert_eq!(rows as u64 - 1, count.as_u64().unwrap(), "{kind}");
+    }
+}
+
+/// Minutes between now and a `{timestamp}` (`YYYYMMDD-HHMMSS`, UTC), as `date` counts.
+fn minutes_from_now(timestamp: &str) -> i64 {
+    let (day, time) = timestamp.split_once('-').unwrap();
+    let date = format!("{day} {}:{}:{}", &time[..2], &time[2..4], &time[4..]);
+    let seconds = |args: &[&str]| -> i64 {
+        let out = std::process::Command::new("date")
+            .args(args)
+            .output()
+            .unwrap();
+        text(&out.stdout).trim().parse().unwrap()
+    };
+    (seconds(&["-u", "-d", &date, "+%s"]) - seconds(&["-u", "+%s"])) / 60
+}
+
+/// `{timestamp}` is when the run started by the wall clock: a replay of the run fills in
+/// the same, and a spool too old to say fills in the time of the replay, never 1970.
+#[test]
+fn timestamps_are_the_wall_clock_time_of_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pipeline = PIPELINE.replace("out/{hostname}-{pid}", "out/{timestamp}");
+    std::fs::write(d.join("stamped.toml"), pipeline).unwrap();
+    let run = run_on("sim", "stamped.toml", &["/bin/true"], d, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let written = std::fs::read_dir(d.join("out"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let stamp = written.file_name().into_string().unwrap();
+    assert!(minutes_from_now(&stamp).abs() < 10, "{stamp}");
+    std::fs::remove_dir_all(d.join("out")).unwrap();
+    let replay = rocflow(&["replay", "rocflow-out"], d, &[]);
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    assert!(d.join("out").join(&stamp).is_dir());
+
+    std::fs::copy(version_1_spool().join("run.rfraw"), d.join("old.rfraw")).unwrap();
+    let replay = rocflow(&["replay", "old.rfraw", "stamped.toml"], d, &[]);
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    for entry in std::fs::read_dir(d.join("out")).unwrap() {
+        let stamp = entry.unwrap().file_name().into_string().unwrap();
+        assert!(minutes_from_now(&stamp).abs() < 10, "{stamp}");
+    }
 }

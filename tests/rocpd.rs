@@ -576,6 +576,7 @@ fn write_allocations(path: &Path) {
         command: vec!["./alloc".into()],
         start_ns: 1_000_000,
         rank: None,
+        start_unix_ns: None,
     };
     let mut frames = Vec::new();
     rocflow::wire::encode_meta(0, &[Meta::Process(process)], &mut frames);

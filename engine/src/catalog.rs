@@ -51,14 +51,13 @@ impl Catalog {
         let meta = &mut self.streams[index];
         for item in items {
             match item {
-                Meta::Strings { first, values } => {
-                    let first = first as usize;
-                    if meta.strings.len() < first {
-                        meta.strings.resize(first, String::new());
-                    }
-                    meta.strings.truncate(first);
+                // Strings continue the stream's numbering or repeat part of it; an item that
+                // would leave a gap (readers refuse one) is not taken.
+                Meta::Strings { first, values } if first as usize <= meta.strings.len() => {
+                    meta.strings.truncate(first as usize);
                     meta.strings.extend(values);
                 }
+                Meta::Strings { .. } => {}
                 Meta::Process(p) => meta.process = Some(p),
                 Meta::Agent(a) => meta.agents.push(a),
                 Meta::CodeObject(c) => {
@@ -73,7 +72,10 @@ impl Catalog {
                 Meta::Thread(t) => meta.threads.push(t),
                 Meta::Queue(q) => meta.queues.push(q),
                 Meta::Stream(s) => meta.hip_streams.push(s),
-                Meta::Dropped { kind, count } => *meta.dropped.entry(kind).or_default() += count,
+                Meta::Dropped { kind, count } => {
+                    let dropped = meta.dropped.entry(kind).or_default();
+                    *dropped = dropped.saturating_add(count);
+                }
                 Meta::Plan { json } => self.plan = Some(json),
                 Meta::Exit(exit) => self.exit = Some(exit),
                 Meta::ToolCost(cost) => meta.tool_cost = Some(cost),

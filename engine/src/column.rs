@@ -134,8 +134,10 @@ fn domain_cells(domain_id: u8, operation_id: i32, name: &str) -> Option<Cell<'st
     }
 }
 
+/// A span's length; 0 for one that ends before it starts, and at most `i64::MAX` (292
+/// years) for one that never ends.
 fn duration(start: u64, end: u64) -> Cell<'static> {
-    Cell::Int(end.saturating_sub(start) as i64)
+    Cell::Int(i64::try_from(end.saturating_sub(start)).unwrap_or(i64::MAX))
 }
 
 impl Columns for KernelDispatch {

@@ -120,6 +120,8 @@ pub fn generate(
             command: vec!["./app".into(), "--steps".into(), "100".into()],
             start_ns: p.clock,
             rank: Some(u32::from(p.stream)),
+            // The generated clock reads as a Unix time (November 2023).
+            start_unix_ns: Some(p.clock),
         })];
         if p.stream == 0
             && let Some(plan) = &options.plan

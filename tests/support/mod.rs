@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The test application (built by `cargo test` as the `sim-app` example).
@@ -15,6 +15,13 @@ pub fn sim_app() -> std::path::PathBuf {
 /// Runs `rocflow args…` in `dir` with `env` set, and nothing from this machine's
 /// environment that would change its answers (template path, ROCm installation).
 pub fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
+    rocflow_command(args, dir, env)
+        .output()
+        .expect("rocflow runs")
+}
+
+/// The command [`rocflow`] runs, for a test that starts it itself.
+pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_rocflow"));
     command
         .args(args)
@@ -25,7 +32,15 @@ pub fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
     for (key, value) in env {
         command.env(key, value);
     }
-    command.output().expect("rocflow runs")
+    command
+}
+
+/// Where cargo puts the plugins the tests depend on.
+pub fn built_plugins() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_rocflow"))
+        .parent()
+        .unwrap()
+        .join("deps")
 }
 
 /// `rocflow run PIPELINE --device DEVICE -- APP…` in `dir`, with `env` set.

@@ -86,11 +86,12 @@ pub struct SpoolReader {
 }
 
 impl SpoolReader {
-    /// Opens a spool; fails if the file is missing or is not a spool of this version.
+    /// Opens a spool; fails if the file is missing or is not a spool of a version this
+    /// rocflow reads.
     pub fn open(path: &Path) -> Result<SpoolReader, WireError> {
         let file = BufReader::with_capacity(1 << 20, File::open(path)?);
         Ok(SpoolReader {
-            frames: FrameReader::new(file)?,
+            frames: FrameReader::kept(file)?,
             ending: None,
         })
     }

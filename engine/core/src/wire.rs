@@ -9,21 +9,32 @@
 //! | 1 | reserved, 0 |
 //! | 2 | stream: which process the frame belongs to (the runner numbers connections) |
 //! | 4 | payload length |
-//! | 4 | CRC-32 of the payload |
+//! | 4 | CRC-32 of the header's first 8 bytes, then the payload |
 //!
 //! Record payloads are whole records back to back in their fixed layout. A reader checks
-//! every checksum, and tells a truncated last frame (a crash mid-write) from corruption.
+//! every header and checksum, and tells a truncated last frame (a crash mid-write) from
+//! corruption. Version 1, which spools kept from earlier runs may have, differs in one
+//! thing: its checksum covers the payload only, so a damaged header is caught only where
+//! it names no kind or has a reserved byte other than 0.
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 
-use crate::record::{Batch, Meta, Record, RecordKind, wire_size};
+use crate::record::{Batch, CounterSample, Meta, Record, RecordKind, wire_size};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
-pub const VERSION: u16 = 1;
+/// The version this rocflow writes.
+pub const VERSION: u16 = 2;
+/// The oldest version of a kept spool this rocflow reads.
+pub const OLDEST_VERSION: u16 = 1;
 pub const STREAM_HEADER: usize = 8;
 pub const FRAME_HEADER: usize = 12;
 /// No frame is larger; a header claiming more is corrupt.
 pub const MAX_PAYLOAD: usize = 256 << 20;
+/// No counter has more instances (values per dispatch): a frame full of its samples, far
+/// more than any GPU has, and a bound on what a counter's description may make a reader
+/// set aside.
+pub const MAX_INSTANCES: u64 = (MAX_PAYLOAD / CounterSample::SIZE) as u64;
 
 const META_TAG: u8 = 0;
 
@@ -35,16 +46,26 @@ pub fn stream_header() -> [u8; STREAM_HEADER] {
     header
 }
 
-/// Checks a stream header; the error says what the bytes are instead.
-pub fn check_stream_header(header: &[u8]) -> Result<(), WireError> {
+/// What a frame's checksum covers, by format version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checksum {
+    /// Version 1: the payload.
+    Payload,
+    /// Version 2: the header's first 8 bytes, then the payload.
+    HeaderAndPayload,
+}
+
+/// Checks a stream header against the versions `oldest..=VERSION`; the error says what the
+/// bytes are instead.
+fn check_stream_header(header: &[u8], oldest: u16) -> Result<Checksum, WireError> {
     if header.len() < STREAM_HEADER || &header[..6] != MAGIC {
         return Err(WireError::NotASpool);
     }
-    let version = u16::from_le_bytes([header[6], header[7]]);
-    if version != VERSION {
-        return Err(WireError::Version(version));
+    match u16::from_le_bytes([header[6], header[7]]) {
+        version if version < oldest || version > VERSION => Err(WireError::Version(version)),
+        1 => Ok(Checksum::Payload),
+        _ => Ok(Checksum::HeaderAndPayload),
     }
-    Ok(())
 }
 
 /// Appends a records frame for `batch` to `out`.
@@ -76,15 +97,43 @@ fn frame(stream: u16, tag: u8, out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>
 }
 
 fn finish_frame(out: &mut [u8], start: usize, tag: u8, stream: u16) {
-    let payload = &out[start + FRAME_HEADER..];
+    let (header, payload) = out[start..].split_at_mut(FRAME_HEADER);
     let len = u32::try_from(payload.len()).expect("frames stay below 4 GiB");
-    let crc = crc32fast::hash(payload);
-    let header = &mut out[start..start + FRAME_HEADER];
     header[0] = tag;
     header[1] = 0;
     header[2..4].copy_from_slice(&stream.to_le_bytes());
     header[4..8].copy_from_slice(&len.to_le_bytes());
+    let crc = Checksum::HeaderAndPayload.of(header, payload);
     header[8..12].copy_from_slice(&crc.to_le_bytes());
+}
+
+impl Checksum {
+    /// The checksum of a frame with this `header` (its checksum field aside) and `payload`.
+    fn of(self, header: &[u8], payload: &[u8]) -> u32 {
+        let mut hasher = crc32fast::Hasher::new();
+        if self == Checksum::HeaderAndPayload {
+            hasher.update(&header[..8]);
+        }
+        hasher.update(payload);
+        hasher.finalize()
+    }
+}
+
+/// What is wrong with a frame header, before its payload is read; checks that need no
+/// checksum, so version 1 frames get them too.
+fn check_frame_header(header: &[u8; FRAME_HEADER]) -> Result<usize, String> {
+    let tag = header[0];
+    if usize::from(tag) > RecordKind::ALL.len() {
+        return Err(format!("unknown frame tag {tag}"));
+    }
+    if header[1] != 0 {
+        return Err(format!("its reserved byte is {}, not 0", header[1]));
+    }
+    let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
+    if len > MAX_PAYLOAD {
+        return Err(format!("it claims {len} bytes"));
+    }
+    Ok(len)
 }
 
 /// A decoded frame.
@@ -92,6 +141,16 @@ fn finish_frame(out: &mut [u8], start: usize, tag: u8, stream: u16) {
 pub struct Frame {
     pub stream: u16,
     pub payload: Payload,
+}
+
+impl Frame {
+    /// Appends the frame, encoded again, to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match &self.payload {
+            Payload::Meta(items) => encode_meta(self.stream, items, out),
+            Payload::Records(batch) => encode_records(self.stream, batch, out),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -105,7 +164,9 @@ pub enum Payload {
 pub enum WireError {
     #[error("not a rocflow spool (it does not start with RFRAW)")]
     NotASpool,
-    #[error("spool format version {0} is not supported (this rocflow reads version {VERSION})")]
+    #[error(
+        "spool format version {0} is not supported here (this rocflow writes version {VERSION}, and reads kept spools from version {OLDEST_VERSION} on)"
+    )]
     Version(u16),
     #[error("frame at byte {offset} is cut short: {missing} of its bytes are missing")]
     Truncated { offset: u64, missing: usize },
@@ -120,22 +181,41 @@ pub enum WireError {
 /// zeroed on the way and memory is not mapped afresh for every frame.
 pub struct FrameReader<R> {
     input: R,
+    checksum: Checksum,
     /// Offset of the next frame from the start of the stream.
     offset: u64,
     /// The last frame's bytes, for [`FrameReader::next_frame`].
     bytes: Vec<u8>,
+    /// Per stream, how many strings its [`Meta::Strings`] items have numbered: an item
+    /// continues the numbering or repeats part of it, never leaves a gap (which a reader
+    /// would have to fill).
+    strings: HashMap<u16, u64>,
 }
 
 impl<R: Read> FrameReader<R> {
-    /// Reads and checks the stream header.
-    pub fn new(mut input: R) -> Result<Self, WireError> {
+    /// Reads and checks the stream header, which must be of this version: a live stream,
+    /// whose raw frames go into a spool of this version as they are.
+    pub fn new(input: R) -> Result<Self, WireError> {
+        Self::from_version(input, VERSION)
+    }
+
+    /// Reads and checks the stream header of a kept stream (a spool), which may be of any
+    /// version from [`OLDEST_VERSION`] on. Its frames are for decoding: raw ones are of the
+    /// stream's version.
+    pub fn kept(input: R) -> Result<Self, WireError> {
+        Self::from_version(input, OLDEST_VERSION)
+    }
+
+    fn from_version(mut input: R, oldest: u16) -> Result<Self, WireError> {
         let mut header = [0; STREAM_HEADER];
         let got = read_full(&mut input, &mut header)?;
-        check_stream_header(&header[..got])?;
+        let checksum = check_stream_header(&header[..got], oldest)?;
         Ok(FrameReader {
             input,
+            checksum,
             offset: STREAM_HEADER as u64,
             bytes: Vec::new(),
+            strings: HashMap::new(),
         })
     }
 
@@ -151,6 +231,7 @@ impl<R: Read> FrameReader<R> {
         let read = self.next_raw(&mut bytes);
         let frame = match read {
             Ok(true) => decode_frame(&bytes)
+                .and_then(|frame| self.number_strings(frame))
                 .map(Some)
                 .map_err(|reason| WireError::Corrupt { offset, reason }),
             Ok(false) => Ok(None),
@@ -158,6 +239,27 @@ impl<R: Read> FrameReader<R> {
         };
         self.bytes = bytes;
         frame
+    }
+
+    /// Checks that the frame's strings continue its stream's numbering.
+    fn number_strings(&mut self, frame: Frame) -> Result<Frame, String> {
+        let Payload::Meta(items) = &frame.payload else {
+            return Ok(frame);
+        };
+        let numbered = self.strings.entry(frame.stream).or_default();
+        for (i, item) in items.iter().enumerate() {
+            if let Meta::Strings { first, values } = item {
+                let first = u64::from(*first);
+                if first > *numbered {
+                    return Err(format!(
+                        "metadata item {}: its strings are numbered from {first}, but the stream has numbered {numbered}",
+                        i + 1
+                    ));
+                }
+                *numbered = first + values.len() as u64;
+            }
+        }
+        Ok(frame)
     }
 
     /// Reads the next frame as it was encoded (header and payload) into `frame`, its
@@ -176,14 +278,8 @@ impl<R: Read> FrameReader<R> {
             }
             _ => {}
         }
-        let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
-        let crc = u32::from_le_bytes(header[8..12].try_into().unwrap());
-        if len > MAX_PAYLOAD {
-            return Err(WireError::Corrupt {
-                offset,
-                reason: format!("it claims {len} bytes"),
-            });
-        }
+        let corrupt = |reason| WireError::Corrupt { offset, reason };
+        let len = check_frame_header(&header).map_err(corrupt)?;
         frame.clear();
         frame.extend_from_slice(&header);
         let got = (&mut self.input).take(len as u64).read_to_end(frame)?;
@@ -193,20 +289,27 @@ impl<R: Read> FrameReader<R> {
                 missing: len - got,
             });
         }
-        if crc32fast::hash(&frame[FRAME_HEADER..]) != crc {
-            return Err(WireError::Corrupt {
-                offset,
-                reason: "checksum mismatch".into(),
-            });
+        let crc = u32::from_le_bytes(header[8..12].try_into().unwrap());
+        if self.checksum.of(&header, &frame[FRAME_HEADER..]) != crc {
+            return Err(corrupt("checksum mismatch".into()));
         }
         self.offset += (FRAME_HEADER + len) as u64;
         Ok(true)
     }
 }
 
-/// Sets the stream a raw frame belongs to (the runner numbers each connection).
+/// Sets the stream a raw frame of this version belongs to (the runner numbers each
+/// connection), keeping its checksum valid without hashing the payload again: a CRC is
+/// linear, so a change of the header changes the checksum by the CRC of that change carried
+/// past the payload (as if the payload were zeros).
 pub fn set_stream(frame: &mut [u8], stream: u16) {
+    let before = crc32fast::hash(&frame[..8]);
     frame[2..4].copy_from_slice(&stream.to_le_bytes());
+    let mut change = crc32fast::Hasher::new_with_initial(before ^ crc32fast::hash(&frame[..8]));
+    let payload = (frame.len() - FRAME_HEADER) as u64;
+    change.combine(&crc32fast::Hasher::new_with_initial_len(0, payload));
+    let crc = u32::from_le_bytes(frame[8..12].try_into().unwrap()) ^ change.finalize();
+    frame[8..12].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Decodes a whole frame whose checksum was verified; the error says what is wrong.
@@ -215,7 +318,11 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
     let tag = header[0];
     let stream = u16::from_le_bytes([header[2], header[3]]);
     let payload = if tag == META_TAG {
-        let items = serde_json::from_slice(payload).map_err(|e| format!("bad metadata: {e}"))?;
+        let items: Vec<Meta> =
+            serde_json::from_slice(payload).map_err(|e| format!("bad metadata: {e}"))?;
+        for (i, item) in items.iter().enumerate() {
+            check_meta(item).map_err(|e| format!("metadata item {}: {e}", i + 1))?;
+        }
         Payload::Meta(items)
     } else {
         let kind = *RecordKind::ALL
@@ -232,6 +339,27 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
         Payload::Records(batch)
     };
     Ok(Frame { stream, payload })
+}
+
+/// Checks what a metadata item says against what a stream can hold, before a reader sizes
+/// anything by it. A counter's dimensions each have a size of at least 1, so no part of
+/// its shape is larger than the whole.
+fn check_meta(item: &Meta) -> Result<(), String> {
+    let Meta::Counter(counter) = item else {
+        return Ok(());
+    };
+    let name = &counter.name;
+    if let Some((dimension, _)) = counter.dimensions.iter().find(|(_, size)| *size == 0) {
+        return Err(format!(
+            "counter `{name}` has a dimension {dimension} of size 0"
+        ));
+    }
+    match counter.instances() {
+        n if n > MAX_INSTANCES => Err(format!(
+            "counter `{name}` claims {n} instances, more than a frame of its samples holds ({MAX_INSTANCES})"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Reads until `buf` is full or the input ends; returns how many bytes were read.

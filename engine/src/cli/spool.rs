@@ -69,6 +69,10 @@ pub struct ReplayArgs {
     spool: PathBuf,
     /// A pipeline (file or template name) to use instead of the one the run was recorded with.
     pipeline: Option<PathBuf>,
+    /// Run the plugins and commands of the recorded pipeline too: only for a spool from
+    /// someone you trust (without it they are left out, and named on stderr).
+    #[arg(long, conflicts_with = "pipeline")]
+    trust_plan: bool,
     #[command(flatten)]
     options: PipelineArgs,
 }
@@ -77,7 +81,13 @@ pub struct ReplayArgs {
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let plan = match &args.pipeline {
         Some(file) => args.options.compile(file)?,
-        None => recorded_plan(&args.spool)?,
+        None if args.trust_plan => recorded_plan(&args.spool)?,
+        None => untrusted(
+            &args.spool,
+            recorded_plan(&args.spool)?,
+            "if you trust whoever made the spool, replay it with --trust-plan; or give a \
+             pipeline: rocflow replay RUN.rfraw PIPELINE.toml",
+        ),
     };
     let mut reader = open(&args.spool)?;
     let mut failed = None;
@@ -204,13 +214,16 @@ fn summary_tables(
     }
 }
 
-/// The transforms a spool was recorded with (none for a spool written without a pipeline,
-/// or for a database).
-fn recorded_transforms(spool: &Path) -> Vec<TransformPlan> {
+/// The transforms a spool was recorded with, plugins left out (see [`untrusted`]; none
+/// for a spool written without a pipeline, or for a database).
+fn recorded_transforms(spool: &Path, hint: &str) -> Vec<TransformPlan> {
     if summary::is_database(spool) {
         return Vec::new();
     }
-    recorded_plan(spool).map_or_else(|_| Vec::new(), |p| p.stages.transforms)
+    recorded_plan(spool).map_or_else(
+        |_| Vec::new(),
+        |plan| untrusted(spool, plan, hint).stages.transforms,
+    )
 }
 
 #[derive(Debug, Args)]
@@ -243,8 +256,11 @@ enum DiffFormat {
 
 /// Compares two runs per kernel, API function, copy and counter.
 pub fn diff(args: DiffArgs) -> Result<ExitCode> {
-    let tables =
-        |spool: &Path| summary_tables(spool, &recorded_transforms(spool), Breakdown::default());
+    let hint = "the runs are compared without them";
+    let tables = |spool: &Path| {
+        let transforms = recorded_transforms(spool, hint);
+        summary_tables(spool, &transforms, Breakdown::default())
+    };
     let diff = Diff::new(&tables(&args.a)?, &tables(&args.b)?);
     // Check the predicate before printing anything: a typo is a usage error.
     let failed = match &args.fail_if {
@@ -278,7 +294,10 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
                 .stages
                 .transforms
         }
-        None => recorded_transforms(&args.spool),
+        None => recorded_transforms(
+            &args.spool,
+            "to run them, give the pipeline: rocflow summary RUN.rfraw PIPELINE.toml",
+        ),
     };
     let breakdown = Breakdown {
         process: args.by.contains(&By::Process),
@@ -310,6 +329,23 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
     }
     print(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The plan recorded in `spool`, as anyone may have written it: without what would run
+/// code. What was left out is named on stderr, with `hint` on how to run it.
+fn untrusted(spool: &Path, plan: Plan, hint: &str) -> Plan {
+    let (plan, left_out) = plan.without_code();
+    if !left_out.is_empty() {
+        let names: Vec<String> = left_out.iter().map(ToString::to_string).collect();
+        let warning = Diagnostic::warning(format!(
+            "the pipeline recorded in `{}` runs code, left out: {}",
+            spool.display(),
+            names.join(", ")
+        ))
+        .hint(hint);
+        eprintln!("{}", warning.render(std::io::stderr().is_terminal()));
+    }
+    plan
 }
 
 /// The plan stored in the spool's first metadata frames.

@@ -2,6 +2,7 @@
 //! the sinks need. It is the single artefact every later component reads (the tool library
 //! receives it serialized through the environment); nothing downstream re-reads the TOML.
 
+mod code;
 mod explain;
 
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ pub use rocflow_core::contexts::{
     PcSamplingPlan, ReducePlan, StartPlan, TracingPlan,
 };
 
+pub use code::Code;
 pub use explain::explain;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -2,13 +2,16 @@
 //! (Pipeline parameters were substituted when the pipeline was compiled.)
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::catalog::Catalog;
+use crate::record::Process;
 
 /// The values placeholders take for one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Placeholders {
-    pub hostname: String,
+    pub hostname: Component,
     pub pid: u32,
     pub ppid: u32,
     pub rank: u32,
@@ -29,22 +32,32 @@ impl Placeholders {
     /// The values of the first process in the catalog; what it does not say comes from
     /// this machine and this process.
     pub fn for_run(catalog: &Catalog) -> Placeholders {
-        let process = catalog.streams().find_map(|(_, s)| s.process.as_ref());
-        let rank_from_env = || {
-            RANK_VARS
+        let here = Placeholders {
+            hostname: Component::new(&local_hostname()),
+            pid: std::process::id(),
+            ppid: 0,
+            rank: RANK_VARS
                 .iter()
                 .find_map(|v| std::env::var(v).ok()?.parse().ok())
-                .unwrap_or(0)
+                .unwrap_or(0),
+            timestamp: started(),
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        match catalog.streams().find_map(|(_, s)| s.process.as_ref()) {
+            Some(process) => here.for_process(process),
+            None => here,
+        }
+    }
+
+    /// The values of `process`; what its metadata does not say is kept from `self`.
+    pub fn for_process(&self, process: &Process) -> Placeholders {
         Placeholders {
-            hostname: process.map_or_else(local_hostname, |p| p.hostname.clone()),
-            pid: process.map_or(std::process::id(), |p| p.pid),
-            ppid: process.map_or(0, |p| p.ppid),
-            rank: process.and_then(|p| p.rank).unwrap_or_else(rank_from_env),
-            timestamp: process.map_or(now, |p| p.start_ns / 1_000_000_000),
+            hostname: Component::new(&process.hostname),
+            pid: process.pid,
+            ppid: process.ppid,
+            rank: process.rank.unwrap_or(self.rank),
+            timestamp: process
+                .start_unix_ns
+                .map_or(self.timestamp, |ns| ns / 1_000_000_000),
         }
     }
 
@@ -58,7 +71,7 @@ impl Placeholders {
         let timestamp = utc(self.timestamp);
         let mut out = template.to_owned();
         for (name, value) in [
-            ("{hostname}", self.hostname.clone()),
+            ("{hostname}", self.hostname.as_str().to_owned()),
             ("{pid}", self.pid.to_string()),
             ("{ppid}", self.ppid.to_string()),
             ("{rank}", self.rank.to_string()),
@@ -67,6 +80,45 @@ impl Placeholders {
             out = out.replace(name, &value);
         }
         out
+    }
+}
+
+/// When this rocflow started, in seconds since the Unix epoch: the `{timestamp}` of a run
+/// that does not say when it started (a spool written before rocflow kept it), the same
+/// for every output of the run.
+fn started() -> u64 {
+    static STARTED: OnceLock<u64> = OnceLock::new();
+    *STARTED.get_or_init(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    })
+}
+
+/// A placeholder's text as it goes into a path: one plain component, whatever a spool (or
+/// this machine) says. ASCII letters, digits, `.`, `-` and `_` are kept, every other
+/// character becomes `_`, and so does a leading `.` or `-` (so the value is never `..`, a
+/// hidden name or an option of a post-step's command); an empty value is `_`, and at most
+/// 64 characters are kept (a hostname's limit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Component(String);
+
+impl Component {
+    const MAX_LEN: usize = 64;
+
+    pub fn new(value: &str) -> Component {
+        let text: String = (value.chars().take(Self::MAX_LEN).enumerate())
+            .map(|(i, c)| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '_' => c,
+                '.' | '-' if i > 0 => c,
+                _ => '_',
+            })
+            .collect();
+        Component(if text.is_empty() { "_".into() } else { text })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -105,7 +157,7 @@ mod tests {
     #[test]
     fn expands_every_placeholder() {
         let p = Placeholders {
-            hostname: "node7".into(),
+            hostname: Component::new("node7"),
             pid: 42,
             ppid: 1,
             rank: 3,
@@ -117,5 +169,24 @@ mod tests {
         );
         assert_eq!(utc(0), "19700101-000000");
         assert_eq!(utc(951_782_400), "20000229-000000");
+    }
+
+    #[test]
+    fn any_text_becomes_one_plain_path_component() {
+        for (text, component) in [
+            ("node-7.cluster_a", "node-7.cluster_a"),
+            ("../../x", "_._.._x"),
+            ("..", "_."),
+            ("/etc/passwd", "_etc_passwd"),
+            ("-rf", "_rf"),
+            (".hidden", "_hidden"),
+            ("a\0b c\nd", "a_b_c_d"),
+            ("", "_"),
+            ("nœud", "n_ud"),
+        ] {
+            assert_eq!(Component::new(text).as_str(), component, "{text:?}");
+        }
+        let long = Component::new(&"h".repeat(1000));
+        assert_eq!(long.as_str().len(), Component::MAX_LEN);
     }
 }

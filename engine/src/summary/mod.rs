@@ -182,7 +182,7 @@ impl Summary {
             .entry(key)
             .or_default();
         row.durations.add(value);
-        row.bytes += bytes;
+        row.bytes = row.bytes.saturating_add(bytes);
     }
 
     fn intern(&mut self, name: &str) -> u32 {
@@ -293,7 +293,7 @@ impl Summary {
                     .map(Float),
                 );
                 if bytes {
-                    values.push(Int(row.bytes as i64));
+                    values.push(Int(i64::try_from(row.bytes).unwrap_or(i64::MAX)));
                 }
                 values
             })

@@ -1,6 +1,7 @@
 //! GPU busy time per agent over the run, for the report's chart: in at most [`BUCKETS`]
 //! buckets of equal width, so memory stays flat however long the run. When a kernel ends
-//! past the last bucket, neighbouring buckets merge and the width doubles.
+//! past the last bucket, neighbouring buckets merge and the width doubles: at most 54
+//! times, however far apart a spool's times are, and a kernel spans at most every bucket.
 
 use std::collections::BTreeMap;
 
@@ -40,16 +41,15 @@ impl Timeline {
             start.max(origin) - origin,
             end.max(start.max(origin)) - origin,
         );
-        while end >= self.width * BUCKETS as u64 {
+        while end / self.width >= BUCKETS as u64 {
             self.widen();
         }
         let buckets = self.busy.entry(agent).or_insert_with(|| vec![0; BUCKETS]);
         let mut at = start;
         while at < end {
-            let bucket = (at / self.width) as usize;
-            let bucket_end = (bucket as u64 + 1) * self.width;
-            let until = end.min(bucket_end);
-            buckets[bucket] += until - at;
+            let bucket = at / self.width;
+            let until = end.min((bucket + 1).saturating_mul(self.width));
+            buckets[bucket as usize] += until - at;
             at = until;
         }
     }
@@ -123,5 +123,20 @@ mod tests {
         let (_, agents) = timeline.fractions();
         assert_eq!(agents[0].1, [0.8]);
         assert_eq!(agents[1].1, [0.1]);
+    }
+
+    #[test]
+    fn a_kernel_that_never_ends_keeps_the_buckets_bounded() {
+        let mut timeline = Timeline::default();
+        timeline.add((0, 1), 1_000, 2_000);
+        timeline.add((0, 1), 3_000, u64::MAX);
+        let (width, agents) = timeline.fractions();
+        assert!(agents[0].1.len() <= BUCKETS);
+        let busy: f64 = agents[0].1.iter().map(|f| f * width as f64).sum();
+        let expected = 1_000.0 + (u64::MAX - 3_000) as f64;
+        assert!(
+            (busy - expected).abs() / expected < 1e-9,
+            "{busy} of {expected}"
+        );
     }
 }

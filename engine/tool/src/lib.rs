@@ -119,6 +119,10 @@ impl Tool {
             command,
             start_ns: self.api.timestamp(),
             rank,
+            start_unix_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_nanos() as u64),
         })
     }
 }

@@ -50,7 +50,7 @@ pub struct ToolCost {
 impl ToolCost {
     /// CPU nanoseconds per record, callbacks and writer together.
     pub fn ns_per_record(&self) -> f64 {
-        (self.callback_ns + self.writer_ns) as f64 / self.records.max(1) as f64
+        (self.callback_ns as f64 + self.writer_ns as f64) / self.records.max(1) as f64
     }
 }
 
@@ -78,9 +78,16 @@ pub struct Process {
     pub ppid: u32,
     pub hostname: String,
     pub command: Vec<String>,
+    /// When the process was described, on rocprofiler-sdk's clock (boot time), as records'
+    /// times are.
     pub start_ns: u64,
     /// MPI rank, when the launcher says.
     pub rank: Option<u32>,
+    /// When the process was described, by the wall clock (nanoseconds since the Unix
+    /// epoch): when its run started, for `{timestamp}`. Spools written before rocflow kept
+    /// it have none.
+    #[serde(default)]
+    pub start_unix_ns: Option<u64>,
 }
 
 /// An agent as `rocprofiler_agent_v0_t` describes it (the fields tools use).
@@ -158,6 +165,14 @@ pub struct CounterInfo {
     pub name: String,
     pub description: String,
     pub dimensions: Vec<(String, u32)>,
+}
+
+impl CounterInfo {
+    /// The values a dispatch has of this counter, one per instance: the product of its
+    /// dimensions' sizes (`u64::MAX` when that does not fit).
+    pub fn instances(&self) -> u64 {
+        (self.dimensions.iter()).fold(1, |n, &(_, size)| n.saturating_mul(u64::from(size)))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

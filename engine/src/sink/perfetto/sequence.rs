@@ -135,7 +135,7 @@ pub struct Sequence {
     timelines: HashMap<TrackKey, Timeline<(usize, u64), Slice>>,
     sums: CounterSums,
     /// Live allocations per (stream, address): agent and bytes.
-    allocations: HashMap<(u16, u64), (u32, u64)>,
+    allocations: HashMap<(u16, u64), (u32, i64)>,
     /// Bytes allocated per (stream, agent).
     allocated: HashMap<(u16, u32), i64>,
 }
@@ -217,19 +217,20 @@ impl Sequence {
                 }
                 for r in records {
                     let live = (stream, r.address);
+                    let bytes = i64::try_from(r.bytes).unwrap_or(i64::MAX);
                     let (agent, change) = match r.operation_id {
                         ALLOCATE | VMEM_ALLOCATE => {
-                            self.allocations.insert(live, (r.agent, r.bytes));
-                            (r.agent, r.bytes as i64)
+                            self.allocations.insert(live, (r.agent, bytes));
+                            (r.agent, bytes)
                         }
                         _ => match self.allocations.remove(&live) {
-                            Some((agent, bytes)) => (agent, -(bytes as i64)),
+                            Some((agent, bytes)) => (agent, -bytes),
                             // A free of null or of memory allocated before tracing began.
                             None => continue,
                         },
                     };
                     let total = self.allocated.entry((stream, agent)).or_default();
-                    *total += change;
+                    *total = total.saturating_add(change);
                     let total = *total;
                     self.value(
                         key(Track::Allocated(agent)),

@@ -122,16 +122,8 @@ impl RocpdSink {
                 continue;
             }
             let process = catalog.stream(stream).process.as_ref();
-            let mut placeholders = self.run.clone();
-            if let Some(p) = process {
-                placeholders = Placeholders {
-                    hostname: p.hostname.clone(),
-                    pid: p.pid,
-                    ppid: p.ppid,
-                    rank: p.rank.unwrap_or(placeholders.rank),
-                    timestamp: p.start_ns / 1_000_000_000,
-                };
-            }
+            let placeholders =
+                process.map_or_else(|| self.run.clone(), |p| self.run.for_process(p));
             let path = placeholders.expand(&self.template);
             if let Some(other) = self.databases.iter().find(|d| d.path() == path) {
                 return Err(SinkError::Io {

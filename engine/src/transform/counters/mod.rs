@@ -104,9 +104,10 @@ impl DeriveCounters {
                 continue;
             }
             for &sample in dispatch {
+                // Not sized by `values`: a spool's metadata may promise more than comes.
                 let held = open.entry(key).or_insert_with(|| Open {
                     expected: values,
-                    samples: Vec::with_capacity(values),
+                    samples: Vec::new(),
                 });
                 held.samples.push(sample);
                 if held.samples.len() == held.expected {
@@ -205,12 +206,7 @@ impl DeriveCounters {
         self.collected
             .iter()
             .filter_map(|name| counter(meta, name, agent))
-            .map(|c| {
-                c.dimensions
-                    .iter()
-                    .map(|&(_, size)| size as usize)
-                    .product::<usize>()
-            })
+            .map(|c| c.instances() as usize)
             .sum()
     }
 

@@ -1,0 +1,320 @@
+//! A spool may come from someone else: `replay`, `summary`, `diff` and `inspect` read it
+//! as data. Real spools (`rocflow generate`) are changed as a malicious or damaged one
+//! would be, and written back frame by frame with the real encoder.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rocflow::record::{Batch, CounterInfo, MemoryAllocation, Meta};
+use rocflow::spool::SpoolReader;
+use rocflow::wire::{self, Frame, Payload};
+use support::{assert_success, built_plugins, csv, rocflow, rocflow_command, text};
+
+const TRACE: &str = r#"
+[pipeline]
+name = "untrusted"
+[[context]]
+name = "t"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
+[[sink]]
+name = "tables"
+kind = "csv"
+path = "out/tables"
+"#;
+
+/// `run.rfraw` in `dir`, generated with `pipeline` recorded in it.
+fn generate(dir: &Path, pipeline: &str) {
+    std::fs::write(dir.join("p.toml"), pipeline).unwrap();
+    let args = [
+        "generate",
+        "run.rfraw",
+        "--records",
+        "3000",
+        "--pipeline",
+        "p.toml",
+    ];
+    assert_success(&rocflow(
+        &args,
+        dir,
+        &[("ROCFLOW_PLUGIN_PATH", &built_plugins())],
+    ));
+}
+
+/// Rewrites the spool at `path` with `change` applied to its frames.
+fn rewrite(path: &Path, change: impl FnOnce(&mut Vec<Frame>)) {
+    let mut frames: Vec<Frame> = SpoolReader::open(path)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    change(&mut frames);
+    let mut bytes = wire::stream_header().to_vec();
+    frames.iter().for_each(|frame| frame.encode(&mut bytes));
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Runs `rocflow args…` in `dir`; one still running after a minute is killed and fails the
+/// test, so a hang does not stall the suite.
+fn rocflow_in_time(args: &[&str], dir: &Path) -> Output {
+    let child = rocflow_command(args, dir, &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    match finished.recv_timeout(Duration::from_secs(60)) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            // SAFETY: a process this test started, by its id.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("`rocflow {}` did not finish in a minute", args.join(" "));
+        }
+    }
+}
+
+/// The names in a directory.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_replay_runs_no_code_from_the_spool_unless_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    generate(
+        d,
+        &format!(
+            r#"{TRACE}
+[[transform]]
+name = "families"
+kind = "plugin"
+plugin = "kernel_family"
+records = ["kernel_dispatch"]
+[[sink]]
+name = "metrics"
+kind = "plugin"
+plugin = "openmetrics"
+path = "out/metrics.prom"
+[[post]]
+name = "notify"
+kind = "command"
+argv = ["touch", "ran"]
+"#
+        ),
+    );
+    let out = rocflow(&["replay", "run.rfraw"], d, &[]);
+    assert_success(&out);
+    assert!(!d.join("ran").exists(), "the command ran");
+    assert_eq!(names(&d.join("out")), ["tables"], "the plugin sink wrote");
+    let kernels = csv(&d.join("out/tables/kernel_dispatch.csv"));
+    assert!(!kernels.is_empty());
+    assert!(!kernels[0].contains_key("kernel_family"), "the plugin ran");
+    let stderr = text(&out.stderr);
+    for skipped in [
+        "command post-step `notify`",
+        "plugin sink `metrics`",
+        "plugin transform `families`",
+        "--trust-plan",
+    ] {
+        assert!(stderr.contains(skipped), "{skipped}: {stderr}");
+    }
+
+    std::fs::remove_dir_all(d.join("out")).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "--trust-plan"], d, &[]);
+    assert_success(&out);
+    assert!(d.join("ran").exists());
+    assert!(d.join("out/metrics.prom").exists());
+    let kernels = csv(&d.join("out/tables/kernel_dispatch.csv"));
+    assert!(kernels.iter().all(|r| !r["kernel_family"].is_empty()));
+    assert!(!text(&out.stderr).contains("--trust-plan"));
+}
+
+/// A recorded plugin transform that keeps every other dispatch: `summary` and `diff` of
+/// the spool count every dispatch, as a spool recorded without it does.
+#[test]
+fn summary_and_diff_load_no_plugin_from_the_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    generate(
+        d,
+        &format!(
+            "{TRACE}\n[[transform]]\nname = \"halve\"\nkind = \"plugin\"\nplugin = \"probe\"\n\
+             records = [\"kernel_dispatch\"]\noptions = {{ keep_every = 2 }}\n"
+        ),
+    );
+    let args = ["generate", "plain.rfraw", "--records", "3000"];
+    assert_success(&rocflow(&args, d, &[]));
+
+    let calls = |spool: &str| {
+        let out = rocflow(&["summary", spool, "--format", "json"], d, &[]);
+        assert_success(&out);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let kernels = json["kernels"].as_array().unwrap();
+        let calls: u64 = kernels.iter().map(|k| k["calls"].as_u64().unwrap()).sum();
+        (calls, text(&out.stderr))
+    };
+    let (recorded, stderr) = calls("run.rfraw");
+    assert_eq!(recorded, calls("plain.rfraw").0);
+    assert!(stderr.contains("plugin transform `halve`"), "{stderr}");
+
+    let diff = ["diff", "plain.rfraw", "run.rfraw", "--fail-if"];
+    let out = rocflow(&[&diff[..], &["kernel_time_ratio < 0.9"]].concat(), d, &[]);
+    assert_success(&out);
+    assert!(text(&out.stderr).contains("plugin transform `halve`"));
+}
+
+/// A metadata item whose count or size is far beyond what a spool holds ends the valid
+/// prefix, as damage does: the frames before it are replayed, with a warning.
+#[test]
+fn sizes_in_metadata_are_checked_before_anything_is_allocated() {
+    let counters = r#"
+[context.counters]
+collect = ["SQ_WAVES", "SQ_INSTS_VALU"]
+[[context.counters.derived]]
+name = "VALU_PER_WAVE"
+expression = "reduce(SQ_INSTS_VALU,sum)/reduce(SQ_WAVES,sum)"
+"#;
+    let huge = [
+        Meta::Strings {
+            first: 4_000_000_000,
+            values: vec!["x".into()],
+        },
+        Meta::Counter(CounterInfo {
+            id: 0,
+            agent: 1,
+            name: "SQ_WAVES".into(),
+            description: String::new(),
+            dimensions: vec![
+                ("DIMENSION_XCC".into(), u32::MAX),
+                ("DIMENSION_SHADER_ENGINE".into(), u32::MAX),
+            ],
+        }),
+    ];
+    for item in huge {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let pipeline = TRACE.replace("\"memory_copy\"]", &format!("\"memory_copy\"]{counters}"));
+        generate(d, &pipeline);
+        let spool = d.join("run.rfraw");
+        rewrite(&spool, |frames| {
+            let dispatches =
+                |f: &Frame| matches!(f.payload, Payload::Records(Batch::KernelDispatch(_)));
+            let at = frames.iter().position(dispatches).unwrap() + 1;
+            let payload = Payload::Meta(vec![item.clone()]);
+            frames.insert(at, Frame { stream: 0, payload });
+        });
+        for args in [&["inspect", "run.rfraw"][..], &["replay", "run.rfraw"]] {
+            let out = rocflow_in_time(args, d);
+            assert_success(&out);
+            let stderr = text(&out.stderr);
+            assert!(
+                stderr.contains("the spool is corrupt at byte")
+                    && stderr.contains("using the frames before it"),
+                "{item:?}: {stderr}"
+            );
+        }
+        assert!(!csv(&d.join("out/tables/kernel_dispatch.csv")).is_empty());
+    }
+}
+
+/// A hostname from the spool fills `{hostname}` as one harmless path component.
+#[test]
+fn names_from_the_spool_stay_inside_the_output_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let pipeline = format!(
+        "{}[[sink]]\nname = \"db\"\nkind = \"rocpd\"\npath = \"out/{{hostname}}-{{pid}}.db\"\n",
+        TRACE.replace("out/tables", "out/{hostname}-{pid}")
+    );
+    generate(&work, &pipeline);
+    rewrite(&work.join("run.rfraw"), |frames| {
+        for frame in frames {
+            if let Payload::Meta(items) = &mut frame.payload {
+                for item in items {
+                    if let Meta::Process(process) = item {
+                        process.hostname = "../../escaped".into();
+                    }
+                }
+            }
+        }
+    });
+    let out = rocflow(&["replay", "run.rfraw"], &work, &[]);
+    assert_success(&out);
+    assert_eq!(names(dir.path()), ["work"]);
+    assert_eq!(names(&work), ["out", "p.toml", "run.rfraw"]);
+    let written = names(&work.join("out"));
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert!(written.iter().all(|n| n.contains("escaped")), "{written:?}");
+}
+
+/// Times at the ends of the range (a kernel that never ends, one that ends before it
+/// starts) and sizes that add up past 2^64 (copies, allocations): replay and summary
+/// finish, and say nothing negative.
+#[test]
+fn extreme_times_and_sizes_give_sane_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let steps = "[[post]]\nname = \"stats\"\nkind = \"summary\"\npath = \"stats\"\n\
+                 [[post]]\nname = \"page\"\nkind = \"report\"\npath = \"report.html\"\n";
+    let trace = TRACE.replace("\"memory_copy\"", "\"memory_copy\", \"memory_allocation\"");
+    let perfetto = "[[sink]]\nname = \"trace\"\nkind = \"perfetto\"\npath = \"out/run.pftrace\"\n";
+    generate(d, &format!("{trace}{perfetto}{steps}"));
+    rewrite(&d.join("run.rfraw"), |frames| {
+        let allocation = |address, operation_id| MemoryAllocation {
+            address,
+            bytes: u64::MAX / 2 + 1,
+            operation_id,
+            ..Default::default()
+        };
+        // Two allocations whose sizes add up past 2^64, and a free of one.
+        let allocations = vec![allocation(1, 1), allocation(2, 1), allocation(1, 3)];
+        frames.push(Frame {
+            stream: 0,
+            payload: Payload::Records(Batch::MemoryAllocation(allocations)),
+        });
+        for frame in frames {
+            match &mut frame.payload {
+                Payload::Records(Batch::KernelDispatch(dispatches)) => {
+                    dispatches[0].end_ns = u64::MAX;
+                    dispatches[1].start_ns = dispatches[1].end_ns + 1_000_000_000;
+                    dispatches[2].start_ns = 0;
+                }
+                Payload::Records(Batch::MemoryCopy(copies)) => {
+                    copies.iter_mut().for_each(|c| c.bytes = u64::MAX / 2 + 1);
+                }
+                _ => {}
+            }
+        }
+    });
+    let out = rocflow_in_time(&["replay", "run.rfraw"], d);
+    assert_success(&out);
+    for row in csv(&d.join("out/tables/kernel_dispatch.csv")) {
+        let duration = &row["duration_ns"];
+        assert!(duration.parse::<u64>().is_ok(), "duration {duration}");
+    }
+    let out = rocflow_in_time(&["summary", "run.rfraw", "--format", "json"], d);
+    assert_success(&out);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (section, rows) in json.as_object().unwrap() {
+        for row in rows.as_array().unwrap() {
+            for (column, value) in row.as_object().unwrap() {
+                if let Some(number) = value.as_f64() {
+                    assert!(number >= 0.0, "{section} {column}: {number}");
+                }
+            }
+        }
+    }
+    let copies = &json["memory_copies"].as_array().unwrap()[0];
+    assert!(copies["bytes"].as_u64().unwrap() > u64::MAX / 4);
+}
