@@ -258,6 +258,60 @@ fn names_from_the_spool_stay_inside_the_output_directory() {
     assert!(written.iter().all(|n| n.contains("escaped")), "{written:?}");
 }
 
+/// The pipeline recorded in a spool writes only under the directory the replay runs in:
+/// a sink path out of it, or a table named as a path, is refused before anything is
+/// written, unless the spool is trusted.
+#[test]
+fn a_recorded_pipeline_cannot_write_outside_the_directory() {
+    type Change = fn(&mut serde_json::Value);
+    let hostile: [(&str, Change); 3] = [
+        ("a sink path up and out", |plan| {
+            plan["sinks"][0]["path"] = "../escaped".into()
+        }),
+        ("an absolute sink path", |plan| {
+            plan["sinks"][0]["path"] = "/tmp/rocflow-escaped-by-a-spool".into()
+        }),
+        ("a table named as a path", |plan| {
+            plan["stages"]["transforms"][0]["name"] = "../../escaped".into()
+        }),
+    ];
+    let pipeline = format!(
+        "{TRACE}[[transform]]\nname = \"per-kernel\"\nkind = \"aggregate\"\n\
+         records = [\"kernel_dispatch\"]\ngroup_by = [\"kernel_id\"]\n\
+         metrics = {{ calls = \"count()\" }}\n"
+    );
+    for (what, change) in hostile {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        generate(&work, &pipeline);
+        rewrite(&work.join("run.rfraw"), |frames| {
+            for frame in frames {
+                let Payload::Meta(items) = &mut frame.payload else {
+                    continue;
+                };
+                for item in items {
+                    if let Meta::Plan { json } = item {
+                        let mut plan: serde_json::Value = serde_json::from_str(json).unwrap();
+                        change(&mut plan);
+                        *json = plan.to_string();
+                    }
+                }
+            }
+        });
+        let out = rocflow(&["replay", "run.rfraw"], &work, &[]);
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("writes outside this directory"),
+            "{what}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(names(dir.path()), ["work"], "{what}");
+        assert_eq!(names(&work), ["p.toml", "run.rfraw"], "{what}");
+        assert!(!Path::new("/tmp/rocflow-escaped-by-a-spool").exists());
+    }
+}
+
 /// Times at the ends of the range (a kernel that never ends, one that ends before it
 /// starts) and sizes that add up past 2^64 (copies, allocations): replay and summary
 /// finish, and say nothing negative.

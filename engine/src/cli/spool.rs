@@ -82,12 +82,12 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let plan = match &args.pipeline {
         Some(file) => args.options.compile(file)?,
         None if args.trust_plan => recorded_plan(&args.spool)?,
-        None => untrusted(
+        None => untrusted_outputs(
             &args.spool,
             recorded_plan(&args.spool)?,
             "if you trust whoever made the spool, replay it with --trust-plan; or give a \
              pipeline: rocflow replay RUN.rfraw PIPELINE.toml",
-        ),
+        )?,
     };
     let mut reader = open(&args.spool)?;
     let mut failed = None;
@@ -346,6 +346,23 @@ fn untrusted(spool: &Path, plan: Plan, hint: &str) -> Plan {
         eprintln!("{}", warning.render(std::io::stderr().is_terminal()));
     }
     plan
+}
+
+/// The plan recorded in `spool`, to write outputs with as anyone may have written it:
+/// refused if it writes outside this directory, and without what would run code.
+fn untrusted_outputs(spool: &Path, plan: Plan, hint: &str) -> Result<Plan> {
+    let escapes = plan.escapes();
+    if !escapes.is_empty() {
+        return Err(Error::user(
+            Diagnostic::error(format!(
+                "the pipeline recorded in `{}` writes outside this directory: {}",
+                spool.display(),
+                escapes.join("; ")
+            ))
+            .hint(hint),
+        ));
+    }
+    Ok(untrusted(spool, plan, hint))
 }
 
 /// The plan stored in the spool's first metadata frames.

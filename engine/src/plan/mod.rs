@@ -3,6 +3,7 @@
 //! receives it serialized through the environment); nothing downstream re-reads the TOML.
 
 mod code;
+mod confine;
 mod explain;
 
 use std::path::PathBuf;
