@@ -1,5 +1,7 @@
 //! Bad pipelines: each must be rejected with one precise message at the right line:col.
 
+mod support;
+
 use std::path::Path;
 
 use rocflow::diag::Diagnostic;
@@ -50,6 +52,42 @@ fn rejects_with(text: &str, sets: &[&str], message: &str, line: usize, col: usiz
         "{message}: at {position}, expected {line}:{col}"
     );
     error
+}
+
+/// The one error of `rocflow validate` on `text` as p.toml, run as a process of its own
+/// with bounded memory and time: for pipelines that could exhaust the stack or memory, so
+/// that doing so fails the test instead of killing the test harness.
+#[track_caller]
+fn validate_rejects(text: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), text).unwrap();
+    let out = support::rocflow_bounded(&["validate", "--format", "json", "p.toml"], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{:?}, stderr: {}",
+        out.status,
+        support::text(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let errors: Vec<&serde_json::Value> = report["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .collect();
+    assert_eq!(errors.len(), 1, "expected one error, got {errors:#?}");
+    errors[0].clone()
+}
+
+/// Asserts that `error` (from [`validate_rejects`]) is at `line:col` of p.toml.
+#[track_caller]
+fn assert_at(error: &serde_json::Value, line: u64, col: u64) {
+    assert_eq!(
+        (&error["file"], &error["line"], &error["column"]),
+        (&"p.toml".into(), &line.into(), &col.into()),
+        "{error:#}"
+    );
 }
 
 fn hint(error: &Diagnostic) -> &str {
@@ -643,6 +681,83 @@ fn parameter_that_makes_a_value_invalid() {
         6,
         15,
     );
+}
+
+#[test]
+fn parameters_that_use_each_other_are_a_cycle() {
+    // Each expansion round would multiply the strings by 20: the cycle is found before.
+    let error = validate_rejects(&format!(
+        "[params]\nroot = \"/x\"\na = \"{}\"\nb = \"{{root}}{}\"\n",
+        "{b}".repeat(20),
+        "{a}".repeat(20)
+    ));
+    assert_eq!(
+        error["message"],
+        "parameter `a` refers to itself: a -> b -> a"
+    );
+    assert_at(&error, 3, 5);
+    assert_eq!(error["notes"], serde_json::json!(["`b` is at p.toml:4:5"]));
+}
+
+#[test]
+fn parameter_that_uses_itself() {
+    let error = validate_rejects("[params]\nout = \"/scratch\"\ndir = \"{out}/{dir}\"\n");
+    assert_eq!(
+        error["message"],
+        "parameter `dir` refers to itself: dir -> dir"
+    );
+    assert_at(&error, 3, 7);
+}
+
+/// `p1 = "{p0}{p0}"`, `p2 = "{p1}{p1}"`, … up to `p{last}`, in the order given.
+fn doubling_parameters(order: impl Iterator<Item = usize>) -> String {
+    let mut text = "[params]\n".to_owned();
+    for i in order {
+        match i {
+            0 => text.push_str("p0 = \"x\"\n"),
+            i => text.push_str(&format!("p{i} = \"{{p{0}}}{{p{0}}}\"\n", i - 1)),
+        }
+    }
+    text
+}
+
+#[test]
+fn parameter_that_doubles_at_every_step_stops_at_the_size_limit() {
+    // p40 would be 2^40 bytes; p21, at 2 MiB, is the first past the 1 MiB limit.
+    let error = validate_rejects(&doubling_parameters(0..=40));
+    assert_eq!(
+        error["message"],
+        "parameter `p21` would expand to 2097152 bytes, more than the 1 MiB a value may hold"
+    );
+    assert_at(&error, 23, 7);
+}
+
+#[test]
+fn parameters_that_refer_too_deep() {
+    // Declared from the top, p40 needs 40 parameters resolved below it first.
+    let error = validate_rejects(&doubling_parameters((0..=40).rev()));
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("parameter `p40` uses parameters more than 32 deep: p40 -> p39"),
+        "{message}"
+    );
+    assert_at(&error, 2, 7);
+}
+
+#[test]
+fn many_uses_of_a_large_parameter_stop_at_the_total_limit() {
+    // 1000 copies of a value of half a MiB: each is allowed, together they are not.
+    let uses = vec!["\"{big}\""; 1000].join(", ");
+    let error = validate_rejects(&format!(
+        "[params]\nbig = \"{}\"\n[[sink]]\nname = \"s\"\nkind = \"csv\"\npath = \"out\"\nrecords = [{uses}]\n",
+        "x".repeat(512 << 10)
+    ));
+    assert_eq!(
+        error["message"],
+        "this value would take the pipeline past 64 MiB of expanded parameters"
+    );
+    // The 129th use, at column 12 + 9 * 128.
+    assert_at(&error, 7, 1164);
 }
 
 #[test]
