@@ -914,6 +914,44 @@ fn a_derived_counter_that_does_not_parse_is_reported_once() {
     );
 }
 
+/// A context deriving `D` from `expression`, and the column of its first character.
+fn derived_counter(expression: &str) -> (String, u64) {
+    let head = "derived = [{ name = \"D\", expression = \"";
+    let text = format!(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\n{head}{expression}\" }}]\n"
+    );
+    (text, head.len() as u64 + 1)
+}
+
+#[test]
+fn derived_counter_too_long_to_evaluate() {
+    // A sum of 50 000 terms is a tree 50 000 deep: it is refused at its 257th node.
+    let (text, column) = derived_counter(&vec!["SQ_WAVES"; 50_000].join("+"));
+    let error = validate_rejects(&text);
+    assert_eq!(
+        error["message"],
+        "invalid counter expression: the expression is too long: it has more than 256 numbers, names, operators and functions"
+    );
+    assert_at(&error, 5, column + 9 * 128);
+    assert_eq!(error["snippet"], "SQ_WAVES");
+}
+
+#[test]
+fn derived_counter_nested_too_deep() {
+    let depth = 10_000;
+    let (text, column) = derived_counter(&format!(
+        "{}SQ_WAVES{}",
+        "(".repeat(depth),
+        ")".repeat(depth)
+    ));
+    let error = validate_rejects(&text);
+    assert_eq!(
+        error["message"],
+        "invalid counter expression: parentheses and functions nest more than 32 deep here"
+    );
+    assert_at(&error, 5, column + 32);
+}
+
 #[test]
 fn inline_derived_counters_in_a_cycle() {
     let e = rejects(
