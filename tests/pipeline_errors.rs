@@ -483,6 +483,53 @@ fn filter_that_does_not_parse() {
 }
 
 #[test]
+fn filter_nested_too_deep() {
+    let depth = 50_000;
+    let error = validate_rejects(&format!(
+        "{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"{}duration_ns > 1{}\"\n",
+        "(".repeat(depth),
+        ")".repeat(depth)
+    ));
+    assert_eq!(
+        error["message"],
+        "invalid expression: parentheses nest more than 32 deep here"
+    );
+    // The 33rd parenthesis; the string starts at column 14.
+    assert_at(&error, 7, 14 + 32);
+}
+
+#[test]
+fn filter_with_a_run_of_negations() {
+    let error = validate_rejects(&format!(
+        "{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"{}true\"\n",
+        "!".repeat(100_000)
+    ));
+    assert_eq!(
+        error["message"],
+        "invalid expression: more than 4 `!` and `-` in a row"
+    );
+    assert_at(&error, 7, 14 + 4);
+}
+
+#[test]
+fn derived_column_too_long_to_evaluate() {
+    let sum = vec!["duration_ns"; 5000].join(" + ");
+    let error = validate_rejects(&format!(
+        "{TRACE}[[transform]]\nname = \"d\"\nkind = \"derive\"\ncolumn = \"total\"\nexpression = \"{sum}\"\n"
+    ));
+    assert_eq!(
+        error["message"],
+        "invalid expression: the expression has more than 256 operators"
+    );
+    assert_eq!(
+        error["hint"],
+        "split it: filters one after another, or columns derived one from another"
+    );
+    // The 257th `+`; the string starts at column 15.
+    assert_at(&error, 8, 15 + 256 * "duration_ns + ".len() as u64 + 12);
+}
+
+#[test]
 fn filter_on_an_unknown_column() {
     let e = rejects(
         &format!(

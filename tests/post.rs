@@ -346,6 +346,26 @@ fn diff_compares_runs_and_gates_on_a_predicate() {
     );
 }
 
+#[test]
+fn diff_refuses_a_predicate_too_deep_to_evaluate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rocflow(
+        &["generate", "run.rfraw", "--records", "100"],
+        dir.path(),
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let predicate = format!("{}(kernel_time_ratio > 1.1)", "!".repeat(100_000));
+    let args = ["diff", "run.rfraw", "run.rfraw", "--fail-if", &predicate];
+    let out = support::rocflow_bounded(&args, dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{:?}: {stderr}", out.status);
+    assert!(
+        stderr.contains(": column 5: more than 4 `!` and `-` in a row"),
+        "{stderr}"
+    );
+}
+
 /// Loads a page in headless Chromium and returns the DOM after its scripts ran.
 fn rendered_dom(page: &Path) -> String {
     let profile = tempfile::tempdir().unwrap();

@@ -12,6 +12,7 @@ use regex::Regex;
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::diag::{Diagnostic, Span, did_you_mean};
+use crate::expression;
 use crate::plan::{
     AgentSelector, BufferPlan, ContextPlan, CounterPlan, Metric, MetricOp, PcSamplingPlan, Plan,
     PluginRef, PostPlan, Provenance, ReducePlan, Route, SinkPlan, StageGraph, StartPlan,
@@ -1024,7 +1025,7 @@ impl<'a> Compiler<'a> {
         path: &[Step<'_>],
         text: &str,
     ) -> Vec<(String, Option<(usize, usize)>)> {
-        match evalexpr::build_operator_tree(text) {
+        match expression::parse(text) {
             Ok(tree) => {
                 let names: BTreeSet<&str> = tree.iter_variable_identifiers().collect();
                 names
@@ -1038,8 +1039,15 @@ impl<'a> Compiler<'a> {
                     .collect()
             }
             Err(err) => {
-                self.error(path, format!("invalid expression: {err}"))
-                    .hint = Some("expressions use evalexpr syntax, e.g. `duration_ns > 1000 && kernel_name != \"copy\"`".into());
+                let node = self.doc.at(path.iter().copied());
+                let span = (err.span.as_ref())
+                    .and_then(|at| node.and_then(|n| inner_span(n, at.start, at.len())));
+                let d = Diagnostic::error(format!("invalid expression: {}", err.message))
+                    .at(span.or_else(|| self.span(path)))
+                    .hint(err.hint.unwrap_or(
+                        "expressions use evalexpr syntax, e.g. `duration_ns > 1000 && kernel_name != \"copy\"`",
+                    ));
+                self.errors.push(d);
                 Vec::new()
             }
         }
@@ -1057,7 +1065,7 @@ impl<'a> Compiler<'a> {
         derived: &[Derived],
     ) -> Vec<evalexpr::Value> {
         use evalexpr::{ContextWithMutableVariables, EvalexprError, HashMapContext, Value};
-        let Ok(tree) = evalexpr::build_operator_tree(text) else {
+        let Ok(tree) = expression::parse(text) else {
             return Vec::new();
         };
         let mut results = Vec::new();
