@@ -640,6 +640,26 @@ fn sql_step_without_a_database() {
 }
 
 #[test]
+fn sql_step_timeouts() {
+    let step = |timeout: &str| {
+        format!(
+            "{TRACE}[[post]]\nname = \"q\"\nkind = \"sql\"\ndatabase = \"run.db\"\nquery = \"select 1\"\npath = \"q.csv\"\ntimeout = {timeout}\n"
+        )
+    };
+    rejects(&step("\"soon\""), "`soon` is not a duration", 10, 11);
+    let e = rejects(
+        &step("\"0s\""),
+        "a timeout of 0 stops every query before it starts",
+        10,
+        11,
+    );
+    assert_eq!(
+        hint(&e),
+        "give the query time to run, e.g. `timeout = \"30s\"`"
+    );
+}
+
+#[test]
 fn command_given_as_a_shell_string() {
     let e = rejects(
         "[[post]]\nname = \"c\"\nkind = \"command\"\nargv = [\"python3 plot.py\"]\n",

@@ -319,16 +319,9 @@ impl<'a> Compiler<'a> {
         q: &Quantity,
         parse: fn(&str) -> Result<u64, String>,
     ) -> Option<u64> {
-        match q {
-            Quantity::Number(n) => Some(*n),
-            Quantity::Text(text) => match parse(text) {
-                Ok(n) => Some(n),
-                Err(message) => {
-                    self.error(path, message);
-                    None
-                }
-            },
-        }
+        q.value(parse)
+            .map_err(|message| self.error(path, message))
+            .ok()
     }
 
     fn agents(&mut self, path: &[Step<'_>], agents: &[AgentRef]) -> Vec<AgentSelector> {
@@ -1309,8 +1302,24 @@ impl<'a> Compiler<'a> {
                     self.placeholders(path!["post", p, "path"], path, params);
                 }
                 PostStep::Summary { path: None, .. } => {}
-                PostStep::Sql { database, path, .. } => {
+                PostStep::Sql {
+                    database,
+                    path,
+                    timeout,
+                    ..
+                } => {
                     self.placeholders(path!["post", p, "path"], path, params);
+                    let timeout_path = path!["post", p, "timeout"];
+                    let timeout = timeout.as_ref();
+                    if timeout.and_then(|t| self.quantity(timeout_path, t, units::parse_duration))
+                        == Some(0)
+                    {
+                        self.error(
+                            timeout_path,
+                            "a timeout of 0 stops every query before it starts",
+                        )
+                        .hint = Some("give the query time to run, e.g. `timeout = \"30s\"`".into());
+                    }
                     if database.is_none() && !sinks.iter().any(|s| s.writes(SinkKind::Rocpd)) {
                         self.error(path!["post", p, "kind"], format!("sql step `{}` has no database to query", post.name))
                             .hint = Some("add a [[sink]] with kind = \"rocpd\", or set `database = \"path/to/run.db\"`".into());
