@@ -144,6 +144,33 @@ fn explain_json_is_the_plan() {
 }
 
 #[test]
+fn explain_shows_the_time_limit_of_sql_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let step = |name: &str, timeout: &str| {
+        format!(
+            "[[post]]\nname = \"{name}\"\nkind = \"sql\"\ndatabase = \"run.db\"\nquery = \"select 1\"\npath = \"{name}.csv\"\n{timeout}"
+        )
+    };
+    let pipeline = format!(
+        "[pipeline]\nextends = [\"kernel-trace\"]\n{}{}",
+        step("quick", "timeout = \"1.5s\"\n"),
+        step("default", "")
+    );
+    write(dir.path(), "p.toml", &pipeline);
+    let out = rocflow(&["explain", "p.toml"], dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let human = text(&out.stdout);
+    assert!(
+        human.contains("quick: sql `select 1` -> quick.csv (stops after 1.5s)"),
+        "{human}"
+    );
+    assert!(
+        human.contains("default: sql `select 1` -> default.csv (stops after 60s)"),
+        "{human}"
+    );
+}
+
+#[test]
 fn resolved_pipeline_is_a_valid_standalone_pipeline() {
     let dir = tempfile::tempdir().unwrap();
     write(

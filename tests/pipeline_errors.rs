@@ -1,5 +1,7 @@
 //! Bad pipelines: each must be rejected with one precise message at the right line:col.
 
+mod support;
+
 use std::path::Path;
 
 use rocflow::diag::Diagnostic;
@@ -50,6 +52,42 @@ fn rejects_with(text: &str, sets: &[&str], message: &str, line: usize, col: usiz
         "{message}: at {position}, expected {line}:{col}"
     );
     error
+}
+
+/// The one error of `rocflow validate` on `text` as p.toml, run as a process of its own
+/// with bounded memory and time: for pipelines that could exhaust the stack or memory, so
+/// that doing so fails the test instead of killing the test harness.
+#[track_caller]
+fn validate_rejects(text: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), text).unwrap();
+    let out = support::rocflow_bounded(&["validate", "--format", "json", "p.toml"], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{:?}, stderr: {}",
+        out.status,
+        support::text(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let errors: Vec<&serde_json::Value> = report["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .collect();
+    assert_eq!(errors.len(), 1, "expected one error, got {errors:#?}");
+    errors[0].clone()
+}
+
+/// Asserts that `error` (from [`validate_rejects`]) is at `line:col` of p.toml.
+#[track_caller]
+fn assert_at(error: &serde_json::Value, line: u64, col: u64) {
+    assert_eq!(
+        (&error["file"], &error["line"], &error["column"]),
+        (&"p.toml".into(), &line.into(), &col.into()),
+        "{error:#}"
+    );
 }
 
 fn hint(error: &Diagnostic) -> &str {
@@ -445,6 +483,53 @@ fn filter_that_does_not_parse() {
 }
 
 #[test]
+fn filter_nested_too_deep() {
+    let depth = 50_000;
+    let error = validate_rejects(&format!(
+        "{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"{}duration_ns > 1{}\"\n",
+        "(".repeat(depth),
+        ")".repeat(depth)
+    ));
+    assert_eq!(
+        error["message"],
+        "invalid expression: parentheses nest more than 32 deep here"
+    );
+    // The 33rd parenthesis; the string starts at column 14.
+    assert_at(&error, 7, 14 + 32);
+}
+
+#[test]
+fn filter_with_a_run_of_negations() {
+    let error = validate_rejects(&format!(
+        "{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"{}true\"\n",
+        "!".repeat(100_000)
+    ));
+    assert_eq!(
+        error["message"],
+        "invalid expression: more than 4 `!` and `-` in a row"
+    );
+    assert_at(&error, 7, 14 + 4);
+}
+
+#[test]
+fn derived_column_too_long_to_evaluate() {
+    let sum = vec!["duration_ns"; 5000].join(" + ");
+    let error = validate_rejects(&format!(
+        "{TRACE}[[transform]]\nname = \"d\"\nkind = \"derive\"\ncolumn = \"total\"\nexpression = \"{sum}\"\n"
+    ));
+    assert_eq!(
+        error["message"],
+        "invalid expression: the expression has more than 256 operators"
+    );
+    assert_eq!(
+        error["hint"],
+        "split it: filters one after another, or columns derived one from another"
+    );
+    // The 257th `+`; the string starts at column 15.
+    assert_at(&error, 8, 15 + 256 * "duration_ns + ".len() as u64 + 12);
+}
+
+#[test]
 fn filter_on_an_unknown_column() {
     let e = rejects(
         &format!(
@@ -555,6 +640,26 @@ fn sql_step_without_a_database() {
 }
 
 #[test]
+fn sql_step_timeouts() {
+    let step = |timeout: &str| {
+        format!(
+            "{TRACE}[[post]]\nname = \"q\"\nkind = \"sql\"\ndatabase = \"run.db\"\nquery = \"select 1\"\npath = \"q.csv\"\ntimeout = {timeout}\n"
+        )
+    };
+    rejects(&step("\"soon\""), "`soon` is not a duration", 10, 11);
+    let e = rejects(
+        &step("\"0s\""),
+        "a timeout of 0 stops every query before it starts",
+        10,
+        11,
+    );
+    assert_eq!(
+        hint(&e),
+        "give the query time to run, e.g. `timeout = \"30s\"`"
+    );
+}
+
+#[test]
 fn command_given_as_a_shell_string() {
     let e = rejects(
         "[[post]]\nname = \"c\"\nkind = \"command\"\nargv = [\"python3 plot.py\"]\n",
@@ -643,6 +748,83 @@ fn parameter_that_makes_a_value_invalid() {
         6,
         15,
     );
+}
+
+#[test]
+fn parameters_that_use_each_other_are_a_cycle() {
+    // Each expansion round would multiply the strings by 20: the cycle is found before.
+    let error = validate_rejects(&format!(
+        "[params]\nroot = \"/x\"\na = \"{}\"\nb = \"{{root}}{}\"\n",
+        "{b}".repeat(20),
+        "{a}".repeat(20)
+    ));
+    assert_eq!(
+        error["message"],
+        "parameter `a` refers to itself: a -> b -> a"
+    );
+    assert_at(&error, 3, 5);
+    assert_eq!(error["notes"], serde_json::json!(["`b` is at p.toml:4:5"]));
+}
+
+#[test]
+fn parameter_that_uses_itself() {
+    let error = validate_rejects("[params]\nout = \"/scratch\"\ndir = \"{out}/{dir}\"\n");
+    assert_eq!(
+        error["message"],
+        "parameter `dir` refers to itself: dir -> dir"
+    );
+    assert_at(&error, 3, 7);
+}
+
+/// `p1 = "{p0}{p0}"`, `p2 = "{p1}{p1}"`, … up to `p{last}`, in the order given.
+fn doubling_parameters(order: impl Iterator<Item = usize>) -> String {
+    let mut text = "[params]\n".to_owned();
+    for i in order {
+        match i {
+            0 => text.push_str("p0 = \"x\"\n"),
+            i => text.push_str(&format!("p{i} = \"{{p{0}}}{{p{0}}}\"\n", i - 1)),
+        }
+    }
+    text
+}
+
+#[test]
+fn parameter_that_doubles_at_every_step_stops_at_the_size_limit() {
+    // p40 would be 2^40 bytes; p21, at 2 MiB, is the first past the 1 MiB limit.
+    let error = validate_rejects(&doubling_parameters(0..=40));
+    assert_eq!(
+        error["message"],
+        "parameter `p21` would expand to 2097152 bytes, more than the 1 MiB a value may hold"
+    );
+    assert_at(&error, 23, 7);
+}
+
+#[test]
+fn parameters_that_refer_too_deep() {
+    // Declared from the top, p40 needs 40 parameters resolved below it first.
+    let error = validate_rejects(&doubling_parameters((0..=40).rev()));
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("parameter `p40` uses parameters more than 32 deep: p40 -> p39"),
+        "{message}"
+    );
+    assert_at(&error, 2, 7);
+}
+
+#[test]
+fn many_uses_of_a_large_parameter_stop_at_the_total_limit() {
+    // 1000 copies of a value of half a MiB: each is allowed, together they are not.
+    let uses = vec!["\"{big}\""; 1000].join(", ");
+    let error = validate_rejects(&format!(
+        "[params]\nbig = \"{}\"\n[[sink]]\nname = \"s\"\nkind = \"csv\"\npath = \"out\"\nrecords = [{uses}]\n",
+        "x".repeat(512 << 10)
+    ));
+    assert_eq!(
+        error["message"],
+        "this value would take the pipeline past 64 MiB of expanded parameters"
+    );
+    // The 129th use, at column 12 + 9 * 128.
+    assert_at(&error, 7, 1164);
 }
 
 #[test]
@@ -797,6 +979,44 @@ fn a_derived_counter_that_does_not_parse_is_reported_once() {
         5,
         50,
     );
+}
+
+/// A context deriving `D` from `expression`, and the column of its first character.
+fn derived_counter(expression: &str) -> (String, u64) {
+    let head = "derived = [{ name = \"D\", expression = \"";
+    let text = format!(
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\n{head}{expression}\" }}]\n"
+    );
+    (text, head.len() as u64 + 1)
+}
+
+#[test]
+fn derived_counter_too_long_to_evaluate() {
+    // A sum of 50 000 terms is a tree 50 000 deep: it is refused at its 257th node.
+    let (text, column) = derived_counter(&vec!["SQ_WAVES"; 50_000].join("+"));
+    let error = validate_rejects(&text);
+    assert_eq!(
+        error["message"],
+        "invalid counter expression: the expression is too long: it has more than 256 numbers, names, operators and functions"
+    );
+    assert_at(&error, 5, column + 9 * 128);
+    assert_eq!(error["snippet"], "SQ_WAVES");
+}
+
+#[test]
+fn derived_counter_nested_too_deep() {
+    let depth = 10_000;
+    let (text, column) = derived_counter(&format!(
+        "{}SQ_WAVES{}",
+        "(".repeat(depth),
+        ")".repeat(depth)
+    ));
+    let error = validate_rejects(&text);
+    assert_eq!(
+        error["message"],
+        "invalid counter expression: parentheses and functions nest more than 32 deep here"
+    );
+    assert_at(&error, 5, column + 32);
 }
 
 #[test]

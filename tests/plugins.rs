@@ -423,68 +423,34 @@ fn invalid(transform_or_sink: &str, plugin_path: &Path) -> String {
     text(&output.stderr)
 }
 
-#[test]
-fn plugins_that_cannot_work_fail_validation() {
+/// `rocflow run` of a pipeline naming a plugin, with an application that would leave a file
+/// behind; returns stderr after checking exit 2 and that the application never started.
+fn refused_run(transform_or_sink: &str, plugin_path: &Path) -> String {
+    let dir = pipeline(&format!("{TRACE}\n{transform_or_sink}"));
+    let env = [("ROCFLOW_PLUGIN_PATH", plugin_path)];
+    let app = ["/usr/bin/touch", "started"];
+    let output = run_on("sim", "p.toml", &app, dir.path(), &env);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(!dir.path().join("started").exists(), "the application ran");
+    text(&output.stderr)
+}
+
+/// The C plugins `sources` (file under `plugins/`, name) built in a directory, and a plugin
+/// path of that directory and the built plugins.
+fn with_c_plugins(sources: &[(&str, &str)]) -> (tempfile::TempDir, std::ffi::OsString) {
     let plugins = tempfile::tempdir().unwrap();
-    build_c("tests/c/wrong_abi.c", "wrong_abi", plugins.path());
-    build_c("tests/c/no_entry.c", "no_entry", plugins.path());
+    for (source, name) in sources {
+        build_c(source, name, plugins.path());
+    }
     let path = std::env::join_paths([plugins.path(), &built_plugins()]).unwrap();
-    let path = Path::new(&path);
-    let transform = |plugin: &str, options: &str| {
-        format!(
-            "[[transform]]\nname = \"t\"\nkind = \"plugin\"\nplugin = \"{plugin}\"\nrecords = [\"kernel_dispatch\"]\n{options}"
-        )
-    };
-    let cases = [
-        (
-            transform("wrong_abi", ""),
-            "is built for plugin ABI version 2; this rocflow loads version 1",
-        ),
-        (
-            transform("no_entry", ""),
-            "is not a rocflow plugin: it does not export `rocflow_plugin_v1`",
-        ),
-        (transform("nothing", ""), "no plugin named `nothing` (librocflow_plugin_nothing.so is in none of"),
-        (transform("./nothing.so", ""), "no plugin file"),
-        (
-            transform("probe", "options = { panic = \"create\" }"),
-            "plugin `probe` panicked: the probe panics in Create, as asked",
-        ),
-        (
-            transform("probe", "options = { panic = \"process\" }"),
-            "plugin `probe` panicked: the probe panics in Process, as asked (at plugins/tests/probe/src/lib.rs:",
-        ),
-        (
-            transform("probe", "options = { keep_evry = 2 }"),
-            "plugin `probe` failed: options: unknown field `keep_evry`",
-        ),
-        (transform("openmetrics", ""), "plugin `openmetrics` is not a transform; it is a sink"),
-        (
-            "[[sink]]\nname = \"s\"\nkind = \"plugin\"\nplugin = \"openmetrics\"\npath = \"m.prom\"\noptions = { labels = { kernel = \"x\" } }\n".into(),
-            "`kernel` cannot be a label",
-        ),
-        (
-            "[[sink]]\nname = \"s\"\nkind = \"csv\"\nplugin = \"openmetrics\"\npath = \"out\"\n".into(),
-            "`sink[0].plugin` does not belong to this `kind`",
-        ),
-        (
-            "[[sink]]\nname = \"s\"\nkind = \"plugin\"\npath = \"out\"\n".into(),
-            "`sink[0]` is missing `plugin`",
-        ),
-    ];
-    let sample = invalid(
-        &transform("probe", "options = { panic = \"process\" }"),
-        path,
-    );
-    assert!(
-        sample.contains("validation runs a transform on a sample kernel_dispatch record"),
-        "{sample}"
-    );
-    // Option errors point into the pipeline, not at a place in the JSON rocflow made.
-    let typo = invalid(&transform("probe", "options = { keep_evry = 2 }"), path);
-    assert!(!typo.contains("at line 1 column"), "{typo}");
+    (plugins, path)
+}
+
+/// Asserts that what `refuse` says of each pipeline entry holds its message and points
+/// into the pipeline.
+fn assert_refused(cases: &[(String, &str)], refuse: impl Fn(&str) -> String) {
     for (entry, message) in cases {
-        let stderr = invalid(&entry, path);
+        let stderr = refuse(entry);
         assert!(
             stderr.contains(message),
             "{entry}\nwants: {message}\n{stderr}"
@@ -496,27 +462,120 @@ fn plugins_that_cannot_work_fail_validation() {
     }
 }
 
+fn plugin_transform(plugin: &str, options: &str) -> String {
+    format!(
+        "[[transform]]\nname = \"t\"\nkind = \"plugin\"\nplugin = \"{plugin}\"\nrecords = [\"kernel_dispatch\"]\n{options}"
+    )
+}
+
 #[test]
-fn a_plugin_that_cannot_load_stops_the_run_before_the_application_starts() {
-    let plugins = tempfile::tempdir().unwrap();
-    build_c("tests/c/wrong_abi.c", "wrong_abi", plugins.path());
-    let dir = pipeline(&format!(
-        "{TRACE}\n[[transform]]\nname = \"t\"\nkind = \"plugin\"\nplugin = \"wrong_abi\"\n"
-    ));
-    let env = [("ROCFLOW_PLUGIN_PATH", plugins.path())];
-    let output = run_on(
-        "sim",
-        "p.toml",
-        &["/usr/bin/touch", "started"],
-        dir.path(),
-        &env,
-    );
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
-    assert!(text(&output.stderr).contains("is built for plugin ABI version 2"));
+fn plugins_that_are_not_there_fail_validation() {
+    let (_plugins, path) = with_c_plugins(&[("tests/c/no_entry.c", "no_entry")]);
+    let path = Path::new(&path);
+    let cases = [
+        (
+            plugin_transform("no_entry", ""),
+            "is not a rocflow plugin: it does not export `rocflow_plugin_v1`",
+        ),
+        (
+            plugin_transform("nothing", ""),
+            "no plugin named `nothing` (librocflow_plugin_nothing.so is in none of",
+        ),
+        (
+            plugin_transform("../../nothing", ""),
+            "`../../nothing` is not a plugin name: a name is letters, digits, `_` and `-`",
+        ),
+        (
+            "[[sink]]\nname = \"s\"\nkind = \"csv\"\nplugin = \"openmetrics\"\npath = \"out\"\n"
+                .into(),
+            "`sink[0].plugin` does not belong to this `kind`",
+        ),
+        (
+            "[[sink]]\nname = \"s\"\nkind = \"plugin\"\npath = \"out\"\n".into(),
+            "`sink[0]` is missing `plugin`",
+        ),
+    ];
+    assert_refused(&cases, |entry| invalid(entry, path));
+    let path_given = invalid(&plugin_transform("../../nothing", ""), path);
     assert!(
-        !dir.path().join("started").exists(),
-        "the application never ran"
+        path_given.contains("help: name the library librocflow_plugin_NAME.so, put its directory on ROCFLOW_PLUGIN_PATH"),
+        "{path_given}"
     );
+}
+
+#[test]
+fn validate_and_explain_run_no_plugin_code() {
+    let plugins = tempfile::tempdir().unwrap();
+    build_c("tests/c/constructor.c", "constructor", plugins.path());
+    let dir = pipeline(&format!(
+        "{TRACE}\n[[sink]]\nname = \"nothing\"\nkind = \"plugin\"\nplugin = \"constructor\"\npath = \"nothing\"\n"
+    ));
+    let marker = dir.path().join("constructed");
+    let env = [
+        ("ROCFLOW_PLUGIN_PATH", plugins.path()),
+        ("ROCFLOW_TEST_MARKER", marker.as_path()),
+    ];
+    let validate = rocflow(&["validate", "p.toml"], dir.path(), &env);
+    assert_success(&validate);
+    assert_success(&rocflow(&["explain", "p.toml"], dir.path(), &env));
+    assert!(!marker.exists(), "validate or explain loaded the plugin");
+    assert!(
+        text(&validate.stderr).contains(
+            "note: plugin `constructor` is checked without loading it: whether it is a sink and takes these options is checked when `rocflow run` or `replay` loads it"
+        ),
+        "{}",
+        text(&validate.stderr)
+    );
+    // Loading it runs the constructor: the marker is a witness.
+    assert_success(&rocflow(&["plugins", "list"], dir.path(), &env));
+    assert!(marker.exists());
+}
+
+#[test]
+fn plugins_that_cannot_work_stop_a_run_before_it_starts() {
+    let (_plugins, path) = with_c_plugins(&[("tests/c/wrong_abi.c", "wrong_abi")]);
+    let path = Path::new(&path);
+    let cases = [
+        (
+            plugin_transform("wrong_abi", ""),
+            "is built for plugin ABI version 2; this rocflow loads version 1",
+        ),
+        (
+            plugin_transform("probe", "options = { panic = \"create\" }"),
+            "plugin `probe` panicked: the probe panics in Create, as asked",
+        ),
+        (
+            plugin_transform("probe", "options = { panic = \"process\" }"),
+            "plugin `probe` panicked: the probe panics in Process, as asked (at plugins/tests/probe/src/lib.rs:",
+        ),
+        (
+            plugin_transform("probe", "options = { keep_evry = 2 }"),
+            "plugin `probe` failed: options: unknown field `keep_evry`",
+        ),
+        (
+            plugin_transform("openmetrics", ""),
+            "plugin `openmetrics` is not a transform; it is a sink",
+        ),
+        (
+            "[[sink]]\nname = \"s\"\nkind = \"plugin\"\nplugin = \"openmetrics\"\npath = \"m.prom\"\noptions = { labels = { kernel = \"x\" } }\n".into(),
+            "`kernel` cannot be a label",
+        ),
+    ];
+    let sample = refused_run(
+        &plugin_transform("probe", "options = { panic = \"process\" }"),
+        path,
+    );
+    assert!(
+        sample.contains("validation runs a transform on a sample kernel_dispatch record"),
+        "{sample}"
+    );
+    // Option errors point into the pipeline, not at a place in the JSON rocflow made.
+    let typo = refused_run(
+        &plugin_transform("probe", "options = { keep_evry = 2 }"),
+        path,
+    );
+    assert!(!typo.contains("at line 1 column"), "{typo}");
+    assert_refused(&cases, |entry| refused_run(entry, path));
 }
 
 #[test]

@@ -346,6 +346,26 @@ fn diff_compares_runs_and_gates_on_a_predicate() {
     );
 }
 
+#[test]
+fn diff_refuses_a_predicate_too_deep_to_evaluate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rocflow(
+        &["generate", "run.rfraw", "--records", "100"],
+        dir.path(),
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let predicate = format!("{}(kernel_time_ratio > 1.1)", "!".repeat(100_000));
+    let args = ["diff", "run.rfraw", "run.rfraw", "--fail-if", &predicate];
+    let out = support::rocflow_bounded(&args, dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{:?}: {stderr}", out.status);
+    assert!(
+        stderr.contains(": column 5: more than 4 `!` and `-` in a row"),
+        "{stderr}"
+    );
+}
+
 /// Loads a page in headless Chromium and returns the DOM after its scripts ran.
 fn rendered_dom(page: &Path) -> String {
     let profile = tempfile::tempdir().unwrap();
@@ -487,7 +507,7 @@ path = "q/typo.csv"
         serde_json::json!([{"name": "gemm", "ns": 12}, {"name": "gemm", "ns": 30}])
     );
     assert!(
-        stderr.contains("post-step `writes`: SQLite: attempt to write a readonly database"),
+        stderr.contains("post-step `writes`: sql steps only read, and this query writes to `k`"),
         "{stderr}"
     );
     assert!(
@@ -500,6 +520,63 @@ path = "q/typo.csv"
         .query_row("select count(*) from k", [], |r| r.get(0))
         .unwrap();
     assert_eq!(rows, 4, "the database is untouched");
+}
+
+#[test]
+fn sql_steps_cannot_write_other_files_or_run_forever() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("given.db");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("create table k (name text, ns integer); insert into k values ('gemm', 30);")
+        .unwrap();
+    let out = rocflow(
+        &["generate", "run.rfraw", "--records", "100"],
+        dir.path(),
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let step = |name: &str, query: &str, extra: &str| {
+        format!(
+            "[[post]]\nname = \"{name}\"\nkind = \"sql\"\ndatabase = \"given.db\"\nquery = \"{query}\"\npath = \"q/{name}.csv\"\n{extra}"
+        )
+    };
+    let steps = [
+        step("copy", "VACUUM INTO 'copy.db'", ""),
+        step("attach", "ATTACH 'other.db' AS other", ""),
+        step(
+            "forever",
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c",
+            "timeout = \"200ms\"\n",
+        ),
+        step("read", "select name, ns from k", ""),
+    ]
+    .concat();
+    std::fs::write(dir.path().join("sql.toml"), format!("{PIPELINE}{steps}")).unwrap();
+    // Bounded: a query that never ends fails the test instead of hanging it.
+    let out = support::rocflow_bounded(&["replay", "run.rfraw", "sql.toml"], dir.path());
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "optional steps fail alone: {stderr}");
+    for (step, message) in [
+        ("copy", "sql steps only read, and this query writes"),
+        (
+            "attach",
+            "sql steps only read, and this query attaches `other.db`",
+        ),
+        ("forever", "the query ran past its 200ms limit"),
+    ] {
+        assert!(
+            stderr.contains(&format!("warning: post-step `{step}`: {message}\n")),
+            "{stderr}"
+        );
+        assert!(!dir.path().join(format!("q/{step}.csv")).exists());
+    }
+    assert!(!dir.path().join("copy.db").exists(), "VACUUM INTO wrote");
+    assert!(!dir.path().join("other.db").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("q/read.csv")).unwrap(),
+        "name,ns\ngemm,30\n"
+    );
 }
 
 #[test]

@@ -281,24 +281,22 @@ fn sigterm_ends_a_run_whose_application_ignores_it() {
     assert!(kernel_records(&spool) > 0, "{spool}");
 }
 
-#[test]
-fn sigterm_during_a_post_step_ends_the_run_promptly() {
+/// SIGTERM while the post-step `slow` of `post` runs (`started` exists once it has
+/// begun): rocflow ends within seconds, as SIGTERM would, with the sinks' outputs and the
+/// spool complete and the step named as not finished.
+fn sigterm_during(post: &str, started: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let post = r#"
-[[post]]
-name = "slow"
-kind = "command"
-argv = ["/bin/sh", "-c", "touch started; sleep 60"]
-"#;
     pipeline(dir.path(), post);
     let app = sim_app();
     let child = start(dir.path(), &[app.to_str().unwrap(), "exit", "0"]);
-    let started = dir.path().join("started");
+    let started = dir.path().join(started);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !started.exists() {
         assert!(Instant::now() < deadline, "the post-step never started");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Well inside the step (a query, unlike a command, leaves no trace of starting).
+    std::thread::sleep(Duration::from_millis(300));
     child.signal(libc::SIGTERM);
     let (output, took) = child.finish_within(Duration::from_secs(20));
     let stderr = text(&output.stderr);
@@ -308,11 +306,39 @@ argv = ["/bin/sh", "-c", "touch started; sleep 60"]
         stderr.contains("post-step `slow`: not finished: rocflow was asked to stop"),
         "{stderr}"
     );
-    // The sink finished before the signal, the spool long before.
+    // The sinks finished before the signal, the spool long before.
     assert!(
         text(&output.stdout).contains("tables: "),
         "{}",
         text(&output.stdout)
     );
     assert_eq!(inspect(dir.path(), "out")["complete"], true);
+}
+
+#[test]
+fn sigterm_during_a_command_ends_the_run_promptly() {
+    let post = r#"
+[[post]]
+name = "slow"
+kind = "command"
+argv = ["/bin/sh", "-c", "touch started; sleep 60"]
+"#;
+    sigterm_during(post, "started");
+}
+
+#[test]
+fn sigterm_during_a_query_ends_the_run_promptly() {
+    let post = r#"
+[[sink]]
+name = "db"
+kind = "rocpd"
+path = "{output_dir}/run.db"
+
+[[post]]
+name = "slow"
+kind = "sql"
+query = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+path = "{output_dir}/count.csv"
+"#;
+    sigterm_during(post, "out/run.db");
 }

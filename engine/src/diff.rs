@@ -123,7 +123,8 @@ impl Diff {
                 .set_value(name.to_owned(), Value::Float(value))
                 .map_err(|e| e.to_string())?;
         }
-        match evalexpr::eval_boolean_with_context(predicate, &context) {
+        let tree = crate::expression::parse(predicate).map_err(|e| e.to_string())?;
+        match tree.eval_boolean_with_context(&context) {
             Ok(fails) => Ok(fails),
             Err(e) => {
                 let known: Vec<&str> = METRICS.iter().map(|(n, _)| *n).collect();

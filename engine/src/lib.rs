@@ -14,6 +14,7 @@ pub mod counter_defs;
 pub mod diag;
 pub mod diff;
 pub mod error;
+pub mod expression;
 pub mod generate;
 pub mod import;
 pub mod pipeline;

@@ -5,7 +5,8 @@
  * descriptor: the ABI version it was built for, its name, and a table of functions for each
  * kind it provides (a transform, a sink, or both). rocflow loads it when a pipeline names it
  * (`kind = "plugin"`, `plugin = "NAME"` finds `librocflow_plugin_NAME.so` on
- * ROCFLOW_PLUGIN_PATH or next to the rocflow binary; a value with a `/` is a path).
+ * ROCFLOW_PLUGIN_PATH or next to the rocflow binary) and runs or replays it; `rocflow
+ * validate` and `explain` only read its dynamic symbols, and run none of its code.
  *
  * Records cross the boundary as Arrow record batches, through the Arrow C Data Interface
  * (https://arrow.apache.org/docs/format/CDataInterface.html): a batch is a struct array with
@@ -22,8 +23,8 @@
  *   calling thread (valid until the next call into the plugin on that thread), or NULL.
  * - `create` receives the pipeline's `options` as a JSON object (UTF-8, NUL-terminated,
  *   `{}` when there are none), valid during the call, and stores an opaque instance
- *   pointer (NULL is allowed). `rocflow validate`, and `rocflow run` before it starts the
- *   application, create each instance once to check the options and destroy it again: a
+ *   pointer (NULL is allowed). `rocflow run` and `replay`, before they start, create each
+ *   instance once to check the options and destroy it again: a
  *   failing `create` is reported as an error of the pipeline. `destroy` is always called,
  *   once, for every instance `create` made.
  * - One instance is called from one thread at a time (not always the same thread);
@@ -42,9 +43,9 @@
  *   booleans or strings, dictionary-encoded or not; nulls allowed) is added to the kept
  *   records. Output columns the input has are ignored (records' own fields cannot be
  *   changed), so returning the input batch with one more column is the easy way.
- * Returning the input unchanged passes every record on. `rocflow validate` also runs a new
- * instance on one sample record of each kind the transform takes, to check it and learn
- * its columns (which later filters and derived columns may then use).
+ * Returning the input unchanged passes every record on. `rocflow run` and `replay` also run
+ * a new instance on one sample record of each kind the transform takes, to check it and
+ * learn its columns (which later filters and derived columns may then use).
  *
  * Sinks: `open` receives the path to write the output at before the first `write`: in a
  * hidden directory rocflow stages, under the final name (placeholders filled in). Then

@@ -20,6 +20,31 @@ pub fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
         .expect("rocflow runs")
 }
 
+/// Runs `rocflow args…` in `dir` with 4 GiB of memory and a minute of CPU time, for input
+/// that could exhaust either: past them the process dies and the test fails, instead of
+/// the machine.
+pub fn rocflow_bounded(args: &[&str], dir: &Path) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut command = rocflow_command(args, dir, &[]);
+    // SAFETY: between fork and exec the closure calls only setrlimit, which is
+    // async-signal-safe, on a value it owns.
+    unsafe {
+        command.pre_exec(|| {
+            for (resource, value) in [(libc::RLIMIT_AS, 4 << 30), (libc::RLIMIT_CPU, 60)] {
+                let limit = libc::rlimit {
+                    rlim_cur: value,
+                    rlim_max: value,
+                };
+                if libc::setrlimit(resource, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    command.output().expect("rocflow runs")
+}
+
 /// The command [`rocflow`] runs, for a test that starts it itself.
 pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_rocflow"));

@@ -10,11 +10,22 @@ use crate::diagnostic::did_you_mean;
 /// The SDK stores each dimension index in 6 bits of an instance id.
 const MAX_INDEX: u32 = 63;
 
+/// The most numbers, names, operators and functions an expression may have: ten times the
+/// SDK's largest. The evaluator, `Display` and `Drop` recurse over the tree (a sum of `n`
+/// terms is `n` deep, and a level takes a kilobyte or two of stack in a debug build), so
+/// its size must stay far below what a thread's stack holds.
+const MAX_NODES: usize = 256;
+
+/// How deep parentheses and functions may nest (the parser recurses at each level).
+const MAX_NESTING: usize = 32;
+
 pub(super) fn parse(src: &str) -> Result<Expr, ParseError> {
     let mut parser = Parser {
         src,
         tokens: tokenize(src)?,
         at: 0,
+        nodes: 0,
+        nesting: 0,
     };
     let expr = parser.sum()?;
     let next = parser.peek();
@@ -28,6 +39,10 @@ struct Parser<'s> {
     src: &'s str,
     tokens: Vec<Spanned>,
     at: usize,
+    /// Nodes of the tree so far.
+    nodes: usize,
+    /// Parentheses and functions open at this point.
+    nesting: usize,
 }
 
 impl Parser<'_> {
@@ -63,6 +78,34 @@ impl Parser<'_> {
         }
     }
 
+    /// Counts a node of the tree, at the token that makes it.
+    fn node(&mut self, at: &Spanned) -> Result<(), ParseError> {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            return Err(ParseError::new(
+                at.span.clone(),
+                format!("the expression is too long: it has more than {MAX_NODES} numbers, names, operators and functions"),
+            )
+            .with_hint(Some(SPLIT.into())));
+        }
+        Ok(())
+    }
+
+    /// A sum inside the parentheses or the function `open` starts.
+    fn nested_sum(&mut self, open: &Spanned) -> Result<Expr, ParseError> {
+        if self.nesting == MAX_NESTING {
+            return Err(ParseError::new(
+                open.span.clone(),
+                format!("parentheses and functions nest more than {MAX_NESTING} deep here"),
+            )
+            .with_hint(Some(SPLIT.into())));
+        }
+        self.nesting += 1;
+        let sum = self.sum();
+        self.nesting -= 1;
+        sum
+    }
+
     fn name(&mut self, what: &str) -> Result<Name, ParseError> {
         let next = self.bump();
         match next.token {
@@ -83,7 +126,8 @@ impl Parser<'_> {
                 Token::Minus => BinaryOp::Subtract,
                 _ => return Ok(lhs),
             };
-            self.bump();
+            let operator = self.bump();
+            self.node(&operator)?;
             let rhs = self.product()?;
             lhs = Expr::Binary {
                 op,
@@ -102,7 +146,8 @@ impl Parser<'_> {
                 Token::Slash => BinaryOp::Divide,
                 _ => return Ok(lhs),
             };
-            self.bump();
+            let operator = self.bump();
+            self.node(&operator)?;
             let rhs = self.atom()?;
             lhs = Expr::Binary {
                 op,
@@ -114,6 +159,12 @@ impl Parser<'_> {
 
     fn atom(&mut self) -> Result<Expr, ParseError> {
         let next = self.bump();
+        if matches!(
+            next.token,
+            Token::Number | Token::Name | Token::Reduce | Token::Select | Token::Accumulate
+        ) {
+            self.node(&next)?;
+        }
         match next.token {
             Token::Number => self.number(&next.span).map(Expr::Number),
             Token::Name => Ok(Expr::Reference(Name {
@@ -121,7 +172,7 @@ impl Parser<'_> {
                 span: next.span,
             })),
             Token::LParen => {
-                let inner = self.sum()?;
+                let inner = self.nested_sum(&next)?;
                 self.expect(Token::RParen, ")")?;
                 Ok(inner)
             }
@@ -156,8 +207,8 @@ impl Parser<'_> {
 
     /// `reduce(expr, op)` or `reduce(expr, op, [DIMENSION_…, …])`
     fn reduce(&mut self) -> Result<Expr, ParseError> {
-        self.expect(Token::LParen, "(")?;
-        let operand = Box::new(self.sum()?);
+        let open = self.expect(Token::LParen, "(")?;
+        let operand = Box::new(self.nested_sum(&open)?);
         self.expect(Token::Comma, ",")?;
         let op_name = self.name("a reduce operation (sum, avr, min or max)")?;
         let op = ReduceOp::from_name(&op_name.text).ok_or_else(|| {
@@ -199,8 +250,8 @@ impl Parser<'_> {
 
     /// `select(expr, [DIMENSION_…=[i,…], …])`
     fn select(&mut self) -> Result<Expr, ParseError> {
-        self.expect(Token::LParen, "(")?;
-        let operand = Box::new(self.sum()?);
+        let open = self.expect(Token::LParen, "(")?;
+        let operand = Box::new(self.nested_sum(&open)?);
         self.expect(Token::Comma, ",")?;
         self.expect(Token::LBracket, "[")?;
         let mut selections: Vec<(Dimension, Vec<u32>)> = Vec::new();
@@ -285,6 +336,8 @@ impl Parser<'_> {
         })
     }
 }
+
+const SPLIT: &str = "split it into derived counters that use each other";
 
 fn dimension(name: &Name) -> Result<Dimension, ParseError> {
     Dimension::from_name(&name.text).ok_or_else(|| {
@@ -410,5 +463,46 @@ mod tests {
         assert_eq!(error("accumulate(reduce(A,sum),NONE)").0, 11);
         assert_eq!(error("2*1.5").0, 2);
         assert_eq!(error("(A+B").0, 4);
+    }
+
+    #[test]
+    fn size_is_bounded() {
+        // 128 names and 127 operators: 255 nodes.
+        let sum = vec!["A"; 128].join("+");
+        assert!(parse(&format!("{sum}*reduce(B,sum)")).is_err());
+        assert_eq!(
+            parse(&format!("{sum}-B")).unwrap_err().offset(),
+            sum.len() + 1
+        );
+        let e = parse(&format!("{sum}+B")).unwrap_err();
+        assert_eq!(
+            (e.offset(), e.message()),
+            (
+                sum.len() + 1,
+                "the expression is too long: it has more than 256 numbers, names, operators and functions"
+            )
+        );
+        assert_eq!(e.hint(), Some(SPLIT));
+        assert!(parse(&sum).is_ok());
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let nested = |depth: usize| format!("{}A{}", "(".repeat(depth), ")".repeat(depth));
+        assert!(parse(&nested(MAX_NESTING)).is_ok());
+        assert_eq!(
+            error(&nested(MAX_NESTING + 1)),
+            (
+                32,
+                "parentheses and functions nest more than 32 deep here".into()
+            )
+        );
+        // Functions open a level as parentheses do: the 33rd is the `(` of a `reduce`.
+        let functions = format!(
+            "{}reduce(A,sum){}",
+            "(".repeat(MAX_NESTING),
+            ")".repeat(MAX_NESTING)
+        );
+        assert_eq!(error(&functions).0, 38);
     }
 }

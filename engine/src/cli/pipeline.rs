@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::starter::{self, DEFAULT_TEMPLATE};
 use crate::pipeline::{self, Library, Options, Override};
 use crate::plan::{self, Plan};
-use crate::plugin::Search;
+use crate::plugin::{Check, Search};
 use crate::sdk::Domain;
 
 use super::print;
@@ -29,10 +29,14 @@ pub struct PipelineArgs {
 }
 
 impl PipelineArgs {
-    /// Compiles a pipeline file (or template) with these options, showing its warnings.
+    /// Compiles a pipeline file (or template) to run it, showing its warnings: its plugins
+    /// are loaded and tried, so one that cannot work stops the command before it starts.
     pub(super) fn compile(&self, file: &Path) -> Result<Plan> {
-        let compiled =
-            crate::pipeline::compile_file(file, &self.options()?).map_err(Error::User)?;
+        let options = Options {
+            plugin_check: Check::Load,
+            ..self.options()?
+        };
+        let compiled = crate::pipeline::compile_file(file, &options).map_err(Error::User)?;
         let color = std::io::stderr().is_terminal();
         compiled
             .warnings
@@ -52,6 +56,7 @@ impl PipelineArgs {
             library: Library::from_env(),
             counters: self.counters.clone(),
             plugins: Search::from_env(),
+            plugin_check: Check::Inspect,
         })
     }
 }

@@ -4,7 +4,7 @@
 //! points at the offending value.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use indexmap::IndexMap;
 use regex::Regex;
@@ -12,12 +12,13 @@ use regex::Regex;
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::diag::{Diagnostic, Span, did_you_mean};
+use crate::expression;
 use crate::plan::{
     AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS, Metric,
     MetricOp, PcSamplingPlan, Plan, PluginRef, PostPlan, Provenance, ReducePlan, Route, SinkPlan,
     StageGraph, StartPlan, TracingPlan, TransformOpPlan, TransformPlan, Writer,
 };
-use crate::plugin::{self, Kind, NotFound, Plugin, PluginSink, PluginTransform, Search};
+use crate::plugin::{self, Check, Kind, NotFound, Plugin, PluginSink, PluginTransform, Search};
 use crate::record::{Batch, ColumnType, RecordKind, wire_size};
 use crate::sdk::{AgentType, COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
 
@@ -42,11 +43,10 @@ macro_rules! path {
     ($($step:expr),* $(,)?) => { &[$(Step::from($step)),*][..] };
 }
 
-/// Where the plugins a pipeline names are found.
+/// Where the plugins a pipeline names are found, and how far they are checked.
 pub(super) struct Plugins<'a> {
     pub search: &'a Search,
-    /// What a plugin's relative path is relative to: the pipeline file's directory.
-    pub base: &'a Path,
+    pub check: Check,
 }
 
 /// Collects diagnostics while the plan is built, each pointing into the merged document.
@@ -339,16 +339,9 @@ impl<'a> Compiler<'a> {
         q: &Quantity,
         parse: fn(&str) -> Result<u64, String>,
     ) -> Option<u64> {
-        match q {
-            Quantity::Number(n) => Some(*n),
-            Quantity::Text(text) => match parse(text) {
-                Ok(n) => Some(n),
-                Err(message) => {
-                    self.error(path, message);
-                    None
-                }
-            },
-        }
+        q.value(parse)
+            .map_err(|message| self.error(path, message))
+            .ok()
     }
 
     fn agents(&mut self, path: &[Step<'_>], agents: &[AgentRef]) -> Vec<AgentSelector> {
@@ -651,6 +644,9 @@ impl<'a> Compiler<'a> {
     ) -> Vec<TransformPlan> {
         // Columns added by `derive` transforms, visible to the transforms after them.
         let mut derived: Vec<Derived> = Vec::new();
+        // Kinds that pass through a plugin transform not loaded, which may add any column,
+        // with the transform's name.
+        let mut unseen: Vec<(RecordKind, &str)> = Vec::new();
         let mut plans = Vec::new();
         for (t, transform) in transforms.iter().enumerate() {
             let kinds = self.record_kinds(
@@ -662,28 +658,48 @@ impl<'a> Compiler<'a> {
                 kind.column(column).is_some()
                     || derived.iter().any(|d| d.kind == kind && d.column == column)
             };
+            // The kinds of `kinds` that lack `column`, and the plugin transform (not loaded)
+            // that may add it to others that lack it.
+            let lacking = |column: &str| {
+                let (perhaps, missing): (Vec<RecordKind>, Vec<RecordKind>) = kinds
+                    .iter()
+                    .copied()
+                    .filter(|&k| !has_column(k, column, &derived))
+                    .partition(|k| unseen.iter().any(|(u, _)| u == k));
+                let plugin = unseen.iter().find(|(u, _)| perhaps.contains(u));
+                (missing, plugin.map(|&(_, name)| name))
+            };
+            // Reports the columns some records of `kinds` lack; returns whether every column
+            // is known (none is perhaps one that a plugin not loaded adds).
             let check_columns =
                 |this: &mut Self,
                  key: &'static str,
                  columns: &[(String, Option<(usize, usize)>)]| {
+                    let mut known = true;
                     for (column, at) in columns {
-                        let missing: Vec<&str> = kinds
-                            .iter()
-                            .filter(|&&k| !has_column(k, column, &derived))
-                            .map(|k| k.name())
-                            .collect();
+                        let (missing, plugin) = lacking(column);
+                        let node = this.doc.at(path!["transform", t, key].iter().copied());
+                        let span = node
+                            .and_then(|n| at.and_then(|(o, l)| inner_span(n, o, l)))
+                            .or_else(|| this.span(path!["transform", t, key]));
+                        if let Some(plugin) = plugin {
+                            known = false;
+                            this.assume_column(column, plugin, span.clone());
+                        }
                         if missing.is_empty() {
                             continue;
                         }
-                        let node = this.doc.at(path!["transform", t, key].iter().copied());
-                        let span = node.and_then(|n| at.and_then(|(o, l)| inner_span(n, o, l)));
+                        let missing: Vec<&str> = missing.iter().map(|k| k.name()).collect();
                         let candidates: BTreeSet<&str> = kinds
                             .iter()
                             .flat_map(|k| k.columns().map(|(n, _)| n))
                             .collect();
+                        // Where the plugin perhaps adds it counts as having it.
+                        let perhaps =
+                            |k: RecordKind| plugin.is_some() && unseen.iter().any(|(u, _)| *u == k);
                         let having: Vec<&str> = RecordKind::ALL
                             .iter()
-                            .filter(|&&k| has_column(k, column, &derived))
+                            .filter(|&&k| has_column(k, column, &derived) || perhaps(k))
                             .map(|k| k.name())
                             .collect();
                         let hint = if having.is_empty() {
@@ -700,18 +716,19 @@ impl<'a> Compiler<'a> {
                             "`{column}` is not a column of {} records",
                             missing.join(", ")
                         ))
-                        .at(span.or_else(|| this.span(path!["transform", t, key])))
+                        .at(span)
                         .maybe_hint(hint);
                         this.errors.push(d);
                     }
+                    known
                 };
             let op = match &transform.op {
                 TransformOp::Filter { predicate } => {
                     let path = path!["transform", t, "predicate"];
                     let columns = self.expression(path, predicate);
                     let errors = self.errors.len();
-                    check_columns(self, "predicate", &columns);
-                    if errors == self.errors.len() {
+                    let known = check_columns(self, "predicate", &columns);
+                    if errors == self.errors.len() && known {
                         let results = self.evaluate(path, predicate, &kinds, &derived);
                         if let Some(value) = results.iter().find(|v| !v.is_boolean()) {
                             self.error(
@@ -732,8 +749,8 @@ impl<'a> Compiler<'a> {
                     let path = path!["transform", t, "expression"];
                     let columns = self.expression(path, expression);
                     let errors = self.errors.len();
-                    check_columns(self, "expression", &columns);
-                    let results = if errors == self.errors.len() {
+                    let known = check_columns(self, "expression", &columns);
+                    let results = if errors == self.errors.len() && known {
                         self.evaluate(path, expression, &kinds, &derived)
                     } else {
                         Vec::new()
@@ -858,7 +875,12 @@ impl<'a> Compiler<'a> {
                 TransformOp::Aggregate { group_by, metrics } => {
                     let mut columns: Vec<(String, Option<(usize, usize)>)> = Vec::new();
                     for (g, column) in group_by.iter().enumerate() {
-                        if kinds.iter().any(|&k| !has_column(k, column, &derived)) {
+                        let (missing, plugin) = lacking(column);
+                        if let Some(plugin) = plugin {
+                            let span = self.span(path!["transform", t, "group_by", g]);
+                            self.assume_column(column, plugin, span);
+                        }
+                        if !missing.is_empty() {
                             let hint = did_you_mean(
                                 column,
                                 kinds.iter().flat_map(|k| k.columns().map(|(n, _)| n)),
@@ -903,18 +925,26 @@ impl<'a> Compiler<'a> {
                     else {
                         continue;
                     };
-                    for added in columns {
-                        if has_column(added.kind, &added.column, &derived) {
-                            self.error(
-                                path!["transform", t, "plugin"],
-                                format!(
-                                    "the plugin adds `{}`, already a column of {} records",
-                                    added.column,
-                                    added.kind.name()
-                                ),
-                            );
+                    match columns {
+                        Some(columns) => {
+                            for added in columns {
+                                if has_column(added.kind, &added.column, &derived) {
+                                    self.error(
+                                        path!["transform", t, "plugin"],
+                                        format!(
+                                            "the plugin adds `{}`, already a column of {} records",
+                                            added.column,
+                                            added.kind.name()
+                                        ),
+                                    );
+                                }
+                                derived.push(added);
+                            }
                         }
-                        derived.push(added);
+                        // Not loaded, it may add any column to the kinds it takes.
+                        None => {
+                            unseen.extend(kinds.iter().map(|&kind| (kind, transform.name.as_str())))
+                        }
                     }
                     TransformOpPlan::Plugin {
                         plugin,
@@ -930,6 +960,15 @@ impl<'a> Compiler<'a> {
             });
         }
         plans
+    }
+
+    /// Notes that `column`, at `span`, is taken to be one that the transform `plugin`, not
+    /// loaded, adds.
+    fn assume_column(&mut self, column: &str, plugin: &str, span: Option<Span>) {
+        let note = Diagnostic::notice(format!(
+            "`{column}` is taken to be a column that transform `{plugin}` adds: its plugin is not loaded to check it"
+        ));
+        self.warnings.push(note.at(span));
     }
 
     /// Kernel-name transforms need records that name a kernel.
@@ -948,35 +987,52 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    /// Finds and loads the plugin a pipeline entry names (at `path`), of `kind`.
+    /// Finds the plugin a pipeline entry (at `path`) names and checks its library without
+    /// running it; with [`Check::Load`], also loads it and checks that it is a `kind`,
+    /// and returns it loaded.
     fn plugin(
         &mut self,
         path: &[Step<'_>],
-        reference: &str,
+        name: &str,
         kind: Kind,
-    ) -> Option<(&'static Plugin, PluginRef)> {
-        let library = match self.plugins.search.resolve(reference, self.plugins.base) {
+    ) -> Option<(PluginRef, Option<&'static Plugin>)> {
+        let library = match self.plugins.search.resolve(name) {
             Ok(library) => library.canonicalize().unwrap_or(library),
             Err(e) => {
                 let hint = match &e {
                     NotFound::Name { file, .. } => format!(
-                        "put {file} in one of them, add its directory to {}, or give its path (with a `/`)",
+                        "put {file} in one of them, or add its directory to {}",
                         plugin::PATH_VAR
                     ),
-                    NotFound::Path(_) => "a path is relative to the pipeline file".into(),
+                    NotFound::NotAName(_) => format!(
+                        "name the library librocflow_plugin_NAME.so, put its directory on {}, and write plugin = \"NAME\"",
+                        plugin::PATH_VAR
+                    ),
                 };
                 self.error(path, e.to_string()).hint = Some(hint);
                 return None;
             }
         };
-        match Plugin::load(&library).and_then(|p| p.require(kind).map(|()| p)) {
-            Ok(plugin) => Some((
-                plugin,
-                PluginRef {
-                    name: reference.to_owned(),
-                    library,
-                },
-            )),
+        let found = PluginRef {
+            name: name.to_owned(),
+            library,
+        };
+        let loaded = match self.plugins.check {
+            Check::Inspect => plugin::inspect(&found.library).map(|()| None),
+            Check::Load => {
+                Plugin::load(&found.library).and_then(|p| p.require(kind).map(|()| Some(p)))
+            }
+        };
+        match loaded {
+            Ok(None) => {
+                let note = Diagnostic::notice(format!(
+                    "plugin `{name}` is checked without loading it: whether it is a {kind} and takes these options is checked when `rocflow run` or `replay` loads it"
+                ))
+                .at(self.span(path));
+                self.warnings.push(note);
+                Some((found, None))
+            }
+            Ok(Some(plugin)) => Some((found, Some(plugin))),
             Err(e) => {
                 let hint = e.hint();
                 self.error(path, e.to_string()).hint = hint;
@@ -996,18 +1052,22 @@ impl<'a> Compiler<'a> {
         path
     }
 
-    /// Loads a transform plugin, creates it with its options and runs it on a sample record
-    /// of each kind it takes: a plugin that cannot work fails here, before any application
-    /// starts. Returns the plugin and the columns it adds to each kind, with sample values.
+    /// Finds a transform plugin and, if it is loaded, creates it with its options and runs
+    /// it on a sample record of each kind it takes: a plugin that cannot work fails here,
+    /// before any application starts. Returns the plugin and, if it was loaded, the columns
+    /// it adds to each kind, with sample values.
     fn plugin_transform(
         &mut self,
         t: usize,
         reference: &str,
         options: &serde_json::Map<String, serde_json::Value>,
         kinds: &[RecordKind],
-    ) -> Option<(PluginRef, Vec<Derived>)> {
+    ) -> Option<(PluginRef, Option<Vec<Derived>>)> {
         let at = path!["transform", t, "plugin"];
-        let (plugin, found) = self.plugin(at, reference, Kind::Transform)?;
+        let (found, loaded) = self.plugin(at, reference, Kind::Transform)?;
+        let Some(plugin) = loaded else {
+            return Some((found, None));
+        };
         let mut instance = match PluginTransform::create(plugin, options) {
             Ok(instance) => instance,
             Err(e) => {
@@ -1035,7 +1095,7 @@ impl<'a> Compiler<'a> {
                 sample: (extra.values.into_iter().next()).unwrap_or(evalexpr::Value::Empty),
             }));
         }
-        Some((found, columns))
+        Some((found, Some(columns)))
     }
 
     /// Parses an evalexpr expression; returns the variables it reads, each with its byte
@@ -1045,7 +1105,7 @@ impl<'a> Compiler<'a> {
         path: &[Step<'_>],
         text: &str,
     ) -> Vec<(String, Option<(usize, usize)>)> {
-        match evalexpr::build_operator_tree(text) {
+        match expression::parse(text) {
             Ok(tree) => {
                 let names: BTreeSet<&str> = tree.iter_variable_identifiers().collect();
                 names
@@ -1059,8 +1119,15 @@ impl<'a> Compiler<'a> {
                     .collect()
             }
             Err(err) => {
-                self.error(path, format!("invalid expression: {err}"))
-                    .hint = Some("expressions use evalexpr syntax, e.g. `duration_ns > 1000 && kernel_name != \"copy\"`".into());
+                let node = self.doc.at(path.iter().copied());
+                let span = (err.span.as_ref())
+                    .and_then(|at| node.and_then(|n| inner_span(n, at.start, at.len())));
+                let d = Diagnostic::error(format!("invalid expression: {}", err.message))
+                    .at(span.or_else(|| self.span(path)))
+                    .hint(err.hint.unwrap_or(
+                        "expressions use evalexpr syntax, e.g. `duration_ns > 1000 && kernel_name != \"copy\"`",
+                    ));
+                self.errors.push(d);
                 Vec::new()
             }
         }
@@ -1078,7 +1145,7 @@ impl<'a> Compiler<'a> {
         derived: &[Derived],
     ) -> Vec<evalexpr::Value> {
         use evalexpr::{ContextWithMutableVariables, EvalexprError, HashMapContext, Value};
-        let Ok(tree) = evalexpr::build_operator_tree(text) else {
+        let Ok(tree) = expression::parse(text) else {
             return Vec::new();
         };
         let mut results = Vec::new();
@@ -1200,15 +1267,18 @@ impl<'a> Compiler<'a> {
         plans
     }
 
-    /// Loads a sink plugin and creates it with its options (it writes nothing yet).
+    /// Finds a sink plugin and, if it is loaded, creates it with its options (it writes
+    /// nothing yet).
     fn plugin_sink(
         &mut self,
         s: usize,
         reference: &str,
         options: &serde_json::Map<String, serde_json::Value>,
     ) -> Option<PluginRef> {
-        let (plugin, found) = self.plugin(path!["sink", s, "plugin"], reference, Kind::Sink)?;
-        if let Err(e) = PluginSink::check(plugin, options) {
+        let (found, loaded) = self.plugin(path!["sink", s, "plugin"], reference, Kind::Sink)?;
+        if let Some(plugin) = loaded
+            && let Err(e) = PluginSink::check(plugin, options)
+        {
             let path = self.options_path(path!["sink", s]);
             self.error(&path, e.to_string());
             return None;
@@ -1322,8 +1392,24 @@ impl<'a> Compiler<'a> {
                     self.placeholders(path!["post", p, "path"], path, params);
                 }
                 PostStep::Summary { path: None, .. } => {}
-                PostStep::Sql { database, path, .. } => {
+                PostStep::Sql {
+                    database,
+                    path,
+                    timeout,
+                    ..
+                } => {
                     self.placeholders(path!["post", p, "path"], path, params);
+                    let timeout_path = path!["post", p, "timeout"];
+                    let timeout = timeout.as_ref();
+                    if timeout.and_then(|t| self.quantity(timeout_path, t, units::parse_duration))
+                        == Some(0)
+                    {
+                        self.error(
+                            timeout_path,
+                            "a timeout of 0 stops every query before it starts",
+                        )
+                        .hint = Some("give the query time to run, e.g. `timeout = \"30s\"`".into());
+                    }
                     if database.is_none() && !sinks.iter().any(|s| s.writes(SinkKind::Rocpd)) {
                         self.error(path!["post", p, "kind"], format!("sql step `{}` has no database to query", post.name))
                             .hint = Some("add a [[sink]] with kind = \"rocpd\", or set `database = \"path/to/run.db\"`".into());

@@ -39,6 +39,8 @@ pub struct Options {
     pub counters: Option<std::path::PathBuf>,
     /// Where plugins named by `plugin = "NAME"` are found.
     pub plugins: crate::plugin::Search,
+    /// Whether plugins are loaded to be checked, which runs their code.
+    pub plugin_check: crate::plugin::Check,
 }
 
 /// A compiled pipeline.
@@ -117,9 +119,9 @@ fn compile_document(
         .map_or_else(Default::default, Path::to_path_buf);
     let plugins = compile::Plugins {
         search: &options.plugins,
-        base: &base,
+        check: options.plugin_check,
     };
-    let counters = counters::CounterCheck::new(options.counters.clone(), base.clone());
+    let counters = counters::CounterCheck::new(options.counters.clone(), base);
     let compiler = compile::Compiler::new(&doc, counters, plugins);
     let (plan, warnings) = compiler.compile(&pipeline, &json, sources, params)?;
     Ok(Compiled {

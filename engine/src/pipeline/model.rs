@@ -9,11 +9,21 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 /// A size or duration: an integer (bytes, nanoseconds) or text with a unit.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum Quantity {
     Number(u64),
     Text(String),
+}
+
+impl Quantity {
+    /// The number, or the text read by `parse` (one of [`super::units`]' parsers).
+    pub fn value(&self, parse: fn(&str) -> Result<u64, String>) -> Result<u64, String> {
+        match self {
+            Quantity::Number(n) => Ok(*n),
+            Quantity::Text(text) => parse(text),
+        }
+    }
 }
 
 /// An agent selector: an index, or a type or gfx name (globs allowed).
@@ -312,6 +322,9 @@ pub enum PostStep {
         database: Option<String>,
         path: String,
         format: Option<String>,
+        /// How long the query may run; the post-step's default when left out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout: Option<Quantity>,
     },
     Report {
         path: String,

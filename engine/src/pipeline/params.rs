@@ -6,6 +6,7 @@
 //! Braces that do not hold a parameter name (regex quantifiers such as `{2,3}`, run-time
 //! placeholders such as `{pid}`) are left alone.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -126,7 +127,8 @@ pub fn apply(doc: &mut Node, overrides: &[Override]) -> Result<Params, Vec<Diagn
     if !errors.is_empty() {
         return Err(errors);
     }
-    resolve_references(&mut params)?;
+    let mut budget = Budget::default();
+    Resolver::new(&mut params, &mut budget).resolve_all()?;
     if let Value::Table(root) = &mut doc.value {
         for (key, entry) in root.iter_mut() {
             if key == "params" {
@@ -134,46 +136,232 @@ pub fn apply(doc: &mut Node, overrides: &[Override]) -> Result<Params, Vec<Diagn
                     e.node = params[name].clone();
                 }
             } else {
-                substitute(&mut entry.node, &params);
+                substitute(&mut entry.node, &params, &mut budget).map_err(|e| vec![e])?;
             }
         }
     }
     Ok(params)
 }
 
-/// Substitutes parameters used inside other parameters (`output_dir = "/scratch/{project}"`)
-/// until none is left; a chain that never ends is a cycle.
-fn resolve_references(params: &mut Params) -> Result<(), Vec<Diagnostic>> {
-    for _ in 0..=params.len() {
-        let snapshot = params.clone();
-        let mut changed = false;
-        for node in params.values_mut() {
-            if let Value::String(s) = &node.value
-                && let Some(replaced) = replace_placeholders(s, &snapshot)
-            {
-                node.value = Value::String(replaced);
-                changed = true;
-            }
-        }
-        if !changed {
-            return Ok(());
+/// The most bytes one string may hold once its parameters are filled in: far more than a
+/// path or an expression needs, and where a parameter used twice in a parameter used twice
+/// (and so on) stops doubling.
+const MAX_EXPANDED: usize = 1 << 20;
+
+/// The most bytes that substitution may produce in one pipeline, all strings together, so
+/// that many uses of a large parameter stop too.
+const MAX_EXPANDED_TOTAL: usize = 64 << 20;
+
+/// How long a chain of parameters using parameters may be (`a` uses `b`, which uses `c`…).
+const MAX_DEPTH: usize = 32;
+
+/// Bytes that substitution may still produce in this pipeline.
+struct Budget {
+    left: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            left: MAX_EXPANDED_TOTAL,
         }
     }
-    let cyclic = params
-        .iter()
-        .filter(|(_, node)| {
-            node.as_str()
-                .is_some_and(|s| placeholders(s).any(|(_, name)| params.contains_key(name)))
-        })
-        .map(|(name, node)| {
-            Diagnostic::error(format!(
-                "parameter `{name}` refers to itself through other parameters"
-            ))
-            .at(Some(node.span.clone()))
-            .hint("break the cycle: one of these parameters must not use the others")
-        })
-        .collect();
-    Err(cyclic)
+}
+
+/// Why a string was not expanded.
+#[derive(Debug)]
+enum TooLarge {
+    /// It would have held this many bytes, more than [`MAX_EXPANDED`].
+    Value(usize),
+    /// The pipeline's expanded strings would have held more than [`MAX_EXPANDED_TOTAL`].
+    Total,
+}
+
+impl Budget {
+    /// Takes `bytes` from what is left.
+    fn spend(&mut self, bytes: usize) -> Result<(), TooLarge> {
+        self.left = self.left.checked_sub(bytes).ok_or(TooLarge::Total)?;
+        Ok(())
+    }
+
+    /// `s` with every `{name}` of a scalar parameter replaced; `None` when nothing changed.
+    /// The size is checked before the string is built.
+    fn expand(&mut self, s: &str, params: &Params) -> Result<Option<String>, TooLarge> {
+        let Some(pieces) = pieces(s, params) else {
+            return Ok(None);
+        };
+        let len = pieces.iter().map(|p| p.len()).sum();
+        if len > MAX_EXPANDED {
+            return Err(TooLarge::Value(len));
+        }
+        self.spend(len)?;
+        Ok(Some(pieces.concat()))
+    }
+}
+
+impl TooLarge {
+    /// The error for `what` (a parameter, or a value of the pipeline) at `span`.
+    fn diagnostic(&self, what: &str, span: &Span) -> Diagnostic {
+        let (message, hint) = match self {
+            TooLarge::Value(len) => (
+                format!(
+                    "{what} would expand to {len} bytes, more than the {} MiB a value may hold",
+                    MAX_EXPANDED >> 20
+                ),
+                "each use of a parameter copies its value: one used twice in a parameter that is itself used twice doubles at every step",
+            ),
+            TooLarge::Total => (
+                format!(
+                    "{what} would take the pipeline past {} MiB of expanded parameters",
+                    MAX_EXPANDED_TOTAL >> 20
+                ),
+                "each use of a parameter copies its value: use a large one in fewer places",
+            ),
+        };
+        Diagnostic::error(message).at(Some(span.clone())).hint(hint)
+    }
+}
+
+/// Where a parameter stands while parameters are resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Unresolved,
+    /// On the chain being resolved: meeting it again closes a cycle.
+    InProgress,
+    Resolved,
+    /// It, or a parameter it uses, has an error (reported once, where it was found).
+    Failed,
+}
+
+/// Substitutes parameters used inside other parameters (`output_dir = "/scratch/{project}"`),
+/// each parameter after those it uses.
+struct Resolver<'a> {
+    params: &'a mut Params,
+    budget: &'a mut Budget,
+    states: Vec<State>,
+    /// The parameters being resolved, each using the next.
+    chain: Vec<usize>,
+    errors: Vec<Diagnostic>,
+}
+
+impl<'a> Resolver<'a> {
+    fn new(params: &'a mut Params, budget: &'a mut Budget) -> Self {
+        Resolver {
+            states: vec![State::Unresolved; params.len()],
+            params,
+            budget,
+            chain: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    fn resolve_all(mut self) -> Result<(), Vec<Diagnostic>> {
+        for index in 0..self.params.len() {
+            self.resolve(index);
+        }
+        match self.errors.is_empty() {
+            true => Ok(()),
+            false => Err(self.errors),
+        }
+    }
+
+    /// Resolves parameter `index`; false if it cannot be, for a reason already reported.
+    /// Recursion is no deeper than [`MAX_DEPTH`].
+    fn resolve(&mut self, index: usize) -> bool {
+        match self.states[index] {
+            State::Resolved => return true,
+            State::Failed => return false,
+            State::InProgress => {
+                let start = self.chain.iter().position(|&i| i == index);
+                let start = start.expect("a parameter in progress is on the chain");
+                self.errors.push(self.cycle(&self.chain[start..]));
+                return false;
+            }
+            State::Unresolved => {}
+        }
+        if self.chain.len() == MAX_DEPTH {
+            self.errors.push(self.too_deep(index));
+            return false;
+        }
+        self.states[index] = State::InProgress;
+        self.chain.push(index);
+        let resolved = self.uses(index).into_iter().all(|u| self.resolve(u)) && self.expand(index);
+        self.chain.pop();
+        self.states[index] = if resolved {
+            State::Resolved
+        } else {
+            State::Failed
+        };
+        resolved
+    }
+
+    /// The parameters that parameter `index` uses.
+    fn uses(&self, index: usize) -> Vec<usize> {
+        let Some(text) = self.params[index].as_str() else {
+            return Vec::new();
+        };
+        placeholders(text)
+            .filter_map(|(_, name)| self.params.get_index_of(name))
+            .collect()
+    }
+
+    /// Fills in parameter `index`, whose parameters are resolved.
+    fn expand(&mut self, index: usize) -> bool {
+        let (name, node) = self.params.get_index(index).expect("an index of params");
+        let Some(text) = node.as_str() else {
+            return true;
+        };
+        match self.budget.expand(text, self.params) {
+            Ok(None) => true,
+            Ok(Some(expanded)) => {
+                self.params[index].value = Value::String(expanded);
+                true
+            }
+            Err(e) => {
+                let error = e.diagnostic(&format!("parameter `{name}`"), &node.span);
+                self.errors.push(error);
+                false
+            }
+        }
+    }
+
+    /// The error for parameters that use each other in a circle, at the first one, with
+    /// where the others are.
+    fn cycle(&self, members: &[usize]) -> Diagnostic {
+        let (first, node) = self.entry(members[0]);
+        let mut error = Diagnostic::error(format!(
+            "parameter `{first}` refers to itself: {}",
+            self.names(members.iter().chain(&members[..1]))
+        ))
+        .at(Some(node.span.clone()))
+        .hint("break the cycle: one of these parameters must not use the others");
+        for &i in &members[1..] {
+            let (name, node) = self.entry(i);
+            error = error.note(format!("`{name}` is at {}", node.span.position()));
+        }
+        error
+    }
+
+    /// The error for a chain longer than [`MAX_DEPTH`], at its first parameter.
+    fn too_deep(&self, next: usize) -> Diagnostic {
+        let (first, node) = self.entry(self.chain[0]);
+        Diagnostic::error(format!(
+            "parameter `{first}` uses parameters more than {MAX_DEPTH} deep: {}",
+            self.names(self.chain.iter().chain([&next]))
+        ))
+        .at(Some(node.span.clone()))
+        .hint("give one of the parameters in the chain its value directly")
+    }
+
+    fn entry(&self, index: usize) -> (&String, &Node) {
+        self.params.get_index(index).expect("an index of params")
+    }
+
+    /// `a -> b -> c`
+    fn names<'i>(&self, indices: impl Iterator<Item = &'i usize>) -> String {
+        let names: Vec<&str> = indices.map(|&i| self.entry(i).0.as_str()).collect();
+        names.join(" -> ")
+    }
 }
 
 /// The override as the default's type, if it fits (an integer is accepted for a float).
@@ -197,24 +385,31 @@ fn coerce(value: &Node, default: &Node) -> Option<Node> {
     fits.then(|| value.clone())
 }
 
-fn substitute(node: &mut Node, params: &Params) {
+/// Substitutes parameters in `node` and below; stops at the first string that would grow
+/// too large.
+fn substitute(node: &mut Node, params: &Params, budget: &mut Budget) -> Result<(), Diagnostic> {
     match &mut node.value {
         Value::String(s) => {
-            if let Some(name) = whole_placeholder(s)
-                && let Some(value) = params.get(name)
-            {
-                node.value = value.value.clone();
-                return;
-            }
-            if let Some(replaced) = replace_placeholders(s, params) {
-                *s = replaced;
-            }
+            let result = match whole_placeholder(s).and_then(|name| params.get(name)) {
+                // A whole value costs what its text costs.
+                Some(value) => budget
+                    .spend(value.as_str().map_or(value.span.range.len(), str::len))
+                    .map(|()| node.value = value.value.clone()),
+                None => budget.expand(s, params).map(|replaced| {
+                    if let Some(replaced) = replaced {
+                        *s = replaced;
+                    }
+                }),
+            };
+            result.map_err(|e| e.diagnostic("this value", &node.span))
         }
-        Value::Array(items) => items.iter_mut().for_each(|n| substitute(n, params)),
+        Value::Array(items) => items
+            .iter_mut()
+            .try_for_each(|n| substitute(n, params, budget)),
         Value::Table(table) => table
             .values_mut()
-            .for_each(|Entry { node, .. }| substitute(node, params)),
-        _ => {}
+            .try_for_each(|Entry { node, .. }| substitute(node, params, budget)),
+        _ => Ok(()),
     }
 }
 
@@ -223,13 +418,13 @@ fn whole_placeholder(s: &str) -> Option<&str> {
     is_identifier(inner).then_some(inner)
 }
 
-/// Replaces every `{name}` of a scalar parameter; `None` when nothing changed.
-fn replace_placeholders(s: &str, params: &Params) -> Option<String> {
-    let mut out = String::with_capacity(s.len());
+/// `s` cut where its `{name}` placeholders of scalar parameters are, with their values in
+/// place; `None` when it has none.
+fn pieces<'a>(s: &'a str, params: &'a Params) -> Option<Vec<Cow<'a, str>>> {
+    let mut pieces = Vec::new();
     let mut changed = false;
     let mut rest = s;
     while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
         let value = after
             .find('}')
@@ -238,26 +433,26 @@ fn replace_placeholders(s: &str, params: &Params) -> Option<String> {
             .and_then(|name| Some((name, format_scalar(params.get(name)?)?)));
         match value {
             Some((name, text)) => {
-                out.push_str(&text);
+                pieces.extend([Cow::Borrowed(&rest[..open]), text]);
                 rest = &after[name.len() + 1..];
                 changed = true;
             }
             None => {
-                out.push('{');
+                pieces.push(Cow::Borrowed(&rest[..=open]));
                 rest = after;
             }
         }
     }
-    out.push_str(rest);
-    changed.then_some(out)
+    pieces.push(Cow::Borrowed(rest));
+    changed.then_some(pieces)
 }
 
-fn format_scalar(node: &Node) -> Option<String> {
+fn format_scalar(node: &Node) -> Option<Cow<'_, str>> {
     Some(match &node.value {
-        Value::String(s) => s.clone(),
-        Value::Integer(i) => i.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::Boolean(b) => b.to_string(),
+        Value::String(s) => Cow::Borrowed(s),
+        Value::Integer(i) => Cow::Owned(i.to_string()),
+        Value::Float(f) => Cow::Owned(f.to_string()),
+        Value::Boolean(b) => Cow::Owned(b.to_string()),
         _ => return None,
     })
 }

@@ -70,6 +70,17 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
     with_unit(text, DURATION_UNITS, "duration")
 }
 
+/// Writes nanoseconds as a duration the parser reads back: "1.5s", "200ms", "750ns".
+pub fn format_duration(ns: u64) -> String {
+    DURATION_UNITS[..4]
+        .iter()
+        .rev()
+        .find(|(_, size)| ns >= *size)
+        .map_or(format!("{ns}ns"), |(unit, size)| {
+            format!("{}{unit}", ns as f64 / *size as f64)
+        })
+}
+
 /// Parses a percentage "75%" into a fraction; `None` if the text has no `%`.
 pub fn parse_percent(text: &str) -> Option<Result<f64, String>> {
     let number = text.trim().strip_suffix('%')?;
@@ -111,6 +122,20 @@ mod tests {
         assert_eq!(parse_duration("2min"), Ok(120_000_000_000));
         assert_eq!(parse_duration("10 ms"), Ok(10_000_000));
         assert!(parse_duration("3h").is_err());
+    }
+
+    #[test]
+    fn durations_are_written_as_they_are_read() {
+        for (ns, text) in [
+            (0, "0ns"),
+            (750, "750ns"),
+            (1_500, "1.5us"),
+            (200_000_000, "200ms"),
+            (60_000_000_000, "60s"),
+        ] {
+            assert_eq!(format_duration(ns), text);
+            assert_eq!(parse_duration(text), Ok(ns));
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::pipeline::model::PostStep;
-use crate::pipeline::units::IterationRanges;
+use crate::pipeline::units::{IterationRanges, format_duration};
 
 use super::{AgentSelector, ContextPlan, Plan, PluginRef, StartPlan, TransformOpPlan, Writer};
 
@@ -110,7 +110,7 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
         bytes(b.size_bytes),
         bytes(b.watermark_bytes),
         b.watermark_bytes as f64 * 100.0 / b.size_bytes as f64,
-        duration(b.flush_interval_ns),
+        format_duration(b.flush_interval_ns),
         b.policy
     );
     let _ = writeln!(out, "      agents: {}", agents(&c.agents, "every agent"));
@@ -221,16 +221,16 @@ fn describe_start(s: &StartPlan) -> String {
         "starts at initialization".to_owned()
     }];
     if s.delay_ns > 0 {
-        parts.push(format!("after {}", duration(s.delay_ns)));
+        parts.push(format!("after {}", format_duration(s.delay_ns)));
     }
     if let Some(d) = s.duration_ns {
-        parts.push(format!("collects for {}", duration(d)));
+        parts.push(format!("collects for {}", format_duration(d)));
     }
     if s.repeat > 0 {
         parts.push(format!(
             "repeats {} more times, {} apart",
             s.repeat,
-            duration(s.interval_ns)
+            format_duration(s.interval_ns)
         ));
     }
     parts.join(", ")
@@ -272,8 +272,8 @@ fn describe_transform(op: &TransformOpPlan) -> String {
         }
         TransformOpPlan::TimeWindow { start_ns, end_ns } => format!(
             "keep records from {} to {}",
-            duration(*start_ns),
-            end_ns.map_or("the end".to_owned(), duration)
+            format_duration(*start_ns),
+            end_ns.map_or("the end".to_owned(), format_duration)
         ),
         TransformOpPlan::DeriveCounters { collected, derived } => {
             let derived: Vec<String> = derived.iter().map(|(n, e)| format!("{n} = {e}")).collect();
@@ -334,7 +334,16 @@ fn describe_post(step: &PostStep) -> String {
             top.unwrap_or(10),
             path.as_ref().map_or(String::new(), |p| format!(" -> {p}"))
         ),
-        PostStep::Sql { query, path, .. } => format!("sql `{query}` -> {path}"),
+        PostStep::Sql {
+            query,
+            path,
+            timeout,
+            ..
+        } => {
+            let limit = crate::post::sql::time_limit(timeout.as_ref())
+                .map_or_else(|e| e, |ns| format!("stops after {}", format_duration(ns)));
+            format!("sql `{query}` -> {path} ({limit})")
+        }
         PostStep::Report { path, .. } => format!("HTML report -> {path}"),
         PostStep::Command { argv, .. } => format!("run {argv:?}"),
     }
@@ -379,15 +388,5 @@ fn bytes(n: u64) -> String {
             } else {
                 format!("{value:.1} {unit}")
             }
-        })
-}
-
-fn duration(ns: u64) -> String {
-    const UNITS: &[(&str, u64)] = &[("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)];
-    UNITS
-        .iter()
-        .find(|(_, size)| ns >= *size)
-        .map_or(format!("{ns}ns"), |(unit, size)| {
-            format!("{}{unit}", ns as f64 / *size as f64)
         })
 }

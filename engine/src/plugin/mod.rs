@@ -1,12 +1,11 @@
 //! Plugins: transforms and sinks in shared libraries, behind the C ABI of
 //! [`rocflow_plugin::abi`]. A pipeline names one with `kind = "plugin"` and
-//! `plugin = "NAME"` ([`Search`] says where it is found); the compiler loads it, creates an
-//! instance with the entry's `options` and, for a transform, runs it on a sample record of
-//! each kind it takes, so a plugin that cannot work fails `rocflow validate`, before any
-//! application starts. At run time a [`PluginTransform`] is a stage and a [`PluginSink`] a
-//! sink like the others; records reach both as Arrow batches.
+//! `plugin = "NAME"` ([`Search`] says where it is found). How far the compiler checks it
+//! is a [`Check`]. At run time a [`PluginTransform`] is a stage and a [`PluginSink`] a sink
+//! like the others; records reach both as Arrow batches.
 
 mod batch;
+mod inspect;
 mod library;
 mod search;
 mod sink;
@@ -14,10 +13,24 @@ mod transform;
 
 use std::path::PathBuf;
 
+pub use inspect::inspect;
 pub use library::{Kind, Plugin};
 pub use search::{Found, NotFound, PATH_VAR, Search, file_name};
 pub use sink::PluginSink;
 pub use transform::PluginTransform;
+
+/// How far the compiler checks the plugins a pipeline names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Check {
+    /// Finds each library and reads its symbols ([`inspect`]), running none of its code:
+    /// for `rocflow validate` and `explain`.
+    #[default]
+    Inspect,
+    /// Also loads each one, creates it with its options and runs a transform on a sample
+    /// record of each kind it takes: for `run` and `replay`, which run plugins anyway, so a
+    /// plugin that cannot work fails before any application starts.
+    Load,
+}
 
 /// What goes wrong with a plugin: loading it, or a call into it.
 #[derive(Debug, Clone, thiserror::Error)]

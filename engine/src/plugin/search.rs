@@ -1,7 +1,8 @@
 //! Where plugins are found: `plugin = "NAME"` is `librocflow_plugin_NAME.so` in a directory
 //! of `ROCFLOW_PLUGIN_PATH` (`:`-separated, searched in order), else next to the `rocflow`
-//! binary (or in its build tree's `deps/`, where `cargo test` builds the example plugins);
-//! a value with a `/` is a path, relative to the pipeline file's directory.
+//! binary (or in its build tree's `deps/`, where `cargo test` builds the example plugins).
+//! A name is letters, digits, `_` and `-`, never a path: a pipeline cannot make rocflow
+//! open a file outside these directories.
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
@@ -32,8 +33,8 @@ pub struct Found {
 /// Why a pipeline's `plugin = "…"` names no library.
 #[derive(Debug, thiserror::Error)]
 pub enum NotFound {
-    #[error("no plugin file {}", .0.display())]
-    Path(PathBuf),
+    #[error("`{0}` is not a plugin name: a name is letters, digits, `_` and `-`")]
+    NotAName(String),
     #[error("no plugin named `{name}` ({file} is in none of: {})", dirs.join(", "))]
     Name {
         name: String,
@@ -71,24 +72,18 @@ impl Search {
         &self.dirs
     }
 
-    /// The library `reference` names: a path if it has a `/` (relative to `base`), else a
-    /// plugin name looked up in the directories.
-    pub fn resolve(&self, reference: &str, base: &Path) -> Result<PathBuf, NotFound> {
-        if reference.contains('/') {
-            let path = base.join(reference);
-            return if path.is_file() {
-                Ok(path)
-            } else {
-                Err(NotFound::Path(path))
-            };
+    /// The library of the plugin `name`: the first in the directories.
+    pub fn resolve(&self, name: &str) -> Result<PathBuf, NotFound> {
+        if !is_name(name) {
+            return Err(NotFound::NotAName(name.to_owned()));
         }
-        let file = file_name(reference);
+        let file = file_name(name);
         self.dirs
             .iter()
             .map(|dir| dir.join(&file))
             .find(|path| path.is_file())
             .ok_or_else(|| NotFound::Name {
-                name: reference.to_owned(),
+                name: name.to_owned(),
                 file,
                 dirs: self.dirs.iter().map(|d| d.display().to_string()).collect(),
             })
@@ -129,11 +124,19 @@ pub fn file_name(name: &str) -> String {
     format!("{PREFIX}{name}{SUFFIX}")
 }
 
+/// Whether a pipeline may name a plugin `name`.
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 /// The plugin name of a library file, if it is named as plugins are.
 fn plugin_name(path: &Path) -> Option<String> {
     let file = path.file_name()?.to_str()?;
     let name = file.strip_prefix(PREFIX)?.strip_suffix(SUFFIX)?;
-    (!name.is_empty() && path.is_file()).then(|| name.to_owned())
+    (is_name(name) && path.is_file()).then(|| name.to_owned())
 }
 
 #[cfg(test)]
@@ -141,24 +144,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_found_in_path_order_and_paths_relative_to_the_pipeline() {
+    fn names_are_found_in_path_order_and_are_never_paths() {
         let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         for dir in [&first, &second] {
             std::fs::write(dir.path().join("librocflow_plugin_a.so"), "").unwrap();
         }
         std::fs::write(second.path().join("librocflow_plugin_b.so"), "").unwrap();
+        std::fs::write(second.path().join("librocflow_plugin_c.d.so"), "").unwrap();
         std::fs::write(second.path().join("libother.so"), "").unwrap();
         let search = Search::with_dirs(vec![first.path().into(), second.path().into()]);
-        let a = search.resolve("a", Path::new("/nowhere")).unwrap();
+        let a = search.resolve("a").unwrap();
         assert_eq!(a, first.path().join("librocflow_plugin_a.so"));
-        let b = search.resolve("./libother.so", second.path()).unwrap();
-        assert_eq!(b, second.path().join("./libother.so"));
-        let missing = search.resolve("c", Path::new("/")).unwrap_err().to_string();
+        let missing = search.resolve("c").unwrap_err().to_string();
         assert!(missing.contains("librocflow_plugin_c.so"), "{missing}");
         assert!(
             missing.contains(&first.path().display().to_string()),
             "{missing}"
         );
+        // `librocflow_plugin_../../x.so` would be a file two directories up.
+        for path in ["../../x", "/tmp/a", "./a", "c.d", "a b", ""] {
+            assert!(
+                matches!(search.resolve(path), Err(NotFound::NotAName(_))),
+                "{path}"
+            );
+        }
 
         let listed = search.list();
         let names: Vec<&str> = listed.iter().map(|f| f.name.as_str()).collect();

@@ -16,7 +16,7 @@ pub struct Expression {
 
 impl Expression {
     pub fn compile(text: &str) -> Result<Expression, String> {
-        let tree = evalexpr::build_operator_tree(text).map_err(|e| e.to_string())?;
+        let tree = crate::expression::parse(text).map_err(|e| e.to_string())?;
         let mut variables: Vec<String> = tree
             .iter_variable_identifiers()
             .map(str::to_owned)

@@ -6,7 +6,7 @@
 //! [[transform]]
 //! name = "families"
 //! kind = "plugin"
-//! plugin = "kernel_family"        # librocflow_plugin_kernel_family.so, or a path
+//! plugin = "kernel_family"        # librocflow_plugin_kernel_family.so
 //! records = ["kernel_dispatch"]
 //! options = { }                   # handed to the plugin as JSON
 //! ```
@@ -101,10 +101,11 @@ impl Batch {
 /// A transform: sees each batch of the kinds its pipeline entry takes, and says which
 /// records go on and what columns they gain.
 pub trait Transform: Send + Sized + 'static {
-    /// The pipeline entry's `options`; an unknown or missing option fails `rocflow validate`.
+    /// The pipeline entry's `options`; an unknown or missing option stops `rocflow run`
+    /// before the application starts.
     type Options: DeserializeOwned;
 
-    /// Makes an instance (once per run, and once more for `rocflow validate`).
+    /// Makes an instance (once per run or replay, and once more to check it before).
     fn new(options: Self::Options) -> Result<Self>;
 
     /// Returns the records that go on, with the columns they gain: the input with a column
@@ -117,7 +118,8 @@ pub trait Transform: Send + Sized + 'static {
 /// output. rocflow stages what it writes and moves it into place once
 /// [`finish`](Sink::finish) succeeded, or removes it when the run stops early.
 pub trait Sink: Send + Sized + 'static {
-    /// The pipeline entry's `options`; an unknown or missing option fails `rocflow validate`.
+    /// The pipeline entry's `options`; an unknown or missing option stops `rocflow run`
+    /// before the application starts.
     type Options: DeserializeOwned + Send;
 
     /// Opens the output at `path` (the final name, placeholders filled in, in rocflow's

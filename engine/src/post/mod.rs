@@ -8,15 +8,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use evalexpr::Value;
+use std::time::Duration;
 
 use crate::pipeline::model::{PostStep, SinkKind};
 use crate::plan::Plan;
 use crate::sink::Placeholders;
 use crate::spool::SpoolReader;
 use crate::summary::{self, Breakdown, Format, Summary};
-use crate::transform::Table;
+
+pub mod sql;
 
 /// Kernels in the table printed at the end of a run, unless the step says otherwise.
 const DEFAULT_TOP: usize = 10;
@@ -85,6 +85,7 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
                 database,
                 path,
                 format,
+                timeout,
             } => {
                 let database = match database {
                     Some(database) => Some(placeholders.expand(database)),
@@ -95,9 +96,15 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
                         .map(|s| placeholders.expand(&s.path)),
                 };
                 let path = placeholders.expand(path);
-                let done = match database {
-                    Some(database) => sql(&post.name, query, &database, &path, format.as_deref()),
-                    None => Err("no database: the pipeline has no rocpd sink".into()),
+                let done = match (database, sql::time_limit(timeout.as_ref())) {
+                    (Some(database), Ok(limit)) => sql::Query {
+                        name: &post.name,
+                        text: query,
+                        limit: Duration::from_nanos(limit),
+                    }
+                    .run(&database, &path, format.as_deref()),
+                    (None, _) => Err("no database: the pipeline has no rocpd sink".into()),
+                    (_, Err(e)) => Err(format!("timeout: {e}")),
                 };
                 outputs.posts.push((post.name.clone(), path));
                 done
@@ -207,73 +214,6 @@ fn command(
             None => format!("`{program}` was killed by a signal"),
         })
     }
-}
-
-/// Runs a read-only query and writes its rows; the format is the step's, else the path's
-/// extension's (`.md`, `.json`), else CSV.
-fn sql(
-    name: &str,
-    query: &str,
-    database: &Path,
-    path: &Path,
-    format: Option<&str>,
-) -> Result<Done, String> {
-    let connection = rusqlite::Connection::open_with_flags(
-        database,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| format!("opening {}: {e}", database.display()))?;
-    let table = query_table(&connection, name, query).map_err(|e| format!("SQLite: {e}"))?;
-    let extension = path.extension().and_then(|e| e.to_str());
-    let format = format
-        .or(extension)
-        .and_then(Format::from_name)
-        .unwrap_or(Format::Csv);
-    let text = match format {
-        Format::Csv => summary::csv(&table),
-        other => summary::render(std::slice::from_ref(&table), other),
-    };
-    crate::atomic::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    Ok(Done {
-        paths: vec![path.to_path_buf()],
-        text: String::new(),
-    })
-}
-
-/// A query's rows as a table named `name`.
-fn query_table(
-    connection: &rusqlite::Connection,
-    name: &str,
-    query: &str,
-) -> rusqlite::Result<Table> {
-    use rusqlite::types::ValueRef;
-    let mut statement = connection.prepare(query)?;
-    let columns: Vec<String> = statement
-        .column_names()
-        .iter()
-        .map(|c| (*c).to_owned())
-        .collect();
-    let width = columns.len();
-    let rows = statement
-        .query_map([], |row| {
-            (0..width)
-                .map(|i| {
-                    Ok(match row.get_ref(i)? {
-                        ValueRef::Null => Value::Empty,
-                        ValueRef::Integer(v) => Value::Int(v),
-                        ValueRef::Real(v) => Value::Float(v),
-                        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
-                        ValueRef::Blob(b) => Value::String(format!("<{} bytes>", b.len())),
-                    })
-                })
-                .collect::<rusqlite::Result<Vec<Value>>>()
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(Table {
-        name: name.to_owned(),
-        columns,
-        rows,
-    })
 }
 
 fn report(

@@ -1,0 +1,177 @@
+//! The `sql` post-step: one query on a SQLite database, its rows written as CSV, Markdown
+//! or JSON. Whatever the query says, it only reads (a database opened read-only still lets
+//! `VACUUM INTO` and `ATTACH` write other files) and it stops at its time limit.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use evalexpr::Value;
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use crate::pipeline::model::Quantity;
+use crate::pipeline::units::{format_duration, parse_duration};
+use crate::summary::{self, Format};
+use crate::transform::Table;
+
+use super::Done;
+
+/// How long a query may run when its step sets no `timeout`, in nanoseconds.
+const DEFAULT_TIME_LIMIT_NS: u64 = 60_000_000_000;
+
+/// SQLite virtual machine instructions between two looks at the clock.
+const INSTRUCTIONS_PER_CHECK: i32 = 10_000;
+
+/// Pragmas that only report on the schema, which reading a database may need.
+const SCHEMA_PRAGMAS: &[&str] = &[
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_list",
+    "index_info",
+    "index_xinfo",
+    "foreign_key_list",
+];
+
+/// A step's time limit in nanoseconds: its `timeout`, else the default.
+pub fn time_limit(timeout: Option<&Quantity>) -> Result<u64, String> {
+    timeout.map_or(Ok(DEFAULT_TIME_LIMIT_NS), |t| t.value(parse_duration))
+}
+
+/// A step's query.
+pub(super) struct Query<'a> {
+    /// The step's name, which the table of rows takes.
+    pub name: &'a str,
+    pub text: &'a str,
+    pub limit: Duration,
+}
+
+impl Query<'_> {
+    /// Runs the query on `database` and writes its rows to `path`; the format is `format`,
+    /// else the path's extension's (`.md`, `.json`), else CSV.
+    pub fn run(&self, database: &Path, path: &Path, format: Option<&str>) -> Result<Done, String> {
+        let table = self.table(database)?;
+        let extension = path.extension().and_then(|e| e.to_str());
+        let format = format
+            .or(extension)
+            .and_then(Format::from_name)
+            .unwrap_or(Format::Csv);
+        let text = match format {
+            Format::Csv => summary::csv(&table),
+            other => summary::render(std::slice::from_ref(&table), other),
+        };
+        crate::atomic::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        Ok(Done {
+            paths: vec![path.to_path_buf()],
+            text: String::new(),
+        })
+    }
+
+    /// The query's rows, as a table named after the step.
+    fn table(&self, database: &Path) -> Result<Table, String> {
+        use rusqlite::types::ValueRef;
+        let refused = Arc::new(OnceLock::new());
+        let connection = open(database, Instant::now() + self.limit, Arc::clone(&refused))
+            .map_err(|e| format!("opening {}: {e}", database.display()))?;
+        let why = |e: rusqlite::Error| match refused.get() {
+            Some(what) => format!("sql steps only read, and this query {what}"),
+            None if e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) => {
+                if crate::cancel::requested() {
+                    return crate::cancel::STOPPED.to_owned();
+                }
+                format!(
+                    "the query ran past its {} limit",
+                    format_duration(self.limit.as_nanos() as u64)
+                )
+            }
+            None => format!("SQLite: {e}"),
+        };
+        let mut statement = connection.prepare(self.text).map_err(&why)?;
+        // What no authorizer sees, such as VACUUM.
+        if !statement.readonly() {
+            return Err("sql steps only read, and this query writes".into());
+        }
+        let columns: Vec<String> = statement
+            .column_names()
+            .iter()
+            .map(|c| (*c).to_owned())
+            .collect();
+        let width = columns.len();
+        let rows = statement
+            .query_map([], |row| {
+                (0..width)
+                    .map(|i| {
+                        Ok(match row.get_ref(i)? {
+                            ValueRef::Null => Value::Empty,
+                            ValueRef::Integer(v) => Value::Int(v),
+                            ValueRef::Real(v) => Value::Float(v),
+                            ValueRef::Text(t) => {
+                                Value::String(String::from_utf8_lossy(t).into_owned())
+                            }
+                            ValueRef::Blob(b) => Value::String(format!("<{} bytes>", b.len())),
+                        })
+                    })
+                    .collect::<rusqlite::Result<Vec<Value>>>()
+            })
+            .map_err(&why)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(&why)?;
+        Ok(Table {
+            name: self.name.to_owned(),
+            columns,
+            rows,
+        })
+    }
+}
+
+/// Opens `database` read-only, with an authorizer that refuses all but reading (and puts
+/// what it refused first in `refused`) and a progress handler that interrupts the query
+/// at `deadline`, or when rocflow is asked to stop.
+fn open(
+    database: &Path,
+    deadline: Instant,
+    refused: Arc<OnceLock<String>>,
+) -> rusqlite::Result<Connection> {
+    let connection = Connection::open_with_flags(
+        database,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    connection.authorizer(Some(move |context: AuthContext<'_>| {
+        match context.action {
+            AuthAction::Select
+            | AuthAction::Read { .. }
+            | AuthAction::Function { .. }
+            | AuthAction::Recursive => Authorization::Allow,
+            AuthAction::Pragma { pragma_name, .. } if SCHEMA_PRAGMAS.contains(&pragma_name) => {
+                Authorization::Allow
+            }
+            action => {
+                // The first refusal is the one the error is about.
+                let _ = refused.set(describe(action));
+                Authorization::Deny
+            }
+        }
+    }))?;
+    connection.progress_handler(
+        INSTRUCTIONS_PER_CHECK,
+        Some(move || Instant::now() >= deadline || crate::cancel::requested()),
+    )?;
+    Ok(connection)
+}
+
+/// What a refused action does, to end "this query …".
+fn describe(action: AuthAction<'_>) -> String {
+    match action {
+        AuthAction::Insert { table_name }
+        | AuthAction::Update { table_name, .. }
+        | AuthAction::Delete { table_name } => format!("writes to `{table_name}`"),
+        AuthAction::Attach { filename } => format!("attaches `{filename}`"),
+        AuthAction::Detach { database_name } => format!("detaches `{database_name}`"),
+        AuthAction::Pragma { pragma_name, .. } => format!("runs PRAGMA {pragma_name}"),
+        AuthAction::Transaction { .. } | AuthAction::Savepoint { .. } => {
+            "controls transactions".into()
+        }
+        _ => "changes the database".into(),
+    }
+}
