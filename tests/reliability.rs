@@ -235,27 +235,38 @@ fn a_shell_that_exits_without_finalizing_is_named() {
     );
 }
 
-#[test]
-fn a_second_interrupt_keeps_the_whole_spool() {
+/// Runs an application that ignores SIGINT and SIGTERM, sends rocflow `signals` once it
+/// has collected a while, and ends the application rocflow leaves running: rocflow's
+/// output, how long it took to end after the first signal, and its directory.
+fn stop_lingering(signals: &[i32]) -> (Output, Duration, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path(), "");
     let app = sim_app();
     let child = start(dir.path(), &[app.to_str().unwrap(), "linger", "60"]);
     std::thread::sleep(Duration::from_millis(1500));
-    child.signal(libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(200));
-    child.signal(libc::SIGINT);
+    let signalled = Instant::now();
+    for (i, &signal) in signals.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        child.signal(signal);
+    }
     let (output, _) = child.finish_within(Duration::from_secs(20));
-    let stderr = text(&output.stderr);
-    let app_pid = left_running(&stderr);
+    let took = signalled.elapsed();
     // SAFETY: ending the application the test left running.
-    unsafe { libc::kill(app_pid, libc::SIGKILL) };
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    unsafe { libc::kill(left_running(&text(&output.stderr)), libc::SIGKILL) };
     let spool = inspect(dir.path(), "out");
     assert_eq!(spool["complete"], true, "{spool}");
     assert!(kernel_records(&spool) > 0, "{spool}");
+    (output, took, dir)
+}
+
+#[test]
+fn a_second_interrupt_keeps_the_whole_spool() {
+    let (output, _, dir) = stop_lingering(&[libc::SIGINT, libc::SIGINT]);
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
     // The sinks and the spool hold the same records.
-    let sunk = text(&output.stdout);
+    let (sunk, spool) = (text(&output.stdout), inspect(dir.path(), "out"));
     assert!(
         sunk.contains(&format!("tables: {} records", kernel_records(&spool))),
         "{sunk}\n{spool}"
@@ -264,21 +275,9 @@ fn a_second_interrupt_keeps_the_whole_spool() {
 
 #[test]
 fn sigterm_ends_a_run_whose_application_ignores_it() {
-    let dir = tempfile::tempdir().unwrap();
-    pipeline(dir.path(), "");
-    let app = sim_app();
-    let child = start(dir.path(), &[app.to_str().unwrap(), "linger", "60"]);
-    std::thread::sleep(Duration::from_millis(1500));
-    child.signal(libc::SIGTERM);
-    let (output, took) = child.finish_within(Duration::from_secs(20));
-    let stderr = text(&output.stderr);
-    // SAFETY: ending the application the test left running.
-    unsafe { libc::kill(left_running(&stderr), libc::SIGKILL) };
+    let (output, took, _dir) = stop_lingering(&[libc::SIGTERM]);
     assert!(took < Duration::from_secs(10), "{took:?}");
-    assert_eq!(output.status.code(), Some(143), "{stderr}");
-    let spool = inspect(dir.path(), "out");
-    assert_eq!(spool["complete"], true, "{spool}");
-    assert!(kernel_records(&spool) > 0, "{spool}");
+    assert_eq!(output.status.code(), Some(143), "{}", text(&output.stderr));
 }
 
 /// SIGTERM while the post-step `slow` of `post` runs (`started` exists once it has
