@@ -533,6 +533,14 @@ fn sample(
                 (&mut configs as *mut Vec<_>).cast(),
             )
         };
+        if status == abi::status::NOT_IMPLEMENTED {
+            // The SDK's own text ("not implemented") would send users looking for another
+            // SDK; what it means is that they have not opted in to AMD's beta.
+            return Err(format!(
+                "PC sampling on {} is a beta of rocprofiler-sdk, off unless ROCPROFILER_PC_SAMPLING_BETA_ENABLED=ON is set (AMD warns that it can hang the machine; setting it accepts that)",
+                gpu.gfx
+            ));
+        }
         api.check(&format!("querying PC sampling on {}", gpu.gfx), status)?;
         let supported = || {
             let list: Vec<String> = configs
