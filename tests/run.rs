@@ -426,6 +426,21 @@ fn a_node_without_a_gpu_reports_no_agent_and_still_traces_host_calls() {
     assert_eq!(inspect["processes"][0]["agents"], serde_json::json!([]));
 }
 
+#[test]
+fn a_tool_both_preloaded_and_force_configured_is_configured_once() {
+    // As the real SDK: forcing configuration once the SDK is initialized is refused.
+    let app = sim_app();
+    let (output, rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "force"]);
+    assert_success(&output);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("rocprofiler_force_configure: 16"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 process in"), "{stdout}");
+    assert_eq!(rows["kernel_dispatch"].len(), 1, "one stream");
+}
+
 /// [`PC_SAMPLING_BETA`] as `run_with` takes it.
 fn beta() -> (&'static str, &'static Path) {
     (PC_SAMPLING_BETA.0, Path::new(PC_SAMPLING_BETA.1))
