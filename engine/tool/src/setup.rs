@@ -239,10 +239,17 @@ fn context(
             // Counters for another architecture (counters-rdna on an Instinct node) would
             // otherwise give kernels without a single counter, and no word why.
             let here: Vec<&str> = gpus.iter().map(|g| g.gfx.as_str()).collect();
+            let why = if here.is_empty() {
+                "the SDK reports no GPU on this node".to_owned()
+            } else {
+                format!(
+                    "no GPU of this node ({}) is among its counters' agents",
+                    here.join(", ")
+                )
+            };
             warn(&format!(
-                "context `{}`: no GPU of this node ({}) is among its counters' agents; no counters are collected",
-                plan.name,
-                here.join(", ")
+                "context `{}`: {why}; no counters are collected",
+                plan.name
             ));
         }
         count(tool, handle, buffer, counters, &profiled, dimensions)?;
