@@ -2,8 +2,10 @@
 //! reading back what it wrote. Each test binary uses a part of it.
 #![allow(dead_code)]
 
+pub mod kit;
+
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The test application (built by `cargo test` as the `sim-app` example).
@@ -82,4 +84,25 @@ fn split_csv(line: &str) -> Vec<String> {
         }
     }
     fields
+}
+
+/// Perfetto traces decoded with the official schema by `perfetto_decode.py`: per file, its
+/// tracks and events. Fails on a trace a reader would have problems with.
+pub fn decode_perfetto(files: &[PathBuf]) -> Vec<serde_json::Value> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/perfetto_decode.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .args(files)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "perfetto_decode.py (needs `pip install perfetto`): {}",
+        text(&out.stderr)
+    );
+    let decoded: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for file in &decoded {
+        assert_eq!(file["problems"], serde_json::json!([]), "{}", file["path"]);
+    }
+    decoded
 }
