@@ -739,3 +739,23 @@ fn the_simulated_mi300x_is_the_real_gfx942() {
     assert_eq!(sim.1.len(), names.len(), "{:?}", sim.1);
     assert_eq!(sim.1, real.1, "counter dimensions");
 }
+
+#[test]
+fn a_gpu_run_says_which_sdk_and_why_nothing_connected() {
+    // The kit's SDK is on the loader path, as a ROCm install may be; /bin/true loads no
+    // ROCm runtime, so it never loads the SDK.
+    let kit = Kit::get();
+    let run = kit.run(Node::NoGpu, "kernel-trace", &[OsStr::new("/bin/true")], &[]);
+    assert!(run.output.status.success(), "{}", run.printed());
+    let sdk = kit.root.join("lib/librocprofiler-sdk.so.1.0.0");
+    let said = format!(
+        "note: rocprofiler-sdk 1.0.0 at {} (found through LD_LIBRARY_PATH)",
+        sdk.display()
+    );
+    assert!(run.stderr().contains(&said), "{}", run.printed());
+    assert!(
+        run.stderr().contains("no process connected"),
+        "{}",
+        run.printed()
+    );
+}

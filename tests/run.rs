@@ -505,15 +505,29 @@ fn the_exit_code_is_the_applications() {
 }
 
 #[test]
-fn a_run_nothing_connects_to_says_why() {
-    let (output, rows, _dir) = run("", "rocm", &["/bin/true"]);
-    assert_success(&output);
-    assert!(rows.values().all(|p| p.is_empty()));
+fn an_sdk_older_than_the_tool_supports_is_a_user_error_naming_both_versions() {
+    // ROCm 6.4's rocprofiler-sdk, as installed: an ELF file named with its version.
+    let rocm = tempfile::tempdir().unwrap();
+    let lib = rocm.path().join("lib");
+    std::fs::create_dir(&lib).unwrap();
+    std::fs::write(lib.join("librocprofiler-sdk.so.0.6.0"), b"\x7fELF").unwrap();
+    std::os::unix::fs::symlink(
+        "librocprofiler-sdk.so.0.6.0",
+        lib.join("librocprofiler-sdk.so"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", "")).unwrap();
+    let env = [("ROCM_PATH", rocm.path())];
+    let output = run_on("rocm", "p.toml", &["/bin/true"], dir.path(), &env);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
     assert!(
-        text(&output.stderr).contains("no process connected"),
-        "{}",
-        text(&output.stderr)
+        stderr.contains("rocprofiler-sdk 0.6.0 at")
+            && stderr.contains("is older than rocflow supports (1.0.0 or later)"),
+        "{stderr}"
     );
+    assert!(!dir.path().join("out").exists(), "nothing started");
 }
 
 #[test]
