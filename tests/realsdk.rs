@@ -547,6 +547,16 @@ path = "{output_dir}/parquet"
             ("roctxThreadRangeA", 3)
         ])
     );
+    // The summary's ranges go by their ROCTx function, and a mark is no range.
+    let summary = support::csv(&run.dir.path().join("summary/markers.csv"));
+    let ranges: Vec<(&str, &str)> = summary
+        .iter()
+        .map(|row| (row["range"].as_str(), row["calls"].as_str()))
+        .collect();
+    assert_eq!(
+        ranges,
+        [("roctxThreadRangeA", "3"), ("roctxProcessRangeA", "2")]
+    );
 }
 
 /// The one file called `name` under `dir`.
