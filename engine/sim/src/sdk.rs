@@ -290,6 +290,9 @@ pub extern "C" fn rocprofiler_get_status_string(code: Status) -> *const c_char {
             c"Configuration request occurred outside of valid rocprofiler configuration period"
         }
         status::NOT_IMPLEMENTED => c"API function is defined but not implemented",
+        status::INCOMPATIBLE_ABI => {
+            c"Data structure provided by user has a incompatible binary interface with this version of rocprofiler"
+        }
         status::INVALID_ARGUMENT => c"Function invoked with one or more invalid arguments",
         status::NOT_AVAILABLE => {
             c"The service is not available. Please refer to API functions that return this status code for more information."
@@ -445,8 +448,13 @@ pub unsafe extern "C" fn rocprofiler_query_available_agents(
     let (Some(sdk), Some(callback)) = (sdk(), callback) else {
         return status::INVALID_ARGUMENT;
     };
-    if version != abi::AGENT_INFO_VERSION_0 || agent_size != std::mem::size_of::<abi::AgentV0>() {
+    if version != abi::AGENT_INFO_VERSION_0 {
         return status::INVALID_ARGUMENT;
+    }
+    // As the real SDK: a caller built against older, smaller headers is served, one that
+    // expects more than the SDK has is not.
+    if agent_size > std::mem::size_of::<abi::AgentV0>() {
+        return status::INCOMPATIBLE_ABI;
     }
     let mut agents: Vec<*const c_void> = sdk
         .device
@@ -975,6 +983,18 @@ mod tests {
             assert_eq!(rocprofiler_start_context(context), status::SUCCESS);
             assert_eq!(rocprofiler_start_context(stray), status::CONTEXT_NOT_FOUND);
             assert_eq!(rocprofiler_flush_buffer(stray), status::BUFFER_NOT_FOUND);
+            let agents = |size| {
+                rocprofiler_query_available_agents(
+                    abi::AGENT_INFO_VERSION_0,
+                    Some(no_agents),
+                    size,
+                    std::ptr::null_mut(),
+                )
+            };
+            let size = std::mem::size_of::<abi::AgentV0>();
+            assert_eq!(agents(size), status::SUCCESS);
+            assert_eq!(agents(size - 8), status::SUCCESS, "older, smaller headers");
+            assert_eq!(agents(size + 8), status::INCOMPATIBLE_ABI);
             // At exit: a start from a tool's thread comes too late, a stop is still a stop.
             set_phase(Phase::Finalizing);
             assert_eq!(
@@ -996,6 +1016,15 @@ mod tests {
                 status::CONFIGURATION_LOCKED
             );
         }
+    }
+
+    unsafe extern "C" fn no_agents(
+        _: c_int,
+        _: *mut *const c_void,
+        _: usize,
+        _: *mut c_void,
+    ) -> Status {
+        status::SUCCESS
     }
 
     unsafe extern "C" fn no_configurations(

@@ -28,6 +28,7 @@ pub mod status {
     pub const SERVICE_ALREADY_CONFIGURED: Status = 15;
     pub const CONFIGURATION_LOCKED: Status = 16;
     pub const NOT_IMPLEMENTED: Status = 17;
+    pub const INCOMPATIBLE_ABI: Status = 18;
     pub const INVALID_ARGUMENT: Status = 19;
     pub const FINALIZED: Status = 21;
     pub const PROFILE_NOT_FOUND: Status = 30;

@@ -161,6 +161,10 @@ fn constants_have_the_sdk_values() {
             status::NOT_IMPLEMENTED,
         ),
         (
+            "ROCPROFILER_STATUS_ERROR_INCOMPATIBLE_ABI",
+            status::INCOMPATIBLE_ABI,
+        ),
+        (
             "ROCPROFILER_STATUS_ERROR_INVALID_ARGUMENT",
             status::INVALID_ARGUMENT,
         ),
