@@ -127,18 +127,15 @@ impl Expected {
             started: plan.contexts.len() + 1,
             ..Expected::default()
         };
-        let on_gfx942 = |agents: &[AgentSelector]| {
-            node == Node::FakeGfx942
-                && (agents.is_empty() || agents.iter().any(|s| s.selects_gpu(0, "gfx942")))
-        };
         for ctx in &plan.contexts {
+            // A service's own agents, else its context's, else every GPU.
+            let on_gfx942 = |own: &[AgentSelector]| {
+                let agents = if own.is_empty() { &ctx.agents } else { own };
+                node == Node::FakeGfx942
+                    && (agents.is_empty() || agents.iter().any(|s| s.selects_gpu(0, "gfx942")))
+            };
             if let Some(counters) = &ctx.counters {
-                let agents = if counters.agents.is_empty() {
-                    &ctx.agents
-                } else {
-                    &counters.agents
-                };
-                if on_gfx942(agents) {
+                if on_gfx942(&counters.agents) {
                     for name in counters.counted() {
                         if gfx942_counters().contains(name) {
                             e.counters.insert(name.clone());
@@ -162,12 +159,7 @@ impl Expected {
                 }
             }
             if let Some(pc) = &ctx.pc_sampling {
-                let agents = if pc.agents.is_empty() {
-                    &ctx.agents
-                } else {
-                    &pc.agents
-                };
-                if on_gfx942(agents) {
+                if on_gfx942(&pc.agents) {
                     // Without AMD's beta the SDK refuses PC sampling, and the context
                     // with it.
                     e.refused
@@ -768,4 +760,37 @@ fn a_gpu_run_says_which_sdk_and_why_nothing_connected() {
         "{}",
         run.printed()
     );
+}
+
+#[test]
+fn collection_periods_start_and_stop_until_the_sdk_finalizes() {
+    // always-on's periods, short, in an application that lives a second: each start and
+    // stop succeeds; a start that comes as the SDK finalizes (the process is exiting) may
+    // be refused with CONFIGURATION_LOCKED, once, at the end, and is no failure to report.
+    let kit = Kit::get();
+    let force = kit.bin("force");
+    let app = [force.as_os_str(), OsStr::new("1")];
+    let set = ["--set", "collect_for=100ms", "--set", "pause_for=100ms"];
+    let run = kit.run_with(Node::FakeGfx942, "always-on", &set, &app, &[]);
+    assert!(run.output.status.success(), "{}", run.printed());
+    assert_eq!(
+        run.tool_messages(),
+        Vec::<String>::new(),
+        "{}",
+        run.printed()
+    );
+    let toggles: Vec<Call> = run
+        .calls()
+        .into_iter()
+        .filter(|c| c.function.ends_with("_context") && c.function != "rocprofiler_create_context")
+        .collect();
+    let (last, earlier) = toggles.split_last().unwrap();
+    assert!(
+        earlier.len() >= 4,
+        "periods of 100 ms in a second: {toggles:?}"
+    );
+    assert!(earlier.iter().all(|c| c.status == SUCCESS), "{toggles:?}");
+    let late = last.function == "rocprofiler_start_context"
+        && last.status == "ROCPROFILER_STATUS_ERROR_CONFIGURATION_LOCKED";
+    assert!(last.status == SUCCESS || late, "{toggles:?}");
 }

@@ -70,6 +70,18 @@ impl Kit {
     /// `rocflow run PIPELINE --device rocm -- APP…` in a fresh directory, its outputs and
     /// spool there, with the call logger preloaded, the SDK's log at `info` and `env` set.
     pub fn run(&self, node: Node, pipeline: &str, app: &[&OsStr], env: &[(&str, &str)]) -> Run {
+        self.run_with(node, pipeline, &[], app, env)
+    }
+
+    /// [`Kit::run`] with more of `rocflow run`'s arguments (`--set name=value`, …).
+    pub fn run_with(
+        &self,
+        node: Node,
+        pipeline: &str,
+        args: &[&str],
+        app: &[&OsStr],
+        env: &[(&str, &str)],
+    ) -> Run {
         let dir = tempfile::tempdir().unwrap();
         let rocflow = env!("CARGO_BIN_EXE_rocflow");
         let mut command = match node {
@@ -83,7 +95,9 @@ impl Kit {
         let output_dir = format!("output_dir={}", dir.path().display());
         command
             .args(["run", pipeline, "--device", "rocm", "--spool", "run.rfraw"])
-            .args(["--set", &output_dir, "--"])
+            .args(["--set", &output_dir])
+            .args(args)
+            .arg("--")
             .args(app)
             .current_dir(dir.path())
             .env_remove("ROCFLOW_PIPELINE_PATH")

@@ -941,28 +941,21 @@ mod tests {
             );
             let gpu = sdk().unwrap().device.gpu_handle(0);
             // PC sampling is a beta the real SDK leaves off unless asked for.
-            assert_eq!(
+            let query = || {
                 rocprofiler_query_pc_sampling_agent_configurations(
                     gpu,
                     Some(no_configurations),
-                    std::ptr::null_mut()
-                ),
-                status::NOT_IMPLEMENTED
-            );
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(query(), status::NOT_IMPLEMENTED);
             assert_eq!(
                 rocprofiler_configure_pc_sampling_service(second, gpu, 2, 3, 1000, buffer, 0),
                 status::NOT_IMPLEMENTED
             );
             // SAFETY: this crate's only test; nothing else reads the environment meanwhile.
             std::env::set_var("ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "on");
-            assert_eq!(
-                rocprofiler_query_pc_sampling_agent_configurations(
-                    gpu,
-                    Some(no_configurations),
-                    std::ptr::null_mut()
-                ),
-                status::SUCCESS
-            );
+            assert_eq!(query(), status::SUCCESS);
             assert_eq!(
                 rocprofiler_configure_pc_sampling_service(second, gpu, 1, 2, 1024, buffer, 0),
                 status::NOT_AVAILABLE,
