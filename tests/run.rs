@@ -5,10 +5,10 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{assert_success, rocflow, run_on, sim_app, text};
+use support::{PC_SAMPLING_BETA, assert_success, rocflow, run_on, sim_app, text};
 
 fn default_scenario() -> toml::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
@@ -102,13 +102,23 @@ type Rows = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
 /// Runs `rocflow run` in a fresh directory; returns its output and the CSV rows.
 fn run(pipeline_extra: &str, device: &str, app: &[&str]) -> (Output, Rows, tempfile::TempDir) {
+    run_with(pipeline_extra, device, app, &[])
+}
+
+/// [`run`] with `env` set.
+fn run_with(
+    pipeline_extra: &str,
+    device: &str,
+    app: &[&str],
+    env: &[(&str, &Path)],
+) -> (Output, Rows, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("p.toml"),
         TRACE.replace("EXTRA", pipeline_extra),
     )
     .unwrap();
-    let output = run_on(device, "p.toml", app, dir.path(), &[]);
+    let output = run_on(device, "p.toml", app, dir.path(), env);
     let mut rows = Rows::new();
     if let Ok(entries) = std::fs::read_dir(dir.path().join("out")) {
         for entry in entries {
@@ -378,7 +388,7 @@ fn counters_for_gpus_the_node_lacks_say_so() {
 #[test]
 fn pc_sampling_delivers_host_trap_samples() {
     let extra = r#"pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }"#;
-    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.2"]);
+    let (output, rows, _dir) = run_with(extra, "sim", &["/bin/sleep", "0.2"], &[beta()]);
     assert_success(&output);
     let scenario = default_scenario();
     let per_iteration: i64 = scenario["kernel"]
@@ -391,9 +401,69 @@ fn pc_sampling_delivers_host_trap_samples() {
 }
 
 #[test]
+fn a_node_without_a_gpu_reports_no_agent_and_still_traces_host_calls() {
+    // As the real SDK on a node without a GPU driver: no agent at all, not even the CPU,
+    // and the tracing services are accepted.
+    let scenario = tempfile::tempdir().unwrap();
+    let path = scenario.path().join("no-gpu.toml");
+    std::fs::write(
+        &path,
+        "[scenario]\nname = \"no-gpu\"\nthreads = 1\niterations = 3\nmarker_ranges = true\n\n[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipGetDeviceCount\"\n",
+    )
+    .unwrap();
+    let device = format!("sim:{}", path.display());
+    let (output, rows, dir) = run("", &device, &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let totals = totals(&rows);
+    assert_eq!((totals["api"], totals["marker"]), (3, 3), "{totals:?}");
+    assert!(!totals.contains_key("kernel_dispatch"), "{totals:?}");
+    let inspect = rocflow(
+        &["inspect", "--json", "rocflow-out/last.rfraw"],
+        dir.path(),
+        &[],
+    );
+    let inspect: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    assert_eq!(inspect["processes"][0]["agents"], serde_json::json!([]));
+}
+
+#[test]
+fn a_tool_both_preloaded_and_force_configured_is_configured_once() {
+    // As the real SDK: forcing configuration once the SDK is initialized is refused.
+    let app = sim_app();
+    let (output, rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "force"]);
+    assert_success(&output);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("rocprofiler_force_configure: 16"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 process in"), "{stdout}");
+    assert_eq!(rows["kernel_dispatch"].len(), 1, "one stream");
+}
+
+/// [`PC_SAMPLING_BETA`] as `run_with` takes it.
+fn beta() -> (&'static str, &'static Path) {
+    (PC_SAMPLING_BETA.0, Path::new(PC_SAMPLING_BETA.1))
+}
+
+#[test]
+fn pc_sampling_without_the_beta_opt_in_says_how_to_opt_in() {
+    // As on the real SDK: PC sampling is AMD's beta, off unless the user accepts it.
+    let extra = r#"pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }"#;
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("PC sampling on gfx942 is a beta of rocprofiler-sdk, off unless ROCPROFILER_PC_SAMPLING_BETA_ENABLED=ON is set"),
+        "{stderr}"
+    );
+    assert!(!rows.contains_key("pc_sample"));
+}
+
+#[test]
 fn an_unsupported_pc_sampling_configuration_is_explained() {
     let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
-    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    let (output, rows, _dir) = run_with(extra, "sim", &["/bin/sleep", "0.1"], &[beta()]);
     assert_success(&output);
     let stderr = text(&output.stderr);
     assert!(
@@ -435,15 +505,29 @@ fn the_exit_code_is_the_applications() {
 }
 
 #[test]
-fn a_run_nothing_connects_to_says_why() {
-    let (output, rows, _dir) = run("", "rocm", &["/bin/true"]);
-    assert_success(&output);
-    assert!(rows.values().all(|p| p.is_empty()));
+fn an_sdk_older_than_the_tool_supports_is_a_user_error_naming_both_versions() {
+    // ROCm 6.4's rocprofiler-sdk, as installed: an ELF file named with its version.
+    let rocm = tempfile::tempdir().unwrap();
+    let lib = rocm.path().join("lib");
+    std::fs::create_dir(&lib).unwrap();
+    std::fs::write(lib.join("librocprofiler-sdk.so.0.6.0"), b"\x7fELF").unwrap();
+    std::os::unix::fs::symlink(
+        "librocprofiler-sdk.so.0.6.0",
+        lib.join("librocprofiler-sdk.so"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", "")).unwrap();
+    let env = [("ROCM_PATH", rocm.path())];
+    let output = run_on("rocm", "p.toml", &["/bin/true"], dir.path(), &env);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
     assert!(
-        text(&output.stderr).contains("no process connected"),
-        "{}",
-        text(&output.stderr)
+        stderr.contains("rocprofiler-sdk 0.6.0 at")
+            && stderr.contains("is older than rocflow supports (1.0.0 or later)"),
+        "{stderr}"
     );
+    assert!(!dir.path().join("out").exists(), "nothing started");
 }
 
 #[test]

@@ -3,7 +3,9 @@
 //! crash` dies of SIGSEGV; `sim-app threads N` runs N threads; `sim-app exit CODE` exits
 //! with CODE; `sim-app _exit MS` ends with `_exit` after MS milliseconds, skipping
 //! `atexit` (and so the SDK's finalize); `sim-app linger S` ignores SIGINT and SIGTERM and
-//! lives S seconds. Each first waits long enough for the simulated device's work to finish.
+//! lives S seconds; `sim-app force` hands the tool of `ROCP_TOOL_LIBRARIES` to
+//! `rocprofiler_force_configure`, as tools that start the SDK themselves do, and prints the
+//! status. Each first waits long enough for the simulated device's work to finish.
 
 use std::time::Duration;
 
@@ -58,11 +60,32 @@ fn main() {
             }
             std::thread::sleep(Duration::from_secs(number(1) as u64));
         }
+        Some("force") => {
+            println!("rocprofiler_force_configure: {}", force_configure());
+            settle();
+        }
         _ => {
             eprintln!(
-                "usage: sim-app fork N | crash | threads N | exit CODE | _exit MS | linger S"
+                "usage: sim-app fork N | crash | threads N | exit CODE | _exit MS | linger S | force"
             );
             std::process::exit(2);
         }
+    }
+}
+
+/// Calls `rocprofiler_force_configure` of the SDK in the process with the tool's entry point.
+fn force_configure() -> i32 {
+    type Force = unsafe extern "C" fn(*const std::ffi::c_void) -> i32;
+    let tool = std::env::var("ROCP_TOOL_LIBRARIES").expect("rocflow names the tool");
+    // SAFETY: the tool library and the SDK are loaded as the SDK's headers declare them.
+    unsafe {
+        let tool = libloading::Library::new(tool).expect("the tool loads");
+        let configure = tool.get::<*const std::ffi::c_void>(b"rocprofiler_configure\0");
+        let this = libloading::os::unix::Library::this();
+        let force = this.get::<Force>(b"rocprofiler_force_configure\0");
+        let status =
+            force.expect("the SDK forces configuration")(*configure.expect("an entry point"));
+        std::mem::forget(tool);
+        status
     }
 }

@@ -2,6 +2,8 @@
 //! reading back what it wrote. Each test binary uses a part of it.
 #![allow(dead_code)]
 
+pub mod kit;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -11,6 +13,10 @@ pub fn sim_app() -> std::path::PathBuf {
     let exe = Path::new(env!("CARGO_BIN_EXE_rocflow"));
     exe.parent().unwrap().join("examples/sim-app")
 }
+
+/// The environment that opts in to rocprofiler-sdk's PC sampling beta, which the SDK, real
+/// or simulated, leaves off otherwise.
+pub const PC_SAMPLING_BETA: (&str, &str) = ("ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "on");
 
 /// Runs `rocflow args…` in `dir` with `env` set, and nothing from this machine's
 /// environment that would change its answers (template path, ROCm installation).
@@ -118,4 +124,25 @@ fn split_csv(line: &str) -> Vec<String> {
         }
     }
     fields
+}
+
+/// Perfetto traces decoded with the official schema by `perfetto_decode.py`: per file, its
+/// tracks and events. Fails on a trace a reader would have problems with.
+pub fn decode_perfetto(files: &[PathBuf]) -> Vec<serde_json::Value> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/perfetto_decode.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .args(files)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "perfetto_decode.py (needs `pip install perfetto`): {}",
+        text(&out.stderr)
+    );
+    let decoded: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for file in &decoded {
+        assert_eq!(file["problems"], serde_json::json!([]), "{}", file["path"]);
+    }
+    decoded
 }

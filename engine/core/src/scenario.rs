@@ -15,7 +15,9 @@ pub const DEFAULT: &str = include_str!("../../../examples/sim/mi300x.toml");
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub scenario: Settings,
-    #[serde(rename = "agent")]
+    /// The GPUs. None is a node without a GPU driver, where rocprofiler-sdk reports no
+    /// agent at all (not even the CPU) and still traces host APIs.
+    #[serde(rename = "agent", default)]
     pub agents: Vec<Agent>,
     #[serde(rename = "kernel", default)]
     pub kernels: Vec<Kernel>,
@@ -230,8 +232,14 @@ impl Scenario {
     pub fn parse(text: &str) -> Result<Scenario, String> {
         let scenario: Scenario = toml::from_str(text).map_err(|e| e.to_string())?;
         let agents = scenario.agents.len() as u32;
-        if agents == 0 {
-            return Err("a scenario needs at least one [[agent]]".into());
+        let device_work = !(scenario.kernels.is_empty()
+            && scenario.copies.is_empty()
+            && scenario.allocations.is_empty());
+        if agents == 0 && device_work {
+            return Err(
+                "kernels, copies and allocations need a GPU: add an [[agent]], or leave them out to simulate a node without one"
+                    .into(),
+            );
         }
         if let Some((k, kernel)) =
             (scenario.kernels.iter().enumerate()).find(|(_, k)| k.agent >= agents)
@@ -318,5 +326,18 @@ mod tests {
             .unwrap_err();
         assert!(e.contains("unknown dimension `DIMENSION_NOPE`"), "{e}");
         assert!(e.contains("line "), "the error says where: {e}");
+    }
+
+    /// What rocprofiler-sdk sees on a node without a GPU driver: host API calls, no agent.
+    const NO_GPU: &str = "[scenario]\nname = \"no-gpu\"\nthreads = 1\niterations = 2\nmarker_ranges = true\n\n[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipGetDeviceCount\"\n";
+
+    #[test]
+    fn a_node_without_a_gpu_has_host_calls_only() {
+        let scenario = Scenario::parse(NO_GPU).unwrap();
+        assert!(scenario.agents.is_empty());
+        assert_eq!(scenario.calls.len(), 1);
+        let allocation = format!("{NO_GPU}[[allocation]]\nbytes = 4096\n");
+        let e = Scenario::parse(&allocation).unwrap_err();
+        assert!(e.contains("need a GPU"), "{e}");
     }
 }

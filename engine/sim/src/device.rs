@@ -69,13 +69,21 @@ impl Device {
         cpu.id = Handle {
             handle: AGENT_HANDLE_BASE,
         };
+        // As the real SDK describes a CPU node: named after the processor's model, its
+        // cores as compute units, one XCC.
         cpu.r#type = 1;
         cpu.cpu_cores_count = 2;
-        cpu.name = keep("cpu");
+        cpu.cu_count = cpu.cpu_cores_count;
+        cpu.num_xcc = 1;
+        cpu.name = keep("Simulated host CPU");
         cpu.vendor_name = keep("CPU");
-        cpu.product_name = keep("Simulated host CPU");
+        cpu.product_name = cpu.name;
         cpu.model_name = keep("");
-        let mut agents = vec![cpu];
+        // KFD describes the CPU too: a node without a GPU driver has no agent at all.
+        let mut agents: Vec<AgentV0> = (!scenario.agents.is_empty())
+            .then_some(cpu)
+            .into_iter()
+            .collect();
         for (i, a) in scenario.agents.iter().enumerate() {
             // SAFETY: as above.
             let mut gpu: AgentV0 = unsafe { std::mem::zeroed() };

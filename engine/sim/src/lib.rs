@@ -45,9 +45,33 @@ fn warn(message: &str) {
 }
 
 extern "C" fn on_load() {
-    let Ok(tools) = std::env::var("ROCP_TOOL_LIBRARIES") else {
-        return;
+    if let Ok(tools) = std::env::var("ROCP_TOOL_LIBRARIES") {
+        initialize(None, &tools);
+    }
+}
+
+/// `rocprofiler_force_configure`: starts the SDK with `configure` as a tool (and those of
+/// `ROCP_TOOL_LIBRARIES`), as tools that start it without preloading do. Like the real SDK
+/// it refuses once the SDK is initialized, which under `rocflow run` it already is: the
+/// tool is then configured once, not twice.
+#[unsafe(no_mangle)]
+pub extern "C" fn rocprofiler_force_configure(configure: Option<Configure>) -> abi::Status {
+    let Some(configure) = configure else {
+        return abi::status::INVALID_ARGUMENT;
     };
+    if sdk::phase() != Phase::Loaded || sdk::sdk().is_some() {
+        return abi::status::CONFIGURATION_LOCKED;
+    }
+    initialize(
+        Some(configure),
+        &std::env::var("ROCP_TOOL_LIBRARIES").unwrap_or_default(),
+    );
+    abi::status::SUCCESS
+}
+
+/// Plays rocprofiler-register and the SDK's initialization: configures each tool once (the
+/// forced one first), initializes them and starts the scenario.
+fn initialize(forced: Option<Configure>, tools: &str) {
     let scenario = match std::env::var("ROCFLOW_SIM_SCENARIO") {
         Ok(path) => std::fs::read_to_string(&path)
             .map_err(|e| format!("{path}: {e}"))
@@ -59,8 +83,18 @@ extern "C" fn on_load() {
         Err(e) => return warn(&format!("scenario {e}; the simulated device stays off")),
     };
     let sdk = sdk::install(scenario);
+    let mut entry_points: Vec<Configure> = forced.into_iter().collect();
     for path in tools.split(':').filter(|p| !p.is_empty()) {
-        if let Some(tool) = configure(path) {
+        // A tool found twice (forced and listed, or listed twice) is configured once.
+        match entry_point(path) {
+            Some(f) if !entry_points.iter().any(|e| std::ptr::fn_addr_eq(*e, f)) => {
+                entry_points.push(f);
+            }
+            _ => {}
+        }
+    }
+    for configure in entry_points {
+        if let Some(tool) = configure_tool(configure) {
             TOOLS.lock().unwrap().push(tool);
         }
     }
@@ -99,8 +133,8 @@ extern "C" fn on_load() {
     start_workers();
 }
 
-/// Loads one tool and calls its `rocprofiler_configure`.
-fn configure(path: &str) -> Option<Tool> {
+/// Loads one tool library and finds its `rocprofiler_configure`.
+fn entry_point(path: &str) -> Option<Configure> {
     // SAFETY: loading a tool library runs its initializers, as rocprofiler-register does.
     let library = match unsafe { libloading::Library::new(path) } {
         Ok(l) => l,
@@ -119,6 +153,11 @@ fn configure(path: &str) -> Option<Tool> {
     };
     // Tools stay loaded for the life of the process.
     std::mem::forget(library);
+    Some(configure)
+}
+
+/// Calls a tool's `rocprofiler_configure`; `None` when the tool stays out.
+fn configure_tool(configure: Configure) -> Option<Tool> {
     let (major, minor, patch) = sdk::VERSION;
     let runtime = CString::new(format!("{major}.{minor}.{patch}")).unwrap_or_default();
     let mut client = ClientId {
@@ -167,16 +206,17 @@ fn start_workers() {
     }
 }
 
-/// At exit: the scenario completes, every buffer is flushed, the tools finalize.
+/// At exit: the scenario completes, then the SDK finalizes as the real one does: from then
+/// on no context starts, every buffer is flushed and the tools finalize.
 extern "C" fn at_exit() {
     for worker in std::mem::take(&mut *WORKERS.lock().unwrap()) {
         let _ = worker.join();
     }
+    sdk::set_phase(Phase::Finalizing);
     if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
         running.buffers.iter().for_each(buffer::Buffer::flush);
     }
     stop_contexts();
-    sdk::set_phase(Phase::Finalized);
     for tool in std::mem::take(&mut *TOOLS.lock().unwrap()) {
         // SAFETY: the result the tool returned from `rocprofiler_configure`.
         let result = unsafe { &*tool.result };
@@ -185,6 +225,7 @@ extern "C" fn at_exit() {
             unsafe { finalize(result.tool_data) };
         }
     }
+    sdk::set_phase(Phase::Finalized);
 }
 
 thread_local! {

@@ -2,7 +2,7 @@
 //! only be set up while the tool's initialize callback runs; after that the setup is frozen
 //! and only starting, stopping and flushing remain. Wrong calls get the real status codes.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -32,7 +32,9 @@ pub enum Phase {
     /// The tool's initialize callback is running: setup calls are allowed.
     Initializing = 1,
     Running = 2,
-    Finalized = 3,
+    /// The SDK is finalizing (the process exits): tools are being finalized.
+    Finalizing = 3,
+    Finalized = 4,
 }
 
 static PHASE: AtomicU8 = AtomicU8::new(Phase::Loaded as u8);
@@ -42,6 +44,7 @@ pub fn phase() -> Phase {
         0 => Phase::Loaded,
         1 => Phase::Initializing,
         2 => Phase::Running,
+        3 => Phase::Finalizing,
         _ => Phase::Finalized,
     }
 }
@@ -270,22 +273,33 @@ pub unsafe extern "C" fn rocprofiler_get_timestamp(ts: *mut u64) -> Status {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn rocprofiler_get_status_string(code: Status) -> *const c_char {
-    let text: &'static [u8] = match code {
-        status::SUCCESS => b"Success\0",
-        status::CONTEXT_NOT_FOUND => b"Context not found\0",
-        status::BUFFER_NOT_FOUND => b"Buffer not found\0",
-        status::KIND_NOT_FOUND => b"Kind not found\0",
-        status::OPERATION_NOT_FOUND => b"Operation not found\0",
-        status::AGENT_NOT_FOUND => b"Agent not found\0",
-        status::COUNTER_NOT_FOUND => b"Counter not found\0",
-        status::CONTEXT_CONFLICT => b"Context conflicts with another context\0",
-        status::SERVICE_ALREADY_CONFIGURED => b"Service already configured\0",
-        status::CONFIGURATION_LOCKED => b"Configuration is locked (outside tool initialization)\0",
-        status::INVALID_ARGUMENT => b"Invalid argument\0",
-        status::NOT_AVAILABLE => b"Not available\0",
-        _ => b"General error\0",
+    // The real SDK's texts, which users see in the tool's messages.
+    let text: &'static CStr = match code {
+        status::SUCCESS => c"Success",
+        status::CONTEXT_NOT_FOUND => c"Context ID not found",
+        status::BUFFER_NOT_FOUND => c"Buffer ID not found",
+        status::KIND_NOT_FOUND => c"Kind ID not found",
+        status::OPERATION_NOT_FOUND => c"Operation ID not found",
+        status::AGENT_NOT_FOUND => c"Agent ID not found",
+        status::COUNTER_NOT_FOUND => c"HW counter not found",
+        status::CONTEXT_CONFLICT => c"Context has a conflict with another context",
+        status::SERVICE_ALREADY_CONFIGURED => {
+            c"Service configuration request would overwrite existing service configuration values"
+        }
+        status::CONFIGURATION_LOCKED => {
+            c"Configuration request occurred outside of valid rocprofiler configuration period"
+        }
+        status::NOT_IMPLEMENTED => c"API function is defined but not implemented",
+        status::INCOMPATIBLE_ABI => {
+            c"Data structure provided by user has a incompatible binary interface with this version of rocprofiler"
+        }
+        status::INVALID_ARGUMENT => c"Function invoked with one or more invalid arguments",
+        status::NOT_AVAILABLE => {
+            c"The service is not available. Please refer to API functions that return this status code for more information."
+        }
+        _ => c"General error",
     };
-    text.as_ptr().cast()
+    text.as_ptr()
 }
 
 #[unsafe(no_mangle)]
@@ -434,8 +448,13 @@ pub unsafe extern "C" fn rocprofiler_query_available_agents(
     let (Some(sdk), Some(callback)) = (sdk(), callback) else {
         return status::INVALID_ARGUMENT;
     };
-    if version != abi::AGENT_INFO_VERSION_0 || agent_size != std::mem::size_of::<abi::AgentV0>() {
+    if version != abi::AGENT_INFO_VERSION_0 {
         return status::INVALID_ARGUMENT;
+    }
+    // As the real SDK: a caller built against older, smaller headers is served, one that
+    // expects more than the SDK has is not.
+    if agent_size > std::mem::size_of::<abi::AgentV0>() {
+        return status::INCOMPATIBLE_ABI;
     }
     let mut agents: Vec<*const c_void> = sdk
         .device
@@ -451,6 +470,21 @@ fn set_active(context: Handle, active: bool) -> Status {
     let Some(sdk) = sdk() else {
         return status::ERROR;
     };
+    // As the real SDK: no start once finalizing began (a tool's timer thread may try as
+    // the process exits), and a stop after finalization has nothing left to stop.
+    match phase() {
+        Phase::Finalizing | Phase::Finalized if active => {
+            return match sdk
+                .running()
+                .and_then(|r| r.contexts.get(context_index(context)))
+            {
+                Some(_) => status::CONFIGURATION_LOCKED,
+                None => status::CONTEXT_NOT_FOUND,
+            };
+        }
+        Phase::Finalized => return status::SUCCESS,
+        _ => {}
+    }
     if phase() == Phase::Initializing {
         let mut setup = sdk.setup.lock().unwrap();
         return match setup.0.get_mut(context_index(context)) {
@@ -694,12 +728,30 @@ pub unsafe extern "C" fn rocprofiler_configure_buffer_dispatch_counting_service(
     })
 }
 
+/// Whether `ROCPROFILER_PC_SAMPLING_BETA_ENABLED` turns PC sampling on, read as the real
+/// SDK reads a boolean: a number is on unless 0, and `off`, `false`, `no`, `n` and `f` (any
+/// case) are off, as is an empty value (which the real SDK refuses outright).
+fn pc_sampling_enabled() -> bool {
+    let Ok(value) = std::env::var("ROCPROFILER_PC_SAMPLING_BETA_ENABLED") else {
+        return false;
+    };
+    if let Ok(number) = value.parse::<u64>() {
+        return number != 0;
+    }
+    let value = value.to_ascii_lowercase();
+    !["", "off", "false", "no", "n", "f"].contains(&value.as_str())
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocprofiler_query_pc_sampling_agent_configurations(
     agent: Handle,
     callback: Option<PcConfigurationsCallback>,
     data: *mut c_void,
 ) -> Status {
+    // PC sampling is a beta of the real SDK, off unless asked for.
+    if !pc_sampling_enabled() {
+        return status::NOT_IMPLEMENTED;
+    }
     let (Some(sdk), Some(callback)) = (sdk(), callback) else {
         return status::INVALID_ARGUMENT;
     };
@@ -747,6 +799,9 @@ pub unsafe extern "C" fn rocprofiler_configure_pc_sampling_service(
     buffer: Handle,
     _flags: c_int,
 ) -> Status {
+    if !pc_sampling_enabled() {
+        return status::NOT_IMPLEMENTED;
+    }
     let Some(sdk) = sdk() else {
         return status::ERROR;
     };
@@ -885,6 +940,22 @@ mod tests {
                 "a second counting context"
             );
             let gpu = sdk().unwrap().device.gpu_handle(0);
+            // PC sampling is a beta the real SDK leaves off unless asked for.
+            let query = || {
+                rocprofiler_query_pc_sampling_agent_configurations(
+                    gpu,
+                    Some(no_configurations),
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(query(), status::NOT_IMPLEMENTED);
+            assert_eq!(
+                rocprofiler_configure_pc_sampling_service(second, gpu, 2, 3, 1000, buffer, 0),
+                status::NOT_IMPLEMENTED
+            );
+            // SAFETY: this crate's only test; nothing else reads the environment meanwhile.
+            std::env::set_var("ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "on");
+            assert_eq!(query(), status::SUCCESS);
             assert_eq!(
                 rocprofiler_configure_pc_sampling_service(second, gpu, 1, 2, 1024, buffer, 0),
                 status::NOT_AVAILABLE,
@@ -905,6 +976,64 @@ mod tests {
             assert_eq!(rocprofiler_start_context(context), status::SUCCESS);
             assert_eq!(rocprofiler_start_context(stray), status::CONTEXT_NOT_FOUND);
             assert_eq!(rocprofiler_flush_buffer(stray), status::BUFFER_NOT_FOUND);
+            let agents = |size| {
+                rocprofiler_query_available_agents(
+                    abi::AGENT_INFO_VERSION_0,
+                    Some(no_agents),
+                    size,
+                    std::ptr::null_mut(),
+                )
+            };
+            let size = std::mem::size_of::<abi::AgentV0>();
+            assert_eq!(agents(size), status::SUCCESS);
+            assert_eq!(agents(size - 8), status::SUCCESS, "older, smaller headers");
+            assert_eq!(agents(size + 8), status::INCOMPATIBLE_ABI);
+            // At exit: a start from a tool's thread comes too late, a stop is still a stop.
+            set_phase(Phase::Finalizing);
+            assert_eq!(
+                rocprofiler_start_context(context),
+                status::CONFIGURATION_LOCKED
+            );
+            assert_eq!(rocprofiler_start_context(stray), status::CONTEXT_NOT_FOUND);
+            assert_eq!(rocprofiler_stop_context(context), status::SUCCESS);
+            assert_eq!(rocprofiler_flush_buffer(buffer), status::SUCCESS);
+            set_phase(Phase::Finalized);
+            assert_eq!(
+                rocprofiler_start_context(context),
+                status::CONFIGURATION_LOCKED
+            );
+            assert_eq!(rocprofiler_stop_context(context), status::SUCCESS);
+            // The SDK is initialized: forcing configuration again is refused.
+            assert_eq!(
+                crate::rocprofiler_force_configure(Some(never_configured)),
+                status::CONFIGURATION_LOCKED
+            );
         }
+    }
+
+    unsafe extern "C" fn no_agents(
+        _: c_int,
+        _: *mut *const c_void,
+        _: usize,
+        _: *mut c_void,
+    ) -> Status {
+        status::SUCCESS
+    }
+
+    unsafe extern "C" fn no_configurations(
+        _: *const PcSamplingConfiguration,
+        _: usize,
+        _: *mut c_void,
+    ) -> Status {
+        status::SUCCESS
+    }
+
+    unsafe extern "C" fn never_configured(
+        _: u32,
+        _: *const c_char,
+        _: u32,
+        _: *mut abi::ClientId,
+    ) -> *mut abi::ToolConfigureResult {
+        panic!("the SDK is initialized: no tool is configured again")
     }
 }

@@ -9,6 +9,7 @@ use clap::Args;
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::record::{Exit, ToolCost};
+use crate::runner::sdk::{self, Sdk, SdkError};
 use crate::runner::{self, Device, Options, StartError, Stop};
 
 use super::pipeline::PipelineArgs;
@@ -37,8 +38,13 @@ pub struct RunArgs {
 /// Runs the application under the pipeline; exits with the application's status.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let plan = args.options.compile(&args.pipeline)?;
+    let sdk = match args.device {
+        Device::Rocm => Some(installed_sdk()?),
+        Device::Sim(_) => None,
+    };
     let options = Options {
         device: args.device,
+        sdk,
         spool: args.spool,
         command: args.command,
     };
@@ -134,10 +140,31 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }))
 }
 
+/// The installed rocprofiler-sdk, said on stderr; a missing or too old one is the user's
+/// to fix before anything starts.
+fn installed_sdk() -> Result<Sdk> {
+    let sdk = sdk::find(|name| std::env::var(name).ok()).map_err(|e| {
+        let hint = match e {
+            SdkError::Missing { .. } => "install ROCm 7.0 or later, or set ROCM_PATH to its installation; `--device sim` runs the pipeline on the simulated SDK",
+            SdkError::TooOld { .. } => "install ROCm 7.0 or later (rocprofiler-sdk 1.0), or set ROCM_PATH to such an installation",
+        };
+        Error::user(Diagnostic::error(e.to_string()).hint(hint))
+    })?;
+    let version = sdk
+        .version
+        .map_or("(version unknown)".into(), |v| v.to_string());
+    eprintln!(
+        "note: rocprofiler-sdk {version} at {} (found through {})",
+        sdk.path.display(),
+        sdk.found_by
+    );
+    Ok(sdk)
+}
+
 /// Why no process connected, as far as rocflow can tell from outside.
 fn no_stream_message(device: &Device) -> String {
     match device {
         Device::Sim(_) => "warning: no process connected: the simulated SDK did not load the tool into the application (a statically linked or setuid program ignores LD_PRELOAD)".into(),
-        Device::Rocm => "warning: no process connected: the application did not load rocprofiler-sdk with the rocflow tool. Is it a HIP/ROCm application, and is rocprofiler-sdk (librocprofiler-sdk.so) installed? Messages from the tool above say why it stayed off; `--device sim` runs the pipeline on the simulated SDK".into(),
+        Device::Rocm => "warning: no process connected: the application did not load rocprofiler-sdk with the rocflow tool. Is it a HIP/ROCm application (a ROCm runtime loads the SDK as it starts)? Messages from the tool above say why it stayed off; `--device sim` runs the pipeline on the simulated SDK".into(),
     }
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, StreamMeta};
 use crate::column::row;
 use crate::diag::Diagnostic;
 use crate::diff::Diff;
@@ -407,6 +407,26 @@ pub struct InspectArgs {
 }
 
 /// Prints what a spool holds: processes, agents, records per kind, time span, losses.
+/// The counters the SDK resolved for a process, by agent and name, with the SDK's counter
+/// id and dimensions (name and size, in the SDK's order).
+fn counters(meta: &StreamMeta) -> Vec<serde_json::Value> {
+    let mut counters: Vec<_> = meta.counters.values().collect();
+    counters.sort_by(|a, b| (a.agent, &a.name).cmp(&(b.agent, &b.name)));
+    counters
+        .into_iter()
+        .map(|c| {
+            let dimensions: Vec<_> = c
+                .dimensions
+                .iter()
+                .map(|(name, size)| serde_json::json!({ "name": name, "size": size }))
+                .collect();
+            serde_json::json!({
+                "agent": c.agent, "name": c.name, "id": c.id, "dimensions": dimensions,
+            })
+        })
+        .collect()
+}
+
 pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
     let mut reader = open(&args.spool)?;
     let mut catalog = Catalog::default();
@@ -439,8 +459,12 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
                 "command": p.map(|p| p.command.join(" ")),
                 "agents": meta.agents.iter().map(|a| serde_json::json!({
                     "index": a.index, "type": a.agent_type, "name": a.name, "product": a.product_name,
-                    "cu_count": a.cu_count, "xcc_count": a.xcc_count,
+                    "node_id": a.node_id, "cu_count": a.cu_count, "simd_count": a.simd_count,
+                    "xcc_count": a.xcc_count, "wave_front_size": a.wave_front_size,
+                    "max_waves_per_simd": a.max_waves_per_simd, "lds_bytes_per_cu": a.lds_bytes_per_cu,
+                    "max_engine_clk_mhz": a.max_engine_clk_mhz,
                 })).collect::<Vec<_>>(),
+                "counters": counters(meta),
                 "kernels": meta.kernels.len(),
                 "dropped": meta.dropped.iter().map(|(k, n)| (k.name(), *n)).collect::<BTreeMap<_, _>>(),
             })

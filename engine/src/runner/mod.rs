@@ -5,6 +5,7 @@
 
 mod libraries;
 mod listen;
+pub mod sdk;
 mod signals;
 
 use std::ffi::OsString;
@@ -59,6 +60,8 @@ impl Device {
 
 pub struct Options {
     pub device: Device,
+    /// The rocprofiler-sdk the application is to load (on a GPU node).
+    pub sdk: Option<sdk::Sdk>,
     /// Where the raw spool goes: this file (replaced), or, by default, a file of the
     /// run's own in the plan's spool directory (see [`crate::runs`]).
     pub spool: Option<PathBuf>,
@@ -191,6 +194,10 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
     }
     if let Some(scenario) = scenario {
         command.env("ROCFLOW_SIM_SCENARIO", scenario);
+    }
+    if let Some(sdk) = &options.sdk {
+        // rocprofiler-register loads this one, not another its loader might find first.
+        command.env("ROCPROFILER_REGISTER_LIBRARY", &sdk.path);
     }
     let mut child = command.spawn().map_err(|source| StartError::Spawn {
         program: program.to_string_lossy().into_owned(),

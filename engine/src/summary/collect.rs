@@ -81,6 +81,9 @@ fn close(summary: &mut Summary, dispatch: OpenDispatch, meta: &StreamMeta) {
 const UNKNOWN: &str = "<unknown>";
 
 /// The name of an operation of a fixed domain.
+/// `roctxMarkA`, operation 0 of both marker domains.
+const ROCTX_MARK: i32 = 0;
+
 fn operation(domain: Domain, id: u8) -> &'static str {
     domain.operation_name(id.into()).unwrap_or(UNKNOWN)
 }
@@ -144,9 +147,17 @@ impl Sink for Collector {
                     }
                 }
                 Batch::Marker(records) => {
-                    // Ranges only: a mark has no duration.
-                    for r in records.iter().filter(|r| r.end_ns > r.start_ns) {
-                        let own = [meta.string(r.message)];
+                    // Ranges only: a mark is an instant, however long the SDK's record
+                    // of the roctxMarkA call lasts.
+                    for r in records.iter().filter(|r| r.operation_id != ROCTX_MARK) {
+                        // Buffered marker records carry no message (as the real SDK
+                        // delivers them): such a range goes by its ROCTx function.
+                        let own = match meta.string(r.message) {
+                            "" => [Domain::from_sdk_value(r.domain_id.into())
+                                .and_then(|d| d.operation_name(r.operation_id))
+                                .unwrap_or(UNKNOWN)],
+                            message => [message],
+                        };
                         s.add(
                             Kind::Markers,
                             (r.pid, None),

@@ -48,8 +48,8 @@ const QUERIES: &[(Kind, usize, &str)] = &[
     (
         Kind::Markers,
         1,
-        "SELECT json_extract(extdata, '$.message'), pid, NULL, duration, 0 FROM regions \
-         WHERE category LIKE 'MARKER%' AND duration > 0",
+        "SELECT coalesce(nullif(json_extract(extdata, '$.message'), ''), name), pid, NULL, \
+         duration, 0 FROM regions WHERE category LIKE 'MARKER%' AND name <> 'roctxMarkA'",
     ),
     (
         Kind::Counters,

@@ -5,12 +5,15 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use rocflow_core::abi::{CallbackTracingRecord, UserData, callback};
+use rocflow_core::abi::{CallbackTracingRecord, UserData, callback, status};
 
 use crate::setup::Context;
 use crate::{Tool, warn};
 
-fn set(tool: &Tool, ctx: &Context, on: bool) {
+/// Starts or stops a context. `false` when the SDK refused a start because it has begun
+/// finalizing: the process is exiting and there is nothing left to collect, so that is no
+/// failure to report, and whoever starts contexts on a timer can stop timing.
+fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
     let api = &tool.api;
     // SAFETY: a context the tool created.
     let status = unsafe {
@@ -20,20 +23,26 @@ fn set(tool: &Tool, ctx: &Context, on: bool) {
             (api.stop_context)(ctx.handle)
         }
     };
+    if on && status == status::CONFIGURATION_LOCKED {
+        return false;
+    }
     if let Err(e) = api.check(&format!("context `{}`", ctx.name), status) {
         warn(&e);
     }
+    true
 }
 
-/// Starts each context as its plan says: now, or on a timer thread of its own.
+/// Starts each context as its plan says: now, or on a timer thread of its own. A context
+/// that collects from the start is started here, inside initialize, rather than by its
+/// timer thread: a thread could come too late for an application that ends at once.
 pub fn start(tool: &'static Tool) {
     for ctx in tool.contexts.get().into_iter().flatten() {
         let s = ctx.start;
         if s.paused {
             continue;
         }
-        if s.delay_ns == 0 && s.duration_ns.is_none() {
-            set(tool, ctx, true);
+        let started = s.delay_ns == 0 && set(tool, ctx, true);
+        if started && s.duration_ns.is_none() {
             continue;
         }
         let spawned = std::thread::Builder::new()
@@ -44,7 +53,9 @@ pub fn start(tool: &'static Tool) {
                     if period > 0 {
                         std::thread::sleep(Duration::from_nanos(s.interval_ns));
                     }
-                    set(tool, ctx, true);
+                    if (period > 0 || !started) && !set(tool, ctx, true) {
+                        return;
+                    }
                     let Some(duration) = s.duration_ns else {
                         return;
                     };

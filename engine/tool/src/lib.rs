@@ -30,7 +30,10 @@ use rocflow_core::record::{Meta, Process};
 use api::Api;
 
 /// The oldest rocprofiler-sdk whose API and layouts the tool uses.
-const MIN_VERSION: u32 = abi::version(1, 0, 0);
+const MIN_VERSION: u32 = {
+    let (major, minor, patch) = abi::MIN_SDK_VERSION;
+    abi::version(major, minor, patch)
+};
 /// How long finalize waits for the last frames to reach the runner.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -161,7 +164,10 @@ pub unsafe extern "C" fn rocprofiler_configure(
                 .into_owned()
         };
         warn(&format!(
-            "rocprofiler-sdk {found} is too old (rocflow needs 1.0.0 or later); profiling is off"
+            "rocprofiler-sdk {found} is too old (rocflow needs {}.{}.{} or later); profiling is off",
+            abi::MIN_SDK_VERSION.0,
+            abi::MIN_SDK_VERSION.1,
+            abi::MIN_SDK_VERSION.2
         ));
         return std::ptr::null_mut();
     }

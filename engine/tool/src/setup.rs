@@ -239,10 +239,17 @@ fn context(
             // Counters for another architecture (counters-rdna on an Instinct node) would
             // otherwise give kernels without a single counter, and no word why.
             let here: Vec<&str> = gpus.iter().map(|g| g.gfx.as_str()).collect();
+            let why = if here.is_empty() {
+                "the SDK reports no GPU on this node".to_owned()
+            } else {
+                format!(
+                    "no GPU of this node ({}) is among its counters' agents",
+                    here.join(", ")
+                )
+            };
             warn(&format!(
-                "context `{}`: no GPU of this node ({}) is among its counters' agents; no counters are collected",
-                plan.name,
-                here.join(", ")
+                "context `{}`: {why}; no counters are collected",
+                plan.name
             ));
         }
         count(tool, handle, buffer, counters, &profiled, dimensions)?;
@@ -533,6 +540,14 @@ fn sample(
                 (&mut configs as *mut Vec<_>).cast(),
             )
         };
+        if status == abi::status::NOT_IMPLEMENTED {
+            // The SDK's own text ("not implemented") would send users looking for another
+            // SDK; what it means is that they have not opted in to AMD's beta.
+            return Err(format!(
+                "PC sampling on {} is a beta of rocprofiler-sdk, off unless ROCPROFILER_PC_SAMPLING_BETA_ENABLED=ON is set (AMD warns that it can hang the machine; setting it accepts that)",
+                gpu.gfx
+            ));
+        }
         api.check(&format!("querying PC sampling on {}", gpu.gfx), status)?;
         let supported = || {
             let list: Vec<String> = configs

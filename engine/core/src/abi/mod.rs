@@ -27,6 +27,8 @@ pub mod status {
     pub const CONTEXT_CONFLICT: Status = 12;
     pub const SERVICE_ALREADY_CONFIGURED: Status = 15;
     pub const CONFIGURATION_LOCKED: Status = 16;
+    pub const NOT_IMPLEMENTED: Status = 17;
+    pub const INCOMPATIBLE_ABI: Status = 18;
     pub const INVALID_ARGUMENT: Status = 19;
     pub const FINALIZED: Status = 21;
     pub const PROFILE_NOT_FOUND: Status = 30;
@@ -72,6 +74,10 @@ pub mod callback {
 pub const AGENT_INFO_VERSION_0: c_int = 1;
 /// `rocprofiler_counter_info_version_id_t`.
 pub const COUNTER_INFO_VERSION_0: c_int = 1;
+
+/// The oldest rocprofiler-sdk whose API and layouts rocflow's tool uses (ROCm 7.0's), as
+/// major, minor, patch: the runner refuses an older installation, the tool an older SDK.
+pub const MIN_SDK_VERSION: (u32, u32, u32) = (1, 0, 0);
 
 /// The SDK version as `rocprofiler_configure` receives it: major * 10000 + minor * 100 + patch.
 pub const fn version(major: u32, minor: u32, patch: u32) -> u32 {

@@ -157,6 +157,14 @@ fn constants_have_the_sdk_values() {
             status::CONFIGURATION_LOCKED,
         ),
         (
+            "ROCPROFILER_STATUS_ERROR_NOT_IMPLEMENTED",
+            status::NOT_IMPLEMENTED,
+        ),
+        (
+            "ROCPROFILER_STATUS_ERROR_INCOMPATIBLE_ABI",
+            status::INCOMPATIBLE_ABI,
+        ),
+        (
             "ROCPROFILER_STATUS_ERROR_INVALID_ARGUMENT",
             status::INVALID_ARGUMENT,
         ),

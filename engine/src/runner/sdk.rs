@@ -1,0 +1,141 @@
+//! Which rocprofiler-sdk an application profiled on a GPU runs with: found where ROCm puts
+//! it, checked against the oldest the tool supports, and named to rocprofiler-register
+//! (`ROCPROFILER_REGISTER_LIBRARY`), so that the application loads the SDK rocflow reports
+//! rather than whichever its loader happens to find.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use rocflow_core::abi::MIN_SDK_VERSION;
+
+/// The library's name; the installed file carries its version (`.so.1.0.0`).
+const LIBRARY: &str = "librocprofiler-sdk.so";
+
+/// An installed rocprofiler-sdk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sdk {
+    /// The library file, links resolved.
+    pub path: PathBuf,
+    /// From the file's name; `None` when it does not say.
+    pub version: Option<Version>,
+    /// How it was found, for the user.
+    pub found_by: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version(pub u32, pub u32, pub u32);
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+    }
+}
+
+/// The oldest rocprofiler-sdk rocflow's tool supports.
+pub const MIN: Version = Version(MIN_SDK_VERSION.0, MIN_SDK_VERSION.1, MIN_SDK_VERSION.2);
+
+/// Why no usable SDK was found.
+#[derive(Debug, thiserror::Error)]
+pub enum SdkError {
+    #[error("no rocprofiler-sdk found (looked in {})", .searched.join(", "))]
+    Missing { searched: Vec<String> },
+    #[error("rocprofiler-sdk {found} at {} is older than rocflow supports ({MIN} or later)", .path.display())]
+    TooOld { found: Version, path: PathBuf },
+}
+
+/// Looks where ROCm installs rocprofiler-sdk, in the order a user steers it: the library
+/// `ROCPROFILER_REGISTER_LIBRARY` names, `$ROCM_PATH/lib`, the directories of
+/// `LD_LIBRARY_PATH`, `/opt/rocm/lib`, then the system loader's cache.
+pub fn find(env: impl Fn(&str) -> Option<String>) -> Result<Sdk, SdkError> {
+    let mut places: Vec<(PathBuf, String)> = Vec::new();
+    if let Some(file) = env("ROCPROFILER_REGISTER_LIBRARY").filter(|f| !f.is_empty()) {
+        places.push((file.into(), "ROCPROFILER_REGISTER_LIBRARY".into()));
+    }
+    if let Some(rocm) = env("ROCM_PATH").filter(|p| !p.is_empty()) {
+        let dir = Path::new(&rocm).join("lib");
+        places.push((dir.join(LIBRARY), "ROCM_PATH".into()));
+    }
+    for dir in env("LD_LIBRARY_PATH").unwrap_or_default().split(':') {
+        if !dir.is_empty() {
+            places.push((Path::new(dir).join(LIBRARY), "LD_LIBRARY_PATH".into()));
+        }
+    }
+    places.push((Path::new("/opt/rocm/lib").join(LIBRARY), "/opt/rocm".into()));
+    if let Some(cached) = loader_cache() {
+        places.push((cached, "the system loader's cache".into()));
+    }
+    let found = places.iter().find_map(|(file, how)| {
+        let path = file.canonicalize().ok()?;
+        is_shared_library(&path).then(|| Sdk {
+            version: version(&path),
+            path,
+            found_by: how.clone(),
+        })
+    });
+    let sdk = found.ok_or_else(|| SdkError::Missing {
+        searched: places
+            .iter()
+            .map(|(f, _)| f.display().to_string())
+            .collect(),
+    })?;
+    match sdk.version {
+        Some(found) if found < MIN => Err(SdkError::TooOld {
+            found,
+            path: sdk.path,
+        }),
+        _ => Ok(sdk),
+    }
+}
+
+/// The version in a library's file name (`librocprofiler-sdk.so.1.0.0`).
+fn version(path: &Path) -> Option<Version> {
+    let name = path.file_name()?.to_str()?;
+    let numbers: Vec<u32> = name
+        .strip_prefix(LIBRARY)?
+        .strip_prefix('.')?
+        .split('.')
+        .map(|n| n.parse().ok())
+        .collect::<Option<_>>()?;
+    match numbers[..] {
+        [major, minor, patch] => Some(Version(major, minor, patch)),
+        _ => None,
+    }
+}
+
+/// Whether `path` is an ELF file (and not, say, a copied link's text).
+fn is_shared_library(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path).is_ok_and(|mut f| f.read_exact(&mut magic).is_ok())
+        && magic == *b"\x7fELF"
+}
+
+/// Where the system loader's cache (`ldconfig -p`) has the SDK, if it has it.
+fn loader_cache() -> Option<PathBuf> {
+    let out = ["/sbin/ldconfig", "ldconfig"]
+        .iter()
+        .find_map(|ldconfig| std::process::Command::new(ldconfig).arg("-p").output().ok())?;
+    let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+    listing.lines().find_map(|line| {
+        let (name, path) = line.trim().split_once(" => ")?;
+        name.starts_with(LIBRARY).then(|| PathBuf::from(path))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_is_the_installed_file_names() {
+        let v = |name: &str| version(Path::new(name));
+        assert_eq!(
+            v("/opt/rocm/lib/librocprofiler-sdk.so.1.0.0"),
+            Some(Version(1, 0, 0))
+        );
+        assert_eq!(v("librocprofiler-sdk.so.0.6.0"), Some(Version(0, 6, 0)));
+        assert_eq!(v("librocprofiler-sdk.so.1"), None);
+        assert_eq!(v("librocprofiler-sdk.so"), None);
+        assert!(Version(0, 6, 0) < MIN && MIN <= Version(1, 0, 0));
+    }
+}

@@ -1,0 +1,796 @@
+//! Conformance with AMD's real rocprofiler-sdk (`../shared/realsdk`): every shipped
+//! template and example pipeline runs with `--device rocm` against the real SDK, which
+//! loads rocflow's tool through `rocprofiler_force_configure` (the kit's `force`) or
+//! through rocprofiler-register (a ROCTx program built here), on a node without a GPU and
+//! on the kit's fake gfx942. The kit's call logger shows each `rocprofiler_*` call the tool
+//! makes with the status the SDK returned: every one must succeed except what the kit
+//! cannot do, named here with its status. Without an HSA runtime nothing produces device
+//! records, so the outputs must be valid and empty; ROCTx markers are real records.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use rocflow::pipeline::{self, Options};
+use rocflow::plan::Plan;
+use rocflow_core::contexts::AgentSelector;
+use serde_json::{Value, json};
+use support::kit::{Call, Kit, Node, Run};
+
+const SUCCESS: &str = "ROCPROFILER_STATUS_SUCCESS";
+/// What the SDK answers a PC sampling query without AMD's beta opted in to.
+const PC_SAMPLING_QUERY: &str = "rocprofiler_query_pc_sampling_agent_configurations";
+const NOT_IMPLEMENTED: &str = "ROCPROFILER_STATUS_ERROR_NOT_IMPLEMENTED";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every shipped template and every example pipeline.
+fn pipelines() -> Vec<PathBuf> {
+    let toml = |dir: PathBuf| {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension() == Some(OsStr::new("toml")))
+            .collect();
+        files.sort();
+        files
+    };
+    let mut all = toml(root().join("pipelines"));
+    all.extend(toml(root().join("examples")));
+    all.extend(toml(root().join("examples/team")));
+    all
+}
+
+fn compile(pipeline: &Path) -> Plan {
+    let options = Options {
+        counters: Some(Kit::get().metrics().join("counter_defs.yaml")),
+        plugins: rocflow::plugin::Search::from_env(),
+        ..Options::default()
+    };
+    match pipeline::compile_file(pipeline, &options) {
+        Ok(compiled) => compiled.plan,
+        Err(errors) => panic!("{}: {errors:?}", pipeline.display()),
+    }
+}
+
+/// The fake gfx942 as the kit's topology describes it (`share/fake-gpu/mktopo.sh`), in
+/// the terms of `rocflow inspect --json`.
+fn fake_gfx942() -> Value {
+    let script = std::fs::read_to_string(Kit::get().root.join("share/fake-gpu/mktopo.sh")).unwrap();
+    let node = script
+        .split("cat > $T/1/properties <<P\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\nP\n").next())
+        .expect("mktopo.sh describes node 1");
+    let properties: BTreeMap<&str, u32> = node
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+        .collect();
+    let p = |key: &str| properties[key];
+    json!({
+        "index": 1, "type": "gpu", "name": "gfx942", "node_id": 1,
+        "cu_count": p("simd_count") / p("simd_per_cu"), "simd_count": p("simd_count"),
+        "xcc_count": p("num_xcc"), "wave_front_size": p("wave_front_size"),
+        "max_waves_per_simd": p("max_waves_per_simd"),
+        "lds_bytes_per_cu": p("lds_size_in_kb") * 1024,
+        "max_engine_clk_mhz": p("max_engine_clk_fcompute"),
+    })
+}
+
+/// The counters the SDK's definitions give gfx942.
+fn gfx942_counters() -> &'static BTreeSet<String> {
+    static COUNTERS: std::sync::OnceLock<BTreeSet<String>> = std::sync::OnceLock::new();
+    COUNTERS.get_or_init(|| {
+        let metrics = Kit::get().metrics().join("counter_defs.yaml");
+        let metrics = metrics.to_str().unwrap();
+        let args = [
+            "counters",
+            "list",
+            "--arch",
+            "gfx942",
+            "--counters",
+            metrics,
+        ];
+        let out = support::rocflow(&args, Path::new("."), &[]);
+        support::assert_success(&out);
+        let listed = support::text(&out.stdout);
+        listed
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
+/// What a run of `plan` must show on `node`: the SDK's calls that do not succeed, the
+/// contexts registered and started, the tool's messages, and per context that collects
+/// counters on the GPU, the counters the SDK must resolve.
+#[derive(Debug, Default)]
+struct Expected {
+    refused: Vec<(String, String)>,
+    registered: usize,
+    started: usize,
+    messages: BTreeSet<String>,
+    counters: BTreeSet<String>,
+}
+
+impl Expected {
+    fn of(plan: &Plan, node: Node) -> Expected {
+        // The tool's control context comes first.
+        let mut e = Expected {
+            registered: plan.contexts.len() + 1,
+            started: plan.contexts.len() + 1,
+            ..Expected::default()
+        };
+        for ctx in &plan.contexts {
+            // A service's own agents, else its context's, else every GPU.
+            let on_gfx942 = |own: &[AgentSelector]| {
+                let agents = if own.is_empty() { &ctx.agents } else { own };
+                node == Node::FakeGfx942
+                    && (agents.is_empty() || agents.iter().any(|s| s.selects_gpu(0, "gfx942")))
+            };
+            if let Some(counters) = &ctx.counters {
+                if on_gfx942(&counters.agents) {
+                    for name in counters.counted() {
+                        if gfx942_counters().contains(name) {
+                            e.counters.insert(name.clone());
+                        } else {
+                            e.messages.insert(format!(
+                                "counter `{name}` is not available on gfx942 (agent 0)"
+                            ));
+                        }
+                    }
+                } else {
+                    let why = match node {
+                        Node::NoGpu => "the SDK reports no GPU on this node",
+                        Node::FakeGfx942 => {
+                            "no GPU of this node (gfx942) is among its counters' agents"
+                        }
+                    };
+                    e.messages.insert(format!(
+                        "context `{}`: {why}; no counters are collected",
+                        ctx.name
+                    ));
+                }
+            }
+            if let Some(pc) = &ctx.pc_sampling {
+                if on_gfx942(&pc.agents) {
+                    // Without AMD's beta the SDK refuses PC sampling, and the context
+                    // with it.
+                    e.refused
+                        .push((PC_SAMPLING_QUERY.into(), NOT_IMPLEMENTED.into()));
+                    e.started -= 1;
+                    e.messages.insert(format!(
+                        "context `{}`: PC sampling on gfx942 is a beta of rocprofiler-sdk, off unless ROCPROFILER_PC_SAMPLING_BETA_ENABLED=ON is set (AMD warns that it can hang the machine; setting it accepts that); it collects nothing",
+                        ctx.name
+                    ));
+                }
+            }
+        }
+        e
+    }
+}
+
+/// Runs `items` on `workers` threads; the results in order.
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    let result = f(item);
+                    results.lock().unwrap().push((i, result));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The calls of a run as a compact table: per function, how many returned each status.
+fn table(calls: &[Call]) -> String {
+    let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for c in calls {
+        *counts.entry((&c.function, &c.status)).or_default() += 1;
+    }
+    counts
+        .iter()
+        .map(|((f, s), n)| {
+            let f = f.trim_start_matches("rocprofiler_");
+            let s = s.trim_start_matches("ROCPROFILER_STATUS_");
+            format!("{f} x{n} {s}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Checks one run of `pipeline` with `force` as the application; the problems found.
+fn conforms(node: Node, pipeline: &Path) -> Result<String, String> {
+    let name = pipeline.strip_prefix(root()).unwrap().display().to_string();
+    let plan = compile(pipeline);
+    let expected = Expected::of(&plan, node);
+    let force = Kit::get().bin("force");
+    let run = Kit::get().run(node, pipeline.to_str().unwrap(), &[force.as_os_str()], &[]);
+    let mut problems = Vec::new();
+    let mut check = |ok: bool, what: String| {
+        if !ok {
+            problems.push(what);
+        }
+    };
+    check(
+        run.output.status.success(),
+        format!("exit status {}", run.output.status),
+    );
+    let registered = (expected.registered, expected.started);
+    check(
+        run.registrations() == [registered],
+        format!(
+            "the SDK registered {:?}, not once {registered:?}",
+            run.registrations()
+        ),
+    );
+    let calls = run.calls();
+    let refused: Vec<(String, String)> = calls
+        .iter()
+        .filter(|c| c.status != SUCCESS)
+        .map(|c| (c.function.clone(), c.status.clone()))
+        .collect();
+    check(
+        refused == expected.refused,
+        format!(
+            "calls that did not succeed: {refused:?}, expected {:?}",
+            expected.refused
+        ),
+    );
+    let messages: BTreeSet<String> = run.tool_messages().into_iter().collect();
+    check(
+        messages == expected.messages,
+        format!(
+            "the tool said {messages:?}, expected {:?}",
+            expected.messages
+        ),
+    );
+    if let Err(e) = spool_conforms(&run, node, &expected, &calls) {
+        problems.push(e);
+    }
+    if let Err(e) = outputs_hold(run.dir.path(), &BTreeMap::new()) {
+        problems.push(e);
+    }
+    let row = format!("{node:?} {name}: {}", table(&calls));
+    if problems.is_empty() {
+        Ok(row)
+    } else {
+        Err(format!(
+            "{row}\n  {}\n{}",
+            problems.join("\n  "),
+            run.printed()
+        ))
+    }
+}
+
+/// The spool: one complete process with no records, the agents of the node, and the
+/// counters the SDK resolved for the GPU, each once, with the real dimensions.
+fn spool_conforms(
+    run: &Run,
+    node: Node,
+    expected: &Expected,
+    calls: &[Call],
+) -> Result<(), String> {
+    let inspect = run.inspect();
+    let process = &inspect["processes"][0];
+    if inspect["complete"] != true || inspect["processes"].as_array().map(Vec::len) != Some(1) {
+        return Err(format!("not one complete process: {inspect:#}"));
+    }
+    if inspect["total_records"] != 0 {
+        return Err(format!(
+            "records without an HSA runtime: {}",
+            inspect["records"]
+        ));
+    }
+    let agents = process["agents"].as_array().unwrap();
+    match node {
+        Node::NoGpu if !agents.is_empty() => {
+            return Err(format!("agents without a GPU: {agents:?}"));
+        }
+        Node::FakeGfx942 => {
+            let gpu = agents
+                .iter()
+                .find(|a| a["type"] == "gpu")
+                .ok_or("no GPU agent")?;
+            let mut seen = gpu.clone();
+            seen.as_object_mut().unwrap().remove("product");
+            if seen != fake_gfx942() {
+                return Err(format!(
+                    "the GPU is {seen}, the topology says {}",
+                    fake_gfx942()
+                ));
+            }
+        }
+        Node::NoGpu => {}
+    }
+    let resolved: BTreeSet<String> = process["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect();
+    if resolved != expected.counters {
+        return Err(format!(
+            "counters resolved: {resolved:?}, expected {:?}",
+            expected.counters
+        ));
+    }
+    for counter in process["counters"].as_array().unwrap() {
+        // Every gfx942 counter is counted per XCC, as many as the topology has.
+        let xcc = counter["dimensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == "DIMENSION_XCC");
+        if xcc.map(|d| &d["size"]) != Some(&fake_gfx942()["xcc_count"]) {
+            return Err(format!("{counter}: not per XCC of the topology"));
+        }
+    }
+    let configs: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.function == "rocprofiler_create_counter_config")
+        .map(|c| c.args.as_str())
+        .collect();
+    let want = if expected.counters.is_empty() {
+        vec![]
+    } else {
+        vec![format!("n={}", expected.counters.len())]
+    };
+    let configured: Vec<&str> = configs.iter().filter_map(|a| a.split(' ').nth(1)).collect();
+    if configured != want {
+        return Err(format!(
+            "counter configurations {configs:?}, expected {want:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Reads back every output in `dir` as its format's readers would: records per kind of
+/// those named in `records`, none of the others.
+fn outputs_hold(dir: &Path, records: &BTreeMap<&str, usize>) -> Result<(), String> {
+    let total: usize = records.values().sum();
+    let mut traces = Vec::new();
+    let mut files = vec![dir.to_path_buf()];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let ext = path.extension().and_then(OsStr::to_str).unwrap_or("");
+        let file = path.strip_prefix(dir).unwrap().display().to_string();
+        let wrong = |what: String| format!("{file}: {what}");
+        match ext {
+            "rfraw" => {}
+            "pftrace" => traces.push(path.clone()),
+            "db" => {
+                let db = rusqlite::Connection::open(&path).map_err(|e| e.to_string())?;
+                let count = |view: &str| -> usize {
+                    let sql = format!("SELECT count(*) FROM {view}");
+                    db.query_row(&sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize
+                };
+                let regions = count("regions") + count("kernels") + count("memory_copies");
+                if regions != total {
+                    return Err(wrong(format!(
+                        "{regions} regions, kernels and copies, not {total}"
+                    )));
+                }
+            }
+            "csv" => {
+                let rows = support::csv(&path).len();
+                let kind = path.file_stem().unwrap().to_str().unwrap();
+                let want = records.get(kind).copied().unwrap_or(0);
+                if path.parent() != Some(dir.join("summary").as_path()) && rows != want {
+                    return Err(wrong(format!("{rows} rows, not {want}")));
+                }
+            }
+            "json" => {
+                serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap())
+                    .map_err(|e| wrong(e.to_string()))?;
+            }
+            "html" | "md" | "prom" => {
+                let text = std::fs::read_to_string(&path).map_err(|e| wrong(e.to_string()))?;
+                if text.trim().is_empty() {
+                    return Err(wrong("empty".into()));
+                }
+            }
+            "parquet" => {
+                use parquet::file::reader::{FileReader, SerializedFileReader};
+                let file = std::fs::File::open(&path).unwrap();
+                let reader = SerializedFileReader::new(file).map_err(|e| wrong(e.to_string()))?;
+                let rows = reader.metadata().file_metadata().num_rows() as usize;
+                let table = path
+                    .parent()
+                    .unwrap()
+                    .file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap();
+                let want = records.get(table).copied();
+                if want.is_some_and(|want| rows != want) {
+                    return Err(wrong(format!("{rows} rows, not {want:?}")));
+                }
+            }
+            _ => return Err(wrong("no reader for this output".into())),
+        }
+    }
+    let slices: usize = support::decode_perfetto(&traces)
+        .iter()
+        .flat_map(|t| t["events"].as_array().unwrap())
+        .filter(|e| e["type"] == "B")
+        .count();
+    if slices != total * traces.len() {
+        return Err(format!("{slices} slices in {traces:?}, not {total} each"));
+    }
+    Ok(())
+}
+
+/// Every template and example, on `node`; fails with every case that does not conform.
+fn every_pipeline_conforms(node: Node) {
+    let started = std::time::Instant::now();
+    let results = in_parallel(&pipelines(), 2, |p| conforms(node, p));
+    let (ok, failed): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
+    eprintln!(
+        "{node:?}: {} runs in {:.1} s",
+        ok.len() + failed.len(),
+        started.elapsed().as_secs_f64()
+    );
+    for row in ok.iter().flatten() {
+        eprintln!("{row}");
+    }
+    let failed: Vec<String> = failed.into_iter().filter_map(Result::err).collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+#[test]
+fn every_template_and_example_on_a_node_without_a_gpu() {
+    every_pipeline_conforms(Node::NoGpu);
+}
+
+#[test]
+fn every_template_and_example_on_the_fake_gfx942() {
+    every_pipeline_conforms(Node::FakeGfx942);
+}
+
+#[test]
+fn roctx_markers_reach_every_sink_through_rocprofiler_register() {
+    let kit = Kit::get();
+    let build = tempfile::tempdir().unwrap();
+    let app = build.path().join("roctx_markers");
+    let source = root().join("tests/apps/roctx_markers.c");
+    let cc = std::process::Command::new("cc")
+        .arg("-o")
+        .arg(&app)
+        .arg(&source)
+        .arg("-I")
+        .arg(kit.root.join("include"))
+        .arg("-L")
+        .arg(&kit.links)
+        .arg("-lrocprofiler-sdk-roctx")
+        .output()
+        .expect("cc runs");
+    support::assert_success(&cc);
+    // marker-trace's Perfetto trace and rocpd database, plus CSV tables and Parquet.
+    let pipeline = build.path().join("markers.toml");
+    std::fs::write(
+        &pipeline,
+        r#"[pipeline]
+name = "markers"
+extends = ["marker-trace"]
+
+[[sink]]
+name = "csv"
+kind = "csv"
+path = "{output_dir}/csv"
+
+[[sink]]
+name = "parquet"
+kind = "parquet"
+path = "{output_dir}/parquet"
+"#,
+    )
+    .unwrap();
+    let run = kit.run(
+        Node::NoGpu,
+        pipeline.to_str().unwrap(),
+        &[app.as_os_str()],
+        &[],
+    );
+    assert!(run.output.status.success(), "{}", run.printed());
+    assert_eq!(run.registrations(), [(2, 2)], "{}", run.printed());
+    let refused: Vec<Call> = run
+        .calls()
+        .into_iter()
+        .filter(|c| c.status != SUCCESS)
+        .collect();
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(run.inspect()["records"], json!({ "marker": 6 }));
+    outputs_hold(run.dir.path(), &BTreeMap::from([("marker", 6)])).unwrap();
+    // The ROCTx calls, as the SDK names them; buffered marker records carry no message.
+    let rows = support::csv(&find(run.dir.path(), "marker.csv"));
+    let mut operations: BTreeMap<&str, usize> = BTreeMap::new();
+    for row in &rows {
+        *operations.entry(row["operation"].as_str()).or_default() += 1;
+        assert_eq!(row["message"], "", "{row:?}");
+    }
+    assert_eq!(
+        operations,
+        BTreeMap::from([
+            ("roctxMarkA", 1),
+            ("roctxProcessRangeA", 2),
+            ("roctxThreadRangeA", 3)
+        ])
+    );
+    // The summary's ranges go by their ROCTx function, and a mark is no range.
+    let summary = support::csv(&run.dir.path().join("summary/markers.csv"));
+    let ranges: Vec<(&str, &str)> = summary
+        .iter()
+        .map(|row| (row["range"].as_str(), row["calls"].as_str()))
+        .collect();
+    assert_eq!(
+        ranges,
+        [("roctxThreadRangeA", "3"), ("roctxProcessRangeA", "2")]
+    );
+}
+
+/// The one file called `name` under `dir`.
+fn find(dir: &Path, name: &str) -> PathBuf {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name() == Some(OsStr::new(name)) {
+                found.push(path);
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "{name} in {}: {found:?}", dir.display());
+    found.remove(0)
+}
+
+#[test]
+fn force_configure_configures_the_tool_once() {
+    // rocflow names its tool in ROCP_TOOL_LIBRARIES too: the SDK finds it there and as
+    // the forced entry point, and must configure and initialize it once.
+    let kit = Kit::get();
+    let force = kit.bin("force");
+    let run = kit.run(Node::NoGpu, "kernel-trace", &[force.as_os_str()], &[]);
+    let log = run.stderr();
+    assert!(run.output.status.success(), "{}", run.printed());
+    assert!(
+        log.contains("force: rocprofiler_force_configure -> 0 (Success)"),
+        "{log}"
+    );
+    assert!(log.contains("[ROCP_TOOL_LIBRARIES] searching"), "{log}");
+    assert_eq!(
+        log.matches("invoking configure function").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(run.registrations(), [(2, 2)], "{log}");
+    assert_eq!(run.inspect()["processes"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_counter_the_gpu_lacks_is_named_and_left_out() {
+    let kit = Kit::get();
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("rdna-counter.toml");
+    // GL2C_HIT is an RDNA counter: the SDK's definitions have it, gfx942 does not.
+    std::fs::write(
+        &pipeline,
+        "[pipeline]\nname = \"rdna-counter\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\ncounters.collect = [\"SQ_WAVES\", \"GL2C_HIT\"]\n",
+    )
+    .unwrap();
+    let force = kit.bin("force");
+    let run = kit.run(
+        Node::FakeGfx942,
+        pipeline.to_str().unwrap(),
+        &[force.as_os_str()],
+        &[],
+    );
+    assert!(run.output.status.success(), "{}", run.printed());
+    assert_eq!(
+        run.tool_messages(),
+        ["counter `GL2C_HIT` is not available on gfx942 (agent 0)"],
+        "{}",
+        run.printed()
+    );
+    let configs: Vec<Call> = run
+        .calls()
+        .into_iter()
+        .filter(|c| c.function == "rocprofiler_create_counter_config")
+        .collect();
+    assert_eq!(configs.len(), 1, "{configs:?}");
+    assert!(
+        configs[0].args.ends_with(" n=1") && configs[0].status == SUCCESS,
+        "{configs:?}"
+    );
+    let counters = &run.inspect()["processes"][0]["counters"];
+    assert_eq!(counters.as_array().unwrap().len(), 1, "{counters}");
+    assert_eq!(counters[0]["name"], "SQ_WAVES");
+    // A name no definition has is the pipeline's error, before anything runs.
+    std::fs::write(
+        &pipeline,
+        std::fs::read_to_string(&pipeline)
+            .unwrap()
+            .replace("GL2C_HIT", "SQ_WAVS"),
+    )
+    .unwrap();
+    let run = kit.run(
+        Node::FakeGfx942,
+        pipeline.to_str().unwrap(),
+        &[force.as_os_str()],
+        &[],
+    );
+    assert_eq!(run.output.status.code(), Some(2), "{}", run.printed());
+    assert!(run.stderr().contains("SQ_WAVS"), "{}", run.printed());
+    assert!(run.calls().is_empty(), "nothing ran: {}", run.printed());
+}
+
+#[test]
+fn pc_sampling_opted_in_reports_what_the_sdk_says() {
+    // With the beta on, the kit's SDK tries the GPU's driver, which a fake node lacks.
+    let kit = Kit::get();
+    let force = kit.bin("force");
+    let beta = [("ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "ON")];
+    let run = kit.run(Node::FakeGfx942, "pc-sampling", &[force.as_os_str()], &beta);
+    assert!(run.output.status.success(), "{}", run.printed());
+    let query: Vec<Call> = run
+        .calls()
+        .into_iter()
+        .filter(|c| c.function == PC_SAMPLING_QUERY)
+        .collect();
+    assert_eq!(query.len(), 1, "{query:?}");
+    assert_eq!(query[0].status, "ROCPROFILER_STATUS_ERROR");
+    assert_eq!(
+        run.tool_messages(),
+        [
+            "context `pc-sampling`: querying PC sampling on gfx942: General error (status 1); it collects nothing"
+        ],
+        "{}",
+        run.printed()
+    );
+}
+
+#[test]
+fn the_simulated_mi300x_is_the_real_gfx942() {
+    // Every counter the simulated gfx942 has, collected on both: the same agent
+    // properties and, counter by counter, the same dimensions in the same order.
+    let scenario: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root().join("examples/sim/mi300x.toml")).unwrap())
+            .unwrap();
+    let gfx942 = &scenario["agent"][0];
+    assert_eq!(gfx942["name"].as_str(), Some("gfx942"));
+    let names: Vec<String> = gfx942["counter"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{:?}", c["name"].as_str().unwrap()))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("all.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[pipeline]\nname = \"all\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\ncounters = {{ collect = [{}], agents = [\"gfx942\"] }}\n",
+            names.join(", ")
+        ),
+    )
+    .unwrap();
+    let force = Kit::get().bin("force");
+    let pipeline = pipeline.to_str().unwrap();
+    let real = Kit::get().run(Node::FakeGfx942, pipeline, &[force.as_os_str()], &[]);
+    assert!(real.output.status.success(), "{}", real.printed());
+    let out = support::run_on("sim", pipeline, &["/bin/true"], dir.path(), &[]);
+    support::assert_success(&out);
+    let out = support::rocflow(
+        &["inspect", "--json", "rocflow-out/last.rfraw"],
+        dir.path(),
+        &[],
+    );
+    let sim: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gpu = |inspect: &Value| -> (Value, Vec<(String, Value)>) {
+        let process = &inspect["processes"][0];
+        let mut agent = process["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == "gfx942")
+            .unwrap()
+            .clone();
+        let index = agent["index"].clone();
+        agent.as_object_mut().unwrap().remove("product");
+        let counters = process["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["agent"] == index)
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    c["dimensions"].clone(),
+                )
+            })
+            .collect();
+        (agent, counters)
+    };
+    let (real, sim) = (gpu(&real.inspect()), gpu(&sim));
+    assert_eq!(sim.0, real.0, "agent properties");
+    assert_eq!(sim.1.len(), names.len(), "{:?}", sim.1);
+    assert_eq!(sim.1, real.1, "counter dimensions");
+}
+
+#[test]
+fn a_gpu_run_says_which_sdk_and_why_nothing_connected() {
+    // The kit's SDK is on the loader path, as a ROCm install may be; /bin/true loads no
+    // ROCm runtime, so it never loads the SDK.
+    let kit = Kit::get();
+    let run = kit.run(Node::NoGpu, "kernel-trace", &[OsStr::new("/bin/true")], &[]);
+    assert!(run.output.status.success(), "{}", run.printed());
+    let sdk = kit.root.join("lib/librocprofiler-sdk.so.1.0.0");
+    let said = format!(
+        "note: rocprofiler-sdk 1.0.0 at {} (found through LD_LIBRARY_PATH)",
+        sdk.display()
+    );
+    assert!(run.stderr().contains(&said), "{}", run.printed());
+    assert!(
+        run.stderr().contains("no process connected"),
+        "{}",
+        run.printed()
+    );
+}
+
+#[test]
+fn collection_periods_start_and_stop_until_the_sdk_finalizes() {
+    // always-on's periods, short, in an application that lives a second: each start and
+    // stop succeeds; a start that comes as the SDK finalizes (the process is exiting) may
+    // be refused with CONFIGURATION_LOCKED, once, at the end, and is no failure to report.
+    let kit = Kit::get();
+    let force = kit.bin("force");
+    let app = [force.as_os_str(), OsStr::new("1")];
+    let set = ["--set", "collect_for=100ms", "--set", "pause_for=100ms"];
+    let run = kit.run_with(Node::FakeGfx942, "always-on", &set, &app, &[]);
+    assert!(run.output.status.success(), "{}", run.printed());
+    assert_eq!(
+        run.tool_messages(),
+        Vec::<String>::new(),
+        "{}",
+        run.printed()
+    );
+    let toggles: Vec<Call> = run
+        .calls()
+        .into_iter()
+        .filter(|c| c.function.ends_with("_context") && c.function != "rocprofiler_create_context")
+        .collect();
+    let (last, earlier) = toggles.split_last().unwrap();
+    assert!(
+        earlier.len() >= 4,
+        "periods of 100 ms in a second: {toggles:?}"
+    );
+    assert!(earlier.iter().all(|c| c.status == SUCCESS), "{toggles:?}");
+    let late = last.function == "rocprofiler_start_context"
+        && last.status == "ROCPROFILER_STATUS_ERROR_CONFIGURATION_LOCKED";
+    assert!(last.status == SUCCESS || late, "{toggles:?}");
+}

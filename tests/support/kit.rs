@@ -1,0 +1,230 @@
+//! AMD's real rocprofiler-sdk, built without a GPU (`../shared/realsdk`, see its README):
+//! where it is, the environment its `env.sh` sets, and `rocflow run` against it with its
+//! call logger preloaded, on a node without a GPU or under the kit's fake gfx942.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The kit, found once.
+pub struct Kit {
+    pub root: PathBuf,
+    /// The kit's libraries under their soname and link names (see [`links`]).
+    pub links: PathBuf,
+    /// `LD_LIBRARY_PATH` as `env.sh` sets it, behind the kit's soname links (see [`links`]).
+    library_path: OsString,
+}
+
+/// Where the kit runs the application.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Node {
+    /// No KFD topology: the SDK reports no agent.
+    NoGpu,
+    /// The kit's `fake-gpu.sh`: a CPU and one gfx942 (MI300X-like) in a private mount
+    /// namespace (needs root, as CI has).
+    FakeGfx942,
+}
+
+impl Kit {
+    /// The kit; a missing kit fails the test with what to do: the conformance suite never
+    /// passes by skipping.
+    pub fn get() -> &'static Kit {
+        static KIT: OnceLock<Kit> = OnceLock::new();
+        KIT.get_or_init(|| {
+            let root = std::env::var_os("REALSDK").map_or_else(
+                || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realsdk"),
+                PathBuf::from,
+            );
+            let sdk = root.join("lib/librocprofiler-sdk.so.1.0.0");
+            assert!(
+                sdk.is_file(),
+                "AMD's real rocprofiler-sdk kit is missing: no {} (the conformance suite needs ../shared/realsdk beside the repository, or REALSDK naming it; see its README)",
+                sdk.display()
+            );
+            let root = root.canonicalize().unwrap();
+            let lib = root.join("lib");
+            let links = links(&lib);
+            let mut library_path = links.clone().into_os_string();
+            for dir in [Some(lib.into_os_string()), std::env::var_os("LD_LIBRARY_PATH")] {
+                library_path.push(":");
+                library_path.push(dir.unwrap_or_default());
+            }
+            Kit {
+                root,
+                links,
+                library_path,
+            }
+        })
+    }
+
+    pub fn bin(&self, name: &str) -> PathBuf {
+        self.root.join("bin").join(name)
+    }
+
+    /// `share/rocprofiler-sdk`: the SDK's counter definitions.
+    pub fn metrics(&self) -> PathBuf {
+        self.root.join("share/rocprofiler-sdk")
+    }
+
+    /// `rocflow run PIPELINE --device rocm -- APP…` in a fresh directory, its outputs and
+    /// spool there, with the call logger preloaded, the SDK's log at `info` and `env` set.
+    pub fn run(&self, node: Node, pipeline: &str, app: &[&OsStr], env: &[(&str, &str)]) -> Run {
+        self.run_with(node, pipeline, &[], app, env)
+    }
+
+    /// [`Kit::run`] with more of `rocflow run`'s arguments (`--set name=value`, …).
+    pub fn run_with(
+        &self,
+        node: Node,
+        pipeline: &str,
+        args: &[&str],
+        app: &[&OsStr],
+        env: &[(&str, &str)],
+    ) -> Run {
+        let dir = tempfile::tempdir().unwrap();
+        let rocflow = env!("CARGO_BIN_EXE_rocflow");
+        let mut command = match node {
+            Node::NoGpu => Command::new(rocflow),
+            Node::FakeGfx942 => {
+                let mut c = Command::new(self.root.join("fake-gpu.sh"));
+                c.arg(rocflow);
+                c
+            }
+        };
+        let output_dir = format!("output_dir={}", dir.path().display());
+        command
+            .args(["run", pipeline, "--device", "rocm", "--spool", "run.rfraw"])
+            .args(["--set", &output_dir])
+            .args(args)
+            .arg("--")
+            .args(app)
+            .current_dir(dir.path())
+            .env_remove("ROCFLOW_PIPELINE_PATH")
+            .env_remove("ROCP_TOOL_LIBRARIES")
+            .env_remove("ROCPROFILER_PC_SAMPLING_BETA_ENABLED")
+            .env("REALSDK", &self.root)
+            .env("LD_LIBRARY_PATH", &self.library_path)
+            .env("ROCPROFILER_METRICS_PATH", self.metrics())
+            .env("LD_PRELOAD", self.root.join("lib/libcallshim.so"))
+            .env("ROCPROFILER_LOG_LEVEL", "info");
+        command.envs(env.iter().copied());
+        let output = command.output().expect("rocflow runs");
+        Run { dir, output }
+    }
+}
+
+/// The kit's soname links (`librocprofiler-sdk.so.1` → `librocprofiler-sdk.so.1.0.0`, …)
+/// as symbolic links, in a directory to put first on the loader path. A copy of the kit
+/// that does not keep links (as `shared/` may be) holds each as a small file naming its
+/// target, which the loader cannot use.
+fn links(lib: &Path) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("realsdk-links");
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(lib).unwrap() {
+        let path = entry.unwrap().path();
+        let mut target = path.clone();
+        while let Some(next) = flattened_link(&target) {
+            target = lib.join(next);
+        }
+        if target != path {
+            let link = dir.join(path.file_name().unwrap());
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+        }
+    }
+    dir
+}
+
+/// The file a flattened link names: a small regular file whose text is a file name.
+fn flattened_link(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > 255 {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let name = text.trim();
+    let target = path.with_file_name(name);
+    (!name.contains('/') && target != path && target.is_file()).then(|| name.to_owned())
+}
+
+/// One `rocflow run` against the kit.
+pub struct Run {
+    pub dir: tempfile::TempDir,
+    pub output: Output,
+}
+
+/// A `rocprofiler_*` call of the tool as the call logger saw it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Call {
+    pub function: String,
+    pub args: String,
+    /// The SDK's name of the status it returned, e.g. `ROCPROFILER_STATUS_SUCCESS`.
+    pub status: String,
+}
+
+impl Run {
+    pub fn stderr(&self) -> String {
+        super::text(&self.output.stderr)
+    }
+
+    /// Every `rocprofiler_*` call the tool made, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.stderr()
+            .lines()
+            .filter_map(|line| {
+                let call = line.strip_prefix("[callshim] ")?;
+                let (function, rest) = call.split_once('(')?;
+                let (args, result) = rest.rsplit_once(") -> ")?;
+                let (_, status) = result.split_once(' ')?;
+                Some(Call {
+                    function: function.to_owned(),
+                    args: args.to_owned(),
+                    status: status.to_owned(),
+                })
+            })
+            .collect()
+    }
+
+    /// The SDK's log of the client: contexts registered and started, once per time the
+    /// SDK initialized rocflow's tool.
+    pub fn registrations(&self) -> Vec<(usize, usize)> {
+        const CLIENT: &str = "rocprofiler-sdk client 'rocflow' registered ";
+        self.stderr()
+            .lines()
+            .filter_map(|line| {
+                let rest = &line[line.find(CLIENT)? + CLIENT.len()..];
+                let numbers: Vec<usize> = rest
+                    .split(' ')
+                    .filter_map(|word| word.parse().ok())
+                    .collect();
+                Some((numbers[0], numbers[1]))
+            })
+            .collect()
+    }
+
+    /// The tool's messages (`rocflow: …` on the application's stderr).
+    pub fn tool_messages(&self) -> Vec<String> {
+        self.stderr()
+            .lines()
+            .filter_map(|line| line.strip_prefix("rocflow: "))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// `rocflow inspect --json` of the run's spool.
+    pub fn inspect(&self) -> serde_json::Value {
+        let out = super::rocflow(&["inspect", "--json", "run.rfraw"], self.dir.path(), &[]);
+        super::assert_success(&out);
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Everything the run printed, for a failure's message.
+    pub fn printed(&self) -> String {
+        format!(
+            "stdout:\n{}\nstderr:\n{}",
+            super::text(&self.output.stdout),
+            self.stderr()
+        )
+    }
+}
