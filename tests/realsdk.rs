@@ -488,26 +488,8 @@ fn roctx_markers_reach_every_sink_through_rocprofiler_register() {
         .output()
         .expect("cc runs");
     support::assert_success(&cc);
-    // marker-trace's Perfetto trace and rocpd database, plus CSV tables and Parquet.
     let pipeline = build.path().join("markers.toml");
-    std::fs::write(
-        &pipeline,
-        r#"[pipeline]
-name = "markers"
-extends = ["marker-trace"]
-
-[[sink]]
-name = "csv"
-kind = "csv"
-path = "{output_dir}/csv"
-
-[[sink]]
-name = "parquet"
-kind = "parquet"
-path = "{output_dir}/parquet"
-"#,
-    )
-    .unwrap();
+    std::fs::write(&pipeline, support::MARKERS).unwrap();
     let run = kit.run(
         Node::NoGpu,
         pipeline.to_str().unwrap(),
@@ -523,50 +505,29 @@ path = "{output_dir}/parquet"
         .collect();
     assert!(refused.is_empty(), "{refused:?}");
     assert_eq!(run.inspect()["records"], json!({ "marker": 6 }));
-    outputs_hold(run.dir.path(), &BTreeMap::from([("marker", 6)])).unwrap();
-    // The ROCTx calls, as the SDK names them; buffered marker records carry no message.
-    let rows = support::csv(&find(run.dir.path(), "marker.csv"));
-    let mut operations: BTreeMap<&str, usize> = BTreeMap::new();
-    for row in &rows {
-        *operations.entry(row["operation"].as_str()).or_default() += 1;
-        assert_eq!(row["message"], "", "{row:?}");
+    let dir = run.dir.path();
+    outputs_hold(dir, &BTreeMap::from([("marker", 6)])).unwrap();
+    // Each call's message, from the marker API's callbacks, in every sink.
+    let messages = ["setup done", "step", "step", "step", "io", "io"];
+    for (sink, found) in support::marker_messages(dir) {
+        assert_eq!(found, support::tally(messages), "{sink}");
     }
-    assert_eq!(
-        operations,
-        BTreeMap::from([
-            ("roctxMarkA", 1),
-            ("roctxProcessRangeA", 2),
-            ("roctxThreadRangeA", 3)
-        ])
-    );
-    // The summary's ranges go by their ROCTx function, and a mark is no range.
-    let summary = support::csv(&run.dir.path().join("summary/markers.csv"));
+    let rows = support::csv(&support::only(dir, "csv/marker.csv"));
+    let calls = rows
+        .iter()
+        .map(|r| format!("{} {}", r["operation"], r["message"]));
+    let want = ["roctxMarkA setup done"]
+        .into_iter()
+        .chain(["roctxThreadRangeA step"; 3])
+        .chain(["roctxProcessRangeA io"; 2]);
+    assert_eq!(support::tally(calls), support::tally(want));
+    // The summary's ranges go by their messages, and a mark is no range.
+    let summary = support::csv(&dir.join("summary/markers.csv"));
     let ranges: Vec<(&str, &str)> = summary
         .iter()
         .map(|row| (row["range"].as_str(), row["calls"].as_str()))
         .collect();
-    assert_eq!(
-        ranges,
-        [("roctxThreadRangeA", "3"), ("roctxProcessRangeA", "2")]
-    );
-}
-
-/// The one file called `name` under `dir`.
-fn find(dir: &Path, name: &str) -> PathBuf {
-    let mut found = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for entry in std::fs::read_dir(d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.file_name() == Some(OsStr::new(name)) {
-                found.push(path);
-            }
-        }
-    }
-    assert_eq!(found.len(), 1, "{name} in {}: {found:?}", dir.display());
-    found.remove(0)
+    assert_eq!(ranges, [("step", "3"), ("io", "2")]);
 }
 
 #[test]

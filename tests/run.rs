@@ -498,6 +498,34 @@ fn roctx_pause_and_resume_stop_and_start_collection() {
 }
 
 #[test]
+fn roctx_messages_reach_every_sink_and_the_summary() {
+    // The simulated SDK passes each range's message to the marker callbacks only, as the
+    // real one does: the tool must take it from there.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("markers.toml"), support::MARKERS).unwrap();
+    let output = run_on(
+        "sim",
+        "markers.toml",
+        &["/bin/sleep", "0.2"],
+        dir.path(),
+        &[],
+    );
+    assert_success(&output);
+    let s = &default_scenario()["scenario"];
+    let ranges =
+        (s["threads"].as_integer().unwrap() * s["iterations"].as_integer().unwrap()) as usize;
+    let message = s["marker_message"].as_str().unwrap();
+    for (sink, found) in support::marker_messages(dir.path()) {
+        assert_eq!(found, support::tally(vec![message; ranges]), "{sink}");
+    }
+    let summary = support::csv(&dir.path().join("rocflow-out/summary/markers.csv"));
+    let rows: Vec<(&str, &str)> = (summary.iter())
+        .map(|row| (row["range"].as_str(), row["calls"].as_str()))
+        .collect();
+    assert_eq!(rows, [(message, ranges.to_string().as_str())]);
+}
+
+#[test]
 fn the_exit_code_is_the_applications() {
     let app = sim_app();
     let (output, _rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "exit", "3"]);

@@ -146,3 +146,90 @@ pub fn decode_perfetto(files: &[PathBuf]) -> Vec<serde_json::Value> {
     }
     decoded
 }
+
+/// marker-trace's Perfetto trace and rocpd database, plus CSV tables and Parquet: every
+/// output [`marker_messages`] reads.
+pub const MARKERS: &str = r#"[pipeline]
+name = "markers"
+extends = ["marker-trace"]
+
+[[sink]]
+name = "csv"
+kind = "csv"
+path = "{output_dir}/csv"
+
+[[sink]]
+name = "parquet"
+kind = "parquet"
+path = "{output_dir}/parquet"
+"#;
+
+/// How many times each value occurs.
+pub fn tally<S: Into<String>>(values: impl IntoIterator<Item = S>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for value in values {
+        *counts.entry(value.into()).or_default() += 1;
+    }
+    counts
+}
+
+/// The ROCTx messages of the marker records in each output of a run under `dir`, tallied:
+/// the CSV and Parquet marker tables, the rocpd database's regions and the Perfetto
+/// trace's marker slices (decoded with the official schema).
+pub fn marker_messages(dir: &Path) -> BTreeMap<&'static str, BTreeMap<String, usize>> {
+    let csv = csv(&only(dir, "csv/marker.csv"));
+    let db = rusqlite::Connection::open(only(dir, ".db")).unwrap();
+    let regions: Vec<String> = db
+        .prepare("SELECT json_extract(extdata, '$.message') FROM regions")
+        .unwrap()
+        .query_map([], |r| r.get::<_, Option<String>>(0))
+        .unwrap()
+        .map(|message| message.unwrap().unwrap_or_default())
+        .collect();
+    let trace = decode_perfetto(&[only(dir, ".pftrace")]);
+    let slices = (trace[0]["events"].as_array().unwrap().iter())
+        .filter(|e| e["type"] == "B" && e["category"].as_str().unwrap().starts_with("marker"))
+        .map(|e| e["name"].as_str().unwrap().to_owned());
+    BTreeMap::from([
+        ("csv", tally(csv.iter().map(|r| r["message"].clone()))),
+        (
+            "parquet",
+            tally(parquet_strings(&only(dir, "parquet/marker/"), "message")),
+        ),
+        ("rocpd", tally(regions)),
+        ("perfetto", tally(slices)),
+    ])
+}
+
+/// The one file under `dir` whose path contains `part`.
+pub fn only(dir: &Path, part: &str) -> PathBuf {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.to_string_lossy().contains(part) {
+                found.push(path);
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "{part} in {}: {found:?}", dir.display());
+    found.remove(0)
+}
+
+/// The string column `name` of a Parquet file.
+fn parquet_strings(path: &Path, name: &str) -> Vec<String> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let reader = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    (reader.get_row_iter(None).unwrap())
+        .map(
+            |row| match row.unwrap().get_column_iter().find(|(n, _)| *n == name) {
+                Some((_, Field::Str(value))) => value.clone(),
+                other => panic!("column {name} of {}: {other:?}", path.display()),
+            },
+        )
+        .collect()
+}

@@ -220,6 +220,7 @@ fn context(
             )
         };
         api.check(&format!("tracing {}", t.domain.name()), status)?;
+        crate::messages::trace(tool, handle, t);
     }
     let selected = |selectors: &[AgentSelector]| -> Vec<&Gpu> {
         let selectors = if selectors.is_empty() {
