@@ -20,9 +20,12 @@ use serde_json::{Value, json};
 use support::kit::{Call, Kit, Node, Run};
 
 const SUCCESS: &str = "ROCPROFILER_STATUS_SUCCESS";
-/// What the SDK answers a PC sampling query without AMD's beta opted in to.
 const PC_SAMPLING_QUERY: &str = "rocprofiler_query_pc_sampling_agent_configurations";
-const NOT_IMPLEMENTED: &str = "ROCPROFILER_STATUS_ERROR_NOT_IMPLEMENTED";
+/// What the kit's SDK answers a PC sampling query with AMD's beta on: it opens the GPU's
+/// driver, which the kit has none of.
+const NO_DRIVER: &str = "ROCPROFILER_STATUS_ERROR";
+/// The tool's word for it.
+const NO_DRIVER_MESSAGE: &str = "PC sampling on gfx942 needs the GPU driver's /dev/kfd, which this process cannot open: No such file or directory (os error 2)";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -160,13 +163,12 @@ impl Expected {
             }
             if let Some(pc) = &ctx.pc_sampling {
                 if on_gfx942(&pc.agents) {
-                    // Without AMD's beta the SDK refuses PC sampling, and the context
-                    // with it.
-                    e.refused
-                        .push((PC_SAMPLING_QUERY.into(), NOT_IMPLEMENTED.into()));
+                    // rocflow turns AMD's beta on; the SDK then needs the GPU's
+                    // driver, and the context is left out without it.
+                    e.refused.push((PC_SAMPLING_QUERY.into(), NO_DRIVER.into()));
                     e.started -= 1;
                     e.messages.insert(format!(
-                        "context `{}`: PC sampling on gfx942 is a beta of rocprofiler-sdk, off unless ROCPROFILER_PC_SAMPLING_BETA_ENABLED=ON is set (AMD warns that it can hang the machine; setting it accepts that); it collects nothing",
+                        "context `{}`: {NO_DRIVER_MESSAGE}; it collects nothing",
                         ctx.name
                     ));
                 }
@@ -611,24 +613,22 @@ fn a_counter_the_gpu_lacks_is_named_and_left_out() {
 }
 
 #[test]
-fn pc_sampling_opted_in_reports_what_the_sdk_says() {
-    // With the beta on, the kit's SDK tries the GPU's driver, which a fake node lacks.
+fn pc_sampling_with_amds_beta_turned_off_is_refused_as_the_sdk_refuses_it() {
+    // The user's own value of the beta variable wins over rocflow's.
     let kit = Kit::get();
     let force = kit.bin("force");
-    let beta = [("ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "ON")];
-    let run = kit.run(Node::FakeGfx942, "pc-sampling", &[force.as_os_str()], &beta);
+    let off = [(rocflow::sdk::PC_SAMPLING_BETA, "off")];
+    let run = kit.run(Node::FakeGfx942, "pc-sampling", &[force.as_os_str()], &off);
     assert!(run.output.status.success(), "{}", run.printed());
-    let query: Vec<Call> = run
-        .calls()
-        .into_iter()
+    let query: Vec<String> = (run.calls().into_iter())
         .filter(|c| c.function == PC_SAMPLING_QUERY)
+        .map(|c| c.status)
         .collect();
-    assert_eq!(query.len(), 1, "{query:?}");
-    assert_eq!(query[0].status, "ROCPROFILER_STATUS_ERROR");
+    assert_eq!(query, ["ROCPROFILER_STATUS_ERROR_NOT_IMPLEMENTED"]);
     assert_eq!(
         run.tool_messages(),
         [
-            "context `pc-sampling`: querying PC sampling on gfx942: General error (status 1); it collects nothing"
+            "context `pc-sampling`: PC sampling on gfx942 is a beta of rocprofiler-sdk, off with ROCPROFILER_PC_SAMPLING_BETA_ENABLED=off (`rocflow run` turns it on unless it is set); it collects nothing"
         ],
         "{}",
         run.printed()

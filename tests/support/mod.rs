@@ -14,10 +14,6 @@ pub fn sim_app() -> std::path::PathBuf {
     exe.parent().unwrap().join("examples/sim-app")
 }
 
-/// The environment that opts in to rocprofiler-sdk's PC sampling beta, which the SDK, real
-/// or simulated, leaves off otherwise.
-pub const PC_SAMPLING_BETA: (&str, &str) = ("ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "on");
-
 /// Runs `rocflow args…` in `dir` with `env` set, and nothing from this machine's
 /// environment that would change its answers (template path, ROCm installation).
 pub fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
@@ -59,7 +55,8 @@ pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Comm
         .current_dir(dir)
         .env_remove("ROCFLOW_PIPELINE_PATH")
         .env_remove("ROCPROFILER_METRICS_PATH")
-        .env_remove("ROCM_PATH");
+        .env_remove("ROCM_PATH")
+        .env_remove(rocflow::sdk::PC_SAMPLING_BETA);
     for (key, value) in env {
         command.env(key, value);
     }

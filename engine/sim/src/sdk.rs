@@ -747,7 +747,7 @@ pub unsafe extern "C" fn rocprofiler_configure_buffer_dispatch_counting_service(
 /// SDK reads a boolean: a number is on unless 0, and `off`, `false`, `no`, `n` and `f` (any
 /// case) are off, as is an empty value (which the real SDK refuses outright).
 fn pc_sampling_enabled() -> bool {
-    let Ok(value) = std::env::var("ROCPROFILER_PC_SAMPLING_BETA_ENABLED") else {
+    let Ok(value) = std::env::var(rocflow_core::sdk::PC_SAMPLING_BETA) else {
         return false;
     };
     if let Ok(number) = value.parse::<u64>() {
@@ -969,7 +969,7 @@ mod tests {
                 status::NOT_IMPLEMENTED
             );
             // SAFETY: this crate's only test; nothing else reads the environment meanwhile.
-            std::env::set_var("ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "on");
+            std::env::set_var(rocflow_core::sdk::PC_SAMPLING_BETA, "on");
             assert_eq!(query(), status::SUCCESS);
             assert_eq!(
                 rocprofiler_configure_pc_sampling_service(second, gpu, 1, 2, 1024, buffer, 0),
