@@ -7,7 +7,7 @@
 use std::ffi::{CStr, c_void};
 use std::sync::Mutex;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use rocflow_core::abi::{CallbackTracingRecord, Handle, MarkerApiData, UserData, callback};
 use rocflow_core::contexts::TracingPlan;
@@ -19,7 +19,6 @@ use crate::{Tool, stream, warn};
 /// Messages held before they are sent without waiting for records to need them.
 const BATCH: usize = 4096;
 
-#[derive(Default)]
 struct Pending {
     /// Every message interned so far, by its number in the stream's string table.
     numbers: FxHashMap<Box<str>, u32>,
@@ -30,8 +29,13 @@ struct Pending {
     messages: Vec<(u64, u32)>,
 }
 
-/// String 0 is the stream's empty string (see `initialize`).
-static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
+static PENDING: Mutex<Pending> = Mutex::new(Pending {
+    numbers: FxHashMap::with_hasher(FxBuildHasher),
+    // String 0 is the stream's empty string (see `initialize`).
+    first: 1,
+    strings: Vec::new(),
+    messages: Vec::new(),
+});
 
 /// Traces the messages of the marker calls `tracing` buffers, in `context`.
 pub fn trace(tool: &Tool, context: Handle, tracing: &TracingPlan) {
@@ -92,11 +96,7 @@ unsafe extern "C" fn on_marker(
     // SAFETY: ROCTx messages are NUL-terminated strings, alive during the call.
     let message = unsafe { CStr::from_ptr(message) }.to_string_lossy();
     let full = {
-        let mut pending = PENDING.lock().unwrap();
-        let p = pending.get_or_insert_with(|| Pending {
-            first: 1,
-            ..Pending::default()
-        });
+        let p = &mut *PENDING.lock().unwrap();
         let number = match p.numbers.get(&*message) {
             Some(&n) => n,
             None => {
@@ -117,10 +117,10 @@ unsafe extern "C" fn on_marker(
 /// Sends the messages held, with the strings they use first. Called before each
 /// delivery of records is sent, so messages precede the records they name.
 pub fn send() {
-    let mut pending = PENDING.lock().unwrap();
-    let Some(p) = pending.as_mut().filter(|p| !p.messages.is_empty()) else {
+    let p = &mut *PENDING.lock().unwrap();
+    if p.messages.is_empty() {
         return;
-    };
+    }
     let mut items = Vec::with_capacity(2);
     if !p.strings.is_empty() {
         let first = p.first;
