@@ -408,6 +408,17 @@ fn outputs_hold(dir: &Path, records: &BTreeMap<&str, usize>) -> Result<(), Strin
                 serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap())
                     .map_err(|e| wrong(e.to_string()))?;
             }
+            "otf2" => {
+                let entered = support::otf2_print(&[], &path)
+                    .lines()
+                    .filter(|l| l.starts_with("ENTER "))
+                    .count();
+                if entered != total {
+                    return Err(wrong(format!("{entered} regions entered, not {total}")));
+                }
+            }
+            // The archive's parts, read through its anchor file.
+            "def" | "evt" => {}
             "html" | "md" | "prom" => {
                 let text = std::fs::read_to_string(&path).map_err(|e| wrong(e.to_string()))?;
                 if text.trim().is_empty() {

@@ -4,7 +4,7 @@
 
 pub mod kit;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -144,7 +144,7 @@ pub fn decode_perfetto(files: &[PathBuf]) -> Vec<serde_json::Value> {
     decoded
 }
 
-/// marker-trace's Perfetto trace and rocpd database, plus CSV tables and Parquet: every
+/// marker-trace's Perfetto trace and rocpd database, plus CSV tables, Parquet and OTF2: every
 /// output [`marker_messages`] reads.
 pub const MARKERS: &str = r#"[pipeline]
 name = "markers"
@@ -159,6 +159,11 @@ path = "{output_dir}/csv"
 name = "parquet"
 kind = "parquet"
 path = "{output_dir}/parquet"
+
+[[sink]]
+name = "otf2"
+kind = "otf2"
+path = "{output_dir}/otf2"
 "#;
 
 /// How many times each value occurs.
@@ -171,8 +176,9 @@ pub fn tally<S: Into<String>>(values: impl IntoIterator<Item = S>) -> BTreeMap<S
 }
 
 /// The ROCTx messages of the marker records in each output of a run under `dir`, tallied:
-/// the CSV and Parquet marker tables, the rocpd database's regions and the Perfetto
-/// trace's marker slices (decoded with the official schema).
+/// the CSV and Parquet marker tables, the rocpd database's regions, the Perfetto trace's
+/// marker slices (decoded with the official schema) and the OTF2 archive's user regions
+/// entered (read by `otf2-print`).
 pub fn marker_messages(dir: &Path) -> BTreeMap<&'static str, BTreeMap<String, usize>> {
     let csv = csv(&only(dir, "csv/marker.csv"));
     let db = rusqlite::Connection::open(only(dir, ".db")).unwrap();
@@ -195,7 +201,39 @@ pub fn marker_messages(dir: &Path) -> BTreeMap<&'static str, BTreeMap<String, us
         ),
         ("rocpd", tally(regions)),
         ("perfetto", tally(slices)),
+        ("otf2", tally(otf2_entered(&only(dir, ".otf2"), "USER"))),
     ])
+}
+
+/// What `otf2-print ARGS ARCHIVE` prints; it must print no warning.
+pub fn otf2_print(args: &[&str], archive: &Path) -> String {
+    let out = Command::new("otf2-print")
+        .args(args)
+        .arg(archive)
+        .output()
+        .expect("otf2-print runs (Debian: apt-get install otf2-tools)");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "otf2-print warns: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// The regions entered in an OTF2 archive, by name, of those defined with `paradigm`.
+fn otf2_entered(archive: &Path, paradigm: &str) -> Vec<String> {
+    let name = |line: &str, key: &str| line.split(key).nth(1)?.split('"').nth(1).map(str::to_owned);
+    let paradigm = format!("Paradigm: {paradigm},");
+    let regions: BTreeSet<String> = (otf2_print(&["-G"], archive).lines())
+        .filter(|l| l.starts_with("REGION ") && l.contains(&paradigm))
+        .filter_map(|l| name(l, "Name:"))
+        .collect();
+    (otf2_print(&[], archive).lines())
+        .filter(|l| l.starts_with("ENTER "))
+        .filter_map(|l| name(l, "Region:"))
+        .filter(|n| regions.contains(n))
+        .collect()
 }
 
 /// The one file under `dir` whose path contains `part`.
