@@ -521,6 +521,21 @@ fn roctx_messages_reach_every_sink_and_the_summary() {
         .map(|row| (row["range"].as_str(), row["calls"].as_str()))
         .collect();
     assert_eq!(rows, [(message, ranges.to_string().as_str())]);
+    // The spool keeps them: a replay names the ranges the same.
+    let args = [
+        "replay",
+        "rocflow-out",
+        "markers.toml",
+        "--set",
+        "output_dir=replayed",
+    ];
+    assert_success(&rocflow(&args, dir.path(), &[]));
+    let replayed = support::csv(&support::only(dir.path(), "replayed/csv/marker.csv"));
+    let replayed = replayed.iter().map(|r| r["message"].as_str());
+    assert_eq!(
+        support::tally(replayed),
+        support::tally(vec![message; ranges])
+    );
 }
 
 #[test]
