@@ -141,6 +141,11 @@ fn explain_json_is_the_plan() {
         human.contains("pc sampling: HostTrap method, Time unit, interval 1000"),
         "{human}"
     );
+    // rocflow run turns AMD's beta on for PC sampling, and says so; only for it.
+    let env = "application environment (a value already set wins)\n  ROCPROFILER_PC_SAMPLING_BETA_ENABLED=ON\n";
+    assert!(human.contains(env), "{human}");
+    let traced = text(&rocflow(&["explain", "kernel-trace"], dir.path(), &[]).stdout);
+    assert!(!traced.contains("application environment"), "{traced}");
 }
 
 #[test]

@@ -14,7 +14,7 @@ use rocflow::pipeline::{self, Options};
 use rocflow::plan::Plan;
 use rocflow::record::RecordKind;
 use rocflow::sdk::Domain;
-use support::{PC_SAMPLING_BETA, csv, rocflow, run_on, text};
+use support::{csv, rocflow, run_on, text};
 
 /// The tracing domains the simulated SDK replays records in (engine/sim/src/workload.rs);
 /// it also delivers counter values and PC samples.
@@ -114,15 +114,7 @@ impl Run {
     fn new(pipeline: &Path, scenario: &Path, app: &[&str]) -> Run {
         let dir = tempfile::tempdir().unwrap();
         let device = format!("sim:{}", scenario.display());
-        // PC sampling templates on the simulated device as a user who opted in would run them.
-        let beta = (PC_SAMPLING_BETA.0, Path::new(PC_SAMPLING_BETA.1));
-        let output = run_on(
-            &device,
-            pipeline.to_str().unwrap(),
-            app,
-            dir.path(),
-            &[beta],
-        );
+        let output = run_on(&device, pipeline.to_str().unwrap(), app, dir.path(), &[]);
         Run { dir, output }
     }
 

@@ -20,9 +20,12 @@ use serde_json::{Value, json};
 use support::kit::{Call, Kit, Node, Run};
 
 const SUCCESS: &str = "ROCPROFILER_STATUS_SUCCESS";
-/// What the SDK answers a PC sampling query without AMD's beta opted in to.
 const PC_SAMPLING_QUERY: &str = "rocprofiler_query_pc_sampling_agent_configurations";
-const NOT_IMPLEMENTED: &str = "ROCPROFILER_STATUS_ERROR_NOT_IMPLEMENTED";
+/// What the kit's SDK answers a PC sampling query with AMD's beta on: it opens the GPU's
+/// driver, which the kit has none of.
+const NO_DRIVER: &str = "ROCPROFILER_STATUS_ERROR";
+/// The tool's word for it.
+const NO_DRIVER_MESSAGE: &str = "PC sampling on gfx942 needs the GPU driver's /dev/kfd, which this process cannot open: No such file or directory (os error 2)";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -160,13 +163,12 @@ impl Expected {
             }
             if let Some(pc) = &ctx.pc_sampling {
                 if on_gfx942(&pc.agents) {
-                    // Without AMD's beta the SDK refuses PC sampling, and the context
-                    // with it.
-                    e.refused
-                        .push((PC_SAMPLING_QUERY.into(), NOT_IMPLEMENTED.into()));
+                    // rocflow turns AMD's beta on; the SDK then needs the GPU's
+                    // driver, and the context is left out without it.
+                    e.refused.push((PC_SAMPLING_QUERY.into(), NO_DRIVER.into()));
                     e.started -= 1;
                     e.messages.insert(format!(
-                        "context `{}`: PC sampling on gfx942 is a beta of rocprofiler-sdk, off unless ROCPROFILER_PC_SAMPLING_BETA_ENABLED=ON is set (AMD warns that it can hang the machine; setting it accepts that); it collects nothing",
+                        "context `{}`: {NO_DRIVER_MESSAGE}; it collects nothing",
                         ctx.name
                     ));
                 }
@@ -406,6 +408,17 @@ fn outputs_hold(dir: &Path, records: &BTreeMap<&str, usize>) -> Result<(), Strin
                 serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap())
                     .map_err(|e| wrong(e.to_string()))?;
             }
+            "otf2" => {
+                let entered = support::otf2_print(&[], &path)
+                    .lines()
+                    .filter(|l| l.starts_with("ENTER "))
+                    .count();
+                if entered != total {
+                    return Err(wrong(format!("{entered} regions entered, not {total}")));
+                }
+            }
+            // The archive's parts, read through its anchor file.
+            "def" | "evt" => {}
             "html" | "md" | "prom" => {
                 let text = std::fs::read_to_string(&path).map_err(|e| wrong(e.to_string()))?;
                 if text.trim().is_empty() {
@@ -488,26 +501,8 @@ fn roctx_markers_reach_every_sink_through_rocprofiler_register() {
         .output()
         .expect("cc runs");
     support::assert_success(&cc);
-    // marker-trace's Perfetto trace and rocpd database, plus CSV tables and Parquet.
     let pipeline = build.path().join("markers.toml");
-    std::fs::write(
-        &pipeline,
-        r#"[pipeline]
-name = "markers"
-extends = ["marker-trace"]
-
-[[sink]]
-name = "csv"
-kind = "csv"
-path = "{output_dir}/csv"
-
-[[sink]]
-name = "parquet"
-kind = "parquet"
-path = "{output_dir}/parquet"
-"#,
-    )
-    .unwrap();
+    std::fs::write(&pipeline, support::MARKERS).unwrap();
     let run = kit.run(
         Node::NoGpu,
         pipeline.to_str().unwrap(),
@@ -523,50 +518,29 @@ path = "{output_dir}/parquet"
         .collect();
     assert!(refused.is_empty(), "{refused:?}");
     assert_eq!(run.inspect()["records"], json!({ "marker": 6 }));
-    outputs_hold(run.dir.path(), &BTreeMap::from([("marker", 6)])).unwrap();
-    // The ROCTx calls, as the SDK names them; buffered marker records carry no message.
-    let rows = support::csv(&find(run.dir.path(), "marker.csv"));
-    let mut operations: BTreeMap<&str, usize> = BTreeMap::new();
-    for row in &rows {
-        *operations.entry(row["operation"].as_str()).or_default() += 1;
-        assert_eq!(row["message"], "", "{row:?}");
+    let dir = run.dir.path();
+    outputs_hold(dir, &BTreeMap::from([("marker", 6)])).unwrap();
+    // Each call's message, from the marker API's callbacks, in every sink.
+    let messages = ["setup done", "step", "step", "step", "io", "io"];
+    for (sink, found) in support::marker_messages(dir) {
+        assert_eq!(found, support::tally(messages), "{sink}");
     }
-    assert_eq!(
-        operations,
-        BTreeMap::from([
-            ("roctxMarkA", 1),
-            ("roctxProcessRangeA", 2),
-            ("roctxThreadRangeA", 3)
-        ])
-    );
-    // The summary's ranges go by their ROCTx function, and a mark is no range.
-    let summary = support::csv(&run.dir.path().join("summary/markers.csv"));
+    let rows = support::csv(&support::only(dir, "csv/marker.csv"));
+    let calls = rows
+        .iter()
+        .map(|r| format!("{} {}", r["operation"], r["message"]));
+    let want = ["roctxMarkA setup done"]
+        .into_iter()
+        .chain(["roctxThreadRangeA step"; 3])
+        .chain(["roctxProcessRangeA io"; 2]);
+    assert_eq!(support::tally(calls), support::tally(want));
+    // The summary's ranges go by their messages, and a mark is no range.
+    let summary = support::csv(&dir.join("summary/markers.csv"));
     let ranges: Vec<(&str, &str)> = summary
         .iter()
         .map(|row| (row["range"].as_str(), row["calls"].as_str()))
         .collect();
-    assert_eq!(
-        ranges,
-        [("roctxThreadRangeA", "3"), ("roctxProcessRangeA", "2")]
-    );
-}
-
-/// The one file called `name` under `dir`.
-fn find(dir: &Path, name: &str) -> PathBuf {
-    let mut found = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for entry in std::fs::read_dir(d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.file_name() == Some(OsStr::new(name)) {
-                found.push(path);
-            }
-        }
-    }
-    assert_eq!(found.len(), 1, "{name} in {}: {found:?}", dir.display());
-    found.remove(0)
+    assert_eq!(ranges, [("step", "3"), ("io", "2")]);
 }
 
 #[test]
@@ -650,24 +624,22 @@ fn a_counter_the_gpu_lacks_is_named_and_left_out() {
 }
 
 #[test]
-fn pc_sampling_opted_in_reports_what_the_sdk_says() {
-    // With the beta on, the kit's SDK tries the GPU's driver, which a fake node lacks.
+fn pc_sampling_with_amds_beta_turned_off_is_refused_as_the_sdk_refuses_it() {
+    // The user's own value of the beta variable wins over rocflow's.
     let kit = Kit::get();
     let force = kit.bin("force");
-    let beta = [("ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "ON")];
-    let run = kit.run(Node::FakeGfx942, "pc-sampling", &[force.as_os_str()], &beta);
+    let off = [(rocflow::sdk::PC_SAMPLING_BETA, "off")];
+    let run = kit.run(Node::FakeGfx942, "pc-sampling", &[force.as_os_str()], &off);
     assert!(run.output.status.success(), "{}", run.printed());
-    let query: Vec<Call> = run
-        .calls()
-        .into_iter()
+    let query: Vec<String> = (run.calls().into_iter())
         .filter(|c| c.function == PC_SAMPLING_QUERY)
+        .map(|c| c.status)
         .collect();
-    assert_eq!(query.len(), 1, "{query:?}");
-    assert_eq!(query[0].status, "ROCPROFILER_STATUS_ERROR");
+    assert_eq!(query, ["ROCPROFILER_STATUS_ERROR_NOT_IMPLEMENTED"]);
     assert_eq!(
         run.tool_messages(),
         [
-            "context `pc-sampling`: querying PC sampling on gfx942: General error (status 1); it collects nothing"
+            "context `pc-sampling`: PC sampling on gfx942 is a beta of rocprofiler-sdk, off with ROCPROFILER_PC_SAMPLING_BETA_ENABLED=off (`rocflow run` turns it on unless it is set); it collects nothing"
         ],
         "{}",
         run.printed()

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{PC_SAMPLING_BETA, assert_success, rocflow, run_on, sim_app, text};
+use support::{assert_success, rocflow, run_on, sim_app, text};
 
 fn default_scenario() -> toml::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
@@ -386,9 +386,11 @@ fn counters_for_gpus_the_node_lacks_say_so() {
 }
 
 #[test]
-fn pc_sampling_delivers_host_trap_samples() {
+fn pc_sampling_turns_on_amds_beta_and_delivers_host_trap_samples() {
+    // The simulated SDK, like the real one, samples only with AMD's beta on: rocflow
+    // turns it on for the application.
     let extra = r#"pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }"#;
-    let (output, rows, _dir) = run_with(extra, "sim", &["/bin/sleep", "0.2"], &[beta()]);
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.2"]);
     assert_success(&output);
     let scenario = default_scenario();
     let per_iteration: i64 = scenario["kernel"]
@@ -441,20 +443,16 @@ fn a_tool_both_preloaded_and_force_configured_is_configured_once() {
     assert_eq!(rows["kernel_dispatch"].len(), 1, "one stream");
 }
 
-/// [`PC_SAMPLING_BETA`] as `run_with` takes it.
-fn beta() -> (&'static str, &'static Path) {
-    (PC_SAMPLING_BETA.0, Path::new(PC_SAMPLING_BETA.1))
-}
-
 #[test]
-fn pc_sampling_without_the_beta_opt_in_says_how_to_opt_in() {
-    // As on the real SDK: PC sampling is AMD's beta, off unless the user accepts it.
+fn pc_sampling_stays_off_when_the_user_turns_amds_beta_off() {
+    // A site that forbids the beta (AMD warns that it can hang the machine) keeps it off.
     let extra = r#"pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }"#;
-    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    let off = (rocflow::sdk::PC_SAMPLING_BETA, Path::new("off"));
+    let (output, rows, _dir) = run_with(extra, "sim", &["/bin/sleep", "0.1"], &[off]);
     assert_success(&output);
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains("PC sampling on gfx942 is a beta of rocprofiler-sdk, off unless ROCPROFILER_PC_SAMPLING_BETA_ENABLED=ON is set"),
+        stderr.contains("PC sampling on gfx942 is a beta of rocprofiler-sdk, off with ROCPROFILER_PC_SAMPLING_BETA_ENABLED=off (`rocflow run` turns it on unless it is set)"),
         "{stderr}"
     );
     assert!(!rows.contains_key("pc_sample"));
@@ -463,7 +461,7 @@ fn pc_sampling_without_the_beta_opt_in_says_how_to_opt_in() {
 #[test]
 fn an_unsupported_pc_sampling_configuration_is_explained() {
     let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
-    let (output, rows, _dir) = run_with(extra, "sim", &["/bin/sleep", "0.1"], &[beta()]);
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
     assert_success(&output);
     let stderr = text(&output.stderr);
     assert!(
@@ -494,6 +492,49 @@ fn roctx_pause_and_resume_stop_and_start_collection() {
         totals(&rows)["kernel_dispatch"],
         20 * 3,
         "iterations 10 to 19 are paused"
+    );
+}
+
+#[test]
+fn roctx_messages_reach_every_sink_and_the_summary() {
+    // The simulated SDK passes each range's message to the marker callbacks only, as the
+    // real one does: the tool must take it from there.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("markers.toml"), support::MARKERS).unwrap();
+    let output = run_on(
+        "sim",
+        "markers.toml",
+        &["/bin/sleep", "0.2"],
+        dir.path(),
+        &[],
+    );
+    assert_success(&output);
+    let s = &default_scenario()["scenario"];
+    let ranges =
+        (s["threads"].as_integer().unwrap() * s["iterations"].as_integer().unwrap()) as usize;
+    let message = s["marker_message"].as_str().unwrap();
+    for (sink, found) in support::marker_messages(dir.path()) {
+        assert_eq!(found, support::tally(vec![message; ranges]), "{sink}");
+    }
+    let summary = support::csv(&dir.path().join("rocflow-out/summary/markers.csv"));
+    let rows: Vec<(&str, &str)> = (summary.iter())
+        .map(|row| (row["range"].as_str(), row["calls"].as_str()))
+        .collect();
+    assert_eq!(rows, [(message, ranges.to_string().as_str())]);
+    // The spool keeps them: a replay names the ranges the same.
+    let args = [
+        "replay",
+        "rocflow-out",
+        "markers.toml",
+        "--set",
+        "output_dir=replayed",
+    ];
+    assert_success(&rocflow(&args, dir.path(), &[]));
+    let replayed = support::csv(&support::only(dir.path(), "replayed/csv/marker.csv"));
+    let replayed = replayed.iter().map(|r| r["message"].as_str());
+    assert_eq!(
+        support::tally(replayed),
+        support::tally(vec![message; ranges])
     );
 }
 

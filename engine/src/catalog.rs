@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::record::{
-    Agent, CodeObject, CounterInfo, Exit, KernelSymbol, Meta, Process, Queue, RecordKind, Stream,
-    Sym, Thread, ToolCost,
+    Agent, CodeObject, CounterInfo, Exit, KernelSymbol, Marker, Meta, Process, Queue, RecordKind,
+    Stream, Sym, Thread, ToolCost,
 };
 
 /// All streams' metadata.
@@ -58,6 +58,8 @@ impl Catalog {
                     meta.strings.extend(values);
                 }
                 Meta::Strings { .. } => {}
+                // They name records, not the run: see [`MarkerMessages`].
+                Meta::MarkerMessages { .. } => {}
                 Meta::Process(p) => meta.process = Some(p),
                 Meta::Agent(a) => meta.agents.push(a),
                 Meta::CodeObject(c) => {
@@ -114,5 +116,39 @@ impl StreamMeta {
         self.counters
             .get(&counter_id)
             .map_or(UNKNOWN, |c| c.name.as_str())
+    }
+}
+
+/// ROCTx messages, per stream and correlation id, until their marker records arrive. Kept
+/// apart from the catalog: sinks read the catalog while the decoder names records.
+#[derive(Debug, Default)]
+pub struct MarkerMessages {
+    streams: HashMap<u16, HashMap<u64, Sym>>,
+}
+
+impl MarkerMessages {
+    /// Takes the messages among `stream`'s metadata items.
+    pub fn take(&mut self, stream: u16, items: &mut Vec<Meta>) {
+        items.retain_mut(|item| match item {
+            Meta::MarkerMessages { messages } => {
+                let known = self.streams.entry(stream).or_default();
+                known.extend(messages.drain(..).map(|(id, sym)| (id, Sym(sym))));
+                false
+            }
+            _ => true,
+        });
+    }
+
+    /// Gives `stream`'s marker records their messages. Each message belongs to one
+    /// record, so it is forgotten once given.
+    pub fn name(&mut self, stream: u16, markers: &mut [Marker]) {
+        let Some(known) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        for marker in markers.iter_mut().filter(|m| m.message == Sym(0)) {
+            if let Some(message) = known.remove(&marker.correlation_id) {
+                marker.message = message;
+            }
+        }
     }
 }

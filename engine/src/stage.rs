@@ -16,11 +16,11 @@ use std::sync::{Arc, RwLock};
 
 use rayon::prelude::*;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, MarkerMessages};
 use crate::chunk::Chunk;
 use crate::column::row;
 use crate::plan::{Plan, SinkPlan, TransformPlan};
-use crate::record::{Meta, RecordKind};
+use crate::record::{Batch, Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::transform::{Table, Transform};
 use crate::wire::{Frame, Payload};
@@ -120,6 +120,7 @@ pub fn run_into(
         let mut decoder = Decoder {
             transforms: &transforms,
             catalog: &catalog,
+            messages: MarkerMessages::default(),
             outlets: senders,
             window: Vec::new(),
             window_chunks: CHUNKS_PER_CORE * rayon::current_num_threads().max(2),
@@ -187,6 +188,7 @@ pub fn run_into(
 struct Decoder<'a> {
     transforms: &'a [Transform],
     catalog: &'a RwLock<Catalog>,
+    messages: MarkerMessages,
     outlets: Vec<(Vec<RecordKind>, SyncSender<Message>)>,
     window: Vec<Chunk>,
     window_chunks: usize,
@@ -201,6 +203,7 @@ impl Decoder<'_> {
     fn frame(&mut self, frame: Frame) {
         match frame.payload {
             Payload::Meta(mut items) => {
+                self.messages.take(frame.stream, &mut items);
                 // Kernel names live in the metadata: renaming transforms apply here, once.
                 for item in &mut items {
                     if let Meta::KernelSymbol(symbol) = item {
@@ -220,7 +223,10 @@ impl Decoder<'_> {
                     catalog.apply(frame.stream, made);
                 }
             }
-            Payload::Records(batch) => {
+            Payload::Records(mut batch) => {
+                if let Batch::Marker(markers) = &mut batch {
+                    self.messages.name(frame.stream, markers);
+                }
                 let kind = batch.kind();
                 match self.counts.iter_mut().find(|(k, _)| *k == kind) {
                     Some((_, n)) => *n += batch.len() as u64,

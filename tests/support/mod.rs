@@ -4,7 +4,7 @@
 
 pub mod kit;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -13,10 +13,6 @@ pub fn sim_app() -> std::path::PathBuf {
     let exe = Path::new(env!("CARGO_BIN_EXE_rocflow"));
     exe.parent().unwrap().join("examples/sim-app")
 }
-
-/// The environment that opts in to rocprofiler-sdk's PC sampling beta, which the SDK, real
-/// or simulated, leaves off otherwise.
-pub const PC_SAMPLING_BETA: (&str, &str) = ("ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "on");
 
 /// Runs `rocflow args…` in `dir` with `env` set, and nothing from this machine's
 /// environment that would change its answers (template path, ROCm installation).
@@ -59,7 +55,8 @@ pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Comm
         .current_dir(dir)
         .env_remove("ROCFLOW_PIPELINE_PATH")
         .env_remove("ROCPROFILER_METRICS_PATH")
-        .env_remove("ROCM_PATH");
+        .env_remove("ROCM_PATH")
+        .env_remove(rocflow::sdk::PC_SAMPLING_BETA);
     for (key, value) in env {
         command.env(key, value);
     }
@@ -145,4 +142,129 @@ pub fn decode_perfetto(files: &[PathBuf]) -> Vec<serde_json::Value> {
         assert_eq!(file["problems"], serde_json::json!([]), "{}", file["path"]);
     }
     decoded
+}
+
+/// marker-trace's Perfetto trace and rocpd database, plus CSV tables, Parquet and OTF2: every
+/// output [`marker_messages`] reads.
+pub const MARKERS: &str = r#"[pipeline]
+name = "markers"
+extends = ["marker-trace"]
+
+[[sink]]
+name = "csv"
+kind = "csv"
+path = "{output_dir}/csv"
+
+[[sink]]
+name = "parquet"
+kind = "parquet"
+path = "{output_dir}/parquet"
+
+[[sink]]
+name = "otf2"
+kind = "otf2"
+path = "{output_dir}/otf2"
+"#;
+
+/// How many times each value occurs.
+pub fn tally<S: Into<String>>(values: impl IntoIterator<Item = S>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for value in values {
+        *counts.entry(value.into()).or_default() += 1;
+    }
+    counts
+}
+
+/// The ROCTx messages of the marker records in each output of a run under `dir`, tallied:
+/// the CSV and Parquet marker tables, the rocpd database's regions, the Perfetto trace's
+/// marker slices (decoded with the official schema) and the OTF2 archive's user regions
+/// entered (read by `otf2-print`).
+pub fn marker_messages(dir: &Path) -> BTreeMap<&'static str, BTreeMap<String, usize>> {
+    let csv = csv(&only(dir, "csv/marker.csv"));
+    let db = rusqlite::Connection::open(only(dir, ".db")).unwrap();
+    let regions: Vec<String> = db
+        .prepare("SELECT json_extract(extdata, '$.message') FROM regions")
+        .unwrap()
+        .query_map([], |r| r.get::<_, Option<String>>(0))
+        .unwrap()
+        .map(|message| message.unwrap().unwrap_or_default())
+        .collect();
+    let trace = decode_perfetto(&[only(dir, ".pftrace")]);
+    let slices = (trace[0]["events"].as_array().unwrap().iter())
+        .filter(|e| e["type"] == "B" && e["category"].as_str().unwrap().starts_with("marker"))
+        .map(|e| e["name"].as_str().unwrap().to_owned());
+    BTreeMap::from([
+        ("csv", tally(csv.iter().map(|r| r["message"].clone()))),
+        (
+            "parquet",
+            tally(parquet_strings(&only(dir, "parquet/marker/"), "message")),
+        ),
+        ("rocpd", tally(regions)),
+        ("perfetto", tally(slices)),
+        ("otf2", tally(otf2_entered(&only(dir, ".otf2"), "USER"))),
+    ])
+}
+
+/// What `otf2-print ARGS ARCHIVE` prints; it must print no warning.
+pub fn otf2_print(args: &[&str], archive: &Path) -> String {
+    let out = Command::new("otf2-print")
+        .args(args)
+        .arg(archive)
+        .output()
+        .expect("otf2-print runs (Debian: apt-get install otf2-tools)");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "otf2-print warns: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// The regions entered in an OTF2 archive, by name, of those defined with `paradigm`.
+fn otf2_entered(archive: &Path, paradigm: &str) -> Vec<String> {
+    let name = |line: &str, key: &str| line.split(key).nth(1)?.split('"').nth(1).map(str::to_owned);
+    let paradigm = format!("Paradigm: {paradigm},");
+    let regions: BTreeSet<String> = (otf2_print(&["-G"], archive).lines())
+        .filter(|l| l.starts_with("REGION ") && l.contains(&paradigm))
+        .filter_map(|l| name(l, "Name:"))
+        .collect();
+    (otf2_print(&[], archive).lines())
+        .filter(|l| l.starts_with("ENTER "))
+        .filter_map(|l| name(l, "Region:"))
+        .filter(|n| regions.contains(n))
+        .collect()
+}
+
+/// The one file under `dir` whose path contains `part`.
+pub fn only(dir: &Path, part: &str) -> PathBuf {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.to_string_lossy().contains(part) {
+                found.push(path);
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "{part} in {}: {found:?}", dir.display());
+    found.remove(0)
+}
+
+/// The string column `name` of a Parquet file.
+fn parquet_strings(path: &Path, name: &str) -> Vec<String> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let reader = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    (reader.get_row_iter(None).unwrap())
+        .map(
+            |row| match row.unwrap().get_column_iter().find(|(n, _)| *n == name) {
+                Some((_, Field::Str(value))) => value.clone(),
+                other => panic!("column {name} of {}: {other:?}", path.display()),
+            },
+        )
+        .collect()
 }

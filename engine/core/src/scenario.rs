@@ -43,6 +43,9 @@ pub struct Settings {
     /// A marker range (`roctxThreadRangeA`) around each iteration.
     #[serde(default)]
     pub marker_ranges: bool,
+    /// The ranges' message (`roctxRangePushA`'s argument); without one they are nameless.
+    #[serde(default)]
+    pub marker_message: Option<std::ffi::CString>,
     /// Thread 0 calls `roctxProfilerPause` before this iteration…
     #[serde(default)]
     pub pause_at: Option<u32>,

@@ -54,9 +54,11 @@ pub fn set_phase(phase: Phase) {
 }
 
 /// A callback-tracing subscription.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Subscription {
     pub kind: i32,
+    /// The operations it asked for (`None`: all).
+    pub operations: Option<Vec<i32>>,
     pub callback: TracingCallback,
     pub data: *mut c_void,
 }
@@ -90,6 +92,16 @@ unsafe impl Send for ContextSetup {}
 unsafe impl Sync for ContextSetup {}
 
 impl ContextSetup {
+    /// The subscription to callbacks of `kind`, `operation`, if any.
+    pub fn subscribed(&self, kind: i32, operation: i32) -> Option<&Subscription> {
+        self.subscriptions.iter().find(|s| {
+            s.kind == kind
+                && s.operations
+                    .as_ref()
+                    .is_none_or(|ops| ops.contains(&operation))
+        })
+    }
+
     /// The buffer receiving records of `domain`, `operation`, if traced.
     pub fn traces(&self, domain: i32, operation: i32) -> Option<usize> {
         self.tracing.iter().find_map(|(d, ops, buffer)| {
@@ -412,14 +424,16 @@ pub unsafe extern "C" fn rocprofiler_configure_buffer_tracing_service(
 pub unsafe extern "C" fn rocprofiler_configure_callback_tracing_service(
     context: Handle,
     kind: c_int,
-    _operations: *const i32,
-    _count: usize,
+    operations: *const i32,
+    count: usize,
     callback: Option<TracingCallback>,
     data: *mut c_void,
 ) -> Status {
     let Some(callback) = callback else {
         return status::INVALID_ARGUMENT;
     };
+    // SAFETY: the caller passes `count` operations.
+    let operations = unsafe { slice(operations, count) }.to_vec();
     configure(context, |contexts, index, _| {
         // `rocprofiler_callback_tracing_kind_t` runs from 1 to 21.
         if !(1..=21).contains(&kind) {
@@ -431,6 +445,7 @@ pub unsafe extern "C" fn rocprofiler_configure_callback_tracing_service(
         }
         ctx.subscriptions.push(Subscription {
             kind,
+            operations: (!operations.is_empty()).then_some(operations),
             callback,
             data,
         });
@@ -732,7 +747,7 @@ pub unsafe extern "C" fn rocprofiler_configure_buffer_dispatch_counting_service(
 /// SDK reads a boolean: a number is on unless 0, and `off`, `false`, `no`, `n` and `f` (any
 /// case) are off, as is an empty value (which the real SDK refuses outright).
 fn pc_sampling_enabled() -> bool {
-    let Ok(value) = std::env::var("ROCPROFILER_PC_SAMPLING_BETA_ENABLED") else {
+    let Ok(value) = std::env::var(rocflow_core::sdk::PC_SAMPLING_BETA) else {
         return false;
     };
     if let Ok(number) = value.parse::<u64>() {
@@ -954,7 +969,7 @@ mod tests {
                 status::NOT_IMPLEMENTED
             );
             // SAFETY: this crate's only test; nothing else reads the environment meanwhile.
-            std::env::set_var("ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "on");
+            std::env::set_var(rocflow_core::sdk::PC_SAMPLING_BETA, "on");
             assert_eq!(query(), status::SUCCESS);
             assert_eq!(
                 rocprofiler_configure_pc_sampling_service(second, gpu, 1, 2, 1024, buffer, 0),

@@ -4,15 +4,15 @@
 //! by the scenario's durations), so runs are repeatable and cost nothing to wait for.
 
 use std::cell::RefCell;
-use std::ffi::{CString, c_void};
+use std::ffi::{CStr, CString, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rocflow_core::abi::{
     ApiRecord, AsyncCorrelationId, CallbackTracingRecord, CodeObjectLoadData, CorrelationId,
     CounterRecord, Dim3, DispatchCountingServiceData, DispatchCountingServiceRecord, Handle,
-    KernelDispatchInfo, KernelDispatchRecord, KernelSymbolRegisterData, MemoryAllocationRecord,
-    MemoryCopyRecord, Pc, PcSamplingHostTrapRecord, UserData, callback, category, counter_record,
-    pc_record,
+    KernelDispatchInfo, KernelDispatchRecord, KernelSymbolRegisterData, MarkerApiData,
+    MemoryAllocationRecord, MemoryCopyRecord, Pc, PcSamplingHostTrapRecord, UserData, callback,
+    category, counter_record, pc_record,
 };
 use rocflow_core::sdk::Domain;
 
@@ -23,6 +23,9 @@ use rocflow_core::scenario::Kernel;
 
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
 static DISPATCH: AtomicU64 = AtomicU64::new(1);
+
+/// `roctxThreadRangeA`, the marker range API's push/pop range.
+const THREAD_RANGE: i32 = 1;
 
 /// How long each simulated host API call takes.
 const API_NS: u64 = 2_000;
@@ -52,6 +55,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         hip_op("hipFree"),
     );
     let emitter = Emitter::new(sdk, running, tid);
+    let message = scenario.scenario.marker_message.as_deref();
     for iteration in 0..scenario.scenario.iterations {
         if index == 0 {
             if scenario.scenario.pause_at == Some(iteration) {
@@ -61,7 +65,8 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 emitter.control(callback::ROCTX_PROFILER_RESUME);
             }
         }
-        let range_start = t;
+        // roctxRangePushA: its callbacks now, its record when it is popped.
+        let range = (scenario.scenario.marker_ranges).then(|| (emitter.push_range(message), t));
         for (k, kernel) in scenario.kernels.iter().enumerate() {
             let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
             emitter.api(Domain::HipRuntimeApi, launch, t, correlation);
@@ -146,12 +151,8 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
             }
         }
         t = t.max(queue_free.iter().copied().max().unwrap_or(0));
-        if scenario.scenario.marker_ranges {
-            let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
-            let mut record =
-                api_record(Domain::MarkerCoreRangeApi, 1, range_start, correlation, tid);
-            record.end_timestamp = t;
-            emitter.trace(Domain::MarkerCoreRangeApi, 1, &record);
+        if let Some((correlation, start)) = range {
+            emitter.pop_range(message, correlation, start, t);
         }
         t += 1_000;
     }
@@ -432,22 +433,59 @@ impl<'a> Emitter<'a> {
     fn control(&self, operation: i32) {
         // What happened before the pause or resume reaches the buffers first.
         self.hand_over();
+        for phase in [callback::PHASE_ENTER, callback::PHASE_EXIT] {
+            let kind = callback::MARKER_CONTROL_API;
+            self.callbacks(kind, operation, phase, 0, std::ptr::null_mut());
+        }
+    }
+
+    /// `roctxRangePushA(message)` entering: the marker range callbacks, with the message
+    /// in the arguments as the real SDK passes it. Returns the range's correlation id.
+    fn push_range(&self, message: Option<&CStr>) -> u64 {
+        let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
+        self.range_callbacks(message, callback::PHASE_ENTER, correlation);
+        correlation
+    }
+
+    /// `roctxRangePop()` returning: the callbacks, then the range's buffered record, which
+    /// carries no message (as the real SDK's does not).
+    fn pop_range(&self, message: Option<&CStr>, correlation: u64, start: u64, end: u64) {
+        self.range_callbacks(message, callback::PHASE_EXIT, correlation);
+        let mut record = api_record(Domain::MarkerCoreRangeApi, 1, start, correlation, self.tid);
+        record.end_timestamp = end;
+        self.trace(Domain::MarkerCoreRangeApi, 1, &record);
+    }
+
+    fn range_callbacks(&self, message: Option<&CStr>, phase: i32, correlation: u64) {
+        let mut data = MarkerApiData {
+            size: size_of::<MarkerApiData>() as u64,
+            args: [
+                message.map_or(std::ptr::null(), CStr::as_ptr),
+                std::ptr::null(),
+            ],
+            retval: 0,
+        };
+        let payload = (&mut data as *mut MarkerApiData).cast();
+        let (kind, operation) = (callback::MARKER_CORE_RANGE_API, THREAD_RANGE);
+        self.callbacks(kind, operation, phase, correlation, payload);
+    }
+
+    /// Calls the callbacks of the started contexts subscribed to `kind`, `operation`.
+    fn callbacks(
+        &self,
+        kind: i32,
+        operation: i32,
+        phase: i32,
+        correlation: u64,
+        payload: *mut c_void,
+    ) {
         for ctx in self.active() {
-            for s in &ctx.setup.subscriptions {
-                if s.kind == callback::MARKER_CONTROL_API {
-                    for phase in [callback::PHASE_ENTER, callback::PHASE_EXIT] {
-                        let record = callback_record(
-                            self.tid,
-                            s.kind,
-                            operation,
-                            phase,
-                            std::ptr::null_mut(),
-                        );
-                        let mut user = UserData { value: 0 };
-                        // SAFETY: the tool's callback with the arguments the SDK passes.
-                        unsafe { (s.callback)(record, &mut user, s.data) };
-                    }
-                }
+            if let Some(s) = ctx.setup.subscribed(kind, operation) {
+                let mut record = callback_record(self.tid, kind, operation, phase, payload);
+                record.correlation_id = sync_correlation(correlation);
+                let mut user = UserData { value: 0 };
+                // SAFETY: the tool's callback with the arguments the SDK passes.
+                unsafe { (s.callback)(record, &mut user, s.data) };
             }
         }
     }

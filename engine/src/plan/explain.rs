@@ -38,6 +38,18 @@ pub fn explain(plan: &Plan) -> String {
     for (i, context) in plan.contexts.iter().enumerate() {
         context_section(&mut out, i, context);
     }
+    let env = plan.application_env();
+    if !env.is_empty() {
+        let _ = writeln!(out, "\napplication environment (a value already set wins)");
+        for (name, value) in env {
+            let _ = writeln!(out, "  {name}={value}");
+        }
+        let _ = writeln!(
+            out,
+            "    turns on PC sampling, AMD's beta of rocprofiler-sdk (which warns that it can hang the machine); {}=OFF keeps it off",
+            crate::sdk::PC_SAMPLING_BETA
+        );
+    }
     let stages = &plan.stages;
     let produced: Vec<&str> = stages.produced.iter().map(|k| k.name()).collect();
     let _ = writeln!(out, "\nstages");

@@ -224,6 +224,18 @@ pub struct PostPlan {
 }
 
 impl Plan {
+    /// What `rocflow run` adds to the application's environment, beyond its tool's own
+    /// variables: AMD's PC sampling beta turned on when a context samples PCs, since the
+    /// SDK refuses PC sampling without it (rocprofv3 sets it for
+    /// `--pc-sampling-beta-enabled`).
+    pub fn application_env(&self) -> Vec<(&'static str, &'static str)> {
+        let sampled = self.contexts.iter().any(|c| c.pc_sampling.is_some());
+        sampled
+            .then_some((crate::sdk::PC_SAMPLING_BETA, "ON"))
+            .into_iter()
+            .collect()
+    }
+
     /// Whether a sink or a transform takes records of `kind`; others only go to the spool.
     pub fn consumes(&self, kind: RecordKind) -> bool {
         self.sinks.iter().any(|s| s.kinds.contains(&kind))

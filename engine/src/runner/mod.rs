@@ -192,6 +192,13 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         }
         command.env("LD_PRELOAD", preload);
     }
+    for (name, value) in plan.application_env() {
+        // The user's own value wins: `…=OFF` keeps AMD's beta off (it can hang the
+        // machine, AMD warns), for a site that forbids it.
+        if std::env::var_os(name).is_none() {
+            command.env(name, value);
+        }
+    }
     if let Some(scenario) = scenario {
         command.env("ROCFLOW_SIM_SCENARIO", scenario);
     }

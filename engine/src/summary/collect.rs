@@ -150,8 +150,8 @@ impl Sink for Collector {
                     // Ranges only: a mark is an instant, however long the SDK's record
                     // of the roctxMarkA call lasts.
                     for r in records.iter().filter(|r| r.operation_id != ROCTX_MARK) {
-                        // Buffered marker records carry no message (as the real SDK
-                        // delivers them): such a range goes by its ROCTx function.
+                        // A range without a message (`roctxRangePushA(NULL)`, or one
+                        // whose message was lost) goes by its ROCTx function.
                         let own = match meta.string(r.message) {
                             "" => [Domain::from_sdk_value(r.domain_id.into())
                                 .and_then(|d| d.operation_name(r.operation_id))

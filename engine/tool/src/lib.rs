@@ -11,6 +11,7 @@ mod api;
 mod control;
 mod crash;
 mod flusher;
+mod messages;
 mod records;
 mod setup;
 mod stream;

@@ -139,6 +139,7 @@ pub unsafe extern "C" fn on_buffer(
     out.encode(&mut frames);
     drop(out);
     if !frames.is_empty() {
+        crate::messages::send();
         stream::send(frames);
     }
     stream::account(count as u64, stream::thread_cpu_ns() - cpu_start);
@@ -247,7 +248,8 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                         external_id: r.correlation_id.external.value,
                         domain_id: r.kind as u8,
                         operation_id: r.operation,
-                        // Buffered marker records carry no message.
+                        // Buffered marker records carry no message: the runner gives
+                        // them theirs (see `messages`).
                         message: Sym(0),
                     });
                 }

@@ -15,7 +15,7 @@ use rocflow_core::contexts::{
     AgentSelector, ContextPlan, CounterPlan, IterationRanges, PcSamplingPlan, StartPlan,
 };
 use rocflow_core::record::{Agent, CodeObject, CounterInfo, KernelSymbol, Meta, RecordKind};
-use rocflow_core::sdk::{AgentType, COUNTER_DIMENSIONS};
+use rocflow_core::sdk::{AgentType, COUNTER_DIMENSIONS, PC_SAMPLING_BETA};
 
 use crate::records::{BufferState, on_buffer};
 use crate::{Tool, stream, warn};
@@ -220,6 +220,7 @@ fn context(
             )
         };
         api.check(&format!("tracing {}", t.domain.name()), status)?;
+        crate::messages::trace(tool, handle, t);
     }
     let selected = |selectors: &[AgentSelector]| -> Vec<&Gpu> {
         let selectors = if selectors.is_empty() {
@@ -508,6 +509,9 @@ unsafe extern "C" fn on_dispatch(
     }
 }
 
+/// The GPU driver's device, through which the SDK samples PCs.
+const KFD: &str = "/dev/kfd";
+
 fn sample(
     tool: &Tool,
     context: Handle,
@@ -542,11 +546,26 @@ fn sample(
         };
         if status == abi::status::NOT_IMPLEMENTED {
             // The SDK's own text ("not implemented") would send users looking for another
-            // SDK; what it means is that they have not opted in to AMD's beta.
+            // SDK; what it means is that AMD's beta is off.
+            let beta = match std::env::var(PC_SAMPLING_BETA) {
+                Ok(value) => format!("{PC_SAMPLING_BETA}={value}"),
+                Err(_) => format!("{PC_SAMPLING_BETA} unset"),
+            };
             return Err(format!(
-                "PC sampling on {} is a beta of rocprofiler-sdk, off unless ROCPROFILER_PC_SAMPLING_BETA_ENABLED=ON is set (AMD warns that it can hang the machine; setting it accepts that)",
+                "PC sampling on {} is a beta of rocprofiler-sdk, off with {beta} (`rocflow run` turns it on unless it is set)",
                 gpu.gfx
             ));
+        }
+        if status == abi::status::ERROR {
+            // The SDK samples through the GPU driver, and only says why it cannot in its
+            // log; the usual reason is one the tool can name.
+            let kfd = std::fs::OpenOptions::new().read(true).write(true).open(KFD);
+            if let Err(e) = kfd {
+                return Err(format!(
+                    "PC sampling on {} needs the GPU driver's {KFD}, which this process cannot open: {e}",
+                    gpu.gfx
+                ));
+            }
         }
         api.check(&format!("querying PC sampling on {}", gpu.gfx), status)?;
         let supported = || {

@@ -154,7 +154,8 @@ pub fn unseen(tids: &[u64], queues: &[u64]) -> (Vec<u64>, Vec<u64>) {
     (new_tids, new_queues)
 }
 
-/// Sends metadata items and keeps them for a forked child's stream.
+/// Sends metadata items and keeps them for a forked child's stream, but for marker
+/// messages: they name this process's records only, and there is one per ROCTx call.
 pub fn send_meta(items: Vec<Meta>) {
     if items.is_empty() {
         return;
@@ -164,7 +165,7 @@ pub fn send_meta(items: Vec<Meta>) {
     wire::encode_meta(0, &items, &mut frame);
     // Under the log's lock, so the stream's order and the log's agree.
     send(frame);
-    log.extend(items);
+    log.extend((items.into_iter()).filter(|item| !matches!(item, Meta::MarkerMessages { .. })));
 }
 
 /// Ends the stream: the writer sends what is queued and closes the socket. Waits up to

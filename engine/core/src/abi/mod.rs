@@ -56,7 +56,9 @@ pub mod pc_record {
 
 /// `rocprofiler_callback_tracing_kind_t` and the operations rocflow subscribes to.
 pub mod callback {
+    pub const MARKER_CORE_API: i32 = 7;
     pub const MARKER_CONTROL_API: i32 = 8;
+    pub const MARKER_CORE_RANGE_API: i32 = 21;
     pub const CODE_OBJECT: i32 = 10;
     /// `rocprofiler_code_object_operation_t`.
     pub const CODE_OBJECT_LOAD: i32 = 1;
@@ -64,6 +66,12 @@ pub mod callback {
     /// `rocprofiler_marker_control_api_id_t`.
     pub const ROCTX_PROFILER_PAUSE: i32 = 0;
     pub const ROCTX_PROFILER_RESUME: i32 = 1;
+    /// The ROCTx calls that carry a message: `rocprofiler_marker_core_api_id_t`'s
+    /// `roctxMarkA`, `roctxRangePushA`, `roctxRangeStartA`…
+    pub const MARKER_CORE_MESSAGES: [i32; 3] = [0, 1, 3];
+    /// …and `rocprofiler_marker_core_range_api_id_t`'s `roctxMarkA`, `roctxThreadRangeA`,
+    /// `roctxProcessRangeA`.
+    pub const MARKER_CORE_RANGE_MESSAGES: [i32; 3] = [0, 1, 2];
     /// `rocprofiler_callback_phase_t`.
     pub const PHASE_ENTER: i32 = 1;
     pub const PHASE_LOAD: i32 = 1;
@@ -268,6 +276,15 @@ abi! {
         operation: i32,
         phase: i32,
         payload: *mut c_void,
+    }
+
+    /// The payload of a marker API callback.
+    pub struct MarkerApiData = ["rocprofiler_callback_tracing_marker_api_data_t"] {
+        size: u64,
+        /// `rocprofiler_marker_api_args_t`, a union: each of its members that has a
+        /// message (a mark's, a range's) has it first.
+        args: [*const c_char; 2],
+        retval: u64,
     }
 
     pub struct CodeObjectLoadData = ["rocprofiler_callback_tracing_code_object_load_data_t"] {

@@ -90,6 +90,7 @@ layout_tests! {
     memory_allocation_record: MemoryAllocationRecord,
     scratch_memory_record: ScratchMemoryRecord,
     callback_tracing_record: CallbackTracingRecord,
+    marker_api_data: MarkerApiData,
     code_object_load_data: CodeObjectLoadData,
     kernel_symbol_register_data: KernelSymbolRegisterData,
     agent_v0: AgentV0,
@@ -215,10 +216,36 @@ fn constants_have_the_sdk_values() {
         i64::from(pc_record::STOCHASTIC_V0)
     );
     let cb = "rocprofiler_callback_tracing_kind_t";
-    assert_eq!(
-        value(cb, "ROCPROFILER_CALLBACK_TRACING_MARKER_CONTROL_API"),
-        i64::from(callback::MARKER_CONTROL_API)
-    );
+    for (c, ours) in [
+        ("MARKER_CORE_API", callback::MARKER_CORE_API),
+        ("MARKER_CONTROL_API", callback::MARKER_CONTROL_API),
+        ("MARKER_CORE_RANGE_API", callback::MARKER_CORE_RANGE_API),
+    ] {
+        let c = format!("ROCPROFILER_CALLBACK_TRACING_{c}");
+        assert_eq!(value(cb, &c), i64::from(ours), "{c}");
+    }
+    for (e, prefix, ours, names) in [
+        (
+            "rocprofiler_marker_core_api_id_t",
+            "ROCPROFILER_MARKER_CORE_API_ID_",
+            callback::MARKER_CORE_MESSAGES,
+            ["roctxMarkA", "roctxRangePushA", "roctxRangeStartA"],
+        ),
+        (
+            "rocprofiler_marker_core_range_api_id_t",
+            "ROCPROFILER_MARKER_CORE_RANGE_API_ID_",
+            callback::MARKER_CORE_RANGE_MESSAGES,
+            ["roctxMarkA", "roctxThreadRangeA", "roctxProcessRangeA"],
+        ),
+    ] {
+        for (ours, name) in ours.into_iter().zip(names) {
+            assert_eq!(
+                value(e, &format!("{prefix}{name}")),
+                i64::from(ours),
+                "{name}"
+            );
+        }
+    }
     assert_eq!(
         value(cb, "ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT"),
         i64::from(callback::CODE_OBJECT)

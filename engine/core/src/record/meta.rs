@@ -16,6 +16,12 @@ pub enum Meta {
         first: u32,
         values: Vec<String>,
     },
+    /// ROCTx messages by the correlation id of the marker record they belong to, each a
+    /// string of the stream's table: buffered marker records carry none, so the tool
+    /// takes them from the marker API's callbacks and sends them before the records.
+    MarkerMessages {
+        messages: Vec<(u64, u32)>,
+    },
     Process(Process),
     Agent(Agent),
     CodeObject(CodeObject),

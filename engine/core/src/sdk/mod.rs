@@ -150,6 +150,10 @@ impl PcSamplingMethod {
     }
 }
 
+/// The variable that turns on rocprofiler-sdk's PC sampling, AMD's beta: without it the SDK
+/// refuses PC sampling with NOT_IMPLEMENTED.
+pub const PC_SAMPLING_BETA: &str = "ROCPROFILER_PC_SAMPLING_BETA_ENABLED";
+
 /// `rocprofiler_pc_sampling_unit_t`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
