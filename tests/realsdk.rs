@@ -794,3 +794,124 @@ fn collection_periods_start_and_stop_until_the_sdk_finalizes() {
         && last.status == "ROCPROFILER_STATUS_ERROR_CONFIGURATION_LOCKED";
     assert!(last.status == SUCCESS || late, "{toggles:?}");
 }
+
+/// The hardware counters of `block` on gfx942, as the kit's definitions give them.
+fn gfx942_block(block: &str) -> Vec<String> {
+    let defs = rocflow_counters::Definitions::load(&Kit::get().metrics().join("counter_defs.yaml"))
+        .unwrap();
+    let of_block = |c: &&rocflow_counters::Counter| {
+        matches!(
+            &c.definition_for("gfx942").map(|d| &d.kind),
+            Some(rocflow_counters::DefinitionKind::Hardware { block: b, .. }) if b == block
+        )
+    };
+    (defs.counters().iter())
+        .filter(of_block)
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// What the tool says creating a configuration of `counters` (of `block`) on the real
+/// gfx942 and on the simulated one, each run in a directory of its own. rocflow is given
+/// definitions that put each counter in a block of its own, so that it plans one pass and
+/// the SDKs judge the configuration.
+fn configured(block: &str, counters: &[String]) -> (Vec<String>, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut defs = String::from("schema-version: 1\n");
+    let mut scenario = String::from(
+        "[scenario]\nname = \"limits\"\nseed = 1\nthreads = 1\niterations = 1\n\
+         [[agent]]\nname = \"gfx942\"\nproduct = \"MI300X\"\ncu_count = 304\n",
+    );
+    for (i, name) in counters.iter().enumerate() {
+        defs.push_str(&format!(
+            "{name}:\n  architectures:\n    gfx942:\n      block: UNPLANNED{i}\n      event: {i}\n  description: x\n"
+        ));
+        scenario.push_str(&format!(
+            "[[agent.counter]]\nname = \"{name}\"\nblock = \"{block}\"\n"
+        ));
+    }
+    let collect: Vec<String> = counters.iter().map(|c| format!("\"{c}\"")).collect();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(dir.path().join("defs.yaml"), defs).unwrap();
+    std::fs::write(dir.path().join("scenario.toml"), scenario).unwrap();
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[pipeline]\nname = \"limits\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"c\"\n\
+             tracing = [\"kernel_dispatch\"]\n[context.counters]\ndefinitions = \"defs.yaml\"\n\
+             collect = [{}]\n",
+            collect.join(", ")
+        ),
+    )
+    .unwrap();
+    let kit = Kit::get();
+    let force = kit.bin("force");
+    let real = kit.run(
+        Node::FakeGfx942,
+        pipeline.to_str().unwrap(),
+        &[force.as_os_str()],
+        &[],
+    );
+    assert!(real.output.status.success(), "{}", real.printed());
+    let configs: Vec<Call> = (real.calls().into_iter())
+        .filter(|c| c.function == "rocprofiler_create_counter_config")
+        .collect();
+    assert_eq!(configs.len(), 1, "{}", real.printed());
+    let sim = support::run_on(
+        "sim:scenario.toml",
+        "p.toml",
+        &["/bin/true"],
+        dir.path(),
+        &[],
+    );
+    assert!(sim.status.success(), "{}", support::text(&sim.stderr));
+    let sim = (support::text(&sim.stderr).lines())
+        .filter_map(|l| l.strip_prefix("rocflow: "))
+        .map(str::to_owned)
+        .collect();
+    (real.tool_messages(), sim)
+}
+
+#[test]
+fn each_block_of_the_gfx942_counts_what_the_simulated_one_counts() {
+    // Every block gfx942's hardware counters use, at its limit and one beyond (where it
+    // has that many counters).
+    let blocks = [
+        "CPC", "CPF", "GRBM", "SPI", "SQ", "TA", "TCA", "TCC", "TCP", "TD",
+    ];
+    let cases: Vec<(&str, Vec<String>)> = blocks
+        .iter()
+        .flat_map(|&block| {
+            let counters = gfx942_block(block);
+            assert!(!counters.is_empty(), "no {block} counters");
+            let limit = rocflow_core::sdk::limits::block_counters(block).unwrap() as usize;
+            [limit, limit + 1]
+                .into_iter()
+                .filter(|&n| n <= counters.len())
+                .map(|n| (block, counters[..n].to_vec()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let answers = in_parallel(&cases, 4, |(block, counters)| configured(block, counters));
+    for ((block, counters), (real, sim)) in cases.iter().zip(answers) {
+        let limit = rocflow_core::sdk::limits::block_counters(block).unwrap() as usize;
+        let refused = "context `c`: creating the counter configuration for gfx942: Request exceeds the capabilities of the hardware to collect (status 38); it collects nothing";
+        let want: &[&str] = if counters.len() > limit {
+            &[refused]
+        } else {
+            &[]
+        };
+        assert_eq!(
+            real,
+            want,
+            "{} {block} counters on the real SDK",
+            counters.len()
+        );
+        assert_eq!(
+            sim,
+            real,
+            "{} {block} counters on the simulated SDK",
+            counters.len()
+        );
+    }
+}
