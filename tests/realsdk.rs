@@ -592,9 +592,16 @@ fn force_configure_configures_the_tool_once() {
     assert_eq!(run.inspect()["processes"].as_array().unwrap().len(), 1);
 }
 
+/// `pipeline` run with the kit's `force` on the fake gfx942.
+fn forced(pipeline: &Path) -> Run {
+    let kit = Kit::get();
+    let force = kit.bin("force");
+    let pipeline = pipeline.to_str().unwrap();
+    kit.run(Node::FakeGfx942, pipeline, &[force.as_os_str()], &[])
+}
+
 #[test]
 fn a_counter_the_gpu_lacks_is_named_and_left_out() {
-    let kit = Kit::get();
     let dir = tempfile::tempdir().unwrap();
     let pipeline = dir.path().join("rdna-counter.toml");
     // GL2C_HIT is an RDNA counter: the SDK's definitions have it, gfx942 does not.
@@ -603,13 +610,7 @@ fn a_counter_the_gpu_lacks_is_named_and_left_out() {
         "[pipeline]\nname = \"rdna-counter\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\ncounters.collect = [\"SQ_WAVES\", \"GL2C_HIT\"]\n",
     )
     .unwrap();
-    let force = kit.bin("force");
-    let run = kit.run(
-        Node::FakeGfx942,
-        pipeline.to_str().unwrap(),
-        &[force.as_os_str()],
-        &[],
-    );
+    let run = forced(&pipeline);
     assert!(run.output.status.success(), "{}", run.printed());
     assert_eq!(
         run.tool_messages(),
@@ -638,12 +639,7 @@ fn a_counter_the_gpu_lacks_is_named_and_left_out() {
             .replace("GL2C_HIT", "SQ_WAVS"),
     )
     .unwrap();
-    let run = kit.run(
-        Node::FakeGfx942,
-        pipeline.to_str().unwrap(),
-        &[force.as_os_str()],
-        &[],
-    );
+    let run = forced(&pipeline);
     assert_eq!(run.output.status.code(), Some(2), "{}", run.printed());
     assert!(run.stderr().contains("SQ_WAVS"), "{}", run.printed());
     assert!(run.calls().is_empty(), "nothing ran: {}", run.printed());
@@ -844,14 +840,7 @@ fn configured(block: &str, counters: &[String]) -> (Vec<String>, Vec<String>) {
         ),
     )
     .unwrap();
-    let kit = Kit::get();
-    let force = kit.bin("force");
-    let real = kit.run(
-        Node::FakeGfx942,
-        pipeline.to_str().unwrap(),
-        &[force.as_os_str()],
-        &[],
-    );
+    let real = forced(&pipeline);
     assert!(real.output.status.success(), "{}", real.printed());
     let configs: Vec<Call> = (real.calls().into_iter())
         .filter(|c| c.function == "rocprofiler_create_counter_config")
