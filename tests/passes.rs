@@ -258,6 +258,46 @@ fn the_passes_merge_into_one_run_with_the_generators_values() {
 }
 
 #[test]
+fn a_pipelines_derived_counter_reads_values_of_several_passes() {
+    // GRBM_COUNT and GRBM_GUI_ACTIVE are in different passes (GRBM counts two at once).
+    let derived = "derived = [{ name = \"ACTIVE_SHARE\", expression = \"reduce(GRBM_GUI_ACTIVE,sum)/reduce(GRBM_COUNT,sum)\" }]";
+    let dir = setup(derived);
+    let explained = text(&rocflow(&["explain", "p.toml"], dir.path(), &[]).stdout);
+    let pass_of = |counter: &str| {
+        (explained.lines())
+            .find(|l| l.trim().starts_with("pass ") && l.contains(counter))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    assert_ne!(
+        pass_of("GRBM_COUNT"),
+        pass_of("GRBM_GUI_ACTIVE"),
+        "{explained}"
+    );
+    let output = run(dir.path(), &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let samples = csv(&dir.path().join("out/counter_sample.csv"));
+    let sum = |dispatch: &str, counter: &str| -> f64 {
+        (samples.iter())
+            .filter(|s| s["dispatch_id"] == dispatch && s["counter"] == counter)
+            .map(|s| s["value"].parse::<f64>().unwrap())
+            .sum()
+    };
+    let shares: Vec<&BTreeMap<String, String>> = samples
+        .iter()
+        .filter(|s| s["counter"] == "ACTIVE_SHARE")
+        .collect();
+    assert_eq!(shares.len(), 6, "one per dispatch");
+    for share in shares {
+        let dispatch = share["dispatch_id"].as_str();
+        let want = sum(dispatch, "GRBM_GUI_ACTIVE") / sum(dispatch, "GRBM_COUNT");
+        let got: f64 = share["value"].parse().unwrap();
+        assert!((got - want).abs() <= 1e-12 * want.abs(), "{got} != {want}");
+    }
+}
+
+#[test]
 fn passes_that_disagree_are_reported() {
     // The second and third runs start a child process the first did not.
     let dir = setup("");
@@ -285,4 +325,36 @@ fn a_failing_pass_stops_the_run_with_its_number() {
         stdout.contains("pass 2 of 3 failed; the run stops there"),
         "{stdout}"
     );
+}
+
+#[test]
+fn a_counter_no_pass_can_count_is_an_error_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut defs = String::from("schema-version: 1\n");
+    for (event, name) in ["GRBM_COUNT", "GRBM_CP_BUSY", "GRBM_GUI_ACTIVE"]
+        .iter()
+        .enumerate()
+    {
+        defs.push_str(&format!(
+            "{name}:\n  architectures:\n    gfx942:\n      block: GRBM\n      event: {event}\n  description: x\n"
+        ));
+    }
+    defs.push_str(
+        "BUSY3:\n  architectures:\n    gfx942:\n      expression: GRBM_COUNT+GRBM_CP_BUSY+GRBM_GUI_ACTIVE\n  description: x\n",
+    );
+    std::fs::write(dir.path().join("defs.yaml"), defs).unwrap();
+    std::fs::write(
+        dir.path().join("p.toml"),
+        "[pipeline]\nname = \"busy\"\n[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\n\
+         [context.counters]\ndefinitions = \"defs.yaml\"\ncollect = [\"BUSY3\"]\n",
+    )
+    .unwrap();
+    let output = rocflow(&["validate", "p.toml"], dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("`BUSY3` needs 3 counters of block GRBM on gfx942, which counts 2 at once"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("p.toml:"), "{stderr}");
 }

@@ -80,9 +80,9 @@ impl<I: Iterator<Item = Frame>> Merge<I> {
             }
             return None;
         }
-        let Some(_) = self.pass else {
+        if self.pass.is_none() {
             return Some(frame);
-        };
+        }
         let (pass, _) = self.stream(frame.stream);
         let first = pass == 1;
         match frame.payload {
