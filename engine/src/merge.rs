@@ -98,8 +98,8 @@ impl<I: Iterator<Item = Frame>> Merge<I> {
                             names.insert(symbol.kernel_id, symbol.name.clone());
                             kept.extend(first.then_some(Meta::KernelSymbol(symbol)));
                         }
-                        // The runner's, whichever pass: the last exit is the run's.
-                        Meta::Exit(_) | Meta::Plan { .. } => kept.push(item),
+                        // The runner's items (the plan, each pass's exit) are on the first
+                        // pass's first stream.
                         other => kept.extend(first.then_some(other)),
                     }
                 }
