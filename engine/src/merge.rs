@@ -172,12 +172,10 @@ impl<I: Iterator<Item = Frame>> Merge<I> {
                 .flat_map(|of_kernel| of_kernel.into_iter().flatten())
                 .collect();
             samples.sort_by_key(|s| s.dispatch_id);
-            while !samples.is_empty() {
-                let rest = samples.split_off(samples.len().min(SAMPLES_PER_FRAME));
-                let chunk = std::mem::replace(&mut samples, rest);
+            for chunk in samples.chunks(SAMPLES_PER_FRAME) {
                 out.push_back(Frame {
                     stream,
-                    payload: Payload::Records(Batch::CounterSample(chunk)),
+                    payload: Payload::Records(Batch::CounterSample(chunk.to_vec())),
                 });
             }
         }
