@@ -566,9 +566,16 @@ fn force_configure_configures_the_tool_once() {
     assert_eq!(run.inspect()["processes"].as_array().unwrap().len(), 1);
 }
 
+/// `pipeline` run with the kit's `force` on the fake gfx942.
+fn forced(pipeline: &Path) -> Run {
+    let kit = Kit::get();
+    let force = kit.bin("force");
+    let pipeline = pipeline.to_str().unwrap();
+    kit.run(Node::FakeGfx942, pipeline, &[force.as_os_str()], &[])
+}
+
 #[test]
 fn a_counter_the_gpu_lacks_is_named_and_left_out() {
-    let kit = Kit::get();
     let dir = tempfile::tempdir().unwrap();
     let pipeline = dir.path().join("rdna-counter.toml");
     // GL2C_HIT is an RDNA counter: the SDK's definitions have it, gfx942 does not.
@@ -577,13 +584,7 @@ fn a_counter_the_gpu_lacks_is_named_and_left_out() {
         "[pipeline]\nname = \"rdna-counter\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\ncounters.collect = [\"SQ_WAVES\", \"GL2C_HIT\"]\n",
     )
     .unwrap();
-    let force = kit.bin("force");
-    let run = kit.run(
-        Node::FakeGfx942,
-        pipeline.to_str().unwrap(),
-        &[force.as_os_str()],
-        &[],
-    );
+    let run = forced(&pipeline);
     assert!(run.output.status.success(), "{}", run.printed());
     assert_eq!(
         run.tool_messages(),
@@ -612,12 +613,7 @@ fn a_counter_the_gpu_lacks_is_named_and_left_out() {
             .replace("GL2C_HIT", "SQ_WAVS"),
     )
     .unwrap();
-    let run = kit.run(
-        Node::FakeGfx942,
-        pipeline.to_str().unwrap(),
-        &[force.as_os_str()],
-        &[],
-    );
+    let run = forced(&pipeline);
     assert_eq!(run.output.status.code(), Some(2), "{}", run.printed());
     assert!(run.stderr().contains("SQ_WAVS"), "{}", run.printed());
     assert!(run.calls().is_empty(), "nothing ran: {}", run.printed());
@@ -765,4 +761,118 @@ fn collection_periods_start_and_stop_until_the_sdk_finalizes() {
     let late = last.function == "rocprofiler_start_context"
         && last.status == "ROCPROFILER_STATUS_ERROR_CONFIGURATION_LOCKED";
     assert!(last.status == SUCCESS || late, "{toggles:?}");
+}
+
+/// The hardware counters of `block` on gfx942, as the kit's definitions give them.
+fn gfx942_block(block: &str) -> Vec<String> {
+    let defs = rocflow_counters::Definitions::load(&Kit::get().metrics().join("counter_defs.yaml"))
+        .unwrap();
+    let of_block = |c: &&rocflow_counters::Counter| {
+        matches!(
+            &c.definition_for("gfx942").map(|d| &d.kind),
+            Some(rocflow_counters::DefinitionKind::Hardware { block: b, .. }) if b == block
+        )
+    };
+    (defs.counters().iter())
+        .filter(of_block)
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// What the tool says creating a configuration of `counters` (of `block`) on the real
+/// gfx942 and on the simulated one, each run in a directory of its own. rocflow is given
+/// definitions that put each counter in a block of its own, so that it plans one pass and
+/// the SDKs judge the configuration.
+fn configured(block: &str, counters: &[String]) -> (Vec<String>, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut defs = String::from("schema-version: 1\n");
+    let mut scenario = String::from(
+        "[scenario]\nname = \"limits\"\nseed = 1\nthreads = 1\niterations = 1\n\
+         [[agent]]\nname = \"gfx942\"\nproduct = \"MI300X\"\ncu_count = 304\n",
+    );
+    for (i, name) in counters.iter().enumerate() {
+        defs.push_str(&format!(
+            "{name}:\n  architectures:\n    gfx942:\n      block: UNPLANNED{i}\n      event: {i}\n  description: x\n"
+        ));
+        scenario.push_str(&format!(
+            "[[agent.counter]]\nname = \"{name}\"\nblock = \"{block}\"\n"
+        ));
+    }
+    let collect: Vec<String> = counters.iter().map(|c| format!("\"{c}\"")).collect();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(dir.path().join("defs.yaml"), defs).unwrap();
+    std::fs::write(dir.path().join("scenario.toml"), scenario).unwrap();
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[pipeline]\nname = \"limits\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"c\"\n\
+             tracing = [\"kernel_dispatch\"]\n[context.counters]\ndefinitions = \"defs.yaml\"\n\
+             collect = [{}]\n",
+            collect.join(", ")
+        ),
+    )
+    .unwrap();
+    let real = forced(&pipeline);
+    assert!(real.output.status.success(), "{}", real.printed());
+    let configs: Vec<Call> = (real.calls().into_iter())
+        .filter(|c| c.function == "rocprofiler_create_counter_config")
+        .collect();
+    assert_eq!(configs.len(), 1, "{}", real.printed());
+    let sim = support::run_on(
+        "sim:scenario.toml",
+        "p.toml",
+        &["/bin/true"],
+        dir.path(),
+        &[],
+    );
+    assert!(sim.status.success(), "{}", support::text(&sim.stderr));
+    let sim = (support::text(&sim.stderr).lines())
+        .filter_map(|l| l.strip_prefix("rocflow: "))
+        .map(str::to_owned)
+        .collect();
+    (real.tool_messages(), sim)
+}
+
+#[test]
+fn each_block_of_the_gfx942_counts_what_the_simulated_one_counts() {
+    // Every block gfx942's hardware counters use, at its limit and one beyond (where it
+    // has that many counters).
+    let blocks = [
+        "CPC", "CPF", "GRBM", "SPI", "SQ", "TA", "TCA", "TCC", "TCP", "TD",
+    ];
+    let cases: Vec<(&str, Vec<String>)> = blocks
+        .iter()
+        .flat_map(|&block| {
+            let counters = gfx942_block(block);
+            assert!(!counters.is_empty(), "no {block} counters");
+            let limit = rocflow_core::sdk::limits::block_counters(block).unwrap() as usize;
+            [limit, limit + 1]
+                .into_iter()
+                .filter(|&n| n <= counters.len())
+                .map(|n| (block, counters[..n].to_vec()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let answers = in_parallel(&cases, 4, |(block, counters)| configured(block, counters));
+    for ((block, counters), (real, sim)) in cases.iter().zip(answers) {
+        let limit = rocflow_core::sdk::limits::block_counters(block).unwrap() as usize;
+        let refused = "context `c`: creating the counter configuration for gfx942: Request exceeds the capabilities of the hardware to collect (status 38); it collects nothing";
+        let want: &[&str] = if counters.len() > limit {
+            &[refused]
+        } else {
+            &[]
+        };
+        assert_eq!(
+            real,
+            want,
+            "{} {block} counters on the real SDK",
+            counters.len()
+        );
+        assert_eq!(
+            sim,
+            real,
+            "{} {block} counters on the simulated SDK",
+            counters.len()
+        );
+    }
 }

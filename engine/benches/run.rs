@@ -5,7 +5,7 @@
 //! callbacks plus its writer thread, as the tool measures and reports it).
 //! Run with `cargo bench -p rocflow --bench run`.
 
-use std::process::Command;
+mod sim;
 
 const PIPELINE: &str = r#"
 [pipeline]
@@ -43,26 +43,8 @@ fn main() {
     std::fs::write(dir.path().join("p.toml"), PIPELINE).unwrap();
     std::fs::write(dir.path().join("big.toml"), scenario()).unwrap();
     for run in 1..=3 {
-        let output = Command::new(env!("CARGO_BIN_EXE_rocflow"))
-            .args([
-                "run",
-                "p.toml",
-                "--device",
-                "sim:big.toml",
-                "--spool",
-                "run.rfraw",
-                "--",
-                "/bin/true",
-            ])
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
+        let output = sim::run(dir.path());
         let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
         let line = stdout
             .lines()
             .find(|l| l.contains(" records from "))

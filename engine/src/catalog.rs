@@ -80,6 +80,8 @@ impl Catalog {
                 }
                 Meta::Plan { json } => self.plan = Some(json),
                 Meta::Exit(exit) => self.exit = Some(exit),
+                // The passes are merged before the stages (see `crate::merge`).
+                Meta::Pass { .. } => {}
                 Meta::ToolCost(cost) => meta.tool_cost = Some(cost),
             }
         }

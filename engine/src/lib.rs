@@ -17,6 +17,7 @@ pub mod error;
 pub mod expression;
 pub mod generate;
 pub mod import;
+pub mod merge;
 pub mod pipeline;
 pub mod plan;
 pub mod plugin;

@@ -19,6 +19,7 @@ use rayon::prelude::*;
 use crate::catalog::{Catalog, MarkerMessages};
 use crate::chunk::Chunk;
 use crate::column::row;
+use crate::merge::Merge;
 use crate::plan::{Plan, SinkPlan, TransformPlan};
 use crate::record::{Batch, Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
@@ -43,6 +44,8 @@ pub struct Report {
     pub failures: Vec<(String, u64, Vec<String>)>,
     /// The run's metadata, as it stood at the end.
     pub catalog: Catalog,
+    /// Where the counter passes of a multi-pass run disagreed (see [`crate::merge`]).
+    pub disagreements: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -75,7 +78,8 @@ pub struct Outlet<'a> {
 pub type OpenOutlet<'a> =
     dyn Fn(&Placeholders) -> Result<Box<dyn Sink>, SinkError> + Send + Sync + 'a;
 
-/// Runs the plan's stages over `frames` into the plan's sinks, opened with `open`.
+/// Runs the plan's stages over `frames`, a run of several counter passes merged into one
+/// (see [`crate::merge`]), into the plan's sinks, opened with `open`.
 pub fn run(
     plan: &Plan,
     frames: impl Iterator<Item = Frame>,
@@ -90,7 +94,10 @@ pub fn run(
             open: Box::new(move |placeholders| open(sink, placeholders)),
         })
         .collect();
-    run_into(&plan.stages.transforms, frames, outlets)
+    let mut merged = Merge::new(frames);
+    let mut report = run_into(&plan.stages.transforms, &mut merged, outlets)?;
+    report.disagreements = merged.disagreements().to_vec();
+    Ok(report)
 }
 
 /// Runs `transforms` over `frames` until they end, into `outlets`, then finishes every
@@ -181,6 +188,7 @@ pub fn run_into(
             sinks,
             failures,
             catalog: catalog.read().expect("no poison").clone(),
+            disagreements: Vec::new(),
         })
     })
 }

@@ -119,9 +119,28 @@ pub struct CounterPlan {
     pub agents: Vec<AgentSelector>,
     /// The counter definition file the names were checked against, if one was found.
     pub definitions: Option<String>,
+    /// The counted counters, split into the passes that together count them, each run of
+    /// the application counting one (see [`CounterPlan::pass`]). Plans recorded before
+    /// passes existed have none: one pass counts all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passes: Vec<Vec<String>>,
 }
 
 impl CounterPlan {
+    /// How many runs of the application count every counter.
+    pub fn pass_count(&self) -> usize {
+        self.passes.len().max(1)
+    }
+
+    /// The counters pass `index` (from 0) counts.
+    pub fn pass(&self, index: usize) -> Vec<&String> {
+        match self.passes.get(index) {
+            Some(pass) => pass.iter().collect(),
+            None if self.passes.is_empty() => self.counted().collect(),
+            None => Vec::new(),
+        }
+    }
+
     /// The counters the SDK counts: those collected that the pipeline does not derive
     /// itself (a derived counter may take the name of one the SDK defines).
     pub fn counted(&self) -> impl Iterator<Item = &String> {

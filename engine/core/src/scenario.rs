@@ -100,6 +100,9 @@ pub struct Counter {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// The hardware block that counts it, as the SDK's definitions say; by default the
+    /// name's first part (`SQ` for `SQ_WAVES`), which `SQC_*` counters (block SQ) need.
+    pub block: Option<String>,
     /// Dimension name (`DIMENSION_XCC`, …) and size, in the SDK's dimension order.
     #[serde(default, deserialize_with = "sdk_dimensions")]
     pub dimensions: Vec<(String, u32)>,

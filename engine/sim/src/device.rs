@@ -4,7 +4,7 @@
 use std::ffi::CString;
 
 use rocflow_core::abi::{AgentV0, Dim3, Handle};
-use rocflow_core::sdk::COUNTER_DIMENSIONS;
+use rocflow_core::sdk::{COUNTER_DIMENSIONS, limits};
 
 use rocflow_core::scenario::Scenario;
 
@@ -144,7 +144,12 @@ impl Device {
                     gpu,
                     name: CString::new(c.name.as_str()).unwrap_or_default(),
                     description: CString::new(c.description.as_str()).unwrap_or_default(),
-                    block: CString::new(c.name.split('_').next().unwrap_or("")).unwrap_or_default(),
+                    block: CString::new(
+                        c.block
+                            .as_deref()
+                            .unwrap_or_else(|| c.name.split('_').next().unwrap_or("")),
+                    )
+                    .unwrap_or_default(),
                     dimensions,
                 });
             }
@@ -167,7 +172,36 @@ impl Device {
         self.agents[gpu + 1].id
     }
 
+    /// Whether one configuration may count these counters (indexes into `counters`, each
+    /// once): no block holds more than the hardware counts at once.
+    pub fn fits(&self, counters: &[usize]) -> bool {
+        let blocks = counters.iter().map(|&i| self.counters[i].block.to_str());
+        limits::exceeded(blocks.map(|b| b.unwrap_or_default())).is_none()
+    }
+
     pub fn counter(&self, id: Handle) -> Option<&Counter> {
         self.counters.iter().find(|c| c.id.handle == id.handle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configuration_fits_while_each_block_is_within_its_limit() {
+        let scenario = Scenario::parse(
+            "[scenario]\nname = \"t\"\nseed = 1\nthreads = 1\niterations = 1\n\
+             [[agent]]\nname = \"gfx942\"\nproduct = \"MI300X\"\ncu_count = 304\n\
+             [[agent.counter]]\nname = \"GRBM_COUNT\"\n\
+             [[agent.counter]]\nname = \"GRBM_GUI_ACTIVE\"\n\
+             [[agent.counter]]\nname = \"GRBM_CP_BUSY\"\n\
+             [[agent.counter]]\nname = \"SQC_ICACHE_HITS\"\nblock = \"SQ\"\n",
+        )
+        .unwrap();
+        let device = Device::new(&scenario);
+        assert_eq!(device.counters[3].block.to_str(), Ok("SQ"));
+        assert!(device.fits(&[0, 1, 3]));
+        assert!(!device.fits(&[0, 1, 2]), "GRBM counts two at once");
     }
 }

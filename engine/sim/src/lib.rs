@@ -23,6 +23,15 @@ use rocflow_core::abi::{self, ClientId, Configure, ToolConfigureResult};
 use rocflow_core::scenario::{self, Scenario};
 use sdk::Phase;
 
+/// The value the simulated SDK gives a counter in a dispatch at a point (coordinates in
+/// `rocflow_core::sdk::COUNTER_DIMENSIONS` order), for the scenario's seed: what tests
+/// check collected values against.
+pub fn counter_value(seed: u64, dispatch_id: u64, counter_id: u64, coordinates: [u16; 7]) -> f64 {
+    let positions = (0..).zip(coordinates.map(u64::from));
+    let id = device::instance_id(abi::Handle { handle: counter_id }, positions);
+    workload::counter_value(seed, dispatch_id, id)
+}
+
 /// Runs when the library is loaded, before the application's `main`.
 #[used]
 #[unsafe(link_section = ".init_array")]

@@ -309,6 +309,7 @@ pub extern "C" fn rocprofiler_get_status_string(code: Status) -> *const c_char {
         status::NOT_AVAILABLE => {
             c"The service is not available. Please refer to API functions that return this status code for more information."
         }
+        status::EXCEEDS_HW_LIMIT => c"Request exceeds the capabilities of the hardware to collect",
         _ => c"General error",
     };
     text.as_ptr()
@@ -694,6 +695,11 @@ pub unsafe extern "C" fn rocprofiler_create_counter_config(
             Some(_) => return status::INVALID_ARGUMENT,
             None => return status::COUNTER_NOT_FOUND,
         }
+    }
+    indexes.sort_unstable();
+    indexes.dedup();
+    if !sdk.device.fits(&indexes) {
+        return status::EXCEEDS_HW_LIMIT;
     }
     let mut configs = sdk.configs.lock().unwrap();
     configs.push((gpu, indexes));

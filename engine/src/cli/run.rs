@@ -10,7 +10,7 @@ use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
-use crate::runner::{self, Device, Options, StartError, Stop};
+use crate::runner::{self, Device, Options, Passes, StartError, Stop};
 
 use super::pipeline::PipelineArgs;
 use super::print;
@@ -59,6 +59,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     })?;
     let mut out = String::new();
     let app = options.command[0].to_string_lossy();
+    if let Some(passes) = outcome.passes.as_ref().filter(|p| p.of > 1) {
+        out.push_str(&passes_line(passes));
+    }
     match outcome.exit {
         Some(Exit::Code(code)) => out.push_str(&format!("{app} exited with {code}\n")),
         Some(Exit::Signal(signal)) => out.push_str(&format!(
@@ -138,6 +141,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         (0, false) => 1,
         (status, _) => status.clamp(0, 255) as u8,
     }))
+}
+
+/// How far the counter passes went: all of them, or the one that stopped the run.
+fn passes_line(passes: &runner::Passes) -> String {
+    let Passes { pass, of, .. } = passes;
+    let failed = passes.exit.is_none_or(|e| e.status() != 0);
+    match &passes.failed_to_start {
+        Some(why) => format!("pass {pass} of {of} failed to start ({why}); the run stops there\n"),
+        None if failed => format!(
+            "pass {pass} of {of} failed; the run stops there, the outputs hold the passes before it and what it sent\n"
+        ),
+        None => format!("{of} passes, merged into one run\n"),
+    }
 }
 
 /// The installed rocprofiler-sdk, said on stderr; a missing or too old one is the user's

@@ -136,6 +136,9 @@ pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &m
             first.join("; ")
         );
     }
+    for disagreement in &report.disagreements {
+        eprintln!("warning: the counter passes disagree: {disagreement}");
+    }
     let placeholders = Placeholders::for_run(&report.catalog);
     for step in post::run(plan, spool, &placeholders) {
         match step.outcome {

@@ -568,6 +568,7 @@ fn pipeline(
         kernels: s.kernels.clone(),
         iterations: s.iterations.clone(),
         agents: Vec::new(),
+        per_pass: None,
     });
     let produced: Vec<RecordKind> = s
         .domains

@@ -27,6 +27,7 @@ use super::model::{
     self, AgentRef, Pipeline, PostStep, Quantity, SinkKind, SinkType, Tracing, TransformOp,
 };
 use super::params::{RUNTIME_PLACEHOLDERS, placeholders};
+use super::passes;
 use super::units::{self, IterationRanges};
 use super::value::{Node, Step};
 
@@ -410,9 +411,9 @@ impl<'a> Compiler<'a> {
         let agents = self.agents(&at(&[Step::Key("agents")]), &k.agents);
         let context_agents = self.agents_quiet(&c.agents);
         // Counters, derived expressions and architectures are checked by the counters crate.
-        let findings = self
-            .counters
-            .check(k, &derived, agents.iter().chain(&context_agents));
+        let (findings, needs) =
+            self.counters
+                .check(k, &derived, agents.iter().chain(&context_agents));
         for finding in findings {
             let mut path = at(&finding.path);
             let span = finding.offset.and_then(|offset| {
@@ -446,7 +447,37 @@ impl<'a> Compiler<'a> {
                 &reduction.dimensions,
             );
         }
+        if k.per_pass == Some(0) {
+            self.error(
+                &at(&[Step::Key("per_pass")]),
+                "a pass holds at least one counter",
+            );
+        }
+        let counted: Vec<String> = (k.collect.iter())
+            .filter(|name| !derived.iter().any(|(d, _)| d == *name))
+            .cloned()
+            .collect();
+        let passes = match passes::plan(&counted, &needs, k.per_pass.filter(|&n| n > 0)) {
+            Ok(passes) => passes,
+            Err(over) => {
+                let n = k
+                    .collect
+                    .iter()
+                    .position(|c| *c == over.counter)
+                    .unwrap_or(0);
+                self.error(
+                    &at(&[Step::Key("collect"), Step::Index(n)]),
+                    format!(
+                        "`{}` needs {} counters of block {} on {}, which counts {} at once",
+                        over.counter, over.count, over.block, over.arch, over.limit
+                    ),
+                )
+                .hint = Some("no pass can count it; collect its inputs instead".into());
+                Vec::new()
+            }
+        };
         CounterPlan {
+            passes,
             collect: k.collect.clone(),
             derived,
             reduce: k

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use rocflow_counters::expr::Expr;
-use rocflow_counters::{self as counters, Definitions, ResolveError, expr};
+use rocflow_counters::{
+    self as counters, Definitions, Requirements, ResolveError, Resolved, Resolver, expr,
+};
 
 use crate::diag::did_you_mean;
 use crate::plan::AgentSelector;
@@ -16,6 +18,7 @@ use crate::record::Agent;
 
 use super::compile::glob_match;
 use super::model;
+use super::passes::Need;
 use super::value::Step;
 
 /// A fault found in a `[context.counters]` table.
@@ -99,14 +102,16 @@ impl CounterCheck {
     }
 
     /// Checks a counters table; `agents` are the selected agents (the table's and the
-    /// context's), whose gfx names give the architectures to check.
+    /// context's), whose gfx names give the architectures to check. Gives the faults, and
+    /// what each counter the SDK counts needs on each architecture it was checked on.
     pub fn check<'a>(
         &mut self,
         table: &model::Counters,
         derived: &[(String, String)],
         agents: impl Iterator<Item = &'a AgentSelector>,
-    ) -> Vec<Finding> {
+    ) -> (Vec<Finding>, Vec<Need>) {
         let mut findings = Vec::new();
+        let mut needs = Vec::new();
         let mut parsed = Vec::new();
         for (d, (name, text)) in derived.iter().enumerate() {
             match expr::parse(text) {
@@ -133,7 +138,7 @@ impl CounterCheck {
             })
             .collect();
         let Some((_, defs)) = self.definitions(table.definitions.as_deref(), &mut findings) else {
-            return findings;
+            return (findings, needs);
         };
         let known: Vec<&str> = defs.architectures().into_iter().collect();
         let mut architectures: Vec<&str> = Vec::new();
@@ -184,36 +189,61 @@ impl CounterCheck {
                 for (_, d, expression) in &parsed {
                     resolver.add_derived(d.clone(), expression.clone());
                 }
-                if let Err(err) = resolver.requirements(name) {
-                    // Reported elsewhere: cycles among the pipeline's own counters (at
-                    // them), and unknown counters a derived one reads (where collected).
-                    let reported = match &err {
-                        ResolveError::Cycle { cycle } => {
-                            cycle.iter().all(|c| parsed.iter().any(|(_, d, _)| d == c))
+                let err = match resolver.requirements(name) {
+                    Ok(requirements) => {
+                        if !inline {
+                            needs.push(need(&resolver, name, requirements));
                         }
-                        ResolveError::Unknown { name, via, .. } => {
-                            !via.is_empty() && table.collect.contains(name)
-                        }
-                        _ => false,
-                    };
-                    if reported {
-                        break;
+                        continue;
                     }
-                    let hint = match &err {
-                        ResolveError::Unknown { .. } => Some(format!(
-                            "`rocflow counters list --arch {arch}` lists what {arch} offers"
-                        )),
-                        _ => None,
-                    };
-                    findings.push(Finding {
-                        hint,
-                        ..Finding::at(path.clone(), err.to_string())
-                    });
+                    Err(err) => err,
+                };
+                // Reported elsewhere: cycles among the pipeline's own counters (at
+                // them), and unknown counters a derived one reads (where collected).
+                let reported = match &err {
+                    ResolveError::Cycle { cycle } => {
+                        cycle.iter().all(|c| parsed.iter().any(|(_, d, _)| d == c))
+                    }
+                    ResolveError::Unknown { name, via, .. } => {
+                        !via.is_empty() && table.collect.contains(name)
+                    }
+                    _ => false,
+                };
+                if reported {
                     break;
                 }
+                let hint = match &err {
+                    ResolveError::Unknown { .. } => Some(format!(
+                        "`rocflow counters list --arch {arch}` lists what {arch} offers"
+                    )),
+                    _ => None,
+                };
+                findings.push(Finding {
+                    hint,
+                    ..Finding::at(path.clone(), err.to_string())
+                });
+                break;
             }
         }
-        findings
+        (findings, needs)
+    }
+}
+
+/// What `name` needs counted on the resolver's architecture: each hardware counter with
+/// its block.
+fn need(resolver: &Resolver<'_>, name: &str, requirements: Requirements) -> Need {
+    let hardware =
+        requirements
+            .hardware
+            .into_iter()
+            .filter_map(|counter| match resolver.lookup(&counter) {
+                Ok(Some(Resolved::Hardware { block, .. })) => Some((counter, block.to_owned())),
+                _ => None,
+            });
+    Need {
+        counter: name.to_owned(),
+        arch: resolver.arch().to_owned(),
+        hardware: hardware.collect(),
     }
 }
 

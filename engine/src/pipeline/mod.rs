@@ -6,6 +6,7 @@ mod compile;
 mod counters;
 pub mod model;
 pub mod params;
+mod passes;
 pub mod schema;
 pub mod starter;
 pub mod template;

@@ -133,6 +133,9 @@ pub struct Counters {
     pub iterations: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentRef>,
+    /// At most this many collected counters per pass (more passes than the hardware
+    /// needs, e.g. to test a multi-pass run on a small context).
+    pub per_pass: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]

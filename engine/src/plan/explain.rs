@@ -169,6 +169,16 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
             agents(&k.agents, "the context's agents"),
             k.collect.join(", ")
         );
+        if k.pass_count() > 1 {
+            let _ = writeln!(
+                out,
+                "        {} passes: the application runs once per pass, with the same arguments and environment; the runs are merged by process, kernel and dispatch order",
+                k.pass_count()
+            );
+            for (n, pass) in k.passes.iter().enumerate() {
+                let _ = writeln!(out, "          pass {}: {}", n + 1, pass.join(", "));
+            }
+        }
         for (name, expression) in &k.derived {
             let _ = writeln!(out, "        derived {name} = {expression}");
         }

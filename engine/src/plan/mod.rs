@@ -236,6 +236,16 @@ impl Plan {
             .collect()
     }
 
+    /// How many times the application runs: once per pass of the context that counts
+    /// the most passes (the SDK lets one context count dispatches).
+    pub fn passes(&self) -> usize {
+        (self.contexts.iter())
+            .filter_map(|c| c.counters.as_ref())
+            .map(|k| k.pass_count())
+            .max()
+            .unwrap_or(1)
+    }
+
     /// Whether a sink or a transform takes records of `kind`; others only go to the spool.
     pub fn consumes(&self, kind: RecordKind) -> bool {
         self.sinks.iter().any(|s| s.kinds.contains(&kind))

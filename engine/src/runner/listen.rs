@@ -113,6 +113,11 @@ impl Default for Counts {
 }
 
 impl Counts {
+    /// Whether every stream that connected has ended.
+    pub fn all_ended(&self) -> bool {
+        self.lives.lock().unwrap().iter().all(|life| life.ended)
+    }
+
     /// The life of stream `stream`, if it connected.
     pub fn life(&self, stream: u16) -> Option<Life> {
         self.lives.lock().unwrap().get(usize::from(stream)).copied()
@@ -140,7 +145,8 @@ impl Counts {
 }
 
 /// Accepts connections until `stop` is set and no connection is left waiting; every
-/// frame goes to `frames` with its stream set to its connection's number.
+/// frame goes to `frames` with its stream set to its connection's number, which counts on
+/// from the connections of earlier passes.
 pub fn serve(
     listener: UnixListener,
     intake: Arc<Intake>,
@@ -151,7 +157,7 @@ pub fn serve(
     listener
         .set_nonblocking(true)
         .expect("a listening socket can be made non-blocking");
-    let mut next: u16 = 0;
+    let mut next = counts.streams.load(Ordering::Relaxed) as u16;
     loop {
         match listener.accept() {
             Ok((socket, _)) => {

@@ -13,10 +13,10 @@ use std::io::IsTerminal;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
 
 use listen::Intake;
 use std::time::{Duration, Instant};
@@ -73,7 +73,9 @@ pub struct Options {
 pub struct Outcome {
     /// How the application ended; `None` if rocflow stopped waiting for it.
     pub exit: Option<Exit>,
-    /// The application's pid.
+    /// The passes that ran; `None` if rocflow stopped waiting for the application.
+    pub passes: Option<Passes>,
+    /// The application's pid (in the first pass).
     pub pid: u32,
     /// Why rocflow stopped waiting for the application, if it did.
     pub stopped: Option<Stop>,
@@ -91,6 +93,105 @@ pub struct Outcome {
     pub spool: PathBuf,
     /// Why the spool is incomplete, if writing it failed.
     pub spool_error: Option<String>,
+}
+
+/// How far the application's runs went, one per counter pass: all of them, or up to the
+/// one that failed, which stops the run.
+#[derive(Debug, Clone)]
+pub struct Passes {
+    /// How the last run ended; `None` if waiting for it failed or it did not start.
+    pub exit: Option<Exit>,
+    /// The last pass that ran or was to run (from 1), of `of`.
+    pub pass: u32,
+    pub of: u32,
+    /// Why that pass's application could not start.
+    pub failed_to_start: Option<String>,
+}
+
+/// How to start the application for a pass: the same program, arguments and environment
+/// each time, with a socket of the pass's own and the pass to count.
+struct Launch {
+    program: OsString,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+    dir: PathBuf,
+}
+
+impl Launch {
+    /// Listens on the pass's socket and starts the application; `pass` from 0.
+    fn start(&self, pass: usize) -> Result<(UnixListener, Child), StartError> {
+        let socket = self.dir.join(format!("rocflow-{pass}.sock"));
+        let listener = UnixListener::bind(&socket).map_err(|e| {
+            StartError::Setup(format!("cannot listen on {}: {e}", socket.display()))
+        })?;
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env("ROCFLOW_SOCKET", &socket)
+            .env("ROCFLOW_PASS", pass.to_string());
+        let child = command.spawn().map_err(|source| StartError::Spawn {
+            program: self.program.to_string_lossy().into_owned(),
+            source,
+        })?;
+        signals::forward_to(child.id());
+        Ok((listener, child))
+    }
+}
+
+/// One pass's application and the socket it connects to.
+struct Pass {
+    listener: UnixListener,
+    child: Child,
+    /// From 1.
+    number: u32,
+}
+
+impl Pass {
+    /// Marks the pass in the spool when there are several, takes its processes' streams
+    /// until it has exited, and says how it ended.
+    fn run(
+        self,
+        intake: &Arc<Intake>,
+        frames: &SyncSender<Frame>,
+        counts: &Arc<listen::Counts>,
+        passes: usize,
+    ) -> Option<Exit> {
+        let Pass {
+            listener,
+            mut child,
+            number,
+        } = self;
+        if passes > 1 {
+            let mut frame = Vec::new();
+            wire::encode_meta(0, &[Meta::Pass { number }], &mut frame);
+            let _ = intake.take(&frame, frames);
+        }
+        let accepted = Arc::new(AtomicBool::new(false));
+        let listener_thread = {
+            let (intake, frames, accepted, counts) = (
+                Arc::clone(intake),
+                frames.clone(),
+                Arc::clone(&accepted),
+                Arc::clone(counts),
+            );
+            std::thread::spawn(move || listen::serve(listener, intake, frames, accepted, counts))
+        };
+        let exit = child.wait().ok().map(|s| match (s.code(), s.signal()) {
+            (Some(code), _) => Exit::Code(code),
+            (None, Some(signal)) => Exit::Signal(signal),
+            (None, None) => Exit::Code(1),
+        });
+        if let Some(exit) = exit {
+            let mut frame = Vec::new();
+            wire::encode_meta(0, &[Meta::Exit(exit)], &mut frame);
+            let _ = intake.take(&frame, frames);
+        }
+        accepted.store(true, Ordering::Release);
+        // Connections made before the application exited are still accepted.
+        let _ = listener_thread.join();
+        exit
+    }
 }
 
 /// A process that ended without finalizing (`_exit`, SIGKILL): records after its last
@@ -166,52 +267,52 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         .prefix("rocflow-")
         .tempdir()
         .map_err(|e| setup(format!("cannot create the socket directory: {e}")))?;
-    let socket = dir.path().join("rocflow.sock");
     let plan_file = dir.path().join("plan.json");
     let plan_json = plan.to_json();
     std::fs::write(&plan_file, &plan_json)
         .map_err(|e| setup(format!("cannot write the plan: {e}")))?;
-    let listener = UnixListener::bind(&socket)
-        .map_err(|e| setup(format!("cannot listen on {}: {e}", socket.display())))?;
-
     let (program, args) = options
         .command
         .split_first()
         .ok_or_else(|| setup("no application to run".into()))?;
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .env("ROCFLOW_SOCKET", &socket)
-        .env("ROCFLOW_PLAN", &plan_file)
-        .env("ROCP_TOOL_LIBRARIES", &tool);
+    let mut env = vec![
+        (OsString::from("ROCFLOW_PLAN"), plan_file.into_os_string()),
+        ("ROCP_TOOL_LIBRARIES".into(), tool.into_os_string()),
+    ];
     if let Some(sim) = &sim {
         let mut preload = OsString::from(sim);
         if let Some(existing) = std::env::var_os("LD_PRELOAD") {
             preload.push(":");
             preload.push(existing);
         }
-        command.env("LD_PRELOAD", preload);
+        env.push(("LD_PRELOAD".into(), preload));
     }
     for (name, value) in plan.application_env() {
         // The user's own value wins: `…=OFF` keeps AMD's beta off (it can hang the
         // machine, AMD warns), for a site that forbids it.
         if std::env::var_os(name).is_none() {
-            command.env(name, value);
+            env.push((name.into(), value.into()));
         }
     }
     if let Some(scenario) = scenario {
-        command.env("ROCFLOW_SIM_SCENARIO", scenario);
+        env.push(("ROCFLOW_SIM_SCENARIO".into(), scenario.into_os_string()));
     }
     if let Some(sdk) = &options.sdk {
         // rocprofiler-register loads this one, not another its loader might find first.
-        command.env("ROCPROFILER_REGISTER_LIBRARY", &sdk.path);
+        env.push((
+            "ROCPROFILER_REGISTER_LIBRARY".into(),
+            sdk.path.clone().into(),
+        ));
     }
-    let mut child = command.spawn().map_err(|source| StartError::Spawn {
-        program: program.to_string_lossy().into_owned(),
-        source,
-    })?;
+    let launch = Launch {
+        program: program.clone(),
+        args: args.to_vec(),
+        env,
+        dir: dir.path().to_owned(),
+    };
+    let passes = plan.passes();
+    let (listener, mut child) = launch.start(0)?;
     let pid = child.id();
-    signals::forward_to(pid);
     // The application waits on the socket's backlog meanwhile; nothing is read yet.
     let (spool_path, spool) = match create_spool(plan, options, pid) {
         Ok(created) => created,
@@ -229,31 +330,41 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
     let _ = intake.take(&plan_frame, &frames_in);
     let stop = Arc::new(AtomicBool::new(false));
     let counts = Arc::new(listen::Counts::default());
-    let listener_thread = {
-        let (intake, frames_in, stop, counts) = (
-            Arc::clone(&intake),
-            frames_in.clone(),
-            Arc::clone(&stop),
-            Arc::clone(&counts),
-        );
-        std::thread::spawn(move || listen::serve(listener, intake, frames_in, stop, counts))
-    };
-    let waiter = {
-        let (intake, stop) = (Arc::clone(&intake), Arc::clone(&stop));
+    let driver = {
+        let (intake, stop, counts) = (Arc::clone(&intake), Arc::clone(&stop), Arc::clone(&counts));
         std::thread::spawn(move || {
-            let status = child.wait();
-            let exit = status.ok().map(|s| match (s.code(), s.signal()) {
-                (Some(code), _) => Exit::Code(code),
-                (None, Some(signal)) => Exit::Signal(signal),
-                (None, None) => Exit::Code(1),
-            });
-            if let Some(exit) = exit {
-                let mut frame = Vec::new();
-                wire::encode_meta(0, &[Meta::Exit(exit)], &mut frame);
-                let _ = intake.take(&frame, &frames_in);
+            let mut started = (listener, child);
+            let mut number = 1;
+            loop {
+                let (listener, child) = started;
+                let exit = Pass {
+                    listener,
+                    child,
+                    number,
+                }
+                .run(&intake, &frames_in, &counts, passes);
+                let ended = |exit, pass, failed_to_start| Passes {
+                    exit,
+                    pass,
+                    of: passes as u32,
+                    failed_to_start,
+                };
+                let failed = exit.is_none_or(|e| e.status() != 0);
+                // SIGTERM between passes: no further pass starts.
+                let stopping = stop.load(Ordering::Acquire) || crate::cancel::requested();
+                if failed || number as usize == passes || stopping {
+                    return ended(exit, number, None);
+                }
+                // A pass's frames all come before the next pass's marker.
+                while !counts.all_ended() && !stop.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                started = match launch.start(number as usize) {
+                    Ok(next) => next,
+                    Err(e) => return ended(None, number + 1, Some(e.to_string())),
+                };
+                number += 1;
             }
-            stop.store(true, Ordering::Release);
-            exit
         })
     };
     let progress = std::io::stderr().is_terminal().then(|| {
@@ -297,21 +408,19 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
     if let Some(e) = intake.finish() {
         spool_error.get_or_insert(e);
     }
-    let exit = if stopped.is_some() {
-        None
-    } else {
-        waiter.join().ok().flatten()
-    };
     stop.store(true, Ordering::Release);
-    if stopped.is_none() {
-        let _ = listener_thread.join();
-    }
+    let passes = match stopped {
+        Some(_) => None,
+        None => driver.join().ok(),
+    };
+    let exit = passes.as_ref().and_then(|p| p.exit);
     if let Some(p) = progress {
         let _ = p.join();
     }
     let unfinalized = unfinalized(&report, &counts);
     Ok(Outcome {
         exit,
+        passes,
         pid,
         stopped,
         report,

@@ -46,6 +46,9 @@ pub struct Tool {
     api: Api,
     plan: PlanContexts,
     socket: PathBuf,
+    /// Which of the counters' passes this run of the application counts (`ROCFLOW_PASS`,
+    /// from 0; the runner runs the application once per pass).
+    pass: usize,
     /// Agent handles in rocflow's agent index order (set in initialize, read-only after).
     agents: OnceLock<Vec<u64>>,
     kernels: RwLock<Kernels>,
@@ -213,10 +216,17 @@ fn configure() -> Result<Tool, String> {
             plan.format
         ));
     }
+    let pass = match std::env::var("ROCFLOW_PASS") {
+        Ok(text) => {
+            (text.parse()).map_err(|_| format!("ROCFLOW_PASS is `{text}`, not a pass number"))?
+        }
+        Err(_) => 0,
+    };
     Ok(Tool {
         api: Api::resolve()?,
         plan,
         socket: socket.into(),
+        pass,
         agents: OnceLock::new(),
         kernels: RwLock::default(),
         code_objects: RwLock::default(),

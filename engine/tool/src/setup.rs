@@ -297,7 +297,7 @@ fn count(
         let mut chosen = Vec::new();
         // Counters the pipeline derives itself are computed by the runner from the
         // collected ones.
-        for name in plan.counted() {
+        for name in plan.pass(tool.pass) {
             match available.iter().find(|c| c.name == *name) {
                 Some(counter) => {
                     let dims = counter_dimensions(tool, counter.id)?;

@@ -33,6 +33,7 @@ pub mod status {
     pub const FINALIZED: Status = 21;
     pub const PROFILE_NOT_FOUND: Status = 30;
     pub const NOT_AVAILABLE: Status = 37;
+    pub const EXCEEDS_HW_LIMIT: Status = 38;
 }
 
 /// `rocprofiler_buffer_category_t`.

@@ -178,6 +178,10 @@ fn constants_have_the_sdk_values() {
             "ROCPROFILER_STATUS_ERROR_NOT_AVAILABLE",
             status::NOT_AVAILABLE,
         ),
+        (
+            "ROCPROFILER_STATUS_ERROR_EXCEEDS_HW_LIMIT",
+            status::EXCEEDS_HW_LIMIT,
+        ),
     ] {
         assert_eq!(value(status_t, c), i64::from(ours), "{c}");
     }

@@ -41,6 +41,11 @@ pub enum Meta {
     },
     /// How the application ended; the runner adds it once the application has exited.
     Exit(Exit),
+    /// The runner starts the application for pass `number` (from 1) of a counters
+    /// context's passes: the streams that connect from now on belong to it.
+    Pass {
+        number: u32,
+    },
     /// What the tool library cost the process: CPU time in buffer callbacks and in its
     /// writer thread, for the records it sent. The tool's last item.
     ToolCost(ToolCost),
