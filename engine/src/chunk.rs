@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::record::Batch;
+use crate::record::{ApiArgs, Batch};
 
 #[derive(Debug, Clone)]
 pub struct Chunk {
@@ -12,6 +12,8 @@ pub struct Chunk {
     pub batch: Batch,
     /// Columns added by `derive` transforms, one value per record.
     pub extra: Vec<Extra>,
+    /// The API calls' arguments, by correlation id, where the context collects them.
+    pub args: Option<Arc<ApiArgs>>,
 }
 
 #[derive(Debug, Clone)]
@@ -26,6 +28,7 @@ impl Chunk {
             stream,
             batch,
             extra: Vec::new(),
+            args: None,
         }
     }
 

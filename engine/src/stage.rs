@@ -9,6 +9,7 @@
 //! its own thread behind a bounded channel, so a slow sink holds the decoder back instead of
 //! filling memory, and a failing sink stops alone.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -20,7 +21,7 @@ use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::column::row;
 use crate::plan::{Plan, SinkPlan, TransformPlan};
-use crate::record::{Meta, RecordKind};
+use crate::record::{ApiArgs, Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::transform::{Table, Transform};
 use crate::wire::{Frame, Payload};
@@ -126,6 +127,7 @@ pub fn run_into(
             origin_ns: None,
             counts: Vec::new(),
             stopped: None,
+            args: HashMap::default(),
         };
         for frame in frames {
             decoder.frame(frame);
@@ -195,6 +197,8 @@ struct Decoder<'a> {
     counts: Vec<(RecordKind, u64)>,
     /// Why the run stops early (a strict transform failed).
     stopped: Option<String>,
+    /// Per stream, the arguments frame that came before its next API records frame.
+    args: HashMap<u16, ApiArgs>,
 }
 
 impl Decoder<'_> {
@@ -220,6 +224,11 @@ impl Decoder<'_> {
                     catalog.apply(frame.stream, made);
                 }
             }
+            Payload::Args(args) => {
+                if self.wanted(RecordKind::Api) {
+                    self.args.insert(frame.stream, args);
+                }
+            }
             Payload::Records(batch) => {
                 let kind = batch.kind();
                 match self.counts.iter_mut().find(|(k, _)| *k == kind) {
@@ -234,7 +243,11 @@ impl Decoder<'_> {
                 if !self.wanted(kind) {
                     return;
                 }
-                self.window.push(Chunk::new(frame.stream, batch));
+                let mut chunk = Chunk::new(frame.stream, batch);
+                if kind == RecordKind::Api {
+                    chunk.args = self.args.remove(&frame.stream).map(Arc::new);
+                }
+                self.window.push(chunk);
                 if self.window.len() >= self.window_chunks {
                     self.flush();
                 }
