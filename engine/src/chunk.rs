@@ -1,7 +1,9 @@
 //! A chunk: records of one kind from one stream, as they move through the stages.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
+use crate::catalog::StreamMeta;
 use crate::record::{ApiArgs, Batch};
 
 #[derive(Debug, Clone)]
@@ -14,6 +16,15 @@ pub struct Chunk {
     pub extra: Vec<Extra>,
     /// The API calls' arguments, by correlation id, where the context collects them.
     pub args: Option<Arc<ApiArgs>>,
+}
+
+/// An API call's argument as sinks write it: the SDK's texts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgText<'a> {
+    pub position: u8,
+    pub name: &'a str,
+    pub type_name: &'a str,
+    pub value: Cow<'a, str>,
 }
 
 #[derive(Debug, Clone)]
@@ -43,6 +54,25 @@ impl Chunk {
     /// The added column `name`, if a transform derived it.
     pub fn extra(&self, name: &str) -> Option<&Extra> {
         self.extra.iter().find(|e| &*e.name == name)
+    }
+
+    /// The arguments of record `i`, if it is an API call whose context collected them,
+    /// with their strings resolved in `meta`, its stream's metadata.
+    pub fn args<'a>(
+        &'a self,
+        i: usize,
+        meta: &'a StreamMeta,
+    ) -> Option<impl Iterator<Item = ArgText<'a>> + 'a> {
+        let Batch::Api(calls) = &self.batch else {
+            return None;
+        };
+        let args = self.args.as_ref()?.of(calls[i].correlation_id)?;
+        Some(args.iter().map(|a| ArgText {
+            position: a.position,
+            name: meta.string(a.name),
+            type_name: meta.string(a.type_name),
+            value: a.value.text(|sym| meta.string(sym)),
+        }))
     }
 
     /// Keeps record `i` where `keep[i]`, with its added columns.

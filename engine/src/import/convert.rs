@@ -588,6 +588,7 @@ fn pipeline(
         counters,
         pc_sampling: s.pc_sampling.clone(),
         serialize: false,
+        args: false,
         agents: Vec::new(),
         period: s.period.clone(),
     });

@@ -177,6 +177,11 @@ impl<'a> Compiler<'a> {
                 .hint = Some("merge the two entries into one".into());
             }
         }
+        let tracing = if c.args {
+            self.with_args(i, c, tracing)
+        } else {
+            tracing
+        };
         let counters = c.counters.as_ref().map(|k| self.counters(i, c, k));
         let pc_sampling = c.pc_sampling.as_ref().map(|p| self.pc_sampling(i, p));
         if tracing.is_empty() && counters.is_none() && pc_sampling.is_none() {
@@ -204,6 +209,36 @@ impl<'a> Compiler<'a> {
             serialize: c.serialize,
             start: self.period(i, c.period.as_ref()),
         }
+    }
+
+    /// Traces the API domains whose records can carry arguments through the domains whose
+    /// records do (`_EXT`); a context where none can is refused, since it would look
+    /// configured and collect no argument.
+    fn with_args(
+        &mut self,
+        i: usize,
+        c: &model::Context,
+        tracing: Vec<TracingPlan>,
+    ) -> Vec<TracingPlan> {
+        if !tracing.iter().any(|t| t.domain.with_args().is_some()) {
+            self.error(
+                path!["context", i, "args"],
+                format!(
+                    "context `{}` traces no API whose calls the SDK gives arguments of",
+                    c.name
+                ),
+            )
+            .hint = Some(
+                "rocprofiler-sdk gives the arguments of hip_runtime_api, hip_compiler_api and rocdecode_api calls (as rocprofv3 records them); HSA, marker and RCCL calls carry none".into(),
+            );
+        }
+        tracing
+            .into_iter()
+            .map(|t| TracingPlan {
+                domain: t.domain.with_args().unwrap_or(t.domain),
+                ..t
+            })
+            .collect()
     }
 
     fn tracing(&mut self, i: usize, j: usize, t: &Tracing) -> Option<TracingPlan> {

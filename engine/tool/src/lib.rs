@@ -2,7 +2,9 @@
 //! `ROCP_TOOL_LIBRARIES` and calls [`rocprofiler_configure`]; in the initialize callback
 //! it creates the contexts of the Plan the runner left in `ROCFLOW_PLAN`, and from then on
 //! every buffered record is converted and streamed to the runner's socket
-//! (`ROCFLOW_SOCKET`). It decodes, interns and formats nothing: that is the runner's job.
+//! (`ROCFLOW_SOCKET`). It decodes, interns and formats nothing, which is the runner's
+//! job, except API call arguments: only the SDK in the process can read them, so the tool
+//! interns their names, types and texts (each distinct one once).
 //!
 //! When something is wrong (an SDK too old or missing a symbol, no runner to talk to) it
 //! says what on stderr and stays out of the application's way.
@@ -14,6 +16,7 @@ mod flusher;
 mod records;
 mod setup;
 mod stream;
+mod strings;
 
 use std::collections::HashMap;
 

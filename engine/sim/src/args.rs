@@ -1,0 +1,132 @@
+//! HIP calls' arguments, as the real SDK gives them: `_EXT` records that hold them, and
+//! `rocprofiler_iterate_buffer_tracing_record_args`, which names, types (as `typeid(T)
+//! .name()` does) and prints them (`fmt`'s forms: `0x` addresses, `{z=…, y=…, x=…}` for a
+//! `dim3`, the enumerator's suffix for a `hipMemcpyKind`). The records hold the values the
+//! simulated calls take; only this iteration reads them, as only the real SDK reads its
+//! `rocprofiler_hip_api_args_t` union.
+
+use std::ffi::{CString, c_int, c_void};
+
+use rocflow_core::abi::{ApiRecord, BufferArgsCallback, RecordHeader, Status, category, status};
+use rocflow_core::sdk::Domain;
+
+use crate::sdk::sdk;
+
+/// The simulated `rocprofiler_buffer_tracing_hip_api_ext_record_t`: the plain record, then
+/// the call's argument values.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HipApiExtRecord {
+    pub base: ApiRecord,
+    pub args: CallArgs,
+}
+
+/// A simulated call's argument values, read by its function:
+/// `hipLaunchKernel`: kernel index in the scenario, stream; `hipMemcpy`: dst, src, bytes,
+/// kind; `hipMalloc`: the pointer's address, bytes; `hipFree`: the pointer.
+pub type CallArgs = [u64; 4];
+
+/// Where the simulated application keeps what it passes by address.
+const HOST_STACK: u64 = 0x7ffd_4a00_0000;
+/// Where the simulated kernels' host stubs are.
+const KERNEL_STUBS: u64 = 0x5555_5a00_0000;
+
+/// The arguments of a call: name, `typeid` name, value text.
+fn arguments(function: &str, values: CallArgs) -> Vec<(&'static str, &'static str, String)> {
+    let [a, b, c, d] = values;
+    let address = |v: u64| format!("{v:#x}");
+    match function {
+        "hipLaunchKernel" => {
+            let Some(kernel) = sdk().and_then(|s| s.scenario.kernels.get(a as usize)) else {
+                return Vec::new();
+            };
+            let dim3 = |[x, y, z]: [u32; 3]| format!("{{z={z}, y={y}, x={x}}}");
+            let [gx, gy, gz] = kernel.grid;
+            let [wx, wy, wz] = kernel.workgroup;
+            let blocks = [gx / wx.max(1), gy / wy.max(1), gz / wz.max(1)];
+            vec![
+                ("function_address", "PKv", address(KERNEL_STUBS + a * 0x40)),
+                ("numBlocks", "4dim3", dim3(blocks)),
+                ("dimBlocks", "4dim3", dim3(kernel.workgroup)),
+                ("args", "PPv", address(HOST_STACK + 0x100)),
+                ("sharedMemBytes", "m", "0".into()),
+                ("stream", "P12ihipStream_t", address(b)),
+            ]
+        }
+        "hipMemcpy" => {
+            let kind = [
+                "HostToHost",
+                "HostToDevice",
+                "DeviceToHost",
+                "DeviceToDevice",
+            ];
+            vec![
+                ("dst", "Pv", address(a)),
+                ("src", "PKv", address(b)),
+                ("sizeBytes", "m", c.to_string()),
+                ("kind", "13hipMemcpyKind", kind[d as usize % 4].into()),
+            ]
+        }
+        "hipMalloc" => vec![("ptr", "PPv", address(a)), ("size", "m", b.to_string())],
+        "hipFree" => vec![("ptr", "Pv", address(a))],
+        _ => Vec::new(),
+    }
+}
+
+/// The address a call's pointer argument is kept at.
+pub fn on_stack(offset: u64) -> u64 {
+    HOST_STACK + offset
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_iterate_buffer_tracing_record_args(
+    record: RecordHeader,
+    callback: Option<BufferArgsCallback>,
+    data: *mut c_void,
+) -> Status {
+    let Some(callback) = callback else {
+        return status::INVALID_ARGUMENT;
+    };
+    let domain = (record.category == category::TRACING)
+        .then(|| Domain::from_sdk_value(record.kind as i32))
+        .flatten();
+    match domain {
+        None => return status::INVALID_ARGUMENT,
+        // As the real SDK: only the `_EXT` records hold arguments.
+        Some(d) if !d.has_args() => return status::NOT_IMPLEMENTED,
+        Some(_) => {}
+    }
+    // SAFETY: an `_EXT` record this SDK delivered.
+    let ext = unsafe { &*record.payload.cast::<HipApiExtRecord>() };
+    let operation = ext.base.operation;
+    let function = Domain::HipRuntimeApi
+        .operation_name(operation)
+        .unwrap_or_default();
+    for (i, (name, type_name, value)) in arguments(function, ext.args).into_iter().enumerate() {
+        let [name, type_name, value] =
+            [name, type_name, &value].map(|s| CString::new(s).expect("no NUL"));
+        let address = &ext.args as *const CallArgs as *const c_void;
+        // SAFETY: the tool's callback, with NUL-terminated strings valid for the call.
+        let stop: c_int = unsafe {
+            callback(
+                record.kind as i32,
+                operation,
+                i as u32,
+                address,
+                type_name
+                    .as_bytes()
+                    .iter()
+                    .take_while(|&&c| c == b'P')
+                    .count() as i32,
+                type_name.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr(),
+                data,
+            )
+        };
+        if stop != 0 {
+            break;
+        }
+    }
+    status::SUCCESS
+}
