@@ -6,10 +6,12 @@
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use rusqlite::{Connection, OpenFlags};
-use support::{assert_success, run_on};
+use support::{assert_success, csv, decode_perfetto, duckdb, rocflow, run_on};
 
 /// The pipeline every test here runs: HIP calls with their arguments, the copies and
 /// kernels they made, into each sink.
@@ -24,20 +26,76 @@ args = true
 name = "db"
 kind = "rocpd"
 path = "out/run.db"
+[[sink]]
+name = "csv"
+kind = "csv"
+path = "out/csv"
+[[sink]]
+name = "trace"
+kind = "perfetto"
+path = "out/trace.pftrace"
+[[sink]]
+name = "ds"
+kind = "parquet"
+path = "out/ds"
 "#;
 
-/// Runs [`PIPELINE`] on the simulated device in a fresh directory.
-fn run() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("p.toml"), PIPELINE).unwrap();
-    assert_success(&run_on(
-        "sim",
-        "p.toml",
-        &["/bin/sleep", "0.2"],
-        dir.path(),
-        &[],
-    ));
-    dir
+/// Keeps the calls that copied more than a MiB, from the run's spool.
+const LARGE_COPIES: &str = r#"
+[pipeline]
+name = "large"
+[[context]]
+name = "api"
+tracing = ["hip_runtime_api", "memory_copy", "kernel_dispatch"]
+args = true
+[[transform]]
+name = "large"
+kind = "filter"
+records = ["api"]
+predicate = "args.sizeBytes > 1MiB"
+[[sink]]
+name = "csv"
+kind = "csv"
+path = "large"
+"#;
+
+/// The directory of one run of [`PIPELINE`] on the simulated device, shared by the tests.
+fn run() -> &'static Path {
+    static RUN: OnceLock<tempfile::TempDir> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.toml"), PIPELINE).unwrap();
+        let app = ["/bin/sleep", "0.2"];
+        assert_success(&run_on("sim", "p.toml", &app, dir.path(), &[]));
+        dir
+    })
+    .path()
+}
+
+/// The sizes of the run's copies, in order.
+fn copy_sizes(dir: &Path) -> Vec<u64> {
+    let mut sizes: Vec<u64> = csv(&dir.join("out/csv/memory_copy.csv"))
+        .iter()
+        .map(|row| row["bytes"].parse().unwrap())
+        .collect();
+    sizes.sort_unstable();
+    sizes
+}
+
+/// The `args` field of each `function` call of an `api.csv`, as name → value.
+fn csv_args(path: &Path, function: &str) -> Vec<BTreeMap<String, String>> {
+    csv(path)
+        .iter()
+        .filter(|row| row["operation"] == function)
+        .map(|row| {
+            (row["args"].split(';'))
+                .map(|pair| {
+                    let (name, value) = pair.split_once('=').unwrap();
+                    (name.to_owned(), value.to_owned())
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn query<T: rusqlite::types::FromSql>(db: &Connection, sql: &str) -> Vec<T> {
@@ -52,8 +110,7 @@ fn open(path: &Path) -> Connection {
 
 #[test]
 fn rocpd_holds_each_calls_arguments_as_rocprofv3_writes_them() {
-    let dir = run();
-    let db = open(&dir.path().join("out/run.db"));
+    let db = open(&run().join("out/run.db"));
     // Each hipMemcpy's arguments, in order, with the types demangled.
     let memcpy: Vec<String> = query(
         &db,
@@ -99,4 +156,93 @@ fn rocpd_holds_each_calls_arguments_as_rocprofv3_writes_them() {
     for (asked, ran) in launches {
         assert_eq!(asked, ran);
     }
+}
+
+#[test]
+fn csv_has_an_args_column_with_each_calls_arguments() {
+    let dir = run();
+    let api = dir.join("out/csv/api.csv");
+    let memcpy = csv_args(&api, "hipMemcpy");
+    let mut sizes: Vec<u64> = memcpy
+        .iter()
+        .map(|a| a["sizeBytes"].parse().unwrap())
+        .collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, copy_sizes(dir));
+    for args in &memcpy {
+        assert_eq!(
+            args.keys().collect::<Vec<_>>(),
+            ["dst", "kind", "sizeBytes", "src"]
+        );
+        assert!(["HostToDevice", "DeviceToHost"].contains(&args["kind"].as_str()));
+    }
+    let mallocs = csv_args(&api, "hipMalloc");
+    assert!(!mallocs.is_empty());
+    assert!(
+        mallocs
+            .iter()
+            .all(|a| a["size"] == "16777216" && a["ptr"].starts_with("0x"))
+    );
+}
+
+#[test]
+fn perfetto_api_slices_carry_the_arguments_as_debug_annotations() {
+    let dir = run();
+    let decoded = decode_perfetto(&[dir.join("out/trace.pftrace")]);
+    let memcpy: Vec<&serde_json::Value> = decoded[0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "hipMemcpy" && e["type"] == "B")
+        .collect();
+    let mut sizes: Vec<u64> = memcpy
+        .iter()
+        .map(|e| e["args"]["sizeBytes"].as_u64().unwrap())
+        .collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, copy_sizes(dir));
+    for e in memcpy {
+        let args = &e["args"];
+        // Pointers as pointers, enumerators as text, beside the slice's own annotations.
+        assert_eq!(args["dst"], "0x7f0000000000");
+        assert!(args["kind"].is_string());
+        assert!(args["correlation_id"].as_u64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn parquet_has_the_arguments_as_a_list_duckdb_reads() {
+    let dir = run();
+    let rows = duckdb(
+        dir,
+        &[
+            "SELECT a.value FROM (SELECT unnest(args) AS a FROM 'out/ds/api/*.parquet' \
+           WHERE operation = 'hipMemcpy') WHERE a.name = 'sizeBytes' AND a.type = 'unsigned long' \
+           AND a.position = 2",
+        ],
+    );
+    let mut sizes: Vec<u64> = rows[0]
+        .iter()
+        .map(|r| r[0].as_str().unwrap().parse().unwrap())
+        .collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, copy_sizes(dir));
+}
+
+#[test]
+fn a_filter_reads_arguments_with_sizes_in_binary_units() {
+    let dir = run();
+    std::fs::write(dir.join("large.toml"), LARGE_COPIES).unwrap();
+    let last = dir.join("rocflow-out/last.rfraw");
+    assert_success(&rocflow(
+        &["replay", last.to_str().unwrap(), "large.toml"],
+        dir,
+        &[],
+    ));
+    let kept = csv(&dir.join("large/api.csv"));
+    let large = copy_sizes(dir).into_iter().filter(|&b| b > 1 << 20).count();
+    // Only copies of more than a MiB are left: the calls without `sizeBytes` are dropped.
+    assert!(large > 0 && large < copy_sizes(dir).len());
+    assert_eq!(kept.len(), large);
+    assert!(kept.iter().all(|row| row["operation"] == "hipMemcpy"));
 }

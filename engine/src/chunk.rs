@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::catalog::StreamMeta;
-use crate::record::{ApiArgs, Batch};
+use crate::record::{ApiArgs, Arg, Batch};
 
 #[derive(Debug, Clone)]
 pub struct Chunk {
@@ -56,18 +56,21 @@ impl Chunk {
         self.extra.iter().find(|e| &*e.name == name)
     }
 
-    /// The arguments of record `i`, if it is an API call whose context collected them,
-    /// with their strings resolved in `meta`, its stream's metadata.
+    /// The arguments of record `i`, if it is an API call whose context collected them.
+    pub fn call_args(&self, i: usize) -> Option<&[Arg]> {
+        let Batch::Api(calls) = &self.batch else {
+            return None;
+        };
+        self.args.as_ref()?.of(calls[i].correlation_id)
+    }
+
+    /// [`Chunk::call_args`] with their strings resolved in `meta`, its stream's metadata.
     pub fn args<'a>(
         &'a self,
         i: usize,
         meta: &'a StreamMeta,
     ) -> Option<impl Iterator<Item = ArgText<'a>> + 'a> {
-        let Batch::Api(calls) = &self.batch else {
-            return None;
-        };
-        let args = self.args.as_ref()?.of(calls[i].correlation_id)?;
-        Some(args.iter().map(|a| ArgText {
+        Some(self.call_args(i)?.iter().map(|a| ArgText {
             position: a.position,
             name: meta.string(a.name),
             type_name: meta.string(a.type_name),

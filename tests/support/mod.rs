@@ -146,3 +146,20 @@ pub fn decode_perfetto(files: &[PathBuf]) -> Vec<serde_json::Value> {
     }
     decoded
 }
+
+/// Runs SQL in DuckDB in `dir`: the rows of each query.
+pub fn duckdb(dir: &Path, queries: &[&str]) -> Vec<Vec<Vec<serde_json::Value>>> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/support/duckdb_query.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(dir)
+        .args(queries)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "DuckDB (pip install duckdb==1.5.6, as .ci/run does): {}",
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -691,6 +691,7 @@ impl<'a> Compiler<'a> {
             );
             let has_column = |kind: RecordKind, column: &str, derived: &[Derived]| {
                 kind.column(column).is_some()
+                    || (kind == RecordKind::Api && is_argument(column))
                     || derived.iter().any(|d| d.kind == kind && d.column == column)
             };
             // The kinds of `kinds` that lack `column`, and the plugin transform (not loaded)
@@ -1201,6 +1202,13 @@ impl<'a> Compiler<'a> {
                     .set_value(d.column.clone(), d.sample.clone())
                     .expect("a fresh context is mutable");
             }
+            if kind == RecordKind::Api {
+                for name in tree.iter_variable_identifiers().filter(|n| is_argument(n)) {
+                    context
+                        .set_value(name.into(), Value::Int(1))
+                        .expect("a fresh context is mutable");
+                }
+            }
             match tree.eval_with_context(&context) {
                 Ok(value) => results.push(value),
                 Err(
@@ -1599,6 +1607,12 @@ fn inner_span(node: &Node, offset: usize, len: usize) -> Option<Span> {
 }
 
 /// Byte offset of `word` as a whole identifier in `text`.
+/// Whether an expression's variable names an API call's argument (`args.sizeBytes`).
+fn is_argument(name: &str) -> bool {
+    name.strip_prefix(crate::transform::ARGS)
+        .is_some_and(|arg| !arg.is_empty())
+}
+
 fn find_word(text: &str, word: &str) -> Option<usize> {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
     text.match_indices(word).map(|(i, _)| i).find(|&i| {
