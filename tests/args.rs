@@ -13,15 +13,17 @@ use std::sync::OnceLock;
 use rusqlite::{Connection, OpenFlags};
 use support::{assert_success, csv, decode_perfetto, duckdb, rocflow, run_on};
 
-/// The pipeline every test here runs: HIP calls with their arguments, the copies and
-/// kernels they made, into each sink.
-const PIPELINE: &str = r#"
-[pipeline]
-name = "args"
+/// The context every pipeline here has: HIP calls with their arguments, and the copies
+/// and kernels they made.
+const CONTEXT: &str = r#"
 [[context]]
 name = "api"
 tracing = ["hip_runtime_api", "memory_copy", "kernel_dispatch"]
 args = true
+"#;
+
+/// The sinks of the run every test here reads: one of each kind.
+const SINKS: &str = r#"
 [[sink]]
 name = "db"
 kind = "rocpd"
@@ -40,14 +42,8 @@ kind = "parquet"
 path = "out/ds"
 "#;
 
-/// Keeps the calls that copied more than a MiB, from the run's spool.
+/// What a replay of the run keeps: the calls that copied more than a MiB.
 const LARGE_COPIES: &str = r#"
-[pipeline]
-name = "large"
-[[context]]
-name = "api"
-tracing = ["hip_runtime_api", "memory_copy", "kernel_dispatch"]
-args = true
 [[transform]]
 name = "large"
 kind = "filter"
@@ -59,12 +55,17 @@ kind = "csv"
 path = "large"
 "#;
 
-/// The directory of one run of [`PIPELINE`] on the simulated device, shared by the tests.
+/// A pipeline named `name` with [`CONTEXT`], then `rest`.
+fn pipeline(name: &str, rest: &str) -> String {
+    format!("[pipeline]\nname = \"{name}\"\n{CONTEXT}{rest}")
+}
+
+/// The directory of one run with [`SINKS`] on the simulated device, shared by the tests.
 fn run() -> &'static Path {
     static RUN: OnceLock<tempfile::TempDir> = OnceLock::new();
     RUN.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("p.toml"), PIPELINE).unwrap();
+        std::fs::write(dir.path().join("p.toml"), pipeline("args", SINKS)).unwrap();
         let app = ["/bin/sleep", "0.2"];
         assert_success(&run_on("sim", "p.toml", &app, dir.path(), &[]));
         dir
@@ -232,7 +233,7 @@ fn parquet_has_the_arguments_as_a_list_duckdb_reads() {
 #[test]
 fn a_filter_reads_arguments_with_sizes_in_binary_units() {
     let dir = run();
-    std::fs::write(dir.join("large.toml"), LARGE_COPIES).unwrap();
+    std::fs::write(dir.join("large.toml"), pipeline("large", LARGE_COPIES)).unwrap();
     let last = dir.join("rocflow-out/last.rfraw");
     assert_success(&rocflow(
         &["replay", last.to_str().unwrap(), "large.toml"],
