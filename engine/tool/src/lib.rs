@@ -253,6 +253,12 @@ unsafe extern "C" fn initialize(_finalize: ClientFinalize, _data: *mut c_void) -
             Some(stream::after_fork_parent),
             Some(after_fork_child),
         );
+        // Registered last, so its prepare handler runs first.
+        libc::pthread_atfork(
+            Some(strings::before_fork),
+            Some(strings::after_fork),
+            Some(strings::after_fork),
+        );
     }
     crash::install();
     control::start(tool);

@@ -2,6 +2,7 @@
 //! next [`Sym`] once, and goes out as metadata before the first frame that uses it.
 //! Numbering starts after the empty string, which initialize sends as `Sym(0)`.
 
+use std::cell::RefCell;
 use std::sync::{Mutex, MutexGuard};
 
 use rustc_hash::FxHashMap;
@@ -59,4 +60,21 @@ pub fn send_new() {
     let values = std::mem::take(&mut table.pending);
     let first = table.next - values.len() as u32;
     stream::send_meta(vec![Meta::Strings { first, values }]);
+}
+
+thread_local! {
+    /// The table, held by the thread that forks while it forks.
+    static HELD: RefCell<Option<MutexGuard<'static, Option<Table>>>> = const { RefCell::new(None) };
+}
+
+/// `pthread_atfork` prepare handler, run before the stream's (strings are sent under the
+/// table's lock, then the stream's): a child never inherits the table locked by a thread it
+/// does not have.
+pub extern "C" fn before_fork() {
+    HELD.with(|held| *held.borrow_mut() = Some(lock()));
+}
+
+/// `pthread_atfork` parent and child handler.
+pub extern "C" fn after_fork() {
+    HELD.with(|held| held.borrow_mut().take());
 }
