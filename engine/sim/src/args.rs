@@ -5,7 +5,7 @@
 //! simulated calls take; only this iteration reads them, as only the real SDK reads its
 //! `rocprofiler_hip_api_args_t` union.
 
-use std::ffi::{CString, c_int, c_void};
+use std::ffi::{CStr, CString, c_int, c_void};
 
 use rocflow_core::abi::{ApiRecord, BufferArgsCallback, RecordHeader, Status, category, status};
 use rocflow_core::sdk::Domain;
@@ -31,8 +31,9 @@ const HOST_STACK: u64 = 0x7ffd_4a00_0000;
 /// Where the simulated kernels' host stubs are.
 const KERNEL_STUBS: u64 = 0x5555_5a00_0000;
 
-/// The arguments of a call: name, `typeid` name, value text.
-fn arguments(function: &str, values: CallArgs) -> Vec<(&'static str, &'static str, String)> {
+/// The arguments of a call: name, `typeid` name (static strings, as the real SDK's are),
+/// value text.
+fn arguments(function: &str, values: CallArgs) -> Vec<(&'static CStr, &'static CStr, String)> {
     let [a, b, c, d] = values;
     let address = |v: u64| format!("{v:#x}");
     match function {
@@ -45,12 +46,16 @@ fn arguments(function: &str, values: CallArgs) -> Vec<(&'static str, &'static st
             let [wx, wy, wz] = kernel.workgroup;
             let blocks = [gx / wx.max(1), gy / wy.max(1), gz / wz.max(1)];
             vec![
-                ("function_address", "PKv", address(KERNEL_STUBS + a * 0x40)),
-                ("numBlocks", "4dim3", dim3(blocks)),
-                ("dimBlocks", "4dim3", dim3(kernel.workgroup)),
-                ("args", "PPv", address(HOST_STACK + 0x100)),
-                ("sharedMemBytes", "m", "0".into()),
-                ("stream", "P12ihipStream_t", address(b)),
+                (
+                    c"function_address",
+                    c"PKv",
+                    address(KERNEL_STUBS + a * 0x40),
+                ),
+                (c"numBlocks", c"4dim3", dim3(blocks)),
+                (c"dimBlocks", c"4dim3", dim3(kernel.workgroup)),
+                (c"args", c"PPv", address(HOST_STACK + 0x100)),
+                (c"sharedMemBytes", c"m", "0".into()),
+                (c"stream", c"P12ihipStream_t", address(b)),
             ]
         }
         "hipMemcpy" => {
@@ -61,14 +66,14 @@ fn arguments(function: &str, values: CallArgs) -> Vec<(&'static str, &'static st
                 "DeviceToDevice",
             ];
             vec![
-                ("dst", "Pv", address(a)),
-                ("src", "PKv", address(b)),
-                ("sizeBytes", "m", c.to_string()),
-                ("kind", "13hipMemcpyKind", kind[d as usize % 4].into()),
+                (c"dst", c"Pv", address(a)),
+                (c"src", c"PKv", address(b)),
+                (c"sizeBytes", c"m", c.to_string()),
+                (c"kind", c"13hipMemcpyKind", kind[d as usize % 4].into()),
             ]
         }
-        "hipMalloc" => vec![("ptr", "PPv", address(a)), ("size", "m", b.to_string())],
-        "hipFree" => vec![("ptr", "Pv", address(a))],
+        "hipMalloc" => vec![(c"ptr", c"PPv", address(a)), (c"size", c"m", b.to_string())],
+        "hipFree" => vec![(c"ptr", c"Pv", address(a))],
         _ => Vec::new(),
     }
 }
@@ -103,8 +108,12 @@ pub unsafe extern "C" fn rocprofiler_iterate_buffer_tracing_record_args(
         .operation_name(operation)
         .unwrap_or_default();
     for (i, (name, type_name, value)) in arguments(function, ext.args).into_iter().enumerate() {
-        let [name, type_name, value] =
-            [name, type_name, &value].map(|s| CString::new(s).expect("no NUL"));
+        let value = CString::new(value).expect("no NUL");
+        let pointers = type_name
+            .to_bytes()
+            .iter()
+            .take_while(|&&c| c == b'P')
+            .count() as i32;
         let address = &ext.args as *const CallArgs as *const c_void;
         // SAFETY: the tool's callback, with NUL-terminated strings valid for the call.
         let stop: c_int = unsafe {
@@ -113,11 +122,7 @@ pub unsafe extern "C" fn rocprofiler_iterate_buffer_tracing_record_args(
                 operation,
                 i as u32,
                 address,
-                type_name
-                    .as_bytes()
-                    .iter()
-                    .take_while(|&&c| c == b'P')
-                    .count() as i32,
+                pointers,
                 type_name.as_ptr(),
                 name.as_ptr(),
                 value.as_ptr(),

@@ -25,14 +25,27 @@ pub enum ArgValue {
 }
 
 impl ArgValue {
-    /// The value of the SDK's text `text` when a number renders back to it exactly.
+    /// The value of the SDK's text `text` when a number renders back to it exactly: digits
+    /// in canonical form (no sign but a leading `-`, no leading zero, lowercase hex). It
+    /// runs for every argument of every call, so it checks the form without formatting.
     pub fn number(text: &str) -> Option<ArgValue> {
+        let canonical = |digits: &str, digit: fn(&u8) -> bool| {
+            !digits.is_empty()
+                && digits.bytes().all(|b| digit(&b))
+                && (digits == "0" || !digits.starts_with('0'))
+        };
         if let Some(hex) = text.strip_prefix("0x") {
-            let value = u64::from_str_radix(hex, 16).ok()?;
-            return (format!("{value:#x}") == text).then_some(ArgValue::Address(value));
+            let lower_hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+            return canonical(hex, lower_hex)
+                .then(|| u64::from_str_radix(hex, 16).ok())
+                .flatten()
+                .map(ArgValue::Address);
         }
-        let value: i64 = text.parse().ok()?;
-        (value.to_string() == text).then_some(ArgValue::Int(value))
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        (canonical(digits, u8::is_ascii_digit) && text != "-0")
+            .then(|| text.parse().ok())
+            .flatten()
+            .map(ArgValue::Int)
     }
 
     /// The SDK's text for the value; `string` resolves interned strings.
@@ -201,6 +214,8 @@ mod tests {
     fn numbers_travel_as_numbers_only_when_they_render_back_exactly() {
         assert_eq!(ArgValue::number("1048576"), Some(ArgValue::Int(1 << 20)));
         assert_eq!(ArgValue::number("-3"), Some(ArgValue::Int(-3)));
+        assert_eq!(ArgValue::number("0"), Some(ArgValue::Int(0)));
+        assert_eq!(ArgValue::number("0x0"), Some(ArgValue::Address(0)));
         assert_eq!(
             ArgValue::number("0x7f00aa"),
             Some(ArgValue::Address(0x7f00aa))
