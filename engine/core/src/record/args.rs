@@ -123,11 +123,6 @@ impl ApiArgs {
         self.calls.is_empty()
     }
 
-    /// How many calls have arguments here.
-    pub fn calls(&self) -> usize {
-        self.calls.len()
-    }
-
     pub fn clear(&mut self) {
         self.args.clear();
         self.calls.clear();
@@ -138,19 +133,6 @@ impl ApiArgs {
     pub fn of(&self, correlation_id: u64) -> Option<&[Arg]> {
         let &(_, start, count) = &self.calls[*self.index.get(&correlation_id)?];
         Some(&self.args[start as usize..start as usize + usize::from(count)])
-    }
-
-    /// Every interned string the arguments use, for checks against the string table.
-    pub fn syms(&self) -> impl Iterator<Item = Sym> + '_ {
-        self.args.iter().flat_map(|a| {
-            let value = match a.value {
-                ArgValue::Text(sym) => Some(sym),
-                _ => None,
-            };
-            [Some(a.name), Some(a.type_name), value]
-                .into_iter()
-                .flatten()
-        })
     }
 
     /// Appends the wire form.
