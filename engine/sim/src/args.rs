@@ -135,3 +135,91 @@ pub unsafe extern "C" fn rocprofiler_iterate_buffer_tracing_record_args(
     }
     status::SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_char;
+
+    use rocflow_core::abi::{CorrelationId, UserData};
+
+    use super::*;
+
+    /// Collects "name type value" per argument.
+    unsafe extern "C" fn collect(
+        _kind: i32,
+        _operation: i32,
+        _arg_number: u32,
+        _arg_value_addr: *const c_void,
+        _arg_indirection_count: i32,
+        arg_type: *const c_char,
+        arg_name: *const c_char,
+        arg_value_str: *const c_char,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: the strings are the iteration's, `data` the test's vector.
+        unsafe {
+            let text = |p| CStr::from_ptr(p).to_string_lossy().into_owned();
+            let args = &mut *data.cast::<Vec<String>>();
+            args.push([arg_name, arg_type, arg_value_str].map(text).join(" "));
+        }
+        0
+    }
+
+    #[test]
+    fn only_ext_records_have_arguments_as_on_the_real_sdk() {
+        let operation = Domain::HipRuntimeApi
+            .operations()
+            .iter()
+            .find(|(_, name)| *name == "hipMemcpy")
+            .unwrap()
+            .0;
+        let mut record = HipApiExtRecord {
+            base: ApiRecord {
+                size: size_of::<HipApiExtRecord>() as u64,
+                kind: Domain::HipRuntimeApiExt.sdk_value(),
+                operation,
+                correlation_id: CorrelationId {
+                    internal: 1,
+                    external: UserData { value: 0 },
+                    ancestor: 0,
+                },
+                start_timestamp: 1,
+                end_timestamp: 2,
+                thread_id: 3,
+            },
+            args: [0x7f00, 0x7e00, 4096, 2],
+        };
+        let mut args: Vec<String> = Vec::new();
+        let mut iterate = |kind: Domain, args: &mut Vec<String>| {
+            let header = RecordHeader {
+                category: category::TRACING,
+                kind: kind.sdk_value() as u32,
+                payload: (&mut record as *mut HipApiExtRecord).cast(),
+            };
+            // SAFETY: a record of this SDK's layout, and a callback of the SDK's type.
+            unsafe {
+                rocprofiler_iterate_buffer_tracing_record_args(
+                    header,
+                    Some(collect),
+                    (args as *mut Vec<String>).cast(),
+                )
+            }
+        };
+        assert_eq!(
+            iterate(Domain::HipRuntimeApiExt, &mut args),
+            status::SUCCESS
+        );
+        assert_eq!(
+            args,
+            [
+                "dst Pv 0x7f00",
+                "src PKv 0x7e00",
+                "sizeBytes m 4096",
+                "kind 13hipMemcpyKind DeviceToHost"
+            ]
+        );
+        args.clear();
+        let plain = iterate(Domain::HipRuntimeApi, &mut args);
+        assert_eq!((plain, args.len()), (status::NOT_IMPLEMENTED, 0));
+    }
+}
