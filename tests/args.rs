@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use rusqlite::{Connection, OpenFlags};
-use support::{assert_success, csv, decode_perfetto, duckdb, rocflow, run_on};
+use support::{assert_success, csv, decode_perfetto, duckdb, otf2_print, rocflow, run_on};
 
 /// The context every pipeline here has: HIP calls with their arguments, and the copies
 /// and kernels they made.
@@ -40,6 +40,10 @@ path = "out/trace.pftrace"
 name = "ds"
 kind = "parquet"
 path = "out/ds"
+[[sink]]
+name = "otf2"
+kind = "otf2"
+path = "out/otf2"
 "#;
 
 /// What a replay of the run keeps: the calls that copied more than a MiB.
@@ -228,6 +232,33 @@ fn parquet_has_the_arguments_as_a_list_duckdb_reads() {
         .collect();
     sizes.sort_unstable();
     assert_eq!(sizes, copy_sizes(dir));
+}
+
+#[test]
+fn otf2_enter_events_carry_the_arguments_as_string_attributes() {
+    let dir = run();
+    let printed = otf2_print(&[], &dir.join("out/otf2/traces.otf2"));
+    let lines: Vec<&str> = printed.lines().collect();
+    // `otf2-print` puts an event's attributes on the line after it.
+    let memcpy: Vec<&str> = (lines.windows(2))
+        .filter(|w| w[0].starts_with("ENTER") && w[0].contains("\"hipMemcpy\""))
+        .map(|w| w[1])
+        .collect();
+    let mut sizes: Vec<u64> = memcpy
+        .iter()
+        .map(|attributes| {
+            let at = attributes.find("(\"sizeBytes\"").unwrap();
+            let value = attributes[at..].split(';').nth(2).unwrap();
+            value.trim().split('"').nth(1).unwrap().parse().unwrap()
+        })
+        .collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, copy_sizes(dir));
+    assert!(
+        memcpy
+            .iter()
+            .all(|a| a.contains("(\"dst\"") && a.contains("\"0x7f0000000000\""))
+    );
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The OTF2 sink as users run it: `rocflow replay` into an archive, read back with
 //! `otf2-print` (Debian's `otf2-tools`) and checked against the records in the spool.
 
+mod support;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -9,6 +11,7 @@ use rocflow::generate;
 use rocflow::record::{Batch, Meta};
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
+use support::otf2_print;
 
 const PIPELINE: &str = r#"
 [pipeline]
@@ -54,21 +57,6 @@ fn setup() -> tempfile::TempDir {
     writer.finish().unwrap();
     std::fs::write(dir.path().join("otf2.toml"), PIPELINE).unwrap();
     dir
-}
-
-fn otf2_print(args: &[&str], archive: &Path) -> String {
-    let out = Command::new("otf2-print")
-        .args(args)
-        .arg(archive)
-        .output()
-        .expect("otf2-print runs (Debian: apt-get install otf2-tools)");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        out.stderr.is_empty(),
-        "otf2-print warns: {}",
-        text(&out.stderr)
-    );
-    text(&out.stdout)
 }
 
 /// The text between `"` after `key` in `line`.

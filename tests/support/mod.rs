@@ -173,3 +173,18 @@ pub fn duckdb(dir: &Path, queries: &[&str]) -> Vec<Vec<Vec<serde_json::Value>>> 
         "pip install duckdb==1.5.6, as .ci/run does",
     )
 }
+
+pub fn otf2_print(args: &[&str], archive: &Path) -> String {
+    let out = Command::new("otf2-print")
+        .args(args)
+        .arg(archive)
+        .output()
+        .expect("otf2-print runs (Debian: apt-get install otf2-tools)");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "otf2-print warns: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
