@@ -20,6 +20,8 @@ use support::{csv, rocflow, run_on, text};
 /// it also delivers counter values and PC samples.
 const SIMULATED: &[Domain] = &[
     Domain::HipRuntimeApi,
+    // The same calls, with their arguments (`args = true`).
+    Domain::HipRuntimeApiExt,
     Domain::KernelDispatch,
     Domain::MemoryCopy,
     Domain::MemoryAllocation,

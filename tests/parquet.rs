@@ -8,7 +8,6 @@ mod support;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -26,7 +25,7 @@ use rocflow::sdk::Domain;
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
 use serde_json::Value;
-use support::{rocflow, text};
+use support::{duckdb, rocflow, text};
 
 /// A pipeline tracing what the generator makes into a Parquet sink with `options` and a CSV
 /// sink, with a derived column and an aggregate table.
@@ -114,23 +113,6 @@ fn catalog(dir: &Path) -> Catalog {
     catalog
 }
 
-/// Runs SQL in DuckDB in `dir`: the rows of each query.
-fn duckdb(dir: &Path, queries: &[&str]) -> Vec<Vec<Vec<Value>>> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/support/duckdb_query.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(dir)
-        .args(queries)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "DuckDB (pip install duckdb==1.5.6, as .ci/run does): {}",
-        text(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// The one value of a query's one row.
 fn scalar(rows: &[Vec<Value>]) -> &Value {
     assert_eq!(rows.len(), 1, "{rows:?}");
@@ -187,6 +169,17 @@ fn cell(array: &dyn Array, row: usize) -> String {
             let dictionary = array.as_dictionary::<Int32Type>();
             let key = dictionary.keys().value(row) as usize;
             dictionary.values().as_string::<i32>().value(key).to_owned()
+        }
+        // API calls' arguments, as `name=value` pairs joined by `;`.
+        DataType::List(_) if array.is_null(row) => String::new(),
+        DataType::List(_) => {
+            let args = array.as_list::<i32>().value(row);
+            let args = args.as_struct();
+            let text = |name: &str, i: usize| args[name].as_string::<i32>().value(i).to_owned();
+            let pairs: Vec<String> = (0..args.len())
+                .map(|i| format!("{}={}", text("name", i), text("value", i)))
+                .collect();
+            pairs.join(";")
         }
         other => panic!("no CSV form for {other}"),
     }

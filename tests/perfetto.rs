@@ -287,7 +287,7 @@ fn expected(spool: &Path) -> Expected {
                     sum.1 += r.value;
                 }
             }
-            Payload::Records(_) => {}
+            Payload::Records(_) | Payload::Args(_) => {}
         }
     }
     e.counts = sums

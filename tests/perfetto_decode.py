@@ -100,9 +100,15 @@ def decode(path):
             event["name"] = e.name
         if len(e.category_iids):
             event["category"] = resolve("categories", e.category_iids[0])
+        def annotation(a):
+            name = resolve("args", a.name_iid) if a.HasField("name_iid") else a.name
+            kind = a.WhichOneof("value")
+            value = getattr(a, kind) if kind else None
+            # Pointers as readers show them, the way the SDK prints addresses.
+            return name, f"{value:#x}" if kind == "pointer_value" else value
+
         if len(e.debug_annotations):
-            event["args"] = {resolve("args", a.name_iid): a.uint_value
-                             for a in e.debug_annotations}
+            event["args"] = dict(annotation(a) for a in e.debug_annotations)
         if len(e.flow_ids):
             event["flows"] = list(e.flow_ids)
         if len(e.terminating_flow_ids):

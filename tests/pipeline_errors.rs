@@ -151,6 +151,17 @@ fn unknown_tracing_domain() {
 }
 
 #[test]
+fn arguments_of_calls_the_sdk_gives_none_of() {
+    let e = rejects(
+        "[[context]]\nname = \"t\"\ntracing = [\"hsa_core_api\", \"marker_core_api\"]\nargs = true\n",
+        "context `t` traces no API whose calls the SDK gives arguments of",
+        4,
+        8,
+    );
+    assert!(hint(&e).contains("hip_runtime_api"), "{}", hint(&e));
+}
+
+#[test]
 fn unknown_domain_in_filtered_entry() {
     rejects(
         "[[context]]\nname = \"t\"\ntracing = [{ domain = \"hip_api\", include = [\"hipMemcpy*\"] }]\n",

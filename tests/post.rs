@@ -89,7 +89,7 @@ fn expected(spool: &Path) -> Expected {
                         .or_default() += s.value;
                 }
             }
-            Payload::Records(_) => {}
+            Payload::Records(_) | Payload::Args(_) => {}
         }
     }
     Expected { kernels, counters }

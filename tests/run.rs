@@ -500,7 +500,10 @@ fn roctx_messages_reach_every_sink_and_the_summary() {
     // The simulated SDK passes each range's message to the marker callbacks only, as the
     // real one does: the tool must take it from there.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("markers.toml"), support::MARKERS).unwrap();
+    // API arguments too: their names and the messages share the stream's string table.
+    let calls = "[[context]]\nname = \"calls\"\ntracing = [\"hip_runtime_api\"]\nargs = true\n";
+    let pipeline = format!("{}{calls}", support::MARKERS);
+    std::fs::write(dir.path().join("markers.toml"), pipeline).unwrap();
     let output = run_on(
         "sim",
         "markers.toml",
@@ -516,6 +519,18 @@ fn roctx_messages_reach_every_sink_and_the_summary() {
     for (sink, found) in support::marker_messages(dir.path()) {
         assert_eq!(found, support::tally(vec![message; ranges]), "{sink}");
     }
+    let copies = support::csv(&support::only(dir.path(), "csv/api.csv"));
+    let copies: Vec<&str> = (copies.iter())
+        .filter(|row| row["operation"] == "hipMemcpy")
+        .map(|row| row["args"].as_str())
+        .collect();
+    assert!(!copies.is_empty());
+    assert!(
+        copies
+            .iter()
+            .all(|a| a.starts_with("dst=") && a.contains(";sizeBytes=")),
+        "{copies:?}"
+    );
     let summary = support::csv(&dir.path().join("rocflow-out/summary/markers.csv"));
     let rows: Vec<(&str, &str)> = (summary.iter())
         .map(|row| (row["range"].as_str(), row["calls"].as_str()))

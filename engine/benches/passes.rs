@@ -36,7 +36,7 @@ fn run(dir: &std::path::Path, pipeline: &str) -> (Duration, String) {
     std::fs::write(dir.join("p.toml"), pipeline).unwrap();
     let _ = std::fs::remove_dir_all(dir.join("out"));
     let started = Instant::now();
-    let output = sim::run(dir);
+    let output = sim::run(dir, "p.toml");
     let elapsed = started.elapsed();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     (elapsed, stdout)

@@ -2,17 +2,21 @@
 //! hipLaunchKernel and a dispatch each) from the tool library in a real process into the
 //! runner's spool under the lossless policy. Prints the records per second from launch to
 //! the end of the run, the records lost, and the tool's own CPU cost per record (buffer
-//! callbacks plus its writer thread, as the tool measures and reports it).
+//! callbacks plus its writer thread, as the tool measures and reports it), with the API
+//! calls' arguments (`args = true`: 6 per hipLaunchKernel, half the records) and without,
+//! in turns so both see the same machine.
 //! Run with `cargo bench -p rocflow --bench run`.
 
 mod sim;
 
+/// The pipeline, with `args = ARGS` in its context.
 const PIPELINE: &str = r#"
 [pipeline]
 name = "spool-only"
 [[context]]
 name = "trace"
 tracing = ["kernel_dispatch", "hip_runtime_api"]
+args = ARGS
 buffer = { size = "64MiB", watermark = "50%", policy = "lossless" }
 "#;
 
@@ -40,10 +44,13 @@ fn field<'a>(text: &'a str, prefix: &str) -> &'a str {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("p.toml"), PIPELINE).unwrap();
+    for args in ["false", "true"] {
+        let pipeline = PIPELINE.replace("ARGS", args);
+        std::fs::write(dir.path().join(format!("args-{args}.toml")), pipeline).unwrap();
+    }
     std::fs::write(dir.path().join("big.toml"), scenario()).unwrap();
-    for run in 1..=3 {
-        let output = sim::run(dir.path());
+    for (run, args) in (1..=3).flat_map(|run| [(run, "false"), (run, "true")]) {
+        let output = sim::run(dir.path(), &format!("args-{args}.toml"));
         let stdout = String::from_utf8_lossy(&output.stdout);
         let line = stdout
             .lines()
@@ -58,7 +65,7 @@ fn main() {
             .parse()
             .unwrap();
         println!(
-            "run {run}: {records:.0} records in {seconds:.2} s = {:.2} M records/s into the spool; dropped {}; tool cost {}",
+            "run {run}, args = {args:5}: {records:.0} records in {seconds:.2} s = {:.2} M records/s into the spool; dropped {}; tool cost {}",
             records / seconds / 1e6,
             field(&stdout, "dropped: "),
             field(&stdout, "tool cost: ")

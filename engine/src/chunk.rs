@@ -1,8 +1,10 @@
 //! A chunk: records of one kind from one stream, as they move through the stages.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::record::Batch;
+use crate::catalog::StreamMeta;
+use crate::record::{ApiArgs, Arg, Batch};
 
 #[derive(Debug, Clone)]
 pub struct Chunk {
@@ -12,6 +14,17 @@ pub struct Chunk {
     pub batch: Batch,
     /// Columns added by `derive` transforms, one value per record.
     pub extra: Vec<Extra>,
+    /// The API calls' arguments, by correlation id, where the context collects them.
+    pub args: Option<Arc<ApiArgs>>,
+}
+
+/// An API call's argument as sinks write it: the SDK's texts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgText<'a> {
+    pub position: u8,
+    pub name: &'a str,
+    pub type_name: &'a str,
+    pub value: Cow<'a, str>,
 }
 
 #[derive(Debug, Clone)]
@@ -26,6 +39,7 @@ impl Chunk {
             stream,
             batch,
             extra: Vec::new(),
+            args: None,
         }
     }
 
@@ -40,6 +54,28 @@ impl Chunk {
     /// The added column `name`, if a transform derived it.
     pub fn extra(&self, name: &str) -> Option<&Extra> {
         self.extra.iter().find(|e| &*e.name == name)
+    }
+
+    /// The arguments of record `i`, if it is an API call whose context collected them.
+    pub fn call_args(&self, i: usize) -> Option<&[Arg]> {
+        let Batch::Api(calls) = &self.batch else {
+            return None;
+        };
+        self.args.as_ref()?.of(calls[i].correlation_id)
+    }
+
+    /// [`Chunk::call_args`] with their strings resolved in `meta`, its stream's metadata.
+    pub fn args<'a>(
+        &'a self,
+        i: usize,
+        meta: &'a StreamMeta,
+    ) -> Option<impl Iterator<Item = ArgText<'a>> + 'a> {
+        Some(self.call_args(i)?.iter().map(|a| ArgText {
+            position: a.position,
+            name: meta.string(a.name),
+            type_name: meta.string(a.type_name),
+            value: a.value.text(|sym| meta.string(sym)),
+        }))
     }
 
     /// Keeps record `i` where `keep[i]`, with its added columns.

@@ -5,7 +5,11 @@
 //! sets no limit: 10 000 `!` or nested parentheses, or a sum of a few thousand terms,
 //! overflow the stack and abort the process. So the text is scanned first, and refused
 //! where it would make a tree deeper than a thread's stack safely holds.
+//!
+//! Sizes may be written with a binary unit, as everywhere else in a pipeline: `1MiB` is
+//! `1048576` (`KiB`, `MiB`, `GiB`, `TiB`; not inside string literals).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
@@ -46,11 +50,58 @@ impl std::error::Error for ExpressionError {}
 /// Parses `text` with evalexpr once it is known to be small and shallow enough.
 pub fn parse(text: &str) -> Result<evalexpr::Node, ExpressionError> {
     check(text)?;
-    evalexpr::build_operator_tree(text).map_err(|e| ExpressionError {
+    evalexpr::build_operator_tree(&sizes(text)).map_err(|e| ExpressionError {
         message: e.to_string(),
         span: None,
         hint: None,
     })
+}
+
+/// Binary units a size literal may end in.
+const SIZE_UNITS: &[(&str, u32)] = &[("KiB", 10), ("MiB", 20), ("GiB", 30), ("TiB", 40)];
+
+/// `text` with each size literal (`64KiB`) written as its number of bytes.
+fn sizes(text: &str) -> Cow<'_, str> {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'.';
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let (mut copied, mut i, mut quoted) = (0, 0, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if quoted {
+            quoted = b != b'"';
+            i += if b == b'\\' { 2 } else { 1 };
+            continue;
+        }
+        quoted = b == b'"';
+        if !b.is_ascii_digit() || (i > 0 && word(bytes[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let digits = i + bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let unit = SIZE_UNITS.iter().find(|(unit, _)| {
+            text[digits..].starts_with(unit)
+                && !bytes.get(digits + unit.len()).is_some_and(|&b| word(b))
+        });
+        let value = unit.and_then(|&(unit, shift)| {
+            let n: u64 = text[i..digits].parse().ok()?;
+            Some((n.checked_mul(1 << shift)?, unit.len()))
+        });
+        match value {
+            Some((value, unit)) => {
+                out.push_str(&text[copied..i]);
+                out.push_str(&value.to_string());
+                i = digits + unit;
+                copied = i;
+            }
+            None => i = digits,
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
 }
 
 /// Refuses text past the limits, at the place it crosses one.
@@ -259,6 +310,25 @@ mod tests {
                 MAX_LEN + 17
             )
         );
+    }
+
+    #[test]
+    fn size_literals_are_bytes_outside_strings() {
+        assert_eq!(sizes("args.sizeBytes > 1MiB"), "args.sizeBytes > 1048576");
+        assert_eq!(
+            sizes("a >= 4KiB && b < 2GiB"),
+            "a >= 4096 && b < 2147483648"
+        );
+        assert_eq!(
+            sizes(r#"name == "1MiB \" 2KiB""#),
+            r#"name == "1MiB \" 2KiB""#
+        );
+        for untouched in ["x1MiB > 0", "1MiBs", "1.5MiB", "99999999999TiB", "1 MiB"] {
+            assert_eq!(sizes(untouched), untouched);
+        }
+        let tree = parse("sizeBytes > 1MiB").unwrap();
+        let context = evalexpr::context_map! { "sizeBytes" => 2 << 20 }.unwrap();
+        assert_eq!(tree.eval_boolean_with_context(&context), Ok(true));
     }
 
     #[test]

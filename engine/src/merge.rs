@@ -115,8 +115,9 @@ impl<I: Iterator<Item = Frame>> Merge<I> {
                     .extend(samples);
                 None
             }
-            Payload::Records(_) if first => Some(frame),
-            Payload::Records(_) => None,
+            // The other records, and API calls' arguments, as the first pass has them.
+            Payload::Records(_) | Payload::Args(_) if first => Some(frame),
+            Payload::Records(_) | Payload::Args(_) => None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! its own thread behind a bounded channel, so a slow sink holds the decoder back instead of
 //! filling memory, and a failing sink stops alone.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -21,7 +22,7 @@ use crate::chunk::Chunk;
 use crate::column::row;
 use crate::merge::Merge;
 use crate::plan::{Plan, SinkPlan, TransformPlan};
-use crate::record::{Batch, Meta, RecordKind};
+use crate::record::{ApiArgs, Batch, Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::transform::{Table, Transform};
 use crate::wire::{Frame, Payload};
@@ -134,6 +135,7 @@ pub fn run_into(
             origin_ns: None,
             counts: Vec::new(),
             stopped: None,
+            args: HashMap::default(),
         };
         for frame in frames {
             decoder.frame(frame);
@@ -205,6 +207,8 @@ struct Decoder<'a> {
     counts: Vec<(RecordKind, u64)>,
     /// Why the run stops early (a strict transform failed).
     stopped: Option<String>,
+    /// Per stream, the arguments frame that came before its next API records frame.
+    args: HashMap<u16, ApiArgs>,
 }
 
 impl Decoder<'_> {
@@ -231,6 +235,11 @@ impl Decoder<'_> {
                     catalog.apply(frame.stream, made);
                 }
             }
+            Payload::Args(args) => {
+                if self.wanted(RecordKind::Api) {
+                    self.args.insert(frame.stream, args);
+                }
+            }
             Payload::Records(mut batch) => {
                 if let Batch::Marker(markers) = &mut batch {
                     self.messages.name(frame.stream, markers);
@@ -248,7 +257,11 @@ impl Decoder<'_> {
                 if !self.wanted(kind) {
                     return;
                 }
-                self.window.push(Chunk::new(frame.stream, batch));
+                let mut chunk = Chunk::new(frame.stream, batch);
+                if kind == RecordKind::Api {
+                    chunk.args = self.args.remove(&frame.stream).map(Arc::new);
+                }
+                self.window.push(chunk);
                 if self.window.len() >= self.window_chunks {
                     self.flush();
                 }

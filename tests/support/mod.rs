@@ -123,21 +123,36 @@ fn split_csv(line: &str) -> Vec<String> {
     fields
 }
 
-/// Perfetto traces decoded with the official schema by `perfetto_decode.py`: per file, its
-/// tracks and events. Fails on a trace a reader would have problems with.
-pub fn decode_perfetto(files: &[PathBuf]) -> Vec<serde_json::Value> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/perfetto_decode.py");
+/// Runs the Python script `script` (under `tests/`) with `args`; its output, JSON, read.
+/// `needs` says what a failure most likely lacks.
+fn python<T: serde::de::DeserializeOwned>(
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    needs: &str,
+) -> T {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests")
+        .join(script);
     let out = Command::new("python3")
-        .arg(script)
-        .args(files)
+        .arg(&script)
+        .args(args)
         .output()
         .expect("python3 runs");
     assert!(
         out.status.success(),
-        "perfetto_decode.py (needs `pip install perfetto`): {}",
+        "{} ({needs}): {}",
+        script.display(),
         text(&out.stderr)
     );
-    let decoded: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Perfetto traces decoded with the official schema by `perfetto_decode.py`: per file, its
+/// tracks and events. Fails on a trace a reader would have problems with.
+pub fn decode_perfetto(files: &[PathBuf]) -> Vec<serde_json::Value> {
+    let files: Vec<&std::ffi::OsStr> = files.iter().map(|f| f.as_os_str()).collect();
+    let decoded: Vec<serde_json::Value> =
+        python("perfetto_decode.py", &files, "needs `pip install perfetto`");
     for file in &decoded {
         assert_eq!(file["problems"], serde_json::json!([]), "{}", file["path"]);
     }
@@ -183,7 +198,9 @@ pub fn marker_messages(dir: &Path) -> BTreeMap<&'static str, BTreeMap<String, us
     let csv = csv(&only(dir, "csv/marker.csv"));
     let db = rusqlite::Connection::open(only(dir, ".db")).unwrap();
     let regions: Vec<String> = db
-        .prepare("SELECT json_extract(extdata, '$.message') FROM regions")
+        .prepare(
+            "SELECT json_extract(extdata, '$.message') FROM regions WHERE category LIKE 'MARKER%'",
+        )
         .unwrap()
         .query_map([], |r| r.get::<_, Option<String>>(0))
         .unwrap()
@@ -203,6 +220,18 @@ pub fn marker_messages(dir: &Path) -> BTreeMap<&'static str, BTreeMap<String, us
         ("perfetto", tally(slices)),
         ("otf2", tally(otf2_entered(&only(dir, ".otf2"), "USER"))),
     ])
+}
+
+/// Runs SQL in DuckDB in `dir`: the rows of each query.
+pub fn duckdb(dir: &Path, queries: &[&str]) -> Vec<Vec<Vec<serde_json::Value>>> {
+    let args: Vec<&std::ffi::OsStr> = std::iter::once(dir.as_os_str())
+        .chain(queries.iter().map(std::ffi::OsStr::new))
+        .collect();
+    python(
+        "support/duckdb_query.py",
+        &args,
+        "pip install duckdb==1.5.6, as .ci/run does",
+    )
 }
 
 /// What `otf2-print ARGS ARCHIVE` prints; it must print no warning.

@@ -1,13 +1,13 @@
-//! `rocflow run p.toml` in a directory, on the simulated SDK with its scenario `big.toml`,
-//! into the spool `run.rfraw`: how the run benchmarks start the runner.
+//! `rocflow run PIPELINE` in a directory, on the simulated SDK with its scenario
+//! `big.toml`, into the spool `run.rfraw`: how the run benchmarks start the runner.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// Runs `/bin/true` under `p.toml` in `dir`; fails with the output unless it succeeded.
-pub fn run(dir: &Path) -> Output {
+/// Runs `/bin/true` under `pipeline` in `dir`; fails with the output unless it succeeded.
+pub fn run(dir: &Path, pipeline: &str) -> Output {
     let output = Command::new(env!("CARGO_BIN_EXE_rocflow"))
-        .args(["run", "p.toml", "--device", "sim:big.toml"])
+        .args(["run", pipeline, "--device", "sim:big.toml"])
         .args(["--spool", "run.rfraw", "--", "/bin/true"])
         .current_dir(dir)
         .output()

@@ -5,13 +5,15 @@
 //!
 //! | bytes | field |
 //! | --- | --- |
-//! | 1 | tag: 0 = metadata (JSON array of [`Meta`]), 1 + [`RecordKind`] index = records |
+//! | 1 | tag: 0 = metadata (JSON array of [`Meta`]), 1 + [`RecordKind`] index = records, 128 = API call arguments ([`ApiArgs`]) |
 //! | 1 | reserved, 0 |
 //! | 2 | stream: which process the frame belongs to (the runner numbers connections) |
 //! | 4 | payload length |
 //! | 4 | CRC-32 of the header's first 8 bytes, then the payload |
 //!
-//! Record payloads are whole records back to back in their fixed layout. A reader checks
+//! Record payloads are whole records back to back in their fixed layout. An arguments frame
+//! comes just before the API records frame of the same delivery, whose calls it describes.
+//! A reader checks
 //! every header and checksum, and tells a truncated last frame (a crash mid-write) from
 //! corruption. Version 1, which spools kept from earlier runs may have, differs in one
 //! thing: its checksum covers the payload only, so a damaged header is caught only where
@@ -20,7 +22,7 @@
 use std::collections::HashMap;
 use std::io::{self, Read};
 
-use crate::record::{Batch, CounterSample, Meta, Record, RecordKind, wire_size};
+use crate::record::{ApiArgs, Batch, CounterSample, Meta, Record, RecordKind, wire_size};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 /// The version this rocflow writes.
@@ -37,6 +39,8 @@ pub const MAX_PAYLOAD: usize = 256 << 20;
 pub const MAX_INSTANCES: u64 = (MAX_PAYLOAD / CounterSample::SIZE) as u64;
 
 const META_TAG: u8 = 0;
+/// Far above the record kinds' tags, which grow with the kinds.
+const ARGS_TAG: u8 = 128;
 
 /// The bytes that start every stream.
 pub fn stream_header() -> [u8; STREAM_HEADER] {
@@ -88,6 +92,11 @@ pub fn encode_meta(stream: u16, items: &[Meta], out: &mut Vec<u8>) {
     });
 }
 
+/// Appends an API call arguments frame to `out`.
+pub fn encode_args(stream: u16, args: &ApiArgs, out: &mut Vec<u8>) {
+    frame(stream, ARGS_TAG, out, |out| args.encode(out));
+}
+
 /// Appends a frame whose payload `body` writes.
 fn frame(stream: u16, tag: u8, out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
     let start = out.len();
@@ -123,7 +132,7 @@ impl Checksum {
 /// checksum, so version 1 frames get them too.
 fn check_frame_header(header: &[u8; FRAME_HEADER]) -> Result<usize, String> {
     let tag = header[0];
-    if usize::from(tag) > RecordKind::ALL.len() {
+    if usize::from(tag) > RecordKind::ALL.len() && tag != ARGS_TAG {
         return Err(format!("unknown frame tag {tag}"));
     }
     if header[1] != 0 {
@@ -149,6 +158,7 @@ impl Frame {
         match &self.payload {
             Payload::Meta(items) => encode_meta(self.stream, items, out),
             Payload::Records(batch) => encode_records(self.stream, batch, out),
+            Payload::Args(args) => encode_args(self.stream, args, out),
         }
     }
 }
@@ -157,6 +167,7 @@ impl Frame {
 pub enum Payload {
     Meta(Vec<Meta>),
     Records(Batch),
+    Args(ApiArgs),
 }
 
 /// What can be wrong with a stream of frames.
@@ -324,6 +335,8 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
             check_meta(item).map_err(|e| format!("metadata item {}: {e}", i + 1))?;
         }
         Payload::Meta(items)
+    } else if tag == ARGS_TAG {
+        Payload::Args(ApiArgs::decode(payload).map_err(|e| format!("bad API arguments: {e}"))?)
     } else {
         let kind = *RecordKind::ALL
             .get(usize::from(tag - 1))

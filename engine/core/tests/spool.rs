@@ -1,7 +1,8 @@
 //! Frames through a real spool file: round trips, and damaged files read up to the damage.
 
 use rocflow_core::record::{
-    ApiCall, Batch, CounterSample, KernelDispatch, KernelSymbol, Marker, MemoryCopy, Meta, Sym,
+    ApiArgs, ApiCall, Arg, ArgValue, Batch, CounterSample, KernelDispatch, KernelSymbol, Marker,
+    MemoryCopy, Meta, Sym,
 };
 use rocflow_core::spool::{Ending, SpoolReader, SpoolWriter};
 use rocflow_core::wire::{self, Frame, Payload, WireError};
@@ -29,7 +30,16 @@ fn frames() -> Vec<Frame> {
         end_ns: 9,
         ..Default::default()
     }];
+    let mut args = ApiArgs::default();
+    args.begin(77);
+    args.push(Arg {
+        position: 2,
+        name: Sym(0),
+        type_name: Sym(0),
+        value: ArgValue::Int(1 << 20),
+    });
     let api = vec![ApiCall {
+        correlation_id: 77,
         domain_id: 5,
         operation_id: 31,
         start_ns: 1,
@@ -74,6 +84,10 @@ fn frames() -> Vec<Frame> {
         Frame {
             stream: 1,
             payload: Payload::Records(Batch::MemoryCopy(copies)),
+        },
+        Frame {
+            stream: 1,
+            payload: Payload::Args(args),
         },
         Frame {
             stream: 1,
@@ -129,16 +143,17 @@ fn a_truncated_last_frame_is_dropped_and_the_prefix_kept() {
     let dir = tempfile::tempdir().unwrap();
     let original = frames();
     let (bytes, offsets) = encode(&original);
-    let last = offsets[5] as usize - wire::STREAM_HEADER;
+    let n = original.len() - 1;
+    let last = offsets[n] as usize - wire::STREAM_HEADER;
     // Cut inside the last payload (one byte short), then inside its header (5 of 12 bytes).
     for (cut, missing) in [(bytes.len() - 1, 1), (last + 5, wire::FRAME_HEADER - 5)] {
         let path = write_spool(&dir, &bytes[..cut]);
         let (read, ending) = read_all(&path);
-        assert_eq!(read, original[..5]);
+        assert_eq!(read, original[..n]);
         assert_eq!(
             ending,
             Ending::Truncated {
-                offset: offsets[5],
+                offset: offsets[n],
                 missing
             }
         );

@@ -16,6 +16,7 @@ use rocflow_core::abi::{
 };
 use rocflow_core::sdk::Domain;
 
+use crate::args::{CallArgs, HipApiExtRecord, on_stack};
 use crate::buffer::Staged;
 use crate::device::instance_id;
 use crate::sdk::{Context, Running, Sdk};
@@ -69,11 +70,14 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         let range = (scenario.scenario.marker_ranges).then(|| (emitter.push_range(message), t));
         for (k, kernel) in scenario.kernels.iter().enumerate() {
             let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
-            emitter.api(Domain::HipRuntimeApi, launch, t, correlation);
-            t += API_NS;
             let queue = Handle {
                 handle: 0x5000 + u64::from(index) * 16 + u64::from(kernel.agent),
             };
+            emitter.hip(
+                api_record(Domain::HipRuntimeApi, launch, t, correlation, tid),
+                [k as u64, queue.handle, 0, 0],
+            );
+            t += API_NS;
             let free_at = &mut queue_free[kernel.agent as usize];
             let start = running.dispatch_start(
                 kernel.agent as usize,
@@ -85,13 +89,17 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         }
         for copy in &scenario.copies {
             let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
-            emitter.api(Domain::HipRuntimeApi, memcpy, t, correlation);
             let operation = match copy.direction.as_str() {
                 "host_to_host" => 1,
                 "host_to_device" => 2,
                 "device_to_host" => 3,
                 _ => 4,
             };
+            let (dst_address, src_address) = (0x7f00_0000_0000, 0x7e00_0000_0000);
+            emitter.hip(
+                api_record(Domain::HipRuntimeApi, memcpy, t, correlation, tid),
+                [dst_address, src_address, copy.bytes, operation as u64 - 1],
+            );
             let (cpu, gpu) = (
                 sdk.device.agents[0].id,
                 sdk.device.gpu_handle(copy.agent as usize),
@@ -113,8 +121,8 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 dst_agent_id: dst,
                 src_agent_id: src,
                 bytes: copy.bytes,
-                dst_address: 0x7f00_0000_0000,
-                src_address: 0x7e00_0000_0000,
+                dst_address,
+                src_address,
             };
             emitter.trace(Domain::MemoryCopy, operation, &record);
             t += API_NS.max(copy.duration_ns + 1_000);
@@ -122,9 +130,16 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         for allocation in &scenario.allocations {
             let agent = sdk.device.gpu_handle(allocation.agent as usize);
             let address = 0x7d00_0000_0000 + u64::from(iteration) * allocation.bytes;
-            for (api, operation) in [(malloc, 1), (free, 3)] {
+            let calls: [(i32, i32, CallArgs); 2] = [
+                (malloc, 1, [on_stack(0x200), allocation.bytes, 0, 0]),
+                (free, 3, [address, 0, 0, 0]),
+            ];
+            for (api, operation, args) in calls {
                 let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
-                emitter.api(Domain::HipRuntimeApi, api, t, correlation);
+                emitter.hip(
+                    api_record(Domain::HipRuntimeApi, api, t, correlation, tid),
+                    args,
+                );
                 let record = MemoryAllocationRecord {
                     size: size_of::<MemoryAllocationRecord>() as u64,
                     kind: Domain::MemoryAllocation.sdk_value(),
@@ -146,7 +161,11 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
                 let mut record = api_record(call.domain, call.operation, t, correlation, tid);
                 record.end_timestamp = t + call.duration_ns;
-                emitter.trace(call.domain, call.operation, &record);
+                if call.domain == Domain::HipRuntimeApi {
+                    emitter.hip(record, [0; 4]);
+                } else {
+                    emitter.trace(call.domain, call.operation, &record);
+                }
                 t += call.duration_ns;
             }
         }
@@ -252,9 +271,20 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    fn api(&self, domain: Domain, operation: i32, t: u64, correlation: u64) {
-        let record = api_record(domain, operation, t, correlation, self.tid);
-        self.trace(domain, operation, &record);
+    /// A HIP call: its plain record, and its `_EXT` one with its arguments, to the
+    /// contexts that trace either.
+    fn hip(&self, record: ApiRecord, args: CallArgs) {
+        let operation = record.operation;
+        self.trace(Domain::HipRuntimeApi, operation, &record);
+        let ext = HipApiExtRecord {
+            base: ApiRecord {
+                size: size_of::<HipApiExtRecord>() as u64,
+                kind: Domain::HipRuntimeApiExt.sdk_value(),
+                ..record
+            },
+            args,
+        };
+        self.trace(Domain::HipRuntimeApiExt, operation, &ext);
     }
 
     fn dispatch(

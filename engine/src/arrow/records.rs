@@ -1,6 +1,7 @@
 //! A chunk of records as an Arrow batch: the record's columns with their own types (the
-//! CSV sink's columns, in its order, but for those a caller leaves out), then the columns
-//! transforms added; and an aggregate transform's table as a batch.
+//! CSV sink's columns, in its order, but for those a caller leaves out; API calls' `args`
+//! as a list of structs), then the columns transforms added; and an aggregate transform's
+//! table as a batch.
 //!
 //! Stored fields are gathered a column at a time from the records' wire form, where each
 //! field has a fixed offset and width: a tight loop per column, instead of a branch per
@@ -14,6 +15,8 @@ use arrow_array::{
 };
 
 use arrow_array::RecordBatch;
+use arrow_array::builder::{ListBuilder, StringBuilder, StructBuilder, UInt8Builder};
+use arrow_schema::{DataType, Fields};
 
 use super::columns::{self, BatchBuilder, Column, Dictionary};
 use crate::catalog::StreamMeta;
@@ -85,11 +88,50 @@ impl BatchVisitor for Encode<'_> {
             }
             batch.array(name, column.finish(), false);
         }
+        if R::KIND == RecordKind::Api {
+            batch.array("args", args(chunk, meta), true);
+        }
         for extra in &chunk.extra {
             batch.array(&extra.name, columns::values(extra.values.iter()), true);
         }
         batch.finish()
     }
+}
+
+/// API calls' arguments: per call a list of (position, name, type, value as the SDK printed
+/// it), null where none were collected.
+fn args(chunk: &Chunk, meta: &StreamMeta) -> ArrayRef {
+    let text = |name| arrow_schema::Field::new(name, DataType::Utf8, false);
+    let fields = Fields::from(vec![
+        arrow_schema::Field::new("position", DataType::UInt8, false),
+        text("name"),
+        text("type"),
+        text("value"),
+    ]);
+    let mut list = ListBuilder::new(StructBuilder::from_fields(fields, 0));
+    for i in 0..chunk.len() {
+        let Some(args) = chunk.args(i, meta) else {
+            list.append(false);
+            continue;
+        };
+        let item = list.values();
+        for arg in args {
+            let put = |item: &mut StructBuilder, at: usize, value: &str| {
+                item.field_builder::<StringBuilder>(at)
+                    .expect("a text field")
+                    .append_value(value)
+            };
+            (item.field_builder::<UInt8Builder>(0))
+                .expect("the position field")
+                .append_value(arg.position);
+            put(item, 1, arg.name);
+            put(item, 2, arg.type_name);
+            put(item, 3, &arg.value);
+            item.append(true);
+        }
+        list.append(true);
+    }
+    Arc::new(list.finish())
 }
 
 /// One stored field of every record in a batch's wire form.

@@ -390,7 +390,7 @@ fn recorded_plan(path: &Path) -> Result<Plan> {
                     });
                 }
             }
-            Payload::Records(_) => break,
+            Payload::Records(_) | Payload::Args(_) => break,
         }
     }
     Err(Error::user(
@@ -439,6 +439,7 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
         let frame = frame.map_err(Error::io(format!("reading {}", args.spool.display())))?;
         match frame.payload {
             Payload::Meta(items) => catalog.apply(frame.stream, items),
+            Payload::Args(_) => {}
             Payload::Records(batch) => {
                 *counts.entry(batch.kind()).or_default() += batch.len() as u64;
                 for i in 0..batch.len() {

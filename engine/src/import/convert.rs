@@ -589,6 +589,7 @@ fn pipeline(
         counters,
         pc_sampling: s.pc_sampling.clone(),
         serialize: false,
+        args: false,
         agents: Vec::new(),
         period: s.period.clone(),
     });

@@ -178,6 +178,11 @@ impl<'a> Compiler<'a> {
                 .hint = Some("merge the two entries into one".into());
             }
         }
+        let tracing = if c.args {
+            self.with_args(i, c, tracing)
+        } else {
+            tracing
+        };
         let counters = c.counters.as_ref().map(|k| self.counters(i, c, k));
         let pc_sampling = c.pc_sampling.as_ref().map(|p| self.pc_sampling(i, p));
         if tracing.is_empty() && counters.is_none() && pc_sampling.is_none() {
@@ -205,6 +210,36 @@ impl<'a> Compiler<'a> {
             serialize: c.serialize,
             start: self.period(i, c.period.as_ref()),
         }
+    }
+
+    /// Traces the API domains whose records can carry arguments through the domains whose
+    /// records do (`_EXT`); a context where none can is refused, since it would look
+    /// configured and collect no argument.
+    fn with_args(
+        &mut self,
+        i: usize,
+        c: &model::Context,
+        tracing: Vec<TracingPlan>,
+    ) -> Vec<TracingPlan> {
+        if !tracing.iter().any(|t| t.domain.with_args().is_some()) {
+            self.error(
+                path!["context", i, "args"],
+                format!(
+                    "context `{}` traces no API whose calls the SDK gives arguments of",
+                    c.name
+                ),
+            )
+            .hint = Some(
+                "rocprofiler-sdk gives the arguments of hip_runtime_api, hip_compiler_api and rocdecode_api calls (as rocprofv3 records them); HSA, marker and RCCL calls carry none".into(),
+            );
+        }
+        tracing
+            .into_iter()
+            .map(|t| TracingPlan {
+                domain: t.domain.with_args().unwrap_or(t.domain),
+                ..t
+            })
+            .collect()
     }
 
     fn tracing(&mut self, i: usize, j: usize, t: &Tracing) -> Option<TracingPlan> {
@@ -687,6 +722,7 @@ impl<'a> Compiler<'a> {
             );
             let has_column = |kind: RecordKind, column: &str, derived: &[Derived]| {
                 kind.column(column).is_some()
+                    || (kind == RecordKind::Api && is_argument(column))
                     || derived.iter().any(|d| d.kind == kind && d.column == column)
             };
             // The kinds of `kinds` that lack `column`, and the plugin transform (not loaded)
@@ -1197,6 +1233,13 @@ impl<'a> Compiler<'a> {
                     .set_value(d.column.clone(), d.sample.clone())
                     .expect("a fresh context is mutable");
             }
+            if kind == RecordKind::Api {
+                for name in tree.iter_variable_identifiers().filter(|n| is_argument(n)) {
+                    context
+                        .set_value(name.into(), Value::Int(1))
+                        .expect("a fresh context is mutable");
+                }
+            }
             match tree.eval_with_context(&context) {
                 Ok(value) => results.push(value),
                 Err(
@@ -1595,6 +1638,12 @@ fn inner_span(node: &Node, offset: usize, len: usize) -> Option<Span> {
 }
 
 /// Byte offset of `word` as a whole identifier in `text`.
+/// Whether an expression's variable names an API call's argument (`args.sizeBytes`).
+fn is_argument(name: &str) -> bool {
+    name.strip_prefix(crate::transform::ARGS)
+        .is_some_and(|arg| !arg.is_empty())
+}
+
 fn find_word(text: &str, word: &str) -> Option<usize> {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
     text.match_indices(word).map(|(i, _)| i).find(|&i| {

@@ -72,6 +72,9 @@ pub struct Context {
     pub pc_sampling: Option<PcSampling>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub serialize: bool,
+    /// Collect the arguments of the traced API calls.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub args: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentRef>,
     pub period: Option<Period>,

@@ -156,6 +156,17 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
             );
         }
     }
+    let with_args: Vec<&str> = (c.tracing.iter())
+        .filter(|t| t.domain.has_args())
+        .map(|t| t.domain.plain().name())
+        .collect();
+    if !with_args.is_empty() {
+        let _ = writeln!(
+            out,
+            "      API arguments of {} calls (names, types, values), as rocprofv3 records them",
+            with_args.join(", ")
+        );
+    }
     if c.code_objects {
         let _ = writeln!(
             out,

@@ -1,5 +1,7 @@
 //! The CSV sink: a directory with one file per record kind (the record's columns, then the
-//! columns `derive` transforms added) and one per aggregate table.
+//! columns `derive` transforms added) and one per aggregate table. API calls have one more
+//! column before the added ones, `args`: the call's arguments as `name=value` pairs joined
+//! by `;` (empty where none were collected).
 //!
 //! Files are written into a [`Staging`] directory and moved into place when the run ends,
 //! so a failed run leaves no half-written output where the final one would be.
@@ -72,6 +74,10 @@ impl BatchVisitor for Block<'_> {
                 first = false;
                 text.field(cell);
             });
+            if R::KIND == RecordKind::Api {
+                text.bytes.push(b',');
+                text.args(chunk, rows.start + i, meta);
+            }
             for extra in &chunk.extra {
                 text.bytes.push(b',');
                 text.value(&extra.values[rows.start + i]);
@@ -91,6 +97,15 @@ impl Text {
             evalexpr::Value::Empty => {}
             other => quote(&other.to_string(), &mut self.bytes),
         }
+    }
+
+    /// The `args` field of API call `i` of `chunk`.
+    fn args(&mut self, chunk: &Chunk, i: usize, meta: &StreamMeta) {
+        let Some(args) = chunk.args(i, meta) else {
+            return;
+        };
+        let pairs: Vec<String> = args.map(|a| format!("{}={}", a.name, a.value)).collect();
+        quote(&pairs.join(";"), &mut self.bytes);
     }
 
     fn field(&mut self, cell: Cell<'_>) {
@@ -218,9 +233,11 @@ impl Sink for CsvSink {
         for chunk in window {
             let kind = chunk.batch.kind();
             if !self.files.contains_key(&kind) {
+                let args = (kind == RecordKind::Api).then(|| "args".to_owned());
                 let header = kind
                     .record_columns()
                     .map(|(name, _)| name.to_owned())
+                    .chain(args)
                     .chain(chunk.extra.iter().map(|e| e.name.to_string()));
                 let file = self.file(kind.name(), header)?;
                 self.files.insert(kind, file);

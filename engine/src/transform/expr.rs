@@ -1,11 +1,21 @@
 //! Pipeline expressions (filters, derived columns) evaluated on records: evalexpr trees
 //! compiled once, read variables from the record's columns.
+//!
+//! `args.NAME` reads an API call's argument: an integer where the SDK printed one (sizes,
+//! counts) or an address, else its text. A call without that argument (another function,
+//! or a context that collects none) makes the whole expression empty: a filter drops the
+//! call, a derived column is empty, and neither counts as a failure, since a filter on
+//! `args.sizeBytes` is meant for the calls that have one.
 
 use evalexpr::{Context, EvalexprError, EvalexprResult, Node, Value};
 
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::column::{Cell, row};
+use crate::record::ArgValue;
+
+/// The prefix of the variables that name an API call's arguments.
+pub const ARGS: &str = "args.";
 
 /// A compiled expression and the columns it reads.
 #[derive(Debug)]
@@ -37,6 +47,13 @@ impl Expression {
         let record = row(&chunk.batch, i);
         values.clear();
         for name in &self.variables {
+            if let Some(arg) = name.strip_prefix(ARGS) {
+                match argument(chunk, i, arg, meta) {
+                    Some(value) => values.push(value),
+                    None => return Ok(Value::Empty),
+                }
+                continue;
+            }
             let value = match record.cell(name, meta) {
                 Some(Cell::Int(v)) => Value::Int(v),
                 Some(Cell::Float(v)) => Value::Float(v),
@@ -53,6 +70,18 @@ impl Expression {
             values,
         })
     }
+}
+
+/// The value of record `i`'s argument `name`, if it has one.
+fn argument(chunk: &Chunk, i: usize, name: &str, meta: &StreamMeta) -> Option<Value> {
+    let args = chunk.call_args(i)?;
+    let arg = args.iter().find(|a| meta.string(a.name) == name)?;
+    Some(match arg.value {
+        ArgValue::Int(v) => Value::Int(v),
+        // Addresses above i64::MAX wrap, as in every integer column.
+        ArgValue::Address(v) => Value::Int(v as i64),
+        ArgValue::Text(sym) => Value::String(meta.string(sym).to_owned()),
+    })
 }
 
 /// The variables of one record, as evalexpr asks for them.

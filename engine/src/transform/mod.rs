@@ -28,7 +28,7 @@ use crate::plugin::{Plugin, PluginTransform};
 use crate::record::{Batch, Meta, RecordKind};
 
 pub use aggregate::Table;
-pub use expr::Expression;
+pub use expr::{ARGS, Expression};
 pub use kernels::{Rename, demangle};
 
 /// How many failures of one transform are kept with their record for the report.
@@ -223,6 +223,8 @@ impl Transform {
                 let keep: Vec<bool> = (0..chunk.len())
                     .map(|i| match expression.eval(chunk, i, meta, &mut scratch) {
                         Ok(Value::Boolean(keep)) => keep,
+                        // A call without an argument the filter reads (see `expr`).
+                        Ok(Value::Empty) => false,
                         Ok(other) => {
                             self.failures.record(|| {
                                 format!(

@@ -5,8 +5,9 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 
 use rocflow_core::abi::{
-    AgentsCallback, BufferCallback, CountersCallback, DimensionsCallback, DispatchCountingCallback,
-    Handle, PcConfigurationsCallback, Status, TracingCallback,
+    AgentsCallback, BufferArgsCallback, BufferCallback, CountersCallback, DimensionsCallback,
+    DispatchCountingCallback, Handle, PcConfigurationsCallback, RecordHeader, Status,
+    TracingCallback,
 };
 
 macro_rules! api {
@@ -45,6 +46,8 @@ api! {
         fn(Handle, c_int, *const i32, usize, Option<TracingCallback>, *mut c_void) -> Status;
     query_available_agents = "rocprofiler_query_available_agents":
         fn(c_int, Option<AgentsCallback>, usize, *mut c_void) -> Status;
+    iterate_record_args = "rocprofiler_iterate_buffer_tracing_record_args":
+        fn(RecordHeader, Option<BufferArgsCallback>, *mut c_void) -> Status;
     start_context = "rocprofiler_start_context": fn(Handle) -> Status;
     stop_context = "rocprofiler_stop_context": fn(Handle) -> Status;
     flush_buffer = "rocprofiler_flush_buffer": fn(Handle) -> Status;

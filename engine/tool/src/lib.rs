@@ -2,7 +2,9 @@
 //! `ROCP_TOOL_LIBRARIES` and calls [`rocprofiler_configure`]; in the initialize callback
 //! it creates the contexts of the Plan the runner left in `ROCFLOW_PLAN`, and from then on
 //! every buffered record is converted and streamed to the runner's socket
-//! (`ROCFLOW_SOCKET`). It decodes, interns and formats nothing: that is the runner's job.
+//! (`ROCFLOW_SOCKET`). It decodes, interns and formats nothing, which is the runner's
+//! job, except API call arguments: only the SDK in the process can read them, so the tool
+//! interns their names, types and texts (each distinct one once).
 //!
 //! When something is wrong (an SDK too old or missing a symbol, no runner to talk to) it
 //! says what on stderr and stays out of the application's way.
@@ -15,6 +17,7 @@ mod messages;
 mod records;
 mod setup;
 mod stream;
+mod strings;
 
 use std::collections::HashMap;
 
@@ -260,6 +263,12 @@ unsafe extern "C" fn initialize(_finalize: ClientFinalize, _data: *mut c_void) -
             Some(stream::before_fork),
             Some(stream::after_fork_parent),
             Some(after_fork_child),
+        );
+        // Registered last, so its prepare handler runs first.
+        libc::pthread_atfork(
+            Some(strings::before_fork),
+            Some(strings::after_fork),
+            Some(strings::after_fork),
         );
     }
     crash::install();

@@ -1,41 +1,27 @@
 //! ROCTx messages. Buffered marker records carry none (the real SDK leaves them out), so,
 //! as rocprofv3 does, the tool takes each message from the marker API's callback as the
 //! call enters and sends it as metadata keyed by the call's correlation id, which its
-//! buffered record carries too. Messages are interned (an application repeats a few) and
-//! go out in batches, always ahead of the records they name.
+//! buffered record carries too. Messages are interned in the stream's string table (an
+//! application repeats a few) and go out in batches, always ahead of the records they name.
 
 use std::ffi::{CStr, c_void};
 use std::sync::Mutex;
-
-use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use rocflow_core::abi::{CallbackTracingRecord, Handle, MarkerApiData, UserData, callback};
 use rocflow_core::contexts::TracingPlan;
 use rocflow_core::record::Meta;
 use rocflow_core::sdk::Domain;
 
+use crate::strings::{self, Table};
 use crate::{Tool, stream, warn};
 
 /// Messages held before they are sent without waiting for records to need them.
 const BATCH: usize = 4096;
 
-struct Pending {
-    /// Every message interned so far, by its number in the stream's string table.
-    numbers: FxHashMap<Box<str>, u32>,
-    /// Messages numbered but not sent yet, from `first`.
-    first: u32,
-    strings: Vec<String>,
-    /// Correlation id and message number, not sent yet.
-    messages: Vec<(u64, u32)>,
-}
-
-static PENDING: Mutex<Pending> = Mutex::new(Pending {
-    numbers: FxHashMap::with_hasher(FxBuildHasher),
-    // String 0 is the stream's empty string (see `initialize`).
-    first: 1,
-    strings: Vec::new(),
-    messages: Vec::new(),
-});
+/// Correlation ids and the numbers of their messages, not sent yet. Only ever locked
+/// while the string table is, so a fork, which holds the table, never leaves it locked in
+/// the child, and messages go out in the order their strings were numbered.
+static PENDING: Mutex<Vec<(u64, u32)>> = Mutex::new(Vec::new());
 
 /// Traces the messages of the marker calls `tracing` buffers, in `context`.
 pub fn trace(tool: &Tool, context: Handle, tracing: &TracingPlan) {
@@ -94,20 +80,13 @@ unsafe extern "C" fn on_marker(
         return;
     }
     // SAFETY: ROCTx messages are NUL-terminated strings, alive during the call.
-    let message = unsafe { CStr::from_ptr(message) }.to_string_lossy();
+    let message = unsafe { CStr::from_ptr(message) };
     let full = {
-        let p = &mut *PENDING.lock().unwrap();
-        let number = match p.numbers.get(&*message) {
-            Some(&n) => n,
-            None => {
-                let n = p.first + p.strings.len() as u32;
-                p.numbers.insert(message.as_ref().into(), n);
-                p.strings.push(message.into_owned());
-                n
-            }
-        };
-        p.messages.push((record.correlation_id.internal, number));
-        p.messages.len() >= BATCH
+        let mut table = strings::lock();
+        let number = Table::of(&mut table).intern(message.to_bytes(), str::to_owned);
+        let mut pending = PENDING.lock().unwrap();
+        pending.push((record.correlation_id.internal, number.0));
+        pending.len() >= BATCH
     };
     if full {
         send();
@@ -117,23 +96,13 @@ unsafe extern "C" fn on_marker(
 /// Sends the messages held, with the strings they use first. Called before each
 /// delivery of records is sent, so messages precede the records they name.
 pub fn send() {
-    let p = &mut *PENDING.lock().unwrap();
-    if p.messages.is_empty() {
+    let mut table = strings::lock();
+    let mut pending = PENDING.lock().unwrap();
+    if pending.is_empty() {
         return;
     }
-    let mut items = Vec::with_capacity(2);
-    if !p.strings.is_empty() {
-        let first = p.first;
-        p.first += p.strings.len() as u32;
-        items.push(Meta::Strings {
-            first,
-            values: std::mem::take(&mut p.strings),
-        });
-    }
-    items.push(Meta::MarkerMessages {
-        messages: std::mem::take(&mut p.messages),
-    });
-    // Under the lock: a batch sent by another thread meanwhile would number its strings
-    // after these.
-    stream::send_meta(items);
+    Table::of(&mut table).send_new();
+    stream::send_meta(vec![Meta::MarkerMessages {
+        messages: std::mem::take(&mut *pending),
+    }]);
 }

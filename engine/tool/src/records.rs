@@ -2,7 +2,7 @@
 //! write of frames (new threads and queues described first), so the work inside the
 //! application is a copy per record and one hand-over per batch.
 
-use std::ffi::c_void;
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
@@ -13,12 +13,13 @@ use rocflow_core::abi::{
     ScratchMemoryRecord, category, counter_record, pc_record,
 };
 use rocflow_core::record::{
-    ApiCall, CounterSample, KernelDispatch, Marker, MemoryAllocation, MemoryCopy, Meta, PcSample,
-    Queue, Record, RecordKind, ScratchMemory, Sym, Thread,
+    ApiArgs, ApiCall, Arg, ArgValue, CounterSample, KernelDispatch, Marker, MemoryAllocation,
+    MemoryCopy, Meta, PcSample, Queue, Record, RecordKind, ScratchMemory, Sym, Thread,
 };
 use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
 use rocflow_core::wire;
 
+use crate::strings::{self, Table};
 use crate::{Kernels, Tool, stream};
 
 /// What the tool keeps per SDK buffer (the buffer callback's data).
@@ -52,6 +53,8 @@ struct OpenDispatch {
 struct Out {
     dispatches: Vec<KernelDispatch>,
     apis: Vec<ApiCall>,
+    /// The arguments of calls in `apis` whose records carry them.
+    args: ApiArgs,
     markers: Vec<Marker>,
     copies: Vec<MemoryCopy>,
     allocations: Vec<MemoryAllocation>,
@@ -93,6 +96,11 @@ impl Out {
             }
         }
         put(&mut self.dispatches, frames);
+        // Before the calls they belong to, so the runner has them at hand.
+        if !self.args.is_empty() {
+            wire::encode_args(0, &self.args, frames);
+            self.args.clear();
+        }
         put(&mut self.apis, frames);
         put(&mut self.markers, frames);
         put(&mut self.copies, frames);
@@ -134,6 +142,7 @@ pub unsafe extern "C" fn on_buffer(
         unsafe { convert(tool, &kernels, pid, header, &mut out) };
     }
     drop(kernels);
+    strings::send_new();
     describe_new(&out, pid);
     let mut frames = stream::frame_buffer();
     out.encode(&mut frames);
@@ -176,6 +185,79 @@ fn describe_new(out: &Out, pid: u32) {
         }))
         .collect();
     stream::send_meta(items);
+}
+
+/// Adds the arguments of the call whose `_EXT` record `header` is, as the SDK's iteration
+/// gives them: the way rocprofv3 reads them, from the records it buffered. The record holds
+/// the arguments by value and only the SDK knows their layout, so this happens here, in
+/// the application, where the record is; pointers are given as addresses, never followed.
+fn collect_args(tool: &Tool, header: &RecordHeader, args: &mut ApiArgs) {
+    let mut table = strings::lock();
+    let mut sink = ArgSink {
+        args,
+        table: Table::of(&mut table),
+    };
+    // SAFETY: a record the SDK delivered, and a callback of the SDK's type whose data is
+    // `sink` for the call. A status other than success (an SDK without arguments for the
+    // kind) leaves the call without arguments.
+    unsafe {
+        (tool.api.iterate_record_args)(*header, Some(on_arg), (&mut sink as *mut ArgSink).cast())
+    };
+}
+
+struct ArgSink<'a> {
+    args: &'a mut ApiArgs,
+    table: &'a mut Table,
+}
+
+/// `rocprofiler_buffer_tracing_operation_args_cb_t`: one argument of the call.
+unsafe extern "C" fn on_arg(
+    _kind: i32,
+    _operation: i32,
+    arg_number: u32,
+    _arg_value_addr: *const c_void,
+    _arg_indirection_count: i32,
+    arg_type: *const c_char,
+    arg_name: *const c_char,
+    arg_value_str: *const c_char,
+    data: *mut c_void,
+) -> c_int {
+    // rocprofv3 leaves out an argument the SDK gives no type, name or value for.
+    if arg_type.is_null() || arg_name.is_null() || arg_value_str.is_null() {
+        return 0;
+    }
+    // SAFETY: `data` is the `ArgSink` of `collect_args`, and the strings are the SDK's
+    // NUL-terminated ones, valid for the call.
+    let (sink, type_name, name, value) = unsafe {
+        (
+            &mut *data.cast::<ArgSink>(),
+            CStr::from_ptr(arg_type).to_bytes(),
+            CStr::from_ptr(arg_name).to_bytes(),
+            CStr::from_ptr(arg_value_str).to_bytes(),
+        )
+    };
+    let value = std::str::from_utf8(value)
+        .ok()
+        .and_then(ArgValue::number)
+        .unwrap_or_else(|| ArgValue::Text(sink.table.intern(value, str::to_owned)));
+    sink.args.push(Arg {
+        position: arg_number.min(u32::from(u8::MAX)) as u8,
+        name: sink.table.intern(name, str::to_owned),
+        type_name: sink.table.intern(type_name, demangle_type),
+        value,
+    });
+    0
+}
+
+/// A C++ type as `typeid(T).name()` gives it (`Pv`, `m`, `13hipMemcpyKind`), demangled as
+/// rocprofv3 writes it (`void*`, `unsigned long`, `hipMemcpyKind`): as the one parameter of
+/// a function, which the demangler takes where it takes no bare type.
+fn demangle_type(mangled: &str) -> String {
+    cpp_demangle::Symbol::new(format!("_Z1f{mangled}"))
+        .ok()
+        .and_then(|s| s.demangle().ok())
+        .and_then(|f| Some(f.strip_prefix("f(")?.strip_suffix(')')?.to_owned()))
+        .unwrap_or_else(|| mangled.to_owned())
 }
 
 /// Converts one SDK record into its rocflow record.
@@ -222,6 +304,7 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                 }
                 RecordKind::Api => {
                     // SAFETY: the caller's contract.
+                    // An `_EXT` record starts as the plain one does.
                     let r = unsafe { &*header.payload.cast::<ApiRecord>() };
                     out.thread(r.thread_id);
                     out.apis.push(ApiCall {
@@ -231,9 +314,13 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                         end_ns: r.end_timestamp,
                         correlation_id: r.correlation_id.internal,
                         external_id: r.correlation_id.external.value,
-                        domain_id: r.kind as u8,
+                        domain_id: domain.plain().sdk_value() as u8,
                         operation_id: r.operation,
                     });
+                    if domain.has_args() {
+                        out.args.begin(r.correlation_id.internal);
+                        collect_args(tool, header, &mut out.args);
+                    }
                 }
                 RecordKind::Marker => {
                     // SAFETY: the caller's contract.
@@ -388,5 +475,25 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
             });
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangle_type;
+
+    #[test]
+    fn argument_types_are_demangled_as_rocprofv3_writes_them() {
+        for (mangled, shown) in [
+            ("Pv", "void*"),
+            ("PKv", "void const*"),
+            ("m", "unsigned long"),
+            ("13hipMemcpyKind", "hipMemcpyKind"),
+            ("P12ihipStream_t", "ihipStream_t*"),
+            ("PPv", "void**"),
+            ("not a type!", "not a type!"),
+        ] {
+            assert_eq!(demangle_type(mangled), shown);
+        }
     }
 }

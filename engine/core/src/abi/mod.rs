@@ -481,6 +481,20 @@ pub type BufferCallback = unsafe extern "C" fn(
     data: *mut c_void,
     drop_count: u64,
 );
+/// `rocprofiler_buffer_tracing_operation_args_cb_t`: one argument of a traced call
+/// (kind, operation, position, value address, indirection count, typeid name, name,
+/// value text, data); non-zero stops the iteration.
+pub type BufferArgsCallback = unsafe extern "C" fn(
+    kind: i32,
+    operation: i32,
+    arg_number: u32,
+    arg_value_addr: *const c_void,
+    arg_indirection_count: i32,
+    arg_type: *const c_char,
+    arg_name: *const c_char,
+    arg_value_str: *const c_char,
+    data: *mut c_void,
+) -> c_int;
 /// `rocprofiler_callback_tracing_cb_t`.
 pub type TracingCallback = unsafe extern "C" fn(
     record: CallbackTracingRecord,

@@ -1,10 +1,12 @@
 //! Records and the metadata that gives them meaning.
 
+mod args;
 mod field;
 mod kind;
 mod meta;
 mod model;
 
+pub use args::{ApiArgs, Arg, ArgValue};
 pub use field::{Field, Storage, Sym, Value};
 pub use kind::{ColumnType, RecordKind};
 pub use meta::{

@@ -104,6 +104,35 @@ impl Domain {
         Domain::ALL.iter().map(|d| d.name())
     }
 
+    /// The domain to trace for the calls of this one with their arguments: the `_EXT`
+    /// domain whose records carry them, for the domains that have one. rocprofv3 records
+    /// arguments the same way; the SDK iterates no others (`rocprofiler_iterate_buffer_
+    /// tracing_record_args` answers NOT_IMPLEMENTED for HSA, marker and RCCL records).
+    pub fn with_args(self) -> Option<Domain> {
+        match self {
+            Domain::HipRuntimeApi | Domain::HipRuntimeApiExt => Some(Domain::HipRuntimeApiExt),
+            Domain::HipCompilerApi | Domain::HipCompilerApiExt => Some(Domain::HipCompilerApiExt),
+            Domain::RocdecodeApi | Domain::RocdecodeApiExt => Some(Domain::RocdecodeApiExt),
+            _ => None,
+        }
+    }
+
+    /// Whether this domain's records carry their calls' arguments.
+    pub fn has_args(self) -> bool {
+        self.with_args() == Some(self)
+    }
+
+    /// The domain whose calls this one's records are: an `_EXT` domain's plain one, so
+    /// calls traced with their arguments are the same calls to every reader.
+    pub fn plain(self) -> Domain {
+        match self {
+            Domain::HipRuntimeApiExt => Domain::HipRuntimeApi,
+            Domain::HipCompilerApiExt => Domain::HipCompilerApi,
+            Domain::RocdecodeApiExt => Domain::RocdecodeApi,
+            other => other,
+        }
+    }
+
     /// The name of operation `id` (the tables are sorted by id).
     pub fn operation_name(self, id: i32) -> Option<&'static str> {
         let ops = self.operations();

@@ -14,6 +14,7 @@ use std::ffi::{CString, c_void};
 use std::path::Path;
 use std::ptr::NonNull;
 
+use super::definitions;
 use super::ffi::{self, ErrorCode, Otf2};
 use super::spill::{Event, Spill};
 use crate::sink::SinkError;
@@ -222,9 +223,16 @@ fn emit(
 ) -> Result<(), SinkError> {
     let attach = |attributes: &[(u32, u64)]| {
         attributes.iter().try_for_each(|&(id, value)| {
+            let list = list.as_ptr();
             // SAFETY: the list is alive.
-            let code = unsafe { (otf2.attribute_list_add_uint64)(list.as_ptr(), id, value) };
-            check(otf2, code, "OTF2_AttributeList_AddUint64")
+            let (code, call) = if definitions::is_argument(id) {
+                let code = unsafe { (otf2.attribute_list_add_string_ref)(list, id, value as u32) };
+                (code, "OTF2_AttributeList_AddStringRef")
+            } else {
+                let code = unsafe { (otf2.attribute_list_add_uint64)(list, id, value) };
+                (code, "OTF2_AttributeList_AddUint64")
+            };
+            check(otf2, code, call)
         })
     };
     let (writer, list) = (writer.as_ptr(), list.as_ptr());
@@ -336,7 +344,14 @@ impl GlobalDefs<'_> {
         )
     }
 
-    pub fn attribute(&mut self, id: u32, name: u32, description: u32) -> Result<(), SinkError> {
+    /// An attribute of `kind`: `ffi::TYPE_UINT64`, or `ffi::TYPE_STRING` (a string id).
+    pub fn attribute(
+        &mut self,
+        id: u32,
+        name: u32,
+        description: u32,
+        kind: u8,
+    ) -> Result<(), SinkError> {
         define!(
             self,
             def_attribute,
@@ -344,7 +359,7 @@ impl GlobalDefs<'_> {
             id,
             name,
             description,
-            ffi::TYPE_UINT64
+            kind
         )
     }
 

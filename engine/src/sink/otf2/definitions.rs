@@ -34,6 +34,15 @@ pub const ATTRIBUTES: [(u32, &str, &str); 4] = [
     (DISPATCH_ID, "dispatch_id", "the kernel dispatch's id"),
     (BYTES, "bytes", "bytes copied or allocated"),
 ];
+/// API calls' arguments are string attributes (the SDK's text), one per name and type,
+/// numbered from here on.
+const FIRST_ARGUMENT: u32 = ATTRIBUTES.len() as u32;
+
+/// Whether attribute `id` is an API call's argument, whose values are string ids.
+pub fn is_argument(id: u32) -> bool {
+    id >= FIRST_ARGUMENT
+}
+
 pub const CORRELATION_ID: u32 = 0;
 pub const EXTERNAL_ID: u32 = 1;
 pub const DISPATCH_ID: u32 = 2;
@@ -131,9 +140,23 @@ pub struct Definitions {
     locations: Vec<Location>,
     /// The earliest and latest event times.
     span: Option<(u64, u64)>,
+    /// The argument attributes, by (name, type) string ids, in id order.
+    arguments: Vec<(u32, u32)>,
+    argument_ids: HashMap<(u32, u32), u32>,
 }
 
 impl Definitions {
+    /// The attribute of the API call arguments named `name` of type `type_name`.
+    pub fn argument(&mut self, name: &str, type_name: &str) -> u32 {
+        let key = (self.string(name), self.string(type_name));
+        let next = FIRST_ARGUMENT + self.arguments.len() as u32;
+        let id = *self.argument_ids.entry(key).or_insert(next);
+        if id == next {
+            self.arguments.push(key);
+        }
+        id
+    }
+
     pub fn string(&mut self, text: &str) -> u32 {
         if let Some(&id) = self.string_ids.get(text) {
             return id;
@@ -369,7 +392,10 @@ impl Definitions {
         }
         out.paradigm(ffi::PARADIGM_HIP, hip, ffi::PARADIGM_CLASS_ACCELERATOR)?;
         for (id, name, description) in attributes {
-            out.attribute(id, name, description)?;
+            out.attribute(id, name, description, ffi::TYPE_UINT64)?;
+        }
+        for (id, &(name, type_name)) in (FIRST_ARGUMENT..).zip(&self.arguments) {
+            out.attribute(id, name, type_name, ffi::TYPE_STRING)?;
         }
         for (id, n) in self.nodes.iter().enumerate() {
             out.system_tree_node(id as u32, n.name, n.class, n.parent, n.domain)?;

@@ -1,5 +1,5 @@
 //! Records to events: which timeline each record belongs to, the region or metric it shows,
-//! and the attributes it carries.
+//! and the attributes it carries (an API call's arguments among them, as the SDK's text).
 //!
 //! Every timeline takes records of one kind only. Kinds reach the sink in separate buffer
 //! flushes, far apart in time (a marker buffer may flush once for thousands of API buffers),
@@ -22,7 +22,7 @@ use super::definitions::{
     Track, TrackKey,
 };
 use super::ffi;
-use super::spill::Event;
+use super::spill::{self, Event};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::{Cell, Columns};
@@ -54,10 +54,56 @@ impl timeline::Mark for Mark {
 type Span = timeline::Span<Mark>;
 
 /// The attributes an event carries: an id each, and the value; zero values are left out.
+/// An API call's arguments, as many as it has, wait in [`Arguments`] (`args` is their slot
+/// there, plus one; 0 for none), so that marks stay small and `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Attributes {
     pairs: [(u32, u64); 3],
     len: u8,
+    args: u32,
+}
+
+/// The argument attributes of API calls whose events are not written yet.
+#[derive(Default)]
+struct Arguments {
+    slots: Vec<Vec<(u32, u64)>>,
+    free: Vec<u32>,
+}
+
+impl Arguments {
+    /// Keeps `args`; the value for [`Attributes::args`].
+    fn keep(&mut self, args: Vec<(u32, u64)>) -> u32 {
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = args;
+                slot
+            }
+            None => {
+                self.slots.push(args);
+                self.slots.len() as u32 - 1
+            }
+        };
+        slot + 1
+    }
+
+    /// `attributes` with the arguments they refer to, which are given back.
+    fn with<'a>(
+        &mut self,
+        attributes: &'a Attributes,
+        all: &'a mut Vec<(u32, u64)>,
+    ) -> &'a [(u32, u64)] {
+        if attributes.args == 0 {
+            return attributes.as_slice();
+        }
+        let slot = attributes.args - 1;
+        all.clear();
+        all.extend_from_slice(attributes.as_slice());
+        let args = std::mem::take(&mut self.slots[slot as usize]);
+        let room = spill::MAX_ATTRIBUTES - all.len();
+        all.extend(args.into_iter().take(room));
+        self.free.push(slot);
+        all
+    }
 }
 
 impl Attributes {
@@ -86,6 +132,9 @@ pub struct Out<'a> {
 pub struct Tracks {
     timelines: HashMap<TrackKey, Timeline<LocationId, Mark>>,
     sums: CounterSums,
+    args: Arguments,
+    /// An event's attributes with its arguments, reused from event to event.
+    all: Vec<(u32, u64)>,
 }
 
 impl Tracks {
@@ -103,7 +152,7 @@ impl Tracks {
         };
         match &chunk.batch {
             Batch::Api(records) => {
-                for r in records {
+                for (i, r) in records.iter().enumerate() {
                     let key = RegionKey::Api(r.domain_id, r.operation_id);
                     let region = out.defs.region(key, hip(ffi::REGION_ROLE_FUNCTION), || {
                         column(r, "operation", meta).to_owned()
@@ -114,7 +163,17 @@ impl Tracks {
                     };
                     let times = (r.start_ns, r.end_ns);
                     let ids = (r.correlation_id, r.external_id);
-                    self.push(track, span(times, region, ids, None), meta, out)?;
+                    let mut span = span(times, region, ids, None);
+                    if let (Some(args), Mark::Region { attributes, .. }) =
+                        (chunk.args(i, meta), &mut span.mark)
+                    {
+                        let args = args.map(|a| {
+                            let value = out.defs.string(&a.value);
+                            (out.defs.argument(a.name, a.type_name), u64::from(value))
+                        });
+                        attributes.args = self.args.keep(args.collect());
+                    }
+                    self.push(track, span, meta, out)?;
                 }
             }
             Batch::Marker(records) => {
@@ -263,7 +322,17 @@ impl Tracks {
             .timelines
             .entry(key)
             .or_insert_with(|| Timeline::new(overlap(key.track)));
-        timeline.push(span, &mut Lanes { out, key, meta })
+        let (args, all) = (&mut self.args, &mut self.all);
+        timeline.push(
+            span,
+            &mut Lanes {
+                out,
+                key,
+                meta,
+                args,
+                all,
+            },
+        )
     }
 
     /// Writes what is held back and returns each location's event count.
@@ -282,6 +351,8 @@ impl Tracks {
                 out,
                 key: *key,
                 meta,
+                args: &mut self.args,
+                all: &mut self.all,
             })?;
             events.extend(timeline.lanes());
         }
@@ -338,6 +409,8 @@ struct Lanes<'a, 'b> {
     out: &'a mut Out<'b>,
     key: TrackKey,
     meta: &'a StreamMeta,
+    args: &'a mut Arguments,
+    all: &'a mut Vec<(u32, u64)>,
 }
 
 impl Output<Mark> for Lanes<'_, '_> {
@@ -359,7 +432,7 @@ impl Output<Mark> for Lanes<'_, '_> {
                 Event::Enter {
                     time,
                     region,
-                    attributes: attributes.as_slice(),
+                    attributes: self.args.with(&attributes, self.all),
                 },
             ),
             Mark::Metric {

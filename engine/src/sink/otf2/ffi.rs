@@ -49,6 +49,7 @@ pub const CHUNK_SIZE_MIN: u64 = 256 * 1024;
 
 /// `OTF2_Type`.
 pub const TYPE_UINT64: u8 = 4;
+pub const TYPE_STRING: u8 = 11;
 pub const TYPE_DOUBLE: u8 = 10;
 
 pub const UNDEFINED_UINT32: u32 = u32::MAX;
@@ -185,6 +186,8 @@ functions! {
     attribute_list_delete = "OTF2_AttributeList_Delete": fn(*mut AttributeList) -> ErrorCode;
     attribute_list_add_uint64 = "OTF2_AttributeList_AddUint64":
         fn(*mut AttributeList, u32, u64) -> ErrorCode;
+    attribute_list_add_string_ref = "OTF2_AttributeList_AddStringRef":
+        fn(*mut AttributeList, u32, u32) -> ErrorCode;
 
     evt_enter = "OTF2_EvtWriter_Enter": fn(*mut EvtWriter, *mut AttributeList, u64, u32) -> ErrorCode;
     evt_leave = "OTF2_EvtWriter_Leave": fn(*mut EvtWriter, *mut AttributeList, u64, u32) -> ErrorCode;

@@ -57,8 +57,8 @@ struct Log {
 const ENTER: u8 = 0;
 const LEAVE: u8 = 1;
 const METRIC: u8 = 2;
-/// Attributes an event carries at most.
-const MAX_ATTRIBUTES: usize = 8;
+/// Attributes an event carries at most (an API call's arguments beyond are left out).
+pub const MAX_ATTRIBUTES: usize = u8::MAX as usize;
 /// Bytes an event takes at most: a metric's tag, time, id, value and attributes.
 const MAX_EVENT: usize = 1 + 8 + 4 + 8 + 1 + MAX_ATTRIBUTES * 12;
 

@@ -166,6 +166,10 @@ pub mod event {
 pub mod annotation {
     pub const NAME_IID: u32 = 1;
     pub const UINT_VALUE: u32 = 3;
+    pub const INT_VALUE: u32 = 4;
+    pub const STRING_VALUE: u32 = 6;
+    pub const POINTER_VALUE: u32 = 7;
+    pub const NAME: u32 = 10;
 }
 
 /// `TrackDescriptor` and the descriptors it nests.

@@ -21,7 +21,7 @@ use super::time::TimeUnit;
 use super::tracks::{Track, TrackKey, agent};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
-use crate::record::{ApiCall, Batch, KernelDispatch, Marker, MemoryCopy, Sym};
+use crate::record::{ApiCall, ArgValue, Batch, KernelDispatch, Marker, MemoryCopy, Sym};
 use crate::sdk::{AgentType, Domain};
 use crate::sink::counters::{CounterSums, Sum};
 use crate::sink::timeline::{self, Output, Overlap, Timeline};
@@ -138,6 +138,23 @@ pub struct Sequence {
     allocations: HashMap<(u16, u64), (u32, i64)>,
     /// Bytes allocated per (stream, agent).
     allocated: HashMap<(u16, u32), i64>,
+    /// The arguments of calls not placed yet, by stream and correlation id.
+    call_args: HashMap<(u16, u64), Vec<CallArg>>,
+}
+
+/// An argument, as its call's slice annotates it: integers as integers, addresses as
+/// pointers (which readers show in hex), the rest as text.
+#[derive(Debug)]
+struct CallArg {
+    name: String,
+    value: CallValue,
+}
+
+#[derive(Debug)]
+enum CallValue {
+    Int(i64),
+    Pointer(u64),
+    Text(String),
 }
 
 impl Sequence {
@@ -151,6 +168,7 @@ impl Sequence {
             sums: CounterSums::default(),
             allocations: HashMap::default(),
             allocated: HashMap::default(),
+            call_args: HashMap::default(),
         }
     }
 
@@ -168,9 +186,21 @@ impl Sequence {
         let shows = |shown| settings.tracks.contains(&shown);
         match &chunk.batch {
             Batch::Api(records) if shows(Shown::Api) => {
-                for r in records {
+                for (i, r) in records.iter().enumerate() {
                     let key = key(Track::Thread(r.tid));
                     if mine(key) {
+                        if let Some(args) = chunk.call_args(i).filter(|_| settings.annotations) {
+                            let args = args.iter().map(|a| CallArg {
+                                name: meta.string(a.name).to_owned(),
+                                value: match a.value {
+                                    ArgValue::Int(v) => CallValue::Int(v),
+                                    ArgValue::Address(v) => CallValue::Pointer(v),
+                                    ArgValue::Text(s) => CallValue::Text(meta.string(s).into()),
+                                },
+                            });
+                            self.call_args
+                                .insert((stream, r.correlation_id), args.collect());
+                        }
                         self.slice(key, r.start_ns, r.end_ns, Slice::Api(*r), meta, settings);
                     }
                 }
@@ -272,6 +302,7 @@ impl Sequence {
             unit: self.unit,
             out: &mut self.out,
             interned: &mut self.interned,
+            call_args: &mut self.call_args,
             key,
             meta: catalog.stream(key.stream),
             settings,
@@ -300,6 +331,7 @@ impl Sequence {
             unit: self.unit,
             out: &mut self.out,
             interned: &mut self.interned,
+            call_args: &mut self.call_args,
             key,
             meta,
             settings,
@@ -413,6 +445,7 @@ struct Slices<'a> {
     unit: TimeUnit,
     out: &'a mut Encoder,
     interned: &'a mut Interned,
+    call_args: &'a mut HashMap<(u16, u64), Vec<CallArg>>,
     key: TrackKey,
     meta: &'a StreamMeta,
     settings: &'a Settings,
@@ -446,6 +479,10 @@ impl Output<Slice> for Slices<'_> {
             self.interned.categories |= 1 << c;
         }
         let (settings, unit, stream) = (self.settings, self.unit, self.key.stream);
+        let call_args = match span.mark {
+            Slice::Api(r) => self.call_args.remove(&(stream, r.correlation_id)),
+            _ => None,
+        };
         self.out.message(TRACE_PACKET, |p| {
             unit.stamp(p, span.start);
             p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, u64::from(sequence));
@@ -471,6 +508,16 @@ impl Output<Slice> for Slices<'_> {
                 }
                 if settings.annotations {
                     annotations(&span.mark, e);
+                }
+                for arg in call_args.iter().flatten() {
+                    e.message(event::DEBUG_ANNOTATIONS, |a| {
+                        a.str(annotation::NAME, &arg.name);
+                        match &arg.value {
+                            CallValue::Int(v) => a.int(annotation::INT_VALUE, *v),
+                            CallValue::Pointer(v) => a.uint(annotation::POINTER_VALUE, *v),
+                            CallValue::Text(v) => a.str(annotation::STRING_VALUE, v),
+                        }
+                    });
                 }
                 if settings.flows {
                     match span.mark {

@@ -69,6 +69,7 @@ tables! {
         "queue_id", "stream_id", "event_id", "extdata"
     );
     pmc_event = "INSERT" PMC_EVENT ("event_id", "pmc_id", "value");
+    arg = "INSERT" ARG ("event_id", "position", "type", "name", "value");
 }
 
 /// What event rows hold when there is nothing more to say.
@@ -91,7 +92,12 @@ pub struct Queued {
     host: String,
     /// The messages of marker records, one per record (none for other kinds).
     messages: Vec<String>,
+    /// The arguments of API calls, one list per record (none where none were collected).
+    args: Vec<Vec<Arg>>,
 }
+
+/// An argument row's columns besides its event: position, type, name, value.
+type Arg = (u8, String, String, String);
 
 impl Queued {
     pub fn new(chunk: Arc<Chunk>, meta: &StreamMeta) -> Queued {
@@ -102,10 +108,28 @@ impl Queued {
                 .collect(),
             _ => Vec::new(),
         };
+        let args = match chunk.args {
+            Some(_) => (0..chunk.len())
+                .map(|i| {
+                    (chunk.args(i, meta).into_iter().flatten())
+                        .map(|a| {
+                            (
+                                a.position,
+                                a.type_name.into(),
+                                a.name.into(),
+                                a.value.into(),
+                            )
+                        })
+                        .collect()
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         Queued {
             host: info::host(meta).to_owned(),
             chunk,
             messages,
+            args,
         }
     }
 }
@@ -138,11 +162,11 @@ impl<'a, 'c> Window<'a, 'c> {
             Batch::MemoryCopy(r) => self.copies(scope, r)?,
             Batch::MemoryAllocation(r) => self.allocations(scope, r)?,
             Batch::ScratchMemory(r) => self.scratch(scope, r)?,
-            Batch::Api(r) => self.host(scope, r, messages)?,
-            Batch::Marker(r) => self.host(scope, r, messages)?,
-            Batch::HipStream(r) => self.host(scope, r, messages)?,
-            Batch::RuntimeInitialization(r) => self.host(scope, r, messages)?,
-            Batch::KfdEvent(r) => self.host(scope, r, messages)?,
+            Batch::Api(r) => self.host(scope, r, messages, &queued.args)?,
+            Batch::Marker(r) => self.host(scope, r, messages, &[])?,
+            Batch::HipStream(r) => self.host(scope, r, messages, &[])?,
+            Batch::RuntimeInitialization(r) => self.host(scope, r, messages, &[])?,
+            Batch::KfdEvent(r) => self.host(scope, r, messages, &[])?,
             Batch::CounterSample(r) => self.counters(scope, r)?,
             Batch::PcSample(r) => self.pc_samples(scope, r)?,
         };
@@ -379,12 +403,14 @@ impl<'a, 'c> Window<'a, 'c> {
     }
 
     /// Host calls and instants: regions when they last, samples on their thread's track of
-    /// their category when they do not; with their messages, if they have any.
+    /// their category when they do not; with their messages and arguments, if they have
+    /// any (one list per record).
     fn host<R: HostEvent>(
         &mut self,
         scope: Scope,
         records: &[R],
         messages: &[String],
+        args: &[Vec<Arg>],
     ) -> Result<(u32, u64), Fault> {
         let mut last = 0;
         for (i, r) in records.iter().enumerate() {
@@ -399,6 +425,16 @@ impl<'a, 'c> Window<'a, 'c> {
             };
             let (correlation, external) = r.correlation();
             let event = self.event(operation.category, correlation, None, external, extdata)?;
+            for (position, type_name, name, value) in args.get(i).into_iter().flatten() {
+                let row = row![
+                    event,
+                    i64::from(*position),
+                    type_name.clone(),
+                    name.clone(),
+                    value.clone()
+                ];
+                self.tables.arg.push(row)?;
+            }
             let (start, end) = r.span();
             let thread = self.ids.threads.id(&(scope.stream, r.tid()));
             if start == end {
