@@ -1,6 +1,8 @@
 //! What is fuzzed: each target is an entry point of rocflow that reads untrusted or
 //! user-written input, with its seeds and the tokens its inputs are made of.
 
+mod pipeline;
+mod predicate;
 mod selftest;
 mod spool;
 
@@ -35,7 +37,12 @@ pub struct Target {
 }
 
 /// Every target a campaign runs by default.
-pub const ALL: &[&Target] = &[&spool::SPOOL, &spool::WIRE];
+pub const ALL: &[&Target] = &[
+    &spool::SPOOL,
+    &spool::WIRE,
+    &pipeline::TARGET,
+    &predicate::TARGET,
+];
 
 /// The target called `name`, including the self-test, which checks that the harness
 /// catches each kind of failure and is never part of a campaign.
@@ -49,4 +56,23 @@ pub fn find(name: &str) -> Option<&'static Target> {
 /// The workspace root, which seed paths and shared files are relative to.
 pub fn root() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// The messages of diagnostics, a line each, after rendering them with their snippets as
+/// the command line does (rendering is code under test too).
+fn messages(diagnostics: &[rocflow::diag::Diagnostic]) -> String {
+    let lines: Vec<&str> = diagnostics
+        .iter()
+        .map(|d| {
+            d.render(false);
+            d.message.as_str()
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// The input as text, invalid UTF-8 replaced: the text parsers are given text, as
+/// rocflow gives them what it read from a file.
+fn text(input: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(input)
 }
