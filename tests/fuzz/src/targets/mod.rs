@@ -1,6 +1,7 @@
 //! What is fuzzed: each target is an entry point of rocflow that reads untrusted or
 //! user-written input, with its seeds and the tokens its inputs are made of.
 
+mod counters;
 mod pipeline;
 mod predicate;
 mod selftest;
@@ -42,6 +43,8 @@ pub const ALL: &[&Target] = &[
     &spool::WIRE,
     &pipeline::TARGET,
     &predicate::TARGET,
+    &counters::EXPRESSION,
+    &counters::DEFINITIONS,
 ];
 
 /// The target called `name`, including the self-test, which checks that the harness
