@@ -2,6 +2,7 @@
 //! user-written input, with its seeds and the tokens its inputs are made of.
 
 mod counters;
+mod import;
 mod pipeline;
 mod predicate;
 mod selftest;
@@ -45,6 +46,7 @@ pub const ALL: &[&Target] = &[
     &predicate::TARGET,
     &counters::EXPRESSION,
     &counters::DEFINITIONS,
+    &import::TARGET,
 ];
 
 /// The target called `name`, including the self-test, which checks that the harness
