@@ -17,7 +17,7 @@ mod supervise;
 mod targets;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -36,10 +36,11 @@ struct Args {
     /// The seed of the mutations: the same seed and budget give the same inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Seconds to fuzz each target.
+    /// Seconds to fuzz each target. After a failure a new worker goes on, with the next
+    /// seed, for the time left: a campaign reports every distinct failure it meets.
     #[arg(long, default_value_t = 60)]
     time: u64,
-    /// Mutated inputs to run per target, at most.
+    /// Mutated inputs a worker runs, at most.
     #[arg(long, default_value_t = u64::MAX, hide_default_value = true)]
     runs: u64,
     /// Seconds an input may run before it counts as a hang.
@@ -69,6 +70,9 @@ struct Args {
 const CAUGHT: u8 = 3;
 
 fn main() -> ExitCode {
+    // SAFETY: called before any other thread exists; a closed pipe (`| head`) then ends
+    // the process quietly instead of making `println!` panic.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = Args::parse();
     match &args.worker {
         Some(dir) => worker(&args, Files::new(dir.clone())),
@@ -109,13 +113,14 @@ impl Args {
         }
     }
 
-    /// The arguments of a worker on `target` in `dir`: these, less the choice of targets.
-    fn worker_args(&self, target: &str, dir: &std::path::Path) -> Vec<OsString> {
+    /// The arguments of a worker on `target` in `dir`: these, less the choice of targets,
+    /// with its own seed and seconds.
+    fn worker_args(&self, target: &str, dir: &Path, seed: u64, time: u64) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec!["--worker".into(), dir.into(), "--target".into()];
         args.push(target.into());
         for (flag, value) in [
-            ("--seed", self.seed.to_string()),
-            ("--time", self.time.to_string()),
+            ("--seed", seed.to_string()),
+            ("--time", time.to_string()),
             ("--runs", self.runs.to_string()),
             ("--timeout", self.timeout.to_string()),
             ("--memory", self.memory.to_string()),

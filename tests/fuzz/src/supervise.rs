@@ -1,11 +1,13 @@
 //! The supervisor: a worker process per target, so that a crash which kills a worker (a
-//! stack overflow, an allocation past the memory limit) ends only that target's campaign
-//! and is reported like any other failure: its input is the worker's last, its kind what
-//! the runtime said as it aborted. Every failure is reported here, and nowhere else.
+//! stack overflow, an allocation past the memory limit) ends only that worker and is
+//! reported like any other failure: its input is the worker's last, its kind what the
+//! runtime said as it aborted. Every failure is reported here, and nowhere else.
 
+use std::collections::HashSet;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::campaign::Files;
 use crate::rng;
@@ -18,10 +20,16 @@ const STDERR_TAIL: usize = 4000;
 /// A failure, as reported.
 struct Failure {
     target: &'static str,
+    ended: Ended,
+    /// Where the failing input is.
+    input: PathBuf,
+}
+
+/// How a worker ended on a failing input.
+struct Ended {
     kind: String,
     message: String,
-    /// The failing input.
-    input: PathBuf,
+    input: Vec<u8>,
 }
 
 pub fn main(args: &Args) -> ExitCode {
@@ -46,12 +54,12 @@ pub fn main(args: &Args) -> ExitCode {
         .unwrap_or_else(|| targets::root().join("target/fuzz"));
     let mut failures = Vec::new();
     for target in &chosen {
-        match supervise(args, target, &out) {
-            Ok(None) => {}
-            Ok(Some(failure)) => {
-                println!("{failure}");
-                failures.push(failure);
-            }
+        let found = match &args.replay {
+            Some(file) => replay(args, target, &out, file).map(Vec::from_iter),
+            None => campaign(args, target, &out),
+        };
+        match found {
+            Ok(found) => failures.extend(found),
             Err(e) => {
                 eprintln!("rocflow-fuzz: {}: {e}", target.name);
                 return ExitCode::from(2);
@@ -63,14 +71,9 @@ pub fn main(args: &Args) -> ExitCode {
     }
     let summary: Vec<String> = failures
         .iter()
-        .map(|f| format!("{}: {} ({})", f.target, f.kind, f.input.display()))
+        .map(|f| format!("{}: {} ({})", f.target, f.ended.kind, f.input.display()))
         .collect();
-    println!(
-        "{} of {} targets failed:\n  {}",
-        failures.len(),
-        chosen.len(),
-        summary.join("\n  ")
-    );
+    println!("{} failures:\n  {}", failures.len(), summary.join("\n  "));
     ExitCode::FAILURE
 }
 
@@ -100,16 +103,78 @@ fn target(name: &str) -> Result<&'static Target, String> {
     })
 }
 
-/// Runs a worker on `target` and waits for it; the failure it ended on, if any.
-fn supervise(args: &Args, target: &'static Target, out: &Path) -> Result<Option<Failure>, String> {
-    let dir = out
-        .join("work")
-        .join(format!("{}-{}", target.name, std::process::id()));
+/// Fuzzes `target` for its time: after a failure, a worker with the next seed goes on for
+/// the time left. Each distinct failure is saved under `crashes/` and reported once.
+fn campaign(args: &Args, target: &'static Target, out: &Path) -> Result<Vec<Failure>, String> {
+    let deadline = Instant::now() + Duration::from_secs(args.time);
+    let mut failures = Vec::new();
+    let (mut seen, mut repeats) = (HashSet::new(), 0);
+    let mut time = args.time;
+    for seed in (0..).map(|round| args.seed.wrapping_add(round)) {
+        let worker = args.worker_args(target.name, &work(out, target), seed, time);
+        let Some(ended) = supervise(target, out, worker)? else {
+            break;
+        };
+        if seen.insert(ended.signature()) {
+            let input = save(target, &ended, &out.join("crashes"))?;
+            let failure = Failure {
+                target: target.name,
+                ended,
+                input,
+            };
+            println!("{failure}");
+            failures.push(failure);
+        } else {
+            repeats += 1;
+        }
+        time = deadline.saturating_duration_since(Instant::now()).as_secs();
+        if time == 0 {
+            println!(
+                "{}: out of time; {} failures, and {repeats} repeats of them",
+                target.name,
+                failures.len()
+            );
+            break;
+        }
+    }
+    Ok(failures)
+}
+
+/// Runs `file` once on `target`.
+fn replay(
+    args: &Args,
+    target: &'static Target,
+    out: &Path,
+    file: &Path,
+) -> Result<Option<Failure>, String> {
+    let worker = args.worker_args(target.name, &work(out, target), args.seed, args.time);
+    let failure = supervise(target, out, worker)?.map(|ended| Failure {
+        target: target.name,
+        ended,
+        input: file.to_owned(),
+    });
+    failure.iter().for_each(|f| println!("{f}"));
+    Ok(failure)
+}
+
+/// A worker's folder: one per target and supervisor.
+fn work(out: &Path, target: &Target) -> PathBuf {
+    out.join("work")
+        .join(format!("{}-{}", target.name, std::process::id()))
+}
+
+/// Runs a worker with `args` and waits for it; the failure it ended on, if any.
+fn supervise(
+    target: &Target,
+    out: &Path,
+    args: Vec<std::ffi::OsString>,
+) -> Result<Option<Ended>, String> {
+    let dir = work(out, target);
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let files = Files::new(dir.clone());
     let stderr = std::fs::File::create(files.stderr()).map_err(|e| e.to_string())?;
     let status = Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
-        .args(args.worker_args(target.name, &dir))
+        .args(args)
         // So that a failed allocation says where it was.
         .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::null())
@@ -118,24 +183,16 @@ fn supervise(args: &Args, target: &'static Target, out: &Path) -> Result<Option<
         .map_err(|e| format!("starting a worker: {e}"))?;
     let stderr = std::fs::read(files.stderr()).unwrap_or_default();
     let stderr = String::from_utf8_lossy(&stderr[stderr.len().saturating_sub(STDERR_TAIL)..]);
-    let failure = match classify(status, &stderr, &files) {
-        Ok(None) => None,
-        Ok(Some((kind, message))) => {
-            let input = match &args.replay {
-                Some(file) => file.clone(),
-                None => save(target, &kind, &files.input(), &out.join("crashes"))?,
-            };
-            Some(Failure {
-                target: target.name,
-                kind,
-                message,
-                input,
-            })
-        }
-        Err(e) => return Err(format!("{e}\n{stderr}")),
+    let ended = match classify(status, &stderr, &files)? {
+        Some((kind, message)) => Some(Ended {
+            kind,
+            message,
+            input: std::fs::read(files.input()).map_err(|e| e.to_string())?,
+        }),
+        None => None,
     };
     std::fs::remove_dir_all(&dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
-    Ok(failure)
+    Ok(ended)
 }
 
 /// What a worker's end says: nothing failed, a failure (its kind and message), or an
@@ -154,7 +211,7 @@ fn classify(
         return Ok(Some((kind.to_owned(), message.to_owned())));
     }
     let Some(signal) = status.signal() else {
-        return Err(format!("the worker failed ({status})"));
+        return Err(format!("the worker failed ({status}):\n{stderr}"));
     };
     let kind = if stderr.contains("has overflowed its stack") {
         "stack overflow"
@@ -169,32 +226,47 @@ fn classify(
     )))
 }
 
-/// Copies the failing input to `crashes/TARGET/KIND-HASH.EXT`.
-fn save(target: &Target, kind: &str, input: &Path, crashes: &Path) -> Result<PathBuf, String> {
-    let bytes = std::fs::read(input).map_err(|e| format!("reading {}: {e}", input.display()))?;
+impl Ended {
+    /// What tells failures apart: the kind, and the first place in the code the message
+    /// names (where a panic was, the first frame of a backtrace outside the standard
+    /// library).
+    fn signature(&self) -> String {
+        let place = self.message.lines().find_map(|line| {
+            let line = line.trim_start();
+            let place = line
+                .strip_prefix("panicked at ")
+                .or_else(|| line.strip_prefix("at "))?;
+            (!place.starts_with("/rustc/")).then_some(place)
+        });
+        format!("{} {}", self.kind, place.unwrap_or_default())
+    }
+}
+
+/// Writes the failing input to `crashes/TARGET/KIND-HASH.EXT`.
+fn save(target: &Target, ended: &Ended, crashes: &Path) -> Result<PathBuf, String> {
     let dir = crashes.join(target.name);
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let name = format!(
         "{}-{:016x}.{}",
-        kind.replace(' ', "-"),
-        rng::hash(&bytes),
+        ended.kind.replace(' ', "-"),
+        rng::hash(&ended.input),
         target.extension
     );
     let path = dir.join(name);
-    std::fs::write(&path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    std::fs::write(&path, &ended.input).map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok(path)
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "FAILED {}: {}", self.target, self.kind)?;
+        writeln!(f, "FAILED {}: {}", self.target, self.ended.kind)?;
         writeln!(f, "  input:  {}", self.input.display())?;
         writeln!(
             f,
             "  replay: cargo run --release -p rocflow-fuzz -- --replay {}",
             self.input.display()
         )?;
-        for line in self.message.lines() {
+        for line in self.ended.message.lines() {
             writeln!(f, "  | {line}")?;
         }
         Ok(())
