@@ -10,9 +10,11 @@
 
 mod campaign;
 mod corpus;
+mod files;
 mod frames;
 mod mutate;
 mod rng;
+mod runner;
 mod supervise;
 mod targets;
 
@@ -23,7 +25,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use campaign::{Budget, Files, Limits};
+use campaign::Budget;
+use files::Files;
+use runner::Limits;
 
 /// Fuzzes rocflow's spool reader, wire decoder, pipeline compiler, expression languages,
 /// counter definitions and rocprofv3 import.

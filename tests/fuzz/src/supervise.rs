@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::campaign::Files;
+use crate::files::Files;
 use crate::rng;
 use crate::targets::{self, Target};
 use crate::{Args, CAUGHT};
