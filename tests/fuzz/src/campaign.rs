@@ -28,7 +28,7 @@ pub struct Budget {
     pub time: Duration,
 }
 
-/// Fuzzes `target` until the budget is spent or an input fails; prints how it went.
+/// Fuzzes `target` until the budget is spent or an input fails.
 pub fn fuzz(
     target: &'static Target,
     seed: u64,
@@ -59,13 +59,6 @@ pub fn fuzz(
             said = Instant::now();
         }
     }
-    let seconds = started.elapsed().as_secs_f64();
-    println!(
-        "{}: {runs} runs in {seconds:.0} s ({:.0}/s), {} inputs kept; nothing failed",
-        target.name,
-        runs as f64 / seconds.max(1e-3),
-        corpus.found()
-    );
     Ok(())
 }
 

@@ -28,6 +28,18 @@ impl Files {
         self.dir.join("stderr")
     }
 
+    /// How many inputs the worker has run, as 8 little-endian bytes, written before each
+    /// runs: right however the worker ends.
+    pub fn runs(&self) -> PathBuf {
+        self.dir.join("runs")
+    }
+
+    /// What [`Files::runs`] says; 0 if the worker ran nothing.
+    pub fn read_runs(&self) -> u64 {
+        let bytes = std::fs::read(self.runs()).unwrap_or_default();
+        bytes.try_into().map_or(0, u64::from_le_bytes)
+    }
+
     /// Where targets write the files they need.
     pub fn scratch(&self) -> PathBuf {
         self.dir.join("scratch")

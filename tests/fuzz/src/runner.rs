@@ -3,6 +3,8 @@
 //! kills the process (stack overflow, failed allocation) is still attributable; a panic is
 //! caught, and an input that outlasts its time limit is taken for a hang.
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
@@ -39,6 +41,9 @@ pub struct Runner<'a> {
     results: Receiver<(Vec<u8>, thread::Result<String>)>,
     timeout: Duration,
     files: &'a Files,
+    /// Inputs run so far, and the file that says how many.
+    runs: u64,
+    count: File,
 }
 
 impl<'a> Runner<'a> {
@@ -77,12 +82,18 @@ impl<'a> Runner<'a> {
             results,
             timeout: limits.timeout,
             files,
+            runs: 0,
+            count: File::create(files.runs()).expect("the worker folder is writable"),
         }
     }
 
     /// Runs one input; gives it back with what it led to.
     pub fn run(&mut self, input: Vec<u8>) -> Result<(Vec<u8>, String), Caught> {
         std::fs::write(self.files.input(), &input).expect("the worker folder is writable");
+        self.runs += 1;
+        self.count
+            .write_all_at(&self.runs.to_le_bytes(), 0)
+            .expect("the worker folder is writable");
         self.inputs.send(input).expect("the input thread runs");
         let (input, outcome) = match self.results.recv_timeout(self.timeout) {
             Ok(result) => result,
@@ -114,7 +125,7 @@ fn ours(backtrace: &str) -> String {
     while let Some(function) = lines.next() {
         let at = lines.next_if(|l| l.trim_start().starts_with("at "));
         let std = at.is_some_and(|at| at.contains("/rustc/"));
-        if function.contains("rocflow") && !function.contains("rocflow_fuzz::campaign") && !std {
+        if function.contains("rocflow") && !function.contains("rocflow_fuzz::runner") && !std {
             kept.push(function);
             kept.extend(at);
         }

@@ -73,7 +73,7 @@ pub fn main(args: &Args) -> ExitCode {
         .iter()
         .map(|f| format!("{}: {} ({})", f.target, f.ended.kind, f.input.display()))
         .collect();
-    println!("{} failures:\n  {}", failures.len(), summary.join("\n  "));
+    println!("{} failed:\n  {}", failures.len(), summary.join("\n  "));
     ExitCode::FAILURE
 }
 
@@ -106,13 +106,16 @@ fn target(name: &str) -> Result<&'static Target, String> {
 /// Fuzzes `target` for its time: after a failure, a worker with the next seed goes on for
 /// the time left. Each distinct failure is saved under `crashes/` and reported once.
 fn campaign(args: &Args, target: &'static Target, out: &Path) -> Result<Vec<Failure>, String> {
-    let deadline = Instant::now() + Duration::from_secs(args.time);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(args.time);
     let mut failures = Vec::new();
-    let (mut seen, mut repeats) = (HashSet::new(), 0);
+    let (mut seen, mut repeats, mut runs, mut workers) = (HashSet::new(), 0, 0, 0);
     let mut time = args.time;
     for seed in (0..).map(|round| args.seed.wrapping_add(round)) {
         let worker = args.worker_args(target.name, &work(out, target), seed, time);
-        let Some(ended) = supervise(target, out, worker)? else {
+        let (ran, ended) = supervise(target, out, worker)?;
+        (runs, workers) = (runs + ran, workers + 1);
+        let Some(ended) = ended else {
             break;
         };
         if seen.insert(ended.signature()) {
@@ -129,14 +132,16 @@ fn campaign(args: &Args, target: &'static Target, out: &Path) -> Result<Vec<Fail
         }
         time = deadline.saturating_duration_since(Instant::now()).as_secs();
         if time == 0 {
-            println!(
-                "{}: out of time; {} failures, and {repeats} repeats of them",
-                target.name,
-                failures.len()
-            );
             break;
         }
     }
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "{}: {runs} inputs in {seconds:.0} s ({:.0}/s); workers: {workers}, failures: {}, repeats: {repeats}",
+        target.name,
+        runs as f64 / seconds.max(1e-3),
+        failures.len(),
+    );
     Ok(failures)
 }
 
@@ -148,7 +153,7 @@ fn replay(
     file: &Path,
 ) -> Result<Option<Failure>, String> {
     let worker = args.worker_args(target.name, &work(out, target), args.seed, args.time);
-    let failure = supervise(target, out, worker)?.map(|ended| Failure {
+    let failure = supervise(target, out, worker)?.1.map(|ended| Failure {
         target: target.name,
         ended,
         input: file.to_owned(),
@@ -163,12 +168,13 @@ fn work(out: &Path, target: &Target) -> PathBuf {
         .join(format!("{}-{}", target.name, std::process::id()))
 }
 
-/// Runs a worker with `args` and waits for it; the failure it ended on, if any.
+/// Runs a worker with `args` and waits for it; how many inputs it ran, and the failure it
+/// ended on, if any.
 fn supervise(
     target: &Target,
     out: &Path,
     args: Vec<std::ffi::OsString>,
-) -> Result<Option<Ended>, String> {
+) -> Result<(u64, Option<Ended>), String> {
     let dir = work(out, target);
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let files = Files::new(dir.clone());
@@ -191,8 +197,9 @@ fn supervise(
         }),
         None => None,
     };
+    let runs = files.read_runs();
     std::fs::remove_dir_all(&dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
-    Ok(ended)
+    Ok((runs, ended))
 }
 
 /// What a worker's end says: nothing failed, a failure (its kind and message), or an
