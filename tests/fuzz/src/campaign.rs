@@ -87,17 +87,20 @@ impl Mutator {
         match target.shape {
             Shape::Spool => Mutator::Spool(Payloads::new(MAX_SPOOL)),
             Shape::Text => {
-                let mut tokens: Vec<Vec<u8>> = target
-                    .tokens
-                    .iter()
-                    .map(|t| t.as_bytes().to_vec())
-                    .collect();
                 let mut words: Vec<&[u8]> = seeds.iter().flat_map(|s| mutate::words(s)).collect();
                 words.sort_unstable();
                 words.dedup();
-                tokens.extend(words.into_iter().take(SEED_WORDS).map(<[u8]>::to_vec));
                 Mutator::Text(Grammar {
-                    tokens,
+                    tokens: target
+                        .tokens
+                        .iter()
+                        .map(|t| t.as_bytes().to_vec())
+                        .collect(),
+                    words: words
+                        .into_iter()
+                        .take(SEED_WORDS)
+                        .map(<[u8]>::to_vec)
+                        .collect(),
                     nests: target.nests,
                     numbers: Numbers::Text,
                     max_len: MAX_TEXT,

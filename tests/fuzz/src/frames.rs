@@ -90,12 +90,14 @@ impl Payloads {
         Payloads {
             meta: Grammar {
                 tokens: META_TOKENS.iter().map(|t| t.as_bytes().to_vec()).collect(),
+                words: Vec::new(),
                 nests: &[("[", "]"), ("{\"a\":", "}")],
                 numbers: Numbers::Text,
                 max_len,
             },
             records: Grammar {
                 tokens: Vec::new(),
+                words: Vec::new(),
                 nests: &[],
                 numbers: Numbers::Binary,
                 max_len,

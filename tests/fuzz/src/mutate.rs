@@ -47,14 +47,28 @@ pub enum Numbers {
 /// What the mutator knows about one kind of input.
 #[derive(Debug, Clone)]
 pub struct Grammar {
-    /// Keywords, keys, operators and whole fragments of the input language, and words
-    /// taken from the seeds.
+    /// Keywords, keys, operators and whole fragments of the input language.
     pub tokens: Vec<Vec<u8>>,
+    /// Words taken from the seeds: all of them together as likely to be chosen as the
+    /// tokens, which would otherwise be lost among a thousand words.
+    pub words: Vec<Vec<u8>>,
     /// Bracket pairs of the language, for nesting thousands deep.
     pub nests: &'static [(&'static str, &'static str)],
     pub numbers: Numbers,
     /// Inputs are cut to this size: larger ones only slow a campaign down.
     pub max_len: usize,
+}
+
+impl Grammar {
+    /// A token or a seed word; `None` when there are neither.
+    fn token<'a>(&'a self, rng: &mut Rng) -> Option<&'a [u8]> {
+        let lists: Vec<&Vec<Vec<u8>>> = [&self.tokens, &self.words]
+            .into_iter()
+            .filter(|list| !list.is_empty())
+            .collect();
+        let list = rng.choose(&lists)?;
+        Some(rng.pick(list.as_slice()).as_slice())
+    }
 }
 
 /// Applies one to eight mutations to `input`; `others` are inputs to splice from.
@@ -89,11 +103,16 @@ fn mutate(data: &mut Vec<u8>, others: &[Vec<u8>], grammar: &Grammar, rng: &mut R
         4 if !data.is_empty() => repeat(data, grammar.max_len, rng),
         5 if !others.is_empty() => splice(data, rng.pick(others).as_slice(), rng),
         6 => number(data, grammar.numbers, rng),
-        7 if !grammar.tokens.is_empty() => {
-            let token = rng.pick(&grammar.tokens).clone();
-            insert(data, rng, &token);
+        7 => {
+            if let Some(token) = grammar.token(rng) {
+                insert_token(data, token, rng);
+            }
         }
-        8 if !grammar.tokens.is_empty() => replace_word(data, &grammar.tokens, rng),
+        8 => {
+            if let Some(token) = grammar.token(rng) {
+                replace_word(data, token, rng);
+            }
+        }
         9 if !grammar.nests.is_empty() => nest(data, grammar, rng),
         _ => {}
     }
@@ -108,6 +127,21 @@ fn range(len: usize, rng: &mut Rng) -> (usize, usize) {
 fn insert(data: &mut Vec<u8>, rng: &mut Rng, bytes: &[u8]) {
     let at = rng.below(data.len() + 1);
     data.splice(at..at, bytes.iter().copied());
+}
+
+/// Inserts a token, at the start of a line half the time: in TOML and YAML, that is the
+/// only place a key or a table header means anything.
+fn insert_token(data: &mut Vec<u8>, token: &[u8], rng: &mut Rng) {
+    let at = if rng.one_in(2) {
+        let lines = data.iter().enumerate().filter(|&(_, &b)| b == b'\n');
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(lines.map(|(i, _)| i + 1))
+            .collect();
+        *rng.pick(&starts)
+    } else {
+        rng.below(data.len() + 1)
+    };
+    data.splice(at..at, token.iter().copied());
 }
 
 /// Copies a range of the input somewhere, up to hundreds of times: a table or frame
@@ -161,12 +195,12 @@ fn number(data: &mut Vec<u8>, numbers: Numbers, rng: &mut Rng) {
 }
 
 /// Replaces a word of the input (a run of letters, digits and `_`) by a token.
-fn replace_word(data: &mut Vec<u8>, tokens: &[Vec<u8>], rng: &mut Rng) {
+fn replace_word(data: &mut Vec<u8>, token: &[u8], rng: &mut Rng) {
     let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
     let Some(&(start, end)) = rng.choose(&runs(data, word)) else {
         return;
     };
-    data.splice(start..end, rng.pick(tokens).iter().copied());
+    data.splice(start..end, token.iter().copied());
 }
 
 /// Wraps part of the input in a bracket pair repeated up to 65536 times, the depth at
@@ -216,6 +250,7 @@ mod tests {
     fn grammar(numbers: Numbers) -> Grammar {
         Grammar {
             tokens: vec![b"reduce(".to_vec()],
+            words: vec![b"SQ_WAVES".to_vec()],
             nests: &[("(", ")")],
             numbers,
             max_len: 1 << 12,
@@ -273,6 +308,19 @@ mod tests {
             assert_eq!(opens, data.iter().filter(|&&b| b == b')').count());
             assert!(opens >= 1 && data.len() <= g.max_len);
         }
+    }
+
+    #[test]
+    fn tokens_often_start_lines() {
+        let mut rng = Rng::new(13);
+        let at_line_start = (0..100)
+            .filter(|_| {
+                let mut data = b"[a]\nb = 2\n".to_vec();
+                insert_token(&mut data, b"k = 1\n", &mut rng);
+                data.starts_with(b"k = 1\n") || data.windows(7).any(|w| w == b"\nk = 1\n")
+            })
+            .count();
+        assert!((35..100).contains(&at_line_start), "{at_line_start}");
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub const TARGET: Target = Target {
         "extends = [\"base\"]\n",
         "extends = [\"team/base\"]\n",
         "a = \"{b}{b}\"\n",
+        "x = \"{x}{x}{x}{x}\"\n",
+        "output_dir = \"{output_dir}/{output_dir}\"\n",
         "b = \"{c}{c}\"\n",
         "c = \"{a}\"\n",
         "\"{a}\"",
