@@ -28,6 +28,7 @@ pub const TARGET: Target = Target {
         "extends = [\"team/base\"]\n",
         "a = \"{b}{b}\"\n",
         "x = \"{x}{x}{x}{x}\"\n",
+        "[params]\nx = \"{x}{x}{x}{x}\"\n",
         "output_dir = \"{output_dir}/{output_dir}\"\n",
         "b = \"{c}{c}\"\n",
         "c = \"{a}\"\n",
