@@ -91,6 +91,8 @@ fn options() -> Options {
         library: Library::with_search_path(vec![root().join("examples")]),
         counters: Some(counter_definitions()),
         plugins: Search::with_dirs(Vec::new()),
+        // As validate and explain: a plugin's symbols are read, none of its code runs.
+        plugin_check: rocflow::plugin::Check::Inspect,
     }
 }
 

@@ -109,6 +109,10 @@ impl Read {
                 self.seen.insert("meta".into());
                 self.catalog.apply(frame.stream, items);
             }
+            Payload::Args(_) => {
+                // Decoding them, which the reader did, is all a spool's arguments take.
+                self.seen.insert("args".into());
+            }
             Payload::Records(batch) => {
                 self.seen.insert(batch.kind().name().into());
                 column::visit(&batch, Cells(self.catalog.stream(frame.stream)));
