@@ -85,6 +85,19 @@ impl SourceFile {
         offset
     }
 
+    /// The whole lines `range` touches, as a byte range, and the one-based number of the
+    /// first: what a snippet needs of the file.
+    fn lines(&self, range: &Range<usize>) -> (usize, Range<usize>) {
+        let line_of = |offset: usize| {
+            self.line_starts
+                .partition_point(|&s| s <= offset.min(self.text.len()))
+                - 1
+        };
+        let (first, last) = (line_of(range.start), line_of(range.end));
+        let end = (self.line_starts.get(last + 1)).map_or(self.text.len(), |&next| next);
+        (first + 1, self.line_starts[first]..end)
+    }
+
     /// One-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
@@ -94,6 +107,13 @@ impl SourceFile {
         (line + 1, column)
     }
 }
+
+/// The most source text one snippet shows; a span on longer lines is named by its line
+/// and column instead.
+const MAX_SNIPPET: usize = 4096;
+
+/// The longest name "did you mean" looks for a close match of.
+const MAX_MISSPELT: usize = 256;
 
 /// A place in a source file.
 #[derive(Debug, Clone)]
@@ -211,12 +231,30 @@ impl Diagnostic {
         };
         let title = level.primary_title(&self.message);
         let mut group = match &self.span {
-            Some(span) => title.element(
-                Snippet::source(span.file.text())
-                    .path(span.file.name())
-                    .fold(true)
-                    .annotation(AnnotationKind::Primary.span(span.range.clone())),
-            ),
+            // Only the lines the span touches go to the renderer, whose cost grows with
+            // the source it is given: thousands of errors in a large file stay quick.
+            Some(span) => match span.file.lines(&span.range) {
+                (line, lines) if lines.len() <= MAX_SNIPPET => {
+                    let at = |offset: usize| offset.clamp(lines.start, lines.end) - lines.start;
+                    title.element(
+                        Snippet::source(&span.file.text()[lines.clone()])
+                            .line_start(line)
+                            .path(span.file.name())
+                            .fold(true)
+                            .annotation(
+                                AnnotationKind::Primary
+                                    .span(at(span.range.start)..at(span.range.end)),
+                            ),
+                    )
+                }
+                // Lines too long to show are named instead.
+                _ => {
+                    let (line, column) = span.file.line_col(span.range.start);
+                    title.element(
+                        Level::NOTE.message(format!("at {}:{line}:{column}", span.file.name())),
+                    )
+                }
+            },
             None => Group::with_title(title),
         };
         for note in self.all_notes() {
@@ -277,10 +315,15 @@ impl fmt::Display for Diagnostic {
 
 /// Suggests the closest of `candidates` to a misspelt `name`, for "did you mean" hints: a
 /// small edit distance (typos, swapped letters) or a strong common prefix counts as close.
+/// A name longer than [`MAX_MISSPELT`] is no typo of a name: the edit distance, quadratic
+/// in the lengths, is not worked out for it.
 pub fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
+    if name.len() > MAX_MISSPELT {
+        return None;
+    }
     let lower = name.to_ascii_lowercase();
     let max_edits = (lower.chars().count() / 3).max(1);
     candidates
@@ -294,4 +337,51 @@ pub fn did_you_mean<'a>(
         })
         .min_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)))
         .map(|(_, _, c)| format!("did you mean `{c}`?"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn a_snippet_shows_its_lines_with_their_numbers_in_a_large_file() {
+        let text: String = (1..=20_000).map(|i| format!("key{i} = {i}\n")).collect();
+        let file = SourceFile::new("big.toml", &text);
+        let start = text.find("key12345 ").unwrap();
+        let d = Diagnostic::error("bad key").at(Some(Span::new(&file, start..start + 8)));
+        let rendered = d.render(false);
+        assert!(rendered.contains("big.toml:12345:1"), "{rendered}");
+        assert!(rendered.contains("12345 | key12345 = 12345"), "{rendered}");
+        assert!(!rendered.contains("key12346"), "{rendered}");
+        // Many errors in one large file: each renders its own lines only.
+        let started = Instant::now();
+        for _ in 0..2000 {
+            d.render(false);
+        }
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
+
+    #[test]
+    fn a_span_on_a_line_too_long_to_show_is_named_by_line_and_column() {
+        let text = format!("a = 1\nname = \"{}\"\n", "x".repeat(10 * MAX_SNIPPET));
+        let file = SourceFile::new("long.toml", &text);
+        let d = Diagnostic::error("too long").at(Some(Span::new(&file, 7..11)));
+        let rendered = d.render(false);
+        assert!(rendered.contains("at long.toml:2:2"), "{rendered}");
+        assert!(rendered.len() < 1000, "{rendered}");
+    }
+
+    #[test]
+    fn a_name_too_long_to_be_a_typo_gets_no_suggestion() {
+        assert_eq!(
+            did_you_mean("hipMemcyp", ["hipMemcpy", "hipMalloc"]),
+            Some("did you mean `hipMemcpy`?".into())
+        );
+        let long = "hipMemcpy".repeat(5000);
+        let started = Instant::now();
+        assert_eq!(did_you_mean(&long, ["hipMemcpy"; 500]), None);
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
 }

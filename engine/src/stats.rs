@@ -133,7 +133,9 @@ impl Histogram {
                 }
                 // The middle of the bucket, in log space.
                 let value = GROWTH.powf(f64::from(bucket) + 0.5);
-                return value.clamp(min, max);
+                // Not `clamp`, which panics on a NaN bound: values come from spools and
+                // databases, where a NaN can be.
+                return value.max(min).min(max);
             }
         }
         max
@@ -177,6 +179,18 @@ mod tests {
                     "p{q}: {estimate} vs {exact}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn nan_values_give_quantiles_not_a_panic() {
+        for values in [&[f64::NAN][..], &[1.0, f64::NAN, 3.0]] {
+            let mut acc = Accumulator::default();
+            values.iter().for_each(|&v| acc.add(v));
+            for q in [0.50, 0.95, 0.99] {
+                let _ = acc.quantile(q);
+            }
+            assert_eq!(acc.count(), values.len() as u64);
         }
     }
 }
