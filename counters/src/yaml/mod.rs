@@ -13,7 +13,7 @@ pub(crate) mod emit;
 use std::ops::Range;
 use std::sync::Arc;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span};
 
 use crate::diagnostic::{Diagnostic, Location, Source};
 
@@ -197,13 +197,15 @@ impl<'a> Builder<'a> {
     fn next(&mut self) -> Result<(Event<'a>, Range<usize>), Diagnostic> {
         match self.events.next() {
             Some(Ok((event, span))) => Ok((event, self.range(span))),
-            Some(Err(e)) => {
-                let at = self.source.byte_offset(e.marker().index());
-                Err(Diagnostic::error(format!("invalid YAML: {}", e.info()))
-                    .at(Location::new(self.source, at..at)))
-            }
+            Some(Err(e)) => Err(self.invalid(&e)),
             None => Err(Diagnostic::error("unexpected end of the YAML stream")),
         }
+    }
+
+    fn invalid(&self, e: &ScanError) -> Diagnostic {
+        let at = self.source.byte_offset(e.marker().index());
+        Diagnostic::error(format!("invalid YAML: {}", e.info()))
+            .at(Location::new(self.source, at..at))
     }
 
     fn range(&self, span: Span) -> Range<usize> {
@@ -301,6 +303,9 @@ impl<'a> Builder<'a> {
     fn end_of(&mut self, is_end: fn(&Event) -> bool) -> Result<Option<usize>, Diagnostic> {
         match self.events.peek() {
             Some(Ok((event, _))) if is_end(event) => Ok(Some(self.next()?.1.end)),
+            // Reported now: the parser does not keep a peeked error, and parsing on after
+            // it yields events out of place (`- ,` gave an end where a node belongs).
+            Some(Err(e)) => Err(self.invalid(&e)),
             _ => Ok(None),
         }
     }
@@ -332,4 +337,23 @@ fn comments(source: &Source, scalar_spans: &[Range<usize>]) -> Vec<Comment> {
         offset += line.len();
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-line message for a file that must be refused.
+    fn refused(text: &str) -> String {
+        let source = Source::new("c.yaml", text);
+        Document::parse(&source).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_flow_indicator_where_an_item_belongs_is_a_located_error() {
+        let expected =
+            "error: invalid YAML: while parsing a node, did not find expected node content";
+        assert_eq!(refused("- ,"), format!("c.yaml:1:3: {expected}"));
+        assert_eq!(refused("a:\n  - ,\n"), format!("c.yaml:2:5: {expected}"));
+    }
 }
