@@ -285,11 +285,15 @@ impl<'a> Builder<'a> {
                 )
             }
             Event::Alias(id) => {
-                let node = self.anchors.iter().rev().find(|(a, _)| *a == id);
-                let node = node
-                    .map(|(_, n)| n.clone())
-                    .expect("the parser checks aliases");
-                return Ok(node.spanning(span));
+                // The parser knows an anchor from its start, but it is kept here once its
+                // node is complete: an alias inside its own anchor's node is not found.
+                let Some((_, node)) = self.anchors.iter().rev().find(|(a, _)| *a == id) else {
+                    return Err(
+                        Diagnostic::error("an alias cannot refer to a node it is inside")
+                            .at(Location::new(self.source, span)),
+                    );
+                };
+                return Ok(node.clone().spanning(span));
             }
             other => unreachable!("the parser yields a node here, not {other:?}"),
         };
@@ -355,5 +359,15 @@ mod tests {
             "error: invalid YAML: while parsing a node, did not find expected node content";
         assert_eq!(refused("- ,"), format!("c.yaml:1:3: {expected}"));
         assert_eq!(refused("a:\n  - ,\n"), format!("c.yaml:2:5: {expected}"));
+    }
+
+    #[test]
+    fn an_alias_inside_its_own_anchor_is_a_located_error() {
+        let expected = "error: an alias cannot refer to a node it is inside";
+        assert_eq!(refused("&a [*a]"), format!("c.yaml:1:5: {expected}"));
+        assert_eq!(
+            refused("k: &a\n  k: *a\n"),
+            format!("c.yaml:2:6: {expected}")
+        );
     }
 }
