@@ -731,6 +731,12 @@ fn values_rocflow_cannot_honour_are_errors_at_their_place() {
         "stochastic sampling needs a power-of-two interval, not 1000",
     );
     rejected(
+        "huge.json",
+        r#"{"jobs":[{"pc_sampling_method":"host_trap","pc_sampling_unit":"time","pc_sampling_interval":18446744073709551615}]}"#,
+        Some("huge.json:1:70"),
+        "the PC sampling interval must be at most 9223372036854775807",
+    );
+    rejected(
         "both.yaml",
         "jobs:\n  - pmc: [SQ_WAVES]\n    pmc_groups: [[TCC_HIT]]\n",
         Some("both.yaml:3:5"),

@@ -899,6 +899,16 @@ fn unknown_counter_with_definitions() {
 }
 
 #[test]
+fn an_unknown_counter_listed_again_is_reported_once() {
+    rejects(
+        &counters("collect = [\"SQ_WAVE\", \"SQ_WAVES\", \"SQ_WAVE\"]\n"),
+        "unknown counter `SQ_WAVE`",
+        5,
+        12,
+    );
+}
+
+#[test]
 fn counter_not_defined_for_the_selected_agent() {
     let e = rejects(
         &counters("collect = [\"SQ_WAVES\", \"TCC_EA0_RDREQ_sum\"]\nagents = [\"gfx908\"]\n"),

@@ -13,7 +13,7 @@ pub(crate) mod emit;
 use std::ops::Range;
 use std::sync::Arc;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span};
 
 use crate::diagnostic::{Diagnostic, Location, Source};
 
@@ -185,6 +185,10 @@ impl Document {
     }
 }
 
+/// The deepest nesting of lists and mappings read; definition files and rocprofv3 input
+/// nest about 6 deep.
+const MAX_DEPTH: usize = 64;
+
 struct Builder<'a> {
     source: &'a Arc<Source>,
     events: Parser<'a, saphyr_parser::StrInput<'a>>,
@@ -197,13 +201,15 @@ impl<'a> Builder<'a> {
     fn next(&mut self) -> Result<(Event<'a>, Range<usize>), Diagnostic> {
         match self.events.next() {
             Some(Ok((event, span))) => Ok((event, self.range(span))),
-            Some(Err(e)) => {
-                let at = self.source.byte_offset(e.marker().index());
-                Err(Diagnostic::error(format!("invalid YAML: {}", e.info()))
-                    .at(Location::new(self.source, at..at)))
-            }
+            Some(Err(e)) => Err(self.invalid(&e)),
             None => Err(Diagnostic::error("unexpected end of the YAML stream")),
         }
+    }
+
+    fn invalid(&self, e: &ScanError) -> Diagnostic {
+        let at = self.source.byte_offset(e.marker().index());
+        Diagnostic::error(format!("invalid YAML: {}", e.info()))
+            .at(Location::new(self.source, at..at))
     }
 
     fn range(&self, span: Span) -> Range<usize> {
@@ -223,15 +229,29 @@ impl<'a> Builder<'a> {
                             .at(Location::new(self.source, span)),
                     );
                 }
-                Event::DocumentStart(_) => root = Some(self.node()?),
+                Event::DocumentStart(_) => root = Some(self.node(0)?),
                 _ => unreachable!("the parser yields nodes only inside a document"),
             }
         }
         Ok(root.unwrap_or_else(|| Node::new(Value::Mapping(Vec::new()))))
     }
 
-    fn node(&mut self) -> Result<Node, Diagnostic> {
+    /// The node that starts next, `depth` collections deep.
+    fn node(&mut self, depth: usize) -> Result<Node, Diagnostic> {
         let (event, span) = self.next()?;
+        let nests = match &event {
+            Event::SequenceStart(..) | Event::MappingStart(..) => 1,
+            Event::Alias(id) => self.anchored(*id).map_or(0, Node::height),
+            _ => 0,
+        };
+        // Building is recursive, and so are the readers of the tree: the depth is bounded
+        // before recursing, so that no file (`[[[[…`) overflows the stack.
+        if depth + nests > MAX_DEPTH {
+            return Err(Diagnostic::error(format!(
+                "the YAML nests deeper than {MAX_DEPTH} lists or mappings"
+            ))
+            .at(Location::new(self.source, span)));
+        }
         let (node, anchor) = match event {
             Event::Scalar(text, style, anchor, tag) => {
                 let plain = style == ScalarStyle::Plain && tag.is_none();
@@ -255,7 +275,7 @@ impl<'a> Builder<'a> {
                     if let Some(end) = self.end_of(|e| matches!(e, Event::SequenceEnd))? {
                         break end;
                     }
-                    items.push(self.node()?);
+                    items.push(self.node(depth + 1)?);
                 };
                 let end = items.last().map_or(end, |n| n.span.end.max(end));
                 (
@@ -269,12 +289,12 @@ impl<'a> Builder<'a> {
                     if let Some(end) = self.end_of(|e| matches!(e, Event::MappingEnd))? {
                         break end;
                     }
-                    let key = self.node()?;
+                    let key = self.node(depth + 1)?;
                     if key.as_scalar().is_none() {
                         return Err(Diagnostic::error("mapping keys must be plain strings")
                             .at(Location::new(self.source, key.span)));
                     }
-                    entries.push((key, self.node()?));
+                    entries.push((key, self.node(depth + 1)?));
                 };
                 let end = entries.last().map_or(end, |(_, v)| v.span.end.max(end));
                 (
@@ -283,11 +303,15 @@ impl<'a> Builder<'a> {
                 )
             }
             Event::Alias(id) => {
-                let node = self.anchors.iter().rev().find(|(a, _)| *a == id);
-                let node = node
-                    .map(|(_, n)| n.clone())
-                    .expect("the parser checks aliases");
-                return Ok(node.spanning(span));
+                // The parser knows an anchor from its start, but it is kept here once its
+                // node is complete: an alias inside its own anchor's node is not found.
+                let Some(node) = self.anchored(id) else {
+                    return Err(
+                        Diagnostic::error("an alias cannot refer to a node it is inside")
+                            .at(Location::new(self.source, span)),
+                    );
+                };
+                return Ok(node.clone().spanning(span));
             }
             other => unreachable!("the parser yields a node here, not {other:?}"),
         };
@@ -297,10 +321,19 @@ impl<'a> Builder<'a> {
         Ok(node)
     }
 
+    /// The complete node anchored as `id`; the last one, as an anchor may be reused.
+    fn anchored(&self, id: usize) -> Option<&Node> {
+        let anchor = self.anchors.iter().rev().find(|(a, _)| *a == id);
+        anchor.map(|(_, node)| node)
+    }
+
     /// Consumes the closing event of a collection if it comes next: its end offset.
     fn end_of(&mut self, is_end: fn(&Event) -> bool) -> Result<Option<usize>, Diagnostic> {
         match self.events.peek() {
             Some(Ok((event, _))) if is_end(event) => Ok(Some(self.next()?.1.end)),
+            // Reported now: the parser does not keep a peeked error, and parsing on after
+            // it yields events out of place (`- ,` gave an end where a node belongs).
+            Some(Err(e)) => Err(self.invalid(&e)),
             _ => Ok(None),
         }
     }
@@ -310,6 +343,17 @@ impl Node {
     fn spanning(mut self, span: Range<usize>) -> Self {
         self.span = span;
         self
+    }
+
+    /// How many collections deep the node goes: 0 for a scalar.
+    fn height(&self) -> usize {
+        match &self.value {
+            Value::Scalar(_) => 0,
+            Value::Sequence(items) => 1 + items.iter().map(Node::height).max().unwrap_or(0),
+            Value::Mapping(entries) => {
+                1 + entries.iter().map(|(_, v)| v.height()).max().unwrap_or(0)
+            }
+        }
     }
 }
 
@@ -332,4 +376,56 @@ fn comments(source: &Source, scalar_spans: &[Range<usize>]) -> Vec<Comment> {
         offset += line.len();
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-line message for a file that must be refused.
+    fn refused(text: &str) -> String {
+        let source = Source::new("c.yaml", text);
+        Document::parse(&source).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_flow_indicator_where_an_item_belongs_is_a_located_error() {
+        let expected =
+            "error: invalid YAML: while parsing a node, did not find expected node content";
+        assert_eq!(refused("- ,"), format!("c.yaml:1:3: {expected}"));
+        assert_eq!(refused("a:\n  - ,\n"), format!("c.yaml:2:5: {expected}"));
+    }
+
+    #[test]
+    fn an_alias_inside_its_own_anchor_is_a_located_error() {
+        let expected = "error: an alias cannot refer to a node it is inside";
+        assert_eq!(refused("&a [*a]"), format!("c.yaml:1:5: {expected}"));
+        assert_eq!(
+            refused("k: &a\n  k: *a\n"),
+            format!("c.yaml:2:6: {expected}")
+        );
+    }
+
+    #[test]
+    fn nesting_is_bounded_with_a_located_error() {
+        let expected = "error: the YAML nests deeper than 64 lists or mappings";
+        let at_limit = "[".repeat(64) + &"]".repeat(64);
+        assert!(Document::parse(&Source::new("c.yaml", at_limit)).is_ok());
+        // The parser refuses flow collections past 256 deep itself.
+        let flow = "[".repeat(200);
+        assert_eq!(refused(&flow), format!("c.yaml:1:65: {expected}"));
+        // Deep enough to overflow the stack when unbounded.
+        let block = "- ".repeat(30_000);
+        assert_eq!(refused(&block), format!("c.yaml:1:129: {expected}"));
+        let mappings: String = (0..100).map(|i| " ".repeat(i) + "k:\n").collect();
+        assert_eq!(refused(&mappings), format!("c.yaml:65:65: {expected}"));
+        // An alias counts as deep as the node it stands for.
+        let aliased = format!(
+            "- &a {}\n- {}*a{}",
+            "[".repeat(40) + &"]".repeat(40),
+            "[".repeat(30),
+            "]".repeat(30)
+        );
+        assert_eq!(refused(&aliased), format!("c.yaml:2:33: {expected}"));
+    }
 }

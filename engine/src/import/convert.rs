@@ -363,8 +363,15 @@ impl Converter<'_> {
             )
             .hint = Some(format!("set `pc_sampling_unit: {}`", name_of(&expected)));
         }
+        // The pipeline is TOML, whose integers are i64.
+        let most = i64::MAX as u64;
         if interval.value == 0 {
             self.error(&interval.span, "the PC sampling interval must be above 0");
+        } else if interval.value > most {
+            self.error(
+                &interval.span,
+                format!("the PC sampling interval must be at most {most}"),
+            );
         } else if method.value == PcSamplingMethod::Stochastic && !interval.value.is_power_of_two()
         {
             let below = 1u64 << (63 - interval.value.leading_zeros());

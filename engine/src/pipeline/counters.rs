@@ -4,7 +4,7 @@
 //! is available, every collected counter resolves to hardware counters on every selected
 //! architecture.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rocflow_counters::expr::Expr;
@@ -161,10 +161,16 @@ impl CounterCheck {
         }
         architectures.sort_unstable();
         architectures.dedup();
+        // Each unknown name is reported once, where it first is: a list (an imported `pmc:`
+        // line) may repeat one thousands of times.
+        let mut unknown = HashSet::new();
         for (n, name) in table.collect.iter().enumerate() {
             let path = vec![Step::Key("collect"), Step::Index(n)];
             let inline = parsed.iter().any(|(_, d, _)| d == name);
             if !inline && defs.get(name).is_none() {
+                if !unknown.insert(name) {
+                    continue;
+                }
                 let names = defs.counters().iter().map(|c| c.name.as_str());
                 let names = names.chain(parsed.iter().map(|(_, d, _)| d.as_str()));
                 findings.push(Finding {
