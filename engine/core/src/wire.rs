@@ -67,9 +67,15 @@ fn check_stream_header(header: &[u8], oldest: u16) -> Result<Checksum, WireError
     }
     match u16::from_le_bytes([header[6], header[7]]) {
         version if version < oldest || version > VERSION => Err(WireError::Version(version)),
-        1 => Ok(Checksum::Payload),
-        _ => Ok(Checksum::HeaderAndPayload),
+        version => Ok(Checksum::of_version(version)),
     }
+}
+
+/// The checksum a frame carries in a stream of format `version`, from its `header` (the
+/// first 8 bytes: tag, reserved byte, stream, length) and `payload`: for tools that write
+/// frames of their own making, such as the fuzzer's.
+pub fn checksum(version: u16, header: &[u8], payload: &[u8]) -> u32 {
+    Checksum::of_version(version).of(header, payload)
 }
 
 /// Appends a records frame for `batch` to `out`.
@@ -117,6 +123,13 @@ fn finish_frame(out: &mut [u8], start: usize, tag: u8, stream: u16) {
 }
 
 impl Checksum {
+    fn of_version(version: u16) -> Checksum {
+        match version {
+            1 => Checksum::Payload,
+            _ => Checksum::HeaderAndPayload,
+        }
+    }
+
     /// The checksum of a frame with this `header` (its checksum field aside) and `payload`.
     fn of(self, header: &[u8], payload: &[u8]) -> u32 {
         let mut hasher = crc32fast::Hasher::new();

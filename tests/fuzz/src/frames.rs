@@ -3,7 +3,7 @@
 //! are) and the checksums are recomputed: the decoders behind the checksum see the damage.
 //! A few mutate the raw bytes, checksums and lengths included, for the framing itself.
 
-use rocflow::wire::{FRAME_HEADER, STREAM_HEADER};
+use rocflow::wire::{self, FRAME_HEADER, STREAM_HEADER};
 
 use crate::mutate::{self, Grammar, Numbers};
 use crate::rng::Rng;
@@ -65,13 +65,20 @@ impl Spool {
         }
     }
 
-    /// The bytes, each frame with its length and checksum made right.
+    /// The bytes, each frame with its length and checksum made right for the format
+    /// version the stream header names.
     fn join(&self) -> Vec<u8> {
         let mut out = self.head.clone();
+        let version = match self.head.get(6..8) {
+            Some(v) => u16::from_le_bytes([v[0], v[1]]),
+            None => wire::VERSION,
+        };
         for frame in &self.frames {
+            let start = out.len();
             out.extend_from_slice(&frame.header);
             out.extend_from_slice(&(frame.payload.len() as u32).to_le_bytes());
-            out.extend_from_slice(&crc32fast::hash(&frame.payload).to_le_bytes());
+            let crc = wire::checksum(version, &out[start..], &frame.payload);
+            out.extend_from_slice(&crc.to_le_bytes());
             out.extend_from_slice(&frame.payload);
         }
         out.extend_from_slice(&self.tail);
