@@ -236,17 +236,25 @@ fn create_spool(
     plan: &Plan,
     options: &Options,
     pid: u32,
-) -> std::io::Result<(PathBuf, SpoolWriter)> {
+) -> Result<(PathBuf, SpoolWriter), String> {
+    let fail = |place: &std::path::Path, e: std::io::Error| {
+        format!(
+            "cannot create the spool in {}: {e} (name a writable place with --spool FILE or [pipeline] spool_dir)",
+            place.display()
+        )
+    };
     if let Some(path) = &options.spool {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
+            std::fs::create_dir_all(parent).map_err(|e| fail(parent, e))?;
         }
-        return Ok((path.clone(), SpoolWriter::create(path)?));
+        let writer = SpoolWriter::create(path).map_err(|e| fail(path, e))?;
+        return Ok((path.clone(), writer));
     }
     let mut placeholders = sink::Placeholders::for_run(&crate::catalog::Catalog::default());
     placeholders.pid = pid;
     let dir = placeholders.expand(&plan.spool_dir);
     crate::runs::create(&dir, &placeholders.fill("run-{timestamp}-{pid}"))
+        .map_err(|e| fail(&dir, e))
 }
 
 /// Runs the application under the plan.
@@ -319,7 +327,7 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(setup(format!("cannot create the spool: {e}")));
+            return Err(setup(e));
         }
     };
 
