@@ -348,12 +348,21 @@ fn a_spool_that_cannot_be_created_is_named_with_a_way_out() {
     // The spool directory would be inside a file.
     pipeline(dir.path(), "");
     let toml = std::fs::read_to_string(dir.path().join("p.toml")).unwrap();
-    let blocked = toml.replace("spool_dir = \"{output_dir}\"", "spool_dir = \"p.toml/runs\"");
+    let blocked = toml.replace(
+        "spool_dir = \"{output_dir}\"",
+        "spool_dir = \"p.toml/runs\"",
+    );
     std::fs::write(dir.path().join("p.toml"), blocked).unwrap();
     let app = sim_app();
     let output = run(dir.path(), &[app.to_str().unwrap(), "exit", "0"]);
     let stderr = text(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
-    assert!(stderr.contains("cannot create the spool in p.toml/runs"), "{stderr}");
-    assert!(stderr.contains("--spool FILE or [pipeline] spool_dir"), "{stderr}");
+    assert!(
+        stderr.contains("cannot create the spool in p.toml/runs"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--spool FILE or [pipeline] spool_dir"),
+        "{stderr}"
+    );
 }

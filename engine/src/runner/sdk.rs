@@ -65,8 +65,8 @@ pub fn find(env: impl Fn(&str) -> Option<String>) -> Result<Sdk, SdkError> {
         places.push((cached, "the system loader's cache".into()));
     }
     let found = places.iter().find_map(|(file, how)| {
-        let path = file.canonicalize().ok()?;
-        is_shared_library(&path).then(|| Sdk {
+        let path = installed(file)?;
+        Some(Sdk {
             version: version(&path),
             path,
             found_by: how.clone(),
@@ -100,6 +100,28 @@ fn version(path: &Path) -> Option<Version> {
         [major, minor, patch] => Some(Version(major, minor, patch)),
         _ => None,
     }
+}
+
+/// The library `file` names, or, where that is missing or no library, one beside it with
+/// a version: the unversioned link comes with ROCm's development package only, while the
+/// runtime has the soname (`.so.1`) and the versioned file, which is then taken newest first.
+fn installed(file: &Path) -> Option<PathBuf> {
+    let name = file.file_name()?.to_str()?;
+    let mut beside: Vec<(Option<Version>, PathBuf)> = std::fs::read_dir(file.parent()?)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            (path.file_name().and_then(|n| n.to_str()))
+                .is_some_and(|n| n.starts_with(name) && n[name.len()..].starts_with('.'))
+        })
+        .map(|path| (version(&path), path))
+        .collect();
+    beside.sort_by(|a, b| b.cmp(a));
+    std::iter::once(file.to_path_buf())
+        .chain(beside.into_iter().map(|(_, path)| path))
+        .filter_map(|path| path.canonicalize().ok())
+        .find(|path| is_shared_library(path))
 }
 
 /// Whether `path` is an ELF file (and not, say, a copied link's text).
@@ -137,5 +159,24 @@ mod tests {
         assert_eq!(v("librocprofiler-sdk.so.1"), None);
         assert_eq!(v("librocprofiler-sdk.so"), None);
         assert!(Version(0, 6, 0) < MIN && MIN <= Version(1, 0, 0));
+    }
+
+    #[test]
+    fn a_runtime_install_without_the_unversioned_link_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = |name: &str, bytes: &[u8]| std::fs::write(dir.path().join(name), bytes).unwrap();
+        // Links copied as their text, and two versions installed side by side.
+        lib("librocprofiler-sdk.so", b"librocprofiler-sdk.so.1");
+        lib("librocprofiler-sdk.so.1", b"librocprofiler-sdk.so.1.0.0");
+        lib("librocprofiler-sdk.so.0.6.0", b"\x7fELF");
+        lib("librocprofiler-sdk.so.1.0.0", b"\x7fELF");
+        lib("librocprofiler-sdk-roctx.so.1.0.0", b"\x7fELF");
+        let found = installed(&dir.path().join(LIBRARY)).unwrap();
+        assert_eq!(found.file_name().unwrap(), "librocprofiler-sdk.so.1.0.0");
+        assert_eq!(version(&found), Some(Version(1, 0, 0)));
+        assert_eq!(
+            installed(&dir.path().join("librocprofiler-register.so")),
+            None
+        );
     }
 }
