@@ -249,7 +249,7 @@ fn kernel_names_as_rocprofv3_shows_them() {
     let rename = |stem: &str| {
         let transforms = &plans[stem].stages.transforms;
         transforms.first().map(|plan| {
-            assert!(matches!(plan.op, TransformOpPlan::KernelName { .. }));
+            assert!(matches!(plan.op, TransformOpPlan::KernelName(_)));
             let transform = Transform::new(plan).unwrap();
             let rename = transform.rename().unwrap();
             (

@@ -13,6 +13,7 @@ use rocflow::record::{
     Batch, CounterInfo, CounterSample, KernelDispatch, KernelSymbol, Meta, RecordKind,
 };
 use rocflow::sink::{Placeholders, Sink, SinkError};
+use rocflow::source::Frames;
 use rocflow::spool::{Ending, SpoolReader, SpoolWriter};
 use rocflow::stage::{self, Report};
 use rocflow::transform::Table;
@@ -84,7 +85,7 @@ fn run(plan: &Plan, frames: Vec<Frame>) -> (Report, Arc<Mutex<Received>>) {
             Ok(Box::new(Fail))
         }
     };
-    let report = stage::run(plan, frames.into_iter(), &open).unwrap();
+    let report = stage::run(plan, &mut Frames(frames.into_iter()), &open).unwrap();
     (report, received)
 }
 
@@ -257,6 +258,44 @@ end = "5us"
     );
 }
 
+/// A kind of transform lives in one module (`transform/sample.rs`): the schema, the
+/// compiler, `explain` and the stages all know it from there.
+#[test]
+fn a_sample_transform_keeps_one_record_in_every_n() {
+    let plan = compile(&format!(
+        "{TRACE}[[transform]]\nname = \"thin\"\nkind = \"sample\"\nevery = 2\n{COLLECT}"
+    ));
+    assert!(
+        rocflow::plan::explain(&plan).contains(
+            "[0] thin on kernel_dispatch: keep one record in 2 of each kind of each process"
+        ),
+        "{}",
+        rocflow::plan::explain(&plan)
+    );
+    let times: Vec<(u64, u64)> = (0..5).map(|i| (i * 20, 10)).collect();
+    let frames = vec![kernels(&["k"]), records(launches(1, &times))];
+    let (_, received) = run(&plan, frames);
+    let starts: Vec<u64> = dispatches(&received.lock().unwrap())
+        .iter()
+        .map(|d| d.start_ns)
+        .collect();
+    assert_eq!(starts, [0, 40, 80]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(
+        &path,
+        format!("{TRACE}[[transform]]\nname = \"thin\"\nkind = \"sample\"\nevery = 0\n"),
+    )
+    .unwrap();
+    let errors = pipeline::compile_file(&path, &Options::default()).unwrap_err();
+    assert!(
+        (errors.iter())
+            .any(|e| e.message == "`transform[0].every`: value is less than the minimum of 1"),
+        "{errors:#?}"
+    );
+}
+
 #[test]
 fn kernel_filter_with_iteration_ranges_and_demangled_names() {
     let plan = compile(&format!(
@@ -422,9 +461,10 @@ fn a_failing_sink_stops_alone_and_failing_records_are_reported() {
         "{TRACE}[[transform]]\nname = \"f\"\nkind = \"filter\"\npredicate = \"duration_ns > 0\"\n{COLLECT}[[sink]]\nname = \"broken\"\nkind = \"csv\"\npath = \"other\"\n"
     ));
     // An expression that validates but fails on every record at run time.
-    plan.stages.transforms[0].op = rocflow::plan::TransformOpPlan::Filter {
-        predicate: "duration_ns / (end_ns - end_ns) > 1".into(),
-    };
+    plan.stages.transforms[0].op =
+        rocflow::plan::TransformOpPlan::Filter(rocflow::transform::filter::Options {
+            predicate: "duration_ns / (end_ns - end_ns) > 1".into(),
+        });
     let frames = vec![kernels(&["k"]), records(launches(1, &[(0, 10), (20, 10)]))];
     let (report, received) = run(&plan, frames);
     assert!(dispatches(&received.lock().unwrap()).is_empty());

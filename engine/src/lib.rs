@@ -26,6 +26,7 @@ pub mod report;
 pub mod runner;
 pub mod runs;
 pub mod sink;
+pub mod source;
 pub mod stage;
 pub mod stats;
 pub mod summary;

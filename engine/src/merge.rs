@@ -17,6 +17,7 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::record::{Batch, CounterInfo, CounterSample, Meta};
+use crate::source::{Ending, Source, SourceError};
 use crate::wire::{Frame, Payload};
 
 /// A process's counter values: per agent and kernel name, its dispatches in order, each
@@ -26,9 +27,9 @@ type Dispatches = BTreeMap<(u32, String), Vec<Vec<CounterSample>>>;
 /// Samples per frame of merged values.
 const SAMPLES_PER_FRAME: usize = 8192;
 
-/// Merges the passes of `frames` (see the module's documentation).
-pub struct Merge<I> {
-    frames: I,
+/// Merges the passes of a source's frames (see the module's documentation).
+pub struct Merge<S> {
+    source: S,
     /// The pass the frames belong to now, from 1; `None` until the first marker.
     pass: Option<u32>,
     /// Per stream: its pass and its order among that pass's processes.
@@ -45,10 +46,10 @@ pub struct Merge<I> {
     disagreements: Vec<String>,
 }
 
-impl<I: Iterator<Item = Frame>> Merge<I> {
-    pub fn new(frames: I) -> Self {
+impl<S: Source> Merge<S> {
+    pub fn new(source: S) -> Self {
         Merge {
-            frames,
+            source,
             pass: None,
             streams: HashMap::default(),
             processes: BTreeMap::new(),
@@ -245,15 +246,13 @@ impl<I: Iterator<Item = Frame>> Merge<I> {
     }
 }
 
-impl<I: Iterator<Item = Frame>> Iterator for Merge<I> {
-    type Item = Frame;
-
-    fn next(&mut self) -> Option<Frame> {
+impl<S: Source> Source for Merge<S> {
+    fn next_frame(&mut self) -> Option<Frame> {
         loop {
             if let Some(merged) = &mut self.merged {
                 return merged.pop_front();
             }
-            match self.frames.next() {
+            match self.source.next_frame() {
                 Some(frame) => {
                     if let Some(frame) = self.take(frame) {
                         return Some(frame);
@@ -262,5 +261,9 @@ impl<I: Iterator<Item = Frame>> Iterator for Merge<I> {
                 None => self.merged = Some(self.merge()),
             }
         }
+    }
+
+    fn finish(&mut self) -> Result<Ending, SourceError> {
+        self.source.finish()
     }
 }

@@ -24,6 +24,7 @@ use crate::merge::Merge;
 use crate::plan::{Plan, SinkPlan, TransformPlan};
 use crate::record::{ApiArgs, Batch, Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
+use crate::source::{Ending, Source, SourceError};
 use crate::transform::{Table, Transform};
 use crate::wire::{Frame, Payload};
 
@@ -36,7 +37,7 @@ const CHUNKS_PER_CORE: usize = 8;
 const SINK_QUEUE: usize = 2;
 
 /// What happened in a run of the stages.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Report {
     /// Records decoded, per kind.
     pub records_in: Vec<(RecordKind, u64)>,
@@ -47,6 +48,8 @@ pub struct Report {
     pub catalog: Catalog,
     /// Where the counter passes of a multi-pass run disagreed (see [`crate::merge`]).
     pub disagreements: Vec<String>,
+    /// How the source's input ended.
+    pub source: Result<Ending, SourceError>,
 }
 
 #[derive(Debug)]
@@ -79,13 +82,9 @@ pub struct Outlet<'a> {
 pub type OpenOutlet<'a> =
     dyn Fn(&Placeholders) -> Result<Box<dyn Sink>, SinkError> + Send + Sync + 'a;
 
-/// Runs the plan's stages over `frames`, a run of several counter passes merged into one
-/// (see [`crate::merge`]), into the plan's sinks, opened with `open`.
-pub fn run(
-    plan: &Plan,
-    frames: impl Iterator<Item = Frame>,
-    open: &OpenSink<'_>,
-) -> Result<Report, String> {
+/// Runs the plan's stages over the source's records, a run of several counter passes
+/// merged into one (see [`crate::merge`]), into the plan's sinks, opened with `open`.
+pub fn run(plan: &Plan, source: &mut dyn Source, open: &OpenSink<'_>) -> Result<Report, String> {
     let outlets = plan
         .sinks
         .iter()
@@ -95,17 +94,17 @@ pub fn run(
             open: Box::new(move |placeholders| open(sink, placeholders)),
         })
         .collect();
-    let mut merged = Merge::new(frames);
+    let mut merged = Merge::new(source);
     let mut report = run_into(&plan.stages.transforms, &mut merged, outlets)?;
     report.disagreements = merged.disagreements().to_vec();
     Ok(report)
 }
 
-/// Runs `transforms` over `frames` until they end, into `outlets`, then finishes every
-/// sink.
+/// Runs `transforms` over the source's records until they end, into `outlets`, then
+/// finishes every sink.
 pub fn run_into(
     transforms: &[TransformPlan],
-    frames: impl Iterator<Item = Frame>,
+    source: &mut dyn Source,
     outlets: Vec<Outlet<'_>>,
 ) -> Result<Report, String> {
     let transforms: Vec<Transform> = transforms
@@ -137,12 +136,13 @@ pub fn run_into(
             stopped: None,
             args: HashMap::default(),
         };
-        for frame in frames {
+        while let Some(frame) = source.next_frame() {
             decoder.frame(frame);
             if decoder.stopped.is_some() {
                 break;
             }
         }
+        let ending = source.finish();
         decoder.flush();
         decoder.finish();
         if let Some(error) = decoder.stopped.take() {
@@ -191,6 +191,7 @@ pub fn run_into(
             failures,
             catalog: catalog.read().expect("no poison").clone(),
             disagreements: Vec::new(),
+            source: ending,
         })
     })
 }

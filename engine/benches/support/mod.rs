@@ -145,10 +145,9 @@ pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
     let plan = rocflow::pipeline::compile_file(&file, &Default::default())
         .expect("the bench pipeline is valid")
         .plan;
-    let frames = rocflow::spool::SpoolReader::open(spool)
-        .unwrap()
-        .map(Result::unwrap);
-    let report = rocflow::stage::run(&plan, frames, &rocflow::sink::open).unwrap();
+    let mut source = rocflow::source::Spool::open(spool).unwrap();
+    let report = rocflow::stage::run(&plan, &mut source, &rocflow::sink::open).unwrap();
+    report.source.as_ref().expect("the spool reads whole");
     for sink in &report.sinks {
         if let Err(e) = &sink.outcome {
             panic!("sink {}: {e}", sink.name);

@@ -18,10 +18,11 @@ use crate::pipeline;
 use crate::plan::{Plan, TransformPlan};
 use crate::record::{Meta, RecordKind};
 use crate::sink::Placeholders;
-use crate::spool::{SpoolReader, SpoolWriter};
+use crate::source::{Ending, Source, SourceError, Spool};
+use crate::spool::SpoolWriter;
 use crate::summary::{self, Breakdown, Format, Summary};
 use crate::transform::Table;
-use crate::wire::{Frame, Payload, WireError};
+use crate::wire::{Payload, WireError};
 use crate::{post, sink, stage};
 
 use super::pipeline::PipelineArgs;
@@ -32,8 +33,8 @@ fn run_path(arg: &str) -> std::result::Result<PathBuf, std::convert::Infallible>
     Ok(crate::runs::resolve(Path::new(arg)))
 }
 
-fn open(path: &Path) -> Result<SpoolReader> {
-    SpoolReader::open(path).map_err(|e| match e {
+fn open(path: &Path) -> Result<Spool> {
+    Spool::open(path).map_err(|e| match e {
         WireError::Io(io) => Error::user(Diagnostic::error(format!(
             "cannot read spool `{}`: {io}",
             path.display()
@@ -45,21 +46,17 @@ fn open(path: &Path) -> Result<SpoolReader> {
     })
 }
 
-/// Frames of a spool; an I/O error part-way ends the run as a runtime fault.
-fn frames<'a>(
-    reader: &'a mut SpoolReader,
-    failed: &'a mut Option<std::io::Error>,
-) -> impl Iterator<Item = Frame> + 'a {
-    reader.map_while(move |frame| frame.map_err(|e| *failed = Some(e)).ok())
-}
-
-fn warn_ending(reader: &SpoolReader) {
-    if let Some(warning) = reader.ending().and_then(|e| e.warning()) {
+/// Says how a spool's records ended: a warning if it was cut short, and a fault that
+/// ended them part-way as a runtime error.
+fn ended(ending: std::result::Result<&Ending, &SourceError>) -> Result<()> {
+    let ending = ending.map_err(|e| Error::Runtime(e.to_string()))?;
+    if let Some(warning) = &ending.warning {
         eprintln!(
             "{}",
-            Diagnostic::warning(warning).render(std::io::stderr().is_terminal())
+            Diagnostic::warning(warning.as_str()).render(std::io::stderr().is_terminal())
         );
     }
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -89,17 +86,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
              pipeline: rocflow replay RUN.rfraw PIPELINE.toml",
         )?,
     };
-    let mut reader = open(&args.spool)?;
-    let mut failed = None;
-    let report =
-        stage::run(&plan, frames(&mut reader, &mut failed), &sink::open).map_err(Error::Runtime)?;
-    warn_ending(&reader);
-    if let Some(e) = failed {
-        return Err(Error::Io {
-            context: format!("reading {}", args.spool.display()),
-            source: e,
-        });
-    }
+    let mut source = open(&args.spool)?;
+    let report = stage::run(&plan, &mut source, &sink::open).map_err(Error::Runtime)?;
+    ended(report.source.as_ref())?;
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
     let mut out = format!("replayed {total} records from {}\n", args.spool.display());
     let healthy = outputs(&plan, &report, &args.spool, &mut out);
@@ -203,18 +192,11 @@ fn summary_tables(
             .map(|s| s.tables())
             .map_err(|e| Error::user(Diagnostic::error(e)));
     }
-    let mut reader = open(spool)?;
-    let mut failed = None;
-    let summary = Summary::of_run(transforms, frames(&mut reader, &mut failed), breakdown)
-        .map_err(Error::Runtime)?;
-    warn_ending(&reader);
-    match failed {
-        Some(e) => Err(Error::Io {
-            context: format!("reading {}", spool.display()),
-            source: e,
-        }),
-        None => Ok(summary.tables()),
-    }
+    let mut source = open(spool)?;
+    let (summary, ending) =
+        Summary::of_run(transforms, &mut source, breakdown).map_err(Error::Runtime)?;
+    ended(ending.as_ref())?;
+    Ok(summary.tables())
 }
 
 /// The transforms a spool was recorded with, plugins left out (see [`untrusted`]; none
@@ -370,9 +352,8 @@ fn untrusted_outputs(spool: &Path, plan: Plan, hint: &str) -> Result<Plan> {
 
 /// The plan stored in the spool's first metadata frames.
 fn recorded_plan(path: &Path) -> Result<Plan> {
-    let mut reader = open(path)?;
-    for frame in reader.by_ref() {
-        let frame = frame.map_err(Error::io(format!("reading {}", path.display())))?;
+    let mut source = open(path)?;
+    while let Some(frame) = source.next_frame() {
         match frame.payload {
             Payload::Meta(items) => {
                 if let Some(json) = items.into_iter().find_map(|m| match m {
@@ -393,6 +374,7 @@ fn recorded_plan(path: &Path) -> Result<Plan> {
             Payload::Records(_) | Payload::Args(_) => break,
         }
     }
+    source.finish().map_err(|e| Error::Runtime(e.to_string()))?;
     Err(Error::user(
         Diagnostic::error(format!("`{}` holds no pipeline to replay", path.display()))
             .hint("give one: rocflow replay RUN.rfraw PIPELINE.toml"),
@@ -431,12 +413,11 @@ fn counters(meta: &StreamMeta) -> Vec<serde_json::Value> {
 }
 
 pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
-    let mut reader = open(&args.spool)?;
+    let mut source = open(&args.spool)?;
     let mut catalog = Catalog::default();
     let mut counts: BTreeMap<RecordKind, u64> = BTreeMap::new();
     let (mut first, mut last) = (u64::MAX, 0u64);
-    for frame in reader.by_ref() {
-        let frame = frame.map_err(Error::io(format!("reading {}", args.spool.display())))?;
+    while let Some(frame) = source.next_frame() {
         match frame.payload {
             Payload::Meta(items) => catalog.apply(frame.stream, items),
             Payload::Args(_) => {}
@@ -450,8 +431,9 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
             }
         }
     }
-    warn_ending(&reader);
-    let ending = reader.ending().and_then(|e| e.warning());
+    let ending = source.finish();
+    ended(ending.as_ref())?;
+    let ending = ending.ok().and_then(|e| e.warning);
     let processes: Vec<serde_json::Value> = catalog
         .streams()
         .map(|(stream, meta)| {

@@ -1,9 +1,10 @@
 //! Which kernels are counted, and how their names are shown: rocprofv3's iteration ranges
 //! in rocflow's form, and its demangling and truncation as a `kernel_name` transform.
 
-use crate::pipeline::model::{Rename, Transform, TransformOp};
+use crate::pipeline::model::{Transform, TransformOp};
 use crate::pipeline::units::IterationRanges;
 use crate::record::RecordKind;
+use crate::transform::kernel_name;
 
 /// rocprofv3's iteration ranges (iterations and `A-B` ranges, apart by brackets, commas
 /// or spaces: "[1-10],[20]", "[1, 2, 5-8]") in rocflow's form, "[1-10],[20]".
@@ -42,7 +43,7 @@ pub fn kernel_names(mangled: bool, truncate: bool, produced: &[RecordKind]) -> O
         return None;
     }
     let rename = truncate
-        .then(|| Rename {
+        .then(|| kernel_name::Rule {
             pattern: base_name_pattern(),
             replacement: "${1}".into(),
         })
@@ -52,11 +53,11 @@ pub fn kernel_names(mangled: bool, truncate: bool, produced: &[RecordKind]) -> O
         name: "kernel-names".into(),
         records,
         strict: false,
-        op: TransformOp::KernelName {
+        op: TransformOp::KernelName(kernel_name::Options {
             demangle,
             truncate: None,
             rename,
-        },
+        }),
     })
 }
 

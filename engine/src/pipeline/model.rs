@@ -8,6 +8,8 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
+pub use crate::transform::TransformOp;
+
 /// A size or duration: an integer (bytes, nanoseconds) or text with a unit.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
@@ -195,6 +197,8 @@ pub struct Period {
     pub repeat: Option<u32>,
 }
 
+/// A `[[transform]]` entry: what every transform has, and its kind's own options (each
+/// kind's home in [`crate::transform`] defines them).
 #[derive(Debug, Deserialize, Serialize)]
 pub struct Transform {
     pub name: String,
@@ -205,58 +209,6 @@ pub struct Transform {
     pub strict: bool,
     #[serde(flatten)]
     pub op: TransformOp,
-}
-
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TransformOp {
-    Filter {
-        predicate: String,
-    },
-    Derive {
-        column: String,
-        expression: String,
-    },
-    KernelName {
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        demangle: bool,
-        truncate: Option<u32>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        rename: Vec<Rename>,
-    },
-    KernelFilter {
-        include: Option<String>,
-        exclude: Option<String>,
-        iterations: Option<String>,
-    },
-    TimeWindow {
-        start: Option<Quantity>,
-        end: Option<Quantity>,
-    },
-    ReduceDimensions {
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        counters: Vec<String>,
-        dimensions: Vec<String>,
-        op: ReduceOp,
-    },
-    Aggregate {
-        group_by: Vec<String>,
-        metrics: IndexMap<String, String>,
-    },
-    /// A transform from a plugin library.
-    Plugin {
-        /// A name (`librocflow_plugin_NAME.so` on the plugin path) or a path.
-        plugin: String,
-        #[serde(default)]
-        options: serde_json::Map<String, serde_json::Value>,
-    },
-}
-
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rename {
-    pub pattern: String,
-    pub replacement: String,
 }
 
 #[derive(Debug, Deserialize, Serialize)]

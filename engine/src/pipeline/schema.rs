@@ -1,7 +1,9 @@
 //! Structural validation against `schemas/pipeline.schema.json`.
 //!
 //! The schema is the one editors use for completion; here its errors are turned into
-//! diagnostics that point at the offending key or value in the TOML source.
+//! diagnostics that point at the offending key or value in the TOML source. Its part for
+//! transforms comes from each transform kind's home ([`TransformOp::schema`]); a test
+//! keeps the shipped file equal to what they say.
 
 use std::sync::LazyLock;
 
@@ -11,13 +13,19 @@ use serde_json::Value as Json;
 
 use crate::diag::{Diagnostic, did_you_mean};
 
+use super::model::TransformOp;
 use super::value::{Node, Step};
 
-/// The pipeline schema, as shipped in `schemas/`.
-pub const SCHEMA_TEXT: &str = include_str!("../../../schemas/pipeline.schema.json");
+/// The pipeline schema as shipped in `schemas/`, for editors.
+const SHIPPED: &str = include_str!("../../../schemas/pipeline.schema.json");
 
-static SCHEMA: LazyLock<Json> =
-    LazyLock::new(|| serde_json::from_str(SCHEMA_TEXT).expect("the shipped schema is JSON"));
+/// The schema pipelines are checked against: the shipped one, with each part that has a
+/// home of its own in the code taken from there.
+static SCHEMA: LazyLock<Json> = LazyLock::new(|| {
+    let mut schema: Json = serde_json::from_str(SHIPPED).expect("the shipped schema is JSON");
+    schema["$defs"]["transform"] = TransformOp::schema();
+    schema
+});
 
 static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
     jsonschema::validator_for(&SCHEMA).expect("the shipped schema is a valid JSON Schema")
@@ -210,4 +218,76 @@ fn article(json_type: &str) -> String {
         other => other,
     }
     .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Editors read the shipped file, rocflow its own parts' schemas: they must agree.
+    /// `ROCFLOW_BLESS=1 cargo test -p rocflow shipped_schema` rewrites the file's part for
+    /// transforms, leaving the rest as written.
+    #[test]
+    fn shipped_schema_is_what_the_code_says() {
+        let shipped: Json = serde_json::from_str(SHIPPED).unwrap();
+        if shipped == *SCHEMA {
+            return;
+        }
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../schemas/pipeline.schema.json"
+        );
+        assert!(
+            std::env::var_os("ROCFLOW_BLESS").is_some(),
+            "{path} is out of date; run `ROCFLOW_BLESS=1 cargo test -p rocflow shipped_schema`"
+        );
+        let (start, end) = (
+            SHIPPED.find("\n    \"transform\": {\n").unwrap() + 1,
+            |from| from + SHIPPED[from..].find("\n    },\n").unwrap() + "\n    },".len(),
+        );
+        let end = end(start);
+        let part = format!(
+            "    \"transform\": {}",
+            layout(&SCHEMA["$defs"]["transform"], 4)
+        );
+        let text = format!("{}{part},{}", &SHIPPED[..start], &SHIPPED[end..]);
+        assert_eq!(serde_json::from_str::<Json>(&text).unwrap(), *SCHEMA);
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// JSON as the shipped file lays it out: a value on one line where it fits in 100
+    /// columns, else one member per line.
+    fn layout(value: &Json, indent: usize) -> String {
+        let inline = serde_json::to_string(value)
+            .unwrap()
+            .replace("\":", "\": ")
+            .replace(",\"", ", \"")
+            .replace("{\"", "{ \"")
+            .replace("}", " }")
+            .replace("{  }", "{}");
+        let (open, close, members): (_, _, Vec<String>) = match value {
+            Json::Object(map) => (
+                '{',
+                '}',
+                (map.iter())
+                    .map(|(k, v)| format!("{}: {}", Json::from(k.as_str()), layout(v, indent + 2)))
+                    .collect(),
+            ),
+            Json::Array(items) => (
+                '[',
+                ']',
+                items.iter().map(|v| layout(v, indent + 2)).collect(),
+            ),
+            _ => return inline,
+        };
+        if indent + inline.len() <= 100 || members.is_empty() {
+            return inline;
+        }
+        let pad = " ".repeat(indent + 2);
+        format!(
+            "{open}\n{pad}{}\n{}{close}",
+            members.join(&format!(",\n{pad}")),
+            " ".repeat(indent)
+        )
+    }
 }

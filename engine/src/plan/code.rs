@@ -37,8 +37,8 @@ impl Plan {
         let mut renumbered = Vec::with_capacity(self.stages.transforms.len());
         let mut next = 0;
         leave_out(&mut self.stages.transforms, &mut left_out, |t| {
-            let code = matches!(t.op, TransformOpPlan::Plugin { .. })
-                .then(|| Code::Transform(t.name.clone()));
+            let code =
+                matches!(t.op, TransformOpPlan::Plugin(_)).then(|| Code::Transform(t.name.clone()));
             renumbered.push(code.is_none().then(|| {
                 next += 1;
                 next - 1
@@ -127,10 +127,10 @@ kind = "summary"
             name: "x".into(),
             library: "/nowhere/librocflow_plugin_x.so".into(),
         };
-        plan.stages.transforms[0].op = TransformOpPlan::Plugin {
+        plan.stages.transforms[0].op = TransformOpPlan::Plugin(crate::transform::plugin::Plan {
             plugin: plugin.clone(),
             options: Default::default(),
-        };
+        });
         let mut sink = plan.sinks[0].clone();
         sink.name = "metrics".into();
         sink.writer = Writer::Plugin(plugin);

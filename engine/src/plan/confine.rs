@@ -21,7 +21,7 @@ impl Plan {
             .filter(|(_, path)| !inside(Path::new(path)))
             .map(|(what, path)| format!("{what} writes to `{path}`"));
         let names = (self.stages.transforms.iter())
-            .filter(|t| matches!(t.op, TransformOpPlan::Aggregate { .. }) && !plain(&t.name))
+            .filter(|t| matches!(t.op, TransformOpPlan::Aggregate(_)) && !plain(&t.name))
             .map(|t| format!("table `{}` is not a plain name", t.name.escape_debug()));
         paths.chain(names).collect()
     }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::pipeline::model::PostStep;
 use crate::pipeline::units::{IterationRanges, format_duration};
 
-use super::{AgentSelector, ContextPlan, Plan, PluginRef, StartPlan, TransformOpPlan, Writer};
+use super::{AgentSelector, ContextPlan, Plan, StartPlan, Writer};
 
 /// Renders the plan as indented text.
 pub fn explain(plan: &Plan) -> String {
@@ -61,7 +61,7 @@ pub fn explain(plan: &Plan) -> String {
             "  [{i}] {} on {}: {}",
             t.name,
             kinds.join(", "),
-            describe_transform(&t.op)
+            t.op.explain()
         );
     }
     let _ = writeln!(out, "  fan-out (each sink in parallel):");
@@ -87,7 +87,7 @@ pub fn explain(plan: &Plan) -> String {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
-            Writer::Plugin(plugin) => describe_plugin(plugin),
+            Writer::Plugin(plugin) => plugin.to_string(),
         };
         let _ = writeln!(out, "  {} ({writer}): {}", sink.name, sink.path);
         if !sink.options.is_empty() {
@@ -234,7 +234,7 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
     }
 }
 
-fn ranges(iterations: &IterationRanges) -> String {
+pub(crate) fn ranges(iterations: &IterationRanges) -> String {
     iterations
         .0
         .iter()
@@ -267,97 +267,6 @@ fn describe_start(s: &StartPlan) -> String {
         ));
     }
     parts.join(", ")
-}
-
-fn describe_transform(op: &TransformOpPlan) -> String {
-    match op {
-        TransformOpPlan::Filter { predicate } => format!("keep where {predicate}"),
-        TransformOpPlan::Derive { column, expression } => format!("{column} = {expression}"),
-        TransformOpPlan::KernelName {
-            demangle,
-            truncate,
-            rename,
-        } => {
-            let mut parts = Vec::new();
-            if *demangle {
-                parts.push("demangle".to_owned());
-            }
-            parts.extend(rename.iter().map(|(p, r)| format!("rename /{p}/ -> {r}")));
-            if let Some(n) = truncate {
-                parts.push(format!("truncate to {n} chars"));
-            }
-            format!("kernel names: {}", list_or(&parts, "unchanged"))
-        }
-        TransformOpPlan::KernelFilter {
-            include,
-            exclude,
-            iterations,
-        } => {
-            let mut parts = Vec::new();
-            parts.extend(include.as_ref().map(|r| format!("kernels matching /{r}/")));
-            parts.extend(exclude.as_ref().map(|r| format!("not matching /{r}/")));
-            parts.extend(
-                iterations
-                    .as_ref()
-                    .map(|i| format!("iterations {}", ranges(i))),
-            );
-            format!("keep {}", list_or(&parts, "every kernel"))
-        }
-        TransformOpPlan::TimeWindow { start_ns, end_ns } => format!(
-            "keep records from {} to {}",
-            format_duration(*start_ns),
-            end_ns.map_or("the end".to_owned(), format_duration)
-        ),
-        TransformOpPlan::DeriveCounters { collected, derived } => {
-            let derived: Vec<String> = derived.iter().map(|(n, e)| format!("{n} = {e}")).collect();
-            format!(
-                "whole dispatches of {}; derive {}",
-                collected.join(", "),
-                list_or(&derived, "nothing")
-            )
-        }
-        TransformOpPlan::ReduceDimensions {
-            counters,
-            dimensions,
-            op,
-        } => format!(
-            "{op:?} of {} over {}",
-            if counters.is_empty() {
-                "all counters".to_owned()
-            } else {
-                counters.join(", ")
-            },
-            dimensions.join(", ")
-        ),
-        TransformOpPlan::Aggregate { group_by, metrics } => {
-            let metrics: Vec<String> = metrics
-                .iter()
-                .map(|m| {
-                    format!(
-                        "{} = {:?}({})",
-                        m.name,
-                        m.op,
-                        m.column.as_deref().unwrap_or("")
-                    )
-                })
-                .collect();
-            format!("by {}: {}", group_by.join(", "), metrics.join(", "))
-        }
-        TransformOpPlan::Plugin { plugin, options } => {
-            let mut text = describe_plugin(plugin);
-            if !options.is_empty() {
-                text.push_str(&format!(
-                    ", options {}",
-                    serde_json::Value::Object(options.clone())
-                ));
-            }
-            text
-        }
-    }
-}
-
-fn describe_plugin(plugin: &PluginRef) -> String {
-    format!("plugin {} at {}", plugin.name, plugin.library.display())
 }
 
 fn describe_post(step: &PostStep) -> String {
@@ -397,7 +306,7 @@ fn agents(selectors: &[AgentSelector], default: &str) -> String {
         .join(", ")
 }
 
-fn list_or<T: AsRef<str>>(items: &[T], empty: &str) -> String {
+pub(crate) fn list_or<T: AsRef<str>>(items: &[T], empty: &str) -> String {
     if items.is_empty() {
         empty.to_owned()
     } else {

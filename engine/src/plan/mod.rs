@@ -11,8 +11,7 @@ use std::path::PathBuf;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::pipeline::model::{PostStep, ReduceOp, SinkKind};
-use crate::pipeline::units::IterationRanges;
+use crate::pipeline::model::{PostStep, SinkKind};
 use crate::record::RecordKind;
 
 pub use rocflow_core::contexts::{
@@ -20,8 +19,10 @@ pub use rocflow_core::contexts::{
     PcSamplingPlan, ReducePlan, StartPlan, TracingPlan,
 };
 
+pub use crate::transform::{Metric, MetricOp, TransformOpPlan};
 pub use code::Code;
 pub use explain::explain;
+pub(crate) use explain::{list_or, ranges};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Plan {
@@ -79,56 +80,6 @@ pub struct TransformPlan {
     pub op: TransformOpPlan,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TransformOpPlan {
-    Filter {
-        predicate: String,
-    },
-    Derive {
-        column: String,
-        expression: String,
-    },
-    KernelName {
-        demangle: bool,
-        truncate: Option<u32>,
-        rename: Vec<(String, String)>,
-    },
-    KernelFilter {
-        include: Option<String>,
-        exclude: Option<String>,
-        iterations: Option<IterationRanges>,
-    },
-    /// Times are relative to the run's first record.
-    TimeWindow {
-        start_ns: u64,
-        end_ns: Option<u64>,
-    },
-    /// Gathers each dispatch's counter samples (every value of the `collected` counters)
-    /// into one chunk, and adds the `derived` counters computed from them. Compiled from a
-    /// context's counters, before the reductions, which need whole dispatches too.
-    DeriveCounters {
-        /// The counters the GPU collects, derived ones left out.
-        collected: Vec<String>,
-        /// Name and expression of each derived counter, as the pipeline defines them.
-        derived: Vec<(String, String)>,
-    },
-    ReduceDimensions {
-        counters: Vec<String>,
-        dimensions: Vec<String>,
-        op: ReduceOp,
-    },
-    Aggregate {
-        group_by: Vec<String>,
-        metrics: Vec<Metric>,
-    },
-    Plugin {
-        plugin: PluginRef,
-        /// Handed to the plugin as JSON.
-        options: serde_json::Map<String, serde_json::Value>,
-    },
-}
-
 /// A plugin as a pipeline names it, and the library that name found.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PluginRef {
@@ -138,42 +89,9 @@ pub struct PluginRef {
     pub library: PathBuf,
 }
 
-/// One output column of an aggregate: `name = op(column)`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Metric {
-    pub name: String,
-    pub op: MetricOp,
-    /// `None` for `count()`.
-    pub column: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum MetricOp {
-    Count,
-    Sum,
-    Mean,
-    Min,
-    Max,
-    Stddev,
-    P50,
-    P90,
-    P95,
-    P99,
-}
-
-impl MetricOp {
-    pub const NAMES: &[&str] = &[
-        "count", "sum", "mean", "min", "max", "stddev", "p50", "p90", "p95", "p99",
-    ];
-
-    pub fn from_name(name: &str) -> Option<MetricOp> {
-        use MetricOp::*;
-        let ops = [Count, Sum, Mean, Min, Max, Stddev, P50, P90, P95, P99];
-        MetricOp::NAMES
-            .iter()
-            .position(|n| *n == name)
-            .map(|i| ops[i])
+impl std::fmt::Display for PluginRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "plugin {} at {}", self.name, self.library.display())
     }
 }
 

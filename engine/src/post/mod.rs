@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::pipeline::model::{PostStep, SinkKind};
 use crate::plan::Plan;
 use crate::sink::Placeholders;
-use crate::spool::SpoolReader;
+use crate::source::{Frames, Source, Spool};
 use crate::summary::{self, Breakdown, Format, Summary};
 
 pub mod sql;
@@ -247,13 +247,11 @@ fn report(
 
 /// The run's statistics through the plan's transforms.
 fn summary_of(plan: &Plan, spool: &Path, breakdown: Breakdown) -> Result<Summary, String> {
-    let reader =
-        SpoolReader::open(spool).map_err(|e| format!("reading {}: {e}", spool.display()))?;
-    // The spool was read whole by the sinks already; a damaged tail was reported there.
-    let frames = reader
-        .map_while(Result::ok)
-        .take_while(|_| !crate::cancel::requested());
-    let summary = Summary::of_run(&plan.stages.transforms, frames, breakdown)?;
+    let mut spool = Spool::open(spool).map_err(|e| format!("reading {}: {e}", spool.display()))?;
+    // The spool was read whole by the sinks already, and how it ended reported there.
+    let frames = std::iter::from_fn(|| spool.next_frame());
+    let mut source = Frames(frames.take_while(|_| !crate::cancel::requested()));
+    let (summary, _) = Summary::of_run(&plan.stages.transforms, &mut source, breakdown)?;
     if crate::cancel::requested() {
         return Err(crate::cancel::STOPPED.into());
     }

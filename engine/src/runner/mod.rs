@@ -4,9 +4,9 @@
 //! run ends when the application has exited and every stream has closed.
 
 mod libraries;
-mod listen;
+pub(crate) mod listen;
 pub mod sdk;
-mod signals;
+pub(crate) mod signals;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::mpsc::{SyncSender, sync_channel};
 
 use listen::Intake;
 use std::time::{Duration, Instant};
@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use crate::plan::Plan;
 use crate::record::{Exit, Meta, RecordKind};
 use crate::sink;
+use crate::source::Live;
 use crate::spool::SpoolWriter;
 use crate::stage::{self, Report};
 use crate::wire::{self, Frame};
@@ -390,32 +391,10 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         })
     });
 
-    let mut stopped = None;
-    let mut spool_error = None;
-    let incoming = std::iter::from_fn(|| {
-        loop {
-            match frames.recv_timeout(Duration::from_millis(100)) {
-                Ok(frame) => return Some(frame),
-                Err(RecvTimeoutError::Timeout) => {
-                    stopped = signals::stop_waiting();
-                    if stopped.is_some() {
-                        break;
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-        }
-        // Every frame that arrived is in the spool before the sinks finish (which can
-        // take long enough for a scheduler's SIGKILL to come first).
-        spool_error = intake.finish();
-        None
-    })
-    .fuse();
-    let report = stage::run(plan, incoming, &sink::open).map_err(setup)?;
-    // In case the stages stopped before the end of their input.
-    if let Some(e) = intake.finish() {
-        spool_error.get_or_insert(e);
-    }
+    let mut live = Live::new(frames, &intake);
+    let report = stage::run(plan, &mut live, &sink::open).map_err(setup)?;
+    let (stopped, spool_error) = (live.stopped, report.source.as_ref().err());
+    let spool_error = spool_error.map(ToString::to_string);
     stop.store(true, Ordering::Release);
     let passes = match stopped {
         Some(_) => None,

@@ -17,10 +17,10 @@ use crate::catalog::Catalog;
 use crate::plan::TransformPlan;
 use crate::record::RecordKind;
 use crate::sink::{Placeholders, Sink, SinkError};
+use crate::source::{Ending, Source, SourceError};
 use crate::stage;
 use crate::stats::Accumulator;
 use crate::transform::Table;
-use crate::wire::Frame;
 
 pub use render::{Format, cell, csv, number, render, top_kernels, write_files};
 pub use rocpd::is_database;
@@ -124,13 +124,13 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Replays `frames` through a pipeline's transforms (so the statistics describe the
-    /// records its outputs hold) into a summary.
+    /// Replays a source's records through a pipeline's transforms (so the statistics
+    /// describe the records its outputs hold) into a summary; says how the source ended.
     pub fn of_run(
         transforms: &[TransformPlan],
-        frames: impl Iterator<Item = Frame>,
+        source: &mut dyn Source,
         breakdown: Breakdown,
-    ) -> Result<Summary, String> {
+    ) -> Result<(Summary, Result<Ending, SourceError>), String> {
         let summary = Arc::new(Mutex::new(Summary {
             breakdown,
             ..Summary::default()
@@ -143,7 +143,7 @@ impl Summary {
                 Ok(Box::new(collect::Collector::new(Arc::clone(&summary))))
             }),
         };
-        let report = stage::run_into(transforms, frames, vec![outlet])?;
+        let report = stage::run_into(transforms, source, vec![outlet])?;
         if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
             return Err(e.to_string());
         }
@@ -152,7 +152,7 @@ impl Summary {
             .into_inner()
             .expect("no panics while holding the lock");
         summary.catalog = report.catalog;
-        Ok(summary)
+        Ok((summary, report.source))
     }
 
     /// Adds one record (or one dispatch's counter total): its section, where it ran, its

@@ -1,35 +1,213 @@
 //! The transforms of a pipeline, compiled from the Plan and applied to chunks.
 //!
+//! Each kind of transform has one home, a module below, that owns all of it: its options
+//! as the pipeline declares them and their JSON Schema, its checks, its compiled form in
+//! the Plan, its line in `rocflow explain`, and what it does to records. [`kinds!`] lists
+//! the homes; the pipeline model, the compiler, `explain` and the schema are driven from
+//! that list, so a new kind is a new module and one line there.
+//!
 //! Most transforms look at one record at a time and run on many chunks in parallel; those
-//! that count (kernel iterations), gather (a dispatch's counter values, which may span
-//! chunks) or call plugins see chunks one at a time in arrival order, and hand what they
-//! still hold over when the records end. A record an expression fails on is dropped
+//! that count (kernel iterations, samples), gather (a dispatch's counter values, which may
+//! span chunks) or call plugins see chunks one at a time in arrival order, and hand what
+//! they still hold over when the records end. A record an expression fails on is dropped
 //! (filter) or gets no value (derive), a chunk a plugin fails on goes on as it came; the
 //! first failures are kept for the run's report, and a strict transform's first failure
 //! stops the run.
 
-mod aggregate;
-mod counters;
 mod expr;
-mod kernels;
-mod reduce;
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
-use evalexpr::Value;
-use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as Json, json};
 
 use crate::catalog::StreamMeta;
-use crate::chunk::{Chunk, Extra};
-use crate::column::row;
-use crate::plan::{TransformOpPlan, TransformPlan};
-use crate::plugin::{Plugin, PluginTransform};
-use crate::record::{Batch, Meta, RecordKind};
+use crate::chunk::Chunk;
+use crate::pipeline::TransformCheck;
+use crate::plan::TransformPlan;
+use crate::record::{Meta, RecordKind};
 
-pub use aggregate::Table;
+pub use aggregate::{Metric, MetricOp, Table};
 pub use expr::{ARGS, Expression};
-pub use kernels::{Rename, demangle};
+pub use kernel_name::{Rename, demangle};
+
+/// How a pipeline declares a kind of transform: the keys of its `[[transform]]` entry
+/// beyond `name`, `kind`, `records` and `strict`.
+trait Declared {
+    /// The kind's compiled form.
+    type Plan;
+
+    /// The JSON Schema of the kind's own keys: `properties`, and `required` or a
+    /// `description` where it has them.
+    fn schema() -> Json;
+
+    /// Checks the options against the records the transform takes. `None` when the
+    /// transform cannot take its place in the plan (its errors were reported).
+    fn compile(&self, check: &mut TransformCheck<'_, '_>) -> Option<Self::Plan>;
+}
+
+/// A kind of transform as compiled into the Plan.
+trait Compiled {
+    /// What it does, in one line of `rocflow explain`.
+    fn explain(&self) -> String;
+
+    /// The transform, ready to run. The plan was validated, so a failure here means it
+    /// was edited by hand; it is reported as such.
+    fn build(&self) -> Result<Box<dyn Apply>, String>;
+}
+
+/// What a kind of transform does to records, at run time.
+trait Apply: Send + Sync + std::fmt::Debug {
+    /// Applies the transform to a chunk of a kind it takes.
+    fn apply(&self, chunk: &mut Chunk, at: &At<'_>);
+
+    /// Whether chunks must come one at a time, in arrival order.
+    fn sequential(&self) -> bool {
+        false
+    }
+
+    /// Metadata for the records the transform makes, given a stream's metadata as it
+    /// grows; applied to the stream before any of its later records.
+    fn describe(&self, _stream: u16, _meta: &StreamMeta) -> Vec<Meta> {
+        Vec::new()
+    }
+
+    /// Records the transform still holds when the run's records end.
+    fn finish(&self, _failures: &Failures) -> Vec<Chunk> {
+        Vec::new()
+    }
+
+    /// The renaming it applies to kernel symbols, for a kernel-name transform.
+    fn rename(&self) -> Option<&Rename> {
+        None
+    }
+
+    /// The table it made, for an aggregate, once every chunk has passed.
+    fn table(&self, _name: &str) -> Option<Table> {
+        None
+    }
+}
+
+/// What a transform sees of the run besides the chunk.
+struct At<'a> {
+    meta: &'a StreamMeta,
+    /// The run's first timestamp, for time windows.
+    origin_ns: u64,
+    failures: &'a Failures,
+}
+
+/// Lists the kinds of transform by their homes, and derives from the list the homes'
+/// modules, the model's `kind`s, the Plan's compiled forms, and the dispatch to each home.
+macro_rules! kinds {
+    (
+        declared: $($kind:literal => $Kind:ident($home:ident),)*
+        compiled: $($Internal:ident($internal:ident),)*
+    ) => {
+        $(pub mod $home;)*
+        $(pub mod $internal;)*
+
+        /// A transform as the pipeline declares it, by its `kind`.
+        #[derive(Debug, Deserialize, Serialize)]
+        #[serde(tag = "kind")]
+        pub enum TransformOp {
+            $(#[serde(rename = $kind)] $Kind($home::Options),)*
+        }
+
+        /// A transform as compiled into the Plan. Besides the declared kinds, a counter
+        /// context compiles into its own stages (see [`counters`]).
+        #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        pub enum TransformOpPlan {
+            $(#[serde(rename = $kind)] $Kind($home::Plan),)*
+            $($Internal($internal::Plan),)*
+        }
+
+        impl TransformOp {
+            /// Every kind a pipeline may declare, with the schema of its own keys.
+            pub(crate) fn schemas() -> Vec<(&'static str, Json)> {
+                vec![$(($kind, <$home::Options as Declared>::schema()),)*]
+            }
+
+            pub(crate) fn compile(&self, check: &mut TransformCheck<'_, '_>) -> Option<TransformOpPlan> {
+                match self {
+                    $(TransformOp::$Kind(o) => o.compile(check).map(TransformOpPlan::$Kind),)*
+                }
+            }
+        }
+
+        impl TransformOpPlan {
+            fn home(&self) -> &dyn Compiled {
+                match self {
+                    $(TransformOpPlan::$Kind(p) => p,)*
+                    $(TransformOpPlan::$Internal(p) => p,)*
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    declared:
+        "filter" => Filter(filter),
+        "derive" => Derive(derive),
+        "kernel_name" => KernelName(kernel_name),
+        "kernel_filter" => KernelFilter(kernel_filter),
+        "time_window" => TimeWindow(time_window),
+        "reduce_dimensions" => ReduceDimensions(reduce),
+        "aggregate" => Aggregate(aggregate),
+        "sample" => Sample(sample),
+        "plugin" => Plugin(plugin),
+    compiled:
+        DeriveCounters(counters),
+}
+
+impl TransformOp {
+    /// The `$defs/transform` schema: the keys every transform has, and each kind's own.
+    pub(crate) fn schema() -> Json {
+        let common = ["name", "enabled", "kind", "records"];
+        let kinds: Vec<Json> = Self::schemas()
+            .into_iter()
+            .map(|(kind, mut own)| {
+                let properties = own["properties"]
+                    .as_object_mut()
+                    .expect("kinds list properties");
+                for (i, key) in common.iter().enumerate() {
+                    properties.shift_insert(i, (*key).to_owned(), Json::Bool(true));
+                }
+                own["additionalProperties"] = Json::Bool(false);
+                json!({ "if": { "properties": { "kind": { "const": kind } } }, "then": own })
+            })
+            .collect();
+        let names: Vec<&str> = Self::schemas().into_iter().map(|(kind, _)| kind).collect();
+        json!({
+            "type": "object",
+            "required": ["name", "kind"],
+            "properties": {
+                "name": { "$ref": "#/$defs/name" },
+                "enabled": { "$ref": "#/$defs/enabled" },
+                "kind": { "enum": names },
+                "records": { "$ref": "#/$defs/record_kinds" }
+            },
+            "allOf": kinds
+        })
+    }
+}
+
+impl TransformOpPlan {
+    /// What the transform does, in one line of `rocflow explain`.
+    pub fn explain(&self) -> String {
+        self.home().explain()
+    }
+}
+
+/// The schema of `strict` for a kind whose records can each fail (an expression's).
+fn strict_per_record() -> Json {
+    json!({
+        "type": "boolean",
+        "description": "Stop the run at the first record the expression fails on, instead of reporting the first failures and going on."
+    })
+}
 
 /// How many failures of one transform are kept with their record for the report.
 const KEPT_FAILURES: usize = 5;
@@ -39,29 +217,9 @@ const KEPT_FAILURES: usize = 5;
 pub struct Transform {
     pub name: String,
     kinds: Vec<RecordKind>,
-    op: Op,
+    op: Box<dyn Apply>,
     strict: bool,
     failures: Failures,
-}
-
-#[derive(Debug)]
-enum Op {
-    Filter(Expression),
-    Derive {
-        column: Arc<str>,
-        expression: Expression,
-    },
-    KernelName(Rename),
-    KernelFilter(kernels::KernelFilter),
-    TimeWindow {
-        start_ns: u64,
-        end_ns: Option<u64>,
-    },
-    DeriveCounters(counters::DeriveCounters),
-    Reduce(reduce::Reduce),
-    Aggregate(aggregate::Aggregate),
-    /// An instance is called by one thread at a time, and sees chunks in arrival order.
-    Plugin(Mutex<PluginTransform>),
 }
 
 /// Failures of a transform on individual records.
@@ -92,68 +250,12 @@ impl Failures {
 }
 
 impl Transform {
-    /// Compiles a planned transform. The plan was validated, so failures here mean the
-    /// plan was edited by hand; they are reported as such.
+    /// Compiles a planned transform.
     pub fn new(plan: &TransformPlan) -> Result<Transform, String> {
-        let regex = |pattern: &Option<String>| {
-            pattern
-                .as_deref()
-                .map(Regex::new)
-                .transpose()
-                .map_err(|e| e.to_string())
-        };
-        let op = match &plan.op {
-            TransformOpPlan::Filter { predicate } => Op::Filter(Expression::compile(predicate)?),
-            TransformOpPlan::Derive { column, expression } => Op::Derive {
-                column: column.as_str().into(),
-                expression: Expression::compile(expression)?,
-            },
-            TransformOpPlan::KernelName {
-                demangle,
-                truncate,
-                rename,
-            } => Op::KernelName(Rename {
-                demangle: *demangle,
-                truncate: *truncate,
-                rules: rename
-                    .iter()
-                    .map(|(p, r)| Ok((Regex::new(p).map_err(|e| e.to_string())?, r.clone())))
-                    .collect::<Result<_, String>>()?,
-            }),
-            TransformOpPlan::KernelFilter {
-                include,
-                exclude,
-                iterations,
-            } => Op::KernelFilter(kernels::KernelFilter::new(
-                regex(include)?,
-                regex(exclude)?,
-                iterations.clone(),
-            )),
-            TransformOpPlan::TimeWindow { start_ns, end_ns } => Op::TimeWindow {
-                start_ns: *start_ns,
-                end_ns: *end_ns,
-            },
-            TransformOpPlan::DeriveCounters { collected, derived } => {
-                Op::DeriveCounters(counters::DeriveCounters::new(collected.clone(), derived)?)
-            }
-            TransformOpPlan::ReduceDimensions {
-                counters,
-                dimensions,
-                op,
-            } => Op::Reduce(reduce::Reduce::new(counters.clone(), dimensions, *op)),
-            TransformOpPlan::Aggregate { group_by, metrics } => {
-                Op::Aggregate(aggregate::Aggregate::new(group_by.clone(), metrics.clone()))
-            }
-            TransformOpPlan::Plugin { plugin, options } => {
-                let plugin = Plugin::load(&plugin.library).map_err(|e| e.explain())?;
-                let instance = PluginTransform::create(plugin, options).map_err(|e| e.explain())?;
-                Op::Plugin(Mutex::new(instance))
-            }
-        };
         Ok(Transform {
             name: plan.name.clone(),
             kinds: plan.kinds.clone(),
-            op,
+            op: plan.op.home().build()?,
             strict: plan.strict,
             failures: Failures::default(),
         })
@@ -165,36 +267,24 @@ impl Transform {
 
     /// Whether chunks must come one at a time, in arrival order.
     pub fn sequential(&self) -> bool {
-        matches!(
-            self.op,
-            Op::KernelFilter(_) | Op::DeriveCounters(_) | Op::Plugin(_)
-        )
+        self.op.sequential()
     }
 
     /// Metadata for the records the transform makes (derived counters), given a stream's
     /// metadata as it grows; applied to the stream before any of its later records.
     pub fn describe(&self, stream: u16, meta: &StreamMeta) -> Vec<Meta> {
-        match &self.op {
-            Op::DeriveCounters(derive) => derive.describe(stream, meta),
-            _ => Vec::new(),
-        }
+        self.op.describe(stream, meta)
     }
 
     /// Records the transform still holds when the run's records end, for the transforms
     /// after it and the sinks.
     pub fn finish(&self) -> Vec<Chunk> {
-        match &self.op {
-            Op::DeriveCounters(derive) => derive.finish(&self.failures),
-            _ => Vec::new(),
-        }
+        self.op.finish(&self.failures)
     }
 
     /// The renaming a kernel-name transform applies to kernel symbols, if this is one.
     pub fn rename(&self) -> Option<&Rename> {
-        match &self.op {
-            Op::KernelName(rename) => Some(rename),
-            _ => None,
-        }
+        self.op.rename()
     }
 
     pub fn failures(&self) -> &Failures {
@@ -217,104 +307,17 @@ impl Transform {
     /// Applies the transform to a chunk of a kind it takes. `origin_ns` is the run's first
     /// timestamp, for time windows.
     pub fn apply(&self, chunk: &mut Chunk, meta: &StreamMeta, origin_ns: u64) {
-        match &self.op {
-            Op::Filter(expression) => {
-                let mut scratch = Vec::new();
-                let keep: Vec<bool> = (0..chunk.len())
-                    .map(|i| match expression.eval(chunk, i, meta, &mut scratch) {
-                        Ok(Value::Boolean(keep)) => keep,
-                        // A call without an argument the filter reads (see `expr`).
-                        Ok(Value::Empty) => false,
-                        Ok(other) => {
-                            self.failures.record(|| {
-                                format!(
-                                    "{}: the filter gave {other}, not true or false",
-                                    describe(chunk, i)
-                                )
-                            });
-                            false
-                        }
-                        Err(e) => {
-                            self.failures
-                                .record(|| format!("{}: {e}", describe(chunk, i)));
-                            false
-                        }
-                    })
-                    .collect();
-                chunk.retain(&keep);
-            }
-            Op::Derive { column, expression } => {
-                let mut scratch = Vec::new();
-                let values = (0..chunk.len())
-                    .map(|i| {
-                        expression
-                            .eval(chunk, i, meta, &mut scratch)
-                            .unwrap_or_else(|e| {
-                                self.failures
-                                    .record(|| format!("{}: {e}", describe(chunk, i)));
-                                Value::Empty
-                            })
-                    })
-                    .collect();
-                chunk.extra.push(Extra {
-                    name: Arc::clone(column),
-                    values,
-                });
-            }
-            // Applied to the kernel symbols as they arrive (see `rename`).
-            Op::KernelName(_) => {}
-            Op::KernelFilter(filter) => {
-                let keep = filter.keep(chunk, meta);
-                chunk.retain(&keep);
-            }
-            Op::TimeWindow { start_ns, end_ns } => {
-                let keep: Vec<bool> = (0..chunk.len())
-                    .map(|i| {
-                        let at = row(&chunk.batch, i).start_ns().saturating_sub(origin_ns);
-                        at >= *start_ns && end_ns.is_none_or(|end| at < end)
-                    })
-                    .collect();
-                chunk.retain(&keep);
-            }
-            Op::DeriveCounters(derive) => {
-                let stream = chunk.stream;
-                if let Batch::CounterSample(samples) = &mut chunk.batch {
-                    let taken = std::mem::take(samples);
-                    *samples = derive.apply(stream, taken, meta, &self.failures);
-                    // Added columns no longer line up with the samples.
-                    chunk.extra.clear();
-                }
-            }
-            Op::Reduce(reduce) => {
-                if let Batch::CounterSample(samples) = &chunk.batch {
-                    chunk.batch = Batch::CounterSample(reduce.apply(samples, meta));
-                    // Added columns no longer line up with the reduced samples.
-                    chunk.extra.clear();
-                }
-            }
-            Op::Aggregate(aggregate) => aggregate.add(chunk, meta),
-            Op::Plugin(plugin) => {
-                let mut plugin = plugin.lock().expect("plugin calls catch their panics");
-                if let Err(e) = plugin.apply(chunk, meta) {
-                    // The records go on as they came.
-                    self.failures.record_many(chunk.len() as u64, || {
-                        format!(
-                            "{} records of stream {}: {e}",
-                            chunk.batch.kind().name(),
-                            chunk.stream
-                        )
-                    });
-                }
-            }
-        }
+        let at = At {
+            meta,
+            origin_ns,
+            failures: &self.failures,
+        };
+        self.op.apply(chunk, &at);
     }
 
     /// The aggregate table, for an aggregate transform, once every chunk has passed.
     pub fn table(&self) -> Option<Table> {
-        match &self.op {
-            Op::Aggregate(aggregate) => Some(aggregate.finish(&self.name)),
-            _ => None,
-        }
+        self.op.table(&self.name)
     }
 }
 
@@ -325,4 +328,10 @@ fn describe(chunk: &Chunk, i: usize) -> String {
         chunk.batch.kind().name(),
         chunk.stream
     )
+}
+
+/// Keeps the records of a chunk for which `keep` holds.
+fn retain(chunk: &mut Chunk, keep: impl FnMut(usize) -> bool) {
+    let keep: Vec<bool> = (0..chunk.len()).map(keep).collect();
+    chunk.retain(&keep);
 }

@@ -1,24 +1,109 @@
-//! Counter dimension reduction: combine the values of one counter of one dispatch across
-//! the listed dimensions (the coordinates of reduced dimensions become 0).
+//! `reduce_dimensions`: combines the values of one counter of one dispatch across the
+//! listed dimensions (the coordinates of reduced dimensions become 0). A counter context's
+//! `reduce` entries compile into the same stage.
 
 use rustc_hash::FxHashMap as HashMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as Json, json};
 
 use crate::catalog::StreamMeta;
+use crate::chunk::Chunk;
 use crate::pipeline::model::ReduceOp;
-use crate::record::CounterSample;
+use crate::pipeline::{Step, TransformCheck};
+use crate::record::{Batch, CounterSample, RecordKind};
 use crate::sdk::COUNTER_DIMENSIONS;
 
-#[derive(Debug)]
-pub struct Reduce {
+use super::{Apply, At, Compiled, Declared};
+
+/// Declared and compiled alike.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Options {
     /// Counter names the reduction applies to; empty means all.
+    #[serde(default)]
     pub counters: Vec<String>,
-    /// For each dimension of [`COUNTER_DIMENSIONS`], whether it is reduced.
-    pub reduced: [bool; 7],
+    pub dimensions: Vec<String>,
     pub op: ReduceOp,
 }
 
+/// Compiled, the options are kept as they are.
+pub type Plan = Options;
+
+impl Declared for Options {
+    type Plan = Plan;
+
+    fn schema() -> Json {
+        json!({
+            "required": ["dimensions", "op"],
+            "properties": {
+                "counters": { "type": "array", "items": { "type": "string" } },
+                "dimensions": { "type": "array", "items": { "type": "string" }, "minItems": 1 },
+                "op": { "enum": ["sum", "avg", "min", "max"] }
+            }
+        })
+    }
+
+    fn compile(&self, check: &mut TransformCheck<'_, '_>) -> Option<Options> {
+        check.dimensions(&[Step::Key("dimensions")], &self.dimensions);
+        if check
+            .kinds()
+            .iter()
+            .any(|&k| k != RecordKind::CounterSample)
+        {
+            check
+                .error(
+                    &[Step::Key("kind")],
+                    "dimension reductions apply to counter samples only",
+                )
+                .hint = Some("add `records = [\"counter_sample\"]`".into());
+        }
+        Some(self.clone())
+    }
+}
+
+impl Compiled for Options {
+    fn explain(&self) -> String {
+        let counters = if self.counters.is_empty() {
+            "all counters".to_owned()
+        } else {
+            self.counters.join(", ")
+        };
+        format!(
+            "{:?} of {counters} over {}",
+            self.op,
+            self.dimensions.join(", ")
+        )
+    }
+
+    fn build(&self) -> Result<Box<dyn Apply>, String> {
+        Ok(Box::new(Reduce::new(
+            self.counters.clone(),
+            &self.dimensions,
+            self.op,
+        )))
+    }
+}
+
+impl Apply for Reduce {
+    fn apply(&self, chunk: &mut Chunk, at: &At<'_>) {
+        if let Batch::CounterSample(samples) = &chunk.batch {
+            chunk.batch = Batch::CounterSample(self.reduce(samples, at.meta));
+            // Added columns no longer line up with the reduced samples.
+            chunk.extra.clear();
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Reduce {
+    /// Counter names the reduction applies to; empty means all.
+    counters: Vec<String>,
+    /// For each dimension of [`COUNTER_DIMENSIONS`], whether it is reduced.
+    reduced: [bool; 7],
+    op: ReduceOp,
+}
+
 impl Reduce {
-    pub fn new(counters: Vec<String>, dimensions: &[String], op: ReduceOp) -> Reduce {
+    fn new(counters: Vec<String>, dimensions: &[String], op: ReduceOp) -> Reduce {
         let reduced =
             std::array::from_fn(|i| dimensions.iter().any(|d| d == COUNTER_DIMENSIONS[i]));
         Reduce {
@@ -30,7 +115,7 @@ impl Reduce {
 
     /// Reduces the samples of a chunk; samples of other counters pass unchanged. Groups
     /// keep the order of their first sample.
-    pub fn apply(&self, samples: &[CounterSample], meta: &StreamMeta) -> Vec<CounterSample> {
+    fn reduce(&self, samples: &[CounterSample], meta: &StreamMeta) -> Vec<CounterSample> {
         let mut out: Vec<CounterSample> = Vec::with_capacity(samples.len());
         let mut counts: Vec<u32> = Vec::with_capacity(samples.len());
         let mut groups: HashMap<(u32, u64, u32, [u16; 7]), usize> = HashMap::default();
@@ -142,24 +227,24 @@ mod tests {
             ReduceOp::Sum,
         );
         assert_eq!(
-            values(&all.apply(&samples(), &meta())),
+            values(&all.reduce(&samples(), &meta())),
             [(1, 0, 0, 16.0), (2, 0, 0, 5.0)]
         );
         let xcc = |op| Reduce::new(Vec::new(), &dims(&["DIMENSION_XCC"]), op);
         assert_eq!(
-            values(&xcc(ReduceOp::Sum).apply(&samples(), &meta())),
+            values(&xcc(ReduceOp::Sum).reduce(&samples(), &meta())),
             [(1, 0, 0, 4.0), (1, 0, 1, 12.0), (2, 0, 0, 5.0)]
         );
         assert_eq!(
-            values(&xcc(ReduceOp::Avg).apply(&samples(), &meta())),
+            values(&xcc(ReduceOp::Avg).reduce(&samples(), &meta())),
             [(1, 0, 0, 2.0), (1, 0, 1, 6.0), (2, 0, 0, 5.0)]
         );
         assert_eq!(
-            values(&xcc(ReduceOp::Min).apply(&samples(), &meta())),
+            values(&xcc(ReduceOp::Min).reduce(&samples(), &meta())),
             [(1, 0, 0, 1.0), (1, 0, 1, 2.0), (2, 0, 0, 5.0)]
         );
         assert_eq!(
-            values(&xcc(ReduceOp::Max).apply(&samples(), &meta())),
+            values(&xcc(ReduceOp::Max).reduce(&samples(), &meta())),
             [(1, 0, 0, 3.0), (1, 0, 1, 10.0), (2, 0, 0, 5.0)]
         );
     }

@@ -18,9 +18,66 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
+use crate::plan::list_or;
 use crate::record::{Batch, CounterInfo, CounterSample, Meta};
 
-use super::Failures;
+use super::{Apply, At, Compiled, Failures};
+
+/// Gathers each dispatch's counter samples (every value of the `collected` counters) into
+/// one chunk, and adds the `derived` counters computed from them. Compiled from a
+/// context's counters, before the reductions, which need whole dispatches too.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+pub struct Plan {
+    /// The counters the GPU collects, derived ones left out.
+    pub collected: Vec<String>,
+    /// Name and expression of each derived counter, as the pipeline defines them.
+    pub derived: Vec<(String, String)>,
+}
+
+impl Compiled for Plan {
+    fn explain(&self) -> String {
+        let derived: Vec<String> = (self.derived.iter())
+            .map(|(n, e)| format!("{n} = {e}"))
+            .collect();
+        format!(
+            "whole dispatches of {}; derive {}",
+            self.collected.join(", "),
+            list_or(&derived, "nothing")
+        )
+    }
+
+    fn build(&self) -> Result<Box<dyn Apply>, String> {
+        Ok(Box::new(DeriveCounters::new(
+            self.collected.clone(),
+            &self.derived,
+        )?))
+    }
+}
+
+impl Apply for DeriveCounters {
+    fn apply(&self, chunk: &mut Chunk, at: &At<'_>) {
+        let stream = chunk.stream;
+        if let Batch::CounterSample(samples) = &mut chunk.batch {
+            let taken = std::mem::take(samples);
+            *samples = self.gather(stream, taken, at.meta, at.failures);
+            // Added columns no longer line up with the samples.
+            chunk.extra.clear();
+        }
+    }
+
+    /// A dispatch's values may span chunks, which must come in order.
+    fn sequential(&self) -> bool {
+        true
+    }
+
+    fn describe(&self, stream: u16, meta: &StreamMeta) -> Vec<Meta> {
+        self.derived_counters(stream, meta)
+    }
+
+    fn finish(&self, failures: &Failures) -> Vec<Chunk> {
+        self.unfinished(failures)
+    }
+}
 use derived::DerivedCounters;
 
 /// A dispatch: its stream, agent and dispatch id.
@@ -30,7 +87,7 @@ type DispatchKey = (u16, u32, u64);
 type Dimensions = Vec<(String, u32)>;
 
 #[derive(Debug)]
-pub struct DeriveCounters {
+struct DeriveCounters {
     /// The counters the GPU collects: a dispatch has all their values.
     collected: Vec<String>,
     derived: DerivedCounters,
@@ -48,7 +105,7 @@ struct Open {
 }
 
 impl DeriveCounters {
-    pub fn new(collected: Vec<String>, derived: &[(String, String)]) -> Result<Self, String> {
+    fn new(collected: Vec<String>, derived: &[(String, String)]) -> Result<Self, String> {
         Ok(DeriveCounters {
             collected,
             derived: DerivedCounters::new(derived)?,
@@ -59,7 +116,7 @@ impl DeriveCounters {
 
     /// Takes a chunk's samples in arrival order; gives back those of complete dispatches,
     /// each followed by its derived counters, and of agents without collected counters.
-    pub fn apply(
+    fn gather(
         &self,
         stream: u16,
         samples: Vec<CounterSample>,
@@ -123,7 +180,7 @@ impl DeriveCounters {
 
     /// The samples of the dispatches still incomplete at the end of the run, a chunk per
     /// stream; each such dispatch is reported.
-    pub fn finish(&self, failures: &Failures) -> Vec<Chunk> {
+    fn unfinished(&self, failures: &Failures) -> Vec<Chunk> {
         let mut left: Vec<(DispatchKey, Open)> =
             std::mem::take(&mut *self.open.lock().expect("no poison"))
                 .into_iter()
@@ -153,7 +210,7 @@ impl DeriveCounters {
     /// Describes the derived counters to a stream once its collected counters are
     /// described, so that sinks can name them: each gets an id no counter of the stream
     /// has, and the dimensions its values vary along on the first agent that computes it.
-    pub fn describe(&self, stream: u16, meta: &StreamMeta) -> Vec<Meta> {
+    fn derived_counters(&self, stream: u16, meta: &StreamMeta) -> Vec<Meta> {
         let mut ids = self.ids.lock().expect("no poison");
         if self.derived.is_empty() || ids.contains_key(&stream) {
             return Vec::new();

@@ -45,7 +45,7 @@ fn catalog(transform: &DeriveCounters) -> Catalog {
         vec![agent(0, "cpu"), agent(1, "gfx942"), agent(2, "gfx942")],
     );
     assert!(
-        transform.describe(0, catalog.stream(0)).is_empty(),
+        transform.derived_counters(0, catalog.stream(0)).is_empty(),
         "no counters yet"
     );
     catalog.apply(
@@ -55,10 +55,10 @@ fn catalog(transform: &DeriveCounters) -> Catalog {
             counter(2, 2, "SQ_INSTS_VALU", XCC_SE),
         ],
     );
-    let described = transform.describe(0, catalog.stream(0));
+    let described = transform.derived_counters(0, catalog.stream(0));
     catalog.apply(0, described);
     assert!(
-        transform.describe(0, catalog.stream(0)).is_empty(),
+        transform.derived_counters(0, catalog.stream(0)).is_empty(),
         "described once"
     );
     catalog
@@ -146,10 +146,10 @@ fn a_dispatch_split_across_chunks_comes_out_whole_with_its_derived_counters() {
     let failures = Failures::default();
     let (first, second) = (dispatch(1, 5), dispatch(2, 6));
     // Dispatch 5's first values, then the rest of it with the start of dispatch 6.
-    let held = transform.apply(0, first[..3].to_vec(), meta, &failures);
+    let held = transform.gather(0, first[..3].to_vec(), meta, &failures);
     assert!(held.is_empty(), "{held:?}");
     let rest: Vec<CounterSample> = first[3..].iter().chain(&second[..4]).copied().collect();
-    let out = transform.apply(0, rest, meta, &failures);
+    let out = transform.gather(0, rest, meta, &failures);
     let mut expected: Vec<(String, u16, u16, f64)> = values(meta, &first);
     for (xcc, se) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
         expected.push(("PER_WAVE".into(), xcc, se, 10.0));
@@ -162,11 +162,11 @@ fn a_dispatch_split_across_chunks_comes_out_whole_with_its_derived_counters() {
             .all(|s| s.dispatch_id == 5 && s.kernel_id == 7 && s.timestamp_ns == 500)
     );
     // Dispatch 6 completes in a later chunk, on the agent that shares the ids.
-    let out = transform.apply(0, second[4..].to_vec(), meta, &failures);
+    let out = transform.gather(0, second[4..].to_vec(), meta, &failures);
     assert_eq!(out.len(), 8 + 4 + 1 + 1);
     assert!(out.iter().all(|s| s.agent == 2 && s.dispatch_id == 6));
     assert_eq!(failures.count.load(Ordering::Relaxed), 0);
-    assert!(transform.finish(&failures).is_empty());
+    assert!(transform.unfinished(&failures).is_empty());
 }
 
 #[test]
@@ -184,13 +184,13 @@ fn whole_dispatches_in_one_chunk_get_the_ids_their_derived_counters_were_given()
             counter(3, 1, "PER_WAVE", &[]),
         ],
     );
-    let described = transform.describe(0, catalog.stream(0));
+    let described = transform.derived_counters(0, catalog.stream(0));
     assert_eq!(described.len(), 3);
     catalog.apply(0, described);
     let meta = catalog.stream(0);
     let failures = Failures::default();
     let chunk: Vec<CounterSample> = dispatch(1, 5).into_iter().chain(dispatch(1, 6)).collect();
-    let out = transform.apply(0, chunk, meta, &failures);
+    let out = transform.gather(0, chunk, meta, &failures);
     assert_eq!(out.len(), 2 * (8 + 4 + 1 + 1));
     let per_wave: Vec<&CounterSample> = out.iter().filter(|s| s.counter_id == u32::MAX).collect();
     assert_eq!(per_wave.len(), 8, "four per dispatch");
@@ -215,16 +215,16 @@ fn incomplete_dispatches_pass_on_at_the_end_and_are_reported() {
     let samples = dispatch(1, 9);
     assert!(
         transform
-            .apply(3, samples[..5].to_vec(), meta, &failures)
+            .gather(3, samples[..5].to_vec(), meta, &failures)
             .is_empty()
     );
     // An agent whose counters were never described is not waited for.
     let unknown = dispatch(7, 10);
     assert_eq!(
-        transform.apply(0, unknown.clone(), meta, &failures),
+        transform.gather(0, unknown.clone(), meta, &failures),
         unknown
     );
-    let left = transform.finish(&failures);
+    let left = transform.unfinished(&failures);
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].stream, 3);
     assert_eq!(left[0].batch, Batch::CounterSample(samples[..5].to_vec()));
@@ -248,7 +248,7 @@ fn failures_name_the_dispatch_and_the_counter() {
     .unwrap();
     let catalog = catalog(&transform);
     let failures = Failures::default();
-    let out = transform.apply(0, dispatch(1, 4), catalog.stream(0), &failures);
+    let out = transform.gather(0, dispatch(1, 4), catalog.stream(0), &failures);
     assert_eq!(out, dispatch(1, 4), "the collected values pass on");
     assert_eq!(
         *failures.first.lock().unwrap(),

@@ -54,8 +54,9 @@ fn read_spool(input: &[u8], scratch: &Path) -> String {
         process: true,
         agent: true,
     };
-    let summary = match Summary::of_run(&[], frames.into_iter(), breakdown) {
-        Ok(summary) => summary,
+    let mut source = rocflow::source::Frames(frames.into_iter());
+    let summary = match Summary::of_run(&[], &mut source, breakdown) {
+        Ok((summary, _)) => summary,
         Err(e) => return format!("{read}\nsummary: {e}"),
     };
     let page = Page {

@@ -1,0 +1,571 @@
+//! The pipeline's `[[context]]` entries: each becomes the rocprofiler-sdk services of one
+//! context, with its buffer, counters, PC sampling and collection period, checked against
+//! what the SDK accepts.
+
+use std::collections::BTreeSet;
+
+use regex::Regex;
+
+use crate::diag::{Diagnostic, did_you_mean};
+use crate::pipeline::units::IterationRanges;
+use crate::plan::{
+    AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS, PcSamplingPlan,
+    ReducePlan, StartPlan, TracingPlan, TransformOpPlan, TransformPlan,
+};
+use crate::record::RecordKind;
+use crate::sdk::{AgentType, COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
+use crate::transform::{counters, reduce};
+
+use super::super::model::{self, AgentRef, Quantity, Tracing};
+use super::super::passes;
+use super::super::units;
+use super::super::value::Step;
+use super::{Compiler, glob_match, inner_span, last_line, name_of};
+
+/// Default buffer: large enough that flushes are rare, small enough for many contexts.
+const DEFAULT_BUFFER_BYTES: u64 = 32 << 20;
+const DEFAULT_WATERMARK: f64 = 0.875;
+/// rocprofv3's default host-trap interval (microseconds).
+const DEFAULT_HOST_TRAP_INTERVAL: u64 = 1000;
+/// A stochastic interval rocprofiler-sdk accepts on every supported agent (a power of two).
+const DEFAULT_STOCHASTIC_INTERVAL: u64 = 1 << 20;
+
+impl Compiler<'_> {
+    pub(super) fn context(&mut self, i: usize, c: &model::Context) -> ContextPlan {
+        let tracing = c
+            .tracing
+            .iter()
+            .enumerate()
+            .filter_map(|(j, t)| self.tracing(i, j, t))
+            .collect::<Vec<_>>();
+        let mut seen = BTreeSet::new();
+        for (j, t) in c.tracing.iter().enumerate() {
+            if !seen.insert(t.domain()) {
+                self.error(
+                    path!["context", i, "tracing", j],
+                    format!(
+                        "domain `{}` is traced twice in context `{}`",
+                        t.domain(),
+                        c.name
+                    ),
+                )
+                .hint = Some("merge the two entries into one".into());
+            }
+        }
+        let tracing = if c.args {
+            self.with_args(i, c, tracing)
+        } else {
+            tracing
+        };
+        let counters = c.counters.as_ref().map(|k| self.counters(i, c, k));
+        let pc_sampling = c.pc_sampling.as_ref().map(|p| self.pc_sampling(i, p));
+        if tracing.is_empty() && counters.is_none() && pc_sampling.is_none() {
+            self.warn(
+                path!["context", i, "name"],
+                format!("context `{}` collects nothing", c.name),
+            )
+            .hint = Some(
+                "add `tracing = [...]`, `[context.counters]` or `[context.pc_sampling]`".into(),
+            );
+        }
+        let code_objects = tracing
+            .iter()
+            .any(|t| matches!(t.domain, Domain::KernelDispatch | Domain::ScratchMemory))
+            || counters.is_some()
+            || pc_sampling.is_some();
+        ContextPlan {
+            name: c.name.clone(),
+            buffer: self.buffer(i, &c.buffer),
+            agents: self.agents(path!["context", i, "agents"], &c.agents),
+            tracing,
+            code_objects,
+            counters,
+            pc_sampling,
+            serialize: c.serialize,
+            start: self.period(i, c.period.as_ref()),
+        }
+    }
+
+    /// Traces the API domains whose records can carry arguments through the domains whose
+    /// records do (`_EXT`); a context where none can is refused, since it would look
+    /// configured and collect no argument.
+    fn with_args(
+        &mut self,
+        i: usize,
+        c: &model::Context,
+        tracing: Vec<TracingPlan>,
+    ) -> Vec<TracingPlan> {
+        if !tracing.iter().any(|t| t.domain.with_args().is_some()) {
+            self.error(
+                path!["context", i, "args"],
+                format!(
+                    "context `{}` traces no API whose calls the SDK gives arguments of",
+                    c.name
+                ),
+            )
+            .hint = Some(
+                "rocprofiler-sdk gives the arguments of hip_runtime_api, hip_compiler_api and rocdecode_api calls (as rocprofv3 records them); HSA, marker and RCCL calls carry none".into(),
+            );
+        }
+        tracing
+            .into_iter()
+            .map(|t| TracingPlan {
+                domain: t.domain.with_args().unwrap_or(t.domain),
+                ..t
+            })
+            .collect()
+    }
+
+    fn tracing(&mut self, i: usize, j: usize, t: &Tracing) -> Option<TracingPlan> {
+        let domain_path = match t {
+            Tracing::Domain(_) => path!["context", i, "tracing", j].to_vec(),
+            Tracing::Filtered { .. } => path!["context", i, "tracing", j, "domain"].to_vec(),
+        };
+        let Some(domain) = Domain::from_name(t.domain()) else {
+            let hint = did_you_mean(t.domain(), Domain::names())
+                .or_else(|| Some("run `rocflow explain --domains` for the list".into()));
+            self.error(
+                &domain_path,
+                format!("unknown tracing domain `{}`", t.domain()),
+            )
+            .hint = hint;
+            return None;
+        };
+        let Tracing::Filtered {
+            include, exclude, ..
+        } = t
+        else {
+            return Some(TracingPlan {
+                domain,
+                operations: None,
+            });
+        };
+        let ops = domain.operations();
+        let mut select = |list: &[String], key: &str| -> BTreeSet<i32> {
+            let mut ids = BTreeSet::new();
+            for (k, pattern) in list.iter().enumerate() {
+                let matched = self
+                    .selections
+                    .entry((domain, pattern.clone()))
+                    .or_insert_with(|| {
+                        ops.iter()
+                            .filter(|(_, name)| glob_match(pattern, name))
+                            .map(|(id, _)| *id)
+                            .collect()
+                    })
+                    .clone();
+                if matched.is_empty() {
+                    let hint = did_you_mean(pattern, ops.iter().map(|(_, n)| *n));
+                    self.error(
+                        path!["context", i, "tracing", j, key, k],
+                        format!("`{pattern}` matches no operation of `{}`", domain.name()),
+                    )
+                    .hint = hint.or_else(|| {
+                        let some: Vec<&str> = ops.iter().take(4).map(|(_, n)| *n).collect();
+                        Some(format!("operations look like: {}, …", some.join(", ")))
+                    });
+                }
+                ids.extend(matched);
+            }
+            ids
+        };
+        let included = if include.is_empty() {
+            ops.iter().map(|(id, _)| *id).collect()
+        } else {
+            select(include, "include")
+        };
+        let excluded = select(exclude, "exclude");
+        let operations: Vec<i32> = included.difference(&excluded).copied().collect();
+        if operations.is_empty() && !(include.is_empty() && exclude.is_empty()) {
+            self.warn(
+                path!["context", i, "tracing", j],
+                format!(
+                    "the filter on `{}` leaves no operation to trace",
+                    domain.name()
+                ),
+            );
+        }
+        Some(TracingPlan {
+            domain,
+            operations: Some(operations),
+        })
+    }
+
+    fn buffer(&mut self, i: usize, b: &model::Buffer) -> BufferPlan {
+        let size_bytes = match &b.size {
+            None => DEFAULT_BUFFER_BYTES,
+            Some(q) => self
+                .quantity(path!["context", i, "buffer", "size"], q, units::parse_size)
+                .unwrap_or(DEFAULT_BUFFER_BYTES),
+        };
+        let default_watermark = (size_bytes as f64 * DEFAULT_WATERMARK) as u64;
+        let watermark_bytes = match &b.watermark {
+            None => default_watermark,
+            Some(Quantity::Text(text)) if text.trim().ends_with('%') => {
+                match units::parse_percent(text).expect("ends with %") {
+                    Ok(fraction) => (size_bytes as f64 * fraction) as u64,
+                    Err(message) => {
+                        self.error(path!["context", i, "buffer", "watermark"], message);
+                        default_watermark
+                    }
+                }
+            }
+            Some(q) => {
+                let path = path!["context", i, "buffer", "watermark"];
+                let bytes = self
+                    .quantity(path, q, units::parse_size)
+                    .unwrap_or(default_watermark);
+                if bytes > size_bytes {
+                    self.error(path, "the watermark is larger than the buffer")
+                        .hint = Some(format!("the buffer holds {size_bytes} bytes; try \"75%\""));
+                }
+                bytes
+            }
+        };
+        let path = path!["context", i, "buffer", "flush_interval"];
+        let flush_interval_ns = match &b.flush_interval {
+            None => DEFAULT_FLUSH_INTERVAL_NS,
+            Some(q) => match self.quantity(path, q, units::parse_duration) {
+                Some(0) => {
+                    self.error(path, "a buffer cannot be flushed every 0 s")
+                        .hint = Some("try \"1s\" or \"100ms\"".into());
+                    DEFAULT_FLUSH_INTERVAL_NS
+                }
+                ns => ns.unwrap_or(DEFAULT_FLUSH_INTERVAL_NS),
+            },
+        };
+        BufferPlan {
+            size_bytes,
+            watermark_bytes,
+            policy: b.policy.unwrap_or_default(),
+            flush_interval_ns,
+        }
+    }
+
+    fn agents(&mut self, path: &[Step<'_>], agents: &[AgentRef]) -> Vec<AgentSelector> {
+        agents
+            .iter()
+            .enumerate()
+            .filter_map(|(k, a)| {
+                let mut item = path.to_vec();
+                item.push(Step::Index(k));
+                match a {
+                    AgentRef::Index(n) => Some(AgentSelector::Index(*n)),
+                    AgentRef::Name(name) => match name.to_ascii_lowercase().as_str() {
+                        "gpu" => Some(AgentSelector::Type(AgentType::Gpu)),
+                        "cpu" => Some(AgentSelector::Type(AgentType::Cpu)),
+                        lower if lower.starts_with("gfx") => Some(AgentSelector::Gfx(lower.to_owned())),
+                        _ => {
+                            self.error(&item, format!("`{name}` does not select an agent"))
+                                .hint = Some(
+                                "use an index (0), a type (\"gpu\", \"cpu\") or a gfx name (\"gfx942\", \"gfx9*\")"
+                                    .into(),
+                            );
+                            None
+                        }
+                    },
+                }
+            })
+            .collect()
+    }
+
+    fn counters(&mut self, i: usize, c: &model::Context, k: &model::Counters) -> CounterPlan {
+        let base = ["context", "counters"];
+        let at = |rest: &[Step<'static>]| -> Vec<Step<'static>> {
+            let mut p = vec![Step::from(base[0]), Step::Index(i), Step::from(base[1])];
+            p.extend_from_slice(rest);
+            p
+        };
+        let regex = |this: &mut Self, key: &'static str, pattern: &Option<String>| {
+            let pattern = pattern.as_ref()?;
+            match Regex::new(pattern) {
+                Ok(_) => Some(pattern.clone()),
+                Err(err) => {
+                    this.error(
+                        &at(&[Step::Key("kernels"), Step::Key(key)]),
+                        format!("invalid kernel regex: {}", last_line(&err.to_string())),
+                    )
+                    .hint = Some("kernel filters are Rust regex syntax, e.g. \"gemm|conv\"".into());
+                    None
+                }
+            }
+        };
+        let kernel_include = regex(self, "include", &k.kernels.include);
+        let kernel_exclude = regex(self, "exclude", &k.kernels.exclude);
+        let iterations = k.iterations.as_ref().and_then(|text| {
+            IterationRanges::parse(text)
+                .map_err(|message| {
+                    self.error(&at(&[Step::Key("iterations")]), message).hint =
+                        Some("write ranges like \"[1-10],[20]\" or \"[5-]\"".into());
+                })
+                .ok()
+        });
+        let derived: Vec<(String, String)> = k
+            .derived
+            .iter()
+            .map(|d| (d.name.clone(), d.expression.clone()))
+            .collect();
+        let agents = self.agents(&at(&[Step::Key("agents")]), &k.agents);
+        let context_agents = self.agents_quiet(&c.agents);
+        // Counters, derived expressions and architectures are checked by the counters crate.
+        let (findings, needs) =
+            self.counters
+                .check(k, &derived, agents.iter().chain(&context_agents));
+        for finding in findings {
+            let mut path = at(&finding.path);
+            let span = finding.offset.and_then(|offset| {
+                let node = self.doc.at(path.iter().copied())?;
+                inner_span(node, offset, finding.len)
+            });
+            let diagnostic = Diagnostic::error(finding.message)
+                .at(span.or_else(|| self.span(&path)))
+                .maybe_hint(finding.hint);
+            self.errors.push(diagnostic);
+            path.clear();
+        }
+        for (r, reduction) in k.reduce.iter().enumerate() {
+            for (n, name) in reduction.counters.iter().enumerate() {
+                if !k.collect.contains(name) && !derived.iter().any(|(d, _)| d == name) {
+                    self.error(
+                        &at(&[
+                            Step::Key("reduce"),
+                            Step::Index(r),
+                            Step::Key("counters"),
+                            Step::Index(n),
+                        ]),
+                        format!("`{name}` is not collected by this context"),
+                    )
+                    .hint = did_you_mean(name, k.collect.iter().map(String::as_str))
+                        .or_else(|| Some(format!("add it to `collect` of context `{}`", c.name)));
+                }
+            }
+            self.dimensions(
+                &at(&[Step::Key("reduce"), Step::Index(r), Step::Key("dimensions")]),
+                &reduction.dimensions,
+            );
+        }
+        if k.per_pass == Some(0) {
+            self.error(
+                &at(&[Step::Key("per_pass")]),
+                "a pass holds at least one counter",
+            );
+        }
+        let counted: Vec<String> = (k.collect.iter())
+            .filter(|name| !derived.iter().any(|(d, _)| d == *name))
+            .cloned()
+            .collect();
+        let passes = match passes::plan(&counted, &needs, k.per_pass.filter(|&n| n > 0)) {
+            Ok(passes) => passes,
+            Err(over) => {
+                let n = k
+                    .collect
+                    .iter()
+                    .position(|c| *c == over.counter)
+                    .unwrap_or(0);
+                self.error(
+                    &at(&[Step::Key("collect"), Step::Index(n)]),
+                    format!(
+                        "`{}` needs {} counters of block {} on {}, which counts {} at once",
+                        over.counter, over.count, over.block, over.arch, over.limit
+                    ),
+                )
+                .hint = Some("no pass can count it; collect its inputs instead".into());
+                Vec::new()
+            }
+        };
+        CounterPlan {
+            passes,
+            collect: k.collect.clone(),
+            derived,
+            reduce: k
+                .reduce
+                .iter()
+                .map(|r| ReducePlan {
+                    counters: r.counters.clone(),
+                    dimensions: r.dimensions.clone(),
+                    op: r.op,
+                })
+                .collect(),
+            kernel_include,
+            kernel_exclude,
+            iterations,
+            agents,
+            definitions: self.counters.source(k.definitions.as_deref()),
+        }
+    }
+
+    /// Agent selectors whose errors are reported elsewhere.
+    fn agents_quiet(&mut self, agents: &[AgentRef]) -> Vec<AgentSelector> {
+        let errors = self.errors.len();
+        let selected = self.agents(&[], agents);
+        self.errors.truncate(errors);
+        selected
+    }
+
+    pub(super) fn dimensions(&mut self, path: &[Step<'_>], dimensions: &[String]) {
+        for (n, dimension) in dimensions.iter().enumerate() {
+            if COUNTER_DIMENSIONS.contains(&dimension.as_str()) {
+                continue;
+            }
+            let mut item = path.to_vec();
+            item.push(Step::Index(n));
+            let prefixed = format!("DIMENSION_{}", dimension.to_ascii_uppercase());
+            let hint = if COUNTER_DIMENSIONS.contains(&prefixed.as_str()) {
+                Some(format!("did you mean `{prefixed}`?"))
+            } else {
+                did_you_mean(dimension, COUNTER_DIMENSIONS.iter().copied())
+            };
+            self.error(&item, format!("unknown counter dimension `{dimension}`"))
+                .hint =
+                hint.or_else(|| Some(format!("dimensions: {}", COUNTER_DIMENSIONS.join(", "))));
+        }
+    }
+
+    fn pc_sampling(&mut self, i: usize, p: &model::PcSampling) -> PcSamplingPlan {
+        let unit = p.unit.unwrap_or(p.method.unit());
+        if unit != p.method.unit() {
+            self.error(
+                path!["context", i, "pc_sampling", "unit"],
+                format!(
+                    "rocprofiler-sdk samples `{}` PCs by {}, not by {}",
+                    name_of(&p.method),
+                    name_of(&p.method.unit()),
+                    name_of(&unit)
+                ),
+            )
+            .hint = Some(format!("set `unit = \"{}\"`", name_of(&p.method.unit())));
+        }
+        let interval = match p.method {
+            PcSamplingMethod::HostTrap => p.interval.unwrap_or(DEFAULT_HOST_TRAP_INTERVAL),
+            PcSamplingMethod::Stochastic => p.interval.unwrap_or(DEFAULT_STOCHASTIC_INTERVAL),
+        };
+        if p.method == PcSamplingMethod::Stochastic && !interval.is_power_of_two() {
+            let below = 1u64 << (63 - interval.leading_zeros());
+            self.error(
+                path!["context", i, "pc_sampling", "interval"],
+                format!("stochastic sampling needs a power-of-two interval, not {interval}"),
+            )
+            .hint = Some(format!("try {below} or {}", below << 1));
+        }
+        PcSamplingPlan {
+            method: p.method,
+            unit,
+            interval,
+            agents: self.agents(path!["context", i, "pc_sampling", "agents"], &p.agents),
+        }
+    }
+
+    fn period(&mut self, i: usize, period: Option<&model::Period>) -> StartPlan {
+        let Some(p) = period else {
+            return StartPlan::default();
+        };
+        let duration = |this: &mut Self, key: &'static str, q: &Option<Quantity>| {
+            q.as_ref().and_then(|q| {
+                this.quantity(path!["context", i, "period", key], q, units::parse_duration)
+            })
+        };
+        let start = StartPlan {
+            paused: p.paused,
+            delay_ns: duration(self, "delay", &p.delay).unwrap_or(0),
+            duration_ns: duration(self, "duration", &p.duration),
+            interval_ns: duration(self, "interval", &p.interval).unwrap_or(0),
+            repeat: p.repeat.unwrap_or(0),
+        };
+        if start.repeat > 0 && start.duration_ns.is_none() {
+            self.error(
+                path!["context", i, "period", "repeat"],
+                "a repeated period needs a `duration`",
+            )
+            .hint = Some("add `duration = \"10s\"` to say how long each period collects".into());
+        }
+        start
+    }
+
+    /// rocprofiler-sdk allows dispatch counter collection and PC sampling in one context
+    /// each: a second one fails at `rocprofiler_configure_*` time on the device. Kernel
+    /// serialization is a dispatch-counting service too (see the tool library).
+    pub(super) fn check_exclusive_services(&mut self, contexts: &[ContextPlan]) {
+        /// The key that configures the service in a context, if it does.
+        type Uses = fn(&ContextPlan) -> Option<&'static str>;
+        let exclusive: [(&str, Uses); 2] = [
+            ("dispatch counter collection", |c| {
+                if c.counters.is_some() {
+                    Some("counters")
+                } else {
+                    c.serialize.then_some("serialize")
+                }
+            }),
+            ("PC sampling", |c| {
+                c.pc_sampling.is_some().then_some("pc_sampling")
+            }),
+        ];
+        for (what, uses) in exclusive {
+            let users: Vec<(usize, &str)> = (0..contexts.len())
+                .filter_map(|i| uses(&contexts[i]).map(|key| (i, key)))
+                .collect();
+            if let [(first, first_key), rest @ ..] = users.as_slice() {
+                for &(i, key) in rest {
+                    let first_at = self
+                        .span(path!["context", *first, *first_key])
+                        .map(|s| s.position());
+                    let d = self.error(
+                        path!["context", i, key],
+                        format!(
+                            "{what} is already configured in context `{}`",
+                            contexts[*first].name
+                        ),
+                    );
+                    d.hint = Some(format!(
+                        "rocprofiler-sdk allows {what} in one context only; move these settings there"
+                    ));
+                    if let Some(at) = first_at {
+                        d.notes.push(format!("first configured at {at}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The stages a counter context's settings compile into, ahead of the pipeline's own
+/// transforms: its dispatches made whole, with the derived counters added (computed on the
+/// collected values, as rocprofiler-sdk computes derived counters), then its reductions,
+/// which apply to collected and derived counters alike. Whole dispatches are needed by any
+/// reduction, the pipeline's own too.
+pub(super) fn counter_stages(
+    contexts: &[ContextPlan],
+    reduces_dimensions: bool,
+) -> impl Iterator<Item = TransformPlan> + '_ {
+    let counting = contexts
+        .iter()
+        .filter_map(|c| Some((c.name.as_str(), c.counters.as_ref()?)));
+    counting
+        .filter(move |(_, k)| reduces_dimensions || !k.derived.is_empty() || !k.reduce.is_empty())
+        .flat_map(|(context, k)| {
+            let stage = |name: String, op| TransformPlan {
+                name,
+                kinds: vec![RecordKind::CounterSample],
+                strict: false,
+                op,
+            };
+            let collected = k.counted().cloned().collect();
+            let dispatches = stage(
+                format!("{context}/dispatches"),
+                TransformOpPlan::DeriveCounters(counters::Plan {
+                    collected,
+                    derived: k.derived.clone(),
+                }),
+            );
+            let reductions = k.reduce.iter().enumerate().map(move |(r, reduce)| {
+                stage(
+                    format!("{context}/reduce[{r}]"),
+                    TransformOpPlan::ReduceDimensions(reduce::Options {
+                        counters: reduce.counters.clone(),
+                        dimensions: reduce.dimensions.clone(),
+                        op: reduce.op,
+                    }),
+                )
+            });
+            std::iter::once(dispatches).chain(reductions)
+        })
+}

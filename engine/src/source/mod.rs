@@ -1,0 +1,74 @@
+//! Sources: where the records the stages take come from. The mirror of [`crate::sink`]:
+//! one trait, one module per origin. The streams of a live run and a recorded spool
+//! reach the stages through the same trait, so every pipeline works on either, and `run`
+//! and `replay` share the path from source to sinks.
+
+mod live;
+mod spool;
+
+use std::path::PathBuf;
+
+use crate::wire::Frame;
+
+pub use live::Live;
+pub use spool::Spool;
+
+/// Where records come from, as frames: a stream's metadata before the records that refer
+/// to it, and each stream's records in the order they were made.
+///
+/// The stage runner calls [`next_frame`](Source::next_frame) until it returns `None` or
+/// the stages stop early (a strict transform failed), then [`finish`](Source::finish)
+/// once, at once: before any sink finishes, so that what the source keeps (a live run's
+/// spool) is complete however long the outputs take, or if they never finish.
+pub trait Source {
+    /// The next frame, or `None` at the end of the input. A fault part-way ends the input
+    /// here and is reported by [`finish`](Source::finish).
+    fn next_frame(&mut self) -> Option<Frame>;
+
+    /// Ends the input: completes what the source keeps, and says how the input ended.
+    fn finish(&mut self) -> Result<Ending, SourceError>;
+}
+
+impl<S: Source + ?Sized> Source for &mut S {
+    fn next_frame(&mut self) -> Option<Frame> {
+        (**self).next_frame()
+    }
+
+    fn finish(&mut self) -> Result<Ending, SourceError> {
+        (**self).finish()
+    }
+}
+
+/// Frames already in hand (a test's, a benchmark's, a fuzzer's): a source that ends well.
+pub struct Frames<I>(pub I);
+
+impl<I: Iterator<Item = Frame>> Source for Frames<I> {
+    fn next_frame(&mut self) -> Option<Frame> {
+        self.0.next()
+    }
+
+    fn finish(&mut self) -> Result<Ending, SourceError> {
+        Ok(Ending::default())
+    }
+}
+
+/// How a source's input ended, when it ended well.
+#[derive(Debug, Default)]
+pub struct Ending {
+    /// Something the user should know about its end (a spool cut short by a crash).
+    pub warning: Option<String>,
+}
+
+/// A source that could not be read, or not completed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The live run's spool could not be completed; the run's outputs may still be whole.
+    #[error("{0}")]
+    Spool(String),
+}
