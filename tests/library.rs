@@ -3,8 +3,6 @@
 //! runs on the simulated device, and the run's spool and outputs hold what the pipeline
 //! collects. The folders are listed, so a new template or example is tested as it lands.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -1,8 +1,6 @@
 //! The OTF2 sink as users run it: `rocflow replay` into an archive, read back with
 //! `otf2-print` (Debian's `otf2-tools`) and checked against the records in the spool.
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};

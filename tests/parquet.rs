@@ -3,8 +3,6 @@
 //! `.ci/run` installs it) with SQL, and the parquet crate's Arrow reader. Row counts come
 //! from `rocflow inspect`, values from a CSV sink of the same replay, metadata from the spool.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};

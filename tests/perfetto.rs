@@ -2,8 +2,6 @@
 //! Perfetto's official protobuf schema (the PyPI `perfetto` package, through
 //! `perfetto_decode.py`) and checked against the records in the spool.
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;

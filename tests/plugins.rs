@@ -3,8 +3,6 @@
 //! into `rocflow run` on the simulated device, their outputs read back; plugins that cannot
 //! load, fail or panic, and what rocflow then says and does.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;

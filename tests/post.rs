@@ -1,8 +1,6 @@
 //! Post-steps after a replay, and `rocflow summary`: statistics checked against values
 //! computed here directly from the generated spool, commands with the outputs' paths.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;

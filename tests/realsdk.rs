@@ -7,8 +7,6 @@
 //! cannot do, named here with its status. Without an HSA runtime nothing produces device
 //! records, so the outputs must be valid and empty; ROCTx markers are real records.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

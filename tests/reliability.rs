@@ -2,8 +2,6 @@
 //! run that cannot start, the records of an application that ends without finalizing,
 //! the whole spool after a second Ctrl-C, and a prompt, complete end on SIGTERM.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};

@@ -1,7 +1,5 @@
 //! `rocflow generate`, `inspect` and `replay` as users run them, on whole and damaged spools.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use support::{rocflow, run_on, text};
 

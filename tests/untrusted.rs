@@ -2,8 +2,6 @@
 //! as data. Real spools (`rocflow generate`) are changed as a malicious or damaged one
 //! would be, and written back frame by frame with the real encoder.
 
-mod support;
-
 use std::path::Path;
 use std::process::Output;
 use std::sync::mpsc;
