@@ -16,22 +16,7 @@ path = "out/{hostname}-{pid}"
 "#;
 
 fn setup() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("csv.toml"), PIPELINE).unwrap();
-    let out = rocflow(
-        &[
-            "generate",
-            "run.rfraw",
-            "--records",
-            "30000",
-            "--pipeline",
-            "csv.toml",
-        ],
-        dir.path(),
-        &[],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    dir
+    support::generated("csv.toml", PIPELINE, &["--records", "30000"])
 }
 
 fn inspect(dir: &Path) -> serde_json::Value {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use rocflow::catalog::Catalog;
 use rocflow::pipeline::{self, Options};
@@ -14,30 +14,20 @@ use rocflow::sdk::Domain;
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
 use rusqlite::{Connection, OpenFlags, params};
+use support::text;
 
 fn rocflow(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rocflow"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("rocflow runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    support::rocflow(args, dir, &[])
 }
 
 /// A pipeline that traces what the generator makes, into one rocpd sink.
 fn pipeline(records: &str, options: &str) -> String {
+    const CONTEXT: &str = support::generated_context!("all");
     format!(
         r#"
 [pipeline]
 name = "db"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
+{CONTEXT}pc_sampling.method = "host_trap"
 [[sink]]
 name = "db"
 kind = "rocpd"
@@ -53,23 +43,12 @@ const ALL: &str =
 
 /// Generates a run of `processes` processes recorded with `pipeline`, in a fresh directory.
 fn setup(processes: u16, pipeline: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("db.toml"), pipeline).unwrap();
-    let out = rocflow(
-        &[
-            "generate",
-            "run.rfraw",
-            "--records",
-            "40000",
-            "--processes",
-            &processes.to_string(),
-            "--pipeline",
-            "db.toml",
-        ],
-        dir.path(),
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    dir
+    let processes = processes.to_string();
+    support::generated(
+        "db.toml",
+        pipeline,
+        &["--records", "40000", "--processes", &processes],
+    )
 }
 
 fn replay(dir: &Path) -> Output {

@@ -145,6 +145,47 @@ pub fn run_on(
     rocflow(&args, dir, env)
 }
 
+/// A fresh directory holding `pipeline` as `name`, and `run.rfraw`: a synthetic run that
+/// `rocflow generate` recorded with it, `args` adding to its command line (`--records N`,
+/// `--processes N`, `--seed N`).
+pub fn generated(name: &str, pipeline: &str, args: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), name, pipeline, args);
+    dir
+}
+
+/// [`generated`] in `dir`. The built plugins are on the plugin path, for a pipeline that
+/// names one.
+pub fn generate(dir: &Path, name: &str, pipeline: &str, args: &[&str]) {
+    std::fs::write(dir.join(name), pipeline).unwrap();
+    let mut command = vec!["generate", "run.rfraw", "--pipeline", name];
+    command.extend_from_slice(args);
+    let plugins = built_plugins();
+    assert_success(&rocflow(
+        &command,
+        dir,
+        &[("ROCFLOW_PLUGIN_PATH", &plugins)],
+    ));
+}
+
+/// The `[[context]]` named `$name` of a pipeline that records all a generated run holds:
+/// kernels, HIP calls, copies, markers and three counters. A macro, so that a test's
+/// pipeline can be a constant, `concat!`-ed.
+#[macro_export]
+macro_rules! generated_context {
+    ($name:literal) => {
+        concat!(
+            "[[context]]\nname = \"",
+            $name,
+            "\"\n",
+            r#"tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]"#,
+            "\n",
+            r#"counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]"#,
+            "\n",
+        )
+    };
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
