@@ -561,22 +561,9 @@ fn run_app(app_args: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let pipeline = "[pipeline]\nname = \"p\"\n[[context]]\nname = \"t\"\ntracing = [\"kernel_dispatch\", \"hip_runtime_api\"]\n[[sink]]\nname = \"trace\"\nkind = \"perfetto\"\npath = \"trace.pftrace\"\n";
     std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
-    let exe = Path::new(env!("CARGO_BIN_EXE_rocflow"));
-    let app = exe.parent().unwrap().join("examples/sim-app");
-    let mut args = vec![
-        "run",
-        "p.toml",
-        "--device",
-        "sim",
-        "--",
-        app.to_str().unwrap(),
-    ];
-    args.extend_from_slice(app_args);
-    let out = Command::new(exe)
-        .args(&args)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let app = support::sim_app();
+    let app = [&[app.to_str().unwrap()], app_args].concat();
+    let out = support::run_on("sim", "p.toml", &app, dir.path(), &[]);
     let trace = dir.path().join("trace.pftrace");
     assert!(trace.is_file(), "{}", String::from_utf8_lossy(&out.stderr));
     decode(&[trace]).remove(0)

@@ -20,9 +20,7 @@ fn setup() -> tempfile::TempDir {
 }
 
 fn inspect(dir: &Path) -> serde_json::Value {
-    let out = rocflow(&["inspect", "--json", "run.rfraw"], dir, &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    support::inspect(dir, "run.rfraw")
 }
 
 fn csv_rows(dir: &Path, kind: &str) -> usize {

@@ -214,9 +214,7 @@ impl Run {
 
     /// `rocflow inspect --json` of the run's spool.
     pub fn inspect(&self) -> serde_json::Value {
-        let out = super::rocflow(&["inspect", "--json", "run.rfraw"], self.dir.path(), &[]);
-        super::assert_success(&out);
-        serde_json::from_slice(&out.stdout).unwrap()
+        super::inspect(self.dir.path(), "run.rfraw")
     }
 
     /// Everything the run printed, for a failure's message.

@@ -20,6 +20,33 @@ pub fn shared() -> PathBuf {
     repo().join("../shared")
 }
 
+/// Every pipeline the repository ships, sorted: the template library (`pipelines/`) and the
+/// examples (`examples/`, less the simulated device's scenarios in `examples/sim`).
+pub fn pipelines() -> Vec<PathBuf> {
+    fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() && !path.ends_with("examples/sim") {
+                collect(&path, files);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                files.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    collect(&repo().join("pipelines"), &mut files);
+    collect(&repo().join("examples"), &mut files);
+    files.sort();
+    files
+}
+
+/// `rocflow inspect --json SPOOL` in `dir` (SPOOL a spool, or a directory: its newest).
+pub fn inspect(dir: &Path, spool: &str) -> serde_json::Value {
+    let out = rocflow(&["inspect", "--json", spool], dir, &[]);
+    assert_success(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Where cargo put the binaries of this build (`target/debug`): the test running now is in
 /// its `deps/`. (`CARGO_BIN_EXE_rocflow` is known only to the `rocflow` package's tests.)
 fn build_dir() -> PathBuf {
