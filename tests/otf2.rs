@@ -11,11 +11,7 @@ use rocflow::wire::Payload;
 use support::{otf2_print, text};
 
 const PIPELINE: &str = concat!(
-    r#"
-[pipeline]
-name = "otf2"
-"#,
-    support::generated_context!("t"),
+    support::generated_pipeline!("otf2", "t"),
     r#"[[sink]]
 name = "trace"
 kind = "otf2"

@@ -28,12 +28,9 @@ use support::{duckdb, rocflow, text};
 /// A pipeline tracing what the generator makes into a Parquet sink with `options` and a CSV
 /// sink, with a derived column and an aggregate table.
 fn pipeline(options: &str) -> String {
-    const CONTEXT: &str = support::generated_context!("all");
+    const GENERATED: &str = support::generated_pipeline!("tables", "all");
     format!(
-        r#"
-[pipeline]
-name = "tables"
-{CONTEXT}pc_sampling.method = "host_trap"
+        r#"{GENERATED}pc_sampling.method = "host_trap"
 [[transform]]
 name = "us"
 kind = "derive"

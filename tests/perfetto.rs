@@ -13,11 +13,7 @@ use rocflow::wire::Payload;
 use serde_json::Value;
 
 const CONTEXT: &str = concat!(
-    r#"
-[pipeline]
-name = "perfetto"
-"#,
-    support::generated_context!("t"),
+    support::generated_pipeline!("perfetto", "t"),
     r#"[[sink]]
 name = "trace"
 kind = "perfetto"

@@ -22,12 +22,9 @@ fn rocflow(args: &[&str], dir: &Path) -> Output {
 
 /// A pipeline that traces what the generator makes, into one rocpd sink.
 fn pipeline(records: &str, options: &str) -> String {
-    const CONTEXT: &str = support::generated_context!("all");
+    const GENERATED: &str = support::generated_pipeline!("db", "all");
     format!(
-        r#"
-[pipeline]
-name = "db"
-{CONTEXT}pc_sampling.method = "host_trap"
+        r#"{GENERATED}pc_sampling.method = "host_trap"
 [[sink]]
 name = "db"
 kind = "rocpd"
@@ -53,6 +50,13 @@ fn setup(processes: u16, pipeline: &str) -> tempfile::TempDir {
 
 fn replay(dir: &Path) -> Output {
     rocflow(&["replay", "run.rfraw"], dir)
+}
+
+/// rocpd's name of a host call's region: `DOMAIN/operation`.
+fn region(domain_id: u8, operation_id: i32) -> String {
+    let domain = Domain::from_sdk_value(domain_id.into()).unwrap();
+    let operation = domain.operation_name(operation_id).unwrap();
+    format!("{}/{operation}", domain.name().to_uppercase())
 }
 
 /// Durations by name, and the sum, minimum and maximum of each group.
@@ -119,12 +123,7 @@ fn expected(spool: &Path) -> BTreeMap<u32, Expected> {
             }
             Batch::Api(records) => {
                 for r in records.into_iter().filter(|r| r.end_ns > r.start_ns) {
-                    let domain = Domain::from_sdk_value(r.domain_id.into()).unwrap();
-                    let name = format!(
-                        "{}/{}",
-                        domain.name().to_uppercase(),
-                        domain.operation_name(r.operation_id).unwrap()
-                    );
+                    let name = region(r.domain_id, r.operation_id);
                     let e = by_pid.entry(r.pid).or_default();
                     e.regions
                         .entry(name)
@@ -134,12 +133,7 @@ fn expected(spool: &Path) -> BTreeMap<u32, Expected> {
             }
             Batch::Marker(records) => {
                 for r in records.into_iter().filter(|r| r.end_ns > r.start_ns) {
-                    let domain = Domain::from_sdk_value(r.domain_id.into()).unwrap();
-                    let name = format!(
-                        "{}/{}",
-                        domain.name().to_uppercase(),
-                        domain.operation_name(r.operation_id).unwrap()
-                    );
+                    let name = region(r.domain_id, r.operation_id);
                     let e = by_pid.entry(r.pid).or_default();
                     e.regions
                         .entry(name)

@@ -195,15 +195,17 @@ pub fn generate(dir: &Path, name: &str, pipeline: &str, args: &[&str]) {
     ));
 }
 
-/// The `[[context]]` named `$name` of a pipeline that records all a generated run holds:
-/// kernels, HIP calls, copies, markers and three counters. A macro, so that a test's
-/// pipeline can be a constant, `concat!`-ed.
+/// The head of a pipeline named `$pipeline` that records all a generated run holds: one
+/// context, `$context`, with kernels, HIP calls, copies, markers and three counters. A
+/// macro, so that a test's pipeline can be a constant (`concat!`-ed).
 #[macro_export]
-macro_rules! generated_context {
-    ($name:literal) => {
+macro_rules! generated_pipeline {
+    ($pipeline:literal, $context:literal) => {
         concat!(
-            "[[context]]\nname = \"",
-            $name,
+            "\n[pipeline]\nname = \"",
+            $pipeline,
+            "\"\n[[context]]\nname = \"",
+            $context,
             "\"\n",
             r#"tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]"#,
             "\n",
