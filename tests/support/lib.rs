@@ -12,7 +12,8 @@ use std::process::{Command, Output};
 
 /// The repository's root.
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize().unwrap()
 }
 
 /// `../shared` beside the repository: real rocprofiler-sdk data and AMD's SDK kit.
