@@ -4,8 +4,6 @@
 //! a copy's `sizeBytes` is the size of the copy it made, a launch's `dimBlocks` the
 //! workgroup of the kernel it dispatched.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;

@@ -1,7 +1,5 @@
 //! The `rocflow` binary as users and CI scripts run it: exit codes, messages, JSON output.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use support::{rocflow, text};

@@ -2,8 +2,6 @@
 //! device, checked against the collected values of the same run, which a replay of its
 //! spool through a pipeline without them gives.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;

@@ -2,8 +2,6 @@
 //! the binary, then compiled by rocflow's own compiler; each option's effect is checked on
 //! the compiled Plan. Bad input exits with 2 and a position, and writes nothing.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -3,8 +3,6 @@
 //! runs on the simulated device, and the run's spool and outputs hold what the pipeline
 //! collects. The folders are listed, so a new template or example is tested as it lands.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -14,7 +12,7 @@ use rocflow::pipeline::{self, Options};
 use rocflow::plan::Plan;
 use rocflow::record::RecordKind;
 use rocflow::sdk::Domain;
-use support::{csv, rocflow, run_on, text};
+use support::{csv, pipelines, repo, rocflow, run_on, text};
 
 /// The tracing domains the simulated SDK replays records in (engine/sim/src/workload.rs);
 /// it also delivers counter values and PC samples.
@@ -33,32 +31,10 @@ const SIMULATED: &[Domain] = &[
 /// have written its output.
 const NOT_BUILT: &str = "sink is not part of this rocflow build yet";
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// Every pipeline file of the template library and the examples (scenarios excluded).
-fn pipelines() -> Vec<PathBuf> {
-    fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() && !path.ends_with("examples/sim") {
-                collect(&path, files);
-            } else if path.extension().is_some_and(|e| e == "toml") {
-                files.push(path);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    collect(&root().join("pipelines"), &mut files);
-    collect(&root().join("examples"), &mut files);
-    files.sort();
-    files
-}
-
 /// The simulated device's scenarios, the built-in one first.
 fn scenarios() -> Vec<PathBuf> {
-    let dir = root().join("examples/sim");
+    let dir = repo().join("examples/sim");
     let mut others: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -72,7 +48,7 @@ fn scenarios() -> Vec<PathBuf> {
 
 fn compile(pipeline: &Path) -> Plan {
     let options = Options {
-        counters: Some(root().join("../shared/data/counters/standard-schema.counter_defs.yaml")),
+        counters: Some(repo().join("../shared/data/counters/standard-schema.counter_defs.yaml")),
         plugins: rocflow::plugin::Search::from_env(),
         ..Options::default()
     };
@@ -285,7 +261,7 @@ fn every_template_and_example_runs_on_the_simulated_device() {
     let plans: Vec<Plan> = pipelines.iter().map(|p| compile(p)).collect();
     let mut failures = Vec::new();
     for (pipeline, plan) in pipelines.iter().zip(&plans) {
-        let name = pipeline.strip_prefix(root()).unwrap().display().to_string();
+        let name = pipeline.strip_prefix(repo()).unwrap().display().to_string();
         if plan.contexts.is_empty() {
             let source = pipeline.canonicalize().unwrap().display().to_string();
             if !plans
@@ -334,7 +310,7 @@ fn default_scenario() -> PathBuf {
 
 #[test]
 fn the_counters_example_keeps_one_value_per_xcc_and_tables_them_per_kernel() {
-    let pipeline = root().join("examples/counters.toml");
+    let pipeline = repo().join("examples/counters.toml");
     let run = Run::new(&pipeline, &default_scenario(), &["/bin/sleep", "0.2"]);
     run.check(&compile(&pipeline)).unwrap();
     let out = run.outputs();
@@ -398,7 +374,7 @@ fn valu_per_wave(samples: &[BTreeMap<String, String>]) -> BTreeMap<&str, f64> {
 
 #[test]
 fn counters_basic_derives_valu_instructions_per_wave_for_each_dispatch() {
-    let pipeline = root().join("pipelines/counters-basic.toml");
+    let pipeline = repo().join("pipelines/counters-basic.toml");
     let run = Run::new(&pipeline, &default_scenario(), &["/bin/sleep", "0.2"]);
     run.check(&compile(&pipeline)).unwrap();
     let out = run.outputs();
@@ -439,7 +415,7 @@ fn counters_basic_derives_valu_instructions_per_wave_for_each_dispatch() {
 
 #[test]
 fn pc_sampling_hotspots_attributes_every_sample_to_its_kernel() {
-    let pipeline = root().join("pipelines/pc-sampling-hotspots.toml");
+    let pipeline = repo().join("pipelines/pc-sampling-hotspots.toml");
     let run = Run::new(&pipeline, &default_scenario(), &["/bin/sleep", "0.2"]);
     run.check(&compile(&pipeline)).unwrap();
     // The scenario: two threads, 100 iterations, 8, 3 and 2 samples per dispatch.
@@ -473,11 +449,8 @@ fn pc_sampling_hotspots_attributes_every_sample_to_its_kernel() {
 
 #[test]
 fn the_multi_process_example_puts_every_process_in_one_database() {
-    let pipeline = root().join("examples/multi-process.toml");
-    let app = Path::new(env!("CARGO_BIN_EXE_rocflow"))
-        .parent()
-        .unwrap()
-        .join("examples/sim-app");
+    let pipeline = repo().join("examples/multi-process.toml");
+    let app = support::sim_app();
     let run = Run::new(
         &pipeline,
         &default_scenario(),

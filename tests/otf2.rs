@@ -1,26 +1,18 @@
 //! The OTF2 sink as users run it: `rocflow replay` into an archive, read back with
 //! `otf2-print` (Debian's `otf2-tools`) and checked against the records in the spool.
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use rocflow::generate;
 use rocflow::record::{Batch, Meta};
-use rocflow::spool::{SpoolReader, SpoolWriter};
+use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
-use support::otf2_print;
+use support::{otf2_print, text};
 
-const PIPELINE: &str = r#"
-[pipeline]
-name = "otf2"
-[[context]]
-name = "t"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-[[sink]]
+const PIPELINE: &str = concat!(
+    support::generated_pipeline!("otf2", "t"),
+    r#"[[sink]]
 name = "trace"
 kind = "otf2"
 path = "out/trace"
@@ -28,7 +20,8 @@ path = "out/trace"
 name = "tables"
 kind = "csv"
 path = "out/tables"
-"#;
+"#
+);
 
 fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rocflow"))
@@ -39,24 +32,10 @@ fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
         .expect("rocflow runs")
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// A generated run of two processes, and the pipeline.
 fn setup() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let mut writer = SpoolWriter::create(&dir.path().join("run.rfraw")).unwrap();
-    let options = generate::Options {
-        records: 40_000,
-        processes: 2,
-        seed: 11,
-        plan: None,
-    };
-    generate::generate(&options, |bytes| writer.write(bytes)).unwrap();
-    writer.finish().unwrap();
-    std::fs::write(dir.path().join("otf2.toml"), PIPELINE).unwrap();
-    dir
+    let args = ["--records", "40000", "--processes", "2", "--seed", "11"];
+    support::generated("otf2.toml", PIPELINE, &args)
 }
 
 /// The text between `"` after `key` in `line`.

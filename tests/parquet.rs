@@ -3,8 +3,6 @@
 //! `.ci/run` installs it) with SQL, and the parquet crate's Arrow reader. Row counts come
 //! from `rocflow inspect`, values from a CSV sink of the same replay, metadata from the spool.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -30,15 +28,9 @@ use support::{duckdb, rocflow, text};
 /// A pipeline tracing what the generator makes into a Parquet sink with `options` and a CSV
 /// sink, with a derived column and an aggregate table.
 fn pipeline(options: &str) -> String {
+    const GENERATED: &str = support::generated_pipeline!("tables", "all");
     format!(
-        r#"
-[pipeline]
-name = "tables"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
+        r#"{GENERATED}pc_sampling.method = "host_trap"
 [[transform]]
 name = "us"
 kind = "derive"
@@ -66,24 +58,12 @@ path = "out/csv"
 
 /// A generated run of `processes` processes, replayed with `pipeline`, in a fresh directory.
 fn replayed(processes: u16, pipeline: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
-    let records = "40000";
     let processes = processes.to_string();
-    let args = [
-        "generate",
-        "run.rfraw",
-        "--records",
-        records,
-        "--processes",
-        &processes,
-    ];
-    let out = rocflow(
-        &[&args[..], &["--pipeline", "p.toml"]].concat(),
-        dir.path(),
-        &[],
+    let dir = support::generated(
+        "p.toml",
+        pipeline,
+        &["--records", "40000", "--processes", &processes],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     dir

@@ -2,8 +2,6 @@
 //! application once per pass and merges the passes into one run, whose values are those
 //! the simulated SDK's generator gives each dispatch.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -2,58 +2,34 @@
 //! Perfetto's official protobuf schema (the PyPI `perfetto` package, through
 //! `perfetto_decode.py`) and checked against the records in the spool.
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocflow::generate;
 use rocflow::record::{Batch, Meta};
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::transform::demangle;
 use rocflow::wire::Payload;
 use serde_json::Value;
 
-const CONTEXT: &str = r#"
-[pipeline]
-name = "perfetto"
-[[context]]
-name = "t"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-[[sink]]
+const CONTEXT: &str = concat!(
+    support::generated_pipeline!("perfetto", "t"),
+    r#"[[sink]]
 name = "trace"
 kind = "perfetto"
 path = "out/trace.pftrace"
-"#;
+"#
+);
 
 /// A generated run of two processes, replayed with `options` for the sink; returns the
 /// directory and the files the sink wrote.
 fn replay(options: &str) -> (tempfile::TempDir, Vec<PathBuf>) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut writer = SpoolWriter::create(&dir.path().join("run.rfraw")).unwrap();
-    let generated = generate::Options {
-        records: 40_000,
-        processes: 2,
-        seed: 11,
-        plan: None,
-    };
-    generate::generate(&generated, |bytes| writer.write(bytes)).unwrap();
-    writer.finish().unwrap();
     let pipeline = format!("{CONTEXT}options = {{ {options} }}\n");
-    std::fs::write(dir.path().join("pipeline.toml"), pipeline).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_rocflow"))
-        .args(["replay", "run.rfraw", "pipeline.toml"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = ["--records", "40000", "--processes", "2", "--seed", "11"];
+    let dir = support::generated("pipeline.toml", &pipeline, &args);
+    let out = support::rocflow(&["replay", "run.rfraw", "pipeline.toml"], dir.path(), &[]);
+    support::assert_success(&out);
+    let stdout = support::text(&out.stdout);
     let files: Vec<PathBuf> = stdout
         .lines()
         .map(str::trim)
@@ -581,22 +557,9 @@ fn run_app(app_args: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let pipeline = "[pipeline]\nname = \"p\"\n[[context]]\nname = \"t\"\ntracing = [\"kernel_dispatch\", \"hip_runtime_api\"]\n[[sink]]\nname = \"trace\"\nkind = \"perfetto\"\npath = \"trace.pftrace\"\n";
     std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
-    let exe = Path::new(env!("CARGO_BIN_EXE_rocflow"));
-    let app = exe.parent().unwrap().join("examples/sim-app");
-    let mut args = vec![
-        "run",
-        "p.toml",
-        "--device",
-        "sim",
-        "--",
-        app.to_str().unwrap(),
-    ];
-    args.extend_from_slice(app_args);
-    let out = Command::new(exe)
-        .args(&args)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let app = support::sim_app();
+    let app = [&[app.to_str().unwrap()], app_args].concat();
+    let out = support::run_on("sim", "p.toml", &app, dir.path(), &[]);
     let trace = dir.path().join("trace.pftrace");
     assert!(trace.is_file(), "{}", String::from_utf8_lossy(&out.stderr));
     decode(&[trace]).remove(0)

@@ -1,7 +1,5 @@
 //! Bad pipelines: each must be rejected with one precise message at the right line:col.
 
-mod support;
-
 use std::path::Path;
 
 use rocflow::diag::Diagnostic;

@@ -3,18 +3,12 @@
 //! into `rocflow run` on the simulated device, their outputs read back; plugins that cannot
 //! load, fail or panic, and what rocflow then says and does.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use regex::Regex;
-use support::{assert_success, built_plugins, csv, rocflow, run_on, text};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use support::{assert_success, built_plugins, csv, repo, rocflow, run_on, text};
 
 /// Builds the C plugin `source` (under `plugins/`) as `librocflow_plugin_NAME.so` in `dir`.
 fn build_c(source: &str, name: &str, dir: &Path) -> PathBuf {
@@ -23,8 +17,8 @@ fn build_c(source: &str, name: &str, dir: &Path) -> PathBuf {
         .args([
             "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I",
         ])
-        .arg(root().join("plugins/include"))
-        .arg(root().join("plugins").join(source))
+        .arg(repo().join("plugins/include"))
+        .arg(repo().join("plugins").join(source))
         .arg("-o")
         .arg(&library)
         .status()
@@ -230,7 +224,7 @@ options = {{ labels = {{ job = "test" }} }}
 #[test]
 fn the_example_pipeline_runs_both_plugins() {
     let dir = tempfile::tempdir().unwrap();
-    let example = root().join("examples/plugins.toml");
+    let example = repo().join("examples/plugins.toml");
     let output = run_with(example.to_str().unwrap(), dir.path(), &built_plugins());
     assert_success(&output);
     let out = dir.path().join("rocflow-out");

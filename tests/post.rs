@@ -1,8 +1,6 @@
 //! Post-steps after a replay, and `rocflow summary`: statistics checked against values
 //! computed here directly from the generated spool, commands with the outputs' paths.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -33,22 +31,7 @@ top = 3
 "#;
 
 fn setup() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("stats.toml"), PIPELINE).unwrap();
-    let out = rocflow(
-        &[
-            "generate",
-            "run.rfraw",
-            "--records",
-            "40000",
-            "--pipeline",
-            "stats.toml",
-        ],
-        dir.path(),
-        &[],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    dir
+    support::generated("stats.toml", PIPELINE, &["--records", "40000"])
 }
 
 /// Durations per kernel name, and per-dispatch counter totals per (kernel, counter), read

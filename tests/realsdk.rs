@@ -7,17 +7,16 @@
 //! cannot do, named here with its status. Without an HSA runtime nothing produces device
 //! records, so the outputs must be valid and empty; ROCTx markers are real records.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rocflow::pipeline::{self, Options};
 use rocflow::plan::Plan;
 use rocflow_core::contexts::AgentSelector;
 use serde_json::{Value, json};
 use support::kit::{Call, Kit, Node, Run};
+use support::{pipelines, repo};
 
 const SUCCESS: &str = "ROCPROFILER_STATUS_SUCCESS";
 const PC_SAMPLING_QUERY: &str = "rocprofiler_query_pc_sampling_agent_configurations";
@@ -27,27 +26,7 @@ const NO_DRIVER: &str = "ROCPROFILER_STATUS_ERROR";
 /// The tool's word for it.
 const NO_DRIVER_MESSAGE: &str = "PC sampling on gfx942 needs the GPU driver's /dev/kfd, which this process cannot open: No such file or directory (os error 2)";
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// Every shipped template and every example pipeline.
-fn pipelines() -> Vec<PathBuf> {
-    let toml = |dir: PathBuf| {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension() == Some(OsStr::new("toml")))
-            .collect();
-        files.sort();
-        files
-    };
-    let mut all = toml(root().join("pipelines"));
-    all.extend(toml(root().join("examples")));
-    all.extend(toml(root().join("examples/team")));
-    all
-}
-
 fn compile(pipeline: &Path) -> Plan {
     let options = Options {
         counters: Some(Kit::get().metrics().join("counter_defs.yaml")),
@@ -222,7 +201,7 @@ fn table(calls: &[Call]) -> String {
 
 /// Checks one run of `pipeline` with `force` as the application; the problems found.
 fn conforms(node: Node, pipeline: &Path) -> Result<String, String> {
-    let name = pipeline.strip_prefix(root()).unwrap().display().to_string();
+    let name = pipeline.strip_prefix(repo()).unwrap().display().to_string();
     let plan = compile(pipeline);
     let expected = Expected::of(&plan, node);
     let force = Kit::get().bin("force");
@@ -488,7 +467,7 @@ fn roctx_markers_reach_every_sink_through_rocprofiler_register() {
     let kit = Kit::get();
     let build = tempfile::tempdir().unwrap();
     let app = build.path().join("roctx_markers");
-    let source = root().join("tests/apps/roctx_markers.c");
+    let source = repo().join("tests/apps/roctx_markers.c");
     let cc = std::process::Command::new("cc")
         .arg("-o")
         .arg(&app)
@@ -647,7 +626,7 @@ fn the_simulated_mi300x_is_the_real_gfx942() {
     // Every counter the simulated gfx942 has, collected on both: the same agent
     // properties and, counter by counter, the same dimensions in the same order.
     let scenario: toml::Value =
-        toml::from_str(&std::fs::read_to_string(root().join("examples/sim/mi300x.toml")).unwrap())
+        toml::from_str(&std::fs::read_to_string(repo().join("examples/sim/mi300x.toml")).unwrap())
             .unwrap();
     let gfx942 = &scenario["agent"][0];
     assert_eq!(gfx942["name"].as_str(), Some("gfx942"));

@@ -2,13 +2,11 @@
 //! run that cannot start, the records of an application that ends without finalizing,
 //! the whole spool after a second Ctrl-C, and a prompt, complete end on SIGTERM.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-use support::{assert_success, rocflow, sim_app, text};
+use support::{assert_success, inspect, sim_app, text};
 
 /// Kernel dispatches as CSV, flushed every 100 ms; a command post-step when `post` says.
 fn pipeline(dir: &Path, post: &str) {
@@ -111,13 +109,6 @@ fn spools(dir: &Path) -> Vec<PathBuf> {
         .collect();
     spools.sort();
     spools
-}
-
-/// `rocflow inspect --json` of a spool (or a directory's last one).
-fn inspect(dir: &Path, spool: &str) -> serde_json::Value {
-    let out = rocflow(&["inspect", "--json", spool], dir, &[]);
-    assert_success(&out);
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn kernel_records(spool: &serde_json::Value) -> u64 {

@@ -1,7 +1,5 @@
 //! `rocflow generate`, `inspect` and `replay` as users run them, on whole and damaged spools.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use support::{rocflow, run_on, text};
 
@@ -18,28 +16,11 @@ path = "out/{hostname}-{pid}"
 "#;
 
 fn setup() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("csv.toml"), PIPELINE).unwrap();
-    let out = rocflow(
-        &[
-            "generate",
-            "run.rfraw",
-            "--records",
-            "30000",
-            "--pipeline",
-            "csv.toml",
-        ],
-        dir.path(),
-        &[],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    dir
+    support::generated("csv.toml", PIPELINE, &["--records", "30000"])
 }
 
 fn inspect(dir: &Path) -> serde_json::Value {
-    let out = rocflow(&["inspect", "--json", "run.rfraw"], dir, &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    support::inspect(dir, "run.rfraw")
 }
 
 fn csv_rows(dir: &Path, kind: &str) -> usize {

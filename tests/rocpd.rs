@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use rocflow::catalog::Catalog;
 use rocflow::pipeline::{self, Options};
@@ -14,30 +14,17 @@ use rocflow::sdk::Domain;
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
 use rusqlite::{Connection, OpenFlags, params};
+use support::text;
 
 fn rocflow(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rocflow"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("rocflow runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    support::rocflow(args, dir, &[])
 }
 
 /// A pipeline that traces what the generator makes, into one rocpd sink.
 fn pipeline(records: &str, options: &str) -> String {
+    const GENERATED: &str = support::generated_pipeline!("db", "all");
     format!(
-        r#"
-[pipeline]
-name = "db"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
+        r#"{GENERATED}pc_sampling.method = "host_trap"
 [[sink]]
 name = "db"
 kind = "rocpd"
@@ -53,27 +40,23 @@ const ALL: &str =
 
 /// Generates a run of `processes` processes recorded with `pipeline`, in a fresh directory.
 fn setup(processes: u16, pipeline: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("db.toml"), pipeline).unwrap();
-    let out = rocflow(
-        &[
-            "generate",
-            "run.rfraw",
-            "--records",
-            "40000",
-            "--processes",
-            &processes.to_string(),
-            "--pipeline",
-            "db.toml",
-        ],
-        dir.path(),
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    dir
+    let processes = processes.to_string();
+    support::generated(
+        "db.toml",
+        pipeline,
+        &["--records", "40000", "--processes", &processes],
+    )
 }
 
 fn replay(dir: &Path) -> Output {
     rocflow(&["replay", "run.rfraw"], dir)
+}
+
+/// rocpd's name of a host call's region: `DOMAIN/operation`.
+fn region(domain_id: u8, operation_id: i32) -> String {
+    let domain = Domain::from_sdk_value(domain_id.into()).unwrap();
+    let operation = domain.operation_name(operation_id).unwrap();
+    format!("{}/{operation}", domain.name().to_uppercase())
 }
 
 /// Durations by name, and the sum, minimum and maximum of each group.
@@ -140,12 +123,7 @@ fn expected(spool: &Path) -> BTreeMap<u32, Expected> {
             }
             Batch::Api(records) => {
                 for r in records.into_iter().filter(|r| r.end_ns > r.start_ns) {
-                    let domain = Domain::from_sdk_value(r.domain_id.into()).unwrap();
-                    let name = format!(
-                        "{}/{}",
-                        domain.name().to_uppercase(),
-                        domain.operation_name(r.operation_id).unwrap()
-                    );
+                    let name = region(r.domain_id, r.operation_id);
                     let e = by_pid.entry(r.pid).or_default();
                     e.regions
                         .entry(name)
@@ -155,12 +133,7 @@ fn expected(spool: &Path) -> BTreeMap<u32, Expected> {
             }
             Batch::Marker(records) => {
                 for r in records.into_iter().filter(|r| r.end_ns > r.start_ns) {
-                    let domain = Domain::from_sdk_value(r.domain_id.into()).unwrap();
-                    let name = format!(
-                        "{}/{}",
-                        domain.name().to_uppercase(),
-                        domain.operation_name(r.operation_id).unwrap()
-                    );
+                    let name = region(r.domain_id, r.operation_id);
                     let e = by_pid.entry(r.pid).or_default();
                     e.regions
                         .entry(name)

@@ -2,8 +2,6 @@
 //! processes (`/bin/sleep`, and a test program that forks, crashes, spawns threads), with
 //! counts checked against what the scenario file says each process does.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;

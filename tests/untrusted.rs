@@ -2,8 +2,6 @@
 //! as data. Real spools (`rocflow generate`) are changed as a malicious or damaged one
 //! would be, and written back frame by frame with the real encoder.
 
-mod support;
-
 use std::path::Path;
 use std::process::Output;
 use std::sync::mpsc;
@@ -12,7 +10,7 @@ use std::time::Duration;
 use rocflow::record::{Batch, CounterInfo, MemoryAllocation, Meta};
 use rocflow::spool::SpoolReader;
 use rocflow::wire::{self, Frame, Payload};
-use support::{assert_success, built_plugins, csv, rocflow, rocflow_command, text};
+use support::{assert_success, csv, rocflow, rocflow_command, text};
 
 const TRACE: &str = r#"
 [pipeline]
@@ -28,20 +26,7 @@ path = "out/tables"
 
 /// `run.rfraw` in `dir`, generated with `pipeline` recorded in it.
 fn generate(dir: &Path, pipeline: &str) {
-    std::fs::write(dir.join("p.toml"), pipeline).unwrap();
-    let args = [
-        "generate",
-        "run.rfraw",
-        "--records",
-        "3000",
-        "--pipeline",
-        "p.toml",
-    ];
-    assert_success(&rocflow(
-        &args,
-        dir,
-        &[("ROCFLOW_PLUGIN_PATH", &built_plugins())],
-    ));
+    support::generate(dir, "p.toml", pipeline, &["--records", "3000"]);
 }
 
 /// Rewrites the spool at `path` with `change` applied to its frames.

@@ -1,10 +1,8 @@
 //! Resolution of derived counters to hardware counters, and `check`'s findings.
 
-mod common;
-
-use common::{LEGACY, STANDARD, shared, short, source};
 use rocflow_counters::expr::{self, Dimension, Tensor};
 use rocflow_counters::{Definitions, ResolveError, check};
+use support::counters::{LEGACY, STANDARD, shared, short, source};
 
 const DEFS: &str = "schema-version: 1
 SQ_WAVES:

@@ -1,10 +1,8 @@
 //! Loading definition files: the real ones, and every mistake a user can make, each
 //! reported at its line and column.
 
-mod common;
-
-use common::{LEGACY, STANDARD, load_errors, shared, source};
 use rocflow_counters::{DefinitionKind, Definitions, Error, Schema, locate};
+use support::counters::{LEGACY, STANDARD, load_errors, shared, source};
 
 /// Counts lines such as `      block: SQ` in the raw text: independent of the YAML reader.
 fn lines_with(path: &std::path::Path, key: &str) -> usize {

@@ -2,11 +2,9 @@
 //! input read independently (the semantics of AMD's converter), never against a stored
 //! copy of our own output.
 
-mod common;
-
-use common::{LEGACY, STANDARD, Yaml, shared, source};
 use rocflow_counters::migrate::{Migration, migrate, write_atomically};
 use rocflow_counters::{DefinitionKind, Definitions, Schema, Source, check};
+use support::counters::{LEGACY, STANDARD, Yaml, shared, source};
 
 fn migrated(source: &std::sync::Arc<Source>) -> String {
     match migrate(source).expect("migrates") {

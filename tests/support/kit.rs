@@ -33,7 +33,7 @@ impl Kit {
         static KIT: OnceLock<Kit> = OnceLock::new();
         KIT.get_or_init(|| {
             let root = std::env::var_os("REALSDK").map_or_else(
-                || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realsdk"),
+                || super::shared().join("realsdk"),
                 PathBuf::from,
             );
             let sdk = root.join("lib/librocprofiler-sdk.so.1.0.0");
@@ -83,12 +83,12 @@ impl Kit {
         env: &[(&str, &str)],
     ) -> Run {
         let dir = tempfile::tempdir().unwrap();
-        let rocflow = env!("CARGO_BIN_EXE_rocflow");
+        let rocflow = super::rocflow_exe();
         let mut command = match node {
             Node::NoGpu => Command::new(rocflow),
             Node::FakeGfx942 => {
                 let mut c = Command::new(self.root.join("fake-gpu.sh"));
-                c.arg(rocflow);
+                c.arg(&rocflow);
                 c
             }
         };
@@ -119,7 +119,7 @@ impl Kit {
 /// that does not keep links (as `shared/` may be) holds each as a small file naming its
 /// target, which the loader cannot use.
 fn links(lib: &Path) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("realsdk-links");
+    let dir = super::target_tmp().join("realsdk-links");
     std::fs::create_dir_all(&dir).unwrap();
     for entry in std::fs::read_dir(lib).unwrap() {
         let path = entry.unwrap().path();
@@ -214,9 +214,7 @@ impl Run {
 
     /// `rocflow inspect --json` of the run's spool.
     pub fn inspect(&self) -> serde_json::Value {
-        let out = super::rocflow(&["inspect", "--json", "run.rfraw"], self.dir.path(), &[]);
-        super::assert_success(&out);
-        serde_json::from_slice(&out.stdout).unwrap()
+        super::inspect(self.dir.path(), "run.rfraw")
     }
 
     /// Everything the run printed, for a failure's message.

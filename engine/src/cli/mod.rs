@@ -139,6 +139,14 @@ fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    /// clap's own checks of the whole command line (clashing names or flags, defaults its
+    /// parser rejects, …), which it otherwise makes only when a faulty subcommand is used.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+
     #[test]
     fn control_characters_from_data_are_printed_escaped() {
         assert_eq!(super::printable("a\tb\n"), "a\tb\n");

@@ -1,17 +1,109 @@
-//! What the end-to-end tests share: running the `rocflow` binary as a user would, and
-//! reading back what it wrote. Each test binary uses a part of it.
-#![allow(dead_code)]
+//! What rocflow's tests share: running the `rocflow` binary as a user would, reading back
+//! what it wrote, and the files of real rocprofiler-sdk data they check against. One crate,
+//! a dev-dependency of every package with tests (named `support` there), so that no test
+//! reaches across crates for its helpers.
 
+pub mod counters;
 pub mod kit;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize().unwrap()
+}
+
+/// `../shared` beside the repository: real rocprofiler-sdk data and AMD's SDK kit.
+pub fn shared() -> PathBuf {
+    repo().join("../shared")
+}
+
+/// Every pipeline the repository ships, sorted: the template library (`pipelines/`) and the
+/// examples (`examples/`, less the simulated device's scenarios in `examples/sim`).
+pub fn pipelines() -> Vec<PathBuf> {
+    fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() && !path.ends_with("examples/sim") {
+                collect(&path, files);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                files.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    collect(&repo().join("pipelines"), &mut files);
+    collect(&repo().join("examples"), &mut files);
+    files.sort();
+    files
+}
+
+/// `rocflow inspect --json SPOOL` in `dir` (SPOOL a spool, or a directory: its newest).
+pub fn inspect(dir: &Path, spool: &str) -> serde_json::Value {
+    let out = rocflow(&["inspect", "--json", spool], dir, &[]);
+    assert_success(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Where cargo put the binaries of this build (`target/debug`): the test running now is in
+/// its `deps/`. (`CARGO_BIN_EXE_rocflow` is known only to the `rocflow` package's tests.)
+fn build_dir() -> PathBuf {
+    let test = std::env::current_exe().expect("the test knows its own path");
+    let deps = test.parent().unwrap();
+    deps.parent().unwrap().to_path_buf()
+}
+
+/// The `rocflow` binary that `cargo test` built.
+pub fn rocflow_exe() -> PathBuf {
+    let exe = build_dir().join("rocflow");
+    assert!(
+        exe.is_file(),
+        "{} is missing: cargo builds it for the tests of the rocflow package",
+        exe.display()
+    );
+    exe
+}
+
+/// A folder for the tests' own files that outlive one test (`CARGO_TARGET_TMPDIR`'s kin).
+pub fn target_tmp() -> PathBuf {
+    build_dir().join("tmp")
+}
+
+/// Fails naming each `.rs` file beside a test binary's root (`tests/tests.rs`) that the
+/// root does not declare as a module (`mod NAME;`): cargo builds only what the root
+/// declares, so a file left out would never run. Each test binary checks itself with it.
+pub fn assert_every_file_is_a_module(root: &Path) {
+    let undeclared = undeclared_modules(root);
+    assert!(
+        undeclared.is_empty(),
+        "never run: {undeclared:?}; declare each as `mod NAME;` in {}",
+        root.display()
+    );
+}
+
+/// The `.rs` files beside `root` that it does not declare as modules, sorted.
+fn undeclared_modules(root: &Path) -> Vec<PathBuf> {
+    let text =
+        std::fs::read_to_string(root).unwrap_or_else(|e| panic!("reading {}: {e}", root.display()));
+    let declared: BTreeSet<&str> = (text.lines())
+        .filter_map(|line| line.trim().strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    let mut undeclared: Vec<PathBuf> = (std::fs::read_dir(root.parent().unwrap()).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_file() && path != root)
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .filter(|path| !declared.contains(path.file_stem().unwrap().to_str().unwrap()))
+        .collect();
+    undeclared.sort();
+    undeclared
+}
+
 /// The test application (built by `cargo test` as the `sim-app` example).
-pub fn sim_app() -> std::path::PathBuf {
-    let exe = Path::new(env!("CARGO_BIN_EXE_rocflow"));
-    exe.parent().unwrap().join("examples/sim-app")
+pub fn sim_app() -> PathBuf {
+    build_dir().join("examples/sim-app")
 }
 
 /// Runs `rocflow args…` in `dir` with `env` set, and nothing from this machine's
@@ -49,14 +141,14 @@ pub fn rocflow_bounded(args: &[&str], dir: &Path) -> Output {
 
 /// The command [`rocflow`] runs, for a test that starts it itself.
 pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_rocflow"));
+    let mut command = Command::new(rocflow_exe());
     command
         .args(args)
         .current_dir(dir)
         .env_remove("ROCFLOW_PIPELINE_PATH")
         .env_remove("ROCPROFILER_METRICS_PATH")
         .env_remove("ROCM_PATH")
-        .env_remove(rocflow::sdk::PC_SAMPLING_BETA);
+        .env_remove("ROCPROFILER_PC_SAMPLING_BETA_ENABLED");
     for (key, value) in env {
         command.env(key, value);
     }
@@ -65,10 +157,7 @@ pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Comm
 
 /// Where cargo puts the plugins the tests depend on.
 pub fn built_plugins() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_rocflow"))
-        .parent()
-        .unwrap()
-        .join("deps")
+    build_dir().join("deps")
 }
 
 /// `rocflow run PIPELINE --device DEVICE -- APP…` in `dir`, with `env` set.
@@ -82,6 +171,49 @@ pub fn run_on(
     let mut args = vec!["run", pipeline, "--device", device, "--"];
     args.extend_from_slice(app);
     rocflow(&args, dir, env)
+}
+
+/// A fresh directory holding `pipeline` as `name`, and `run.rfraw`: a synthetic run that
+/// `rocflow generate` recorded with it, `args` adding to its command line (`--records N`,
+/// `--processes N`, `--seed N`).
+pub fn generated(name: &str, pipeline: &str, args: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), name, pipeline, args);
+    dir
+}
+
+/// [`generated`] in `dir`. The built plugins are on the plugin path, for a pipeline that
+/// names one.
+pub fn generate(dir: &Path, name: &str, pipeline: &str, args: &[&str]) {
+    std::fs::write(dir.join(name), pipeline).unwrap();
+    let mut command = vec!["generate", "run.rfraw", "--pipeline", name];
+    command.extend_from_slice(args);
+    let plugins = built_plugins();
+    assert_success(&rocflow(
+        &command,
+        dir,
+        &[("ROCFLOW_PLUGIN_PATH", &plugins)],
+    ));
+}
+
+/// The head of a pipeline named `$pipeline` that records all a generated run holds: one
+/// context, `$context`, with kernels, HIP calls, copies, markers and three counters. A
+/// macro, so that a test's pipeline can be a constant (`concat!`-ed).
+#[macro_export]
+macro_rules! generated_pipeline {
+    ($pipeline:literal, $context:literal) => {
+        concat!(
+            "\n[pipeline]\nname = \"",
+            $pipeline,
+            "\"\n[[context]]\nname = \"",
+            $context,
+            "\"\n",
+            r#"tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]"#,
+            "\n",
+            r#"counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]"#,
+            "\n",
+        )
+    };
 }
 
 pub fn text(bytes: &[u8]) -> String {
@@ -130,9 +262,7 @@ fn python<T: serde::de::DeserializeOwned>(
     args: &[&std::ffi::OsStr],
     needs: &str,
 ) -> T {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests")
-        .join(script);
+    let script = repo().join("tests").join(script);
     let out = Command::new("python3")
         .arg(&script)
         .args(args)
@@ -296,4 +426,25 @@ fn parquet_strings(path: &Path, name: &str) -> Vec<String> {
             },
         )
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_the_root_does_not_declare_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("tests.rs");
+        std::fs::write(&root, "//! Tests.\n\nmod cli;\n// mod replay;\nmod run;\n").unwrap();
+        for file in ["cli.rs", "replay.rs", "run.rs", "zeta.rs", "notes.md"] {
+            std::fs::write(dir.path().join(file), "").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("data.rs")).unwrap();
+        let names: Vec<PathBuf> = ["replay.rs", "zeta.rs"]
+            .iter()
+            .map(|f| dir.path().join(f))
+            .collect();
+        assert_eq!(undeclared_modules(&root), names);
+    }
 }

@@ -1,6 +1,5 @@
-//! Helpers shared by the integration tests.
-
-#![allow(dead_code)] // each test file uses a different part
+//! Counter definition files: the real ones rocprofiler-sdk ships, and the tests' own reading
+//! of YAML, independent of the `rocflow-counters` crate's.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,9 +9,7 @@ use saphyr_parser::{Event, Parser, ScalarStyle};
 
 /// A file of real rocprofiler-sdk data (see shared/data/README.md).
 pub fn shared(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data/counters")
-        .join(name)
+    super::shared().join("data/counters").join(name)
 }
 
 pub const LEGACY: &str = "legacy-schema.counter_defs.yaml";

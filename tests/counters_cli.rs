@@ -1,26 +1,19 @@
 //! `rocflow migrate-counters` and `rocflow counters …` as users and CI scripts run them:
 //! exit codes, what is written where, and diagnostics with their place.
 
-#[path = "../../tests/support/mod.rs"]
-mod support;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
+use support::counters::{LEGACY, STANDARD};
 use support::{rocflow, text};
 
+/// A counter definition file of `../shared/data`, as a command-line argument.
 fn shared(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data/counters")
-        .join(name);
-    path.display().to_string()
+    support::counters::shared(name).display().to_string()
 }
 
 fn code(out: &Output) -> i32 {
     out.status.code().expect("exited")
 }
-
-const LEGACY: &str = "legacy-schema.counter_defs.yaml";
-const STANDARD: &str = "standard-schema.counter_defs.yaml";
 
 #[test]
 fn migrate_check_tells_ci_whether_a_file_needs_migrating() {

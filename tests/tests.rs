@@ -1,0 +1,33 @@
+//! rocflow's end-to-end tests: the `rocflow` binary, the tool library and the simulated
+//! rocprofiler-sdk together, as users run them. One test binary (`cargo test -p rocflow
+//! --test integration`), a module a file; what the modules share is the `support` crate
+//! (tests/support). Run one file's tests with a filter: `… --test integration rocpd::`.
+
+mod args;
+mod cli;
+mod counters;
+mod counters_cli;
+mod import;
+mod library;
+mod otf2;
+mod parquet;
+mod passes;
+mod perfetto;
+mod pipeline_errors;
+mod plugins;
+mod post;
+// Conformance with AMD's real rocprofiler-sdk (the kit in ../shared/realsdk).
+mod realsdk;
+mod reliability;
+mod replay;
+mod rocpd;
+mod run;
+mod stages;
+mod templates;
+mod untrusted;
+
+/// A file here that is not a module above would never be built, let alone run.
+#[test]
+fn every_test_file_is_a_module() {
+    support::assert_every_file_is_a_module(&support::repo().join("tests/tests.rs"));
+}
