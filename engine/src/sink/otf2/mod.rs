@@ -17,6 +17,8 @@ mod spill;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use self::archive::Archive;
 use self::definitions::Definitions;
 use self::events::{Out, Tracks};
@@ -25,7 +27,15 @@ use super::staging::Staging;
 use super::{Sink, SinkError};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
-use crate::transform::Table;
+
+/// The sink's `options`; `Default` holds their defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// Taken since the first pipeline schema, and without effect: every event of the
+    /// records the sink takes is written.
+    pub offload_events: bool,
+}
 
 /// The archive's name within the sink's directory.
 const ARCHIVE: &str = "traces";
@@ -64,11 +74,6 @@ impl Sink for Otf2Sink {
             self.tracks
                 .write(chunk, catalog.stream(chunk.stream), &mut out)?;
         }
-        Ok(())
-    }
-
-    /// OTF2 holds events, not tables: aggregate tables belong in a table sink.
-    fn table(&mut self, _: &Table) -> Result<(), SinkError> {
         Ok(())
     }
 

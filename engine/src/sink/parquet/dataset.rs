@@ -18,7 +18,7 @@ use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use rayon::prelude::*;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::part::{Part, compression_ratio};
 use crate::record::Process;
@@ -26,7 +26,7 @@ use crate::sink::SinkError;
 use crate::sink::staging::Staging;
 
 /// A column the dataset's folders may be split by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Partition {
     /// `host=NAME`, the process's host (the `host` column of tables that have one).

@@ -24,21 +24,20 @@ mod writer;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Placeholders, Sink, SinkError};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
-use crate::plan::SinkPlan;
 use crate::transform::Table;
 use database::{Database, Streams};
 use rows::Queued;
 use writer::Writer;
 
 /// How the run's processes map to databases.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Layout {
+pub enum Layout {
     /// One database per process.
     #[default]
     PerProcess,
@@ -46,11 +45,11 @@ enum Layout {
     Single,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Options {
-    #[serde(default)]
-    layout: Layout,
+/// The sink's `options`; `Default` holds their defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    pub layout: Layout,
 }
 
 /// What stops a database; reported as the sink's failure.
@@ -89,11 +88,14 @@ pub struct RocpdSink {
 }
 
 impl RocpdSink {
-    pub fn create(plan: &SinkPlan, run: &Placeholders) -> Result<RocpdSink, SinkError> {
-        let options: Options = super::options(plan)?;
+    pub fn create(
+        options: &Options,
+        template: &str,
+        run: &Placeholders,
+    ) -> Result<RocpdSink, SinkError> {
         let mut sink = RocpdSink {
             layout: options.layout,
-            template: plan.path.clone(),
+            template: template.to_owned(),
             run: run.clone(),
             databases: Vec::new(),
             tables: Vec::new(),
