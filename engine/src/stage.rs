@@ -35,6 +35,20 @@ const CHUNKS_PER_CORE: usize = 8;
 /// Windows queued for one sink before the decoder waits for it.
 const SINK_QUEUE: usize = 2;
 
+/// Why the stages stopped without finishing their sinks.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StageError {
+    /// A transform of the plan cannot be built: a recorded plan's expression or pattern
+    /// that this rocflow does not compile.
+    #[error("transform `{name}`: {message}")]
+    Transform { name: String, message: String },
+    /// A strict transform failed on a record: the run stopped, and every sink dropped what
+    /// it had written.
+    #[error("{0}")]
+    Strict(String),
+}
+
 /// What happened in a run of the stages.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -85,7 +99,7 @@ pub fn run(
     plan: &Plan,
     frames: impl Iterator<Item = Frame>,
     open: &OpenSink<'_>,
-) -> Result<Report, String> {
+) -> Result<Report, StageError> {
     let outlets = plan
         .sinks
         .iter()
@@ -107,10 +121,15 @@ pub fn run_into(
     transforms: &[TransformPlan],
     frames: impl Iterator<Item = Frame>,
     outlets: Vec<Outlet<'_>>,
-) -> Result<Report, String> {
+) -> Result<Report, StageError> {
     let transforms: Vec<Transform> = transforms
         .iter()
-        .map(|t| Transform::new(t).map_err(|e| format!("transform `{}`: {e}", t.name)))
+        .map(|t| {
+            Transform::new(t).map_err(|message| StageError::Transform {
+                name: t.name.clone(),
+                message,
+            })
+        })
         .collect::<Result<_, _>>()?;
     let catalog = Arc::new(RwLock::new(Catalog::default()));
     // Set when the run stops early: sinks then drop their output instead of finishing it.
@@ -153,7 +172,7 @@ pub fn run_into(
                     .join()
                     .expect("sink threads catch their own failures");
             }
-            return Err(error);
+            return Err(StageError::Strict(error));
         }
         for transform in &transforms {
             if let Some(table) = transform.table() {

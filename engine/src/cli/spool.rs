@@ -92,7 +92,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut reader = open(&args.spool)?;
     let mut failed = None;
     let report =
-        stage::run(&plan, frames(&mut reader, &mut failed), &sink::open).map_err(Error::Runtime)?;
+        stage::run(&plan, frames(&mut reader, &mut failed), &sink::open)?;
     warn_ending(&reader);
     if let Some(e) = failed {
         return Err(Error::Io {

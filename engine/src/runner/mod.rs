@@ -411,7 +411,7 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         None
     })
     .fuse();
-    let report = stage::run(plan, incoming, &sink::open).map_err(setup)?;
+    let report = stage::run(plan, incoming, &sink::open).map_err(|e| setup(e.to_string()))?;
     // In case the stages stopped before the end of their input.
     if let Some(e) = intake.finish() {
         spool_error.get_or_insert(e);

@@ -68,13 +68,11 @@ impl Staging {
         let target = &self.target;
         if target.exists() {
             if !earlier(target) {
-                return Err(SinkError::Io {
+                return Err(SinkError::NameClash {
                     context: format!("writing {}", target.display()),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::AlreadyExists,
-                        "it exists and is not an earlier output of this sink; remove it or \
-                         choose another path",
-                    ),
+                    reason: "it exists and is not an earlier output of this sink; remove it \
+                             or choose another path"
+                        .into(),
                 });
             }
             std::fs::remove_dir_all(target)

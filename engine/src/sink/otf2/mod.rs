@@ -50,9 +50,9 @@ pub struct Otf2Sink {
 
 impl Otf2Sink {
     pub fn create(path: PathBuf) -> Result<Otf2Sink, SinkError> {
-        let otf2 = Otf2::load().map_err(|message| SinkError::Io {
+        let otf2 = Otf2::load().map_err(|message| SinkError::Otf2 {
             context: "opening the OTF2 library".into(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, message),
+            message,
         })?;
         let staging = Staging::create(path)?;
         Ok(Otf2Sink {

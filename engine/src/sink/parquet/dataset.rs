@@ -252,15 +252,19 @@ impl Folder {
     }
 
     fn failed(&self, error: ParquetError) -> SinkError {
-        SinkError::Io {
-            context: format!("writing {}", self.dir.display()),
-            source: match error {
-                ParquetError::External(e) => match e.downcast::<std::io::Error>() {
-                    Ok(io) => *io,
-                    Err(other) => std::io::Error::other(other),
+        let context = format!("writing {}", self.dir.display());
+        match error {
+            ParquetError::External(e) => match e.downcast::<std::io::Error>() {
+                Ok(io) => SinkError::Io {
+                    context,
+                    source: *io,
                 },
-                other => std::io::Error::other(other),
+                Err(other) => SinkError::Parquet {
+                    context,
+                    source: ParquetError::External(other),
+                },
             },
+            source => SinkError::Parquet { context, source },
         }
     }
 }

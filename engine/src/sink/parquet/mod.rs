@@ -214,12 +214,10 @@ impl Sink for ParquetSink {
             .chain([wide::TABLE])
             .any(|name| name == table.name);
         if taken {
-            return Err(SinkError::Io {
+            return Err(SinkError::NameClash {
                 context: format!("writing the table of aggregate `{}`", table.name),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    "the Parquet dataset has a table of that name; rename the transform",
-                ),
+                reason: "the Parquet dataset has a table of that name; rename the transform"
+                    .into(),
             });
         }
         let placed = self

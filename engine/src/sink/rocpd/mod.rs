@@ -65,13 +65,14 @@ enum Fault {
 
 impl Fault {
     fn at(self, path: &std::path::Path) -> SinkError {
-        let source = match self {
-            Fault::Io(e) => e,
-            other => std::io::Error::other(other),
-        };
-        SinkError::Io {
-            context: format!("writing {}", path.display()),
-            source,
+        let context = format!("writing {}", path.display());
+        match self {
+            Fault::Io(source) => SinkError::Io { context, source },
+            Fault::Sqlite(source) => SinkError::Sqlite { context, source },
+            reason => SinkError::Unrepresentable {
+                context,
+                reason: reason.to_string(),
+            },
         }
     }
 }
@@ -128,17 +129,14 @@ impl RocpdSink {
                 process.map_or_else(|| self.run.clone(), |p| self.run.for_process(p));
             let path = placeholders.expand(&self.template);
             if let Some(other) = self.databases.iter().find(|d| d.path() == path) {
-                return Err(SinkError::Io {
+                return Err(SinkError::NameClash {
                     context: format!("writing {}", path.display()),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::AlreadyExists,
-                        format!(
-                            "two processes would write this database ({} and process {}); \
-                             with layout = \"per_process\" the path needs a placeholder that \
-                             tells processes apart, such as {{pid}} or {{rank}}",
-                            other.path().display(),
-                            placeholders.pid
-                        ),
+                    reason: format!(
+                        "two processes would write this database ({} and process {}); \
+                         with layout = \"per_process\" the path needs a placeholder that \
+                         tells processes apart, such as {{pid}} or {{rank}}",
+                        other.path().display(),
+                        placeholders.pid
                     ),
                 });
             }
