@@ -360,7 +360,10 @@ mod tests {
             json.contains(r#""kind":{"name":"openmetrics","library":"/lib/"#),
             "{json}"
         );
-        assert!(json.ends_with(r#""options":{"labels":{"job":"x"}}}"#), "{json}");
+        assert!(
+            json.ends_with(r#""options":{"labels":{"job":"x"}}}"#),
+            "{json}"
+        );
         assert_eq!(serde_json::from_str::<SinkPlan>(&json).unwrap(), plugin);
     }
 
@@ -373,11 +376,17 @@ mod tests {
         let Writer::Builtin(Format::Perfetto(options)) = &sink.writer else {
             panic!("{sink:?}")
         };
-        assert_eq!(options.split_size.as_ref().map(|s| s.bytes), Some(512 << 20));
+        assert_eq!(
+            options.split_size.as_ref().map(|s| s.bytes),
+            Some(512 << 20)
+        );
         assert!(options.flows);
         assert_eq!(serde_json::to_string(&sink).unwrap(), recorded);
         let bad = recorded.replace("512MiB", "512 parsecs");
         let e = serde_json::from_str::<SinkPlan>(&bad).unwrap_err();
-        assert!(e.to_string().starts_with("the options of sink `trace`: "), "{e}");
+        assert!(
+            e.to_string().starts_with("the options of sink `trace`: "),
+            "{e}"
+        );
     }
 }

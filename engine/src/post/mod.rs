@@ -306,8 +306,8 @@ fn summary_of(plan: &Plan, spool: &Path, breakdown: Breakdown) -> Result<Summary
     let frames = reader
         .map_while(Result::ok)
         .take_while(|_| !crate::cancel::requested());
-    let summary = Summary::of_run(&plan.stages.transforms, frames, breakdown)
-        .map_err(PostError::Summary)?;
+    let summary =
+        Summary::of_run(&plan.stages.transforms, frames, breakdown).map_err(PostError::Summary)?;
     if crate::cancel::requested() {
         return Err(PostError::Stopped);
     }

@@ -8,6 +8,7 @@ use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::messages;
 use crate::record::{RecordKind, wire_size};
 use crate::spool::SpoolWriter;
 use crate::wire::{self, Frame, FrameReader};
@@ -60,7 +61,7 @@ impl Intake {
         match wire::decode_frame(raw) {
             Ok(frame) => frames.send(frame).map_err(|_| ()),
             Err(e) => {
-                eprintln!("rocflow: dropping a frame: {e}");
+                messages::runner(format_args!("dropping a frame: {e}"));
                 Ok(())
             }
         }
@@ -188,7 +189,7 @@ pub fn serve(
                 std::thread::sleep(Duration::from_millis(20));
             }
             Err(e) => {
-                eprintln!("rocflow: accepting a connection failed: {e}");
+                messages::runner(format_args!("accepting a connection failed: {e}"));
                 return;
             }
         }
@@ -207,7 +208,7 @@ fn read(
     let mut reader = match FrameReader::new(std::io::BufReader::with_capacity(1 << 20, socket)) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("rocflow: a process's stream is unreadable: {e}");
+            messages::runner(format_args!("a process's stream is unreadable: {e}"));
             return;
         }
     };
@@ -229,7 +230,9 @@ fn read(
             // A process killed mid-frame: everything before the frame was kept.
             Err(wire::WireError::Truncated { .. }) => return,
             Err(e) => {
-                eprintln!("rocflow: stream {stream}: {e}; its later frames are dropped");
+                messages::runner(format_args!(
+                    "stream {stream}: {e}; its later frames are dropped"
+                ));
                 return;
             }
         }

@@ -117,11 +117,9 @@ pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink
         Writer::Builtin(Format::Parquet(options)) => {
             Box::new(parquet::ParquetSink::create(options, path)?)
         }
-        Writer::Builtin(Format::Rocpd(options)) => Box::new(rocpd::RocpdSink::create(
-            options,
-            &plan.path,
-            placeholders,
-        )?),
+        Writer::Builtin(Format::Rocpd(options)) => {
+            Box::new(rocpd::RocpdSink::create(options, &plan.path, placeholders)?)
+        }
         Writer::Builtin(Format::Otf2(_)) => Box::new(otf2::Otf2Sink::create(path)?),
         Writer::Plugin { plugin, options } => {
             let plugin = Plugin::load(&plugin.library)?;

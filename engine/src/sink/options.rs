@@ -241,13 +241,19 @@ mod tests {
             format.written(),
             map(r#"{"split_size":"64KiB","time_unit":"us"}"#)
         );
-        assert_eq!(Format::parse(SinkKind::Perfetto, &format.written()), Ok(format));
+        assert_eq!(
+            Format::parse(SinkKind::Perfetto, &format.written()),
+            Ok(format)
+        );
     }
 
     #[test]
     fn the_option_at_fault_is_named() {
-        let e = Format::parse(SinkKind::Parquet, &map(r#"{"wide_counters":true,"compresion":"zstd"}"#))
-            .unwrap_err();
+        let e = Format::parse(
+            SinkKind::Parquet,
+            &map(r#"{"wide_counters":true,"compresion":"zstd"}"#),
+        )
+        .unwrap_err();
         assert_eq!(e.key.as_deref(), Some("compresion"));
         assert!(e.message.contains("unknown field `compresion`"), "{e}");
         let e = Format::parse(SinkKind::Parquet, &map(r#"{"max_file_size":"12 XB"}"#)).unwrap_err();
@@ -280,21 +286,33 @@ mod tests {
 
     #[test]
     fn the_compiler_reads_the_options_into_the_plan() {
-        let plan = compile("parquet", "options = { compression = \"lz4\", max_file_size = \"1MiB\" }")
-            .unwrap();
+        let plan = compile(
+            "parquet",
+            "options = { compression = \"lz4\", max_file_size = \"1MiB\" }",
+        )
+        .unwrap();
         let Writer::Builtin(Format::Parquet(options)) = &plan.sinks[0].writer else {
             panic!("{:?}", plan.sinks[0])
         };
-        assert_eq!(options.max_file_size.as_ref().map(|s| s.bytes), Some(1 << 20));
-        assert_eq!(options.row_group_rows, parquet::Options::default().row_group_rows);
+        assert_eq!(
+            options.max_file_size.as_ref().map(|s| s.bytes),
+            Some(1 << 20)
+        );
+        assert_eq!(
+            options.row_group_rows,
+            parquet::Options::default().row_group_rows
+        );
     }
 
     /// A size the schema takes (text) but that is no size is reported where it is written;
     /// Perfetto's `split_size` was only read when the sink opened, after the run.
     #[test]
     fn a_bad_option_value_is_reported_at_its_line_and_column() {
-        let errors = compile("perfetto", "options = { flows = false, split_size = \"12 XB\" }")
-            .unwrap_err();
+        let errors = compile(
+            "perfetto",
+            "options = { flows = false, split_size = \"12 XB\" }",
+        )
+        .unwrap_err();
         let (message, position) = error_at(&errors);
         assert_eq!(message, parse_size("12 XB").unwrap_err());
         assert_eq!(position, "p.toml:9:41");

@@ -216,8 +216,7 @@ impl Sink for ParquetSink {
         if taken {
             return Err(SinkError::NameClash {
                 context: format!("writing the table of aggregate `{}`", table.name),
-                reason: "the Parquet dataset has a table of that name; rename the transform"
-                    .into(),
+                reason: "the Parquet dataset has a table of that name; rename the transform".into(),
             });
         }
         let placed = self
