@@ -50,10 +50,7 @@ pub struct Otf2Sink {
 
 impl Otf2Sink {
     pub fn create(path: PathBuf) -> Result<Otf2Sink, SinkError> {
-        let otf2 = Otf2::load().map_err(|message| SinkError::Otf2 {
-            context: "opening the OTF2 library".into(),
-            message,
-        })?;
+        let otf2 = Otf2::load()?;
         let staging = Staging::create(path)?;
         Ok(Otf2Sink {
             archive: Archive::create(otf2, staging.dir(), ARCHIVE)?,

@@ -8,9 +8,8 @@
 //! tables as `rocflow_<name>`. Columns that `derive` transforms add have no place in the
 //! schema and are not stored.
 //!
-//! Options: `layout = "per_process"` (the default, as rocprofv3 writes) gives each process
-//! its own database, at the path with that process's placeholders filled in;
-//! `layout = "single"` puts every process of the run in one database.
+//! Its options are [`Options`]: `layout` says how the run's processes map to databases
+//! ([`Layout`]).
 
 mod database;
 mod ids;
@@ -38,7 +37,8 @@ use writer::Writer;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Layout {
-    /// One database per process.
+    /// One database per process, at the path with that process's placeholders filled in,
+    /// as rocprofv3 writes.
     #[default]
     PerProcess,
     /// One database for the whole run.
