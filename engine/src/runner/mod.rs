@@ -92,7 +92,7 @@ pub struct Outcome {
     /// The raw spool.
     pub spool: PathBuf,
     /// Why the spool is incomplete, if writing it failed.
-    pub spool_error: Option<String>,
+    pub spool_error: Option<std::io::Error>,
 }
 
 /// How far the application's runs went, one per counter pass: all of them, or up to the
