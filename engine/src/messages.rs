@@ -32,17 +32,22 @@ pub enum Level {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     pub level: Level,
-    /// The text after the label (a rendered diagnostic carries its own).
+    /// As written, label included.
     text: String,
-    labelled: bool,
 }
 
 impl Message {
+    /// `text` after the level's label.
     pub fn new(level: Level, text: impl fmt::Display) -> Message {
+        let label = match level {
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::Note => "note",
+            Level::Runner => "rocflow",
+        };
         Message {
             level,
-            text: text.to_string(),
-            labelled: true,
+            text: format!("{label}: {text}"),
         }
     }
 
@@ -58,22 +63,12 @@ impl Message {
         Message {
             level,
             text: format!("{}\n", diagnostic.render(color)),
-            labelled: false,
         }
     }
 }
 
 impl fmt::Display for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.labelled {
-            let label = match self.level {
-                Level::Error => "error",
-                Level::Warning => "warning",
-                Level::Note => "note",
-                Level::Runner => "rocflow",
-            };
-            write!(f, "{label}: ")?;
-        }
         f.write_str(&self.text)
     }
 }
