@@ -407,3 +407,34 @@ fn drive_sink(
         outcome,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::TransformOpPlan;
+
+    /// A recorded plan's transform that this rocflow cannot build stops the stages before
+    /// any sink opens, named.
+    #[test]
+    fn a_transform_that_cannot_be_built_is_a_stage_error() {
+        let broken = TransformPlan {
+            name: "slow".into(),
+            kinds: vec![RecordKind::KernelDispatch],
+            strict: false,
+            op: TransformOpPlan::KernelFilter {
+                include: Some("gemm(".into()),
+                exclude: None,
+                iterations: None,
+            },
+        };
+        let error = run_into(&[broken], std::iter::empty(), Vec::new()).unwrap_err();
+        let StageError::Transform { name, .. } = &error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(name, "slow");
+        assert!(
+            error.to_string().starts_with("transform `slow`: "),
+            "{error}"
+        );
+    }
+}
