@@ -8,6 +8,7 @@ use clap::Args;
 
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
+use crate::messages;
 use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
 use crate::runner::{self, Device, Options, Passes, StartError, Stop};
@@ -15,7 +16,6 @@ use crate::runner::{self, Device, Options, Passes, StartError, Stop};
 use super::pipeline::PipelineArgs;
 use super::print;
 use super::spool::outputs;
-use crate::messages;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {

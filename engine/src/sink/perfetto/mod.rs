@@ -98,11 +98,10 @@ struct Files {
 
 impl PerfettoSink {
     pub fn create(options: &Options, path: PathBuf) -> Result<PerfettoSink, SinkError> {
-        let options = options.clone();
         let shards = rayon::current_num_threads().max(1);
         Ok(PerfettoSink {
             settings: Settings {
-                tracks: options.tracks,
+                tracks: options.tracks.clone(),
                 flows: options.flows,
                 annotations: options.annotations,
                 shards,
@@ -113,7 +112,7 @@ impl PerfettoSink {
                 .collect(),
             files: Files {
                 staging: Staging::create(path)?,
-                split_size: options.split_size.map(|size| size.bytes),
+                split_size: options.split_size.as_ref().map(|size| size.bytes),
                 time_unit: options.time_unit,
                 current: None,
                 names: Vec::new(),
