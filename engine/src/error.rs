@@ -18,6 +18,9 @@ pub enum Error {
         context: String,
         source: std::io::Error,
     },
+    /// The stages stopped before the sinks could finish.
+    #[error(transparent)]
+    Stage(#[from] crate::stage::StageError),
 }
 
 impl Error {
@@ -36,7 +39,7 @@ impl Error {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             Error::User(_) => ExitCode::from(2),
-            Error::Runtime(_) | Error::Io { .. } => ExitCode::from(1),
+            Error::Runtime(_) | Error::Io { .. } | Error::Stage(_) => ExitCode::from(1),
         }
     }
 }

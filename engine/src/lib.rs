@@ -18,6 +18,7 @@ pub mod expression;
 pub mod generate;
 pub mod import;
 pub mod merge;
+pub mod messages;
 pub mod pipeline;
 pub mod plan;
 pub mod plugin;

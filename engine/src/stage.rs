@@ -36,6 +36,20 @@ const CHUNKS_PER_CORE: usize = 8;
 /// Windows queued for one sink before the decoder waits for it.
 const SINK_QUEUE: usize = 2;
 
+/// Why the stages stopped without finishing their sinks.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StageError {
+    /// A transform of the plan cannot be built: a recorded plan's expression or pattern
+    /// that this rocflow does not compile.
+    #[error("transform `{name}`: {message}")]
+    Transform { name: String, message: String },
+    /// A strict transform failed on a record: the run stopped, and every sink dropped what
+    /// it had written.
+    #[error("{0}")]
+    Strict(String),
+}
+
 /// What happened in a run of the stages.
 #[derive(Debug)]
 pub struct Report {
@@ -84,7 +98,11 @@ pub type OpenOutlet<'a> =
 
 /// Runs the plan's stages over the source's records, a run of several counter passes
 /// merged into one (see [`crate::merge`]), into the plan's sinks, opened with `open`.
-pub fn run(plan: &Plan, source: &mut dyn Source, open: &OpenSink<'_>) -> Result<Report, String> {
+pub fn run(
+    plan: &Plan,
+    source: &mut dyn Source,
+    open: &OpenSink<'_>,
+) -> Result<Report, StageError> {
     let outlets = plan
         .sinks
         .iter()
@@ -106,10 +124,15 @@ pub fn run_into(
     transforms: &[TransformPlan],
     source: &mut dyn Source,
     outlets: Vec<Outlet<'_>>,
-) -> Result<Report, String> {
+) -> Result<Report, StageError> {
     let transforms: Vec<Transform> = transforms
         .iter()
-        .map(|t| Transform::new(t).map_err(|e| format!("transform `{}`: {e}", t.name)))
+        .map(|t| {
+            Transform::new(t).map_err(|message| StageError::Transform {
+                name: t.name.clone(),
+                message,
+            })
+        })
         .collect::<Result<_, _>>()?;
     let catalog = Arc::new(RwLock::new(Catalog::default()));
     // Set when the run stops early: sinks then drop their output instead of finishing it.
@@ -153,7 +176,7 @@ pub fn run_into(
                     .join()
                     .expect("sink threads catch their own failures");
             }
-            return Err(error);
+            return Err(StageError::Strict(error));
         }
         for transform in &transforms {
             if let Some(table) = transform.table() {
@@ -387,5 +410,37 @@ fn drive_sink(
         name: outlet.name.clone(),
         records,
         outcome,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::TransformOpPlan;
+
+    /// A recorded plan's transform that this rocflow cannot build stops the stages before
+    /// any sink opens, named.
+    #[test]
+    fn a_transform_that_cannot_be_built_is_a_stage_error() {
+        let broken = TransformPlan {
+            name: "slow".into(),
+            kinds: vec![RecordKind::KernelDispatch],
+            strict: false,
+            op: TransformOpPlan::KernelFilter(crate::transform::kernel_filter::Plan {
+                include: Some("gemm(".into()),
+                exclude: None,
+                iterations: None,
+            }),
+        };
+        let mut nothing = crate::source::Frames(std::iter::empty());
+        let error = run_into(&[broken], &mut nothing, Vec::new()).unwrap_err();
+        let StageError::Transform { name, .. } = &error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(name, "slow");
+        assert!(
+            error.to_string().starts_with("transform `slow`: "),
+            "{error}"
+        );
     }
 }

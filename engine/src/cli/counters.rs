@@ -12,6 +12,7 @@ use rocflow_counters::{self as counters, DefinitionKind, Definitions, Source};
 
 use crate::diag::{Diagnostic, did_you_mean};
 use crate::error::Result;
+use crate::messages;
 
 use super::print;
 use crate::counter_defs::{Files, convert};
@@ -317,9 +318,8 @@ impl DefinitionsArgs {
 }
 
 fn report_warnings(warnings: &[counters::Diagnostic]) {
-    let color = std::io::stderr().is_terminal();
     let mut files = Files::default();
     for warning in warnings {
-        eprintln!("{}\n", files.diagnostic(warning).render(color));
+        messages::diagnostic(&files.diagnostic(warning));
     }
 }

@@ -1,6 +1,5 @@
 //! `rocflow import-rocprofv3`: rocprofv3 input files as rocflow pipelines.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -8,6 +7,7 @@ use clap::Args;
 
 use crate::error::{Error, Result};
 use crate::import::{self, Request, Several};
+use crate::messages;
 use crate::pipeline::{Library, Options};
 
 use super::print;
@@ -55,10 +55,7 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
         options: &options,
     };
     let imported = import::import(&request).map_err(Error::User)?;
-    let color = std::io::stderr().is_terminal();
-    for warning in &imported.warnings {
-        eprintln!("{}\n", warning.render(color));
-    }
+    imported.warnings.iter().for_each(messages::diagnostic);
     let Some(output) = &args.output else {
         for pipeline in &imported.pipelines {
             print(&pipeline.text)?;

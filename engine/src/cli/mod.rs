@@ -1,5 +1,6 @@
 //! The `rocflow` command line: one function per subcommand, and one place that prints
-//! errors and picks the exit code.
+//! the error that ends a command and picks the exit code. What a command reports and goes
+//! on after goes through [`crate::messages`].
 
 mod counters;
 mod import;
@@ -8,12 +9,13 @@ mod plugins;
 mod run;
 mod spool;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 use crate::error::{Error, Result};
+use crate::messages;
 
 /// Declarative profiling pipelines for AMD GPUs, on rocprofiler-sdk.
 ///
@@ -89,6 +91,9 @@ pub fn main() -> ExitCode {
         Command::Plugins(command) => plugins::run(command),
     };
     match outcome {
+        // An error reported on the way (a sink that failed) fails a command that would
+        // have succeeded.
+        Ok(code) if code == ExitCode::SUCCESS && messages::errored() => ExitCode::from(1),
         Ok(code) => code,
         Err(err) => report(&err),
     }
@@ -96,14 +101,10 @@ pub fn main() -> ExitCode {
 
 /// Prints an error to stderr: each user diagnostic with its snippet, or one line.
 fn report(err: &Error) -> ExitCode {
-    let color = std::io::stderr().is_terminal();
-    let mut stderr = std::io::stderr().lock();
-    let _ = match err {
-        Error::User(diagnostics) => diagnostics
-            .iter()
-            .try_for_each(|d| writeln!(stderr, "{}\n", d.render(color))),
-        other => writeln!(stderr, "error: {other}"),
-    };
+    match err {
+        Error::User(diagnostics) => diagnostics.iter().for_each(messages::diagnostic),
+        other => messages::error(other),
+    }
     err.exit_code()
 }
 

@@ -1,6 +1,5 @@
 //! `rocflow validate`, `rocflow explain` and `rocflow templates`.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -8,6 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::diag::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
+use crate::messages;
 use crate::pipeline::starter::{self, DEFAULT_TEMPLATE};
 use crate::pipeline::{self, Library, Options, Override};
 use crate::plan::{self, Plan};
@@ -37,11 +37,7 @@ impl PipelineArgs {
             ..self.options()?
         };
         let compiled = crate::pipeline::compile_file(file, &options).map_err(Error::User)?;
-        let color = std::io::stderr().is_terminal();
-        compiled
-            .warnings
-            .iter()
-            .for_each(|w| eprintln!("{}\n", w.render(color)));
+        compiled.warnings.iter().for_each(messages::diagnostic);
         Ok(compiled.plan)
     }
 
@@ -86,7 +82,6 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
     let options = args.pipeline.options()?;
     let mut failed = false;
     let mut report = Vec::new();
-    let color = std::io::stderr().is_terminal();
     for file in &args.files {
         let (valid, diagnostics) = match pipeline::compile_file(file, &options) {
             Ok(compiled) => (true, compiled.warnings),
@@ -95,9 +90,7 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
         failed |= !valid;
         match args.format {
             Format::Text => {
-                for d in &diagnostics {
-                    eprintln!("{}\n", d.render(color));
-                }
+                diagnostics.iter().for_each(messages::diagnostic);
                 let verdict = if valid { "ok" } else { "invalid" };
                 print(&format!("{}: {verdict}\n", file.display()))?;
             }
@@ -154,10 +147,7 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
     }
     let file = args.file.expect("clap requires FILE without --domains");
     let compiled = pipeline::compile_file(&file, &args.pipeline.options()?).map_err(Error::User)?;
-    let color = std::io::stderr().is_terminal();
-    for warning in &compiled.warnings {
-        eprintln!("{}\n", warning.render(color));
-    }
+    compiled.warnings.iter().for_each(messages::diagnostic);
     let text = if args.json {
         format!(
             "{}\n",
@@ -254,10 +244,7 @@ pub fn init(args: InitArgs) -> Result<ExitCode> {
                 .hint("pass --force to overwrite it, or -o to write another file"),
         ));
     }
-    let color = std::io::stderr().is_terminal();
-    for warning in &compiled.warnings {
-        eprintln!("{}\n", warning.render(color));
-    }
+    compiled.warnings.iter().for_each(messages::diagnostic);
     crate::atomic::write(path, text).map_err(Error::io(format!("writing {}", path.display())))?;
     print(&format!(
         "wrote {file}, a pipeline that extends `{template}`\n  rocflow run {file} -- ./app\n",

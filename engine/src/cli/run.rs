@@ -8,6 +8,7 @@ use clap::Args;
 
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
+use crate::messages;
 use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
 use crate::runner::{self, Device, Options, Passes, StartError, Stop};
@@ -67,20 +68,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Some(Exit::Signal(signal)) => out.push_str(&format!(
             "{app} was killed by signal {signal}; the outputs hold everything received until then\n"
         )),
-        None => eprintln!(
-            "warning: {app} (pid {}) was left running; the outputs hold what arrived until rocflow stopped",
+        None => messages::warning(format_args!(
+            "{app} (pid {}) was left running; the outputs hold what arrived until rocflow stopped",
             outcome.pid
-        ),
+        )),
     }
     for lost in &outcome.unfinalized {
-        eprintln!(
-            "warning: process {} ended without finalizing; records after {:.1} s may be missing",
+        messages::warning(format_args!(
+            "process {} ended without finalizing; records after {:.1} s may be missing",
             lost.pid,
             lost.last_frame.as_secs_f64()
-        );
+        ));
     }
     if outcome.streams == 0 {
-        eprintln!("{}", no_stream_message(&options.device));
+        messages::warning(no_stream_message(&options.device));
     }
     let total: u64 = outcome.records.iter().map(|(_, n)| n).sum();
     out.push_str(&format!(
@@ -121,13 +122,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     out.push_str(&format!("\n  spool: {}\n", outcome.spool.display()));
     if let Some(e) = &outcome.spool_error {
-        eprintln!(
-            "error: the spool {} is incomplete: {e}",
+        messages::error(format_args!(
+            "the spool {} is incomplete: {e}",
             outcome.spool.display()
-        );
+        ));
     }
-    let healthy =
-        outputs(&plan, &outcome.report, &outcome.spool, &mut out) && outcome.spool_error.is_none();
+    outputs(&plan, &outcome.report, &outcome.spool, &mut out);
     print(&out)?;
     // SIGTERM at any point ends the run as the signal would have, for the scheduler.
     let stopped = crate::cancel::requested().then_some(Stop::Terminated);
@@ -137,10 +137,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         // Waiting for the application failed, which only a broken system does.
         (None, None) => 1,
     };
-    Ok(ExitCode::from(match (status, healthy) {
-        (0, false) => 1,
-        (status, _) => status.clamp(0, 255) as u8,
-    }))
+    // An error reported on the way fails a run whose application succeeded (see `cli::main`).
+    Ok(ExitCode::from(status.clamp(0, 255) as u8))
 }
 
 /// How far the counter passes went: all of them, or the one that stopped the run.
@@ -169,18 +167,18 @@ fn installed_sdk() -> Result<Sdk> {
     let version = sdk
         .version
         .map_or("(version unknown)".into(), |v| v.to_string());
-    eprintln!(
-        "note: rocprofiler-sdk {version} at {} (found through {})",
+    messages::note(format_args!(
+        "rocprofiler-sdk {version} at {} (found through {})",
         sdk.path.display(),
         sdk.found_by
-    );
+    ));
     Ok(sdk)
 }
 
 /// Why no process connected, as far as rocflow can tell from outside.
 fn no_stream_message(device: &Device) -> String {
     match device {
-        Device::Sim(_) => "warning: no process connected: the simulated SDK did not load the tool into the application (a statically linked or setuid program ignores LD_PRELOAD)".into(),
-        Device::Rocm => "warning: no process connected: the application did not load rocprofiler-sdk with the rocflow tool. Is it a HIP/ROCm application (a ROCm runtime loads the SDK as it starts)? Messages from the tool above say why it stayed off; `--device sim` runs the pipeline on the simulated SDK".into(),
+        Device::Sim(_) => "no process connected: the simulated SDK did not load the tool into the application (a statically linked or setuid program ignores LD_PRELOAD)".into(),
+        Device::Rocm => "no process connected: the application did not load rocprofiler-sdk with the rocflow tool. Is it a HIP/ROCm application (a ROCm runtime loads the SDK as it starts)? Messages from the tool above say why it stayed off; `--device sim` runs the pipeline on the simulated SDK".into(),
     }
 }

@@ -2,7 +2,6 @@
 //! commands on raw spools.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -14,6 +13,7 @@ use crate::diag::Diagnostic;
 use crate::diff::Diff;
 use crate::error::{Error, Result};
 use crate::generate;
+use crate::messages::{self, Level, Message};
 use crate::pipeline;
 use crate::plan::{Plan, TransformPlan};
 use crate::record::{Meta, RecordKind};
@@ -51,10 +51,7 @@ fn open(path: &Path) -> Result<Spool> {
 fn ended(ending: std::result::Result<&Ending, &SourceError>) -> Result<()> {
     let ending = ending.map_err(|e| Error::Runtime(e.to_string()))?;
     if let Some(warning) = &ending.warning {
-        eprintln!(
-            "{}",
-            Diagnostic::warning(warning.as_str()).render(std::io::stderr().is_terminal())
-        );
+        messages::diagnostic(&Diagnostic::warning(warning.as_str()));
     }
     Ok(())
 }
@@ -87,23 +84,18 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         )?,
     };
     let mut source = open(&args.spool)?;
-    let report = stage::run(&plan, &mut source, &sink::open).map_err(Error::Runtime)?;
+    let report = stage::run(&plan, &mut source, &sink::open)?;
     ended(report.source.as_ref())?;
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
     let mut out = format!("replayed {total} records from {}\n", args.spool.display());
-    let healthy = outputs(&plan, &report, &args.spool, &mut out);
+    outputs(&plan, &report, &args.spool, &mut out);
     print(&out)?;
-    Ok(if healthy {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(ExitCode::SUCCESS)
 }
 
-/// Lists what each sink wrote (and reports the ones that failed), then runs the
-/// post-steps; returns whether every sink and required step succeeded.
-pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &mut String) -> bool {
-    let mut healthy = true;
+/// Lists what each sink wrote, then runs the post-steps; a sink or a required step that
+/// failed is an error message (the command then fails), an optional step a warning.
+pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &mut String) {
     for sink in &report.sinks {
         match &sink.outcome {
             Ok(paths) => {
@@ -113,20 +105,17 @@ pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &m
                 }
                 out.push('\n');
             }
-            Err(e) => {
-                healthy = false;
-                eprintln!("error: sink `{}`: {e}", sink.name);
-            }
+            Err(e) => messages::error(format_args!("sink `{}`: {e}", sink.name)),
         }
     }
     for (name, count, first) in &report.failures {
-        eprintln!(
-            "warning: transform `{name}` failed on {count} records; first: {}",
+        messages::warning(format_args!(
+            "transform `{name}` failed on {count} records; first: {}",
             first.join("; ")
-        );
+        ));
     }
     for disagreement in &report.disagreements {
-        eprintln!("warning: the counter passes disagree: {disagreement}");
+        messages::warning(format_args!("the counter passes disagree: {disagreement}"));
     }
     let placeholders = Placeholders::for_run(&report.catalog);
     for step in post::run(plan, spool, &placeholders) {
@@ -140,13 +129,18 @@ pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &m
                 out.push_str(&done.text);
             }
             Err(e) => {
-                healthy &= !step.required;
-                let level = if step.required { "error" } else { "warning" };
-                eprintln!("{level}: post-step `{}`: {e}", step.name);
+                let level = if step.required {
+                    Level::Error
+                } else {
+                    Level::Warning
+                };
+                messages::emit(&Message::new(
+                    level,
+                    format_args!("post-step `{}`: {e}", step.name),
+                ));
             }
         }
     }
-    healthy
 }
 
 #[derive(Debug, Args)]
@@ -328,7 +322,7 @@ fn untrusted(spool: &Path, plan: Plan, hint: &str) -> Plan {
             names.join(", ")
         ))
         .hint(hint);
-        eprintln!("{}", warning.render(std::io::stderr().is_terminal()));
+        messages::diagnostic(&warning);
     }
     plan
 }

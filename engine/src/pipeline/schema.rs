@@ -17,12 +17,12 @@ use super::model::TransformOp;
 use super::value::{Node, Step};
 
 /// The pipeline schema as shipped in `schemas/`, for editors.
-const SHIPPED: &str = include_str!("../../../schemas/pipeline.schema.json");
+pub const SCHEMA_TEXT: &str = include_str!("../../../schemas/pipeline.schema.json");
 
 /// The schema pipelines are checked against: the shipped one, with each part that has a
 /// home of its own in the code taken from there.
 static SCHEMA: LazyLock<Json> = LazyLock::new(|| {
-    let mut schema: Json = serde_json::from_str(SHIPPED).expect("the shipped schema is JSON");
+    let mut schema: Json = serde_json::from_str(SCHEMA_TEXT).expect("the shipped schema is JSON");
     schema["$defs"]["transform"] = TransformOp::schema();
     schema
 });
@@ -229,7 +229,7 @@ mod tests {
     /// transforms, leaving the rest as written.
     #[test]
     fn shipped_schema_is_what_the_code_says() {
-        let shipped: Json = serde_json::from_str(SHIPPED).unwrap();
+        let shipped: Json = serde_json::from_str(SCHEMA_TEXT).unwrap();
         if shipped == *SCHEMA {
             return;
         }
@@ -242,15 +242,15 @@ mod tests {
             "{path} is out of date; run `ROCFLOW_BLESS=1 cargo test -p rocflow shipped_schema`"
         );
         let (start, end) = (
-            SHIPPED.find("\n    \"transform\": {\n").unwrap() + 1,
-            |from| from + SHIPPED[from..].find("\n    },\n").unwrap() + "\n    },".len(),
+            SCHEMA_TEXT.find("\n    \"transform\": {\n").unwrap() + 1,
+            |from| from + SCHEMA_TEXT[from..].find("\n    },\n").unwrap() + "\n    },".len(),
         );
         let end = end(start);
         let part = format!(
             "    \"transform\": {}",
             layout(&SCHEMA["$defs"]["transform"], 4)
         );
-        let text = format!("{}{part},{}", &SHIPPED[..start], &SHIPPED[end..]);
+        let text = format!("{}{part},{}", &SCHEMA_TEXT[..start], &SCHEMA_TEXT[end..]);
         assert_eq!(serde_json::from_str::<Json>(&text).unwrap(), *SCHEMA);
         std::fs::write(path, text).unwrap();
     }

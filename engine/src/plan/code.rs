@@ -46,7 +46,7 @@ impl Plan {
             code
         });
         leave_out(&mut self.sinks, &mut left_out, |s| {
-            matches!(s.writer, Writer::Plugin(_)).then(|| Code::Sink(s.name.clone()))
+            matches!(s.writer, Writer::Plugin { .. }).then(|| Code::Sink(s.name.clone()))
         });
         leave_out(&mut self.posts, &mut left_out, |p| {
             matches!(p.step, PostStep::Command { .. }).then(|| Code::Command(p.name.clone()))
@@ -133,7 +133,10 @@ kind = "summary"
         });
         let mut sink = plan.sinks[0].clone();
         sink.name = "metrics".into();
-        sink.writer = Writer::Plugin(plugin);
+        sink.writer = Writer::Plugin {
+            plugin,
+            options: Default::default(),
+        };
         let mut route = plan.stages.routes[0].clone();
         route.sink = "metrics".into();
         plan.sinks.push(sink);

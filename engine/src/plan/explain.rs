@@ -83,19 +83,16 @@ pub fn explain(plan: &Plan) -> String {
     let _ = writeln!(out, "\nsinks");
     for sink in &plan.sinks {
         let writer = match &sink.writer {
-            Writer::Builtin(kind) => serde_json::to_value(kind)
+            Writer::Builtin(format) => serde_json::to_value(format.kind())
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
-            Writer::Plugin(plugin) => plugin.to_string(),
+            Writer::Plugin { plugin, .. } => plugin.to_string(),
         };
         let _ = writeln!(out, "  {} ({writer}): {}", sink.name, sink.path);
-        if !sink.options.is_empty() {
-            let _ = writeln!(
-                out,
-                "    options: {}",
-                serde_json::Value::Object(sink.options.clone())
-            );
+        let options = sink.options();
+        if !options.is_empty() {
+            let _ = writeln!(out, "    options: {}", serde_json::Value::Object(options));
         }
     }
     if !plan.posts.is_empty() {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::pipeline::model::{PostStep, SinkKind};
 use crate::record::RecordKind;
+use crate::sink::Format;
 
 pub use rocflow_core::contexts::{
     AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS, FORMAT_VERSION,
@@ -105,31 +106,98 @@ pub struct Route {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(try_from = "RecordedSink", into = "RecordedSink")]
 pub struct SinkPlan {
     pub name: String,
-    /// `kind` in the serialized plan, as in plans recorded before there were plugins.
-    #[serde(rename = "kind")]
     pub writer: Writer,
     /// The output path with run-time placeholders (`{pid}`, …) still in it.
     pub path: String,
     pub kinds: Vec<RecordKind>,
-    /// The sink's options (a plugin's are handed to it as JSON).
-    pub options: serde_json::Map<String, serde_json::Value>,
 }
 
-/// What writes a sink's output: serialized as the format's name, or the plugin.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(untagged)]
+/// What writes a sink's output, with its options: a format's are read when the pipeline
+/// is compiled, a plugin's are handed to it as JSON.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Writer {
     /// One of rocflow's formats.
-    Builtin(SinkKind),
-    Plugin(PluginRef),
+    Builtin(Format),
+    Plugin {
+        plugin: PluginRef,
+        options: serde_json::Map<String, serde_json::Value>,
+    },
 }
 
 impl SinkPlan {
     /// Whether the sink writes rocflow's format `kind`.
     pub fn writes(&self, kind: SinkKind) -> bool {
-        self.writer == Writer::Builtin(kind)
+        matches!(&self.writer, Writer::Builtin(format) if format.kind() == kind)
+    }
+
+    /// The options as a pipeline writes them: a format's where they differ from its
+    /// defaults, a plugin's all.
+    pub fn options(&self) -> serde_json::Map<String, serde_json::Value> {
+        match &self.writer {
+            Writer::Builtin(format) => format.written(),
+            Writer::Plugin { options, .. } => options.clone(),
+        }
+    }
+}
+
+/// A sink as a serialized plan holds it, as plans have since before options were typed:
+/// the format's name (or the plugin) in `kind`, the options as JSON.
+#[derive(Serialize, Deserialize)]
+struct RecordedSink {
+    name: String,
+    kind: RecordedWriter,
+    path: String,
+    kinds: Vec<RecordKind>,
+    options: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum RecordedWriter {
+    Builtin(SinkKind),
+    Plugin(PluginRef),
+}
+
+impl TryFrom<RecordedSink> for SinkPlan {
+    type Error = String;
+
+    fn try_from(sink: RecordedSink) -> Result<SinkPlan, String> {
+        let writer = match sink.kind {
+            RecordedWriter::Builtin(kind) => Writer::Builtin(
+                Format::parse(kind, &sink.options)
+                    .map_err(|e| format!("the options of sink `{}`: {e}", sink.name))?,
+            ),
+            RecordedWriter::Plugin(plugin) => Writer::Plugin {
+                plugin,
+                options: sink.options,
+            },
+        };
+        Ok(SinkPlan {
+            name: sink.name,
+            writer,
+            path: sink.path,
+            kinds: sink.kinds,
+        })
+    }
+}
+
+impl From<SinkPlan> for RecordedSink {
+    fn from(sink: SinkPlan) -> RecordedSink {
+        let options = sink.options();
+        let kind = match sink.writer {
+            Writer::Builtin(format) => RecordedWriter::Builtin(format.kind()),
+            Writer::Plugin { plugin, .. } => RecordedWriter::Plugin(plugin),
+        };
+        RecordedSink {
+            name: sink.name,
+            kind,
+            path: sink.path,
+            kinds: sink.kinds,
+            options,
+        }
     }
 }
 
@@ -193,13 +261,16 @@ mod tests {
     fn sinks_serialize_their_writer_as_kind() {
         let recorded = r#"{"name":"t","kind":"csv","path":"out","kinds":[],"options":{}}"#;
         let sink: SinkPlan = serde_json::from_str(recorded).unwrap();
-        assert_eq!(sink.writer, Writer::Builtin(SinkKind::Csv));
+        assert!(sink.writes(SinkKind::Csv));
         assert_eq!(serde_json::to_string(&sink).unwrap(), recorded);
         let plugin = SinkPlan {
-            writer: Writer::Plugin(PluginRef {
-                name: "openmetrics".into(),
-                library: "/lib/librocflow_plugin_openmetrics.so".into(),
-            }),
+            writer: Writer::Plugin {
+                plugin: PluginRef {
+                    name: "openmetrics".into(),
+                    library: "/lib/librocflow_plugin_openmetrics.so".into(),
+                },
+                options: serde_json::from_str(r#"{"labels":{"job":"x"}}"#).unwrap(),
+            },
             ..sink
         };
         let json = serde_json::to_string(&plugin).unwrap();
@@ -207,6 +278,33 @@ mod tests {
             json.contains(r#""kind":{"name":"openmetrics","library":"/lib/"#),
             "{json}"
         );
+        assert!(
+            json.ends_with(r#""options":{"labels":{"job":"x"}}}"#),
+            "{json}"
+        );
         assert_eq!(serde_json::from_str::<SinkPlan>(&json).unwrap(), plugin);
+    }
+
+    /// A sink recorded before options were typed (as JSON, every value as the pipeline
+    /// wrote it) reads into its format's options, and is written back the same.
+    #[test]
+    fn recorded_sink_options_read_typed() {
+        let recorded = r#"{"name":"trace","kind":"perfetto","path":"t.pftrace","kinds":["api"],"options":{"split_size":"512MiB","time_unit":"us"}}"#;
+        let sink: SinkPlan = serde_json::from_str(recorded).unwrap();
+        let Writer::Builtin(Format::Perfetto(options)) = &sink.writer else {
+            panic!("{sink:?}")
+        };
+        assert_eq!(
+            options.split_size.as_ref().map(|s| s.bytes),
+            Some(512 << 20)
+        );
+        assert!(options.flows);
+        assert_eq!(serde_json::to_string(&sink).unwrap(), recorded);
+        let bad = recorded.replace("512MiB", "512 parsecs");
+        let e = serde_json::from_str::<SinkPlan>(&bad).unwrap_err();
+        assert!(
+            e.to_string().starts_with("the options of sink `trace`: "),
+            "{e}"
+        );
     }
 }

@@ -34,6 +34,7 @@ pub enum Check {
 
 /// What goes wrong with a plugin: loading it, or a call into it.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     #[error("cannot load {}: {message}", path.display())]
     Open { path: PathBuf, message: String },

@@ -26,7 +26,54 @@ const DEFAULT_TOP: usize = 10;
 pub struct PostReport {
     pub name: String,
     pub required: bool,
-    pub outcome: Result<Done, String>,
+    pub outcome: Result<Done, PostError>,
+}
+
+/// Why a post-step did not complete.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PostError {
+    /// rocflow was asked to stop before the step ended.
+    #[error("{}", crate::cancel::STOPPED)]
+    Stopped,
+    /// A required step before this one failed.
+    #[error("not run: the required step `{0}` failed")]
+    NotRun(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    /// The run's records could not be summarized.
+    #[error("{0}")]
+    Summary(String),
+    #[error("the command is empty")]
+    EmptyCommand,
+    #[error("cannot run `{program}`: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("waiting for `{program}`: {source}")]
+    Wait {
+        program: String,
+        source: std::io::Error,
+    },
+    /// The command ended with a failure status (`code`), or by a signal (none).
+    #[error("`{program}` {}", match code {
+        Some(code) => format!("exited with status {code}"),
+        None => "was killed by a signal".to_owned(),
+    })]
+    Exited { program: String, code: Option<i32> },
+    /// A `sql` step failed; see [`sql::SqlError`].
+    #[error(transparent)]
+    Sql(#[from] sql::SqlError),
+}
+
+impl PostError {
+    fn io(context: String) -> impl FnOnce(std::io::Error) -> PostError {
+        move |source| PostError::Io { context, source }
+    }
 }
 
 /// A finished post-step's files and what it prints.
@@ -54,7 +101,7 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
             reports.push(PostReport {
                 name: post.name.clone(),
                 required: post.required,
-                outcome: Err(crate::cancel::STOPPED.into()),
+                outcome: Err(PostError::Stopped),
             });
             continue;
         }
@@ -62,10 +109,7 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
             reports.push(PostReport {
                 name: post.name.clone(),
                 required: post.required,
-                outcome: Err(format!(
-                    "not run: the required step `{}` failed",
-                    failed.name
-                )),
+                outcome: Err(PostError::NotRun(failed.name.clone())),
             });
             continue;
         }
@@ -103,9 +147,10 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
                         limit: Duration::from_nanos(limit),
                     }
                     .run(&database, &path, format.as_deref()),
-                    (None, _) => Err("no database: the pipeline has no rocpd sink".into()),
-                    (_, Err(e)) => Err(format!("timeout: {e}")),
-                };
+                    (None, _) => Err(sql::SqlError::NoDatabase),
+                    (_, Err(e)) => Err(sql::SqlError::Timeout(e)),
+                }
+                .map_err(PostError::from);
                 outputs.posts.push((post.name.clone(), path));
                 done
             }
@@ -185,33 +230,41 @@ fn command(
     argv: &[String],
     env: &indexmap::IndexMap<String, String>,
     outputs: &Outputs,
-) -> Result<Done, String> {
+) -> Result<Done, PostError> {
     let argv: Vec<String> = argv.iter().map(|a| outputs.expand(a)).collect();
-    let (program, args) = argv.split_first().ok_or("the command is empty")?;
+    let (program, args) = argv.split_first().ok_or(PostError::EmptyCommand)?;
     let mut child = Command::new(program)
         .args(args)
         .envs(outputs.variables())
         .envs(env.iter().map(|(k, v)| (k, outputs.expand(v))))
         .spawn()
-        .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+        .map_err(|source| PostError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if crate::cancel::requested() => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(crate::cancel::STOPPED.into());
+                return Err(PostError::Stopped);
             }
             Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
-            Err(e) => return Err(format!("waiting for `{program}`: {e}")),
+            Err(source) => {
+                return Err(PostError::Wait {
+                    program: program.clone(),
+                    source,
+                });
+            }
         }
     };
     if status.success() {
         Ok(Done::default())
     } else {
-        Err(match status.code() {
-            Some(code) => format!("`{program}` exited with status {code}"),
-            None => format!("`{program}` was killed by a signal"),
+        Err(PostError::Exited {
+            program: program.clone(),
+            code: status.code(),
         })
     }
 }
@@ -222,7 +275,7 @@ fn report(
     path: &Path,
     title: Option<&str>,
     outputs: &Outputs<'_>,
-) -> Result<Done, String> {
+) -> Result<Done, PostError> {
     let summary = summary_of(plan, spool, Breakdown::default())?;
     let title = title.map_or_else(|| format!("rocflow: {}", plan.pipeline.name), str::to_owned);
     let linked: Vec<(String, PathBuf)> = outputs
@@ -238,7 +291,7 @@ fn report(
         outputs: &linked,
     };
     crate::report::write(path, &page, &summary)
-        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        .map_err(PostError::io(format!("writing {}", path.display())))?;
     Ok(Done {
         paths: vec![path.to_path_buf()],
         text: String::new(),
@@ -246,14 +299,16 @@ fn report(
 }
 
 /// The run's statistics through the plan's transforms.
-fn summary_of(plan: &Plan, spool: &Path, breakdown: Breakdown) -> Result<Summary, String> {
-    let mut spool = Spool::open(spool).map_err(|e| format!("reading {}: {e}", spool.display()))?;
+fn summary_of(plan: &Plan, spool: &Path, breakdown: Breakdown) -> Result<Summary, PostError> {
+    let mut spool = Spool::open(spool)
+        .map_err(|e| PostError::Summary(format!("reading {}: {e}", spool.display())))?;
     // The spool was read whole by the sinks already, and how it ended reported there.
     let frames = std::iter::from_fn(|| spool.next_frame());
     let mut source = Frames(frames.take_while(|_| !crate::cancel::requested()));
-    let (summary, _) = Summary::of_run(&plan.stages.transforms, &mut source, breakdown)?;
+    let (summary, _) = Summary::of_run(&plan.stages.transforms, &mut source, breakdown)
+        .map_err(PostError::Summary)?;
     if crate::cancel::requested() {
-        return Err(crate::cancel::STOPPED.into());
+        return Err(PostError::Stopped);
     }
     Ok(summary)
 }
@@ -265,7 +320,7 @@ fn summarize(
     top: Option<u32>,
     formats: &[String],
     by: &[String],
-) -> Result<Done, String> {
+) -> Result<Done, PostError> {
     let breakdown = Breakdown {
         process: by.iter().any(|b| b == "process"),
         agent: by.iter().any(|b| b == "agent"),
@@ -280,7 +335,7 @@ fn summarize(
             .collect()
     };
     let paths = summary::write_files(&tables, dir, &formats)
-        .map_err(|e| format!("writing {}: {e}", dir.display()))?;
+        .map_err(PostError::io(format!("writing {}", dir.display())))?;
     let top = top.map_or(DEFAULT_TOP, |n| n as usize);
     Ok(Done {
         paths,

@@ -34,6 +34,37 @@ const SCHEMA_PRAGMAS: &[&str] = &[
     "foreign_key_list",
 ];
 
+/// Why a `sql` step failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SqlError {
+    #[error("no database: the pipeline has no rocpd sink")]
+    NoDatabase,
+    /// The step's `timeout` is no duration.
+    #[error("timeout: {0}")]
+    Timeout(String),
+    #[error("opening {}: {source}", path.display())]
+    Open {
+        path: std::path::PathBuf,
+        source: rusqlite::Error,
+    },
+    /// The query would change something: what it does, to end "this query …".
+    #[error("sql steps only read, and this query {0}")]
+    Writes(String),
+    #[error("the query ran past its {} limit", format_duration(.0.as_nanos() as u64))]
+    TimeLimit(Duration),
+    /// rocflow was asked to stop while the query ran.
+    #[error("{}", crate::cancel::STOPPED)]
+    Stopped,
+    #[error("SQLite: {0}")]
+    Sqlite(rusqlite::Error),
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// A step's time limit in nanoseconds: its `timeout`, else the default.
 pub fn time_limit(timeout: Option<&Quantity>) -> Result<u64, String> {
     timeout.map_or(Ok(DEFAULT_TIME_LIMIT_NS), |t| t.value(parse_duration))
@@ -50,7 +81,12 @@ pub(super) struct Query<'a> {
 impl Query<'_> {
     /// Runs the query on `database` and writes its rows to `path`; the format is `format`,
     /// else the path's extension's (`.md`, `.json`), else CSV.
-    pub fn run(&self, database: &Path, path: &Path, format: Option<&str>) -> Result<Done, String> {
+    pub fn run(
+        &self,
+        database: &Path,
+        path: &Path,
+        format: Option<&str>,
+    ) -> Result<Done, SqlError> {
         let table = self.table(database)?;
         let extension = path.extension().and_then(|e| e.to_str());
         let format = format
@@ -61,7 +97,10 @@ impl Query<'_> {
             Format::Csv => summary::csv(&table),
             other => summary::render(std::slice::from_ref(&table), other),
         };
-        crate::atomic::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        crate::atomic::write(path, text).map_err(|source| SqlError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Ok(Done {
             paths: vec![path.to_path_buf()],
             text: String::new(),
@@ -69,28 +108,28 @@ impl Query<'_> {
     }
 
     /// The query's rows, as a table named after the step.
-    fn table(&self, database: &Path) -> Result<Table, String> {
+    fn table(&self, database: &Path) -> Result<Table, SqlError> {
         use rusqlite::types::ValueRef;
         let refused = Arc::new(OnceLock::new());
         let connection = open(database, Instant::now() + self.limit, Arc::clone(&refused))
-            .map_err(|e| format!("opening {}: {e}", database.display()))?;
+            .map_err(|source| SqlError::Open {
+                path: database.to_path_buf(),
+                source,
+            })?;
         let why = |e: rusqlite::Error| match refused.get() {
-            Some(what) => format!("sql steps only read, and this query {what}"),
+            Some(what) => SqlError::Writes(what.clone()),
             None if e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) => {
                 if crate::cancel::requested() {
-                    return crate::cancel::STOPPED.to_owned();
+                    return SqlError::Stopped;
                 }
-                format!(
-                    "the query ran past its {} limit",
-                    format_duration(self.limit.as_nanos() as u64)
-                )
+                SqlError::TimeLimit(self.limit)
             }
-            None => format!("SQLite: {e}"),
+            None => SqlError::Sqlite(e),
         };
         let mut statement = connection.prepare(self.text).map_err(&why)?;
         // What no authorizer sees, such as VACUUM.
         if !statement.readonly() {
-            return Err("sql steps only read, and this query writes".into());
+            return Err(SqlError::Writes("writes".into()));
         }
         let columns: Vec<String> = statement
             .column_names()

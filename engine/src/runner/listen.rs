@@ -8,6 +8,7 @@ use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::messages;
 use crate::record::{RecordKind, wire_size};
 use crate::spool::SpoolWriter;
 use crate::wire::{self, Frame, FrameReader};
@@ -27,8 +28,12 @@ struct Kept {
     /// for) are neither kept nor decoded.
     writer: Option<SpoolWriter>,
     /// Why the spool is incomplete, if a write failed.
-    error: Option<String>,
+    error: Option<std::io::Error>,
 }
+
+/// The intake takes no more frames: the spool is finished, or the stages stopped.
+#[derive(Debug)]
+pub struct Closed;
 
 impl Intake {
     pub fn new(spool: SpoolWriter, consumes: impl Fn(RecordKind) -> bool) -> Intake {
@@ -43,24 +48,26 @@ impl Intake {
 
     /// Keeps a raw frame in the spool and decodes it for the stages if they take it;
     /// `Err` once the spool is finished or the stages stopped taking frames.
-    pub fn take(&self, raw: &[u8], frames: &SyncSender<Frame>) -> Result<(), ()> {
+    pub fn take(&self, raw: &[u8], frames: &SyncSender<Frame>) -> Result<(), Closed> {
         {
             let mut kept = self.spool.lock().unwrap();
             let Kept { writer, error } = &mut *kept;
-            let Some(writer) = writer else { return Err(()) };
+            let Some(writer) = writer else {
+                return Err(Closed);
+            };
             if error.is_none()
                 && let Err(e) = writer.write(raw)
             {
-                *error = Some(e.to_string());
+                *error = Some(e);
             }
         }
         if record_kind(raw).is_some_and(|kind| !self.decode[kind as usize]) {
             return Ok(());
         }
         match wire::decode_frame(raw) {
-            Ok(frame) => frames.send(frame).map_err(|_| ()),
+            Ok(frame) => frames.send(frame).map_err(|_| Closed),
             Err(e) => {
-                eprintln!("rocflow: dropping a frame: {e}");
+                messages::runner(format_args!("dropping a frame: {e}"));
                 Ok(())
             }
         }
@@ -68,10 +75,10 @@ impl Intake {
 
     /// Completes the spool with every frame taken so far: written out and synced, whatever
     /// readers are still running. Once only; the error says why it is incomplete, if it is.
-    pub fn finish(&self) -> Option<String> {
+    pub fn finish(&self) -> Option<std::io::Error> {
         let mut kept = self.spool.lock().unwrap();
         let writer = kept.writer.take()?;
-        let finished = writer.finish().err().map(|e| e.to_string());
+        let finished = writer.finish().err();
         kept.error.take().or(finished)
     }
 }
@@ -188,7 +195,7 @@ pub fn serve(
                 std::thread::sleep(Duration::from_millis(20));
             }
             Err(e) => {
-                eprintln!("rocflow: accepting a connection failed: {e}");
+                messages::runner(format_args!("accepting a connection failed: {e}"));
                 return;
             }
         }
@@ -207,7 +214,7 @@ fn read(
     let mut reader = match FrameReader::new(std::io::BufReader::with_capacity(1 << 20, socket)) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("rocflow: a process's stream is unreadable: {e}");
+            messages::runner(format_args!("a process's stream is unreadable: {e}"));
             return;
         }
     };
@@ -229,7 +236,9 @@ fn read(
             // A process killed mid-frame: everything before the frame was kept.
             Err(wire::WireError::Truncated { .. }) => return,
             Err(e) => {
-                eprintln!("rocflow: stream {stream}: {e}; its later frames are dropped");
+                messages::runner(format_args!(
+                    "stream {stream}: {e}; its later frames are dropped"
+                ));
                 return;
             }
         }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use crate::plan::Plan;
 use crate::record::{Exit, Meta, RecordKind};
 use crate::sink;
-use crate::source::Live;
+use crate::source::{Ending, Live, SourceError};
 use crate::spool::SpoolWriter;
 use crate::stage::{self, Report};
 use crate::wire::{self, Frame};
@@ -93,7 +93,7 @@ pub struct Outcome {
     /// The raw spool.
     pub spool: PathBuf,
     /// Why the spool is incomplete, if writing it failed.
-    pub spool_error: Option<String>,
+    pub spool_error: Option<std::io::Error>,
 }
 
 /// How far the application's runs went, one per counter pass: all of them, or up to the
@@ -392,9 +392,13 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
     });
 
     let mut live = Live::new(frames, &intake);
-    let report = stage::run(plan, &mut live, &sink::open).map_err(setup)?;
-    let (stopped, spool_error) = (live.stopped, report.source.as_ref().err());
-    let spool_error = spool_error.map(ToString::to_string);
+    let mut report = stage::run(plan, &mut live, &sink::open).map_err(|e| setup(e.to_string()))?;
+    let stopped = live.stopped;
+    // The one fault a live source has: its spool could not be completed.
+    let spool_error = match std::mem::replace(&mut report.source, Ok(Ending::default())) {
+        Err(SourceError::Spool(e)) => Some(e),
+        _ => None,
+    };
     stop.store(true, Ordering::Release);
     let passes = match stopped {
         Some(_) => None,

@@ -24,6 +24,11 @@ use crate::transform::Table;
 use super::staging::Staging;
 use super::{Sink, SinkError};
 
+/// The sink's `options`: none; a CSV file has nothing to choose.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {}
+
 pub struct CsvSink {
     staging: Staging,
     files: HashMap<RecordKind, File>,

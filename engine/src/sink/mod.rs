@@ -3,6 +3,7 @@
 
 mod counters;
 mod csv;
+mod options;
 mod otf2;
 mod parquet;
 mod path;
@@ -16,22 +17,48 @@ use std::sync::Arc;
 
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
-use crate::pipeline::model::SinkKind;
 use crate::plan::{SinkPlan, Writer};
 use crate::plugin::{Plugin, PluginSink};
 use crate::transform::Table;
 
 pub use csv::table_rows as csv_rows;
+pub use options::{Format, OptionError, Size};
 pub use path::Placeholders;
 
-/// A failure of one sink; it stops that sink, never the others.
+/// A failure of one sink; it stops that sink, never the others. Each says what was being
+/// done (`context`, e.g. "writing out/trace.pftrace") and what went wrong.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SinkError {
+    /// Reading or writing a file failed.
     #[error("{context}: {source}")]
     Io {
         context: String,
         source: std::io::Error,
     },
+    /// The output would take a place that is not the sink's to take: a file it did not
+    /// write, another process's database, a table of the format's own.
+    #[error("{context}: {reason}")]
+    NameClash { context: String, reason: String },
+    /// Parquet could not encode or write a file.
+    #[error("{context}: {source}")]
+    Parquet {
+        context: String,
+        source: ::parquet::errors::ParquetError,
+    },
+    /// SQLite refused a statement of the rocpd sink.
+    #[error("{context}: SQLite: {source}")]
+    Sqlite {
+        context: String,
+        source: rusqlite::Error,
+    },
+    /// The records hold what the format has no room for.
+    #[error("{context}: {reason}")]
+    Unrepresentable { context: String, reason: String },
+    /// The OTF2 library is missing, or one of its calls failed.
+    #[error("{context}: {message}")]
+    Otf2 { context: String, message: String },
+    /// The run stopped early; the sink dropped what it had written.
     #[error("the run stopped before its end; nothing was written")]
     Stopped,
     #[error(transparent)]
@@ -46,6 +73,21 @@ impl SinkError {
 }
 
 /// An output format.
+///
+/// The stage runner ([`crate::stage`]) drives each sink on a thread of its own, in this
+/// order:
+///
+/// 1. It is opened ([`open`]) when its first window or table arrives, when the run's
+///    metadata can fill its path's placeholders; a run that brings it nothing opens it at
+///    the end, and it writes its empty output.
+/// 2. [`write`](Sink::write) takes the windows in arrival order, then
+///    [`table`](Sink::table) each aggregate table, once the records have ended.
+/// 3. [`finish`](Sink::finish) completes the output, and only after every call succeeded.
+///    After a failure nothing more is called: the sink is dropped.
+///
+/// Dropping a sink that has not finished (after its failure, or a run that stopped early)
+/// must discard what it wrote, leaving any earlier output at its path as it was: outputs
+/// are written under a temporary name ([`staging`]) and moved into place by `finish`.
 pub trait Sink: Send {
     /// Writes a window of chunks, in arrival order, all of kinds the sink asked for. Their
     /// metadata is in `catalog`, under each chunk's stream. A window holds many chunks so
@@ -53,36 +95,35 @@ pub trait Sink: Send {
     /// pay per write (a transaction, a system call).
     fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError>;
 
-    /// Writes a table an aggregate transform produced at the end of the run.
-    fn table(&mut self, table: &Table) -> Result<(), SinkError>;
+    /// Writes a table an aggregate transform produced at the end of the run. Formats of
+    /// events, not tables (a trace), leave them to a table sink: the default.
+    fn table(&mut self, table: &Table) -> Result<(), SinkError> {
+        let _ = table;
+        Ok(())
+    }
 
     /// Completes the output, moving it to its final path, and returns the paths written.
     fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError>;
 }
 
-/// The sink's `options`, checked against what it takes.
-fn options<T: serde::de::DeserializeOwned>(plan: &SinkPlan) -> Result<T, SinkError> {
-    serde_json::from_value(plan.options.clone().into()).map_err(|e| SinkError::Io {
-        context: format!("the options of sink `{}`", plan.name),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
-    })
-}
-
 /// Opens the sink a plan names, at its path with the placeholders filled in.
 pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink>, SinkError> {
     let path = placeholders.expand(&plan.path);
-    let kind = match &plan.writer {
-        Writer::Builtin(kind) => kind,
-        Writer::Plugin(plugin) => {
-            let plugin = Plugin::load(&plugin.library)?;
-            return Ok(Box::new(PluginSink::open(plugin, &plan.options, &path)?));
+    Ok(match &plan.writer {
+        Writer::Builtin(Format::Csv(_)) => Box::new(csv::CsvSink::create(path)?),
+        Writer::Builtin(Format::Perfetto(options)) => {
+            Box::new(perfetto::PerfettoSink::create(options, path)?)
         }
-    };
-    match kind {
-        SinkKind::Csv => Ok(Box::new(csv::CsvSink::create(path)?)),
-        SinkKind::Perfetto => Ok(Box::new(perfetto::PerfettoSink::create(plan, path)?)),
-        SinkKind::Parquet => Ok(Box::new(parquet::ParquetSink::create(plan, path)?)),
-        SinkKind::Rocpd => Ok(Box::new(rocpd::RocpdSink::create(plan, placeholders)?)),
-        SinkKind::Otf2 => Ok(Box::new(otf2::Otf2Sink::create(path)?)),
-    }
+        Writer::Builtin(Format::Parquet(options)) => {
+            Box::new(parquet::ParquetSink::create(options, path)?)
+        }
+        Writer::Builtin(Format::Rocpd(options)) => {
+            Box::new(rocpd::RocpdSink::create(options, &plan.path, placeholders)?)
+        }
+        Writer::Builtin(Format::Otf2(_)) => Box::new(otf2::Otf2Sink::create(path)?),
+        Writer::Plugin { plugin, options } => {
+            let plugin = Plugin::load(&plugin.library)?;
+            Box::new(PluginSink::open(plugin, options, &path)?)
+        }
+    })
 }

@@ -68,13 +68,11 @@ impl Staging {
         let target = &self.target;
         if target.exists() {
             if !earlier(target) {
-                return Err(SinkError::Io {
+                return Err(SinkError::NameClash {
                     context: format!("writing {}", target.display()),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::AlreadyExists,
-                        "it exists and is not an earlier output of this sink; remove it or \
-                         choose another path",
-                    ),
+                    reason: "it exists and is not an earlier output of this sink; remove it \
+                             or choose another path"
+                        .into(),
                 });
             }
             std::fs::remove_dir_all(target)
@@ -127,5 +125,33 @@ impl Drop for Staging {
         if !self.committed {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What is at the output's path and not this sink's is a name clash, said as before
+    /// errors had kinds; the staged output is dropped and the file left as it was.
+    #[test]
+    fn a_foreign_file_at_the_path_is_a_name_clash() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        std::fs::write(&target, "mine").unwrap();
+        let staging = Staging::create(target.clone()).unwrap();
+        let staged = staging.dir().to_owned();
+        let error = staging.commit(|_| false).unwrap_err();
+        assert!(matches!(error, SinkError::NameClash { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "writing {}: it exists and is not an earlier output of this sink; remove it or \
+                 choose another path",
+                target.display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+        assert!(!staged.exists());
     }
 }

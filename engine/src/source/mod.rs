@@ -70,5 +70,5 @@ pub enum SourceError {
     },
     /// The live run's spool could not be completed; the run's outputs may still be whole.
     #[error("{0}")]
-    Spool(String),
+    Spool(std::io::Error),
 }

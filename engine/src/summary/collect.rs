@@ -10,7 +10,6 @@ use crate::chunk::Chunk;
 use crate::record::{Batch, CounterSample};
 use crate::sdk::Domain;
 use crate::sink::{Sink, SinkError};
-use crate::transform::Table;
 
 use super::{Kind, Summary, size_class};
 
@@ -171,10 +170,6 @@ impl Sink for Collector {
                 _ => {}
             }
         }
-        Ok(())
-    }
-
-    fn table(&mut self, _: &Table) -> Result<(), SinkError> {
         Ok(())
     }
 

@@ -143,7 +143,8 @@ impl Summary {
                 Ok(Box::new(collect::Collector::new(Arc::clone(&summary))))
             }),
         };
-        let report = stage::run_into(transforms, source, vec![outlet])?;
+        let report =
+            stage::run_into(transforms, source, vec![outlet]).map_err(|e| e.to_string())?;
         if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
             return Err(e.to_string());
         }

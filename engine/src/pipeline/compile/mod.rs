@@ -16,6 +16,7 @@ use crate::plan::{
 use crate::plugin::{self, Check, Kind, NotFound, Plugin, PluginSink, Search};
 use crate::record::RecordKind;
 use crate::sdk::Domain;
+use crate::sink::Format;
 
 use super::counters::CounterCheck;
 use super::model::{self, Pipeline, PostStep, Quantity, SinkKind, SinkType, TransformOp};
@@ -288,14 +289,6 @@ impl<'a> Compiler<'a> {
                 d.notes
                     .extend(first.map(|p| format!("`{}` writes it at {p}", plans[other].name)));
             }
-            // A Parquet size limit in text is checked here, where its position is known.
-            if sink.kind == SinkType::Builtin(SinkKind::Parquet)
-                && let Some(size) = sink.options.get("max_file_size")
-                && let Ok(size) = serde_json::from_value::<Quantity>(size.clone())
-            {
-                let path = path!["sink", s, "options", "max_file_size"];
-                self.quantity(path, &size, units::parse_size);
-            }
             let kinds = self.record_kinds(path!["sink", s, "records"], &sink.records, produced);
             for (k, kind) in kinds.iter().enumerate() {
                 if !sink.records.is_empty() && !produced.contains(kind) {
@@ -310,7 +303,7 @@ impl<'a> Compiler<'a> {
                 }
             }
             let writer = match sink.kind {
-                SinkType::Builtin(kind) => Writer::Builtin(kind),
+                SinkType::Builtin(kind) => Writer::Builtin(self.sink_options(s, kind, sink)),
                 SinkType::Plugin(_) => {
                     let reference = sink
                         .plugin
@@ -319,10 +312,13 @@ impl<'a> Compiler<'a> {
                     let found = self.plugin_sink(s, reference, &sink.options);
                     // After an error (reported) the plan is not used; it keeps its place so
                     // that sinks line up with their entries.
-                    Writer::Plugin(found.unwrap_or_else(|| PluginRef {
-                        name: reference.to_owned(),
-                        library: PathBuf::from(reference),
-                    }))
+                    Writer::Plugin {
+                        plugin: found.unwrap_or_else(|| PluginRef {
+                            name: reference.to_owned(),
+                            library: PathBuf::from(reference),
+                        }),
+                        options: sink.options.clone(),
+                    }
                 }
             };
             plans.push(SinkPlan {
@@ -330,7 +326,6 @@ impl<'a> Compiler<'a> {
                 writer,
                 path: sink.path.clone(),
                 kinds,
-                options: sink.options.clone(),
             });
         }
         if plans.is_empty() && !produced.is_empty() {
@@ -340,6 +335,18 @@ impl<'a> Compiler<'a> {
             );
         }
         plans
+    }
+
+    /// Reads a format's options into their typed form, once: a bad one is reported where
+    /// it is written. After an error (reported) the plan is not used, so the defaults stand
+    /// in.
+    fn sink_options(&mut self, s: usize, kind: SinkKind, sink: &model::Sink) -> Format {
+        Format::parse(kind, &sink.options).unwrap_or_else(|e| {
+            let mut path = path!["sink", s, "options"].to_vec();
+            path.extend(e.key.as_deref().map(Step::Key));
+            self.error(&path, e.message);
+            Format::parse(kind, &Default::default()).expect("the defaults are options")
+        })
     }
 
     /// Finds a sink plugin and, if it is loaded, creates it with its options (it writes

@@ -39,9 +39,9 @@ pub struct Archive {
 
 /// A failed OTF2 call.
 pub fn fault(message: String) -> SinkError {
-    SinkError::Io {
+    SinkError::Otf2 {
         context: "writing the OTF2 archive".into(),
-        source: std::io::Error::other(message),
+        message,
     }
 }
 

@@ -6,6 +6,8 @@ use std::ffi::{c_char, c_void};
 
 use libloading::Library;
 
+use crate::sink::SinkError;
+
 /// Set to a library file to load it instead of searching the system's library path (an
 /// OTF2 built into a Spack or Score-P prefix, for example).
 pub const LIBRARY_VAR: &str = "ROCFLOW_OTF2_LIBRARY";
@@ -222,33 +224,40 @@ functions! {
 
 impl Otf2 {
     /// Loads the library from [`LIBRARY_VAR`], or else under the names it is installed as.
-    pub fn load() -> Result<Otf2, String> {
+    pub fn load() -> Result<Otf2, SinkError> {
+        let missing = |message| SinkError::Otf2 {
+            context: "opening the OTF2 library".into(),
+            message,
+        };
         let install = format!("install it with `apt-get install {PACKAGE}` (Debian, Ubuntu)");
         let library = match std::env::var_os(LIBRARY_VAR) {
             // SAFETY: loading runs the library's initializers; OTF2's have no preconditions.
             Some(path) => unsafe { Library::new(&path) }.map_err(|e| {
-                format!(
+                missing(format!(
                     "cannot load the OTF2 library {} that {LIBRARY_VAR} names ({e}); unset it \
                      to use the system's, or {install}",
                     path.to_string_lossy()
-                )
+                ))
             })?,
             None => SONAMES
                 .iter()
                 // SAFETY: as above.
                 .find_map(|name| unsafe { Library::new(name) }.ok())
                 .ok_or_else(|| {
-                    format!(
+                    missing(format!(
                         "the OTF2 library is not installed (looked for {}); {install}, or set \
                          {LIBRARY_VAR} to its path",
                         SONAMES.join(", ")
-                    )
+                    ))
                 })?,
         };
         // SAFETY: the names are OTF2's; a library that has them all is OTF2, and the
         // version is checked when an archive is opened.
-        unsafe { Otf2::resolve(library) }
-            .map_err(|e| format!("the OTF2 library found lacks a function rocflow uses: {e}"))
+        unsafe { Otf2::resolve(library) }.map_err(|e| {
+            missing(format!(
+                "the OTF2 library found lacks a function rocflow uses: {e}"
+            ))
+        })
     }
 
     /// `OTF2_Error_GetName` and `OTF2_Error_GetDescription` of `code`.

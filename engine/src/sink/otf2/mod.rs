@@ -17,6 +17,8 @@ mod spill;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use self::archive::Archive;
 use self::definitions::Definitions;
 use self::events::{Out, Tracks};
@@ -25,7 +27,15 @@ use super::staging::Staging;
 use super::{Sink, SinkError};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
-use crate::transform::Table;
+
+/// The sink's `options`; `Default` holds their defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// Taken since the first pipeline schema, and without effect: every event of the
+    /// records the sink takes is written.
+    pub offload_events: bool,
+}
 
 /// The archive's name within the sink's directory.
 const ARCHIVE: &str = "traces";
@@ -40,10 +50,7 @@ pub struct Otf2Sink {
 
 impl Otf2Sink {
     pub fn create(path: PathBuf) -> Result<Otf2Sink, SinkError> {
-        let otf2 = Otf2::load().map_err(|message| SinkError::Io {
-            context: "opening the OTF2 library".into(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, message),
-        })?;
+        let otf2 = Otf2::load()?;
         let staging = Staging::create(path)?;
         Ok(Otf2Sink {
             archive: Archive::create(otf2, staging.dir(), ARCHIVE)?,
@@ -64,11 +71,6 @@ impl Sink for Otf2Sink {
             self.tracks
                 .write(chunk, catalog.stream(chunk.stream), &mut out)?;
         }
-        Ok(())
-    }
-
-    /// OTF2 holds events, not tables: aggregate tables belong in a table sink.
-    fn table(&mut self, _: &Table) -> Result<(), SinkError> {
         Ok(())
     }
 

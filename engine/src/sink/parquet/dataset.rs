@@ -18,7 +18,7 @@ use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use rayon::prelude::*;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::part::{Part, compression_ratio};
 use crate::record::Process;
@@ -26,7 +26,7 @@ use crate::sink::SinkError;
 use crate::sink::staging::Staging;
 
 /// A column the dataset's folders may be split by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Partition {
     /// `host=NAME`, the process's host (the `host` column of tables that have one).
@@ -252,15 +252,19 @@ impl Folder {
     }
 
     fn failed(&self, error: ParquetError) -> SinkError {
-        SinkError::Io {
-            context: format!("writing {}", self.dir.display()),
-            source: match error {
-                ParquetError::External(e) => match e.downcast::<std::io::Error>() {
-                    Ok(io) => *io,
-                    Err(other) => std::io::Error::other(other),
+        let context = format!("writing {}", self.dir.display());
+        match error {
+            ParquetError::External(e) => match e.downcast::<std::io::Error>() {
+                Ok(io) => SinkError::Io {
+                    context,
+                    source: *io,
                 },
-                other => std::io::Error::other(other),
+                Err(other) => SinkError::Parquet {
+                    context,
+                    source: ParquetError::External(other),
+                },
             },
+            source => SinkError::Parquet { context, source },
         }
     }
 }

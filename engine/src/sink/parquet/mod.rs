@@ -18,10 +18,7 @@
 //! with), `rocflow.command` (rocflow's command line), `rocflow.host` and
 //! `rocflow.application` (the profiled processes' hosts and command lines).
 //!
-//! Options: `compression` (`zstd`, the default, `snappy`, `lz4` or `none`),
-//! `row_group_rows` (1 Mi rows by default), `max_file_size` (a table's rows go into part
-//! files of about that size), `partition_by` (`["host", "process"]`: hive partitions, see
-//! [`dataset`]) and `wide_counters`.
+//! Its options, and their defaults, are [`Options`].
 
 mod dataset;
 mod info;
@@ -34,24 +31,17 @@ use std::sync::Arc;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use rayon::prelude::*;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use self::dataset::{Dataset, Layout, Partition, Placed};
 use self::wide::WideCounters;
-use super::{Sink, SinkError};
+use super::{Sink, SinkError, Size};
 use crate::arrow::records;
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
-use crate::pipeline::model::Quantity;
-use crate::pipeline::units::parse_size;
-use crate::plan::{Provenance, SinkPlan};
+use crate::plan::Provenance;
 use crate::record::{Batch, RecordKind};
 use crate::transform::Table;
-
-/// Rows per row group unless the pipeline says otherwise: large enough for analytics
-/// (statistics per row group let readers skip most of a file), small enough that each
-/// table being written holds one row group's encoded columns in memory.
-const ROW_GROUP_ROWS: usize = 1 << 20;
 
 /// Derived columns the tables leave out. A counter sample's kernel name repeats its
 /// dispatch's in every sample of every counter and dimension instance (dozens per dispatch,
@@ -59,27 +49,39 @@ const ROW_GROUP_ROWS: usize = 1 << 20;
 /// and resolving and encoding it would take a tenth of the sink's time.
 const LEFT_OUT: &[(RecordKind, &str)] = &[(RecordKind::CounterSample, "kernel_name")];
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Options {
-    #[serde(default)]
-    compression: Codec,
-    #[serde(default = "row_group_rows")]
-    row_group_rows: usize,
-    max_file_size: Option<Quantity>,
-    #[serde(default)]
-    partition_by: Vec<Partition>,
-    #[serde(default)]
-    wide_counters: bool,
+/// The sink's `options`; `Default` holds their defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// The codec of every column.
+    pub compression: Codec,
+    pub row_group_rows: usize,
+    /// A table's rows go into part files of about this size (see [`dataset`]).
+    pub max_file_size: Option<Size>,
+    /// Hive partition folders (see [`dataset`]).
+    pub partition_by: Vec<Partition>,
+    /// Also write `dispatch_counters` (see [`wide`]).
+    pub wide_counters: bool,
 }
 
-fn row_group_rows() -> usize {
-    ROW_GROUP_ROWS
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            compression: Codec::default(),
+            // Large enough for analytics (statistics per row group let readers skip most
+            // of a file), small enough that each table being written holds one row
+            // group's encoded columns in memory.
+            row_group_rows: 1 << 20,
+            max_file_size: None,
+            partition_by: Vec::new(),
+            wide_counters: false,
+        }
+    }
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Codec {
+pub enum Codec {
     #[default]
     Zstd,
     Snappy,
@@ -108,24 +110,13 @@ pub struct ParquetSink {
 }
 
 impl ParquetSink {
-    pub fn create(plan: &SinkPlan, path: PathBuf) -> Result<ParquetSink, SinkError> {
-        let options: Options = super::options(plan)?;
-        let max_file_size = match options.max_file_size {
-            None => None,
-            Some(Quantity::Number(bytes)) => Some(bytes),
-            Some(Quantity::Text(text)) => {
-                Some(parse_size(&text).map_err(|message| SinkError::Io {
-                    context: format!("the max_file_size of sink `{}`", plan.name),
-                    source: std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
-                })?)
-            }
-        };
-        let mut partition_by = options.partition_by;
+    pub fn create(options: &Options, path: PathBuf) -> Result<ParquetSink, SinkError> {
+        let mut partition_by = options.partition_by.clone();
         partition_by.dedup();
         let layout = Layout {
             compression: options.compression.compression(),
             row_group_rows: options.row_group_rows.max(1),
-            max_file_size,
+            max_file_size: options.max_file_size.as_ref().map(|size| size.bytes),
             partition_by,
         };
         Ok(ParquetSink {
@@ -223,12 +214,9 @@ impl Sink for ParquetSink {
             .chain([wide::TABLE])
             .any(|name| name == table.name);
         if taken {
-            return Err(SinkError::Io {
+            return Err(SinkError::NameClash {
                 context: format!("writing the table of aggregate `{}`", table.name),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    "the Parquet dataset has a table of that name; rename the transform",
-                ),
+                reason: "the Parquet dataset has a table of that name; rename the transform".into(),
             });
         }
         let placed = self

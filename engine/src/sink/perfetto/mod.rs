@@ -28,42 +28,42 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use self::sequence::{Sequence, Shown};
 use self::time::TimeUnit;
 use super::staging::Staging;
-use super::{Sink, SinkError};
+use super::{Sink, SinkError, Size};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::column::row;
-use crate::pipeline::model::Quantity;
-use crate::pipeline::units::parse_size;
-use crate::plan::SinkPlan;
 use crate::record::Exit;
-use crate::transform::Table;
 
-/// The sink's `options`, as the pipeline schema declares them.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Options {
-    #[serde(default = "all_tracks")]
-    tracks: Vec<Shown>,
-    split_size: Option<Quantity>,
-    #[serde(default = "yes")]
-    flows: bool,
-    #[serde(default = "yes")]
-    annotations: bool,
-    #[serde(default)]
-    time_unit: TimeUnit,
+/// The sink's `options`; `Default` holds their defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// What the trace shows.
+    pub tracks: Vec<Shown>,
+    /// A file that has reached this size is closed, and the trace goes on in the next.
+    pub split_size: Option<Size>,
+    /// Arrows from each API call to the kernels and copies it caused.
+    pub flows: bool,
+    /// Ids and launch parameters on the slices.
+    pub annotations: bool,
+    pub time_unit: TimeUnit,
 }
 
-fn all_tracks() -> Vec<Shown> {
-    Shown::ALL.to_vec()
-}
-
-fn yes() -> bool {
-    true
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            tracks: Shown::ALL.to_vec(),
+            split_size: None,
+            flows: true,
+            annotations: true,
+            time_unit: TimeUnit::default(),
+        }
+    }
 }
 
 /// What every sequence needs to know of the options.
@@ -97,22 +97,11 @@ struct Files {
 }
 
 impl PerfettoSink {
-    pub fn create(plan: &SinkPlan, path: PathBuf) -> Result<PerfettoSink, SinkError> {
-        let invalid = |message: String| SinkError::Io {
-            context: format!("the options of sink `{}`", plan.name),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
-        };
-        let options: Options = serde_json::from_value(plan.options.clone().into())
-            .map_err(|e| invalid(e.to_string()))?;
-        let split_size = match options.split_size {
-            None => None,
-            Some(Quantity::Number(bytes)) => Some(bytes),
-            Some(Quantity::Text(text)) => Some(parse_size(&text).map_err(invalid)?),
-        };
+    pub fn create(options: &Options, path: PathBuf) -> Result<PerfettoSink, SinkError> {
         let shards = rayon::current_num_threads().max(1);
         Ok(PerfettoSink {
             settings: Settings {
-                tracks: options.tracks,
+                tracks: options.tracks.clone(),
                 flows: options.flows,
                 annotations: options.annotations,
                 shards,
@@ -123,7 +112,7 @@ impl PerfettoSink {
                 .collect(),
             files: Files {
                 staging: Staging::create(path)?,
-                split_size,
+                split_size: options.split_size.as_ref().map(|size| size.bytes),
                 time_unit: options.time_unit,
                 current: None,
                 names: Vec::new(),
@@ -217,11 +206,6 @@ impl Sink for PerfettoSink {
                 });
             self.drain()?;
         }
-        Ok(())
-    }
-
-    /// A trace holds events, not tables: aggregate tables belong in a table sink.
-    fn table(&mut self, _: &Table) -> Result<(), SinkError> {
         Ok(())
     }
 

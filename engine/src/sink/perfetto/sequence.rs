@@ -28,7 +28,7 @@ use crate::sink::timeline::{self, Output, Overlap, Timeline};
 use crate::transform::demangle;
 
 /// What the trace shows, as the sink's `tracks` option names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Shown {
     Api,

@@ -8,9 +8,8 @@
 //! tables as `rocflow_<name>`. Columns that `derive` transforms add have no place in the
 //! schema and are not stored.
 //!
-//! Options: `layout = "per_process"` (the default, as rocprofv3 writes) gives each process
-//! its own database, at the path with that process's placeholders filled in;
-//! `layout = "single"` puts every process of the run in one database.
+//! Its options are [`Options`]: `layout` says how the run's processes map to databases
+//! ([`Layout`]).
 
 mod database;
 mod ids;
@@ -24,33 +23,33 @@ mod writer;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Placeholders, Sink, SinkError};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
-use crate::plan::SinkPlan;
 use crate::transform::Table;
 use database::{Database, Streams};
 use rows::Queued;
 use writer::Writer;
 
 /// How the run's processes map to databases.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Layout {
-    /// One database per process.
+pub enum Layout {
+    /// One database per process, at the path with that process's placeholders filled in,
+    /// as rocprofv3 writes.
     #[default]
     PerProcess,
     /// One database for the whole run.
     Single,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Options {
-    #[serde(default)]
-    layout: Layout,
+/// The sink's `options`; `Default` holds their defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    pub layout: Layout,
 }
 
 /// What stops a database; reported as the sink's failure.
@@ -66,13 +65,14 @@ enum Fault {
 
 impl Fault {
     fn at(self, path: &std::path::Path) -> SinkError {
-        let source = match self {
-            Fault::Io(e) => e,
-            other => std::io::Error::other(other),
-        };
-        SinkError::Io {
-            context: format!("writing {}", path.display()),
-            source,
+        let context = format!("writing {}", path.display());
+        match self {
+            Fault::Io(source) => SinkError::Io { context, source },
+            Fault::Sqlite(source) => SinkError::Sqlite { context, source },
+            reason => SinkError::Unrepresentable {
+                context,
+                reason: reason.to_string(),
+            },
         }
     }
 }
@@ -89,11 +89,14 @@ pub struct RocpdSink {
 }
 
 impl RocpdSink {
-    pub fn create(plan: &SinkPlan, run: &Placeholders) -> Result<RocpdSink, SinkError> {
-        let options: Options = super::options(plan)?;
+    pub fn create(
+        options: &Options,
+        template: &str,
+        run: &Placeholders,
+    ) -> Result<RocpdSink, SinkError> {
         let mut sink = RocpdSink {
             layout: options.layout,
-            template: plan.path.clone(),
+            template: template.to_owned(),
             run: run.clone(),
             databases: Vec::new(),
             tables: Vec::new(),
@@ -126,17 +129,14 @@ impl RocpdSink {
                 process.map_or_else(|| self.run.clone(), |p| self.run.for_process(p));
             let path = placeholders.expand(&self.template);
             if let Some(other) = self.databases.iter().find(|d| d.path() == path) {
-                return Err(SinkError::Io {
+                return Err(SinkError::NameClash {
                     context: format!("writing {}", path.display()),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::AlreadyExists,
-                        format!(
-                            "two processes would write this database ({} and process {}); \
-                             with layout = \"per_process\" the path needs a placeholder that \
-                             tells processes apart, such as {{pid}} or {{rank}}",
-                            other.path().display(),
-                            placeholders.pid
-                        ),
+                    reason: format!(
+                        "two processes would write this database ({} and process {}); \
+                         with layout = \"per_process\" the path needs a placeholder that \
+                         tells processes apart, such as {{pid}} or {{rank}}",
+                        other.path().display(),
+                        placeholders.pid
                     ),
                 });
             }
