@@ -2,7 +2,7 @@
 //! in the real tool library loaded into a real application (`ROCFLOW_TOOL_PANIC`, which the
 //! tests' build of the tool understands), is reported once, switches profiling off, and
 //! leaves the application to finish with its own exit code, with the records that reached
-//! rocflow before the fault kept.
+//! rocflow before the fault kept; with the simulated SDK, and with AMD's real one.
 
 mod support;
 
@@ -49,6 +49,13 @@ fn run_with_fault(fault: &str) -> (Output, tempfile::TempDir) {
 fn assert_survived(output: &Output, callback: &str) -> String {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "the app's own: {stderr}");
+    assert_one_report(&stderr, callback);
+    stderr
+}
+
+/// Checks that `stderr` holds one line about the tool's failure, the report of the panic
+/// `ROCFLOW_TOOL_PANIC` provoked in `callback`, and nothing of the default panic hook.
+fn assert_one_report(stderr: &str, callback: &str) {
     let reports: Vec<&str> = stderr
         .lines()
         .filter(|l| l.contains("internal error"))
@@ -64,7 +71,6 @@ fn assert_survived(output: &Output, callback: &str) -> String {
         !stderr.contains("panicked at"),
         "one line, no hook: {stderr}"
     );
-    stderr
 }
 
 /// `rocflow inspect --json` of the run's spool.
@@ -112,4 +118,30 @@ fn a_panic_in_initialize_leaves_the_application_unprofiled() {
     let (output, dir) = run_with_fault("initialize");
     assert_survived(&output, "initialize");
     assert_eq!(records(&spool(dir.path()), "kernel_dispatch"), 0);
+}
+
+/// The same with AMD's real rocprofiler-sdk (the kit `tests/realsdk.rs` uses), which
+/// loads the tool through rocprofiler-register into a program that only uses ROCTx and
+/// calls its marker and buffer callbacks itself: whichever panics, the program ends as it
+/// would unprofiled.
+#[test]
+fn with_amds_sdk_a_panicking_callback_leaves_the_program_its_exit_code() {
+    use support::kit::{Kit, Node};
+    let kit = Kit::get();
+    let build = tempfile::tempdir().unwrap();
+    let app = support::roctx_markers(kit, build.path());
+    let pipeline = build.path().join("markers.toml");
+    std::fs::write(&pipeline, support::MARKERS).unwrap();
+    // A message callback mid-program, and the one delivery, at finalize.
+    for (fault, callback) in [("on_marker@3", "on_marker"), ("on_buffer", "on_buffer")] {
+        let run = kit.run(
+            Node::NoGpu,
+            pipeline.to_str().unwrap(),
+            &[app.as_os_str()],
+            &[("ROCFLOW_TOOL_PANIC", fault)],
+        );
+        assert_eq!(run.output.status.code(), Some(0), "{}", run.printed());
+        assert_one_report(&run.stderr(), callback);
+        assert_eq!(run.inspect()["complete"], true, "{}", run.printed());
+    }
 }
