@@ -38,8 +38,8 @@ pub fn disabled() -> bool {
 /// Runs the body of the callback `name`: at once `fallback` when the tool is off, and
 /// `fallback`, with the tool switched off, when the body panics.
 ///
-/// The body's state is not unwind-safe, and need not be: after a panic the tool never
-/// runs another body that could see it.
+/// The body's state is not unwind-safe, and need not be: after a panic no other body runs,
+/// and closing the stream, the one thing that still does, takes its locks poisoned or not.
 pub fn entry<R>(name: &'static str, fallback: R, body: impl FnOnce() -> R) -> R {
     if disabled() {
         return fallback;
@@ -105,7 +105,7 @@ fn message(payload: &(dyn Any + Send)) -> &str {
 fn quiet_hook() {
     static INSTALLED: Once = Once::new();
     // `take_hook` may not be called while panicking (a callback run by a destructor).
-    if std::thread::panicking() {
+    if INSTALLED.is_completed() || std::thread::panicking() {
         return;
     }
     INSTALLED.call_once(|| {

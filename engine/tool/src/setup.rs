@@ -504,7 +504,7 @@ unsafe fn choose(counting: &Counting, dispatch: &DispatchCountingServiceData, co
         return;
     };
     let mut kernels = locked(counting.kernels.lock());
-    let entry = kernels.entry(info.kernel_id).or_insert_with(|| {
+    let kernel = kernels.entry(info.kernel_id).or_insert_with(|| {
         let name = crate::tool()
             .and_then(|t| t.kernel_name(info.kernel_id))
             .unwrap_or_default();
@@ -512,14 +512,14 @@ unsafe fn choose(counting: &Counting, dispatch: &DispatchCountingServiceData, co
             && !counting.exclude.as_ref().is_some_and(|r| r.is_match(&name));
         (pass, 0)
     });
-    if !entry.0 {
+    if !kernel.0 {
         return;
     }
-    entry.1 += 1;
+    kernel.1 += 1;
     if counting
         .iterations
         .as_ref()
-        .is_none_or(|r| r.contains(entry.1))
+        .is_none_or(|r| r.contains(kernel.1))
         && !config.is_null()
     {
         // SAFETY: checked non-null; the SDK passes a writable config.
