@@ -32,12 +32,24 @@ path = "out/tables"
 /// `rocflow run` of the sim app ending with `exit 3`, with `ROCFLOW_TOOL_PANIC=fault`:
 /// its output and directory.
 fn run_with_fault(fault: &str) -> (Output, tempfile::TempDir) {
+    run_app_with_fault(&["exit", "3"], fault)
+}
+
+/// `rocflow run` of `sim-app ARGS…` with `ROCFLOW_TOOL_PANIC=fault`.
+fn run_app_with_fault(args: &[&str], fault: &str) -> (Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("p.toml"), PIPELINE).unwrap();
     let app = sim_app();
-    let args = ["run", "p.toml", "--device", "sim", "--"];
-    let output = rocflow_command(&args, dir.path(), &[])
-        .args([app.to_str().unwrap(), "exit", "3"])
+    let run = [
+        "run",
+        "p.toml",
+        "--device",
+        "sim",
+        "--",
+        app.to_str().unwrap(),
+    ];
+    let output = rocflow_command(&run, dir.path(), &[])
+        .args(args)
         .env("ROCFLOW_TOOL_PANIC", fault)
         .output()
         .expect("rocflow runs");
@@ -118,6 +130,15 @@ fn a_panic_in_initialize_leaves_the_application_unprofiled() {
     let (output, dir) = run_with_fault("initialize");
     assert_survived(&output, "initialize");
     assert_eq!(records(&spool(dir.path()), "kernel_dispatch"), 0);
+}
+
+#[test]
+fn a_panic_in_the_signal_handler_leaves_the_application_its_own_death() {
+    // The handler flushes on SIGSEGV; a panic there must not turn it into SIGABRT.
+    let (output, _dir) = run_app_with_fault(&["crash"], "the signal handler");
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(128 + libc::SIGSEGV), "{stderr}");
+    assert_one_report(&stderr, "the signal handler");
 }
 
 /// The same with AMD's real rocprofiler-sdk (the kit `tests/realsdk.rs` uses), which
