@@ -24,6 +24,7 @@ mod rocpd;
 mod run;
 mod stages;
 mod templates;
+mod tool_faults;
 mod untrusted;
 
 /// A file here that is not a module above would never be built, let alone run.

@@ -428,6 +428,25 @@ fn parquet_strings(path: &Path, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Builds `tests/apps/roctx_markers.c` into `dir` against the kit's ROCTx; the program.
+pub fn roctx_markers(kit: &kit::Kit, dir: &Path) -> PathBuf {
+    let app = dir.join("roctx_markers");
+    let source = repo().join("tests/apps/roctx_markers.c");
+    let cc = Command::new("cc")
+        .arg("-o")
+        .arg(&app)
+        .arg(&source)
+        .arg("-I")
+        .arg(kit.root.join("include"))
+        .arg("-L")
+        .arg(&kit.links)
+        .arg("-lrocprofiler-sdk-roctx")
+        .output()
+        .expect("cc runs");
+    assert_success(&cc);
+    app
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

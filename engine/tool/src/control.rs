@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rocflow_core::abi::{CallbackTracingRecord, UserData, callback, status};
 
+use crate::guard::entry;
 use crate::setup::Context;
 use crate::{Tool, warn};
 
@@ -53,14 +54,20 @@ pub fn start(tool: &'static Tool) {
                     if period > 0 {
                         std::thread::sleep(Duration::from_nanos(s.interval_ns));
                     }
-                    if (period > 0 || !started) && !set(tool, ctx, true) {
+                    // Ends the periods once the tool is off.
+                    let on = entry("the collection-period thread", false, || {
+                        (period == 0 && started) || set(tool, ctx, true)
+                    });
+                    if !on {
                         return;
                     }
                     let Some(duration) = s.duration_ns else {
                         return;
                     };
                     std::thread::sleep(Duration::from_nanos(duration));
-                    set(tool, ctx, false);
+                    entry("the collection-period thread", false, || {
+                        set(tool, ctx, false)
+                    });
                 }
             });
         if let Err(e) = spawned {
@@ -78,16 +85,18 @@ pub unsafe extern "C" fn on_marker_control(
     _user: *mut UserData,
     _data: *mut c_void,
 ) {
-    let Some(tool) = crate::tool() else { return };
-    if record.phase != callback::PHASE_ENTER {
-        return;
-    }
-    let on = match record.operation {
-        callback::ROCTX_PROFILER_PAUSE => false,
-        callback::ROCTX_PROFILER_RESUME => true,
-        _ => return,
-    };
-    for ctx in tool.contexts.get().into_iter().flatten() {
-        set(tool, ctx, on);
-    }
+    entry("on_marker_control", (), || {
+        let Some(tool) = crate::tool() else { return };
+        if record.phase != callback::PHASE_ENTER {
+            return;
+        }
+        let on = match record.operation {
+            callback::ROCTX_PROFILER_PAUSE => false,
+            callback::ROCTX_PROFILER_RESUME => true,
+            _ => return,
+        };
+        for ctx in tool.contexts.get().into_iter().flatten() {
+            set(tool, ctx, on);
+        }
+    });
 }

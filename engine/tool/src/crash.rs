@@ -38,8 +38,14 @@ pub fn install() {
     }
 }
 
+/// Goes through the guard although a signal handler: it already does more than is
+/// async-signal-safe, the guard adds no allocation unless the flush panics, and a panic
+/// escaping here would abort, turning the application's own death by `signal` into SIGABRT.
+/// The signal is raised again whatever the flush did, and even when the tool is off.
 extern "C" fn on_signal(signal: libc::c_int) {
-    crate::flush_and_close(LAST_WORDS);
+    crate::guard::entry("the signal handler", (), || {
+        crate::flush_and_close(LAST_WORDS)
+    });
     // SAFETY: restoring the default and re-raising; the signal is blocked inside the
     // handler, so it is delivered, with its default effect, when the handler returns.
     unsafe {

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
+use crate::guard::{entry, locked};
 use crate::{Tool, warn};
 
 struct Flusher {
@@ -41,20 +42,27 @@ pub fn start(tool: &'static Tool) {
         .spawn(move || {
             let started = Instant::now();
             let mut due: Vec<Duration> = contexts.iter().map(|c| c.flush_interval).collect();
-            loop {
-                let next = due.iter().min().copied().unwrap_or(Duration::MAX);
-                std::thread::sleep(next.saturating_sub(started.elapsed()));
-                let _round = flusher.round.lock().unwrap();
+            // Each round goes through the guard, and none starts once the tool is off.
+            let round = |due: &mut Vec<Duration>| {
+                let _round = locked(flusher.round.lock());
                 if flusher.stopped.load(Ordering::Acquire) {
-                    return;
+                    return false;
                 }
                 let now = started.elapsed();
-                for (ctx, due) in contexts.iter().zip(&mut due) {
+                for (ctx, due) in contexts.iter().zip(due) {
                     if *due <= now {
                         // SAFETY: a buffer the tool created.
                         unsafe { (tool.api.flush_buffer)(ctx.buffer) };
                         *due = now + ctx.flush_interval;
                     }
+                }
+                true
+            };
+            loop {
+                let next = due.iter().min().copied().unwrap_or(Duration::MAX);
+                std::thread::sleep(next.saturating_sub(started.elapsed()));
+                if !entry("the flush thread", false, || round(&mut due)) {
+                    return;
                 }
             }
         });

@@ -7,12 +7,14 @@
 //! interns their names, types and texts (each distinct one once).
 //!
 //! When something is wrong (an SDK too old or missing a symbol, no runner to talk to) it
-//! says what on stderr and stays out of the application's way.
+//! says what on stderr and stays out of the application's way; when the tool itself is
+//! wrong (a panic), [`guard`] switches it off and lets the application go on.
 
 mod api;
 mod control;
 mod crash;
 mod flusher;
+mod guard;
 mod messages;
 mod records;
 mod setup;
@@ -32,6 +34,7 @@ use rocflow_core::contexts::{FORMAT_VERSION, PlanContexts};
 use rocflow_core::record::{Meta, Process};
 
 use api::Api;
+use guard::{entry, locked};
 
 /// The oldest rocprofiler-sdk whose API and layouts the tool uses.
 const MIN_VERSION: u32 = {
@@ -79,17 +82,13 @@ impl Tool {
     }
 
     fn kernel_name(&self, kernel_id: u64) -> Option<String> {
-        self.kernels
-            .read()
-            .unwrap()
+        locked(self.kernels.read())
             .get(&kernel_id)
             .map(|k| k.2.clone())
     }
 
     fn code_object_agent(&self, id: u64) -> u32 {
-        self.code_objects
-            .read()
-            .unwrap()
+        locked(self.code_objects.read())
             .get(&id)
             .copied()
             .unwrap_or(u32::MAX)
@@ -159,6 +158,21 @@ pub unsafe extern "C" fn rocprofiler_configure(
     version: u32,
     runtime_version: *const c_char,
     _priority: u32,
+    client: *mut ClientId,
+) -> *mut ToolConfigureResult {
+    entry("rocprofiler_configure", std::ptr::null_mut(), || {
+        // SAFETY: the caller's contract.
+        unsafe { configure_tool(version, runtime_version, client) }
+    })
+}
+
+/// [`rocprofiler_configure`]'s body.
+///
+/// # Safety
+/// As [`rocprofiler_configure`].
+unsafe fn configure_tool(
+    version: u32,
+    runtime_version: *const c_char,
     client: *mut ClientId,
 ) -> *mut ToolConfigureResult {
     if version < MIN_VERSION {
@@ -239,7 +253,12 @@ fn configure() -> Result<Tool, String> {
 }
 
 /// `rocprofiler_tool_initialize_t`: connect, describe the process, set up the contexts.
+/// Non-zero tells the SDK the tool failed.
 unsafe extern "C" fn initialize(_finalize: ClientFinalize, _data: *mut c_void) -> i32 {
+    entry("initialize", 1, initialize_tool)
+}
+
+fn initialize_tool() -> i32 {
     let Some(tool) = tool() else { return 1 };
     if let Err(e) = stream::open(&tool.socket) {
         warn(&format!("{e}; profiling is off"));
@@ -261,7 +280,7 @@ unsafe extern "C" fn initialize(_finalize: ClientFinalize, _data: *mut c_void) -
     unsafe {
         libc::pthread_atfork(
             Some(stream::before_fork),
-            Some(stream::after_fork_parent),
+            Some(stream::after_fork),
             Some(after_fork_child),
         );
         // Registered last, so its prepare handler runs first.
@@ -278,10 +297,14 @@ unsafe extern "C" fn initialize(_finalize: ClientFinalize, _data: *mut c_void) -
 }
 
 extern "C" fn after_fork_child() {
-    if let Some(tool) = tool() {
-        stream::reopen_in_child(&tool.socket, tool.process());
-        flusher::restart_in_child(tool);
-    }
+    entry("after_fork_child", (), || {
+        if let Some(tool) = tool() {
+            stream::reopen_in_child(&tool.socket, tool.process());
+            flusher::restart_in_child(tool);
+        }
+    });
+    // Whether or not the tool is on, the metadata log's lock taken before the fork is let go.
+    stream::after_fork();
 }
 
 /// Flushes every buffer and closes the stream; once per process. Closing is what tells
@@ -304,5 +327,5 @@ fn flush_and_close(timeout: Duration) {
 
 /// `rocprofiler_tool_finalize_t`.
 unsafe extern "C" fn finalize(_data: *mut c_void) {
-    flush_and_close(CLOSE_TIMEOUT);
+    entry("finalize", (), || flush_and_close(CLOSE_TIMEOUT));
 }

@@ -12,6 +12,7 @@ use rocflow_core::contexts::TracingPlan;
 use rocflow_core::record::Meta;
 use rocflow_core::sdk::Domain;
 
+use crate::guard::{entry, locked};
 use crate::strings::{self, Table};
 use crate::{Tool, stream, warn};
 
@@ -70,6 +71,17 @@ unsafe extern "C" fn on_marker(
     _user: *mut UserData,
     _data: *mut c_void,
 ) {
+    entry("on_marker", (), || {
+        // SAFETY: the SDK's record for the call.
+        unsafe { take_message(&record) }
+    });
+}
+
+/// Holds the message of the marker call `record` enters, sending the batch when full.
+///
+/// # Safety
+/// `record` is a marker API callback's.
+unsafe fn take_message(record: &CallbackTracingRecord) {
     if record.phase != callback::PHASE_ENTER || record.payload.is_null() {
         return;
     }
@@ -84,7 +96,7 @@ unsafe extern "C" fn on_marker(
     let full = {
         let mut table = strings::lock();
         let number = Table::of(&mut table).intern(message.to_bytes(), str::to_owned);
-        let mut pending = PENDING.lock().unwrap();
+        let mut pending = locked(PENDING.lock());
         pending.push((record.correlation_id.internal, number.0));
         pending.len() >= BATCH
     };
@@ -97,7 +109,7 @@ unsafe extern "C" fn on_marker(
 /// delivery of records is sent, so messages precede the records they name.
 pub fn send() {
     let mut table = strings::lock();
-    let mut pending = PENDING.lock().unwrap();
+    let mut pending = locked(PENDING.lock());
     if pending.is_empty() {
         return;
     }

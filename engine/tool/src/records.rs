@@ -19,6 +19,7 @@ use rocflow_core::record::{
 use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
 use rocflow_core::wire;
 
+use crate::guard::{entry, locked};
 use crate::strings::{self, Table};
 use crate::{Kernels, Tool, stream};
 
@@ -122,19 +123,35 @@ pub unsafe extern "C" fn on_buffer(
     data: *mut c_void,
     drop_count: u64,
 ) {
-    let Some(tool) = crate::tool() else { return };
+    entry("on_buffer", (), || {
+        let Some(tool) = crate::tool() else { return };
+        // SAFETY: the data pointer is the leaked `BufferState` given at creation.
+        let state = unsafe { &*data.cast::<BufferState>() };
+        let headers = if headers.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: the SDK passes `count` header pointers.
+            unsafe { std::slice::from_raw_parts(headers, count) }
+        };
+        // SAFETY: as above.
+        unsafe { deliver(tool, state, headers, drop_count) }
+    });
+}
+
+/// Converts a delivery's records and sends them.
+///
+/// # Safety
+/// `headers` are the SDK's for the call, each valid.
+unsafe fn deliver(
+    tool: &Tool,
+    state: &BufferState,
+    headers: &[*mut RecordHeader],
+    drop_count: u64,
+) {
     let cpu_start = stream::thread_cpu_ns();
-    // SAFETY: the data pointer is the leaked `BufferState` given at creation.
-    let state = unsafe { &*data.cast::<BufferState>() };
-    let headers = if headers.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: the SDK passes `count` header pointers.
-        unsafe { std::slice::from_raw_parts(headers, count) }
-    };
     let pid = std::process::id();
-    let mut out = state.out.lock().unwrap();
-    let kernels = tool.kernels.read().unwrap();
+    let mut out = locked(state.out.lock());
+    let kernels = locked(tool.kernels.read());
     for &header in headers {
         // SAFETY: each header the SDK passes is valid for the call.
         let header = unsafe { &*header };
@@ -151,7 +168,7 @@ pub unsafe extern "C" fn on_buffer(
         crate::messages::send();
         stream::send(frames);
     }
-    stream::account(count as u64, stream::thread_cpu_ns() - cpu_start);
+    stream::account(headers.len() as u64, stream::thread_cpu_ns() - cpu_start);
     if drop_count > 0 {
         stream::send_meta(vec![Meta::Dropped {
             kind: state.kind,
@@ -217,6 +234,24 @@ unsafe extern "C" fn on_arg(
     arg_number: u32,
     _arg_value_addr: *const c_void,
     _arg_indirection_count: i32,
+    arg_type: *const c_char,
+    arg_name: *const c_char,
+    arg_value_str: *const c_char,
+    data: *mut c_void,
+) -> c_int {
+    // Non-zero stops the iteration.
+    entry("on_arg", 1, || {
+        // SAFETY: the caller's contract.
+        unsafe { add_arg(arg_number, arg_type, arg_name, arg_value_str, data) }
+    })
+}
+
+/// Adds one argument to the `ArgSink` at `data`.
+///
+/// # Safety
+/// As [`on_arg`]'s: `data` is the sink, the strings are NUL-terminated or null.
+unsafe fn add_arg(
+    arg_number: u32,
     arg_type: *const c_char,
     arg_name: *const c_char,
     arg_value_str: *const c_char,

@@ -17,6 +17,7 @@ use rocflow_core::contexts::{
 use rocflow_core::record::{Agent, CodeObject, CounterInfo, KernelSymbol, Meta, RecordKind};
 use rocflow_core::sdk::{AgentType, COUNTER_DIMENSIONS, PC_SAMPLING_BETA};
 
+use crate::guard::{entry, locked};
 use crate::records::{BufferState, on_buffer};
 use crate::{Tool, stream, warn};
 
@@ -153,13 +154,15 @@ fn query_agents(tool: &Tool) -> Result<Vec<AgentV0>, String> {
         count: usize,
         data: *mut c_void,
     ) -> Status {
-        // SAFETY: `data` is the Vec passed below; the SDK passes `count` agent pointers.
-        let out = unsafe { &mut *data.cast::<Vec<AgentV0>>() };
-        for i in 0..count {
-            // SAFETY: as above; each points at a `rocprofiler_agent_v0_t`.
-            out.push(unsafe { *(*agents.add(i)).cast::<AgentV0>() });
-        }
-        abi::status::SUCCESS
+        entry("query_agents::collect", abi::status::ERROR, || {
+            // SAFETY: `data` is the Vec passed below; the SDK passes `count` agent pointers.
+            let out = unsafe { &mut *data.cast::<Vec<AgentV0>>() };
+            for i in 0..count {
+                // SAFETY: as above; each points at a `rocprofiler_agent_v0_t`.
+                out.push(unsafe { *(*agents.add(i)).cast::<AgentV0>() });
+            }
+            abi::status::SUCCESS
+        })
     }
     let mut agents: Vec<AgentV0> = Vec::new();
     // SAFETY: the callback matches the SDK's type and `agents` outlives the call.
@@ -375,7 +378,8 @@ fn serialize(tool: &Tool, context: Handle, buffer: Handle) -> Result<(), String>
     tool.api.check("serializing kernel dispatches", status)
 }
 
-/// `rocprofiler_dispatch_counting_service_cb_t` that leaves every dispatch uncounted.
+/// `rocprofiler_dispatch_counting_service_cb_t` that leaves every dispatch uncounted. Empty,
+/// so it cannot panic: the one callback that needs no guard.
 unsafe extern "C" fn count_nothing(
     _dispatch: DispatchCountingServiceData,
     _config: *mut Handle,
@@ -399,13 +403,15 @@ fn supported_counters(tool: &Tool, agent: Handle) -> Result<Vec<SdkCounter>, Str
         count: usize,
         data: *mut c_void,
     ) -> Status {
-        // SAFETY: `data` is the Vec passed below; the SDK passes `count` ids.
-        let out = unsafe { &mut *data.cast::<Vec<Handle>>() };
-        if !ids.is_null() {
-            // SAFETY: as above.
-            out.extend_from_slice(unsafe { std::slice::from_raw_parts(ids, count) });
-        }
-        abi::status::SUCCESS
+        entry("supported_counters::collect", abi::status::ERROR, || {
+            // SAFETY: `data` is the Vec passed below; the SDK passes `count` ids.
+            let out = unsafe { &mut *data.cast::<Vec<Handle>>() };
+            if !ids.is_null() {
+                // SAFETY: as above.
+                out.extend_from_slice(unsafe { std::slice::from_raw_parts(ids, count) });
+            }
+            abi::status::SUCCESS
+        })
     }
     let api = &tool.api;
     let mut ids: Vec<Handle> = Vec::new();
@@ -448,14 +454,16 @@ fn counter_dimensions(tool: &Tool, counter: Handle) -> Result<Vec<(u64, String, 
         count: usize,
         data: *mut c_void,
     ) -> Status {
-        // SAFETY: `data` is the Vec passed below; the SDK passes `count` dimensions.
-        let out = unsafe { &mut *data.cast::<Vec<(u64, String, u32)>>() };
-        for i in 0..count {
-            // SAFETY: as above.
-            let d = unsafe { &*dims.add(i) };
-            out.push((d.id, text(d.name), d.instance_size as u32));
-        }
-        abi::status::SUCCESS
+        entry("counter_dimensions::collect", abi::status::ERROR, || {
+            // SAFETY: `data` is the Vec passed below; the SDK passes `count` dimensions.
+            let out = unsafe { &mut *data.cast::<Vec<(u64, String, u32)>>() };
+            for i in 0..count {
+                // SAFETY: as above.
+                let d = unsafe { &*dims.add(i) };
+                out.push((d.id, text(d.name), d.instance_size as u32));
+            }
+            abi::status::SUCCESS
+        })
     }
     let mut dims: Vec<(u64, String, u32)> = Vec::new();
     // SAFETY: the callback matches the SDK's type and `dims` outlives the call.
@@ -479,14 +487,24 @@ unsafe extern "C" fn on_dispatch(
     _user_data: *mut UserData,
     data: *mut c_void,
 ) {
-    // SAFETY: `data` is the leaked `Counting` given at configuration.
-    let counting = unsafe { &*data.cast::<Counting>() };
+    entry("on_dispatch", (), || {
+        // SAFETY: `data` is the leaked `Counting` given at configuration; the SDK passes
+        // a writable config or null.
+        unsafe { choose(&*data.cast::<Counting>(), &dispatch, config) }
+    });
+}
+
+/// Points `config` at the dispatch's counters, if it is to be counted.
+///
+/// # Safety
+/// `config` is null or writable.
+unsafe fn choose(counting: &Counting, dispatch: &DispatchCountingServiceData, config: *mut Handle) {
     let info = &dispatch.dispatch_info;
     let Some(&chosen) = counting.configs.get(&info.agent_id.handle) else {
         return;
     };
-    let mut kernels = counting.kernels.lock().unwrap();
-    let entry = kernels.entry(info.kernel_id).or_insert_with(|| {
+    let mut kernels = locked(counting.kernels.lock());
+    let kernel = kernels.entry(info.kernel_id).or_insert_with(|| {
         let name = crate::tool()
             .and_then(|t| t.kernel_name(info.kernel_id))
             .unwrap_or_default();
@@ -494,14 +512,14 @@ unsafe extern "C" fn on_dispatch(
             && !counting.exclude.as_ref().is_some_and(|r| r.is_match(&name));
         (pass, 0)
     });
-    if !entry.0 {
+    if !kernel.0 {
         return;
     }
-    entry.1 += 1;
+    kernel.1 += 1;
     if counting
         .iterations
         .as_ref()
-        .is_none_or(|r| r.contains(entry.1))
+        .is_none_or(|r| r.contains(kernel.1))
         && !config.is_null()
     {
         // SAFETY: checked non-null; the SDK passes a writable config.
@@ -524,13 +542,15 @@ fn sample(
         count: usize,
         data: *mut c_void,
     ) -> Status {
-        // SAFETY: `data` is the Vec passed below; the SDK passes `count` configurations.
-        let out = unsafe { &mut *data.cast::<Vec<PcSamplingConfiguration>>() };
-        if !configs.is_null() {
-            // SAFETY: as above.
-            out.extend_from_slice(unsafe { std::slice::from_raw_parts(configs, count) });
-        }
-        abi::status::SUCCESS
+        entry("sample::collect", abi::status::ERROR, || {
+            // SAFETY: `data` is the Vec passed below; the SDK passes `count` configurations.
+            let out = unsafe { &mut *data.cast::<Vec<PcSamplingConfiguration>>() };
+            if !configs.is_null() {
+                // SAFETY: as above.
+                out.extend_from_slice(unsafe { std::slice::from_raw_parts(configs, count) });
+            }
+            abi::status::SUCCESS
+        })
     }
     let api = &tool.api;
     let (method, unit) = (plan.method as i32, plan.unit as i32);
@@ -619,6 +639,17 @@ unsafe extern "C" fn on_code_object(
     _user: *mut UserData,
     _data: *mut c_void,
 ) {
+    entry("on_code_object", (), || {
+        // SAFETY: the SDK's record for the call.
+        unsafe { describe_code_object(&record) }
+    });
+}
+
+/// Sends what a code-object callback says.
+///
+/// # Safety
+/// `record` is a code-object callback's.
+unsafe fn describe_code_object(record: &CallbackTracingRecord) {
     let Some(tool) = crate::tool() else { return };
     if record.phase != callback::PHASE_LOAD || record.payload.is_null() {
         return;
@@ -628,10 +659,7 @@ unsafe extern "C" fn on_code_object(
             // SAFETY: the payload of a code-object load.
             let d = unsafe { &*record.payload.cast::<CodeObjectLoadData>() };
             let agent = tool.agent_index(d.agent_id);
-            tool.code_objects
-                .write()
-                .unwrap()
-                .insert(d.code_object_id, agent);
+            locked(tool.code_objects.write()).insert(d.code_object_id, agent);
             Meta::CodeObject(CodeObject {
                 id: d.code_object_id,
                 agent,
@@ -644,9 +672,7 @@ unsafe extern "C" fn on_code_object(
             // SAFETY: the payload of a kernel symbol registration.
             let d = unsafe { &*record.payload.cast::<KernelSymbolRegisterData>() };
             let name = text(d.kernel_name);
-            tool.kernels
-                .write()
-                .unwrap()
+            locked(tool.kernels.write())
                 .insert(d.kernel_id, (d.arch_vgpr_count, d.sgpr_count, name.clone()));
             Meta::KernelSymbol(KernelSymbol {
                 kernel_id: d.kernel_id,

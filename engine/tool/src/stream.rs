@@ -11,11 +11,13 @@ use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rocflow_core::record::{Meta, ToolCost};
 use rocflow_core::wire;
+
+use crate::guard::{entry, locked};
 
 /// Records handed to the stream, and the CPU time buffer callbacks spent on them.
 static RECORDS: AtomicU64 = AtomicU64::new(0);
@@ -82,8 +84,11 @@ fn connect(socket: &Path) -> Result<Stream, String> {
             for mut frame in frames.iter() {
                 ok = ok && socket.write_all(&frame).is_ok();
                 frame.clear();
-                let mut spare = returned.lock().unwrap();
-                if spare.len() < SPARE {
+                // Not `locked`: switching the tool off closes the stream, which waits for
+                // this very thread. A poisoned pool only loses the frame for reuse.
+                if let Ok(mut spare) = returned.lock()
+                    && spare.len() < SPARE
+                {
                     spare.push(frame);
                 }
             }
@@ -97,7 +102,7 @@ fn connect(socket: &Path) -> Result<Stream, String> {
             wire::encode_meta(0, &[Meta::ToolCost(cost)], &mut frame);
             ok = ok && socket.write_all(&frame).is_ok();
             let _ = socket.shutdown(std::net::Shutdown::Both);
-            *done.0.lock().unwrap() = true;
+            *done.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
             done.1.notify_all();
             if !ok {
                 eprintln!("rocflow: the runner stopped reading; records after that were lost");
@@ -125,14 +130,14 @@ fn opened() -> Option<&'static Stream> {
 /// An empty buffer for a delivery's frames, reused when the writer has one to spare.
 pub fn frame_buffer() -> Vec<u8> {
     current()
-        .and_then(|s| s.spare.lock().unwrap().pop())
+        .and_then(|s| locked(s.spare.lock()).pop())
         .unwrap_or_default()
 }
 
 /// Hands encoded frames to the writer, waiting while its queue is full.
 pub fn send(frames: Vec<u8>) {
     if let Some(stream) = current()
-        && let Some(sender) = &*stream.sender.lock().unwrap()
+        && let Some(sender) = &*locked(stream.sender.lock())
     {
         let _ = sender.send(frames);
     }
@@ -144,7 +149,7 @@ pub fn unseen(tids: &[u64], queues: &[u64]) -> (Vec<u64>, Vec<u64>) {
     let Some(stream) = current() else {
         return Default::default();
     };
-    let mut seen = stream.seen.lock().unwrap();
+    let mut seen = locked(stream.seen.lock());
     let new_tids = tids.iter().copied().filter(|t| seen.0.insert(*t)).collect();
     let new_queues = queues
         .iter()
@@ -160,7 +165,7 @@ pub fn send_meta(items: Vec<Meta>) {
     if items.is_empty() {
         return;
     }
-    let mut log = META.lock().unwrap();
+    let mut log = locked(META.lock());
     let mut frame = Vec::new();
     wire::encode_meta(0, &items, &mut frame);
     // Under the log's lock, so the stream's order and the log's agree.
@@ -169,13 +174,16 @@ pub fn send_meta(items: Vec<Meta>) {
 }
 
 /// Ends the stream: the writer sends what is queued and closes the socket. Waits up to
-/// `timeout` for that.
+/// `timeout` for that. Also how the guard saves what was sent when the tool fails, so a
+/// poisoned lock is no reason not to close.
 pub fn close(timeout: Duration) {
     // A forked child that sent nothing has no stream to close, and opens none.
     let Some(stream) = opened() else { return };
-    stream.sender.lock().unwrap().take();
+    (stream.sender.lock())
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
     let (done, signal) = &*stream.finished;
-    let guard = done.lock().unwrap();
+    let guard = done.lock().unwrap_or_else(PoisonError::into_inner);
     let _ = signal.wait_timeout_while(guard, timeout, |finished| !*finished);
 }
 
@@ -184,11 +192,17 @@ thread_local! {
     static HELD: RefCell<Option<MutexGuard<'static, Vec<Meta>>>> = const { RefCell::new(None) };
 }
 
+/// `pthread_atfork` prepare handler.
 pub extern "C" fn before_fork() {
-    HELD.with(|held| *held.borrow_mut() = Some(META.lock().unwrap()));
+    entry("stream::before_fork", (), || {
+        HELD.with(|held| *held.borrow_mut() = Some(locked(META.lock())));
+    });
 }
 
-pub extern "C" fn after_fork_parent() {
+/// `pthread_atfork` parent handler, and the child's last step: lets go of the log's lock,
+/// if the prepare handler took it. Not guarded: it cannot panic, and must run even if the
+/// tool was switched off since the prepare handler.
+pub extern "C" fn after_fork() {
     HELD.with(|held| held.borrow_mut().take());
 }
 
@@ -227,8 +241,8 @@ pub fn reopen_in_child(socket: &Path, process: Meta) {
     items.insert(0, process);
     let mut meta = Vec::new();
     wire::encode_meta(0, &items, &mut meta);
-    *META.lock().unwrap() = items;
-    *PENDING.lock().unwrap() = Some(Pending {
+    *locked(META.lock()) = items;
+    *locked(PENDING.lock()) = Some(Pending {
         socket: socket.to_owned(),
         meta,
     });
@@ -236,7 +250,7 @@ pub fn reopen_in_child(socket: &Path, process: Meta) {
 
 /// Opens a forked child's stream, if it has one waiting.
 fn open_pending() -> Option<&'static Stream> {
-    let mut pending = PENDING.lock().unwrap();
+    let mut pending = locked(PENDING.lock());
     // Another thread may have opened it meanwhile.
     if let Some(stream) = opened() {
         return Some(stream);
@@ -249,7 +263,7 @@ fn open_pending() -> Option<&'static Stream> {
             return None;
         }
     };
-    if let Some(sender) = &*stream.sender.lock().unwrap() {
+    if let Some(sender) = &*locked(stream.sender.lock()) {
         let _ = sender.send(meta);
     }
     STREAM.store(ptr::from_ref(stream).cast_mut(), Ordering::Release);

@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 
 use rocflow_core::record::{Meta, Sym};
 
+use crate::guard::{entry, locked};
 use crate::stream;
 
 pub struct Table {
@@ -22,7 +23,7 @@ static TABLE: Mutex<Option<Table>> = Mutex::new(None);
 
 /// The table, locked: a call's strings are interned under one lock.
 pub fn lock() -> MutexGuard<'static, Option<Table>> {
-    TABLE.lock().unwrap()
+    locked(TABLE.lock())
 }
 
 impl Table {
@@ -77,10 +78,13 @@ thread_local! {
 /// table's lock, then the stream's): a child never inherits the table locked by a thread it
 /// does not have.
 pub extern "C" fn before_fork() {
-    HELD.with(|held| *held.borrow_mut() = Some(lock()));
+    entry("strings::before_fork", (), || {
+        HELD.with(|held| *held.borrow_mut() = Some(lock()));
+    });
 }
 
-/// `pthread_atfork` parent and child handler.
+/// `pthread_atfork` parent and child handler. Not guarded: it cannot panic, and must let
+/// go of the table even if the tool was switched off since the prepare handler.
 pub extern "C" fn after_fork() {
     HELD.with(|held| held.borrow_mut().take());
 }
