@@ -3,14 +3,18 @@
 //! reach the stages through the same trait, so every pipeline works on either, and `run`
 //! and `replay` share the path from source to sinks.
 
+mod input;
 mod live;
+pub mod rocpd;
 mod spool;
 
 use std::path::PathBuf;
 
 use crate::wire::Frame;
 
+pub use input::{Input, OpenFault, missing_kinds};
 pub use live::Live;
+pub use rocpd::Rocpd;
 pub use spool::Spool;
 
 /// Where records come from, as frames: a stream's metadata before the records that refer
@@ -71,4 +75,7 @@ pub enum SourceError {
     /// The live run's spool could not be completed; the run's outputs may still be whole.
     #[error("{0}")]
     Spool(String),
+    /// A database ended part-way (its file changed or is damaged).
+    #[error("reading {}: {message}", path.display())]
+    Database { path: PathBuf, message: String },
 }

@@ -1,0 +1,231 @@
+//! rocpd databases as a source: what rocprofv3 (or rocflow's rocpd sink) wrote, read back
+//! as the frames a run would have sent. A run of many ranks is many files, so databases
+//! are read in parallel, each on a thread of its own into a bounded queue, and their
+//! frames taken in the order the files were named: every process is a stream of its
+//! own, its metadata first. Nothing relies on `ATTACH`, which SQLite limits to 10.
+
+mod emit;
+mod info;
+mod inputs;
+mod records;
+mod schema;
+mod value;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+
+use rayon::prelude::*;
+
+use super::{Ending, Source, SourceError};
+use crate::wire::Frame;
+use emit::Emitter;
+pub use inputs::{expand, is_database};
+use schema::{SchemaError, Tables};
+
+/// What a database's reader sends.
+enum Item {
+    Frame(Frame),
+    /// Something the user should know, the database read to its end all the same.
+    Warning(String),
+    /// A fault that ended the database part-way.
+    Failed(String),
+}
+
+/// Frames a database's reader may have ready before the consumer takes them.
+const QUEUE: usize = 4;
+
+/// A database that cannot be read as rocpd, with why.
+#[derive(Debug, thiserror::Error)]
+#[error("`{}`: {error}", path.display())]
+pub struct OpenError {
+    pub path: PathBuf,
+    pub error: SchemaError,
+}
+
+impl OpenError {
+    /// Whether the file is SQLite but not rocpd (a user's mistake, not a fault).
+    pub fn is_not_rocpd(&self) -> bool {
+        matches!(self.error, SchemaError::Missing(_))
+    }
+}
+
+/// One database to read: its sets of tables, each with the stream of its first process.
+struct Job {
+    path: PathBuf,
+    sets: Vec<(Tables, u16)>,
+    frames: SyncSender<Item>,
+}
+
+/// rocpd databases, read as one run.
+pub struct Rocpd {
+    /// Each database's frames, in the order the databases were named.
+    queues: VecDeque<(PathBuf, Receiver<Item>)>,
+    failed: Option<SourceError>,
+    warnings: Vec<String>,
+    note: Option<String>,
+}
+
+impl Rocpd {
+    /// Opens the databases at `paths` (checking each is rocpd, in parallel) and starts
+    /// reading them.
+    pub fn open(paths: &[PathBuf]) -> Result<Rocpd, OpenError> {
+        let layouts: Vec<(schema::Layout, Vec<usize>)> = paths
+            .par_iter()
+            .map(|path| {
+                layout(path).map_err(|error| OpenError {
+                    path: path.clone(),
+                    error,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let mut next = 0usize;
+        let mut jobs = VecDeque::new();
+        let mut queues = VecDeque::new();
+        let mut unknown = Vec::new();
+        for (path, (layout, processes)) in paths.iter().zip(layouts) {
+            let mut sets = Vec::new();
+            for (tables, count) in layout.sets.into_iter().zip(processes) {
+                let first = u16::try_from(next).map_err(|_| too_many(path))?;
+                next += count;
+                if next > usize::from(u16::MAX) + 1 {
+                    return Err(too_many(path));
+                }
+                sets.push((tables, first));
+            }
+            if !layout.unknown.is_empty() {
+                unknown.push(format!(
+                    "{} in {}",
+                    layout.unknown.join(", "),
+                    path.display()
+                ));
+            }
+            let (frames, queue) = sync_channel(QUEUE);
+            jobs.push_back(Job {
+                path: path.clone(),
+                sets,
+                frames,
+            });
+            queues.push_back((path.clone(), queue));
+        }
+        let workers = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(jobs.len());
+        let jobs = Arc::new(Mutex::new(jobs));
+        for _ in 0..workers {
+            let jobs = Arc::clone(&jobs);
+            std::thread::spawn(move || {
+                while let Some(job) = jobs.lock().expect("no panics").pop_front() {
+                    read(job);
+                }
+            });
+        }
+        let note = (!unknown.is_empty()).then(|| {
+            format!(
+                "ignored what this rocflow does not know (a newer rocpd schema?): {}",
+                unknown.join("; ")
+            )
+        });
+        Ok(Rocpd {
+            queues,
+            failed: None,
+            warnings: Vec::new(),
+            note,
+        })
+    }
+
+    /// One note on what the databases hold that was ignored, if anything.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+}
+
+fn too_many(path: &Path) -> OpenError {
+    OpenError {
+        path: path.to_owned(),
+        error: SchemaError::Sqlite(rusqlite::Error::InvalidParameterName(
+            "more than 65536 processes in the databases named".into(),
+        )),
+    }
+}
+
+/// The table sets of the database at `path`, with each set's number of processes.
+fn layout(path: &Path) -> Result<(schema::Layout, Vec<usize>), SchemaError> {
+    let conn = schema::open(path)?;
+    let layout = schema::layout(&conn)?;
+    let counts = (layout.sets.iter())
+        .map(|tables| info::process_rows(&conn, tables).map(|rows| rows.len()))
+        .collect::<rusqlite::Result<_>>()?;
+    Ok((layout, counts))
+}
+
+/// Reads one database into its queue; a fault ends it with the error.
+fn read(job: Job) {
+    let frames = job.frames.clone();
+    if let Err(e) = read_sets(&job) {
+        let _ = frames.send(Item::Failed(e));
+    }
+}
+
+fn read_sets(job: &Job) -> Result<(), String> {
+    let conn = schema::open(&job.path).map_err(|e| e.to_string())?;
+    let mut send = |frame| job.frames.send(Item::Frame(frame)).is_ok();
+    let mut orphans = 0;
+    for (tables, first) in &job.sets {
+        let info = info::read(&conn, tables, *first).map_err(|e| e.to_string())?;
+        let mut out = Emitter::new(&mut send);
+        for (_, stream, _, items) in &info.processes {
+            if out.meta(*stream, items.clone()).is_err() {
+                return Ok(());
+            }
+        }
+        match records::read(&conn, tables, &info, &mut out) {
+            Ok(n) => orphans += n,
+            Err(records::Fault::Stopped) => return Ok(()),
+            Err(records::Fault::Sqlite(e)) => return Err(e.to_string()),
+        }
+    }
+    if orphans > 0 {
+        let warning = format!(
+            "`{}`: {orphans} rows name a process the database does not describe; left out",
+            job.path.display()
+        );
+        let _ = job.frames.send(Item::Warning(warning));
+    }
+    Ok(())
+}
+
+impl Source for Rocpd {
+    fn next_frame(&mut self) -> Option<Frame> {
+        loop {
+            let (path, queue) = self.queues.front()?;
+            match queue.recv() {
+                Ok(Item::Frame(frame)) => return Some(frame),
+                Ok(Item::Warning(warning)) => self.warnings.push(warning),
+                Ok(Item::Failed(message)) => {
+                    self.failed = Some(SourceError::Database {
+                        path: path.clone(),
+                        message,
+                    });
+                    self.queues.clear();
+                    return None;
+                }
+                // The database is read to its end.
+                Err(_) => {
+                    self.queues.pop_front();
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) -> Result<Ending, SourceError> {
+        self.queues.clear();
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(Ending {
+                warning: (!self.warnings.is_empty()).then(|| self.warnings.join("; ")),
+            }),
+        }
+    }
+}
