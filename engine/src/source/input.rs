@@ -27,7 +27,7 @@ impl Input {
     /// The input one argument names: the databases it names, else a spool (a directory of
     /// runs meaning its newest).
     pub fn of(arg: &Path) -> Input {
-        if !crate::runs::resolve(arg).is_file() {
+        if !is_runs(arg) {
             let databases = rocpd::expand(arg);
             if !databases.is_empty() {
                 return Input::Databases(databases);
@@ -109,7 +109,12 @@ impl Input {
 }
 
 fn is_databases(arg: &Path) -> bool {
-    !crate::runs::resolve(arg).is_file() && !rocpd::expand(arg).is_empty()
+    !is_runs(arg) && !rocpd::expand(arg).is_empty()
+}
+
+/// Whether `arg` is a directory of runs (it has a newest run).
+fn is_runs(arg: &Path) -> bool {
+    arg.is_dir() && crate::runs::resolve(arg).is_file()
 }
 
 /// The kinds a pipeline collects that a replay of databases got none of: the databases

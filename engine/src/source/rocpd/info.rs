@@ -38,8 +38,8 @@ pub struct Info {
     /// Agent row id → the agent's index in its process.
     pub agents: HashMap<i64, u32>,
     pub kernels: HashMap<i64, Kernel>,
-    /// Counter row id → counter id.
-    pub counters: HashMap<i64, u32>,
+    /// Counter row id → counter id and the agent it counts on.
+    pub counters: HashMap<i64, (u32, u32)>,
     pub strings: HashMap<i64, String>,
 }
 
@@ -226,7 +226,8 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         if counter.instances() > MAX_INSTANCES {
             counter.dimensions.clear();
         }
-        info.counters.insert(int(row, 0), counter.id);
+        info.counters
+            .insert(int(row, 0), (counter.id, counter.agent));
         meta.entry(int(row, 1))
             .or_default()
             .push(Meta::Counter(counter));

@@ -444,8 +444,8 @@ impl Reader<'_, '_> {
             let domain = Domain::from_name(&name.to_ascii_lowercase());
             let operation = domain.map(|domain| Operation {
                 domain,
-                id: match domain {
-                    Domain::MarkerCoreApi => operation_id(domain, "roctxMarkA"),
+                id: match domain.record_kind() {
+                    RecordKind::Marker => operation_id(domain, "roctxMarkA"),
                     _ => -1,
                 },
             });
@@ -604,18 +604,18 @@ impl Reader<'_, '_> {
             };
             let kernel = r.info.kernels.get(&int(row, 3));
             let counter = int(row, 5);
+            // A counter is defined for an agent; the dispatch's says where it ran otherwise.
+            let (counter_id, agent) = match r.info.counters.get(&counter) {
+                Some(&known) => known,
+                None => (counter as u32, r.info.agent(opt_int(row, 1))),
+            };
             let record = CounterSample {
                 pid,
-                agent: r.info.agent(opt_int(row, 1)),
+                agent,
                 dispatch_id: u64(row, 2),
                 kernel_id: kernel.map_or(u64(row, 3), |k| k.id),
                 timestamp_ns: u64(row, 4),
-                counter_id: r
-                    .info
-                    .counters
-                    .get(&counter)
-                    .copied()
-                    .unwrap_or(counter as u32),
+                counter_id,
                 value: real(row, 6),
                 ..CounterSample::default()
             };
