@@ -608,3 +608,129 @@ pc_sampling.method = "host_trap"
         text(&out.stderr)
     );
 }
+
+/// The records of every CSV file under `dir`, as (kind, start, end): the oracle of the
+/// window tests, from a replay without a window.
+fn spans(dir: &Path) -> Vec<(String, u64, u64, String)> {
+    let mut spans = Vec::new();
+    for pid in std::fs::read_dir(dir).unwrap() {
+        for file in std::fs::read_dir(pid.unwrap().path()).unwrap() {
+            let file = file.unwrap().path();
+            let kind = file.file_stem().unwrap().to_string_lossy().into_owned();
+            for row in csv(&file) {
+                let number = |c: &str| row.get(c).map(|v| v.parse::<u64>().unwrap());
+                let start = number("start_ns").or(number("timestamp_ns")).unwrap();
+                let end = number("end_ns").unwrap_or(start);
+                let message = row.get("message").cloned().unwrap_or_default();
+                spans.push((kind.clone(), start, end, message));
+            }
+        }
+    }
+    spans
+}
+
+/// Records per kind that `keep` keeps.
+fn counted(
+    spans: &[(String, u64, u64, String)],
+    keep: impl Fn(u64, u64) -> bool,
+) -> serde_json::Value {
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    for (kind, start, end, _) in spans {
+        if keep(*start, *end) {
+            *counts.entry(kind).or_default() += 1;
+        }
+    }
+    serde_json::to_value(counts).unwrap()
+}
+
+#[test]
+fn a_time_window_applies_to_spools_and_databases_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_success(&rocflow(
+        &[
+            "generate",
+            "run.rfraw",
+            "--records",
+            "4000",
+            "--processes",
+            "2",
+        ],
+        d,
+        &[],
+    ));
+    let pipeline = r#"
+[pipeline]
+name = "all"
+[[context]]
+name = "all"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
+counters.collect = ["SQ_WAVES"]
+pc_sampling.method = "host_trap"
+[[sink]]
+name = "csv"
+kind = "csv"
+path = "csv/{pid}"
+[[sink]]
+name = "db"
+kind = "rocpd"
+path = "db/{pid}.db"
+"#;
+    std::fs::write(d.join("all.toml"), pipeline).unwrap();
+    assert_success(&rocflow(&["replay", "run.rfraw", "all.toml"], d, &[]));
+    let spans = spans(&d.join("csv"));
+    let first = spans.iter().map(|s| s.1).min().unwrap();
+    let last = spans.iter().map(|s| s.2).max().unwrap();
+    let at = |share: f64| first + ((last - first) as f64 * share).round() as u64;
+    let (from, to) = (at(0.25), at(0.75));
+
+    let records = |args: &[&str]| inspect(args, d)["records"].clone();
+    let inside = counted(&spans, |s, e| s >= from && e <= to);
+    let partly = counted(&spans, |s, e| s <= to && e >= from);
+    assert_ne!(inside, partly, "some records cross the window's edges");
+    for input in ["run.rfraw", "db"] {
+        assert_eq!(
+            records(&[input, "--start", "25%", "--end", "75%"]),
+            inside,
+            "{input}"
+        );
+        let (from, to) = (from.to_string(), to.to_string());
+        let ns = records(&[input, "--start", &from, "--end", &to, "--inclusive"]);
+        assert_eq!(ns, partly, "{input}");
+    }
+
+    // The first range of a marker message bounds the window.
+    let (_, start, end, _) = (spans.iter())
+        .filter(|s| s.0 == "marker" && s.3 == "step 3" && s.2 > s.1)
+        .min_by_key(|s| s.1)
+        .unwrap()
+        .clone();
+    let within = counted(&spans, |s, e| s >= start && e <= end);
+    assert_eq!(records(&["db", "--window-marker", "step 3"]), within);
+    assert_eq!(records(&["run.rfraw", "--window-marker", "step 3"]), within);
+
+    // Every command takes it: the summaries of a window agree between spool and databases.
+    let summary = |input: &str| {
+        let out = rocflow(
+            &[
+                "summary", input, "--format", "json", "--start", "10%", "--end", "60%",
+            ],
+            d,
+            &[],
+        );
+        assert_success(&out);
+        text(&out.stdout)
+    };
+    assert_eq!(summary("run.rfraw"), summary("db"));
+    assert_ne!(summary("run.rfraw"), {
+        let out = rocflow(&["summary", "run.rfraw", "--format", "json"], d, &[]);
+        text(&out.stdout)
+    });
+    let out = rocflow(
+        &["inspect", "db", "--window-marker", "no such range"],
+        d,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no marker range named `no such range`"));
+}

@@ -18,7 +18,7 @@ use crate::pipeline;
 use crate::plan::{Plan, TransformPlan};
 use crate::record::{Meta, RecordKind};
 use crate::sink::Placeholders;
-use crate::source::{Ending, Input, OpenFault, Source, SourceError, Spool};
+use crate::source::{Ending, Input, OpenFault, Source, SourceError, Spool, WindowArgs};
 use crate::spool::SpoolWriter;
 use crate::summary::{self, Breakdown, Format, Summary};
 use crate::transform::Table;
@@ -45,9 +45,18 @@ fn spool_error(path: &Path, e: WireError) -> Error {
     }
 }
 
+/// Starts reading a spool or rocpd databases, in the time window if one is given.
+fn open_input(input: &Input, window: &WindowArgs) -> Result<Box<dyn Source>> {
+    let mut noted = false;
+    window.apply(
+        || open_source(input, std::mem::replace(&mut noted, true)),
+        |e| Error::user(Diagnostic::error(format!("time window: {e}"))),
+    )
+}
+
 /// Starts reading a spool or rocpd databases; a note on what the databases hold that was
-/// ignored goes to stderr.
-fn open_input(input: &Input) -> Result<Box<dyn Source>> {
+/// ignored goes to stderr, unless `noted` already.
+fn open_source(input: &Input, noted: bool) -> Result<Box<dyn Source>> {
     let (source, note) = input.open().map_err(|e| match e {
         OpenFault::Spool(path, e) => spool_error(&path, e),
         OpenFault::Rocpd(e) if e.is_not_rocpd() => {
@@ -57,7 +66,7 @@ fn open_input(input: &Input) -> Result<Box<dyn Source>> {
         }
         OpenFault::Rocpd(e) => Error::Runtime(e.to_string()),
     })?;
-    if let Some(note) = note {
+    if let Some(note) = note.filter(|_| !noted) {
         let color = std::io::stderr().is_terminal();
         eprintln!("{}", Diagnostic::notice(note).render(color));
     }
@@ -95,6 +104,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     trust_plan: bool,
     #[command(flatten)]
+    window: WindowArgs,
+    #[command(flatten)]
     options: PipelineArgs,
 }
 
@@ -125,7 +136,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
              pipeline: rocflow replay RUN.rfraw PIPELINE.toml",
         )?,
     };
-    let mut source = open_input(&input)?;
+    let mut source = open_input(&input, &args.window)?;
     let report = stage::run(&plan, &mut *source, &sink::open).map_err(Error::Runtime)?;
     ended(report.source.as_ref())?;
     if input.is_databases() {
@@ -224,6 +235,8 @@ pub struct SummaryArgs {
     #[arg(long, value_enum, value_delimiter = ',')]
     by: Vec<By>,
     #[command(flatten)]
+    window: WindowArgs,
+    #[command(flatten)]
     options: PipelineArgs,
 }
 
@@ -236,10 +249,11 @@ enum By {
 /// The summary tables of the run `input` holds, through `transforms`.
 fn summary_tables(
     input: &Input,
+    window: &WindowArgs,
     transforms: &[TransformPlan],
     breakdown: Breakdown,
 ) -> Result<Vec<Table>> {
-    let mut source = open_input(input)?;
+    let mut source = open_input(input, window)?;
     let (summary, ending) =
         Summary::of_run(transforms, &mut *source, breakdown).map_err(Error::Runtime)?;
     ended(ending.as_ref())?;
@@ -276,6 +290,9 @@ pub struct DiffArgs {
     /// kernels_added, kernels_removed).
     #[arg(long, value_name = "EXPR")]
     fail_if: Option<String>,
+    /// The same window of both runs (a percentage or marker of each).
+    #[command(flatten)]
+    window: WindowArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -291,7 +308,7 @@ pub fn diff(args: DiffArgs) -> Result<ExitCode> {
     let tables = |arg: &Path| {
         let input = Input::of(arg);
         let transforms = recorded_transforms(&input, hint);
-        summary_tables(&input, &transforms, Breakdown::default())
+        summary_tables(&input, &args.window, &transforms, Breakdown::default())
     };
     let diff = Diff::new(&tables(&args.a)?, &tables(&args.b)?);
     // Check the predicate before printing anything: a typo is a usage error.
@@ -336,7 +353,7 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
         process: args.by.contains(&By::Process),
         agent: args.by.contains(&By::Agent),
     };
-    let tables = summary_tables(&input, &transforms, breakdown)?;
+    let tables = summary_tables(&input, &args.window, &transforms, breakdown)?;
     let mut out = String::new();
     match &args.output {
         Some(dir) => {
@@ -438,6 +455,8 @@ pub struct InspectArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    window: WindowArgs,
 }
 
 /// Prints what a spool holds: processes, agents, records per kind, time span, losses.
@@ -463,7 +482,7 @@ fn counters(meta: &StreamMeta) -> Vec<serde_json::Value> {
 
 pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
     let (input, _) = inputs(&args.inputs, false)?;
-    let mut source = open_input(&input)?;
+    let mut source = open_input(&input, &args.window)?;
     let mut catalog = Catalog::default();
     let mut counts: BTreeMap<RecordKind, u64> = BTreeMap::new();
     let (mut first, mut last) = (u64::MAX, 0u64);

@@ -7,6 +7,7 @@ mod input;
 mod live;
 pub mod rocpd;
 mod spool;
+pub mod window;
 
 use std::path::PathBuf;
 
@@ -16,6 +17,7 @@ pub use input::{Input, OpenFault, missing_kinds};
 pub use live::Live;
 pub use rocpd::Rocpd;
 pub use spool::Spool;
+pub use window::WindowArgs;
 
 /// Where records come from, as frames: a stream's metadata before the records that refer
 /// to it, and each stream's records in the order they were made.
