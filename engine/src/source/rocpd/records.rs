@@ -17,6 +17,18 @@ use crate::record::{
 };
 use crate::sdk::Domain;
 
+/// Adds `record` to `stream`'s batch of its kind (`$kind`, a [`Batch`] variant).
+macro_rules! push {
+    ($out:expr, $stream:expr, $kind:ident, $record:expr) => {{
+        let record = $record;
+        $out.push($stream, RecordKind::$kind, |batch| {
+            if let Batch::$kind(records) = batch {
+                records.push(record);
+            }
+        })
+    }};
+}
+
 /// What ends reading a set of tables.
 #[derive(Debug)]
 pub enum Fault {
@@ -181,11 +193,7 @@ impl Reader<'_, '_> {
                 vgpr_count: kernel.map_or(0, |k| k.vgpr_count),
                 sgpr_count: kernel.map_or(0, |k| k.sgpr_count),
             };
-            r.out.push(stream, RecordKind::KernelDispatch, |b| {
-                if let Batch::KernelDispatch(v) = b {
-                    v.push(record)
-                }
-            })?;
+            push!(r.out, stream, KernelDispatch, record)?;
             Ok(())
         })?;
         self.out.flush_kind(RecordKind::KernelDispatch)?;
@@ -228,11 +236,7 @@ impl Reader<'_, '_> {
                 bytes: u64(row, 8),
                 operation_id: operation.map_or(0, |o| o.id as u8),
             };
-            r.out.push(stream, RecordKind::MemoryCopy, |b| {
-                if let Batch::MemoryCopy(v) = b {
-                    v.push(record)
-                }
-            })?;
+            push!(r.out, stream, MemoryCopy, record)?;
             Ok(())
         })?;
         self.out.flush_kind(RecordKind::MemoryCopy)?;
@@ -290,11 +294,7 @@ impl Reader<'_, '_> {
                     flags: flags.unwrap_or(0) as u32,
                     operation_id: operation_id(Domain::ScratchMemory, op) as u8,
                 };
-                r.out.push(stream, RecordKind::ScratchMemory, |b| {
-                    if let Batch::ScratchMemory(v) = b {
-                        v.push(record)
-                    }
-                })?;
+                push!(r.out, stream, ScratchMemory, record)?;
             } else {
                 let virtual_ = level.as_deref() == Some("VIRTUAL");
                 let op = match (kind.as_str(), virtual_) {
@@ -315,11 +315,7 @@ impl Reader<'_, '_> {
                     bytes: u64(row, 8),
                     operation_id: operation_id(Domain::MemoryAllocation, op) as u8,
                 };
-                r.out.push(stream, RecordKind::MemoryAllocation, |b| {
-                    if let Batch::MemoryAllocation(v) = b {
-                        v.push(record)
-                    }
-                })?;
+                push!(r.out, stream, MemoryAllocation, record)?;
             }
             Ok(())
         })?;
@@ -434,11 +430,8 @@ impl Reader<'_, '_> {
                     _ => 0,
                 };
                 let record = r.pc_sample(pid, row, method);
-                return Ok(r.out.push(stream, RecordKind::PcSample, |b| {
-                    if let Batch::PcSample(v) = b {
-                        v.push(record)
-                    }
-                })?);
+                push!(r.out, stream, PcSample, record)?;
+                return Ok(());
             }
             // An instant's name is not stored: a mark is the one instant of markers.
             let domain = Domain::from_name(&name.to_ascii_lowercase());
@@ -507,13 +500,13 @@ impl Reader<'_, '_> {
         let domain_id = domain.sdk_value() as u8;
         let (pid, tid, start_ns, end_ns) = (h.pid, h.tid, h.start_ns, h.end_ns);
         let (correlation_id, external_id) = (h.correlation_id, h.external_id);
-        let kind = domain.record_kind();
-        let batch = match kind {
+        let stream = h.stream;
+        match domain.record_kind() {
             RecordKind::Api => {
                 if !args.is_empty() {
-                    self.out.args(h.stream, correlation_id, args);
+                    self.out.args(stream, correlation_id, args);
                 }
-                Batch::Api(vec![ApiCall {
+                let record = ApiCall {
                     pid,
                     tid,
                     start_ns,
@@ -522,13 +515,14 @@ impl Reader<'_, '_> {
                     external_id,
                     domain_id,
                     operation_id: id,
-                }])
+                };
+                push!(self.out, stream, Api, record)
             }
             RecordKind::Marker => {
                 let message = json(row, extdata)
                     .and_then(|e| e.get("message")?.as_str().map(str::to_owned))
                     .unwrap_or_default();
-                Batch::Marker(vec![Marker {
+                let record = Marker {
                     pid,
                     tid,
                     start_ns,
@@ -537,21 +531,25 @@ impl Reader<'_, '_> {
                     external_id,
                     domain_id,
                     operation_id: id,
-                    message: self.out.sym(h.stream, &message),
-                }])
+                    message: self.out.sym(stream, &message),
+                };
+                push!(self.out, stream, Marker, record)
             }
-            RecordKind::HipStream => Batch::HipStream(vec![HipStream {
-                pid,
-                tid,
-                start_ns,
-                end_ns,
-                correlation_id,
-                external_id,
-                stream: 0,
-                operation_id: id as u8,
-            }]),
+            RecordKind::HipStream => {
+                let record = HipStream {
+                    pid,
+                    tid,
+                    start_ns,
+                    end_ns,
+                    correlation_id,
+                    external_id,
+                    stream: 0,
+                    operation_id: id as u8,
+                };
+                push!(self.out, stream, HipStream, record)
+            }
             RecordKind::RuntimeInitialization => {
-                Batch::RuntimeInitialization(vec![RuntimeInitialization {
+                let record = RuntimeInitialization {
                     pid,
                     tid,
                     start_ns,
@@ -560,20 +558,23 @@ impl Reader<'_, '_> {
                     external_id,
                     version: 0,
                     operation_id: id as u8,
-                }])
+                };
+                push!(self.out, stream, RuntimeInitialization, record)
             }
-            RecordKind::KfdEvent => Batch::KfdEvent(vec![KfdEvent {
-                pid,
-                agent: 0,
-                timestamp_ns: start_ns,
-                address: 0,
-                domain_id,
-                operation_id: id,
-            }]),
+            RecordKind::KfdEvent => {
+                let record = KfdEvent {
+                    pid,
+                    agent: 0,
+                    timestamp_ns: start_ns,
+                    address: 0,
+                    domain_id,
+                    operation_id: id,
+                };
+                push!(self.out, stream, KfdEvent, record)
+            }
             // Device activity has tables of its own, not regions.
             _ => return Ok(()),
-        };
-        self.out.push(h.stream, kind, |b| append(b, batch))?;
+        }?;
         Ok(())
     }
 
@@ -619,11 +620,7 @@ impl Reader<'_, '_> {
                 value: real(row, 6),
                 ..CounterSample::default()
             };
-            r.out.push(stream, RecordKind::CounterSample, |b| {
-                if let Batch::CounterSample(v) = b {
-                    v.push(record)
-                }
-            })?;
+            push!(r.out, stream, CounterSample, record)?;
             Ok(())
         })?;
         self.out.flush_kind(RecordKind::CounterSample)?;
@@ -650,18 +647,6 @@ struct Host {
     operation: Option<Operation>,
     correlation_id: u64,
     external_id: u64,
-}
-
-/// Moves the one record of `from` onto `to`, a batch of the same kind.
-fn append(to: &mut Batch, from: Batch) {
-    match (to, from) {
-        (Batch::Api(to), Batch::Api(from)) => to.extend(from),
-        (Batch::Marker(to), Batch::Marker(from)) => to.extend(from),
-        (Batch::HipStream(to), Batch::HipStream(from)) => to.extend(from),
-        (Batch::RuntimeInitialization(to), Batch::RuntimeInitialization(from)) => to.extend(from),
-        (Batch::KfdEvent(to), Batch::KfdEvent(from)) => to.extend(from),
-        _ => unreachable!("a batch takes records of its own kind"),
-    }
 }
 
 /// An argument row: its event, then position, type, name and value.
