@@ -1087,3 +1087,27 @@ fn every_kind_survives_the_rocpd_sink_and_source_but_what_rocpd_cannot_hold() {
         |input: &str| text(&rocflow(&["summary", input, "--format", "json"], d, &[]).stdout);
     assert_eq!(summary("run.rfraw"), summary("db/run.db"));
 }
+
+/// A database is untrusted: a "table" that is a view of the file's own making is not
+/// read through (its SQL would run), so the database lacks that table.
+#[test]
+fn a_table_that_is_a_view_is_not_read_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trick.db");
+    rocprofv3_db::write(&path, 61, "node-t", 2);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let table = "rocpd_kernel_dispatch_0191a2b3_c4d5_7e6f_8a9b_00000000003d";
+    conn.execute_batch(&format!(
+        "DROP TABLE {table}; CREATE VIEW {table} AS \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i AS id FROM n;"
+    ))
+    .unwrap();
+    drop(conn);
+    let out = support::rocflow_bounded(&["inspect", "trick.db"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("rocpd_kernel_dispatch"),
+        "{}",
+        text(&out.stderr)
+    );
+}
