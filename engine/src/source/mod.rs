@@ -1,7 +1,9 @@
 //! Sources: where the records the stages take come from. The mirror of [`crate::sink`]:
-//! one trait, one module per origin. The streams of a live run and a recorded spool
-//! reach the stages through the same trait, so every pipeline works on either, and `run`
-//! and `replay` share the path from source to sinks.
+//! one trait, one module per origin. The streams of a live run, a recorded spool and
+//! rocpd databases (rocprofv3's, or rocflow's own) reach the stages through the same
+//! trait, so every pipeline works on any of them, and `run` and `replay` share the path
+//! from source to sinks. A time [`window`] applies to any source; [`Input`] is what a
+//! command line names.
 
 mod input;
 mod live;

@@ -17,11 +17,11 @@ pub const CHUNK: usize = 16 * 1024;
 pub struct Stopped;
 
 /// Where frames go; `false` when the consumer is gone.
-pub type Send<'a> = &'a mut dyn FnMut(Frame) -> bool;
+pub type Out<'a> = &'a mut dyn FnMut(Frame) -> bool;
 
 /// The records of one set of tables on their way out, per stream.
 pub struct Emitter<'a> {
-    send: Send<'a>,
+    send: Out<'a>,
     streams: HashMap<u16, Pending>,
 }
 
@@ -36,7 +36,7 @@ struct Pending {
 }
 
 impl<'a> Emitter<'a> {
-    pub fn new(send: Send<'a>) -> Self {
+    pub fn new(send: Out<'a>) -> Self {
         Emitter {
             send,
             streams: HashMap::default(),
@@ -68,7 +68,7 @@ impl<'a> Emitter<'a> {
         Sym(sym)
     }
 
-    /// Adds the arguments of the API call `correlation_id` of `stream`, which [`push`]
+    /// Adds the arguments of the API call `correlation_id` of `stream`, which [`Emitter::push`]
     /// adds next: `(position, type, name, value)`.
     pub fn args(
         &mut self,

@@ -26,11 +26,20 @@ pub struct Kernel {
     pub sgpr_count: u32,
 }
 
+/// A process of the database, as a stream.
+#[derive(Debug)]
+pub struct ProcessRow {
+    pub id: i64,
+    pub stream: u16,
+    /// Its metadata, the process first.
+    pub meta: Vec<Meta>,
+}
+
 /// The rows of one set's info tables, by row id.
 #[derive(Debug, Default)]
 pub struct Info {
-    /// Per process row, in row order: its stream, its OS pid and its metadata.
-    pub processes: Vec<(i64, u16, u32, Vec<Meta>)>,
+    /// The processes, in row order.
+    pub processes: Vec<ProcessRow>,
     /// Process row id → (stream, OS pid).
     pub process: HashMap<i64, (u16, u32)>,
     /// Thread row id → OS tid.
@@ -113,7 +122,11 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             start_unix_ns: None,
         };
         info.process.insert(id, (stream, pid));
-        info.processes.push((id, stream, pid, Vec::new()));
+        info.processes.push(ProcessRow {
+            id,
+            stream,
+            meta: Vec::new(),
+        });
         meta.entry(id).or_default().push(Meta::Process(process));
         stream = stream.wrapping_add(1);
     })?;
@@ -263,8 +276,9 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             .or_default()
             .push(Meta::Stream(stream));
     })?;
-    for (id, _, _, items) in &mut info.processes {
-        *items = meta.remove(id).unwrap_or_default();
+    for process in &mut info.processes {
+        let items = &mut process.meta;
+        *items = meta.remove(&process.id).unwrap_or_default();
         // Agents in index order, as a run describes them; the rest as read.
         items.sort_by_key(|m| match m {
             Meta::Process(_) => (0, 0),

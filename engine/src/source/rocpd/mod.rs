@@ -144,9 +144,7 @@ impl Rocpd {
 fn too_many(path: &Path) -> OpenError {
     OpenError {
         path: path.to_owned(),
-        error: SchemaError::Sqlite(rusqlite::Error::InvalidParameterName(
-            "more than 65536 processes in the databases named".into(),
-        )),
+        error: SchemaError::TooManyProcesses,
     }
 }
 
@@ -173,10 +171,13 @@ fn read_sets(job: &Job) -> Result<(), String> {
     let mut send = |frame| job.frames.send(Item::Frame(frame)).is_ok();
     let mut orphans = 0;
     for (tables, first) in &job.sets {
-        let info = info::read(&conn, tables, *first).map_err(|e| e.to_string())?;
+        let mut info = info::read(&conn, tables, *first).map_err(|e| e.to_string())?;
         let mut out = Emitter::new(&mut send);
-        for (_, stream, _, items) in &info.processes {
-            if out.meta(*stream, items.clone()).is_err() {
+        for process in &mut info.processes {
+            if out
+                .meta(process.stream, std::mem::take(&mut process.meta))
+                .is_err()
+            {
                 return Ok(());
             }
         }

@@ -349,6 +349,9 @@ pub enum SchemaError {
     Sqlite(#[from] rusqlite::Error),
     #[error("it is not a rocpd database: it has no {}", .0.join(", "))]
     Missing(Vec<String>),
+    /// Streams are numbered in 16 bits.
+    #[error("the databases named hold more than 65536 processes, more than one run reads")]
+    TooManyProcesses,
 }
 
 /// Finds the rocpd table sets of a database: one per `rocpd_metadata…` table, each
