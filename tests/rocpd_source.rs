@@ -390,6 +390,9 @@ fn every_shipped_template_replays_a_rocprofv3_database() {
             stdout.contains("from 2 rocpd databases"),
             "{template}: {stdout}"
         );
+        // Post-steps read the databases again, as the sinks did.
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("post-step"), "{template}: {stderr}");
     }
     // Without a pipeline: trace-all, said so.
     let out = rocflow(&["replay", "node-a/4242_results.db"], dir.path(), &[]);
@@ -722,6 +725,23 @@ path = "db/{pid}.db"
         text(&out.stdout)
     };
     assert_eq!(summary("run.rfraw"), summary("db"));
+    // A replay's post-steps see the window its sinks saw.
+    let steps = "[[post]]\nname = \"summary\"\nkind = \"summary\"\npath = \"steps\"\nformats = [\"json\"]\n";
+    std::fs::write(d.join("steps.toml"), format!("{pipeline}{steps}")).unwrap();
+    let args = [
+        "replay",
+        "db",
+        "steps.toml",
+        "--start",
+        "10%",
+        "--end",
+        "60%",
+    ];
+    assert_success(&rocflow(&args, d, &[]));
+    let written = std::fs::read_to_string(d.join("steps/summary.json")).unwrap();
+    let written: serde_json::Value = serde_json::from_str(&written).unwrap();
+    let printed: serde_json::Value = serde_json::from_str(&summary("db")).unwrap();
+    assert_eq!(written, printed);
     assert_ne!(summary("run.rfraw"), {
         let out = rocflow(&["summary", "run.rfraw", "--format", "json"], d, &[]);
         text(&out.stdout)

@@ -54,6 +54,16 @@ fn open_input(input: &Input, window: &WindowArgs) -> Result<Box<dyn Source>> {
     )
 }
 
+/// Reads the input again, as [`open_input`] did, for the post-steps (no note again).
+pub(super) fn reopen(
+    input: &Input,
+    window: &WindowArgs,
+) -> std::result::Result<Box<dyn Source>, String> {
+    window
+        .apply(|| open_source(input, true), Error::Runtime)
+        .map_err(|e| e.to_string())
+}
+
 /// Starts reading a spool or rocpd databases; a note on what the databases hold that was
 /// ignored goes to stderr, unless `noted` already.
 fn open_source(input: &Input, noted: bool) -> Result<Box<dyn Source>> {
@@ -153,7 +163,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     }
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
     let mut out = format!("replayed {total} records from {}\n", input.describe());
-    let healthy = outputs(&plan, &report, input.path(), &mut out);
+    let reopen = || reopen(&input, &args.window);
+    let healthy = outputs(&plan, &report, input.path(), &reopen, &mut out);
     print(&out)?;
     Ok(if healthy {
         ExitCode::SUCCESS
@@ -168,7 +179,13 @@ const DATABASE_PIPELINE: &str = "trace-all";
 
 /// Lists what each sink wrote (and reports the ones that failed), then runs the
 /// post-steps; returns whether every sink and required step succeeded.
-pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &mut String) -> bool {
+pub(super) fn outputs(
+    plan: &Plan,
+    report: &stage::Report,
+    spool: &Path,
+    open: post::Reopen<'_>,
+    out: &mut String,
+) -> bool {
     let mut healthy = true;
     for sink in &report.sinks {
         match &sink.outcome {
@@ -195,7 +212,7 @@ pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &m
         eprintln!("warning: the counter passes disagree: {disagreement}");
     }
     let placeholders = Placeholders::for_run(&report.catalog);
-    for step in post::run(plan, spool, &placeholders) {
+    for step in post::run(plan, spool, open, &placeholders) {
         match step.outcome {
             Ok(done) => {
                 out.push_str(&format!("  {}:", step.name));
