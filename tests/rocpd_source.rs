@@ -23,6 +23,8 @@ struct Read {
     catalog: Catalog,
     batches: BTreeMap<RecordKind, Vec<(u16, Batch)>>,
     args: Vec<(u16, ApiArgs)>,
+    /// The stream of each records frame, in the order they came.
+    order: Vec<u16>,
 }
 
 impl Read {
@@ -39,6 +41,7 @@ impl Read {
                 }
                 Payload::Records(batch) => {
                     assert!(described.contains(&frame.stream), "metadata comes first");
+                    read.order.push(frame.stream);
                     read.batches
                         .entry(batch.kind())
                         .or_default()
@@ -1129,5 +1132,46 @@ fn a_table_that_is_a_view_is_not_read_through() {
         text(&out.stderr).contains("rocpd_kernel_dispatch"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// More databases than reader threads, each read whole into its own streams, in the order
+/// they were named, whatever order their readers finish in.
+#[test]
+fn many_databases_are_streams_in_the_order_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks: Vec<(u32, u64)> = (0..24)
+        .map(|r| (1000 + r, 1 + u64::from(r % 5) * 3))
+        .collect();
+    let paths: Vec<PathBuf> = ranks
+        .iter()
+        .map(|&(pid, dispatches)| {
+            let path = dir.path().join(format!("rank-{pid}.db"));
+            rocprofv3_db::write(&path, pid, "node-m", dispatches);
+            path
+        })
+        .collect();
+    let read = Read::of(&paths);
+    let pids: Vec<u32> = (read.catalog.streams())
+        .map(|(_, m)| m.process.as_ref().unwrap().pid)
+        .collect();
+    assert_eq!(pids, ranks.iter().map(|r| r.0).collect::<Vec<_>>());
+    let dispatches = read.all(RecordKind::KernelDispatch, |b| match b {
+        Batch::KernelDispatch(v) => Some(v),
+        _ => None,
+    });
+    for (stream, &(pid, count)) in ranks.iter().enumerate() {
+        let mine: Vec<_> = dispatches
+            .iter()
+            .filter(|(s, _)| usize::from(*s) == stream)
+            .collect();
+        assert_eq!(mine.len() as u64, count, "rank {pid}");
+        assert!(mine.iter().all(|(_, d)| d.pid == pid));
+    }
+    // Frames of one database come together: the stream never goes back.
+    assert!(
+        read.order.windows(2).all(|w| w[0] <= w[1]),
+        "{:?}",
+        read.order
     );
 }
