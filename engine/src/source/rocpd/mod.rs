@@ -62,6 +62,8 @@ struct Job {
 pub struct Rocpd {
     /// Each database's frames, in the order the databases were named.
     queues: VecDeque<(PathBuf, Receiver<Item>)>,
+    /// The databases no reader has started yet.
+    jobs: Arc<Mutex<VecDeque<Job>>>,
     failed: Option<SourceError>,
     warnings: Vec<String>,
     note: Option<String>,
@@ -83,24 +85,21 @@ impl Rocpd {
         let mut next = 0usize;
         let mut jobs = VecDeque::new();
         let mut queues = VecDeque::new();
-        let mut unknown = Vec::new();
+        // What a newer schema adds, and in how many of the databases.
+        let mut unknown = std::collections::BTreeSet::new();
+        let mut newer = 0;
         for (path, (layout, processes)) in paths.iter().zip(layouts) {
             let mut sets = Vec::new();
             for (tables, count) in layout.sets.into_iter().zip(processes) {
-                let first = u16::try_from(next).map_err(|_| too_many(path))?;
-                next += count;
-                if next > usize::from(u16::MAX) + 1 {
+                if next + count > usize::from(u16::MAX) + 1 {
                     return Err(too_many(path));
                 }
-                sets.push((tables, first));
+                // Below 2^16 whenever the set has a process to number.
+                sets.push((tables, next as u16));
+                next += count;
             }
-            if !layout.unknown.is_empty() {
-                unknown.push(format!(
-                    "{} in {}",
-                    layout.unknown.join(", "),
-                    path.display()
-                ));
-            }
+            newer += usize::from(!layout.unknown.is_empty());
+            unknown.extend(layout.unknown);
             let (frames, queue) = sync_channel(QUEUE);
             jobs.push_back(Job {
                 path: path.clone(),
@@ -116,19 +115,26 @@ impl Rocpd {
         for _ in 0..workers {
             let jobs = Arc::clone(&jobs);
             std::thread::spawn(move || {
-                while let Some(job) = jobs.lock().expect("no panics").pop_front() {
+                loop {
+                    // Taken in a statement of its own, so the lock is not held while reading.
+                    let job = jobs.lock().expect("no panics").pop_front();
+                    let Some(job) = job else { break };
                     read(job);
                 }
             });
         }
         let note = (!unknown.is_empty()).then(|| {
+            let names: Vec<String> = unknown.into_iter().collect();
             format!(
-                "ignored what this rocflow does not know (a newer rocpd schema?): {}",
-                unknown.join("; ")
+                "ignored what this rocflow does not know (a newer rocpd schema?) in {newer} of \
+                 the {} databases: {}",
+                paths.len(),
+                names.join(", ")
             )
         });
         Ok(Rocpd {
             queues,
+            jobs,
             failed: None,
             warnings: Vec::new(),
             note,
@@ -197,6 +203,20 @@ fn read_sets(job: &Job) -> Result<(), String> {
     Ok(())
 }
 
+impl Rocpd {
+    /// Stops reading: readers find their queues gone, and no database is started.
+    fn stop(&mut self) {
+        self.jobs.lock().expect("no panics").clear();
+        self.queues.clear();
+    }
+}
+
+impl Drop for Rocpd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 impl Source for Rocpd {
     fn next_frame(&mut self) -> Option<Frame> {
         loop {
@@ -209,7 +229,7 @@ impl Source for Rocpd {
                         path: path.clone(),
                         message,
                     });
-                    self.queues.clear();
+                    self.stop();
                     return None;
                 }
                 // The database is read to its end.
@@ -221,7 +241,7 @@ impl Source for Rocpd {
     }
 
     fn finish(&mut self) -> Result<Ending, SourceError> {
-        self.queues.clear();
+        self.stop();
         match self.failed.take() {
             Some(e) => Err(e),
             None => Ok(Ending {
