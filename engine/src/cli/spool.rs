@@ -69,11 +69,7 @@ pub(super) fn reopen(
 fn open_source(input: &Input, noted: bool) -> Result<Box<dyn Source>> {
     let (source, note) = input.open().map_err(|e| match e {
         OpenFault::Spool(path, e) => spool_error(&path, e),
-        OpenFault::Rocpd(e) if e.is_not_rocpd() => {
-            Error::user(Diagnostic::error(e.to_string()).hint(
-                "rocflow reads rocpd databases as rocprofv3 (or rocflow's rocpd sink) writes them",
-            ))
-        }
+        OpenFault::Rocpd(e) if e.is_users() => Error::user(Diagnostic::error(e.to_string())),
         OpenFault::Rocpd(e) => Error::Runtime(e.to_string()),
     })?;
     if let Some(note) = note.filter(|_| !noted) {

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use super::{Ending, Source, SourceError};
 use crate::wire::Frame;
 use emit::Emitter;
-pub use inputs::{expand, is_database};
+pub use inputs::expand;
 use schema::{SchemaError, Tables};
 
 /// What a database's reader sends.
@@ -45,9 +45,13 @@ pub struct OpenError {
 }
 
 impl OpenError {
-    /// Whether the file is SQLite but not rocpd (a user's mistake, not a fault).
-    pub fn is_not_rocpd(&self) -> bool {
-        matches!(self.error, SchemaError::Missing(_))
+    /// Whether the user named what cannot be read (SQLite but not rocpd, or too much),
+    /// rather than the file being damaged.
+    pub fn is_users(&self) -> bool {
+        matches!(
+            self.error,
+            SchemaError::Missing(_) | SchemaError::TooManyProcesses
+        )
     }
 }
 
