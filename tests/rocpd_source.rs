@@ -455,13 +455,19 @@ fn what_a_newer_schema_adds_is_ignored_with_one_note() {
     let suffix = "_0191a2b3_c4d5_7e6f_8a9b_00000000004d";
     conn.execute_batch(&format!(
         "ALTER TABLE rocpd_region{suffix} ADD COLUMN energy REAL; \
-         CREATE TABLE rocpd_info_power{suffix} (id INTEGER PRIMARY KEY, watts REAL);"
+         CREATE TABLE rocpd_info_power{suffix} (id INTEGER PRIMARY KEY, watts REAL); \
+         INSERT INTO rocpd_string{suffix} (id, string) VALUES (1000, 'FUTURE_API'), (1001, 'futureCall'); \
+         INSERT INTO rocpd_event{suffix} (id, category_id, stack_id) VALUES (1000, 1000, 5000); \
+         INSERT INTO rocpd_region{suffix} (nid, pid, tid, start, \"end\", name_id, event_id) \
+             VALUES (1, 77, 77, 100, 200, 1001, 1000);"
     ))
     .unwrap();
     drop(conn);
     let out = rocflow(&["inspect", "--json", "new.db"], dir.path(), &[]);
     assert_success(&out);
     let stderr = text(&out.stderr);
+    // A host event of a domain this rocflow does not know is left out, and said so.
+    assert!(stderr.contains("1 of `FUTURE_API`"), "{stderr}");
     assert_eq!(stderr.matches("does not know").count(), 1, "{stderr}");
     assert!(
         stderr.contains("rocpd_region.energy") && stderr.contains("rocpd_info_power"),

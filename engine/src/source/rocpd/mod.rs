@@ -179,7 +179,7 @@ fn read(job: Job) {
 fn read_sets(job: &Job) -> Result<(), String> {
     let conn = schema::open(&job.path).map_err(|e| e.to_string())?;
     let mut send = |frame| job.frames.send(Item::Frame(frame)).is_ok();
-    let mut orphans = 0;
+    let mut left = records::Left::default();
     for (tables, first) in &job.sets {
         let mut info = info::read(&conn, tables, *first).map_err(|e| e.to_string())?;
         let mut out = Emitter::new(&mut send);
@@ -192,15 +192,31 @@ fn read_sets(job: &Job) -> Result<(), String> {
             }
         }
         match records::read(&conn, tables, &info, &mut out) {
-            Ok(n) => orphans += n,
+            Ok(set) => {
+                left.orphans += set.orphans;
+                for (category, n) in set.unknown {
+                    *left.unknown.entry(category).or_default() += n;
+                }
+            }
             Err(records::Fault::Stopped) => return Ok(()),
             Err(records::Fault::Sqlite(e)) => return Err(e.to_string()),
         }
     }
-    if orphans > 0 {
+    let path = job.path.display();
+    if left.orphans > 0 {
         let warning = format!(
-            "`{}`: {orphans} rows name a process the database does not describe; left out",
-            job.path.display()
+            "`{path}`: {} rows name a process the database does not describe; left out",
+            left.orphans
+        );
+        let _ = job.frames.send(Item::Warning(warning));
+    }
+    if !left.unknown.is_empty() {
+        let counts: Vec<String> = (left.unknown.iter())
+            .map(|(category, n)| format!("{n} of `{category}`"))
+            .collect();
+        let warning = format!(
+            "`{path}`: host events of categories no rocflow record holds, left out: {}",
+            counts.join(", ")
         );
         let _ = job.frames.send(Item::Warning(warning));
     }

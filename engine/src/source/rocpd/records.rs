@@ -4,6 +4,8 @@
 //! samples) and counter values. Each table is read in one pass in row order, joined to
 //! its events; operations are named by strings, resolved once per (category, name).
 
+use std::collections::BTreeMap;
+
 use rusqlite::{Connection, Row};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -48,21 +50,29 @@ impl From<Stopped> for Fault {
     }
 }
 
-/// Reads every event table of `tables` into `out`; returns how many rows named no
-/// process the info tables describe (left out).
+/// Rows no record could be made of.
+#[derive(Debug, Default)]
+pub struct Left {
+    /// Rows of a process the info tables do not describe.
+    pub orphans: u64,
+    /// Host events by category, of categories no rocflow record kind holds.
+    pub unknown: BTreeMap<String, u64>,
+}
+
+/// Reads every event table of `tables` into `out`; returns what was left out.
 pub fn read(
     conn: &Connection,
     tables: &Tables,
     info: &Info,
     out: &mut Emitter<'_>,
-) -> Result<u64, Fault> {
+) -> Result<Left, Fault> {
     let mut reader = Reader {
         conn,
         tables,
         info,
         out,
         operations: HashMap::default(),
-        orphans: 0,
+        left: Left::default(),
     };
     reader.dispatches()?;
     reader.copies()?;
@@ -70,7 +80,7 @@ pub fn read(
     reader.regions()?;
     reader.samples()?;
     reader.counters()?;
-    Ok(reader.orphans)
+    Ok(reader.left)
 }
 
 /// A domain's operation, as a record stores them.
@@ -87,7 +97,7 @@ struct Reader<'r, 'e> {
     out: &'r mut Emitter<'e>,
     /// By (category, name) string ids; `None` for a category of no domain.
     operations: HashMap<(i64, i64), Option<Operation>>,
-    orphans: u64,
+    left: Left,
 }
 
 impl Reader<'_, '_> {
@@ -117,7 +127,7 @@ impl Reader<'_, '_> {
     /// The stream and OS pid of process row `row`.
     fn process(&mut self, row: i64) -> Option<(u16, u32)> {
         let found = self.info.process.get(&row).copied();
-        self.orphans += u64::from(found.is_none());
+        self.left.orphans += u64::from(found.is_none());
         found
     }
 
@@ -377,6 +387,7 @@ impl Reader<'_, '_> {
             };
             let host = Host {
                 stream,
+                category: int(row, 4),
                 pid,
                 tid: r.info.tid(int(row, 1)),
                 start_ns: u64(row, 2),
@@ -445,6 +456,7 @@ impl Reader<'_, '_> {
             let at = u64(row, 2);
             let host = Host {
                 stream,
+                category,
                 pid,
                 tid: r.info.tid(int(row, 1)),
                 start_ns: at,
@@ -459,6 +471,12 @@ impl Reader<'_, '_> {
             self.out.flush_kind(*kind)?;
         }
         Ok(())
+    }
+
+    /// Counts a host event of a category no record kind holds.
+    fn unknown(&mut self, category: i64) {
+        let name = self.info.string(category);
+        *self.left.unknown.entry(name.to_owned()).or_default() += 1;
     }
 
     fn pc_sample(&self, pid: u32, row: &Row<'_>, method: u8) -> PcSample {
@@ -495,6 +513,7 @@ impl Reader<'_, '_> {
         args: &[(u8, String, String, String)],
     ) -> Result<(), Fault> {
         let Some(Operation { domain, id }) = h.operation else {
+            self.unknown(h.category);
             return Ok(());
         };
         let domain_id = domain.sdk_value() as u8;
@@ -573,7 +592,10 @@ impl Reader<'_, '_> {
                 push!(self.out, stream, KfdEvent, record)
             }
             // Device activity has tables of its own, not regions.
-            _ => return Ok(()),
+            _ => {
+                self.unknown(h.category);
+                return Ok(());
+            }
         }?;
         Ok(())
     }
@@ -640,6 +662,8 @@ const HOST_KINDS: &[RecordKind] = &[
 /// A host call or instant, before its domain says its record kind.
 struct Host {
     stream: u16,
+    /// The category's string id, to name it if no record kind holds it.
+    category: i64,
     pid: u32,
     tid: u32,
     start_ns: u64,
