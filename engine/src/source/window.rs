@@ -53,25 +53,6 @@ pub struct WindowArgs {
 }
 
 impl WindowArgs {
-    /// A window of `start..=end` nanoseconds (tests, benchmarks).
-    pub fn between(start: Bound, end: Bound, inclusive: bool) -> WindowArgs {
-        WindowArgs {
-            start: Some(start),
-            end: Some(end),
-            window_marker: None,
-            inclusive,
-        }
-    }
-
-    /// A window of the first marker range named `name`.
-    pub fn marker(name: &str, inclusive: bool) -> WindowArgs {
-        WindowArgs {
-            window_marker: Some(name.to_owned()),
-            inclusive,
-            ..WindowArgs::default()
-        }
-    }
-
     fn is_set(&self) -> bool {
         self.start.is_some() || self.end.is_some() || self.window_marker.is_some()
     }
@@ -86,23 +67,20 @@ impl WindowArgs {
         if !self.is_set() {
             return open();
         }
-        let fixed = |b: Option<Bound>| match b {
-            Some(Bound::Ns(ns)) => Some(ns),
-            _ => None,
-        };
-        let range = match (self.start, self.end, &self.window_marker) {
-            (start, end, None)
-                if start.is_none_or(|b| fixed(Some(b)).is_some())
-                    && end.is_none_or(|b| fixed(Some(b)).is_some()) =>
-            {
-                (fixed(start).unwrap_or(0), fixed(end).unwrap_or(u64::MAX))
-            }
-            _ => {
-                let mut first = open()?;
-                let run = Survey::of(&mut *first, self.window_marker.as_deref());
-                first.finish().map_err(|e| error(e.to_string()))?;
-                self.resolve(&run).map_err(&error)?
-            }
+        let shares = [self.start, self.end]
+            .iter()
+            .any(|b| matches!(b, Some(Bound::Share(_))));
+        let range = if self.window_marker.is_none() && !shares {
+            let ns = |b: Option<Bound>, default| match b {
+                Some(Bound::Ns(ns)) => ns,
+                _ => default,
+            };
+            (ns(self.start, 0), ns(self.end, u64::MAX))
+        } else {
+            let mut first = open()?;
+            let run = Survey::of(&mut *first, self.window_marker.as_deref());
+            first.finish().map_err(|e| error(e.to_string()))?;
+            self.resolve(&run).map_err(&error)?
         };
         if range.0 > range.1 {
             return Err(error(format!(
