@@ -63,6 +63,9 @@ impl Input {
                 }
             }
         }
+        // A database named twice (a file and its directory) is one run's, read once.
+        let mut seen = std::collections::HashSet::new();
+        databases.retain(|path| seen.insert(path.canonicalize().unwrap_or_else(|_| path.clone())));
         Ok((Input::Databases(databases), pipeline))
     }
 
