@@ -362,6 +362,9 @@ fn databases_are_named_as_files_directories_or_globs() {
         dir.path(),
     );
     assert_eq!(files["records"], all["records"]);
+    // Named twice, read once.
+    let twice = inspect(&["node-a", "node-a/4242_results.db", "node-b"], dir.path());
+    assert_eq!(twice["records"], all["records"]);
     let glob = inspect(&["node-a/*.db"], dir.path());
     assert_eq!(glob["records"]["kernel_dispatch"], 8);
     assert_eq!(glob["processes"][0]["pid"], 4242);
