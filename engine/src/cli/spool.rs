@@ -1,5 +1,5 @@
-//! `rocflow replay`, `rocflow inspect`, `rocflow summary` and the hidden `rocflow generate`:
-//! commands on raw spools.
+//! `rocflow replay`, `rocflow inspect`, `rocflow summary`, `rocflow diff` and the hidden
+//! `rocflow generate`: commands on raw spools and rocpd databases.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
