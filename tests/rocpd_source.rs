@@ -1184,3 +1184,38 @@ fn many_databases_are_streams_in_the_order_named() {
         read.order
     );
 }
+
+/// rocprofv3 names tables with the database's UUID only when it has one; plain names
+/// read the same.
+#[test]
+fn tables_without_a_suffix_read_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plain.db");
+    rocprofv3_db::write(&path, 88, "node-p", 6);
+    let before = inspect(&["plain.db"], dir.path());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let names = |kind: &str| -> Vec<String> {
+        let sql = format!("SELECT name FROM sqlite_master WHERE type = '{kind}'");
+        let mut statement = conn.prepare(&sql).unwrap();
+        statement
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    for view in names("view") {
+        conn.execute_batch(&format!("DROP VIEW \"{view}\""))
+            .unwrap();
+    }
+    let suffix = "_0191a2b3_c4d5_7e6f_8a9b_000000000058";
+    for table in names("table").into_iter().filter(|t| t.ends_with(suffix)) {
+        let plain = table.trim_end_matches(suffix);
+        conn.execute_batch(&format!("ALTER TABLE \"{table}\" RENAME TO \"{plain}\""))
+            .unwrap();
+    }
+    drop(conn);
+    let after = inspect(&["plain.db"], dir.path());
+    assert_eq!(after["records"], before["records"]);
+    assert_eq!(after["records"]["kernel_dispatch"], 6);
+    assert_eq!(after["processes"], before["processes"]);
+}
