@@ -1199,3 +1199,53 @@ fn same_parquet_rows(dir: &Path, a: &str, b: &str, kinds: &[&str], lost: &[(&str
         }
     }
 }
+
+/// Cells of other types than their columns declare (SQLite keeps what it is given), out
+/// of range or malformed read as the nearest value; the database still reads whole.
+#[test]
+fn cells_of_the_wrong_type_read_leniently() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("odd.db");
+    rocprofv3_db::write(&path, 99, "node-o", 4);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let s = "_0191a2b3_c4d5_7e6f_8a9b_000000000063";
+    conn.execute_batch(&format!(
+        "PRAGMA foreign_keys = OFF; \
+         UPDATE rocpd_kernel_dispatch{s} SET grid_size_x = 'many', workgroup_size_y = -7, \
+             agent_id = X'00ff', start = 1.5e3 WHERE id = 1; \
+         UPDATE rocpd_event{s} SET extdata = '{{\"message\": [1, 2' \
+             WHERE id IN (SELECT event_id FROM rocpd_region{s}); \
+         UPDATE rocpd_info_agent{s} SET extdata = '[]', name = NULL; \
+         UPDATE rocpd_arg{s} SET position = 99999, value = NULL;"
+    ))
+    .unwrap();
+    drop(conn);
+    let read = Read::of(&[path]);
+    assert_eq!(read.count(RecordKind::KernelDispatch), 4);
+    assert_eq!(read.count(RecordKind::Api), 1);
+    let dispatches = read.all(RecordKind::KernelDispatch, |b| match b {
+        Batch::KernelDispatch(v) => Some(v),
+        _ => None,
+    });
+    let first = &dispatches
+        .iter()
+        .find(|(_, d)| d.dispatch_id == 1)
+        .unwrap()
+        .1;
+    assert_eq!(
+        (first.grid_x, first.workgroup_y, first.start_ns),
+        (0, 0, 1500)
+    );
+    // A marker whose message is not JSON has none.
+    let markers = read.all(RecordKind::Marker, |b| match b {
+        Batch::Marker(v) => Some(v),
+        _ => None,
+    });
+    let meta = read.catalog.stream(0);
+    assert!(
+        markers
+            .iter()
+            .any(|(_, m)| meta.string(m.message).is_empty())
+    );
+    assert_eq!(meta.agents.len(), 2);
+}
