@@ -5,6 +5,7 @@
 
 pub mod counters;
 pub mod kit;
+pub mod rocprofv3_db;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

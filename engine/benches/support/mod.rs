@@ -94,7 +94,7 @@ fn process_cpu() -> Duration {
 }
 
 /// Peak resident memory of this process, from /proc (kB).
-fn peak_rss_kb() -> u64 {
+pub fn peak_rss_kb() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     status
         .lines()

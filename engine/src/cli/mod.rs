@@ -47,9 +47,11 @@ enum Command {
     Templates(pipeline::TemplatesCommand),
     /// Profile an application: `rocflow run PIPELINE -- APP ARGS…`.
     Run(run::RunArgs),
-    /// Rebuild a run's outputs from its raw spool, with its pipeline or another one.
+    /// Rebuild a run's outputs from its raw spool (with its pipeline or another one), or run
+    /// a pipeline on rocpd databases (rocprofv3's).
     Replay(spool::ReplayArgs),
-    /// Show what a raw spool holds: processes, agents, records per kind, time span, losses.
+    /// Show what a raw spool or rocpd databases hold: processes, agents, records per kind,
+    /// time span, losses.
     Inspect(spool::InspectArgs),
     /// Statistics of a run: per kernel, API function, copy, allocation, marker and counter.
     Summary(spool::SummaryArgs),

@@ -15,7 +15,8 @@ use crate::runner::{self, Device, Options, Passes, StartError, Stop};
 
 use super::pipeline::PipelineArgs;
 use super::print;
-use super::spool::outputs;
+use super::spool::{outputs, reopen};
+use crate::source::{Input, WindowArgs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -127,7 +128,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             outcome.spool.display()
         ));
     }
-    outputs(&plan, &outcome.report, &outcome.spool, &mut out);
+    let input = Input::Spool(outcome.spool.clone());
+    let reopen = || reopen(&input, &WindowArgs::default());
+    outputs(&plan, &outcome.report, &outcome.spool, &reopen, &mut out);
     print(&out)?;
     // SIGTERM at any point ends the run as the signal would have, for the scheduler.
     let stopped = crate::cancel::requested().then_some(Stop::Terminated);

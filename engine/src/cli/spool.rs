@@ -1,5 +1,5 @@
-//! `rocflow replay`, `rocflow inspect`, `rocflow summary` and the hidden `rocflow generate`:
-//! commands on raw spools.
+//! `rocflow replay`, `rocflow inspect`, `rocflow summary`, `rocflow diff` and the hidden
+//! `rocflow generate`: commands on raw spools and rocpd databases.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ use crate::pipeline;
 use crate::plan::{Plan, TransformPlan};
 use crate::record::{Meta, RecordKind};
 use crate::sink::Placeholders;
-use crate::source::{Ending, Source, SourceError, Spool};
+use crate::source::{Ending, Input, OpenFault, Source, SourceError, Spool, WindowArgs};
 use crate::spool::SpoolWriter;
 use crate::summary::{self, Breakdown, Format, Summary};
 use crate::transform::Table;
@@ -28,13 +28,12 @@ use crate::{post, sink, stage};
 use super::pipeline::PipelineArgs;
 use super::print;
 
-/// A run named on the command line: a directory of runs means its last one.
-fn run_path(arg: &str) -> std::result::Result<PathBuf, std::convert::Infallible> {
-    Ok(crate::runs::resolve(Path::new(arg)))
+fn open(path: &Path) -> Result<Spool> {
+    Spool::open(path).map_err(|e| spool_error(path, e))
 }
 
-fn open(path: &Path) -> Result<Spool> {
-    Spool::open(path).map_err(|e| match e {
+fn spool_error(path: &Path, e: WireError) -> Error {
+    match e {
         WireError::Io(io) => Error::user(Diagnostic::error(format!(
             "cannot read spool `{}`: {io}",
             path.display()
@@ -43,7 +42,45 @@ fn open(path: &Path) -> Result<Spool> {
             Diagnostic::error(format!("`{}`: {other}", path.display()))
                 .hint("a spool is the run-….rfraw file `rocflow run` keeps next to its outputs; `last.rfraw` there is the newest"),
         ),
-    })
+    }
+}
+
+/// Starts reading a spool or rocpd databases, in the time window if one is given.
+fn open_input(input: &Input, window: &WindowArgs) -> Result<Box<dyn Source>> {
+    let mut noted = false;
+    window.apply(
+        || open_source(input, std::mem::replace(&mut noted, true)),
+        |e| Error::user(Diagnostic::error(format!("time window: {e}"))),
+    )
+}
+
+/// Reads the input again, as [`open_input`] did, for the post-steps (no note again).
+pub(super) fn reopen(
+    input: &Input,
+    window: &WindowArgs,
+) -> std::result::Result<Box<dyn Source>, String> {
+    window
+        .apply(|| open_source(input, true), Error::Runtime)
+        .map_err(|e| e.to_string())
+}
+
+/// Starts reading a spool or rocpd databases; a note on what the databases hold that was
+/// ignored goes to stderr, unless `noted` already.
+fn open_source(input: &Input, noted: bool) -> Result<Box<dyn Source>> {
+    let (source, note) = input.open().map_err(|e| match e {
+        OpenFault::Spool(path, e) => spool_error(&path, e),
+        OpenFault::Rocpd(e) if e.is_users() => Error::user(Diagnostic::error(e.to_string())),
+        OpenFault::Rocpd(e) => Error::Runtime(e.to_string()),
+    })?;
+    if let Some(note) = note.filter(|_| !noted) {
+        messages::diagnostic(&Diagnostic::notice(note));
+    }
+    Ok(source)
+}
+
+/// The input and pipeline a command line names (see [`Input::from_args`]).
+fn inputs(args: &[PathBuf], pipeline: bool) -> Result<(Input, Option<PathBuf>)> {
+    Input::from_args(args, pipeline).map_err(|e| Error::user(Diagnostic::error(e)))
 }
 
 /// Says how a spool's records ended: a warning if it was cut short, and a fault that
@@ -58,44 +95,84 @@ fn ended(ending: std::result::Result<&Ending, &SourceError>) -> Result<()> {
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// The raw spool of a run, or the directory of runs (its `last.rfraw`).
-    #[arg(value_parser = run_path)]
-    spool: PathBuf,
-    /// A pipeline (file or template name) to use instead of the one the run was recorded with.
-    pipeline: Option<PathBuf>,
+    /// The raw spool of a run (or the directory of runs: its `last.rfraw`), or rocpd
+    /// databases (files, directories, globs); then, optionally, a pipeline (file or
+    /// template name) to use instead of the one the run was recorded with. Databases
+    /// record no pipeline: without one they replay with `trace-all`.
+    #[arg(required = true, value_name = "INPUT… [PIPELINE]")]
+    inputs: Vec<PathBuf>,
     /// Run the plugins and commands of the recorded pipeline too: only for a spool from
     /// someone you trust (without it they are left out, and named on stderr).
-    #[arg(long, conflicts_with = "pipeline")]
+    #[arg(long)]
     trust_plan: bool,
+    #[command(flatten)]
+    window: WindowArgs,
     #[command(flatten)]
     options: PipelineArgs,
 }
 
 /// Rebuilds outputs from a spool, with the recorded pipeline or another one.
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
-    let plan = match &args.pipeline {
-        Some(file) => args.options.compile(file)?,
-        None if args.trust_plan => recorded_plan(&args.spool)?,
-        None => untrusted_outputs(
-            &args.spool,
-            recorded_plan(&args.spool)?,
+    let (input, pipeline) = inputs(&args.inputs, true)?;
+    if args.trust_plan && pipeline.is_some() {
+        return Err(Error::user(Diagnostic::error(
+            "--trust-plan runs the recorded pipeline: give it or a pipeline, not both",
+        )));
+    }
+    let plan = match (&pipeline, &input) {
+        (Some(file), _) => args.options.compile(file)?,
+        (None, Input::Databases(_)) => {
+            let notice = Diagnostic::notice(format!(
+                "rocpd databases record no pipeline: replaying with `{DATABASE_PIPELINE}`"
+            ))
+            .hint("give another: rocflow replay DB… PIPELINE");
+            messages::diagnostic(&notice);
+            args.options.compile(Path::new(DATABASE_PIPELINE))?
+        }
+        (None, Input::Spool(spool)) if args.trust_plan => recorded_plan(spool)?,
+        (None, Input::Spool(spool)) => untrusted_outputs(
+            spool,
+            recorded_plan(spool)?,
             "if you trust whoever made the spool, replay it with --trust-plan; or give a \
              pipeline: rocflow replay RUN.rfraw PIPELINE.toml",
         )?,
     };
-    let mut source = open(&args.spool)?;
-    let report = stage::run(&plan, &mut source, &sink::open)?;
+    let mut source = open_input(&input, &args.window)?;
+    let report = stage::run(&plan, &mut *source, &sink::open)?;
     ended(report.source.as_ref())?;
+    if input.is_databases() {
+        let wanted = plan.contexts.iter().flat_map(|c| c.record_kinds());
+        let missing = crate::source::missing_kinds(wanted, &report.records_in);
+        if !missing.is_empty() {
+            let names: Vec<&str> = missing.iter().map(|k| k.name()).collect();
+            let warning = Diagnostic::warning(format!(
+                "the pipeline collects {} records, which the databases hold none of",
+                names.join(", ")
+            ));
+            messages::diagnostic(&warning);
+        }
+    }
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
-    let mut out = format!("replayed {total} records from {}\n", args.spool.display());
-    outputs(&plan, &report, &args.spool, &mut out);
+    let mut out = format!("replayed {total} records from {}\n", input.describe());
+    let reopen = || reopen(&input, &args.window);
+    outputs(&plan, &report, input.path(), &reopen, &mut out);
     print(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
+/// The pipeline databases replay with when none is given: they fix what was collected,
+/// and this one writes everything.
+const DATABASE_PIPELINE: &str = "trace-all";
+
 /// Lists what each sink wrote, then runs the post-steps; a sink or a required step that
 /// failed is an error message (the command then fails), an optional step a warning.
-pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &mut String) {
+pub(super) fn outputs(
+    plan: &Plan,
+    report: &stage::Report,
+    spool: &Path,
+    open: post::Reopen<'_>,
+    out: &mut String,
+) {
     for sink in &report.sinks {
         match &sink.outcome {
             Ok(paths) => {
@@ -118,7 +195,7 @@ pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &m
         messages::warning(format_args!("the counter passes disagree: {disagreement}"));
     }
     let placeholders = Placeholders::for_run(&report.catalog);
-    for step in post::run(plan, spool, &placeholders) {
+    for step in post::run(plan, spool, open, &placeholders) {
         match step.outcome {
             Ok(done) => {
                 out.push_str(&format!("  {}:", step.name));
@@ -145,13 +222,11 @@ pub(super) fn outputs(plan: &Plan, report: &stage::Report, spool: &Path, out: &m
 
 #[derive(Debug, Args)]
 pub struct SummaryArgs {
-    /// The raw spool of a run (or the directory of runs: its `last.rfraw`), or a rocpd
-    /// database.
-    #[arg(value_parser = run_path)]
-    spool: PathBuf,
-    /// A pipeline whose transforms apply first (default: the one the run was recorded with,
-    /// or none).
-    pipeline: Option<PathBuf>,
+    /// The raw spool of a run (or the directory of runs: its `last.rfraw`), or rocpd
+    /// databases (files, directories, globs); then, optionally, a pipeline whose
+    /// transforms apply first (default: the one the run was recorded with, or none).
+    #[arg(required = true, value_name = "INPUT… [PIPELINE]")]
+    inputs: Vec<PathBuf>,
     /// Kernels in the printed table.
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -165,6 +240,8 @@ pub struct SummaryArgs {
     #[arg(long, value_enum, value_delimiter = ',')]
     by: Vec<By>,
     #[command(flatten)]
+    window: WindowArgs,
+    #[command(flatten)]
     options: PipelineArgs,
 }
 
@@ -174,31 +251,26 @@ enum By {
     Agent,
 }
 
-/// The summary tables of the run in `spool`, through `transforms`; a rocpd database is
-/// summarized as it is.
+/// The summary tables of the run `input` holds, through `transforms`.
 fn summary_tables(
-    spool: &Path,
+    input: &Input,
+    window: &WindowArgs,
     transforms: &[TransformPlan],
     breakdown: Breakdown,
 ) -> Result<Vec<Table>> {
-    if summary::is_database(spool) {
-        return Summary::of_rocpd(spool, breakdown)
-            .map(|s| s.tables())
-            .map_err(|e| Error::user(Diagnostic::error(e)));
-    }
-    let mut source = open(spool)?;
+    let mut source = open_input(input, window)?;
     let (summary, ending) =
-        Summary::of_run(transforms, &mut source, breakdown).map_err(Error::Runtime)?;
+        Summary::of_run(transforms, &mut *source, breakdown).map_err(Error::Runtime)?;
     ended(ending.as_ref())?;
     Ok(summary.tables())
 }
 
 /// The transforms a spool was recorded with, plugins left out (see [`untrusted`]; none
 /// for a spool written without a pipeline, or for a database).
-fn recorded_transforms(spool: &Path, hint: &str) -> Vec<TransformPlan> {
-    if summary::is_database(spool) {
+fn recorded_transforms(input: &Input, hint: &str) -> Vec<TransformPlan> {
+    let Input::Spool(spool) = input else {
         return Vec::new();
-    }
+    };
     recorded_plan(spool).map_or_else(
         |_| Vec::new(),
         |plan| untrusted(spool, plan, hint).stages.transforms,
@@ -207,11 +279,10 @@ fn recorded_transforms(spool: &Path, hint: &str) -> Vec<TransformPlan> {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The baseline run: its spool (or directory of runs) or a rocpd database.
-    #[arg(value_parser = run_path)]
+    /// The baseline run: its spool (or directory of runs), or rocpd databases (a file, a
+    /// directory of them, a glob).
     a: PathBuf,
-    /// The run compared with it: its spool (or directory of runs) or a rocpd database.
-    #[arg(value_parser = run_path)]
+    /// The run compared with it, named the same ways.
     b: PathBuf,
     /// Output: a terminal table, Markdown or JSON.
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
@@ -224,6 +295,9 @@ pub struct DiffArgs {
     /// kernels_added, kernels_removed).
     #[arg(long, value_name = "EXPR")]
     fail_if: Option<String>,
+    /// The same window of both runs (a percentage or marker of each).
+    #[command(flatten)]
+    window: WindowArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -236,9 +310,10 @@ enum DiffFormat {
 /// Compares two runs per kernel, API function, copy and counter.
 pub fn diff(args: DiffArgs) -> Result<ExitCode> {
     let hint = "the runs are compared without them";
-    let tables = |spool: &Path| {
-        let transforms = recorded_transforms(spool, hint);
-        summary_tables(spool, &transforms, Breakdown::default())
+    let tables = |arg: &Path| {
+        let input = Input::of(arg);
+        let transforms = recorded_transforms(&input, hint);
+        summary_tables(&input, &args.window, &transforms, Breakdown::default())
     };
     let diff = Diff::new(&tables(&args.a)?, &tables(&args.b)?);
     // Check the predicate before printing anything: a typo is a usage error.
@@ -265,7 +340,8 @@ pub fn diff(args: DiffArgs) -> Result<ExitCode> {
 
 /// Statistics of a run: per kernel, API function, copy, allocation, marker and counter.
 pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
-    let transforms = match &args.pipeline {
+    let (input, pipeline) = inputs(&args.inputs, true)?;
+    let transforms = match &pipeline {
         Some(file) => {
             pipeline::compile_file(file, &args.options.options()?)
                 .map_err(Error::User)?
@@ -274,7 +350,7 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
                 .transforms
         }
         None => recorded_transforms(
-            &args.spool,
+            &input,
             "to run them, give the pipeline: rocflow summary RUN.rfraw PIPELINE.toml",
         ),
     };
@@ -282,7 +358,7 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
         process: args.by.contains(&By::Process),
         agent: args.by.contains(&By::Agent),
     };
-    let tables = summary_tables(&args.spool, &transforms, breakdown)?;
+    let tables = summary_tables(&input, &args.window, &transforms, breakdown)?;
     let mut out = String::new();
     match &args.output {
         Some(dir) => {
@@ -377,12 +453,15 @@ fn recorded_plan(path: &Path) -> Result<Plan> {
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The raw spool of a run, or the directory of runs (its `last.rfraw`).
-    #[arg(value_parser = run_path)]
-    spool: PathBuf,
+    /// The raw spool of a run (or the directory of runs: its `last.rfraw`), or rocpd
+    /// databases (files, directories, globs).
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    window: WindowArgs,
 }
 
 /// Prints what a spool holds: processes, agents, records per kind, time span, losses.
@@ -407,7 +486,8 @@ fn counters(meta: &StreamMeta) -> Vec<serde_json::Value> {
 }
 
 pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
-    let mut source = open(&args.spool)?;
+    let (input, _) = inputs(&args.inputs, false)?;
+    let mut source = open_input(&input, &args.window)?;
     let mut catalog = Catalog::default();
     let mut counts: BTreeMap<RecordKind, u64> = BTreeMap::new();
     let (mut first, mut last) = (u64::MAX, 0u64);
@@ -454,7 +534,7 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
     let span = (first <= last).then_some((first, last));
     if args.json {
         let json = serde_json::json!({
-            "spool": args.spool.display().to_string(),
+            "spool": input.describe(),
             "complete": ending.is_none(),
             "warning": ending,
             "processes": processes,
@@ -467,7 +547,7 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
         print(&format!("{json:#}\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut out = format!("{}\n", args.spool.display());
+    let mut out = format!("{}\n", input.describe());
     for (stream, meta) in catalog.streams() {
         let p = meta.process.as_ref();
         out.push_str(&format!(

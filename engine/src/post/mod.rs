@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::pipeline::model::{PostStep, SinkKind};
 use crate::plan::Plan;
 use crate::sink::Placeholders;
-use crate::source::{Frames, Source, Spool};
+use crate::source::{Frames, Source};
 use crate::summary::{self, Breakdown, Format, Summary};
 
 pub mod sql;
@@ -83,8 +83,17 @@ pub struct Done {
     pub text: String,
 }
 
-/// Runs the plan's post-steps for the run kept in `spool`.
-pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostReport> {
+/// Reads the run's records again, as the sinks had them (the same input and time window),
+/// for the steps that take them: the summary and the report.
+pub type Reopen<'a> = &'a dyn Fn() -> Result<Box<dyn Source>, String>;
+
+/// Runs the plan's post-steps for the run kept in `spool`, whose records `open` reads.
+pub fn run(
+    plan: &Plan,
+    spool: &Path,
+    open: Reopen<'_>,
+    placeholders: &Placeholders,
+) -> Vec<PostReport> {
     let mut outputs = Outputs {
         placeholders,
         spool: spool.to_path_buf(),
@@ -122,7 +131,7 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
             } => {
                 let dir = placeholders.expand(path.as_deref().unwrap_or("summary"));
                 outputs.posts.push((post.name.clone(), dir.clone()));
-                summarize(plan, spool, &dir, *top, formats, by)
+                summarize(plan, open, &dir, *top, formats, by)
             }
             PostStep::Sql {
                 query,
@@ -156,7 +165,7 @@ pub fn run(plan: &Plan, spool: &Path, placeholders: &Placeholders) -> Vec<PostRe
             }
             PostStep::Report { path, title } => {
                 let path = placeholders.expand(path);
-                let done = report(plan, spool, &path, title.as_deref(), &outputs);
+                let done = report(plan, open, &path, title.as_deref(), &outputs);
                 outputs.posts.push((post.name.clone(), path));
                 done
             }
@@ -271,12 +280,12 @@ fn command(
 
 fn report(
     plan: &Plan,
-    spool: &Path,
+    open: Reopen<'_>,
     path: &Path,
     title: Option<&str>,
     outputs: &Outputs<'_>,
 ) -> Result<Done, PostError> {
-    let summary = summary_of(plan, spool, Breakdown::default())?;
+    let summary = summary_of(plan, open, Breakdown::default())?;
     let title = title.map_or_else(|| format!("rocflow: {}", plan.pipeline.name), str::to_owned);
     let linked: Vec<(String, PathBuf)> = outputs
         .sinks
@@ -299,11 +308,10 @@ fn report(
 }
 
 /// The run's statistics through the plan's transforms.
-fn summary_of(plan: &Plan, spool: &Path, breakdown: Breakdown) -> Result<Summary, PostError> {
-    let mut spool = Spool::open(spool)
-        .map_err(|e| PostError::Summary(format!("reading {}: {e}", spool.display())))?;
-    // The spool was read whole by the sinks already, and how it ended reported there.
-    let frames = std::iter::from_fn(|| spool.next_frame());
+fn summary_of(plan: &Plan, open: Reopen<'_>, breakdown: Breakdown) -> Result<Summary, PostError> {
+    let mut records = open().map_err(PostError::Summary)?;
+    // The input was read whole by the sinks already, and how it ended reported there.
+    let frames = std::iter::from_fn(|| records.next_frame());
     let mut source = Frames(frames.take_while(|_| !crate::cancel::requested()));
     let (summary, _) = Summary::of_run(&plan.stages.transforms, &mut source, breakdown)
         .map_err(PostError::Summary)?;
@@ -315,7 +323,7 @@ fn summary_of(plan: &Plan, spool: &Path, breakdown: Breakdown) -> Result<Summary
 
 fn summarize(
     plan: &Plan,
-    spool: &Path,
+    open: Reopen<'_>,
     dir: &Path,
     top: Option<u32>,
     formats: &[String],
@@ -325,7 +333,7 @@ fn summarize(
         process: by.iter().any(|b| b == "process"),
         agent: by.iter().any(|b| b == "agent"),
     };
-    let tables = summary_of(plan, spool, breakdown)?.tables();
+    let tables = summary_of(plan, open, breakdown)?.tables();
     let formats: Vec<Format> = if formats.is_empty() {
         vec![Format::Csv, Format::Md, Format::Json]
     } else {

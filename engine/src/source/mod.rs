@@ -1,17 +1,25 @@
 //! Sources: where the records the stages take come from. The mirror of [`crate::sink`]:
-//! one trait, one module per origin. The streams of a live run and a recorded spool
-//! reach the stages through the same trait, so every pipeline works on either, and `run`
-//! and `replay` share the path from source to sinks.
+//! one trait, one module per origin. The streams of a live run, a recorded spool and
+//! rocpd databases (rocprofv3's, or rocflow's own) reach the stages through the same
+//! trait, so every pipeline works on any of them, and `run` and `replay` share the path
+//! from source to sinks. A time [`window`] applies to any source; [`Input`] is what a
+//! command line names.
 
+mod input;
 mod live;
+pub mod rocpd;
 mod spool;
+pub mod window;
 
 use std::path::PathBuf;
 
 use crate::wire::Frame;
 
+pub use input::{Input, OpenFault, missing_kinds};
 pub use live::Live;
+pub use rocpd::Rocpd;
 pub use spool::Spool;
+pub use window::WindowArgs;
 
 /// Where records come from, as frames: a stream's metadata before the records that refer
 /// to it, and each stream's records in the order they were made.
@@ -71,4 +79,7 @@ pub enum SourceError {
     /// The live run's spool could not be completed; the run's outputs may still be whole.
     #[error("{0}")]
     Spool(std::io::Error),
+    /// A database ended part-way (its file changed or is damaged).
+    #[error("reading {}: {message}", path.display())]
+    Database { path: PathBuf, message: String },
 }

@@ -5,7 +5,6 @@
 
 mod collect;
 mod render;
-mod rocpd;
 mod timeline;
 
 use std::collections::BTreeMap;
@@ -23,7 +22,6 @@ use crate::stats::Accumulator;
 use crate::transform::Table;
 
 pub use render::{Format, cell, csv, number, render, top_kernels, write_files};
-pub use rocpd::is_database;
 pub use timeline::{AgentKey, Timeline};
 
 /// Which extra key columns the statistics are split by.

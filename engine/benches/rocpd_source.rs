@@ -1,0 +1,188 @@
+//! Reading rocpd databases: a generated run written by rocflow's rocpd sink, read back by
+//! the rocpd source from one file and from eight files in parallel, converted to Parquet,
+//! and the reader's peak memory at two sizes.
+//!
+//! Sizes by environment: `ROCPD_SOURCE_RECORDS` (default 2 M) and `ROCPD_SOURCE_LARGE`
+//! (the larger run for the memory comparison, default 10x that). Run with
+//! `cargo bench -p rocflow --bench rocpd_source`.
+
+// The benchmarks' shared module; this one uses a part of it.
+#[allow(dead_code)]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rocflow::source::{Rocpd, Source};
+use rocflow::wire::Payload;
+use support::{best, peak_rss_kb, write_spool};
+
+/// Every record the generator makes, into rocpd databases (one per process).
+const TO_ROCPD: &str = r#"
+[pipeline]
+name = "to-rocpd"
+[[context]]
+name = "all"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
+counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
+pc_sampling.method = "host_trap"
+[[sink]]
+name = "db"
+kind = "rocpd"
+path = "@dir@/{pid}.db"
+"#;
+
+const TO_PARQUET: &str = r#"
+[pipeline]
+name = "to-parquet"
+[[context]]
+name = "all"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
+counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
+pc_sampling.method = "host_trap"
+[[sink]]
+name = "tables"
+kind = "parquet"
+path = "@dir@"
+"#;
+
+const CHILD: &str = "ROCPD_SOURCE_CHILD";
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+/// Writes a run of `records` records from `processes` processes as rocpd databases under
+/// `dir`; returns their paths.
+fn databases(dir: &Path, records: u64, processes: u16) -> Vec<PathBuf> {
+    std::fs::create_dir_all(dir).unwrap();
+    let spool = dir.join("run.rfraw");
+    write_spool(&spool, records, processes);
+    let out = dir.join("db");
+    support::replay(
+        &TO_ROCPD.replace("@dir@", &out.display().to_string()),
+        &spool,
+    );
+    std::fs::remove_file(&spool).unwrap();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Reads every frame of the databases; returns the records.
+fn read(paths: &[PathBuf]) -> u64 {
+    let mut source = Rocpd::open(paths).unwrap();
+    let mut records = 0;
+    while let Some(frame) = source.next_frame() {
+        if let Payload::Records(batch) = frame.payload {
+            records += batch.len() as u64;
+        }
+    }
+    source.finish().unwrap();
+    records
+}
+
+/// The databases through a Parquet sink; returns the records written.
+fn to_parquet(paths: &[PathBuf], out: &Path) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.toml");
+    std::fs::write(
+        &file,
+        TO_PARQUET.replace("@dir@", &out.display().to_string()),
+    )
+    .unwrap();
+    let plan = rocflow::pipeline::compile_file(&file, &Default::default())
+        .unwrap()
+        .plan;
+    let mut source = Rocpd::open(paths).unwrap();
+    let report = rocflow::stage::run(&plan, &mut source, &rocflow::sink::open).unwrap();
+    report.source.as_ref().expect("the databases read whole");
+    report.sinks[0].outcome.as_ref().expect("parquet writes");
+    report.sinks[0].records
+}
+
+/// Reads the databases in a fresh process; returns its peak RSS in KiB.
+fn peak_in_child(paths: &[PathBuf]) -> u64 {
+    let list = std::env::join_paths(paths).unwrap();
+    let output = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, list)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn rate(records: u64, seconds: f64) -> String {
+    format!("{:>7.2} M records/s", records as f64 / seconds / 1e6)
+}
+
+fn main() {
+    if let Some(list) = std::env::var_os(CHILD) {
+        let paths: Vec<PathBuf> = std::env::split_paths(&list).collect();
+        read(&paths);
+        println!("{}", peak_rss_kb());
+        return;
+    }
+    let records = env("ROCPD_SOURCE_RECORDS", 2_000_000);
+    let large = env("ROCPD_SOURCE_LARGE", records * 10);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    println!("rocpd source, {records} records, {cores} cores");
+
+    let dir = tempfile::tempdir().unwrap();
+    let one = databases(&dir.path().join("one"), records, 1);
+    let eight = databases(&dir.path().join("eight"), records, 8);
+    assert_eq!((one.len(), eight.len()), (1, 8));
+    let mib = |paths: &[PathBuf]| {
+        let bytes: u64 = paths
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        bytes as f64 / (1 << 20) as f64
+    };
+    for (label, paths) in [("1 database", &one), ("8 databases", &eight)] {
+        let mut n = 0;
+        let run = best(|| n = read(paths));
+        println!(
+            "  read {label:<14} {}  ({n} records, {:.0} MiB, {:.0} ns CPU/record)",
+            rate(n, run.wall.as_secs_f64()),
+            mib(paths),
+            run.cpu.as_secs_f64() * 1e9 / n as f64
+        );
+    }
+    let out = dir.path().join("parquet");
+    let mut n = 0;
+    let run = best(|| {
+        let _ = std::fs::remove_dir_all(&out);
+        n = to_parquet(&eight, &out);
+    });
+    println!(
+        "  rocpd -> parquet (8 dbs)  {}  ({n} records in {:.2} s)",
+        rate(n, run.wall.as_secs_f64()),
+        run.wall.as_secs_f64()
+    );
+
+    let small = peak_in_child(&one);
+    drop(one);
+    let big_dir = dir.path().join("large");
+    let big = databases(&big_dir, large, 1);
+    let big_peak = peak_in_child(&big);
+    println!(
+        "  peak RSS reading 1 database: {:.1} MiB at {records} records, {:.1} MiB at {large} ({:.2}x)",
+        small as f64 / 1024.0,
+        big_peak as f64 / 1024.0,
+        big_peak as f64 / small as f64
+    );
+}

@@ -1,0 +1,363 @@
+//! The info tables of one set of rocpd tables, as rocflow metadata: a process's node,
+//! command line and rank, its threads, agents (every property `rocpd_info_agent` and its
+//! `extdata` give that rocflow's agent has), queues, streams, code objects, kernel symbols
+//! and counters; and the maps from row ids to what records name them by.
+//!
+//! Row ids differ between writers: rocprofv3 uses the OS pid and tid, the agent's node id,
+//! the SDK's kernel, code object and counter ids; rocflow's sink numbers rows from 1 and
+//! keeps the ids in `extdata`. Both read the same way here.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::{Map, Value};
+
+use super::schema::{self, Tables};
+use super::value::{int, json, json_u64, opt_int, text, u32, u64};
+use crate::record::{
+    Agent, CodeObject, CounterInfo, KernelSymbol, Meta, Process, Queue, Stream, Thread,
+};
+use crate::sdk::AgentType;
+use crate::wire::MAX_INSTANCES;
+
+/// A kernel symbol as dispatches need it.
+#[derive(Debug, Clone, Copy)]
+pub struct Kernel {
+    pub id: u64,
+    pub vgpr_count: u32,
+    pub sgpr_count: u32,
+}
+
+/// A process of the database, as a stream.
+#[derive(Debug)]
+pub struct ProcessRow {
+    pub id: i64,
+    pub stream: u16,
+    /// Its metadata, the process first.
+    pub meta: Vec<Meta>,
+}
+
+/// The rows of one set's info tables, by row id.
+#[derive(Debug, Default)]
+pub struct Info {
+    /// The processes, in row order.
+    pub processes: Vec<ProcessRow>,
+    /// Process row id → (stream, OS pid).
+    pub process: HashMap<i64, (u16, u32)>,
+    /// Thread row id → OS tid.
+    pub threads: HashMap<i64, u32>,
+    /// Agent row id → the agent's index in its process.
+    pub agents: HashMap<i64, u32>,
+    pub kernels: HashMap<i64, Kernel>,
+    /// Counter row id → counter id and the agent it counts on.
+    pub counters: HashMap<i64, (u32, u32)>,
+    pub strings: HashMap<i64, String>,
+}
+
+impl Info {
+    /// The thread's OS tid; a writer that used the tid as the row id gives it either way.
+    pub fn tid(&self, row: i64) -> u32 {
+        self.threads.get(&row).copied().unwrap_or(row as u32)
+    }
+
+    pub fn agent(&self, row: Option<i64>) -> u32 {
+        row.map_or(0, |r| self.agents.get(&r).copied().unwrap_or(r as u32))
+    }
+
+    pub fn string(&self, id: i64) -> &str {
+        self.strings.get(&id).map_or("", String::as_str)
+    }
+}
+
+/// The process row ids of a set, in order (streams are numbered before reading).
+pub fn process_rows(conn: &rusqlite::Connection, tables: &Tables) -> rusqlite::Result<Vec<i64>> {
+    let sql = format!(
+        "SELECT id FROM {} ORDER BY id",
+        tables.name(schema::PROCESS)
+    );
+    let mut statement = conn.prepare(&sql)?;
+    statement.query_map([], |row| row.get(0))?.collect()
+}
+
+/// Reads the info tables of `tables`, its processes numbered from stream `first`.
+pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlite::Result<Info> {
+    let reader = Reader { conn, tables };
+    let mut info = Info::default();
+    reader.each(schema::STRING, &["id", "string"], |row| {
+        info.strings
+            .insert(int(row, 0), text(row, 1).unwrap_or_default());
+    })?;
+    let mut hosts: HashMap<i64, String> = HashMap::default();
+    reader.each(schema::NODE, &["id", "hostname", "machine_id"], |row| {
+        let host = text(row, 1)
+            .filter(|h| !h.is_empty())
+            .or_else(|| text(row, 2));
+        hosts.insert(int(row, 0), host.unwrap_or_default());
+    })?;
+    let mut meta: HashMap<i64, Vec<Meta>> = HashMap::default();
+    let columns = [
+        "id",
+        "nid",
+        "ppid",
+        "pid",
+        "init",
+        "start",
+        "command",
+        "environment",
+        "extdata",
+    ];
+    let mut stream = first;
+    reader.each(schema::PROCESS, &columns, |row| {
+        let id = int(row, 0);
+        let pid = u32(row, 3);
+        let environment = json(row, 7);
+        let extdata = json(row, 8);
+        let process = Process {
+            pid,
+            ppid: u32(row, 2),
+            hostname: hosts.get(&int(row, 1)).cloned().unwrap_or_default(),
+            command: (text(row, 6).unwrap_or_default().split_whitespace())
+                .map(str::to_owned)
+                .collect(),
+            start_ns: opt_int(row, 5).or(opt_int(row, 4)).unwrap_or(0) as u64,
+            rank: rank(extdata.as_ref(), environment.as_ref()),
+            start_unix_ns: None,
+        };
+        info.process.insert(id, (stream, pid));
+        info.processes.push(ProcessRow {
+            id,
+            stream,
+            meta: Vec::new(),
+        });
+        meta.entry(id).or_default().push(Meta::Process(process));
+        stream = stream.wrapping_add(1);
+    })?;
+    let pid_of = |info: &Info, row: i64| info.process.get(&row).map_or(row as u32, |p| p.1);
+    let columns = [
+        "id",
+        "pid",
+        "type",
+        "absolute_index",
+        "logical_index",
+        "name",
+        "product_name",
+        "extdata",
+    ];
+    reader.each(schema::AGENT, &columns, |row| {
+        let extdata = json(row, 7).unwrap_or_default();
+        let node_id = u32(row, 3);
+        let index = field(&extdata, &["index"]).unwrap_or(node_id);
+        let agent = Agent {
+            index,
+            handle: json_u64(&extdata, "handle")
+                .or_else(|| {
+                    extdata
+                        .get("id")
+                        .and_then(|id| id.as_object()?.get("handle")?.as_u64())
+                })
+                .unwrap_or(0),
+            agent_type: match text(row, 2).as_deref() {
+                Some("CPU") => AgentType::Cpu,
+                _ => AgentType::Gpu,
+            },
+            node_id,
+            logical_node_id: u32(row, 4),
+            name: text(row, 5).unwrap_or_default(),
+            product_name: text(row, 6).unwrap_or_default(),
+            cu_count: field(&extdata, &["cu_count"]).unwrap_or(0),
+            simd_count: field(&extdata, &["simd_count"]).unwrap_or(0),
+            xcc_count: field(&extdata, &["xcc_count", "num_xcc"]).unwrap_or(0),
+            wave_front_size: field(&extdata, &["wave_front_size"]).unwrap_or(0),
+            max_waves_per_simd: field(&extdata, &["max_waves_per_simd"]).unwrap_or(0),
+            lds_bytes_per_cu: field(&extdata, &["lds_bytes_per_cu"]).unwrap_or_else(|| {
+                field(&extdata, &["lds_size_in_kb"]).map_or(0, |kb| kb.saturating_mul(1024))
+            }),
+            max_engine_clk_mhz: field(&extdata, &["max_engine_clk_mhz", "max_engine_clk_fcompute"])
+                .unwrap_or(0),
+        };
+        info.agents.insert(int(row, 0), index);
+        meta.entry(int(row, 1))
+            .or_default()
+            .push(Meta::Agent(agent));
+    })?;
+    let columns = ["id", "pid", "agent_id", "uri", "load_base", "load_size"];
+    reader.each(schema::CODE_OBJECT, &columns, |row| {
+        let code_object = CodeObject {
+            id: u64(row, 0),
+            agent: info.agent(opt_int(row, 2)),
+            uri: text(row, 3).unwrap_or_default(),
+            load_base: u64(row, 4),
+            load_size: u64(row, 5),
+        };
+        meta.entry(int(row, 1))
+            .or_default()
+            .push(Meta::CodeObject(code_object));
+    })?;
+    let columns = [
+        "id",
+        "pid",
+        "code_object_id",
+        "kernel_name",
+        "kernarg_segment_size",
+        "group_segment_size",
+        "private_segment_size",
+        "sgpr_count",
+        "arch_vgpr_count",
+        "extdata",
+    ];
+    reader.each(schema::KERNEL_SYMBOL, &columns, |row| {
+        let extdata = json(row, 9).unwrap_or_default();
+        let symbol = KernelSymbol {
+            kernel_id: json_u64(&extdata, "kernel_id").unwrap_or(u64(row, 0)),
+            code_object_id: u64(row, 2),
+            name: text(row, 3).unwrap_or_default(),
+            lds_bytes: u32(row, 5),
+            scratch_bytes: u32(row, 6),
+            arch_vgpr_count: u32(row, 8),
+            sgpr_count: u32(row, 7),
+            kernarg_bytes: u32(row, 4),
+        };
+        let kernel = Kernel {
+            id: symbol.kernel_id,
+            vgpr_count: symbol.arch_vgpr_count,
+            sgpr_count: symbol.sgpr_count,
+        };
+        info.kernels.insert(int(row, 0), kernel);
+        meta.entry(int(row, 1))
+            .or_default()
+            .push(Meta::KernelSymbol(symbol));
+    })?;
+    let columns = ["id", "pid", "agent_id", "name", "description", "extdata"];
+    reader.each(schema::PMC, &columns, |row| {
+        let extdata = json(row, 5).unwrap_or_default();
+        let mut counter = CounterInfo {
+            id: u32(row, 0),
+            agent: info.agent(opt_int(row, 2)),
+            name: text(row, 3).unwrap_or_default(),
+            description: text(row, 4).unwrap_or_default(),
+            dimensions: dimensions(&extdata),
+        };
+        // A description no GPU has is the file's, not the hardware's: not set aside for.
+        if counter.instances() > MAX_INSTANCES {
+            counter.dimensions.clear();
+        }
+        info.counters
+            .insert(int(row, 0), (counter.id, counter.agent));
+        meta.entry(int(row, 1))
+            .or_default()
+            .push(Meta::Counter(counter));
+    })?;
+    reader.each(schema::THREAD, &["id", "pid", "tid", "name"], |row| {
+        let thread = Thread {
+            pid: pid_of(&info, int(row, 1)),
+            tid: u32(row, 2),
+            name: text(row, 3),
+        };
+        info.threads.insert(int(row, 0), thread.tid);
+        meta.entry(int(row, 1))
+            .or_default()
+            .push(Meta::Thread(thread));
+    })?;
+    reader.each(schema::QUEUE, &["id", "pid"], |row| {
+        let queue = Queue {
+            id: u64(row, 0),
+            agent: 0,
+            pid: pid_of(&info, int(row, 1)),
+        };
+        meta.entry(int(row, 1))
+            .or_default()
+            .push(Meta::Queue(queue));
+    })?;
+    reader.each(schema::STREAM, &["id", "pid", "name"], |row| {
+        let stream = Stream {
+            id: u64(row, 0),
+            pid: pid_of(&info, int(row, 1)),
+            name: text(row, 2),
+        };
+        meta.entry(int(row, 1))
+            .or_default()
+            .push(Meta::Stream(stream));
+    })?;
+    for process in &mut info.processes {
+        let items = &mut process.meta;
+        *items = meta.remove(&process.id).unwrap_or_default();
+        // Agents in index order, as a run describes them; the rest as read.
+        items.sort_by_key(|m| match m {
+            Meta::Process(_) => (0, 0),
+            Meta::Agent(a) => (1, a.index),
+            _ => (2, 0),
+        });
+    }
+    Ok(info)
+}
+
+/// Runs queries over one table's rows, with NULL for the columns it lacks.
+struct Reader<'a> {
+    conn: &'a rusqlite::Connection,
+    tables: &'a Tables,
+}
+
+impl Reader<'_> {
+    fn each(
+        &self,
+        table: &str,
+        columns: &[&str],
+        mut f: impl FnMut(&rusqlite::Row<'_>),
+    ) -> rusqlite::Result<()> {
+        let list: Vec<String> = columns
+            .iter()
+            .map(|c| self.tables.column(table, "t", c))
+            .collect();
+        let sql = format!(
+            "SELECT {} FROM {} AS t ORDER BY t.rowid",
+            list.join(", "),
+            self.tables.name(table)
+        );
+        let mut statement = self.conn.prepare(&sql)?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            f(row);
+        }
+        Ok(())
+    }
+}
+
+/// The first of `keys` the object has, as a `u32` (saturating).
+fn field(map: &Map<String, Value>, keys: &[&str]) -> Option<u32> {
+    keys.iter()
+        .find_map(|k| json_u64(map, k))
+        .map(|v| v.min(u64::from(u32::MAX)) as u32)
+}
+
+/// A counter's dimensions, where its `extdata` lists them (`{"dimensions": [{"name",
+/// "size"}]}`, as rocflow's sink writes; rocprofv3 keeps none per counter).
+fn dimensions(extdata: &Map<String, Value>) -> Vec<(String, u32)> {
+    let Some(Value::Array(list)) = extdata.get("dimensions") else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|d| {
+            let d = d.as_object()?;
+            Some((d.get("name")?.as_str()?.to_owned(), field(d, &["size"])?))
+        })
+        .collect()
+}
+
+/// The MPI rank: rocflow's sink keeps it in `extdata`; rocprofv3 keeps the environment,
+/// where launchers put it.
+fn rank(
+    extdata: Option<&Map<String, Value>>,
+    environment: Option<&Map<String, Value>>,
+) -> Option<u32> {
+    let from = |map: Option<&Map<String, Value>>, keys: &[&str]| map.and_then(|m| field(m, keys));
+    from(extdata, &["rank"]).or_else(|| {
+        from(
+            environment,
+            &[
+                "OMPI_COMM_WORLD_RANK",
+                "PMI_RANK",
+                "PMIX_RANK",
+                "SLURM_PROCID",
+                "MV2_COMM_WORLD_RANK",
+            ],
+        )
+    })
+}

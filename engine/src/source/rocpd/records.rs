@@ -1,0 +1,703 @@
+//! The event tables of one set of rocpd tables, as records: kernel dispatches, memory
+//! copies, allocations and scratch events, host regions (API calls, markers and the other
+//! host domains) with their arguments and messages, instants (marks, KFD events, PC
+//! samples) and counter values. Each table is read in one pass in row order, joined to
+//! its events; operations are named by strings, resolved once per (category, name).
+
+use std::collections::BTreeMap;
+
+use rusqlite::{Connection, Row};
+use rustc_hash::FxHashMap as HashMap;
+
+use super::emit::{Emitter, Stopped};
+use super::info::Info;
+use super::schema::{self, Tables};
+use super::value::{int, json, json_u64, opt_int, real, text, u32, u64};
+use crate::record::{
+    ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
+    MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
+};
+use crate::sdk::Domain;
+
+/// Adds `record` to `stream`'s batch of its kind (`$kind`, a [`Batch`] variant).
+macro_rules! push {
+    ($out:expr, $stream:expr, $kind:ident, $record:expr) => {{
+        let record = $record;
+        $out.push($stream, RecordKind::$kind, |batch| {
+            if let Batch::$kind(records) = batch {
+                records.push(record);
+            }
+        })
+    }};
+}
+
+/// What ends reading a set of tables.
+#[derive(Debug)]
+pub enum Fault {
+    Sqlite(rusqlite::Error),
+    Stopped,
+}
+
+impl From<rusqlite::Error> for Fault {
+    fn from(e: rusqlite::Error) -> Self {
+        Fault::Sqlite(e)
+    }
+}
+
+impl From<Stopped> for Fault {
+    fn from(_: Stopped) -> Self {
+        Fault::Stopped
+    }
+}
+
+/// Rows no record could be made of.
+#[derive(Debug, Default)]
+pub struct Left {
+    /// Rows of a process the info tables do not describe.
+    pub orphans: u64,
+    /// Host events by category, of categories no rocflow record kind holds.
+    pub unknown: BTreeMap<String, u64>,
+}
+
+/// Reads every event table of `tables` into `out`; returns what was left out.
+pub fn read(
+    conn: &Connection,
+    tables: &Tables,
+    info: &Info,
+    out: &mut Emitter<'_>,
+) -> Result<Left, Fault> {
+    let mut reader = Reader {
+        conn,
+        tables,
+        info,
+        out,
+        operations: HashMap::default(),
+        left: Left::default(),
+    };
+    reader.dispatches()?;
+    reader.copies()?;
+    reader.allocations()?;
+    reader.regions()?;
+    reader.samples()?;
+    reader.counters()?;
+    Ok(reader.left)
+}
+
+/// A domain's operation, as a record stores them.
+#[derive(Debug, Clone, Copy)]
+struct Operation {
+    domain: Domain,
+    id: i32,
+}
+
+struct Reader<'r, 'e> {
+    conn: &'r Connection,
+    tables: &'r Tables,
+    info: &'r Info,
+    out: &'r mut Emitter<'e>,
+    /// By (category, name) string ids; `None` for a category of no domain.
+    operations: HashMap<(i64, i64), Option<Operation>>,
+    left: Left,
+}
+
+impl Reader<'_, '_> {
+    /// `SELECT` of `columns` (`alias.column`, resolved to NULL where absent) from `from`.
+    fn select(&self, columns: &[(&str, &str, &str)], from: &str) -> String {
+        let list: Vec<String> = columns
+            .iter()
+            .map(|(table, alias, column)| self.tables.column(table, alias, column))
+            .collect();
+        format!("SELECT {} FROM {from}", list.join(", "))
+    }
+
+    fn each(
+        &mut self,
+        sql: &str,
+        mut f: impl FnMut(&mut Self, &Row<'_>) -> Result<(), Fault>,
+    ) -> Result<(), Fault> {
+        let conn = self.conn;
+        let mut statement = conn.prepare(sql)?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            f(self, row)?;
+        }
+        Ok(())
+    }
+
+    /// The stream and OS pid of process row `row`.
+    fn process(&mut self, row: i64) -> Option<(u16, u32)> {
+        let found = self.info.process.get(&row).copied();
+        self.left.orphans += u64::from(found.is_none());
+        found
+    }
+
+    /// The table joined to its event: `FROM table AS x LEFT JOIN event AS e`.
+    fn with_event(&self, table: &str) -> String {
+        format!(
+            "{} AS x LEFT JOIN {} AS e ON e.id = x.event_id",
+            self.tables.name(table),
+            self.tables.name(schema::EVENT)
+        )
+    }
+
+    /// The operation that category string `category` and name string `name` say.
+    fn operation(&mut self, category: i64, name: i64) -> Option<Operation> {
+        if let Some(&known) = self.operations.get(&(category, name)) {
+            return known;
+        }
+        let found = operation(self.info.string(category), self.info.string(name));
+        self.operations.insert((category, name), found);
+        found
+    }
+
+    fn dispatches(&mut self) -> Result<(), Fault> {
+        const T: &str = schema::KERNEL_DISPATCH;
+        const E: &str = schema::EVENT;
+        let sql = self.select(
+            &[
+                (T, "x", "pid"),
+                (T, "x", "tid"),
+                (T, "x", "agent_id"),
+                (T, "x", "kernel_id"),
+                (T, "x", "dispatch_id"),
+                (T, "x", "queue_id"),
+                (T, "x", "start"),
+                (T, "x", "end"),
+                (T, "x", "private_segment_size"),
+                (T, "x", "group_segment_size"),
+                (T, "x", "workgroup_size_x"),
+                (T, "x", "workgroup_size_y"),
+                (T, "x", "workgroup_size_z"),
+                (T, "x", "grid_size_x"),
+                (T, "x", "grid_size_y"),
+                (T, "x", "grid_size_z"),
+                (E, "e", "stack_id"),
+                (E, "e", "correlation_id"),
+            ],
+            &self.with_event(T),
+        );
+        self.each(&(sql + " ORDER BY x.rowid"), |r, row| {
+            let Some((stream, pid)) = r.process(int(row, 0)) else {
+                return Ok(());
+            };
+            let kernel = r.info.kernels.get(&int(row, 3));
+            let record = KernelDispatch {
+                pid,
+                tid: r.info.tid(int(row, 1)),
+                agent: r.info.agent(opt_int(row, 2)),
+                queue: u64(row, 5),
+                dispatch_id: u64(row, 4),
+                kernel_id: kernel.map_or(u64(row, 3), |k| k.id),
+                start_ns: u64(row, 6),
+                end_ns: u64(row, 7),
+                correlation_id: u64(row, 16),
+                external_id: u64(row, 17),
+                grid_x: u32(row, 13),
+                grid_y: u32(row, 14),
+                grid_z: u32(row, 15),
+                workgroup_x: u32(row, 10),
+                workgroup_y: u32(row, 11),
+                workgroup_z: u32(row, 12),
+                lds_bytes: u32(row, 9),
+                scratch_bytes: u32(row, 8),
+                vgpr_count: kernel.map_or(0, |k| k.vgpr_count),
+                sgpr_count: kernel.map_or(0, |k| k.sgpr_count),
+            };
+            push!(r.out, stream, KernelDispatch, record)?;
+            Ok(())
+        })?;
+        self.out.flush_kind(RecordKind::KernelDispatch)?;
+        Ok(())
+    }
+
+    fn copies(&mut self) -> Result<(), Fault> {
+        const T: &str = schema::MEMORY_COPY;
+        const E: &str = schema::EVENT;
+        let sql = self.select(
+            &[
+                (T, "x", "pid"),
+                (T, "x", "tid"),
+                (T, "x", "start"),
+                (T, "x", "end"),
+                (E, "e", "category_id"),
+                (T, "x", "name_id"),
+                (T, "x", "src_agent_id"),
+                (T, "x", "dst_agent_id"),
+                (T, "x", "size"),
+                (E, "e", "stack_id"),
+                (E, "e", "correlation_id"),
+            ],
+            &self.with_event(T),
+        );
+        self.each(&(sql + " ORDER BY x.rowid"), |r, row| {
+            let Some((stream, pid)) = r.process(int(row, 0)) else {
+                return Ok(());
+            };
+            let operation = r.operation(int(row, 4), int(row, 5));
+            let record = MemoryCopy {
+                pid,
+                tid: r.info.tid(int(row, 1)),
+                src_agent: r.info.agent(opt_int(row, 6)),
+                dst_agent: r.info.agent(opt_int(row, 7)),
+                start_ns: u64(row, 2),
+                end_ns: u64(row, 3),
+                correlation_id: u64(row, 9),
+                external_id: u64(row, 10),
+                bytes: u64(row, 8),
+                operation_id: operation.map_or(0, |o| o.id as u8),
+            };
+            push!(r.out, stream, MemoryCopy, record)?;
+            Ok(())
+        })?;
+        self.out.flush_kind(RecordKind::MemoryCopy)?;
+        Ok(())
+    }
+
+    /// Allocations and frees of memory and of scratch memory, told apart by `level`.
+    fn allocations(&mut self) -> Result<(), Fault> {
+        const T: &str = schema::MEMORY_ALLOCATE;
+        const E: &str = schema::EVENT;
+        let sql = self.select(
+            &[
+                (T, "x", "pid"),
+                (T, "x", "tid"),
+                (T, "x", "agent_id"),
+                (T, "x", "type"),
+                (T, "x", "level"),
+                (T, "x", "start"),
+                (T, "x", "end"),
+                (T, "x", "address"),
+                (T, "x", "size"),
+                (T, "x", "queue_id"),
+                (E, "e", "stack_id"),
+                (E, "e", "correlation_id"),
+                (T, "x", "extdata"),
+            ],
+            &self.with_event(T),
+        );
+        self.each(&(sql + " ORDER BY x.rowid"), |r, row| {
+            let Some((stream, pid)) = r.process(int(row, 0)) else {
+                return Ok(());
+            };
+            let (kind, level) = (text(row, 3).unwrap_or_default(), text(row, 4));
+            let tid = r.info.tid(int(row, 1));
+            let agent = r.info.agent(opt_int(row, 2));
+            let (start_ns, end_ns) = (u64(row, 5), u64(row, 6));
+            let (correlation_id, external_id) = (u64(row, 10), u64(row, 11));
+            if level.as_deref() == Some("SCRATCH") {
+                let op = match kind.as_str() {
+                    "ALLOC" => "ALLOC",
+                    "FREE" => "FREE",
+                    _ => "ASYNC_RECLAIM",
+                };
+                let flags = json(row, 12).and_then(|e| json_u64(&e, "flags"));
+                let record = ScratchMemory {
+                    pid,
+                    tid,
+                    agent,
+                    queue: u64(row, 9),
+                    start_ns,
+                    end_ns,
+                    correlation_id,
+                    external_id,
+                    bytes: u64(row, 8),
+                    flags: flags.unwrap_or(0) as u32,
+                    operation_id: operation_id(Domain::ScratchMemory, op) as u8,
+                };
+                push!(r.out, stream, ScratchMemory, record)?;
+            } else {
+                let virtual_ = level.as_deref() == Some("VIRTUAL");
+                let op = match (kind.as_str(), virtual_) {
+                    ("FREE", false) => "FREE",
+                    ("FREE", true) => "VMEM_FREE",
+                    (_, false) => "ALLOCATE",
+                    (_, true) => "VMEM_ALLOCATE",
+                };
+                let record = MemoryAllocation {
+                    pid,
+                    tid,
+                    agent,
+                    start_ns,
+                    end_ns,
+                    correlation_id,
+                    external_id,
+                    address: u64(row, 7),
+                    bytes: u64(row, 8),
+                    operation_id: operation_id(Domain::MemoryAllocation, op) as u8,
+                };
+                push!(r.out, stream, MemoryAllocation, record)?;
+            }
+            Ok(())
+        })?;
+        self.out.flush_kind(RecordKind::MemoryAllocation)?;
+        self.out.flush_kind(RecordKind::ScratchMemory)?;
+        Ok(())
+    }
+
+    /// Host calls with a duration, with their arguments: regions in event order, merged
+    /// with the arguments in event order.
+    fn regions(&mut self) -> Result<(), Fault> {
+        const T: &str = schema::REGION;
+        const E: &str = schema::EVENT;
+        let sql = self.select(
+            &[
+                (T, "x", "pid"),
+                (T, "x", "tid"),
+                (T, "x", "start"),
+                (T, "x", "end"),
+                (E, "e", "category_id"),
+                (T, "x", "name_id"),
+                (E, "e", "stack_id"),
+                (E, "e", "correlation_id"),
+                (E, "e", "extdata"),
+                (T, "x", "event_id"),
+            ],
+            &self.with_event(T),
+        );
+        let args_sql = format!(
+            "SELECT event_id, position, type, name, value FROM {} ORDER BY event_id, position",
+            self.tables.name(schema::ARG)
+        );
+        let conn = self.conn;
+        let mut args_statement = conn.prepare(&args_sql)?;
+        let mut args = args_statement.query([])?;
+        let mut next_arg = args.next()?.map(arg_row);
+        // Without arguments, row order is as good and needs no sort.
+        let order = if next_arg.is_some() {
+            " ORDER BY x.event_id"
+        } else {
+            " ORDER BY x.rowid"
+        };
+        let mut call_args = Vec::new();
+        self.each(&(sql + order), |r, row| {
+            let event = int(row, 9);
+            call_args.clear();
+            while let Some((id, arg)) = next_arg.take() {
+                if id > event {
+                    next_arg = Some((id, arg));
+                    break;
+                }
+                if id == event {
+                    call_args.push(arg);
+                }
+                next_arg = args.next()?.map(arg_row);
+            }
+            let Some((stream, pid)) = r.process(int(row, 0)) else {
+                return Ok(());
+            };
+            let host = Host {
+                stream,
+                category: int(row, 4),
+                pid,
+                tid: r.info.tid(int(row, 1)),
+                start_ns: u64(row, 2),
+                end_ns: u64(row, 3),
+                operation: r.operation(int(row, 4), int(row, 5)),
+                correlation_id: u64(row, 6),
+                external_id: u64(row, 7),
+            };
+            r.host(host, row, 8, &call_args)
+        })?;
+        for kind in HOST_KINDS {
+            self.out.flush_kind(*kind)?;
+        }
+        Ok(())
+    }
+
+    /// Instants: samples on tracks, named by their track's category.
+    fn samples(&mut self) -> Result<(), Fault> {
+        const S: &str = schema::SAMPLE;
+        const K: &str = schema::TRACK;
+        const E: &str = schema::EVENT;
+        let from = format!(
+            "{} AS s JOIN {} AS t ON t.id = s.track_id LEFT JOIN {} AS e ON e.id = s.event_id",
+            self.tables.name(S),
+            self.tables.name(K),
+            self.tables.name(E)
+        );
+        let sql = self.select(
+            &[
+                (K, "t", "pid"),
+                (K, "t", "tid"),
+                (S, "s", "timestamp"),
+                (E, "e", "category_id"),
+                (K, "t", "name_id"),
+                (E, "e", "stack_id"),
+                (E, "e", "correlation_id"),
+                (E, "e", "extdata"),
+            ],
+            &from,
+        );
+        self.each(&(sql + " ORDER BY s.rowid"), |r, row| {
+            let Some((stream, pid)) = r.process(int(row, 0)) else {
+                return Ok(());
+            };
+            let category = opt_int(row, 3).unwrap_or_else(|| int(row, 4));
+            let name = r.info.string(category);
+            if let Some(method) = name.strip_prefix("PC_SAMPLING") {
+                let method = match method {
+                    "_STOCHASTIC" => 1,
+                    "_HOST_TRAP" => 2,
+                    _ => 0,
+                };
+                let record = r.pc_sample(pid, row, method);
+                push!(r.out, stream, PcSample, record)?;
+                return Ok(());
+            }
+            // An instant's name is not stored: a mark is the one instant of markers.
+            let domain = Domain::from_name(&name.to_ascii_lowercase());
+            let operation = domain.map(|domain| Operation {
+                domain,
+                id: match domain.record_kind() {
+                    RecordKind::Marker => operation_id(domain, "roctxMarkA"),
+                    _ => -1,
+                },
+            });
+            let at = u64(row, 2);
+            let host = Host {
+                stream,
+                category,
+                pid,
+                tid: r.info.tid(int(row, 1)),
+                start_ns: at,
+                end_ns: at,
+                operation,
+                correlation_id: u64(row, 5),
+                external_id: u64(row, 6),
+            };
+            r.host(host, row, 7, &[])
+        })?;
+        for kind in HOST_KINDS.iter().chain(&[RecordKind::PcSample]) {
+            self.out.flush_kind(*kind)?;
+        }
+        Ok(())
+    }
+
+    /// Counts a host event of a category no record kind holds.
+    fn unknown(&mut self, category: i64) {
+        let name = self.info.string(category);
+        *self.left.unknown.entry(name.to_owned()).or_default() += 1;
+    }
+
+    fn pc_sample(&self, pid: u32, row: &Row<'_>, method: u8) -> PcSample {
+        let extdata = json(row, 7).unwrap_or_default();
+        let field = |key: &str| json_u64(&extdata, key).unwrap_or(0);
+        PcSample {
+            pid,
+            agent: self
+                .info
+                .agent(json_u64(&extdata, "agent_id").map(|a| a as i64)),
+            timestamp_ns: u64(row, 2),
+            dispatch_id: field("dispatch_id"),
+            correlation_id: u64(row, 5),
+            pc: field("pc"),
+            code_object_id: field("code_object_id"),
+            code_object_offset: field("code_object_offset"),
+            exec_mask: field("exec_mask"),
+            wave_id: field("wave_id") as u32,
+            hw_id: field("hw_id") as u32,
+            chiplet: field("chiplet") as u8,
+            method,
+            instruction_type: field("instruction_type") as u8,
+            stall_reason: field("stall_reason") as u8,
+        }
+    }
+
+    /// A host call or instant as the record of its domain's kind; `extdata` is the
+    /// column of its event's extra data (a marker's message).
+    fn host(
+        &mut self,
+        h: Host,
+        row: &Row<'_>,
+        extdata: usize,
+        args: &[(u8, String, String, String)],
+    ) -> Result<(), Fault> {
+        let Some(Operation { domain, id }) = h.operation else {
+            self.unknown(h.category);
+            return Ok(());
+        };
+        let domain_id = domain.sdk_value() as u8;
+        let (pid, tid, start_ns, end_ns) = (h.pid, h.tid, h.start_ns, h.end_ns);
+        let (correlation_id, external_id) = (h.correlation_id, h.external_id);
+        let stream = h.stream;
+        match domain.record_kind() {
+            RecordKind::Api => {
+                if !args.is_empty() {
+                    self.out.args(stream, correlation_id, args);
+                }
+                let record = ApiCall {
+                    pid,
+                    tid,
+                    start_ns,
+                    end_ns,
+                    correlation_id,
+                    external_id,
+                    domain_id,
+                    operation_id: id,
+                };
+                push!(self.out, stream, Api, record)
+            }
+            RecordKind::Marker => {
+                let message = json(row, extdata)
+                    .and_then(|e| e.get("message")?.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                let record = Marker {
+                    pid,
+                    tid,
+                    start_ns,
+                    end_ns,
+                    correlation_id,
+                    external_id,
+                    domain_id,
+                    operation_id: id,
+                    message: self.out.sym(stream, &message),
+                };
+                push!(self.out, stream, Marker, record)
+            }
+            RecordKind::HipStream => {
+                let record = HipStream {
+                    pid,
+                    tid,
+                    start_ns,
+                    end_ns,
+                    correlation_id,
+                    external_id,
+                    stream: 0,
+                    operation_id: id as u8,
+                };
+                push!(self.out, stream, HipStream, record)
+            }
+            RecordKind::RuntimeInitialization => {
+                let record = RuntimeInitialization {
+                    pid,
+                    tid,
+                    start_ns,
+                    end_ns,
+                    correlation_id,
+                    external_id,
+                    version: 0,
+                    operation_id: id as u8,
+                };
+                push!(self.out, stream, RuntimeInitialization, record)
+            }
+            RecordKind::KfdEvent => {
+                let record = KfdEvent {
+                    pid,
+                    agent: 0,
+                    timestamp_ns: start_ns,
+                    address: 0,
+                    domain_id,
+                    operation_id: id,
+                };
+                push!(self.out, stream, KfdEvent, record)
+            }
+            // Device activity has tables of its own, not regions.
+            _ => {
+                self.unknown(h.category);
+                return Ok(());
+            }
+        }?;
+        Ok(())
+    }
+
+    /// Counter values, each at its dispatch (found by the event they share).
+    fn counters(&mut self) -> Result<(), Fault> {
+        const P: &str = schema::PMC_EVENT;
+        const D: &str = schema::KERNEL_DISPATCH;
+        let from = format!(
+            "{} AS p LEFT JOIN {} AS d ON d.event_id = p.event_id",
+            self.tables.name(P),
+            self.tables.name(D)
+        );
+        let sql = self.select(
+            &[
+                (D, "d", "pid"),
+                (D, "d", "agent_id"),
+                (D, "d", "dispatch_id"),
+                (D, "d", "kernel_id"),
+                (D, "d", "end"),
+                (P, "p", "pmc_id"),
+                (P, "p", "value"),
+            ],
+            &from,
+        );
+        self.each(&(sql + " ORDER BY p.rowid"), |r, row| {
+            let Some((stream, pid)) = r.process(int(row, 0)) else {
+                return Ok(());
+            };
+            let kernel = r.info.kernels.get(&int(row, 3));
+            let counter = int(row, 5);
+            // A counter is defined for an agent; the dispatch's says where it ran otherwise.
+            let (counter_id, agent) = match r.info.counters.get(&counter) {
+                Some(&known) => known,
+                None => (counter as u32, r.info.agent(opt_int(row, 1))),
+            };
+            let record = CounterSample {
+                pid,
+                agent,
+                dispatch_id: u64(row, 2),
+                kernel_id: kernel.map_or(u64(row, 3), |k| k.id),
+                timestamp_ns: u64(row, 4),
+                counter_id,
+                value: real(row, 6),
+                ..CounterSample::default()
+            };
+            push!(r.out, stream, CounterSample, record)?;
+            Ok(())
+        })?;
+        self.out.flush_kind(RecordKind::CounterSample)?;
+        Ok(())
+    }
+}
+
+/// The kinds host regions and instants become.
+const HOST_KINDS: &[RecordKind] = &[
+    RecordKind::Api,
+    RecordKind::Marker,
+    RecordKind::HipStream,
+    RecordKind::RuntimeInitialization,
+    RecordKind::KfdEvent,
+];
+
+/// A host call or instant, before its domain says its record kind.
+struct Host {
+    stream: u16,
+    /// The category's string id, to name it if no record kind holds it.
+    category: i64,
+    pid: u32,
+    tid: u32,
+    start_ns: u64,
+    end_ns: u64,
+    operation: Option<Operation>,
+    correlation_id: u64,
+    external_id: u64,
+}
+
+/// An argument row: its event, then position, type, name and value.
+fn arg_row(row: &Row<'_>) -> (i64, (u8, String, String, String)) {
+    let position = int(row, 1).clamp(0, i64::from(u8::MAX)) as u8;
+    let text = |i| text(row, i).unwrap_or_default();
+    (int(row, 0), (position, text(2), text(3), text(4)))
+}
+
+/// The id of operation `name` of `domain`, or -1 if the domain has none of that name.
+fn operation_id(domain: Domain, name: &str) -> i32 {
+    (domain.operations().iter())
+        .find(|(_, n)| *n == name)
+        .map_or(-1, |(id, _)| *id)
+}
+
+/// The operation a category (`HIP_RUNTIME_API`, `MEMORY_COPY`) and a name say: API and
+/// marker operations are named after their functions, the others after their category
+/// and operation (`MEMORY_COPY_HOST_TO_DEVICE`).
+fn operation(category: &str, name: &str) -> Option<Operation> {
+    let domain = Domain::from_name(&category.to_ascii_lowercase())?;
+    let op = name
+        .strip_prefix(category)
+        .and_then(|n| n.strip_prefix('_'))
+        .unwrap_or(name);
+    Some(Operation {
+        domain,
+        id: operation_id(domain, op),
+    })
+}
