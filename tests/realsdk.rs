@@ -466,20 +466,7 @@ fn every_template_and_example_on_the_fake_gfx942() {
 fn roctx_markers_reach_every_sink_through_rocprofiler_register() {
     let kit = Kit::get();
     let build = tempfile::tempdir().unwrap();
-    let app = build.path().join("roctx_markers");
-    let source = repo().join("tests/apps/roctx_markers.c");
-    let cc = std::process::Command::new("cc")
-        .arg("-o")
-        .arg(&app)
-        .arg(&source)
-        .arg("-I")
-        .arg(kit.root.join("include"))
-        .arg("-L")
-        .arg(&kit.links)
-        .arg("-lrocprofiler-sdk-roctx")
-        .output()
-        .expect("cc runs");
-    support::assert_success(&cc);
+    let app = support::roctx_markers(&kit, build.path());
     let pipeline = build.path().join("markers.toml");
     std::fs::write(&pipeline, support::MARKERS).unwrap();
     let run = kit.run(
