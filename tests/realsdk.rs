@@ -466,7 +466,7 @@ fn every_template_and_example_on_the_fake_gfx942() {
 fn roctx_markers_reach_every_sink_through_rocprofiler_register() {
     let kit = Kit::get();
     let build = tempfile::tempdir().unwrap();
-    let app = support::roctx_markers(&kit, build.path());
+    let app = support::roctx_markers(kit, build.path());
     let pipeline = build.path().join("markers.toml");
     std::fs::write(&pipeline, support::MARKERS).unwrap();
     let run = kit.run(
