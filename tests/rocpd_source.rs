@@ -1245,3 +1245,43 @@ fn cells_of_the_wrong_type_read_leniently() {
     );
     assert_eq!(meta.agents.len(), 2);
 }
+
+/// Ranks of two nodes may share a pid: merged, each node keeps its own rows, and
+/// `--by node,process` tells them apart where `--by process` alone adds them up.
+#[test]
+fn databases_of_two_nodes_merge_with_each_node_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    rocprofv3_db::write(&d.join("a.db"), 4242, "node-a", 8);
+    rocprofv3_db::write(&d.join("b.db"), 4242, "node-b", 4);
+    let kernels = |by: &str| {
+        let out = rocflow(
+            &["summary", "a.db", "b.db", "--format", "json", "--by", by],
+            d,
+            &[],
+        );
+        assert_success(&out);
+        let tables: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+        let mut calls: BTreeMap<String, u64> = BTreeMap::new();
+        let rows = tables["kernels"].as_array();
+        for row in rows.unwrap_or_else(|| panic!("{tables:#}")) {
+            let key = match by {
+                "node,process" => format!("{}/{}", row["node"].as_str().unwrap(), row["process"]),
+                _ => row["process"].to_string(),
+            };
+            *calls.entry(key).or_default() += row["calls"].as_u64().unwrap();
+        }
+        calls
+    };
+    assert_eq!(
+        kernels("node,process"),
+        BTreeMap::from([
+            ("node-a/\"4242\"".to_owned(), 8),
+            ("node-b/\"4242\"".to_owned(), 4)
+        ])
+    );
+    assert_eq!(
+        kernels("process"),
+        BTreeMap::from([("\"4242\"".to_owned(), 12)])
+    );
+}

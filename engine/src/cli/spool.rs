@@ -236,7 +236,8 @@ pub struct SummaryArgs {
     /// Formats: printed to stdout without --output, written with it.
     #[arg(long, value_enum, value_delimiter = ',')]
     format: Vec<Format>,
-    /// Split the statistics per process and/or per agent.
+    /// Split the statistics per node (hostname), process and/or agent: across the
+    /// databases of many nodes, `--by node,process,agent` keeps each apart.
     #[arg(long, value_enum, value_delimiter = ',')]
     by: Vec<By>,
     #[command(flatten)]
@@ -247,6 +248,7 @@ pub struct SummaryArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum By {
+    Node,
     Process,
     Agent,
 }
@@ -355,6 +357,7 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
         ),
     };
     let breakdown = Breakdown {
+        node: args.by.contains(&By::Node),
         process: args.by.contains(&By::Process),
         agent: args.by.contains(&By::Agent),
     };

@@ -330,6 +330,7 @@ fn summarize(
     by: &[String],
 ) -> Result<Done, PostError> {
     let breakdown = Breakdown {
+        node: by.iter().any(|b| b == "node"),
         process: by.iter().any(|b| b == "process"),
         agent: by.iter().any(|b| b == "agent"),
     };

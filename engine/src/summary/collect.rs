@@ -69,6 +69,7 @@ impl Collector {
 
 /// Adds a complete dispatch's counter totals to the summary.
 fn close(summary: &mut Summary, dispatch: OpenDispatch, meta: &StreamMeta) {
+    summary.at_node(hostname(meta));
     let kernel = meta.kernel_name(dispatch.kernel_id);
     let at = (dispatch.pid, Some(dispatch.agent));
     for (counter, total) in dispatch.totals {
@@ -78,6 +79,13 @@ fn close(summary: &mut Summary, dispatch: OpenDispatch, meta: &StreamMeta) {
 }
 
 const UNKNOWN: &str = "<unknown>";
+
+/// The node a stream's process ran on.
+fn hostname(meta: &StreamMeta) -> &str {
+    meta.process
+        .as_ref()
+        .map_or(UNKNOWN, |p| p.hostname.as_str())
+}
 
 /// The name of an operation of a fixed domain.
 /// `roctxMarkA`, operation 0 of both marker domains.
@@ -94,6 +102,7 @@ impl Sink for Collector {
         for chunk in window {
             let meta = catalog.stream(chunk.stream);
             let s = &mut *summary;
+            s.at_node(hostname(meta));
             let span = |start: u64, end: u64| end.saturating_sub(start) as f64;
             match &chunk.batch {
                 Batch::KernelDispatch(records) => {

@@ -27,6 +27,8 @@ pub use timeline::{AgentKey, Timeline};
 /// Which extra key columns the statistics are split by.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Breakdown {
+    /// Per node (its hostname): runs of many nodes, merged.
+    pub node: bool,
     pub process: bool,
     pub agent: bool,
 }
@@ -41,6 +43,8 @@ struct Section {
 /// as ids of interned names, so adding a record allocates nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Key {
+    /// The node's hostname, interned.
+    node: Option<u32>,
     process: Option<u32>,
     agent: Option<u32>,
     /// The section's own columns ([`Kind::key_columns`]; unused slots are 0).
@@ -115,6 +119,8 @@ pub struct Summary {
     /// The names keys refer to, and their ids.
     names: Vec<String>,
     name_ids: FxHashMap<String, u32>,
+    /// The node the records being added ran on (see [`Summary::at_node`]).
+    node: u32,
     /// GPU busy time per agent over the run.
     pub timeline: Timeline,
     /// The run's metadata: processes, agents, kernels.
@@ -169,6 +175,7 @@ impl Summary {
             *id = self.intern(name);
         }
         let key = Key {
+            node: self.breakdown.node.then_some(self.node),
             process: self.breakdown.process.then_some(pid),
             agent: agent.filter(|_| self.breakdown.agent && kind.on_agent()),
             own: ids,
@@ -184,6 +191,11 @@ impl Summary {
         row.bytes = row.bytes.saturating_add(bytes);
     }
 
+    /// Says which node the records added next ran on: the hostname of their process.
+    fn at_node(&mut self, hostname: &str) {
+        self.node = self.intern(hostname);
+    }
+
     fn intern(&mut self, name: &str) -> u32 {
         if let Some(&id) = self.name_ids.get(name) {
             return id;
@@ -197,6 +209,9 @@ impl Summary {
     /// A key's columns as text, in table order.
     fn key_text(&self, kind: Kind, key: &Key) -> Vec<String> {
         let mut text = Vec::with_capacity(4);
+        if self.breakdown.node {
+            text.extend(key.node.map(|n| self.names[n as usize].clone()));
+        }
         if self.breakdown.process {
             text.extend(key.process.map(|p| p.to_string()));
         }
@@ -224,6 +239,9 @@ impl Summary {
     fn table(&self, kind: Kind, section: &Section) -> Table {
         use evalexpr::Value::{Float, Int, String as Text};
         let mut columns: Vec<String> = Vec::new();
+        if self.breakdown.node {
+            columns.push("node".into());
+        }
         if self.breakdown.process {
             columns.push("process".into());
         }

@@ -51,6 +51,7 @@ fn read_spool(input: &[u8], scratch: &Path) -> String {
     let mut read = Read::default();
     frames.iter().for_each(|frame| read.frame(frame.clone()));
     let breakdown = Breakdown {
+        node: true,
         process: true,
         agent: true,
     };
