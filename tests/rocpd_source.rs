@@ -1285,3 +1285,40 @@ fn databases_of_two_nodes_merge_with_each_node_apart() {
         BTreeMap::from([("\"4242\"".to_owned(), 12)])
     );
 }
+
+/// The databases of two nodes replay into one hive-partitioned Parquet dataset
+/// (`host=…/pid=…`) that DuckDB reads as one table, each node's rows under its host.
+#[test]
+fn databases_of_two_nodes_make_one_partitioned_parquet_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    rocprofv3_db::write(&d.join("a.db"), 4242, "node-a", 8);
+    rocprofv3_db::write(&d.join("b.db"), 4242, "node-b", 4);
+    std::fs::write(
+        d.join("tables.toml"),
+        "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispatch\"]\n\n[[sink]]\nname = \"tables\"\nkind = \"parquet\"\npath = \"tables\"\noptions = { partition_by = [\"host\", \"process\"] }\n",
+    )
+    .unwrap();
+    assert_success(&rocflow(&["replay", "a.db", "b.db", "tables.toml"], d, &[]));
+    let rows = support::duckdb(
+        d,
+        &[
+            "select host, pid, count(*) from read_parquet('tables/kernel_dispatch/**/*.parquet', hive_partitioning = true) group by all order by host",
+        ],
+    );
+    assert_eq!(
+        rows[0],
+        [
+            vec![
+                serde_json::json!("node-a"),
+                serde_json::json!(4242),
+                serde_json::json!(8)
+            ],
+            vec![
+                serde_json::json!("node-b"),
+                serde_json::json!(4242),
+                serde_json::json!(4)
+            ],
+        ]
+    );
+}
