@@ -13,6 +13,7 @@
 //! `layout = "single"` puts every process of the run in one database.
 
 mod database;
+mod extdata;
 mod ids;
 mod info;
 mod insert;
