@@ -170,7 +170,12 @@ fn gfx_version(name: &str) -> Option<(u32, u32, u32)> {
     let digits = name.strip_prefix("gfx")?;
     let split = digits.len().checked_sub(2).filter(|&s| s > 0)?;
     let (major, rest) = digits.split_at(split);
-    let hex = |i: usize| rest[i..=i].parse::<u32>().ok().or(u32::from_str_radix(&rest[i..=i], 16).ok());
+    let hex = |i: usize| {
+        rest[i..=i]
+            .parse::<u32>()
+            .ok()
+            .or(u32::from_str_radix(&rest[i..=i], 16).ok())
+    };
     Some((major.parse().ok()?, hex(0)?, hex(1)?))
 }
 
@@ -421,9 +426,15 @@ mod tests {
         assert_eq!(names.formatted, names.demangled);
         assert_eq!(names.truncated, "smooth");
         let kd = KernelNames::of("_Z9vectorAddPKfS0_Pfi.kd");
-        assert_eq!(kd.formatted, "vectorAdd(float const*, float const*, float*, int)");
+        assert_eq!(
+            kd.formatted,
+            "vectorAdd(float const*, float const*, float*, int)"
+        );
         let plain = KernelNames::of("copy_kernel");
-        assert_eq!((plain.formatted.as_str(), plain.truncated.as_str()), ("copy_kernel", "copy_kernel"));
+        assert_eq!(
+            (plain.formatted.as_str(), plain.truncated.as_str()),
+            ("copy_kernel", "copy_kernel")
+        );
     }
 
     #[test]
@@ -460,7 +471,10 @@ mod tests {
             max_engine_clk_mhz: 2100,
         };
         let text = serde_json::to_string(&AgentRecord::new(&agent, 0)).unwrap();
-        assert!(text.starts_with(r#"{"size":312,"id":{"handle":7},"type":2,"#), "{text}");
+        assert!(
+            text.starts_with(r#"{"size":312,"id":{"handle":7},"type":2,"#),
+            "{text}"
+        );
         assert!(text.ends_with(r#""mem_banks":[],"caches":[],"io_links":[],"gpu_index":0}"#));
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(json.as_object().unwrap().len(), 61);

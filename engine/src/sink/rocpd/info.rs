@@ -372,7 +372,7 @@ impl Info<'_> {
             .into_iter()
             .map(|(&(stream, tid, name), id)| {
                 let owner = self.owners[&stream];
-                let thread = ids.threads.id(&(stream, tid));
+                let thread = ids.threads.id(&(stream, tid), Some(tid));
                 row![id, owner.node, owner.process, thread, name]
             });
         self.insert(schema::TRACK, ["id", "nid", "pid", "tid", "name_id"], rows)
@@ -389,7 +389,7 @@ impl Info<'_> {
 fn register(ids: &mut Ids, catalog: &Catalog, streams: &[u16]) -> HashMap<u16, Owner> {
     for &stream in streams {
         let meta = catalog.stream(stream);
-        ids.processes.id(&stream);
+        ids.process(stream, meta.process.as_ref().map(|p| p.pid));
         ids.nodes.id(host(meta));
         // Every process has a default stream, as rocprofv3's databases do.
         ids.streams.id(&(stream, 0));
@@ -397,7 +397,7 @@ fn register(ids: &mut Ids, catalog: &Catalog, streams: &[u16]) -> HashMap<u16, O
             ids.agents.id(&(stream, a.index));
         }
         for t in &meta.threads {
-            ids.threads.id(&(stream, t.tid));
+            ids.thread(stream, t.tid);
         }
         for q in &meta.queues {
             ids.queues.id(&(stream, q.id));
