@@ -495,9 +495,10 @@ impl<'a, 'c> Window<'a, 'c> {
             let agent = self.ids.agents.id(&(scope.stream, r.agent));
             let code_object = self.ids.code_objects.id(&(scope.stream, r.code_object_id));
             // Numbers only: written directly, as a JSON builder would cost more than the
-            // sample's rows.
+            // sample's rows. AMD's converter reads every sample's `message` (a marker's
+            // text); a PC sample has none, and the empty one keeps the sample's name.
             let extdata = format!(
-                "{{\"agent_id\":{agent},\"dispatch_id\":{},\"pc\":{},\"code_object_id\":{code_object},\
+                "{{\"message\":\"\",\"agent_id\":{agent},\"dispatch_id\":{},\"pc\":{},\"code_object_id\":{code_object},\
                  \"code_object_offset\":{},\"exec_mask\":{},\"wave_id\":{},\"hw_id\":{},\
                  \"chiplet\":{},\"instruction_type\":{},\"stall_reason\":{}}}",
                 r.dispatch_id,
