@@ -297,3 +297,4 @@ fn parquet_strings(path: &Path, name: &str) -> Vec<String> {
         )
         .collect()
 }
+pub mod peer;
