@@ -247,7 +247,7 @@ mod tests {
         assert_eq!(ids.process(0, Some(7)), 4242, "an id once given stays");
         assert_eq!(ids.thread(0, 4242), 4242);
         assert_eq!(ids.thread(0, 4250), 4250);
-        let order: Vec<u16> = ids.processes.entries().iter().map(|(&s, _)| s).collect();
+        let order: Vec<u16> = ids.processes.entries().iter().map(|&(&s, _)| s).collect();
         assert_eq!(order, [0, 1, 2]);
     }
 
