@@ -63,35 +63,71 @@ impl Peer {
 
     /// `rocpd ARGS… -i DBS…` in `dir`. Under load AMD's converter now and then dies of a
     /// signal (an abort in glibc's thread priority code, `__pthread_tpp_change_priority`)
-    /// whatever it reads; a death by signal is retried, while a database it rejects
-    /// (a Python error, exit status 1) fails the test at once.
+    /// or stalls, whatever it reads; a death by signal or a run past two minutes (then
+    /// killed) is retried, while a database it rejects (a Python error, exit status 1)
+    /// fails the test at once.
     pub fn run(&self, args: &[&str], dbs: &[PathBuf], dir: &Path) -> Output {
         use std::os::unix::process::ExitStatusExt;
-        let mut tries = 0;
-        loop {
-            let out = Command::new(&self.bin)
+        const LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+        for tries in 1..=3 {
+            let mut child = Command::new(&self.bin)
                 .args(args)
                 .arg("-i")
                 .args(dbs)
                 .current_dir(dir)
                 .env("ROCPD_PYTHON", &self.python)
-                .output()
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
                 .expect("rocpd runs");
-            tries += 1;
-            if out.status.signal().is_some() && tries < 3 {
-                continue;
-            }
-            let stderr = text(&out.stderr);
-            let start = stderr.len().saturating_sub(3000);
-            let start = (start..).find(|&i| stderr.is_char_boundary(i)).unwrap();
-            let tail = &stderr[start..];
+            // The pipes are drained by threads so that a chatty run cannot block on them.
+            let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+                std::thread::spawn(move || {
+                    let mut bytes = Vec::new();
+                    if let Some(mut pipe) = pipe {
+                        let _ = pipe.read_to_end(&mut bytes);
+                    }
+                    bytes
+                })
+            };
+            let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+            let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+            let started = std::time::Instant::now();
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break Some(status);
+                }
+                if started.elapsed() > LIMIT {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+            let status = match status {
+                Some(status) if status.signal().is_none() || tries == 3 => status,
+                _ if tries < 3 => continue,
+                None => panic!("rocpd {args:?} on {dbs:?} ran past {LIMIT:?} three times"),
+                Some(status) => status,
+            };
+            let stderr_text = text(&stderr);
+            let start = stderr_text.len().saturating_sub(3000);
+            let start = (start..)
+                .find(|&i| stderr_text.is_char_boundary(i))
+                .unwrap();
             assert!(
-                out.status.success(),
-                "rocpd {args:?} on {dbs:?}: {} (try {tries})\n{tail}",
-                out.status
+                status.success(),
+                "rocpd {args:?} on {dbs:?}: {status} (try {tries})\n{}",
+                &stderr_text[start..]
             );
-            return out;
+            return Output {
+                status,
+                stdout,
+                stderr,
+            };
         }
+        unreachable!("the third try returns or fails")
     }
 
     /// `rocpd convert -f csv pftrace otf2` into `dir/name`: the CSV rows per file (its
