@@ -21,6 +21,7 @@ mod realsdk;
 mod reliability;
 mod replay;
 mod rocpd;
+mod rocpd_peer;
 mod rocpd_source;
 mod run;
 mod stages;

@@ -2,8 +2,8 @@
 //! the rocpd source from one file and from eight files in parallel, converted to Parquet,
 //! and the reader's peak memory at two sizes.
 //!
-//! Sizes by environment: `ROCPD_SOURCE_RECORDS` (default 2 M) and `ROCPD_SOURCE_LARGE`
-//! (the larger run for the memory comparison, default 10x that). Run with
+//! Sizes by environment: `ROCPD_SOURCE_RECORDS` (default 20 M) and `ROCPD_SOURCE_SMALL`
+//! (the smaller run peak memory is compared with, default a tenth of that). Run with
 //! `cargo bench -p rocflow --bench rocpd_source`.
 
 // The benchmarks' shared module; this one uses a part of it.
@@ -136,8 +136,8 @@ fn main() {
         println!("{}", peak_rss_kb());
         return;
     }
-    let records = env("ROCPD_SOURCE_RECORDS", 2_000_000);
-    let large = env("ROCPD_SOURCE_LARGE", records * 10);
+    let records = env("ROCPD_SOURCE_RECORDS", 20_000_000);
+    let small = env("ROCPD_SOURCE_SMALL", records / 10);
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     println!("rocpd source, {records} records, {cores} cores");
 
@@ -174,15 +174,13 @@ fn main() {
         run.wall.as_secs_f64()
     );
 
-    let small = peak_in_child(&one);
-    drop(one);
-    let big_dir = dir.path().join("large");
-    let big = databases(&big_dir, large, 1);
-    let big_peak = peak_in_child(&big);
+    let peak = peak_in_child(&one);
+    let smaller = databases(&dir.path().join("small"), small, 1);
+    let small_peak = peak_in_child(&smaller);
     println!(
-        "  peak RSS reading 1 database: {:.1} MiB at {records} records, {:.1} MiB at {large} ({:.2}x)",
-        small as f64 / 1024.0,
-        big_peak as f64 / 1024.0,
-        big_peak as f64 / small as f64
+        "  peak RSS reading 1 database: {:.1} MiB at {small} records, {:.1} MiB at {records} ({:.2}x)",
+        small_peak as f64 / 1024.0,
+        peak as f64 / 1024.0,
+        peak as f64 / small_peak as f64
     );
 }

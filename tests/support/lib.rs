@@ -5,6 +5,7 @@
 
 pub mod counters;
 pub mod kit;
+pub mod peer;
 pub mod rocprofv3_db;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,13 +1,16 @@
 //! Row ids. rocpd ids are unique only within one database (its views join on id and
-//! `guid`), so each database numbers its own rows: a process, thread, agent, kernel, … gets
-//! an id when a record first refers to it, keyed by the stream (process) that sent it and
-//! its id there, so that processes whose ids overlap can share a database. The rows
+//! `guid`), so each database numbers its own rows: an agent, kernel, queue, … gets an id
+//! when a record first refers to it, keyed by the stream (process) that sent it and its id
+//! there, so that processes whose ids overlap can share a database. Processes and threads
+//! are the exception: their ids are their OS pids and tids, as rocprofv3 writes them,
+//! because some of AMD's views join threads on the id alone, and databases merged with
+//! the same thread ids would count each of those rows once per database. The rows
 //! themselves are written when the run ends (see `info`), one for every id handed out.
 
 use std::borrow::Borrow;
 use std::hash::Hash;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use uuid::{NoContext, Timestamp, Uuid};
 
 /// A database's identity: a time-ordered UUID (version 7, from the start of its first
@@ -75,14 +78,61 @@ impl<K: Hash + Eq> Registry<K> {
     }
 }
 
+/// Ids that are the things' own numbers (OS pids, tids); a number another key already
+/// holds (the same pid on two hosts of one database), or none, gets the next id above all
+/// those taken.
+#[derive(Debug)]
+pub struct Own<K> {
+    ids: HashMap<K, i64>,
+    taken: HashSet<i64>,
+    highest: i64,
+}
+
+impl<K> Default for Own<K> {
+    fn default() -> Self {
+        Own {
+            ids: HashMap::default(),
+            taken: HashSet::default(),
+            highest: 0,
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> Own<K> {
+    /// The id of `key`, `own` if it has none yet and `own` is free.
+    #[inline]
+    pub fn id(&mut self, key: &K, own: Option<u32>) -> i64 {
+        if let Some(&id) = self.ids.get(key) {
+            return id;
+        }
+        let id = match own.map(i64::from) {
+            Some(own) if !self.taken.contains(&own) => own,
+            _ => self.highest + 1,
+        };
+        self.taken.insert(id);
+        self.highest = self.highest.max(id);
+        self.ids.insert(key.clone(), id);
+        id
+    }
+
+    /// Every key with its id, in id order.
+    pub fn entries(&self) -> Vec<(&K, i64)> {
+        let mut entries: Vec<(&K, i64)> = self.ids.iter().map(|(k, &id)| (k, id)).collect();
+        entries.sort_unstable_by_key(|&(_, id)| id);
+        entries
+    }
+}
+
 /// Every id one database has handed out, by table. Keys start with the stream (process)
 /// whose records used them.
 #[derive(Debug, Default)]
 pub struct Ids {
     /// Nodes by host name.
     pub nodes: Registry<String>,
-    pub processes: Registry<u16>,
-    pub threads: Registry<(u16, u32)>,
+    /// Processes by stream, with their pids as ids.
+    pub processes: Own<u16>,
+    /// Threads by stream and tid, with their tids as ids.
+    pub threads: Own<(u16, u32)>,
     /// Agents by their index in the process.
     pub agents: Registry<(u16, u32)>,
     pub queues: Registry<(u16, u64)>,
@@ -117,6 +167,16 @@ pub struct Seen {
 }
 
 impl Ids {
+    /// The id of the process of `stream`, whose pid is `pid` where known.
+    pub fn process(&mut self, stream: u16, pid: Option<u32>) -> i64 {
+        self.processes.id(&stream, pid)
+    }
+
+    /// The id of thread `tid` of the process of `stream`.
+    pub fn thread(&mut self, stream: u16, tid: u32) -> i64 {
+        self.threads.id(&(stream, tid), Some(tid))
+    }
+
     /// Notes records of `stream` from process `pid` active until `last_ns`.
     pub fn saw(&mut self, stream: u16, pid: u32, last_ns: u64) {
         let seen = self.seen.entry(stream).or_insert(Seen { pid, last_ns });
@@ -172,6 +232,23 @@ mod tests {
             .map(|(k, id)| (&**k, id))
             .collect();
         assert_eq!(entries, [("KERNEL_DISPATCH", 1), ("", 2)]);
+    }
+
+    #[test]
+    fn processes_and_threads_keep_their_own_numbers_unless_taken() {
+        let mut ids = Ids::default();
+        assert_eq!(ids.process(0, Some(4242)), 4242);
+        assert_eq!(
+            ids.process(1, Some(4242)),
+            4243,
+            "the same pid on another host"
+        );
+        assert_eq!(ids.process(2, None), 4244);
+        assert_eq!(ids.process(0, Some(7)), 4242, "an id once given stays");
+        assert_eq!(ids.thread(0, 4242), 4242);
+        assert_eq!(ids.thread(0, 4250), 4250);
+        let order: Vec<u16> = ids.processes.entries().iter().map(|&(&s, _)| s).collect();
+        assert_eq!(order, [0, 1, 2]);
     }
 
     #[test]

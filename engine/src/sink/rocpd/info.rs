@@ -8,6 +8,7 @@ use rusqlite::Connection;
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::json;
 
+use super::extdata::{AgentRecord, KernelSymbolRecord};
 use super::ids::Ids;
 use super::insert::{Value, row};
 use super::schema::{self, Names};
@@ -157,7 +158,8 @@ impl Info<'_> {
                         UNKNOWN,
                         none,
                         none,
-                        "{}"
+                        none,
+                        json(&AgentRecord::unknown(index))
                     ];
                 };
                 let kind = match a.agent_type {
@@ -168,7 +170,8 @@ impl Info<'_> {
                 let type_index = agents
                     .iter()
                     .filter(|b| b.agent_type == a.agent_type && b.index < a.index)
-                    .count();
+                    .count() as u32;
+                let record = AgentRecord::new(a, type_index);
                 row![
                     id,
                     owner.node,
@@ -176,11 +179,12 @@ impl Info<'_> {
                     kind,
                     a.node_id,
                     a.logical_node_id,
-                    type_index as u64,
+                    type_index,
                     a.name.clone(),
+                    record.vendor_name().to_owned(),
                     a.product_name.clone(),
                     a.product_name.clone(),
-                    serde_json::to_string(a).expect("agents serialize"),
+                    json(&record),
                 ]
             });
         let columns = [
@@ -192,6 +196,7 @@ impl Info<'_> {
             "logical_index",
             "type_index",
             "name",
+            "vendor_name",
             "product_name",
             "user_name",
             "extdata",
@@ -337,7 +342,10 @@ impl Info<'_> {
                     known.map(|k| k.scratch_bytes),
                     known.map(|k| k.sgpr_count),
                     known.map(|k| k.arch_vgpr_count),
-                    json!({ "kernel_id": kernel }).to_string(),
+                    match known {
+                        Some(k) => json(&KernelSymbolRecord::new(k)),
+                        None => json!({ "kernel_id": kernel }).to_string(),
+                    },
                 ]
             });
         let columns = [
@@ -364,7 +372,7 @@ impl Info<'_> {
             .into_iter()
             .map(|(&(stream, tid, name), id)| {
                 let owner = self.owners[&stream];
-                let thread = ids.threads.id(&(stream, tid));
+                let thread = ids.threads.id(&(stream, tid), Some(tid));
                 row![id, owner.node, owner.process, thread, name]
             });
         self.insert(schema::TRACK, ["id", "nid", "pid", "tid", "name_id"], rows)
@@ -381,7 +389,7 @@ impl Info<'_> {
 fn register(ids: &mut Ids, catalog: &Catalog, streams: &[u16]) -> HashMap<u16, Owner> {
     for &stream in streams {
         let meta = catalog.stream(stream);
-        ids.processes.id(&stream);
+        ids.process(stream, meta.process.as_ref().map(|p| p.pid));
         ids.nodes.id(host(meta));
         // Every process has a default stream, as rocprofv3's databases do.
         ids.streams.id(&(stream, 0));
@@ -389,7 +397,7 @@ fn register(ids: &mut Ids, catalog: &Catalog, streams: &[u16]) -> HashMap<u16, O
             ids.agents.id(&(stream, a.index));
         }
         for t in &meta.threads {
-            ids.threads.id(&(stream, t.tid));
+            ids.thread(stream, t.tid);
         }
         for q in &meta.queues {
             ids.queues.id(&(stream, q.id));
@@ -449,6 +457,11 @@ fn stable_hash(text: &str) -> i64 {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
     (hash >> 1) as i64
+}
+
+/// `value` as JSON text.
+fn json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("extdata serializes")
 }
 
 /// Writes an aggregate transform's table as `rocflow_<name>`, beside the rocpd tables.

@@ -12,6 +12,7 @@
 //! ([`Layout`]).
 
 mod database;
+mod extdata;
 mod ids;
 mod info;
 mod insert;

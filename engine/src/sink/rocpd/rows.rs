@@ -90,6 +90,8 @@ struct Scope {
 pub struct Queued {
     chunk: Arc<Chunk>,
     host: String,
+    /// The process's pid, where its metadata says.
+    pid: Option<u32>,
     /// The messages of marker records, one per record (none for other kinds).
     messages: Vec<String>,
     /// The arguments of API calls, one list per record (none where none were collected).
@@ -127,6 +129,7 @@ impl Queued {
         };
         Queued {
             host: info::host(meta).to_owned(),
+            pid: meta.process.as_ref().map(|p| p.pid),
             chunk,
             messages,
             args,
@@ -153,7 +156,7 @@ impl<'a, 'c> Window<'a, 'c> {
         }
         let scope = Scope {
             stream: chunk.stream,
-            process: self.ids.processes.id(&chunk.stream),
+            process: self.ids.process(chunk.stream, queued.pid),
             node: self.ids.nodes.id(queued.host.as_str()),
         };
         let messages = &queued.messages;
@@ -239,7 +242,7 @@ impl<'a, 'c> Window<'a, 'c> {
             let row = row![
                 scope.node,
                 scope.process,
-                ids.threads.id(&(scope.stream, r.tid)),
+                ids.thread(scope.stream, r.tid),
                 ids.agents.id(&(scope.stream, r.agent)),
                 ids.kernels.id(&(scope.stream, r.kernel_id)),
                 r.dispatch_id,
@@ -276,7 +279,7 @@ impl<'a, 'c> Window<'a, 'c> {
             let row = row![
                 scope.node,
                 scope.process,
-                ids.threads.id(&(scope.stream, r.tid)),
+                ids.thread(scope.stream, r.tid),
                 r.start_ns,
                 r.end_ns,
                 operation.name,
@@ -386,7 +389,7 @@ impl<'a, 'c> Window<'a, 'c> {
         let row = row![
             scope.node,
             scope.process,
-            ids.threads.id(&(scope.stream, a.tid)),
+            ids.thread(scope.stream, a.tid),
             a.agent.map(|agent| ids.agents.id(&(scope.stream, agent))),
             a.kind,
             a.level,
@@ -436,7 +439,7 @@ impl<'a, 'c> Window<'a, 'c> {
                 self.tables.arg.push(row)?;
             }
             let (start, end) = r.span();
-            let thread = self.ids.threads.id(&(scope.stream, r.tid()));
+            let thread = self.ids.thread(scope.stream, r.tid());
             if start == end {
                 let track = (scope.stream, r.tid(), operation.category);
                 let row = row![self.ids.tracks.id(&track), start, event];
@@ -492,9 +495,10 @@ impl<'a, 'c> Window<'a, 'c> {
             let agent = self.ids.agents.id(&(scope.stream, r.agent));
             let code_object = self.ids.code_objects.id(&(scope.stream, r.code_object_id));
             // Numbers only: written directly, as a JSON builder would cost more than the
-            // sample's rows.
+            // sample's rows. AMD's converter reads every sample's `message` (a marker's
+            // text); a PC sample has none, and the empty one keeps the sample's name.
             let extdata = format!(
-                "{{\"agent_id\":{agent},\"dispatch_id\":{},\"pc\":{},\"code_object_id\":{code_object},\
+                "{{\"message\":\"\",\"agent_id\":{agent},\"dispatch_id\":{},\"pc\":{},\"code_object_id\":{code_object},\
                  \"code_object_offset\":{},\"exec_mask\":{},\"wave_id\":{},\"hw_id\":{},\
                  \"chiplet\":{},\"instruction_type\":{},\"stall_reason\":{}}}",
                 r.dispatch_id,
@@ -509,7 +513,7 @@ impl<'a, 'c> Window<'a, 'c> {
             );
             let stack = Some(r.correlation_id);
             let event = self.event(category, stack, stack, 0, Value::Text(extdata))?;
-            self.ids.threads.id(&(scope.stream, r.pid));
+            self.ids.thread(scope.stream, r.pid);
             let track = self.ids.tracks.id(&(scope.stream, r.pid, category));
             self.tables
                 .sample

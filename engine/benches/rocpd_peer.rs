@@ -1,0 +1,153 @@
+//! rocflow against AMD's own converter, on the same data: a generated run (2 M records by
+//! default; `ROCFLOW_PEER_RECORDS` sets how many, `ROCFLOW_PEER_FORMATS` which formats,
+//! e.g. `csv,otf2`: AMD's Perfetto conversion of 2 M records takes more than 20 minutes) is written into a rocpd database by
+//! rocflow's sink, then AMD's `rocpd convert` turns the database into CSV, Perfetto and
+//! OTF2 while `rocflow replay` turns the run's spool, and then the same database AMD read,
+//! into the same formats with only that sink; last, AMD's `rocpd summary` and `rocflow
+//! summary` of the database. All are timed as separate processes, once each, and printed
+//! with the ratios.
+//!
+//! Needs AMD's kit (`../shared/rocpd-peer`, or `$ROCPD_PEER`) and a Python with its
+//! requirements (`$ROCPD_PYTHON`). Not part of CI. Run with
+//! `cargo bench -p rocflow --bench rocpd_peer`.
+
+// Of the helpers the benchmarks share, this one needs only the generated spool.
+#[allow(dead_code)]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::write_spool;
+
+/// What the generator makes, collected by one context; `@sink@` is the one sink.
+const PIPELINE: &str = r#"
+[pipeline]
+name = "bench"
+[[context]]
+name = "all"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
+counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
+pc_sampling.method = "host_trap"
+[[sink]]
+name = "out"
+@sink@
+"#;
+
+/// Each format: AMD's name for it, rocflow's sink writing it.
+const FORMATS: [(&str, &str); 3] = [
+    (
+        "csv",
+        r#"kind = "csv"
+path = "@out@/{hostname}-{pid}""#,
+    ),
+    (
+        "pftrace",
+        r#"kind = "perfetto"
+path = "@out@/{hostname}-{pid}.pftrace""#,
+    ),
+    (
+        "otf2",
+        r#"kind = "otf2"
+path = "@out@/trace""#,
+    ),
+];
+
+/// Runs `command` to success; returns how long it took.
+fn timed(command: &mut Command) -> Duration {
+    let started = Instant::now();
+    let out = command.output().expect("the command runs");
+    let wall = started.elapsed();
+    assert!(
+        out.status.success(),
+        "{command:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wall
+}
+
+/// `rocflow replay INPUT PIPELINE` (a spool or a database) with `sink` as the pipeline's
+/// only sink.
+fn replay(input: &Path, dir: &Path, name: &str, sink: &str) -> Command {
+    let pipeline = dir.join(format!("{name}.toml"));
+    std::fs::write(&pipeline, PIPELINE.replace("@sink@", sink)).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rocflow"));
+    command.arg("replay").arg(input).arg(&pipeline);
+    command
+}
+
+fn main() {
+    let records: u64 = std::env::var("ROCFLOW_PEER_RECORDS")
+        .ok()
+        .map_or(2_000_000, |n| {
+            n.parse().expect("ROCFLOW_PEER_RECORDS is a number")
+        });
+    let kit = std::env::var_os("ROCPD_PEER").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/rocpd-peer"),
+        PathBuf::from,
+    );
+    let rocpd = kit.join("bin/rocpd");
+    assert!(
+        rocpd.is_file(),
+        "AMD's rocpd kit is missing at {}",
+        kit.display()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("run.rfraw");
+    write_spool(&spool, records, 1);
+    let db_dir = dir.path().join("db");
+    let sink = format!("kind = \"rocpd\"\npath = \"{}/run.db\"", db_dir.display());
+    let written = timed(&mut replay(&spool, dir.path(), "rocpd", &sink));
+    let db = db_dir.join("run.db");
+    let mib = std::fs::metadata(&db).unwrap().len() as f64 / (1 << 20) as f64;
+    println!(
+        "{records} generated records; rocflow replay wrote the rocpd database \
+         ({mib:.0} MiB) in {:.2} s",
+        written.as_secs_f64()
+    );
+    println!(
+        "{:<8} {:>13} {:>18} {:>7} {:>18} {:>7}",
+        "format", "rocpd convert", "rocflow from spool", "ratio", "rocflow from db", "ratio"
+    );
+    let chosen = std::env::var("ROCFLOW_PEER_FORMATS").unwrap_or_default();
+    let chosen: Vec<&str> = chosen.split(',').filter(|f| !f.is_empty()).collect();
+    let formats = FORMATS
+        .iter()
+        .filter(|(f, _)| chosen.is_empty() || chosen.contains(f));
+    for &(format, sink) in formats {
+        let amd_out = dir.path().join(format!("amd-{format}"));
+        let mut convert = Command::new(&rocpd);
+        convert
+            .args(["convert", "-f", format, "-d"])
+            .arg(&amd_out)
+            .arg("-i")
+            .arg(&db);
+        let amd = timed(&mut convert);
+        let [spooled, read] = [&spool, &db].map(|input| {
+            let out = dir.path().join(format!("rocflow-{format}"));
+            let _ = std::fs::remove_dir_all(&out);
+            let sink = sink.replace("@out@", &out.display().to_string());
+            timed(&mut replay(input, dir.path(), format, &sink)).as_secs_f64()
+        });
+        let amd = amd.as_secs_f64();
+        println!(
+            "{format:<8} {amd:>12.2}s {spooled:>17.2}s {:>6.1}x {read:>17.2}s {:>6.1}x",
+            amd / spooled,
+            amd / read
+        );
+    }
+    let amd = timed(Command::new(&rocpd).args(["summary", "-i"]).arg(&db)).as_secs_f64();
+    let ours = timed(
+        Command::new(env!("CARGO_BIN_EXE_rocflow"))
+            .arg("summary")
+            .arg(&db),
+    );
+    let ours = ours.as_secs_f64();
+    println!(
+        "summary  rocpd summary {amd:.2}s, rocflow summary of the database {ours:.2}s: {:.1}x",
+        amd / ours
+    );
+}

@@ -1,0 +1,390 @@
+//! AMD's own rocpd tools on rocflow's databases: every database a real `rocflow run` on
+//! the simulated device writes (each shipped template's, counters, PC samples, several
+//! processes in a database each or all in one) goes through `rocpd convert` to CSV,
+//! Perfetto and OTF2, `rocpd summary` and `rocpd query`, and what they count must be what
+//! rocflow counts: records per kind from `rocflow inspect`, calls and durations from
+//! `rocflow summary`. Needs AMD's kit (`../shared/rocpd-peer`, `$ROCPD_PYTHON`); fails
+//! without it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use rocflow::pipeline::model::SinkKind;
+use rocflow::pipeline::{self, Options};
+use rusqlite::{Connection, OpenFlags};
+use support::peer::{Peer, Stats};
+use support::{assert_success, rocflow, run_on, sim_app, text};
+
+/// One `rocflow run` in a directory of its own.
+struct Run {
+    dir: tempfile::TempDir,
+    output: Output,
+}
+
+impl Run {
+    fn new(pipeline: &Path, device: &str, app: &[&str]) -> Run {
+        let dir = tempfile::tempdir().unwrap();
+        let output = run_on(device, pipeline.to_str().unwrap(), app, dir.path(), &[]);
+        assert_success(&output);
+        Run { dir, output }
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Every database the run wrote, in name order.
+    fn databases(&self) -> Vec<PathBuf> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                match path.is_dir() {
+                    true => walk(&path, out),
+                    false if path.extension().is_some_and(|e| e == "db") => out.push(path),
+                    false => {}
+                }
+            }
+        }
+        let mut dbs = Vec::new();
+        walk(self.dir(), &mut dbs);
+        dbs.sort();
+        dbs
+    }
+
+    /// The spool, as the run names it.
+    fn spool(&self) -> String {
+        let stdout = text(&self.output.stdout);
+        let spool = stdout
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("spool: "));
+        spool
+            .unwrap_or_else(|| panic!("the run names no spool: {stdout}"))
+            .to_owned()
+    }
+
+    /// Records per kind, as `rocflow inspect` counts them.
+    fn records(&self) -> BTreeMap<String, usize> {
+        let out = rocflow(&["inspect", "--json", &self.spool()], self.dir(), &[]);
+        assert_success(&out);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let records = json["records"].as_object().unwrap().iter();
+        records
+            .map(|(kind, n)| (kind.clone(), n.as_u64().unwrap() as usize))
+            .collect()
+    }
+
+    /// `rocflow summary` in the tables and names of AMD's `rocpd summary`.
+    fn summary(&self) -> Stats {
+        let out = rocflow(
+            &["summary", &self.spool(), "--format", "json"],
+            self.dir(),
+            &[],
+        );
+        assert_success(&out);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut stats = Stats::new();
+        let mut add = |table: &str, name: String, row: &serde_json::Value| {
+            let entry = stats.entry(table.to_owned()).or_default();
+            let total = entry.entry(name).or_default();
+            total.0 += row["calls"].as_u64().unwrap();
+            total.1 += row["total_ns"].as_f64().unwrap().round() as u64;
+        };
+        let rows = |section: &str| json[section].as_array().cloned().unwrap_or_default();
+        for row in rows("kernels") {
+            add("kernels", row["kernel"].as_str().unwrap().to_owned(), &row);
+        }
+        for row in rows("api") {
+            // AMD's tables are per runtime: `hip` for every HIP domain, `hsa` for HSA's.
+            let domain = row["domain"].as_str().unwrap();
+            let runtime = domain.split('_').next().unwrap();
+            add(runtime, row["function"].as_str().unwrap().to_owned(), &row);
+        }
+        for row in rows("memory_copies") {
+            let name = format!("MEMORY_COPY_{}", row["direction"].as_str().unwrap());
+            add("memory_copies", name, &row);
+        }
+        for row in rows("memory_allocations") {
+            // rocpd's allocation types: the SDK's ALLOCATE is ALLOC there.
+            let name = match row["operation"].as_str().unwrap() {
+                "ALLOCATE" => "ALLOC".to_owned(),
+                other => other.to_owned(),
+            };
+            add("memory_allocations", name, &row);
+        }
+        for row in rows("markers") {
+            add("markers", row["range"].as_str().unwrap().to_owned(), &row);
+        }
+        stats
+    }
+}
+
+/// The processes a database holds.
+fn processes(db: &Path) -> i64 {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let sql = "SELECT COUNT(*) FROM rocpd_info_process";
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// Counter values in rocflow's databases (`rocpd_pmc_event`): one per dispatch and
+/// counter, its dimension instances summed, as AMD's `counter_collection.csv` has them.
+fn counter_values(dbs: &[PathBuf]) -> usize {
+    dbs.iter()
+        .map(|db| {
+            let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+            let n: i64 = conn
+                .query_row("SELECT COUNT(*) FROM rocpd_pmc_event", [], |r| r.get(0))
+                .unwrap();
+            n as usize
+        })
+        .sum()
+}
+
+/// `rocpd convert`'s CSV rows in rocflow's record kinds: every `*_api_trace` but the
+/// markers' is an API call; agents are not records.
+fn csv_kinds(rows: &BTreeMap<String, usize>) -> BTreeMap<String, usize> {
+    let mut kinds = BTreeMap::new();
+    for (file, &n) in rows {
+        let kind = match file.as_str() {
+            "agent_info" => continue,
+            "kernel_trace" => "kernel_dispatch",
+            "memory_copy_trace" => "memory_copy",
+            "memory_allocation_trace" => "memory_allocation",
+            "scratch_memory_trace" => "scratch_memory",
+            "marker_api_trace" => "marker",
+            "counter_collection" => "counter_value",
+            f if f.ends_with("_api_trace") => "api",
+            other => panic!("rocpd convert wrote an unexpected {other}.csv"),
+        };
+        *kinds.entry(kind.to_owned()).or_default() += n;
+    }
+    kinds.retain(|_, n| *n > 0);
+    kinds
+}
+
+/// Runs AMD's tools on `run`'s databases and checks what they count against rocflow.
+fn check(run: &Run, what: &str) {
+    let peer = Peer::get();
+    let dbs = run.databases();
+    assert!(!dbs.is_empty(), "{what}: no database");
+    let records = run.records();
+
+    // The records each kind of CSV holds; PC samples have none in AMD's converter, and
+    // counters are one row per dispatch and counter.
+    let mut want = records.clone();
+    let samples = want.remove("pc_sample").unwrap_or(0);
+    if want.remove("counter_sample").is_some() {
+        want.insert("counter_value".into(), counter_values(&dbs));
+    }
+    want.retain(|_, n| *n > 0);
+    // One database at a time: AMD's converter rewrites the marker and agent CSVs for each
+    // process it converts and keeps the last one's, so the markers of a database of
+    // several processes are checked by the summary and the query below instead.
+    if dbs.iter().any(|db| processes(db) > 1) {
+        want.remove("marker");
+    }
+    let mut rows = BTreeMap::new();
+    for (i, db) in dbs.iter().enumerate() {
+        let one = peer.convert(std::slice::from_ref(db), run.dir(), &format!("convert-{i}"));
+        for (file, n) in one {
+            *rows.entry(file).or_insert(0) += n;
+        }
+    }
+    let mut got = csv_kinds(&rows);
+    if !want.contains_key("marker") {
+        got.remove("marker");
+    }
+    assert_eq!(got, want, "{what}: rocpd convert's CSV rows");
+    if dbs.len() > 1 {
+        // Merged, the other kinds come out once each: no row is joined twice.
+        let merged = csv_kinds(&peer.convert(&dbs, run.dir(), "convert-all"));
+        let mut once = want.clone();
+        once.remove("marker");
+        let merged: BTreeMap<_, _> = merged.into_iter().filter(|(k, _)| k != "marker").collect();
+        assert_eq!(
+            merged, once,
+            "{what}: rocpd convert of the databases merged"
+        );
+    }
+
+    // `rocpd summary` over every database at once, as users merge a run's.
+    let mut amd = peer.summary(&dbs, run.dir());
+    let pc = amd.remove("pc").unwrap_or_default();
+    let pc_calls: u64 = pc.values().map(|&(calls, _)| calls).sum();
+    assert_eq!(
+        pc_calls as usize, samples,
+        "{what}: PC samples in rocpd summary"
+    );
+    amd.retain(|_, rows| !rows.is_empty());
+    let ours = run.summary();
+    assert_eq!(amd, ours, "{what}: rocpd summary against rocflow summary");
+
+    // `rocpd query` on AMD's data views.
+    let sql = "SELECT (SELECT COUNT(*) FROM kernels) AS kernels, \
+               (SELECT IFNULL(SUM(duration), 0) FROM kernels) AS kernel_ns, \
+               (SELECT COUNT(*) FROM memory_copies) AS copies, \
+               (SELECT COUNT(*) FROM memory_allocations) AS allocations, \
+               (SELECT COUNT(*) FROM regions) AS regions";
+    let answer = &peer.query(&dbs, run.dir(), sql)[0];
+    let number = |column: &str| answer[column].parse::<usize>().unwrap();
+    let table = |name: &str| ours.get(name).into_iter().flat_map(|t| t.values());
+    let calls = |name: &str| table(name).map(|&(calls, _)| calls as usize).sum::<usize>();
+    let kernel_ns: u64 = table("kernels").map(|&(_, ns)| ns).sum();
+    let count = |kind: &str| records.get(kind).copied().unwrap_or(0);
+    let got = [
+        number("kernels"),
+        number("kernel_ns"),
+        number("copies"),
+        number("allocations"),
+        number("regions"),
+    ];
+    let regions = count("api") + count("marker");
+    let want = [
+        calls("kernels"),
+        kernel_ns as usize,
+        calls("memory_copies"),
+        count("memory_allocation"),
+        regions,
+    ];
+    assert_eq!(
+        got, want,
+        "{what}: rocpd query (kernels, ns, copies, allocations, regions)"
+    );
+}
+
+/// Whether a pipeline writes rocpd databases.
+fn writes_rocpd(pipeline: &Path) -> bool {
+    let options = Options {
+        counters: Some(
+            support::repo().join("../shared/data/counters/standard-schema.counter_defs.yaml"),
+        ),
+        ..Options::default()
+    };
+    let compiled = pipeline::compile_file(pipeline, &options)
+        .unwrap_or_else(|e| panic!("{}: {}", pipeline.display(), e[0]));
+    (compiled.plan.sinks.iter()).any(|s| s.writes(SinkKind::Rocpd))
+}
+
+#[test]
+fn every_shipped_templates_databases_pass_through_amds_tools() {
+    let mut templates: Vec<PathBuf> = std::fs::read_dir(support::repo().join("pipelines"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml") && writes_rocpd(p))
+        .collect();
+    templates.sort();
+    assert!(templates.len() >= 10, "{templates:?}");
+    for template in templates {
+        let name = template.file_stem().unwrap().to_string_lossy().into_owned();
+        // RDNA's counters are on the W7900; the built-in device is CDNA.
+        let device = match name.contains("rdna") {
+            true => format!(
+                "sim:{}",
+                support::repo().join("examples/sim/w7900.toml").display()
+            ),
+            false => "sim".to_owned(),
+        };
+        let run = Run::new(&template, &device, &["/bin/sleep", "0.1"]);
+        check(&run, &name);
+    }
+}
+
+#[test]
+fn a_database_per_process_and_their_merge_count_each_record_once() {
+    let app = sim_app();
+    let pipeline = support::repo().join("pipelines/trace-all.toml");
+    let run = Run::new(&pipeline, "sim", &[app.to_str().unwrap(), "fork", "2"]);
+    assert_eq!(run.databases().len(), 3, "the parent and two children");
+    check(&run, "trace-all, three processes");
+}
+
+#[test]
+fn one_database_for_several_processes_passes_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("single.toml");
+    let trace_all = support::repo().join("pipelines/trace-all.toml");
+    let counters = support::repo().join("pipelines/counters-basic.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            r#"
+[pipeline]
+name = "single"
+extends = [{trace_all:?}, {counters:?}]
+
+[[sink]]
+name = "rocpd"
+path = "rocflow-out/run.db"
+options = {{ layout = "single" }}
+"#
+        ),
+    )
+    .unwrap();
+    let app = sim_app();
+    let run = Run::new(&pipeline, "sim", &[app.to_str().unwrap(), "fork", "2"]);
+    assert_eq!(run.databases().len(), 1);
+    check(
+        &run,
+        "trace-all and counters, three processes in one database",
+    );
+}
+
+#[test]
+fn agents_and_kernel_symbols_carry_what_rocprofv3_writes() {
+    let run = Run::new(
+        &support::repo().join("pipelines/kernel-trace.toml"),
+        "sim",
+        &["/bin/sleep", "0.1"],
+    );
+    let dbs = run.databases();
+    let peer = Peer::get();
+    let agents = peer.query(
+        &dbs,
+        run.dir(),
+        "SELECT type, name, json_extract(extdata, '$.gpu_index') AS gpu_index, \
+         json_extract(extdata, '$.cu_count') AS cu_count, \
+         json_extract(extdata, '$.gfx_target_version') AS gfx FROM rocpd_info_agent ORDER BY absolute_index",
+    );
+    let described: Vec<[&str; 5]> = agents
+        .iter()
+        .map(|a| {
+            let field = |c: &str| a[c].as_str();
+            [
+                field("type"),
+                field("name"),
+                field("gpu_index"),
+                field("cu_count"),
+                field("gfx"),
+            ]
+        })
+        .collect();
+    assert_eq!(
+        described,
+        [
+            ["CPU", "Simulated host CPU", "-1", "2", "0"],
+            ["GPU", "gfx942", "0", "304", "90402"],
+            ["GPU", "gfx90a", "1", "104", "90010"],
+        ]
+    );
+    let kernels = peer.query(
+        &dbs,
+        run.dir(),
+        "SELECT kernel_name, demangled_kernel_name, truncated_kernel_name FROM kernel_symbols \
+         WHERE kernel_name = '_Z13reduce_kernelPKfPfj'",
+    );
+    assert_eq!(
+        kernels[0]["demangled_kernel_name"],
+        "reduce_kernel(float const*, float*, unsigned int)"
+    );
+    assert_eq!(kernels[0]["truncated_kernel_name"], "reduce_kernel");
+    // Processes and threads are named by their OS ids, as rocprofv3 names them.
+    let ids = peer.query(
+        &dbs,
+        run.dir(),
+        "SELECT (SELECT COUNT(*) FROM rocpd_info_process WHERE id = pid) AS processes, \
+         (SELECT COUNT(*) FROM rocpd_info_thread WHERE id = tid) AS threads, \
+         (SELECT COUNT(*) FROM rocpd_info_thread) AS all_threads",
+    );
+    assert_eq!(ids[0]["processes"], "1");
+    assert_eq!(ids[0]["threads"], ids[0]["all_threads"]);
+}
