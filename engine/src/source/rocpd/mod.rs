@@ -1,8 +1,10 @@
 //! rocpd databases as a source: what rocprofv3 (or rocflow's rocpd sink) wrote, read back
 //! as the frames a run would have sent. A run of many ranks is many files, so databases
 //! are read in parallel, each on a thread of its own into a bounded queue, and their
-//! frames taken in the order the files were named: every process is a stream of its
-//! own, its metadata first. Nothing relies on `ATTACH`, which SQLite limits to 10.
+//! frames taken in turn from the databases being read, one frame each, in the order the
+//! files were named: every process is a stream of its own, its metadata first, so the
+//! streams interleave as a live run's do, the same way on every read. Nothing relies on
+//! `ATTACH`, which SQLite limits to 10.
 
 mod emit;
 mod info;
@@ -66,6 +68,11 @@ struct Job {
 pub struct Rocpd {
     /// Each database's frames, in the order the databases were named.
     queues: VecDeque<(PathBuf, Receiver<Item>)>,
+    /// How many databases are read at once: the first this many queues are being filled
+    /// (readers take the databases in order), so frames are taken from them in turn.
+    readers: usize,
+    /// The queue (of the first `readers`) the next frame is taken from.
+    turn: usize,
     /// The databases no reader has started yet.
     jobs: Arc<Mutex<VecDeque<Job>>>,
     failed: Option<SourceError>,
@@ -138,6 +145,8 @@ impl Rocpd {
         });
         Ok(Rocpd {
             queues,
+            readers: workers.max(1),
+            turn: 0,
             jobs,
             failed: None,
             warnings: Vec::new(),
@@ -240,9 +249,17 @@ impl Drop for Rocpd {
 impl Source for Rocpd {
     fn next_frame(&mut self) -> Option<Frame> {
         loop {
-            let (path, queue) = self.queues.front()?;
+            let reading = self.readers.min(self.queues.len());
+            if reading == 0 {
+                return None;
+            }
+            let at = self.turn % reading;
+            let (path, queue) = &self.queues[at];
             match queue.recv() {
-                Ok(Item::Frame(frame)) => return Some(frame),
+                Ok(Item::Frame(frame)) => {
+                    self.turn = at + 1;
+                    return Some(frame);
+                }
                 Ok(Item::Warning(warning)) => self.warnings.push(warning),
                 Ok(Item::Failed(message)) => {
                     self.failed = Some(SourceError::Database {
@@ -252,9 +269,10 @@ impl Source for Rocpd {
                     self.stop();
                     return None;
                 }
-                // The database is read to its end.
+                // The database is read to its end; the next one takes its turn.
                 Err(_) => {
-                    self.queues.pop_front();
+                    self.queues.remove(at);
+                    self.turn = at;
                 }
             }
         }
