@@ -81,31 +81,21 @@ pub fn process_rows(conn: &rusqlite::Connection, tables: &Tables) -> rusqlite::R
 pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlite::Result<Info> {
     let reader = Reader { conn, tables };
     let mut info = Info::default();
-    reader.each(schema::STRING, &["id", "string"], |row| {
+    reader.each(schema::STRING, "id, string", |row| {
         info.strings
             .insert(int(row, 0), text(row, 1).unwrap_or_default());
     })?;
     let mut hosts: HashMap<i64, String> = HashMap::default();
-    reader.each(schema::NODE, &["id", "hostname", "machine_id"], |row| {
+    reader.each(schema::NODE, "id, hostname, machine_id", |row| {
         let host = text(row, 1)
             .filter(|h| !h.is_empty())
             .or_else(|| text(row, 2));
         hosts.insert(int(row, 0), host.unwrap_or_default());
     })?;
     let mut meta: HashMap<i64, Vec<Meta>> = HashMap::default();
-    let columns = [
-        "id",
-        "nid",
-        "ppid",
-        "pid",
-        "init",
-        "start",
-        "command",
-        "environment",
-        "extdata",
-    ];
+    let columns = "id, nid, ppid, pid, init, start, command, environment, extdata";
     let mut stream = first;
-    reader.each(schema::PROCESS, &columns, |row| {
+    reader.each(schema::PROCESS, columns, |row| {
         let id = int(row, 0);
         let pid = u32(row, 3);
         let environment = json(row, 7);
@@ -131,17 +121,8 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         stream = stream.wrapping_add(1);
     })?;
     let pid_of = |info: &Info, row: i64| info.process.get(&row).map_or(row as u32, |p| p.1);
-    let columns = [
-        "id",
-        "pid",
-        "type",
-        "absolute_index",
-        "logical_index",
-        "name",
-        "product_name",
-        "extdata",
-    ];
-    reader.each(schema::AGENT, &columns, |row| {
+    let columns = "id, pid, type, absolute_index, logical_index, name, product_name, extdata";
+    reader.each(schema::AGENT, columns, |row| {
         let extdata = json(row, 7).unwrap_or_default();
         let node_id = u32(row, 3);
         let index = field(&extdata, &["index"]).unwrap_or(node_id);
@@ -178,8 +159,8 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             .or_default()
             .push(Meta::Agent(agent));
     })?;
-    let columns = ["id", "pid", "agent_id", "uri", "load_base", "load_size"];
-    reader.each(schema::CODE_OBJECT, &columns, |row| {
+    let columns = "id, pid, agent_id, uri, load_base, load_size";
+    reader.each(schema::CODE_OBJECT, columns, |row| {
         let code_object = CodeObject {
             id: u64(row, 0),
             agent: info.agent(opt_int(row, 2)),
@@ -191,19 +172,9 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             .or_default()
             .push(Meta::CodeObject(code_object));
     })?;
-    let columns = [
-        "id",
-        "pid",
-        "code_object_id",
-        "kernel_name",
-        "kernarg_segment_size",
-        "group_segment_size",
-        "private_segment_size",
-        "sgpr_count",
-        "arch_vgpr_count",
-        "extdata",
-    ];
-    reader.each(schema::KERNEL_SYMBOL, &columns, |row| {
+    let columns = "id, pid, code_object_id, kernel_name, kernarg_segment_size, \
+                   group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count, extdata";
+    reader.each(schema::KERNEL_SYMBOL, columns, |row| {
         let extdata = json(row, 9).unwrap_or_default();
         let symbol = KernelSymbol {
             kernel_id: json_u64(&extdata, "kernel_id").unwrap_or(u64(row, 0)),
@@ -225,8 +196,8 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             .or_default()
             .push(Meta::KernelSymbol(symbol));
     })?;
-    let columns = ["id", "pid", "agent_id", "name", "description", "extdata"];
-    reader.each(schema::PMC, &columns, |row| {
+    let columns = "id, pid, agent_id, name, description, extdata";
+    reader.each(schema::PMC, columns, |row| {
         let extdata = json(row, 5).unwrap_or_default();
         let mut counter = CounterInfo {
             id: u32(row, 0),
@@ -245,7 +216,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             .or_default()
             .push(Meta::Counter(counter));
     })?;
-    reader.each(schema::THREAD, &["id", "pid", "tid", "name"], |row| {
+    reader.each(schema::THREAD, "id, pid, tid, name", |row| {
         let thread = Thread {
             pid: pid_of(&info, int(row, 1)),
             tid: u32(row, 2),
@@ -256,7 +227,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             .or_default()
             .push(Meta::Thread(thread));
     })?;
-    reader.each(schema::QUEUE, &["id", "pid"], |row| {
+    reader.each(schema::QUEUE, "id, pid", |row| {
         let queue = Queue {
             id: u64(row, 0),
             agent: 0,
@@ -266,7 +237,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             .or_default()
             .push(Meta::Queue(queue));
     })?;
-    reader.each(schema::STREAM, &["id", "pid", "name"], |row| {
+    reader.each(schema::STREAM, "id, pid, name", |row| {
         let stream = Stream {
             id: u64(row, 0),
             pid: pid_of(&info, int(row, 1)),
@@ -299,11 +270,10 @@ impl Reader<'_> {
     fn each(
         &self,
         table: &str,
-        columns: &[&str],
+        columns: &str,
         mut f: impl FnMut(&rusqlite::Row<'_>),
     ) -> rusqlite::Result<()> {
-        let list: Vec<String> = columns
-            .iter()
+        let list: Vec<String> = (columns.split(',').map(str::trim))
             .map(|c| self.tables.column(table, "t", c))
             .collect();
         let sql = format!(
