@@ -10,15 +10,8 @@ use std::path::Path;
 
 use support::{Peaks, Yardstick, best, replay_in_child, write_spool};
 
-/// Every record the generator makes, into one Parquet dataset with the default options.
-const PIPELINE: &str = r#"
-[pipeline]
-name = "bench"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
+/// The sink every record goes to: one Parquet dataset with the default options.
+const SINK: &str = r#"
 [[sink]]
 name = "tables"
 kind = "parquet"
@@ -30,8 +23,7 @@ const PROCESSES: u16 = 3;
 
 /// Replays a spool into a dataset at `out`; returns the records the sink took.
 fn replay(spool: &Path, out: &Path) -> u64 {
-    let text = PIPELINE.replace("OUT", &out.display().to_string());
-    support::replay(&text, spool).sinks[0].records
+    support::replay_to(&support::pipeline(SINK), spool, out)
 }
 
 /// Bytes of the files under `dir`.

@@ -4,6 +4,8 @@
 //! Figures are printed as records per second and as ratios to a plain `read` of the same
 //! spool bytes, measured in the same run (best of three runs each). Run with `cargo bench -p rocflow --bench records`.
 
+// The benchmarks' shared module; this one uses a part of it.
+#[allow(dead_code)]
 mod support;
 
 use std::path::Path;

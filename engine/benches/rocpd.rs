@@ -14,19 +14,12 @@ use std::path::Path;
 
 use support::{Peaks, Run, Yardstick, best, replay_in_child, write_spool};
 
-/// Every record the generator makes, into one rocpd sink.
-const PIPELINE: &str = r#"
-[pipeline]
-name = "bench"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
+/// The sink every record goes to: one rocpd sink.
+const SINK: &str = r#"
 [[sink]]
 name = "db"
 kind = "rocpd"
-path = "@dir@/{hostname}-{pid}.db"
+path = "OUT/{hostname}-{pid}.db"
 options = { layout = "@layout@" }
 "#;
 
@@ -37,10 +30,8 @@ const PROCESSES: u16 = 3;
 
 /// Replays a spool into rocpd databases under `out`; returns the records written.
 fn replay(spool: &Path, out: &Path, layout: &str) -> u64 {
-    let text = PIPELINE
-        .replace("@dir@", &out.display().to_string())
-        .replace("@layout@", layout);
-    support::replay(&text, spool).sinks[0].records
+    let text = support::pipeline(SINK).replace("@layout@", layout);
+    support::replay_to(&text, spool, out)
 }
 
 /// Bytes of the files in `dir`.

@@ -1,13 +1,31 @@
 //! What the benchmarks share: generated spools, the plain-read baseline, runs timed with
 //! their CPU time and the hypervisor's steal, and peak memory measured in a fresh process.
 
+use std::ffi::OsStr;
 use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rocflow::generate;
+use rocflow::plan::Plan;
 use rocflow::spool::SpoolWriter;
+
+/// A pipeline of every record the generator makes (counters and PC samples included) into
+/// `sinks`, the TOML of its `[[sink]]` tables.
+pub fn pipeline(sinks: &str) -> String {
+    format!(
+        r#"
+[pipeline]
+name = "bench"
+[[context]]
+name = "all"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
+counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
+pc_sampling.method = "host_trap"
+{sinks}"#
+    )
+}
 
 /// Writes a generated run of `records` records from `processes` processes.
 pub fn write_spool(path: &Path, records: u64, processes: u16) {
@@ -121,9 +139,17 @@ pub fn serve_child(replay: impl FnOnce(&Path, &Path)) -> bool {
 /// Replays `spool` in a fresh process of this benchmark (so peaks do not mix); returns its
 /// peak RSS in kB.
 pub fn replay_in_child(spool: &Path, out: &Path) -> u64 {
+    peak_in_child(&[
+        (CHILD_SPOOL, spool.as_os_str()),
+        (CHILD_OUT, out.as_os_str()),
+    ])
+}
+
+/// Runs this benchmark again in a fresh process with `env`, which tells it what to do and
+/// to print its peak RSS; returns that peak in kB.
+pub fn peak_in_child(env: &[(&str, &OsStr)]) -> u64 {
     let output = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD_SPOOL, spool)
-        .env(CHILD_OUT, out)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(
@@ -137,14 +163,19 @@ pub fn replay_in_child(spool: &Path, out: &Path) -> u64 {
         .unwrap()
 }
 
-/// Replays `spool` through the pipeline `text` into its sinks (each must succeed).
-pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
+/// Compiles the pipeline `text`.
+pub fn plan(text: &str) -> Plan {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bench.toml");
     std::fs::write(&file, text).unwrap();
-    let plan = rocflow::pipeline::compile_file(&file, &Default::default())
+    rocflow::pipeline::compile_file(&file, &Default::default())
         .expect("the bench pipeline is valid")
-        .plan;
+        .plan
+}
+
+/// Replays `spool` through the pipeline `text` into its sinks (each must succeed).
+pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
+    let plan = plan(text);
     let mut source = rocflow::source::Spool::open(spool).unwrap();
     let report = rocflow::stage::run(&plan, &mut source, &rocflow::sink::open).unwrap();
     report.source.as_ref().expect("the spool reads whole");
@@ -154,6 +185,12 @@ pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
         }
     }
     report
+}
+
+/// Replays `spool` through the pipeline `text`, its `OUT` replaced by `out`; returns the
+/// records its first sink took.
+pub fn replay_to(text: &str, spool: &Path, out: &Path) -> u64 {
+    replay(&text.replace("OUT", &out.display().to_string()), spool).sinks[0].records
 }
 
 /// Decodes every frame of a spool (the fastest anything reads records); returns the
