@@ -4,22 +4,14 @@
 //! of 1 M, 10 M and 20 M records. Needs the OTF2 library (`apt-get install libotf2-trace-dev`).
 //! Run with `cargo bench -p rocflow --bench otf2`.
 
-// The benchmarks' shared module; this one uses a part of it.
-#[allow(dead_code)]
 mod support;
 
 use std::path::Path;
 
-use support::{Peaks, Yardstick, best, replay_in_child, write_spool};
+use support::{Peaks, best, replay_in_child, write_spool};
 
 /// Every kind the sink writes, straight into OTF2.
-const PIPELINE: &str = r#"
-[pipeline]
-name = "bench"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES"]
+const SINK: &str = r#"
 [[sink]]
 name = "trace"
 kind = "otf2"
@@ -28,7 +20,8 @@ path = "OUT"
 
 /// Replays a spool into an archive at `out`; returns the records the sink took.
 fn replay(spool: &Path, out: &Path) -> u64 {
-    support::replay_to(PIPELINE, spool, out)
+    let text = support::pipeline(&support::COUNTERS[..1], false, SINK);
+    support::replay_to(&text, spool, out).sinks[0].records
 }
 
 /// The archive's locations, from its event files.
@@ -46,17 +39,9 @@ fn locations(archive: &Path) -> usize {
 }
 
 fn main() {
-    if support::serve_child(|spool, out| {
-        replay(spool, out);
-    }) {
+    let Some((dir, spool, bytes, yardstick)) = support::start(10_000_000, 2, replay) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let spool = dir.path().join("10m.rfraw");
-    write_spool(&spool, 10_000_000, 2);
-    let bytes = std::fs::metadata(&spool).unwrap().len();
-
-    let yardstick = Yardstick::measure(&spool);
+    };
     let total = yardstick.records();
     let out = dir.path().join("trace");
     let mut records = 0;

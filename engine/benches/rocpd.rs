@@ -12,7 +12,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{Peaks, Run, Yardstick, best, replay_in_child, write_spool};
+use support::{Peaks, Run, best, replay_in_child, write_spool};
 
 /// The sink every record goes to: one rocpd sink.
 const SINK: &str = r#"
@@ -30,8 +30,8 @@ const PROCESSES: u16 = 3;
 
 /// Replays a spool into rocpd databases under `out`; returns the records written.
 fn replay(spool: &Path, out: &Path, layout: &str) -> u64 {
-    let text = support::pipeline(SINK).replace("@layout@", layout);
-    support::replay_to(&text, spool, out)
+    let text = support::pipeline(support::COUNTERS, true, SINK).replace("@layout@", layout);
+    support::replay_to(&text, spool, out).sinks[0].records
 }
 
 /// Bytes of the files in `dir`.
@@ -43,17 +43,11 @@ fn size(dir: &Path) -> u64 {
 }
 
 fn main() {
-    if support::serve_child(|spool, out| {
-        replay(spool, out, "per_process");
-    }) {
+    let Some((dir, spool, bytes, yardstick)) = support::start(RECORDS, PROCESSES, |spool, out| {
+        replay(spool, out, "per_process")
+    }) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let spool = dir.path().join("10m.rfraw");
-    write_spool(&spool, RECORDS, PROCESSES);
-    let bytes = std::fs::metadata(&spool).unwrap().len();
-
-    let yardstick = Yardstick::measure(&spool);
+    };
     let records = yardstick.records();
     let out = dir.path().join("db");
     let layouts: Vec<(&str, Run, u64)> = ["per_process", "single"]

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use rocflow::source::{Rocpd, Source};
 use rocflow::wire::Payload;
-use support::{best, peak_rss_kb, write_spool};
+use support::{COUNTERS, best, peak_rss_kb, write_spool};
 
 /// The sink of the databases read: one rocpd database per process.
 const TO_ROCPD: &str = r#"
@@ -48,7 +48,7 @@ fn databases(dir: &Path, records: u64, processes: u16) -> Vec<PathBuf> {
     let spool = dir.join("run.rfraw");
     write_spool(&spool, records, processes);
     let out = dir.join("db");
-    support::replay_to(&support::pipeline(TO_ROCPD), &spool, &out);
+    support::replay_to(&support::pipeline(COUNTERS, true, TO_ROCPD), &spool, &out);
     std::fs::remove_file(&spool).unwrap();
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&out)
         .unwrap()
@@ -73,7 +73,8 @@ fn read(paths: &[PathBuf]) -> u64 {
 
 /// The databases through a Parquet sink; returns the records written.
 fn to_parquet(paths: &[PathBuf], out: &Path) -> u64 {
-    let text = support::pipeline(TO_PARQUET).replace("OUT", &out.display().to_string());
+    let text =
+        support::pipeline(COUNTERS, true, TO_PARQUET).replace("OUT", &out.display().to_string());
     let plan = support::plan(&text);
     let mut source = Rocpd::open(paths).unwrap();
     let report = rocflow::stage::run(&plan, &mut source, &rocflow::sink::open).unwrap();

@@ -3,7 +3,7 @@
 
 use std::ffi::OsStr;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -11,9 +11,15 @@ use rocflow::generate;
 use rocflow::plan::Plan;
 use rocflow::spool::SpoolWriter;
 
-/// A pipeline of every record the generator makes (counters and PC samples included) into
-/// `sinks`, the TOML of its `[[sink]]` tables.
-pub fn pipeline(sinks: &str) -> String {
+/// A pipeline of the generator's traced kinds and `counters` (its PC samples too, with
+/// `pc_sampling`), then `rest`: TOML of its `[[transform]]` and `[[sink]]` tables.
+pub fn pipeline(counters: &[&str], pc_sampling: bool, rest: &str) -> String {
+    // A list of strings in Rust's debug form is one in TOML.
+    let sampling = if pc_sampling {
+        "pc_sampling.method = \"host_trap\""
+    } else {
+        ""
+    };
     format!(
         r#"
 [pipeline]
@@ -21,11 +27,14 @@ name = "bench"
 [[context]]
 name = "all"
 tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
-{sinks}"#
+counters.collect = {counters:?}
+{sampling}
+{rest}"#
     )
 }
+
+/// The counters the generator makes (the first alone for a lighter run).
+pub const COUNTERS: &[&str] = &["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"];
 
 /// Writes a generated run of `records` records from `processes` processes.
 pub fn write_spool(path: &Path, records: u64, processes: u16) {
@@ -126,7 +135,7 @@ const CHILD_OUT: &str = "ROCFLOW_BENCH_CHILD_OUT";
 
 /// In the child process [`replay_in_child`] starts: runs `replay` and prints the peak RSS;
 /// returns whether this process was that child.
-pub fn serve_child(replay: impl FnOnce(&Path, &Path)) -> bool {
+pub fn serve_child(replay: impl FnOnce(&Path, &Path) -> u64) -> bool {
     let (Some(spool), Some(out)) = (std::env::var_os(CHILD_SPOOL), std::env::var_os(CHILD_OUT))
     else {
         return false;
@@ -134,6 +143,29 @@ pub fn serve_child(replay: impl FnOnce(&Path, &Path)) -> bool {
     replay(Path::new(&spool), Path::new(&out));
     println!("{}", peak_rss_kb());
     true
+}
+
+/// A benchmark's generated spool: the folder it is in (removed when dropped), its path, its
+/// size in bytes, and the baselines runs over it are measured against.
+pub type Spool = (tempfile::TempDir, PathBuf, u64, Yardstick);
+
+/// Starts a benchmark whose replays `replay(spool, out)` are measured in child processes
+/// too: in such a child, runs the replay and returns `None`; otherwise writes a spool of
+/// `records` records from `processes` processes and measures its baselines.
+pub fn start(
+    records: u64,
+    processes: u16,
+    replay: impl FnOnce(&Path, &Path) -> u64,
+) -> Option<Spool> {
+    if serve_child(replay) {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join(format!("{}m.rfraw", records / 1_000_000));
+    write_spool(&spool, records, processes);
+    let bytes = std::fs::metadata(&spool).unwrap().len();
+    let yardstick = Yardstick::measure(&spool);
+    Some((dir, spool, bytes, yardstick))
 }
 
 /// Replays `spool` in a fresh process of this benchmark (so peaks do not mix); returns its
@@ -187,10 +219,9 @@ pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
     report
 }
 
-/// Replays `spool` through the pipeline `text`, its `OUT` replaced by `out`; returns the
-/// records its first sink took.
-pub fn replay_to(text: &str, spool: &Path, out: &Path) -> u64 {
-    replay(&text.replace("OUT", &out.display().to_string()), spool).sinks[0].records
+/// Replays `spool` through the pipeline `text`, its `OUT` replaced by `out`.
+pub fn replay_to(text: &str, spool: &Path, out: &Path) -> rocflow::stage::Report {
+    replay(&text.replace("OUT", &out.display().to_string()), spool)
 }
 
 /// Decodes every frame of a spool (the fastest anything reads records); returns the
