@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use support::{assert_success, csv, rocflow, run_on, text};
+use support::{assert_says, assert_success, csv, rocflow, run_on, text};
 
 /// The scenario's seed.
 const SEED: u64 = 7;
@@ -178,11 +178,7 @@ fn the_passes_merge_into_one_run_with_the_generators_values() {
     let dir = setup("");
     let output = run(dir.path(), &["/bin/sleep", "0.1"]);
     assert_success(&output);
-    assert!(
-        text(&output.stdout).contains("3 passes, merged into one run"),
-        "{}",
-        text(&output.stdout)
-    );
+    assert_says(&output.stdout, "3 passes, merged into one run");
     assert!(
         !text(&output.stderr).contains("warning"),
         "{}",

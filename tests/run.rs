@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{assert_success, rocflow, run_on, sim_app, text};
+use support::{assert_says, assert_success, rocflow, run_on, sim_app, text};
 
 fn default_scenario() -> toml::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
@@ -186,11 +186,7 @@ fn each_forked_child_streams_the_scenario_of_its_own() {
             assert_eq!(lines.len() as u64, want[kind], "{kind} of process {pid}");
         }
     }
-    assert!(
-        text(&output.stdout).contains("from 4 processes"),
-        "{}",
-        text(&output.stdout)
-    );
+    assert_says(&output.stdout, "from 4 processes");
 }
 
 #[test]
@@ -200,11 +196,7 @@ fn programs_a_shell_starts_are_one_stream_each() {
     let script = "/bin/sleep 0.2 & /bin/sleep 0.2; wait";
     let (output, rows, dir) = run("", "sim", &["/bin/sh", "-c", script]);
     assert_success(&output);
-    assert!(
-        text(&output.stdout).contains("from 3 processes"),
-        "{}",
-        text(&output.stdout)
-    );
+    assert_says(&output.stdout, "from 3 processes");
     let inspect = rocflow(
         &["inspect", "--json", "rocflow-out/last.rfraw"],
         dir.path(),
@@ -260,11 +252,7 @@ fn a_crash_keeps_everything_sent_and_passes_the_signal_on() {
         text(&output.stderr)
     );
     assert_eq!(totals(&rows), expected(&default_scenario()));
-    assert!(
-        text(&output.stdout).contains("killed by signal 11"),
-        "{}",
-        text(&output.stdout)
-    );
+    assert_says(&output.stdout, "killed by signal 11");
 }
 
 #[test]
@@ -588,11 +576,7 @@ fn an_sdk_older_than_the_tool_supports_is_a_user_error_naming_both_versions() {
 fn a_missing_application_is_a_user_error() {
     let (output, _rows, _dir) = run("", "sim", &["/no/such/app"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        text(&output.stderr).contains("cannot start `/no/such/app`"),
-        "{}",
-        text(&output.stderr)
-    );
+    assert_says(&output.stderr, "cannot start `/no/such/app`");
 }
 
 /// Per agent, whether any two kernel dispatches overlap in time.

@@ -221,6 +221,12 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Fails with `output` (a command's stdout or stderr) unless it says `needle`.
+pub fn assert_says(output: &[u8], needle: &str) {
+    let output = text(output);
+    assert!(output.contains(needle), "no {needle:?} in:\n{output}");
+}
+
 /// Fails with the command's output unless it succeeded.
 pub fn assert_success(output: &Output) {
     assert!(
