@@ -117,7 +117,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             stream,
             meta: Vec::new(),
         });
-        meta.entry(id).or_default().push(Meta::Process(process));
+        add(&mut meta, id, Meta::Process(process));
         stream = stream.wrapping_add(1);
     })?;
     let pid_of = |info: &Info, row: i64| info.process.get(&row).map_or(row as u32, |p| p.1);
@@ -155,9 +155,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
                 .unwrap_or(0),
         };
         info.agents.insert(int(row, 0), index);
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::Agent(agent));
+        add(&mut meta, int(row, 1), Meta::Agent(agent));
     })?;
     let columns = "id, pid, agent_id, uri, load_base, load_size";
     reader.each(schema::CODE_OBJECT, columns, |row| {
@@ -168,9 +166,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             load_base: u64(row, 4),
             load_size: u64(row, 5),
         };
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::CodeObject(code_object));
+        add(&mut meta, int(row, 1), Meta::CodeObject(code_object));
     })?;
     let columns = "id, pid, code_object_id, kernel_name, kernarg_segment_size, \
                    group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count, extdata";
@@ -192,9 +188,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             sgpr_count: symbol.sgpr_count,
         };
         info.kernels.insert(int(row, 0), kernel);
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::KernelSymbol(symbol));
+        add(&mut meta, int(row, 1), Meta::KernelSymbol(symbol));
     })?;
     let columns = "id, pid, agent_id, name, description, extdata";
     reader.each(schema::PMC, columns, |row| {
@@ -212,9 +206,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         }
         info.counters
             .insert(int(row, 0), (counter.id, counter.agent));
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::Counter(counter));
+        add(&mut meta, int(row, 1), Meta::Counter(counter));
     })?;
     reader.each(schema::THREAD, "id, pid, tid, name", |row| {
         let thread = Thread {
@@ -223,9 +215,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             name: text(row, 3),
         };
         info.threads.insert(int(row, 0), thread.tid);
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::Thread(thread));
+        add(&mut meta, int(row, 1), Meta::Thread(thread));
     })?;
     reader.each(schema::QUEUE, "id, pid", |row| {
         let queue = Queue {
@@ -233,9 +223,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             agent: 0,
             pid: pid_of(&info, int(row, 1)),
         };
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::Queue(queue));
+        add(&mut meta, int(row, 1), Meta::Queue(queue));
     })?;
     reader.each(schema::STREAM, "id, pid, name", |row| {
         let stream = Stream {
@@ -243,9 +231,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             pid: pid_of(&info, int(row, 1)),
             name: text(row, 2),
         };
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::Stream(stream));
+        add(&mut meta, int(row, 1), Meta::Stream(stream));
     })?;
     for process in &mut info.processes {
         let items = &mut process.meta;
@@ -258,6 +244,11 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         });
     }
     Ok(info)
+}
+
+/// Adds `item` to the metadata of process row `process`.
+fn add(meta: &mut HashMap<i64, Vec<Meta>>, process: i64, item: Meta) {
+    meta.entry(process).or_default().push(item);
 }
 
 /// Runs queries over one table's rows, with NULL for the columns it lacks.
