@@ -159,8 +159,7 @@ fn sleep_receives_the_whole_scenario_with_kernel_names() {
         .map(|k| k["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, declared);
-    let stdout = text(&output.stdout);
-    assert!(stdout.contains("/bin/sleep exited with 0"), "{stdout}");
+    assert_says(&output.stdout, "/bin/sleep exited with 0");
     // The spool holds the same run: replaying it gives the same counts.
     let inspect = text(&rocflow(&["inspect", "rocflow-out/last.rfraw"], dir.path(), &[]).stdout);
     let spooled = inspect
@@ -358,10 +357,9 @@ fn counters_for_gpus_the_node_lacks_say_so() {
     let extra = "[context.counters]\ncollect = [\"SQ_WAVES\"]\nagents = [\"gfx11*\"]\n";
     let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
     assert_success(&output);
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("rocflow: context `trace`: no GPU of this node (gfx942, gfx90a) is among its counters' agents; no counters are collected"),
-        "{stderr}"
+    assert_says(
+        &output.stderr,
+        "rocflow: context `trace`: no GPU of this node (gfx942, gfx90a) is among its counters' agents; no counters are collected",
     );
     assert!(!rows.contains_key("counter_sample"));
     assert_eq!(
@@ -420,12 +418,8 @@ fn a_tool_both_preloaded_and_force_configured_is_configured_once() {
     let app = sim_app();
     let (output, rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "force"]);
     assert_success(&output);
-    let stdout = text(&output.stdout);
-    assert!(
-        stdout.contains("rocprofiler_force_configure: 16"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("1 process in"), "{stdout}");
+    assert_says(&output.stdout, "rocprofiler_force_configure: 16");
+    assert_says(&output.stdout, "1 process in");
     assert_eq!(rows["kernel_dispatch"].len(), 1, "one stream");
 }
 
@@ -436,10 +430,9 @@ fn pc_sampling_stays_off_when_the_user_turns_amds_beta_off() {
     let off = (rocflow::sdk::PC_SAMPLING_BETA, Path::new("off"));
     let (output, rows, _dir) = run_with(extra, "sim", &["/bin/sleep", "0.1"], &[off]);
     assert_success(&output);
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("PC sampling on gfx942 is a beta of rocprofiler-sdk, off with ROCPROFILER_PC_SAMPLING_BETA_ENABLED=off (`rocflow run` turns it on unless it is set)"),
-        "{stderr}"
+    assert_says(
+        &output.stderr,
+        "PC sampling on gfx942 is a beta of rocprofiler-sdk, off with ROCPROFILER_PC_SAMPLING_BETA_ENABLED=off (`rocflow run` turns it on unless it is set)",
     );
     assert!(!rows.contains_key("pc_sample"));
 }
@@ -449,10 +442,9 @@ fn an_unsupported_pc_sampling_configuration_is_explained() {
     let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
     let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
     assert_success(&output);
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("PC sampling Stochastic in Cycles is not supported on gfx942 (agent 0)"),
-        "{stderr}"
+    assert_says(
+        &output.stderr,
+        "PC sampling Stochastic in Cycles is not supported on gfx942 (agent 0)",
     );
     assert!(!rows.contains_key("pc_sample"));
 }
@@ -624,9 +616,9 @@ fn a_wrong_scenario_is_a_user_error_before_anything_starts() {
     let output = run_on("sim:bad.toml", "p.toml", &["/bin/true"], dir.path(), &[]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("`hipLaunchKernal` is not a function of hip_runtime_api"),
-        "{stderr}"
+    assert_says(
+        &output.stderr,
+        "`hipLaunchKernal` is not a function of hip_runtime_api",
     );
     assert!(
         stderr.contains(&format!("line {line},")),
