@@ -197,16 +197,7 @@ fn the_passes_merge_into_one_run_with_the_generators_values() {
             .or_default()
             .entry(&s["counter"])
             .or_default() += 1;
-        let coordinates = [
-            "xcc",
-            "aid",
-            "shader_engine",
-            "agent_index",
-            "shader_array",
-            "wgp",
-            "instance",
-        ]
-        .map(|c| s[c].parse::<u16>().unwrap());
+        let coordinates = support::COORDINATES.map(|c| s[c].parse::<u16>().unwrap());
         let want = rocflow_sim::counter_value(
             SEED,
             s["dispatch_id"].parse().unwrap(),

@@ -11,7 +11,7 @@ use rocflow::record::{ApiArgs, Batch, RecordKind};
 use rocflow::sdk::{AgentType, Domain};
 use rocflow::source::{Rocpd, Source};
 use rocflow::wire::Payload;
-use support::{assert_says, assert_success, csv, rocflow, rocprofv3_db, text};
+use support::{COORDINATES, assert_says, assert_success, csv, rocflow, rocprofv3_db, text};
 
 /// Everything a source gave: the catalog, the batches per kind and the arguments.
 #[derive(Default)]
@@ -509,22 +509,11 @@ pc_sampling.method = "host_trap"
     // coordinates, which rocpd has no column for (its values are told apart by row); and a
     // dispatch's register counts, which rocpd keeps per kernel symbol (the generator
     // varies them per dispatch).
+    let counter: Vec<&str> = ["counter_id"].into_iter().chain(COORDINATES).collect();
     let lost: &[(&str, &[&str])] = &[
         ("kernel_dispatch", &["queue", "vgpr_count", "sgpr_count"]),
         ("pc_sample", &["code_object_id"]),
-        (
-            "counter_sample",
-            &[
-                "counter_id",
-                "xcc",
-                "aid",
-                "shader_engine",
-                "agent_index",
-                "shader_array",
-                "wgp",
-                "instance",
-            ],
-        ),
+        ("counter_sample", &counter),
     ];
     let kinds: Vec<&str> = ["kernel_dispatch", "api", "memory_copy", "marker"]
         .into_iter()

@@ -217,6 +217,18 @@ macro_rules! generated_pipeline {
     };
 }
 
+/// A counter value's coordinates: the columns of its dimensions in the tables of counter
+/// samples (CSV, Parquet).
+pub const COORDINATES: [&str; 7] = [
+    "xcc",
+    "aid",
+    "shader_engine",
+    "agent_index",
+    "shader_array",
+    "wgp",
+    "instance",
+];
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
