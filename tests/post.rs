@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use support::{rocflow, text};
+use support::{assert_says, assert_success, rocflow, text};
 
 use rocflow::catalog::Catalog;
 use rocflow::record::Batch;
@@ -162,7 +162,7 @@ fn replay_runs_the_summary_post_step_after_the_sinks() {
         .max_by(|a, b| a.1.iter().sum::<f64>().total_cmp(&b.1.iter().sum::<f64>()))
         .unwrap()
         .0;
-    assert!(stdout.contains("top kernels by GPU time"), "{stdout}");
+    assert_says(&out.stdout, "top kernels by GPU time");
     assert!(stdout.contains(busiest.as_str()), "{stdout}");
     // Three kernels, as the step asks.
     let shown = stdout
@@ -225,8 +225,7 @@ argv = ["false"]
     assert!(!stderr.contains("`check`"), "{stderr}");
     let copied = std::fs::read_to_string(dir.path().join("copy-4000.csv")).unwrap();
     assert!(copied.starts_with("kernel,calls,"));
-    let stdout = text(&out.stdout);
-    assert!(stdout.contains("out\nrun at run.rfraw\n"), "{stdout}");
+    assert_says(&out.stdout, "out\nrun at run.rfraw\n");
 
     // A required step that fails fails the run, and the steps after it do not run.
     let after = "[[post]]\nname = \"after\"\nkind = \"command\"\nargv = [\"touch\", \"after\"]\n";
@@ -322,11 +321,7 @@ fn diff_compares_runs_and_gates_on_a_predicate() {
         &[],
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("kernel_time_ratio"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_says(&out.stderr, "kernel_time_ratio");
 }
 
 #[test]
@@ -343,10 +338,7 @@ fn diff_refuses_a_predicate_too_deep_to_evaluate() {
     let out = support::rocflow_bounded(&args, dir.path());
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{:?}: {stderr}", out.status);
-    assert!(
-        stderr.contains(": column 5: more than 4 `!` and `-` in a row"),
-        "{stderr}"
-    );
+    assert_says(&out.stderr, ": column 5: more than 4 `!` and `-` in a row");
 }
 
 /// Loads a page in headless Chromium and returns the DOM after its scripts ran.
@@ -489,14 +481,11 @@ path = "q/typo.csv"
         big["as_json"],
         serde_json::json!([{"name": "gemm", "ns": 12}, {"name": "gemm", "ns": 30}])
     );
-    assert!(
-        stderr.contains("post-step `writes`: sql steps only read, and this query writes to `k`"),
-        "{stderr}"
+    assert_says(
+        &out.stderr,
+        "post-step `writes`: sql steps only read, and this query writes to `k`",
     );
-    assert!(
-        stderr.contains("post-step `typo`: SQLite: no such table: nope"),
-        "{stderr}"
-    );
+    assert_says(&out.stderr, "post-step `typo`: SQLite: no such table: nope");
     assert!(!dir.path().join("q/typo.csv").exists());
     let rows: i64 = rusqlite::Connection::open(&db)
         .unwrap()
@@ -636,11 +625,5 @@ fn summary_and_diff_read_rocpd_databases_too() {
         dir.path(),
         &[],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    assert_success(&out);
 }

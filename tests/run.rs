@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{assert_success, rocflow, run_on, sim_app, text};
+use support::{assert_says, assert_success, rocflow, run_on, sim_app, text};
 
 fn default_scenario() -> toml::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
@@ -159,8 +159,7 @@ fn sleep_receives_the_whole_scenario_with_kernel_names() {
         .map(|k| k["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, declared);
-    let stdout = text(&output.stdout);
-    assert!(stdout.contains("/bin/sleep exited with 0"), "{stdout}");
+    assert_says(&output.stdout, "/bin/sleep exited with 0");
     // The spool holds the same run: replaying it gives the same counts.
     let inspect = text(&rocflow(&["inspect", "rocflow-out/last.rfraw"], dir.path(), &[]).stdout);
     let spooled = inspect
@@ -186,11 +185,7 @@ fn each_forked_child_streams_the_scenario_of_its_own() {
             assert_eq!(lines.len() as u64, want[kind], "{kind} of process {pid}");
         }
     }
-    assert!(
-        text(&output.stdout).contains("from 4 processes"),
-        "{}",
-        text(&output.stdout)
-    );
+    assert_says(&output.stdout, "from 4 processes");
 }
 
 #[test]
@@ -200,11 +195,7 @@ fn programs_a_shell_starts_are_one_stream_each() {
     let script = "/bin/sleep 0.2 & /bin/sleep 0.2; wait";
     let (output, rows, dir) = run("", "sim", &["/bin/sh", "-c", script]);
     assert_success(&output);
-    assert!(
-        text(&output.stdout).contains("from 3 processes"),
-        "{}",
-        text(&output.stdout)
-    );
+    assert_says(&output.stdout, "from 3 processes");
     let inspect = rocflow(
         &["inspect", "--json", "rocflow-out/last.rfraw"],
         dir.path(),
@@ -260,11 +251,7 @@ fn a_crash_keeps_everything_sent_and_passes_the_signal_on() {
         text(&output.stderr)
     );
     assert_eq!(totals(&rows), expected(&default_scenario()));
-    assert!(
-        text(&output.stdout).contains("killed by signal 11"),
-        "{}",
-        text(&output.stdout)
-    );
+    assert_says(&output.stdout, "killed by signal 11");
 }
 
 #[test]
@@ -370,10 +357,9 @@ fn counters_for_gpus_the_node_lacks_say_so() {
     let extra = "[context.counters]\ncollect = [\"SQ_WAVES\"]\nagents = [\"gfx11*\"]\n";
     let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
     assert_success(&output);
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("rocflow: context `trace`: no GPU of this node (gfx942, gfx90a) is among its counters' agents; no counters are collected"),
-        "{stderr}"
+    assert_says(
+        &output.stderr,
+        "rocflow: context `trace`: no GPU of this node (gfx942, gfx90a) is among its counters' agents; no counters are collected",
     );
     assert!(!rows.contains_key("counter_sample"));
     assert_eq!(
@@ -432,12 +418,8 @@ fn a_tool_both_preloaded_and_force_configured_is_configured_once() {
     let app = sim_app();
     let (output, rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "force"]);
     assert_success(&output);
-    let stdout = text(&output.stdout);
-    assert!(
-        stdout.contains("rocprofiler_force_configure: 16"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("1 process in"), "{stdout}");
+    assert_says(&output.stdout, "rocprofiler_force_configure: 16");
+    assert_says(&output.stdout, "1 process in");
     assert_eq!(rows["kernel_dispatch"].len(), 1, "one stream");
 }
 
@@ -448,10 +430,9 @@ fn pc_sampling_stays_off_when_the_user_turns_amds_beta_off() {
     let off = (rocflow::sdk::PC_SAMPLING_BETA, Path::new("off"));
     let (output, rows, _dir) = run_with(extra, "sim", &["/bin/sleep", "0.1"], &[off]);
     assert_success(&output);
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("PC sampling on gfx942 is a beta of rocprofiler-sdk, off with ROCPROFILER_PC_SAMPLING_BETA_ENABLED=off (`rocflow run` turns it on unless it is set)"),
-        "{stderr}"
+    assert_says(
+        &output.stderr,
+        "PC sampling on gfx942 is a beta of rocprofiler-sdk, off with ROCPROFILER_PC_SAMPLING_BETA_ENABLED=off (`rocflow run` turns it on unless it is set)",
     );
     assert!(!rows.contains_key("pc_sample"));
 }
@@ -461,10 +442,9 @@ fn an_unsupported_pc_sampling_configuration_is_explained() {
     let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
     let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
     assert_success(&output);
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("PC sampling Stochastic in Cycles is not supported on gfx942 (agent 0)"),
-        "{stderr}"
+    assert_says(
+        &output.stderr,
+        "PC sampling Stochastic in Cycles is not supported on gfx942 (agent 0)",
     );
     assert!(!rows.contains_key("pc_sample"));
 }
@@ -588,11 +568,7 @@ fn an_sdk_older_than_the_tool_supports_is_a_user_error_naming_both_versions() {
 fn a_missing_application_is_a_user_error() {
     let (output, _rows, _dir) = run("", "sim", &["/no/such/app"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        text(&output.stderr).contains("cannot start `/no/such/app`"),
-        "{}",
-        text(&output.stderr)
-    );
+    assert_says(&output.stderr, "cannot start `/no/such/app`");
 }
 
 /// Per agent, whether any two kernel dispatches overlap in time.
@@ -640,9 +616,9 @@ fn a_wrong_scenario_is_a_user_error_before_anything_starts() {
     let output = run_on("sim:bad.toml", "p.toml", &["/bin/true"], dir.path(), &[]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("`hipLaunchKernal` is not a function of hip_runtime_api"),
-        "{stderr}"
+    assert_says(
+        &output.stderr,
+        "`hipLaunchKernal` is not a function of hip_runtime_api",
     );
     assert!(
         stderr.contains(&format!("line {line},")),

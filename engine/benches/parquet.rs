@@ -8,17 +8,10 @@ mod support;
 
 use std::path::Path;
 
-use support::{Peaks, Yardstick, best, replay_in_child, write_spool};
+use support::{Peaks, best, replay_in_child, write_spool};
 
-/// Every record the generator makes, into one Parquet dataset with the default options.
-const PIPELINE: &str = r#"
-[pipeline]
-name = "bench"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
+/// The sink every record goes to: one Parquet dataset with the default options.
+const SINK: &str = r#"
 [[sink]]
 name = "tables"
 kind = "parquet"
@@ -30,8 +23,8 @@ const PROCESSES: u16 = 3;
 
 /// Replays a spool into a dataset at `out`; returns the records the sink took.
 fn replay(spool: &Path, out: &Path) -> u64 {
-    let text = PIPELINE.replace("OUT", &out.display().to_string());
-    support::replay(&text, spool).sinks[0].records
+    let text = support::pipeline(support::COUNTERS, true, SINK);
+    support::replay_to(&text, spool, out).sinks[0].records
 }
 
 /// Bytes of the files under `dir`.
@@ -49,17 +42,9 @@ fn size(dir: &Path) -> u64 {
 }
 
 fn main() {
-    if support::serve_child(|spool, out| {
-        replay(spool, out);
-    }) {
+    let Some((dir, spool, bytes, yardstick)) = support::start(RECORDS, PROCESSES, replay) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let spool = dir.path().join("10m.rfraw");
-    write_spool(&spool, RECORDS, PROCESSES);
-    let bytes = std::fs::metadata(&spool).unwrap().len();
-
-    let yardstick = Yardstick::measure(&spool);
+    };
     let records = yardstick.records();
     let out = dir.path().join("dataset");
     let mut written = 0;

@@ -7,16 +7,10 @@ mod support;
 
 use std::path::Path;
 
-use support::{Peaks, Yardstick, best, replay_in_child, write_spool};
+use support::{Peaks, best, replay_in_child, write_spool};
 
 /// Every kind the sink shows from a generated run, with annotations and flows.
-const PIPELINE: &str = r#"
-[pipeline]
-name = "bench"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES"]
+const SINK: &str = r#"
 [[sink]]
 name = "trace"
 kind = "perfetto"
@@ -25,22 +19,14 @@ path = "OUT"
 
 /// Replays a spool into a trace at `out`; returns the records the sink took.
 fn replay(spool: &Path, out: &Path) -> u64 {
-    let text = PIPELINE.replace("OUT", &out.display().to_string());
-    support::replay(&text, spool).sinks[0].records
+    let text = support::pipeline(&support::COUNTERS[..1], false, SINK);
+    support::replay_to(&text, spool, out).sinks[0].records
 }
 
 fn main() {
-    if support::serve_child(|spool, out| {
-        replay(spool, out);
-    }) {
+    let Some((dir, spool, bytes, yardstick)) = support::start(10_000_000, 2, replay) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let spool = dir.path().join("10m.rfraw");
-    write_spool(&spool, 10_000_000, 2);
-    let bytes = std::fs::metadata(&spool).unwrap().len();
-
-    let yardstick = Yardstick::measure(&spool);
+    };
     let total = yardstick.records();
     let out = dir.path().join("trace.pftrace");
     let mut records = 0;

@@ -4,6 +4,8 @@
 //! Figures are printed as records per second and as ratios to a plain `read` of the same
 //! spool bytes, measured in the same run (best of three runs each). Run with `cargo bench -p rocflow --bench records`.
 
+// The benchmarks' shared module; this one uses a part of it.
+#[allow(dead_code)]
 mod support;
 
 use std::path::Path;
@@ -11,16 +13,10 @@ use std::time::Instant;
 
 use support::{Peaks, Yardstick, best, replay_in_child, write_spool};
 
-/// The replay measured for throughput and memory: a filter, a derived column and demangled
-/// kernel names, every record into CSV.
-const PIPELINE: &str = r#"
-[pipeline]
-name = "bench"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES"]
-pc_sampling.method = "host_trap"
+/// The transforms and sink of the replay measured for throughput and memory: a filter, a
+/// derived column and demangled kernel names, every record (of one counter, with PC
+/// samples) into CSV.
+const REST: &str = r#"
 [[transform]]
 name = "names"
 kind = "kernel_name"
@@ -45,15 +41,16 @@ path = "OUT"
 
 /// Replays a spool through the bench pipeline; returns the records decoded.
 fn replay(spool: &Path, out: &Path) -> u64 {
-    let text = PIPELINE.replace("OUT", &out.display().to_string());
-    let report = support::replay(&text, spool);
+    let report = support::replay_to(
+        &support::pipeline(&support::COUNTERS[..1], true, REST),
+        spool,
+        out,
+    );
     report.records_in.iter().map(|(_, n)| n).sum()
 }
 
 fn main() {
-    if support::serve_child(|spool, out| {
-        replay(spool, out);
-    }) {
+    if support::serve_child(replay) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -12,21 +12,14 @@ mod support;
 
 use std::path::Path;
 
-use support::{Peaks, Run, Yardstick, best, replay_in_child, write_spool};
+use support::{Peaks, Run, best, replay_in_child, write_spool};
 
-/// Every record the generator makes, into one rocpd sink.
-const PIPELINE: &str = r#"
-[pipeline]
-name = "bench"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
+/// The sink every record goes to: one rocpd sink.
+const SINK: &str = r#"
 [[sink]]
 name = "db"
 kind = "rocpd"
-path = "@dir@/{hostname}-{pid}.db"
+path = "OUT/{hostname}-{pid}.db"
 options = { layout = "@layout@" }
 "#;
 
@@ -37,10 +30,8 @@ const PROCESSES: u16 = 3;
 
 /// Replays a spool into rocpd databases under `out`; returns the records written.
 fn replay(spool: &Path, out: &Path, layout: &str) -> u64 {
-    let text = PIPELINE
-        .replace("@dir@", &out.display().to_string())
-        .replace("@layout@", layout);
-    support::replay(&text, spool).sinks[0].records
+    let text = support::pipeline(support::COUNTERS, true, SINK).replace("@layout@", layout);
+    support::replay_to(&text, spool, out).sinks[0].records
 }
 
 /// Bytes of the files in `dir`.
@@ -52,17 +43,11 @@ fn size(dir: &Path) -> u64 {
 }
 
 fn main() {
-    if support::serve_child(|spool, out| {
-        replay(spool, out, "per_process");
-    }) {
+    let Some((dir, spool, bytes, yardstick)) = support::start(RECORDS, PROCESSES, |spool, out| {
+        replay(spool, out, "per_process")
+    }) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let spool = dir.path().join("10m.rfraw");
-    write_spool(&spool, RECORDS, PROCESSES);
-    let bytes = std::fs::metadata(&spool).unwrap().len();
-
-    let yardstick = Yardstick::measure(&spool);
+    };
     let records = yardstick.records();
     let out = dir.path().join("db");
     let layouts: Vec<(&str, Run, u64)> = ["per_process", "single"]

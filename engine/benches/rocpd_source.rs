@@ -11,39 +11,25 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use rocflow::source::{Rocpd, Source};
 use rocflow::wire::Payload;
-use support::{best, peak_rss_kb, write_spool};
+use support::{COUNTERS, best, peak_rss_kb, write_spool};
 
-/// Every record the generator makes, into rocpd databases (one per process).
+/// The sink of the databases read: one rocpd database per process.
 const TO_ROCPD: &str = r#"
-[pipeline]
-name = "to-rocpd"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
 [[sink]]
 name = "db"
 kind = "rocpd"
-path = "@dir@/{pid}.db"
+path = "OUT/{pid}.db"
 "#;
 
+/// The sink of the databases' records in the conversion measured.
 const TO_PARQUET: &str = r#"
-[pipeline]
-name = "to-parquet"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
 [[sink]]
 name = "tables"
 kind = "parquet"
-path = "@dir@"
+path = "OUT"
 "#;
 
 const CHILD: &str = "ROCPD_SOURCE_CHILD";
@@ -62,10 +48,7 @@ fn databases(dir: &Path, records: u64, processes: u16) -> Vec<PathBuf> {
     let spool = dir.join("run.rfraw");
     write_spool(&spool, records, processes);
     let out = dir.join("db");
-    support::replay(
-        &TO_ROCPD.replace("@dir@", &out.display().to_string()),
-        &spool,
-    );
+    support::replay_to(&support::pipeline(COUNTERS, true, TO_ROCPD), &spool, &out);
     std::fs::remove_file(&spool).unwrap();
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&out)
         .unwrap()
@@ -90,16 +73,9 @@ fn read(paths: &[PathBuf]) -> u64 {
 
 /// The databases through a Parquet sink; returns the records written.
 fn to_parquet(paths: &[PathBuf], out: &Path) -> u64 {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("p.toml");
-    std::fs::write(
-        &file,
-        TO_PARQUET.replace("@dir@", &out.display().to_string()),
-    )
-    .unwrap();
-    let plan = rocflow::pipeline::compile_file(&file, &Default::default())
-        .unwrap()
-        .plan;
+    let text =
+        support::pipeline(COUNTERS, true, TO_PARQUET).replace("OUT", &out.display().to_string());
+    let plan = support::plan(&text);
     let mut source = Rocpd::open(paths).unwrap();
     let report = rocflow::stage::run(&plan, &mut source, &rocflow::sink::open).unwrap();
     report.source.as_ref().expect("the databases read whole");
@@ -110,19 +86,7 @@ fn to_parquet(paths: &[PathBuf], out: &Path) -> u64 {
 /// Reads the databases in a fresh process; returns its peak RSS in KiB.
 fn peak_in_child(paths: &[PathBuf]) -> u64 {
     let list = std::env::join_paths(paths).unwrap();
-    let output = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD, list)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .unwrap()
+    support::peak_in_child(&[(CHILD, &list)])
 }
 
 fn rate(records: u64, seconds: f64) -> String {

@@ -218,8 +218,26 @@ macro_rules! generated_pipeline {
     };
 }
 
+/// A counter value's coordinates: the columns of its dimensions in the tables of counter
+/// samples (CSV, Parquet).
+pub const COORDINATES: [&str; 7] = [
+    "xcc",
+    "aid",
+    "shader_engine",
+    "agent_index",
+    "shader_array",
+    "wgp",
+    "instance",
+];
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Fails with `output` (a command's stdout or stderr) unless it says `needle`.
+pub fn assert_says(output: &[u8], needle: &str) {
+    let output = text(output);
+    assert!(output.contains(needle), "no {needle:?} in:\n{output}");
 }
 
 /// Fails with the command's output unless it succeeded.

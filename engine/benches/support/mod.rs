@@ -1,13 +1,40 @@
 //! What the benchmarks share: generated spools, the plain-read baseline, runs timed with
 //! their CPU time and the hypervisor's steal, and peak memory measured in a fresh process.
 
+use std::ffi::OsStr;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rocflow::generate;
+use rocflow::plan::Plan;
 use rocflow::spool::SpoolWriter;
+
+/// A pipeline of the generator's traced kinds and `counters` (its PC samples too, with
+/// `pc_sampling`), then `rest`: TOML of its `[[transform]]` and `[[sink]]` tables.
+pub fn pipeline(counters: &[&str], pc_sampling: bool, rest: &str) -> String {
+    // A list of strings in Rust's debug form is one in TOML.
+    let sampling = if pc_sampling {
+        "pc_sampling.method = \"host_trap\""
+    } else {
+        ""
+    };
+    format!(
+        r#"
+[pipeline]
+name = "bench"
+[[context]]
+name = "all"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
+counters.collect = {counters:?}
+{sampling}
+{rest}"#
+    )
+}
+
+/// The counters the generator makes (the first alone for a lighter run).
+pub const COUNTERS: &[&str] = &["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"];
 
 /// Writes a generated run of `records` records from `processes` processes.
 pub fn write_spool(path: &Path, records: u64, processes: u16) {
@@ -108,7 +135,7 @@ const CHILD_OUT: &str = "ROCFLOW_BENCH_CHILD_OUT";
 
 /// In the child process [`replay_in_child`] starts: runs `replay` and prints the peak RSS;
 /// returns whether this process was that child.
-pub fn serve_child(replay: impl FnOnce(&Path, &Path)) -> bool {
+pub fn serve_child(replay: impl FnOnce(&Path, &Path) -> u64) -> bool {
     let (Some(spool), Some(out)) = (std::env::var_os(CHILD_SPOOL), std::env::var_os(CHILD_OUT))
     else {
         return false;
@@ -118,12 +145,43 @@ pub fn serve_child(replay: impl FnOnce(&Path, &Path)) -> bool {
     true
 }
 
+/// A benchmark's generated spool: the folder it is in (removed when dropped), its path, its
+/// size in bytes, and the baselines runs over it are measured against.
+pub type Spool = (tempfile::TempDir, PathBuf, u64, Yardstick);
+
+/// Starts a benchmark whose replays `replay(spool, out)` are measured in child processes
+/// too: in such a child, runs the replay and returns `None`; otherwise writes a spool of
+/// `records` records from `processes` processes and measures its baselines.
+pub fn start(
+    records: u64,
+    processes: u16,
+    replay: impl FnOnce(&Path, &Path) -> u64,
+) -> Option<Spool> {
+    if serve_child(replay) {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join(format!("{}m.rfraw", records / 1_000_000));
+    write_spool(&spool, records, processes);
+    let bytes = std::fs::metadata(&spool).unwrap().len();
+    let yardstick = Yardstick::measure(&spool);
+    Some((dir, spool, bytes, yardstick))
+}
+
 /// Replays `spool` in a fresh process of this benchmark (so peaks do not mix); returns its
 /// peak RSS in kB.
 pub fn replay_in_child(spool: &Path, out: &Path) -> u64 {
+    peak_in_child(&[
+        (CHILD_SPOOL, spool.as_os_str()),
+        (CHILD_OUT, out.as_os_str()),
+    ])
+}
+
+/// Runs this benchmark again in a fresh process with `env`, which tells it what to do and
+/// to print its peak RSS; returns that peak in kB.
+pub fn peak_in_child(env: &[(&str, &OsStr)]) -> u64 {
     let output = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD_SPOOL, spool)
-        .env(CHILD_OUT, out)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(
@@ -137,14 +195,19 @@ pub fn replay_in_child(spool: &Path, out: &Path) -> u64 {
         .unwrap()
 }
 
-/// Replays `spool` through the pipeline `text` into its sinks (each must succeed).
-pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
+/// Compiles the pipeline `text`.
+pub fn plan(text: &str) -> Plan {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bench.toml");
     std::fs::write(&file, text).unwrap();
-    let plan = rocflow::pipeline::compile_file(&file, &Default::default())
+    rocflow::pipeline::compile_file(&file, &Default::default())
         .expect("the bench pipeline is valid")
-        .plan;
+        .plan
+}
+
+/// Replays `spool` through the pipeline `text` into its sinks (each must succeed).
+pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
+    let plan = plan(text);
     let mut source = rocflow::source::Spool::open(spool).unwrap();
     let report = rocflow::stage::run(&plan, &mut source, &rocflow::sink::open).unwrap();
     report.source.as_ref().expect("the spool reads whole");
@@ -154,6 +217,11 @@ pub fn replay(text: &str, spool: &Path) -> rocflow::stage::Report {
         }
     }
     report
+}
+
+/// Replays `spool` through the pipeline `text`, its `OUT` replaced by `out`.
+pub fn replay_to(text: &str, spool: &Path, out: &Path) -> rocflow::stage::Report {
+    replay(&text.replace("OUT", &out.display().to_string()), spool)
 }
 
 /// Decodes every frame of a spool (the fastest anything reads records); returns the

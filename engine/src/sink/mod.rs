@@ -8,7 +8,7 @@ mod otf2;
 mod parquet;
 mod path;
 mod perfetto;
-mod rocpd;
+pub(crate) mod rocpd;
 pub(crate) mod staging;
 mod timeline;
 

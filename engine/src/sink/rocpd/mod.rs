@@ -17,7 +17,7 @@ mod ids;
 mod info;
 mod insert;
 mod rows;
-mod schema;
+pub(crate) mod schema;
 mod views;
 mod writer;
 

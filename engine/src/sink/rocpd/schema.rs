@@ -18,7 +18,7 @@ pub const SCHEMA_VERSION: &str = "3";
 /// table but the metadata has).
 pub struct Table {
     pub name: &'static str,
-    columns: &'static [&'static str],
+    pub(crate) columns: &'static [&'static str],
     /// Columns holding ids of rows in other tables: (column, table).
     references: &'static [(&'static str, &'static str)],
 }

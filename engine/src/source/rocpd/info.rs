@@ -81,31 +81,21 @@ pub fn process_rows(conn: &rusqlite::Connection, tables: &Tables) -> rusqlite::R
 pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlite::Result<Info> {
     let reader = Reader { conn, tables };
     let mut info = Info::default();
-    reader.each(schema::STRING, &["id", "string"], |row| {
+    reader.each(schema::STRING, "id, string", |row| {
         info.strings
             .insert(int(row, 0), text(row, 1).unwrap_or_default());
     })?;
     let mut hosts: HashMap<i64, String> = HashMap::default();
-    reader.each(schema::NODE, &["id", "hostname", "machine_id"], |row| {
+    reader.each(schema::NODE, "id, hostname, machine_id", |row| {
         let host = text(row, 1)
             .filter(|h| !h.is_empty())
             .or_else(|| text(row, 2));
         hosts.insert(int(row, 0), host.unwrap_or_default());
     })?;
     let mut meta: HashMap<i64, Vec<Meta>> = HashMap::default();
-    let columns = [
-        "id",
-        "nid",
-        "ppid",
-        "pid",
-        "init",
-        "start",
-        "command",
-        "environment",
-        "extdata",
-    ];
+    let columns = "id, nid, ppid, pid, init, start, command, environment, extdata";
     let mut stream = first;
-    reader.each(schema::PROCESS, &columns, |row| {
+    reader.each(schema::PROCESS, columns, |row| {
         let id = int(row, 0);
         let pid = u32(row, 3);
         let environment = json(row, 7);
@@ -127,21 +117,12 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             stream,
             meta: Vec::new(),
         });
-        meta.entry(id).or_default().push(Meta::Process(process));
+        add(&mut meta, id, Meta::Process(process));
         stream = stream.wrapping_add(1);
     })?;
     let pid_of = |info: &Info, row: i64| info.process.get(&row).map_or(row as u32, |p| p.1);
-    let columns = [
-        "id",
-        "pid",
-        "type",
-        "absolute_index",
-        "logical_index",
-        "name",
-        "product_name",
-        "extdata",
-    ];
-    reader.each(schema::AGENT, &columns, |row| {
+    let columns = "id, pid, type, absolute_index, logical_index, name, product_name, extdata";
+    reader.each(schema::AGENT, columns, |row| {
         let extdata = json(row, 7).unwrap_or_default();
         let node_id = u32(row, 3);
         let index = field(&extdata, &["index"]).unwrap_or(node_id);
@@ -174,12 +155,10 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
                 .unwrap_or(0),
         };
         info.agents.insert(int(row, 0), index);
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::Agent(agent));
+        add(&mut meta, int(row, 1), Meta::Agent(agent));
     })?;
-    let columns = ["id", "pid", "agent_id", "uri", "load_base", "load_size"];
-    reader.each(schema::CODE_OBJECT, &columns, |row| {
+    let columns = "id, pid, agent_id, uri, load_base, load_size";
+    reader.each(schema::CODE_OBJECT, columns, |row| {
         let code_object = CodeObject {
             id: u64(row, 0),
             agent: info.agent(opt_int(row, 2)),
@@ -187,23 +166,11 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             load_base: u64(row, 4),
             load_size: u64(row, 5),
         };
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::CodeObject(code_object));
+        add(&mut meta, int(row, 1), Meta::CodeObject(code_object));
     })?;
-    let columns = [
-        "id",
-        "pid",
-        "code_object_id",
-        "kernel_name",
-        "kernarg_segment_size",
-        "group_segment_size",
-        "private_segment_size",
-        "sgpr_count",
-        "arch_vgpr_count",
-        "extdata",
-    ];
-    reader.each(schema::KERNEL_SYMBOL, &columns, |row| {
+    let columns = "id, pid, code_object_id, kernel_name, kernarg_segment_size, \
+                   group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count, extdata";
+    reader.each(schema::KERNEL_SYMBOL, columns, |row| {
         let extdata = json(row, 9).unwrap_or_default();
         let symbol = KernelSymbol {
             kernel_id: json_u64(&extdata, "kernel_id").unwrap_or(u64(row, 0)),
@@ -221,12 +188,10 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             sgpr_count: symbol.sgpr_count,
         };
         info.kernels.insert(int(row, 0), kernel);
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::KernelSymbol(symbol));
+        add(&mut meta, int(row, 1), Meta::KernelSymbol(symbol));
     })?;
-    let columns = ["id", "pid", "agent_id", "name", "description", "extdata"];
-    reader.each(schema::PMC, &columns, |row| {
+    let columns = "id, pid, agent_id, name, description, extdata";
+    reader.each(schema::PMC, columns, |row| {
         let extdata = json(row, 5).unwrap_or_default();
         let mut counter = CounterInfo {
             id: u32(row, 0),
@@ -241,40 +206,32 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         }
         info.counters
             .insert(int(row, 0), (counter.id, counter.agent));
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::Counter(counter));
+        add(&mut meta, int(row, 1), Meta::Counter(counter));
     })?;
-    reader.each(schema::THREAD, &["id", "pid", "tid", "name"], |row| {
+    reader.each(schema::THREAD, "id, pid, tid, name", |row| {
         let thread = Thread {
             pid: pid_of(&info, int(row, 1)),
             tid: u32(row, 2),
             name: text(row, 3),
         };
         info.threads.insert(int(row, 0), thread.tid);
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::Thread(thread));
+        add(&mut meta, int(row, 1), Meta::Thread(thread));
     })?;
-    reader.each(schema::QUEUE, &["id", "pid"], |row| {
+    reader.each(schema::QUEUE, "id, pid", |row| {
         let queue = Queue {
             id: u64(row, 0),
             agent: 0,
             pid: pid_of(&info, int(row, 1)),
         };
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::Queue(queue));
+        add(&mut meta, int(row, 1), Meta::Queue(queue));
     })?;
-    reader.each(schema::STREAM, &["id", "pid", "name"], |row| {
+    reader.each(schema::STREAM, "id, pid, name", |row| {
         let stream = Stream {
             id: u64(row, 0),
             pid: pid_of(&info, int(row, 1)),
             name: text(row, 2),
         };
-        meta.entry(int(row, 1))
-            .or_default()
-            .push(Meta::Stream(stream));
+        add(&mut meta, int(row, 1), Meta::Stream(stream));
     })?;
     for process in &mut info.processes {
         let items = &mut process.meta;
@@ -289,6 +246,11 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
     Ok(info)
 }
 
+/// Adds `item` to the metadata of process row `process`.
+fn add(meta: &mut HashMap<i64, Vec<Meta>>, process: i64, item: Meta) {
+    meta.entry(process).or_default().push(item);
+}
+
 /// Runs queries over one table's rows, with NULL for the columns it lacks.
 struct Reader<'a> {
     conn: &'a rusqlite::Connection,
@@ -299,11 +261,10 @@ impl Reader<'_> {
     fn each(
         &self,
         table: &str,
-        columns: &[&str],
+        columns: &str,
         mut f: impl FnMut(&rusqlite::Row<'_>),
     ) -> rusqlite::Result<()> {
-        let list: Vec<String> = columns
-            .iter()
+        let list: Vec<String> = (columns.split(',').map(str::trim))
             .map(|c| self.tables.column(table, "t", c))
             .collect();
         let sql = format!(

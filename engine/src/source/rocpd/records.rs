@@ -101,15 +101,6 @@ struct Reader<'r, 'e> {
 }
 
 impl Reader<'_, '_> {
-    /// `SELECT` of `columns` (`alias.column`, resolved to NULL where absent) from `from`.
-    fn select(&self, columns: &[(&str, &str, &str)], from: &str) -> String {
-        let list: Vec<String> = columns
-            .iter()
-            .map(|(table, alias, column)| self.tables.column(table, alias, column))
-            .collect();
-        format!("SELECT {} FROM {from}", list.join(", "))
-    }
-
     fn each(
         &mut self,
         sql: &str,
@@ -124,20 +115,40 @@ impl Reader<'_, '_> {
         Ok(())
     }
 
+    /// Runs `sql` (its first column a process row id), each row of a known process to `f`
+    /// with that process's stream and OS pid; then flushes `kinds`, what `f` made.
+    fn records(
+        &mut self,
+        sql: &str,
+        kinds: &[RecordKind],
+        mut f: impl FnMut(&mut Self, &Row<'_>, u16, u32) -> Result<(), Fault>,
+    ) -> Result<(), Fault> {
+        self.each(sql, |r, row| match r.process(int(row, 0)) {
+            Some((stream, pid)) => f(r, row, stream, pid),
+            None => Ok(()),
+        })?;
+        for kind in kinds {
+            self.out.flush_kind(*kind)?;
+        }
+        Ok(())
+    }
+
+    /// `SELECT` of `columns` of event table `table` (`x.`) and of its event (`e.`).
+    fn with_event(&self, table: &str, columns: &str) -> String {
+        let from = format!(
+            "{} AS x LEFT JOIN {} AS e ON e.id = x.event_id",
+            self.tables.name(table),
+            self.tables.name(schema::EVENT)
+        );
+        self.tables
+            .select(columns, &[("x", table), ("e", schema::EVENT)], &from)
+    }
+
     /// The stream and OS pid of process row `row`.
     fn process(&mut self, row: i64) -> Option<(u16, u32)> {
         let found = self.info.process.get(&row).copied();
         self.left.orphans += u64::from(found.is_none());
         found
-    }
-
-    /// The table joined to its event: `FROM table AS x LEFT JOIN event AS e`.
-    fn with_event(&self, table: &str) -> String {
-        format!(
-            "{} AS x LEFT JOIN {} AS e ON e.id = x.event_id",
-            self.tables.name(table),
-            self.tables.name(schema::EVENT)
-        )
     }
 
     /// The operation that category string `category` and name string `name` say.
@@ -151,208 +162,149 @@ impl Reader<'_, '_> {
     }
 
     fn dispatches(&mut self) -> Result<(), Fault> {
-        const T: &str = schema::KERNEL_DISPATCH;
-        const E: &str = schema::EVENT;
-        let sql = self.select(
-            &[
-                (T, "x", "pid"),
-                (T, "x", "tid"),
-                (T, "x", "agent_id"),
-                (T, "x", "kernel_id"),
-                (T, "x", "dispatch_id"),
-                (T, "x", "queue_id"),
-                (T, "x", "start"),
-                (T, "x", "end"),
-                (T, "x", "private_segment_size"),
-                (T, "x", "group_segment_size"),
-                (T, "x", "workgroup_size_x"),
-                (T, "x", "workgroup_size_y"),
-                (T, "x", "workgroup_size_z"),
-                (T, "x", "grid_size_x"),
-                (T, "x", "grid_size_y"),
-                (T, "x", "grid_size_z"),
-                (E, "e", "stack_id"),
-                (E, "e", "correlation_id"),
-            ],
-            &self.with_event(T),
+        let sql = self.with_event(
+            schema::KERNEL_DISPATCH,
+            "x.pid, x.tid, x.agent_id, x.kernel_id, x.dispatch_id, x.queue_id, x.start, x.end, \
+             x.private_segment_size, x.group_segment_size, \
+             x.workgroup_size_x, x.workgroup_size_y, x.workgroup_size_z, \
+             x.grid_size_x, x.grid_size_y, x.grid_size_z, e.stack_id, e.correlation_id",
         );
-        self.each(&(sql + " ORDER BY x.rowid"), |r, row| {
-            let Some((stream, pid)) = r.process(int(row, 0)) else {
-                return Ok(());
-            };
-            let kernel = r.info.kernels.get(&int(row, 3));
-            let record = KernelDispatch {
-                pid,
-                tid: r.info.tid(int(row, 1)),
-                agent: r.info.agent(opt_int(row, 2)),
-                queue: u64(row, 5),
-                dispatch_id: u64(row, 4),
-                kernel_id: kernel.map_or(u64(row, 3), |k| k.id),
-                start_ns: u64(row, 6),
-                end_ns: u64(row, 7),
-                correlation_id: u64(row, 16),
-                external_id: u64(row, 17),
-                grid_x: u32(row, 13),
-                grid_y: u32(row, 14),
-                grid_z: u32(row, 15),
-                workgroup_x: u32(row, 10),
-                workgroup_y: u32(row, 11),
-                workgroup_z: u32(row, 12),
-                lds_bytes: u32(row, 9),
-                scratch_bytes: u32(row, 8),
-                vgpr_count: kernel.map_or(0, |k| k.vgpr_count),
-                sgpr_count: kernel.map_or(0, |k| k.sgpr_count),
-            };
-            push!(r.out, stream, KernelDispatch, record)?;
-            Ok(())
-        })?;
-        self.out.flush_kind(RecordKind::KernelDispatch)?;
-        Ok(())
+        let kinds = [RecordKind::KernelDispatch];
+        self.records(
+            &(sql + " ORDER BY x.rowid"),
+            &kinds,
+            |r, row, stream, pid| {
+                let kernel = r.info.kernels.get(&int(row, 3));
+                let record = KernelDispatch {
+                    pid,
+                    tid: r.info.tid(int(row, 1)),
+                    agent: r.info.agent(opt_int(row, 2)),
+                    queue: u64(row, 5),
+                    dispatch_id: u64(row, 4),
+                    kernel_id: kernel.map_or(u64(row, 3), |k| k.id),
+                    start_ns: u64(row, 6),
+                    end_ns: u64(row, 7),
+                    correlation_id: u64(row, 16),
+                    external_id: u64(row, 17),
+                    grid_x: u32(row, 13),
+                    grid_y: u32(row, 14),
+                    grid_z: u32(row, 15),
+                    workgroup_x: u32(row, 10),
+                    workgroup_y: u32(row, 11),
+                    workgroup_z: u32(row, 12),
+                    lds_bytes: u32(row, 9),
+                    scratch_bytes: u32(row, 8),
+                    vgpr_count: kernel.map_or(0, |k| k.vgpr_count),
+                    sgpr_count: kernel.map_or(0, |k| k.sgpr_count),
+                };
+                push!(r.out, stream, KernelDispatch, record)?;
+                Ok(())
+            },
+        )
     }
 
     fn copies(&mut self) -> Result<(), Fault> {
-        const T: &str = schema::MEMORY_COPY;
-        const E: &str = schema::EVENT;
-        let sql = self.select(
-            &[
-                (T, "x", "pid"),
-                (T, "x", "tid"),
-                (T, "x", "start"),
-                (T, "x", "end"),
-                (E, "e", "category_id"),
-                (T, "x", "name_id"),
-                (T, "x", "src_agent_id"),
-                (T, "x", "dst_agent_id"),
-                (T, "x", "size"),
-                (E, "e", "stack_id"),
-                (E, "e", "correlation_id"),
-            ],
-            &self.with_event(T),
+        let sql = self.with_event(
+            schema::MEMORY_COPY,
+            "x.pid, x.tid, x.start, x.end, e.category_id, x.name_id, \
+             x.src_agent_id, x.dst_agent_id, x.size, e.stack_id, e.correlation_id",
         );
-        self.each(&(sql + " ORDER BY x.rowid"), |r, row| {
-            let Some((stream, pid)) = r.process(int(row, 0)) else {
-                return Ok(());
-            };
-            let operation = r.operation(int(row, 4), int(row, 5));
-            let record = MemoryCopy {
-                pid,
-                tid: r.info.tid(int(row, 1)),
-                src_agent: r.info.agent(opt_int(row, 6)),
-                dst_agent: r.info.agent(opt_int(row, 7)),
-                start_ns: u64(row, 2),
-                end_ns: u64(row, 3),
-                correlation_id: u64(row, 9),
-                external_id: u64(row, 10),
-                bytes: u64(row, 8),
-                operation_id: operation.map_or(0, |o| o.id as u8),
-            };
-            push!(r.out, stream, MemoryCopy, record)?;
-            Ok(())
-        })?;
-        self.out.flush_kind(RecordKind::MemoryCopy)?;
-        Ok(())
+        let kinds = [RecordKind::MemoryCopy];
+        self.records(
+            &(sql + " ORDER BY x.rowid"),
+            &kinds,
+            |r, row, stream, pid| {
+                let operation = r.operation(int(row, 4), int(row, 5));
+                let record = MemoryCopy {
+                    pid,
+                    tid: r.info.tid(int(row, 1)),
+                    src_agent: r.info.agent(opt_int(row, 6)),
+                    dst_agent: r.info.agent(opt_int(row, 7)),
+                    start_ns: u64(row, 2),
+                    end_ns: u64(row, 3),
+                    correlation_id: u64(row, 9),
+                    external_id: u64(row, 10),
+                    bytes: u64(row, 8),
+                    operation_id: operation.map_or(0, |o| o.id as u8),
+                };
+                push!(r.out, stream, MemoryCopy, record)?;
+                Ok(())
+            },
+        )
     }
 
     /// Allocations and frees of memory and of scratch memory, told apart by `level`.
     fn allocations(&mut self) -> Result<(), Fault> {
-        const T: &str = schema::MEMORY_ALLOCATE;
-        const E: &str = schema::EVENT;
-        let sql = self.select(
-            &[
-                (T, "x", "pid"),
-                (T, "x", "tid"),
-                (T, "x", "agent_id"),
-                (T, "x", "type"),
-                (T, "x", "level"),
-                (T, "x", "start"),
-                (T, "x", "end"),
-                (T, "x", "address"),
-                (T, "x", "size"),
-                (T, "x", "queue_id"),
-                (E, "e", "stack_id"),
-                (E, "e", "correlation_id"),
-                (T, "x", "extdata"),
-            ],
-            &self.with_event(T),
+        let sql = self.with_event(
+            schema::MEMORY_ALLOCATE,
+            "x.pid, x.tid, x.agent_id, x.type, x.level, x.start, x.end, x.address, x.size, \
+             x.queue_id, e.stack_id, e.correlation_id, x.extdata",
         );
-        self.each(&(sql + " ORDER BY x.rowid"), |r, row| {
-            let Some((stream, pid)) = r.process(int(row, 0)) else {
-                return Ok(());
-            };
-            let (kind, level) = (text(row, 3).unwrap_or_default(), text(row, 4));
-            let tid = r.info.tid(int(row, 1));
-            let agent = r.info.agent(opt_int(row, 2));
-            let (start_ns, end_ns) = (u64(row, 5), u64(row, 6));
-            let (correlation_id, external_id) = (u64(row, 10), u64(row, 11));
-            if level.as_deref() == Some("SCRATCH") {
-                let op = match kind.as_str() {
-                    "ALLOC" => "ALLOC",
-                    "FREE" => "FREE",
-                    _ => "ASYNC_RECLAIM",
-                };
-                let flags = json(row, 12).and_then(|e| json_u64(&e, "flags"));
-                let record = ScratchMemory {
-                    pid,
-                    tid,
-                    agent,
-                    queue: u64(row, 9),
-                    start_ns,
-                    end_ns,
-                    correlation_id,
-                    external_id,
-                    bytes: u64(row, 8),
-                    flags: flags.unwrap_or(0) as u32,
-                    operation_id: operation_id(Domain::ScratchMemory, op) as u8,
-                };
-                push!(r.out, stream, ScratchMemory, record)?;
-            } else {
-                let virtual_ = level.as_deref() == Some("VIRTUAL");
-                let op = match (kind.as_str(), virtual_) {
-                    ("FREE", false) => "FREE",
-                    ("FREE", true) => "VMEM_FREE",
-                    (_, false) => "ALLOCATE",
-                    (_, true) => "VMEM_ALLOCATE",
-                };
-                let record = MemoryAllocation {
-                    pid,
-                    tid,
-                    agent,
-                    start_ns,
-                    end_ns,
-                    correlation_id,
-                    external_id,
-                    address: u64(row, 7),
-                    bytes: u64(row, 8),
-                    operation_id: operation_id(Domain::MemoryAllocation, op) as u8,
-                };
-                push!(r.out, stream, MemoryAllocation, record)?;
-            }
-            Ok(())
-        })?;
-        self.out.flush_kind(RecordKind::MemoryAllocation)?;
-        self.out.flush_kind(RecordKind::ScratchMemory)?;
-        Ok(())
+        let kinds = [RecordKind::MemoryAllocation, RecordKind::ScratchMemory];
+        self.records(
+            &(sql + " ORDER BY x.rowid"),
+            &kinds,
+            |r, row, stream, pid| {
+                let (kind, level) = (text(row, 3).unwrap_or_default(), text(row, 4));
+                let tid = r.info.tid(int(row, 1));
+                let agent = r.info.agent(opt_int(row, 2));
+                let (start_ns, end_ns) = (u64(row, 5), u64(row, 6));
+                let (correlation_id, external_id) = (u64(row, 10), u64(row, 11));
+                if level.as_deref() == Some("SCRATCH") {
+                    let op = match kind.as_str() {
+                        "ALLOC" => "ALLOC",
+                        "FREE" => "FREE",
+                        _ => "ASYNC_RECLAIM",
+                    };
+                    let flags = json(row, 12).and_then(|e| json_u64(&e, "flags"));
+                    let record = ScratchMemory {
+                        pid,
+                        tid,
+                        agent,
+                        queue: u64(row, 9),
+                        start_ns,
+                        end_ns,
+                        correlation_id,
+                        external_id,
+                        bytes: u64(row, 8),
+                        flags: flags.unwrap_or(0) as u32,
+                        operation_id: operation_id(Domain::ScratchMemory, op) as u8,
+                    };
+                    push!(r.out, stream, ScratchMemory, record)?;
+                } else {
+                    let virtual_ = level.as_deref() == Some("VIRTUAL");
+                    let op = match (kind.as_str(), virtual_) {
+                        ("FREE", false) => "FREE",
+                        ("FREE", true) => "VMEM_FREE",
+                        (_, false) => "ALLOCATE",
+                        (_, true) => "VMEM_ALLOCATE",
+                    };
+                    let record = MemoryAllocation {
+                        pid,
+                        tid,
+                        agent,
+                        start_ns,
+                        end_ns,
+                        correlation_id,
+                        external_id,
+                        address: u64(row, 7),
+                        bytes: u64(row, 8),
+                        operation_id: operation_id(Domain::MemoryAllocation, op) as u8,
+                    };
+                    push!(r.out, stream, MemoryAllocation, record)?;
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Host calls with a duration, with their arguments: regions in event order, merged
     /// with the arguments in event order.
     fn regions(&mut self) -> Result<(), Fault> {
-        const T: &str = schema::REGION;
-        const E: &str = schema::EVENT;
-        let sql = self.select(
-            &[
-                (T, "x", "pid"),
-                (T, "x", "tid"),
-                (T, "x", "start"),
-                (T, "x", "end"),
-                (E, "e", "category_id"),
-                (T, "x", "name_id"),
-                (E, "e", "stack_id"),
-                (E, "e", "correlation_id"),
-                (E, "e", "extdata"),
-                (T, "x", "event_id"),
-            ],
-            &self.with_event(T),
+        let sql = self.with_event(
+            schema::REGION,
+            "x.pid, x.tid, x.start, x.end, e.category_id, x.name_id, \
+             e.stack_id, e.correlation_id, e.extdata, x.event_id",
         );
         let args_sql = format!(
             "SELECT event_id, position, type, name, value FROM {} ORDER BY event_id, position",
@@ -406,71 +358,60 @@ impl Reader<'_, '_> {
 
     /// Instants: samples on tracks, named by their track's category.
     fn samples(&mut self) -> Result<(), Fault> {
-        const S: &str = schema::SAMPLE;
-        const K: &str = schema::TRACK;
-        const E: &str = schema::EVENT;
+        let (sample, track, event) = (schema::SAMPLE, schema::TRACK, schema::EVENT);
         let from = format!(
             "{} AS s JOIN {} AS t ON t.id = s.track_id LEFT JOIN {} AS e ON e.id = s.event_id",
-            self.tables.name(S),
-            self.tables.name(K),
-            self.tables.name(E)
+            self.tables.name(sample),
+            self.tables.name(track),
+            self.tables.name(event)
         );
-        let sql = self.select(
-            &[
-                (K, "t", "pid"),
-                (K, "t", "tid"),
-                (S, "s", "timestamp"),
-                (E, "e", "category_id"),
-                (K, "t", "name_id"),
-                (E, "e", "stack_id"),
-                (E, "e", "correlation_id"),
-                (E, "e", "extdata"),
-            ],
+        let sql = self.tables.select(
+            "t.pid, t.tid, s.timestamp, e.category_id, t.name_id, \
+             e.stack_id, e.correlation_id, e.extdata",
+            &[("s", sample), ("t", track), ("e", event)],
             &from,
         );
-        self.each(&(sql + " ORDER BY s.rowid"), |r, row| {
-            let Some((stream, pid)) = r.process(int(row, 0)) else {
-                return Ok(());
-            };
-            let category = opt_int(row, 3).unwrap_or_else(|| int(row, 4));
-            let name = r.info.string(category);
-            if let Some(method) = name.strip_prefix("PC_SAMPLING") {
-                let method = match method {
-                    "_STOCHASTIC" => 1,
-                    "_HOST_TRAP" => 2,
-                    _ => 0,
+        let kinds = [HOST_KINDS, &[RecordKind::PcSample]].concat();
+        self.records(
+            &(sql + " ORDER BY s.rowid"),
+            &kinds,
+            |r, row, stream, pid| {
+                let category = opt_int(row, 3).unwrap_or_else(|| int(row, 4));
+                let name = r.info.string(category);
+                if let Some(method) = name.strip_prefix("PC_SAMPLING") {
+                    let method = match method {
+                        "_STOCHASTIC" => 1,
+                        "_HOST_TRAP" => 2,
+                        _ => 0,
+                    };
+                    let record = r.pc_sample(pid, row, method);
+                    push!(r.out, stream, PcSample, record)?;
+                    return Ok(());
+                }
+                // An instant's name is not stored: a mark is the one instant of markers.
+                let domain = Domain::from_name(&name.to_ascii_lowercase());
+                let operation = domain.map(|domain| Operation {
+                    domain,
+                    id: match domain.record_kind() {
+                        RecordKind::Marker => operation_id(domain, "roctxMarkA"),
+                        _ => -1,
+                    },
+                });
+                let at = u64(row, 2);
+                let host = Host {
+                    stream,
+                    category,
+                    pid,
+                    tid: r.info.tid(int(row, 1)),
+                    start_ns: at,
+                    end_ns: at,
+                    operation,
+                    correlation_id: u64(row, 5),
+                    external_id: u64(row, 6),
                 };
-                let record = r.pc_sample(pid, row, method);
-                push!(r.out, stream, PcSample, record)?;
-                return Ok(());
-            }
-            // An instant's name is not stored: a mark is the one instant of markers.
-            let domain = Domain::from_name(&name.to_ascii_lowercase());
-            let operation = domain.map(|domain| Operation {
-                domain,
-                id: match domain.record_kind() {
-                    RecordKind::Marker => operation_id(domain, "roctxMarkA"),
-                    _ => -1,
-                },
-            });
-            let at = u64(row, 2);
-            let host = Host {
-                stream,
-                category,
-                pid,
-                tid: r.info.tid(int(row, 1)),
-                start_ns: at,
-                end_ns: at,
-                operation,
-                correlation_id: u64(row, 5),
-                external_id: u64(row, 6),
-            };
-            r.host(host, row, 7, &[])
-        })?;
-        for kind in HOST_KINDS.iter().chain(&[RecordKind::PcSample]) {
-            self.out.flush_kind(*kind)?;
-        }
-        Ok(())
+                r.host(host, row, 7, &[])
+            },
+        )
     }
 
     /// Counts a host event of a category no record kind holds.
@@ -602,51 +543,43 @@ impl Reader<'_, '_> {
 
     /// Counter values, each at its dispatch (found by the event they share).
     fn counters(&mut self) -> Result<(), Fault> {
-        const P: &str = schema::PMC_EVENT;
-        const D: &str = schema::KERNEL_DISPATCH;
+        let (pmc, dispatch) = (schema::PMC_EVENT, schema::KERNEL_DISPATCH);
         let from = format!(
             "{} AS p LEFT JOIN {} AS d ON d.event_id = p.event_id",
-            self.tables.name(P),
-            self.tables.name(D)
+            self.tables.name(pmc),
+            self.tables.name(dispatch)
         );
-        let sql = self.select(
-            &[
-                (D, "d", "pid"),
-                (D, "d", "agent_id"),
-                (D, "d", "dispatch_id"),
-                (D, "d", "kernel_id"),
-                (D, "d", "end"),
-                (P, "p", "pmc_id"),
-                (P, "p", "value"),
-            ],
+        let sql = self.tables.select(
+            "d.pid, d.agent_id, d.dispatch_id, d.kernel_id, d.end, p.pmc_id, p.value",
+            &[("p", pmc), ("d", dispatch)],
             &from,
         );
-        self.each(&(sql + " ORDER BY p.rowid"), |r, row| {
-            let Some((stream, pid)) = r.process(int(row, 0)) else {
-                return Ok(());
-            };
-            let kernel = r.info.kernels.get(&int(row, 3));
-            let counter = int(row, 5);
-            // A counter is defined for an agent; the dispatch's says where it ran otherwise.
-            let (counter_id, agent) = match r.info.counters.get(&counter) {
-                Some(&known) => known,
-                None => (counter as u32, r.info.agent(opt_int(row, 1))),
-            };
-            let record = CounterSample {
-                pid,
-                agent,
-                dispatch_id: u64(row, 2),
-                kernel_id: kernel.map_or(u64(row, 3), |k| k.id),
-                timestamp_ns: u64(row, 4),
-                counter_id,
-                value: real(row, 6),
-                ..CounterSample::default()
-            };
-            push!(r.out, stream, CounterSample, record)?;
-            Ok(())
-        })?;
-        self.out.flush_kind(RecordKind::CounterSample)?;
-        Ok(())
+        let kinds = [RecordKind::CounterSample];
+        self.records(
+            &(sql + " ORDER BY p.rowid"),
+            &kinds,
+            |r, row, stream, pid| {
+                let kernel = r.info.kernels.get(&int(row, 3));
+                let counter = int(row, 5);
+                // A counter is defined for an agent; the dispatch's says where it ran otherwise.
+                let (counter_id, agent) = match r.info.counters.get(&counter) {
+                    Some(&known) => known,
+                    None => (counter as u32, r.info.agent(opt_int(row, 1))),
+                };
+                let record = CounterSample {
+                    pid,
+                    agent,
+                    dispatch_id: u64(row, 2),
+                    kernel_id: kernel.map_or(u64(row, 3), |k| k.id),
+                    timestamp_ns: u64(row, 4),
+                    counter_id,
+                    value: real(row, 6),
+                    ..CounterSample::default()
+                };
+                push!(r.out, stream, CounterSample, record)?;
+                Ok(())
+            },
+        )
     }
 }
 

@@ -10,10 +10,7 @@ pub fn int(row: &Row<'_>, i: usize) -> i64 {
     match row.get_ref(i) {
         Ok(ValueRef::Integer(v)) => v,
         Ok(ValueRef::Real(v)) => v as i64,
-        Ok(ValueRef::Text(t)) => std::str::from_utf8(t)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0),
+        Ok(ValueRef::Text(t)) => parse(t).unwrap_or(0),
         _ => 0,
     }
 }
@@ -40,12 +37,14 @@ pub fn real(row: &Row<'_>, i: usize) -> f64 {
     match row.get_ref(i) {
         Ok(ValueRef::Integer(v)) => v as f64,
         Ok(ValueRef::Real(v)) => v,
-        Ok(ValueRef::Text(t)) => std::str::from_utf8(t)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0.0),
+        Ok(ValueRef::Text(t)) => parse(t).unwrap_or(0.0),
         _ => 0.0,
     }
+}
+
+/// Text holding a number (spaces around it allowed), as that number.
+fn parse<T: std::str::FromStr>(text: &[u8]) -> Option<T> {
+    std::str::from_utf8(text).ok()?.trim().parse().ok()
 }
 
 /// The cell as text (numbers written out), or `None` where it is NULL or a blob.
