@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use rocflow::pipeline::model::SinkKind;
 use rocflow::pipeline::{self, Options};
@@ -19,7 +18,11 @@ use support::{assert_success, rocflow, run_on, sim_app, text};
 /// One `rocflow run` in a directory of its own.
 struct Run {
     dir: tempfile::TempDir,
-    output: Output,
+    /// What the databases were made from, as `rocflow inspect` and `summary` read it: the
+    /// run's spool, or the databases a replay read.
+    input: String,
+    /// Where a replay's input lies, apart from the databases it wrote.
+    _input_dir: Option<tempfile::TempDir>,
 }
 
 impl Run {
@@ -27,7 +30,31 @@ impl Run {
         let dir = tempfile::tempdir().unwrap();
         let output = run_on(device, pipeline.to_str().unwrap(), app, dir.path(), &[]);
         assert_success(&output);
-        Run { dir, output }
+        let stdout = text(&output.stdout);
+        let spool = stdout
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("spool: "));
+        let input = spool
+            .unwrap_or_else(|| panic!("the run names no spool: {stdout}"))
+            .to_owned();
+        Run {
+            dir,
+            input,
+            _input_dir: None,
+        }
+    }
+
+    /// `rocflow replay INPUT PIPELINE`: the databases it writes from another source.
+    fn replay(input: tempfile::TempDir, pipeline: &str) -> Run {
+        let dir = tempfile::tempdir().unwrap();
+        let input_path = input.path().display().to_string();
+        let output = rocflow(&["replay", &input_path, pipeline], dir.path(), &[]);
+        assert_success(&output);
+        Run {
+            dir,
+            input: input_path,
+            _input_dir: Some(input),
+        }
     }
 
     fn dir(&self) -> &Path {
@@ -52,20 +79,9 @@ impl Run {
         dbs
     }
 
-    /// The spool, as the run names it.
-    fn spool(&self) -> String {
-        let stdout = text(&self.output.stdout);
-        let spool = stdout
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("spool: "));
-        spool
-            .unwrap_or_else(|| panic!("the run names no spool: {stdout}"))
-            .to_owned()
-    }
-
     /// Records per kind, as `rocflow inspect` counts them.
     fn records(&self) -> BTreeMap<String, usize> {
-        let out = rocflow(&["inspect", "--json", &self.spool()], self.dir(), &[]);
+        let out = rocflow(&["inspect", "--json", &self.input], self.dir(), &[]);
         assert_success(&out);
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let records = json["records"].as_object().unwrap().iter();
@@ -77,7 +93,7 @@ impl Run {
     /// `rocflow summary` in the tables and names of AMD's `rocpd summary`.
     fn summary(&self) -> Stats {
         let out = rocflow(
-            &["summary", &self.spool(), "--format", "json"],
+            &["summary", &self.input, "--format", "json"],
             self.dir(),
             &[],
         );
@@ -110,6 +126,13 @@ impl Run {
                 "ALLOCATE" => "ALLOC".to_owned(),
                 other => other.to_owned(),
             };
+            add("memory_allocations", name, &row);
+        }
+        for row in rows("scratch_memory") {
+            // rocpd keeps scratch memory in its allocation table: AMD's summary counts each
+            // event in both tables.
+            let name = row["operation"].as_str().unwrap().to_owned();
+            add("scratch_memory", name.clone(), &row);
             add("memory_allocations", name, &row);
         }
         for row in rows("markers") {
@@ -176,6 +199,11 @@ fn check(run: &Run, what: &str) {
     if want.remove("counter_sample").is_some() {
         want.insert("counter_value".into(), counter_values(&dbs));
     }
+    // rocpd keeps scratch memory events in its allocation table, and AMD's converter lists
+    // each in its memory allocation CSV too, beside the scratch memory CSV.
+    if let Some(&scratch) = want.get("scratch_memory") {
+        *want.entry("memory_allocation".into()).or_insert(0) += scratch;
+    }
     want.retain(|_, n| *n > 0);
     // One database at a time: AMD's converter rewrites the marker and agent CSVs for each
     // process it converts and keeps the last one's, so the markers of a database of
@@ -224,7 +252,7 @@ fn check(run: &Run, what: &str) {
                (SELECT IFNULL(SUM(duration), 0) FROM kernels) AS kernel_ns, \
                (SELECT COUNT(*) FROM memory_copies) AS copies, \
                (SELECT COUNT(*) FROM memory_allocations) AS allocations, \
-               (SELECT COUNT(*) FROM regions) AS regions";
+               (SELECT COUNT(*) FROM regions_and_samples) AS regions";
     let answer = &peer.query(&dbs, run.dir(), sql)[0];
     let number = |column: &str| answer[column].parse::<usize>().unwrap();
     let table = |name: &str| ours.get(name).into_iter().flat_map(|t| t.values());
@@ -238,17 +266,19 @@ fn check(run: &Run, what: &str) {
         number("allocations"),
         number("regions"),
     ];
-    let regions = count("api") + count("marker");
+    // API calls and ROCTx ranges are regions; ROCTx marks and PC samples are samples.
+    let regions = count("api") + count("marker") + count("pc_sample");
     let want = [
         calls("kernels"),
         kernel_ns as usize,
         calls("memory_copies"),
-        count("memory_allocation"),
+        // rocpd's allocation table holds the scratch memory events too.
+        count("memory_allocation") + count("scratch_memory"),
         regions,
     ];
     assert_eq!(
         got, want,
-        "{what}: rocpd query (kernels, ns, copies, allocations, regions)"
+        "{what}: rocpd query (kernels, ns, copies, allocations, regions and samples)"
     );
 }
 
@@ -287,6 +317,19 @@ fn every_shipped_templates_databases_pass_through_amds_tools() {
         let run = Run::new(&template, &device, &["/bin/sleep", "0.1"]);
         check(&run, &name);
     }
+}
+
+/// What rocflow writes from a rocpd source passes too: databases in rocprofv3's shape
+/// (with scratch memory and ROCTx marks, which the simulated device makes none of), two
+/// processes of two nodes, replayed through `trace-all` into rocflow's own databases.
+#[test]
+fn databases_written_from_rocprofv3_databases_pass_through_amds_tools() {
+    let input = tempfile::tempdir().unwrap();
+    support::rocprofv3_db::write(&input.path().join("a.db"), 5101, "node-a", 12);
+    support::rocprofv3_db::write(&input.path().join("b.db"), 5102, "node-b", 8);
+    let run = Run::replay(input, "trace-all");
+    assert_eq!(run.databases().len(), 2, "a database per process");
+    check(&run, "trace-all from rocprofv3's databases");
 }
 
 #[test]

@@ -154,10 +154,15 @@ impl Sink for Collector {
                         );
                     }
                 }
+                Batch::ScratchMemory(records) => {
+                    for r in records {
+                        let own = [operation(Domain::ScratchMemory, r.operation_id)];
+                        let at = (r.pid, Some(r.agent));
+                        s.add(Kind::Scratch, at, &own, span(r.start_ns, r.end_ns), r.bytes);
+                    }
+                }
                 Batch::Marker(records) => {
-                    // Ranges only: a mark is an instant, however long the SDK's record
-                    // of the roctxMarkA call lasts.
-                    for r in records.iter().filter(|r| r.operation_id != ROCTX_MARK) {
+                    for r in records {
                         // A range without a message (`roctxRangePushA(NULL)`, or one
                         // whose message was lost) goes by its ROCTx function.
                         let own = match meta.string(r.message) {
@@ -166,13 +171,13 @@ impl Sink for Collector {
                                 .unwrap_or(UNKNOWN)],
                             message => [message],
                         };
-                        s.add(
-                            Kind::Markers,
-                            (r.pid, None),
-                            &own,
-                            span(r.start_ns, r.end_ns),
-                            0,
-                        );
+                        // A mark is an instant, however long the SDK's record of the
+                        // roctxMarkA call lasts: counted, as rocprofv3 counts it, with no time.
+                        let time = match r.operation_id {
+                            ROCTX_MARK => 0.0,
+                            _ => span(r.start_ns, r.end_ns),
+                        };
+                        s.add(Kind::Markers, (r.pid, None), &own, time, 0);
                     }
                 }
                 Batch::CounterSample(samples) => self.samples(s, chunk.stream, samples, meta),

@@ -65,16 +65,18 @@ enum Kind {
     Api,
     Copies,
     Allocations,
+    Scratch,
     Markers,
     Counters,
 }
 
 impl Kind {
-    const ALL: [Kind; 6] = [
+    const ALL: [Kind; 7] = [
         Kind::Kernels,
         Kind::Api,
         Kind::Copies,
         Kind::Allocations,
+        Kind::Scratch,
         Kind::Markers,
         Kind::Counters,
     ];
@@ -85,6 +87,7 @@ impl Kind {
             Kind::Api => "api",
             Kind::Copies => "memory_copies",
             Kind::Allocations => "memory_allocations",
+            Kind::Scratch => "scratch_memory",
             Kind::Markers => "markers",
             Kind::Counters => "counters",
         }
@@ -96,7 +99,7 @@ impl Kind {
             Kind::Kernels => &["kernel"],
             Kind::Api => &["domain", "function"],
             Kind::Copies => &["direction", "size_class"],
-            Kind::Allocations => &["operation"],
+            Kind::Allocations | Kind::Scratch => &["operation"],
             Kind::Markers => &["range"],
             Kind::Counters => &["kernel", "counter"],
         }
@@ -106,7 +109,7 @@ impl Kind {
     fn on_agent(self) -> bool {
         matches!(
             self,
-            Kind::Kernels | Kind::Copies | Kind::Allocations | Kind::Counters
+            Kind::Kernels | Kind::Copies | Kind::Allocations | Kind::Scratch | Kind::Counters
         )
     }
 }
@@ -268,7 +271,7 @@ impl Summary {
                 _ => format!("{stat}_{measure}"),
             });
         }
-        let bytes = matches!(kind, Kind::Copies | Kind::Allocations);
+        let bytes = matches!(kind, Kind::Copies | Kind::Allocations | Kind::Scratch);
         if bytes {
             columns.push("bytes".into());
         }
