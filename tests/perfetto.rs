@@ -441,28 +441,12 @@ fn a_coarser_time_unit_puts_every_event_at_its_time_rounded_down() {
 
 #[test]
 fn memory_over_time_follows_allocations_and_scratch() {
-    use rocflow::record::{Agent, MemoryAllocation, Process, ScratchMemory};
-    use rocflow::sdk::AgentType;
+    use rocflow::record::{MemoryAllocation, Process, ScratchMemory};
     use rocflow::wire;
 
     let dir = tempfile::tempdir().unwrap();
     let mut frames = Vec::new();
-    let gpu = Agent {
-        index: 1,
-        handle: 0x1001,
-        agent_type: AgentType::Gpu,
-        node_id: 1,
-        logical_node_id: 1,
-        name: "gfx942".into(),
-        product_name: "AMD Instinct MI300X".into(),
-        cu_count: 304,
-        simd_count: 1216,
-        xcc_count: 8,
-        wave_front_size: 64,
-        max_waves_per_simd: 8,
-        lds_bytes_per_cu: 65536,
-        max_engine_clk_mhz: 2100,
-    };
+    let gpu = rocflow::generate::mi300x(1);
     let process = Process {
         pid: 7,
         ppid: 1,

@@ -398,9 +398,10 @@ fn counter_samples(
     samples
 }
 
-/// A CPU and two MI300X-like GPUs (gfx942, 8 XCCs of 38 CUs).
-fn agents() -> Vec<Meta> {
-    let gpu = |index: u32| Agent {
+/// An MI300X-like GPU (gfx942, 8 XCCs of 38 CUs) as agent `index`, with the handle and
+/// node id the generated runs give it.
+pub fn mi300x(index: u32) -> Agent {
+    Agent {
         index,
         handle: 0x1000 + u64::from(index),
         agent_type: AgentType::Gpu,
@@ -415,7 +416,12 @@ fn agents() -> Vec<Meta> {
         max_waves_per_simd: 8,
         lds_bytes_per_cu: 65536,
         max_engine_clk_mhz: 2100,
-    };
+    }
+}
+
+/// A CPU and two MI300X-like GPUs.
+fn agents() -> Vec<Meta> {
+    let gpu = mi300x;
     let cpu = Agent {
         agent_type: AgentType::Cpu,
         name: "AMD EPYC 9454".into(),

@@ -455,20 +455,10 @@ mod tests {
     #[test]
     fn an_agent_record_has_every_field_of_the_sdk_struct_in_its_order() {
         let agent = Agent {
-            index: 1,
             handle: 7,
-            agent_type: AgentType::Gpu,
             node_id: 2,
             logical_node_id: 2,
-            name: "gfx942".into(),
-            product_name: "AMD Instinct MI300X".into(),
-            cu_count: 304,
-            simd_count: 1216,
-            xcc_count: 8,
-            wave_front_size: 64,
-            max_waves_per_simd: 8,
-            lds_bytes_per_cu: 65536,
-            max_engine_clk_mhz: 2100,
+            ..crate::generate::mi300x(1)
         };
         let text = serde_json::to_string(&AgentRecord::new(&agent, 0)).unwrap();
         assert!(
