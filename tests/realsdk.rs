@@ -500,13 +500,26 @@ fn roctx_markers_reach_every_sink_through_rocprofiler_register() {
         .chain(["roctxThreadRangeA step"; 3])
         .chain(["roctxProcessRangeA io"; 2]);
     assert_eq!(support::tally(calls), support::tally(want));
-    // The summary's ranges go by their messages, and a mark is no range.
+    // The summary's ranges go by their messages; a mark counts, as rocprofv3 counts it,
+    // as a call that takes no time.
     let summary = support::csv(&dir.join("summary/markers.csv"));
-    let ranges: Vec<(&str, &str)> = summary
+    let ranges: Vec<(&str, &str, &str)> = summary
         .iter()
-        .map(|row| (row["range"].as_str(), row["calls"].as_str()))
+        .map(|row| {
+            (
+                row["range"].as_str(),
+                row["calls"].as_str(),
+                row["total_ns"].as_str(),
+            )
+        })
         .collect();
-    assert_eq!(ranges, [("step", "3"), ("io", "2")]);
+    assert_eq!(ranges.len(), 3, "{ranges:?}");
+    assert_eq!(
+        ranges[..2].iter().map(|r| (r.0, r.1)).collect::<Vec<_>>(),
+        [("step", "3"), ("io", "2")]
+    );
+    assert_eq!((ranges[2].0, ranges[2].1), ("setup done", "1"));
+    assert_eq!(ranges[2].2.parse::<f64>().unwrap(), 0.0);
 }
 
 #[test]
