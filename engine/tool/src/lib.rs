@@ -283,11 +283,16 @@ fn initialize_tool() -> i32 {
             Some(stream::after_fork),
             Some(after_fork_child),
         );
-        // Registered last, so its prepare handler runs first.
         libc::pthread_atfork(
             Some(strings::before_fork),
             Some(strings::after_fork),
             Some(strings::after_fork),
+        );
+        // Registered last, so its prepare handler runs first.
+        libc::pthread_atfork(
+            Some(setup::before_fork),
+            Some(setup::after_fork),
+            Some(setup::after_fork),
         );
     }
     crash::install();

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use regex::Regex;
 use rocflow_core::abi::{
@@ -279,9 +279,38 @@ struct Counting {
     include: Option<Regex>,
     exclude: Option<Regex>,
     iterations: Option<IterationRanges>,
-    /// Per kernel: whether its name passes the filters, and how many of its dispatches
-    /// have been seen.
-    kernels: Mutex<HashMap<u64, (bool, u64)>>,
+    kernels: Mutex<Kernels>,
+}
+
+/// Per kernel: whether its name passes the filters, and its dispatches seen.
+type Kernels = HashMap<u64, (bool, u64)>;
+
+/// Every context's counting state, so that a fork can hold the locks the counting
+/// callback takes: a child must not inherit one locked by a thread it does not have.
+static COUNTING: Mutex<Vec<&'static Counting>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// The counting locks, held by the thread that forks while it forks.
+    static HELD: std::cell::RefCell<Vec<MutexGuard<'static, Kernels>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `pthread_atfork` prepare handler, registered last so it runs first: the counting
+/// callback takes no other lock of the fork's before letting go of its own.
+pub extern "C" fn before_fork() {
+    entry("setup::before_fork", (), || {
+        let all = locked(COUNTING.lock()).clone();
+        HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            held.extend(all.iter().map(|counting| locked(counting.kernels.lock())));
+        });
+    });
+}
+
+/// `pthread_atfork` parent and child handler. Not guarded: it cannot panic, and must let
+/// go of the locks even if the tool was switched off since the prepare handler.
+pub extern "C" fn after_fork() {
+    HELD.with(|held| held.borrow_mut().clear());
 }
 
 fn count(
@@ -349,6 +378,7 @@ fn count(
         iterations: plan.iterations.clone(),
         kernels: Mutex::default(),
     }));
+    locked(COUNTING.lock()).push(counting);
     // SAFETY: the callback matches the SDK's type; its data lives for the process.
     let status = unsafe {
         (api.configure_buffer_dispatch_counting)(
