@@ -135,6 +135,18 @@ impl ApiArgs {
         Some(&self.args[start as usize..start as usize + usize::from(count)])
     }
 
+    /// Renames every string the arguments name (their names, types and text values) by
+    /// `f`: for a reader that numbers strings apart and merges the numberings after.
+    pub fn map_strings(&mut self, mut f: impl FnMut(Sym) -> Sym) {
+        for arg in &mut self.args {
+            arg.name = f(arg.name);
+            arg.type_name = f(arg.type_name);
+            if let ArgValue::Text(sym) = arg.value {
+                arg.value = ArgValue::Text(f(sym));
+            }
+        }
+    }
+
     /// Appends the wire form.
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.reserve(self.calls.len() * CALL_SIZE + self.args.len() * ARG_SIZE);

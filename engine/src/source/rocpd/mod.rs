@@ -1,42 +1,52 @@
 //! rocpd databases as a source: what rocprofv3 (or rocflow's rocpd sink) wrote, read back
-//! as the frames a run would have sent. A run of many ranks is many files, so databases
-//! are read in parallel, each on a thread of its own into a bounded queue, and their
-//! frames taken in turn from the databases being read, one frame each, in the order the
-//! files were named: every process is a stream of its own, its metadata first, so the
-//! streams interleave as a live run's do, the same way on every read. Nothing relies on
-//! `ATTACH`, which SQLite limits to 10.
+//! as the frames a run would have sent. A run is one large database or many (one per
+//! rank), so the work is divided into pieces: each set of tables' info (its processes'
+//! metadata), then its event tables in ranges of row ids. Readers, one per core, take the
+//! pieces in order, each with its own connection, and the consumer takes their frames
+//! piece by piece in that order, so a database's processes come out as the streams they
+//! were, the same way on every read, however many readers there are. Each piece numbers
+//! its strings on its own; [`strings`] merges the numberings. Nothing relies on `ATTACH`,
+//! which SQLite limits to 10.
 
 mod emit;
 mod info;
 mod inputs;
 mod records;
 mod schema;
+mod strings;
 mod value;
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use rayon::prelude::*;
+use rusqlite::Connection;
 
 use super::{Ending, Source, SourceError};
 use crate::wire::Frame;
-use emit::Emitter;
+use emit::{CHUNK, Emitter};
 pub use inputs::expand;
+use records::{Part, Table};
 use schema::{SchemaError, Tables};
 
-/// What a database's reader sends.
+/// What a piece's reader sends.
 enum Item {
     Frame(Frame),
-    /// Something the user should know, the database read to its end all the same.
-    Warning(String),
+    /// Rows of the piece no record could be made of.
+    Left(records::Left),
     /// A fault that ended the database part-way.
     Failed(String),
 }
 
-/// Frames a database's reader may have ready before the consumer takes them.
-const QUEUE: usize = 4;
+/// Row ids a piece of a table spans: a few frames' worth, so that a piece's frames fit
+/// its queue and its reader goes on to the next piece without waiting for the consumer.
+const PIECE_ROWS: i64 = 2 * CHUNK as i64;
+
+/// Frames a piece's reader may have ready before the consumer takes them.
+const QUEUE: usize = 8;
 
 /// A database that cannot be read as rocpd, with why.
 #[derive(Debug, thiserror::Error)]
@@ -57,82 +67,128 @@ impl OpenError {
     }
 }
 
-/// One database to read: its sets of tables, each with the stream of its first process.
-struct Job {
-    path: PathBuf,
-    sets: Vec<(Tables, u16)>,
-    frames: SyncSender<Item>,
+/// A set of rocpd tables of a database, as its pieces read it.
+struct Set {
+    tables: Tables,
+    /// The stream of its first process.
+    first: u16,
+    /// Its info tables, read by the first piece that needs them.
+    info: OnceLock<Result<info::Info, String>>,
+}
+
+/// What one reader reads in one go: a set's info tables (its processes' metadata,
+/// sent first), or a part of one of its event tables.
+struct Piece {
+    database: usize,
+    set: usize,
+    part: Option<Part>,
+}
+
+/// The databases and their pieces, shared by the readers and the consumer.
+struct Work {
+    paths: Vec<PathBuf>,
+    sets: Vec<Vec<Set>>,
+    /// Every piece, in the order the consumer takes them: database by database, set by
+    /// set, a set's info before its tables, each table's rows in order.
+    pieces: Vec<Piece>,
+    /// The next piece no reader has taken.
+    taken: AtomicUsize,
+    board: Mutex<Board>,
+    /// Signals a change on the board.
+    posted: Condvar,
+    /// How far past the consumer's piece readers may read ahead.
+    window: usize,
+    stopped: AtomicBool,
+}
+
+/// Where readers and the consumer meet.
+#[derive(Default)]
+struct Board {
+    /// The queues of the pieces taken and not yet passed to the consumer.
+    ready: BTreeMap<usize, Receiver<Item>>,
+    /// The piece the consumer takes frames from.
+    consumed: usize,
 }
 
 /// rocpd databases, read as one run.
 pub struct Rocpd {
-    /// Each database's frames, in the order the databases were named.
-    queues: VecDeque<(PathBuf, Receiver<Item>)>,
-    /// How many databases are read at once: the first this many queues are being filled
-    /// (readers take the databases in order), so frames are taken from them in turn.
-    readers: usize,
-    /// The queue (of the first `readers`) the next frame is taken from.
-    turn: usize,
-    /// The databases no reader has started yet.
-    jobs: Arc<Mutex<VecDeque<Job>>>,
+    work: Arc<Work>,
+    /// The piece the consumer takes frames from, and its queue.
+    current: Option<(usize, Receiver<Item>)>,
+    /// The next piece after it.
+    next: usize,
+    strings: strings::Strings,
+    /// What the pieces of the database being read left out.
+    left: records::Left,
     failed: Option<SourceError>,
     warnings: Vec<String>,
     note: Option<String>,
 }
 
 impl Rocpd {
-    /// Opens the databases at `paths` (checking each is rocpd, in parallel) and starts
-    /// reading them.
+    /// Opens the databases at `paths` (checking each is rocpd and dividing its tables into
+    /// pieces, in parallel) and starts reading them.
     pub fn open(paths: &[PathBuf]) -> Result<Rocpd, OpenError> {
-        let layouts: Vec<(schema::Layout, Vec<usize>)> = paths
+        let plans: Vec<Plan> = paths
             .par_iter()
             .map(|path| {
-                layout(path).map_err(|error| OpenError {
+                plan(path).map_err(|error| OpenError {
                     path: path.clone(),
                     error,
                 })
             })
             .collect::<Result<_, _>>()?;
         let mut next = 0usize;
-        let mut jobs = VecDeque::new();
-        let mut queues = VecDeque::new();
+        let mut sets = Vec::new();
+        let mut pieces = Vec::new();
         // What a newer schema adds, and in how many of the databases.
         let mut unknown = std::collections::BTreeSet::new();
         let mut newer = 0;
-        for (path, (layout, processes)) in paths.iter().zip(layouts) {
-            let mut sets = Vec::new();
-            for (tables, count) in layout.sets.into_iter().zip(processes) {
+        for (database, (path, plan)) in paths.iter().zip(plans).enumerate() {
+            let mut database_sets = Vec::new();
+            for (set, (tables, count, parts)) in plan.sets.into_iter().enumerate() {
                 if next + count > usize::from(u16::MAX) + 1 {
                     return Err(too_many(path));
                 }
-                // Below 2^16 whenever the set has a process to number.
-                sets.push((tables, next as u16));
+                pieces.push(Piece {
+                    database,
+                    set,
+                    part: None,
+                });
+                pieces.extend(parts.into_iter().map(|part| Piece {
+                    database,
+                    set,
+                    part: Some(part),
+                }));
+                database_sets.push(Set {
+                    tables,
+                    // Below 2^16 whenever the set has a process to number.
+                    first: next as u16,
+                    info: OnceLock::new(),
+                });
                 next += count;
             }
-            newer += usize::from(!layout.unknown.is_empty());
-            unknown.extend(layout.unknown);
-            let (frames, queue) = sync_channel(QUEUE);
-            jobs.push_back(Job {
-                path: path.clone(),
-                sets,
-                frames,
-            });
-            queues.push_back((path.clone(), queue));
+            sets.push(database_sets);
+            newer += usize::from(!plan.unknown.is_empty());
+            unknown.extend(plan.unknown);
         }
-        let workers = std::thread::available_parallelism()
+        let readers = std::thread::available_parallelism()
             .map_or(1, usize::from)
-            .min(jobs.len());
-        let jobs = Arc::new(Mutex::new(jobs));
-        for _ in 0..workers {
-            let jobs = Arc::clone(&jobs);
-            std::thread::spawn(move || {
-                loop {
-                    // Taken in a statement of its own, so the lock is not held while reading.
-                    let job = jobs.lock().expect("no panics").pop_front();
-                    let Some(job) = job else { break };
-                    read(job);
-                }
-            });
+            .min(pieces.len());
+        let work = Arc::new(Work {
+            paths: paths.to_vec(),
+            sets,
+            pieces,
+            taken: AtomicUsize::new(0),
+            board: Mutex::new(Board::default()),
+            posted: Condvar::new(),
+            // Each reader a piece in hand and one done, whichever the consumer is on.
+            window: 2 * readers,
+            stopped: AtomicBool::new(false),
+        });
+        for _ in 0..readers {
+            let work = Arc::clone(&work);
+            std::thread::spawn(move || work.read());
         }
         let note = (!unknown.is_empty()).then(|| {
             let names: Vec<String> = unknown.into_iter().collect();
@@ -144,10 +200,11 @@ impl Rocpd {
             )
         });
         Ok(Rocpd {
-            queues,
-            readers: workers.max(1),
-            turn: 0,
-            jobs,
+            work,
+            current: None,
+            next: 0,
+            strings: strings::Strings::default(),
+            left: records::Left::default(),
             failed: None,
             warnings: Vec::new(),
             note,
@@ -167,76 +224,186 @@ fn too_many(path: &Path) -> OpenError {
     }
 }
 
-/// The table sets of the database at `path`, with each set's number of processes.
-fn layout(path: &Path) -> Result<(schema::Layout, Vec<usize>), SchemaError> {
+/// What a database holds and how it is read.
+struct Plan {
+    /// Its sets of tables, each with its number of processes and the parts of its event
+    /// tables.
+    sets: Vec<(Tables, usize, Vec<Part>)>,
+    /// Tables and columns of a newer schema.
+    unknown: Vec<String>,
+}
+
+/// The table sets of the database at `path`, each with its number of processes and its
+/// event tables divided into parts by row id.
+fn plan(path: &Path) -> Result<Plan, SchemaError> {
     let conn = schema::open(path)?;
     let layout = schema::layout(&conn)?;
-    let counts = (layout.sets.iter())
-        .map(|tables| info::process_rows(&conn, tables).map(|rows| rows.len()))
-        .collect::<rusqlite::Result<_>>()?;
-    Ok((layout, counts))
-}
-
-/// Reads one database into its queue; a fault ends it with the error.
-fn read(job: Job) {
-    let frames = job.frames.clone();
-    if let Err(e) = read_sets(&job) {
-        let _ = frames.send(Item::Failed(e));
+    let mut sets = Vec::new();
+    for tables in layout.sets {
+        let processes = info::process_rows(&conn, &tables)?.len();
+        let parts = parts(&conn, &tables)?;
+        sets.push((tables, processes, parts));
     }
+    Ok(Plan {
+        sets,
+        unknown: layout.unknown,
+    })
 }
 
-fn read_sets(job: &Job) -> Result<(), String> {
-    let conn = schema::open(&job.path).map_err(|e| e.to_string())?;
-    let mut send = |frame| job.frames.send(Item::Frame(frame)).is_ok();
-    let mut left = records::Left::default();
-    for (tables, first) in &job.sets {
-        let mut info = info::read(&conn, tables, *first).map_err(|e| e.to_string())?;
-        let mut out = Emitter::new(&mut send);
-        for process in &mut info.processes {
-            if out
-                .meta(process.stream, std::mem::take(&mut process.meta))
-                .is_err()
+/// The event tables of a set, in parts of [`PIECE_ROWS`] row ids. Regions with arguments
+/// are read whole: their arguments are merged in one pass over the argument table.
+fn parts(conn: &Connection, tables: &Tables) -> rusqlite::Result<Vec<Part>> {
+    let has_args: bool = conn.query_row(
+        &format!("SELECT EXISTS (SELECT 1 FROM {})", tables.name(schema::ARG)),
+        [],
+        |row| row.get(0),
+    )?;
+    let mut parts = Vec::new();
+    for table in Table::ALL {
+        let (low, high): (Option<i64>, Option<i64>) = conn.query_row(
+            &format!(
+                "SELECT min(rowid), max(rowid) FROM {}",
+                tables.name(table.rows())
+            ),
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        let (Some(low), Some(high)) = (low, high) else {
+            continue;
+        };
+        if table == Table::Regions && has_args {
+            parts.push(Part { table, rows: None });
+            continue;
+        }
+        let mut start = low;
+        loop {
+            let end = start.saturating_add(PIECE_ROWS - 1).min(high);
+            parts.push(Part {
+                table,
+                rows: Some(start..=end),
+            });
+            if end == high {
+                break;
+            }
+            start = end + 1;
+        }
+    }
+    Ok(parts)
+}
+
+impl Work {
+    /// A reader: takes the next piece, posts its queue for the consumer and reads it,
+    /// until no piece is left or the consumer is gone. It reads no further ahead of the
+    /// consumer than the window, so what is read and not yet taken stays bounded. A
+    /// connection is kept while the pieces taken are of one database.
+    fn read(&self) {
+        let mut open: Option<(usize, Connection)> = None;
+        loop {
+            let at = self.taken.fetch_add(1, Ordering::Relaxed);
+            let Some(piece) = self.pieces.get(at) else {
+                break;
+            };
+            let (frames, queue) = sync_channel(QUEUE);
             {
-                return Ok(());
+                let mut board = self.board.lock().expect("no panics");
+                while at >= board.consumed + self.window && !self.stopped.load(Ordering::Relaxed) {
+                    board = self.posted.wait(board).expect("no panics");
+                }
+                if self.stopped.load(Ordering::Relaxed) {
+                    break;
+                }
+                board.ready.insert(at, queue);
+            }
+            self.posted.notify_all();
+            if open.as_ref().is_none_or(|(d, _)| *d != piece.database) {
+                open = match schema::open(&self.paths[piece.database]) {
+                    Ok(conn) => Some((piece.database, conn)),
+                    Err(e) => {
+                        let _ = frames.send(Item::Failed(e.to_string()));
+                        continue;
+                    }
+                };
+            }
+            let (_, conn) = open.as_ref().expect("opened above");
+            if let Err(e) = self.read_piece(conn, piece, &frames) {
+                let _ = frames.send(Item::Failed(e));
             }
         }
-        match records::read(&conn, tables, &info, &mut out) {
-            Ok(set) => {
-                left.orphans += set.orphans;
-                for (category, n) in set.unknown {
-                    *left.unknown.entry(category).or_default() += n;
+    }
+
+    fn read_piece(
+        &self,
+        conn: &Connection,
+        piece: &Piece,
+        frames: &SyncSender<Item>,
+    ) -> Result<(), String> {
+        let set = &self.sets[piece.database][piece.set];
+        let info = (set.info)
+            .get_or_init(|| info::read(conn, &set.tables, set.first).map_err(|e| e.to_string()))
+            .as_ref()?;
+        let mut send = |frame| frames.send(Item::Frame(frame)).is_ok();
+        let mut out = Emitter::new(&mut send);
+        let Some(part) = &piece.part else {
+            for process in &info.processes {
+                if out.meta(process.stream, process.meta.clone()).is_err() {
+                    return Ok(());
                 }
             }
-            Err(records::Fault::Stopped) => return Ok(()),
-            Err(records::Fault::Sqlite(e)) => return Err(e.to_string()),
+            return Ok(());
+        };
+        match records::read(conn, &set.tables, info, part, &mut out) {
+            Ok(left) => {
+                let _ = frames.send(Item::Left(left));
+                Ok(())
+            }
+            Err(records::Fault::Stopped) => Ok(()),
+            Err(records::Fault::Sqlite(e)) => Err(e.to_string()),
         }
     }
-    let path = job.path.display();
-    if left.orphans > 0 {
-        let warning = format!(
-            "`{path}`: {} rows name a process the database does not describe; left out",
-            left.orphans
-        );
-        let _ = job.frames.send(Item::Warning(warning));
+
+    /// The queue of piece `at`, which the consumer goes on to, once a reader has taken it.
+    fn queue(&self, at: usize) -> Receiver<Item> {
+        let mut board = self.board.lock().expect("no panics");
+        board.consumed = at;
+        self.posted.notify_all();
+        loop {
+            if let Some(queue) = board.ready.remove(&at) {
+                return queue;
+            }
+            board = self.posted.wait(board).expect("no panics");
+        }
     }
-    if !left.unknown.is_empty() {
-        let counts: Vec<String> = (left.unknown.iter())
-            .map(|(category, n)| format!("{n} of `{category}`"))
-            .collect();
-        let warning = format!(
-            "`{path}`: host events of categories no rocflow record holds, left out: {}",
-            counts.join(", ")
-        );
-        let _ = job.frames.send(Item::Warning(warning));
-    }
-    Ok(())
 }
 
 impl Rocpd {
-    /// Stops reading: readers find their queues gone, and no database is started.
+    /// Stops reading: readers find their queues gone, and take no more pieces.
     fn stop(&mut self) {
-        self.jobs.lock().expect("no panics").clear();
-        self.queues.clear();
+        self.work.stopped.store(true, Ordering::Relaxed);
+        self.work.board.lock().expect("no panics").ready.clear();
+        self.work.posted.notify_all();
+        self.current = None;
+        self.next = self.work.pieces.len();
+    }
+
+    /// The warnings of what database `database`'s pieces left out, now it is read.
+    fn database_read(&mut self, database: usize) {
+        let left = std::mem::take(&mut self.left);
+        let path = self.work.paths[database].display();
+        if left.orphans > 0 {
+            self.warnings.push(format!(
+                "`{path}`: {} rows name a process the database does not describe; left out",
+                left.orphans
+            ));
+        }
+        if !left.unknown.is_empty() {
+            let counts: Vec<String> = (left.unknown.iter())
+                .map(|(category, n)| format!("{n} of `{category}`"))
+                .collect();
+            self.warnings.push(format!(
+                "`{path}`: host events of categories no rocflow record holds, left out: {}",
+                counts.join(", ")
+            ));
+        }
     }
 }
 
@@ -249,30 +416,46 @@ impl Drop for Rocpd {
 impl Source for Rocpd {
     fn next_frame(&mut self) -> Option<Frame> {
         loop {
-            let reading = self.readers.min(self.queues.len());
-            if reading == 0 {
-                return None;
-            }
-            let at = self.turn % reading;
-            let (path, queue) = &self.queues[at];
+            let (at, queue) = match &self.current {
+                Some(current) => current,
+                None => {
+                    let at = self.next;
+                    if at >= self.work.pieces.len() {
+                        return None;
+                    }
+                    self.next += 1;
+                    self.strings.next_part();
+                    self.current.insert((at, self.work.queue(at)))
+                }
+            };
+            let at = *at;
             match queue.recv() {
                 Ok(Item::Frame(frame)) => {
-                    self.turn = at + 1;
-                    return Some(frame);
+                    if let Some(frame) = self.strings.renumber(frame) {
+                        return Some(frame);
+                    }
                 }
-                Ok(Item::Warning(warning)) => self.warnings.push(warning),
+                Ok(Item::Left(left)) => {
+                    self.left.orphans += left.orphans;
+                    for (category, n) in left.unknown {
+                        *self.left.unknown.entry(category).or_default() += n;
+                    }
+                }
                 Ok(Item::Failed(message)) => {
-                    self.failed = Some(SourceError::Database {
-                        path: path.clone(),
-                        message,
-                    });
+                    let path = self.work.paths[self.work.pieces[at].database].clone();
+                    self.failed = Some(SourceError::Database { path, message });
                     self.stop();
                     return None;
                 }
-                // The database is read to its end; the next one takes its turn.
+                // The piece is read; at a database's last, what it left out is told.
                 Err(_) => {
-                    self.queues.remove(at);
-                    self.turn = at;
+                    self.current = None;
+                    let database = self.work.pieces[at].database;
+                    let last =
+                        (self.work.pieces.get(at + 1)).is_none_or(|p| p.database != database);
+                    if last {
+                        self.database_read(database);
+                    }
                 }
             }
         }

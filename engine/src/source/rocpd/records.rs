@@ -5,6 +5,7 @@
 //! its events; operations are named by strings, resolved once per (category, name).
 
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 
 use rusqlite::{Connection, Row};
 use rustc_hash::FxHashMap as HashMap;
@@ -59,11 +60,55 @@ pub struct Left {
     pub unknown: BTreeMap<String, u64>,
 }
 
-/// Reads every event table of `tables` into `out`; returns what was left out.
+/// An event table, read as the records it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    Dispatches,
+    Copies,
+    Allocations,
+    Regions,
+    Samples,
+    Counters,
+}
+
+impl Table {
+    /// Every event table, in the order a set's records are sent.
+    pub const ALL: [Table; 6] = [
+        Table::Dispatches,
+        Table::Copies,
+        Table::Allocations,
+        Table::Regions,
+        Table::Samples,
+        Table::Counters,
+    ];
+
+    /// The rocpd table whose rows the records follow, one record per row.
+    pub fn rows(self) -> &'static str {
+        match self {
+            Table::Dispatches => schema::KERNEL_DISPATCH,
+            Table::Copies => schema::MEMORY_COPY,
+            Table::Allocations => schema::MEMORY_ALLOCATE,
+            Table::Regions => schema::REGION,
+            Table::Samples => schema::SAMPLE,
+            Table::Counters => schema::PMC_EVENT,
+        }
+    }
+}
+
+/// The rows of a table that one reader turns into records: all of them, or those whose
+/// row ids lie in a range, so that several readers share a large table.
+#[derive(Debug, Clone)]
+pub struct Part {
+    pub table: Table,
+    pub rows: Option<RangeInclusive<i64>>,
+}
+
+/// Reads `part` of the event tables of `tables` into `out`; returns what was left out.
 pub fn read(
     conn: &Connection,
     tables: &Tables,
     info: &Info,
+    part: &Part,
     out: &mut Emitter<'_>,
 ) -> Result<Left, Fault> {
     let mut reader = Reader {
@@ -71,15 +116,18 @@ pub fn read(
         tables,
         info,
         out,
+        rows: part.rows.clone(),
         operations: HashMap::default(),
         left: Left::default(),
     };
-    reader.dispatches()?;
-    reader.copies()?;
-    reader.allocations()?;
-    reader.regions()?;
-    reader.samples()?;
-    reader.counters()?;
+    match part.table {
+        Table::Dispatches => reader.dispatches()?,
+        Table::Copies => reader.copies()?,
+        Table::Allocations => reader.allocations()?,
+        Table::Regions => reader.regions()?,
+        Table::Samples => reader.samples()?,
+        Table::Counters => reader.counters()?,
+    }
     Ok(reader.left)
 }
 
@@ -95,6 +143,8 @@ struct Reader<'r, 'e> {
     tables: &'r Tables,
     info: &'r Info,
     out: &'r mut Emitter<'e>,
+    /// The row ids read, where not all.
+    rows: Option<RangeInclusive<i64>>,
     /// By (category, name) string ids; `None` for a category of no domain.
     operations: HashMap<(i64, i64), Option<Operation>>,
     left: Left,
@@ -131,6 +181,19 @@ impl Reader<'_, '_> {
             self.out.flush_kind(*kind)?;
         }
         Ok(())
+    }
+
+    /// The end of a query over the table aliased `alias`: the rows of this part, ordered by
+    /// `column`.
+    fn order(&self, alias: &str, column: &str) -> String {
+        match &self.rows {
+            Some(rows) => format!(
+                " WHERE {alias}.rowid BETWEEN {} AND {} ORDER BY {alias}.{column}",
+                rows.start(),
+                rows.end()
+            ),
+            None => format!(" ORDER BY {alias}.{column}"),
+        }
     }
 
     /// `SELECT` of `columns` of event table `table` (`x.`) and of its event (`e.`).
@@ -171,7 +234,7 @@ impl Reader<'_, '_> {
         );
         let kinds = [RecordKind::KernelDispatch];
         self.records(
-            &(sql + " ORDER BY x.rowid"),
+            &(sql + &self.order("x", "rowid")),
             &kinds,
             |r, row, stream, pid| {
                 let kernel = r.info.kernels.get(&int(row, 3));
@@ -211,7 +274,7 @@ impl Reader<'_, '_> {
         );
         let kinds = [RecordKind::MemoryCopy];
         self.records(
-            &(sql + " ORDER BY x.rowid"),
+            &(sql + &self.order("x", "rowid")),
             &kinds,
             |r, row, stream, pid| {
                 let operation = r.operation(int(row, 4), int(row, 5));
@@ -242,7 +305,7 @@ impl Reader<'_, '_> {
         );
         let kinds = [RecordKind::MemoryAllocation, RecordKind::ScratchMemory];
         self.records(
-            &(sql + " ORDER BY x.rowid"),
+            &(sql + &self.order("x", "rowid")),
             &kinds,
             |r, row, stream, pid| {
                 let (kind, level) = (text(row, 3).unwrap_or_default(), text(row, 4));
@@ -315,13 +378,16 @@ impl Reader<'_, '_> {
         let mut args = args_statement.query([])?;
         let mut next_arg = args.next()?.map(arg_row);
         // Without arguments, row order is as good and needs no sort.
-        let order = if next_arg.is_some() {
-            " ORDER BY x.event_id"
-        } else {
-            " ORDER BY x.rowid"
-        };
+        let order = self.order(
+            "x",
+            if next_arg.is_some() {
+                "event_id"
+            } else {
+                "rowid"
+            },
+        );
         let mut call_args = Vec::new();
-        self.each(&(sql + order), |r, row| {
+        self.each(&(sql + &order), |r, row| {
             let event = int(row, 9);
             call_args.clear();
             while let Some((id, arg)) = next_arg.take() {
@@ -373,7 +439,7 @@ impl Reader<'_, '_> {
         );
         let kinds = [HOST_KINDS, &[RecordKind::PcSample]].concat();
         self.records(
-            &(sql + " ORDER BY s.rowid"),
+            &(sql + &self.order("s", "rowid")),
             &kinds,
             |r, row, stream, pid| {
                 let category = opt_int(row, 3).unwrap_or_else(|| int(row, 4));
@@ -556,7 +622,7 @@ impl Reader<'_, '_> {
         );
         let kinds = [RecordKind::CounterSample];
         self.records(
-            &(sql + " ORDER BY p.rowid"),
+            &(sql + &self.order("p", "rowid")),
             &kinds,
             |r, row, stream, pid| {
                 let kernel = r.info.kernels.get(&int(row, 3));
