@@ -35,10 +35,18 @@ fn known_columns() -> Vec<(&'static str, Vec<&'static str>)> {
 /// Opens `path` to read only, with nothing of the file's own SQL trusted: its views and
 /// triggers are never run by the queries here, and `trusted_schema = OFF` keeps functions
 /// its schema might name from running when SQLite parses it.
+///
+/// The file is read through a memory map (up to SQLite's limit of 2 GiB, by reads past
+/// it): the parts of a database are read by several connections, each with a page cache
+/// of its own, and through the map they share the system's one copy of each page instead
+/// of each copying it in with a read. Sixteen connections reading one file by `pread`
+/// spent 20 times as long in the kernel as in rocflow, the file's pages contended.
 pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)?;
-    conn.execute_batch("PRAGMA trusted_schema = OFF; PRAGMA query_only = ON;")?;
+    conn.execute_batch(
+        "PRAGMA trusted_schema = OFF; PRAGMA query_only = ON; PRAGMA mmap_size = 2147418112;",
+    )?;
     Ok(conn)
 }
 
