@@ -83,10 +83,33 @@ fn to_parquet(paths: &[PathBuf], out: &Path) -> u64 {
     report.sinks[0].records
 }
 
-/// Reads the databases in a fresh process; returns its peak RSS in KiB.
-fn peak_in_child(paths: &[PathBuf]) -> u64 {
+/// Reads the databases in a fresh process; returns its peak RSS and its peak anonymous
+/// memory, in KiB.
+fn peak_in_child(paths: &[PathBuf]) -> (u64, u64) {
     let list = std::env::join_paths(paths).unwrap();
-    support::peak_in_child(&[(CHILD, &list)])
+    let printed = support::in_child(&[(CHILD, &list)]);
+    let (rss, anon) = printed.trim().split_once(' ').unwrap();
+    (rss.parse().unwrap(), anon.parse().unwrap())
+}
+
+/// The peak of this process's anonymous memory (what it allocated, not the pages of
+/// files it maps, which the system's page cache holds either way) while `f` runs,
+/// sampled every millisecond.
+fn peak_anon_kb(f: impl FnOnce()) -> u64 {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(support::status_kb("RssAnon:"));
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            peak.max(support::status_kb("RssAnon:"))
+        });
+        f();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        sampler.join().unwrap()
+    })
 }
 
 fn rate(records: u64, seconds: f64) -> String {
@@ -96,8 +119,10 @@ fn rate(records: u64, seconds: f64) -> String {
 fn main() {
     if let Some(list) = std::env::var_os(CHILD) {
         let paths: Vec<PathBuf> = std::env::split_paths(&list).collect();
-        read(&paths);
-        println!("{}", peak_rss_kb());
+        let anon = peak_anon_kb(|| {
+            read(&paths);
+        });
+        println!("{} {anon}", peak_rss_kb());
         return;
     }
     let records = env("ROCPD_SOURCE_RECORDS", 20_000_000);
@@ -127,24 +152,31 @@ fn main() {
         );
     }
     let out = dir.path().join("parquet");
-    let mut n = 0;
-    let run = best(|| {
-        let _ = std::fs::remove_dir_all(&out);
-        n = to_parquet(&eight, &out);
-    });
-    println!(
-        "  rocpd -> parquet (8 dbs)  {}  ({n} records in {:.2} s)",
-        rate(n, run.wall.as_secs_f64()),
-        run.wall.as_secs_f64()
-    );
+    for (label, paths) in [("1 db", &one), ("8 dbs", &eight)] {
+        let mut n = 0;
+        let run = best(|| {
+            let _ = std::fs::remove_dir_all(&out);
+            n = to_parquet(paths, &out);
+        });
+        println!(
+            "  rocpd -> parquet ({label:<5})  {}  ({n} records in {:.2} s)",
+            rate(n, run.wall.as_secs_f64()),
+            run.wall.as_secs_f64()
+        );
+    }
 
-    let peak = peak_in_child(&one);
+    let (peak, anon) = peak_in_child(&one);
     let smaller = databases(&dir.path().join("small"), small, 1);
-    let small_peak = peak_in_child(&smaller);
+    let (small_peak, small_anon) = peak_in_child(&smaller);
+    let mib = |kb: u64| kb as f64 / 1024.0;
     println!(
-        "  peak RSS reading 1 database: {:.1} MiB at {small} records, {:.1} MiB at {records} ({:.2}x)",
-        small_peak as f64 / 1024.0,
-        peak as f64 / 1024.0,
-        peak as f64 / small_peak as f64
+        "  peak reading 1 database, at {small} and {records} records: RSS {:.1} and {:.1} MiB \
+         ({:.2}x, the database's mapped pages included), allocated {:.1} and {:.1} MiB ({:.2}x)",
+        mib(small_peak),
+        mib(peak),
+        peak as f64 / small_peak as f64,
+        mib(small_anon),
+        mib(anon),
+        anon as f64 / small_anon as f64
     );
 }

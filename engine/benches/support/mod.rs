@@ -122,10 +122,15 @@ fn process_cpu() -> Duration {
 
 /// Peak resident memory of this process, from /proc (kB).
 pub fn peak_rss_kb() -> u64 {
+    status_kb("VmHWM:")
+}
+
+/// A size `/proc/self/status` gives in kB, by its label.
+pub fn status_kb(label: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(label))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
 }
@@ -180,6 +185,11 @@ pub fn replay_in_child(spool: &Path, out: &Path) -> u64 {
 /// Runs this benchmark again in a fresh process with `env`, which tells it what to do and
 /// to print its peak RSS; returns that peak in kB.
 pub fn peak_in_child(env: &[(&str, &OsStr)]) -> u64 {
+    in_child(env).trim().parse().unwrap()
+}
+
+/// Runs this benchmark again with `env` (its child's part) and returns what it printed.
+pub fn in_child(env: &[(&str, &OsStr)]) -> String {
     let output = Command::new(std::env::current_exe().unwrap())
         .envs(env.iter().copied())
         .output()
@@ -189,10 +199,7 @@ pub fn peak_in_child(env: &[(&str, &OsStr)]) -> u64 {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .unwrap()
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// Compiles the pipeline `text`.
