@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use rocflow::record::{Batch, Meta};
 use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
-use support::{otf2_print, text};
+use support::{assert_fails, otf2_print, text};
 
 const PIPELINE: &str = concat!(
     support::generated_pipeline!("otf2", "t"),
@@ -399,11 +399,10 @@ fn without_the_library_the_sink_says_what_to_install_and_the_others_go_on() {
         dir.path(),
         &[("ROCFLOW_OTF2_LIBRARY", "/nonexistent/libotf2.so")],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("sink `trace`") && stderr.contains("apt-get install libotf2-trace-dev"),
-        "{stderr}"
+    assert_fails(
+        &out,
+        1,
+        &["sink `trace`", "apt-get install libotf2-trace-dev"],
     );
     assert!(dir.path().join("out/tables/kernel_dispatch.csv").is_file());
     let names: Vec<String> = std::fs::read_dir(dir.path().join("out"))

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use rocflow::record::{Batch, Meta};
 use rocflow::spool::{SpoolReader, SpoolWriter};
@@ -441,21 +440,13 @@ fn a_coarser_time_unit_puts_every_event_at_its_time_rounded_down() {
 
 #[test]
 fn memory_over_time_follows_allocations_and_scratch() {
-    use rocflow::record::{MemoryAllocation, Process, ScratchMemory};
+    use rocflow::record::{MemoryAllocation, ScratchMemory};
     use rocflow::wire;
 
     let dir = tempfile::tempdir().unwrap();
     let mut frames = Vec::new();
     let gpu = rocflow::generate::mi300x(1);
-    let process = Process {
-        pid: 7,
-        ppid: 1,
-        hostname: "node".into(),
-        command: vec!["./app".into()],
-        start_ns: 0,
-        rank: None,
-        start_unix_ns: None,
-    };
+    let process = rocflow::generate::process(7, 0);
     wire::encode_meta(0, &[Meta::Process(process), Meta::Agent(gpu)], &mut frames);
     // Allocate A (1000 B) and B (500 B), free A, then free memory never seen allocated.
     let allocation = |start: u64, address: u64, bytes: u64, operation_id: u8| MemoryAllocation {
@@ -496,16 +487,8 @@ fn memory_over_time_follows_allocations_and_scratch() {
         r#"tracing = ["memory_allocation", "scratch_memory"]"#,
     );
     std::fs::write(dir.path().join("pipeline.toml"), pipeline).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_rocflow"))
-        .args(["replay", "run.rfraw", "pipeline.toml"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = support::rocflow(&["replay", "run.rfraw", "pipeline.toml"], dir.path(), &[]);
+    support::assert_success(&out);
 
     let decoded = decode(&[dir.path().join("out/trace.pftrace")]);
     let (slices, mut counts) = slices(&decoded);
