@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use rocflow::record::{Batch, Meta};
+use rocflow::record::Batch;
 use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
+use support::names::Names;
 use support::{assert_fails, otf2_print, text};
 
 const PIPELINE: &str = concat!(
@@ -187,9 +188,7 @@ fn expected(spool: &Path) -> Expected {
         first: u64::MAX,
         ..Expected::default()
     };
-    let mut kernels: HashMap<(u16, u64), String> = HashMap::new();
-    let mut counters: HashMap<(u16, u32), String> = HashMap::new();
-    let mut strings: HashMap<u16, Vec<String>> = HashMap::new();
+    let mut names = Names::default();
     let process = |stream: u16| format!("app (pid {})", 4000 + stream);
     for frame in SpoolReader::open(spool).unwrap() {
         let frame = frame.unwrap();
@@ -204,24 +203,7 @@ fn expected(spool: &Path) -> Expected {
             e.last = e.last.max(end);
         };
         match frame.payload {
-            Payload::Meta(items) => {
-                for item in items {
-                    match item {
-                        Meta::KernelSymbol(k) => {
-                            kernels.insert((s, k.kernel_id), k.name);
-                        }
-                        Meta::Counter(c) => {
-                            counters.insert((s, c.id), c.name);
-                        }
-                        Meta::Strings { first, values } => {
-                            let table = strings.entry(s).or_default();
-                            table.truncate(first as usize);
-                            table.extend(values);
-                        }
-                        _ => {}
-                    }
-                }
-            }
+            Payload::Meta(items) => names.learn(s, items),
             Payload::Records(Batch::Api(records)) => {
                 for r in records {
                     let track = format!("thread {}", r.tid);
@@ -235,14 +217,14 @@ fn expected(spool: &Path) -> Expected {
             Payload::Records(Batch::Marker(records)) => {
                 for r in records {
                     let track = format!("thread {} markers", r.tid);
-                    let message = strings[&s][r.message.0 as usize].clone();
+                    let message = names.string(s, r.message).to_owned();
                     span(&mut e, track, message, r.start_ns, r.end_ns);
                 }
             }
             Payload::Records(Batch::KernelDispatch(records)) => {
                 for r in records {
                     let track = format!("GPU {} queue {}", r.agent, r.queue);
-                    let name = kernels[&(s, r.kernel_id)].clone();
+                    let name = names.kernel(s, r.kernel_id).to_owned();
                     span(&mut e, track, name.clone(), r.start_ns, r.end_ns);
                     e.dispatches
                         .push((process(s), r.dispatch_id, r.correlation_id, name));
@@ -261,7 +243,7 @@ fn expected(spool: &Path) -> Expected {
                         process(s),
                         format!("GPU {} counters", r.agent),
                         r.dispatch_id,
-                        counters[&(s, r.counter_id)].clone(),
+                        names.counter(s, r.counter_id).to_owned(),
                     );
                     *e.counters.entry(key).or_default() += r.value;
                     e.first = e.first.min(r.timestamp_ns);

@@ -10,6 +10,7 @@ use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::transform::demangle;
 use rocflow::wire::Payload;
 use serde_json::Value;
+use support::names::Names;
 
 const CONTEXT: &str = concat!(
     support::generated_pipeline!("perfetto", "t"),
@@ -191,33 +192,14 @@ struct Expected {
 
 fn expected(spool: &Path) -> Expected {
     let mut e = Expected::default();
-    let mut kernels: HashMap<(u16, u64), String> = HashMap::new();
-    let mut counters: HashMap<(u16, u32), String> = HashMap::new();
-    let mut strings: HashMap<u16, Vec<String>> = HashMap::new();
+    let mut names = Names::default();
     // (pid, agent, dispatch, counter) -> (time, sum)
     let mut sums: BTreeMap<(u64, u32, u64, String), (u64, f64)> = BTreeMap::new();
     for frame in SpoolReader::open(spool).unwrap() {
         let frame = frame.unwrap();
         let s = frame.stream;
         match frame.payload {
-            Payload::Meta(items) => {
-                for item in items {
-                    match item {
-                        Meta::KernelSymbol(k) => {
-                            kernels.insert((s, k.kernel_id), demangle(&k.name));
-                        }
-                        Meta::Counter(c) => {
-                            counters.insert((s, c.id), c.name);
-                        }
-                        Meta::Strings { first, values } => {
-                            let table = strings.entry(s).or_default();
-                            table.truncate(first as usize);
-                            table.extend(values);
-                        }
-                        _ => {}
-                    }
-                }
-            }
+            Payload::Meta(items) => names.learn(s, items),
             Payload::Records(Batch::Api(records)) => e.api.extend(records.iter().map(|r| {
                 let name = rocflow::sdk::Domain::HipRuntimeApi
                     .operation_name(r.operation_id)
@@ -227,14 +209,14 @@ fn expected(spool: &Path) -> Expected {
                 (pid, track, r.start_ns, r.end_ns, name, r.correlation_id)
             })),
             Payload::Records(Batch::Marker(records)) => e.markers.extend(records.iter().map(|r| {
-                let message = strings[&s][r.message.0 as usize].clone();
+                let message = names.string(s, r.message).to_owned();
                 let pid = r.pid.into();
                 (pid, "markers".into(), r.start_ns, r.end_ns, message, 0)
             })),
             Payload::Records(Batch::KernelDispatch(records)) => {
                 e.kernels.extend(records.iter().map(|r| {
                     let track = format!("GPU {}/queue {}", r.agent, r.queue);
-                    let name = kernels[&(s, r.kernel_id)].clone();
+                    let name = demangle(names.kernel(s, r.kernel_id));
                     let pid = r.pid.into();
                     (pid, track, r.start_ns, r.end_ns, name, r.dispatch_id)
                 }))
@@ -256,7 +238,7 @@ fn expected(spool: &Path) -> Expected {
             }
             Payload::Records(Batch::CounterSample(records)) => {
                 for r in records {
-                    let name = counters[&(s, r.counter_id)].clone();
+                    let name = names.counter(s, r.counter_id).to_owned();
                     let key = (r.pid.into(), r.agent, r.dispatch_id, name);
                     let sum = sums.entry(key).or_insert((r.timestamp_ns, 0.0));
                     sum.1 += r.value;

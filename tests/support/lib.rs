@@ -5,6 +5,7 @@
 
 pub mod counters;
 pub mod kit;
+pub mod names;
 pub mod peer;
 pub mod rocprofv3_db;
 
