@@ -13,15 +13,8 @@ use support::{assert_fails, otf2_print, text};
 
 const PIPELINE: &str = concat!(
     support::generated_pipeline!("otf2", "t"),
-    r#"[[sink]]
-name = "trace"
-kind = "otf2"
-path = "out/trace"
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out/tables"
-"#
+    support::sink!("trace", "otf2", "out/trace"),
+    support::sink!("tables", "csv", "out/tables"),
 );
 
 fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {

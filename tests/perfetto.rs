@@ -14,11 +14,7 @@ use support::names::Names;
 
 const CONTEXT: &str = concat!(
     support::generated_pipeline!("perfetto", "t"),
-    r#"[[sink]]
-name = "trace"
-kind = "perfetto"
-path = "out/trace.pftrace"
-"#
+    support::sink!("trace", "perfetto", "out/trace.pftrace"),
 );
 
 /// A generated run of two processes, replayed with `options` for the sink; returns the
