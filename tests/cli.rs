@@ -2,7 +2,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use support::{rocflow, text};
+use support::{assert_fails, rocflow, text};
 
 fn write(dir: &Path, name: &str, content: &str) {
     std::fs::write(dir.join(name), content).unwrap();
@@ -44,13 +44,14 @@ fn validate_reports_position_snippet_and_hint_with_exit_code_2() {
         "[pipeline]\nextends = [\"kernel-trace\"]\n",
     );
     let out = rocflow(&["validate", "good.toml", "bad.toml"], dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("error: unknown tracing domain `kernel_dispach`"),
-        "{stderr}"
+    let stderr = assert_fails(
+        &out,
+        2,
+        &[
+            "error: unknown tracing domain `kernel_dispach`",
+            "bad.toml:3:12",
+        ],
     );
-    assert!(stderr.contains("bad.toml:3:12"), "{stderr}");
     assert!(
         stderr.contains("tracing = [\"kernel_dispach\"]"),
         "the snippet is shown:\n{stderr}"
@@ -434,13 +435,14 @@ fn init_refuses_to_overwrite_without_force() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "pipeline.toml", "# mine\n");
     let out = rocflow(&["init", "trace-all"], dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("error: `pipeline.toml` already exists"),
-        "{stderr}"
+    assert_fails(
+        &out,
+        2,
+        &[
+            "error: `pipeline.toml` already exists",
+            "pass --force to overwrite it",
+        ],
     );
-    assert!(stderr.contains("pass --force to overwrite it"), "{stderr}");
     let kept = std::fs::read_to_string(dir.path().join("pipeline.toml")).unwrap();
     assert_eq!(kept, "# mine\n");
     let itself = rocflow(
@@ -464,13 +466,14 @@ fn init_refuses_to_overwrite_without_force() {
 fn init_of_an_unknown_template_suggests_one_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = rocflow(&["init", "kernel-trce"], dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("error: template `kernel-trce` not found"),
-        "{stderr}"
+    assert_fails(
+        &out,
+        2,
+        &[
+            "error: template `kernel-trce` not found",
+            "did you mean `kernel-trace`?",
+        ],
     );
-    assert!(stderr.contains("did you mean `kernel-trace`?"), "{stderr}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 

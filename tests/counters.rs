@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
-use support::{assert_success, rocflow, run_on, text};
+use support::{assert_fails, assert_success, rocflow, run_on, text};
 
 /// A context collecting waves, VALU instructions and busy cycles, with derived counters
 /// and reductions in `EXTRA`. The 1 KiB buffer splits every dispatch's values (72 on the
 /// MI300X) over several deliveries.
-const PIPELINE: &str = r#"
+const PIPELINE: &str = concat!(
+    r#"
 [pipeline]
 name = "counters-test"
 [[context]]
@@ -21,11 +22,9 @@ buffer = { size = "1KiB" }
 [context.counters]
 collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
 EXTRA
-[[sink]]
-name = "csv"
-kind = "csv"
-path = "out"
-"#;
+"#,
+    support::sink!("csv", "csv", "out"),
+);
 
 const DERIVED: &str = r#"
 [[context.counters.derived]]
@@ -228,11 +227,10 @@ fn a_derived_counter_reading_what_is_not_collected_stops_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let extra = "derived = [{ name = \"SALU_PER_WAVE\", expression = \"SQ_INSTS_SALU/SQ_WAVES\" }]";
     let output = run(dir.path(), extra);
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("`SQ_INSTS_SALU` is not collected by this context"),
-        "{stderr}"
+    assert_fails(
+        &output,
+        2,
+        &["`SQ_INSTS_SALU` is not collected by this context"],
     );
     assert!(!dir.path().join("rocflow-out").exists());
 }

@@ -308,11 +308,18 @@ fn default_scenario() -> PathBuf {
     scenarios().remove(0)
 }
 
-#[test]
-fn the_counters_example_keeps_one_value_per_xcc_and_tables_them_per_kernel() {
-    let pipeline = repo().join("examples/counters.toml");
+/// A run of the repository's pipeline at `path` on the default scenario, checked against
+/// its plan.
+fn checked_run(path: &str) -> Run {
+    let pipeline = repo().join(path);
     let run = Run::new(&pipeline, &default_scenario(), &["/bin/sleep", "0.2"]);
     run.check(&compile(&pipeline)).unwrap();
+    run
+}
+
+#[test]
+fn the_counters_example_keeps_one_value_per_xcc_and_tables_them_per_kernel() {
+    let run = checked_run("examples/counters.toml");
     let out = run.outputs();
     let dir = out
         .iter()
@@ -374,9 +381,7 @@ fn valu_per_wave(samples: &[BTreeMap<String, String>]) -> BTreeMap<&str, f64> {
 
 #[test]
 fn counters_basic_derives_valu_instructions_per_wave_for_each_dispatch() {
-    let pipeline = repo().join("pipelines/counters-basic.toml");
-    let run = Run::new(&pipeline, &default_scenario(), &["/bin/sleep", "0.2"]);
-    run.check(&compile(&pipeline)).unwrap();
+    let run = checked_run("pipelines/counters-basic.toml");
     let out = run.outputs();
     let database = out.iter().find(|o| o.ends_with(".db")).unwrap();
     let db = rusqlite::Connection::open(run.path(database)).unwrap();
@@ -415,27 +420,15 @@ fn counters_basic_derives_valu_instructions_per_wave_for_each_dispatch() {
 
 #[test]
 fn pc_sampling_hotspots_attributes_every_sample_to_its_kernel() {
-    let pipeline = repo().join("pipelines/pc-sampling-hotspots.toml");
-    let run = Run::new(&pipeline, &default_scenario(), &["/bin/sleep", "0.2"]);
-    run.check(&compile(&pipeline)).unwrap();
+    let run = checked_run("pipelines/pc-sampling-hotspots.toml");
     // The scenario: two threads, 100 iterations, 8, 3 and 2 samples per dispatch.
     let kernels = csv(&run.path("rocflow-out/pc-kernels.csv"));
-    let samples: Vec<(&str, &str, &str)> = kernels
-        .iter()
-        .map(|k| {
-            (
-                k["kernel"].as_str(),
-                k["samples"].as_str(),
-                k["distinct_pcs"].as_str(),
-            )
-        })
-        .collect();
     assert_eq!(
-        samples,
+        support::columns(&kernels, ["kernel", "samples", "distinct_pcs"]),
         [
-            ("_ZN6solver6smoothILi8EEEvPKdPdiii", "1600", "8"),
-            ("_Z13reduce_kernelPKfPfj", "600", "3"),
-            ("_Z9vectorAddPKfS0_Pfi", "400", "2"),
+            ["_ZN6solver6smoothILi8EEEvPKdPdiii", "1600", "8"],
+            ["_Z13reduce_kernelPKfPfj", "600", "3"],
+            ["_Z9vectorAddPKfS0_Pfi", "400", "2"],
         ]
     );
     let hot = csv(&run.path("rocflow-out/pc-hot-spots.csv"));

@@ -5,22 +5,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use rocflow::record::{Batch, Meta};
+use rocflow::record::Batch;
 use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
-use support::{otf2_print, text};
+use support::names::Names;
+use support::{assert_fails, otf2_print, text};
 
 const PIPELINE: &str = concat!(
     support::generated_pipeline!("otf2", "t"),
-    r#"[[sink]]
-name = "trace"
-kind = "otf2"
-path = "out/trace"
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out/tables"
-"#
+    support::sink!("trace", "otf2", "out/trace"),
+    support::sink!("tables", "csv", "out/tables"),
 );
 
 fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
@@ -187,9 +181,7 @@ fn expected(spool: &Path) -> Expected {
         first: u64::MAX,
         ..Expected::default()
     };
-    let mut kernels: HashMap<(u16, u64), String> = HashMap::new();
-    let mut counters: HashMap<(u16, u32), String> = HashMap::new();
-    let mut strings: HashMap<u16, Vec<String>> = HashMap::new();
+    let mut names = Names::default();
     let process = |stream: u16| format!("app (pid {})", 4000 + stream);
     for frame in SpoolReader::open(spool).unwrap() {
         let frame = frame.unwrap();
@@ -204,24 +196,7 @@ fn expected(spool: &Path) -> Expected {
             e.last = e.last.max(end);
         };
         match frame.payload {
-            Payload::Meta(items) => {
-                for item in items {
-                    match item {
-                        Meta::KernelSymbol(k) => {
-                            kernels.insert((s, k.kernel_id), k.name);
-                        }
-                        Meta::Counter(c) => {
-                            counters.insert((s, c.id), c.name);
-                        }
-                        Meta::Strings { first, values } => {
-                            let table = strings.entry(s).or_default();
-                            table.truncate(first as usize);
-                            table.extend(values);
-                        }
-                        _ => {}
-                    }
-                }
-            }
+            Payload::Meta(items) => names.learn(s, items),
             Payload::Records(Batch::Api(records)) => {
                 for r in records {
                     let track = format!("thread {}", r.tid);
@@ -235,14 +210,14 @@ fn expected(spool: &Path) -> Expected {
             Payload::Records(Batch::Marker(records)) => {
                 for r in records {
                     let track = format!("thread {} markers", r.tid);
-                    let message = strings[&s][r.message.0 as usize].clone();
+                    let message = names.string(s, r.message).to_owned();
                     span(&mut e, track, message, r.start_ns, r.end_ns);
                 }
             }
             Payload::Records(Batch::KernelDispatch(records)) => {
                 for r in records {
                     let track = format!("GPU {} queue {}", r.agent, r.queue);
-                    let name = kernels[&(s, r.kernel_id)].clone();
+                    let name = names.kernel(s, r.kernel_id).to_owned();
                     span(&mut e, track, name.clone(), r.start_ns, r.end_ns);
                     e.dispatches
                         .push((process(s), r.dispatch_id, r.correlation_id, name));
@@ -261,7 +236,7 @@ fn expected(spool: &Path) -> Expected {
                         process(s),
                         format!("GPU {} counters", r.agent),
                         r.dispatch_id,
-                        counters[&(s, r.counter_id)].clone(),
+                        names.counter(s, r.counter_id).to_owned(),
                     );
                     *e.counters.entry(key).or_default() += r.value;
                     e.first = e.first.min(r.timestamp_ns);
@@ -399,11 +374,10 @@ fn without_the_library_the_sink_says_what_to_install_and_the_others_go_on() {
         dir.path(),
         &[("ROCFLOW_OTF2_LIBRARY", "/nonexistent/libotf2.so")],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("sink `trace`") && stderr.contains("apt-get install libotf2-trace-dev"),
-        "{stderr}"
+    assert_fails(
+        &out,
+        1,
+        &["sink `trace`", "apt-get install libotf2-trace-dev"],
     );
     assert!(dir.path().join("out/tables/kernel_dispatch.csv").is_file());
     let names: Vec<String> = std::fs::read_dir(dir.path().join("out"))

@@ -18,7 +18,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use rocflow::catalog::Catalog;
 use rocflow::plan::Plan;
-use rocflow::record::{ApiCall, Batch, KfdEvent, Meta, Process, RecordKind};
+use rocflow::record::{ApiCall, Batch, KfdEvent, Meta, RecordKind};
 use rocflow::sdk::Domain;
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
@@ -530,15 +530,7 @@ fn a_bad_max_file_size_is_a_pipeline_error() {
 fn every_record_kind_has_a_table() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let process = Process {
-        pid: 77,
-        ppid: 1,
-        hostname: "node-a".into(),
-        command: vec!["./app".into()],
-        start_ns: 1_000,
-        rank: None,
-        start_unix_ns: None,
-    };
+    let process = rocflow::generate::process(77, 1_000);
     let mut frames = Vec::new();
     rocflow::wire::encode_meta(0, &[Meta::Process(process)], &mut frames);
     let call = ApiCall {

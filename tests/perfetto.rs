@@ -4,21 +4,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use rocflow::record::{Batch, Meta};
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::transform::demangle;
 use rocflow::wire::Payload;
 use serde_json::Value;
+use support::names::Names;
 
 const CONTEXT: &str = concat!(
     support::generated_pipeline!("perfetto", "t"),
-    r#"[[sink]]
-name = "trace"
-kind = "perfetto"
-path = "out/trace.pftrace"
-"#
+    support::sink!("trace", "perfetto", "out/trace.pftrace"),
 );
 
 /// A generated run of two processes, replayed with `options` for the sink; returns the
@@ -192,33 +188,14 @@ struct Expected {
 
 fn expected(spool: &Path) -> Expected {
     let mut e = Expected::default();
-    let mut kernels: HashMap<(u16, u64), String> = HashMap::new();
-    let mut counters: HashMap<(u16, u32), String> = HashMap::new();
-    let mut strings: HashMap<u16, Vec<String>> = HashMap::new();
+    let mut names = Names::default();
     // (pid, agent, dispatch, counter) -> (time, sum)
     let mut sums: BTreeMap<(u64, u32, u64, String), (u64, f64)> = BTreeMap::new();
     for frame in SpoolReader::open(spool).unwrap() {
         let frame = frame.unwrap();
         let s = frame.stream;
         match frame.payload {
-            Payload::Meta(items) => {
-                for item in items {
-                    match item {
-                        Meta::KernelSymbol(k) => {
-                            kernels.insert((s, k.kernel_id), demangle(&k.name));
-                        }
-                        Meta::Counter(c) => {
-                            counters.insert((s, c.id), c.name);
-                        }
-                        Meta::Strings { first, values } => {
-                            let table = strings.entry(s).or_default();
-                            table.truncate(first as usize);
-                            table.extend(values);
-                        }
-                        _ => {}
-                    }
-                }
-            }
+            Payload::Meta(items) => names.learn(s, items),
             Payload::Records(Batch::Api(records)) => e.api.extend(records.iter().map(|r| {
                 let name = rocflow::sdk::Domain::HipRuntimeApi
                     .operation_name(r.operation_id)
@@ -228,14 +205,14 @@ fn expected(spool: &Path) -> Expected {
                 (pid, track, r.start_ns, r.end_ns, name, r.correlation_id)
             })),
             Payload::Records(Batch::Marker(records)) => e.markers.extend(records.iter().map(|r| {
-                let message = strings[&s][r.message.0 as usize].clone();
+                let message = names.string(s, r.message).to_owned();
                 let pid = r.pid.into();
                 (pid, "markers".into(), r.start_ns, r.end_ns, message, 0)
             })),
             Payload::Records(Batch::KernelDispatch(records)) => {
                 e.kernels.extend(records.iter().map(|r| {
                     let track = format!("GPU {}/queue {}", r.agent, r.queue);
-                    let name = kernels[&(s, r.kernel_id)].clone();
+                    let name = demangle(names.kernel(s, r.kernel_id));
                     let pid = r.pid.into();
                     (pid, track, r.start_ns, r.end_ns, name, r.dispatch_id)
                 }))
@@ -257,7 +234,7 @@ fn expected(spool: &Path) -> Expected {
             }
             Payload::Records(Batch::CounterSample(records)) => {
                 for r in records {
-                    let name = counters[&(s, r.counter_id)].clone();
+                    let name = names.counter(s, r.counter_id).to_owned();
                     let key = (r.pid.into(), r.agent, r.dispatch_id, name);
                     let sum = sums.entry(key).or_insert((r.timestamp_ns, 0.0));
                     sum.1 += r.value;
@@ -441,21 +418,13 @@ fn a_coarser_time_unit_puts_every_event_at_its_time_rounded_down() {
 
 #[test]
 fn memory_over_time_follows_allocations_and_scratch() {
-    use rocflow::record::{MemoryAllocation, Process, ScratchMemory};
+    use rocflow::record::{MemoryAllocation, ScratchMemory};
     use rocflow::wire;
 
     let dir = tempfile::tempdir().unwrap();
     let mut frames = Vec::new();
     let gpu = rocflow::generate::mi300x(1);
-    let process = Process {
-        pid: 7,
-        ppid: 1,
-        hostname: "node".into(),
-        command: vec!["./app".into()],
-        start_ns: 0,
-        rank: None,
-        start_unix_ns: None,
-    };
+    let process = rocflow::generate::process(7, 0);
     wire::encode_meta(0, &[Meta::Process(process), Meta::Agent(gpu)], &mut frames);
     // Allocate A (1000 B) and B (500 B), free A, then free memory never seen allocated.
     let allocation = |start: u64, address: u64, bytes: u64, operation_id: u8| MemoryAllocation {
@@ -496,16 +465,8 @@ fn memory_over_time_follows_allocations_and_scratch() {
         r#"tracing = ["memory_allocation", "scratch_memory"]"#,
     );
     std::fs::write(dir.path().join("pipeline.toml"), pipeline).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_rocflow"))
-        .args(["replay", "run.rfraw", "pipeline.toml"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = support::rocflow(&["replay", "run.rfraw", "pipeline.toml"], dir.path(), &[]);
+    support::assert_success(&out);
 
     let decoded = decode(&[dir.path().join("out/trace.pftrace")]);
     let (slices, mut counts) = slices(&decoded);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use regex::Regex;
-use support::{assert_success, built_plugins, csv, repo, rocflow, run_on, text};
+use support::{assert_fails, assert_success, built_plugins, csv, repo, rocflow, run_on, text};
 
 /// Builds the C plugin `source` (under `plugins/`) as `librocflow_plugin_NAME.so` in `dir`.
 fn build_c(source: &str, name: &str, dir: &Path) -> PathBuf {
@@ -50,13 +50,7 @@ fn run(dir: &Path) -> Output {
     run_with("p.toml", dir, &built_plugins())
 }
 
-const TRACE: &str = r#"
-[pipeline]
-name = "plugins-test"
-[[context]]
-name = "trace"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
-"#;
+const TRACE: &str = support::traced_pipeline!("plugins-test", "trace");
 
 /// The example transform plugin, on kernel dispatches.
 const FAMILIES: &str = r#"
@@ -68,12 +62,7 @@ records = ["kernel_dispatch"]
 "#;
 
 /// Every record into CSV tables in `out/`.
-const TABLES: &str = r#"
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out"
-"#;
+const TABLES: &str = support::sink!("tables", "csv", "out");
 
 /// An OpenMetrics exposition, checked line by line as the format requires: each family's
 /// `# TYPE` first, counters' samples named `FAMILY_total`, labels quoted and escaped, and
@@ -308,15 +297,13 @@ records = ["kernel_dispatch"]
         .replace("records = [\"kernel_dispatch\"]\npredicate", "predicate");
     std::fs::write(dir.path().join("p.toml"), everywhere).unwrap();
     let output = with_plugins(&["validate", "p.toml"], dir.path(), &built_plugins());
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("`kernel_family` is not a column of memory_copy, api records"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("add `records = [\"kernel_dispatch\"]`"),
-        "{stderr}"
+    assert_fails(
+        &output,
+        2,
+        &[
+            "`kernel_family` is not a column of memory_copy, api records",
+            "add `records = [\"kernel_dispatch\"]`",
+        ],
     );
 }
 
@@ -633,19 +620,14 @@ path = "probe.txt"
 "#
     ));
     let output = run(dir.path());
-    assert_eq!(output.status.code(), Some(1), "a sink failed");
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains(
-            "error: sink `panics`: plugin `probe` panicked: the probe panics in Write, as asked"
-        ),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains(
-            "error: sink `fails`: plugin `probe` failed: the probe fails in Finish, as asked"
-        ),
-        "{stderr}"
+    // A sink failed.
+    assert_fails(
+        &output,
+        1,
+        &[
+            "error: sink `panics`: plugin `probe` panicked: the probe panics in Write, as asked",
+            "error: sink `fails`: plugin `probe` failed: the probe fails in Finish, as asked",
+        ],
     );
     assert_eq!(csv(&dir.path().join("out/kernel_dispatch.csv")).len(), 600);
     // A plugin sink writes where rocflow stages it: a failed one leaves nothing behind, a

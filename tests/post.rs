@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use support::{assert_says, assert_success, rocflow, text};
+use support::{assert_fails, assert_says, assert_success, rocflow, text};
 
 use rocflow::catalog::Catalog;
 use rocflow::record::Batch;
@@ -233,12 +233,13 @@ argv = ["false"]
         .replace("argv = [\"false\"]", "argv = [\"false\"]\nrequired = true");
     std::fs::write(dir.path().join("required.toml"), required).unwrap();
     let out = rocflow(&["replay", "run.rfraw", "required.toml"], dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("error: post-step `optional`"), "{stderr}");
-    assert!(
-        stderr.contains("post-step `after`: not run: the required step `optional` failed"),
-        "{stderr}"
+    assert_fails(
+        &out,
+        1,
+        &[
+            "error: post-step `optional`",
+            "post-step `after`: not run: the required step `optional` failed",
+        ],
     );
     assert!(!dir.path().join("after").exists());
 }

@@ -465,16 +465,7 @@ fn every_template_and_example_on_the_fake_gfx942() {
 #[test]
 fn roctx_markers_reach_every_sink_through_rocprofiler_register() {
     let kit = Kit::get();
-    let build = tempfile::tempdir().unwrap();
-    let app = support::roctx_markers(kit, build.path());
-    let pipeline = build.path().join("markers.toml");
-    std::fs::write(&pipeline, support::MARKERS).unwrap();
-    let run = kit.run(
-        Node::NoGpu,
-        pipeline.to_str().unwrap(),
-        &[app.as_os_str()],
-        &[],
-    );
+    let run = support::RoctxMarkers::build(kit).run(kit, &[]);
     assert!(run.output.status.success(), "{}", run.printed());
     assert_eq!(run.registrations(), [(2, 2)], "{}", run.printed());
     let refused: Vec<Call> = run
@@ -503,23 +494,14 @@ fn roctx_markers_reach_every_sink_through_rocprofiler_register() {
     // The summary's ranges go by their messages; a mark counts, as rocprofv3 counts it,
     // as a call that takes no time.
     let summary = support::csv(&dir.join("summary/markers.csv"));
-    let ranges: Vec<(&str, &str, &str)> = summary
-        .iter()
-        .map(|row| {
-            (
-                row["range"].as_str(),
-                row["calls"].as_str(),
-                row["total_ns"].as_str(),
-            )
-        })
-        .collect();
+    let ranges = support::columns(&summary, ["range", "calls", "total_ns"]);
     assert_eq!(ranges.len(), 3, "{ranges:?}");
     assert_eq!(
-        ranges[..2].iter().map(|r| (r.0, r.1)).collect::<Vec<_>>(),
-        [("step", "3"), ("io", "2")]
+        ranges[..2].iter().map(|r| [r[0], r[1]]).collect::<Vec<_>>(),
+        [["step", "3"], ["io", "2"]]
     );
-    assert_eq!((ranges[2].0, ranges[2].1), ("setup done", "1"));
-    assert_eq!(ranges[2].2.parse::<f64>().unwrap(), 0.0);
+    assert_eq!(ranges[2][..2], ["setup done", "1"]);
+    assert_eq!(ranges[2][2].parse::<f64>().unwrap(), 0.0);
 }
 
 #[test]

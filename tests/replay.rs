@@ -1,19 +1,12 @@
 //! `rocflow generate`, `inspect` and `replay` as users run them, on whole and damaged spools.
 
 use std::path::{Path, PathBuf};
-use support::{rocflow, run_on, text};
+use support::{assert_fails, rocflow, run_on, text};
 
-const PIPELINE: &str = r#"
-[pipeline]
-name = "csv"
-[[context]]
-name = "t"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out/{hostname}-{pid}"
-"#;
+const PIPELINE: &str = concat!(
+    support::traced_pipeline!("csv", "t"),
+    support::sink!("tables", "csv", "out/{hostname}-{pid}"),
+);
 
 fn setup() -> tempfile::TempDir {
     support::generated("csv.toml", PIPELINE, &["--records", "30000"])
@@ -190,12 +183,13 @@ fn strict_transforms_stop_the_run_at_their_first_failure() {
     let strict = lenient.replace("column = \"r\"", "column = \"r\"\nstrict = true");
     std::fs::write(dir.path().join("strict.toml"), strict).unwrap();
     let out = rocflow(&["replay", "long.rfraw", "strict.toml"], dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("transform `ratio` is strict and failed on a record")
-            && stderr.contains("kernel_dispatch record #"),
-        "{stderr}"
+    assert_fails(
+        &out,
+        1,
+        &[
+            "transform `ratio` is strict and failed on a record",
+            "kernel_dispatch record #",
+        ],
     );
     // No file anywhere under the output directory, not even the staging one.
     let mut left = Vec::new();

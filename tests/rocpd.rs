@@ -14,7 +14,7 @@ use rocflow::sdk::Domain;
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
 use rusqlite::{Connection, OpenFlags, params};
-use support::text;
+use support::{assert_fails, text};
 
 fn rocflow(args: &[&str], dir: &Path) -> Output {
     support::rocflow(args, dir, &[])
@@ -543,15 +543,7 @@ fn write_allocations(path: &Path) {
             .unwrap();
         *id as u8
     };
-    let process = Process {
-        pid: 77,
-        ppid: 1,
-        hostname: "node-a".into(),
-        command: vec!["./alloc".into()],
-        start_ns: 1_000_000,
-        rank: None,
-        start_unix_ns: None,
-    };
+    let process = rocflow::generate::process(77, 1_000_000);
     let mut frames = Vec::new();
     rocflow::wire::encode_meta(0, &[Meta::Process(process)], &mut frames);
     let mut clock = 2_000_000;
@@ -606,7 +598,7 @@ fn allocations_and_scratch_memory_have_their_types_and_levels() {
     std::fs::write(dir.path().join("db.toml"), toml).unwrap();
     let out = rocflow(&["replay", "run.rfraw", "db.toml"], dir.path());
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let conn = open(&dir.path().join("out/node-a-77.db"));
+    let conn = open(&dir.path().join("out/gen-node-77.db"));
     let mut statement = conn
         .prepare(
             "SELECT type, level, size, duration, agent_abs_index, tid FROM memory_allocations \
@@ -726,12 +718,7 @@ fn a_failed_database_leaves_what_was_at_its_path_and_no_partial_file() {
     let path = dir.path().join("out/gen-node-4000.db");
     std::fs::write(&path, "notes, not a database\n").unwrap();
     let out = replay(dir.path());
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("gen-node-4000.db") && stderr.contains("not an earlier database"),
-        "{stderr}"
-    );
+    assert_fails(&out, 1, &["gen-node-4000.db", "not an earlier database"]);
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         "notes, not a database\n"
@@ -743,9 +730,7 @@ fn a_failed_database_leaves_what_was_at_its_path_and_no_partial_file() {
 fn a_path_that_does_not_tell_processes_apart_is_an_error() {
     let dir = setup(2, &pipeline(ALL, "").replace("{pid}", "x"));
     let out = replay(dir.path());
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("such as {pid} or {rank}"), "{stderr}");
+    assert_fails(&out, 1, &["such as {pid} or {rank}"]);
     assert!(
         databases(dir.path()).is_empty(),
         "{:?}",

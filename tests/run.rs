@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{assert_says, assert_success, rocflow, run_on, sim_app, text};
+use support::{assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, text};
 
 fn default_scenario() -> toml::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
@@ -50,18 +50,15 @@ fn expected(scenario: &toml::Value) -> BTreeMap<String, u64> {
     counts
 }
 
-const TRACE: &str = r#"
-[pipeline]
-name = "run-test"
-[[context]]
-name = "trace"
-tracing = ["kernel_dispatch", "hip_runtime_api", "hsa_core_api", "rccl_api", "memory_copy", "memory_allocation", "marker_core_range_api"]
-EXTRA
-[[sink]]
-name = "csv"
-kind = "csv"
-path = "out"
-"#;
+const TRACE: &str = concat!(
+    support::traced_pipeline!(
+        "run-test",
+        "trace",
+        r#"["kernel_dispatch", "hip_runtime_api", "hsa_core_api", "rccl_api", "memory_copy", "memory_allocation", "marker_core_range_api"]"#
+    ),
+    "EXTRA\n",
+    support::sink!("csv", "csv", "out"),
+);
 
 /// Counter values of one iteration of one scenario thread when every counter of agent 0 is
 /// collected: each kernel gives the instances of those its agent has.
@@ -134,6 +131,16 @@ fn run_with(
 }
 
 /// Rows per kind, over all processes.
+/// A run of `/bin/sleep` on the simulated device with `pipeline_extra` and `env` that
+/// succeeds without `kind` records and says why; its rows.
+fn without(kind: &str, pipeline_extra: &str, env: &[(&str, &Path)], says: &str) -> Rows {
+    let (output, rows, _dir) = run_with(pipeline_extra, "sim", &["/bin/sleep", "0.1"], env);
+    assert_success(&output);
+    assert_says(&output.stderr, says);
+    assert!(!rows.contains_key(kind), "{:?}", totals(&rows));
+    rows
+}
+
 fn totals(rows: &Rows) -> BTreeMap<String, u64> {
     rows.iter()
         .map(|(k, p)| (k.clone(), p.values().map(|r| r.len() as u64).sum()))
@@ -355,13 +362,12 @@ fn counter_values_keep_their_kernel_when_dispatches_complete_together() {
 #[test]
 fn counters_for_gpus_the_node_lacks_say_so() {
     let extra = "[context.counters]\ncollect = [\"SQ_WAVES\"]\nagents = [\"gfx11*\"]\n";
-    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
-    assert_success(&output);
-    assert_says(
-        &output.stderr,
+    let rows = without(
+        "counter_sample",
+        extra,
+        &[],
         "rocflow: context `trace`: no GPU of this node (gfx942, gfx90a) is among its counters' agents; no counters are collected",
     );
-    assert!(!rows.contains_key("counter_sample"));
     assert_eq!(
         totals(&rows)["kernel_dispatch"],
         600,
@@ -428,25 +434,23 @@ fn pc_sampling_stays_off_when_the_user_turns_amds_beta_off() {
     // A site that forbids the beta (AMD warns that it can hang the machine) keeps it off.
     let extra = r#"pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }"#;
     let off = (rocflow::sdk::PC_SAMPLING_BETA, Path::new("off"));
-    let (output, rows, _dir) = run_with(extra, "sim", &["/bin/sleep", "0.1"], &[off]);
-    assert_success(&output);
-    assert_says(
-        &output.stderr,
+    without(
+        "pc_sample",
+        extra,
+        &[off],
         "PC sampling on gfx942 is a beta of rocprofiler-sdk, off with ROCPROFILER_PC_SAMPLING_BETA_ENABLED=off (`rocflow run` turns it on unless it is set)",
     );
-    assert!(!rows.contains_key("pc_sample"));
 }
 
 #[test]
 fn an_unsupported_pc_sampling_configuration_is_explained() {
     let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
-    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
-    assert_success(&output);
-    assert_says(
-        &output.stderr,
+    without(
+        "pc_sample",
+        extra,
+        &[],
         "PC sampling Stochastic in Cycles is not supported on gfx942 (agent 0)",
     );
-    assert!(!rows.contains_key("pc_sample"));
 }
 
 #[test]
@@ -554,12 +558,13 @@ fn an_sdk_older_than_the_tool_supports_is_a_user_error_naming_both_versions() {
     std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", "")).unwrap();
     let env = [("ROCM_PATH", rocm.path())];
     let output = run_on("rocm", "p.toml", &["/bin/true"], dir.path(), &env);
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("rocprofiler-sdk 0.6.0 at")
-            && stderr.contains("is older than rocflow supports (1.0.0 or later)"),
-        "{stderr}"
+    assert_fails(
+        &output,
+        2,
+        &[
+            "rocprofiler-sdk 0.6.0 at",
+            "is older than rocflow supports (1.0.0 or later)",
+        ],
     );
     assert!(!dir.path().join("out").exists(), "nothing started");
 }
@@ -614,11 +619,10 @@ fn a_wrong_scenario_is_a_user_error_before_anything_starts() {
     std::fs::write(dir.path().join("bad.toml"), scenario).unwrap();
     std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", "")).unwrap();
     let output = run_on("sim:bad.toml", "p.toml", &["/bin/true"], dir.path(), &[]);
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
-    let stderr = text(&output.stderr);
-    assert_says(
-        &output.stderr,
-        "`hipLaunchKernal` is not a function of hip_runtime_api",
+    let stderr = assert_fails(
+        &output,
+        2,
+        &["`hipLaunchKernal` is not a function of hip_runtime_api"],
     );
     assert!(
         stderr.contains(&format!("line {line},")),

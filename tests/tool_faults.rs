@@ -145,20 +145,11 @@ fn a_panic_in_the_signal_handler_leaves_the_application_its_own_death() {
 /// would unprofiled.
 #[test]
 fn with_amds_sdk_a_panicking_callback_leaves_the_program_its_exit_code() {
-    use support::kit::{Kit, Node};
-    let kit = Kit::get();
-    let build = tempfile::tempdir().unwrap();
-    let app = support::roctx_markers(kit, build.path());
-    let pipeline = build.path().join("markers.toml");
-    std::fs::write(&pipeline, support::MARKERS).unwrap();
+    let kit = support::kit::Kit::get();
+    let markers = support::RoctxMarkers::build(kit);
     // A message callback mid-program, and the one delivery, at finalize.
     for (fault, callback) in [("on_marker@3", "on_marker"), ("on_buffer", "on_buffer")] {
-        let run = kit.run(
-            Node::NoGpu,
-            pipeline.to_str().unwrap(),
-            &[app.as_os_str()],
-            &[("ROCFLOW_TOOL_PANIC", fault)],
-        );
+        let run = markers.run(kit, &[("ROCFLOW_TOOL_PANIC", fault)]);
         assert_eq!(run.output.status.code(), Some(0), "{}", run.printed());
         assert_one_report(&run.stderr(), callback);
         assert_eq!(run.inspect()["complete"], true, "{}", run.printed());

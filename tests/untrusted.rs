@@ -12,17 +12,10 @@ use rocflow::spool::SpoolReader;
 use rocflow::wire::{self, Frame, Payload};
 use support::{assert_success, csv, rocflow, rocflow_command, text};
 
-const TRACE: &str = r#"
-[pipeline]
-name = "untrusted"
-[[context]]
-name = "t"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out/tables"
-"#;
+const TRACE: &str = concat!(
+    support::traced_pipeline!("untrusted", "t"),
+    support::sink!("tables", "csv", "out/tables"),
+);
 
 /// `run.rfraw` in `dir`, generated with `pipeline` recorded in it.
 fn generate(dir: &Path, pipeline: &str) {

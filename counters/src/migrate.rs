@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, Error, Source};
 use crate::schema::{self, Schema, legacy, standard};
-use crate::yaml::{Comment, Document, Node, Scalar, Value, emit::emit};
+use crate::yaml::{Comment, Document, Node, Value, emit::emit};
 
 /// What migrating a file gives.
 #[derive(Debug)]
@@ -102,10 +102,10 @@ fn standardize(doc: &Document) -> (Node, Vec<String>) {
         .root
         .get(legacy::VERSION_KEY)
         .cloned()
-        .unwrap_or_else(|| plain("1"));
-    let mut root = mapping(vec![(
+        .unwrap_or_else(|| Node::plain("1"));
+    let mut root = Node::mapping(vec![(
         standard::ROOT_KEY,
-        mapping(vec![
+        Node::mapping(vec![
             (standard::VERSION_KEY, version),
             (standard::COUNTERS_KEY, Node::new(Value::Sequence(counters))),
         ]),
@@ -126,12 +126,15 @@ fn counter(key: &Node, value: &Node) -> Node {
             let mut archs: Vec<&str> = group.key().split('/').collect();
             archs.sort_unstable();
             let archs = archs.into_iter().map(Node::string).collect();
-            let mut entries = vec![(plain("architectures"), Node::new(Value::Sequence(archs)))];
+            let mut entries = vec![(
+                Node::plain("architectures"),
+                Node::new(Value::Sequence(archs)),
+            )];
             entries.extend(definition.as_mapping().expect("validated").iter().cloned());
             Node::new(Value::Mapping(entries))
         })
         .collect();
-    mapping(vec![
+    Node::mapping(vec![
         ("name", Node::new(key.value.clone())),
         ("description", description),
         ("properties", Node::new(Value::Sequence(Vec::new()))),
@@ -153,17 +156,4 @@ fn attach_comments(comments: &[Comment], entries: &[(Node, Node)]) -> Vec<Vec<St
         attached[owner].push(comment.text.clone());
     }
     attached
-}
-
-fn plain(text: &str) -> Node {
-    Node::new(Value::Scalar(Scalar {
-        text: text.to_owned(),
-        plain: true,
-    }))
-}
-
-fn mapping(entries: Vec<(&str, Node)>) -> Node {
-    Node::new(Value::Mapping(
-        entries.into_iter().map(|(k, v)| (plain(k), v)).collect(),
-    ))
 }

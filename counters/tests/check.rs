@@ -1,7 +1,7 @@
 //! Resolution of derived counters to hardware counters, and `check`'s findings.
 
 use rocflow_counters::expr::{self, Dimension, Tensor};
-use rocflow_counters::{Definitions, ResolveError, check};
+use rocflow_counters::{Definitions, Requirements, ResolveError, check};
 use support::counters::{LEGACY, STANDARD, shared, short, source};
 
 const DEFS: &str = "schema-version: 1
@@ -37,13 +37,14 @@ fn defs(text: &str) -> Definitions {
     Definitions::parse(&source(text)).unwrap()
 }
 
+/// What `counter` needs on `arch`, by [`DEFS`].
+fn requirements(arch: &str, counter: &str) -> Result<Requirements, ResolveError> {
+    defs(DEFS).resolver(arch).requirements(counter)
+}
+
 #[test]
 fn derived_counters_resolve_to_hardware_counters_and_agent_properties() {
-    let defs = defs(DEFS);
-    let needs = defs
-        .resolver("gfx942")
-        .requirements("HITS_PER_WAVE")
-        .unwrap();
+    let needs = requirements("gfx942", "HITS_PER_WAVE").unwrap();
     assert_eq!(
         needs.hardware.iter().collect::<Vec<_>>(),
         ["SQ_WAVES", "TCC_HIT"]
@@ -52,25 +53,18 @@ fn derived_counters_resolve_to_hardware_counters_and_agent_properties() {
         needs.agent_properties.iter().collect::<Vec<_>>(),
         ["simd_count", "simd_per_cu"]
     );
-    let needs = defs.resolver("gfx942").requirements("SQ_WAVES").unwrap();
+    let needs = requirements("gfx942", "SQ_WAVES").unwrap();
     assert_eq!(needs.hardware.iter().collect::<Vec<_>>(), ["SQ_WAVES"]);
 }
 
 #[test]
 fn a_missing_counter_says_which_chain_needed_it() {
-    let defs = defs(DEFS);
-    let err = defs
-        .resolver("gfx90a")
-        .requirements("HITS_PER_WAVE")
-        .unwrap_err();
+    let err = requirements("gfx90a", "HITS_PER_WAVE").unwrap_err();
     assert_eq!(
         err.to_string(),
         "`TCC_HIT` is not defined for gfx90a (needed by HITS_PER_WAVE)"
     );
-    let err = defs
-        .resolver("gfx1100")
-        .requirements("WAVES_PER_CU")
-        .unwrap_err();
+    let err = requirements("gfx1100", "WAVES_PER_CU").unwrap_err();
     assert_eq!(err.to_string(), "`WAVES_PER_CU` is not defined for gfx1100");
 }
 

@@ -8,19 +8,16 @@ mod support;
 
 use std::path::Path;
 
-use support::{Peaks, best, replay_in_child, write_spool};
+use support::best;
 
-/// Every kind the sink writes, straight into OTF2.
-const SINK: &str = r#"
-[[sink]]
-name = "trace"
-kind = "otf2"
-path = "OUT"
-"#;
-
-/// Replays a spool into an archive at `out`; returns the records the sink took.
+/// Replays a spool into an archive at `out`, every kind the sink writes; returns the
+/// records the sink took.
 fn replay(spool: &Path, out: &Path) -> u64 {
-    let text = support::pipeline(&support::COUNTERS[..1], false, SINK);
+    let text = support::pipeline(
+        &support::COUNTERS[..1],
+        false,
+        &support::sink("otf2", "OUT"),
+    );
     support::replay_to(&text, spool, out).sinks[0].records
 }
 
@@ -61,14 +58,12 @@ fn main() {
 
     // Events wait in a small block per location while the run goes on; OTF2 writes one
     // location at a time at the end, so its 4 MiB file buffer exists once, not per location.
-    let small = dir.path().join("1m.rfraw");
-    let large = dir.path().join("20m.rfraw");
-    write_spool(&small, 1_000_000, 2);
-    write_spool(&large, 20_000_000, 2);
-    let mut peaks = Peaks::new("into OTF2");
-    for (label, path) in [("1M", &small), ("10M", &spool), ("20M", &large)] {
-        let out = dir.path().join(format!("trace-{label}"));
-        let rss = replay_in_child(path, &out);
-        peaks.print(label, rss, &format!(" ({} locations)", locations(&out)));
-    }
+    support::print_peaks(
+        "into OTF2",
+        dir.path(),
+        2,
+        &[1_000_000, 10_000_000, 20_000_000],
+        |label| dir.path().join(format!("trace-{label}")),
+        |out| format!(" ({} locations)", locations(out)),
+    );
 }

@@ -8,22 +8,15 @@ mod support;
 
 use std::path::Path;
 
-use support::{Peaks, best, replay_in_child, write_spool};
-
-/// The sink every record goes to: one Parquet dataset with the default options.
-const SINK: &str = r#"
-[[sink]]
-name = "tables"
-kind = "parquet"
-path = "OUT"
-"#;
+use support::best;
 
 const RECORDS: u64 = 10_000_000;
 const PROCESSES: u16 = 3;
 
-/// Replays a spool into a dataset at `out`; returns the records the sink took.
+/// Replays a spool into a dataset at `out`, every record in one Parquet dataset with the
+/// default options; returns the records the sink took.
 fn replay(spool: &Path, out: &Path) -> u64 {
-    let text = support::pipeline(support::COUNTERS, true, SINK);
+    let text = support::pipeline(support::COUNTERS, true, &support::sink("parquet", "OUT"));
     support::replay_to(&text, spool, out).sinks[0].records
 }
 
@@ -72,13 +65,12 @@ fn main() {
 
     // Memory is bounded by the folders being written, each holding at most one row group's
     // encoded columns, and by the windows queued between the stages.
-    let small = dir.path().join("1m.rfraw");
-    let large = dir.path().join("20m.rfraw");
-    write_spool(&small, RECORDS / 10, PROCESSES);
-    write_spool(&large, RECORDS * 2, PROCESSES);
-    let mut peaks = Peaks::new("into Parquet");
-    for (label, path) in [("1M", &small), ("10M", &spool), ("20M", &large)] {
-        let rss = replay_in_child(path, &dir.path().join(format!("dataset-{label}")));
-        peaks.print(label, rss, "");
-    }
+    support::print_peaks(
+        "into Parquet",
+        dir.path(),
+        PROCESSES,
+        &[RECORDS / 10, RECORDS, RECORDS * 2],
+        |label| dir.path().join(format!("dataset-{label}")),
+        |_| String::new(),
+    );
 }

@@ -7,19 +7,16 @@ mod support;
 
 use std::path::Path;
 
-use support::{Peaks, best, replay_in_child, write_spool};
+use support::best;
 
-/// Every kind the sink shows from a generated run, with annotations and flows.
-const SINK: &str = r#"
-[[sink]]
-name = "trace"
-kind = "perfetto"
-path = "OUT"
-"#;
-
-/// Replays a spool into a trace at `out`; returns the records the sink took.
+/// Replays a spool into a trace at `out`, every kind the sink shows from a generated run
+/// with annotations and flows; returns the records the sink took.
 fn replay(spool: &Path, out: &Path) -> u64 {
-    let text = support::pipeline(&support::COUNTERS[..1], false, SINK);
+    let text = support::pipeline(
+        &support::COUNTERS[..1],
+        false,
+        &support::sink("perfetto", "OUT"),
+    );
     support::replay_to(&text, spool, out).sinks[0].records
 }
 
@@ -47,14 +44,15 @@ fn main() {
 
     // Memory is bounded by the tracks, not the records: each timeline holds back at most
     // its reorder buffer, and a window's packets are written before the next is taken.
-    let small = dir.path().join("1m.rfraw");
-    let large = dir.path().join("20m.rfraw");
-    write_spool(&small, 1_000_000, 2);
-    write_spool(&large, 20_000_000, 2);
-    let mut peaks = Peaks::new("into Perfetto");
-    for (label, path) in [("1M", &small), ("10M", &spool), ("20M", &large)] {
-        let out = dir.path().join(format!("trace-{label}.pftrace"));
-        peaks.print(label, replay_in_child(path, &out), "");
-        std::fs::remove_file(&out).unwrap();
-    }
+    support::print_peaks(
+        "into Perfetto",
+        dir.path(),
+        2,
+        &[1_000_000, 10_000_000, 20_000_000],
+        |label| dir.path().join(format!("trace-{label}.pftrace")),
+        |out| {
+            std::fs::remove_file(out).unwrap();
+            String::new()
+        },
+    );
 }

@@ -11,12 +11,12 @@ mod support;
 use std::path::Path;
 use std::time::Instant;
 
-use support::{Peaks, Yardstick, best, replay_in_child, write_spool};
+use support::{Yardstick, best, write_spool};
 
-/// The transforms and sink of the replay measured for throughput and memory: a filter, a
-/// derived column and demangled kernel names, every record (of one counter, with PC
-/// samples) into CSV.
-const REST: &str = r#"
+/// The transforms of the replay measured for throughput and memory: a filter, a derived
+/// column and demangled kernel names; every record (of one counter, with PC samples) then
+/// goes into CSV.
+const TRANSFORMS: &str = r#"
 [[transform]]
 name = "names"
 kind = "kernel_name"
@@ -33,16 +33,13 @@ kind = "derive"
 records = ["memory_copy"]
 column = "bytes_per_ns"
 expression = "bytes / duration_ns"
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "OUT"
 "#;
 
 /// Replays a spool through the bench pipeline; returns the records decoded.
 fn replay(spool: &Path, out: &Path) -> u64 {
+    let rest = format!("{TRANSFORMS}{}", support::sink("csv", "OUT"));
     let report = support::replay_to(
-        &support::pipeline(&support::COUNTERS[..1], true, REST),
+        &support::pipeline(&support::COUNTERS[..1], true, &rest),
         spool,
         out,
     );
@@ -77,19 +74,12 @@ fn main() {
     yardstick.print_baselines();
     yardstick.print_run("filter+derive+demangle -> csv", pipeline, "");
 
-    let small = dir.path().join("2m.rfraw");
-    let large = dir.path().join("20m.rfraw");
-    write_spool(&small, 2_000_000, 2);
-    write_spool(&large, 20_000_000, 2);
-    let mut peaks = Peaks::new("into CSV");
-    peaks.print(
-        "2M",
-        replay_in_child(&small, &dir.path().join("csv-2m")),
-        "",
-    );
-    peaks.print(
-        "20M",
-        replay_in_child(&large, &dir.path().join("csv-20m")),
-        "",
+    support::print_peaks(
+        "into CSV",
+        dir.path(),
+        2,
+        &[2_000_000, 20_000_000],
+        |label| dir.path().join(format!("csv-{label}")),
+        |_| String::new(),
     );
 }

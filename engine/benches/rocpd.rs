@@ -12,25 +12,19 @@ mod support;
 
 use std::path::Path;
 
-use support::{Peaks, Run, best, replay_in_child, write_spool};
-
-/// The sink every record goes to: one rocpd sink.
-const SINK: &str = r#"
-[[sink]]
-name = "db"
-kind = "rocpd"
-path = "OUT/{hostname}-{pid}.db"
-options = { layout = "@layout@" }
-"#;
+use support::{Run, best};
 
 const RECORDS: u64 = 10_000_000;
 /// Three processes share the generator's launches evenly (its copies, markers, counters
 /// and PC samples come every 8th, 64th, 16th and 32nd launch).
 const PROCESSES: u16 = 3;
 
-/// Replays a spool into rocpd databases under `out`; returns the records written.
+/// Replays a spool into rocpd databases under `out`, every record into one rocpd sink of
+/// `layout`; returns the records written.
 fn replay(spool: &Path, out: &Path, layout: &str) -> u64 {
-    let text = support::pipeline(support::COUNTERS, true, SINK).replace("@layout@", layout);
+    let sink = support::sink("rocpd", "OUT/{hostname}-{pid}.db");
+    let rest = format!("{sink}options = {{ layout = \"{layout}\" }}\n");
+    let text = support::pipeline(support::COUNTERS, true, &rest);
     support::replay_to(&text, spool, out).sinks[0].records
 }
 
@@ -79,13 +73,12 @@ fn main() {
         );
     }
 
-    let small = dir.path().join("1m.rfraw");
-    write_spool(&small, RECORDS / 10, PROCESSES);
-    let mut peaks = Peaks::new("into rocpd (layout = per_process)");
-    peaks.print("1M", replay_in_child(&small, &dir.path().join("db-1m")), "");
-    peaks.print(
-        "10M",
-        replay_in_child(&spool, &dir.path().join("db-10m")),
-        "",
+    support::print_peaks(
+        "into rocpd (layout = per_process)",
+        dir.path(),
+        PROCESSES,
+        &[RECORDS / 10, RECORDS],
+        |label| dir.path().join(format!("db-{label}")),
+        |_| String::new(),
     );
 }

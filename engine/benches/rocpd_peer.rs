@@ -11,7 +11,7 @@
 //! requirements (`$ROCPD_PYTHON`). Not part of CI. Run with
 //! `cargo bench -p rocflow --bench rocpd_peer`.
 
-// Of the helpers the benchmarks share, this one needs only the generated spool.
+// The benchmarks' shared module; this one uses its pipeline text and generated spool.
 #[allow(dead_code)]
 mod support;
 
@@ -21,37 +21,12 @@ use std::time::{Duration, Instant};
 
 use support::write_spool;
 
-/// What the generator makes, collected by one context; `@sink@` is the one sink.
-const PIPELINE: &str = r#"
-[pipeline]
-name = "bench"
-[[context]]
-name = "all"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]
-pc_sampling.method = "host_trap"
-[[sink]]
-name = "out"
-@sink@
-"#;
-
-/// Each format: AMD's name for it, rocflow's sink writing it.
-const FORMATS: [(&str, &str); 3] = [
-    (
-        "csv",
-        r#"kind = "csv"
-path = "@out@/{hostname}-{pid}""#,
-    ),
-    (
-        "pftrace",
-        r#"kind = "perfetto"
-path = "@out@/{hostname}-{pid}.pftrace""#,
-    ),
-    (
-        "otf2",
-        r#"kind = "otf2"
-path = "@out@/trace""#,
-    ),
+/// Each format: AMD's name for it, the kind of rocflow's sink writing it and the path in
+/// `OUT` it writes.
+const FORMATS: [(&str, &str, &str); 3] = [
+    ("csv", "csv", "OUT/{hostname}-{pid}"),
+    ("pftrace", "perfetto", "OUT/{hostname}-{pid}.pftrace"),
+    ("otf2", "otf2", "OUT/trace"),
 ];
 
 /// Runs `command` to success; returns how long it took.
@@ -68,11 +43,11 @@ fn timed(command: &mut Command) -> Duration {
     wall
 }
 
-/// `rocflow replay INPUT PIPELINE` (a spool or a database) with `sink` as the pipeline's
-/// only sink.
+/// `rocflow replay INPUT PIPELINE` (a spool or a database) of what the generator makes,
+/// collected by one context, with `sink` (a `[[sink]]` table) as the pipeline's only sink.
 fn replay(input: &Path, dir: &Path, name: &str, sink: &str) -> Command {
     let pipeline = dir.join(format!("{name}.toml"));
-    std::fs::write(&pipeline, PIPELINE.replace("@sink@", sink)).unwrap();
+    std::fs::write(&pipeline, support::pipeline(support::COUNTERS, true, sink)).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_rocflow"));
     command.arg("replay").arg(input).arg(&pipeline);
     command
@@ -99,7 +74,7 @@ fn main() {
     let spool = dir.path().join("run.rfraw");
     write_spool(&spool, records, 1);
     let db_dir = dir.path().join("db");
-    let sink = format!("kind = \"rocpd\"\npath = \"{}/run.db\"", db_dir.display());
+    let sink = support::sink("rocpd", &format!("{}/run.db", db_dir.display()));
     let written = timed(&mut replay(&spool, dir.path(), "rocpd", &sink));
     let db = db_dir.join("run.db");
     let mib = std::fs::metadata(&db).unwrap().len() as f64 / (1 << 20) as f64;
@@ -116,8 +91,8 @@ fn main() {
     let chosen: Vec<&str> = chosen.split(',').filter(|f| !f.is_empty()).collect();
     let formats = FORMATS
         .iter()
-        .filter(|(f, _)| chosen.is_empty() || chosen.contains(f));
-    for &(format, sink) in formats {
+        .filter(|(f, ..)| chosen.is_empty() || chosen.contains(f));
+    for &(format, kind, path) in formats {
         let amd_out = dir.path().join(format!("amd-{format}"));
         let mut convert = Command::new(&rocpd);
         convert
@@ -129,7 +104,7 @@ fn main() {
         let [spooled, read] = [&spool, &db].map(|input| {
             let out = dir.path().join(format!("rocflow-{format}"));
             let _ = std::fs::remove_dir_all(&out);
-            let sink = sink.replace("@out@", &out.display().to_string());
+            let sink = support::sink(kind, &path.replace("OUT", &out.display().to_string()));
             timed(&mut replay(input, dir.path(), format, &sink)).as_secs_f64()
         });
         let amd = amd.as_secs_f64();

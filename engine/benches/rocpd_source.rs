@@ -16,22 +16,6 @@ use rocflow::source::{Rocpd, Source};
 use rocflow::wire::Payload;
 use support::{COUNTERS, best, peak_rss_kb, write_spool};
 
-/// The sink of the databases read: one rocpd database per process.
-const TO_ROCPD: &str = r#"
-[[sink]]
-name = "db"
-kind = "rocpd"
-path = "OUT/{pid}.db"
-"#;
-
-/// The sink of the databases' records in the conversion measured.
-const TO_PARQUET: &str = r#"
-[[sink]]
-name = "tables"
-kind = "parquet"
-path = "OUT"
-"#;
-
 const CHILD: &str = "ROCPD_SOURCE_CHILD";
 
 fn env(name: &str, default: u64) -> u64 {
@@ -48,7 +32,9 @@ fn databases(dir: &Path, records: u64, processes: u16) -> Vec<PathBuf> {
     let spool = dir.join("run.rfraw");
     write_spool(&spool, records, processes);
     let out = dir.join("db");
-    support::replay_to(&support::pipeline(COUNTERS, true, TO_ROCPD), &spool, &out);
+    // One database per process.
+    let to_rocpd = support::sink("rocpd", "OUT/{pid}.db");
+    support::replay_to(&support::pipeline(COUNTERS, true, &to_rocpd), &spool, &out);
     std::fs::remove_file(&spool).unwrap();
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&out)
         .unwrap()
@@ -73,8 +59,8 @@ fn read(paths: &[PathBuf]) -> u64 {
 
 /// The databases through a Parquet sink; returns the records written.
 fn to_parquet(paths: &[PathBuf], out: &Path) -> u64 {
-    let text =
-        support::pipeline(COUNTERS, true, TO_PARQUET).replace("OUT", &out.display().to_string());
+    let to_parquet = support::sink("parquet", &out.display().to_string());
+    let text = support::pipeline(COUNTERS, true, &to_parquet);
     let plan = support::plan(&text);
     let mut source = Rocpd::open(paths).unwrap();
     let report = rocflow::stage::run(&plan, &mut source, &rocflow::sink::open).unwrap();

@@ -114,14 +114,11 @@ pub fn generate(
         .collect();
     for p in &processes {
         let mut meta = vec![Meta::Process(Process {
-            pid: p.pid,
-            ppid: 1,
-            hostname: "gen-node".into(),
             command: vec!["./app".into(), "--steps".into(), "100".into()],
-            start_ns: p.clock,
             rank: Some(u32::from(p.stream)),
             // The generated clock reads as a Unix time (November 2023).
             start_unix_ns: Some(p.clock),
+            ..process(p.pid, p.clock)
         })];
         if p.stream == 0
             && let Some(plan) = &options.plan
@@ -396,6 +393,20 @@ fn counter_samples(
         }
     }
     samples
+}
+
+/// Process `pid` of `./app` on `gen-node`, started at `start_ns`, as the generated runs'
+/// processes and the records written by hand in the tests are.
+pub fn process(pid: u32, start_ns: u64) -> Process {
+    Process {
+        pid,
+        ppid: 1,
+        hostname: "gen-node".into(),
+        command: vec!["./app".into()],
+        start_ns,
+        rank: None,
+        start_unix_ns: None,
+    }
 }
 
 /// An MI300X-like GPU (gfx942, 8 XCCs of 38 CUs) as agent `index`, with the handle and

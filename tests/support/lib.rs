@@ -5,6 +5,7 @@
 
 pub mod counters;
 pub mod kit;
+pub mod names;
 pub mod peer;
 pub mod rocprofv3_db;
 
@@ -205,15 +206,55 @@ pub fn generate(dir: &Path, name: &str, pipeline: &str, args: &[&str]) {
 macro_rules! generated_pipeline {
     ($pipeline:literal, $context:literal) => {
         concat!(
+            $crate::traced_pipeline!(
+                $pipeline,
+                $context,
+                r#"["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]"#
+            ),
+            r#"counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]"#,
+            "\n",
+        )
+    };
+}
+
+/// The head of a pipeline named `$pipeline` with one context, `$context`, tracing
+/// `$tracing` (a TOML list; by default kernels, HIP calls and copies). A macro, as
+/// [`generated_pipeline!`] is.
+#[macro_export]
+macro_rules! traced_pipeline {
+    ($pipeline:literal, $context:literal) => {
+        $crate::traced_pipeline!(
+            $pipeline,
+            $context,
+            r#"["kernel_dispatch", "hip_runtime_api", "memory_copy"]"#
+        )
+    };
+    ($pipeline:literal, $context:literal, $tracing:literal) => {
+        concat!(
             "\n[pipeline]\nname = \"",
             $pipeline,
             "\"\n[[context]]\nname = \"",
             $context,
+            "\"\ntracing = ",
+            $tracing,
+            "\n",
+        )
+    };
+}
+
+/// A `[[sink]]` table named `$name`, of `$kind`, writing to `$path`. A macro, as
+/// [`generated_pipeline!`] is.
+#[macro_export]
+macro_rules! sink {
+    ($name:literal, $kind:literal, $path:literal) => {
+        concat!(
+            "[[sink]]\nname = \"",
+            $name,
+            "\"\nkind = \"",
+            $kind,
+            "\"\npath = \"",
+            $path,
             "\"\n",
-            r#"tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]"#,
-            "\n",
-            r#"counters.collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"]"#,
-            "\n",
         )
     };
 }
@@ -248,6 +289,27 @@ pub fn assert_success(output: &Output) {
         text(&output.stdout),
         text(&output.stderr)
     );
+}
+
+/// Fails unless the command exited with `code` and its stderr says each of `needles`;
+/// returns the stderr, for what else a test checks in it.
+pub fn assert_fails(output: &Output, code: i32, needles: &[&str]) -> String {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "stderr:\n{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "no {needle:?} in:\n{stderr}");
+    }
+    stderr
+}
+
+/// The `names` columns of each row (as [`csv`] reads them), in that order.
+pub fn columns<'a, const N: usize>(
+    rows: &'a [BTreeMap<String, String>],
+    names: [&str; N],
+) -> Vec<[&'a str; N]> {
+    rows.iter()
+        .map(|row| names.map(|name| row[name].as_str()))
+        .collect()
 }
 
 /// The rows of a CSV file, by column name.
@@ -448,8 +510,31 @@ fn parquet_strings(path: &Path, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// `tests/apps/roctx_markers.c`, a program that only uses ROCTx, built against a kit's
+/// ROCTx, with [`MARKERS`] beside it to profile it into every output.
+pub struct RoctxMarkers {
+    build: tempfile::TempDir,
+    app: PathBuf,
+}
+
+impl RoctxMarkers {
+    pub fn build(kit: &kit::Kit) -> RoctxMarkers {
+        let build = tempfile::tempdir().unwrap();
+        std::fs::write(build.path().join("markers.toml"), MARKERS).unwrap();
+        let app = roctx_markers(kit, build.path());
+        RoctxMarkers { build, app }
+    }
+
+    /// `rocflow run` of [`MARKERS`] and the program on a node without a GPU, `env` set.
+    pub fn run(&self, kit: &kit::Kit, env: &[(&str, &str)]) -> kit::Run {
+        let pipeline = self.build.path().join("markers.toml");
+        let pipeline = pipeline.to_str().unwrap();
+        kit.run(kit::Node::NoGpu, pipeline, &[self.app.as_os_str()], env)
+    }
+}
+
 /// Builds `tests/apps/roctx_markers.c` into `dir` against the kit's ROCTx; the program.
-pub fn roctx_markers(kit: &kit::Kit, dir: &Path) -> PathBuf {
+fn roctx_markers(kit: &kit::Kit, dir: &Path) -> PathBuf {
     let app = dir.join("roctx_markers");
     let source = repo().join("tests/apps/roctx_markers.c");
     let cc = Command::new("cc")

@@ -217,30 +217,17 @@ fn looks_typed(text: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn plain(text: &str) -> Node {
-        Node::new(Value::Scalar(Scalar {
-            text: text.into(),
-            plain: true,
-        }))
-    }
-
-    fn map(entries: Vec<(&str, Node)>) -> Node {
-        Node::new(Value::Mapping(
-            entries.into_iter().map(|(k, v)| (plain(k), v)).collect(),
-        ))
-    }
-
     #[test]
     fn nested_block_style_with_indentless_sequences() {
-        let doc = map(vec![(
+        let doc = Node::mapping(vec![(
             "top",
-            map(vec![
+            Node::mapping(vec![
                 (
                     "list",
-                    Node::new(Value::Sequence(vec![plain("a"), plain("b")])),
+                    Node::new(Value::Sequence(vec![Node::plain("a"), Node::plain("b")])),
                 ),
                 ("empty", Node::new(Value::Sequence(vec![]))),
-                ("n", plain("25")),
+                ("n", Node::plain("25")),
             ]),
         )]);
         assert_eq!(
@@ -263,7 +250,7 @@ mod tests {
             ("line\nbreak", "\"line\\nbreak\""),
         ];
         for (text, written) in cases {
-            let doc = map(vec![("k", Node::string(text))]);
+            let doc = Node::mapping(vec![("k", Node::string(text))]);
             assert_eq!(emit(&doc, &[]), format!("k: {written}\n"), "{text:?}");
         }
     }
@@ -271,7 +258,7 @@ mod tests {
     #[test]
     fn long_strings_fold_at_the_first_space_past_the_width() {
         let words = vec!["word"; 40].join(" ");
-        let doc = map(vec![("description", Node::string(words.as_str()))]);
+        let doc = Node::mapping(vec![("description", Node::string(words.as_str()))]);
         let out = emit(&doc, &[]);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 2);
@@ -286,9 +273,9 @@ mod tests {
 
     #[test]
     fn comments_precede_their_node() {
-        let mut item = map(vec![("name", plain("A"))]);
+        let mut item = Node::mapping(vec![("name", Node::plain("A"))]);
         item.comments = vec![" Block A".into()];
-        let doc = map(vec![("counters", Node::new(Value::Sequence(vec![item])))]);
+        let doc = Node::mapping(vec![("counters", Node::new(Value::Sequence(vec![item])))]);
         assert_eq!(
             emit(&doc, &[" end".into()]),
             "counters:\n# Block A\n- name: A\n# end\n"

@@ -85,6 +85,24 @@ impl Node {
         }))
     }
 
+    /// A plain scalar: a reader types it by its text.
+    pub fn plain(text: impl Into<String>) -> Self {
+        Node::new(Value::Scalar(Scalar {
+            text: text.into(),
+            plain: true,
+        }))
+    }
+
+    /// A mapping of plain keys, in the order given.
+    pub fn mapping(entries: Vec<(&str, Node)>) -> Self {
+        Node::new(Value::Mapping(
+            entries
+                .into_iter()
+                .map(|(k, v)| (Node::plain(k), v))
+                .collect(),
+        ))
+    }
+
     pub fn as_scalar(&self) -> Option<&Scalar> {
         match &self.value {
             Value::Scalar(s) => Some(s),

@@ -33,6 +33,12 @@ counters.collect = {counters:?}
     )
 }
 
+/// A `[[sink]]` table of `kind` (named after it) writing to `path`; `OUT` in it is where
+/// [`replay_to`] writes.
+pub fn sink(kind: &str, path: &str) -> String {
+    format!("[[sink]]\nname = \"{kind}\"\nkind = \"{kind}\"\npath = \"{path}\"\n")
+}
+
 /// The counters the generator makes (the first alone for a lighter run).
 pub const COUNTERS: &[&str] = &["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"];
 
@@ -307,25 +313,35 @@ impl Yardstick {
     }
 }
 
-/// Peak memory of replays, each against the first one's.
-pub struct Peaks {
-    first: Option<(&'static str, f64)>,
-}
-
-impl Peaks {
-    pub fn new(title: &str) -> Peaks {
-        println!("peak RSS of a replay {title} (fresh process each)");
-        Peaks { first: None }
-    }
-
-    /// Prints a replay's peak in KiB; `note` adds what it depends on.
-    pub fn print(&mut self, label: &'static str, kib: u64, note: &str) {
-        let mib = kib as f64 / 1024.0;
-        let (base, first) = *self.first.get_or_insert((label, mib));
+/// Prints the peak memory of replays `title`, each in a fresh process of this benchmark
+/// and against the first one's, of generated runs of `sizes` records from `processes`
+/// processes, each into `out(label)`; `note(out)` adds what the replay wrote there. A
+/// run's spool already in `dir` (as [`start`] writes it) is replayed as it is.
+pub fn print_peaks(
+    title: &str,
+    dir: &Path,
+    processes: u16,
+    sizes: &[u64],
+    out: impl Fn(&str) -> PathBuf,
+    mut note: impl FnMut(&Path) -> String,
+) {
+    println!("peak RSS of a replay {title} (fresh process each)");
+    let mut first = None;
+    for &records in sizes {
+        let millions = records / 1_000_000;
+        let spool = dir.join(format!("{millions}m.rfraw"));
+        if !spool.exists() {
+            write_spool(&spool, records, processes);
+        }
+        let label = format!("{millions}M");
+        let out = out(&label);
+        let mib = replay_in_child(&spool, &out) as f64 / 1024.0;
+        let (base, first) = first.get_or_insert((label.clone(), mib)).clone();
         println!(
-            "  {:<32} {mib:>7.1} MiB  {:>6.2}x the {base} peak{note}",
+            "  {:<32} {mib:>7.1} MiB  {:>6.2}x the {base} peak{}",
             format!("{label} records"),
-            mib / first
+            mib / first,
+            note(&out)
         );
     }
 }

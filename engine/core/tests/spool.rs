@@ -72,36 +72,18 @@ fn frames() -> Vec<Frame> {
             kernarg_bytes: 32,
         }),
     ];
-    vec![
-        Frame {
-            stream: 0,
-            payload: Payload::Meta(meta),
-        },
-        Frame {
-            stream: 0,
-            payload: Payload::Records(Batch::KernelDispatch(dispatches)),
-        },
-        Frame {
-            stream: 1,
-            payload: Payload::Records(Batch::MemoryCopy(copies)),
-        },
-        Frame {
-            stream: 1,
-            payload: Payload::Args(args),
-        },
-        Frame {
-            stream: 1,
-            payload: Payload::Records(Batch::Api(api)),
-        },
-        Frame {
-            stream: 0,
-            payload: Payload::Records(Batch::Marker(markers)),
-        },
-        Frame {
-            stream: 0,
-            payload: Payload::Records(Batch::CounterSample(counters)),
-        },
+    [
+        (0, Payload::Meta(meta)),
+        (0, Payload::Records(Batch::KernelDispatch(dispatches))),
+        (1, Payload::Records(Batch::MemoryCopy(copies))),
+        (1, Payload::Args(args)),
+        (1, Payload::Records(Batch::Api(api))),
+        (0, Payload::Records(Batch::Marker(markers))),
+        (0, Payload::Records(Batch::CounterSample(counters))),
     ]
+    .into_iter()
+    .map(|(stream, payload)| Frame { stream, payload })
+    .collect()
 }
 
 fn encode(frames: &[Frame]) -> (Vec<u8>, Vec<u64>) {

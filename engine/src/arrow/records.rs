@@ -9,10 +9,10 @@
 
 use std::sync::Arc;
 
-use arrow_array::{
-    ArrayRef, Float64Array, Int32Array, TimestampNanosecondArray, UInt8Array, UInt16Array,
-    UInt32Array, UInt64Array,
+use arrow_array::types::{
+    Float64Type, Int32Type, TimestampNanosecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
+use arrow_array::{ArrayRef, ArrowPrimitiveType, PrimitiveArray};
 
 use arrow_array::RecordBatch;
 use arrow_array::builder::{ListBuilder, StringBuilder, StructBuilder, UInt8Builder};
@@ -151,30 +151,28 @@ impl Field<'_> {
         })
     }
 
+    /// The field's values as an array of `T`, each read from its bytes by `read`.
+    fn primitive<T: ArrowPrimitiveType, const N: usize>(
+        &self,
+        read: fn([u8; N]) -> T::Native,
+    ) -> ArrayRef {
+        Arc::new(PrimitiveArray::<T>::from_iter_values(
+            self.values().map(read),
+        ))
+    }
+
     /// The column of a field named `name` (fields named `*_ns` are times on the SDK's clock).
     fn column(&self, name: &str, storage: Storage, meta: &StreamMeta) -> ArrayRef {
         match storage {
-            Storage::U64 if name.ends_with("_ns") => Arc::new(
-                TimestampNanosecondArray::from_iter_values(self.values().map(i64::from_le_bytes)),
-            ),
-            Storage::U8 => Arc::new(UInt8Array::from_iter_values(
-                self.values().map(u8::from_le_bytes),
-            )),
-            Storage::U16 => Arc::new(UInt16Array::from_iter_values(
-                self.values().map(u16::from_le_bytes),
-            )),
-            Storage::U32 => Arc::new(UInt32Array::from_iter_values(
-                self.values().map(u32::from_le_bytes),
-            )),
-            Storage::U64 => Arc::new(UInt64Array::from_iter_values(
-                self.values().map(u64::from_le_bytes),
-            )),
-            Storage::I32 => Arc::new(Int32Array::from_iter_values(
-                self.values().map(i32::from_le_bytes),
-            )),
-            Storage::F64 => Arc::new(Float64Array::from_iter_values(
-                self.values().map(f64::from_le_bytes),
-            )),
+            Storage::U64 if name.ends_with("_ns") => {
+                self.primitive::<TimestampNanosecondType, 8>(i64::from_le_bytes)
+            }
+            Storage::U8 => self.primitive::<UInt8Type, 1>(u8::from_le_bytes),
+            Storage::U16 => self.primitive::<UInt16Type, 2>(u16::from_le_bytes),
+            Storage::U32 => self.primitive::<UInt32Type, 4>(u32::from_le_bytes),
+            Storage::U64 => self.primitive::<UInt64Type, 8>(u64::from_le_bytes),
+            Storage::I32 => self.primitive::<Int32Type, 4>(i32::from_le_bytes),
+            Storage::F64 => self.primitive::<Float64Type, 8>(f64::from_le_bytes),
             Storage::Sym => {
                 let mut strings = Dictionary::with_capacity(self.wire.len() / self.stride);
                 for sym in self.values().map(u32::from_le_bytes) {

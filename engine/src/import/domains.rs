@@ -32,23 +32,16 @@ pub fn domains(j: &Job) -> Vec<Domain> {
     if flag(&j.kokkos_trace) {
         fill(&mut [&mut marker]);
     }
-    if flag(&j.sys_trace) {
-        fill(&mut [
-            &mut hip,
-            &mut hsa,
-            &mut marker,
-            &mut kernel,
-            &mut memory_copy,
-            &mut memory_allocation,
-            &mut scratch_memory,
-            &mut rccl,
-            &mut rocdecode,
-            &mut rocjpeg,
-        ]);
+    let (sys, runtime) = (flag(&j.sys_trace), flag(&j.runtime_trace));
+    if sys {
+        fill(&mut [&mut hip, &mut hsa]);
     }
-    if flag(&j.runtime_trace) {
+    if runtime {
+        fill(&mut [&mut hip_runtime]);
+    }
+    // What both include besides their APIs.
+    if sys || runtime {
         fill(&mut [
-            &mut hip_runtime,
             &mut marker,
             &mut kernel,
             &mut memory_copy,

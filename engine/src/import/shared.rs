@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use toml::{Table, Value};
 
 use crate::pipeline::params::is_identifier;
+use crate::pipeline::value;
 
 /// One pipeline for every pass, and the runs that select each pass.
 #[derive(Debug)]
@@ -242,18 +243,10 @@ fn at_mut<'a>(table: &'a mut Table, path: &[Step]) -> Option<&'a mut Value> {
 
 /// `context[0].counters.collect`
 fn describe(path: &[Step]) -> String {
-    let mut out = String::new();
-    for step in path {
-        match step {
-            Step::Key(k) if out.is_empty() => out.push_str(k),
-            Step::Key(k) => {
-                out.push('.');
-                out.push_str(k);
-            }
-            Step::Index(i) => out.push_str(&format!("[{i}]")),
-        }
-    }
-    out
+    value::Step::dotted(path.iter().map(|step| match step {
+        Step::Key(k) => value::Step::Key(k),
+        Step::Index(i) => value::Step::Index(*i),
+    }))
 }
 
 /// `NAME=VALUE` as `rocflow run --set` reads it: a string as it is, anything else in TOML.

@@ -181,18 +181,7 @@ fn describe(steps: &[Step<'_>]) -> String {
     if steps.is_empty() {
         return "the pipeline".to_owned();
     }
-    let mut out = String::new();
-    for step in steps {
-        match step {
-            Step::Key(k) if out.is_empty() => out.push_str(k),
-            Step::Key(k) => {
-                out.push('.');
-                out.push_str(k);
-            }
-            Step::Index(i) => out.push_str(&format!("[{i}]")),
-        }
-    }
-    format!("`{out}`")
+    format!("`{}`", Step::dotted(steps.iter().copied()))
 }
 
 fn type_names(kind: &TypeKind) -> String {

@@ -45,6 +45,24 @@ pub enum Step<'a> {
     Index(usize),
 }
 
+impl Step<'_> {
+    /// A path into the tree the way the TOML reads: `context[1].buffer.size`.
+    pub fn dotted<'a>(steps: impl IntoIterator<Item = Step<'a>>) -> String {
+        let mut out = String::new();
+        for step in steps {
+            match step {
+                Step::Key(k) if out.is_empty() => out.push_str(k),
+                Step::Key(k) => {
+                    out.push('.');
+                    out.push_str(k);
+                }
+                Step::Index(i) => out.push_str(&format!("[{i}]")),
+            }
+        }
+        out
+    }
+}
+
 impl Node {
     /// Parses TOML text; a syntax error points at its place in the file.
     pub fn parse(file: &Arc<SourceFile>) -> Result<Node, Diagnostic> {

@@ -230,22 +230,19 @@ mod tests {
             values(&all.reduce(&samples(), &meta())),
             [(1, 0, 0, 16.0), (2, 0, 0, 5.0)]
         );
-        let xcc = |op| Reduce::new(Vec::new(), &dims(&["DIMENSION_XCC"]), op);
-        assert_eq!(
-            values(&xcc(ReduceOp::Sum).reduce(&samples(), &meta())),
-            [(1, 0, 0, 4.0), (1, 0, 1, 12.0), (2, 0, 0, 5.0)]
-        );
-        assert_eq!(
-            values(&xcc(ReduceOp::Avg).reduce(&samples(), &meta())),
-            [(1, 0, 0, 2.0), (1, 0, 1, 6.0), (2, 0, 0, 5.0)]
-        );
-        assert_eq!(
-            values(&xcc(ReduceOp::Min).reduce(&samples(), &meta())),
-            [(1, 0, 0, 1.0), (1, 0, 1, 2.0), (2, 0, 0, 5.0)]
-        );
-        assert_eq!(
-            values(&xcc(ReduceOp::Max).reduce(&samples(), &meta())),
-            [(1, 0, 0, 3.0), (1, 0, 1, 10.0), (2, 0, 0, 5.0)]
-        );
+        // Over XCCs, by each operation: the first dispatch's two XCCs, the second's one.
+        for (op, (first, second)) in [
+            (ReduceOp::Sum, (4.0, 12.0)),
+            (ReduceOp::Avg, (2.0, 6.0)),
+            (ReduceOp::Min, (1.0, 2.0)),
+            (ReduceOp::Max, (3.0, 10.0)),
+        ] {
+            let xcc = Reduce::new(Vec::new(), &dims(&["DIMENSION_XCC"]), op);
+            assert_eq!(
+                values(&xcc.reduce(&samples(), &meta())),
+                [(1, 0, 0, first), (1, 0, 1, second), (2, 0, 0, 5.0)],
+                "{op:?}"
+            );
+        }
     }
 }
