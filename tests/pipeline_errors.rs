@@ -351,7 +351,7 @@ fn derived_counter_defined_twice() {
 fn counters_in_two_contexts() {
     let e = rejects(
         "[[context]]\nname = \"a\"\ncounters.collect = [\"SQ_WAVES\"]\n[[context]]\nname = \"b\"\ncounters.collect = [\"SQ_INSTS_VALU\"]\n",
-        "dispatch counter collection is already configured in context `a`",
+        "context `b` collects counters, and context `a` collects counters: both need rocprofiler-sdk's dispatch counter collection service, which one context only may configure",
         6,
         1,
     );
@@ -364,21 +364,41 @@ fn counters_in_two_contexts() {
 
 #[test]
 fn serialization_next_to_counters_in_another_context() {
-    // rocprofiler-sdk serializes through dispatch counting: one context may have it.
+    // rocprofiler-sdk serializes through dispatch counting: one context may have it. The
+    // error says what each context does, and why they cannot both.
     let e = rejects(
         "[[context]]\nname = \"a\"\ncounters.collect = [\"SQ_WAVES\"]\n[[context]]\nname = \"b\"\nserialize = true\n",
-        "dispatch counter collection is already configured in context `a`",
+        "context `b` serializes kernel dispatches, and context `a` collects counters: both need rocprofiler-sdk's dispatch counter collection service",
         6,
         13,
     );
-    assert!(hint(&e).contains("in one context only"), "{}", hint(&e));
+    assert!(
+        hint(&e).contains("a context that collects counters serializes dispatches already"),
+        "{}",
+        hint(&e)
+    );
+    assert!(
+        e.notes
+            .iter()
+            .any(|n| n == "context `a` collects counters at p.toml:3:1"),
+        "{:?}",
+        e.notes
+    );
+    // The other way round: the error is at the counters, and says the same.
+    let e = rejects(
+        "[[context]]\nname = \"a\"\nserialize = true\n[[context]]\nname = \"b\"\ncounters.collect = [\"SQ_WAVES\"]\n",
+        "context `b` collects counters, and context `a` serializes kernel dispatches: both need rocprofiler-sdk's dispatch counter collection service",
+        6,
+        1,
+    );
+    assert!(hint(&e).contains("drop `serialize = true`"), "{}", hint(&e));
 }
 
 #[test]
 fn pc_sampling_in_two_contexts() {
     rejects(
         "[[context]]\nname = \"a\"\npc_sampling.method = \"host_trap\"\n[[context]]\nname = \"b\"\npc_sampling.method = \"host_trap\"\n",
-        "PC sampling is already configured in context `a`",
+        "context `b` samples PCs, and context `a` samples PCs: both need rocprofiler-sdk's PC sampling service",
         6,
         1,
     );
