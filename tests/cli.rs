@@ -472,6 +472,16 @@ fn init_of_an_unknown_template_suggests_one_and_writes_nothing() {
     );
     assert!(stderr.contains("did you mean `kernel-trace`?"), "{stderr}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // A name like no template's: a name on the command line is relative to no file.
+    let out = rocflow(&["init", "NONEXISTENT"], dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("hint: `rocflow templates list` shows the templates"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("relative to this file"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
 #[test]
