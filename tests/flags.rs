@@ -64,6 +64,16 @@ period = { delay = "1s", duration = "2s", interval = "1s", repeat = 2 }
     ];
     let with_flags = explained(&flags, dir.path());
     assert_eq!(with_flags, explained(&["same.toml"], dir.path()));
+    // One period (a repeat of 0 is one, as rocprofv3 counts): no pause, no repeat.
+    std::fs::write(
+        dir.path().join("once.toml"),
+        "[pipeline]\nextends = [\"kernel-trace\"]\n[[context]]\nname = \"kernels\"\nperiod = { delay = \"500ms\", duration = \"2s\" }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        explained(&["kernel-trace", "-P", "0.5:2:0"], dir.path()),
+        explained(&["once.toml"], dir.path())
+    );
     // The flags did change the plan, and say so among its sources.
     assert_ne!(with_flags, explained(&["kernel-trace"], dir.path()));
     assert!(with_flags.contains("dispatch counting"), "{with_flags}");

@@ -15,7 +15,7 @@ use crate::import::input::TimeUnit;
 use crate::import::{counter_names, kernels, period};
 
 use super::params::Override;
-use super::value::{Entry, Node, Value};
+use super::value::{Entry, Node, Step, Value};
 
 /// What a flag asks of the pipeline, in rocprofv3's terms.
 #[derive(Debug, Clone)]
@@ -77,6 +77,14 @@ struct Written<'a> {
 }
 
 impl Written<'_> {
+    /// The place of the flag's values (of the flag, for one without).
+    fn value(&self) -> Span {
+        let (Some(first), Some(last)) = (self.values.first(), self.values.last()) else {
+            return self.flag.clone();
+        };
+        Span::new(&first.file, first.range.start..last.range.end)
+    }
+
     /// The place of the flag with its values.
     fn whole(&self) -> Span {
         let end = self.values.last().unwrap_or(&self.flag).range.end;
@@ -154,22 +162,12 @@ impl Overlay {
                 Change::OutputDir(dir) => output_dir(doc, &flag, dir, overrides),
                 Change::Counters(names) => counters(doc, &flag, names),
                 Change::KernelInclude(regex) => {
-                    kernel_filter(doc, &flag, &["kernels", "include"], regex)
+                    kernel_filter(doc, &flag, Some("kernels"), "include", regex)
                 }
                 Change::KernelExclude(regex) => {
-                    kernel_filter(doc, &flag, &["kernels", "exclude"], regex)
+                    kernel_filter(doc, &flag, Some("kernels"), "exclude", regex)
                 }
-                Change::KernelIterations(ranges) => match kernels::iteration_ranges(ranges) {
-                    Ok(ranges) => kernel_filter(doc, &flag, &["iterations"], &ranges),
-                    Err(message) => Err(vec![
-                        Diagnostic::error(
-                            message
-                                .replace("`kernel_iteration_range`", "`--kernel-iteration-range`"),
-                        )
-                        .at(Some(flag.whole()))
-                        .hint("write ranges and iterations like \"[1-10],[20]\""),
-                    ]),
-                },
+                Change::KernelIterations(ranges) => iterations(doc, &flag, ranges),
                 Change::CollectionPeriod(periods, unit) => {
                     collection_period(doc, &flag, periods, *unit)
                 }
@@ -179,48 +177,83 @@ impl Overlay {
                 errors.extend(e);
             }
         }
-        if errors.is_empty() {
-            Ok(notices)
-        } else {
-            Err(errors)
+        match errors.is_empty() {
+            true => Ok(notices),
+            false => Err(errors),
         }
     }
 }
 
 type Applied = Result<(), Vec<Diagnostic>>;
 
-/// The table at `key` of the document's root, created when missing.
-fn root_table<'a>(doc: &'a mut Node, key: &str, span: &Span) -> Option<&'a mut Node> {
-    let root = doc.as_table_mut()?;
-    let entry = root.entry(key.to_owned()).or_insert_with(|| Entry {
-        key: span.clone(),
-        node: Node {
+fn all_of(errors: Vec<Diagnostic>) -> Applied {
+    match errors.is_empty() {
+        true => Ok(()),
+        false => Err(errors),
+    }
+}
+
+/// The `[[context]]` (or `[[post]]`) entries of the document.
+fn entries_mut<'a>(doc: &'a mut Node, key: &str) -> Option<&'a mut Vec<Node>> {
+    let entry = doc.as_table_mut()?.get_mut(key)?;
+    match &mut entry.node.value {
+        Value::Array(items) => Some(items),
+        _ => None,
+    }
+}
+
+/// Adds an entry to the document's `[[context]]` (or `[[post]]`) entries.
+fn push_entry(doc: &mut Node, key: &str, entry: Node) {
+    if entries_mut(doc, key).is_none()
+        && let Some(root) = doc.as_table_mut()
+    {
+        let items = Node {
             value: Value::Array(Vec::new()),
-            span: span.clone(),
-        },
-    });
-    Some(&mut entry.node)
-}
-
-/// The `[[context]]` entries (or `[[post]]`), each with its name.
-fn entries<'a>(doc: &'a Node, key: &str) -> impl Iterator<Item = (&'a Node, &'a str)> {
-    let items = doc.get(key).and_then(Node::as_array).unwrap_or_default();
-    items
-        .iter()
-        .map(|item| (item, item.get("name").and_then(Node::as_str).unwrap_or("?")))
-}
-
-/// Inserts `key = value` into a table node.
-fn insert(table: &mut Node, key: &str, value: Node) {
-    if let Some(table) = table.as_table_mut() {
-        let key_span = value.span.clone();
-        table.insert(
+            span: entry.span.clone(),
+        };
+        let key_span = entry.span.clone();
+        root.insert(
             key.to_owned(),
             Entry {
                 key: key_span,
-                node: value,
+                node: items,
             },
         );
+    }
+    if let Some(items) = entries_mut(doc, key) {
+        items.push(entry);
+    }
+}
+
+fn name_of(entry: &Node) -> &str {
+    entry.get("name").and_then(Node::as_str).unwrap_or("?")
+}
+
+/// Inserts `key = value` into a table node, unless it has one, and gives the key's value;
+/// nothing for a node that is no table (the schema reports it).
+fn insert<'a>(table: &'a mut Node, key: &str, value: Node) -> Option<&'a mut Node> {
+    let key_span = value.span.clone();
+    let entry = table
+        .as_table_mut()?
+        .entry(key.to_owned())
+        .or_insert(Entry {
+            key: key_span,
+            node: value,
+        });
+    Some(&mut entry.node)
+}
+
+/// The parameter a value is taken from, when it is exactly `"{name}"`: how a template
+/// lets its users change it.
+fn parameter(value: &Node) -> Option<&str> {
+    value.as_str()?.strip_prefix('{')?.strip_suffix('}')
+}
+
+/// The hint for a flag that would replace `existing`.
+fn replace_hint(flag: &Written<'_>, existing: &Node, what: &str) -> String {
+    match parameter(existing) {
+        Some(param) => format!("the pipeline takes {what} from a parameter: --set {param}=…"),
+        None => format!("drop `{}`, or the pipeline's setting", flag.name),
     }
 }
 
@@ -237,8 +270,7 @@ fn output_dir(doc: &mut Node, flag: &Written<'_>, dir: &str, overrides: &[Overri
         ]);
     }
     let file = doc.span.file.name().to_owned();
-    let param = doc
-        .as_table_mut()
+    let param = (doc.as_table_mut())
         .and_then(|root| root.get_mut("params"))
         .and_then(|params| params.node.as_table_mut())
         .and_then(|params| params.get_mut("output_dir"));
@@ -252,7 +284,7 @@ fn output_dir(doc: &mut Node, flag: &Written<'_>, dir: &str, overrides: &[Overri
             .hint("declare `output_dir` under [params] and write the output paths as \"{output_dir}/…\" (as the shipped templates do), or extend `base`"),
         ]);
     };
-    param.node = Node::from_json(&dir.into(), &flag.values[0]);
+    param.node = Node::from_json(&dir.into(), &flag.value());
     Ok(())
 }
 
@@ -260,43 +292,36 @@ fn output_dir(doc: &mut Node, flag: &Written<'_>, dir: &str, overrides: &[Overri
 /// dispatches for one context only, so a pipeline that counts already conflicts.
 fn counters(doc: &mut Node, flag: &Written<'_>, written: &[String]) -> Applied {
     const NAME: &str = "pmc";
+    let contexts = entries_mut(doc, "context").map_or(&[][..], |c| &c[..]);
     let mut errors = Vec::new();
-    for (context, name) in entries(doc, "context") {
-        let uses = [
-            ("counters", "collects counters"),
-            ("serialize", "serializes dispatches"),
-        ];
-        let counting = uses.iter().find(|(key, _)| match context.get(key) {
-            Some(Node {
-                value: Value::Boolean(on),
-                ..
-            }) => *on,
-            found => found.is_some(),
-        });
-        if let Some((key, what)) = counting {
-            errors.push(
-                flag.conflict(
-                    format!(
-                        "`{}` adds a context that collects counters, and context `{name}` {what}",
-                        flag.name
-                    ),
-                    context.get(key).expect("found"),
-                )
-                .hint(format!(
-                    "rocprofiler-sdk counts dispatches for one context per process: add the counters to context `{name}` instead of `{}`",
-                    flag.name
-                )),
+    for context in contexts {
+        let name = name_of(context);
+        let counts = context.get("counters").map(|c| (c, "collects counters"));
+        let serializes = (context.get("serialize"))
+            .filter(|s| matches!(s.value, Value::Boolean(true)))
+            .map(|s| (s, "serializes dispatches"));
+        if let Some((existing, what)) = counts.or(serializes) {
+            let message = format!(
+                "`{}` adds a context that collects counters, and context `{name}` {what}",
+                flag.name
             );
+            let collect = existing.get("collect").and_then(parameter);
+            let hint = match collect {
+                Some(param) => format!("collect them in context `{name}`: --set {param}=[…]"),
+                None => format!(
+                    "rocprofiler-sdk counts dispatches for one context per process: collect them in context `{name}`"
+                ),
+            };
+            errors.push(flag.conflict(message, existing).hint(hint));
         } else if name == NAME {
+            let message = format!(
+                "`{}` adds a context named `{NAME}`, and the pipeline has one",
+                flag.name
+            );
+            let existing = context.get("name").expect("named");
             errors.push(
-                flag.conflict(
-                    format!(
-                        "`{}` adds a context named `{NAME}`, and the pipeline has one",
-                        flag.name
-                    ),
-                    context.get("name").expect("named"),
-                )
-                .hint("rename the pipeline's context"),
+                flag.conflict(message, existing)
+                    .hint("rename the pipeline's context"),
             );
         }
     }
@@ -321,121 +346,84 @@ fn counters(doc: &mut Node, flag: &Written<'_>, written: &[String]) -> Applied {
     }
     let span = flag.whole();
     let mut context = Node::from_json(&serde_json::json!({ "name": NAME, "counters": {} }), &span);
-    let mut table = Node::from_json(&serde_json::json!({}), &span);
-    insert(
-        &mut table,
-        "collect",
-        Node {
-            value: Value::Array(names),
-            span: span.clone(),
-        },
-    );
-    insert(&mut context, "counters", table);
-    if let Some(Node {
-        value: Value::Array(contexts),
-        ..
-    }) = root_table(doc, "context", &span)
-    {
-        contexts.push(context);
-    }
+    let collect = Node {
+        value: Value::Array(names),
+        span: span.clone(),
+    };
+    let table = context.as_table_mut().and_then(|t| t.get_mut("counters"));
+    insert(&mut table.expect("just made").node, "collect", collect);
+    push_entry(doc, "context", context);
     Ok(())
 }
 
-/// The kernel filters (`path` below `[context.counters]`) of every context that collects
-/// counters: rocprofv3's apply to counter collection (and thread traces) only.
-fn kernel_filter(doc: &mut Node, flag: &Written<'_>, path: &[&str], value: &str) -> Applied {
-    let Some(Node {
-        value: Value::Array(contexts),
-        ..
-    }) = doc
-        .as_table_mut()
-        .and_then(|root| root.get_mut("context"))
-        .map(|e| &mut e.node)
-    else {
-        return Err(vec![no_counters(doc, flag)]);
-    };
-    let mut applied = false;
+/// `--kernel-iteration-range`: rocprofv3's ranges, in rocflow's form.
+fn iterations(doc: &mut Node, flag: &Written<'_>, ranges: &[String]) -> Applied {
+    match kernels::iteration_ranges(ranges) {
+        Ok(ranges) => kernel_filter(doc, flag, None, "iterations", &ranges),
+        Err(message) => Err(vec![
+            Diagnostic::error(
+                message.replace("`kernel_iteration_range`", &format!("`{}`", flag.name)),
+            )
+            .at(Some(flag.value()))
+            .hint("write ranges and iterations like \"[1-10],[20]\""),
+        ]),
+    }
+}
+
+/// Sets `key` (in the `table` below it, if any) of every `[context.counters]`: rocprofv3's
+/// kernel filters apply to counter collection (and thread traces) only.
+fn kernel_filter(
+    doc: &mut Node,
+    flag: &Written<'_>,
+    table: Option<&str>,
+    key: &str,
+    value: &str,
+) -> Applied {
+    let file = doc.span.file.name().to_owned();
+    let mut counting = false;
     let mut errors = Vec::new();
-    for context in contexts.iter_mut() {
-        let name = context
-            .get("name")
-            .and_then(Node::as_str)
-            .unwrap_or("?")
-            .to_owned();
-        let Some(table) = context
-            .as_table_mut()
+    for context in entries_mut(doc, "context").into_iter().flatten() {
+        let name = name_of(context).to_owned();
+        let Some(counters) = (context.as_table_mut())
             .and_then(|t| t.get_mut("counters"))
             .map(|e| &mut e.node)
         else {
             continue;
         };
-        applied = true;
-        let (last, parents) = path.split_last().expect("a key");
-        let mut node = table;
-        for key in parents {
-            if node.get(key).is_none() {
-                insert(
-                    node,
-                    key,
-                    Node::from_json(&serde_json::json!({}), &flag.flag),
-                );
+        counting = true;
+        let place = match table {
+            Some(table) => {
+                let empty = Node::from_json(&serde_json::json!({}), &flag.flag);
+                insert(counters, table, empty)
             }
-            node = &mut node
-                .as_table_mut()
-                .expect("a table")
-                .get_mut(*key)
-                .expect("inserted")
-                .node;
-        }
-        if let Some(existing) = node.get(last) {
-            let mut e = flag.conflict(
-                format!(
-                    "`{}` would replace `{}` of context `{name}`",
-                    flag.name,
-                    path.join(".")
-                ),
-                existing,
+            None => Some(counters),
+        };
+        let Some(place) = place else {
+            continue;
+        };
+        if let Some(existing) = place.get(key) {
+            let setting = table.map_or(key.to_owned(), |t| format!("{t}.{key}"));
+            let message = format!(
+                "`{}` would replace `{setting}` of context `{name}`",
+                flag.name
             );
-            // A template's parameter says the same: that is the way to change it.
-            if let Some(param) = existing
-                .as_str()
-                .and_then(|s| s.strip_prefix('{')?.strip_suffix('}'))
-            {
-                e = e.hint(format!(
-                    "the pipeline takes it from a parameter: --set {param}=…"
-                ));
-            } else {
-                e = e.hint(format!("drop `{}`, or the pipeline's setting", flag.name));
-            }
-            errors.push(e);
+            let hint = replace_hint(flag, existing, "it");
+            errors.push(flag.conflict(message, existing).hint(hint));
             continue;
         }
-        let span = flag.values.first().cloned().unwrap_or_else(|| flag.whole());
-        let span = if flag.values.len() > 1 {
-            flag.whole()
-        } else {
-            span
-        };
-        insert(node, last, Node::from_json(&value.into(), &span));
+        insert(place, key, Node::from_json(&value.into(), &flag.value()));
     }
-    if !applied {
-        return Err(vec![no_counters(doc, flag)]);
+    if !counting {
+        errors.push(
+            Diagnostic::error(format!(
+                "`{}` selects the kernels whose counters are collected (as in rocprofv3), and pipeline {file} collects none",
+                flag.name,
+            ))
+            .at(Some(flag.whole()))
+            .hint("add --pmc NAME…; to keep only some kernels' records, add a `kernel_filter` transform"),
+        );
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors)
-    }
-}
-
-fn no_counters(doc: &Node, flag: &Written<'_>) -> Diagnostic {
-    Diagnostic::error(format!(
-        "`{}` selects the kernels whose counters are collected (as in rocprofv3), and pipeline {} collects none",
-        flag.name,
-        doc.span.file.name()
-    ))
-    .at(Some(flag.whole()))
-    .hint("add --pmc NAME…; to keep only some kernels' records, add a `kernel_filter` transform")
+    all_of(errors)
 }
 
 /// `--collection-period`: every context collects in the period (rocprofv3 starts and
@@ -455,56 +443,40 @@ fn collection_period(
         ]);
     }
     let period = period::period(&periods[0], unit).map_err(|message| {
-        vec![Diagnostic::error(message).at(Some(flag.values[0].clone())).hint(
+        vec![Diagnostic::error(message).at(Some(flag.value())).hint(
             "write START_DELAY:COLLECTION_TIME:REPEAT, e.g. 1:2:0 (in seconds unless --collection-period-unit says otherwise)",
         )]
     })?;
     let period = serde_json::to_value(&period).expect("periods serialize");
-    let Some(Node {
-        value: Value::Array(contexts),
-        ..
-    }) = doc
-        .as_table_mut()
-        .and_then(|root| root.get_mut("context"))
-        .map(|e| &mut e.node)
-    else {
+    let mut errors = Vec::new();
+    let contexts = entries_mut(doc, "context").filter(|c| !c.is_empty());
+    let Some(contexts) = contexts else {
         return Err(vec![
-            Diagnostic::error(format!(
-                "`{}`: the pipeline has no context to collect in a period",
-                flag.name
-            ))
-            .at(Some(flag.whole())),
+            Diagnostic::error(format!("`{}`: the pipeline has no context", flag.name))
+                .at(Some(flag.whole())),
         ]);
     };
-    let mut errors = Vec::new();
-    for context in contexts.iter_mut() {
+    for context in contexts {
         if let Some(existing) = context.get("period") {
-            let name = context.get("name").and_then(Node::as_str).unwrap_or("?");
-            errors.push(
-                flag.conflict(
-                    format!(
-                        "`{}` would replace the period of context `{name}`",
-                        flag.name
-                    ),
-                    existing,
-                )
-                .hint(format!("drop `{}`, or the context's `period`", flag.name)),
+            let message = format!(
+                "`{}` would replace the period of context `{}`",
+                flag.name,
+                name_of(context)
             );
+            let hint = replace_hint(flag, existing, "the period");
+            errors.push(flag.conflict(message, existing).hint(hint));
             continue;
         }
-        insert(context, "period", Node::from_json(&period, &flag.values[0]));
+        insert(context, "period", Node::from_json(&period, &flag.value()));
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors)
-    }
+    all_of(errors)
 }
 
 /// `--stats` adds a summary step writing CSV tables, unless the pipeline has one.
 fn stats(doc: &mut Node, flag: &Written<'_>) -> Result<Option<Diagnostic>, Vec<Diagnostic>> {
     const NAME: &str = "stats";
-    for (post, name) in entries(doc, "post") {
+    for post in entries_mut(doc, "post").into_iter().flatten() {
+        let name = name_of(post);
         if post.get("kind").and_then(Node::as_str) == Some("summary") {
             let notice = Diagnostic::notice(format!(
                 "`{}`: the pipeline's summary step `{name}` writes the statistics already",
@@ -514,20 +486,19 @@ fn stats(doc: &mut Node, flag: &Written<'_>) -> Result<Option<Diagnostic>, Vec<D
             return Ok(Some(notice));
         }
         if name == NAME {
+            let message = format!(
+                "`{}` adds a post-step named `{NAME}`, and the pipeline has one",
+                flag.name
+            );
+            let existing = post.get("name").expect("named");
             return Err(vec![
-                flag.conflict(
-                    format!(
-                        "`{}` adds a post-step named `{NAME}`, and the pipeline has one",
-                        flag.name
-                    ),
-                    post.get("name").expect("named"),
-                )
-                .hint("rename the pipeline's step"),
+                flag.conflict(message, existing)
+                    .hint("rename the pipeline's step"),
             ]);
         }
     }
     let dir = doc
-        .at([super::Step::Key("params"), super::Step::Key("output_dir")])
+        .at([Step::Key("params"), Step::Key("output_dir")])
         .map_or("", |_| "{output_dir}/");
     let step = serde_json::json!({
         "name": NAME,
@@ -535,13 +506,6 @@ fn stats(doc: &mut Node, flag: &Written<'_>) -> Result<Option<Diagnostic>, Vec<D
         "path": format!("{dir}{NAME}"),
         "formats": ["csv"],
     });
-    let span = flag.whole();
-    if let Some(Node {
-        value: Value::Array(posts),
-        ..
-    }) = root_table(doc, "post", &span)
-    {
-        posts.push(Node::from_json(&step, &span));
-    }
+    push_entry(doc, "post", Node::from_json(&step, &flag.whole()));
     Ok(None)
 }

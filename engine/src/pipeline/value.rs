@@ -163,8 +163,10 @@ impl Node {
             J::Array(items) => {
                 Value::Array(items.iter().map(|v| Node::from_json(v, span)).collect())
             }
+            // An unset field (`null`) is no key, as in TOML.
             J::Object(map) => Value::Table(
                 map.iter()
+                    .filter(|(_, v)| !v.is_null())
                     .map(|(k, v)| {
                         let entry = Entry {
                             key: span.clone(),
@@ -174,7 +176,7 @@ impl Node {
                     })
                     .collect(),
             ),
-            // Nothing a flag sets is null: serialized models leave out what is unset.
+            // Only inside objects, where it is left out.
             J::Null => Value::Table(Table::new()),
         };
         Node {
