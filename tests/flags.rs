@@ -6,6 +6,10 @@ use std::path::Path;
 
 use support::{assert_success, rocflow, text};
 
+fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
 /// `rocflow explain` without its `sources:` line, which names where each part came from
 /// (the flags, or the file that says the same).
 fn explained(args: &[&str], dir: &Path) -> String {
@@ -24,8 +28,9 @@ fn explained(args: &[&str], dir: &Path) -> String {
 fn explain_with_flags_is_the_explain_of_the_pipeline_they_describe() {
     let dir = tempfile::tempdir().unwrap();
     // What the flags below say, written as a pipeline extending the same template.
-    std::fs::write(
-        dir.path().join("same.toml"),
+    write(
+        dir.path(),
+        "same.toml",
         r#"[pipeline]
 extends = ["kernel-trace"]
 
@@ -41,8 +46,7 @@ name = "pmc"
 counters = { collect = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"], kernels = { include = "smooth", exclude = "reduce" }, iterations = "[2-5],[7]" }
 period = { delay = "1s", duration = "2s", interval = "1s", repeat = 2 }
 "#,
-    )
-    .unwrap();
+    );
     let flags = [
         "kernel-trace",
         "-d",
@@ -65,11 +69,11 @@ period = { delay = "1s", duration = "2s", interval = "1s", repeat = 2 }
     let with_flags = explained(&flags, dir.path());
     assert_eq!(with_flags, explained(&["same.toml"], dir.path()));
     // One period (a repeat of 0 is one, as rocprofv3 counts): no pause, no repeat.
-    std::fs::write(
-        dir.path().join("once.toml"),
+    write(
+        dir.path(),
+        "once.toml",
         "[pipeline]\nextends = [\"kernel-trace\"]\n[[context]]\nname = \"kernels\"\nperiod = { delay = \"500ms\", duration = \"2s\" }\n",
-    )
-    .unwrap();
+    );
     assert_eq!(
         explained(&["kernel-trace", "-P", "0.5:2:0"], dir.path()),
         explained(&["once.toml"], dir.path())
@@ -92,8 +96,9 @@ period = { delay = "1s", duration = "2s", interval = "1s", repeat = 2 }
 
     // --stats adds a summary step writing CSV tables where the pipeline writes, as a
     // `[[post]]` entry would; -d is its `output_dir`.
-    std::fs::write(
-        dir.path().join("bare.toml"),
+    write(
+        dir.path(),
+        "bare.toml",
         r#"[pipeline]
 name = "bare"
 
@@ -109,10 +114,10 @@ name = "csv"
 kind = "csv"
 path = "{output_dir}/csv"
 "#,
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("stats.toml"),
+    );
+    write(
+        dir.path(),
+        "stats.toml",
         r#"[pipeline]
 extends = ["bare"]
 
@@ -125,8 +130,7 @@ kind = "summary"
 path = "{output_dir}/stats"
 formats = ["csv"]
 "#,
-    )
-    .unwrap();
+    );
     let with_stats = explained(&["bare.toml", "--stats", "-d", "elsewhere"], dir.path());
     assert_eq!(with_stats, explained(&["stats.toml"], dir.path()));
     assert!(with_stats.contains("elsewhere/stats"), "{with_stats}");
@@ -191,11 +195,11 @@ fn a_flag_that_would_replace_what_the_pipeline_says_is_an_error_naming_both() {
             "--> pipelines/counters-basic.toml:39:1",
         ],
     );
-    std::fs::write(
-        dir.path().join("serial.toml"),
+    write(
+        dir.path(),
+        "serial.toml",
         "[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\nserialize = true\n",
-    )
-    .unwrap();
+    );
     says(
         &refused(&["serial.toml", "--pmc", "SQ_WAVES"], dir.path()),
         &[
@@ -219,11 +223,11 @@ fn a_flag_that_would_replace_what_the_pipeline_says_is_an_error_naming_both() {
         ),
         &["error: `-d` and `--set output_dir=…` both say where the outputs go"],
     );
-    std::fs::write(
-        dir.path().join("fixed.toml"),
+    write(
+        dir.path(),
+        "fixed.toml",
         "[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n[[sink]]\nname = \"p\"\nkind = \"perfetto\"\npath = \"k.pftrace\"\n",
-    )
-    .unwrap();
+    );
     says(
         &refused(&["fixed.toml", "--output-dir", "a"], dir.path()),
         &["`-d` sets the `output_dir` parameter, and pipeline fixed.toml has none"],
@@ -267,11 +271,11 @@ fn flags_with_nothing_to_apply_to_or_bad_values_point_at_the_command_line() {
         &["`x` in `1:x:0` is not a time"],
     );
     // Each counter of a list keeps its own place, for the counter checks.
-    std::fs::write(
-        dir.path().join("defs.yaml"),
+    write(
+        dir.path(),
+        "defs.yaml",
         std::fs::read(support::counters::shared(support::counters::STANDARD)).unwrap(),
-    )
-    .unwrap();
+    );
     says(
         &refused(
             &[
@@ -331,11 +335,11 @@ fn run_without_a_pipeline_is_a_system_trace_and_flags_change_what_is_collected()
     // Counters of the kernels and dispatches the flags select: vectorAdd on gfx942
     // (SQ_WAVES: 8 XCC x 4 SE, GRBM_GUI_ACTIVE: 8 XCC) and reduce on gfx90a (SQ_WAVES: 8 SE,
     // GRBM_GUI_ACTIVE: 1), ten dispatches each (as tests/run.rs counts them).
-    std::fs::write(
-        dir.path().join("csv.toml"),
+    write(
+        dir.path(),
+        "csv.toml",
         "[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n[[sink]]\nname = \"csv\"\nkind = \"csv\"\npath = \"out\"\n",
-    )
-    .unwrap();
+    );
     let out = rocflow(
         &[
             "run",
@@ -364,11 +368,11 @@ fn run_without_a_pipeline_is_a_system_trace_and_flags_change_what_is_collected()
 #[test]
 fn replay_takes_the_output_flags_with_a_pipeline() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("p.toml"),
+    write(
+        dir.path(),
+        "p.toml",
         "[pipeline]\nspool_dir = \"{output_dir}\"\n[params]\noutput_dir = \"first\"\n[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n[[sink]]\nname = \"csv\"\nkind = \"csv\"\npath = \"{output_dir}/csv\"\n",
-    )
-    .unwrap();
+    );
     let out = rocflow(
         &[
             "run",

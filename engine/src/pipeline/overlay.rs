@@ -91,6 +91,11 @@ impl Written<'_> {
         Span::new(&self.flag.file, self.flag.range.start..end)
     }
 
+    /// An error at the flag.
+    fn error(&self, message: String) -> Diagnostic {
+        Diagnostic::error(message).at(Some(self.whole()))
+    }
+
     /// The error of a flag that would replace what the pipeline sets at `existing`.
     fn conflict(&self, message: String, existing: &Node) -> Diagnostic {
         Diagnostic::error(message)
@@ -261,11 +266,10 @@ fn replace_hint(flag: &Written<'_>, existing: &Node, what: &str) -> String {
 fn output_dir(doc: &mut Node, flag: &Written<'_>, dir: &str, overrides: &[Override]) -> Applied {
     if overrides.iter().any(|o| o.name() == "output_dir") {
         return Err(vec![
-            Diagnostic::error(format!(
+            flag.error(format!(
                 "`{}` and `--set output_dir=…` both say where the outputs go",
                 flag.name
             ))
-            .at(Some(flag.whole()))
             .hint("give one of them"),
         ]);
     }
@@ -276,11 +280,10 @@ fn output_dir(doc: &mut Node, flag: &Written<'_>, dir: &str, overrides: &[Overri
         .and_then(|params| params.get_mut("output_dir"));
     let Some(param) = param else {
         return Err(vec![
-            Diagnostic::error(format!(
+            flag.error(format!(
                 "`{}` sets the `output_dir` parameter, and pipeline {file} has none",
                 flag.name
             ))
-            .at(Some(flag.whole()))
             .hint("declare `output_dir` under [params] and write the output paths as \"{output_dir}/…\" (as the shipped templates do), or extend `base`"),
         ]);
     };
@@ -339,8 +342,7 @@ fn counters(doc: &mut Node, flag: &Written<'_>, written: &[String]) -> Applied {
     }
     if names.is_empty() {
         return Err(vec![
-            Diagnostic::error(format!("`{}` names no counter", flag.name))
-                .at(Some(flag.whole()))
+            flag.error(format!("`{}` names no counter", flag.name))
                 .hint("--pmc SQ_WAVES GRBM_GUI_ACTIVE"),
         ]);
     }
@@ -415,11 +417,10 @@ fn kernel_filter(
     }
     if !counting {
         errors.push(
-            Diagnostic::error(format!(
+            flag.error(format!(
                 "`{}` selects the kernels whose counters are collected (as in rocprofv3), and pipeline {file} collects none",
                 flag.name,
             ))
-            .at(Some(flag.whole()))
             .hint("add --pmc NAME…; to keep only some kernels' records, add a `kernel_filter` transform"),
         );
     }
@@ -452,8 +453,7 @@ fn collection_period(
     let contexts = entries_mut(doc, "context").filter(|c| !c.is_empty());
     let Some(contexts) = contexts else {
         return Err(vec![
-            Diagnostic::error(format!("`{}`: the pipeline has no context", flag.name))
-                .at(Some(flag.whole())),
+            flag.error(format!("`{}`: the pipeline has no context", flag.name)),
         ]);
     };
     for context in contexts {
