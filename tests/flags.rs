@@ -271,11 +271,8 @@ fn flags_with_nothing_to_apply_to_or_bad_values_point_at_the_command_line() {
         &["`x` in `1:x:0` is not a time"],
     );
     // Each counter of a list keeps its own place, for the counter checks.
-    write(
-        dir.path(),
-        "defs.yaml",
-        std::fs::read(support::counters::shared(support::counters::STANDARD)).unwrap(),
-    );
+    let defs = support::counters::shared(support::counters::STANDARD);
+    let defs = defs.display().to_string();
     says(
         &refused(
             &[
@@ -283,7 +280,7 @@ fn flags_with_nothing_to_apply_to_or_bad_values_point_at_the_command_line() {
                 "--pmc",
                 "SQ_WAVES,SQ_WAVEZ",
                 "--counters",
-                "defs.yaml",
+                &defs,
             ],
             dir.path(),
         ),
