@@ -12,7 +12,8 @@ use crate::pipeline::overlay::Change;
 #[derive(Debug, Args)]
 #[command(next_help_heading = "rocprofv3 options (each changes the pipeline)")]
 pub struct Flags {
-    /// Collect these counters, in a context of their own (names apart by spaces or commas).
+    /// Collect these counters, in a context of their own (names apart by spaces or commas;
+    /// the pipeline goes before them).
     #[arg(long, num_args = 1.., value_name = "NAME")]
     pmc: Vec<String>,
     /// Collect counters only for the kernels whose names match.
