@@ -47,7 +47,7 @@ enum Command {
     /// List and show pipeline templates (shipped, and on ROCFLOW_PIPELINE_PATH).
     #[command(subcommand)]
     Templates(pipeline::TemplatesCommand),
-    /// Profile an application: `rocflow run PIPELINE -- APP ARGS…`.
+    /// Profile an application: `rocflow run [PIPELINE] -- APP ARGS…` (`trace-all` by default).
     Run(run::RunArgs),
     /// Rebuild a run's outputs from its raw spool (with its pipeline or another one), or run
     /// a pipeline on rocpd databases (rocprofv3's).

@@ -123,8 +123,6 @@ pub struct ExplainArgs {
     file: Option<PathBuf>,
     #[command(flatten)]
     pipeline: PipelineArgs,
-    #[command(flatten)]
-    flags: Flags,
     /// Print the compiled Plan as JSON (what the tool library receives).
     #[arg(long, conflicts_with = "resolved")]
     json: bool,
@@ -134,6 +132,9 @@ pub struct ExplainArgs {
     /// List rocprofiler-sdk tracing domains and how many operations each has.
     #[arg(long, conflicts_with_all = ["json", "resolved"])]
     domains: bool,
+    // Last: its help heading holds for what follows it.
+    #[command(flatten)]
+    flags: Flags,
 }
 
 /// Prints the compiled plan (or the merged pipeline, or the domain list).

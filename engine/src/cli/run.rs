@@ -30,8 +30,6 @@ pub struct RunArgs {
     pipeline: Option<PathBuf>,
     #[command(flatten)]
     options: PipelineArgs,
-    #[command(flatten)]
-    flags: Flags,
     /// Which rocprofiler-sdk: `rocm` (the installed one, a real GPU), `sim` (rocflow's
     /// simulated MI300X) or `sim:SCENARIO.toml`.
     #[arg(long, default_value = "rocm", value_parser = Device::parse)]
@@ -43,6 +41,9 @@ pub struct RunArgs {
     /// The application and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "APP")]
     command: Vec<OsString>,
+    // Last: its help heading holds for what follows it.
+    #[command(flatten)]
+    flags: Flags,
 }
 
 /// Runs the application under the pipeline; exits with the application's status.
