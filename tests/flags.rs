@@ -235,6 +235,23 @@ fn a_flag_that_would_replace_what_the_pipeline_says_is_an_error_naming_both() {
 }
 
 #[test]
+fn the_output_directory_takes_rocprofv3s_placeholders() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = explained(&["kernel-trace", "-d", "runs/%hostname%/%p"], dir.path());
+    assert!(
+        plan.contains("rocpd (rocpd): runs/{hostname}/{pid}/{hostname}-{pid}.db"),
+        "{plan}"
+    );
+    says(
+        &refused(&["kernel-trace", "-d", "runs/%job%"], dir.path()),
+        &[
+            "error: rocflow has no value for `%job%` in an output directory",
+            "--> command line:1:4",
+        ],
+    );
+}
+
+#[test]
 fn flags_with_nothing_to_apply_to_or_bad_values_point_at_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     // rocprofv3's kernel filters select counter collection, not traced kernels.

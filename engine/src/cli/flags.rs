@@ -53,7 +53,8 @@ pub struct OutputFlags {
     /// Add statistics: a summary step writing CSV tables (unless the pipeline has one).
     #[arg(long)]
     stats: bool,
-    /// Write the outputs under DIR: the pipeline's `output_dir` parameter.
+    /// Write the outputs under DIR: the pipeline's `output_dir` parameter (rocflow's
+    /// placeholders or rocprofv3's: `{hostname}` or `%hostname%`, `{pid}` or `%pid%`, …).
     #[arg(
         short = 'd',
         long = "output-directory",

@@ -13,7 +13,7 @@ mod de;
 mod domains;
 pub(crate) mod input;
 pub(crate) mod kernels;
-mod paths;
+pub(crate) mod paths;
 pub(crate) mod period;
 mod shared;
 mod text;

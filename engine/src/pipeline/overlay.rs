@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use crate::diag::{Diagnostic, SourceFile, Span};
 use crate::import::input::TimeUnit;
-use crate::import::{counter_names, kernels, period};
+use crate::import::{counter_names, kernels, paths, period};
 
 use super::params::Override;
 use super::value::{Entry, Node, Step, Value};
@@ -262,7 +262,8 @@ fn replace_hint(flag: &Written<'_>, existing: &Node, what: &str) -> String {
     }
 }
 
-/// `-d DIR` sets the `output_dir` parameter, where every shipped template writes.
+/// `-d DIR` sets the `output_dir` parameter, where every shipped template writes; DIR may
+/// hold rocprofv3's placeholders.
 fn output_dir(doc: &mut Node, flag: &Written<'_>, dir: &str, overrides: &[Override]) -> Applied {
     if overrides.iter().any(|o| o.name() == "output_dir") {
         return Err(vec![
@@ -287,7 +288,19 @@ fn output_dir(doc: &mut Node, flag: &Written<'_>, dir: &str, overrides: &[Overri
             .hint("declare `output_dir` under [params] and write the output paths as \"{output_dir}/…\" (as the shipped templates do), or extend `base`"),
         ]);
     };
-    param.node = Node::from_json(&dir.into(), &flag.value());
+    // rocprofv3's placeholders (`%hostname%`, `%p`, …) are rocflow's (`{hostname}`, …).
+    let translated = paths::translate(dir);
+    if let Some(unfilled) = translated.params.first() {
+        return Err(vec![
+            Diagnostic::error(format!(
+                "rocflow has no value for `{}` in an output directory",
+                unfilled.written
+            ))
+            .at(Some(flag.value()))
+            .hint("rocflow fills {hostname}, {pid}, {ppid}, {rank} and {timestamp} (rocprofv3's %hostname%, %pid%, %ppid%, %rank% and %launch_time%)"),
+        ]);
+    }
+    param.node = Node::from_json(&translated.text.into(), &flag.value());
     Ok(())
 }
 
