@@ -475,6 +475,16 @@ fn init_of_an_unknown_template_suggests_one_and_writes_nothing() {
         ],
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // A name like no template's: a name on the command line is relative to no file.
+    let out = rocflow(&["init", "NONEXISTENT"], dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("help: `rocflow templates list` shows the templates"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("relative to this file"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
 #[test]
@@ -499,4 +509,99 @@ fn init_extends_team_templates_and_lists_their_parameters() {
     );
     let validate = rocflow(&["validate", "runs/solver.toml"], dir.path(), &env);
     assert!(validate.status.success(), "{}", text(&validate.stderr));
+}
+
+#[test]
+fn completions_for_each_shell_and_manual_pages_come_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = |shell: &str| {
+        let out = rocflow(&["completions", shell], dir.path(), &[]);
+        assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let bash = script("bash");
+    assert!(
+        bash.contains("--kernel-include-regex"),
+        "run's flags: {bash}"
+    );
+    assert!(script("zsh").starts_with("#compdef rocflow"));
+    assert!(script("fish").contains("complete -c rocflow"));
+    // bash reads the script and completes rocflow with it.
+    write(dir.path(), "rocflow.bash", &bash);
+    let registered = Command::new("bash")
+        .args(["-c", "source ./rocflow.bash && complete -p rocflow"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(registered.status.success(), "{}", text(&registered.stderr));
+    assert!(text(&registered.stdout).contains("_rocflow"));
+    let unknown = rocflow(&["completions", "tcsh"], dir.path(), &[]);
+    assert_eq!(unknown.status.code(), Some(2));
+
+    let page = text(&rocflow(&["man"], dir.path(), &[]).stdout);
+    assert!(page.contains(".TH rocflow 1"), "{page}");
+    let out = rocflow(&["man", "--dir", "man1"], dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for page in [
+        "rocflow.1",
+        "rocflow-run.1",
+        "rocflow-explain.1",
+        "rocflow-completions.1",
+    ] {
+        assert!(dir.path().join("man1").join(page).is_file(), "{page}");
+    }
+    // The run page, as man shows it, has rocprofv3's options.
+    let shown = Command::new("man")
+        .args(["-l", "man1/rocflow-run.1"])
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    assert!(text(&shown.stdout).contains("--kernel-iteration-range"));
+}
+
+#[test]
+fn templates_and_starters_name_the_schema_for_editors() {
+    let repo = support::repo();
+    for template in rocflow::pipeline::template::builtin_names() {
+        let path = repo.join("pipelines").join(format!("{template}.toml"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let schema = text.lines().next().unwrap().strip_prefix("#:schema ");
+        let schema = schema.unwrap_or_else(|| panic!("{template}: no #:schema first line"));
+        assert!(
+            path.parent().unwrap().join(schema).canonicalize().unwrap()
+                == repo
+                    .join("schemas/pipeline.schema.json")
+                    .canonicalize()
+                    .unwrap(),
+            "{template}: {schema}"
+        );
+    }
+    // What `templates show` prints is a pipeline rocflow reads (the line is a comment).
+    let dir = tempfile::tempdir().unwrap();
+    for template in rocflow::pipeline::template::builtin_names() {
+        let shown = rocflow(&["templates", "show", template], dir.path(), &[]);
+        let file = format!("shown-{template}.toml");
+        write(dir.path(), &file, &text(&shown.stdout));
+        let out = rocflow(&["validate", &file], dir.path(), &[]);
+        assert!(out.status.success(), "{template}: {}", text(&out.stderr));
+    }
+    // A starter names the schema where the README's install puts it.
+    let data = dir.path().join("data");
+    let out = rocflow(
+        &["init", "-o", "mine.toml"],
+        dir.path(),
+        &[("XDG_DATA_HOME", &data)],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let starter = std::fs::read_to_string(dir.path().join("mine.toml")).unwrap();
+    assert_eq!(
+        starter.lines().next().unwrap(),
+        format!(
+            "#:schema {}",
+            data.join("rocflow/pipeline.schema.json").display()
+        )
+    );
 }

@@ -233,3 +233,44 @@ fn without_definitions_the_error_says_where_it_looked() {
         "{stderr}"
     );
 }
+
+#[test]
+fn without_definitions_validate_warns_of_counters_no_simulated_gpu_has() {
+    let dir = tempfile::tempdir().unwrap();
+    if Path::new("/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml").exists() {
+        return; // a machine with ROCm installed checks names against its definitions
+    }
+    std::fs::write(
+        dir.path().join("p.toml"),
+        "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\", \"SQ_INSTS_VALUU\", \"TCP_TOTAL_CACHE_ACCESSES_sum\"]\n",
+    )
+    .unwrap();
+    let out = rocflow(&["validate", "p.toml"], dir.path(), &[]);
+    // A real GPU may have what the simulated ones lack: a warning, not an error.
+    assert_eq!(code(&out), 0);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("warning: `SQ_INSTS_VALUU` is not checked: no counter definitions were found, and no simulated GPU has this counter"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("p.toml:4:24"), "{stderr}");
+    assert!(stderr.contains("did you mean `SQ_INSTS_VALU`?"), "{stderr}");
+    assert!(
+        stderr.contains("warning: `TCP_TOTAL_CACHE_ACCESSES_sum` is not checked"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--counters FILE"), "{stderr}");
+    assert!(
+        !stderr.contains("`SQ_WAVES`"),
+        "a simulated GPU has it: {stderr}"
+    );
+    // With the GPU's definitions the typo is an error.
+    let defs = shared(STANDARD);
+    let out = rocflow(
+        &["validate", "p.toml", "--counters", &defs],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(code(&out), 2);
+    assert!(text(&out.stderr).contains("error: unknown counter `SQ_INSTS_VALUU`"));
+}

@@ -378,6 +378,7 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
         "rocm_root",
         "sdk_soversion",
         "sdk_version",
+        "echo",
         "advanced_thread_trace",
         "att_library_path",
         "att_target_cu",

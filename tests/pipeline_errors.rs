@@ -351,7 +351,7 @@ fn derived_counter_defined_twice() {
 fn counters_in_two_contexts() {
     let e = rejects(
         "[[context]]\nname = \"a\"\ncounters.collect = [\"SQ_WAVES\"]\n[[context]]\nname = \"b\"\ncounters.collect = [\"SQ_INSTS_VALU\"]\n",
-        "dispatch counter collection is already configured in context `a`",
+        "context `b` collects counters, and context `a` collects counters: both need rocprofiler-sdk's dispatch counter collection service, which one context only may configure",
         6,
         1,
     );
@@ -364,21 +364,42 @@ fn counters_in_two_contexts() {
 
 #[test]
 fn serialization_next_to_counters_in_another_context() {
-    // rocprofiler-sdk serializes through dispatch counting: one context may have it.
+    // rocprofiler-sdk serializes through dispatch counting: one context may have it. The
+    // error says what each context does, and why they cannot both.
     let e = rejects(
         "[[context]]\nname = \"a\"\ncounters.collect = [\"SQ_WAVES\"]\n[[context]]\nname = \"b\"\nserialize = true\n",
-        "dispatch counter collection is already configured in context `a`",
+        "context `b` serializes kernel dispatches, and context `a` collects counters: both need rocprofiler-sdk's dispatch counter collection service",
         6,
         13,
     );
-    assert!(hint(&e).contains("in one context only"), "{}", hint(&e));
+    assert!(
+        hint(&e).contains("a context that collects counters serializes dispatches already"),
+        "{}",
+        hint(&e)
+    );
+    assert!(
+        e.notes
+            .iter()
+            .any(|n| n.starts_with("context `a` collects counters at ")
+                && n.ends_with("/p.toml:3:1")),
+        "{:?}",
+        e.notes
+    );
+    // The other way round: the error is at the counters, and says the same.
+    let e = rejects(
+        "[[context]]\nname = \"a\"\nserialize = true\n[[context]]\nname = \"b\"\ncounters.collect = [\"SQ_WAVES\"]\n",
+        "context `b` collects counters, and context `a` serializes kernel dispatches: both need rocprofiler-sdk's dispatch counter collection service",
+        6,
+        1,
+    );
+    assert!(hint(&e).contains("drop `serialize = true`"), "{}", hint(&e));
 }
 
 #[test]
 fn pc_sampling_in_two_contexts() {
     rejects(
         "[[context]]\nname = \"a\"\npc_sampling.method = \"host_trap\"\n[[context]]\nname = \"b\"\npc_sampling.method = \"host_trap\"\n",
-        "PC sampling is already configured in context `a`",
+        "context `b` samples PCs, and context `a` samples PCs: both need rocprofiler-sdk's PC sampling service",
         6,
         1,
     );
@@ -946,6 +967,30 @@ fn inline_derived_counter_reads_more_than_is_collected() {
     );
     assert_eq!(hint(&e), "add `GRBM_GUI_ACTIVE` to `collect`");
     assert_eq!(e.span.unwrap().snippet(), "GRBM_GUI_ACTIVE");
+}
+
+#[test]
+fn a_derived_counter_is_never_told_to_read_a_misspelt_collected_counter() {
+    // `SQ_INSTS_VALUU` is collected, and is no counter: the derived counter's hint must
+    // not offer it as the fix for `SQ_INSTS_VALU`, which is the counter meant.
+    let errors = errors_with(
+        &counters(
+            "collect = [\"SQ_INSTS_VALUU\", \"SQ_WAVES\"]\nderived = [{ name = \"V\", expression = \"SQ_INSTS_VALU / SQ_WAVES\" }]\n",
+        ),
+        &[],
+    );
+    let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors.len(), 2, "{shown:#?}");
+    let derived = errors
+        .iter()
+        .find(|e| e.message == "`SQ_INSTS_VALU` is not collected by this context")
+        .expect("the derived counter's error");
+    assert_eq!(hint(derived), "add `SQ_INSTS_VALU` to `collect`");
+    let collected = errors
+        .iter()
+        .find(|e| e.message == "unknown counter `SQ_INSTS_VALUU`")
+        .expect("the collected counter's error");
+    assert_eq!(hint(collected), "did you mean `SQ_INSTS_VALU`?");
 }
 
 #[test]

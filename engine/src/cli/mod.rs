@@ -3,10 +3,12 @@
 //! on after goes through [`crate::messages`].
 
 mod counters;
+mod flags;
 mod import;
 mod pipeline;
 mod plugins;
 mod run;
+mod shell;
 mod spool;
 
 use std::io::Write;
@@ -45,7 +47,7 @@ enum Command {
     /// List and show pipeline templates (shipped, and on ROCFLOW_PIPELINE_PATH).
     #[command(subcommand)]
     Templates(pipeline::TemplatesCommand),
-    /// Profile an application: `rocflow run PIPELINE -- APP ARGS…`.
+    /// Profile an application: `rocflow run [PIPELINE] -- APP ARGS…` (`trace-all` by default).
     Run(run::RunArgs),
     /// Rebuild a run's outputs from its raw spool (with its pipeline or another one), or run
     /// a pipeline on rocpd databases (rocprofv3's).
@@ -71,6 +73,10 @@ enum Command {
     /// List the plugins (custom transforms and sinks) pipelines can name.
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
+    /// Print the completion script of a shell: `rocflow completions bash|zsh|fish`.
+    Completions(shell::CompletionsArgs),
+    /// Print the manual page (roff), or write a page per command with --dir.
+    Man(shell::ManArgs),
 }
 
 /// Runs the command line and maps its outcome to an exit code.
@@ -91,6 +97,8 @@ pub fn main() -> ExitCode {
         Command::Counters(command) => counters::run(command),
         Command::ImportRocprofv3(args) => import::import(args),
         Command::Plugins(command) => plugins::run(command),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man(args) => shell::man(args),
     };
     match outcome {
         // An error reported on the way (a sink that failed) fails a command that would

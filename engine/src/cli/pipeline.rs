@@ -9,11 +9,12 @@ use crate::diag::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
 use crate::messages;
 use crate::pipeline::starter::{self, DEFAULT_TEMPLATE};
-use crate::pipeline::{self, Library, Options, Override};
+use crate::pipeline::{self, Library, Options, Overlay, Override};
 use crate::plan::{self, Plan};
 use crate::plugin::{Check, Search};
 use crate::sdk::Domain;
 
+use super::flags::Flags;
 use super::print;
 
 /// Options every command that reads a pipeline shares.
@@ -29,11 +30,13 @@ pub struct PipelineArgs {
 }
 
 impl PipelineArgs {
-    /// Compiles a pipeline file (or template) to run it, showing its warnings: its plugins
-    /// are loaded and tried, so one that cannot work stops the command before it starts.
-    pub(super) fn compile(&self, file: &Path) -> Result<Plan> {
+    /// Compiles a pipeline file (or template), changed by `overlay`, to run it, showing
+    /// its warnings: its plugins are loaded and tried, so one that cannot work stops the
+    /// command before it starts.
+    pub(super) fn compile(&self, file: &Path, overlay: Overlay) -> Result<Plan> {
         let options = Options {
             plugin_check: Check::Load,
+            overlay,
             ..self.options()?
         };
         let compiled = crate::pipeline::compile_file(file, &options).map_err(Error::User)?;
@@ -51,6 +54,7 @@ impl PipelineArgs {
             overrides,
             library: Library::from_env(),
             counters: self.counters.clone(),
+            overlay: Overlay::default(),
             plugins: Search::from_env(),
             plugin_check: Check::Inspect,
         })
@@ -128,6 +132,9 @@ pub struct ExplainArgs {
     /// List rocprofiler-sdk tracing domains and how many operations each has.
     #[arg(long, conflicts_with_all = ["json", "resolved"])]
     domains: bool,
+    // Last: its help heading holds for what follows it.
+    #[command(flatten)]
+    flags: Flags,
 }
 
 /// Prints the compiled plan (or the merged pipeline, or the domain list).
@@ -146,7 +153,11 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let file = args.file.expect("clap requires FILE without --domains");
-    let compiled = pipeline::compile_file(&file, &args.pipeline.options()?).map_err(Error::User)?;
+    let options = Options {
+        overlay: args.flags.overlay(),
+        ..args.pipeline.options()?
+    };
+    let compiled = pipeline::compile_file(&file, &options).map_err(Error::User)?;
     compiled.warnings.iter().for_each(messages::diagnostic);
     let text = if args.json {
         format!(
@@ -235,7 +246,8 @@ pub fn init(args: InitArgs) -> Result<ExitCode> {
         library: Library::from_env(),
         ..Options::default()
     };
-    let text = starter::starter(&options.library, &args.template, path)?;
+    let schema = pipeline::schema::installed_path();
+    let text = starter::starter(&options.library, &args.template, path, schema.as_deref())?;
     let file = SourceFile::new(path.display().to_string(), text.clone());
     let compiled = pipeline::compile_text(path, file, &options).map_err(Error::User)?;
     if path.exists() && !args.force {

@@ -13,15 +13,21 @@ use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
 use crate::runner::{self, Device, Options, Passes, StartError, Stop};
 
+use super::flags::Flags;
 use super::pipeline::PipelineArgs;
 use super::print;
 use super::spool::{outputs, reopen};
 use crate::source::{Input, WindowArgs};
 
+/// The template `rocflow run` runs when no pipeline is given: what `rocprofv3 --sys-trace`
+/// collects.
+const DEFAULT_PIPELINE: &str = "trace-all";
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The pipeline (a file, or a template name such as `kernel-trace`).
-    pipeline: PathBuf,
+    /// The pipeline (a file, or a template name such as `kernel-trace`); without one,
+    /// `trace-all`, a system trace like `rocprofv3 --sys-trace`.
+    pipeline: Option<PathBuf>,
     #[command(flatten)]
     options: PipelineArgs,
     /// Which rocprofiler-sdk: `rocm` (the installed one, a real GPU), `sim` (rocflow's
@@ -35,11 +41,20 @@ pub struct RunArgs {
     /// The application and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "APP")]
     command: Vec<OsString>,
+    // Last: its help heading holds for what follows it.
+    #[command(flatten)]
+    flags: Flags,
 }
 
 /// Runs the application under the pipeline; exits with the application's status.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let plan = args.options.compile(&args.pipeline)?;
+    let pipeline = args.pipeline.unwrap_or_else(|| {
+        messages::note(format_args!(
+            "no pipeline given: running `{DEFAULT_PIPELINE}`, a system trace like `rocprofv3 --sys-trace` (`rocflow templates list` shows the others)"
+        ));
+        PathBuf::from(DEFAULT_PIPELINE)
+    });
+    let plan = args.options.compile(&pipeline, args.flags.overlay())?;
     let sdk = match args.device {
         Device::Rocm => Some(installed_sdk()?),
         Device::Sim(_) => None,

@@ -25,6 +25,7 @@ use crate::transform::Table;
 use crate::wire::{Payload, WireError};
 use crate::{post, sink, stage};
 
+use super::flags::OutputFlags;
 use super::pipeline::PipelineArgs;
 use super::print;
 
@@ -109,6 +110,8 @@ pub struct ReplayArgs {
     window: WindowArgs,
     #[command(flatten)]
     options: PipelineArgs,
+    #[command(flatten)]
+    flags: OutputFlags,
 }
 
 /// Rebuilds outputs from a spool, with the recorded pipeline or another one.
@@ -119,15 +122,25 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             "--trust-plan runs the recorded pipeline: give it or a pipeline, not both",
         )));
     }
+    let overlay = args.flags.overlay();
+    if pipeline.is_none() && !input.is_databases() && !overlay.is_empty() {
+        return Err(Error::user(
+            Diagnostic::error(
+                "--stats and -d change a pipeline, and the recorded one is replayed as it was",
+            )
+            .hint("give a pipeline: rocflow replay RUN.rfraw PIPELINE.toml --stats"),
+        ));
+    }
     let plan = match (&pipeline, &input) {
-        (Some(file), _) => args.options.compile(file)?,
+        (Some(file), _) => args.options.compile(file, overlay)?,
         (None, Input::Databases(_)) => {
             let notice = Diagnostic::notice(format!(
                 "rocpd databases record no pipeline: replaying with `{DATABASE_PIPELINE}`"
             ))
             .hint("give another: rocflow replay DB… PIPELINE");
             messages::diagnostic(&notice);
-            args.options.compile(Path::new(DATABASE_PIPELINE))?
+            args.options
+                .compile(Path::new(DATABASE_PIPELINE), overlay)?
         }
         (None, Input::Spool(spool)) if args.trust_plan => recorded_plan(spool)?,
         (None, Input::Spool(spool)) => untrusted_outputs(

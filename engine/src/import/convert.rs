@@ -12,11 +12,11 @@ use regex::Regex;
 
 use super::de::Spanned;
 use super::input::{Job, Opt, OutputFormat, TimeUnit, flag};
-use super::{domains, kernels, paths, period};
+use super::{counter_names, domains, kernels, paths, period};
 use crate::diag::{Diagnostic, SourceFile, Span};
 use crate::pipeline::model::{
-    Context, Counters, Header, KernelFilter, PcSampling, Period, Pipeline, Post, PostStep,
-    Quantity, Sink, SinkKind, SinkType, Tracing,
+    Context, Counters, Header, KernelFilter, PcSampling, Period, Pipeline, Post, PostStep, Sink,
+    SinkKind, SinkType, Tracing,
 };
 use crate::pipeline::name_of;
 use crate::record::RecordKind;
@@ -224,7 +224,7 @@ impl Converter<'_> {
 
     /// What a job counts: `pmc`, or the groups of `pmc_groups`.
     fn counting(&mut self, j: &Job) -> Counting {
-        let pmc = j.pmc.as_ref().map(|p| counter_names(&p.value));
+        let pmc = j.pmc.as_ref().map(|p| owned_names(&p.value));
         let Some(groups) = j.pmc_groups.as_ref().filter(|g| !g.value.is_empty()) else {
             return Counting::Run(pmc.unwrap_or_default());
         };
@@ -232,7 +232,7 @@ impl Converter<'_> {
             self.error(&groups.span, "`pmc` and `pmc_groups` cannot both be set")
                 .hint = Some("rocprofv3 refuses this too: keep one of them".into());
         }
-        let lists: Vec<Vec<String>> = groups.value.iter().map(|g| counter_names(g)).collect();
+        let lists: Vec<Vec<String>> = groups.value.iter().map(|g| owned_names(g)).collect();
         if let Some(empty) = lists.iter().position(Vec::is_empty) {
             self.error(
                 &groups.span,
@@ -393,9 +393,7 @@ impl Converter<'_> {
     }
 
     /// `selected_regions` starts the context paused (ROCTx resumes it); otherwise the first
-    /// `collection_period`, as rocflow's period: rocprofv3 repeats *delay, collect* `repeat`
-    /// times (once for 0), which is rocflow's delay, duration, the delay again as the pause
-    /// between periods, and `repeat - 1` further periods.
+    /// `collection_period`, as rocflow's period (see [`period::period`]).
     fn period(&mut self, j: &Job) -> Option<Period> {
         let unit = match &j.collection_period_unit {
             None => TimeUnit::Sec,
@@ -443,21 +441,13 @@ impl Converter<'_> {
                 ),
             );
         }
-        match period::triplet(&periods.value[0], unit) {
-            Ok((delay, duration, repeat)) => Some(Period {
-                paused: false,
-                delay: Some(Quantity::Text(period::duration_text(delay))),
-                duration: Some(Quantity::Text(period::duration_text(duration))),
-                interval: (repeat > 1).then(|| Quantity::Text(period::duration_text(delay))),
-                repeat: (repeat > 1).then_some(repeat - 1),
-            }),
-            Err(message) => {
+        period::period(&periods.value[0], unit)
+            .map_err(|message| {
                 self.error(&periods.span, message).hint = Some(
                     "write `START_DELAY:COLLECTION_TIME:REPEAT`, e.g. \"1:2:0\" (in seconds unless `collection_period_unit` says otherwise)".into(),
                 );
-                None
-            }
-        }
+            })
+            .ok()
     }
 
     /// One sink per output format (rocprofv3 writes rocpd when none is given).
@@ -642,14 +632,10 @@ fn pipeline(
     }
 }
 
-/// Counter names as rocprofv3 takes them: apart by spaces or commas.
-fn counter_names(written: &[String]) -> Vec<String> {
-    written
-        .iter()
-        .flat_map(|item| item.split(|c: char| c.is_whitespace() || c == ','))
-        .filter(|name| !name.is_empty())
-        .map(str::to_owned)
-        .collect()
+/// The counter names of a `pmc` list.
+fn owned_names(written: &[String]) -> Vec<String> {
+    let names = written.iter().flat_map(|item| counter_names(item));
+    names.map(str::to_owned).collect()
 }
 
 /// What the summary step writes: CSV tables for `stats`, Markdown for `summary` (rocflow's

@@ -121,6 +121,8 @@ pub struct Job {
     pub rocm_root: Opt<Any>,
     pub sdk_soversion: Opt<Any>,
     pub sdk_version: Opt<Any>,
+    /// Print the application's command line instead of running it.
+    pub echo: Opt<bool>,
 
     // Thread trace (ATT).
     pub advanced_thread_trace: Opt<bool>,
@@ -209,6 +211,7 @@ impl Job {
             rocm_root => OWN_SDK,
             sdk_soversion => OWN_SDK,
             sdk_version => OWN_SDK,
+            echo => "a pipeline always runs the application; `rocflow explain` shows what a run would collect",
             advanced_thread_trace => NO_ATT,
             att_library_path => NO_ATT,
             att_target_cu => NO_ATT,
@@ -276,8 +279,8 @@ pub enum OutputFormat {
     Rocpd,
 }
 
-/// `collection_period_unit` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// `collection_period_unit` values (rocprofv3's `--collection-period-unit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum TimeUnit {
     Hour,

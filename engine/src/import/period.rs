@@ -1,10 +1,25 @@
 //! rocprofv3's collection periods in rocflow's terms.
 
 use super::input::TimeUnit;
+use crate::pipeline::model::{Period, Quantity};
+
+/// `START_DELAY:COLLECTION_TIME:REPEAT` as rocflow's period: rocprofv3 repeats *delay,
+/// collect* `repeat` times (once for 0), which is rocflow's delay, duration, the delay
+/// again as the pause between periods, and `repeat - 1` further periods.
+pub fn period(text: &str, unit: TimeUnit) -> Result<Period, String> {
+    let (delay, duration, repeat) = triplet(text, unit)?;
+    Ok(Period {
+        paused: false,
+        delay: Some(Quantity::Text(duration_text(delay))),
+        duration: Some(Quantity::Text(duration_text(duration))),
+        interval: (repeat > 1).then(|| Quantity::Text(duration_text(delay))),
+        repeat: (repeat > 1).then_some(repeat - 1),
+    })
+}
 
 /// `START_DELAY:COLLECTION_TIME:REPEAT` in nanoseconds (converted as rocprofv3 converts
 /// them: the time times the unit, rounded down) and the number of periods (0 means one).
-pub fn triplet(text: &str, unit: TimeUnit) -> Result<(u64, u64, u32), String> {
+fn triplet(text: &str, unit: TimeUnit) -> Result<(u64, u64, u32), String> {
     let parts: Vec<&str> = text.split(':').map(str::trim).collect();
     let [delay, duration, repeat] = parts[..] else {
         return Err(format!("`{text}` is not a collection period"));

@@ -28,11 +28,7 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<(Jobs, Vec<Diagnostic>), Vec<Diag
         }
         let at = Some(Span::new(file, span.clone()));
         if let Some(list) = trimmed.strip_prefix("pmc:") {
-            let counters: Vec<String> = list
-                .split(|c: char| c.is_whitespace() || c == ',')
-                .filter(|c| !c.is_empty())
-                .map(str::to_owned)
-                .collect();
+            let counters: Vec<String> = super::counter_names(list).map(str::to_owned).collect();
             if counters.is_empty() {
                 errors.push(Diagnostic::error("this `pmc:` line names no counters").at(at));
                 continue;

@@ -6,11 +6,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use rocflow_counters::expr::Expr;
 use rocflow_counters::{
     self as counters, Definitions, Requirements, ResolveError, Resolved, Resolver, expr,
 };
+
+use rocflow_core::scenario::Scenario;
 
 use crate::diag::did_you_mean;
 use crate::plan::AgentSelector;
@@ -30,6 +33,8 @@ pub(super) struct Finding {
     pub len: usize,
     pub message: String,
     pub hint: Option<String>,
+    /// A doubt rather than a fault: the pipeline may still be right.
+    pub warning: bool,
 }
 
 impl Finding {
@@ -40,9 +45,29 @@ impl Finding {
             len: 0,
             message: message.into(),
             hint: None,
+            warning: false,
         }
     }
 }
+
+/// The counters of rocflow's simulated GPUs (the built-in MI300X + MI210 node and the
+/// W7900 workstation): the only counter names rocflow knows without definition files.
+static SIMULATED_COUNTERS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let scenarios = [
+        rocflow_core::scenario::DEFAULT,
+        include_str!("../../../examples/sim/w7900.toml"),
+    ];
+    let agents = scenarios
+        .iter()
+        .filter_map(|text| Scenario::parse(text).ok())
+        .flat_map(|s| s.agents);
+    let mut names: Vec<String> = agents
+        .flat_map(|a| a.counters.into_iter().map(|c| c.name))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+});
 
 /// Where counter definitions come from, and the files loaded so far.
 pub(super) struct CounterCheck {
@@ -117,6 +142,7 @@ impl CounterCheck {
             match expr::parse(text) {
                 Ok(expression) => parsed.push((d, name.clone(), expression)),
                 Err(err) => findings.push(Finding {
+                    warning: false,
                     path: vec![
                         Step::Key("derived"),
                         Step::Index(d),
@@ -130,14 +156,17 @@ impl CounterCheck {
             }
         }
         let names: Vec<&str> = derived.iter().map(|(name, _)| name.as_str()).collect();
-        findings.extend(derived_inputs(table, &names, &parsed));
+        let defs =
+            (self.definitions(table.definitions.as_deref(), &mut findings)).map(|(_, defs)| defs);
+        findings.extend(derived_inputs(table, &names, &parsed, defs));
         let globs: Vec<String> = agents
             .filter_map(|a| match a {
                 AgentSelector::Gfx(glob) => Some(glob.clone()),
                 _ => None,
             })
             .collect();
-        let Some((_, defs)) = self.definitions(table.definitions.as_deref(), &mut findings) else {
+        let Some(defs) = defs else {
+            findings.extend(unchecked(table, &parsed));
             return (findings, needs);
         };
         let known: Vec<&str> = defs.architectures().into_iter().collect();
@@ -235,6 +264,30 @@ impl CounterCheck {
     }
 }
 
+/// Without definitions, the collected names no simulated GPU has: each may be a counter
+/// of a real GPU, or a typo (then the closest simulated name is the hint).
+fn unchecked(table: &model::Counters, parsed: &[(usize, String, Expr)]) -> Vec<Finding> {
+    let known = &*SIMULATED_COUNTERS;
+    let mut seen = HashSet::new();
+    let collected = table.collect.iter().enumerate();
+    collected
+        .filter(|(_, name)| !parsed.iter().any(|(_, d, _)| d == *name))
+        .filter(|(_, name)| !known.contains(name) && seen.insert(*name))
+        .map(|(n, name)| Finding {
+            hint: did_you_mean(name, known.iter().map(String::as_str)).or_else(|| {
+                Some("check it against a GPU's counters with --counters FILE (rocprofiler-sdk's counter_defs.yaml)".into())
+            }),
+            warning: true,
+            ..Finding::at(
+                vec![Step::Key("collect"), Step::Index(n)],
+                format!(
+                    "`{name}` is not checked: no counter definitions were found, and no simulated GPU has this counter"
+                ),
+            )
+        })
+        .collect()
+}
+
 /// What `name` needs counted on the resolver's architecture: each hardware counter with
 /// its block.
 fn need(resolver: &Resolver<'_>, name: &str, requirements: Requirements) -> Need {
@@ -257,11 +310,12 @@ fn need(resolver: &Resolver<'_>, name: &str, requirements: Requirements) -> Need
 /// cycle) and the agent properties rocflow knows; and no division by a constant zero.
 /// `derived` names every derived counter, those that do not parse too (they are reported
 /// where they are defined); `parsed` holds each parsed one's index in `derived`, name and
-/// expression.
+/// expression; `defs` are the definitions the collected names are checked against, if any.
 fn derived_inputs(
     table: &model::Counters,
     derived: &[&str],
     parsed: &[(usize, String, Expr)],
+    defs: Option<&Definitions>,
 ) -> Vec<Finding> {
     let mut findings = Vec::new();
     let expression = |d: usize| {
@@ -278,6 +332,7 @@ fn derived_inputs(
         expr.walk(&mut |e| {
             if let Expr::Accumulate { counter, .. } = e {
                 findings.push(Finding {
+                    warning: false,
                     path: expression(*d),
                     offset: Some(counter.span.start),
                     len: counter.span.len(),
@@ -310,13 +365,17 @@ fn derived_inputs(
                     ),
                 )
             } else {
-                let known = table.collect.iter().map(String::as_str);
+                // A collected name the definitions do not know is a typo of its own
+                // (reported where it is collected), never the fix for this one.
+                let known = (table.collect.iter().map(String::as_str))
+                    .filter(|c| derived.contains(c) || defs.is_none_or(|d| d.get(c).is_some()));
                 let known = known.chain(derived.iter().copied()).chain(properties());
                 let hint = did_you_mean(name, known)
                     .unwrap_or_else(|| format!("add `{name}` to `collect`"));
                 (format!("`{name}` is not collected by this context"), hint)
             };
             findings.push(Finding {
+                warning: false,
                 path: expression(*d),
                 offset: Some(reference.span.start),
                 len: reference.span.len(),
@@ -344,6 +403,7 @@ fn derived_inputs(
             .find(|r| r.as_str() == cycle[1])
             .expect("the next member");
         findings.push(Finding {
+            warning: false,
             path: expression(*d),
             offset: Some(next.span.start),
             len: next.span.len(),

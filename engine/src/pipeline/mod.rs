@@ -5,6 +5,7 @@
 mod compile;
 mod counters;
 pub mod model;
+pub mod overlay;
 pub mod params;
 mod passes;
 pub mod schema;
@@ -23,6 +24,7 @@ use crate::diag::{Diagnostic, SourceFile};
 use crate::plan::Plan;
 
 pub(crate) use compile::{TransformCheck, name_of};
+pub use overlay::Overlay;
 pub use params::Override;
 use template::Merged;
 pub use template::{Library, Origin};
@@ -34,6 +36,8 @@ pub(crate) use value::Step;
 pub struct Options {
     /// `--set name=value`, in command-line order.
     pub overrides: Vec<Override>,
+    /// rocprofv3's options given on the command line (`--pmc`, `-d`, …).
+    pub overlay: Overlay,
     /// Where `extends` looks beyond the including file's directory.
     pub library: Library,
     /// Counter definitions to check counter names against (`--counters FILE`), when a
@@ -99,6 +103,7 @@ fn compile_document(
     sources: &[Origin],
     options: &Options,
 ) -> Result<Compiled, Vec<Diagnostic>> {
+    let notices = options.overlay.apply(&mut doc, &options.overrides)?;
     let params = params::apply(&mut doc, &options.overrides)?;
     let json = doc.to_json();
     let structural = schema::validate(&doc, &json);
@@ -115,7 +120,9 @@ fn compile_document(
         .iter()
         .map(|(k, v)| (k.clone(), v.to_json()))
         .collect();
-    let sources = sources.iter().map(Origin::display).collect();
+    let sources = (sources.iter().map(Origin::display))
+        .chain(options.overlay.describe())
+        .collect();
     let base = path
         .parent()
         .map_or_else(Default::default, Path::to_path_buf);
@@ -125,7 +132,8 @@ fn compile_document(
     };
     let counters = counters::CounterCheck::new(options.counters.clone(), base);
     let compiler = compile::Compiler::new(&doc, counters, plugins);
-    let (plan, warnings) = compiler.compile(&pipeline, &json, sources, params)?;
+    let (plan, mut warnings) = compiler.compile(&pipeline, &json, sources, params)?;
+    warnings.extend(notices);
     Ok(Compiled {
         plan,
         resolved: doc,

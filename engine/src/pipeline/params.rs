@@ -57,6 +57,12 @@ impl Override {
     }
 }
 
+impl Override {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 /// Parses the TOML value that starts at byte `start` of `file`, keeping its offsets.
 fn parse_value(file: &Arc<SourceFile>, start: usize) -> Option<Node> {
     // `name=` is at least two bytes, so `v=` fits in front of the value at the same offset.

@@ -12,8 +12,14 @@ use super::value::{Node, Step};
 /// The template `rocflow init` extends when none is named: cheap, and useful on any GPU.
 pub const DEFAULT_TEMPLATE: &str = "kernel-trace";
 
-/// The text of a pipeline, to be written at `path`, that extends `template`.
-pub fn starter(library: &Library, template: &str, path: &Path) -> Result<String, Diagnostic> {
+/// The text of a pipeline, to be written at `path`, that extends `template`; its first
+/// line names the JSON Schema at `schema` for editors.
+pub fn starter(
+    library: &Library,
+    template: &str,
+    path: &Path,
+    schema: Option<&Path>,
+) -> Result<String, Diagnostic> {
     let doc = library.load_template(template)?.doc;
     let file = path.display();
     let name = path
@@ -26,6 +32,9 @@ pub fn starter(library: &Library, template: &str, path: &Path) -> Result<String,
         out.push('\n');
     };
 
+    if let Some(schema) = schema {
+        line(&format!("#:schema {}", schema.display()));
+    }
     line(&format!(
         "# {name}: a rocflow pipeline built on the `{template}` template."
     ));

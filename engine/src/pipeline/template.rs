@@ -316,14 +316,22 @@ impl Library {
         did_you_mean(name, names.iter().map(String::as_str))
     }
 
+    /// The error of a template name that resolves to nothing; `span` is the `extends`
+    /// entry naming it, none for a name given on the command line.
     fn not_found(&self, name: &str, looked: &[String], span: Option<Span>) -> Diagnostic {
+        let hint = match span {
+            Some(_) => format!(
+                "give a path relative to this file, add its directory to {PATH_VAR}, or see `rocflow templates list`"
+            ),
+            None => format!(
+                "`rocflow templates list` shows the templates; add a directory of your own to {PATH_VAR}"
+            ),
+        };
         Diagnostic::error(format!("template `{name}` not found"))
-            .at(span)
+            .at(span.clone())
             .note(format!("looked in: {}", looked.join(", ")))
             .maybe_hint(self.suggest(name))
-            .or_hint(format!(
-                "give a path relative to this file, add its directory to {PATH_VAR}, or see `rocflow templates list`"
-            ))
+            .or_hint(hint)
     }
 
     fn open(&self, origin: &Origin, notes: Vec<String>) -> Result<Arc<SourceFile>, Diagnostic> {

@@ -167,6 +167,42 @@ impl Node {
         }
     }
 
+    /// A node of JSON `value` whose every part points at `span`: what a command-line flag
+    /// adds to a pipeline (see [`super::overlay`]).
+    pub fn from_json(value: &serde_json::Value, span: &Span) -> Node {
+        use serde_json::Value as J;
+        let value = match value {
+            J::String(s) => Value::String(s.clone()),
+            J::Bool(b) => Value::Boolean(*b),
+            J::Number(n) => n.as_i64().map_or_else(
+                || Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+                Value::Integer,
+            ),
+            J::Array(items) => {
+                Value::Array(items.iter().map(|v| Node::from_json(v, span)).collect())
+            }
+            // An unset field (`null`) is no key, as in TOML.
+            J::Object(map) => Value::Table(
+                map.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| {
+                        let entry = Entry {
+                            key: span.clone(),
+                            node: Node::from_json(v, span),
+                        };
+                        (k.clone(), entry)
+                    })
+                    .collect(),
+            ),
+            // Only inside objects, where it is left out.
+            J::Null => Value::Table(Table::new()),
+        };
+        Node {
+            value,
+            span: span.clone(),
+        }
+    }
+
     /// The TOML form, for `rocflow explain --resolved`.
     pub fn to_toml(&self) -> toml::Value {
         match &self.value {

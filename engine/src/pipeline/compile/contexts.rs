@@ -317,10 +317,17 @@ impl Compiler<'_> {
                 let node = self.doc.at(path.iter().copied())?;
                 inner_span(node, offset, finding.len)
             });
-            let diagnostic = Diagnostic::error(finding.message)
+            let diagnostic = match finding.warning {
+                true => Diagnostic::warning(finding.message),
+                false => Diagnostic::error(finding.message),
+            };
+            let diagnostic = diagnostic
                 .at(span.or_else(|| self.span(&path)))
                 .maybe_hint(finding.hint);
-            self.errors.push(diagnostic);
+            match finding.warning {
+                true => self.warnings.push(diagnostic),
+                false => self.errors.push(diagnostic),
+            }
             path.clear();
         }
         for (r, reduction) in k.reduce.iter().enumerate() {
@@ -483,43 +490,52 @@ impl Compiler<'_> {
 
     /// rocprofiler-sdk allows dispatch counter collection and PC sampling in one context
     /// each: a second one fails at `rocprofiler_configure_*` time on the device. Kernel
-    /// serialization is a dispatch-counting service too (see the tool library).
+    /// serialization is a dispatch-counting service too (see the tool library), so a
+    /// context that serializes and another that collects counters conflict as well.
     pub(super) fn check_exclusive_services(&mut self, contexts: &[ContextPlan]) {
-        /// The key that configures the service in a context, if it does.
-        type Uses = fn(&ContextPlan) -> Option<&'static str>;
+        /// The key that configures the service in a context, if it does, and what the
+        /// context does with it.
+        type Uses = fn(&ContextPlan) -> Option<(&'static str, &'static str)>;
         let exclusive: [(&str, Uses); 2] = [
             ("dispatch counter collection", |c| {
                 if c.counters.is_some() {
-                    Some("counters")
+                    Some(("counters", "collects counters"))
                 } else {
-                    c.serialize.then_some("serialize")
+                    c.serialize
+                        .then_some(("serialize", "serializes kernel dispatches"))
                 }
             }),
             ("PC sampling", |c| {
-                c.pc_sampling.is_some().then_some("pc_sampling")
+                c.pc_sampling
+                    .is_some()
+                    .then_some(("pc_sampling", "samples PCs"))
             }),
         ];
-        for (what, uses) in exclusive {
-            let users: Vec<(usize, &str)> = (0..contexts.len())
-                .filter_map(|i| uses(&contexts[i]).map(|key| (i, key)))
+        for (service, uses) in exclusive {
+            let users: Vec<(usize, &str, &str)> = (0..contexts.len())
+                .filter_map(|i| uses(&contexts[i]).map(|(key, what)| (i, key, what)))
                 .collect();
-            if let [(first, first_key), rest @ ..] = users.as_slice() {
-                for &(i, key) in rest {
+            if let [(first, first_key, first_what), rest @ ..] = users.as_slice() {
+                for &(i, key, what) in rest {
                     let first_at = self
                         .span(path!["context", *first, *first_key])
                         .map(|s| s.position());
+                    let (name, first_name) = (&contexts[i].name, &contexts[*first].name);
                     let d = self.error(
                         path!["context", i, key],
                         format!(
-                            "{what} is already configured in context `{}`",
-                            contexts[*first].name
+                            "context `{name}` {what}, and context `{first_name}` {first_what}: both need rocprofiler-sdk's {service} service, which one context only may configure"
                         ),
                     );
-                    d.hint = Some(format!(
-                        "rocprofiler-sdk allows {what} in one context only; move these settings there"
-                    ));
+                    let serializes = [key, *first_key].contains(&"serialize");
+                    d.hint = Some(if serializes {
+                        "a context that collects counters serializes dispatches already: drop `serialize = true`, or collect the counters in the context that serializes".into()
+                    } else {
+                        format!("move these settings to context `{first_name}`")
+                    });
                     if let Some(at) = first_at {
-                        d.notes.push(format!("first configured at {at}"));
+                        d.notes
+                            .push(format!("context `{first_name}` {first_what} at {at}"));
                     }
                 }
             }

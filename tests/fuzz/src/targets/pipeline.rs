@@ -88,6 +88,7 @@ pub fn compile(text: &str, scratch: &Path) -> String {
 fn options() -> Options {
     Options {
         overrides: Vec::new(),
+        overlay: Default::default(),
         library: Library::with_search_path(vec![root().join("examples")]),
         counters: Some(counter_definitions()),
         plugins: Search::with_dirs(Vec::new()),
