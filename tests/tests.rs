@@ -7,6 +7,7 @@ mod args;
 mod cli;
 mod counters;
 mod counters_cli;
+mod csv_rocprofv3;
 mod import;
 mod library;
 mod otf2;
