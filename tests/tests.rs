@@ -3,6 +3,7 @@
 //! --test integration`), a module a file; what the modules share is the `support` crate
 //! (tests/support). Run one file's tests with a filter: `… --test integration rocpd::`.
 
+mod agents;
 mod args;
 mod cli;
 mod counters;

@@ -30,6 +30,10 @@ pub struct Counter {
     pub block: String,
     /// Empty for a hardware counter.
     pub expression: String,
+    /// Computed from others (`is_derived`).
+    pub derived: bool,
+    /// A property of the agent rather than a count (`is_constant`).
+    pub constant: bool,
 }
 
 /// A counter's dimension: the SDK's id, name and size.
@@ -40,7 +44,9 @@ pub struct Dimension {
     pub size: u64,
 }
 
-/// A C string of the SDK's, empty for null.
+/// A C string of the SDK's, empty for null. It takes only pointers the SDK handed out
+/// (names in its structs), hence safe to call.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn text(ptr: *const c_char) -> String {
     if ptr.is_null() {
         return String::new();
@@ -158,6 +164,9 @@ impl Queries {
                     description: text(info.description),
                     block: text(info.block),
                     expression: text(info.expression),
+                    // The two bit fields `is_constant` (bit 0) and `is_derived` (bit 1).
+                    derived: info.is_constant & 2 != 0,
+                    constant: info.is_constant & 1 != 0,
                 })
             })
             .collect()
