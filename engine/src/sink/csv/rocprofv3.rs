@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
@@ -409,10 +409,23 @@ impl Line {
         self
     }
 
-    /// Ends the line, handing its bytes over.
-    pub fn end(&mut self) -> Vec<u8> {
+    /// `"Agent N"`: an agent as rocprofv3's traces name it, N its logical node id
+    /// (rocprofv3's default, `--agent-index relative`).
+    pub fn agent(&mut self, meta: &StreamMeta, index: u32) -> &mut Line {
+        let agent = meta.agents.iter().find(|a| a.index == index);
+        let number = agent.map_or(index, |a| a.logical_node_id);
+        self.separate();
+        self.bytes.extend_from_slice(b"\"Agent ");
+        push_int(&mut self.bytes, number.into());
+        self.bytes.push(b'"');
+        self
+    }
+
+    /// Ends the line, appending it to `out`.
+    pub fn end(&mut self, out: &mut Vec<u8>) {
         self.bytes.push(b'\n');
-        std::mem::take(&mut self.bytes)
+        out.extend_from_slice(&self.bytes);
+        self.bytes.clear();
     }
 }
 
@@ -430,22 +443,32 @@ fn scientific(v: f64, digits: usize) -> String {
 
 /// The SDK's name of a domain (its `rocprofiler_buffer_tracing_kind_t` without the
 /// prefix), as rocprofv3's `Kind` and `Domain` columns have it.
-fn kind_name(domain: Domain) -> String {
-    domain.name().to_ascii_uppercase()
+fn kind_name(domain: Domain) -> &'static str {
+    static NAMES: OnceLock<HashMap<Domain, String>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let upper = |d: &Domain| (*d, d.name().to_ascii_uppercase());
+        Domain::ALL.iter().map(upper).collect()
+    });
+    &names[&domain]
 }
 
 /// The SDK's name of an operation of one of the domains whose operations rocflow names
 /// by their suffix (copies, allocations, scratch memory): `MEMORY_COPY_HOST_TO_DEVICE`.
-fn operation_name(domain: Domain, id: i32) -> String {
-    let operation = domain.operation_name(id).unwrap_or("NONE");
-    format!("{}_{operation}", kind_name(domain))
-}
-
-/// An agent as rocprofv3's traces name it: `Agent N`, N its logical node id (rocprofv3's
-/// default, `--agent-index relative`).
-fn agent_label(meta: &StreamMeta, index: u32) -> String {
-    let logical = meta.agents.iter().find(|a| a.index == index);
-    format!("Agent {}", logical.map_or(index, |a| a.logical_node_id))
+fn operation_name(domain: Domain, id: i32) -> &'static str {
+    static NAMES: OnceLock<HashMap<(Domain, i32), String>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let domains = [
+            Domain::MemoryCopy,
+            Domain::MemoryAllocation,
+            Domain::ScratchMemory,
+        ];
+        let named = |d: Domain| {
+            let ops = d.operations().iter();
+            ops.map(move |(id, op)| ((d, *id), format!("{}_{op}", kind_name(d))))
+        };
+        domains.into_iter().flat_map(named).collect()
+    });
+    names.get(&(domain, id)).map_or("NONE", String::as_str)
 }
 
 /// The statistics of one process, per table, per name.
@@ -500,12 +523,12 @@ impl Rocprofv3Sink {
         let path = self.staging.dir().join(&file);
         let context = || format!("writing {}", self.staging.target().join(&file).display());
         let mut out = BufWriter::new(File::create(&path).map_err(SinkError::io(context()))?);
-        let mut line = Line::default();
+        let (mut line, mut text) = (Line::default(), Vec::new());
         header.iter().for_each(|h| {
             line.text(h);
         });
-        out.write_all(&line.end())
-            .map_err(SinkError::io(context()))?;
+        line.end(&mut text);
+        out.write_all(&text).map_err(SinkError::io(context()))?;
         self.written.push(self.staging.target().join(file));
         Ok(out)
     }
@@ -537,52 +560,37 @@ impl Rocprofv3Sink {
 
     /// Writes the rows of one chunk, and adds its durations to the statistics.
     fn chunk(&mut self, chunk: &Chunk, meta: &StreamMeta) -> Result<(), SinkError> {
-        let pid = meta.process.as_ref().map(|p| p.pid);
+        let pid = meta.process.as_ref().map_or(0, |p| p.pid);
+        let keep_dispatches = self.counters;
+        let process = self.processes.entry(pid).or_default();
+        match &chunk.batch {
+            Batch::KernelDispatch(records) if keep_dispatches => {
+                (process.dispatches).extend(records.iter().map(|r| (r.dispatch_id, *r)));
+            }
+            Batch::CounterSample(records) => records.iter().for_each(|r| count(process, r)),
+            _ => {}
+        }
         let mut rows = Rows {
             meta,
-            pid: pid.unwrap_or_default(),
+            pid,
             out: BTreeMap::new(),
-            durations: Vec::new(),
+            stats: &mut process.stats,
             line: Line::default(),
         };
         match &chunk.batch {
-            Batch::KernelDispatch(records) => {
-                if self.counters {
-                    let process = self.process(rows.pid);
-                    for r in records {
-                        process.dispatches.insert(r.dispatch_id, *r);
-                    }
-                }
-                records.iter().for_each(|r| rows.kernel(r));
-            }
+            Batch::KernelDispatch(records) => records.iter().for_each(|r| rows.kernel(r)),
             Batch::Api(records) => records.iter().for_each(|r| rows.api(r)),
             Batch::Marker(records) => records.iter().for_each(|r| rows.marker(r)),
             Batch::MemoryCopy(records) => records.iter().for_each(|r| rows.copy(r)),
             Batch::MemoryAllocation(records) => records.iter().for_each(|r| rows.allocation(r)),
             Batch::ScratchMemory(records) => records.iter().for_each(|r| rows.scratch(r)),
             Batch::PcSample(records) => records.iter().for_each(|r| rows.pc_sample(r)),
-            Batch::CounterSample(records) => {
-                let process = self.process(rows.pid);
-                records.iter().for_each(|r| count(process, r));
-            }
+            // Written when the run ends, their dispatches' values summed.
+            Batch::CounterSample(_) => {}
             // rocprofv3 writes no CSV of these.
             Batch::KfdEvent(_) | Batch::HipStream(_) | Batch::RuntimeInitialization(_) => {}
         }
-        let Rows {
-            pid,
-            out,
-            durations,
-            ..
-        } = rows;
-        let stats = &mut self.process(pid).stats;
-        for (table, name, ns) in durations {
-            let names = stats.entry(table).or_default();
-            match names.get_mut(&name) {
-                Some(acc) => acc.add(ns as f64),
-                None => names.entry(name).or_default().add(ns as f64),
-            }
-        }
-        for (table, lines) in out {
+        for (table, lines) in rows.out {
             self.append(pid, table, &lines)?;
         }
         Ok(())
@@ -644,24 +652,28 @@ fn count(process: &mut Process, sample: &CounterSample) {
     *counted.values.entry(sample.counter_id).or_default() += sample.value;
 }
 
-/// The rows of a chunk, per table, and the durations they add to the statistics.
+/// The rows of a chunk, per table, their durations added to the process's statistics.
 struct Rows<'a> {
     meta: &'a StreamMeta,
     pid: u32,
     out: BTreeMap<Table, Vec<u8>>,
-    durations: Vec<(Table, String, u64)>,
+    stats: &'a mut Statistics,
     line: Line,
 }
 
 impl Rows<'_> {
     fn push(&mut self, table: Table) {
-        let line = self.line.end();
-        self.out.entry(table).or_default().extend_from_slice(&line);
+        self.line.end(self.out.entry(table).or_default());
     }
 
+    /// Adds a duration to the statistics of `name` in `table`.
     fn time(&mut self, table: Table, name: &str, start: u64, end: u64) {
-        self.durations
-            .push((table, name.to_owned(), end.saturating_sub(start)));
+        let ns = end.saturating_sub(start) as f64;
+        let names = self.stats.entry(table).or_default();
+        match names.get_mut(name) {
+            Some(acc) => acc.add(ns),
+            None => names.entry(name.to_owned()).or_default().add(ns),
+        }
     }
 
     fn kernel(&mut self, r: &KernelDispatch) {
@@ -672,8 +684,8 @@ impl Rows<'_> {
         let vgprs = symbol.map_or(r.vgpr_count, |k| k.arch_vgpr_count);
         let sgprs = symbol.map_or(r.sgpr_count, |k| k.sgpr_count);
         self.line
-            .text(&kind_name(Domain::KernelDispatch))
-            .text(&agent_label(meta, r.agent))
+            .text(kind_name(Domain::KernelDispatch))
+            .agent(meta, r.agent)
             .int(r.queue)
             .int(0)
             .int(r.tid)
@@ -762,7 +774,7 @@ impl Rows<'_> {
         end: u64,
     ) {
         self.line
-            .text(&kind_name(domain))
+            .text(kind_name(domain))
             .text(name)
             .int(self.pid)
             .int(tid)
@@ -776,51 +788,46 @@ impl Rows<'_> {
     fn copy(&mut self, r: &MemoryCopy) {
         let direction = operation_name(Domain::MemoryCopy, r.operation_id.into());
         self.line
-            .text(&kind_name(Domain::MemoryCopy))
-            .text(&direction)
+            .text(kind_name(Domain::MemoryCopy))
+            .text(direction)
             .int(0)
-            .text(&agent_label(self.meta, r.src_agent))
-            .text(&agent_label(self.meta, r.dst_agent))
+            .agent(self.meta, r.src_agent)
+            .agent(self.meta, r.dst_agent)
             .int(r.correlation_id)
             .int(r.start_ns)
             .int(r.end_ns);
         self.push(Table::MemoryCopyTrace);
-        self.time(Table::MemoryCopyTrace, &direction, r.start_ns, r.end_ns);
+        self.time(Table::MemoryCopyTrace, direction, r.start_ns, r.end_ns);
     }
 
     fn allocation(&mut self, r: &MemoryAllocation) {
         let operation = operation_name(Domain::MemoryAllocation, r.operation_id.into());
-        // Frees carry no agent.
-        let allocates = operation.ends_with("ALLOCATE");
-        let agent = if allocates {
-            agent_label(self.meta, r.agent)
-        } else {
-            String::new()
-        };
         self.line
-            .text(&kind_name(Domain::MemoryAllocation))
-            .text(&operation)
-            .text(&agent)
+            .text(kind_name(Domain::MemoryAllocation))
+            .text(operation);
+        // Frees carry no agent.
+        if operation.ends_with("ALLOCATE") {
+            self.line.agent(self.meta, r.agent);
+        } else {
+            self.line.text("");
+        }
+        self.line
             .int(r.bytes)
             .text(&format!("0x{:016x}", r.address))
             .int(r.correlation_id)
             .int(r.start_ns)
             .int(r.end_ns);
         self.push(Table::MemoryAllocationTrace);
-        self.time(
-            Table::MemoryAllocationTrace,
-            &operation,
-            r.start_ns,
-            r.end_ns,
-        );
+        let table = Table::MemoryAllocationTrace;
+        self.time(table, operation, r.start_ns, r.end_ns);
     }
 
     fn scratch(&mut self, r: &ScratchMemory) {
         let operation = operation_name(Domain::ScratchMemory, r.operation_id.into());
         self.line
-            .text(&kind_name(Domain::ScratchMemory))
-            .text(&operation)
-            .text(&agent_label(self.meta, r.agent))
+            .text(kind_name(Domain::ScratchMemory))
+            .text(operation)
+            .agent(self.meta, r.agent)
             .int(r.queue)
             .int(r.tid)
             .int(r.flags)
@@ -828,7 +835,7 @@ impl Rows<'_> {
             .int(r.end_ns)
             .int(r.bytes);
         self.push(Table::ScratchMemoryTrace);
-        self.time(Table::ScratchMemoryTrace, &operation, r.start_ns, r.end_ns);
+        self.time(Table::ScratchMemoryTrace, operation, r.start_ns, r.end_ns);
     }
 
     fn pc_sample(&mut self, r: &PcSample) {
@@ -885,7 +892,7 @@ fn counter_rows(
     for (&counter, &value) in &counted.values {
         line.int(d.correlation_id)
             .int(dispatch_id)
-            .text(&agent_label(meta, counted.agent))
+            .agent(meta, counted.agent)
             .int(d.queue)
             .int(pid)
             .int(d.tid)
@@ -902,7 +909,7 @@ fn counter_rows(
             .float(value)
             .int(d.start_ns)
             .int(d.end_ns);
-        out.extend_from_slice(&line.end());
+        line.end(out);
     }
 }
 
@@ -924,7 +931,7 @@ pub fn stats_rows(rows: &[(&str, &Accumulator)]) -> (Accumulator, Vec<u8>) {
             .int(acc.min() as u64)
             .int(acc.max() as u64)
             .stat(acc.stddev());
-        out.extend_from_slice(&line.end());
+        line.end(&mut out);
     }
     (total, out)
 }
@@ -950,7 +957,7 @@ fn agent_rows(meta: &StreamMeta) -> Vec<u8> {
                 value => line.int(value.as_u64().unwrap_or_default()),
             };
         }
-        out.extend_from_slice(&line.end());
+        line.end(&mut out);
     }
     out
 }
@@ -1041,11 +1048,29 @@ mod tests {
             .percent(0.001)
             .text("a \"b\"")
             .int(u64::MAX);
+        let mut out = Vec::new();
+        line.end(&mut out);
         assert_eq!(
-            String::from_utf8(line.end()).unwrap(),
+            String::from_utf8(out).unwrap(),
             "6144.000000,5.00000000e-01,0.00000000e+00,1234.500000,1.00000000e-03,\
              45.68,0.5000,1.000e-03,\"a \"\"b\"\"\",18446744073709551615\n"
         );
         assert_eq!(scientific(1.5e-120, 3), "1.500e-120");
+    }
+
+    /// Each column of `agent_info.csv` is read from a field of the agent's record, none
+    /// falls back to nothing.
+    #[test]
+    fn every_agent_info_column_is_a_field_of_the_agent_record() {
+        let agent = crate::generate::mi300x(1);
+        let record = serde_json::to_value(AgentRecord::new(&agent, 0)).unwrap();
+        for column in AGENT_INFO {
+            assert!(!agent_field(&record, column).is_null(), "{column}");
+        }
+        assert_eq!(agent_field(&record, "Agent_Type"), "GPU");
+        assert_eq!(
+            agent_field(&record, "Workgroup_Max_Dim_X"),
+            record["workgroup_max_dim"]["x"]
+        );
     }
 }
