@@ -356,3 +356,40 @@ fn rocflows_own_csv_stays_the_default() {
     assert_success(&output);
     assert!(dir.path().join("out/kernel_dispatch.csv").is_file());
 }
+
+/// The shipped `csv` template takes the flavour as a parameter; its kernel names are
+/// demangled, as rocprofv3's are by default.
+#[test]
+fn the_csv_template_writes_rocprofv3s_files_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "csv",
+        "--set",
+        "flavour=rocprofv3",
+        "--set",
+        "output_dir=out",
+        "--device",
+        "sim",
+        "--",
+        "/bin/sleep",
+        "0",
+    ];
+    assert_success(&support::rocflow(&args, dir.path(), &[]));
+    let [process] = &std::fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && !p.ends_with("summary"))
+        .collect::<Vec<_>>()[..]
+    else {
+        panic!("not one process directory")
+    };
+    let pid = process.to_str().unwrap().rsplit('-').next().unwrap();
+    let kernels = lines(&process.join(format!("{pid}_kernel_stats.csv")));
+    assert!(
+        kernels
+            .iter()
+            .any(|l| l.starts_with("\"void solver::smooth<8>(")),
+        "{kernels:?}"
+    );
+}
