@@ -105,7 +105,7 @@ impl Queries {
             count: usize,
             data: *mut c_void,
         ) -> Status {
-            // SAFETY: `data` is the Vec passed below; the SDK passes `count` pointers, each
+            // SAFETY: `data` is the Vec `gathered` passes; the SDK passes `count` pointers, each
             // at a `rocprofiler_agent_v0_t`.
             unsafe {
                 let out = &mut *data.cast::<Vec<AgentV0>>();
@@ -115,17 +115,15 @@ impl Queries {
             }
             abi::status::SUCCESS
         }
-        let mut agents: Vec<AgentV0> = Vec::new();
-        // SAFETY: the callback has the SDK's type and `agents` outlives the call.
-        let status = unsafe {
+        // SAFETY: the callback has the SDK's type.
+        gathered(|data| unsafe {
             (self.agents)(
                 abi::AGENT_INFO_VERSION_0,
                 Some(collect),
                 size_of::<AgentV0>(),
-                (&mut agents as *mut Vec<AgentV0>).cast(),
+                data,
             )
-        };
-        checked(status, agents)
+        })
     }
 
     /// The counters `agent` supports.
@@ -136,15 +134,13 @@ impl Queries {
             count: usize,
             data: *mut c_void,
         ) -> Status {
-            // SAFETY: `data` is the Vec passed below; the SDK passes `count` ids.
+            // SAFETY: `data` is the Vec `gathered` passes; the SDK passes `count` ids.
             unsafe { extend(data, ids, count) };
             abi::status::SUCCESS
         }
-        let mut ids: Vec<Handle> = Vec::new();
-        // SAFETY: the callback has the SDK's type and `ids` outlives the call.
-        let status =
-            unsafe { (self.counters)(agent, Some(collect), (&mut ids as *mut Vec<Handle>).cast()) };
-        checked(status, ())?;
+        // SAFETY: the callback has the SDK's type.
+        let ids: Vec<Handle> =
+            gathered(|data| unsafe { (self.counters)(agent, Some(collect), data) })?;
         ids.into_iter()
             .map(|id| {
                 // SAFETY: every field is an integer or a nullable pointer.
@@ -180,15 +176,13 @@ impl Queries {
             count: usize,
             data: *mut c_void,
         ) -> Status {
-            // SAFETY: `data` is the Vec passed below; the SDK passes `count` dimensions.
+            // SAFETY: `data` is the Vec `gathered` passes; the SDK passes `count` dimensions.
             unsafe { extend(data, dims, count) };
             abi::status::SUCCESS
         }
-        let mut dims: Vec<CounterDimensionInfo> = Vec::new();
-        // SAFETY: the callback has the SDK's type and `dims` outlives the call.
-        let status =
-            unsafe { (self.dimensions)(counter, Some(collect), (&mut dims as *mut Vec<_>).cast()) };
-        let dims = checked(status, dims)?;
+        // SAFETY: the callback has the SDK's type.
+        let dims: Vec<CounterDimensionInfo> =
+            gathered(|data| unsafe { (self.dimensions)(counter, Some(collect), data) })?;
         // The names are the SDK's, alive as long as it is: copied all the same.
         Ok(dims
             .iter()
@@ -209,17 +203,21 @@ impl Queries {
             count: usize,
             data: *mut c_void,
         ) -> Status {
-            // SAFETY: `data` is the Vec passed below; the SDK passes `count` configurations.
+            // SAFETY: `data` is the Vec `gathered` passes; the SDK passes `count` configurations.
             unsafe { extend(data, configs, count) };
             abi::status::SUCCESS
         }
-        let mut configs: Vec<PcSamplingConfiguration> = Vec::new();
-        // SAFETY: the callback has the SDK's type and `configs` outlives the call.
-        let status = unsafe {
-            (self.pc_sampling)(agent, Some(collect), (&mut configs as *mut Vec<_>).cast())
-        };
-        checked(status, configs)
+        // SAFETY: the callback has the SDK's type.
+        gathered(|data| unsafe { (self.pc_sampling)(agent, Some(collect), data) })
     }
+}
+
+/// Calls `query` with a `Vec<T>` as its callback's data: what the callback gathered, or
+/// the status of a failed call.
+fn gathered<T>(query: impl FnOnce(*mut c_void) -> Status) -> Result<Vec<T>, Status> {
+    let mut out: Vec<T> = Vec::new();
+    let status = query((&mut out as *mut Vec<T>).cast());
+    checked(status, out)
 }
 
 fn checked<T>(status: Status, value: T) -> Result<T, Status> {

@@ -371,39 +371,33 @@ impl Line {
     /// `numerical_formatter` writes it: six decimals from 1 up, eight significant
     /// digits in scientific notation below.
     pub fn float(&mut self, v: f64) -> &mut Line {
-        self.separate();
-        let text = if v >= 1.0 {
-            format!("{v:.6}")
-        } else {
-            scientific(v, 8)
-        };
-        self.bytes.extend_from_slice(text.as_bytes());
-        self
+        self.fraction(v, v >= 1.0, 6, 8)
     }
 
     /// A mean or standard deviation of a statistics file, as rocprofv3's
     /// `stats_formatter` writes it: six decimals above 0.01, scientific below.
     pub fn stat(&mut self, v: f64) -> &mut Line {
-        self.separate();
-        let text = if v > 0.01 {
-            format!("{v:.6}")
-        } else {
-            scientific(v, 8)
-        };
-        self.bytes.extend_from_slice(text.as_bytes());
-        self
+        self.fraction(v, v > 0.01, 6, 8)
     }
 
     /// A percentage of a statistics file: two decimals from 1 up, four above 0.01,
     /// three significant digits in scientific notation below.
     pub fn percent(&mut self, v: f64) -> &mut Line {
-        self.separate();
-        let text = if v >= 1.0 {
-            format!("{v:.2}")
-        } else if v > 0.01 {
-            format!("{v:.4}")
+        if v >= 1.0 {
+            self.fraction(v, true, 2, 0)
         } else {
-            scientific(v, 3)
+            self.fraction(v, v > 0.01, 4, 3)
+        }
+    }
+
+    /// `v` with `decimals` decimals where `fixed`, else in scientific notation with
+    /// `digits` decimals: C++'s `std::fixed` and `std::scientific`.
+    fn fraction(&mut self, v: f64, fixed: bool, decimals: usize, digits: usize) -> &mut Line {
+        self.separate();
+        let text = if fixed {
+            format!("{v:.decimals$}")
+        } else {
+            scientific(v, digits)
         };
         self.bytes.extend_from_slice(text.as_bytes());
         self
