@@ -1067,4 +1067,54 @@ mod tests {
             record["workgroup_max_dim"]["x"]
         );
     }
+
+    /// Scratch memory, which the simulated device does not produce: rocprofv3's columns
+    /// (`generateCSV.cpp`), the operation by the SDK's name, the agent as `Agent N`.
+    #[test]
+    fn scratch_memory_is_written_with_rocprofv3s_columns() {
+        use crate::record::{Meta, Process as ProcessMeta};
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::default();
+        let process = ProcessMeta {
+            pid: 42,
+            ppid: 1,
+            hostname: "node".into(),
+            command: vec!["app".into()],
+            start_ns: 0,
+            rank: None,
+            start_unix_ns: None,
+        };
+        let agent = crate::generate::mi300x(1);
+        catalog.apply(0, vec![Meta::Process(process), Meta::Agent(agent.clone())]);
+        let scratch = ScratchMemory {
+            pid: 42,
+            tid: 43,
+            agent: agent.index,
+            queue: 7,
+            start_ns: 100,
+            end_ns: 250,
+            bytes: 4096,
+            flags: 1,
+            operation_id: 1,
+            ..Default::default()
+        };
+        let chunk = Chunk::new(0, Batch::ScratchMemory(vec![scratch]));
+        let mut sink = Box::new(Rocprofv3Sink::create(dir.path().join("out"), &[]).unwrap());
+        sink.write(&[Arc::new(chunk)], &catalog).unwrap();
+        sink.finish(&catalog).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("out/42_scratch_memory_trace.csv"));
+        let logical = agent.logical_node_id;
+        assert_eq!(
+            text.unwrap(),
+            format!(
+                "\"Kind\",\"Operation\",\"Agent_Id\",\"Queue_Id\",\"Thread_Id\",\"Alloc_Flags\",\
+                 \"Start_Timestamp\",\"End_Timestamp\",\"Allocation_Size\"\n\
+                 \"SCRATCH_MEMORY\",\"SCRATCH_MEMORY_ALLOC\",\"Agent {logical}\",7,43,1,100,250,4096\n"
+            )
+        );
+        let stats = std::fs::read_to_string(dir.path().join("out/42_scratch_memory_stats.csv"));
+        assert!(stats.unwrap().ends_with(
+            "\"SCRATCH_MEMORY_ALLOC\",1,150,150.000000,100.00,150,150,0.00000000e+00\n"
+        ));
+    }
 }
