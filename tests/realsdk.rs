@@ -837,3 +837,51 @@ fn each_block_of_the_gfx942_counts_what_the_simulated_one_counts() {
         );
     }
 }
+
+/// `rocflow agents --device rocm` asks AMD's SDK itself: on the fake gfx942 it lists the
+/// CPU and the GPU as the kit's topology describes them, with the counters its definitions
+/// give gfx942, each with its dimensions.
+#[test]
+fn agents_lists_the_fake_gfx942_and_its_counters_as_the_sdk_reports_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["agents", "--device", "rocm", "--counters", "--json"];
+    let output = Kit::get()
+        .rocflow(Node::FakeGfx942, dir.path())
+        .args(args)
+        .output()
+        .unwrap();
+    support::assert_success(&output);
+    let agents: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let types: Vec<&str> = agents.iter().map(|a| a["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["cpu", "gpu"]);
+    let (gpu, fake) = (&agents[1], fake_gfx942());
+    assert_eq!(gpu["name"], fake["name"]);
+    assert_eq!(gpu["compute_units"], fake["cu_count"]);
+    assert_eq!(gpu["simds"], fake["simd_count"]);
+    assert_eq!(gpu["xccs"], fake["xcc_count"]);
+    assert_eq!(gpu["wave_front_size"], fake["wave_front_size"]);
+    assert_eq!(gpu["max_clock_mhz"], fake["max_engine_clk_mhz"]);
+    assert_eq!(
+        gpu["lds_kib"].as_u64().unwrap() * 1024,
+        fake["lds_bytes_per_cu"].as_u64().unwrap()
+    );
+    let counters = gpu["counters"].as_array().unwrap();
+    let names: BTreeSet<String> = (counters.iter())
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect();
+    // The definitions' counters, and the agent's properties as constants.
+    assert!(names.is_superset(gfx942_counters()));
+    for extra in counters
+        .iter()
+        .filter(|c| !gfx942_counters().contains(c["name"].as_str().unwrap()))
+    {
+        assert_eq!(extra["kind"], "constant", "{extra}");
+    }
+    let derived = counters.iter().find(|c| c["name"] == "GPU_UTIL").unwrap();
+    assert_eq!(derived["kind"], "derived");
+    let waves = counters.iter().find(|c| c["name"] == "SQ_WAVES").unwrap();
+    let dimensions: Vec<&str> = (waves["dimensions"].as_array().unwrap().iter())
+        .map(|d| d[0].as_str().unwrap())
+        .collect();
+    assert!(dimensions.contains(&"DIMENSION_XCC"), "{dimensions:?}");
+}

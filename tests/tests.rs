@@ -3,10 +3,12 @@
 //! --test integration`), a module a file; what the modules share is the `support` crate
 //! (tests/support). Run one file's tests with a filter: `… --test integration rocpd::`.
 
+mod agents;
 mod args;
 mod cli;
 mod counters;
 mod counters_cli;
+mod csv_rocprofv3;
 mod flags;
 mod import;
 mod library;

@@ -11,6 +11,7 @@ pub mod chunk;
 pub mod cli;
 pub mod column;
 pub mod counter_defs;
+pub mod device;
 pub mod diag;
 pub mod diff;
 pub mod error;

@@ -83,6 +83,23 @@ impl Kit {
         env: &[(&str, &str)],
     ) -> Run {
         let dir = tempfile::tempdir().unwrap();
+        let output_dir = format!("output_dir={}", dir.path().display());
+        let mut command = self.rocflow(node, dir.path());
+        command
+            .args(["run", pipeline, "--device", "rocm", "--spool", "run.rfraw"])
+            .args(["--set", &output_dir])
+            .args(args)
+            .arg("--")
+            .args(app);
+        command.envs(env.iter().copied());
+        let output = command.output().expect("rocflow runs");
+        Run { dir, output }
+    }
+
+    /// `rocflow` (arguments to add) in `dir` on `node`, with the kit's environment: its
+    /// libraries first on the loader path, its counter definitions, its call logger
+    /// preloaded and the SDK's log at `info`.
+    pub fn rocflow(&self, node: Node, dir: &Path) -> Command {
         let rocflow = super::rocflow_exe();
         let mut command = match node {
             Node::NoGpu => Command::new(rocflow),
@@ -92,14 +109,8 @@ impl Kit {
                 c
             }
         };
-        let output_dir = format!("output_dir={}", dir.path().display());
         command
-            .args(["run", pipeline, "--device", "rocm", "--spool", "run.rfraw"])
-            .args(["--set", &output_dir])
-            .args(args)
-            .arg("--")
-            .args(app)
-            .current_dir(dir.path())
+            .current_dir(dir)
             .env_remove("ROCFLOW_PIPELINE_PATH")
             .env_remove("ROCP_TOOL_LIBRARIES")
             .env_remove("ROCPROFILER_PC_SAMPLING_BETA_ENABLED")
@@ -108,9 +119,7 @@ impl Kit {
             .env("ROCPROFILER_METRICS_PATH", self.metrics())
             .env("LD_PRELOAD", self.root.join("lib/libcallshim.so"))
             .env("ROCPROFILER_LOG_LEVEL", "info");
-        command.envs(env.iter().copied());
-        let output = command.output().expect("rocflow runs");
-        Run { dir, output }
+        command
     }
 }
 

@@ -4,7 +4,7 @@
 use std::ffi::CString;
 
 use rocflow_core::abi::{AgentV0, Dim3, Handle};
-use rocflow_core::sdk::{COUNTER_DIMENSIONS, limits};
+use rocflow_core::sdk::{COUNTER_DIMENSIONS, gfx_target_version, limits};
 
 use rocflow_core::scenario::Scenario;
 
@@ -112,6 +112,7 @@ impl Device {
                 y: u32::MAX,
                 z: u32::MAX,
             };
+            gpu.gfx_target_version = gfx_target_version(&a.name).unwrap_or_default();
             gpu.node_id = 1 + i as u32;
             gpu.logical_node_id = 1 + i as i32;
             gpu.logical_node_type_id = i as i32;

@@ -79,20 +79,22 @@ pub extern "C" fn rocprofiler_force_configure(configure: Option<Configure>) -> a
     abi::status::SUCCESS
 }
 
-/// Plays rocprofiler-register and the SDK's initialization: configures each tool once (the
-/// forced one first), initializes them and starts the scenario.
-fn initialize(forced: Option<Configure>, tools: &str) {
-    let scenario = match std::env::var("ROCFLOW_SIM_SCENARIO") {
+/// The scenario `ROCFLOW_SIM_SCENARIO` names, or the built-in one.
+fn scenario() -> Result<Scenario, String> {
+    match std::env::var("ROCFLOW_SIM_SCENARIO") {
         Ok(path) => std::fs::read_to_string(&path)
             .map_err(|e| format!("{path}: {e}"))
             .and_then(|text| Scenario::parse(&text).map_err(|e| format!("{path}: {e}"))),
         Err(_) => Scenario::parse(scenario::DEFAULT),
+    }
+}
+
+/// Plays rocprofiler-register and the SDK's initialization: configures each tool once (the
+/// forced one first), initializes them and starts the scenario.
+fn initialize(forced: Option<Configure>, tools: &str) {
+    let Some(sdk) = sdk::installed() else {
+        return;
     };
-    let scenario = match scenario {
-        Ok(s) => s,
-        Err(e) => return warn(&format!("scenario {e}; the simulated device stays off")),
-    };
-    let sdk = sdk::install(scenario);
     let mut entry_points: Vec<Configure> = forced.into_iter().collect();
     for path in tools.split(':').filter(|p| !p.is_empty()) {
         // A tool found twice (forced and listed, or listed twice) is configured once.

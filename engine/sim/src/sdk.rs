@@ -176,6 +176,29 @@ pub fn sdk() -> Option<&'static Sdk> {
     SDK.get()
 }
 
+/// The SDK with its device, installed from the scenario if nothing did yet: as the real
+/// SDK reads the device's topology when first asked, the queries of the device answer in a
+/// process no tool configured (`rocflow agents` asks so, as `rocprofv3-avail` does). `None`
+/// when the scenario does not read, which is said once.
+pub fn installed() -> Option<&'static Sdk> {
+    static FAILED: OnceLock<()> = OnceLock::new();
+    if let Some(sdk) = SDK.get() {
+        return Some(sdk);
+    }
+    if FAILED.get().is_some() {
+        return None;
+    }
+    match crate::scenario() {
+        Ok(scenario) => Some(install(scenario)),
+        Err(e) => {
+            FAILED.get_or_init(|| {
+                crate::warn(&format!("scenario {e}; the simulated device stays off"))
+            });
+            None
+        }
+    }
+}
+
 impl Sdk {
     /// Ends setup: what initialize configured becomes the running state.
     pub fn freeze(&self) -> &Running {
@@ -461,7 +484,7 @@ pub unsafe extern "C" fn rocprofiler_query_available_agents(
     agent_size: usize,
     data: *mut c_void,
 ) -> Status {
-    let (Some(sdk), Some(callback)) = (sdk(), callback) else {
+    let (Some(sdk), Some(callback)) = (installed(), callback) else {
         return status::INVALID_ARGUMENT;
     };
     if version != abi::AGENT_INFO_VERSION_0 {
@@ -572,7 +595,7 @@ pub unsafe extern "C" fn rocprofiler_iterate_agent_supported_counters(
     callback: Option<CountersCallback>,
     data: *mut c_void,
 ) -> Status {
-    let (Some(sdk), Some(callback)) = (sdk(), callback) else {
+    let (Some(sdk), Some(callback)) = (installed(), callback) else {
         return status::INVALID_ARGUMENT;
     };
     let Some(gpu) = sdk.device.gpu(agent) else {
@@ -595,7 +618,7 @@ pub unsafe extern "C" fn rocprofiler_query_counter_info(
     version: c_int,
     info: *mut c_void,
 ) -> Status {
-    let Some(c) = sdk().and_then(|s| s.device.counter(counter)) else {
+    let Some(c) = installed().and_then(|s| s.device.counter(counter)) else {
         return status::COUNTER_NOT_FOUND;
     };
     if version != abi::COUNTER_INFO_VERSION_0 || info.is_null() {
@@ -623,7 +646,7 @@ pub unsafe extern "C" fn rocprofiler_iterate_counter_dimensions(
     let Some(callback) = callback else {
         return status::INVALID_ARGUMENT;
     };
-    let Some(c) = sdk().and_then(|s| s.device.counter(counter)) else {
+    let Some(c) = installed().and_then(|s| s.device.counter(counter)) else {
         return status::COUNTER_NOT_FOUND;
     };
     let dims: Vec<abi::CounterDimensionInfo> = c
@@ -773,7 +796,7 @@ pub unsafe extern "C" fn rocprofiler_query_pc_sampling_agent_configurations(
     if !pc_sampling_enabled() {
         return status::NOT_IMPLEMENTED;
     }
-    let (Some(sdk), Some(callback)) = (sdk(), callback) else {
+    let (Some(sdk), Some(callback)) = (installed(), callback) else {
         return status::INVALID_ARGUMENT;
     };
     let Some(gpu) = sdk.device.gpu(agent) else {

@@ -10,9 +10,11 @@ use clap::{Args, Subcommand};
 use rocflow_counters::migrate::{self, Migration};
 use rocflow_counters::{self as counters, DefinitionKind, Definitions, Source};
 
+use crate::device::CounterKind;
 use crate::diag::{Diagnostic, did_you_mean};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::messages;
+use crate::runner::Device;
 
 use super::print;
 use crate::counter_defs::{Files, convert};
@@ -70,6 +72,10 @@ pub struct ListArgs {
     /// Only counters whose name or description contains TEXT (any case).
     #[arg(long, value_name = "TEXT")]
     grep: Option<String>,
+    /// List the counters this device's rocprofiler-sdk supports (`rocm`, `sim` or
+    /// `sim:SCENARIO.toml`) instead of definitions; without definitions found, `rocm`'s.
+    #[arg(long, value_parser = Device::parse, conflicts_with = "counters")]
+    device: Option<Device>,
 }
 
 #[derive(Debug, Args)]
@@ -134,6 +140,17 @@ pub fn run(command: CountersCommand) -> Result<ExitCode> {
 
 /// Lists counters: name, kind and description, one per line.
 fn list(args: ListArgs) -> Result<ExitCode> {
+    // Without definitions to read, the device's SDK says what it supports.
+    let device = match &args.device {
+        Some(device) => Some(device.clone()),
+        None if args.definitions.counters.is_none() => {
+            counters::locate(None).err().map(|_| Device::Rocm)
+        }
+        None => None,
+    };
+    if let Some(device) = device {
+        return list_device(&device, &args);
+    }
     let defs = args.definitions.load()?;
     let grep = args.grep.as_deref().map(str::to_lowercase);
     let wanted_kind = |kind: &DefinitionKind| match kind {
@@ -153,10 +170,9 @@ fn list(args: ListArgs) -> Result<ExitCode> {
                 .map(|d| &d.kind)
                 .filter(|k| wanted_kind(k))
                 .collect();
-            let matches = grep.as_ref().is_none_or(|text| {
-                counter.name.to_lowercase().contains(text)
-                    || counter.description.to_lowercase().contains(text)
-            });
+            let matches = grep
+                .as_ref()
+                .is_none_or(|text| found(text, &counter.name, &counter.description));
             (!kinds.is_empty() && matches).then(|| {
                 (
                     counter.name.as_str(),
@@ -166,9 +182,63 @@ fn list(args: ListArgs) -> Result<ExitCode> {
             })
         })
         .collect();
+    print_rows(&rows)
+}
+
+/// Whether `text` (lower case) is in a counter's name or description.
+fn found(text: &str, name: &str, description: &str) -> bool {
+    name.to_lowercase().contains(text) || description.to_lowercase().contains(text)
+}
+
+/// Lists the counters a device's GPUs support, each once, with the same filters.
+fn list_device(device: &Device, args: &ListArgs) -> Result<ExitCode> {
+    let agents = super::agents::list(device, true).map_err(|e| match (&args.device, e) {
+        (None, Error::User(diagnostics)) => {
+            let searched: Vec<String> = (counters::default_locations().iter())
+                .map(|p| p.display().to_string())
+                .collect();
+            let why: Vec<String> = diagnostics.iter().map(|d| d.message.clone()).collect();
+            Error::user(
+                Diagnostic::error(format!(
+                    "no counter definitions found (looked in {}), and no device to ask: {}",
+                    searched.join(", "),
+                    why.join("; ")
+                ))
+                .hint("name a definitions file with --counters FILE, or list the simulated device's counters with --device sim"),
+            )
+        }
+        (_, other) => other,
+    })?;
+    let grep = args.grep.as_deref().map(str::to_lowercase);
+    let mut rows: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    for agent in &agents {
+        if args.arch.as_ref().is_some_and(|arch| *arch != agent.name) {
+            continue;
+        }
+        for c in agent.counters.iter().flatten() {
+            let wanted = match c.kind {
+                CounterKind::Hardware => !args.derived,
+                CounterKind::Derived => !args.hardware,
+                CounterKind::Constant => !args.derived && !args.hardware,
+            };
+            let matches = (grep.as_ref()).is_none_or(|text| found(text, &c.name, &c.description));
+            if wanted && matches {
+                rows.entry(c.name.as_str())
+                    .or_insert((c.kind.name(), c.description.as_str()));
+            }
+        }
+    }
+    let rows: Vec<(&str, &str, &str)> = (rows.into_iter())
+        .map(|(name, (kind, description))| (name, kind, description))
+        .collect();
+    print_rows(&rows)
+}
+
+/// Prints name, kind and description, one counter a line, the names aligned.
+fn print_rows(rows: &[(&str, &str, &str)]) -> Result<ExitCode> {
     let width = rows.iter().map(|(name, ..)| name.len()).max().unwrap_or(0);
     let mut out = String::new();
-    for (name, kind, description) in &rows {
+    for (name, kind, description) in rows {
         out.push_str(&format!("{name:width$}  {kind:8}  {description}\n"));
     }
     print(&out)?;

@@ -2,6 +2,7 @@
 //! the error that ends a command and picks the exit code. What a command reports and goes
 //! on after goes through [`crate::messages`].
 
+mod agents;
 mod counters;
 mod flags;
 mod import;
@@ -64,6 +65,11 @@ enum Command {
     Generate(spool::GenerateArgs),
     /// Convert counter definitions from the legacy rocprofiler-sdk YAML schema to the standardized one.
     MigrateCounters(counters::MigrateArgs),
+    /// List a device's agents (GPUs and CPUs) and, with --counters, their counters.
+    Agents(agents::AgentsArgs),
+    /// Answer `rocflow agents` from the SDK loaded into this process (it runs apart).
+    #[command(hide = true)]
+    DeviceQuery(agents::QueryArgs),
     /// List, show and check counter definitions.
     #[command(subcommand)]
     Counters(counters::CountersCommand),
@@ -94,6 +100,8 @@ pub fn main() -> ExitCode {
         Command::Diff(args) => spool::diff(args),
         Command::Generate(args) => spool::generate(args),
         Command::MigrateCounters(args) => counters::migrate(args),
+        Command::Agents(args) => agents::agents(args),
+        Command::DeviceQuery(args) => agents::query(args),
         Command::Counters(command) => counters::run(command),
         Command::ImportRocprofv3(args) => import::import(args),
         Command::Plugins(command) => plugins::run(command),

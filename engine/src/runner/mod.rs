@@ -3,7 +3,7 @@
 //! spool as it arrives, and feeds the same frames through the stages into the sinks. The
 //! run ends when the application has exited and every stream has closed.
 
-mod libraries;
+pub(crate) mod libraries;
 pub(crate) mod listen;
 pub mod sdk;
 pub(crate) mod signals;
@@ -221,7 +221,7 @@ pub enum StartError {
 
 /// The scenario file's absolute path, once it reads as a scenario: the simulated SDK
 /// inside the application could only say so on its stderr and profile nothing.
-fn checked_scenario(path: &std::path::Path) -> Result<PathBuf, StartError> {
+pub(crate) fn checked_scenario(path: &std::path::Path) -> Result<PathBuf, StartError> {
     let fail = |message: String| StartError::Scenario {
         path: path.display().to_string(),
         message,

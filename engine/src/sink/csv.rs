@@ -5,6 +5,10 @@
 //!
 //! Files are written into a [`Staging`] directory and moved into place when the run ends,
 //! so a failed run leaves no half-written output where the final one would be.
+//!
+//! With `flavour = "rocprofv3"` the sink writes rocprofv3's files instead ([`rocprofv3`]).
+
+pub mod rocprofv3;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -24,10 +28,22 @@ use crate::transform::Table;
 use super::staging::Staging;
 use super::{Sink, SinkError};
 
-/// The sink's `options`: none; a CSV file has nothing to choose.
+/// The sink's `options`.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Options {}
+#[serde(deny_unknown_fields, default)]
+pub struct Options {
+    /// Whose files: rocflow's (every column of every record kind, one file per kind) or
+    /// rocprofv3's, for scripts written against them.
+    pub flavour: Flavour,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flavour {
+    #[default]
+    Rocflow,
+    Rocprofv3,
+}
 
 pub struct CsvSink {
     staging: Staging,
@@ -301,20 +317,22 @@ impl Sink for CsvSink {
             out.flush()
                 .map_err(SinkError::io(format!("writing {}.csv", kind.name())))?;
         }
-        // Only an earlier CSV output (a directory of `.csv` files) is replaced.
-        let earlier = |target: &Path| {
-            std::fs::read_dir(target).is_ok_and(|entries| {
-                entries
-                    .flatten()
-                    .all(|e| e.path().extension().is_some_and(|x| x == "csv"))
-            })
-        };
         let CsvSink {
             staging, written, ..
         } = *self;
-        staging.commit(earlier)?;
+        staging.commit(earlier_output)?;
         Ok(written)
     }
+}
+
+/// Whether `target` holds an earlier CSV output (a directory of `.csv` files): the only
+/// thing a CSV sink replaces.
+fn earlier_output(target: &Path) -> bool {
+    std::fs::read_dir(target).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .all(|e| e.path().extension().is_some_and(|x| x == "csv"))
+    })
 }
 
 /// Appends a CSV field, quoted when it holds a comma, quote or line break (kernel names

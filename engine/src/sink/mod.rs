@@ -110,7 +110,12 @@ pub trait Sink: Send {
 pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink>, SinkError> {
     let path = placeholders.expand(&plan.path);
     Ok(match &plan.writer {
-        Writer::Builtin(Format::Csv(_)) => Box::new(csv::CsvSink::create(path)?),
+        Writer::Builtin(Format::Csv(options)) => match options.flavour {
+            csv::Flavour::Rocflow => Box::new(csv::CsvSink::create(path)?),
+            csv::Flavour::Rocprofv3 => {
+                Box::new(csv::rocprofv3::Rocprofv3Sink::create(path, &plan.kinds)?)
+            }
+        },
         Writer::Builtin(Format::Perfetto(options)) => {
             Box::new(perfetto::PerfettoSink::create(options, path)?)
         }

@@ -9,6 +9,7 @@ use rocflow_core::abi::{
     DispatchCountingCallback, Handle, PcConfigurationsCallback, RecordHeader, Status,
     TracingCallback,
 };
+use rocflow_core::query::Queries;
 
 macro_rules! api {
     ($($field:ident = $symbol:literal: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
@@ -84,6 +85,20 @@ impl Api {
             unsafe { CStr::from_ptr(text) }.to_string_lossy()
         };
         Err(format!("{what}: {text} (status {status})"))
+    }
+
+    /// The device queries, shared with `rocflow agents`.
+    pub fn queries(&self) -> Queries {
+        // SAFETY: each was resolved by the SDK's name, with its type.
+        unsafe {
+            Queries::new(
+                self.query_available_agents,
+                self.iterate_agent_supported_counters,
+                self.query_counter_info,
+                self.iterate_counter_dimensions,
+                self.query_pc_sampling_configurations,
+            )
+        }
     }
 
     pub fn timestamp(&self) -> u64 {

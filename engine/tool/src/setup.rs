@@ -2,18 +2,18 @@
 //! SDK refuses is reported and left out; the others still collect.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, MutexGuard};
 
 use regex::Regex;
 use rocflow_core::abi::{
-    self, AgentV0, CallbackTracingRecord, CodeObjectLoadData, CounterDimensionInfo, CounterInfoV0,
-    DispatchCountingServiceData, Handle, KernelSymbolRegisterData, PcSamplingConfiguration, Status,
-    UserData, callback,
+    self, AgentV0, CallbackTracingRecord, CodeObjectLoadData, DispatchCountingServiceData, Handle,
+    KernelSymbolRegisterData, Status, UserData, callback,
 };
 use rocflow_core::contexts::{
     AgentSelector, ContextPlan, CounterPlan, IterationRanges, PcSamplingPlan, StartPlan,
 };
+use rocflow_core::query::{self, text};
 use rocflow_core::record::{Agent, CodeObject, CounterInfo, KernelSymbol, Meta, RecordKind};
 use rocflow_core::sdk::{AgentType, COUNTER_DIMENSIONS, PC_SAMPLING_BETA};
 
@@ -39,16 +39,6 @@ struct Gpu {
     /// rocflow's agent index (what records carry).
     agent: u32,
     gfx: String,
-}
-
-fn text(ptr: *const c_char) -> String {
-    if ptr.is_null() {
-        return String::new();
-    }
-    // SAFETY: the SDK passes NUL-terminated strings.
-    unsafe { CStr::from_ptr(ptr) }
-        .to_string_lossy()
-        .into_owned()
 }
 
 pub fn run(tool: &'static Tool) -> Result<(), String> {
@@ -148,34 +138,8 @@ pub fn run(tool: &'static Tool) -> Result<(), String> {
 }
 
 fn query_agents(tool: &Tool) -> Result<Vec<AgentV0>, String> {
-    unsafe extern "C" fn collect(
-        _version: c_int,
-        agents: *mut *const c_void,
-        count: usize,
-        data: *mut c_void,
-    ) -> Status {
-        entry("query_agents::collect", abi::status::ERROR, || {
-            // SAFETY: `data` is the Vec passed below; the SDK passes `count` agent pointers.
-            let out = unsafe { &mut *data.cast::<Vec<AgentV0>>() };
-            for i in 0..count {
-                // SAFETY: as above; each points at a `rocprofiler_agent_v0_t`.
-                out.push(unsafe { *(*agents.add(i)).cast::<AgentV0>() });
-            }
-            abi::status::SUCCESS
-        })
-    }
-    let mut agents: Vec<AgentV0> = Vec::new();
-    // SAFETY: the callback matches the SDK's type and `agents` outlives the call.
-    let status = unsafe {
-        (tool.api.query_available_agents)(
-            abi::AGENT_INFO_VERSION_0,
-            Some(collect),
-            size_of::<AgentV0>(),
-            (&mut agents as *mut Vec<AgentV0>).cast(),
-        )
-    };
-    tool.api.check("querying agents", status)?;
-    Ok(agents)
+    let agents = tool.api.queries().agents();
+    agents.map_err(|status| checked_error(tool, "querying agents", status))
 }
 
 /// Creates one context with its buffer and services.
@@ -333,13 +297,13 @@ fn count(
             match available.iter().find(|c| c.name == *name) {
                 Some(counter) => {
                     let dims = counter_dimensions(tool, counter.id)?;
-                    dimensions.insert(counter.id.handle, dims.iter().map(|d| d.0).collect());
+                    dimensions.insert(counter.id.handle, dims.iter().map(|d| d.id).collect());
                     items.push(Meta::Counter(CounterInfo {
                         id: counter.id.handle as u32,
                         agent: gpu.agent,
                         name: counter.name.clone(),
                         description: counter.description.clone(),
-                        dimensions: dims.into_iter().map(|d| (d.1, d.2)).collect(),
+                        dimensions: dims.into_iter().map(|d| (d.name, d.size as u32)).collect(),
                     }));
                     chosen.push(counter.id);
                 }
@@ -418,95 +382,23 @@ unsafe extern "C" fn count_nothing(
 ) {
 }
 
-/// A counter an agent supports.
-struct SdkCounter {
-    id: Handle,
-    name: String,
-    description: String,
-}
-
 /// The counters an agent supports.
-fn supported_counters(tool: &Tool, agent: Handle) -> Result<Vec<SdkCounter>, String> {
-    unsafe extern "C" fn collect(
-        _agent: Handle,
-        ids: *mut Handle,
-        count: usize,
-        data: *mut c_void,
-    ) -> Status {
-        entry("supported_counters::collect", abi::status::ERROR, || {
-            // SAFETY: `data` is the Vec passed below; the SDK passes `count` ids.
-            let out = unsafe { &mut *data.cast::<Vec<Handle>>() };
-            if !ids.is_null() {
-                // SAFETY: as above.
-                out.extend_from_slice(unsafe { std::slice::from_raw_parts(ids, count) });
-            }
-            abi::status::SUCCESS
-        })
-    }
-    let api = &tool.api;
-    let mut ids: Vec<Handle> = Vec::new();
-    // SAFETY: the callback matches the SDK's type and `ids` outlives the call.
-    let status = unsafe {
-        (api.iterate_agent_supported_counters)(
-            agent,
-            Some(collect),
-            (&mut ids as *mut Vec<Handle>).cast(),
-        )
-    };
-    api.check("listing counters", status)?;
-    ids.into_iter()
-        .map(|id| {
-            // SAFETY: every field is an integer or a nullable pointer.
-            let mut info: CounterInfoV0 = unsafe { std::mem::zeroed() };
-            // SAFETY: room for the version-0 info.
-            let status = unsafe {
-                (api.query_counter_info)(
-                    id,
-                    abi::COUNTER_INFO_VERSION_0,
-                    (&mut info as *mut CounterInfoV0).cast(),
-                )
-            };
-            api.check("querying a counter", status)?;
-            Ok(SdkCounter {
-                id,
-                name: text(info.name),
-                description: text(info.description),
-            })
-        })
-        .collect()
+fn supported_counters(tool: &Tool, agent: Handle) -> Result<Vec<query::Counter>, String> {
+    let counters = tool.api.queries().counters(agent);
+    counters.map_err(|status| checked_error(tool, "listing counters", status))
 }
 
-/// A counter's dimensions: id, name and size.
-fn counter_dimensions(tool: &Tool, counter: Handle) -> Result<Vec<(u64, String, u32)>, String> {
-    unsafe extern "C" fn collect(
-        _counter: Handle,
-        dims: *const CounterDimensionInfo,
-        count: usize,
-        data: *mut c_void,
-    ) -> Status {
-        entry("counter_dimensions::collect", abi::status::ERROR, || {
-            // SAFETY: `data` is the Vec passed below; the SDK passes `count` dimensions.
-            let out = unsafe { &mut *data.cast::<Vec<(u64, String, u32)>>() };
-            for i in 0..count {
-                // SAFETY: as above.
-                let d = unsafe { &*dims.add(i) };
-                out.push((d.id, text(d.name), d.instance_size as u32));
-            }
-            abi::status::SUCCESS
-        })
-    }
-    let mut dims: Vec<(u64, String, u32)> = Vec::new();
-    // SAFETY: the callback matches the SDK's type and `dims` outlives the call.
-    let status = unsafe {
-        (tool.api.iterate_counter_dimensions)(
-            counter,
-            Some(collect),
-            (&mut dims as *mut Vec<(u64, String, u32)>).cast(),
-        )
-    };
-    tool.api.check("listing a counter's dimensions", status)?;
-    dims.retain(|d| (d.0 as usize) < COUNTER_DIMENSIONS.len());
+/// A counter's dimensions, those rocflow's records have a place for.
+fn counter_dimensions(tool: &Tool, counter: Handle) -> Result<Vec<query::Dimension>, String> {
+    let mut dims = (tool.api.queries().dimensions(counter))
+        .map_err(|status| checked_error(tool, "listing a counter's dimensions", status))?;
+    dims.retain(|d| (d.id as usize) < COUNTER_DIMENSIONS.len());
     Ok(dims)
+}
+
+/// The SDK's message for a failed call's status.
+fn checked_error(tool: &Tool, what: &str, status: Status) -> String {
+    tool.api.check(what, status).err().unwrap_or_default()
 }
 
 /// `rocprofiler_dispatch_counting_service_cb_t`: counts a dispatch when its kernel passes
@@ -567,32 +459,12 @@ fn sample(
     plan: &PcSamplingPlan,
     gpus: &[&Gpu],
 ) -> Result<(), String> {
-    unsafe extern "C" fn collect(
-        configs: *const PcSamplingConfiguration,
-        count: usize,
-        data: *mut c_void,
-    ) -> Status {
-        entry("sample::collect", abi::status::ERROR, || {
-            // SAFETY: `data` is the Vec passed below; the SDK passes `count` configurations.
-            let out = unsafe { &mut *data.cast::<Vec<PcSamplingConfiguration>>() };
-            if !configs.is_null() {
-                // SAFETY: as above.
-                out.extend_from_slice(unsafe { std::slice::from_raw_parts(configs, count) });
-            }
-            abi::status::SUCCESS
-        })
-    }
     let api = &tool.api;
     let (method, unit) = (plan.method as i32, plan.unit as i32);
     for gpu in gpus {
-        let mut configs: Vec<PcSamplingConfiguration> = Vec::new();
-        // SAFETY: the callback matches the SDK's type and `configs` outlives the call.
-        let status = unsafe {
-            (api.query_pc_sampling_configurations)(
-                gpu.handle,
-                Some(collect),
-                (&mut configs as *mut Vec<_>).cast(),
-            )
+        let (configs, status) = match api.queries().pc_sampling(gpu.handle) {
+            Ok(configs) => (configs, abi::status::SUCCESS),
+            Err(status) => (Vec::new(), status),
         };
         if status == abi::status::NOT_IMPLEMENTED {
             // The SDK's own text ("not implemented") would send users looking for another

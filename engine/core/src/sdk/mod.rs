@@ -153,6 +153,27 @@ pub enum BufferPolicy {
     Lossless = 2,
 }
 
+/// A graphics IP version from an architecture name: `gfx942` is 9.4.2, `gfx90a` 9.0.10,
+/// `gfx1100` 11.0.0 (the last two digits are hexadecimal minor and stepping).
+pub fn gfx_version(name: &str) -> Option<(u32, u32, u32)> {
+    let digits = name.strip_prefix("gfx")?;
+    let split = digits.len().checked_sub(2).filter(|&s| s > 0)?;
+    let (major, rest) = digits.split_at(split);
+    let hex = |i: usize| {
+        rest[i..=i]
+            .parse::<u32>()
+            .ok()
+            .or(u32::from_str_radix(&rest[i..=i], 16).ok())
+    };
+    Some((major.parse().ok()?, hex(0)?, hex(1)?))
+}
+
+/// `gfx_target_version` as the SDK reports it: 90402 for gfx942.
+pub fn gfx_target_version(name: &str) -> Option<u32> {
+    let (major, minor, stepping) = gfx_version(name)?;
+    Some(major * 10_000 + minor * 100 + stepping)
+}
+
 /// `rocprofiler_agent_type_t`.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]

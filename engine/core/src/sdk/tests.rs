@@ -147,3 +147,12 @@ fn enums_have_the_sdk_values() {
         Some(AgentType::Gpu as i64)
     );
 }
+
+#[test]
+fn architecture_names_give_the_graphics_ip_version() {
+    assert_eq!(gfx_version("gfx942"), Some((9, 4, 2)));
+    assert_eq!(gfx_version("gfx90a"), Some((9, 0, 10)));
+    assert_eq!(gfx_version("gfx1100"), Some((11, 0, 0)));
+    assert_eq!(gfx_version("Simulated host CPU"), None);
+    assert_eq!(gfx_target_version("gfx942"), Some(90402));
+}

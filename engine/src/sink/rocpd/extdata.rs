@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::record::{Agent, KernelSymbol};
-use crate::sdk::AgentType;
+use crate::sdk::{AgentType, gfx_target_version, gfx_version};
 use rocflow_core::abi;
 
 /// `rocprofiler_agent_v0_t` as serialized, with rocprofv3's `gpu_index`.
@@ -164,21 +164,6 @@ struct Uuid {
     bytes: [u8; 16],
 }
 
-/// A graphics IP version from an architecture name: `gfx942` is 9.4.2, `gfx90a` 9.0.10,
-/// `gfx1100` 11.0.0 (the last two digits are hexadecimal minor and stepping).
-fn gfx_version(name: &str) -> Option<(u32, u32, u32)> {
-    let digits = name.strip_prefix("gfx")?;
-    let split = digits.len().checked_sub(2).filter(|&s| s > 0)?;
-    let (major, rest) = digits.split_at(split);
-    let hex = |i: usize| {
-        rest[i..=i]
-            .parse::<u32>()
-            .ok()
-            .or(u32::from_str_radix(&rest[i..=i], 16).ok())
-    };
-    Some((major.parse().ok()?, hex(0)?, hex(1)?))
-}
-
 impl AgentRecord {
     /// The record of `agent`, the `type_index`-th agent of its type in its process.
     pub fn new(agent: &Agent, type_index: u32) -> AgentRecord {
@@ -215,7 +200,7 @@ impl AgentRecord {
             cu_per_simd_array: 0,
             simd_per_cu,
             max_slots_scratch_cu: 0,
-            gfx_target_version: major * 10_000 + minor * 100 + stepping,
+            gfx_target_version: gfx_target_version(&agent.name).unwrap_or_default(),
             vendor_id: 0,
             device_id: 0,
             location_id: 0,
@@ -442,14 +427,6 @@ mod tests {
         assert_eq!(truncate("Foo<int, float>::foo(a[], int (int))"), "foo");
         assert_eq!(truncate("void ns::k<(char)1>(int) "), "k");
         assert_eq!(truncate("main"), "main");
-    }
-
-    #[test]
-    fn architecture_names_give_the_graphics_ip_version() {
-        assert_eq!(gfx_version("gfx942"), Some((9, 4, 2)));
-        assert_eq!(gfx_version("gfx90a"), Some((9, 0, 10)));
-        assert_eq!(gfx_version("gfx1100"), Some((11, 0, 0)));
-        assert_eq!(gfx_version("Simulated host CPU"), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! ([`Layout`]).
 
 mod database;
-mod extdata;
+pub(crate) mod extdata;
 mod ids;
 mod info;
 mod insert;
