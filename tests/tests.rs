@@ -8,6 +8,7 @@ mod cli;
 mod counters;
 mod counters_cli;
 mod import;
+mod kernel_names;
 mod library;
 mod otf2;
 mod parquet;

@@ -13,7 +13,7 @@ use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
 use crate::runner::{self, Device, Options, Passes, StartError, Stop};
 
-use super::pipeline::PipelineArgs;
+use super::pipeline::{NamesArgs, PipelineArgs};
 use super::print;
 use super::spool::{outputs, reopen};
 use crate::source::{Input, WindowArgs};
@@ -24,6 +24,8 @@ pub struct RunArgs {
     pipeline: PathBuf,
     #[command(flatten)]
     options: PipelineArgs,
+    #[command(flatten)]
+    names: NamesArgs,
     /// Which rocprofiler-sdk: `rocm` (the installed one, a real GPU), `sim` (rocflow's
     /// simulated MI300X) or `sim:SCENARIO.toml`.
     #[arg(long, default_value = "rocm", value_parser = Device::parse)]
@@ -39,7 +41,7 @@ pub struct RunArgs {
 
 /// Runs the application under the pipeline; exits with the application's status.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let plan = args.options.compile(&args.pipeline)?;
+    let plan = args.options.compile(&args.pipeline, &args.names)?;
     let sdk = match args.device {
         Device::Rocm => Some(installed_sdk()?),
         Device::Sim(_) => None,
