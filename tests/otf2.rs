@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
 
+use rocflow::kernel_names::KernelNames;
 use rocflow::record::{Batch, Meta};
 use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
@@ -208,7 +209,8 @@ fn expected(spool: &Path) -> Expected {
                 for item in items {
                     match item {
                         Meta::KernelSymbol(k) => {
-                            kernels.insert((s, k.kernel_id), k.name);
+                            let name = KernelNames::default().name(&k.name);
+                            kernels.insert((s, k.kernel_id), name);
                         }
                         Meta::Counter(c) => {
                             counters.insert((s, c.id), c.name);
