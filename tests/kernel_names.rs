@@ -10,26 +10,11 @@ use std::process::Command;
 
 use support::{assert_success, csv, only, rocflow, tally, text};
 
-/// trace-all (Perfetto, rocpd, summary, report) plus CSV, Parquet and OTF2.
-const EVERY_OUTPUT: &str = r#"[pipeline]
-name = "names"
-extends = ["trace-all"]
-
-[[sink]]
-name = "csv"
-kind = "csv"
-path = "{output_dir}/csv"
-
-[[sink]]
-name = "parquet"
-kind = "parquet"
-path = "{output_dir}/parquet"
-
-[[sink]]
-name = "otf2"
-kind = "otf2"
-path = "{output_dir}/otf2"
-"#;
+/// trace-all (Perfetto, rocpd, summary, report) plus CSV, Parquet and OTF2: the outputs
+/// of [`support::MARKERS`], with kernels and API calls.
+fn every_output() -> String {
+    support::MARKERS.replace("\"marker-trace\"", "\"trace-all\"")
+}
 
 fn scenario() -> toml::Value {
     let path = support::repo().join("examples/sim/mi300x.toml");
@@ -128,7 +113,7 @@ fn html(name: &str) -> String {
 #[test]
 fn every_output_names_kernels_demangled_and_keeps_the_mangled_name() {
     let dir = tempfile::tempdir().unwrap();
-    let stdout = run(dir.path(), EVERY_OUTPUT, &[], "sim");
+    let stdout = run(dir.path(), &every_output(), &[], "sim");
     let (mangled, each) = kernels(&scenario());
     let demangled = cxxfilt(&mangled);
     assert_ne!(demangled, mangled);
@@ -186,7 +171,7 @@ fn every_output_names_kernels_demangled_and_keeps_the_mangled_name() {
     }
     // A replay of the rocpd database names them the same: the mangled name came back.
     let replayed = tempfile::tempdir().unwrap();
-    std::fs::write(replayed.path().join("names.toml"), EVERY_OUTPUT).unwrap();
+    std::fs::write(replayed.path().join("names.toml"), every_output()).unwrap();
     let db = only(&out, ".db");
     let output = rocflow(
         &["replay", db.to_str().unwrap(), "names.toml"],
@@ -203,7 +188,7 @@ fn mangled_and_truncated_on_request_from_the_flag_or_the_pipeline() {
     let dir = tempfile::tempdir().unwrap();
     run(
         dir.path(),
-        EVERY_OUTPUT,
+        &every_output(),
         &["--kernel-names", "mangled"],
         "sim",
     );
@@ -211,10 +196,11 @@ fn mangled_and_truncated_on_request_from_the_flag_or_the_pipeline() {
 
     // rocprofv3 truncates to the base name: `void solver::smooth<8>(…)` is `smooth`.
     let dir = tempfile::tempdir().unwrap();
-    let pipeline = EVERY_OUTPUT.replace(
+    let pipeline = every_output().replace(
         "extends = [\"trace-all\"]",
         "extends = [\"trace-all\"]\nkernel_names = \"truncated\"",
     );
+    assert!(pipeline.contains("kernel_names"));
     run(dir.path(), &pipeline, &[], "sim");
     let truncated = ["vectorAdd", "smooth", "reduce_kernel"].map(String::from);
     assert_named(dir.path(), &truncated, each);
@@ -243,7 +229,7 @@ fn renamed_after_the_roctx_range_around_the_launch() {
     let dir = tempfile::tempdir().unwrap();
     run(
         dir.path(),
-        EVERY_OUTPUT,
+        &every_output(),
         &["--kernel-names", "renamed"],
         "sim",
     );
@@ -275,7 +261,7 @@ fn renamed_after_the_roctx_range_around_the_launch() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("nameless.toml"), nameless).unwrap();
     let flags = ["--kernel-names", "renamed"];
-    run(dir.path(), EVERY_OUTPUT, &flags, "sim:nameless.toml");
+    run(dir.path(), &every_output(), &flags, "sim:nameless.toml");
     assert_named(dir.path(), &cxxfilt(&mangled), each);
     // One label where an output names a marker; the tables keep the empty message beside
     // the function, which their `operation` column holds.

@@ -21,11 +21,19 @@ use crate::sdk::Domain;
 /// `roctxRangePushA` … `roctxRangePop`, as the marker range API records it.
 const THREAD_RANGE: &str = "roctxThreadRangeA";
 
+/// A named ROCTx range on a thread.
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    start_ns: u64,
+    end_ns: u64,
+    message: Sym,
+}
+
 /// What renaming needs of a run's records, and the records it holds until they end.
 #[derive(Debug, Default)]
 pub struct Renamer {
-    /// Per stream and thread, the named ranges: start, end, message.
-    ranges: HashMap<(u16, u32), Vec<(u64, u64, Sym)>>,
+    /// Per stream and thread, the named ranges.
+    ranges: HashMap<(u16, u32), Vec<Range>>,
     /// Per stream and correlation id, when the API call with that id started.
     launches: HashMap<(u16, u64), u64>,
     held: Vec<(u16, Batch)>,
@@ -45,7 +53,11 @@ impl Renamer {
                 });
                 for m in ranges {
                     let thread = self.ranges.entry((stream, m.tid)).or_default();
-                    thread.push((m.start_ns, m.end_ns, m.message));
+                    thread.push(Range {
+                        start_ns: m.start_ns,
+                        end_ns: m.end_ns,
+                        message: m.message,
+                    });
                 }
             }
             Batch::Api(calls) => {
@@ -72,17 +84,14 @@ impl Renamer {
             mut held,
         } = self;
         for thread in ranges.values_mut() {
-            thread.sort_unstable_by_key(|&(start, ..)| start);
+            thread.sort_unstable_by_key(|range| range.start_ns);
         }
         // The innermost range around a launch is the latest to start of those around it.
         let around = |stream: u16, tid: u32, at: u64| -> Option<Sym> {
             let thread = ranges.get(&(stream, tid))?;
-            let before = thread.partition_point(|&(start, ..)| start <= at);
-            thread[..before]
-                .iter()
-                .rev()
-                .find(|&&(_, end, _)| end >= at)
-                .map(|&(.., message)| message)
+            let before = thread.partition_point(|range| range.start_ns <= at);
+            let around = thread[..before].iter().rev().find(|r| r.end_ns >= at)?;
+            Some(around.message)
         };
         let mut symbols = Symbols::default();
         let mut renamed: HashMap<(u16, u64), u64> = HashMap::default();
