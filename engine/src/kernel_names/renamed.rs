@@ -164,3 +164,128 @@ impl Symbols {
         id
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{ApiCall, CounterSample, KernelDispatch, Marker};
+
+    const GEMM: &str = "_Z4gemmPfS_S_i";
+
+    fn range(tid: u32, (start_ns, end_ns): (u64, u64), message: u32) -> Marker {
+        let domain = Domain::MarkerCoreRangeApi;
+        let (operation_id, _) = *(domain.operations().iter())
+            .find(|(_, name)| *name == THREAD_RANGE)
+            .unwrap();
+        Marker {
+            tid,
+            start_ns,
+            end_ns,
+            domain_id: domain.sdk_value() as u8,
+            operation_id,
+            message: Sym(message),
+            ..Marker::default()
+        }
+    }
+
+    fn launch(correlation_id: u64, start_ns: u64) -> ApiCall {
+        ApiCall {
+            correlation_id,
+            start_ns,
+            ..ApiCall::default()
+        }
+    }
+
+    fn dispatch(correlation_id: u64, tid: u32) -> KernelDispatch {
+        KernelDispatch {
+            tid,
+            kernel_id: 1,
+            dispatch_id: correlation_id,
+            correlation_id,
+            ..KernelDispatch::default()
+        }
+    }
+
+    /// A dispatch goes by the innermost named range open on its thread at its launch,
+    /// whenever the range's record arrives; others keep their kernel.
+    #[test]
+    fn the_innermost_range_around_the_launch_names_a_dispatch() {
+        let mut catalog = Catalog::default();
+        let names = ["", "solve", "step"].map(String::from).to_vec();
+        catalog.apply(
+            0,
+            vec![Meta::Strings {
+                first: 0,
+                values: names,
+            }],
+        );
+        let symbol = KernelSymbol {
+            kernel_id: 1,
+            code_object_id: 1,
+            name: GEMM.into(),
+            lds_bytes: 0,
+            scratch_bytes: 0,
+            arch_vgpr_count: 0,
+            sgpr_count: 0,
+            kernarg_bytes: 0,
+        };
+        catalog.apply(0, vec![Meta::KernelSymbol(symbol)]);
+        let mut renamer = Renamer::default();
+        // Dispatches first: the ranges around them complete (and arrive) later.
+        let dispatches = vec![
+            dispatch(1, 7),
+            dispatch(2, 7),
+            dispatch(3, 7),
+            dispatch(4, 8),
+            dispatch(5, 7),
+            dispatch(6, 7),
+        ];
+        assert!(renamer.take(0, Batch::KernelDispatch(dispatches)).is_none());
+        let samples = vec![CounterSample {
+            dispatch_id: 1,
+            kernel_id: 1,
+            ..CounterSample::default()
+        }];
+        assert!(renamer.take(0, Batch::CounterSample(samples)).is_none());
+        let launches = [(1, 15), (2, 50), (3, 150), (4, 15), (6, 15)];
+        let calls = launches.map(|(id, at)| launch(id, at)).to_vec();
+        assert!(renamer.take(0, Batch::Api(calls)).is_some());
+        let ranges = vec![
+            range(7, (10, 20), 1),
+            range(7, (0, 100), 2),
+            range(7, (12, 18), 0),
+        ];
+        assert!(renamer.take(0, Batch::Marker(ranges)).is_some());
+
+        let held = renamer.release(&mut catalog);
+        let meta = catalog.stream(0);
+        let [
+            (0, Batch::KernelDispatch(dispatches)),
+            (0, Batch::CounterSample(samples)),
+        ] = held.as_slice()
+        else {
+            panic!("{held:?}")
+        };
+        let named: Vec<(u64, &str)> = (dispatches.iter())
+            .map(|d| (d.correlation_id, meta.kernel_name(d.kernel_id)))
+            .collect();
+        let gemm = "gemm(float*, float*, float*, int)";
+        assert_eq!(
+            named,
+            [
+                (1, "solve"), // inside both: the inner one; the nameless one inside it is skipped
+                (2, "step"),
+                (3, gemm), // after the ranges
+                (4, gemm), // another thread
+                (5, gemm), // its launch was not traced
+                (6, "solve"),
+            ]
+        );
+        assert_eq!(
+            dispatches[0].kernel_id, dispatches[5].kernel_id,
+            "one symbol per name"
+        );
+        assert_eq!(samples[0].kernel_id, dispatches[0].kernel_id);
+        assert_eq!(meta.mangled_kernel_name(dispatches[1].kernel_id), GEMM);
+    }
+}
