@@ -330,12 +330,9 @@ fn the_flag_only_changes_the_pipeline() {
         &[],
     );
     assert_eq!(output.status.code(), Some(2));
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains(
-            "`--kernel-names mangled` conflicts with the pipeline's `kernel_names = \"truncated\"`"
-        ) && stderr.contains("says.toml:4:16"),
-        "{stderr}"
-    );
+    let conflict =
+        "`--kernel-names mangled` conflicts with the pipeline's `kernel_names = \"truncated\"`";
+    support::assert_says(&output.stderr, conflict);
+    support::assert_says(&output.stderr, "says.toml:4:16");
     assert!(output.stdout.is_empty());
 }
