@@ -6,11 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use rocflow::pipeline::model::PostStep;
+use rocflow::pipeline::model::{KernelNames, PostStep};
 use rocflow::pipeline::{Options, Override, compile_file};
-use rocflow::plan::{ContextPlan, Plan, TransformOpPlan};
+use rocflow::plan::{ContextPlan, Plan};
 use rocflow::sdk::{PcSamplingMethod, PcSamplingUnit};
-use rocflow::transform::Transform;
 use support::{assert_fails, assert_success, rocflow, run_on, text};
 
 fn data(name: &str) -> PathBuf {
@@ -244,34 +243,23 @@ fn collection_periods_and_selected_regions() {
 #[test]
 fn kernel_names_as_rocprofv3_shows_them() {
     let (plans, _, _dir) = split("kernel-names.yaml");
-    let rename = |stem: &str| {
-        let transforms = &plans[stem].stages.transforms;
-        transforms.first().map(|plan| {
-            assert!(matches!(plan.op, TransformOpPlan::KernelName(_)));
-            let transform = Transform::new(plan).unwrap();
-            let rename = transform.rename().unwrap();
-            (
-                rename.apply("_Z4gemmPfS_S_i"),
-                rename.apply("_ZN2ns6reduceIfLi4EEEvPKT_PS1_i"),
-            )
-        })
+    let names = |stem: &str| {
+        assert!(plans[stem].stages.transforms.is_empty(), "{stem}");
+        plans[stem].stages.kernel_names
     };
     assert_eq!(
-        rename("job-1"),
-        Some((
-            "gemm(float*, float*, float*, int)".into(),
-            "void ns::reduce<float, 4>(float const*, float*, int)".into()
-        )),
+        names("job-1"),
+        KernelNames::Demangled,
         "demangled by default"
     );
-    assert_eq!(rename("job-2"), None, "mangled_kernels keeps the names");
-    let truncated = Some(("gemm".into(), "reduce".into()));
-    assert_eq!(rename("job-3"), truncated);
-    assert_eq!(rename("job-4"), truncated, "truncating demangles anyway");
+    assert_eq!(names("job-2"), KernelNames::Mangled);
+    assert_eq!(names("job-3"), KernelNames::Truncated);
     assert_eq!(
-        plans["job-4"].stages.transforms[0].kinds,
-        [rocflow::record::RecordKind::CounterSample]
+        names("job-4"),
+        KernelNames::Truncated,
+        "truncating demangles anyway"
     );
+    assert_eq!(names("job-5"), KernelNames::Renamed);
 }
 
 #[test]
@@ -358,7 +346,6 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
     const UNSUPPORTED: &[&str] = &[
         "pmc_group_interval",
         "extra_counters",
-        "kernel_rename",
         "output_config",
         "minimum_output_data",
         "summary_groups",

@@ -414,7 +414,10 @@ fn counters_basic_derives_valu_instructions_per_wave_for_each_dispatch() {
         .collect();
     assert_eq!(
         kernels,
-        BTreeSet::from(["_Z9vectorAddPKfS0_Pfi", "_ZN6solver6smoothILi8EEEvPKdPdiii"])
+        BTreeSet::from([
+            "vectorAdd(float const*, float const*, float*, int)",
+            "void solver::smooth<8>(double const*, double*, int, int, int)"
+        ])
     );
 }
 
@@ -426,9 +429,21 @@ fn pc_sampling_hotspots_attributes_every_sample_to_its_kernel() {
     assert_eq!(
         support::columns(&kernels, ["kernel", "samples", "distinct_pcs"]),
         [
-            ["_ZN6solver6smoothILi8EEEvPKdPdiii", "1600", "8"],
-            ["_Z13reduce_kernelPKfPfj", "600", "3"],
-            ["_Z9vectorAddPKfS0_Pfi", "400", "2"],
+            [
+                "void solver::smooth<8>(double const*, double*, int, int, int)",
+                "1600",
+                "8",
+            ],
+            [
+                "reduce_kernel(float const*, float*, unsigned int)",
+                "600",
+                "3"
+            ],
+            [
+                "vectorAdd(float const*, float const*, float*, int)",
+                "400",
+                "2"
+            ],
         ]
     );
     let hot = csv(&run.path("rocflow-out/pc-hot-spots.csv"));

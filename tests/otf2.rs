@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
 
+use rocflow::kernel_names::KernelNames;
 use rocflow::record::Batch;
 use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
@@ -217,7 +218,7 @@ fn expected(spool: &Path) -> Expected {
             Payload::Records(Batch::KernelDispatch(records)) => {
                 for r in records {
                     let track = format!("GPU {} queue {}", r.agent, r.queue);
-                    let name = names.kernel(s, r.kernel_id).to_owned();
+                    let name = KernelNames::default().name(names.kernel(s, r.kernel_id));
                     span(&mut e, track, name.clone(), r.start_ns, r.end_ns);
                     e.dispatches
                         .push((process(s), r.dispatch_id, r.correlation_id, name));

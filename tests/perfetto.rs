@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use rocflow::kernel_names::demangle;
 use rocflow::record::{Batch, Meta};
 use rocflow::spool::{SpoolReader, SpoolWriter};
-use rocflow::transform::demangle;
 use rocflow::wire::Payload;
 use serde_json::Value;
 use support::names::Names;

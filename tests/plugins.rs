@@ -139,9 +139,18 @@ options = {{ labels = {{ job = "test" }} }}
     // The column the transform adds reaches the CSV sink, with each kernel's family.
     let kernels = csv(&dir.path().join("out/kernel_dispatch.csv"));
     let family_of: BTreeMap<&str, &str> = BTreeMap::from([
-        ("_Z9vectorAddPKfS0_Pfi", "elementwise"),
-        ("_ZN6solver6smoothILi8EEEvPKdPdiii", "other"),
-        ("_Z13reduce_kernelPKfPfj", "reduction"),
+        (
+            "vectorAdd(float const*, float const*, float*, int)",
+            "elementwise",
+        ),
+        (
+            "void solver::smooth<8>(double const*, double*, int, int, int)",
+            "other",
+        ),
+        (
+            "reduce_kernel(float const*, float*, unsigned int)",
+            "reduction",
+        ),
     ]);
     assert_eq!(kernels.len(), 600, "the scenario's dispatches");
     for row in &kernels {
@@ -288,7 +297,7 @@ records = ["kernel_dispatch"]
     assert!(
         kernels
             .iter()
-            .all(|r| r["kernel_name"] == "_Z13reduce_kernelPKfPfj")
+            .all(|r| r["kernel_name"] == "reduce_kernel(float const*, float*, unsigned int)")
     );
 
     // The plugin added the column to kernel dispatches only.

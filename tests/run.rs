@@ -153,17 +153,16 @@ fn sleep_receives_the_whole_scenario_with_kernel_names() {
     assert_success(&output);
     assert_eq!(totals(&rows), expected(&default_scenario()));
     assert_eq!(rows["kernel_dispatch"].len(), 1, "one process");
-    let names: std::collections::BTreeSet<&str> = rows["kernel_dispatch"]
-        .values()
-        .flatten()
-        .map(|line| line.rsplit(',').next().unwrap())
+    let dispatches = support::csv(&dir.path().join("out/kernel_dispatch.csv"));
+    let names: std::collections::BTreeSet<String> = (dispatches.iter())
+        .map(|row| row["kernel_name"].clone())
         .collect();
     let scenario = default_scenario();
-    let declared: std::collections::BTreeSet<&str> = scenario["kernel"]
+    let declared: std::collections::BTreeSet<String> = scenario["kernel"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|k| k["name"].as_str().unwrap())
+        .map(|k| rocflow::kernel_names::demangle(k["name"].as_str().unwrap()))
         .collect();
     assert_eq!(names, declared);
     assert_says(&output.stdout, "/bin/sleep exited with 0");

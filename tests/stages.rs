@@ -301,11 +301,6 @@ fn kernel_filter_with_iteration_ranges_and_demangled_names() {
     let plan = compile(&format!(
         r#"{TRACE}
 [[transform]]
-name = "names"
-kind = "kernel_name"
-demangle = true
-records = ["kernel_dispatch"]
-[[transform]]
 name = "hot"
 kind = "kernel_filter"
 include = "^gemm\\("

@@ -11,6 +11,7 @@ mod counters_cli;
 mod csv_rocprofv3;
 mod flags;
 mod import;
+mod kernel_names;
 mod library;
 mod otf2;
 mod parquet;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::kernel_names::KernelNames;
 use crate::record::{
     Agent, CodeObject, CounterInfo, Exit, KernelSymbol, Marker, Meta, Process, Queue, RecordKind,
     Stream, Sym, Thread, ToolCost,
@@ -19,6 +20,8 @@ pub struct Catalog {
     pub plan: Option<String>,
     /// How the application ended, for runs recorded by `rocflow run`.
     pub exit: Option<Exit>,
+    /// The form kernels' names take (see [`crate::kernel_names`]).
+    pub naming: KernelNames,
 }
 
 /// One process's metadata.
@@ -28,7 +31,10 @@ pub struct StreamMeta {
     pub process: Option<Process>,
     pub agents: Vec<Agent>,
     pub code_objects: HashMap<u64, CodeObject>,
+    /// The kernels, by the code object's (usually mangled) name.
     pub kernels: HashMap<u64, KernelSymbol>,
+    /// The names kernels go by in every output, in the run's form.
+    kernel_names: HashMap<u64, String>,
     pub counters: HashMap<u32, CounterInfo>,
     pub threads: Vec<Thread>,
     pub queues: Vec<Queue>,
@@ -42,12 +48,21 @@ pub struct StreamMeta {
 const UNKNOWN: &str = "<unknown>";
 
 impl Catalog {
+    /// An empty catalog that names kernels in `naming`'s form.
+    pub fn named(naming: KernelNames) -> Catalog {
+        Catalog {
+            naming,
+            ..Catalog::default()
+        }
+    }
+
     /// Adds metadata items of `stream`.
     pub fn apply(&mut self, stream: u16, items: Vec<Meta>) {
         let index = usize::from(stream);
         if self.streams.len() <= index {
             self.streams.resize_with(index + 1, StreamMeta::default);
         }
+        let naming = self.naming;
         let meta = &mut self.streams[index];
         for item in items {
             match item {
@@ -66,6 +81,7 @@ impl Catalog {
                     meta.code_objects.insert(c.id, c);
                 }
                 Meta::KernelSymbol(k) => {
+                    meta.kernel_names.insert(k.kernel_id, naming.name(&k.name));
                     meta.kernels.insert(k.kernel_id, k);
                 }
                 Meta::Counter(c) => {
@@ -84,6 +100,13 @@ impl Catalog {
                 Meta::Pass { .. } => {}
                 Meta::ToolCost(cost) => meta.tool_cost = Some(cost),
             }
+        }
+    }
+
+    /// Gives kernel `kernel_id` of `stream` the name it goes by in every output.
+    pub fn name_kernel(&mut self, stream: u16, kernel_id: u64, name: String) {
+        if let Some(meta) = self.streams.get_mut(usize::from(stream)) {
+            meta.kernel_names.insert(kernel_id, name);
         }
     }
 
@@ -107,8 +130,15 @@ impl StreamMeta {
             .map_or(UNKNOWN, String::as_str)
     }
 
-    /// The kernel's name as the code object gives it (usually mangled).
+    /// The name the kernel goes by in every output, in the run's form.
     pub fn kernel_name(&self, kernel_id: u64) -> &str {
+        self.kernel_names
+            .get(&kernel_id)
+            .map_or_else(|| self.mangled_kernel_name(kernel_id), String::as_str)
+    }
+
+    /// The kernel's name as the code object gives it (usually mangled).
+    pub fn mangled_kernel_name(&self, kernel_id: u64) -> &str {
         self.kernels
             .get(&kernel_id)
             .map_or(UNKNOWN, |k| k.name.as_str())

@@ -203,6 +203,18 @@ impl Columns for Marker {
     }
 }
 
+/// What a marker is called in every output: its ROCTx message, or its ROCTx function
+/// (`roctxThreadRangeA`, `roctxMarkA`, …) when it has none (`roctxRangePushA(NULL)`, or a
+/// message that was lost).
+pub fn marker_label<'a>(marker: &Marker, meta: &'a StreamMeta) -> &'a str {
+    match meta.string(marker.message) {
+        "" => Domain::from_sdk_value(marker.domain_id.into())
+            .and_then(|d| d.operation_name(marker.operation_id))
+            .unwrap_or(UNKNOWN),
+        message => message,
+    }
+}
+
 impl Columns for KfdEvent {
     fn derived<'a>(&self, name: &str, _: &'a StreamMeta) -> Option<Cell<'a>> {
         domain_cells(self.domain_id, self.operation_id, name)

@@ -481,7 +481,7 @@ mod tests {
     #[test]
     fn mangled_names_demangle() {
         for name in KERNEL_NAMES.iter().filter(|n| n.starts_with("_Z")) {
-            let demangled = crate::transform::demangle(name);
+            let demangled = crate::kernel_names::demangle(name);
             assert_ne!(&demangled, name, "{name} does not demangle");
         }
     }

@@ -18,6 +18,7 @@ pub mod error;
 pub mod expression;
 pub mod generate;
 pub mod import;
+pub mod kernel_names;
 pub mod merge;
 pub mod messages;
 pub mod pipeline;

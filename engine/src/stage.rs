@@ -20,8 +20,10 @@ use rayon::prelude::*;
 use crate::catalog::{Catalog, MarkerMessages};
 use crate::chunk::Chunk;
 use crate::column::row;
+use crate::kernel_names::KernelNames;
+use crate::kernel_names::renamed::Renamer;
 use crate::merge::Merge;
-use crate::plan::{Plan, SinkPlan, TransformPlan};
+use crate::plan::{Plan, SinkPlan, StageGraph};
 use crate::record::{ApiArgs, Batch, Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::source::{Ending, Source, SourceError};
@@ -113,20 +115,19 @@ pub fn run(
         })
         .collect();
     let mut merged = Merge::new(source);
-    let mut report = run_into(&plan.stages.transforms, &mut merged, outlets)?;
+    let mut report = run_into(&plan.stages, &mut merged, outlets)?;
     report.disagreements = merged.disagreements().to_vec();
     Ok(report)
 }
 
-/// Runs `transforms` over the source's records until they end, into `outlets`, then
-/// finishes every sink.
+/// Runs the stages' transforms over the source's records until they end, into `outlets`,
+/// with kernels named in the stages' form, then finishes every sink.
 pub fn run_into(
-    transforms: &[TransformPlan],
+    stages: &StageGraph,
     source: &mut dyn Source,
     outlets: Vec<Outlet<'_>>,
 ) -> Result<Report, StageError> {
-    let transforms: Vec<Transform> = transforms
-        .iter()
+    let transforms: Vec<Transform> = (stages.transforms.iter())
         .map(|t| {
             Transform::new(t).map_err(|message| StageError::Transform {
                 name: t.name.clone(),
@@ -134,7 +135,7 @@ pub fn run_into(
             })
         })
         .collect::<Result<_, _>>()?;
-    let catalog = Arc::new(RwLock::new(Catalog::default()));
+    let catalog = Arc::new(RwLock::new(Catalog::named(stages.kernel_names)));
     // Set when the run stops early: sinks then drop their output instead of finishing it.
     let abandoned = AtomicBool::new(false);
     std::thread::scope(|scope| {
@@ -158,6 +159,7 @@ pub fn run_into(
             counts: Vec::new(),
             stopped: None,
             args: HashMap::default(),
+            renamer: (stages.kernel_names == KernelNames::Renamed).then(Renamer::default),
         };
         while let Some(frame) = source.next_frame() {
             decoder.frame(frame);
@@ -167,6 +169,7 @@ pub fn run_into(
         }
         let ending = source.finish();
         decoder.flush();
+        decoder.release_renamed();
         decoder.finish();
         if let Some(error) = decoder.stopped.take() {
             abandoned.store(true, Ordering::Relaxed);
@@ -233,6 +236,8 @@ struct Decoder<'a> {
     stopped: Option<String>,
     /// Per stream, the arguments frame that came before its next API records frame.
     args: HashMap<u16, ApiArgs>,
+    /// With kernels renamed after ROCTx ranges: what it needs, and the records it holds.
+    renamer: Option<Renamer>,
 }
 
 impl Decoder<'_> {
@@ -240,18 +245,24 @@ impl Decoder<'_> {
         match frame.payload {
             Payload::Meta(mut items) => {
                 self.messages.take(frame.stream, &mut items);
-                // Kernel names live in the metadata: renaming transforms apply here, once.
-                for item in &mut items {
-                    if let Meta::KernelSymbol(symbol) = item {
-                        for rename in self.transforms.iter().filter_map(Transform::rename) {
-                            symbol.name = rename.apply(&symbol.name);
-                        }
-                    }
-                }
+                let kernels: Vec<u64> = (items.iter())
+                    .filter_map(|item| match item {
+                        Meta::KernelSymbol(symbol) => Some(symbol.kernel_id),
+                        _ => None,
+                    })
+                    .collect();
                 // Records in the window may only use metadata sent before them, which
                 // they have; the write lock waits for readers of earlier chunks.
                 let mut catalog = self.catalog.write().expect("no poison");
                 catalog.apply(frame.stream, items);
+                // Kernel names live in the metadata, in the run's form: renaming transforms
+                // apply to them here, once.
+                for rename in self.transforms.iter().filter_map(Transform::rename) {
+                    for &kernel in &kernels {
+                        let name = rename.apply(catalog.stream(frame.stream).kernel_name(kernel));
+                        catalog.name_kernel(frame.stream, kernel, name);
+                    }
+                }
                 let made: Vec<Meta> = (self.transforms.iter())
                     .flat_map(|t| t.describe(frame.stream, catalog.stream(frame.stream)))
                     .collect();
@@ -276,6 +287,13 @@ impl Decoder<'_> {
                 if self.origin_ns.is_none() && !batch.is_empty() {
                     self.origin_ns = (0..batch.len()).map(|i| row(&batch, i).start_ns()).min();
                 }
+                let batch = match &mut self.renamer {
+                    Some(renamer) => match renamer.take(frame.stream, batch) {
+                        Some(batch) => batch,
+                        None => return,
+                    },
+                    None => batch,
+                };
                 // Records that no transform and no sink takes are only counted (they are
                 // in the spool already).
                 if !self.wanted(kind) {
@@ -291,6 +309,23 @@ impl Decoder<'_> {
                 }
             }
         }
+    }
+
+    /// Passes the records held for renaming through the stages, renamed.
+    fn release_renamed(&mut self) {
+        let Some(renamer) = self.renamer.take() else {
+            return;
+        };
+        let held = renamer.release(&mut self.catalog.write().expect("no poison"));
+        for (stream, batch) in held {
+            if self.wanted(batch.kind()) {
+                self.window.push(Chunk::new(stream, batch));
+                if self.window.len() >= self.window_chunks {
+                    self.flush();
+                }
+            }
+        }
+        self.flush();
     }
 
     fn wanted(&self, kind: RecordKind) -> bool {
@@ -416,7 +451,7 @@ fn drive_sink(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::TransformOpPlan;
+    use crate::plan::{TransformOpPlan, TransformPlan};
 
     /// A recorded plan's transform that this rocflow cannot build stops the stages before
     /// any sink opens, named.
@@ -433,7 +468,11 @@ mod tests {
             }),
         };
         let mut nothing = crate::source::Frames(std::iter::empty());
-        let error = run_into(&[broken], &mut nothing, Vec::new()).unwrap_err();
+        let stages = StageGraph {
+            transforms: vec![broken],
+            ..StageGraph::default()
+        };
+        let error = run_into(&stages, &mut nothing, Vec::new()).unwrap_err();
         let StageError::Transform { name, .. } = &error else {
             panic!("{error:?}")
         };

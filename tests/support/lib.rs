@@ -462,18 +462,23 @@ pub fn otf2_print(args: &[&str], archive: &Path) -> String {
     text(&out.stdout)
 }
 
-/// The regions entered in an OTF2 archive, by name, of those defined with `paradigm`.
-fn otf2_entered(archive: &Path, paradigm: &str) -> Vec<String> {
+/// The regions entered in an OTF2 archive, by name, of those defined with `paradigm` (by
+/// their ids: regions of other paradigms may have the same names).
+pub fn otf2_entered(archive: &Path, paradigm: &str) -> Vec<String> {
     let name = |line: &str, key: &str| line.split(key).nth(1)?.split('"').nth(1).map(str::to_owned);
     let paradigm = format!("Paradigm: {paradigm},");
     let regions: BTreeSet<String> = (otf2_print(&["-G"], archive).lines())
         .filter(|l| l.starts_with("REGION ") && l.contains(&paradigm))
-        .filter_map(|l| name(l, "Name:"))
+        .filter_map(|l| l.split_whitespace().nth(1).map(|id| format!("<{id}>")))
         .collect();
     (otf2_print(&[], archive).lines())
         .filter(|l| l.starts_with("ENTER "))
+        .filter(|l| {
+            l.split_whitespace()
+                .last()
+                .is_some_and(|id| regions.contains(id))
+        })
         .filter_map(|l| name(l, "Region:"))
-        .filter(|n| regions.contains(n))
         .collect()
 }
 

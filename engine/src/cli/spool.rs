@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::generate;
 use crate::messages::{self, Level, Message};
 use crate::pipeline;
-use crate::plan::{Plan, TransformPlan};
+use crate::plan::{Plan, StageGraph};
 use crate::record::{Meta, RecordKind};
 use crate::sink::Placeholders;
 use crate::source::{Ending, Input, OpenFault, Source, SourceError, Spool, WindowArgs};
@@ -26,7 +26,7 @@ use crate::wire::{Payload, WireError};
 use crate::{post, sink, stage};
 
 use super::flags::OutputFlags;
-use super::pipeline::PipelineArgs;
+use super::pipeline::{NamesArgs, PipelineArgs};
 use super::print;
 
 fn open(path: &Path) -> Result<Spool> {
@@ -112,6 +112,8 @@ pub struct ReplayArgs {
     options: PipelineArgs,
     #[command(flatten)]
     flags: OutputFlags,
+    #[command(flatten)]
+    names: NamesArgs,
 }
 
 /// Rebuilds outputs from a spool, with the recorded pipeline or another one.
@@ -131,8 +133,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             .hint("give a pipeline: rocflow replay RUN.rfraw PIPELINE.toml --stats"),
         ));
     }
-    let plan = match (&pipeline, &input) {
-        (Some(file), _) => args.options.compile(file, overlay)?,
+    let mut plan = match (&pipeline, &input) {
+        (Some(file), _) => args.options.compile(file, overlay, &args.names)?,
         (None, Input::Databases(_)) => {
             let notice = Diagnostic::notice(format!(
                 "rocpd databases record no pipeline: replaying with `{DATABASE_PIPELINE}`"
@@ -140,7 +142,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             .hint("give another: rocflow replay DB… PIPELINE");
             messages::diagnostic(&notice);
             args.options
-                .compile(Path::new(DATABASE_PIPELINE), overlay)?
+                .compile(Path::new(DATABASE_PIPELINE), overlay, &args.names)?
         }
         (None, Input::Spool(spool)) if args.trust_plan => recorded_plan(spool)?,
         (None, Input::Spool(spool)) => untrusted_outputs(
@@ -150,6 +152,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
              pipeline: rocflow replay RUN.rfraw PIPELINE.toml",
         )?,
     };
+    args.names.recorded(&mut plan);
     let mut source = open_input(&input, &args.window)?;
     let report = stage::run(&plan, &mut *source, &sink::open)?;
     ended(report.source.as_ref())?;
@@ -266,29 +269,29 @@ enum By {
     Agent,
 }
 
-/// The summary tables of the run `input` holds, through `transforms`.
+/// The summary tables of the run `input` holds, through `stages`.
 fn summary_tables(
     input: &Input,
     window: &WindowArgs,
-    transforms: &[TransformPlan],
+    stages: &StageGraph,
     breakdown: Breakdown,
 ) -> Result<Vec<Table>> {
     let mut source = open_input(input, window)?;
     let (summary, ending) =
-        Summary::of_run(transforms, &mut *source, breakdown).map_err(Error::Runtime)?;
+        Summary::of_run(stages, &mut *source, breakdown).map_err(Error::Runtime)?;
     ended(ending.as_ref())?;
     Ok(summary.tables())
 }
 
-/// The transforms a spool was recorded with, plugins left out (see [`untrusted`]; none
-/// for a spool written without a pipeline, or for a database).
-fn recorded_transforms(input: &Input, hint: &str) -> Vec<TransformPlan> {
+/// The stages a spool was recorded with, plugins left out (see [`untrusted`]; no
+/// transforms for a spool written without a pipeline, or for a database).
+fn recorded_stages(input: &Input, hint: &str) -> StageGraph {
     let Input::Spool(spool) = input else {
-        return Vec::new();
+        return StageGraph::default();
     };
     recorded_plan(spool).map_or_else(
-        |_| Vec::new(),
-        |plan| untrusted(spool, plan, hint).stages.transforms,
+        |_| StageGraph::default(),
+        |plan| untrusted(spool, plan, hint).stages,
     )
 }
 
@@ -327,8 +330,8 @@ pub fn diff(args: DiffArgs) -> Result<ExitCode> {
     let hint = "the runs are compared without them";
     let tables = |arg: &Path| {
         let input = Input::of(arg);
-        let transforms = recorded_transforms(&input, hint);
-        summary_tables(&input, &args.window, &transforms, Breakdown::default())
+        let stages = recorded_stages(&input, hint);
+        summary_tables(&input, &args.window, &stages, Breakdown::default())
     };
     let diff = Diff::new(&tables(&args.a)?, &tables(&args.b)?);
     // Check the predicate before printing anything: a typo is a usage error.
@@ -356,15 +359,14 @@ pub fn diff(args: DiffArgs) -> Result<ExitCode> {
 /// Statistics of a run: per kernel, API function, copy, allocation, marker and counter.
 pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
     let (input, pipeline) = inputs(&args.inputs, true)?;
-    let transforms = match &pipeline {
+    let stages = match &pipeline {
         Some(file) => {
             pipeline::compile_file(file, &args.options.options()?)
                 .map_err(Error::User)?
                 .plan
                 .stages
-                .transforms
         }
-        None => recorded_transforms(
+        None => recorded_stages(
             &input,
             "to run them, give the pipeline: rocflow summary RUN.rfraw PIPELINE.toml",
         ),
@@ -374,7 +376,7 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
         process: args.by.contains(&By::Process),
         agent: args.by.contains(&By::Agent),
     };
-    let tables = summary_tables(&input, &args.window, &transforms, breakdown)?;
+    let tables = summary_tables(&input, &args.window, &stages, breakdown)?;
     let mut out = String::new();
     match &args.output {
         Some(dir) => {

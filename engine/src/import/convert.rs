@@ -15,8 +15,8 @@ use super::input::{Job, Opt, OutputFormat, TimeUnit, flag};
 use super::{counter_names, domains, kernels, paths, period};
 use crate::diag::{Diagnostic, SourceFile, Span};
 use crate::pipeline::model::{
-    Context, Counters, Header, KernelFilter, PcSampling, Period, Pipeline, Post, PostStep, Sink,
-    SinkKind, SinkType, Tracing,
+    Context, Counters, Header, KernelFilter, KernelNames, PcSampling, Period, Pipeline, Post,
+    PostStep, Sink, SinkKind, SinkType, Tracing,
 };
 use crate::pipeline::name_of;
 use crate::record::RecordKind;
@@ -115,8 +115,7 @@ struct Settings {
     sinks: Vec<SinkKind>,
     outputs: Outputs,
     summary_formats: Vec<String>,
-    mangled: bool,
-    truncate: bool,
+    kernel_names: KernelNames,
 }
 
 impl Converter<'_> {
@@ -164,8 +163,12 @@ impl Converter<'_> {
             sinks: self.sinks(j),
             outputs: self.outputs(j),
             summary_formats: summary_formats(j),
-            mangled: flag(&j.mangled_kernels),
-            truncate: flag(&j.truncate_kernels),
+            kernel_names: match flag(&j.kernel_rename) {
+                true => KernelNames::Renamed,
+                false => {
+                    KernelNames::of_rocprofv3(flag(&j.mangled_kernels), flag(&j.truncate_kernels))
+                }
+            },
         };
         if settings.domains.is_empty() && !counts && settings.pc_sampling.is_none() {
             self.warn(
@@ -210,6 +213,7 @@ impl Converter<'_> {
                         self.file.name()
                     )),
                     spool_dir: None,
+                    kernel_names: None,
                 };
                 Pass {
                     pipeline: pipeline(&settings, counters, directory.as_deref(), header),
@@ -621,12 +625,13 @@ fn pipeline(
         .into_iter()
         .collect();
     Pipeline {
-        pipeline: header,
+        pipeline: Header {
+            kernel_names: (s.kernel_names != KernelNames::default()).then_some(s.kernel_names),
+            ..header
+        },
         params,
         context: context.into_iter().collect(),
-        transform: kernels::kernel_names(s.mangled, s.truncate, &produced)
-            .into_iter()
-            .collect(),
+        transform: Vec::new(),
         sink,
         post,
     }

@@ -191,7 +191,6 @@ impl Job {
         let all = unsupported![self;
             pmc_group_interval => "rocflow does not multiplex counter groups: each group of `pmc_groups` is a pass of its own",
             extra_counters => "rocflow cannot add counter definitions to rocprofiler-sdk; `rocflow counters list --extra FILE` shows them",
-            kernel_rename => "rocflow cannot name kernels after the ROCTx range around their launch",
             output_config => "rocflow writes no configuration file; `rocflow explain --json` prints what a pipeline compiles to",
             minimum_output_data => "rocflow writes every output a pipeline asks for, however small",
             summary_groups => "rocflow's summary has fixed sections (kernels, APIs, copies, allocations, markers, counters)",

@@ -8,6 +8,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
+pub use crate::kernel_names::KernelNames;
 pub use crate::transform::TransformOp;
 
 /// A size or duration: an integer (bytes, nanoseconds) or text with a unit.
@@ -60,6 +61,9 @@ pub struct Header {
     pub description: Option<String>,
     /// Where runs keep their raw spools (one file per run).
     pub spool_dir: Option<String>,
+    /// The form kernel names take in every output (demangled when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_names: Option<KernelNames>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]

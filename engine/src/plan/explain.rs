@@ -54,6 +54,8 @@ pub fn explain(plan: &Plan) -> String {
     let produced: Vec<&str> = stages.produced.iter().map(|k| k.name()).collect();
     let _ = writeln!(out, "\nstages");
     let _ = writeln!(out, "  decode: {}", list_or(&produced, "no records"));
+    let names = stages.kernel_names;
+    let _ = writeln!(out, "  kernel names: {names}, {}", names.describe());
     for (i, t) in stages.transforms.iter().enumerate() {
         let kinds: Vec<&str> = t.kinds.iter().map(|k| k.name()).collect();
         let _ = writeln!(

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
+use crate::kernel_names::KernelNames;
 use crate::pipeline::model::{PostStep, SinkKind};
 use crate::record::RecordKind;
 use crate::sink::Format;
@@ -61,10 +62,14 @@ pub struct Provenance {
 }
 
 /// The records' path from the decoder through the transforms to the sinks.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StageGraph {
     /// Record kinds the contexts produce.
     pub produced: Vec<RecordKind>,
+    /// The form kernels' names take in every output (plans recorded before it existed
+    /// had none: they get the default).
+    #[serde(default)]
+    pub kernel_names: KernelNames,
     /// Transforms in pipeline order.
     pub transforms: Vec<TransformPlan>,
     /// One route per sink, in sink order.

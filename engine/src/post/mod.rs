@@ -313,8 +313,8 @@ fn summary_of(plan: &Plan, open: Reopen<'_>, breakdown: Breakdown) -> Result<Sum
     // The input was read whole by the sinks already, and how it ended reported there.
     let frames = std::iter::from_fn(|| records.next_frame());
     let mut source = Frames(frames.take_while(|_| !crate::cancel::requested()));
-    let (summary, _) = Summary::of_run(&plan.stages.transforms, &mut source, breakdown)
-        .map_err(PostError::Summary)?;
+    let (summary, _) =
+        Summary::of_run(&plan.stages, &mut source, breakdown).map_err(PostError::Summary)?;
     if crate::cancel::requested() {
         return Err(PostError::Stopped);
     }

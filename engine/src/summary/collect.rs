@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap;
 
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
+use crate::column::marker_label;
 use crate::record::{Batch, CounterSample};
 use crate::sdk::Domain;
 use crate::sink::{Sink, SinkError};
@@ -163,14 +164,7 @@ impl Sink for Collector {
                 }
                 Batch::Marker(records) => {
                     for r in records {
-                        // A range without a message (`roctxRangePushA(NULL)`, or one
-                        // whose message was lost) goes by its ROCTx function.
-                        let own = match meta.string(r.message) {
-                            "" => [Domain::from_sdk_value(r.domain_id.into())
-                                .and_then(|d| d.operation_name(r.operation_id))
-                                .unwrap_or(UNKNOWN)],
-                            message => [message],
-                        };
+                        let own = [marker_label(r, meta)];
                         // A mark is an instant, however long the SDK's record of the
                         // roctxMarkA call lasts: counted, as rocprofv3 counts it, with no time.
                         let time = match r.operation_id {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use rustc_hash::FxHashMap;
 
 use crate::catalog::Catalog;
-use crate::plan::TransformPlan;
+use crate::plan::StageGraph;
 use crate::record::RecordKind;
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::source::{Ending, Source, SourceError};
@@ -131,10 +131,10 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Replays a source's records through a pipeline's transforms (so the statistics
+    /// Replays a source's records through a pipeline's stages (so the statistics
     /// describe the records its outputs hold) into a summary; says how the source ended.
     pub fn of_run(
-        transforms: &[TransformPlan],
+        stages: &StageGraph,
         source: &mut dyn Source,
         breakdown: Breakdown,
     ) -> Result<(Summary, Result<Ending, SourceError>), String> {
@@ -150,8 +150,7 @@ impl Summary {
                 Ok(Box::new(collect::Collector::new(Arc::clone(&summary))))
             }),
         };
-        let report =
-            stage::run_into(transforms, source, vec![outlet]).map_err(|e| e.to_string())?;
+        let report = stage::run_into(stages, source, vec![outlet]).map_err(|e| e.to_string())?;
         if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
             return Err(e.to_string());
         }

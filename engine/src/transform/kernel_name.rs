@@ -1,6 +1,7 @@
-//! `kernel_name`: demangles, renames and truncates kernel names. Names live in the run's
-//! metadata, so each kernel is renamed once (as its symbol arrives), for every record that
-//! refers to it.
+//! `kernel_name`: rewrites kernel names with regex rules and cuts them to a length, after
+//! the pipeline's `kernel_names` form (see [`crate::kernel_names`]) named them. Names live
+//! in the run's metadata, so each kernel is renamed once (as its symbol arrives), for every
+//! record that refers to it.
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -14,8 +15,6 @@ use super::{Apply, At, Compiled, Declared};
 
 #[derive(Debug, Default, Deserialize, Serialize)]
 pub struct Options {
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub demangle: bool,
     pub truncate: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rename: Vec<Rule>,
@@ -32,7 +31,6 @@ pub struct Rule {
 /// Rules are (pattern, replacement) pairs in the Plan.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct Plan {
-    pub demangle: bool,
     pub truncate: Option<u32>,
     pub rename: Vec<(String, String)>,
 }
@@ -42,11 +40,8 @@ impl Declared for Options {
 
     fn schema() -> Json {
         json!({
+            "description": "Kernel names live in the run's metadata: this renames each kernel once, for every record that refers to it, after `[pipeline] kernel_names` gave it its form.",
             "properties": {
-                "demangle": {
-                    "type": "boolean",
-                    "description": "Kernel names live in the run's metadata: this renames each kernel once, for every record that refers to it."
-                },
                 "truncate": { "type": "integer", "minimum": 8 },
                 "rename": {
                     "type": "array",
@@ -71,7 +66,6 @@ impl Declared for Options {
         }
         check.require_kernel_names();
         Some(Plan {
-            demangle: self.demangle,
             truncate: self.truncate,
             rename: (self.rename.iter())
                 .map(|r| (r.pattern.clone(), r.replacement.clone()))
@@ -82,15 +76,9 @@ impl Declared for Options {
 
 impl Compiled for Plan {
     fn explain(&self) -> String {
-        let mut parts = Vec::new();
-        if self.demangle {
-            parts.push("demangle".to_owned());
-        }
-        parts.extend(
-            self.rename
-                .iter()
-                .map(|(p, r)| format!("rename /{p}/ -> {r}")),
-        );
+        let mut parts: Vec<String> = (self.rename.iter())
+            .map(|(p, r)| format!("rename /{p}/ -> {r}"))
+            .collect();
         if let Some(n) = self.truncate {
             parts.push(format!("truncate to {n} chars"));
         }
@@ -102,7 +90,6 @@ impl Compiled for Plan {
             .map(|(p, r)| Ok((Regex::new(p).map_err(|e| e.to_string())?, r.clone())))
             .collect::<Result<_, String>>()?;
         Ok(Box::new(Rename {
-            demangle: self.demangle,
             truncate: self.truncate,
             rules,
         }))
@@ -112,7 +99,6 @@ impl Compiled for Plan {
 /// How a kernel's name is rewritten.
 #[derive(Debug)]
 pub struct Rename {
-    pub demangle: bool,
     pub rules: Vec<(Regex, String)>,
     pub truncate: Option<u32>,
 }
@@ -128,11 +114,7 @@ impl Apply for Rename {
 
 impl Rename {
     pub fn apply(&self, name: &str) -> String {
-        let mut name = if self.demangle {
-            demangle(name)
-        } else {
-            name.to_owned()
-        };
+        let mut name = name.to_owned();
         for (pattern, replacement) in &self.rules {
             if let std::borrow::Cow::Owned(renamed) =
                 pattern.replace_all(&name, replacement.as_str())
@@ -153,35 +135,17 @@ impl Rename {
     }
 }
 
-/// The demangled form of an Itanium C++ name (HIP kernels), or the name as it is.
-pub fn demangle(name: &str) -> String {
-    cpp_demangle::Symbol::new(name)
-        .ok()
-        .and_then(|symbol| symbol.demangle().ok())
-        .unwrap_or_else(|| name.to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn demangles_hip_kernel_names() {
-        assert_eq!(
-            demangle("_Z4gemmPfS_S_i"),
-            "gemm(float*, float*, float*, int)"
-        );
-        assert_eq!(demangle("not_mangled"), "not_mangled");
-    }
-
-    #[test]
     fn renames_then_truncates() {
         let rename = Rename {
-            demangle: true,
             rules: vec![(Regex::new(r"\(.*\)").unwrap(), String::new())],
             truncate: Some(10),
         };
-        assert_eq!(rename.apply("_Z4gemmPfS_S_i"), "gemm");
-        assert_eq!(rename.apply("_Z21a_very_long_kernel_namev"), "a_very_lo…");
+        assert_eq!(rename.apply("gemm(float*, float*, float*, int)"), "gemm");
+        assert_eq!(rename.apply("a_very_long_kernel_name()"), "a_very_lo…");
     }
 }

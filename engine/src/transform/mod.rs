@@ -30,7 +30,7 @@ use crate::record::{Meta, RecordKind};
 
 pub use aggregate::{Metric, MetricOp, Table};
 pub use expr::{ARGS, Expression};
-pub use kernel_name::{Rename, demangle};
+pub use kernel_name::Rename;
 
 /// How a pipeline declares a kind of transform: the keys of its `[[transform]]` entry
 /// beyond `name`, `kind`, `records` and `strict`.

@@ -19,7 +19,9 @@ use crate::sdk::Domain;
 use crate::sink::Format;
 
 use super::counters::CounterCheck;
-use super::model::{self, Pipeline, PostStep, Quantity, SinkKind, SinkType, TransformOp};
+use super::model::{
+    self, KernelNames, Pipeline, PostStep, Quantity, SinkKind, SinkType, TransformOp,
+};
 use super::params::{RUNTIME_PLACEHOLDERS, placeholders};
 use super::units;
 use super::value::{Node, Step};
@@ -122,6 +124,7 @@ impl<'a> Compiler<'a> {
         let sinks = self.sinks(&pipeline.sink, &produced, &params);
         let routes = routes(&sinks, &transforms);
         let posts = self.posts(&pipeline.post, &sinks, &params);
+        let kernel_names = self.kernel_names(pipeline.pipeline.kernel_names, &produced);
         let spool_dir = match &pipeline.pipeline.spool_dir {
             Some(dir) => {
                 self.placeholders(path!["pipeline", "spool_dir"], dir, &params);
@@ -151,6 +154,7 @@ impl<'a> Compiler<'a> {
             contexts,
             stages: StageGraph {
                 produced,
+                kernel_names,
                 transforms,
                 routes,
             },
@@ -409,6 +413,21 @@ impl<'a> Compiler<'a> {
                 self.errors.push(d);
             }
         }
+    }
+
+    /// The form kernel names take. Renaming after ROCTx ranges needs the ranges and the
+    /// launching API calls: without them the dispatches keep their kernels' names.
+    fn kernel_names(&mut self, set: Option<KernelNames>, produced: &[RecordKind]) -> KernelNames {
+        let names = set.unwrap_or_default();
+        let needed = [RecordKind::Marker, RecordKind::Api];
+        if names == KernelNames::Renamed && !needed.iter().all(|k| produced.contains(k)) {
+            self.warn(
+                path!["pipeline", "kernel_names"],
+                "dispatches are renamed after the ROCTx range around their launch, which needs the ranges and the launching API calls: no context traces both",
+            )
+            .hint = Some("trace `marker_core_range_api` and `hip_runtime_api` in a context".into());
+        }
+        names
     }
 
     /// Placeholders left in a path after parameters must be the run-time ones.

@@ -123,9 +123,9 @@ struct Location {
 pub struct Definitions {
     strings: Vec<String>,
     string_ids: HashMap<String, u32>,
-    /// (name, kind) by region id.
-    regions: Vec<(u32, RegionKind)>,
-    region_ids: HashMap<(u32, RegionKind), u32>,
+    /// (name, canonical name, kind) by region id.
+    regions: Vec<(u32, u32, RegionKind)>,
+    region_ids: HashMap<(u32, u32, RegionKind), u32>,
     region_keys: HashMap<RegionKey, u32>,
     /// (name, description) by metric id.
     metrics: Vec<(u32, u32)>,
@@ -175,14 +175,31 @@ impl Definitions {
         kind: RegionKind,
         name: impl FnOnce() -> String,
     ) -> u32 {
+        self.named_region(key, kind, || {
+            let name = name();
+            (name.clone(), name)
+        })
+    }
+
+    /// The region of `key`, with its name and its canonical name (a kernel's mangled one).
+    pub fn named_region(
+        &mut self,
+        key: RegionKey,
+        kind: RegionKind,
+        names: impl FnOnce() -> (String, String),
+    ) -> u32 {
         if let Some(&id) = self.region_keys.get(&key) {
             return id;
         }
-        let name = self.string(&name());
+        let (name, canonical) = names();
+        let (name, canonical) = (self.string(&name), self.string(&canonical));
         let next = self.regions.len() as u32;
-        let id = *self.region_ids.entry((name, kind)).or_insert(next);
+        let id = *self
+            .region_ids
+            .entry((name, canonical, kind))
+            .or_insert(next);
         if id == next {
-            self.regions.push((name, kind));
+            self.regions.push((name, canonical, kind));
         }
         self.region_keys.insert(key, id);
         id
@@ -408,8 +425,8 @@ impl Definitions {
             let count = events.get(&id).copied().unwrap_or(0);
             out.location(id, l.name, l.kind, count, l.group)?;
         }
-        for (id, &(name, kind)) in self.regions.iter().enumerate() {
-            out.region(id as u32, name, name, kind.role, kind.paradigm)?;
+        for (id, &(name, canonical, kind)) in self.regions.iter().enumerate() {
+            out.region(id as u32, name, canonical, kind.role, kind.paradigm)?;
         }
         for (id, &(name, description)) in self.metrics.iter().enumerate() {
             out.metric(id as u32, name, description, empty)?;

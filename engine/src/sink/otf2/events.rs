@@ -25,7 +25,7 @@ use super::ffi;
 use super::spill::{self, Event};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
-use crate::column::{Cell, Columns};
+use crate::column::{Cell, Columns, marker_label};
 use crate::record::Batch;
 use crate::sdk::AgentType;
 use crate::sink::SinkError;
@@ -183,10 +183,9 @@ impl Tracks {
                 };
                 for r in records {
                     let key = RegionKey::Marker(stream, r.message, r.operation_id);
-                    let region = out.defs.region(key, user, || match meta.string(r.message) {
-                        "" => column(r, "operation", meta).to_owned(),
-                        message => message.to_owned(),
-                    });
+                    let region = out
+                        .defs
+                        .region(key, user, || marker_label(r, meta).to_owned());
                     let track = TrackKey {
                         stream,
                         track: Track::Markers(r.tid),
@@ -226,8 +225,10 @@ impl Tracks {
             Batch::KernelDispatch(records) => {
                 for r in records {
                     let key = RegionKey::Kernel(stream, r.kernel_id);
-                    let region = out.defs.region(key, hip(ffi::REGION_ROLE_FUNCTION), || {
-                        column(r, "kernel_name", meta).to_owned()
+                    let kind = hip(ffi::REGION_ROLE_FUNCTION);
+                    let region = out.defs.named_region(key, kind, || {
+                        let mangled = meta.mangled_kernel_name(r.kernel_id);
+                        (meta.kernel_name(r.kernel_id).to_owned(), mangled.to_owned())
                     });
                     let track = TrackKey {
                         stream,

@@ -95,7 +95,11 @@ fn kernel_symbols(meta: &StreamMeta, pid: u32) -> RecordBatch {
     b.u32("pid", k.iter().map(|_| pid))
         .u64("kernel_id", k.iter().map(|k| k.kernel_id))
         .u64("code_object_id", k.iter().map(|k| k.code_object_id))
-        .text("kernel_name", k.iter().map(|k| k.name.as_str()))
+        .text(
+            "kernel_name",
+            k.iter().map(|k| meta.kernel_name(k.kernel_id)),
+        )
+        .text("mangled_name", k.iter().map(|k| k.name.as_str()))
         .u32("lds_bytes", k.iter().map(|k| k.lds_bytes))
         .u32("scratch_bytes", k.iter().map(|k| k.scratch_bytes))
         .u32("arch_vgpr_count", k.iter().map(|k| k.arch_vgpr_count))

@@ -21,11 +21,11 @@ use super::time::TimeUnit;
 use super::tracks::{Track, TrackKey, agent};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
+use crate::column::marker_label;
 use crate::record::{ApiCall, ArgValue, Batch, KernelDispatch, Marker, MemoryCopy, Sym};
 use crate::sdk::{AgentType, Domain};
 use crate::sink::counters::{CounterSums, Sum};
 use crate::sink::timeline::{self, Output, Overlap, Timeline};
-use crate::transform::demangle;
 
 /// What the trace shows, as the sink's `tracks` option names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -592,17 +592,15 @@ impl Slices<'_> {
         if iid != next {
             return (iid, None);
         }
-        let text = match key {
-            Name::Api(domain, operation) => operation_name(domain, operation).to_owned(),
-            Name::Marker(_, message, domain, operation) => match self.meta.string(message) {
-                "" => operation_name(domain, operation).to_owned(),
-                message => message.to_owned(),
-            },
-            Name::Kernel(_, kernel) => demangle(self.meta.kernel_name(kernel)),
-            Name::Copy(direction) => {
-                operation_name(Domain::MemoryCopy.sdk_value() as u8, i32::from(direction))
-                    .to_owned()
-            }
+        let text = match slice {
+            Slice::Api(r) => operation_name(r.domain_id, r.operation_id).to_owned(),
+            Slice::Marker(r) => marker_label(r, self.meta).to_owned(),
+            Slice::Kernel(r) => self.meta.kernel_name(r.kernel_id).to_owned(),
+            Slice::Copy(r) => operation_name(
+                Domain::MemoryCopy.sdk_value() as u8,
+                i32::from(r.operation_id),
+            )
+            .to_owned(),
         };
         (iid, Some(text))
     }

@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use crate::kernel_names;
 use crate::record::{Agent, KernelSymbol};
 use crate::sdk::{AgentType, gfx_target_version, gfx_version};
 use rocflow_core::abi;
@@ -351,50 +352,15 @@ pub struct KernelNames {
 
 impl KernelNames {
     pub fn of(mangled: &str) -> KernelNames {
-        let demangled = crate::transform::demangle(mangled);
-        let formatted = crate::transform::demangle(mangled.strip_suffix(".kd").unwrap_or(mangled));
-        let truncated = truncate(&demangled).to_owned();
+        let demangled = kernel_names::demangle(mangled);
+        let formatted = kernel_names::formatted(mangled);
+        let truncated = kernel_names::truncate(&demangled).to_owned();
         KernelNames {
             demangled,
             formatted,
             truncated,
         }
     }
-}
-
-/// The function name in a demangled signature: from the end, skips the bracketed groups
-/// (call arguments, template arguments, array bounds) and spaces, then takes the name back
-/// to the last space or `:`. `ns::Foo<int>::foo(a[], int (int))` gives `foo`.
-fn truncate(name: &str) -> &str {
-    let bytes = name.as_bytes();
-    let mut end = bytes.len();
-    loop {
-        while end > 0 && bytes[end - 1] == b' ' {
-            end -= 1;
-        }
-        let (open, close) = match bytes.get(end.wrapping_sub(1)) {
-            Some(b')') => (b'(', b')'),
-            Some(b'>') => (b'<', b'>'),
-            Some(b']') => (b'[', b']'),
-            _ => break,
-        };
-        let mut depth = 0usize;
-        while end > 0 {
-            end -= 1;
-            match bytes[end] {
-                b if b == close => depth += 1,
-                b if b == open => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let start = name[..end].rfind([' ', ':']).map_or(0, |i| i + 1);
-    &name[start..end]
 }
 
 #[cfg(test)]
@@ -420,13 +386,6 @@ mod tests {
             (plain.formatted.as_str(), plain.truncated.as_str()),
             ("copy_kernel", "copy_kernel")
         );
-    }
-
-    #[test]
-    fn truncation_skips_nested_brackets_from_the_end() {
-        assert_eq!(truncate("Foo<int, float>::foo(a[], int (int))"), "foo");
-        assert_eq!(truncate("void ns::k<(char)1>(int) "), "k");
-        assert_eq!(truncate("main"), "main");
     }
 
     #[test]

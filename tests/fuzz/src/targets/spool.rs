@@ -56,7 +56,7 @@ fn read_spool(input: &[u8], scratch: &Path) -> String {
         agent: true,
     };
     let mut source = rocflow::source::Frames(frames.into_iter());
-    let summary = match Summary::of_run(&[], &mut source, breakdown) {
+    let summary = match Summary::of_run(&Default::default(), &mut source, breakdown) {
         Ok((summary, _)) => summary,
         Err(e) => return format!("{read}\nsummary: {e}"),
     };
