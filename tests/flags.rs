@@ -354,29 +354,34 @@ fn run_without_a_pipeline_is_a_system_trace_and_flags_change_what_is_collected()
         "csv.toml",
         "[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n[[sink]]\nname = \"csv\"\nkind = \"csv\"\npath = \"out\"\n",
     );
-    let out = rocflow(
-        &[
-            "run",
-            "csv.toml",
-            "--device",
-            "sim",
-            "--pmc",
-            "SQ_WAVES",
-            "GRBM_GUI_ACTIVE",
-            "--kernel-include-regex",
-            "vectorAdd|reduce",
-            "--kernel-iteration-range",
-            "[1-10]",
-            "--",
-            "/bin/sleep",
-            "0.1",
-        ],
-        dir.path(),
-        &[],
-    );
-    assert_success(&out);
-    let samples = std::fs::read_to_string(dir.path().join("out/counter_sample.csv")).unwrap();
-    assert_eq!(samples.lines().count() - 1, 10 * (32 + 8) + 10 * (8 + 1));
+    // The filter selects by the code object's (mangled) name or by the shown one, as a
+    // regex that only the demangled signatures match shows.
+    for regex in ["vectorAdd|reduce", r"^vectorAdd\(|^reduce_kernel\("] {
+        let out = rocflow(
+            &[
+                "run",
+                "csv.toml",
+                "--device",
+                "sim",
+                "--pmc",
+                "SQ_WAVES",
+                "GRBM_GUI_ACTIVE",
+                "--kernel-include-regex",
+                regex,
+                "--kernel-iteration-range",
+                "[1-10]",
+                "--",
+                "/bin/sleep",
+                "0.1",
+            ],
+            dir.path(),
+            &[],
+        );
+        assert_success(&out);
+        let samples = std::fs::read_to_string(dir.path().join("out/counter_sample.csv")).unwrap();
+        let rows = samples.lines().count() - 1;
+        assert_eq!(rows, 10 * (32 + 8) + 10 * (8 + 1), "{regex}");
+    }
 }
 
 #[test]

@@ -7,6 +7,7 @@
 
 pub mod abi;
 pub mod contexts;
+pub mod demangle;
 pub mod query;
 pub mod record;
 pub mod scenario;

@@ -10,6 +10,8 @@
 
 pub mod renamed;
 
+pub use rocflow_core::demangle::{demangle, formatted};
+
 use serde::{Deserialize, Serialize};
 
 /// The form kernel names take in every output.
@@ -82,20 +84,6 @@ impl std::fmt::Display for KernelNames {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// The demangled form of an Itanium C++ name (HIP kernels), or the name as it is.
-pub fn demangle(name: &str) -> String {
-    cpp_demangle::Symbol::new(name)
-        .ok()
-        .and_then(|symbol| symbol.demangle().ok())
-        .unwrap_or_else(|| name.to_owned())
-}
-
-/// The name as rocprofv3 shows it by default: demangled, without the `.kd` suffix of a
-/// kernel descriptor's symbol.
-pub fn formatted(mangled: &str) -> String {
-    demangle(mangled.strip_suffix(".kd").unwrap_or(mangled))
 }
 
 /// The function name in a demangled signature, as rocprofv3 truncates it: from the end,

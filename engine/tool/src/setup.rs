@@ -430,8 +430,11 @@ unsafe fn choose(counting: &Counting, dispatch: &DispatchCountingServiceData, co
         let name = crate::tool()
             .and_then(|t| t.kernel_name(info.kernel_id))
             .unwrap_or_default();
-        let pass = counting.include.as_ref().is_none_or(|r| r.is_match(&name))
-            && !counting.exclude.as_ref().is_some_and(|r| r.is_match(&name));
+        // The filters select by the code object's name or the one outputs show.
+        let shown = rocflow_core::demangle::formatted(&name);
+        let matches = |r: &Regex| r.is_match(&name) || r.is_match(&shown);
+        let pass = counting.include.as_ref().is_none_or(matches)
+            && !counting.exclude.as_ref().is_some_and(matches);
         (pass, 0)
     });
     if !kernel.0 {
