@@ -440,11 +440,22 @@ fn pc_sampling_stays_off_when_the_user_turns_amds_beta_off() {
 #[test]
 fn an_unsupported_pc_sampling_configuration_is_explained() {
     let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
-    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    let (output, rows, dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
     assert_success(&output);
+    // The agent is numbered as `inspect` and the report number it (the CPU comes first).
+    let inspect = rocflow(
+        &["inspect", "--json", "rocflow-out/last.rfraw"],
+        dir.path(),
+        &[],
+    );
+    let inspect: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let gfx942 = (inspect["processes"][0]["agents"].as_array().unwrap().iter())
+        .find(|a| a["name"] == "gfx942")
+        .unwrap();
+    assert_eq!(gfx942["index"], 1, "{gfx942}");
     assert_says(
         &output.stderr,
-        "PC sampling Stochastic in Cycles is not supported on gfx942 (agent 0)",
+        "PC sampling Stochastic in Cycles is not supported on gfx942 (agent 1)",
     );
     assert!(!rows.contains_key("pc_sample"));
 }
