@@ -79,7 +79,9 @@ pub fn emit(message: &Message) {
         ERRORED.store(true, Ordering::Relaxed);
     }
     // Nowhere is left to report a stderr that cannot be written.
-    let _ = writeln!(std::io::stderr().lock(), "{message}");
+    crate::progress::suspend(|| {
+        let _ = writeln!(std::io::stderr().lock(), "{message}");
+    });
 }
 
 /// `error: …`: the command goes on, and will exit with 1.

@@ -22,6 +22,7 @@ use crate::chunk::Chunk;
 use crate::column::row;
 use crate::merge::Merge;
 use crate::plan::{Plan, SinkPlan, TransformPlan};
+use crate::progress::{Board, SinkProgress, SinkState};
 use crate::record::{ApiArgs, Batch, Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::source::{Ending, Source, SourceError};
@@ -103,6 +104,16 @@ pub fn run(
     source: &mut dyn Source,
     open: &OpenSink<'_>,
 ) -> Result<Report, StageError> {
+    run_watched(plan, source, open, &Board::default())
+}
+
+/// [`run`], saying how far it got on `board`.
+pub fn run_watched(
+    plan: &Plan,
+    source: &mut dyn Source,
+    open: &OpenSink<'_>,
+    board: &Board,
+) -> Result<Report, StageError> {
     let outlets = plan
         .sinks
         .iter()
@@ -113,17 +124,18 @@ pub fn run(
         })
         .collect();
     let mut merged = Merge::new(source);
-    let mut report = run_into(&plan.stages.transforms, &mut merged, outlets)?;
+    let mut report = run_into(&plan.stages.transforms, &mut merged, outlets, board)?;
     report.disagreements = merged.disagreements().to_vec();
     Ok(report)
 }
 
 /// Runs `transforms` over the source's records until they end, into `outlets`, then
-/// finishes every sink.
+/// finishes every sink, saying how far it got on `board`.
 pub fn run_into(
     transforms: &[TransformPlan],
     source: &mut dyn Source,
     outlets: Vec<Outlet<'_>>,
+    board: &Board,
 ) -> Result<Report, StageError> {
     let transforms: Vec<Transform> = transforms
         .iter()
@@ -145,7 +157,10 @@ pub fn run_into(
             senders.push((outlet.kinds.clone(), sender));
             let catalog = Arc::clone(&catalog);
             let abandoned = &abandoned;
-            handles.push(scope.spawn(move || drive_sink(outlet, receiver, &catalog, abandoned)));
+            let progress = board.sink(&outlet.name);
+            handles.push(
+                scope.spawn(move || drive_sink(outlet, receiver, &catalog, abandoned, &progress)),
+            );
         }
         let mut decoder = Decoder {
             transforms: &transforms,
@@ -158,6 +173,7 @@ pub fn run_into(
             counts: Vec::new(),
             stopped: None,
             args: HashMap::default(),
+            board,
         };
         while let Some(frame) = source.next_frame() {
             decoder.frame(frame);
@@ -166,6 +182,7 @@ pub fn run_into(
             }
         }
         let ending = source.finish();
+        board.input_ended();
         decoder.flush();
         decoder.finish();
         if let Some(error) = decoder.stopped.take() {
@@ -233,6 +250,7 @@ struct Decoder<'a> {
     stopped: Option<String>,
     /// Per stream, the arguments frame that came before its next API records frame.
     args: HashMap<u16, ApiArgs>,
+    board: &'a Board,
 }
 
 impl Decoder<'_> {
@@ -269,6 +287,7 @@ impl Decoder<'_> {
                     self.messages.name(frame.stream, markers);
                 }
                 let kind = batch.kind();
+                self.board.decoded(batch.len() as u64);
                 match self.counts.iter_mut().find(|(k, _)| *k == kind) {
                     Some((_, n)) => *n += batch.len() as u64,
                     None => self.counts.push((kind, batch.len() as u64)),
@@ -368,6 +387,7 @@ fn drive_sink(
     messages: Receiver<Message>,
     catalog: &RwLock<Catalog>,
     abandoned: &AtomicBool,
+    progress: &SinkProgress,
 ) -> SinkReport {
     let mut sink: Option<Box<dyn Sink>> = None;
     let mut error: Option<SinkError> = None;
@@ -379,7 +399,12 @@ fn drive_sink(
         }
         if sink.is_none() {
             match open() {
-                Ok(opened) => sink = Some(opened),
+                Ok(opened) => {
+                    if let Some(written) = opened.written() {
+                        progress.counted_by(written);
+                    }
+                    sink = Some(opened);
+                }
                 Err(e) => {
                     error = Some(e);
                     continue;
@@ -389,7 +414,9 @@ fn drive_sink(
         let target = sink.as_mut().expect("opened above");
         let written = match &message {
             Message::Window(window) => {
-                records += window.iter().map(|c| c.len() as u64).sum::<u64>();
+                let taken = window.iter().map(|c| c.len() as u64).sum::<u64>();
+                records += taken;
+                progress.handed(taken);
                 target.write(window, &catalog.read().expect("no poison"))
             }
             Message::Table(table) => target.table(table),
@@ -398,14 +425,26 @@ fn drive_sink(
             error = Some(e);
         }
     }
+    progress.set(SinkState::Finishing);
     let outcome = match (error, sink) {
         (Some(e), _) => Err(e),
         // Dropping the sink removes what it wrote so far.
         (None, _) if abandoned.load(Ordering::Relaxed) => Err(SinkError::Stopped),
         (None, Some(sink)) => sink.finish(&catalog.read().expect("no poison")),
+        // No process sent anything (none connected): there is nothing to describe.
+        (None, None)
+            if (catalog.read().expect("no poison").streams())
+                .all(|(_, meta)| meta.process.is_none()) =>
+        {
+            Ok(Vec::new())
+        }
         // No records reached the sink: it still writes its (empty) output.
         (None, None) => open().and_then(|sink| sink.finish(&catalog.read().expect("no poison"))),
     };
+    progress.set(match outcome {
+        Ok(_) => SinkState::Done,
+        Err(_) => SinkState::Failed,
+    });
     SinkReport {
         name: outlet.name.clone(),
         records,
@@ -433,7 +472,7 @@ mod tests {
             }),
         };
         let mut nothing = crate::source::Frames(std::iter::empty());
-        let error = run_into(&[broken], &mut nothing, Vec::new()).unwrap_err();
+        let error = run_into(&[broken], &mut nothing, Vec::new(), &Board::default()).unwrap_err();
         let StageError::Transform { name, .. } = &error else {
             panic!("{error:?}")
         };

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 
@@ -16,6 +17,7 @@ use crate::generate;
 use crate::messages::{self, Level, Message};
 use crate::pipeline;
 use crate::plan::{Plan, TransformPlan};
+use crate::progress::{Board, Display, Mode};
 use crate::record::{Meta, RecordKind};
 use crate::sink::Placeholders;
 use crate::source::{Ending, Input, OpenFault, Source, SourceError, Spool, WindowArgs};
@@ -109,6 +111,9 @@ pub struct ReplayArgs {
     window: WindowArgs,
     #[command(flatten)]
     options: PipelineArgs,
+    /// Show no progress on stderr (warnings and errors still show).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// Rebuilds outputs from a spool, with the recorded pipeline or another one.
@@ -138,7 +143,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         )?,
     };
     let mut source = open_input(&input, &args.window)?;
-    let report = stage::run(&plan, &mut *source, &sink::open)?;
+    let board = Arc::new(Board::default());
+    let display = Display::start(Mode::for_stderr(args.quiet), Arc::clone(&board));
+    let report = stage::run_watched(&plan, &mut *source, &sink::open, &board)?;
     ended(report.source.as_ref())?;
     if input.is_databases() {
         let wanted = plan.contexts.iter().flat_map(|c| c.record_kinds());
@@ -155,7 +162,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
     let mut out = format!("replayed {total} records from {}\n", input.describe());
     let reopen = || reopen(&input, &args.window);
-    outputs(&plan, &report, input.path(), &reopen, &mut out);
+    outputs(&plan, &report, input.path(), &reopen, &board, &mut out);
+    display.finish();
     print(&out)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -164,13 +172,15 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
 /// and this one writes everything.
 const DATABASE_PIPELINE: &str = "trace-all";
 
-/// Lists what each sink wrote, then runs the post-steps; a sink or a required step that
-/// failed is an error message (the command then fails), an optional step a warning.
+/// Lists what each sink wrote, then runs the post-steps (saying on `board` which one
+/// runs); a sink or a required step that failed is an error message (the command then
+/// fails), an optional step a warning.
 pub(super) fn outputs(
     plan: &Plan,
     report: &stage::Report,
     spool: &Path,
     open: post::Reopen<'_>,
+    board: &Board,
     out: &mut String,
 ) {
     for sink in &report.sinks {
@@ -195,7 +205,7 @@ pub(super) fn outputs(
         messages::warning(format_args!("the counter passes disagree: {disagreement}"));
     }
     let placeholders = Placeholders::for_run(&report.catalog);
-    for step in post::run(plan, spool, open, &placeholders) {
+    for step in post::run(plan, spool, open, &placeholders, board) {
         match step.outcome {
             Ok(done) => {
                 out.push_str(&format!("  {}:", step.name));

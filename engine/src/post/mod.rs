@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::pipeline::model::{PostStep, SinkKind};
 use crate::plan::Plan;
+use crate::progress::Board;
 use crate::sink::Placeholders;
 use crate::source::{Frames, Source};
 use crate::summary::{self, Breakdown, Format, Summary};
@@ -87,12 +88,14 @@ pub struct Done {
 /// for the steps that take them: the summary and the report.
 pub type Reopen<'a> = &'a dyn Fn() -> Result<Box<dyn Source>, String>;
 
-/// Runs the plan's post-steps for the run kept in `spool`, whose records `open` reads.
+/// Runs the plan's post-steps for the run kept in `spool`, whose records `open` reads,
+/// saying on `board` which one runs.
 pub fn run(
     plan: &Plan,
     spool: &Path,
     open: Reopen<'_>,
     placeholders: &Placeholders,
+    board: &Board,
 ) -> Vec<PostReport> {
     let mut outputs = Outputs {
         placeholders,
@@ -122,6 +125,7 @@ pub fn run(
             });
             continue;
         }
+        let _running = board.step(&post.name);
         let outcome = match &post.step {
             PostStep::Summary {
                 path,
