@@ -42,12 +42,12 @@ fn run(args: &[&str]) -> (Output, tempfile::TempDir) {
 fn progress(output: &Output) -> Vec<String> {
     text(&output.stderr)
         .lines()
-        .filter(|l| l.starts_with("rocflow: "))
+        .filter(|l| l.starts_with("progress: "))
         .map(str::to_owned)
         .collect()
 }
 
-/// `rocflow: PREFIX… records…`: the number of records it says, for the line starting so.
+/// `PREFIX N records…`: the number of records it says, for the line starting so.
 fn records_in(lines: &[String], prefix: &str) -> u64 {
     let line = (lines.iter())
         .find(|l| l.starts_with(prefix))
@@ -67,24 +67,24 @@ fn a_run_says_how_it_went_in_a_few_plain_lines_when_stderr_is_not_a_terminal() {
     // One line as the records end, one per sink, one per post-step, in that order; a
     // run this short has no line in between.
     assert_eq!(lines.len(), 4, "{lines:#?}");
-    let received = records_in(&lines, "rocflow: received ");
+    let received = records_in(&lines, "progress: received ");
     assert!(
         lines[0].ends_with(" s") && lines[0].contains(" records from 1 process in "),
         "{}",
         lines[0]
     );
-    assert!(lines[1].starts_with("rocflow: sink `csv`: "), "{lines:#?}");
+    assert!(lines[1].starts_with("progress: sink `csv`: "), "{lines:#?}");
     assert!(
-        lines[2].starts_with("rocflow: sink `trace`: "),
+        lines[2].starts_with("progress: sink `trace`: "),
         "{lines:#?}"
     );
     assert!(
-        lines[3].starts_with("rocflow: post-step `stats` done in "),
+        lines[3].starts_with("progress: post-step `stats` done in "),
         "{lines:#?}"
     );
     // What each sink wrote is what stdout lists, and together what arrived.
-    let csv = records_in(&lines, "rocflow: sink `csv`: ");
-    let trace = records_in(&lines, "rocflow: sink `trace`: ");
+    let csv = records_in(&lines, "progress: sink `csv`: ");
+    let trace = records_in(&lines, "progress: sink `trace`: ");
     assert_eq!((csv, trace), (received, received));
     assert_says(&output.stdout, &format!("  csv: {csv} records"));
     // No bar's control sequences reach a file.
@@ -107,7 +107,7 @@ fn quiet_runs_and_replays_show_no_progress() {
     let replay = rocflow(&["replay", spool, "p.toml"], dir.path(), &[]);
     assert_success(&replay);
     let lines = progress(&replay);
-    assert!(records_in(&lines, "rocflow: read ") > 0, "{lines:#?}");
+    assert!(records_in(&lines, "progress: read ") > 0, "{lines:#?}");
     assert_eq!(lines.len(), 4, "{lines:#?}");
     let quiet = rocflow(&["replay", spool, "p.toml", "-q"], dir.path(), &[]);
     assert_success(&quiet);

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{HumanCount, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::messages;
+use crate::messages::{self, Level, Message};
 use crate::sink::Written;
 
 /// How progress shows.
@@ -305,13 +305,8 @@ impl Display {
         }
     }
 
-    /// Draws the last state and stops drawing.
-    pub fn finish(mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+    /// Draws the last state and stops drawing, as dropping it does.
+    pub fn finish(self) {}
 }
 
 impl Drop for Display {
@@ -491,7 +486,7 @@ struct Lines {
 
 impl View for Lines {
     fn show(&mut self, now: &Snapshot) {
-        let say = |text: String| messages::runner(text);
+        let say = |text: String| messages::emit(&Message::new(Level::Progress, text));
         let Incoming { records, processes } = now.incoming;
         let from = |n: u64| format!(" from {n} process{}", plural(n));
         match now.input_ended {

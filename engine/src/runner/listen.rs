@@ -136,6 +136,10 @@ impl Counts {
         }
     }
 
+    pub fn total(&self) -> u64 {
+        self.records.iter().map(|n| n.load(Ordering::Relaxed)).sum()
+    }
+
     /// The kinds received, with their counts.
     pub fn per_kind(&self) -> Vec<(RecordKind, u64)> {
         RecordKind::ALL

@@ -379,16 +379,10 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         })
     };
     {
-        // The records the stages will take, as they arrive.
+        // The records, as they arrive (the stages decode them after).
         let counts = Arc::clone(&counts);
-        let taken: Vec<RecordKind> = (RecordKind::ALL.iter().copied())
-            .filter(|&kind| plan.consumes(kind))
-            .collect();
         options.board.count_incoming(move || Incoming {
-            records: (counts.per_kind().iter())
-                .filter(|(kind, _)| taken.contains(kind))
-                .map(|(_, n)| n)
-                .sum(),
+            records: counts.total(),
             processes: Some(counts.streams.load(Ordering::Relaxed)),
         });
     }
