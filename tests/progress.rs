@@ -172,6 +172,10 @@ path = "out/{pid}.db"
 name = "all"
 kind = "csv"
 path = "out/all"
+[[post]]
+name = "report"
+kind = "report"
+path = "out/report.html"
 "#;
 
 /// The files or directories in `dir` whose names start with `prefix`, sorted.
@@ -233,6 +237,12 @@ fn a_forked_run_writes_a_file_per_process_where_the_path_names_the_pid() {
         .filter(|p| p.extension().is_some_and(|e| e == "pftrace"))
         .collect();
     assert_eq!(traces.len(), 4, "{traces:?}");
+    // The report links each of them.
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for trace in &traces {
+        let name = trace.file_name().unwrap().to_string_lossy();
+        assert!(report.contains(&format!("href=\"{name}\"")), "{name}");
+    }
     for (file, decoded) in traces.iter().zip(decode_perfetto(&traces)) {
         let name = file.file_stem().unwrap().to_string_lossy().into_owned();
         let pid = name.rsplit('-').next().unwrap();

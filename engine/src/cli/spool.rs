@@ -19,7 +19,6 @@ use crate::pipeline;
 use crate::plan::{Plan, TransformPlan};
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Meta, RecordKind};
-use crate::sink::Placeholders;
 use crate::source::{Ending, Input, OpenFault, Source, SourceError, Spool, WindowArgs};
 use crate::spool::SpoolWriter;
 use crate::summary::{self, Breakdown, Format, Summary};
@@ -204,8 +203,7 @@ pub(super) fn outputs(
     for disagreement in &report.disagreements {
         messages::warning(format_args!("the counter passes disagree: {disagreement}"));
     }
-    let placeholders = Placeholders::for_run(&report.catalog);
-    for step in post::run(plan, spool, open, &placeholders, board) {
+    for step in post::run(plan, spool, open, &report.catalog, board) {
         match step.outcome {
             Ok(done) => {
                 out.push_str(&format!("  {}:", step.name));

@@ -155,6 +155,17 @@ pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink
     )))
 }
 
+/// The paths a sink of the plan writes for a run, as [`open`] fills them in: one per
+/// process (in the order they connected) where its path names one, else one.
+pub fn paths(plan: &SinkPlan, catalog: &Catalog) -> Vec<PathBuf> {
+    let single = matches!(&plan.writer,
+        Writer::Builtin(Format::Rocpd(options)) if options.layout == rocpd::Layout::Single);
+    if single || !per_process::names_a_process(&plan.path) {
+        return vec![Placeholders::for_run(catalog).expand(&plan.path)];
+    }
+    per_process::paths(&plan.path, catalog)
+}
+
 /// Opens the sink a plan names at `path`.
 fn open_at(plan: &SinkPlan, path: PathBuf) -> Result<Box<dyn Sink>, SinkError> {
     Ok(match &plan.writer {

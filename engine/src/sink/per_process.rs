@@ -25,6 +25,33 @@ pub fn names_a_process(template: &str) -> bool {
     PER_PROCESS.iter().any(|p| template.contains(p))
 }
 
+/// The path `template` names for `process`: its values, the run's where it has none.
+fn path_of(template: &str, run: &Placeholders, process: Option<&Process>) -> PathBuf {
+    process
+        .map_or_else(|| run.clone(), |p| run.for_process(p))
+        .expand(template)
+}
+
+/// The paths `template` names for the run's processes, each once, in the order they
+/// connected (the run's own values when none said which process it is).
+pub fn paths(template: &str, catalog: &Catalog) -> Vec<PathBuf> {
+    let run = Placeholders::for_run(catalog);
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for process in catalog
+        .streams()
+        .filter_map(|(_, meta)| meta.process.as_ref())
+    {
+        let path = path_of(template, &run, Some(process));
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    if paths.is_empty() {
+        paths.push(path_of(template, &run, None));
+    }
+    paths
+}
+
 /// Whether processes whose values fill in the same path may share the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Paths {
@@ -88,8 +115,7 @@ impl PerProcess {
                 continue;
             }
             let process = catalog.stream(stream).process.as_ref();
-            let values = process.map_or_else(|| self.run.clone(), |p| self.run.for_process(p));
-            let path = values.expand(&self.template);
+            let path = path_of(&self.template, &self.run, process);
             match self.outputs.iter_mut().find(|o| o.path == path) {
                 Some(output) if self.paths == Paths::Shared => output.streams.push(stream),
                 Some(output) => {
@@ -100,7 +126,7 @@ impl PerProcess {
                              the path needs a placeholder that tells processes apart, such \
                              as {{pid}} or {{rank}}",
                             output.path.display(),
-                            values.pid
+                            process.map_or(self.run.pid, |p| p.pid)
                         ),
                     });
                 }
