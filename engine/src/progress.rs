@@ -489,22 +489,22 @@ impl View for Lines {
         let say = |text: String| messages::emit(&Message::new(Level::Progress, text));
         let Incoming { records, processes } = now.incoming;
         let from = |n: u64| format!(" from {n} process{}", plural(n));
+        let verb = if processes.is_some() {
+            "received"
+        } else {
+            "read"
+        };
         match now.input_ended {
             None if now.elapsed >= self.last + HEARTBEAT => {
                 let rate = records as f64 / now.elapsed.as_secs_f64().max(1e-9);
                 say(format!(
-                    "{records} records so far{} ({rate:.0}/s)",
+                    "{verb} {records} records so far{}, {rate:.0}/s",
                     processes.map_or_else(String::new, from)
                 ));
                 self.last = now.elapsed;
             }
             None => {}
             Some(at) if !self.input_said => {
-                let verb = if processes.is_some() {
-                    "received"
-                } else {
-                    "read"
-                };
                 say(format!(
                     "{verb} {records} records{} in {}",
                     processes.map_or_else(String::new, from),
@@ -545,6 +545,16 @@ impl View for Lines {
         while let Some((name, _, Some(took))) = now.steps.get(self.steps_said) {
             say(format!("post-step `{name}` done in {}", seconds(*took)));
             self.steps_said += 1;
+            self.last = now.elapsed;
+        }
+        if let Some((name, started, None)) = now.steps.get(self.steps_said)
+            && now.elapsed >= self.last + HEARTBEAT
+        {
+            let running = now.elapsed.saturating_sub(*started);
+            say(format!(
+                "post-step `{name}` running for {}",
+                seconds(running)
+            ));
             self.last = now.elapsed;
         }
     }
