@@ -279,3 +279,20 @@ fn a_forked_run_writes_a_file_per_process_where_the_path_names_the_pid() {
         assert_eq!(processes, 1, "{table} of {pid}");
     }
 }
+
+#[test]
+fn per_process_databases_at_one_path_are_refused_naming_both_ways_out() {
+    let pipeline = "[pipeline]\nname = \"clash\"\n[[context]]\nname = \"t\"\ntracing = [\"kernel_dispatch\"]\n[[sink]]\nname = \"db\"\nkind = \"rocpd\"\npath = \"out/run.db\"\n";
+    let dir = support::generated("p.toml", pipeline, &["--processes", "2"]);
+    let out = rocflow(&["replay", "run.rfraw", "p.toml"], dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_says(
+        &out.stderr,
+        "error: sink `db`: writing out/run.db: two processes would write this output",
+    );
+    assert_says(
+        &out.stderr,
+        "such as {pid} or {rank}, or layout = \"single\" for one database of every process",
+    );
+    assert!(!dir.path().join("out/run.db").exists());
+}

@@ -57,6 +57,8 @@ type Counter = Box<dyn Fn() -> Incoming + Send + Sync>;
 /// The state of the work, as the parts doing it report it.
 pub struct Board {
     started: Instant,
+    /// Records arrive from processes (a run), rather than from a spool or databases.
+    live: bool,
     /// Records the stages took from their source.
     decoded: AtomicU64,
     /// What the runner counts as records arrive; without it, the records decoded.
@@ -71,6 +73,7 @@ impl Default for Board {
     fn default() -> Board {
         Board {
             started: Instant::now(),
+            live: false,
             decoded: AtomicU64::new(0),
             incoming: OnceLock::new(),
             input_ended: OnceLock::new(),
@@ -81,6 +84,15 @@ impl Default for Board {
 }
 
 impl Board {
+    /// The board of a run, whose records arrive from processes (see
+    /// [`Board::count_incoming`]).
+    pub fn live() -> Board {
+        Board {
+            live: true,
+            ..Board::default()
+        }
+    }
+
     /// Counts the records that arrive with `counter` instead of those decoded: a live run
     /// receives records before the stages decode them.
     pub fn count_incoming(&self, counter: impl Fn() -> Incoming + Send + Sync + 'static) {
@@ -132,7 +144,7 @@ impl Board {
             Some(counter) => counter(),
             None => Incoming {
                 records: self.decoded.load(Ordering::Relaxed),
-                processes: None,
+                processes: self.live.then_some(0),
             },
         }
     }
@@ -397,7 +409,6 @@ impl View for Bars {
                 incoming.end(format!("{verb} {records} records{from} in {}", seconds(at)));
             }
             None => {
-                // Known once the runner counts what arrives, which it does from its start.
                 let verb = if processes.is_some() {
                     "receiving"
                 } else {

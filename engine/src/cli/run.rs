@@ -49,7 +49,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Device::Rocm => Some(installed_sdk()?),
         Device::Sim(_) => None,
     };
-    let board = Arc::new(Board::default());
+    let board = Arc::new(Board::live());
     let options = Options {
         device: args.device,
         sdk,

@@ -56,8 +56,8 @@ pub fn paths(template: &str, catalog: &Catalog) -> Vec<PathBuf> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Paths {
     Shared,
-    /// Two processes at one path are an error naming both.
-    Distinct,
+    /// Two processes at one path are an error naming both, with this hint.
+    Distinct(&'static str),
 }
 
 /// Opens the output at a path, for the stream of its first process (and that process's
@@ -116,21 +116,21 @@ impl PerProcess {
             }
             let process = catalog.stream(stream).process.as_ref();
             let path = path_of(&self.template, &self.run, process);
-            match self.outputs.iter_mut().find(|o| o.path == path) {
-                Some(output) if self.paths == Paths::Shared => output.streams.push(stream),
-                Some(output) => {
+            match (self.outputs.iter_mut().find(|o| o.path == path), self.paths) {
+                (Some(output), Paths::Shared) => output.streams.push(stream),
+                (Some(output), Paths::Distinct(hint)) => {
                     return Err(SinkError::NameClash {
                         context: format!("writing {}", path.display()),
                         reason: format!(
                             "two processes would write this output ({} and process {}); \
                              the path needs a placeholder that tells processes apart, such \
-                             as {{pid}} or {{rank}}",
+                             as {{pid}} or {{rank}}{hint}",
                             output.path.display(),
                             process.map_or(self.run.pid, |p| p.pid)
                         ),
                     });
                 }
-                None => {
+                (None, _) => {
                     let sink = (self.open)(path.clone(), stream, process)?;
                     self.outputs.push(Output {
                         path,

@@ -118,7 +118,7 @@ impl RocpdSink {
         Ok(Box::new(PerProcess::new(
             template,
             run,
-            Paths::Distinct,
+            Paths::Distinct(", or layout = \"single\" for one database of every process"),
             Some(written),
             Box::new(open),
         )))
