@@ -127,6 +127,11 @@ fn a_run_that_nothing_connects_to_fails_and_writes_no_outputs() {
     );
     assert_says(&output.stdout, "/sbin/ldconfig exited with 0");
     assert!(!dir.path().join("out").exists(), "no empty outputs");
+    let lines = progress(&output);
+    assert!(
+        lines.contains(&"progress: sink `csv`: nothing to write".to_owned()),
+        "{lines:#?}"
+    );
     // The spool is kept: it records what was asked and how the application ended.
     assert!(dir.path().join("rocflow-out/last.rfraw").exists());
     // The application's own failure stays its exit status.

@@ -190,6 +190,8 @@ pub enum SinkState {
     /// Completing its output once its records have ended.
     Finishing,
     Done,
+    /// Ended without an output: no process sent anything.
+    Unopened,
     Failed,
 }
 
@@ -206,7 +208,7 @@ impl SinkProgress {
 
     pub fn set(&self, state: SinkState) {
         self.state.store(state as u8, Ordering::Relaxed);
-        if matches!(state, SinkState::Done | SinkState::Failed) {
+        if !matches!(state, SinkState::Writing | SinkState::Finishing) {
             let _ = self.ended.set(Instant::now());
         }
     }
@@ -217,6 +219,7 @@ impl SinkProgress {
             0 => SinkState::Writing,
             1 => SinkState::Finishing,
             2 => SinkState::Done,
+            3 => SinkState::Unopened,
             _ => SinkState::Failed,
         };
         SinkSnapshot {
@@ -264,6 +267,17 @@ struct SinkSnapshot {
     written: u64,
     state: SinkState,
     ended: Option<Duration>,
+}
+
+impl SinkSnapshot {
+    /// How the sink ended, `ended` into the work.
+    fn outcome(&self, ended: Duration) -> String {
+        match self.state {
+            SinkState::Failed => format!("failed after {}", seconds(ended)),
+            SinkState::Unopened => "nothing to write".into(),
+            _ => format!("{} records written in {}", self.handed, seconds(ended)),
+        }
+    }
 }
 
 /// The bars on screen, for [`suspend`].
@@ -441,18 +455,8 @@ impl View for Bars {
                 line.bar.set_position(sink.written);
                 match (sink.state, sink.ended) {
                     (SinkState::Finishing, _) => line.bar.set_message(", finishing"),
-                    (state, Some(ended)) => {
-                        let how = if state == SinkState::Failed {
-                            "failed"
-                        } else {
-                            "written"
-                        };
-                        line.end(format!(
-                            "{:12} {} records {how} in {}",
-                            sink.name,
-                            sink.handed,
-                            seconds(ended)
-                        ));
+                    (_, Some(ended)) => {
+                        line.end(format!("{:12} {}", sink.name, sink.outcome(ended)))
                     }
                     _ => line.bar.tick(),
                 }
@@ -532,16 +536,7 @@ impl View for Lines {
         // In the plan's order: a sink that ends before an earlier one waits for it.
         while let Some(sink) = now.sinks.get(self.sinks_said) {
             let Some(ended) = sink.ended else { break };
-            let how = match sink.state {
-                SinkState::Failed => "failed",
-                _ => "written",
-            };
-            say(format!(
-                "sink `{}`: {} records {how} in {}",
-                sink.name,
-                sink.handed,
-                seconds(ended)
-            ));
+            say(format!("sink `{}`: {}", sink.name, sink.outcome(ended)));
             self.sinks_said += 1;
             self.last = now.elapsed;
         }

@@ -441,7 +441,8 @@ fn drive_sink(
         // No records reached the sink: it still writes its (empty) output.
         (None, None) => open().and_then(|sink| sink.finish(&catalog.read().expect("no poison"))),
     };
-    progress.set(match outcome {
+    progress.set(match &outcome {
+        Ok(paths) if paths.is_empty() && records == 0 => SinkState::Unopened,
         Ok(_) => SinkState::Done,
         Err(_) => SinkState::Failed,
     });
