@@ -440,19 +440,8 @@ fn pc_sampling_stays_off_when_the_user_turns_amds_beta_off() {
 #[test]
 fn an_unsupported_pc_sampling_configuration_is_explained() {
     let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
-    let (output, rows, dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
     assert_success(&output);
-    // The agent is numbered as `inspect` and the report number it (the CPU comes first).
-    let inspect = rocflow(
-        &["inspect", "--json", "rocflow-out/last.rfraw"],
-        dir.path(),
-        &[],
-    );
-    let inspect: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
-    let gfx942 = (inspect["processes"][0]["agents"].as_array().unwrap().iter())
-        .find(|a| a["name"] == "gfx942")
-        .unwrap();
-    assert_eq!(gfx942["index"], 1, "{gfx942}");
     assert_says(
         &output.stderr,
         "PC sampling Stochastic in Cycles is not supported on gfx942 (agent 1)",
@@ -640,4 +629,22 @@ fn a_wrong_scenario_is_a_user_error_before_anything_starts() {
         "nothing is written"
     );
     assert!(!dir.path().join("out").exists(), "nothing is written");
+}
+
+/// The tool's messages number an agent as `inspect` and the report do: the CPU comes first.
+#[test]
+fn the_tools_messages_number_agents_as_inspect_does() {
+    let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
+    let (output, _, dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let inspect = rocflow(
+        &["inspect", "--json", "rocflow-out/last.rfraw"],
+        dir.path(),
+        &[],
+    );
+    let inspect: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let agents = inspect["processes"][0]["agents"].as_array().unwrap();
+    let gfx942 = agents.iter().find(|a| a["name"] == "gfx942").unwrap();
+    assert_eq!(gfx942["index"], 1, "after the CPU: {agents:?}");
+    assert_says(&output.stderr, "on gfx942 (agent 1)");
 }
