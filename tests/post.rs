@@ -1,7 +1,7 @@
 //! Post-steps after a replay, and `rocflow summary`: statistics checked against values
 //! computed here directly from the generated spool, commands with the outputs' paths.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 use support::{assert_fails, assert_says, assert_success, rocflow, text};
@@ -133,6 +133,12 @@ fn kernel_and_counter_statistics_match_the_records() {
 
     let rows = summary["counters"].as_array().unwrap();
     assert_eq!(rows.len(), expected.counters.len());
+    // A kernel's share of a counter is of that counter's total: counters do not add up.
+    let mut counter_totals: BTreeMap<&str, f64> = BTreeMap::new();
+    for ((_, counter), values) in &expected.counters {
+        *counter_totals.entry(counter).or_default() += values.values().sum::<f64>();
+    }
+    assert!(counter_totals.len() > 1, "{counter_totals:?}");
     for row in rows {
         let key = (
             row["kernel"].as_str().unwrap().to_owned(),
@@ -145,6 +151,13 @@ fn kernel_and_counter_statistics_match_the_records() {
             per_dispatch.iter().sum(),
             1e-12,
             "counter total",
+        );
+        let total: f64 = per_dispatch.iter().sum();
+        close(
+            &row["percent"],
+            100.0 * total / counter_totals[key.1.as_str()],
+            1e-9,
+            "share of the counter",
         );
     }
 }
@@ -222,7 +235,10 @@ argv = ["false"]
         stderr.contains("warning: post-step `optional`: `false` exited with status 1"),
         "{stderr}"
     );
-    assert!(!stderr.contains("`check`"), "{stderr}");
+    assert!(
+        !support::messages(&out.stderr).contains("`check`"),
+        "{stderr}"
+    );
     let copied = std::fs::read_to_string(dir.path().join("copy-4000.csv")).unwrap();
     assert!(copied.starts_with("kernel,calls,"));
     assert_says(&out.stdout, "out\nrun at run.rfraw\n");
@@ -388,7 +404,7 @@ fn the_report_renders_in_a_browser() {
         "the title, escaped"
     );
     // Every table was made sortable by the page's script; every chart was laid out.
-    let tables = dom.matches("<table class=\"sortable\"").count();
+    let tables = dom.matches("<table class=\"sortable").count();
     assert!(tables >= 4, "{tables} tables");
     assert_eq!(dom.matches("data-sortable=\"ready\"").count(), tables);
     let sizes: Vec<(u32, u32)> = dom
@@ -399,6 +415,23 @@ fn the_report_renders_in_a_browser() {
             (w.parse().unwrap(), h.parse().unwrap())
         })
         .collect();
+    // Wide tables scroll within the page instead of widening it past the window.
+    let width = &dom[dom.find("data-scroll-width=\"").unwrap() + 19..];
+    let width: u32 = width[..width.find('"').unwrap()].parse().unwrap();
+    assert!(width <= 1280, "the page is {width} px wide");
+    // Links lead from the report's directory to each output.
+    let links: Vec<&str> = dom
+        .match_indices("<a href=\"")
+        .map(|(at, m)| {
+            let rest = &dom[at + m.len()..];
+            &rest[..rest.find('"').unwrap()]
+        })
+        .collect();
+    assert!(links.contains(&"../out"), "{links:?}");
+    assert!(links.contains(&"../run.rfraw"), "{links:?}");
+    for link in &links {
+        assert!(page.parent().unwrap().join(link).exists(), "{link}");
+    }
     let charts = dom.matches("<figure class=\"chart").count();
     assert!(charts >= 2, "top kernels and GPU busy");
     assert_eq!(sizes.len(), charts);
@@ -428,6 +461,28 @@ fn the_report_renders_in_a_browser() {
             "{kernel} in the table"
         );
     }
+    // Counters per kernel: kernels down, counters across, each cell the mean per dispatch.
+    let matrix = &dom[dom.find("<table class=\"sortable matrix\"").unwrap()..];
+    let matrix = &matrix[..matrix.find("</table>").unwrap()];
+    let counters: BTreeSet<&str> = expected.counters.keys().map(|(_, c)| c.as_str()).collect();
+    for counter in &counters {
+        assert!(matrix.contains(&format!(">{counter}</th>")), "{counter}");
+    }
+    let ((kernel, counter), values) = expected.counters.iter().next().unwrap();
+    let mean = values.values().sum::<f64>() / values.len() as f64;
+    let escaped = kernel
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let row = &matrix[matrix.find(&format!("<td title=\"{escaped}\">")).unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    let column = counters.iter().position(|c| c == counter).unwrap();
+    let cell = row.split("data-value=\"").nth(column + 1).unwrap();
+    let value: f64 = cell[..cell.find('"').unwrap()].parse().unwrap();
+    assert!(
+        (value - mean).abs() <= mean * 1e-9,
+        "{kernel} {counter}: {value} vs {mean}"
+    );
 }
 
 #[test]

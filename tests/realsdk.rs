@@ -123,7 +123,8 @@ impl Expected {
                             e.counters.insert(name.clone());
                         } else {
                             e.messages.insert(format!(
-                                "counter `{name}` is not available on gfx942 (agent 0)"
+                                // The CPU is agent 0, as `inspect` numbers them.
+                                "counter `{name}` is not available on gfx942 (agent 1)"
                             ));
                         }
                     }
@@ -549,7 +550,7 @@ fn a_counter_the_gpu_lacks_is_named_and_left_out() {
     assert!(run.output.status.success(), "{}", run.printed());
     assert_eq!(
         run.tool_messages(),
-        ["counter `GL2C_HIT` is not available on gfx942 (agent 0)"],
+        ["counter `GL2C_HIT` is not available on gfx942 (agent 1)"],
         "{}",
         run.printed()
     );
@@ -677,7 +678,13 @@ fn a_gpu_run_says_which_sdk_and_why_nothing_connected() {
     // ROCm runtime, so it never loads the SDK.
     let kit = Kit::get();
     let run = kit.run(Node::NoGpu, "kernel-trace", &[OsStr::new("/bin/true")], &[]);
-    assert!(run.output.status.success(), "{}", run.printed());
+    // A run that profiled nothing fails, and leaves no empty outputs behind.
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.printed());
+    let written: Vec<_> = std::fs::read_dir(run.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(written, ["run.rfraw"], "{}", run.printed());
     let sdk = kit.root.join("lib/librocprofiler-sdk.so.1.0.0");
     let said = format!(
         "note: rocprofiler-sdk 1.0.0 at {} (found through LD_LIBRARY_PATH)",
@@ -685,7 +692,9 @@ fn a_gpu_run_says_which_sdk_and_why_nothing_connected() {
     );
     assert!(run.stderr().contains(&said), "{}", run.printed());
     assert!(
-        run.stderr().contains("no process connected"),
+        run.stderr().contains(
+            "error: no process connected, nothing was profiled and no outputs were written: `/bin/true` did not load rocprofiler-sdk"
+        ),
         "{}",
         run.printed()
     );

@@ -393,7 +393,7 @@ fn every_shipped_template_replays_a_rocprofv3_database() {
             "{template}: {stdout}"
         );
         // Post-steps read the databases again, as the sinks did.
-        let stderr = text(&out.stderr);
+        let stderr = support::messages(&out.stderr);
         assert!(!stderr.contains("post-step"), "{template}: {stderr}");
     }
     // Without a pipeline: trace-all, said so.
@@ -503,7 +503,7 @@ pc_sampling.method = "host_trap"
     assert_success(&rocflow(&["replay", "run.rfraw", "write.toml"], d, &[]));
     let out = rocflow(&["replay", "db", "read.toml"], d, &[]);
     assert_success(&out);
-    assert_eq!(text(&out.stderr), "", "no warning");
+    assert_eq!(support::messages(&out.stderr), "", "no warning");
 
     // Columns that are row ids of the database, not the run's; a counter value's
     // coordinates, which rocpd has no column for (its values are told apart by row); and a

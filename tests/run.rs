@@ -448,7 +448,7 @@ fn an_unsupported_pc_sampling_configuration_is_explained() {
         "pc_sample",
         extra,
         &[],
-        "PC sampling Stochastic in Cycles is not supported on gfx942 (agent 0)",
+        "PC sampling Stochastic in Cycles is not supported on gfx942 (agent 1)",
     );
 }
 
@@ -632,4 +632,22 @@ fn a_wrong_scenario_is_a_user_error_before_anything_starts() {
         "nothing is written"
     );
     assert!(!dir.path().join("out").exists(), "nothing is written");
+}
+
+/// The tool's messages number an agent as `inspect` and the report do: the CPU comes first.
+#[test]
+fn the_tools_messages_number_agents_as_inspect_does() {
+    let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
+    let (output, _, dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let inspect = rocflow(
+        &["inspect", "--json", "rocflow-out/last.rfraw"],
+        dir.path(),
+        &[],
+    );
+    let inspect: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let agents = inspect["processes"][0]["agents"].as_array().unwrap();
+    let gfx942 = agents.iter().find(|a| a["name"] == "gfx942").unwrap();
+    assert_eq!(gfx942["index"], 1, "after the CPU: {agents:?}");
+    assert_says(&output.stderr, "on gfx942 (agent 1)");
 }

@@ -20,6 +20,7 @@ mod perfetto;
 mod pipeline_errors;
 mod plugins;
 mod post;
+mod progress;
 // Conformance with AMD's real rocprofiler-sdk (the kit in ../shared/realsdk).
 mod realsdk;
 mod reliability;

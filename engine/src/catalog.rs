@@ -121,6 +121,23 @@ impl Catalog {
     pub fn streams(&self) -> impl Iterator<Item = (u16, &StreamMeta)> {
         self.streams.iter().enumerate().map(|(i, s)| (i as u16, s))
     }
+
+    /// The metadata of `streams` only, the others' left empty (streams keep their
+    /// numbers), with the run's plan and exit: what an output of some of the run's
+    /// processes describes.
+    pub fn only(&self, streams: &[u16]) -> Catalog {
+        Catalog {
+            streams: (self.streams())
+                .map(|(stream, meta)| match streams.contains(&stream) {
+                    true => meta.clone(),
+                    false => StreamMeta::default(),
+                })
+                .collect(),
+            plan: self.plan.clone(),
+            exit: self.exit,
+            naming: self.naming,
+        }
+    }
 }
 
 impl StreamMeta {

@@ -26,6 +26,8 @@ pub enum Level {
     /// decode, a stream that breaks off), labelled as rocflow's since it comes between the
     /// application's own lines.
     Runner,
+    /// How far the work got, where stderr is not a terminal (see [`crate::progress`]).
+    Progress,
 }
 
 /// One message, as it is written: `error: …`, `warning: …`, a diagnostic with its snippet.
@@ -44,6 +46,7 @@ impl Message {
             Level::Warning => "warning",
             Level::Note => "note",
             Level::Runner => "rocflow",
+            Level::Progress => "progress",
         };
         Message {
             level,
@@ -79,7 +82,9 @@ pub fn emit(message: &Message) {
         ERRORED.store(true, Ordering::Relaxed);
     }
     // Nowhere is left to report a stderr that cannot be written.
-    let _ = writeln!(std::io::stderr().lock(), "{message}");
+    crate::progress::suspend(|| {
+        let _ = writeln!(std::io::stderr().lock(), "{message}");
+    });
 }
 
 /// `error: …`: the command goes on, and will exit with 1.
@@ -120,6 +125,7 @@ mod tests {
             (Level::Warning, "warning: sink `s`: disk full"),
             (Level::Note, "note: sink `s`: disk full"),
             (Level::Runner, "rocflow: sink `s`: disk full"),
+            (Level::Progress, "progress: sink `s`: disk full"),
         ];
         for (level, written) in cases {
             let message = Message::new(level, "sink `s`: disk full");

@@ -1,7 +1,9 @@
 //! The HTML report: one self-contained file (inline CSS, SVG and a few lines of script;
-//! nothing fetched) with the run's metadata, the summary tables (sortable), the top kernels
-//! by time, GPU busy time per agent over the run, counters per kernel, and links to the
-//! other outputs.
+//! nothing fetched) with the run's metadata, the summary tables (sortable, scrolling
+//! sideways within the page when wide), the top kernels by time, GPU busy time per agent
+//! over the run, counters per kernel (each counter's mean per dispatch, with a bar against
+//! the kernel where it is largest), and links to the other outputs, relative to the
+//! report.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -48,7 +50,14 @@ pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
     busy_chart(&mut out, summary);
     for table in &tables {
         let _ = writeln!(out, "<h2>{}</h2>", escape(&heading(&table.name)));
-        html_table(&mut out, table);
+        if table.name == "counters" {
+            counter_matrix(&mut out, table);
+            out.push_str("<details><summary>Every statistic per kernel and counter</summary>\n");
+            html_table(&mut out, table);
+            out.push_str("</details>\n");
+        } else {
+            html_table(&mut out, table);
+        }
     }
     outputs(&mut out, page, dir);
     let _ = write!(out, "<script>{SCRIPT}</script>\n</body>\n</html>\n");
@@ -190,8 +199,79 @@ fn busy_chart(out: &mut String, summary: &Summary) {
     }
 }
 
+/// Kernels down, counters across: each counter's mean value per dispatch of the kernel,
+/// over a bar as long as its share of the largest mean of that counter (counters differ in
+/// unit and scale, so each is measured against itself). A cell's tooltip has its
+/// dispatches, total and share of the counter's total.
+fn counter_matrix(out: &mut String, table: &Table) {
+    let column = |name: &str| table.columns.iter().position(|c| c == name);
+    let (Some(kernel), Some(counter), Some(dispatches), Some(total), Some(share), Some(mean)) = (
+        column("kernel"),
+        column("counter"),
+        column("dispatches"),
+        column("total_value"),
+        column("percent"),
+        column("mean_value"),
+    ) else {
+        return;
+    };
+    let mut kernels: Vec<&str> = Vec::new();
+    let mut counters: Vec<&str> = Vec::new();
+    for row in &table.rows {
+        for (list, at) in [(&mut kernels, kernel), (&mut counters, counter)] {
+            let name = text(&row[at]);
+            if !list.contains(&name) {
+                list.push(name);
+            }
+        }
+    }
+    counters.sort_unstable();
+    let largest = |c: &str| {
+        (table.rows.iter())
+            .filter(|r| text(&r[counter]) == c)
+            .map(|r| number(&r[mean]))
+            .fold(0.0, f64::max)
+    };
+    let largest: Vec<f64> = counters.iter().map(|c| largest(c)).collect();
+    out.push_str(
+        "<div class=\"wide\"><table class=\"sortable matrix\">\n<thead><tr><th>kernel</th>",
+    );
+    for name in &counters {
+        let _ = write!(out, "<th title=\"mean per dispatch\">{}</th>", escape(name));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    // Kernels in the table's order: the largest counter total first.
+    for name in &kernels {
+        let _ = write!(out, "<tr><td title=\"{0}\">{0}</td>", escape(name));
+        for (c, counter_name) in counters.iter().enumerate() {
+            let row = (table.rows.iter())
+                .find(|r| text(&r[kernel]) == *name && text(&r[counter]) == *counter_name);
+            let Some(row) = row else {
+                out.push_str("<td class=\"num\" data-value=\"-1\"></td>");
+                continue;
+            };
+            let value = number(&row[mean]);
+            let width = if largest[c] > 0.0 {
+                100.0 * value / largest[c]
+            } else {
+                0.0
+            };
+            let _ = write!(
+                out,
+                "<td class=\"num bar\" data-value=\"{value}\" style=\"--bar:{width:.1}%\" title=\"{} dispatches, total {}, {:.1}% of the counter's total\">{}</td>",
+                cell(&row[dispatches]),
+                cell(&row[total]),
+                number(&row[share]),
+                cell(&row[mean])
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
 fn html_table(out: &mut String, table: &Table) {
-    out.push_str("<table class=\"sortable\">\n<thead><tr>");
+    out.push_str("<div class=\"wide\"><table class=\"sortable\">\n<thead><tr>");
     for column in &table.columns {
         let _ = write!(out, "<th>{}</th>", escape(column));
     }
@@ -215,7 +295,7 @@ fn html_table(out: &mut String, table: &Table) {
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tbody></table></div>\n");
 }
 
 fn outputs(out: &mut String, page: &Page<'_>, dir: &Path) {
@@ -236,12 +316,43 @@ fn outputs(out: &mut String, page: &Page<'_>, dir: &Path) {
     out.push_str("</ul>\n");
 }
 
-/// `path` relative to `base` when it lies under it, else as it is.
+/// A link to `path` from a page in `base`: the way from one to the other (both taken
+/// from the working directory when relative), with what a URL cannot hold as it is
+/// percent-encoded.
 fn relative(path: &Path, base: &Path) -> String {
-    path.strip_prefix(base)
-        .unwrap_or(path)
-        .to_string_lossy()
-        .into_owned()
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (path, base) = (absolute(path), absolute(base));
+    let (mut to, mut from) = (path.components().peekable(), base.components().peekable());
+    while let (Some(a), Some(b)) = (to.peek(), from.peek()) {
+        if a != b {
+            break;
+        }
+        to.next();
+        from.next();
+    }
+    let up = from.map(|_| "..".to_owned());
+    let down = to.map(|c| c.as_os_str().to_string_lossy().into_owned());
+    let link: Vec<String> = up.chain(down).collect();
+    if link.is_empty() {
+        return ".".into();
+    }
+    let mut out = String::new();
+    for (i, part) in link.iter().enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        for byte in part.bytes() {
+            match byte {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    out.push(byte as char)
+                }
+                other => {
+                    let _ = write!(out, "%{other:02X}");
+                }
+            }
+        }
+    }
+    out
 }
 
 fn text(value: &Value) -> &str {
@@ -279,7 +390,10 @@ svg .area { fill: #e8707f; stroke: #c8102e; stroke-width: .6; }
 svg .axis { stroke: #5a6272; stroke-width: 1; }
 svg text { font: 12px system-ui, sans-serif; fill: #1d2330; }
 svg .value { fill: #5a6272; }
+div.wide { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; width: 100%; font-size: 12.5px; }
+table.matrix td.bar { background: linear-gradient(to right, #f3c4cb var(--bar), transparent var(--bar)); }
+details > summary { cursor: pointer; color: #5a6272; margin: .6em 0; }
 th, td { padding: 3px 8px; border-bottom: 1px solid #eceef3; text-align: left; }
 td { max-width: 480px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -289,8 +403,8 @@ th[aria-sort="descending"]::after { content: " ▼"; }
 tr:hover td { background: #fbf3f4; }
 "#;
 
-/// Sorting by a column on a click, and a mark on each chart of its rendered size (which
-/// tests read to know the page was laid out).
+/// Sorting by a column on a click, and marks of the page's laid-out width and of each
+/// chart's rendered size (which tests read to know the page was laid out).
 const SCRIPT: &str = r#"
 document.querySelectorAll("table.sortable").forEach(function (table) {
   table.querySelectorAll("th").forEach(function (th, column) {
@@ -312,6 +426,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
   });
   table.dataset.sortable = "ready";
 });
+document.body.dataset.scrollWidth = document.documentElement.scrollWidth;
 document.querySelectorAll("figure.chart").forEach(function (figure) {
   var box = figure.querySelector("svg").getBoundingClientRect();
   figure.dataset.rendered = Math.round(box.width) + "x" + Math.round(box.height);

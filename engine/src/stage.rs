@@ -24,6 +24,7 @@ use crate::kernel_names::KernelNames;
 use crate::kernel_names::renamed::Renamer;
 use crate::merge::Merge;
 use crate::plan::{Plan, SinkPlan, StageGraph};
+use crate::progress::{Board, SinkProgress, SinkState};
 use crate::record::{ApiArgs, Batch, Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::source::{Ending, Source, SourceError};
@@ -105,6 +106,16 @@ pub fn run(
     source: &mut dyn Source,
     open: &OpenSink<'_>,
 ) -> Result<Report, StageError> {
+    run_watched(plan, source, open, &Board::default())
+}
+
+/// [`run`], saying how far it got on `board`.
+pub fn run_watched(
+    plan: &Plan,
+    source: &mut dyn Source,
+    open: &OpenSink<'_>,
+    board: &Board,
+) -> Result<Report, StageError> {
     let outlets = plan
         .sinks
         .iter()
@@ -115,17 +126,19 @@ pub fn run(
         })
         .collect();
     let mut merged = Merge::new(source);
-    let mut report = run_into(&plan.stages, &mut merged, outlets)?;
+    let mut report = run_into(&plan.stages, &mut merged, outlets, board)?;
     report.disagreements = merged.disagreements().to_vec();
     Ok(report)
 }
 
 /// Runs the stages' transforms over the source's records until they end, into `outlets`,
-/// with kernels named in the stages' form, then finishes every sink.
+/// with kernels named in the stages' form, then finishes every sink, saying how far it got
+/// on `board`.
 pub fn run_into(
     stages: &StageGraph,
     source: &mut dyn Source,
     outlets: Vec<Outlet<'_>>,
+    board: &Board,
 ) -> Result<Report, StageError> {
     let transforms: Vec<Transform> = (stages.transforms.iter())
         .map(|t| {
@@ -146,7 +159,10 @@ pub fn run_into(
             senders.push((outlet.kinds.clone(), sender));
             let catalog = Arc::clone(&catalog);
             let abandoned = &abandoned;
-            handles.push(scope.spawn(move || drive_sink(outlet, receiver, &catalog, abandoned)));
+            let progress = board.sink(&outlet.name);
+            handles.push(
+                scope.spawn(move || drive_sink(outlet, receiver, &catalog, abandoned, &progress)),
+            );
         }
         let mut decoder = Decoder {
             transforms: &transforms,
@@ -160,6 +176,7 @@ pub fn run_into(
             stopped: None,
             args: HashMap::default(),
             renamer: (stages.kernel_names == KernelNames::Renamed).then(Renamer::default),
+            board,
         };
         while let Some(frame) = source.next_frame() {
             decoder.frame(frame);
@@ -168,6 +185,7 @@ pub fn run_into(
             }
         }
         let ending = source.finish();
+        board.input_ended();
         decoder.flush();
         decoder.release_renamed();
         decoder.finish();
@@ -238,6 +256,7 @@ struct Decoder<'a> {
     args: HashMap<u16, ApiArgs>,
     /// With kernels renamed after ROCTx ranges: what it needs, and the records it holds.
     renamer: Option<Renamer>,
+    board: &'a Board,
 }
 
 impl Decoder<'_> {
@@ -280,6 +299,7 @@ impl Decoder<'_> {
                     self.messages.name(frame.stream, markers);
                 }
                 let kind = batch.kind();
+                self.board.decoded(batch.len() as u64);
                 match self.counts.iter_mut().find(|(k, _)| *k == kind) {
                     Some((_, n)) => *n += batch.len() as u64,
                     None => self.counts.push((kind, batch.len() as u64)),
@@ -403,6 +423,7 @@ fn drive_sink(
     messages: Receiver<Message>,
     catalog: &RwLock<Catalog>,
     abandoned: &AtomicBool,
+    progress: &SinkProgress,
 ) -> SinkReport {
     let mut sink: Option<Box<dyn Sink>> = None;
     let mut error: Option<SinkError> = None;
@@ -414,7 +435,12 @@ fn drive_sink(
         }
         if sink.is_none() {
             match open() {
-                Ok(opened) => sink = Some(opened),
+                Ok(opened) => {
+                    if let Some(written) = opened.written() {
+                        progress.counted_by(written);
+                    }
+                    sink = Some(opened);
+                }
                 Err(e) => {
                     error = Some(e);
                     continue;
@@ -424,7 +450,9 @@ fn drive_sink(
         let target = sink.as_mut().expect("opened above");
         let written = match &message {
             Message::Window(window) => {
-                records += window.iter().map(|c| c.len() as u64).sum::<u64>();
+                let taken = window.iter().map(|c| c.len() as u64).sum::<u64>();
+                records += taken;
+                progress.handed(taken);
                 target.write(window, &catalog.read().expect("no poison"))
             }
             Message::Table(table) => target.table(table),
@@ -433,14 +461,27 @@ fn drive_sink(
             error = Some(e);
         }
     }
+    progress.set(SinkState::Finishing);
     let outcome = match (error, sink) {
         (Some(e), _) => Err(e),
         // Dropping the sink removes what it wrote so far.
         (None, _) if abandoned.load(Ordering::Relaxed) => Err(SinkError::Stopped),
         (None, Some(sink)) => sink.finish(&catalog.read().expect("no poison")),
+        // No process sent anything (none connected): there is nothing to describe.
+        (None, None)
+            if (catalog.read().expect("no poison").streams())
+                .all(|(_, meta)| meta.process.is_none()) =>
+        {
+            Ok(Vec::new())
+        }
         // No records reached the sink: it still writes its (empty) output.
         (None, None) => open().and_then(|sink| sink.finish(&catalog.read().expect("no poison"))),
     };
+    progress.set(match &outcome {
+        Ok(paths) if paths.is_empty() && records == 0 => SinkState::Unopened,
+        Ok(_) => SinkState::Done,
+        Err(_) => SinkState::Failed,
+    });
     SinkReport {
         name: outlet.name.clone(),
         records,
@@ -472,7 +513,7 @@ mod tests {
             transforms: vec![broken],
             ..StageGraph::default()
         };
-        let error = run_into(&stages, &mut nothing, Vec::new()).unwrap_err();
+        let error = run_into(&stages, &mut nothing, Vec::new(), &Board::default()).unwrap_err();
         let StageError::Transform { name, .. } = &error else {
             panic!("{error:?}")
         };

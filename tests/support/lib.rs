@@ -275,6 +275,16 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// A command's stderr without the progress lines (`progress: …`) that `run` and `replay`
+/// write where stderr is not a terminal: its warnings and errors.
+pub fn messages(stderr: &[u8]) -> String {
+    text(stderr)
+        .lines()
+        .filter(|line| !line.starts_with("progress: "))
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
 /// Fails with `output` (a command's stdout or stderr) unless it says `needle`.
 pub fn assert_says(output: &[u8], needle: &str) {
     let output = text(output);

@@ -3,12 +3,14 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::messages;
+use crate::progress::{Board, Display, Mode};
 use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
 use crate::runner::{self, Device, Options, Passes, StartError, Stop};
@@ -40,6 +42,9 @@ pub struct RunArgs {
     /// file of the run's own in the pipeline's `spool_dir`, with `last.rfraw` beside it.
     #[arg(long)]
     spool: Option<PathBuf>,
+    /// Show no progress on stderr (warnings and errors still show).
+    #[arg(long, short)]
+    quiet: bool,
     /// The application and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "APP")]
     command: Vec<OsString>,
@@ -63,12 +68,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Device::Rocm => Some(installed_sdk()?),
         Device::Sim(_) => None,
     };
+    let board = Arc::new(Board::live());
     let options = Options {
         device: args.device,
         sdk,
         spool: args.spool,
         command: args.command,
+        board: Arc::clone(&board),
     };
+    let display = Display::start(Mode::for_stderr(args.quiet), board);
     let outcome = runner::run(&plan, &options).map_err(|e| match e {
         StartError::Spawn { .. } => Error::user(
             Diagnostic::error(e.to_string()).hint("give the application's path, after `--`"),
@@ -100,8 +108,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             lost.last_frame.as_secs_f64()
         ));
     }
-    if outcome.streams == 0 {
-        messages::warning(no_stream_message(&options.device));
+    // A run that profiled nothing fails (with the application's status, or 1), and
+    // leaves no empty outputs that look like a profile: only its spool.
+    let connected = outcome.streams > 0;
+    if !connected {
+        messages::error(no_stream_message(&options.device, &options.command[0]));
     }
     let total: u64 = outcome.records.iter().map(|(_, n)| n).sum();
     out.push_str(&format!(
@@ -149,7 +160,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let input = Input::Spool(outcome.spool.clone());
     let reopen = || reopen(&input, &WindowArgs::default());
-    outputs(&plan, &outcome.report, &outcome.spool, &reopen, &mut out);
+    if connected {
+        outputs(
+            &plan,
+            &outcome.report,
+            &outcome.spool,
+            &reopen,
+            &options.board,
+            &mut out,
+        );
+    }
+    display.finish();
     print(&out)?;
     // SIGTERM at any point ends the run as the signal would have, for the scheduler.
     let stopped = crate::cancel::requested().then_some(Stop::Terminated);
@@ -198,9 +219,15 @@ fn installed_sdk() -> Result<Sdk> {
 }
 
 /// Why no process connected, as far as rocflow can tell from outside.
-fn no_stream_message(device: &Device) -> String {
-    match device {
-        Device::Sim(_) => "no process connected: the simulated SDK did not load the tool into the application (a statically linked or setuid program ignores LD_PRELOAD)".into(),
-        Device::Rocm => "no process connected: the application did not load rocprofiler-sdk with the rocflow tool. Is it a HIP/ROCm application (a ROCm runtime loads the SDK as it starts)? Messages from the tool above say why it stayed off; `--device sim` runs the pipeline on the simulated SDK".into(),
-    }
+fn no_stream_message(device: &Device, app: &std::ffi::OsStr) -> String {
+    let app = app.to_string_lossy();
+    let why = match device {
+        Device::Sim(_) => format!(
+            "the simulated SDK did not load the tool into `{app}` (a statically linked or setuid program ignores LD_PRELOAD)"
+        ),
+        Device::Rocm => format!(
+            "`{app}` did not load rocprofiler-sdk with the rocflow tool. Is it a HIP/ROCm application (a ROCm runtime loads the SDK as it starts)? Messages from the tool above say why it stayed off; `--device sim` runs the pipeline on the simulated SDK"
+        ),
+    };
+    format!("no process connected, nothing was profiled and no outputs were written: {why}")
 }

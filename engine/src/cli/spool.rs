@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 
@@ -16,8 +17,8 @@ use crate::generate;
 use crate::messages::{self, Level, Message};
 use crate::pipeline;
 use crate::plan::{Plan, StageGraph};
+use crate::progress::{Board, Display, Mode};
 use crate::record::{Meta, RecordKind};
-use crate::sink::Placeholders;
 use crate::source::{Ending, Input, OpenFault, Source, SourceError, Spool, WindowArgs};
 use crate::spool::SpoolWriter;
 use crate::summary::{self, Breakdown, Format, Summary};
@@ -114,6 +115,9 @@ pub struct ReplayArgs {
     flags: OutputFlags,
     #[command(flatten)]
     names: NamesArgs,
+    /// Show no progress on stderr (warnings and errors still show).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// Rebuilds outputs from a spool, with the recorded pipeline or another one.
@@ -154,7 +158,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     };
     args.names.recorded(&mut plan);
     let mut source = open_input(&input, &args.window)?;
-    let report = stage::run(&plan, &mut *source, &sink::open)?;
+    let board = Arc::new(Board::default());
+    let display = Display::start(Mode::for_stderr(args.quiet), Arc::clone(&board));
+    let report = stage::run_watched(&plan, &mut *source, &sink::open, &board)?;
     ended(report.source.as_ref())?;
     if input.is_databases() {
         let wanted = plan.contexts.iter().flat_map(|c| c.record_kinds());
@@ -171,7 +177,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
     let mut out = format!("replayed {total} records from {}\n", input.describe());
     let reopen = || reopen(&input, &args.window);
-    outputs(&plan, &report, input.path(), &reopen, &mut out);
+    outputs(&plan, &report, input.path(), &reopen, &board, &mut out);
+    display.finish();
     print(&out)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -180,13 +187,15 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
 /// and this one writes everything.
 const DATABASE_PIPELINE: &str = "trace-all";
 
-/// Lists what each sink wrote, then runs the post-steps; a sink or a required step that
-/// failed is an error message (the command then fails), an optional step a warning.
+/// Lists what each sink wrote, then runs the post-steps (saying on `board` which one
+/// runs); a sink or a required step that failed is an error message (the command then
+/// fails), an optional step a warning.
 pub(super) fn outputs(
     plan: &Plan,
     report: &stage::Report,
     spool: &Path,
     open: post::Reopen<'_>,
+    board: &Board,
     out: &mut String,
 ) {
     for sink in &report.sinks {
@@ -210,8 +219,7 @@ pub(super) fn outputs(
     for disagreement in &report.disagreements {
         messages::warning(format_args!("the counter passes disagree: {disagreement}"));
     }
-    let placeholders = Placeholders::for_run(&report.catalog);
-    for step in post::run(plan, spool, open, &placeholders) {
+    for step in post::run(plan, spool, open, &report.catalog, board) {
         match step.outcome {
             Ok(done) => {
                 out.push_str(&format!("  {}:", step.name));

@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::catalog::Catalog;
 use crate::pipeline::model::{PostStep, SinkKind};
 use crate::plan::Plan;
-use crate::sink::Placeholders;
+use crate::progress::Board;
+use crate::sink::{self, Placeholders};
 use crate::source::{Frames, Source};
 use crate::summary::{self, Breakdown, Format, Summary};
 
@@ -87,13 +89,16 @@ pub struct Done {
 /// for the steps that take them: the summary and the report.
 pub type Reopen<'a> = &'a dyn Fn() -> Result<Box<dyn Source>, String>;
 
-/// Runs the plan's post-steps for the run kept in `spool`, whose records `open` reads.
+/// Runs the plan's post-steps for the run kept in `spool`, whose records `open` reads and
+/// whose metadata is `catalog`, saying on `board` which one runs.
 pub fn run(
     plan: &Plan,
     spool: &Path,
     open: Reopen<'_>,
-    placeholders: &Placeholders,
+    catalog: &Catalog,
+    board: &Board,
 ) -> Vec<PostReport> {
+    let placeholders = &Placeholders::for_run(catalog);
     let mut outputs = Outputs {
         placeholders,
         spool: spool.to_path_buf(),
@@ -101,6 +106,13 @@ pub fn run(
             .sinks
             .iter()
             .map(|s| (s.name.clone(), placeholders.expand(&s.path)))
+            .collect(),
+        every_sink: (plan.sinks.iter())
+            .flat_map(|s| {
+                sink::paths(s, catalog)
+                    .into_iter()
+                    .map(|p| (s.name.clone(), p))
+            })
             .collect(),
         posts: Vec::new(),
     };
@@ -122,6 +134,7 @@ pub fn run(
             });
             continue;
         }
+        let _running = board.step(&post.name);
         let outcome = match &post.step {
             PostStep::Summary {
                 path,
@@ -184,7 +197,10 @@ pub fn run(
 struct Outputs<'a> {
     placeholders: &'a Placeholders,
     spool: PathBuf,
+    /// Each sink's path, as the run's first process fills it in.
     sinks: Vec<(String, PathBuf)>,
+    /// Each sink's paths, one per process where the path names one (for the report).
+    every_sink: Vec<(String, PathBuf)>,
     posts: Vec<(String, PathBuf)>,
 }
 
@@ -288,7 +304,7 @@ fn report(
     let summary = summary_of(plan, open, Breakdown::default())?;
     let title = title.map_or_else(|| format!("rocflow: {}", plan.pipeline.name), str::to_owned);
     let linked: Vec<(String, PathBuf)> = outputs
-        .sinks
+        .every_sink
         .iter()
         .chain(&outputs.posts)
         .cloned()

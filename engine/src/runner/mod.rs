@@ -9,7 +9,6 @@ pub mod sdk;
 pub(crate) mod signals;
 
 use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -22,6 +21,7 @@ use listen::Intake;
 use std::time::{Duration, Instant};
 
 use crate::plan::Plan;
+use crate::progress::{Board, Incoming};
 use crate::record::{Exit, Meta, RecordKind};
 use crate::sink;
 use crate::source::{Ending, Live, SourceError};
@@ -68,6 +68,8 @@ pub struct Options {
     pub spool: Option<PathBuf>,
     /// The application and its arguments.
     pub command: Vec<OsString>,
+    /// Where the run says how far it got (see [`crate::progress`]).
+    pub board: Arc<Board>,
 }
 
 /// What a run did.
@@ -376,23 +378,18 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
             }
         })
     };
-    let progress = std::io::stderr().is_terminal().then(|| {
-        let (stop, counts) = (Arc::clone(&stop), Arc::clone(&counts));
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(500));
-                eprint!(
-                    "\rrocflow: {} records from {} processes",
-                    counts.total(),
-                    counts.streams.load(Ordering::Relaxed)
-                );
-            }
-            eprintln!();
-        })
-    });
+    {
+        // The records, as they arrive (the stages decode them after).
+        let counts = Arc::clone(&counts);
+        options.board.count_incoming(move || Incoming {
+            records: counts.total(),
+            processes: Some(counts.streams.load(Ordering::Relaxed)),
+        });
+    }
 
     let mut live = Live::new(frames, &intake);
-    let mut report = stage::run(plan, &mut live, &sink::open).map_err(|e| setup(e.to_string()))?;
+    let mut report = stage::run_watched(plan, &mut live, &sink::open, &options.board)
+        .map_err(|e| setup(e.to_string()))?;
     let stopped = live.stopped;
     // The one fault a live source has: its spool could not be completed.
     let spool_error = match std::mem::replace(&mut report.source, Ok(Ending::default())) {
@@ -405,9 +402,6 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         None => driver.join().ok(),
     };
     let exit = passes.as_ref().and_then(|p| p.exit);
-    if let Some(p) = progress {
-        let _ = p.join();
-    }
     let unfinalized = unfinalized(&report, &counts);
     Ok(Outcome {
         exit,

@@ -7,6 +7,7 @@ mod options;
 mod otf2;
 mod parquet;
 mod path;
+mod per_process;
 mod perfetto;
 pub(crate) mod rocpd;
 pub(crate) mod staging;
@@ -14,12 +15,15 @@ mod timeline;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::plan::{SinkPlan, Writer};
 use crate::plugin::{Plugin, PluginSink};
+use crate::record::Process;
 use crate::transform::Table;
+use per_process::{Paths, PerProcess};
 
 pub use csv::table_rows as csv_rows;
 pub use options::{Format, OptionError, Size};
@@ -79,7 +83,8 @@ impl SinkError {
 ///
 /// 1. It is opened ([`open`]) when its first window or table arrives, when the run's
 ///    metadata can fill its path's placeholders; a run that brings it nothing opens it at
-///    the end, and it writes its empty output.
+///    the end, and it writes its empty output (unless no process sent anything at all:
+///    then it is not opened).
 /// 2. [`write`](Sink::write) takes the windows in arrival order, then
 ///    [`table`](Sink::table) each aggregate table, once the records have ended.
 /// 3. [`finish`](Sink::finish) completes the output, and only after every call succeeded.
@@ -104,11 +109,65 @@ pub trait Sink: Send {
 
     /// Completes the output, moving it to its final path, and returns the paths written.
     fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError>;
+
+    /// The count of records in the output so far, for a sink that writes on threads of
+    /// its own, behind the windows it took: the progress display shows it while the sink
+    /// catches up. By default none: a window is in the output once `write` returns.
+    fn written(&self) -> Option<Written> {
+        None
+    }
 }
 
-/// Opens the sink a plan names, at its path with the placeholders filled in.
+/// Records a sink has put in its output, counted as it goes (see [`Sink::written`]);
+/// clones count together.
+#[derive(Debug, Clone, Default)]
+pub struct Written(Arc<AtomicU64>);
+
+impl Written {
+    pub fn add(&self, records: u64) {
+        self.0.fetch_add(records, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Opens the sink a plan names, at its path with the placeholders filled in: one output
+/// per process where the path names what tells processes apart (see [`per_process`]).
 pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink>, SinkError> {
-    let path = placeholders.expand(&plan.path);
+    // rocpd's layouts say how processes map to databases.
+    if let Writer::Builtin(Format::Rocpd(options)) = &plan.writer {
+        return rocpd::RocpdSink::open(options, &plan.path, placeholders);
+    }
+    if !per_process::names_a_process(&plan.path) {
+        return open_at(plan, placeholders.expand(&plan.path));
+    }
+    let template = plan.path.clone();
+    let plan = plan.clone();
+    let open = move |path: PathBuf, _: u16, _: Option<&Process>| open_at(&plan, path);
+    Ok(Box::new(PerProcess::new(
+        &template,
+        placeholders,
+        Paths::Shared,
+        None,
+        Box::new(open),
+    )))
+}
+
+/// The paths a sink of the plan writes for a run, as [`open`] fills them in: one per
+/// process (in the order they connected) where its path names one, else one.
+pub fn paths(plan: &SinkPlan, catalog: &Catalog) -> Vec<PathBuf> {
+    let single = matches!(&plan.writer,
+        Writer::Builtin(Format::Rocpd(options)) if options.layout == rocpd::Layout::Single);
+    if single || !per_process::names_a_process(&plan.path) {
+        return vec![Placeholders::for_run(catalog).expand(&plan.path)];
+    }
+    per_process::paths(&plan.path, catalog)
+}
+
+/// Opens the sink a plan names at `path`.
+fn open_at(plan: &SinkPlan, path: PathBuf) -> Result<Box<dyn Sink>, SinkError> {
     Ok(match &plan.writer {
         Writer::Builtin(Format::Csv(options)) => match options.flavour {
             csv::Flavour::Rocflow => Box::new(csv::CsvSink::create(path)?),
@@ -122,8 +181,8 @@ pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink
         Writer::Builtin(Format::Parquet(options)) => {
             Box::new(parquet::ParquetSink::create(options, path)?)
         }
-        Writer::Builtin(Format::Rocpd(options)) => {
-            Box::new(rocpd::RocpdSink::create(options, &plan.path, placeholders)?)
+        Writer::Builtin(Format::Rocpd(_)) => {
+            unreachable!("rocpd maps processes to databases itself")
         }
         Writer::Builtin(Format::Otf2(_)) => Box::new(otf2::Otf2Sink::create(path)?),
         Writer::Plugin { plugin, options } => {

@@ -1,7 +1,8 @@
 //! Run statistics, as rocprofv3's `--stats` gives them and more: per kernel, API function,
 //! copy direction and size class, allocation operation and marker range, the calls, total,
 //! mean, extremes, standard deviation, percentiles and share of the section's time; counter
-//! values per kernel. Optionally broken down per process and per agent.
+//! values per kernel, with each kernel's share of the counter's total. Optionally broken
+//! down per process and per agent.
 
 mod collect;
 mod render;
@@ -150,7 +151,8 @@ impl Summary {
                 Ok(Box::new(collect::Collector::new(Arc::clone(&summary))))
             }),
         };
-        let report = stage::run_into(stages, source, vec![outlet]).map_err(|e| e.to_string())?;
+        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
+            .map_err(|e| e.to_string())?;
         if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
             return Err(e.to_string());
         }
@@ -274,11 +276,23 @@ impl Summary {
         if bytes {
             columns.push("bytes".into());
         }
-        let grand_total: f64 = section.rows.values().map(|r| r.durations.sum()).sum();
-        let mut rows: Vec<(Vec<String>, &Row)> = section
+        // A share is of the section's time; for counters, of that counter's total over the
+        // kernels (values of different counters do not add up).
+        let whole = |key: &Key| {
+            if kind == Kind::Counters {
+                key.own[1]
+            } else {
+                0
+            }
+        };
+        let mut totals: FxHashMap<u32, f64> = FxHashMap::default();
+        for (key, row) in &section.rows {
+            *totals.entry(whole(key)).or_default() += row.durations.sum();
+        }
+        let mut rows: Vec<(Vec<String>, &Row, f64)> = section
             .rows
             .iter()
-            .map(|(key, row)| (self.key_text(kind, key), row))
+            .map(|(key, row)| (self.key_text(kind, key), row, totals[&whole(key)]))
             .collect();
         rows.sort_by(|a, b| {
             b.1.durations
@@ -288,10 +302,10 @@ impl Summary {
         });
         let rows = rows
             .into_iter()
-            .map(|(key, row)| {
+            .map(|(key, row, total)| {
                 let d = &row.durations;
-                let share = if grand_total > 0.0 {
-                    100.0 * d.sum() / grand_total
+                let share = if total > 0.0 {
+                    100.0 * d.sum() / total
                 } else {
                     0.0
                 };

@@ -36,7 +36,8 @@ struct Gpu {
     handle: Handle,
     /// Index among the GPUs (what pipelines' agent indexes mean).
     index: u32,
-    /// rocflow's agent index (what records carry).
+    /// rocflow's agent index (what records carry, and what messages, `inspect` and the
+    /// report call an agent).
     agent: u32,
     gfx: String,
 }
@@ -309,7 +310,7 @@ fn count(
                 }
                 None => warn(&format!(
                     "counter `{name}` is not available on {} (agent {})",
-                    gpu.gfx, gpu.index
+                    gpu.gfx, gpu.agent
                 )),
             }
         }
@@ -518,14 +519,14 @@ fn sample(
                 plan.method,
                 plan.unit,
                 gpu.gfx,
-                gpu.index,
+                gpu.agent,
                 supported()
             ));
         };
         if !(config.min_interval as u64..=config.max_interval as u64).contains(&plan.interval) {
             return Err(format!(
                 "PC sampling interval {} is outside {}..={} on {} (agent {})",
-                plan.interval, config.min_interval, config.max_interval, gpu.gfx, gpu.index
+                plan.interval, config.min_interval, config.max_interval, gpu.gfx, gpu.agent
             ));
         }
         // SAFETY: handles the tool created or the SDK gave.

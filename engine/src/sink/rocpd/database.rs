@@ -14,6 +14,7 @@ use super::rows::{Queued, Tables, Window};
 use super::schema::Names;
 use super::views;
 use crate::catalog::Catalog;
+use crate::sink::Written;
 use crate::transform::Table;
 
 /// Settings for a file written once, start to end, by one connection: a crash or failure
@@ -116,8 +117,13 @@ impl Database {
         self.streams
     }
 
-    /// Writes windows of chunks as they come, one transaction each, until they end.
-    pub fn fill(&mut self, windows: impl Iterator<Item = Vec<Queued>>) -> Result<(), Fault> {
+    /// Writes windows of chunks as they come, one transaction each, until they end;
+    /// `written` counts their records as each transaction commits.
+    pub fn fill(
+        &mut self,
+        windows: impl Iterator<Item = Vec<Queued>>,
+        written: &Written,
+    ) -> Result<(), Fault> {
         let mut tables = Tables::new(&self.conn, &self.names)?;
         for window in windows {
             let tx = self.conn.unchecked_transaction()?;
@@ -126,6 +132,7 @@ impl Database {
                 rows.chunk(chunk)?;
             }
             tx.commit()?;
+            written.add(window.iter().map(|q| q.len() as u64).sum());
         }
         let tx = self.conn.unchecked_transaction()?;
         tables.flush()?;

@@ -26,9 +26,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Placeholders, Sink, SinkError};
+use super::per_process::{Paths, PerProcess};
+use super::{Placeholders, Sink, SinkError, Written};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
+use crate::record::Process;
 use crate::transform::Table;
 use database::{Database, Streams};
 use rows::Queued;
@@ -78,90 +80,76 @@ impl Fault {
     }
 }
 
+/// One database, of the whole run or of one process (the [`PerProcess`] sink opens one
+/// per process for the `per_process` layout).
 pub struct RocpdSink {
-    layout: Layout,
-    /// The output path with its placeholders.
-    template: String,
-    /// The run's placeholder values, for what a process's own metadata does not say.
-    run: Placeholders,
-    databases: Vec<Writer>,
-    /// Aggregate tables, written into every database when the run ends.
+    database: Writer,
+    /// Aggregate tables, written into the database when the run ends.
     tables: Vec<Table>,
+    written: Written,
 }
 
 impl RocpdSink {
-    pub fn create(
+    /// The sink of `options` at `template`, its placeholders filled in with the run's
+    /// values (`run`), or each process's.
+    pub fn open(
         options: &Options,
         template: &str,
         run: &Placeholders,
-    ) -> Result<RocpdSink, SinkError> {
-        let mut sink = RocpdSink {
-            layout: options.layout,
-            template: template.to_owned(),
-            run: run.clone(),
-            databases: Vec::new(),
-            tables: Vec::new(),
-        };
-        if sink.layout == Layout::Single {
-            let path = run.expand(&sink.template);
-            let database =
-                Database::create(path.clone(), run.timestamp * 1_000_000_000, Streams::All)
-                    .map_err(|e| e.at(&path))?;
-            sink.databases.push(Writer::start(database));
+    ) -> Result<Box<dyn Sink>, SinkError> {
+        let written = Written::default();
+        if options.layout == Layout::Single {
+            let path = run.expand(template);
+            let start_ns = run.timestamp * 1_000_000_000;
+            return Ok(Box::new(RocpdSink::create(
+                path,
+                start_ns,
+                Streams::All,
+                &written,
+            )?));
         }
-        Ok(sink)
+        let run_start_ns = run.timestamp * 1_000_000_000;
+        let counted = written.clone();
+        let open = move |path: PathBuf, stream: u16, process: Option<&Process>| {
+            let start_ns = process.map_or(run_start_ns, |p| p.start_ns);
+            let sink = RocpdSink::create(path, start_ns, Streams::One(stream), &counted)?;
+            Ok(Box::new(sink) as Box<dyn Sink>)
+        };
+        Ok(Box::new(PerProcess::new(
+            template,
+            run,
+            Paths::Distinct(", or layout = \"single\" for one database of every process"),
+            Some(written),
+            Box::new(open),
+        )))
     }
 
-    /// Opens the database of each stream in `streams` that has none yet (one per process).
-    fn open_processes(
-        &mut self,
-        streams: impl Iterator<Item = u16>,
-        catalog: &Catalog,
-    ) -> Result<(), SinkError> {
-        if self.layout != Layout::PerProcess {
-            return Ok(());
-        }
-        for stream in streams {
-            if self.databases.iter().any(|d| d.holds(stream)) {
-                continue;
-            }
-            let process = catalog.stream(stream).process.as_ref();
-            let placeholders =
-                process.map_or_else(|| self.run.clone(), |p| self.run.for_process(p));
-            let path = placeholders.expand(&self.template);
-            if let Some(other) = self.databases.iter().find(|d| d.path() == path) {
-                return Err(SinkError::NameClash {
-                    context: format!("writing {}", path.display()),
-                    reason: format!(
-                        "two processes would write this database ({} and process {}); \
-                         with layout = \"per_process\" the path needs a placeholder that \
-                         tells processes apart, such as {{pid}} or {{rank}}",
-                        other.path().display(),
-                        placeholders.pid
-                    ),
-                });
-            }
-            let start_ns = process.map_or(self.run.timestamp * 1_000_000_000, |p| p.start_ns);
-            let database = Database::create(path.clone(), start_ns, Streams::One(stream))
-                .map_err(|e| e.at(&path))?;
-            self.databases.push(Writer::start(database));
-        }
-        Ok(())
+    fn create(
+        path: PathBuf,
+        start_ns: u64,
+        streams: Streams,
+        written: &Written,
+    ) -> Result<RocpdSink, SinkError> {
+        let database =
+            Database::create(path.clone(), start_ns, streams).map_err(|e| e.at(&path))?;
+        Ok(RocpdSink {
+            database: Writer::start(database, written.clone()),
+            tables: Vec::new(),
+            written: written.clone(),
+        })
     }
 }
 
 impl Sink for RocpdSink {
     fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
-        self.open_processes(window.iter().map(|c| c.stream), catalog)?;
-        for database in &mut self.databases {
-            let chunks: Vec<Queued> = window
-                .iter()
-                .filter(|c| database.holds(c.stream))
-                .map(|c| Queued::new(Arc::clone(c), catalog.stream(c.stream)))
-                .collect();
-            if !chunks.is_empty() {
-                database.write(chunks).map_err(|e| e.at(database.path()))?;
-            }
+        let database = &mut self.database;
+        let chunks: Vec<Queued> = window
+            .iter()
+            .filter(|c| database.holds(c.stream))
+            .map(|c| Queued::new(Arc::clone(c), catalog.stream(c.stream)))
+            .collect();
+        if !chunks.is_empty() {
+            database.write(chunks).map_err(|e| e.at(database.path()))?;
         }
         Ok(())
     }
@@ -172,26 +160,16 @@ impl Sink for RocpdSink {
     }
 
     fn finish(mut self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
-        // A process whose records all went elsewhere still gets its database.
-        let described = catalog
-            .streams()
-            .filter(|(_, meta)| meta.process.is_some())
-            .map(|(stream, _)| stream);
-        self.open_processes(described, catalog)?;
-        let catalog = Arc::new(catalog.clone());
         let tables: Arc<[Table]> = std::mem::take(&mut self.tables).into();
-        // Every database completes at once, each on its thread.
-        for database in &mut self.databases {
-            database
-                .finish(Arc::clone(&catalog), Arc::clone(&tables))
-                .map_err(|e| e.at(database.path()))?;
-        }
-        std::mem::take(&mut self.databases)
-            .into_iter()
-            .map(|database| {
-                let path = database.path().to_owned();
-                database.join().map_err(|e| e.at(&path))
-            })
-            .collect()
+        let RocpdSink { mut database, .. } = *self;
+        let path = database.path().to_owned();
+        database
+            .finish(Arc::new(catalog.clone()), tables)
+            .map_err(|e| e.at(&path))?;
+        Ok(vec![database.join().map_err(|e| e.at(&path))?])
+    }
+
+    fn written(&self) -> Option<Written> {
+        Some(self.written.clone())
     }
 }

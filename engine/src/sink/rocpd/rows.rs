@@ -102,6 +102,11 @@ pub struct Queued {
 type Arg = (u8, String, String, String);
 
 impl Queued {
+    /// Its records.
+    pub fn len(&self) -> usize {
+        self.chunk.len()
+    }
+
     pub fn new(chunk: Arc<Chunk>, meta: &StreamMeta) -> Queued {
         let messages = match &chunk.batch {
             Batch::Marker(records) => records

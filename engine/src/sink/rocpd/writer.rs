@@ -12,6 +12,7 @@ use super::Fault;
 use super::database::{Database, Streams};
 use super::rows::Queued;
 use crate::catalog::Catalog;
+use crate::sink::Written;
 use crate::transform::Table;
 
 /// Windows queued for one database before the sink waits for it.
@@ -33,13 +34,14 @@ pub struct Writer {
 }
 
 impl Writer {
-    pub fn start(database: Database) -> Writer {
+    /// Starts the database's thread; `written` counts the records it has put in.
+    pub fn start(database: Database, written: Written) -> Writer {
         let (jobs, queue) = sync_channel(QUEUE);
         let path = database.path().to_owned();
         let streams = database.streams();
         let thread = std::thread::Builder::new()
             .name("rocpd".into())
-            .spawn(move || run(database, queue))
+            .spawn(move || run(database, queue, &written))
             .expect("a thread starts");
         Writer {
             path,
@@ -102,7 +104,7 @@ impl Drop for Writer {
     }
 }
 
-fn run(mut database: Database, jobs: Receiver<Job>) -> Result<PathBuf, Fault> {
+fn run(mut database: Database, jobs: Receiver<Job>, written: &Written) -> Result<PathBuf, Fault> {
     let mut finish = None;
     let windows = std::iter::from_fn(|| match jobs.recv().ok()? {
         Job::Window(window) => Some(window),
@@ -111,7 +113,7 @@ fn run(mut database: Database, jobs: Receiver<Job>) -> Result<PathBuf, Fault> {
             None
         }
     });
-    database.fill(windows)?;
+    database.fill(windows, written)?;
     match finish {
         Some((catalog, tables)) => database.finish(&catalog, &tables),
         // The sink was dropped: the database is discarded.

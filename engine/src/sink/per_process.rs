@@ -1,0 +1,218 @@
+//! One output per process: a sink whose path names what tells processes apart (`{pid}`,
+//! `{ppid}`, `{rank}`, `{hostname}`) writes each process's records at the path its own
+//! values fill in, as rocprofv3 writes a file per process. Processes whose values fill in
+//! the same path share that output, unless the format refuses it ([`Paths::Distinct`], the
+//! rocpd sink's `per_process` layout).
+//!
+//! Each output is a sink of its own, opened when its first process's records arrive (or,
+//! for a process that sent none, at the end); aggregate tables, which are the whole run's,
+//! go to every output; the outputs finish together, each on a thread.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{Placeholders, Sink, SinkError, Written};
+use crate::catalog::Catalog;
+use crate::chunk::Chunk;
+use crate::record::Process;
+use crate::transform::Table;
+
+/// The placeholders whose values differ between the processes of a run.
+const PER_PROCESS: [&str; 4] = ["{pid}", "{ppid}", "{rank}", "{hostname}"];
+
+/// Whether a sink's path template names something that tells processes apart.
+pub fn names_a_process(template: &str) -> bool {
+    PER_PROCESS.iter().any(|p| template.contains(p))
+}
+
+/// The path `template` names for `process`: its values, the run's where it has none.
+fn path_of(template: &str, run: &Placeholders, process: Option<&Process>) -> PathBuf {
+    process
+        .map_or_else(|| run.clone(), |p| run.for_process(p))
+        .expand(template)
+}
+
+/// The paths `template` names for the run's processes, each once, in the order they
+/// connected (the run's own values when none said which process it is).
+pub fn paths(template: &str, catalog: &Catalog) -> Vec<PathBuf> {
+    let run = Placeholders::for_run(catalog);
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for process in catalog
+        .streams()
+        .filter_map(|(_, meta)| meta.process.as_ref())
+    {
+        let path = path_of(template, &run, Some(process));
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    if paths.is_empty() {
+        paths.push(path_of(template, &run, None));
+    }
+    paths
+}
+
+/// Whether processes whose values fill in the same path may share the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paths {
+    Shared,
+    /// Two processes at one path are an error naming both, with this hint.
+    Distinct(&'static str),
+}
+
+/// Opens the output at a path, for the stream of its first process (and that process's
+/// metadata, once it has sent it).
+pub type OpenOutput =
+    dyn Fn(PathBuf, u16, Option<&Process>) -> Result<Box<dyn Sink>, SinkError> + Send;
+
+/// A sink that writes each process's records into the output its path names.
+pub struct PerProcess {
+    template: String,
+    /// The run's values, for what a process's metadata does not say.
+    run: Placeholders,
+    paths: Paths,
+    open: Box<OpenOutput>,
+    outputs: Vec<Output>,
+    tables: Vec<Table>,
+    written: Option<Written>,
+}
+
+struct Output {
+    path: PathBuf,
+    streams: Vec<u16>,
+    sink: Box<dyn Sink>,
+}
+
+impl PerProcess {
+    /// `written`: the count the outputs keep together, if they keep one (see
+    /// [`Sink::written`]).
+    pub fn new(
+        template: &str,
+        run: &Placeholders,
+        paths: Paths,
+        written: Option<Written>,
+        open: Box<OpenOutput>,
+    ) -> PerProcess {
+        PerProcess {
+            template: template.to_owned(),
+            run: run.clone(),
+            paths,
+            open,
+            outputs: Vec::new(),
+            tables: Vec::new(),
+            written,
+        }
+    }
+
+    /// Finds or opens the output of each stream in `streams` that has none yet.
+    fn route(
+        &mut self,
+        streams: impl Iterator<Item = u16>,
+        catalog: &Catalog,
+    ) -> Result<(), SinkError> {
+        for stream in streams {
+            if self.outputs.iter().any(|o| o.streams.contains(&stream)) {
+                continue;
+            }
+            let process = catalog.stream(stream).process.as_ref();
+            let path = path_of(&self.template, &self.run, process);
+            match (self.outputs.iter_mut().find(|o| o.path == path), self.paths) {
+                (Some(output), Paths::Shared) => output.streams.push(stream),
+                (Some(output), Paths::Distinct(hint)) => {
+                    return Err(SinkError::NameClash {
+                        context: format!("writing {}", path.display()),
+                        reason: format!(
+                            "two processes would write this output ({} and process {}); \
+                             the path needs a placeholder that tells processes apart, such \
+                             as {{pid}} or {{rank}}{hint}",
+                            output.path.display(),
+                            process.map_or(self.run.pid, |p| p.pid)
+                        ),
+                    });
+                }
+                (None, _) => {
+                    let sink = (self.open)(path.clone(), stream, process)?;
+                    self.outputs.push(Output {
+                        path,
+                        streams: vec![stream],
+                        sink,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Sink for PerProcess {
+    fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
+        self.route(window.iter().map(|c| c.stream), catalog)?;
+        for output in &mut self.outputs {
+            let own: Vec<Arc<Chunk>> = (window.iter())
+                .filter(|c| output.streams.contains(&c.stream))
+                .cloned()
+                .collect();
+            if !own.is_empty() {
+                output.sink.write(&own, catalog)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn table(&mut self, table: &Table) -> Result<(), SinkError> {
+        self.tables.push(table.clone());
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
+        // A process whose records all went elsewhere still gets its output.
+        let described = (catalog.streams())
+            .filter(|(_, meta)| meta.process.is_some())
+            .map(|(stream, _)| stream);
+        self.route(described, catalog)?;
+        for output in &mut self.outputs {
+            for table in &self.tables {
+                output.sink.table(table)?;
+            }
+        }
+        let finished: Vec<Result<Vec<PathBuf>, SinkError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = std::mem::take(&mut self.outputs)
+                .into_iter()
+                .map(|output| {
+                    scope.spawn(move || output.sink.finish(&catalog.only(&output.streams)))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut paths = Vec::new();
+        for outcome in finished {
+            paths.extend(outcome?);
+        }
+        Ok(paths)
+    }
+
+    fn written(&self) -> Option<Written> {
+        self.written.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_that_name_a_process_are_told_apart() {
+        for (template, names) in [
+            ("out/{hostname}-{pid}.pftrace", true),
+            ("out/rank-{rank}", true),
+            ("out/{ppid}.db", true),
+            ("out/{timestamp}/trace.pftrace", false),
+            ("out/trace.pftrace", false),
+        ] {
+            assert_eq!(names_a_process(template), names, "{template}");
+        }
+    }
+}
