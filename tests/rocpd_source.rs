@@ -1203,6 +1203,26 @@ fn cells_of_the_wrong_type_read_leniently() {
     assert_eq!(meta.agents.len(), 2);
 }
 
+/// Row ids are the database's to choose: spread over the whole 64-bit range, the rows are
+/// read all the same, and the range is not cut into a piece per 32 Ki ids.
+#[test]
+fn row_ids_spread_over_the_whole_range_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sparse.db");
+    rocprofv3_db::write(&path, 98, "node-s", 4);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let s = "_0191a2b3_c4d5_7e6f_8a9b_000000000062";
+    conn.execute_batch(&format!(
+        "PRAGMA foreign_keys = OFF; \
+         UPDATE rocpd_kernel_dispatch{s} SET id = -9223372036854775808 WHERE id = 1; \
+         UPDATE rocpd_kernel_dispatch{s} SET id = 9223372036854775807 WHERE id = 2;"
+    ))
+    .unwrap();
+    drop(conn);
+    let read = Read::of(&[path]);
+    assert_eq!(read.count(RecordKind::KernelDispatch), 4);
+}
+
 /// Ranks of two nodes may share a pid: merged, each node keeps its own rows, and
 /// `--by node,process` tells them apart where `--by process` alone adds them up.
 #[test]

@@ -45,6 +45,9 @@ enum Item {
 /// its queue and its reader goes on to the next piece without waiting for the consumer.
 const PIECE_ROWS: i64 = 2 * CHUNK as i64;
 
+/// The most pieces one table is cut into.
+const MAX_PIECES: i128 = 4096;
+
 /// Frames a piece's reader may have ready before the consumer takes them.
 const QUEUE: usize = 8;
 
@@ -275,16 +278,18 @@ fn parts(conn: &Connection, tables: &Tables) -> rusqlite::Result<Vec<Part>> {
             parts.push(Part { table, rows: None });
             continue;
         }
-        let mut start = low;
-        loop {
-            let end = start.saturating_add(PIECE_ROWS - 1).min(high);
+        // Row ids a database spreads thinly (over the whole 64-bit range, say) make at most
+        // MAX_PIECES pieces, most of them empty, rather than a list without bound.
+        let span = i128::from(high) - i128::from(low) + 1;
+        let step = (span / MAX_PIECES).max(i128::from(PIECE_ROWS));
+        let mut start = i128::from(low);
+        while start <= i128::from(high) {
+            let end = (start + step - 1).min(i128::from(high));
             parts.push(Part {
                 table,
-                rows: Some(start..=end),
+                // Both within `low..=high`, so within i64.
+                rows: Some(start as i64..=end as i64),
             });
-            if end == high {
-                break;
-            }
             start = end + 1;
         }
     }
