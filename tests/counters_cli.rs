@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Output;
 use support::counters::{LEGACY, STANDARD};
-use support::{assert_fails, rocflow, text};
+use support::{assert_fails, assert_says, rocflow, text, write_file};
 
 /// A counter definition file of `../shared/data`, as a command-line argument.
 fn shared(name: &str) -> String {
@@ -72,23 +72,18 @@ fn migrate_writes_the_output_file_which_then_passes_check() {
 #[test]
 fn migrate_in_place_replaces_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("defs.yaml");
-    std::fs::write(
-        &file,
+    let file = write_file(
+        dir.path(),
+        "defs.yaml",
         "A:\n  architectures:\n    gfx942/gfx90a: {block: SQ, event: 1}\n  description: x\n",
-    )
-    .unwrap();
+    );
     let out = rocflow(
         &["migrate-counters", "-i", "defs.yaml", "--in-place"],
         dir.path(),
         &[],
     );
     assert_eq!(code(&out), 0);
-    assert!(
-        text(&out.stderr).contains("warning: no `schema-version`"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_says(&out.stderr, "warning: no `schema-version`");
     let migrated = std::fs::read_to_string(&file).unwrap();
     assert!(
         migrated
@@ -135,12 +130,9 @@ fn check_prints_each_finding_with_its_place_and_exits_1() {
     let out = rocflow(&["counters", "check", "defs.yaml"], dir.path(), &[]);
     assert_eq!(code(&out), 1);
     let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains("error: `SQ_WAVE` is not defined for gfx942"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("defs.yaml:5:26"), "{stdout}");
-    assert!(stdout.contains("did you mean `SQ_WAVES`?"), "{stdout}");
+    assert_says(&stdout, "error: `SQ_WAVE` is not defined for gfx942");
+    assert_says(&stdout, "defs.yaml:5:26");
+    assert_says(&stdout, "did you mean `SQ_WAVES`?");
     assert!(
         stdout.ends_with("defs.yaml: 2 counters, 1 problem(s) found\n"),
         "{stdout}"
@@ -194,19 +186,14 @@ fn show_prints_the_definition_tree_and_needs() {
     );
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains(
-            "  on gfx942:\n    expression: 100*reduce(GRBM_GUI_ACTIVE,max)/reduce(GRBM_COUNT,max)\n"
-        ),
-        "{stdout}"
+    assert_says(
+        &stdout,
+        "  on gfx942:\n    expression: 100*reduce(GRBM_GUI_ACTIVE,max)/reduce(GRBM_COUNT,max)\n",
     );
-    assert!(
-        stdout.contains("      └── reduce(max)\n          └── GRBM_COUNT\n"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("    needs on gfx942: GRBM_COUNT, GRBM_GUI_ACTIVE\n"),
-        "{stdout}"
+    assert_says(&stdout, "      └── reduce(max)\n          └── GRBM_COUNT\n");
+    assert_says(
+        &stdout,
+        "    needs on gfx942: GRBM_COUNT, GRBM_GUI_ACTIVE\n",
     );
 
     let typo = rocflow(
@@ -227,11 +214,8 @@ fn without_definitions_the_error_says_where_it_looked() {
     }
     assert_eq!(code(&out), 2);
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("no counter definitions found"), "{stderr}");
-    assert!(
-        stderr.contains("/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml"),
-        "{stderr}"
-    );
+    assert_says(&stderr, "no counter definitions found");
+    assert_says(&stderr, "/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml");
 }
 
 #[test]
@@ -249,17 +233,17 @@ fn without_definitions_validate_warns_of_counters_no_simulated_gpu_has() {
     // A real GPU may have what the simulated ones lack: a warning, not an error.
     assert_eq!(code(&out), 0);
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("warning: `SQ_INSTS_VALUU` is not checked: no counter definitions were found, and no simulated GPU has this counter"),
-        "{stderr}"
+    assert_says(
+        &stderr,
+        "warning: `SQ_INSTS_VALUU` is not checked: no counter definitions were found, and no simulated GPU has this counter",
     );
-    assert!(stderr.contains("p.toml:4:24"), "{stderr}");
-    assert!(stderr.contains("did you mean `SQ_INSTS_VALU`?"), "{stderr}");
-    assert!(
-        stderr.contains("warning: `TCP_TOTAL_CACHE_ACCESSES_sum` is not checked"),
-        "{stderr}"
+    assert_says(&stderr, "p.toml:4:24");
+    assert_says(&stderr, "did you mean `SQ_INSTS_VALU`?");
+    assert_says(
+        &stderr,
+        "warning: `TCP_TOTAL_CACHE_ACCESSES_sum` is not checked",
     );
-    assert!(stderr.contains("--counters FILE"), "{stderr}");
+    assert_says(&stderr, "--counters FILE");
     assert!(
         !stderr.contains("`SQ_WAVES`"),
         "a simulated GPU has it: {stderr}"

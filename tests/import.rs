@@ -10,7 +10,7 @@ use rocflow::pipeline::model::{KernelNames, PostStep};
 use rocflow::pipeline::{Options, Override, compile_file};
 use rocflow::plan::{ContextPlan, Plan};
 use rocflow::sdk::{PcSamplingMethod, PcSamplingUnit};
-use support::{assert_fails, assert_success, rocflow, run_on, text};
+use support::{assert_fails, assert_says, assert_success, rocflow, run_on, text};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -615,14 +615,14 @@ fn bad_input_is_one_clear_error_with_its_position() {
         Some("typo.yaml:3:5"),
         "unknown key `hip_trac` in `jobs[0]`",
     );
-    assert!(stderr.contains("did you mean `hip_trace`?"), "{stderr}");
+    assert_says(&stderr, "did you mean `hip_trace`?");
     let stderr = rejected(
         "top.json",
         "{\n  \"job\": []\n}\n",
         Some("top.json:2:3"),
         "unknown key `job`",
     );
-    assert!(stderr.contains("did you mean `jobs`?"), "{stderr}");
+    assert_says(&stderr, "did you mean `jobs`?");
     rejected(
         "type.yaml",
         "jobs:\n  - kernel_trace: sometimes\n",
@@ -647,7 +647,7 @@ fn bad_input_is_one_clear_error_with_its_position() {
         Some("format.yaml:2:26"),
         "`jobs[0].output_format[1]`: `pftrase` is not a valid value",
     );
-    assert!(stderr.contains("did you mean `pftrace`?"), "{stderr}");
+    assert_says(&stderr, "did you mean `pftrace`?");
     rejected(
         "syntax.yaml",
         "jobs:\n  - kernel_trace: true\n   pmc: [SQ_WAVES]\n",
@@ -679,7 +679,7 @@ fn bad_input_is_one_clear_error_with_its_position() {
         None,
         "cannot tell the format",
     );
-    assert!(stderr.contains(".yaml, .yml, .json"), "{stderr}");
+    assert_says(&stderr, ".yaml, .yml, .json");
 }
 
 #[test]
@@ -690,7 +690,7 @@ fn values_rocflow_cannot_honour_are_errors_at_their_place() {
         Some("regex.yaml:3:5"),
         "`kernel_include_regex` is not a regex rocflow reads",
     );
-    assert!(stderr.contains("no look-around"), "{stderr}");
+    assert_says(&stderr, "no look-around");
     rejected(
         "range.yaml",
         "jobs:\n  - pmc: [SQ_WAVES]\n    kernel_iteration_range: \"[10-2]\"\n",

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use support::{assert_success, csv, only, rocflow, tally, text};
+use support::{assert_says, assert_success, csv, only, rocflow, tally, text};
 
 /// trace-all (Perfetto, rocpd, summary, report) plus CSV, Parquet and OTF2: the outputs
 /// of [`support::MARKERS`], with kernels and API calls.
@@ -304,7 +304,7 @@ fn the_flag_only_changes_the_pipeline() {
             .join("\n")
     };
     let flagged = explain(&["explain", "csv", "--kernel-names", "truncated"]);
-    assert!(flagged.contains("kernel names: truncated"), "{flagged}");
+    assert_says(&flagged, "kernel names: truncated");
     assert_eq!(flagged, explain(&["explain", "says.toml"]));
     assert_ne!(flagged, explain(&["explain", "csv"]));
     let json = |args: &[&str]| {

@@ -176,7 +176,7 @@ fn replay_runs_the_summary_post_step_after_the_sinks() {
         .unwrap()
         .0;
     assert_says(&out.stdout, "top kernels by GPU time");
-    assert!(stdout.contains(busiest.as_str()), "{stdout}");
+    assert_says(&stdout, busiest.as_str());
     // Three kernels, as the step asks.
     let shown = stdout
         .lines()
@@ -231,9 +231,9 @@ argv = ["false"]
         out.status.success(),
         "a failing optional step fails nothing: {stderr}"
     );
-    assert!(
-        stderr.contains("warning: post-step `optional`: `false` exited with status 1"),
-        "{stderr}"
+    assert_says(
+        &stderr,
+        "warning: post-step `optional`: `false` exited with status 1",
     );
     assert!(
         !support::messages(&out.stderr).contains("`check`"),
@@ -595,9 +595,9 @@ fn sql_steps_cannot_write_other_files_or_run_forever() {
         ),
         ("forever", "the query ran past its 200ms limit"),
     ] {
-        assert!(
-            stderr.contains(&format!("warning: post-step `{step}`: {message}\n")),
-            "{stderr}"
+        assert_says(
+            &stderr,
+            &format!("warning: post-step `{step}`: {message}\n"),
         );
         assert!(!dir.path().join(format!("q/{step}.csv")).exists());
     }

@@ -3,10 +3,13 @@
 //! counts checked against what the scenario file says each process does.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
-use support::{assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, text};
+use support::{
+    assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, sim_scenarios, text,
+    write_file,
+};
 
 fn default_scenario() -> toml::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
@@ -228,13 +231,7 @@ fn programs_a_shell_starts_are_one_stream_each() {
 
 #[test]
 fn every_shipped_scenario_is_delivered_whole() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim");
-    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    scenarios.sort();
+    let scenarios = sim_scenarios();
     assert!(scenarios.len() >= 3, "{scenarios:?}");
     for path in scenarios {
         let scenario: toml::Value =
@@ -396,12 +393,11 @@ fn a_node_without_a_gpu_reports_no_agent_and_still_traces_host_calls() {
     // As the real SDK on a node without a GPU driver: no agent at all, not even the CPU,
     // and the tracing services are accepted.
     let scenario = tempfile::tempdir().unwrap();
-    let path = scenario.path().join("no-gpu.toml");
-    std::fs::write(
-        &path,
+    let path = write_file(
+        scenario.path(),
+        "no-gpu.toml",
         "[scenario]\nname = \"no-gpu\"\nthreads = 1\niterations = 3\nmarker_ranges = true\n\n[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipGetDeviceCount\"\n",
-    )
-    .unwrap();
+    );
     let device = format!("sim:{}", path.display());
     let (output, rows, dir) = run("", &device, &["/bin/sleep", "0.1"]);
     assert_success(&output);

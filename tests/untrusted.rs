@@ -10,7 +10,7 @@ use std::time::Duration;
 use rocflow::record::{Batch, CounterInfo, MemoryAllocation, Meta};
 use rocflow::spool::SpoolReader;
 use rocflow::wire::{self, Frame, Payload};
-use support::{assert_success, csv, rocflow, rocflow_command, text};
+use support::{assert_says, assert_success, csv, rocflow, rocflow_command, text};
 
 const TRACE: &str = concat!(
     support::traced_pipeline!("untrusted", "t"),
@@ -143,7 +143,7 @@ fn summary_and_diff_load_no_plugin_from_the_spool() {
     };
     let (recorded, stderr) = calls("run.rfraw");
     assert_eq!(recorded, calls("plain.rfraw").0);
-    assert!(stderr.contains("plugin transform `halve`"), "{stderr}");
+    assert_says(&stderr, "plugin transform `halve`");
 
     let diff = ["diff", "plain.rfraw", "run.rfraw", "--fail-if"];
     let out = rocflow(&[&diff[..], &["kernel_time_ratio < 0.9"]].concat(), d, &[]);

@@ -44,6 +44,17 @@ pub fn pipelines() -> Vec<PathBuf> {
     files
 }
 
+/// The simulated device's shipped scenarios (`examples/sim/*.toml`), sorted.
+pub fn sim_scenarios() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("examples/sim"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// `rocflow inspect --json SPOOL` in `dir` (SPOOL a spool, or a directory: its newest).
 pub fn inspect(dir: &Path, spool: &str) -> serde_json::Value {
     let out = rocflow(&["inspect", "--json", spool], dir, &[]);
@@ -271,6 +282,13 @@ pub const COORDINATES: [&str; 7] = [
     "instance",
 ];
 
+/// Writes `text` to the file `name` in `dir`, and returns its path.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    path
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -286,8 +304,8 @@ pub fn messages(stderr: &[u8]) -> String {
 }
 
 /// Fails with `output` (a command's stdout or stderr) unless it says `needle`.
-pub fn assert_says(output: &[u8], needle: &str) {
-    let output = text(output);
+pub fn assert_says(output: impl AsRef<[u8]>, needle: &str) {
+    let output = text(output.as_ref());
     assert!(output.contains(needle), "no {needle:?} in:\n{output}");
 }
 

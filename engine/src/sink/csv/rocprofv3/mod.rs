@@ -36,8 +36,8 @@ use super::earlier_output;
 use agent_info::{AGENT_INFO, agent_rows};
 use counters::{Counted, counter_rows};
 use format::Line;
-use stats::{STATS, Statistics, stats_rows};
-use table::Table;
+use stats::{Statistics, stats_rows};
+use table::{STATS, Table};
 use trace::Rows;
 
 /// One process's files and what is written at the end.

@@ -8,18 +8,6 @@ use crate::stats::Accumulator;
 use super::format::Line;
 use super::table::Table;
 
-/// The columns of every statistics file.
-pub const STATS: &[&str] = &[
-    "Name",
-    "Calls",
-    "TotalDurationNs",
-    "AverageNs",
-    "Percentage",
-    "MinNs",
-    "MaxNs",
-    "StdDev",
-];
-
 /// The statistics of one process, per table, per name.
 pub(super) type Statistics = BTreeMap<Table, HashMap<String, Accumulator>>;
 

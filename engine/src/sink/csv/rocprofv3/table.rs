@@ -49,6 +49,18 @@ const PC_SAMPLES: &[&str] = &[
     "Wave_Count",
 ];
 
+/// The columns of every statistics file.
+pub const STATS: &[&str] = &[
+    "Name",
+    "Calls",
+    "TotalDurationNs",
+    "AverageNs",
+    "Percentage",
+    "MinNs",
+    "MaxNs",
+    "StdDev",
+];
+
 impl Table {
     /// The file's name after `<pid>_`, without `.csv`.
     pub fn name(self) -> &'static str {
