@@ -144,16 +144,13 @@ fn tracing_options_select_rocprofiler_sdk_domains() {
     }
     assert!(plans["job-23"].contexts.is_empty(), "nothing to collect");
     let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("`kokkos_trace` is converted as `marker_trace`")
-            && stderr.contains("tracing.yaml:28:5"),
-        "{stderr}"
+    assert_says(&stderr, "`kokkos_trace` is converted as `marker_trace`");
+    assert_says(&stderr, "tracing.yaml:28:5");
+    assert_says(
+        &stderr,
+        "this job enables no tracing, counters or PC sampling",
     );
-    assert!(
-        stderr.contains("this job enables no tracing, counters or PC sampling")
-            && stderr.contains("tracing.yaml:33:5"),
-        "{stderr}"
-    );
+    assert_says(&stderr, "tracing.yaml:33:5");
 }
 
 #[test]
@@ -324,11 +321,8 @@ fn outputs_where_rocprofv3_writes_them() {
     let input = std::fs::read_to_string(data("outputs.yaml")).unwrap();
     let line = line_of(&input, "output_format");
     let column = input.lines().nth(line - 1).unwrap().find("json").unwrap() + 1;
-    assert!(
-        stderr.contains("`json` output is not converted")
-            && stderr.contains(&format!("outputs.yaml:{line}:{column}")),
-        "{stderr}"
-    );
+    assert_says(&stderr, "`json` output is not converted");
+    assert_says(&stderr, &format!("outputs.yaml:{line}:{column}"));
     assert!(stderr.contains("`%env{SCRATCH}%` in `output_directory` has no rocflow equivalent"));
     assert!(stderr.contains("`%job%` in `output_directory` has no rocflow equivalent"));
 }

@@ -512,10 +512,8 @@ fn a_bad_max_file_size_is_a_pipeline_error() {
     assert_eq!(out.status.code(), Some(2));
     let line = text_of.lines().position(|l| l.contains("12 XB")).unwrap() + 1;
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("unknown unit `XB`") && stderr.contains(&format!("p.toml:{line}:")),
-        "{stderr}"
-    );
+    assert_says(&stderr, "unknown unit `XB`");
+    assert_says(&stderr, &format!("p.toml:{line}:"));
 }
 
 /// Records of every kind get a table with their own columns, those the generator does not

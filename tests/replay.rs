@@ -105,11 +105,8 @@ fn a_corrupt_spool_is_reported_where_it_breaks() {
     let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
     assert!(out.status.success());
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("the spool is corrupt at byte")
-            && stderr.contains("using the frames before it"),
-        "{stderr}"
-    );
+    assert_says(&stderr, "the spool is corrupt at byte");
+    assert_says(&stderr, "using the frames before it");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! counts checked against what the scenario file says each process does.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use support::{
@@ -14,6 +14,18 @@ use support::{
 fn default_scenario() -> toml::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
     toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The default scenario with each of `settings` of its `[scenario]` table set, written
+/// to `name` in `dir`: the scenario and its file.
+fn scenario_with(dir: &Path, name: &str, settings: &[(&str, i64)]) -> (toml::Value, PathBuf) {
+    let mut scenario = default_scenario();
+    let table = scenario["scenario"].as_table_mut().unwrap();
+    for (key, value) in settings {
+        table.insert((*key).into(), toml::Value::Integer(*value));
+    }
+    let path = write_file(dir, name, &toml::to_string(&scenario).unwrap());
+    (scenario, path)
 }
 
 /// Records of each kind one process delivers, from the scenario file's own numbers.
@@ -260,11 +272,8 @@ fn a_crash_keeps_everything_sent_and_passes_the_signal_on() {
 #[test]
 fn threads_of_the_application_and_of_the_scenario() {
     let dir = tempfile::tempdir().unwrap();
-    let mut scenario = default_scenario();
-    scenario["scenario"]["threads"] = toml::Value::Integer(4);
-    scenario["scenario"]["iterations"] = toml::Value::Integer(25);
-    let path = dir.path().join("four-threads.toml");
-    std::fs::write(&path, toml::to_string(&scenario).unwrap()).unwrap();
+    let settings = [("threads", 4), ("iterations", 25)];
+    let (scenario, path) = scenario_with(dir.path(), "four-threads.toml", &settings);
     let app = sim_app();
     let device = format!("sim:{}", path.display());
     let (output, rows, _run) = run("", &device, &[app.to_str().unwrap(), "threads", "8"]);
@@ -305,10 +314,7 @@ fn counter_values_keep_their_kernel_when_dispatches_complete_together() {
     // Four scenario threads complete dispatches at once, so the values of several
     // dispatches interleave in the counters' buffer.
     let dir = tempfile::tempdir().unwrap();
-    let mut scenario = default_scenario();
-    scenario["scenario"]["threads"] = toml::Value::Integer(4);
-    let path = dir.path().join("four-threads.toml");
-    std::fs::write(&path, toml::to_string(&scenario).unwrap()).unwrap();
+    let (scenario, path) = scenario_with(dir.path(), "four-threads.toml", &[("threads", 4)]);
     // Every counter of gfx942, so each dispatch has hundreds of values.
     let collect: Vec<toml::Value> = scenario["agent"][0]["counter"]
         .as_array()
@@ -451,14 +457,13 @@ fn an_unsupported_pc_sampling_configuration_is_explained() {
 #[test]
 fn roctx_pause_and_resume_stop_and_start_collection() {
     let dir = tempfile::tempdir().unwrap();
-    let mut scenario = default_scenario();
-    scenario["scenario"]["threads"] = toml::Value::Integer(1);
-    scenario["scenario"]["iterations"] = toml::Value::Integer(30);
-    let settings = scenario["scenario"].as_table_mut().unwrap();
-    settings.insert("pause_at".into(), toml::Value::Integer(10));
-    settings.insert("resume_at".into(), toml::Value::Integer(20));
-    let path = dir.path().join("paused.toml");
-    std::fs::write(&path, toml::to_string(&scenario).unwrap()).unwrap();
+    let settings = [
+        ("threads", 1),
+        ("iterations", 30),
+        ("pause_at", 10),
+        ("resume_at", 20),
+    ];
+    let (_, path) = scenario_with(dir.path(), "paused.toml", &settings);
     let (output, rows, _run) = run(
         "",
         &format!("sim:{}", path.display()),

@@ -282,6 +282,18 @@ pub const COORDINATES: [&str; 7] = [
     "instance",
 ];
 
+/// The rows `sql` selects from `db`, each read by `row`.
+pub fn sqlite_rows<T, C: FromIterator<T>>(
+    db: &rusqlite::Connection,
+    sql: &str,
+    row: impl FnMut(&rusqlite::Row) -> rusqlite::Result<T>,
+) -> C {
+    let mut statement = db.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let rows = statement.query_map([], row).unwrap();
+    rows.map(|r| r.unwrap_or_else(|e| panic!("{sql}: {e}")))
+        .collect()
+}
+
 /// Writes `text` to the file `name` in `dir`, and returns its path.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
