@@ -2,7 +2,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use support::{assert_fails, assert_says, rocflow, text, write_file};
+use support::{assert_fails, assert_says, assert_says_each, rocflow, text, with_file, write_file};
 
 #[test]
 fn version_and_help() {
@@ -28,9 +28,7 @@ fn version_and_help() {
 
 #[test]
 fn validate_reports_position_snippet_and_hint_with_exit_code_2() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(
-        dir.path(),
+    let (dir, _) = with_file(
         "bad.toml",
         "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\"]\n",
     );
@@ -60,9 +58,7 @@ fn validate_reports_position_snippet_and_hint_with_exit_code_2() {
 
 #[test]
 fn validate_json_for_ci() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(
-        dir.path(),
+    let (dir, _) = with_file(
         "bad.toml",
         "[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"x/{hostnme}.db\"\n",
     );
@@ -87,8 +83,7 @@ fn validate_json_for_ci() {
 
 #[test]
 fn bad_set_is_a_user_error() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "p.toml", "[pipeline]\nextends = [\"base\"]\n");
+    let (dir, _) = with_file("p.toml", "[pipeline]\nextends = [\"base\"]\n");
     let out = rocflow(&["validate", "p.toml", "--set", "tpo=3"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown parameter `tpo`"));
@@ -106,12 +101,7 @@ fn bad_set_is_a_user_error() {
 
 #[test]
 fn explain_json_is_the_plan() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(
-        dir.path(),
-        "p.toml",
-        "[pipeline]\nextends = [\"pc-sampling\"]\n",
-    );
+    let (dir, _) = with_file("p.toml", "[pipeline]\nextends = [\"pc-sampling\"]\n");
     let out = rocflow(
         &["explain", "--json", "p.toml", "--set", "interval=500"],
         dir.path(),
@@ -166,9 +156,7 @@ fn explain_shows_the_time_limit_of_sql_steps() {
 
 #[test]
 fn resolved_pipeline_is_a_valid_standalone_pipeline() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(
-        dir.path(),
+    let (dir, _) = with_file(
         "p.toml",
         "[pipeline]\nname = \"mine\"\nextends = [\"counters-basic\"]\n",
     );
@@ -292,15 +280,17 @@ fn using_a_shadowing_team_template_prints_a_note() {
     assert_eq!(out.status.code(), Some(0));
     let stderr = text(&out.stderr);
     let team_template = team.join("kernel-trace.toml").canonicalize().unwrap();
-    assert_says(
+    assert_says_each(
         &stderr,
-        &format!(
-            "note: template `kernel-trace` is {} (on ROCFLOW_PIPELINE_PATH)",
-            team_template.display()
-        ),
+        &[
+            &format!(
+                "note: template `kernel-trace` is {} (on ROCFLOW_PIPELINE_PATH)",
+                team_template.display()
+            ),
+            "app.toml:2:12",
+            "it shadows pipelines/kernel-trace.toml (shipped)",
+        ],
     );
-    assert_says(&stderr, "app.toml:2:12");
-    assert_says(&stderr, "it shadows pipelines/kernel-trace.toml (shipped)");
     // Run by name, the template itself is what shadows.
     let by_name = rocflow(&["explain", "kernel-trace"], dir.path(), &env);
     assert!(by_name.status.success(), "{}", text(&by_name.stderr));
@@ -412,8 +402,7 @@ fn an_edited_starter_overrides_what_its_examples_say() {
 
 #[test]
 fn init_refuses_to_overwrite_without_force() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "pipeline.toml", "# mine\n");
+    let (dir, _) = with_file("pipeline.toml", "# mine\n");
     let out = rocflow(&["init", "trace-all"], dir.path(), &[]);
     assert_fails(
         &out,

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use support::{assert_fails, assert_says, assert_success, rocflow, text, write_file};
+use support::{assert_fails, assert_says, assert_success, rocflow, text, with_file, write_file};
 
 /// `rocflow explain` without its `sources:` line, which names where each part came from
 /// (the flags, or the file that says the same).
@@ -22,10 +22,8 @@ fn explained(args: &[&str], dir: &Path) -> String {
 
 #[test]
 fn explain_with_flags_is_the_explain_of_the_pipeline_they_describe() {
-    let dir = tempfile::tempdir().unwrap();
     // What the flags below say, written as a pipeline extending the same template.
-    write_file(
-        dir.path(),
+    let (dir, _) = with_file(
         "same.toml",
         r#"[pipeline]
 extends = ["kernel-trace"]
@@ -376,9 +374,7 @@ fn run_without_a_pipeline_is_a_system_trace_and_flags_change_what_is_collected()
 
 #[test]
 fn replay_takes_the_output_flags_with_a_pipeline() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(
-        dir.path(),
+    let (dir, _) = with_file(
         "p.toml",
         "[pipeline]\nspool_dir = \"{output_dir}\"\n[params]\noutput_dir = \"first\"\n[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n[[sink]]\nname = \"csv\"\nkind = \"csv\"\npath = \"{output_dir}/csv\"\n",
     );

@@ -16,7 +16,7 @@ use rocflow::plan::Plan;
 use rocflow_core::contexts::AgentSelector;
 use serde_json::{Value, json};
 use support::kit::{Call, Kit, Node, Run};
-use support::{assert_says, pipelines, repo, write_file};
+use support::{assert_says, pipelines, repo, with_file};
 
 const SUCCESS: &str = "ROCPROFILER_STATUS_SUCCESS";
 const PC_SAMPLING_QUERY: &str = "rocprofiler_query_pc_sampling_agent_configurations";
@@ -535,10 +535,8 @@ fn forced(pipeline: &Path) -> Run {
 
 #[test]
 fn a_counter_the_gpu_lacks_is_named_and_left_out() {
-    let dir = tempfile::tempdir().unwrap();
     // GL2C_HIT is an RDNA counter: the SDK's definitions have it, gfx942 does not.
-    let pipeline = write_file(
-        dir.path(),
+    let (_dir, pipeline) = with_file(
         "rdna-counter.toml",
         "[pipeline]\nname = \"rdna-counter\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\ncounters.collect = [\"SQ_WAVES\", \"GL2C_HIT\"]\n",
     );

@@ -8,7 +8,7 @@ use std::process::Output;
 
 use support::{
     assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, sim_scenarios, text,
-    write_file,
+    with_file, write_file,
 };
 
 fn default_scenario() -> toml::Value {
@@ -398,9 +398,7 @@ fn pc_sampling_turns_on_amds_beta_and_delivers_host_trap_samples() {
 fn a_node_without_a_gpu_reports_no_agent_and_still_traces_host_calls() {
     // As the real SDK on a node without a GPU driver: no agent at all, not even the CPU,
     // and the tracing services are accepted.
-    let scenario = tempfile::tempdir().unwrap();
-    let path = write_file(
-        scenario.path(),
+    let (_scenario, path) = with_file(
         "no-gpu.toml",
         "[scenario]\nname = \"no-gpu\"\nthreads = 1\niterations = 3\nmarker_ranges = true\n\n[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipGetDeviceCount\"\n",
     );

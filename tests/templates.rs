@@ -9,7 +9,7 @@ use rocflow::plan::AgentSelector;
 use rocflow::record::RecordKind;
 use rocflow::sdk::AgentType;
 use rocflow::sdk::Domain;
-use support::assert_says;
+use support::assert_says_each;
 
 /// A directory of pipeline files for one test.
 struct Files(tempfile::TempDir);
@@ -313,10 +313,15 @@ fn errors_inside_templates_name_the_chain() {
     let e = errors[0];
     assert!(e.position().unwrap().ends_with("broken.toml:3:12"), "{e}");
     let rendered = e.render(false);
-    assert_says(&rendered, "in template `broken`");
-    assert_says(&rendered, "middle.toml:2:12");
-    assert_says(&rendered, "in template `middle`");
-    assert_says(&rendered, "app.toml:3:12");
+    assert_says_each(
+        &rendered,
+        &[
+            "in template `broken`",
+            "middle.toml:2:12",
+            "in template `middle`",
+            "app.toml:3:12",
+        ],
+    );
 }
 
 #[test]

@@ -294,6 +294,13 @@ pub fn sqlite_rows<T, C: FromIterator<T>>(
         .collect()
 }
 
+/// A fresh directory holding `text` as the file `name`, and the file's path.
+pub fn with_file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), name, text);
+    (dir, path)
+}
+
 /// Writes `text` to the file `name` in `dir`, and returns its path.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
@@ -321,6 +328,13 @@ pub fn assert_says(output: impl AsRef<[u8]>, needle: &str) {
     assert!(output.contains(needle), "no {needle:?} in:\n{output}");
 }
 
+/// Fails with `output` unless it says each of `needles`.
+pub fn assert_says_each(output: impl AsRef<[u8]>, needles: &[&str]) {
+    needles
+        .iter()
+        .for_each(|needle| assert_says(&output, needle));
+}
+
 /// Fails with the command's output unless it succeeded.
 pub fn assert_success(output: &Output) {
     assert!(
@@ -336,9 +350,7 @@ pub fn assert_success(output: &Output) {
 pub fn assert_fails(output: &Output, code: i32, needles: &[&str]) -> String {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(code), "stderr:\n{stderr}");
-    for needle in needles {
-        assert!(stderr.contains(needle), "no {needle:?} in:\n{stderr}");
-    }
+    assert_says_each(&stderr, needles);
     stderr
 }
 
