@@ -1,6 +1,6 @@
 //! The `rocflow` binary as users and CI scripts run it: exit codes, messages, JSON output.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use support::{assert_fails, assert_says, assert_says_each, rocflow, text, with_file, write_file};
 
@@ -260,13 +260,19 @@ fn templates_list_shows_origins_and_shadowing() {
     );
 }
 
-#[test]
-fn using_a_shadowing_team_template_prints_a_note() {
+/// A fresh directory with a team's template library, `team`, holding `text` as the
+/// template file `name`: the directory and the library.
+fn with_team_template(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let team = dir.path().join("team");
     std::fs::create_dir_all(&team).unwrap();
-    write_file(
-        &team,
+    write_file(&team, name, text);
+    (dir, team)
+}
+
+#[test]
+fn using_a_shadowing_team_template_prints_a_note() {
+    let (dir, team) = with_team_template(
         "kernel-trace.toml",
         "[pipeline]\nextends = [\"base\"]\n[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n",
     );
@@ -453,11 +459,7 @@ fn init_of_an_unknown_template_suggests_one_and_writes_nothing() {
 
 #[test]
 fn init_extends_team_templates_and_lists_their_parameters() {
-    let dir = tempfile::tempdir().unwrap();
-    let team = dir.path().join("team");
-    std::fs::create_dir_all(&team).unwrap();
-    write_file(
-        &team,
+    let (dir, team) = with_team_template(
         "cfd.toml",
         "[pipeline]\nextends = [\"kernel-trace\"]\n[params]\nproject = \"cfd\"\noutput_dir = \"/scratch/{project}\"\n",
     );

@@ -25,6 +25,14 @@ fn with_input(name: &str) -> tempfile::TempDir {
     dir
 }
 
+/// `rocflow import-rocprofv3 INPUT ARGS…` in a fresh directory holding the input file.
+fn import(input: &str, args: &[&str]) -> (tempfile::TempDir, Output) {
+    let dir = with_input(input);
+    let command = [&["import-rocprofv3", input], args].concat();
+    let output = rocflow(&command, dir.path(), &[]);
+    (dir, output)
+}
+
 fn compile(path: &Path, overrides: &[String]) -> Plan {
     let options = Options {
         overrides: overrides
@@ -45,12 +53,7 @@ fn compile(path: &Path, overrides: &[String]) -> Plan {
 
 /// Converts `input` with `--split` and compiles every pipeline: file stem → Plan.
 fn split(input: &str) -> (BTreeMap<String, Plan>, Output, tempfile::TempDir) {
-    let dir = with_input(input);
-    let output = rocflow(
-        &["import-rocprofv3", input, "--split", "-o", "out"],
-        dir.path(),
-        &[],
-    );
+    let (dir, output) = import(input, &["--split", "-o", "out"]);
     assert_success(&output);
     let mut plans = BTreeMap::new();
     for entry in std::fs::read_dir(dir.path().join("out")).unwrap() {
@@ -374,12 +377,7 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
         "att_activity",
         "att_serialize_all",
     ];
-    let dir = with_input("unsupported.yaml");
-    let output = rocflow(
-        &["import-rocprofv3", "unsupported.yaml", "-o", "p.toml"],
-        dir.path(),
-        &[],
-    );
+    let (dir, output) = import("unsupported.yaml", &["-o", "p.toml"]);
     assert_success(&output);
     let input = std::fs::read_to_string(data("unsupported.yaml")).unwrap();
     let pipeline = std::fs::read_to_string(dir.path().join("p.toml")).unwrap();
@@ -415,8 +413,7 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
 
 #[test]
 fn json_input_with_the_schemas_own_spellings() {
-    let dir = with_input("spellings.json");
-    let output = rocflow(&["import-rocprofv3", "spellings.json"], dir.path(), &[]);
+    let (dir, output) = import("spellings.json", &[]);
     assert_success(&output);
     let stdout = text(&output.stdout);
     assert!(
@@ -537,18 +534,7 @@ fn one_pipeline_with_parameters_runs_each_job_as_split_pipelines_do() {
 
 #[test]
 fn jobs_of_different_shapes_cannot_share_a_pipeline() {
-    let dir = with_input("shapes.yaml");
-    let output = rocflow(
-        &[
-            "import-rocprofv3",
-            "shapes.yaml",
-            "--params",
-            "-o",
-            "p.toml",
-        ],
-        dir.path(),
-        &[],
-    );
+    let (dir, output) = import("shapes.yaml", &["--params", "-o", "p.toml"]);
     assert_fails(
         &output,
         2,
@@ -563,8 +549,7 @@ fn jobs_of_different_shapes_cannot_share_a_pipeline() {
 
 #[test]
 fn several_jobs_need_split_or_params() {
-    let dir = with_input("jobs.yaml");
-    let output = rocflow(&["import-rocprofv3", "jobs.yaml"], dir.path(), &[]);
+    let (_dir, output) = import("jobs.yaml", &[]);
     assert_fails(
         &output,
         2,
@@ -733,8 +718,7 @@ fn values_rocflow_cannot_honour_are_errors_at_their_place() {
 
 #[test]
 fn a_single_pipeline_goes_to_stdout_and_compiles() {
-    let dir = with_input("sim.yaml");
-    let output = rocflow(&["import-rocprofv3", "sim.yaml"], dir.path(), &[]);
+    let (dir, output) = import("sim.yaml", &[]);
     assert_success(&output);
     let pipeline = text(&output.stdout);
     assert!(
@@ -814,13 +798,8 @@ fn every_key_of_the_rocprofv3_input_schema_is_exercised() {
 
 #[test]
 fn a_converted_job_runs_on_the_simulated_device() {
-    let dir = with_input("sim.yaml");
-    let import = rocflow(
-        &["import-rocprofv3", "sim.yaml", "-o", "p.toml"],
-        dir.path(),
-        &[],
-    );
-    assert_success(&import);
+    let (dir, imported) = import("sim.yaml", &["-o", "p.toml"]);
+    assert_success(&imported);
     let run = run_on("sim", "p.toml", &["/bin/sleep", "0.2"], dir.path(), &[]);
     assert_success(&run);
     // rocprofv3's layout: out/pass_1/<host>/<pid> (a directory of CSV tables here), and
@@ -882,18 +861,7 @@ fn counter_names_are_checked_against_definitions() {
         .canonicalize()
         .unwrap();
     let definitions = definitions.to_str().unwrap();
-    let dir = with_input("passes.txt");
-    let known = rocflow(
-        &[
-            "import-rocprofv3",
-            "passes.txt",
-            "--params",
-            "--counters",
-            definitions,
-        ],
-        dir.path(),
-        &[],
-    );
+    let (dir, known) = import("passes.txt", &["--params", "--counters", definitions]);
     assert_success(&known);
     std::fs::write(dir.path().join("typo.txt"), "pmc: SQ_WAVE\n").unwrap();
     let typo = rocflow(
