@@ -11,24 +11,22 @@ use rocflow::record::Batch;
 use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
 
-const PIPELINE: &str = r#"
-[pipeline]
-name = "stats"
-[[context]]
-name = "t"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES"]
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out"
-[[post]]
+const PIPELINE: &str = concat!(
+    support::traced_pipeline!(
+        "stats",
+        "t",
+        r#"["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]"#
+    ),
+    "counters.collect = [\"SQ_WAVES\"]\n",
+    support::sink!("tables", "csv", "out"),
+    r#"[[post]]
 name = "stats"
 kind = "summary"
 path = "stats-{pid}"
 formats = ["json", "csv"]
 top = 3
-"#;
+"#,
+);
 
 fn setup() -> tempfile::TempDir {
     support::generated("stats.toml", PIPELINE, &["--records", "40000"])
