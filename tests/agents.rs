@@ -6,16 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use support::{assert_says, assert_success, repo, rocflow, text};
+use support::{assert_says, assert_says_each, assert_success, repo, rocflow, sim_scenarios, text};
 
 /// The shipped scenarios.
 fn scenarios() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("examples/sim"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
+    let files = sim_scenarios();
     assert!(files.len() >= 2, "{files:?}");
     files
 }
@@ -194,7 +189,12 @@ fn counters_list_asks_the_device_without_definitions() {
         return;
     }
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert_says(&out.stderr, "no counter definitions found");
-    assert_says(&out.stderr, "no rocprofiler-sdk found");
-    assert_says(&out.stderr, "--device sim");
+    assert_says_each(
+        &out.stderr,
+        &[
+            "no counter definitions found",
+            "no rocprofiler-sdk found",
+            "--device sim",
+        ],
+    );
 }

@@ -21,28 +21,13 @@ args = true
 "#;
 
 /// The sinks of the run every test here reads: one of each kind.
-const SINKS: &str = r#"
-[[sink]]
-name = "db"
-kind = "rocpd"
-path = "out/run.db"
-[[sink]]
-name = "csv"
-kind = "csv"
-path = "out/csv"
-[[sink]]
-name = "trace"
-kind = "perfetto"
-path = "out/trace.pftrace"
-[[sink]]
-name = "ds"
-kind = "parquet"
-path = "out/ds"
-[[sink]]
-name = "otf2"
-kind = "otf2"
-path = "out/otf2"
-"#;
+const SINKS: &str = concat!(
+    support::sink!("db", "rocpd", "out/run.db"),
+    support::sink!("csv", "csv", "out/csv"),
+    support::sink!("trace", "perfetto", "out/trace.pftrace"),
+    support::sink!("ds", "parquet", "out/ds"),
+    support::sink!("otf2", "otf2", "out/otf2"),
+);
 
 /// What a replay of the run keeps: the calls that copied more than a MiB.
 const LARGE_COPIES: &str = r#"

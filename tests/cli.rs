@@ -1,12 +1,8 @@
 //! The `rocflow` binary as users and CI scripts run it: exit codes, messages, JSON output.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use support::{assert_fails, rocflow, text};
-
-fn write(dir: &Path, name: &str, content: &str) {
-    std::fs::write(dir.join(name), content).unwrap();
-}
+use support::{assert_fails, assert_says, assert_says_each, rocflow, text, with_file, write_file};
 
 #[test]
 fn version_and_help() {
@@ -32,13 +28,11 @@ fn version_and_help() {
 
 #[test]
 fn validate_reports_position_snippet_and_hint_with_exit_code_2() {
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
+    let (dir, _) = with_file(
         "bad.toml",
         "[[context]]\nname = \"t\"\ntracing = [\"kernel_dispach\"]\n",
     );
-    write(
+    write_file(
         dir.path(),
         "good.toml",
         "[pipeline]\nextends = [\"kernel-trace\"]\n",
@@ -56,10 +50,7 @@ fn validate_reports_position_snippet_and_hint_with_exit_code_2() {
         stderr.contains("tracing = [\"kernel_dispach\"]"),
         "the snippet is shown:\n{stderr}"
     );
-    assert!(
-        stderr.contains("help: did you mean `kernel_dispatch`?"),
-        "{stderr}"
-    );
+    assert_says(&stderr, "help: did you mean `kernel_dispatch`?");
     assert_eq!(text(&out.stdout), "good.toml: ok\nbad.toml: invalid\n");
     let ok = rocflow(&["validate", "good.toml"], dir.path(), &[]);
     assert_eq!(ok.status.code(), Some(0));
@@ -67,9 +58,7 @@ fn validate_reports_position_snippet_and_hint_with_exit_code_2() {
 
 #[test]
 fn validate_json_for_ci() {
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
+    let (dir, _) = with_file(
         "bad.toml",
         "[[sink]]\nname = \"s\"\nkind = \"rocpd\"\npath = \"x/{hostnme}.db\"\n",
     );
@@ -94,8 +83,7 @@ fn validate_json_for_ci() {
 
 #[test]
 fn bad_set_is_a_user_error() {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "p.toml", "[pipeline]\nextends = [\"base\"]\n");
+    let (dir, _) = with_file("p.toml", "[pipeline]\nextends = [\"base\"]\n");
     let out = rocflow(&["validate", "p.toml", "--set", "tpo=3"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown parameter `tpo`"));
@@ -113,12 +101,7 @@ fn bad_set_is_a_user_error() {
 
 #[test]
 fn explain_json_is_the_plan() {
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        "p.toml",
-        "[pipeline]\nextends = [\"pc-sampling\"]\n",
-    );
+    let (dir, _) = with_file("p.toml", "[pipeline]\nextends = [\"pc-sampling\"]\n");
     let out = rocflow(
         &["explain", "--json", "p.toml", "--set", "interval=500"],
         dir.path(),
@@ -132,17 +115,14 @@ fn explain_json_is_the_plan() {
         (500, rocflow::sdk::PcSamplingMethod::HostTrap)
     );
     let human = text(&rocflow(&["explain", "p.toml"], dir.path(), &[]).stdout);
-    assert!(
-        human.contains("ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH = 11"),
-        "{human}"
-    );
-    assert!(
-        human.contains("pc sampling: HostTrap method, Time unit, interval 1000"),
-        "{human}"
+    assert_says(&human, "ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH = 11");
+    assert_says(
+        &human,
+        "pc sampling: HostTrap method, Time unit, interval 1000",
     );
     // rocflow run turns AMD's beta on for PC sampling, and says so; only for it.
     let env = "application environment (a value already set wins)\n  ROCPROFILER_PC_SAMPLING_BETA_ENABLED=ON\n";
-    assert!(human.contains(env), "{human}");
+    assert_says(&human, env);
     let traced = text(&rocflow(&["explain", "kernel-trace"], dir.path(), &[]).stdout);
     assert!(!traced.contains("application environment"), "{traced}");
 }
@@ -160,25 +140,23 @@ fn explain_shows_the_time_limit_of_sql_steps() {
         step("quick", "timeout = \"1.5s\"\n"),
         step("default", "")
     );
-    write(dir.path(), "p.toml", &pipeline);
+    write_file(dir.path(), "p.toml", &pipeline);
     let out = rocflow(&["explain", "p.toml"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let human = text(&out.stdout);
-    assert!(
-        human.contains("quick: sql `select 1` -> quick.csv (stops after 1.5s)"),
-        "{human}"
+    assert_says(
+        &human,
+        "quick: sql `select 1` -> quick.csv (stops after 1.5s)",
     );
-    assert!(
-        human.contains("default: sql `select 1` -> default.csv (stops after 60s)"),
-        "{human}"
+    assert_says(
+        &human,
+        "default: sql `select 1` -> default.csv (stops after 60s)",
     );
 }
 
 #[test]
 fn resolved_pipeline_is_a_valid_standalone_pipeline() {
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
+    let (dir, _) = with_file(
         "p.toml",
         "[pipeline]\nname = \"mine\"\nextends = [\"counters-basic\"]\n",
     );
@@ -190,12 +168,12 @@ fn resolved_pipeline_is_a_valid_standalone_pipeline() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let resolved = text(&out.stdout);
     assert!(!resolved.contains("extends"), "{resolved}");
-    assert!(resolved.contains("[context.counters]"), "{resolved}");
+    assert_says(&resolved, "[context.counters]");
     assert!(
         resolved.contains("name = \"per-dispatch\""),
         "the template's transform: {resolved}"
     );
-    write(dir.path(), "resolved.toml", &resolved);
+    write_file(dir.path(), "resolved.toml", &resolved);
     let a = rocflow(
         &["explain", "--json", "p.toml", "--set", "top=3"],
         dir.path(),
@@ -216,9 +194,9 @@ fn templates_list_shows_origins_and_shadowing() {
     let later = dir.path().join("later");
     std::fs::create_dir_all(team.join("gpu")).unwrap();
     std::fs::create_dir_all(&later).unwrap();
-    write(&team, "base.toml", "[params]\nout = \"team\"\n");
-    write(&later, "base.toml", "[params]\nout = \"later\"\n");
-    write(
+    write_file(&team, "base.toml", "[params]\nout = \"team\"\n");
+    write_file(&later, "base.toml", "[params]\nout = \"later\"\n");
+    write_file(
         &team.join("gpu"),
         "mi300.toml",
         "[pipeline]\nextends = [\"base\"]\n",
@@ -282,17 +260,23 @@ fn templates_list_shows_origins_and_shadowing() {
     );
 }
 
-#[test]
-fn using_a_shadowing_team_template_prints_a_note() {
+/// A fresh directory with a team's template library, `team`, holding `text` as the
+/// template file `name`: the directory and the library.
+fn with_team_template(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let team = dir.path().join("team");
     std::fs::create_dir_all(&team).unwrap();
-    write(
-        &team,
+    write_file(&team, name, text);
+    (dir, team)
+}
+
+#[test]
+fn using_a_shadowing_team_template_prints_a_note() {
+    let (dir, team) = with_team_template(
         "kernel-trace.toml",
         "[pipeline]\nextends = [\"base\"]\n[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n",
     );
-    write(
+    write_file(
         dir.path(),
         "app.toml",
         "[pipeline]\nextends = [\"kernel-trace\"]\n",
@@ -302,26 +286,21 @@ fn using_a_shadowing_team_template_prints_a_note() {
     assert_eq!(out.status.code(), Some(0));
     let stderr = text(&out.stderr);
     let team_template = team.join("kernel-trace.toml").canonicalize().unwrap();
-    assert!(
-        stderr.contains(&format!(
-            "note: template `kernel-trace` is {} (on ROCFLOW_PIPELINE_PATH)",
-            team_template.display()
-        )),
-        "{stderr}"
-    );
-    assert!(stderr.contains("app.toml:2:12"), "{stderr}");
-    assert!(
-        stderr.contains("it shadows pipelines/kernel-trace.toml (shipped)"),
-        "{stderr}"
+    assert_says_each(
+        &stderr,
+        &[
+            &format!(
+                "note: template `kernel-trace` is {} (on ROCFLOW_PIPELINE_PATH)",
+                team_template.display()
+            ),
+            "app.toml:2:12",
+            "it shadows pipelines/kernel-trace.toml (shipped)",
+        ],
     );
     // Run by name, the template itself is what shadows.
     let by_name = rocflow(&["explain", "kernel-trace"], dir.path(), &env);
     assert!(by_name.status.success(), "{}", text(&by_name.stderr));
-    assert!(
-        text(&by_name.stderr).contains("note: template `kernel-trace` is"),
-        "{}",
-        text(&by_name.stderr)
-    );
+    assert_says(&by_name.stderr, "note: template `kernel-trace` is");
     let without = rocflow(&["validate", "app.toml"], dir.path(), &[]);
     assert_eq!(
         text(&without.stderr),
@@ -373,10 +352,7 @@ fn init_writes_a_starter_for_every_shipped_template_that_validates_as_written_an
             )
         );
         let starter = std::fs::read_to_string(dir.path().join(&file)).unwrap();
-        assert!(
-            starter.contains(&format!("extends = [\"{template}\"]")),
-            "{starter}"
-        );
+        assert_says(&starter, &format!("extends = [\"{template}\"]"));
         let validate = rocflow(&["validate", &file], dir.path(), &[]);
         assert!(
             validate.status.success(),
@@ -395,7 +371,7 @@ fn init_writes_a_starter_for_every_shipped_template_that_validates_as_written_an
             );
         }
         let edited = format!("edited-{file}");
-        write(dir.path(), &edited, &uncomment_settings(&starter));
+        write_file(dir.path(), &edited, &uncomment_settings(&starter));
         let validate = rocflow(&["validate", &edited], dir.path(), &[]);
         assert!(
             validate.status.success(),
@@ -416,7 +392,7 @@ fn an_edited_starter_overrides_what_its_examples_say() {
         starter.contains("extends = [\"kernel-trace\"]"),
         "kernel-trace is the default"
     );
-    write(dir.path(), "pipeline.toml", &uncomment_settings(&starter));
+    write_file(dir.path(), "pipeline.toml", &uncomment_settings(&starter));
     let out = rocflow(&["explain", "--json", "pipeline.toml"], dir.path(), &[]);
     let plan = rocflow::plan::Plan::from_json(&text(&out.stdout)).unwrap();
     assert_eq!(plan.contexts[0].name, "kernels");
@@ -432,8 +408,7 @@ fn an_edited_starter_overrides_what_its_examples_say() {
 
 #[test]
 fn init_refuses_to_overwrite_without_force() {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "pipeline.toml", "# mine\n");
+    let (dir, _) = with_file("pipeline.toml", "# mine\n");
     let out = rocflow(&["init", "trace-all"], dir.path(), &[]);
     assert_fails(
         &out,
@@ -450,16 +425,11 @@ fn init_refuses_to_overwrite_without_force() {
         dir.path(),
         &[],
     );
-    assert_eq!(itself.status.code(), Some(2));
-    assert!(
-        text(&itself.stderr).contains("`trace-all.toml` would extend itself"),
-        "{}",
-        text(&itself.stderr)
-    );
+    assert_fails(&itself, 2, &["`trace-all.toml` would extend itself"]);
     let forced = rocflow(&["init", "trace-all", "--force"], dir.path(), &[]);
     assert!(forced.status.success(), "{}", text(&forced.stderr));
     let written = std::fs::read_to_string(dir.path().join("pipeline.toml")).unwrap();
-    assert!(written.contains("extends = [\"trace-all\"]"), "{written}");
+    assert_says(&written, "extends = [\"trace-all\"]");
 }
 
 #[test]
@@ -479,9 +449,9 @@ fn init_of_an_unknown_template_suggests_one_and_writes_nothing() {
     let out = rocflow(&["init", "NONEXISTENT"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("help: `rocflow templates list` shows the templates"),
-        "{stderr}"
+    assert_says(
+        &stderr,
+        "help: `rocflow templates list` shows the templates",
     );
     assert!(!stderr.contains("relative to this file"), "{stderr}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -489,11 +459,7 @@ fn init_of_an_unknown_template_suggests_one_and_writes_nothing() {
 
 #[test]
 fn init_extends_team_templates_and_lists_their_parameters() {
-    let dir = tempfile::tempdir().unwrap();
-    let team = dir.path().join("team");
-    std::fs::create_dir_all(&team).unwrap();
-    write(
-        &team,
+    let (dir, team) = with_team_template(
         "cfd.toml",
         "[pipeline]\nextends = [\"kernel-trace\"]\n[params]\nproject = \"cfd\"\noutput_dir = \"/scratch/{project}\"\n",
     );
@@ -501,7 +467,7 @@ fn init_extends_team_templates_and_lists_their_parameters() {
     let out = rocflow(&["init", "cfd", "-o", "runs/solver.toml"], dir.path(), &env);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let starter = std::fs::read_to_string(dir.path().join("runs/solver.toml")).unwrap();
-    assert!(starter.contains("name = \"solver\""), "{starter}");
+    assert_says(&starter, "name = \"solver\"");
     assert!(
         starter
             .contains("# output_dir = \"/scratch/{project}\"\n# top = 10\n# project = \"cfd\"\n"),
@@ -527,7 +493,7 @@ fn completions_for_each_shell_and_manual_pages_come_from_the_command_line() {
     assert!(script("zsh").starts_with("#compdef rocflow"));
     assert!(script("fish").contains("complete -c rocflow"));
     // bash reads the script and completes rocflow with it.
-    write(dir.path(), "rocflow.bash", &bash);
+    write_file(dir.path(), "rocflow.bash", &bash);
     let registered = Command::new("bash")
         .args(["-c", "source ./rocflow.bash && complete -p rocflow"])
         .current_dir(dir.path())
@@ -539,7 +505,7 @@ fn completions_for_each_shell_and_manual_pages_come_from_the_command_line() {
     assert_eq!(unknown.status.code(), Some(2));
 
     let page = text(&rocflow(&["man"], dir.path(), &[]).stdout);
-    assert!(page.contains(".TH rocflow 1"), "{page}");
+    assert_says(&page, ".TH rocflow 1");
     let out = rocflow(&["man", "--dir", "man1"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     for page in [
@@ -584,7 +550,7 @@ fn templates_and_starters_name_the_schema_for_editors() {
     for template in rocflow::pipeline::template::builtin_names() {
         let shown = rocflow(&["templates", "show", template], dir.path(), &[]);
         let file = format!("shown-{template}.toml");
-        write(dir.path(), &file, &text(&shown.stdout));
+        write_file(dir.path(), &file, &text(&shown.stdout));
         let out = rocflow(&["validate", &file], dir.path(), &[]);
         assert!(out.status.success(), "{template}: {}", text(&out.stderr));
     }

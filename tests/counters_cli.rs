@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Output;
 use support::counters::{LEGACY, STANDARD};
-use support::{assert_fails, rocflow, text};
+use support::{assert_fails, assert_says, assert_says_each, rocflow, text, with_file};
 
 /// A counter definition file of `../shared/data`, as a command-line argument.
 fn shared(name: &str) -> String {
@@ -71,24 +71,17 @@ fn migrate_writes_the_output_file_which_then_passes_check() {
 
 #[test]
 fn migrate_in_place_replaces_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("defs.yaml");
-    std::fs::write(
-        &file,
+    let (dir, file) = with_file(
+        "defs.yaml",
         "A:\n  architectures:\n    gfx942/gfx90a: {block: SQ, event: 1}\n  description: x\n",
-    )
-    .unwrap();
+    );
     let out = rocflow(
         &["migrate-counters", "-i", "defs.yaml", "--in-place"],
         dir.path(),
         &[],
     );
     assert_eq!(code(&out), 0);
-    assert!(
-        text(&out.stderr).contains("warning: no `schema-version`"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_says(&out.stderr, "warning: no `schema-version`");
     let migrated = std::fs::read_to_string(&file).unwrap();
     assert!(
         migrated
@@ -135,12 +128,14 @@ fn check_prints_each_finding_with_its_place_and_exits_1() {
     let out = rocflow(&["counters", "check", "defs.yaml"], dir.path(), &[]);
     assert_eq!(code(&out), 1);
     let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains("error: `SQ_WAVE` is not defined for gfx942"),
-        "{stdout}"
+    assert_says_each(
+        &stdout,
+        &[
+            "error: `SQ_WAVE` is not defined for gfx942",
+            "defs.yaml:5:26",
+            "did you mean `SQ_WAVES`?",
+        ],
     );
-    assert!(stdout.contains("defs.yaml:5:26"), "{stdout}");
-    assert!(stdout.contains("did you mean `SQ_WAVES`?"), "{stdout}");
     assert!(
         stdout.ends_with("defs.yaml: 2 counters, 1 problem(s) found\n"),
         "{stdout}"
@@ -194,19 +189,13 @@ fn show_prints_the_definition_tree_and_needs() {
     );
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains(
-            "  on gfx942:\n    expression: 100*reduce(GRBM_GUI_ACTIVE,max)/reduce(GRBM_COUNT,max)\n"
-        ),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("      └── reduce(max)\n          └── GRBM_COUNT\n"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("    needs on gfx942: GRBM_COUNT, GRBM_GUI_ACTIVE\n"),
-        "{stdout}"
+    assert_says_each(
+        &stdout,
+        &[
+            "  on gfx942:\n    expression: 100*reduce(GRBM_GUI_ACTIVE,max)/reduce(GRBM_COUNT,max)\n",
+            "      └── reduce(max)\n          └── GRBM_COUNT\n",
+            "    needs on gfx942: GRBM_COUNT, GRBM_GUI_ACTIVE\n",
+        ],
     );
 
     let typo = rocflow(
@@ -227,11 +216,8 @@ fn without_definitions_the_error_says_where_it_looked() {
     }
     assert_eq!(code(&out), 2);
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("no counter definitions found"), "{stderr}");
-    assert!(
-        stderr.contains("/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml"),
-        "{stderr}"
-    );
+    assert_says(&stderr, "no counter definitions found");
+    assert_says(&stderr, "/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml");
 }
 
 #[test]
@@ -249,17 +235,16 @@ fn without_definitions_validate_warns_of_counters_no_simulated_gpu_has() {
     // A real GPU may have what the simulated ones lack: a warning, not an error.
     assert_eq!(code(&out), 0);
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("warning: `SQ_INSTS_VALUU` is not checked: no counter definitions were found, and no simulated GPU has this counter"),
-        "{stderr}"
+    assert_says_each(
+        &stderr,
+        &[
+            "warning: `SQ_INSTS_VALUU` is not checked: no counter definitions were found, and no simulated GPU has this counter",
+            "p.toml:4:24",
+            "did you mean `SQ_INSTS_VALU`?",
+            "warning: `TCP_TOTAL_CACHE_ACCESSES_sum` is not checked",
+            "--counters FILE",
+        ],
     );
-    assert!(stderr.contains("p.toml:4:24"), "{stderr}");
-    assert!(stderr.contains("did you mean `SQ_INSTS_VALU`?"), "{stderr}");
-    assert!(
-        stderr.contains("warning: `TCP_TOTAL_CACHE_ACCESSES_sum` is not checked"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("--counters FILE"), "{stderr}");
     assert!(
         !stderr.contains("`SQ_WAVES`"),
         "a simulated GPU has it: {stderr}"

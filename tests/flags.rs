@@ -4,11 +4,7 @@
 
 use std::path::Path;
 
-use support::{assert_success, rocflow, text};
-
-fn write(dir: &Path, name: &str, text: &str) {
-    std::fs::write(dir.join(name), text).unwrap();
-}
+use support::{assert_fails, assert_says, assert_success, rocflow, text, with_file, write_file};
 
 /// `rocflow explain` without its `sources:` line, which names where each part came from
 /// (the flags, or the file that says the same).
@@ -26,10 +22,8 @@ fn explained(args: &[&str], dir: &Path) -> String {
 
 #[test]
 fn explain_with_flags_is_the_explain_of_the_pipeline_they_describe() {
-    let dir = tempfile::tempdir().unwrap();
     // What the flags below say, written as a pipeline extending the same template.
-    write(
-        dir.path(),
+    let (dir, _) = with_file(
         "same.toml",
         r#"[pipeline]
 extends = ["kernel-trace"]
@@ -69,7 +63,7 @@ period = { delay = "1s", duration = "2s", interval = "1s", repeat = 2 }
     let with_flags = explained(&flags, dir.path());
     assert_eq!(with_flags, explained(&["same.toml"], dir.path()));
     // One period (a repeat of 0 is one, as rocprofv3 counts): no pause, no repeat.
-    write(
+    write_file(
         dir.path(),
         "once.toml",
         "[pipeline]\nextends = [\"kernel-trace\"]\n[[context]]\nname = \"kernels\"\nperiod = { delay = \"500ms\", duration = \"2s\" }\n",
@@ -80,7 +74,7 @@ period = { delay = "1s", duration = "2s", interval = "1s", repeat = 2 }
     );
     // The flags did change the plan, and say so among its sources.
     assert_ne!(with_flags, explained(&["kernel-trace"], dir.path()));
-    assert!(with_flags.contains("dispatch counting"), "{with_flags}");
+    assert_says(&with_flags, "dispatch counting");
     let json = text(
         &rocflow(
             &["explain", "--json", "kernel-trace", "--stats"],
@@ -96,7 +90,7 @@ period = { delay = "1s", duration = "2s", interval = "1s", repeat = 2 }
 
     // --stats adds a summary step writing CSV tables where the pipeline writes, as a
     // `[[post]]` entry would; -d is its `output_dir`.
-    write(
+    write_file(
         dir.path(),
         "bare.toml",
         r#"[pipeline]
@@ -115,7 +109,7 @@ kind = "csv"
 path = "{output_dir}/csv"
 "#,
     );
-    write(
+    write_file(
         dir.path(),
         "stats.toml",
         r#"[pipeline]
@@ -133,7 +127,7 @@ formats = ["csv"]
     );
     let with_stats = explained(&["bare.toml", "--stats", "-d", "elsewhere"], dir.path());
     assert_eq!(with_stats, explained(&["stats.toml"], dir.path()));
-    assert!(with_stats.contains("elsewhere/stats"), "{with_stats}");
+    assert_says(&with_stats, "elsewhere/stats");
 }
 
 #[test]
@@ -141,12 +135,9 @@ fn stats_on_a_pipeline_with_a_summary_changes_nothing_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let out = rocflow(&["explain", "trace-all", "--stats"], dir.path(), &[]);
     assert_success(&out);
-    assert!(
-        text(&out.stderr).contains(
-            "`--stats`: the pipeline's summary step `summary` writes the statistics already"
-        ),
-        "{}",
-        text(&out.stderr)
+    assert_says(
+        &out.stderr,
+        "`--stats`: the pipeline's summary step `summary` writes the statistics already",
     );
     assert_eq!(
         explained(&["trace-all", "--stats"], dir.path()),
@@ -195,7 +186,7 @@ fn a_flag_that_would_replace_what_the_pipeline_says_is_an_error_naming_both() {
             "--> pipelines/counters-basic.toml:39:1",
         ],
     );
-    write(
+    write_file(
         dir.path(),
         "serial.toml",
         "[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\nserialize = true\n",
@@ -223,7 +214,7 @@ fn a_flag_that_would_replace_what_the_pipeline_says_is_an_error_naming_both() {
         ),
         &["error: `-d` and `--set output_dir=…` both say where the outputs go"],
     );
-    write(
+    write_file(
         dir.path(),
         "fixed.toml",
         "[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n[[sink]]\nname = \"p\"\nkind = \"perfetto\"\npath = \"k.pftrace\"\n",
@@ -238,9 +229,9 @@ fn a_flag_that_would_replace_what_the_pipeline_says_is_an_error_naming_both() {
 fn the_output_directory_takes_rocprofv3s_placeholders() {
     let dir = tempfile::tempdir().unwrap();
     let plan = explained(&["kernel-trace", "-d", "runs/%hostname%/%p"], dir.path());
-    assert!(
-        plan.contains("rocpd (rocpd): runs/{hostname}/{pid}/{hostname}-{pid}.db"),
-        "{plan}"
+    assert_says(
+        &plan,
+        "rocpd (rocpd): runs/{hostname}/{pid}/{hostname}-{pid}.db",
     );
     says(
         &refused(&["kernel-trace", "-d", "runs/%job%"], dir.path()),
@@ -327,12 +318,9 @@ fn run_without_a_pipeline_is_a_system_trace_and_flags_change_what_is_collected()
         &[],
     );
     assert_success(&out);
-    assert!(
-        text(&out.stderr).contains(
-            "no pipeline given: running `trace-all`, a system trace like `rocprofv3 --sys-trace`"
-        ),
-        "{}",
-        text(&out.stderr)
+    assert_says(
+        &out.stderr,
+        "no pipeline given: running `trace-all`, a system trace like `rocprofv3 --sys-trace`",
     );
     let stdout = text(&out.stdout);
     for kind in ["kernel_dispatch", "memory_copy", "api", "marker"] {
@@ -349,7 +337,7 @@ fn run_without_a_pipeline_is_a_system_trace_and_flags_change_what_is_collected()
     // Counters of the kernels and dispatches the flags select: vectorAdd on gfx942
     // (SQ_WAVES: 8 XCC x 4 SE, GRBM_GUI_ACTIVE: 8 XCC) and reduce on gfx90a (SQ_WAVES: 8 SE,
     // GRBM_GUI_ACTIVE: 1), ten dispatches each (as tests/run.rs counts them).
-    write(
+    write_file(
         dir.path(),
         "csv.toml",
         "[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n[[sink]]\nname = \"csv\"\nkind = \"csv\"\npath = \"out\"\n",
@@ -386,9 +374,7 @@ fn run_without_a_pipeline_is_a_system_trace_and_flags_change_what_is_collected()
 
 #[test]
 fn replay_takes_the_output_flags_with_a_pipeline() {
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
+    let (dir, _) = with_file(
         "p.toml",
         "[pipeline]\nspool_dir = \"{output_dir}\"\n[params]\noutput_dir = \"first\"\n[[context]]\nname = \"k\"\ntracing = [\"kernel_dispatch\"]\n[[sink]]\nname = \"csv\"\nkind = \"csv\"\npath = \"{output_dir}/csv\"\n",
     );
@@ -425,10 +411,5 @@ fn replay_takes_the_output_flags_with_a_pipeline() {
     assert!(dir.path().join("again/csv/kernel_dispatch.csv").exists());
     // The recorded pipeline is replayed as it was: flags have nothing to change.
     let out = rocflow(&["replay", "first/last.rfraw", "--stats"], dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("give a pipeline"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_fails(&out, 2, &["give a pipeline"]);
 }

@@ -10,7 +10,7 @@ use rocflow::pipeline::model::{KernelNames, PostStep};
 use rocflow::pipeline::{Options, Override, compile_file};
 use rocflow::plan::{ContextPlan, Plan};
 use rocflow::sdk::{PcSamplingMethod, PcSamplingUnit};
-use support::{assert_fails, assert_success, rocflow, run_on, text};
+use support::{assert_fails, assert_says, assert_says_each, assert_success, rocflow, run_on, text};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -23,6 +23,14 @@ fn with_input(name: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(data(name), dir.path().join(name)).unwrap();
     dir
+}
+
+/// `rocflow import-rocprofv3 INPUT ARGS…` in a fresh directory holding the input file.
+fn import(input: &str, args: &[&str]) -> (tempfile::TempDir, Output) {
+    let dir = with_input(input);
+    let command = [&["import-rocprofv3", input], args].concat();
+    let output = rocflow(&command, dir.path(), &[]);
+    (dir, output)
 }
 
 fn compile(path: &Path, overrides: &[String]) -> Plan {
@@ -45,12 +53,7 @@ fn compile(path: &Path, overrides: &[String]) -> Plan {
 
 /// Converts `input` with `--split` and compiles every pipeline: file stem → Plan.
 fn split(input: &str) -> (BTreeMap<String, Plan>, Output, tempfile::TempDir) {
-    let dir = with_input(input);
-    let output = rocflow(
-        &["import-rocprofv3", input, "--split", "-o", "out"],
-        dir.path(),
-        &[],
-    );
+    let (dir, output) = import(input, &["--split", "-o", "out"]);
     assert_success(&output);
     let mut plans = BTreeMap::new();
     for entry in std::fs::read_dir(dir.path().join("out")).unwrap() {
@@ -144,15 +147,14 @@ fn tracing_options_select_rocprofiler_sdk_domains() {
     }
     assert!(plans["job-23"].contexts.is_empty(), "nothing to collect");
     let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("`kokkos_trace` is converted as `marker_trace`")
-            && stderr.contains("tracing.yaml:28:5"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("this job enables no tracing, counters or PC sampling")
-            && stderr.contains("tracing.yaml:33:5"),
-        "{stderr}"
+    assert_says_each(
+        &stderr,
+        &[
+            "`kokkos_trace` is converted as `marker_trace`",
+            "tracing.yaml:28:5",
+            "this job enables no tracing, counters or PC sampling",
+            "tracing.yaml:33:5",
+        ],
     );
 }
 
@@ -324,11 +326,8 @@ fn outputs_where_rocprofv3_writes_them() {
     let input = std::fs::read_to_string(data("outputs.yaml")).unwrap();
     let line = line_of(&input, "output_format");
     let column = input.lines().nth(line - 1).unwrap().find("json").unwrap() + 1;
-    assert!(
-        stderr.contains("`json` output is not converted")
-            && stderr.contains(&format!("outputs.yaml:{line}:{column}")),
-        "{stderr}"
-    );
+    assert_says(&stderr, "`json` output is not converted");
+    assert_says(&stderr, &format!("outputs.yaml:{line}:{column}"));
     assert!(stderr.contains("`%env{SCRATCH}%` in `output_directory` has no rocflow equivalent"));
     assert!(stderr.contains("`%job%` in `output_directory` has no rocflow equivalent"));
 }
@@ -378,12 +377,7 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
         "att_activity",
         "att_serialize_all",
     ];
-    let dir = with_input("unsupported.yaml");
-    let output = rocflow(
-        &["import-rocprofv3", "unsupported.yaml", "-o", "p.toml"],
-        dir.path(),
-        &[],
-    );
+    let (dir, output) = import("unsupported.yaml", &["-o", "p.toml"]);
     assert_success(&output);
     let input = std::fs::read_to_string(data("unsupported.yaml")).unwrap();
     let pipeline = std::fs::read_to_string(dir.path().join("p.toml")).unwrap();
@@ -419,8 +413,7 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
 
 #[test]
 fn json_input_with_the_schemas_own_spellings() {
-    let dir = with_input("spellings.json");
-    let output = rocflow(&["import-rocprofv3", "spellings.json"], dir.path(), &[]);
+    let (dir, output) = import("spellings.json", &[]);
     assert_success(&output);
     let stdout = text(&output.stdout);
     assert!(
@@ -541,18 +534,7 @@ fn one_pipeline_with_parameters_runs_each_job_as_split_pipelines_do() {
 
 #[test]
 fn jobs_of_different_shapes_cannot_share_a_pipeline() {
-    let dir = with_input("shapes.yaml");
-    let output = rocflow(
-        &[
-            "import-rocprofv3",
-            "shapes.yaml",
-            "--params",
-            "-o",
-            "p.toml",
-        ],
-        dir.path(),
-        &[],
-    );
+    let (dir, output) = import("shapes.yaml", &["--params", "-o", "p.toml"]);
     assert_fails(
         &output,
         2,
@@ -567,8 +549,7 @@ fn jobs_of_different_shapes_cannot_share_a_pipeline() {
 
 #[test]
 fn several_jobs_need_split_or_params() {
-    let dir = with_input("jobs.yaml");
-    let output = rocflow(&["import-rocprofv3", "jobs.yaml"], dir.path(), &[]);
+    let (_dir, output) = import("jobs.yaml", &[]);
     assert_fails(
         &output,
         2,
@@ -615,14 +596,14 @@ fn bad_input_is_one_clear_error_with_its_position() {
         Some("typo.yaml:3:5"),
         "unknown key `hip_trac` in `jobs[0]`",
     );
-    assert!(stderr.contains("did you mean `hip_trace`?"), "{stderr}");
+    assert_says(&stderr, "did you mean `hip_trace`?");
     let stderr = rejected(
         "top.json",
         "{\n  \"job\": []\n}\n",
         Some("top.json:2:3"),
         "unknown key `job`",
     );
-    assert!(stderr.contains("did you mean `jobs`?"), "{stderr}");
+    assert_says(&stderr, "did you mean `jobs`?");
     rejected(
         "type.yaml",
         "jobs:\n  - kernel_trace: sometimes\n",
@@ -647,7 +628,7 @@ fn bad_input_is_one_clear_error_with_its_position() {
         Some("format.yaml:2:26"),
         "`jobs[0].output_format[1]`: `pftrase` is not a valid value",
     );
-    assert!(stderr.contains("did you mean `pftrace`?"), "{stderr}");
+    assert_says(&stderr, "did you mean `pftrace`?");
     rejected(
         "syntax.yaml",
         "jobs:\n  - kernel_trace: true\n   pmc: [SQ_WAVES]\n",
@@ -679,7 +660,7 @@ fn bad_input_is_one_clear_error_with_its_position() {
         None,
         "cannot tell the format",
     );
-    assert!(stderr.contains(".yaml, .yml, .json"), "{stderr}");
+    assert_says(&stderr, ".yaml, .yml, .json");
 }
 
 #[test]
@@ -690,7 +671,7 @@ fn values_rocflow_cannot_honour_are_errors_at_their_place() {
         Some("regex.yaml:3:5"),
         "`kernel_include_regex` is not a regex rocflow reads",
     );
-    assert!(stderr.contains("no look-around"), "{stderr}");
+    assert_says(&stderr, "no look-around");
     rejected(
         "range.yaml",
         "jobs:\n  - pmc: [SQ_WAVES]\n    kernel_iteration_range: \"[10-2]\"\n",
@@ -737,8 +718,7 @@ fn values_rocflow_cannot_honour_are_errors_at_their_place() {
 
 #[test]
 fn a_single_pipeline_goes_to_stdout_and_compiles() {
-    let dir = with_input("sim.yaml");
-    let output = rocflow(&["import-rocprofv3", "sim.yaml"], dir.path(), &[]);
+    let (dir, output) = import("sim.yaml", &[]);
     assert_success(&output);
     let pipeline = text(&output.stdout);
     assert!(
@@ -818,13 +798,8 @@ fn every_key_of_the_rocprofv3_input_schema_is_exercised() {
 
 #[test]
 fn a_converted_job_runs_on_the_simulated_device() {
-    let dir = with_input("sim.yaml");
-    let import = rocflow(
-        &["import-rocprofv3", "sim.yaml", "-o", "p.toml"],
-        dir.path(),
-        &[],
-    );
-    assert_success(&import);
+    let (dir, imported) = import("sim.yaml", &["-o", "p.toml"]);
+    assert_success(&imported);
     let run = run_on("sim", "p.toml", &["/bin/sleep", "0.2"], dir.path(), &[]);
     assert_success(&run);
     // rocprofv3's layout: out/pass_1/<host>/<pid> (a directory of CSV tables here), and
@@ -886,18 +861,7 @@ fn counter_names_are_checked_against_definitions() {
         .canonicalize()
         .unwrap();
     let definitions = definitions.to_str().unwrap();
-    let dir = with_input("passes.txt");
-    let known = rocflow(
-        &[
-            "import-rocprofv3",
-            "passes.txt",
-            "--params",
-            "--counters",
-            definitions,
-        ],
-        dir.path(),
-        &[],
-    );
+    let (dir, known) = import("passes.txt", &["--params", "--counters", definitions]);
     assert_success(&known);
     std::fs::write(dir.path().join("typo.txt"), "pmc: SQ_WAVE\n").unwrap();
     let typo = rocflow(

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use support::{assert_success, csv, only, rocflow, tally, text};
+use support::{assert_says, assert_success, csv, only, rocflow, sqlite_rows, tally, text};
 
 /// trace-all (Perfetto, rocpd, summary, report) plus CSV, Parquet and OTF2: the outputs
 /// of [`support::MARKERS`], with kernels and API calls.
@@ -63,11 +63,7 @@ fn names_in_outputs(dir: &Path, of: &[String]) -> BTreeMap<&'static str, BTreeMa
     let query = format!("SELECT kernel_name FROM '{}'", parquet.display());
     let parquet = support::duckdb(dir, &[&query]).remove(0);
     let db = rusqlite::Connection::open(only(&out, ".db")).unwrap();
-    let rocpd: Vec<String> = (db.prepare("SELECT name FROM kernels").unwrap())
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let rocpd: Vec<String> = sqlite_rows(&db, "SELECT name FROM kernels", |r| r.get(0));
     let trace = support::decode_perfetto(&[only(&out, ".pftrace")]);
     let slices = (trace[0]["events"].as_array().unwrap().iter())
         .filter(|e| e["type"] == "B" && e["category"] == "kernel_dispatch")
@@ -141,13 +137,8 @@ fn every_output_names_kernels_demangled_and_keeps_the_mangled_name() {
     // (which AMD's tools read by their display name), the Parquet kernel symbols, OTF2's
     // canonical region names.
     let db = rusqlite::Connection::open(only(&out, ".db")).unwrap();
-    let symbols: BTreeMap<String, String> = db
-        .prepare("SELECT kernel_name, display_name FROM kernel_symbols")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let sql = "SELECT kernel_name, display_name FROM kernel_symbols";
+    let symbols: BTreeMap<String, String> = sqlite_rows(&db, sql, |r| Ok((r.get(0)?, r.get(1)?)));
     let pairs: BTreeMap<String, String> = mangled.iter().cloned().zip(demangled.clone()).collect();
     assert_eq!(symbols, pairs);
     let parquet = only(&out, "parquet/kernel_symbols/");
@@ -304,7 +295,7 @@ fn the_flag_only_changes_the_pipeline() {
             .join("\n")
     };
     let flagged = explain(&["explain", "csv", "--kernel-names", "truncated"]);
-    assert!(flagged.contains("kernel names: truncated"), "{flagged}");
+    assert_says(&flagged, "kernel names: truncated");
     assert_eq!(flagged, explain(&["explain", "says.toml"]));
     assert_ne!(flagged, explain(&["explain", "csv"]));
     let json = |args: &[&str]| {

@@ -10,7 +10,7 @@ use rocflow::record::Batch;
 use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
 use support::names::Names;
-use support::{assert_fails, otf2_print, text};
+use support::{assert_fails, assert_says, otf2_print, text};
 
 const PIPELINE: &str = concat!(
     support::generated_pipeline!("otf2", "t"),
@@ -265,11 +265,7 @@ fn the_archive_holds_every_record_in_order_with_its_definitions() {
     let out = rocflow(&["replay", "run.rfraw", "otf2.toml"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let archive = dir.path().join("out/trace/traces.otf2");
-    assert!(
-        text(&out.stdout).contains("out/trace/traces.otf2"),
-        "{}",
-        text(&out.stdout)
-    );
+    assert_says(&out.stdout, "out/trace/traces.otf2");
     let defs = definitions(&archive);
     let events = events(&archive);
     let want = expected(&dir.path().join("run.rfraw"));
@@ -395,12 +391,7 @@ fn a_directory_that_is_not_an_archive_is_left_alone() {
     std::fs::create_dir_all(&target).unwrap();
     std::fs::write(target.join("notes.txt"), "mine").unwrap();
     let out = rocflow(&["replay", "run.rfraw", "otf2.toml"], dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("is not an earlier output"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_fails(&out, 1, &["is not an earlier output"]);
     let names: Vec<String> = std::fs::read_dir(&target)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -23,7 +23,7 @@ use rocflow::sdk::Domain;
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
 use serde_json::Value;
-use support::{duckdb, rocflow, text};
+use support::{assert_says, duckdb, rocflow, text};
 
 /// A pipeline tracing what the generator makes into a Parquet sink with `options` and a CSV
 /// sink, with a derived column and an aggregate table.
@@ -495,11 +495,7 @@ fn a_failed_run_leaves_no_dataset() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out = rocflow(&["replay", "run.rfraw"], d, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("strict"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_says(&out.stderr, "strict");
     let left: Vec<_> = std::fs::read_dir(d.join("out"))
         .map(|entries| entries.map(|e| e.unwrap().path()).collect())
         .unwrap_or_default();
@@ -516,10 +512,8 @@ fn a_bad_max_file_size_is_a_pipeline_error() {
     assert_eq!(out.status.code(), Some(2));
     let line = text_of.lines().position(|l| l.contains("12 XB")).unwrap() + 1;
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("unknown unit `XB`") && stderr.contains(&format!("p.toml:{line}:")),
-        "{stderr}"
-    );
+    assert_says(&stderr, "unknown unit `XB`");
+    assert_says(&stderr, &format!("p.toml:{line}:"));
 }
 
 /// Records of every kind get a table with their own columns, those the generator does not

@@ -151,7 +151,7 @@ fn forty_counters_are_planned_into_passes_within_every_block_limit() {
     let output = rocflow(&["explain", "p.toml"], dir.path(), &[]);
     assert_success(&output);
     let explained = text(&output.stdout);
-    assert!(explained.contains("3 passes"), "{explained}");
+    assert_says(&explained, "3 passes");
     let passes: Vec<Vec<&str>> = (explained.lines())
         .filter_map(|l| l.trim().strip_prefix("pass ")?.split_once(": "))
         .map(|(_, counters)| counters.split(", ").collect())

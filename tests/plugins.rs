@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use regex::Regex;
-use support::{assert_fails, assert_success, built_plugins, csv, repo, rocflow, run_on, text};
+use support::{
+    assert_fails, assert_says, assert_success, built_plugins, csv, repo, rocflow, run_on, text,
+};
 
 /// Builds the C plugin `source` (under `plugins/`) as `librocflow_plugin_NAME.so` in `dir`.
 fn build_c(source: &str, name: &str, dir: &Path) -> PathBuf {
@@ -170,10 +172,7 @@ options = {{ labels = {{ job = "test" }} }}
         .unwrap()
         .path();
     let file = prom.file_name().unwrap().to_str().unwrap();
-    assert!(
-        stdout.contains(&format!("\n    metrics/{file}\n")),
-        "{stdout}"
-    );
+    assert_says(&stdout, &format!("\n    metrics/{file}\n"));
     let families = openmetrics(&std::fs::read_to_string(&prom).unwrap());
     let mut expected: BTreeMap<(String, String), (f64, f64)> = BTreeMap::new();
     for row in &kernels {
@@ -287,9 +286,9 @@ records = ["kernel_dispatch"]
     let explain = with_plugins(&["explain", "p.toml"], dir.path(), &built_plugins());
     assert_success(&explain);
     let plan = text(&explain.stdout);
-    assert!(
-        plan.contains("families on kernel_dispatch: plugin kernel_family at "),
-        "{plan}"
+    assert_says(
+        &plan,
+        "families on kernel_dispatch: plugin kernel_family at ",
     );
     assert_success(&run(dir.path()));
     let kernels = csv(&dir.path().join("out/kernel_dispatch.csv"));
@@ -487,9 +486,9 @@ fn plugins_that_are_not_there_fail_validation() {
     ];
     assert_refused(&cases, |entry| invalid(entry, path));
     let path_given = invalid(&plugin_transform("../../nothing", ""), path);
-    assert!(
-        path_given.contains("help: name the library librocflow_plugin_NAME.so, put its directory on ROCFLOW_PLUGIN_PATH"),
-        "{path_given}"
+    assert_says(
+        &path_given,
+        "help: name the library librocflow_plugin_NAME.so, put its directory on ROCFLOW_PLUGIN_PATH",
     );
 }
 
@@ -509,12 +508,9 @@ fn validate_and_explain_run_no_plugin_code() {
     assert_success(&validate);
     assert_success(&rocflow(&["explain", "p.toml"], dir.path(), &env));
     assert!(!marker.exists(), "validate or explain loaded the plugin");
-    assert!(
-        text(&validate.stderr).contains(
-            "note: plugin `constructor` is checked without loading it: whether it is a sink and takes these options is checked when `rocflow run` or `replay` loads it"
-        ),
-        "{}",
-        text(&validate.stderr)
+    assert_says(
+        &validate.stderr,
+        "note: plugin `constructor` is checked without loading it: whether it is a sink and takes these options is checked when `rocflow run` or `replay` loads it",
     );
     // Loading it runs the constructor: the marker is a witness.
     assert_success(&rocflow(&["plugins", "list"], dir.path(), &env));
@@ -555,9 +551,9 @@ fn plugins_that_cannot_work_stop_a_run_before_it_starts() {
         &plugin_transform("probe", "options = { panic = \"process\" }"),
         path,
     );
-    assert!(
-        sample.contains("validation runs a transform on a sample kernel_dispatch record"),
-        "{sample}"
+    assert_says(
+        &sample,
+        "validation runs a transform on a sample kernel_dispatch record",
     );
     // Option errors point into the pipeline, not at a place in the JSON rocflow made.
     let typo = refused_run(
@@ -649,12 +645,8 @@ path = "probe.txt"
     entries.sort();
     assert_eq!(entries, ["out", "probe.txt"], "{}", text(&output.stdout));
     let written = std::fs::read_to_string(dir.path().join("probe.txt")).unwrap();
-    assert!(written.contains("kernel_dispatch "), "{written}");
-    assert!(
-        text(&output.stdout).contains("    probe.txt\n"),
-        "{}",
-        text(&output.stdout)
-    );
+    assert_says(&written, "kernel_dispatch ");
+    assert_says(&output.stdout, "    probe.txt\n");
 }
 
 #[test]

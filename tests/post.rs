@@ -11,24 +11,22 @@ use rocflow::record::Batch;
 use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
 
-const PIPELINE: &str = r#"
-[pipeline]
-name = "stats"
-[[context]]
-name = "t"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]
-counters.collect = ["SQ_WAVES"]
-[[sink]]
-name = "tables"
-kind = "csv"
-path = "out"
-[[post]]
+const PIPELINE: &str = concat!(
+    support::traced_pipeline!(
+        "stats",
+        "t",
+        r#"["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_api"]"#
+    ),
+    "counters.collect = [\"SQ_WAVES\"]\n",
+    support::sink!("tables", "csv", "out"),
+    r#"[[post]]
 name = "stats"
 kind = "summary"
 path = "stats-{pid}"
 formats = ["json", "csv"]
 top = 3
-"#;
+"#,
+);
 
 fn setup() -> tempfile::TempDir {
     support::generated("stats.toml", PIPELINE, &["--records", "40000"])
@@ -176,7 +174,7 @@ fn replay_runs_the_summary_post_step_after_the_sinks() {
         .unwrap()
         .0;
     assert_says(&out.stdout, "top kernels by GPU time");
-    assert!(stdout.contains(busiest.as_str()), "{stdout}");
+    assert_says(&stdout, busiest.as_str());
     // Three kernels, as the step asks.
     let shown = stdout
         .lines()
@@ -231,9 +229,9 @@ argv = ["false"]
         out.status.success(),
         "a failing optional step fails nothing: {stderr}"
     );
-    assert!(
-        stderr.contains("warning: post-step `optional`: `false` exited with status 1"),
-        "{stderr}"
+    assert_says(
+        &stderr,
+        "warning: post-step `optional`: `false` exited with status 1",
     );
     assert!(
         !support::messages(&out.stderr).contains("`check`"),
@@ -595,9 +593,9 @@ fn sql_steps_cannot_write_other_files_or_run_forever() {
         ),
         ("forever", "the query ran past its 200ms limit"),
     ] {
-        assert!(
-            stderr.contains(&format!("warning: post-step `{step}`: {message}\n")),
-            "{stderr}"
+        assert_says(
+            &stderr,
+            &format!("warning: post-step `{step}`: {message}\n"),
         );
         assert!(!dir.path().join(format!("q/{step}.csv")).exists());
     }

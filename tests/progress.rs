@@ -8,25 +8,12 @@ use std::process::Output;
 
 use support::{assert_says, assert_success, decode_perfetto, rocflow, run_on, sim_app, text};
 
-const PIPELINE: &str = r#"
-[pipeline]
-name = "watched"
-[[context]]
-name = "trace"
-tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
-[[sink]]
-name = "csv"
-kind = "csv"
-path = "out/csv"
-[[sink]]
-name = "trace"
-kind = "perfetto"
-path = "out/trace.pftrace"
-[[post]]
-name = "stats"
-kind = "summary"
-path = "out/stats"
-"#;
+const PIPELINE: &str = concat!(
+    support::traced_pipeline!("watched", "trace"),
+    support::sink!("csv", "csv", "out/csv"),
+    support::sink!("trace", "perfetto", "out/trace.pftrace"),
+    "[[post]]\nname = \"stats\"\nkind = \"summary\"\npath = \"out/stats\"\n",
+);
 
 /// `rocflow run` of the pipeline on `/bin/sleep`, in a fresh directory, stderr piped.
 fn run(args: &[&str]) -> (Output, tempfile::TempDir) {
@@ -147,41 +134,20 @@ fn a_run_that_nothing_connects_to_fails_and_writes_no_outputs() {
 }
 
 /// Every sink kind with `{pid}` in its path, and rocpd's per-process databases.
-const PER_PID: &str = r#"
-[pipeline]
-name = "per-pid"
-[[context]]
-name = "trace"
-tracing = ["kernel_dispatch", "hip_runtime_api"]
-[[sink]]
-name = "csv"
-kind = "csv"
-path = "out/csv-{pid}"
-[[sink]]
-name = "trace"
-kind = "perfetto"
-path = "out/{hostname}-{pid}.pftrace"
-[[sink]]
-name = "parquet"
-kind = "parquet"
-path = "out/parquet-{pid}"
-[[sink]]
-name = "otf2"
-kind = "otf2"
-path = "out/otf2-{pid}"
-[[sink]]
-name = "rocpd"
-kind = "rocpd"
-path = "out/{pid}.db"
-[[sink]]
-name = "all"
-kind = "csv"
-path = "out/all"
-[[post]]
-name = "report"
-kind = "report"
-path = "out/report.html"
-"#;
+const PER_PID: &str = concat!(
+    support::traced_pipeline!(
+        "per-pid",
+        "trace",
+        r#"["kernel_dispatch", "hip_runtime_api"]"#
+    ),
+    support::sink!("csv", "csv", "out/csv-{pid}"),
+    support::sink!("trace", "perfetto", "out/{hostname}-{pid}.pftrace"),
+    support::sink!("parquet", "parquet", "out/parquet-{pid}"),
+    support::sink!("otf2", "otf2", "out/otf2-{pid}"),
+    support::sink!("rocpd", "rocpd", "out/{pid}.db"),
+    support::sink!("all", "csv", "out/all"),
+    "[[post]]\nname = \"report\"\nkind = \"report\"\npath = \"out/report.html\"\n",
+);
 
 /// The files or directories in `dir` whose names start with `prefix`, sorted.
 fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {

@@ -16,7 +16,7 @@ use rocflow::plan::Plan;
 use rocflow_core::contexts::AgentSelector;
 use serde_json::{Value, json};
 use support::kit::{Call, Kit, Node, Run};
-use support::{pipelines, repo};
+use support::{assert_says, pipelines, repo, with_file};
 
 const SUCCESS: &str = "ROCPROFILER_STATUS_SUCCESS";
 const PC_SAMPLING_QUERY: &str = "rocprofiler_query_pc_sampling_agent_configurations";
@@ -514,11 +514,8 @@ fn force_configure_configures_the_tool_once() {
     let run = kit.run(Node::NoGpu, "kernel-trace", &[force.as_os_str()], &[]);
     let log = run.stderr();
     assert!(run.output.status.success(), "{}", run.printed());
-    assert!(
-        log.contains("force: rocprofiler_force_configure -> 0 (Success)"),
-        "{log}"
-    );
-    assert!(log.contains("[ROCP_TOOL_LIBRARIES] searching"), "{log}");
+    assert_says(&log, "force: rocprofiler_force_configure -> 0 (Success)");
+    assert_says(&log, "[ROCP_TOOL_LIBRARIES] searching");
     assert_eq!(
         log.matches("invoking configure function").count(),
         1,
@@ -538,14 +535,11 @@ fn forced(pipeline: &Path) -> Run {
 
 #[test]
 fn a_counter_the_gpu_lacks_is_named_and_left_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let pipeline = dir.path().join("rdna-counter.toml");
     // GL2C_HIT is an RDNA counter: the SDK's definitions have it, gfx942 does not.
-    std::fs::write(
-        &pipeline,
+    let (_dir, pipeline) = with_file(
+        "rdna-counter.toml",
         "[pipeline]\nname = \"rdna-counter\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\ncounters.collect = [\"SQ_WAVES\", \"GL2C_HIT\"]\n",
-    )
-    .unwrap();
+    );
     let run = forced(&pipeline);
     assert!(run.output.status.success(), "{}", run.printed());
     assert_eq!(

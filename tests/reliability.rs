@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-use support::{assert_success, inspect, sim_app, text};
+use support::{assert_says, assert_success, inspect, sim_app, text};
 
 /// Kernel dispatches as CSV, flushed every 100 ms; a command post-step when `post` says.
 fn pipeline(dir: &Path, post: &str) {
@@ -197,11 +197,9 @@ fn an_application_that_ends_with_exit_keeps_what_was_flushed() {
     let spool = inspect(dir.path(), "out");
     let pid = spool["processes"][0]["pid"].as_u64().unwrap();
     assert!(kernel_records(&spool) > 0, "{spool}\n{stderr}");
-    assert!(
-        stderr.contains(&format!(
-            "process {pid} ended without finalizing; records after "
-        )),
-        "{stderr}"
+    assert_says(
+        &stderr,
+        &format!("process {pid} ended without finalizing; records after "),
     );
 }
 
@@ -217,12 +215,9 @@ fn a_shell_that_exits_without_finalizing_is_named() {
     let shell = (spool["processes"].as_array().unwrap().iter())
         .find(|p| p["command"].as_str().unwrap().starts_with("/bin/sh "))
         .unwrap_or_else(|| panic!("{spool}"));
-    assert!(
-        stderr.contains(&format!(
-            "process {} ended without finalizing",
-            shell["pid"]
-        )),
-        "{stderr}"
+    assert_says(
+        &stderr,
+        &format!("process {} ended without finalizing", shell["pid"]),
     );
 }
 
@@ -292,16 +287,12 @@ fn sigterm_during(post: &str, started: &str) {
     let stderr = text(&output.stderr);
     assert!(took < Duration::from_secs(5), "{took:?}: {stderr}");
     assert_eq!(output.status.code(), Some(143), "{stderr}");
-    assert!(
-        stderr.contains("post-step `slow`: not finished: rocflow was asked to stop"),
-        "{stderr}"
+    assert_says(
+        &stderr,
+        "post-step `slow`: not finished: rocflow was asked to stop",
     );
     // The sinks finished before the signal, the spool long before.
-    assert!(
-        text(&output.stdout).contains("tables: "),
-        "{}",
-        text(&output.stdout)
-    );
+    assert_says(&output.stdout, "tables: ");
     assert_eq!(inspect(dir.path(), "out")["complete"], true);
 }
 
@@ -348,12 +339,6 @@ fn a_spool_that_cannot_be_created_is_named_with_a_way_out() {
     let output = run(dir.path(), &[app.to_str().unwrap(), "exit", "0"]);
     let stderr = text(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("cannot create the spool in p.toml/runs"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("--spool FILE or [pipeline] spool_dir"),
-        "{stderr}"
-    );
+    assert_says(&stderr, "cannot create the spool in p.toml/runs");
+    assert_says(&stderr, "--spool FILE or [pipeline] spool_dir");
 }

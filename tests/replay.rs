@@ -1,7 +1,7 @@
 //! `rocflow generate`, `inspect` and `replay` as users run them, on whole and damaged spools.
 
 use std::path::{Path, PathBuf};
-use support::{assert_fails, rocflow, run_on, text};
+use support::{assert_fails, assert_says, rocflow, run_on, text};
 
 const PIPELINE: &str = concat!(
     support::traced_pipeline!("csv", "t"),
@@ -89,11 +89,7 @@ fn a_truncated_spool_replays_its_valid_prefix_with_a_warning() {
     );
     let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("ends inside a frame"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_says(&out.stderr, "ends inside a frame");
     let kept = info["records"]["kernel_dispatch"].as_u64().unwrap() as usize;
     assert_eq!(csv_rows(dir.path(), "kernel_dispatch"), kept);
 }
@@ -109,23 +105,15 @@ fn a_corrupt_spool_is_reported_where_it_breaks() {
     let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
     assert!(out.status.success());
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("the spool is corrupt at byte")
-            && stderr.contains("using the frames before it"),
-        "{stderr}"
-    );
+    assert_says(&stderr, "the spool is corrupt at byte");
+    assert_says(&stderr, "using the frames before it");
 }
 
 #[test]
 fn other_files_are_user_errors() {
     let dir = setup();
     let out = rocflow(&["replay", "csv.toml"], dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("not a rocflow spool"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_fails(&out, 2, &["not a rocflow spool"]);
     let missing = rocflow(&["inspect", "nope.rfraw"], dir.path(), &[]);
     assert_eq!(missing.status.code(), Some(2));
     let bare = rocflow(

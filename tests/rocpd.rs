@@ -656,21 +656,12 @@ fn allocations_and_scratch_memory_have_their_types_and_levels() {
         })
         .collect();
     assert_eq!(got, want);
-    let flags: Vec<String> = conn
-        .prepare("SELECT alloc_flags FROM scratch_memory ORDER BY start")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let sql = "SELECT alloc_flags FROM scratch_memory ORDER BY start";
+    let flags: Vec<String> = support::sqlite_rows(&conn, sql, |r| r.get(0));
     assert_eq!(flags, ["2", "2", "2"]);
-    let summary: Vec<(String, i64)> = conn
-        .prepare("SELECT name, calls FROM memory_allocation_summary ORDER BY name")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let sql = "SELECT name, calls FROM memory_allocation_summary ORDER BY name";
+    let summary: Vec<(String, i64)> =
+        support::sqlite_rows(&conn, sql, |r| Ok((r.get(0)?, r.get(1)?)));
     let count = |k: &str| want.iter().filter(|w| w.0 == k).count() as i64;
     assert_eq!(
         summary,

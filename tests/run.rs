@@ -6,11 +6,26 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, text};
+use support::{
+    assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, sim_scenarios, text,
+    with_file, write_file,
+};
 
 fn default_scenario() -> toml::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
     toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The default scenario with each of `settings` of its `[scenario]` table set, written
+/// to `name` in `dir`: the scenario and its file.
+fn scenario_with(dir: &Path, name: &str, settings: &[(&str, i64)]) -> (toml::Value, PathBuf) {
+    let mut scenario = default_scenario();
+    let table = scenario["scenario"].as_table_mut().unwrap();
+    for (key, value) in settings {
+        table.insert((*key).into(), toml::Value::Integer(*value));
+    }
+    let path = write_file(dir, name, &toml::to_string(&scenario).unwrap());
+    (scenario, path)
 }
 
 /// Records of each kind one process delivers, from the scenario file's own numbers.
@@ -228,13 +243,7 @@ fn programs_a_shell_starts_are_one_stream_each() {
 
 #[test]
 fn every_shipped_scenario_is_delivered_whole() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim");
-    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    scenarios.sort();
+    let scenarios = sim_scenarios();
     assert!(scenarios.len() >= 3, "{scenarios:?}");
     for path in scenarios {
         let scenario: toml::Value =
@@ -263,11 +272,8 @@ fn a_crash_keeps_everything_sent_and_passes_the_signal_on() {
 #[test]
 fn threads_of_the_application_and_of_the_scenario() {
     let dir = tempfile::tempdir().unwrap();
-    let mut scenario = default_scenario();
-    scenario["scenario"]["threads"] = toml::Value::Integer(4);
-    scenario["scenario"]["iterations"] = toml::Value::Integer(25);
-    let path = dir.path().join("four-threads.toml");
-    std::fs::write(&path, toml::to_string(&scenario).unwrap()).unwrap();
+    let settings = [("threads", 4), ("iterations", 25)];
+    let (scenario, path) = scenario_with(dir.path(), "four-threads.toml", &settings);
     let app = sim_app();
     let device = format!("sim:{}", path.display());
     let (output, rows, _run) = run("", &device, &[app.to_str().unwrap(), "threads", "8"]);
@@ -308,10 +314,7 @@ fn counter_values_keep_their_kernel_when_dispatches_complete_together() {
     // Four scenario threads complete dispatches at once, so the values of several
     // dispatches interleave in the counters' buffer.
     let dir = tempfile::tempdir().unwrap();
-    let mut scenario = default_scenario();
-    scenario["scenario"]["threads"] = toml::Value::Integer(4);
-    let path = dir.path().join("four-threads.toml");
-    std::fs::write(&path, toml::to_string(&scenario).unwrap()).unwrap();
+    let (scenario, path) = scenario_with(dir.path(), "four-threads.toml", &[("threads", 4)]);
     // Every counter of gfx942, so each dispatch has hundreds of values.
     let collect: Vec<toml::Value> = scenario["agent"][0]["counter"]
         .as_array()
@@ -395,13 +398,10 @@ fn pc_sampling_turns_on_amds_beta_and_delivers_host_trap_samples() {
 fn a_node_without_a_gpu_reports_no_agent_and_still_traces_host_calls() {
     // As the real SDK on a node without a GPU driver: no agent at all, not even the CPU,
     // and the tracing services are accepted.
-    let scenario = tempfile::tempdir().unwrap();
-    let path = scenario.path().join("no-gpu.toml");
-    std::fs::write(
-        &path,
+    let (_scenario, path) = with_file(
+        "no-gpu.toml",
         "[scenario]\nname = \"no-gpu\"\nthreads = 1\niterations = 3\nmarker_ranges = true\n\n[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipGetDeviceCount\"\n",
-    )
-    .unwrap();
+    );
     let device = format!("sim:{}", path.display());
     let (output, rows, dir) = run("", &device, &["/bin/sleep", "0.1"]);
     assert_success(&output);
@@ -455,14 +455,13 @@ fn an_unsupported_pc_sampling_configuration_is_explained() {
 #[test]
 fn roctx_pause_and_resume_stop_and_start_collection() {
     let dir = tempfile::tempdir().unwrap();
-    let mut scenario = default_scenario();
-    scenario["scenario"]["threads"] = toml::Value::Integer(1);
-    scenario["scenario"]["iterations"] = toml::Value::Integer(30);
-    let settings = scenario["scenario"].as_table_mut().unwrap();
-    settings.insert("pause_at".into(), toml::Value::Integer(10));
-    settings.insert("resume_at".into(), toml::Value::Integer(20));
-    let path = dir.path().join("paused.toml");
-    std::fs::write(&path, toml::to_string(&scenario).unwrap()).unwrap();
+    let settings = [
+        ("threads", 1),
+        ("iterations", 30),
+        ("pause_at", 10),
+        ("resume_at", 20),
+    ];
+    let (_, path) = scenario_with(dir.path(), "paused.toml", &settings);
     let (output, rows, _run) = run(
         "",
         &format!("sim:{}", path.display()),

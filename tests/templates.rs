@@ -9,6 +9,7 @@ use rocflow::plan::AgentSelector;
 use rocflow::record::RecordKind;
 use rocflow::sdk::AgentType;
 use rocflow::sdk::Domain;
+use support::assert_says_each;
 
 /// A directory of pipeline files for one test.
 struct Files(tempfile::TempDir);
@@ -312,10 +313,15 @@ fn errors_inside_templates_name_the_chain() {
     let e = errors[0];
     assert!(e.position().unwrap().ends_with("broken.toml:3:12"), "{e}");
     let rendered = e.render(false);
-    assert!(rendered.contains("in template `broken`"), "{rendered}");
-    assert!(rendered.contains("middle.toml:2:12"), "{rendered}");
-    assert!(rendered.contains("in template `middle`"), "{rendered}");
-    assert!(rendered.contains("app.toml:3:12"), "{rendered}");
+    assert_says_each(
+        &rendered,
+        &[
+            "in template `broken`",
+            "middle.toml:2:12",
+            "in template `middle`",
+            "app.toml:3:12",
+        ],
+    );
 }
 
 #[test]

@@ -10,16 +10,24 @@ use std::time::Duration;
 use rocflow::record::{Batch, CounterInfo, MemoryAllocation, Meta};
 use rocflow::spool::SpoolReader;
 use rocflow::wire::{self, Frame, Payload};
-use support::{assert_success, csv, rocflow, rocflow_command, text};
+use support::{assert_says, assert_success, csv, rocflow, rocflow_command, text};
 
 const TRACE: &str = concat!(
     support::traced_pipeline!("untrusted", "t"),
     support::sink!("tables", "csv", "out/tables"),
 );
 
+/// The size of every generated run.
+const RECORDS: &[&str] = &["--records", "3000"];
+
 /// `run.rfraw` in `dir`, generated with `pipeline` recorded in it.
 fn generate(dir: &Path, pipeline: &str) {
-    support::generate(dir, "p.toml", pipeline, &["--records", "3000"]);
+    support::generate(dir, "p.toml", pipeline, RECORDS);
+}
+
+/// [`generate`] in a fresh directory.
+fn generated(pipeline: &str) -> tempfile::TempDir {
+    support::generated("p.toml", pipeline, RECORDS)
 }
 
 /// Rewrites the spool at `path` with `change` applied to its frames.
@@ -67,12 +75,8 @@ fn names(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_replay_runs_no_code_from_the_spool_unless_trusted() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    generate(
-        d,
-        &format!(
-            r#"{TRACE}
+    let dir = generated(&format!(
+        r#"{TRACE}
 [[transform]]
 name = "families"
 kind = "plugin"
@@ -88,8 +92,8 @@ name = "notify"
 kind = "command"
 argv = ["touch", "ran"]
 "#
-        ),
-    );
+    ));
+    let d = dir.path();
     let out = rocflow(&["replay", "run.rfraw"], d, &[]);
     assert_success(&out);
     assert!(!d.join("ran").exists(), "the command ran");
@@ -121,15 +125,11 @@ argv = ["touch", "ran"]
 /// the spool count every dispatch, as a spool recorded without it does.
 #[test]
 fn summary_and_diff_load_no_plugin_from_the_spool() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    generate(
-        d,
-        &format!(
-            "{TRACE}\n[[transform]]\nname = \"halve\"\nkind = \"plugin\"\nplugin = \"probe\"\n\
+    let dir = generated(&format!(
+        "{TRACE}\n[[transform]]\nname = \"halve\"\nkind = \"plugin\"\nplugin = \"probe\"\n\
              records = [\"kernel_dispatch\"]\noptions = {{ keep_every = 2 }}\n"
-        ),
-    );
+    ));
+    let d = dir.path();
     let args = ["generate", "plain.rfraw", "--records", "3000"];
     assert_success(&rocflow(&args, d, &[]));
 
@@ -143,7 +143,7 @@ fn summary_and_diff_load_no_plugin_from_the_spool() {
     };
     let (recorded, stderr) = calls("run.rfraw");
     assert_eq!(recorded, calls("plain.rfraw").0);
-    assert!(stderr.contains("plugin transform `halve`"), "{stderr}");
+    assert_says(&stderr, "plugin transform `halve`");
 
     let diff = ["diff", "plain.rfraw", "run.rfraw", "--fail-if"];
     let out = rocflow(&[&diff[..], &["kernel_time_ratio < 0.9"]].concat(), d, &[]);
@@ -179,10 +179,9 @@ expression = "reduce(SQ_INSTS_VALU,sum)/reduce(SQ_WAVES,sum)"
         }),
     ];
     for item in huge {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
         let pipeline = TRACE.replace("\"memory_copy\"]", &format!("\"memory_copy\"]{counters}"));
-        generate(d, &pipeline);
+        let dir = generated(&pipeline);
+        let d = dir.path();
         let spool = d.join("run.rfraw");
         rewrite(&spool, |frames| {
             let dispatches =
@@ -295,13 +294,12 @@ fn a_recorded_pipeline_cannot_write_outside_the_directory() {
 /// finish, and say nothing negative.
 #[test]
 fn extreme_times_and_sizes_give_sane_output() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
     let steps = "[[post]]\nname = \"stats\"\nkind = \"summary\"\npath = \"stats\"\n\
                  [[post]]\nname = \"page\"\nkind = \"report\"\npath = \"report.html\"\n";
     let trace = TRACE.replace("\"memory_copy\"", "\"memory_copy\", \"memory_allocation\"");
     let perfetto = "[[sink]]\nname = \"trace\"\nkind = \"perfetto\"\npath = \"out/run.pftrace\"\n";
-    generate(d, &format!("{trace}{perfetto}{steps}"));
+    let dir = generated(&format!("{trace}{perfetto}{steps}"));
+    let d = dir.path();
     rewrite(&d.join("run.rfraw"), |frames| {
         let allocation = |address, operation_id| MemoryAllocation {
             address,

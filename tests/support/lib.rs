@@ -44,6 +44,17 @@ pub fn pipelines() -> Vec<PathBuf> {
     files
 }
 
+/// The simulated device's shipped scenarios (`examples/sim/*.toml`), sorted.
+pub fn sim_scenarios() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("examples/sim"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// `rocflow inspect --json SPOOL` in `dir` (SPOOL a spool, or a directory: its newest).
 pub fn inspect(dir: &Path, spool: &str) -> serde_json::Value {
     let out = rocflow(&["inspect", "--json", spool], dir, &[]);
@@ -271,6 +282,32 @@ pub const COORDINATES: [&str; 7] = [
     "instance",
 ];
 
+/// The rows `sql` selects from `db`, each read by `row`.
+pub fn sqlite_rows<T, C: FromIterator<T>>(
+    db: &rusqlite::Connection,
+    sql: &str,
+    row: impl FnMut(&rusqlite::Row) -> rusqlite::Result<T>,
+) -> C {
+    let mut statement = db.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let rows = statement.query_map([], row).unwrap();
+    rows.map(|r| r.unwrap_or_else(|e| panic!("{sql}: {e}")))
+        .collect()
+}
+
+/// A fresh directory holding `text` as the file `name`, and the file's path.
+pub fn with_file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), name, text);
+    (dir, path)
+}
+
+/// Writes `text` to the file `name` in `dir`, and returns its path.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    path
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -286,9 +323,16 @@ pub fn messages(stderr: &[u8]) -> String {
 }
 
 /// Fails with `output` (a command's stdout or stderr) unless it says `needle`.
-pub fn assert_says(output: &[u8], needle: &str) {
-    let output = text(output);
+pub fn assert_says(output: impl AsRef<[u8]>, needle: &str) {
+    let output = text(output.as_ref());
     assert!(output.contains(needle), "no {needle:?} in:\n{output}");
+}
+
+/// Fails with `output` unless it says each of `needles`.
+pub fn assert_says_each(output: impl AsRef<[u8]>, needles: &[&str]) {
+    needles
+        .iter()
+        .for_each(|needle| assert_says(&output, needle));
 }
 
 /// Fails with the command's output unless it succeeded.
@@ -306,9 +350,7 @@ pub fn assert_success(output: &Output) {
 pub fn assert_fails(output: &Output, code: i32, needles: &[&str]) -> String {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(code), "stderr:\n{stderr}");
-    for needle in needles {
-        assert!(stderr.contains(needle), "no {needle:?} in:\n{stderr}");
-    }
+    assert_says_each(&stderr, needles);
     stderr
 }
 

@@ -1,0 +1,139 @@
+//! The lines of rocprofv3's files and its number formats: texts quoted, numbers as its
+//! C++ stream manipulators write them.
+
+use crate::catalog::StreamMeta;
+use crate::sink::csv::push_int;
+
+/// A line of a rocprofv3 CSV file being formatted.
+#[derive(Default)]
+pub struct Line {
+    bytes: Vec<u8>,
+}
+
+impl Line {
+    fn separate(&mut self) {
+        if !self.bytes.is_empty() {
+            self.bytes.push(b',');
+        }
+    }
+
+    /// A text, quoted.
+    pub fn text(&mut self, s: &str) -> &mut Line {
+        self.separate();
+        self.bytes.push(b'"');
+        for (i, part) in s.split('"').enumerate() {
+            if i > 0 {
+                self.bytes.extend_from_slice(b"\"\"");
+            }
+            self.bytes.extend_from_slice(part.as_bytes());
+        }
+        self.bytes.push(b'"');
+        self
+    }
+
+    /// A whole number.
+    pub fn int(&mut self, v: impl Into<i128>) -> &mut Line {
+        self.separate();
+        let v: i128 = v.into();
+        match i64::try_from(v) {
+            Ok(v) => push_int(&mut self.bytes, v),
+            Err(_) => self.bytes.extend_from_slice(v.to_string().as_bytes()),
+        }
+        self
+    }
+
+    /// A fractional number of a trace (a counter value), as rocprofv3's
+    /// `numerical_formatter` writes it: six decimals from 1 up, eight significant
+    /// digits in scientific notation below.
+    pub fn float(&mut self, v: f64) -> &mut Line {
+        self.fraction(v, v >= 1.0, 6, 8)
+    }
+
+    /// A mean or standard deviation of a statistics file, as rocprofv3's
+    /// `stats_formatter` writes it: six decimals above 0.01, scientific below.
+    pub fn stat(&mut self, v: f64) -> &mut Line {
+        self.fraction(v, v > 0.01, 6, 8)
+    }
+
+    /// A percentage of a statistics file: two decimals from 1 up, four above 0.01,
+    /// three significant digits in scientific notation below.
+    pub fn percent(&mut self, v: f64) -> &mut Line {
+        if v >= 1.0 {
+            self.fraction(v, true, 2, 0)
+        } else {
+            self.fraction(v, v > 0.01, 4, 3)
+        }
+    }
+
+    /// `v` with `decimals` decimals where `fixed`, else in scientific notation with
+    /// `digits` decimals: C++'s `std::fixed` and `std::scientific`.
+    fn fraction(&mut self, v: f64, fixed: bool, decimals: usize, digits: usize) -> &mut Line {
+        self.separate();
+        let text = if fixed {
+            format!("{v:.decimals$}")
+        } else {
+            scientific(v, digits)
+        };
+        self.bytes.extend_from_slice(text.as_bytes());
+        self
+    }
+
+    /// `"Agent N"`: an agent as rocprofv3's traces name it, N its logical node id
+    /// (rocprofv3's default, `--agent-index relative`).
+    pub fn agent(&mut self, meta: &StreamMeta, index: u32) -> &mut Line {
+        let agent = meta.agents.iter().find(|a| a.index == index);
+        let number = agent.map_or(index, |a| a.logical_node_id);
+        self.separate();
+        self.bytes.extend_from_slice(b"\"Agent ");
+        push_int(&mut self.bytes, number.into());
+        self.bytes.push(b'"');
+        self
+    }
+
+    /// Ends the line, appending it to `out`.
+    pub fn end(&mut self, out: &mut Vec<u8>) {
+        self.bytes.push(b'\n');
+        out.extend_from_slice(&self.bytes);
+        self.bytes.clear();
+    }
+}
+
+/// `v` as C++'s `std::scientific` with `digits` decimals writes it: `1.50000000e-05`, the
+/// exponent signed and of two digits at least.
+fn scientific(v: f64, digits: usize) -> String {
+    let text = format!("{v:.digits$e}");
+    let (mantissa, exponent) = text.split_once('e').expect("`e` formats have an exponent");
+    let (sign, magnitude) = match exponent.strip_prefix('-') {
+        Some(m) => ('-', m),
+        None => ('+', exponent),
+    };
+    format!("{mantissa}e{sign}{magnitude:0>2}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_formatted_as_rocprofv3s_stream_manipulators_do() {
+        let mut line = Line::default();
+        line.float(6144.0)
+            .float(0.5)
+            .float(0.0)
+            .stat(1234.5)
+            .stat(0.001)
+            .percent(45.678)
+            .percent(0.5)
+            .percent(0.001)
+            .text("a \"b\"")
+            .int(u64::MAX);
+        let mut out = Vec::new();
+        line.end(&mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "6144.000000,5.00000000e-01,0.00000000e+00,1234.500000,1.00000000e-03,\
+             45.68,0.5000,1.000e-03,\"a \"\"b\"\"\",18446744073709551615\n"
+        );
+        assert_eq!(scientific(1.5e-120, 3), "1.500e-120");
+    }
+}
