@@ -746,3 +746,89 @@ fn an_unknown_layout_is_rejected_with_the_choices() {
     assert!(error.position().unwrap().ends_with(":14:22"), "{shown:?}");
     assert_eq!(error.hint.as_deref(), Some("did you mean `per_process`?"));
 }
+
+/// Everything a database holds, as text: each schema entry, then each table's rows in id
+/// order, every column of them (SQL's `SELECT *`); the database's GUID, random in part, as
+/// `GUID`.
+fn dump(path: &Path) -> String {
+    use rusqlite::types::ValueRef;
+    let conn = open(path);
+    let guid: String = conn
+        .query_row(
+            "SELECT value FROM rocpd_metadata WHERE tag = 'guid'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut schema = conn
+        .prepare("SELECT type, name, sql FROM sqlite_schema ORDER BY rowid")
+        .unwrap();
+    let entries: Vec<(String, String, Option<String>)> = schema
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut out = String::new();
+    for (kind, name, sql) in entries {
+        out += &format!("{kind} {name}: {}\n", sql.unwrap_or_default());
+        if kind != "table" {
+            continue;
+        }
+        let mut rows = conn
+            .prepare(&format!("SELECT * FROM \"{name}\" ORDER BY rowid"))
+            .unwrap();
+        let columns = rows.column_count();
+        let mut rows = rows.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            let values: Vec<String> = (0..columns)
+                .map(|i| match row.get_ref(i).unwrap() {
+                    ValueRef::Null => "NULL".to_owned(),
+                    ValueRef::Integer(v) => v.to_string(),
+                    ValueRef::Real(v) => format!("{v:?}"),
+                    ValueRef::Text(t) => format!("{:?}", String::from_utf8_lossy(t)),
+                    ValueRef::Blob(b) => format!("x{b:02x?}"),
+                })
+                .collect();
+            out += &format!("  {}\n", values.join(", "));
+        }
+    }
+    out.replace(&guid, "GUID")
+        .replace(&guid.replace('-', "_"), "GUID")
+}
+
+/// The database of a fixed run, to the last value: what each record becomes is settled, so
+/// that work on how it is written (order, threads, batching) cannot change it unseen. After
+/// a deliberate change, `ROCFLOW_BLESS=1` rewrites the expected dump.
+#[test]
+fn a_fixed_run_gives_exactly_the_database_it_always_has() {
+    let dir = support::generated(
+        "db.toml",
+        &pipeline(ALL, "layout = \"single\""),
+        &["--records", "1500", "--processes", "2"],
+    );
+    let out = replay(dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let paths = databases(dir.path());
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    let actual = dump(&paths[0]);
+    let expected_path = support::repo().join("tests/data/rocpd/generated-1500.dump");
+    if std::env::var_os("ROCFLOW_BLESS").is_some() {
+        std::fs::write(&expected_path, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&expected_path).unwrap();
+    if actual != expected {
+        let kept = dir.keep().join("actual.dump");
+        std::fs::write(&kept, &actual).unwrap();
+        let (line, (want, got)) = (expected.lines().zip(actual.lines()).enumerate())
+            .find(|(_, (a, b))| a != b)
+            .unwrap_or((expected.lines().count(), ("(end)", "(more)")));
+        panic!(
+            "the database differs from {} at line {}:\n  expected {want}\n  actual   {got}\n\
+             (the whole dump: {}; ROCFLOW_BLESS=1 rewrites the expected one after a \
+             deliberate change)",
+            expected_path.display(),
+            line + 1,
+            kept.display()
+        );
+    }
+}
