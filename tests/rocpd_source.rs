@@ -470,7 +470,9 @@ fn a_spool_and_its_rocpd_databases_give_the_same_rows_and_summary() {
             "generate",
             "run.rfraw",
             "--records",
-            "5000",
+            // Enough that a process's regions (its API calls and markers, with messages)
+            // and counter values span more than one of the pieces a table is read in.
+            "160000",
             "--processes",
             "2",
         ],

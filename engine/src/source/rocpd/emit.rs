@@ -101,12 +101,27 @@ impl<'a> Emitter<'a> {
         kind: RecordKind,
         add: impl FnOnce(&mut Batch),
     ) -> Result<(), Stopped> {
+        self.hold(stream, kind, add);
+        self.flush_full(stream, kind)
+    }
+
+    /// Adds records as [`Emitter::push`] does, but keeps them with the next ones however
+    /// full the batch: for records that must reach the stages in one batch (a dispatch's
+    /// counter values), sent with [`Emitter::flush_full`] between groups.
+    pub fn hold(&mut self, stream: u16, kind: RecordKind, add: impl FnOnce(&mut Batch)) {
         let pending = self.streams.entry(stream).or_default();
         let batch = (pending.batches)
             .entry(kind)
             .or_insert_with(|| Batch::with_capacity(kind, CHUNK));
         add(batch);
-        if batch.len() >= CHUNK {
+    }
+
+    /// Sends `stream`'s batch of `kind` if it is full.
+    pub fn flush_full(&mut self, stream: u16, kind: RecordKind) -> Result<(), Stopped> {
+        let full = (self.streams.get(&stream))
+            .and_then(|p| p.batches.get(&kind))
+            .is_some_and(|b| b.len() >= CHUNK);
+        if full {
             self.flush(stream, kind)?;
         }
         Ok(())

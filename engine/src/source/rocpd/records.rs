@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
-use rusqlite::{Connection, Row};
+use rusqlite::{Connection, OptionalExtension, Row};
 use rustc_hash::FxHashMap as HashMap;
 
 use super::emit::{Emitter, Stopped};
@@ -620,31 +620,81 @@ impl Reader<'_, '_> {
             &[("p", pmc), ("d", dispatch)],
             &from,
         );
+        // A dispatch's values reach the stages in one batch, as the tool sends them (the
+        // summary and the sinks total a dispatch's values batch by batch): a part starts
+        // and ends between dispatches, and a full batch is sent only when the next value
+        // is of another dispatch.
+        let order = match self.rows.clone() {
+            Some(rows) => {
+                let start = self.dispatch_start(*rows.start())?;
+                let end = self.dispatch_start(rows.end().saturating_add(1))?;
+                match (start, end) {
+                    (None, _) => return Ok(()),
+                    (Some(start), None) => format!(" WHERE p.rowid >= {start}"),
+                    (Some(start), Some(end)) => {
+                        format!(" WHERE p.rowid >= {start} AND p.rowid < {end}")
+                    }
+                }
+            }
+            None => String::new(),
+        } + " ORDER BY p.rowid";
         let kinds = [RecordKind::CounterSample];
-        self.records(
-            &(sql + &self.order("p", "rowid")),
-            &kinds,
-            |r, row, stream, pid| {
-                let kernel = r.info.kernels.get(&int(row, 3));
-                let counter = int(row, 5);
-                // A counter is defined for an agent; the dispatch's says where it ran otherwise.
-                let (counter_id, agent) = match r.info.counters.get(&counter) {
-                    Some(&known) => known,
-                    None => (counter as u32, r.info.agent(opt_int(row, 1))),
-                };
-                let record = CounterSample {
-                    pid,
-                    agent,
-                    dispatch_id: u64(row, 2),
-                    kernel_id: kernel.map_or(u64(row, 3), |k| k.id),
-                    timestamp_ns: u64(row, 4),
-                    counter_id,
-                    value: real(row, 6),
-                    ..CounterSample::default()
-                };
-                push!(r.out, stream, CounterSample, record)?;
-                Ok(())
-            },
+        let mut last = None;
+        self.records(&(sql + &order), &kinds, |r, row, stream, pid| {
+            let kernel = r.info.kernels.get(&int(row, 3));
+            let counter = int(row, 5);
+            // A counter is defined for an agent; the dispatch's says where it ran otherwise.
+            let (counter_id, agent) = match r.info.counters.get(&counter) {
+                Some(&known) => known,
+                None => (counter as u32, r.info.agent(opt_int(row, 1))),
+            };
+            let record = CounterSample {
+                pid,
+                agent,
+                dispatch_id: u64(row, 2),
+                kernel_id: kernel.map_or(u64(row, 3), |k| k.id),
+                timestamp_ns: u64(row, 4),
+                counter_id,
+                value: real(row, 6),
+                ..CounterSample::default()
+            };
+            let dispatch = Some((stream, record.dispatch_id));
+            if let Some((stream, _)) = last.filter(|_| last != dispatch) {
+                r.out.flush_full(stream, RecordKind::CounterSample)?;
+            }
+            last = dispatch;
+            r.out.hold(stream, RecordKind::CounterSample, |batch| {
+                if let Batch::CounterSample(records) = batch {
+                    records.push(record);
+                }
+            });
+            Ok(())
+        })
+    }
+
+    /// The first counter value row at or after row id `at` that is not of the dispatch
+    /// (the event) of the row before `at`: where a part of the table starts so that no
+    /// dispatch's values are split between parts. `None` past the table's last row.
+    fn dispatch_start(&self, at: i64) -> rusqlite::Result<Option<i64>> {
+        let table = self.tables.name(schema::PMC_EVENT);
+        // Read as whatever it holds: an untrusted cell need not be an integer.
+        let before: Option<rusqlite::types::Value> = self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT event_id FROM {table} WHERE rowid < ?1 ORDER BY rowid DESC LIMIT 1"
+                ),
+                [at],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let Some(before) = before else {
+            return Ok(Some(at));
+        };
+        self.conn.query_row(
+            &format!("SELECT min(rowid) FROM {table} WHERE rowid >= ?1 AND event_id IS NOT ?2"),
+            rusqlite::params![at, before],
+            |row| row.get(0),
         )
     }
 }
