@@ -5,10 +5,12 @@
 //! the kernel where it is largest), and links to the other outputs, relative to the
 //! report.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use evalexpr::Value;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::summary::{Summary, cell, number};
 use crate::transform::Table;
@@ -215,24 +217,21 @@ fn counter_matrix(out: &mut String, table: &Table) {
     ) else {
         return;
     };
-    let mut kernels: Vec<&str> = Vec::new();
-    let mut counters: Vec<&str> = Vec::new();
+    // One pass over the rows: a cell by kernel and counter, each counter's largest mean.
+    let (mut kernels, mut seen) = (Vec::new(), FxHashSet::default());
+    let mut cells: FxHashMap<(&str, &str), &Vec<Value>> = FxHashMap::default();
+    let mut largest: BTreeMap<&str, f64> = BTreeMap::new();
     for row in &table.rows {
-        for (list, at) in [(&mut kernels, kernel), (&mut counters, counter)] {
-            let name = text(&row[at]);
-            if !list.contains(&name) {
-                list.push(name);
-            }
+        let (k, c) = (text(&row[kernel]), text(&row[counter]));
+        if seen.insert(k) {
+            kernels.push(k);
         }
+        cells.entry((k, c)).or_insert(row);
+        let most = largest.entry(c).or_insert(0.0);
+        *most = most.max(number(&row[mean]));
     }
-    counters.sort_unstable();
-    let largest = |c: &str| {
-        (table.rows.iter())
-            .filter(|r| text(&r[counter]) == c)
-            .map(|r| number(&r[mean]))
-            .fold(0.0, f64::max)
-    };
-    let largest: Vec<f64> = counters.iter().map(|c| largest(c)).collect();
+    let counters: Vec<&str> = largest.keys().copied().collect();
+    let largest: Vec<f64> = largest.into_values().collect();
     out.push_str(
         "<div class=\"wide\"><table class=\"sortable matrix\">\n<thead><tr><th>kernel</th>",
     );
@@ -244,9 +243,7 @@ fn counter_matrix(out: &mut String, table: &Table) {
     for name in &kernels {
         let _ = write!(out, "<tr><td title=\"{0}\">{0}</td>", escape(name));
         for (c, counter_name) in counters.iter().enumerate() {
-            let row = (table.rows.iter())
-                .find(|r| text(&r[kernel]) == *name && text(&r[counter]) == *counter_name);
-            let Some(row) = row else {
+            let Some(row) = cells.get(&(*name, *counter_name)) else {
                 out.push_str("<td class=\"num\" data-value=\"-1\"></td>");
                 continue;
             };

@@ -244,7 +244,7 @@ impl Rows<'_> {
         }
         self.line
             .int(r.bytes)
-            .text(&format!("0x{:016x}", r.address))
+            .quoted(format_args!("0x{:016x}", r.address))
             .int(r.correlation_id)
             .int(r.start_ns)
             .int(r.end_ns);
@@ -270,16 +270,15 @@ impl Rows<'_> {
     }
 
     pub(super) fn pc_sample(&mut self, r: &PcSample) {
-        let comment = format!(
-            "Unrecognized code object id, physical virtual address of PC:{}",
-            r.code_object_offset
-        );
         self.line
             .int(r.timestamp_ns)
             .int(r.exec_mask)
             .int(r.dispatch_id)
             .text("")
-            .text(&comment)
+            .quoted(format_args!(
+                "Unrecognized code object id, physical virtual address of PC:{}",
+                r.code_object_offset
+            ))
             .int(r.correlation_id);
         // `rocprofiler_pc_sampling_method_t`: 1 stochastic, 2 host trap.
         let table = if r.method == 1 {
@@ -290,8 +289,10 @@ impl Rows<'_> {
             // rocflow keeps no issued flag: a sample with no reason for not issuing issued.
             self.line
                 .int(u8::from(r.stall_reason == 0))
-                .text(&format!("ROCPROFILER_PC_SAMPLING_INSTRUCTION_TYPE_{kind}"))
-                .text(&format!(
+                .quoted(format_args!(
+                    "ROCPROFILER_PC_SAMPLING_INSTRUCTION_TYPE_{kind}"
+                ))
+                .quoted(format_args!(
                     "ROCPROFILER_PC_SAMPLING_INSTRUCTION_NOT_ISSUED_REASON_{reason}"
                 ))
                 .int(0);
