@@ -196,20 +196,19 @@ fn mangled_and_truncated_on_request_from_the_flag_or_the_pipeline() {
     let truncated = ["vectorAdd", "smooth", "reduce_kernel"].map(String::from);
     assert_named(dir.path(), &truncated, each);
 
-    // A spool replays in another form, the flag over the recorded pipeline.
+    // A spool replays in another form, the flag over the recorded pipeline's.
     let output = rocflow(
         &[
             "replay",
             "rocflow-out/last.rfraw",
-            "names.toml",
             "--kernel-names",
-            "truncated",
+            "mangled",
         ],
         dir.path(),
         &[],
     );
     assert_success(&output);
-    assert_named(dir.path(), &truncated, each);
+    assert_named(dir.path(), &mangled, each);
 }
 
 #[test]
@@ -325,5 +324,10 @@ fn the_flag_only_changes_the_pipeline() {
         "`--kernel-names mangled` conflicts with the pipeline's `kernel_names = \"truncated\"`";
     support::assert_says(&output.stderr, conflict);
     support::assert_says(&output.stderr, "says.toml:4:16");
+    support::assert_says(&output.stderr, "the flag: `--kernel-names mangled`");
+    support::assert_says(
+        &output.stderr,
+        "drop `--kernel-names`, or the pipeline's setting",
+    );
     assert!(output.stdout.is_empty());
 }

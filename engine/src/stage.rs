@@ -323,11 +323,16 @@ impl Decoder<'_> {
                 if kind == RecordKind::Api {
                     chunk.args = self.args.remove(&frame.stream).map(Arc::new);
                 }
-                self.window.push(chunk);
-                if self.window.len() >= self.window_chunks {
-                    self.flush();
-                }
+                self.push(chunk);
             }
+        }
+    }
+
+    /// Adds a chunk to the window, which goes through the stages once it is full.
+    fn push(&mut self, chunk: Chunk) {
+        self.window.push(chunk);
+        if self.window.len() >= self.window_chunks {
+            self.flush();
         }
     }
 
@@ -339,10 +344,7 @@ impl Decoder<'_> {
         let held = renamer.release(&mut self.catalog.write().expect("no poison"));
         for (stream, batch) in held {
             if self.wanted(batch.kind()) {
-                self.window.push(Chunk::new(stream, batch));
-                if self.window.len() >= self.window_chunks {
-                    self.flush();
-                }
+                self.push(Chunk::new(stream, batch));
             }
         }
         self.flush();

@@ -5,6 +5,7 @@
 use clap::Args;
 
 use crate::import::input::TimeUnit;
+use crate::kernel_names::KernelNames;
 use crate::pipeline::Overlay;
 use crate::pipeline::overlay::Change;
 
@@ -62,6 +63,10 @@ pub struct OutputFlags {
         value_name = "DIR"
     )]
     output_dir: Option<String>,
+    /// The form kernel names take in every output, as `[pipeline] kernel_names` sets it
+    /// (rocprofv3's -M, -T and --kernel-rename; demangled by default).
+    #[arg(long, value_enum, value_name = "FORM")]
+    kernel_names: Option<KernelNames>,
 }
 
 impl Flags {
@@ -104,6 +109,9 @@ impl OutputFlags {
         }
         if self.stats {
             overlay.add("--stats", Change::Stats);
+        }
+        if let Some(form) = self.kernel_names {
+            overlay.add("--kernel-names", Change::KernelNames(form));
         }
         overlay
     }

@@ -7,7 +7,6 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::diag::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
-use crate::kernel_names::KernelNames;
 use crate::messages;
 use crate::pipeline::starter::{self, DEFAULT_TEMPLATE};
 use crate::pipeline::{self, Library, Options, Overlay, Override};
@@ -30,34 +29,14 @@ pub struct PipelineArgs {
     counters: Option<PathBuf>,
 }
 
-/// `--kernel-names`, for the commands that compile a pipeline to run or show it: it only
-/// changes the pipeline, as `[pipeline] kernel_names` would.
-#[derive(Debug, Args)]
-pub struct NamesArgs {
-    /// The form kernel names take in every output, as `[pipeline] kernel_names` sets it
-    /// (rocprofv3's -M, -T and --kernel-rename; demangled by default).
-    #[arg(long, value_enum, value_name = "FORM")]
-    kernel_names: Option<KernelNames>,
-}
-
-impl NamesArgs {
-    /// Gives a recorded plan the flag's form (a compiled one has it already).
-    pub(super) fn recorded(&self, plan: &mut Plan) {
-        if let Some(form) = self.kernel_names {
-            plan.stages.kernel_names = form;
-        }
-    }
-}
-
 impl PipelineArgs {
-    /// Compiles a pipeline file (or template), changed by `overlay` and `names`, to run it,
+    /// Compiles a pipeline file (or template), changed by `overlay`, to run it,
     /// showing its warnings: its plugins are loaded and tried, so one that cannot work stops
     /// the command before it starts.
-    pub(super) fn compile(&self, file: &Path, overlay: Overlay, names: &NamesArgs) -> Result<Plan> {
+    pub(super) fn compile(&self, file: &Path, overlay: Overlay) -> Result<Plan> {
         let options = Options {
             plugin_check: Check::Load,
             overlay,
-            kernel_names: names.kernel_names,
             ..self.options()?
         };
         let compiled = crate::pipeline::compile_file(file, &options).map_err(Error::User)?;
@@ -78,7 +57,6 @@ impl PipelineArgs {
             overlay: Overlay::default(),
             plugins: Search::from_env(),
             plugin_check: Check::Inspect,
-            kernel_names: None,
         })
     }
 }
@@ -145,8 +123,6 @@ pub struct ExplainArgs {
     file: Option<PathBuf>,
     #[command(flatten)]
     pipeline: PipelineArgs,
-    #[command(flatten)]
-    names: NamesArgs,
     /// Print the compiled Plan as JSON (what the tool library receives).
     #[arg(long, conflicts_with = "resolved")]
     json: bool,
@@ -179,7 +155,6 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
     let file = args.file.expect("clap requires FILE without --domains");
     let options = Options {
         overlay: args.flags.overlay(),
-        kernel_names: args.names.kernel_names,
         ..args.pipeline.options()?
     };
     let compiled = pipeline::compile_file(&file, &options).map_err(Error::User)?;

@@ -16,7 +16,7 @@ use crate::runner::sdk::{self, Sdk, SdkError};
 use crate::runner::{self, Device, Options, Passes, StartError, Stop};
 
 use super::flags::Flags;
-use super::pipeline::{NamesArgs, PipelineArgs};
+use super::pipeline::PipelineArgs;
 use super::print;
 use super::spool::{outputs, reopen};
 use crate::source::{Input, WindowArgs};
@@ -32,8 +32,6 @@ pub struct RunArgs {
     pipeline: Option<PathBuf>,
     #[command(flatten)]
     options: PipelineArgs,
-    #[command(flatten)]
-    names: NamesArgs,
     /// Which rocprofiler-sdk: `rocm` (the installed one, a real GPU), `sim` (rocflow's
     /// simulated MI300X) or `sim:SCENARIO.toml`.
     #[arg(long, default_value = "rocm", value_parser = Device::parse)]
@@ -61,9 +59,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         ));
         PathBuf::from(DEFAULT_PIPELINE)
     });
-    let plan = args
-        .options
-        .compile(&pipeline, args.flags.overlay(), &args.names)?;
+    let plan = args.options.compile(&pipeline, args.flags.overlay())?;
     let sdk = match args.device {
         Device::Rocm => Some(installed_sdk()?),
         Device::Sim(_) => None,

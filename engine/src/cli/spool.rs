@@ -27,7 +27,7 @@ use crate::wire::{Payload, WireError};
 use crate::{post, sink, stage};
 
 use super::flags::OutputFlags;
-use super::pipeline::{NamesArgs, PipelineArgs};
+use super::pipeline::PipelineArgs;
 use super::print;
 
 fn open(path: &Path) -> Result<Spool> {
@@ -113,8 +113,6 @@ pub struct ReplayArgs {
     options: PipelineArgs,
     #[command(flatten)]
     flags: OutputFlags,
-    #[command(flatten)]
-    names: NamesArgs,
     /// Show no progress on stderr (warnings and errors still show).
     #[arg(long, short)]
     quiet: bool,
@@ -129,7 +127,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         )));
     }
     let overlay = args.flags.overlay();
-    if pipeline.is_none() && !input.is_databases() && !overlay.is_empty() {
+    if pipeline.is_none() && !input.is_databases() && overlay.changes_steps() {
         return Err(Error::user(
             Diagnostic::error(
                 "--stats and -d change a pipeline, and the recorded one is replayed as it was",
@@ -137,8 +135,10 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             .hint("give a pipeline: rocflow replay RUN.rfraw PIPELINE.toml --stats"),
         ));
     }
+    // A compiled plan has the flag's form already; a recorded one takes it.
+    let kernel_names = overlay.kernel_names();
     let mut plan = match (&pipeline, &input) {
-        (Some(file), _) => args.options.compile(file, overlay, &args.names)?,
+        (Some(file), _) => args.options.compile(file, overlay)?,
         (None, Input::Databases(_)) => {
             let notice = Diagnostic::notice(format!(
                 "rocpd databases record no pipeline: replaying with `{DATABASE_PIPELINE}`"
@@ -146,7 +146,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             .hint("give another: rocflow replay DB… PIPELINE");
             messages::diagnostic(&notice);
             args.options
-                .compile(Path::new(DATABASE_PIPELINE), overlay, &args.names)?
+                .compile(Path::new(DATABASE_PIPELINE), overlay)?
         }
         (None, Input::Spool(spool)) if args.trust_plan => recorded_plan(spool)?,
         (None, Input::Spool(spool)) => untrusted_outputs(
@@ -156,7 +156,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
              pipeline: rocflow replay RUN.rfraw PIPELINE.toml",
         )?,
     };
-    args.names.recorded(&mut plan);
+    if let Some(form) = kernel_names {
+        plan.stages.kernel_names = form;
+    }
     let mut source = open_input(&input, &args.window)?;
     let board = Arc::new(Board::default());
     let display = Display::start(Mode::for_stderr(args.quiet), Arc::clone(&board));

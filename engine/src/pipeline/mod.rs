@@ -4,7 +4,6 @@
 
 mod compile;
 mod counters;
-mod flags;
 pub mod model;
 pub mod overlay;
 pub mod params;
@@ -48,8 +47,6 @@ pub struct Options {
     pub plugins: crate::plugin::Search,
     /// Whether plugins are loaded to be checked, which runs their code.
     pub plugin_check: crate::plugin::Check,
-    /// `--kernel-names`: the form kernel names take, over the pipeline's default.
-    pub kernel_names: Option<crate::kernel_names::KernelNames>,
 }
 
 /// A compiled pipeline.
@@ -108,9 +105,6 @@ fn compile_document(
 ) -> Result<Compiled, Vec<Diagnostic>> {
     let notices = options.overlay.apply(&mut doc, &options.overrides)?;
     let params = params::apply(&mut doc, &options.overrides)?;
-    if let Some(form) = options.kernel_names {
-        flags::kernel_names(&mut doc, form).map_err(|e| vec![e])?;
-    }
     let json = doc.to_json();
     let structural = schema::validate(&doc, &json);
     if !structural.is_empty() {

@@ -13,6 +13,7 @@ use std::ops::Range;
 use crate::diag::{Diagnostic, SourceFile, Span};
 use crate::import::input::TimeUnit;
 use crate::import::{counter_names, kernels, paths, period};
+use crate::kernel_names::KernelNames;
 
 use super::params::Override;
 use super::value::{Entry, Node, Step, Value};
@@ -34,6 +35,8 @@ pub enum Change {
     CollectionPeriod(Vec<String>, TimeUnit),
     /// `--stats`: a summary step, whose CSV tables are rocprofv3's statistics.
     Stats,
+    /// `--kernel-names FORM`: `[pipeline] kernel_names`.
+    KernelNames(KernelNames),
 }
 
 impl Change {
@@ -46,6 +49,7 @@ impl Change {
             Change::KernelInclude(_) | Change::KernelExclude(_) | Change::KernelIterations(_) => 2,
             Change::CollectionPeriod(..) => 3,
             Change::Stats => 4,
+            Change::KernelNames(_) => 5,
         }
     }
 
@@ -58,6 +62,7 @@ impl Change {
                 v.iter().map(String::as_str).collect()
             }
             Change::Stats => Vec::new(),
+            Change::KernelNames(form) => vec![form.as_str()],
         }
     }
 }
@@ -109,8 +114,18 @@ impl Overlay {
         self.flags.push((flag, change));
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.flags.is_empty()
+    /// Whether a flag changes more than the kernel names: what a recorded plan, replayed
+    /// as it was, cannot take.
+    pub fn changes_steps(&self) -> bool {
+        (self.flags.iter()).any(|(_, change)| !matches!(change, Change::KernelNames(_)))
+    }
+
+    /// The form `--kernel-names` asks for, if given.
+    pub fn kernel_names(&self) -> Option<KernelNames> {
+        self.flags.iter().find_map(|(_, change)| match change {
+            Change::KernelNames(form) => Some(*form),
+            _ => None,
+        })
     }
 
     /// The flags as written on one line, which diagnostics point into.
@@ -177,6 +192,7 @@ impl Overlay {
                     collection_period(doc, &flag, periods, *unit)
                 }
                 Change::Stats => stats(doc, &flag).map(|notice| notices.extend(notice)),
+                Change::KernelNames(form) => kernel_names(doc, &flag, *form),
             };
             if let Err(e) = outcome {
                 errors.extend(e);
@@ -521,4 +537,27 @@ fn stats(doc: &mut Node, flag: &Written<'_>) -> Result<Option<Diagnostic>, Vec<D
     });
     push_entry(doc, "post", Node::from_json(&step, &flag.whole()));
     Ok(None)
+}
+
+/// `--kernel-names FORM` sets `[pipeline] kernel_names`, unless the pipeline sets another.
+fn kernel_names(doc: &mut Node, flag: &Written<'_>, form: KernelNames) -> Applied {
+    let table = Node::from_json(&serde_json::json!({}), &flag.whole());
+    let value = Node::from_json(&form.as_str().into(), &flag.value());
+    let Some(set) = insert(doc, "pipeline", table).and_then(|h| insert(h, "kernel_names", value))
+    else {
+        return Ok(());
+    };
+    if set.as_str() == Some(form.as_str()) {
+        return Ok(());
+    }
+    let written = set.as_str().map_or_else(
+        || set.type_name().to_owned(),
+        |value| format!("\"{value}\""),
+    );
+    let message = format!(
+        "`{}` conflicts with the pipeline's `kernel_names = {written}`",
+        flag.whole().snippet()
+    );
+    let hint = replace_hint(flag, set, "the kernel names");
+    Err(vec![flag.conflict(message, set).hint(hint)])
 }
