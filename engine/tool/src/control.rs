@@ -11,9 +11,12 @@ use crate::guard::entry;
 use crate::setup::Context;
 use crate::{Tool, warn};
 
-/// Starts or stops a context. `false` when the SDK refused a start because it has begun
+/// Starts or stops a context. `false` when the SDK refused because it has begun
 /// finalizing: the process is exiting and there is nothing left to collect, so that is no
-/// failure to report, and whoever starts contexts on a timer can stop timing.
+/// failure to report, and whoever starts contexts on a timer can stop timing. AMD's SDK
+/// locks out a start then, and answers a stop of a context it has already let go of with
+/// CONTEXT_NOT_FOUND: the tool stops only contexts it created, so that answer means the
+/// same.
 fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
     let api = &tool.api;
     // SAFETY: a context the tool created.
@@ -24,7 +27,11 @@ fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
             (api.stop_context)(ctx.handle)
         }
     };
-    if on && status == status::CONFIGURATION_LOCKED {
+    let finalizing = match on {
+        true => status == status::CONFIGURATION_LOCKED,
+        false => status == status::CONTEXT_NOT_FOUND,
+    };
+    if finalizing || status == status::FINALIZED {
         return false;
     }
     if let Err(e) = api.check(&format!("context `{}`", ctx.name), status) {
