@@ -31,6 +31,7 @@ pub mod runner;
 pub mod runs;
 pub mod sink;
 pub mod source;
+pub mod sqlite;
 pub mod stage;
 pub mod stats;
 pub mod summary;

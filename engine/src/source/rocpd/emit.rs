@@ -31,7 +31,8 @@ struct Pending {
     strings: HashMap<String, u32>,
     /// Strings not sent yet, from `next_string - new.len()`.
     new: Vec<String>,
-    batches: HashMap<RecordKind, Batch>,
+    /// By kind, in the order of [`RecordKind::ALL`]: a lookup per record.
+    batches: [Option<Batch>; RecordKind::ALL.len()],
     args: ApiArgs,
 }
 
@@ -110,16 +111,15 @@ impl<'a> Emitter<'a> {
     /// counter values), sent with [`Emitter::flush_full`] between groups.
     pub fn hold(&mut self, stream: u16, kind: RecordKind, add: impl FnOnce(&mut Batch)) {
         let pending = self.streams.entry(stream).or_default();
-        let batch = (pending.batches)
-            .entry(kind)
-            .or_insert_with(|| Batch::with_capacity(kind, CHUNK));
+        let batch =
+            pending.batches[kind as usize].get_or_insert_with(|| Batch::with_capacity(kind, CHUNK));
         add(batch);
     }
 
     /// Sends `stream`'s batch of `kind` if it is full.
     pub fn flush_full(&mut self, stream: u16, kind: RecordKind) -> Result<(), Stopped> {
         let full = (self.streams.get(&stream))
-            .and_then(|p| p.batches.get(&kind))
+            .and_then(|p| p.batches[kind as usize].as_ref())
             .is_some_and(|b| b.len() >= CHUNK);
         if full {
             self.flush(stream, kind)?;
@@ -142,7 +142,10 @@ impl<'a> Emitter<'a> {
             .streams
             .get_mut(&stream)
             .expect("a stream with records");
-        let Some(batch) = pending.batches.remove(&kind).filter(|b| !b.is_empty()) else {
+        let Some(batch) = pending.batches[kind as usize]
+            .take()
+            .filter(|b| !b.is_empty())
+        else {
             return Ok(());
         };
         let strings = std::mem::take(&mut pending.new);

@@ -16,6 +16,7 @@ use crate::record::{
     Agent, CodeObject, CounterInfo, KernelSymbol, Meta, Process, Queue, Stream, Thread,
 };
 use crate::sdk::AgentType;
+use crate::sqlite::{Cells, Statement};
 use crate::wire::MAX_INSTANCES;
 
 /// A kernel symbol as dispatches need it.
@@ -262,7 +263,7 @@ impl Reader<'_> {
         &self,
         table: &str,
         columns: &str,
-        mut f: impl FnMut(&rusqlite::Row<'_>),
+        mut f: impl FnMut(&Cells<'_>),
     ) -> rusqlite::Result<()> {
         let list: Vec<String> = (columns.split(',').map(str::trim))
             .map(|c| self.tables.column(table, "t", c))
@@ -272,10 +273,9 @@ impl Reader<'_> {
             list.join(", "),
             self.tables.name(table)
         );
-        let mut statement = self.conn.prepare(&sql)?;
-        let mut rows = statement.query([])?;
-        while let Some(row) = rows.next()? {
-            f(row);
+        let mut statement = Statement::prepare(self.conn, &sql)?;
+        while let Some(row) = statement.step()? {
+            f(&row);
         }
         Ok(())
     }

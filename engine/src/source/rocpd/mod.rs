@@ -263,14 +263,13 @@ fn parts(conn: &Connection, tables: &Tables) -> rusqlite::Result<Vec<Part>> {
     )?;
     let mut parts = Vec::new();
     for table in Table::ALL {
-        let (low, high): (Option<i64>, Option<i64>) = conn.query_row(
-            &format!(
-                "SELECT min(rowid), max(rowid) FROM {}",
-                tables.name(table.rows())
-            ),
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )?;
+        // Two queries: SQLite finds a lone min() or max() of the row id at once, but
+        // scans the table for both together.
+        let [low, high] = ["min", "max"].map(|end| {
+            let sql = format!("SELECT {end}(rowid) FROM {}", tables.name(table.rows()));
+            conn.query_row(&sql, [], |row| row.get::<_, Option<i64>>(0))
+        });
+        let (low, high) = (low?, high?);
         let (Some(low), Some(high)) = (low, high) else {
             continue;
         };

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension};
 use rustc_hash::FxHashMap as HashMap;
 
 use super::emit::{Emitter, Stopped};
@@ -19,6 +20,7 @@ use crate::record::{
     MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
 };
 use crate::sdk::Domain;
+use crate::sqlite::{Cells, Statement};
 
 /// Adds `record` to `stream`'s batch of its kind (`$kind`, a [`Batch`] variant).
 macro_rules! push {
@@ -154,13 +156,11 @@ impl Reader<'_, '_> {
     fn each(
         &mut self,
         sql: &str,
-        mut f: impl FnMut(&mut Self, &Row<'_>) -> Result<(), Fault>,
+        mut f: impl FnMut(&mut Self, &Cells<'_>) -> Result<(), Fault>,
     ) -> Result<(), Fault> {
-        let conn = self.conn;
-        let mut statement = conn.prepare(sql)?;
-        let mut rows = statement.query([])?;
-        while let Some(row) = rows.next()? {
-            f(self, row)?;
+        let mut statement = Statement::prepare(self.conn, sql)?;
+        while let Some(row) = statement.step()? {
+            f(self, &row)?;
         }
         Ok(())
     }
@@ -171,7 +171,7 @@ impl Reader<'_, '_> {
         &mut self,
         sql: &str,
         kinds: &[RecordKind],
-        mut f: impl FnMut(&mut Self, &Row<'_>, u16, u32) -> Result<(), Fault>,
+        mut f: impl FnMut(&mut Self, &Cells<'_>, u16, u32) -> Result<(), Fault>,
     ) -> Result<(), Fault> {
         self.each(sql, |r, row| match r.process(int(row, 0)) {
             Some((stream, pid)) => f(r, row, stream, pid),
@@ -373,10 +373,8 @@ impl Reader<'_, '_> {
             "SELECT event_id, position, type, name, value FROM {} ORDER BY event_id, position",
             self.tables.name(schema::ARG)
         );
-        let conn = self.conn;
-        let mut args_statement = conn.prepare(&args_sql)?;
-        let mut args = args_statement.query([])?;
-        let mut next_arg = args.next()?.map(arg_row);
+        let mut args = Statement::prepare(self.conn, &args_sql)?;
+        let mut next_arg = args.step()?.as_ref().map(arg_row);
         // Without arguments, row order is as good and needs no sort.
         let order = self.order(
             "x",
@@ -398,7 +396,7 @@ impl Reader<'_, '_> {
                 if id == event {
                     call_args.push(arg);
                 }
-                next_arg = args.next()?.map(arg_row);
+                next_arg = args.step()?.as_ref().map(arg_row);
             }
             let Some((stream, pid)) = r.process(int(row, 0)) else {
                 return Ok(());
@@ -486,7 +484,7 @@ impl Reader<'_, '_> {
         *self.left.unknown.entry(name.to_owned()).or_default() += 1;
     }
 
-    fn pc_sample(&self, pid: u32, row: &Row<'_>, method: u8) -> PcSample {
+    fn pc_sample(&self, pid: u32, row: &Cells<'_>, method: u8) -> PcSample {
         let extdata = json(row, 7).unwrap_or_default();
         let field = |key: &str| json_u64(&extdata, key).unwrap_or(0);
         PcSample {
@@ -515,7 +513,7 @@ impl Reader<'_, '_> {
     fn host(
         &mut self,
         h: Host,
-        row: &Row<'_>,
+        row: &Cells<'_>,
         extdata: usize,
         args: &[(u8, String, String, String)],
     ) -> Result<(), Fault> {
@@ -607,19 +605,26 @@ impl Reader<'_, '_> {
         Ok(())
     }
 
-    /// Counter values, each at its dispatch (found by the event they share).
+    /// Counter values, each at its dispatch (found by the event they share). The values
+    /// of a dispatch are consecutive rows, so its dispatch is looked up once for them all,
+    /// not joined row by row (the join was half the time of reading a counter run).
     fn counters(&mut self) -> Result<(), Fault> {
         let (pmc, dispatch) = (schema::PMC_EVENT, schema::KERNEL_DISPATCH);
-        let from = format!(
-            "{} AS p LEFT JOIN {} AS d ON d.event_id = p.event_id",
-            self.tables.name(pmc),
-            self.tables.name(dispatch)
-        );
         let sql = self.tables.select(
-            "d.pid, d.agent_id, d.dispatch_id, d.kernel_id, d.end, p.pmc_id, p.value",
-            &[("p", pmc), ("d", dispatch)],
-            &from,
+            "p.event_id, p.pmc_id, p.value",
+            &[("p", pmc)],
+            &format!("{} AS p", self.tables.name(pmc)),
         );
+        // The first of an event's dispatches, as a LEFT JOIN would have paired with it.
+        let lookup = self.tables.select(
+            "d.pid, d.agent_id, d.dispatch_id, d.kernel_id, d.end",
+            &[("d", dispatch)],
+            &format!(
+                "{} AS d WHERE d.event_id = ?1 ORDER BY d.rowid LIMIT 1",
+                self.tables.name(dispatch)
+            ),
+        );
+        let mut lookup = Statement::prepare(self.conn, &lookup)?;
         // A dispatch's values reach the stages in one batch, as the tool sends them (the
         // summary and the sinks total a dispatch's values batch by batch): a part starts
         // and ends between dispatches, and a full batch is sent only when the next value
@@ -638,24 +643,39 @@ impl Reader<'_, '_> {
             }
             None => String::new(),
         } + " ORDER BY p.rowid";
-        let kinds = [RecordKind::CounterSample];
+        // The event of the values read last, and what they take from its dispatch.
+        let mut event = None;
+        let mut at: Option<Dispatch> = None;
         let mut last = None;
-        self.records(&(sql + &order), &kinds, |r, row, stream, pid| {
-            let kernel = r.info.kernels.get(&int(row, 3));
-            let counter = int(row, 5);
+        self.each(&(sql + &order), |r, row| {
+            let this = int(row, 0);
+            if event != Some(this) {
+                lookup.rebind(&[this])?;
+                at = lookup.step()?.as_ref().map(|d| r.dispatch(d));
+                event = Some(this);
+            }
+            let Some(d) = &at else {
+                r.left.orphans += 1;
+                return Ok(());
+            };
+            let Some((stream, pid)) = d.process else {
+                r.left.orphans += 1;
+                return Ok(());
+            };
+            let counter = int(row, 1);
             // A counter is defined for an agent; the dispatch's says where it ran otherwise.
             let (counter_id, agent) = match r.info.counters.get(&counter) {
                 Some(&known) => known,
-                None => (counter as u32, r.info.agent(opt_int(row, 1))),
+                None => (counter as u32, d.agent),
             };
             let record = CounterSample {
                 pid,
                 agent,
-                dispatch_id: u64(row, 2),
-                kernel_id: kernel.map_or(u64(row, 3), |k| k.id),
-                timestamp_ns: u64(row, 4),
+                dispatch_id: d.dispatch_id,
+                kernel_id: d.kernel_id,
+                timestamp_ns: d.end_ns,
                 counter_id,
-                value: real(row, 6),
+                value: real(row, 2),
                 ..CounterSample::default()
             };
             let dispatch = Some((stream, record.dispatch_id));
@@ -669,7 +689,24 @@ impl Reader<'_, '_> {
                 }
             });
             Ok(())
-        })
+        })?;
+        Ok(self.out.flush_kind(RecordKind::CounterSample)?)
+    }
+
+    /// What the values of the dispatch at `row` take from it.
+    fn dispatch(&self, row: &Cells<'_>) -> Dispatch {
+        let kernel = int(row, 3);
+        Dispatch {
+            process: self.info.process.get(&int(row, 0)).copied(),
+            agent: self.info.agent(opt_int(row, 1)),
+            dispatch_id: u64(row, 2),
+            kernel_id: self
+                .info
+                .kernels
+                .get(&kernel)
+                .map_or(kernel as u64, |k| k.id),
+            end_ns: u64(row, 4),
+        }
     }
 
     /// The first counter value row at or after row id `at` that is not of the dispatch
@@ -678,7 +715,7 @@ impl Reader<'_, '_> {
     fn dispatch_start(&self, at: i64) -> rusqlite::Result<Option<i64>> {
         let table = self.tables.name(schema::PMC_EVENT);
         // Read as whatever it holds: an untrusted cell need not be an integer.
-        let before: Option<rusqlite::types::Value> = self
+        let before: Option<Value> = self
             .conn
             .query_row(
                 &format!(
@@ -691,11 +728,17 @@ impl Reader<'_, '_> {
         let Some(before) = before else {
             return Ok(Some(at));
         };
-        self.conn.query_row(
-            &format!("SELECT min(rowid) FROM {table} WHERE rowid >= ?1 AND event_id IS NOT ?2"),
-            rusqlite::params![at, before],
-            |row| row.get(0),
-        )
+        // Not `min(rowid)`, which reads on to the table's end.
+        self.conn
+            .query_row(
+                &format!(
+                    "SELECT rowid FROM {table} WHERE rowid >= ?1 AND event_id IS NOT ?2 \
+                     ORDER BY rowid LIMIT 1"
+                ),
+                rusqlite::params![at, before],
+                |row| row.get(0),
+            )
+            .optional()
     }
 }
 
@@ -723,7 +766,7 @@ struct Host {
 }
 
 /// An argument row: its event, then position, type, name and value.
-fn arg_row(row: &Row<'_>) -> (i64, (u8, String, String, String)) {
+fn arg_row(row: &Cells<'_>) -> (i64, (u8, String, String, String)) {
     let position = int(row, 1).clamp(0, i64::from(u8::MAX)) as u8;
     let text = |i| text(row, i).unwrap_or_default();
     (int(row, 0), (position, text(2), text(3), text(4)))
@@ -749,4 +792,14 @@ fn operation(category: &str, name: &str) -> Option<Operation> {
         domain,
         id: operation_id(domain, op),
     })
+}
+
+/// What counter values take from their dispatch.
+struct Dispatch {
+    /// Its process's stream and OS pid, where the info tables describe the process.
+    process: Option<(u16, u32)>,
+    agent: u32,
+    dispatch_id: u64,
+    kernel_id: u64,
+    end_ns: u64,
 }
