@@ -1,21 +1,24 @@
 //! A safe handle on an OTF2 archive being written: events held back in a [`Spill`] while
 //! the run goes on, then, at the end, each location's events through its own event writer,
-//! one location at a time, with one attribute list reused for every event; then local and
-//! global definitions.
+//! locations in parallel (OTF2 guards what its writers share with the archive's
+//! [`locks`](super::locks)); then local and global definitions.
 //!
 //! OTF2 keeps a location's events in memory chunks until its memory pool runs dry, and its
 //! default pool is large enough to hold a whole location. The archive hands OTF2 its own
 //! allocator instead, which gives each location's event buffer [`EVENT_CHUNKS`] chunks and
 //! then reports the pool empty, so OTF2 writes the chunks out and starts over: memory stays
-//! fixed however many events a location has.
+//! fixed however many events a location has, a buffer per thread writing.
 
 use std::alloc::Layout;
 use std::ffi::{CString, c_void};
 use std::path::Path;
 use std::ptr::NonNull;
 
+use rayon::prelude::*;
+
 use super::definitions;
 use super::ffi::{self, ErrorCode, Otf2};
+use super::locks;
 use super::spill::{Event, Spill};
 use crate::sink::SinkError;
 
@@ -31,8 +34,6 @@ pub struct Archive {
     raw: NonNull<ffi::Archive>,
     /// Every location's events, until OTF2 writes them.
     spill: Spill,
-    /// Emptied by OTF2 after each event that takes it.
-    attributes: NonNull<ffi::AttributeList>,
     /// Set once `OTF2_Archive_Close` ran, successfully or not.
     closed: bool,
 }
@@ -53,9 +54,6 @@ impl Archive {
             .map_err(|_| fault(format!("{} holds a NUL byte", dir.display())))?;
         let name_c = CString::new(name).expect("archive names are ours");
         let spill = Spill::create(dir).map_err(SinkError::io("holding the OTF2 events back"))?;
-        // SAFETY: no preconditions; the list is deleted in `drop`, or below.
-        let attributes = NonNull::new(unsafe { (otf2.attribute_list_new)() })
-            .ok_or_else(|| fault("cannot allocate an attribute list".into()))?;
         // SAFETY: both strings are NUL-terminated and outlive the call.
         let raw = unsafe {
             (otf2.archive_open)(
@@ -69,8 +67,6 @@ impl Archive {
             )
         };
         let Some(raw) = NonNull::new(raw) else {
-            // SAFETY: created above, not used again.
-            unsafe { (otf2.attribute_list_delete)(attributes.as_ptr()) };
             return Err(fault(format!(
                 "cannot create an archive in {}",
                 dir.display()
@@ -80,7 +76,6 @@ impl Archive {
             otf2,
             raw,
             spill,
-            attributes,
             closed: false,
         };
         archive.configure()?;
@@ -118,6 +113,10 @@ impl Archive {
                 "OTF2_Archive_SetMemoryCallbacks",
             )?;
             self.check(
+                (o.archive_set_locking_callbacks)(raw, &locks::CALLBACKS, std::ptr::null_mut()),
+                "OTF2_Archive_SetLockingCallbacks",
+            )?;
+            self.check(
                 (o.archive_set_serial_collective_callbacks)(raw),
                 "OTF2_Archive_SetSerialCollectiveCallbacks",
             )?;
@@ -141,24 +140,24 @@ impl Archive {
             .map_err(SinkError::io("holding the OTF2 events back"))
     }
 
-    /// Writes every location's events, one location after the other.
-    fn write_events(&mut self) -> Result<(), SinkError> {
-        let raw = self.raw.as_ptr();
-        for location in 0..self.spill.locations() {
-            // SAFETY: the archive and its event files are open.
-            let writer = unsafe { (self.otf2.archive_get_evt_writer)(raw, location as u64) };
-            let writer = NonNull::new(writer)
-                .ok_or_else(|| fault(format!("cannot open the events of location {location}")))?;
-            let (otf2, attributes) = (&self.otf2, self.attributes);
-            let written = self
-                .spill
-                .replay(location, |event| emit(otf2, writer, attributes, event));
-            // SAFETY: the writer was opened above and is closed once.
-            let closed = unsafe { (self.otf2.archive_close_evt_writer)(raw, writer.as_ptr()) };
-            written.map_err(SinkError::io("reading the OTF2 events back"))??;
-            self.check(closed, "OTF2_Archive_CloseEvtWriter")?;
-        }
-        Ok(())
+    /// Writes every location's events, locations in parallel.
+    fn write_events(&self) -> Result<(), SinkError> {
+        let locations = Locations {
+            otf2: &self.otf2,
+            raw: self.raw,
+            spill: &self.spill,
+        };
+        (0..self.spill.locations())
+            .into_par_iter()
+            .try_for_each_init(
+                || AttributeList::new(locations.otf2),
+                |list, location| {
+                    let list = list
+                        .as_ref()
+                        .ok_or_else(|| fault("cannot allocate an attribute list".into()))?;
+                    locations.write(location, list)
+                },
+            )
     }
 
     /// Closes the event files, writes an (empty) local definition file per location as
@@ -218,9 +217,10 @@ fn check(otf2: &Otf2, code: ErrorCode, call: &str) -> Result<(), SinkError> {
 fn emit(
     otf2: &Otf2,
     writer: NonNull<ffi::EvtWriter>,
-    list: NonNull<ffi::AttributeList>,
+    list: &AttributeList<'_>,
     event: Event<'_>,
 ) -> Result<(), SinkError> {
+    let list = list.raw;
     let attach = |attributes: &[(u32, u64)]| {
         attributes.iter().try_for_each(|&(id, value)| {
             let list = list.as_ptr();
@@ -267,20 +267,65 @@ fn emit(
     }
 }
 
-// SAFETY: OTF2 objects have no thread affinity; `&mut self` on every call keeps them to one
-// thread at a time, which is what an archive without locking callbacks needs.
+// SAFETY: OTF2 objects have no thread affinity; the archive's locks guard what writers on
+// several threads share.
 unsafe impl Send for Archive {}
+
+/// What the threads writing locations share.
+struct Locations<'a> {
+    otf2: &'a Otf2,
+    raw: NonNull<ffi::Archive>,
+    spill: &'a Spill,
+}
+
+// SAFETY: the archive has locking callbacks, and each thread writes through an event
+// writer and attribute list of its own; the spill is only read.
+unsafe impl Sync for Locations<'_> {}
+
+impl Locations<'_> {
+    /// Writes `location`'s events through a writer of its own.
+    fn write(&self, location: usize, list: &AttributeList<'_>) -> Result<(), SinkError> {
+        let raw = self.raw.as_ptr();
+        // SAFETY: the archive and its event files are open.
+        let writer = unsafe { (self.otf2.archive_get_evt_writer)(raw, location as u64) };
+        let writer = NonNull::new(writer)
+            .ok_or_else(|| fault(format!("cannot open the events of location {location}")))?;
+        let written = (self.spill).replay(location, |event| emit(self.otf2, writer, list, event));
+        // SAFETY: the writer was opened above and is closed once.
+        let closed = unsafe { (self.otf2.archive_close_evt_writer)(raw, writer.as_ptr()) };
+        written.map_err(SinkError::io("reading the OTF2 events back"))??;
+        check(self.otf2, closed, "OTF2_Archive_CloseEvtWriter")
+    }
+}
+
+/// An attribute list, emptied by OTF2 after each event that takes it.
+struct AttributeList<'a> {
+    otf2: &'a Otf2,
+    raw: NonNull<ffi::AttributeList>,
+}
+
+impl<'a> AttributeList<'a> {
+    fn new(otf2: &'a Otf2) -> Option<AttributeList<'a>> {
+        // SAFETY: no preconditions; the list is deleted on drop.
+        let raw = NonNull::new(unsafe { (otf2.attribute_list_new)() })?;
+        Some(AttributeList { otf2, raw })
+    }
+}
+
+impl Drop for AttributeList<'_> {
+    fn drop(&mut self) {
+        // SAFETY: made by `new`, deleted once.
+        unsafe { (self.otf2.attribute_list_delete)(self.raw.as_ptr()) };
+    }
+}
 
 impl Drop for Archive {
     /// An archive dropped before `finish` completed is closed to release OTF2's resources;
     /// what it wrote is the caller's to remove.
     fn drop(&mut self) {
-        // SAFETY: each is released once; writers close with the archive.
-        unsafe {
-            if !self.closed {
-                (self.otf2.archive_close)(self.raw.as_ptr());
-            }
-            (self.otf2.attribute_list_delete)(self.attributes.as_ptr());
+        if !self.closed {
+            // SAFETY: released once; writers close with the archive.
+            unsafe { (self.otf2.archive_close)(self.raw.as_ptr()) };
         }
     }
 }

@@ -33,7 +33,8 @@ opaque!(
     EvtWriter,
     DefWriter,
     GlobalDefWriter,
-    AttributeList
+    AttributeList,
+    LockObject
 );
 
 /// `OTF2_ErrorCode`, a C enum.
@@ -131,6 +132,25 @@ pub struct MemoryCallbacks {
     >,
 }
 
+/// `OTF2_Lock`.
+pub type Lock = *mut LockObject;
+
+/// `OTF2_CallbackCode`, a C enum.
+pub type CallbackCode = i32;
+pub const CALLBACK_SUCCESS: CallbackCode = 0;
+pub const CALLBACK_ERROR: CallbackCode = 1;
+
+/// `OTF2_LockingCallbacks`.
+#[repr(C)]
+pub struct LockingCallbacks {
+    pub release: Option<unsafe extern "C" fn(user_data: *mut c_void)>,
+    pub create:
+        Option<unsafe extern "C" fn(user_data: *mut c_void, lock: *mut Lock) -> CallbackCode>,
+    pub destroy: Option<unsafe extern "C" fn(user_data: *mut c_void, lock: Lock) -> CallbackCode>,
+    pub lock: Option<unsafe extern "C" fn(user_data: *mut c_void, lock: Lock) -> CallbackCode>,
+    pub unlock: Option<unsafe extern "C" fn(user_data: *mut c_void, lock: Lock) -> CallbackCode>,
+}
+
 /// Declares the library's functions as fields of [`Otf2`] and resolves them by name.
 macro_rules! functions {
     ($($field:ident = $symbol:literal: fn($($arg:ty),*) -> $ret:ty;)*) => {
@@ -170,6 +190,8 @@ functions! {
         fn(*mut Archive, *const FlushCallbacks, *mut c_void) -> ErrorCode;
     archive_set_memory_callbacks = "OTF2_Archive_SetMemoryCallbacks":
         fn(*mut Archive, *const MemoryCallbacks, *mut c_void) -> ErrorCode;
+    archive_set_locking_callbacks = "OTF2_Archive_SetLockingCallbacks":
+        fn(*mut Archive, *const LockingCallbacks, *mut c_void) -> ErrorCode;
     archive_set_serial_collective_callbacks = "OTF2_Archive_SetSerialCollectiveCallbacks":
         fn(*mut Archive) -> ErrorCode;
     archive_open_evt_files = "OTF2_Archive_OpenEvtFiles": fn(*mut Archive) -> ErrorCode;

@@ -12,6 +12,7 @@ mod archive;
 mod definitions;
 mod events;
 mod ffi;
+mod locks;
 mod spill;
 
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! that much for each busy location (60 of them in the `otf2` benchmark: 358 MiB). So events
 //! are encoded compactly into a small block per location, full blocks go to an unlinked
 //! file beside the archive, and [`Spill::replay`] hands each location's events over in
-//! order, one location after the other: memory is the open blocks and one OTF2 writer.
+//! order: memory is the open blocks and an OTF2 writer per thread writing.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -128,15 +128,15 @@ impl Spill {
         Ok(())
     }
 
-    /// Calls `write` with each event of `location` in the order they were pushed, then
-    /// forgets them. The outer error is the spill's own (reading it back), the inner one
+    /// Calls `write` with each event of `location` in the order they were pushed; locations
+    /// are read in parallel. The outer error is the spill's own (reading it back), the inner one
     /// the first of `write`, after which it is not called again.
     pub fn replay<E>(
-        &mut self,
+        &self,
         location: usize,
         mut write: impl FnMut(Event<'_>) -> Result<(), E>,
     ) -> io::Result<Result<(), E>> {
-        let log = std::mem::take(&mut self.locations[location]);
+        let log = &self.locations[location];
         let mut block = Vec::new();
         for &(offset, len) in &log.blocks {
             block.resize(len, 0);
@@ -265,7 +265,7 @@ mod tests {
                 .push(format!("metric {} {value} {:?}", i * 2, &attributes[1..]));
         }
         assert!(spill.len > 2 * BLOCK as u64, "blocks went to the file");
-        let mut replay = |location| {
+        let replay = |location| {
             let mut seen = Vec::new();
             spill
                 .replay::<()>(location, |event| {
