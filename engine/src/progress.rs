@@ -319,7 +319,8 @@ impl Display {
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Acquire) {
                     view.show(&board.snapshot());
-                    std::thread::sleep(TICK);
+                    // Woken early when the display stops: the run does not wait a tick.
+                    std::thread::park_timeout(TICK);
                 }
                 view.show(&board.snapshot());
                 view.close();
@@ -339,6 +340,7 @@ impl Drop for Display {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
             let _ = thread.join();
         }
     }
