@@ -10,6 +10,7 @@ use std::ops::RangeInclusive;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension};
 use rustc_hash::FxHashMap as HashMap;
+use serde::Deserialize;
 
 use super::emit::{Emitter, Stopped};
 use super::info::Info;
@@ -485,26 +486,27 @@ impl Reader<'_, '_> {
     }
 
     fn pc_sample(&self, pid: u32, row: &Cells<'_>, method: u8) -> PcSample {
-        let extdata = json(row, 7).unwrap_or_default();
-        let field = |key: &str| json_u64(&extdata, key).unwrap_or(0);
+        let data: SampleData = row
+            .with_text(7, |t| serde_json::from_slice(t).ok())
+            .flatten()
+            .unwrap_or_default();
+        let field = |n: Number| n.0.unwrap_or(0);
         PcSample {
             pid,
-            agent: self
-                .info
-                .agent(json_u64(&extdata, "agent_id").map(|a| a as i64)),
+            agent: self.info.agent(data.agent_id.0.map(|a| a as i64)),
             timestamp_ns: u64(row, 2),
-            dispatch_id: field("dispatch_id"),
+            dispatch_id: field(data.dispatch_id),
             correlation_id: u64(row, 5),
-            pc: field("pc"),
-            code_object_id: field("code_object_id"),
-            code_object_offset: field("code_object_offset"),
-            exec_mask: field("exec_mask"),
-            wave_id: field("wave_id") as u32,
-            hw_id: field("hw_id") as u32,
-            chiplet: field("chiplet") as u8,
+            pc: field(data.pc),
+            code_object_id: field(data.code_object_id),
+            code_object_offset: field(data.code_object_offset),
+            exec_mask: field(data.exec_mask),
+            wave_id: field(data.wave_id) as u32,
+            hw_id: field(data.hw_id) as u32,
+            chiplet: field(data.chiplet) as u8,
             method,
-            instruction_type: field("instruction_type") as u8,
-            stall_reason: field("stall_reason") as u8,
+            instruction_type: field(data.instruction_type) as u8,
+            stall_reason: field(data.stall_reason) as u8,
         }
     }
 
@@ -802,4 +804,100 @@ struct Dispatch {
     dispatch_id: u64,
     kernel_id: u64,
     end_ns: u64,
+}
+
+/// What a PC sample's event keeps in its `extdata`, parsed into these fields alone (one
+/// sample in twenty of a sampled run's rows: a general JSON value was a tenth of reading
+/// one). Text that is not such an object reads as no fields.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct SampleData {
+    agent_id: Number,
+    dispatch_id: Number,
+    pc: Number,
+    code_object_id: Number,
+    code_object_offset: Number,
+    exec_mask: Number,
+    wave_id: Number,
+    hw_id: Number,
+    chiplet: Number,
+    instruction_type: Number,
+    stall_reason: Number,
+}
+
+/// An unsigned integer written as a number or as text holding one, as [`json_u64`] reads
+/// them; any other value is none.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Number(Option<u64>);
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Number, D::Error> {
+        d.deserialize_any(NumberVisitor)
+    }
+}
+
+struct NumberVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NumberVisitor {
+    type Value = Number;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a number")
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Number, E> {
+        Ok(Number(Some(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Number, E> {
+        Ok(Number(Some(v.max(0) as u64)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Number, E> {
+        Ok(Number(Some(v as u64)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Number, E> {
+        Ok(Number(v.parse().ok()))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Number, E> {
+        Ok(Number(None))
+    }
+
+    fn visit_unit<E>(self) -> Result<Number, E> {
+        Ok(Number(None))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Number, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Number(None))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Number, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Number(None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_data_reads_numbers_however_written() {
+        let text = r#"{"pc": "12", "wave_id": 3.7, "hw_id": -2, "chiplet": {"x": [1]},
+            "agent_id": 5, "unknown": [1, {"a": 2}], "exec_mask": null}"#;
+        let data: SampleData = serde_json::from_str(text).unwrap();
+        assert_eq!(data.pc, Number(Some(12)));
+        assert_eq!(data.wave_id, Number(Some(3)));
+        assert_eq!(data.hw_id, Number(Some(0)));
+        assert_eq!(data.chiplet, Number(None));
+        assert_eq!(data.agent_id, Number(Some(5)));
+        assert_eq!(data.exec_mask, Number(None));
+        assert_eq!(data.dispatch_id, Number(None), "absent");
+    }
 }
