@@ -12,6 +12,11 @@ use crate::wire::{Frame, Payload};
 /// has queued stay small.
 pub const CHUNK: usize = 16 * 1024;
 
+/// Records a batch has room for: held records (a dispatch's counter values) go past
+/// [`CHUNK`] until their group ends, and a full batch that grew would be copied whole.
+/// Room that is never written costs no memory.
+const ROOM: usize = 2 * CHUNK;
+
 /// The consumer is gone: stop reading.
 #[derive(Debug)]
 pub struct Stopped;
@@ -112,7 +117,7 @@ impl<'a> Emitter<'a> {
     pub fn hold(&mut self, stream: u16, kind: RecordKind, add: impl FnOnce(&mut Batch)) {
         let pending = self.streams.entry(stream).or_default();
         let batch =
-            pending.batches[kind as usize].get_or_insert_with(|| Batch::with_capacity(kind, CHUNK));
+            pending.batches[kind as usize].get_or_insert_with(|| Batch::with_capacity(kind, ROOM));
         add(batch);
     }
 
