@@ -56,8 +56,8 @@ fn main() {
     yardstick.print_baselines();
     yardstick.print_run("replay -> otf2", run, "");
 
-    // Events wait in a small block per location while the run goes on; OTF2 writes one
-    // location at a time at the end, so its 4 MiB file buffer exists once, not per location.
+    // Events wait in a small block per location while the run goes on; OTF2 writes up to
+    // eight locations at a time at the end, so its file buffers exist for those alone.
     support::print_peaks(
         "into OTF2",
         dir.path(),

@@ -4,8 +4,8 @@
 //! rocflow's sink, then AMD's `rocpd convert` turns the database into CSV, Perfetto and
 //! OTF2 while `rocflow replay` turns the run's spool, and then the same database AMD read,
 //! into the same formats with only that sink; last, AMD's `rocpd summary` and `rocflow
-//! summary` of the database. All are timed as separate processes, once each, and printed
-//! with the ratios.
+//! summary` of the database. All are timed as separate processes, the shortest of three
+//! runs each, and printed with the ratios.
 //!
 //! Needs AMD's kit (`../shared/rocpd-peer`, or `$ROCPD_PEER`) and a Python with its
 //! requirements (`$ROCPD_PYTHON`). Not part of CI. Run with
@@ -17,7 +17,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use support::write_spool;
 
@@ -29,22 +29,31 @@ const FORMATS: [(&str, &str, &str); 3] = [
     ("otf2", "otf2", "OUT/trace"),
 ];
 
-/// Runs `command` to success; returns how long it took. The files the command before it
+/// Runs `command(run)` to success [`RUNS`] times; returns the shortest time it took (this
+/// machine is shared, and other work only ever adds time). The files the run before
 /// wrote are on disk first, so that their write-back does not take this one's cores.
-fn timed(command: &mut Command) -> Duration {
-    // SAFETY: no preconditions.
-    unsafe { libc::sync() };
-    let started = Instant::now();
-    let out = command.output().expect("the command runs");
-    let wall = started.elapsed();
-    assert!(
-        out.status.success(),
-        "{command:?}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    wall
+fn timed(mut command: impl FnMut(usize) -> Command) -> f64 {
+    (0..RUNS)
+        .map(|run| {
+            let mut command = command(run);
+            // SAFETY: no preconditions.
+            unsafe { libc::sync() };
+            let started = Instant::now();
+            let out = command.output().expect("the command runs");
+            let wall = started.elapsed();
+            assert!(
+                out.status.success(),
+                "{command:?}: {}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            wall.as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
 }
+
+/// Runs of each command.
+const RUNS: usize = 3;
 
 /// `rocflow replay INPUT PIPELINE` (a spool or a database) of what the generator makes,
 /// collected by one context, with `sink` (a `[[sink]]` table) as the pipeline's only sink.
@@ -78,13 +87,12 @@ fn main() {
     write_spool(&spool, records, 1);
     let db_dir = dir.path().join("db");
     let sink = support::sink("rocpd", &format!("{}/run.db", db_dir.display()));
-    let written = timed(&mut replay(&spool, dir.path(), "rocpd", &sink));
+    let written = timed(|_| replay(&spool, dir.path(), "rocpd", &sink));
     let db = db_dir.join("run.db");
     let mib = std::fs::metadata(&db).unwrap().len() as f64 / (1 << 20) as f64;
     println!(
         "{records} generated records; rocflow replay wrote the rocpd database \
-         ({mib:.0} MiB) in {:.2} s",
-        written.as_secs_f64()
+         ({mib:.0} MiB) in {written:.2} s"
     );
     println!(
         "{:<8} {:>13} {:>18} {:>7} {:>18} {:>7}",
@@ -96,35 +104,40 @@ fn main() {
         .iter()
         .filter(|(f, ..)| chosen.is_empty() || chosen.contains(f));
     for &(format, kind, path) in formats {
-        let amd_out = dir.path().join(format!("amd-{format}"));
-        let mut convert = Command::new(&rocpd);
-        convert
-            .args(["convert", "-f", format, "-d"])
-            .arg(&amd_out)
-            .arg("-i")
-            .arg(&db);
-        let amd = timed(&mut convert);
-        let [spooled, read] = [("spool", &spool), ("db", &db)].map(|(from, input)| {
-            // A directory of its own, as AMD's has: files just deleted in the same place
-            // make the file system slower to create the next ones.
-            let out = dir.path().join(format!("rocflow-{format}-from-{from}"));
-            let sink = support::sink(kind, &path.replace("OUT", &out.display().to_string()));
-            timed(&mut replay(input, dir.path(), format, &sink)).as_secs_f64()
+        // A directory of its own for each run: files just deleted in the same place make
+        // the file system slower to create the next ones.
+        let amd = timed(|run| {
+            let mut convert = Command::new(&rocpd);
+            let out = dir.path().join(format!("amd-{format}-{run}"));
+            convert.args(["convert", "-f", format, "-d"]).arg(out);
+            convert.arg("-i").arg(&db);
+            convert
         });
-        let amd = amd.as_secs_f64();
+        let [spooled, read] = [("spool", &spool), ("db", &db)].map(|(from, input)| {
+            timed(|run| {
+                let out = dir
+                    .path()
+                    .join(format!("rocflow-{format}-from-{from}-{run}"));
+                let sink = support::sink(kind, &path.replace("OUT", &out.display().to_string()));
+                replay(input, dir.path(), format, &sink)
+            })
+        });
         println!(
             "{format:<8} {amd:>12.2}s {spooled:>17.2}s {:>6.1}x {read:>17.2}s {:>6.1}x",
             amd / spooled,
             amd / read
         );
     }
-    let amd = timed(Command::new(&rocpd).args(["summary", "-i"]).arg(&db)).as_secs_f64();
-    let ours = timed(
-        Command::new(env!("CARGO_BIN_EXE_rocflow"))
-            .arg("summary")
-            .arg(&db),
-    );
-    let ours = ours.as_secs_f64();
+    let amd = timed(|_| {
+        let mut summary = Command::new(&rocpd);
+        summary.args(["summary", "-i"]).arg(&db);
+        summary
+    });
+    let ours = timed(|_| {
+        let mut summary = Command::new(env!("CARGO_BIN_EXE_rocflow"));
+        summary.arg("summary").arg(&db);
+        summary
+    });
     println!(
         "summary  rocpd summary {amd:.2}s, rocflow summary of the database {ours:.2}s: {:.1}x",
         amd / ours
