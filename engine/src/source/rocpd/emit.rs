@@ -12,11 +12,6 @@ use crate::wire::{Frame, Payload};
 /// has queued stay small.
 pub const CHUNK: usize = 16 * 1024;
 
-/// Records a batch has room for: held records (a dispatch's counter values) go past
-/// [`CHUNK`] until their group ends, and a full batch that grew would be copied whole.
-/// Room that is never written costs no memory.
-const ROOM: usize = 2 * CHUNK;
-
 /// The consumer is gone: stop reading.
 #[derive(Debug)]
 pub struct Stopped;
@@ -108,24 +103,30 @@ impl<'a> Emitter<'a> {
         add: impl FnOnce(&mut Batch),
     ) -> Result<(), Stopped> {
         self.hold(stream, kind, add);
-        self.flush_full(stream, kind)
+        self.flush_unless_room(stream, kind, 1)
     }
 
     /// Adds records as [`Emitter::push`] does, but keeps them with the next ones however
     /// full the batch: for records that must reach the stages in one batch (a dispatch's
-    /// counter values), sent with [`Emitter::flush_full`] between groups.
+    /// counter values), sent with [`Emitter::flush_unless_room`] between groups.
     pub fn hold(&mut self, stream: u16, kind: RecordKind, add: impl FnOnce(&mut Batch)) {
         let pending = self.streams.entry(stream).or_default();
         let batch =
-            pending.batches[kind as usize].get_or_insert_with(|| Batch::with_capacity(kind, ROOM));
+            pending.batches[kind as usize].get_or_insert_with(|| Batch::with_capacity(kind, CHUNK));
         add(batch);
     }
 
-    /// Sends `stream`'s batch of `kind` if it is full.
-    pub fn flush_full(&mut self, stream: u16, kind: RecordKind) -> Result<(), Stopped> {
+    /// Sends `stream`'s batch of `kind` if it has no room for `more` records: a batch
+    /// that grew past [`CHUNK`] would be copied whole.
+    pub fn flush_unless_room(
+        &mut self,
+        stream: u16,
+        kind: RecordKind,
+        more: usize,
+    ) -> Result<(), Stopped> {
         let full = (self.streams.get(&stream))
             .and_then(|p| p.batches[kind as usize].as_ref())
-            .is_some_and(|b| b.len() >= CHUNK);
+            .is_some_and(|b| b.len() + more > CHUNK);
         if full {
             self.flush(stream, kind)?;
         }

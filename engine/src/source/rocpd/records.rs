@@ -649,6 +649,8 @@ impl Reader<'_, '_> {
         let mut event = None;
         let mut at: Option<Dispatch> = None;
         let mut last = None;
+        // Values of the dispatch `last`.
+        let mut group = 0;
         self.each(&(sql + &order), |r, row| {
             let this = int(row, 0);
             if event != Some(this) {
@@ -682,9 +684,14 @@ impl Reader<'_, '_> {
             };
             let dispatch = Some((stream, record.dispatch_id));
             if let Some((stream, _)) = last.filter(|_| last != dispatch) {
-                r.out.flush_full(stream, RecordKind::CounterSample)?;
+                // The next dispatch most likely has as many values as this one: a batch
+                // without room for them is sent now rather than grown.
+                r.out
+                    .flush_unless_room(stream, RecordKind::CounterSample, group)?;
+                group = 0;
             }
             last = dispatch;
+            group += 1;
             r.out.hold(stream, RecordKind::CounterSample, |batch| {
                 if let Batch::CounterSample(records) = batch {
                     records.push(record);
