@@ -1,6 +1,7 @@
 //! A prepared statement stepped through SQLite's C API, for the loops that touch every row
-//! of a rocpd database. rusqlite's per-cell `Result`, bounds check and type dispatch were a
-//! tenth of a database read; here a cell is one call, converted as SQLite converts it.
+//! of a rocpd database, reading or writing. rusqlite's per-cell `Result`, bounds check and
+//! type dispatch were a tenth of a database read; here a cell or a parameter is one call,
+//! and a cell converts as SQLite converts it.
 
 use std::ffi::{CStr, c_int};
 use std::marker::PhantomData;
@@ -65,19 +66,76 @@ impl<'c> Statement<'c> {
         })
     }
 
-    /// Starts the statement over with `values` bound to its parameters, in order.
-    pub fn rebind(&mut self, values: &[i64]) -> rusqlite::Result<()> {
-        // SAFETY: the statement is live; resetting and binding integers keep no pointers.
-        unsafe {
-            ffi::sqlite3_reset(self.raw.as_ptr());
-            for (at, &value) in (1..).zip(values) {
-                let rc = ffi::sqlite3_bind_int64(self.raw.as_ptr(), at, value);
-                if rc != ffi::SQLITE_OK {
-                    return Err(error(self.db, rc));
-                }
-            }
+    /// Starts the statement over; its parameters keep their values until bound again.
+    pub fn reset(&mut self) {
+        // SAFETY: the statement is live; the error a reset repeats was reported by the step.
+        unsafe { ffi::sqlite3_reset(self.raw.as_ptr()) };
+    }
+
+    pub fn bind_null(&mut self, at: usize) -> rusqlite::Result<()> {
+        // SAFETY: the statement is live; SQLite checks the index.
+        self.check(unsafe { ffi::sqlite3_bind_null(self.raw.as_ptr(), column(at)) })
+    }
+
+    pub fn bind_int(&mut self, at: usize, value: i64) -> rusqlite::Result<()> {
+        // SAFETY: as in `bind_null`.
+        self.check(unsafe { ffi::sqlite3_bind_int64(self.raw.as_ptr(), column(at), value) })
+    }
+
+    pub fn bind_real(&mut self, at: usize, value: f64) -> rusqlite::Result<()> {
+        // SAFETY: as in `bind_null`.
+        self.check(unsafe { ffi::sqlite3_bind_double(self.raw.as_ptr(), column(at), value) })
+    }
+
+    /// Binds a copy of `value` (SQLite's own, so the text need not outlive the call).
+    pub fn bind_text(&mut self, at: usize, value: &str) -> rusqlite::Result<()> {
+        self.text(at, value, ffi::SQLITE_TRANSIENT())
+    }
+
+    /// Binds text that lives as long as the program, without copying it.
+    pub fn bind_static_text(&mut self, at: usize, value: &'static str) -> rusqlite::Result<()> {
+        self.text(at, value, ffi::SQLITE_STATIC())
+    }
+
+    fn text(
+        &mut self,
+        at: usize,
+        value: &str,
+        keep: ffi::sqlite3_destructor_type,
+    ) -> rusqlite::Result<()> {
+        let length = c_int::try_from(value.len())
+            .map_err(|_| error_code(ffi::SQLITE_TOOBIG, "text too long to bind"))?;
+        // SAFETY: as in `bind_null`; `value` is valid for `length` bytes, and SQLite either
+        // copies them before returning (SQLITE_TRANSIENT) or is given `'static` text.
+        self.check(unsafe {
+            ffi::sqlite3_bind_text(
+                self.raw.as_ptr(),
+                column(at),
+                value.as_ptr().cast(),
+                length,
+                keep,
+            )
+        })
+    }
+
+    /// Runs a statement that returns no rows to its end, then resets it for its next
+    /// values.
+    pub fn execute(&mut self) -> rusqlite::Result<()> {
+        let done = match self.step() {
+            Ok(None) => Ok(()),
+            Ok(Some(_)) => Err(rusqlite::Error::ExecuteReturnedResults),
+            Err(e) => Err(e),
+        };
+        self.reset();
+        done
+    }
+
+    fn check(&self, rc: c_int) -> rusqlite::Result<()> {
+        if rc == ffi::SQLITE_OK {
+            Ok(())
+        } else {
+            Err(error(self.db, rc))
         }
-        Ok(())
     }
 
     /// Steps to the next row: its cells, or `None` past the last (then stepping again starts
@@ -155,6 +213,11 @@ fn column(i: usize) -> c_int {
     c_int::try_from(i).unwrap_or(c_int::MAX)
 }
 
+/// An error SQLite did not report, of result code `rc`.
+fn error_code(rc: c_int, message: &str) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(message.to_owned()))
+}
+
 /// The connection's error for result code `rc`.
 fn error(db: *mut ffi::sqlite3, rc: c_int) -> rusqlite::Error {
     // SAFETY: `db` is a live connection; its message is copied before any other call.
@@ -174,7 +237,7 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         let sql = "SELECT 7, 2.9, ' 42 ', 'x', NULL, x'00', ?1";
         let mut statement = Statement::prepare(&conn, sql).unwrap();
-        statement.rebind(&[-5]).unwrap();
+        statement.bind_int(1, -5).unwrap();
         let row = statement.step().unwrap().expect("a row");
         let kinds = [0, 1, 2, 3, 4, 5].map(|i| row.kind(i));
         use Kind::*;
@@ -185,6 +248,44 @@ mod tests {
         assert_eq!(row.with_text(0, <[u8]>::to_vec), None);
         assert_eq!(row.int(99), 0, "a column out of range reads as NULL");
         assert!(statement.step().unwrap().is_none());
+    }
+
+    #[test]
+    fn bound_values_are_inserted_and_the_statement_runs_again() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (a, b, c, d, e)")
+            .unwrap();
+        let mut insert =
+            Statement::prepare(&conn, "INSERT INTO t VALUES (?1, ?2, ?3, ?4, ?5)").unwrap();
+        for i in 0..2 {
+            insert.bind_int(1, i).unwrap();
+            insert.bind_real(2, 0.5).unwrap();
+            insert.bind_text(3, &format!("row {i}")).unwrap();
+            insert.bind_static_text(4, "{}").unwrap();
+            insert.bind_null(5).unwrap();
+            insert.execute().unwrap();
+        }
+        assert!(insert.bind_int(6, 0).is_err(), "no sixth parameter");
+        type Row = (i64, f64, String, String, Option<i64>);
+        let rows: Vec<Row> = conn
+            .prepare("SELECT * FROM t ORDER BY a")
+            .unwrap()
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let expected: [Row; 2] = [
+            (0, 0.5, "row 0".into(), "{}".into(), None),
+            (1, 0.5, "row 1".into(), "{}".into(), None),
+        ];
+        assert_eq!(rows, expected);
+        let mut select = Statement::prepare(&conn, "SELECT 1").unwrap();
+        assert!(matches!(
+            select.execute(),
+            Err(rusqlite::Error::ExecuteReturnedResults)
+        ));
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //! once for the database's life.
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, Statement, ToSql};
+use rusqlite::{Connection, ToSql};
 
 use super::schema::Names;
+use crate::sqlite::Statement;
 
 /// Rows per statement run: enough that the statement's cost vanishes, few enough that
 /// preparing it is quick and the rows waiting stay small.
@@ -22,8 +23,8 @@ pub enum Value {
     Text(String),
 }
 
+/// For the info rows, written through rusqlite.
 impl ToSql for Value {
-    #[inline]
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(ToSqlOutput::Borrowed(match self {
             Value::Null => ValueRef::Null,
@@ -32,6 +33,21 @@ impl ToSql for Value {
             Value::Str(s) => ValueRef::Text(s.as_bytes()),
             Value::Text(s) => ValueRef::Text(s.as_bytes()),
         }))
+    }
+}
+
+impl Value {
+    /// Binds the value to parameter `at` of `statement`: the events' rows, through SQLite's
+    /// C API.
+    #[inline]
+    fn bind(&self, statement: &mut Statement<'_>, at: usize) -> rusqlite::Result<()> {
+        match self {
+            Value::Null => statement.bind_null(at),
+            Value::Int(v) => statement.bind_int(at, *v),
+            Value::Real(v) => statement.bind_real(at, *v),
+            Value::Str(s) => statement.bind_static_text(at, s),
+            Value::Text(s) => statement.bind_text(at, s),
+        }
     }
 }
 
@@ -107,8 +123,8 @@ impl<'c> Inserter<'c> {
     ) -> rusqlite::Result<Inserter<'c>> {
         Ok(Inserter {
             columns: columns.len(),
-            many: conn.prepare(&names.insert(verb, table, columns, ROWS))?,
-            one: conn.prepare(&names.insert(verb, table, columns, 1))?,
+            many: Statement::prepare(conn, &names.insert(verb, table, columns, ROWS))?,
+            one: Statement::prepare(conn, &names.insert(verb, table, columns, 1))?,
             pending: Vec::with_capacity(ROWS * columns.len()),
         })
     }
@@ -137,8 +153,7 @@ impl<'c> Inserter<'c> {
 
 fn run(statement: &mut Statement<'_>, values: impl Iterator<Item = Value>) -> rusqlite::Result<()> {
     for (i, value) in values.enumerate() {
-        statement.raw_bind_parameter(i + 1, value)?;
+        value.bind(statement, i + 1)?;
     }
-    statement.raw_execute()?;
-    Ok(())
+    statement.execute()
 }

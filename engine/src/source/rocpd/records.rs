@@ -654,7 +654,8 @@ impl Reader<'_, '_> {
         self.each(&(sql + &order), |r, row| {
             let this = int(row, 0);
             if event != Some(this) {
-                lookup.rebind(&[this])?;
+                lookup.reset();
+                lookup.bind_int(1, this)?;
                 at = lookup.step()?.as_ref().map(|d| r.dispatch(d));
                 event = Some(this);
             }
