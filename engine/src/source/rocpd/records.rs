@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::emit::{Emitter, Stopped};
 use super::info::Info;
 use super::schema::{self, Tables};
-use super::value::{int, json, json_u64, opt_int, real, text, u32, u64};
+use super::value::{Number, int, json, json_u64, opt_int, real, text, u32, u64};
 use crate::record::{
     ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
     MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
@@ -659,11 +659,8 @@ impl Reader<'_, '_> {
                 at = lookup.step()?.as_ref().map(|d| r.dispatch(d));
                 event = Some(this);
             }
-            let Some(d) = &at else {
-                r.left.orphans += 1;
-                return Ok(());
-            };
-            let Some((stream, pid)) = d.process else {
+            // Values of no dispatch, or of a process the info tables do not describe.
+            let Some((d, (stream, pid))) = at.as_ref().and_then(|d| Some((d, d.process?))) else {
                 r.left.orphans += 1;
                 return Ok(());
             };
@@ -831,81 +828,4 @@ struct SampleData {
     chiplet: Number,
     instruction_type: Number,
     stall_reason: Number,
-}
-
-/// An unsigned integer written as a number or as text holding one, as [`json_u64`] reads
-/// them; any other value is none.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-struct Number(Option<u64>);
-
-impl<'de> Deserialize<'de> for Number {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Number, D::Error> {
-        d.deserialize_any(NumberVisitor)
-    }
-}
-
-struct NumberVisitor;
-
-impl<'de> serde::de::Visitor<'de> for NumberVisitor {
-    type Value = Number;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a number")
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Number, E> {
-        Ok(Number(Some(v)))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Number, E> {
-        Ok(Number(Some(v.max(0) as u64)))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Number, E> {
-        Ok(Number(Some(v as u64)))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Number, E> {
-        Ok(Number(v.parse().ok()))
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Number, E> {
-        Ok(Number(None))
-    }
-
-    fn visit_unit<E>(self) -> Result<Number, E> {
-        Ok(Number(None))
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Number, A::Error> {
-        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-        Ok(Number(None))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Number, A::Error> {
-        while map
-            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-            .is_some()
-        {}
-        Ok(Number(None))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sample_data_reads_numbers_however_written() {
-        let text = r#"{"pc": "12", "wave_id": 3.7, "hw_id": -2, "chiplet": {"x": [1]},
-            "agent_id": 5, "unknown": [1, {"a": 2}], "exec_mask": null}"#;
-        let data: SampleData = serde_json::from_str(text).unwrap();
-        assert_eq!(data.pc, Number(Some(12)));
-        assert_eq!(data.wave_id, Number(Some(3)));
-        assert_eq!(data.hw_id, Number(Some(0)));
-        assert_eq!(data.chiplet, Number(None));
-        assert_eq!(data.agent_id, Number(Some(5)));
-        assert_eq!(data.exec_mask, Number(None));
-        assert_eq!(data.dispatch_id, Number(None), "absent");
-    }
 }
