@@ -13,7 +13,7 @@ use std::alloc::Layout;
 use std::ffi::{CString, c_void};
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::definitions;
 use super::ffi::{self, ErrorCode, Otf2};
@@ -151,18 +151,17 @@ impl Archive {
             raw: self.raw,
             spill: &self.spill,
             next: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
         };
         let writers = rayon::current_num_threads().clamp(1, WRITERS);
         std::thread::scope(|scope| {
             let threads: Vec<_> = (0..writers)
                 .map(|_| scope.spawn(|| locations.write_each()))
                 .collect();
-            // Every thread's outcome, then the first failure.
-            let outcomes: Vec<_> = threads
+            // The first failure; the scope waits for the other threads.
+            threads
                 .into_iter()
-                .map(|t| t.join().expect("a writer does not panic"))
-                .collect();
-            outcomes.into_iter().collect()
+                .try_for_each(|t| t.join().expect("a writer does not panic"))
         })
     }
 
@@ -284,6 +283,8 @@ struct Locations<'a> {
     spill: &'a Spill,
     /// The next location no thread has taken.
     next: AtomicUsize,
+    /// Set by a thread whose location failed: the others take no further location.
+    failed: AtomicBool,
 }
 
 // SAFETY: the archive has locking callbacks, and each thread writes through an event
@@ -295,16 +296,15 @@ impl Locations<'_> {
     fn write_each(&self) -> Result<(), SinkError> {
         let list = AttributeList::new(self.otf2)
             .ok_or_else(|| fault("cannot allocate an attribute list".into()))?;
-        loop {
+        while !self.failed.load(Ordering::Relaxed) {
             let location = self.next.fetch_add(1, Ordering::Relaxed);
             if location >= self.spill.locations() {
-                return Ok(());
+                break;
             }
-            if let Err(e) = self.write(location, &list) {
-                self.next.store(usize::MAX / 2, Ordering::Relaxed);
-                return Err(e);
-            }
+            self.write(location, &list)
+                .inspect_err(|_| self.failed.store(true, Ordering::Relaxed))?;
         }
+        Ok(())
     }
 
     /// Writes `location`'s events through a writer of its own.
