@@ -5,13 +5,18 @@
 //!
 //! Figures are records per second and ratios to a plain `read` of the same spool bytes,
 //! measured in the same run (best of three each), with the CPU time per record (this
-//! machine is shared: the hypervisor's steal is printed too). Run with
+//! machine is shared: the hypervisor's steal is printed too). The limit to compare the
+//! one database with is SQLite alone loading the same rows into a fresh file. Run with
 //! `cargo bench -p rocflow --bench rocpd`.
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
+use rocflow::sqlite::Statement;
+use rusqlite::Connection;
+use rusqlite::types::ValueRef;
 use support::{Run, best};
 
 const RECORDS: u64 = 10_000_000;
@@ -26,6 +31,153 @@ fn replay(spool: &Path, out: &Path, layout: &str) -> u64 {
     let rest = format!("{sink}options = {{ layout = \"{layout}\" }}\n");
     let text = support::pipeline(support::COUNTERS, true, &rest);
     support::replay_to(&text, spool, out).sinks[0].records
+}
+
+/// Rows a statement inserts, and rows a transaction holds, when SQLite loads alone.
+const ROWS: usize = 64;
+const WINDOW: usize = 64 * 1024;
+
+/// The time SQLite alone takes to load the rows of database `db` into a fresh file `into`:
+/// the same tables and settings as the sink's, each table's rows in order of their ids,
+/// `ROWS` a statement and `WINDOW` a transaction, then the indexes. Nothing else is timed:
+/// the rows are read back a window at a time between the loads, their text interned so
+/// that it binds without a copy, as the sink binds its fixed texts.
+fn sqlite_alone(db: &Path, into: &Path) -> Duration {
+    let source = Connection::open(db).unwrap();
+    let _ = std::fs::remove_file(into);
+    let fresh = Connection::open(into).unwrap();
+    fresh.execute_batch(rocflow::sink::ROCPD_PRAGMAS).unwrap();
+    let schema = |kind: &str| -> Vec<(String, String)> {
+        let sql = "SELECT name, sql FROM sqlite_master WHERE type = ?1 AND sql IS NOT NULL";
+        let mut statement = source.prepare(sql).unwrap();
+        let rows = statement.query_map([kind], |r| Ok((r.get(0)?, r.get(1)?)));
+        rows.unwrap().map(Result::unwrap).collect()
+    };
+    let statements = |of: &[(String, String)]| -> String {
+        of.iter().map(|(_, sql)| format!("{sql};\n")).collect()
+    };
+    let tables = schema("table");
+    fresh.execute_batch(&statements(&tables)).unwrap();
+    let mut texts = Texts::default();
+    let loading: Duration = (tables.iter())
+        .map(|(table, _)| load(&source, &fresh, table, &mut texts))
+        .sum();
+    let indexes = statements(&schema("index"));
+    let started = Instant::now();
+    fresh
+        .execute_batch(&format!("PRAGMA cache_size = -1024;\n{indexes}"))
+        .unwrap();
+    loading + started.elapsed()
+}
+
+/// Loads the rows of `table` from `source` into `fresh`; returns the time the loads took.
+fn load(source: &Connection, fresh: &Connection, table: &str, texts: &mut Texts) -> Duration {
+    // Ids numbered 1, 2, … are left to SQLite, which numbers rows so (as the sink lets it);
+    // others are given.
+    let dense: bool = source
+        .query_row(
+            &format!("SELECT count(*) = coalesce(max(id), 0) FROM \"{table}\""),
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    // The stored columns: generated ones are hidden (2 and 3) in `table_xinfo`.
+    let columns: Vec<String> = source
+        .prepare(&format!(
+            "SELECT name FROM pragma_table_xinfo('{table}') WHERE hidden = 0"
+        ))
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .filter(|column: &String| !(dense && column == "id"))
+        .collect();
+    let (list, width) = (columns.join(", "), columns.len());
+    let insert = |rows: usize| {
+        let row = format!("({})", vec!["?"; width].join(", "));
+        let values = vec![row; rows].join(", ");
+        Statement::prepare(
+            fresh,
+            &format!("INSERT INTO \"{table}\" ({list}) VALUES {values}"),
+        )
+        .unwrap()
+    };
+    let (mut many, mut one) = (insert(ROWS), insert(1));
+    let mut read = source
+        .prepare(&format!("SELECT {list} FROM \"{table}\" ORDER BY id"))
+        .unwrap();
+    let mut rows = read.query([]).unwrap();
+    let mut window: Vec<Cell> = Vec::with_capacity(WINDOW * width);
+    let mut loading = Duration::ZERO;
+    loop {
+        window.clear();
+        while window.len() < WINDOW * width {
+            let Some(row) = rows.next().unwrap() else {
+                break;
+            };
+            window.extend((0..width).map(|i| match row.get_ref(i).unwrap() {
+                ValueRef::Null => Cell::Null,
+                ValueRef::Integer(v) => Cell::Int(v),
+                ValueRef::Real(v) => Cell::Real(v),
+                ValueRef::Text(v) => Cell::Text(texts.intern(v)),
+                ValueRef::Blob(_) => unreachable!("rocpd rows hold no blobs"),
+            }));
+        }
+        if window.is_empty() {
+            return loading;
+        }
+        let started = Instant::now();
+        fresh.execute_batch("BEGIN").unwrap();
+        for batch in window.chunks(ROWS * width) {
+            if batch.len() == ROWS * width {
+                run(&mut many, batch);
+            } else {
+                batch.chunks(width).for_each(|row| run(&mut one, row));
+            }
+        }
+        fresh.execute_batch("COMMIT").unwrap();
+        loading += started.elapsed();
+    }
+}
+
+/// A value read back from a database.
+enum Cell {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'static str),
+}
+
+/// The distinct texts of the rows read back, kept for the benchmark's life.
+#[derive(Default)]
+struct Texts(std::collections::HashSet<&'static str>);
+
+impl Texts {
+    fn intern(&mut self, text: &[u8]) -> &'static str {
+        let text = std::str::from_utf8(text).unwrap();
+        match self.0.get(text) {
+            Some(&kept) => kept,
+            None => {
+                let kept: &'static str = Box::leak(text.into());
+                self.0.insert(kept);
+                kept
+            }
+        }
+    }
+}
+
+/// Binds `cells` to the statement's parameters in order, and runs it.
+fn run(statement: &mut Statement<'_>, cells: &[Cell]) {
+    for (i, cell) in cells.iter().enumerate() {
+        match cell {
+            Cell::Null => statement.bind_null(i + 1),
+            Cell::Int(v) => statement.bind_int(i + 1, *v),
+            Cell::Real(v) => statement.bind_real(i + 1, *v),
+            Cell::Text(v) => statement.bind_static_text(i + 1, v),
+        }
+        .unwrap();
+    }
+    statement.execute().unwrap();
 }
 
 /// Bytes of the files in `dir`.
@@ -55,6 +207,16 @@ fn main() {
         })
         .collect();
 
+    // The rows the sink wrote into the run's one database, loaded by SQLite alone.
+    let single: PathBuf = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let fresh = dir.path().join("alone.db");
+    let alone = (0..3).map(|_| sqlite_alone(&single, &fresh)).min().unwrap();
+
     println!(
         "spool: {records} records from {PROCESSES} processes, {:.0} MiB ({:.1} bytes/record)",
         bytes as f64 / 1048576.0,
@@ -72,6 +234,13 @@ fn main() {
             ),
         );
     }
+
+    yardstick.print("SQLite alone, same rows (limit)", alone);
+    let (_, sink, _) = layouts.last().unwrap();
+    println!(
+        "    the one database is written at {:.0}% of SQLite alone's rate",
+        alone.as_secs_f64() / sink.wall.as_secs_f64() * 100.0
+    );
 
     support::print_peaks(
         "into rocpd (layout = per_process)",

@@ -28,6 +28,8 @@ use per_process::{Paths, PerProcess};
 pub use csv::table_rows as csv_rows;
 pub use options::{Format, OptionError, Size};
 pub use path::Placeholders;
+/// The settings a rocpd database is loaded with, for measuring SQLite alone with them.
+pub use rocpd::PRAGMAS as ROCPD_PRAGMAS;
 
 /// A failure of one sink; it stops that sink, never the others. Each says what was being
 /// done (`context`, e.g. "writing out/trace.pftrace") and what went wrong.

@@ -32,6 +32,7 @@ use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::record::Process;
 use crate::transform::Table;
+pub use database::PRAGMAS;
 use database::{Database, Streams};
 use rows::Queued;
 use writer::Writer;
