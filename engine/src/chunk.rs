@@ -6,6 +6,12 @@ use std::sync::Arc;
 use crate::catalog::StreamMeta;
 use crate::record::{ApiArgs, Arg, Batch};
 
+/// Records a chunk holds at most, but for the values of one dispatch's counters, which
+/// stay together: enough to amortize each stage's work per chunk, few enough that a
+/// window's chunks spread over the cores. Sources send frames no larger; larger frames
+/// (an SDK buffer delivers up to its whole size at once) are cut into chunks of it.
+pub const MAX_RECORDS: usize = 16 * 1024;
+
 #[derive(Debug, Clone)]
 pub struct Chunk {
     /// The stream (process connection) the records came from; ids in them refer to its

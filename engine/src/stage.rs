@@ -18,7 +18,7 @@ use std::sync::{Arc, RwLock};
 use rayon::prelude::*;
 
 use crate::catalog::{Catalog, MarkerMessages};
-use crate::chunk::Chunk;
+use crate::chunk::{Chunk, MAX_RECORDS};
 use crate::column::row;
 use crate::kernel_names::KernelNames;
 use crate::kernel_names::renamed::Renamer;
@@ -36,6 +36,9 @@ use crate::wire::{Frame, Payload};
 /// every step's end: a CSV replay took 13 % longer), few enough that a window's output
 /// stays small (each step up doubles the windows' memory).
 const CHUNKS_PER_CORE: usize = 8;
+/// The records a window holds at most, in bytes: what bounds memory, where chunks are
+/// large (a window of chunks per core of replayed spools stays below it).
+const WINDOW_BYTES: usize = 32 << 20;
 /// Windows queued for one sink before the decoder waits for it.
 const SINK_QUEUE: usize = 2;
 
@@ -319,11 +322,15 @@ impl Decoder<'_> {
                 if !self.wanted(kind) {
                     return;
                 }
-                let mut chunk = Chunk::new(frame.stream, batch);
-                if kind == RecordKind::Api {
-                    chunk.args = self.args.remove(&frame.stream).map(Arc::new);
+                let args = match kind {
+                    RecordKind::Api => self.args.remove(&frame.stream).map(Arc::new),
+                    _ => None,
+                };
+                for batch in pieces(batch) {
+                    let mut chunk = Chunk::new(frame.stream, batch);
+                    chunk.args.clone_from(&args);
+                    self.push(chunk);
                 }
-                self.push(chunk);
             }
         }
     }
@@ -331,7 +338,8 @@ impl Decoder<'_> {
     /// Adds a chunk to the window, which goes through the stages once it is full.
     fn push(&mut self, chunk: Chunk) {
         self.window.push(chunk);
-        if self.window.len() >= self.window_chunks {
+        let bytes: usize = self.window.iter().map(|c| c.batch.bytes()).sum();
+        if self.window.len() >= self.window_chunks || bytes >= WINDOW_BYTES {
             self.flush();
         }
     }
@@ -417,6 +425,33 @@ impl Decoder<'_> {
     }
 }
 
+/// A frame's records in chunks of at most [`MAX_RECORDS`], in order. Counter values are
+/// cut between dispatches only: the summary and the sinks total a dispatch's values chunk
+/// by chunk.
+fn pieces(mut batch: Batch) -> Vec<Batch> {
+    let mut cuts = Vec::new();
+    let mut at = MAX_RECORDS;
+    while at < batch.len() {
+        let cut = match &batch {
+            Batch::CounterSample(values) => (at..values.len())
+                .find(|&i| values[i].dispatch_id != values[i - 1].dispatch_id)
+                .unwrap_or(values.len()),
+            _ => at,
+        };
+        if cut == batch.len() {
+            break;
+        }
+        cuts.push(cut);
+        at = cut + MAX_RECORDS;
+    }
+    // From the last cut back, so that each split moves only the records after it, and
+    // memory holds the frame's records about once.
+    let mut pieces: Vec<Batch> = cuts.iter().rev().map(|&cut| batch.split_off(cut)).collect();
+    pieces.push(batch);
+    pieces.reverse();
+    pieces
+}
+
 /// One sink's thread: opens the sink at its first message (when the run's metadata can
 /// fill the path's placeholders), writes until the channel closes, then finishes it. After
 /// a failure it keeps draining its channel so the decoder never waits on it.
@@ -495,6 +530,47 @@ fn drive_sink(
 mod tests {
     use super::*;
     use crate::plan::{TransformOpPlan, TransformPlan};
+    use crate::record::{ApiCall, CounterSample};
+
+    /// A frame as large as an SDK buffer flush goes through the stages in chunks of
+    /// `MAX_RECORDS`, in order, and a dispatch's counter values stay in one chunk.
+    #[test]
+    fn large_frames_are_cut_into_chunks_between_dispatches() {
+        let calls: Vec<ApiCall> = (0..2 * MAX_RECORDS as u64 + 5)
+            .map(|i| ApiCall {
+                correlation_id: i,
+                ..Default::default()
+            })
+            .collect();
+        let cut = pieces(Batch::Api(calls.clone()));
+        let lengths: Vec<usize> = cut.iter().map(Batch::len).collect();
+        assert_eq!(lengths, [MAX_RECORDS, MAX_RECORDS, 5]);
+        let joined: Vec<ApiCall> = (cut.into_iter())
+            .flat_map(|p| match p {
+                Batch::Api(calls) => calls,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(joined, calls);
+
+        // Dispatches of 3 values: a cut at `MAX_RECORDS` would split one of them.
+        let values = |dispatches: u64| -> Vec<CounterSample> {
+            (0..dispatches * 3)
+                .map(|i| CounterSample {
+                    dispatch_id: i / 3,
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let dispatches = MAX_RECORDS as u64;
+        let cut = pieces(Batch::CounterSample(values(dispatches)));
+        let lengths: Vec<usize> = cut.iter().map(Batch::len).collect();
+        let whole = MAX_RECORDS.next_multiple_of(3);
+        assert_eq!(lengths, [whole, whole, 3 * MAX_RECORDS - 2 * whole]);
+        // A frame no larger than a chunk stays whole.
+        let small = pieces(Batch::CounterSample(values(5)));
+        assert_eq!(small.iter().map(Batch::len).collect::<Vec<_>>(), [15]);
+    }
 
     /// A recorded plan's transform that this rocflow cannot build stops the stages before
     /// any sink opens, named.

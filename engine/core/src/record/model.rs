@@ -130,6 +130,25 @@ macro_rules! records {
                 self.len() == 0
             }
 
+            /// The bytes its records take in memory.
+            pub fn bytes(&self) -> usize {
+                match self {
+                    $(Batch::$kind(records) => records.len() * std::mem::size_of::<$name>(),)*
+                }
+            }
+
+            /// Keeps the records before `at`, with no room for more, and returns the
+            /// others.
+            pub fn split_off(&mut self, at: usize) -> Batch {
+                match self {
+                    $(Batch::$kind(records) => {
+                        let rest = records.split_off(at);
+                        records.shrink_to_fit();
+                        Batch::$kind(rest)
+                    })*
+                }
+            }
+
             /// An empty batch of a kind with room for `capacity` records.
             pub fn with_capacity(kind: RecordKind, capacity: usize) -> Batch {
                 match kind {

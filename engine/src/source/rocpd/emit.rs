@@ -8,9 +8,8 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::record::{ApiArgs, Arg, ArgValue, Batch, Meta, RecordKind, Sym};
 use crate::wire::{Frame, Payload};
 
-/// Records per frame: enough to amortize a frame, few enough that the frames a reader
-/// has queued stay small.
-pub const CHUNK: usize = 16 * 1024;
+/// Records per frame: as many as a chunk holds.
+pub const CHUNK: usize = crate::chunk::MAX_RECORDS;
 
 /// The consumer is gone: stop reading.
 #[derive(Debug)]
