@@ -4,14 +4,14 @@
 
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::frames::{Closed, Sender};
 use crate::messages;
 use crate::record::{RecordKind, wire_size};
 use crate::spool::SpoolWriter;
-use crate::wire::{self, Frame, FrameReader};
+use crate::wire::{self, FrameReader};
 
 /// Where every frame goes first: the raw spool, written as frames arrive, so a crash of
 /// anything later loses nothing that arrived.
@@ -31,10 +31,6 @@ struct Kept {
     error: Option<std::io::Error>,
 }
 
-/// The intake takes no more frames: the spool is finished, or the stages stopped.
-#[derive(Debug)]
-pub struct Closed;
-
 impl Intake {
     pub fn new(spool: SpoolWriter, consumes: impl Fn(RecordKind) -> bool) -> Intake {
         Intake {
@@ -48,7 +44,7 @@ impl Intake {
 
     /// Keeps a raw frame in the spool and decodes it for the stages if they take it;
     /// `Err` once the spool is finished or the stages stopped taking frames.
-    pub fn take(&self, raw: &[u8], frames: &SyncSender<Frame>) -> Result<(), Closed> {
+    pub fn take(&self, raw: &[u8], frames: &Sender) -> Result<(), Closed> {
         {
             let mut kept = self.spool.lock().unwrap();
             let Kept { writer, error } = &mut *kept;
@@ -65,7 +61,7 @@ impl Intake {
             return Ok(());
         }
         match wire::decode_frame(raw) {
-            Ok(frame) => frames.send(frame).map_err(|_| Closed),
+            Ok(frame) => frames.send(frame, raw.len()),
             Err(e) => {
                 messages::runner(format_args!("dropping a frame: {e}"));
                 Ok(())
@@ -157,7 +153,7 @@ impl Counts {
 pub fn serve(
     listener: UnixListener,
     intake: Arc<Intake>,
-    frames: SyncSender<Frame>,
+    frames: Sender,
     stop: Arc<AtomicBool>,
     counts: Arc<Counts>,
 ) {
@@ -203,13 +199,7 @@ pub fn serve(
 }
 
 /// Reads one process's frames until it closes its end (or dies, which closes it too).
-fn read(
-    socket: UnixStream,
-    stream: u16,
-    intake: &Intake,
-    frames: &SyncSender<Frame>,
-    counts: &Counts,
-) {
+fn read(socket: UnixStream, stream: u16, intake: &Intake, frames: &Sender, counts: &Counts) {
     let _ = socket.set_nonblocking(false);
     let mut reader = match FrameReader::new(std::io::BufReader::with_capacity(1 << 20, socket)) {
         Ok(r) => r,

@@ -3,6 +3,7 @@
 //! spool as it arrives, and feeds the same frames through the stages into the sinks. The
 //! run ends when the application has exited and every stream has closed.
 
+pub(crate) mod frames;
 pub(crate) mod libraries;
 pub(crate) mod listen;
 pub mod sdk;
@@ -15,7 +16,6 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{SyncSender, sync_channel};
 
 use listen::Intake;
 use std::time::{Duration, Instant};
@@ -27,12 +27,12 @@ use crate::sink;
 use crate::source::{Ending, Live, SourceError};
 use crate::spool::SpoolWriter;
 use crate::stage::{self, Report};
-use crate::wire::{self, Frame};
+use crate::wire;
 
 pub use signals::Stop;
 
-/// Frames queued between the connections and the stages.
-const QUEUE: usize = 256;
+/// Bytes of frames queued between the connections and the stages.
+const QUEUE_BYTES: usize = 64 << 20;
 
 /// Which rocprofiler-sdk the application runs with.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,7 +156,7 @@ impl Pass {
     fn run(
         self,
         intake: &Arc<Intake>,
-        frames: &SyncSender<Frame>,
+        frames: &frames::Sender,
         counts: &Arc<listen::Counts>,
         passes: usize,
     ) -> Option<Exit> {
@@ -334,7 +334,7 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         }
     };
 
-    let (frames_in, frames) = sync_channel::<Frame>(QUEUE);
+    let (frames_in, frames) = frames::queue(QUEUE_BYTES);
     let intake = Arc::new(Intake::new(spool, |kind| plan.consumes(kind)));
     let mut plan_frame = Vec::new();
     wire::encode_meta(0, &[Meta::Plan { json: plan_json }], &mut plan_frame);

@@ -1,9 +1,10 @@
 //! A live run: the frames the application's processes send, as the runner's listener
 //! takes them in (and writes them to the run's spool).
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
+use crate::runner::frames::Receiver;
 use crate::runner::listen::Intake;
 use crate::runner::signals::{self, Stop};
 use crate::wire::Frame;
@@ -11,14 +12,14 @@ use crate::wire::Frame;
 use super::{Ending, Source, SourceError};
 
 pub struct Live<'a> {
-    frames: Receiver<Frame>,
+    frames: Receiver,
     intake: &'a Intake,
     /// Why the run stopped waiting for the application, if a signal made it.
     pub stopped: Option<Stop>,
 }
 
 impl<'a> Live<'a> {
-    pub fn new(frames: Receiver<Frame>, intake: &'a Intake) -> Live<'a> {
+    pub fn new(frames: Receiver, intake: &'a Intake) -> Live<'a> {
         Live {
             frames,
             intake,
