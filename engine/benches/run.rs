@@ -7,6 +7,7 @@
 //! in turns so both see the same machine.
 //! Run with `cargo bench -p rocflow --bench run`.
 
+#[allow(dead_code)]
 mod sim;
 
 /// The pipeline, with `args = ARGS` in its context.
@@ -20,22 +21,6 @@ args = ARGS
 buffer = { size = "64MiB", watermark = "50%", policy = "lossless" }
 "#;
 
-fn scenario() -> String {
-    let base = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/sim/mi300x.toml"
-    ))
-    .unwrap();
-    let head = &base[..base.find("[[kernel]]").unwrap()];
-    let head = head
-        .replace("iterations = 100", "iterations = 250000")
-        .replace("marker_ranges = true", "marker_ranges = false");
-    let kernels: String = (0..8)
-        .map(|i| format!("\n[[kernel]]\nname = \"_Z7kernel{i}v\"\nduration_ns = 1000\ngrid = [1024, 1, 1]\nworkgroup = [256, 1, 1]\n"))
-        .collect();
-    head + &kernels
-}
-
 fn field<'a>(text: &'a str, prefix: &str) -> &'a str {
     text.lines()
         .find_map(|l| l.trim().strip_prefix(prefix))
@@ -48,10 +33,9 @@ fn main() {
         let pipeline = PIPELINE.replace("ARGS", args);
         std::fs::write(dir.path().join(format!("args-{args}.toml")), pipeline).unwrap();
     }
-    std::fs::write(dir.path().join("big.toml"), scenario()).unwrap();
+    sim::scenario(dir.path(), 250_000);
     for (run, args) in (1..=3).flat_map(|run| [(run, "false"), (run, "true")]) {
-        let output = sim::run(dir.path(), &format!("args-{args}.toml"));
-        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stdout = sim::run(dir.path(), &format!("args-{args}.toml")).stdout;
         let line = stdout
             .lines()
             .find(|l| l.contains(" records from "))
