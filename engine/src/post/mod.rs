@@ -116,6 +116,11 @@ pub fn run(
             .collect(),
         posts: Vec::new(),
     };
+    let mut summaries = Summaries {
+        plan,
+        open,
+        computed: Vec::new(),
+    };
     let mut reports: Vec<PostReport> = Vec::new();
     for post in &plan.posts {
         if crate::cancel::requested() {
@@ -144,7 +149,7 @@ pub fn run(
             } => {
                 let dir = placeholders.expand(path.as_deref().unwrap_or("summary"));
                 outputs.posts.push((post.name.clone(), dir.clone()));
-                summarize(plan, open, &dir, *top, formats, by)
+                summarize(&mut summaries, &dir, *top, formats, by)
             }
             PostStep::Sql {
                 query,
@@ -178,7 +183,7 @@ pub fn run(
             }
             PostStep::Report { path, title } => {
                 let path = placeholders.expand(path);
-                let done = report(plan, open, &path, title.as_deref(), &outputs);
+                let done = report(&mut summaries, &path, title.as_deref(), &outputs);
                 outputs.posts.push((post.name.clone(), path));
                 done
             }
@@ -295,13 +300,13 @@ fn command(
 }
 
 fn report(
-    plan: &Plan,
-    open: Reopen<'_>,
+    summaries: &mut Summaries<'_>,
     path: &Path,
     title: Option<&str>,
     outputs: &Outputs<'_>,
 ) -> Result<Done, PostError> {
-    let summary = summary_of(plan, open, Breakdown::default())?;
+    let plan = summaries.plan;
+    let summary = summaries.of(Breakdown::default())?;
     let title = title.map_or_else(|| format!("rocflow: {}", plan.pipeline.name), str::to_owned);
     let linked: Vec<(String, PathBuf)> = outputs
         .every_sink
@@ -315,7 +320,7 @@ fn report(
         pipeline: Some((&plan.pipeline.name, &plan.pipeline.hash)),
         outputs: &linked,
     };
-    crate::report::write(path, &page, &summary)
+    crate::report::write(path, &page, summary)
         .map_err(PostError::io(format!("writing {}", path.display())))?;
     Ok(Done {
         paths: vec![path.to_path_buf()],
@@ -323,23 +328,39 @@ fn report(
     })
 }
 
-/// The run's statistics through the plan's transforms.
-fn summary_of(plan: &Plan, open: Reopen<'_>, breakdown: Breakdown) -> Result<Summary, PostError> {
-    let mut records = open().map_err(PostError::Summary)?;
-    // The input was read whole by the sinks already, and how it ended reported there.
-    let frames = std::iter::from_fn(|| records.next_frame());
-    let mut source = Frames(frames.take_while(|_| !crate::cancel::requested()));
-    let (summary, _) =
-        Summary::of_run(&plan.stages, &mut source, breakdown).map_err(PostError::Summary)?;
-    if crate::cancel::requested() {
-        return Err(PostError::Stopped);
+/// The run's statistics through the plan's transforms, read once per breakdown: the
+/// summary and the report of a run read the same records.
+struct Summaries<'a> {
+    plan: &'a Plan,
+    open: Reopen<'a>,
+    computed: Vec<(Breakdown, Summary)>,
+}
+
+impl Summaries<'_> {
+    fn of(&mut self, breakdown: Breakdown) -> Result<&Summary, PostError> {
+        let at = match self.computed.iter().position(|(b, _)| *b == breakdown) {
+            Some(at) => at,
+            None => {
+                let mut records = (self.open)().map_err(PostError::Summary)?;
+                // The input was read whole by the sinks already, and how it ended
+                // reported there.
+                let frames = std::iter::from_fn(|| records.next_frame());
+                let mut source = Frames(frames.take_while(|_| !crate::cancel::requested()));
+                let (summary, _) = Summary::of_run(&self.plan.stages, &mut source, breakdown)
+                    .map_err(PostError::Summary)?;
+                if crate::cancel::requested() {
+                    return Err(PostError::Stopped);
+                }
+                self.computed.push((breakdown, summary));
+                self.computed.len() - 1
+            }
+        };
+        Ok(&self.computed[at].1)
     }
-    Ok(summary)
 }
 
 fn summarize(
-    plan: &Plan,
-    open: Reopen<'_>,
+    summaries: &mut Summaries<'_>,
     dir: &Path,
     top: Option<u32>,
     formats: &[String],
@@ -350,7 +371,7 @@ fn summarize(
         process: by.iter().any(|b| b == "process"),
         agent: by.iter().any(|b| b == "agent"),
     };
-    let tables = summary_of(plan, open, breakdown)?.tables();
+    let tables = summaries.of(breakdown)?.tables();
     let formats: Vec<Format> = if formats.is_empty() {
         vec![Format::Csv, Format::Md, Format::Json]
     } else {
