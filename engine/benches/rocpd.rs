@@ -14,7 +14,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rocflow::sqlite::Statement;
+use rocflow::sqlite::{Statement, Value};
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 use support::{Run, best};
@@ -107,7 +107,7 @@ fn load(source: &Connection, fresh: &Connection, table: &str, texts: &mut Texts)
         .prepare(&format!("SELECT {list} FROM \"{table}\" ORDER BY id"))
         .unwrap();
     let mut rows = read.query([]).unwrap();
-    let mut window: Vec<Cell> = Vec::with_capacity(WINDOW * width);
+    let mut window: Vec<Value> = Vec::with_capacity(WINDOW * width);
     let mut loading = Duration::ZERO;
     loop {
         window.clear();
@@ -116,10 +116,10 @@ fn load(source: &Connection, fresh: &Connection, table: &str, texts: &mut Texts)
                 break;
             };
             window.extend((0..width).map(|i| match row.get_ref(i).unwrap() {
-                ValueRef::Null => Cell::Null,
-                ValueRef::Integer(v) => Cell::Int(v),
-                ValueRef::Real(v) => Cell::Real(v),
-                ValueRef::Text(v) => Cell::Text(texts.intern(v)),
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(v) => Value::Int(v),
+                ValueRef::Real(v) => Value::Real(v),
+                ValueRef::Text(v) => Value::Str(texts.intern(v)),
                 ValueRef::Blob(_) => unreachable!("rocpd rows hold no blobs"),
             }));
         }
@@ -130,22 +130,16 @@ fn load(source: &Connection, fresh: &Connection, table: &str, texts: &mut Texts)
         fresh.execute_batch("BEGIN").unwrap();
         for batch in window.chunks(ROWS * width) {
             if batch.len() == ROWS * width {
-                run(&mut many, batch);
+                many.execute_with(batch).unwrap();
             } else {
-                batch.chunks(width).for_each(|row| run(&mut one, row));
+                for row in batch.chunks(width) {
+                    one.execute_with(row).unwrap();
+                }
             }
         }
         fresh.execute_batch("COMMIT").unwrap();
         loading += started.elapsed();
     }
-}
-
-/// A value read back from a database.
-enum Cell {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(&'static str),
 }
 
 /// The distinct texts of the rows read back, kept for the benchmark's life.
@@ -164,20 +158,6 @@ impl Texts {
             }
         }
     }
-}
-
-/// Binds `cells` to the statement's parameters in order, and runs it.
-fn run(statement: &mut Statement<'_>, cells: &[Cell]) {
-    for (i, cell) in cells.iter().enumerate() {
-        match cell {
-            Cell::Null => statement.bind_null(i + 1),
-            Cell::Int(v) => statement.bind_int(i + 1, *v),
-            Cell::Real(v) => statement.bind_real(i + 1, *v),
-            Cell::Text(v) => statement.bind_static_text(i + 1, v),
-        }
-        .unwrap();
-    }
-    statement.execute().unwrap();
 }
 
 /// Bytes of the files in `dir`.

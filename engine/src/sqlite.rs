@@ -7,7 +7,8 @@ use std::ffi::{CStr, c_int};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use rusqlite::{Connection, ffi};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, ToSql, ffi};
 
 /// A prepared statement of a connection it borrows, so that it is used on the
 /// connection's thread and finalized before the connection closes.
@@ -15,6 +16,72 @@ pub struct Statement<'c> {
     raw: NonNull<ffi::sqlite3_stmt>,
     db: *mut ffi::sqlite3,
     conn: PhantomData<&'c Connection>,
+}
+
+/// A value to bind: a rocpd row's column. Fixed text (`Str`) binds without a copy.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Real(f64),
+    Str(&'static str),
+    Text(String),
+}
+
+/// For statements run through rusqlite (the rocpd sink's info rows).
+impl ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self {
+            Value::Null => ValueRef::Null,
+            Value::Int(v) => ValueRef::Integer(*v),
+            Value::Real(v) => ValueRef::Real(*v),
+            Value::Str(s) => ValueRef::Text(s.as_bytes()),
+            Value::Text(s) => ValueRef::Text(s.as_bytes()),
+        }))
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Int(v)
+    }
+}
+
+impl From<u32> for Value {
+    fn from(v: u32) -> Value {
+        Value::Int(v.into())
+    }
+}
+
+/// Times, sizes and ids: those above `i64::MAX` wrap, as in any SQLite integer column.
+impl From<u64> for Value {
+    fn from(v: u64) -> Value {
+        Value::Int(v as i64)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::Real(v)
+    }
+}
+
+impl From<&'static str> for Value {
+    fn from(v: &'static str) -> Value {
+        Value::Str(v)
+    }
+}
+
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::Text(v)
+    }
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
+    }
 }
 
 /// What a cell holds, as SQLite stores it.
@@ -38,12 +105,8 @@ impl<'c> Statement<'c> {
     pub fn prepare(conn: &'c Connection, sql: &str) -> rusqlite::Result<Statement<'c>> {
         // SAFETY: the handle is valid while `conn` is, which the statement borrows.
         let db = unsafe { conn.handle() };
-        let length = c_int::try_from(sql.len()).map_err(|_| rusqlite::Error::SqlInputError {
-            error: ffi::Error::new(ffi::SQLITE_TOOBIG),
-            msg: "statement too long".into(),
-            sql: String::new(),
-            offset: 0,
-        })?;
+        let length = c_int::try_from(sql.len())
+            .map_err(|_| error_code(ffi::SQLITE_TOOBIG, "statement too long"))?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: `sql` is valid for `length` bytes; SQLite copies what it keeps.
         let rc = unsafe {
@@ -72,7 +135,7 @@ impl<'c> Statement<'c> {
         unsafe { ffi::sqlite3_reset(self.raw.as_ptr()) };
     }
 
-    pub fn bind_null(&mut self, at: usize) -> rusqlite::Result<()> {
+    fn bind_null(&mut self, at: usize) -> rusqlite::Result<()> {
         // SAFETY: the statement is live; SQLite checks the index.
         self.check(unsafe { ffi::sqlite3_bind_null(self.raw.as_ptr(), column(at)) })
     }
@@ -82,18 +145,39 @@ impl<'c> Statement<'c> {
         self.check(unsafe { ffi::sqlite3_bind_int64(self.raw.as_ptr(), column(at), value) })
     }
 
-    pub fn bind_real(&mut self, at: usize, value: f64) -> rusqlite::Result<()> {
+    fn bind_real(&mut self, at: usize, value: f64) -> rusqlite::Result<()> {
         // SAFETY: as in `bind_null`.
         self.check(unsafe { ffi::sqlite3_bind_double(self.raw.as_ptr(), column(at), value) })
     }
 
+    /// Binds `values` to the parameters in order, and runs the statement as
+    /// [`Statement::execute`] does.
+    pub fn execute_with(&mut self, values: &[Value]) -> rusqlite::Result<()> {
+        for (i, value) in values.iter().enumerate() {
+            self.bind(i + 1, value)?;
+        }
+        self.execute()
+    }
+
+    /// Binds `value` as its kind says.
+    #[inline]
+    fn bind(&mut self, at: usize, value: &Value) -> rusqlite::Result<()> {
+        match value {
+            Value::Null => self.bind_null(at),
+            Value::Int(v) => self.bind_int(at, *v),
+            Value::Real(v) => self.bind_real(at, *v),
+            Value::Str(s) => self.bind_static_text(at, s),
+            Value::Text(s) => self.bind_text(at, s),
+        }
+    }
+
     /// Binds a copy of `value` (SQLite's own, so the text need not outlive the call).
-    pub fn bind_text(&mut self, at: usize, value: &str) -> rusqlite::Result<()> {
+    fn bind_text(&mut self, at: usize, value: &str) -> rusqlite::Result<()> {
         self.text(at, value, ffi::SQLITE_TRANSIENT())
     }
 
     /// Binds text that lives as long as the program, without copying it.
-    pub fn bind_static_text(&mut self, at: usize, value: &'static str) -> rusqlite::Result<()> {
+    fn bind_static_text(&mut self, at: usize, value: &'static str) -> rusqlite::Result<()> {
         self.text(at, value, ffi::SQLITE_STATIC())
     }
 
@@ -120,7 +204,7 @@ impl<'c> Statement<'c> {
 
     /// Runs a statement that returns no rows to its end, then resets it for its next
     /// values.
-    pub fn execute(&mut self) -> rusqlite::Result<()> {
+    fn execute(&mut self) -> rusqlite::Result<()> {
         let done = match self.step() {
             Ok(None) => Ok(()),
             Ok(Some(_)) => Err(rusqlite::Error::ExecuteReturnedResults),
@@ -258,12 +342,14 @@ mod tests {
         let mut insert =
             Statement::prepare(&conn, "INSERT INTO t VALUES (?1, ?2, ?3, ?4, ?5)").unwrap();
         for i in 0..2 {
-            insert.bind_int(1, i).unwrap();
-            insert.bind_real(2, 0.5).unwrap();
-            insert.bind_text(3, &format!("row {i}")).unwrap();
-            insert.bind_static_text(4, "{}").unwrap();
-            insert.bind_null(5).unwrap();
-            insert.execute().unwrap();
+            let row = [
+                Value::Int(i),
+                Value::Real(0.5),
+                Value::Text(format!("row {i}")),
+                Value::Str("{}"),
+                Value::Null,
+            ];
+            insert.execute_with(&row).unwrap();
         }
         assert!(insert.bind_int(6, 0).is_err(), "no sixth parameter");
         type Row = (i64, f64, String, String, Option<i64>);

@@ -3,101 +3,20 @@
 //! go in `ROWS` at a time, through one statement with as many `VALUES` groups, prepared
 //! once for the database's life.
 
-use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, ToSql};
+use rusqlite::Connection;
 
 use super::schema::Names;
 use crate::sqlite::Statement;
+pub use crate::sqlite::Value;
 
 /// Rows per statement run: enough that the statement's cost vanishes, few enough that
 /// preparing it is quick and the rows waiting stay small.
 const ROWS: usize = 64;
 
-/// A column value of a row waiting to be inserted.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    Null,
-    Int(i64),
-    Real(f64),
-    Str(&'static str),
-    Text(String),
-}
-
-/// For the info rows, written through rusqlite.
-impl ToSql for Value {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::Borrowed(match self {
-            Value::Null => ValueRef::Null,
-            Value::Int(v) => ValueRef::Integer(*v),
-            Value::Real(v) => ValueRef::Real(*v),
-            Value::Str(s) => ValueRef::Text(s.as_bytes()),
-            Value::Text(s) => ValueRef::Text(s.as_bytes()),
-        }))
-    }
-}
-
-impl Value {
-    /// Binds the value to parameter `at` of `statement`: the events' rows, through SQLite's
-    /// C API.
-    #[inline]
-    fn bind(&self, statement: &mut Statement<'_>, at: usize) -> rusqlite::Result<()> {
-        match self {
-            Value::Null => statement.bind_null(at),
-            Value::Int(v) => statement.bind_int(at, *v),
-            Value::Real(v) => statement.bind_real(at, *v),
-            Value::Str(s) => statement.bind_static_text(at, s),
-            Value::Text(s) => statement.bind_text(at, s),
-        }
-    }
-}
-
-impl From<i64> for Value {
-    fn from(v: i64) -> Value {
-        Value::Int(v)
-    }
-}
-
-impl From<u32> for Value {
-    fn from(v: u32) -> Value {
-        Value::Int(v.into())
-    }
-}
-
-/// Times, sizes and ids: those above `i64::MAX` wrap, as in any SQLite integer column.
-impl From<u64> for Value {
-    fn from(v: u64) -> Value {
-        Value::Int(v as i64)
-    }
-}
-
-impl From<f64> for Value {
-    fn from(v: f64) -> Value {
-        Value::Real(v)
-    }
-}
-
-impl From<&'static str> for Value {
-    fn from(v: &'static str) -> Value {
-        Value::Str(v)
-    }
-}
-
-impl From<String> for Value {
-    fn from(v: String) -> Value {
-        Value::Text(v)
-    }
-}
-
-impl<T: Into<Value>> From<Option<T>> for Value {
-    fn from(v: Option<T>) -> Value {
-        v.map_or(Value::Null, Into::into)
-    }
-}
-
 /// A row of values, each converted with `Value::from`.
 macro_rules! row {
     ($($value:expr),* $(,)?) => {
-        [$($crate::sink::rocpd::insert::Value::from($value)),*]
+        [$($crate::sqlite::Value::from($value)),*]
     };
 }
 pub(super) use row;
@@ -135,25 +54,18 @@ impl<'c> Inserter<'c> {
         debug_assert_eq!(N, self.columns);
         self.pending.extend(row);
         if self.pending.len() == ROWS * self.columns {
-            run(&mut self.many, self.pending.drain(..))?;
+            self.many.execute_with(&self.pending)?;
+            self.pending.clear();
         }
         Ok(())
     }
 
     /// Inserts the rows still waiting.
     pub fn flush(&mut self) -> rusqlite::Result<()> {
-        let columns = self.columns;
-        let mut rest = self.pending.drain(..);
-        while rest.len() > 0 {
-            run(&mut self.one, rest.by_ref().take(columns))?;
+        for row in self.pending.chunks(self.columns) {
+            self.one.execute_with(row)?;
         }
+        self.pending.clear();
         Ok(())
     }
-}
-
-fn run(statement: &mut Statement<'_>, values: impl Iterator<Item = Value>) -> rusqlite::Result<()> {
-    for (i, value) in values.enumerate() {
-        value.bind(statement, i + 1)?;
-    }
-    statement.execute()
 }
