@@ -1,15 +1,13 @@
 //! Records into frames: each process's records gathered per kind into batches of
-//! [`CHUNK`], sent with the strings they name (marker messages, argument names and
+//! [`MAX_RECORDS`](crate::chunk::MAX_RECORDS), sent with the strings they name (marker messages, argument names and
 //! values) in a metadata frame before them, and API calls' arguments in the frame the
 //! wire format puts just before their records.
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::chunk::MAX_RECORDS;
 use crate::record::{ApiArgs, Arg, ArgValue, Batch, Meta, RecordKind, Sym};
 use crate::wire::{Frame, Payload};
-
-/// Records per frame: as many as a chunk holds.
-pub const CHUNK: usize = crate::chunk::MAX_RECORDS;
 
 /// The consumer is gone: stop reading.
 #[derive(Debug)]
@@ -110,13 +108,13 @@ impl<'a> Emitter<'a> {
     /// counter values), sent with [`Emitter::flush_unless_room`] between groups.
     pub fn hold(&mut self, stream: u16, kind: RecordKind, add: impl FnOnce(&mut Batch)) {
         let pending = self.streams.entry(stream).or_default();
-        let batch =
-            pending.batches[kind as usize].get_or_insert_with(|| Batch::with_capacity(kind, CHUNK));
+        let batch = pending.batches[kind as usize]
+            .get_or_insert_with(|| Batch::with_capacity(kind, MAX_RECORDS));
         add(batch);
     }
 
     /// Sends `stream`'s batch of `kind` if it has no room for `more` records: a batch
-    /// that grew past [`CHUNK`] would be copied whole.
+    /// that grew past [`MAX_RECORDS`] would be copied whole.
     pub fn flush_unless_room(
         &mut self,
         stream: u16,
@@ -125,7 +123,7 @@ impl<'a> Emitter<'a> {
     ) -> Result<(), Stopped> {
         let full = (self.streams.get(&stream))
             .and_then(|p| p.batches[kind as usize].as_ref())
-            .is_some_and(|b| b.len() + more > CHUNK);
+            .is_some_and(|b| b.len() + more > MAX_RECORDS);
         if full {
             self.flush(stream, kind)?;
         }

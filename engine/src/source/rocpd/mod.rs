@@ -26,8 +26,9 @@ use rayon::prelude::*;
 use rusqlite::Connection;
 
 use super::{Ending, Source, SourceError};
+use crate::chunk::MAX_RECORDS;
 use crate::wire::Frame;
-use emit::{CHUNK, Emitter};
+use emit::Emitter;
 pub use inputs::expand;
 use records::{Part, Table};
 use schema::{SchemaError, Tables};
@@ -43,7 +44,7 @@ enum Item {
 
 /// Row ids a piece of a table spans: a few frames' worth, so that a piece's frames fit
 /// its queue and its reader goes on to the next piece without waiting for the consumer.
-const PIECE_ROWS: i64 = 2 * CHUNK as i64;
+const PIECE_ROWS: i64 = 2 * MAX_RECORDS as i64;
 
 /// The most pieces one table is cut into.
 const MAX_PIECES: i128 = 4096;
