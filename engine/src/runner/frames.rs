@@ -129,6 +129,12 @@ mod tests {
         let waiting = std::thread::spawn(move || sender.send(frame(), 1));
         std::thread::sleep(Duration::from_millis(50));
         drop(receiver);
+        // A sender that never gave up would hang the test: it gets 5 s.
+        let gave_up = std::time::Instant::now() + Duration::from_secs(5);
+        while !waiting.is_finished() && std::time::Instant::now() < gave_up {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(waiting.is_finished(), "the sender still waits for room");
         assert!(waiting.join().unwrap().is_err());
     }
 }
