@@ -40,7 +40,11 @@ pub struct Run {
 pub fn run(dir: &Path, pipeline: &str) -> Run {
     let (out, err) = (dir.join("run.stdout"), dir.join("run.stderr"));
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rocflow"))
+    #[expect(
+        clippy::zombie_processes,
+        reason = "wait4 reaps it below, and gives its peak memory, which `Child::wait` does not"
+    )]
+    let child = Command::new(env!("CARGO_BIN_EXE_rocflow"))
         .args(["run", pipeline, "--device", "sim:big.toml"])
         .args(["--spool", "run.rfraw", "--", "/bin/true"])
         .current_dir(dir)
@@ -55,8 +59,6 @@ pub fn run(dir: &Path, pipeline: &str) -> Run {
     let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
     let wall = started.elapsed();
     assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
-    // Reaped above; this only lets `Child` know.
-    let _ = child.try_wait();
     let run = Run {
         stdout: std::fs::read_to_string(out).unwrap(),
         stderr: std::fs::read_to_string(err).unwrap(),
