@@ -388,3 +388,58 @@ fn summarize(
         text: summary::top_kernels(&tables, top).unwrap_or_default(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::diag::SourceFile;
+    use crate::source::Spool;
+    use crate::spool::SpoolWriter;
+
+    /// The summary and the report of one breakdown read the records once; another
+    /// breakdown reads them again and gets its own statistics.
+    #[test]
+    fn statistics_are_read_once_per_breakdown() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.rfraw");
+        let mut writer = SpoolWriter::create(&path).unwrap();
+        let options = crate::generate::Options {
+            records: 2000,
+            processes: 2,
+            seed: 3,
+            plan: None,
+        };
+        crate::generate::generate(&options, |bytes| writer.write(bytes)).unwrap();
+        writer.finish().unwrap();
+        let text = "[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\n";
+        let file = SourceFile::new("p.toml", text.to_owned());
+        let plan = crate::pipeline::compile_text(Path::new("p.toml"), file, &Default::default())
+            .unwrap()
+            .plan;
+        let opened = Cell::new(0);
+        let open = || {
+            opened.set(opened.get() + 1);
+            Spool::open(&path)
+                .map(|s| Box::new(s) as Box<dyn Source>)
+                .map_err(|e| e.to_string())
+        };
+        let mut summaries = Summaries {
+            plan: &plan,
+            open: &open,
+            computed: Vec::new(),
+        };
+        let whole = summaries.of(Breakdown::default()).unwrap().tables();
+        assert_eq!(summaries.of(Breakdown::default()).unwrap().tables(), whole);
+        assert_eq!(opened.get(), 1);
+        let by_process = Breakdown {
+            process: true,
+            ..Breakdown::default()
+        };
+        let split = summaries.of(by_process).unwrap().tables();
+        assert_eq!(opened.get(), 2);
+        assert!(split[0].columns.contains(&"process".to_owned()));
+        assert!(!whole[0].columns.contains(&"process".to_owned()));
+    }
+}
