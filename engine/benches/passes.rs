@@ -22,16 +22,6 @@ fn pipeline(collect: &[&str], per_pass: Option<usize>) -> String {
     )
 }
 
-/// The built-in scenario with 2 000 iterations of its threads (12 000 dispatches).
-fn scenario() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/sim/mi300x.toml"
-    ))
-    .unwrap()
-    .replace("iterations = 100", "iterations = 2000")
-}
-
 /// Runs `rocflow run` on `pipeline` in `dir`; its wall time and summary.
 fn run(dir: &std::path::Path, pipeline: &str) -> (Duration, String) {
     std::fs::write(dir.join("p.toml"), pipeline).unwrap();
@@ -42,7 +32,7 @@ fn run(dir: &std::path::Path, pipeline: &str) -> (Duration, String) {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("big.toml"), scenario()).unwrap();
+    std::fs::write(dir.path().join("big.toml"), sim::example(2000)).unwrap();
     for round in 1..=3 {
         let (merged, summary) = run(dir.path(), &pipeline(&COUNTERS, Some(1)));
         assert!(

@@ -10,17 +10,22 @@ use std::time::{Duration, Instant};
 /// `hipLaunchKernel` and a dispatch per launch.
 pub const RECORDS_PER_ITERATION: u64 = 2 * 8 * 2;
 
-/// Writes `big.toml` into `dir`: the MI300X example's system with `iterations` iterations
-/// of eight short kernels and no marker ranges.
-pub fn scenario(dir: &Path, iterations: u64) {
-    let base = std::fs::read_to_string(concat!(
+/// The simulated SDK's MI300X example scenario, its threads running `iterations`
+/// iterations.
+pub fn example(iterations: u64) -> String {
+    std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../examples/sim/mi300x.toml"
     ))
-    .unwrap();
-    let head = &base[..base.find("[[kernel]]").unwrap()];
-    let head = head
-        .replace("iterations = 100", &format!("iterations = {iterations}"))
+    .unwrap()
+    .replace("iterations = 100", &format!("iterations = {iterations}"))
+}
+
+/// Writes `big.toml` into `dir`: the MI300X example's system with `iterations` iterations
+/// of eight short kernels and no marker ranges.
+pub fn scenario(dir: &Path, iterations: u64) {
+    let base = example(iterations);
+    let head = base[..base.find("[[kernel]]").unwrap()]
         .replace("marker_ranges = true", "marker_ranges = false");
     let kernels: String = (0..8)
         .map(|i| format!("\n[[kernel]]\nname = \"_Z7kernel{i}v\"\nduration_ns = 1000\ngrid = [1024, 1, 1]\nworkgroup = [256, 1, 1]\n"))
