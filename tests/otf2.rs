@@ -363,6 +363,49 @@ fn event_kinds_fit(location: &Location) -> bool {
     }
 }
 
+/// Timelines place their spans in parallel: the archive's definitions and events do not
+/// depend on how many threads did the work.
+#[test]
+fn the_archive_is_the_same_on_any_number_of_threads() {
+    let dir = setup();
+    let archive = |threads: &str| {
+        let env = [("RAYON_NUM_THREADS", threads)];
+        let out = rocflow(&["replay", "run.rfraw", "otf2.toml"], dir.path(), &env);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        // The anchor file holds the archive's random id; the rest is the archive's content.
+        let trace = dir.path().join("out/trace");
+        let events = std::fs::read_dir(trace.join("traces")).unwrap();
+        let mut files: BTreeMap<String, Vec<u8>> = (events.map(|e| e.unwrap().path()))
+            .map(|path| {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read(path).unwrap())
+            })
+            .collect();
+        files.insert(
+            "traces.def".into(),
+            std::fs::read(trace.join("traces.def")).unwrap(),
+        );
+        files
+    };
+    let one = archive("1");
+    assert!(
+        one.len() > 10,
+        "an event file per location: {:?}",
+        one.keys()
+    );
+    let four = archive("4");
+    assert_eq!(
+        one.keys().collect::<Vec<_>>(),
+        four.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &one {
+        assert!(
+            *bytes == four[name],
+            "{name} differs between 1 and 4 threads"
+        );
+    }
+}
+
 #[test]
 fn without_the_library_the_sink_says_what_to_install_and_the_others_go_on() {
     let dir = setup();

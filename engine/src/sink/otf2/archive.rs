@@ -1,5 +1,5 @@
-//! A safe handle on an OTF2 archive being written: events held back in a [`Spill`] while
-//! the run goes on, then, at the end, each location's events through its own event writer,
+//! A safe handle on an OTF2 archive being written: at the end of the run, each location's
+//! events, held back in a [`Spill`] until then, go through an event writer of its own,
 //! several locations at a time (OTF2 guards what its writers share with the archive's
 //! [`locks`](super::locks)); then local and global definitions.
 //!
@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use super::definitions;
 use super::ffi::{self, ErrorCode, Otf2};
 use super::locks;
-use super::spill::{Event, Spill};
+use super::spill::{Event, Log, Spill};
 use crate::sink::SinkError;
 
 /// Event chunks a location's buffer may hold before it is written out (OTF2 needs two).
@@ -28,15 +28,13 @@ const EVENT_CHUNKS: usize = 2;
 /// 16 writers took a 20 M-record replay's peak from 92 MiB to 135 MiB).
 const WRITERS: usize = 8;
 
-/// A location (an event stream) of the archive, numbered from 0 in order of creation.
+/// A location (an event stream) of the archive, numbered from 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LocationId(pub u64);
 
 pub struct Archive {
     otf2: Otf2,
     raw: NonNull<ffi::Archive>,
-    /// Every location's events, until OTF2 writes them.
-    spill: Spill,
     /// Set once `OTF2_Archive_Close` ran, successfully or not.
     closed: bool,
 }
@@ -56,7 +54,6 @@ impl Archive {
         let dir_c = CString::new(dir.as_os_str().as_encoded_bytes())
             .map_err(|_| fault(format!("{} holds a NUL byte", dir.display())))?;
         let name_c = CString::new(name).expect("archive names are ours");
-        let spill = Spill::create(dir).map_err(SinkError::io("holding the OTF2 events back"))?;
         // SAFETY: both strings are NUL-terminated and outlive the call.
         let raw = unsafe {
             (otf2.archive_open)(
@@ -78,7 +75,6 @@ impl Archive {
         let archive = Archive {
             otf2,
             raw,
-            spill,
             closed: false,
         };
         archive.configure()?;
@@ -131,25 +127,14 @@ impl Archive {
         check(&self.otf2, code, call)
     }
 
-    /// Adds a location.
-    pub fn add_location(&mut self) -> LocationId {
-        LocationId(self.spill.add_location() as u64)
-    }
-
-    /// Adds `event` to `location`'s events, which OTF2 writes in [`Archive::finish`].
-    pub fn write(&mut self, location: LocationId, event: Event<'_>) -> Result<(), SinkError> {
-        self.spill
-            .push(location.0 as usize, event)
-            .map_err(SinkError::io("holding the OTF2 events back"))
-    }
-
     /// Writes every location's events, [`WRITERS`] locations at a time at most, each
     /// thread taking the next location not yet taken.
-    fn write_events(&self) -> Result<(), SinkError> {
+    fn write_events(&self, spill: &Spill, logs: &[Log]) -> Result<(), SinkError> {
         let locations = Locations {
             otf2: &self.otf2,
             raw: self.raw,
-            spill: &self.spill,
+            spill,
+            logs,
             next: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
         };
@@ -165,13 +150,16 @@ impl Archive {
         })
     }
 
-    /// Closes the event files, writes an (empty) local definition file per location as
+    /// Writes each location's events (`logs`, in location order, hold them in `spill`),
+    /// closes the event files, writes an (empty) local definition file per location as
     /// readers expect, lets `define` write the global definitions, and closes the archive.
     pub fn finish(
         mut self,
+        spill: &Spill,
+        logs: &[Log],
         define: impl FnOnce(&mut GlobalDefs<'_>) -> Result<(), SinkError>,
     ) -> Result<(), SinkError> {
-        self.write_events()?;
+        self.write_events(spill, logs)?;
         let raw = self.raw.as_ptr();
         let o = &self.otf2;
         // SAFETY: the archive is closed last, after which `closed` keeps `drop` from
@@ -182,7 +170,7 @@ impl Archive {
                 "OTF2_Archive_CloseEvtFiles",
             )?;
             self.check((o.archive_open_def_files)(raw), "OTF2_Archive_OpenDefFiles")?;
-            for location in 0..self.spill.locations() as u64 {
+            for location in 0..logs.len() as u64 {
                 let writer = (o.archive_get_def_writer)(raw, location);
                 if writer.is_null() {
                     return Err(fault(format!(
@@ -281,6 +269,8 @@ struct Locations<'a> {
     otf2: &'a Otf2,
     raw: NonNull<ffi::Archive>,
     spill: &'a Spill,
+    /// Each location's events.
+    logs: &'a [Log],
     /// The next location no thread has taken.
     next: AtomicUsize,
     /// Set by a thread whose location failed: the others take no further location.
@@ -298,7 +288,7 @@ impl Locations<'_> {
             .ok_or_else(|| fault("cannot allocate an attribute list".into()))?;
         while !self.failed.load(Ordering::Relaxed) {
             let location = self.next.fetch_add(1, Ordering::Relaxed);
-            if location >= self.spill.locations() {
+            if location >= self.logs.len() {
                 break;
             }
             self.write(location, &list)
@@ -314,7 +304,8 @@ impl Locations<'_> {
         let writer = unsafe { (self.otf2.archive_get_evt_writer)(raw, location as u64) };
         let writer = NonNull::new(writer)
             .ok_or_else(|| fault(format!("cannot open the events of location {location}")))?;
-        let written = (self.spill).replay(location, |event| emit(self.otf2, writer, list, event));
+        let log = &self.logs[location];
+        let written = (self.spill).replay(log, |event| emit(self.otf2, writer, list, event));
         // SAFETY: the writer was opened above and is closed once.
         let closed = unsafe { (self.otf2.archive_close_evt_writer)(raw, writer.as_ptr()) };
         written.map_err(SinkError::io("reading the OTF2 events back"))??;

@@ -1,6 +1,9 @@
 //! The archive's global definitions, gathered while events are written and written at the
 //! end: strings, regions, metrics, the system tree, location groups and locations, each
 //! numbered densely from 0 in the order it was first needed (readers expect that order).
+//! Locations are needed at the end, timeline by timeline in the order the timelines
+//! began, so their numbers do not depend on how the timelines' work was spread over
+//! threads.
 //!
 //! The system tree is a machine with a node per host and, below it, a node per GPU (of
 //! OTF2 3.0's accelerator-device domain). Each process is a process location group on its
@@ -97,6 +100,27 @@ pub struct TrackKey {
     pub track: Track,
 }
 
+/// The earliest and latest of the times added, if any.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extent(Option<(u64, u64)>);
+
+impl Extent {
+    #[inline]
+    pub fn add(&mut self, time: u64) {
+        self.0 = Some(match self.0 {
+            Some((first, last)) => (first.min(time), last.max(time)),
+            None => (time, time),
+        });
+    }
+
+    pub fn merge(&mut self, other: Extent) {
+        if let Some((first, last)) = other.0 {
+            self.add(first);
+            self.add(last);
+        }
+    }
+}
+
 /// A system tree node: its name and class strings, parent node and domain.
 struct Node {
     name: u32,
@@ -117,6 +141,7 @@ struct Location {
     name: u32,
     kind: u8,
     group: u32,
+    events: u64,
 }
 
 #[derive(Default)]
@@ -139,7 +164,7 @@ pub struct Definitions {
     group_ids: HashMap<(u16, Option<u32>), u32>,
     locations: Vec<Location>,
     /// The earliest and latest event times.
-    span: Option<(u64, u64)>,
+    span: Extent,
     /// The argument attributes, by (name, type) string ids, in id order.
     arguments: Vec<(u32, u32)>,
     argument_ids: HashMap<(u32, u32), u32>,
@@ -232,22 +257,19 @@ impl Definitions {
         self.recorders.insert((metric, location));
     }
 
-    /// Notes an event at `time`.
-    #[inline]
-    pub fn time(&mut self, time: u64) {
-        self.span = Some(match self.span {
-            Some((first, last)) => (first.min(time), last.max(time)),
-            None => (time, time),
-        });
+    /// Notes events at the times of `extent`.
+    pub fn times(&mut self, extent: Extent) {
+        self.span.merge(extent);
     }
 
-    /// Defines location `id`, lane `lane` of `key`'s timeline.
-    pub fn location(&mut self, id: LocationId, key: TrackKey, lane: usize, meta: &StreamMeta) {
-        debug_assert_eq!(
-            id.0 as usize,
-            self.locations.len(),
-            "locations come in order"
-        );
+    /// Defines the next location: lane `lane` of `key`'s timeline, with `events` events.
+    pub fn location(
+        &mut self,
+        key: TrackKey,
+        lane: usize,
+        events: u64,
+        meta: &StreamMeta,
+    ) -> LocationId {
         let (mut name, kind, group) = match key.track {
             Track::Thread(tid) => (
                 thread_name(meta, tid),
@@ -284,7 +306,13 @@ impl Definitions {
             name = format!("{name}, lane {}", lane + 1);
         }
         let name = self.string(&name);
-        self.locations.push(Location { name, kind, group });
+        self.locations.push(Location {
+            name,
+            kind,
+            group,
+            events,
+        });
+        LocationId(self.locations.len() as u64 - 1)
     }
 
     fn process_group(&mut self, stream: u16, meta: &StreamMeta) -> u32 {
@@ -388,15 +416,11 @@ impl Definitions {
         id
     }
 
-    /// Writes every definition; `events` gives each location's event count.
-    pub fn write(
-        &mut self,
-        out: &mut GlobalDefs<'_>,
-        events: &HashMap<LocationId, u64>,
-    ) -> Result<(), SinkError> {
+    /// Writes every definition.
+    pub fn write(&mut self, out: &mut GlobalDefs<'_>) -> Result<(), SinkError> {
         // Record timestamps are rocprofiler-sdk's (CLOCK_BOOTTIME nanoseconds); the run
         // holds no offset to wall-clock time, so the realtime stamp stays undefined.
-        let (first, last) = self.span.unwrap_or((0, 0));
+        let (first, last) = self.span.0.unwrap_or((0, 0));
         out.clock_properties(TICKS_PER_SECOND, first, last - first, None)?;
         let hip = self.string("HIP");
         let attributes: Vec<(u32, u32, u32)> = ATTRIBUTES
@@ -421,9 +445,7 @@ impl Definitions {
             out.location_group(id as u32, g.name, g.kind, g.node, g.creator)?;
         }
         for (id, l) in self.locations.iter().enumerate() {
-            let id = LocationId(id as u64);
-            let count = events.get(&id).copied().unwrap_or(0);
-            out.location(id, l.name, l.kind, count, l.group)?;
+            out.location(LocationId(id as u64), l.name, l.kind, l.events, l.group)?;
         }
         for (id, &(name, canonical, kind)) in self.regions.iter().enumerate() {
             out.region(id as u32, name, canonical, kind.role, kind.paradigm)?;

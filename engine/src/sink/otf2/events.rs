@@ -16,13 +16,16 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::archive::{Archive, LocationId};
+use std::collections::BTreeSet;
+
+use rayon::prelude::*;
+
 use super::definitions::{
-    self, BYTES, CORRELATION_ID, DISPATCH_ID, Definitions, EXTERNAL_ID, RegionKey, RegionKind,
-    Track, TrackKey,
+    self, BYTES, CORRELATION_ID, DISPATCH_ID, Definitions, EXTERNAL_ID, Extent, RegionKey,
+    RegionKind, Track, TrackKey,
 };
 use super::ffi;
-use super::spill::{self, Event};
+use super::spill::{self, Event, Log, Spill};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::{Cell, Columns, marker_label};
@@ -54,8 +57,8 @@ impl timeline::Mark for Mark {
 type Span = timeline::Span<Mark>;
 
 /// The attributes an event carries: an id each, and the value; zero values are left out.
-/// An API call's arguments, as many as it has, wait in [`Arguments`] (`args` is their slot
-/// there, plus one; 0 for none), so that marks stay small and `Copy`.
+/// An API call's arguments, as many as it has, wait in its timeline's [`Arguments`] (`args`
+/// is their slot there, plus one; 0 for none), so that marks stay small and `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Attributes {
     pairs: [(u32, u64); 3],
@@ -121,30 +124,52 @@ impl Attributes {
     }
 }
 
-/// Where events go: the archive, and the definitions they use.
-pub struct Out<'a> {
-    pub archive: &'a mut Archive,
-    pub defs: &'a mut Definitions,
-}
-
 /// Every timeline of the run, and counter values being summed.
+///
+/// A window's records become spans on the sink's thread, which numbers the definitions they
+/// use as they come; then each timeline places its spans on its lanes, timelines in
+/// parallel (that is most of the work, and no timeline depends on another).
 #[derive(Default)]
 pub struct Tracks {
-    timelines: HashMap<TrackKey, Timeline<LocationId, Mark>>,
+    /// Each timeline's place in `lines`.
+    index: HashMap<TrackKey, usize>,
+    /// The last timeline looked up: a chunk's records mostly share one.
+    last: Option<(TrackKey, usize)>,
+    /// Every timeline, in the order they began.
+    lines: Vec<Line>,
     sums: CounterSums,
+}
+
+/// One timeline, with the spans it took since it last placed spans, and its lanes.
+struct Line {
+    key: TrackKey,
+    timeline: Timeline<usize, Mark>,
+    /// Spans in the order they came, not placed yet.
+    arrived: Vec<Span>,
+    written: Written,
+}
+
+/// What a timeline's lanes hold, and what they need to write events.
+#[derive(Default)]
+struct Written {
+    lanes: Vec<Lane>,
     args: Arguments,
     /// An event's attributes with its arguments, reused from event to event.
     all: Vec<(u32, u64)>,
+    times: Extent,
+}
+
+/// A lane of a timeline: a location of the archive once the run ends.
+#[derive(Default)]
+struct Lane {
+    events: Log,
+    /// The metrics it records.
+    metrics: BTreeSet<u32>,
 }
 
 impl Tracks {
-    /// Adds a chunk's records to their timelines.
-    pub fn write(
-        &mut self,
-        chunk: &Chunk,
-        meta: &StreamMeta,
-        out: &mut Out,
-    ) -> Result<(), SinkError> {
+    /// Turns a chunk's records into spans on their timelines.
+    pub fn write(&mut self, chunk: &Chunk, meta: &StreamMeta, defs: &mut Definitions) {
         let stream = chunk.stream;
         let hip = |role| RegionKind {
             role,
@@ -154,7 +179,7 @@ impl Tracks {
             Batch::Api(records) => {
                 for (i, r) in records.iter().enumerate() {
                     let key = RegionKey::Api(r.domain_id, r.operation_id);
-                    let region = out.defs.region(key, hip(ffi::REGION_ROLE_FUNCTION), || {
+                    let region = defs.region(key, hip(ffi::REGION_ROLE_FUNCTION), || {
                         column(r, "operation", meta).to_owned()
                     });
                     let track = TrackKey {
@@ -164,16 +189,17 @@ impl Tracks {
                     let times = (r.start_ns, r.end_ns);
                     let ids = (r.correlation_id, r.external_id);
                     let mut span = span(times, region, ids, None);
+                    let line = self.line(track);
                     if let (Some(args), Mark::Region { attributes, .. }) =
                         (chunk.args(i, meta), &mut span.mark)
                     {
                         let args = args.map(|a| {
-                            let value = out.defs.string(&a.value);
-                            (out.defs.argument(a.name, a.type_name), u64::from(value))
+                            let value = defs.string(&a.value);
+                            (defs.argument(a.name, a.type_name), u64::from(value))
                         });
-                        attributes.args = self.args.keep(args.collect());
+                        attributes.args = line.written.args.keep(args.collect());
                     }
-                    self.push(track, span, meta, out)?;
+                    line.arrived.push(span);
                 }
             }
             Batch::Marker(records) => {
@@ -183,16 +209,14 @@ impl Tracks {
                 };
                 for r in records {
                     let key = RegionKey::Marker(stream, r.message, r.operation_id);
-                    let region = out
-                        .defs
-                        .region(key, user, || marker_label(r, meta).to_owned());
+                    let region = defs.region(key, user, || marker_label(r, meta).to_owned());
                     let track = TrackKey {
                         stream,
                         track: Track::Markers(r.tid),
                     };
                     let times = (r.start_ns, r.end_ns);
                     let ids = (r.correlation_id, r.external_id);
-                    self.push(track, span(times, region, ids, None), meta, out)?;
+                    self.push(track, span(times, region, ids, None));
                 }
             }
             Batch::MemoryAllocation(records) => {
@@ -204,29 +228,23 @@ impl Tracks {
                         ffi::REGION_ROLE_ALLOCATE
                     };
                     let region =
-                        out.defs
-                            .region(RegionKey::Allocation(r.operation_id), hip(role), || {
-                                name.to_owned()
-                            });
+                        defs.region(RegionKey::Allocation(r.operation_id), hip(role), || {
+                            name.to_owned()
+                        });
                     let track = TrackKey {
                         stream,
                         track: Track::Memory(r.tid),
                     };
                     let times = (r.start_ns, r.end_ns);
                     let ids = (r.correlation_id, r.external_id);
-                    self.push(
-                        track,
-                        span(times, region, ids, Some((BYTES, r.bytes))),
-                        meta,
-                        out,
-                    )?;
+                    self.push(track, span(times, region, ids, Some((BYTES, r.bytes))));
                 }
             }
             Batch::KernelDispatch(records) => {
                 for r in records {
                     let key = RegionKey::Kernel(stream, r.kernel_id);
                     let kind = hip(ffi::REGION_ROLE_FUNCTION);
-                    let region = out.defs.named_region(key, kind, || {
+                    let region = defs.named_region(key, kind, || {
                         let mangled = meta.mangled_kernel_name(r.kernel_id);
                         (meta.kernel_name(r.kernel_id).to_owned(), mangled.to_owned())
                     });
@@ -236,22 +254,16 @@ impl Tracks {
                     };
                     let times = (r.start_ns, r.end_ns);
                     let ids = (r.correlation_id, r.external_id);
-                    self.push(
-                        track,
-                        span(times, region, ids, Some((DISPATCH_ID, r.dispatch_id))),
-                        meta,
-                        out,
-                    )?;
+                    let dispatch = Some((DISPATCH_ID, r.dispatch_id));
+                    self.push(track, span(times, region, ids, dispatch));
                 }
             }
             Batch::MemoryCopy(records) => {
                 for r in records {
                     let key = RegionKey::Copy(r.operation_id);
-                    let region = out
-                        .defs
-                        .region(key, hip(ffi::REGION_ROLE_DATA_TRANSFER), || {
-                            column(r, "direction", meta).to_owned()
-                        });
+                    let region = defs.region(key, hip(ffi::REGION_ROLE_DATA_TRANSFER), || {
+                        column(r, "direction", meta).to_owned()
+                    });
                     // The GPU's copy engines do the work: the destination's, unless it is
                     // the host.
                     let is_gpu = |agent| {
@@ -269,18 +281,13 @@ impl Tracks {
                     };
                     let times = (r.start_ns, r.end_ns);
                     let ids = (r.correlation_id, r.external_id);
-                    self.push(
-                        track,
-                        span(times, region, ids, Some((BYTES, r.bytes))),
-                        meta,
-                        out,
-                    )?;
+                    self.push(track, span(times, region, ids, Some((BYTES, r.bytes))));
                 }
             }
             Batch::CounterSample(records) => {
                 for r in records {
                     if let Some(sum) = self.sums.add(stream, r) {
-                        self.metric(sum, meta, out)?;
+                        self.metric(sum, meta, defs);
                     }
                 }
             }
@@ -290,13 +297,52 @@ impl Tracks {
             | Batch::HipStream(_)
             | Batch::RuntimeInitialization(_) => {}
         }
-        Ok(())
     }
 
-    /// A dispatch's counter value on its agent's counter location.
-    fn metric(&mut self, sum: Sum, meta: &StreamMeta, out: &mut Out) -> Result<(), SinkError> {
+    /// Places the spans that came since the last call on their timelines' lanes, timelines
+    /// in parallel; the lanes' events go to `spill`.
+    pub fn place(&mut self, spill: &Spill) -> Result<(), SinkError> {
+        self.lines
+            .par_iter_mut()
+            .filter(|line| !line.arrived.is_empty())
+            .try_for_each(|line| line.place(spill))
+    }
+
+    /// Places every span held back, defines a location for each lane of each timeline, and
+    /// returns their events, in location order.
+    pub fn finish(
+        mut self,
+        catalog: &Catalog,
+        defs: &mut Definitions,
+        spill: &Spill,
+    ) -> Result<Vec<Log>, SinkError> {
+        for sum in std::mem::take(&mut self.sums).finish() {
+            self.metric(sum, catalog.stream(sum.stream), defs);
+        }
+        self.lines
+            .par_iter_mut()
+            .try_for_each(|line| line.finish(spill))?;
+        let mut logs = Vec::new();
+        for line in self.lines {
+            defs.times(line.written.times);
+            let meta = catalog.stream(line.key.stream);
+            let counts = line.timeline.lanes().map(|(_, events)| events);
+            let lanes = line.written.lanes.into_iter().zip(counts);
+            for (n, (lane, events)) in lanes.enumerate() {
+                let location = defs.location(line.key, n, events, meta);
+                for metric in lane.metrics {
+                    defs.recorder(metric, location);
+                }
+                logs.push(lane.events);
+            }
+        }
+        Ok(logs)
+    }
+
+    /// A dispatch's counter value on its agent's counter timeline.
+    fn metric(&mut self, sum: Sum, meta: &StreamMeta, defs: &mut Definitions) {
         let mark = Mark::Metric {
-            metric: out.defs.metric(sum.stream, sum.counter, meta),
+            metric: defs.metric(sum.stream, sum.counter, meta),
             value: sum.value,
             attributes: attributes(0, 0, Some((DISPATCH_ID, sum.dispatch))),
         };
@@ -309,55 +355,52 @@ impl Tracks {
             stream: sum.stream,
             track: Track::Counters(sum.agent),
         };
-        self.push(track, span, meta, out)
+        self.push(track, span);
     }
 
-    fn push(
-        &mut self,
-        key: TrackKey,
-        span: Span,
-        meta: &StreamMeta,
-        out: &mut Out,
-    ) -> Result<(), SinkError> {
-        let timeline = self
-            .timelines
-            .entry(key)
-            .or_insert_with(|| Timeline::new(overlap(key.track)));
-        let (args, all) = (&mut self.args, &mut self.all);
-        timeline.push(
-            span,
-            &mut Lanes {
-                out,
+    fn push(&mut self, key: TrackKey, span: Span) {
+        self.line(key).arrived.push(span);
+    }
+
+    /// The timeline of `key`, begun if it is new.
+    fn line(&mut self, key: TrackKey) -> &mut Line {
+        if let Some((last, at)) = self.last
+            && last == key
+        {
+            return &mut self.lines[at];
+        }
+        let next = self.lines.len();
+        let at = *self.index.entry(key).or_insert(next);
+        self.last = Some((key, at));
+        if at == next {
+            self.lines.push(Line {
                 key,
-                meta,
-                args,
-                all,
-            },
-        )
+                timeline: Timeline::new(overlap(key.track)),
+                arrived: Vec::new(),
+                written: Written::default(),
+            });
+        }
+        &mut self.lines[at]
+    }
+}
+
+impl Line {
+    /// Places the spans that came since the last call.
+    fn place(&mut self, spill: &Spill) -> Result<(), SinkError> {
+        let mut out = Writer {
+            spill,
+            written: &mut self.written,
+        };
+        (self.arrived.drain(..)).try_for_each(|span| self.timeline.push(span, &mut out))
     }
 
-    /// Writes what is held back and returns each location's event count.
-    pub fn finish(
-        mut self,
-        catalog: &Catalog,
-        out: &mut Out,
-    ) -> Result<HashMap<LocationId, u64>, SinkError> {
-        for sum in std::mem::take(&mut self.sums).finish() {
-            self.metric(sum, catalog.stream(sum.stream), out)?;
-        }
-        let mut events = HashMap::default();
-        for (key, timeline) in &mut self.timelines {
-            let meta = catalog.stream(key.stream);
-            timeline.finish(&mut Lanes {
-                out,
-                key: *key,
-                meta,
-                args: &mut self.args,
-                all: &mut self.all,
-            })?;
-            events.extend(timeline.lanes());
-        }
-        Ok(events)
+    /// Places every span, and leaves every open span.
+    fn finish(&mut self, spill: &Spill) -> Result<(), SinkError> {
+        self.place(spill)?;
+        self.timeline.finish(&mut Writer {
+            spill,
+            written: &mut self.written,
+        })
     }
 }
 
@@ -405,63 +448,67 @@ fn column<'a>(record: &impl Columns, name: &str, meta: &'a StreamMeta) -> &'a st
     }
 }
 
-/// One timeline's view of where its events go.
-struct Lanes<'a, 'b> {
-    out: &'a mut Out<'b>,
-    key: TrackKey,
-    meta: &'a StreamMeta,
-    args: &'a mut Arguments,
-    all: &'a mut Vec<(u32, u64)>,
+/// A timeline's lanes as its output: their events go to the spill.
+struct Writer<'a> {
+    spill: &'a Spill,
+    written: &'a mut Written,
 }
 
-impl Output<Mark> for Lanes<'_, '_> {
-    type Location = LocationId;
+impl Lane {
+    fn write(&mut self, spill: &Spill, event: Event<'_>) -> Result<(), SinkError> {
+        (spill.push(&mut self.events, event)).map_err(SinkError::io("holding the OTF2 events back"))
+    }
+}
+
+impl Output<Mark> for Writer<'_> {
+    type Location = usize;
     type Error = SinkError;
 
-    fn open_lane(&mut self, lane: usize) -> Result<LocationId, SinkError> {
-        let location = self.out.archive.add_location();
-        self.out.defs.location(location, self.key, lane, self.meta);
-        Ok(location)
+    fn open_lane(&mut self, lane: usize) -> Result<usize, SinkError> {
+        let lanes = &mut self.written.lanes;
+        debug_assert_eq!(lane, lanes.len(), "lanes open in order");
+        lanes.push(Lane::default());
+        Ok(lane)
     }
 
-    fn enter(&mut self, location: LocationId, span: &Span) -> Result<(), SinkError> {
+    fn enter(&mut self, lane: usize, span: &Span) -> Result<(), SinkError> {
         let time = span.start;
-        self.out.defs.time(time);
-        match span.mark {
-            Mark::Region { region, attributes } => self.out.archive.write(
-                location,
-                Event::Enter {
-                    time,
-                    region,
-                    attributes: self.args.with(&attributes, self.all),
-                },
-            ),
-            Mark::Metric {
+        let Written {
+            lanes,
+            args,
+            all,
+            times,
+        } = &mut *self.written;
+        times.add(time);
+        let lane = &mut lanes[lane];
+        let event = match &span.mark {
+            Mark::Region { region, attributes } => Event::Enter {
+                time,
+                region: *region,
+                attributes: args.with(attributes, all),
+            },
+            &Mark::Metric {
                 metric,
                 value,
-                attributes,
+                ref attributes,
             } => {
-                self.out.defs.recorder(metric, location);
-                self.out.archive.write(
-                    location,
-                    Event::Metric {
-                        time,
-                        metric,
-                        value,
-                        attributes: attributes.as_slice(),
-                    },
-                )
+                lane.metrics.insert(metric);
+                Event::Metric {
+                    time,
+                    metric,
+                    value,
+                    attributes: attributes.as_slice(),
+                }
             }
-        }
+        };
+        lane.write(self.spill, event)
     }
 
-    fn leave(&mut self, location: LocationId, time: u64, mark: &Mark) -> Result<(), SinkError> {
+    fn leave(&mut self, lane: usize, time: u64, mark: &Mark) -> Result<(), SinkError> {
         let Mark::Region { region, .. } = *mark else {
             unreachable!("a metric is a point: it is never left")
         };
-        self.out.defs.time(time);
-        self.out
-            .archive
-            .write(location, Event::Leave { time, region })
+        self.written.times.add(time);
+        self.written.lanes[lane].write(self.spill, Event::Leave { time, region })
     }
 }

@@ -22,8 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use self::archive::Archive;
 use self::definitions::Definitions;
-use self::events::{Out, Tracks};
+use self::events::Tracks;
 use self::ffi::Otf2;
+use self::spill::Spill;
 use super::staging::Staging;
 use super::{Sink, SinkError};
 use crate::catalog::Catalog;
@@ -44,6 +45,8 @@ const ARCHIVE: &str = "traces";
 pub struct Otf2Sink {
     // Dropped in this order on failure: the archive closes before its files are removed.
     archive: Archive,
+    /// Every location's events, until OTF2 writes them.
+    spill: Spill,
     staging: Staging,
     defs: Definitions,
     tracks: Tracks,
@@ -55,6 +58,8 @@ impl Otf2Sink {
         let staging = Staging::create(path)?;
         Ok(Otf2Sink {
             archive: Archive::create(otf2, staging.dir(), ARCHIVE)?,
+            spill: Spill::create(staging.dir())
+                .map_err(SinkError::io("holding the OTF2 events back"))?,
             staging,
             defs: Definitions::default(),
             tracks: Tracks::default(),
@@ -64,32 +69,22 @@ impl Otf2Sink {
 
 impl Sink for Otf2Sink {
     fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
-        let mut out = Out {
-            archive: &mut self.archive,
-            defs: &mut self.defs,
-        };
         for chunk in window {
-            self.tracks
-                .write(chunk, catalog.stream(chunk.stream), &mut out)?;
+            (self.tracks).write(chunk, catalog.stream(chunk.stream), &mut self.defs);
         }
-        Ok(())
+        self.tracks.place(&self.spill)
     }
 
     fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
         let Otf2Sink {
-            mut archive,
+            archive,
+            spill,
             staging,
             mut defs,
             tracks,
         } = *self;
-        let events = tracks.finish(
-            catalog,
-            &mut Out {
-                archive: &mut archive,
-                defs: &mut defs,
-            },
-        )?;
-        archive.finish(|out| defs.write(out, &events))?;
+        let logs = tracks.finish(catalog, &mut defs, &spill)?;
+        archive.finish(&spill, &logs, |out| defs.write(out))?;
         let anchor = staging.target().join(format!("{ARCHIVE}.otf2"));
         staging.commit(is_archive)?;
         Ok(vec![anchor])

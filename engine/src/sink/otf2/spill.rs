@@ -4,14 +4,16 @@
 //! From a location's first write to its file until the file closes, OTF2 keeps a 4 MiB
 //! write buffer for it; with every location open for the whole run, a run's memory grew by
 //! that much for each busy location (60 of them in the `otf2` benchmark: 358 MiB). So events
-//! are encoded compactly into a small block per location, full blocks go to an unlinked
-//! file beside the archive, and [`Spill::replay`] hands each location's events over in
-//! order: memory is the open blocks and an OTF2 writer per thread writing.
+//! are encoded compactly into a small block per location (its [`Log`]), full blocks go to an
+//! unlinked file beside the archive, and [`Spill::replay`] hands a location's events over in
+//! order: memory is the open blocks and an OTF2 writer per thread writing. Locations' logs
+//! are filled on several threads at once, each block taking its own stretch of the file.
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes of a location's block kept in memory before it is written out: a write call takes
 /// about a thousand events, and thousands of locations still fit in a few tens of MiB.
@@ -38,17 +40,17 @@ pub enum Event<'a> {
     },
 }
 
-/// The events of every location, as written so far.
+/// The file the locations' full blocks go to.
 pub struct Spill {
     file: File,
-    len: u64,
-    locations: Vec<Log>,
+    /// Bytes taken in the file.
+    len: AtomicU64,
 }
 
-/// One location's events: blocks in the file (offset, length), then the block being
-/// filled.
+/// One location's events: blocks in the spill's file (offset, length), then the block
+/// being filled.
 #[derive(Default)]
-struct Log {
+pub struct Log {
     blocks: Vec<(u64, usize)>,
     open: Vec<u8>,
 }
@@ -67,24 +69,12 @@ impl Spill {
     pub fn create(dir: &Path) -> io::Result<Spill> {
         Ok(Spill {
             file: tempfile::tempfile_in(dir)?,
-            len: 0,
-            locations: Vec::new(),
+            len: AtomicU64::new(0),
         })
     }
 
-    /// Adds a location; its index is its number.
-    pub fn add_location(&mut self) -> usize {
-        self.locations.push(Log::default());
-        self.locations.len() - 1
-    }
-
-    pub fn locations(&self) -> usize {
-        self.locations.len()
-    }
-
-    /// Appends `event` to `location`'s events.
-    pub fn push(&mut self, location: usize, event: Event<'_>) -> io::Result<()> {
-        let log = &mut self.locations[location];
+    /// Appends `event` to the events of `log`'s location.
+    pub fn push(&self, log: &mut Log, event: Event<'_>) -> io::Result<()> {
         if log.open.capacity() == 0 {
             // Exactly one block's room: growing by doubling would take twice that.
             log.open.reserve_exact(BLOCK + MAX_EVENT);
@@ -120,23 +110,23 @@ impl Spill {
             }
         }
         if log.open.len() >= BLOCK {
-            self.file.write_all(&log.open)?;
-            log.blocks.push((self.len, log.open.len()));
-            self.len += log.open.len() as u64;
+            let len = log.open.len();
+            let offset = self.len.fetch_add(len as u64, Ordering::Relaxed);
+            self.file.write_all_at(&log.open, offset)?;
+            log.blocks.push((offset, len));
             log.open.clear();
         }
         Ok(())
     }
 
-    /// Calls `write` with each event of `location` in the order they were pushed; locations
-    /// are read in parallel. The outer error is the spill's own (reading it back), the inner one
-    /// the first of `write`, after which it is not called again.
+    /// Calls `write` with each event of `log` in the order they were pushed; logs are read
+    /// in parallel. The outer error is the spill's own (reading it back), the inner one the
+    /// first of `write`, after which it is not called again.
     pub fn replay<E>(
         &self,
-        location: usize,
+        log: &Log,
         mut write: impl FnMut(Event<'_>) -> Result<(), E>,
     ) -> io::Result<Result<(), E>> {
-        let log = &self.locations[location];
         let mut block = Vec::new();
         for &(offset, len) in &log.blocks {
             block.resize(len, 0);
@@ -217,8 +207,8 @@ mod tests {
     #[test]
     fn replays_each_location_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let mut spill = Spill::create(dir.path()).unwrap();
-        let (a, b) = (spill.add_location(), spill.add_location());
+        let spill = Spill::create(dir.path()).unwrap();
+        let (mut a, mut b) = (Log::default(), Log::default());
         let attributes = [(1, 7), (2, u64::MAX)];
         let mut expected = (Vec::new(), Vec::new());
         // Enough events to fill several blocks of each location.
@@ -226,7 +216,7 @@ mod tests {
             let enter = (i, i as u32 % 5);
             spill
                 .push(
-                    a,
+                    &mut a,
                     Event::Enter {
                         time: enter.0,
                         region: enter.1,
@@ -240,7 +230,7 @@ mod tests {
             ));
             spill
                 .push(
-                    a,
+                    &mut a,
                     Event::Leave {
                         time: i + 1,
                         region: 3,
@@ -251,7 +241,7 @@ mod tests {
             let value = i as f64 / 3.0;
             spill
                 .push(
-                    b,
+                    &mut b,
                     Event::Metric {
                         time: i * 2,
                         metric: 9,
@@ -264,8 +254,11 @@ mod tests {
                 .1
                 .push(format!("metric {} {value} {:?}", i * 2, &attributes[1..]));
         }
-        assert!(spill.len > 2 * BLOCK as u64, "blocks went to the file");
-        let replay = |location| {
+        assert!(
+            spill.len.load(Ordering::Relaxed) > 2 * BLOCK as u64,
+            "blocks went to the file"
+        );
+        let replay = |location: &Log| {
             let mut seen = Vec::new();
             spill
                 .replay::<()>(location, |event| {
@@ -289,7 +282,7 @@ mod tests {
                 .unwrap();
             seen
         };
-        assert_eq!(replay(b), expected.1);
-        assert_eq!(replay(a), expected.0);
+        assert_eq!(replay(&b), expected.1);
+        assert_eq!(replay(&a), expected.0);
     }
 }
