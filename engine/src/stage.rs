@@ -36,11 +36,14 @@ use crate::wire::{Frame, Payload};
 /// every step's end: a CSV replay took 13 % longer), few enough that a window's output
 /// stays small (each step up doubles the windows' memory).
 const CHUNKS_PER_CORE: usize = 8;
-/// The records a window holds at most, in bytes: what bounds memory, where chunks are
-/// large (a window of chunks per core of replayed spools stays below it).
-const WINDOW_BYTES: usize = 32 << 20;
-/// Windows queued for one sink before the decoder waits for it.
-const SINK_QUEUE: usize = 2;
+/// The records a window holds at most, in bytes: with the sinks' queues, what bounds the
+/// records in flight, whatever the number of cores. On 16 cores, windows of 32 MiB with
+/// two queued per sink held a 20 M-record Parquet replay at 569-587 MiB, and a rocpd one
+/// at 172-175 MiB; 16 MiB with one queued, 408-430 and 109-113 MiB, at the same speed.
+const WINDOW_BYTES: usize = 16 << 20;
+/// Windows queued for one sink before the decoder waits for it: one, so that a sink finds
+/// its next window ready while the decoder builds the one after.
+const SINK_QUEUE: usize = 1;
 
 /// Why the stages stopped without finishing their sinks.
 #[derive(Debug, thiserror::Error)]
