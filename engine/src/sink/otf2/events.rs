@@ -14,11 +14,10 @@
 //! initialization records (bookkeeping, not time spent; rocprofv3's OTF2 leaves them out
 //! too), and scratch memory operations (likewise).
 
-use rustc_hash::FxHashMap as HashMap;
-
 use std::collections::BTreeSet;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::definitions::{
     self, BYTES, CORRELATION_ID, DISPATCH_ID, Definitions, EXTERNAL_ID, Extent, RegionKey,
