@@ -14,7 +14,7 @@ use rocflow::record::{
 };
 use rocflow::sink::{Placeholders, Sink, SinkError};
 use rocflow::source::Frames;
-use rocflow::spool::{Ending, SpoolReader, SpoolWriter};
+use rocflow::spool::{Ending, SpoolReader};
 use rocflow::stage::{self, Report};
 use rocflow::transform::Table;
 use rocflow::wire::{Frame, Payload};
@@ -154,15 +154,13 @@ const COLLECT: &str = "[[sink]]\nname = \"collect\"\nkind = \"csv\"\npath = \"un
 fn generated_records_round_trip_through_spool_and_stages() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.rfraw");
-    let mut writer = SpoolWriter::create(&path).unwrap();
     let options = generate::Options {
         records: 60_000,
         processes: 2,
         seed: 7,
         plan: None,
     };
-    let counts = generate::generate(&options, |bytes| writer.write(bytes)).unwrap();
-    writer.finish().unwrap();
+    let counts = generate::to_spool(&options, &path).unwrap();
 
     // What the spool holds, decoded directly, per kind and stream in order.
     let mut reader = SpoolReader::open(&path).unwrap();

@@ -6,12 +6,14 @@
 //! The output is a stream of wire frames, as the tool library sends them.
 
 use std::io;
+use std::path::Path;
 
 use crate::record::{
     Agent, ApiCall, Batch, CounterInfo, CounterSample, KernelDispatch, KernelSymbol, Marker,
     MemoryCopy, Meta, PcSample, Process, Queue, RecordKind, Sym, Thread,
 };
 use crate::sdk::{AgentType, Domain};
+use crate::spool::SpoolWriter;
 use crate::wire;
 
 /// What to generate.
@@ -91,6 +93,15 @@ struct Generating {
     dispatch: u64,
     buffers: Vec<Batch>,
     strings: u32,
+}
+
+/// Writes a generated run into a new spool at `path`; returns the records generated per
+/// kind.
+pub fn to_spool(options: &Options, path: &Path) -> io::Result<Vec<(RecordKind, u64)>> {
+    let mut writer = SpoolWriter::create(path)?;
+    let counts = generate(options, |bytes| writer.write(bytes))?;
+    writer.finish()?;
+    Ok(counts)
 }
 
 /// Writes a generated run as frames to `out`; returns the records generated per kind.

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use rocflow::generate;
 use rocflow::plan::Plan;
-use rocflow::spool::SpoolWriter;
 
 /// A pipeline of the generator's traced kinds and `counters` (its PC samples too, with
 /// `pc_sampling`), then `rest`: TOML of its `[[transform]]` and `[[sink]]` tables.
@@ -44,15 +43,13 @@ pub const COUNTERS: &[&str] = &["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"];
 
 /// Writes a generated run of `records` records from `processes` processes.
 pub fn write_spool(path: &Path, records: u64, processes: u16) {
-    let mut writer = SpoolWriter::create(path).unwrap();
     let options = generate::Options {
         records,
         processes,
         seed: 3,
         plan: None,
     };
-    generate::generate(&options, |bytes| writer.write(bytes)).unwrap();
-    writer.finish().unwrap();
+    generate::to_spool(&options, path).unwrap();
 }
 
 /// The baseline every figure is compared with: reading the spool's bytes, nothing else.

@@ -20,7 +20,6 @@ use crate::plan::{Plan, StageGraph};
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Meta, RecordKind};
 use crate::source::{Ending, Input, OpenFault, Source, SourceError, Spool, WindowArgs};
-use crate::spool::SpoolWriter;
 use crate::summary::{self, Breakdown, Format, Summary};
 use crate::transform::Table;
 use crate::wire::{Payload, WireError};
@@ -658,10 +657,7 @@ pub fn generate(args: GenerateArgs) -> Result<ExitCode> {
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(Error::io(context()))?;
     }
-    let mut writer = SpoolWriter::create(&partial).map_err(Error::io(context()))?;
-    let counts =
-        generate::generate(&options, |bytes| writer.write(bytes)).map_err(Error::io(context()))?;
-    writer.finish().map_err(Error::io(context()))?;
+    let counts = generate::to_spool(&options, &partial).map_err(Error::io(context()))?;
     std::fs::rename(&partial, &args.out).map_err(Error::io(context()))?;
     let total: u64 = counts.iter().map(|(_, n)| n).sum();
     print(&format!(

@@ -396,7 +396,6 @@ mod tests {
     use super::*;
     use crate::diag::SourceFile;
     use crate::source::Spool;
-    use crate::spool::SpoolWriter;
 
     /// The summary and the report of one breakdown read the records once; another
     /// breakdown reads them again and gets its own statistics.
@@ -404,15 +403,13 @@ mod tests {
     fn statistics_are_read_once_per_breakdown() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.rfraw");
-        let mut writer = SpoolWriter::create(&path).unwrap();
         let options = crate::generate::Options {
             records: 2000,
             processes: 2,
             seed: 3,
             plan: None,
         };
-        crate::generate::generate(&options, |bytes| writer.write(bytes)).unwrap();
-        writer.finish().unwrap();
+        crate::generate::to_spool(&options, &path).unwrap();
         let text = "[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\n";
         let file = SourceFile::new("p.toml", text.to_owned());
         let plan = crate::pipeline::compile_text(Path::new("p.toml"), file, &Default::default())
