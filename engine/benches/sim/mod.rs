@@ -28,7 +28,12 @@ pub fn scenario(dir: &Path, iterations: u64) {
     let head = base[..base.find("[[kernel]]").unwrap()]
         .replace("marker_ranges = true", "marker_ranges = false");
     let kernels: String = (0..8)
-        .map(|i| format!("\n[[kernel]]\nname = \"_Z7kernel{i}v\"\nduration_ns = 1000\ngrid = [1024, 1, 1]\nworkgroup = [256, 1, 1]\n"))
+        .map(|i| {
+            format!(
+                "\n[[kernel]]\nname = \"_Z7kernel{i}v\"\nduration_ns = 1000\n\
+                 grid = [1024, 1, 1]\nworkgroup = [256, 1, 1]\n"
+            )
+        })
         .collect();
     std::fs::write(dir.join("big.toml"), head + &kernels).unwrap();
 }

@@ -10,10 +10,11 @@ use serde_json::json;
 
 use super::extdata::{AgentRecord, KernelSymbolRecord};
 use super::ids::Ids;
-use super::insert::{Value, row};
+use super::insert::row;
 use super::schema::{self, Names};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::sdk::AgentType;
+use crate::sqlite::Value;
 use crate::transform::Table;
 
 const UNKNOWN: &str = "<unknown>";

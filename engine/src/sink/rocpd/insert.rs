@@ -6,8 +6,7 @@
 use rusqlite::Connection;
 
 use super::schema::Names;
-use crate::sqlite::Statement;
-pub use crate::sqlite::Value;
+use crate::sqlite::{Statement, Value};
 
 /// Rows per statement run: enough that the statement's cost vanishes, few enough that
 /// preparing it is quick and the rows waiting stay small.

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use super::Fault;
 use super::ids::{Events, Ids, Operation};
 use super::info;
-use super::insert::{Inserter, Value, row};
+use super::insert::{Inserter, row};
 use super::schema::{self, Names};
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
@@ -20,6 +20,7 @@ use crate::record::{
     MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
 };
 use crate::sdk::Domain;
+use crate::sqlite::Value;
 
 macro_rules! tables {
     ($($name:ident = $verb:literal $table:ident ($($column:literal),+);)*) => {

@@ -1,5 +1,5 @@
 //! Records into frames: each process's records gathered per kind into batches of
-//! [`MAX_RECORDS`](crate::chunk::MAX_RECORDS), sent with the strings they name (marker messages, argument names and
+//! [`MAX_RECORDS`], sent with the strings they name (marker messages, argument names and
 //! values) in a metadata frame before them, and API calls' arguments in the frame the
 //! wire format puts just before their records.
 
