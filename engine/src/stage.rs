@@ -533,7 +533,7 @@ fn drive_sink(
 mod tests {
     use super::*;
     use crate::plan::{TransformOpPlan, TransformPlan};
-    use crate::record::{ApiCall, CounterSample};
+    use crate::record::{ApiCall, CounterSample, KernelDispatch};
 
     /// A frame as large as an SDK buffer flush goes through the stages in chunks of
     /// `MAX_RECORDS`, in order, and a dispatch's counter values stay in one chunk.
@@ -573,6 +573,63 @@ mod tests {
         // A frame no larger than a chunk stays whole.
         let small = pieces(Batch::CounterSample(values(5)));
         assert_eq!(small.iter().map(Batch::len).collect::<Vec<_>>(), [15]);
+    }
+
+    /// The bytes of each window a sink gets.
+    struct Sizes(Arc<std::sync::Mutex<Vec<usize>>>);
+
+    impl Sink for Sizes {
+        fn write(&mut self, window: &[Arc<Chunk>], _: &Catalog) -> Result<(), SinkError> {
+            let bytes = window.iter().map(|c| c.batch.bytes()).sum();
+            self.0.lock().unwrap().push(bytes);
+            Ok(())
+        }
+
+        fn finish(self: Box<Self>, _: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// However many chunks a window may hold, it ends once its records take
+    /// `WINDOW_BYTES`: what bounds the records in flight to a sink.
+    #[test]
+    fn windows_end_at_their_size_in_bytes() {
+        let chunk_bytes = MAX_RECORDS * std::mem::size_of::<KernelDispatch>();
+        // Frames of a chunk each, three windows' worth.
+        let frames = (0..3 * WINDOW_BYTES / chunk_bytes).map(|_| Frame {
+            stream: 0,
+            payload: Payload::Records(Batch::KernelDispatch(vec![
+                KernelDispatch::default();
+                MAX_RECORDS
+            ])),
+        });
+        let sizes = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::clone(&sizes);
+        let outlet = Outlet {
+            name: "sizes".into(),
+            kinds: vec![RecordKind::KernelDispatch],
+            open: Box::new(move |_: &Placeholders| {
+                Ok(Box::new(Sizes(Arc::clone(&seen))) as Box<dyn Sink>)
+            }),
+        };
+        let mut source = crate::source::Frames(frames);
+        run_into(
+            &StageGraph::default(),
+            &mut source,
+            vec![outlet],
+            &Board::default(),
+        )
+        .unwrap();
+        let sizes = sizes.lock().unwrap();
+        assert!(sizes.len() >= 3, "{sizes:?}");
+        // A window of `CHUNKS_PER_CORE` chunks per core (two at least) would hold more.
+        assert!(CHUNKS_PER_CORE * 2 * chunk_bytes > WINDOW_BYTES + chunk_bytes);
+        assert!(
+            sizes
+                .iter()
+                .all(|&bytes| bytes < WINDOW_BYTES + chunk_bytes),
+            "windows of {sizes:?} bytes"
+        );
     }
 
     /// A recorded plan's transform that this rocflow cannot build stops the stages before
