@@ -37,4 +37,4 @@ pub mod stats;
 pub mod summary;
 pub mod transform;
 
-pub use rocflow_core::{record, sdk, spool, wire};
+pub use rocflow_core::{queue, record, sdk, spool, wire};

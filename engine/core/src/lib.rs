@@ -9,6 +9,7 @@ pub mod abi;
 pub mod contexts;
 pub mod demangle;
 pub mod query;
+pub mod queue;
 pub mod record;
 pub mod scenario;
 pub mod sdk;

@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::frames::{Closed, Sender};
 use crate::messages;
+use crate::queue::{Closed, Sender};
 use crate::record::{RecordKind, wire_size};
 use crate::spool::SpoolWriter;
-use crate::wire::{self, FrameReader};
+use crate::wire::{self, Frame, FrameReader};
 
 /// Where every frame goes first: the raw spool, written as frames arrive, so a crash of
 /// anything later loses nothing that arrived.
@@ -44,7 +44,7 @@ impl Intake {
 
     /// Keeps a raw frame in the spool and decodes it for the stages if they take it;
     /// `Err` once the spool is finished or the stages stopped taking frames.
-    pub fn take(&self, raw: &[u8], frames: &Sender) -> Result<(), Closed> {
+    pub fn take(&self, raw: &[u8], frames: &Sender<Frame>) -> Result<(), Closed> {
         {
             let mut kept = self.spool.lock().unwrap();
             let Kept { writer, error } = &mut *kept;
@@ -153,7 +153,7 @@ impl Counts {
 pub fn serve(
     listener: UnixListener,
     intake: Arc<Intake>,
-    frames: Sender,
+    frames: Sender<Frame>,
     stop: Arc<AtomicBool>,
     counts: Arc<Counts>,
 ) {
@@ -199,7 +199,7 @@ pub fn serve(
 }
 
 /// Reads one process's frames until it closes its end (or dies, which closes it too).
-fn read(socket: UnixStream, stream: u16, intake: &Intake, frames: &Sender, counts: &Counts) {
+fn read(socket: UnixStream, stream: u16, intake: &Intake, frames: &Sender<Frame>, counts: &Counts) {
     let _ = socket.set_nonblocking(false);
     let mut reader = match FrameReader::new(std::io::BufReader::with_capacity(1 << 20, socket)) {
         Ok(r) => r,

@@ -3,7 +3,6 @@
 //! spool as it arrives, and feeds the same frames through the stages into the sinks. The
 //! run ends when the application has exited and every stream has closed.
 
-pub(crate) mod frames;
 pub(crate) mod libraries;
 pub(crate) mod listen;
 pub mod sdk;
@@ -22,16 +21,19 @@ use std::time::{Duration, Instant};
 
 use crate::plan::Plan;
 use crate::progress::{Board, Incoming};
+use crate::queue;
 use crate::record::{Exit, Meta, RecordKind};
 use crate::sink;
 use crate::source::{Ending, Live, SourceError};
 use crate::spool::SpoolWriter;
 use crate::stage::{self, Report};
-use crate::wire;
+use crate::wire::{self, Frame};
 
 pub use signals::Stop;
 
-/// Bytes of frames queued between the connections and the stages.
+/// Bytes of frames queued between the connections and the stages. A full queue holds the
+/// connections back, as the lossless policy asks: every frame is in the spool before it is
+/// queued.
 const QUEUE_BYTES: usize = 64 << 20;
 
 /// Which rocprofiler-sdk the application runs with.
@@ -156,7 +158,7 @@ impl Pass {
     fn run(
         self,
         intake: &Arc<Intake>,
-        frames: &frames::Sender,
+        frames: &queue::Sender<Frame>,
         counts: &Arc<listen::Counts>,
         passes: usize,
     ) -> Option<Exit> {
@@ -334,7 +336,7 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         }
     };
 
-    let (frames_in, frames) = frames::queue(QUEUE_BYTES);
+    let (frames_in, frames) = queue::bounded(QUEUE_BYTES);
     let intake = Arc::new(Intake::new(spool, |kind| plan.consumes(kind)));
     let mut plan_frame = Vec::new();
     wire::encode_meta(0, &[Meta::Plan { json: plan_json }], &mut plan_frame);

@@ -4,7 +4,7 @@
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
-use crate::runner::frames::Receiver;
+use crate::queue::Receiver;
 use crate::runner::listen::Intake;
 use crate::runner::signals::{self, Stop};
 use crate::wire::Frame;
@@ -12,14 +12,14 @@ use crate::wire::Frame;
 use super::{Ending, Source, SourceError};
 
 pub struct Live<'a> {
-    frames: Receiver,
+    frames: Receiver<Frame>,
     intake: &'a Intake,
     /// Why the run stopped waiting for the application, if a signal made it.
     pub stopped: Option<Stop>,
 }
 
 impl<'a> Live<'a> {
-    pub fn new(frames: Receiver, intake: &'a Intake) -> Live<'a> {
+    pub fn new(frames: Receiver<Frame>, intake: &'a Intake) -> Live<'a> {
         Live {
             frames,
             intake,
