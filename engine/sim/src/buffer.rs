@@ -3,7 +3,7 @@
 //! on a flush. A full buffer either waits for delivery (lossless) or drops and counts.
 
 use std::ffi::c_void;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use rocflow_core::abi::{BufferCallback, Handle, RecordHeader};
 use rocflow_core::sdk::BufferPolicy;
@@ -88,8 +88,12 @@ pub struct Buffer {
     pub id: Handle,
     pub def: BufferDef,
     pub pending: Mutex<Pending>,
-    /// A delivered batch's arena, kept for the next one.
-    spare: Mutex<Pending>,
+    /// The buffer's second arena, while no batch is out for delivery. The SDK allocates two
+    /// buffers of the size asked for, and producers that fill one while the other is still
+    /// with the tool wait for it; so does this, whatever the tool's pace.
+    pub spare: Mutex<Option<Pending>>,
+    /// Signalled when a delivered batch's arena is back.
+    returned: Condvar,
     /// Held while the callback runs: one buffer's batches reach the tool one at a time.
     pub delivering: Mutex<Headers>,
 }
@@ -111,7 +115,8 @@ impl Buffer {
             id,
             def,
             pending: Mutex::new(Pending::default()),
-            spare: Mutex::new(Pending::default()),
+            spare: Mutex::new(Some(Pending::default())),
+            returned: Condvar::new(),
             delivering: Mutex::new(Headers::default()),
         }
     }
@@ -148,18 +153,27 @@ impl Buffer {
         staged.clear();
     }
 
-    /// Takes the pending batch, leaving the spare arena in its place.
+    /// Takes the pending batch, leaving the spare arena in its place once the last batch
+    /// delivered has given it back.
     fn swap(&self, pending: &mut Pending) -> Pending {
-        let spare = std::mem::take(&mut *self.spare.lock().unwrap());
-        std::mem::replace(pending, spare)
+        let mut spare = self.spare.lock().unwrap();
+        loop {
+            match spare.take() {
+                Some(arena) => return std::mem::replace(pending, arena),
+                None => spare = self.returned.wait(spare).unwrap(),
+            }
+        }
     }
 
     /// Delivers whatever is pending (`rocprofiler_flush_buffer`).
     pub fn flush(&self) {
-        let batch = self.swap(&mut self.pending.lock().unwrap());
-        if !batch.records.is_empty() || batch.dropped > 0 {
-            self.deliver(batch);
+        let mut pending = self.pending.lock().unwrap();
+        if pending.records.is_empty() && pending.dropped == 0 {
+            return;
         }
+        let batch = self.swap(&mut pending);
+        drop(pending);
+        self.deliver(batch);
     }
 
     fn deliver(&self, mut batch: Pending) {
@@ -194,6 +208,99 @@ impl Buffer {
         headers.clear();
         drop(one_at_a_time);
         batch.clear();
-        *self.spare.lock().unwrap() = batch;
+        *self.spare.lock().unwrap() = Some(batch);
+        self.returned.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc::{Receiver, Sender, channel};
+    use std::thread;
+    use std::time::{Duration, Instant};
+
+    /// A tool whose callback counts records and holds its first delivery until released.
+    struct SlowTool {
+        records: AtomicUsize,
+        entered: Mutex<Sender<()>>,
+        release: Mutex<Receiver<()>>,
+    }
+
+    unsafe extern "C" fn on_buffer(
+        _context: Handle,
+        _buffer: Handle,
+        _headers: *mut *mut RecordHeader,
+        count: usize,
+        data: *mut c_void,
+        _drop_count: u64,
+    ) {
+        // SAFETY: the data given at creation, which the test keeps alive.
+        let tool = unsafe { &*data.cast::<SlowTool>() };
+        if tool.records.fetch_add(count, Ordering::SeqCst) == 0 {
+            tool.entered.lock().unwrap().send(()).unwrap();
+            tool.release.lock().unwrap().recv().unwrap();
+        }
+    }
+
+    /// Stages `n` records of 16 bytes and pushes them from a thread of their own.
+    fn producer(buffer: &Arc<Buffer>, n: usize) -> thread::JoinHandle<()> {
+        let buffer = Arc::clone(buffer);
+        thread::spawn(move || {
+            let mut staged = Staged::default();
+            for i in 0..n {
+                staged.push(1, 1, &[i as u64; 2]);
+            }
+            buffer.push(&mut staged);
+        })
+    }
+
+    fn finished_within(handle: &thread::JoinHandle<()>, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        while !handle.is_finished() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
+        handle.is_finished()
+    }
+
+    #[test]
+    fn a_lossless_buffer_holds_two_arenas_and_then_its_producers_wait() {
+        let (entered, on_entry) = channel();
+        let (release, released) = channel();
+        let tool = Box::leak(Box::new(SlowTool {
+            records: AtomicUsize::new(0),
+            entered: Mutex::new(entered),
+            release: Mutex::new(released),
+        }));
+        let buffer = Arc::new(Buffer::new(
+            Handle { handle: 1 },
+            BufferDef {
+                context: Handle { handle: 2 },
+                size: 64,
+                watermark: 32,
+                policy: BufferPolicy::Lossless,
+                callback: on_buffer,
+                data: std::ptr::from_mut(tool).cast(),
+            },
+        ));
+        // Two records reach the watermark: the first arena goes to the tool, which holds it.
+        let first = producer(&buffer, 2);
+        on_entry.recv_timeout(Duration::from_secs(5)).unwrap();
+        // The second arena fills up to its watermark, and a third producer's record finds
+        // both arenas taken.
+        let second = producer(&buffer, 2);
+        let third = producer(&buffer, 1);
+        assert!(
+            !finished_within(&third, Duration::from_millis(100)),
+            "a producer went on while both arenas were full"
+        );
+        release.send(()).unwrap();
+        for handle in [first, second, third] {
+            assert!(finished_within(&handle, Duration::from_secs(5)));
+        }
+        buffer.flush();
+        assert_eq!(tool.records.load(Ordering::SeqCst), 5);
     }
 }

@@ -251,9 +251,12 @@ extern "C" fn before_fork() {
     };
     HELD.with(|held| {
         let mut held = held.borrow_mut();
+        // In the order producers take them: one holding the pending records may wait for
+        // the delivery in progress to give the spare arena back.
         for buffer in &running.buffers {
-            held.push(Box::new(buffer.delivering.lock().unwrap()));
             held.push(Box::new(buffer.pending.lock().unwrap()));
+            held.push(Box::new(buffer.delivering.lock().unwrap()));
+            held.push(Box::new(buffer.spare.lock().unwrap()));
         }
     });
 }
@@ -270,12 +273,18 @@ extern "C" fn after_fork_child() {
     }
     HELD.with(|held| {
         let mut held = held.borrow_mut();
-        // The pending records are the parent's: clear them while still locked.
+        // The pending records are the parent's: clear them while still locked. So is a
+        // batch a parent's thread was about to deliver: its arena never comes back here.
         for guard in held.iter_mut() {
             if let Some(pending) =
                 guard.downcast_mut::<std::sync::MutexGuard<'static, buffer::Pending>>()
             {
                 pending.clear();
+            }
+            if let Some(spare) =
+                guard.downcast_mut::<std::sync::MutexGuard<'static, Option<buffer::Pending>>>()
+            {
+                spare.get_or_insert_with(buffer::Pending::default);
             }
         }
         held.clear();
