@@ -2,7 +2,8 @@
 //! per process, a summary and a report) on the simulated SDK, one process of 2 M and of
 //! 20 M records (the run benchmark's scenario, longer): how long the outputs take to be
 //! complete after the records end (the application has exited and its last buffers have
-//! arrived), when each sink ends, and the runner's peak RSS. Best of three by wall time.
+//! arrived), when each sink ends, and the peak RSS of the runner and of the application
+//! (where the SDK's buffers and the tool library's queue are). Best of three by wall time.
 //! Run with `cargo bench -p rocflow --bench trace_all`.
 
 mod sim;
@@ -65,8 +66,9 @@ fn main() {
             println!("    post-step {step:<8}    {:>6.2} s", took.as_secs_f64());
         }
         println!(
-            "  peak RSS of the runner {:>6.0} MiB",
-            run.peak_kb as f64 / 1024.0
+            "  peak RSS: runner {:.0} MiB, application {:.0} MiB",
+            run.runner_kb as f64 / 1024.0,
+            run.application_kb as f64 / 1024.0
         );
     }
 }

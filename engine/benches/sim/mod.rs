@@ -4,7 +4,12 @@
 use std::fs::File;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
 use std::time::{Duration, Instant};
+
+#[path = "../support/status.rs"]
+mod status;
 
 /// Records per iteration of the scenario: two threads launch eight kernels each, a
 /// `hipLaunchKernel` and a dispatch per launch.
@@ -38,12 +43,31 @@ pub fn scenario(dir: &Path, iterations: u64) {
     std::fs::write(dir.join("big.toml"), head + &kernels).unwrap();
 }
 
-/// What a run printed, how long it took, and the runner's peak memory.
+/// What a run printed, how long it took, and the peak memory of the runner and of the
+/// application (the simulated SDK and the tool library in it), each its own.
 pub struct Run {
     pub stdout: String,
     pub stderr: String,
     pub wall: Duration,
-    pub peak_kb: u64,
+    pub runner_kb: u64,
+    pub application_kb: u64,
+}
+
+/// The peaks of `runner` and of its children until `done`: each process's high-water mark
+/// read every 10 ms, so only what a process adds in its last 10 ms goes unseen. (`wait4`
+/// gives one peak for the runner and the children it reaped together.)
+fn watch(runner: u32, done: &AtomicBool) -> (u64, u64) {
+    let peak_kb = |pid: &str| status::kb(pid, "VmHWM:").unwrap_or(0);
+    let (mut own, mut children) = (0, 0);
+    while !done.load(Ordering::Relaxed) {
+        own = own.max(peak_kb(&runner.to_string()));
+        let pids = std::fs::read_to_string(format!("/proc/{runner}/task/{runner}/children"));
+        for pid in pids.unwrap_or_default().split_whitespace() {
+            children = children.max(peak_kb(pid));
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    (own, children)
 }
 
 /// Runs `/bin/true` under `pipeline` in `dir`; fails with the output unless it succeeded.
@@ -52,7 +76,7 @@ pub fn run(dir: &Path, pipeline: &str) -> Run {
     let started = Instant::now();
     #[expect(
         clippy::zombie_processes,
-        reason = "wait4 reaps it below, and gives its peak memory, which `Child::wait` does not"
+        reason = "waitpid reaps it below, while its memory is watched"
     )]
     let child = Command::new(env!("CARGO_BIN_EXE_rocflow"))
         .args(["run", pipeline, "--device", "sim:big.toml"])
@@ -62,18 +86,23 @@ pub fn run(dir: &Path, pipeline: &str) -> Run {
         .stderr(Stdio::from(File::create(&err).unwrap()))
         .spawn()
         .unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed `rusage` is a valid value of it, for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for the child spawned above, which nothing else waits for.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    let wall = started.elapsed();
-    assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
+    let done = AtomicBool::new(false);
+    let (status, wall, (runner_kb, application_kb)) = thread::scope(|scope| {
+        let peaks = scope.spawn(|| watch(child.id(), &done));
+        let mut status = 0;
+        // SAFETY: waits for the child spawned above, which nothing else waits for.
+        let pid = unsafe { libc::waitpid(child.id() as libc::pid_t, &mut status, 0) };
+        let wall = started.elapsed();
+        assert_eq!(pid, child.id() as libc::pid_t, "waitpid failed");
+        done.store(true, Ordering::Relaxed);
+        (status, wall, peaks.join().unwrap())
+    });
     let run = Run {
         stdout: std::fs::read_to_string(out).unwrap(),
         stderr: std::fs::read_to_string(err).unwrap(),
         wall,
-        peak_kb: usage.ru_maxrss as u64,
+        runner_kb,
+        application_kb,
     };
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,

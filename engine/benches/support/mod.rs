@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod status;
+
 use rocflow::generate;
 use rocflow::plan::Plan;
 
@@ -130,12 +132,7 @@ pub fn peak_rss_kb() -> u64 {
 
 /// A size `/proc/self/status` gives in kB, by its label.
 pub fn status_kb(label: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(label))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
+    status::kb("self", label).unwrap()
 }
 
 const CHILD_SPOOL: &str = "ROCFLOW_BENCH_CHILD_SPOOL";
