@@ -288,9 +288,18 @@ mod tests {
         // Two records reach the watermark: the first arena goes to the tool, which holds it.
         let first = producer(&buffer, 2);
         on_entry.recv_timeout(Duration::from_secs(5)).unwrap();
-        // The second arena fills up to its watermark, and a third producer's record finds
-        // both arenas taken.
+        // The second arena fills up to its watermark: its producer waits for the first,
+        // holding the records back (a buffer that took a third arena would let it go on).
         let second = producer(&buffer, 2);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while buffer.pending.try_lock().is_ok() {
+            assert!(
+                Instant::now() < deadline && !second.is_finished(),
+                "the second producer did not wait for the first arena"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+        // A third producer's record finds both arenas taken.
         let third = producer(&buffer, 1);
         assert!(
             !finished_within(&third, Duration::from_millis(100)),
