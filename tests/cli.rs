@@ -26,19 +26,6 @@ fn version_and_help() {
     }
 }
 
-/// rocflow gives memory that fell free back to the system within a second, which keeps a
-/// long run's peak near a short one's (see `engine/src/main.rs`).
-#[test]
-fn freed_memory_goes_back_within_a_second() {
-    let dir = tempfile::tempdir().unwrap();
-    // The allocator's report of its options, on stderr at exit.
-    let report = [("_RJEM_MALLOC_CONF", Path::new("stats_print:true"))];
-    let stats = text(&rocflow(&["--version"], dir.path(), &report).stderr);
-    for option in ["opt.dirty_decay_ms: 1000", "opt.muzzy_decay_ms: 0"] {
-        assert!(stats.contains(option), "`{option}` is not in:\n{stats}");
-    }
-}
-
 #[test]
 fn validate_reports_position_snippet_and_hint_with_exit_code_2() {
     let (dir, _) = with_file(
