@@ -36,5 +36,6 @@ pub mod stage;
 pub mod stats;
 pub mod summary;
 pub mod transform;
+mod trim;
 
 pub use rocflow_core::{queue, record, sdk, spool, wire};

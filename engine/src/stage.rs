@@ -29,6 +29,7 @@ use crate::record::{ApiArgs, Batch, Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::source::{Ending, Source, SourceError};
 use crate::transform::{Table, Transform};
+use crate::trim;
 use crate::wire::{Frame, Payload};
 
 /// Chunks gathered, per core, before the transforms run over them: enough that every core
@@ -158,6 +159,7 @@ pub fn run_into(
     // Set when the run stops early: sinks then drop their output instead of finishing it.
     let abandoned = AtomicBool::new(false);
     std::thread::scope(|scope| {
+        let _trimming = trim::periodically(scope);
         let mut senders = Vec::new();
         let mut handles = Vec::new();
         for outlet in outlets {
