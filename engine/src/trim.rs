@@ -10,7 +10,7 @@ use std::thread::Scope;
 use std::time::Duration;
 
 /// How often freed memory goes back: on 16 cores, a 20 M-record Parquet replay peaked at
-/// 303-309 MiB instead of 376-396 MiB, for 8-10 % more CPU time.
+/// 303-309 MiB instead of 376-396 MiB, for about 9 % more CPU time (6-13 % run to run).
 const INTERVAL: Duration = Duration::from_millis(250);
 
 /// Gives freed memory back every [`INTERVAL`], on a thread of `scope`, until the value
