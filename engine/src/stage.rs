@@ -634,6 +634,82 @@ mod tests {
         );
     }
 
+    fn page_size() -> usize {
+        // SAFETY: sysconf has no preconditions.
+        unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+    }
+
+    /// How many of the pages inside `blocks` (address, length) are in memory.
+    fn resident_pages(blocks: &[(usize, usize)]) -> usize {
+        let page = page_size();
+        let mut resident = 0;
+        for &(start, len) in blocks {
+            let first = start.next_multiple_of(page);
+            let pages = (start + len - first) / page;
+            let mut state = vec![0u8; pages];
+            // SAFETY: a range of this process's address space, and a byte per page of it.
+            let status =
+                unsafe { libc::mincore(first as *mut _, pages * page, state.as_mut_ptr()) };
+            assert_eq!(status, 0, "mincore: {}", std::io::Error::last_os_error());
+            resident += state.iter().filter(|&&s| s & 1 == 1).count();
+        }
+        resident
+    }
+
+    /// Memory freed while the stages run goes back to the system within a few of the
+    /// trimmer's intervals, even where the allocator would keep it: the middle of a
+    /// thread's arena, below a block still in use.
+    #[test]
+    fn memory_freed_during_a_run_goes_back_to_the_system() {
+        use std::sync::mpsc::channel;
+        use std::time::{Duration, Instant};
+        const BLOCK: usize = 64 << 10;
+        let (freed_in, freed) = channel();
+        let (release, released) = channel::<()>();
+        // A thread of its own, kept alive through the check so that its arena stays its own.
+        let holder = std::thread::spawn(move || {
+            let blocks: Vec<Vec<u8>> = (0..512).map(|_| vec![1u8; BLOCK]).collect();
+            let pin = vec![1u8; 64];
+            let spans: Vec<(usize, usize)> = blocks
+                .iter()
+                .map(|b| (b.as_ptr() as usize, BLOCK))
+                .collect();
+            drop(blocks);
+            freed_in.send(spans).unwrap();
+            released.recv().unwrap();
+            drop(pin);
+        });
+        let spans = freed.recv().unwrap();
+        let pages = spans.len() * BLOCK / page_size();
+        let mut left = None;
+        let source = std::iter::from_fn(|| {
+            // Inside the run: wait for the freed pages to leave memory, 5 s at most.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut resident = resident_pages(&spans);
+            while resident > 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+                resident = resident_pages(&spans);
+            }
+            left = Some(resident);
+            None
+        });
+        run_into(
+            &StageGraph::default(),
+            &mut crate::source::Frames(source),
+            Vec::new(),
+            &Board::default(),
+        )
+        .unwrap();
+        release.send(()).unwrap();
+        holder.join().unwrap();
+        // Other threads may take some of those addresses again meanwhile; most stay free.
+        let left = left.expect("the stages asked the source for frames");
+        assert!(
+            left < pages / 2,
+            "{left} of the {pages} freed pages are still in memory"
+        );
+    }
+
     /// A recorded plan's transform that this rocflow cannot build stops the stages before
     /// any sink opens, named.
     #[test]

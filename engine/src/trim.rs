@@ -16,48 +16,12 @@ const INTERVAL: Duration = Duration::from_millis(250);
 /// Gives freed memory back every [`INTERVAL`], on a thread of `scope`, until the value
 /// returned is dropped.
 pub fn periodically<'scope>(scope: &'scope Scope<'scope, '_>) -> Sender<()> {
-    every(scope, INTERVAL, || {
-        // SAFETY: malloc_trim reads and changes only the allocator's own state.
-        unsafe { libc::malloc_trim(0) };
-    })
-}
-
-/// Runs `action` every `interval` on a thread of `scope` until the value returned is
-/// dropped.
-fn every<'scope>(
-    scope: &'scope Scope<'scope, '_>,
-    interval: Duration,
-    mut action: impl FnMut() + Send + 'scope,
-) -> Sender<()> {
     let (stop, stopped) = mpsc::channel::<()>();
     scope.spawn(move || {
-        while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-            action();
+        while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(INTERVAL) {
+            // SAFETY: malloc_trim reads and changes only the allocator's own state.
+            unsafe { libc::malloc_trim(0) };
         }
     });
     stop
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Instant;
-
-    #[test]
-    fn the_action_repeats_until_the_handle_is_dropped() {
-        let runs = AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            let stop = every(scope, Duration::from_millis(1), || {
-                runs.fetch_add(1, Ordering::Relaxed);
-            });
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while runs.load(Ordering::Relaxed) < 3 && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            drop(stop);
-        });
-        // The scope ended, so the thread did; it ran the action more than once.
-        assert!(runs.load(Ordering::Relaxed) >= 3);
-    }
 }
