@@ -58,10 +58,14 @@ pub struct Run {
 /// gives one peak for the runner and the children it reaped together.)
 fn watch(runner: u32, done: &AtomicBool) -> (u64, u64) {
     let peak_kb = |pid: &str| status::kb(pid, "VmHWM:").unwrap_or(0);
+    let (pid, children_of) = (
+        runner.to_string(),
+        format!("/proc/{runner}/task/{runner}/children"),
+    );
     let (mut own, mut children) = (0, 0);
     while !done.load(Ordering::Relaxed) {
-        own = own.max(peak_kb(&runner.to_string()));
-        let pids = std::fs::read_to_string(format!("/proc/{runner}/task/{runner}/children"));
+        own = own.max(peak_kb(&pid));
+        let pids = std::fs::read_to_string(&children_of);
         for pid in pids.unwrap_or_default().split_whitespace() {
             children = children.max(peak_kb(pid));
         }

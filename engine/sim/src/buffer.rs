@@ -156,13 +156,9 @@ impl Buffer {
     /// Takes the pending batch, leaving the spare arena in its place once the last batch
     /// delivered has given it back.
     fn swap(&self, pending: &mut Pending) -> Pending {
-        let mut spare = self.spare.lock().unwrap();
-        loop {
-            match spare.take() {
-                Some(arena) => return std::mem::replace(pending, arena),
-                None => spare = self.returned.wait(spare).unwrap(),
-            }
-        }
+        let spare = self.spare.lock().unwrap();
+        let mut spare = (self.returned.wait_while(spare, |spare| spare.is_none())).unwrap();
+        std::mem::replace(pending, spare.take().expect("waited until it was back"))
     }
 
     /// Delivers whatever is pending (`rocprofiler_flush_buffer`).
@@ -285,7 +281,8 @@ mod tests {
                 data: std::ptr::from_mut(tool).cast(),
             },
         ));
-        // Two records reach the watermark: the first arena goes to the tool, which holds it.
+        // Two records reach the watermark: the first arena goes to the tool, which holds
+        // it.
         let first = producer(&buffer, 2);
         on_entry.recv_timeout(Duration::from_secs(5)).unwrap();
         // The second arena fills up to its watermark: its producer waits for the first,
