@@ -138,7 +138,7 @@ impl Database {
             written.add(window.iter().map(|q| q.len() as u64).sum());
         }
         let tx = self.conn.unchecked_transaction()?;
-        tables.flush()?;
+        Window::new(&mut tables, &mut self.ids).end()?;
         tx.commit()?;
         Ok(())
     }

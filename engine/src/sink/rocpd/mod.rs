@@ -19,6 +19,7 @@ mod insert;
 mod rows;
 pub(crate) mod schema;
 mod views;
+mod waiting;
 mod writer;
 
 use std::path::PathBuf;

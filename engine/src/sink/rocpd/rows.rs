@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use super::Fault;
 use super::ids::{Events, Ids, Operation};
 use super::info;
-use super::insert::{Inserter, row};
+use super::insert::{Conflict, Inserter, row};
 use super::schema::{self, Names};
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
@@ -23,7 +23,7 @@ use crate::sdk::Domain;
 use crate::sqlite::Value;
 
 macro_rules! tables {
-    ($($name:ident = $verb:literal $table:ident ($($column:literal),+);)*) => {
+    ($($name:ident = $conflict:ident $table:ident ($($column:literal),+);)*) => {
         /// The inserts into one database's tables.
         pub struct Tables<'c> {
             $($name: Inserter<'c>,)*
@@ -32,11 +32,13 @@ macro_rules! tables {
         impl<'c> Tables<'c> {
             pub fn new(conn: &'c Connection, names: &Names) -> rusqlite::Result<Tables<'c>> {
                 Ok(Tables {
-                    $($name: Inserter::new(conn, names, $verb, schema::$table, &[$($column),+])?,)*
+                    $($name: Inserter::new(
+                        conn, names, Conflict::$conflict, schema::$table, &[$($column),+]
+                    )?,)*
                 })
             }
 
-            /// Inserts the rows still waiting.
+            /// Inserts the rows still pending, table by table in the order above.
             pub fn flush(&mut self) -> rusqlite::Result<()> {
                 $(self.$name.flush()?;)*
                 Ok(())
@@ -46,31 +48,33 @@ macro_rules! tables {
 }
 
 tables! {
-    event = "INSERT" EVENT
+    event = Fail EVENT
         ("id", "category_id", "stack_id", "parent_stack_id", "correlation_id", "extdata");
-    // A dispatch's event replaces the bare one its counter samples may have written first.
-    dispatch_event = "INSERT OR REPLACE" EVENT
+    // A dispatch's event replaces the bare one written for its counter samples if they came
+    // long before it (see `waiting`).
+    dispatch_event = Replace EVENT
         ("id", "category_id", "stack_id", "parent_stack_id", "correlation_id");
-    // What counter samples know of their dispatch's event, until the dispatch arrives.
-    counted_event = "INSERT OR IGNORE" EVENT ("id", "category_id");
-    region = "INSERT" REGION ("nid", "pid", "tid", "start", "end", "name_id", "event_id");
-    sample = "INSERT" SAMPLE ("track_id", "timestamp", "event_id");
-    kernel_dispatch = "INSERT" KERNEL_DISPATCH (
+    // What counter samples know of their dispatch's event, for a dispatch that has not
+    // come; after the dispatches' events, so that a dispatch's event is there first.
+    counted_event = Ignore EVENT ("id", "category_id");
+    region = Fail REGION ("nid", "pid", "tid", "start", "end", "name_id", "event_id");
+    sample = Fail SAMPLE ("track_id", "timestamp", "event_id");
+    kernel_dispatch = Fail KERNEL_DISPATCH (
         "nid", "pid", "tid", "agent_id", "kernel_id", "dispatch_id", "queue_id", "stream_id",
         "start", "end", "private_segment_size", "group_segment_size", "workgroup_size_x",
         "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z",
         "region_name_id", "event_id"
     );
-    memory_copy = "INSERT" MEMORY_COPY (
+    memory_copy = Fail MEMORY_COPY (
         "nid", "pid", "tid", "start", "end", "name_id", "dst_agent_id", "src_agent_id", "size",
         "stream_id", "event_id"
     );
-    memory_allocate = "INSERT" MEMORY_ALLOCATE (
+    memory_allocate = Fail MEMORY_ALLOCATE (
         "nid", "pid", "tid", "agent_id", "type", "level", "start", "end", "address", "size",
         "queue_id", "stream_id", "event_id", "extdata"
     );
-    pmc_event = "INSERT" PMC_EVENT ("event_id", "pmc_id", "value");
-    arg = "INSERT" ARG ("event_id", "position", "type", "name", "value");
+    pmc_event = Fail PMC_EVENT ("event_id", "pmc_id", "value");
+    arg = Fail ARG ("event_id", "position", "type", "name", "value");
 }
 
 /// What event rows hold when there is nothing more to say.
@@ -183,6 +187,16 @@ impl<'a, 'c> Window<'a, 'c> {
         Ok(())
     }
 
+    /// Inserts every row still pending, with the bare events of the dispatches that did
+    /// not come.
+    pub fn end(mut self) -> rusqlite::Result<()> {
+        let category = self.category(Domain::KernelDispatch);
+        for event in self.ids.waiting.rest() {
+            self.tables.counted_event.push(row![event, category])?;
+        }
+        self.tables.flush()
+    }
+
     /// The category and name of operation `op` of the domain with SDK value `domain`.
     fn operation(&mut self, domain: u8, op: i32) -> Operation {
         if let Some(&known) = self.ids.operations.get(&(domain, op)) {
@@ -244,6 +258,7 @@ impl<'a, 'c> Window<'a, 'c> {
             let correlation = r.correlation_id;
             let row = row![event, category, correlation, correlation, r.external_id];
             self.tables.dispatch_event.push(row)?;
+            self.ids.waiting.dispatched(event);
             let ids = &mut *self.ids;
             let row = row![
                 scope.node,
@@ -468,16 +483,18 @@ impl<'a, 'c> Window<'a, 'c> {
     }
 
     /// Counter values, each pointing at its dispatch's event (added bare if the dispatch
-    /// has not arrived yet, so the id resolves even if it never does).
+    /// never comes, so that the id resolves).
     fn counters(&mut self, scope: Scope, records: &[CounterSample]) -> Result<(u32, u64), Fault> {
         let category = self.category(Domain::KernelDispatch);
         let mut counted = None;
         let mut last = 0;
         for r in records {
             let event = dispatch_event(scope, r.dispatch_id)?;
-            // A dispatch's samples come together: one bare event for all of them.
+            // A dispatch's samples come together.
             if counted != Some(event) {
-                self.tables.counted_event.push(row![event, category])?;
+                if let Some(oldest) = self.ids.waiting.counted(event) {
+                    self.tables.counted_event.push(row![oldest, category])?;
+                }
                 counted = Some(event);
             }
             let counter = self.ids.counters.id(&(scope.stream, r.counter_id));
