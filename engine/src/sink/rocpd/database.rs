@@ -1,6 +1,6 @@
 //! One rocpd database being written: a SQLite file under a temporary name beside its final
 //! path, tuned for loading once (no journal, no syncs, one writer), filled one transaction
-//! per batch of rows, then given its info rows and indexes and renamed into place.
+//! per window, then given its info rows and indexes and renamed into place.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::Fault;
 use super::ids::{Guid, Ids};
 use super::info;
-use super::rows::{Rows, Tables};
+use super::rows::{Queued, Tables, Window};
 use super::schema::Names;
 use super::views;
 use crate::catalog::Catalog;
@@ -51,6 +51,7 @@ pub struct Database {
     staging: Staged,
     conn: Connection,
     names: Names,
+    ids: Ids,
     /// The streams whose records the database holds (every stream, for one database per
     /// run).
     streams: Streams,
@@ -98,6 +99,7 @@ impl Database {
             staging,
             conn,
             names,
+            ids: Ids::default(),
             streams,
         };
         database.conn.execute_batch(PRAGMAS)?;
@@ -118,42 +120,40 @@ impl Database {
         self.streams
     }
 
-    /// Inserts rows as they come, one transaction each, until they end; `written` counts
-    /// their records as each transaction commits.
+    /// Writes windows of chunks as they come, one transaction each, until they end;
+    /// `written` counts their records as each transaction commits.
     pub fn fill(
         &mut self,
-        batches: impl Iterator<Item = Rows>,
+        windows: impl Iterator<Item = Vec<Queued>>,
         written: &Written,
     ) -> Result<(), Fault> {
         let mut tables = Tables::new(&self.conn, &self.names)?;
-        for rows in batches {
+        for window in windows {
             let tx = self.conn.unchecked_transaction()?;
-            tables.insert(&rows)?;
+            let mut rows = Window::new(&mut tables, &mut self.ids);
+            for chunk in &window {
+                rows.chunk(chunk)?;
+            }
             tx.commit()?;
-            written.add(rows.records());
+            written.add(window.iter().map(|q| q.len() as u64).sum());
         }
         let tx = self.conn.unchecked_transaction()?;
-        tables.flush()?;
+        Window::new(&mut tables, &mut self.ids).end()?;
         tx.commit()?;
         Ok(())
     }
 
     /// Completes the database: the info rows of its processes (from the catalog, and for
-    /// every id the records used, `ids`), the aggregate tables, the indexes; then moves it
-    /// to its path.
-    pub fn finish(
-        mut self,
-        catalog: &Catalog,
-        tables: &[Table],
-        mut ids: Ids,
-    ) -> Result<PathBuf, Fault> {
+    /// every id the records used), the aggregate tables, the indexes; then moves it to its
+    /// path.
+    pub fn finish(mut self, catalog: &Catalog, tables: &[Table]) -> Result<PathBuf, Fault> {
         let streams: Vec<u16> = catalog
             .streams()
             .map(|(stream, _)| stream)
             .filter(|&s| self.streams.hold(s))
             .collect();
         let tx = self.conn.transaction()?;
-        info::write(&tx, &self.names, &mut ids, catalog, &streams)?;
+        info::write(&tx, &self.names, &mut self.ids, catalog, &streams)?;
         for table in tables {
             info::table(&tx, table)?;
         }

@@ -49,31 +49,6 @@ macro_rules! row {
 }
 pub(super) use row;
 
-/// Rows of one table gathered for its inserts: their values, row after row.
-#[derive(Debug, Default)]
-pub struct Gathered {
-    values: Vec<Value>,
-    /// Bytes of the texts the values own.
-    texts: usize,
-}
-
-impl Gathered {
-    #[inline]
-    pub fn push<const N: usize>(&mut self, row: [Value; N]) {
-        for value in &row {
-            if let Value::Text(text) = value {
-                self.texts += text.len();
-            }
-        }
-        self.values.extend(row);
-    }
-
-    /// Bytes the rows hold.
-    pub fn bytes(&self) -> usize {
-        self.values.len() * std::mem::size_of::<Value>() + self.texts
-    }
-}
-
 /// The inserts into one table.
 pub struct Inserter<'c> {
     conflict: Conflict,
@@ -104,40 +79,21 @@ impl<'c> Inserter<'c> {
         })
     }
 
-    /// Inserts `rows`, `ROWS` a statement, keeping those that do not fill one until more
-    /// come or [`Inserter::flush`].
-    pub fn extend(&mut self, rows: &Gathered) -> rusqlite::Result<()> {
-        let statement = ROWS * self.columns;
-        let mut values = &rows.values[..];
-        if !self.pending.is_empty() {
-            let taken = values.len().min(statement - self.pending.len());
-            self.pending.extend_from_slice(&values[..taken]);
-            values = &values[taken..];
-            if self.pending.len() < statement {
-                return Ok(());
+    /// Adds a row, inserting the rows waiting when they fill a statement.
+    #[inline]
+    pub fn push<const N: usize>(&mut self, row: [Value; N]) -> rusqlite::Result<()> {
+        debug_assert_eq!(N, self.columns);
+        self.pending.extend(row);
+        if self.pending.len() == ROWS * self.columns {
+            match self.many.execute_with(&self.pending) {
+                // The rows the statement put in before the conflict are replaced by
+                // themselves.
+                Err(e) if self.conflict == Conflict::Replace && taken(&e) => self.flush()?,
+                done => done?,
             }
-            let pending = std::mem::take(&mut self.pending);
-            self.run(&pending)?;
-            self.pending = pending;
             self.pending.clear();
         }
-        let mut full = values.chunks_exact(statement);
-        for rows in &mut full {
-            self.run(rows)?;
-        }
-        self.pending.extend_from_slice(full.remainder());
         Ok(())
-    }
-
-    /// Inserts `ROWS` rows.
-    fn run(&mut self, rows: &[Value]) -> rusqlite::Result<()> {
-        match self.many.execute_with(rows) {
-            // The rows the statement put in before the conflict are replaced by themselves.
-            Err(e) if self.conflict == Conflict::Replace && taken(&e) => {
-                (rows.chunks(self.columns)).try_for_each(|row| self.one.execute_with(row))
-            }
-            done => done,
-        }
     }
 
     /// Inserts the rows still waiting, one at a time.
@@ -178,59 +134,29 @@ mod tests {
         rows.map(Result::unwrap).collect()
     }
 
-    /// The rows `(id, category)` of `ids`, gathered.
-    fn gathered(ids: impl IntoIterator<Item = (i64, i64)>) -> Gathered {
-        let mut rows = Gathered::default();
-        for (id, category) in ids {
-            rows.push(row![id, category]);
-        }
-        rows
-    }
-
-    const COLUMNS: [&str; 2] = ["id", "category_id"];
-
-    #[test]
-    fn rows_gathered_in_parts_go_in_whole_and_in_order() {
-        let (conn, names) = database();
-        let mut inserter = Inserter::new(&conn, &names, Conflict::Fail, schema::EVENT, &COLUMNS);
-        let inserter = inserter.as_mut().unwrap();
-        let rows = |ids: std::ops::Range<i64>| gathered(ids.map(|id| (id, id % 7)));
-        // Less than a statement, then enough to fill it and two more, then a few.
-        for part in [
-            1..31,
-            31..31 + 2 * ROWS as i64 + 3,
-            31 + 2 * ROWS as i64 + 3..200,
-        ] {
-            inserter.extend(&rows(part)).unwrap();
-        }
-        let inserted = events(&conn, &names).len();
-        assert_eq!(inserted, 3 * ROWS, "whole statements go in at once");
-        inserter.flush().unwrap();
-        let want: Vec<(i64, i64)> = (1..200).map(|id| (id, id % 7)).collect();
-        assert_eq!(events(&conn, &names), want);
-    }
-
     #[test]
     fn rows_that_meet_a_taken_id_replace_its_row_when_asked_to() {
         let (conn, names) = database();
-        let inserter = |conflict| Inserter::new(&conn, &names, conflict, schema::EVENT, &COLUMNS);
+        let columns = ["id", "category_id"];
+        let inserter = |conflict| Inserter::new(&conn, &names, conflict, schema::EVENT, &columns);
         let mut bare = inserter(Conflict::Ignore).unwrap();
-        bare.extend(&gathered([(5, 1), (5, 2)])).unwrap();
+        bare.push(row![5_i64, 1_i64]).unwrap();
+        bare.push(row![5_i64, 2_i64]).unwrap();
         bare.flush().unwrap();
         assert_eq!(events(&conn, &names), [(5, 1)]);
 
         let mut full = inserter(Conflict::Replace).unwrap();
         // A whole statement of rows, the fifth of which meets the bare one, then one more.
-        let ids = 1..=ROWS as i64 + 1;
-        full.extend(&gathered(ids.clone().map(|id| (id, 100 + id))))
-            .unwrap();
+        for id in 1..=ROWS as i64 + 1 {
+            full.push(row![id, 100 + id]).unwrap();
+        }
         full.flush().unwrap();
-        let want: Vec<(i64, i64)> = ids.map(|id| (id, 100 + id)).collect();
+        let want: Vec<(i64, i64)> = (1..=ROWS as i64 + 1).map(|id| (id, 100 + id)).collect();
         assert_eq!(events(&conn, &names), want);
 
         let mut new = inserter(Conflict::Fail).unwrap();
-        new.extend(&gathered([(ROWS as i64 + 2, 0), (3, 0)]))
-            .unwrap();
+        new.push(row![ROWS as i64 + 2, 0_i64]).unwrap();
+        new.push(row![3_i64, 0_i64]).unwrap();
         let error = new.flush().unwrap_err();
         assert!(taken(&error), "{error}");
         assert_eq!(

@@ -35,13 +35,8 @@ use crate::record::Process;
 use crate::transform::Table;
 pub use database::PRAGMAS;
 use database::{Database, Streams};
-use ids::Ids;
-use rows::{Builder, Rows};
+use rows::Queued;
 use writer::Writer;
-
-/// Bytes of rows gathered before they go to the database's thread, within a window: the
-/// rows of a record take about 500 bytes as values, eight times the record.
-const BATCH_BYTES: usize = 4 << 20;
 
 /// How the run's processes map to databases.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,10 +86,6 @@ impl Fault {
 /// per process for the `per_process` layout).
 pub struct RocpdSink {
     database: Writer,
-    /// The ids the rows use, handed out here as records come.
-    ids: Ids,
-    /// Rows gathered, not yet queued for the database.
-    rows: Rows,
     /// Aggregate tables, written into the database when the run ends.
     tables: Vec<Table>,
     written: Written,
@@ -145,37 +136,22 @@ impl RocpdSink {
             Database::create(path.clone(), start_ns, streams).map_err(|e| e.at(&path))?;
         Ok(RocpdSink {
             database: Writer::start(database, written.clone()),
-            ids: Ids::default(),
-            rows: Rows::default(),
             tables: Vec::new(),
             written: written.clone(),
         })
-    }
-
-    /// Queues the rows gathered.
-    fn send(&mut self) -> Result<(), SinkError> {
-        let rows = std::mem::take(&mut self.rows);
-        let database = &mut self.database;
-        database.write(rows).map_err(|e| e.at(database.path()))
     }
 }
 
 impl Sink for RocpdSink {
     fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
-        for chunk in window {
-            if !self.database.holds(chunk.stream) {
-                continue;
-            }
-            Builder::new(&mut self.rows, &mut self.ids)
-                .chunk(chunk, catalog.stream(chunk.stream))
-                .map_err(|e| e.at(self.database.path()))?;
-            if self.rows.bytes() >= BATCH_BYTES {
-                self.send()?;
-            }
-        }
-        // A window's rows go in together, so that the database keeps up with the records.
-        if !self.rows.is_empty() {
-            self.send()?;
+        let database = &mut self.database;
+        let chunks: Vec<Queued> = window
+            .iter()
+            .filter(|c| database.holds(c.stream))
+            .map(|c| Queued::new(Arc::clone(c), catalog.stream(c.stream)))
+            .collect();
+        if !chunks.is_empty() {
+            database.write(chunks).map_err(|e| e.at(database.path()))?;
         }
         Ok(())
     }
@@ -186,17 +162,11 @@ impl Sink for RocpdSink {
     }
 
     fn finish(mut self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
-        Builder::new(&mut self.rows, &mut self.ids).end();
-        if !self.rows.is_empty() {
-            self.send()?;
-        }
         let tables: Arc<[Table]> = std::mem::take(&mut self.tables).into();
-        let RocpdSink {
-            mut database, ids, ..
-        } = *self;
+        let RocpdSink { mut database, .. } = *self;
         let path = database.path().to_owned();
         database
-            .finish(Arc::new(catalog.clone()), tables, ids)
+            .finish(Arc::new(catalog.clone()), tables)
             .map_err(|e| e.at(&path))?;
         Ok(vec![database.join().map_err(|e| e.at(&path))?])
     }

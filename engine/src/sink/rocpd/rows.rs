@@ -4,12 +4,14 @@
 //! copies and allocations have their own tables, and counter values point at their
 //! dispatch's event.
 
+use std::sync::Arc;
+
 use rusqlite::Connection;
 
 use super::Fault;
 use super::ids::{Events, Ids, Operation};
 use super::info;
-use super::insert::{Conflict, Gathered, Inserter, row};
+use super::insert::{Conflict, Inserter, row};
 use super::schema::{self, Names};
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
@@ -36,40 +38,10 @@ macro_rules! tables {
                 })
             }
 
-            /// Inserts `rows`, table by table in the order above.
-            pub fn insert(&mut self, rows: &Rows) -> rusqlite::Result<()> {
-                $(self.$name.extend(&rows.$name)?;)*
-                Ok(())
-            }
-
             /// Inserts the rows still pending, table by table in the order above.
             pub fn flush(&mut self) -> rusqlite::Result<()> {
                 $(self.$name.flush()?;)*
                 Ok(())
-            }
-        }
-
-        /// Rows for each table, gathered where the records are (the sink's thread) for
-        /// the database's thread, which then only inserts them.
-        #[derive(Debug, Default)]
-        pub struct Rows {
-            $($name: Gathered,)*
-            /// The records they come from.
-            records: u64,
-        }
-
-        impl Rows {
-            /// Bytes the rows hold.
-            pub fn bytes(&self) -> usize {
-                0 $(+ self.$name.bytes())*
-            }
-
-            pub fn records(&self) -> u64 {
-                self.records
-            }
-
-            pub fn is_empty(&self) -> bool {
-                self.bytes() == 0
             }
         }
     };
@@ -117,55 +89,112 @@ struct Scope {
     node: i64,
 }
 
-/// Records becoming the rows of one database: the ids they need, handed out as they
-/// come, and the rows, gathered for the database's thread to insert.
-pub struct Builder<'a> {
-    rows: &'a mut Rows,
+/// A chunk on its way to its database, with what its rows need of its process's metadata
+/// (taken from the catalog when it is queued: the writer has no catalog).
+#[derive(Debug)]
+pub struct Queued {
+    chunk: Arc<Chunk>,
+    host: String,
+    /// The process's pid, where its metadata says.
+    pid: Option<u32>,
+    /// The messages of marker records, one per record (none for other kinds).
+    messages: Vec<String>,
+    /// The arguments of API calls, one list per record (none where none were collected).
+    args: Vec<Vec<Arg>>,
+}
+
+/// An argument row's columns besides its event: position, type, name, value.
+type Arg = (u8, String, String, String);
+
+impl Queued {
+    /// Its records.
+    pub fn len(&self) -> usize {
+        self.chunk.len()
+    }
+
+    pub fn new(chunk: Arc<Chunk>, meta: &StreamMeta) -> Queued {
+        let messages = match &chunk.batch {
+            Batch::Marker(records) => records
+                .iter()
+                .map(|r| meta.string(r.message).to_owned())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let args = match chunk.args {
+            Some(_) => (0..chunk.len())
+                .map(|i| {
+                    (chunk.args(i, meta).into_iter().flatten())
+                        .map(|a| {
+                            (
+                                a.position,
+                                a.type_name.into(),
+                                a.name.into(),
+                                a.value.into(),
+                            )
+                        })
+                        .collect()
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        Queued {
+            host: info::host(meta).to_owned(),
+            pid: meta.process.as_ref().map(|p| p.pid),
+            chunk,
+            messages,
+            args,
+        }
+    }
+}
+
+/// One window's writes into one database.
+pub struct Window<'a, 'c> {
+    tables: &'a mut Tables<'c>,
     ids: &'a mut Ids,
 }
 
-impl<'a> Builder<'a> {
-    pub fn new(rows: &'a mut Rows, ids: &'a mut Ids) -> Self {
-        Builder { rows, ids }
+impl<'a, 'c> Window<'a, 'c> {
+    pub fn new(tables: &'a mut Tables<'c>, ids: &'a mut Ids) -> Self {
+        Window { tables, ids }
     }
 
-    /// Gathers the rows of a chunk's records; `meta` is its process's.
-    pub fn chunk(&mut self, chunk: &Chunk, meta: &StreamMeta) -> Result<(), Fault> {
+    /// Writes the rows of a chunk's records.
+    pub fn chunk(&mut self, queued: &Queued) -> Result<(), Fault> {
+        let chunk = &queued.chunk;
         if chunk.is_empty() {
             return Ok(());
         }
         let scope = Scope {
             stream: chunk.stream,
-            process: (self.ids).process(chunk.stream, meta.process.as_ref().map(|p| p.pid)),
-            node: self.ids.nodes.id(info::host(meta)),
+            process: self.ids.process(chunk.stream, queued.pid),
+            node: self.ids.nodes.id(queued.host.as_str()),
         };
+        let messages = &queued.messages;
         let (pid, last_ns) = match &chunk.batch {
             Batch::KernelDispatch(r) => self.dispatches(scope, r)?,
             Batch::MemoryCopy(r) => self.copies(scope, r)?,
             Batch::MemoryAllocation(r) => self.allocations(scope, r)?,
             Batch::ScratchMemory(r) => self.scratch(scope, r)?,
-            Batch::Api(r) => self.host(scope, r, &[], Some((chunk, meta)))?,
-            Batch::Marker(r) => {
-                let messages: Vec<&str> = r.iter().map(|r| meta.string(r.message)).collect();
-                self.host(scope, r, &messages, None)?
-            }
-            Batch::HipStream(r) => self.host(scope, r, &[], None)?,
-            Batch::RuntimeInitialization(r) => self.host(scope, r, &[], None)?,
-            Batch::KfdEvent(r) => self.host(scope, r, &[], None)?,
+            Batch::Api(r) => self.host(scope, r, messages, &queued.args)?,
+            Batch::Marker(r) => self.host(scope, r, messages, &[])?,
+            Batch::HipStream(r) => self.host(scope, r, messages, &[])?,
+            Batch::RuntimeInitialization(r) => self.host(scope, r, messages, &[])?,
+            Batch::KfdEvent(r) => self.host(scope, r, messages, &[])?,
             Batch::CounterSample(r) => self.counters(scope, r)?,
             Batch::PcSample(r) => self.pc_samples(scope, r)?,
         };
         self.ids.saw(chunk.stream, pid, last_ns);
-        self.rows.records += chunk.len() as u64;
         Ok(())
     }
 
-    /// The last rows: the bare events of the dispatches that did not come.
-    pub fn end(mut self) {
+    /// Inserts every row still pending, with the bare events of the dispatches that did
+    /// not come.
+    pub fn end(mut self) -> rusqlite::Result<()> {
         let category = self.category(Domain::KernelDispatch);
         for event in self.ids.waiting.rest() {
-            self.rows.counted_event.push(row![event, category]);
+            self.tables.counted_event.push(row![event, category])?;
         }
+        self.tables.flush()
     }
 
     /// The category and name of operation `op` of the domain with SDK value `domain`.
@@ -207,11 +236,11 @@ impl<'a> Builder<'a> {
         parent: Option<u64>,
         correlation: u64,
         extdata: Value,
-    ) -> i64 {
+    ) -> rusqlite::Result<i64> {
         let id = self.ids.events.next();
         let row = row![id, category, stack, parent, correlation, extdata];
-        self.rows.event.push(row);
-        id
+        self.tables.event.push(row)?;
+        Ok(id)
     }
 
     fn dispatches(
@@ -228,7 +257,7 @@ impl<'a> Builder<'a> {
             let event = dispatch_event(scope, r.dispatch_id)?;
             let correlation = r.correlation_id;
             let row = row![event, category, correlation, correlation, r.external_id];
-            self.rows.dispatch_event.push(row);
+            self.tables.dispatch_event.push(row)?;
             self.ids.waiting.dispatched(event);
             let ids = &mut *self.ids;
             let row = row![
@@ -253,7 +282,7 @@ impl<'a> Builder<'a> {
                 no_region,
                 event,
             ];
-            self.rows.kernel_dispatch.push(row);
+            self.tables.kernel_dispatch.push(row)?;
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -266,7 +295,7 @@ impl<'a> Builder<'a> {
         for r in records {
             let operation = self.operation(domain, r.operation_id.into());
             let stack = Some(r.correlation_id);
-            let event = self.event(operation.category, stack, stack, r.external_id, NO_DATA);
+            let event = self.event(operation.category, stack, stack, r.external_id, NO_DATA)?;
             let ids = &mut *self.ids;
             let row = row![
                 scope.node,
@@ -281,7 +310,7 @@ impl<'a> Builder<'a> {
                 stream,
                 event,
             ];
-            self.rows.memory_copy.push(row);
+            self.tables.memory_copy.push(row)?;
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -322,7 +351,7 @@ impl<'a> Builder<'a> {
                 r.correlation_id,
                 r.external_id,
                 allocation,
-            );
+            )?;
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -356,7 +385,7 @@ impl<'a> Builder<'a> {
                 r.correlation_id,
                 r.external_id,
                 allocation,
-            );
+            )?;
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -369,14 +398,14 @@ impl<'a> Builder<'a> {
         correlation: u64,
         external: u64,
         a: Allocation,
-    ) {
+    ) -> rusqlite::Result<()> {
         let event = self.event(
             operation.category,
             Some(correlation),
             None,
             external,
             NO_DATA,
-        );
+        )?;
         let ids = &mut *self.ids;
         let row = row![
             scope.node,
@@ -394,7 +423,7 @@ impl<'a> Builder<'a> {
             event,
             a.extdata,
         ];
-        self.rows.memory_allocate.push(row);
+        self.tables.memory_allocate.push(row)
     }
 
     /// Host calls and instants: regions when they last, samples on their thread's track of
@@ -404,8 +433,8 @@ impl<'a> Builder<'a> {
         &mut self,
         scope: Scope,
         records: &[R],
-        messages: &[&str],
-        args: Option<(&Chunk, &StreamMeta)>,
+        messages: &[String],
+        args: &[Vec<Arg>],
     ) -> Result<(u32, u64), Fault> {
         let mut last = 0;
         for (i, r) in records.iter().enumerate() {
@@ -419,24 +448,23 @@ impl<'a> Builder<'a> {
                 None => NO_DATA,
             };
             let (correlation, external) = r.correlation();
-            let event = self.event(operation.category, correlation, None, external, extdata);
-            let args = args.and_then(|(chunk, meta)| chunk.args(i, meta));
-            for a in args.into_iter().flatten() {
+            let event = self.event(operation.category, correlation, None, external, extdata)?;
+            for (position, type_name, name, value) in args.get(i).into_iter().flatten() {
                 let row = row![
                     event,
-                    i64::from(a.position),
-                    a.type_name.to_owned(),
-                    a.name.to_owned(),
-                    a.value.into_owned()
+                    i64::from(*position),
+                    type_name.clone(),
+                    name.clone(),
+                    value.clone()
                 ];
-                self.rows.arg.push(row);
+                self.tables.arg.push(row)?;
             }
             let (start, end) = r.span();
             let thread = self.ids.thread(scope.stream, r.tid());
             if start == end {
                 let track = (scope.stream, r.tid(), operation.category);
                 let row = row![self.ids.tracks.id(&track), start, event];
-                self.rows.sample.push(row);
+                self.tables.sample.push(row)?;
             } else {
                 let row = row![
                     scope.node,
@@ -447,7 +475,7 @@ impl<'a> Builder<'a> {
                     operation.name,
                     event
                 ];
-                self.rows.region.push(row);
+                self.tables.region.push(row)?;
             }
             last = last.max(end);
         }
@@ -465,12 +493,12 @@ impl<'a> Builder<'a> {
             // A dispatch's samples come together.
             if counted != Some(event) {
                 if let Some(oldest) = self.ids.waiting.counted(event) {
-                    self.rows.counted_event.push(row![oldest, category]);
+                    self.tables.counted_event.push(row![oldest, category])?;
                 }
                 counted = Some(event);
             }
             let counter = self.ids.counters.id(&(scope.stream, r.counter_id));
-            self.rows.pmc_event.push(row![event, counter, r.value]);
+            self.tables.pmc_event.push(row![event, counter, r.value])?;
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))
@@ -507,10 +535,12 @@ impl<'a> Builder<'a> {
                 r.stall_reason
             );
             let stack = Some(r.correlation_id);
-            let event = self.event(category, stack, stack, 0, Value::Text(extdata));
+            let event = self.event(category, stack, stack, 0, Value::Text(extdata))?;
             self.ids.thread(scope.stream, r.pid);
             let track = self.ids.tracks.id(&(scope.stream, r.pid, category));
-            self.rows.sample.push(row![track, r.timestamp_ns, event]);
+            self.tables
+                .sample
+                .push(row![track, r.timestamp_ns, event])?;
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))

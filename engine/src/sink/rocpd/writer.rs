@@ -1,8 +1,7 @@
-//! A database written on a thread of its own. The sink gathers the rows of the records a
-//! database holds and queues them for its thread, which only inserts them (SQLite writes
-//! one database on one thread): the rows of the next records are gathered meanwhile, the
-//! databases of several processes fill in parallel, and a slow database holds the sink
-//! back, its queue being short, instead of filling memory.
+//! A database written on a thread of its own. The sink queues each window's chunks for the
+//! databases that hold them, so that the databases of several processes fill in parallel
+//! (SQLite writes one database on one thread), and a slow database holds the sink back,
+//! its queue being short, instead of filling memory.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,22 +10,19 @@ use std::thread::JoinHandle;
 
 use super::Fault;
 use super::database::{Database, Streams};
-use super::ids::Ids;
-use super::rows::Rows;
+use super::rows::Queued;
 use crate::catalog::Catalog;
 use crate::sink::Written;
 use crate::transform::Table;
 
-/// Batches of rows queued for one database before the sink waits for it.
+/// Windows queued for one database before the sink waits for it.
 const QUEUE: usize = 2;
 
-/// What the database's thread is sent; boxed, so that a queued job is small.
 enum Job {
-    Rows(Box<Rows>),
+    Window(Vec<Queued>),
     Finish {
         catalog: Arc<Catalog>,
         tables: Arc<[Table]>,
-        ids: Box<Ids>,
     },
 }
 
@@ -63,24 +59,14 @@ impl Writer {
         self.streams.hold(stream)
     }
 
-    /// Queues rows; reports the failure of a database that stopped.
-    pub fn write(&mut self, rows: Rows) -> Result<(), Fault> {
-        self.send(Job::Rows(Box::new(rows)))
+    /// Queues a window's chunks; reports the failure of a database that stopped.
+    pub fn write(&mut self, window: Vec<Queued>) -> Result<(), Fault> {
+        self.send(Job::Window(window))
     }
 
-    /// Asks for the database to be completed, with the ids its rows used; [`Writer::join`]
-    /// waits for it.
-    pub fn finish(
-        &mut self,
-        catalog: Arc<Catalog>,
-        tables: Arc<[Table]>,
-        ids: Ids,
-    ) -> Result<(), Fault> {
-        self.send(Job::Finish {
-            catalog,
-            tables,
-            ids: Box::new(ids),
-        })
+    /// Asks for the database to be completed; [`Writer::join`] waits for it.
+    pub fn finish(&mut self, catalog: Arc<Catalog>, tables: Arc<[Table]>) -> Result<(), Fault> {
+        self.send(Job::Finish { catalog, tables })
     }
 
     /// Waits for the database's thread, and returns its final path.
@@ -120,20 +106,16 @@ impl Drop for Writer {
 
 fn run(mut database: Database, jobs: Receiver<Job>, written: &Written) -> Result<PathBuf, Fault> {
     let mut finish = None;
-    let batches = std::iter::from_fn(|| match jobs.recv().ok()? {
-        Job::Rows(rows) => Some(*rows),
-        Job::Finish {
-            catalog,
-            tables,
-            ids,
-        } => {
-            finish = Some((catalog, tables, ids));
+    let windows = std::iter::from_fn(|| match jobs.recv().ok()? {
+        Job::Window(window) => Some(window),
+        Job::Finish { catalog, tables } => {
+            finish = Some((catalog, tables));
             None
         }
     });
-    database.fill(batches, written)?;
+    database.fill(windows, written)?;
     match finish {
-        Some((catalog, tables, ids)) => database.finish(&catalog, &tables, *ids),
+        Some((catalog, tables)) => database.finish(&catalog, &tables),
         // The sink was dropped: the database is discarded.
         None => Err(Fault::Io(std::io::ErrorKind::Interrupted.into())),
     }
