@@ -176,6 +176,16 @@ impl Database {
     }
 }
 
+/// An empty database in memory, with the settings and tables of one being written.
+#[cfg(test)]
+pub(super) fn in_memory() -> (Connection, Names) {
+    let conn = Connection::open_in_memory().unwrap();
+    let names = Names::new(Guid::new(0));
+    conn.execute_batch(PRAGMAS).unwrap();
+    conn.execute_batch(&names.create()).unwrap();
+    (conn, names)
+}
+
 /// A file written under a temporary name: removed unless moved to its path, so that a
 /// database that did not finish leaves nothing behind.
 struct Staged(Option<PathBuf>);

@@ -114,18 +114,9 @@ fn taken(e: &rusqlite::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::database::PRAGMAS;
-    use super::super::ids::Guid;
+    use super::super::database::in_memory as database;
     use super::super::schema;
     use super::*;
-
-    fn database() -> (Connection, Names) {
-        let conn = Connection::open_in_memory().unwrap();
-        let names = Names::new(Guid::new(0));
-        conn.execute_batch(PRAGMAS).unwrap();
-        conn.execute_batch(&names.create()).unwrap();
-        (conn, names)
-    }
 
     fn events(conn: &Connection, names: &Names) -> Vec<(i64, i64)> {
         let sql = format!("SELECT id, category_id FROM {}", names.table(schema::EVENT));

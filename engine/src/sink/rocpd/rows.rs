@@ -635,3 +635,64 @@ impl HostEvent for KfdEvent {
         (self.domain_id, self.operation_id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::database::in_memory;
+    use super::*;
+    use crate::record::{CounterSample, KernelDispatch};
+
+    /// Counter samples come before their dispatches here, for one dispatch more than come,
+    /// and in the other order.
+    #[test]
+    fn counted_dispatches_are_written_bare_only_if_their_dispatch_never_comes() {
+        let (conn, names) = in_memory();
+        let created = conn.total_changes();
+        let mut tables = Tables::new(&conn, &names).unwrap();
+        let mut ids = Ids::default();
+        let meta = StreamMeta::default();
+        // More than a statement's rows, in the other order, so that bare events written for
+        // dispatches that came would go in before some of the dispatches' events, which
+        // would then replace them.
+        let (came, counted) = (100, 101);
+        let samples = (1..=counted).rev().map(|dispatch_id| CounterSample {
+            dispatch_id,
+            value: 1.0,
+            ..CounterSample::default()
+        });
+        let dispatches = (1..=came).map(|dispatch_id| KernelDispatch {
+            dispatch_id,
+            correlation_id: dispatch_id,
+            ..KernelDispatch::default()
+        });
+        let mut window = Window::new(&mut tables, &mut ids);
+        for batch in [
+            Batch::CounterSample(samples.collect()),
+            Batch::KernelDispatch(dispatches.collect()),
+        ] {
+            let queued = Queued::new(Arc::new(Chunk::new(0, batch)), &meta);
+            window.chunk(&queued).unwrap();
+        }
+        window.end().unwrap();
+        drop(tables);
+
+        let count = |sql: &str| -> u64 {
+            let sql = sql.replace("EVENT", &names.table(schema::EVENT));
+            let sql = sql.replace("PMC", &names.table(schema::PMC_EVENT));
+            let sql = sql.replace("DISPATCH", &names.table(schema::KERNEL_DISPATCH));
+            conn.query_row(&sql, [], |r| r.get::<_, i64>(0)).unwrap() as u64
+        };
+        let rows =
+            ["EVENT", "PMC", "DISPATCH"].map(|t| count(&format!("SELECT count(*) FROM {t}")));
+        assert_eq!(rows, [counted, counted, came]);
+        let bare = count("SELECT count(*) FROM EVENT WHERE stack_id IS NULL");
+        assert_eq!(
+            bare, 1,
+            "only the dispatch that did not come has a bare event"
+        );
+        let resolved = count("SELECT count(*) FROM PMC P JOIN EVENT E ON E.id = P.event_id");
+        assert_eq!(resolved, counted, "every counter value names an event");
+        // Each row went in once: none was written bare and then replaced.
+        assert_eq!(conn.total_changes() - created, rows.iter().sum::<u64>());
+    }
+}
