@@ -176,6 +176,7 @@ pub fn run_into(
             transforms: &transforms,
             catalog: &catalog,
             messages: MarkerMessages::default(),
+            metadata: Vec::new(),
             outlets: senders,
             window: Vec::new(),
             window_chunks: CHUNKS_PER_CORE * rayon::current_num_threads().max(2),
@@ -252,6 +253,8 @@ struct Decoder<'a> {
     transforms: &'a [Transform],
     catalog: &'a RwLock<Catalog>,
     messages: MarkerMessages,
+    /// Metadata frames, per stream, not in the catalog yet (see [`Decoder::apply_metadata`]).
+    metadata: Vec<(u16, Vec<Meta>)>,
     outlets: Vec<(Vec<RecordKind>, SyncSender<Message>)>,
     window: Vec<Chunk>,
     window_chunks: usize,
@@ -272,29 +275,8 @@ impl Decoder<'_> {
         match frame.payload {
             Payload::Meta(mut items) => {
                 self.messages.take(frame.stream, &mut items);
-                let kernels: Vec<u64> = (items.iter())
-                    .filter_map(|item| match item {
-                        Meta::KernelSymbol(symbol) => Some(symbol.kernel_id),
-                        _ => None,
-                    })
-                    .collect();
-                // Records in the window may only use metadata sent before them, which
-                // they have; the write lock waits for readers of earlier chunks.
-                let mut catalog = self.catalog.write().expect("no poison");
-                catalog.apply(frame.stream, items);
-                // Kernel names live in the metadata, in the run's form: renaming transforms
-                // apply to them here, once.
-                for rename in self.transforms.iter().filter_map(Transform::rename) {
-                    for &kernel in &kernels {
-                        let name = rename.apply(catalog.stream(frame.stream).kernel_name(kernel));
-                        catalog.name_kernel(frame.stream, kernel, name);
-                    }
-                }
-                let made: Vec<Meta> = (self.transforms.iter())
-                    .flat_map(|t| t.describe(frame.stream, catalog.stream(frame.stream)))
-                    .collect();
-                if !made.is_empty() {
-                    catalog.apply(frame.stream, made);
+                if !items.is_empty() {
+                    self.metadata.push((frame.stream, items));
                 }
             }
             Payload::Args(args) => {
@@ -340,6 +322,41 @@ impl Decoder<'_> {
         }
     }
 
+    /// Puts the metadata that came since the last window into the catalog. Records in a
+    /// window use metadata sent before them, which they find there; applying it waits for
+    /// the sinks to finish the window they are writing (they read the catalog meanwhile),
+    /// so it is applied once per window, not once per frame: a run with many ROCTx
+    /// messages sends a metadata frame every few records.
+    fn apply_metadata(&mut self) {
+        if self.metadata.is_empty() {
+            return;
+        }
+        let mut catalog = self.catalog.write().expect("no poison");
+        for (stream, items) in self.metadata.drain(..) {
+            let kernels: Vec<u64> = (items.iter())
+                .filter_map(|item| match item {
+                    Meta::KernelSymbol(symbol) => Some(symbol.kernel_id),
+                    _ => None,
+                })
+                .collect();
+            catalog.apply(stream, items);
+            // Kernel names live in the metadata, in the run's form: renaming transforms
+            // apply to them here, once.
+            for rename in self.transforms.iter().filter_map(Transform::rename) {
+                for &kernel in &kernels {
+                    let name = rename.apply(catalog.stream(stream).kernel_name(kernel));
+                    catalog.name_kernel(stream, kernel, name);
+                }
+            }
+            let made: Vec<Meta> = (self.transforms.iter())
+                .flat_map(|t| t.describe(stream, catalog.stream(stream)))
+                .collect();
+            if !made.is_empty() {
+                catalog.apply(stream, made);
+            }
+        }
+    }
+
     /// Adds a chunk to the window, which goes through the stages once it is full.
     fn push(&mut self, chunk: Chunk) {
         self.window.push(chunk);
@@ -354,6 +371,7 @@ impl Decoder<'_> {
         let Some(renamer) = self.renamer.take() else {
             return;
         };
+        self.apply_metadata();
         let held = renamer.release(&mut self.catalog.write().expect("no poison"));
         for (stream, batch) in held {
             if self.wanted(batch.kind()) {
@@ -384,6 +402,7 @@ impl Decoder<'_> {
     /// Runs the transforms from the `first` on over the window, then hands its chunks to
     /// the sinks.
     fn flush_from(&mut self, first: usize) {
+        self.apply_metadata();
         if self.window.is_empty() || self.stopped.is_some() {
             return;
         }
