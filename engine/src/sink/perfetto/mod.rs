@@ -18,6 +18,7 @@
 
 mod proto;
 mod sequence;
+mod shards;
 mod time;
 mod tracks;
 
@@ -31,7 +32,9 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
 use self::sequence::{Sequence, Shown};
+use self::shards::{Routes, Shards};
 use self::time::TimeUnit;
+use self::tracks::{Track, TrackKey};
 use super::staging::Staging;
 use super::{Sink, SinkError, Size};
 use crate::catalog::Catalog;
@@ -72,13 +75,13 @@ pub struct Settings {
     tracks: Vec<Shown>,
     flows: bool,
     annotations: bool,
-    /// How many sequences share the tracks.
-    shards: usize,
 }
 
 pub struct PerfettoSink {
     settings: Settings,
     sequences: Vec<Sequence>,
+    /// The sequence of each track.
+    shards: Shards,
     files: Files,
     /// Per stream, the latest record start seen: where a run cut short ends.
     last_ns: HashMap<u16, u64>,
@@ -98,18 +101,18 @@ struct Files {
 
 impl PerfettoSink {
     pub fn create(options: &Options, path: PathBuf) -> Result<PerfettoSink, SinkError> {
-        let shards = rayon::current_num_threads().max(1);
+        let sequences = rayon::current_num_threads().max(1);
         Ok(PerfettoSink {
             settings: Settings {
                 tracks: options.tracks.clone(),
                 flows: options.flows,
                 annotations: options.annotations,
-                shards,
             },
             // Sequence 1 is the tracing service's own.
-            sequences: (2..shards as u32 + 2)
+            sequences: (2..sequences as u32 + 2)
                 .map(|id| Sequence::new(id, options.time_unit))
                 .collect(),
+            shards: Shards::new(sequences),
             files: Files {
                 staging: Staging::create(path)?,
                 split_size: options.split_size.as_ref().map(|size| size.bytes),
@@ -181,7 +184,9 @@ impl Files {
 
 impl Sink for PerfettoSink {
     /// The sequences write the window in parallel, a chunk at a time when the trace is
-    /// split (so that a file ends within a chunk of its split size), else whole.
+    /// split (so that a file ends within a chunk of its split size), else whole. The
+    /// records are first sorted to their tracks, chunks in parallel, and new tracks given
+    /// their sequences in the window's order.
     fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
         let step = match self.files.split_size {
             Some(_) => 1,
@@ -193,15 +198,22 @@ impl Sink for PerfettoSink {
             let seen = self.last_ns.entry(chunk.stream).or_default();
             *seen = (*seen).max(last);
         }
-        for part in window.chunks(step) {
+        let settings = &self.settings;
+        let mut routes: Vec<Routes> = window
+            .par_iter()
+            .map(|chunk| Routes::of(chunk, catalog.stream(chunk.stream), settings))
+            .collect();
+        routes.iter_mut().for_each(|r| self.shards.assign(r));
+        for (part, routes) in window.chunks(step).zip(routes.chunks(step)) {
             self.open(catalog)?;
             let settings = &self.settings;
             self.sequences
                 .par_iter_mut()
                 .enumerate()
                 .for_each(|(shard, sequence)| {
-                    for chunk in part {
-                        sequence.write(chunk, catalog.stream(chunk.stream), settings, shard);
+                    for (chunk, routes) in part.iter().zip(routes) {
+                        let meta = catalog.stream(chunk.stream);
+                        sequence.write(chunk, routes, meta, settings, shard);
                     }
                 });
             self.drain()?;
@@ -240,16 +252,14 @@ impl PerfettoSink {
             "run incomplete: the application was killed by signal {signal}; \
              records after this were not received"
         );
-        let (settings, last_ns) = (&self.settings, &self.last_ns);
-        self.sequences
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(shard, sequence)| {
-                for (&stream, &time) in last_ns {
-                    let meta = catalog.stream(stream);
-                    sequence.process_instant(stream, time, &name, meta, settings, shard);
-                }
-            });
+        for (&stream, &time) in &self.last_ns {
+            let key = TrackKey {
+                stream,
+                track: Track::Process,
+            };
+            let sequence = &mut self.sequences[self.shards.of(key, 1)];
+            sequence.process_instant(stream, time, &name, catalog.stream(stream));
+        }
         self.drain()
     }
 }

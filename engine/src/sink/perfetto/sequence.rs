@@ -1,6 +1,6 @@
 //! A packet sequence: one writer's share of the trace, with its own interning.
 //!
-//! The sink spreads tracks over several sequences (by a hash of the track), which write a
+//! The sink spreads tracks over several sequences (see [`super::shards`]), which write a
 //! window's records in parallel; a track's events all come from one sequence, so their
 //! order is kept. Each sequence interns event names, categories and annotation names in its
 //! own incremental state, cleared at the start of every file, and describes each track
@@ -11,19 +11,18 @@
 //! timeline places a span that encloses another first. Counter values are written as they
 //! come.
 
-use std::hash::{Hash, Hasher};
-
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet, FxHasher};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::Settings;
 use super::proto::{Encoder, TRACE_PACKET, annotation, event, interned, packet};
+use super::shards::Routes;
 use super::time::TimeUnit;
-use super::tracks::{Track, TrackKey, agent};
+use super::tracks::{Track, TrackKey};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::marker_label;
 use crate::record::{ApiCall, ArgValue, Batch, KernelDispatch, Marker, MemoryCopy, Sym};
-use crate::sdk::{AgentType, Domain};
+use crate::sdk::Domain;
 use crate::sink::counters::{CounterSums, Sum};
 use crate::sink::timeline::{self, Output, Overlap, Timeline};
 
@@ -177,75 +176,76 @@ impl Sequence {
         self.interned = Interned::default();
     }
 
-    /// Writes the records of `chunk` that belong to this sequence's tracks: those whose
-    /// track hashes to `shard` of `shards`.
-    pub fn write(&mut self, chunk: &Chunk, meta: &StreamMeta, settings: &Settings, shard: usize) {
+    /// Writes the records of `chunk` on the tracks of sequence `shard`; `routes` are the
+    /// chunk's.
+    pub fn write(
+        &mut self,
+        chunk: &Chunk,
+        routes: &Routes,
+        meta: &StreamMeta,
+        settings: &Settings,
+        shard: usize,
+    ) {
+        if !routes.reach(shard) {
+            return;
+        }
         let stream = chunk.stream;
-        let key = |track| TrackKey { stream, track };
-        let mine = |key: TrackKey| shard_of(key, settings.shards) == shard;
-        let shows = |shown| settings.tracks.contains(&shown);
+        let mine = |index| routes.mine(index, shard);
         match &chunk.batch {
-            Batch::Api(records) if shows(Shown::Api) => {
+            Batch::Api(records) => {
                 for (i, r) in records.iter().enumerate() {
-                    let key = key(Track::Thread(r.tid));
-                    if mine(key) {
-                        if let Some(args) = chunk.call_args(i).filter(|_| settings.annotations) {
-                            let args = args.iter().map(|a| CallArg {
-                                name: meta.string(a.name).to_owned(),
-                                value: match a.value {
-                                    ArgValue::Int(v) => CallValue::Int(v),
-                                    ArgValue::Address(v) => CallValue::Pointer(v),
-                                    ArgValue::Text(s) => CallValue::Text(meta.string(s).into()),
-                                },
-                            });
-                            self.call_args
-                                .insert((stream, r.correlation_id), args.collect());
-                        }
-                        self.slice(key, r.start_ns, r.end_ns, Slice::Api(*r), meta, settings);
+                    let Some(key) = mine(i) else { continue };
+                    if let Some(args) = chunk.call_args(i).filter(|_| settings.annotations) {
+                        let args = args.iter().map(|a| CallArg {
+                            name: meta.string(a.name).to_owned(),
+                            value: match a.value {
+                                ArgValue::Int(v) => CallValue::Int(v),
+                                ArgValue::Address(v) => CallValue::Pointer(v),
+                                ArgValue::Text(s) => CallValue::Text(meta.string(s).into()),
+                            },
+                        });
+                        self.call_args
+                            .insert((stream, r.correlation_id), args.collect());
                     }
+                    self.slice(key, r.start_ns, r.end_ns, Slice::Api(*r), meta, settings);
                 }
             }
-            Batch::Marker(records) if shows(Shown::Marker) => {
-                for r in records {
-                    let key = key(Track::Markers(r.tid));
-                    if mine(key) {
+            Batch::Marker(records) => {
+                for (i, r) in records.iter().enumerate() {
+                    if let Some(key) = mine(i) {
                         self.slice(key, r.start_ns, r.end_ns, Slice::Marker(*r), meta, settings);
                     }
                 }
             }
-            Batch::KernelDispatch(records) if shows(Shown::Kernel) => {
-                for r in records {
-                    let key = key(Track::Queue(r.agent, r.queue));
-                    if mine(key) {
+            Batch::KernelDispatch(records) => {
+                for (i, r) in records.iter().enumerate() {
+                    if let Some(key) = mine(i) {
                         self.slice(key, r.start_ns, r.end_ns, Slice::Kernel(*r), meta, settings);
                     }
                 }
             }
-            Batch::MemoryCopy(records) if shows(Shown::MemoryCopy) => {
-                for r in records {
-                    let key = key(Track::Copies(copy_agent(r, meta), r.operation_id));
-                    if mine(key) {
+            Batch::MemoryCopy(records) => {
+                for (i, r) in records.iter().enumerate() {
+                    if let Some(key) = mine(i) {
                         self.slice(key, r.start_ns, r.end_ns, Slice::Copy(*r), meta, settings);
                     }
                 }
             }
-            Batch::CounterSample(records) if shows(Shown::Counter) => {
-                for r in records {
-                    // A counter's samples of a dispatch come together: they stay so within
-                    // the sequence of their counter's track.
-                    if mine(key(Track::Counter(r.agent, r.counter_id))) {
-                        if let Some(sum) = self.sums.add(stream, r) {
-                            self.counter(sum, meta);
-                        }
+            Batch::CounterSample(records) => {
+                for (i, r) in records.iter().enumerate() {
+                    if mine(i).is_some()
+                        && let Some(sum) = self.sums.add(stream, r)
+                    {
+                        self.counter(sum, meta);
                     }
                 }
             }
-            Batch::MemoryAllocation(records) if shows(Shown::MemoryAllocation) => {
-                // Frees name only the address: a process's allocations stay together.
-                if !mine(key(Track::Process)) {
-                    return;
-                }
-                for r in records {
+            Batch::MemoryAllocation(records) => {
+                // Every record is on the process's track.
+                for (i, r) in records.iter().enumerate() {
+                    if mine(i).is_none() {
+                        continue;
+                    }
                     let live = (stream, r.address);
                     let bytes = i64::try_from(r.bytes).unwrap_or(i64::MAX);
                     let (agent, change) = match r.operation_id {
@@ -262,18 +262,16 @@ impl Sequence {
                     let total = self.allocated.entry((stream, agent)).or_default();
                     *total = total.saturating_add(change);
                     let total = *total;
-                    self.value(
-                        key(Track::Allocated(agent)),
-                        r.end_ns,
-                        Value::Int(total),
-                        meta,
-                    );
+                    let key = TrackKey {
+                        stream,
+                        track: Track::Allocated(agent),
+                    };
+                    self.value(key, r.end_ns, Value::Int(total), meta);
                 }
             }
-            Batch::ScratchMemory(records) if shows(Shown::ScratchMemory) => {
-                for r in records {
-                    let key = key(Track::Scratch(r.agent));
-                    if mine(key) {
+            Batch::ScratchMemory(records) => {
+                for (i, r) in records.iter().enumerate() {
+                    if let Some(key) = mine(i) {
                         let held = if r.operation_id == SCRATCH_ALLOC {
                             r.bytes
                         } else {
@@ -283,6 +281,7 @@ impl Sequence {
                     }
                 }
             }
+            // Kinds the trace does not show have no routes.
             _ => {}
         }
     }
@@ -344,24 +343,12 @@ impl Sequence {
         let Ok(()) = timeline.push(span, &mut out);
     }
 
-    /// An instant named `name` on process `stream`'s track, if this sequence writes that
-    /// track.
-    pub fn process_instant(
-        &mut self,
-        stream: u16,
-        time: u64,
-        name: &str,
-        meta: &StreamMeta,
-        settings: &Settings,
-        shard: usize,
-    ) {
+    /// An instant named `name` on process `stream`'s track.
+    pub fn process_instant(&mut self, stream: u16, time: u64, name: &str, meta: &StreamMeta) {
         let key = TrackKey {
             stream,
             track: Track::Process,
         };
-        if shard_of(key, settings.shards) != shard {
-            return;
-        }
         let (sequence, unit, out) = (self.id, self.unit, &mut self.out);
         key.describe(0, meta, sequence, &mut self.interned.described, out);
         out.message(TRACE_PACKET, |p| {
@@ -415,23 +402,6 @@ const ALLOCATE: u8 = 1;
 const VMEM_ALLOCATE: u8 = 2;
 /// `ROCPROFILER_SCRATCH_MEMORY_ALLOC`; a free or an asynchronous reclaim leaves none.
 const SCRATCH_ALLOC: u8 = 1;
-
-/// Which of `shards` sequences writes a track.
-fn shard_of(key: TrackKey, shards: usize) -> usize {
-    let mut hasher = FxHasher::default();
-    key.hash(&mut hasher);
-    (hasher.finish() >> 32) as usize % shards
-}
-
-/// The agent whose engines ran a copy: the destination's, unless it is the host.
-fn copy_agent(r: &MemoryCopy, meta: &StreamMeta) -> u32 {
-    let is_gpu = |index| agent(meta, index).is_some_and(|a| a.agent_type == AgentType::Gpu);
-    if is_gpu(r.dst_agent) || !is_gpu(r.src_agent) {
-        r.dst_agent
-    } else {
-        r.src_agent
-    }
-}
 
 /// The flow id linking an API call and the GPU work it caused: correlation ids are unique
 /// within a process, and below 2^48 in any run rocprofiler-sdk can record.

@@ -11,7 +11,7 @@ use std::hash::{Hash, Hasher};
 
 use super::proto::{Encoder, TRACE_PACKET, packet, track};
 use crate::catalog::StreamMeta;
-use crate::record::Agent;
+use crate::record::{Agent, MemoryCopy};
 use crate::sdk::{AgentType, Domain};
 
 /// The thing a track shows, within one stream (process).
@@ -180,5 +180,15 @@ fn agent_name(meta: &StreamMeta, index: u32) -> String {
             format!("{kind} {index}: {} ({})", a.product_name, a.name)
         }
         None => format!("agent {index}"),
+    }
+}
+
+/// The agent whose engines ran a copy: the destination's, unless it is the host.
+pub fn copy_agent(r: &MemoryCopy, meta: &StreamMeta) -> u32 {
+    let is_gpu = |index| agent(meta, index).is_some_and(|a| a.agent_type == AgentType::Gpu);
+    if is_gpu(r.dst_agent) || !is_gpu(r.src_agent) {
+        r.dst_agent
+    } else {
+        r.src_agent
     }
 }
