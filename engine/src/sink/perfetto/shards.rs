@@ -1,11 +1,12 @@
 //! Which sequence writes each track, and a window's records sorted to their tracks.
 //!
 //! Tracks differ a hundredfold in records (a busy thread's calls against a rarely used
-//! queue's kernels), so tracks hashed to sequences left some sequences several busy tracks
-//! and others none: on 16 cores the busiest of 16 sequences had three times the average
-//! work. A track goes instead, when first seen, to the sequence with the least work so
-//! far. And each record's track is found once, in parallel by chunk, instead of by every
-//! sequence: a sequence skips the chunks that hold none of its tracks.
+//! queue's kernels). Hashed to sequences, they left some sequences several busy tracks and
+//! others none: in a 20 M-record replay on 16 cores, the busiest sequence took 457 ms, and
+//! one with no track 140 ms, all of it spent scanning the records for its own. A track goes
+//! instead, when first seen, to the sequence with the least work so far; each record's
+//! track is found once, chunks in parallel, and a sequence skips the chunks that hold none
+//! of its tracks.
 
 use rustc_hash::FxHashMap as HashMap;
 
