@@ -653,6 +653,92 @@ mod tests {
         );
     }
 
+    /// What a sink saw: each dispatch's kernel name as the window's catalog gave it, and
+    /// the records the catalog said were dropped when the sink finished.
+    #[derive(Default)]
+    struct Seen {
+        names: Vec<String>,
+        dropped: u64,
+    }
+
+    struct Names(Arc<std::sync::Mutex<Seen>>);
+
+    impl Sink for Names {
+        fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
+            let mut seen = self.0.lock().unwrap();
+            for chunk in window {
+                if let Batch::KernelDispatch(records) = &chunk.batch {
+                    let meta = catalog.stream(chunk.stream);
+                    seen.names.extend(
+                        records
+                            .iter()
+                            .map(|r| meta.kernel_name(r.kernel_id).to_owned()),
+                    );
+                }
+            }
+            Ok(())
+        }
+
+        fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
+            self.0.lock().unwrap().dropped = catalog.stream(0).dropped.values().sum();
+            Ok(Vec::new())
+        }
+    }
+
+    /// Metadata goes into the catalog a window at a time: records still find what was sent
+    /// before them, however it interleaves with them in a window, and what comes after the
+    /// last window reaches the sinks' end.
+    #[test]
+    fn records_find_the_metadata_sent_before_them_and_sinks_the_last() {
+        let symbol = |kernel_id: u64, name: &str| {
+            Payload::Meta(vec![Meta::KernelSymbol(crate::record::KernelSymbol {
+                kernel_id,
+                code_object_id: 1,
+                name: name.into(),
+                lds_bytes: 0,
+                scratch_bytes: 0,
+                arch_vgpr_count: 0,
+                sgpr_count: 0,
+                kernarg_bytes: 0,
+            })])
+        };
+        let dispatch = |kernel_id| {
+            Payload::Records(Batch::KernelDispatch(vec![KernelDispatch {
+                kernel_id,
+                ..Default::default()
+            }]))
+        };
+        let dropped = Payload::Meta(vec![Meta::Dropped {
+            kind: RecordKind::KernelDispatch,
+            count: 7,
+        }]);
+        // One window exactly: a chunk per frame, the second kernel named after the first
+        // dispatch; then metadata alone.
+        let chunks = CHUNKS_PER_CORE * rayon::current_num_threads().max(2);
+        let payloads = [symbol(1, "first"), dispatch(1), symbol(2, "second")].into_iter();
+        let payloads = payloads
+            .chain((1..chunks).map(|_| dispatch(2)))
+            .chain([dropped]);
+        let frames = payloads.map(|payload| Frame { stream: 0, payload });
+        let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
+        let sink = Arc::clone(&seen);
+        let outlet = Outlet {
+            name: "names".into(),
+            kinds: vec![RecordKind::KernelDispatch],
+            open: Box::new(move |_: &Placeholders| {
+                Ok(Box::new(Names(Arc::clone(&sink))) as Box<dyn Sink>)
+            }),
+        };
+        let mut source = crate::source::Frames(frames);
+        let graph = StageGraph::default();
+        run_into(&graph, &mut source, vec![outlet], &Board::default()).unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.names[0], "first");
+        assert!(seen.names[1..].iter().all(|name| name == "second"));
+        assert_eq!(seen.names.len(), chunks);
+        assert_eq!(seen.dropped, 7);
+    }
+
     fn page_size() -> usize {
         // SAFETY: sysconf has no preconditions.
         unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
