@@ -120,6 +120,26 @@ fn frames_round_trip_through_a_spool() {
     assert_eq!(read, original);
 }
 
+/// A spool written in many pieces, past the stretches whose writeback the writer starts
+/// early (32 MiB), reads back whole.
+#[test]
+fn a_spool_larger_than_the_writeback_stretch_reads_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = frames();
+    let bytes = encode(&original).0;
+    let copies = (80 << 20) / bytes.len() + 1;
+    let path = dir.path().join("run.rfraw");
+    let mut writer = SpoolWriter::create(&path).unwrap();
+    for _ in 0..copies {
+        writer.write(&bytes).unwrap();
+    }
+    writer.finish().unwrap();
+    let (read, ending) = read_all(&path);
+    assert_eq!(ending, Ending::Complete);
+    assert_eq!(read.len(), copies * original.len());
+    assert!(read.chunks(original.len()).all(|copy| copy == original));
+}
+
 #[test]
 fn a_truncated_last_frame_is_dropped_and_the_prefix_kept() {
     let dir = tempfile::tempdir().unwrap();
