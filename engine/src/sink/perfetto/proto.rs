@@ -69,8 +69,11 @@ impl Encoder {
         if len < 0x80 {
             self.buf[at] = len as u8;
         } else {
-            let mut prefix = [0; 10];
-            let n = varint_into(len as u64, &mut prefix);
+            let (mut prefix, mut n) = ([0; 10], 0);
+            varint_bytes(len as u64, |byte| {
+                prefix[n] = byte;
+                n += 1;
+            });
             self.buf.splice(at..at + 1, prefix[..n].iter().copied());
         }
     }
@@ -83,26 +86,20 @@ impl Encoder {
     /// Pushed byte by byte: copying a few bytes from a scratch array is a call to `memcpy`
     /// of a length unknown until run time, a tenth of the encoding's time.
     #[inline]
-    fn varint(&mut self, mut value: u64) {
-        while value >= 0x80 {
-            self.buf.push(value as u8 | 0x80);
-            value >>= 7;
-        }
-        self.buf.push(value as u8);
+    fn varint(&mut self, value: u64) {
+        let buf = &mut self.buf;
+        varint_bytes(value, |byte| buf.push(byte));
     }
 }
 
-/// Writes `value` as a varint into `out`; returns its length.
+/// Gives `value`'s varint bytes to `put`, in order.
 #[inline]
-fn varint_into(mut value: u64, out: &mut [u8; 10]) -> usize {
-    let mut n = 0;
+fn varint_bytes(mut value: u64, mut put: impl FnMut(u8)) {
     while value >= 0x80 {
-        out[n] = value as u8 | 0x80;
+        put(value as u8 | 0x80);
         value >>= 7;
-        n += 1;
     }
-    out[n] = value as u8;
-    n + 1
+    put(value as u8);
 }
 
 /// `Trace`: the file is its repeated `packet` field.
