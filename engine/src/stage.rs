@@ -596,6 +596,27 @@ mod tests {
         assert_eq!(small.iter().map(Batch::len).collect::<Vec<_>>(), [15]);
     }
 
+    /// Runs `frames` through no transform into one sink of kernel dispatches, which `sink`
+    /// makes.
+    fn run_dispatches(
+        frames: impl Iterator<Item = Frame>,
+        sink: impl Fn() -> Box<dyn Sink> + Send + Sync + 'static,
+    ) {
+        let outlet = Outlet {
+            name: "test".into(),
+            kinds: vec![RecordKind::KernelDispatch],
+            open: Box::new(move |_: &Placeholders| Ok(sink())),
+        };
+        let mut source = crate::source::Frames(frames);
+        run_into(
+            &StageGraph::default(),
+            &mut source,
+            vec![outlet],
+            &Board::default(),
+        )
+        .unwrap();
+    }
+
     /// The bytes of each window a sink gets.
     struct Sizes(Arc<std::sync::Mutex<Vec<usize>>>);
 
@@ -626,21 +647,7 @@ mod tests {
         });
         let sizes = Arc::new(std::sync::Mutex::new(Vec::new()));
         let seen = Arc::clone(&sizes);
-        let outlet = Outlet {
-            name: "sizes".into(),
-            kinds: vec![RecordKind::KernelDispatch],
-            open: Box::new(move |_: &Placeholders| {
-                Ok(Box::new(Sizes(Arc::clone(&seen))) as Box<dyn Sink>)
-            }),
-        };
-        let mut source = crate::source::Frames(frames);
-        run_into(
-            &StageGraph::default(),
-            &mut source,
-            vec![outlet],
-            &Board::default(),
-        )
-        .unwrap();
+        run_dispatches(frames, move || Box::new(Sizes(Arc::clone(&seen))));
         let sizes = sizes.lock().unwrap();
         assert!(sizes.len() >= 3, "{sizes:?}");
         // A window of `CHUNKS_PER_CORE` chunks per core (two at least) would hold more.
@@ -722,16 +729,7 @@ mod tests {
         let frames = payloads.map(|payload| Frame { stream: 0, payload });
         let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
         let sink = Arc::clone(&seen);
-        let outlet = Outlet {
-            name: "names".into(),
-            kinds: vec![RecordKind::KernelDispatch],
-            open: Box::new(move |_: &Placeholders| {
-                Ok(Box::new(Names(Arc::clone(&sink))) as Box<dyn Sink>)
-            }),
-        };
-        let mut source = crate::source::Frames(frames);
-        let graph = StageGraph::default();
-        run_into(&graph, &mut source, vec![outlet], &Board::default()).unwrap();
+        run_dispatches(frames, move || Box::new(Names(Arc::clone(&sink))));
         let seen = seen.lock().unwrap();
         assert_eq!(seen.names[0], "first");
         assert!(seen.names[1..].iter().all(|name| name == "second"));
