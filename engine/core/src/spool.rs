@@ -196,3 +196,45 @@ impl Iterator for SpoolReader {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The writer asks for the writeback of each stretch of `WRITEBACK` bytes once the
+    /// stretch is in the file (not in the writer's buffer), and of nothing beyond it.
+    #[test]
+    fn writeback_is_asked_for_each_stretch_once_it_is_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.rfraw");
+        let mut writer = SpoolWriter::create(&path).unwrap();
+        let (ends, asked) = channel();
+        // In place of the thread, which would ask the kernel.
+        writer.writeback = Some(Writeback {
+            ends,
+            thread: std::thread::spawn(|| ()),
+        });
+        // Smaller than the writer's buffer, which holds some of them at any time.
+        let piece = vec![0; 100 << 10];
+        let mut ends = Vec::new();
+        for _ in 0..1200 {
+            writer.write(&piece).unwrap();
+            let in_file = std::fs::metadata(&path).unwrap().len();
+            for end in asked.try_iter() {
+                assert!(
+                    end <= in_file,
+                    "{end} bytes asked for, {in_file} in the file"
+                );
+                ends.push(end);
+            }
+        }
+        writer.finish().unwrap();
+        // 117 MiB written: three whole stretches, in order.
+        assert_eq!(ends.len(), 3, "{ends:?}");
+        assert!(ends[0] >= WRITEBACK);
+        assert!(
+            ends.windows(2).all(|w| w[1] - w[0] >= WRITEBACK),
+            "{ends:?}"
+        );
+    }
+}
