@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read};
+use std::marker::PhantomData;
 
 use crate::record::{ApiArgs, Batch, CounterSample, Meta, Record, RecordKind, wire_size};
 
@@ -83,12 +84,35 @@ pub fn encode_records(stream: u16, batch: &Batch, out: &mut Vec<u8>) {
     frame(stream, 1 + batch.kind() as u8, out, |out| batch.encode(out));
 }
 
-/// Appends a records frame holding `records` to `out`.
-pub fn encode_slice<R: Record>(stream: u16, records: &[R], out: &mut Vec<u8>) {
-    frame(stream, 1 + R::KIND as u8, out, |out| {
-        out.reserve(records.len() * R::SIZE);
-        records.iter().for_each(|r| r.encode(out));
-    });
+/// A records frame filled in place: its header's room is kept when it starts and the header
+/// written when it is done, so each record is encoded once, straight into the bytes sent,
+/// instead of being kept as a struct and copied into a frame later.
+pub struct RecordsFrame<R> {
+    bytes: Vec<u8>,
+    kind: PhantomData<R>,
+}
+
+impl<R: Record> RecordsFrame<R> {
+    /// Starts a frame in `bytes`, whose contents are dropped (a buffer kept for reuse).
+    pub fn new(mut bytes: Vec<u8>) -> RecordsFrame<R> {
+        bytes.clear();
+        bytes.extend_from_slice(&[0; FRAME_HEADER]);
+        RecordsFrame {
+            bytes,
+            kind: PhantomData,
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, record: R) {
+        record.encode(&mut self.bytes);
+    }
+
+    /// The whole frame, of stream `stream`.
+    pub fn finish(mut self, stream: u16) -> Vec<u8> {
+        finish_frame(&mut self.bytes, 0, 1 + R::KIND as u8, stream);
+        self.bytes
+    }
 }
 
 /// Appends a metadata frame to `out`.
@@ -400,4 +424,44 @@ fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::ApiCall;
+
+    /// A frame filled in place, in a buffer that held an earlier frame, is the frame of the
+    /// same records encoded at once, and reads back as them.
+    #[test]
+    fn a_frame_filled_in_place_is_the_frame_of_its_records() {
+        let calls: Vec<ApiCall> = (0..3)
+            .map(|i| ApiCall {
+                pid: 7,
+                tid: 8 + i,
+                start_ns: 100 * u64::from(i),
+                end_ns: 100 * u64::from(i) + 50,
+                correlation_id: u64::from(i) + 1,
+                operation_id: 41,
+                ..ApiCall::default()
+            })
+            .collect();
+        let mut frame = RecordsFrame::new(vec![0xee; 500]);
+        calls.iter().for_each(|&call| frame.push(call));
+        let bytes = frame.finish(3);
+
+        let mut at_once = Vec::new();
+        encode_records(3, &Batch::Api(calls.clone()), &mut at_once);
+        assert_eq!(bytes, at_once);
+        let mut stream = stream_header().to_vec();
+        stream.extend_from_slice(&bytes);
+        let read = FrameReader::new(&stream[..]).unwrap().next_frame().unwrap();
+        assert_eq!(
+            read,
+            Some(Frame {
+                stream: 3,
+                payload: Payload::Records(Batch::Api(calls))
+            })
+        );
+    }
 }

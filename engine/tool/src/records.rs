@@ -1,6 +1,7 @@
-//! The buffer callback: SDK records in, rocflow records out. Each delivery becomes one
-//! write of frames (new threads and queues described first), so the work inside the
-//! application is a copy per record and one hand-over per batch.
+//! The buffer callback: SDK records in, rocflow records out. Each record is encoded
+//! straight into its kind's frame, and a delivery's frames go to the writer together (new
+//! threads and queues described first), so the work inside the application is one copy per
+//! record and one hand-over per batch.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
@@ -17,7 +18,7 @@ use rocflow_core::record::{
     MemoryCopy, Meta, PcSample, Queue, Record, RecordKind, ScratchMemory, Sym, Thread,
 };
 use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
-use rocflow_core::wire;
+use rocflow_core::wire::{self, RecordsFrame};
 
 use crate::guard::{entry, locked};
 use crate::strings::{self, Table};
@@ -49,19 +50,20 @@ struct OpenDispatch {
     values_left: u64,
 }
 
-/// One delivery's records, per kind, and the threads and queues they run on.
+/// One delivery's records, a frame per kind present, and the threads and queues they run
+/// on.
 #[derive(Default)]
 struct Out {
-    dispatches: Vec<KernelDispatch>,
-    apis: Vec<ApiCall>,
+    dispatches: Frame<KernelDispatch>,
+    apis: Frame<ApiCall>,
     /// The arguments of calls in `apis` whose records carry them.
     args: ApiArgs,
-    markers: Vec<Marker>,
-    copies: Vec<MemoryCopy>,
-    allocations: Vec<MemoryAllocation>,
-    scratch: Vec<ScratchMemory>,
-    counters: Vec<CounterSample>,
-    pcs: Vec<PcSample>,
+    markers: Frame<Marker>,
+    copies: Frame<MemoryCopy>,
+    allocations: Frame<MemoryAllocation>,
+    scratch: Frame<ScratchMemory>,
+    counters: Frame<CounterSample>,
+    pcs: Frame<PcSample>,
     tids: Vec<u64>,
     /// Queue id and agent index.
     queues: Vec<(u64, u32)>,
@@ -88,29 +90,53 @@ impl Out {
         }
     }
 
-    /// Appends a frame per kind present, and empties the vectors for the next delivery.
-    fn encode(&mut self, frames: &mut Vec<u8>) {
-        fn put<R: Record>(records: &mut Vec<R>, frames: &mut Vec<u8>) {
-            if !records.is_empty() {
-                wire::encode_slice(0, records, frames);
-                records.clear();
-            }
-        }
-        put(&mut self.dispatches, frames);
+    /// The delivery's frames, a buffer each, in the order they are sent; leaves `self`
+    /// ready for the next delivery.
+    fn finish(&mut self) -> Vec<Vec<u8>> {
+        let mut frames = Vec::new();
+        self.dispatches.finish(&mut frames);
         // Before the calls they belong to, so the runner has them at hand.
         if !self.args.is_empty() {
-            wire::encode_args(0, &self.args, frames);
+            let mut bytes = stream::frame_buffer();
+            wire::encode_args(0, &self.args, &mut bytes);
+            frames.push(bytes);
             self.args.clear();
         }
-        put(&mut self.apis, frames);
-        put(&mut self.markers, frames);
-        put(&mut self.copies, frames);
-        put(&mut self.allocations, frames);
-        put(&mut self.scratch, frames);
-        put(&mut self.counters, frames);
-        put(&mut self.pcs, frames);
+        self.apis.finish(&mut frames);
+        self.markers.finish(&mut frames);
+        self.copies.finish(&mut frames);
+        self.allocations.finish(&mut frames);
+        self.scratch.finish(&mut frames);
+        self.counters.finish(&mut frames);
+        self.pcs.finish(&mut frames);
         self.tids.clear();
         self.queues.clear();
+        frames
+    }
+}
+
+/// A delivery's frame of one kind, started on its first record in a buffer the writer is
+/// done with.
+struct Frame<R>(Option<RecordsFrame<R>>);
+
+impl<R> Default for Frame<R> {
+    fn default() -> Self {
+        Frame(None)
+    }
+}
+
+impl<R: Record> Frame<R> {
+    #[inline]
+    fn push(&mut self, record: R) {
+        (self
+            .0
+            .get_or_insert_with(|| RecordsFrame::new(stream::frame_buffer())))
+        .push(record);
+    }
+
+    /// Adds the frame, if it was started, to `frames`.
+    fn finish(&mut self, frames: &mut Vec<Vec<u8>>) {
+        frames.extend(self.0.take().map(|frame| frame.finish(0)));
     }
 }
 
@@ -161,8 +187,7 @@ unsafe fn deliver(
     drop(kernels);
     strings::send_new();
     describe_new(&out, pid);
-    let mut frames = stream::frame_buffer();
-    out.encode(&mut frames);
+    let frames = out.finish();
     drop(out);
     if !frames.is_empty() {
         crate::messages::send();

@@ -136,19 +136,22 @@ pub fn frame_buffer() -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// Hands encoded frames to the writer, waiting while its queue is full.
-pub fn send(frames: Vec<u8>) {
+/// Hands buffers of encoded frames to the writer, waiting while its queue is full. They
+/// are queued together, in order: no other thread's frames come between them.
+pub fn send(frames: impl IntoIterator<Item = Vec<u8>>) {
     if let Some(stream) = current() {
         stream.send(frames);
     }
 }
 
 impl Stream {
-    /// Queues frames for the writer; they count for the memory they hold.
-    fn send(&self, frames: Vec<u8>) {
+    /// Queues buffers of frames for the writer; they count for the memory they hold.
+    fn send(&self, frames: impl IntoIterator<Item = Vec<u8>>) {
         if let Some(sender) = &*locked(self.sender.lock()) {
-            let bytes = frames.capacity();
-            let _ = sender.send(frames, bytes);
+            for frames in frames {
+                let bytes = frames.capacity();
+                let _ = sender.send(frames, bytes);
+            }
         }
     }
 }
@@ -179,7 +182,7 @@ pub fn send_meta(items: Vec<Meta>) {
     let mut frame = Vec::new();
     wire::encode_meta(0, &items, &mut frame);
     // Under the log's lock, so the stream's order and the log's agree.
-    send(frame);
+    send([frame]);
     log.extend((items.into_iter()).filter(|item| !matches!(item, Meta::MarkerMessages { .. })));
 }
 
@@ -273,7 +276,7 @@ fn open_pending() -> Option<&'static Stream> {
             return None;
         }
     };
-    stream.send(meta);
+    stream.send([meta]);
     STREAM.store(ptr::from_ref(stream).cast_mut(), Ordering::Release);
     Some(stream)
 }
