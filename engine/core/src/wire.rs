@@ -86,11 +86,19 @@ pub fn encode_records(stream: u16, batch: &Batch, out: &mut Vec<u8>) {
 
 /// A records frame filled in place: its header's room is kept when it starts and the header
 /// written when it is done, so each record is encoded once, straight into the bytes sent,
-/// instead of being kept as a struct and copied into a frame later.
+/// instead of being kept as a struct and copied into a frame later. The payload's checksum
+/// is taken a stretch at a time as it grows, while the stretch is still in cache: a frame
+/// is tens of MiB, which no cache holds by its end.
 pub struct RecordsFrame<R> {
     bytes: Vec<u8>,
+    /// The checksum of the payload up to `hashed`.
+    payload: crc32fast::Hasher,
+    hashed: usize,
     kind: PhantomData<R>,
 }
+
+/// Payload bytes a frame checksums at once: a small part of a core's cache.
+const CHECKSUM_STRETCH: usize = 64 << 10;
 
 impl<R: Record> RecordsFrame<R> {
     /// Starts a frame in `bytes`, whose contents are dropped (a buffer kept for reuse).
@@ -99,6 +107,8 @@ impl<R: Record> RecordsFrame<R> {
         bytes.extend_from_slice(&[0; FRAME_HEADER]);
         RecordsFrame {
             bytes,
+            payload: crc32fast::Hasher::new(),
+            hashed: FRAME_HEADER,
             kind: PhantomData,
         }
     }
@@ -106,11 +116,27 @@ impl<R: Record> RecordsFrame<R> {
     #[inline]
     pub fn push(&mut self, record: R) {
         record.encode(&mut self.bytes);
+        if self.bytes.len() - self.hashed >= CHECKSUM_STRETCH {
+            self.checksum_new();
+        }
+    }
+
+    fn checksum_new(&mut self) {
+        self.payload.update(&self.bytes[self.hashed..]);
+        self.hashed = self.bytes.len();
     }
 
     /// The whole frame, of stream `stream`.
     pub fn finish(mut self, stream: u16) -> Vec<u8> {
-        finish_frame(&mut self.bytes, 0, 1 + R::KIND as u8, stream);
+        self.checksum_new();
+        let len = self.bytes.len() - FRAME_HEADER;
+        let header = &mut self.bytes[..FRAME_HEADER];
+        put_header(header, 1 + R::KIND as u8, stream, len);
+        // The checksum of the header's first 8 bytes followed by the payload's.
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&header[..8]);
+        crc.combine(&self.payload);
+        header[8..12].copy_from_slice(&crc.finalize().to_le_bytes());
         self.bytes
     }
 }
@@ -137,13 +163,18 @@ fn frame(stream: u16, tag: u8, out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>
 
 fn finish_frame(out: &mut [u8], start: usize, tag: u8, stream: u16) {
     let (header, payload) = out[start..].split_at_mut(FRAME_HEADER);
-    let len = u32::try_from(payload.len()).expect("frames stay below 4 GiB");
+    put_header(header, tag, stream, payload.len());
+    let crc = Checksum::HeaderAndPayload.of(header, payload);
+    header[8..12].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Writes a frame header's first 8 bytes: all but the checksum.
+fn put_header(header: &mut [u8], tag: u8, stream: u16, len: usize) {
+    let len = u32::try_from(len).expect("frames stay below 4 GiB");
     header[0] = tag;
     header[1] = 0;
     header[2..4].copy_from_slice(&stream.to_le_bytes());
     header[4..8].copy_from_slice(&len.to_le_bytes());
-    let crc = Checksum::HeaderAndPayload.of(header, payload);
-    header[8..12].copy_from_slice(&crc.to_le_bytes());
 }
 
 impl Checksum {
@@ -432,10 +463,12 @@ mod tests {
     use crate::record::ApiCall;
 
     /// A frame filled in place, in a buffer that held an earlier frame, is the frame of the
-    /// same records encoded at once, and reads back as them.
+    /// same records encoded at once, and reads back as them: its checksum, taken a stretch
+    /// at a time, is the whole frame's.
     #[test]
     fn a_frame_filled_in_place_is_the_frame_of_its_records() {
-        let calls: Vec<ApiCall> = (0..3)
+        let records = 3 * CHECKSUM_STRETCH / ApiCall::SIZE + 5;
+        let calls: Vec<ApiCall> = (0..records as u32)
             .map(|i| ApiCall {
                 pid: 7,
                 tid: 8 + i,

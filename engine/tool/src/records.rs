@@ -126,7 +126,7 @@ impl<R> Default for Frame<R> {
 }
 
 impl<R: Record> Frame<R> {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, record: R) {
         (self
             .0
@@ -337,12 +337,13 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                     let r = unsafe { &*header.payload.cast::<KernelDispatchRecord>() };
                     let info = &r.dispatch_info;
                     let (vgpr, sgpr) = kernels.get(&info.kernel_id).map_or((0, 0), |k| (k.0, k.1));
+                    let agent = agent(info.agent_id);
                     out.thread(r.thread_id);
-                    out.queue(info.queue_id.handle, agent(info.agent_id));
+                    out.queue(info.queue_id.handle, agent);
                     out.dispatches.push(KernelDispatch {
                         pid,
                         tid: r.thread_id as u32,
-                        agent: agent(info.agent_id),
+                        agent,
                         queue: info.queue_id.handle,
                         dispatch_id: info.dispatch_id,
                         kernel_id: info.kernel_id,
