@@ -1,7 +1,7 @@
 //! `rocflow run`: profile an application with a pipeline.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -10,6 +10,7 @@ use clap::Args;
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::messages;
+use crate::post;
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
@@ -73,7 +74,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         board: Arc::clone(&board),
     };
     let display = Display::start(Mode::for_stderr(args.quiet), board);
-    let outcome = runner::run(&plan, &options).map_err(|e| match e {
+    let ahead = post::Ahead::default();
+    let read_ahead = |spool: &Path| {
+        let input = Input::Spool(spool.to_owned());
+        ahead.start(&plan, move || reopen(&input, &WindowArgs::default()));
+    };
+    let outcome = runner::run(&plan, &options, &read_ahead).map_err(|e| match e {
         StartError::Spawn { .. } => Error::user(
             Diagnostic::error(e.to_string()).hint("give the application's path, after `--`"),
         ),
@@ -162,6 +168,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             &outcome.report,
             &outcome.spool,
             &reopen,
+            ahead.take(),
             &options.board,
             &mut out,
         );

@@ -178,7 +178,15 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
     let mut out = format!("replayed {total} records from {}\n", input.describe());
     let reopen = || reopen(&input, &args.window);
-    outputs(&plan, &report, input.path(), &reopen, &board, &mut out);
+    outputs(
+        &plan,
+        &report,
+        input.path(),
+        &reopen,
+        Vec::new(),
+        &board,
+        &mut out,
+    );
     display.finish();
     print(&out)?;
     Ok(ExitCode::SUCCESS)
@@ -189,13 +197,14 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
 const DATABASE_PIPELINE: &str = "trace-all";
 
 /// Lists what each sink wrote, then runs the post-steps (saying on `board` which one
-/// runs); a sink or a required step that failed is an error message (the command then
-/// fails), an optional step a warning.
+/// runs, and taking the statistics in `read` as read already); a sink or a required step
+/// that failed is an error message (the command then fails), an optional step a warning.
 pub(super) fn outputs(
     plan: &Plan,
     report: &stage::Report,
     spool: &Path,
     open: post::Reopen<'_>,
+    read: post::Read,
     board: &Board,
     out: &mut String,
 ) {
@@ -220,7 +229,7 @@ pub(super) fn outputs(
     for disagreement in &report.disagreements {
         messages::warning(format_args!("the counter passes disagree: {disagreement}"));
     }
-    for step in post::run(plan, spool, open, &report.catalog, board) {
+    for step in post::run(plan, spool, open, read, &report.catalog, board) {
         match step.outcome {
             Ok(done) => {
                 out.push_str(&format!("  {}:", step.name));

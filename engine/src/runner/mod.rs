@@ -11,7 +11,7 @@ pub(crate) mod signals;
 use std::ffi::OsString;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -262,8 +262,13 @@ fn create_spool(
         .map_err(|e| fail(&dir, e))
 }
 
-/// Runs the application under the plan.
-pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
+/// Runs the application under the plan; `spool_complete` is told the spool's path once it
+/// holds every frame that arrived, while the sinks still finish.
+pub fn run(
+    plan: &Plan,
+    options: &Options,
+    spool_complete: &dyn Fn(&Path),
+) -> Result<Outcome, StartError> {
     let started = Instant::now();
     let setup = |e: String| StartError::Setup(e);
     // Checked before anything is created.
@@ -389,7 +394,8 @@ pub fn run(plan: &Plan, options: &Options) -> Result<Outcome, StartError> {
         });
     }
 
-    let mut live = Live::new(frames, &intake);
+    let complete = || spool_complete(&spool_path);
+    let mut live = Live::new(frames, &intake, &complete);
     let mut report = stage::run_watched(plan, &mut live, &sink::open, &options.board)
         .map_err(|e| setup(e.to_string()))?;
     let stopped = live.stopped;

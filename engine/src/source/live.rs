@@ -14,15 +14,18 @@ use super::{Ending, Source, SourceError};
 pub struct Live<'a> {
     frames: Receiver<Frame>,
     intake: &'a Intake,
+    /// Told once the spool holds every frame that arrived.
+    complete: &'a dyn Fn(),
     /// Why the run stopped waiting for the application, if a signal made it.
     pub stopped: Option<Stop>,
 }
 
 impl<'a> Live<'a> {
-    pub fn new(frames: Receiver<Frame>, intake: &'a Intake) -> Live<'a> {
+    pub fn new(frames: Receiver<Frame>, intake: &'a Intake, complete: &'a dyn Fn()) -> Live<'a> {
         Live {
             frames,
             intake,
+            complete,
             stopped: None,
         }
     }
@@ -54,7 +57,10 @@ impl Source for Live<'_> {
     fn finish(&mut self) -> Result<Ending, SourceError> {
         match self.intake.finish() {
             Some(e) => Err(SourceError::Spool(e)),
-            None => Ok(Ending::default()),
+            None => {
+                (self.complete)();
+                Ok(Ending::default())
+            }
         }
     }
 }
