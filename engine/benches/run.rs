@@ -4,11 +4,15 @@
 //! the end of the run, the records lost, and the tool's own CPU cost per record (buffer
 //! callbacks plus its writer thread, as the tool measures and reports it), with the API
 //! calls' arguments (`args = true`: 6 per hipLaunchKernel, half the records) and without,
-//! in turns so both see the same machine.
+//! in turns so both see the same machine. The run ends once its spool is on disk, so the
+//! disk can set the pace: without arguments, it also runs with the spool in memory
+//! (`/dev/shm`, where there is one), to tell the disk's share from rocflow's.
 //! Run with `cargo bench -p rocflow --bench run`.
 
 #[allow(dead_code)]
 mod sim;
+
+use std::path::Path;
 
 /// The pipeline, with `args = ARGS` in its context.
 const PIPELINE: &str = r#"
@@ -27,14 +31,27 @@ fn field<'a>(text: &'a str, prefix: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no `{prefix}` in:\n{text}"))
 }
 
-fn main() {
-    let dir = tempfile::tempdir().unwrap();
+/// A directory in `parent` with the pipelines and the scenario.
+fn setup(parent: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir_in(parent).unwrap();
     for args in ["false", "true"] {
         let pipeline = PIPELINE.replace("ARGS", args);
         std::fs::write(dir.path().join(format!("args-{args}.toml")), pipeline).unwrap();
     }
     sim::scenario(dir.path(), 250_000);
-    for (run, args) in (1..=3).flat_map(|run| [(run, "false"), (run, "true")]) {
+    dir
+}
+
+fn main() {
+    let disk = setup(&std::env::temp_dir());
+    let shm = Path::new("/dev/shm");
+    let memory = shm.is_dir().then(|| setup(shm));
+    let runs = (1..=3).flat_map(|run| {
+        [(run, "false", &disk, ""), (run, "true", &disk, "")]
+            .into_iter()
+            .chain((memory.as_ref()).map(|dir| (run, "false", dir, ", spool in memory")))
+    });
+    for (run, args, dir, place) in runs {
         let stdout = sim::run(dir.path(), &format!("args-{args}.toml")).stdout;
         let line = stdout
             .lines()
@@ -49,7 +66,7 @@ fn main() {
             .parse()
             .unwrap();
         println!(
-            "run {run}, args = {args:5}: {records:.0} records in {seconds:.2} s = {:.2} M records/s into the spool; dropped {}; tool cost {}",
+            "run {run}, args = {args:5}{place}: {records:.0} records in {seconds:.2} s = {:.2} M records/s into the spool; dropped {}; tool cost {}",
             records / seconds / 1e6,
             field(&stdout, "dropped: "),
             field(&stdout, "tool cost: ")
