@@ -64,3 +64,45 @@ impl Source for Live<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::queue;
+    use crate::record::{Batch, KernelDispatch};
+    use crate::source::Spool;
+    use crate::spool::SpoolWriter;
+    use crate::wire;
+
+    /// The input's end is told once, when the spool already holds every frame: what the
+    /// post-steps' reading ahead starts on.
+    #[test]
+    fn the_end_is_told_once_the_spool_holds_every_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.rfraw");
+        let intake = Intake::new(SpoolWriter::create(&path).unwrap(), |_| true);
+        let (sender, frames) = queue::bounded(1 << 20);
+        let batch = Batch::KernelDispatch(vec![KernelDispatch::default(); 3]);
+        let mut raw = Vec::new();
+        wire::encode_records(0, &batch, &mut raw);
+        for _ in 0..2 {
+            intake.take(&raw, &sender).unwrap();
+        }
+        drop(sender);
+
+        let told = Cell::new(0);
+        let complete = || {
+            let mut spool = Spool::open(&path).unwrap();
+            let kept = std::iter::from_fn(|| spool.next_frame()).count();
+            assert_eq!(kept, 2, "the spool is whole when the end is told");
+            told.set(told.get() + 1);
+        };
+        let mut live = Live::new(frames, &intake, &complete);
+        let read = std::iter::from_fn(|| live.next_frame()).count();
+        assert_eq!((read, told.get()), (2, 0));
+        live.finish().unwrap();
+        assert_eq!(told.get(), 1);
+    }
+}
