@@ -197,14 +197,14 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
 const DATABASE_PIPELINE: &str = "trace-all";
 
 /// Lists what each sink wrote, then runs the post-steps (saying on `board` which one
-/// runs, and taking the statistics in `read` as read already); a sink or a required step
+/// runs, and taking the statistics in `ahead` as read already); a sink or a required step
 /// that failed is an error message (the command then fails), an optional step a warning.
 pub(super) fn outputs(
     plan: &Plan,
     report: &stage::Report,
     spool: &Path,
     open: post::Reopen<'_>,
-    read: post::Read,
+    ahead: post::Statistics,
     board: &Board,
     out: &mut String,
 ) {
@@ -229,7 +229,7 @@ pub(super) fn outputs(
     for disagreement in &report.disagreements {
         messages::warning(format_args!("the counter passes disagree: {disagreement}"));
     }
-    for step in post::run(plan, spool, open, read, &report.catalog, board) {
+    for step in post::run(plan, spool, open, ahead, &report.catalog, board) {
         match step.outcome {
             Ok(done) => {
                 out.push_str(&format!("  {}:", step.name));

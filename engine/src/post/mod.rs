@@ -92,14 +92,14 @@ pub struct Done {
 pub type Reopen<'a> = &'a dyn Fn() -> Result<Box<dyn Source>, String>;
 
 /// Statistics already read, by breakdown.
-pub type Read = Vec<(Breakdown, Summary)>;
+pub type Statistics = Vec<(Breakdown, Summary)>;
 
 /// The statistics the plan's post-steps take, read ahead: from the moment a live run's
 /// spool holds every frame, on a thread of its own, while the sinks still finish. After a
 /// 20 M-record `trace-all`, reading them took 2.5 s of the 7 s the outputs took after the
 /// sinks' records ended; now the sinks' own finish covers it.
 #[derive(Default)]
-pub struct Ahead(Mutex<Option<JoinHandle<Read>>>);
+pub struct Ahead(Mutex<Option<JoinHandle<Statistics>>>);
 
 impl Ahead {
     /// Starts reading what `plan`'s post-steps take, with `open`, unless reading started
@@ -109,8 +109,11 @@ impl Ahead {
         F: Fn() -> Result<Box<dyn Source>, String> + Send + 'static,
     {
         let mut thread = self.0.lock().expect("no poison");
+        if thread.is_some() {
+            return;
+        }
         let breakdowns = breakdowns(plan);
-        if thread.is_some() || breakdowns.is_empty() {
+        if breakdowns.is_empty() {
             return;
         }
         let stages = plan.stages.clone();
@@ -119,7 +122,7 @@ impl Ahead {
             .spawn(move || {
                 // A failure is left for the step, which reads again and reports it.
                 (breakdowns.into_iter())
-                    .filter_map(|b| Some((b, read(&stages, &open, b).ok()?)))
+                    .filter_map(|b| Some((b, statistics(&stages, &open, b).ok()?)))
                     .collect()
             });
         // Without a thread, the steps read as they come.
@@ -127,7 +130,7 @@ impl Ahead {
     }
 
     /// What was read: waits for the reading, if it started.
-    pub fn take(self) -> Read {
+    pub fn take(self) -> Statistics {
         let thread = self.0.into_inner().expect("no poison");
         thread.map_or_else(Vec::new, |thread| {
             thread
@@ -164,7 +167,11 @@ fn breakdown(by: &[String]) -> Breakdown {
 
 /// The run's statistics through `stages`, from the records `open` reads; none if rocflow
 /// is asked to stop meanwhile.
-fn read(stages: &StageGraph, open: Reopen<'_>, breakdown: Breakdown) -> Result<Summary, PostError> {
+fn statistics(
+    stages: &StageGraph,
+    open: Reopen<'_>,
+    breakdown: Breakdown,
+) -> Result<Summary, PostError> {
     let mut records = open().map_err(PostError::Summary)?;
     // The input was read whole by the sinks already, and how it ended reported there.
     let frames = std::iter::from_fn(|| records.next_frame());
@@ -178,13 +185,13 @@ fn read(stages: &StageGraph, open: Reopen<'_>, breakdown: Breakdown) -> Result<S
 }
 
 /// Runs the plan's post-steps for the run kept in `spool`, whose records `open` reads and
-/// whose metadata is `catalog`, saying on `board` which one runs; `read` holds statistics
+/// whose metadata is `catalog`, saying on `board` which one runs; `ahead` holds statistics
 /// read ahead.
 pub fn run(
     plan: &Plan,
     spool: &Path,
     open: Reopen<'_>,
-    read: Read,
+    ahead: Statistics,
     catalog: &Catalog,
     board: &Board,
 ) -> Vec<PostReport> {
@@ -209,7 +216,7 @@ pub fn run(
     let mut summaries = Summaries {
         plan,
         open,
-        computed: read,
+        computed: ahead,
     };
     let mut reports: Vec<PostReport> = Vec::new();
     for post in &plan.posts {
@@ -431,7 +438,7 @@ impl Summaries<'_> {
         let at = match self.computed.iter().position(|(b, _)| *b == breakdown) {
             Some(at) => at,
             None => {
-                let summary = read(&self.plan.stages, self.open, breakdown)?;
+                let summary = statistics(&self.plan.stages, self.open, breakdown)?;
                 self.computed.push((breakdown, summary));
                 self.computed.len() - 1
             }
@@ -473,44 +480,61 @@ mod tests {
     use crate::diag::SourceFile;
     use crate::source::Spool;
 
-    /// The summary and the report of one breakdown read the records once; another
-    /// breakdown reads them again and gets its own statistics.
-    #[test]
-    fn statistics_are_read_once_per_breakdown() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run.rfraw");
+    /// A generated run of 2,000 records from two processes in `dir`, and the plan of
+    /// `steps` (post-steps' TOML) over its dispatches.
+    fn run_and_plan(dir: &Path, steps: &str) -> (PathBuf, Plan) {
+        let spool = dir.join("run.rfraw");
         let options = crate::generate::Options {
             records: 2000,
             processes: 2,
             seed: 3,
             plan: None,
         };
-        crate::generate::to_spool(&options, &path).unwrap();
-        let text = "[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\n";
-        let file = SourceFile::new("p.toml", text.to_owned());
+        crate::generate::to_spool(&options, &spool).unwrap();
+        let text = format!("[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\n{steps}");
+        let file = SourceFile::new("p.toml", text);
         let plan = crate::pipeline::compile_text(Path::new("p.toml"), file, &Default::default())
             .unwrap()
             .plan;
-        let opened = Cell::new(0);
-        let open = || {
-            opened.set(opened.get() + 1);
+        (spool, plan)
+    }
+
+    /// Reads the spool at `path`.
+    fn opener(path: &Path) -> impl Fn() -> Result<Box<dyn Source>, String> + Send + 'static {
+        let path = path.to_owned();
+        move || {
             Spool::open(&path)
                 .map(|s| Box::new(s) as Box<dyn Source>)
                 .map_err(|e| e.to_string())
+        }
+    }
+
+    const BY_PROCESS: Breakdown = Breakdown {
+        node: false,
+        process: true,
+        agent: false,
+    };
+
+    /// The summary and the report of one breakdown read the records once; another
+    /// breakdown reads them again and gets its own statistics.
+    #[test]
+    fn statistics_are_read_once_per_breakdown() {
+        let dir = tempfile::tempdir().unwrap();
+        let (spool, plan) = run_and_plan(dir.path(), "");
+        let (opened, open) = (Cell::new(0), opener(&spool));
+        let counted = || {
+            opened.set(opened.get() + 1);
+            open()
         };
         let mut summaries = Summaries {
             plan: &plan,
-            open: &open,
+            open: &counted,
             computed: Vec::new(),
         };
         let whole = summaries.of(Breakdown::default()).unwrap().tables();
         assert_eq!(summaries.of(Breakdown::default()).unwrap().tables(), whole);
         assert_eq!(opened.get(), 1);
-        let by_process = Breakdown {
-            process: true,
-            ..Breakdown::default()
-        };
-        let split = summaries.of(by_process).unwrap().tables();
+        let split = summaries.of(BY_PROCESS).unwrap().tables();
         assert_eq!(opened.get(), 2);
         assert!(split[0].columns.contains(&"process".to_owned()));
         assert!(!whole[0].columns.contains(&"process".to_owned()));
@@ -522,52 +546,28 @@ mod tests {
     #[test]
     fn statistics_read_ahead_serve_every_step() {
         let dir = tempfile::tempdir().unwrap();
-        let spool = dir.path().join("run.rfraw");
-        let options = crate::generate::Options {
-            records: 2000,
-            processes: 2,
-            seed: 5,
-            plan: None,
-        };
-        crate::generate::to_spool(&options, &spool).unwrap();
         let out = dir.path().display();
-        let text = format!(
-            "[[context]]\nname = \"c\"\ntracing = [\"kernel_dispatch\"]\n\
-             [[post]]\nname = \"all\"\nkind = \"summary\"\npath = \"{out}/all\"\n\
-             [[post]]\nname = \"split\"\nkind = \"summary\"\npath = \"{out}/split\"\n\
-             by = [\"process\"]\n\
-             [[post]]\nname = \"page\"\nkind = \"report\"\npath = \"{out}/r.html\"\n"
+        let (spool, plan) = run_and_plan(
+            dir.path(),
+            &format!(
+                "[[post]]\nname = \"all\"\nkind = \"summary\"\npath = \"{out}/all\"\n\
+                 [[post]]\nname = \"split\"\nkind = \"summary\"\npath = \"{out}/split\"\n\
+                 by = [\"process\"]\n\
+                 [[post]]\nname = \"page\"\nkind = \"report\"\npath = \"{out}/r.html\"\n"
+            ),
         );
-        let file = SourceFile::new("p.toml", text);
-        let plan = crate::pipeline::compile_text(Path::new("p.toml"), file, &Default::default())
-            .unwrap()
-            .plan;
-        let open = |path: PathBuf| {
-            move || {
-                Spool::open(&path)
-                    .map(|s| Box::new(s) as Box<dyn Source>)
-                    .map_err(|e| e.to_string())
-            }
-        };
 
         let ahead = Ahead::default();
-        ahead.start(&plan, open(spool.clone()));
+        ahead.start(&plan, opener(&spool));
         // Once: a second start reads nothing more.
         ahead.start(&plan, || panic!("read twice"));
         let read = ahead.take();
         let breakdowns: Vec<Breakdown> = read.iter().map(|(b, _)| *b).collect();
-        let by_process = Breakdown {
-            process: true,
-            ..Breakdown::default()
-        };
-        assert_eq!(breakdowns, [Breakdown::default(), by_process]);
-        let own: Vec<_> = (read.iter())
-            .map(|(b, _)| read_summary(&plan, &spool, *b).tables())
-            .collect();
-        assert_eq!(
-            read.iter().map(|(_, s)| s.tables()).collect::<Vec<_>>(),
-            own
-        );
+        assert_eq!(breakdowns, [Breakdown::default(), BY_PROCESS]);
+        for (breakdown, summary) in &read {
+            let own = statistics(&plan.stages, &opener(&spool), *breakdown).unwrap();
+            assert_eq!(summary.tables(), own.tables());
+        }
 
         let unread = || -> Result<Box<dyn Source>, String> { panic!("the steps read again") };
         let reports = run(
@@ -587,14 +587,5 @@ mod tests {
             );
         }
         assert!(dir.path().join("split").is_dir() && dir.path().join("r.html").is_file());
-    }
-
-    fn read_summary(plan: &Plan, spool: &Path, breakdown: Breakdown) -> Summary {
-        let open = || {
-            Spool::open(spool)
-                .map(|s| Box::new(s) as Box<dyn Source>)
-                .map_err(|e| e.to_string())
-        };
-        read(&plan.stages, &open, breakdown).unwrap()
     }
 }
