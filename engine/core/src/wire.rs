@@ -132,11 +132,8 @@ impl<R: Record> RecordsFrame<R> {
         let len = self.bytes.len() - FRAME_HEADER;
         let header = &mut self.bytes[..FRAME_HEADER];
         put_header(header, 1 + R::KIND as u8, stream, len);
-        // The checksum of the header's first 8 bytes followed by the payload's.
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(&header[..8]);
-        crc.combine(&self.payload);
-        header[8..12].copy_from_slice(&crc.finalize().to_le_bytes());
+        let crc = Checksum::HeaderAndPayload.of_hashed(header, &self.payload);
+        header[8..12].copy_from_slice(&crc.to_le_bytes());
         self.bytes
     }
 }
@@ -187,12 +184,25 @@ impl Checksum {
 
     /// The checksum of a frame with this `header` (its checksum field aside) and `payload`.
     fn of(self, header: &[u8], payload: &[u8]) -> u32 {
+        let mut hasher = self.of_header(header);
+        hasher.update(payload);
+        hasher.finalize()
+    }
+
+    /// [`Checksum::of`], for a payload whose checksum was taken already, as it was written.
+    fn of_hashed(self, header: &[u8], payload: &crc32fast::Hasher) -> u32 {
+        let mut hasher = self.of_header(header);
+        hasher.combine(payload);
+        hasher.finalize()
+    }
+
+    /// The checksum's state before the payload: the part of `header` it covers.
+    fn of_header(self, header: &[u8]) -> crc32fast::Hasher {
         let mut hasher = crc32fast::Hasher::new();
         if self == Checksum::HeaderAndPayload {
             hasher.update(&header[..8]);
         }
-        hasher.update(payload);
-        hasher.finalize()
+        hasher
     }
 }
 
