@@ -236,7 +236,7 @@ fn read_bytes(bytes: &[u8]) -> (Vec<Frame>, Result<(), WireError>) {
 }
 
 /// Every single-byte change of a frame header is caught where the frame starts: no changed
-/// tag, reserved byte or stream moves records to another kind or process. A length that
+/// tag, encoding byte or stream moves records to another kind or process. A length that
 /// reaches past the end of the file reads as a frame cut short (there is no payload to
 /// check it against); any other change is corruption.
 #[test]
@@ -326,11 +326,14 @@ fn a_version_1_spool_still_reads() {
 }
 
 /// Version 1 has no checksum over the header, so its frames get the checks that need none:
-/// a known tag and a zero reserved byte.
+/// a known tag and an encoding byte of 0 (it stores no compressed payloads).
 #[test]
 fn a_version_1_header_is_checked_without_its_checksum() {
     let first = wire::STREAM_HEADER;
-    for (byte, value, reason) in [(0, 99, "unknown frame tag 99"), (1, 1, "reserved byte")] {
+    for (byte, value, reason) in [
+        (0, 99, "unknown frame tag 99"),
+        (1, 1, "encoding byte is 1"),
+    ] {
         let mut bytes = version_1_spool();
         bytes[first + byte] = value;
         let (read, ending) = read_bytes(&bytes);
@@ -343,4 +346,136 @@ fn a_version_1_header_is_checked_without_its_checksum() {
             other => panic!("{other:?}"),
         }
     }
+}
+
+/// `raw`, a plain frame, with its payload compressed as the runner stores it in a spool
+/// (a part at a time); `None` where that would not be smaller.
+fn compress(raw: &[u8]) -> Option<Vec<u8>> {
+    let parts: Vec<Vec<u8>> = raw[wire::FRAME_HEADER..]
+        .chunks(wire::COMPRESSED_PART)
+        .map(|part| wire::compress_part(part).unwrap())
+        .collect();
+    wire::compressed_frame(raw, &parts)
+}
+
+/// Frames of [`frames`], and 5,000 dispatches (four compressed parts, the last one short),
+/// each encoded alone.
+fn raw_frames() -> (Vec<Frame>, Vec<Vec<u8>>) {
+    let mut original = frames();
+    let Payload::Records(Batch::KernelDispatch(dispatches)) = &original[1].payload else {
+        unreachable!()
+    };
+    let many = (0..5).flat_map(|_| dispatches.clone()).collect();
+    original.push(Frame {
+        stream: 2,
+        payload: Payload::Records(Batch::KernelDispatch(many)),
+    });
+    let raw = original
+        .iter()
+        .map(|frame| encode(std::slice::from_ref(frame)).0)
+        .collect();
+    (original, raw)
+}
+
+/// A spool whose frames the runner stored compressed reads back as the frames it was
+/// given, the records in a fraction of their size.
+#[test]
+fn compressed_frames_read_back_as_they_were_sent() {
+    let (original, raw) = raw_frames();
+    assert!(raw[7].len() > 3 * wire::COMPRESSED_PART + wire::FRAME_HEADER);
+    let stored: Vec<Vec<u8>> = raw
+        .iter()
+        .map(|r| compress(r).unwrap_or(r.clone()))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let (read, ending) = read_all(&write_spool(&dir, &stored.concat()));
+    assert_eq!(ending, Ending::Complete);
+    assert_eq!(read, original);
+    let sizes = |frames: &[Vec<u8>]| frames.iter().map(Vec::len).collect::<Vec<_>>();
+    let (before, after) = (sizes(&raw), sizes(&stored));
+    for i in [1, 7] {
+        assert!(after[i] * 10 <= before[i], "{before:?} -> {after:?}");
+    }
+}
+
+/// The runner renumbers a frame's stream after compressing it; it stays valid.
+#[test]
+fn a_renumbered_compressed_frame_keeps_a_valid_checksum() {
+    let (original, raw) = raw_frames();
+    let mut bytes = wire::stream_header().to_vec();
+    bytes.extend_from_slice(&compress(&raw[7]).unwrap());
+    wire::set_stream(&mut bytes[wire::STREAM_HEADER..], 513);
+    let (read, ending) = read_bytes(&bytes);
+    assert!(ending.is_ok(), "{ending:?}");
+    assert_eq!(read[0].stream, 513);
+    assert_eq!(read[0].payload, original[7].payload);
+}
+
+/// A compressed payload from elsewhere is checked as a plain one is: what it claims is
+/// bounded before memory is set aside, and a payload whose parts do not hold what it
+/// claims is corrupt (with a valid checksum, as a hostile spool's would be), with the
+/// frames before it read.
+#[test]
+fn a_damaged_compressed_payload_is_corrupt() {
+    let (original, raw) = raw_frames();
+    let compressed = compress(&raw[7]).unwrap();
+    let payload = &compressed[wire::FRAME_HEADER..];
+    let claim = |len: u32| [&len.to_le_bytes()[..], &payload[4..]].concat();
+    let first = u32::from_le_bytes(payload[4..8].try_into().unwrap());
+    let shorter_part = [&payload[..4], &(first - 1).to_le_bytes(), &payload[8..]].concat();
+    let cases = [
+        (claim(u32::MAX), "claims 4294967295 bytes once decompressed"),
+        (
+            payload[..10].to_vec(),
+            "its 5 compressed parts are cut short",
+        ),
+        (
+            payload[..payload.len() - 1].to_vec(),
+            "compressed part 5 is cut short",
+        ),
+        (
+            claim((raw[7].len() - wire::FRAME_HEADER + 100) as u32),
+            "compressed part 5 holds",
+        ),
+        (
+            [payload, &[0]].concat(),
+            "1 bytes follow its compressed parts",
+        ),
+        (shorter_part, "compressed part 1: "),
+        (payload[..3].to_vec(), "has no length"),
+    ];
+    for (damaged, reason) in cases {
+        let mut frame = compressed[..wire::FRAME_HEADER].to_vec();
+        frame[4..8].copy_from_slice(&(damaged.len() as u32).to_le_bytes());
+        let crc = wire::checksum(wire::VERSION, &frame, &damaged);
+        frame[8..12].copy_from_slice(&crc.to_le_bytes());
+        frame.extend_from_slice(&damaged);
+        let bytes = [&wire::stream_header()[..], &raw[0], &frame].concat();
+        let (read, ending) = read_bytes(&bytes);
+        assert_eq!(read, original[..1]);
+        match ending {
+            Err(WireError::Corrupt { offset, reason: r }) => {
+                assert_eq!(offset as usize, wire::STREAM_HEADER + raw[0].len());
+                assert!(r.contains(reason), "{r}, not {reason}");
+            }
+            other => panic!("{reason}: {other:?}"),
+        }
+    }
+}
+
+/// Spools of versions before 3 never held compressed frames: one there is corrupt.
+#[test]
+fn a_version_2_spool_holds_no_compressed_frame() {
+    let (_, raw) = raw_frames();
+    let mut frame = compress(&raw[7]).unwrap();
+    let crc = wire::checksum(2, &frame[..8], &frame[wire::FRAME_HEADER..]);
+    frame[8..12].copy_from_slice(&crc.to_le_bytes());
+    let mut header = wire::stream_header();
+    header[6..].copy_from_slice(&2u16.to_le_bytes());
+    let (read, ending) = read_bytes(&[&header[..], &frame].concat());
+    assert!(read.is_empty());
+    assert!(
+        matches!(&ending, Err(WireError::Corrupt { reason, .. }) if reason.contains("encoding byte is 1")),
+        "{ending:?}"
+    );
 }

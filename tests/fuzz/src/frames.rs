@@ -38,7 +38,7 @@ struct Spool {
 
 #[derive(Clone)]
 struct Frame {
-    /// Tag, reserved byte and stream: the header less its length and checksum.
+    /// Tag, encoding byte and stream: the header less its length and checksum.
     header: [u8; 4],
     payload: Vec<u8>,
 }
