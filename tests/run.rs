@@ -650,3 +650,65 @@ fn the_tools_messages_number_agents_as_inspect_does() {
     assert_eq!(gfx942["index"], 1, "after the CPU: {agents:?}");
     assert_says(&output.stderr, "on gfx942 (agent 1)");
 }
+
+/// The `.csv` files a run wrote in `dir`, each's lines sorted (processes' frames reach the
+/// stages in an order of their own).
+fn sorted_rows(dir: &Path) -> BTreeMap<String, Vec<String>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let mut lines: Vec<String> = (std::fs::read_to_string(&path).unwrap().lines())
+                .map(str::to_owned)
+                .collect();
+            lines.sort();
+            (
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                lines,
+            )
+        })
+        .collect()
+}
+
+/// With `--spool-compression zstd` (what `auto` does on 8 cores or more), the spool stores
+/// the records of every process compressed, in a fraction of the size they take stored as
+/// they are, and replaying it writes every row the run wrote.
+#[test]
+fn a_compressed_spool_replays_to_the_rows_of_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, path) = scenario_with(dir.path(), "long.toml", &[("iterations", 2000)]);
+    write_file(dir.path(), "p.toml", &TRACE.replace("EXTRA", ""));
+    let (device, app) = (format!("sim:{}", path.display()), sim_app());
+    let run = |compression: &str, spool: &str| {
+        let args = ["run", "p.toml", "--device", &device, "--spool", spool];
+        let compression = ["--spool-compression", compression, "--"];
+        let fork = [app.to_str().unwrap(), "fork", "2"];
+        let output = rocflow(&[&args[..], &compression, &fork].concat(), dir.path(), &[]);
+        assert_success(&output);
+        std::fs::read(dir.path().join(spool)).unwrap()
+    };
+    let plain = run("none", "plain.rfraw");
+    let spool = run("zstd", "run.rfraw");
+    let ran = sorted_rows(&dir.path().join("out"));
+    assert!(ran["kernel_dispatch.csv"].len() > 3 * 2 * 2000);
+
+    // Each frame's header: its encoding byte, and the length of what follows.
+    let (mut at, mut compressed) = (rocflow::wire::STREAM_HEADER, 0);
+    while at < spool.len() {
+        compressed += usize::from(spool[at + 1] == 1);
+        let len = u32::from_le_bytes(spool[at + 4..at + 8].try_into().unwrap()) as usize;
+        at += rocflow::wire::FRAME_HEADER + len;
+    }
+    assert!(compressed >= 3, "{compressed} frames compressed");
+    assert!(
+        spool.len() * 4 < plain.len(),
+        "{} bytes compressed, {} as they are",
+        spool.len(),
+        plain.len()
+    );
+
+    let replay = tempfile::tempdir().unwrap();
+    std::fs::write(replay.path().join("run.rfraw"), spool).unwrap();
+    assert_success(&rocflow(&["replay", "run.rfraw"], replay.path(), &[]));
+    assert_eq!(sorted_rows(&replay.path().join("out")), ran);
+}

@@ -14,7 +14,7 @@ use crate::post;
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
-use crate::runner::{self, Device, Options, Passes, StartError, Stop};
+use crate::runner::{self, Device, Options, Passes, SpoolCompression, StartError, Stop};
 
 use super::flags::Flags;
 use super::pipeline::PipelineArgs;
@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// file of the run's own in the pipeline's `spool_dir`, with `last.rfraw` beside it.
     #[arg(long)]
     spool: Option<PathBuf>,
+    /// Whether to store the spool's records compressed (zstd, about 8 times smaller):
+    /// `auto` does where the machine has 8 cores or more, to spare for it.
+    #[arg(long, value_enum, default_value_t, value_name = "WHEN")]
+    spool_compression: SpoolCompression,
     /// Show no progress on stderr (warnings and errors still show).
     #[arg(long, short)]
     quiet: bool,
@@ -70,6 +74,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         device: args.device,
         sdk,
         spool: args.spool,
+        spool_compression: args.spool_compression,
         command: args.command,
         board: Arc::clone(&board),
     };

@@ -1,22 +1,29 @@
 //! The runner's side of the socket: one connection per profiled process (children and MPI
 //! ranks each open their own), each read on a thread of its own that numbers its frames,
-//! keeps them in the spool and decodes them into one bounded queue for the stages.
+//! keeps them in the spool (through its [`Lane`]) and decodes them into one bounded queue
+//! for the stages.
 
+use std::collections::VecDeque;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::compress::Compressor;
 use crate::messages;
 use crate::queue::{Closed, Sender};
 use crate::record::{RecordKind, wire_size};
 use crate::spool::SpoolWriter;
 use crate::wire::{self, Frame, FrameReader};
 
-/// Where every frame goes first: the raw spool, written as frames arrive, so a crash of
-/// anything later loses nothing that arrived.
+/// Where every frame goes: the raw spool, written as frames arrive (compressed first, where
+/// it is compressed), so a crash of anything later loses nothing that arrived; and the
+/// stages, for the kinds they take.
 pub struct Intake {
     spool: Mutex<Kept>,
+    /// Compresses frames for the spool, if it is to be compressed.
+    compressor: Option<Compressor>,
     /// The record kinds the stages take (indexed as [`RecordKind::ALL`]); frames of the
     /// others are kept in the spool and not decoded.
     decode: Vec<bool>,
@@ -32,31 +39,55 @@ struct Kept {
 }
 
 impl Intake {
-    pub fn new(spool: SpoolWriter, consumes: impl Fn(RecordKind) -> bool) -> Intake {
+    pub fn new(
+        spool: SpoolWriter,
+        compressor: Option<Compressor>,
+        consumes: impl Fn(RecordKind) -> bool,
+    ) -> Intake {
         Intake {
             spool: Mutex::new(Kept {
                 writer: Some(spool),
                 error: None,
             }),
+            compressor,
             decode: RecordKind::ALL.iter().map(|&k| consumes(k)).collect(),
         }
     }
 
-    /// Keeps a raw frame in the spool and decodes it for the stages if they take it;
-    /// `Err` once the spool is finished or the stages stopped taking frames.
+    /// Keeps a raw frame in the spool as it is, and decodes it for the stages if they take
+    /// it; `Err` once the spool is finished or the stages stopped taking frames.
     pub fn take(&self, raw: &[u8], frames: &Sender<Frame>) -> Result<(), Closed> {
-        {
-            let mut kept = self.spool.lock().unwrap();
-            let Kept { writer, error } = &mut *kept;
-            let Some(writer) = writer else {
-                return Err(Closed);
-            };
-            if error.is_none()
-                && let Err(e) = writer.write(raw)
-            {
-                *error = Some(e);
-            }
+        self.keep(raw)?;
+        self.decode(raw, frames)
+    }
+
+    /// Frames of one process, which it keeps in order: see [`Lane`].
+    pub fn lane(&self) -> Lane<'_> {
+        Lane {
+            intake: self,
+            pending: VecDeque::new(),
+            pending_bytes: 0,
+            spare: Vec::new(),
         }
+    }
+
+    /// Writes a frame, as it is to be stored, into the spool.
+    fn keep(&self, stored: &[u8]) -> Result<(), Closed> {
+        let mut kept = self.spool.lock().unwrap();
+        let Kept { writer, error } = &mut *kept;
+        let Some(writer) = writer else {
+            return Err(Closed);
+        };
+        if error.is_none()
+            && let Err(e) = writer.write(stored)
+        {
+            *error = Some(e);
+        }
+        Ok(())
+    }
+
+    /// Decodes a raw frame for the stages, if they take its kind.
+    fn decode(&self, raw: &[u8], frames: &Sender<Frame>) -> Result<(), Closed> {
         if record_kind(raw).is_some_and(|kind| !self.decode[kind as usize]) {
             return Ok(());
         }
@@ -76,6 +107,94 @@ impl Intake {
         let writer = kept.writer.take()?;
         let finished = writer.finish().err();
         kept.error.take().or(finished)
+    }
+}
+
+/// Bytes of one process's frames on their way to the spool before its reading waits for
+/// them: room for a few deliveries, so that compression keeps up with the reading.
+const PENDING_BYTES: usize = 32 << 20;
+
+/// A frame handed back by the compressor: as it was read, and compressed where it shrank.
+type Compressed = (Vec<u8>, Option<Vec<u8>>);
+
+/// One process's frames on their way into the spool. Where the spool is compressed, each
+/// frame is compressed on the compressor's threads while the next ones are read and
+/// decoded, and the frames are written in the order they came (an arguments frame before
+/// its calls, strings before what names them). Dropping the lane writes what is still on
+/// its way, so the spool holds every frame a process's stream brought once its reading
+/// ends.
+pub struct Lane<'a> {
+    intake: &'a Intake,
+    /// Frames on their way, oldest first: each comes back as it was read, with its
+    /// compressed form where it has one.
+    pending: VecDeque<Receiver<Compressed>>,
+    /// Bytes of the frames in `pending`, as read.
+    pending_bytes: usize,
+    /// Buffers of frames written, for the next frames read.
+    spare: Vec<Vec<u8>>,
+}
+
+impl Lane<'_> {
+    /// Takes a raw frame as [`Intake::take`] does, though it may reach the spool later;
+    /// `raw` is left holding a buffer for the next frame.
+    pub fn take(&mut self, raw: &mut Vec<u8>, frames: &Sender<Frame>) -> Result<(), Closed> {
+        // Decoded first, so the frame can move on; it is kept even if the stages stopped.
+        let decoded = self.intake.decode(raw, frames);
+        self.keep(raw)?;
+        decoded
+    }
+
+    fn keep(&mut self, raw: &mut Vec<u8>) -> Result<(), Closed> {
+        let (compressor, bytes) = (self.intake.compressor.as_ref(), raw.len());
+        let (done, result) = sync_channel(1);
+        match compressor.filter(|c| c.takes(raw)) {
+            None if self.pending.is_empty() => return self.intake.keep(raw),
+            // After the frames before it.
+            None => done.send((raw.clone(), None)).unwrap(),
+            Some(compressor) => {
+                let spare = self.spare.pop().unwrap_or_default();
+                let raw = std::mem::replace(raw, spare);
+                compressor.spawn(raw, move |raw, compressed| {
+                    let _ = done.send((raw, compressed));
+                });
+            }
+        }
+        self.pending_bytes += bytes;
+        self.pending.push_back(result);
+        self.write(PENDING_BYTES)
+    }
+
+    /// Writes the frames at the front that are ready, waiting for them while the frames on
+    /// their way hold more than `limit` bytes.
+    fn write(&mut self, limit: usize) -> Result<(), Closed> {
+        while let Some(front) = self.pending.front() {
+            let ready = if self.pending_bytes > limit {
+                front.recv().ok()
+            } else {
+                match front.try_recv() {
+                    Err(TryRecvError::Empty) => return Ok(()),
+                    ready => ready.ok(),
+                }
+            };
+            let (raw, compressed) = ready.expect("compressing a frame hands it back");
+            self.pending.pop_front();
+            self.pending_bytes -= raw.len();
+            self.intake.keep(compressed.as_deref().unwrap_or(&raw))?;
+            if self.spare.len() < SPARE {
+                self.spare.push(raw);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Buffers a lane keeps for frames to come.
+const SPARE: usize = 4;
+
+impl Drop for Lane<'_> {
+    fn drop(&mut self) {
+        // A spool finished meanwhile takes no more frames: they are dropped, as unread.
+        let _ = self.write(0);
     }
 }
 
@@ -208,6 +327,7 @@ fn read(socket: UnixStream, stream: u16, intake: &Intake, frames: &Sender<Frame>
             return;
         }
     };
+    let mut lane = intake.lane();
     let mut frame = Vec::new();
     loop {
         match reader.next_raw(&mut frame) {
@@ -218,7 +338,7 @@ fn read(socket: UnixStream, stream: u16, intake: &Intake, frames: &Sender<Frame>
                     counts.records[kind as usize].fetch_add(records as u64, Ordering::Relaxed);
                 }
                 counts.update(stream, |life| life.last_frame = Instant::now());
-                if intake.take(&frame, frames).is_err() {
+                if lane.take(&mut frame, frames).is_err() {
                     return;
                 }
             }
@@ -232,5 +352,82 @@ fn read(socket: UnixStream, stream: u16, intake: &Intake, frames: &Sender<Frame>
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{ApiCall, Batch, Meta};
+    use crate::runner::SpoolCompression;
+    use crate::spool::SpoolReader;
+
+    /// A process's frames reach a compressed spool in the order they came, small ones
+    /// (stored as they are) between large ones (compressed on other threads meanwhile), and
+    /// all of them by the time its lane is dropped.
+    #[test]
+    fn a_lane_keeps_its_frames_in_order_and_compresses_the_large_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.rfraw");
+        let compressor = SpoolCompression::Zstd.compressor(2);
+        let intake = Intake::new(SpoolWriter::create(&path).unwrap(), compressor, |_| false);
+        let (frames, _decoded) = crate::queue::bounded(usize::MAX);
+        // Every third frame names a string, numbered on from the one before.
+        let sent: Vec<Frame> = (0..40u64)
+            .map(|i| {
+                let payload = match i % 3 {
+                    0 => wire::Payload::Meta(vec![Meta::Strings {
+                        first: (i / 3) as u32,
+                        values: vec![format!("string {}", i / 3)],
+                    }]),
+                    // Large: compressed.
+                    _ => wire::Payload::Records(Batch::Api(
+                        (0..2000 + i)
+                            .map(|n| ApiCall {
+                                correlation_id: i * 10_000 + n,
+                                ..ApiCall::default()
+                            })
+                            .collect(),
+                    )),
+                };
+                Frame { stream: 0, payload }
+            })
+            .collect();
+        {
+            let mut lane = intake.lane();
+            let mut raw = Vec::new();
+            for frame in &sent {
+                raw.clear();
+                frame.encode(&mut raw);
+                lane.take(&mut raw, &frames).unwrap();
+            }
+        }
+        assert!(intake.finish().is_none());
+
+        let read: Vec<Frame> = SpoolReader::open(&path)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        // What each frame starts with, to say where the orders part.
+        let outline = |frames: &[Frame]| -> Vec<String> {
+            (frames.iter())
+                .map(|frame| match &frame.payload {
+                    wire::Payload::Records(Batch::Api(calls)) => {
+                        format!("calls from {}", calls[0].correlation_id)
+                    }
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(outline(&read), outline(&sent));
+        assert!(read == sent, "the frames hold other records");
+        let stored = std::fs::read(&path).unwrap();
+        let (mut at, mut compressed) = (wire::STREAM_HEADER, 0);
+        while at < stored.len() {
+            compressed += usize::from(stored[at + 1] == 1);
+            at += wire::FRAME_HEADER
+                + u32::from_le_bytes(stored[at + 4..at + 8].try_into().unwrap()) as usize;
+        }
+        assert_eq!(compressed, 26, "the record frames");
     }
 }

@@ -3,6 +3,7 @@
 //! spool as it arrives, and feeds the same frames through the stages into the sinks. The
 //! run ends when the application has exited and every stream has closed.
 
+pub(crate) mod compress;
 pub(crate) mod libraries;
 pub(crate) mod listen;
 pub mod sdk;
@@ -29,11 +30,12 @@ use crate::spool::SpoolWriter;
 use crate::stage::{self, Report};
 use crate::wire::{self, Frame};
 
+pub use compress::SpoolCompression;
 pub use signals::Stop;
 
 /// Bytes of frames queued between the connections and the stages. A full queue holds the
-/// connections back, as the lossless policy asks: every frame is in the spool before it is
-/// queued.
+/// connections back, as the lossless policy asks: every frame is in the spool, or on its
+/// way there (see [`listen::Lane`]), before it is queued.
 const QUEUE_BYTES: usize = 64 << 20;
 
 /// Which rocprofiler-sdk the application runs with.
@@ -68,6 +70,8 @@ pub struct Options {
     /// Where the raw spool goes: this file (replaced), or, by default, a file of the
     /// run's own in the plan's spool directory (see [`crate::runs`]).
     pub spool: Option<PathBuf>,
+    /// Whether the spool's records are stored compressed.
+    pub spool_compression: SpoolCompression,
     /// The application and its arguments.
     pub command: Vec<OsString>,
     /// Where the run says how far it got (see [`crate::progress`]).
@@ -342,7 +346,9 @@ pub fn run(
     };
 
     let (frames_in, frames) = queue::bounded(QUEUE_BYTES);
-    let intake = Arc::new(Intake::new(spool, |kind| plan.consumes(kind)));
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let compressor = options.spool_compression.compressor(cores);
+    let intake = Arc::new(Intake::new(spool, compressor, |kind| plan.consumes(kind)));
     let mut plan_frame = Vec::new();
     wire::encode_meta(0, &[Meta::Plan { json: plan_json }], &mut plan_frame);
     let _ = intake.take(&plan_frame, &frames_in);

@@ -82,7 +82,7 @@ mod tests {
     fn the_end_is_told_once_the_spool_holds_every_frame() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.rfraw");
-        let intake = Intake::new(SpoolWriter::create(&path).unwrap(), |_| true);
+        let intake = Intake::new(SpoolWriter::create(&path).unwrap(), None, |_| true);
         let (sender, frames) = queue::bounded(1 << 20);
         let batch = Batch::KernelDispatch(vec![KernelDispatch::default(); 3]);
         let mut raw = Vec::new();
