@@ -26,7 +26,7 @@ fn pipeline(collect: &[&str], per_pass: Option<usize>) -> String {
 fn run(dir: &std::path::Path, pipeline: &str) -> (Duration, String) {
     std::fs::write(dir.join("p.toml"), pipeline).unwrap();
     let _ = std::fs::remove_dir_all(dir.join("out"));
-    let run = sim::run(dir, "p.toml");
+    let run = sim::run(dir, "p.toml", &[]);
     (run.wall, run.stdout)
 }
 

@@ -1,12 +1,13 @@
 //! `rocflow run` on the simulated SDK: 8 M records (two threads, eight kernels, a
 //! hipLaunchKernel and a dispatch each) from the tool library in a real process into the
 //! runner's spool under the lossless policy. Prints the records per second from launch to
-//! the end of the run, the records lost, and the tool's own CPU cost per record (buffer
-//! callbacks plus its writer thread, as the tool measures and reports it), with the API
-//! calls' arguments (`args = true`: 6 per hipLaunchKernel, half the records) and without,
-//! in turns so both see the same machine. The run ends once its spool is on disk, so the
-//! disk can set the pace: without arguments, it also runs with the spool in memory
-//! (`/dev/shm`, where there is one), to tell the disk's share from rocflow's.
+//! the end of the run, the spool's bytes per record, the records lost, and the tool's own
+//! CPU cost per record (buffer callbacks plus its writer thread, as the tool measures and
+//! reports it), with the API calls' arguments (`args = true`: 6 per hipLaunchKernel, half
+//! the records) and without, in turns so that all see the same machine. The run ends once
+//! its spool is on disk, so the disk can set the pace: without arguments, the spool is
+//! stored compressed and as it is, and as it is in memory (`/dev/shm`, where there is one),
+//! to tell the disk's share from rocflow's.
 //! Run with `cargo bench -p rocflow --bench run`.
 
 #[allow(dead_code)]
@@ -47,12 +48,17 @@ fn main() {
     let shm = Path::new("/dev/shm");
     let memory = shm.is_dir().then(|| setup(shm));
     let runs = (1..=3).flat_map(|run| {
-        [(run, "false", &disk, ""), (run, "true", &disk, "")]
-            .into_iter()
-            .chain((memory.as_ref()).map(|dir| (run, "false", dir, ", spool in memory")))
+        [
+            (run, "false", &disk, "disk", "zstd"),
+            (run, "false", &disk, "disk", "none"),
+            (run, "true", &disk, "disk", "auto"),
+        ]
+        .into_iter()
+        .chain((memory.as_ref()).map(|dir| (run, "false", dir, "memory", "none")))
     });
-    for (run, args, dir, place) in runs {
-        let stdout = sim::run(dir.path(), &format!("args-{args}.toml")).stdout;
+    for (run, args, dir, place, compression) in runs {
+        let options = ["--spool-compression", compression];
+        let stdout = sim::run(dir.path(), &format!("args-{args}.toml"), &options).stdout;
         let line = stdout
             .lines()
             .find(|l| l.contains(" records from "))
@@ -65,9 +71,13 @@ fn main() {
             .trim_end_matches(" s")
             .parse()
             .unwrap();
+        let spool = std::fs::metadata(dir.path().join("run.rfraw"))
+            .unwrap()
+            .len();
         println!(
-            "run {run}, args = {args:5}{place}: {records:.0} records in {seconds:.2} s = {:.2} M records/s into the spool; dropped {}; tool cost {}",
+            "run {run}, args = {args:5}, spool on {place:6} compression {compression}: {records:.0} records in {seconds:.2} s = {:.2} M records/s into the spool, {:.1} bytes each; dropped {}; tool cost {}",
             records / seconds / 1e6,
+            spool as f64 / records,
             field(&stdout, "dropped: "),
             field(&stdout, "tool cost: ")
         );

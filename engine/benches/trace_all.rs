@@ -30,7 +30,7 @@ fn main() {
             .map(|_| {
                 let dir = tempfile::tempdir().unwrap();
                 sim::scenario(dir.path(), iterations);
-                sim::run(dir.path(), "trace-all")
+                sim::run(dir.path(), "trace-all", &[])
             })
             .collect();
         let run = runs.iter().min_by_key(|r| r.wall).unwrap();

@@ -74,8 +74,9 @@ fn watch(runner: u32, done: &AtomicBool) -> (u64, u64) {
     (own, children)
 }
 
-/// Runs `/bin/true` under `pipeline` in `dir`; fails with the output unless it succeeded.
-pub fn run(dir: &Path, pipeline: &str) -> Run {
+/// Runs `/bin/true` under `pipeline` in `dir`, `options` added to `rocflow run`'s; fails
+/// with the output unless it succeeded.
+pub fn run(dir: &Path, pipeline: &str, options: &[&str]) -> Run {
     let (out, err) = (dir.join("run.stdout"), dir.join("run.stderr"));
     let started = Instant::now();
     #[expect(
@@ -84,7 +85,9 @@ pub fn run(dir: &Path, pipeline: &str) -> Run {
     )]
     let child = Command::new(env!("CARGO_BIN_EXE_rocflow"))
         .args(["run", pipeline, "--device", "sim:big.toml"])
-        .args(["--spool", "run.rfraw", "--", "/bin/true"])
+        .args(["--spool", "run.rfraw"])
+        .args(options)
+        .args(["--", "/bin/true"])
         .current_dir(dir)
         .stdout(Stdio::from(File::create(&out).unwrap()))
         .stderr(Stdio::from(File::create(&err).unwrap()))
