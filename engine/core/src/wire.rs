@@ -30,6 +30,8 @@ use std::collections::HashMap;
 use std::io::{self, Read};
 use std::marker::PhantomData;
 
+use rayon::prelude::*;
+
 use crate::record::{ApiArgs, Batch, CounterSample, Meta, Record, RecordKind, wire_size};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
@@ -236,12 +238,10 @@ pub fn compressed_frame(raw: &[u8], parts: &[Vec<u8>]) -> Option<Vec<u8>> {
 }
 
 /// The payload a compressed frame stores; the error says what is wrong with it. Its size
-/// is checked before memory is set aside for it, as a plain frame's is.
+/// is checked before memory is set aside for it, as a plain frame's is. The parts are
+/// decompressed on rayon's threads: a spool's reader would otherwise spend most of its
+/// time here.
 fn decompress(stored: &[u8]) -> Result<Vec<u8>, String> {
-    thread_local! {
-        static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-            const { RefCell::new(None) };
-    }
     let (len, rest) = stored
         .split_first_chunk::<4>()
         .ok_or("its compressed payload has no length")?;
@@ -249,42 +249,55 @@ fn decompress(stored: &[u8]) -> Result<Vec<u8>, String> {
     if len > MAX_PAYLOAD {
         return Err(format!("it claims {len} bytes once decompressed"));
     }
-    let parts = len.div_ceil(COMPRESSED_PART);
+    let count = len.div_ceil(COMPRESSED_PART);
     let (lengths, mut data) = rest
-        .split_at_checked(4 * parts)
-        .ok_or_else(|| format!("the lengths of its {parts} compressed parts are cut short"))?;
+        .split_at_checked(4 * count)
+        .ok_or_else(|| format!("the lengths of its {count} compressed parts are cut short"))?;
+    let mut parts = Vec::with_capacity(count);
+    for (i, length) in lengths.chunks_exact(4).enumerate() {
+        let length = u32::from_le_bytes(length.try_into().unwrap()) as usize;
+        let (part, rest) = data
+            .split_at_checked(length)
+            .ok_or_else(|| format!("compressed part {} is cut short", i + 1))?;
+        parts.push(part);
+        data = rest;
+    }
+    if !data.is_empty() {
+        return Err(format!("{} bytes follow its compressed parts", data.len()));
+    }
     let mut payload = vec![0; len];
+    let done: Vec<Result<(), String>> = (payload.par_chunks_mut(COMPRESSED_PART))
+        .zip(parts)
+        .enumerate()
+        .map(|(i, (out, part))| {
+            decompress_part(part, out).map_err(|e| format!("compressed part {}{e}", i + 1))
+        })
+        .collect();
+    // The first part that is wrong, whichever thread found it.
+    done.into_iter().collect::<Result<(), String>>()?;
+    Ok(payload)
+}
+
+/// Decompresses `part` into the whole of `out`; the error goes after the part's number.
+fn decompress_part(part: &[u8], out: &mut [u8]) -> Result<(), String> {
+    thread_local! {
+        static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+            const { RefCell::new(None) };
+    }
     DECOMPRESSOR.with_borrow_mut(|decompressor| {
         if decompressor.is_none() {
-            *decompressor = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
+            *decompressor = Some(zstd::bulk::Decompressor::new().map_err(|e| format!(": {e}"))?);
         }
-        let decompressor = decompressor.as_mut().unwrap();
-        let pieces = lengths
-            .chunks_exact(4)
-            .zip(payload.chunks_mut(COMPRESSED_PART));
-        for (i, (length, out)) in pieces.enumerate() {
-            let length = u32::from_le_bytes(length.try_into().unwrap()) as usize;
-            let (part, rest) = data
-                .split_at_checked(length)
-                .ok_or_else(|| format!("compressed part {} is cut short", i + 1))?;
-            match decompressor.decompress_to_buffer(part, out) {
-                Ok(n) if n == out.len() => data = rest,
-                Ok(n) => {
-                    return Err(format!(
-                        "compressed part {} holds {n} bytes, not {}",
-                        i + 1,
-                        out.len()
-                    ));
-                }
-                Err(e) => return Err(format!("compressed part {}: {e}", i + 1)),
-            }
+        match decompressor
+            .as_mut()
+            .unwrap()
+            .decompress_to_buffer(part, out)
+        {
+            Ok(n) if n == out.len() => Ok(()),
+            Ok(n) => Err(format!(" holds {n} bytes, not {}", out.len())),
+            Err(e) => Err(format!(": {e}")),
         }
-        match data.len() {
-            0 => Ok(()),
-            n => Err(format!("{n} bytes follow its compressed parts")),
-        }
-    })?;
-    Ok(payload)
+    })
 }
 
 impl Encoding {
