@@ -199,19 +199,33 @@ fn put_header(header: &mut [u8], tag: u8, encoding: Encoding, stream: u16, len: 
     header[4..8].copy_from_slice(&len.to_le_bytes());
 }
 
-/// Compresses one part of a frame's payload (its `i`th [`COMPRESSED_PART`] bytes) for
-/// [`compressed_frame`]; the parts of a frame may be compressed on different threads.
+/// Compresses one part of a frame's payload (a [`COMPRESSED_PART`] of it, the last one
+/// shorter) for [`compressed_frame`]; the parts of a frame may be compressed on different
+/// threads.
 pub fn compress_part(part: &[u8]) -> io::Result<Vec<u8>> {
     thread_local! {
-        /// zstd's working state, kept: setting one up costs more than compressing a part.
-        static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> =
-            const { RefCell::new(None) };
+        static COMPRESSOR: ZstdState<zstd::bulk::Compressor<'static>> = const { RefCell::new(None) };
     }
-    COMPRESSOR.with_borrow_mut(|compressor| {
-        if compressor.is_none() {
-            *compressor = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL)?);
-        }
-        compressor.as_mut().unwrap().compress(part)
+    with_state(
+        &COMPRESSOR,
+        || zstd::bulk::Compressor::new(ZSTD_LEVEL),
+        |c| c.compress(part),
+    )
+}
+
+/// A thread's zstd working state, made on first use and kept: making one costs more than
+/// compressing or decompressing a part.
+type ZstdState<T> = RefCell<Option<T>>;
+
+/// Runs `work` on this thread's `state`, making it first if need be.
+fn with_state<T, R>(
+    state: &'static std::thread::LocalKey<ZstdState<T>>,
+    make: impl FnOnce() -> io::Result<T>,
+    work: impl FnOnce(&mut T) -> io::Result<R>,
+) -> io::Result<R> {
+    state.with_borrow_mut(|state| match state {
+        Some(state) => work(state),
+        None => work(state.insert(make()?)),
     })
 }
 
@@ -281,23 +295,16 @@ fn decompress(stored: &[u8]) -> Result<Vec<u8>, String> {
 /// Decompresses `part` into the whole of `out`; the error goes after the part's number.
 fn decompress_part(part: &[u8], out: &mut [u8]) -> Result<(), String> {
     thread_local! {
-        static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        static DECOMPRESSOR: ZstdState<zstd::bulk::Decompressor<'static>> =
             const { RefCell::new(None) };
     }
-    DECOMPRESSOR.with_borrow_mut(|decompressor| {
-        if decompressor.is_none() {
-            *decompressor = Some(zstd::bulk::Decompressor::new().map_err(|e| format!(": {e}"))?);
-        }
-        match decompressor
-            .as_mut()
-            .unwrap()
-            .decompress_to_buffer(part, out)
-        {
-            Ok(n) if n == out.len() => Ok(()),
-            Ok(n) => Err(format!(" holds {n} bytes, not {}", out.len())),
-            Err(e) => Err(format!(": {e}")),
-        }
-    })
+    let wanted = out.len();
+    let decompress = |d: &mut zstd::bulk::Decompressor| d.decompress_to_buffer(part, out);
+    match with_state(&DECOMPRESSOR, zstd::bulk::Decompressor::new, decompress) {
+        Ok(n) if n == wanted => Ok(()),
+        Ok(n) => Err(format!(" holds {n} bytes, not {wanted}")),
+        Err(e) => Err(format!(": {e}")),
+    }
 }
 
 impl Encoding {
