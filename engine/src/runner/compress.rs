@@ -22,7 +22,7 @@ pub enum SpoolCompression {
 
 /// Cores from which `auto` compresses: on fewer, the cores the compression takes are the
 /// application's and the stages' (a 2-core machine ingests faster without it, unless its
-/// disk is slow).
+/// disk is slow: 4.7–9.2 M records/s compressed against 4.7–13.1 as they are).
 const AUTO_CORES: usize = 8;
 /// Threads at most: four compress about 35 M records/s, more than one application sends.
 const MAX_THREADS: usize = 4;
