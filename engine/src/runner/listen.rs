@@ -3,11 +3,10 @@
 //! keeps them in the spool (through its [`Lane`]) and decodes them into one bounded queue
 //! for the stages.
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::compress::Compressor;
@@ -62,11 +61,11 @@ impl Intake {
     }
 
     /// Frames of one process, which it keeps in order: see [`Lane`].
-    pub fn lane(&self) -> Lane<'_> {
+    pub fn lane(self: &Arc<Intake>) -> Lane {
         Lane {
-            intake: self,
-            pending: VecDeque::new(),
-            pending_bytes: 0,
+            intake: Arc::clone(self),
+            order: Arc::default(),
+            taken: 0,
         }
     }
 
@@ -115,79 +114,93 @@ impl Intake {
 /// holds besides: with 32 MiB, `trace-all`'s runner peaked 100 MiB higher.
 const PENDING_BYTES: usize = 16 << 20;
 
-/// A frame handed back by the compressor: as it was read, and compressed where it shrank.
-type Compressed = (Vec<u8>, Option<Vec<u8>>);
-
 /// One process's frames on their way into the spool. Where the spool is compressed, each
 /// frame is compressed on the compressor's threads while the next ones are read and
-/// decoded, and the frames are written in the order they came (an arguments frame before
-/// its calls, strings before what names them). Dropping the lane writes what is still on
-/// its way, so the spool holds every frame a process's stream brought once its reading
-/// ends.
-pub struct Lane<'a> {
-    intake: &'a Intake,
-    /// Frames on their way, oldest first: each comes back as it was read, with its
-    /// compressed form where it has one.
-    pending: VecDeque<Receiver<Compressed>>,
-    /// Bytes of the frames in `pending`, as read.
-    pending_bytes: usize,
+/// decoded. Each is written as soon as it and every frame before it are done, by whichever
+/// thread finishes last, so frames keep the order they came in (an arguments frame before
+/// its calls, strings before what names them) and none waits on the next one's arrival.
+/// Dropping the lane waits for the frames still on their way.
+pub struct Lane {
+    intake: Arc<Intake>,
+    order: Arc<Order>,
+    /// The number of the next frame taken.
+    taken: u64,
 }
 
-impl Lane<'_> {
-    /// Takes a raw frame as [`Intake::take`] does, though it may reach the spool later;
-    /// `raw`, the buffer for the next frame, may be left empty.
+/// Where a lane's frames wait for those before them.
+#[derive(Default)]
+struct Order {
+    state: Mutex<OrderState>,
+    /// Told whenever frames are written.
+    written: Condvar,
+}
+
+#[derive(Default)]
+struct OrderState {
+    /// The number of the next frame to write.
+    next: u64,
+    /// Frames done and waiting for the ones before them, as stored, by number.
+    done: BTreeMap<u64, Vec<u8>>,
+    /// Bytes of the frames taken and not yet written, as read.
+    pending: usize,
+    /// Whether a write found the spool finished: it takes no more frames.
+    closed: bool,
+}
+
+impl Order {
+    /// Frame `number`, stored as `stored`, is done: writes it and the frames after it that
+    /// are done, once every frame before it is written. `read` is its size as read.
+    fn done(&self, intake: &Intake, number: u64, stored: Vec<u8>, read: usize) {
+        let mut guard = self.state.lock().unwrap();
+        let state = &mut *guard;
+        state.done.insert(number, stored);
+        state.pending -= read;
+        while let Some(stored) = state.done.remove(&state.next) {
+            state.closed |= intake.keep(&stored).is_err();
+            state.next += 1;
+        }
+        self.written.notify_all();
+    }
+}
+
+impl Lane {
+    /// Takes a raw frame as [`Intake::take`] does, though it may reach the spool a little
+    /// later; `raw`, the buffer for the next frame, may be left empty.
     pub fn take(&mut self, raw: &mut Vec<u8>, frames: &Sender<Frame>) -> Result<(), Closed> {
+        let Some(compressor) = self.intake.compressor.as_ref() else {
+            return self.intake.take(raw, frames);
+        };
         // Decoded first, so the frame can move on; it is kept even if the stages stopped.
         let decoded = self.intake.decode(raw, frames);
-        self.keep(raw)?;
-        decoded
+        let (number, read) = (self.taken, raw.len());
+        self.taken += 1;
+        self.order.state.lock().unwrap().pending += read;
+        if compressor.takes(raw) {
+            // No buffer is kept for the next frame: a delivery's frames are tens of MiB.
+            let (order, intake) = (Arc::clone(&self.order), Arc::clone(&self.intake));
+            compressor.spawn(std::mem::take(raw), move |raw, compressed| {
+                order.done(&intake, number, compressed.unwrap_or(raw), read);
+            });
+        } else {
+            self.order.done(&self.intake, number, raw.clone(), read);
+        }
+        let state = self.wait_while(|state| state.pending > PENDING_BYTES);
+        if state.closed { Err(Closed) } else { decoded }
     }
 
-    fn keep(&mut self, raw: &mut Vec<u8>) -> Result<(), Closed> {
-        let (compressor, bytes) = (self.intake.compressor.as_ref(), raw.len());
-        let (done, result) = sync_channel(1);
-        match compressor.filter(|c| c.takes(raw)) {
-            None if self.pending.is_empty() => return self.intake.keep(raw),
-            // After the frames before it.
-            None => done.send((raw.clone(), None)).unwrap(),
-            Some(compressor) => {
-                // No buffer is kept for the next frame: a delivery's frames are tens of MiB.
-                let raw = std::mem::take(raw);
-                compressor.spawn(raw, move |raw, compressed| {
-                    let _ = done.send((raw, compressed));
-                });
-            }
-        }
-        self.pending_bytes += bytes;
-        self.pending.push_back(result);
-        self.write(PENDING_BYTES)
-    }
-
-    /// Writes the frames at the front that are ready, waiting for them while the frames on
-    /// their way hold more than `limit` bytes.
-    fn write(&mut self, limit: usize) -> Result<(), Closed> {
-        while let Some(front) = self.pending.front() {
-            let ready = if self.pending_bytes > limit {
-                front.recv().ok()
-            } else {
-                match front.try_recv() {
-                    Err(TryRecvError::Empty) => return Ok(()),
-                    ready => ready.ok(),
-                }
-            };
-            let (raw, compressed) = ready.expect("compressing a frame hands it back");
-            self.pending.pop_front();
-            self.pending_bytes -= raw.len();
-            self.intake.keep(compressed.as_deref().unwrap_or(&raw))?;
-        }
-        Ok(())
+    /// Waits while `busy` holds of the lane's frames.
+    fn wait_while(
+        &self,
+        busy: impl FnMut(&mut OrderState) -> bool,
+    ) -> std::sync::MutexGuard<'_, OrderState> {
+        let state = self.order.state.lock().unwrap();
+        self.order.written.wait_while(state, busy).unwrap()
     }
 }
 
-impl Drop for Lane<'_> {
+impl Drop for Lane {
     fn drop(&mut self) {
-        // A spool finished meanwhile takes no more frames: they are dropped, as unread.
-        let _ = self.write(0);
+        drop(self.wait_while(|state| state.pending > 0));
     }
 }
 
@@ -311,7 +324,13 @@ pub fn serve(
 }
 
 /// Reads one process's frames until it closes its end (or dies, which closes it too).
-fn read(socket: UnixStream, stream: u16, intake: &Intake, frames: &Sender<Frame>, counts: &Counts) {
+fn read(
+    socket: UnixStream,
+    stream: u16,
+    intake: &Arc<Intake>,
+    frames: &Sender<Frame>,
+    counts: &Counts,
+) {
     let _ = socket.set_nonblocking(false);
     let mut reader = match FrameReader::new(std::io::BufReader::with_capacity(1 << 20, socket)) {
         Ok(r) => r,
@@ -351,7 +370,7 @@ fn read(socket: UnixStream, stream: u16, intake: &Intake, frames: &Sender<Frame>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{ApiCall, Batch, Meta};
+    use crate::record::{ApiCall, Batch, Meta, Record};
     use crate::runner::SpoolCompression;
     use crate::spool::SpoolReader;
 
@@ -363,7 +382,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.rfraw");
         let compressor = SpoolCompression::Zstd.compressor(2);
-        let intake = Intake::new(SpoolWriter::create(&path).unwrap(), compressor, |_| false);
+        let intake = Arc::new(Intake::new(
+            SpoolWriter::create(&path).unwrap(),
+            compressor,
+            |_| false,
+        ));
         let (frames, _decoded) = crate::queue::bounded(usize::MAX);
         // Every third frame names a string, numbered on from the one before.
         let sent: Vec<Frame> = (0..40u64)
@@ -422,5 +445,36 @@ mod tests {
                 + u32::from_le_bytes(stored[at + 4..at + 8].try_into().unwrap()) as usize;
         }
         assert_eq!(compressed, 26, "the record frames");
+    }
+
+    /// A compressed frame reaches the spool once it is compressed, though its process
+    /// sends nothing more for a while: the spool keeps up with what arrived.
+    #[test]
+    fn a_lane_writes_a_frame_without_waiting_for_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let compressor = SpoolCompression::Zstd.compressor(2);
+        let writer = SpoolWriter::create(&dir.path().join("run.rfraw")).unwrap();
+        let intake = Arc::new(Intake::new(writer, compressor, |_| false));
+        let (frames, _decoded) = crate::queue::bounded(usize::MAX);
+        let calls = vec![ApiCall::default(); 10_000];
+        let mut raw = Vec::new();
+        wire::encode_records(0, &Batch::Api(calls), &mut raw);
+        let mut lane = intake.lane();
+        lane.take(&mut raw, &frames).unwrap();
+        let kept = || {
+            let spool = intake.spool.lock().unwrap();
+            spool.writer.as_ref().unwrap().bytes() as usize
+        };
+        let waited = std::time::Instant::now();
+        while kept() == wire::STREAM_HEADER && waited.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let stored = kept() - wire::STREAM_HEADER;
+        assert!(stored > 0, "the frame is still on its way");
+        assert!(
+            stored * 10 < 10_000 * ApiCall::SIZE,
+            "{stored} bytes: not compressed"
+        );
+        drop(lane);
     }
 }
