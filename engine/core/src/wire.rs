@@ -229,14 +229,15 @@ fn with_state<T, R>(
     })
 }
 
-/// The frame `raw` with its payload stored compressed, given its parts as [`compress_part`]
-/// made them, in order; `None` where that would not be smaller, or `raw` is compressed
-/// already.
+/// The frame `raw`, a plain one (a live stream's, see [`FrameReader::new`]), with its
+/// payload stored compressed, given its parts as [`compress_part`] made them, in order;
+/// `None` where that would not be smaller.
 pub fn compressed_frame(raw: &[u8], parts: &[Vec<u8>]) -> Option<Vec<u8>> {
     let (header, payload) = raw.split_at(FRAME_HEADER);
+    debug_assert_eq!(header[1], Encoding::Plain as u8);
     debug_assert_eq!(parts.len(), payload.len().div_ceil(COMPRESSED_PART));
     let stored = 4 * (1 + parts.len()) + parts.iter().map(Vec::len).sum::<usize>();
-    if header[1] != Encoding::Plain as u8 || stored >= payload.len() {
+    if stored >= payload.len() {
         return None;
     }
     let mut out = Vec::with_capacity(FRAME_HEADER + stored);
@@ -308,11 +309,12 @@ fn decompress_part(part: &[u8], out: &mut [u8]) -> Result<(), String> {
 }
 
 impl Encoding {
-    /// The encoding a header's second byte names, in a stream of format `version`.
-    fn of(byte: u8, version: u16) -> Result<Encoding, String> {
+    /// The encoding a header's second byte names, in a stream whose frames may be
+    /// `compressed` or not.
+    fn of(byte: u8, compressed: bool) -> Result<Encoding, String> {
         match byte {
             0 => Ok(Encoding::Plain),
-            1 if version >= 3 => Ok(Encoding::Zstd),
+            1 if compressed => Ok(Encoding::Zstd),
             other => Err(format!("its encoding byte is {other}")),
         }
     }
@@ -350,14 +352,15 @@ impl Checksum {
     }
 }
 
-/// What is wrong with a frame header of a stream of format `version`, before its payload
-/// is read; checks that need no checksum, so version 1 frames get them too.
-fn check_frame_header(header: &[u8; FRAME_HEADER], version: u16) -> Result<usize, String> {
+/// What is wrong with a frame header of a stream whose frames may be `compressed` or not,
+/// before its payload is read; checks that need no checksum, so version 1 frames get them
+/// too.
+fn check_frame_header(header: &[u8; FRAME_HEADER], compressed: bool) -> Result<usize, String> {
     let tag = header[0];
     if usize::from(tag) > RecordKind::ALL.len() && tag != ARGS_TAG {
         return Err(format!("unknown frame tag {tag}"));
     }
-    Encoding::of(header[1], version)?;
+    Encoding::of(header[1], compressed)?;
     let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
     if len > MAX_PAYLOAD {
         return Err(format!("it claims {len} bytes"));
@@ -412,8 +415,11 @@ pub enum WireError {
 /// zeroed on the way and memory is not mapped afresh for every frame.
 pub struct FrameReader<R> {
     input: R,
-    /// The stream's format version.
-    version: u16,
+    /// What the stream's frames carry, by its format version.
+    checksum: Checksum,
+    /// Whether its frames may be stored compressed: a kept stream's, from version 3 on. A
+    /// live stream's frames are as the tool sent them.
+    compressed: bool,
     /// Offset of the next frame from the start of the stream.
     offset: u64,
     /// The last frame's bytes, for [`FrameReader::next_frame`].
@@ -426,25 +432,27 @@ pub struct FrameReader<R> {
 
 impl<R: Read> FrameReader<R> {
     /// Reads and checks the stream header, which must be of this version: a live stream,
-    /// whose raw frames go into a spool of this version as they are.
+    /// whose frames are plain, as the tool encodes them, and go into a spool of this
+    /// version (compressed there, where the runner compresses it).
     pub fn new(input: R) -> Result<Self, WireError> {
-        Self::from_version(input, VERSION)
+        Self::from_version(input, VERSION, false)
     }
 
     /// Reads and checks the stream header of a kept stream (a spool), which may be of any
     /// version from [`OLDEST_VERSION`] on. Its frames are for decoding: raw ones are of the
     /// stream's version.
     pub fn kept(input: R) -> Result<Self, WireError> {
-        Self::from_version(input, OLDEST_VERSION)
+        Self::from_version(input, OLDEST_VERSION, true)
     }
 
-    fn from_version(mut input: R, oldest: u16) -> Result<Self, WireError> {
+    fn from_version(mut input: R, oldest: u16, kept: bool) -> Result<Self, WireError> {
         let mut header = [0; STREAM_HEADER];
         let got = read_full(&mut input, &mut header)?;
         let version = check_stream_header(&header[..got], oldest)?;
         Ok(FrameReader {
             input,
-            version,
+            checksum: Checksum::of_version(version),
+            compressed: kept && version >= 3,
             offset: STREAM_HEADER as u64,
             bytes: Vec::new(),
             strings: HashMap::new(),
@@ -511,7 +519,7 @@ impl<R: Read> FrameReader<R> {
             _ => {}
         }
         let corrupt = |reason| WireError::Corrupt { offset, reason };
-        let len = check_frame_header(&header, self.version).map_err(corrupt)?;
+        let len = check_frame_header(&header, self.compressed).map_err(corrupt)?;
         frame.clear();
         frame.extend_from_slice(&header);
         let got = (&mut self.input).take(len as u64).read_to_end(frame)?;
@@ -522,7 +530,7 @@ impl<R: Read> FrameReader<R> {
             });
         }
         let crc = u32::from_le_bytes(header[8..12].try_into().unwrap());
-        if Checksum::of_version(self.version).of(&header, &frame[FRAME_HEADER..]) != crc {
+        if self.checksum.of(&header, &frame[FRAME_HEADER..]) != crc {
             return Err(corrupt("checksum mismatch".into()));
         }
         self.offset += (FRAME_HEADER + len) as u64;
@@ -549,7 +557,7 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
     let (header, stored) = bytes.split_at(FRAME_HEADER);
     let tag = header[0];
     let stream = u16::from_le_bytes([header[2], header[3]]);
-    let payload = match Encoding::of(header[1], VERSION)? {
+    let payload = match Encoding::of(header[1], true)? {
         Encoding::Plain => Cow::Borrowed(stored),
         Encoding::Zstd => Cow::Owned(decompress(stored)?),
     };

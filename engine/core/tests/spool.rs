@@ -464,19 +464,27 @@ fn a_damaged_compressed_payload_is_corrupt() {
     }
 }
 
-/// Spools of versions before 3 never held compressed frames: one there is corrupt.
+/// Spools of versions before 3 never held compressed frames, and a live stream never
+/// does (the tool sends frames as it encodes them): one there is corrupt.
 #[test]
-fn a_version_2_spool_holds_no_compressed_frame() {
+fn a_compressed_frame_where_none_can_be_is_corrupt() {
     let (_, raw) = raw_frames();
-    let mut frame = compress(&raw[7]).unwrap();
-    let crc = wire::checksum(2, &frame[..8], &frame[wire::FRAME_HEADER..]);
-    frame[8..12].copy_from_slice(&crc.to_le_bytes());
+    let compressed = compress(&raw[7]).unwrap();
+    let mut version_2 = compressed.clone();
+    let crc = wire::checksum(2, &version_2[..8], &version_2[wire::FRAME_HEADER..]);
+    version_2[8..12].copy_from_slice(&crc.to_le_bytes());
     let mut header = wire::stream_header();
     header[6..].copy_from_slice(&2u16.to_le_bytes());
-    let (read, ending) = read_bytes(&[&header[..], &frame].concat());
-    assert!(read.is_empty());
-    assert!(
-        matches!(&ending, Err(WireError::Corrupt { reason, .. }) if reason.contains("encoding byte is 1")),
-        "{ending:?}"
-    );
+    let spool = read_bytes(&[&header[..], &version_2].concat());
+
+    let live_bytes = [&wire::stream_header()[..], &compressed].concat();
+    let mut live = wire::FrameReader::new(&live_bytes[..]).unwrap();
+    let mut raw_frame = Vec::new();
+    for ending in [spool.1, live.next_raw(&mut raw_frame).map(|_| ())] {
+        assert!(
+            matches!(&ending, Err(WireError::Corrupt { reason, .. }) if reason.contains("encoding byte is 1")),
+            "{ending:?}"
+        );
+    }
+    assert!(spool.0.is_empty());
 }
