@@ -374,6 +374,18 @@ mod tests {
     use crate::runner::SpoolCompression;
     use crate::spool::SpoolReader;
 
+    /// An intake that compresses into `run.rfraw` in `dir` and decodes nothing, and a queue
+    /// for the stages that holds whatever comes (its receiving end, kept alive).
+    fn compressing(
+        dir: &std::path::Path,
+    ) -> (Arc<Intake>, Sender<Frame>, crate::queue::Receiver<Frame>) {
+        let writer = SpoolWriter::create(&dir.join("run.rfraw")).unwrap();
+        let compressor = SpoolCompression::Zstd.compressor(2);
+        let intake = Arc::new(Intake::new(writer, compressor, |_| false));
+        let (frames, decoded) = crate::queue::bounded(usize::MAX);
+        (intake, frames, decoded)
+    }
+
     /// A process's frames reach a compressed spool in the order they came, small ones
     /// (stored as they are) between large ones (compressed on other threads meanwhile), and
     /// all of them by the time its lane is dropped.
@@ -381,13 +393,7 @@ mod tests {
     fn a_lane_keeps_its_frames_in_order_and_compresses_the_large_ones() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.rfraw");
-        let compressor = SpoolCompression::Zstd.compressor(2);
-        let intake = Arc::new(Intake::new(
-            SpoolWriter::create(&path).unwrap(),
-            compressor,
-            |_| false,
-        ));
-        let (frames, _decoded) = crate::queue::bounded(usize::MAX);
+        let (intake, frames, _decoded) = compressing(dir.path());
         // Every third frame names a string, numbered on from the one before.
         let sent: Vec<Frame> = (0..40u64)
             .map(|i| {
@@ -452,10 +458,7 @@ mod tests {
     #[test]
     fn a_lane_writes_a_frame_without_waiting_for_the_next() {
         let dir = tempfile::tempdir().unwrap();
-        let compressor = SpoolCompression::Zstd.compressor(2);
-        let writer = SpoolWriter::create(&dir.path().join("run.rfraw")).unwrap();
-        let intake = Arc::new(Intake::new(writer, compressor, |_| false));
-        let (frames, _decoded) = crate::queue::bounded(usize::MAX);
+        let (intake, frames, _decoded) = compressing(dir.path());
         let calls = vec![ApiCall::default(); 10_000];
         let mut raw = Vec::new();
         wire::encode_records(0, &Batch::Api(calls), &mut raw);
