@@ -11,6 +11,7 @@ pub mod demangle;
 pub mod query;
 pub mod queue;
 pub mod record;
+pub mod ring;
 pub mod scenario;
 pub mod sdk;
 pub mod spool;
