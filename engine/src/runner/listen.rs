@@ -15,6 +15,7 @@ use crate::queue::{Closed, Sender};
 use crate::record::{RecordKind, wire_size};
 use crate::spool::SpoolWriter;
 use crate::wire::{self, Frame, FrameReader};
+use rocflow_core::ring::Incoming;
 
 /// Where every frame goes: the raw spool, written as frames arrive (compressed first, where
 /// it is compressed), so a crash of anything later loses nothing that arrived; and the
@@ -332,7 +333,8 @@ fn read(
     counts: &Counts,
 ) {
     let _ = socket.set_nonblocking(false);
-    let mut reader = match FrameReader::new(std::io::BufReader::with_capacity(1 << 20, socket)) {
+    let incoming = Incoming::accept(socket).map_err(wire::WireError::from);
+    let mut reader = match incoming.and_then(FrameReader::new) {
         Ok(r) => r,
         Err(e) => {
             messages::runner(format_args!("a process's stream is unreadable: {e}"));

@@ -1,5 +1,6 @@
 //! The stream to the runner: frames go through a queue bounded in bytes to a writer thread
-//! that owns the socket, so buffer callbacks only encode and hand over (and wait, never
+//! that owns the connection (a ring shared with the runner, see [`ring`]), so buffer
+//! callbacks only encode and hand over (and wait, never
 //! drop, when the runner falls behind). Metadata sent is kept, so a forked child can open a
 //! stream of its own that starts with everything its records refer to.
 
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use rocflow_core::queue::{self, Sender};
 use rocflow_core::record::{Meta, ToolCost};
+use rocflow_core::ring::{self, Outgoing};
 use rocflow_core::wire;
 
 use crate::guard::{entry, locked};
@@ -72,8 +74,10 @@ pub fn open(socket: &Path) -> Result<(), String> {
 }
 
 fn connect(socket: &Path) -> Result<Stream, String> {
-    let mut socket = UnixStream::connect(socket)
-        .map_err(|e| format!("cannot connect to the runner at {}: {e}", socket.display()))?;
+    let cannot = |e| format!("cannot connect to the runner at {}: {e}", socket.display());
+    let mut out = UnixStream::connect(socket)
+        .and_then(|socket| Outgoing::connect(socket, ring::CAPACITY))
+        .map_err(cannot)?;
     let (sender, frames) = queue::bounded::<Vec<u8>>(QUEUE_BYTES);
     let finished = Arc::new((Mutex::new(false), Condvar::new()));
     let done = Arc::clone(&finished);
@@ -82,9 +86,9 @@ fn connect(socket: &Path) -> Result<Stream, String> {
     std::thread::Builder::new()
         .name("rocflow-writer".into())
         .spawn(move || {
-            let mut ok = socket.write_all(&wire::stream_header()).is_ok();
+            let mut ok = out.write_all(&wire::stream_header()).is_ok();
             while let Ok(mut frame) = frames.recv() {
-                ok = ok && socket.write_all(&frame).is_ok();
+                ok = ok && out.write_all(&frame).is_ok() && out.flush().is_ok();
                 frame.clear();
                 // Not `locked`: switching the tool off closes the stream, which waits for
                 // this very thread. A poisoned pool only loses the frame for reuse.
@@ -102,8 +106,8 @@ fn connect(socket: &Path) -> Result<Stream, String> {
             };
             let mut frame = Vec::new();
             wire::encode_meta(0, &[Meta::ToolCost(cost)], &mut frame);
-            ok = ok && socket.write_all(&frame).is_ok();
-            let _ = socket.shutdown(std::net::Shutdown::Both);
+            ok = ok && out.write_all(&frame).is_ok() && out.flush().is_ok();
+            out.shutdown();
             *done.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
             done.1.notify_all();
             if !ok {
