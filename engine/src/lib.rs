@@ -38,4 +38,4 @@ pub mod summary;
 pub mod transform;
 mod trim;
 
-pub use rocflow_core::{queue, record, sdk, spool, wire};
+pub use rocflow_core::{queue, record, ring, sdk, spool, wire};

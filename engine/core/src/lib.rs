@@ -1,7 +1,7 @@
 //! The data model shared by the rocflow runner and the tool library loaded into
 //! applications: rocprofiler-sdk facts (domains, operations, enum values), the records
-//! and metadata the tool delivers, the framed wire format they travel in, and the raw spool
-//! that keeps them.
+//! and metadata the tool delivers, the framed wire format they travel in, the ring of shared
+//! memory that carries it from the tool to the runner, and the raw spool that keeps them.
 //!
 //! It is a crate of its own so the tool library links only this, not the runner.
 

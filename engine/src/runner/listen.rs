@@ -13,9 +13,9 @@ use super::compress::Compressor;
 use crate::messages;
 use crate::queue::{Closed, Sender};
 use crate::record::{RecordKind, wire_size};
+use crate::ring::Incoming;
 use crate::spool::SpoolWriter;
 use crate::wire::{self, Frame, FrameReader};
-use rocflow_core::ring::Incoming;
 
 /// Where every frame goes: the raw spool, written as frames arrive (compressed first, where
 /// it is compressed), so a crash of anything later loses nothing that arrived; and the

@@ -1,8 +1,8 @@
 //! The stream to the runner: frames go through a queue bounded in bytes to a writer thread
-//! that owns the connection (a ring shared with the runner, see [`ring`]), so buffer
-//! callbacks only encode and hand over (and wait, never
-//! drop, when the runner falls behind). Metadata sent is kept, so a forked child can open a
-//! stream of its own that starts with everything its records refer to.
+//! that owns the connection (a ring of memory shared with the runner, see [`ring`]), so
+//! buffer callbacks only encode and hand over (and wait, never drop, when the runner falls
+//! behind). Metadata sent is kept, so a forked child can open a stream of its own that
+//! starts with everything its records refer to.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
