@@ -27,8 +27,8 @@ const MAGIC: [u8; 8] = *b"RFRING\0\x01";
 const HELLO: usize = 16;
 /// The page before the ring that holds [`Control`].
 const CONTROL: usize = 4096;
-/// The tool's ring: four deliveries' worth of the socket's buffer many times over, and
-/// small beside the tool's queue of 16 MiB.
+/// The tool's ring: twenty times a socket's buffer, so the writer rarely waits for the
+/// runner, and small beside the tool's queue of 16 MiB (both processes map it).
 pub const CAPACITY: usize = 4 << 20;
 /// Rings the runner maps.
 const CAPACITIES: RangeInclusive<u64> = (64 << 10)..=(64 << 20);
