@@ -261,3 +261,46 @@ fn a_filter_reads_arguments_with_sizes_in_binary_units() {
     assert_eq!(kept.len(), large);
     assert!(kept.iter().all(|row| row["operation"] == "hipMemcpy"));
 }
+
+/// One delivery of more records than the tool converts at once goes out in parts, each
+/// part's calls after their own arguments: every launch of a run whose 160,000 records
+/// come in a single delivery still has its arguments, and none another's.
+#[test]
+fn calls_of_a_delivery_sent_in_parts_keep_their_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let example =
+        std::fs::read_to_string(support::repo().join("examples/sim/mi300x.toml")).unwrap();
+    // Two threads, 5,000 iterations of eight launches: a call and a dispatch each.
+    let head = example[..example.find("[[kernel]]").unwrap()]
+        .replace("iterations = 100", "iterations = 5000")
+        .replace("marker_ranges = true", "marker_ranges = false");
+    let kernels: String = (0..8)
+        .map(|i| {
+            format!(
+                "[[kernel]]\nname = \"k{i}\"\nduration_ns = 1000\n\
+                 grid = [1024, 1, 1]\nworkgroup = [{}, 1, 1]\n",
+                64 * (i + 1)
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("big.toml"), head + &kernels).unwrap();
+    // A buffer that holds the whole run, so it comes in one delivery, at the end.
+    let context = CONTEXT.replace(
+        "args = true",
+        "args = true\nbuffer = { size = \"256MiB\", watermark = \"100%\" }",
+    );
+    let sink = support::sink!("csv", "csv", "out/csv");
+    let pipeline = format!("[pipeline]\nname = \"parts\"\n{context}{sink}");
+    std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
+    let output = run_on("sim:big.toml", "p.toml", &["/bin/true"], dir.path(), &[]);
+    assert_success(&output);
+    let launches = csv_args(&dir.path().join("out/csv/api.csv"), "hipLaunchKernel");
+    assert_eq!(launches.len(), 2 * 5000 * 8);
+    // Each launch's arguments name its kernel's workgroup, which no other kernel has.
+    let mut blocks = BTreeMap::<String, usize>::new();
+    for args in &launches {
+        *blocks.entry(args["dimBlocks"].clone()).or_default() += 1;
+    }
+    assert_eq!(blocks.len(), 8, "{blocks:?}");
+    assert!(blocks.values().all(|&n| n == 2 * 5000), "{blocks:?}");
+}

@@ -1,7 +1,7 @@
 //! The buffer callback: SDK records in, rocflow records out. Each record is encoded
-//! straight into its kind's frame, and a delivery's frames go to the writer together (new
-//! threads and queues described first), so the work inside the application is one copy per
-//! record and one hand-over per batch.
+//! straight into its kind's frame, and a delivery's frames go to the writer together, a
+//! part of the delivery at a time (new strings, threads and queues described first), so
+//! the work inside the application is one copy per record and one hand-over per part.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
@@ -90,8 +90,20 @@ impl Out {
         }
     }
 
-    /// The delivery's frames, a buffer each, in the order they are sent; leaves `self`
-    /// ready for the next delivery.
+    /// Sends the frames so far, after what they refer to that the stream lacks: strings,
+    /// threads, queues and marker messages.
+    fn send(&mut self, pid: u32) {
+        strings::send_new();
+        describe_new(self, pid);
+        let frames = self.finish();
+        if !frames.is_empty() {
+            crate::messages::send();
+            stream::send(frames);
+        }
+    }
+
+    /// The frames so far, a buffer each, in the order they are sent; leaves `self` ready
+    /// for the next.
     fn finish(&mut self) -> Vec<Vec<u8>> {
         let mut frames = Vec::new();
         self.dispatches.finish(&mut frames);
@@ -164,7 +176,14 @@ pub unsafe extern "C" fn on_buffer(
     });
 }
 
-/// Converts a delivery's records and sends them.
+/// Records of a delivery converted before their frames are sent, as if the SDK had
+/// delivered them apart. A delivery is up to a buffer's watermark, hundreds of thousands
+/// of records with `trace-all`'s 64 MiB buffer: made whole, its frames grew to tens of MiB
+/// (fresh memory, then copied by the writer long after they were written). A part's frames
+/// are a few MiB, in buffers the writer hands back.
+const PART: usize = 65536;
+
+/// Converts a delivery's records and sends them, a part at a time.
 ///
 /// # Safety
 /// `headers` are the SDK's for the call, each valid.
@@ -177,22 +196,18 @@ unsafe fn deliver(
     let cpu_start = stream::thread_cpu_ns();
     let pid = std::process::id();
     let mut out = locked(state.out.lock());
-    let kernels = locked(tool.kernels.read());
-    for &header in headers {
-        // SAFETY: each header the SDK passes is valid for the call.
-        let header = unsafe { &*header };
-        // SAFETY: the payload's type follows from the category and kind.
-        unsafe { convert(tool, &kernels, pid, header, &mut out) };
+    for part in headers.chunks(PART) {
+        let kernels = locked(tool.kernels.read());
+        for &header in part {
+            // SAFETY: each header the SDK passes is valid for the call.
+            let header = unsafe { &*header };
+            // SAFETY: the payload's type follows from the category and kind.
+            unsafe { convert(tool, &kernels, pid, header, &mut out) };
+        }
+        drop(kernels);
+        out.send(pid);
     }
-    drop(kernels);
-    strings::send_new();
-    describe_new(&out, pid);
-    let frames = out.finish();
     drop(out);
-    if !frames.is_empty() {
-        crate::messages::send();
-        stream::send(frames);
-    }
     stream::account(headers.len() as u64, stream::thread_cpu_ns() - cpu_start);
     if drop_count > 0 {
         stream::send_meta(vec![Meta::Dropped {
