@@ -30,8 +30,9 @@ const CONTROL: usize = 4096;
 /// The tool's ring: twenty times a socket's buffer, so the writer rarely waits for the
 /// runner, and small beside the tool's queue of 16 MiB (both processes map it).
 pub const CAPACITY: usize = 4 << 20;
-/// Rings the runner maps.
-const CAPACITIES: RangeInclusive<u64> = (64 << 10)..=(64 << 20);
+/// Rings the runner maps: up to four times the tool's, since each is memory an
+/// application makes the runner read through (and so hold) however it behaves.
+const CAPACITIES: RangeInclusive<u64> = (64 << 10)..=(16 << 20);
 /// How long the writer sleeps at most before it looks whether the runner is still there.
 const NAP: Duration = Duration::from_millis(20);
 
@@ -712,7 +713,7 @@ mod tests {
         hello(&tool, capacity, None);
         assert!(refused(runner).contains("sent no memory"));
         // A ring too large, or too small.
-        for capacity in [1 << 30, 16] {
+        for capacity in [(16 << 20) + 1, 16] {
             let (tool, runner) = UnixStream::pair().unwrap();
             let (fd, _) = make_ring(64 << 10).unwrap();
             hello(&tool, capacity, Some(&fd));
