@@ -572,16 +572,20 @@ mod tests {
         (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
     }
 
-    /// Writes `bytes` through a ring of `capacity` in writes of varied sizes, flushing
-    /// after each, and reads the stream at the runner's end until it closes.
-    fn through_ring(bytes: &[u8], capacity: usize, slow: bool) -> Vec<u8> {
+    /// Writes `len` bytes through a ring of 64 KiB in writes of varied sizes, flushing
+    /// after each, reads the stream at the runner's end until it closes, and checks it
+    /// read them all, in order. A `slow` runner naps after each read, so the writer keeps
+    /// finding the ring full.
+    fn carries(len: usize, slow: bool) {
+        let capacity = 64 << 10;
+        let bytes = pattern(len);
         let (tool, runner) = UnixStream::pair().unwrap();
-        thread::scope(|scope| {
-            scope.spawn(move || {
+        let read = thread::scope(|scope| {
+            scope.spawn(|| {
                 let mut out = Outgoing::connect(tool, capacity).unwrap();
                 assert!(matches!(out, Outgoing::Ring(_)));
                 let sizes = [1, 4095, 70_000, 3 * capacity + 5, 16];
-                let mut rest = bytes;
+                let mut rest = &bytes[..];
                 for size in sizes.iter().cycle() {
                     if rest.is_empty() {
                         break;
@@ -603,35 +607,22 @@ mod tests {
                     break read;
                 }
                 read.extend_from_slice(&buf[..n]);
-                if slow && read.len() % 7 == 0 {
-                    thread::sleep(Duration::from_millis(1));
+                if slow {
+                    thread::sleep(Duration::from_micros(200));
                 }
             }
-        })
+        });
+        assert!(read == bytes, "{} bytes read of {len}", read.len());
     }
 
     #[test]
     fn a_ring_carries_every_byte_in_order_however_it_wraps() {
-        let bytes = pattern(3 << 20);
-        let read = through_ring(&bytes, 64 << 10, false);
-        assert!(
-            read == bytes,
-            "{} bytes read of {}",
-            read.len(),
-            bytes.len()
-        );
+        carries(3 << 20, false);
     }
 
     #[test]
     fn a_writer_waits_for_a_slow_reader_and_loses_nothing() {
-        let bytes = pattern(1 << 20);
-        let read = through_ring(&bytes, 64 << 10, true);
-        assert!(
-            read == bytes,
-            "{} bytes read of {}",
-            read.len(),
-            bytes.len()
-        );
+        carries(1 << 20, true);
     }
 
     /// What reached the runner is read after the process that sent it has gone: the
@@ -673,14 +664,31 @@ mod tests {
         }
     }
 
-    /// A runner gone while the writer waits for room is an error to the writer, at once,
-    /// not a hang, nor a SIGPIPE (which would end this test's process).
+    /// A runner gone is an error to the writer, not a hang, nor a SIGPIPE (which would end
+    /// this test's process): whether it went before the writer's next flush, or while
+    /// the writer waits for room in a ring it filled.
     #[test]
     fn a_writer_learns_that_the_runner_is_gone() {
         let (tool, runner) = UnixStream::pair().unwrap();
         let mut out = Outgoing::connect(tool, 64 << 10).unwrap();
         drop(Incoming::accept(runner).unwrap());
         let error = out.write_all(&pattern(1 << 20)).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::BrokenPipe, "{error}");
+
+        let (tool, runner) = UnixStream::pair().unwrap();
+        let mut out = Outgoing::connect(tool, 64 << 10).unwrap();
+        let incoming = Incoming::accept(runner).unwrap();
+        // The ring full and described: only the runner's reading could make room.
+        out.write_all(&pattern(64 << 10)).unwrap();
+        out.flush().unwrap();
+        let (result, waited) = std::sync::mpsc::channel();
+        thread::spawn(move || result.send(out.write_all(b"more")).unwrap());
+        thread::sleep(Duration::from_millis(100));
+        drop(incoming);
+        let error = waited
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap()
+            .unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::BrokenPipe, "{error}");
     }
 
