@@ -22,6 +22,8 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::time::Duration;
 
+use crate::wire::read_full;
+
 /// A ring stream's first bytes, sent with its memfd: these, then the ring's capacity.
 const MAGIC: [u8; 8] = *b"RFRING\0\x01";
 const HELLO: usize = 16;
@@ -388,17 +390,11 @@ impl Reader {
     /// The next count of bytes added, `None` at the stream's end.
     fn next_description(&mut self) -> io::Result<Option<u32>> {
         let mut bytes = [0; 4];
-        let mut got = 0;
-        while got < bytes.len() {
-            match self.socket.read(&mut bytes[got..]) {
-                Ok(0) if got == 0 => return Ok(None),
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        match read_full(&mut self.socket, &mut bytes)? {
+            0 => Ok(None),
+            4 => Ok(Some(u32::from_le_bytes(bytes))),
+            _ => Err(io::ErrorKind::UnexpectedEof.into()),
         }
-        Ok(Some(u32::from_le_bytes(bytes)))
     }
 }
 
@@ -527,35 +523,30 @@ fn hung_up(socket: &UnixStream) -> bool {
     ready > 0 && poll.revents & (libc::POLLHUP | libc::POLLERR) != 0
 }
 
+/// Sleeps on `word` while it holds `seen`, for `timeout` at most.
 fn futex_wait(word: &AtomicU32, seen: u32, timeout: Duration) {
     let timeout = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
-    // SAFETY: a futex word in memory shared between processes (so not FUTEX_PRIVATE), a
-    // relative timeout; a wake-up, a timeout or a changed word all just return.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            seen,
-            &timeout,
-            ptr::null::<u32>(),
-            0,
-        )
-    };
+    futex(word, libc::FUTEX_WAIT, seen, &timeout);
 }
 
+/// Wakes every writer asleep on `word`.
 fn futex_wake(word: &AtomicU32) {
-    // SAFETY: as in `futex_wait`.
+    futex(word, libc::FUTEX_WAKE, i32::MAX as u32, ptr::null());
+}
+
+fn futex(word: &AtomicU32, op: libc::c_int, value: u32, timeout: *const libc::timespec) {
+    // SAFETY: a futex word in memory shared between processes (so not FUTEX_PRIVATE) and a
+    // relative timeout or none; a wake-up, a timeout or a changed word all just return.
     unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
-            libc::FUTEX_WAKE,
-            i32::MAX,
-            ptr::null::<libc::timespec>(),
+            op,
+            value,
+            timeout,
             ptr::null::<u32>(),
             0,
         )

@@ -610,7 +610,7 @@ fn check_meta(item: &Meta) -> Result<(), String> {
 }
 
 /// Reads until `buf` is full or the input ends; returns how many bytes were read.
-fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match input.read(&mut buf[filled..]) {
