@@ -32,7 +32,7 @@ use std::marker::PhantomData;
 
 use rayon::prelude::*;
 
-use crate::record::{ApiArgs, Batch, CounterSample, Meta, Record, RecordKind, wire_size};
+use crate::record::{ApiArgs, Batch, CounterSample, Meta, Out, Record, RecordKind, wire_size};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 /// The version this rocflow writes.
@@ -112,9 +112,11 @@ pub fn encode_records(stream: u16, batch: &Batch, out: &mut Vec<u8>) {
 /// written when it is done, so each record is encoded once, straight into the bytes sent,
 /// instead of being kept as a struct and copied into a frame later. The payload's checksum
 /// is taken a stretch at a time as it grows, while the stretch is still in cache: a frame
-/// is tens of MiB, which no cache holds by its end.
-pub struct RecordsFrame<R> {
-    bytes: Vec<u8>,
+/// is megabytes, which no core's cache holds by its end.
+pub struct RecordsFrame<R, B> {
+    bytes: B,
+    /// The frame's length so far.
+    len: usize,
     /// The checksum of the payload up to `hashed`.
     payload: crc32fast::Hasher,
     hashed: usize,
@@ -124,13 +126,17 @@ pub struct RecordsFrame<R> {
 /// Payload bytes a frame checksums at once: a small part of a core's cache.
 const CHECKSUM_STRETCH: usize = 64 << 10;
 
-impl<R: Record> RecordsFrame<R> {
-    /// Starts a frame in `bytes`, whose contents are dropped (a buffer kept for reuse).
-    pub fn new(mut bytes: Vec<u8>) -> RecordsFrame<R> {
-        bytes.clear();
-        bytes.extend_from_slice(&[0; FRAME_HEADER]);
+impl<R: Record, B: Out> RecordsFrame<R, B> {
+    /// Starts a frame in `bytes`, which must be empty (a buffer kept for reuse is cleared).
+    pub fn new(mut bytes: B) -> RecordsFrame<R, B> {
+        assert!(
+            bytes.bytes().is_empty(),
+            "a frame starts in an empty buffer"
+        );
+        bytes.put(&[0; FRAME_HEADER]);
         RecordsFrame {
             bytes,
+            len: FRAME_HEADER,
             payload: crc32fast::Hasher::new(),
             hashed: FRAME_HEADER,
             kind: PhantomData,
@@ -140,21 +146,24 @@ impl<R: Record> RecordsFrame<R> {
     #[inline]
     pub fn push(&mut self, record: R) {
         record.encode(&mut self.bytes);
-        if self.bytes.len() - self.hashed >= CHECKSUM_STRETCH {
+        self.len += R::SIZE;
+        if self.len - self.hashed >= CHECKSUM_STRETCH {
             self.checksum_new();
         }
     }
 
     fn checksum_new(&mut self) {
-        self.payload.update(&self.bytes[self.hashed..]);
-        self.hashed = self.bytes.len();
+        let bytes = self.bytes.bytes();
+        self.payload.update(&bytes[self.hashed..]);
+        self.hashed = bytes.len();
     }
 
     /// The whole frame, of stream `stream`.
-    pub fn finish(mut self, stream: u16) -> Vec<u8> {
+    pub fn finish(mut self, stream: u16) -> B {
         self.checksum_new();
-        let len = self.bytes.len() - FRAME_HEADER;
-        let header = &mut self.bytes[..FRAME_HEADER];
+        let bytes = self.bytes.bytes();
+        let len = bytes.len() - FRAME_HEADER;
+        let header = &mut bytes[..FRAME_HEADER];
         put_header(header, 1 + R::KIND as u8, Encoding::Plain, stream, len);
         let crc = Checksum::HeaderAndPayload.of_hashed(header, &self.payload);
         header[8..12].copy_from_slice(&crc.to_le_bytes());
@@ -170,16 +179,16 @@ pub fn encode_meta(stream: u16, items: &[Meta], out: &mut Vec<u8>) {
 }
 
 /// Appends an API call arguments frame to `out`.
-pub fn encode_args(stream: u16, args: &ApiArgs, out: &mut Vec<u8>) {
+pub fn encode_args(stream: u16, args: &ApiArgs, out: &mut impl Out) {
     frame(stream, ARGS_TAG, out, |out| args.encode(out));
 }
 
 /// Appends a frame whose payload `body` writes.
-fn frame(stream: u16, tag: u8, out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
-    let start = out.len();
-    out.extend_from_slice(&[0; FRAME_HEADER]);
+fn frame<O: Out>(stream: u16, tag: u8, out: &mut O, body: impl FnOnce(&mut O)) {
+    let start = out.bytes().len();
+    out.put(&[0; FRAME_HEADER]);
     body(out);
-    finish_frame(out, start, tag, Encoding::Plain, stream);
+    finish_frame(out.bytes(), start, tag, Encoding::Plain, stream);
 }
 
 /// Writes the header of the frame that starts at `start` and runs to the end of `out`.
@@ -645,7 +654,10 @@ mod tests {
                 ..ApiCall::default()
             })
             .collect();
-        let mut frame = RecordsFrame::new(vec![0xee; 500]);
+        // A buffer kept for reuse: cleared, with room left from its last frame.
+        let mut used = vec![0xee; 500];
+        used.clear();
+        let mut frame = RecordsFrame::new(used);
         calls.iter().for_each(|&call| frame.push(call));
         let bytes = frame.finish(3);
 

@@ -129,7 +129,7 @@ impl Out {
 
 /// A delivery's frame of one kind, started on its first record in a buffer the writer is
 /// done with.
-struct Frame<R>(Option<RecordsFrame<R>>);
+struct Frame<R>(Option<RecordsFrame<R, Vec<u8>>>);
 
 impl<R> Default for Frame<R> {
     fn default() -> Self {

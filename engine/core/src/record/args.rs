@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use super::Sym;
+use super::{Out, Sym};
 
 /// One argument's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,14 +57,13 @@ impl ArgValue {
         }
     }
 
-    fn encode(self, out: &mut Vec<u8>) {
-        let (tag, bits) = match self {
-            ArgValue::Text(sym) => (0u8, u64::from(sym.0)),
+    /// The wire form: a tag, then the value's bits.
+    fn encode(self) -> (u8, u64) {
+        match self {
+            ArgValue::Text(sym) => (0, u64::from(sym.0)),
             ArgValue::Int(v) => (1, v as u64),
             ArgValue::Address(v) => (2, v),
-        };
-        out.push(tag);
-        out.extend_from_slice(&bits.to_le_bytes());
+        }
     }
 
     fn decode(tag: u8, bits: u64) -> Result<ArgValue, String> {
@@ -147,17 +146,22 @@ impl ApiArgs {
         }
     }
 
-    /// Appends the wire form.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.reserve(self.calls.len() * CALL_SIZE + self.args.len() * ARG_SIZE);
+    /// Appends the wire form, a call's header and each argument in one piece.
+    pub fn encode(&self, out: &mut impl Out) {
         for &(correlation_id, start, count) in &self.calls {
-            out.extend_from_slice(&correlation_id.to_le_bytes());
-            out.push(count);
+            let mut call = [0; CALL_SIZE];
+            call[..8].copy_from_slice(&correlation_id.to_le_bytes());
+            call[8] = count;
+            out.put(&call);
             for arg in &self.args[start as usize..start as usize + usize::from(count)] {
-                out.push(arg.position);
-                out.extend_from_slice(&arg.name.0.to_le_bytes());
-                out.extend_from_slice(&arg.type_name.0.to_le_bytes());
-                arg.value.encode(out);
+                let (tag, bits) = arg.value.encode();
+                let mut bytes = [0; ARG_SIZE];
+                bytes[0] = arg.position;
+                bytes[1..5].copy_from_slice(&arg.name.0.to_le_bytes());
+                bytes[5..9].copy_from_slice(&arg.type_name.0.to_le_bytes());
+                bytes[9] = tag;
+                bytes[10..].copy_from_slice(&bits.to_le_bytes());
+                out.put(&bytes);
             }
         }
     }

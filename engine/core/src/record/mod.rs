@@ -17,3 +17,23 @@ pub use model::{
     ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
     MemoryCopy, PcSample, Record, RuntimeInitialization, ScratchMemory, wire_size,
 };
+
+/// Where records are encoded: a `Vec`, or the tool's buffers for frames, which may be
+/// memory shared with the runner (see [`crate::ring`]).
+pub trait Out {
+    /// Appends `bytes`.
+    fn put(&mut self, bytes: &[u8]);
+    /// The bytes put so far.
+    fn bytes(&mut self) -> &mut [u8];
+}
+
+impl Out for Vec<u8> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+
+    fn bytes(&mut self) -> &mut [u8] {
+        self
+    }
+}

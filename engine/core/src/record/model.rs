@@ -3,7 +3,7 @@
 //! all three so they cannot drift apart.
 
 use super::field::{Field, Storage, Sym, Value};
-use super::{ColumnType, RecordKind};
+use super::{ColumnType, Out, RecordKind};
 
 /// A record of one kind, encodable to and decodable from its fixed-size wire form.
 pub trait Record: Copy + Send + Sync + 'static {
@@ -14,7 +14,7 @@ pub trait Record: Copy + Send + Sync + 'static {
     const FIELDS: &'static [(&'static str, ColumnType)];
     /// The stored columns' own types, in the order of `FIELDS`.
     const STORAGE: &'static [Storage];
-    fn encode(&self, out: &mut Vec<u8>);
+    fn encode(&self, out: &mut impl Out);
     /// Decodes from exactly `SIZE` bytes.
     fn decode(bytes: &[u8]) -> Self;
     /// A stored column by name.
@@ -52,7 +52,7 @@ macro_rules! records {
 
             /// Fills the record's bytes on the stack and appends them in one copy.
             #[inline]
-            fn encode(&self, out: &mut Vec<u8>) {
+            fn encode(&self, out: &mut impl Out) {
                 let mut bytes = [0u8; <$name as Record>::SIZE];
                 let mut at = 0;
                 $(
@@ -60,7 +60,7 @@ macro_rules! records {
                     at += <$ty as Field>::SIZE;
                 )*
                 debug_assert_eq!(at, Self::SIZE);
-                out.extend_from_slice(&bytes);
+                out.put(&bytes);
             }
 
             #[inline]
