@@ -1,16 +1,22 @@
 //! A process's stream through memory it shares with the runner. Sent through the socket,
 //! every byte costs the tool's writer a copy into the kernel, a third of the tool's cost per
-//! record; so the writer copies its frames into a ring in a sealed memfd that both sides
-//! map, and the socket carries only how many bytes each copy added, and the stream's end
-//! (the socket closes when the process does, however it ends).
+//! record; so the stream goes through a sealed memfd that both sides map, and the socket
+//! carries only descriptions of where its next bytes are, and the stream's end (the socket
+//! closes when the process does, however it ends). The memfd holds:
+//!
+//! - a ring, which the writer copies frames into: metadata, and frames made on the heap;
+//! - slots, which the tool's threads encode record frames into in place, so that the
+//!   writer only describes them and copies nothing. The runner frees a slot once it has
+//!   copied it out; while the runner holds every slot, frames are made on the heap.
 //!
 //! The runner trusts nothing in the shared memory but bytes to copy out: where it reads is
-//! its own count of the bytes the socket described, and each description is at most a
-//! ring's worth. So a hostile application can garble its own stream, which the frames'
-//! checksums catch, but never make the runner read outside the ring, nor fault on memory
-//! taken away (the memfd must be sealed against shrinking).
+//! its own count of the bytes the socket described in the ring, or a slot the socket named,
+//! and each description is checked against the ring's and the slots' sizes. So a hostile
+//! application can garble its own stream, which the frames' checksums catch, but never
+//! make the runner read outside its memory, nor fault on memory taken away (the memfd must
+//! be sealed against shrinking).
 //!
-//! Either way the stream's bytes are the same: [`Outgoing`] and [`Incoming`] hide which
+//! Either way the stream's bytes are the same: [`Outgoing`] and [`Incoming`] hide what
 //! carries them, and the socket alone remains where no memfd can be made.
 
 use std::io::{self, BufReader, Cursor, Read, Write};
@@ -19,53 +25,124 @@ use std::ops::RangeInclusive;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, Ordering::SeqCst};
 use std::time::Duration;
 
+use crate::record::Out;
 use crate::wire::read_full;
 
-/// A ring stream's first bytes, sent with its memfd: these, then the ring's capacity.
-const MAGIC: [u8; 8] = *b"RFRING\0\x01";
-const HELLO: usize = 16;
+/// A ring stream's first bytes, sent with its memfd: these, then its [`Layout`].
+const MAGIC: [u8; 8] = *b"RFRING\0\x02";
+const HELLO: usize = 24;
 /// The page before the ring that holds [`Control`].
 const CONTROL: usize = 4096;
-/// The tool's ring: twenty times a socket's buffer, so the writer rarely waits for the
-/// runner, and small beside the tool's queue of 16 MiB (both processes map it).
-pub const CAPACITY: usize = 4 << 20;
 /// Rings the runner maps: up to four times the tool's, since each is memory an
 /// application makes the runner read through (and so hold) however it behaves.
 const CAPACITIES: RangeInclusive<u64> = (64 << 10)..=(16 << 20);
+/// Slots the runner maps: up to twice as many as the tool's, each up to twice as large.
+const MAX_SLOTS: usize = 16;
+const SLOT_SIZES: RangeInclusive<u64> = (64 << 10)..=(16 << 20);
 /// How long the writer sleeps at most before it looks whether the runner is still there.
 const NAP: Duration = Duration::from_millis(20);
+
+/// The shape of a stream's shared memory: after the control page, a ring of `capacity`
+/// bytes, then `slots` slots of `slot_size` bytes each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub capacity: usize,
+    pub slots: usize,
+    pub slot_size: usize,
+}
+
+impl Layout {
+    /// The tool's. A ring of twenty times a socket's buffer, so the writer rarely waits
+    /// for the runner. Slots of 8 MiB: a part of a delivery (65,536 records) of the
+    /// largest records, dispatches of 108 bytes, fits one; and eight, enough for the frames
+    /// of a part the tool encodes while the runner reads the previous part's. Each process
+    /// holds only the slots it has used, and the runner maps them too.
+    pub const TOOL: Layout = Layout {
+        capacity: 4 << 20,
+        slots: 8,
+        slot_size: 8 << 20,
+    };
+
+    /// The memory's length.
+    fn len(&self) -> usize {
+        CONTROL + self.capacity + self.slots * self.slot_size
+    }
+
+    fn hello(&self) -> [u8; HELLO] {
+        let mut hello = [0; HELLO];
+        hello[..8].copy_from_slice(&MAGIC);
+        hello[8..16].copy_from_slice(&(self.capacity as u64).to_le_bytes());
+        hello[16..20].copy_from_slice(&(self.slots as u32).to_le_bytes());
+        hello[20..].copy_from_slice(&(self.slot_size as u32).to_le_bytes());
+        hello
+    }
+
+    /// The layout a hello announces, if the runner maps memory of its shape.
+    fn of_hello(hello: &[u8; HELLO]) -> io::Result<Layout> {
+        let word = |at: usize| u32::from_le_bytes(hello[at..at + 4].try_into().expect("4 bytes"));
+        let capacity = u64::from_le_bytes(hello[8..16].try_into().expect("8 bytes"));
+        let (slots, slot_size) = (word(16) as usize, u64::from(word(20)));
+        let within = |range: &RangeInclusive<u64>| format!("{} to {}", range.start(), range.end());
+        if !CAPACITIES.contains(&capacity) {
+            return Err(invalid(format!(
+                "its ring of {capacity} bytes is not within {}",
+                within(&CAPACITIES)
+            )));
+        }
+        if slots > MAX_SLOTS || (slots > 0 && !SLOT_SIZES.contains(&slot_size)) {
+            return Err(invalid(format!(
+                "its {slots} slots of {slot_size} bytes are not at most {MAX_SLOTS} of {}",
+                within(&SLOT_SIZES)
+            )));
+        }
+        Ok(Layout {
+            capacity: capacity as usize,
+            slots,
+            slot_size: slot_size as usize,
+        })
+    }
+}
 
 /// The shared words, at the start of the control page.
 #[repr(C)]
 struct Control {
-    /// Bytes the runner has copied out since the start. The runner writes it; the writer
-    /// may reuse the ring's bytes up to it.
+    /// Bytes the runner has copied out of the ring since the start. The runner writes it;
+    /// the writer may reuse the ring's bytes up to it.
     consumed: AtomicU64,
     /// Bumped by the runner when it frees space while a writer sleeps: the futex word.
     wake: AtomicU32,
     /// Writers asleep on `wake`.
     waiters: AtomicU32,
+    /// Each slot's state, [`FREE`] or [`TAKEN`]: the tool takes a free slot, the runner
+    /// frees it once it has copied out the frames it was told of.
+    slots: [AtomicU32; MAX_SLOTS],
 }
 
-/// The control page and the ring, mapped.
+const FREE: u32 = 0;
+const TAKEN: u32 = 1;
+
+/// The control page, the ring and the slots, mapped.
 struct Shared {
     base: NonNull<u8>,
-    capacity: usize,
+    layout: Layout,
 }
 
-// SAFETY: the mapping is plain memory, shared only through atomics and byte copies.
+// SAFETY: the mapping is plain memory, shared only through atomics and byte copies, and
+// each slot is written by one thread at a time (the one that took it).
 unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
 
 impl Shared {
-    fn map(fd: &OwnedFd, capacity: usize) -> io::Result<Shared> {
+    fn map(fd: &OwnedFd, layout: Layout) -> io::Result<Shared> {
         // SAFETY: a fresh mapping of a file at least this long (checked or made so).
         let base = unsafe {
             libc::mmap(
                 ptr::null_mut(),
-                CONTROL + capacity,
+                layout.len(),
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
                 fd.as_raw_fd(),
@@ -76,7 +153,7 @@ impl Shared {
             return Err(io::Error::last_os_error());
         }
         let base = NonNull::new(base.cast()).expect("mmap succeeded");
-        Ok(Shared { base, capacity })
+        Ok(Shared { base, layout })
     }
 
     fn control(&self) -> &Control {
@@ -87,8 +164,9 @@ impl Shared {
 
     /// The ring's stretches, at most two, that hold `len` bytes from stream position `at`.
     fn spans(&self, at: u64, len: usize) -> [(usize, usize); 2] {
-        let start = (at % self.capacity as u64) as usize;
-        let first = len.min(self.capacity - start);
+        let capacity = self.layout.capacity;
+        let start = (at % capacity as u64) as usize;
+        let first = len.min(capacity - start);
         [(start, first), (0, len - first)]
     }
 
@@ -120,12 +198,57 @@ impl Shared {
             }
         }
     }
+
+    /// The start of slot `index`, which must be one of the layout's.
+    fn slot(&self, index: usize) -> *mut u8 {
+        assert!(index < self.layout.slots);
+        let offset = CONTROL + self.layout.capacity + index * self.layout.slot_size;
+        // SAFETY: inside the mapping, whose length the layout gives.
+        unsafe { self.base.as_ptr().add(offset) }
+    }
+
+    fn slot_state(&self, index: usize) -> &AtomicU32 {
+        &self.control().slots[index]
+    }
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `map`, unused from here on.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), CONTROL + self.capacity) };
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.layout.len()) };
+    }
+}
+
+/// What the socket tells the runner, 8 bytes each: how many bytes were added to the ring,
+/// or which slot holds the stream's next bytes, and how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Description {
+    Ring(u32),
+    Slot { index: u32, len: u32 },
+}
+
+impl Description {
+    /// The length, then 0 for the ring or the slot's index plus one.
+    fn encode(self) -> [u8; 8] {
+        let (len, place) = match self {
+            Description::Ring(len) => (len, 0),
+            Description::Slot { index, len } => (len, index + 1),
+        };
+        let mut bytes = [0; 8];
+        bytes[..4].copy_from_slice(&len.to_le_bytes());
+        bytes[4..].copy_from_slice(&place.to_le_bytes());
+        bytes
+    }
+
+    fn decode(bytes: [u8; 8]) -> Description {
+        let len = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
+        match u32::from_le_bytes(bytes[4..].try_into().expect("4 bytes")) {
+            0 => Description::Ring(len),
+            place => Description::Slot {
+                index: place - 1,
+                len,
+            },
+        }
     }
 }
 
@@ -136,22 +259,54 @@ pub enum Outgoing {
 }
 
 impl Outgoing {
-    /// Shares a ring of `capacity` bytes with the runner at the other end of `socket`, or
-    /// keeps to the socket where this system makes no sealed memfd.
-    pub fn connect(socket: UnixStream, capacity: usize) -> io::Result<Outgoing> {
-        let Ok((fd, shared)) = make_ring(capacity) else {
+    /// Shares memory of `layout` with the runner at the other end of `socket`, or keeps to
+    /// the socket where this system makes no sealed memfd.
+    pub fn connect(socket: UnixStream, layout: Layout) -> io::Result<Outgoing> {
+        let Ok((fd, shared)) = make_memory(layout) else {
             return Ok(Outgoing::Socket(socket));
         };
-        let mut hello = [0; HELLO];
-        hello[..8].copy_from_slice(&MAGIC);
-        hello[8..].copy_from_slice(&(capacity as u64).to_le_bytes());
-        send_with_fd(&socket, &hello, fd.as_raw_fd())?;
+        send_with_fd(&socket, &layout.hello(), fd.as_raw_fd())?;
         Ok(Outgoing::Ring(Writer {
-            shared,
+            shared: Arc::new(shared),
             socket,
             written: 0,
             described: 0,
         }))
+    }
+
+    /// The slots frames can be encoded in, for any thread; `None` without shared memory.
+    pub fn slots(&self) -> Option<Slots> {
+        match self {
+            Outgoing::Ring(writer) if writer.shared.layout.slots > 0 => {
+                Some(Slots(Arc::clone(&writer.shared)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Sends a buffer of frames: a slot is only described, heap bytes are written and
+    /// flushed, and their vector handed back for reuse.
+    pub fn send(&mut self, mut frames: FrameBuffer) -> io::Result<Option<Vec<u8>>> {
+        let len = frames.len;
+        match (self, frames.memory) {
+            (Outgoing::Ring(writer), Memory::Slot(slot)) if len > 0 => {
+                writer.send_slot(slot, len)?;
+                Ok(None)
+            }
+            // An empty slot is freed. Slots come from a ring only: should one reach a
+            // socket, its bytes are sent.
+            (out, Memory::Slot(slot)) => {
+                frames.memory = Memory::Slot(slot);
+                out.write_all(frames.bytes()).map(|()| None)
+            }
+            (out, Memory::Heap(mut bytes)) => {
+                // SAFETY: the first `len` bytes were put there.
+                unsafe { bytes.set_len(len) };
+                out.write_all(&bytes)?;
+                out.flush()?;
+                Ok(Some(bytes))
+            }
+        }
     }
 
     /// Ends the stream: the runner reads what was sent, then its end.
@@ -182,8 +337,8 @@ impl Write for Outgoing {
     }
 }
 
-/// A sealed memfd of the control page and `capacity` bytes of ring, mapped.
-fn make_ring(capacity: usize) -> io::Result<(OwnedFd, Shared)> {
+/// A sealed memfd of `layout`, mapped.
+fn make_memory(layout: Layout) -> io::Result<(OwnedFd, Shared)> {
     let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
     // SAFETY: a NUL-terminated name.
     let fd = unsafe { libc::memfd_create(c"rocflow-ring".as_ptr(), flags) };
@@ -195,19 +350,19 @@ fn make_ring(capacity: usize) -> io::Result<(OwnedFd, Shared)> {
     let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
     // SAFETY: plain calls on a descriptor we own.
     let made = unsafe {
-        libc::ftruncate(fd.as_raw_fd(), (CONTROL + capacity) as libc::off_t) == 0
+        libc::ftruncate(fd.as_raw_fd(), layout.len() as libc::off_t) == 0
             && libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) == 0
     };
     if !made {
         return Err(io::Error::last_os_error());
     }
-    let shared = Shared::map(&fd, capacity)?;
+    let shared = Shared::map(&fd, layout)?;
     Ok((fd, shared))
 }
 
 /// The tool's end of a ring stream.
 pub struct Writer {
-    shared: Shared,
+    shared: Arc<Shared>,
     socket: UnixStream,
     /// Bytes put in the ring since the start, and those of them described to the runner.
     written: u64,
@@ -218,13 +373,13 @@ impl Writer {
     fn free(&self) -> usize {
         let consumed = self.shared.control().consumed.load(SeqCst);
         let held = self.written.saturating_sub(consumed) as usize;
-        self.shared.capacity.saturating_sub(held)
+        self.shared.layout.capacity.saturating_sub(held)
     }
 
     /// Waits until the ring has room for `wanted` bytes or a quarter of it, whichever is
     /// less (so a full ring is not refilled a few bytes at a time), and says how much.
     fn room(&mut self, wanted: usize) -> io::Result<usize> {
-        let enough = wanted.min(self.shared.capacity / 4);
+        let enough = wanted.min(self.shared.layout.capacity / 4);
         if self.free() < enough {
             // The runner frees only what it was told of.
             self.flush()?;
@@ -248,6 +403,13 @@ impl Writer {
             }
         }
     }
+
+    /// Describes a slot's frames, after the ring's bytes written before them; the slot is
+    /// the runner's to free from then on.
+    fn send_slot(&mut self, slot: Slot, len: usize) -> io::Result<()> {
+        self.flush()?;
+        send_all(&self.socket, &slot.hand_over(len).encode())
+    }
 }
 
 impl Write for Writer {
@@ -266,10 +428,145 @@ impl Write for Writer {
     fn flush(&mut self) -> io::Result<()> {
         let added = self.written - self.described;
         if added > 0 {
-            send_all(&self.socket, &(added as u32).to_le_bytes())?;
+            send_all(&self.socket, &Description::Ring(added as u32).encode())?;
             self.described = self.written;
         }
         Ok(())
+    }
+}
+
+/// The tool's slots, for the threads that encode frames.
+#[derive(Clone)]
+pub struct Slots(Arc<Shared>);
+
+impl Slots {
+    /// A free slot, now taken, to encode frames in; `None` while the runner holds them all.
+    pub fn take(&self) -> Option<FrameBuffer> {
+        let shared = &self.0;
+        let index = (0..shared.layout.slots).find(|&index| {
+            let state = shared.slot_state(index);
+            (state.compare_exchange(FREE, TAKEN, Ordering::Acquire, Ordering::Relaxed)).is_ok()
+        })?;
+        Some(FrameBuffer {
+            start: shared.slot(index),
+            len: 0,
+            room: shared.layout.slot_size,
+            memory: Memory::Slot(Slot {
+                shared: Arc::clone(shared),
+                index,
+            }),
+        })
+    }
+}
+
+/// A slot taken by the tool; dropped before it is sent, it is free again.
+struct Slot {
+    /// The memory it is in, mapped while the slot lives.
+    shared: Arc<Shared>,
+    index: usize,
+}
+
+impl Slot {
+    /// Gives the slot, holding `len` bytes, to the runner: its description, and no freeing
+    /// on this side.
+    fn hand_over(self, len: usize) -> Description {
+        let description = Description::Slot {
+            index: self.index as u32,
+            len: len as u32,
+        };
+        let slot = std::mem::ManuallyDrop::new(self);
+        // SAFETY: read once, from a slot that is never used nor dropped again.
+        drop(unsafe { ptr::read(&slot.shared) });
+        description
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.shared
+            .slot_state(self.index)
+            .store(FREE, Ordering::Release);
+    }
+}
+
+/// A buffer the tool encodes frames in: a slot, whose frames the writer only describes, or
+/// the tool's own memory, which the writer copies into the ring, for when every slot is
+/// the runner's or frames outgrow their slot. Either way, putting bytes in it is what
+/// putting them in a `Vec` is: a check for room, then a copy.
+pub struct FrameBuffer {
+    /// Where the bytes go, how many were put, and how many fit.
+    start: *mut u8,
+    len: usize,
+    room: usize,
+    memory: Memory,
+}
+
+enum Memory {
+    Slot(Slot),
+    /// A vector whose first `len` bytes are the frames (its own length is not kept up).
+    Heap(Vec<u8>),
+}
+
+// SAFETY: the buffer is the memory of one thread at a time, the one that holds it.
+unsafe impl Send for FrameBuffer {}
+
+impl From<Vec<u8>> for FrameBuffer {
+    /// A buffer of the tool's own memory that starts with `bytes`.
+    fn from(mut bytes: Vec<u8>) -> FrameBuffer {
+        FrameBuffer {
+            start: bytes.as_mut_ptr(),
+            len: bytes.len(),
+            room: bytes.capacity(),
+            memory: Memory::Heap(bytes),
+        }
+    }
+}
+
+impl FrameBuffer {
+    /// The memory it holds while queued for the writer.
+    pub fn held(&self) -> usize {
+        match &self.memory {
+            Memory::Slot(_) => self.len,
+            Memory::Heap(_) => self.room,
+        }
+    }
+
+    /// Makes room for `more` bytes: a larger vector, where a slot's bytes move (freeing
+    /// the slot) or a vector's grow.
+    #[cold]
+    fn grow(&mut self, more: usize) {
+        let heap = match std::mem::replace(&mut self.memory, Memory::Heap(Vec::new())) {
+            Memory::Slot(slot) => {
+                let mut heap = Vec::with_capacity(2 * (self.len + more));
+                heap.extend_from_slice(self.bytes());
+                drop(slot);
+                heap
+            }
+            Memory::Heap(mut heap) => {
+                // SAFETY: the first `len` bytes were put there.
+                unsafe { heap.set_len(self.len) };
+                heap.reserve(more);
+                heap
+            }
+        };
+        *self = FrameBuffer::from(heap);
+    }
+}
+
+impl Out for FrameBuffer {
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        if bytes.len() > self.room - self.len {
+            self.grow(bytes.len());
+        }
+        // SAFETY: within the room of the buffer, which only this thread writes.
+        unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), self.start.add(self.len), bytes.len()) };
+        self.len += bytes.len();
+    }
+
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: the bytes put, this thread's alone while it holds the buffer.
+        unsafe { std::slice::from_raw_parts_mut(self.start, self.len) }
     }
 }
 
@@ -281,28 +578,25 @@ pub enum Incoming {
 
 impl Incoming {
     /// Tells a ring stream from a plain one by its first bytes, and maps a ring's memory
-    /// once it has checked that it is sealed and as large as announced.
+    /// once it has checked that it is sealed and of the layout announced.
     pub fn accept(socket: UnixStream) -> io::Result<Incoming> {
         let (first, fd) = receive_hello(&socket)?;
-        if first.len() < HELLO || first[..8] != MAGIC {
+        let Some(hello) = (first.get(..HELLO))
+            .and_then(|hello| <&[u8; HELLO]>::try_from(hello).ok())
+            .filter(|hello| hello[..8] == MAGIC)
+        else {
             let rest = BufReader::with_capacity(1 << 20, socket);
             return Ok(Incoming::Socket(Cursor::new(first).chain(rest)));
-        }
-        let capacity = u64::from_le_bytes(first[8..].try_into().expect("8 bytes"));
-        if !CAPACITIES.contains(&capacity) {
-            return Err(invalid(format!(
-                "its ring of {capacity} bytes is not within {} to {}",
-                CAPACITIES.start(),
-                CAPACITIES.end()
-            )));
-        }
+        };
+        let layout = Layout::of_hello(hello)?;
         let fd = fd.ok_or_else(|| invalid("it announced a ring but sent no memory".into()))?;
-        check_memory(&fd, CONTROL as u64 + capacity)?;
+        check_memory(&fd, layout.len() as u64)?;
         Ok(Incoming::Ring(Reader {
-            shared: Shared::map(&fd, capacity as usize)?,
+            shared: Shared::map(&fd, layout)?,
             socket: BufReader::with_capacity(4096, socket),
             read: 0,
             described: 0,
+            slot: None,
         }))
     }
 }
@@ -347,11 +641,21 @@ fn check_memory(fd: &OwnedFd, len: u64) -> io::Result<()> {
 /// The runner's end of a ring stream.
 pub struct Reader {
     shared: Shared,
-    /// The descriptions: each a little-endian u32 count of bytes added to the ring.
+    /// The descriptions, in order.
     socket: BufReader<UnixStream>,
-    /// Bytes copied out of the ring, and bytes the socket has described, since the start.
+    /// Bytes copied out of the ring, and bytes the socket has described there, since the
+    /// start.
     read: u64,
     described: u64,
+    /// The slot being copied out, if one is.
+    slot: Option<SlotRead>,
+}
+
+/// A slot the socket described: its index, its length and the bytes copied out so far.
+struct SlotRead {
+    index: usize,
+    len: usize,
+    read: usize,
 }
 
 impl Read for Reader {
@@ -359,20 +663,39 @@ impl Read for Reader {
         if into.is_empty() {
             return Ok(0);
         }
-        if self.read == self.described {
-            let Some(added) = self.next_description()? else {
-                return Ok(0);
-            };
-            // Everything described before was read, so any count up to the capacity is
-            // bytes the writer may have put there.
-            if added == 0 || added as usize > self.shared.capacity {
-                return Err(invalid(format!(
-                    "it described {added} bytes in a ring of {}",
-                    self.shared.capacity
-                )));
+        loop {
+            if self.read < self.described {
+                return Ok(self.read_ring(into));
             }
-            self.described += u64::from(added);
+            if let Some(slot) = &mut self.slot {
+                let len = into.len().min(slot.len - slot.read);
+                // SAFETY: within the slot, whose index and length were checked against the
+                // layout when described.
+                unsafe {
+                    let from = self.shared.slot(slot.index).add(slot.read);
+                    ptr::copy_nonoverlapping(from, into.as_mut_ptr(), len);
+                }
+                slot.read += len;
+                if slot.read == slot.len {
+                    self.shared
+                        .slot_state(slot.index)
+                        .store(FREE, Ordering::Release);
+                    self.slot = None;
+                }
+                return Ok(len);
+            }
+            match self.next_description()? {
+                None => return Ok(0),
+                Some(description) => self.take(description)?,
+            }
         }
+    }
+}
+
+impl Reader {
+    /// Copies out what `into` takes of the ring's bytes described and not yet read, and
+    /// lets the writer reuse their room.
+    fn read_ring(&mut self, into: &mut [u8]) -> usize {
         let len = into.len().min((self.described - self.read) as usize);
         self.shared.copy_out(self.read, &mut into[..len]);
         self.read += len as u64;
@@ -382,17 +705,51 @@ impl Read for Reader {
             control.wake.fetch_add(1, SeqCst);
             futex_wake(&control.wake);
         }
-        Ok(len)
+        len
     }
-}
 
-impl Reader {
-    /// The next count of bytes added, `None` at the stream's end.
-    fn next_description(&mut self) -> io::Result<Option<u32>> {
-        let mut bytes = [0; 4];
+    /// Takes a description as the next bytes to read, once it is checked against the
+    /// layout (everything described before was read, so any count up to the capacity is
+    /// bytes the writer may have put in the ring).
+    fn take(&mut self, description: Description) -> io::Result<()> {
+        let layout = self.shared.layout;
+        match description {
+            Description::Ring(added) if added > 0 && added as usize <= layout.capacity => {
+                self.described += u64::from(added);
+            }
+            Description::Slot { index, len }
+                if (index as usize) < layout.slots
+                    && len > 0
+                    && len as usize <= layout.slot_size =>
+            {
+                self.slot = Some(SlotRead {
+                    index: index as usize,
+                    len: len as usize,
+                    read: 0,
+                });
+            }
+            Description::Ring(added) => {
+                return Err(invalid(format!(
+                    "it described {added} bytes in a ring of {}",
+                    layout.capacity
+                )));
+            }
+            Description::Slot { index, len } => {
+                return Err(invalid(format!(
+                    "it described {len} bytes in slot {index}, of {} slots of {} bytes",
+                    layout.slots, layout.slot_size
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The next description, `None` at the stream's end.
+    fn next_description(&mut self) -> io::Result<Option<Description>> {
+        let mut bytes = [0; 8];
         match read_full(&mut self.socket, &mut bytes)? {
             0 => Ok(None),
-            4 => Ok(Some(u32::from_le_bytes(bytes))),
+            8 => Ok(Some(Description::decode(bytes))),
             _ => Err(io::ErrorKind::UnexpectedEof.into()),
         }
     }
@@ -558,6 +915,22 @@ mod tests {
     use super::*;
     use std::thread;
 
+    /// A ring of `capacity` bytes and no slots.
+    fn ring_only(capacity: usize) -> Layout {
+        Layout {
+            capacity,
+            slots: 0,
+            slot_size: 0,
+        }
+    }
+
+    /// A ring and two slots of 64 KiB.
+    const SMALL: Layout = Layout {
+        capacity: 64 << 10,
+        slots: 2,
+        slot_size: 64 << 10,
+    };
+
     /// Bytes no two offsets of a long stream share the same way.
     fn pattern(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
@@ -569,11 +942,12 @@ mod tests {
     /// finding the ring full.
     fn carries(len: usize, slow: bool) {
         let capacity = 64 << 10;
+        let layout = ring_only(capacity);
         let bytes = pattern(len);
         let (tool, runner) = UnixStream::pair().unwrap();
         let read = thread::scope(|scope| {
             scope.spawn(|| {
-                let mut out = Outgoing::connect(tool, capacity).unwrap();
+                let mut out = Outgoing::connect(tool, layout).unwrap();
                 assert!(matches!(out, Outgoing::Ring(_)));
                 let sizes = [1, 4095, 70_000, 3 * capacity + 5, 16];
                 let mut rest = &bytes[..];
@@ -622,7 +996,7 @@ mod tests {
     fn what_was_flushed_outlives_the_writer() {
         let (tool, runner) = UnixStream::pair().unwrap();
         let bytes = pattern(40_000);
-        let mut out = Outgoing::connect(tool, 64 << 10).unwrap();
+        let mut out = Outgoing::connect(tool, ring_only(64 << 10)).unwrap();
         out.write_all(&bytes).unwrap();
         out.flush().unwrap();
         out.write_all(b"never described").unwrap();
@@ -661,13 +1035,13 @@ mod tests {
     #[test]
     fn a_writer_learns_that_the_runner_is_gone() {
         let (tool, runner) = UnixStream::pair().unwrap();
-        let mut out = Outgoing::connect(tool, 64 << 10).unwrap();
+        let mut out = Outgoing::connect(tool, ring_only(64 << 10)).unwrap();
         drop(Incoming::accept(runner).unwrap());
         let error = out.write_all(&pattern(1 << 20)).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::BrokenPipe, "{error}");
 
         let (tool, runner) = UnixStream::pair().unwrap();
-        let mut out = Outgoing::connect(tool, 64 << 10).unwrap();
+        let mut out = Outgoing::connect(tool, ring_only(64 << 10)).unwrap();
         let incoming = Incoming::accept(runner).unwrap();
         // The ring full and described: only the runner's reading could make room.
         out.write_all(&pattern(64 << 10)).unwrap();
@@ -683,14 +1057,11 @@ mod tests {
         assert_eq!(error.kind(), io::ErrorKind::BrokenPipe, "{error}");
     }
 
-    /// Sends a hello announcing `capacity`, with `fd` if there is one.
-    fn hello(socket: &UnixStream, capacity: u64, fd: Option<&OwnedFd>) {
-        let mut hello = [0; HELLO];
-        hello[..8].copy_from_slice(&MAGIC);
-        hello[8..].copy_from_slice(&capacity.to_le_bytes());
+    /// Sends a hello announcing `layout`, with `fd` if there is one.
+    fn hello(socket: &UnixStream, layout: Layout, fd: Option<&OwnedFd>) {
         match fd {
-            Some(fd) => send_with_fd(socket, &hello, fd.as_raw_fd()).unwrap(),
-            None => send_all(socket, &hello).unwrap(),
+            Some(fd) => send_with_fd(socket, &layout.hello(), fd.as_raw_fd()).unwrap(),
+            None => send_all(socket, &layout.hello()).unwrap(),
         }
     }
 
@@ -709,41 +1080,132 @@ mod tests {
         let capacity = 64 << 10;
         // No memory at all.
         let (tool, runner) = UnixStream::pair().unwrap();
-        hello(&tool, capacity, None);
+        hello(&tool, SMALL, None);
         assert!(refused(runner).contains("sent no memory"));
-        // A ring too large, or too small.
-        for capacity in [(16 << 20) + 1, 16] {
+        // A ring too large, or too small; too many slots, or slots too large or too small.
+        let (fd, _) = make_memory(SMALL).unwrap();
+        let shapes = [
+            (ring_only((16 << 20) + 1), "is not within"),
+            (ring_only(16), "is not within"),
+            (Layout { slots: 17, ..SMALL }, "are not at most 16"),
+            (
+                Layout {
+                    slot_size: (16 << 20) + 1,
+                    ..SMALL
+                },
+                "are not at most 16",
+            ),
+            (
+                Layout {
+                    slot_size: 16,
+                    ..SMALL
+                },
+                "are not at most 16",
+            ),
+        ];
+        for (layout, error) in shapes {
             let (tool, runner) = UnixStream::pair().unwrap();
-            let (fd, _) = make_ring(64 << 10).unwrap();
-            hello(&tool, capacity, Some(&fd));
-            assert!(refused(runner).contains("is not within"));
+            hello(&tool, layout, Some(&fd));
+            let refusal = refused(runner);
+            assert!(refusal.contains(error), "{layout:?}: {refusal}");
         }
         // A file that could shrink under the runner's mapping.
         let (tool, runner) = UnixStream::pair().unwrap();
         let file = tempfile::tempfile().unwrap();
-        file.set_len(CONTROL as u64 + capacity).unwrap();
-        hello(&tool, capacity, Some(&OwnedFd::from(file)));
+        file.set_len((CONTROL + capacity) as u64).unwrap();
+        hello(&tool, ring_only(capacity), Some(&OwnedFd::from(file)));
         assert!(refused(runner).contains("not sealed"));
         // Sealed memory smaller than announced.
         let (tool, runner) = UnixStream::pair().unwrap();
-        let (fd, _) = make_ring(64 << 10).unwrap();
-        hello(&tool, 128 << 10, Some(&fd));
+        let (fd, _) = make_memory(ring_only(capacity)).unwrap();
+        hello(&tool, SMALL, Some(&fd));
         assert!(refused(runner).contains("not the"));
     }
 
-    #[test]
-    fn a_description_past_the_ring_is_an_error_not_a_read() {
-        let capacity = 64 << 10;
+    /// The error reading a stream whose socket describes `description` in memory of
+    /// the `SMALL` layout.
+    fn misdescribed(description: Description) -> io::Error {
         let (tool, runner) = UnixStream::pair().unwrap();
-        let (fd, _shared) = make_ring(capacity as usize).unwrap();
-        hello(&tool, capacity, Some(&fd));
-        send_all(&tool, &(capacity as u32 + 1).to_le_bytes()).unwrap();
+        let (fd, _shared) = make_memory(SMALL).unwrap();
+        hello(&tool, SMALL, Some(&fd));
+        send_all(&tool, &description.encode()).unwrap();
         let mut incoming = Incoming::accept(runner).unwrap();
         let error = incoming.read(&mut [0; 16]).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
+        error
+    }
+
+    #[test]
+    fn a_description_past_the_memory_is_an_error_not_a_read() {
+        let past_the_ring = misdescribed(Description::Ring((64 << 10) + 1));
         assert!(
-            error.to_string().contains("described 65537 bytes"),
-            "{error}"
+            past_the_ring.to_string().contains("described 65537 bytes"),
+            "{past_the_ring}"
         );
+        for (index, len) in [(2, 16), (u32::MAX - 1, 16), (0, (64 << 10) + 1), (1, 0)] {
+            let error = misdescribed(Description::Slot { index, len }).to_string();
+            assert!(
+                error.contains(&format!("described {len} bytes in slot {index}")),
+                "{error}"
+            );
+        }
+    }
+
+    /// Slots carry frames between the ring's bytes, in the order they were sent; while
+    /// the runner holds every slot there is none to take, and each is free again once the
+    /// runner has read it.
+    #[test]
+    fn slots_carry_frames_in_order_and_come_back_free() {
+        let (tool, runner) = UnixStream::pair().unwrap();
+        let mut out = Outgoing::connect(tool, SMALL).unwrap();
+        let slots = out.slots().expect("a layout with slots");
+        let bytes = pattern(150_000);
+        let pieces = [&bytes[..1000], &bytes[1000..60_000], &bytes[60_000..61_000]];
+        let (heap, slotted, last) = (pieces[0], pieces[1], pieces[2]);
+        let mut taken = [slots.take().unwrap(), slots.take().unwrap()];
+        assert!(slots.take().is_none(), "two slots, both taken");
+        taken[0].put(slotted);
+        taken[1].put(last);
+        let [first, second] = taken;
+        out.send(FrameBuffer::from(heap.to_vec())).unwrap();
+        out.send(first).unwrap();
+        out.send(second).unwrap();
+        assert!(slots.take().is_none(), "the runner's until it reads them");
+        let reader = thread::spawn(move || {
+            let mut read = Vec::new();
+            let mut incoming = Incoming::accept(runner).unwrap();
+            incoming.read_to_end(&mut read).unwrap();
+            read
+        });
+        // More than the ring holds: the rest waits for the runner to read.
+        out.send(FrameBuffer::from(bytes[61_000..].to_vec()))
+            .unwrap();
+        out.shutdown();
+        let read = reader.join().unwrap();
+        assert!(
+            read == bytes,
+            "{} bytes read of {}",
+            read.len(),
+            bytes.len()
+        );
+        let again = [slots.take(), slots.take()];
+        assert!(again.iter().all(Option::is_some), "both slots free again");
+    }
+
+    /// Frames that outgrow their slot move to the heap whole, and free the slot.
+    #[test]
+    fn frames_outgrowing_their_slot_move_to_the_heap() {
+        let (tool, _runner) = UnixStream::pair().unwrap();
+        let out = Outgoing::connect(tool, SMALL).unwrap();
+        let slots = out.slots().unwrap();
+        let bytes = pattern(SMALL.slot_size + 100);
+        let mut frames = slots.take().unwrap();
+        frames.put(&bytes[..SMALL.slot_size - 10]);
+        assert!(matches!(frames.memory, Memory::Slot(_)));
+        frames.put(&bytes[SMALL.slot_size - 10..]);
+        assert!(matches!(frames.memory, Memory::Heap(_)));
+        assert!(frames.bytes() == &bytes[..]);
+        let again = [slots.take(), slots.take()];
+        assert!(again.iter().all(Option::is_some), "the slot freed");
     }
 }

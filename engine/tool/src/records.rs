@@ -17,6 +17,7 @@ use rocflow_core::record::{
     ApiArgs, ApiCall, Arg, ArgValue, CounterSample, KernelDispatch, Marker, MemoryAllocation,
     MemoryCopy, Meta, PcSample, Queue, Record, RecordKind, ScratchMemory, Sym, Thread,
 };
+use rocflow_core::ring::FrameBuffer;
 use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
 use rocflow_core::wire::{self, RecordsFrame};
 
@@ -104,7 +105,7 @@ impl Out {
 
     /// The frames so far, a buffer each, in the order they are sent; leaves `self` ready
     /// for the next.
-    fn finish(&mut self) -> Vec<Vec<u8>> {
+    fn finish(&mut self) -> Vec<FrameBuffer> {
         let mut frames = Vec::new();
         self.dispatches.finish(&mut frames);
         // Before the calls they belong to, so the runner has them at hand.
@@ -129,7 +130,7 @@ impl Out {
 
 /// A delivery's frame of one kind, started on its first record in a buffer the writer is
 /// done with.
-struct Frame<R>(Option<RecordsFrame<R, Vec<u8>>>);
+struct Frame<R>(Option<RecordsFrame<R, FrameBuffer>>);
 
 impl<R> Default for Frame<R> {
     fn default() -> Self {
@@ -147,7 +148,7 @@ impl<R: Record> Frame<R> {
     }
 
     /// Adds the frame, if it was started, to `frames`.
-    fn finish(&mut self, frames: &mut Vec<Vec<u8>>) {
+    fn finish(&mut self, frames: &mut Vec<FrameBuffer>) {
         frames.extend(self.0.take().map(|frame| frame.finish(0)));
     }
 }

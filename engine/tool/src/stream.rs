@@ -1,8 +1,9 @@
 //! The stream to the runner: frames go through a queue bounded in bytes to a writer thread
-//! that owns the connection (a ring of memory shared with the runner, see [`ring`]), so
-//! buffer callbacks only encode and hand over (and wait, never drop, when the runner falls
-//! behind). Metadata sent is kept, so a forked child can open a stream of its own that
-//! starts with everything its records refer to.
+//! that owns the connection (memory shared with the runner, see [`ring`]), so buffer
+//! callbacks only encode and hand over (and wait, never drop, when the runner falls
+//! behind). Callbacks encode records in the shared memory's slots where one is free, so
+//! that the writer only describes them. Metadata sent is kept, so a forked child can open a
+//! stream of its own that starts with everything its records refer to.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 use rocflow_core::queue::{self, Sender};
 use rocflow_core::record::{Meta, ToolCost};
-use rocflow_core::ring::{self, Outgoing};
+use rocflow_core::ring::{FrameBuffer, Layout, Outgoing, Slots};
 use rocflow_core::wire;
 
 use crate::guard::{entry, locked};
@@ -51,7 +52,9 @@ const QUEUE_BYTES: usize = 16 << 20;
 const SPARE: usize = 8;
 
 pub struct Stream {
-    sender: Mutex<Option<Sender<Vec<u8>>>>,
+    sender: Mutex<Option<Sender<FrameBuffer>>>,
+    /// Shared memory to encode frames in, where there is some.
+    slots: Option<Slots>,
     /// Frame buffers the writer is done with, for the next deliveries: a delivery's frames
     /// are megabytes, and fresh ones would cost page faults every time.
     spare: Arc<Mutex<Vec<Vec<u8>>>>,
@@ -76,9 +79,10 @@ pub fn open(socket: &Path) -> Result<(), String> {
 fn connect(socket: &Path) -> Result<Stream, String> {
     let cannot = |e| format!("cannot connect to the runner at {}: {e}", socket.display());
     let mut out = UnixStream::connect(socket)
-        .and_then(|socket| Outgoing::connect(socket, ring::CAPACITY))
+        .and_then(|socket| Outgoing::connect(socket, Layout::TOOL))
         .map_err(cannot)?;
-    let (sender, frames) = queue::bounded::<Vec<u8>>(QUEUE_BYTES);
+    let slots = out.slots();
+    let (sender, frames) = queue::bounded::<FrameBuffer>(QUEUE_BYTES);
     let finished = Arc::new((Mutex::new(false), Condvar::new()));
     let done = Arc::clone(&finished);
     let spare = Arc::new(Mutex::new(Vec::new()));
@@ -87,15 +91,25 @@ fn connect(socket: &Path) -> Result<Stream, String> {
         .name("rocflow-writer".into())
         .spawn(move || {
             let mut ok = out.write_all(&wire::stream_header()).is_ok();
-            while let Ok(mut frame) = frames.recv() {
-                ok = ok && out.write_all(&frame).is_ok() && out.flush().is_ok();
-                frame.clear();
-                // Not `locked`: switching the tool off closes the stream, which waits for
-                // this very thread. A poisoned pool only loses the frame for reuse.
-                if let Ok(mut spare) = returned.lock()
-                    && spare.len() < SPARE
-                {
-                    spare.push(frame);
+            while let Ok(frames) = frames.recv() {
+                // Once the runner stopped reading, frames are dropped (their slots freed).
+                if !ok {
+                    continue;
+                }
+                match out.send(frames) {
+                    Ok(Some(mut heap)) => {
+                        heap.clear();
+                        // Not `locked`: switching the tool off closes the stream, which
+                        // waits for this very thread. A poisoned pool only loses the buffer
+                        // for reuse.
+                        if let Ok(mut spare) = returned.lock()
+                            && spare.len() < SPARE
+                        {
+                            spare.push(heap);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(_) => ok = false,
                 }
             }
             // The tool's own cost, last: what the callbacks and this thread spent.
@@ -117,6 +131,7 @@ fn connect(socket: &Path) -> Result<Stream, String> {
         .map_err(|e| format!("cannot start the writer thread: {e}"))?;
     Ok(Stream {
         sender: Mutex::new(Some(sender)),
+        slots,
         spare,
         seen: Mutex::default(),
         finished,
@@ -133,16 +148,20 @@ fn opened() -> Option<&'static Stream> {
     unsafe { STREAM.load(Ordering::Acquire).as_ref() }
 }
 
-/// An empty buffer for a delivery's frames, reused when the writer has one to spare.
-pub fn frame_buffer() -> Vec<u8> {
-    current()
-        .and_then(|s| locked(s.spare.lock()).pop())
-        .unwrap_or_default()
+/// An empty buffer for a delivery's frames: a free slot, or else a buffer the writer had to
+/// spare, or else a new one.
+pub fn frame_buffer() -> FrameBuffer {
+    let stream = current();
+    let slot = stream.and_then(|s| s.slots.as_ref()?.take());
+    slot.unwrap_or_else(|| {
+        let spare = stream.and_then(|s| locked(s.spare.lock()).pop());
+        FrameBuffer::from(spare.unwrap_or_default())
+    })
 }
 
 /// Hands buffers of encoded frames to the writer, waiting while its queue is full. They
 /// are queued together, in order: no other thread's frames come between them.
-pub fn send(frames: impl IntoIterator<Item = Vec<u8>>) {
+pub fn send(frames: impl IntoIterator<Item = FrameBuffer>) {
     if let Some(stream) = current() {
         stream.send(frames);
     }
@@ -150,10 +169,10 @@ pub fn send(frames: impl IntoIterator<Item = Vec<u8>>) {
 
 impl Stream {
     /// Queues buffers of frames for the writer; they count for the memory they hold.
-    fn send(&self, frames: impl IntoIterator<Item = Vec<u8>>) {
+    fn send(&self, frames: impl IntoIterator<Item = FrameBuffer>) {
         if let Some(sender) = &*locked(self.sender.lock()) {
             for frames in frames {
-                let bytes = frames.capacity();
+                let bytes = frames.held();
                 let _ = sender.send(frames, bytes);
             }
         }
@@ -186,7 +205,7 @@ pub fn send_meta(items: Vec<Meta>) {
     let mut frame = Vec::new();
     wire::encode_meta(0, &items, &mut frame);
     // Under the log's lock, so the stream's order and the log's agree.
-    send([frame]);
+    send([FrameBuffer::from(frame)]);
     log.extend((items.into_iter()).filter(|item| !matches!(item, Meta::MarkerMessages { .. })));
 }
 
@@ -280,7 +299,7 @@ fn open_pending() -> Option<&'static Stream> {
             return None;
         }
     };
-    stream.send([meta]);
+    stream.send([FrameBuffer::from(meta)]);
     STREAM.store(ptr::from_ref(stream).cast_mut(), Ordering::Release);
     Some(stream)
 }
