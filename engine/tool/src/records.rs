@@ -128,8 +128,8 @@ impl Out {
     }
 }
 
-/// A delivery's frame of one kind, started on its first record in a buffer the writer is
-/// done with.
+/// A delivery's frame of one kind, started on its first record in a free slot of the
+/// memory shared with the runner, or else in a buffer the writer is done with.
 struct Frame<R>(Option<RecordsFrame<R, FrameBuffer>>);
 
 impl<R> Default for Frame<R> {
