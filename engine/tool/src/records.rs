@@ -557,7 +557,24 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
 
 #[cfg(test)]
 mod tests {
-    use super::demangle_type;
+    use rocflow_core::record::{RecordKind, wire_size};
+    use rocflow_core::ring::Layout;
+    use rocflow_core::wire::FRAME_HEADER;
+
+    use super::{PART, demangle_type};
+
+    /// A part's frame of any one kind fits a slot, so that records are never copied out of
+    /// one (a frame that outgrows its slot moves to the heap).
+    #[test]
+    fn a_part_of_records_of_any_kind_fits_a_slot() {
+        for &kind in RecordKind::ALL {
+            let frame = FRAME_HEADER + PART * wire_size(kind);
+            assert!(
+                frame <= Layout::TOOL.slot_size,
+                "{kind:?}: a part's frame is {frame} bytes"
+            );
+        }
+    }
 
     #[test]
     fn argument_types_are_demangled_as_rocprofv3_writes_them() {
