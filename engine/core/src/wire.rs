@@ -115,8 +115,6 @@ pub fn encode_records(stream: u16, batch: &Batch, out: &mut Vec<u8>) {
 /// is megabytes, which no core's cache holds by its end.
 pub struct RecordsFrame<R, B> {
     bytes: B,
-    /// The frame's length so far.
-    len: usize,
     /// The checksum of the payload up to `hashed`.
     payload: crc32fast::Hasher,
     hashed: usize,
@@ -136,7 +134,6 @@ impl<R: Record, B: Out> RecordsFrame<R, B> {
         bytes.put(&[0; FRAME_HEADER]);
         RecordsFrame {
             bytes,
-            len: FRAME_HEADER,
             payload: crc32fast::Hasher::new(),
             hashed: FRAME_HEADER,
             kind: PhantomData,
@@ -146,8 +143,7 @@ impl<R: Record, B: Out> RecordsFrame<R, B> {
     #[inline]
     pub fn push(&mut self, record: R) {
         record.encode(&mut self.bytes);
-        self.len += R::SIZE;
-        if self.len - self.hashed >= CHECKSUM_STRETCH {
+        if self.bytes.bytes().len() - self.hashed >= CHECKSUM_STRETCH {
             self.checksum_new();
         }
     }

@@ -33,6 +33,7 @@ impl Out for Vec<u8> {
         self.extend_from_slice(bytes);
     }
 
+    #[inline]
     fn bytes(&mut self) -> &mut [u8] {
         self
     }

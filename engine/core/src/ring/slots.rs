@@ -138,6 +138,7 @@ impl Out for FrameBuffer {
         self.len += bytes.len();
     }
 
+    #[inline]
     fn bytes(&mut self) -> &mut [u8] {
         // SAFETY: the bytes put, this thread's alone while it holds the buffer.
         unsafe { std::slice::from_raw_parts_mut(self.start, self.len) }
