@@ -65,12 +65,12 @@ fn check_memory(fd: &OwnedFd, len: u64) -> io::Result<()> {
     };
     if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
         return Err(invalid(
-            "its ring's memory is not sealed against shrinking".into(),
+            "its shared memory is not sealed against shrinking".into(),
         ));
     }
     if size != Some(len) {
         return Err(invalid(format!(
-            "its ring's memory is {} bytes, not the {len} announced",
+            "its shared memory is {} bytes, not the {len} announced",
             size.unwrap_or(0)
         )));
     }
@@ -106,22 +106,8 @@ impl Read for Reader {
             if self.read < self.described {
                 return Ok(self.read_ring(into));
             }
-            if let Some(slot) = &mut self.slot {
-                let len = into.len().min(slot.len - slot.read);
-                // SAFETY: within the slot, whose index and length were checked against the
-                // layout when described.
-                unsafe {
-                    let from = self.shared.slot(slot.index).add(slot.read);
-                    ptr::copy_nonoverlapping(from, into.as_mut_ptr(), len);
-                }
-                slot.read += len;
-                if slot.read == slot.len {
-                    self.shared
-                        .slot_state(slot.index)
-                        .store(FREE, Ordering::Release);
-                    self.slot = None;
-                }
-                return Ok(len);
+            if let Some(slot) = self.slot.take() {
+                return Ok(self.read_slot(slot, into));
             }
             match self.next_description()? {
                 None => return Ok(0),
@@ -143,6 +129,26 @@ impl Reader {
         if control.waiters.load(SeqCst) != 0 {
             control.wake.fetch_add(1, SeqCst);
             futex_wake(&control.wake);
+        }
+        len
+    }
+
+    /// Copies out what `into` takes of the slot being read, and frees the slot once all of
+    /// it is read.
+    fn read_slot(&mut self, mut slot: SlotRead, into: &mut [u8]) -> usize {
+        let len = into.len().min(slot.len - slot.read);
+        // SAFETY: within the slot, whose index and length were checked against the layout
+        // when described.
+        unsafe {
+            let from = self.shared.slot(slot.index).add(slot.read);
+            ptr::copy_nonoverlapping(from, into.as_mut_ptr(), len);
+        }
+        slot.read += len;
+        if slot.read == slot.len {
+            let state = self.shared.slot_state(slot.index);
+            state.store(FREE, Ordering::Release);
+        } else {
+            self.slot = Some(slot);
         }
         len
     }
