@@ -256,8 +256,7 @@ fn slots_carry_frames_in_order_and_come_back_free() {
     let mut out = Outgoing::connect(tool, SMALL).unwrap();
     let slots = out.slots().expect("a layout with slots");
     let bytes = pattern(150_000);
-    let pieces = [&bytes[..1000], &bytes[1000..60_000], &bytes[60_000..61_000]];
-    let (heap, slotted, last) = (pieces[0], pieces[1], pieces[2]);
+    let (heap, slotted, last) = (&bytes[..1000], &bytes[1000..60_000], &bytes[60_000..61_000]);
     let mut taken = [slots.take().unwrap(), slots.take().unwrap()];
     assert!(slots.take().is_none(), "two slots, both taken");
     taken[0].put(slotted);
