@@ -148,15 +148,9 @@ fn opened() -> Option<&'static Stream> {
     unsafe { STREAM.load(Ordering::Acquire).as_ref() }
 }
 
-/// An empty buffer for a delivery's frames: a free slot, or else a buffer the writer had to
-/// spare, or else a new one.
+/// An empty buffer for a delivery's frames (see [`Stream::frame_buffer`]).
 pub fn frame_buffer() -> FrameBuffer {
-    let stream = current();
-    let slot = stream.and_then(|s| s.slots.as_ref()?.take());
-    slot.unwrap_or_else(|| {
-        let spare = stream.and_then(|s| locked(s.spare.lock()).pop());
-        FrameBuffer::from(spare.unwrap_or_default())
-    })
+    current().map_or_else(|| FrameBuffer::from(Vec::new()), Stream::frame_buffer)
 }
 
 /// Hands buffers of encoded frames to the writer, waiting while its queue is full. They
@@ -168,6 +162,15 @@ pub fn send(frames: impl IntoIterator<Item = FrameBuffer>) {
 }
 
 impl Stream {
+    /// A free slot, or else a buffer the writer had to spare, or else a new one.
+    fn frame_buffer(&self) -> FrameBuffer {
+        let slot = self.slots.as_ref().and_then(Slots::take);
+        slot.unwrap_or_else(|| {
+            let spare = locked(self.spare.lock()).pop();
+            FrameBuffer::from(spare.unwrap_or_default())
+        })
+    }
+
     /// Queues buffers of frames for the writer; they count for the memory they hold.
     fn send(&self, frames: impl IntoIterator<Item = FrameBuffer>) {
         if let Some(sender) = &*locked(self.sender.lock()) {
@@ -302,4 +305,46 @@ fn open_pending() -> Option<&'static Stream> {
     stream.send([FrameBuffer::from(meta)]);
     STREAM.store(ptr::from_ref(stream).cast_mut(), Ordering::Release);
     Some(stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixListener;
+
+    use rocflow_core::record::Out;
+
+    use super::*;
+
+    /// A delivery's frames start in the slots of the memory shared with the runner while
+    /// one is free, so the writer copies none of them; once the runner holds them all,
+    /// they start on the heap, and a slot let go is taken again.
+    #[test]
+    fn frames_start_in_free_slots_then_on_the_heap() {
+        let socket = std::env::temp_dir().join(format!("rocflow-tool-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket).unwrap();
+        let stream = connect(&socket).unwrap();
+        let _runner = listener.accept().unwrap();
+        std::fs::remove_file(&socket).unwrap();
+        let slots = stream
+            .slots
+            .as_ref()
+            .expect("a system that makes sealed memfds");
+
+        let mut taken: Vec<FrameBuffer> = (0..Layout::TOOL.slots)
+            .map(|_| stream.frame_buffer())
+            .collect();
+        assert!(slots.take().is_none(), "every slot holds a frame");
+        let mut heap = stream.frame_buffer();
+        heap.put(b"a frame");
+        assert_eq!(heap.bytes(), b"a frame");
+        drop(heap);
+        assert!(slots.take().is_none(), "a frame on the heap holds no slot");
+
+        taken.pop();
+        let mut again = stream.frame_buffer();
+        assert!(slots.take().is_none(), "the slot let go is taken again");
+        again.put(b"in a slot");
+        assert_eq!(again.bytes(), b"in a slot");
+    }
 }
