@@ -120,7 +120,7 @@ fn connect(socket: &Path) -> Result<Stream, String> {
             };
             let mut frame = Vec::new();
             wire::encode_meta(0, &[Meta::ToolCost(cost)], &mut frame);
-            ok = ok && out.write_all(&frame).is_ok() && out.flush().is_ok();
+            ok = ok && out.send(FrameBuffer::from(frame)).is_ok();
             out.shutdown();
             *done.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
             done.1.notify_all();
