@@ -65,6 +65,9 @@ pub struct Board {
     incoming: OnceLock<Counter>,
     /// When the source's records ended.
     input_ended: OnceLock<Instant>,
+    /// When the application (of the last pass so far) exited: its records may reach the
+    /// stages later, while slow sinks catch up.
+    exited: Mutex<Option<Instant>>,
     sinks: Mutex<Vec<Arc<SinkProgress>>>,
     steps: Mutex<Vec<Arc<StepProgress>>>,
 }
@@ -77,6 +80,7 @@ impl Default for Board {
             decoded: AtomicU64::new(0),
             incoming: OnceLock::new(),
             input_ended: OnceLock::new(),
+            exited: Mutex::default(),
             sinks: Mutex::default(),
             steps: Mutex::default(),
         }
@@ -107,6 +111,11 @@ impl Board {
     /// The source has no more records.
     pub fn input_ended(&self) {
         let _ = self.input_ended.set(Instant::now());
+    }
+
+    /// The application exited (a run's last pass so far).
+    pub fn application_exited(&self) {
+        *self.exited.lock().expect("no poison") = Some(Instant::now());
     }
 
     /// A sink the stages will write, in the plan's order.
@@ -155,6 +164,11 @@ impl Board {
             decoded: self.decoded.load(Ordering::Relaxed),
             elapsed: self.started.elapsed(),
             input_ended: self.input_ended.get().map(|t| *t - self.started),
+            exited: self
+                .exited
+                .lock()
+                .expect("no poison")
+                .map(|t| t - self.started),
             sinks: (self.sinks.lock().expect("no poison").iter())
                 .map(|s| s.snapshot(self.started))
                 .collect(),
@@ -255,6 +269,7 @@ struct Snapshot {
     decoded: u64,
     elapsed: Duration,
     input_ended: Option<Duration>,
+    exited: Option<Duration>,
     sinks: Vec<SinkSnapshot>,
     /// Name, start, and how long it took once it ended.
     steps: Vec<(String, Duration, Option<Duration>)>,
@@ -277,6 +292,26 @@ impl SinkSnapshot {
             SinkState::Unopened => "nothing to write".into(),
             _ => format!("{} records written in {}", self.handed, seconds(ended)),
         }
+    }
+}
+
+impl Snapshot {
+    /// What the input's end says: the records and where from, and, for a run, when its
+    /// application exited (the stages take its last records later where sinks lag).
+    fn input_line(&self, ended: Duration) -> String {
+        let Incoming { records, processes } = self.incoming;
+        let mut line = match processes {
+            Some(n) => format!("received {records} records from {n} process{}", plural(n)),
+            None => format!("read {records} records"),
+        };
+        line.push_str(&format!(" in {}", seconds(ended)));
+        if let Some(exited) = self.exited {
+            line.push_str(&format!(
+                " (the application exited after {})",
+                seconds(exited)
+            ));
+        }
+        line
     }
 }
 
@@ -416,14 +451,7 @@ impl View for Bars {
             processes.map_or_else(String::new, |n| format!(" from {n} process{}", plural(n)));
         match now.input_ended {
             _ if incoming.ended => {}
-            Some(at) => {
-                let verb = if processes.is_some() {
-                    "received"
-                } else {
-                    "read"
-                };
-                incoming.end(format!("{verb} {records} records{from} in {}", seconds(at)));
-            }
+            Some(at) => incoming.end(now.input_line(at)),
             None => {
                 let verb = if processes.is_some() {
                     "receiving"
@@ -522,11 +550,7 @@ impl View for Lines {
             }
             None => {}
             Some(at) if !self.input_said => {
-                say(format!(
-                    "{verb} {records} records{} in {}",
-                    processes.map_or_else(String::new, from),
-                    seconds(at)
-                ));
+                say(now.input_line(at));
                 self.input_said = true;
                 self.last = now.elapsed;
             }

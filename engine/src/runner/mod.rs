@@ -165,6 +165,7 @@ impl Pass {
         frames: &queue::Sender<Frame>,
         counts: &Arc<listen::Counts>,
         passes: usize,
+        board: &Board,
     ) -> Option<Exit> {
         let Pass {
             listener,
@@ -191,6 +192,7 @@ impl Pass {
             (None, Some(signal)) => Exit::Signal(signal),
             (None, None) => Exit::Code(1),
         });
+        board.application_exited();
         if let Some(exit) = exit {
             let mut frame = Vec::new();
             wire::encode_meta(0, &[Meta::Exit(exit)], &mut frame);
@@ -356,6 +358,7 @@ pub fn run(
     let counts = Arc::new(listen::Counts::default());
     let driver = {
         let (intake, stop, counts) = (Arc::clone(&intake), Arc::clone(&stop), Arc::clone(&counts));
+        let board = Arc::clone(&options.board);
         std::thread::spawn(move || {
             let mut started = (listener, child);
             let mut number = 1;
@@ -366,7 +369,7 @@ pub fn run(
                     child,
                     number,
                 }
-                .run(&intake, &frames_in, &counts, passes);
+                .run(&intake, &frames_in, &counts, passes, &board);
                 let ended = |exit, pass, failed_to_start| Passes {
                     exit,
                     pass,
