@@ -9,13 +9,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use super::backlog::Sender;
 use super::compress::Compressor;
 use crate::messages;
-use crate::queue::{Closed, Sender};
+use crate::queue::Closed;
 use crate::record::{RecordKind, wire_size};
 use crate::ring::Incoming;
 use crate::spool::SpoolWriter;
-use crate::wire::{self, Frame, FrameReader};
+use crate::wire::{self, FrameReader};
 
 /// Where every frame goes: the raw spool, written as frames arrive (compressed first, where
 /// it is compressed), so a crash of anything later loses nothing that arrived; and the
@@ -56,7 +57,7 @@ impl Intake {
 
     /// Keeps a raw frame in the spool as it is, and decodes it for the stages if they take
     /// it; `Err` once the spool is finished or the stages stopped taking frames.
-    pub fn take(&self, raw: &[u8], frames: &Sender<Frame>) -> Result<(), Closed> {
+    pub fn take(&self, raw: &[u8], frames: &Sender) -> Result<(), Closed> {
         self.keep(raw)?;
         self.decode(raw, frames)
     }
@@ -85,18 +86,12 @@ impl Intake {
         Ok(())
     }
 
-    /// Decodes a raw frame for the stages, if they take its kind.
-    fn decode(&self, raw: &[u8], frames: &Sender<Frame>) -> Result<(), Closed> {
+    /// Hands a raw frame to the stages, if they take its kind.
+    fn decode(&self, raw: &[u8], frames: &Sender) -> Result<(), Closed> {
         if record_kind(raw).is_some_and(|kind| !self.decode[kind as usize]) {
             return Ok(());
         }
-        match wire::decode_frame(raw) {
-            Ok(frame) => frames.send(frame, raw.len()),
-            Err(e) => {
-                messages::runner(format_args!("dropping a frame: {e}"));
-                Ok(())
-            }
-        }
+        frames.send(raw)
     }
 
     /// Completes the spool with every frame taken so far: written out and synced, whatever
@@ -167,7 +162,7 @@ impl Order {
 impl Lane {
     /// Takes a raw frame as [`Intake::take`] does, though it may reach the spool a little
     /// later; `raw`, the buffer for the next frame, may be left empty.
-    pub fn take(&mut self, raw: &mut Vec<u8>, frames: &Sender<Frame>) -> Result<(), Closed> {
+    pub fn take(&mut self, raw: &mut Vec<u8>, frames: &Sender) -> Result<(), Closed> {
         let Some(compressor) = self.intake.compressor.as_ref() else {
             return self.intake.take(raw, frames);
         };
@@ -279,7 +274,7 @@ impl Counts {
 pub fn serve(
     listener: UnixListener,
     intake: Arc<Intake>,
-    frames: Sender<Frame>,
+    frames: Sender,
     stop: Arc<AtomicBool>,
     counts: Arc<Counts>,
 ) {
@@ -325,13 +320,7 @@ pub fn serve(
 }
 
 /// Reads one process's frames until it closes its end (or dies, which closes it too).
-fn read(
-    socket: UnixStream,
-    stream: u16,
-    intake: &Arc<Intake>,
-    frames: &Sender<Frame>,
-    counts: &Counts,
-) {
+fn read(socket: UnixStream, stream: u16, intake: &Arc<Intake>, frames: &Sender, counts: &Counts) {
     let _ = socket.set_nonblocking(false);
     let incoming = Incoming::accept(socket).map_err(wire::WireError::from);
     let mut reader = match incoming.and_then(FrameReader::new) {
@@ -373,18 +362,17 @@ fn read(
 mod tests {
     use super::*;
     use crate::record::{ApiCall, Batch, Meta, Record};
-    use crate::runner::SpoolCompression;
+    use crate::runner::{SpoolCompression, backlog};
     use crate::spool::SpoolReader;
+    use crate::wire::Frame;
 
-    /// An intake that compresses into `run.rfraw` in `dir` and decodes nothing, and a queue
-    /// for the stages that holds whatever comes (its receiving end, kept alive).
-    fn compressing(
-        dir: &std::path::Path,
-    ) -> (Arc<Intake>, Sender<Frame>, crate::queue::Receiver<Frame>) {
+    /// An intake that compresses into `run.rfraw` in `dir` and decodes nothing, and a
+    /// backlog for the stages that holds whatever comes (its receiving end, kept alive).
+    fn compressing(dir: &std::path::Path) -> (Arc<Intake>, Sender, backlog::Receiver) {
         let writer = SpoolWriter::create(&dir.join("run.rfraw")).unwrap();
         let compressor = SpoolCompression::Zstd.compressor(2);
         let intake = Arc::new(Intake::new(writer, compressor, |_| false));
-        let (frames, decoded) = crate::queue::bounded(usize::MAX);
+        let (frames, decoded) = backlog::channel(usize::MAX, dir);
         (intake, frames, decoded)
     }
 

@@ -3,6 +3,7 @@
 //! spool as it arrives, and feeds the same frames through the stages into the sinks. The
 //! run ends when the application has exited and every stream has closed.
 
+pub(crate) mod backlog;
 pub(crate) mod compress;
 pub(crate) mod libraries;
 pub(crate) mod listen;
@@ -22,20 +23,18 @@ use std::time::{Duration, Instant};
 
 use crate::plan::Plan;
 use crate::progress::{Board, Incoming};
-use crate::queue;
 use crate::record::{Exit, Meta, RecordKind};
 use crate::sink;
 use crate::source::{Ending, Live, SourceError};
 use crate::spool::SpoolWriter;
 use crate::stage::{self, Report};
-use crate::wire::{self, Frame};
+use crate::wire;
 
 pub use compress::SpoolCompression;
 pub use signals::Stop;
 
-/// Bytes of frames queued between the connections and the stages. A full queue holds the
-/// connections back, as the lossless policy asks: every frame is in the spool, or on its
-/// way there (see [`listen::Lane`]), before it is queued.
+/// Bytes of decoded frames held in memory between the connections and the stages; past
+/// them, frames wait for slow sinks on disk, beside the spool (see [`backlog`]).
 const QUEUE_BYTES: usize = 64 << 20;
 
 /// Which rocprofiler-sdk the application runs with.
@@ -162,7 +161,7 @@ impl Pass {
     fn run(
         self,
         intake: &Arc<Intake>,
-        frames: &queue::Sender<Frame>,
+        frames: &backlog::Sender,
         counts: &Arc<listen::Counts>,
         passes: usize,
         board: &Board,
@@ -347,7 +346,11 @@ pub fn run(
         }
     };
 
-    let (frames_in, frames) = queue::bounded(QUEUE_BYTES);
+    let beside_spool = spool_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let (frames_in, frames) = backlog::channel(QUEUE_BYTES, beside_spool);
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let compressor = options.spool_compression.compressor(cores);
     let intake = Arc::new(Intake::new(spool, compressor, |kind| plan.consumes(kind)));

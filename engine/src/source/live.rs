@@ -4,7 +4,7 @@
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
-use crate::queue::Receiver;
+use crate::runner::backlog::Receiver;
 use crate::runner::listen::Intake;
 use crate::runner::signals::{self, Stop};
 use crate::wire::Frame;
@@ -12,21 +12,35 @@ use crate::wire::Frame;
 use super::{Ending, Source, SourceError};
 
 pub struct Live<'a> {
-    frames: Receiver<Frame>,
+    frames: Receiver,
     intake: &'a Intake,
     /// Told once the spool holds every frame that arrived.
     complete: &'a dyn Fn(),
+    /// How completing the spool went, once it was.
+    completed: Option<std::io::Result<()>>,
     /// Why the run stopped waiting for the application, if a signal made it.
     pub stopped: Option<Stop>,
 }
 
 impl<'a> Live<'a> {
-    pub fn new(frames: Receiver<Frame>, intake: &'a Intake, complete: &'a dyn Fn()) -> Live<'a> {
+    pub fn new(frames: Receiver, intake: &'a Intake, complete: &'a dyn Fn()) -> Live<'a> {
         Live {
             frames,
             intake,
             complete,
+            completed: None,
             stopped: None,
+        }
+    }
+
+    /// Completes the spool (written out, synced, and told) and says how that went.
+    fn complete_spool(&self) -> std::io::Result<()> {
+        match self.intake.finish() {
+            Some(e) => Err(e),
+            None => {
+                (self.complete)();
+                Ok(())
+            }
         }
     }
 }
@@ -40,7 +54,15 @@ impl Source for Live<'_> {
         }
         loop {
             match self.frames.recv_timeout(Duration::from_millis(100)) {
-                Ok(frame) => return Some(frame),
+                Ok(frame) => {
+                    // Every process's stream has ended, though slow sinks may still have
+                    // much to take: the spool is completed now, not after them, so that a
+                    // scheduler's SIGKILL while they catch up finds it whole.
+                    if self.completed.is_none() && self.frames.senders_gone() {
+                        self.completed = Some(self.complete_spool());
+                    }
+                    return Some(frame);
+                }
                 Err(RecvTimeoutError::Timeout) => {
                     self.stopped = signals::stop_waiting();
                     if self.stopped.is_some() {
@@ -52,16 +74,14 @@ impl Source for Live<'_> {
         }
     }
 
-    /// Completes the spool: every frame that arrived is in it before the sinks finish
-    /// (which can take long enough for a scheduler's SIGKILL to come first).
+    /// Completes the spool, if every stream's end did not already: every frame that
+    /// arrived is in it before the sinks finish (which can take long enough for a
+    /// scheduler's SIGKILL to come first).
     fn finish(&mut self) -> Result<Ending, SourceError> {
-        match self.intake.finish() {
-            Some(e) => Err(SourceError::Spool(e)),
-            None => {
-                (self.complete)();
-                Ok(Ending::default())
-            }
-        }
+        let completed = (self.completed.take()).unwrap_or_else(|| self.complete_spool());
+        completed
+            .map(|()| Ending::default())
+            .map_err(SourceError::Spool)
     }
 }
 
@@ -70,38 +90,44 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
-    use crate::queue;
     use crate::record::{Batch, KernelDispatch};
+    use crate::runner::backlog;
     use crate::source::Spool;
     use crate::spool::SpoolWriter;
     use crate::wire;
 
-    /// The input's end is told once, when the spool already holds every frame: what the
-    /// post-steps' reading ahead starts on.
+    /// The spool is completed and told once, as soon as every stream has ended, though
+    /// the stages have frames still to take (a slow sink's backlog): what the post-steps'
+    /// reading ahead starts on, and what a scheduler's SIGKILL must find whole.
     #[test]
     fn the_end_is_told_once_the_spool_holds_every_frame() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.rfraw");
         let intake = Intake::new(SpoolWriter::create(&path).unwrap(), None, |_| true);
-        let (sender, frames) = queue::bounded(1 << 20);
+        let (sender, frames) = backlog::channel(1 << 20, dir.path());
         let batch = Batch::KernelDispatch(vec![KernelDispatch::default(); 3]);
         let mut raw = Vec::new();
         wire::encode_records(0, &batch, &mut raw);
-        for _ in 0..2 {
-            intake.take(&raw, &sender).unwrap();
-        }
-        drop(sender);
 
         let told = Cell::new(0);
         let complete = || {
             let mut spool = Spool::open(&path).unwrap();
             let kept = std::iter::from_fn(|| spool.next_frame()).count();
-            assert_eq!(kept, 2, "the spool is whole when the end is told");
+            assert_eq!(kept, 3, "the spool is whole when the end is told");
             told.set(told.get() + 1);
         };
         let mut live = Live::new(frames, &intake, &complete);
-        let read = std::iter::from_fn(|| live.next_frame()).count();
-        assert_eq!((read, told.get()), (2, 0));
+        intake.take(&raw, &sender).unwrap();
+        assert!(live.next_frame().is_some());
+        assert_eq!(told.get(), 0, "told while a stream could still send");
+        for _ in 0..2 {
+            intake.take(&raw, &sender).unwrap();
+        }
+        drop(sender);
+        assert!(live.next_frame().is_some());
+        assert_eq!(told.get(), 1, "a frame is still to be taken");
+        assert!(live.next_frame().is_some());
+        assert!(live.next_frame().is_none());
         live.finish().unwrap();
         assert_eq!(told.get(), 1);
     }
