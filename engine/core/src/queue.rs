@@ -1,7 +1,8 @@
 //! A queue bounded in bytes, not in items: what travels through it (a frame, a delivery's
 //! frames) ranges from bytes to a whole SDK buffer, so a bound in items bounds nothing.
-//! The runner queues frames between its connections and the stages; the tool library,
-//! a delivery's frames between the SDK's buffer callback and the socket's writer.
+//! The tool library queues a delivery's frames between the SDK's buffer callback and the
+//! socket's writer; its senders wait for room, which bounds the application's memory. (The
+//! runner's frames for the stages wait on disk past a budget instead: its `backlog`.)
 
 use std::sync::mpsc::{self, RecvError, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
