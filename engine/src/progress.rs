@@ -313,6 +313,18 @@ impl Snapshot {
         }
         line
     }
+
+    /// Where the stages are once the application has exited and they still take its
+    /// records (slow sinks catching up, the frames waiting on disk).
+    fn catching_up(&self) -> Option<String> {
+        let exited = self.exited?;
+        Some(format!(
+            "the application exited after {}; the stages have taken {} of its {} records",
+            seconds(exited),
+            self.decoded,
+            self.incoming.records
+        ))
+    }
 }
 
 /// The bars on screen, for [`suspend`].
@@ -452,6 +464,16 @@ impl View for Bars {
         match now.input_ended {
             _ if incoming.ended => {}
             Some(at) => incoming.end(now.input_line(at)),
+            None if let Some(exited) = now.exited => {
+                incoming.bar.set_prefix("taking");
+                incoming.bar.set_position(now.decoded);
+                incoming.bar.set_message(format!(
+                    " of {} (the application exited after {})",
+                    HumanCount(records),
+                    seconds(exited)
+                ));
+                incoming.bar.tick();
+            }
             None => {
                 let verb = if processes.is_some() {
                     "receiving"
@@ -542,10 +564,12 @@ impl View for Lines {
         match now.input_ended {
             None if now.elapsed >= self.last + HEARTBEAT => {
                 let rate = records as f64 / now.elapsed.as_secs_f64().max(1e-9);
-                say(format!(
-                    "{verb} {records} records so far{}, {rate:.0}/s",
-                    processes.map_or_else(String::new, from)
-                ));
+                say(now.catching_up().unwrap_or_else(|| {
+                    format!(
+                        "{verb} {records} records so far{}, {rate:.0}/s",
+                        processes.map_or_else(String::new, from)
+                    )
+                }));
                 self.last = now.elapsed;
             }
             None => {}
@@ -641,5 +665,41 @@ mod tests {
         assert_eq!(board.snapshot().sinks[0].written, 4);
         written.add(20);
         assert_eq!(board.snapshot().sinks[0].written, 10);
+    }
+
+    /// Once the application has exited, while the stages still take its records, the
+    /// board says when it exited and how far the stages are; the input's line says when
+    /// it exited too.
+    #[test]
+    fn a_run_whose_stages_lag_says_when_its_application_exited() {
+        let board = Board::live();
+        board.count_incoming(|| Incoming {
+            records: 100,
+            processes: Some(1),
+        });
+        board.decoded(40);
+        assert_eq!(
+            board.snapshot().catching_up(),
+            None,
+            "the application still runs"
+        );
+        board.application_exited();
+        let now = board.snapshot();
+        let exited = seconds(now.exited.unwrap());
+        assert_eq!(
+            now.catching_up().unwrap(),
+            format!(
+                "the application exited after {exited}; the stages have taken 40 of its 100 records"
+            )
+        );
+        board.input_ended();
+        let now = board.snapshot();
+        assert_eq!(
+            now.input_line(now.input_ended.unwrap()),
+            format!(
+                "received 100 records from 1 process in {} (the application exited after {exited})",
+                seconds(now.input_ended.unwrap())
+            )
+        );
     }
 }
