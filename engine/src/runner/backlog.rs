@@ -63,7 +63,7 @@ struct Shared {
     state: Mutex<State>,
     /// Signalled when a frame comes or the last sender goes.
     arrived: Condvar,
-    /// Signalled when the stages take a frame from memory, or stop taking any.
+    /// Signalled when the stages take a frame, or stop taking any.
     taken: Condvar,
     budget: usize,
     dir: PathBuf,
@@ -239,6 +239,8 @@ impl Receiver {
                     }
                 };
                 give_back(&mut state);
+                // A sender without a file waits for the file to empty, too.
+                shared.taken.notify_all();
                 if read {
                     drop(state);
                     if let Some(frame) = decode(&self.raw) {
