@@ -1,7 +1,7 @@
 //! The OTF2 sink on a generated 10 M record spool: records per second through the stages
 //! into an archive, as a ratio to a plain `read` of the same spool bytes measured in the
 //! same run (best of three runs each), CPU time per record, and the peak memory of a replay
-//! of 1 M, 10 M and 20 M records. Needs the OTF2 library (`apt-get install libotf2-trace-dev`).
+//! of 2 M, 10 M and 20 M records. Needs the OTF2 library (`apt-get install libotf2-trace-dev`).
 //! Run with `cargo bench -p rocflow --bench otf2`.
 
 mod support;
@@ -62,7 +62,7 @@ fn main() {
         "into OTF2",
         dir.path(),
         2,
-        &[1_000_000, 10_000_000, 20_000_000],
+        &[2_000_000, 10_000_000, 20_000_000],
         |label| dir.path().join(format!("trace-{label}")),
         |out| format!(" ({} locations)", locations(out)),
     );

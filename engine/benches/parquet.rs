@@ -1,7 +1,7 @@
 //! The Parquet sink on a generated 10 M record spool from three processes: records per
 //! second through the stages into a dataset, as a ratio to a plain `read` of the same spool
 //! bytes and to decoding it, measured in the same run (best of three each), the CPU time
-//! per record, and the peak memory of a replay of 1 M, 10 M and 20 M records.
+//! per record, and the peak memory of a replay of 2 M, 10 M and 20 M records.
 //! Run with `cargo bench -p rocflow --bench parquet`.
 
 mod support;
@@ -69,7 +69,7 @@ fn main() {
         "into Parquet",
         dir.path(),
         PROCESSES,
-        &[RECORDS / 10, RECORDS, RECORDS * 2],
+        &[RECORDS / 5, RECORDS, RECORDS * 2],
         |label| dir.path().join(format!("dataset-{label}")),
         |_| String::new(),
     );

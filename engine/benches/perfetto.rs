@@ -1,7 +1,7 @@
 //! The Perfetto sink on a generated 10 M record spool: records per second through the
 //! stages into a trace, as a ratio to a plain `read` of the same spool bytes measured in the
 //! same run (best of three runs each), CPU time per record, and the peak memory of a replay
-//! of 1 M, 10 M and 20 M records. Run with `cargo bench -p rocflow --bench perfetto`.
+//! of 2 M, 10 M and 20 M records. Run with `cargo bench -p rocflow --bench perfetto`.
 
 mod support;
 
@@ -48,7 +48,7 @@ fn main() {
         "into Perfetto",
         dir.path(),
         2,
-        &[1_000_000, 10_000_000, 20_000_000],
+        &[2_000_000, 10_000_000, 20_000_000],
         |label| dir.path().join(format!("trace-{label}.pftrace")),
         |out| {
             std::fs::remove_file(out).unwrap();
