@@ -1,7 +1,7 @@
 //! The runner's side of the socket: one connection per profiled process (children and MPI
 //! ranks each open their own), each read on a thread of its own that numbers its frames,
-//! keeps them in the spool (through its [`Lane`]) and decodes them into one bounded queue
-//! for the stages.
+//! keeps them in the spool (through its [`Lane`]) and hands them to the stages through one
+//! [`backlog`](super::backlog).
 
 use std::collections::BTreeMap;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -26,8 +26,8 @@ pub struct Intake {
     /// Compresses frames for the spool, if it is to be compressed.
     compressor: Option<Compressor>,
     /// The record kinds the stages take (indexed as [`RecordKind::ALL`]); frames of the
-    /// others are kept in the spool and not decoded.
-    decode: Vec<bool>,
+    /// others are kept in the spool and not handed on.
+    staged: Vec<bool>,
 }
 
 /// The spool while the run takes frames, and after.
@@ -51,15 +51,15 @@ impl Intake {
                 error: None,
             }),
             compressor,
-            decode: RecordKind::ALL.iter().map(|&k| consumes(k)).collect(),
+            staged: RecordKind::ALL.iter().map(|&k| consumes(k)).collect(),
         }
     }
 
-    /// Keeps a raw frame in the spool as it is, and decodes it for the stages if they take
+    /// Keeps a raw frame in the spool as it is, and hands it to the stages if they take
     /// it; `Err` once the spool is finished or the stages stopped taking frames.
     pub fn take(&self, raw: &[u8], frames: &Sender) -> Result<(), Closed> {
         self.keep(raw)?;
-        self.decode(raw, frames)
+        self.to_stages(raw, frames)
     }
 
     /// Frames of one process, which it keeps in order: see [`Lane`].
@@ -87,8 +87,8 @@ impl Intake {
     }
 
     /// Hands a raw frame to the stages, if they take its kind.
-    fn decode(&self, raw: &[u8], frames: &Sender) -> Result<(), Closed> {
-        if record_kind(raw).is_some_and(|kind| !self.decode[kind as usize]) {
+    fn to_stages(&self, raw: &[u8], frames: &Sender) -> Result<(), Closed> {
+        if record_kind(raw).is_some_and(|kind| !self.staged[kind as usize]) {
             return Ok(());
         }
         frames.send(raw)
@@ -166,8 +166,8 @@ impl Lane {
         let Some(compressor) = self.intake.compressor.as_ref() else {
             return self.intake.take(raw, frames);
         };
-        // Decoded first, so the frame can move on; it is kept even if the stages stopped.
-        let decoded = self.intake.decode(raw, frames);
+        // Handed on first, so the frame can move on; it is kept even if the stages stopped.
+        let handed = self.intake.to_stages(raw, frames);
         let (number, read) = (self.taken, raw.len());
         self.taken += 1;
         self.order.state.lock().unwrap().pending += read;
@@ -181,7 +181,7 @@ impl Lane {
             self.order.done(&self.intake, number, raw.clone(), read);
         }
         let state = self.wait_while(|state| state.pending > PENDING_BYTES);
-        if state.closed { Err(Closed) } else { decoded }
+        if state.closed { Err(Closed) } else { handed }
     }
 
     /// Waits while `busy` holds of the lane's frames.
