@@ -649,6 +649,76 @@ path = "probe.txt"
     assert_says(&output.stdout, "    probe.txt\n");
 }
 
+/// The seconds that follow `marker` in `line` (`… 1.23 s`).
+fn seconds_after(line: &str, marker: &str) -> f64 {
+    let (_, rest) = (line.split_once(marker)).unwrap_or_else(|| panic!("no `{marker}` in {line}"));
+    let (seconds, _) = rest.split_once(" s").unwrap_or_else(|| panic!("{line}"));
+    seconds.parse().unwrap_or_else(|_| panic!("{line}"))
+}
+
+/// A sink slower than the application does not hold it back: past what the runner keeps
+/// in memory (64 MiB, about 880,000 of these records), frames wait on disk, the application
+/// exits while the sink still waits on its first batch, and the sink then gets every
+/// record, each once. Held back, the application could not exit before the sink had taken
+/// all but its last 64 MiB.
+#[test]
+fn a_sink_slower_than_the_application_does_not_hold_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(repo().join("examples/sim/mi300x.toml")).unwrap();
+    // Two threads, 62,500 iterations of eight launches: a call and a dispatch each, 2 M
+    // records.
+    let head = example[..example.find("[[kernel]]").unwrap()]
+        .replace("iterations = 100", "iterations = 62500")
+        .replace("marker_ranges = true", "marker_ranges = false");
+    let kernels: String = (0..8)
+        .map(|i| {
+            format!(
+                "[[kernel]]\nname = \"k{i}\"\nduration_ns = 1000\ngrid = [1024, 1, 1]\n\
+                 workgroup = [64, 1, 1]\n"
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("big.toml"), head + &kernels).unwrap();
+    const STALL_S: f64 = 10.0;
+    let pipeline = format!(
+        r#"{}
+[[sink]]
+name = "slow"
+kind = "plugin"
+plugin = "probe"
+path = "probe.txt"
+options = {{ first_write_ms = {} }}
+"#,
+        support::traced_pipeline!(
+            "slow-sink",
+            "trace",
+            r#"["kernel_dispatch", "hip_runtime_api"]"#
+        ),
+        STALL_S * 1000.0
+    );
+    std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
+    let plugins = built_plugins();
+    let env = [("ROCFLOW_PLUGIN_PATH", plugins.as_path())];
+    let output = run_on("sim:big.toml", "p.toml", &["/bin/true"], dir.path(), &env);
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    // The line as the records end (heartbeats before it say `so far`).
+    let line = (stderr.lines())
+        .find(|l| l.starts_with("progress: received ") && !l.contains(" so far"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let taken = seconds_after(line, " records from 1 process in ");
+    let exited = seconds_after(line, " (the application exited after ");
+    assert!(
+        exited < STALL_S && taken > STALL_S,
+        "the sink held the application back: {line}"
+    );
+    let written = std::fs::read_to_string(dir.path().join("probe.txt")).unwrap();
+    let rows: u64 = (written.lines())
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(rows, 2_000_000, "every record reached the sink once");
+}
+
 #[test]
 fn plugins_list_shows_each_plugin_its_kinds_and_whether_it_loads() {
     let plugins = tempfile::tempdir().unwrap();
