@@ -65,8 +65,8 @@ pub struct Board {
     incoming: OnceLock<Counter>,
     /// When the source's records ended.
     input_ended: OnceLock<Instant>,
-    /// When the application (of the last pass so far) exited: its records may reach the
-    /// stages later, while slow sinks catch up.
+    /// When the application exited, until it starts again for a run's next pass: its
+    /// records may reach the stages later, while slow sinks catch up.
     exited: Mutex<Option<Instant>>,
     sinks: Mutex<Vec<Arc<SinkProgress>>>,
     steps: Mutex<Vec<Arc<StepProgress>>>,
@@ -113,9 +113,14 @@ impl Board {
         let _ = self.input_ended.set(Instant::now());
     }
 
-    /// The application exited (a run's last pass so far).
+    /// The application exited.
     pub fn application_exited(&self) {
         *self.exited.lock().expect("no poison") = Some(Instant::now());
+    }
+
+    /// The application starts again, for a run's next pass.
+    pub fn application_started(&self) {
+        *self.exited.lock().expect("no poison") = None;
     }
 
     /// A sink the stages will write, in the plan's order.
@@ -683,6 +688,9 @@ mod tests {
             None,
             "the application still runs"
         );
+        board.application_exited();
+        board.application_started();
+        assert_eq!(board.snapshot().catching_up(), None, "a next pass runs");
         board.application_exited();
         let now = board.snapshot();
         let exited = seconds(now.exited.unwrap());

@@ -389,6 +389,7 @@ pub fn run(
                 while !counts.all_ended() && !stop.load(Ordering::Acquire) {
                     std::thread::sleep(Duration::from_millis(20));
                 }
+                board.application_started();
                 started = match launch.start(number as usize) {
                     Ok(next) => next,
                     Err(e) => return ended(None, number + 1, Some(e.to_string())),
