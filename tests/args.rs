@@ -268,22 +268,8 @@ fn a_filter_reads_arguments_with_sizes_in_binary_units() {
 #[test]
 fn calls_of_a_delivery_sent_in_parts_keep_their_arguments() {
     let dir = tempfile::tempdir().unwrap();
-    let example =
-        std::fs::read_to_string(support::repo().join("examples/sim/mi300x.toml")).unwrap();
-    // Two threads, 5,000 iterations of eight launches: a call and a dispatch each.
-    let head = example[..example.find("[[kernel]]").unwrap()]
-        .replace("iterations = 100", "iterations = 5000")
-        .replace("marker_ranges = true", "marker_ranges = false");
-    let kernels: String = (0..8)
-        .map(|i| {
-            format!(
-                "[[kernel]]\nname = \"k{i}\"\nduration_ns = 1000\n\
-                 grid = [1024, 1, 1]\nworkgroup = [{}, 1, 1]\n",
-                64 * (i + 1)
-            )
-        })
-        .collect();
-    std::fs::write(dir.path().join("big.toml"), head + &kernels).unwrap();
+    // Two threads, 5,000 iterations of eight launches: 160,000 records.
+    support::launches_scenario(dir.path(), 5000);
     // A buffer that holds the whole run, so it comes in one delivery, at the end.
     let context = CONTEXT.replace(
         "args = true",
@@ -292,7 +278,13 @@ fn calls_of_a_delivery_sent_in_parts_keep_their_arguments() {
     let sink = support::sink!("csv", "csv", "out/csv");
     let pipeline = format!("[pipeline]\nname = \"parts\"\n{context}{sink}");
     std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
-    let output = run_on("sim:big.toml", "p.toml", &["/bin/true"], dir.path(), &[]);
+    let output = run_on(
+        "sim:launches.toml",
+        "p.toml",
+        &["/bin/true"],
+        dir.path(),
+        &[],
+    );
     assert_success(&output);
     let launches = csv_args(&dir.path().join("out/csv/api.csv"), "hipLaunchKernel");
     assert_eq!(launches.len(), 2 * 5000 * 8);

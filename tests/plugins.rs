@@ -9,7 +9,8 @@ use std::process::Output;
 
 use regex::Regex;
 use support::{
-    assert_fails, assert_says, assert_success, built_plugins, csv, repo, rocflow, run_on, text,
+    assert_fails, assert_says, assert_success, built_plugins, csv, repo, rocflow, run_on,
+    seconds_after, text,
 };
 
 /// Builds the C plugin `source` (under `plugins/`) as `librocflow_plugin_NAME.so` in `dir`.
@@ -649,13 +650,6 @@ path = "probe.txt"
     assert_says(&output.stdout, "    probe.txt\n");
 }
 
-/// The seconds that follow `marker` in `line` (`… 1.23 s`).
-fn seconds_after(line: &str, marker: &str) -> f64 {
-    let (_, rest) = (line.split_once(marker)).unwrap_or_else(|| panic!("no `{marker}` in {line}"));
-    let (seconds, _) = rest.split_once(" s").unwrap_or_else(|| panic!("{line}"));
-    seconds.parse().unwrap_or_else(|_| panic!("{line}"))
-}
-
 /// A sink slower than the application does not hold it back: past what the runner keeps
 /// in memory (64 MiB, about 880,000 of these records), frames wait on disk, the application
 /// exits while the sink still waits on its first batch, and the sink then gets every
@@ -664,21 +658,8 @@ fn seconds_after(line: &str, marker: &str) -> f64 {
 #[test]
 fn a_sink_slower_than_the_application_does_not_hold_it_back() {
     let dir = tempfile::tempdir().unwrap();
-    let example = std::fs::read_to_string(repo().join("examples/sim/mi300x.toml")).unwrap();
-    // Two threads, 62,500 iterations of eight launches: a call and a dispatch each, 2 M
-    // records.
-    let head = example[..example.find("[[kernel]]").unwrap()]
-        .replace("iterations = 100", "iterations = 62500")
-        .replace("marker_ranges = true", "marker_ranges = false");
-    let kernels: String = (0..8)
-        .map(|i| {
-            format!(
-                "[[kernel]]\nname = \"k{i}\"\nduration_ns = 1000\ngrid = [1024, 1, 1]\n\
-                 workgroup = [64, 1, 1]\n"
-            )
-        })
-        .collect();
-    std::fs::write(dir.path().join("big.toml"), head + &kernels).unwrap();
+    // 2 M records.
+    support::launches_scenario(dir.path(), 62_500);
     const STALL_S: f64 = 10.0;
     let pipeline = format!(
         r#"{}
@@ -699,7 +680,13 @@ options = {{ first_write_ms = {} }}
     std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
     let plugins = built_plugins();
     let env = [("ROCFLOW_PLUGIN_PATH", plugins.as_path())];
-    let output = run_on("sim:big.toml", "p.toml", &["/bin/true"], dir.path(), &env);
+    let output = run_on(
+        "sim:launches.toml",
+        "p.toml",
+        &["/bin/true"],
+        dir.path(),
+        &env,
+    );
     assert_success(&output);
     let stderr = text(&output.stderr);
     // The line as the records end (heartbeats before it say `so far`).

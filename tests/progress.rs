@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{assert_says, assert_success, decode_perfetto, rocflow, run_on, sim_app, text};
+use support::{
+    assert_says, assert_success, decode_perfetto, rocflow, run_on, seconds_after, sim_app, text,
+};
 
 const PIPELINE: &str = concat!(
     support::traced_pipeline!("watched", "trace"),
@@ -44,15 +46,6 @@ fn records_in(lines: &[String], prefix: &str) -> u64 {
         .next()
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{line}"))
-}
-
-/// The seconds that follow `marker` in `line` (`… 1.23 s`).
-fn seconds_after(line: &str, marker: &str) -> f64 {
-    let (_, rest) = line
-        .split_once(marker)
-        .unwrap_or_else(|| panic!("no `{marker}` in {line}"));
-    let (seconds, _) = rest.split_once(" s").unwrap_or_else(|| panic!("{line}"));
-    seconds.parse().unwrap_or_else(|_| panic!("{line}"))
 }
 
 #[test]

@@ -55,6 +55,36 @@ pub fn sim_scenarios() -> Vec<PathBuf> {
     files
 }
 
+/// Writes `launches.toml` into `dir`: the MI300X example's system running only launches,
+/// on its two threads, `iterations` times eight: a hipLaunchKernel call and its dispatch
+/// each, `32 * iterations` records. Kernel `k{i}` has a workgroup of `64 * (i + 1)`, which
+/// no other kernel has.
+pub fn launches_scenario(dir: &Path, iterations: u64) {
+    let example = std::fs::read_to_string(repo().join("examples/sim/mi300x.toml")).unwrap();
+    let head = example[..example.find("[[kernel]]").unwrap()]
+        .replace("iterations = 100", &format!("iterations = {iterations}"))
+        .replace("marker_ranges = true", "marker_ranges = false");
+    let kernels: String = (0..8)
+        .map(|i| {
+            format!(
+                "[[kernel]]\nname = \"k{i}\"\nduration_ns = 1000\n\
+                 grid = [1024, 1, 1]\nworkgroup = [{}, 1, 1]\n",
+                64 * (i + 1)
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("launches.toml"), head + &kernels).unwrap();
+}
+
+/// The seconds that follow `marker` in `line` (`… 1.23 s`).
+pub fn seconds_after(line: &str, marker: &str) -> f64 {
+    let (_, rest) = line
+        .split_once(marker)
+        .unwrap_or_else(|| panic!("no `{marker}` in {line}"));
+    let (seconds, _) = rest.split_once(" s").unwrap_or_else(|| panic!("{line}"));
+    seconds.parse().unwrap_or_else(|_| panic!("{line}"))
+}
+
 /// `rocflow inspect --json SPOOL` in `dir` (SPOOL a spool, or a directory: its newest).
 pub fn inspect(dir: &Path, spool: &str) -> serde_json::Value {
     let out = rocflow(&["inspect", "--json", spool], dir, &[]);
