@@ -4,9 +4,8 @@
 //! socket's writer; its senders wait for room, which bounds the application's memory. (The
 //! runner's frames for the stages wait on disk past a budget instead: its `backlog`.)
 
-use std::sync::mpsc::{self, RecvError, RecvTimeoutError};
+use std::sync::mpsc::{self, RecvError};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
 
 /// A queue holding up to `limit` bytes of items, and one item however large.
 pub fn bounded<T>(limit: usize) -> (Sender<T>, Receiver<T>) {
@@ -95,11 +94,6 @@ impl<T> Receiver<T> {
         Ok(self.taken(item, bytes))
     }
 
-    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        let (item, bytes) = self.items.recv_timeout(timeout)?;
-        Ok(self.taken(item, bytes))
-    }
-
     /// Gives an item's bytes back to the senders.
     fn taken(&self, item: T, bytes: usize) -> T {
         self.budget.state().queued -= bytes;
@@ -120,7 +114,7 @@ impl<T> Drop for Receiver<T> {
 mod tests {
     use super::*;
     use std::thread;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     /// Whether `waiting` finishes within 5 s.
     fn finishes<R>(waiting: &thread::JoinHandle<R>) -> bool {
@@ -150,7 +144,7 @@ mod tests {
         assert_eq!(receiver.recv().unwrap(), 2);
         // An item larger than the queue goes in alone.
         sender.send(3, 500).unwrap();
-        assert_eq!(receiver.recv_timeout(Duration::from_secs(1)).unwrap(), 3);
+        assert_eq!(receiver.recv().unwrap(), 3);
     }
 
     #[test]
