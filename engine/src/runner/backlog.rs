@@ -150,7 +150,8 @@ impl Sender {
                 Err(e) => {
                     if !std::mem::replace(&mut state.warned, true) {
                         messages::warning(format_args!(
-                            "the outputs are behind the application, and its records cannot wait for them on disk ({e}): the application waits for them instead"
+                            "the outputs are behind the application, and its records cannot wait for them in {} ({e}): the application waits for them instead (free space there, or give --spool a path on another disk)",
+                            shared.dir.display()
                         ));
                     }
                     state = (shared.taken)
