@@ -426,6 +426,36 @@ mod tests {
         assert!(waited_on_disk, "no frame had to wait on disk");
     }
 
+    /// While the stages are behind, the file gives back the space of the frames they have
+    /// read, a stretch at a time, though more frames wait after them.
+    #[test]
+    fn the_file_gives_back_what_the_stages_have_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let frame = raw(0, 0, 20_000);
+        let (sender, mut receiver) = channel(frame.len(), dir.path());
+        let stretch = GIVE_BACK as usize / frame.len() + 1;
+        for _ in 0..2 * stretch + 1 {
+            sender.send(&frame).unwrap();
+        }
+        let held = |receiver: &Receiver| {
+            use std::os::unix::fs::MetadataExt;
+            let state = receiver.shared.state();
+            state.file.as_ref().unwrap().metadata().unwrap().blocks() * 512
+        };
+        let before = held(&receiver);
+        assert!(before >= 2 * GIVE_BACK, "{before} bytes on disk");
+        // The frame in memory, then a stretch's worth from the file.
+        for _ in 0..=stretch {
+            recv(&mut receiver);
+        }
+        let after = held(&receiver);
+        assert!(
+            after <= before - GIVE_BACK,
+            "{before} then {after} bytes on disk"
+        );
+        assert!(on_disk(&receiver) > 0, "frames still wait in the file");
+    }
+
     /// Where the file cannot be made, frames wait for room in memory, as before there was
     /// a file: a frame taken lets the next in; senders still waiting give up once the
     /// stages stop.
