@@ -1,13 +1,17 @@
 //! One rocpd database being written: a SQLite file under a temporary name beside its final
-//! path, tuned for loading once (no journal, no syncs, one writer), filled one transaction
-//! per window, then given its info rows and indexes and renamed into place.
+//! path. SQLite creates its schema; the records' rows are appended as the pages of their
+//! tables while SQLite has the file closed ([`crate::sqlite::btree`]); when the records end,
+//! SQLite adds the info rows, aggregate tables and indexes, and the file is renamed into
+//! place.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rusqlite::{Connection, OpenFlags};
 
 use super::Fault;
+use super::dispatches::Dispatches;
 use super::ids::{Guid, Ids};
 use super::info;
 use super::rows::{Queued, Tables, Window};
@@ -15,15 +19,15 @@ use super::schema::Names;
 use super::views;
 use crate::catalog::Catalog;
 use crate::sink::Written;
+use crate::sqlite::btree::Pages;
 use crate::transform::Table;
 
-/// Settings for a file written once, start to end, by one connection: a crash or failure
-/// discards the file anyway, so there is nothing to journal or sync. Rows are appended, so
-/// a small page cache holds every page being written. Events reference info rows that are
-/// written when the run ends, so foreign keys are not enforced while loading (SQLite
-/// builds differ in their default). Pages of 16 KiB fill four times as many rows between
-/// the B-tree's page splits as the default 4 KiB: 2 M records load about 8 % faster
-/// (larger pages gain no more and hold more memory).
+/// Settings for a file written once, start to end, by one connection at a time: a crash or
+/// failure discards the file anyway, so there is nothing to journal or sync. Events
+/// reference info rows that are written when the run ends, so foreign keys are not
+/// enforced (SQLite builds differ in their default). Pages of 16 KiB: SQLite loaded rows
+/// 8 % faster with them than with the default 4 KiB, and a leaf of the appended tables
+/// holds four times the rows.
 pub const PRAGMAS: &str = "PRAGMA page_size = 16384;
 PRAGMA journal_mode = OFF;
 PRAGMA foreign_keys = OFF;
@@ -49,12 +53,14 @@ fn configure_sqlite() {
 pub struct Database {
     path: PathBuf,
     staging: Staged,
-    conn: Connection,
     names: Names,
     ids: Ids,
     /// The streams whose records the database holds (every stream, for one database per
     /// run).
     streams: Streams,
+    /// The staged file's pages, which the tables append to while SQLite has it closed.
+    pages: Arc<Pages>,
+    tables: Tables,
 }
 
 /// Which streams a database holds.
@@ -86,30 +92,37 @@ impl Database {
             .file_name()
             .map_or_else(|| "rocpd.db".into(), |n| n.to_string_lossy().into_owned());
         let staging = Staged::new(parent.join(format!(".{name}.rocflow-{}", std::process::id())));
-        configure_sqlite();
-        let conn = Connection::open_with_flags(
-            staging.path(),
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
         let names = Names::new(Guid::new(start_ns));
-        let database = Database {
-            path,
-            staging,
-            conn,
-            names,
-            ids: Ids::default(),
-            streams,
-        };
-        database.conn.execute_batch(PRAGMAS)?;
-        database.conn.execute_batch(&format!(
+        let conn = open(staging.path())?;
+        conn.execute_batch(&format!(
             "BEGIN;\n{}{}{}COMMIT;",
-            database.names.create(),
+            names.create(),
             views::data_views(),
             views::summary_views()
         ))?;
-        Ok(database)
+        let roots: Vec<(String, u32)> = conn
+            .prepare("SELECT name, rootpage FROM sqlite_schema WHERE type = 'table'")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        conn.close().map_err(|(_, e)| e)?;
+        let pages = Arc::new(Pages::open(staging.path())?);
+        let tables = Tables::new(&pages, |table| {
+            let name = names.name(table);
+            let root = roots
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, root)| *root);
+            root.ok_or(rusqlite::Error::QueryReturnedNoRows)
+        })?;
+        Ok(Database {
+            path,
+            staging,
+            names,
+            ids: Ids::default(),
+            streams,
+            pages,
+            tables,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -120,70 +133,76 @@ impl Database {
         self.streams
     }
 
-    /// Writes windows of chunks as they come, one transaction each, until they end;
-    /// `written` counts their records as each transaction commits.
+    /// Writes windows of chunks as they come, until they end; `written` counts their
+    /// records as each window is in.
     pub fn fill(
         &mut self,
         windows: impl Iterator<Item = Vec<Queued>>,
         written: &Written,
     ) -> Result<(), Fault> {
-        let mut tables = Tables::new(&self.conn, &self.names)?;
+        let dir = self.staging.path().parent().unwrap_or(Path::new("."));
+        let mut dispatches = Dispatches::new(dir);
         for window in windows {
-            let tx = self.conn.unchecked_transaction()?;
-            let mut rows = Window::new(&mut tables, &mut self.ids);
+            let mut rows = Window::new(&mut self.tables, &mut dispatches, &mut self.ids);
             for chunk in &window {
                 rows.chunk(chunk)?;
             }
-            tx.commit()?;
             written.add(window.iter().map(|q| q.len() as u64).sum());
         }
-        let tx = self.conn.unchecked_transaction()?;
-        Window::new(&mut tables, &mut self.ids).end()?;
-        tx.commit()?;
-        Ok(())
+        Window::new(&mut self.tables, &mut dispatches, &mut self.ids).end()?;
+        dispatches.join(self.tables.events())
     }
 
-    /// Completes the database: the info rows of its processes (from the catalog, and for
-    /// every id the records used), the aggregate tables, the indexes; then moves it to its
-    /// path.
-    pub fn finish(mut self, catalog: &Catalog, tables: &[Table]) -> Result<PathBuf, Fault> {
+    /// Completes the database: the tables' last pages; then, through SQLite, the info
+    /// rows of its processes (from the catalog, and for every id the records used), the
+    /// aggregate tables, the indexes; then moves it to its path.
+    pub fn finish(self, catalog: &Catalog, tables: &[Table]) -> Result<PathBuf, Fault> {
+        let Database {
+            path,
+            staging,
+            names,
+            mut ids,
+            streams,
+            pages,
+            tables: appended,
+            ..
+        } = self;
+        appended.finish()?;
+        Arc::into_inner(pages)
+            .expect("the tables are finished")
+            .close()?;
         let streams: Vec<u16> = catalog
             .streams()
             .map(|(stream, _)| stream)
-            .filter(|&s| self.streams.hold(s))
+            .filter(|&s| streams.hold(s))
             .collect();
-        let tx = self.conn.transaction()?;
-        info::write(&tx, &self.names, &mut self.ids, catalog, &streams)?;
+        let mut conn = open(staging.path())?;
+        let tx = conn.transaction()?;
+        info::write(&tx, &names, &mut ids, catalog, &streams)?;
         for table in tables {
             info::table(&tx, table)?;
         }
         tx.commit()?;
         // The indexes are sorted within a small budget (spilling to temporary files), so
         // that memory does not grow with the run.
-        self.conn.execute_batch(&format!(
-            "PRAGMA cache_size = -1024;\n{}",
-            self.names.indexes()
-        ))?;
-        let Database {
-            conn,
-            staging,
-            path,
-            ..
-        } = self;
+        conn.execute_batch(&format!("PRAGMA cache_size = -1024;\n{}", names.indexes()))?;
         conn.close().map_err(|(_, e)| e)?;
         staging.move_to(&path)?;
         Ok(path)
     }
 }
 
-/// An empty database in memory, with the settings and tables of one being written.
-#[cfg(test)]
-pub(super) fn in_memory() -> (Connection, Names) {
-    let conn = Connection::open_in_memory().unwrap();
-    let names = Names::new(Guid::new(0));
-    conn.execute_batch(PRAGMAS).unwrap();
-    conn.execute_batch(&names.create()).unwrap();
-    (conn, names)
+/// A connection to the database at `path`, created if need be, with [`PRAGMAS`].
+fn open(path: &Path) -> Result<Connection, Fault> {
+    configure_sqlite();
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.execute_batch(PRAGMAS)?;
+    Ok(conn)
 }
 
 /// A file written under a temporary name: removed unless moved to its path, so that a

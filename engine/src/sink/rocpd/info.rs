@@ -10,11 +10,10 @@ use serde_json::json;
 
 use super::extdata::{AgentRecord, KernelSymbolRecord};
 use super::ids::Ids;
-use super::insert::row;
 use super::schema::{self, Names};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::sdk::AgentType;
-use crate::sqlite::Value;
+use crate::sqlite::{Value, row};
 use crate::transform::Table;
 
 const UNKNOWN: &str = "<unknown>";
@@ -70,7 +69,7 @@ impl Info<'_> {
         columns: [&str; N],
         rows: impl IntoIterator<Item = [Value; N]>,
     ) -> rusqlite::Result<()> {
-        let sql = self.names.insert("INSERT", table, &columns, 1);
+        let sql = self.names.insert(table, &columns);
         let mut statement = self.conn.prepare(&sql)?;
         for row in rows {
             statement.execute(rusqlite::params_from_iter(row))?;

@@ -11,11 +11,12 @@
 //! Its options are [`Options`]: `layout` says how the run's processes map to databases
 //! ([`Layout`]).
 
+mod append;
 mod database;
+mod dispatches;
 pub(crate) mod extdata;
 mod ids;
 mod info;
-mod insert;
 mod rows;
 pub(crate) mod schema;
 mod views;

@@ -6,13 +6,12 @@
 
 use std::sync::Arc;
 
-use rusqlite::Connection;
-
 use super::Fault;
+use super::append::Appender;
+use super::dispatches::Dispatches;
 use super::ids::{Events, Ids, Operation};
 use super::info;
-use super::insert::{Conflict, Inserter, row};
-use super::schema::{self, Names};
+use super::schema;
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::record::{
@@ -20,27 +19,41 @@ use crate::record::{
     MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
 };
 use crate::sdk::Domain;
-use crate::sqlite::Value;
+use crate::sqlite::btree::Pages;
+use crate::sqlite::{Value, row};
 
 macro_rules! tables {
-    ($($name:ident = $conflict:ident $table:ident ($($column:literal),+);)*) => {
-        /// The inserts into one database's tables.
-        pub struct Tables<'c> {
-            $($name: Inserter<'c>,)*
+    ($($name:ident = $table:ident ($($column:literal),+);)*) => {
+        /// The tables records append rows to, each written as its pages.
+        pub struct Tables {
+            $($name: Appender,)*
         }
 
-        impl<'c> Tables<'c> {
-            pub fn new(conn: &'c Connection, names: &Names) -> rusqlite::Result<Tables<'c>> {
+        impl Tables {
+            /// The tables, written as `pages` of their database, where `root` gives the
+            /// root page SQLite made for each, by name.
+            pub fn new(
+                pages: &Arc<Pages>,
+                mut root: impl FnMut(&str) -> rusqlite::Result<u32>,
+            ) -> rusqlite::Result<Tables> {
                 Ok(Tables {
-                    $($name: Inserter::new(
-                        conn, names, Conflict::$conflict, schema::$table, &[$($column),+]
-                    )?,)*
+                    $($name: Appender::new(
+                        Arc::clone(pages),
+                        root(schema::$table)?,
+                        schema::table(schema::$table),
+                        &[$($column),+],
+                    ),)*
                 })
             }
 
-            /// Inserts the rows still pending, table by table in the order above.
-            pub fn flush(&mut self) -> rusqlite::Result<()> {
-                $(self.$name.flush()?;)*
+            /// The event table, which dispatches' events join at the end.
+            pub fn events(&mut self) -> &mut Appender {
+                &mut self.event
+            }
+
+            /// Writes each table's last pages.
+            pub fn finish(self) -> Result<(), Fault> {
+                $(self.$name.finish()?;)*
                 Ok(())
             }
         }
@@ -48,33 +61,26 @@ macro_rules! tables {
 }
 
 tables! {
-    event = Fail EVENT
+    event = EVENT
         ("id", "category_id", "stack_id", "parent_stack_id", "correlation_id", "extdata");
-    // A dispatch's event replaces the bare one written for its counter samples if they came
-    // long before it (see `waiting`).
-    dispatch_event = Replace EVENT
-        ("id", "category_id", "stack_id", "parent_stack_id", "correlation_id");
-    // What counter samples know of their dispatch's event, for a dispatch that has not
-    // come; after the dispatches' events, so that a dispatch's event is there first.
-    counted_event = Ignore EVENT ("id", "category_id");
-    region = Fail REGION ("nid", "pid", "tid", "start", "end", "name_id", "event_id");
-    sample = Fail SAMPLE ("track_id", "timestamp", "event_id");
-    kernel_dispatch = Fail KERNEL_DISPATCH (
+    region = REGION ("nid", "pid", "tid", "start", "end", "name_id", "event_id");
+    sample = SAMPLE ("track_id", "timestamp", "event_id");
+    kernel_dispatch = KERNEL_DISPATCH (
         "nid", "pid", "tid", "agent_id", "kernel_id", "dispatch_id", "queue_id", "stream_id",
         "start", "end", "private_segment_size", "group_segment_size", "workgroup_size_x",
         "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z",
         "region_name_id", "event_id"
     );
-    memory_copy = Fail MEMORY_COPY (
+    memory_copy = MEMORY_COPY (
         "nid", "pid", "tid", "start", "end", "name_id", "dst_agent_id", "src_agent_id", "size",
         "stream_id", "event_id"
     );
-    memory_allocate = Fail MEMORY_ALLOCATE (
+    memory_allocate = MEMORY_ALLOCATE (
         "nid", "pid", "tid", "agent_id", "type", "level", "start", "end", "address", "size",
         "queue_id", "stream_id", "event_id", "extdata"
     );
-    pmc_event = Fail PMC_EVENT ("event_id", "pmc_id", "value");
-    arg = Fail ARG ("event_id", "position", "type", "name", "value");
+    pmc_event = PMC_EVENT ("event_id", "pmc_id", "value");
+    arg = ARG ("event_id", "position", "type", "name", "value");
 }
 
 /// What event rows hold when there is nothing more to say.
@@ -148,14 +154,19 @@ impl Queued {
 }
 
 /// One window's writes into one database.
-pub struct Window<'a, 'c> {
-    tables: &'a mut Tables<'c>,
+pub struct Window<'a> {
+    tables: &'a mut Tables,
+    dispatches: &'a mut Dispatches,
     ids: &'a mut Ids,
 }
 
-impl<'a, 'c> Window<'a, 'c> {
-    pub fn new(tables: &'a mut Tables<'c>, ids: &'a mut Ids) -> Self {
-        Window { tables, ids }
+impl<'a> Window<'a> {
+    pub fn new(tables: &'a mut Tables, dispatches: &'a mut Dispatches, ids: &'a mut Ids) -> Self {
+        Window {
+            tables,
+            dispatches,
+            ids,
+        }
     }
 
     /// Writes the rows of a chunk's records.
@@ -187,14 +198,13 @@ impl<'a, 'c> Window<'a, 'c> {
         Ok(())
     }
 
-    /// Inserts every row still pending, with the bare events of the dispatches that did
-    /// not come.
-    pub fn end(mut self) -> rusqlite::Result<()> {
+    /// Sets aside the bare events of the dispatches that did not come.
+    pub fn end(mut self) -> std::io::Result<()> {
         let category = self.category(Domain::KernelDispatch);
         for event in self.ids.waiting.rest() {
-            self.tables.counted_event.push(row![event, category])?;
+            self.dispatches.counted(event, category)?;
         }
-        self.tables.flush()
+        Ok(())
     }
 
     /// The category and name of operation `op` of the domain with SDK value `domain`.
@@ -236,7 +246,7 @@ impl<'a, 'c> Window<'a, 'c> {
         parent: Option<u64>,
         correlation: u64,
         extdata: Value,
-    ) -> rusqlite::Result<i64> {
+    ) -> Result<i64, Fault> {
         let id = self.ids.events.next();
         let row = row![id, category, stack, parent, correlation, extdata];
         self.tables.event.push(row)?;
@@ -255,9 +265,9 @@ impl<'a, 'c> Window<'a, 'c> {
         let mut last = 0;
         for r in records {
             let event = dispatch_event(scope, r.dispatch_id)?;
-            let correlation = r.correlation_id;
-            let row = row![event, category, correlation, correlation, r.external_id];
-            self.tables.dispatch_event.push(row)?;
+            let (internal, external) = (r.correlation_id as i64, r.external_id as i64);
+            self.dispatches
+                .dispatched(event, category, internal, external)?;
             self.ids.waiting.dispatched(event);
             let ids = &mut *self.ids;
             let row = row![
@@ -398,7 +408,7 @@ impl<'a, 'c> Window<'a, 'c> {
         correlation: u64,
         external: u64,
         a: Allocation,
-    ) -> rusqlite::Result<()> {
+    ) -> Result<(), Fault> {
         let event = self.event(
             operation.category,
             Some(correlation),
@@ -493,7 +503,7 @@ impl<'a, 'c> Window<'a, 'c> {
             // A dispatch's samples come together.
             if counted != Some(event) {
                 if let Some(oldest) = self.ids.waiting.counted(event) {
-                    self.tables.counted_event.push(row![oldest, category])?;
+                    self.dispatches.counted(oldest, category)?;
                 }
                 counted = Some(event);
             }
@@ -638,22 +648,19 @@ impl HostEvent for KfdEvent {
 
 #[cfg(test)]
 mod tests {
-    use super::super::database::in_memory;
+    use super::super::database::{Database, Streams};
     use super::*;
+    use crate::catalog::Catalog;
     use crate::record::{CounterSample, KernelDispatch};
+    use crate::sink::Written;
 
     /// Counter samples come before their dispatches here, for one dispatch more than come,
     /// and in the other order.
     #[test]
     fn counted_dispatches_are_written_bare_only_if_their_dispatch_never_comes() {
-        let (conn, names) = in_memory();
-        let created = conn.total_changes();
-        let mut tables = Tables::new(&conn, &names).unwrap();
-        let mut ids = Ids::default();
+        let dir = tempfile::tempdir().unwrap();
+        let mut database = Database::create(dir.path().join("t.db"), 0, Streams::All).unwrap();
         let meta = StreamMeta::default();
-        // More than a statement's rows, in the other order, so that bare events written for
-        // dispatches that came would go in before some of the dispatches' events, which
-        // would then replace them.
         let (came, counted) = (100, 101);
         let samples = (1..=counted).rev().map(|dispatch_id| CounterSample {
             dispatch_id,
@@ -665,21 +672,22 @@ mod tests {
             correlation_id: dispatch_id,
             ..KernelDispatch::default()
         });
-        let mut window = Window::new(&mut tables, &mut ids);
-        for batch in [
+        let window: Vec<Queued> = [
             Batch::CounterSample(samples.collect()),
             Batch::KernelDispatch(dispatches.collect()),
-        ] {
-            let queued = Queued::new(Arc::new(Chunk::new(0, batch)), &meta);
-            window.chunk(&queued).unwrap();
-        }
-        window.end().unwrap();
-        drop(tables);
+        ]
+        .into_iter()
+        .map(|batch| Queued::new(Arc::new(Chunk::new(0, batch)), &meta))
+        .collect();
+        let written = Written::default();
+        database.fill(std::iter::once(window), &written).unwrap();
+        let path = database.finish(&Catalog::default(), &[]).unwrap();
 
+        let conn = rusqlite::Connection::open(path).unwrap();
         let count = |sql: &str| -> u64 {
-            let sql = sql.replace("EVENT", &names.table(schema::EVENT));
-            let sql = sql.replace("PMC", &names.table(schema::PMC_EVENT));
-            let sql = sql.replace("DISPATCH", &names.table(schema::KERNEL_DISPATCH));
+            let sql = sql.replace("EVENT", "rocpd_event");
+            let sql = sql.replace("PMC", "rocpd_pmc_event");
+            let sql = sql.replace("DISPATCH", "rocpd_kernel_dispatch");
             conn.query_row(&sql, [], |r| r.get::<_, i64>(0)).unwrap() as u64
         };
         let rows =
@@ -692,7 +700,5 @@ mod tests {
         );
         let resolved = count("SELECT count(*) FROM PMC P JOIN EVENT E ON E.id = P.event_id");
         assert_eq!(resolved, counted, "every counter value names an event");
-        // Each row went in once: none was written bare and then replaced.
-        assert_eq!(conn.total_changes() - created, rows.iter().sum::<u64>());
     }
 }

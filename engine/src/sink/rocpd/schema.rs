@@ -377,6 +377,14 @@ pub const TABLES: &[Table] = &[
     },
 ];
 
+/// The table named `name`.
+pub fn table(name: &str) -> &'static Table {
+    TABLES
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no table {name} in the schema"))
+}
+
 /// Indexes for the joins the shipped views make on columns other than ids: counters find
 /// their dispatch by its event, arguments their event. Created once the rows are in.
 const INDEXES: &[(&str, &str)] = &[(KERNEL_DISPATCH, "event_id"), (ARG, "event_id")];
@@ -397,19 +405,22 @@ impl Names {
 
     /// The quoted name of `table` in this database.
     pub fn table(&self, table: &str) -> String {
-        format!("\"{table}{}\"", self.suffix)
+        format!("\"{}\"", self.name(table))
     }
 
-    /// An insert (`verb`: `INSERT`, `INSERT OR IGNORE`, …) of `rows` rows of `columns`
-    /// into `table`, one parameter per value.
-    pub fn insert(&self, verb: &str, table: &str, columns: &[&str], rows: usize) -> String {
+    /// The name of `table` in this database.
+    pub fn name(&self, table: &str) -> String {
+        format!("{table}{}", self.suffix)
+    }
+
+    /// An insert of a row of `columns` into `table`, one parameter per value.
+    pub fn insert(&self, table: &str, columns: &[&str]) -> String {
         let names: Vec<String> = columns.iter().map(|c| format!("\"{c}\"")).collect();
-        let row = format!("({})", vec!["?"; columns.len()].join(", "));
         format!(
-            "{verb} INTO {} ({}) VALUES {}",
+            "INSERT INTO {} ({}) VALUES ({})",
             self.table(table),
             names.join(", "),
-            vec![row; rows].join(", ")
+            vec!["?"; columns.len()].join(", ")
         )
     }
 

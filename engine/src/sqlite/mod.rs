@@ -1,7 +1,10 @@
-//! A prepared statement stepped through SQLite's C API, for the loops that touch every row
-//! of a rocpd database, reading or writing. rusqlite's per-cell `Result`, bounds check and
-//! type dispatch were a tenth of a database read; here a cell or a parameter is one call,
-//! and a cell converts as SQLite converts it.
+//! SQLite for the loops that touch every row of a rocpd database. A prepared statement
+//! stepped through SQLite's C API, reading or writing: rusqlite's per-cell `Result`, bounds
+//! check and type dispatch were a tenth of a database read; here a cell or a parameter is
+//! one call, and a cell converts as SQLite converts it. And tables that only append, written
+//! as pages of SQLite's file format ([`btree`]).
+
+pub mod btree;
 
 use std::ffi::{CStr, c_int};
 use std::marker::PhantomData;
@@ -40,6 +43,14 @@ impl ToSql for Value {
         }))
     }
 }
+
+/// A row of values, each converted with `Value::from`.
+macro_rules! row {
+    ($($value:expr),* $(,)?) => {
+        [$($crate::sqlite::Value::from($value)),*]
+    };
+}
+pub(crate) use row;
 
 impl From<i64> for Value {
     fn from(v: i64) -> Value {

@@ -1,0 +1,804 @@
+//! Tables written in SQLite's file format directly, for rows that only ever append in order
+//! of their rowids. SQLite's insert path costs a few hundred nanoseconds a row, on the one
+//! thread that may write a database; a B-tree built from its leaves up costs about what
+//! encoding the row does.
+//!
+//! SQLite creates the database, schema and all, and closes it. [`Pages`] then appends pages
+//! past its end; each [`AppendTable`] fills leaves in rowid order and, when finished, the
+//! interior pages above them, and puts its top page in place of the empty root page SQLite
+//! made for the table. [`Pages::close`] brings the file's header up to date, and SQLite opens
+//! the file afterwards as any other: `PRAGMA integrity_check` finds it whole.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::Value;
+
+/// The first bytes of every SQLite database.
+const MAGIC: &[u8; 16] = b"SQLite format 3\0";
+/// The byte SQLite locks files at (its `PENDING_BYTE`): the page holding it is never used.
+const LOCK_BYTE: u64 = 0x4000_0000;
+/// Page kinds, the first byte of a B-tree page.
+const TABLE_INTERIOR: u8 = 0x05;
+const TABLE_LEAF: u8 = 0x0d;
+/// Header bytes of a leaf page, and of an interior page (which adds its right-most child).
+const LEAF_HEADER: usize = 8;
+const INTERIOR_HEADER: usize = 12;
+
+/// The pages of a database that SQLite wrote and closed, and those appended past them.
+/// Tables on several threads append to one file: pages are numbered atomically and written
+/// in place.
+pub struct Pages {
+    file: File,
+    size: usize,
+    /// The last page number given out.
+    last: AtomicU32,
+}
+
+impl Pages {
+    /// Opens the database at `path` to append pages to it.
+    pub fn open(path: &Path) -> io::Result<Pages> {
+        let file = File::options().read(true).write(true).open(path)?;
+        let mut header = [0u8; 100];
+        file.read_exact_at(&mut header, 0)?;
+        if &header[..16] != MAGIC {
+            return Err(invalid("not a SQLite database"));
+        }
+        let size = match u16::from_be_bytes([header[16], header[17]]) {
+            1 => 1 << 16,
+            size => usize::from(size),
+        };
+        if header[20] != 0 {
+            return Err(invalid(
+                "its pages reserve bytes, which tables here do not leave",
+            ));
+        }
+        let length = file.metadata()?.len();
+        let pages = u32::from_be_bytes(header[28..32].try_into().expect("four bytes"));
+        if length != u64::from(pages) * size as u64 {
+            return Err(invalid("its header's size differs from the file's"));
+        }
+        Ok(Pages {
+            file,
+            size,
+            last: AtomicU32::new(pages),
+        })
+    }
+
+    /// The size of a page, in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The number of a new page, past every other.
+    fn allocate(&self) -> u32 {
+        let lock = lock_page(self.size);
+        loop {
+            let page = self.last.fetch_add(1, Ordering::Relaxed) + 1;
+            if page != lock {
+                return page;
+            }
+        }
+    }
+
+    fn write(&self, page: u32, bytes: &[u8]) -> io::Result<()> {
+        debug_assert_eq!(bytes.len(), self.size);
+        let offset = u64::from(page - 1) * self.size as u64;
+        self.file.write_all_at(bytes, offset)
+    }
+
+    /// Completes the file once every table is finished: its header counts the pages, and
+    /// its change counter moves on, as after any write.
+    pub fn close(self) -> io::Result<()> {
+        let mut counter = [0u8; 4];
+        self.file.read_exact_at(&mut counter, 24)?;
+        let counter = u32::from_be_bytes(counter).wrapping_add(1).to_be_bytes();
+        let pages = self.last.into_inner().to_be_bytes();
+        self.file.write_all_at(&[counter, pages].concat(), 24)?;
+        // The "version-valid-for" number: the page count is current as of this change.
+        self.file.write_all_at(&counter, 92)
+    }
+}
+
+/// The page that holds the lock byte, for pages of `size` bytes.
+fn lock_page(size: usize) -> u32 {
+    (LOCK_BYTE / size as u64 + 1) as u32
+}
+
+/// A table's B-tree, built by appending rows in order of their rowids.
+pub struct AppendTable {
+    pages: Arc<Pages>,
+    /// The page SQLite gave the table as its root.
+    root: u32,
+    leaf: Page,
+    /// The last rowid appended, and whether any was.
+    last: Option<i64>,
+    /// Full leaves written, in order.
+    leaves: Vec<Child>,
+}
+
+/// A page under an interior page: its number and the last rowid below it.
+#[derive(Debug, Clone, Copy)]
+struct Child {
+    page: u32,
+    last: i64,
+}
+
+impl AppendTable {
+    /// A table whose root page, empty, is `root`.
+    pub fn new(pages: Arc<Pages>, root: u32) -> AppendTable {
+        AppendTable {
+            leaf: Page::new(pages.size, LEAF_HEADER),
+            pages,
+            root,
+            last: None,
+            leaves: Vec::new(),
+        }
+    }
+
+    /// Appends a row: `record` is its payload (see [`Record`]), `rowid` larger than any
+    /// before it.
+    pub fn append(&mut self, rowid: i64, record: &[u8]) -> io::Result<()> {
+        if self.last.is_some_and(|last| rowid <= last) {
+            return Err(invalid(format!(
+                "row {rowid} comes after row {}: rows append in order of their ids",
+                self.last.unwrap_or_default()
+            )));
+        }
+        let size = self.pages.size;
+        let usable = size;
+        // The payload kept on the leaf, the rest spilled to overflow pages (SQLite's rule
+        // for table leaves).
+        let most = usable - 35;
+        let local = if record.len() <= most {
+            record.len()
+        } else {
+            let least = (usable - 12) * 32 / 255 - 23;
+            let local = least + (record.len() - least) % (usable - 4);
+            if local <= most { local } else { least }
+        };
+        let spills = local < record.len();
+        let cell = varint_len(record.len() as u64)
+            + varint_len(rowid as u64)
+            + local
+            + if spills { 4 } else { 0 };
+        if !self.leaf.fits(cell) {
+            let page = self.pages.allocate();
+            self.pages.write(page, self.leaf.bytes(TABLE_LEAF))?;
+            let last = self.last.expect("a full leaf holds rows");
+            self.leaves.push(Child { page, last });
+            self.leaf.clear();
+        }
+        let overflow = if spills {
+            self.overflow(&record[local..])?
+        } else {
+            0
+        };
+        let out = self.leaf.cell(cell);
+        let mut at = put_varint(out, record.len() as u64);
+        at += put_varint(&mut out[at..], rowid as u64);
+        out[at..at + local].copy_from_slice(&record[..local]);
+        if spills {
+            out[at + local..].copy_from_slice(&overflow.to_be_bytes());
+        }
+        self.last = Some(rowid);
+        Ok(())
+    }
+
+    /// Writes `rest` of a payload to a chain of overflow pages; returns the first.
+    fn overflow(&self, rest: &[u8]) -> io::Result<u32> {
+        let size = self.pages.size;
+        let chunks: Vec<&[u8]> = rest.chunks(size - 4).collect();
+        let numbers: Vec<u32> = chunks.iter().map(|_| self.pages.allocate()).collect();
+        let mut page = vec![0u8; size];
+        for (i, chunk) in chunks.iter().enumerate() {
+            let next = numbers.get(i + 1).copied().unwrap_or(0);
+            page[..4].copy_from_slice(&next.to_be_bytes());
+            page[4..4 + chunk.len()].copy_from_slice(chunk);
+            page[4 + chunk.len()..].fill(0);
+            self.pages.write(numbers[i], &page)?;
+        }
+        Ok(numbers[0])
+    }
+
+    /// Writes the last leaf and the interior pages above the leaves, the top one in the
+    /// root's place. A table without rows keeps the empty root SQLite made.
+    pub fn finish(mut self) -> io::Result<()> {
+        let Some(last) = self.last else {
+            return Ok(());
+        };
+        if self.leaves.is_empty() {
+            return self.pages.write(self.root, self.leaf.bytes(TABLE_LEAF));
+        }
+        let page = self.pages.allocate();
+        self.pages.write(page, self.leaf.bytes(TABLE_LEAF))?;
+        self.leaves.push(Child { page, last });
+        let mut level = std::mem::take(&mut self.leaves);
+        let mut interior = Page::new(self.pages.size, INTERIOR_HEADER);
+        loop {
+            let groups = groups(&level, self.pages.size);
+            if let [all] = groups.as_slice() {
+                interior.interior(&level[all.clone()]);
+                return self.pages.write(self.root, interior.bytes(TABLE_INTERIOR));
+            }
+            let mut above = Vec::with_capacity(groups.len());
+            for group in groups {
+                let children = &level[group];
+                interior.interior(children);
+                let page = self.pages.allocate();
+                self.pages.write(page, interior.bytes(TABLE_INTERIOR))?;
+                let last = children.last().expect("groups are never empty").last;
+                above.push(Child { page, last });
+            }
+            level = above;
+        }
+    }
+}
+
+/// `children` split into runs that each fill an interior page: every child but a page's
+/// last has a cell (its page and last rowid), the last is the page's right-most child. No
+/// run is of one child, which would make a page without cells.
+fn groups(children: &[Child], size: usize) -> Vec<std::ops::Range<usize>> {
+    let cell = |child: &Child| 2 + 4 + varint_len(child.last as u64);
+    let mut groups = Vec::new();
+    let mut start = 0;
+    while start < children.len() {
+        let mut used = INTERIOR_HEADER;
+        let mut end = start;
+        while end + 1 < children.len() && used + cell(&children[end]) <= size {
+            used += cell(&children[end]);
+            end += 1;
+        }
+        groups.push(start..end + 1);
+        start = end + 1;
+    }
+    if let [.., before, last] = groups.as_mut_slice()
+        && last.len() == 1
+    {
+        before.end -= 1;
+        last.start -= 1;
+    }
+    groups
+}
+
+/// A B-tree page being filled: the header and cell pointers grow from its start, the cells
+/// from its end.
+struct Page {
+    bytes: Vec<u8>,
+    header: usize,
+    cells: usize,
+    /// Where the cells begin.
+    top: usize,
+}
+
+impl Page {
+    fn new(size: usize, header: usize) -> Page {
+        Page {
+            bytes: vec![0; size],
+            header,
+            cells: 0,
+            top: size,
+        }
+    }
+
+    fn fits(&self, cell: usize) -> bool {
+        self.header + 2 * (self.cells + 1) + cell <= self.top
+    }
+
+    /// Room for the next cell, of `len` bytes, which [`Page::fits`].
+    fn cell(&mut self, len: usize) -> &mut [u8] {
+        self.top -= len;
+        let pointer = self.header + 2 * self.cells;
+        self.bytes[pointer..pointer + 2].copy_from_slice(&(self.top as u16).to_be_bytes());
+        self.cells += 1;
+        &mut self.bytes[self.top..self.top + len]
+    }
+
+    /// Fills the page with the cells of `children`, the last of them its right-most child.
+    fn interior(&mut self, children: &[Child]) {
+        self.clear();
+        let (right, cells) = children.split_last().expect("groups are never empty");
+        for child in cells {
+            let mut cell = [0u8; 13];
+            cell[..4].copy_from_slice(&child.page.to_be_bytes());
+            let len = 4 + put_varint(&mut cell[4..], child.last as u64);
+            debug_assert!(self.fits(len));
+            self.cell(len).copy_from_slice(&cell[..len]);
+        }
+        self.bytes[8..12].copy_from_slice(&right.page.to_be_bytes());
+    }
+
+    /// The page's bytes, its header written for a page of `kind`.
+    fn bytes(&mut self, kind: u8) -> &[u8] {
+        self.bytes[0] = kind;
+        // No free blocks, no fragments; 0 stands for 65536 where the cells begin.
+        self.bytes[1..3].fill(0);
+        self.bytes[3..5].copy_from_slice(&(self.cells as u16).to_be_bytes());
+        self.bytes[5..7].copy_from_slice(&(self.top as u16).to_be_bytes());
+        self.bytes[7] = 0;
+        &self.bytes
+    }
+
+    fn clear(&mut self) {
+        self.bytes.fill(0);
+        self.cells = 0;
+        self.top = self.bytes.len();
+    }
+}
+
+/// How a column converts what is stored in it, from its declared type (SQLite's rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Affinity {
+    Integer,
+    Text,
+    Blob,
+    Real,
+    Numeric,
+}
+
+impl Affinity {
+    /// The affinity of a column declared of type `declared`.
+    pub fn of(declared: &str) -> Affinity {
+        let upper = declared.to_ascii_uppercase();
+        let has = |part: &str| upper.contains(part);
+        if has("INT") {
+            Affinity::Integer
+        } else if has("CHAR") || has("CLOB") || has("TEXT") {
+            Affinity::Text
+        } else if has("BLOB") || upper.trim().is_empty() {
+            Affinity::Blob
+        } else if has("REAL") || has("FLOA") || has("DOUB") {
+            Affinity::Real
+        } else {
+            Affinity::Numeric
+        }
+    }
+
+    /// `value` as a column of this affinity stores it. Text that SQLite would store as a
+    /// number, and numbers it would store as text, are refused rather than guessed at: the
+    /// tables written here never hold them.
+    #[inline]
+    fn store(self, value: &Value) -> Result<Stored<'_>, Refused> {
+        use Affinity::*;
+        match *value {
+            Value::Int(v) => match self {
+                Real => Ok(Stored::Real(v as f64)),
+                Text => Err(Refused),
+                _ => Ok(Stored::Int(v)),
+            },
+            Value::Null => Ok(Stored::Null),
+            Value::Str(text) => Stored::text(self, text),
+            Value::Text(ref text) => Stored::text(self, text),
+            Value::Real(v) => match self {
+                Integer | Numeric if v == (v as i64) as f64 && v.abs() < 9.2e18 => {
+                    Ok(Stored::Int(v as i64))
+                }
+                Text => Err(Refused),
+                _ => Ok(Stored::Real(v)),
+            },
+        }
+    }
+}
+
+/// A value that a column would store otherwise than as it is.
+struct Refused;
+
+#[cold]
+fn refused(affinity: Affinity, value: &Value) -> io::Error {
+    invalid(format!(
+        "{value:?} in a column of {affinity:?} affinity, which would convert it"
+    ))
+}
+
+/// A value as a record holds it.
+#[derive(Debug, Clone, Copy)]
+enum Stored<'v> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'v str),
+}
+
+impl<'v> Stored<'v> {
+    #[inline]
+    fn text(affinity: Affinity, text: &'v str) -> Result<Stored<'v>, Refused> {
+        let numeric = !matches!(affinity, Affinity::Text | Affinity::Blob);
+        // Cheap first: JSON objects are text in any column.
+        let may_be_number = |t: &str| {
+            let first = t.trim_start().bytes().next();
+            first.is_some_and(|b| b.is_ascii_digit() || b"+-.".contains(&b))
+                && t.trim().parse::<f64>().is_ok()
+        };
+        if numeric && may_be_number(text) {
+            return Err(Refused);
+        }
+        Ok(Stored::Text(text))
+    }
+
+    /// The record's serial type for the value, and the bytes of its body.
+    #[inline]
+    fn serial(self) -> (u64, usize) {
+        match self {
+            Stored::Null => (0, 0),
+            Stored::Int(0) => (8, 0),
+            Stored::Int(1) => (9, 0),
+            Stored::Int(v) => match v {
+                -0x80..0x80 => (1, 1),
+                -0x8000..0x8000 => (2, 2),
+                -0x80_0000..0x80_0000 => (3, 3),
+                -0x8000_0000..0x8000_0000 => (4, 4),
+                -0x8000_0000_0000..0x8000_0000_0000 => (5, 6),
+                _ => (6, 8),
+            },
+            Stored::Real(_) => (7, 8),
+            Stored::Text(t) => (13 + 2 * t.len() as u64, t.len()),
+        }
+    }
+}
+
+/// Encodes rows as SQLite's records: the header's length, a serial type per value, then
+/// the values. Reused from row to row.
+#[derive(Default)]
+pub struct Record {
+    /// Two bytes for the header's length, then the serial types, then the values.
+    bytes: Vec<u8>,
+    values: Vec<u8>,
+}
+
+impl Record {
+    /// The record of `values`, each stored as its column's affinity says.
+    pub fn encode<'v>(
+        &mut self,
+        values: impl IntoIterator<Item = (Affinity, &'v Value)>,
+    ) -> io::Result<&[u8]> {
+        // Integers are written 8 bytes at a time, each over the slack the next one leaves.
+        const SLACK: usize = 8;
+        let (mut types, mut body) = (2, 0);
+        for (affinity, value) in values {
+            let value = affinity
+                .store(value)
+                .map_err(|Refused| refused(affinity, value))?;
+            let (serial, len) = value.serial();
+            if self.bytes.len() < types + 9 {
+                self.bytes.resize(types + 64, 0);
+            }
+            types += put_varint(&mut self.bytes[types..], serial);
+            if self.values.len() < body + len + SLACK {
+                self.values.resize((body + len + SLACK).max(256), 0);
+            }
+            let out = &mut self.values[body..];
+            match value {
+                Stored::Int(v) if len > 0 => {
+                    out[..8].copy_from_slice(&(v << (64 - 8 * len)).to_be_bytes());
+                }
+                Stored::Real(v) => out[..8].copy_from_slice(&v.to_bits().to_be_bytes()),
+                Stored::Text(t) => out[..len].copy_from_slice(t.as_bytes()),
+                Stored::Int(_) | Stored::Null => {}
+            }
+            body += len;
+        }
+        // The header's length counts the varint that says it: one byte or two, as headers
+        // here are under 16 KiB.
+        let types_len = types - 2;
+        let start = if types_len < 0x7f {
+            self.bytes[1] = (types_len + 1) as u8;
+            1
+        } else {
+            let header = types_len + 2;
+            if header >= 1 << 14 {
+                return Err(invalid("a record's header of more than 16 KiB"));
+            }
+            put_varint(&mut self.bytes[..2], header as u64);
+            0
+        };
+        self.bytes.truncate(types);
+        self.bytes.extend_from_slice(&self.values[..body]);
+        Ok(&self.bytes[start..])
+    }
+}
+
+/// Bytes of SQLite's varint of `v`: 7 bits a byte, most significant first, the ninth byte
+/// whole.
+fn varint_len(v: u64) -> usize {
+    match v {
+        0..0x80 => 1,
+        _ if v >> 56 != 0 => 9,
+        _ => (64 - v.leading_zeros() as usize).div_ceil(7),
+    }
+}
+
+/// Writes SQLite's varint of `v` at the start of `out`; returns its length.
+#[inline]
+fn put_varint(out: &mut [u8], v: u64) -> usize {
+    if v < 0x80 {
+        out[0] = v as u8;
+        return 1;
+    }
+    put_long_varint(out, v)
+}
+
+#[cold]
+fn put_long_varint(out: &mut [u8], v: u64) -> usize {
+    let len = varint_len(v);
+    if len == 9 {
+        out[8] = v as u8;
+        let mut rest = v >> 8;
+        for byte in out[..8].iter_mut().rev() {
+            *byte = (rest as u8 & 0x7f) | 0x80;
+            rest >>= 7;
+        }
+        return 9;
+    }
+    let mut rest = v;
+    for i in (0..len).rev() {
+        let continued = if i + 1 < len { 0x80 } else { 0 };
+        out[i] = (rest as u8 & 0x7f) | continued;
+        rest >>= 7;
+    }
+    len
+}
+
+fn invalid(message: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+    use rusqlite::types::Value as Sql;
+
+    use super::*;
+
+    /// A database of small pages (so that a few thousand rows make a tree of three levels),
+    /// with a table to fill and one left empty; returns the first's root page.
+    fn database(path: &Path) -> u32 {
+        let conn = Connection::open(path).unwrap();
+        conn.execute_batch(
+            "PRAGMA page_size = 512; PRAGMA journal_mode = OFF;
+             CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c REAL,
+                             d JSONB DEFAULT '{}');
+             CREATE TABLE e (id INTEGER PRIMARY KEY, x);",
+        )
+        .unwrap();
+        conn.query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = 't'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    }
+
+    /// Row `i`: every kind of value and size of integer, text long enough to spill over one
+    /// or several pages, rowids far apart (9-byte varints among them).
+    fn row(i: i64) -> (i64, [Value; 4]) {
+        let ints = [
+            0,
+            1,
+            -1,
+            127,
+            -129,
+            40_000,
+            -8_000_000,
+            1 << 40,
+            i64::MIN,
+            i64::MAX,
+        ];
+        let text = match i % 7 {
+            0 => "x".repeat(600 + i as usize % 900),
+            1 => String::new(),
+            _ => format!("row {i}"),
+        };
+        let d = if i % 5 == 0 {
+            Value::Null
+        } else {
+            Value::Str("{\"k\":1}")
+        };
+        let rowid = if i < 4000 { i * 3 + 1 } else { (1 << 62) + i };
+        (
+            rowid,
+            [
+                Value::Int(ints[i as usize % ints.len()]),
+                Value::Text(text),
+                Value::Int(i),
+                d,
+            ],
+        )
+    }
+
+    fn affinities() -> [Affinity; 5] {
+        ["INTEGER", "INTEGER", "TEXT", "REAL", "JSONB"].map(Affinity::of)
+    }
+
+    #[test]
+    fn a_table_built_from_its_pages_reads_back_whole_and_takes_more_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let root = database(&path);
+        let pages = Arc::new(Pages::open(&path).unwrap());
+        let mut table = AppendTable::new(Arc::clone(&pages), root);
+        let mut record = Record::default();
+        let rows = 5000;
+        for i in 0..rows {
+            let (rowid, values) = row(i);
+            // The rowid's column holds NULL: the rowid is the cell's key.
+            let columns = std::iter::once(&Value::Null).chain(&values);
+            let bytes = record
+                .encode(affinities().into_iter().zip(columns))
+                .unwrap();
+            table.append(rowid, bytes).unwrap();
+        }
+        table.finish().unwrap();
+        let pages = Arc::into_inner(pages).expect("the table is finished");
+        pages.close().unwrap();
+
+        let conn = Connection::open(&path).unwrap();
+        let check: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+        // The root is an interior page over interior pages.
+        let file = std::fs::read(&path).unwrap();
+        let page = |n: u32| &file[(n as usize - 1) * 512..n as usize * 512];
+        let right = u32::from_be_bytes(page(root)[8..12].try_into().unwrap());
+        assert_eq!([page(root)[0], page(right)[0]], [TABLE_INTERIOR; 2]);
+        let mut select = conn
+            .prepare("SELECT id, a, b, c, d FROM t ORDER BY id")
+            .unwrap();
+        let read: Vec<Vec<Sql>> = select
+            .query_map([], |r| (0..5).map(|i| r.get::<_, Sql>(i)).collect())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(read.len(), rows as usize);
+        for (i, got) in (0..rows).zip(&read) {
+            let (rowid, [a, b, c, d]) = row(i);
+            let Value::Int(a) = a else { unreachable!() };
+            let Value::Text(b) = b else { unreachable!() };
+            let Value::Int(c) = c else { unreachable!() };
+            let d = match d {
+                Value::Str(d) => Sql::Text(d.into()),
+                _ => Sql::Null,
+            };
+            let want = [
+                Sql::Integer(rowid),
+                Sql::Integer(a),
+                Sql::Text(b),
+                Sql::Real(c as f64),
+                d,
+            ];
+            assert_eq!(got, &want, "row {i}");
+        }
+        conn.execute("INSERT INTO t (a) VALUES (7)", []).unwrap();
+        conn.execute("INSERT INTO e (x) VALUES (8)", []).unwrap();
+        let check: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok", "SQLite adds rows to the file as to its own");
+    }
+
+    #[test]
+    fn one_leaf_of_rows_is_the_root_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let root = database(&path);
+        let before = std::fs::metadata(&path).unwrap().len();
+        let pages = Arc::new(Pages::open(&path).unwrap());
+        let mut table = AppendTable::new(Arc::clone(&pages), root);
+        let mut record = Record::default();
+        let values = [
+            Value::Null,
+            Value::Int(5),
+            Value::Str("five"),
+            Value::Real(0.5),
+            Value::Null,
+        ];
+        let bytes = record
+            .encode(affinities().into_iter().zip(&values))
+            .unwrap();
+        table.append(9, bytes).unwrap();
+        table.finish().unwrap();
+        Arc::into_inner(pages).unwrap().close().unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            before,
+            "no page added"
+        );
+        let conn = Connection::open(&path).unwrap();
+        let row: (i64, i64, String, f64) = conn
+            .query_row("SELECT id, a, b, c FROM t", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .unwrap();
+        assert_eq!(row, (9, 5, "five".into(), 0.5));
+    }
+
+    #[test]
+    fn rows_out_of_order_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let root = database(&path);
+        let mut table = AppendTable::new(Arc::new(Pages::open(&path).unwrap()), root);
+        let mut record = Record::default();
+        let bytes = record
+            .encode([(Affinity::Integer, &Value::Int(1))])
+            .unwrap()
+            .to_vec();
+        table.append(2, &bytes).unwrap();
+        let error = table.append(2, &bytes).unwrap_err();
+        assert!(
+            error.to_string().contains("in order of their ids"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_lock_page_is_never_given_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        database(&path);
+        let pages = Pages::open(&path).unwrap();
+        // 1 GiB in pages of 512 bytes, plus the page that holds the byte.
+        let lock = (1 << 21) + 1;
+        assert_eq!(lock_page(512), lock);
+        pages.last.store(lock - 2, Ordering::Relaxed);
+        let given: Vec<u32> = (0..3).map(|_| pages.allocate()).collect();
+        assert_eq!(given, [lock - 1, lock + 1, lock + 2]);
+    }
+
+    #[test]
+    fn varints_are_sqlites() {
+        let encoded = |v: u64| {
+            let mut out = [0u8; 9];
+            let n = put_varint(&mut out, v);
+            assert_eq!(n, varint_len(v));
+            out[..n].to_vec()
+        };
+        assert_eq!(encoded(0x7f), [0x7f]);
+        assert_eq!(encoded(0x80), [0x81, 0x00]);
+        assert_eq!(encoded(0x3fff), [0xff, 0x7f]);
+        assert_eq!(
+            encoded(1 << 56),
+            [0x80, 0xc0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]
+        );
+        assert_eq!(encoded(u64::MAX), [0xff; 9]);
+    }
+
+    #[test]
+    fn values_are_stored_as_their_columns_convert_them_or_refused() {
+        let kinds = [
+            "BIGINT",
+            "TEXT",
+            "JSONB",
+            "REAL",
+            "",
+            "VARCHAR(8)",
+            "DOUBLE",
+        ];
+        use Affinity::*;
+        assert_eq!(
+            kinds.map(Affinity::of),
+            [Integer, Text, Numeric, Real, Blob, Text, Real]
+        );
+        assert!(matches!(Real.store(&Value::Int(2)), Ok(Stored::Real(2.0))));
+        assert!(matches!(
+            Integer.store(&Value::Real(3.0)),
+            Ok(Stored::Int(3))
+        ));
+        assert!(matches!(
+            Numeric.store(&Value::Str("{}")),
+            Ok(Stored::Text("{}"))
+        ));
+        assert!(
+            Numeric.store(&Value::Str(" 12 ")).is_err(),
+            "SQLite would store 12"
+        );
+        assert!(
+            Text.store(&Value::Int(12)).is_err(),
+            "SQLite would store '12'"
+        );
+    }
+}
