@@ -185,7 +185,12 @@ impl Database {
         tx.commit()?;
         // The indexes are sorted within a small budget (spilling to temporary files), so
         // that memory does not grow with the run.
-        conn.execute_batch(&format!("PRAGMA cache_size = -1024;\n{}", names.indexes()))?;
+        conn.execute_batch("PRAGMA cache_size = -1024")?;
+        for (create, used) in names.indexes() {
+            if conn.query_row(&used, [], |r| r.get(0))? {
+                conn.execute_batch(&create)?;
+            }
+        }
         conn.close().map_err(|(_, e)| e)?;
         staging.move_to(&path)?;
         Ok(path)

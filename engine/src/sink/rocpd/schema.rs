@@ -386,8 +386,14 @@ pub fn table(name: &str) -> &'static Table {
 }
 
 /// Indexes for the joins the shipped views make on columns other than ids: counters find
-/// their dispatch by its event, arguments their event. Created once the rows are in.
-const INDEXES: &[(&str, &str)] = &[(KERNEL_DISPATCH, "event_id"), (ARG, "event_id")];
+/// their dispatch by its event, arguments their event. Each is (table, column, the table
+/// whose rows join through it): created once the rows are in, where there are rows to
+/// join. An index of every dispatch's event serves counter values alone, and takes a
+/// tracing run's database as long to sort as its dispatches took to write.
+const INDEXES: &[(&str, &str, &str)] = &[
+    (KERNEL_DISPATCH, "event_id", PMC_EVENT),
+    (ARG, "event_id", ARG),
+];
 
 /// The names of one database's tables: the schema's names with the database's suffix.
 pub struct Names {
@@ -459,15 +465,19 @@ impl Names {
         sql
     }
 
-    pub fn indexes(&self) -> String {
+    /// The indexes of the tables, each with the query that says whether rows join
+    /// through it.
+    pub fn indexes(&self) -> Vec<(String, String)> {
         INDEXES
             .iter()
-            .map(|(table, column)| {
-                format!(
-                    "CREATE INDEX \"{table}{}_{column}_idx\" ON {} ({column});\n",
+            .map(|(table, column, joining)| {
+                let create = format!(
+                    "CREATE INDEX \"{table}{}_{column}_idx\" ON {} ({column})",
                     self.suffix,
                     self.table(table)
-                )
+                );
+                let used = format!("SELECT EXISTS (SELECT 1 FROM {})", self.table(joining));
+                (create, used)
             })
             .collect()
     }
