@@ -69,11 +69,6 @@ impl Pages {
         })
     }
 
-    /// The size of a page, in bytes.
-    pub fn size(&self) -> usize {
-        self.size
-    }
-
     /// The number of a new page, past every other.
     fn allocate(&self) -> u32 {
         let lock = lock_page(self.size);
@@ -143,14 +138,15 @@ impl AppendTable {
     /// Appends a row: `record` is its payload (see [`Record`]), `rowid` larger than any
     /// before it.
     pub fn append(&mut self, rowid: i64, record: &[u8]) -> io::Result<()> {
-        if self.last.is_some_and(|last| rowid <= last) {
+        if let Some(last) = self.last
+            && rowid <= last
+        {
             return Err(invalid(format!(
-                "row {rowid} comes after row {}: rows append in order of their ids",
-                self.last.unwrap_or_default()
+                "row {rowid} comes after row {last}: rows append in order of their ids"
             )));
         }
-        let size = self.pages.size;
-        let usable = size;
+        // Every byte of a page is usable: `Pages::open` refuses reserved bytes.
+        let usable = self.pages.size;
         // The payload kept on the leaf, the rest spilled to overflow pages (SQLite's rule
         // for table leaves).
         let most = usable - 35;

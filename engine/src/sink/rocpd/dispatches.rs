@@ -16,10 +16,11 @@ use super::Fault;
 use super::append::Appender;
 use crate::sqlite::{Value, row};
 
-/// Events sorted in memory at a time: 24 MiB.
-const RUN: usize = 1 << 19;
+/// Events sorted in memory at a time: 3 MiB, so that a run's memory stays flat (the
+/// merge reads 16 KiB of each spilled run at a time: 2 MiB for 10 M events).
+const RUN: usize = 1 << 16;
 /// Bytes read from a spilled run at a time, while merging.
-const READ: usize = 64 << 10;
+const READ: usize = 16 << 10;
 
 /// An event set aside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
