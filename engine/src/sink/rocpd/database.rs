@@ -149,7 +149,6 @@ impl Database {
             }
             written.add(window.iter().map(|q| q.len() as u64).sum());
         }
-        Window::new(&mut self.tables, &mut dispatches, &mut self.ids).end()?;
         dispatches.join(self.tables.events())
     }
 

@@ -1,8 +1,9 @@
 //! The events of dispatches. Their ids are computed from the dispatch (see `ids`), so they
-//! come in no order of id, and a dispatch's own event stands in for the bare one written
-//! for its counter samples (see `waiting`). They are set aside, in runs sorted in memory
-//! and spilled to an unlinked file beside the database, and join the event table when the
-//! records end: merged in order of id, after the table's other rows, whose ids are all
+//! come in no order of id, and counter samples, which may come before their dispatch or
+//! without it, name them: a bare event is set aside for them, for which the dispatch's own
+//! event stands in if it comes. They wait in runs sorted in memory and spilled to an
+//! unlinked file beside the database, and join the event table when the records end:
+//! merged in order of id, one per id, after the table's other rows, whose ids are all
 //! smaller.
 
 use std::cmp::Reverse;

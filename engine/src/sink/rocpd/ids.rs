@@ -13,8 +13,6 @@ use std::hash::Hash;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use uuid::{NoContext, Timestamp, Uuid};
 
-use super::waiting::Waiting;
-
 /// A database's identity: a time-ordered UUID (version 7, from the start of its first
 /// process), stored in every row and, with `-` as `_`, appended to its table names.
 #[derive(Debug, Clone, Copy)]
@@ -147,8 +145,6 @@ pub struct Ids {
     pub tracks: Registry<(u16, u32, i64)>,
     pub strings: Registry<String>,
     pub events: Events,
-    /// Dispatch events that counter samples named before their dispatch came.
-    pub waiting: Waiting,
     /// Operations by domain and operation id (SDK values), named in the string table.
     pub operations: HashMap<(u8, i32), Operation>,
     /// What the records showed of each process.

@@ -20,7 +20,6 @@ mod info;
 mod rows;
 pub(crate) mod schema;
 mod views;
-mod waiting;
 mod writer;
 
 use std::path::PathBuf;

@@ -198,15 +198,6 @@ impl<'a> Window<'a> {
         Ok(())
     }
 
-    /// Sets aside the bare events of the dispatches that did not come.
-    pub fn end(mut self) -> std::io::Result<()> {
-        let category = self.category(Domain::KernelDispatch);
-        for event in self.ids.waiting.rest() {
-            self.dispatches.counted(event, category)?;
-        }
-        Ok(())
-    }
-
     /// The category and name of operation `op` of the domain with SDK value `domain`.
     fn operation(&mut self, domain: u8, op: i32) -> Operation {
         if let Some(&known) = self.ids.operations.get(&(domain, op)) {
@@ -268,7 +259,6 @@ impl<'a> Window<'a> {
             let (internal, external) = (r.correlation_id as i64, r.external_id as i64);
             self.dispatches
                 .dispatched(event, category, internal, external)?;
-            self.ids.waiting.dispatched(event);
             let ids = &mut *self.ids;
             let row = row![
                 scope.node,
@@ -492,8 +482,8 @@ impl<'a> Window<'a> {
         Ok((records[0].pid(), last))
     }
 
-    /// Counter values, each pointing at its dispatch's event (added bare if the dispatch
-    /// never comes, so that the id resolves).
+    /// Counter values, each pointing at its dispatch's event (set aside bare, which the
+    /// dispatch's own event stands in for if it comes, so that the id resolves).
     fn counters(&mut self, scope: Scope, records: &[CounterSample]) -> Result<(u32, u64), Fault> {
         let category = self.category(Domain::KernelDispatch);
         let mut counted = None;
@@ -502,9 +492,7 @@ impl<'a> Window<'a> {
             let event = dispatch_event(scope, r.dispatch_id)?;
             // A dispatch's samples come together.
             if counted != Some(event) {
-                if let Some(oldest) = self.ids.waiting.counted(event) {
-                    self.dispatches.counted(oldest, category)?;
-                }
+                self.dispatches.counted(event, category)?;
                 counted = Some(event);
             }
             let counter = self.ids.counters.id(&(scope.stream, r.counter_id));
