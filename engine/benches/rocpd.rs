@@ -5,8 +5,9 @@
 //!
 //! Figures are records per second and ratios to a plain `read` of the same spool bytes,
 //! measured in the same run (best of three each), with the CPU time per record (this
-//! machine is shared: the hypervisor's steal is printed too). The limit to compare the
-//! one database with is SQLite alone loading the same rows into a fresh file. Run with
+//! machine is shared: the hypervisor's steal is printed too). The one database is compared
+//! with SQLite alone inserting the same rows into a fresh file, the way the sink wrote them
+//! before it appended its tables as pages. Run with
 //! `cargo bench -p rocflow --bench rocpd`.
 
 mod support;
@@ -216,7 +217,7 @@ fn main() {
         );
     }
 
-    yardstick.print("SQLite alone, same rows (limit)", alone);
+    yardstick.print("SQLite alone, same rows (inserted)", alone);
     let (_, sink, _) = layouts.last().unwrap();
     println!(
         "    the one database is written at {:.0}% of SQLite alone's rate",

@@ -164,7 +164,6 @@ impl Database {
             streams,
             pages,
             tables: appended,
-            ..
         } = self;
         appended.finish()?;
         Arc::into_inner(pages)
