@@ -15,7 +15,8 @@ use std::path::Path;
 
 use super::Fault;
 use super::append::Appender;
-use crate::sqlite::{Value, row};
+use super::rows::NO_DATA;
+use crate::sqlite::row;
 
 /// Events sorted in memory at a time: 3 MiB, so that a run's memory stays flat (the
 /// merge reads 16 KiB of each spilled run at a time: 2 MiB for 10 M events).
@@ -38,17 +39,19 @@ struct Event {
 const EVENT_BYTES: usize = 41;
 
 impl Event {
-    fn write(&self, out: &mut impl Write) -> io::Result<()> {
+    /// The event as a spilled run holds it.
+    fn to_bytes(self) -> [u8; EVENT_BYTES] {
         let (internal, external) = self.correlation.unwrap_or_default();
-        out.write_all(&self.id.to_le_bytes())?;
-        out.write_all(&self.rank.to_le_bytes())?;
-        out.write_all(&self.category.to_le_bytes())?;
-        out.write_all(&internal.to_le_bytes())?;
-        out.write_all(&external.to_le_bytes())?;
-        out.write_all(&[u8::from(self.correlation.is_some())])
+        let words = [self.id, self.rank as i64, self.category, internal, external];
+        let mut bytes = [0; EVENT_BYTES];
+        for (i, word) in words.into_iter().enumerate() {
+            bytes[8 * i..8 * i + 8].copy_from_slice(&word.to_le_bytes());
+        }
+        bytes[40] = u8::from(self.correlation.is_some());
+        bytes
     }
 
-    fn read(bytes: &[u8]) -> Event {
+    fn from_bytes(bytes: &[u8]) -> Event {
         let word = |i: usize| i64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().unwrap());
         Event {
             id: word(0),
@@ -141,7 +144,7 @@ impl Dispatches {
         };
         let start = self.spilled.last().map_or(0, |(at, len)| at + len);
         for event in &self.run {
-            event.write(file)?;
+            file.write_all(&event.to_bytes())?;
         }
         self.spilled
             .push((start, (self.run.len() * EVENT_BYTES) as u64));
@@ -156,8 +159,14 @@ impl Dispatches {
                 Some((internal, external)) => (Some(internal), Some(external)),
                 None => (None, None),
             };
-            let data = Value::Str("{}");
-            events.push(row![event.id, event.category, stack, stack, external, data])
+            events.push(row![
+                event.id,
+                event.category,
+                stack,
+                stack,
+                external,
+                NO_DATA
+            ])
         })
     }
 
@@ -242,7 +251,7 @@ impl Run<'_> {
                     *at += len;
                     *next = 0;
                 }
-                let event = Event::read(&buffer[*next..*next + EVENT_BYTES]);
+                let event = Event::from_bytes(&buffer[*next..*next + EVENT_BYTES]);
                 *next += EVENT_BYTES;
                 Ok(Some(event))
             }

@@ -84,7 +84,7 @@ tables! {
 }
 
 /// What event rows hold when there is nothing more to say.
-const NO_DATA: Value = Value::Str("{}");
+pub(super) const NO_DATA: Value = Value::Str("{}");
 const UNKNOWN: &str = "<unknown>";
 
 /// The process a chunk's records come from, as row ids.
