@@ -30,8 +30,8 @@ const LEAF_HEADER: usize = 8;
 const INTERIOR_HEADER: usize = 12;
 
 /// The pages of a database that SQLite wrote and closed, and those appended past them.
-/// Tables on several threads append to one file: pages are numbered atomically and written
-/// in place.
+/// Every table of the database appends to it, wherever the tables are sent: pages are
+/// numbered atomically and written in place.
 pub struct Pages {
     file: File,
     size: usize,
@@ -743,6 +743,51 @@ mod tests {
         pages.last.store(lock - 2, Ordering::Relaxed);
         let given: Vec<u32> = (0..3).map(|_| pages.allocate()).collect();
         assert_eq!(given, [lock - 1, lock + 1, lock + 2]);
+    }
+
+    #[test]
+    fn interior_pages_hold_what_fits_and_none_holds_a_single_child() {
+        let children = |n: i64| -> Vec<Child> {
+            (0..n)
+                .map(|i| Child {
+                    page: i as u32 + 2,
+                    last: 200 + i,
+                })
+                .collect()
+        };
+        // A 512-byte page holds 12 header bytes and cells of 8 bytes (2 of pointer, 4 of
+        // page, 2 of rowid): 62 cells and a right-most child, 63 children.
+        let fits = groups(&children(126), 512);
+        assert_eq!(fits, [0..63, 63..126]);
+        // One child more would be alone on a page: the page before gives it company.
+        let odd = groups(&children(127), 512);
+        assert_eq!(odd, [0..63, 63..125, 125..127]);
+        let lone = std::ops::Range { start: 0, end: 1 };
+        assert_eq!(
+            groups(&children(1), 512),
+            [lone],
+            "a lone child is the root's"
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_whole_database_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.txt");
+        std::fs::write(&text, vec![b'x'; 200]).unwrap();
+        let error = Pages::open(&text).err().expect("refused");
+        assert!(
+            error.to_string().contains("not a SQLite database"),
+            "{error}"
+        );
+
+        let path = dir.path().join("t.db");
+        database(&path);
+        let file = File::options().append(true).open(&path).unwrap();
+        file.write_all_at(&[0; 100], std::fs::metadata(&path).unwrap().len())
+            .unwrap();
+        let error = Pages::open(&path).err().expect("refused");
+        assert!(error.to_string().contains("size differs"), "{error}");
     }
 
     #[test]
