@@ -581,7 +581,7 @@ fn inner_span(node: &Node, offset: usize, len: usize) -> Option<Span> {
     let body = source.get(quote..quote + value.len())?;
     (body == value).then(|| {
         let start = node.span.range.start + quote + offset;
-        Span::new(&node.span.file, start..start + len)
+        node.span.within(start..start + len)
     })
 }
 
