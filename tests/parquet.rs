@@ -1,6 +1,6 @@
 //! The Parquet sink as users run it: `rocflow replay` of a generated run into a dataset, read
 //! back by two independent readers: DuckDB (from PyPI, through `support/duckdb_query.py`;
-//! `.ci/run` installs it) with SQL, and the parquet crate's Arrow reader. Row counts come
+//! `tests/run-all` installs it) with SQL, and the parquet crate's Arrow reader. Row counts come
 //! from `rocflow inspect`, values from a CSV sink of the same replay, metadata from the spool.
 
 use std::collections::BTreeMap;

@@ -375,7 +375,7 @@ fn rendered_dom(page: &Path) -> String {
         .arg("--dump-dom")
         .arg(format!("file://{}", page.display()))
         .output()
-        .expect("Debian's chromium is installed (.ci/run installs it)");
+        .expect("Debian's chromium is installed (tests/run-all installs it)");
     assert!(out.status.success(), "{}", text(&out.stderr));
     text(&out.stdout)
 }

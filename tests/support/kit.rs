@@ -123,38 +123,73 @@ impl Kit {
     }
 }
 
-/// The kit's soname links (`librocprofiler-sdk.so.1` → `librocprofiler-sdk.so.1.0.0`, …)
-/// as symbolic links, in a directory to put first on the loader path. A copy of the kit
-/// that does not keep links (as `shared/` may be) holds each as a small file naming its
-/// target, which the loader cannot use.
+/// The kit's libraries under every name its `lib/` gives them (`librocprofiler-sdk.so.1`,
+/// `librocprofiler-sdk.so`, …), each a symbolic link to the library file it names, in a
+/// directory of this kit's own under `target/…/tmp`, to put first on the loader path and
+/// the linker's. A copy of the kit may keep the soname links as symbolic links (`cp -r`),
+/// as copies of the library (`cp -rL`), or as small files naming their target (as
+/// `shared/` holds them), which neither the loader nor the linker can use: whichever it
+/// is, this directory is complete.
 fn links(lib: &Path) -> PathBuf {
-    let dir = super::target_tmp().join("realsdk-links");
-    std::fs::create_dir_all(&dir).unwrap();
-    for entry in std::fs::read_dir(lib).unwrap() {
-        let path = entry.unwrap().path();
-        let mut target = path.clone();
-        while let Some(next) = flattened_link(&target) {
-            target = lib.join(next);
-        }
-        if target != path {
-            let link = dir.join(path.file_name().unwrap());
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(&target, &link).unwrap();
-        }
-    }
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    lib.hash(&mut hasher);
+    let dir = (super::target_tmp().join("realsdk-links")).join(format!("{:016x}", hasher.finish()));
+    link_libraries(lib, &dir);
     dir
 }
 
-/// The file a flattened link names: a small regular file whose text is a file name.
+/// Fills `dir` with a symbolic link per library name in `lib` to the library file it
+/// resolves to (see [`links`]); links of an earlier run there are replaced.
+fn link_libraries(lib: &Path, dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    for entry in std::fs::read_dir(lib).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(target) = library_file(&path) else {
+            continue;
+        };
+        let link = dir.join(path.file_name().unwrap());
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+    }
+}
+
+/// The library file (ELF) that `path` is or names, through symbolic links and flattened
+/// links (see [`flattened_link`]); none for anything else.
+fn library_file(path: &Path) -> Option<PathBuf> {
+    let mut path = path.canonicalize().ok()?;
+    // A chain of names longer than a kit's (`.so` → `.so.1` → `.so.1.0.0`) is a loop.
+    for _ in 0..8 {
+        if is_elf(&path) {
+            return Some(path);
+        }
+        path = path
+            .with_file_name(flattened_link(&path)?)
+            .canonicalize()
+            .ok()?;
+    }
+    None
+}
+
+fn is_elf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0; 4];
+    std::fs::File::open(path).is_ok_and(|mut f| f.read_exact(&mut magic).is_ok())
+        && magic == *b"\x7fELF"
+}
+
+/// The file name a flattened link holds: a small regular file whose text is the name of
+/// a file beside it.
 fn flattened_link(path: &Path) -> Option<String> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
+    let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() || meta.len() > 255 {
         return None;
     }
     let text = std::fs::read_to_string(path).ok()?;
     let name = text.trim();
     let target = path.with_file_name(name);
-    (!name.contains('/') && target != path && target.is_file()).then(|| name.to_owned())
+    (!name.is_empty() && !name.contains('/') && target != path && target.is_file())
+        .then(|| name.to_owned())
 }
 
 /// One `rocflow run` against the kit.
@@ -233,5 +268,74 @@ impl Run {
             super::text(&self.output.stdout),
             self.stderr()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kit's `lib/` with `libx.so` → `libx.so.1` → `libx.so.1.0.0` kept as `keep` does.
+    fn lib(keep: fn(&Path, &str, &str)) -> tempfile::TempDir {
+        let lib = tempfile::tempdir().unwrap();
+        std::fs::write(lib.path().join("libx.so.1.0.0"), b"\x7fELF x").unwrap();
+        keep(lib.path(), "libx.so.1", "libx.so.1.0.0");
+        keep(lib.path(), "libx.so", "libx.so.1");
+        lib
+    }
+
+    #[test]
+    fn every_library_name_links_to_its_file_however_the_copy_kept_links() {
+        let symbolic: fn(&Path, &str, &str) = |dir, name, target| {
+            std::os::unix::fs::symlink(target, dir.join(name)).unwrap();
+        };
+        let flattened: fn(&Path, &str, &str) = |dir, name, target| {
+            std::fs::write(dir.join(name), target).unwrap();
+        };
+        let copied: fn(&Path, &str, &str) = |dir, name, target| {
+            std::fs::copy(dir.join(target), dir.join(name)).unwrap();
+        };
+        for (form, keep) in [
+            ("cp -r", symbolic),
+            ("shared/", flattened),
+            ("cp -rL", copied),
+        ] {
+            let lib = lib(keep);
+            let links = tempfile::tempdir().unwrap();
+            link_libraries(lib.path(), links.path());
+            let mut linked: Vec<(String, Vec<u8>)> = std::fs::read_dir(links.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .map(|link| {
+                    let target = std::fs::read_link(&link).unwrap();
+                    assert!(target.starts_with(lib.path().canonicalize().unwrap()));
+                    let name = link.file_name().unwrap().to_string_lossy().into_owned();
+                    (name, std::fs::read(target).unwrap())
+                })
+                .collect();
+            linked.sort();
+            let library = b"\x7fELF x".to_vec();
+            assert_eq!(
+                linked,
+                [
+                    ("libx.so".to_owned(), library.clone()),
+                    ("libx.so.1".to_owned(), library.clone()),
+                    ("libx.so.1.0.0".to_owned(), library.clone()),
+                ],
+                "{form}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_name_that_resolves_to_no_library_is_left_out() {
+        let lib = tempfile::tempdir().unwrap();
+        std::fs::write(lib.path().join("libloop.so"), "libloop.so.1").unwrap();
+        std::fs::write(lib.path().join("libloop.so.1"), "libloop.so").unwrap();
+        std::fs::write(lib.path().join("notes.txt"), "not a library").unwrap();
+        std::os::unix::fs::symlink("libgone.so.1", lib.path().join("libgone.so")).unwrap();
+        let links = tempfile::tempdir().unwrap();
+        link_libraries(lib.path(), links.path());
+        assert_eq!(std::fs::read_dir(links.path()).unwrap().count(), 0);
     }
 }

@@ -525,7 +525,7 @@ pub fn duckdb(dir: &Path, queries: &[&str]) -> Vec<Vec<Vec<serde_json::Value>>> 
     python(
         "support/duckdb_query.py",
         &args,
-        "pip install duckdb==1.5.6, as .ci/run does",
+        "pip install duckdb==1.5.6, as tests/run-all does",
     )
 }
 
