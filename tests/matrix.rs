@@ -272,7 +272,7 @@ impl Row {
             ];
             for (output, seen, parts) in outputs {
                 let parts: Vec<Part> = (parts.iter().copied())
-                    .filter(|&p| p != Part::Counters || self.collects.counters.len() > 0)
+                    .filter(|&p| p != Part::Counters || !self.collects.counters.is_empty())
                     .collect();
                 for difference in want.differences(&seen, &parts) {
                     problems.push(format!(
