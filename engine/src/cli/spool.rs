@@ -261,7 +261,7 @@ pub struct SummaryArgs {
     /// transforms apply first (default: the one the run was recorded with, or none).
     #[arg(required = true, value_name = "INPUT… [PIPELINE]")]
     inputs: Vec<PathBuf>,
-    /// Kernels in the printed table.
+    /// Rows of each printed table, those with the most time (or counter value) first.
     #[arg(long, default_value_t = 10)]
     top: usize,
     /// Write the tables into this directory (CSV per table, summary.md, summary.json).
@@ -416,7 +416,7 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
         }
     }
     if args.format.is_empty() || args.output.is_some() {
-        out.push_str(&summary::top_kernels(&tables, args.top).unwrap_or_default());
+        out.push_str(&summary::terminal(&tables, args.top));
     }
     print(&out)?;
     Ok(ExitCode::SUCCESS)
