@@ -3,67 +3,14 @@
 //! counts checked against what the scenario file says each process does.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
+use support::scenario::{default_scenario, expected, scenario_with};
 use support::{
     assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, sim_scenarios, text,
     with_file, write_file,
 };
-
-fn default_scenario() -> toml::Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
-    toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// The default scenario with each of `settings` of its `[scenario]` table set, written
-/// to `name` in `dir`: the scenario and its file.
-fn scenario_with(dir: &Path, name: &str, settings: &[(&str, i64)]) -> (toml::Value, PathBuf) {
-    let mut scenario = default_scenario();
-    let table = scenario["scenario"].as_table_mut().unwrap();
-    for (key, value) in settings {
-        table.insert((*key).into(), toml::Value::Integer(*value));
-    }
-    let path = write_file(dir, name, &toml::to_string(&scenario).unwrap());
-    (scenario, path)
-}
-
-/// Records of each kind one process delivers, from the scenario file's own numbers.
-fn expected(scenario: &toml::Value) -> BTreeMap<String, u64> {
-    let s = &scenario["scenario"];
-    let iterations =
-        (s["threads"].as_integer().unwrap() * s["iterations"].as_integer().unwrap()) as u64;
-    let len = |key: &str| {
-        scenario
-            .get(key)
-            .and_then(|v| v.as_array())
-            .map_or(0, |a| a.len()) as u64
-    };
-    let (kernels, copies, allocations) = (len("kernel"), len("copy"), len("allocation"));
-    let calls: u64 = scenario
-        .get("call")
-        .and_then(|v| v.as_array())
-        .map_or(0, |calls| {
-            calls
-                .iter()
-                .map(|c| c.get("count").and_then(|n| n.as_integer()).unwrap_or(1) as u64)
-                .sum()
-        });
-    let mut counts = BTreeMap::new();
-    counts.insert("kernel_dispatch".into(), iterations * kernels);
-    counts.insert(
-        "api".into(),
-        iterations * (kernels + copies + 2 * allocations + calls),
-    );
-    counts.insert("memory_copy".into(), iterations * copies);
-    counts.insert("memory_allocation".into(), iterations * 2 * allocations);
-    if s.get("marker_ranges").and_then(|v| v.as_bool()) == Some(true) {
-        counts.insert("marker".into(), iterations);
-    }
-    // A kind with no records has no table.
-    counts.retain(|_, n| *n > 0);
-    counts
-}
 
 const TRACE: &str = concat!(
     support::traced_pipeline!(

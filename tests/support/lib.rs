@@ -8,6 +8,7 @@ pub mod kit;
 pub mod names;
 pub mod peer;
 pub mod rocprofv3_db;
+pub mod scenario;
 pub mod truth;
 
 use std::collections::{BTreeMap, BTreeSet};
