@@ -4,6 +4,7 @@
 //! reaches across crates for its helpers.
 
 pub mod counters;
+pub mod cxxfilt;
 pub mod kit;
 pub mod names;
 pub mod peer;
