@@ -1,10 +1,12 @@
 //! `rocflow migrate-counters` and `rocflow counters …` as users and CI scripts run them:
 //! exit codes, what is written where, and diagnostics with their place.
 
-use std::path::Path;
 use std::process::Output;
 use support::counters::{LEGACY, STANDARD};
-use support::{assert_fails, assert_says, assert_says_each, rocflow, text, with_file};
+use support::{
+    assert_fails, assert_says, assert_says_each, rocflow, rocflow_without_rocm as without_rocm,
+    text, with_file,
+};
 
 /// A counter definition file of `../shared/data`, as a command-line argument.
 fn shared(name: &str) -> String {
@@ -259,28 +261,29 @@ fn show_prints_the_definition_tree_and_needs() {
 #[test]
 fn without_definitions_the_error_says_where_it_looked() {
     let dir = tempfile::tempdir().unwrap();
-    let out = rocflow(&["counters", "list"], dir.path(), &[]);
-    if Path::new("/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml").exists() {
-        return; // a machine with ROCm installed finds its definitions
-    }
+    let out = without_rocm(&["counters", "list"], dir.path());
     assert_eq!(code(&out), 2);
     let stderr = text(&out.stderr);
     assert_says(&stderr, "no counter definitions found");
-    assert_says(&stderr, "/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml");
+    for looked in [
+        dir.path().join("metrics/counter_defs.yaml"),
+        dir.path()
+            .join("rocm/share/rocprofiler-sdk/counter_defs.yaml"),
+        "/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml".into(),
+    ] {
+        assert_says(&stderr, looked.to_str().unwrap());
+    }
 }
 
 #[test]
 fn without_definitions_validate_warns_of_counters_no_simulated_gpu_has() {
     let dir = tempfile::tempdir().unwrap();
-    if Path::new("/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml").exists() {
-        return; // a machine with ROCm installed checks names against its definitions
-    }
     std::fs::write(
         dir.path().join("p.toml"),
         "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\", \"SQ_INSTS_VALUU\", \"TCP_TOTAL_CACHE_ACCESSES_sum\"]\n",
     )
     .unwrap();
-    let out = rocflow(&["validate", "p.toml"], dir.path(), &[]);
+    let out = without_rocm(&["validate", "p.toml"], dir.path());
     // A real GPU may have what the simulated ones lack: a warning, not an error.
     assert_eq!(code(&out), 0);
     let stderr = text(&out.stderr);

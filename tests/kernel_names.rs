@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
+use support::cxxfilt::demangle;
 use support::{assert_says, assert_success, csv, only, rocflow, sqlite_rows, tally, text};
 
 /// trace-all (Perfetto, rocpd, summary, report) plus CSV, Parquet and OTF2: the outputs
@@ -29,16 +29,6 @@ fn kernels(scenario: &toml::Value) -> (Vec<String>, usize) {
         .map(|k| k["name"].as_str().unwrap().to_owned())
         .collect();
     (names, each as usize)
-}
-
-/// Names as binutils' `c++filt` demangles them: a judge that is not rocflow's code.
-fn cxxfilt(names: &[String]) -> Vec<String> {
-    let out = Command::new("c++filt")
-        .args(names)
-        .output()
-        .expect("c++filt runs (Debian: binutils)");
-    assert!(out.status.success());
-    text(&out.stdout).lines().map(str::to_owned).collect()
 }
 
 /// Runs `pipeline` (written as names.toml) on the simulated device with `flags`.
@@ -106,12 +96,26 @@ fn html(name: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// Every kernel `rocflow generate` names, templates with literals of several types among
+/// them, is demangled as `c++filt` demangles it: the tests of the sinks that replay
+/// generated runs expect `c++filt`'s names.
+#[test]
+fn generated_kernels_are_named_as_cxxfilt_names_them() {
+    let mangled: Vec<String> = (rocflow::generate::KERNEL_NAMES.iter())
+        .map(|name| (*name).to_owned())
+        .collect();
+    let ours: Vec<String> = (mangled.iter())
+        .map(|name| rocflow::kernel_names::demangle(name))
+        .collect();
+    assert_eq!(ours, demangle(&mangled));
+}
+
 #[test]
 fn every_output_names_kernels_demangled_and_keeps_the_mangled_name() {
     let dir = tempfile::tempdir().unwrap();
     let stdout = run(dir.path(), &every_output(), &[], "sim");
     let (mangled, each) = kernels(&scenario());
-    let demangled = cxxfilt(&mangled);
+    let demangled = demangle(&mangled);
     assert_ne!(demangled, mangled);
     assert_named(dir.path(), &demangled, each);
     let out = dir.path().join("rocflow-out");
@@ -252,7 +256,7 @@ fn renamed_after_the_roctx_range_around_the_launch() {
     std::fs::write(dir.path().join("nameless.toml"), nameless).unwrap();
     let flags = ["--kernel-names", "renamed"];
     run(dir.path(), &every_output(), &flags, "sim:nameless.toml");
-    assert_named(dir.path(), &cxxfilt(&mangled), each);
+    assert_named(dir.path(), &demangle(&mangled), each);
     // One label where an output names a marker; the tables keep the empty message beside
     // the function, which their `operation` column holds.
     let function = "roctxThreadRangeA";

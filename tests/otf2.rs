@@ -5,10 +5,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use rocflow::kernel_names::KernelNames;
 use rocflow::record::Batch;
 use rocflow::spool::SpoolReader;
 use rocflow::wire::Payload;
+use support::cxxfilt::Demangler;
 use support::names::Names;
 use support::{assert_fails, assert_says, otf2_print, text};
 
@@ -183,6 +183,7 @@ fn expected(spool: &Path) -> Expected {
         ..Expected::default()
     };
     let mut names = Names::default();
+    let mut demangler = Demangler::default();
     let process = |stream: u16| format!("app (pid {})", 4000 + stream);
     for frame in SpoolReader::open(spool).unwrap() {
         let frame = frame.unwrap();
@@ -218,7 +219,7 @@ fn expected(spool: &Path) -> Expected {
             Payload::Records(Batch::KernelDispatch(records)) => {
                 for r in records {
                     let track = format!("GPU {} queue {}", r.agent, r.queue);
-                    let name = KernelNames::default().name(names.kernel(s, r.kernel_id));
+                    let name = demangler.name(names.kernel(s, r.kernel_id));
                     span(&mut e, track, name.clone(), r.start_ns, r.end_ns);
                     e.dispatches
                         .push((process(s), r.dispatch_id, r.correlation_id, name));

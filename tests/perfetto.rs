@@ -5,11 +5,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use rocflow::kernel_names::demangle;
 use rocflow::record::{Batch, Meta};
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
 use serde_json::Value;
+use support::cxxfilt::Demangler;
 use support::names::Names;
 
 const CONTEXT: &str = concat!(
@@ -189,6 +189,7 @@ struct Expected {
 fn expected(spool: &Path) -> Expected {
     let mut e = Expected::default();
     let mut names = Names::default();
+    let mut demangler = Demangler::default();
     // (pid, agent, dispatch, counter) -> (time, sum)
     let mut sums: BTreeMap<(u64, u32, u64, String), (u64, f64)> = BTreeMap::new();
     for frame in SpoolReader::open(spool).unwrap() {
@@ -212,7 +213,7 @@ fn expected(spool: &Path) -> Expected {
             Payload::Records(Batch::KernelDispatch(records)) => {
                 e.kernels.extend(records.iter().map(|r| {
                     let track = format!("GPU {}/queue {}", r.agent, r.queue);
-                    let name = demangle(names.kernel(s, r.kernel_id));
+                    let name = demangler.name(names.kernel(s, r.kernel_id));
                     let pid = r.pid.into();
                     (pid, track, r.start_ns, r.end_ns, name, r.dispatch_id)
                 }))

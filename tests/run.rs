@@ -120,12 +120,11 @@ fn sleep_receives_the_whole_scenario_with_kernel_names() {
         .map(|row| row["kernel_name"].clone())
         .collect();
     let scenario = default_scenario();
-    let declared: std::collections::BTreeSet<String> = scenario["kernel"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| rocflow::kernel_names::demangle(k["name"].as_str().unwrap()))
+    let mangled: Vec<String> = (scenario["kernel"].as_array().unwrap().iter())
+        .map(|k| k["name"].as_str().unwrap().to_owned())
         .collect();
+    let declared: std::collections::BTreeSet<String> =
+        support::cxxfilt::demangle(&mangled).into_iter().collect();
     assert_eq!(names, declared);
     assert_says(&output.stdout, "/bin/sleep exited with 0");
     // The spool holds the same run: replaying it gives the same counts.

@@ -4,6 +4,7 @@
 //! reaches across crates for its helpers.
 
 pub mod counters;
+pub mod cxxfilt;
 pub mod kit;
 pub mod names;
 pub mod peer;
@@ -199,6 +200,58 @@ pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Comm
         command.env(key, value);
     }
     command
+}
+
+/// `rocflow args…` in `dir` where no ROCm can be found (see [`without_rocm`]), nor
+/// anything the environment could name: `ROCPROFILER_METRICS_PATH` is `dir/metrics` and
+/// `ROCM_PATH` is `dir/rocm`, both empty, `LD_LIBRARY_PATH` is empty and
+/// `ROCPROFILER_REGISTER_LIBRARY` unset.
+pub fn rocflow_without_rocm(args: &[&str], dir: &Path) -> Output {
+    let (metrics, rocm) = (dir.join("metrics"), dir.join("rocm"));
+    for empty in [&metrics, &rocm] {
+        std::fs::create_dir_all(empty).unwrap();
+    }
+    let mut command = rocflow_command(args, dir, &[]);
+    command
+        .env("ROCPROFILER_METRICS_PATH", metrics)
+        .env("ROCM_PATH", rocm)
+        .env("LD_LIBRARY_PATH", "")
+        .env_remove("ROCPROFILER_REGISTER_LIBRARY");
+    without_rocm(&command).output().expect("rocflow runs")
+}
+
+/// `command` run where this machine's ROCm cannot be found, for a test of what rocflow
+/// says without one: in a private mount namespace (`unshare`, as the kit's `fake-gpu.sh`
+/// makes one; as root, or mapped to root where not) where `/opt/rocm` is empty and the
+/// system loader's cache lists nothing, the places rocflow looks for counter definitions
+/// and the SDK besides the environment, which the test sets. Nothing outside changes.
+fn without_rocm(command: &Command) -> Command {
+    const HIDE: &str = "set -e
+if [ -d /opt/rocm ]; then mount -t tmpfs rocflow-test-no-rocm /opt/rocm; fi
+mount --bind /dev/null /etc/ld.so.cache
+exec \"$@\"";
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut hidden = Command::new("unshare");
+    hidden
+        .args(if root {
+            ["--mount"].as_slice()
+        } else {
+            &["--map-root-user", "--mount"]
+        })
+        .args(["--propagation", "private", "sh", "-c", HIDE, "sh"])
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => hidden.env(key, value),
+            None => hidden.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        hidden.current_dir(dir);
+    }
+    hidden
 }
 
 /// Where cargo puts the plugins the tests depend on.
