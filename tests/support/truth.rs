@@ -10,8 +10,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
 
+use crate::cxxfilt::demangle;
 use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
 /// What an output says a run held, summed over its processes.
@@ -437,19 +437,6 @@ fn glob(pattern: &str, text: &str) -> bool {
             (0..=tail.len()).any(|i| tail.is_char_boundary(i) && glob(rest, &tail[i..]))
         }),
     }
-}
-
-/// Names as `c++filt` demangles them (binutils), in one call.
-pub fn demangle(names: &[String]) -> Vec<String> {
-    let out = Command::new("c++filt")
-        .args(names)
-        .output()
-        .expect("c++filt runs (Debian: binutils)");
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
-    let demangled: Vec<String> = text.lines().map(str::to_owned).collect();
-    assert_eq!(demangled.len(), names.len(), "{text}");
-    demangled
 }
 
 /// The rows of a table of rocflow's record columns (CSV or Parquet), each column as text.
