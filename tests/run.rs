@@ -126,7 +126,7 @@ fn sleep_receives_the_whole_scenario_with_kernel_names() {
     let declared: std::collections::BTreeSet<String> =
         support::cxxfilt::demangle(&mangled).into_iter().collect();
     assert_eq!(names, declared);
-    assert_says(&output.stdout, "/bin/sleep exited with 0");
+    assert_says(&output.stderr, "/bin/sleep exited with 0");
     // The spool holds the same run: replaying it gives the same counts.
     let inspect = text(&rocflow(&["inspect", "rocflow-out/last.rfraw"], dir.path(), &[]).stdout);
     let spooled = inspect
@@ -152,7 +152,7 @@ fn each_forked_child_streams_the_scenario_of_its_own() {
             assert_eq!(lines.len() as u64, want[kind], "{kind} of process {pid}");
         }
     }
-    assert_says(&output.stdout, "from 4 processes");
+    assert_says(&output.stderr, "from 4 processes");
 }
 
 #[test]
@@ -162,7 +162,7 @@ fn programs_a_shell_starts_are_one_stream_each() {
     let script = "/bin/sleep 0.2 & /bin/sleep 0.2; wait";
     let (output, rows, dir) = run("", "sim", &["/bin/sh", "-c", script]);
     assert_success(&output);
-    assert_says(&output.stdout, "from 3 processes");
+    assert_says(&output.stderr, "from 3 processes");
     let inspect = rocflow(
         &["inspect", "--json", "rocflow-out/last.rfraw"],
         dir.path(),
@@ -212,7 +212,8 @@ fn a_crash_keeps_everything_sent_and_passes_the_signal_on() {
         text(&output.stderr)
     );
     assert_eq!(totals(&rows), expected(&default_scenario()));
-    assert_says(&output.stdout, "killed by signal 11");
+    assert_says(&output.stderr, "warning: ");
+    assert_says(&output.stderr, "killed by signal 11");
 }
 
 #[test]
@@ -370,7 +371,7 @@ fn a_tool_both_preloaded_and_force_configured_is_configured_once() {
     let (output, rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "force"]);
     assert_success(&output);
     assert_says(&output.stdout, "rocprofiler_force_configure: 16");
-    assert_says(&output.stdout, "1 process in");
+    assert_says(&output.stderr, "1 process in");
     assert_eq!(rows["kernel_dispatch"].len(), 1, "one stream");
 }
 

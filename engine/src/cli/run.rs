@@ -16,9 +16,9 @@ use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
 use crate::runner::{self, Device, Options, Passes, SpoolCompression, StartError, Stop};
 
+use super::eprint;
 use super::flags::Flags;
 use super::pipeline::PipelineArgs;
-use super::print;
 use super::spool::{outputs, reopen};
 use crate::source::{Input, WindowArgs};
 
@@ -45,7 +45,7 @@ pub struct RunArgs {
     /// `auto` does where the machine has 8 cores or more, to spare for it.
     #[arg(long, value_enum, default_value_t, value_name = "WHEN")]
     spool_compression: SpoolCompression,
-    /// Show no progress on stderr (warnings and errors still show).
+    /// Print only warnings and errors: no progress, notes or report at the end.
     #[arg(long, short)]
     quiet: bool,
     /// The application and its arguments, after `--`.
@@ -58,6 +58,9 @@ pub struct RunArgs {
 
 /// Runs the application under the pipeline; exits with the application's status.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
+    if args.quiet {
+        messages::quiet();
+    }
     let pipeline = args.pipeline.unwrap_or_else(|| {
         messages::note(format_args!(
             "no pipeline given: running `{DEFAULT_PIPELINE}`, a system trace like `rocprofv3 --sys-trace` (`rocflow templates list` shows the others)"
@@ -96,12 +99,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut out = String::new();
     let app = options.command[0].to_string_lossy();
     if let Some(passes) = outcome.passes.as_ref().filter(|p| p.of > 1) {
-        out.push_str(&passes_line(passes));
+        match passes_done(passes) {
+            Ok(done) => out.push_str(&done),
+            Err(stopped) => messages::warning(stopped),
+        }
     }
     match outcome.exit {
         Some(Exit::Code(code)) => out.push_str(&format!("{app} exited with {code}\n")),
-        Some(Exit::Signal(signal)) => out.push_str(&format!(
-            "{app} was killed by signal {signal}; the outputs hold everything received until then\n"
+        Some(Exit::Signal(signal)) => messages::warning(format_args!(
+            "{app} was killed by signal {signal}; the outputs hold everything received until then"
         )),
         None => messages::warning(format_args!(
             "{app} (pid {}) was left running; the outputs hold what arrived until rocflow stopped",
@@ -179,7 +185,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         );
     }
     display.finish();
-    print(&out)?;
+    if !args.quiet {
+        eprint(&out);
+    }
     // SIGTERM at any point ends the run as the signal would have, for the scheduler.
     let stopped = crate::cancel::requested().then_some(Stop::Terminated);
     let status = match (stopped.or(outcome.stopped), outcome.exit) {
@@ -192,16 +200,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(status.clamp(0, 255) as u8))
 }
 
-/// How far the counter passes went: all of them, or the one that stopped the run.
-fn passes_line(passes: &runner::Passes) -> String {
+/// How far the counter passes went: all of them, for the report, or the one that stopped
+/// the run, for a warning.
+fn passes_done(passes: &runner::Passes) -> std::result::Result<String, String> {
     let Passes { pass, of, .. } = passes;
     let failed = passes.exit.is_none_or(|e| e.status() != 0);
     match &passes.failed_to_start {
-        Some(why) => format!("pass {pass} of {of} failed to start ({why}); the run stops there\n"),
-        None if failed => format!(
-            "pass {pass} of {of} failed; the run stops there, the outputs hold the passes before it and what it sent\n"
-        ),
-        None => format!("{of} passes, merged into one run\n"),
+        Some(why) => Err(format!(
+            "pass {pass} of {of} failed to start ({why}); the run stops there"
+        )),
+        None if failed => Err(format!(
+            "pass {pass} of {of} failed; the run stops there, the outputs hold the passes before it and what it sent"
+        )),
+        None => Ok(format!("{of} passes, merged into one run\n")),
     }
 }
 

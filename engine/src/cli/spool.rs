@@ -112,13 +112,16 @@ pub struct ReplayArgs {
     options: PipelineArgs,
     #[command(flatten)]
     flags: OutputFlags,
-    /// Show no progress on stderr (warnings and errors still show).
+    /// Print only warnings and errors: no progress, notes or report of what was written.
     #[arg(long, short)]
     quiet: bool,
 }
 
 /// Rebuilds outputs from a spool, with the recorded pipeline or another one.
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    if args.quiet {
+        messages::quiet();
+    }
     let (input, pipeline) = inputs(&args.inputs, true)?;
     if args.trust_plan && pipeline.is_some() {
         return Err(Error::user(Diagnostic::error(
@@ -188,7 +191,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         &mut out,
     );
     display.finish();
-    print(&out)?;
+    if !args.quiet {
+        print(&out)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
