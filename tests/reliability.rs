@@ -3,10 +3,9 @@
 //! the whole spool after a second Ctrl-C, and a prompt, complete end on SIGTERM.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
-use support::{assert_says, assert_success, inspect, sim_app, text};
+use support::{Spawned, assert_says, assert_success, inspect, sim_app, text, wait_until};
 
 /// Kernel dispatches as CSV, flushed every 100 ms; a command post-step when `post` says.
 fn pipeline(dir: &Path, post: &str) {
@@ -39,58 +38,64 @@ path = "{{output_dir}}/tables-{{pid}}"
 fn start(dir: &Path, app: &[&str]) -> Run {
     let files = tempfile::tempdir().unwrap();
     let file = |name: &str| std::fs::File::create(files.path().join(name)).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_rocflow"))
-        .args(["run", "p.toml", "--device", "sim", "--"])
-        .args(app)
-        .current_dir(dir)
-        .stdout(file("stdout"))
-        .stderr(file("stderr"))
-        .spawn()
-        .unwrap();
-    Run { child, files }
+    let rocflow = Spawned::start(
+        Command::new(env!("CARGO_BIN_EXE_rocflow"))
+            .args(["run", "p.toml", "--device", "sim", "--"])
+            .args(app)
+            .current_dir(dir)
+            .stdout(file("stdout"))
+            .stderr(file("stderr")),
+    );
+    Run { rocflow, files }
 }
 
 struct Run {
-    child: Child,
+    rocflow: Spawned,
     files: tempfile::TempDir,
 }
 
 impl Run {
-    fn output(self, status: std::process::ExitStatus) -> Output {
-        let read = |name: &str| std::fs::read(self.files.path().join(name)).unwrap();
+    fn read(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.files.path().join(name)).unwrap()
+    }
+
+    /// What rocflow has written to stderr so far.
+    fn stderr(&self) -> String {
+        text(&self.read("stderr"))
+    }
+
+    /// Waits for rocflow to end (see [`wait_until`]).
+    fn wait(mut self) -> Output {
+        let child = &mut self.rocflow.0;
+        let mut status = None;
+        wait_until("rocflow ends", || {
+            status = child.try_wait().unwrap();
+            status.is_some()
+        });
         Output {
-            status,
-            stdout: read("stdout"),
-            stderr: read("stderr"),
+            status: status.unwrap(),
+            stdout: self.read("stdout"),
+            stderr: self.read("stderr"),
         }
     }
 
-    fn wait(mut self) -> Output {
-        let status = self.child.wait().unwrap();
-        self.output(status)
-    }
-
+    /// Sends rocflow `signal`, and waits until it has taken it: a second one sent before
+    /// would be one signal with the first.
     fn signal(&self, signal: i32) {
+        let pid = self.rocflow.0.id();
         // SAFETY: signalling a child of this test.
-        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+        assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0);
+        wait_until("rocflow takes the signal", || !pending(pid, signal));
     }
+}
 
-    /// Waits at most `limit`; the output and how long it took.
-    fn finish_within(mut self, limit: Duration) -> (Output, Duration) {
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if started.elapsed() > limit {
-                let _ = self.child.kill();
-                panic!("rocflow did not end within {limit:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let took = started.elapsed();
-        (self.output(status), took)
-    }
+/// Whether `signal` waits to be delivered to process `pid`.
+fn pending(pid: u32, signal: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let mask = (status.lines())
+        .find_map(|line| line.strip_prefix("ShdPnd:"))
+        .unwrap_or_else(|| panic!("{status}"));
+    u64::from_str_radix(mask.trim(), 16).unwrap() & (1 << (signal - 1)) != 0
 }
 
 fn run(dir: &Path, app: &[&str]) -> Output {
@@ -222,34 +227,39 @@ fn a_shell_that_exits_without_finalizing_is_named() {
 }
 
 /// Runs an application that ignores SIGINT and SIGTERM, sends rocflow `signals` once it
-/// has collected a while, and ends the application rocflow leaves running: rocflow's
-/// output, how long it took to end after the first signal, and its directory.
-fn stop_lingering(signals: &[i32]) -> (Output, Duration, tempfile::TempDir) {
+/// has received records, and ends the application rocflow leaves running: rocflow's
+/// output and its directory. rocflow must end while the application still runs (it would
+/// for ten minutes): it does not wait for it.
+fn stop_lingering(signals: &[i32]) -> (Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path(), "");
     let app = sim_app();
-    let child = start(dir.path(), &[app.to_str().unwrap(), "linger", "60"]);
-    std::thread::sleep(Duration::from_millis(1500));
-    let signalled = Instant::now();
-    for (i, &signal) in signals.iter().enumerate() {
-        if i > 0 {
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        child.signal(signal);
+    let run = start(dir.path(), &[app.to_str().unwrap(), "linger", "600"]);
+    // What rocflow says every 10 s while the application runs.
+    let received =
+        regex::Regex::new(r"(?m)^progress: received [1-9][0-9]* records so far").unwrap();
+    wait_until("rocflow receives records", || {
+        received.is_match(&run.stderr())
+    });
+    for &signal in signals {
+        run.signal(signal);
     }
-    let (output, _) = child.finish_within(Duration::from_secs(20));
-    let took = signalled.elapsed();
-    // SAFETY: ending the application the test left running.
-    unsafe { libc::kill(left_running(&text(&output.stderr)), libc::SIGKILL) };
+    let output = run.wait();
+    let app = left_running(&text(&output.stderr));
+    // SAFETY: asking after, then ending, the application the test left running.
+    unsafe {
+        assert_eq!(libc::kill(app, 0), 0, "the application had ended");
+        libc::kill(app, libc::SIGKILL);
+    }
     let spool = inspect(dir.path(), "out");
     assert_eq!(spool["complete"], true, "{spool}");
     assert!(kernel_records(&spool) > 0, "{spool}");
-    (output, took, dir)
+    (output, dir)
 }
 
 #[test]
 fn a_second_interrupt_keeps_the_whole_spool() {
-    let (output, _, dir) = stop_lingering(&[libc::SIGINT, libc::SIGINT]);
+    let (output, dir) = stop_lingering(&[libc::SIGINT, libc::SIGINT]);
     assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
     // The sinks and the spool hold the same records.
     let (sunk, spool) = (text(&output.stderr), inspect(dir.path(), "out"));
@@ -261,31 +271,22 @@ fn a_second_interrupt_keeps_the_whole_spool() {
 
 #[test]
 fn sigterm_ends_a_run_whose_application_ignores_it() {
-    let (output, took, _dir) = stop_lingering(&[libc::SIGTERM]);
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    let (output, _dir) = stop_lingering(&[libc::SIGTERM]);
     assert_eq!(output.status.code(), Some(143), "{}", text(&output.stderr));
 }
 
-/// SIGTERM while the post-step `slow` of `post` runs (`started` exists once it has
-/// begun): rocflow ends within seconds, as SIGTERM would, with the sinks' outputs and the
-/// spool complete and the step named as not finished.
-fn sigterm_during(post: &str, started: &str) {
+/// SIGTERM while the post-step `slow` of `post` runs (`started` says whether it has
+/// begun): rocflow ends, with the sinks' outputs and the spool complete and the step named
+/// as not finished. Each step would run a minute or longer if nothing stopped it.
+fn sigterm_during(post: &str, started: impl Fn(&Path, &Run) -> bool) {
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path(), post);
     let app = sim_app();
-    let child = start(dir.path(), &[app.to_str().unwrap(), "exit", "0"]);
-    let started = dir.path().join(started);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "the post-step never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Well inside the step (a query, unlike a command, leaves no trace of starting).
-    std::thread::sleep(Duration::from_millis(300));
-    child.signal(libc::SIGTERM);
-    let (output, took) = child.finish_within(Duration::from_secs(20));
+    let run = start(dir.path(), &[app.to_str().unwrap(), "exit", "0"]);
+    wait_until("the post-step starts", || started(dir.path(), &run));
+    run.signal(libc::SIGTERM);
+    let output = run.wait();
     let stderr = text(&output.stderr);
-    assert!(took < Duration::from_secs(5), "{took:?}: {stderr}");
     assert_eq!(output.status.code(), Some(143), "{stderr}");
     assert_says(
         &stderr,
@@ -302,9 +303,9 @@ fn sigterm_during_a_command_ends_the_run_promptly() {
 [[post]]
 name = "slow"
 kind = "command"
-argv = ["/bin/sh", "-c", "touch started; sleep 60"]
+argv = ["/bin/sh", "-c", "touch started; exec sleep 600"]
 "#;
-    sigterm_during(post, "started");
+    sigterm_during(post, |dir, _| dir.join("started").exists());
 }
 
 #[test]
@@ -321,7 +322,12 @@ kind = "sql"
 query = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 path = "{output_dir}/count.csv"
 "#;
-    sigterm_during(post, "out/run.db");
+    // A query leaves no trace of starting, but rocflow says every 10 s that it runs (and
+    // stops it at its time limit, a minute, with another message).
+    sigterm_during(post, |_, run| {
+        run.stderr()
+            .contains("progress: post-step `slow` running for ")
+    });
 }
 
 #[test]

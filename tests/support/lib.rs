@@ -148,6 +148,48 @@ fn undeclared_modules(root: &Path) -> Vec<PathBuf> {
     undeclared
 }
 
+/// How long [`wait_until`] waits at most: a guard against a test that would hang, long
+/// enough for a loaded machine; never what a test measures.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Waits until `event` has happened, looking every 20 ms; fails saying what did not happen
+/// (`what`) if it has not within [`PATIENCE`].
+pub fn wait_until(what: &str, mut event: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !event() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {PATIENCE:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A process a test started in a process group of its own, which ends, with what it
+/// started (an application, a post-step), when the test lets go of it: a test that fails
+/// while waiting for it leaves nothing running.
+pub struct Spawned(pub std::process::Child);
+
+impl Spawned {
+    pub fn start(command: &mut Command) -> Spawned {
+        use std::os::unix::process::CommandExt;
+        Spawned(
+            command
+                .process_group(0)
+                .spawn()
+                .expect("the command starts"),
+        )
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        // SAFETY: signalling the process group this test started.
+        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+        let _ = self.0.wait();
+    }
+}
+
 /// The test application (built by `cargo test` as the `sim-app` example).
 pub fn sim_app() -> PathBuf {
     build_dir().join("examples/sim-app")

@@ -1,7 +1,7 @@
 //! A plugin for rocflow's tests: a transform that keeps every n-th record (by the row
 //! numbers rocflow gives it) and adds `probe_row`, and a sink that takes everything and
-//! writes one line per batch to its path, as slowly as asked; each fails or panics in the
-//! call its options name.
+//! writes one line per batch to its path, its first only once the test lets it; each fails
+//! or panics in the call its options name.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,10 +38,9 @@ pub struct Options {
     /// one record rocflow checks a transform with gets through.
     #[serde(default)]
     over_rows: usize,
-    /// Milliseconds the first `write` sleeps before it takes its batch: a sink that falls
-    /// far behind the application.
-    #[serde(default)]
-    first_write_ms: u64,
+    /// A file the first `write` waits for before it takes its batch (relative to rocflow's
+    /// directory): a sink that falls behind the application for as long as the test wants.
+    first_write_after: Option<PathBuf>,
 }
 
 fn one() -> u32 {
@@ -103,8 +102,11 @@ impl Sink for Probe {
 
     fn write(&mut self, batch: Batch) -> Result<()> {
         use std::io::Write;
-        let first_write_ms = std::mem::take(&mut self.0.first_write_ms);
-        std::thread::sleep(std::time::Duration::from_millis(first_write_ms));
+        if let Some(file) = self.0.first_write_after.take() {
+            while !file.exists() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
         if let Some((_, file)) = &mut self.1 {
             writeln!(file, "{} {}", batch.table, batch.records.num_rows())?;
         }
