@@ -475,6 +475,59 @@ fn roctx_pause_and_resume_stop_and_start_collection() {
     );
 }
 
+/// A scenario paced over two seconds (one thread, an iteration every 50 ms), traced in
+/// two collection periods whose edges fall halfway between iterations: the dispatches
+/// collected are those of the iterations scheduled inside a period, give or take the one
+/// at each edge that real timers may let in or keep out.
+#[test]
+fn a_paced_scenario_delivers_the_work_inside_its_collection_periods() {
+    let dir = tempfile::tempdir().unwrap();
+    let (iterations, duration_ms) = (40, 2000);
+    let settings = [
+        ("threads", 1),
+        ("iterations", iterations),
+        ("duration_ms", duration_ms),
+    ];
+    let (scenario, path) = scenario_with(dir.path(), "paced.toml", &settings);
+    let every_ms = (duration_ms / iterations) as u64;
+    let (delay, duration, interval) = (525u64, 300, 400);
+    let extra = format!(
+        "period = {{ delay = \"{delay}ms\", duration = \"{duration}ms\", interval = \"{interval}ms\", repeat = 1 }}"
+    );
+    let device = format!("sim:{}", path.display());
+    let (output, rows, _run) = run(&extra, &device, &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+
+    let kernels = scenario["kernel"].as_array().unwrap().len() as u64;
+    // One thread: dispatch n (from 1) is one of iteration (n - 1) / kernels.
+    let mut per_iteration: BTreeMap<u64, u64> = BTreeMap::new();
+    for line in rows["kernel_dispatch"].values().flatten() {
+        let dispatch: u64 = line.split(',').nth(4).unwrap().parse().unwrap();
+        *per_iteration.entry((dispatch - 1) / kernels).or_default() += 1;
+    }
+    let second = delay + duration + interval;
+    let mut near = std::collections::BTreeSet::new();
+    for (start, end) in [(delay, delay + duration), (second, second + duration)] {
+        // The iterations scheduled in [start, end).
+        let inside = start.div_ceil(every_ms)..end.div_ceil(every_ms);
+        for i in inside.start + 1..inside.end - 1 {
+            assert_eq!(
+                per_iteration.get(&i),
+                Some(&kernels),
+                "iteration {i} of {inside:?} is collected whole: {per_iteration:?}"
+            );
+        }
+        near.extend(inside.start - 1..inside.end + 1);
+    }
+    let outside: Vec<&u64> = (per_iteration.keys())
+        .filter(|i| !near.contains(i))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "iterations {outside:?} are outside the periods: {per_iteration:?}"
+    );
+}
+
 #[test]
 fn roctx_messages_reach_every_sink_and_the_summary() {
     // The simulated SDK passes each range's message to the marker callbacks only, as the
