@@ -377,6 +377,62 @@ fn counters_for_gpus_the_node_lacks_say_so() {
     );
 }
 
+/// The simulated device has its scenario's counters and no others: a name none of its
+/// GPUs has is a mistake, refused before anything runs, as a definitions file's would be.
+#[test]
+fn a_counter_the_simulated_device_lacks_stops_the_run_before_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["run", "kernel-trace", "--device", "sim", "--pmc", "SQ_WAVE"];
+    let output = rocflow(
+        &[&args[..], &["--", "/bin/sleep", "0.1"]].concat(),
+        dir.path(),
+        &[],
+    );
+    assert_fails(
+        &output,
+        2,
+        &[
+            "error: unknown counter `SQ_WAVE`: the simulated device has none of that name",
+            "--> command line:1:7",
+            "did you mean `SQ_WAVES`?",
+        ],
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "nothing is written: {left:?}");
+
+    // `validate --device` checks as the run would; a counter of another GPU of the node
+    // says which has it.
+    let pipeline = "[pipeline]\nextends = [\"kernel-trace\"]\n[[context]]\nname = \"kernels\"\n\
+                    agents = [\"gfx90a\"]\n[context.counters]\n\
+                    collect = [\"SQ_WAVES\", \"SQ_INSTS_VALU\"]\n";
+    write_file(dir.path(), "p.toml", pipeline);
+    let validated = rocflow(&["validate", "p.toml", "--device", "sim"], dir.path(), &[]);
+    assert_fails(
+        &validated,
+        2,
+        &[
+            "error: `SQ_INSTS_VALU` is not a counter of the selected GPUs (gfx90a)",
+            "--> p.toml:7:24",
+            "gfx942 of the simulated device has it",
+        ],
+    );
+    let w7900 = support::repo().join("examples/sim/w7900.toml");
+    let device = format!("sim:{}", w7900.display());
+    let pipeline = pipeline.replace("\"gfx90a\"", "\"gpu\"");
+    write_file(
+        dir.path(),
+        "p.toml",
+        &pipeline.replace("SQ_INSTS_VALU", "TCC_HIT"),
+    );
+    let validated = rocflow(
+        &["validate", "p.toml", "--device", &device],
+        dir.path(),
+        &[],
+    );
+    let stderr = assert_fails(&validated, 2, &["error: unknown counter `TCC_HIT`"]);
+    assert!(!stderr.contains("`SQ_WAVES`"), "the W7900 has it: {stderr}");
+}
+
 #[test]
 fn pc_sampling_turns_on_amds_beta_and_delivers_host_trap_samples() {
     // The simulated SDK, like the real one, samples only with AMD's beta on: rocflow

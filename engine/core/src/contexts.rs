@@ -84,6 +84,11 @@ impl AgentSelector {
             AgentSelector::Gfx(pattern) => glob(pattern, gfx),
         }
     }
+
+    /// Whether any of `selectors` picks the GPU, where no selector at all picks every GPU.
+    pub fn any_selects_gpu(selectors: &[AgentSelector], index: u32, gfx: &str) -> bool {
+        selectors.is_empty() || selectors.iter().any(|s| s.selects_gpu(index, gfx))
+    }
 }
 
 /// Whether `text` matches `pattern`, where `*` stands for any run of characters.

@@ -6,10 +6,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
+use rocflow_core::scenario::Scenario;
 
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::messages;
+use crate::pipeline::SimulatedGpus;
 use crate::post;
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Exit, ToolCost};
@@ -64,7 +66,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         ));
         PathBuf::from(DEFAULT_PIPELINE)
     });
-    let plan = args.options.compile(&pipeline, args.flags.overlay())?;
+    let simulated = simulated(&args.device)?.map(|(_, gpus)| gpus);
+    let plan = (args.options).compile(&pipeline, args.flags.overlay(), simulated)?;
     let sdk = match args.device {
         Device::Rocm => Some(installed_sdk()?),
         Device::Sim(_) => None,
@@ -84,15 +87,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         let input = Input::Spool(spool.to_owned());
         ahead.start(&plan, move || reopen(&input, &WindowArgs::default()));
     };
-    let outcome = runner::run(&plan, &options, &read_ahead).map_err(|e| match e {
-        StartError::Spawn { .. } => Error::user(
-            Diagnostic::error(e.to_string()).hint("give the application's path, after `--`"),
-        ),
-        StartError::Scenario { .. } => Error::user(Diagnostic::error(e.to_string()).hint(
-            "`examples/sim/mi300x.toml` is a complete scenario to start from; `--device sim` uses it",
-        )),
-        StartError::Setup(message) => Error::Runtime(message),
-    })?;
+    let outcome = runner::run(&plan, &options, &read_ahead).map_err(start_error)?;
     let mut out = String::new();
     let app = options.command[0].to_string_lossy();
     if let Some(passes) = outcome.passes.as_ref().filter(|p| p.of > 1) {
@@ -190,6 +185,29 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     // An error reported on the way fails a run whose application succeeded (see `cli::main`).
     Ok(ExitCode::from(status.clamp(0, 255) as u8))
+}
+
+/// Why the run could not start, as the user is told.
+fn start_error(e: StartError) -> Error {
+    match e {
+        StartError::Spawn { .. } => Error::user(
+            Diagnostic::error(e.to_string()).hint("give the application's path, after `--`"),
+        ),
+        StartError::Scenario { .. } => Error::user(Diagnostic::error(e.to_string()).hint(
+            "`examples/sim/mi300x.toml` is a complete scenario to start from; `--device sim` uses it",
+        )),
+        StartError::Setup(message) => Error::Runtime(message),
+    }
+}
+
+/// The scenario of the simulated device `device` names, with its GPUs as the counter
+/// checks see them; `None` for a real GPU.
+pub(super) fn simulated(device: &Device) -> Result<Option<(Scenario, SimulatedGpus)>> {
+    let scenario = device.scenario().map_err(start_error)?;
+    Ok(scenario.map(|s| {
+        let gpus = SimulatedGpus::new(device.to_string(), &s);
+        (s, gpus)
+    }))
 }
 
 /// How far the counter passes went: all of them, or the one that stopped the run.

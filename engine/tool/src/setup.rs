@@ -197,9 +197,7 @@ fn context(
             selectors
         };
         gpus.iter()
-            .filter(|g| {
-                selectors.is_empty() || selectors.iter().any(|s| s.selects_gpu(g.index, &g.gfx))
-            })
+            .filter(|g| AgentSelector::any_selects_gpu(selectors, g.index, &g.gfx))
             .collect()
     };
     if let Some(counters) = &plan.counters {
