@@ -433,6 +433,43 @@ fn a_counter_the_simulated_device_lacks_stops_the_run_before_it_starts() {
     assert!(!stderr.contains("`SQ_WAVES`"), "the W7900 has it: {stderr}");
 }
 
+/// Counters that gave no value in a run are named at its end: those no GPU offered (here
+/// defined in the definitions given, which the simulated GPUs lack), and those of kernels
+/// the filter left out.
+#[test]
+fn counters_without_a_value_are_named_when_the_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = support::counters::shared(support::counters::STANDARD);
+    let args = ["run", "kernel-trace", "--device", "sim", "--counters"];
+    let pmc = ["--pmc", "GRBM_COUNT", "SQ_WAVES", "--", "/bin/sleep", "0.1"];
+    let output = rocflow(
+        &[&args[..], &[defs.to_str().unwrap()], &pmc].concat(),
+        dir.path(),
+        &[],
+    );
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    assert_says(
+        &stderr,
+        "warning: counter `GRBM_COUNT` gave no value: no GPU the run profiled offers it",
+    );
+    assert!(!stderr.contains("`SQ_WAVES` gave"), "{stderr}");
+
+    let extra = "[context.counters]\ncollect = [\"SQ_WAVES\", \"GRBM_GUI_ACTIVE\"]\n\
+                 kernels = { include = \"no_such_kernel\" }\n";
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    assert_says(
+        &output.stderr,
+        "warning: counters `SQ_WAVES`, `GRBM_GUI_ACTIVE` gave no value: no dispatch was counted",
+    );
+    assert_eq!(
+        totals(&rows)["kernel_dispatch"],
+        600,
+        "the rest is collected"
+    );
+}
+
 #[test]
 fn pc_sampling_turns_on_amds_beta_and_delivers_host_trap_samples() {
     // The simulated SDK, like the real one, samples only with AMD's beta on: rocflow

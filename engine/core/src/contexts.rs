@@ -35,6 +35,14 @@ pub struct ContextPlan {
 }
 
 impl ContextPlan {
+    /// The agents its counters are counted on: the counters' own, else the context's.
+    pub fn counter_agents(&self) -> &[AgentSelector] {
+        match &self.counters {
+            Some(counters) if !counters.agents.is_empty() => &counters.agents,
+            _ => &self.agents,
+        }
+    }
+
     /// The record kinds this context produces.
     pub fn record_kinds(&self) -> impl Iterator<Item = RecordKind> + '_ {
         self.tracing

@@ -1,5 +1,6 @@
 //! `rocflow run`: profile an application with a pipeline.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,11 +13,14 @@ use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::messages;
 use crate::pipeline::SimulatedGpus;
+use crate::plan::{AgentSelector, ContextPlan, CounterPlan, Plan};
 use crate::post;
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
 use crate::runner::{self, Device, Options, Passes, SpoolCompression, StartError, Stop};
+use crate::sdk::AgentType;
+use crate::stage::Report;
 
 use super::flags::Flags;
 use super::pipeline::PipelineArgs;
@@ -160,6 +164,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             outcome.spool.display()
         ));
     }
+    if connected {
+        valueless_counters(&plan, &outcome.report);
+    }
     let input = Input::Spool(outcome.spool.clone());
     let reopen = || reopen(&input, &WindowArgs::default());
     if connected {
@@ -208,6 +215,62 @@ pub(super) fn simulated(device: &Device) -> Result<Option<(Scenario, SimulatedGp
         let gpus = SimulatedGpus::new(device.to_string(), &s);
         (s, gpus)
     }))
+}
+
+/// Warns of the counters the pipeline asked for that gave no value: those no profiled GPU
+/// offered (the tool said so for each GPU as it started), and those no dispatch was
+/// counted for. A context that counted on none of the run's GPUs is left out: the tool
+/// said that it collects no counters.
+fn valueless_counters(plan: &Plan, report: &Report) {
+    let catalog = &report.catalog;
+    let counts_here = |context: &ContextPlan| {
+        let selectors = context.counter_agents();
+        catalog.streams().any(|(_, stream)| {
+            let gpus = (stream.agents.iter()).filter(|a| a.agent_type == AgentType::Gpu);
+            (0..)
+                .zip(gpus)
+                .any(|(i, gpu)| AgentSelector::any_selects_gpu(selectors, i, &gpu.name))
+        })
+    };
+    let valued: HashSet<&str> = (report.counted.iter())
+        .map(|&(stream, id)| catalog.stream(stream).counter_name(id))
+        .collect();
+    let offered: HashSet<&str> = (catalog.streams())
+        .flat_map(|(_, s)| s.counters.values().map(|c| c.name.as_str()))
+        .collect();
+    let mut requested: Vec<&str> = Vec::new();
+    for name in (plan.contexts.iter())
+        .filter(|c| counts_here(c))
+        .filter_map(|c| c.counters.as_ref())
+        .flat_map(CounterPlan::counted)
+    {
+        if !valued.contains(name.as_str()) && !requested.contains(&name.as_str()) {
+            requested.push(name);
+        }
+    }
+    let (unoffered, uncounted): (Vec<&str>, Vec<&str>) =
+        requested.iter().partition(|name| !offered.contains(*name));
+    let list = |names: &[&str]| {
+        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        format!(
+            "counter{} {}",
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        )
+    };
+    if !unoffered.is_empty() {
+        messages::warning(format_args!(
+            "{} gave no value: no GPU the run profiled offers {}",
+            list(&unoffered),
+            if unoffered.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    if !uncounted.is_empty() {
+        messages::warning(format_args!(
+            "{} gave no value: no dispatch was counted (kernel filters, iteration ranges and collection periods choose them)",
+            list(&uncounted)
+        ));
+    }
 }
 
 /// How far the counter passes went: all of them, or the one that stopped the run.

@@ -201,7 +201,7 @@ fn context(
             .collect()
     };
     if let Some(counters) = &plan.counters {
-        let profiled = selected(&counters.agents);
+        let profiled = selected(plan.counter_agents());
         if profiled.is_empty() {
             // Counters for another architecture (counters-rdna on an Instinct node) would
             // otherwise give kernels without a single counter, and no word why.
