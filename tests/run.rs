@@ -521,14 +521,20 @@ fn a_tool_both_preloaded_and_force_configured_is_configured_once() {
     assert_eq!(rows["kernel_dispatch"].len(), 1, "one stream");
 }
 
+/// A context of its own sampling PCs as `configuration` says, beside the one that traces:
+/// a configuration the SDK refuses leaves it without records, and the run with the rest.
+fn pc_context(configuration: &str) -> String {
+    format!("[[context]]\nname = \"pc\"\npc_sampling = {configuration}\n")
+}
+
 #[test]
 fn pc_sampling_stays_off_when_the_user_turns_amds_beta_off() {
     // A site that forbids the beta (AMD warns that it can hang the machine) keeps it off.
-    let extra = r#"pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }"#;
+    let extra = pc_context(r#"{ method = "host_trap", unit = "time", interval = 1000 }"#);
     let off = (rocflow::sdk::PC_SAMPLING_BETA, Path::new("off"));
     without(
         "pc_sample",
-        extra,
+        &extra,
         &[off],
         "PC sampling on gfx942 is a beta of rocprofiler-sdk, off with ROCPROFILER_PC_SAMPLING_BETA_ENABLED=off (`rocflow run` turns it on unless it is set)",
     );
@@ -536,10 +542,10 @@ fn pc_sampling_stays_off_when_the_user_turns_amds_beta_off() {
 
 #[test]
 fn an_unsupported_pc_sampling_configuration_is_explained() {
-    let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
+    let extra = pc_context(r#"{ method = "stochastic", unit = "cycles", interval = 1024 }"#);
     without(
         "pc_sample",
-        extra,
+        &extra,
         &[],
         "PC sampling Stochastic in Cycles is not supported on gfx942 (agent 1)",
     );
@@ -619,6 +625,34 @@ fn a_paced_scenario_delivers_the_work_inside_its_collection_periods() {
         outside.is_empty(),
         "iterations {outside:?} are outside the periods: {per_iteration:?}"
     );
+}
+
+/// The issue's run: the simulated device's work is done long before a collection period
+/// two seconds in. The run says it collected nothing and why, fails, and claims no cost
+/// per record.
+#[test]
+fn a_run_that_collects_nothing_fails_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["run", "kernel-trace", "--device", "sim", "-P", "2000:100:0"];
+    let unit = [
+        "--collection-period-unit",
+        "msec",
+        "--",
+        "/bin/sleep",
+        "0.1",
+    ];
+    let output = rocflow(&[&args[..], &unit].concat(), dir.path(), &[]);
+    assert_fails(
+        &output,
+        1,
+        &[
+            "error: no records were collected: context `kernels` starts at initialization, after 2s, collects for 100ms",
+            "unless `duration_ms` in the scenario spreads it over time",
+        ],
+    );
+    let stdout = text(&output.stdout);
+    assert_says(&stdout, "0 records from 1 process");
+    assert!(!stdout.contains("ns/record"), "{stdout}");
 }
 
 #[test]
@@ -782,8 +816,8 @@ fn a_wrong_scenario_is_a_user_error_before_anything_starts() {
 /// The tool's messages number an agent as `inspect` and the report do: the CPU comes first.
 #[test]
 fn the_tools_messages_number_agents_as_inspect_does() {
-    let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
-    let (output, _, dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    let extra = pc_context(r#"{ method = "stochastic", unit = "cycles", interval = 1024 }"#);
+    let (output, _, dir) = run(&extra, "sim", &["/bin/sleep", "0.1"]);
     assert_success(&output);
     let inspect = rocflow(
         &["inspect", "--json", "rocflow-out/last.rfraw"],

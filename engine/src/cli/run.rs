@@ -13,7 +13,7 @@ use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::messages;
 use crate::pipeline::SimulatedGpus;
-use crate::plan::{AgentSelector, ContextPlan, CounterPlan, Plan};
+use crate::plan::{AgentSelector, ContextPlan, CounterPlan, Plan, StartPlan, describe_start};
 use crate::post;
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Exit, ToolCost};
@@ -70,8 +70,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         ));
         PathBuf::from(DEFAULT_PIPELINE)
     });
-    let simulated = simulated(&args.device)?.map(|(_, gpus)| gpus);
-    let plan = (args.options).compile(&pipeline, args.flags.overlay(), simulated)?;
+    let simulated = simulated(&args.device)?;
+    // Its work takes no time to speak of: a collection period is likely to miss it.
+    let instant = (simulated.as_ref()).is_some_and(|(s, _)| s.scenario.duration_ms.is_none());
+    let gpus = simulated.map(|(_, gpus)| gpus);
+    let plan = (args.options).compile(&pipeline, args.flags.overlay(), gpus)?;
     let sdk = match args.device {
         Device::Rocm => Some(installed_sdk()?),
         Device::Sim(_) => None,
@@ -143,18 +146,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .streams()
         .filter_map(|(_, s)| s.tool_cost)
         .collect();
-    if !costs.is_empty() {
-        let sum = |f: fn(&ToolCost) -> u64| costs.iter().map(f).sum::<u64>();
-        let total = ToolCost {
-            records: sum(|c| c.records),
-            callback_ns: sum(|c| c.callback_ns),
-            writer_ns: sum(|c| c.writer_ns),
-        };
+    let sum = |f: fn(&ToolCost) -> u64| costs.iter().map(f).sum::<u64>();
+    let cost = ToolCost {
+        records: sum(|c| c.records),
+        callback_ns: sum(|c| c.callback_ns),
+        writer_ns: sum(|c| c.writer_ns),
+    };
+    if let Some(ns) = cost.ns_per_record() {
         out.push_str(&format!(
-            "\n  tool cost: {:.1} ns/record ({:.3} s in buffer callbacks, {:.3} s writing)",
-            total.ns_per_record(),
-            total.callback_ns as f64 / 1e9,
-            total.writer_ns as f64 / 1e9
+            "\n  tool cost: {ns:.1} ns/record ({:.3} s in buffer callbacks, {:.3} s writing)",
+            cost.callback_ns as f64 / 1e9,
+            cost.writer_ns as f64 / 1e9
         ));
     }
     out.push_str(&format!("\n  spool: {}\n", outcome.spool.display()));
@@ -164,7 +166,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             outcome.spool.display()
         ));
     }
-    if connected {
+    if connected && total == 0 && !plan.stages.produced.is_empty() {
+        messages::diagnostic(&nothing_collected(&plan, instant));
+    } else if connected {
         valueless_counters(&plan, &outcome.report);
     }
     let input = Input::Spool(outcome.spool.clone());
@@ -215,6 +219,29 @@ pub(super) fn simulated(device: &Device) -> Result<Option<(Scenario, SimulatedGp
         let gpus = SimulatedGpus::new(device.to_string(), &s);
         (s, gpus)
     }))
+}
+
+/// The error of a run whose pipeline asked for records and got none, with what rocflow
+/// can tell of why: when its contexts collected, and whether the application was the
+/// simulated device's scenario that does its work at once.
+fn nothing_collected(plan: &Plan, instant: bool) -> Diagnostic {
+    let timed: Vec<String> = (plan.contexts.iter())
+        .filter(|c| c.start != StartPlan::default())
+        .map(|c| format!("context `{}` {}", c.name, describe_start(&c.start)))
+        .collect();
+    let mut message = "no records were collected".to_owned();
+    if !timed.is_empty() {
+        message.push_str(&format!(": {}", timed.join("; ")));
+    }
+    let hint = match instant && !timed.is_empty() {
+        true => {
+            "the simulated device does its scenario's work at once, unless `duration_ms` in the scenario spreads it over time"
+        }
+        false => {
+            "where the tool knew why a context collected nothing, it said so above; otherwise the application did none of the work the pipeline traces while its contexts collected"
+        }
+    };
+    Diagnostic::error(message).hint(hint)
 }
 
 /// Warns of the counters the pipeline asked for that gave no value: those no profiled GPU
