@@ -650,9 +650,10 @@ fn a_run_that_collects_nothing_fails_saying_so() {
             "unless `duration_ms` in the scenario spreads it over time",
         ],
     );
-    let stdout = text(&output.stdout);
-    assert_says(&stdout, "0 records from 1 process");
-    assert!(!stdout.contains("ns/record"), "{stdout}");
+    // Wherever rocflow writes its report of the run.
+    let said = text(&output.stdout) + &text(&output.stderr);
+    assert_says(&said, "0 records from 1 process");
+    assert!(!said.contains("ns/record"), "{said}");
 }
 
 #[test]
