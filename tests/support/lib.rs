@@ -472,6 +472,17 @@ pub fn assert_success(output: &Output) {
     );
 }
 
+/// Whether `rocflow run` ended as a run whose pipeline got none of the records it asked
+/// for ends: it said so and failed for that (exit 1), with no other error.
+pub fn collected_nothing(output: &Output) -> bool {
+    let stderr = text(&output.stderr);
+    let mut errors = stderr.lines().filter(|l| l.starts_with("error: "));
+    let nothing = errors
+        .next()
+        .is_some_and(|e| e.starts_with("error: no records were collected"));
+    output.status.code() == Some(1) && nothing && errors.next().is_none()
+}
+
 /// Fails unless the command exited with `code` and its stderr says each of `needles`;
 /// returns the stderr, for what else a test checks in it.
 pub fn assert_fails(output: &Output, code: i32, needles: &[&str]) -> String {

@@ -140,7 +140,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     // A compiled plan has the flag's form already; a recorded one takes it.
     let kernel_names = overlay.kernel_names();
     let mut plan = match (&pipeline, &input) {
-        (Some(file), _) => args.options.compile(file, overlay)?,
+        (Some(file), _) => args.options.compile(file, overlay, None)?,
         (None, Input::Databases(_)) => {
             let notice = Diagnostic::notice(format!(
                 "rocpd databases record no pipeline: replaying with `{DATABASE_PIPELINE}`"
@@ -148,7 +148,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             .hint("give another: rocflow replay DB… PIPELINE");
             messages::diagnostic(&notice);
             args.options
-                .compile(Path::new(DATABASE_PIPELINE), overlay)?
+                .compile(Path::new(DATABASE_PIPELINE), overlay, None)?
         }
         (None, Input::Spool(spool)) if args.trust_plan => recorded_plan(spool)?,
         (None, Input::Spool(spool)) => untrusted_outputs(
