@@ -1,6 +1,7 @@
 //! `rocflow migrate-counters` and `rocflow counters …` as users and CI scripts run them:
 //! exit codes, what is written where, and diagnostics with their place.
 
+use std::path::Path;
 use std::process::Output;
 use support::counters::{LEGACY, STANDARD};
 use support::{
