@@ -170,7 +170,11 @@ const DIMENSIONS: [&str; 7] = [
 impl Scenario {
     pub fn read(path: &Path) -> Scenario {
         let text = std::fs::read_to_string(path).unwrap();
-        let doc: toml::Value = toml::from_str(&text).unwrap();
+        Scenario::of(&toml::from_str(&text).unwrap())
+    }
+
+    /// The scenario a parsed scenario file describes.
+    pub fn of(doc: &toml::Value) -> Scenario {
         let list = |key: &str| {
             doc.get(key)
                 .and_then(|v| v.as_array())
@@ -246,6 +250,24 @@ impl Scenario {
                 })
                 .collect(),
         }
+    }
+
+    /// Records of each kind one process delivers when every kind is traced; a kind
+    /// without records is left out.
+    pub fn records_per_process(&self) -> BTreeMap<String, u64> {
+        let n = self.repeats();
+        let calls: u64 = self.calls().iter().map(|c| c.2).sum();
+        let counts = [
+            ("kernel_dispatch", n * self.kernels.len() as u64),
+            ("api", n * calls),
+            ("memory_copy", n * self.copies.len() as u64),
+            ("memory_allocation", n * 2 * self.allocations),
+            ("marker", n * u64::from(self.marker.is_some())),
+        ];
+        (counts.into_iter())
+            .filter(|(_, count)| *count > 0)
+            .map(|(kind, count)| (kind.to_owned(), count))
+            .collect()
     }
 
     /// How many times each thread's work repeats in a process.
