@@ -1,6 +1,7 @@
 //! `rocflow migrate-counters` and `rocflow counters …` as users and CI scripts run them:
 //! exit codes, what is written where, and diagnostics with their place.
 
+use std::path::Path;
 use std::process::Output;
 use support::counters::{LEGACY, STANDARD};
 use support::{
@@ -94,6 +95,55 @@ fn migrate_in_place_replaces_the_file() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, ["defs.yaml"], "no temporary file is left behind");
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// `rocflow migrate-counters args…` in `dir`, under `umask`.
+fn migrate_under_umask(args: &[&str], dir: &Path, umask: libc::mode_t) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut command = support::rocflow_command(args, dir, &[]);
+    // SAFETY: between fork and exec the closure calls only umask, which is
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            libc::umask(umask);
+            Ok(())
+        });
+    }
+    command.output().expect("rocflow runs")
+}
+
+/// A file migrated in place keeps its mode, as an edit would; a new file gets the
+/// umask's, as the shell's `>` gives.
+#[test]
+fn migrate_keeps_the_mode_of_the_file_it_replaces_and_new_files_get_the_umasks() {
+    use std::os::unix::fs::PermissionsExt;
+    let legacy = "A:\n  architectures:\n    gfx942: {block: SQ, event: 1}\n  description: x\n";
+    let (dir, file) = with_file("defs.yaml", legacy);
+    for kept in [0o644, 0o640, 0o755] {
+        std::fs::write(&file, legacy).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(kept)).unwrap();
+        let args = ["migrate-counters", "-i", "defs.yaml", "--in-place"];
+        let out = migrate_under_umask(&args, dir.path(), 0o077);
+        assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+        assert!(
+            std::fs::read_to_string(&file)
+                .unwrap()
+                .contains("counters:")
+        );
+        assert_eq!(mode(&file), kept, "{kept:o}");
+    }
+    for (umask, wanted) in [(0o022, 0o644), (0o027, 0o640)] {
+        let out_file = format!("out-{umask:o}.yaml");
+        let args = ["migrate-counters", "-i", "defs.yaml", "-o", &out_file];
+        let out = migrate_under_umask(&args, dir.path(), umask);
+        assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+        assert_eq!(mode(&dir.path().join(&out_file)), wanted, "umask {umask:o}");
+    }
 }
 
 #[test]

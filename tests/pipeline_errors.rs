@@ -748,7 +748,7 @@ fn unknown_parameter_in_set() {
     let errors = errors_with("[params]\ntop = 10\n", &["topp=5"]);
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].message, "unknown parameter `topp`");
-    assert_eq!(errors[0].position().unwrap(), "--set:1:1");
+    assert_eq!(errors[0].position().unwrap(), "command line:1:7");
     assert_eq!(hint(&errors[0]), "did you mean `top`?");
 }
 
@@ -760,7 +760,7 @@ fn parameter_of_the_wrong_type_in_set() {
         errors[0].message,
         "parameter `top` is an integer, but --set gives a boolean"
     );
-    assert_eq!(errors[0].position().unwrap(), "--set:1:5");
+    assert_eq!(errors[0].position().unwrap(), "command line:1:11");
     assert!(
         errors[0].notes[0].ends_with("p.toml:2:7"),
         "{:?}",
@@ -770,14 +770,135 @@ fn parameter_of_the_wrong_type_in_set() {
 
 #[test]
 fn parameter_that_makes_a_value_invalid() {
-    // The error points at the use of the parameter, where the bad value lands.
-    rejects_with(
+    // The error points at the value the parameter was given, on the command line, where
+    // it is fixed; a note says where the pipeline uses it.
+    let errors = errors_with(
         "[params]\nsize = \"64MiB\"\n[[context]]\nname = \"t\"\ntracing = [\"kernel_dispatch\"]\nbuffer.size = \"{size}\"\n",
         &["size=lots"],
-        "`lots` is not a size",
-        6,
-        15,
     );
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0].message.contains("`lots` is not a size"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(errors[0].position().unwrap(), "command line:1:12");
+    let rendered = errors[0].render(false);
+    assert!(rendered.contains("1 | --set size=lots"), "{rendered}");
+    assert!(
+        rendered.contains("note: used as `{size}` at "),
+        "{rendered}"
+    );
+    assert!(rendered.contains("p.toml:6:15"), "{rendered}");
+}
+
+/// `rocflow validate --format json` on `text` as p.toml with `args` after it: its errors.
+fn validate_json(text: &str, args: &[&str]) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), text).unwrap();
+    let mut command = vec!["validate", "--format", "json", "p.toml"];
+    command.extend_from_slice(args);
+    let out = support::rocflow(&command, dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let diagnostics = report["files"][0]["diagnostics"].as_array().unwrap();
+    (diagnostics.iter())
+        .filter(|d| d["severity"] == "error")
+        .cloned()
+        .collect()
+}
+
+/// Where `needle` starts in the shipped template `name`, as a diagnostic names it.
+fn in_template(name: &str, needle: &str) -> String {
+    let path = format!("pipelines/{name}.toml");
+    let text = std::fs::read_to_string(support::repo().join(&path)).unwrap();
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle} in {path}"));
+    let line = text[..at].lines().count() + usize::from(text[..at].ends_with('\n'));
+    let column = at - text[..at].rfind('\n').map_or(0, |n| n + 1) + 1;
+    format!("{path}:{line}:{column}")
+}
+
+/// A bad value in the user's `[params]`, for a template that uses it, is the user's line
+/// to fix: the error points there, and a note says where the template uses it.
+#[test]
+fn bad_parameter_value_for_a_template_points_at_the_users_line() {
+    let errors = validate_json(
+        "[pipeline]\nname = \"mine\"\nextends = [\"kernel-trace\"]\n\n[params]\ntop = \"ten\"\n",
+        &[],
+    );
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(
+        errors[0]["message"],
+        "`post[0].top` must be an integer, not a string"
+    );
+    assert_at(&errors[0], 6, 7);
+    assert_eq!(errors[0]["snippet"], "\"ten\"");
+    let used = in_template("base", "\"{top}\"");
+    assert_eq!(
+        errors[0]["notes"],
+        serde_json::json!([format!("used as `{{top}}` at {used}")])
+    );
+}
+
+/// `--set` for a template's parameter: the error names the option as written, and where
+/// the template uses the parameter.
+#[test]
+fn bad_parameter_value_set_for_a_template_points_at_the_option() {
+    let errors = validate_json(
+        "[pipeline]\nname = \"mine\"\nextends = [\"trace-all\"]\n",
+        &["--set", "buffer_size=64"],
+    );
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    let error = &errors[0];
+    assert!(
+        error["message"].as_str().unwrap().contains("in `64`"),
+        "{error:#}"
+    );
+    assert_eq!(
+        (&error["file"], &error["line"], &error["column"]),
+        (&"command line".into(), &1.into(), &19.into()),
+        "{error:#}"
+    );
+    assert_eq!(error["snippet"], "64");
+    let used = in_template("trace-all", "\"{buffer_size}\"");
+    assert_eq!(
+        error["notes"][0],
+        format!("used as `{{buffer_size}}` at {used}")
+    );
+}
+
+/// A parameter inside a template's longer string: the string is the template's, so the
+/// error points there, and a note says where the parameter was given. Where the template
+/// uses it whole, the error points at the user's line.
+#[test]
+fn bad_parameter_inside_a_template_string_names_where_it_was_given() {
+    let errors = validate_json(
+        "[pipeline]\nname = \"mine\"\nextends = [\"kernel-trace\"]\n\n[params]\noutput_dir = \"out/{pidd}\"\n",
+        &[],
+    );
+    let (whole, inside): (Vec<_>, Vec<_>) = errors.iter().partition(|e| e["file"] == "p.toml");
+    assert_eq!(whole.len(), 1, "{errors:#?}");
+    // At the placeholder itself, inside the value.
+    assert_at(whole[0], 6, 19);
+    let used = in_template("base", "\"{output_dir}\"");
+    assert_eq!(
+        whole[0]["notes"][0],
+        format!("used as `{{output_dir}}` at {used}")
+    );
+    // The perfetto and rocpd paths, the summary's and the report's.
+    assert_eq!(inside.len(), 4, "{errors:#?}");
+    for error in &errors {
+        assert_eq!(
+            error["message"], "unknown placeholder `{pidd}`",
+            "{error:#}"
+        );
+    }
+    for error in inside {
+        assert_eq!(error["file"], "pipelines/base.toml", "{error:#}");
+        assert_eq!(error["notes"][0], "`{output_dir}` is given at p.toml:6:14");
+    }
 }
 
 #[test]

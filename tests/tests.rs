@@ -13,6 +13,7 @@ mod flags;
 mod import;
 mod kernel_names;
 mod library;
+mod matrix;
 mod otf2;
 mod parquet;
 mod passes;

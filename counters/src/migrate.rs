@@ -8,8 +8,6 @@
 //! comments are carried over, next to the counter they preceded; a file without
 //! `schema-version` is migrated with a warning; input and output are both validated.
 
-use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, Error, Source};
@@ -58,24 +56,6 @@ pub fn migrate(source: &Arc<Source>) -> Result<Migration, Error> {
                 .collect(),
         )),
     }
-}
-
-/// Writes `text` to `path` all at once: into a temporary file beside it, then renamed over
-/// it, so that a failure never leaves a half-written file.
-pub fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
-    let io = |source| Error::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    file.write_all(text.as_bytes()).map_err(io)?;
-    file.as_file().sync_all().map_err(io)?;
-    file.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
 }
 
 /// The standardized tree of a (valid) legacy document, and the comments after its last

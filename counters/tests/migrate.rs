@@ -2,7 +2,7 @@
 //! input read independently (the semantics of AMD's converter), never against a stored
 //! copy of our own output.
 
-use rocflow_counters::migrate::{Migration, migrate, write_atomically};
+use rocflow_counters::migrate::{Migration, migrate};
 use rocflow_counters::{DefinitionKind, Definitions, Schema, Source, check};
 use support::counters::{LEGACY, STANDARD, Yaml, shared, source};
 
@@ -241,17 +241,4 @@ fn invalid_input_is_not_migrated() {
         error.to_string(),
         "defs.yaml:4:13: error: the definition of `A` for gfx942 has `block` but no `event`"
     );
-}
-
-#[test]
-fn writes_are_atomic_replacements() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("out.yaml");
-    std::fs::write(&path, "old").unwrap();
-    write_atomically(&path, "new\n").unwrap();
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
-    let entries = std::fs::read_dir(dir.path()).unwrap().count();
-    assert_eq!(entries, 1, "no temporary file is left behind");
-    let missing_dir = dir.path().join("no/such/dir/out.yaml");
-    assert!(write_atomically(&missing_dir, "x").is_err());
 }

@@ -120,6 +120,10 @@ const MAX_MISSPELT: usize = 256;
 pub struct Span {
     pub file: Arc<SourceFile>,
     pub range: Range<usize>,
+    /// How the text here reached the value a diagnostic is about, when that happened
+    /// elsewhere (a parameter's value, filled in where a template uses it): shown as a
+    /// note under every diagnostic that points here.
+    note: Option<Arc<str>>,
 }
 
 impl Span {
@@ -127,7 +131,29 @@ impl Span {
         Span {
             file: Arc::clone(file),
             range,
+            note: None,
         }
+    }
+
+    /// The span with `note` on how its text was used (see [`Span::note`]).
+    pub fn noted(self, note: impl Into<Arc<str>>) -> Self {
+        Span {
+            note: Some(note.into()),
+            ..self
+        }
+    }
+
+    /// `range` of the same file, with the same note: a part of this span's text.
+    pub fn within(&self, range: Range<usize>) -> Self {
+        Span {
+            range,
+            ..self.clone()
+        }
+    }
+
+    /// How the text here was used, if elsewhere.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
     }
 
     /// `file:line:col` of the start of the span.
@@ -292,10 +318,14 @@ impl Diagnostic {
         })
     }
 
-    /// The diagnostic's own notes, then those of the file it points into.
-    fn all_notes(&self) -> impl Iterator<Item = &String> {
-        let file_notes = self.span.iter().flat_map(|s| s.file.notes());
-        self.notes.iter().chain(file_notes)
+    /// The diagnostic's own notes, then those of the place it points at: how its text was
+    /// used, and how its file was reached.
+    fn all_notes(&self) -> impl Iterator<Item = &str> {
+        let span_notes = self.span.iter().flat_map(|s| {
+            let file_notes = s.file.notes().iter().map(String::as_str);
+            s.note().into_iter().chain(file_notes)
+        });
+        self.notes.iter().map(String::as_str).chain(span_notes)
     }
 }
 

@@ -132,21 +132,20 @@ pub fn run_watched(
             open: Box::new(move |placeholders| open(sink, placeholders)),
         })
         .collect();
-    let mut merged = Merge::new(source);
-    let mut report = run_into(&plan.stages, &mut merged, outlets, board)?;
-    report.disagreements = merged.disagreements().to_vec();
-    Ok(report)
+    run_into(&plan.stages, source, outlets, board)
 }
 
-/// Runs the stages' transforms over the source's records until they end, into `outlets`,
-/// with kernels named in the stages' form, then finishes every sink, saying how far it got
-/// on `board`.
+/// Runs the stages' transforms over the source's records until they end, a run of several
+/// counter passes merged into one, into `outlets`, with kernels named in the stages' form,
+/// then finishes every sink, saying how far it got on `board`. Every reader of records
+/// comes this way, so the summary counts what the sinks hold: one pass's dispatches.
 pub fn run_into(
     stages: &StageGraph,
     source: &mut dyn Source,
     outlets: Vec<Outlet<'_>>,
     board: &Board,
 ) -> Result<Report, StageError> {
+    let mut source = Merge::new(source);
     let transforms: Vec<Transform> = (stages.transforms.iter())
         .map(|t| {
             Transform::new(t).map_err(|message| StageError::Transform {
@@ -243,7 +242,7 @@ pub fn run_into(
             sinks,
             failures,
             catalog: catalog.read().expect("no poison").clone(),
-            disagreements: Vec::new(),
+            disagreements: source.disagreements().to_vec(),
             source: ending,
         })
     })

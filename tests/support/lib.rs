@@ -9,6 +9,7 @@ pub mod kit;
 pub mod names;
 pub mod peer;
 pub mod rocprofv3_db;
+pub mod truth;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -104,6 +104,11 @@ pub struct TracingPlan {
     pub domain: Domain,
     /// The operation ids to trace; `None` traces all of them.
     pub operations: Option<Vec<i32>>,
+    /// The other contexts that asked for this service. rocprofiler-sdk gives a record to
+    /// every context that traces its kind, so each service is traced in one context only,
+    /// and its records reach the outputs once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_for: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -176,6 +181,14 @@ pub struct StartPlan {
     pub interval_ns: u64,
     /// Further periods after the first (0 = just one).
     pub repeat: u32,
+}
+
+impl StartPlan {
+    /// Whether a context that runs by this plan is started whenever one running by `other`
+    /// is: it collects from initialization to the end, or by the same plan.
+    pub fn covers(&self, other: &StartPlan) -> bool {
+        self == other || *self == StartPlan::default()
+    }
 }
 
 /// How counter values are combined across a dimension.

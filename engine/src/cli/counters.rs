@@ -125,7 +125,8 @@ pub fn migrate(args: MigrateArgs) -> Result<ExitCode> {
         (None, true) => &args.input,
         (None, false) => return print(&text).map(|()| ExitCode::SUCCESS),
     };
-    migrate::write_atomically(target, &text).map_err(convert)?;
+    crate::atomic::write(target, &text)
+        .map_err(Error::io(format!("writing {}", target.display())))?;
     Ok(ExitCode::SUCCESS)
 }
 

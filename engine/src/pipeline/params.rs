@@ -28,26 +28,29 @@ pub struct Override {
 
 impl Override {
     /// Parses `name=value`; the value is read as a TOML value (`10`, `true`, `["a", "b"]`,
-    /// `"text"`) and otherwise taken as a plain string.
+    /// `"text"`) and otherwise taken as a plain string. Diagnostics point into the option
+    /// as written, `--set name=value`, on the command line.
     pub fn parse(arg: &str) -> Result<Override, Diagnostic> {
-        let file = SourceFile::new("--set", arg);
+        const FLAG: &str = "--set ";
+        let file = SourceFile::new("command line", format!("{FLAG}{arg}"));
+        let end = file.text().len();
         let Some((name, value)) = arg.split_once('=') else {
             return Err(Diagnostic::error(format!("`--set {arg}` has no value"))
-                .at(Some(Span::new(&file, 0..arg.len())))
+                .at(Some(Span::new(&file, FLAG.len()..end)))
                 .hint("write --set name=value"));
         };
+        let name_span = Span::new(&file, FLAG.len()..FLAG.len() + name.len());
         if !is_identifier(name.trim()) {
             return Err(
                 Diagnostic::error(format!("`{name}` is not a parameter name"))
-                    .at(Some(Span::new(&file, 0..name.len())))
+                    .at(Some(name_span))
                     .hint("parameter names are letters, digits and `_`"),
             );
         }
-        let name_span = Span::new(&file, 0..name.len());
-        let start = name.len() + 1;
+        let start = name_span.range.end + 1;
         let value = parse_value(&file, start).unwrap_or_else(|| Node {
             value: Value::String(value.to_owned()),
-            span: Span::new(&file, start..arg.len()),
+            span: Span::new(&file, start..end),
         });
         Ok(Override {
             name: name.trim().to_owned(),
@@ -65,7 +68,7 @@ impl Override {
 
 /// Parses the TOML value that starts at byte `start` of `file`, keeping its offsets.
 fn parse_value(file: &Arc<SourceFile>, start: usize) -> Option<Node> {
-    // `name=` is at least two bytes, so `v=` fits in front of the value at the same offset.
+    // `--set name=` is longer than `v=`, which so fits in front of the value at its offset.
     let text = format!("{:<start$}{}", "v=", &file.text()[start..]);
     let doc = Node::parse(&SourceFile::new(file.name(), text)).ok()?;
     let mut node = doc.get("v")?.clone();
@@ -393,21 +396,37 @@ fn coerce(value: &Node, default: &Node) -> Option<Node> {
 
 /// Substitutes parameters in `node` and below; stops at the first string that would grow
 /// too large.
+///
+/// A value that is a parameter's whole value points where the parameter was given (the
+/// user's `[params]` entry, or `--set`), which is where it is fixed; a note says where it
+/// was used. A string that holds parameters among other text points where it was written,
+/// with a note on where its parameters were given.
 fn substitute(node: &mut Node, params: &Params, budget: &mut Budget) -> Result<(), Diagnostic> {
     match &mut node.value {
         Value::String(s) => {
-            let result = match whole_placeholder(s).and_then(|name| params.get(name)) {
+            if let Some((name, value)) =
+                whole_placeholder(s).and_then(|name| params.get_key_value(name))
+            {
                 // A whole value costs what its text costs.
-                Some(value) => budget
+                budget
                     .spend(value.as_str().map_or(value.span.range.len(), str::len))
-                    .map(|()| node.value = value.value.clone()),
-                None => budget.expand(s, params).map(|replaced| {
-                    if let Some(replaced) = replaced {
-                        *s = replaced;
-                    }
-                }),
-            };
-            result.map_err(|e| e.diagnostic("this value", &node.span))
+                    .map_err(|e| e.diagnostic("this value", &node.span))?;
+                let used: Arc<str> =
+                    format!("used as `{{{name}}}` at {}", node.span.position()).into();
+                *node = value.clone();
+                note_all(node, &used);
+                return Ok(());
+            }
+            match budget.expand(s, params) {
+                Ok(Some(replaced)) => {
+                    let given = given_at(s, params);
+                    *s = replaced;
+                    node.span = node.span.clone().noted(given);
+                    Ok(())
+                }
+                Ok(None) => Ok(()),
+                Err(e) => Err(e.diagnostic("this value", &node.span)),
+            }
         }
         Value::Array(items) => items
             .iter_mut()
@@ -417,6 +436,38 @@ fn substitute(node: &mut Node, params: &Params, budget: &mut Budget) -> Result<(
             .try_for_each(|Entry { node, .. }| substitute(node, params, budget)),
         _ => Ok(()),
     }
+}
+
+/// Puts `note` on the spans of `node` and of everything in it.
+fn note_all(node: &mut Node, note: &Arc<str>) {
+    node.span = node.span.clone().noted(Arc::clone(note));
+    match &mut node.value {
+        Value::Array(items) => items.iter_mut().for_each(|n| note_all(n, note)),
+        Value::Table(table) => table.values_mut().for_each(|e| {
+            e.key = e.key.clone().noted(Arc::clone(note));
+            note_all(&mut e.node, note);
+        }),
+        _ => {}
+    }
+}
+
+/// Where the parameters that `s` holds were given: "`{a}` is given at p.toml:2:5; …".
+fn given_at(s: &str, params: &Params) -> String {
+    let mut given: Vec<String> = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for (_, name) in placeholders(s) {
+        let Some(value) = params.get(name).filter(|v| format_scalar(v).is_some()) else {
+            continue;
+        };
+        if !seen.contains(&name) {
+            seen.push(name);
+            given.push(format!(
+                "`{{{name}}}` is given at {}",
+                value.span.position()
+            ));
+        }
+    }
+    given.join("; ")
 }
 
 fn whole_placeholder(s: &str) -> Option<&str> {

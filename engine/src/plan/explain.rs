@@ -153,6 +153,14 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
                 t.domain.name().to_ascii_uppercase(),
                 t.domain.sdk_value()
             );
+            if !t.also_for.is_empty() {
+                let others: Vec<String> = t.also_for.iter().map(|c| format!("`{c}`")).collect();
+                let _ = writeln!(
+                    out,
+                    "          also for {}: traced in this context only, so each record is kept once",
+                    others.join(", ")
+                );
+            }
         }
     }
     let with_args: Vec<&str> = (c.tracing.iter())

@@ -138,6 +138,7 @@ impl Compiler<'_> {
             return Some(TracingPlan {
                 domain,
                 operations: None,
+                also_for: Vec::new(),
             });
         };
         let ops = domain.operations();
@@ -188,6 +189,7 @@ impl Compiler<'_> {
         Some(TracingPlan {
             domain,
             operations: Some(operations),
+            also_for: Vec::new(),
         })
     }
 
@@ -540,6 +542,92 @@ impl Compiler<'_> {
                 }
             }
         }
+    }
+}
+
+impl Compiler<'_> {
+    /// Traces each service in one context only. rocprofiler-sdk gives a record to every
+    /// context that traces its kind, so two contexts tracing kernel dispatches (a system
+    /// trace extended with counters) would put each dispatch in every output twice. The
+    /// service stays in the first context whose collection period covers every other's,
+    /// with the operations all of them asked for, and arguments where any asked for them;
+    /// a context left with nothing to do is dropped. The others are named on the service,
+    /// for `rocflow explain`.
+    pub(super) fn trace_each_once(&mut self, contexts: &mut Vec<ContextPlan>) {
+        // Per service, in the pipeline's order: its contexts and where it is in each.
+        let mut users: Vec<(Domain, Vec<(usize, usize)>)> = Vec::new();
+        for (c, context) in contexts.iter().enumerate() {
+            for (t, tracing) in context.tracing.iter().enumerate() {
+                let domain = tracing.domain.plain();
+                match users.iter_mut().find(|(d, _)| *d == domain) {
+                    Some((_, at)) => at.push((c, t)),
+                    None => users.push((domain, vec![(c, t)])),
+                }
+            }
+        }
+        let mut absorbed = BTreeSet::new();
+        for (domain, users) in users.into_iter().filter(|(_, u)| u.len() > 1) {
+            let covers_all = |&(c, _): &(usize, usize)| {
+                (users.iter()).all(|&(o, _)| contexts[c].start.covers(&contexts[o].start))
+            };
+            let Some(&(owner, kept)) = users.iter().find(|u| covers_all(u)) else {
+                let (first, second) = (users[0].0, users[1].0);
+                self.error(
+                    path!["context", second, "tracing"],
+                    format!(
+                        "contexts `{}` and `{}` both trace `{}` in different collection periods",
+                        contexts[first].name,
+                        contexts[second].name,
+                        domain.name()
+                    ),
+                )
+                .hint = Some(format!(
+                    "rocprofiler-sdk would record each of its operations once per context: trace `{}` in one of them, or give both the same period",
+                    domain.name()
+                ));
+                continue;
+            };
+            let mut operations = Some(BTreeSet::new());
+            let mut with_args = false;
+            let mut also_for = Vec::new();
+            for &(c, t) in &users {
+                let tracing = &contexts[c].tracing[t];
+                with_args |= tracing.domain.has_args();
+                operations = match (operations, &tracing.operations) {
+                    (Some(mut all), Some(ids)) => {
+                        all.extend(ids);
+                        Some(all)
+                    }
+                    _ => None,
+                };
+                if c != owner {
+                    also_for.push(contexts[c].name.clone());
+                    absorbed.insert((c, t));
+                }
+            }
+            let owner = &mut contexts[owner];
+            owner.code_objects |= matches!(domain, Domain::KernelDispatch | Domain::ScratchMemory);
+            owner.tracing[kept] = TracingPlan {
+                domain: match with_args {
+                    true => domain.with_args().unwrap_or(domain),
+                    false => domain,
+                },
+                operations: operations.map(|ids| ids.into_iter().collect()),
+                also_for,
+            };
+        }
+        if absorbed.is_empty() {
+            return;
+        }
+        for (c, context) in contexts.iter_mut().enumerate() {
+            let mut t = 0;
+            context.tracing.retain(|_| {
+                t += 1;
+                !absorbed.contains(&(c, t - 1))
+            });
+        }
+        contexts
+            .retain(|c| !c.tracing.is_empty() || c.counters.is_some() || c.pc_sampling.is_some());
     }
 }
 

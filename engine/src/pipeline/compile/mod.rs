@@ -103,13 +103,14 @@ impl<'a> Compiler<'a> {
         sources: Vec<String>,
         params: IndexMap<String, serde_json::Value>,
     ) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
-        let contexts: Vec<ContextPlan> = pipeline
+        let mut contexts: Vec<ContextPlan> = pipeline
             .context
             .iter()
             .enumerate()
             .map(|(i, c)| self.context(i, c))
             .collect();
         self.check_exclusive_services(&contexts);
+        self.trace_each_once(&mut contexts);
         let produced: Vec<RecordKind> = contexts
             .iter()
             .flat_map(ContextPlan::record_kinds)
@@ -580,7 +581,7 @@ fn inner_span(node: &Node, offset: usize, len: usize) -> Option<Span> {
     let body = source.get(quote..quote + value.len())?;
     (body == value).then(|| {
         let start = node.span.range.start + quote + offset;
-        Span::new(&node.span.file, start..start + len)
+        node.span.within(start..start + len)
     })
 }
 

@@ -85,6 +85,11 @@ impl Sink for Otf2Sink {
         } = *self;
         let logs = tracks.finish(catalog, &mut defs, &spill)?;
         archive.finish(&spill, &logs, |out| defs.write(out))?;
+        // OTF2's readers refuse an archive without a location, which a run without
+        // records would make: there is no archive to open, and so none is kept.
+        if logs.is_empty() {
+            return Ok(Vec::new());
+        }
         let anchor = staging.target().join(format!("{ARCHIVE}.otf2"));
         staging.commit(is_archive)?;
         Ok(vec![anchor])

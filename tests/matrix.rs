@@ -1,0 +1,398 @@
+//! The matrix: every output of a run held against the ground truth its simulated scenario
+//! implies (`support::truth`), for the shipped templates alone, pairs of them combined with
+//! `extends`, and the features that change what a run holds (multi-pass counters, counter
+//! kernel filters, kernel name forms, several processes), each from three sources: the live
+//! run, a replay of its spool and a replay of its rocpd database; into rocpd, Parquet,
+//! Perfetto, OTF2, CSV and the summary. A feature that changes records joins as a row.
+//!
+//! CI checks every template and a sample of the pairs (a fixed seed); `ROCFLOW_MATRIX=full`
+//! checks every pair (see the README).
+
+use std::path::{Path, PathBuf};
+
+use support::truth::{self, Collects, Part, Scenario, Tally};
+use support::{assert_success, repo, rocflow, sim_app};
+
+/// The shipped templates the matrix runs, with what each collects on the MI300X scenario.
+fn templates() -> Vec<(&'static str, Collects)> {
+    let dispatches = Collects {
+        dispatches: true,
+        ..Collects::default()
+    };
+    let basic = [
+        "SQ_WAVES",
+        "SQ_INSTS_VALU",
+        "SQ_INSTS_SALU",
+        "GRBM_GUI_ACTIVE",
+    ];
+    let counters = |names: &[&'static str]| Collects {
+        dispatches: true,
+        counters: names.to_vec(),
+        ratios: vec![("VALU_PER_WAVE", "SQ_INSTS_VALU", "SQ_WAVES")],
+        ..Collects::default()
+    };
+    let system = Collects {
+        dispatches: true,
+        copies: true,
+        allocations: true,
+        markers: true,
+        api: [
+            "hip_runtime_api",
+            "hsa_core_api",
+            "hsa_amd_ext_api",
+            "rccl_api",
+        ]
+        .map(|d| (d, vec![], vec![]))
+        .to_vec(),
+        ..Collects::default()
+    };
+    vec![
+        ("base", Collects::default()),
+        ("kernel-trace", dispatches.clone()),
+        ("always-on", dispatches.clone()),
+        ("trace-all", system.clone()),
+        ("csv", system),
+        (
+            "api-trace",
+            Collects {
+                api: [
+                    "hip_runtime_api",
+                    "hip_compiler_api",
+                    "hsa_core_api",
+                    "hsa_amd_ext_api",
+                ]
+                .map(|d| (d, vec![], vec![]))
+                .to_vec(),
+                ..Collects::default()
+            },
+        ),
+        (
+            "memory-trace",
+            Collects {
+                copies: true,
+                allocations: true,
+                api: vec![(
+                    "hip_runtime_api",
+                    vec![
+                        "hipMemcpy*",
+                        "hipMemset*",
+                        "hipMalloc*",
+                        "hipExtMalloc*",
+                        "hipFree*",
+                        "hipHostMalloc",
+                        "hipHostAlloc",
+                        "hipHostFree",
+                        "hipHostRegister",
+                        "hipHostUnregister",
+                        "hipMemPrefetchAsync",
+                        "hipMemAdvise",
+                    ],
+                    vec![],
+                )],
+                ..Collects::default()
+            },
+        ),
+        (
+            "marker-trace",
+            Collects {
+                dispatches: true,
+                markers: true,
+                ..Collects::default()
+            },
+        ),
+        ("counters-basic", counters(&basic)),
+        ("kernel-hotspots", counters(&basic)),
+        (
+            "counters-cdna",
+            counters(&[
+                "SQ_WAVES",
+                "SQ_INSTS_VALU",
+                "SQ_INSTS_SALU",
+                "SQ_INSTS_VMEM_RD",
+                "SQ_INSTS_VMEM_WR",
+                "SQ_INSTS_LDS",
+                "SQ_INSTS_MFMA",
+                "TCC_HIT",
+                "TCC_MISS",
+                "GRBM_GUI_ACTIVE",
+            ]),
+        ),
+        ("pc-sampling", dispatches.clone()),
+        ("pc-sampling-hotspots", dispatches),
+    ]
+}
+
+/// One combination: the pipeline's templates and own lines, the application and its
+/// processes, and what it collects.
+struct Row {
+    name: String,
+    extends: Vec<&'static str>,
+    extra: &'static str,
+    collects: Collects,
+    /// `sim-app fork N`: N children beside the parent; else one process.
+    forks: u64,
+    /// The scenario on one thread: each process dispatches in the same order every time,
+    /// so that a later pass's counter values are known from the first pass's dispatches.
+    one_thread: bool,
+}
+
+/// The sinks every row adds to its templates' own, each holding all of the run's
+/// processes, under the row's output directory.
+const SINKS: &str = r#"
+[[sink]]
+name = "m-rocpd"
+kind = "rocpd"
+path = "{output_dir}/m/run.db"
+options = { layout = "single" }
+
+[[sink]]
+name = "m-csv"
+kind = "csv"
+path = "{output_dir}/m/csv"
+
+[[sink]]
+name = "m-parquet"
+kind = "parquet"
+path = "{output_dir}/m/parquet"
+
+[[sink]]
+name = "m-perfetto"
+kind = "perfetto"
+path = "{output_dir}/m/{pid}.pftrace"
+
+[[sink]]
+name = "m-otf2"
+kind = "otf2"
+path = "{output_dir}/m/otf2"
+"#;
+
+impl Row {
+    fn new(extends: &[&'static str], collects: Collects) -> Row {
+        Row {
+            name: extends.join("+"),
+            extends: extends.to_vec(),
+            extra: "",
+            collects,
+            forks: 0,
+            one_thread: false,
+        }
+    }
+
+    fn pipeline(&self) -> String {
+        let extends: Vec<String> = self.extends.iter().map(|e| format!("{e:?}")).collect();
+        format!(
+            "[pipeline]\nname = \"matrix\"\nextends = [{}]\n{}\n{SINKS}",
+            extends.join(", "),
+            self.extra
+        )
+    }
+
+    /// Runs the row live and replays it from its spool and its database; holds every
+    /// output of each against the truth. Returns what went wrong, by source and output.
+    fn check(&self) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        std::fs::write(dir.join("matrix.toml"), self.pipeline()).unwrap();
+        let mut text = std::fs::read_to_string(repo().join("examples/sim/mi300x.toml")).unwrap();
+        if self.one_thread {
+            text = text.replace("threads = 2", "threads = 1");
+        }
+        std::fs::write(dir.join("scenario.toml"), text).unwrap();
+        let scenario = Scenario::read(&dir.join("scenario.toml"));
+        let app = sim_app();
+        let forks = self.forks.to_string();
+        let mut run = vec![
+            "run",
+            "matrix.toml",
+            "--device",
+            "sim:scenario.toml",
+            "--set",
+        ];
+        run.extend(["output_dir=live", "--", app.to_str().unwrap()]);
+        match self.forks {
+            0 => run.extend(["exit", "0"]),
+            _ => run.extend(["fork", &forks]),
+        }
+        assert_success(&rocflow(&run, dir, &[]));
+        let spool = [
+            "replay",
+            "live/last.rfraw",
+            "matrix.toml",
+            "--set",
+            "output_dir=spool",
+        ];
+        assert_success(&rocflow(&spool, dir, &[]));
+        let db = [
+            "replay",
+            "live/m/run.db",
+            "matrix.toml",
+            "--set",
+            "output_dir=db",
+        ];
+        assert_success(&rocflow(&db, dir, &[]));
+
+        let mut problems = Vec::new();
+        let processes = self.forks + 1;
+        for source in ["live", "spool", "db"] {
+            let out = dir.join(source);
+            let (csv, dispatches) = truth::csv_tables(&out.join("m/csv"));
+            let want = scenario.truth(&self.collects, processes, &dispatches);
+            let (parquet, _) = truth::parquet_tables(&out.join("m/parquet"));
+            let outputs: [(&str, Tally, &[Part]); 6] = [
+                ("csv", csv, &Part::ALL),
+                ("parquet", parquet, &Part::ALL),
+                ("rocpd", truth::rocpd(&out.join("m/run.db")), &Part::ALL),
+                (
+                    "summary",
+                    truth::summary(&out.join("summary/summary.json")),
+                    &Part::ALL,
+                ),
+                (
+                    "perfetto",
+                    truth::perfetto(&files(&out.join("m"), ".pftrace")),
+                    &[
+                        Part::Kernels,
+                        Part::KernelTime,
+                        Part::Api,
+                        Part::Copies,
+                        Part::Markers,
+                    ],
+                ),
+                (
+                    "otf2",
+                    truth::otf2(&out.join("m/otf2/traces.otf2"), &want),
+                    &[
+                        Part::Kernels,
+                        Part::Api,
+                        Part::Copies,
+                        Part::Allocations,
+                        Part::Markers,
+                    ],
+                ),
+            ];
+            for (output, seen, parts) in outputs {
+                let parts: Vec<Part> = (parts.iter().copied())
+                    .filter(|&p| p != Part::Counters || !self.collects.counters.is_empty())
+                    .collect();
+                for difference in want.differences(&seen, &parts) {
+                    problems.push(format!(
+                        "{} from {source}, {output}: {difference}",
+                        self.name
+                    ));
+                }
+            }
+            // Every process's dispatches are numbered from 1, each once.
+            let expected = processes * u64::from(self.collects.dispatches);
+            if dispatches.len() as u64 != expected {
+                problems.push(format!(
+                    "{} from {source}: dispatches of {} processes, want {expected}",
+                    self.name,
+                    dispatches.len()
+                ));
+            }
+            for (pid, list) in &dispatches {
+                let ids: Vec<u64> = list.iter().map(|d| d.0).collect();
+                if ids != (1..=list.len() as u64).collect::<Vec<_>>() {
+                    problems.push(format!(
+                        "{} from {source}: process {pid}'s dispatch ids are not 1 to {}, each once",
+                        self.name,
+                        list.len()
+                    ));
+                }
+            }
+        }
+        problems
+    }
+}
+
+/// The files under `dir` whose names end with `suffix`.
+fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    found.sort();
+    found
+}
+
+/// Checks every row, failing with every problem found.
+fn check(rows: &[Row]) {
+    let problems: Vec<String> = rows.iter().flat_map(Row::check).collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Whether two templates can run together: one context only may collect counters (or
+/// sample PCs), which the compiler says for such a pair.
+fn combinable(a: &Collects, b: &Collects) -> bool {
+    a.counters.is_empty() || b.counters.is_empty()
+}
+
+/// The pairs of templates, every one with `ROCFLOW_MATRIX=full`, else a fixed sample.
+fn pairs() -> Vec<Row> {
+    let templates = templates();
+    let mut pairs = Vec::new();
+    for (i, (a, ca)) in templates.iter().enumerate() {
+        for (b, cb) in &templates[i + 1..] {
+            if combinable(ca, cb) {
+                pairs.push(Row::new(&[a, b], ca.clone().and(cb)));
+            }
+        }
+    }
+    if std::env::var_os("ROCFLOW_MATRIX").is_some_and(|v| v == "full") {
+        return pairs;
+    }
+    // A fixed sample, the same in every run: every seventh pair, from the third.
+    pairs.into_iter().skip(2).step_by(7).collect()
+}
+
+#[test]
+fn every_template_alone_agrees_with_the_truth() {
+    let rows: Vec<Row> = (templates().into_iter())
+        .map(|(name, collects)| Row::new(&[name], collects))
+        .collect();
+    check(&rows);
+}
+
+#[test]
+fn pairs_of_templates_agree_with_the_truth() {
+    check(&pairs());
+}
+
+/// The combinations named in issue 48: a system trace with counters (each dispatch once,
+/// though two contexts trace dispatches), and counters over several passes (each
+/// dispatch once, though every pass dispatches it).
+#[test]
+fn dispatches_traced_by_two_contexts_or_several_passes_count_once() {
+    let templates = templates();
+    let of = |name: &str| templates.iter().find(|t| t.0 == name).unwrap().1.clone();
+    let mut passes = Row::new(&["counters-basic"], of("counters-basic"));
+    passes.name = "counters-basic in 2 passes".into();
+    passes.extra = "[[context]]\nname = \"counters\"\n[context.counters]\nper_pass = 2\n";
+    passes.one_thread = true;
+    check(&[
+        Row::new(
+            &["trace-all", "counters-basic"],
+            of("trace-all").and(&of("counters-basic")),
+        ),
+        passes,
+    ]);
+}
+
+#[test]
+fn features_that_change_records_agree_with_the_truth() {
+    let templates = templates();
+    let of = |name: &str| templates.iter().find(|t| t.0 == name).unwrap().1.clone();
+    let mut filtered = Row::new(&["counters-basic"], of("counters-basic"));
+    filtered.name = "counters of kernels matching /smooth|vector/".into();
+    filtered.extra = "[params]\nkernel_regex = \"smooth|vector\"\n";
+    filtered.collects.counted_kernels = Some("smooth|vector");
+    let mut mangled = Row::new(&["trace-all"], of("trace-all"));
+    mangled.name = "mangled kernel names".into();
+    mangled.extra = "kernel_names = \"mangled\"\n";
+    mangled.collects.mangled = true;
+    let mut processes = Row::new(&["trace-all"], of("trace-all"));
+    processes.name = "four processes".into();
+    processes.forks = 3;
+    check(&[filtered, mangled, processes]);
+}

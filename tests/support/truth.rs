@@ -1,0 +1,726 @@
+//! What a run on the simulated device holds, derived from its scenario file alone (never
+//! from rocflow's outputs), and what each of rocflow's outputs says it holds, in one form:
+//! a [`Tally`]. The matrix test holds every output of every combination to the truth.
+//!
+//! The simulated device replays its scenario on each of `threads` threads, `iterations`
+//! times: a ROCTx range around one launch and dispatch of every kernel, every copy (a
+//! `hipMemcpy` call and the copy), every allocation (`hipMalloc` and `hipFree` calls, an
+//! allocate and a free) and every `[[call]]` `count` times. Counter values are the device's
+//! function of the scenario's seed, the dispatch and the counter instance.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use crate::{csv, duckdb, otf2_print, sqlite_rows};
+
+/// What an output says a run held, summed over its processes.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Tally {
+    /// Per kernel (named as `c++filt` names it): its dispatches.
+    pub kernels: BTreeMap<String, u64>,
+    /// Per kernel: the GPU time of its dispatches, in ns.
+    pub kernel_ns: BTreeMap<String, u64>,
+    /// Per API function: its calls.
+    pub api: BTreeMap<String, u64>,
+    /// Per copy direction (`HOST_TO_DEVICE`, …): its copies.
+    pub copies: BTreeMap<String, u64>,
+    /// Per copy direction: the bytes copied.
+    pub copy_bytes: BTreeMap<String, u64>,
+    /// Per allocation operation (`ALLOCATE`, `FREE`): its calls.
+    pub allocations: BTreeMap<String, u64>,
+    /// Per ROCTx range message: its ranges.
+    pub markers: BTreeMap<String, u64>,
+    /// Per kernel and counter: the dispatches with a value, and the sum of the values.
+    pub counters: BTreeMap<(String, String), (u64, f64)>,
+}
+
+/// A part of a [`Tally`], for outputs that show only some.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Kernels,
+    KernelTime,
+    Api,
+    Copies,
+    CopyBytes,
+    Allocations,
+    Markers,
+    Counters,
+}
+
+impl Part {
+    pub const ALL: [Part; 8] = [
+        Part::Kernels,
+        Part::KernelTime,
+        Part::Api,
+        Part::Copies,
+        Part::CopyBytes,
+        Part::Allocations,
+        Part::Markers,
+        Part::Counters,
+    ];
+}
+
+impl Tally {
+    /// The differences between `self` (the truth) and `seen`, in the `parts` an output
+    /// shows: empty when they agree. Counter sums agree within a relative 1e-9, since
+    /// derived counters are sums of quotients added in any order.
+    pub fn differences(&self, seen: &Tally, parts: &[Part]) -> Vec<String> {
+        fn compare<K: std::fmt::Debug + Ord, V: std::fmt::Debug + PartialEq>(
+            part: Part,
+            want: &BTreeMap<K, V>,
+            got: &BTreeMap<K, V>,
+            out: &mut Vec<String>,
+        ) {
+            let keys: BTreeSet<&K> = want.keys().chain(got.keys()).collect();
+            for key in keys {
+                if want.get(key) != got.get(key) {
+                    out.push(format!(
+                        "{part:?} {key:?}: want {:?}, got {:?}",
+                        want.get(key),
+                        got.get(key)
+                    ));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for &part in parts {
+            match part {
+                Part::Kernels => compare(part, &self.kernels, &seen.kernels, &mut out),
+                Part::KernelTime => compare(part, &self.kernel_ns, &seen.kernel_ns, &mut out),
+                Part::Api => compare(part, &self.api, &seen.api, &mut out),
+                Part::Copies => compare(part, &self.copies, &seen.copies, &mut out),
+                Part::CopyBytes => compare(part, &self.copy_bytes, &seen.copy_bytes, &mut out),
+                Part::Allocations => compare(part, &self.allocations, &seen.allocations, &mut out),
+                Part::Markers => compare(part, &self.markers, &seen.markers, &mut out),
+                Part::Counters => {
+                    let round = |m: &BTreeMap<(String, String), (u64, f64)>| {
+                        m.iter()
+                            .map(|(k, &(n, sum))| (k.clone(), (n, Close(sum))))
+                            .collect::<BTreeMap<_, _>>()
+                    };
+                    compare(
+                        part,
+                        &round(&self.counters),
+                        &round(&seen.counters),
+                        &mut out,
+                    );
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A float that equals another within a relative 1e-9.
+#[derive(Debug, Clone, Copy)]
+struct Close(f64);
+
+impl PartialEq for Close {
+    fn eq(&self, other: &Close) -> bool {
+        (self.0 - other.0).abs() <= 1e-9 * self.0.abs().max(other.0.abs()).max(1.0)
+    }
+}
+
+/// A simulated device's scenario, as its file says.
+#[derive(Debug)]
+pub struct Scenario {
+    pub seed: u64,
+    pub threads: u64,
+    pub iterations: u64,
+    /// The ROCTx range around each iteration, if there is one: its message.
+    pub marker: Option<String>,
+    pub agents: Vec<Agent>,
+    pub kernels: Vec<Kernel>,
+    /// Per copy: its direction (`HOST_TO_DEVICE`, …) and bytes.
+    pub copies: Vec<(String, u64)>,
+    pub allocations: u64,
+    /// Per `[[call]]`: its domain, function and count per iteration.
+    pub calls: Vec<(String, String, u64)>,
+}
+
+#[derive(Debug)]
+pub struct Agent {
+    /// Its counters: name and the sizes of their dimensions, in the SDK's dimension ids.
+    pub counters: Vec<(String, Vec<(u64, u64)>)>,
+}
+
+#[derive(Debug)]
+pub struct Kernel {
+    /// As `c++filt` demangles it.
+    pub name: String,
+    /// As the scenario (the code object) gives it.
+    pub mangled: String,
+    pub agent: usize,
+    pub duration_ns: u64,
+    pub pc_samples: u64,
+}
+
+/// The SDK's counter dimensions, in the order of their ids.
+const DIMENSIONS: [&str; 7] = [
+    "DIMENSION_XCC",
+    "DIMENSION_AID",
+    "DIMENSION_SHADER_ENGINE",
+    "DIMENSION_AGENT",
+    "DIMENSION_SHADER_ARRAY",
+    "DIMENSION_WGP",
+    "DIMENSION_INSTANCE",
+];
+
+impl Scenario {
+    pub fn read(path: &Path) -> Scenario {
+        let text = std::fs::read_to_string(path).unwrap();
+        let doc: toml::Value = toml::from_str(&text).unwrap();
+        let list = |key: &str| {
+            doc.get(key)
+                .and_then(|v| v.as_array())
+                .cloned()
+                .unwrap_or_default()
+        };
+        let int = |v: &toml::Value, key: &str, default: i64| {
+            v.get(key).and_then(|x| x.as_integer()).unwrap_or(default) as u64
+        };
+        let settings = &doc["scenario"];
+        let agents = list("agent")
+            .iter()
+            .map(|a| Agent {
+                counters: (a.get("counter").and_then(|c| c.as_array()).cloned())
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|c| {
+                        let dims = (c.get("dimensions").and_then(|d| d.as_array()).cloned())
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|d| {
+                                let name = d[0].as_str().unwrap();
+                                let id = DIMENSIONS.iter().position(|n| *n == name).unwrap();
+                                (id as u64, d[1].as_integer().unwrap() as u64)
+                            })
+                            .collect();
+                        (c["name"].as_str().unwrap().to_owned(), dims)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mangled: Vec<String> = (list("kernel").iter())
+            .map(|k| k["name"].as_str().unwrap().to_owned())
+            .collect();
+        let names = demangle(&mangled);
+        let kernels = (list("kernel").iter().zip(names))
+            .map(|(k, name)| Kernel {
+                name,
+                mangled: k["name"].as_str().unwrap().to_owned(),
+                agent: int(k, "agent", 0) as usize,
+                duration_ns: int(k, "duration_ns", 0),
+                pc_samples: int(k, "pc_samples", 0),
+            })
+            .collect();
+        Scenario {
+            seed: int(settings, "seed", 0),
+            threads: int(settings, "threads", 1),
+            iterations: int(settings, "iterations", 1),
+            marker: settings
+                .get("marker_ranges")
+                .and_then(|m| m.as_bool())
+                .filter(|&on| on)
+                .map(|_| {
+                    let message = settings.get("marker_message").and_then(|m| m.as_str());
+                    message.unwrap_or_default().to_owned()
+                }),
+            agents,
+            kernels,
+            copies: (list("copy").iter())
+                .map(|c| {
+                    let direction = c["direction"].as_str().unwrap().to_ascii_uppercase();
+                    (direction, int(c, "bytes", 0))
+                })
+                .collect(),
+            allocations: list("allocation").len() as u64,
+            calls: (list("call").iter())
+                .map(|c| {
+                    (
+                        c["domain"].as_str().unwrap().to_owned(),
+                        c["function"].as_str().unwrap().to_owned(),
+                        int(c, "count", 1),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// How many times each thread's work repeats in a process.
+    fn repeats(&self) -> u64 {
+        self.threads * self.iterations
+    }
+
+    /// The API calls of one iteration, per domain and function.
+    fn calls(&self) -> Vec<(&str, &str, u64)> {
+        let kernels = self.kernels.len() as u64;
+        let mut calls = vec![
+            ("hip_runtime_api", "hipLaunchKernel", kernels),
+            ("hip_runtime_api", "hipMemcpy", self.copies.len() as u64),
+            ("hip_runtime_api", "hipMalloc", self.allocations),
+            ("hip_runtime_api", "hipFree", self.allocations),
+        ];
+        calls.extend((self.calls.iter()).map(|(d, f, n)| (d.as_str(), f.as_str(), *n)));
+        calls.retain(|c| c.2 > 0);
+        calls
+    }
+
+    /// What `processes` processes that each replay the scenario hold of what `collects`
+    /// names. Counter values need to know which dispatch ran which kernel, which the
+    /// device decides as threads interleave: `dispatches` gives it, per process.
+    pub fn truth(&self, collects: &Collects, processes: u64, dispatches: &Dispatches) -> Tally {
+        let n = self.repeats() * processes;
+        let mut tally = Tally::default();
+        if collects.dispatches {
+            for k in &self.kernels {
+                let name = collects.name(k).to_owned();
+                *tally.kernels.entry(name.clone()).or_default() += n;
+                *tally.kernel_ns.entry(name).or_default() += n * k.duration_ns;
+            }
+        }
+        for (domain, function, count) in self.calls() {
+            if collects.traces(domain, function) {
+                *tally.api.entry(function.to_owned()).or_default() += n * count;
+            }
+        }
+        if collects.copies {
+            for (direction, bytes) in &self.copies {
+                *tally.copies.entry(direction.clone()).or_default() += n;
+                *tally.copy_bytes.entry(direction.clone()).or_default() += n * bytes;
+            }
+        }
+        if collects.allocations && self.allocations > 0 {
+            for operation in ["ALLOCATE", "FREE"] {
+                tally
+                    .allocations
+                    .insert(operation.into(), n * self.allocations);
+            }
+        }
+        if let (true, Some(message)) = (collects.markers, &self.marker) {
+            tally.markers.insert(message.clone(), n);
+        }
+        for (id, k) in dispatches.values().flatten() {
+            let Some(kernel) = (self.kernels.iter()).find(|x| collects.name(x) == k) else {
+                continue;
+            };
+            if !collects.counted(&kernel.name) {
+                continue;
+            }
+            for (name, value) in self.counter_values(collects, kernel.agent, *id) {
+                let entry = tally.counters.entry((k.clone(), name)).or_default();
+                entry.0 += 1;
+                entry.1 += value;
+            }
+        }
+        tally
+    }
+
+    /// The values of the counters `collects` names that dispatch `id` on GPU `gpu` has,
+    /// each summed over its instances, then the pipeline's derived ones.
+    fn counter_values(&self, collects: &Collects, gpu: usize, id: u64) -> Vec<(String, f64)> {
+        let counters = &self.agents[gpu].counters;
+        let mut values = Vec::new();
+        for name in &collects.counters {
+            let Some(i) = counters.iter().position(|(n, _)| n == name) else {
+                continue;
+            };
+            let dims = &counters[i].1;
+            let handle = (gpu as u64 + 1) * 256 + i as u64;
+            let instances: u64 = dims.iter().map(|d| d.1).product();
+            let mut sum = 0.0;
+            for instance in 0..instances {
+                let mut coordinates = [0u16; 7];
+                let mut rest = instance;
+                for &(dim, size) in dims.iter().rev() {
+                    coordinates[dim as usize] = (rest % size) as u16;
+                    rest /= size;
+                }
+                sum += rocflow_sim::counter_value(self.seed, id, handle, coordinates);
+            }
+            values.push((name.to_string(), sum));
+        }
+        for (name, numerator, denominator) in &collects.ratios {
+            let get = |n: &str| values.iter().find(|(v, _)| v == n).map(|v| v.1);
+            if let (Some(a), Some(b)) = (get(numerator), get(denominator)) {
+                values.push((name.to_string(), a / b));
+            }
+        }
+        values
+    }
+}
+
+/// Per process, its dispatches: id and kernel name.
+pub type Dispatches = BTreeMap<u64, Vec<(u64, String)>>;
+
+/// What a pipeline collects, as its author says (the test states it; it is never read from
+/// rocflow).
+#[derive(Debug, Clone, Default)]
+pub struct Collects {
+    pub dispatches: bool,
+    /// Per API domain traced, the functions (globs; empty: all) its filter keeps and drops.
+    pub api: Vec<(&'static str, Vec<&'static str>, Vec<&'static str>)>,
+    pub copies: bool,
+    pub allocations: bool,
+    pub markers: bool,
+    /// Counters collected per dispatch, summed over their dimensions.
+    pub counters: Vec<&'static str>,
+    /// Derived counters that divide one collected counter by another: name, numerator,
+    /// denominator.
+    pub ratios: Vec<(&'static str, &'static str, &'static str)>,
+    /// Counters only of kernels whose demangled name matches (a regex), if set.
+    pub counted_kernels: Option<&'static str>,
+    /// Kernels named as their code object names them, not demangled.
+    pub mangled: bool,
+}
+
+impl Collects {
+    /// Everything two pipelines collect together.
+    pub fn and(mut self, other: &Collects) -> Collects {
+        self.dispatches |= other.dispatches;
+        self.copies |= other.copies;
+        self.allocations |= other.allocations;
+        self.markers |= other.markers;
+        for api in &other.api {
+            match self.api.iter_mut().find(|a| a.0 == api.0) {
+                // Either filter's functions: all if either keeps all and drops none.
+                Some(mine) if mine.1.is_empty() && mine.2.is_empty() => {}
+                Some(mine) if api.1.is_empty() && api.2.is_empty() => *mine = api.clone(),
+                Some(mine) => {
+                    assert!(
+                        mine.2.is_empty() && api.2.is_empty(),
+                        "unions of exclusions"
+                    );
+                    mine.1.extend(&api.1);
+                }
+                None => self.api.push(api.clone()),
+            }
+        }
+        for c in &other.counters {
+            if !self.counters.contains(c) {
+                self.counters.push(c);
+            }
+        }
+        self.ratios.extend(&other.ratios);
+        self.counted_kernels = self.counted_kernels.or(other.counted_kernels);
+        self.mangled |= other.mangled;
+        self
+    }
+
+    fn traces(&self, domain: &str, function: &str) -> bool {
+        let matches = |globs: &[&str]| globs.iter().any(|g| glob(g, function));
+        self.api.iter().any(|(d, keep, drop)| {
+            *d == domain && (keep.is_empty() || matches(keep)) && !matches(drop)
+        })
+    }
+
+    fn counted(&self, name: &str) -> bool {
+        self.counted_kernels
+            .is_none_or(|pattern| regex::Regex::new(pattern).unwrap().is_match(name))
+    }
+
+    /// A kernel's name in the outputs.
+    fn name<'k>(&self, kernel: &'k Kernel) -> &'k str {
+        match self.mangled {
+            true => &kernel.mangled,
+            false => &kernel.name,
+        }
+    }
+}
+
+/// Whether `text` matches `pattern`, where `*` stands for any run of characters.
+fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => text.strip_prefix(head).is_some_and(|tail| {
+            (0..=tail.len()).any(|i| tail.is_char_boundary(i) && glob(rest, &tail[i..]))
+        }),
+    }
+}
+
+/// Names as `c++filt` demangles them (binutils), in one call.
+pub fn demangle(names: &[String]) -> Vec<String> {
+    let out = Command::new("c++filt")
+        .args(names)
+        .output()
+        .expect("c++filt runs (Debian: binutils)");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let demangled: Vec<String> = text.lines().map(str::to_owned).collect();
+    assert_eq!(demangled.len(), names.len(), "{text}");
+    demangled
+}
+
+/// The rows of a table of rocflow's record columns (CSV or Parquet), each column as text.
+pub type Rows = Vec<BTreeMap<String, String>>;
+
+/// A tally of the record tables of rocflow's CSV and Parquet sinks, by kind.
+pub fn tally_tables(table: impl Fn(&str) -> Rows) -> (Tally, Dispatches) {
+    let mut tally = Tally::default();
+    let mut dispatches = Dispatches::new();
+    let num = |row: &BTreeMap<String, String>, key: &str| -> u64 {
+        row[key].parse::<f64>().unwrap() as u64
+    };
+    let mut kernel_of = BTreeMap::new();
+    for row in table("kernel_dispatch") {
+        let name = row["kernel_name"].clone();
+        *tally.kernels.entry(name.clone()).or_default() += 1;
+        *tally.kernel_ns.entry(name.clone()).or_default() += num(&row, "duration_ns");
+        let (pid, id) = (num(&row, "pid"), num(&row, "dispatch_id"));
+        dispatches.entry(pid).or_default().push((id, name.clone()));
+        kernel_of.insert((pid, id), name);
+    }
+    for row in table("api") {
+        *tally.api.entry(row["operation"].clone()).or_default() += 1;
+    }
+    for row in table("memory_copy") {
+        *tally.copies.entry(row["direction"].clone()).or_default() += 1;
+        *tally
+            .copy_bytes
+            .entry(row["direction"].clone())
+            .or_default() += num(&row, "bytes");
+    }
+    for row in table("memory_allocation") {
+        *tally
+            .allocations
+            .entry(row["operation"].clone())
+            .or_default() += 1;
+    }
+    for row in table("marker") {
+        *tally.markers.entry(row["message"].clone()).or_default() += 1;
+    }
+    let mut seen = BTreeSet::new();
+    for row in table("counter_sample") {
+        let (pid, id) = (num(&row, "pid"), num(&row, "dispatch_id"));
+        let kernel = kernel_of.get(&(pid, id)).cloned().unwrap_or_default();
+        let key = (kernel, row["counter"].clone());
+        let entry = tally.counters.entry(key.clone()).or_default();
+        if seen.insert((pid, id, key.1)) {
+            entry.0 += 1;
+        }
+        entry.1 += row["value"].parse::<f64>().unwrap();
+    }
+    for list in dispatches.values_mut() {
+        list.sort();
+    }
+    (tally, dispatches)
+}
+
+/// The record tables of rocflow's CSV sink in `dir` (one file per kind; a kind without
+/// records has none).
+pub fn csv_tables(dir: &Path) -> (Tally, Dispatches) {
+    tally_tables(|kind| {
+        let file = dir.join(format!("{kind}.csv"));
+        if file.exists() {
+            csv(&file)
+        } else {
+            Vec::new()
+        }
+    })
+}
+
+/// The record tables of rocflow's Parquet sink in `dir`, read by DuckDB.
+pub fn parquet_tables(dir: &Path) -> (Tally, Dispatches) {
+    let kinds = [
+        "kernel_dispatch",
+        "api",
+        "memory_copy",
+        "memory_allocation",
+        "marker",
+        "counter_sample",
+    ];
+    let present: Vec<&str> = kinds.into_iter().filter(|k| dir.join(k).is_dir()).collect();
+    let queries: Vec<String> = (present.iter())
+        .map(|k| format!("SELECT * FROM read_parquet('{k}/*.parquet')"))
+        .collect();
+    let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
+    // DuckDB gives rows without their column names: ask for them once per kind.
+    let names: Vec<String> = (present.iter())
+        .map(|k| format!("DESCRIBE SELECT * FROM read_parquet('{k}/*.parquet')"))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let rows = duckdb(dir, &queries);
+    let columns = duckdb(dir, &names);
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    tally_tables(|kind| {
+        let Some(i) = present.iter().position(|k| *k == kind) else {
+            return Vec::new();
+        };
+        let columns: Vec<String> = columns[i].iter().map(|c| text(&c[0])).collect();
+        (rows[i].iter())
+            .map(|row| columns.iter().cloned().zip(row.iter().map(text)).collect())
+            .collect()
+    })
+}
+
+/// A tally of a rocpd database, through the views AMD's rocpd tools read.
+pub fn rocpd(db: &Path) -> Tally {
+    let db = rusqlite::Connection::open(db).unwrap();
+    let mut tally = Tally::default();
+    // SQLite's integers are signed.
+    let n = |r: &rusqlite::Row, i: usize| r.get::<_, i64>(i).map(|v| v as u64);
+    let kernels: Vec<(String, u64, u64)> = sqlite_rows(
+        &db,
+        "SELECT name, COUNT(*), SUM(duration) FROM kernels GROUP BY name",
+        |r| Ok((r.get(0)?, n(r, 1)?, n(r, 2)?)),
+    );
+    for (name, calls, ns) in kernels {
+        tally.kernels.insert(name.clone(), calls);
+        tally.kernel_ns.insert(name, ns);
+    }
+    let regions: Vec<(String, String, Option<String>, u64)> = sqlite_rows(
+        &db,
+        "SELECT category, name, json_extract(extdata, '$.message'), COUNT(*) FROM regions GROUP BY 1, 2, 3",
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, n(r, 3)?)),
+    );
+    for (category, name, message, calls) in regions {
+        if category.starts_with("MARKER") {
+            *tally.markers.entry(message.unwrap_or(name)).or_default() += calls;
+        } else {
+            *tally.api.entry(name).or_default() += calls;
+        }
+    }
+    let copies: Vec<(String, u64, u64)> = sqlite_rows(
+        &db,
+        "SELECT name, COUNT(*), SUM(size) FROM memory_copies GROUP BY name",
+        |r| Ok((r.get(0)?, n(r, 1)?, n(r, 2)?)),
+    );
+    for (name, count, bytes) in copies {
+        let direction = name.trim_start_matches("MEMORY_COPY_").to_owned();
+        tally.copies.insert(direction.clone(), count);
+        tally.copy_bytes.insert(direction, bytes);
+    }
+    let allocations: Vec<(String, u64)> = sqlite_rows(
+        &db,
+        "SELECT type, COUNT(*) FROM memory_allocations GROUP BY type",
+        |r| Ok((r.get(0)?, n(r, 1)?)),
+    );
+    for (kind, count) in allocations {
+        let operation = match kind.as_str() {
+            "ALLOC" => "ALLOCATE".to_owned(),
+            other => other.to_owned(),
+        };
+        tally.allocations.insert(operation, count);
+    }
+    let counters: Vec<(String, String, u64, f64)> = sqlite_rows(
+        &db,
+        "SELECT kernel_name, counter_name, COUNT(DISTINCT pid || ':' || dispatch_id), SUM(value) FROM counters_collection GROUP BY 1, 2",
+        |r| Ok((r.get(0)?, r.get(1)?, n(r, 2)?, r.get(3)?)),
+    );
+    for (kernel, counter, dispatches, sum) in counters {
+        tally.counters.insert((kernel, counter), (dispatches, sum));
+    }
+    tally
+}
+
+/// A tally of the summary's JSON (`summary.json`).
+pub fn summary(json: &Path) -> Tally {
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    let rows = |key: &str| doc[key].as_array().cloned().unwrap_or_default();
+    let int = |v: &serde_json::Value| v.as_f64().unwrap() as u64;
+    let mut tally = Tally::default();
+    for row in rows("kernels") {
+        let name = row["kernel"].as_str().unwrap().to_owned();
+        *tally.kernels.entry(name.clone()).or_default() += int(&row["calls"]);
+        *tally.kernel_ns.entry(name).or_default() += int(&row["total_ns"]);
+    }
+    for row in rows("api") {
+        let name = row["function"].as_str().unwrap().to_owned();
+        *tally.api.entry(name).or_default() += int(&row["calls"]);
+    }
+    for row in rows("memory_copies") {
+        let direction = row["direction"].as_str().unwrap().to_owned();
+        *tally.copies.entry(direction.clone()).or_default() += int(&row["calls"]);
+        *tally.copy_bytes.entry(direction).or_default() += int(&row["bytes"]);
+    }
+    for row in rows("memory_allocations") {
+        let operation = row["operation"].as_str().unwrap().to_owned();
+        *tally.allocations.entry(operation).or_default() += int(&row["calls"]);
+    }
+    for row in rows("markers") {
+        let range = row["range"].as_str().unwrap().to_owned();
+        *tally.markers.entry(range).or_default() += int(&row["calls"]);
+    }
+    for row in rows("counters") {
+        let key = (
+            row["kernel"].as_str().unwrap().to_owned(),
+            row["counter"].as_str().unwrap().to_owned(),
+        );
+        let entry = tally.counters.entry(key).or_default();
+        entry.0 += int(&row["dispatches"]);
+        entry.1 += row["total_value"].as_f64().unwrap();
+    }
+    tally
+}
+
+/// A tally of Perfetto traces decoded with the official schema: slices by category, and
+/// each kernel slice's time from its begin to its end.
+pub fn perfetto(files: &[std::path::PathBuf]) -> Tally {
+    let mut tally = Tally::default();
+    for file in crate::decode_perfetto(files) {
+        let mut open: BTreeMap<String, Vec<(String, String, u64)>> = BTreeMap::new();
+        for event in file["events"].as_array().unwrap() {
+            let track = event["track"].to_string();
+            let ts = event["ts"].as_u64().unwrap();
+            match event["type"].as_str().unwrap() {
+                "B" => {
+                    let category = event["category"].as_str().unwrap_or_default().to_owned();
+                    let name = event["name"].as_str().unwrap_or_default().to_owned();
+                    open.entry(track).or_default().push((category, name, ts));
+                }
+                "E" => {
+                    let (category, name, start) = open
+                        .get_mut(&track)
+                        .and_then(Vec::pop)
+                        .expect("an end closes a slice its track began");
+                    match category.as_str() {
+                        "kernel_dispatch" => {
+                            *tally.kernels.entry(name.clone()).or_default() += 1;
+                            *tally.kernel_ns.entry(name).or_default() += ts - start;
+                        }
+                        "memory_copy" => *tally.copies.entry(name).or_default() += 1,
+                        c if c.starts_with("marker") => {
+                            *tally.markers.entry(name).or_default() += 1
+                        }
+                        c if c.ends_with("_api") => *tally.api.entry(name).or_default() += 1,
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    tally
+}
+
+/// A tally of an OTF2 archive read by `otf2-print`: the regions entered, by name, sorted
+/// by what the truth says each name is.
+pub fn otf2(archive: &Path, truth: &Tally) -> Tally {
+    let mut tally = Tally::default();
+    // A run without records has no archive (OTF2's readers refuse one without locations).
+    if !archive.exists() && *truth == Tally::default() {
+        return tally;
+    }
+    let events = otf2_print(&[], archive);
+    let entered = (events.lines())
+        .filter(|l| l.starts_with("ENTER "))
+        .filter_map(|l| l.split("Region: \"").nth(1)?.split('"').next());
+    for name in entered.map(str::to_owned) {
+        if truth.kernels.contains_key(&name) {
+            *tally.kernels.entry(name).or_default() += 1;
+        } else if truth.copies.contains_key(&name) {
+            *tally.copies.entry(name).or_default() += 1;
+        } else if truth.markers.contains_key(&name) {
+            *tally.markers.entry(name).or_default() += 1;
+        } else if truth.allocations.contains_key(&name) {
+            *tally.allocations.entry(name).or_default() += 1;
+        } else {
+            *tally.api.entry(name).or_default() += 1;
+        }
+    }
+    tally
+}
