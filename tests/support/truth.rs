@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
 
 use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
@@ -141,6 +140,10 @@ pub struct Scenario {
 
 #[derive(Debug)]
 pub struct Agent {
+    /// Its gfx name (`gfx942`).
+    pub name: String,
+    /// Whether it takes PC samples (the scenario lists how).
+    pub pc_sampling: bool,
     /// Its counters: name and the sizes of their dimensions, in the SDK's dimension ids.
     pub counters: Vec<(String, Vec<(u64, u64)>)>,
 }
@@ -184,6 +187,8 @@ impl Scenario {
         let agents = list("agent")
             .iter()
             .map(|a| Agent {
+                name: a["name"].as_str().unwrap().to_owned(),
+                pc_sampling: a.get("pc_sampling").is_some(),
                 counters: (a.get("counter").and_then(|c| c.as_array()).cloned())
                     .unwrap_or_default()
                     .iter()
@@ -205,7 +210,7 @@ impl Scenario {
         let mangled: Vec<String> = (list("kernel").iter())
             .map(|k| k["name"].as_str().unwrap().to_owned())
             .collect();
-        let names = demangle(&mangled);
+        let names = crate::cxxfilt::demangle(&mangled);
         let kernels = (list("kernel").iter().zip(names))
             .map(|(k, name)| Kernel {
                 name,
@@ -249,12 +254,12 @@ impl Scenario {
     }
 
     /// How many times each thread's work repeats in a process.
-    fn repeats(&self) -> u64 {
+    pub fn repeats(&self) -> u64 {
         self.threads * self.iterations
     }
 
     /// The API calls of one iteration, per domain and function.
-    fn calls(&self) -> Vec<(&str, &str, u64)> {
+    pub fn calls(&self) -> Vec<(&str, &str, u64)> {
         let kernels = self.kernels.len() as u64;
         let mut calls = vec![
             ("hip_runtime_api", "hipLaunchKernel", kernels),
@@ -437,19 +442,6 @@ fn glob(pattern: &str, text: &str) -> bool {
             (0..=tail.len()).any(|i| tail.is_char_boundary(i) && glob(rest, &tail[i..]))
         }),
     }
-}
-
-/// Names as `c++filt` demangles them (binutils), in one call.
-pub fn demangle(names: &[String]) -> Vec<String> {
-    let out = Command::new("c++filt")
-        .args(names)
-        .output()
-        .expect("c++filt runs (Debian: binutils)");
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
-    let demangled: Vec<String> = text.lines().map(str::to_owned).collect();
-    assert_eq!(demangled.len(), names.len(), "{text}");
-    demangled
 }
 
 /// The rows of a table of rocflow's record columns (CSV or Parquet), each column as text.
