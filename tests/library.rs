@@ -15,6 +15,7 @@ use rocflow::plan::{Plan, SinkPlan, Writer};
 use rocflow::record::RecordKind;
 use rocflow::sdk::Domain;
 use rocflow::transform::TransformOpPlan;
+use support::truth::{self, Scenario, Tally};
 use support::{csv, pipelines, repo, rocflow, run_on, text};
 
 /// The tracing domains the simulated SDK replays records in (engine/sim/src/workload.rs);
@@ -84,25 +85,14 @@ fn simulated_kinds(plan: &Plan) -> BTreeSet<RecordKind> {
 type Counts = BTreeMap<RecordKind, u64>;
 
 /// The records of each kind the simulated device delivers to `plan` in one process of
-/// `scenario`, from the scenario's own numbers: each thread's iterations are a marker range
-/// around one dispatch of every kernel (a hipLaunchKernel call each), every copy (a
-/// hipMemcpy call each), every allocation (hipMalloc and hipFree calls, an allocate and a
-/// free) and the `[[call]]`s, as its header says; a kernel gives its `pc_samples` where PC
-/// sampling covers its GPU. A record several contexts trace is one record. Counter samples
-/// are left out: their number follows the definitions of the GPU.
-fn implied(scenario: &toml::Value, plan: &Plan) -> Counts {
-    let s = &scenario["scenario"];
-    let int = |v: &toml::Value| v.as_integer().unwrap() as u64;
-    let iterations = int(&s["threads"]) * int(&s["iterations"]);
-    let list = |key: &str| scenario.get(key).and_then(|v| v.as_array()).cloned();
-    let (kernels, copies) = (
-        list("kernel").unwrap_or_default(),
-        list("copy").unwrap_or_default(),
-    );
-    let allocations = list("allocation").map_or(0, |a| a.len() as u64);
+/// `scenario` (see [`Scenario`] for what a process does), a record several contexts trace
+/// once: what the plan's domains and their operations let through, and the PC samples of
+/// the kernels on GPUs that take them and that a context samples. Counter samples are left
+/// out: their number follows the GPU's definitions.
+fn implied(scenario: &Scenario, plan: &Plan) -> Counts {
+    let repeats = scenario.repeats();
     let tracing = || plan.contexts.iter().flat_map(|c| &c.tracing);
     let traces = |domain: Domain| tracing().any(|t| t.domain.plain() == domain);
-    // Whether a call of `function` in `domain` is traced.
     let calls = |domain: Domain, function: &str| {
         let (id, _) = (domain.operations().iter())
             .find(|(_, name)| *name == function)
@@ -112,64 +102,38 @@ fn implied(scenario: &toml::Value, plan: &Plan) -> Counts {
         })
     };
     let mut counts = Counts::new();
-    let mut add = |kind: RecordKind, n: u64| *counts.entry(kind).or_default() += n;
+    let mut add = |kind: RecordKind, n: u64| *counts.entry(kind).or_default() += repeats * n;
     if traces(Domain::KernelDispatch) {
-        add(
-            RecordKind::KernelDispatch,
-            iterations * kernels.len() as u64,
-        );
+        add(RecordKind::KernelDispatch, scenario.kernels.len() as u64);
     }
     if traces(Domain::MemoryCopy) {
-        add(RecordKind::MemoryCopy, iterations * copies.len() as u64);
+        add(RecordKind::MemoryCopy, scenario.copies.len() as u64);
     }
     if traces(Domain::MemoryAllocation) {
-        add(RecordKind::MemoryAllocation, iterations * 2 * allocations);
+        add(RecordKind::MemoryAllocation, 2 * scenario.allocations);
     }
-    let ranges = s.get("marker_ranges").and_then(|v| v.as_bool()) == Some(true);
-    if ranges && calls(Domain::MarkerCoreRangeApi, "roctxThreadRangeA") {
-        add(RecordKind::Marker, iterations);
+    if scenario.marker.is_some() && calls(Domain::MarkerCoreRangeApi, "roctxThreadRangeA") {
+        add(RecordKind::Marker, 1);
     }
-    let hip = Domain::HipRuntimeApi;
-    let mut api = vec![
-        (hip, "hipLaunchKernel", kernels.len() as u64),
-        (hip, "hipMemcpy", copies.len() as u64),
-        (hip, "hipMalloc", allocations),
-        (hip, "hipFree", allocations),
-    ];
-    let others = list("call").unwrap_or_default();
-    for call in &others {
-        let domain = Domain::from_name(call["domain"].as_str().unwrap()).unwrap();
-        let count = call.get("count").map_or(1, int);
-        api.push((domain, call["function"].as_str().unwrap(), count));
-    }
-    for (domain, function, n) in api {
-        if n > 0 && calls(domain, function) {
-            add(RecordKind::Api, iterations * n);
+    for (domain, function, n) in scenario.calls() {
+        if calls(Domain::from_name(domain).unwrap(), function) {
+            add(RecordKind::Api, n);
         }
     }
-    // PC samples of the kernels on the GPUs that can take them that a context samples.
-    let agents = scenario["agent"].as_array().unwrap();
     for context in &plan.contexts {
         let Some(pc) = &context.pc_sampling else {
             continue;
         };
-        let selectors = if pc.agents.is_empty() {
-            &context.agents
-        } else {
-            &pc.agents
+        let selectors = match pc.agents.is_empty() {
+            true => &context.agents,
+            false => &pc.agents,
         };
-        for kernel in &kernels {
-            let index = kernel.get("agent").map_or(0, int);
-            let agent = &agents[index as usize];
-            let gfx = agent["name"].as_str().unwrap();
-            let sampled = agent.get("pc_sampling").is_some()
-                && (selectors.is_empty()
-                    || selectors.iter().any(|s| s.selects_gpu(index as u32, gfx)));
-            if sampled {
-                add(
-                    RecordKind::PcSample,
-                    iterations * kernel.get("pc_samples").map_or(0, int),
-                );
+        for kernel in &scenario.kernels {
+            let agent = &scenario.agents[kernel.agent];
+            let selected = selectors.is_empty()
+                || (selectors.iter()).any(|s| s.selects_gpu(kernel.agent as u32, &agent.name));
+            if agent.pc_sampling && selected {
+                add(RecordKind::PcSample, kernel.pc_samples);
             }
         }
     }
@@ -213,7 +177,7 @@ fn compare(
 struct Run {
     dir: tempfile::TempDir,
     output: Output,
-    scenario: toml::Value,
+    scenario: Scenario,
     /// The processes the application runs as, each of which replays the scenario.
     processes: u64,
 }
@@ -224,7 +188,7 @@ impl Run {
         let dir = tempfile::tempdir().unwrap();
         let device = format!("sim:{}", scenario.display());
         let output = run_on(&device, pipeline.to_str().unwrap(), app, dir.path(), &[]);
-        let scenario = toml::from_str(&std::fs::read_to_string(scenario).unwrap()).unwrap();
+        let scenario = Scenario::read(scenario);
         Run {
             dir,
             output,
@@ -365,15 +329,25 @@ impl Run {
     /// The records of each kind sink `sink` wrote, read back by a reader of its format: the
     /// kinds that format keeps as records (Perfetto keeps allocations as a counter track).
     fn read_back(&self, sink: &SinkPlan) -> Result<Counts, String> {
-        let paths = self.found(&sink.path)?;
+        use RecordKind::*;
+        let every = [KernelDispatch, Api, MemoryCopy, MemoryAllocation, Marker];
         let mut counts = Counts::new();
-        for path in &paths {
+        for path in self.found(&sink.path)? {
             let read = match &sink.writer {
                 Writer::Builtin(format) => match format.kind() {
-                    SinkKind::Rocpd => rocpd_records(path),
-                    SinkKind::Perfetto => perfetto_records(path)?,
-                    SinkKind::Csv if sink.options().get("flavour").is_none() => csv_records(path),
-                    SinkKind::Parquet => parquet_records(path),
+                    SinkKind::Rocpd => {
+                        let mut read = counted(&truth::rocpd(&path), &every);
+                        read.insert(PcSample, pc_samples(&path));
+                        read
+                    }
+                    SinkKind::Perfetto => counted(
+                        &truth::perfetto(&[path]),
+                        &[KernelDispatch, Api, MemoryCopy, Marker],
+                    ),
+                    SinkKind::Csv if sink.options().get("flavour").is_none() => {
+                        counted(&truth::csv_tables(&path).0, &every)
+                    }
+                    SinkKind::Parquet => counted(&truth::parquet_tables(&path).0, &every),
                     other => {
                         let options = sink.options();
                         return Err(format!(
@@ -382,7 +356,7 @@ impl Run {
                     }
                 },
                 Writer::Plugin { plugin, .. } if plugin.name == "openmetrics" => {
-                    openmetrics_records(path)
+                    openmetrics_records(&path)
                 }
                 Writer::Plugin { plugin, .. } => {
                     return Err(format!("no reader here for the outputs of {plugin}"));
@@ -398,27 +372,15 @@ impl Run {
     /// The calls of each kind in the summary a post-step wrote to `path`, as its JSON
     /// file has them.
     fn summary(&self, path: &str) -> Result<Counts, String> {
+        use RecordKind::*;
         let file = self.one(path)?.join("summary.json");
-        let text =
-            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let sections = [
-            ("kernels", RecordKind::KernelDispatch),
-            ("api", RecordKind::Api),
-            ("memory_copies", RecordKind::MemoryCopy),
-            ("memory_allocations", RecordKind::MemoryAllocation),
-            ("markers", RecordKind::Marker),
-        ];
-        Ok(sections
-            .into_iter()
-            .map(|(section, kind)| {
-                let rows = summary[section].as_array().cloned().unwrap_or_default();
-                (
-                    kind,
-                    rows.iter().map(|r| r["calls"].as_u64().unwrap()).sum(),
-                )
-            })
-            .collect())
+        match file.is_file() {
+            true => Ok(counted(
+                &truth::summary(&file),
+                &[KernelDispatch, Api, MemoryCopy, MemoryAllocation, Marker],
+            )),
+            false => Err(format!("no {}", file.display())),
+        }
     }
 
     /// The report at `path` names every kernel the run dispatched in its table of kernels,
@@ -435,10 +397,7 @@ impl Run {
                 false => Err(format!("{} is no whole page", file.display())),
             };
         }
-        let mangled: Vec<String> = (self.scenario["kernel"].as_array().unwrap().iter())
-            .map(|k| k["name"].as_str().unwrap().to_owned())
-            .collect();
-        for name in support::cxxfilt::demangle(&mangled) {
+        for name in self.scenario.kernels.iter().map(|k| &k.name) {
             let escaped = name
                 .replace('&', "&amp;")
                 .replace('<', "&lt;")
@@ -485,113 +444,26 @@ fn records(spool: &serde_json::Value) -> Counts {
         .collect()
 }
 
-/// Rows of the rocpd database at `path`, read through the views AMD's rocpd tools read.
-fn rocpd_records(path: &Path) -> Counts {
-    let db = rusqlite::Connection::open(path).unwrap();
-    let count = |sql: &str| -> u64 {
-        db.query_row(sql, [], |r| r.get::<_, i64>(0))
-            .unwrap_or_else(|e| panic!("{sql}: {e}")) as u64
+/// The records of each of `kinds` a tally of an output counts.
+fn counted(tally: &Tally, kinds: &[RecordKind]) -> Counts {
+    let part = |kind: RecordKind| match kind {
+        RecordKind::KernelDispatch => &tally.kernels,
+        RecordKind::Api => &tally.api,
+        RecordKind::MemoryCopy => &tally.copies,
+        RecordKind::MemoryAllocation => &tally.allocations,
+        RecordKind::Marker => &tally.markers,
+        other => panic!("a tally does not count {other:?}"),
     };
-    Counts::from([
-        (
-            RecordKind::KernelDispatch,
-            count("SELECT count(*) FROM kernels"),
-        ),
-        (
-            RecordKind::Api,
-            count("SELECT count(*) FROM regions WHERE category NOT LIKE 'MARKER%'"),
-        ),
-        (
-            RecordKind::Marker,
-            count("SELECT count(*) FROM regions WHERE category LIKE 'MARKER%'"),
-        ),
-        (
-            RecordKind::MemoryCopy,
-            count("SELECT count(*) FROM memory_copies"),
-        ),
-        (
-            RecordKind::MemoryAllocation,
-            count("SELECT count(*) FROM memory_allocations"),
-        ),
-        (RecordKind::PcSample, count("SELECT count(*) FROM samples")),
-    ])
-}
-
-/// Slices of the Perfetto trace at `path`, decoded with the official schema, by their
-/// category's kind of record.
-fn perfetto_records(path: &Path) -> Result<Counts, String> {
-    let decoded = support::decode_perfetto(&[path.to_path_buf()]).remove(0);
-    let mut counts = Counts::from(
-        [
-            RecordKind::KernelDispatch,
-            RecordKind::Api,
-            RecordKind::Marker,
-            RecordKind::MemoryCopy,
-        ]
-        .map(|kind| (kind, 0)),
-    );
-    for event in decoded["events"].as_array().unwrap() {
-        if event["type"] != "B" {
-            continue;
-        }
-        let category = event["category"].as_str().unwrap();
-        let kind = match category {
-            "kernel_dispatch" => RecordKind::KernelDispatch,
-            "memory_copy" => RecordKind::MemoryCopy,
-            c if c.starts_with("marker") => RecordKind::Marker,
-            c if c.ends_with("_api") => RecordKind::Api,
-            other => {
-                return Err(format!(
-                    "slices of category {other}, which this test cannot count"
-                ));
-            }
-        };
-        *counts.get_mut(&kind).unwrap() += 1;
-    }
-    Ok(counts)
-}
-
-/// Rows of the tables of records (`KIND.csv`) in the CSV directory at `path`; a kind with
-/// no table has none.
-fn csv_records(path: &Path) -> Counts {
-    (RecordKind::ALL.iter())
-        .map(|&kind| {
-            let table = path.join(format!("{}.csv", kind.name()));
-            (
-                kind,
-                if table.exists() {
-                    csv(&table).len() as u64
-                } else {
-                    0
-                },
-            )
-        })
+    (kinds.iter())
+        .map(|&kind| (kind, part(kind).values().sum()))
         .collect()
 }
 
-/// Rows of the tables of records (`KIND/`, partitioned or not) of the Parquet dataset at
-/// `path`, read by DuckDB; a kind with no table has none.
-fn parquet_records(path: &Path) -> Counts {
-    let kinds: Vec<RecordKind> = (RecordKind::ALL.iter().copied())
-        .filter(|kind| path.join(kind.name()).is_dir())
-        .collect();
-    let queries: Vec<String> = (kinds.iter())
-        .map(|kind| {
-            format!(
-                "SELECT count(*) FROM '{}/**/*.parquet'",
-                path.join(kind.name()).display()
-            )
-        })
-        .collect();
-    let results = support::duckdb(
-        path,
-        &queries.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
-    let mut counts: Counts = RecordKind::ALL.iter().map(|&kind| (kind, 0)).collect();
-    for (kind, rows) in kinds.iter().zip(results) {
-        counts.insert(*kind, rows[0][0].as_u64().unwrap());
-    }
-    counts
+/// The PC samples of the rocpd database at `path`, through the view AMD's tools read.
+fn pc_samples(path: &Path) -> u64 {
+    let db = rusqlite::Connection::open(path).unwrap();
+    let count: i64 = (db.query_row("SELECT count(*) FROM samples", [], |r| r.get(0))).unwrap();
+    count as u64
 }
 
 /// The totals of the OpenMetrics file at `path` that count records: dispatches, copies

@@ -512,7 +512,7 @@ pub fn csv_tables(dir: &Path) -> (Tally, Dispatches) {
     })
 }
 
-/// The record tables of rocflow's Parquet sink in `dir`, read by DuckDB.
+/// The record tables of rocflow's Parquet sink in `dir`, partitioned or not, read by DuckDB.
 pub fn parquet_tables(dir: &Path) -> (Tally, Dispatches) {
     let kinds = [
         "kernel_dispatch",
@@ -524,12 +524,12 @@ pub fn parquet_tables(dir: &Path) -> (Tally, Dispatches) {
     ];
     let present: Vec<&str> = kinds.into_iter().filter(|k| dir.join(k).is_dir()).collect();
     let queries: Vec<String> = (present.iter())
-        .map(|k| format!("SELECT * FROM read_parquet('{k}/*.parquet')"))
+        .map(|k| format!("SELECT * FROM read_parquet('{k}/**/*.parquet')"))
         .collect();
     let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
     // DuckDB gives rows without their column names: ask for them once per kind.
     let names: Vec<String> = (present.iter())
-        .map(|k| format!("DESCRIBE SELECT * FROM read_parquet('{k}/*.parquet')"))
+        .map(|k| format!("DESCRIBE SELECT * FROM read_parquet('{k}/**/*.parquet')"))
         .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let rows = duckdb(dir, &queries);
