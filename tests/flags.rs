@@ -322,11 +322,11 @@ fn run_without_a_pipeline_is_a_system_trace_and_flags_change_what_is_collected()
         &out.stderr,
         "no pipeline given: running `trace-all`, a system trace like `rocprofv3 --sys-trace`",
     );
-    let stdout = text(&out.stdout);
+    let report = text(&out.stderr);
     for kind in ["kernel_dispatch", "memory_copy", "api", "marker"] {
         assert!(
-            stdout.contains(&format!("\n  {kind}: ")),
-            "{kind}: {stdout}"
+            report.contains(&format!("\n  {kind}: ")),
+            "{kind}: {report}"
         );
     }
     assert!(

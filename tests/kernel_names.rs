@@ -31,7 +31,8 @@ fn kernels(scenario: &toml::Value) -> (Vec<String>, usize) {
     (names, each as usize)
 }
 
-/// Runs `pipeline` (written as names.toml) on the simulated device with `flags`.
+/// Runs `pipeline` (written as names.toml) on the simulated device with `flags`; returns
+/// rocflow's report of the run (on stderr).
 fn run(dir: &Path, pipeline: &str, flags: &[&str], device: &str) -> String {
     std::fs::write(dir.join("names.toml"), pipeline).unwrap();
     let mut args = vec!["run", "names.toml", "--device", device];
@@ -39,7 +40,7 @@ fn run(dir: &Path, pipeline: &str, flags: &[&str], device: &str) -> String {
     args.extend_from_slice(&["--", "/bin/sleep", "0.1"]);
     let output = rocflow(&args, dir, &[]);
     assert_success(&output);
-    text(&output.stdout)
+    text(&output.stderr)
 }
 
 /// The kernel name of every dispatch in each output, tallied: the CSV table, the Parquet
@@ -113,16 +114,16 @@ fn generated_kernels_are_named_as_cxxfilt_names_them() {
 #[test]
 fn every_output_names_kernels_demangled_and_keeps_the_mangled_name() {
     let dir = tempfile::tempdir().unwrap();
-    let stdout = run(dir.path(), &every_output(), &[], "sim");
+    let printed = run(dir.path(), &every_output(), &[], "sim");
     let (mangled, each) = kernels(&scenario());
     let demangled = demangle(&mangled);
     assert_ne!(demangled, mangled);
     assert_named(dir.path(), &demangled, each);
     let out = dir.path().join("rocflow-out");
-    // The terminal's top kernels and the report.
+    // The terminal's kernels and the report.
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     for name in &demangled {
-        assert!(stdout.contains(name.as_str()), "{name} in:\n{stdout}");
+        assert!(printed.contains(name.as_str()), "{name} in:\n{printed}");
         assert!(report.contains(&html(name)), "{name} in the report");
     }
     // The scenario's ranges are named: every marker output and the report's markers say so.

@@ -203,10 +203,10 @@ impl Run {
 
     /// `rocflow inspect --json` of the run's spool, which the run names.
     fn spool(&self) -> serde_json::Value {
-        let stdout = text(&self.output.stdout);
-        let spool = (stdout.lines())
+        let report = text(&self.output.stderr);
+        let spool = (report.lines())
             .find_map(|l| l.trim().strip_prefix("spool: "))
-            .unwrap_or_else(|| panic!("the run names no spool: {stdout}"));
+            .unwrap_or_else(|| panic!("the run names no spool: {report}"));
         let out = rocflow(&["inspect", "--json", spool], self.dir.path(), &[]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         serde_json::from_slice(&out.stdout).unwrap()

@@ -178,7 +178,7 @@ fn the_passes_merge_into_one_run_with_the_generators_values() {
     let dir = setup("");
     let output = run(dir.path(), &["/bin/sleep", "0.1"]);
     assert_success(&output);
-    assert_says(&output.stdout, "3 passes, merged into one run");
+    assert_says(&output.stderr, "3 passes, merged into one run");
     assert!(
         !text(&output.stderr).contains("warning"),
         "{}",
@@ -305,7 +305,10 @@ fn a_failing_pass_stops_the_run_with_its_number() {
         &["/bin/sh", "-c", "[ ! -e ran ] || exit 3; touch ran"],
     );
     assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
-    assert_says(&output.stdout, "pass 2 of 3 failed; the run stops there");
+    assert_says(
+        &output.stderr,
+        "warning: pass 2 of 3 failed; the run stops there",
+    );
 }
 
 #[test]

@@ -164,7 +164,7 @@ options = {{ labels = {{ job = "test" }} }}
     }
 
     // The sink plugin's file holds the run's kernels, copies and calls, as the CSV does.
-    let stdout = text(&output.stdout);
+    let report = text(&output.stderr);
     let prom = std::fs::read_dir(dir.path().join("metrics"))
         .unwrap()
         .next()
@@ -172,7 +172,7 @@ options = {{ labels = {{ job = "test" }} }}
         .unwrap()
         .path();
     let file = prom.file_name().unwrap().to_str().unwrap();
-    assert_says(&stdout, &format!("\n    metrics/{file}\n"));
+    assert_says(&report, &format!("\n    metrics/{file}\n"));
     let families = openmetrics(&std::fs::read_to_string(&prom).unwrap());
     let mut expected: BTreeMap<(String, String), (f64, f64)> = BTreeMap::new();
     for row in &kernels {
@@ -643,10 +643,10 @@ path = "probe.txt"
         .filter(|name| name != "p.toml" && name != "rocflow-out")
         .collect();
     entries.sort();
-    assert_eq!(entries, ["out", "probe.txt"], "{}", text(&output.stdout));
+    assert_eq!(entries, ["out", "probe.txt"], "{}", text(&output.stderr));
     let written = std::fs::read_to_string(dir.path().join("probe.txt")).unwrap();
     assert_says(&written, "kernel_dispatch ");
-    assert_says(&output.stdout, "    probe.txt\n");
+    assert_says(&output.stderr, "    probe.txt\n");
 }
 
 /// A sink slower than the application does not hold it back: past what the runner keeps

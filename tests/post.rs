@@ -173,13 +173,14 @@ fn replay_runs_the_summary_post_step_after_the_sinks() {
         .max_by(|a, b| a.1.iter().sum::<f64>().total_cmp(&b.1.iter().sum::<f64>()))
         .unwrap()
         .0;
-    assert_says(&out.stdout, "top kernels by GPU time");
+    assert_says(&out.stdout, "kernels by GPU time");
     assert_says(&stdout, busiest.as_str());
     // Three kernels, as the step asks.
     let shown = stdout
         .lines()
-        .skip_while(|l| !l.contains("top kernels"))
+        .skip_while(|l| !l.starts_with("kernels by GPU time"))
         .skip(2)
+        .take_while(|l| !l.is_empty())
         .count();
     assert_eq!(shown, 3, "{stdout}");
 
@@ -687,4 +688,141 @@ fn summary_and_diff_read_rocpd_databases_too() {
         &[],
     );
     assert_success(&out);
+}
+
+/// A terminal table of `rocflow summary`: its title, its header's columns and its rows'
+/// cells (columns are two spaces or more apart; names hold single spaces at most).
+struct Printed {
+    title: String,
+    columns: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+fn printed(stdout: &str) -> Vec<Printed> {
+    let cells = |line: &str| -> Vec<String> {
+        (line.trim().split("  "))
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    (stdout.split("\n\n"))
+        .map(|table| {
+            let mut lines = table.lines();
+            let title = lines.next().unwrap().to_owned();
+            let columns = cells(lines.next().expect("a header"));
+            Printed {
+                title,
+                columns,
+                rows: lines.map(cells).collect(),
+            }
+        })
+        .collect()
+}
+
+/// The terminal summary shows every table that has rows, as the summary's JSON has them,
+/// with the grouping columns asked for: two processes that each ran the simulated
+/// scenario are each a row of each kernel and of the marker range, called `threads ×
+/// iterations` times in each.
+#[test]
+fn the_terminal_summary_shows_every_table_with_its_grouping_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = support::sim_app();
+    let fork = [app.to_str().unwrap(), "fork", "1"];
+    assert_success(&support::run_on("sim", "trace-all", &fork, dir.path(), &[]));
+    let summary = |args: &[&str]| {
+        let out = rocflow(
+            &[&["summary", "rocflow-out"], args].concat(),
+            dir.path(),
+            &[],
+        );
+        assert_success(&out);
+        text(&out.stdout)
+    };
+    let json = summary(&["--by", "process", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let terminal = summary(&["--by", "process", "--top", "1000"]);
+    let tables = printed(&terminal);
+
+    let with_rows: Vec<(&String, &Vec<serde_json::Value>)> = (json.as_object().unwrap().iter())
+        .map(|(name, rows)| (name, rows.as_array().unwrap()))
+        .filter(|(_, rows)| !rows.is_empty())
+        .collect();
+    let names: Vec<&str> = with_rows.iter().map(|(n, _)| n.as_str()).collect();
+    for wanted in [
+        "kernels",
+        "api",
+        "memory_copies",
+        "memory_allocations",
+        "markers",
+    ] {
+        assert!(names.contains(&wanted), "{wanted} in {names:?}");
+    }
+    assert_eq!(tables.len(), with_rows.len(), "{names:?} in:\n{terminal}");
+    for ((name, rows), table) in with_rows.iter().zip(&tables) {
+        let keys: Vec<String> = rows[0]
+            .as_object()
+            .unwrap()
+            .iter()
+            .take_while(|(column, _)| !["calls", "dispatches"].contains(&column.as_str()))
+            .map(|(column, _)| column.clone())
+            .collect();
+        assert_eq!(keys[0], "process", "{name}");
+        assert!(
+            table.columns.ends_with(&keys),
+            "{name}: {:?}, {keys:?}",
+            table.columns
+        );
+        assert_eq!(table.rows.len(), rows.len(), "{}:\n{terminal}", table.title);
+        let first_key = table.columns.len() - keys.len();
+        for (printed, row) in table.rows.iter().zip(rows.iter()) {
+            let shown: Vec<&str> = keys.iter().map(|k| row[k].as_str().unwrap()).collect();
+            assert_eq!(printed[first_key..], shown, "{}", table.title);
+            assert_eq!(printed[0], row["calls"].to_string(), "{}", table.title);
+        }
+    }
+
+    // The truth, from the scenario: each process ran each kernel and the marker range
+    // `threads × iterations` times.
+    let scenario: toml::Value = toml::from_str(
+        &std::fs::read_to_string(support::repo().join("examples/sim/mi300x.toml")).unwrap(),
+    )
+    .unwrap();
+    let s = &scenario["scenario"];
+    let each = s["threads"].as_integer().unwrap() * s["iterations"].as_integer().unwrap();
+    let kernels = scenario["kernel"].as_array().unwrap().len();
+    let table = |title: &str| tables.iter().find(|t| t.title.starts_with(title)).unwrap();
+    let (dispatches, ranges) = (table("kernels by GPU time"), table("marker ranges"));
+    assert_eq!(dispatches.rows.len(), 2 * kernels, "{terminal}");
+    let processes: BTreeSet<&str> = dispatches.rows.iter().map(|r| r[4].as_str()).collect();
+    assert_eq!(processes.len(), 2, "{terminal}");
+    for row in dispatches.rows.iter().chain(&ranges.rows) {
+        assert_eq!(row[0], each.to_string(), "{terminal}");
+    }
+    let message = s["marker_message"].as_str().unwrap();
+    assert_eq!(ranges.rows.len(), 2, "{terminal}");
+    assert!(ranges.rows.iter().all(|r| r[5] == message), "{terminal}");
+
+    // Without a breakdown, no process column; with fewer rows asked, the title says so.
+    let whole = printed(&summary(&["--top", "2"]));
+    assert_eq!(whole.len(), tables.len());
+    let api = whole
+        .iter()
+        .find(|t| t.title.starts_with("API calls"))
+        .unwrap();
+    assert!(
+        !api.columns.contains(&"process".to_owned()),
+        "{:?}",
+        api.columns
+    );
+    let api_rows = with_rows.iter().find(|(n, _)| *n == "api").unwrap().1;
+    let functions = (api_rows.iter())
+        .map(|r| (r["domain"].as_str(), r["function"].as_str()))
+        .collect::<BTreeSet<_>>()
+        .len();
+    assert_eq!(
+        api.title,
+        format!("API calls by time (top 2 of {functions})")
+    );
+    assert_eq!(api.rows.len(), 2);
 }

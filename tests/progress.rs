@@ -72,11 +72,11 @@ fn a_run_says_how_it_went_in_a_few_plain_lines_when_stderr_is_not_a_terminal() {
         lines[3].starts_with("progress: post-step `stats` done in "),
         "{lines:#?}"
     );
-    // What each sink wrote is what stdout lists, and together what arrived.
+    // What each sink wrote is what the report lists, and together what arrived.
     let csv = records_in(&lines, "progress: sink `csv`: ");
     let trace = records_in(&lines, "progress: sink `trace`: ");
     assert_eq!((csv, trace), (received, received));
-    assert_says(&output.stdout, &format!("  csv: {csv} records"));
+    assert_says(&output.stderr, &format!("  csv: {csv} records"));
     // No bar's control sequences reach a file.
     assert!(
         !text(&output.stderr).contains('\u{1b}'),
@@ -85,12 +85,37 @@ fn a_run_says_how_it_went_in_a_few_plain_lines_when_stderr_is_not_a_terminal() {
     );
 }
 
+/// Stdout is the application's: rocflow's report of a run (what it collected and wrote,
+/// the summary's tables) is on stderr, as rocprofv3's is.
 #[test]
-fn quiet_runs_and_replays_show_no_progress() {
+fn a_runs_report_is_on_stderr_and_stdout_is_the_applications() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), PIPELINE).unwrap();
+    let line = "the application's own line";
+    let output = run_on("sim", "p.toml", &["/bin/echo", line], dir.path(), &[]);
+    assert_success(&output);
+    assert_eq!(text(&output.stdout), format!("{line}\n"));
+    support::assert_says_each(
+        &output.stderr,
+        &[
+            "/bin/echo exited with 0\n",
+            " records from 1 process in ",
+            "  csv: ",
+            "    out/stats/kernels.csv\n",
+            "kernels by GPU time\n",
+        ],
+    );
+}
+
+/// `--quiet` leaves warnings and errors alone on stderr: no progress, no notes, no report;
+/// the outputs are written all the same.
+#[test]
+fn quiet_runs_and_replays_print_only_problems() {
     let (output, dir) = run(&["--quiet"]);
     assert_success(&output);
-    assert_eq!(progress(&output), Vec::<String>::new());
-    assert_says(&output.stdout, "  csv: ");
+    assert_eq!(text(&output.stderr), "");
+    assert_eq!(text(&output.stdout), "");
+    assert!(dir.path().join("out/stats/kernels.csv").is_file());
 
     // A replay says it read the records, and is quiet when asked.
     let spool = "rocflow-out/last.rfraw";
@@ -99,9 +124,32 @@ fn quiet_runs_and_replays_show_no_progress() {
     let lines = progress(&replay);
     assert!(records_in(&lines, "progress: read ") > 0, "{lines:#?}");
     assert_eq!(lines.len(), 4, "{lines:#?}");
+    assert_says(&replay.stdout, "  csv: ");
     let quiet = rocflow(&["replay", spool, "p.toml", "-q"], dir.path(), &[]);
     assert_success(&quiet);
-    assert_eq!(progress(&quiet), Vec::<String>::new());
+    assert_eq!(text(&quiet.stderr), "");
+    assert_eq!(text(&quiet.stdout), "");
+
+    // Without a pipeline, a note says which one runs, unless quiet; a warning shows still.
+    let app = sim_app();
+    let crash = [app.to_str().unwrap(), "crash"];
+    let run = |quiet: &[&str]| {
+        let args = [&["run", "--device", "sim"], quiet, &["--"], &crash[..]].concat();
+        let output = rocflow(&args, dir.path(), &[]);
+        assert_eq!(output.status.code(), Some(128 + 11));
+        text(&output.stderr)
+    };
+    let said = run(&[]);
+    let told = [
+        "note: no pipeline given",
+        " records from 1 process in ",
+        "progress: ",
+    ];
+    support::assert_says_each(&said, &told);
+    let warning = said.lines().find(|l| l.contains("killed by signal 11"));
+    let warning = warning.unwrap_or_else(|| panic!("{said}"));
+    assert!(warning.starts_with("warning: "), "{warning}");
+    assert_eq!(run(&["-q"]), format!("{warning}\n"));
 }
 
 #[test]
@@ -115,7 +163,7 @@ fn a_run_that_nothing_connects_to_fails_and_writes_no_outputs() {
         &output.stderr,
         "error: no process connected, nothing was profiled and no outputs were written: the simulated SDK did not load the tool into `/sbin/ldconfig` (a statically linked or setuid program ignores LD_PRELOAD)",
     );
-    assert_says(&output.stdout, "/sbin/ldconfig exited with 0");
+    assert_says(&output.stderr, "/sbin/ldconfig exited with 0");
     assert!(!dir.path().join("out").exists(), "no empty outputs");
     let lines = progress(&output);
     assert!(
@@ -186,7 +234,7 @@ fn a_forked_run_writes_a_file_per_process_where_the_path_names_the_pid() {
         &[],
     );
     assert_success(&output);
-    assert_says(&output.stdout, "from 4 processes");
+    assert_says(&output.stderr, "from 4 processes");
     let out = dir.path().join("out");
 
     // The path without a placeholder holds every process; each `{pid}` one holds its own.

@@ -262,7 +262,7 @@ fn a_second_interrupt_keeps_the_whole_spool() {
     let (output, dir) = stop_lingering(&[libc::SIGINT, libc::SIGINT]);
     assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
     // The sinks and the spool hold the same records.
-    let (sunk, spool) = (text(&output.stdout), inspect(dir.path(), "out"));
+    let (sunk, spool) = (text(&output.stderr), inspect(dir.path(), "out"));
     assert!(
         sunk.contains(&format!("tables: {} records", kernel_records(&spool))),
         "{sunk}\n{spool}"
@@ -293,7 +293,7 @@ fn sigterm_during(post: &str, started: impl Fn(&Path, &Run) -> bool) {
         "post-step `slow`: not finished: rocflow was asked to stop",
     );
     // The sinks finished before the signal, the spool long before.
-    assert_says(&output.stdout, "tables: ");
+    assert_says(&output.stderr, "tables: ");
     assert_eq!(inspect(dir.path(), "out")["complete"], true);
 }
 

@@ -30,12 +30,12 @@ impl Run {
         let dir = tempfile::tempdir().unwrap();
         let output = run_on(device, pipeline.to_str().unwrap(), app, dir.path(), &[]);
         assert_success(&output);
-        let stdout = text(&output.stdout);
-        let spool = stdout
+        let report = text(&output.stderr);
+        let spool = report
             .lines()
             .find_map(|l| l.trim().strip_prefix("spool: "));
         let input = spool
-            .unwrap_or_else(|| panic!("the run names no spool: {stdout}"))
+            .unwrap_or_else(|| panic!("the run names no spool: {report}"))
             .to_owned();
         Run {
             dir,

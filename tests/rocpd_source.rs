@@ -11,6 +11,7 @@ use rocflow::record::{ApiArgs, Batch, RecordKind};
 use rocflow::sdk::{AgentType, Domain};
 use rocflow::source::{Rocpd, Source};
 use rocflow::wire::Payload;
+use support::scenario::{expected, scenario_with};
 use support::{COORDINATES, assert_says, assert_success, csv, rocflow, rocprofv3_db, text};
 
 /// Everything a source gave: the catalog, the batches per kind and the arguments.
@@ -695,6 +696,65 @@ path = "db/{pid}.db"
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no marker range named `no such range`"));
+}
+
+/// A live run's marker records carry no message (the SDK buffers none; the tool takes it
+/// from the marker API's callbacks and sends it ahead of them): a window on a ROCTx range
+/// finds it in the run's spool as in its database, and holds one iteration of the
+/// scenario's one thread, no more, no less.
+#[test]
+fn a_marker_window_finds_the_ranges_of_a_live_run_in_its_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let one_thread = [("threads", 1), ("iterations", 20)];
+    let (scenario, _) = scenario_with(d, "one-thread.toml", &one_thread);
+    let (iteration, _) = scenario_with(d, "once.toml", &[("threads", 1), ("iterations", 1)]);
+    let pipeline = concat!(
+        support::traced_pipeline!(
+            "ranges",
+            "trace",
+            r#"["kernel_dispatch", "hip_runtime_api", "hsa_core_api", "memory_copy", "memory_allocation", "marker_core_range_api"]"#
+        ),
+        support::sink!("db", "rocpd", "db/run.db"),
+    );
+    std::fs::write(d.join("p.toml"), pipeline).unwrap();
+    let args = [
+        "run",
+        "p.toml",
+        "--device",
+        "sim:one-thread.toml",
+        "--spool",
+        "run.rfraw",
+    ];
+    assert_success(&rocflow(
+        &[&args[..], &["--", "/bin/sleep", "0"]].concat(),
+        d,
+        &[],
+    ));
+    let name = scenario["scenario"]["marker_message"].as_str().unwrap();
+    let within = serde_json::to_value(expected(&iteration)).unwrap();
+    assert_eq!(
+        inspect(&["run.rfraw"], d)["records"],
+        serde_json::to_value(expected(&scenario)).unwrap()
+    );
+    for input in ["run.rfraw", "db"] {
+        let records = inspect(&[input, "--window-marker", name], d)["records"].clone();
+        assert_eq!(records, within, "{input}");
+    }
+    let summary = |input: &str| {
+        let args = [
+            "summary",
+            input,
+            "--format",
+            "json",
+            "--window-marker",
+            name,
+        ];
+        let out = rocflow(&args, d, &[]);
+        assert_success(&out);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(summary("run.rfraw"), summary("db"));
 }
 
 /// A spool with records of every kind, their metadata and API arguments, as the runner

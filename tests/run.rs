@@ -3,67 +3,14 @@
 //! counts checked against what the scenario file says each process does.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
+use support::scenario::{default_scenario, expected, scenario_with};
 use support::{
     assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, sim_scenarios, text,
     with_file, write_file,
 };
-
-fn default_scenario() -> toml::Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
-    toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// The default scenario with each of `settings` of its `[scenario]` table set, written
-/// to `name` in `dir`: the scenario and its file.
-fn scenario_with(dir: &Path, name: &str, settings: &[(&str, i64)]) -> (toml::Value, PathBuf) {
-    let mut scenario = default_scenario();
-    let table = scenario["scenario"].as_table_mut().unwrap();
-    for (key, value) in settings {
-        table.insert((*key).into(), toml::Value::Integer(*value));
-    }
-    let path = write_file(dir, name, &toml::to_string(&scenario).unwrap());
-    (scenario, path)
-}
-
-/// Records of each kind one process delivers, from the scenario file's own numbers.
-fn expected(scenario: &toml::Value) -> BTreeMap<String, u64> {
-    let s = &scenario["scenario"];
-    let iterations =
-        (s["threads"].as_integer().unwrap() * s["iterations"].as_integer().unwrap()) as u64;
-    let len = |key: &str| {
-        scenario
-            .get(key)
-            .and_then(|v| v.as_array())
-            .map_or(0, |a| a.len()) as u64
-    };
-    let (kernels, copies, allocations) = (len("kernel"), len("copy"), len("allocation"));
-    let calls: u64 = scenario
-        .get("call")
-        .and_then(|v| v.as_array())
-        .map_or(0, |calls| {
-            calls
-                .iter()
-                .map(|c| c.get("count").and_then(|n| n.as_integer()).unwrap_or(1) as u64)
-                .sum()
-        });
-    let mut counts = BTreeMap::new();
-    counts.insert("kernel_dispatch".into(), iterations * kernels);
-    counts.insert(
-        "api".into(),
-        iterations * (kernels + copies + 2 * allocations + calls),
-    );
-    counts.insert("memory_copy".into(), iterations * copies);
-    counts.insert("memory_allocation".into(), iterations * 2 * allocations);
-    if s.get("marker_ranges").and_then(|v| v.as_bool()) == Some(true) {
-        counts.insert("marker".into(), iterations);
-    }
-    // A kind with no records has no table.
-    counts.retain(|_, n| *n > 0);
-    counts
-}
 
 const TRACE: &str = concat!(
     support::traced_pipeline!(
@@ -179,7 +126,7 @@ fn sleep_receives_the_whole_scenario_with_kernel_names() {
     let declared: std::collections::BTreeSet<String> =
         support::cxxfilt::demangle(&mangled).into_iter().collect();
     assert_eq!(names, declared);
-    assert_says(&output.stdout, "/bin/sleep exited with 0");
+    assert_says(&output.stderr, "/bin/sleep exited with 0");
     // The spool holds the same run: replaying it gives the same counts.
     let inspect = text(&rocflow(&["inspect", "rocflow-out/last.rfraw"], dir.path(), &[]).stdout);
     let spooled = inspect
@@ -209,7 +156,7 @@ fn each_forked_child_streams_the_scenario_of_its_own() {
             assert_eq!(lines.len() as u64, want[kind], "{kind} of process {pid}");
         }
     }
-    assert_says(&output.stdout, "from 4 processes");
+    assert_says(&output.stderr, "from 4 processes");
 }
 
 #[test]
@@ -219,7 +166,7 @@ fn programs_a_shell_starts_are_one_stream_each() {
     let script = "/bin/sleep 0.2 & /bin/sleep 0.2; wait";
     let (output, rows, dir) = run("", "sim", &["/bin/sh", "-c", script]);
     assert_success(&output);
-    assert_says(&output.stdout, "from 3 processes");
+    assert_says(&output.stderr, "from 3 processes");
     let inspect = rocflow(
         &["inspect", "--json", "rocflow-out/last.rfraw"],
         dir.path(),
@@ -273,7 +220,8 @@ fn a_crash_keeps_everything_sent_and_passes_the_signal_on() {
         text(&output.stderr)
     );
     assert_eq!(totals(&rows), expected(&default_scenario()));
-    assert_says(&output.stdout, "killed by signal 11");
+    assert_says(&output.stderr, "warning: ");
+    assert_says(&output.stderr, "killed by signal 11");
 }
 
 #[test]
@@ -384,6 +332,99 @@ fn counters_for_gpus_the_node_lacks_say_so() {
     );
 }
 
+/// The simulated device has its scenario's counters and no others: a name none of its
+/// GPUs has is a mistake, refused before anything runs, as a definitions file's would be.
+#[test]
+fn a_counter_the_simulated_device_lacks_stops_the_run_before_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["run", "kernel-trace", "--device", "sim", "--pmc", "SQ_WAVE"];
+    let output = rocflow(
+        &[&args[..], &["--", "/bin/sleep", "0.1"]].concat(),
+        dir.path(),
+        &[],
+    );
+    assert_fails(
+        &output,
+        2,
+        &[
+            "error: unknown counter `SQ_WAVE`: the simulated device has none of that name",
+            "--> command line:1:7",
+            "did you mean `SQ_WAVES`?",
+        ],
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "nothing is written: {left:?}");
+
+    // `validate --device` checks as the run would; a counter of another GPU of the node
+    // says which has it.
+    let pipeline = "[pipeline]\nextends = [\"kernel-trace\"]\n[[context]]\nname = \"kernels\"\n\
+                    agents = [\"gfx90a\"]\n[context.counters]\n\
+                    collect = [\"SQ_WAVES\", \"SQ_INSTS_VALU\"]\n";
+    write_file(dir.path(), "p.toml", pipeline);
+    let validated = rocflow(&["validate", "p.toml", "--device", "sim"], dir.path(), &[]);
+    assert_fails(
+        &validated,
+        2,
+        &[
+            "error: `SQ_INSTS_VALU` is not a counter of the selected GPUs (gfx90a)",
+            "--> p.toml:7:24",
+            "gfx942 of the simulated device has it",
+        ],
+    );
+    let w7900 = support::repo().join("examples/sim/w7900.toml");
+    let device = format!("sim:{}", w7900.display());
+    let pipeline = pipeline.replace("\"gfx90a\"", "\"gpu\"");
+    write_file(
+        dir.path(),
+        "p.toml",
+        &pipeline.replace("SQ_INSTS_VALU", "TCC_HIT"),
+    );
+    let validated = rocflow(
+        &["validate", "p.toml", "--device", &device],
+        dir.path(),
+        &[],
+    );
+    let stderr = assert_fails(&validated, 2, &["error: unknown counter `TCC_HIT`"]);
+    assert!(!stderr.contains("`SQ_WAVES`"), "the W7900 has it: {stderr}");
+}
+
+/// Counters that gave no value in a run are named at its end: those no GPU offered (here
+/// defined in the definitions given, which the simulated GPUs lack), and those of kernels
+/// the filter left out.
+#[test]
+fn counters_without_a_value_are_named_when_the_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = support::counters::shared(support::counters::STANDARD);
+    let args = ["run", "kernel-trace", "--device", "sim", "--counters"];
+    let pmc = ["--pmc", "GRBM_COUNT", "SQ_WAVES", "--", "/bin/sleep", "0.1"];
+    let output = rocflow(
+        &[&args[..], &[defs.to_str().unwrap()], &pmc].concat(),
+        dir.path(),
+        &[],
+    );
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    assert_says(
+        &stderr,
+        "warning: counter `GRBM_COUNT` gave no value: no GPU the run profiled offers it",
+    );
+    assert!(!stderr.contains("`SQ_WAVES` gave"), "{stderr}");
+
+    let extra = "[context.counters]\ncollect = [\"SQ_WAVES\", \"GRBM_GUI_ACTIVE\"]\n\
+                 kernels = { include = \"no_such_kernel\" }\n";
+    let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    assert_says(
+        &output.stderr,
+        "warning: counters `SQ_WAVES`, `GRBM_GUI_ACTIVE` gave no value: no dispatch was counted",
+    );
+    assert_eq!(
+        totals(&rows)["kernel_dispatch"],
+        600,
+        "the rest is collected"
+    );
+}
+
 #[test]
 fn pc_sampling_turns_on_amds_beta_and_delivers_host_trap_samples() {
     // The simulated SDK, like the real one, samples only with AMD's beta on: rocflow
@@ -431,18 +472,24 @@ fn a_tool_both_preloaded_and_force_configured_is_configured_once() {
     let (output, rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "force"]);
     assert_success(&output);
     assert_says(&output.stdout, "rocprofiler_force_configure: 16");
-    assert_says(&output.stdout, "1 process in");
+    assert_says(&output.stderr, "1 process in");
     assert_eq!(rows["kernel_dispatch"].len(), 1, "one stream");
+}
+
+/// A context of its own sampling PCs as `configuration` says, beside the one that traces:
+/// a configuration the SDK refuses leaves it without records, and the run with the rest.
+fn pc_context(configuration: &str) -> String {
+    format!("[[context]]\nname = \"pc\"\npc_sampling = {configuration}\n")
 }
 
 #[test]
 fn pc_sampling_stays_off_when_the_user_turns_amds_beta_off() {
     // A site that forbids the beta (AMD warns that it can hang the machine) keeps it off.
-    let extra = r#"pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }"#;
+    let extra = pc_context(r#"{ method = "host_trap", unit = "time", interval = 1000 }"#);
     let off = (rocflow::sdk::PC_SAMPLING_BETA, Path::new("off"));
     without(
         "pc_sample",
-        extra,
+        &extra,
         &[off],
         "PC sampling on gfx942 is a beta of rocprofiler-sdk, off with ROCPROFILER_PC_SAMPLING_BETA_ENABLED=off (`rocflow run` turns it on unless it is set)",
     );
@@ -450,10 +497,10 @@ fn pc_sampling_stays_off_when_the_user_turns_amds_beta_off() {
 
 #[test]
 fn an_unsupported_pc_sampling_configuration_is_explained() {
-    let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
+    let extra = pc_context(r#"{ method = "stochastic", unit = "cycles", interval = 1024 }"#);
     without(
         "pc_sample",
-        extra,
+        &extra,
         &[],
         "PC sampling Stochastic in Cycles is not supported on gfx942 (agent 1)",
     );
@@ -480,6 +527,88 @@ fn roctx_pause_and_resume_stop_and_start_collection() {
         20 * 3,
         "iterations 10 to 19 are paused"
     );
+}
+
+/// A scenario paced over two seconds (one thread, an iteration every 50 ms), traced in
+/// two collection periods whose edges fall halfway between iterations: the dispatches
+/// collected are those of the iterations scheduled inside a period, give or take the one
+/// at each edge that real timers may let in or keep out.
+#[test]
+fn a_paced_scenario_delivers_the_work_inside_its_collection_periods() {
+    let dir = tempfile::tempdir().unwrap();
+    let (iterations, duration_ms) = (40, 2000);
+    let settings = [
+        ("threads", 1),
+        ("iterations", iterations),
+        ("duration_ms", duration_ms),
+    ];
+    let (scenario, path) = scenario_with(dir.path(), "paced.toml", &settings);
+    let every_ms = (duration_ms / iterations) as u64;
+    let (delay, duration, interval) = (525u64, 300, 400);
+    let extra = format!(
+        "period = {{ delay = \"{delay}ms\", duration = \"{duration}ms\", interval = \"{interval}ms\", repeat = 1 }}"
+    );
+    let device = format!("sim:{}", path.display());
+    let (output, rows, _run) = run(&extra, &device, &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+
+    let kernels = scenario["kernel"].as_array().unwrap().len() as u64;
+    // One thread: dispatch n (from 1) is one of iteration (n - 1) / kernels.
+    let mut per_iteration: BTreeMap<u64, u64> = BTreeMap::new();
+    for line in rows["kernel_dispatch"].values().flatten() {
+        let dispatch: u64 = line.split(',').nth(4).unwrap().parse().unwrap();
+        *per_iteration.entry((dispatch - 1) / kernels).or_default() += 1;
+    }
+    let second = delay + duration + interval;
+    let mut near = std::collections::BTreeSet::new();
+    for (start, end) in [(delay, delay + duration), (second, second + duration)] {
+        // The iterations scheduled in [start, end).
+        let inside = start.div_ceil(every_ms)..end.div_ceil(every_ms);
+        for i in inside.start + 1..inside.end - 1 {
+            assert_eq!(
+                per_iteration.get(&i),
+                Some(&kernels),
+                "iteration {i} of {inside:?} is collected whole: {per_iteration:?}"
+            );
+        }
+        near.extend(inside.start - 1..inside.end + 1);
+    }
+    let outside: Vec<&u64> = (per_iteration.keys())
+        .filter(|i| !near.contains(i))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "iterations {outside:?} are outside the periods: {per_iteration:?}"
+    );
+}
+
+/// The issue's run: the simulated device's work is done long before a collection period
+/// two seconds in. The run says it collected nothing and why, fails, and claims no cost
+/// per record.
+#[test]
+fn a_run_that_collects_nothing_fails_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["run", "kernel-trace", "--device", "sim", "-P", "2000:100:0"];
+    let unit = [
+        "--collection-period-unit",
+        "msec",
+        "--",
+        "/bin/sleep",
+        "0.1",
+    ];
+    let output = rocflow(&[&args[..], &unit].concat(), dir.path(), &[]);
+    assert_fails(
+        &output,
+        1,
+        &[
+            "error: no records were collected: context `kernels` starts at initialization, after 2s, collects for 100ms",
+            "unless `duration_ms` in the scenario spreads it over time",
+        ],
+    );
+    // Wherever rocflow writes its report of the run.
+    let said = text(&output.stdout) + &text(&output.stderr);
+    assert_says(&said, "0 records from 1 process");
+    assert!(!said.contains("ns/record"), "{said}");
 }
 
 #[test]
@@ -643,8 +772,8 @@ fn a_wrong_scenario_is_a_user_error_before_anything_starts() {
 /// The tool's messages number an agent as `inspect` and the report do: the CPU comes first.
 #[test]
 fn the_tools_messages_number_agents_as_inspect_does() {
-    let extra = r#"pc_sampling = { method = "stochastic", unit = "cycles", interval = 1024 }"#;
-    let (output, _, dir) = run(extra, "sim", &["/bin/sleep", "0.1"]);
+    let extra = pc_context(r#"{ method = "stochastic", unit = "cycles", interval = 1024 }"#);
+    let (output, _, dir) = run(&extra, "sim", &["/bin/sleep", "0.1"]);
     assert_success(&output);
     let inspect = rocflow(
         &["inspect", "--json", "rocflow-out/last.rfraw"],

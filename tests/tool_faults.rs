@@ -147,10 +147,13 @@ fn a_panic_in_the_signal_handler_leaves_the_application_its_own_death() {
 fn with_amds_sdk_a_panicking_callback_leaves_the_program_its_exit_code() {
     let kit = support::kit::Kit::get();
     let markers = support::RoctxMarkers::build(kit);
-    // A message callback mid-program, and the one delivery, at finalize.
+    // A message callback mid-program, and the one delivery, at finalize. Either way the
+    // tool is off before the delivery: the run has no records and fails for that, while
+    // the program ends as it would have.
     for (fault, callback) in [("on_marker@3", "on_marker"), ("on_buffer", "on_buffer")] {
         let run = markers.run(kit, &[("ROCFLOW_TOOL_PANIC", fault)]);
-        assert_eq!(run.output.status.code(), Some(0), "{}", run.printed());
+        assert!(run.collected_nothing(), "{}", run.printed());
+        support::assert_says(run.printed(), "exited with 0");
         assert_one_report(&run.stderr(), callback);
         assert_eq!(run.inspect()["complete"], true, "{}", run.printed());
     }

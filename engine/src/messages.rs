@@ -15,6 +15,9 @@ use crate::diag::{Diagnostic, Severity};
 /// Set by the first error message.
 static ERRORED: AtomicBool = AtomicBool::new(false);
 
+/// Set by `--quiet`: notes are not written (see [`quiet`]).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
 /// How much a message matters, and how it is labelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -81,6 +84,9 @@ pub fn emit(message: &Message) {
     if message.level == Level::Error {
         ERRORED.store(true, Ordering::Relaxed);
     }
+    if message.level == Level::Note && QUIET.load(Ordering::Relaxed) {
+        return;
+    }
     // Nowhere is left to report a stderr that cannot be written.
     crate::progress::suspend(|| {
         let _ = writeln!(std::io::stderr().lock(), "{message}");
@@ -107,6 +113,12 @@ pub fn runner(text: impl fmt::Display) {
 
 pub fn diagnostic(diagnostic: &Diagnostic) {
     emit(&Message::diagnostic(diagnostic));
+}
+
+/// From now on only what is wrong is written: warnings, errors, and the runner's word on
+/// the streams; notes are not (`--quiet`).
+pub fn quiet() {
+    QUIET.store(true, Ordering::Relaxed);
 }
 
 /// Whether an error message was emitted: the command must not report success.

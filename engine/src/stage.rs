@@ -9,7 +9,7 @@
 //! its own thread behind a bounded channel, so a slow sink holds the decoder back instead of
 //! filling memory, and a failing sink stops alone.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -72,6 +72,8 @@ pub struct Report {
     pub catalog: Catalog,
     /// Where the counter passes of a multi-pass run disagreed (see [`crate::merge`]).
     pub disagreements: Vec<String>,
+    /// The counters at least one value arrived of: stream and counter id.
+    pub counted: BTreeSet<(u16, u32)>,
     /// How the source's input ended.
     pub source: Result<Ending, SourceError>,
 }
@@ -181,6 +183,7 @@ pub fn run_into(
             window_chunks: CHUNKS_PER_CORE * rayon::current_num_threads().max(2),
             origin_ns: None,
             counts: Vec::new(),
+            counted: BTreeSet::new(),
             stopped: None,
             args: HashMap::default(),
             renamer: (stages.kernel_names == KernelNames::Renamed).then(Renamer::default),
@@ -218,6 +221,7 @@ pub fn run_into(
             }
         }
         let records_in = std::mem::take(&mut decoder.counts);
+        let counted = std::mem::take(&mut decoder.counted);
         drop(decoder); // closes the channels: the sinks finish
         let sinks = handles
             .into_iter()
@@ -243,6 +247,7 @@ pub fn run_into(
             failures,
             catalog: catalog.read().expect("no poison").clone(),
             disagreements: source.disagreements().to_vec(),
+            counted,
             source: ending,
         })
     })
@@ -260,6 +265,8 @@ struct Decoder<'a> {
     /// The first record's timestamp: time windows are relative to it.
     origin_ns: Option<u64>,
     counts: Vec<(RecordKind, u64)>,
+    /// Stream and id of each counter a value arrived of.
+    counted: BTreeSet<(u16, u32)>,
     /// Why the run stops early (a strict transform failed).
     stopped: Option<String>,
     /// Per stream, the arguments frame that came before its next API records frame.
@@ -292,6 +299,15 @@ impl Decoder<'_> {
                 match self.counts.iter_mut().find(|(k, _)| *k == kind) {
                     Some((_, n)) => *n += batch.len() as u64,
                     None => self.counts.push((kind, batch.len() as u64)),
+                }
+                if let Batch::CounterSample(samples) = &batch {
+                    // A counter's instances come together: one look-up each run of them.
+                    let mut last = None;
+                    for id in samples.iter().map(|s| s.counter_id) {
+                        if last.replace(id) != Some(id) {
+                            self.counted.insert((frame.stream, id));
+                        }
+                    }
                 }
                 if self.origin_ns.is_none() && !batch.is_empty() {
                     self.origin_ns = (0..batch.len()).map(|i| row(&batch, i).start_ns()).min();

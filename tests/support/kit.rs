@@ -212,6 +212,12 @@ impl Run {
         super::text(&self.output.stderr)
     }
 
+    /// Whether the run ended as runs of the kit's `force` end, where no kernel runs and no
+    /// API is called (see [`super::collected_nothing`]).
+    pub fn collected_nothing(&self) -> bool {
+        super::collected_nothing(&self.output)
+    }
+
     /// Every `rocprofiler_*` call the tool made, in order.
     pub fn calls(&self) -> Vec<Call> {
         self.stderr()

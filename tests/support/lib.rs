@@ -9,6 +9,7 @@ pub mod kit;
 pub mod names;
 pub mod peer;
 pub mod rocprofv3_db;
+pub mod scenario;
 pub mod truth;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -469,6 +470,17 @@ pub fn assert_success(output: &Output) {
         text(&output.stdout),
         text(&output.stderr)
     );
+}
+
+/// Whether `rocflow run` ended as a run whose pipeline got none of the records it asked
+/// for ends: it said so and failed for that (exit 1), with no other error.
+pub fn collected_nothing(output: &Output) -> bool {
+    let stderr = text(&output.stderr);
+    let mut errors = stderr.lines().filter(|l| l.starts_with("error: "));
+    let nothing = errors
+        .next()
+        .is_some_and(|e| e.starts_with("error: no records were collected"));
+    output.status.code() == Some(1) && nothing && errors.next().is_none()
 }
 
 /// Fails unless the command exited with `code` and its stderr says each of `needles`;

@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use crate::cxxfilt::demangle;
 use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
 /// What an output says a run held, summed over its processes.
@@ -210,7 +211,7 @@ impl Scenario {
         let mangled: Vec<String> = (list("kernel").iter())
             .map(|k| k["name"].as_str().unwrap().to_owned())
             .collect();
-        let names = crate::cxxfilt::demangle(&mangled);
+        let names = demangle(&mangled);
         let kernels = (list("kernel").iter().zip(names))
             .map(|(k, name)| Kernel {
                 name,

@@ -35,6 +35,14 @@ pub struct ContextPlan {
 }
 
 impl ContextPlan {
+    /// The agents its counters are counted on: the counters' own, else the context's.
+    pub fn counter_agents(&self) -> &[AgentSelector] {
+        match &self.counters {
+            Some(counters) if !counters.agents.is_empty() => &counters.agents,
+            _ => &self.agents,
+        }
+    }
+
     /// The record kinds this context produces.
     pub fn record_kinds(&self) -> impl Iterator<Item = RecordKind> + '_ {
         self.tracing
@@ -83,6 +91,11 @@ impl AgentSelector {
             AgentSelector::Type(t) => *t == AgentType::Gpu,
             AgentSelector::Gfx(pattern) => glob(pattern, gfx),
         }
+    }
+
+    /// Whether any of `selectors` picks the GPU, where no selector at all picks every GPU.
+    pub fn any_selects_gpu(selectors: &[AgentSelector], index: u32, gfx: &str) -> bool {
+        selectors.is_empty() || selectors.iter().any(|s| s.selects_gpu(index, gfx))
     }
 }
 

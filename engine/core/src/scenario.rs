@@ -40,6 +40,14 @@ pub struct Settings {
     pub threads: u32,
     /// Iterations of each thread.
     pub iterations: u32,
+    /// Spreads each thread's iterations evenly over this much real time: iteration `i`
+    /// starts `i * duration_ms / iterations` after its thread (or when the one before it
+    /// ends, if later), and every operation waits for the real clock to reach its time.
+    /// Without it the work is done at once (its timestamps still follow the durations),
+    /// which is what most runs want; with it, collection periods and other time-based
+    /// features see the work where its timestamps say it is.
+    #[serde(default)]
+    pub duration_ms: Option<std::num::NonZeroU64>,
     /// A marker range (`roctxThreadRangeA`) around each iteration.
     #[serde(default)]
     pub marker_ranges: bool,
@@ -331,6 +339,22 @@ mod tests {
         let e = with("[[agent]]\nname = \"gfx942\"\n[[agent.counter]]\nname = \"X\"\ndimensions = [[\"DIMENSION_NOPE\", 2]]\n")
             .unwrap_err();
         assert!(e.contains("unknown dimension `DIMENSION_NOPE`"), "{e}");
+        assert!(e.contains("line "), "the error says where: {e}");
+    }
+
+    #[test]
+    fn pacing_takes_a_duration_of_a_millisecond_or_more() {
+        let paced = |duration: &str| {
+            Scenario::parse(&DEFAULT.replace(
+                "iterations = 100\n",
+                &format!("iterations = 100\nduration_ms = {duration}\n"),
+            ))
+        };
+        let scenario = paced("2000").unwrap();
+        assert_eq!(scenario.scenario.duration_ms.map(|d| d.get()), Some(2000));
+        assert_eq!(Scenario::parse(DEFAULT).unwrap().scenario.duration_ms, None);
+        let e = paced("0").unwrap_err();
+        assert!(e.contains("expected a nonzero u64"), "{e}");
         assert!(e.contains("line "), "the error says where: {e}");
     }
 

@@ -1,7 +1,9 @@
 //! The scenario's work, replayed on the process's own threads while the application runs:
 //! each operation becomes the record the real SDK would buffer, for every started context
 //! that traces it. Time is virtual (each thread's clock starts at its real start and moves
-//! by the scenario's durations), so runs are repeatable and cost nothing to wait for.
+//! by the scenario's durations), so runs are repeatable and cost nothing to wait for;
+//! a scenario with `duration_ms` paces its threads, so that the virtual clock follows the
+//! real one (see [`Pace`]).
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_void};
@@ -20,7 +22,7 @@ use crate::args::{CallArgs, HipApiExtRecord, on_stack};
 use crate::buffer::Staged;
 use crate::device::instance_id;
 use crate::sdk::{Context, Running, Sdk};
-use rocflow_core::scenario::Kernel;
+use rocflow_core::scenario::{Kernel, Settings};
 
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
 static DISPATCH: AtomicU64 = AtomicU64::new(1);
@@ -43,11 +45,51 @@ pub fn gettid() -> u64 {
     unsafe { libc::gettid() as u64 }
 }
 
+/// How a thread of a scenario with `duration_ms` keeps its virtual clock on the real one:
+/// its iterations start on a schedule, and each operation waits until the real clock
+/// reaches the virtual time it happens at. A thread behind schedule does not wait.
+struct Pace {
+    /// The thread's start.
+    start: u64,
+    /// Between the scheduled starts of consecutive iterations.
+    every_ns: u64,
+}
+
+impl Pace {
+    /// The pace of a thread starting at `start`; none for a scenario without `duration_ms`.
+    fn of(settings: &Settings, start: u64) -> Option<Pace> {
+        let duration_ns = settings.duration_ms?.get().saturating_mul(1_000_000);
+        Some(Pace {
+            start,
+            every_ns: duration_ns / u64::from(settings.iterations.max(1)),
+        })
+    }
+
+    /// When iteration `i` starts, the one before it having ended at `t`.
+    fn iteration(&self, i: u32, t: u64) -> u64 {
+        t.max(self.start + u64::from(i) * self.every_ns)
+    }
+
+    /// Waits for the real clock to reach `t`.
+    fn wait(&self, t: u64) {
+        let now = crate::sdk::now();
+        if t > now {
+            std::thread::sleep(std::time::Duration::from_nanos(t - now));
+        }
+    }
+}
+
 /// Runs thread `index` of the scenario to its end.
 pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
     let scenario = &sdk.scenario;
     let tid = gettid();
     let mut t = crate::sdk::now();
+    let pace = Pace::of(&scenario.scenario, t);
+    let wait = |t: u64| {
+        if let Some(pace) = &pace {
+            pace.wait(t);
+        }
+    };
     let mut queue_free = vec![0u64; scenario.agents.len()];
     let (launch, memcpy, malloc, free) = (
         hip_op("hipLaunchKernel"),
@@ -58,6 +100,10 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
     let emitter = Emitter::new(sdk, running, tid);
     let message = scenario.scenario.marker_message.as_deref();
     for iteration in 0..scenario.scenario.iterations {
+        if let Some(pace) = &pace {
+            t = pace.iteration(iteration, t);
+        }
+        wait(t);
         if index == 0 {
             if scenario.scenario.pause_at == Some(iteration) {
                 emitter.control(callback::ROCTX_PROFILER_PAUSE);
@@ -73,6 +119,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
             let queue = Handle {
                 handle: 0x5000 + u64::from(index) * 16 + u64::from(kernel.agent),
             };
+            wait(t);
             emitter.hip(
                 api_record(Domain::HipRuntimeApi, launch, t, correlation, tid),
                 [k as u64, queue.handle, 0, 0],
@@ -96,6 +143,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 _ => 4,
             };
             let (dst_address, src_address) = (0x7f00_0000_0000, 0x7e00_0000_0000);
+            wait(t);
             emitter.hip(
                 api_record(Domain::HipRuntimeApi, memcpy, t, correlation, tid),
                 [dst_address, src_address, copy.bytes, operation as u64 - 1],
@@ -136,6 +184,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
             ];
             for (api, operation, args) in calls {
                 let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
+                wait(t);
                 emitter.hip(
                     api_record(Domain::HipRuntimeApi, api, t, correlation, tid),
                     args,
@@ -159,6 +208,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         for call in &scenario.calls {
             for _ in 0..call.count {
                 let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
+                wait(t);
                 let mut record = api_record(call.domain, call.operation, t, correlation, tid);
                 record.end_timestamp = t + call.duration_ns;
                 if call.domain == Domain::HipRuntimeApi {
@@ -170,6 +220,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
             }
         }
         t = t.max(queue_free.iter().copied().max().unwrap_or(0));
+        wait(t);
         if let Some((correlation, start)) = range {
             emitter.pop_range(message, correlation, start, t);
         }

@@ -49,6 +49,9 @@ enum Command {
     #[command(subcommand)]
     Templates(pipeline::TemplatesCommand),
     /// Profile an application: `rocflow run [PIPELINE] -- APP ARGS…` (`trace-all` by default).
+    ///
+    /// Stdout is the application's: rocflow's own output (progress, notes, and the report at
+    /// the end of what was collected and written, with the summary's tables) goes to stderr.
     Run(run::RunArgs),
     /// Rebuild a run's outputs from its raw spool (with its pipeline or another one), or run
     /// a pipeline on rocpd databases (rocprofv3's).
@@ -135,6 +138,14 @@ fn print(text: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
         other => other.map_err(Error::io("writing to stdout")),
     }
+}
+
+/// Writes rocflow's own report of a command that ran an application to stderr: stdout is
+/// the application's. A stderr that cannot be written leaves nowhere to say so.
+fn eprint(text: &str) {
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(printable(text).as_bytes());
 }
 
 /// `text` with its control characters other than newline and tab escaped (`\u{1b}`): what

@@ -9,9 +9,10 @@ use crate::diag::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
 use crate::messages;
 use crate::pipeline::starter::{self, DEFAULT_TEMPLATE};
-use crate::pipeline::{self, Library, Options, Overlay, Override};
+use crate::pipeline::{self, Library, Options, Overlay, Override, SimulatedGpus};
 use crate::plan::{self, Plan};
 use crate::plugin::{Check, Search};
+use crate::runner::Device;
 use crate::sdk::Domain;
 
 use super::flags::Flags;
@@ -33,10 +34,17 @@ impl PipelineArgs {
     /// Compiles a pipeline file (or template), changed by `overlay`, to run it,
     /// showing its warnings: its plugins are loaded and tried, so one that cannot work stops
     /// the command before it starts.
-    pub(super) fn compile(&self, file: &Path, overlay: Overlay) -> Result<Plan> {
+    /// `simulated` are the GPUs of the simulated device it is to run on, if it is.
+    pub(super) fn compile(
+        &self,
+        file: &Path,
+        overlay: Overlay,
+        simulated: Option<SimulatedGpus>,
+    ) -> Result<Plan> {
         let options = Options {
             plugin_check: Check::Load,
             overlay,
+            simulated,
             ..self.options()?
         };
         let compiled = crate::pipeline::compile_file(file, &options).map_err(Error::User)?;
@@ -54,6 +62,7 @@ impl PipelineArgs {
             overrides,
             library: Library::from_env(),
             counters: self.counters.clone(),
+            simulated: None,
             overlay: Overlay::default(),
             plugins: Search::from_env(),
             plugin_check: Check::Inspect,
@@ -76,6 +85,11 @@ pub struct ValidateArgs {
     files: Vec<PathBuf>,
     #[command(flatten)]
     pipeline: PipelineArgs,
+    /// The device the pipelines are for: counter names are checked against the counters
+    /// of the simulated device (`sim` or `sim:SCENARIO.toml`), or, for `rocm`, against
+    /// the installed definitions when there are any.
+    #[arg(long, default_value = "rocm", value_parser = Device::parse)]
+    device: Device,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -83,7 +97,10 @@ pub struct ValidateArgs {
 
 /// Checks every file and reports all diagnostics; exit 2 if any file has an error.
 pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
-    let options = args.pipeline.options()?;
+    let options = Options {
+        simulated: super::run::simulated(&args.device)?.map(|(_, gpus)| gpus),
+        ..args.pipeline.options()?
+    };
     let mut failed = false;
     let mut report = Vec::new();
     for file in &args.files {

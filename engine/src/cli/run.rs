@@ -1,24 +1,30 @@
 //! `rocflow run`: profile an application with a pipeline.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
+use rocflow_core::scenario::Scenario;
 
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::messages;
+use crate::pipeline::SimulatedGpus;
+use crate::plan::{AgentSelector, ContextPlan, CounterPlan, Plan, StartPlan, describe_start};
 use crate::post;
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
 use crate::runner::{self, Device, Options, Passes, SpoolCompression, StartError, Stop};
+use crate::sdk::AgentType;
+use crate::stage::Report;
 
+use super::eprint;
 use super::flags::Flags;
 use super::pipeline::PipelineArgs;
-use super::print;
 use super::spool::{outputs, reopen};
 use crate::source::{Input, WindowArgs};
 
@@ -45,7 +51,7 @@ pub struct RunArgs {
     /// `auto` does where the machine has 8 cores or more, to spare for it.
     #[arg(long, value_enum, default_value_t, value_name = "WHEN")]
     spool_compression: SpoolCompression,
-    /// Show no progress on stderr (warnings and errors still show).
+    /// Print only warnings and errors: no progress, notes or report at the end.
     #[arg(long, short)]
     quiet: bool,
     /// The application and its arguments, after `--`.
@@ -58,13 +64,20 @@ pub struct RunArgs {
 
 /// Runs the application under the pipeline; exits with the application's status.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
+    if args.quiet {
+        messages::quiet();
+    }
     let pipeline = args.pipeline.unwrap_or_else(|| {
         messages::note(format_args!(
             "no pipeline given: running `{DEFAULT_PIPELINE}`, a system trace like `rocprofv3 --sys-trace` (`rocflow templates list` shows the others)"
         ));
         PathBuf::from(DEFAULT_PIPELINE)
     });
-    let plan = args.options.compile(&pipeline, args.flags.overlay())?;
+    let simulated = simulated(&args.device)?;
+    // Its work takes no time to speak of: a collection period is likely to miss it.
+    let instant = (simulated.as_ref()).is_some_and(|(s, _)| s.scenario.duration_ms.is_none());
+    let gpus = simulated.map(|(_, gpus)| gpus);
+    let plan = (args.options).compile(&pipeline, args.flags.overlay(), gpus)?;
     let sdk = match args.device {
         Device::Rocm => Some(installed_sdk()?),
         Device::Sim(_) => None,
@@ -84,24 +97,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         let input = Input::Spool(spool.to_owned());
         ahead.start(&plan, move || reopen(&input, &WindowArgs::default()));
     };
-    let outcome = runner::run(&plan, &options, &read_ahead).map_err(|e| match e {
-        StartError::Spawn { .. } => Error::user(
-            Diagnostic::error(e.to_string()).hint("give the application's path, after `--`"),
-        ),
-        StartError::Scenario { .. } => Error::user(Diagnostic::error(e.to_string()).hint(
-            "`examples/sim/mi300x.toml` is a complete scenario to start from; `--device sim` uses it",
-        )),
-        StartError::Setup(message) => Error::Runtime(message),
-    })?;
+    let outcome = runner::run(&plan, &options, &read_ahead).map_err(start_error)?;
     let mut out = String::new();
     let app = options.command[0].to_string_lossy();
     if let Some(passes) = outcome.passes.as_ref().filter(|p| p.of > 1) {
-        out.push_str(&passes_line(passes));
+        match passes_done(passes) {
+            Ok(done) => out.push_str(&done),
+            Err(stopped) => messages::warning(stopped),
+        }
     }
     match outcome.exit {
         Some(Exit::Code(code)) => out.push_str(&format!("{app} exited with {code}\n")),
-        Some(Exit::Signal(signal)) => out.push_str(&format!(
-            "{app} was killed by signal {signal}; the outputs hold everything received until then\n"
+        Some(Exit::Signal(signal)) => messages::warning(format_args!(
+            "{app} was killed by signal {signal}; the outputs hold everything received until then"
         )),
         None => messages::warning(format_args!(
             "{app} (pid {}) was left running; the outputs hold what arrived until rocflow stopped",
@@ -144,18 +152,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .streams()
         .filter_map(|(_, s)| s.tool_cost)
         .collect();
-    if !costs.is_empty() {
-        let sum = |f: fn(&ToolCost) -> u64| costs.iter().map(f).sum::<u64>();
-        let total = ToolCost {
-            records: sum(|c| c.records),
-            callback_ns: sum(|c| c.callback_ns),
-            writer_ns: sum(|c| c.writer_ns),
-        };
+    let sum = |f: fn(&ToolCost) -> u64| costs.iter().map(f).sum::<u64>();
+    let cost = ToolCost {
+        records: sum(|c| c.records),
+        callback_ns: sum(|c| c.callback_ns),
+        writer_ns: sum(|c| c.writer_ns),
+    };
+    if let Some(ns) = cost.ns_per_record() {
         out.push_str(&format!(
-            "\n  tool cost: {:.1} ns/record ({:.3} s in buffer callbacks, {:.3} s writing)",
-            total.ns_per_record(),
-            total.callback_ns as f64 / 1e9,
-            total.writer_ns as f64 / 1e9
+            "\n  tool cost: {ns:.1} ns/record ({:.3} s in buffer callbacks, {:.3} s writing)",
+            cost.callback_ns as f64 / 1e9,
+            cost.writer_ns as f64 / 1e9
         ));
     }
     out.push_str(&format!("\n  spool: {}\n", outcome.spool.display()));
@@ -164,6 +171,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             "the spool {} is incomplete: {e}",
             outcome.spool.display()
         ));
+    }
+    if connected && total == 0 && !plan.stages.produced.is_empty() {
+        messages::diagnostic(&nothing_collected(&plan, instant));
+    } else if connected {
+        valueless_counters(&plan, &outcome.report);
     }
     let input = Input::Spool(outcome.spool.clone());
     let reopen = || reopen(&input, &WindowArgs::default());
@@ -179,7 +191,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         );
     }
     display.finish();
-    print(&out)?;
+    if !args.quiet {
+        eprint(&out);
+    }
     // SIGTERM at any point ends the run as the signal would have, for the scheduler.
     let stopped = crate::cancel::requested().then_some(Stop::Terminated);
     let status = match (stopped.or(outcome.stopped), outcome.exit) {
@@ -192,16 +206,121 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(status.clamp(0, 255) as u8))
 }
 
-/// How far the counter passes went: all of them, or the one that stopped the run.
-fn passes_line(passes: &runner::Passes) -> String {
+/// Why the run could not start, as the user is told.
+fn start_error(e: StartError) -> Error {
+    match e {
+        StartError::Spawn { .. } => Error::user(
+            Diagnostic::error(e.to_string()).hint("give the application's path, after `--`"),
+        ),
+        StartError::Scenario { .. } => Error::user(Diagnostic::error(e.to_string()).hint(
+            "`examples/sim/mi300x.toml` is a complete scenario to start from; `--device sim` uses it",
+        )),
+        StartError::Setup(message) => Error::Runtime(message),
+    }
+}
+
+/// The scenario of the simulated device `device` names, with its GPUs as the counter
+/// checks see them; `None` for a real GPU.
+pub(super) fn simulated(device: &Device) -> Result<Option<(Scenario, SimulatedGpus)>> {
+    let scenario = device.scenario().map_err(start_error)?;
+    Ok(scenario.map(|s| {
+        let gpus = SimulatedGpus::new(device.to_string(), &s);
+        (s, gpus)
+    }))
+}
+
+/// The error of a run whose pipeline asked for records and got none, with what rocflow
+/// can tell of why: when its contexts collected, and whether the application was the
+/// simulated device's scenario that does its work at once.
+fn nothing_collected(plan: &Plan, instant: bool) -> Diagnostic {
+    let timed: Vec<String> = (plan.contexts.iter())
+        .filter(|c| c.start != StartPlan::default())
+        .map(|c| format!("context `{}` {}", c.name, describe_start(&c.start)))
+        .collect();
+    let mut message = "no records were collected".to_owned();
+    if !timed.is_empty() {
+        message.push_str(&format!(": {}", timed.join("; ")));
+    }
+    let hint = match instant && !timed.is_empty() {
+        true => {
+            "the simulated device does its scenario's work at once, unless `duration_ms` in the scenario spreads it over time"
+        }
+        false => {
+            "where the tool knew why a context collected nothing, it said so above; otherwise the application did none of the work the pipeline traces while its contexts collected"
+        }
+    };
+    Diagnostic::error(message).hint(hint)
+}
+
+/// Warns of the counters the pipeline asked for that gave no value: those no profiled GPU
+/// offered (the tool said so for each GPU as it started), and those no dispatch was
+/// counted for. A context that counted on none of the run's GPUs is left out: the tool
+/// said that it collects no counters.
+fn valueless_counters(plan: &Plan, report: &Report) {
+    let catalog = &report.catalog;
+    let counts_here = |context: &ContextPlan| {
+        let selectors = context.counter_agents();
+        catalog.streams().any(|(_, stream)| {
+            let gpus = (stream.agents.iter()).filter(|a| a.agent_type == AgentType::Gpu);
+            (0..)
+                .zip(gpus)
+                .any(|(i, gpu)| AgentSelector::any_selects_gpu(selectors, i, &gpu.name))
+        })
+    };
+    let valued: HashSet<&str> = (report.counted.iter())
+        .map(|&(stream, id)| catalog.stream(stream).counter_name(id))
+        .collect();
+    let offered: HashSet<&str> = (catalog.streams())
+        .flat_map(|(_, s)| s.counters.values().map(|c| c.name.as_str()))
+        .collect();
+    let mut requested: Vec<&str> = Vec::new();
+    for name in (plan.contexts.iter())
+        .filter(|c| counts_here(c))
+        .filter_map(|c| c.counters.as_ref())
+        .flat_map(CounterPlan::counted)
+    {
+        if !valued.contains(name.as_str()) && !requested.contains(&name.as_str()) {
+            requested.push(name);
+        }
+    }
+    let (unoffered, uncounted): (Vec<&str>, Vec<&str>) =
+        requested.iter().partition(|name| !offered.contains(*name));
+    let list = |names: &[&str]| {
+        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        format!(
+            "counter{} {}",
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        )
+    };
+    if !unoffered.is_empty() {
+        messages::warning(format_args!(
+            "{} gave no value: no GPU the run profiled offers {}",
+            list(&unoffered),
+            if unoffered.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    if !uncounted.is_empty() {
+        messages::warning(format_args!(
+            "{} gave no value: no dispatch was counted (kernel filters, iteration ranges and collection periods choose them)",
+            list(&uncounted)
+        ));
+    }
+}
+
+/// How far the counter passes went: all of them, for the report, or the one that stopped
+/// the run, for a warning.
+fn passes_done(passes: &runner::Passes) -> std::result::Result<String, String> {
     let Passes { pass, of, .. } = passes;
     let failed = passes.exit.is_none_or(|e| e.status() != 0);
     match &passes.failed_to_start {
-        Some(why) => format!("pass {pass} of {of} failed to start ({why}); the run stops there\n"),
-        None if failed => format!(
-            "pass {pass} of {of} failed; the run stops there, the outputs hold the passes before it and what it sent\n"
-        ),
-        None => format!("{of} passes, merged into one run\n"),
+        Some(why) => Err(format!(
+            "pass {pass} of {of} failed to start ({why}); the run stops there"
+        )),
+        None if failed => Err(format!(
+            "pass {pass} of {of} failed; the run stops there, the outputs hold the passes before it and what it sent"
+        )),
+        None => Ok(format!("{of} passes, merged into one run\n")),
     }
 }
 

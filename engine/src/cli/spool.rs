@@ -112,13 +112,16 @@ pub struct ReplayArgs {
     options: PipelineArgs,
     #[command(flatten)]
     flags: OutputFlags,
-    /// Show no progress on stderr (warnings and errors still show).
+    /// Print only warnings and errors: no progress, notes or report of what was written.
     #[arg(long, short)]
     quiet: bool,
 }
 
 /// Rebuilds outputs from a spool, with the recorded pipeline or another one.
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    if args.quiet {
+        messages::quiet();
+    }
     let (input, pipeline) = inputs(&args.inputs, true)?;
     if args.trust_plan && pipeline.is_some() {
         return Err(Error::user(Diagnostic::error(
@@ -137,7 +140,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     // A compiled plan has the flag's form already; a recorded one takes it.
     let kernel_names = overlay.kernel_names();
     let mut plan = match (&pipeline, &input) {
-        (Some(file), _) => args.options.compile(file, overlay)?,
+        (Some(file), _) => args.options.compile(file, overlay, None)?,
         (None, Input::Databases(_)) => {
             let notice = Diagnostic::notice(format!(
                 "rocpd databases record no pipeline: replaying with `{DATABASE_PIPELINE}`"
@@ -145,7 +148,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             .hint("give another: rocflow replay DB… PIPELINE");
             messages::diagnostic(&notice);
             args.options
-                .compile(Path::new(DATABASE_PIPELINE), overlay)?
+                .compile(Path::new(DATABASE_PIPELINE), overlay, None)?
         }
         (None, Input::Spool(spool)) if args.trust_plan => recorded_plan(spool)?,
         (None, Input::Spool(spool)) => untrusted_outputs(
@@ -188,7 +191,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         &mut out,
     );
     display.finish();
-    print(&out)?;
+    if !args.quiet {
+        print(&out)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -261,7 +266,7 @@ pub struct SummaryArgs {
     /// transforms apply first (default: the one the run was recorded with, or none).
     #[arg(required = true, value_name = "INPUT… [PIPELINE]")]
     inputs: Vec<PathBuf>,
-    /// Kernels in the printed table.
+    /// Rows of each printed table, those with the most time (or counter value) first.
     #[arg(long, default_value_t = 10)]
     top: usize,
     /// Write the tables into this directory (CSV per table, summary.md, summary.json).
@@ -416,7 +421,7 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
         }
     }
     if args.format.is_empty() || args.output.is_some() {
-        out.push_str(&summary::top_kernels(&tables, args.top).unwrap_or_default());
+        out.push_str(&summary::terminal(&tables, args.top));
     }
     print(&out)?;
     Ok(ExitCode::SUCCESS)

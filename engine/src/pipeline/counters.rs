@@ -69,27 +69,134 @@ static SIMULATED_COUNTERS: LazyLock<Vec<String>> = LazyLock::new(|| {
     names
 });
 
+/// The GPUs of the simulated device a pipeline is to run on, in order. They have no
+/// counters but their scenario's, so a collected name none of them has is an error, where
+/// on a real GPU without definitions it is only a doubt.
+#[derive(Debug, Clone)]
+pub struct SimulatedGpus {
+    /// How the user names the device (`sim`, `sim:FILE`), for hints.
+    device: String,
+    gpus: Vec<SimulatedGpu>,
+}
+
+#[derive(Debug, Clone)]
+struct SimulatedGpu {
+    gfx: String,
+    counters: Vec<String>,
+}
+
+impl SimulatedGpu {
+    fn has(&self, counter: &str) -> bool {
+        self.counters.iter().any(|c| c == counter)
+    }
+}
+
+/// `gfx942, gfx90a`.
+fn gfx_names<'a>(gpus: impl Iterator<Item = &'a SimulatedGpu>) -> String {
+    gpus.map(|g| g.gfx.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+impl SimulatedGpus {
+    /// The GPUs of `scenario`, which `device` names.
+    pub fn new(device: impl Into<String>, scenario: &Scenario) -> SimulatedGpus {
+        let gpus = (scenario.agents.iter())
+            .map(|a| SimulatedGpu {
+                gfx: a.name.clone(),
+                counters: a.counters.iter().map(|c| c.name.clone()).collect(),
+            })
+            .collect();
+        SimulatedGpus {
+            device: device.into(),
+            gpus,
+        }
+    }
+
+    /// The collected names no GPU that `selectors` pick has (all GPUs when there are no
+    /// selectors), each where it first is. Picking no GPU at all is the tool's to report:
+    /// it says so when the run starts.
+    fn unknown(
+        &self,
+        table: &model::Counters,
+        parsed: &[(usize, String, Expr)],
+        selectors: &[AgentSelector],
+    ) -> Vec<Finding> {
+        let selected: Vec<&SimulatedGpu> = (0..)
+            .zip(&self.gpus)
+            .filter(|(i, gpu)| AgentSelector::any_selects_gpu(selectors, *i, &gpu.gfx))
+            .map(|(_, gpu)| gpu)
+            .collect();
+        if selected.is_empty() {
+            return Vec::new();
+        }
+        let mut seen = HashSet::new();
+        let collected = table.collect.iter().enumerate();
+        collected
+            .filter(|(_, name)| !parsed.iter().any(|(_, d, _)| d == *name))
+            .filter(|(_, name)| !selected.iter().any(|g| g.has(name)) && seen.insert(*name))
+            .map(|(n, name)| {
+                let path = vec![Step::Key("collect"), Step::Index(n)];
+                let elsewhere = gfx_names(self.gpus.iter().filter(|g| g.has(name)));
+                if !elsewhere.is_empty() {
+                    let message = format!(
+                        "`{name}` is not a counter of the selected GPUs ({})",
+                        gfx_names(selected.iter().copied())
+                    );
+                    return Finding {
+                        hint: Some(format!("{elsewhere} of the simulated device has it")),
+                        ..Finding::at(path, message)
+                    };
+                }
+                let names = (selected.iter()).flat_map(|g| g.counters.iter().map(String::as_str));
+                let names = names.chain(parsed.iter().map(|(_, d, _)| d.as_str()));
+                let hint = did_you_mean(name, names).unwrap_or_else(|| {
+                    format!(
+                        "`rocflow counters list --device {}` lists its counters",
+                        self.device
+                    )
+                });
+                Finding {
+                    hint: Some(hint),
+                    ..Finding::at(
+                        path,
+                        format!(
+                            "unknown counter `{name}`: the simulated device has none of that name"
+                        ),
+                    )
+                }
+            })
+            .collect()
+    }
+}
+
 /// Where counter definitions come from, and the files loaded so far.
 pub(super) struct CounterCheck {
     /// `--counters FILE`, used when a pipeline names no file of its own.
     explicit: Option<PathBuf>,
+    /// The simulated device the pipeline runs on: when no file is named, its counters
+    /// are checked instead of the installed definitions, which describe real GPUs.
+    simulated: Option<SimulatedGpus>,
     /// The directory relative `definitions` paths start from (the pipeline's).
     base: PathBuf,
     loaded: HashMap<Option<PathBuf>, Option<(String, Definitions)>>,
 }
 
 impl CounterCheck {
-    pub fn new(explicit: Option<PathBuf>, base: PathBuf) -> CounterCheck {
+    pub fn new(
+        explicit: Option<PathBuf>,
+        simulated: Option<SimulatedGpus>,
+        base: PathBuf,
+    ) -> CounterCheck {
         CounterCheck {
             explicit,
+            simulated,
             base,
             loaded: HashMap::new(),
         }
     }
 
     /// The definitions for a `[context.counters]` table: its `definitions` file, else
-    /// `--counters`, else the installed ones. A file the user named must load; when none
-    /// was named and none is installed, only the expressions are checked.
+    /// `--counters`, else the installed ones (not for the simulated device). A file the
+    /// user named must load.
     fn definitions(
         &mut self,
         named: Option<&str>,
@@ -111,6 +218,7 @@ impl CounterCheck {
                         None
                     }
                 },
+                None if self.simulated.is_some() => None,
                 None => counters::locate(None).ok().and_then(|path| {
                     Some((path.display().to_string(), Definitions::load(&path).ok()?))
                 }),
@@ -126,14 +234,14 @@ impl CounterCheck {
             .map(|(source, _)| source.clone())
     }
 
-    /// Checks a counters table; `agents` are the selected agents (the table's and the
-    /// context's), whose gfx names give the architectures to check. Gives the faults, and
-    /// what each counter the SDK counts needs on each architecture it was checked on.
-    pub fn check<'a>(
+    /// Checks a counters table; `agents` are the agents it counts on (the table's, else
+    /// the context's), whose gfx names give the architectures to check. Gives the faults,
+    /// and what each counter the SDK counts needs on each architecture it was checked on.
+    pub fn check(
         &mut self,
         table: &model::Counters,
         derived: &[(String, String)],
-        agents: impl Iterator<Item = &'a AgentSelector>,
+        agents: &[AgentSelector],
     ) -> (Vec<Finding>, Vec<Need>) {
         let mut findings = Vec::new();
         let mut needs = Vec::new();
@@ -160,13 +268,17 @@ impl CounterCheck {
             (self.definitions(table.definitions.as_deref(), &mut findings)).map(|(_, defs)| defs);
         findings.extend(derived_inputs(table, &names, &parsed, defs));
         let globs: Vec<String> = agents
+            .iter()
             .filter_map(|a| match a {
                 AgentSelector::Gfx(glob) => Some(glob.clone()),
                 _ => None,
             })
             .collect();
         let Some(defs) = defs else {
-            findings.extend(unchecked(table, &parsed));
+            findings.extend(match &self.simulated {
+                Some(gpus) => gpus.unknown(table, &parsed, agents),
+                None => unchecked(table, &parsed),
+            });
             return (findings, needs);
         };
         let known: Vec<&str> = defs.architectures().into_iter().collect();

@@ -24,6 +24,7 @@ use crate::diag::{Diagnostic, SourceFile};
 use crate::plan::Plan;
 
 pub(crate) use compile::{TransformCheck, name_of};
+pub use counters::SimulatedGpus;
 pub use overlay::Overlay;
 pub use params::Override;
 use template::Merged;
@@ -43,6 +44,8 @@ pub struct Options {
     /// Counter definitions to check counter names against (`--counters FILE`), when a
     /// pipeline names none; otherwise the installed ones are used if there are any.
     pub counters: Option<std::path::PathBuf>,
+    /// The simulated device the pipeline is to run on, whose counters are all it has.
+    pub simulated: Option<SimulatedGpus>,
     /// Where plugins named by `plugin = "NAME"` are found.
     pub plugins: crate::plugin::Search,
     /// Whether plugins are loaded to be checked, which runs their code.
@@ -130,7 +133,8 @@ fn compile_document(
         search: &options.plugins,
         check: options.plugin_check,
     };
-    let counters = counters::CounterCheck::new(options.counters.clone(), base);
+    let counters =
+        counters::CounterCheck::new(options.counters.clone(), options.simulated.clone(), base);
     let compiler = compile::Compiler::new(&doc, counters, plugins);
     let (plan, mut warnings) = compiler.compile(&pipeline, &json, sources, params)?;
     warnings.extend(notices);

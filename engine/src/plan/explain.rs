@@ -254,7 +254,8 @@ pub(crate) fn ranges(iterations: &IterationRanges) -> String {
         .join(",")
 }
 
-fn describe_start(s: &StartPlan) -> String {
+/// When a context collects, in words.
+pub(crate) fn describe_start(s: &StartPlan) -> String {
     let mut parts = vec![if s.paused {
         "starts paused until roctxProfilerResume".to_owned()
     } else {

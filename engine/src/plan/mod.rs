@@ -24,7 +24,7 @@ pub use rocflow_core::contexts::{
 pub use crate::transform::{Metric, MetricOp, TransformOpPlan};
 pub use code::Code;
 pub use explain::explain;
-pub(crate) use explain::{list_or, ranges};
+pub(crate) use explain::{describe_start, list_or, ranges};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Plan {

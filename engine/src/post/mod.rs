@@ -22,7 +22,7 @@ use crate::summary::{self, Breakdown, Format, Summary};
 
 pub mod sql;
 
-/// Kernels in the table printed at the end of a run, unless the step says otherwise.
+/// Rows of each table printed at the end of a run, unless the step says otherwise.
 const DEFAULT_TOP: usize = 10;
 
 /// What a post-step did.
@@ -468,7 +468,7 @@ fn summarize(
     let top = top.map_or(DEFAULT_TOP, |n| n as usize);
     Ok(Done {
         paths,
-        text: summary::top_kernels(&tables, top).unwrap_or_default(),
+        text: summary::terminal(&tables, top),
     })
 }
 

@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use listen::Intake;
 use std::time::{Duration, Instant};
 
+use rocflow_core::scenario::{self, Scenario};
+
 use crate::plan::Plan;
 use crate::progress::{Board, Incoming};
 use crate::record::{Exit, Meta, RecordKind};
@@ -47,6 +49,17 @@ pub enum Device {
 }
 
 impl Device {
+    /// The simulated device's scenario; `None` for a real GPU.
+    pub fn scenario(&self) -> Result<Option<Scenario>, StartError> {
+        match self {
+            Device::Rocm => Ok(None),
+            Device::Sim(None) => Ok(Some(
+                Scenario::parse(scenario::DEFAULT).expect("the built-in scenario reads"),
+            )),
+            Device::Sim(Some(path)) => read_scenario(path).map(Some),
+        }
+    }
+
     /// Parses `rocm`, `sim` or `sim:SCENARIO`.
     pub fn parse(text: &str) -> Result<Device, String> {
         match text {
@@ -58,6 +71,17 @@ impl Device {
                     "`{text}` is not a device; use `rocm`, `sim` or `sim:SCENARIO.toml`"
                 )),
             },
+        }
+    }
+}
+
+/// As `--device` takes it.
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Rocm => f.write_str("rocm"),
+            Device::Sim(None) => f.write_str("sim"),
+            Device::Sim(Some(path)) => write!(f, "sim:{}", path.display()),
         }
     }
 }
@@ -231,13 +255,22 @@ pub enum StartError {
 /// The scenario file's absolute path, once it reads as a scenario: the simulated SDK
 /// inside the application could only say so on its stderr and profile nothing.
 pub(crate) fn checked_scenario(path: &std::path::Path) -> Result<PathBuf, StartError> {
-    let fail = |message: String| StartError::Scenario {
+    read_scenario(path)?;
+    path.canonicalize()
+        .map_err(|e| scenario_error(path, e.to_string()))
+}
+
+/// The scenario file at `path`, read and checked.
+fn read_scenario(path: &Path) -> Result<Scenario, StartError> {
+    let text = std::fs::read_to_string(path).map_err(|e| scenario_error(path, e.to_string()))?;
+    Scenario::parse(&text).map_err(|message| scenario_error(path, message))
+}
+
+fn scenario_error(path: &Path, message: String) -> StartError {
+    StartError::Scenario {
         path: path.display().to_string(),
         message,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    rocflow_core::scenario::Scenario::parse(&text).map_err(fail)?;
-    path.canonicalize().map_err(|e| fail(e.to_string()))
+    }
 }
 
 /// Creates the run's spool, once the application started (a run that cannot start

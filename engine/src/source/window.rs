@@ -6,7 +6,7 @@
 //! A window of percentages or of a marker depends on the run, which is read once first
 //! to find it.
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, MarkerMessages};
 use crate::column::{BatchVisitor, Columns, visit};
 use crate::record::{Batch, Marker, Value};
 use crate::wire::{Frame, Payload};
@@ -125,11 +125,20 @@ impl Survey {
     fn of(source: &mut dyn Source, marker: Option<&str>) -> Survey {
         let mut survey = Survey::default();
         let mut catalog = Catalog::default();
+        // A run's markers are named as the stages name them: a live run's (and its
+        // spool's) records carry no message, which comes in metadata before them.
+        let mut messages = MarkerMessages::default();
         while let Some(frame) = source.next_frame() {
             match frame.payload {
-                Payload::Meta(items) => catalog.apply(frame.stream, items),
+                Payload::Meta(mut items) => {
+                    messages.take(frame.stream, &mut items);
+                    catalog.apply(frame.stream, items);
+                }
                 Payload::Args(_) => {}
-                Payload::Records(batch) => {
+                Payload::Records(mut batch) => {
+                    if let Batch::Marker(markers) = &mut batch {
+                        messages.name(frame.stream, markers);
+                    }
                     for (start, end) in spans(&batch) {
                         let (first, last) = survey.span.unwrap_or((start, end));
                         survey.span = Some((first.min(start), last.max(end)));

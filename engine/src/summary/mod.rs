@@ -22,7 +22,7 @@ use crate::stage;
 use crate::stats::Accumulator;
 use crate::transform::Table;
 
-pub use render::{Format, cell, csv, number, render, top_kernels, write_files};
+pub use render::{Format, cell, csv, number, render, terminal, write_files};
 pub use timeline::{AgentKey, Timeline};
 
 /// Which extra key columns the statistics are split by.

@@ -1,5 +1,5 @@
-//! A summary's tables as files (CSV, Markdown, JSON) and as the short table printed at the
-//! end of a run.
+//! A summary's tables as files (CSV, Markdown, JSON) and as the short tables printed on a
+//! terminal.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -171,39 +171,125 @@ pub fn number(value: &Value) -> f64 {
     }
 }
 
-/// The `n` kernels with the most GPU time, as a compact terminal table.
-pub fn top_kernels(tables: &[Table], n: usize) -> Option<String> {
-    let kernels = tables.iter().find(|t| t.name == "kernels")?;
-    let column = |name: &str| kernels.columns.iter().position(|c| c == name);
-    let (calls, total, share, mean, kernel) = (
-        column("calls")?,
-        column("total_ns")?,
+/// Every table that has rows, as compact terminal tables of the `top` rows with the most
+/// time (or, for counters, value): what `rocflow summary` and a run's summary step print.
+/// Each shows the columns its rows are grouped by (node, process, agent, where asked),
+/// then its own (kernel, API function, copy direction, …).
+pub fn terminal(tables: &[Table], top: usize) -> String {
+    let shown: Vec<String> = (tables.iter())
+        .filter(|t| !t.rows.is_empty())
+        .filter_map(|t| terminal_table(t, top))
+        .collect();
+    shown.join("\n")
+}
+
+/// What a terminal table's title calls the rows of a summary table.
+fn title(table: &str) -> &str {
+    match table {
+        "kernels" => "kernels by GPU time",
+        "api" => "API calls by time",
+        "memory_copies" => "memory copies by time",
+        "memory_allocations" => "memory allocations by time",
+        "scratch_memory" => "scratch memory operations by time",
+        "markers" => "marker ranges by time",
+        "counters" => "counter values per kernel, largest first",
+        other => other,
+    }
+}
+
+/// The longest name shown whole in the last column (kernel names run to hundreds).
+const MAX_NAME: usize = 80;
+
+/// One summary table as a terminal table: its numbers, then the columns that name a row.
+fn terminal_table(table: &Table, top: usize) -> Option<String> {
+    let column = |name: &str| table.columns.iter().position(|c| c == name);
+    // Times are in ns, shown in ms and us; counter values as they are.
+    let (count, times) = match column("calls") {
+        Some(calls) => (calls, true),
+        None => (column("dispatches")?, false),
+    };
+    let measure = if times { "ns" } else { "value" };
+    let (total, share, mean) = (
+        column(&format!("total_{measure}"))?,
         column("percent")?,
-        column("mean_ns")?,
-        column("kernel")?,
+        column(&format!("mean_{measure}"))?,
     );
-    let mut out = format!(
-        "top kernels by GPU time\n  {:>8} {:>12} {:>7} {:>11}  kernel\n",
-        "calls", "total ms", "%", "mean us"
+    let bytes = column("bytes");
+    let rows = &table.rows[..top.min(table.rows.len())];
+    let text = |value: &Value| match value {
+        Value::String(s) => s.clone(),
+        other => cell(other),
+    };
+    let keys = &table.columns[..count];
+    let widths: Vec<usize> = (keys.iter().enumerate())
+        .map(|(i, key)| {
+            let widest = (rows.iter())
+                .map(|r| shown(&text(&r[i])).chars().count())
+                .max();
+            widest.unwrap_or(0).max(key.len())
+        })
+        .collect();
+    let mut out = String::from(title(&table.name));
+    if rows.len() < table.rows.len() {
+        let _ = write!(out, " (top {} of {})", rows.len(), table.rows.len());
+    }
+    out.push('\n');
+    let (total_head, mean_head) = if times {
+        ("total ms", "mean us")
+    } else {
+        ("total", "mean")
+    };
+    let _ = write!(
+        out,
+        "  {:>10} {:>14} {:>7} {:>12}",
+        table.columns[count], total_head, "%", mean_head
     );
-    for row in kernels.rows.iter().take(n) {
-        let name = match &row[kernel] {
-            Value::String(s) => s.as_str(),
-            _ => "",
-        };
-        let shown: String = if name.chars().count() > 80 {
-            name.chars().take(79).chain(['…']).collect()
+    if bytes.is_some() {
+        let _ = write!(out, " {:>14}", "bytes");
+    }
+    push_keys(&mut out, keys.iter().map(String::as_str), &widths);
+    for row in rows {
+        let (total, mean) = (number(&row[total]), number(&row[mean]));
+        let _ = write!(out, "  {:>10}", cell(&row[count]));
+        if times {
+            let _ = write!(out, " {:>14.3} ", total / 1e6);
         } else {
-            name.to_owned()
-        };
-        let _ = writeln!(
-            out,
-            "  {:>8} {:>12.3} {:>7.2} {:>11.2}  {shown}",
-            number(&row[calls]),
-            number(&row[total]) / 1e6,
-            number(&row[share]),
-            number(&row[mean]) / 1e3,
-        );
+            let _ = write!(out, " {:>14} ", cell(&Value::Float(total)));
+        }
+        let _ = write!(out, "{:>7.2} ", number(&row[share]));
+        if times {
+            let _ = write!(out, "{:>12.2}", mean / 1e3);
+        } else {
+            let _ = write!(out, "{:>12}", cell(&Value::Float(mean)));
+        }
+        if let Some(bytes) = bytes {
+            let _ = write!(out, " {:>14}", cell(&row[bytes]));
+        }
+        let names: Vec<String> = row[..count].iter().map(text).collect();
+        push_keys(&mut out, names.iter().map(String::as_str), &widths);
     }
     Some(out)
+}
+
+/// Appends the columns that name a row, each padded to its width but the last; then ends
+/// the line.
+fn push_keys<'a>(out: &mut String, keys: impl ExactSizeIterator<Item = &'a str>, widths: &[usize]) {
+    let last = keys.len().saturating_sub(1);
+    for (i, (key, width)) in keys.zip(widths).enumerate() {
+        let key = shown(key);
+        if i < last {
+            let _ = write!(out, "  {key:<width$}");
+        } else {
+            let _ = write!(out, "  {key}");
+        }
+    }
+    out.push('\n');
+}
+
+/// A name as a terminal table shows it: cut at [`MAX_NAME`] characters.
+fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.chars().count() <= MAX_NAME {
+        return name.into();
+    }
+    name.chars().take(MAX_NAME - 1).chain(['…']).collect()
 }

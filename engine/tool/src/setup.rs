@@ -197,13 +197,11 @@ fn context(
             selectors
         };
         gpus.iter()
-            .filter(|g| {
-                selectors.is_empty() || selectors.iter().any(|s| s.selects_gpu(g.index, &g.gfx))
-            })
+            .filter(|g| AgentSelector::any_selects_gpu(selectors, g.index, &g.gfx))
             .collect()
     };
     if let Some(counters) = &plan.counters {
-        let profiled = selected(&counters.agents);
+        let profiled = selected(plan.counter_agents());
         if profiled.is_empty() {
             // Counters for another architecture (counters-rdna on an Instinct node) would
             // otherwise give kernels without a single counter, and no word why.

@@ -59,9 +59,10 @@ pub struct ToolCost {
 }
 
 impl ToolCost {
-    /// CPU nanoseconds per record, callbacks and writer together.
-    pub fn ns_per_record(&self) -> f64 {
-        (self.callback_ns as f64 + self.writer_ns as f64) / self.records.max(1) as f64
+    /// CPU nanoseconds per record, callbacks and writer together; none without records.
+    pub fn ns_per_record(&self) -> Option<f64> {
+        let ns = self.callback_ns as f64 + self.writer_ns as f64;
+        (self.records > 0).then(|| ns / self.records as f64)
     }
 }
 

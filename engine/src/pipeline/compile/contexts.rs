@@ -308,11 +308,13 @@ impl Compiler<'_> {
             .map(|d| (d.name.clone(), d.expression.clone()))
             .collect();
         let agents = self.agents(&at(&[Step::Key("agents")]), &k.agents);
-        let context_agents = self.agents_quiet(&c.agents);
+        // The tool counts on the table's agents, else on the context's.
+        let counted_on = match agents.is_empty() {
+            true => self.agents_quiet(&c.agents),
+            false => agents.clone(),
+        };
         // Counters, derived expressions and architectures are checked by the counters crate.
-        let (findings, needs) =
-            self.counters
-                .check(k, &derived, agents.iter().chain(&context_agents));
+        let (findings, needs) = self.counters.check(k, &derived, &counted_on);
         for finding in findings {
             let mut path = at(&finding.path);
             let span = finding.offset.and_then(|offset| {

@@ -91,6 +91,7 @@ fn options() -> Options {
         overlay: Default::default(),
         library: Library::with_search_path(vec![root().join("examples")]),
         counters: Some(counter_definitions()),
+        simulated: None,
         plugins: Search::with_dirs(Vec::new()),
         // As validate and explain: a plugin's symbols are read, none of its code runs.
         plugin_check: rocflow::plugin::Check::Inspect,
