@@ -66,6 +66,7 @@ fn copy_sizes(dir: &Path) -> Vec<u64> {
         .iter()
         .map(|row| row["bytes"].parse().unwrap())
         .collect();
+    assert!(!sizes.is_empty(), "the run copies");
     sizes.sort_unstable();
     sizes
 }
@@ -140,6 +141,7 @@ fn rocpd_holds_each_calls_arguments_as_rocprofv3_writes_them() {
         rows.map(Result::unwrap).collect()
     };
     let dispatches: Vec<i64> = query(&db, "SELECT count(*) FROM rocpd_kernel_dispatch");
+    assert!(dispatches[0] > 0, "the run launches kernels");
     assert_eq!(launches.len() as i64, dispatches[0]);
     for (asked, ran) in launches {
         assert_eq!(asked, ran);

@@ -363,6 +363,7 @@ fn init_writes_a_starter_for_every_shipped_template_that_validates_as_written_an
         // parameters and the examples gives a pipeline that still validates.
         let resolved = rocflow(&["explain", "--json", &file], dir.path(), &[]);
         let plan = rocflow::plan::Plan::from_json(&text(&resolved.stdout)).unwrap();
+        assert!(!plan.params.is_empty(), "{template}: no parameters");
         for (name, default) in &plan.params {
             let toml = toml::Value::try_from(default).unwrap();
             assert!(

@@ -1,17 +1,21 @@
 //! The shipped template library and the examples, end to end: every pipeline in
 //! `pipelines/` and `examples/` validates against rocprofiler-sdk's counter definitions and
-//! runs on the simulated device, and the run's spool and outputs hold what the pipeline
-//! collects. The folders are listed, so a new template or example is tested as it lands.
+//! runs on the simulated device, and the run's spool and every output, read back by a
+//! reader of its format, hold the records the scenario implies. The folders are listed, so
+//! a new template or example is tested as it lands (and a new output format fails until it
+//! has a reader here).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use rocflow::pipeline::model::PostStep;
+use rocflow::pipeline::model::{PostStep, SinkKind};
 use rocflow::pipeline::{self, Options};
-use rocflow::plan::Plan;
+use rocflow::plan::{Plan, SinkPlan, Writer};
 use rocflow::record::RecordKind;
 use rocflow::sdk::Domain;
+use rocflow::transform::TransformOpPlan;
+use support::truth::{self, Scenario, Tally};
 use support::{csv, pipelines, repo, rocflow, run_on, text};
 
 /// The tracing domains the simulated SDK replays records in (engine/sim/src/workload.rs);
@@ -25,11 +29,6 @@ const SIMULATED: &[Domain] = &[
     Domain::MemoryAllocation,
     Domain::MarkerCoreRangeApi,
 ];
-
-/// What a sink says when its format is not part of this build (perfetto and parquet, until
-/// their branches are merged). Such a sink has nothing to check; every other sink must
-/// have written its output.
-const NOT_BUILT: &str = "sink is not part of this rocflow build yet";
 
 /// Every pipeline file of the template library and the examples (scenarios excluded).
 /// The simulated device's scenarios, the built-in one first.
@@ -82,18 +81,120 @@ fn simulated_kinds(plan: &Plan) -> BTreeSet<RecordKind> {
     kinds
 }
 
+/// Records per kind.
+type Counts = BTreeMap<RecordKind, u64>;
+
+/// The records of each kind the simulated device delivers to `plan` in one process of
+/// `scenario` (see [`Scenario`] for what a process does), a record several contexts trace
+/// once: what the plan's domains and their operations let through, and the PC samples of
+/// the kernels on GPUs that take them and that a context samples. Counter samples are left
+/// out: their number follows the GPU's definitions.
+fn implied(scenario: &Scenario, plan: &Plan) -> Counts {
+    let repeats = scenario.repeats();
+    let tracing = || plan.contexts.iter().flat_map(|c| &c.tracing);
+    let traces = |domain: Domain| tracing().any(|t| t.domain.plain() == domain);
+    let calls = |domain: Domain, function: &str| {
+        let (id, _) = (domain.operations().iter())
+            .find(|(_, name)| *name == function)
+            .unwrap_or_else(|| panic!("no {function} in {}", domain.name()));
+        tracing().any(|t| {
+            t.domain.plain() == domain && t.operations.as_ref().is_none_or(|ops| ops.contains(id))
+        })
+    };
+    let mut counts = Counts::new();
+    let mut add = |kind: RecordKind, n: u64| *counts.entry(kind).or_default() += repeats * n;
+    if traces(Domain::KernelDispatch) {
+        add(RecordKind::KernelDispatch, scenario.kernels.len() as u64);
+    }
+    if traces(Domain::MemoryCopy) {
+        add(RecordKind::MemoryCopy, scenario.copies.len() as u64);
+    }
+    if traces(Domain::MemoryAllocation) {
+        add(RecordKind::MemoryAllocation, 2 * scenario.allocations);
+    }
+    if scenario.marker.is_some() && calls(Domain::MarkerCoreRangeApi, "roctxThreadRangeA") {
+        add(RecordKind::Marker, 1);
+    }
+    for (domain, function, n) in scenario.calls() {
+        if calls(Domain::from_name(domain).unwrap(), function) {
+            add(RecordKind::Api, n);
+        }
+    }
+    for context in &plan.contexts {
+        let Some(pc) = &context.pc_sampling else {
+            continue;
+        };
+        let selectors = match pc.agents.is_empty() {
+            true => &context.agents,
+            false => &pc.agents,
+        };
+        for kernel in &scenario.kernels {
+            let agent = &scenario.agents[kernel.agent];
+            let selected = selectors.is_empty()
+                || (selectors.iter()).any(|s| s.selects_gpu(kernel.agent as u32, &agent.name));
+            if agent.pc_sampling && selected {
+                add(RecordKind::PcSample, kernel.pc_samples);
+            }
+        }
+    }
+    counts.retain(|_, n| *n > 0);
+    counts
+}
+
+/// Whether a transform of this kind may change how many records of its kinds pass: those
+/// that only add columns or tables (derive, kernel_name, aggregate) do not.
+fn changes_counts(op: &TransformOpPlan) -> bool {
+    !matches!(
+        op,
+        TransformOpPlan::Derive(_) | TransformOpPlan::KernelName(_) | TransformOpPlan::Aggregate(_)
+    )
+}
+
+/// Holds the records of each kind an output holds (`got`, each kind its reader counts) to
+/// what it must hold of those `delivered`: none of a kind not routed to it; all of a kind
+/// no transform on its way changes; of a kind a transform changes, no more than came in.
+fn compare(
+    got: &Counts,
+    routed: &[RecordKind],
+    changed: &[RecordKind],
+    delivered: &Counts,
+) -> Result<(), String> {
+    for (&kind, &n) in got {
+        let came = delivered.get(&kind).copied().unwrap_or(0);
+        let (holds, want) = match (routed.contains(&kind), changed.contains(&kind)) {
+            (false, _) => (n == 0, "none: not routed here".to_owned()),
+            (true, false) => (n == came, came.to_string()),
+            (true, true) => (n <= came, format!("at most {came}, through a transform")),
+        };
+        if !holds {
+            return Err(format!("{n} {} records, not {want}", kind.name()));
+        }
+    }
+    Ok(())
+}
+
 /// One `rocflow run` of a pipeline on a scenario, in a directory of its own.
 struct Run {
     dir: tempfile::TempDir,
     output: Output,
+    scenario: Scenario,
+    /// The processes the application runs as, each of which replays the scenario.
+    processes: u64,
 }
 
 impl Run {
-    fn new(pipeline: &Path, scenario: &Path, app: &[&str]) -> Run {
+    /// A run of `app`, which runs as `processes` processes.
+    fn new(pipeline: &Path, scenario: &Path, app: &[&str], processes: u64) -> Run {
         let dir = tempfile::tempdir().unwrap();
         let device = format!("sim:{}", scenario.display());
         let output = run_on(&device, pipeline.to_str().unwrap(), app, dir.path(), &[]);
-        Run { dir, output }
+        let scenario = Scenario::read(scenario);
+        Run {
+            dir,
+            output,
+            scenario,
+            processes,
+        }
     }
 
     fn path(&self, relative: &str) -> PathBuf {
@@ -111,31 +212,19 @@ impl Run {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
-    /// Problems with the run as a whole; the names of the sinks this build lacks.
-    fn check(&self, plan: &Plan) -> Result<BTreeSet<String>, String> {
+    /// Problems with the run: its exit and messages, its spool against what the scenario
+    /// implies, and each sink's and post-step's output read back.
+    fn check(&self, plan: &Plan) -> Result<(), String> {
         let stderr = text(&self.output.stderr);
-        let mut not_built = BTreeSet::new();
-        for line in stderr.lines() {
-            let sink = line
-                .strip_prefix("error: sink `")
-                .and_then(|rest| rest.split_once('`'))
-                .filter(|(_, message)| message.ends_with(NOT_BUILT));
-            match sink {
-                Some((name, _)) => {
-                    not_built.insert(name.to_owned());
-                }
-                None if line.starts_with("error:") || line.starts_with("warning:") => {
-                    return Err(format!("the run reports: {line}\n{stderr}"));
-                }
-                None => {}
-            }
+        if let Some(line) =
+            (stderr.lines()).find(|l| l.starts_with("error:") || l.starts_with("warning:"))
+        {
+            return Err(format!("the run reports: {line}\n{stderr}"));
         }
-        // A run with a sink missing from this build is not healthy: exit 1, not 0.
-        let status = self.output.status.code();
-        let expected = if not_built.is_empty() { 0 } else { 1 };
-        if status != Some(expected) {
+        if !self.output.status.success() {
             return Err(format!(
-                "exit {status:?}, not {expected}\nstdout:\n{}\nstderr:\n{stderr}",
+                "exit {:?}\nstdout:\n{}\nstderr:\n{stderr}",
+                self.output.status.code(),
                 text(&self.output.stdout)
             ));
         }
@@ -143,43 +232,191 @@ impl Run {
         if spool["complete"] != true {
             return Err(format!("the spool is incomplete: {spool}"));
         }
-        let produced: BTreeSet<&str> = plan.stages.produced.iter().map(|k| k.name()).collect();
-        for (kind, _) in spool["records"].as_object().unwrap() {
-            if !produced.contains(kind.as_str()) {
-                return Err(format!(
-                    "the spool has {kind} records the pipeline does not collect"
-                ));
-            }
-        }
         for process in spool["processes"].as_array().unwrap() {
             if process["dropped"] != serde_json::json!({}) {
                 return Err(format!("records were dropped: {process}"));
             }
         }
-        let outputs = self.outputs();
-        for sink in plan.sinks.iter().filter(|s| !not_built.contains(&s.name)) {
-            self.written(&outputs, &sink.path)
+        // The spool holds only kinds the pipeline collects, of each what the scenario
+        // implies (of counter samples, whose number the GPU's definitions decide, its own).
+        let spooled = records(&spool);
+        let mut delivered = implied(&self.scenario, plan);
+        delivered.values_mut().for_each(|n| *n *= self.processes);
+        for (&kind, &n) in &spooled {
+            if !plan.stages.produced.contains(&kind) {
+                return Err(format!(
+                    "the spool has {} records the pipeline does not collect",
+                    kind.name()
+                ));
+            }
+            if kind == RecordKind::CounterSample {
+                delivered.insert(kind, n);
+            }
+        }
+        if spooled != delivered {
+            return Err(format!(
+                "the spool holds {spooled:?}, the scenario implies {delivered:?}"
+            ));
+        }
+        let changed = |transforms: &[usize]| -> Vec<RecordKind> {
+            let transforms = transforms.iter().map(|&i| &plan.stages.transforms[i]);
+            transforms
+                .filter(|t| changes_counts(&t.op))
+                .flat_map(|t| t.kinds.clone())
+                .collect()
+        };
+        for sink in &plan.sinks {
+            let route = (plan.stages.routes.iter())
+                .find(|r| r.sink == sink.name)
+                .unwrap();
+            self.read_back(sink)
+                .and_then(|got| {
+                    compare(&got, &route.kinds, &changed(&route.transforms), &delivered)
+                })
                 .map_err(|e| format!("sink `{}`: {e}", sink.name))?;
         }
+        let every: Vec<usize> = (0..plan.stages.transforms.len()).collect();
         for post in &plan.posts {
-            let path = match &post.step {
-                PostStep::Summary { path, .. } => path.as_deref().unwrap_or("summary"),
-                PostStep::Sql { path, .. } | PostStep::Report { path, .. } => path,
+            let checked = match &post.step {
+                PostStep::Summary { path, .. } => self
+                    .summary(path.as_deref().unwrap_or("summary"))
+                    .and_then(|got| {
+                        compare(&got, &plan.stages.produced, &changed(&every), &delivered)
+                    }),
+                PostStep::Report { path, .. } => self.report(path, plan, &delivered),
+                PostStep::Sql { path, .. } => self.rows(path),
                 PostStep::Command { .. } => continue,
             };
-            self.written(&outputs, path)
-                .map_err(|e| format!("post-step `{}`: {e}", post.name))?;
+            checked.map_err(|e| format!("post-step `{}`: {e}", post.name))?;
         }
-        Ok(not_built)
+        Ok(())
+    }
+
+    /// The one file or directory the run wrote at `template`.
+    fn one(&self, template: &str) -> Result<PathBuf, String> {
+        let mut found = self.found(template)?;
+        match found.len() {
+            1 => Ok(found.remove(0)),
+            _ => Err(format!("{} outputs at {template}: {found:?}", found.len())),
+        }
     }
 
     /// Records per kind in the spool.
-    fn records(&self) -> BTreeMap<String, u64> {
-        let spool = self.spool();
-        let records = spool["records"].as_object().unwrap().iter();
-        records
-            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
-            .collect()
+    fn records(&self) -> Counts {
+        records(&self.spool())
+    }
+
+    /// Every file or directory the run wrote at `template` (run-time placeholders
+    /// allowed), at least one.
+    fn found(&self, template: &str) -> Result<Vec<PathBuf>, String> {
+        if Path::new(template).is_absolute() {
+            return Err(format!("{template} is absolute; examples run anywhere"));
+        }
+        let pattern = placeholder_pattern(template);
+        let outputs = self.outputs();
+        let found: Vec<PathBuf> = (outputs.iter())
+            .filter(|o| pattern.is_match(o))
+            .map(|o| self.path(o))
+            .collect();
+        match found.is_empty() {
+            true => Err(format!(
+                "nothing written at {template}; the run wrote {outputs:?}"
+            )),
+            false => Ok(found),
+        }
+    }
+
+    /// The records of each kind sink `sink` wrote, read back by a reader of its format: the
+    /// kinds that format keeps as records (Perfetto keeps allocations as a counter track).
+    fn read_back(&self, sink: &SinkPlan) -> Result<Counts, String> {
+        use RecordKind::*;
+        let every = [KernelDispatch, Api, MemoryCopy, MemoryAllocation, Marker];
+        let mut counts = Counts::new();
+        for path in self.found(&sink.path)? {
+            let read = match &sink.writer {
+                Writer::Builtin(format) => match format.kind() {
+                    SinkKind::Rocpd => {
+                        let mut read = counted(&truth::rocpd(&path), &every);
+                        read.insert(PcSample, pc_samples(&path));
+                        read
+                    }
+                    SinkKind::Perfetto => counted(
+                        &truth::perfetto(&[path]),
+                        &[KernelDispatch, Api, MemoryCopy, Marker],
+                    ),
+                    SinkKind::Csv if sink.options().get("flavour").is_none() => {
+                        counted(&truth::csv_tables(&path).0, &every)
+                    }
+                    SinkKind::Parquet => counted(&truth::parquet_tables(&path).0, &every),
+                    other => {
+                        let options = sink.options();
+                        return Err(format!(
+                            "no reader here for {other:?} outputs ({options:?})"
+                        ));
+                    }
+                },
+                Writer::Plugin { plugin, .. } if plugin.name == "openmetrics" => {
+                    openmetrics_records(&path)
+                }
+                Writer::Plugin { plugin, .. } => {
+                    return Err(format!("no reader here for the outputs of {plugin}"));
+                }
+            };
+            for (kind, n) in read {
+                *counts.entry(kind).or_default() += n;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// The calls of each kind in the summary a post-step wrote to `path`, as its JSON
+    /// file has them.
+    fn summary(&self, path: &str) -> Result<Counts, String> {
+        use RecordKind::*;
+        let file = self.one(path)?.join("summary.json");
+        match file.is_file() {
+            true => Ok(counted(
+                &truth::summary(&file),
+                &[KernelDispatch, Api, MemoryCopy, MemoryAllocation, Marker],
+            )),
+            false => Err(format!("no {}", file.display())),
+        }
+    }
+
+    /// The report at `path` names every kernel the run dispatched in its table of kernels,
+    /// as `c++filt` names it.
+    fn report(&self, path: &str, plan: &Plan, delivered: &Counts) -> Result<(), String> {
+        let file = self.one(path)?;
+        let page =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        if !delivered.contains_key(&RecordKind::KernelDispatch)
+            || plan.stages.kernel_names != Default::default()
+        {
+            return match page.contains("</html>") {
+                true => Ok(()),
+                false => Err(format!("{} is no whole page", file.display())),
+            };
+        }
+        for name in self.scenario.kernels.iter().map(|k| &k.name) {
+            let escaped = name
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;");
+            if !page.contains(&format!("<td>{escaped}</td>")) {
+                return Err(format!("{} does not name {name}", file.display()));
+            }
+        }
+        Ok(())
+    }
+
+    /// A `sql` step's output at `path` has rows.
+    fn rows(&self, path: &str) -> Result<(), String> {
+        let file = self.one(path)?;
+        let rows = csv(&file);
+        match rows.is_empty() {
+            true => Err(format!("{} has no rows", file.display())),
+            false => Ok(()),
+        }
     }
 
     /// Every file and directory the run wrote, relative to its directory.
@@ -198,30 +435,55 @@ impl Run {
         walk(self.dir.path(), self.dir.path(), &mut out);
         out
     }
+}
 
-    /// Whether an output with this path (run-time placeholders allowed) was written, and
-    /// is not empty.
-    fn written(&self, outputs: &[String], template: &str) -> Result<(), String> {
-        if Path::new(template).is_absolute() {
-            return Err(format!("{template} is absolute; examples run anywhere"));
-        }
-        let pattern = placeholder_pattern(template);
-        let found = outputs.iter().find(|o| pattern.is_match(o));
-        let Some(found) = found else {
-            return Err(format!(
-                "nothing written at {template}; the run wrote {outputs:?}"
-            ));
-        };
-        let path = self.path(found);
-        let empty = match path.is_dir() {
-            true => std::fs::read_dir(&path).unwrap().next().is_none(),
-            false => std::fs::metadata(&path).unwrap().len() == 0,
-        };
-        match empty {
-            true => Err(format!("{found} is empty")),
-            false => Ok(()),
+/// Records per kind in a spool, as `rocflow inspect --json` gives them.
+fn records(spool: &serde_json::Value) -> Counts {
+    (spool["records"].as_object().unwrap().iter())
+        .map(|(k, v)| (RecordKind::from_name(k).unwrap(), v.as_u64().unwrap()))
+        .collect()
+}
+
+/// The records of each of `kinds` a tally of an output counts.
+fn counted(tally: &Tally, kinds: &[RecordKind]) -> Counts {
+    let part = |kind: RecordKind| match kind {
+        RecordKind::KernelDispatch => &tally.kernels,
+        RecordKind::Api => &tally.api,
+        RecordKind::MemoryCopy => &tally.copies,
+        RecordKind::MemoryAllocation => &tally.allocations,
+        RecordKind::Marker => &tally.markers,
+        other => panic!("a tally does not count {other:?}"),
+    };
+    (kinds.iter())
+        .map(|&kind| (kind, part(kind).values().sum()))
+        .collect()
+}
+
+/// The PC samples of the rocpd database at `path`, through the view AMD's tools read.
+fn pc_samples(path: &Path) -> u64 {
+    let db = rusqlite::Connection::open(path).unwrap();
+    let count: i64 = (db.query_row("SELECT count(*) FROM samples", [], |r| r.get(0))).unwrap();
+    count as u64
+}
+
+/// The totals of the OpenMetrics file at `path` that count records: dispatches, copies
+/// and API calls.
+fn openmetrics_records(path: &Path) -> Counts {
+    let families = [
+        ("rocflow_kernel_dispatches", RecordKind::KernelDispatch),
+        ("rocflow_memory_copies", RecordKind::MemoryCopy),
+        ("rocflow_api_calls", RecordKind::Api),
+    ];
+    let mut counts: Counts = families.iter().map(|&(_, kind)| (kind, 0)).collect();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let name = line.split(['{', ' ']).next().unwrap();
+        let family = name.strip_suffix("_total").unwrap_or(name);
+        if let Some((_, kind)) = families.iter().find(|(f, _)| *f == family) {
+            let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+            *counts.get_mut(kind).unwrap() += value as u64;
         }
     }
+    counts
 }
 
 /// A regex for the paths an output path can become: each run-time placeholder is one
@@ -282,7 +544,7 @@ fn every_template_and_example_runs_on_the_simulated_device() {
         let mut seen = BTreeSet::new();
         let mut failed = false;
         for scenario in scenarios() {
-            let run = Run::new(pipeline, &scenario, &["/bin/sleep", "0.2"]);
+            let run = Run::new(pipeline, &scenario, &["/bin/sleep", "0.2"], 1);
             if let Err(e) = run.check(plan) {
                 let scenario = scenario.file_name().unwrap().to_string_lossy().into_owned();
                 failures.push(format!("{name} on {scenario}: {e}"));
@@ -290,7 +552,7 @@ fn every_template_and_example_runs_on_the_simulated_device() {
                 break;
             }
             let records = run.records();
-            let delivered = |k: &&RecordKind| records.get(k.name()).is_some_and(|&n| n > 0);
+            let delivered = |k: &&RecordKind| records.get(k).is_some_and(|&n| n > 0);
             seen.extend(expected.iter().filter(delivered));
             if seen == expected {
                 break;
@@ -312,7 +574,7 @@ fn default_scenario() -> PathBuf {
 /// its plan.
 fn checked_run(path: &str) -> Run {
     let pipeline = repo().join(path);
-    let run = Run::new(&pipeline, &default_scenario(), &["/bin/sleep", "0.2"]);
+    let run = Run::new(&pipeline, &default_scenario(), &["/bin/sleep", "0.2"], 1);
     run.check(&compile(&pipeline)).unwrap();
     run
 }
@@ -463,6 +725,7 @@ fn the_multi_process_example_puts_every_process_in_one_database() {
         &pipeline,
         &default_scenario(),
         &[app.to_str().unwrap(), "fork", "3"],
+        4,
     );
     run.check(&compile(&pipeline)).unwrap();
     let spool = run.spool();

@@ -301,6 +301,11 @@ fn diff_compares_runs_and_gates_on_a_predicate() {
         .count();
     assert_eq!(diff["metrics"]["kernels_added"], added as f64);
     let rows = diff["sections"]["kernels"]["rows"].as_array().unwrap();
+    let named: BTreeSet<&str> = rows.iter().map(|r| r["kernel"].as_str().unwrap()).collect();
+    let either: BTreeSet<&str> = (a.kernels.keys().chain(b.kernels.keys()))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(named, either, "a row per kernel of either run");
     for row in rows {
         let name = row["kernel"].as_str().unwrap();
         let total = |e: &Expected| e.kernels.get(name).map(|d| d.iter().sum::<f64>());

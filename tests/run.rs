@@ -146,6 +146,10 @@ fn each_forked_child_streams_the_scenario_of_its_own() {
     let (output, rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "fork", "3"]);
     assert_success(&output);
     let want = expected(&default_scenario());
+    assert_eq!(
+        rows.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
     for (kind, per_pid) in &rows {
         assert_eq!(per_pid.len(), 4, "{kind}: the parent and three children");
         for (pid, lines) in per_pid {
@@ -179,6 +183,10 @@ fn programs_a_shell_starts_are_one_stream_each() {
     assert_eq!(unique.len(), 3, "{pids:?}");
     // Each sleep replays the whole scenario.
     let want = expected(&default_scenario());
+    assert_eq!(
+        rows.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
     for (kind, per_pid) in &rows {
         let whole = per_pid
             .values()

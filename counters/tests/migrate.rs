@@ -148,10 +148,12 @@ fn comments_stay_next_to_the_counter_they_preceded() {
 #[test]
 fn long_descriptions_fold_near_120_columns() {
     let output = migrated(&Source::read(&shared(LEGACY)).unwrap());
+    let mut past = 0;
     for line in output.lines().filter(|l| !l.trim_start().starts_with('#')) {
         // A line may pass 120 columns only by its last word: it breaks at the first single
         // space past the width (a run of spaces is kept, as a break would change it).
         if let Some(overflow) = line.get(120..) {
+            past += 1;
             let words: Vec<&str> = overflow.split(' ').collect();
             let single_space = words
                 .windows(2)
@@ -160,7 +162,10 @@ fn long_descriptions_fold_near_120_columns() {
             assert!(!single_space, "not folded: {line}");
         }
     }
-    assert!(output.lines().any(|l| l.len() > 100), "long lines are used");
+    assert!(
+        past > 0,
+        "no line passes 120 columns: the folding is not seen"
+    );
 }
 
 #[test]

@@ -141,6 +141,10 @@ pub struct Scenario {
 
 #[derive(Debug)]
 pub struct Agent {
+    /// Its gfx name (`gfx942`).
+    pub name: String,
+    /// Whether it takes PC samples (the scenario lists how).
+    pub pc_sampling: bool,
     /// Its counters: name and the sizes of their dimensions, in the SDK's dimension ids.
     pub counters: Vec<(String, Vec<(u64, u64)>)>,
 }
@@ -188,6 +192,8 @@ impl Scenario {
         let agents = list("agent")
             .iter()
             .map(|a| Agent {
+                name: a["name"].as_str().unwrap().to_owned(),
+                pc_sampling: a.get("pc_sampling").is_some(),
                 counters: (a.get("counter").and_then(|c| c.as_array()).cloned())
                     .unwrap_or_default()
                     .iter()
@@ -271,12 +277,12 @@ impl Scenario {
     }
 
     /// How many times each thread's work repeats in a process.
-    fn repeats(&self) -> u64 {
+    pub fn repeats(&self) -> u64 {
         self.threads * self.iterations
     }
 
     /// The API calls of one iteration, per domain and function.
-    fn calls(&self) -> Vec<(&str, &str, u64)> {
+    pub fn calls(&self) -> Vec<(&str, &str, u64)> {
         let kernels = self.kernels.len() as u64;
         let mut calls = vec![
             ("hip_runtime_api", "hipLaunchKernel", kernels),
@@ -529,7 +535,7 @@ pub fn csv_tables(dir: &Path) -> (Tally, Dispatches) {
     })
 }
 
-/// The record tables of rocflow's Parquet sink in `dir`, read by DuckDB.
+/// The record tables of rocflow's Parquet sink in `dir`, partitioned or not, read by DuckDB.
 pub fn parquet_tables(dir: &Path) -> (Tally, Dispatches) {
     let kinds = [
         "kernel_dispatch",
@@ -541,12 +547,12 @@ pub fn parquet_tables(dir: &Path) -> (Tally, Dispatches) {
     ];
     let present: Vec<&str> = kinds.into_iter().filter(|k| dir.join(k).is_dir()).collect();
     let queries: Vec<String> = (present.iter())
-        .map(|k| format!("SELECT * FROM read_parquet('{k}/*.parquet')"))
+        .map(|k| format!("SELECT * FROM read_parquet('{k}/**/*.parquet')"))
         .collect();
     let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
     // DuckDB gives rows without their column names: ask for them once per kind.
     let names: Vec<String> = (present.iter())
-        .map(|k| format!("DESCRIBE SELECT * FROM read_parquet('{k}/*.parquet')"))
+        .map(|k| format!("DESCRIBE SELECT * FROM read_parquet('{k}/**/*.parquet')"))
         .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let rows = duckdb(dir, &queries);
