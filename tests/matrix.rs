@@ -1,15 +1,17 @@
 //! The matrix: every output of a run held against the ground truth its simulated scenario
 //! implies (`support::truth`), for the shipped templates alone, pairs of them combined with
 //! `extends`, and the features that change what a run holds (multi-pass counters, counter
-//! kernel filters, kernel name forms, several processes), each from three sources: the live
-//! run, a replay of its spool and a replay of its rocpd database; into rocpd, Parquet,
-//! Perfetto, OTF2, CSV and the summary. A feature that changes records joins as a row.
+//! kernel filters, kernel name forms, marker windows, several processes), each from three
+//! sources: the live run, a replay of its spool and a replay of its rocpd database; into
+//! rocpd (and AMD's `rocpd summary` of it), Parquet, Perfetto, OTF2, CSV in both flavours
+//! and the summary. A feature that changes records joins as a row.
 //!
-//! CI checks every template and a sample of the pairs (a fixed seed); `ROCFLOW_MATRIX=full`
-//! checks every pair (see the README).
+//! CI checks every template and a fixed sample of the pairs; `ROCFLOW_MATRIX=full` checks
+//! every pair (see the README).
 
 use std::path::{Path, PathBuf};
 
+use support::peer::Peer;
 use support::truth::{self, Collects, Part, Scenario, Tally};
 use support::{assert_success, repo, rocflow, sim_app};
 
@@ -134,6 +136,9 @@ struct Row {
     /// The scenario on one thread: each process dispatches in the same order every time,
     /// so that a later pass's counter values are known from the first pass's dispatches.
     one_thread: bool,
+    /// Replays keep only the first ROCTx range with this message: on one thread, the
+    /// scenario's first iteration.
+    window: Option<&'static str>,
 }
 
 /// The sinks every row adds to its templates' own, each holding all of the run's
@@ -156,6 +161,12 @@ kind = "parquet"
 path = "{output_dir}/m/parquet"
 
 [[sink]]
+name = "m-csv3"
+kind = "csv"
+path = "{output_dir}/m/csv3-{pid}"
+options = { flavour = "rocprofv3" }
+
+[[sink]]
 name = "m-perfetto"
 kind = "perfetto"
 path = "{output_dir}/m/{pid}.pftrace"
@@ -175,6 +186,7 @@ impl Row {
             collects,
             forks: 0,
             one_thread: false,
+            window: None,
         }
     }
 
@@ -214,34 +226,52 @@ impl Row {
             _ => run.extend(["fork", &forks]),
         }
         assert_success(&rocflow(&run, dir, &[]));
-        let spool = [
-            "replay",
-            "live/last.rfraw",
-            "matrix.toml",
-            "--set",
-            "output_dir=spool",
-        ];
-        assert_success(&rocflow(&spool, dir, &[]));
-        let db = [
-            "replay",
-            "live/m/run.db",
-            "matrix.toml",
-            "--set",
-            "output_dir=db",
-        ];
-        assert_success(&rocflow(&db, dir, &[]));
+        for (input, source) in [("live/last.rfraw", "spool"), ("live/m/run.db", "db")] {
+            let output_dir = format!("output_dir={source}");
+            let mut replay = vec!["replay", input, "matrix.toml", "--set", &output_dir];
+            if let Some(message) = self.window {
+                replay.extend(["--window-marker", message]);
+            }
+            assert_success(&rocflow(&replay, dir, &[]));
+        }
 
         let mut problems = Vec::new();
         let processes = self.forks + 1;
+        let mut first = Scenario::read(&dir.join("scenario.toml"));
+        first.iterations = 1;
         for source in ["live", "spool", "db"] {
             let out = dir.join(source);
             let (csv, dispatches) = truth::csv_tables(&out.join("m/csv"));
-            let want = scenario.truth(&self.collects, processes, &dispatches);
+            let windowed = self.window.is_some() && source != "live";
+            let truth_of = if windowed { &first } else { &scenario };
+            let want = truth_of.truth(&self.collects, processes, &dispatches);
+            let db = out.join("m/run.db");
+            let amd = Peer::get().summary(std::slice::from_ref(&db), &out);
             let (parquet, _) = truth::parquet_tables(&out.join("m/parquet"));
-            let outputs: [(&str, Tally, &[Part]); 6] = [
+            let but_bytes: Vec<Part> = (Part::ALL.into_iter())
+                .filter(|&p| p != Part::CopyBytes)
+                .collect();
+            let outputs: [(&str, Tally, &[Part]); 8] = [
                 ("csv", csv, &Part::ALL),
+                (
+                    "csv (rocprofv3)",
+                    truth::rocprofv3_csv(&files(&out.join("m"), "csv3-")),
+                    &but_bytes,
+                ),
                 ("parquet", parquet, &Part::ALL),
-                ("rocpd", truth::rocpd(&out.join("m/run.db")), &Part::ALL),
+                ("rocpd", truth::rocpd(&db), &Part::ALL),
+                (
+                    "AMD's rocpd summary of rocpd",
+                    truth::amd_summary(&amd),
+                    &[
+                        Part::Kernels,
+                        Part::KernelTime,
+                        Part::Api,
+                        Part::Copies,
+                        Part::Allocations,
+                        Part::Markers,
+                    ],
+                ),
                 (
                     "summary",
                     truth::summary(&out.join("summary/summary.json")),
@@ -274,7 +304,13 @@ impl Row {
                 let parts: Vec<Part> = (parts.iter().copied())
                     .filter(|&p| p != Part::Counters || !self.collects.counters.is_empty())
                     .collect();
-                for difference in want.differences(&seen, &parts) {
+                // rocprofv3's CSV writes counter values to six decimals.
+                let within = if output == "csv (rocprofv3)" {
+                    1e-6
+                } else {
+                    1e-9
+                };
+                for difference in want.differences(&seen, &parts, within) {
                     problems.push(format!(
                         "{} from {source}, {output}: {difference}",
                         self.name
@@ -308,12 +344,12 @@ impl Row {
     }
 }
 
-/// The files under `dir` whose names end with `suffix`.
-fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+/// The files (or folders) in `dir` whose names hold `part`.
+fn files(dir: &Path, part: &str) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .filter(|p| p.file_name().unwrap().to_string_lossy().contains(part))
         .collect();
     found.sort();
     found
@@ -394,8 +430,15 @@ fn features_that_change_records_agree_with_the_truth() {
     mangled.name = "mangled kernel names".into();
     mangled.extra = "kernel_names = \"mangled\"\n";
     mangled.collects.mangled = true;
+    let mut window = Row::new(
+        &["trace-all", "counters-basic"],
+        of("trace-all").and(&of("counters-basic")),
+    );
+    window.name = "replays within the first `solve` range".into();
+    window.one_thread = true;
+    window.window = Some("solve");
     let mut processes = Row::new(&["trace-all"], of("trace-all"));
     processes.name = "four processes".into();
     processes.forks = 3;
-    check(&[filtered, mangled, processes]);
+    check(&[filtered, mangled, window, processes]);
 }

@@ -63,9 +63,10 @@ impl Part {
 
 impl Tally {
     /// The differences between `self` (the truth) and `seen`, in the `parts` an output
-    /// shows: empty when they agree. Counter sums agree within a relative 1e-9, since
-    /// derived counters are sums of quotients added in any order.
-    pub fn differences(&self, seen: &Tally, parts: &[Part]) -> Vec<String> {
+    /// shows: empty when they agree. Counter sums agree within the relative `within`:
+    /// derived counters are sums of quotients added in any order, and some formats write
+    /// values to a fixed number of decimals.
+    pub fn differences(&self, seen: &Tally, parts: &[Part], within: f64) -> Vec<String> {
         fn compare<K: std::fmt::Debug + Ord, V: std::fmt::Debug + PartialEq>(
             part: Part,
             want: &BTreeMap<K, V>,
@@ -96,7 +97,7 @@ impl Tally {
                 Part::Counters => {
                     let round = |m: &BTreeMap<(String, String), (u64, f64)>| {
                         m.iter()
-                            .map(|(k, &(n, sum))| (k.clone(), (n, Close(sum))))
+                            .map(|(k, &(n, sum))| (k.clone(), (n, Close(sum, within))))
                             .collect::<BTreeMap<_, _>>()
                     };
                     compare(
@@ -112,13 +113,13 @@ impl Tally {
     }
 }
 
-/// A float that equals another within a relative 1e-9.
+/// A float that equals another within a relative tolerance (the second field).
 #[derive(Debug, Clone, Copy)]
-struct Close(f64);
+struct Close(f64, f64);
 
 impl PartialEq for Close {
     fn eq(&self, other: &Close) -> bool {
-        (self.0 - other.0).abs() <= 1e-9 * self.0.abs().max(other.0.abs()).max(1.0)
+        (self.0 - other.0).abs() <= self.1 * self.0.abs().max(other.0.abs()).max(1.0)
     }
 }
 
@@ -735,6 +736,100 @@ pub fn otf2(archive: &Path, truth: &Tally) -> Tally {
             *tally.allocations.entry(name).or_default() += 1;
         } else {
             *tally.api.entry(name).or_default() += 1;
+        }
+    }
+    tally
+}
+
+/// A tally of the CSV files rocprofv3 writes (`<pid>_kernel_trace.csv`, …), as rocflow's
+/// CSV sink writes them with `flavour = "rocprofv3"`, in each of `dirs`.
+pub fn rocprofv3_csv(dirs: &[std::path::PathBuf]) -> Tally {
+    let mut tally = Tally::default();
+    let int = |row: &BTreeMap<String, String>, key: &str| row[key].parse::<u64>().unwrap();
+    for dir in dirs {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let Some((_, table)) = name.split_once('_') else {
+                continue;
+            };
+            let rows = || csv(&path);
+            match table {
+                "kernel_trace.csv" => {
+                    for row in rows() {
+                        let kernel = row["Kernel_Name"].clone();
+                        let ns = int(&row, "End_Timestamp") - int(&row, "Start_Timestamp");
+                        *tally.kernels.entry(kernel.clone()).or_default() += 1;
+                        *tally.kernel_ns.entry(kernel).or_default() += ns;
+                    }
+                }
+                "marker_api_trace.csv" => {
+                    for row in rows() {
+                        *tally.markers.entry(row["Function"].clone()).or_default() += 1;
+                    }
+                }
+                "memory_copy_trace.csv" => {
+                    for row in rows() {
+                        let direction = row["Direction"].trim_start_matches("MEMORY_COPY_");
+                        *tally.copies.entry(direction.to_owned()).or_default() += 1;
+                    }
+                }
+                "memory_allocation_trace.csv" => {
+                    for row in rows() {
+                        let operation = row["Operation"].trim_start_matches("MEMORY_ALLOCATION_");
+                        *tally.allocations.entry(operation.to_owned()).or_default() += 1;
+                    }
+                }
+                "counter_collection.csv" => {
+                    let mut seen = BTreeSet::new();
+                    for row in rows() {
+                        let key = (row["Kernel_Name"].clone(), row["Counter_Name"].clone());
+                        let entry = tally.counters.entry(key.clone()).or_default();
+                        if seen.insert((row["Dispatch_Id"].clone(), key.1)) {
+                            entry.0 += 1;
+                        }
+                        entry.1 += row["Counter_Value"].parse::<f64>().unwrap();
+                    }
+                }
+                api if api.ends_with("_api_trace.csv") => {
+                    for row in rows() {
+                        *tally.api.entry(row["Function"].clone()).or_default() += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    tally
+}
+
+/// A tally of what AMD's `rocpd summary` says of a database: its kernel, API (one table a
+/// domain), copy, allocation and marker tables.
+pub fn amd_summary(stats: &crate::peer::Stats) -> Tally {
+    let mut tally = Tally::default();
+    for (table, rows) in stats {
+        for (name, &(calls, ns)) in rows {
+            let name = name.clone();
+            match table.as_str() {
+                "kernels" => {
+                    tally.kernels.insert(name.clone(), calls);
+                    tally.kernel_ns.insert(name, ns);
+                }
+                "markers" => *tally.markers.entry(name).or_default() += calls,
+                "memory_copies" => {
+                    let direction = name.trim_start_matches("MEMORY_COPY_").to_owned();
+                    *tally.copies.entry(direction).or_default() += calls;
+                }
+                "memory_allocations" => {
+                    let operation = if name == "ALLOC" {
+                        "ALLOCATE".into()
+                    } else {
+                        name
+                    };
+                    *tally.allocations.entry(operation).or_default() += calls;
+                }
+                _ => *tally.api.entry(name).or_default() += calls,
+            }
         }
     }
     tally
