@@ -508,15 +508,13 @@ pc_sampling.method = "host_trap"
     assert_success(&out);
     assert_eq!(support::messages(&out.stderr), "", "no warning");
 
-    // Columns that are row ids of the database, not the run's; a counter value's
-    // coordinates, which rocpd has no column for (its values are told apart by row); and a
-    // dispatch's register counts, which rocpd keeps per kernel symbol (the generator
-    // varies them per dispatch).
-    let counter: Vec<&str> = ["counter_id"].into_iter().chain(COORDINATES).collect();
+    // Ids (of queues, code objects, counters) are the run's, as rows' ids are. Lost are a
+    // counter value's coordinates, which rocpd has no column for (its values are told
+    // apart by row), and a dispatch's register counts, which rocpd keeps per kernel symbol
+    // (the generator varies them per dispatch).
     let lost: &[(&str, &[&str])] = &[
-        ("kernel_dispatch", &["queue", "vgpr_count", "sgpr_count"]),
-        ("pc_sample", &["code_object_id"]),
-        ("counter_sample", &counter),
+        ("kernel_dispatch", &["vgpr_count", "sgpr_count"]),
+        ("counter_sample", &COORDINATES),
     ];
     let kinds: Vec<&str> = ["kernel_dispatch", "api", "memory_copy", "marker"]
         .into_iter()
