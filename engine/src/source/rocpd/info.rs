@@ -7,6 +7,8 @@
 //! agent's node id, the SDK's kernel, code object and counter ids and queue and stream
 //! handles. rocflow's sink gives a thing another id where processes sharing a database
 //! have its number in common, and keeps its own in `extdata`; both read the same way here.
+//! Queue and stream 0 are the SDK's null handles, the default a record without one names:
+//! rocprofv3 writes a row for each, which no run describes, so they are not metadata.
 
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
@@ -246,6 +248,9 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         let extdata = json(row, 2).unwrap_or_default();
         let id = json_u64(&extdata, "handle").unwrap_or(u64(row, 0));
         info.queues.insert(int(row, 0), id);
+        if id == 0 {
+            return;
+        }
         let agent = json_u64(&extdata, "agent_id").and_then(|a| i64::try_from(a).ok());
         let queue = Queue {
             id,
@@ -257,6 +262,9 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
     reader.each(schema::STREAM, "id, pid, name, extdata", |row| {
         let extdata = json(row, 3).unwrap_or_default();
         let id = json_u64(&extdata, "handle").unwrap_or(u64(row, 0));
+        if id == 0 {
+            return;
+        }
         let stream = Stream {
             id,
             pid: pid_of(&info, int(row, 1)),
