@@ -294,6 +294,24 @@ mod tests {
     }
 
     #[test]
+    fn things_keep_the_sdks_ids_unless_taken_or_too_large() {
+        let mut ids = Ids::default();
+        assert_eq!(ids.kernel(0, 3), 3);
+        assert_eq!(ids.kernel(0, 1), 1);
+        assert_eq!(ids.kernel(1, 1), 4, "kernel 1 of another process");
+        assert_eq!(ids.kernel(0, 3), 3);
+        assert_eq!(ids.queue(0, 0x7f00_0000_1000), 0x7f00_0000_1000);
+        assert_eq!(
+            ids.queue(0, u64::MAX),
+            0x7f00_0000_1001,
+            "beyond SQLite's integers"
+        );
+        assert_eq!(ids.agent_node(0, 1, 2), 2);
+        assert_eq!(ids.agent(0, 1), 2, "the node id given first");
+        assert_eq!(ids.agent(0, 7), 3, "an agent without a node id");
+    }
+
+    #[test]
     fn dispatch_events_are_distinct_per_process_and_apart_from_the_others() {
         let a = Events::dispatch(1, 7).unwrap();
         let b = Events::dispatch(2, 7).unwrap();
