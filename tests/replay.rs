@@ -318,25 +318,6 @@ fn perfetto_events(trace: &Path) -> BTreeMap<String, i64> {
     events
 }
 
-/// The counters the scenario gives each of its kernels' dispatches, of those `collected`:
-/// their names and instances (the product of their dimensions' sizes).
-fn counters_per_dispatch(scenario: &toml::Value, collected: &[&str]) -> Vec<(String, i64)> {
-    let agents = scenario["agent"].as_array().unwrap();
-    let mut counters = Vec::new();
-    for kernel in scenario["kernel"].as_array().unwrap() {
-        let agent = kernel.get("agent").map_or(0, |a| a.as_integer().unwrap()) as usize;
-        for counter in agents[agent]["counter"].as_array().unwrap() {
-            let name = counter["name"].as_str().unwrap();
-            if collected.contains(&name) {
-                let dimensions = counter["dimensions"].as_array().unwrap().iter();
-                let instances = dimensions.map(|d| d[1].as_integer().unwrap()).product();
-                counters.push((name.to_owned(), instances));
-            }
-        }
-    }
-    counters
-}
-
 /// One run on the simulated device, as it wrote its outputs and as `replay` writes them
 /// again from its spool and from its rocpd database: every Parquet table has as many rows
 /// and every Perfetto trace as many events of each type, each the number the scenario
@@ -368,25 +349,29 @@ fn a_run_replays_alike_from_its_spool_and_its_database() {
     support::assert_success(&rocflow(&["replay", "live/run.db", "db.toml"], d, &[]));
 
     // What the scenario makes, per table and per type of trace event.
-    let records = support::scenario::expected(&scenario);
+    let truth = support::truth::Scenario::of(&scenario);
+    let records = truth.records_per_process();
     let count = |kind: &str| records[kind] as i64;
-    let s = &scenario["scenario"];
-    let iterations = s["threads"].as_integer().unwrap() * s["iterations"].as_integer().unwrap();
-    let counters = counters_per_dispatch(&scenario, &["SQ_WAVES", "GRBM_GUI_ACTIVE"]);
-    let values: i64 = counters.iter().map(|(_, instances)| instances).sum();
-    let mut tables: BTreeMap<String, i64> = records
-        .iter()
+    let iterations = (truth.threads * truth.iterations) as i64;
+    // Each dispatch's values: of each collected counter its kernel's GPU has, an instance
+    // each.
+    let collected = ["SQ_WAVES", "GRBM_GUI_ACTIVE"];
+    let counters: Vec<u64> = (truth.kernels.iter())
+        .flat_map(|k| &truth.agents[k.agent].counters)
+        .filter(|(name, _)| collected.contains(&name.as_str()))
+        .map(|(_, dimensions)| dimensions.iter().map(|&(_, size)| size).product())
+        .collect();
+    let values: u64 = counters.iter().sum();
+    let mut tables: BTreeMap<String, i64> = (records.iter())
         .map(|(k, &n)| (k.clone(), n as i64))
         .collect();
-    tables.insert("counter_sample".into(), iterations * values);
-    let kernels = scenario["kernel"].as_array().unwrap().len() as i64;
-    let agents = scenario["agent"].as_array().unwrap().len() as i64;
+    tables.insert("counter_sample".into(), iterations * values as i64);
     for (table, n) in [
         ("processes", 1),
-        ("threads", s["threads"].as_integer().unwrap()),
+        ("threads", truth.threads as i64),
         // The GPUs and the host's CPU.
-        ("agents", agents + 1),
-        ("kernel_symbols", kernels),
+        ("agents", truth.agents.len() as i64 + 1),
+        ("kernel_symbols", truth.kernels.len() as i64),
         // The application creates no HIP stream; its work goes to the null stream.
         ("hip_streams", 0),
         ("dropped", 0),
