@@ -1,5 +1,6 @@
 //! `rocflow generate`, `inspect` and `replay` as users run them, on whole and damaged spools.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use support::{assert_fails, assert_says, rocflow, run_on, text};
 
@@ -266,5 +267,138 @@ fn timestamps_are_the_wall_clock_time_of_the_run() {
     for entry in std::fs::read_dir(d.join("out")).unwrap() {
         let stamp = entry.unwrap().file_name().into_string().unwrap();
         assert!(minutes_from_now(&stamp).abs() < 10, "{stamp}");
+    }
+}
+
+/// The records of a run on the simulated device: host calls, dispatches with two counters,
+/// copies, allocations and ROCTx ranges, into a rocpd database, Parquet and Perfetto
+/// under `OUT`.
+const EVERY_SOURCE: &str = concat!(
+    support::traced_pipeline!(
+        "sources",
+        "trace",
+        r#"["kernel_dispatch", "hip_runtime_api", "hsa_core_api", "memory_copy", "memory_allocation", "marker_core_range_api"]"#
+    ),
+    "counters.collect = [\"SQ_WAVES\", \"GRBM_GUI_ACTIVE\"]\n",
+    support::sink!("db", "rocpd", "OUT/run.db"),
+    support::sink!("tables", "parquet", "OUT/tables"),
+    support::sink!("trace", "perfetto", "OUT/run.pftrace"),
+);
+
+/// Rows per table of a Parquet dataset (a folder per table).
+fn parquet_rows(dataset: &Path) -> BTreeMap<String, i64> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let mut rows = BTreeMap::new();
+    for table in std::fs::read_dir(dataset).unwrap() {
+        let table = table.unwrap().path();
+        let name = table.file_name().unwrap().to_string_lossy().into_owned();
+        let mut n = 0;
+        for file in std::fs::read_dir(&table).unwrap() {
+            let file = std::fs::File::open(file.unwrap().path()).unwrap();
+            n += SerializedFileReader::new(file)
+                .unwrap()
+                .metadata()
+                .file_metadata()
+                .num_rows();
+        }
+        rows.insert(name, n);
+    }
+    rows
+}
+
+/// Track events of a Perfetto trace per type (`B`, `E`, `C`, `I`).
+fn perfetto_events(trace: &Path) -> BTreeMap<String, i64> {
+    let decoded = support::decode_perfetto(&[trace.to_owned()]);
+    let mut events = BTreeMap::new();
+    for event in decoded[0]["events"].as_array().unwrap() {
+        *events
+            .entry(event["type"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    events
+}
+
+/// One run on the simulated device, as it wrote its outputs and as `replay` writes them
+/// again from its spool and from its rocpd database: every Parquet table has as many rows
+/// and every Perfetto trace as many events of each type, each the number the scenario
+/// makes. Two threads dispatch at once, so the SDK delivers their dispatches' counter
+/// values interleaved: each dispatch is still one value per counter.
+#[test]
+fn a_run_replays_alike_from_its_spool_and_its_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (scenario, _) = support::scenario::scenario_with(d, "s.toml", &[("iterations", 1000)]);
+    let pipeline = |out: &str| EVERY_SOURCE.replace("OUT", out);
+    std::fs::write(d.join("live.toml"), pipeline("live")).unwrap();
+    std::fs::write(d.join("spool.toml"), pipeline("spool")).unwrap();
+    std::fs::write(d.join("db.toml"), pipeline("db")).unwrap();
+    let run = [
+        "run",
+        "live.toml",
+        "--device",
+        "sim:s.toml",
+        "--spool",
+        "run.rfraw",
+    ];
+    support::assert_success(&rocflow(
+        &[&run[..], &["--", "/bin/sleep", "0"]].concat(),
+        d,
+        &[],
+    ));
+    support::assert_success(&rocflow(&["replay", "run.rfraw", "spool.toml"], d, &[]));
+    support::assert_success(&rocflow(&["replay", "live/run.db", "db.toml"], d, &[]));
+
+    // What the scenario makes, per table and per type of trace event.
+    let truth = support::truth::Scenario::of(&scenario);
+    let records = truth.records_per_process();
+    let count = |kind: &str| records[kind] as i64;
+    let iterations = (truth.threads * truth.iterations) as i64;
+    // Each dispatch's values: of each collected counter its kernel's GPU has, an instance
+    // each.
+    let collected = ["SQ_WAVES", "GRBM_GUI_ACTIVE"];
+    let counters: Vec<u64> = (truth.kernels.iter())
+        .flat_map(|k| &truth.agents[k.agent].counters)
+        .filter(|(name, _)| collected.contains(&name.as_str()))
+        .map(|(_, dimensions)| dimensions.iter().map(|&(_, size)| size).product())
+        .collect();
+    let values: u64 = counters.iter().sum();
+    let mut tables: BTreeMap<String, i64> = (records.iter())
+        .map(|(k, &n)| (k.clone(), n as i64))
+        .collect();
+    tables.insert("counter_sample".into(), iterations * values as i64);
+    for (table, n) in [
+        ("processes", 1),
+        ("threads", truth.threads as i64),
+        // The GPUs and the host's CPU.
+        ("agents", truth.agents.len() as i64 + 1),
+        ("kernel_symbols", truth.kernels.len() as i64),
+        // The application creates no HIP stream; its work goes to the null stream.
+        ("hip_streams", 0),
+        ("dropped", 0),
+    ] {
+        tables.insert(table.into(), n);
+    }
+    let slices = count("api") + count("kernel_dispatch") + count("memory_copy") + count("marker");
+    // A value per dispatch and counter, and the allocated memory at each allocation and free.
+    let changes = iterations * counters.len() as i64 + count("memory_allocation");
+    let events = BTreeMap::from([
+        ("B".into(), slices),
+        ("E".into(), slices),
+        ("C".into(), changes),
+    ]);
+
+    let live = parquet_rows(&d.join("live/tables"));
+    for out in ["live", "spool", "db"] {
+        let rows = parquet_rows(&d.join(out).join("tables"));
+        for (table, n) in &tables {
+            assert_eq!(rows.get(table), Some(n), "{out}: {table}");
+        }
+        // The tables the scenario says nothing of (queues, code objects, counters) alike.
+        assert_eq!(rows, live, "{out}");
+        assert_eq!(
+            perfetto_events(&d.join(out).join("run.pftrace")),
+            events,
+            "{out}"
+        );
     }
 }

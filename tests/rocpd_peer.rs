@@ -6,7 +6,7 @@
 //! `rocflow summary`. Needs AMD's kit (`../shared/rocpd-peer`, `$ROCPD_PYTHON`); fails
 //! without it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use rocflow::pipeline::model::SinkKind;
@@ -430,4 +430,98 @@ fn agents_and_kernel_symbols_carry_what_rocprofv3_writes() {
     );
     assert_eq!(ids[0]["processes"], "1");
     assert_eq!(ids[0]["threads"], ids[0]["all_threads"]);
+}
+
+/// A run's kernel dispatches with counters, in a database and in rocflow's CSV tables.
+const IDS: &str = concat!(
+    support::traced_pipeline!("ids", "trace", r#"["kernel_dispatch"]"#),
+    "counters.collect = [\"SQ_WAVES\", \"GRBM_GUI_ACTIVE\"]\n",
+    support::sink!("db", "rocpd", "db/run.db"),
+    support::sink!("csv", "csv", "csv"),
+);
+
+/// The same dispatches in rocprofv3's CSV files.
+const ROCPROFV3_CSV: &str = concat!(
+    support::traced_pipeline!("v3", "trace", r#"["kernel_dispatch"]"#),
+    support::sink!("csv", "csv", "v3"),
+    "options = { flavour = \"rocprofv3\" }\n",
+);
+
+/// The `columns` of each row of a CSV file.
+fn rows_of<const N: usize>(path: &Path, columns: [&str; N]) -> BTreeSet<[String; N]> {
+    let rows = support::csv(path);
+    support::columns(&rows, columns)
+        .into_iter()
+        .map(|row| row.map(str::to_owned))
+        .collect()
+}
+
+/// Rows have the ids the SDK gave their things, as in rocprofv3's databases: a kernel
+/// symbol's id is its kernel id (the one its own `extdata` says), a queue's its handle, a
+/// counter's the SDK's counter id. So AMD's converter prints each dispatch with the kernel
+/// and queue the run recorded, and rocflow reading the database back prints the same.
+#[test]
+fn rows_have_the_ids_the_sdk_gave_their_things() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("ids.toml"), IDS).unwrap();
+    assert_success(&run_on("sim", "ids.toml", &["/bin/sleep", "0"], d, &[]));
+    let db = vec![d.join("db/run.db")];
+    let peer = Peer::get();
+
+    // The simulated SDK registers the scenario's kernels in its order, from id 1.
+    let scenario = support::scenario::default_scenario();
+    let declared: Vec<[String; 2]> = (scenario["kernel"].as_array().unwrap().iter())
+        .enumerate()
+        .map(|(i, k)| [(i + 1).to_string(), k["name"].as_str().unwrap().to_owned()])
+        .collect();
+    let sql = "SELECT id, kernel_name, json_extract(extdata, '$.kernel_id') AS own \
+               FROM rocpd_info_kernel_symbol ORDER BY id";
+    let symbols = peer.query(&db, d, sql);
+    let named: Vec<[String; 2]> = (symbols.iter())
+        .map(|s| [s["id"].clone(), s["kernel_name"].clone()])
+        .collect();
+    assert_eq!(named, declared);
+    for symbol in &symbols {
+        assert_eq!(symbol["own"], symbol["id"], "{symbol:?}");
+    }
+
+    // Each dispatch as AMD's converter prints it, as the run recorded it, and as rocflow
+    // reads it back from the database.
+    peer.run(&["convert", "-f", "csv", "-d", "amd"], &db, d);
+    let amd = rows_of(
+        &d.join("amd/out_kernel_trace.csv"),
+        ["Dispatch_Id", "Kernel_Id", "Queue_Id"],
+    );
+    let recorded = rows_of(
+        &d.join("csv/kernel_dispatch.csv"),
+        ["dispatch_id", "kernel_id", "queue"],
+    );
+    assert_eq!(
+        amd.len() as u64,
+        support::scenario::expected(&scenario)["kernel_dispatch"]
+    );
+    assert_eq!(amd, recorded);
+    std::fs::write(d.join("v3.toml"), ROCPROFV3_CSV).unwrap();
+    assert_success(&rocflow(&["replay", "db/run.db", "v3.toml"], d, &[]));
+    let pid = std::fs::read_dir(d.join("v3"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let pid = pid.file_name().into_string().unwrap();
+    let pid = pid.split('_').next().unwrap();
+    let replayed = rows_of(
+        &d.join(format!("v3/{pid}_kernel_trace.csv")),
+        ["Dispatch_Id", "Kernel_Id", "Queue_Id"],
+    );
+    assert_eq!(replayed, amd);
+
+    // Counters are the SDK's, by id and name.
+    let pmc = peer.query(&db, d, "SELECT id, name FROM rocpd_info_pmc");
+    let pmc: BTreeSet<[String; 2]> = (pmc.iter())
+        .map(|c| [c["id"].clone(), c["name"].clone()])
+        .collect();
+    let counted = rows_of(&d.join("csv/counter_sample.csv"), ["counter_id", "counter"]);
+    assert_eq!(pmc, counted);
 }

@@ -177,7 +177,12 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         }
         for allocation in &scenario.allocations {
             let agent = sdk.device.gpu_handle(allocation.agent as usize);
-            let address = 0x7d00_0000_0000 + u64::from(iteration) * allocation.bytes;
+            let address = allocation_address(
+                index,
+                iteration,
+                scenario.scenario.iterations,
+                allocation.bytes,
+            );
             let calls: [(i32, i32, CallArgs); 2] = [
                 (malloc, 1, [on_stack(0x200), allocation.bytes, 0, 0]),
                 (free, 3, [address, 0, 0, 0]),
@@ -226,6 +231,14 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         }
         t += 1_000;
     }
+}
+
+/// Where thread `thread` allocates `bytes` in `iteration` (of `iterations`): an address of
+/// its own, as an allocator gives, since the other threads' allocations may be live at
+/// the same time; a thread frees each before its next.
+fn allocation_address(thread: u32, iteration: u32, iterations: u32, bytes: u64) -> u64 {
+    let nth = u64::from(thread) * u64::from(iterations) + u64::from(iteration);
+    0x7d00_0000_0000 + nth * bytes
 }
 
 fn sync_correlation(internal: u64) -> CorrelationId {
@@ -677,6 +690,25 @@ pub fn report_code_objects(sdk: &Sdk, ctx: &Context) {
             );
             // SAFETY: as above.
             unsafe { (s.callback)(record, &mut user, s.data) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::allocation_address;
+
+    /// The threads of a process allocate at the same time: no two of their allocations
+    /// have one address, or a free would end the other thread's allocation.
+    #[test]
+    fn no_two_threads_allocate_at_one_address() {
+        let (threads, iterations, bytes) = (4, 50, 4096);
+        let mut seen = std::collections::HashSet::new();
+        for thread in 0..threads {
+            for iteration in 0..iterations {
+                let address = allocation_address(thread, iteration, iterations, bytes);
+                assert!(seen.insert(address), "{thread} {iteration}: {address:#x}");
+            }
         }
     }
 }

@@ -325,6 +325,7 @@ fn flush_and_close(timeout: Duration) {
         for ctx in tool.contexts.get().into_iter().flatten() {
             // SAFETY: a buffer the tool created.
             unsafe { (tool.api.flush_buffer)(ctx.buffer) };
+            ctx.state.release_open();
         }
     }
     stream::close(timeout);

@@ -42,14 +42,38 @@ impl BufferState {
             out: Mutex::default(),
         }
     }
+
+    /// Sends the values of dispatches whose last values never came (a discarding buffer
+    /// dropped them), once the buffer's last batch is delivered: they are all there is.
+    pub fn release_open(&self) {
+        let pid = std::process::id();
+        let mut out = locked(self.out.lock());
+        let mut open: Vec<(u64, OpenDispatch)> = out.open.drain().collect();
+        open.sort_unstable_by_key(|&(dispatch, _)| dispatch);
+        // A forked child's copy of the map holds its parent's dispatches too.
+        let values = open.into_iter().flat_map(|(_, d)| d.values);
+        for value in values.filter(|v| v.pid == pid) {
+            out.counters.push(value);
+        }
+        out.send(pid);
+    }
 }
 
-/// A dispatch header whose counter values have not all arrived.
+/// A dispatch header whose counter values have not all arrived, and the values that have.
+/// They are sent together once the last one comes, so that a dispatch's values reach the
+/// runner in one frame, however the SDK interleaved them with those of dispatches that
+/// completed at the same time: the stages and sinks total a dispatch's values as they
+/// come, and gave a dispatch whose values came apart two totals.
 struct OpenDispatch {
     kernel_id: u64,
     end_ns: u64,
     values_left: u64,
+    values: Vec<CounterSample>,
 }
+
+/// The most values of one dispatch set aside for before they come: a header's count is
+/// the SDK's, trusted for a sum, not for an allocation.
+const RESERVED_VALUES: u64 = 4096;
 
 /// One delivery's records, a frame per kind present, and the threads and queues they run
 /// on.
@@ -70,8 +94,8 @@ struct Out {
     queues: Vec<(u64, u32)>,
     /// Dispatches whose counter values are still to come, by dispatch id; kept across
     /// deliveries. A dispatch's values follow its header, but those of dispatches
-    /// completing on other threads may come in between, so every open header is kept
-    /// until its last value.
+    /// completing on other threads may come in between, so every open header is kept,
+    /// with the values so far, until its last value.
     open: FxHashMap<u64, OpenDispatch>,
 }
 
@@ -503,6 +527,7 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                     kernel_id: r.dispatch_info.kernel_id,
                     end_ns: r.end_timestamp,
                     values_left: r.num_records,
+                    values: Vec::with_capacity(r.num_records.min(RESERVED_VALUES) as usize),
                 };
                 out.open.insert(r.dispatch_info.dispatch_id, open);
             }
@@ -510,18 +535,8 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
         category::COUNTERS if header.kind == counter_record::VALUE => {
             // SAFETY: the caller's contract.
             let r = unsafe { &*header.payload.cast::<CounterRecord>() };
-            let (kernel_id, end) = match out.open.get_mut(&r.dispatch_id) {
-                Some(open) => {
-                    let found = (open.kernel_id, open.end_ns);
-                    open.values_left -= 1;
-                    if open.values_left == 0 {
-                        out.open.remove(&r.dispatch_id);
-                    }
-                    found
-                }
-                // The header was lost (a discarding buffer dropped it).
-                None => (0, 0),
-            };
+            let open = out.open.get_mut(&r.dispatch_id);
+            let (kernel_id, end) = (open.as_ref()).map_or((0, 0), |o| (o.kernel_id, o.end_ns));
             let mut counter = Handle { handle: 0 };
             // SAFETY: a writable handle.
             unsafe { (tool.api.query_record_counter_id)(r.id, &mut counter) };
@@ -537,7 +552,7 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                 }
             }
             debug_assert_eq!(at.len(), COUNTER_DIMENSIONS.len());
-            out.counters.push(CounterSample {
+            let value = CounterSample {
                 pid,
                 agent: agent(r.agent_id),
                 dispatch_id: r.dispatch_id,
@@ -552,7 +567,21 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                 wgp: at[5],
                 instance: at[6],
                 value: r.counter_value,
-            });
+            };
+            match open {
+                Some(open) => {
+                    open.values.push(value);
+                    open.values_left -= 1;
+                    if open.values_left == 0 {
+                        let open = out.open.remove(&r.dispatch_id).expect("found above");
+                        for value in open.values {
+                            out.counters.push(value);
+                        }
+                    }
+                }
+                // The header was lost (a discarding buffer dropped it).
+                None => out.counters.push(value),
+            }
         }
         category::PC_SAMPLING if header.kind == pc_record::HOST_TRAP_V0 => {
             // SAFETY: the caller's contract.

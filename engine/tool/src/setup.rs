@@ -26,6 +26,8 @@ pub struct Context {
     pub name: String,
     pub handle: Handle,
     pub buffer: Handle,
+    /// What the tool keeps of the buffer's records between deliveries.
+    pub state: &'static BufferState,
     pub start: StartPlan,
     /// How often [`crate::flusher`] flushes the buffer.
     pub flush_interval: std::time::Duration,
@@ -230,6 +232,7 @@ fn context(
         name: plan.name.clone(),
         handle,
         buffer,
+        state,
         start: plan.start,
         flush_interval: std::time::Duration::from_nanos(plan.buffer.flush_interval_ns),
     })

@@ -1,11 +1,14 @@
-//! Row ids. rocpd ids are unique only within one database (its views join on id and
-//! `guid`), so each database numbers its own rows: an agent, kernel, queue, … gets an id
-//! when a record first refers to it, keyed by the stream (process) that sent it and its id
-//! there, so that processes whose ids overlap can share a database. Processes and threads
-//! are the exception: their ids are their OS pids and tids, as rocprofv3 writes them,
-//! because some of AMD's views join threads on the id alone, and databases merged with
-//! the same thread ids would count each of those rows once per database. The rows
-//! themselves are written when the run ends (see `info`), one for every id handed out.
+//! Row ids, as rocprofv3 writes them: a thing's row id is its own number, the one the
+//! records and the SDK give it (a process's pid, a thread's tid, an agent's node id, a
+//! kernel's, code object's or counter's SDK id, a queue's or HIP stream's handle), so that
+//! a database says what the run said and AMD's tools print the SDK's ids. An id is handed
+//! out when a record first refers to its thing, keyed by the stream (process) that sent it
+//! and its id there; rocpd ids are unique within one database (its views join on id and
+//! `guid`), so where processes sharing a database have a number in common, the later one
+//! gets the next id above all those taken, and the row's `extdata` keeps its own number.
+//! Strings, nodes, tracks and events have no number of their own and are numbered from 1.
+//! The rows themselves are written when the run ends (see `info`), one for every id
+//! handed out.
 
 use std::borrow::Borrow;
 use std::hash::Hash;
@@ -78,9 +81,9 @@ impl<K: Hash + Eq> Registry<K> {
     }
 }
 
-/// Ids that are the things' own numbers (OS pids, tids); a number another key already
-/// holds (the same pid on two hosts of one database), or none, gets the next id above all
-/// those taken.
+/// Ids that are the things' own numbers (OS pids, tids, SDK ids); a number another key
+/// already holds (the same pid on two hosts of one database, kernel 1 of two processes), or
+/// none (a number SQLite's integers cannot hold), gets the next id above all those taken.
 #[derive(Debug)]
 pub struct Own<K> {
     ids: HashMap<K, i64>,
@@ -101,11 +104,11 @@ impl<K> Default for Own<K> {
 impl<K: Hash + Eq + Clone> Own<K> {
     /// The id of `key`, `own` if it has none yet and `own` is free.
     #[inline]
-    pub fn id(&mut self, key: &K, own: Option<u32>) -> i64 {
+    pub fn id(&mut self, key: &K, own: Option<u64>) -> i64 {
         if let Some(&id) = self.ids.get(key) {
             return id;
         }
-        let id = match own.map(i64::from) {
+        let id = match own.and_then(|own| i64::try_from(own).ok()) {
             Some(own) if !self.taken.contains(&own) => own,
             _ => self.highest + 1,
         };
@@ -113,6 +116,11 @@ impl<K: Hash + Eq + Clone> Own<K> {
         self.highest = self.highest.max(id);
         self.ids.insert(key.clone(), id);
         id
+    }
+
+    /// The id `key` was given, if it was.
+    pub fn get(&self, key: &K) -> Option<i64> {
+        self.ids.get(key).copied()
     }
 
     /// Every key with its id, in id order.
@@ -133,14 +141,17 @@ pub struct Ids {
     pub processes: Own<u16>,
     /// Threads by stream and tid, with their tids as ids.
     pub threads: Own<(u16, u32)>,
-    /// Agents by their index in the process.
-    pub agents: Registry<(u16, u32)>,
-    pub queues: Registry<(u16, u64)>,
-    /// HIP streams; 0 is the default stream, which records without a stream use.
-    pub streams: Registry<(u16, u64)>,
-    pub code_objects: Registry<(u16, u64)>,
-    pub kernels: Registry<(u16, u64)>,
-    pub counters: Registry<(u16, u32)>,
+    /// Agents by their index in the process, with their node ids as ids.
+    pub agents: Own<(u16, u32)>,
+    /// Queues by handle, with it as id.
+    pub queues: Own<(u16, u64)>,
+    /// HIP streams by handle, with it as id; 0 is the default stream, which records
+    /// without a stream use.
+    pub streams: Own<(u16, u64)>,
+    /// Code objects, kernels and counters by their SDK ids, with them as ids.
+    pub code_objects: Own<(u16, u64)>,
+    pub kernels: Own<(u16, u64)>,
+    pub counters: Own<(u16, u32)>,
     /// Tracks of instants, by thread and name (a string id).
     pub tracks: Registry<(u16, u32, i64)>,
     pub strings: Registry<String>,
@@ -169,12 +180,43 @@ pub struct Seen {
 impl Ids {
     /// The id of the process of `stream`, whose pid is `pid` where known.
     pub fn process(&mut self, stream: u16, pid: Option<u32>) -> i64 {
-        self.processes.id(&stream, pid)
+        self.processes.id(&stream, pid.map(u64::from))
     }
 
     /// The id of thread `tid` of the process of `stream`.
     pub fn thread(&mut self, stream: u16, tid: u32) -> i64 {
-        self.threads.id(&(stream, tid), Some(tid))
+        self.threads.id(&(stream, tid), Some(tid.into()))
+    }
+
+    /// The id of agent `index` of the process of `stream`: its node id, which
+    /// [`Ids::agent_node`] gave it, where that came first.
+    pub fn agent(&mut self, stream: u16, index: u32) -> i64 {
+        self.agents.id(&(stream, index), None)
+    }
+
+    /// Gives agent `index` of the process of `stream` its node id, if it has no id yet.
+    pub fn agent_node(&mut self, stream: u16, index: u32, node_id: u32) -> i64 {
+        self.agents.id(&(stream, index), Some(node_id.into()))
+    }
+
+    pub fn queue(&mut self, stream: u16, handle: u64) -> i64 {
+        self.queues.id(&(stream, handle), Some(handle))
+    }
+
+    pub fn hip_stream(&mut self, stream: u16, handle: u64) -> i64 {
+        self.streams.id(&(stream, handle), Some(handle))
+    }
+
+    pub fn code_object(&mut self, stream: u16, id: u64) -> i64 {
+        self.code_objects.id(&(stream, id), Some(id))
+    }
+
+    pub fn kernel(&mut self, stream: u16, id: u64) -> i64 {
+        self.kernels.id(&(stream, id), Some(id))
+    }
+
+    pub fn counter(&mut self, stream: u16, id: u32) -> i64 {
+        self.counters.id(&(stream, id), Some(id.into()))
     }
 
     /// Notes records of `stream` from process `pid` active until `last_ns`.
@@ -249,6 +291,24 @@ mod tests {
         assert_eq!(ids.thread(0, 4250), 4250);
         let order: Vec<u16> = ids.processes.entries().iter().map(|&(&s, _)| s).collect();
         assert_eq!(order, [0, 1, 2]);
+    }
+
+    #[test]
+    fn things_keep_the_sdks_ids_unless_taken_or_too_large() {
+        let mut ids = Ids::default();
+        assert_eq!(ids.kernel(0, 3), 3);
+        assert_eq!(ids.kernel(0, 1), 1);
+        assert_eq!(ids.kernel(1, 1), 4, "kernel 1 of another process");
+        assert_eq!(ids.kernel(0, 3), 3);
+        assert_eq!(ids.queue(0, 0x7f00_0000_1000), 0x7f00_0000_1000);
+        assert_eq!(
+            ids.queue(0, u64::MAX),
+            0x7f00_0000_1001,
+            "beyond SQLite's integers"
+        );
+        assert_eq!(ids.agent_node(0, 1, 2), 2);
+        assert_eq!(ids.agent(0, 1), 2, "the node id given first");
+        assert_eq!(ids.agent(0, 7), 3, "an agent without a node id");
     }
 
     #[test]

@@ -204,6 +204,8 @@ impl Info<'_> {
         self.insert(schema::AGENT, columns, rows)
     }
 
+    /// Queues, with their handles and agents in `extdata` (the table has no column for
+    /// the agent, and the handle is the id only where no other process had it).
     fn queues(&self, ids: &Ids) -> rusqlite::Result<()> {
         let rows = ids
             .queues
@@ -211,9 +213,18 @@ impl Info<'_> {
             .into_iter()
             .map(|(&(stream, handle), id)| {
                 let owner = self.owners[&stream];
-                row![id, owner.node, owner.process, format!("Queue {handle}")]
+                let queues = &self.catalog.stream(stream).queues;
+                let agent = (queues.iter())
+                    .find(|q| q.id == handle && q.agent != u32::MAX)
+                    .and_then(|q| ids.agents.get(&(stream, q.agent)));
+                let extdata = match agent {
+                    Some(agent) => json!({ "handle": handle, "agent_id": agent }),
+                    None => json!({ "handle": handle }),
+                };
+                let name = format!("Queue {handle}");
+                row![id, owner.node, owner.process, name, extdata.to_string()]
             });
-        self.insert(schema::QUEUE, ["id", "nid", "pid", "name"], rows)
+        self.insert(schema::QUEUE, ["id", "nid", "pid", "name", "extdata"], rows)
     }
 
     fn streams(&self, ids: &Ids) -> rusqlite::Result<()> {
@@ -229,12 +240,17 @@ impl Info<'_> {
                     _ if handle == 0 => Some("Default Stream".to_owned()),
                     _ => Some(format!("Stream {handle}")),
                 };
-                row![id, owner.node, owner.process, name]
+                let extdata = json!({ "handle": handle }).to_string();
+                row![id, owner.node, owner.process, name, extdata]
             });
-        self.insert(schema::STREAM, ["id", "nid", "pid", "name"], rows)
+        self.insert(
+            schema::STREAM,
+            ["id", "nid", "pid", "name", "extdata"],
+            rows,
+        )
     }
 
-    fn counters(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+    fn counters(&self, ids: &Ids) -> rusqlite::Result<()> {
         let rows = ids
             .counters
             .entries()
@@ -253,7 +269,7 @@ impl Info<'_> {
                     id,
                     owner.node,
                     owner.process,
-                    info.map(|c| ids.agents.id(&(stream, c.agent))),
+                    info.and_then(|c| ids.agents.get(&(stream, c.agent))),
                     "GPU",
                     name.clone(),
                     name,
@@ -262,7 +278,7 @@ impl Info<'_> {
                     "ABS",
                     0i64,
                     0i64,
-                    json!({ "dimensions": dimensions }).to_string(),
+                    json!({ "counter_id": counter, "dimensions": dimensions }).to_string(),
                 ]
             });
         let columns = [
@@ -283,7 +299,7 @@ impl Info<'_> {
         self.insert(schema::PMC, columns, rows)
     }
 
-    fn code_objects(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+    fn code_objects(&self, ids: &Ids) -> rusqlite::Result<()> {
         let rows = ids
             .code_objects
             .entries()
@@ -300,11 +316,12 @@ impl Info<'_> {
                     id,
                     owner.node,
                     owner.process,
-                    known.map(|c| ids.agents.id(&(stream, c.agent))),
+                    known.and_then(|c| ids.agents.get(&(stream, c.agent))),
                     known.map(|c| c.uri.clone()),
                     known.map(|c| c.load_base),
                     known.map(|c| c.load_size),
                     storage,
+                    json!({ "code_object_id": code }).to_string(),
                 ]
             });
         let columns = [
@@ -316,11 +333,12 @@ impl Info<'_> {
             "load_base",
             "load_size",
             "storage_type",
+            "extdata",
         ];
         self.insert(schema::CODE_OBJECT, columns, rows)
     }
 
-    fn kernels(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+    fn kernels(&self, ids: &Ids) -> rusqlite::Result<()> {
         let rows = ids
             .kernels
             .entries()
@@ -334,7 +352,7 @@ impl Info<'_> {
                     id,
                     owner.node,
                     owner.process,
-                    ids.code_objects.id(&(stream, code)),
+                    ids.code_objects.get(&(stream, code)),
                     known.map(|k| k.name.clone()),
                     meta.kernel_name(kernel).to_owned(),
                     known.map(|k| k.kernarg_bytes),
@@ -365,14 +383,14 @@ impl Info<'_> {
         self.insert(schema::KERNEL_SYMBOL, columns, rows)
     }
 
-    fn tracks(&self, ids: &mut Ids) -> rusqlite::Result<()> {
+    fn tracks(&self, ids: &Ids) -> rusqlite::Result<()> {
         let rows = ids
             .tracks
             .entries()
             .into_iter()
             .map(|(&(stream, tid, name), id)| {
                 let owner = self.owners[&stream];
-                let thread = ids.threads.id(&(stream, tid), Some(tid));
+                let thread = ids.threads.get(&(stream, tid));
                 row![id, owner.node, owner.process, thread, name]
             });
         self.insert(schema::TRACK, ["id", "nid", "pid", "tid", "name_id"], rows)
@@ -392,46 +410,54 @@ fn register(ids: &mut Ids, catalog: &Catalog, streams: &[u16]) -> HashMap<u16, O
         ids.process(stream, meta.process.as_ref().map(|p| p.pid));
         ids.nodes.id(host(meta));
         // Every process has a default stream, as rocprofv3's databases do.
-        ids.streams.id(&(stream, 0));
+        ids.hip_stream(stream, 0);
         for a in &meta.agents {
-            ids.agents.id(&(stream, a.index));
+            ids.agent_node(stream, a.index, a.node_id);
         }
         for t in &meta.threads {
             ids.thread(stream, t.tid);
         }
         for q in &meta.queues {
-            ids.queues.id(&(stream, q.id));
+            ids.queue(stream, q.id);
         }
         for s in &meta.hip_streams {
-            ids.streams.id(&(stream, s.id));
+            ids.hip_stream(stream, s.id);
         }
         for &kernel in meta.kernels.keys() {
-            ids.kernels.id(&(stream, kernel));
+            ids.kernel(stream, kernel);
         }
         for &code in meta.code_objects.keys() {
-            ids.code_objects.id(&(stream, code));
+            ids.code_object(stream, code);
         }
         for &counter in meta.counters.keys() {
-            ids.counters.id(&(stream, counter));
+            ids.counter(stream, counter);
         }
     }
-    // Kernels name their code objects, which name their agents, as counters do.
-    for (&(stream, kernel), _) in ids.kernels.entries() {
-        let code = catalog
-            .stream(stream)
-            .kernels
-            .get(&kernel)
-            .map_or(0, |k| k.code_object_id);
-        ids.code_objects.id(&(stream, code));
+    // Kernels name their code objects, which name their agents, as counters and queues do.
+    let keys = |entries: Vec<(&(u16, u64), i64)>| -> Vec<(u16, u64)> {
+        entries.into_iter().map(|(&key, _)| key).collect()
+    };
+    for (stream, kernel) in keys(ids.kernels.entries()) {
+        let kernels = &catalog.stream(stream).kernels;
+        ids.code_object(stream, kernels.get(&kernel).map_or(0, |k| k.code_object_id));
     }
-    for (&(stream, code), _) in ids.code_objects.entries() {
+    for (stream, code) in keys(ids.code_objects.entries()) {
         if let Some(c) = catalog.stream(stream).code_objects.get(&code) {
-            ids.agents.id(&(stream, c.agent));
+            ids.agent(stream, c.agent);
         }
     }
-    for (&(stream, counter), _) in ids.counters.entries() {
+    for (stream, queue) in keys(ids.queues.entries()) {
+        let queues = &catalog.stream(stream).queues;
+        if let Some(q) = queues.iter().find(|q| q.id == queue && q.agent != u32::MAX) {
+            ids.agent(stream, q.agent);
+        }
+    }
+    let counters: Vec<(u16, u32)> = (ids.counters.entries().into_iter())
+        .map(|(&key, _)| key)
+        .collect();
+    for (stream, counter) in counters {
         if let Some(c) = catalog.stream(stream).counters.get(&counter) {
-            ids.agents.id(&(stream, c.agent));
+            ids.agent(stream, c.agent);
         }
     }
     // Rows of a process were only ever given ids after the process and its node.

@@ -103,6 +103,8 @@ pub struct Queued {
     host: String,
     /// The process's pid, where its metadata says.
     pid: Option<u32>,
+    /// The process's agents: index and node id (their rows' id).
+    agents: Vec<(u32, u32)>,
     /// The messages of marker records, one per record (none for other kinds).
     messages: Vec<String>,
     /// The arguments of API calls, one list per record (none where none were collected).
@@ -146,6 +148,7 @@ impl Queued {
         Queued {
             host: info::host(meta).to_owned(),
             pid: meta.process.as_ref().map(|p| p.pid),
+            agents: meta.agents.iter().map(|a| (a.index, a.node_id)).collect(),
             chunk,
             messages,
             args,
@@ -180,6 +183,9 @@ impl<'a> Window<'a> {
             process: self.ids.process(chunk.stream, queued.pid),
             node: self.ids.nodes.id(queued.host.as_str()),
         };
+        for &(index, node_id) in &queued.agents {
+            self.ids.agent_node(chunk.stream, index, node_id);
+        }
         let messages = &queued.messages;
         let (pid, last_ns) = match &chunk.batch {
             Batch::KernelDispatch(r) => self.dispatches(scope, r)?,
@@ -252,7 +258,7 @@ impl<'a> Window<'a> {
         let category = self.category(Domain::KernelDispatch);
         // Dispatches without an external correlation belong to no named region.
         let no_region = self.ids.strings.id("");
-        let stream = self.ids.streams.id(&(scope.stream, 0));
+        let stream = self.ids.hip_stream(scope.stream, 0);
         let mut last = 0;
         for r in records {
             let event = dispatch_event(scope, r.dispatch_id)?;
@@ -264,10 +270,10 @@ impl<'a> Window<'a> {
                 scope.node,
                 scope.process,
                 ids.thread(scope.stream, r.tid),
-                ids.agents.id(&(scope.stream, r.agent)),
-                ids.kernels.id(&(scope.stream, r.kernel_id)),
+                ids.agent(scope.stream, r.agent),
+                ids.kernel(scope.stream, r.kernel_id),
                 r.dispatch_id,
-                ids.queues.id(&(scope.stream, r.queue)),
+                ids.queue(scope.stream, r.queue),
                 stream,
                 r.start_ns,
                 r.end_ns,
@@ -290,7 +296,7 @@ impl<'a> Window<'a> {
 
     fn copies(&mut self, scope: Scope, records: &[MemoryCopy]) -> Result<(u32, u64), Fault> {
         let domain = Domain::MemoryCopy.sdk_value() as u8;
-        let stream = self.ids.streams.id(&(scope.stream, 0));
+        let stream = self.ids.hip_stream(scope.stream, 0);
         let mut last = 0;
         for r in records {
             let operation = self.operation(domain, r.operation_id.into());
@@ -304,8 +310,8 @@ impl<'a> Window<'a> {
                 r.start_ns,
                 r.end_ns,
                 operation.name,
-                ids.agents.id(&(scope.stream, r.dst_agent)),
-                ids.agents.id(&(scope.stream, r.src_agent)),
+                ids.agent(scope.stream, r.dst_agent),
+                ids.agent(scope.stream, r.src_agent),
                 r.bytes,
                 stream,
                 event,
@@ -411,15 +417,15 @@ impl<'a> Window<'a> {
             scope.node,
             scope.process,
             ids.thread(scope.stream, a.tid),
-            a.agent.map(|agent| ids.agents.id(&(scope.stream, agent))),
+            a.agent.map(|agent| ids.agent(scope.stream, agent)),
             a.kind,
             a.level,
             a.span.0,
             a.span.1,
             a.address,
             a.bytes,
-            a.queue.map(|queue| ids.queues.id(&(scope.stream, queue))),
-            ids.streams.id(&(scope.stream, 0)),
+            a.queue.map(|queue| ids.queue(scope.stream, queue)),
+            ids.hip_stream(scope.stream, 0),
             event,
             a.extdata,
         ];
@@ -495,7 +501,7 @@ impl<'a> Window<'a> {
                 self.dispatches.counted(event, category)?;
                 counted = Some(event);
             }
-            let counter = self.ids.counters.id(&(scope.stream, r.counter_id));
+            let counter = self.ids.counter(scope.stream, r.counter_id);
             self.tables.pmc_event.push(row![event, counter, r.value])?;
             last = last.max(r.timestamp_ns);
         }
@@ -513,8 +519,8 @@ impl<'a> Window<'a> {
                 _ => "PC_SAMPLING",
             };
             let category = self.ids.strings.id(method);
-            let agent = self.ids.agents.id(&(scope.stream, r.agent));
-            let code_object = self.ids.code_objects.id(&(scope.stream, r.code_object_id));
+            let agent = self.ids.agent(scope.stream, r.agent);
+            let code_object = self.ids.code_object(scope.stream, r.code_object_id);
             // Numbers only: written directly, as a JSON builder would cost more than the
             // sample's rows. AMD's converter reads every sample's `message` (a marker's
             // text); a PC sample has none, and the empty one keeps the sample's name.

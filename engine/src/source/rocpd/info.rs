@@ -3,9 +3,12 @@
 //! `extdata` give that rocflow's agent has), queues, streams, code objects, kernel symbols
 //! and counters; and the maps from row ids to what records name them by.
 //!
-//! Row ids differ between writers: rocprofv3 uses the OS pid and tid, the agent's node id,
-//! the SDK's kernel, code object and counter ids; rocflow's sink numbers rows from 1 and
-//! keeps the ids in `extdata`. Both read the same way here.
+//! Row ids are the things' own: rocprofv3 and rocflow's sink use the OS pid and tid, the
+//! agent's node id, the SDK's kernel, code object and counter ids and queue and stream
+//! handles. rocflow's sink gives a thing another id where processes sharing a database
+//! have its number in common, and keeps its own in `extdata`; both read the same way here.
+//! Queue and stream 0 are the SDK's null handles, the default a record without one names:
+//! rocprofv3 writes a row for each, which no run describes, so they are not metadata.
 
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
@@ -48,6 +51,10 @@ pub struct Info {
     /// Agent row id → the agent's index in its process.
     pub agents: HashMap<i64, u32>,
     pub kernels: HashMap<i64, Kernel>,
+    /// Code object row id → its SDK id.
+    pub code_objects: HashMap<i64, u64>,
+    /// Queue row id → its handle.
+    pub queues: HashMap<i64, u64>,
     /// Counter row id → counter id and the agent it counts on.
     pub counters: HashMap<i64, (u32, u32)>,
     pub strings: HashMap<i64, String>,
@@ -61,6 +68,21 @@ impl Info {
 
     pub fn agent(&self, row: Option<i64>) -> u32 {
         row.map_or(0, |r| self.agents.get(&r).copied().unwrap_or(r as u32))
+    }
+
+    /// The SDK id of the code object of row `row`; a writer that used the id as the row
+    /// id gives it either way.
+    pub fn code_object(&self, row: u64) -> u64 {
+        let known = i64::try_from(row)
+            .ok()
+            .and_then(|r| self.code_objects.get(&r));
+        known.copied().unwrap_or(row)
+    }
+
+    /// The handle of the queue of row `row`, as [`Info::code_object`].
+    pub fn queue(&self, row: u64) -> u64 {
+        let known = i64::try_from(row).ok().and_then(|r| self.queues.get(&r));
+        known.copied().unwrap_or(row)
     }
 
     pub fn string(&self, id: i64) -> &str {
@@ -158,10 +180,13 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         info.agents.insert(int(row, 0), index);
         add(&mut meta, int(row, 1), Meta::Agent(agent));
     })?;
-    let columns = "id, pid, agent_id, uri, load_base, load_size";
+    let columns = "id, pid, agent_id, uri, load_base, load_size, extdata";
     reader.each(schema::CODE_OBJECT, columns, |row| {
+        let extdata = json(row, 6).unwrap_or_default();
+        let id = json_u64(&extdata, "code_object_id").unwrap_or(u64(row, 0));
+        info.code_objects.insert(int(row, 0), id);
         let code_object = CodeObject {
-            id: u64(row, 0),
+            id,
             agent: info.agent(opt_int(row, 2)),
             uri: text(row, 3).unwrap_or_default(),
             load_base: u64(row, 4),
@@ -175,7 +200,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         let extdata = json(row, 9).unwrap_or_default();
         let symbol = KernelSymbol {
             kernel_id: json_u64(&extdata, "kernel_id").unwrap_or(u64(row, 0)),
-            code_object_id: u64(row, 2),
+            code_object_id: info.code_object(u64(row, 2)),
             name: text(row, 3).unwrap_or_default(),
             lds_bytes: u32(row, 5),
             scratch_bytes: u32(row, 6),
@@ -194,8 +219,9 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
     let columns = "id, pid, agent_id, name, description, extdata";
     reader.each(schema::PMC, columns, |row| {
         let extdata = json(row, 5).unwrap_or_default();
+        let id = json_u64(&extdata, "counter_id").map_or(u32(row, 0), |id| id as u32);
         let mut counter = CounterInfo {
-            id: u32(row, 0),
+            id,
             agent: info.agent(opt_int(row, 2)),
             name: text(row, 3).unwrap_or_default(),
             description: text(row, 4).unwrap_or_default(),
@@ -218,17 +244,29 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         info.threads.insert(int(row, 0), thread.tid);
         add(&mut meta, int(row, 1), Meta::Thread(thread));
     })?;
-    reader.each(schema::QUEUE, "id, pid", |row| {
+    reader.each(schema::QUEUE, "id, pid, extdata", |row| {
+        let extdata = json(row, 2).unwrap_or_default();
+        let id = json_u64(&extdata, "handle").unwrap_or(u64(row, 0));
+        info.queues.insert(int(row, 0), id);
+        if id == 0 {
+            return;
+        }
+        let agent = json_u64(&extdata, "agent_id").and_then(|a| i64::try_from(a).ok());
         let queue = Queue {
-            id: u64(row, 0),
-            agent: 0,
+            id,
+            agent: agent.map_or(0, |a| info.agent(Some(a))),
             pid: pid_of(&info, int(row, 1)),
         };
         add(&mut meta, int(row, 1), Meta::Queue(queue));
     })?;
-    reader.each(schema::STREAM, "id, pid, name", |row| {
+    reader.each(schema::STREAM, "id, pid, name, extdata", |row| {
+        let extdata = json(row, 3).unwrap_or_default();
+        let id = json_u64(&extdata, "handle").unwrap_or(u64(row, 0));
+        if id == 0 {
+            return;
+        }
         let stream = Stream {
-            id: u64(row, 0),
+            id,
             pid: pid_of(&info, int(row, 1)),
             name: text(row, 2),
         };
