@@ -406,6 +406,30 @@ fn pc_sampling_in_two_contexts() {
 }
 
 #[test]
+fn pc_sampling_beside_counted_dispatches() {
+    // The SDK refuses PC sampling in a process whose dispatches it counts (CONTEXT_CONFLICT):
+    // a run would sample nothing, so the pipeline is refused, whichever context comes first.
+    let e = rejects(
+        "[[context]]\nname = \"a\"\ncounters.collect = [\"SQ_WAVES\"]\n[[context]]\nname = \"b\"\npc_sampling.method = \"host_trap\"\n",
+        "context `b` samples PCs, and context `a` collects counters: rocprofiler-sdk refuses PC sampling in a process whose dispatches it counts",
+        6,
+        1,
+    );
+    assert_eq!(hint(&e), "sample PCs and count dispatches in separate runs");
+    assert!(
+        e.notes.iter().any(|n| n.ends_with("/p.toml:3:1")),
+        "{:?}",
+        e.notes
+    );
+    rejects(
+        "[[context]]\nname = \"a\"\npc_sampling.method = \"host_trap\"\nserialize = true\n",
+        "context `a` samples PCs, and context `a` serializes kernel dispatches: rocprofiler-sdk refuses PC sampling",
+        3,
+        1,
+    );
+}
+
+#[test]
 fn duplicate_context_names_in_one_file() {
     let e = rejects(
         &format!("{TRACE}{TRACE}"),

@@ -333,11 +333,11 @@ fn set_overrides_parameters_with_their_types() {
 out = "out"
 interval = 1000
 domains = ["kernel_dispatch"]
-serialize = false
+paused = false
 [[context]]
 name = "t"
 tracing = "{domains}"
-serialize = "{serialize}"
+period = { paused = "{paused}" }
 pc_sampling = { method = "host_trap", interval = "{interval}" }
 [[sink]]
 name = "s"
@@ -359,14 +359,14 @@ path = "{out}/run-{interval}.db"
                 "out=/scratch/me",
                 "interval=250",
                 "domains=[\"memory_copy\", \"kernel_dispatch\"]",
-                "serialize=true",
+                "paused=true",
             ],
         )
         .plan;
     assert_eq!(plan.sinks[0].path, "/scratch/me/run-250.db");
     let c = &plan.contexts[0];
     assert_eq!(c.pc_sampling.as_ref().unwrap().interval, 250);
-    assert!(c.serialize);
+    assert!(c.start.paused);
     let domains: Vec<Domain> = c.tracing.iter().map(|t| t.domain).collect();
     assert_eq!(domains, [Domain::MemoryCopy, Domain::KernelDispatch]);
     assert_eq!(plan.params["interval"], serde_json::json!(250));

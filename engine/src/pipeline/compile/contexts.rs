@@ -544,6 +544,27 @@ impl Compiler<'_> {
                 }
             }
         }
+        // rocprofiler-sdk refuses PC sampling in a process whose dispatches it counts,
+        // whichever context asks for which (CONTEXT_CONFLICT).
+        let counting = contexts.iter().position(|c| exclusive[0].1(c).is_some());
+        let sampling = contexts.iter().position(|c| c.pc_sampling.is_some());
+        if let (Some(counts), Some(samples)) = (counting, sampling) {
+            let (key, what) = exclusive[0].1(&contexts[counts]).expect("it counts");
+            let counts_at = self
+                .span(path!["context", counts, key])
+                .map(|s| s.position());
+            let (sampler, counter) = (&contexts[samples].name, &contexts[counts].name);
+            let d = self.error(
+                path!["context", samples, "pc_sampling"],
+                format!(
+                    "context `{sampler}` samples PCs, and context `{counter}` {what}: rocprofiler-sdk refuses PC sampling in a process whose dispatches it counts"
+                ),
+            );
+            d.hint = Some("sample PCs and count dispatches in separate runs".into());
+            if let Some(at) = counts_at {
+                d.notes.push(format!("context `{counter}` {what} at {at}"));
+            }
+        }
     }
 }
 
