@@ -336,8 +336,9 @@ impl Run {
             let read = match &sink.writer {
                 Writer::Builtin(format) => match format.kind() {
                     SinkKind::Rocpd => {
-                        let mut read = counted(&truth::rocpd(&path), &every);
-                        read.insert(PcSample, pc_samples(&path));
+                        let tally = truth::rocpd(&path);
+                        let mut read = counted(&tally, &every);
+                        read.insert(PcSample, tally.pc_samples);
                         read
                     }
                     SinkKind::Perfetto => counted(
@@ -457,13 +458,6 @@ fn counted(tally: &Tally, kinds: &[RecordKind]) -> Counts {
     (kinds.iter())
         .map(|&kind| (kind, part(kind).values().sum()))
         .collect()
-}
-
-/// The PC samples of the rocpd database at `path`, through the view AMD's tools read.
-fn pc_samples(path: &Path) -> u64 {
-    let db = rusqlite::Connection::open(path).unwrap();
-    let count: i64 = (db.query_row("SELECT count(*) FROM samples", [], |r| r.get(0))).unwrap();
-    count as u64
 }
 
 /// The totals of the OpenMetrics file at `path` that count records: dispatches, copies

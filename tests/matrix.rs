@@ -21,6 +21,11 @@ fn templates() -> Vec<(&'static str, Collects)> {
         dispatches: true,
         ..Collects::default()
     };
+    let sampled = Collects {
+        dispatches: true,
+        pc_samples: true,
+        ..Collects::default()
+    };
     let basic = [
         "SQ_WAVES",
         "SQ_INSTS_VALU",
@@ -119,8 +124,8 @@ fn templates() -> Vec<(&'static str, Collects)> {
                 "GRBM_GUI_ACTIVE",
             ]),
         ),
-        ("pc-sampling", dispatches.clone()),
-        ("pc-sampling-hotspots", dispatches),
+        ("pc-sampling", sampled.clone()),
+        ("pc-sampling-hotspots", sampled),
     ]
 }
 
@@ -251,6 +256,10 @@ impl Row {
             let but_bytes: Vec<Part> = (Part::ALL.into_iter())
                 .filter(|&p| p != Part::CopyBytes)
                 .collect();
+            // The summary has no table of PC samples.
+            let but_pc_samples: Vec<Part> = (Part::ALL.into_iter())
+                .filter(|&p| p != Part::PcSamples)
+                .collect();
             let outputs: [(&str, Tally, &[Part]); 8] = [
                 ("csv", csv, &Part::ALL),
                 (
@@ -270,12 +279,13 @@ impl Row {
                         Part::Copies,
                         Part::Allocations,
                         Part::Markers,
+                        Part::PcSamples,
                     ],
                 ),
                 (
                     "summary",
                     truth::summary(&out.join("summary/summary.json")),
-                    &Part::ALL,
+                    &but_pc_samples,
                 ),
                 (
                     "perfetto",
@@ -361,10 +371,13 @@ fn check(rows: &[Row]) {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// Whether two templates can run together: one context only may collect counters (or
-/// sample PCs), which the compiler says for such a pair.
+/// Whether two templates can run together: one context only may collect counters, and
+/// the SDK samples no PCs where it counts dispatches, which the compiler says for such a
+/// pair.
 fn combinable(a: &Collects, b: &Collects) -> bool {
-    a.counters.is_empty() || b.counters.is_empty()
+    let counts = |c: &Collects| !c.counters.is_empty();
+    let excludes = |x: &Collects, y: &Collects| counts(x) && (counts(y) || y.pc_samples);
+    !excludes(a, b) && !excludes(b, a)
 }
 
 /// The pairs of templates, every one with `ROCFLOW_MATRIX=full`, else a fixed sample.

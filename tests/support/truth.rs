@@ -33,6 +33,8 @@ pub struct Tally {
     pub markers: BTreeMap<String, u64>,
     /// Per kernel and counter: the dispatches with a value, and the sum of the values.
     pub counters: BTreeMap<(String, String), (u64, f64)>,
+    /// PC samples.
+    pub pc_samples: u64,
 }
 
 /// A part of a [`Tally`], for outputs that show only some.
@@ -46,10 +48,11 @@ pub enum Part {
     Allocations,
     Markers,
     Counters,
+    PcSamples,
 }
 
 impl Part {
-    pub const ALL: [Part; 8] = [
+    pub const ALL: [Part; 9] = [
         Part::Kernels,
         Part::KernelTime,
         Part::Api,
@@ -58,6 +61,7 @@ impl Part {
         Part::Allocations,
         Part::Markers,
         Part::Counters,
+        Part::PcSamples,
     ];
 }
 
@@ -94,6 +98,11 @@ impl Tally {
                 Part::CopyBytes => compare(part, &self.copy_bytes, &seen.copy_bytes, &mut out),
                 Part::Allocations => compare(part, &self.allocations, &seen.allocations, &mut out),
                 Part::Markers => compare(part, &self.markers, &seen.markers, &mut out),
+                Part::PcSamples if self.pc_samples != seen.pc_samples => out.push(format!(
+                    "PcSamples: want {}, got {}",
+                    self.pc_samples, seen.pc_samples
+                )),
+                Part::PcSamples => {}
                 Part::Counters => {
                     let round = |m: &BTreeMap<(String, String), (u64, f64)>| {
                         m.iter()
@@ -327,6 +336,13 @@ impl Scenario {
                     .insert(operation.into(), n * self.allocations);
             }
         }
+        if collects.pc_samples {
+            let sampled = self
+                .kernels
+                .iter()
+                .filter(|k| self.agents[k.agent].pc_sampling);
+            tally.pc_samples = n * sampled.map(|k| k.pc_samples).sum::<u64>();
+        }
         if let (true, Some(message)) = (collects.markers, &self.marker) {
             tally.markers.insert(message.clone(), n);
         }
@@ -398,6 +414,8 @@ pub struct Collects {
     /// Derived counters that divide one collected counter by another: name, numerator,
     /// denominator.
     pub ratios: Vec<(&'static str, &'static str, &'static str)>,
+    /// PC samples, on every GPU that takes them.
+    pub pc_samples: bool,
     /// Counters only of kernels whose demangled name matches (a regex), if set.
     pub counted_kernels: Option<&'static str>,
     /// Kernels named as their code object names them, not demangled.
@@ -411,6 +429,7 @@ impl Collects {
         self.copies |= other.copies;
         self.allocations |= other.allocations;
         self.markers |= other.markers;
+        self.pc_samples |= other.pc_samples;
         for api in &other.api {
             match self.api.iter_mut().find(|a| a.0 == api.0) {
                 // Either filter's functions: all if either keeps all and drops none.
@@ -503,6 +522,7 @@ pub fn tally_tables(table: impl Fn(&str) -> Rows) -> (Tally, Dispatches) {
             .entry(row["operation"].clone())
             .or_default() += 1;
     }
+    tally.pc_samples = table("pc_sample").len() as u64;
     for row in table("marker") {
         *tally.markers.entry(row["message"].clone()).or_default() += 1;
     }
@@ -545,6 +565,7 @@ pub fn parquet_tables(dir: &Path) -> (Tally, Dispatches) {
         "memory_allocation",
         "marker",
         "counter_sample",
+        "pc_sample",
     ];
     let present: Vec<&str> = kinds.into_iter().filter(|k| dir.join(k).is_dir()).collect();
     let queries: Vec<String> = (present.iter())
@@ -630,6 +651,9 @@ pub fn rocpd(db: &Path) -> Tally {
     for (kernel, counter, dispatches, sum) in counters {
         tally.counters.insert((kernel, counter), (dispatches, sum));
     }
+    tally.pc_samples = db
+        .query_row("SELECT COUNT(*) FROM samples", [], |r| n(r, 0))
+        .unwrap();
     tally
 }
 
@@ -791,6 +815,9 @@ pub fn rocprofv3_csv(dirs: &[std::path::PathBuf]) -> Tally {
                         entry.1 += row["Counter_Value"].parse::<f64>().unwrap();
                     }
                 }
+                "pc_sampling_host_trap.csv" | "pc_sampling_stochastic.csv" => {
+                    tally.pc_samples += rows().len() as u64;
+                }
                 api if api.ends_with("_api_trace.csv") => {
                     for row in rows() {
                         *tally.api.entry(row["Function"].clone()).or_default() += 1;
@@ -828,6 +855,7 @@ pub fn amd_summary(stats: &crate::peer::Stats) -> Tally {
                     };
                     *tally.allocations.entry(operation).or_default() += calls;
                 }
+                _ if name.starts_with("PC_SAMPLING") => tally.pc_samples += calls,
                 _ => *tally.api.entry(name).or_default() += calls,
             }
         }
