@@ -421,12 +421,21 @@ fn pc_sampling_beside_counted_dispatches() {
         "{:?}",
         e.notes
     );
+    let both = "[[context]]\nname = \"a\"\npc_sampling.method = \"host_trap\"\nserialize = true\n";
     rejects(
-        "[[context]]\nname = \"a\"\npc_sampling.method = \"host_trap\"\nserialize = true\n",
+        both,
         "context `a` samples PCs, and context `a` serializes kernel dispatches: rocprofiler-sdk refuses PC sampling",
         3,
         1,
     );
+    // Records of both kinds can exist (from two runs, or made up by `rocflow generate`):
+    // a plan that only shapes records (a replay's) takes them.
+    let (_dir, path) = support::with_file("p.toml", both);
+    let records = Options {
+        records_only: true,
+        ..Options::default()
+    };
+    assert!(pipeline::compile_file(&path, &records).is_ok());
 }
 
 #[test]

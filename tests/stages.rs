@@ -66,7 +66,12 @@ fn compile(text: &str) -> Plan {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.toml");
     std::fs::write(&path, text).unwrap();
-    match pipeline::compile_file(&path, &Options::default()) {
+    // The stages run on frames made here: no SDK is configured with the plan.
+    let options = Options {
+        records_only: true,
+        ..Options::default()
+    };
+    match pipeline::compile_file(&path, &options) {
         Ok(compiled) => compiled.plan,
         Err(errors) => panic!(
             "{:#?}",

@@ -30,26 +30,42 @@ pub struct PipelineArgs {
     counters: Option<PathBuf>,
 }
 
+/// What a compiled pipeline is for.
+pub(super) enum Use {
+    /// Running an application on an SDK: the simulated device's GPUs, if it is that.
+    Run(Option<SimulatedGpus>),
+    /// Shaping records that exist (a replay): no SDK is configured with it.
+    Records,
+}
+
 impl PipelineArgs {
-    /// Compiles a pipeline file (or template), changed by `overlay`, to run it,
+    /// Compiles a pipeline file (or template), changed by `overlay`, for `purpose`,
     /// showing its warnings: its plugins are loaded and tried, so one that cannot work stops
     /// the command before it starts.
-    /// `simulated` are the GPUs of the simulated device it is to run on, if it is.
-    pub(super) fn compile(
-        &self,
-        file: &Path,
-        overlay: Overlay,
-        simulated: Option<SimulatedGpus>,
-    ) -> Result<Plan> {
+    pub(super) fn compile(&self, file: &Path, overlay: Overlay, purpose: Use) -> Result<Plan> {
+        let (simulated, records_only) = match purpose {
+            Use::Run(simulated) => (simulated, false),
+            Use::Records => (None, true),
+        };
         let options = Options {
             plugin_check: Check::Load,
             overlay,
             simulated,
+            records_only,
             ..self.options()?
         };
         let compiled = crate::pipeline::compile_file(file, &options).map_err(Error::User)?;
         compiled.warnings.iter().for_each(messages::diagnostic);
         Ok(compiled.plan)
+    }
+
+    /// [`options`](Self::options) for a pipeline that only shapes records (see
+    /// [`Use::Records`]).
+    pub(super) fn records_options(&self) -> Result<Options> {
+        Ok(Options {
+            records_only: true,
+            ..self.options()?
+        })
     }
 
     pub(super) fn options(&self) -> Result<Options> {
@@ -66,6 +82,7 @@ impl PipelineArgs {
             overlay: Overlay::default(),
             plugins: Search::from_env(),
             plugin_check: Check::Inspect,
+            records_only: false,
         })
     }
 }

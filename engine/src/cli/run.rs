@@ -24,7 +24,7 @@ use crate::stage::Report;
 
 use super::eprint;
 use super::flags::Flags;
-use super::pipeline::PipelineArgs;
+use super::pipeline::{PipelineArgs, Use};
 use super::spool::{outputs, reopen};
 use crate::source::{Input, WindowArgs};
 
@@ -77,7 +77,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     // Its work takes no time to speak of: a collection period is likely to miss it.
     let instant = (simulated.as_ref()).is_some_and(|(s, _)| s.scenario.duration_ms.is_none());
     let gpus = simulated.map(|(_, gpus)| gpus);
-    let plan = (args.options).compile(&pipeline, args.flags.overlay(), gpus)?;
+    let plan = (args.options).compile(&pipeline, args.flags.overlay(), Use::Run(gpus))?;
     let sdk = match args.device {
         Device::Rocm => Some(installed_sdk()?),
         Device::Sim(_) => None,

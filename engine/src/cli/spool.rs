@@ -26,7 +26,7 @@ use crate::wire::{Payload, WireError};
 use crate::{post, sink, stage};
 
 use super::flags::OutputFlags;
-use super::pipeline::PipelineArgs;
+use super::pipeline::{PipelineArgs, Use};
 use super::print;
 
 fn open(path: &Path) -> Result<Spool> {
@@ -140,7 +140,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     // A compiled plan has the flag's form already; a recorded one takes it.
     let kernel_names = overlay.kernel_names();
     let mut plan = match (&pipeline, &input) {
-        (Some(file), _) => args.options.compile(file, overlay, None)?,
+        (Some(file), _) => args.options.compile(file, overlay, Use::Records)?,
         (None, Input::Databases(_)) => {
             let notice = Diagnostic::notice(format!(
                 "rocpd databases record no pipeline: replaying with `{DATABASE_PIPELINE}`"
@@ -148,7 +148,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             .hint("give another: rocflow replay DB… PIPELINE");
             messages::diagnostic(&notice);
             args.options
-                .compile(Path::new(DATABASE_PIPELINE), overlay, None)?
+                .compile(Path::new(DATABASE_PIPELINE), overlay, Use::Records)?
         }
         (None, Input::Spool(spool)) if args.trust_plan => recorded_plan(spool)?,
         (None, Input::Spool(spool)) => untrusted_outputs(
@@ -384,7 +384,7 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
     let (input, pipeline) = inputs(&args.inputs, true)?;
     let stages = match &pipeline {
         Some(file) => {
-            pipeline::compile_file(file, &args.options.options()?)
+            pipeline::compile_file(file, &args.options.records_options()?)
                 .map_err(Error::User)?
                 .plan
                 .stages
@@ -652,7 +652,7 @@ pub struct GenerateArgs {
 pub fn generate(args: GenerateArgs) -> Result<ExitCode> {
     let plan = match &args.pipeline {
         Some(file) => Some(
-            pipeline::compile_file(file, &args.options.options()?)
+            pipeline::compile_file(file, &args.options.records_options()?)
                 .map_err(Error::User)?
                 .plan
                 .to_json(),

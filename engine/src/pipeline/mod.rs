@@ -50,6 +50,10 @@ pub struct Options {
     pub plugins: crate::plugin::Search,
     /// Whether plugins are loaded to be checked, which runs their code.
     pub plugin_check: crate::plugin::Check,
+    /// The plan only shapes records that exist or are made up (`replay`, `summary`,
+    /// `generate`): no SDK is configured with it, so what rocprofiler-sdk refuses to
+    /// combine in one process is not an error.
+    pub records_only: bool,
 }
 
 /// A compiled pipeline.
@@ -135,7 +139,7 @@ fn compile_document(
     };
     let counters =
         counters::CounterCheck::new(options.counters.clone(), options.simulated.clone(), base);
-    let compiler = compile::Compiler::new(&doc, counters, plugins);
+    let compiler = compile::Compiler::new(&doc, counters, plugins, options.records_only);
     let (plan, mut warnings) = compiler.compile(&pipeline, &json, sources, params)?;
     warnings.extend(notices);
     Ok(Compiled {

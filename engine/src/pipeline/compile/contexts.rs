@@ -548,7 +548,7 @@ impl Compiler<'_> {
         // whichever context asks for which (CONTEXT_CONFLICT).
         let counting = contexts.iter().position(|c| exclusive[0].1(c).is_some());
         let sampling = contexts.iter().position(|c| c.pc_sampling.is_some());
-        if let (Some(counts), Some(samples)) = (counting, sampling) {
+        if let (Some(counts), Some(samples), false) = (counting, sampling, self.records_only) {
             let (key, what) = exclusive[0].1(&contexts[counts]).expect("it counts");
             let counts_at = self
                 .span(path!["context", counts, key])

@@ -53,14 +53,22 @@ pub(super) struct Compiler<'a> {
     selections: HashMap<(Domain, String), Vec<i32>>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
+    /// See [`Options::records_only`](crate::pipeline::Options::records_only).
+    records_only: bool,
 }
 
 impl<'a> Compiler<'a> {
-    pub(super) fn new(doc: &'a Node, counters: CounterCheck, plugins: Plugins<'a>) -> Self {
+    pub(super) fn new(
+        doc: &'a Node,
+        counters: CounterCheck,
+        plugins: Plugins<'a>,
+        records_only: bool,
+    ) -> Self {
         Compiler {
             doc,
             counters,
             plugins,
+            records_only,
             selections: HashMap::new(),
             errors: Vec::new(),
             warnings: Vec::new(),

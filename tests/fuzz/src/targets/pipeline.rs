@@ -95,6 +95,7 @@ fn options() -> Options {
         plugins: Search::with_dirs(Vec::new()),
         // As validate and explain: a plugin's symbols are read, none of its code runs.
         plugin_check: rocflow::plugin::Check::Inspect,
+        records_only: false,
     }
 }
 
