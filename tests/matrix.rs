@@ -1,10 +1,11 @@
 //! The matrix: every output of a run held against the ground truth its simulated scenario
 //! implies (`support::truth`), for the shipped templates alone, pairs of them combined with
 //! `extends`, and the features that change what a run holds (multi-pass counters, counter
-//! kernel filters, kernel name forms, marker windows, several processes), each from three
-//! sources: the live run, a replay of its spool and a replay of its rocpd database; into
-//! rocpd (and AMD's `rocpd summary` of it), Parquet, Perfetto, OTF2, CSV in both flavours
-//! and the summary. A feature that changes records joins as a row.
+//! kernel filters, dispatch filters, kernel name forms, marker windows, several
+//! processes), each from three sources: the live run, a replay of its spool and a replay
+//! of its rocpd database; into rocpd (and AMD's `rocpd summary` of it), Parquet, Perfetto,
+//! OTF2, CSV in both flavours, the summary and the report. A feature that changes records
+//! joins as a row.
 //!
 //! CI checks every template and a fixed sample of the pairs; `ROCFLOW_MATRIX=full` checks
 //! every pair (see the README).
@@ -12,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use support::peer::Peer;
-use support::truth::{self, Collects, Part, Scenario, Tally};
+use support::truth::{self, Collects, KernelNames, Part, Scenario, Tally};
 use support::{assert_success, repo, rocflow, sim_app};
 
 /// The shipped templates the matrix runs, with what each collects on the MI300X scenario.
@@ -256,11 +257,11 @@ impl Row {
             let but_bytes: Vec<Part> = (Part::ALL.into_iter())
                 .filter(|&p| p != Part::CopyBytes)
                 .collect();
-            // The summary has no table of PC samples.
+            // The summary and the report have no table of PC samples.
             let but_pc_samples: Vec<Part> = (Part::ALL.into_iter())
                 .filter(|&p| p != Part::PcSamples)
                 .collect();
-            let outputs: [(&str, Tally, &[Part]); 8] = [
+            let outputs: [(&str, Tally, &[Part]); 9] = [
                 ("csv", csv, &Part::ALL),
                 (
                     "csv (rocprofv3)",
@@ -285,6 +286,11 @@ impl Row {
                 (
                     "summary",
                     truth::summary(&out.join("summary/summary.json")),
+                    &but_pc_samples,
+                ),
+                (
+                    "report",
+                    truth::report(&out.join("report.html")),
                     &but_pc_samples,
                 ),
                 (
@@ -442,7 +448,15 @@ fn features_that_change_records_agree_with_the_truth() {
     let mut mangled = Row::new(&["trace-all"], of("trace-all"));
     mangled.name = "mangled kernel names".into();
     mangled.extra = "kernel_names = \"mangled\"\n";
-    mangled.collects.mangled = true;
+    mangled.collects.names = KernelNames::Mangled;
+    let mut truncated = Row::new(&["trace-all"], of("trace-all"));
+    truncated.name = "truncated kernel names".into();
+    truncated.extra = "kernel_names = \"truncated\"\n";
+    truncated.collects.names = KernelNames::Truncated;
+    let mut long = Row::new(&["trace-all"], of("trace-all"));
+    long.name = "dispatches of 20 us or more".into();
+    long.extra = "[[transform]]\nname = \"long\"\nkind = \"filter\"\nrecords = [\"kernel_dispatch\"]\npredicate = \"duration_ns >= 20000\"\n";
+    long.collects.min_kernel_ns = 20_000;
     let mut window = Row::new(
         &["trace-all", "counters-basic"],
         of("trace-all").and(&of("counters-basic")),
@@ -453,5 +467,5 @@ fn features_that_change_records_agree_with_the_truth() {
     let mut processes = Row::new(&["trace-all"], of("trace-all"));
     processes.name = "four processes".into();
     processes.forks = 3;
-    check(&[filtered, mangled, window, processes]);
+    check(&[filtered, mangled, truncated, long, window, processes]);
 }

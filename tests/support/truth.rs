@@ -312,7 +312,7 @@ impl Scenario {
         let n = self.repeats() * processes;
         let mut tally = Tally::default();
         if collects.dispatches {
-            for k in &self.kernels {
+            for k in (self.kernels.iter()).filter(|k| k.duration_ns >= collects.min_kernel_ns) {
                 let name = collects.name(k).to_owned();
                 *tally.kernels.entry(name.clone()).or_default() += n;
                 *tally.kernel_ns.entry(name).or_default() += n * k.duration_ns;
@@ -418,8 +418,24 @@ pub struct Collects {
     pub pc_samples: bool,
     /// Counters only of kernels whose demangled name matches (a regex), if set.
     pub counted_kernels: Option<&'static str>,
-    /// Kernels named as their code object names them, not demangled.
-    pub mangled: bool,
+    /// How the outputs name kernels.
+    pub names: KernelNames,
+    /// Only dispatches that took at least this long (a filter on dispatches; counters
+    /// are kept).
+    pub min_kernel_ns: u64,
+}
+
+/// How kernels are named (the pipeline's `kernel_names`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum KernelNames {
+    /// As `c++filt` demangles them.
+    #[default]
+    Demangled,
+    /// As the code object gives them.
+    Mangled,
+    /// The demangled function's own name: no return type, namespaces, template arguments
+    /// or parameters.
+    Truncated,
 }
 
 impl Collects {
@@ -452,7 +468,10 @@ impl Collects {
         }
         self.ratios.extend(&other.ratios);
         self.counted_kernels = self.counted_kernels.or(other.counted_kernels);
-        self.mangled |= other.mangled;
+        if self.names == KernelNames::Demangled {
+            self.names = other.names;
+        }
+        self.min_kernel_ns = self.min_kernel_ns.max(other.min_kernel_ns);
         self
     }
 
@@ -470,11 +489,37 @@ impl Collects {
 
     /// A kernel's name in the outputs.
     fn name<'k>(&self, kernel: &'k Kernel) -> &'k str {
-        match self.mangled {
-            true => &kernel.mangled,
-            false => &kernel.name,
+        match self.names {
+            KernelNames::Demangled => &kernel.name,
+            KernelNames::Mangled => &kernel.mangled,
+            KernelNames::Truncated => truncated(&kernel.name),
         }
     }
+}
+
+/// The function's own name in a demangled one: `void solver::smooth<8>(double*)` is
+/// `smooth`.
+fn truncated(demangled: &str) -> &str {
+    let mut depth = 0;
+    let mut end = demangled.len();
+    // The parameters begin at the first parenthesis outside template arguments.
+    for (i, c) in demangled.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth == 0 => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let mut head = &demangled[..end];
+    if head.ends_with('>') {
+        head = &head[..head.find('<').unwrap_or(head.len())];
+    }
+    let head = head.rsplit("::").next().unwrap_or(head);
+    head.rsplit(' ').next().unwrap_or(head)
 }
 
 /// Whether `text` matches `pattern`, where `*` stands for any run of characters.
@@ -861,4 +906,86 @@ pub fn amd_summary(stats: &crate::peer::Stats) -> Tally {
         }
     }
     tally
+}
+
+/// A tally of the HTML report's summary tables: each `<table class="sortable">`, its
+/// columns from its header, each number from its cell's `data-value` (the cell's text may
+/// be rounded).
+pub fn report(html: &Path) -> Tally {
+    let html = std::fs::read_to_string(html).unwrap();
+    let mut tally = Tally::default();
+    for table in html.split("<table class=\"sortable\">").skip(1) {
+        let table = &table[..table.find("</table>").expect("a table ends")];
+        // `<th>` and `<th title=…>`, not `<thead>`.
+        let columns: Vec<String> = (table.split("<th").skip(1))
+            .filter(|th| th.starts_with(['>', ' ']))
+            .map(|th| unescape(between(th, ">", "</th>")))
+            .collect();
+        let rows = table.split("<tr>").skip(2).map(|tr| {
+            let cells = (tr.split("<td").skip(1)).map(|td| match td.split_once("data-value=\"") {
+                Some((attributes, value)) if !attributes.contains('>') => {
+                    value[..value.find('"').unwrap()].to_owned()
+                }
+                _ => unescape(between(td, ">", "</td>")),
+            });
+            columns
+                .iter()
+                .cloned()
+                .zip(cells)
+                .collect::<BTreeMap<String, String>>()
+        });
+        let int = |row: &BTreeMap<String, String>, key: &str| {
+            row[key].parse::<f64>().unwrap().round() as u64
+        };
+        let key = columns.first().map(String::as_str);
+        for row in rows {
+            match (key, columns.get(1).map(String::as_str)) {
+                (Some("kernel"), Some("counter")) => {
+                    let entry = (tally.counters)
+                        .entry((row["kernel"].clone(), row["counter"].clone()))
+                        .or_default();
+                    entry.0 += int(&row, "dispatches");
+                    entry.1 += row["total_value"].parse::<f64>().unwrap();
+                }
+                (Some("kernel"), _) => {
+                    let kernel = row["kernel"].clone();
+                    *tally.kernels.entry(kernel.clone()).or_default() += int(&row, "calls");
+                    *tally.kernel_ns.entry(kernel).or_default() += int(&row, "total_ns");
+                }
+                (Some("domain"), _) => {
+                    *tally.api.entry(row["function"].clone()).or_default() += int(&row, "calls");
+                }
+                (Some("direction"), _) => {
+                    let direction = row["direction"].clone();
+                    *tally.copies.entry(direction.clone()).or_default() += int(&row, "calls");
+                    *tally.copy_bytes.entry(direction).or_default() += int(&row, "bytes");
+                }
+                (Some("operation"), _) => {
+                    let operation = row["operation"].clone();
+                    *tally.allocations.entry(operation).or_default() += int(&row, "calls");
+                }
+                (Some("range"), _) => {
+                    *tally.markers.entry(row["range"].clone()).or_default() += int(&row, "calls");
+                }
+                _ => {}
+            }
+        }
+    }
+    tally
+}
+
+/// The text of `s` after the first `start` and before the next `end`.
+fn between<'s>(s: &'s str, start: &str, end: &str) -> &'s str {
+    let from = s.find(start).expect("the start is there") + start.len();
+    let to = s[from..].find(end).expect("the end is there") + from;
+    &s[from..to]
+}
+
+/// Text as HTML escapes it, unescaped.
+fn unescape(s: &str) -> String {
+    (s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'"))
+    .replace("&amp;", "&")
 }
