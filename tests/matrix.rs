@@ -1,8 +1,8 @@
 //! The matrix: every output of a run held against the ground truth its simulated scenario
 //! implies (`support::truth`), for the shipped templates alone, pairs of them combined with
 //! `extends`, and the features that change what a run holds (multi-pass counters, counter
-//! kernel filters, dispatch filters, kernel name forms, marker windows, several
-//! processes), each from three sources: the live run, a replay of its spool and a replay
+//! kernel filters, dispatch filters, kernel name forms, marker and time windows over a
+//! paced run, several processes), each from three sources: the live run, a replay of its spool and a replay
 //! of its rocpd database; into rocpd (and AMD's `rocpd summary` of it), Parquet, Perfetto,
 //! OTF2, CSV in both flavours, the summary and the report. A feature that changes records
 //! joins as a row.
@@ -142,9 +142,20 @@ struct Row {
     /// The scenario on one thread: each process dispatches in the same order every time,
     /// so that a later pass's counter values are known from the first pass's dispatches.
     one_thread: bool,
-    /// Replays keep only the first ROCTx range with this message: on one thread, the
-    /// scenario's first iteration.
-    window: Option<&'static str>,
+    /// The scenario's iterations paced over real time: how many, over how many ms.
+    paced: Option<(u64, u64)>,
+    /// A window the replays keep, and how many of the (one-thread) scenario's iterations
+    /// lie wholly inside it.
+    window: Option<(Window, u64)>,
+}
+
+/// A window of a replay.
+#[derive(Clone, Copy)]
+enum Window {
+    /// The first ROCTx range with this message.
+    Marker(&'static str),
+    /// From one percentage of the run's span to another.
+    Span(&'static str, &'static str),
 }
 
 /// The sinks every row adds to its templates' own, each holding all of the run's
@@ -192,6 +203,7 @@ impl Row {
             collects,
             forks: 0,
             one_thread: false,
+            paced: None,
             window: None,
         }
     }
@@ -215,6 +227,10 @@ impl Row {
         if self.one_thread {
             text = text.replace("threads = 2", "threads = 1");
         }
+        if let Some((iterations, ms)) = self.paced {
+            let paced = format!("iterations = {iterations}\nduration_ms = {ms}");
+            text = text.replace("iterations = 100", &paced);
+        }
         std::fs::write(dir.join("scenario.toml"), text).unwrap();
         let scenario = Scenario::read(&dir.join("scenario.toml"));
         let app = sim_app();
@@ -235,21 +251,27 @@ impl Row {
         for (input, source) in [("live/last.rfraw", "spool"), ("live/m/run.db", "db")] {
             let output_dir = format!("output_dir={source}");
             let mut replay = vec!["replay", input, "matrix.toml", "--set", &output_dir];
-            if let Some(message) = self.window {
-                replay.extend(["--window-marker", message]);
+            match self.window {
+                Some((Window::Marker(message), _)) => {
+                    replay.extend(["--window-marker", message]);
+                }
+                Some((Window::Span(start, end), _)) => {
+                    replay.extend(["--start", start, "--end", end]);
+                }
+                None => {}
             }
             assert_success(&rocflow(&replay, dir, &[]));
         }
 
         let mut problems = Vec::new();
         let processes = self.forks + 1;
-        let mut first = Scenario::read(&dir.join("scenario.toml"));
-        first.iterations = 1;
+        let mut within = Scenario::read(&dir.join("scenario.toml"));
+        within.iterations = self.window.map_or(0, |w| w.1);
         for source in ["live", "spool", "db"] {
             let out = dir.join(source);
             let (csv, dispatches) = truth::csv_tables(&out.join("m/csv"));
             let windowed = self.window.is_some() && source != "live";
-            let truth_of = if windowed { &first } else { &scenario };
+            let truth_of = if windowed { &within } else { &scenario };
             let want = truth_of.truth(&self.collects, processes, &dispatches);
             let db = out.join("m/run.db");
             let amd = Peer::get().summary(std::slice::from_ref(&db), &out);
@@ -463,9 +485,20 @@ fn features_that_change_records_agree_with_the_truth() {
     );
     window.name = "replays within the first `solve` range".into();
     window.one_thread = true;
-    window.window = Some("solve");
+    window.window = Some((Window::Marker("solve"), 1));
+    // Ten iterations 10 ms apart, each done within 1 ms: the run spans 90 to 91 ms, so
+    // from 25% to 75% of it (22.5 ms at the latest to 67.5 ms at the earliest) holds the
+    // iterations that start at 30, 40, 50 and 60 ms, wholly.
+    let mut span = Row::new(
+        &["trace-all", "counters-basic"],
+        of("trace-all").and(&of("counters-basic")),
+    );
+    span.name = "replays from 25% to 75% of a paced run".into();
+    span.one_thread = true;
+    span.paced = Some((10, 100));
+    span.window = Some((Window::Span("25%", "75%"), 4));
     let mut processes = Row::new(&["trace-all"], of("trace-all"));
     processes.name = "four processes".into();
     processes.forks = 3;
-    check(&[filtered, mangled, truncated, long, window, processes]);
+    check(&[filtered, mangled, truncated, long, window, span, processes]);
 }
