@@ -1,8 +1,8 @@
 //! The matrix: every output of a run held against the ground truth its simulated scenario
 //! implies (`support::truth`), for the shipped templates alone, pairs of them combined with
 //! `extends`, and the features that change what a run holds (multi-pass counters, counter
-//! kernel filters, dispatch filters, kernel name forms, marker and time windows over a
-//! paced run, several processes), each from three sources: the live run, a replay of its spool and a replay
+//! kernel filters, dispatch filters, kernel name forms, collection periods, marker and
+//! time windows over a paced run, several processes), each from three sources: the live run, a replay of its spool and a replay
 //! of its rocpd database; into rocpd (and AMD's `rocpd summary` of it), Parquet, Perfetto,
 //! OTF2, CSV in both flavours, the summary and the report. A feature that changes records
 //! joins as a row.
@@ -144,6 +144,9 @@ struct Row {
     one_thread: bool,
     /// The scenario's iterations paced over real time: how many, over how many ms.
     paced: Option<(u64, u64)>,
+    /// How many of the (one-thread) scenario's iterations the run collects, where its
+    /// contexts collect in periods.
+    collected: Option<u64>,
     /// A window the replays keep, and how many of the (one-thread) scenario's iterations
     /// lie wholly inside it.
     window: Option<(Window, u64)>,
@@ -204,6 +207,7 @@ impl Row {
             forks: 0,
             one_thread: false,
             paced: None,
+            collected: None,
             window: None,
         }
     }
@@ -232,7 +236,10 @@ impl Row {
             text = text.replace("iterations = 100", &paced);
         }
         std::fs::write(dir.join("scenario.toml"), text).unwrap();
-        let scenario = Scenario::read(&dir.join("scenario.toml"));
+        let mut scenario = Scenario::read(&dir.join("scenario.toml"));
+        if let Some(iterations) = self.collected {
+            scenario.iterations = iterations;
+        }
         let app = sim_app();
         let forks = self.forks.to_string();
         let mut run = vec![
@@ -500,5 +507,16 @@ fn features_that_change_records_agree_with_the_truth() {
     let mut processes = Row::new(&["trace-all"], of("trace-all"));
     processes.name = "four processes".into();
     processes.forks = 3;
-    check(&[filtered, mangled, truncated, long, window, span, processes]);
+    // Ten iterations 50 ms apart, each done within 1 ms, collected from 0 to 175 ms and
+    // from 325 to 500 ms: the iterations that start at 0, 50, 100, 150, 350, 400 and 450
+    // ms, with 25 ms to spare at every edge for a loaded machine's timers.
+    let mut periods = Row::new(&["always-on"], of("always-on"));
+    periods.name = "always-on in two periods of a paced run".into();
+    periods.extra = "[params]\ncollect_for = \"175ms\"\npause_for = \"150ms\"\nperiods = 1\n";
+    periods.one_thread = true;
+    periods.paced = Some((10, 500));
+    periods.collected = Some(7);
+    check(&[
+        filtered, mangled, truncated, long, window, span, periods, processes,
+    ]);
 }
