@@ -849,14 +849,17 @@ pub fn tally_tables(table: impl Fn(&str) -> Rows) -> (Tally, Dispatches) {
 /// The record tables of rocflow's CSV sink in `dir` (one file per kind; a kind without
 /// records has none).
 pub fn csv_tables(dir: &Path) -> (Tally, Dispatches) {
-    tally_tables(|kind| {
-        let file = dir.join(format!("{kind}.csv"));
-        if file.exists() {
-            csv(&file)
-        } else {
-            Vec::new()
-        }
-    })
+    tally_tables(|kind| csv_table(dir, kind))
+}
+
+/// The rows of the table of `kind` that rocflow's CSV sink wrote in `dir`: none where it
+/// wrote no file, as for a kind without records.
+pub fn csv_table(dir: &Path, kind: &str) -> Rows {
+    let file = dir.join(format!("{kind}.csv"));
+    match file.exists() {
+        true => csv(&file),
+        false => Vec::new(),
+    }
 }
 
 /// The record tables of rocflow's Parquet sink in `dir`, partitioned or not, read by DuckDB.
