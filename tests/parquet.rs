@@ -241,7 +241,7 @@ fn a_dataset_holds_the_scenario_read_back_with_duckdb_and_arrow() {
     let d = dir.path();
     let ds = d.join("out/ds");
     let table = |kind: &str| arrow_rows(&ds.join(kind));
-    scenario.assert_fits(table);
+    scenario.assert_fits(&collects(), table);
     let (tally, dispatches) = truth::parquet_tables(&ds);
     let want = scenario.truth(&collects(), processes, &dispatches);
     assert_agrees(&want, &tally, "DuckDB");
@@ -437,13 +437,13 @@ path = "out/ds"
 "#;
     let (dir, scenario, _) = profiled(1, pipeline);
     let ds = dir.path().join("out/ds");
-    scenario.assert_fits(|kind| arrow_rows(&ds.join(kind)));
-    let (tally, dispatches) = truth::parquet_tables(&ds);
     let collects = Collects {
         dispatches: true,
         pc_samples: true,
         ..Collects::default()
     };
+    scenario.assert_fits(&collects, |kind| arrow_rows(&ds.join(kind)));
+    let (tally, dispatches) = truth::parquet_tables(&ds);
     let want = scenario.truth(&collects, 1, &dispatches);
     assert!(want.pc_samples > 0, "the scenario's GPUs sample");
     assert_agrees(&want, &tally, "DuckDB");

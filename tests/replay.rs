@@ -101,7 +101,7 @@ fn replay_uses_the_recorded_pipeline_and_writes_every_record() {
         &seen,
         &Part::ALL,
     );
-    scenario.assert_fits(|kind| truth::csv_table(&tables, kind));
+    scenario.assert_fits(&collects(), |kind| truth::csv_table(&tables, kind));
     // Nothing of the staging directory is left behind: `tables` is all there is.
 }
 
@@ -127,7 +127,7 @@ fn replay_with_another_pipeline() {
     want.kernels.retain(|name, _| long(name));
     want.kernel_ns.retain(|name, _| long(name));
     assert_agrees(&want, &seen, &Part::ALL);
-    scenario.assert_fits(|kind| truth::csv_table(&tables, kind));
+    scenario.assert_fits(&collects(), |kind| truth::csv_table(&tables, kind));
 }
 
 /// A spool cut short replays the records before the cut: as many as `inspect` counts in
@@ -296,7 +296,7 @@ fn a_version_1_spool_replays_with_its_recorded_pipeline() {
         *n *= 2;
     }
     assert_agrees(&want, &seen, &Part::ALL);
-    scenario.assert_fits(|kind| truth::csv_table(&tables, kind));
+    scenario.assert_fits(&collects, |kind| truth::csv_table(&tables, kind));
 }
 
 /// Minutes between now and a `{timestamp}` (`YYYYMMDD-HHMMSS`, UTC), as `date` counts.

@@ -485,12 +485,13 @@ impl Scenario {
     /// dispatch's kernel (one of the scenario's, named either way), duration, grid,
     /// workgroup and resources; each copy's bytes and duration, a copy's of its direction;
     /// each allocation's bytes; each ROCTx range's message; each counter sample's counter
-    /// id and value (the device's, of its dispatch and coordinates) and each dispatch's
-    /// instances of a counter; each PC sample's dispatch, on a GPU that samples, with the
+    /// id and value (the device's, of its dispatch and coordinates, or their sum or ratio
+    /// where `collects` says so) and each dispatch's instances of a counter (or the one
+    /// value of a sum or ratio); each PC sample's dispatch, on a GPU that samples, with the
     /// sample inside it, and each dispatch's samples. How many rows there are is a
     /// [`Tally`]'s to check: no rows, nothing to fail.
-    pub fn assert_fits(&self, table: impl Fn(&str) -> Rows) {
-        let misfits = self.misfits(table);
+    pub fn assert_fits(&self, collects: &Collects, table: impl Fn(&str) -> Rows) {
+        let misfits = self.misfits(collects, table);
         let said: Vec<String> = (misfits.iter())
             .map(|(table, rows)| {
                 let some: Vec<&str> = rows.iter().take(3).map(String::as_str).collect();
@@ -505,7 +506,11 @@ impl Scenario {
     }
 
     /// What [`Scenario::assert_fits`] fails on, per table, each row said.
-    fn misfits(&self, table: impl Fn(&str) -> Rows) -> BTreeMap<&str, Vec<String>> {
+    pub fn misfits(
+        &self,
+        collects: &Collects,
+        table: impl Fn(&str) -> Rows,
+    ) -> BTreeMap<&str, Vec<String>> {
         let num = |row: &BTreeMap<String, String>, key: &str| -> u64 {
             let text = row
                 .get(key)
@@ -624,18 +629,37 @@ impl Scenario {
                 continue;
             };
             let coordinates = crate::COORDINATES.map(|c| num(&row, c) as u16);
-            let handle = self.counter_handle(kernel.agent, name);
-            let want = self.counter_value(kernel.agent, name, id, coordinates);
-            let got = (
-                Some(num(&row, "counter_id")),
-                row["value"].parse::<f64>().ok(),
-            );
-            if got != (handle, want) {
+            let gpu = kernel.agent;
+            let ratio = collects.ratios.iter().find(|r| r.0 == name);
+            // A derived counter's id is rocflow's, not the device's.
+            let (want_id, want) = match ratio {
+                Some(&(_, a, b)) => {
+                    let sums = self
+                        .dispatch_counter(gpu, a, id)
+                        .zip(self.dispatch_counter(gpu, b, id));
+                    (None, sums.map(|(a, b)| a / b))
+                }
+                None if collects.summed => (
+                    self.counter_handle(gpu, name),
+                    self.dispatch_counter(gpu, name, id),
+                ),
+                None => (
+                    self.counter_handle(gpu, name),
+                    self.counter_value(gpu, name, id, coordinates),
+                ),
+            };
+            let got_id = want_id.map(|_| num(&row, "counter_id"));
+            let got = row["value"].parse::<f64>().ok();
+            let close = got
+                .zip(want)
+                .is_some_and(|(g, w)| Close(g, 1e-12) == Close(w, 1e-12));
+            if got_id != want_id || !close {
                 misfit(
                     "counter_sample",
                     format!(
-                        "{name} of dispatch {id} of process {pid} at {coordinates:?}: id and value {got:?}, want {:?}",
-                        (handle, want)
+                        "{name} of dispatch {id} of process {pid} at {coordinates:?}: id and value {:?}, want {:?}",
+                        (got_id, got),
+                        (want_id, want)
                     ),
                 );
             }
@@ -645,7 +669,11 @@ impl Scenario {
         for ((pid, id, name), mut coordinates) in values {
             let gpu = dispatches[&(pid, id)].0.agent;
             coordinates.sort();
-            let mut want = self.instances(gpu, &name);
+            let derived = collects.ratios.iter().any(|r| r.0 == name);
+            let mut want = match derived || collects.summed {
+                true => vec![[0; 7]],
+                false => self.instances(gpu, &name),
+            };
             want.sort();
             if coordinates != want {
                 misfit(
@@ -723,6 +751,9 @@ pub struct Collects {
     pub counted_kernels: Option<&'static str>,
     /// Kernels named as their code object names them, not demangled.
     pub mangled: bool,
+    /// Counter values summed over their dimensions (as the templates' `reduce_dimensions`
+    /// does): one per dispatch and counter, at coordinate 0, not one per instance.
+    pub summed: bool,
 }
 
 impl Collects {
@@ -756,6 +787,7 @@ impl Collects {
         self.ratios.extend(&other.ratios);
         self.counted_kernels = self.counted_kernels.or(other.counted_kernels);
         self.mangled |= other.mangled;
+        self.summed |= other.summed;
         self
     }
 
