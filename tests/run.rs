@@ -230,12 +230,9 @@ iterations = "[1-10]"
     // Ten dispatches of each kernel the filter keeps, vectorAdd on gfx942 and reduce on
     // gfx90a (smooth is left out), each a value per instance of the counters its GPU has.
     let scenario = default_truth();
-    let values: usize = (scenario.kernels.iter())
-        .filter(|k| ["vectorAdd", "reduce"].iter().any(|n| k.name.contains(n)))
-        .flat_map(|k| ["SQ_WAVES", "GRBM_GUI_ACTIVE"].map(|c| scenario.instances(k.agent, c)))
-        .map(|instances| instances.len())
-        .sum();
-    assert_eq!(totals(&rows)["counter_sample"], 10 * values as u64);
+    let values =
+        scenario.samples_per_iteration("vectorAdd|reduce", &["SQ_WAVES", "GRBM_GUI_ACTIVE"]);
+    assert_eq!(totals(&rows)["counter_sample"], 10 * values);
 }
 
 #[test]

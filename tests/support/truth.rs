@@ -471,13 +471,20 @@ impl Scenario {
         )
     }
 
-    /// Counter samples (a value per instance) one process delivers when each dispatch
-    /// collects the counters `names` that its GPU has.
-    pub fn counter_samples_per_process(&self, names: &[&str]) -> u64 {
-        let per_iteration: usize = (self.kernels.iter())
+    /// Counter samples (a value per instance) that one dispatch of each kernel whose name
+    /// `kernels` (a regex) matches gives of the counters `names` its GPU has.
+    pub fn samples_per_iteration(&self, kernels: &str, names: &[&str]) -> u64 {
+        let kernels = regex::Regex::new(kernels).unwrap();
+        (self.kernels.iter())
+            .filter(|k| kernels.is_match(&k.name))
             .flat_map(|k| names.iter().map(|name| self.instances(k.agent, name).len()))
-            .sum();
-        self.repeats() * per_iteration as u64
+            .sum::<usize>() as u64
+    }
+
+    /// Counter samples one process delivers when each dispatch collects the counters
+    /// `names` that its GPU has.
+    pub fn counter_samples_per_process(&self, names: &[&str]) -> u64 {
+        self.repeats() * self.samples_per_iteration("", names)
     }
 
     /// Fails unless the record tables of rocflow's CSV or Parquet sink (`table` gives a
