@@ -1,14 +1,16 @@
 //! API call arguments as users get them: a run on the simulated device with `args = true`
 //! (the real tool asking the SDK's argument iteration, as on a GPU) into every sink, each
-//! read back by its own reader. What the arguments must say follows from the run itself:
-//! a copy's `sizeBytes` is the size of the copy it made, a launch's `dimBlocks` the
-//! workgroup of the kernel it dispatched.
+//! read back by its own reader. What the arguments must say follows from the scenario and
+//! the run: the copies' `sizeBytes` are the sizes of the scenario's copies, a launch's
+//! `dimBlocks` the workgroup of the kernel it dispatched.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;
 
 use rusqlite::{Connection, OpenFlags};
+use support::scenario::default_scenario;
+use support::truth::Scenario;
 use support::{assert_success, csv, decode_perfetto, duckdb, otf2_print, rocflow, run_on};
 
 /// The context every pipeline here has: HIP calls with their arguments, and the copies
@@ -60,13 +62,17 @@ fn run() -> &'static Path {
     .path()
 }
 
-/// The sizes of the run's copies, in order.
-fn copy_sizes(dir: &Path) -> Vec<u64> {
-    let mut sizes: Vec<u64> = csv(&dir.join("out/csv/memory_copy.csv"))
-        .iter()
-        .map(|row| row["bytes"].parse().unwrap())
-        .collect();
-    assert!(!sizes.is_empty(), "the run copies");
+/// The scenario of the simulated device the run profiles (its default).
+fn scenario() -> Scenario {
+    Scenario::of(&default_scenario())
+}
+
+/// The sizes of the run's copies, in order, as its scenario makes them.
+fn copy_sizes() -> Vec<u64> {
+    let scenario = scenario();
+    let each = scenario.copies.iter().map(|c| c.bytes);
+    let repeats = scenario.repeats() as usize;
+    let mut sizes: Vec<u64> = each.flat_map(|bytes| [bytes].repeat(repeats)).collect();
     sizes.sort_unstable();
     sizes
 }
@@ -108,7 +114,7 @@ fn rocpd_holds_each_calls_arguments_as_rocprofv3_writes_them() {
          JOIN (SELECT * FROM rocpd_arg ORDER BY position) A ON A.event_id = R.event_id \
          WHERE S.string = 'hipMemcpy' GROUP BY R.id",
     );
-    assert!(!memcpy.is_empty());
+    assert_eq!(memcpy.len(), copy_sizes().len(), "a call a copy");
     for args in &memcpy {
         assert_eq!(
             args,
@@ -121,7 +127,8 @@ fn rocpd_holds_each_calls_arguments_as_rocprofv3_writes_them() {
         "SELECT CAST(value AS INTEGER) FROM rocpd_arg WHERE name = 'sizeBytes' ORDER BY 1",
     );
     let copied: Vec<i64> = query(&db, "SELECT size FROM rocpd_memory_copy ORDER BY 1");
-    assert_eq!(asked, copied);
+    let sizes: Vec<i64> = copy_sizes().into_iter().map(|b| b as i64).collect();
+    assert_eq!((asked, copied), (sizes.clone(), sizes));
     // A launch's block shape is its dispatch's workgroup, found through the correlation id
     // the call and the dispatch share.
     let launches: Vec<(String, String)> = {
@@ -140,9 +147,8 @@ fn rocpd_holds_each_calls_arguments_as_rocprofv3_writes_them() {
             .unwrap();
         rows.map(Result::unwrap).collect()
     };
-    let dispatches: Vec<i64> = query(&db, "SELECT count(*) FROM rocpd_kernel_dispatch");
-    assert!(dispatches[0] > 0, "the run launches kernels");
-    assert_eq!(launches.len() as i64, dispatches[0]);
+    let dispatches = scenario().records_per_process()["kernel_dispatch"];
+    assert_eq!(launches.len() as u64, dispatches);
     for (asked, ran) in launches {
         assert_eq!(asked, ran);
     }
@@ -158,7 +164,7 @@ fn csv_has_an_args_column_with_each_calls_arguments() {
         .map(|a| a["sizeBytes"].parse().unwrap())
         .collect();
     sizes.sort_unstable();
-    assert_eq!(sizes, copy_sizes(dir));
+    assert_eq!(sizes, copy_sizes());
     for args in &memcpy {
         assert_eq!(
             args.keys().collect::<Vec<_>>(),
@@ -167,11 +173,13 @@ fn csv_has_an_args_column_with_each_calls_arguments() {
         assert!(["HostToDevice", "DeviceToHost"].contains(&args["kind"].as_str()));
     }
     let mallocs = csv_args(&api, "hipMalloc");
-    assert!(!mallocs.is_empty());
+    let allocations = scenario().allocations;
+    let each = scenario().repeats() as usize;
+    assert_eq!(mallocs.len(), each * allocations.len());
     assert!(
-        mallocs
-            .iter()
-            .all(|a| a["size"] == "16777216" && a["ptr"].starts_with("0x"))
+        (mallocs.iter()).all(
+            |a| allocations.contains(&a["size"].parse().unwrap()) && a["ptr"].starts_with("0x")
+        )
     );
 }
 
@@ -190,7 +198,7 @@ fn perfetto_api_slices_carry_the_arguments_as_debug_annotations() {
         .map(|e| e["args"]["sizeBytes"].as_u64().unwrap())
         .collect();
     sizes.sort_unstable();
-    assert_eq!(sizes, copy_sizes(dir));
+    assert_eq!(sizes, copy_sizes());
     for e in memcpy {
         let args = &e["args"];
         // Pointers as pointers, enumerators as text, beside the slice's own annotations.
@@ -216,7 +224,7 @@ fn parquet_has_the_arguments_as_a_list_duckdb_reads() {
         .map(|r| r[0].as_str().unwrap().parse().unwrap())
         .collect();
     sizes.sort_unstable();
-    assert_eq!(sizes, copy_sizes(dir));
+    assert_eq!(sizes, copy_sizes());
 }
 
 #[test]
@@ -238,7 +246,7 @@ fn otf2_enter_events_carry_the_arguments_as_string_attributes() {
         })
         .collect();
     sizes.sort_unstable();
-    assert_eq!(sizes, copy_sizes(dir));
+    assert_eq!(sizes, copy_sizes());
     assert!(
         memcpy
             .iter()
@@ -257,9 +265,9 @@ fn a_filter_reads_arguments_with_sizes_in_binary_units() {
         &[],
     ));
     let kept = csv(&dir.join("large/api.csv"));
-    let large = copy_sizes(dir).into_iter().filter(|&b| b > 1 << 20).count();
+    let large = copy_sizes().into_iter().filter(|&b| b > 1 << 20).count();
     // Only copies of more than a MiB are left: the calls without `sizeBytes` are dropped.
-    assert!(large > 0 && large < copy_sizes(dir).len());
+    assert!(large > 0 && large < copy_sizes().len());
     assert_eq!(kept.len(), large);
     assert!(kept.iter().all(|row| row["operation"] == "hipMemcpy"));
 }
@@ -289,12 +297,14 @@ fn calls_of_a_delivery_sent_in_parts_keep_their_arguments() {
     );
     assert_success(&output);
     let launches = csv_args(&dir.path().join("out/csv/api.csv"), "hipLaunchKernel");
-    assert_eq!(launches.len(), 2 * 5000 * 8);
+    let scenario = Scenario::read(&dir.path().join("launches.toml"));
+    let (kernels, each) = (scenario.kernels.len(), scenario.repeats() as usize);
+    assert_eq!(launches.len(), kernels * each);
     // Each launch's arguments name its kernel's workgroup, which no other kernel has.
     let mut blocks = BTreeMap::<String, usize>::new();
     for args in &launches {
         *blocks.entry(args["dimBlocks"].clone()).or_default() += 1;
     }
-    assert_eq!(blocks.len(), 8, "{blocks:?}");
-    assert!(blocks.values().all(|&n| n == 2 * 5000), "{blocks:?}");
+    assert_eq!(blocks.len(), kernels, "{blocks:?}");
+    assert!(blocks.values().all(|&n| n == each), "{blocks:?}");
 }

@@ -110,7 +110,10 @@ fn implied(scenario: &Scenario, plan: &Plan) -> Counts {
         add(RecordKind::MemoryCopy, scenario.copies.len() as u64);
     }
     if traces(Domain::MemoryAllocation) {
-        add(RecordKind::MemoryAllocation, 2 * scenario.allocations);
+        add(
+            RecordKind::MemoryAllocation,
+            2 * scenario.allocations.len() as u64,
+        );
     }
     if scenario.marker.is_some() && calls(Domain::MarkerCoreRangeApi, "roctxThreadRangeA") {
         add(RecordKind::Marker, 1);

@@ -2,9 +2,10 @@
 //! implies (`support::truth`), for the shipped templates alone, pairs of them combined with
 //! `extends`, and the features that change what a run holds (multi-pass counters, counter
 //! kernel filters, dispatch filters, kernel name forms, collection periods, marker and
-//! time windows over a paced run, several processes), each from three sources: the live run, a replay of its spool and a replay
-//! of its rocpd database; into rocpd (and AMD's `rocpd summary` of it), Parquet, Perfetto,
-//! OTF2, CSV in both flavours, the summary and the report. A feature that changes records
+//! time windows over a paced run, several processes), each from three sources: the live
+//! run, a replay of its spool and a replay of its rocpd database; into rocpd (and AMD's
+//! `rocpd summary` of it), Parquet, Perfetto, OTF2, CSV in both flavours, the summary and
+//! the report, and every row of its CSV tables too. A feature that changes records
 //! joins as a row.
 //!
 //! CI checks every template and a fixed sample of the pairs; `ROCFLOW_MATRIX=full` checks
@@ -37,6 +38,7 @@ fn templates() -> Vec<(&'static str, Collects)> {
         dispatches: true,
         counters: names.to_vec(),
         ratios: vec![("VALU_PER_WAVE", "SQ_INSTS_VALU", "SQ_WAVES")],
+        summed: true,
         ..Collects::default()
     };
     let system = Collects {
@@ -280,6 +282,18 @@ impl Row {
             let windowed = self.window.is_some() && source != "live";
             let truth_of = if windowed { &within } else { &scenario };
             let want = truth_of.truth(&self.collects, processes, &dispatches);
+            // Every row of the CSV tables, as well as their counts.
+            let rows = truth_of.misfits(&self.collects, |kind| {
+                truth::csv_table(&out.join("m/csv"), kind)
+            });
+            for (table, rows) in rows {
+                problems.push(format!(
+                    "{} from {source}, csv: {} rows of {table} are not the scenario's, such as {}",
+                    self.name,
+                    rows.len(),
+                    rows[0]
+                ));
+            }
             let db = out.join("m/run.db");
             let amd = Peer::get().summary(std::slice::from_ref(&db), &out);
             let (parquet, _) = truth::parquet_tables(&out.join("m/parquet"));

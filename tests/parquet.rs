@@ -1,9 +1,10 @@
-//! The Parquet sink as users run it: `rocflow replay` of a generated run into a dataset, read
+//! The Parquet sink as users run it: a run on the simulated device into a dataset, read
 //! back by two independent readers: DuckDB (from PyPI, through `support/duckdb_query.py`;
-//! `tests/run-all` installs it) with SQL, and the parquet crate's Arrow reader. Row counts come
-//! from `rocflow inspect`, values from a CSV sink of the same replay, metadata from the spool.
+//! `tests/run-all` installs it) with SQL, and the parquet crate's Arrow reader. What the
+//! tables hold is held to the run's scenario (`support::truth`): how many rows, and every
+//! row's values.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -23,14 +24,28 @@ use rocflow::sdk::Domain;
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
 use serde_json::Value;
-use support::{assert_says, duckdb, rocflow, text};
+use support::truth::{self, Collects, Part, Rows, Scenario, Tally};
+use support::{assert_says, assert_success, duckdb, rocflow, sim_app, text};
 
-/// A pipeline tracing what the generator makes into a Parquet sink with `options` and a CSV
-/// sink, with a derived column and an aggregate table.
+/// The scenario every run here replays: the simulated MI300X node's.
+fn scenario_file() -> PathBuf {
+    support::repo().join("examples/sim/mi300x.toml")
+}
+
+/// The counters the runs collect: on both GPUs but one, which only gfx942 has.
+const COUNTERS: [&str; 3] = ["SQ_WAVES", "SQ_INSTS_VALU", "GRBM_GUI_ACTIVE"];
+
+/// A pipeline tracing every kind of record the scenario makes, with [`COUNTERS`], into a
+/// Parquet sink with `options` and a CSV sink, with a derived column and an aggregate
+/// table.
 fn pipeline(options: &str) -> String {
-    const GENERATED: &str = support::generated_pipeline!("tables", "all");
     format!(
-        r#"{GENERATED}pc_sampling.method = "host_trap"
+        r#"[pipeline]
+name = "dataset"
+[[context]]
+name = "all"
+tracing = ["kernel_dispatch", "hip_runtime_api", "hsa_core_api", "memory_copy", "memory_allocation", "marker_core_range_api"]
+counters.collect = {COUNTERS:?}
 [[transform]]
 name = "us"
 kind = "derive"
@@ -56,29 +71,49 @@ path = "out/csv"
     )
 }
 
-/// A generated run of `processes` processes, replayed with `pipeline`, in a fresh directory.
-fn replayed(processes: u16, pipeline: &str) -> tempfile::TempDir {
-    let processes = processes.to_string();
-    let dir = support::generated(
-        "p.toml",
-        pipeline,
-        &["--records", "40000", "--processes", &processes],
-    );
-    let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    dir
+/// What [`pipeline`] collects of the scenario: every API domain it calls.
+fn collects() -> Collects {
+    Collects {
+        dispatches: true,
+        api: vec![
+            ("hip_runtime_api", vec![], vec![]),
+            ("hsa_core_api", vec![], vec![]),
+        ],
+        copies: true,
+        allocations: true,
+        markers: true,
+        counters: COUNTERS.to_vec(),
+        ..Collects::default()
+    }
 }
 
-/// Records per kind, as `rocflow inspect` counts them.
-fn inspected(dir: &Path) -> BTreeMap<String, u64> {
-    let out = rocflow(&["inspect", "run.rfraw", "--json"], dir, &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let records = json["records"].as_object().unwrap();
-    records
-        .iter()
-        .map(|(kind, n)| (kind.clone(), n.as_u64().unwrap()))
-        .collect()
+/// A run of `pipeline` on the simulated device in a fresh directory, its application
+/// forking into `processes` processes; its spool is `run.rfraw`. Returns the directory,
+/// the scenario, and the pid of the `rocflow` that ran.
+fn profiled(processes: u64, pipeline: &str) -> (tempfile::TempDir, Scenario, u32) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("p.toml"), pipeline).unwrap();
+    let device = format!("sim:{}", scenario_file().display());
+    let (app, forks) = (sim_app(), (processes - 1).to_string());
+    let args = [
+        "run",
+        "p.toml",
+        "--device",
+        &device,
+        "--spool",
+        "run.rfraw",
+        "--",
+    ];
+    let args = [&args[..], &[app.to_str().unwrap(), "fork", &forks]].concat();
+    let child = support::rocflow_command(&args, d, &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert_success(&child.wait_with_output().unwrap());
+    (dir, Scenario::read(&scenario_file()), pid)
 }
 
 /// The spool's metadata.
@@ -131,8 +166,29 @@ fn read(table: &Path) -> Vec<RecordBatch> {
         .collect()
 }
 
-/// A cell as the CSV sink writes it (integers and times in decimal, strings as they are).
+/// Every row of a table through the Arrow reader, each column as text ([`cell`]); no
+/// rows where the dataset has no such table.
+fn arrow_rows(table: &Path) -> Rows {
+    if !table.exists() {
+        return Vec::new();
+    }
+    let mut rows = Vec::new();
+    for batch in read(table) {
+        let schema = batch.schema();
+        for row in 0..batch.num_rows() {
+            let cells = (schema.fields().iter().zip(batch.columns()))
+                .map(|(field, column)| (field.name().clone(), cell(column.as_ref(), row)));
+            rows.push(cells.collect());
+        }
+    }
+    rows
+}
+
+/// A cell as text: integers and times in decimal, strings as they are, a null as nothing.
 fn cell(array: &dyn Array, row: usize) -> String {
+    if array.is_null(row) {
+        return String::new();
+    }
     match array.data_type() {
         DataType::UInt8 => array.as_primitive::<UInt8Type>().value(row).to_string(),
         DataType::UInt16 => array.as_primitive::<UInt16Type>().value(row).to_string(),
@@ -151,7 +207,6 @@ fn cell(array: &dyn Array, row: usize) -> String {
             dictionary.values().as_string::<i32>().value(key).to_owned()
         }
         // API calls' arguments, as `name=value` pairs joined by `;`.
-        DataType::List(_) if array.is_null(row) => String::new(),
         DataType::List(_) => {
             let args = array.as_list::<i32>().value(row);
             let args = args.as_struct();
@@ -161,88 +216,76 @@ fn cell(array: &dyn Array, row: usize) -> String {
                 .collect();
             pairs.join(";")
         }
-        other => panic!("no CSV form for {other}"),
+        other => panic!("no text form for {other}"),
     }
 }
 
-/// The first `rows` rows of a table match the CSV sink's, field by field: the same columns
-/// in the same order (counter samples leave out their kernel's name, a join away), and the
-/// same values (numbers compared as numbers, since CSV prints whole floats as integers, and
-/// u64 values beyond i64 as expressions see them, wrapped to negative numbers).
-fn matches_csv(dir: &Path, table: &str, rows: usize) {
-    let path = dir.join(format!("out/csv/{table}.csv"));
-    let csv = std::fs::read_to_string(&path).unwrap();
-    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let batch = &read(&dir.join("out/ds").join(table))[0];
-    let names: Vec<&str> = batch
-        .schema_ref()
-        .fields()
-        .iter()
-        .map(|f| f.name().as_str())
-        .collect();
-    let left_out: &[&str] = match table {
-        "counter_sample" => &["kernel_name"],
-        _ => &[],
-    };
-    let kept: Vec<&str> = header
-        .iter()
-        .copied()
-        .filter(|h| !left_out.contains(h))
-        .collect();
-    assert_eq!(names, kept, "{table}");
-    let expected = support::csv(&path);
-    assert!(!expected.is_empty(), "{table} has no rows to compare");
-    for (row, fields) in expected.iter().take(rows).enumerate() {
-        for (c, name) in names.iter().enumerate() {
-            let want = fields[*name].as_str();
-            let got = cell(batch.column(c).as_ref(), row);
-            let wrapped = want.parse::<i64>().map(|w| (w as u64).to_string());
-            let same = got == want
-                || wrapped.is_ok_and(|w| w == got)
-                || got
-                    .parse::<f64>()
-                    .ok()
-                    .zip(want.parse::<f64>().ok())
-                    .is_some_and(|(g, w)| (g - w).abs() <= 1e-9 * w.abs());
-            assert!(same, "{table} row {row} {name}: {got} vs {want}");
-        }
-    }
+/// Fails naming each difference between the truth and what an output holds.
+fn assert_agrees(want: &Tally, seen: &Tally, output: &str) {
+    let differences = want.differences(seen, &Part::ALL, 1e-9);
+    assert!(
+        differences.is_empty(),
+        "{output}:\n{}",
+        differences.join("\n")
+    );
 }
 
-/// The whole dataset, read back: a table per record kind with the spool's record counts,
-/// typed and dictionary-encoded columns matching the CSV sink's values, metadata tables that
-/// join, key-value metadata, the aggregate and derived columns.
+/// A dataset of a run of two processes, read back: a table per record kind with as many
+/// rows as the scenario makes, through DuckDB and through Arrow; every row's values the
+/// scenario's; typed and dictionary-encoded columns, the CSV sink's; metadata tables that
+/// join; key-value metadata; the aggregate, derived and wide counter columns.
 #[test]
-fn a_dataset_reads_back_with_duckdb_and_arrow() {
-    let dir = replayed(2, &pipeline("wide_counters = true"));
+fn a_dataset_holds_the_scenario_read_back_with_duckdb_and_arrow() {
+    let processes = 2;
+    let (dir, scenario, _) = profiled(processes, &pipeline("wide_counters = true"));
     let d = dir.path();
-    let want = inspected(d);
-    assert_eq!(want.len(), 6, "{want:?}");
-    let counts: Vec<String> = want
-        .keys()
+    let ds = d.join("out/ds");
+    let table = |kind: &str| arrow_rows(&ds.join(kind));
+    scenario.assert_fits(&collects(), table);
+    let (tally, dispatches) = truth::parquet_tables(&ds);
+    let want = scenario.truth(&collects(), processes, &dispatches);
+    assert_agrees(&want, &tally, "DuckDB");
+
+    // Rows per table, through both readers. The pipeline traces every domain the
+    // scenario calls.
+    let mut per_process = scenario.records_per_process();
+    let samples = scenario.counter_samples_per_process(&COUNTERS);
+    per_process.insert("counter_sample".into(), samples);
+    assert_eq!(per_process.len(), 6, "{per_process:?}");
+    let counts: Vec<String> = (per_process.keys())
         .map(|kind| format!("SELECT COUNT(*) FROM 'out/ds/{kind}/*.parquet'"))
         .collect();
     let got = duckdb(d, &counts.iter().map(String::as_str).collect::<Vec<_>>());
-    for ((kind, n), rows) in want.iter().zip(&got) {
-        assert_eq!(scalar(rows), &Value::from(*n), "{kind} through DuckDB");
-        let rows: usize = read(&d.join("out/ds").join(kind))
-            .iter()
+    for ((kind, n), rows) in per_process.iter().zip(&got) {
+        let n = n * processes;
+        assert_eq!(scalar(rows), &Value::from(n), "{kind} through DuckDB");
+        let rows: usize = (read(&ds.join(kind)).iter())
             .map(RecordBatch::num_rows)
             .sum();
-        assert_eq!(rows as u64, *n, "{kind} through arrow");
+        assert_eq!(rows as u64, n, "{kind} through Arrow");
     }
 
-    for table in [
-        "kernel_dispatch",
-        "api",
-        "counter_sample",
-        "memory_copy",
-        "marker",
-        "pc_sample",
-    ] {
-        matches_csv(d, table, 200);
+    // The columns of the CSV sink, in its order; counter samples leave out their kernel's
+    // name, a join away.
+    for kind in per_process.keys() {
+        let csv = std::fs::read_to_string(d.join(format!("out/csv/{kind}.csv"))).unwrap();
+        let header = csv.lines().next().unwrap().split(',');
+        let kept: Vec<&str> = header
+            .filter(|h| kind != "counter_sample" || *h != "kernel_name")
+            .collect();
+        let batch = &read(&ds.join(kind))[0];
+        let names: Vec<&str> = (batch.schema_ref().fields().iter())
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(names, kept, "{kind}");
     }
-    let dispatches = &read(&d.join("out/ds/kernel_dispatch"))[0];
+    let dispatch_rows = table("kernel_dispatch");
+    for row in &dispatch_rows {
+        let kernel = scenario.kernel(&row["kernel_name"]).unwrap();
+        let us: f64 = row["duration_us"].parse().unwrap();
+        assert_eq!(us, kernel.duration_ns as f64 / 1000.0, "{row:?}");
+    }
+    let dispatches = &read(&ds.join("kernel_dispatch"))[0];
     let schema = dispatches.schema();
     let ty = |name: &str| schema.field_with_name(name).unwrap().data_type().clone();
     let text = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
@@ -255,12 +298,12 @@ fn a_dataset_reads_back_with_duckdb_and_arrow() {
     assert_eq!(ty("kernel_name"), text);
     assert_eq!(ty("duration_us"), DataType::Float64);
 
-    // What the files say about themselves: codec, encodings, statistics, provenance.
+    // What the files say about themselves: codec, encodings, statistics, provenance (the
+    // pipeline's hash as the run recorded it in its spool).
     let catalog = catalog(d);
     let plan = Plan::from_json(catalog.plan.as_deref().unwrap()).unwrap();
     let file =
-        SerializedFileReader::new(File::open(files(&d.join("out/ds/api"))[0].clone()).unwrap())
-            .unwrap();
+        SerializedFileReader::new(File::open(files(&ds.join("api"))[0].clone()).unwrap()).unwrap();
     let metadata = file.metadata();
     let kv: BTreeMap<&str, &str> = metadata
         .file_metadata()
@@ -270,11 +313,12 @@ fn a_dataset_reads_back_with_duckdb_and_arrow() {
         .map(|kv| (kv.key.as_str(), kv.value.as_deref().unwrap_or("")))
         .collect();
     assert_eq!(kv["rocflow.version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(kv["rocflow.pipeline"], plan.pipeline.name);
+    assert_eq!(kv["rocflow.pipeline"], "dataset");
     assert_eq!(kv["rocflow.pipeline.hash"], plan.pipeline.hash);
-    assert_eq!(kv["rocflow.host"], "gen-node");
-    assert_eq!(kv["rocflow.application"], "./app --steps 100");
-    assert!(kv["rocflow.command"].contains("replay run.rfraw"), "{kv:?}");
+    assert_eq!(kv["rocflow.host"], support::hostname());
+    let app = format!("{} fork 1", sim_app().display());
+    assert_eq!(kv["rocflow.application"], app);
+    assert!(kv["rocflow.command"].contains("run p.toml"), "{kv:?}");
     let columns = metadata.row_group(0).columns();
     assert!(columns.iter().all(|c| c.statistics().is_some()));
     let rows = duckdb(
@@ -297,78 +341,119 @@ fn a_dataset_reads_back_with_duckdb_and_arrow() {
         "{described:?}"
     );
 
-    // Metadata tables, and a join of dispatches with their symbols and counter samples.
-    let mut per_kernel: BTreeMap<String, (u64, f64)> = BTreeMap::new();
-    for frame in SpoolReader::open(&d.join("run.rfraw")).unwrap() {
-        let frame = frame.unwrap();
-        if let Payload::Records(Batch::CounterSample(samples)) = frame.payload {
-            for s in samples {
-                let name = catalog
-                    .stream(frame.stream)
-                    .kernel_name(s.kernel_id)
-                    .to_owned();
-                let entry = per_kernel.entry(name).or_default();
-                entry.0 += 1;
-                entry.1 += s.value;
-            }
-        }
-    }
+    // Metadata tables; dispatches joined with their symbols and counter samples; the
+    // aggregate table.
     let got = duckdb(
         d,
         &[
             "SELECT COUNT(*) FROM 'out/ds/processes/*.parquet'",
             "SELECT COUNT(*) FROM 'out/ds/kernel_symbols/*.parquet'",
             "SELECT COUNT(*) FROM 'out/ds/agents/*.parquet' WHERE type = 'gpu'",
-            "SELECT s.kernel_name, COUNT(*), SUM(c.value) \
+            "SELECT s.kernel_name, c.counter, COUNT(DISTINCT (pid, dispatch_id)), SUM(c.value) \
              FROM 'out/ds/kernel_dispatch/*.parquet' d \
              JOIN 'out/ds/kernel_symbols/*.parquet' s USING (pid, kernel_id) \
              JOIN 'out/ds/counter_sample/*.parquet' c USING (pid, dispatch_id) \
-             GROUP BY 1 ORDER BY 1",
-            "SELECT COUNT(*) FROM 'out/ds/per_kernel/*.parquet'",
-            "SELECT COUNT(*), SUM(SQ_WAVES) FROM 'out/ds/dispatch_counters/*.parquet'",
-            "SELECT COUNT(DISTINCT (pid, dispatch_id)), SUM(value) \
-             FROM 'out/ds/counter_sample/*.parquet' WHERE counter = 'SQ_WAVES'",
+             GROUP BY 1, 2",
+            "SELECT kernel_name, calls, total_ns FROM 'out/ds/per_kernel/*.parquet'",
         ],
     );
-    assert_eq!(scalar(&got[0]), &Value::from(2));
-    assert_eq!(scalar(&got[1]), &Value::from(40));
-    assert_eq!(scalar(&got[2]), &Value::from(4));
-    let joined: BTreeMap<String, (u64, f64)> = got[3]
-        .iter()
+    assert_eq!(scalar(&got[0]), &Value::from(processes));
+    let kernels = scenario.kernels.len() as u64;
+    assert_eq!(scalar(&got[1]), &Value::from(processes * kernels));
+    let gpus = scenario.agents.len() as u64;
+    assert_eq!(scalar(&got[2]), &Value::from(processes * gpus));
+    let mut joined = Tally::default();
+    for r in &got[3] {
+        let key = (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into());
+        let value = (r[2].as_u64().unwrap(), r[3].as_f64().unwrap());
+        joined.counters.insert(key, value);
+    }
+    assert_agrees(
+        &Tally {
+            counters: want.counters.clone(),
+            ..Tally::default()
+        },
+        &joined,
+        "the join",
+    );
+    let mut aggregate = Tally::default();
+    for r in &got[4] {
+        let name = r[0].as_str().unwrap().to_owned();
+        aggregate
+            .kernels
+            .insert(name.clone(), r[1].as_u64().unwrap());
+        aggregate
+            .kernel_ns
+            .insert(name, r[2].as_f64().unwrap() as u64);
+    }
+    let per_kernel = Tally {
+        kernels: want.kernels.clone(),
+        kernel_ns: want.kernel_ns.clone(),
+        ..Tally::default()
+    };
+    assert_agrees(&per_kernel, &aggregate, "the aggregate");
+
+    // A row per dispatch with a column per counter, each summed over its instances; a
+    // counter the dispatch's GPU lacks is null.
+    let wide = table("dispatch_counters");
+    assert_eq!(wide.len(), dispatch_rows.len());
+    let kernel_of: BTreeMap<(&str, &str), &str> = (dispatch_rows.iter())
         .map(|r| {
-            let name = r[0].as_str().unwrap().to_owned();
-            (name, (r[1].as_u64().unwrap(), r[2].as_f64().unwrap()))
+            (
+                (r["pid"].as_str(), r["dispatch_id"].as_str()),
+                r["kernel_name"].as_str(),
+            )
         })
         .collect();
-    assert!(!per_kernel.is_empty(), "the run has counter samples");
-    assert_eq!(
-        joined.keys().collect::<Vec<_>>(),
-        per_kernel.keys().collect::<Vec<_>>()
-    );
-    for (name, (n, sum)) in &per_kernel {
-        assert_eq!(joined[name].0, *n, "{name}");
-        assert!((joined[name].1 - sum).abs() <= 1e-9 * sum, "{name}");
+    for row in &wide {
+        let dispatch = (row["pid"].as_str(), row["dispatch_id"].as_str());
+        let kernel = scenario.kernel(kernel_of[&dispatch]).unwrap();
+        let id: u64 = row["dispatch_id"].parse().unwrap();
+        for counter in COUNTERS {
+            let want = scenario.dispatch_counter(kernel.agent, counter, id);
+            let got = Some(row[counter].as_str())
+                .filter(|v| !v.is_empty())
+                .map(|v| v.parse::<f64>().unwrap());
+            assert_eq!(got, want, "{counter} of {dispatch:?}");
+        }
     }
-    let csv_aggregate = std::fs::read_to_string(d.join("out/csv/per_kernel.csv")).unwrap();
-    assert_eq!(
-        scalar(&got[4]),
-        &Value::from(csv_aggregate.lines().count() - 1)
-    );
-    assert_eq!(
-        got[5][0][0], got[6][0][0],
-        "a row per dispatch with counters"
-    );
-    assert_eq!(
-        got[5][0][1], got[6][0][1],
-        "SQ_WAVES summed over dimensions"
-    );
+}
+
+/// PC samples, in a run of their own (the SDK samples no PCs where it counts dispatches):
+/// as many as the scenario's kernels take on the GPUs that sample, each inside its
+/// dispatch.
+#[test]
+fn pc_samples_are_those_of_the_scenarios_dispatches() {
+    let pipeline = r#"[pipeline]
+name = "samples"
+[[context]]
+name = "pc"
+tracing = ["kernel_dispatch"]
+pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }
+[[sink]]
+name = "tables"
+kind = "parquet"
+path = "out/ds"
+"#;
+    let (dir, scenario, _) = profiled(1, pipeline);
+    let ds = dir.path().join("out/ds");
+    let collects = Collects {
+        dispatches: true,
+        pc_samples: true,
+        ..Collects::default()
+    };
+    scenario.assert_fits(&collects, |kind| arrow_rows(&ds.join(kind)));
+    let (tally, dispatches) = truth::parquet_tables(&ds);
+    let want = scenario.truth(&collects, 1, &dispatches);
+    assert!(want.pc_samples > 0, "the scenario's GPUs sample");
+    assert_agrees(&want, &tally, "DuckDB");
 }
 
 /// `max_file_size` splits a table into part files of about that size, read as one table.
 #[test]
 fn large_tables_split_into_part_files() {
     let max = 64 * 1024;
-    let dir = replayed(
+    let (dir, scenario, _) = profiled(
         1,
         &pipeline(&format!(
             "max_file_size = {max}, row_group_rows = 4096, compression = \"snappy\""
@@ -376,6 +461,8 @@ fn large_tables_split_into_part_files() {
     );
     let d = dir.path();
     let parts = files(&d.join("out/ds/counter_sample"));
+    // How many parts the rows take depends on how well they compress: at least three of
+    // 64 KiB for the scenario's 30,600 counter values.
     assert!(parts.len() > 2, "{parts:?}");
     for (i, part) in parts.iter().enumerate() {
         assert_eq!(
@@ -392,10 +479,8 @@ fn large_tables_split_into_part_files() {
             "SELECT DISTINCT compression FROM parquet_metadata('out/ds/counter_sample/*.parquet')",
         ],
     );
-    assert_eq!(
-        scalar(&got[0]),
-        &Value::from(inspected(d)["counter_sample"])
-    );
+    let samples = scenario.counter_samples_per_process(&COUNTERS);
+    assert_eq!(scalar(&got[0]), &Value::from(samples));
     assert_eq!(scalar(&got[1]), "SNAPPY");
 }
 
@@ -403,38 +488,28 @@ fn large_tables_split_into_part_files() {
 /// out of the files and read back from the paths as one dataset, metadata tables likewise.
 #[test]
 fn hive_partitions_read_as_one_dataset() {
-    let dir = replayed(
+    let (dir, scenario, rocflow_pid) = profiled(
         3,
         &pipeline("partition_by = [\"host\", \"process\"], compression = \"lz4\""),
     );
     let d = dir.path();
     let table = d.join("out/ds/kernel_dispatch");
-    let parts: Vec<String> = files(&table)
-        .iter()
-        .map(|p| p.strip_prefix(&table).unwrap().display().to_string())
-        .collect();
-    assert_eq!(
-        parts,
-        [
-            "host=gen-node/pid=4000/part-0.parquet",
-            "host=gen-node/pid=4001/part-0.parquet",
-            "host=gen-node/pid=4002/part-0.parquet"
-        ]
-    );
+    let host = support::hostname();
+    let mut pids = BTreeSet::new();
+    for part in files(&table) {
+        let path = part.strip_prefix(&table).unwrap().display().to_string();
+        let pid = (path.strip_prefix(&format!("host={host}/pid=")))
+            .and_then(|rest| rest.strip_suffix("/part-0.parquet"))
+            .unwrap_or_else(|| panic!("{path}"));
+        pids.insert(pid.parse::<u64>().unwrap());
+    }
+    assert_eq!(pids.len(), 3, "a folder per process: {pids:?}");
     let schema = read(&table)[0].schema();
     assert!(
         schema.field_with_name("pid").is_err(),
         "pid comes from the path"
     );
 
-    let mut per_pid: BTreeMap<u64, u64> = BTreeMap::new();
-    for frame in SpoolReader::open(&d.join("run.rfraw")).unwrap() {
-        if let Payload::Records(Batch::KernelDispatch(records)) = frame.unwrap().payload {
-            for r in records {
-                *per_pid.entry(u64::from(r.pid)).or_default() += 1;
-            }
-        }
-    }
     let hive = |table: &str| {
         format!("read_parquet('out/ds/{table}/**/*.parquet', hive_partitioning = true)")
     };
@@ -457,17 +532,35 @@ fn hive_partitions_read_as_one_dataset() {
             "SELECT DISTINCT compression FROM parquet_metadata('out/ds/api/**/*.parquet')",
         ],
     );
+    let each = scenario.records_per_process()["kernel_dispatch"];
     let grouped: BTreeMap<u64, u64> = got[0]
         .iter()
         .map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()))
         .collect();
-    assert_eq!(grouped, per_pid);
-    assert_eq!(scalar(&got[1]), &Value::from(per_pid.values().sum::<u64>()));
-    assert_eq!(got[2].len(), 3);
-    assert_eq!(
-        got[2][0],
-        [Value::from("gen-node"), Value::from(4000), Value::from(1)]
-    );
+    let want: BTreeMap<u64, u64> = pids.iter().map(|&pid| (pid, each)).collect();
+    assert_eq!(grouped, want);
+    assert_eq!(scalar(&got[1]), &Value::from(3 * each));
+    // The application, started by rocflow, and the two children it forked.
+    let processes: Vec<(&str, u64, u64)> = (got[2].iter())
+        .map(|r| {
+            (
+                r[0].as_str().unwrap(),
+                r[1].as_u64().unwrap(),
+                r[2].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let parent = (processes.iter())
+        .find(|p| p.2 == u64::from(rocflow_pid))
+        .unwrap_or_else(|| panic!("no child of rocflow ({rocflow_pid}): {processes:?}"));
+    let mut want: Vec<(&str, u64, u64)> = (pids.iter())
+        .map(|&pid| match pid == parent.1 {
+            true => *parent,
+            false => (host.as_str(), pid, parent.1),
+        })
+        .collect();
+    want.sort_by_key(|p| p.1);
+    assert_eq!(processes, want);
     assert_eq!(scalar(&got[3]), "LZ4_RAW");
 }
 

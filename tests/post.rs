@@ -1,9 +1,11 @@
 //! Post-steps after a replay, and `rocflow summary`: statistics checked against values
-//! computed here directly from the generated spool, commands with the outputs' paths.
+//! computed here directly from the generated spool, commands with the outputs' paths, and
+//! the report of a run on the simulated device against its scenario.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
+use support::truth::{self, Collects, Scenario};
 use support::{assert_fails, assert_says, assert_success, rocflow, text};
 
 use rocflow::catalog::Catalog;
@@ -386,14 +388,49 @@ fn rendered_dom(page: &Path) -> String {
     text(&out.stdout)
 }
 
+/// The report of a run on the simulated device, in a browser: a table per summary section
+/// the run has records of, a chart of its kernels and one of each GPU that ran them, with
+/// the scenario's kernels and counter values.
 #[test]
 fn the_report_renders_in_a_browser() {
-    let dir = setup();
-    let steps = "[[post]]\nname = \"report\"\nkind = \"report\"\npath = \"report/run.html\"\ntitle = \"Nightly <run>\"\n";
-    std::fs::write(dir.path().join("report.toml"), format!("{PIPELINE}{steps}")).unwrap();
-    let out = rocflow(&["replay", "run.rfraw", "report.toml"], dir.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let page = dir.path().join("report/run.html");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    const REPORTED: &str = concat!(
+        support::traced_pipeline!(
+            "report",
+            "t",
+            r#"["kernel_dispatch", "hip_runtime_api", "memory_copy", "marker_core_range_api"]"#
+        ),
+        "counters.collect = [\"SQ_WAVES\"]\n",
+        support::sink!("tables", "csv", "out"),
+        "[[post]]\nname = \"report\"\nkind = \"report\"\npath = \"report/run.html\"\ntitle = \"Nightly <run>\"\n",
+    );
+    std::fs::write(d.join("report.toml"), REPORTED).unwrap();
+    let scenario_file = support::repo().join("examples/sim/mi300x.toml");
+    let device = format!("sim:{}", scenario_file.display());
+    let args = [
+        "run",
+        "report.toml",
+        "--device",
+        &device,
+        "--spool",
+        "run.rfraw",
+    ];
+    let app = support::sim_app();
+    let app = ["--", app.to_str().unwrap(), "exit", "0"];
+    assert_success(&rocflow(&[&args[..], &app].concat(), d, &[]));
+    let scenario = Scenario::read(&scenario_file);
+    let (_, dispatches) = truth::csv_tables(&d.join("out"));
+    let collects = Collects {
+        dispatches: true,
+        api: vec![("hip_runtime_api", vec![], vec![])],
+        copies: true,
+        markers: true,
+        counters: vec!["SQ_WAVES"],
+        ..Collects::default()
+    };
+    let want = scenario.truth(&collects, 1, &dispatches);
+    let page = d.join("report/run.html");
     let html = std::fs::read_to_string(&page).unwrap();
     for fetch in ["<link", "src=", "@import", "url("] {
         assert!(
@@ -407,9 +444,20 @@ fn the_report_renders_in_a_browser() {
         dom.contains("<title>Nightly &lt;run&gt;</title>"),
         "the title, escaped"
     );
-    // Every table was made sortable by the page's script; every chart was laid out.
+    // Every table was made sortable by the page's script; every chart was laid out. A
+    // table per section with records (kernels, API functions, copies, ranges, counters),
+    // and the counters per kernel, drawn as a matrix too.
+    let sections = [
+        want.kernels.len(),
+        want.api.len(),
+        want.copies.len(),
+        want.allocations.len(),
+        want.markers.len(),
+        want.counters.len(),
+    ];
+    let sections = sections.iter().filter(|&&rows| rows > 0).count();
     let tables = dom.matches("<table class=\"sortable").count();
-    assert!(tables >= 4, "{tables} tables");
+    assert_eq!(tables, sections + 1, "{sections} sections");
     assert_eq!(dom.matches("data-sortable=\"ready\"").count(), tables);
     let sizes: Vec<(u32, u32)> = dom
         .match_indices("data-rendered=\"")
@@ -436,19 +484,16 @@ fn the_report_renders_in_a_browser() {
     for link in &links {
         assert!(page.parent().unwrap().join(link).exists(), "{link}");
     }
+    // The top kernels, and each GPU that ran some busy over time.
+    let gpus: BTreeSet<usize> = scenario.kernels.iter().map(|k| k.agent).collect();
     let charts = dom.matches("<figure class=\"chart").count();
-    assert!(charts >= 2, "top kernels and GPU busy");
+    assert_eq!(charts, 1 + gpus.len());
     assert_eq!(sizes.len(), charts);
     assert!(sizes.iter().all(|&(w, h)| w > 300 && h > 50), "{sizes:?}");
 
     // The kernels of the run, busiest first, in the chart and in the table.
-    let expected = expected(&dir.path().join("run.rfraw"));
-    let mut kernels: Vec<(&String, f64)> = expected
-        .kernels
-        .iter()
-        .map(|(k, d)| (k, d.iter().sum()))
-        .collect();
-    kernels.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut kernels: Vec<(&String, u64)> = want.kernel_ns.iter().map(|(k, &ns)| (k, ns)).collect();
+    kernels.sort_by_key(|k| std::cmp::Reverse(k.1));
     let chart = &dom[dom.find("id=\"top-kernels\"").unwrap()..];
     let chart = &chart[..chart.find("</figure>").unwrap()];
     let first_title = &chart[chart.find("<title>").unwrap() + 7..chart.find("</title>").unwrap()];
@@ -468,12 +513,12 @@ fn the_report_renders_in_a_browser() {
     // Counters per kernel: kernels down, counters across, each cell the mean per dispatch.
     let matrix = &dom[dom.find("<table class=\"sortable matrix\"").unwrap()..];
     let matrix = &matrix[..matrix.find("</table>").unwrap()];
-    let counters: BTreeSet<&str> = expected.counters.keys().map(|(_, c)| c.as_str()).collect();
+    let counters: BTreeSet<&str> = want.counters.keys().map(|(_, c)| c.as_str()).collect();
     for counter in &counters {
         assert!(matrix.contains(&format!(">{counter}</th>")), "{counter}");
     }
-    let ((kernel, counter), values) = expected.counters.iter().next().unwrap();
-    let mean = values.values().sum::<f64>() / values.len() as f64;
+    let ((kernel, counter), (dispatches, sum)) = want.counters.iter().next().unwrap();
+    let mean = sum / *dispatches as f64;
     let escaped = kernel
         .replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -784,13 +829,8 @@ fn the_terminal_summary_shows_every_table_with_its_grouping_columns() {
 
     // The truth, from the scenario: each process ran each kernel and the marker range
     // `threads × iterations` times.
-    let scenario: toml::Value = toml::from_str(
-        &std::fs::read_to_string(support::repo().join("examples/sim/mi300x.toml")).unwrap(),
-    )
-    .unwrap();
-    let s = &scenario["scenario"];
-    let each = s["threads"].as_integer().unwrap() * s["iterations"].as_integer().unwrap();
-    let kernels = scenario["kernel"].as_array().unwrap().len();
+    let scenario = Scenario::read(&support::repo().join("examples/sim/mi300x.toml"));
+    let (each, kernels) = (scenario.repeats(), scenario.kernels.len());
     let table = |title: &str| tables.iter().find(|t| t.title.starts_with(title)).unwrap();
     let (dispatches, ranges) = (table("kernels by GPU time"), table("marker ranges"));
     assert_eq!(dispatches.rows.len(), 2 * kernels, "{terminal}");
@@ -799,7 +839,7 @@ fn the_terminal_summary_shows_every_table_with_its_grouping_columns() {
     for row in dispatches.rows.iter().chain(&ranges.rows) {
         assert_eq!(row[0], each.to_string(), "{terminal}");
     }
-    let message = s["marker_message"].as_str().unwrap();
+    let message = scenario.marker.as_deref().unwrap();
     assert_eq!(ranges.rows.len(), 2, "{terminal}");
     assert!(ranges.rows.iter().all(|r| r[5] == message), "{terminal}");
 

@@ -1,82 +1,153 @@
-//! `rocflow generate`, `inspect` and `replay` as users run them, on whole and damaged spools.
+//! `rocflow inspect` and `replay` as users run them, on whole and damaged spools: spools of
+//! runs on the simulated device, whose scenario says what a replay writes
+//! (`support::truth`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use support::{assert_fails, assert_says, rocflow, run_on, text};
+use support::truth::{self, Collects, Part, Scenario, Tally};
+use support::{assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, text};
 
 const PIPELINE: &str = concat!(
     support::traced_pipeline!("csv", "t"),
     support::sink!("tables", "csv", "out/{hostname}-{pid}"),
 );
 
-fn setup() -> tempfile::TempDir {
-    support::generated("csv.toml", PIPELINE, &["--records", "30000"])
+/// What [`PIPELINE`] collects of the scenario.
+fn collects() -> Collects {
+    Collects {
+        dispatches: true,
+        api: vec![("hip_runtime_api", vec![], vec![])],
+        copies: true,
+        ..Collects::default()
+    }
+}
+
+/// A fresh directory holding `csv.toml` ([`PIPELINE`]) and `run.rfraw`, the spool of a run
+/// of it on the simulated device with `settings` in its scenario's `[scenario]` table,
+/// without what the run wrote itself; and the scenario.
+fn recorded(settings: &[(&str, i64)]) -> (tempfile::TempDir, Scenario) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (_, scenario) = support::scenario::scenario_with(d, "scenario.toml", settings);
+    std::fs::write(d.join("csv.toml"), PIPELINE).unwrap();
+    let app = sim_app();
+    let args = ["run", "csv.toml", "--device", "sim:scenario.toml"];
+    let args = [
+        &args[..],
+        &[
+            "--spool",
+            "run.rfraw",
+            "--",
+            app.to_str().unwrap(),
+            "exit",
+            "0",
+        ],
+    ];
+    assert_success(&rocflow(&args.concat(), d, &[]));
+    std::fs::remove_dir_all(d.join("out")).unwrap();
+    (dir, Scenario::read(&scenario))
+}
+
+/// [`recorded`] of the default scenario.
+fn setup() -> (tempfile::TempDir, Scenario) {
+    recorded(&[])
 }
 
 fn inspect(dir: &Path) -> serde_json::Value {
     support::inspect(dir, "run.rfraw")
 }
 
-fn csv_rows(dir: &Path, kind: &str) -> usize {
-    let text =
-        std::fs::read_to_string(dir.join("out/gen-node-4000").join(format!("{kind}.csv"))).unwrap();
-    text.lines().count() - 1
+/// The folder of CSV tables a replay wrote under `out` (`{hostname}-{pid}`: one process).
+fn tables(dir: &Path) -> PathBuf {
+    let written: Vec<PathBuf> = std::fs::read_dir(dir.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    written[0].clone()
+}
+
+/// The rows of the CSV table of `kind` a replay wrote; none if it wrote none.
+fn csv_rows(dir: &Path, kind: &str) -> truth::Rows {
+    truth::csv_table(&tables(dir), kind)
+}
+
+/// Fails naming each difference between the truth and what a replay wrote, in `parts`.
+fn assert_agrees(want: &Tally, seen: &Tally, parts: &[Part]) {
+    let differences = want.differences(seen, parts, 1e-9);
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
 
 #[test]
 fn replay_uses_the_recorded_pipeline_and_writes_every_record() {
-    let dir = setup();
-    let info = inspect(dir.path());
+    let (dir, scenario) = setup();
+    let d = dir.path();
+    let info = inspect(d);
     assert_eq!(info["complete"], true);
     assert_eq!(info["has_pipeline"], true);
-    assert_eq!(info["processes"][0]["agents"][1]["name"], "gfx942");
-    let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    for kind in ["kernel_dispatch", "api", "memory_copy"] {
-        let count = info["records"][kind].as_u64().unwrap();
-        assert!(count > 0, "{kind}: {info}");
-        assert_eq!(csv_rows(dir.path(), kind) as u64, count, "{kind}");
-    }
-    // Nothing of the staging directory is left behind.
-    let names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(names, ["gen-node-4000"]);
+    // The scenario's first GPU, after the CPU.
+    let gpu = &info["processes"][0]["agents"][1]["name"];
+    assert_eq!(gpu, scenario.agents[0].name.as_str());
+    assert_success(&rocflow(&["replay", "run.rfraw"], d, &[]));
+    let tables = tables(d);
+    let name = tables.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with(&format!("{}-", support::hostname())),
+        "{name}"
+    );
+    let (seen, dispatches) = truth::csv_tables(&tables);
+    assert_agrees(
+        &scenario.truth(&collects(), 1, &dispatches),
+        &seen,
+        &Part::ALL,
+    );
+    scenario.assert_fits(&collects(), |kind| truth::csv_table(&tables, kind));
+    // Nothing of the staging directory is left behind: `tables` is all there is.
 }
 
 #[test]
 fn replay_with_another_pipeline() {
-    let dir = setup();
-    std::fs::write(
-        dir.path().join("long.toml"),
-        format!("{PIPELINE}[[transform]]\nname = \"long\"\nkind = \"filter\"\nrecords = [\"kernel_dispatch\"]\npredicate = \"duration_ns > 250000\"\n"),
-    )
-    .unwrap();
-    let out = rocflow(&["replay", "run.rfraw", "long.toml"], dir.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let all = inspect(dir.path())["records"]["kernel_dispatch"]
-        .as_u64()
-        .unwrap() as usize;
-    let kept = csv_rows(dir.path(), "kernel_dispatch");
-    assert!(kept > 0 && kept < all, "{kept} of {all}");
-    let csv =
-        std::fs::read_to_string(dir.path().join("out/gen-node-4000/kernel_dispatch.csv")).unwrap();
-    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let column = header.iter().position(|c| *c == "duration_ns").unwrap();
-    for line in csv.lines().skip(1).take(100) {
-        let duration: u64 = line.split(',').nth(column).unwrap().parse().unwrap();
-        assert!(duration > 250_000, "{line}");
-    }
+    let (dir, scenario) = setup();
+    let d = dir.path();
+    let longer_than = 20_000;
+    let filter = format!(
+        "[[transform]]\nname = \"long\"\nkind = \"filter\"\nrecords = [\"kernel_dispatch\"]\npredicate = \"duration_ns > {longer_than}\"\n"
+    );
+    std::fs::write(d.join("long.toml"), format!("{PIPELINE}{filter}")).unwrap();
+    assert_success(&rocflow(&["replay", "run.rfraw", "long.toml"], d, &[]));
+    let tables = tables(d);
+    let (seen, dispatches) = truth::csv_tables(&tables);
+    let mut want = scenario.truth(&collects(), 1, &dispatches);
+    let long = |name: &String| scenario.kernel(name).unwrap().duration_ns > longer_than;
+    let kept = want.kernels.keys().filter(|k| long(k)).count();
+    assert!(
+        kept > 0 && kept < scenario.kernels.len(),
+        "the filter keeps some of the scenario's kernels"
+    );
+    want.kernels.retain(|name, _| long(name));
+    want.kernel_ns.retain(|name, _| long(name));
+    assert_agrees(&want, &seen, &Part::ALL);
+    scenario.assert_fits(&collects(), |kind| truth::csv_table(&tables, kind));
 }
 
+/// A spool cut short replays the records before the cut: as many as `inspect` counts in
+/// it, the same rows as the whole spool's first.
 #[test]
 fn a_truncated_spool_replays_its_valid_prefix_with_a_warning() {
-    let dir = setup();
-    let path = dir.path().join("run.rfraw");
+    let (dir, scenario) = setup();
+    let d = dir.path();
+    assert_success(&rocflow(&["replay", "run.rfraw"], d, &[]));
+    let kinds = ["kernel_dispatch", "api", "memory_copy"];
+    let whole = kinds.map(|kind| csv_rows(d, kind));
+    let (seen, dispatches) = truth::csv_tables(&tables(d));
+    let want = scenario.truth(&collects(), 1, &dispatches);
+    assert_agrees(&want, &seen, &Part::ALL);
+    std::fs::remove_dir_all(d.join("out")).unwrap();
+
+    let path = d.join("run.rfraw");
     let bytes = std::fs::read(&path).unwrap();
-    std::fs::write(&path, &bytes[..bytes.len() - 1000]).unwrap();
-    let info = inspect(dir.path());
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let info = inspect(d);
     assert_eq!(info["complete"], false);
     assert!(
         info["warning"]
@@ -84,16 +155,29 @@ fn a_truncated_spool_replays_its_valid_prefix_with_a_warning() {
             .unwrap()
             .contains("ends inside a frame")
     );
-    let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = rocflow(&["replay", "run.rfraw"], d, &[]);
+    assert_success(&out);
     assert_says(&out.stderr, "ends inside a frame");
-    let kept = info["records"]["kernel_dispatch"].as_u64().unwrap() as usize;
-    assert_eq!(csv_rows(dir.path(), "kernel_dispatch"), kept);
+    let (mut kept_in_all, mut lost) = (0, 0);
+    for (kind, whole) in kinds.iter().zip(&whole) {
+        let kept = csv_rows(d, kind);
+        // `inspect` lists the kinds it counts some records of.
+        let counted = info["records"][kind].as_u64().unwrap_or(0);
+        assert_eq!(kept.len() as u64, counted, "{kind}");
+        assert!(kept.len() <= whole.len(), "{kind}");
+        assert_eq!(kept, whole[..kept.len()], "{kind}");
+        kept_in_all += kept.len();
+        lost += whole.len() - kept.len();
+    }
+    assert!(
+        kept_in_all > 0 && lost > 0,
+        "{kept_in_all} kept, {lost} lost"
+    );
 }
 
 #[test]
 fn a_corrupt_spool_is_reported_where_it_breaks() {
-    let dir = setup();
+    let (dir, _) = setup();
     let path = dir.path().join("run.rfraw");
     let mut bytes = std::fs::read(&path).unwrap();
     let middle = bytes.len() / 2;
@@ -108,7 +192,7 @@ fn a_corrupt_spool_is_reported_where_it_breaks() {
 
 #[test]
 fn other_files_are_user_errors() {
-    let dir = setup();
+    let (dir, _) = setup();
     let out = rocflow(&["replay", "csv.toml"], dir.path(), &[]);
     assert_fails(&out, 2, &["not a rocflow spool"]);
     let missing = rocflow(&["inspect", "nope.rfraw"], dir.path(), &[]);
@@ -129,45 +213,33 @@ fn other_files_are_user_errors() {
 /// sink had received the windows before the failure.
 #[test]
 fn strict_transforms_stop_the_run_at_their_first_failure() {
-    let dir = setup();
-    let out = rocflow(
-        &[
-            "generate",
-            "long.rfraw",
-            "--records",
-            "150000",
-            "--pipeline",
-            "csv.toml",
-        ],
-        dir.path(),
-        &[],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    // Fails (divides by zero) only on dispatches after the 15000th: windows in.
+    // 30,000 dispatches, numbered from 1 as the SDK numbers a process's dispatches.
+    let (dir, scenario) = recorded(&[("iterations", 5000)]);
+    let d = dir.path();
+    let dispatches = scenario.records_per_process()["kernel_dispatch"];
+    // Fails (divides by zero) on the dispatches from the middle on: windows in.
+    let from = dispatches / 2;
     let lenient = PIPELINE.replace(
         "[[sink]]",
-        "[[transform]]\nname = \"ratio\"\nkind = \"derive\"\nrecords = [\"kernel_dispatch\"]\ncolumn = \"r\"\nexpression = \"duration_ns / min(1, max(0, 15000 - dispatch_id))\"\n[[sink]]",
+        &format!("[[transform]]\nname = \"ratio\"\nkind = \"derive\"\nrecords = [\"kernel_dispatch\"]\ncolumn = \"r\"\nexpression = \"duration_ns / min(1, max(0, {from} - dispatch_id))\"\n[[sink]]"),
     );
-    std::fs::write(dir.path().join("lenient.toml"), &lenient).unwrap();
-    let out = rocflow(&["replay", "long.rfraw", "lenient.toml"], dir.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    std::fs::write(d.join("lenient.toml"), &lenient).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "lenient.toml"], d, &[]);
+    assert_success(&out);
     let stderr = text(&out.stderr);
-    let failed: usize = stderr
+    let failed: u64 = stderr
         .split("warning: transform `ratio` failed on ")
         .nth(1)
         .and_then(|rest| rest.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{stderr}"));
-    let dispatches = csv_rows(dir.path(), "kernel_dispatch");
-    assert!(
-        failed > 0 && failed < dispatches / 2,
-        "{failed} of {dispatches}"
-    );
+    assert_eq!(failed, dispatches - from + 1, "{stderr}");
+    assert_eq!(csv_rows(d, "kernel_dispatch").len() as u64, dispatches);
 
-    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    std::fs::remove_dir_all(d.join("out")).unwrap();
     let strict = lenient.replace("column = \"r\"", "column = \"r\"\nstrict = true");
-    std::fs::write(dir.path().join("strict.toml"), strict).unwrap();
-    let out = rocflow(&["replay", "long.rfraw", "strict.toml"], dir.path(), &[]);
+    std::fs::write(d.join("strict.toml"), strict).unwrap();
+    let out = rocflow(&["replay", "run.rfraw", "strict.toml"], d, &[]);
     assert_fails(
         &out,
         1,
@@ -178,7 +250,7 @@ fn strict_transforms_stop_the_run_at_their_first_failure() {
     );
     // No file anywhere under the output directory, not even the staging one.
     let mut left = Vec::new();
-    let mut dirs = vec![dir.path().join("out")];
+    let mut dirs = vec![d.join("out")];
     while let Some(d) = dirs.pop() {
         for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             match entry.file_type().unwrap().is_dir() {
@@ -195,34 +267,36 @@ fn version_1_spool() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/spool-v1")
 }
 
+/// The version 1 spool replays to what its scenario (beside it) makes with its pipeline:
+/// its kernels, HIP calls, copies and two counters.
 #[test]
 fn a_version_1_spool_replays_with_its_recorded_pipeline() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        version_1_spool().join("run.rfraw"),
-        dir.path().join("run.rfraw"),
-    )
-    .unwrap();
-    let info = inspect(dir.path());
+    let d = dir.path();
+    let v1 = version_1_spool();
+    std::fs::copy(v1.join("run.rfraw"), d.join("run.rfraw")).unwrap();
+    let info = inspect(d);
     assert_eq!(info["complete"], true);
     assert_eq!(info["has_pipeline"], true);
-    let out = rocflow(&["replay", "run.rfraw"], dir.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let process = &info["processes"][0];
-    let tables = dir.path().join(format!(
-        "out/{}-{}",
-        process["hostname"].as_str().unwrap(),
-        process["pid"]
-    ));
-    let records = info["records"].as_object().unwrap();
-    assert!(!records.is_empty(), "{info}");
-    for (kind, count) in records {
-        let rows = std::fs::read_to_string(tables.join(format!("{kind}.csv")))
-            .unwrap()
-            .lines()
-            .count();
-        assert_eq!(rows as u64 - 1, count.as_u64().unwrap(), "{kind}");
+    assert_success(&rocflow(&["replay", "run.rfraw"], d, &[]));
+    let scenario = Scenario::read(&v1.join("scenario.toml"));
+    let tables = tables(d);
+    let (seen, mut dispatches) = truth::csv_tables(&tables);
+    for list in dispatches.values_mut() {
+        list.dedup();
     }
+    let collects = Collects {
+        counters: vec!["SQ_WAVES", "GRBM_GUI_ACTIVE"],
+        ..collects()
+    };
+    let mut want = scenario.truth(&collects, 1, &dispatches);
+    // Recorded before a dispatch that two contexts trace was one record (issue 48): the
+    // spool holds each twice, once per context.
+    for n in want.kernels.values_mut().chain(want.kernel_ns.values_mut()) {
+        *n *= 2;
+    }
+    assert_agrees(&want, &seen, &Part::ALL);
+    scenario.assert_fits(&collects, |kind| truth::csv_table(&tables, kind));
 }
 
 /// Minutes between now and a `{timestamp}` (`YYYYMMDD-HHMMSS`, UTC), as `date` counts.
@@ -349,23 +423,18 @@ fn a_run_replays_alike_from_its_spool_and_its_database() {
     support::assert_success(&rocflow(&["replay", "live/run.db", "db.toml"], d, &[]));
 
     // What the scenario makes, per table and per type of trace event.
-    let truth = support::truth::Scenario::of(&scenario);
+    let truth = Scenario::of(&scenario);
     let records = truth.records_per_process();
     let count = |kind: &str| records[kind] as i64;
-    let iterations = (truth.threads * truth.iterations) as i64;
-    // Each dispatch's values: of each collected counter its kernel's GPU has, an instance
-    // each.
+    let iterations = truth.repeats() as i64;
+    // Of each collected counter, a value per instance, of the dispatches on a GPU that has
+    // it.
     let collected = ["SQ_WAVES", "GRBM_GUI_ACTIVE"];
-    let counters: Vec<u64> = (truth.kernels.iter())
-        .flat_map(|k| &truth.agents[k.agent].counters)
-        .filter(|(name, _)| collected.contains(&name.as_str()))
-        .map(|(_, dimensions)| dimensions.iter().map(|&(_, size)| size).product())
-        .collect();
-    let values: u64 = counters.iter().sum();
+    let samples = truth.counter_samples_per_process(&collected);
     let mut tables: BTreeMap<String, i64> = (records.iter())
         .map(|(k, &n)| (k.clone(), n as i64))
         .collect();
-    tables.insert("counter_sample".into(), iterations * values as i64);
+    tables.insert("counter_sample".into(), samples as i64);
     for (table, n) in [
         ("processes", 1),
         ("threads", truth.threads as i64),
@@ -379,8 +448,16 @@ fn a_run_replays_alike_from_its_spool_and_its_database() {
         tables.insert(table.into(), n);
     }
     let slices = count("api") + count("kernel_dispatch") + count("memory_copy") + count("marker");
-    // A value per dispatch and counter, and the allocated memory at each allocation and free.
-    let changes = iterations * counters.len() as i64 + count("memory_allocation");
+    // A value per dispatch and counter its GPU has, and the allocated memory at each
+    // allocation and free.
+    let counted = (truth.kernels.iter())
+        .flat_map(|k| {
+            collected
+                .iter()
+                .filter(|c| truth.counter_handle(k.agent, c).is_some())
+        })
+        .count() as i64;
+    let changes = iterations * counted + count("memory_allocation");
     let events = BTreeMap::from([
         ("B".into(), slices),
         ("E".into(), slices),

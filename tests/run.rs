@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use support::scenario::{default_scenario, expected, scenario_with};
+use support::truth::{Collects, Dispatches, Scenario};
 use support::{
     assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, sim_scenarios, text,
     with_file, write_file,
@@ -22,36 +23,9 @@ const TRACE: &str = concat!(
     support::sink!("csv", "csv", "out"),
 );
 
-/// Counter values of one iteration of one scenario thread when every counter of agent 0 is
-/// collected: each kernel gives the instances of those its agent has.
-fn counter_values_per_iteration(scenario: &toml::Value) -> u64 {
-    let agents = scenario["agent"].as_array().unwrap();
-    let counters = |agent: &toml::Value| -> Vec<(String, u64)> {
-        agent["counter"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                let instances = c["dimensions"].as_array().unwrap().iter();
-                let instances = instances.map(|d| d[1].as_integer().unwrap() as u64);
-                (c["name"].as_str().unwrap().to_owned(), instances.product())
-            })
-            .collect()
-    };
-    let collected = counters(&agents[0]);
-    scenario["kernel"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| {
-            let agent = k.get("agent").map_or(0, |a| a.as_integer().unwrap()) as usize;
-            counters(&agents[agent])
-                .iter()
-                .filter(|(name, _)| collected.iter().any(|(c, _)| c == name))
-                .map(|(_, n)| n)
-                .sum::<u64>()
-        })
-        .sum()
+/// The default scenario (`examples/sim/mi300x.toml`), as the truth reads it.
+fn default_truth() -> Scenario {
+    Scenario::of(&default_scenario())
 }
 
 /// CSV rows per kind and process: kind → pid → rows.
@@ -119,12 +93,9 @@ fn sleep_receives_the_whole_scenario_with_kernel_names() {
     let names: std::collections::BTreeSet<String> = (dispatches.iter())
         .map(|row| row["kernel_name"].clone())
         .collect();
-    let scenario = default_scenario();
-    let mangled: Vec<String> = (scenario["kernel"].as_array().unwrap().iter())
-        .map(|k| k["name"].as_str().unwrap().to_owned())
+    let declared: std::collections::BTreeSet<String> = (default_truth().kernels.into_iter())
+        .map(|k| k.name)
         .collect();
-    let declared: std::collections::BTreeSet<String> =
-        support::cxxfilt::demangle(&mangled).into_iter().collect();
     assert_eq!(names, declared);
     assert_says(&output.stderr, "/bin/sleep exited with 0");
     // The spool holds the same run: replaying it gives the same counts.
@@ -135,7 +106,7 @@ fn sleep_receives_the_whole_scenario_with_kernel_names() {
         .map(|n| n.trim().parse::<u64>().unwrap());
     assert_eq!(
         spooled,
-        Some(expected(&scenario)["kernel_dispatch"]),
+        Some(expected(&default_scenario())["kernel_dispatch"]),
         "{inspect}"
     );
 }
@@ -256,12 +227,12 @@ iterations = "[1-10]"
 "#;
     let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.2"]);
     assert_success(&output);
-    // vectorAdd on gfx942 (SQ_WAVES: 8 XCC x 4 SE, GRBM_GUI_ACTIVE: 8 XCC) and reduce on
-    // gfx90a (SQ_WAVES: 8 SE, GRBM_GUI_ACTIVE: 1), ten dispatches each; smooth excluded.
-    assert_eq!(
-        totals(&rows)["counter_sample"],
-        10 * (32 + 8) + 10 * (8 + 1)
-    );
+    // Ten dispatches of each kernel the filter keeps, vectorAdd on gfx942 and reduce on
+    // gfx90a (smooth is left out), each a value per instance of the counters its GPU has.
+    let scenario = default_truth();
+    let values =
+        scenario.samples_per_iteration("vectorAdd|reduce", &["SQ_WAVES", "GRBM_GUI_ACTIVE"]);
+    assert_eq!(totals(&rows)["counter_sample"], 10 * values);
 }
 
 #[test]
@@ -270,17 +241,12 @@ fn counter_values_keep_their_kernel_when_dispatches_complete_together() {
     // dispatches interleave in the counters' buffer.
     let dir = tempfile::tempdir().unwrap();
     let (scenario, path) = scenario_with(dir.path(), "four-threads.toml", &[("threads", 4)]);
+    let scenario = Scenario::of(&scenario);
     // Every counter of gfx942, so each dispatch has hundreds of values.
-    let collect: Vec<toml::Value> = scenario["agent"][0]["counter"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].clone())
+    let collect: Vec<&str> = (scenario.agents[0].counters.iter())
+        .map(|(name, _)| name.as_str())
         .collect();
-    let extra = format!(
-        "[context.counters]\ncollect = {}\n",
-        toml::Value::Array(collect)
-    );
+    let extra = format!("[context.counters]\ncollect = {collect:?}\n");
     let device = format!("sim:{}", path.display());
     let (output, rows, _run) = run(&extra, &device, &["/bin/sleep", "0.2"]);
     assert_success(&output);
@@ -298,7 +264,7 @@ fn counter_values_keep_their_kernel_when_dispatches_complete_together() {
     let samples: Vec<&String> = rows["counter_sample"].values().flatten().collect();
     assert_eq!(
         samples.len() as u64,
-        4 * 100 * counter_values_per_iteration(&scenario)
+        scenario.counter_samples_per_process(&collect)
     );
     let wrong: Vec<&&String> = samples
         .iter()
@@ -327,7 +293,7 @@ fn counters_for_gpus_the_node_lacks_say_so() {
     );
     assert_eq!(
         totals(&rows)["kernel_dispatch"],
-        600,
+        expected(&default_scenario())["kernel_dispatch"],
         "the rest is collected"
     );
 }
@@ -420,7 +386,7 @@ fn counters_without_a_value_are_named_when_the_run_ends() {
     );
     assert_eq!(
         totals(&rows)["kernel_dispatch"],
-        600,
+        expected(&default_scenario())["kernel_dispatch"],
         "the rest is collected"
     );
 }
@@ -432,14 +398,12 @@ fn pc_sampling_turns_on_amds_beta_and_delivers_host_trap_samples() {
     let extra = r#"pc_sampling = { method = "host_trap", unit = "time", interval = 1000 }"#;
     let (output, rows, _dir) = run(extra, "sim", &["/bin/sleep", "0.2"]);
     assert_success(&output);
-    let scenario = default_scenario();
-    let per_iteration: i64 = scenario["kernel"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["pc_samples"].as_integer().unwrap())
-        .sum();
-    assert_eq!(totals(&rows)["pc_sample"], 200 * per_iteration as u64);
+    let sampled = Collects {
+        pc_samples: true,
+        ..Collects::default()
+    };
+    let want = default_truth().truth(&sampled, 1, &Dispatches::new());
+    assert_eq!(totals(&rows)["pc_sample"], want.pc_samples);
 }
 
 #[test]
@@ -453,9 +417,7 @@ fn a_node_without_a_gpu_reports_no_agent_and_still_traces_host_calls() {
     let device = format!("sim:{}", path.display());
     let (output, rows, dir) = run("", &device, &["/bin/sleep", "0.1"]);
     assert_success(&output);
-    let totals = totals(&rows);
-    assert_eq!((totals["api"], totals["marker"]), (3, 3), "{totals:?}");
-    assert!(!totals.contains_key("kernel_dispatch"), "{totals:?}");
+    assert_eq!(totals(&rows), Scenario::read(&path).records_per_process());
     let inspect = rocflow(
         &["inspect", "--json", "rocflow-out/last.rfraw"],
         dir.path(),
@@ -552,7 +514,7 @@ fn a_paced_scenario_delivers_the_work_inside_its_collection_periods() {
     let (output, rows, _run) = run(&extra, &device, &["/bin/sleep", "0.1"]);
     assert_success(&output);
 
-    let kernels = scenario["kernel"].as_array().unwrap().len() as u64;
+    let kernels = Scenario::of(&scenario).kernels.len() as u64;
     // One thread: dispatch n (from 1) is one of iteration (n - 1) / kernels.
     let mut per_iteration: BTreeMap<u64, u64> = BTreeMap::new();
     for line in rows["kernel_dispatch"].values().flatten() {
@@ -628,10 +590,9 @@ fn roctx_messages_reach_every_sink_and_the_summary() {
         &[],
     );
     assert_success(&output);
-    let s = &default_scenario()["scenario"];
-    let ranges =
-        (s["threads"].as_integer().unwrap() * s["iterations"].as_integer().unwrap()) as usize;
-    let message = s["marker_message"].as_str().unwrap();
+    let scenario = default_truth();
+    let ranges = scenario.repeats() as usize;
+    let message = scenario.marker.as_deref().unwrap();
     for (sink, found) in support::marker_messages(dir.path()) {
         assert_eq!(found, support::tally(vec![message; ranges]), "{sink}");
     }
@@ -640,7 +601,11 @@ fn roctx_messages_reach_every_sink_and_the_summary() {
         .filter(|row| row["operation"] == "hipMemcpy")
         .map(|row| row["args"].as_str())
         .collect();
-    assert!(!copies.is_empty());
+    assert_eq!(
+        copies.len(),
+        ranges * scenario.copies.len(),
+        "a call a copy"
+    );
     assert!(
         copies
             .iter()
@@ -812,7 +777,7 @@ fn sorted_rows(dir: &Path) -> BTreeMap<String, Vec<String>> {
 #[test]
 fn a_compressed_spool_replays_to_the_rows_of_its_run() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, path) = scenario_with(dir.path(), "long.toml", &[("iterations", 2000)]);
+    let (scenario, path) = scenario_with(dir.path(), "long.toml", &[("iterations", 2000)]);
     write_file(dir.path(), "p.toml", &TRACE.replace("EXTRA", ""));
     let (device, app) = (format!("sim:{}", path.display()), sim_app());
     let run = |compression: &str, spool: &str| {
@@ -826,7 +791,9 @@ fn a_compressed_spool_replays_to_the_rows_of_its_run() {
     let plain = run("none", "plain.rfraw");
     let spool = run("zstd", "run.rfraw");
     let ran = sorted_rows(&dir.path().join("out"));
-    assert!(ran["kernel_dispatch.csv"].len() > 3 * 2 * 2000);
+    // The three processes' dispatches, and the header.
+    let dispatches = 3 * expected(&scenario)["kernel_dispatch"] as usize;
+    assert_eq!(ran["kernel_dispatch.csv"].len(), dispatches + 1);
 
     // Each frame's header: its encoding byte, and the length of what follows.
     let (mut at, mut compressed) = (rocflow::wire::STREAM_HEADER, 0);
@@ -835,6 +802,8 @@ fn a_compressed_spool_replays_to_the_rows_of_its_run() {
         let len = u32::from_le_bytes(spool[at + 4..at + 8].try_into().unwrap()) as usize;
         at += rocflow::wire::FRAME_HEADER + len;
     }
+    // How many frames the records take depends on when the tool flushes them: a frame
+    // of records a process at least.
     assert!(compressed >= 3, "{compressed} frames compressed");
     assert!(
         spool.len() * 4 < plain.len(),

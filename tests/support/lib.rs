@@ -79,6 +79,12 @@ pub fn launches_scenario(dir: &Path, iterations: u64) {
     std::fs::write(dir.join("launches.toml"), head + &kernels).unwrap();
 }
 
+/// This machine's host name, as processes on it see it.
+pub fn hostname() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    name.trim_end().to_owned()
+}
+
 /// The seconds that follow `marker` in `line` (`… 1.23 s`).
 pub fn seconds_after(line: &str, marker: &str) -> f64 {
     let (_, rest) = line

@@ -142,9 +142,9 @@ pub struct Scenario {
     pub marker: Option<String>,
     pub agents: Vec<Agent>,
     pub kernels: Vec<Kernel>,
-    /// Per copy: its direction (`HOST_TO_DEVICE`, …) and bytes.
-    pub copies: Vec<(String, u64)>,
-    pub allocations: u64,
+    pub copies: Vec<Copy>,
+    /// Per allocation: its bytes, allocated and freed once an iteration.
+    pub allocations: Vec<u64>,
     /// Per `[[call]]`: its domain, function and count per iteration.
     pub calls: Vec<(String, String, u64)>,
 }
@@ -168,6 +168,23 @@ pub struct Kernel {
     pub agent: usize,
     pub duration_ns: u64,
     pub pc_samples: u64,
+    /// Work-items in each dimension, of the grid and of a workgroup.
+    pub grid: [u64; 3],
+    pub workgroup: [u64; 3],
+    /// Its resources: LDS and scratch bytes, vector and scalar registers.
+    pub lds_bytes: u64,
+    pub scratch_bytes: u64,
+    pub vgpr: u64,
+    pub sgpr: u64,
+}
+
+/// One of the copies of each iteration.
+#[derive(Debug)]
+pub struct Copy {
+    /// As the outputs name it (`HOST_TO_DEVICE`, …).
+    pub direction: String,
+    pub bytes: u64,
+    pub duration_ns: u64,
 }
 
 /// The SDK's counter dimensions, in the order of their ids.
@@ -226,6 +243,10 @@ impl Scenario {
             .map(|k| k["name"].as_str().unwrap().to_owned())
             .collect();
         let names = demangle(&mangled);
+        let dim3 = |v: &toml::Value, key: &str| {
+            let values = v[key].as_array().unwrap();
+            [0, 1, 2].map(|i| values[i].as_integer().unwrap() as u64)
+        };
         let kernels = (list("kernel").iter().zip(names))
             .map(|(k, name)| Kernel {
                 name,
@@ -233,6 +254,12 @@ impl Scenario {
                 agent: int(k, "agent", 0) as usize,
                 duration_ns: int(k, "duration_ns", 0),
                 pc_samples: int(k, "pc_samples", 0),
+                grid: dim3(k, "grid"),
+                workgroup: dim3(k, "workgroup"),
+                lds_bytes: int(k, "lds_bytes", 0),
+                scratch_bytes: int(k, "scratch_bytes", 0),
+                vgpr: int(k, "vgpr", 0),
+                sgpr: int(k, "sgpr", 0),
             })
             .collect();
         Scenario {
@@ -250,12 +277,15 @@ impl Scenario {
             agents,
             kernels,
             copies: (list("copy").iter())
-                .map(|c| {
-                    let direction = c["direction"].as_str().unwrap().to_ascii_uppercase();
-                    (direction, int(c, "bytes", 0))
+                .map(|c| Copy {
+                    direction: c["direction"].as_str().unwrap().to_ascii_uppercase(),
+                    bytes: int(c, "bytes", 0),
+                    duration_ns: int(c, "duration_ns", 0),
                 })
                 .collect(),
-            allocations: list("allocation").len() as u64,
+            allocations: (list("allocation").iter())
+                .map(|a| int(a, "bytes", 0))
+                .collect(),
             calls: (list("call").iter())
                 .map(|c| {
                     (
@@ -277,7 +307,7 @@ impl Scenario {
             ("kernel_dispatch", n * self.kernels.len() as u64),
             ("api", n * calls),
             ("memory_copy", n * self.copies.len() as u64),
-            ("memory_allocation", n * 2 * self.allocations),
+            ("memory_allocation", n * 2 * self.allocations.len() as u64),
             ("marker", n * u64::from(self.marker.is_some())),
         ];
         (counts.into_iter())
@@ -294,11 +324,12 @@ impl Scenario {
     /// The API calls of one iteration, per domain and function.
     pub fn calls(&self) -> Vec<(&str, &str, u64)> {
         let kernels = self.kernels.len() as u64;
+        let allocations = self.allocations.len() as u64;
         let mut calls = vec![
             ("hip_runtime_api", "hipLaunchKernel", kernels),
             ("hip_runtime_api", "hipMemcpy", self.copies.len() as u64),
-            ("hip_runtime_api", "hipMalloc", self.allocations),
-            ("hip_runtime_api", "hipFree", self.allocations),
+            ("hip_runtime_api", "hipMalloc", allocations),
+            ("hip_runtime_api", "hipFree", allocations),
         ];
         calls.extend((self.calls.iter()).map(|(d, f, n)| (d.as_str(), f.as_str(), *n)));
         calls.retain(|c| c.2 > 0);
@@ -324,16 +355,16 @@ impl Scenario {
             }
         }
         if collects.copies {
-            for (direction, bytes) in &self.copies {
+            for copy in &self.copies {
+                let direction = &copy.direction;
                 *tally.copies.entry(direction.clone()).or_default() += n;
-                *tally.copy_bytes.entry(direction.clone()).or_default() += n * bytes;
+                *tally.copy_bytes.entry(direction.clone()).or_default() += n * copy.bytes;
             }
         }
-        if collects.allocations && self.allocations > 0 {
+        if collects.allocations && !self.allocations.is_empty() {
             for operation in ["ALLOCATE", "FREE"] {
-                tally
-                    .allocations
-                    .insert(operation.into(), n * self.allocations);
+                let calls = n * self.allocations.len() as u64;
+                tally.allocations.insert(operation.into(), calls);
             }
         }
         if collects.pc_samples {
@@ -365,27 +396,9 @@ impl Scenario {
     /// The values of the counters `collects` names that dispatch `id` on GPU `gpu` has,
     /// each summed over its instances, then the pipeline's derived ones.
     fn counter_values(&self, collects: &Collects, gpu: usize, id: u64) -> Vec<(String, f64)> {
-        let counters = &self.agents[gpu].counters;
-        let mut values = Vec::new();
-        for name in &collects.counters {
-            let Some(i) = counters.iter().position(|(n, _)| n == name) else {
-                continue;
-            };
-            let dims = &counters[i].1;
-            let handle = (gpu as u64 + 1) * 256 + i as u64;
-            let instances: u64 = dims.iter().map(|d| d.1).product();
-            let mut sum = 0.0;
-            for instance in 0..instances {
-                let mut coordinates = [0u16; 7];
-                let mut rest = instance;
-                for &(dim, size) in dims.iter().rev() {
-                    coordinates[dim as usize] = (rest % size) as u16;
-                    rest /= size;
-                }
-                sum += rocflow_sim::counter_value(self.seed, id, handle, coordinates);
-            }
-            values.push((name.to_string(), sum));
-        }
+        let mut values: Vec<(String, f64)> = (collects.counters.iter())
+            .filter_map(|name| Some((name.to_string(), self.dispatch_counter(gpu, name, id)?)))
+            .collect();
         for (name, numerator, denominator) in &collects.ratios {
             let get = |n: &str| values.iter().find(|(v, _)| v == n).map(|v| v.1);
             if let (Some(a), Some(b)) = (get(numerator), get(denominator)) {
@@ -393,6 +406,331 @@ impl Scenario {
             }
         }
         values
+    }
+
+    /// The kernel of the scenario named `name`, demangled or as the code object names it.
+    pub fn kernel(&self, name: &str) -> Option<&Kernel> {
+        (self.kernels.iter()).find(|k| k.name == name || k.mangled == name)
+    }
+
+    /// The id the simulated device gives counter `name` of GPU `gpu` (as the SDK's
+    /// counter handle): `(gpu + 1) * 256` plus the counter's place in the GPU's list.
+    pub fn counter_handle(&self, gpu: usize, name: &str) -> Option<u64> {
+        let i = (self.agents[gpu].counters.iter()).position(|(n, _)| n == name)?;
+        Some((gpu as u64 + 1) * 256 + i as u64)
+    }
+
+    /// The coordinates (in the SDK's dimension order) of each instance of counter `name`
+    /// of GPU `gpu`, the last dimension the scenario lists fastest; none if it has no such
+    /// counter.
+    pub fn instances(&self, gpu: usize, name: &str) -> Vec<[u16; 7]> {
+        let Some((_, dims)) = (self.agents[gpu].counters.iter()).find(|(n, _)| n == name) else {
+            return Vec::new();
+        };
+        let instances: u64 = dims.iter().map(|d| d.1).product();
+        (0..instances)
+            .map(|instance| {
+                let mut coordinates = [0u16; 7];
+                let mut rest = instance;
+                for &(dim, size) in dims.iter().rev() {
+                    coordinates[dim as usize] = (rest % size) as u16;
+                    rest /= size;
+                }
+                coordinates
+            })
+            .collect()
+    }
+
+    /// The value the device gives counter `name` of GPU `gpu` in dispatch `id` at
+    /// `coordinates`, if the GPU has that counter.
+    pub fn counter_value(
+        &self,
+        gpu: usize,
+        name: &str,
+        id: u64,
+        coordinates: [u16; 7],
+    ) -> Option<f64> {
+        let handle = self.counter_handle(gpu, name)?;
+        Some(rocflow_sim::counter_value(
+            self.seed,
+            id,
+            handle,
+            coordinates,
+        ))
+    }
+
+    /// Counter `name` of GPU `gpu` in dispatch `id`, summed over its instances, if the GPU
+    /// has it.
+    pub fn dispatch_counter(&self, gpu: usize, name: &str, id: u64) -> Option<f64> {
+        let handle = self.counter_handle(gpu, name)?;
+        let values = self.instances(gpu, name).into_iter();
+        Some(
+            values
+                .map(|c| rocflow_sim::counter_value(self.seed, id, handle, c))
+                .sum(),
+        )
+    }
+
+    /// Counter samples (a value per instance) that one dispatch of each kernel whose name
+    /// `kernels` (a regex) matches gives of the counters `names` its GPU has.
+    pub fn samples_per_iteration(&self, kernels: &str, names: &[&str]) -> u64 {
+        let kernels = regex::Regex::new(kernels).unwrap();
+        (self.kernels.iter())
+            .filter(|k| kernels.is_match(&k.name))
+            .flat_map(|k| names.iter().map(|name| self.instances(k.agent, name).len()))
+            .sum::<usize>() as u64
+    }
+
+    /// Counter samples one process delivers when each dispatch collects the counters
+    /// `names` that its GPU has.
+    pub fn counter_samples_per_process(&self, names: &[&str]) -> u64 {
+        self.repeats() * self.samples_per_iteration("", names)
+    }
+
+    /// Fails unless the record tables of rocflow's CSV or Parquet sink (`table` gives a
+    /// kind's rows, each column as text) hold what the scenario makes, row by row: each
+    /// dispatch's kernel (one of the scenario's, named either way), duration, grid,
+    /// workgroup and resources; each copy's bytes and duration, a copy's of its direction;
+    /// each allocation's bytes; each ROCTx range's message; each counter sample's counter
+    /// id and value (the device's, of its dispatch and coordinates, or their sum or ratio
+    /// where `collects` says so) and each dispatch's instances of a counter (or the one
+    /// value of a sum or ratio); each PC sample's dispatch, on a GPU that samples, with the
+    /// sample inside it, and each dispatch's samples. How many rows there are is a
+    /// [`Tally`]'s to check: no rows, nothing to fail.
+    pub fn assert_fits(&self, collects: &Collects, table: impl Fn(&str) -> Rows) {
+        let misfits = self.misfits(collects, table);
+        let said: Vec<String> = (misfits.iter())
+            .map(|(table, rows)| {
+                let some: Vec<&str> = rows.iter().take(3).map(String::as_str).collect();
+                format!(
+                    "{} rows of {table}, such as:\n{}",
+                    rows.len(),
+                    some.join("\n")
+                )
+            })
+            .collect();
+        assert!(misfits.is_empty(), "{}", said.join("\n"));
+    }
+
+    /// What [`Scenario::assert_fits`] fails on, per table, each row said.
+    pub fn misfits(
+        &self,
+        collects: &Collects,
+        table: impl Fn(&str) -> Rows,
+    ) -> BTreeMap<&str, Vec<String>> {
+        let num = |row: &BTreeMap<String, String>, key: &str| -> u64 {
+            let text = row
+                .get(key)
+                .unwrap_or_else(|| panic!("no column {key} in {row:?}"));
+            text.parse::<f64>()
+                .unwrap_or_else(|_| panic!("{key} = {text:?}")) as u64
+        };
+        let mut out: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        let mut misfit = |table, row: String| out.entry(table).or_default().push(row);
+        // Per process and dispatch id: its kernel, start and end.
+        let mut dispatches: BTreeMap<(u64, u64), (&Kernel, u64, u64)> = BTreeMap::new();
+        const RESOURCES: [&str; 10] = [
+            "grid_x",
+            "grid_y",
+            "grid_z",
+            "workgroup_x",
+            "workgroup_y",
+            "workgroup_z",
+            "lds_bytes",
+            "scratch_bytes",
+            "vgpr_count",
+            "sgpr_count",
+        ];
+        for row in table("kernel_dispatch") {
+            let (pid, id) = (num(&row, "pid"), num(&row, "dispatch_id"));
+            let name = &row["kernel_name"];
+            let Some(kernel) = (self.kernels.iter()).find(|k| collects.name(k) == name) else {
+                misfit(
+                    "kernel_dispatch",
+                    format!(
+                        "dispatch {id} of process {pid}: {name:?} is no kernel of the scenario"
+                    ),
+                );
+                continue;
+            };
+            let (start, end) = (num(&row, "start_ns"), num(&row, "end_ns"));
+            let durations = [end - start, num(&row, "duration_ns")];
+            if durations != [kernel.duration_ns; 2] {
+                misfit(
+                    "kernel_dispatch",
+                    format!(
+                        "dispatch {id} of process {pid} ({name}): lasts {durations:?} ns (end - start, duration_ns), want {}",
+                        kernel.duration_ns
+                    ),
+                );
+            }
+            let got = RESOURCES.map(|column| num(&row, column));
+            let [g, w] = [kernel.grid, kernel.workgroup];
+            let want = [
+                g[0],
+                g[1],
+                g[2],
+                w[0],
+                w[1],
+                w[2],
+                kernel.lds_bytes,
+                kernel.scratch_bytes,
+                kernel.vgpr,
+                kernel.sgpr,
+            ];
+            if got != want {
+                misfit(
+                    "kernel_dispatch",
+                    format!(
+                        "dispatch {id} of process {pid} ({name}): {RESOURCES:?} are {got:?}, want {want:?}"
+                    ),
+                );
+            }
+            dispatches.insert((pid, id), (kernel, start, end));
+        }
+        for row in table("memory_copy") {
+            let direction = &row["direction"];
+            let (bytes, ns) = (
+                num(&row, "bytes"),
+                num(&row, "end_ns") - num(&row, "start_ns"),
+            );
+            let copy = (self.copies.iter()).find(|c| c.direction == *direction);
+            if copy.is_none_or(|c| (c.bytes, c.duration_ns) != (bytes, ns)) {
+                misfit(
+                    "memory_copy",
+                    format!(
+                        "a {direction} copy of {bytes} bytes in {ns} ns; the scenario's: {copy:?}"
+                    ),
+                );
+            }
+        }
+        for row in table("memory_allocation") {
+            let bytes = num(&row, "bytes");
+            if !self.allocations.contains(&bytes) {
+                let operation = &row["operation"];
+                misfit(
+                    "memory_allocation",
+                    format!("{operation} of {bytes} bytes: no allocation of the scenario"),
+                );
+            }
+        }
+        for row in table("marker") {
+            if self.marker.as_ref() != Some(&row["message"]) {
+                misfit(
+                    "marker",
+                    format!("a range {:?}, want {:?}", row["message"], self.marker),
+                );
+            }
+        }
+        // Per process, dispatch and counter: the coordinates of its values.
+        let mut values: BTreeMap<(u64, u64, String), Vec<[u16; 7]>> = BTreeMap::new();
+        for row in table("counter_sample") {
+            let (pid, id, name) = (num(&row, "pid"), num(&row, "dispatch_id"), &row["counter"]);
+            let Some(&(kernel, ..)) = dispatches.get(&(pid, id)) else {
+                misfit(
+                    "counter_sample",
+                    format!(
+                        "{name} of dispatch {id} of process {pid}, which is not a dispatch the run traced"
+                    ),
+                );
+                continue;
+            };
+            let coordinates = crate::COORDINATES.map(|c| num(&row, c) as u16);
+            let gpu = kernel.agent;
+            let ratio = collects.ratios.iter().find(|r| r.0 == name);
+            // A derived counter's id is rocflow's, not the device's.
+            let (want_id, want) = match ratio {
+                Some(&(_, a, b)) => {
+                    let sums = self
+                        .dispatch_counter(gpu, a, id)
+                        .zip(self.dispatch_counter(gpu, b, id));
+                    (None, sums.map(|(a, b)| a / b))
+                }
+                None if collects.summed => (
+                    self.counter_handle(gpu, name),
+                    self.dispatch_counter(gpu, name, id),
+                ),
+                None => (
+                    self.counter_handle(gpu, name),
+                    self.counter_value(gpu, name, id, coordinates),
+                ),
+            };
+            let got_id = want_id.map(|_| num(&row, "counter_id"));
+            let got = row["value"].parse::<f64>().ok();
+            let close = got
+                .zip(want)
+                .is_some_and(|(g, w)| Close(g, 1e-12) == Close(w, 1e-12));
+            if got_id != want_id || !close {
+                misfit(
+                    "counter_sample",
+                    format!(
+                        "{name} of dispatch {id} of process {pid} at {coordinates:?}: id and value {:?}, want {:?}",
+                        (got_id, got),
+                        (want_id, want)
+                    ),
+                );
+            }
+            let key = (pid, id, name.clone());
+            values.entry(key).or_default().push(coordinates);
+        }
+        for ((pid, id, name), mut coordinates) in values {
+            let gpu = dispatches[&(pid, id)].0.agent;
+            coordinates.sort();
+            let derived = collects.ratios.iter().any(|r| r.0 == name);
+            let mut want = match derived || collects.summed {
+                true => vec![[0; 7]],
+                false => self.instances(gpu, &name),
+            };
+            want.sort();
+            if coordinates != want {
+                misfit(
+                    "counter_sample",
+                    format!(
+                        "{name} of dispatch {id} of process {pid}: values at {coordinates:?}, want one at each of {want:?}"
+                    ),
+                );
+            }
+        }
+        let mut samples: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        for row in table("pc_sample") {
+            let (pid, id, at) = (
+                num(&row, "pid"),
+                num(&row, "dispatch_id"),
+                num(&row, "timestamp_ns"),
+            );
+            let Some(&(kernel, start, end)) = dispatches.get(&(pid, id)) else {
+                misfit(
+                    "pc_sample",
+                    format!(
+                        "a PC sample of dispatch {id} of process {pid}, which is not a dispatch the run traced"
+                    ),
+                );
+                continue;
+            };
+            if !self.agents[kernel.agent].pc_sampling || !(start..end).contains(&at) {
+                misfit(
+                    "pc_sample",
+                    format!(
+                        "a PC sample at {at} of dispatch {id} of process {pid} ({}, {start} to {end}, GPU {})",
+                        kernel.name, kernel.agent
+                    ),
+                );
+            }
+            *samples.entry((pid, id)).or_default() += 1;
+        }
+        for ((pid, id), n) in samples {
+            let kernel = dispatches[&(pid, id)].0;
+            if n != kernel.pc_samples {
+                misfit(
+                    "pc_sample",
+                    format!(
+                        "dispatch {id} of process {pid} ({}): {n} PC samples, want {}",
+                        kernel.name, kernel.pc_samples
+                    ),
+                );
+            }
+        }
+        out
     }
 }
 
@@ -423,6 +761,9 @@ pub struct Collects {
     /// Only dispatches that took at least this long (a filter on dispatches; counters
     /// are kept).
     pub min_kernel_ns: u64,
+    /// Counter values summed over their dimensions (as the templates' `reduce_dimensions`
+    /// does): one per dispatch and counter, at coordinate 0, not one per instance.
+    pub summed: bool,
 }
 
 /// How kernels are named (the pipeline's `kernel_names`).
@@ -472,6 +813,7 @@ impl Collects {
             self.names = other.names;
         }
         self.min_kernel_ns = self.min_kernel_ns.max(other.min_kernel_ns);
+        self.summed |= other.summed;
         self
     }
 
@@ -591,14 +933,17 @@ pub fn tally_tables(table: impl Fn(&str) -> Rows) -> (Tally, Dispatches) {
 /// The record tables of rocflow's CSV sink in `dir` (one file per kind; a kind without
 /// records has none).
 pub fn csv_tables(dir: &Path) -> (Tally, Dispatches) {
-    tally_tables(|kind| {
-        let file = dir.join(format!("{kind}.csv"));
-        if file.exists() {
-            csv(&file)
-        } else {
-            Vec::new()
-        }
-    })
+    tally_tables(|kind| csv_table(dir, kind))
+}
+
+/// The rows of the table of `kind` that rocflow's CSV sink wrote in `dir`: none where it
+/// wrote no file, as for a kind without records.
+pub fn csv_table(dir: &Path, kind: &str) -> Rows {
+    let file = dir.join(format!("{kind}.csv"));
+    match file.exists() {
+        true => csv(&file),
+        false => Vec::new(),
+    }
 }
 
 /// The record tables of rocflow's Parquet sink in `dir`, partitioned or not, read by DuckDB.
