@@ -11,6 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use rocflow_core::sdk::COUNTER_DIMENSIONS;
+
 use crate::cxxfilt::demangle;
 use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
@@ -187,17 +189,6 @@ pub struct Copy {
     pub duration_ns: u64,
 }
 
-/// The SDK's counter dimensions, in the order of their ids.
-const DIMENSIONS: [&str; 7] = [
-    "DIMENSION_XCC",
-    "DIMENSION_AID",
-    "DIMENSION_SHADER_ENGINE",
-    "DIMENSION_AGENT",
-    "DIMENSION_SHADER_ARRAY",
-    "DIMENSION_WGP",
-    "DIMENSION_INSTANCE",
-];
-
 impl Scenario {
     pub fn read(path: &Path) -> Scenario {
         let text = std::fs::read_to_string(path).unwrap();
@@ -230,7 +221,9 @@ impl Scenario {
                             .iter()
                             .map(|d| {
                                 let name = d[0].as_str().unwrap();
-                                let id = DIMENSIONS.iter().position(|n| *n == name).unwrap();
+                                let id = (COUNTER_DIMENSIONS.iter())
+                                    .position(|n| *n == name)
+                                    .unwrap();
                                 (id as u64, d[1].as_integer().unwrap() as u64)
                             })
                             .collect();
