@@ -75,6 +75,9 @@ struct OpenDispatch {
 /// the SDK's, trusted for a sum, not for an allocation.
 const RESERVED_VALUES: u64 = 4096;
 
+/// The most emptied value lists kept for reuse: as many dispatches as are open at once.
+const SPARE_LISTS: usize = 64;
+
 /// One delivery's records, a frame per kind present, and the threads and queues they run
 /// on.
 #[derive(Default)]
@@ -97,6 +100,9 @@ struct Out {
     /// completing on other threads may come in between, so every open header is kept,
     /// with the values so far, until its last value.
     open: FxHashMap<u64, OpenDispatch>,
+    /// Emptied value lists of dispatches sent, for the next headers: a dispatch takes one
+    /// instead of allocating.
+    spare: Vec<Vec<CounterSample>>,
 }
 
 impl Out {
@@ -523,11 +529,13 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
             // SAFETY: the caller's contract.
             let r = unsafe { &*header.payload.cast::<DispatchCountingServiceRecord>() };
             if r.num_records > 0 {
+                let mut values = out.spare.pop().unwrap_or_default();
+                values.reserve(r.num_records.min(RESERVED_VALUES) as usize);
                 let open = OpenDispatch {
                     kernel_id: r.dispatch_info.kernel_id,
                     end_ns: r.end_timestamp,
                     values_left: r.num_records,
-                    values: Vec::with_capacity(r.num_records.min(RESERVED_VALUES) as usize),
+                    values,
                 };
                 out.open.insert(r.dispatch_info.dispatch_id, open);
             }
@@ -573,9 +581,13 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                     open.values.push(value);
                     open.values_left -= 1;
                     if open.values_left == 0 {
-                        let open = out.open.remove(&r.dispatch_id).expect("found above");
-                        for value in open.values {
+                        let mut values =
+                            out.open.remove(&r.dispatch_id).expect("found above").values;
+                        for value in values.drain(..) {
                             out.counters.push(value);
+                        }
+                        if out.spare.len() < SPARE_LISTS {
+                            out.spare.push(values);
                         }
                     }
                 }
