@@ -11,7 +11,7 @@ use std::process::Output;
 
 use rocflow::pipeline::model::{PostStep, SinkKind};
 use rocflow::pipeline::{self, Options};
-use rocflow::plan::{Plan, SinkPlan, Writer};
+use rocflow::plan::{AgentSelector, Plan, SinkPlan, Writer};
 use rocflow::record::RecordKind;
 use rocflow::sdk::Domain;
 use rocflow::transform::TransformOpPlan;
@@ -127,14 +127,11 @@ fn implied(scenario: &Scenario, plan: &Plan) -> Counts {
         let Some(pc) = &context.pc_sampling else {
             continue;
         };
-        let selectors = match pc.agents.is_empty() {
-            true => &context.agents,
-            false => &pc.agents,
-        };
+        let selectors = context.service_agents(&pc.agents);
         for kernel in &scenario.kernels {
             let agent = &scenario.agents[kernel.agent];
-            let selected = selectors.is_empty()
-                || (selectors.iter()).any(|s| s.selects_gpu(kernel.agent as u32, &agent.name));
+            let selected =
+                AgentSelector::any_selects_gpu(selectors, kernel.agent as u32, &agent.name);
             if agent.pc_sampling && selected {
                 add(RecordKind::PcSample, kernel.pc_samples);
             }

@@ -35,12 +35,15 @@ pub struct ContextPlan {
 }
 
 impl ContextPlan {
-    /// The agents its counters are counted on: the counters' own, else the context's.
+    /// The agents a service of the context applies to: its own selectors, else the
+    /// context's.
+    pub fn service_agents<'a>(&'a self, own: &'a [AgentSelector]) -> &'a [AgentSelector] {
+        if own.is_empty() { &self.agents } else { own }
+    }
+
+    /// The agents its counters are counted on.
     pub fn counter_agents(&self) -> &[AgentSelector] {
-        match &self.counters {
-            Some(counters) if !counters.agents.is_empty() => &counters.agents,
-            _ => &self.agents,
-        }
+        self.service_agents(self.counters.as_ref().map_or(&[], |c| &c.agents))
     }
 
     /// The record kinds this context produces.

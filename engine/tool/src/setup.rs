@@ -192,12 +192,8 @@ fn context(
         api.check(&format!("tracing {}", t.domain.name()), status)?;
         crate::messages::trace(tool, handle, t);
     }
-    let selected = |selectors: &[AgentSelector]| -> Vec<&Gpu> {
-        let selectors = if selectors.is_empty() {
-            &plan.agents[..]
-        } else {
-            selectors
-        };
+    let selected = |own: &[AgentSelector]| -> Vec<&Gpu> {
+        let selectors = plan.service_agents(own);
         gpus.iter()
             .filter(|g| AgentSelector::any_selects_gpu(selectors, g.index, &g.gfx))
             .collect()
