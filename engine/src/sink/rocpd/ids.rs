@@ -123,6 +123,14 @@ impl<K: Hash + Eq + Clone> Own<K> {
         self.ids.get(key).copied()
     }
 
+    /// Every key, in id order, apart from the ids: for giving ids to what they refer to.
+    pub fn keys(&self) -> Vec<K> {
+        self.entries()
+            .into_iter()
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
     /// Every key with its id, in id order.
     pub fn entries(&self) -> Vec<(&K, i64)> {
         let mut entries: Vec<(&K, i64)> = self.ids.iter().map(|(k, &id)| (k, id)).collect();

@@ -213,10 +213,8 @@ impl Info<'_> {
             .into_iter()
             .map(|(&(stream, handle), id)| {
                 let owner = self.owners[&stream];
-                let queues = &self.catalog.stream(stream).queues;
-                let agent = (queues.iter())
-                    .find(|q| q.id == handle && q.agent != u32::MAX)
-                    .and_then(|q| ids.agents.get(&(stream, q.agent)));
+                let agent = (self.catalog.stream(stream).queue_agent(handle))
+                    .and_then(|agent| ids.agents.get(&(stream, agent)));
                 let extdata = match agent {
                     Some(agent) => json!({ "handle": handle, "agent_id": agent }),
                     None => json!({ "handle": handle }),
@@ -434,28 +432,21 @@ fn register(ids: &mut Ids, catalog: &Catalog, streams: &[u16]) -> HashMap<u16, O
         }
     }
     // Kernels name their code objects, which name their agents, as counters and queues do.
-    let keys = |entries: Vec<(&(u16, u64), i64)>| -> Vec<(u16, u64)> {
-        entries.into_iter().map(|(&key, _)| key).collect()
-    };
-    for (stream, kernel) in keys(ids.kernels.entries()) {
+    for (stream, kernel) in ids.kernels.keys() {
         let kernels = &catalog.stream(stream).kernels;
         ids.code_object(stream, kernels.get(&kernel).map_or(0, |k| k.code_object_id));
     }
-    for (stream, code) in keys(ids.code_objects.entries()) {
+    for (stream, code) in ids.code_objects.keys() {
         if let Some(c) = catalog.stream(stream).code_objects.get(&code) {
             ids.agent(stream, c.agent);
         }
     }
-    for (stream, queue) in keys(ids.queues.entries()) {
-        let queues = &catalog.stream(stream).queues;
-        if let Some(q) = queues.iter().find(|q| q.id == queue && q.agent != u32::MAX) {
-            ids.agent(stream, q.agent);
+    for (stream, queue) in ids.queues.keys() {
+        if let Some(agent) = catalog.stream(stream).queue_agent(queue) {
+            ids.agent(stream, agent);
         }
     }
-    let counters: Vec<(u16, u32)> = (ids.counters.entries().into_iter())
-        .map(|(&key, _)| key)
-        .collect();
-    for (stream, counter) in counters {
+    for (stream, counter) in ids.counters.keys() {
         if let Some(c) = catalog.stream(stream).counters.get(&counter) {
             ids.agent(stream, c.agent);
         }
