@@ -500,20 +500,22 @@ impl Compiler<'_> {
         /// The key that configures the service in a context, if it does, and what the
         /// context does with it.
         type Uses = fn(&ContextPlan) -> Option<(&'static str, &'static str)>;
-        let exclusive: [(&str, Uses); 2] = [
-            ("dispatch counter collection", |c| {
-                if c.counters.is_some() {
-                    Some(("counters", "collects counters"))
-                } else {
-                    c.serialize
-                        .then_some(("serialize", "serializes kernel dispatches"))
-                }
-            }),
-            ("PC sampling", |c| {
-                c.pc_sampling
-                    .is_some()
-                    .then_some(("pc_sampling", "samples PCs"))
-            }),
+        let counts: Uses = |c| {
+            if c.counters.is_some() {
+                Some(("counters", "collects counters"))
+            } else {
+                c.serialize
+                    .then_some(("serialize", "serializes kernel dispatches"))
+            }
+        };
+        let samples: Uses = |c| {
+            c.pc_sampling
+                .is_some()
+                .then_some(("pc_sampling", "samples PCs"))
+        };
+        let exclusive = [
+            ("dispatch counter collection", counts),
+            ("PC sampling", samples),
         ];
         for (service, uses) in exclusive {
             let users: Vec<(usize, &str, &str)> = (0..contexts.len())
@@ -546,16 +548,21 @@ impl Compiler<'_> {
         }
         // rocprofiler-sdk refuses PC sampling in a process whose dispatches it counts,
         // whichever context asks for which (CONTEXT_CONFLICT).
-        let counting = contexts.iter().position(|c| exclusive[0].1(c).is_some());
-        let sampling = contexts.iter().position(|c| c.pc_sampling.is_some());
-        if let (Some(counts), Some(samples), false) = (counting, sampling, self.records_only) {
-            let (key, what) = exclusive[0].1(&contexts[counts]).expect("it counts");
+        let counter = contexts
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| Some((i, counts(c)?)));
+        let sampler = contexts.iter().position(|c| samples(c).is_some());
+        if let (Some((counter, (key, what))), Some(sampler), false) =
+            (counter, sampler, self.records_only)
+        {
             let counts_at = self
-                .span(path!["context", counts, key])
+                .span(path!["context", counter, key])
                 .map(|s| s.position());
-            let (sampler, counter) = (&contexts[samples].name, &contexts[counts].name);
+            let path = path!["context", sampler, "pc_sampling"];
+            let (sampler, counter) = (&contexts[sampler].name, &contexts[counter].name);
             let d = self.error(
-                path!["context", samples, "pc_sampling"],
+                path,
                 format!(
                     "context `{sampler}` samples PCs, and context `{counter}` {what}: rocprofiler-sdk refuses PC sampling in a process whose dispatches it counts"
                 ),
