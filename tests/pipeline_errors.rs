@@ -406,6 +406,22 @@ fn pc_sampling_in_two_contexts() {
 }
 
 #[test]
+fn one_service_in_two_contexts_of_different_periods() {
+    // Neither period covers the other: no one context can trace what both ask for once.
+    let e = rejects(
+        "[[context]]\nname = \"a\"\ntracing = [\"kernel_dispatch\"]\nperiod = { delay = \"1s\" }\n[[context]]\nname = \"b\"\ntracing = [\"kernel_dispatch\"]\nperiod = { delay = \"2s\" }\n",
+        "contexts `a` and `b` both trace `kernel_dispatch` in different collection periods",
+        7,
+        11,
+    );
+    assert!(
+        hint(&e).contains("trace `kernel_dispatch` in one of them"),
+        "{}",
+        hint(&e)
+    );
+}
+
+#[test]
 fn pc_sampling_beside_counted_dispatches() {
     // The SDK refuses PC sampling in a process whose dispatches it counts (CONTEXT_CONFLICT):
     // a run would sample nothing, so the pipeline is refused, whichever context comes first.

@@ -432,6 +432,62 @@ fn operation_filters_compile_to_sdk_ids() {
     assert!(!names.contains(&"hipMemcpyAsync"));
 }
 
+/// The SDK gives a record to every context tracing its kind: a service two contexts ask
+/// for is traced in one, which covers the other's period, with the operations of both and
+/// arguments where either asks; a context left with nothing is dropped.
+#[test]
+fn a_service_two_contexts_ask_for_is_traced_in_one() {
+    let files = Files::new(&[(
+        "p.toml",
+        r#"
+[[context]]
+name = "memory"
+tracing = [{ domain = "hip_runtime_api", include = ["hipMemcpy"] }, "kernel_dispatch"]
+period = { delay = "1s" }
+[[context]]
+name = "all"
+tracing = [{ domain = "hip_runtime_api", include = ["hipMalloc"] }, "kernel_dispatch"]
+args = true
+[[context]]
+name = "counters"
+tracing = ["kernel_dispatch"]
+counters.collect = ["SQ_WAVES"]
+"#,
+    )]);
+    let plan = files.ok("p.toml", &[], &[]).plan;
+    let names: Vec<&str> = plan.contexts.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["all", "counters"], "`memory` is left with nothing");
+    let all = &plan.contexts[0];
+    let traced: Vec<(Domain, &[String])> = (all.tracing.iter())
+        .map(|t| (t.domain, &t.also_for[..]))
+        .collect();
+    let others = ["memory".to_owned(), "counters".to_owned()];
+    assert_eq!(
+        traced,
+        [
+            (Domain::HipRuntimeApiExt, &others[..1]),
+            (Domain::KernelDispatch, &others[..]),
+        ]
+    );
+    let op = |name: &str| {
+        let ops = Domain::HipRuntimeApi.operations();
+        ops.iter().find(|(_, n)| *n == name).unwrap().0
+    };
+    let mut both = [op("hipMemcpy"), op("hipMalloc")];
+    both.sort_unstable();
+    assert_eq!(all.tracing[0].operations.as_deref(), Some(&both[..]));
+    assert!(plan.contexts[1].tracing.is_empty());
+    assert!(
+        plan.contexts[1].code_objects,
+        "counters still name their kernels"
+    );
+    let explained = rocflow::plan::explain(&plan);
+    assert!(
+        explained.contains("also for `memory`, `counters`: traced in this context only"),
+        "{explained}"
+    );
+}
+
 #[test]
 fn sinks_receive_the_kinds_they_ask_for_through_matching_transforms() {
     let files = Files::new(&[(
