@@ -10,12 +10,9 @@
 //!
 //! CI checks every template and a fixed sample of the pairs; `ROCFLOW_MATRIX=full` checks
 //! every pair (see the README).
-
-use std::path::{Path, PathBuf};
-
 use support::peer::Peer;
 use support::truth::{self, Collects, KernelNames, Part, Scenario, Tally};
-use support::{assert_success, repo, rocflow, sim_app};
+use support::{assert_success, entries, repo, rocflow, sim_app};
 
 /// The shipped templates the matrix runs, with what each collects on the MI300X scenario.
 fn templates() -> Vec<(&'static str, Collects)> {
@@ -308,7 +305,7 @@ impl Row {
                 ("csv", csv, &Part::ALL),
                 (
                     "csv (rocprofv3)",
-                    truth::rocprofv3_csv(&files(&out.join("m"), "csv3-")),
+                    truth::rocprofv3_csv(&entries(&out.join("m"), |n| n.starts_with("csv3-"))),
                     &but_bytes,
                 ),
                 ("parquet", parquet, &Part::ALL),
@@ -338,7 +335,7 @@ impl Row {
                 ),
                 (
                     "perfetto",
-                    truth::perfetto(&files(&out.join("m"), ".pftrace")),
+                    truth::perfetto(&entries(&out.join("m"), |n| n.ends_with(".pftrace"))),
                     &[
                         Part::Kernels,
                         Part::KernelTime,
@@ -360,16 +357,13 @@ impl Row {
                 ),
             ];
             for (output, seen, parts) in outputs {
-                let parts: Vec<Part> = (parts.iter().copied())
-                    .filter(|&p| p != Part::Counters || !self.collects.counters.is_empty())
-                    .collect();
                 // rocprofv3's CSV writes counter values to six decimals.
                 let within = if output == "csv (rocprofv3)" {
                     1e-6
                 } else {
                     1e-9
                 };
-                for difference in want.differences(&seen, &parts, within) {
+                for difference in want.differences(&seen, parts, within) {
                     problems.push(format!(
                         "{} from {source}, {output}: {difference}",
                         self.name
@@ -401,17 +395,6 @@ impl Row {
         }
         problems
     }
-}
-
-/// The files (or folders) in `dir` whose names hold `part`.
-fn files(dir: &Path, part: &str) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().contains(part))
-        .collect();
-    found.sort();
-    found
 }
 
 /// Checks every row, failing with every problem found.

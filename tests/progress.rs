@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use support::{
-    assert_says, assert_success, decode_perfetto, rocflow, run_on, seconds_after, sim_app, text,
+    assert_says, assert_success, decode_perfetto, entries, rocflow, run_on, seconds_after, sim_app,
+    text,
 };
 
 const PIPELINE: &str = concat!(
@@ -200,17 +201,6 @@ const PER_PID: &str = concat!(
     "[[post]]\nname = \"report\"\nkind = \"report\"\npath = \"out/report.html\"\n",
 );
 
-/// The files or directories in `dir` whose names start with `prefix`, sorted.
-fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-        .collect();
-    found.sort();
-    found
-}
-
 /// The pid column of a CSV table's rows.
 fn pids_in(csv: &Path) -> BTreeSet<String> {
     std::fs::read_to_string(csv)
@@ -240,7 +230,7 @@ fn a_forked_run_writes_a_file_per_process_where_the_path_names_the_pid() {
     // The path without a placeholder holds every process; each `{pid}` one holds its own.
     let all = pids_in(&out.join("all/kernel_dispatch.csv"));
     assert_eq!(all.len(), 4, "{all:?}");
-    let per_pid: BTreeSet<String> = named(&out, "csv-")
+    let per_pid: BTreeSet<String> = entries(&out, |n| n.starts_with("csv-"))
         .iter()
         .map(|d| {
             let pid = d.file_name().unwrap().to_string_lossy()["csv-".len()..].to_owned();
@@ -253,7 +243,7 @@ fn a_forked_run_writes_a_file_per_process_where_the_path_names_the_pid() {
         .collect();
     assert_eq!(per_pid, all);
 
-    let traces = named(&out, "");
+    let traces = entries(&out, |_| true);
     let traces: Vec<PathBuf> = traces
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "pftrace"))
@@ -276,13 +266,13 @@ fn a_forked_run_writes_a_file_per_process_where_the_path_names_the_pid() {
     }
 
     for prefix in ["parquet-", "otf2-"] {
-        let pids: BTreeSet<String> = named(&out, prefix)
+        let pids: BTreeSet<String> = entries(&out, |n| n.starts_with(prefix))
             .iter()
             .map(|d| d.file_name().unwrap().to_string_lossy()[prefix.len()..].to_owned())
             .collect();
         assert_eq!(pids, all, "{prefix}");
     }
-    let databases: BTreeSet<String> = named(&out, "")
+    let databases: BTreeSet<String> = entries(&out, |_| true)
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "db"))
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())

@@ -504,12 +504,8 @@ fn rows_have_the_ids_the_sdk_gave_their_things() {
     assert_eq!(amd, recorded);
     std::fs::write(d.join("v3.toml"), ROCPROFV3_CSV).unwrap();
     assert_success(&rocflow(&["replay", "db/run.db", "v3.toml"], d, &[]));
-    let pid = std::fs::read_dir(d.join("v3"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    let pid = pid.file_name().into_string().unwrap();
+    let pid = support::entries(&d.join("v3"), |_| true).remove(0);
+    let pid = pid.file_name().unwrap().to_str().unwrap();
     let pid = pid.split('_').next().unwrap();
     let replayed = rows_of(
         &d.join(format!("v3/{pid}_kernel_trace.csv")),

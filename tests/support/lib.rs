@@ -678,6 +678,17 @@ pub fn otf2_entered(archive: &Path, paradigm: &str) -> Vec<String> {
         .collect()
 }
 
+/// The entries of `dir` (files and folders, not below) whose names `keep` takes, sorted.
+pub fn entries(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| keep(&p.file_name().unwrap().to_string_lossy()))
+        .collect();
+    found.sort();
+    found
+}
+
 /// The one file under `dir` whose path contains `part`.
 pub fn only(dir: &Path, part: &str) -> PathBuf {
     let mut found = Vec::new();
