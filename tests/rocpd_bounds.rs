@@ -202,21 +202,16 @@ fn a_database_cut_while_it_is_read_is_an_error_not_a_signal() {
     rocprofv3_db::write(&path, 31, "node-c", 4);
     let s = rocprofv3_db::suffix(31);
     let conn = Connection::open(&path).unwrap();
-    // 300,000 dispatches: ten pieces, most of them in the second half of the file.
-    let columns: Vec<String> = {
-        let sql = format!("SELECT name FROM pragma_table_info('rocpd_kernel_dispatch{s}')");
-        let mut statement = conn.prepare(&sql).unwrap();
-        let names = statement.query_map([], |r| r.get::<_, String>(0));
-        (names.unwrap().map(Result::unwrap))
-            .filter(|c| c != "id")
-            .map(|c| format!("\"{c}\""))
-            .collect()
-    };
-    let columns = columns.join(", ");
+    // 300,000 API calls, read in one query (they have arguments) in the order of an index
+    // of their events: the reader sends some and waits for room, part-way through the
+    // table and the index, which fill the second half of the file.
+    let columns = "nid, pid, tid, start, \"end\", name_id, event_id";
     conn.execute_batch(&format!(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000) \
-         INSERT INTO rocpd_kernel_dispatch{s} ({columns}) \
-         SELECT {columns} FROM rocpd_kernel_dispatch{s}, n WHERE id = 1;"
+         INSERT INTO rocpd_region{s} ({columns}) SELECT {columns} FROM rocpd_region{s}, n \
+         WHERE id = (SELECT r.id FROM rocpd_region{s} r JOIN rocpd_arg{s} a \
+             ON a.event_id = r.event_id LIMIT 1); \
+         CREATE INDEX by_event ON rocpd_region{s} (event_id);"
     ))
     .unwrap();
     drop(conn);
@@ -239,7 +234,7 @@ fn a_database_cut_while_it_is_read_is_an_error_not_a_signal() {
 }
 
 /// Reads the database at `path` with one reader, cutting it to half its size once the
-/// first dispatches are through.
+/// first API calls are through.
 fn read_while_cut(path: &Path) {
     // SAFETY: a set of CPUs, zeroed and then given CPU 0, passed by pointer with its size.
     unsafe {
@@ -252,7 +247,7 @@ fn read_while_cut(path: &Path) {
     }
     let mut source = Rocpd::open(&[path.to_owned()]).unwrap();
     while let Some(frame) = source.next_frame() {
-        if matches!(frame.payload, Payload::Records(Batch::KernelDispatch(_))) {
+        if matches!(frame.payload, Payload::Records(Batch::Api(_))) {
             break;
         }
     }
