@@ -27,6 +27,7 @@ mod realsdk;
 mod reliability;
 mod replay;
 mod rocpd;
+mod rocpd_bounds;
 mod rocpd_peer;
 mod rocpd_source;
 mod run;

@@ -147,14 +147,6 @@ impl StreamMeta {
             .map_or(UNKNOWN, String::as_str)
     }
 
-    /// The index of the agent queue `handle` runs on, where the tool knew it (it gives
-    /// `u32::MAX` for a queue whose agent it could not tell).
-    pub fn queue_agent(&self, handle: u64) -> Option<u32> {
-        (self.queues.iter())
-            .find(|q| q.id == handle && q.agent != u32::MAX)
-            .map(|q| q.agent)
-    }
-
     /// The name the kernel goes by in every output, in the run's form.
     pub fn kernel_name(&self, kernel_id: u64) -> &str {
         self.kernel_names

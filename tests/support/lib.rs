@@ -213,13 +213,19 @@ pub fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
 /// that could exhaust either: past them the process dies and the test fails, instead of
 /// the machine.
 pub fn rocflow_bounded(args: &[&str], dir: &Path) -> Output {
+    rocflow_within(args, dir, 60)
+}
+
+/// [`rocflow_bounded`] with `cpu_seconds` of CPU time: for work whose cost must follow its
+/// input's size, not grow with its square.
+pub fn rocflow_within(args: &[&str], dir: &Path, cpu_seconds: u64) -> Output {
     use std::os::unix::process::CommandExt;
     let mut command = rocflow_command(args, dir, &[]);
     // SAFETY: between fork and exec the closure calls only setrlimit, which is
     // async-signal-safe, on a value it owns.
     unsafe {
-        command.pre_exec(|| {
-            for (resource, value) in [(libc::RLIMIT_AS, 4 << 30), (libc::RLIMIT_CPU, 60)] {
+        command.pre_exec(move || {
+            for (resource, value) in [(libc::RLIMIT_AS, 4 << 30), (libc::RLIMIT_CPU, cpu_seconds)] {
                 let limit = libc::rlimit {
                     rlim_cur: value,
                     rlim_max: value,

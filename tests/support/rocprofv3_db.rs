@@ -54,12 +54,20 @@ pub fn worker_tid(pid: u32) -> u32 {
 /// The GPU's counter ids (the SDK's counter handles).
 const COUNTER_BASE: i64 = 0x1_0000;
 
+/// What the tables of process `pid`'s database are named with: its UUID, `-` as `_`.
+pub fn suffix(pid: u32) -> String {
+    format!("_{}", uuid(pid).replace('-', "_"))
+}
+
+fn uuid(pid: u32) -> String {
+    format!("0191a2b3-c4d5-7e6f-8a9b-{:012x}", u64::from(pid))
+}
+
 /// Writes a database for process `pid` on `host` into `path`, with `dispatches` kernel
 /// dispatches (and an HIP launch, a copy and a marker range per four of them).
 pub fn write(path: &Path, pid: u32, host: &'static str, dispatches: u64) -> Process {
     let dir = sql_dir();
-    let uuid = format!("0191a2b3-c4d5-7e6f-8a9b-{:012x}", u64::from(pid));
-    let suffix = format!("_{}", uuid.replace('-', "_"));
+    let (uuid, suffix) = (uuid(pid), suffix(pid));
     let conn = Connection::open(path).unwrap();
     for file in [
         "rocpd_tables.sql",

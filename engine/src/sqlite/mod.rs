@@ -282,6 +282,13 @@ impl Cells<'_> {
         unsafe { ffi::sqlite3_column_double(self.raw.as_ptr(), column(i)) }
     }
 
+    /// The length in bytes of a text or blob cell (of a number, as text).
+    pub fn bytes(&self, i: usize) -> usize {
+        // SAFETY: as in `kind`.
+        let length = unsafe { ffi::sqlite3_column_bytes(self.raw.as_ptr(), column(i)) };
+        usize::try_from(length).unwrap_or(0)
+    }
+
     /// `f` of the bytes of a text cell; `None` for a cell of another kind.
     pub fn with_text<T>(&self, i: usize, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
         if self.kind(i) != Kind::Text {

@@ -12,6 +12,7 @@ use super::extdata::{AgentRecord, KernelSymbolRecord};
 use super::ids::Ids;
 use super::schema::{self, Names};
 use crate::catalog::{Catalog, StreamMeta};
+use crate::record::{Agent, Stream, Thread};
 use crate::sdk::AgentType;
 use crate::sqlite::{Value, row};
 use crate::transform::Table;
@@ -34,11 +35,17 @@ pub fn write(
     catalog: &Catalog,
     streams: &[u16],
 ) -> rusqlite::Result<()> {
-    let owners = register(ids, catalog, streams);
+    // Every process a row may name: those held, and those records came from.
+    let described: HashMap<u16, Described> = (ids.processes.keys().into_iter())
+        .chain(streams.iter().copied())
+        .map(|stream| (stream, Described::new(catalog.stream(stream))))
+        .collect();
+    let owners = register(ids, catalog, &described, streams);
     let info = Info {
         conn,
         names,
         catalog,
+        described,
         owners,
     };
     info.nodes(ids)?;
@@ -59,7 +66,56 @@ struct Info<'a> {
     conn: &'a Connection,
     names: &'a Names,
     catalog: &'a Catalog,
+    described: HashMap<u16, Described<'a>>,
     owners: HashMap<u16, Owner>,
+}
+
+/// What the catalog says of one process, by the keys rows are written for: looked up at
+/// once rather than searched for row by row, which made the rows of a process's 200,000
+/// agents take minutes.
+#[derive(Default)]
+struct Described<'a> {
+    /// Agents by index (the first of an index), each with its index among the process's
+    /// agents of its type.
+    agents: HashMap<u32, (&'a Agent, u32)>,
+    threads: HashMap<u32, &'a Thread>,
+    hip_streams: HashMap<u64, &'a Stream>,
+    /// The index of each queue's agent, where the tool knew it (it gives `u32::MAX` for a
+    /// queue whose agent it could not tell).
+    queue_agents: HashMap<u64, u32>,
+}
+
+impl<'a> Described<'a> {
+    fn new(meta: &'a StreamMeta) -> Described<'a> {
+        let mut by_index: Vec<&Agent> = meta.agents.iter().collect();
+        by_index.sort_by_key(|a| a.index);
+        let mut agents = HashMap::default();
+        // Agents of each type with a lower index than those of the group at hand.
+        let mut below: HashMap<AgentType, u32> = HashMap::default();
+        for group in by_index.chunk_by(|a, b| a.index == b.index) {
+            for &a in group {
+                let type_index = below.get(&a.agent_type).copied().unwrap_or(0);
+                agents.entry(a.index).or_insert((a, type_index));
+            }
+            for a in group {
+                *below.entry(a.agent_type).or_default() += 1;
+            }
+        }
+        Described {
+            agents,
+            threads: first_by(&meta.threads, |t| t.tid),
+            hip_streams: first_by(&meta.hip_streams, |s| s.id),
+            queue_agents: (meta.queues.iter().rev())
+                .filter(|q| q.agent != u32::MAX)
+                .map(|q| (q.id, q.agent))
+                .collect(),
+        }
+    }
+}
+
+/// `items` by `key`, the first of each key as a search in order would find it.
+fn first_by<T, K: std::hash::Hash + Eq>(items: &[T], key: impl Fn(&T) -> K) -> HashMap<K, &T> {
+    items.iter().rev().map(|item| (key(item), item)).collect()
 }
 
 impl Info<'_> {
@@ -121,13 +177,13 @@ impl Info<'_> {
             .entries()
             .into_iter()
             .map(|(&(stream, tid), id)| {
-                let meta = self.catalog.stream(stream);
-                let thread = meta.threads.iter().find(|t| t.tid == tid);
+                let process = self.catalog.stream(stream).process.as_ref();
+                let thread = self.described[&stream].threads.get(&tid);
                 let owner = self.owners[&stream];
                 row![
                     id,
                     owner.node,
-                    meta.process.as_ref().map(|p| p.ppid),
+                    process.map(|p| p.ppid),
                     owner.process,
                     tid,
                     thread.and_then(|t| t.name.clone()),
@@ -144,8 +200,7 @@ impl Info<'_> {
             .into_iter()
             .map(|(&(stream, index), id)| {
                 let owner = self.owners[&stream];
-                let agents = &self.catalog.stream(stream).agents;
-                let Some(a) = agents.iter().find(|a| a.index == index) else {
+                let Some(&(a, type_index)) = self.described[&stream].agents.get(&index) else {
                     let none: Option<i64> = None;
                     return row![
                         id,
@@ -166,11 +221,6 @@ impl Info<'_> {
                     AgentType::Cpu => "CPU",
                     AgentType::Gpu => "GPU",
                 };
-                // The agent's index among the process's agents of its type.
-                let type_index = agents
-                    .iter()
-                    .filter(|b| b.agent_type == a.agent_type && b.index < a.index)
-                    .count() as u32;
                 let record = AgentRecord::new(a, type_index);
                 row![
                     id,
@@ -213,8 +263,8 @@ impl Info<'_> {
             .into_iter()
             .map(|(&(stream, handle), id)| {
                 let owner = self.owners[&stream];
-                let agent = (self.catalog.stream(stream).queue_agent(handle))
-                    .and_then(|agent| ids.agents.get(&(stream, agent)));
+                let agent = (self.described[&stream].queue_agents.get(&handle))
+                    .and_then(|agent| ids.agents.get(&(stream, *agent)));
                 let extdata = match agent {
                     Some(agent) => json!({ "handle": handle, "agent_id": agent }),
                     None => json!({ "handle": handle }),
@@ -232,8 +282,7 @@ impl Info<'_> {
             .into_iter()
             .map(|(&(stream, handle), id)| {
                 let owner = self.owners[&stream];
-                let hip_streams = &self.catalog.stream(stream).hip_streams;
-                let name = match hip_streams.iter().find(|s| s.id == handle) {
+                let name = match self.described[&stream].hip_streams.get(&handle) {
                     Some(s) if s.name.is_some() => s.name.clone(),
                     _ if handle == 0 => Some("Default Stream".to_owned()),
                     _ => Some(format!("Stream {handle}")),
@@ -402,7 +451,12 @@ impl Info<'_> {
 
 /// Hands out ids for everything the catalog knows of `streams`, and for what the rows
 /// about to be written refer to; returns each process's node and process ids.
-fn register(ids: &mut Ids, catalog: &Catalog, streams: &[u16]) -> HashMap<u16, Owner> {
+fn register(
+    ids: &mut Ids,
+    catalog: &Catalog,
+    described: &HashMap<u16, Described>,
+    streams: &[u16],
+) -> HashMap<u16, Owner> {
     for &stream in streams {
         let meta = catalog.stream(stream);
         ids.process(stream, meta.process.as_ref().map(|p| p.pid));
@@ -442,7 +496,7 @@ fn register(ids: &mut Ids, catalog: &Catalog, streams: &[u16]) -> HashMap<u16, O
         }
     }
     for (stream, queue) in ids.queues.keys() {
-        if let Some(agent) = catalog.stream(stream).queue_agent(queue) {
+        if let Some(&agent) = described[&stream].queue_agents.get(&queue) {
             ids.agent(stream, agent);
         }
     }

@@ -10,11 +10,13 @@
 //! Queue and stream 0 are the SDK's null handles, the default a record without one names:
 //! rocprofv3 writes a row for each, which no run describes, so they are not metadata.
 
+use std::sync::Mutex;
+
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
 
 use super::schema::{self, Tables};
-use super::value::{int, json, json_u64, opt_int, text, u32, u64};
+use super::value::{Long, int, json, json_u64, opt_int, text, u32, u64};
 use crate::record::{
     Agent, CodeObject, CounterInfo, KernelSymbol, Meta, Process, Queue, Stream, Thread,
 };
@@ -35,8 +37,8 @@ pub struct Kernel {
 pub struct ProcessRow {
     pub id: i64,
     pub stream: u16,
-    /// Its metadata, the process first.
-    pub meta: Vec<Meta>,
+    /// Its metadata, the process first, until the set's first piece takes it to send.
+    pub meta: Mutex<Vec<Meta>>,
 }
 
 /// The rows of one set's info tables, by row id.
@@ -58,6 +60,8 @@ pub struct Info {
     /// Counter row id → counter id and the agent it counts on.
     pub counters: HashMap<i64, (u32, u32)>,
     pub strings: HashMap<i64, String>,
+    /// Cells of the info tables cut to [`super::value::MAX_TEXT`].
+    pub long: Long,
 }
 
 impl Info {
@@ -102,7 +106,11 @@ pub fn process_rows(conn: &rusqlite::Connection, tables: &Tables) -> rusqlite::R
 
 /// Reads the info tables of `tables`, its processes numbered from stream `first`.
 pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlite::Result<Info> {
-    let reader = Reader { conn, tables };
+    let mut reader = Reader {
+        conn,
+        tables,
+        long: Long::default(),
+    };
     let mut info = Info::default();
     reader.each(schema::STRING, "id, string", |row| {
         info.strings
@@ -127,9 +135,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             pid,
             ppid: u32(row, 2),
             hostname: hosts.get(&int(row, 1)).cloned().unwrap_or_default(),
-            command: (text(row, 6).unwrap_or_default().split_whitespace())
-                .map(str::to_owned)
-                .collect(),
+            command: words(&text(row, 6).unwrap_or_default()),
             start_ns: opt_int(row, 5).or(opt_int(row, 4)).unwrap_or(0) as u64,
             rank: rank(extdata.as_ref(), environment.as_ref()),
             start_unix_ns: None,
@@ -138,7 +144,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         info.processes.push(ProcessRow {
             id,
             stream,
-            meta: Vec::new(),
+            meta: Mutex::default(),
         });
         add(&mut meta, id, Meta::Process(process));
         stream = stream.wrapping_add(1);
@@ -272,8 +278,9 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         };
         add(&mut meta, int(row, 1), Meta::Stream(stream));
     })?;
+    info.long = reader.long;
     for process in &mut info.processes {
-        let items = &mut process.meta;
+        let items = process.meta.get_mut().expect("not shared yet");
         *items = meta.remove(&process.id).unwrap_or_default();
         // Agents in index order, as a run describes them; the rest as read.
         items.sort_by_key(|m| match m {
@@ -290,20 +297,43 @@ fn add(meta: &mut HashMap<i64, Vec<Meta>>, process: i64, item: Meta) {
     meta.entry(process).or_default().push(item);
 }
 
-/// Runs queries over one table's rows, with NULL for the columns it lacks.
+/// The most words a command line is split into: the rest of it is the last.
+const MAX_WORDS: usize = 4096;
+
+/// The words of command line `line`, at most [`MAX_WORDS`].
+fn words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut rest = line.trim_start();
+    while !rest.is_empty() {
+        if words.len() == MAX_WORDS - 1 {
+            words.push(rest.trim_end().to_owned());
+            break;
+        }
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        words.push(rest[..end].to_owned());
+        rest = rest[end..].trim_start();
+    }
+    words
+}
+
+/// Runs queries over one table's rows, with NULL for the columns it lacks, noting the
+/// cells too long to read whole.
 struct Reader<'a> {
     conn: &'a rusqlite::Connection,
     tables: &'a Tables,
+    long: Long,
 }
 
 impl Reader<'_> {
+    /// Runs `f` on each row of `columns` of `table`, the first of them its id.
     fn each(
-        &self,
+        &mut self,
         table: &str,
         columns: &str,
         mut f: impl FnMut(&Cells<'_>),
     ) -> rusqlite::Result<()> {
-        let list: Vec<String> = (columns.split(',').map(str::trim))
+        let names: Vec<&str> = columns.split(',').map(str::trim).collect();
+        let list: Vec<String> = (names.iter())
             .map(|c| self.tables.column(table, "t", c))
             .collect();
         let sql = format!(
@@ -313,6 +343,9 @@ impl Reader<'_> {
         );
         let mut statement = Statement::prepare(self.conn, &sql)?;
         while let Some(row) = statement.step()? {
+            for (i, column) in names.iter().enumerate() {
+                self.long.check(&row, i, table, column, int(&row, 0));
+            }
             f(&row);
         }
         Ok(())
@@ -359,4 +392,22 @@ fn rank(
             ],
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_line_is_split_into_at_most_max_words() {
+        assert_eq!(words("  ./app  --size 1024 "), ["./app", "--size", "1024"]);
+        assert!(words(" \t ").is_empty());
+        let line = format!("./app{}", " a".repeat(2 * MAX_WORDS));
+        let split = words(&line);
+        assert_eq!(split.len(), MAX_WORDS);
+        assert!(split[..MAX_WORDS - 1].iter().skip(1).all(|w| w == "a"));
+        // The rest of the line, as it was.
+        assert_eq!(split[MAX_WORDS - 1], "a ".repeat(MAX_WORDS + 2).trim_end());
+        assert_eq!(split.join(" "), line);
+    }
 }

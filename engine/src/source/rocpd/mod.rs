@@ -23,7 +23,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use rayon::prelude::*;
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::{Ending, Source, SourceError};
 use crate::chunk::MAX_RECORDS;
@@ -254,8 +254,14 @@ fn plan(path: &Path) -> Result<Plan, SchemaError> {
     })
 }
 
-/// The event tables of a set, in parts of [`PIECE_ROWS`] row ids. Regions with arguments
-/// are read whole: their arguments are merged in one pass over the argument table.
+/// The event tables of a set, in parts of [`PIECE_ROWS`] row ids (more where a table
+/// spreads its rows thinly, so that it has at most [`MAX_PIECES`]). Each part starts at a
+/// row that exists: ids the table skips (a database's ids may lie anywhere in the 64-bit
+/// range) make no parts, so a table has no more parts than rows. Read whole are regions
+/// with arguments (their arguments are merged in one pass over the argument table), and a
+/// table whose reads look rows up by a column the database has no key or index on: SQLite
+/// builds an index for that in each query, which over many parts of a large table was
+/// quadratic.
 fn parts(conn: &Connection, tables: &Tables) -> rusqlite::Result<Vec<Part>> {
     let has_args: bool = conn.query_row(
         &format!("SELECT EXISTS (SELECT 1 FROM {})", tables.name(schema::ARG)),
@@ -264,33 +270,40 @@ fn parts(conn: &Connection, tables: &Tables) -> rusqlite::Result<Vec<Part>> {
     )?;
     let mut parts = Vec::new();
     for table in Table::ALL {
-        // Two queries: SQLite finds a lone min() or max() of the row id at once, but
-        // scans the table for both together.
+        let name = tables.name(table.rows());
+        // SQLite finds a lone min() or max() of the row id at once, and the first row id
+        // from a given one by a seek.
         let [low, high] = ["min", "max"].map(|end| {
-            let sql = format!("SELECT {end}(rowid) FROM {}", tables.name(table.rows()));
+            let sql = format!("SELECT {end}(rowid) FROM {name}");
             conn.query_row(&sql, [], |row| row.get::<_, Option<i64>>(0))
         });
-        let (low, high) = (low?, high?);
-        let (Some(low), Some(high)) = (low, high) else {
+        let (Some(low), Some(high)) = (low?, high?) else {
             continue;
         };
-        if table == Table::Regions && has_args {
+        let scanned = (table.lookups().iter()).any(|(t, column)| tables.scanned(t, column));
+        if scanned || (table == Table::Regions && has_args) {
             parts.push(Part { table, rows: None });
             continue;
         }
-        // Row ids a database spreads thinly (over the whole 64-bit range, say) make at most
-        // MAX_PIECES pieces, most of them empty, rather than a list without bound.
         let span = i128::from(high) - i128::from(low) + 1;
-        let step = (span / MAX_PIECES).max(i128::from(PIECE_ROWS));
-        let mut start = i128::from(low);
-        while start <= i128::from(high) {
-            let end = (start + step - 1).min(i128::from(high));
+        // At most 2^64 / MAX_PIECES, within i64.
+        let step = ((span + MAX_PIECES - 1) / MAX_PIECES).max(i128::from(PIECE_ROWS)) as i64;
+        let mut next = conn.prepare(&format!(
+            "SELECT rowid FROM {name} WHERE rowid >= ?1 ORDER BY rowid LIMIT 1"
+        ))?;
+        let mut start = Some(low);
+        while let Some(first) = start {
+            let end = first.saturating_add(step - 1).min(high);
             parts.push(Part {
                 table,
-                // Both within `low..=high`, so within i64.
-                rows: Some(start as i64..=end as i64),
+                rows: Some(first..=end),
             });
-            start = end + 1;
+            start = match end.checked_add(1) {
+                Some(after) if end < high => {
+                    next.query_row([after], |row| row.get(0)).optional()?
+                }
+                _ => None,
+            };
         }
     }
     Ok(parts)
@@ -350,10 +363,16 @@ impl Work {
         let mut out = Emitter::new(&mut send);
         let Some(part) = &piece.part else {
             for process in &info.processes {
-                if out.meta(process.stream, process.meta.clone()).is_err() {
+                let meta = std::mem::take(&mut *process.meta.lock().expect("no panics"));
+                if out.meta(process.stream, meta).is_err() {
                     return Ok(());
                 }
             }
+            let long = records::Left {
+                long: info.long.clone(),
+                ..records::Left::default()
+            };
+            let _ = frames.send(Item::Left(long));
             return Ok(());
         };
         match records::read(conn, &set.tables, info, part, &mut out) {
@@ -400,6 +419,9 @@ impl Rocpd {
                 left.orphans
             ));
         }
+        if let Some(warning) = left.long.warning() {
+            self.warnings.push(format!("`{path}`: {warning}"));
+        }
         if !left.unknown.is_empty() {
             let counts: Vec<String> = (left.unknown.iter())
                 .map(|(category, n)| format!("{n} of `{category}`"))
@@ -442,6 +464,7 @@ impl Source for Rocpd {
                 }
                 Ok(Item::Left(left)) => {
                     self.left.orphans += left.orphans;
+                    self.left.long.merge(left.long);
                     for (category, n) in left.unknown {
                         *self.left.unknown.entry(category).or_default() += n;
                     }
@@ -474,5 +497,100 @@ impl Source for Rocpd {
                 warning: (!self.warnings.is_empty()).then(|| self.warnings.join("; ")),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::RangeInclusive;
+
+    use super::*;
+    use crate::sink::rocpd::schema::TABLES;
+
+    /// A database of the rocpd tables rocflow's sink writes (plain names, no rows but
+    /// those `rows` adds, a column its declaration requires holding 0), with `key` the
+    /// declaration of each table's `id`.
+    fn database(key: &str, rows: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("parts.db");
+        let conn = Connection::open(&path).unwrap();
+        let mut sql = String::from("CREATE TABLE rocpd_metadata (id INTEGER, tag, value);");
+        for table in TABLES {
+            let columns = table.columns.iter().map(|c| {
+                c.replace("NOT NULL", "NOT NULL DEFAULT 0")
+                    .replace("DEFAULT 0 DEFAULT", "DEFAULT")
+                    .replace("DEFAULT 0 UNIQUE", "UNIQUE")
+            });
+            let columns: Vec<String> = std::iter::once(format!("id {key}"))
+                .chain(columns)
+                .collect();
+            sql += &format!("CREATE TABLE {} ({});", table.name, columns.join(", "));
+        }
+        conn.execute_batch(&(sql + rows)).unwrap();
+        (dir, path)
+    }
+
+    /// `count` rows of `table` with ids from 1 and event ids the same.
+    fn rows(table: &str, count: usize) -> String {
+        format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count}) \
+             INSERT INTO {table} (id, event_id) SELECT i, i FROM n;"
+        )
+    }
+
+    /// The row ranges of each table's parts.
+    fn planned(path: &Path) -> BTreeMap<&'static str, Vec<Option<RangeInclusive<i64>>>> {
+        let mut parts = BTreeMap::<_, Vec<_>>::new();
+        for (_, _, set) in plan(path).unwrap().sets {
+            for part in set {
+                parts.entry(part.table.rows()).or_default().push(part.rows);
+            }
+        }
+        parts
+    }
+
+    #[test]
+    fn parts_start_at_rows_that_exist() {
+        let (_dir, path) = database(
+            "INTEGER PRIMARY KEY",
+            &format!(
+                "INSERT INTO rocpd_kernel_dispatch (id) VALUES (1), ({max}); {}",
+                rows("rocpd_memory_copy", 3 * PIECE_ROWS as usize),
+                max = i64::MAX
+            ),
+        );
+        let parts = planned(&path);
+        // Ids far apart: a part each, not one per 2^52 ids between them.
+        let dispatches = &parts[schema::KERNEL_DISPATCH];
+        assert_eq!(dispatches.len(), 2, "{dispatches:?}");
+        assert!(dispatches[0].as_ref().unwrap().contains(&1));
+        assert_eq!(*dispatches[1].as_ref().unwrap(), i64::MAX..=i64::MAX);
+        // Ids close together: parts of PIECE_ROWS ids.
+        let copies = &parts[schema::MEMORY_COPY];
+        let starts: Vec<i64> = copies
+            .iter()
+            .map(|r| *r.as_ref().unwrap().start())
+            .collect();
+        assert_eq!(starts, [1, 1 + PIECE_ROWS, 1 + 2 * PIECE_ROWS]);
+    }
+
+    #[test]
+    fn a_table_whose_lookups_would_scan_is_read_in_one_part() {
+        let dispatches = 3 * PIECE_ROWS as usize;
+        let fill = rows("rocpd_kernel_dispatch", dispatches) + &rows("rocpd_pmc_event", dispatches);
+        // The events' and dispatches' keys, as rocflow's sink writes them.
+        let (_keyed, path) = database(
+            "INTEGER PRIMARY KEY",
+            &(fill.clone() + "CREATE INDEX by_event ON rocpd_kernel_dispatch (event_id);"),
+        );
+        let parts = planned(&path);
+        assert_eq!(parts[schema::KERNEL_DISPATCH].len(), 3);
+        assert_eq!(parts[schema::PMC_EVENT].len(), 3);
+        // Neither: SQLite would build an index of the events for each part of the
+        // dispatches, and scan the dispatches for each counter value's event.
+        let (_bare, path) = database("INTEGER", &fill);
+        let parts = planned(&path);
+        assert_eq!(parts[schema::KERNEL_DISPATCH], [None]);
+        assert_eq!(parts[schema::PMC_EVENT], [None]);
     }
 }

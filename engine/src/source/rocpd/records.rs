@@ -15,13 +15,13 @@ use serde::Deserialize;
 use super::emit::{Emitter, Stopped};
 use super::info::Info;
 use super::schema::{self, Tables};
-use super::value::{Number, int, json, json_u64, opt_int, real, text, u32, u64};
+use super::value::{Long, Number, int, json, json_u64, opt_int, real, text, u32, u64};
 use crate::record::{
     ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
     MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
 };
 use crate::sdk::Domain;
-use crate::sqlite::{Cells, Statement};
+use crate::sqlite::{Cells, Kind, Statement};
 
 /// Adds `record` to `stream`'s batch of its kind (`$kind`, a [`Batch`] variant).
 macro_rules! push {
@@ -61,6 +61,8 @@ pub struct Left {
     pub orphans: u64,
     /// Host events by category, of categories no rocflow record kind holds.
     pub unknown: BTreeMap<String, u64>,
+    /// Cells cut to [`super::value::MAX_TEXT`].
+    pub long: Long,
 }
 
 /// An event table, read as the records it holds.
@@ -94,6 +96,17 @@ impl Table {
             Table::Regions => schema::REGION,
             Table::Samples => schema::SAMPLE,
             Table::Counters => schema::PMC_EVENT,
+        }
+    }
+
+    /// What its rows are read with: the rows of other tables, each found by a column.
+    pub fn lookups(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Table::Dispatches | Table::Copies | Table::Allocations | Table::Regions => {
+                &[(schema::EVENT, "id")]
+            }
+            Table::Samples => &[(schema::TRACK, "id"), (schema::EVENT, "id")],
+            Table::Counters => &[(schema::KERNEL_DISPATCH, "event_id")],
         }
     }
 }
@@ -371,11 +384,13 @@ impl Reader<'_, '_> {
              e.stack_id, e.correlation_id, e.extdata, x.event_id",
         );
         let args_sql = format!(
-            "SELECT event_id, position, type, name, value FROM {} ORDER BY event_id, position",
+            "SELECT event_id, position, type, name, value, rowid FROM {} \
+             ORDER BY event_id, position",
             self.tables.name(schema::ARG)
         );
         let mut args = Statement::prepare(self.conn, &args_sql)?;
-        let mut next_arg = args.step()?.as_ref().map(arg_row);
+        let long = &mut self.left.long;
+        let mut next_arg = args.step()?.as_ref().map(|row| arg_row(row, long));
         // Without arguments, row order is as good and needs no sort.
         let order = self.order(
             "x",
@@ -397,7 +412,7 @@ impl Reader<'_, '_> {
                 if id == event {
                     call_args.push(arg);
                 }
-                next_arg = args.step()?.as_ref().map(arg_row);
+                next_arg = (args.step()?.as_ref()).map(|row| arg_row(row, &mut r.left.long));
             }
             let Some((stream, pid)) = r.process(int(row, 0)) else {
                 return Ok(());
@@ -412,6 +427,7 @@ impl Reader<'_, '_> {
                 operation: r.operation(int(row, 4), int(row, 5)),
                 correlation_id: u64(row, 6),
                 external_id: u64(row, 7),
+                event,
             };
             r.host(host, row, 8, &call_args)
         })?;
@@ -432,7 +448,7 @@ impl Reader<'_, '_> {
         );
         let sql = self.tables.select(
             "t.pid, t.tid, s.timestamp, e.category_id, t.name_id, \
-             e.stack_id, e.correlation_id, e.extdata",
+             e.stack_id, e.correlation_id, e.extdata, s.event_id",
             &[("s", sample), ("t", track), ("e", event)],
             &from,
         );
@@ -473,6 +489,7 @@ impl Reader<'_, '_> {
                     operation,
                     correlation_id: u64(row, 5),
                     external_id: u64(row, 6),
+                    event: int(row, 8),
                 };
                 r.host(host, row, 7, &[])
             },
@@ -545,6 +562,7 @@ impl Reader<'_, '_> {
                 push!(self.out, stream, Api, record)
             }
             RecordKind::Marker => {
+                (self.left.long).check(row, extdata, schema::EVENT, "extdata", h.event);
                 let message = json(row, extdata)
                     .and_then(|e| e.get("message")?.as_str().map(str::to_owned))
                     .unwrap_or_default();
@@ -617,14 +635,21 @@ impl Reader<'_, '_> {
             &[("p", pmc)],
             &format!("{} AS p", self.tables.name(pmc)),
         );
-        // The first of an event's dispatches, as a LEFT JOIN would have paired with it.
+        // The first of an event's dispatches, as a LEFT JOIN would have paired with it:
+        // found by its event, or where the database has no index for that (a search would
+        // scan the dispatches for each event), by its row id in an index of our own.
+        let firsts = (self.tables)
+            .scanned(dispatch, "event_id")
+            .then(|| self.first_dispatches())
+            .transpose()?;
+        let by = match firsts {
+            Some(_) => "d.rowid = ?1",
+            None => "d.event_id = ?1 ORDER BY d.rowid LIMIT 1",
+        };
         let lookup = self.tables.select(
             "d.pid, d.agent_id, d.dispatch_id, d.kernel_id, d.end",
             &[("d", dispatch)],
-            &format!(
-                "{} AS d WHERE d.event_id = ?1 ORDER BY d.rowid LIMIT 1",
-                self.tables.name(dispatch)
-            ),
+            &format!("{} AS d WHERE {by}", self.tables.name(dispatch)),
         );
         let mut lookup = Statement::prepare(self.conn, &lookup)?;
         // A dispatch's values reach the stages in one batch, as the tool sends them (the
@@ -654,9 +679,18 @@ impl Reader<'_, '_> {
         self.each(&(sql + &order), |r, row| {
             let this = int(row, 0);
             if event != Some(this) {
-                lookup.reset();
-                lookup.bind_int(1, this)?;
-                at = lookup.step()?.as_ref().map(|d| r.dispatch(d));
+                let key = match &firsts {
+                    Some(firsts) => firsts.get(&this).copied(),
+                    None => Some(this),
+                };
+                at = match key {
+                    Some(key) => {
+                        lookup.reset();
+                        lookup.bind_int(1, key)?;
+                        lookup.step()?.as_ref().map(|d| r.dispatch(d))
+                    }
+                    None => None,
+                };
                 event = Some(this);
             }
             // Values of no dispatch, or of a process the info tables do not describe.
@@ -698,6 +732,23 @@ impl Reader<'_, '_> {
             Ok(())
         })?;
         Ok(self.out.flush_kind(RecordKind::CounterSample)?)
+    }
+
+    /// The row id of each event's first dispatch, in one pass over the dispatches (of
+    /// events named by an integer, as every writer names them).
+    fn first_dispatches(&self) -> rusqlite::Result<HashMap<i64, i64>> {
+        let sql = format!(
+            "SELECT event_id, rowid FROM {} ORDER BY rowid",
+            self.tables.name(schema::KERNEL_DISPATCH)
+        );
+        let mut statement = Statement::prepare(self.conn, &sql)?;
+        let mut firsts = HashMap::default();
+        while let Some(row) = statement.step()? {
+            if row.kind(0) == Kind::Integer {
+                firsts.entry(row.int(0)).or_insert(row.int(1));
+            }
+        }
+        Ok(firsts)
     }
 
     /// What the values of the dispatch at `row` take from it.
@@ -770,10 +821,16 @@ struct Host {
     operation: Option<Operation>,
     correlation_id: u64,
     external_id: u64,
+    /// Its event's id.
+    event: i64,
 }
 
-/// An argument row: its event, then position, type, name and value.
-fn arg_row(row: &Cells<'_>) -> (i64, (u8, String, String, String)) {
+/// An argument row: its event, then position, type, name and value (its long cells noted
+/// in `long`).
+fn arg_row(row: &Cells<'_>, long: &mut Long) -> (i64, (u8, String, String, String)) {
+    for (i, column) in [(2, "type"), (3, "name"), (4, "value")] {
+        long.check(row, i, schema::ARG, column, int(row, 5));
+    }
     let position = int(row, 1).clamp(0, i64::from(u8::MAX)) as u8;
     let text = |i| text(row, i).unwrap_or_default();
     (int(row, 0), (position, text(2), text(3), text(4)))

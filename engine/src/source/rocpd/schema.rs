@@ -36,32 +36,42 @@ fn known_columns() -> Vec<(&'static str, Vec<&'static str>)> {
 /// triggers are never run by the queries here, and `trusted_schema = OFF` keeps functions
 /// its schema might name from running when SQLite parses it.
 ///
-/// The file is read through a memory map (up to SQLite's limit of 2 GiB, by reads past
-/// it): the parts of a database are read by several connections, each with a page cache
-/// of its own, and through the map they share the system's one copy of each page instead
-/// of each copying it in with a read. Sixteen connections reading one file by `pread`
-/// spent 20 times as long in the kernel as in rocflow, the file's pages contended.
+/// The file is read, not memory-mapped: a file shortened while it is read (copied or
+/// downloaded again over it) is then a read error, where a page of a map past the file's
+/// new end kills the process with SIGBUS.
 pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)?;
     conn.execute_batch(
-        "PRAGMA trusted_schema = OFF; PRAGMA query_only = ON; PRAGMA mmap_size = 2147418112;",
+        "PRAGMA trusted_schema = OFF; PRAGMA query_only = ON; PRAGMA mmap_size = 0;",
     )?;
     Ok(conn)
 }
 
-/// One set of rocpd tables in a database: the suffix its tables share, and the columns
-/// each has.
+/// The lookups reading the event tables makes by a column, each (table, column).
+const LOOKUPS: [(&str, &str); 3] = [(EVENT, "id"), (TRACK, "id"), (KERNEL_DISPATCH, "event_id")];
+
+/// One set of rocpd tables in a database: the suffix its tables share, the columns each
+/// has, and the lookups its keys and indexes serve.
 #[derive(Debug, Clone)]
 pub struct Tables {
     suffix: String,
     columns: BTreeMap<&'static str, BTreeSet<String>>,
+    /// Lookups of [`LOOKUPS`] SQLite can make only by scanning the table: the database
+    /// lacks the key or index the schema's writers give them.
+    scanned: BTreeSet<(&'static str, &'static str)>,
 }
 
 impl Tables {
     /// `table` with this set's suffix, quoted for SQL.
     pub fn name(&self, table: &str) -> String {
         format!("\"{}{}\"", table, self.suffix.replace('"', "\"\""))
+    }
+
+    /// Whether finding the rows of `table` with a given `column` scans the table (one of
+    /// the lookups the event tables' reads make; see [`LOOKUPS`]).
+    pub fn scanned(&self, table: &str, column: &str) -> bool {
+        self.scanned.contains(&(table, column))
     }
 
     /// Whether `table` has `column` (a database of an older schema may lack some).
@@ -173,7 +183,17 @@ pub fn layout(conn: &Connection) -> Result<Layout, SchemaError> {
             );
             columns.insert(*table, have);
         }
-        tables.push(Tables { suffix, columns });
+        let mut set = Tables {
+            suffix,
+            columns,
+            scanned: BTreeSet::new(),
+        };
+        for (table, column) in LOOKUPS {
+            if set.has(table, column) && !searched(conn, &set.name(table), column)? {
+                set.scanned.insert((table, column));
+            }
+        }
+        tables.push(set);
     }
     unknown.sort();
     unknown.dedup();
@@ -181,4 +201,15 @@ pub fn layout(conn: &Connection) -> Result<Layout, SchemaError> {
         sets: tables,
         unknown,
     })
+}
+
+/// Whether SQLite finds the rows of `table` (quoted) with a given `column` by a search
+/// (its key or an index), as its query planner says, rather than by scanning the table.
+fn searched(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    let sql = format!("EXPLAIN QUERY PLAN SELECT 1 FROM {table} WHERE \"{column}\" = ?1");
+    let mut statement = conn.prepare(&sql)?;
+    let steps: Vec<String> = statement
+        .query_map([0], |row| row.get(3))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(!steps.is_empty() && steps.iter().all(|s| s.starts_with("SEARCH")))
 }

@@ -2,9 +2,59 @@
 //! type says only by convention in SQLite, so a cell of another type reads as the nearest
 //! value (as SQLite converts it) instead of failing the whole database.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
 use crate::sqlite::{Cells, Kind};
+
+/// The most bytes of text a cell gives: a longer one is cut to it (at a character's start)
+/// and its JSON is not read, and the source warns of it. The longest names real runs have
+/// (kernels of heavy templates, command lines) are tens of KB; a cell of hundreds of MB is
+/// no name, and would be copied into every output's metadata.
+pub const MAX_TEXT: usize = 1 << 20;
+
+/// The cell holds text or a blob longer than [`MAX_TEXT`].
+pub fn is_long(row: &Cells<'_>, i: usize) -> bool {
+    matches!(row.kind(i), Kind::Text | Kind::Blob) && row.bytes(i) > MAX_TEXT
+}
+
+/// Cells longer than [`MAX_TEXT`], by table and column: how many, and the first's row id.
+#[derive(Debug, Default, Clone)]
+pub struct Long(BTreeMap<String, (u64, i64)>);
+
+impl Long {
+    /// Notes the cell of `table`'s `column` in row `id` if it is long.
+    pub fn check(&mut self, row: &Cells<'_>, i: usize, table: &str, column: &str, id: i64) {
+        if is_long(row, i) {
+            let (count, _) = (self.0.entry(format!("{table}.{column}"))).or_insert((0, id));
+            *count += 1;
+        }
+    }
+
+    pub fn merge(&mut self, other: Long) {
+        for (cell, (count, id)) in other.0 {
+            self.0.entry(cell).or_insert((0, id)).0 += count;
+        }
+    }
+
+    /// The warning of the cells, if any.
+    pub fn warning(&self) -> Option<String> {
+        let cells: Vec<String> = (self.0.iter())
+            .map(|(cell, (count, id))| match count {
+                1 => format!("`{cell}` of row {id}"),
+                n => format!("{n} of `{cell}`, the first of row {id}"),
+            })
+            .collect();
+        (!cells.is_empty()).then(|| {
+            format!(
+                "text longer than {} MiB cut to it (and its JSON not read): {}",
+                MAX_TEXT >> 20,
+                cells.join(", ")
+            )
+        })
+    }
+}
 
 /// The cell as an integer: NULL is 0, a real truncated, text read as far as it is a number.
 pub fn int(row: &Cells<'_>, i: usize) -> i64 {
@@ -30,21 +80,30 @@ pub fn real(row: &Cells<'_>, i: usize) -> f64 {
     row.real(i)
 }
 
-/// The cell as text (numbers written out), or `None` where it is NULL or a blob.
+/// The cell as text (numbers written out), or `None` where it is NULL or a blob; at most
+/// [`MAX_TEXT`] bytes of it.
 pub fn text(row: &Cells<'_>, i: usize) -> Option<String> {
     match row.kind(i) {
-        Kind::Text => row.with_text(i, |t| String::from_utf8_lossy(t).into_owned()),
+        Kind::Text => row.with_text(i, |t| {
+            let mut end = t.len().min(MAX_TEXT);
+            // Cut at a character's start: a continuation byte (0b10xx_xxxx) starts none.
+            while end < t.len() && end > 0 && t[end] & 0xc0 == 0x80 {
+                end -= 1;
+            }
+            String::from_utf8_lossy(&t[..end]).into_owned()
+        }),
         Kind::Integer => Some(row.int(i).to_string()),
         Kind::Real => Some(row.real(i).to_string()),
         Kind::Blob | Kind::Null => None,
     }
 }
 
-/// The cell as a JSON object, where it holds one (`extdata`, `environment`).
+/// The cell as a JSON object, where it holds one (`extdata`, `environment`) of at most
+/// [`MAX_TEXT`] bytes.
 pub fn json(row: &Cells<'_>, i: usize) -> Option<serde_json::Map<String, serde_json::Value>> {
     // `{}`, most rows' extdata, needs no parser.
     row.with_text(i, |t| match serde_json::from_slice(t) {
-        Ok(serde_json::Value::Object(map)) if t.len() > 2 => Some(map),
+        Ok(serde_json::Value::Object(map)) if t.len() > 2 && t.len() <= MAX_TEXT => Some(map),
         _ => None,
     })
     .flatten()
@@ -117,6 +176,31 @@ impl<'de> serde::de::Visitor<'de> for NumberVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sqlite::Statement;
+
+    #[test]
+    fn long_text_is_cut_at_a_character_and_noted() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        // `é` is two bytes: the limit falls within one.
+        let sql = format!(
+            "SELECT 'x' || replace(hex(zeroblob({})), '00', 'é'), 'short'",
+            MAX_TEXT
+        );
+        let mut statement = Statement::prepare(&conn, &sql).unwrap();
+        let row = statement.step().unwrap().unwrap();
+        let cut = text(&row, 0).unwrap();
+        assert_eq!(cut.len(), MAX_TEXT - 1);
+        assert!(cut.ends_with('é'));
+        assert_eq!(text(&row, 1).as_deref(), Some("short"));
+        let mut long = Long::default();
+        long.check(&row, 0, "rocpd_string", "string", 7);
+        long.check(&row, 1, "rocpd_string", "string", 8);
+        assert_eq!(
+            long.warning().unwrap(),
+            "text longer than 1 MiB cut to it (and its JSON not read): \
+             `rocpd_string.string` of row 7"
+        );
+    }
 
     #[test]
     fn numbers_are_read_however_written() {
