@@ -262,13 +262,62 @@ fn strict_transforms_stop_the_run_at_their_first_failure() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A spool whose runner was killed between two frames (the OOM killer, a scheduler's
+/// limit) holds every frame before, and no recorded end: `inspect` does not call it
+/// complete, and a replay reads it with a warning, into a summary and a report that say
+/// they are partial. The same spool with its end replays without a word of it.
+#[test]
+fn a_spool_whose_runner_was_killed_replays_into_outputs_that_say_partial() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    let posts = concat!(
+        "[[post]]\nname = \"stats\"\nkind = \"summary\"\npath = \"out/summary\"\n",
+        "[[post]]\nname = \"page\"\nkind = \"report\"\npath = \"out/report.html\"\n",
+    );
+    std::fs::write(d.join("posts.toml"), format!("{PIPELINE}{posts}")).unwrap();
+    let replay = |d: &Path| {
+        let out = rocflow(&["replay", "run.rfraw", "posts.toml"], d, &[]);
+        assert_success(&out);
+        let summary = std::fs::read_to_string(d.join("out/summary/summary.json")).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        let report = std::fs::read_to_string(d.join("out/report.html")).unwrap();
+        std::fs::remove_dir_all(d.join("out")).unwrap();
+        (text(&out.stderr), summary, report)
+    };
+    assert_eq!(inspect(d)["complete"], true);
+    let (stderr, summary, report) = replay(d);
+    assert!(!stderr.contains("not recorded"), "{stderr}");
+    assert!(summary.get("partial").is_none(), "{summary}");
+    assert!(!report.contains("Partial"));
+    let whole = summary["kernels"].clone();
+
+    // The end is the spool's last 20 bytes: a frame header and its offset.
+    let path = d.join("run.rfraw");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 20]).unwrap();
+    let info = inspect(d);
+    assert_eq!(info["complete"], false, "{info}");
+    let warning = info["warning"].as_str().unwrap();
+    assert!(warning.contains("end is not recorded"), "{warning}");
+    assert!(warning.contains("cut short"), "{warning}");
+    let (stderr, summary, report) = replay(d);
+    assert_says(&stderr, "warning: the spool's end is not recorded");
+    assert_says(&stderr, "post-step `stats` holds part of the run's records");
+    assert_says(&stderr, "post-step `page` holds part of the run's records");
+    assert_eq!(summary["partial"].as_str(), Some(warning), "{summary}");
+    // Every frame before the cut is read: the same statistics.
+    assert_eq!(summary["kernels"], whole);
+    assert!(report.contains("<strong>Partial:</strong>"), "{report}");
+}
+
 /// The spool `rocflow run` wrote before format version 2 (see its README).
 fn version_1_spool() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/spool-v1")
 }
 
 /// The version 1 spool replays to what its scenario (beside it) makes with its pipeline:
-/// its kernels, HIP calls, copies and two counters.
+/// its kernels, HIP calls, copies and two counters. Its format records no end, which
+/// `inspect` says: whether it is whole cannot be told.
 #[test]
 fn a_version_1_spool_replays_with_its_recorded_pipeline() {
     let dir = tempfile::tempdir().unwrap();
@@ -276,7 +325,9 @@ fn a_version_1_spool_replays_with_its_recorded_pipeline() {
     let v1 = version_1_spool();
     std::fs::copy(v1.join("run.rfraw"), d.join("run.rfraw")).unwrap();
     let info = inspect(d);
-    assert_eq!(info["complete"], true);
+    assert_eq!(info["complete"], false);
+    let warning = info["warning"].as_str().unwrap();
+    assert!(warning.contains("end is not recorded"), "{warning}");
     assert_eq!(info["has_pipeline"], true);
     assert_success(&rocflow(&["replay", "run.rfraw"], d, &[]));
     let scenario = Scenario::read(&v1.join("scenario.toml"));

@@ -63,8 +63,11 @@ impl<I: Iterator<Item = Frame>> Source for Frames<I> {
 /// How a source's input ended, when it ended well.
 #[derive(Debug, Default)]
 pub struct Ending {
-    /// Something the user should know about its end (a spool cut short by a crash).
+    /// Something the user should know about its end.
     pub warning: Option<String>,
+    /// Why the input may hold only part of its run (a spool cut short), if it may: what is
+    /// made of it says it is partial.
+    pub partial: Option<String>,
 }
 
 /// A source that could not be read, or not completed.
