@@ -95,6 +95,13 @@ enum Encoding {
 pub const COMPRESSED_PART: usize = 128 << 10;
 /// zstd's fastest regular level: about 8 times smaller records at 0.7 GB/s a core.
 const ZSTD_LEVEL: i32 = 1;
+/// No compressed frame's payload is more than this many times the size it is stored in.
+/// rocflow's own frames expand 7 to 13 times (runs of the shipped templates on the
+/// simulated device, whose records repeat more than a GPU's, among them 320,000 launches
+/// of eight kernels traced and counted); parts of zeros expand thousands of times, and a
+/// spool of them would read as hundreds of times the records its size can hold. The bound
+/// keeps ten times the margin over what the runner writes.
+pub const MAX_EXPANSION: usize = 128;
 
 /// Checks a stream header against the versions `oldest..=VERSION` and returns its version;
 /// the error says what the bytes are instead.
@@ -277,9 +284,9 @@ pub fn compressed_frame(raw: &[u8], parts: &[Vec<u8>]) -> Option<Vec<u8>> {
 }
 
 /// The payload a compressed frame stores; the error says what is wrong with it. Its size
-/// is checked before memory is set aside for it, as a plain frame's is. The parts are
-/// decompressed on rayon's threads: a spool's reader would otherwise spend most of its
-/// time here.
+/// is checked before memory is set aside for it, as a plain frame's is, and against the
+/// size it is stored in (see [`MAX_EXPANSION`]). The parts are decompressed on rayon's
+/// threads: a spool's reader would otherwise spend most of its time here.
 fn decompress(stored: &[u8]) -> Result<Vec<u8>, String> {
     let (len, rest) = stored
         .split_first_chunk::<4>()
@@ -303,6 +310,12 @@ fn decompress(stored: &[u8]) -> Result<Vec<u8>, String> {
     }
     if !data.is_empty() {
         return Err(format!("{} bytes follow its compressed parts", data.len()));
+    }
+    if len > stored.len().saturating_mul(MAX_EXPANSION) {
+        return Err(format!(
+            "it claims {len} bytes once decompressed from {} stored, more than {MAX_EXPANSION} times as many (rocflow's compressed frames expand about 10 times)",
+            stored.len()
+        ));
     }
     let mut payload = vec![0; len];
     let done: Vec<Result<(), String>> = (payload.par_chunks_mut(COMPRESSED_PART))

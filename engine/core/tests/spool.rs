@@ -545,6 +545,55 @@ fn a_damaged_compressed_payload_is_corrupt() {
     }
 }
 
+/// A compressed frame made to expand (zstd parts of zeros, each size within the limits)
+/// would read as hundreds of millions of records from a few MiB of spool: what it claims
+/// is refused past the bound on expansion, naming the frame and the bound, before any
+/// memory is set aside. The runner's own compressed frames stay far inside it.
+#[test]
+fn a_compressed_frame_that_expands_past_the_bound_is_corrupt() {
+    let zeros = wire::compress_part(&[0; wire::COMPRESSED_PART]).unwrap();
+    let parts = wire::MAX_PAYLOAD / wire::COMPRESSED_PART;
+    let mut payload = ((parts * wire::COMPRESSED_PART) as u32)
+        .to_le_bytes()
+        .to_vec();
+    for _ in 0..parts {
+        payload.extend_from_slice(&(zeros.len() as u32).to_le_bytes());
+    }
+    for _ in 0..parts {
+        payload.extend_from_slice(&zeros);
+    }
+    // A frame of kernel dispatches (tag 1 + its kind's index), stored compressed.
+    let mut frame = vec![
+        1 + rocflow_core::record::RecordKind::KernelDispatch as u8,
+        1,
+        0,
+        0,
+    ];
+    frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let crc = wire::checksum(wire::VERSION, &frame, &payload);
+    frame.extend_from_slice(&crc.to_le_bytes());
+    frame.extend_from_slice(&payload);
+    let (_, raw) = raw_frames();
+    let bytes = [&wire::stream_header()[..], &raw[0], &frame].concat();
+    let (read, ending) = read_bytes(&bytes);
+    assert_eq!(read.len(), 1);
+    match ending {
+        Err(WireError::Corrupt { offset, reason }) => {
+            assert_eq!(offset as usize, wire::STREAM_HEADER + raw[0].len());
+            let bound = format!("more than {} times as many", wire::MAX_EXPANSION);
+            assert!(reason.contains(&bound), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    for raw in &raw {
+        if let Some(compressed) = compress(raw) {
+            let expansion = raw.len() as f64 / compressed.len() as f64;
+            assert!(expansion * 4.0 < wire::MAX_EXPANSION as f64, "{expansion}");
+        }
+    }
+}
+
 /// Spools of versions before 3 never held compressed frames, and a live stream never
 /// does (the tool sends frames as it encodes them): one there is corrupt.
 #[test]
