@@ -88,10 +88,7 @@ impl Database {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).map_err(Fault::Io)?;
-        let name = path
-            .file_name()
-            .map_or_else(|| "rocpd.db".into(), |n| n.to_string_lossy().into_owned());
-        let staging = Staged::new(parent.join(format!(".{name}.rocflow-{}", std::process::id())));
+        let staging = Staged::new(crate::atomic::staging_path(&path));
         let names = Names::new(Guid::new(start_ns));
         let conn = open(staging.path())?;
         conn.execute_batch(&format!(
@@ -242,7 +239,8 @@ impl Staged {
                 )));
             }
         }
-        std::fs::rename(self.path(), target).map_err(Fault::Io)?;
+        // Written with `synchronous = OFF`: synced here, before it takes its name.
+        crate::atomic::commit(self.path(), target).map_err(Fault::Io)?;
         self.0 = None;
         Ok(())
     }
