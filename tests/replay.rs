@@ -310,6 +310,37 @@ fn a_spool_whose_runner_was_killed_replays_into_outputs_that_say_partial() {
     assert!(report.contains("<strong>Partial:</strong>"), "{report}");
 }
 
+/// A replay into the directory of a run or replay killed by SIGKILL removes the hidden
+/// database that one left staged (`.run.db.rocflow-PID`, of a pid no process has now),
+/// and leaves a live process's, and what is named otherwise, as they are.
+#[test]
+fn a_replay_removes_what_a_killed_one_left_staged() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    let pipeline = format!("{PIPELINE}{}", support::sink!("db", "rocpd", "out/run.db"));
+    std::fs::write(d.join("db.toml"), pipeline).unwrap();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let mut live = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let abandoned = out.join(format!(".run.db.rocflow-{}", gone.id()));
+    let staging = out.join(format!(".run.db.rocflow-{}", live.id()));
+    let other = out.join(format!(".run.db.rocflow-{}.keep", gone.id()));
+    for path in [&abandoned, &staging, &other] {
+        std::fs::write(path, vec![0; 1 << 20]).unwrap();
+    }
+    assert_success(&rocflow(&["replay", "run.rfraw", "db.toml"], d, &[]));
+    live.kill().unwrap();
+    live.wait().unwrap();
+    assert!(out.join("run.db").is_file());
+    assert!(!abandoned.exists(), "the killed run's staging is left");
+    assert!(staging.exists() && other.exists());
+}
+
 /// The spool `rocflow run` wrote before format version 2 (see its README).
 fn version_1_spool() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/spool-v1")

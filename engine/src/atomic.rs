@@ -3,7 +3,9 @@
 //!
 //! The move is durable, as SQLite's own commit is: what was staged is on the disk before
 //! it takes the final name, and the name is on the disk before the move returns, so after
-//! a power loss the final name holds the earlier output or the whole new one.
+//! a power loss the final name holds the earlier output or the whole new one. A process
+//! killed before it moved its output leaves the staged one behind; the next that stages
+//! the same output removes it (see [`remove_abandoned`]).
 //!
 //! A file written with [`write`] has the mode an overwrite in place would give it: that of
 //! the file it replaces (a definition file migrated in place stays 0644, a script stays
@@ -20,6 +22,7 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir)?;
     }
+    remove_abandoned(path);
     let staging = staging_path(path);
     stage(&staging, path, bytes.as_ref())
         .and_then(|()| commit(&staging, path))
@@ -61,6 +64,51 @@ fn beside(target: &Path) -> &Path {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
+}
+
+/// Removes what processes killed before they could move it into place (SIGKILL, the OOM
+/// killer) left staged for `target`: every entry beside it named exactly as a staging of
+/// `target` is, of a pid that no process has now. Stagings of other outputs are left
+/// alone: beside an output on a file system that several nodes share, another node's pids
+/// say nothing here, and only one run at a time writes one output.
+pub fn remove_abandoned(target: &Path) {
+    let prefix = staging_prefix(target);
+    let Ok(entries) = std::fs::read_dir(beside(target)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = (name.as_encoded_bytes())
+            .strip_prefix(prefix.as_encoded_bytes())
+            .and_then(pid)
+        else {
+            continue;
+        };
+        if pid == std::process::id() || alive(pid) {
+            continue;
+        }
+        // An entry's own type, never what a link in its place points to.
+        let _ = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => std::fs::remove_dir_all(entry.path()),
+            _ => std::fs::remove_file(entry.path()),
+        };
+    }
+}
+
+/// The pid a staging name ends in: decimal digits only, of a pid that can be.
+fn pid(digits: &[u8]) -> Option<u32> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let pid: u32 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    (1..=i32::MAX as u32).contains(&pid).then_some(pid)
+}
+
+/// Whether a process `pid` exists (one of another user's, which may not be signalled, too).
+fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+    let sent = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    sent == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// Moves the complete output `staged` (a file, or a directory of them) to `target`,
@@ -185,5 +233,69 @@ mod tests {
         let path = dir.path().join("summary.md");
         write(&path, "# Run summary\n").unwrap();
         assert_eq!(SYNCED.take(), [staging_path(&path), dir.path().to_owned()]);
+    }
+
+    /// A pid no process has: a child's, once it has been waited for.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        child.id()
+    }
+
+    /// What killed processes left staged for an output goes when the output is staged
+    /// again; a live process's staging stays, and so does everything not named exactly as
+    /// a staging of that output.
+    #[test]
+    fn stagings_of_processes_gone_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let (dead, me) = (dead_pid(), std::process::id());
+        let mut live = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let gone = [
+            format!(".run.db.rocflow-{dead}"),
+            format!(".run.db.rocflow-{}", dead_pid()),
+        ];
+        let kept = [
+            format!(".run.db.rocflow-{}", live.id()),
+            format!(".run.db.rocflow-{me}"),
+            format!(".other.db.rocflow-{dead}"),
+            format!("run.db.rocflow-{dead}"),
+            format!(".run.db.rocflow-{dead}.bak"),
+            format!(".run.db.rocflow-+{dead}"),
+            format!(".run.db.rocflow-x{dead}"),
+            ".run.db.rocflow-".to_owned(),
+            ".run.db.rocflow-0".to_owned(),
+            ".run.db.rocflow-99999999999".to_owned(),
+            "run.db".to_owned(),
+        ];
+        for name in gone.iter().chain(&kept) {
+            std::fs::write(d.join(name), "x").unwrap();
+        }
+        // A staged directory, as a Parquet dataset's, with files in it.
+        let dataset = d.join(format!(".tables.rocflow-{dead}"));
+        std::fs::create_dir_all(dataset.join("kernels")).unwrap();
+        std::fs::write(dataset.join("kernels/part-0.parquet"), "x").unwrap();
+        // A link named as a staging goes, not what it points to.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep"), "x").unwrap();
+        let link = d.join(format!(".tables.rocflow-{}", dead_pid()));
+        std::os::unix::fs::symlink(outside.path(), &link).unwrap();
+
+        remove_abandoned(&d.join("run.db"));
+        remove_abandoned(&d.join("tables"));
+        live.kill().unwrap();
+        live.wait().unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let mut want = kept.to_vec();
+        want.sort();
+        assert_eq!(left, want);
+        assert!(outside.path().join("keep").exists());
     }
 }

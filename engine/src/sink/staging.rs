@@ -1,6 +1,6 @@
 //! Output written in a hidden sibling directory of its final path and moved there only when
-//! complete, so a failed run leaves nothing half-written where the output belongs: staged
-//! and moved durably, as [`crate::atomic`] does it.
+//! complete, so a failed run leaves nothing half-written where the output belongs: staged,
+//! moved durably and cleaned up after, as [`crate::atomic`] does it.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ pub struct Staging {
 
 impl Staging {
     pub fn create(target: PathBuf) -> Result<Staging, SinkError> {
+        atomic::remove_abandoned(&target);
         let dir = atomic::staging_path(&target);
         std::fs::create_dir_all(&dir)
             .map_err(SinkError::io(format!("creating {}", dir.display())))?;

@@ -88,6 +88,7 @@ impl Database {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).map_err(Fault::Io)?;
+        crate::atomic::remove_abandoned(&path);
         let staging = Staged::new(crate::atomic::staging_path(&path));
         let names = Names::new(Guid::new(start_ns));
         let conn = open(staging.path())?;
