@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use parquet::file::reader::{FileReader, SerializedFileReader};
 use support::truth::{self, Collects, Part, Scenario, Tally};
 use support::{assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, text};
 
@@ -264,7 +266,8 @@ fn strict_transforms_stop_the_run_at_their_first_failure() {
 
 /// A spool whose runner was killed between two frames (the OOM killer, a scheduler's
 /// limit) holds every frame before, and no recorded end: `inspect` does not call it
-/// complete, and a replay reads it with a warning, into a summary and a report that say
+/// complete, and a replay reads it with a warning, into a summary, a report, a rocpd
+/// database (its `rocpd_metadata`) and Parquet files (their key-value metadata) that say
 /// they are partial. The same spool with its end replays without a word of it.
 #[test]
 fn a_spool_whose_runner_was_killed_replays_into_outputs_that_say_partial() {
@@ -274,21 +277,49 @@ fn a_spool_whose_runner_was_killed_replays_into_outputs_that_say_partial() {
         "[[post]]\nname = \"stats\"\nkind = \"summary\"\npath = \"out/summary\"\n",
         "[[post]]\nname = \"page\"\nkind = \"report\"\npath = \"out/report.html\"\n",
     );
-    std::fs::write(d.join("posts.toml"), format!("{PIPELINE}{posts}")).unwrap();
+    let db = concat!(
+        support::sink!("db", "rocpd", "out/run.db"),
+        support::sink!("dataset", "parquet", "out/dataset"),
+    );
+    std::fs::write(d.join("posts.toml"), format!("{PIPELINE}{db}{posts}")).unwrap();
     let replay = |d: &Path| {
         let out = rocflow(&["replay", "run.rfraw", "posts.toml"], d, &[]);
         assert_success(&out);
         let summary = std::fs::read_to_string(d.join("out/summary/summary.json")).unwrap();
         let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
         let report = std::fs::read_to_string(d.join("out/report.html")).unwrap();
+        let db = rusqlite::Connection::open(d.join("out/run.db")).unwrap();
+        let sql = "SELECT value FROM rocpd_metadata WHERE tag = 'partial'";
+        let mut partial: Vec<Option<String>> = support::sqlite_rows(&db, sql, |r| r.get(0));
+        drop(db);
+        // Each Parquet file's own word, one per file.
+        let tables = support::entries(&d.join("out/dataset"), |_| true);
+        let files: Vec<PathBuf> = (tables.iter())
+            .flat_map(|table| support::entries(table, |name| name.ends_with(".parquet")))
+            .collect();
+        assert!(!files.is_empty(), "{tables:?}");
+        for file in files {
+            let reader = SerializedFileReader::new(std::fs::File::open(file).unwrap()).unwrap();
+            let kv = reader
+                .metadata()
+                .file_metadata()
+                .key_value_metadata()
+                .cloned();
+            let said = kv
+                .unwrap()
+                .into_iter()
+                .find(|kv| kv.key == "rocflow.partial");
+            partial.push(said.and_then(|kv| kv.value));
+        }
         std::fs::remove_dir_all(d.join("out")).unwrap();
-        (text(&out.stderr), summary, report)
+        (text(&out.stderr), summary, (report, partial))
     };
     assert_eq!(inspect(d)["complete"], true);
-    let (stderr, summary, report) = replay(d);
+    let (stderr, summary, (report, db)) = replay(d);
     assert!(!stderr.contains("not recorded"), "{stderr}");
     assert!(summary.get("partial").is_none(), "{summary}");
     assert!(!report.contains("Partial"));
+    assert!(db.iter().all(Option::is_none), "{db:?}");
     let whole = summary["kernels"].clone();
 
     // The end is the spool's last 20 bytes: a frame header and its offset.
@@ -300,7 +331,7 @@ fn a_spool_whose_runner_was_killed_replays_into_outputs_that_say_partial() {
     let warning = info["warning"].as_str().unwrap();
     assert!(warning.contains("end is not recorded"), "{warning}");
     assert!(warning.contains("cut short"), "{warning}");
-    let (stderr, summary, report) = replay(d);
+    let (stderr, summary, (report, db)) = replay(d);
     assert_says(&stderr, "warning: the spool's end is not recorded");
     assert_says(&stderr, "post-step `stats` holds part of the run's records");
     assert_says(&stderr, "post-step `page` holds part of the run's records");
@@ -308,6 +339,12 @@ fn a_spool_whose_runner_was_killed_replays_into_outputs_that_say_partial() {
     // Every frame before the cut is read: the same statistics.
     assert_eq!(summary["kernels"], whole);
     assert!(report.contains("<strong>Partial:</strong>"), "{report}");
+    // The database's row, then each Parquet file's.
+    assert!(db.len() > 2, "{db:?}");
+    assert!(
+        db.iter().all(|said| said.as_deref() == Some(warning)),
+        "{db:?}"
+    );
 }
 
 /// A replay into the directory of a run or replay killed by SIGKILL removes the hidden

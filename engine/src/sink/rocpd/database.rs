@@ -15,7 +15,7 @@ use super::dispatches::Dispatches;
 use super::ids::{Guid, Ids};
 use super::info;
 use super::rows::{Queued, Tables, Window};
-use super::schema::Names;
+use super::schema::{self, Names};
 use super::views;
 use crate::catalog::Catalog;
 use crate::sink::Written;
@@ -175,6 +175,13 @@ impl Database {
         let mut conn = open(staging.path())?;
         let tx = conn.transaction()?;
         info::write(&tx, &names, &mut ids, catalog, &streams)?;
+        if let Some(why) = &catalog.partial {
+            let metadata = names.table(schema::METADATA);
+            tx.execute(
+                &format!("INSERT INTO {metadata} (tag, value) VALUES ('partial', ?1)"),
+                [why],
+            )?;
+        }
         for table in tables {
             info::table(&tx, table)?;
         }
