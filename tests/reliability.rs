@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use parquet::file::reader::{FileReader, SerializedFileReader};
+
 use support::{Spawned, assert_says, assert_success, inspect, sim_app, text, wait_until};
 
 /// Kernel dispatches as CSV, flushed every 100 ms; a command post-step when `post` says.
@@ -451,6 +453,18 @@ fn outputs_computed_from_a_spool_whose_disk_filled_say_they_are_partial() {
     let markdown = std::fs::read_to_string(d.join("out/summary/summary.md")).unwrap();
     assert!(markdown.contains("> **Partial:** "), "{markdown}");
     assert!(report.contains("<strong>Partial:</strong>"), "{report}");
+    // The sink's files hold every record, and say nothing of the spool.
+    for table in support::entries(&d.join("out/tables"), |_| true) {
+        for file in support::entries(&table, |name| name.ends_with(".parquet")) {
+            let reader = SerializedFileReader::new(std::fs::File::open(file).unwrap()).unwrap();
+            let kv = reader
+                .metadata()
+                .file_metadata()
+                .key_value_metadata()
+                .cloned();
+            assert!(!kv.unwrap().iter().any(|kv| kv.key == "rocflow.partial"));
+        }
+    }
     for step in ["stats", "page"] {
         assert_says(
             &full.stderr,

@@ -197,10 +197,7 @@ pub fn run_into(
         }
         let ending = source.finish();
         // Before any sink finishes: they describe the input in their outputs.
-        catalog.write().expect("no poison").partial = match &ending {
-            Ok(ending) => ending.partial.clone(),
-            Err(e) => Some(e.to_string()),
-        };
+        catalog.write().expect("no poison").partial = crate::source::partial(&ending);
         board.input_ended();
         decoder.flush();
         decoder.release_renamed();

@@ -184,10 +184,7 @@ fn statistics(
     }
     // A live run's sinks may have had records its spool lacks (its disk filled): the
     // spool's own end says whether the statistics are the whole run's.
-    summary.partial = match records.finish() {
-        Ok(ending) => ending.partial,
-        Err(e) => Some(e.to_string()),
-    };
+    summary.partial = crate::source::partial(&records.finish());
     Ok(summary)
 }
 

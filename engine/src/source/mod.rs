@@ -70,6 +70,17 @@ pub struct Ending {
     pub partial: Option<String>,
 }
 
+/// Why the frames a source gave may be only part of its input, from how it `ended`: a
+/// spool cut short, or an input that failed part-way. A live run's spool that could not be
+/// completed is not one: the stages had every frame that arrived.
+pub fn partial(ended: &Result<Ending, SourceError>) -> Option<String> {
+    match ended {
+        Ok(ending) => ending.partial.clone(),
+        Err(SourceError::Spool(_)) => None,
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// A source that could not be read, or not completed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -164,8 +164,7 @@ impl Summary {
             .into_inner()
             .expect("no panics while holding the lock");
         summary.catalog = report.catalog;
-        summary.partial = (report.source.as_ref())
-            .map_or_else(|e| Some(e.to_string()), |ending| ending.partial.clone());
+        summary.partial = crate::source::partial(&report.source);
         Ok((summary, report.source))
     }
 
