@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use parquet::file::reader::{FileReader, SerializedFileReader};
+
 use support::{Spawned, assert_says, assert_success, inspect, sim_app, text, wait_until};
 
 /// Kernel dispatches as CSV, flushed every 100 ms; a command post-step when `post` says.
@@ -347,4 +349,126 @@ fn a_spool_that_cannot_be_created_is_named_with_a_way_out() {
     assert!(!output.status.success(), "{stderr}");
     assert_says(&stderr, "cannot create the spool in p.toml/runs");
     assert_says(&stderr, "--spool FILE or [pipeline] spool_dir");
+}
+
+/// A run whose spool's disk fills part-way: the sinks still get every record, and the
+/// summary and the report, which read the spool, say in themselves and on the terminal
+/// that they hold part of the run's. A file size limit on rocflow stands in for the full
+/// disk (writes past it fail, as on a full disk), below the spool's size and above every
+/// other file's.
+#[test]
+fn outputs_computed_from_a_spool_whose_disk_filled_say_they_are_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    support::launches_scenario(d, 2000);
+    let pipeline = concat!(
+        support::traced_pipeline!("full", "t", r#"["kernel_dispatch", "hip_runtime_api"]"#),
+        support::sink!("tables", "parquet", "out/tables"),
+        "[[post]]\nname = \"stats\"\nkind = \"summary\"\npath = \"out/summary\"\n",
+        "[[post]]\nname = \"page\"\nkind = \"report\"\npath = \"out/report.html\"\n",
+    );
+    std::fs::write(d.join("full.toml"), pipeline).unwrap();
+    let app = sim_app();
+    let run = |limit: Option<u64>| {
+        let args = [
+            "run",
+            "full.toml",
+            "--device",
+            "sim:launches.toml",
+            "--spool",
+            "run.rfraw",
+            "--spool-compression",
+            "none",
+            "--",
+            app.to_str().unwrap(),
+            "exit",
+            "0",
+        ];
+        let mut command = support::rocflow_command(&args, d, &[]);
+        if let Some(limit) = limit {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: between fork and exec, only async-signal-safe calls on owned values.
+            unsafe {
+                command.pre_exec(move || {
+                    let rlimit = libc::rlimit {
+                        rlim_cur: limit,
+                        rlim_max: limit,
+                    };
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    match libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) {
+                        0 => Ok(()),
+                        _ => Err(std::io::Error::last_os_error()),
+                    }
+                });
+            }
+        }
+        let output = command.output().unwrap();
+        let kernel_calls = |summary: &serde_json::Value| -> u64 {
+            // A table without rows is left out.
+            let rows = summary["kernels"].as_array().map_or(&[][..], Vec::as_slice);
+            let calls = rows
+                .iter()
+                .map(|r| r["calls"].as_f64().unwrap())
+                .sum::<f64>();
+            calls as u64
+        };
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(d.join("out/summary/summary.json")).unwrap())
+                .unwrap();
+        let report = std::fs::read_to_string(d.join("out/report.html")).unwrap();
+        (output, kernel_calls(&summary), summary, report)
+    };
+    let (whole, calls, summary, report) = run(None);
+    assert_success(&whole);
+    // Two threads launch eight kernels 2,000 times each.
+    assert_eq!(calls, 16 * 2000, "{summary}");
+    assert!(summary.get("partial").is_none(), "{summary}");
+    assert!(!report.contains("Partial"));
+    let spool = std::fs::metadata(d.join("run.rfraw")).unwrap().len();
+    let limit = spool / 2;
+    let largest_output = support::entries(&d.join("out"), |_| true)
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .max()
+        .unwrap();
+    assert!(
+        largest_output < limit,
+        "{largest_output} bytes of output, spool {spool}"
+    );
+    let sunk = format!("tables: {} records", 32 * 2000);
+    assert_says(&whole.stderr, &sunk);
+    std::fs::remove_dir_all(d.join("out")).unwrap();
+
+    let (full, calls, summary, report) = run(Some(limit));
+    let stderr = text(&full.stderr);
+    assert!(!full.status.success(), "{stderr}");
+    assert_says(&full.stderr, "the spool run.rfraw is incomplete");
+    // The sinks had every record; the statistics the part the spool holds, and say so.
+    assert_says(&full.stderr, &sunk);
+    assert!(calls < 16 * 2000, "{calls} kernel calls in the summary");
+    let partial = summary["partial"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(partial.starts_with("the spool "), "{partial}");
+    let markdown = std::fs::read_to_string(d.join("out/summary/summary.md")).unwrap();
+    assert!(markdown.contains("> **Partial:** "), "{markdown}");
+    assert!(report.contains("<strong>Partial:</strong>"), "{report}");
+    // The sink's files hold every record, and say nothing of the spool.
+    for table in support::entries(&d.join("out/tables"), |_| true) {
+        for file in support::entries(&table, |name| name.ends_with(".parquet")) {
+            let reader = SerializedFileReader::new(std::fs::File::open(file).unwrap()).unwrap();
+            let kv = reader
+                .metadata()
+                .file_metadata()
+                .key_value_metadata()
+                .cloned();
+            assert!(!kv.unwrap().iter().any(|kv| kv.key == "rocflow.partial"));
+        }
+    }
+    for step in ["stats", "page"] {
+        assert_says(
+            &full.stderr,
+            &format!("post-step `{step}` holds part of the run's records"),
+        );
+    }
 }

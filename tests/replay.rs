@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use parquet::file::reader::{FileReader, SerializedFileReader};
 use support::truth::{self, Collects, Part, Scenario, Tally};
 use support::{assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, text};
 
@@ -262,13 +264,128 @@ fn strict_transforms_stop_the_run_at_their_first_failure() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A spool whose runner was killed between two frames (the OOM killer, a scheduler's
+/// limit) holds every frame before, and no recorded end: `inspect` does not call it
+/// complete, and a replay reads it with a warning, into a summary, a report, a rocpd
+/// database (its `rocpd_metadata`) and Parquet files (their key-value metadata) that say
+/// they are partial. The same spool with its end replays without a word of it.
+#[test]
+fn a_spool_whose_runner_was_killed_replays_into_outputs_that_say_partial() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    let posts = concat!(
+        "[[post]]\nname = \"stats\"\nkind = \"summary\"\npath = \"out/summary\"\n",
+        "[[post]]\nname = \"page\"\nkind = \"report\"\npath = \"out/report.html\"\n",
+    );
+    let db = concat!(
+        support::sink!("db", "rocpd", "out/run.db"),
+        support::sink!("dataset", "parquet", "out/dataset"),
+    );
+    std::fs::write(d.join("posts.toml"), format!("{PIPELINE}{db}{posts}")).unwrap();
+    let replay = |d: &Path| {
+        let out = rocflow(&["replay", "run.rfraw", "posts.toml"], d, &[]);
+        assert_success(&out);
+        let summary = std::fs::read_to_string(d.join("out/summary/summary.json")).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        let report = std::fs::read_to_string(d.join("out/report.html")).unwrap();
+        let db = rusqlite::Connection::open(d.join("out/run.db")).unwrap();
+        let sql = "SELECT value FROM rocpd_metadata WHERE tag = 'partial'";
+        let mut partial: Vec<Option<String>> = support::sqlite_rows(&db, sql, |r| r.get(0));
+        drop(db);
+        // Each Parquet file's own word, one per file.
+        let tables = support::entries(&d.join("out/dataset"), |_| true);
+        let files: Vec<PathBuf> = (tables.iter())
+            .flat_map(|table| support::entries(table, |name| name.ends_with(".parquet")))
+            .collect();
+        assert!(!files.is_empty(), "{tables:?}");
+        for file in files {
+            let reader = SerializedFileReader::new(std::fs::File::open(file).unwrap()).unwrap();
+            let kv = reader
+                .metadata()
+                .file_metadata()
+                .key_value_metadata()
+                .cloned();
+            let said = kv
+                .unwrap()
+                .into_iter()
+                .find(|kv| kv.key == "rocflow.partial");
+            partial.push(said.and_then(|kv| kv.value));
+        }
+        std::fs::remove_dir_all(d.join("out")).unwrap();
+        (text(&out.stderr), summary, (report, partial))
+    };
+    assert_eq!(inspect(d)["complete"], true);
+    let (stderr, summary, (report, db)) = replay(d);
+    assert!(!stderr.contains("not recorded"), "{stderr}");
+    assert!(summary.get("partial").is_none(), "{summary}");
+    assert!(!report.contains("Partial"));
+    assert!(db.iter().all(Option::is_none), "{db:?}");
+    let whole = summary["kernels"].clone();
+
+    // The end is the spool's last 20 bytes: a frame header and its offset.
+    let path = d.join("run.rfraw");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 20]).unwrap();
+    let info = inspect(d);
+    assert_eq!(info["complete"], false, "{info}");
+    let warning = info["warning"].as_str().unwrap();
+    assert!(warning.contains("end is not recorded"), "{warning}");
+    assert!(warning.contains("cut short"), "{warning}");
+    let (stderr, summary, (report, db)) = replay(d);
+    assert_says(&stderr, "warning: the spool's end is not recorded");
+    assert_says(&stderr, "post-step `stats` holds part of the run's records");
+    assert_says(&stderr, "post-step `page` holds part of the run's records");
+    assert_eq!(summary["partial"].as_str(), Some(warning), "{summary}");
+    // Every frame before the cut is read: the same statistics.
+    assert_eq!(summary["kernels"], whole);
+    assert!(report.contains("<strong>Partial:</strong>"), "{report}");
+    // The database's row, then each Parquet file's.
+    assert!(db.len() > 2, "{db:?}");
+    assert!(
+        db.iter().all(|said| said.as_deref() == Some(warning)),
+        "{db:?}"
+    );
+}
+
+/// A replay into the directory of a run or replay killed by SIGKILL removes the hidden
+/// database that one left staged (`.run.db.rocflow-PID`, of a pid no process has now),
+/// and leaves a live process's, and what is named otherwise, as they are.
+#[test]
+fn a_replay_removes_what_a_killed_one_left_staged() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    let pipeline = format!("{PIPELINE}{}", support::sink!("db", "rocpd", "out/run.db"));
+    std::fs::write(d.join("db.toml"), pipeline).unwrap();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let mut live = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let abandoned = out.join(format!(".run.db.rocflow-{}", gone.id()));
+    let staging = out.join(format!(".run.db.rocflow-{}", live.id()));
+    let other = out.join(format!(".run.db.rocflow-{}.keep", gone.id()));
+    for path in [&abandoned, &staging, &other] {
+        std::fs::write(path, vec![0; 1 << 20]).unwrap();
+    }
+    assert_success(&rocflow(&["replay", "run.rfraw", "db.toml"], d, &[]));
+    live.kill().unwrap();
+    live.wait().unwrap();
+    assert!(out.join("run.db").is_file());
+    assert!(!abandoned.exists(), "the killed run's staging is left");
+    assert!(staging.exists() && other.exists());
+}
+
 /// The spool `rocflow run` wrote before format version 2 (see its README).
 fn version_1_spool() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/spool-v1")
 }
 
 /// The version 1 spool replays to what its scenario (beside it) makes with its pipeline:
-/// its kernels, HIP calls, copies and two counters.
+/// its kernels, HIP calls, copies and two counters. Its format records no end, which
+/// `inspect` says: whether it is whole cannot be told.
 #[test]
 fn a_version_1_spool_replays_with_its_recorded_pipeline() {
     let dir = tempfile::tempdir().unwrap();
@@ -276,7 +393,9 @@ fn a_version_1_spool_replays_with_its_recorded_pipeline() {
     let v1 = version_1_spool();
     std::fs::copy(v1.join("run.rfraw"), d.join("run.rfraw")).unwrap();
     let info = inspect(d);
-    assert_eq!(info["complete"], true);
+    assert_eq!(info["complete"], false);
+    let warning = info["warning"].as_str().unwrap();
+    assert!(warning.contains("end is not recorded"), "{warning}");
     assert_eq!(info["has_pipeline"], true);
     assert_success(&rocflow(&["replay", "run.rfraw"], d, &[]));
     let scenario = Scenario::read(&v1.join("scenario.toml"));

@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use rocflow::record::{Batch, CounterInfo, MemoryAllocation, Meta};
-use rocflow::spool::SpoolReader;
-use rocflow::wire::{self, Frame, Payload};
+use rocflow::spool::{SpoolReader, SpoolWriter};
+use rocflow::wire::{Frame, Payload};
 use support::{assert_says, assert_success, csv, rocflow, rocflow_command, text};
 
 const TRACE: &str = concat!(
@@ -30,16 +30,19 @@ fn generated(pipeline: &str) -> tempfile::TempDir {
     support::generated("p.toml", pipeline, RECORDS)
 }
 
-/// Rewrites the spool at `path` with `change` applied to its frames.
+/// Rewrites the spool at `path` with `change` applied to its frames, whole: its end
+/// recorded.
 fn rewrite(path: &Path, change: impl FnOnce(&mut Vec<Frame>)) {
     let mut frames: Vec<Frame> = SpoolReader::open(path)
         .unwrap()
         .map(Result::unwrap)
         .collect();
     change(&mut frames);
-    let mut bytes = wire::stream_header().to_vec();
+    let mut bytes = Vec::new();
     frames.iter().for_each(|frame| frame.encode(&mut bytes));
-    std::fs::write(path, bytes).unwrap();
+    let mut spool = SpoolWriter::create(path).unwrap();
+    spool.write(&bytes).unwrap();
+    spool.finish().unwrap();
 }
 
 /// Runs `rocflow args…` in `dir`; one still running after a minute is killed and fails the

@@ -22,6 +22,9 @@ pub struct Catalog {
     pub exit: Option<Exit>,
     /// The form kernels' names take (see [`crate::kernel_names`]).
     pub naming: KernelNames,
+    /// Why the input may hold only part of the run (a spool cut short), once it has ended:
+    /// outputs with a place for it say so.
+    pub partial: Option<String>,
 }
 
 /// One process's metadata.
@@ -136,6 +139,7 @@ impl Catalog {
             plan: self.plan.clone(),
             exit: self.exit,
             naming: self.naming,
+            partial: self.partial.clone(),
         }
     }
 }

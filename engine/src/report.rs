@@ -44,6 +44,13 @@ pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
         escape(page.title),
         escape(page.title)
     );
+    if let Some(why) = &summary.partial {
+        let _ = writeln!(
+            out,
+            "<p class=\"partial\"><strong>Partial:</strong> {}</p>",
+            escape(why)
+        );
+    }
     metadata(&mut out, page, summary);
     if let Some(kernels) = tables.iter().find(|t| t.name == "kernels") {
         out.push_str("<h2>Top kernels by GPU time</h2>\n");
@@ -378,6 +385,7 @@ const STYLE: &str = r#"
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #1d2330; padding: 0 1em; }
 h1 { font-size: 1.6em; margin-bottom: .2em; }
 h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #d8dce5; padding-bottom: .2em; }
+p.partial { background: #fdecea; border-left: 4px solid #c8102e; padding: .5em 1em; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; }
 dl.meta dt { color: #5a6272; }
 dl.meta dd { margin: 0; }

@@ -196,6 +196,8 @@ pub fn run_into(
             }
         }
         let ending = source.finish();
+        // Before any sink finishes: they describe the input in their outputs.
+        catalog.write().expect("no poison").partial = crate::source::partial(&ending);
         board.input_ended();
         decoder.flush();
         decoder.release_renamed();

@@ -2,6 +2,9 @@
 //!
 //! Frames are appended as they arrive, so a crash leaves a readable prefix: the reader
 //! stops at the first incomplete or corrupt frame and says which, keeping what came before.
+//! The writer records the spool's end when it closes it with every frame it took, so a
+//! spool cut short between two frames (its runner killed, its disk full) is told from a
+//! whole one.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
@@ -18,6 +21,9 @@ pub struct SpoolWriter {
     /// Where the writeback asked for so far ends.
     written_back: u64,
     writeback: Option<Writeback>,
+    /// Whether a write failed: the frames after it are missing, so the spool takes no more
+    /// and its end is not recorded.
+    failed: bool,
 }
 
 /// Bytes written between requests to the kernel to start writing them to disk.
@@ -74,13 +80,21 @@ impl SpoolWriter {
             out,
             bytes: wire::STREAM_HEADER as u64,
             written_back: 0,
+            failed: false,
         })
     }
 
     /// Appends encoded frames (see [`wire::encode_records`] and [`wire::encode_meta`]).
+    /// After a failed write every later one fails: a spool never skips frames.
     pub fn write(&mut self, frames: &[u8]) -> io::Result<()> {
+        if self.failed {
+            return Err(io::Error::other("an earlier write to the spool failed"));
+        }
         self.bytes += frames.len() as u64;
-        self.out.write_all(frames)?;
+        if let Err(e) = self.out.write_all(frames) {
+            self.failed = true;
+            return Err(e);
+        }
         let in_file = self.bytes - self.out.buffer().len() as u64;
         if in_file - self.written_back >= WRITEBACK
             && let Some(writeback) = &self.writeback
@@ -96,14 +110,26 @@ impl SpoolWriter {
         self.bytes
     }
 
-    /// Flushes and syncs the file.
-    pub fn finish(self) -> io::Result<()> {
+    /// Records the spool's end, after every frame written, then flushes and syncs the file;
+    /// a spool a write failed in is synced as it is, its end not recorded.
+    pub fn finish(mut self) -> io::Result<()> {
+        let ended = match self.failed {
+            true => Err(io::Error::other(
+                "a write to the spool failed, so its end is not recorded",
+            )),
+            false => {
+                let mut end = Vec::new();
+                wire::encode_end(self.bytes, &mut end);
+                self.out.write_all(&end)
+            }
+        };
         if let Some(Writeback { ends, thread }) = self.writeback {
             drop(ends);
             let _ = thread.join();
         }
         let file = self.out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()
+        let synced = file.sync_all();
+        ended.and(synced)
     }
 }
 
@@ -126,8 +152,12 @@ fn start_writeback(file: &File, from: u64, to: u64) {
 /// How reading a spool ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {
-    /// Every frame was read.
+    /// Every frame was read, up to the end its writer recorded.
     Complete,
+    /// Every frame in the file was read, and no end is recorded after them: the run was cut
+    /// short between two frames (its runner killed, its disk full). A spool of a format
+    /// `version` before [`wire::ENDS_RECORDED`] records none, and may or may not be whole.
+    Unrecorded { version: u16 },
     /// The last frame was cut short (the run was killed while writing it); it was dropped.
     Truncated { offset: u64, missing: usize },
     /// A frame failed its checks; it and everything after it were dropped.
@@ -139,6 +169,12 @@ impl Ending {
     pub fn warning(&self) -> Option<String> {
         match self {
             Ending::Complete => None,
+            Ending::Unrecorded { version } if *version < wire::ENDS_RECORDED => Some(format!(
+                "the spool's end is not recorded (its format, version {version}, records none): whether its run was cut short cannot be told"
+            )),
+            Ending::Unrecorded { .. } => Some(
+                "the spool's end is not recorded: its run was cut short (the runner killed, or its disk full); using the frames it holds".into(),
+            ),
             Ending::Truncated { offset, missing } => Some(format!(
                 "the spool ends inside a frame at byte {offset} ({missing} bytes missing, the run was probably interrupted); using the frames before it"
             )),
@@ -184,7 +220,10 @@ impl Iterator for SpoolReader {
         }
         let ending = match self.frames.next_frame() {
             Ok(Some(frame)) => return Some(Ok(frame)),
-            Ok(None) => Ending::Complete,
+            Ok(None) if self.frames.end_recorded() => Ending::Complete,
+            Ok(None) => Ending::Unrecorded {
+                version: self.frames.version(),
+            },
             Err(WireError::Truncated { offset, missing }) => Ending::Truncated { offset, missing },
             Err(WireError::Corrupt { offset, reason }) => Ending::Corrupt { offset, reason },
             Err(WireError::Io(e)) => return Some(Err(e)),

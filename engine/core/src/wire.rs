@@ -5,7 +5,7 @@
 //!
 //! | bytes | field |
 //! | --- | --- |
-//! | 1 | tag: 0 = metadata (JSON array of [`Meta`]), 1 + [`RecordKind`] index = records, 128 = API call arguments ([`ApiArgs`]) |
+//! | 1 | tag: 0 = metadata (JSON array of [`Meta`]), 1 + [`RecordKind`] index = records, 128 = API call arguments ([`ApiArgs`]), 255 = the spool's end |
 //! | 1 | encoding: 0 = the payload as it is, 1 = compressed with zstd (see below) |
 //! | 2 | stream: which process the frame belongs to (the runner numbers connections) |
 //! | 4 | payload length, as stored |
@@ -18,11 +18,17 @@
 //! several cores can share a frame: a compressed payload is its length as a u32, each
 //! part's compressed length as a u32, then the parts.
 //!
+//! A spool's writer records its end when it closes the spool (format version 4 on): a last
+//! frame of stream 0 whose payload is its own offset (a u64), after which nothing follows.
+//! A spool without it was cut short: its runner was killed, or its disk filled. A live
+//! stream has no such frame.
+//!
 //! A reader checks every header and checksum, and tells a truncated last frame (a crash
 //! mid-write) from corruption. Earlier versions, which spools kept from earlier runs may
-//! have, store every payload as it is (their encoding byte is 0); version 1 also differs in
-//! its checksum, which covers the payload only, so a damaged header is caught only where it
-//! names no kind or has an encoding byte other than 0.
+//! have, record no end, and versions before 3 store every payload as it is (their encoding
+//! byte is 0); version 1 also differs in its checksum, which covers the payload only, so a
+//! damaged header is caught only where it names no kind or has an encoding byte other
+//! than 0.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -36,7 +42,9 @@ use crate::record::{ApiArgs, Batch, CounterSample, Meta, Out, Record, RecordKind
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 /// The version this rocflow writes.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
+/// The first version whose spools record their end.
+pub const ENDS_RECORDED: u16 = 4;
 /// The oldest version of a kept spool this rocflow reads.
 pub const OLDEST_VERSION: u16 = 1;
 pub const STREAM_HEADER: usize = 8;
@@ -51,6 +59,10 @@ pub const MAX_INSTANCES: u64 = (MAX_PAYLOAD / CounterSample::SIZE) as u64;
 const META_TAG: u8 = 0;
 /// Far above the record kinds' tags, which grow with the kinds.
 const ARGS_TAG: u8 = 128;
+/// The spool's recorded end.
+const END_TAG: u8 = 255;
+/// An end frame's payload: its own offset in the spool.
+const END_PAYLOAD: usize = 8;
 
 /// The bytes that start every stream.
 pub fn stream_header() -> [u8; STREAM_HEADER] {
@@ -83,6 +95,13 @@ enum Encoding {
 pub const COMPRESSED_PART: usize = 128 << 10;
 /// zstd's fastest regular level: about 8 times smaller records at 0.7 GB/s a core.
 const ZSTD_LEVEL: i32 = 1;
+/// No compressed frame's payload is more than this many times the size it is stored in.
+/// rocflow's own frames expand 7 to 13 times (runs of the shipped templates on the
+/// simulated device, whose records repeat more than a GPU's, among them 320,000 launches
+/// of eight kernels traced and counted); parts of zeros expand thousands of times, and a
+/// spool of them would read as hundreds of times the records its size can hold. The bound
+/// keeps ten times the margin over what the runner writes.
+pub const MAX_EXPANSION: usize = 128;
 
 /// Checks a stream header against the versions `oldest..=VERSION` and returns its version;
 /// the error says what the bytes are instead.
@@ -179,6 +198,13 @@ pub fn encode_args(stream: u16, args: &ApiArgs, out: &mut impl Out) {
     frame(stream, ARGS_TAG, out, |out| args.encode(out));
 }
 
+/// Appends the frame that records a spool's end to `out`, given where it starts in the
+/// spool: the last frame a spool's writer writes, and only when every frame it took is
+/// written.
+pub fn encode_end(offset: u64, out: &mut Vec<u8>) {
+    frame(0, END_TAG, out, |out| out.put(&offset.to_le_bytes()));
+}
+
 /// Appends a frame whose payload `body` writes.
 fn frame<O: Out>(stream: u16, tag: u8, out: &mut O, body: impl FnOnce(&mut O)) {
     let start = out.bytes().len();
@@ -258,9 +284,9 @@ pub fn compressed_frame(raw: &[u8], parts: &[Vec<u8>]) -> Option<Vec<u8>> {
 }
 
 /// The payload a compressed frame stores; the error says what is wrong with it. Its size
-/// is checked before memory is set aside for it, as a plain frame's is. The parts are
-/// decompressed on rayon's threads: a spool's reader would otherwise spend most of its
-/// time here.
+/// is checked before memory is set aside for it, as a plain frame's is, and against the
+/// size it is stored in (see [`MAX_EXPANSION`]). The parts are decompressed on rayon's
+/// threads: a spool's reader would otherwise spend most of its time here.
 fn decompress(stored: &[u8]) -> Result<Vec<u8>, String> {
     let (len, rest) = stored
         .split_first_chunk::<4>()
@@ -284,6 +310,12 @@ fn decompress(stored: &[u8]) -> Result<Vec<u8>, String> {
     }
     if !data.is_empty() {
         return Err(format!("{} bytes follow its compressed parts", data.len()));
+    }
+    if len > stored.len().saturating_mul(MAX_EXPANSION) {
+        return Err(format!(
+            "it claims {len} bytes once decompressed from {} stored, more than {MAX_EXPANSION} times as many (rocflow's compressed frames expand about 10 times)",
+            stored.len()
+        ));
     }
     let mut payload = vec![0; len];
     let done: Vec<Result<(), String>> = (payload.par_chunks_mut(COMPRESSED_PART))
@@ -358,15 +390,25 @@ impl Checksum {
 }
 
 /// What is wrong with a frame header of a stream whose frames may be `compressed` or not,
-/// before its payload is read; checks that need no checksum, so version 1 frames get them
-/// too.
-fn check_frame_header(header: &[u8; FRAME_HEADER], compressed: bool) -> Result<usize, String> {
+/// and may record its end or not, before its payload is read; checks that need no
+/// checksum, so version 1 frames get them too.
+fn check_frame_header(
+    header: &[u8; FRAME_HEADER],
+    compressed: bool,
+    ends: bool,
+) -> Result<usize, String> {
     let tag = header[0];
+    let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
+    if tag == END_TAG && ends {
+        return match (header[1], len) {
+            (0, END_PAYLOAD) => Ok(len),
+            _ => Err("its end frame is malformed".into()),
+        };
+    }
     if usize::from(tag) > RecordKind::ALL.len() && tag != ARGS_TAG {
         return Err(format!("unknown frame tag {tag}"));
     }
     Encoding::of(header[1], compressed)?;
-    let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
     if len > MAX_PAYLOAD {
         return Err(format!("it claims {len} bytes"));
     }
@@ -422,9 +464,15 @@ pub struct FrameReader<R> {
     input: R,
     /// What the stream's frames carry, by its format version.
     checksum: Checksum,
+    /// The stream's format version.
+    version: u16,
     /// Whether its frames may be stored compressed: a kept stream's, from version 3 on. A
     /// live stream's frames are as the tool sent them.
     compressed: bool,
+    /// Whether it may record its end: a kept stream's, from [`ENDS_RECORDED`] on.
+    ends: bool,
+    /// Whether its end was read: no frame follows.
+    ended: bool,
     /// Offset of the next frame from the start of the stream.
     offset: u64,
     /// The last frame's bytes, for [`FrameReader::next_frame`].
@@ -457,7 +505,10 @@ impl<R: Read> FrameReader<R> {
         Ok(FrameReader {
             input,
             checksum: Checksum::of_version(version),
+            version,
             compressed: kept && version >= 3,
+            ends: kept && version >= ENDS_RECORDED,
+            ended: false,
             offset: STREAM_HEADER as u64,
             bytes: Vec::new(),
             strings: HashMap::new(),
@@ -467,6 +518,16 @@ impl<R: Read> FrameReader<R> {
     /// Offset of the next frame.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The stream's format version.
+    pub fn version(&self) -> u16 {
+        self.version
+    }
+
+    /// Whether the stream's recorded end was read (see [`encode_end`]).
+    pub fn end_recorded(&self) -> bool {
+        self.ended
     }
 
     /// The next frame, `None` at a clean end of the stream.
@@ -508,9 +569,13 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// Reads the next frame as it was encoded (header and payload) into `frame`, its
-    /// checksum verified; `false` at a clean end of the stream. Reusing one `frame` for
-    /// every call spares an allocation, and its page faults, per frame.
+    /// checksum verified; `false` at a clean end of the stream, or at its recorded end
+    /// (then [`FrameReader::end_recorded`]). Reusing one `frame` for every call spares an
+    /// allocation, and its page faults, per frame.
     pub fn next_raw(&mut self, frame: &mut Vec<u8>) -> Result<bool, WireError> {
+        if self.ended {
+            return Ok(false);
+        }
         let offset = self.offset;
         let mut header = [0; FRAME_HEADER];
         match read_full(&mut self.input, &mut header)? {
@@ -524,7 +589,7 @@ impl<R: Read> FrameReader<R> {
             _ => {}
         }
         let corrupt = |reason| WireError::Corrupt { offset, reason };
-        let len = check_frame_header(&header, self.compressed).map_err(corrupt)?;
+        let len = check_frame_header(&header, self.compressed, self.ends).map_err(corrupt)?;
         frame.clear();
         frame.extend_from_slice(&header);
         let got = (&mut self.input).take(len as u64).read_to_end(frame)?;
@@ -539,7 +604,33 @@ impl<R: Read> FrameReader<R> {
             return Err(corrupt("checksum mismatch".into()));
         }
         self.offset += (FRAME_HEADER + len) as u64;
+        if header[0] == END_TAG && self.ends {
+            self.read_end(offset, &frame[FRAME_HEADER..])?;
+            return Ok(false);
+        }
         Ok(true)
+    }
+
+    /// Checks the end frame at `offset`, whose payload is `payload`: it names where it is,
+    /// and nothing follows it.
+    fn read_end(&mut self, offset: u64, payload: &[u8]) -> Result<(), WireError> {
+        let corrupt = |reason| WireError::Corrupt { offset, reason };
+        let named = u64::from_le_bytes(payload.try_into().expect("checked length"));
+        if named != offset {
+            return Err(corrupt(format!(
+                "an end frame names byte {named}, not its own place"
+            )));
+        }
+        let after = self.offset;
+        let mut more = [0; 1];
+        if read_full(&mut self.input, &mut more)? > 0 {
+            return Err(WireError::Corrupt {
+                offset: after,
+                reason: "bytes follow the spool's recorded end".into(),
+            });
+        }
+        self.ended = true;
+        Ok(())
     }
 }
 

@@ -104,6 +104,14 @@ fn write_spool(dir: &tempfile::TempDir, bytes: &[u8]) -> std::path::PathBuf {
     path
 }
 
+/// A spool of `bytes` as a runner killed after writing them leaves it: its end not
+/// recorded.
+fn cut_spool(dir: &tempfile::TempDir, bytes: &[u8]) -> std::path::PathBuf {
+    let path = dir.path().join("cut.rfraw");
+    std::fs::write(&path, [&wire::stream_header()[..], bytes].concat()).unwrap();
+    path
+}
+
 fn read_all(path: &std::path::Path) -> (Vec<Frame>, Ending) {
     let mut reader = SpoolReader::open(path).unwrap();
     let frames = reader.by_ref().map(Result::unwrap).collect();
@@ -149,7 +157,7 @@ fn a_truncated_last_frame_is_dropped_and_the_prefix_kept() {
     let last = offsets[n] as usize - wire::STREAM_HEADER;
     // Cut inside the last payload (one byte short), then inside its header (5 of 12 bytes).
     for (cut, missing) in [(bytes.len() - 1, 1), (last + 5, wire::FRAME_HEADER - 5)] {
-        let path = write_spool(&dir, &bytes[..cut]);
+        let path = cut_spool(&dir, &bytes[..cut]);
         let (read, ending) = read_all(&path);
         assert_eq!(read, original[..n]);
         assert_eq!(
@@ -170,7 +178,7 @@ fn a_corrupt_frame_ends_the_valid_prefix() {
     // Flip one bit inside the kernel dispatch payload.
     let inside = offsets[1] as usize - wire::STREAM_HEADER + wire::FRAME_HEADER + 100;
     bytes[inside] ^= 0x10;
-    let path = write_spool(&dir, &bytes);
+    let path = cut_spool(&dir, &bytes);
     let (read, ending) = read_all(&path);
     assert_eq!(read, original[..1]);
     assert_eq!(
@@ -185,6 +193,77 @@ fn a_corrupt_frame_ends_the_valid_prefix() {
             .warning()
             .unwrap()
             .contains(&format!("corrupt at byte {}", offsets[1]))
+    );
+}
+
+/// A spool its writer closed records its end, as its last 20 bytes; one cut short between
+/// two frames (the runner killed) reads as every frame it holds, its end not recorded.
+#[test]
+fn a_spool_without_its_recorded_end_was_cut_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = frames();
+    let (bytes, _) = encode(&original);
+    let path = write_spool(&dir, &bytes);
+    let whole = std::fs::read(&path).unwrap();
+    assert_eq!(whole.len(), wire::STREAM_HEADER + bytes.len() + 20);
+
+    let cut = cut_spool(&dir, &bytes);
+    let (read, ending) = read_all(&cut);
+    assert_eq!(read, original);
+    assert_eq!(
+        ending,
+        Ending::Unrecorded {
+            version: wire::VERSION
+        }
+    );
+    let warning = ending.warning().unwrap();
+    assert!(warning.contains("end is not recorded"), "{warning}");
+    assert!(warning.contains("cut short"), "{warning}");
+}
+
+/// What follows a recorded end, and an end frame that names another place than its own
+/// (copied from another spool), are corruption where they are; the frames before read.
+#[test]
+fn a_recorded_end_is_the_last_thing_in_the_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = frames();
+    let (bytes, _) = encode(&original);
+    let whole = std::fs::read(write_spool(&dir, &bytes)).unwrap();
+    let end_at = (wire::STREAM_HEADER + bytes.len()) as u64;
+
+    let mut more = whole.clone();
+    more.extend_from_slice(&whole[wire::STREAM_HEADER..wire::STREAM_HEADER + 40]);
+    let (read, ending) = read_all(&cut_spool(&dir, &more[wire::STREAM_HEADER..]));
+    assert_eq!(read, original);
+    assert_eq!(
+        ending,
+        Ending::Corrupt {
+            offset: end_at + 20,
+            reason: "bytes follow the spool's recorded end".into()
+        }
+    );
+
+    let mut moved = Vec::new();
+    wire::encode_end(end_at + 1, &mut moved);
+    let (read, ending) = read_all(&cut_spool(&dir, &[&bytes[..], &moved].concat()));
+    assert_eq!(read, original);
+    assert!(
+        matches!(&ending, Ending::Corrupt { offset, reason } if *offset == end_at && reason.contains("names byte")),
+        "{ending:?}"
+    );
+}
+
+/// A live stream records no end: a process cannot end the run's spool.
+#[test]
+fn a_live_stream_has_no_end_frame() {
+    let mut end = Vec::new();
+    wire::encode_end(wire::STREAM_HEADER as u64, &mut end);
+    let bytes = [&wire::stream_header()[..], &end].concat();
+    let mut live = wire::FrameReader::new(&bytes[..]).unwrap();
+    let ending = live.next_raw(&mut Vec::new());
+    assert!(
+        matches!(&ending, Err(WireError::Corrupt { reason, .. }) if reason.contains("unknown frame tag 255")),
+        "{ending:?}"
     );
 }
 
@@ -308,7 +387,9 @@ fn a_version_1_spool_still_reads() {
     let path = dir.path().join("run.rfraw");
     std::fs::write(&path, version_1_spool()).unwrap();
     let (frames, ending) = read_all(&path);
-    assert_eq!(ending, Ending::Complete);
+    // Its format records no end: whole or not, it cannot say.
+    assert_eq!(ending, Ending::Unrecorded { version: 1 });
+    assert!(ending.warning().unwrap().contains("cannot be told"));
     let mut records = std::collections::BTreeMap::new();
     for frame in &frames {
         if let Payload::Records(batch) = &frame.payload {
@@ -460,6 +541,55 @@ fn a_damaged_compressed_payload_is_corrupt() {
                 assert!(r.contains(reason), "{r}, not {reason}");
             }
             other => panic!("{reason}: {other:?}"),
+        }
+    }
+}
+
+/// A compressed frame made to expand (zstd parts of zeros, each size within the limits)
+/// would read as hundreds of millions of records from a few MiB of spool: what it claims
+/// is refused past the bound on expansion, naming the frame and the bound, before any
+/// memory is set aside. The runner's own compressed frames stay far inside it.
+#[test]
+fn a_compressed_frame_that_expands_past_the_bound_is_corrupt() {
+    let zeros = wire::compress_part(&[0; wire::COMPRESSED_PART]).unwrap();
+    let parts = wire::MAX_PAYLOAD / wire::COMPRESSED_PART;
+    let mut payload = ((parts * wire::COMPRESSED_PART) as u32)
+        .to_le_bytes()
+        .to_vec();
+    for _ in 0..parts {
+        payload.extend_from_slice(&(zeros.len() as u32).to_le_bytes());
+    }
+    for _ in 0..parts {
+        payload.extend_from_slice(&zeros);
+    }
+    // A frame of kernel dispatches (tag 1 + its kind's index), stored compressed.
+    let mut frame = vec![
+        1 + rocflow_core::record::RecordKind::KernelDispatch as u8,
+        1,
+        0,
+        0,
+    ];
+    frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let crc = wire::checksum(wire::VERSION, &frame, &payload);
+    frame.extend_from_slice(&crc.to_le_bytes());
+    frame.extend_from_slice(&payload);
+    let (_, raw) = raw_frames();
+    let bytes = [&wire::stream_header()[..], &raw[0], &frame].concat();
+    let (read, ending) = read_bytes(&bytes);
+    assert_eq!(read.len(), 1);
+    match ending {
+        Err(WireError::Corrupt { offset, reason }) => {
+            assert_eq!(offset as usize, wire::STREAM_HEADER + raw[0].len());
+            let bound = format!("more than {} times as many", wire::MAX_EXPANSION);
+            assert!(reason.contains(&bound), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    for raw in &raw {
+        if let Some(compressed) = compress(raw) {
+            let expansion = raw.len() as f64 / compressed.len() as f64;
+            assert!(expansion * 4.0 < wire::MAX_EXPANSION as f64, "{expansion}");
         }
     }
 }

@@ -88,7 +88,7 @@ fn inputs(args: &[PathBuf], pipeline: bool) -> Result<(Input, Option<PathBuf>)> 
 /// ended them part-way as a runtime error.
 fn ended(ending: std::result::Result<&Ending, &SourceError>) -> Result<()> {
     let ending = ending.map_err(|e| Error::Runtime(e.to_string()))?;
-    if let Some(warning) = &ending.warning {
+    for warning in [&ending.warning, &ending.partial].into_iter().flatten() {
         messages::diagnostic(&Diagnostic::warning(warning.as_str()));
     }
     Ok(())
@@ -237,6 +237,12 @@ pub(super) fn outputs(
     for step in post::run(plan, spool, open, ahead, &report.catalog, board) {
         match step.outcome {
             Ok(done) => {
+                if let Some(why) = &done.partial {
+                    messages::warning(format_args!(
+                        "post-step `{}` holds part of the run's records, and says so: {why}",
+                        step.name
+                    ));
+                }
                 out.push_str(&format!("  {}:", step.name));
                 for path in &done.paths {
                     out.push_str(&format!("\n    {}", path.display()));
@@ -292,18 +298,19 @@ enum By {
     Agent,
 }
 
-/// The summary tables of the run `input` holds, through `stages`.
+/// The summary tables of the run `input` holds, through `stages`, and why they are
+/// partial, if they are.
 fn summary_tables(
     input: &Input,
     window: &WindowArgs,
     stages: &StageGraph,
     breakdown: Breakdown,
-) -> Result<Vec<Table>> {
+) -> Result<(Vec<Table>, Option<String>)> {
     let mut source = open_input(input, window)?;
     let (summary, ending) =
         Summary::of_run(stages, &mut *source, breakdown).map_err(Error::Runtime)?;
     ended(ending.as_ref())?;
-    Ok(summary.tables())
+    Ok((summary.tables(), summary.partial))
 }
 
 /// The stages a spool was recorded with, plugins left out (see [`untrusted`]; no
@@ -354,7 +361,7 @@ pub fn diff(args: DiffArgs) -> Result<ExitCode> {
     let tables = |arg: &Path| {
         let input = Input::of(arg);
         let stages = recorded_stages(&input, hint);
-        summary_tables(&input, &args.window, &stages, Breakdown::default())
+        summary_tables(&input, &args.window, &stages, Breakdown::default()).map(|t| t.0)
     };
     let diff = Diff::new(&tables(&args.a)?, &tables(&args.b)?);
     // Check the predicate before printing anything: a typo is a usage error.
@@ -399,7 +406,7 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
         process: args.by.contains(&By::Process),
         agent: args.by.contains(&By::Agent),
     };
-    let tables = summary_tables(&input, &args.window, &stages, breakdown)?;
+    let (tables, partial) = summary_tables(&input, &args.window, &stages, breakdown)?;
     let mut out = String::new();
     match &args.output {
         Some(dir) => {
@@ -408,7 +415,7 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
             } else {
                 args.format.clone()
             };
-            let paths = summary::write_files(&tables, dir, &formats)
+            let paths = summary::write_files(&tables, partial.as_deref(), dir, &formats)
                 .map_err(Error::io(format!("writing {}", dir.display())))?;
             for path in paths {
                 out.push_str(&format!("{}\n", path.display()));
@@ -416,7 +423,11 @@ pub fn summary(args: SummaryArgs) -> Result<ExitCode> {
         }
         None => {
             for format in &args.format {
-                out.push_str(&summary::render(&tables, *format));
+                out.push_str(&summary::render_of_run(
+                    &tables,
+                    partial.as_deref(),
+                    *format,
+                ));
             }
         }
     }
@@ -548,7 +559,7 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
     }
     let ending = source.finish();
     ended(ending.as_ref())?;
-    let ending = ending.ok().and_then(|e| e.warning);
+    let (warning, partial) = ending.map_or_else(|_| (None, None), |e| (e.warning, e.partial));
     let processes: Vec<serde_json::Value> = catalog
         .streams()
         .map(|(stream, meta)| {
@@ -576,8 +587,8 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
     if args.json {
         let json = serde_json::json!({
             "spool": input.describe(),
-            "complete": ending.is_none(),
-            "warning": ending,
+            "complete": partial.is_none(),
+            "warning": partial.or(warning),
             "processes": processes,
             "records": records,
             "total_records": counts.values().sum::<u64>(),

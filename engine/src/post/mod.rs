@@ -85,6 +85,8 @@ impl PostError {
 pub struct Done {
     pub paths: Vec<PathBuf>,
     pub text: String,
+    /// Why the files hold only part of the run's records (they say so too), if they do.
+    pub partial: Option<String>,
 }
 
 /// Reads the run's records again, as the sinks had them (the same input and time window),
@@ -165,22 +167,24 @@ fn breakdown(by: &[String]) -> Breakdown {
     }
 }
 
-/// The run's statistics through `stages`, from the records `open` reads; none if rocflow
-/// is asked to stop meanwhile.
+/// The run's statistics through `stages`, from the records `open` reads, and whether they
+/// are partial; none if rocflow is asked to stop meanwhile.
 fn statistics(
     stages: &StageGraph,
     open: Reopen<'_>,
     breakdown: Breakdown,
 ) -> Result<Summary, PostError> {
     let mut records = open().map_err(PostError::Summary)?;
-    // The input was read whole by the sinks already, and how it ended reported there.
     let frames = std::iter::from_fn(|| records.next_frame());
     let mut source = Frames(frames.take_while(|_| !crate::cancel::requested()));
-    let (summary, _) =
+    let (mut summary, _) =
         Summary::of_run(stages, &mut source, breakdown).map_err(PostError::Summary)?;
     if crate::cancel::requested() {
         return Err(PostError::Stopped);
     }
+    // A live run's sinks may have had records its spool lacks (its disk filled): the
+    // spool's own end says whether the statistics are the whole run's.
+    summary.partial = crate::source::partial(&records.finish());
     Ok(summary)
 }
 
@@ -422,6 +426,7 @@ fn report(
     Ok(Done {
         paths: vec![path.to_path_buf()],
         text: String::new(),
+        partial: summary.partial.clone(),
     })
 }
 
@@ -454,7 +459,8 @@ fn summarize(
     formats: &[String],
     by: &[String],
 ) -> Result<Done, PostError> {
-    let tables = summaries.of(breakdown(by))?.tables();
+    let summary = summaries.of(breakdown(by))?;
+    let (tables, partial) = (summary.tables(), summary.partial.clone());
     let formats: Vec<Format> = if formats.is_empty() {
         vec![Format::Csv, Format::Md, Format::Json]
     } else {
@@ -463,12 +469,13 @@ fn summarize(
             .filter_map(|f| Format::from_name(f))
             .collect()
     };
-    let paths = summary::write_files(&tables, dir, &formats)
+    let paths = summary::write_files(&tables, partial.as_deref(), dir, &formats)
         .map_err(PostError::io(format!("writing {}", dir.display())))?;
     let top = top.map_or(DEFAULT_TOP, |n| n as usize);
     Ok(Done {
         paths,
         text: summary::terminal(&tables, top),
+        partial,
     })
 }
 

@@ -103,7 +103,7 @@ impl Query<'_> {
         })?;
         Ok(Done {
             paths: vec![path.to_path_buf()],
-            text: String::new(),
+            ..Done::default()
         })
     }
 

@@ -1,9 +1,11 @@
 //! Output written in a hidden sibling directory of its final path and moved there only when
-//! complete, so a failed run leaves nothing half-written where the output belongs.
+//! complete, so a failed run leaves nothing half-written where the output belongs: staged,
+//! moved durably and cleaned up after, as [`crate::atomic`] does it.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
+use crate::atomic;
 use crate::sink::SinkError;
 
 pub struct Staging {
@@ -14,13 +16,8 @@ pub struct Staging {
 
 impl Staging {
     pub fn create(target: PathBuf) -> Result<Staging, SinkError> {
-        let mut hidden = OsString::from(".");
-        hidden.push(file_name(&target));
-        hidden.push(format!(".rocflow-{}", std::process::id()));
-        let parent = Some(beside(&target))
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let dir = parent.join(hidden);
+        atomic::remove_abandoned(&target);
+        let dir = atomic::staging_path(&target);
         std::fs::create_dir_all(&dir)
             .map_err(SinkError::io(format!("creating {}", dir.display())))?;
         Ok(Staging {
@@ -78,7 +75,7 @@ impl Staging {
             std::fs::remove_dir_all(target)
                 .map_err(SinkError::io(format!("replacing {}", target.display())))?;
         }
-        std::fs::rename(&self.dir, target).map_err(SinkError::io(format!(
+        atomic::commit(&self.dir, target).map_err(SinkError::io(format!(
             "moving output to {}",
             target.display()
         )))?;
@@ -96,7 +93,7 @@ impl Staging {
         let mut paths = Vec::with_capacity(names.len());
         for name in names.iter().map(AsRef::as_ref) {
             let path = parent.join(name);
-            std::fs::rename(self.dir.join(name), &path).map_err(SinkError::io(format!(
+            atomic::commit(&self.dir.join(name), &path).map_err(SinkError::io(format!(
                 "moving output to {}",
                 path.display()
             )))?;

@@ -63,8 +63,22 @@ impl<I: Iterator<Item = Frame>> Source for Frames<I> {
 /// How a source's input ended, when it ended well.
 #[derive(Debug, Default)]
 pub struct Ending {
-    /// Something the user should know about its end (a spool cut short by a crash).
+    /// Something the user should know about its end.
     pub warning: Option<String>,
+    /// Why the input may hold only part of its run (a spool cut short), if it may: what is
+    /// made of it says it is partial.
+    pub partial: Option<String>,
+}
+
+/// Why the frames a source gave may be only part of its input, from how it `ended`: a
+/// spool cut short, or an input that failed part-way. A live run's spool that could not be
+/// completed is not one: the stages had every frame that arrived.
+pub fn partial(ended: &Result<Ending, SourceError>) -> Option<String> {
+    match ended {
+        Ok(ending) => ending.partial.clone(),
+        Err(SourceError::Spool(_)) => None,
+        Err(e) => Some(e.to_string()),
+    }
 }
 
 /// A source that could not be read, or not completed.

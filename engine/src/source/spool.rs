@@ -43,7 +43,10 @@ impl Source for Spool {
                 source,
             });
         }
-        let warning = self.reader.ending().and_then(|e| e.warning());
-        Ok(Ending { warning })
+        let partial = self.reader.ending().and_then(|e| e.warning());
+        Ok(Ending {
+            warning: None,
+            partial,
+        })
     }
 }

@@ -22,7 +22,7 @@ use crate::stage;
 use crate::stats::Accumulator;
 use crate::transform::Table;
 
-pub use render::{Format, cell, csv, number, render, terminal, write_files};
+pub use render::{Format, cell, csv, number, render, render_of_run, terminal, write_files};
 pub use timeline::{AgentKey, Timeline};
 
 /// Which extra key columns the statistics are split by.
@@ -129,6 +129,9 @@ pub struct Summary {
     pub timeline: Timeline,
     /// The run's metadata: processes, agents, kernels.
     pub catalog: Catalog,
+    /// Why its records may be only part of the run's (its spool was cut short), if they
+    /// may: each output made of it says so.
+    pub partial: Option<String>,
 }
 
 impl Summary {
@@ -161,6 +164,7 @@ impl Summary {
             .into_inner()
             .expect("no panics while holding the lock");
         summary.catalog = report.catalog;
+        summary.partial = crate::source::partial(&report.source);
         Ok((summary, report.source))
     }
 

@@ -28,10 +28,11 @@ impl Format {
 }
 
 /// Writes the tables into `dir` in each format (CSV: a file per table; Markdown and JSON:
-/// one `summary` file), each under a temporary name renamed when complete. Returns the
-/// paths written.
+/// one `summary` file, which says why they are `partial`, if they are), each under a
+/// temporary name renamed when complete. Returns the paths written.
 pub fn write_files(
     tables: &[Table],
+    partial: Option<&str>,
     dir: &Path,
     formats: &[Format],
 ) -> std::io::Result<Vec<PathBuf>> {
@@ -49,7 +50,7 @@ pub fn write_files(
                 } else {
                     "summary.json"
                 };
-                files.push((name.into(), render(tables, *format)));
+                files.push((name.into(), render_of_run(tables, partial, *format)));
             }
         }
     }
@@ -81,6 +82,28 @@ pub fn render(tables: &[Table], format: Format) -> String {
             .map(|t| format!("# {}\n{}", t.name, csv(t)))
             .collect::<Vec<_>>()
             .join("\n"),
+    }
+}
+
+/// A run's summary tables in one format, as one text, saying first why they are only part
+/// of the run's, if they are: Markdown in a quoted line, JSON in a `partial` member beside
+/// the tables (CSV has no place for it).
+pub fn render_of_run(tables: &[Table], partial: Option<&str>, format: Format) -> String {
+    match (format, partial) {
+        (Format::Md, Some(why)) => {
+            let text = render(tables, format);
+            let (title, rest) = text.split_once('\n').unwrap_or((&text, ""));
+            format!(
+                "{title}\n\n> **Partial:** {}\n{rest}",
+                why.replace('\n', " ")
+            )
+        }
+        (Format::Json, Some(why)) => {
+            let mut json = json(tables);
+            json["partial"] = why.into();
+            serde_json::to_string_pretty(&json).expect("tables serialize") + "\n"
+        }
+        _ => render(tables, format),
     }
 }
 

@@ -166,6 +166,11 @@ impl ParquetSink {
             metadata.push(("rocflow.pipeline", pipeline.name.clone()));
             metadata.push(("rocflow.pipeline.hash", pipeline.hash.clone()));
         }
+        // Known once the input has ended: the files completed at the end carry it (all of
+        // them, unless `max_file_size` completed some before).
+        if let Some(why) = &catalog.partial {
+            metadata.push(("rocflow.partial", why.clone()));
+        }
         self.dataset.describe(
             metadata
                 .into_iter()

@@ -15,7 +15,7 @@ use super::dispatches::Dispatches;
 use super::ids::{Guid, Ids};
 use super::info;
 use super::rows::{Queued, Tables, Window};
-use super::schema::Names;
+use super::schema::{self, Names};
 use super::views;
 use crate::catalog::Catalog;
 use crate::sink::Written;
@@ -88,10 +88,8 @@ impl Database {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).map_err(Fault::Io)?;
-        let name = path
-            .file_name()
-            .map_or_else(|| "rocpd.db".into(), |n| n.to_string_lossy().into_owned());
-        let staging = Staged::new(parent.join(format!(".{name}.rocflow-{}", std::process::id())));
+        crate::atomic::remove_abandoned(&path);
+        let staging = Staged::new(crate::atomic::staging_path(&path));
         let names = Names::new(Guid::new(start_ns));
         let conn = open(staging.path())?;
         conn.execute_batch(&format!(
@@ -177,6 +175,13 @@ impl Database {
         let mut conn = open(staging.path())?;
         let tx = conn.transaction()?;
         info::write(&tx, &names, &mut ids, catalog, &streams)?;
+        if let Some(why) = &catalog.partial {
+            let metadata = names.table(schema::METADATA);
+            tx.execute(
+                &format!("INSERT INTO {metadata} (tag, value) VALUES ('partial', ?1)"),
+                [why],
+            )?;
+        }
         for table in tables {
             info::table(&tx, table)?;
         }
@@ -242,7 +247,8 @@ impl Staged {
                 )));
             }
         }
-        std::fs::rename(self.path(), target).map_err(Fault::Io)?;
+        // Written with `synchronous = OFF`: synced here, before it takes its name.
+        crate::atomic::commit(self.path(), target).map_err(Fault::Io)?;
         self.0 = None;
         Ok(())
     }

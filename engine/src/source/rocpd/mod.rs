@@ -495,6 +495,7 @@ impl Source for Rocpd {
             Some(e) => Err(e),
             None => Ok(Ending {
                 warning: (!self.warnings.is_empty()).then(|| self.warnings.join("; ")),
+                partial: None,
             }),
         }
     }
