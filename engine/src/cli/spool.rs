@@ -445,19 +445,19 @@ fn untrusted(spool: &Path, plan: Plan, hint: &str) -> Plan {
 }
 
 /// The plan recorded in `spool`, to write outputs with as anyone may have written it:
-/// refused if it writes outside this directory, and without what would run code.
+/// refused if it reaches outside this directory or past [`crate::plan::Bounds::STRANGER`],
+/// its queries bounded, and without what would run code.
 fn untrusted_outputs(spool: &Path, plan: Plan, hint: &str) -> Result<Plan> {
-    let escapes = plan.escapes();
-    if !escapes.is_empty() {
-        return Err(Error::user(
+    let plan = plan.bounded().map_err(|refused| {
+        Error::user(
             Diagnostic::error(format!(
-                "the pipeline recorded in `{}` writes outside this directory: {}",
+                "the pipeline recorded in `{}` asks for more than a spool from anyone may: {}",
                 spool.display(),
-                escapes.join("; ")
+                refused.join("; ")
             ))
             .hint(hint),
-        ));
-    }
+        )
+    })?;
     Ok(untrusted(spool, plan, hint))
 }
 
