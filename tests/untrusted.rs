@@ -480,3 +480,44 @@ fn extreme_times_and_sizes_give_sane_output() {
     let copies = &json["memory_copies"].as_array().unwrap()[0];
     assert!(copies["bytes"].as_u64().unwrap() > u64::MAX / 4);
 }
+
+/// A hostname and kernel names with a newline in them: `inspect`, `summary` and `diff`
+/// print each on its line with the newline escaped, so a spool cannot forge a line of
+/// their output.
+#[test]
+fn names_cannot_forge_lines_of_output() {
+    let dir = generated(TRACE);
+    let d = dir.path();
+    rewrite(&d.join("run.rfraw"), |frames| {
+        let items = (frames.iter_mut()).filter_map(|frame| match &mut frame.payload {
+            Payload::Meta(items) => Some(items),
+            _ => None,
+        });
+        for item in items.flatten() {
+            match item {
+                Meta::Process(process) => process.hostname = "node\n  forged: host".into(),
+                Meta::KernelSymbol(symbol) => symbol.name = "gemm\r\nforged: kernel".into(),
+                _ => {}
+            }
+        }
+    });
+    let outputs = [
+        (vec!["inspect", "run.rfraw"], "node\\n  forged: host"),
+        (vec!["summary", "run.rfraw"], "gemm\\r\\nforged: kernel"),
+        (
+            vec!["diff", "run.rfraw", "run.rfraw"],
+            "gemm\\r\\nforged: kernel",
+        ),
+    ];
+    for (args, escaped) in outputs {
+        let out = rocflow(&args, d, &[]);
+        assert_success(&out);
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains(escaped), "{args:?}: {stdout}");
+        let forged = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("forged"));
+        assert_eq!(forged, None, "{args:?}: {stdout}");
+        assert!(!stdout.contains('\r'), "{args:?}");
+    }
+}
