@@ -312,3 +312,41 @@ fn without_definitions_validate_warns_of_counters_no_simulated_gpu_has() {
     assert_eq!(code(&out), 2);
     assert!(text(&out.stderr).contains("error: unknown counter `SQ_INSTS_VALUU`"));
 }
+
+/// A 400-byte "billion laughs" (nine levels of nine aliases of the level before) given to
+/// each command that reads YAML: one error at the alias past the bound, exit 2, nothing
+/// written, in a moment instead of gigabytes.
+#[test]
+fn every_yaml_reader_refuses_alias_bombs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut laughs = String::from("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for (level, previous) in ('b'..='i').zip('a'..) {
+        let aliases = vec![format!("*{previous}"); 9].join(", ");
+        laughs += &format!("{level}: &{level} [{aliases}]\n");
+    }
+    std::fs::write(dir.path().join("laughs.yaml"), &laughs).unwrap();
+    let pipeline = "[[context]]\nname = \"c\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\n";
+    std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
+    let commands: [&[&str]; 4] = [
+        &["counters", "check", "laughs.yaml"],
+        &["migrate-counters", "-i", "laughs.yaml", "-o", "out.yaml"],
+        &["validate", "p.toml", "--counters", "laughs.yaml"],
+        &["import-rocprofv3", "laughs.yaml", "-o", "out.toml"],
+    ];
+    for args in commands {
+        let out = rocflow(args, dir.path(), &[]);
+        let stderr = assert_fails(
+            &out,
+            2,
+            // `validate` names the file and the place its own way.
+            &["the YAML expands to more than 1048576 nodes", "7:8"],
+        );
+        assert_eq!(stderr.matches("error").count(), 1, "{args:?}: {stderr}");
+        let mut written: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        written.sort();
+        assert_eq!(written, ["laughs.yaml", "p.toml"], "{args:?}");
+    }
+}

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rocflow::record::{Batch, CounterInfo, MemoryAllocation, Meta};
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::{Frame, Payload};
-use support::{assert_says, assert_success, csv, rocflow, rocflow_command, text};
+use support::{assert_says, assert_says_each, assert_success, csv, rocflow, rocflow_command, text};
 
 const TRACE: &str = concat!(
     support::traced_pipeline!("untrusted", "t"),
@@ -43,6 +43,26 @@ fn rewrite(path: &Path, change: impl FnOnce(&mut Vec<Frame>)) {
     let mut spool = SpoolWriter::create(path).unwrap();
     spool.write(&bytes).unwrap();
     spool.finish().unwrap();
+}
+
+/// Rewrites the pipeline recorded in the spool at `path` with `change`.
+fn rewrite_plan(path: &Path, change: impl FnOnce(&mut serde_json::Value)) {
+    rewrite(path, |frames| {
+        let plan = (frames.iter_mut())
+            .filter_map(|frame| match &mut frame.payload {
+                Payload::Meta(items) => Some(items),
+                _ => None,
+            })
+            .flatten()
+            .find_map(|item| match item {
+                Meta::Plan { json } => Some(json),
+                _ => None,
+            })
+            .expect("a recorded pipeline");
+        let mut value: serde_json::Value = serde_json::from_str(plan).unwrap();
+        change(&mut value);
+        *plan = value.to_string();
+    });
 }
 
 /// Runs `rocflow args…` in `dir`; one still running after a minute is killed and fails the
@@ -238,57 +258,164 @@ fn names_from_the_spool_stay_inside_the_output_directory() {
     assert!(written.iter().all(|n| n.contains("escaped")), "{written:?}");
 }
 
-/// The pipeline recorded in a spool writes only under the directory the replay runs in:
-/// a sink path out of it, or a table named as a path, is refused before anything is
-/// written, unless the spool is trusted.
+/// The pipeline recorded in a spool reads and writes only under the directory the replay
+/// runs in: a sink path out of it, a table named as a path, or a query of a database
+/// elsewhere, is refused before anything is written, unless the spool is trusted.
 #[test]
-fn a_recorded_pipeline_cannot_write_outside_the_directory() {
-    type Change = fn(&mut serde_json::Value);
-    let hostile: [(&str, Change); 3] = [
-        ("a sink path up and out", |plan| {
-            plan["sinks"][0]["path"] = "../escaped".into()
-        }),
-        ("an absolute sink path", |plan| {
-            plan["sinks"][0]["path"] = "/tmp/rocflow-escaped-by-a-spool".into()
-        }),
-        ("a table named as a path", |plan| {
-            plan["stages"]["transforms"][0]["name"] = "../../escaped".into()
-        }),
+fn a_recorded_pipeline_cannot_reach_outside_the_directory() {
+    type Change = fn(&mut serde_json::Value, &Path);
+    let hostile: [(&str, Change, &str); 4] = [
+        (
+            "a sink path up and out",
+            |plan, _| plan["sinks"][0]["path"] = "../escaped".into(),
+            "sink `tables` writes to `../escaped`, outside this directory",
+        ),
+        (
+            "an absolute sink path",
+            |plan, _| plan["sinks"][0]["path"] = "/tmp/rocflow-escaped-by-a-spool".into(),
+            "sink `tables` writes to `/tmp/rocflow-escaped-by-a-spool`, outside this directory",
+        ),
+        (
+            "a table named as a path",
+            |plan, _| plan["stages"]["transforms"][0]["name"] = "../../escaped".into(),
+            "table `../../escaped` is not a plain name",
+        ),
+        (
+            "a database elsewhere",
+            |plan, secret| {
+                let database = secret.to_str().unwrap().into();
+                plan["posts"][0]["step"]["database"] = database;
+            },
+            "post-step `kernels` reads `",
+        ),
     ];
     let pipeline = format!(
         "{TRACE}[[transform]]\nname = \"per-kernel\"\nkind = \"aggregate\"\n\
          records = [\"kernel_dispatch\"]\ngroup_by = [\"kernel_id\"]\n\
-         metrics = {{ calls = \"count()\" }}\n"
+         metrics = {{ calls = \"count()\" }}\n\
+         [[sink]]\nname = \"db\"\nkind = \"rocpd\"\npath = \"out/run.db\"\n\
+         [[post]]\nname = \"kernels\"\nkind = \"sql\"\npath = \"out/kernels.csv\"\n\
+         query = \"SELECT name FROM sqlite_schema\"\n"
     );
-    for (what, change) in hostile {
+    for (what, change, refused) in hostile {
         let dir = tempfile::tempdir().unwrap();
-        let work = dir.path().join("work");
+        let (work, secret) = (dir.path().join("work"), dir.path().join("secret.db"));
+        rusqlite::Connection::open(&secret)
+            .unwrap()
+            .execute_batch("CREATE TABLE secret (word TEXT)")
+            .unwrap();
         std::fs::create_dir(&work).unwrap();
         generate(&work, &pipeline);
-        rewrite(&work.join("run.rfraw"), |frames| {
-            for frame in frames {
-                let Payload::Meta(items) = &mut frame.payload else {
-                    continue;
-                };
-                for item in items {
-                    if let Meta::Plan { json } = item {
-                        let mut plan: serde_json::Value = serde_json::from_str(json).unwrap();
-                        change(&mut plan);
-                        *json = plan.to_string();
-                    }
-                }
-            }
-        });
+        rewrite_plan(&work.join("run.rfraw"), |plan| change(plan, &secret));
         let out = rocflow(&["replay", "run.rfraw"], &work, &[]);
         assert_eq!(out.status.code(), Some(2), "{what}: {}", text(&out.stderr));
-        assert!(
-            text(&out.stderr).contains("writes outside this directory"),
-            "{what}: {}",
-            text(&out.stderr)
+        assert_says_each(
+            &out.stderr,
+            &[
+                "asks for more than a spool from anyone may",
+                refused,
+                "--trust-plan",
+            ],
         );
-        assert_eq!(names(dir.path()), ["work"], "{what}");
+        assert_eq!(names(dir.path()), ["secret.db", "work"], "{what}");
         assert_eq!(names(&work), ["p.toml", "run.rfraw"], "{what}");
         assert!(!Path::new("/tmp/rocflow-escaped-by-a-spool").exists());
+    }
+}
+
+/// A recorded pipeline's queries: one whose `timeout` passes ten minutes is refused before
+/// anything is written; a result past a million rows or 64 MiB (two blobs of 40 MB) fails
+/// its step, saying how to lift the bound, while the others write theirs. Trusted, the
+/// spool's queries read what they ask for.
+#[test]
+fn a_recorded_pipelines_queries_are_bounded() {
+    let step = |name: &str, query: &str| {
+        format!(
+            "[[post]]\nname = \"{name}\"\nkind = \"sql\"\nquery = \"{query}\"\n\
+             path = \"out/{name}.csv\"\n"
+        )
+    };
+    let pipeline = [
+        TRACE,
+        "[[sink]]\nname = \"db\"\nkind = \"rocpd\"\npath = \"out/run.db\"\n",
+        &step(
+            "blobs",
+            "SELECT zeroblob(40000000) AS a, zeroblob(40000000) AS b",
+        ),
+        &step(
+            "rows",
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) \
+             SELECT i FROM n LIMIT 1000001",
+        ),
+        &step("count", "SELECT COUNT(*) AS n FROM rocpd_kernel_dispatch"),
+    ]
+    .concat();
+    let dir = generated(&pipeline);
+    let d = dir.path();
+    let out = support::rocflow_bounded(&["replay", "run.rfraw"], d);
+    assert_success(&out);
+    for (step, bound) in [("blobs", "64 MiB"), ("rows", "1000000 rows")] {
+        assert_says(
+            &out.stderr,
+            &format!(
+                "post-step `{step}`: the query's result passes {bound}, the most read for a \
+                 pipeline from a spool (replay it with --trust-plan if you trust whoever made it)"
+            ),
+        );
+        assert!(!d.join(format!("out/{step}.csv")).exists(), "{step}");
+    }
+    let count = csv(&d.join("out/count.csv"));
+    assert!(count[0]["n"].parse::<u64>().unwrap() > 0, "{count:?}");
+
+    std::fs::remove_dir_all(d.join("out")).unwrap();
+    let out = support::rocflow_bounded(&["replay", "run.rfraw", "--trust-plan"], d);
+    assert_success(&out);
+    let blobs = csv(&d.join("out/blobs.csv"));
+    assert_eq!(blobs[0]["a"], "<40000000 bytes>");
+
+    std::fs::remove_dir_all(d.join("out")).unwrap();
+    rewrite_plan(&d.join("run.rfraw"), |plan| {
+        plan["posts"][0]["step"]["timeout"] = "10000000min".into();
+    });
+    let out = rocflow(&["replay", "run.rfraw"], d, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_says_each(
+        &out.stderr,
+        &[
+            "post-step `blobs` may run for 600000000s, past 600s",
+            "--trust-plan",
+        ],
+    );
+    assert!(!d.join("out").exists());
+}
+
+/// A `kernel_name` rule whose replacement is a hundred thousand `$1` renames every kernel
+/// to a name cut at 64 KiB, in a replay and a summary of the spool, instead of megabytes a
+/// name.
+#[test]
+fn a_rename_cannot_amplify_kernel_names() {
+    let pipeline = format!(
+        "{TRACE}[[transform]]\nname = \"names\"\nkind = \"kernel_name\"\n\
+         records = [\"kernel_dispatch\"]\nrename = [{{ pattern = \"(.+)\", replacement = \"$1\" }}]\n"
+    );
+    let dir = generated(&pipeline);
+    let d = dir.path();
+    rewrite_plan(&d.join("run.rfraw"), |plan| {
+        let rule = &mut plan["stages"]["transforms"][0]["op"]["rename"][0];
+        rule[1] = "$1".repeat(100_000).into();
+    });
+    let out = rocflow_in_time(&["summary", "run.rfraw", "--format", "json"], d);
+    assert_success(&out);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kernels = json["kernels"].as_array().unwrap();
+    assert!(!kernels.is_empty());
+    for kernel in kernels {
+        let name = kernel["kernel"].as_str().unwrap();
+        assert!(
+            name.len() <= (64 << 10) + 3 && name.ends_with('…'),
+            "{}",
+            name.len()
+        );
     }
 }
 
@@ -355,4 +482,45 @@ fn extreme_times_and_sizes_give_sane_output() {
     }
     let copies = &json["memory_copies"].as_array().unwrap()[0];
     assert!(copies["bytes"].as_u64().unwrap() > u64::MAX / 4);
+}
+
+/// A hostname and kernel names with a newline in them: `inspect`, `summary` and `diff`
+/// print each on its line with the newline escaped, so a spool cannot forge a line of
+/// their output.
+#[test]
+fn names_cannot_forge_lines_of_output() {
+    let dir = generated(TRACE);
+    let d = dir.path();
+    rewrite(&d.join("run.rfraw"), |frames| {
+        let items = (frames.iter_mut()).filter_map(|frame| match &mut frame.payload {
+            Payload::Meta(items) => Some(items),
+            _ => None,
+        });
+        for item in items.flatten() {
+            match item {
+                Meta::Process(process) => process.hostname = "node\n  forged: host".into(),
+                Meta::KernelSymbol(symbol) => symbol.name = "gemm\r\nforged: kernel".into(),
+                _ => {}
+            }
+        }
+    });
+    let outputs = [
+        (vec!["inspect", "run.rfraw"], "node\\n  forged: host"),
+        (vec!["summary", "run.rfraw"], "gemm\\r\\nforged: kernel"),
+        (
+            vec!["diff", "run.rfraw", "run.rfraw"],
+            "gemm\\r\\nforged: kernel",
+        ),
+    ];
+    for (args, escaped) in outputs {
+        let out = rocflow(&args, d, &[]);
+        assert_success(&out);
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains(escaped), "{args:?}: {stdout}");
+        let forged = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("forged"));
+        assert_eq!(forged, None, "{args:?}: {stdout}");
+        assert!(!stdout.contains('\r'), "{args:?}");
+    }
 }

@@ -16,9 +16,19 @@ pub fn check(definitions: &Definitions) -> Vec<Diagnostic> {
         .map(|arch| (arch, definitions.resolver(arch)))
         .collect();
     let mut findings = Vec::new();
-    // A cycle or a bad `accumulate` shows up from every counter that leads to it: each is
-    // reported once, with the architectures it occurs on.
+    // A cycle or a bad `accumulate` is found on each architecture it occurs on: each is
+    // reported once, with them.
     let mut graph_problems: BTreeMap<String, (Diagnostic, BTreeSet<&str>)> = BTreeMap::new();
+    for resolver in resolvers.values() {
+        for error in resolver.graph_errors() {
+            let (key, diagnostic) = graph_problem(definitions, error);
+            graph_problems
+                .entry(key)
+                .or_insert((diagnostic, BTreeSet::new()))
+                .1
+                .insert(resolver.arch());
+        }
+    }
     for counter in definitions.counters() {
         for definition in &counter.definitions {
             let DefinitionKind::Derived { expression } = &definition.kind else {
@@ -39,20 +49,7 @@ pub fn check(definitions: &Definitions) -> Vec<Diagnostic> {
                     .at(expression.location_of(error.span()))
                     .maybe_hint(error.hint().map(str::to_owned)),
                 ),
-                Ok(_) => {
-                    findings.extend(unresolved(definitions, counter, expression, &archs));
-                    for resolver in archs {
-                        if let Some((key, diagnostic)) =
-                            graph_problem(definitions, counter, resolver)
-                        {
-                            graph_problems
-                                .entry(key)
-                                .or_insert((diagnostic, BTreeSet::new()))
-                                .1
-                                .insert(resolver.arch());
-                        }
-                    }
-                }
+                Ok(_) => findings.extend(unresolved(definitions, counter, expression, &archs)),
             }
         }
     }
@@ -109,43 +106,35 @@ fn unresolved(
     findings
 }
 
-/// A cycle or a bad `accumulate` reached from `counter`, keyed so that each is reported
-/// once however many counters lead to it.
-fn graph_problem(
-    definitions: &Definitions,
-    counter: &Counter,
-    resolver: &Resolver<'_>,
-) -> Option<(String, Diagnostic)> {
-    let error = resolver.requirements(&counter.name).err()?;
-    let key = match &error {
+/// A cycle or a bad `accumulate`, keyed so that each is reported once however it was
+/// entered, and where it is reported: at the counter the cycle was entered at, or the one
+/// that accumulates.
+fn graph_problem(definitions: &Definitions, error: ResolveError) -> (String, Diagnostic) {
+    let (key, at) = match &error {
         ResolveError::Cycle { cycle } => {
             // The same cycle entered at another counter is a rotation of this one.
             let members = &cycle[..cycle.len() - 1];
-            let first = members.iter().enumerate().min_by_key(|(_, n)| *n)?.0;
+            let first = (members.iter().enumerate())
+                .min_by_key(|(_, n)| *n)
+                .map_or(0, |(i, _)| i);
             let mut rotated: Vec<&str> = members[first..]
                 .iter()
                 .chain(&members[..first])
                 .map(String::as_str)
                 .collect();
             rotated.push(rotated[0]);
-            format!("cycle {}", rotated.join(" -> "))
+            (format!("cycle {}", rotated.join(" -> ")), &cycle[0])
         }
         ResolveError::BadAccumulate {
             counter, target, ..
-        } => {
-            format!("accumulate {counter} {target}")
-        }
-        // Unknown names and parse errors are reported where they are written.
-        _ => return None,
+        } => (format!("accumulate {counter} {target}"), counter),
+        _ => unreachable!("graph_errors gives cycles and accumulates only"),
     };
-    let at = match &error {
-        ResolveError::BadAccumulate { counter: inner, .. } => {
-            definitions.get(inner).unwrap_or(counter)
-        }
-        _ => counter,
+    let location = definitions.get(at).map(|c| c.location.clone());
+    let diagnostic = Diagnostic::error(error.to_string());
+    let diagnostic = match location {
+        Some(location) => diagnostic.at(location),
+        None => diagnostic,
     };
-    Some((
-        key,
-        Diagnostic::error(error.to_string()).at(at.location.clone()),
-    ))
+    (key, diagnostic)
 }

@@ -1,11 +1,11 @@
 //! Resolving a counter on one architecture: what a name means there, which hardware
 //! counters a derived counter needs, and its value from theirs.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 use crate::definitions::{DefinitionKind, Definitions};
-use crate::expr::{EvalError, Expr, ParseError, Resolution, Tensor};
+use crate::expr::{EvalError, Expr, Name, ParseError, Resolution, Tensor};
 
 /// Agent properties an expression may name, e.g. `simd_count` in `CU_NUM`'s
 /// `simd_count/simd_per_cu`. rocprofiler-sdk turns each property it reads from the kernel's
@@ -198,14 +198,36 @@ impl<'a> Resolver<'a> {
     /// The hardware counters and agent properties `name` needs, through any depth of
     /// derived counters.
     pub fn requirements(&self, name: &str) -> Result<Requirements, ResolveError> {
-        let mut walk = Walk {
-            resolver: self,
-            path: Vec::new(),
-            done: BTreeSet::new(),
-            needs: Requirements::default(),
-        };
-        walk.visit(name)?;
+        let mut walk = Walk::new(self);
+        walk.visit(name, &mut Err)?;
         Ok(walk.needs)
+    }
+
+    /// Every cycle among the derived counters defined on this architecture, and every
+    /// misuse of `accumulate` in them, from one walk that visits each counter once. Names
+    /// that mean nothing here, and expressions that do not parse, are left to whoever
+    /// reports them where they are written.
+    pub fn graph_errors(&self) -> Vec<ResolveError> {
+        let mut walk = Walk::new(self);
+        let mut errors = Vec::new();
+        let mut found = |error: ResolveError| {
+            if matches!(
+                error,
+                ResolveError::Cycle { .. } | ResolveError::BadAccumulate { .. }
+            ) {
+                errors.push(error);
+            }
+            Ok(())
+        };
+        let derived = (self.definitions.counters().iter()).filter(|c| {
+            c.definition_for(&self.arch)
+                .is_some_and(|d| matches!(d.kind, DefinitionKind::Derived { .. }))
+        });
+        for counter in derived {
+            // `found` goes on after every problem, so the walk does too.
+            let _ = walk.visit(&counter.name, &mut found);
+        }
+        errors
     }
 
     /// The value of `name` given the values of the hardware counters and agent properties
@@ -249,30 +271,84 @@ impl<'a> Resolver<'a> {
     }
 }
 
-/// A depth-first walk through derived counters, remembering the path to report cycles.
+/// A depth-first walk through derived counters, each visited once however many counters
+/// lead to it, the path kept to report cycles. It loops over a stack of its own rather than
+/// recursing: a chain of derived counters as long as a file holds must not overflow the
+/// thread's.
 struct Walk<'r, 'a> {
     resolver: &'r Resolver<'a>,
-    path: Vec<String>,
-    done: BTreeSet<String>,
+    /// The derived counters being visited, outermost first, each with the names it refers
+    /// to that are still to visit.
+    path: Vec<(String, std::vec::IntoIter<&'r str>)>,
+    /// Where on `path` each of its counters is.
+    on_path: HashMap<String, usize>,
+    done: HashSet<String>,
     needs: Requirements,
 }
 
-impl Walk<'_, '_> {
-    fn visit(&mut self, name: &str) -> Result<(), ResolveError> {
-        if let Some(start) = self.path.iter().position(|p| p == name) {
-            let mut cycle = self.path[start..].to_vec();
+impl<'r, 'a> Walk<'r, 'a> {
+    fn new(resolver: &'r Resolver<'a>) -> Self {
+        Walk {
+            resolver,
+            path: Vec::new(),
+            on_path: HashMap::new(),
+            done: HashSet::new(),
+            needs: Requirements::default(),
+        }
+    }
+
+    /// Visits `name` and all it needs that was not visited yet. Each problem met goes to
+    /// `found`, which says whether to go on (`Ok`) or to stop with an error.
+    fn visit(
+        &mut self,
+        name: &str,
+        found: &mut impl FnMut(ResolveError) -> Result<(), ResolveError>,
+    ) -> Result<(), ResolveError> {
+        self.enter(name, found)?;
+        while let Some((_, references)) = self.path.last_mut() {
+            match references.next() {
+                Some(reference) => self.enter(reference, found)?,
+                None => {
+                    let (name, _) = self.path.pop().expect("not empty");
+                    self.on_path.remove(&name);
+                    self.done.insert(name);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Meets `name`: a cycle if it is on the path, nothing if it was visited, else it is
+    /// looked up, and a derived counter goes on the path.
+    fn enter(
+        &mut self,
+        name: &str,
+        found: &mut impl FnMut(ResolveError) -> Result<(), ResolveError>,
+    ) -> Result<(), ResolveError> {
+        if let Some(&start) = self.on_path.get(name) {
+            let mut cycle: Vec<String> =
+                self.path[start..].iter().map(|(n, _)| n.clone()).collect();
             cycle.push(name.to_owned());
-            return Err(ResolveError::Cycle { cycle });
+            return found(ResolveError::Cycle { cycle });
         }
         if self.done.contains(name) {
             return Ok(());
         }
-        match self.resolver.lookup(name)? {
+        let resolved = match self.resolver.lookup(name) {
+            Ok(resolved) => resolved,
+            Err(error) => {
+                self.done.insert(name.to_owned());
+                return found(error);
+            }
+        };
+        match resolved {
             None => {
-                return Err(ResolveError::Unknown {
+                self.done.insert(name.to_owned());
+                let via = self.path.iter().map(|(n, _)| n.clone()).collect();
+                return found(ResolveError::Unknown {
                     name: name.to_owned(),
                     arch: self.resolver.arch.clone(),
-                    via: self.path.clone(),
+                    via,
                 });
             }
             Some(Resolved::Hardware { .. }) => {
@@ -282,12 +358,13 @@ impl Walk<'_, '_> {
                 self.needs.agent_properties.insert(name.to_owned());
             }
             Some(Resolved::Derived(expr)) => {
-                self.path.push(name.to_owned());
-                self.check_accumulates(name, expr)?;
-                for reference in expr.references() {
-                    self.visit(&reference.text)?;
+                self.on_path.insert(name.to_owned(), self.path.len());
+                let references: Vec<&'r str> = expr.references().map(Name::as_str).collect();
+                self.path.push((name.to_owned(), references.into_iter()));
+                if let Err(error) = self.check_accumulates(name, expr) {
+                    found(error)?;
                 }
-                self.path.pop();
+                return Ok(());
             }
         }
         self.done.insert(name.to_owned());

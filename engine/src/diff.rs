@@ -153,9 +153,8 @@ impl Diff {
                 .map(|c| {
                     let number =
                         |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.0}"));
-                    c.key
-                        .iter()
-                        .cloned()
+                    (c.key.iter())
+                        .map(|k| crate::printable::name(k).into_owned())
                         .chain([
                             number(c.a),
                             number(c.b),

@@ -25,6 +25,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod plugin;
 pub mod post;
+pub mod printable;
 pub mod progress;
 pub mod report;
 pub mod runner;

@@ -180,13 +180,23 @@ impl Node {
 }
 
 impl Document {
-    /// Parses one YAML document. Anchors and aliases are expanded; tags other than the
-    /// core ones are refused, as rocprofiler-sdk's reader would not understand them.
+    /// Parses one YAML document of at most 64 MiB. Anchors and aliases are expanded, to
+    /// 1,048,576 nodes and 64 MiB of strings at most;
+    /// tags other than the core ones are refused, as rocprofiler-sdk's reader would not
+    /// understand them.
     pub fn parse(source: &Arc<Source>) -> Result<Document, Diagnostic> {
+        if source.text().len() > MAX_SIZE.bytes {
+            return Err(Diagnostic::error(format!(
+                "the YAML file is larger than {} MiB",
+                MAX_SIZE.bytes >> 20
+            ))
+            .at(Location::new(source, 0..0)));
+        }
         let mut builder = Builder {
             source,
             events: Parser::new_from_str(source.text()),
             anchors: Vec::new(),
+            built: Size::default(),
             scalar_spans: Vec::new(),
         };
         let root = builder.document()?;
@@ -207,10 +217,45 @@ impl Document {
 /// nest about 6 deep.
 const MAX_DEPTH: usize = 64;
 
+/// The most a document may hold, aliases counted as the nodes they copy: a file of a few
+/// hundred bytes whose aliases refer to aliases (the "billion laughs") expands to billions
+/// of nodes. Definition files hold about 30,000 nodes and 300 KB.
+const MAX_SIZE: Size = Size {
+    nodes: 1 << 20,
+    bytes: 64 << 20,
+};
+
+/// How much a tree holds: its nodes, and the bytes of its scalars (of its file, for a
+/// file's size).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Size {
+    nodes: usize,
+    bytes: usize,
+}
+
+impl Size {
+    fn plus(self, other: Size) -> Size {
+        Size {
+            nodes: self.nodes.saturating_add(other.nodes),
+            bytes: self.bytes.saturating_add(other.bytes),
+        }
+    }
+
+    fn minus(self, other: Size) -> Size {
+        Size {
+            nodes: self.nodes - other.nodes,
+            bytes: self.bytes - other.bytes,
+        }
+    }
+}
+
 struct Builder<'a> {
     source: &'a Arc<Source>,
     events: Parser<'a, saphyr_parser::StrInput<'a>>,
-    anchors: Vec<(usize, Node)>,
+    /// Complete anchored nodes, by anchor id, with their size.
+    anchors: Vec<(usize, Node, Size)>,
+    /// The size of the tree built so far.
+    built: Size,
     /// Where scalars are, so a `#` inside a multi-line string is not taken for a comment.
     scalar_spans: Vec<Range<usize>>,
 }
@@ -254,14 +299,43 @@ impl<'a> Builder<'a> {
         Ok(root.unwrap_or_else(|| Node::new(Value::Mapping(Vec::new()))))
     }
 
+    /// Counts `size` more in the tree, which must stay within [`MAX_SIZE`]; `span` is
+    /// where the node that brings it is.
+    fn grow(&mut self, size: Size, span: &Range<usize>) -> Result<(), Diagnostic> {
+        self.built = self.built.plus(size);
+        let past = if self.built.nodes > MAX_SIZE.nodes {
+            format!("{} nodes", MAX_SIZE.nodes)
+        } else if self.built.bytes > MAX_SIZE.bytes {
+            format!("{} MiB of strings", MAX_SIZE.bytes >> 20)
+        } else {
+            return Ok(());
+        };
+        Err(
+            Diagnostic::error(format!("the YAML expands to more than {past}"))
+                .at(Location::new(self.source, span.clone()))
+                .hint("an alias (`*name`) stands for a copy of the whole node it names"),
+        )
+    }
+
     /// The node that starts next, `depth` collections deep.
     fn node(&mut self, depth: usize) -> Result<Node, Diagnostic> {
+        let before = self.built;
         let (event, span) = self.next()?;
-        let nests = match &event {
-            Event::SequenceStart(..) | Event::MappingStart(..) => 1,
-            Event::Alias(id) => self.anchored(*id).map_or(0, Node::height),
-            _ => 0,
+        let (nests, size) = match &event {
+            Event::SequenceStart(..) | Event::MappingStart(..) => (1, Size { nodes: 1, bytes: 0 }),
+            Event::Alias(id) => (self.anchored(*id))
+                .map_or((0, Size::default()), |(node, size)| (node.height(), size)),
+            Event::Scalar(text, ..) => (
+                0,
+                Size {
+                    nodes: 1,
+                    bytes: text.len(),
+                },
+            ),
+            _ => (0, Size::default()),
         };
+        // Counted before it is built: an alias is copied only if the copy fits.
+        self.grow(size, &span)?;
         // Building is recursive, and so are the readers of the tree: the depth is bounded
         // before recursing, so that no file (`[[[[…`) overflows the stack.
         if depth + nests > MAX_DEPTH {
@@ -323,7 +397,7 @@ impl<'a> Builder<'a> {
             Event::Alias(id) => {
                 // The parser knows an anchor from its start, but it is kept here once its
                 // node is complete: an alias inside its own anchor's node is not found.
-                let Some(node) = self.anchored(id) else {
+                let Some((node, _)) = self.anchored(id) else {
                     return Err(
                         Diagnostic::error("an alias cannot refer to a node it is inside")
                             .at(Location::new(self.source, span)),
@@ -334,15 +408,17 @@ impl<'a> Builder<'a> {
             other => unreachable!("the parser yields a node here, not {other:?}"),
         };
         if anchor != 0 {
-            self.anchors.push((anchor, node.clone()));
+            let size = self.built.minus(before);
+            self.anchors.push((anchor, node.clone(), size));
         }
         Ok(node)
     }
 
-    /// The complete node anchored as `id`; the last one, as an anchor may be reused.
-    fn anchored(&self, id: usize) -> Option<&Node> {
-        let anchor = self.anchors.iter().rev().find(|(a, _)| *a == id);
-        anchor.map(|(_, node)| node)
+    /// The complete node anchored as `id`, and its size; the last one, as an anchor may be
+    /// reused.
+    fn anchored(&self, id: usize) -> Option<(&Node, Size)> {
+        let anchor = self.anchors.iter().rev().find(|(a, ..)| *a == id);
+        anchor.map(|(_, node, size)| (node, *size))
     }
 
     /// Consumes the closing event of a collection if it comes next: its end offset.
@@ -445,5 +521,43 @@ mod tests {
             "]".repeat(30)
         );
         assert_eq!(refused(&aliased), format!("c.yaml:2:33: {expected}"));
+    }
+
+    /// The "billion laughs": nine levels of nine aliases of the level before, 10^9 nodes
+    /// from 400 bytes, are refused at the alias that crosses the bound, as are aliases of
+    /// a long string and a file past 64 MiB; a few aliases expand as before.
+    #[test]
+    fn aliases_expand_only_so_far() {
+        let mut laughs = String::from("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for (level, previous) in ('b'..='i').zip('a'..) {
+            let aliases = vec![format!("*{previous}"); 9].join(", ");
+            laughs += &format!("{level}: &{level} [{aliases}]\n");
+        }
+        assert!(laughs.len() < 500);
+        let hint = "(hint: an alias (`*name`) stands for a copy of the whole node it names)";
+        let expected = "error: the YAML expands to more than 1048576 nodes";
+        // At the first alias of the seventh level: 9^6 nodes each.
+        assert_eq!(refused(&laughs), format!("c.yaml:7:8: {expected} {hint}"));
+
+        let long = "x".repeat(1 << 20);
+        let strings = format!("a: &a {long}\nb: [{}]\n", vec!["*a"; 64].join(", "));
+        let expected = "error: the YAML expands to more than 64 MiB of strings";
+        // At the 63rd alias: with the string it copies, the keys pass 64 MiB.
+        let column = "b: [".len() + 1 + "*a, ".len() * 62;
+        assert_eq!(
+            refused(&strings),
+            format!("c.yaml:2:{column}: {expected} {hint}")
+        );
+
+        let big = "#".repeat((64 << 20) + 1);
+        assert_eq!(
+            refused(&big),
+            "c.yaml:1:1: error: the YAML file is larger than 64 MiB"
+        );
+
+        let few = "a: &a {k: [1, 2]}\nb: [*a, *a]\n";
+        let doc = Document::parse(&Source::new("c.yaml", few)).unwrap();
+        let b = doc.root.get("b").unwrap().to_json();
+        assert_eq!(b, serde_json::json!([{"k": [1, 2]}, {"k": [1, 2]}]));
     }
 }

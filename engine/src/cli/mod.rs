@@ -133,7 +133,7 @@ fn report(err: &Error) -> ExitCode {
 fn print(text: &str) -> Result<()> {
     match std::io::stdout()
         .lock()
-        .write_all(printable(text).as_bytes())
+        .write_all(crate::printable::lines(text).as_bytes())
     {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
         other => other.map_err(Error::io("writing to stdout")),
@@ -145,26 +145,7 @@ fn print(text: &str) -> Result<()> {
 fn eprint(text: &str) {
     let _ = std::io::stderr()
         .lock()
-        .write_all(printable(text).as_bytes());
-}
-
-/// `text` with its control characters other than newline and tab escaped (`\u{1b}`): what
-/// rocflow prints holds names from spools and databases (hostnames, commands, kernels),
-/// which anyone may have filled with terminal escape sequences.
-fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let inert = |c: char| !c.is_control() || c == '\n' || c == '\t';
-    if text.chars().all(inert) {
-        return text.into();
-    }
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if inert(c) {
-            out.push(c);
-        } else {
-            out.extend(c.escape_default());
-        }
-    }
-    out.into()
+        .write_all(crate::printable::lines(text).as_bytes());
 }
 
 #[cfg(test)]
@@ -175,14 +156,5 @@ mod tests {
     fn the_command_line_is_well_formed() {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn control_characters_from_data_are_printed_escaped() {
-        assert_eq!(super::printable("a\tb\n"), "a\tb\n");
-        assert_eq!(
-            super::printable("host\u{1b}]0;owned\u{7}\r\n"),
-            "host\\u{1b}]0;owned\\u{7}\\r\n"
-        );
     }
 }

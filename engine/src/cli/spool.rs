@@ -17,6 +17,7 @@ use crate::generate;
 use crate::messages::{self, Level, Message};
 use crate::pipeline;
 use crate::plan::{Plan, StageGraph};
+use crate::printable;
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Meta, RecordKind};
 use crate::source::{Ending, Input, OpenFault, Source, SourceError, Spool, WindowArgs};
@@ -456,19 +457,19 @@ fn untrusted(spool: &Path, plan: Plan, hint: &str) -> Plan {
 }
 
 /// The plan recorded in `spool`, to write outputs with as anyone may have written it:
-/// refused if it writes outside this directory, and without what would run code.
+/// refused if it reaches outside this directory or past [`crate::plan::Bounds::STRANGER`],
+/// its queries bounded, and without what would run code.
 fn untrusted_outputs(spool: &Path, plan: Plan, hint: &str) -> Result<Plan> {
-    let escapes = plan.escapes();
-    if !escapes.is_empty() {
-        return Err(Error::user(
+    let plan = plan.bounded().map_err(|refused| {
+        Error::user(
             Diagnostic::error(format!(
-                "the pipeline recorded in `{}` writes outside this directory: {}",
+                "the pipeline recorded in `{}` asks for more than a spool from anyone may: {}",
                 spool.display(),
-                escapes.join("; ")
+                refused.join("; ")
             ))
             .hint(hint),
-        ));
-    }
+        )
+    })?;
     Ok(untrusted(spool, plan, hint))
 }
 
@@ -605,13 +606,18 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
         out.push_str(&format!(
             "  process {} on {} (stream {stream}): {}\n",
             p.map_or("?".into(), |p| p.pid.to_string()),
-            p.map_or("?", |p| p.hostname.as_str()),
-            p.map_or(String::new(), |p| p.command.join(" "))
+            p.map_or("?".into(), |p| printable::name(&p.hostname)),
+            p.map_or(String::new(), |p| printable::name(&p.command.join(" "))
+                .into_owned())
         ));
         for a in &meta.agents {
             out.push_str(&format!(
                 "    agent {}: {:?} {} ({}, {} CUs)\n",
-                a.index, a.agent_type, a.name, a.product_name, a.cu_count
+                a.index,
+                a.agent_type,
+                printable::name(&a.name),
+                printable::name(&a.product_name),
+                a.cu_count
             ));
         }
         for (kind, n) in &meta.dropped {

@@ -1,29 +1,99 @@
-//! Where a plan writes. A plan read back from a spool may come from anyone: before rocflow
-//! follows it, every output must stay inside the directory the replay runs in, and every
-//! name that becomes a file name (an aggregate's table is named after it) must be a plain
-//! name, as the pipeline compiler makes them.
+//! What a plan from anyone may ask for. A plan read back from a spool may come from anyone:
+//! before rocflow follows it, every path it reads or writes must stay inside the directory
+//! the replay runs in, every name that becomes a file name (an aggregate's table is named
+//! after it) must be a plain name, as the pipeline compiler makes them, and its queries
+//! must keep to [`Bounds::STRANGER`].
 
 use std::path::{Component, Path};
 
 use crate::pipeline::model::PostStep;
+use crate::pipeline::units::{format_duration, parse_duration};
 
 use super::{Plan, TransformOpPlan};
 
+/// What the `sql` steps of a plan from anyone may take: the time each may run, and how
+/// much of its result is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// The longest `timeout` a step may set, in nanoseconds.
+    pub query_ns: u64,
+    /// Rows of a result.
+    pub rows: usize,
+    /// Bytes of a result: each value counts 8, and its text's or blob's length on top. It
+    /// bounds each value inside SQLite too, so a query cannot build one past it.
+    pub bytes: usize,
+}
+
+impl Bounds {
+    /// Ten minutes a query (the default is one), and a million rows or 64 MiB of result:
+    /// far more than a table a person reads, far less than a machine holds.
+    pub const STRANGER: Bounds = Bounds {
+        query_ns: 600_000_000_000,
+        rows: 1_000_000,
+        bytes: 64 << 20,
+    };
+}
+
 impl Plan {
-    /// What this plan writes outside the current directory (an absolute path, a `..`), or
-    /// names as a file that is no plain name: one line each, empty when it stays inside.
-    pub fn escapes(&self) -> Vec<String> {
-        let sinks = (self.sinks.iter()).map(|s| (format!("sink `{}`", s.name), s.path.as_str()));
-        let posts = (self.posts.iter())
-            .filter_map(|p| written(&p.step).map(|path| (format!("post-step `{}`", p.name), path)));
+    /// The plan, to follow as anyone may have written it: its queries' results bounded by
+    /// [`Bounds::STRANGER`]. Refused with what it asks for past that (paths out of the
+    /// current directory, names that are no plain names, time limits past the bound), one
+    /// line each.
+    pub fn bounded(mut self) -> Result<Plan, Vec<String>> {
+        let bounds = Bounds::STRANGER;
+        let refused: Vec<String> = (self.escapes().into_iter())
+            .chain(self.overlong(bounds.query_ns))
+            .collect();
+        if !refused.is_empty() {
+            return Err(refused);
+        }
+        self.bounds = Some(bounds);
+        Ok(self)
+    }
+
+    /// What this plan reads or writes outside the current directory (an absolute path, a
+    /// `..`), or names as a file that is no plain name: one line each.
+    fn escapes(&self) -> Vec<String> {
+        let sinks =
+            (self.sinks.iter()).map(|s| (format!("sink `{}` writes to", s.name), s.path.as_str()));
+        let posts = (self.posts.iter()).flat_map(|p| {
+            let step = format!("post-step `{}`", p.name);
+            let written = written(&p.step).map(|path| (format!("{step} writes to"), path));
+            let read = read(&p.step).map(|path| (format!("{step} reads"), path));
+            written.into_iter().chain(read)
+        });
         let paths = sinks
             .chain(posts)
             .filter(|(_, path)| !inside(Path::new(path)))
-            .map(|(what, path)| format!("{what} writes to `{path}`"));
+            .map(|(what, path)| {
+                format!("{what} `{}`, outside this directory", path.escape_debug())
+            });
         let names = (self.stages.transforms.iter())
             .filter(|t| matches!(t.op, TransformOpPlan::Aggregate(_)) && !plain(&t.name))
             .map(|t| format!("table `{}` is not a plain name", t.name.escape_debug()));
         paths.chain(names).collect()
+    }
+
+    /// The `sql` steps that may run past `most` nanoseconds: one line each.
+    fn overlong(&self, most: u64) -> Vec<String> {
+        (self.posts.iter())
+            .filter_map(|p| match &p.step {
+                PostStep::Sql {
+                    timeout: Some(timeout),
+                    ..
+                } => match timeout.value(parse_duration) {
+                    Ok(ns) if ns > most => Some(format!(
+                        "post-step `{}` may run for {}, past {}",
+                        p.name,
+                        format_duration(ns),
+                        format_duration(most)
+                    )),
+                    // One that reads as no duration fails when it runs.
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -33,6 +103,14 @@ fn written(step: &PostStep) -> Option<&str> {
         PostStep::Summary { path, .. } => Some(path.as_deref().unwrap_or("summary")),
         PostStep::Sql { path, .. } | PostStep::Report { path, .. } => Some(path),
         PostStep::Command { .. } => None,
+    }
+}
+
+/// The path a post-step reads, if it names one (a `sql` step's own database).
+fn read(step: &PostStep) -> Option<&str> {
+    match step {
+        PostStep::Sql { database, .. } => database.as_deref(),
+        _ => None,
     }
 }
 

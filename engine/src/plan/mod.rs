@@ -23,6 +23,7 @@ pub use rocflow_core::contexts::{
 
 pub use crate::transform::{Metric, MetricOp, TransformOpPlan};
 pub use code::Code;
+pub use confine::Bounds;
 pub use explain::explain;
 pub(crate) use explain::{describe_start, list_or, ranges};
 
@@ -41,6 +42,10 @@ pub struct Plan {
     pub stages: StageGraph,
     pub sinks: Vec<SinkPlan>,
     pub posts: Vec<PostPlan>,
+    /// What its queries may read, for a plan followed as anyone may have written it (see
+    /// [`Plan::bounded`]); none for one's own. Never recorded: whoever reads a plan decides.
+    #[serde(skip)]
+    pub bounds: Option<Bounds>,
 }
 
 /// Where spools go when the pipeline does not say.

@@ -273,6 +273,7 @@ pub fn run(
                         name: &post.name,
                         text: query,
                         limit: Duration::from_nanos(limit),
+                        bounds: plan.bounds,
                     }
                     .run(&database, &path, format.as_deref()),
                     (None, _) => Err(sql::SqlError::NoDatabase),

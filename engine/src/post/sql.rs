@@ -8,10 +8,13 @@ use std::time::{Duration, Instant};
 
 use evalexpr::Value;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::limits::Limit;
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::pipeline::model::Quantity;
 use crate::pipeline::units::{format_duration, parse_duration};
+use crate::plan::Bounds;
 use crate::summary::{self, Format};
 use crate::transform::Table;
 
@@ -53,6 +56,12 @@ pub enum SqlError {
     Writes(String),
     #[error("the query ran past its {} limit", format_duration(.0.as_nanos() as u64))]
     TimeLimit(Duration),
+    /// A bounded query's result passed its bound: what it passed ("1000000 rows").
+    #[error(
+        "the query's result passes {0}, the most read for a pipeline from a spool \
+         (replay it with --trust-plan if you trust whoever made it)"
+    )]
+    Bounded(String),
     /// rocflow was asked to stop while the query ran.
     #[error("{}", crate::cancel::STOPPED)]
     Stopped,
@@ -76,6 +85,8 @@ pub(super) struct Query<'a> {
     pub name: &'a str,
     pub text: &'a str,
     pub limit: Duration,
+    /// How much of the result is read, if not all of it.
+    pub bounds: Option<Bounds>,
 }
 
 impl Query<'_> {
@@ -109,15 +120,25 @@ impl Query<'_> {
 
     /// The query's rows, as a table named after the step.
     fn table(&self, database: &Path) -> Result<Table, SqlError> {
-        use rusqlite::types::ValueRef;
         let refused = Arc::new(OnceLock::new());
         let connection = open(database, Instant::now() + self.limit, Arc::clone(&refused))
             .map_err(|source| SqlError::Open {
                 path: database.to_path_buf(),
                 source,
             })?;
+        if let Some(bounds) = self.bounds {
+            // No string or blob past the bound, inside SQLite as in the result.
+            let most = i32::try_from(bounds.bytes).unwrap_or(i32::MAX);
+            connection
+                .set_limit(Limit::SQLITE_LIMIT_LENGTH, most)
+                .map_err(SqlError::Sqlite)?;
+        }
+        let too_big = |bounds: Bounds| SqlError::Bounded(format!("{} MiB", bounds.bytes >> 20));
         let why = |e: rusqlite::Error| match refused.get() {
             Some(what) => SqlError::Writes(what.clone()),
+            None if e.sqlite_error_code() == Some(ErrorCode::TooBig) && self.bounds.is_some() => {
+                too_big(self.bounds.expect("bounded"))
+            }
             None if e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) => {
                 if crate::cancel::requested() {
                     return SqlError::Stopped;
@@ -137,30 +158,44 @@ impl Query<'_> {
             .map(|c| (*c).to_owned())
             .collect();
         let width = columns.len();
-        let rows = statement
-            .query_map([], |row| {
-                (0..width)
-                    .map(|i| {
-                        Ok(match row.get_ref(i)? {
-                            ValueRef::Null => Value::Empty,
-                            ValueRef::Integer(v) => Value::Int(v),
-                            ValueRef::Real(v) => Value::Float(v),
-                            ValueRef::Text(t) => {
-                                Value::String(String::from_utf8_lossy(t).into_owned())
-                            }
-                            ValueRef::Blob(b) => Value::String(format!("<{} bytes>", b.len())),
-                        })
-                    })
-                    .collect::<rusqlite::Result<Vec<Value>>>()
-            })
-            .map_err(&why)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(&why)?;
+        let mut read = statement.query([]).map_err(&why)?;
+        let (mut rows, mut bytes) = (Vec::new(), 0);
+        while let Some(row) = read.next().map_err(&why)? {
+            let values = (0..width)
+                .map(|i| row.get_ref(i).map(value))
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(&why)?;
+            if let Some(bounds) = self.bounds {
+                if rows.len() == bounds.rows {
+                    return Err(SqlError::Bounded(format!("{} rows", bounds.rows)));
+                }
+                bytes += values.iter().map(|(_, size)| size).sum::<usize>();
+                if bytes > bounds.bytes {
+                    return Err(too_big(bounds));
+                }
+            }
+            rows.push(values.into_iter().map(|(value, _)| value).collect());
+        }
         Ok(Table {
             name: self.name.to_owned(),
             columns,
             rows,
         })
+    }
+}
+
+/// A value of a result, and the bytes it counts: 8, and its text's or blob's length on top
+/// (a blob is written as its size).
+fn value(value: ValueRef<'_>) -> (Value, usize) {
+    match value {
+        ValueRef::Null => (Value::Empty, 8),
+        ValueRef::Integer(v) => (Value::Int(v), 8),
+        ValueRef::Real(v) => (Value::Float(v), 8),
+        ValueRef::Text(t) => (
+            Value::String(String::from_utf8_lossy(t).into_owned()),
+            8 + t.len(),
+        ),
+        ValueRef::Blob(b) => (Value::String(format!("<{} bytes>", b.len())), 8 + b.len()),
     }
 }
 

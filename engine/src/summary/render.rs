@@ -309,10 +309,12 @@ fn push_keys<'a>(out: &mut String, keys: impl ExactSizeIterator<Item = &'a str>,
     out.push('\n');
 }
 
-/// A name as a terminal table shows it: cut at [`MAX_NAME`] characters.
+/// A name as a terminal table shows it: printable (see [`crate::printable`]), cut at
+/// [`MAX_NAME`] characters.
 fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    let name = crate::printable::name(name);
     if name.chars().count() <= MAX_NAME {
-        return name.into();
+        return name;
     }
     name.chars().take(MAX_NAME - 1).chain(['…']).collect()
 }

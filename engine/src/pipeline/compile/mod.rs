@@ -169,6 +169,7 @@ impl<'a> Compiler<'a> {
             },
             sinks,
             posts,
+            bounds: None,
         };
         Ok((plan, self.warnings))
     }
