@@ -42,7 +42,7 @@ pub const WIRE: Target = Target {
 
 fn read_spool(input: &[u8], scratch: &Path) -> String {
     let path = scratch.join("run.rfraw");
-    std::fs::write(&path, input).expect("the scratch folder is writable");
+    crate::files::replace(&path, input);
     let mut reader = match SpoolReader::open(&path) {
         Ok(reader) => reader,
         Err(e) => return e.to_string(),
