@@ -43,6 +43,11 @@ impl Files {
         self.dir.join("stderr")
     }
 
+    /// Where mutations that need a file (SQL on a database) make it.
+    pub fn mutating(&self) -> PathBuf {
+        self.dir.join("mutating")
+    }
+
     /// Where targets write the files they need.
     pub fn scratch(&self) -> PathBuf {
         self.dir.join("scratch")

@@ -11,6 +11,7 @@
 
 mod campaign;
 mod corpus;
+mod database;
 mod files;
 mod frames;
 mod mutate;

@@ -98,14 +98,14 @@ fn read_stream(input: &[u8], _: &Path) -> String {
 /// What the frames of a stream held: the metadata, and which kinds of frames and errors
 /// were seen (a line each, when displayed).
 #[derive(Default)]
-struct Read {
+pub(super) struct Read {
     catalog: Catalog,
     seen: BTreeSet<String>,
 }
 
 impl Read {
     /// Applies metadata to the catalog, and reads every column of every record with it.
-    fn frame(&mut self, frame: Frame) {
+    pub(super) fn frame(&mut self, frame: Frame) {
         match frame.payload {
             Payload::Meta(items) => {
                 self.seen.insert("meta".into());
