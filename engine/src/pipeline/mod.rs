@@ -85,7 +85,13 @@ pub fn compile_text(
     compile(path, merged, options)
 }
 
-fn compile(path: &Path, merged: Merged, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+/// Compiles a document already merged (see [`Library`]), which a caller may look at
+/// first without reading and merging it twice.
+pub fn compile(
+    path: &Path,
+    merged: Merged,
+    options: &Options,
+) -> Result<Compiled, Vec<Diagnostic>> {
     let Merged {
         doc,
         sources,

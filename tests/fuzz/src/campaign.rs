@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::corpus::{self, Corpus};
+use crate::database::Databases;
 use crate::files::Files;
 use crate::frames::{self, Payloads};
 use crate::mutate::{self, Grammar, Numbers};
@@ -12,9 +13,11 @@ use crate::rng::{self, Rng};
 use crate::runner::{Caught, Limits, Runner};
 use crate::targets::{Shape, Target};
 
-/// Text inputs are cut to this size, spools to [`MAX_SPOOL`].
+/// Text inputs are cut to this size, spools to [`MAX_SPOOL`], databases to
+/// [`MAX_DATABASE`].
 const MAX_TEXT: usize = 128 << 10;
 const MAX_SPOOL: usize = 1 << 20;
+const MAX_DATABASE: usize = 1 << 20;
 /// Tokens kept from the seeds' words, at most.
 const SEED_WORDS: usize = 1000;
 /// How often a long campaign says how it is going.
@@ -40,7 +43,7 @@ pub fn fuzz(
         panic!("cannot read the seeds of {}: {e}", target.name);
     });
     assert!(!seeds.is_empty(), "{} has no seeds", target.name);
-    let mutator = Mutator::new(target, &seeds);
+    let mutator = Mutator::new(target, &seeds, files);
     let mut runner = Runner::start(target, limits, files);
     let mut corpus = Corpus::new(seeds.clone());
     for input in seeds {
@@ -80,12 +83,14 @@ pub fn replay(
 enum Mutator {
     Text(Grammar),
     Spool(Payloads),
+    Database(Databases),
 }
 
 impl Mutator {
-    fn new(target: &Target, seeds: &[Vec<u8>]) -> Mutator {
+    fn new(target: &Target, seeds: &[Vec<u8>], files: &Files) -> Mutator {
         match target.shape {
             Shape::Spool => Mutator::Spool(Payloads::new(MAX_SPOOL)),
+            Shape::Database => Mutator::Database(Databases::new(files.mutating(), MAX_DATABASE)),
             Shape::Text => {
                 let mut words: Vec<&[u8]> = seeds.iter().flat_map(|s| mutate::words(s)).collect();
                 words.sort_unstable();
@@ -113,6 +118,7 @@ impl Mutator {
         match self {
             Mutator::Text(grammar) => mutate::havoc(input, others, grammar, rng),
             Mutator::Spool(payloads) => frames::havoc(input, others, payloads, rng),
+            Mutator::Database(databases) => databases.havoc(input, others, rng),
         }
     }
 }

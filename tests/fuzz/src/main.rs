@@ -5,17 +5,20 @@
 //!
 //! ```text
 //! rocflow-fuzz --target all --time 3600 --seed 7    # an hour per target
+//! rocflow-fuzz --target all --jobs 16 --runs 10000000 --time 3600   # on 16 cores
 //! rocflow-fuzz --replay target/fuzz/crashes/pipeline/panic-….toml
 //! ```
 
 mod campaign;
 mod corpus;
+mod database;
 mod files;
 mod frames;
 mod mutate;
 mod rng;
 mod runner;
 mod supervise;
+mod tally;
 mod targets;
 
 use std::ffi::OsString;
@@ -40,13 +43,16 @@ struct Args {
     /// The seed of the mutations: the same seed and budget give the same inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Seconds to fuzz each target. After a failure a new worker goes on, with the next
-    /// seed, for the time left: a campaign reports every distinct failure it meets.
+    /// Seconds to fuzz each target, at most. After a failure a new worker goes on, with
+    /// the next seed, for the time left: a campaign reports every distinct failure it meets.
     #[arg(long, default_value_t = 60)]
     time: u64,
-    /// Mutated inputs a worker runs, at most.
+    /// Mutated inputs to run on each target, at most, shared by its workers.
     #[arg(long, default_value_t = u64::MAX, hide_default_value = true)]
     runs: u64,
+    /// Workers fuzzing each target at once, each with a seed of its own: one per core.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: u16,
     /// Seconds an input may run before it counts as a hang.
     #[arg(long, default_value_t = 2.0)]
     timeout: f64,
@@ -59,6 +65,10 @@ struct Args {
     /// Where `crashes/` and the workers' folders go [default: target/fuzz].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Where the workers' folders go [default: a folder in /dev/shm, a RAM file system,
+    /// where it has room; else OUT/work].
+    #[arg(long, value_name = "DIR")]
+    work: Option<PathBuf>,
     /// Run one saved input again; its target is the folder it is in, unless --target names one.
     #[arg(long, value_name = "FILE")]
     replay: Option<PathBuf>,
@@ -118,14 +128,21 @@ impl Args {
     }
 
     /// The arguments of a worker on `target` in `dir`: these, less the choice of targets,
-    /// with its own seed and seconds.
-    fn worker_args(&self, target: &str, dir: &Path, seed: u64, time: u64) -> Vec<OsString> {
+    /// with its own seed, seconds and inputs.
+    fn worker_args(
+        &self,
+        target: &str,
+        dir: &Path,
+        seed: u64,
+        time: u64,
+        runs: u64,
+    ) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec!["--worker".into(), dir.into(), "--target".into()];
         args.push(target.into());
         for (flag, value) in [
             ("--seed", seed.to_string()),
             ("--time", time.to_string()),
-            ("--runs", self.runs.to_string()),
+            ("--runs", runs.to_string()),
             ("--timeout", self.timeout.to_string()),
             ("--memory", self.memory.to_string()),
             ("--stack", self.stack.to_string()),

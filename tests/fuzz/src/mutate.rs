@@ -6,7 +6,7 @@ use crate::rng::Rng;
 
 /// Integers at the edges where size and offset arithmetic breaks: zero, sign and width
 /// boundaries, counts just past what fits, and 4e9 (a plausible-looking huge count).
-const INTERESTING: &[i128] = &[
+pub const INTERESTING: &[i128] = &[
     0,
     1,
     -1,

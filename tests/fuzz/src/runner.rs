@@ -3,15 +3,13 @@
 //! kills the process (stack overflow, failed allocation) is still attributable; a panic is
 //! caught, and an input that outlasts its time limit is taken for a hang.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::thread;
 use std::time::Duration;
 
-use crate::files::Files;
+use crate::files::{Files, Running};
 use crate::targets::Target;
 
 /// What each input may use.
@@ -36,19 +34,16 @@ pub struct Caught {
 static PANIC: Mutex<Option<String>> = Mutex::new(None);
 
 /// Runs inputs on a thread of its own, one at a time.
-pub struct Runner<'a> {
+pub struct Runner {
     inputs: SyncSender<Vec<u8>>,
     results: Receiver<(Vec<u8>, thread::Result<String>)>,
     timeout: Duration,
-    files: &'a Files,
-    /// Inputs run so far, and the file that says how many.
-    runs: u64,
-    count: File,
+    running: Running,
 }
 
-impl<'a> Runner<'a> {
+impl Runner {
     /// Limits the process's memory, and starts the thread inputs run on.
-    pub fn start(target: &'static Target, limits: Limits, files: &'a Files) -> Runner<'a> {
+    pub fn start(target: &'static Target, limits: Limits, files: &Files) -> Runner {
         limit_memory(limits.memory);
         // The harness's own panics (on the main thread) are reported as usual.
         let harness = panic::take_hook();
@@ -81,19 +76,13 @@ impl<'a> Runner<'a> {
             inputs,
             results,
             timeout: limits.timeout,
-            files,
-            runs: 0,
-            count: File::create(files.runs()).expect("the worker folder is writable"),
+            running: Running::create(files),
         }
     }
 
     /// Runs one input; gives it back with what it led to.
     pub fn run(&mut self, input: Vec<u8>) -> Result<(Vec<u8>, String), Caught> {
-        std::fs::write(self.files.input(), &input).expect("the worker folder is writable");
-        self.runs += 1;
-        self.count
-            .write_all_at(&self.runs.to_le_bytes(), 0)
-            .expect("the worker folder is writable");
+        self.running.start(&input);
         self.inputs.send(input).expect("the input thread runs");
         let (input, outcome) = match self.results.recv_timeout(self.timeout) {
             Ok(result) => result,

@@ -50,8 +50,17 @@ fn a_campaign_saves_the_failing_input_and_names_it() {
     // As above, only a run far past the release build's limit is a hang: the bounded
     // campaign, running beside this test, takes every core (a 2 s limit once saved a
     // trivial input as a hang in CI's rehearsal).
-    let args = ["--target", "selftest", "--time", "5", "--timeout", "20"];
-    let output = fuzz(&args, out.path());
+    let work = out.path().join("work");
+    let args = [
+        "--target",
+        "selftest",
+        "--time",
+        "5",
+        "--timeout",
+        "20",
+        "--work",
+    ];
+    let output = fuzz(&[&args[..], &[work.to_str().unwrap()]].concat(), out.path());
     let report = text(&output);
     assert_eq!(output.status.code(), Some(1), "{report}");
     assert_eq!(
@@ -71,7 +80,36 @@ fn a_campaign_saves_the_failing_input_and_names_it() {
     );
     let input = std::fs::read(&saved[0]).unwrap();
     assert!(input.windows(5).any(|w| w == b"panic"), "{input:?}");
-    assert!(!out.path().join("work").read_dir().unwrap().any(|_| true));
+    assert!(!work.read_dir().unwrap().any(|_| true));
+}
+
+/// Two workers at once share a target's inputs, each with its own seed, and the campaign
+/// ends with the rates of its targets.
+#[test]
+fn jobs_share_a_targets_inputs_and_the_rates_are_summed_up() {
+    let out = tempfile::tempdir().unwrap();
+    let args = [
+        "--target",
+        "counter-expr",
+        "--jobs",
+        "2",
+        "--runs",
+        "200",
+        "--time",
+        "120",
+        "--timeout",
+        "20",
+    ];
+    let output = fuzz(&args, out.path());
+    let report = text(&output);
+    assert!(output.status.success(), "{report}");
+    // 100 mutated inputs each, after the 17 seeds each runs first.
+    assert!(report.contains("counter-expr: 234 inputs"), "{report}");
+    assert!(report.contains("workers: 2,"), "{report}");
+    assert!(
+        report.contains("10^7 inputs per target at these rates on 2 cores"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! so every input is read as YAML, as JSON and as a `pmc:` text file.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use rocflow::import::{self, Request, Several};
 use rocflow::pipeline::{Library, Options};
@@ -41,21 +42,22 @@ pub const TARGET: Target = Target {
 };
 
 fn convert(input: &[u8], scratch: &Path) -> String {
-    let options = Options {
+    static OPTIONS: OnceLock<Options> = OnceLock::new();
+    let options = OPTIONS.get_or_init(|| Options {
         library: Library::with_search_path(Vec::new()),
         counters: Some(super::pipeline::counter_definitions()),
         ..Options::default()
-    };
+    });
     let output = scratch.join("imported.toml");
     let mut outcome = Vec::new();
     for extension in ["yaml", "json", "txt"] {
         let path = scratch.join("input").with_extension(extension);
-        std::fs::write(&path, input).expect("the scratch folder is writable");
+        crate::files::replace(&path, input);
         let request = Request {
             input: &path,
             several: Some(Several::Params),
             output: Some(&output),
-            options: &options,
+            options,
         };
         outcome.push(match import::import(&request) {
             Ok(imported) => format!("{} pipelines", imported.pipelines.len()),

@@ -5,6 +5,7 @@ mod counters;
 mod import;
 mod pipeline;
 mod predicate;
+mod rocpd;
 mod selftest;
 mod spool;
 
@@ -17,6 +18,8 @@ pub enum Shape {
     Text,
     /// A raw spool: a stream header and checksummed frames.
     Spool,
+    /// An SQLite database.
+    Database,
 }
 
 /// One fuzz target.
@@ -42,6 +45,7 @@ pub struct Target {
 pub const ALL: &[&Target] = &[
     &spool::SPOOL,
     &spool::WIRE,
+    &rocpd::TARGET,
     &pipeline::TARGET,
     &predicate::TARGET,
     &counters::EXPRESSION,

@@ -3,6 +3,7 @@
 //! merged pipeline printed, and every diagnostic rendered with its snippet.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use rocflow::diag::SourceFile;
 use rocflow::pipeline::{self, Library, Node, Options, value::Value};
@@ -66,12 +67,12 @@ pub fn compile(text: &str, scratch: &Path) -> String {
     let options = options();
     // The compiler loads the plugins a pipeline names, to check them; a fuzzer must never
     // make it load a library, so a pipeline that could name one by path is not compiled.
-    match options.library.load_text(&path, file.clone()) {
+    let merged = match options.library.load_text(&path, file) {
         Ok(merged) if names_a_library(&merged.doc) => return "names a plugin library".into(),
-        Ok(_) => {}
+        Ok(merged) => merged,
         Err(diagnostic) => return super::messages(&[diagnostic]),
-    }
-    match pipeline::compile_text(&path, file, &options) {
+    };
+    match pipeline::compile(&path, merged, options) {
         Ok(compiled) => {
             plan::explain(&compiled.plan);
             serde_json::to_string(&compiled.plan).expect("plans serialize");
@@ -84,9 +85,10 @@ pub fn compile(text: &str, scratch: &Path) -> String {
 }
 
 /// Shipped templates, the examples' team templates (`team/base`), counter definitions
-/// from the corpus, and no plugin directory.
-fn options() -> Options {
-    Options {
+/// from the corpus, and no plugin directory; made once per worker.
+fn options() -> &'static Options {
+    static OPTIONS: OnceLock<Options> = OnceLock::new();
+    OPTIONS.get_or_init(|| Options {
         overrides: Vec::new(),
         overlay: Default::default(),
         library: Library::with_search_path(vec![root().join("examples")]),
@@ -96,7 +98,7 @@ fn options() -> Options {
         // As validate and explain: a plugin's symbols are read, none of its code runs.
         plugin_check: rocflow::plugin::Check::Inspect,
         records_only: false,
-    }
+    })
 }
 
 pub fn counter_definitions() -> PathBuf {

@@ -42,7 +42,7 @@ pub const WIRE: Target = Target {
 
 fn read_spool(input: &[u8], scratch: &Path) -> String {
     let path = scratch.join("run.rfraw");
-    std::fs::write(&path, input).expect("the scratch folder is writable");
+    crate::files::replace(&path, input);
     let mut reader = match SpoolReader::open(&path) {
         Ok(reader) => reader,
         Err(e) => return e.to_string(),
@@ -98,14 +98,14 @@ fn read_stream(input: &[u8], _: &Path) -> String {
 /// What the frames of a stream held: the metadata, and which kinds of frames and errors
 /// were seen (a line each, when displayed).
 #[derive(Default)]
-struct Read {
+pub(super) struct Read {
     catalog: Catalog,
     seen: BTreeSet<String>,
 }
 
 impl Read {
     /// Applies metadata to the catalog, and reads every column of every record with it.
-    fn frame(&mut self, frame: Frame) {
+    pub(super) fn frame(&mut self, frame: Frame) {
         match frame.payload {
             Payload::Meta(items) => {
                 self.seen.insert("meta".into());
