@@ -893,3 +893,51 @@ fn counter_names_are_checked_against_definitions() {
     );
     assert!(!dir.path().join("p.toml").exists());
 }
+
+#[test]
+fn a_counter_listed_many_times_is_collected_once() {
+    let definitions = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/counters/standard-schema.counter_defs.yaml")
+        .canonicalize()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Planning passes once per listed name grew with its fourth power: 120 took a minute.
+    let repeated = vec!["TCC_HIT"; 120].join(",");
+    std::fs::write(
+        dir.path().join("dup.txt"),
+        format!("pmc: {repeated},SQ_WAVES\n"),
+    )
+    .unwrap();
+    let converted = rocflow(
+        &[
+            "import-rocprofv3",
+            "dup.txt",
+            "-o",
+            "p.toml",
+            "--counters",
+            definitions.to_str().unwrap(),
+        ],
+        dir.path(),
+        &[],
+    );
+    assert_success(&converted);
+    let stderr = text(&converted.stderr);
+    assert_eq!(
+        stderr
+            .matches("`TCC_HIT` is listed again; it is collected once")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    let options = Options {
+        counters: Some(definitions),
+        ..Options::default()
+    };
+    let plan = match compile_file(&dir.path().join("p.toml"), &options) {
+        Ok(compiled) => compiled.plan,
+        Err(errors) => panic!("{errors:?}"),
+    };
+    let counters = context(&plan).counters.clone().unwrap();
+    assert_eq!(counters.collect, ["TCC_HIT", "SQ_WAVES"]);
+    assert_eq!(counters.passes, [["TCC_HIT", "SQ_WAVES"]]);
+}

@@ -305,8 +305,23 @@ impl CounterCheck {
         // Each unknown name is reported once, where it first is: a list (an imported `pmc:`
         // line) may repeat one thousands of times.
         let mut unknown = HashSet::new();
+        // A name listed again is counted once, and said once: planning passes for the
+        // same counter hundreds of times over would take hours.
+        let (mut listed, mut repeated) = (HashSet::new(), HashSet::new());
         for (n, name) in table.collect.iter().enumerate() {
             let path = vec![Step::Key("collect"), Step::Index(n)];
+            if !listed.insert(name) {
+                if repeated.insert(name) {
+                    findings.push(Finding {
+                        warning: true,
+                        ..Finding::at(
+                            path,
+                            format!("`{name}` is listed again; it is collected once"),
+                        )
+                    });
+                }
+                continue;
+            }
             let inline = parsed.iter().any(|(_, d, _)| d == name);
             if !inline && defs.get(name).is_none() {
                 if !unknown.insert(name) {

@@ -2,7 +2,7 @@
 //! context, with its buffer, counters, PC sampling and collection period, checked against
 //! what the SDK accepts.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use regex::Regex;
 
@@ -361,7 +361,13 @@ impl Compiler<'_> {
                 "a pass holds at least one counter",
             );
         }
-        let counted: Vec<String> = (k.collect.iter())
+        // A name listed again is collected once (the checks above warned of it).
+        let mut listed = HashSet::new();
+        let collect: Vec<String> = (k.collect.iter())
+            .filter(|name| listed.insert(name.as_str()))
+            .cloned()
+            .collect();
+        let counted: Vec<String> = (collect.iter())
             .filter(|name| !derived.iter().any(|(d, _)| d == *name))
             .cloned()
             .collect();
@@ -386,7 +392,7 @@ impl Compiler<'_> {
         };
         CounterPlan {
             passes,
-            collect: k.collect.clone(),
+            collect,
             derived,
             reduce: k
                 .reduce
