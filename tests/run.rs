@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use support::scenario::{default_scenario, expected, scenario_with};
-use support::truth::{Collects, Dispatches, Scenario};
+use support::truth::{self, Collects, Dispatches, Part, Scenario};
 use support::{
     assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, sim_scenarios, text,
     with_file, write_file,
@@ -164,6 +164,77 @@ fn programs_a_shell_starts_are_one_stream_each() {
             .filter(|lines| lines.len() as u64 == want[kind]);
         assert_eq!(whole.count(), 2, "{kind}: {:?}", per_pid.keys());
     }
+}
+
+/// The per-process outputs of `base` (a database and a trace per pid) for kernels, HIP
+/// calls and copies, flushed every 10 ms.
+const PER_PID: &str = r#"
+[pipeline]
+name = "per-pid"
+extends = ["base"]
+
+[[context]]
+name = "trace"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
+buffer = { flush_interval = "10ms" }
+"#;
+
+#[test]
+fn a_program_that_execs_another_is_one_process_with_it() {
+    // A launcher that has done GPU work and then execs the application (a wrapper's
+    // `exec ./app`): the application loads the tool anew under the same pid. Both
+    // programs' records are that pid's, in its one database and one trace.
+    let app = sim_app();
+    let app = app.to_str().unwrap();
+    let (dir, _) = with_file("p.toml", PER_PID);
+    let output = run_on(
+        "sim",
+        "p.toml",
+        &[app, "exec", app, "exit", "0"],
+        dir.path(),
+        &[],
+    );
+    assert_success(&output);
+    let spool = support::inspect(dir.path(), "rocflow-out/last.rfraw");
+    let processes = spool["processes"].as_array().unwrap();
+    let described = |p: &serde_json::Value| (p["pid"].as_u64().unwrap(), p["command"].clone());
+    let (pid, commands): (Vec<u64>, Vec<serde_json::Value>) =
+        processes.iter().map(described).unzip();
+    assert_eq!(pid.len(), 2, "a stream for each program: {processes:?}");
+    assert_eq!(pid[0], pid[1], "{processes:?}");
+    let pid = pid[0];
+
+    let out = dir.path().join("rocflow-out");
+    let outputs = |extension: &str| support::entries(&out, |name| name.ends_with(extension));
+    let named = |extension: &str| out.join(format!("{}-{pid}.{extension}", support::hostname()));
+    assert_eq!(outputs(".db"), [named("db")]);
+    assert_eq!(outputs(".pftrace"), [named("pftrace")]);
+    let traced = Collects {
+        dispatches: true,
+        copies: true,
+        api: vec![("hip_runtime_api", vec![], vec![])],
+        ..Collects::default()
+    };
+    let truth = default_truth().truth(&traced, 2, &Dispatches::new());
+    let parts = [Part::Kernels, Part::KernelTime, Part::Api, Part::Copies];
+    for (output, seen) in [
+        ("rocpd", truth::rocpd(&named("db"))),
+        ("perfetto", truth::perfetto(&[named("pftrace")])),
+    ] {
+        let differences = truth.differences(&seen, &parts, 0.0);
+        assert!(differences.is_empty(), "{output}: {differences:#?}");
+    }
+    // The database describes the process as each program did.
+    let db = rusqlite::Connection::open(named("db")).unwrap();
+    let rows: Vec<(u64, String)> = support::sqlite_rows(
+        &db,
+        "SELECT pid, command FROM rocpd_info_process ORDER BY start",
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+    );
+    let want: Vec<(u64, String)> = (commands.iter())
+        .map(|c| (pid, c.as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(rows, want);
 }
 
 #[test]

@@ -5,7 +5,9 @@
 //! `atexit` (and so the SDK's finalize); `sim-app linger S` ignores SIGINT and SIGTERM and
 //! lives S seconds; `sim-app force` hands the tool of `ROCP_TOOL_LIBRARIES` to
 //! `rocprofiler_force_configure`, as tools that start the SDK themselves do, and prints the
-//! status. Each first waits long enough for the simulated device's work to finish.
+//! status; `sim-app exec PROGRAM ARGS…` replaces itself with PROGRAM, as launchers and
+//! shell wrappers do. Each first waits long enough for the simulated device's work to
+//! finish.
 
 use std::time::Duration;
 
@@ -60,13 +62,21 @@ fn main() {
             }
             std::thread::sleep(Duration::from_secs(number(1) as u64));
         }
+        Some("exec") => {
+            use std::os::unix::process::CommandExt;
+            // Long enough for a pipeline that flushes often to have sent this program's
+            // records: an exec loses what the SDK's buffers still hold.
+            std::thread::sleep(Duration::from_secs(1));
+            let error = std::process::Command::new(&args[1]).args(&args[2..]).exec();
+            panic!("cannot exec {}: {error}", args[1]);
+        }
         Some("force") => {
             println!("rocprofiler_force_configure: {}", force_configure());
             settle();
         }
         _ => {
             eprintln!(
-                "usage: sim-app fork N | crash | threads N | exit CODE | _exit MS | linger S | force"
+                "usage: sim-app fork N | crash | threads N | exit CODE | _exit MS | linger S | force | exec PROGRAM ARGS..."
             );
             std::process::exit(2);
         }

@@ -132,8 +132,17 @@ impl Tool {
                 .duration_since(std::time::UNIX_EPOCH)
                 .ok()
                 .map(|d| d.as_nanos() as u64),
+            kernel_start: kernel_start(),
         })
     }
+}
+
+/// When the kernel started this process (`starttime`, the 22nd field of
+/// `/proc/self/stat`, which follows the command name in parentheses).
+fn kernel_start() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let (_, fields) = stat.rsplit_once(')')?;
+    fields.split_whitespace().nth(19)?.parse().ok()
 }
 
 fn hostname() -> String {

@@ -18,6 +18,7 @@ use super::rows::{Queued, Tables, Window};
 use super::schema::Names;
 use super::views;
 use crate::catalog::Catalog;
+use crate::record::Process;
 use crate::sink::Written;
 use crate::sqlite::btree::Pages;
 use crate::transform::Table;
@@ -64,17 +65,27 @@ pub struct Database {
 }
 
 /// Which streams a database holds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Streams {
     All,
+    /// Those of one process: one stream, or one for each program it ran, across `exec`.
+    Process(Process),
+    /// One stream that never said which process it is.
     One(u16),
 }
 
 impl Streams {
-    pub fn hold(self, stream: u16) -> bool {
+    /// Those of `process`, or else `stream` alone.
+    pub fn of(stream: u16, process: Option<&Process>) -> Streams {
+        process.map_or(Streams::One(stream), |p| Streams::Process(p.clone()))
+    }
+
+    pub fn hold(&self, stream: u16, catalog: &Catalog) -> bool {
         match self {
             Streams::All => true,
-            Streams::One(one) => one == stream,
+            Streams::Process(process) => (catalog.stream(stream).process.as_ref())
+                .is_some_and(|other| other.is_same_as(process)),
+            Streams::One(one) => *one == stream,
         }
     }
 }
@@ -129,8 +140,8 @@ impl Database {
         &self.path
     }
 
-    pub fn streams(&self) -> Streams {
-        self.streams
+    pub fn streams(&self) -> &Streams {
+        &self.streams
     }
 
     /// Writes windows of chunks as they come, until they end; `written` counts their
@@ -172,7 +183,7 @@ impl Database {
         let streams: Vec<u16> = catalog
             .streams()
             .map(|(stream, _)| stream)
-            .filter(|&s| streams.hold(s))
+            .filter(|&s| streams.hold(s, catalog))
             .collect();
         let mut conn = open(staging.path())?;
         let tx = conn.transaction()?;

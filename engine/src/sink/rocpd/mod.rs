@@ -114,7 +114,8 @@ impl RocpdSink {
         let counted = written.clone();
         let open = move |path: PathBuf, stream: u16, process: Option<&Process>| {
             let start_ns = process.map_or(run_start_ns, |p| p.start_ns);
-            let sink = RocpdSink::create(path, start_ns, Streams::One(stream), &counted)?;
+            let streams = Streams::of(stream, process);
+            let sink = RocpdSink::create(path, start_ns, streams, &counted)?;
             Ok(Box::new(sink) as Box<dyn Sink>)
         };
         Ok(Box::new(PerProcess::new(
@@ -147,7 +148,7 @@ impl Sink for RocpdSink {
         let database = &mut self.database;
         let chunks: Vec<Queued> = window
             .iter()
-            .filter(|c| database.holds(c.stream))
+            .filter(|c| database.holds(c.stream, catalog))
             .map(|c| Queued::new(Arc::clone(c), catalog.stream(c.stream)))
             .collect();
         if !chunks.is_empty() {

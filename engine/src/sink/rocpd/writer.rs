@@ -38,7 +38,7 @@ impl Writer {
     pub fn start(database: Database, written: Written) -> Writer {
         let (jobs, queue) = sync_channel(QUEUE);
         let path = database.path().to_owned();
-        let streams = database.streams();
+        let streams = database.streams().clone();
         let thread = std::thread::Builder::new()
             .name("rocpd".into())
             .spawn(move || run(database, queue, &written))
@@ -55,8 +55,8 @@ impl Writer {
         &self.path
     }
 
-    pub fn holds(&self, stream: u16) -> bool {
-        self.streams.hold(stream)
+    pub fn holds(&self, stream: u16, catalog: &Catalog) -> bool {
+        self.streams.hold(stream, catalog)
     }
 
     /// Queues a window's chunks; reports the failure of a database that stopped.
