@@ -50,8 +50,14 @@ fn run_with(
     )
     .unwrap();
     let output = run_on(device, "p.toml", app, dir.path(), env);
+    let rows = rows(dir.path());
+    (output, rows, dir)
+}
+
+/// The CSV rows a run in `dir` wrote.
+fn rows(dir: &Path) -> Rows {
     let mut rows = Rows::new();
-    if let Ok(entries) = std::fs::read_dir(dir.path().join("out")) {
+    if let Ok(entries) = std::fs::read_dir(dir.join("out")) {
         for entry in entries {
             let path = entry.unwrap().path();
             let kind = path.file_stem().unwrap().to_string_lossy().into_owned();
@@ -63,7 +69,7 @@ fn run_with(
             }
         }
     }
-    (output, rows, dir)
+    rows
 }
 
 /// Rows per kind, over all processes.
@@ -235,6 +241,82 @@ fn a_program_that_execs_another_is_one_process_with_it() {
         .map(|c| (pid, c.as_str().unwrap().to_owned()))
         .collect();
     assert_eq!(rows, want);
+}
+
+#[test]
+fn connections_beyond_the_descriptors_leave_later_processes_profiled() {
+    use std::os::unix::process::CommandExt;
+    // Under the usual limit of 1,024 descriptors, the application holds 1,100 connections
+    // to the runner that say nothing, closes them, then forks two children: the runner
+    // read at most what its descriptors allow meanwhile, and took the children's streams.
+    let mut hard = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a writable rlimit for the call to fill in.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut hard) },
+        0
+    );
+    assert!(
+        hard.rlim_max >= 1200,
+        "the application needs 1,200 descriptors; the hard limit is {}",
+        hard.rlim_max
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", "")).unwrap();
+    let app = sim_app();
+    let args = ["run", "p.toml", "--device", "sim", "--"];
+    let app = [app.to_str().unwrap(), "connections", "1100", "2"];
+    let mut command = support::rocflow_command(&[&args[..], &app].concat(), dir.path(), &[]);
+    // SAFETY: between fork and exec the closure calls only setrlimit, which is
+    // async-signal-safe, on a value it owns.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: 1024,
+                rlim_max: hard.rlim_max,
+            };
+            match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let output = command.output().expect("rocflow runs");
+    assert_success(&output);
+    let want = expected(&default_scenario());
+    let rows = rows(dir.path());
+    assert_eq!(
+        rows.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (kind, per_pid) in &rows {
+        assert_eq!(per_pid.len(), 3, "{kind}: the parent and two children");
+        for (pid, lines) in per_pid {
+            assert_eq!(lines.len() as u64, want[kind], "{kind} of process {pid}");
+        }
+    }
+}
+
+#[test]
+fn a_process_that_cannot_reach_rocflow_fails_the_run_naming_it() {
+    // The shell and the first program it starts are profiled; then the shell execs a
+    // program whose tool finds no runner at its socket.
+    let script = "/bin/sleep 0.1; ROCFLOW_SOCKET=$ROCFLOW_SOCKET.gone exec /bin/sleep 0.1";
+    let (output, rows, dir) = run("", "sim", &["/bin/sh", "-c", script]);
+    let spool = support::inspect(dir.path(), "rocflow-out/last.rfraw");
+    let pid = spool["processes"][0]["pid"].as_u64().unwrap();
+    assert_fails(
+        &output,
+        1,
+        &[
+            "rocflow: cannot connect to the runner",
+            &format!("error: process {pid} could not reach rocflow: the outputs lack"),
+        ],
+    );
+    // What the profiled program did is kept.
+    assert_eq!(totals(&rows), expected(&default_scenario()));
 }
 
 #[test]
