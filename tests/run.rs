@@ -245,7 +245,6 @@ fn a_program_that_execs_another_is_one_process_with_it() {
 
 #[test]
 fn connections_beyond_the_descriptors_leave_later_processes_profiled() {
-    use std::os::unix::process::CommandExt;
     // Under the usual limit of 1,024 descriptors, the application holds 1,100 connections
     // to the runner that say nothing, closes them, then forks two children: the runner
     // read at most what its descriptors allow meanwhile, and took the children's streams.
@@ -269,21 +268,9 @@ fn connections_beyond_the_descriptors_leave_later_processes_profiled() {
     let args = ["run", "p.toml", "--device", "sim", "--"];
     let app = [app.to_str().unwrap(), "connections", "1100", "2"];
     let mut command = support::rocflow_command(&[&args[..], &app].concat(), dir.path(), &[]);
-    // SAFETY: between fork and exec the closure calls only setrlimit, which is
-    // async-signal-safe, on a value it owns.
-    unsafe {
-        command.pre_exec(move || {
-            let limit = libc::rlimit {
-                rlim_cur: 1024,
-                rlim_max: hard.rlim_max,
-            };
-            match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        });
-    }
-    let output = command.output().expect("rocflow runs");
+    let output = support::with_descriptors(&mut command, 1024)
+        .output()
+        .expect("rocflow runs");
     assert_success(&output);
     let want = expected(&default_scenario());
     let rows = rows(dir.path());

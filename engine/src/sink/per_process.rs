@@ -7,10 +7,10 @@
 //!
 //! Each output is a sink of its own, opened when its first process's records arrive (or,
 //! for a process that sent none, at the end); aggregate tables, which are the whole run's,
-//! go to every output; the outputs finish together, each on a thread.
+//! go to every output; the outputs finish together, on a thread per core.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::{Placeholders, Sink, SinkError, Written};
 use crate::catalog::Catalog;
@@ -195,20 +195,26 @@ impl Sink for PerProcess {
                 output.sink.table(table)?;
             }
         }
-        let finished: Vec<Result<Vec<PathBuf>, SinkError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = std::mem::take(&mut self.outputs)
-                .into_iter()
-                .map(|output| {
-                    scope.spawn(move || output.sink.finish(&catalog.only(&output.streams)))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
+        // On a thread per core, not per output: a job has thousands of processes.
+        let outputs = Mutex::new(std::mem::take(&mut self.outputs).into_iter().enumerate());
+        let finished = Mutex::new(Vec::new());
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    loop {
+                        let next = outputs.lock().unwrap().next();
+                        let Some((i, output)) = next else { break };
+                        let done = output.sink.finish(&catalog.only(&output.streams));
+                        finished.lock().unwrap().push((i, done));
+                    }
+                });
+            }
         });
+        let mut finished = finished.into_inner().unwrap();
+        finished.sort_by_key(|(i, _)| *i);
         let mut paths = Vec::new();
-        for outcome in finished {
+        for (_, outcome) in finished {
             paths.extend(outcome?);
         }
         Ok(paths)
