@@ -62,6 +62,8 @@ pub struct Database {
     /// The staged file's pages, which the tables append to while SQLite has it closed.
     pages: Arc<Pages>,
     tables: Tables,
+    /// Kernel dispatches set aside until their events are written in order, at the end.
+    dispatches: Dispatches,
 }
 
 /// Which streams a database holds.
@@ -125,6 +127,7 @@ impl Database {
                 .map(|(_, root)| *root);
             root.ok_or(rusqlite::Error::QueryReturnedNoRows)
         })?;
+        let dispatches = Dispatches::new(parent);
         Ok(Database {
             path,
             staging,
@@ -133,6 +136,7 @@ impl Database {
             streams,
             pages,
             tables,
+            dispatches,
         })
     }
 
@@ -144,23 +148,14 @@ impl Database {
         &self.streams
     }
 
-    /// Writes windows of chunks as they come, until they end; `written` counts their
-    /// records as each window is in.
-    pub fn fill(
-        &mut self,
-        windows: impl Iterator<Item = Vec<Queued>>,
-        written: &Written,
-    ) -> Result<(), Fault> {
-        let dir = self.staging.path().parent().unwrap_or(Path::new("."));
-        let mut dispatches = Dispatches::new(dir);
-        for window in windows {
-            let mut rows = Window::new(&mut self.tables, &mut dispatches, &mut self.ids);
-            for chunk in &window {
-                rows.chunk(chunk)?;
-            }
-            written.add(window.iter().map(|q| q.len() as u64).sum());
+    /// Writes a window's chunks; `written` counts their records once they are in.
+    pub fn write(&mut self, window: &[Queued], written: &Written) -> Result<(), Fault> {
+        let mut rows = Window::new(&mut self.tables, &mut self.dispatches, &mut self.ids);
+        for chunk in window {
+            rows.chunk(chunk)?;
         }
-        dispatches.join(self.tables.events())
+        written.add(window.iter().map(|q| q.len() as u64).sum());
+        Ok(())
     }
 
     /// Completes the database: the tables' last pages; then, through SQLite, the info
@@ -174,8 +169,10 @@ impl Database {
             mut ids,
             streams,
             pages,
-            tables: appended,
+            tables: mut appended,
+            dispatches,
         } = self;
+        dispatches.join(appended.events())?;
         appended.finish()?;
         Arc::into_inner(pages)
             .expect("the tables are finished")
