@@ -247,3 +247,90 @@ fn work(jobs: Receiver<Job>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::StreamMeta;
+    use crate::chunk::Chunk;
+    use crate::record::{Batch, KernelDispatch};
+
+    /// A window of the dispatches numbered `ids`.
+    fn dispatches(ids: impl Iterator<Item = u64>) -> Vec<Queued> {
+        let batch = Batch::KernelDispatch(
+            ids.map(|dispatch_id| KernelDispatch {
+                dispatch_id,
+                correlation_id: dispatch_id,
+                ..KernelDispatch::default()
+            })
+            .collect(),
+        );
+        vec![Queued::new(
+            Arc::new(Chunk::new(0, batch)),
+            &StreamMeta::default(),
+        )]
+    }
+
+    /// A database past the dispatch ids rocpd numbers.
+    fn unrepresentable() -> Vec<Queued> {
+        dispatches(std::iter::once(1 << 41))
+    }
+
+    fn start(pool: &Arc<Pool>, dir: &Path, name: &str, written: &Written) -> Writer {
+        let database = Database::create(dir.join(name), 0, Streams::All).unwrap();
+        Writer::start(pool, database, written.clone())
+    }
+
+    fn files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = (std::fs::read_dir(dir).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn finish(writer: Writer) -> Outcome {
+        writer.finish(Arc::new(Catalog::default()), Arc::from([]))
+    }
+
+    /// On one thread, so that its jobs are done in the order they are queued.
+    #[test]
+    fn a_failed_database_reports_at_its_next_write_or_finish_and_spares_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = Pool::start(1).unwrap();
+        let written = Written::default();
+        let [mut a, mut b, mut c, mut d] =
+            ["a.db", "b.db", "c.db", "d.db"].map(|name| start(&pool, dir.path(), name, &written));
+        b.write(unrepresentable()).unwrap();
+        c.write(unrepresentable()).unwrap();
+        a.write(dispatches(1..=10)).unwrap();
+        d.write(dispatches(1..=5)).unwrap();
+        assert_eq!(finish(a).unwrap(), dir.path().join("a.db"));
+        // b failed before a finished.
+        let failed = b.write(dispatches(1..=10)).unwrap_err();
+        assert!(
+            matches!(failed, Fault::DispatchId(id) if id == 1 << 41),
+            "{failed}"
+        );
+        drop(b);
+        assert!(matches!(finish(c), Err(Fault::DispatchId(_))));
+        assert_eq!(finish(d).unwrap(), dir.path().join("d.db"));
+        assert_eq!(written.get(), 15);
+        // No staging file of the failed databases is left.
+        assert_eq!(files(dir.path()), ["a.db", "d.db"]);
+    }
+
+    #[test]
+    fn a_dropped_writer_discards_its_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = Pool::start(MOST_THREADS).unwrap();
+        let written = Written::default();
+        let mut a = start(&pool, dir.path(), "a.db", &written);
+        a.write(dispatches(1..=10)).unwrap();
+        assert_eq!(files(dir.path()).len(), 1, "its staging file");
+        drop(a);
+        // Gone once the pool is.
+        drop(pool);
+        assert!(files(dir.path()).is_empty(), "{:?}", files(dir.path()));
+    }
+}
