@@ -202,6 +202,8 @@ impl Writer {
 }
 
 impl Drop for Writer {
+    /// A writer dropped before its end discards its database, whose thread removes the
+    /// file; without resuming a panic, which the sink may be unwinding from already.
     fn drop(&mut self) {
         if !self.ended {
             let thread = self.pool.thread(self.index);
