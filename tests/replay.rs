@@ -596,3 +596,109 @@ fn a_run_replays_alike_from_its_spool_and_its_database() {
         );
     }
 }
+
+/// Runs `command` to its end, and the most threads named `name` it had at once, as
+/// sampled every few milliseconds.
+fn output_and_most_threads(
+    command: &mut std::process::Command,
+    name: &str,
+) -> (std::process::Output, usize) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let child = (command.stdout(std::process::Stdio::piped()))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rocflow starts");
+    let tasks = PathBuf::from(format!("/proc/{}/task", child.id()));
+    let ended = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut most = 0;
+            while !ended.load(Ordering::Relaxed) {
+                let named = (std::fs::read_dir(&tasks).into_iter().flatten().flatten())
+                    .filter(|task| {
+                        std::fs::read_to_string(task.path().join("comm"))
+                            .is_ok_and(|comm| comm.trim_end() == name)
+                    })
+                    .count();
+                most = most.max(named);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            most
+        });
+        let out = child.wait_with_output().expect("rocflow runs");
+        ended.store(true, Ordering::Relaxed);
+        (out, sampler.join().unwrap())
+    })
+}
+
+#[test]
+fn outputs_per_process_of_more_processes_than_descriptors() {
+    // 300 processes' traces and databases under a limit of 256 descriptors: they take
+    // turns at them, and each holds its process's records. The databases are written on
+    // a few threads, not a thread each (a job of 40,000 processes would not start them).
+    let pipeline = concat!(
+        support::generated_pipeline!("per-process", "t"),
+        support::sink!("traces", "perfetto", "out/{pid}.pftrace"),
+        support::sink!("databases", "rocpd", "out/{pid}.db"),
+    );
+    let args = ["--records", "30000", "--processes", "300", "--seed", "5"];
+    let dir = support::generated("pipeline.toml", pipeline, &args);
+    let args = ["replay", "run.rfraw", "pipeline.toml"];
+    let mut command = support::rocflow_command(&args, dir.path(), &[]);
+    let (out, threads) =
+        output_and_most_threads(support::with_descriptors(&mut command, 256), "rocpd");
+    assert_success(&out);
+    assert!(
+        (1..=16).contains(&threads),
+        "{threads} threads wrote the databases at once"
+    );
+    let spool = support::inspect(dir.path(), "run.rfraw");
+    let pids: Vec<u64> = (spool["processes"].as_array().unwrap().iter())
+        .map(|p| p["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 300);
+    let of_each = |extension: &str| -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = (pids.iter())
+            .map(|pid| dir.path().join(format!("out/{pid}.{extension}")))
+            .collect();
+        paths.sort();
+        paths
+    };
+    let (traces, databases) = (of_each("pftrace"), of_each("db"));
+    let written = support::entries(&dir.path().join("out"), |_| true);
+    let mut want = [traces.clone(), databases.clone()].concat();
+    want.sort();
+    assert_eq!(written, want);
+    // Every record of the spool is in one trace and one database; each database holds
+    // only its process.
+    let mut in_databases = Tally::default();
+    for (db, pid) in databases.iter().zip(&pids) {
+        let one = truth::rocpd(db);
+        assert!(!one.kernels.is_empty(), "{}", db.display());
+        let conn = rusqlite::Connection::open(db).unwrap();
+        let held: Vec<i64> =
+            support::sqlite_rows(&conn, "SELECT pid FROM rocpd_info_process", |r| r.get(0));
+        assert_eq!(held, [*pid as i64], "{}", db.display());
+        for (name, n) in one.kernels {
+            *in_databases.kernels.entry(name).or_default() += n;
+        }
+        for (name, n) in one.copies {
+            *in_databases.copies.entry(name).or_default() += n;
+        }
+    }
+    let in_traces = truth::perfetto(&traces);
+    let sum = |counts: &BTreeMap<String, u64>| counts.values().sum::<u64>();
+    let records = &spool["records"];
+    for (output, tally) in [("perfetto", &in_traces), ("rocpd", &in_databases)] {
+        for (kind, seen) in [
+            ("kernel_dispatch", sum(&tally.kernels)),
+            ("memory_copy", sum(&tally.copies)),
+        ] {
+            assert_eq!(
+                Some(seen),
+                records[kind].as_u64(),
+                "{output} {kind}: {records}"
+            );
+        }
+    }
+}

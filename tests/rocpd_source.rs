@@ -806,6 +806,7 @@ fn every_kind_spool(path: &Path) {
             start_ns: 1_000,
             rank: Some(3),
             start_unix_ns: None,
+            kernel_start: None,
         }),
         Meta::Agent(agent(0, AgentType::Cpu, "cpu")),
         Meta::Agent(agent(1, AgentType::Gpu, "gfx90a")),

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use support::scenario::{default_scenario, expected, scenario_with};
-use support::truth::{Collects, Dispatches, Scenario};
+use support::truth::{self, Collects, Dispatches, Part, Scenario};
 use support::{
     assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, sim_scenarios, text,
     with_file, write_file,
@@ -50,8 +50,14 @@ fn run_with(
     )
     .unwrap();
     let output = run_on(device, "p.toml", app, dir.path(), env);
+    let rows = rows(dir.path());
+    (output, rows, dir)
+}
+
+/// The CSV rows a run in `dir` wrote.
+fn rows(dir: &Path) -> Rows {
     let mut rows = Rows::new();
-    if let Ok(entries) = std::fs::read_dir(dir.path().join("out")) {
+    if let Ok(entries) = std::fs::read_dir(dir.join("out")) {
         for entry in entries {
             let path = entry.unwrap().path();
             let kind = path.file_stem().unwrap().to_string_lossy().into_owned();
@@ -63,7 +69,7 @@ fn run_with(
             }
         }
     }
-    (output, rows, dir)
+    rows
 }
 
 /// Rows per kind, over all processes.
@@ -164,6 +170,140 @@ fn programs_a_shell_starts_are_one_stream_each() {
             .filter(|lines| lines.len() as u64 == want[kind]);
         assert_eq!(whole.count(), 2, "{kind}: {:?}", per_pid.keys());
     }
+}
+
+/// The per-process outputs of `base` (a database and a trace per pid) for kernels, HIP
+/// calls and copies, flushed every 10 ms.
+const PER_PID: &str = r#"
+[pipeline]
+name = "per-pid"
+extends = ["base"]
+
+[[context]]
+name = "trace"
+tracing = ["kernel_dispatch", "hip_runtime_api", "memory_copy"]
+buffer = { flush_interval = "10ms" }
+"#;
+
+#[test]
+fn a_program_that_execs_another_is_one_process_with_it() {
+    // A launcher that has done GPU work and then execs the application (a wrapper's
+    // `exec ./app`): the application loads the tool anew under the same pid. Both
+    // programs' records are that pid's, in its one database and one trace.
+    let app = sim_app();
+    let app = app.to_str().unwrap();
+    let (dir, _) = with_file("p.toml", PER_PID);
+    let output = run_on(
+        "sim",
+        "p.toml",
+        &[app, "exec", app, "exit", "0"],
+        dir.path(),
+        &[],
+    );
+    assert_success(&output);
+    let spool = support::inspect(dir.path(), "rocflow-out/last.rfraw");
+    let processes = spool["processes"].as_array().unwrap();
+    let described = |p: &serde_json::Value| (p["pid"].as_u64().unwrap(), p["command"].clone());
+    let (pid, commands): (Vec<u64>, Vec<serde_json::Value>) =
+        processes.iter().map(described).unzip();
+    assert_eq!(pid.len(), 2, "a stream for each program: {processes:?}");
+    assert_eq!(pid[0], pid[1], "{processes:?}");
+    let pid = pid[0];
+
+    let out = dir.path().join("rocflow-out");
+    let outputs = |extension: &str| support::entries(&out, |name| name.ends_with(extension));
+    let named = |extension: &str| out.join(format!("{}-{pid}.{extension}", support::hostname()));
+    assert_eq!(outputs(".db"), [named("db")]);
+    assert_eq!(outputs(".pftrace"), [named("pftrace")]);
+    let traced = Collects {
+        dispatches: true,
+        copies: true,
+        api: vec![("hip_runtime_api", vec![], vec![])],
+        ..Collects::default()
+    };
+    let truth = default_truth().truth(&traced, 2, &Dispatches::new());
+    let parts = [Part::Kernels, Part::KernelTime, Part::Api, Part::Copies];
+    for (output, seen) in [
+        ("rocpd", truth::rocpd(&named("db"))),
+        ("perfetto", truth::perfetto(&[named("pftrace")])),
+    ] {
+        let differences = truth.differences(&seen, &parts, 0.0);
+        assert!(differences.is_empty(), "{output}: {differences:#?}");
+    }
+    // The database describes the process as each program did.
+    let db = rusqlite::Connection::open(named("db")).unwrap();
+    let rows: Vec<(u64, String)> = support::sqlite_rows(
+        &db,
+        "SELECT pid, command FROM rocpd_info_process ORDER BY start",
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+    );
+    let want: Vec<(u64, String)> = (commands.iter())
+        .map(|c| (pid, c.as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(rows, want);
+}
+
+#[test]
+fn connections_beyond_the_descriptors_leave_later_processes_profiled() {
+    // Under the usual limit of 1,024 descriptors, the application holds 1,100 connections
+    // to the runner that say nothing, closes them, then forks two children: the runner
+    // read at most what its descriptors allow meanwhile, and took the children's streams.
+    let mut hard = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a writable rlimit for the call to fill in.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut hard) },
+        0
+    );
+    assert!(
+        hard.rlim_max >= 1200,
+        "the application needs 1,200 descriptors; the hard limit is {}",
+        hard.rlim_max
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", "")).unwrap();
+    let app = sim_app();
+    let args = ["run", "p.toml", "--device", "sim", "--"];
+    let app = [app.to_str().unwrap(), "connections", "1100", "2"];
+    let mut command = support::rocflow_command(&[&args[..], &app].concat(), dir.path(), &[]);
+    let output = support::with_descriptors(&mut command, 1024)
+        .output()
+        .expect("rocflow runs");
+    assert_success(&output);
+    let want = expected(&default_scenario());
+    let rows = rows(dir.path());
+    assert_eq!(
+        rows.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (kind, per_pid) in &rows {
+        assert_eq!(per_pid.len(), 3, "{kind}: the parent and two children");
+        for (pid, lines) in per_pid {
+            assert_eq!(lines.len() as u64, want[kind], "{kind} of process {pid}");
+        }
+    }
+}
+
+#[test]
+fn a_process_that_cannot_reach_rocflow_fails_the_run_naming_it() {
+    // The shell and the first program it starts are profiled; then the shell execs a
+    // program whose tool finds no runner at its socket.
+    let script = "/bin/sleep 0.1; ROCFLOW_SOCKET=$ROCFLOW_SOCKET.gone exec /bin/sleep 0.1";
+    let (output, rows, dir) = run("", "sim", &["/bin/sh", "-c", script]);
+    let spool = support::inspect(dir.path(), "rocflow-out/last.rfraw");
+    let pid = spool["processes"][0]["pid"].as_u64().unwrap();
+    assert_fails(
+        &output,
+        1,
+        &[
+            "rocflow: cannot connect to the runner",
+            &format!("error: process {pid} could not reach rocflow: the outputs lack"),
+        ],
+    );
+    // What the profiled program did is kept.
+    assert_eq!(totals(&rows), expected(&default_scenario()));
 }
 
 #[test]

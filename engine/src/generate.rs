@@ -417,6 +417,7 @@ pub fn process(pid: u32, start_ns: u64) -> Process {
         start_ns,
         rank: None,
         start_unix_ns: None,
+        kernel_start: None,
     }
 }
 

@@ -11,6 +11,7 @@ pub mod chunk;
 pub mod cli;
 pub mod column;
 pub mod counter_defs;
+mod descriptors;
 pub mod device;
 pub mod diag;
 pub mod diff;

@@ -240,6 +240,30 @@ pub fn rocflow_within(args: &[&str], dir: &Path, cpu_seconds: u64) -> Output {
     command.output().expect("rocflow runs")
 }
 
+/// `command`, made to run with at most `soft` descriptors open at once (the soft limit, as
+/// `ulimit -n` sets it; the hard limit stays, for a program that raises its own).
+pub fn with_descriptors(command: &mut Command, soft: u64) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec the closure calls only getrlimit and setrlimit, which
+    // are async-signal-safe, on a value it owns.
+    unsafe {
+        command.pre_exec(move || {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            limit.rlim_cur = soft;
+            match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        })
+    }
+}
+
 /// The command [`rocflow`] runs, for a test that starts it itself.
 pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Command {
     let mut command = Command::new(rocflow_exe());

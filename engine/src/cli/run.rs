@@ -18,7 +18,9 @@ use crate::post;
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Exit, ToolCost};
 use crate::runner::sdk::{self, Sdk, SdkError};
-use crate::runner::{self, Device, Options, Passes, SpoolCompression, StartError, Stop};
+use crate::runner::{
+    self, Device, Options, Passes, SpoolCompression, StartError, Stop, Unprofiled,
+};
 use crate::sdk::AgentType;
 use crate::stage::Report;
 
@@ -123,6 +125,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             lost.last_frame.as_secs_f64()
         ));
     }
+    if let Some(message) = unprofiled_message(&outcome.unprofiled) {
+        messages::error(message);
+    }
     // A run that profiled nothing fails (with the application's status, or 1), and
     // leaves no empty outputs that look like a profile: only its spool.
     let connected = outcome.streams > 0;
@@ -204,6 +209,35 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     // An error reported on the way fails a run whose application succeeded (see `cli::main`).
     Ok(ExitCode::from(status.clamp(0, 255) as u8))
+}
+
+/// What the run says of its processes that went unprofiled, if any did: it fails, as its
+/// outputs lack them.
+fn unprofiled_message(unprofiled: &Unprofiled) -> Option<String> {
+    let Unprofiled { pids, connections } = unprofiled;
+    let mut parts = Vec::new();
+    if let [pid] = pids.as_slice() {
+        parts.push(format!("process {pid} could not reach rocflow"));
+    } else if !pids.is_empty() {
+        let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+        parts.push(format!(
+            "{} processes could not reach rocflow (pids {})",
+            pids.len(),
+            pids.join(", ")
+        ));
+    }
+    if *connections > 0 {
+        parts.push(format!(
+            "{connections} connection{} could not be read",
+            if *connections == 1 { "" } else { "s" }
+        ));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "{}: the outputs lack what those processes did (the messages above say why)",
+            parts.join("; ")
+        )
+    })
 }
 
 /// Why the run could not start, as the user is told.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -215,6 +215,11 @@ pub struct Counts {
     records: Vec<AtomicU64>,
     /// Each connection's life, indexed by its stream number.
     lives: Mutex<Vec<Life>>,
+    /// Connections being read now.
+    reading: AtomicUsize,
+    /// Connections of processes that went unprofiled: taken but not read (no thread could
+    /// start for one), or left waiting when accepting failed for good.
+    pub unread: AtomicU64,
 }
 
 /// When a process's stream opened, when its last frame came, and whether it has ended: a
@@ -232,6 +237,8 @@ impl Default for Counts {
             streams: AtomicU64::new(0),
             records: RecordKind::ALL.iter().map(|_| AtomicU64::new(0)).collect(),
             lives: Mutex::default(),
+            reading: AtomicUsize::new(0),
+            unread: AtomicU64::new(0),
         }
     }
 }
@@ -268,9 +275,28 @@ impl Counts {
     }
 }
 
+/// Connections read at once, at most: each holds a descriptor, a thread and the process's
+/// shared memory. Half the descriptors the runner may open, the rest being for its spool
+/// and outputs: a process that held a thousand connections took all of them, and every
+/// later process of the run went unprofiled.
+fn most_streams() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a writable rlimit for the call to fill in.
+    let descriptors = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
+        0 => limit.rlim_cur,
+        _ => 1024,
+    };
+    (descriptors / 2).clamp(16, 1024) as usize
+}
+
 /// Accepts connections until `stop` is set and no connection is left waiting; every
 /// frame goes to `frames` with its stream set to its connection's number, which counts on
-/// from the connections of earlier passes.
+/// from the connections of earlier passes. Past [`most_streams`] connections, the next
+/// wait in the socket's backlog until one ends; a failure to accept (descriptors or memory
+/// short for a while) is tried again.
 pub fn serve(
     listener: UnixListener,
     intake: Arc<Intake>,
@@ -281,28 +307,26 @@ pub fn serve(
     listener
         .set_nonblocking(true)
         .expect("a listening socket can be made non-blocking");
+    let most = most_streams();
+    let (mut told_most, mut failing) = (false, false);
     let mut next = counts.streams.load(Ordering::Relaxed) as u16;
     loop {
+        if counts.reading.load(Ordering::Acquire) >= most {
+            if !std::mem::replace(&mut told_most, true) {
+                messages::runner(format_args!(
+                    "{most} processes are connected, the most rocflow reads at once (half of \
+                     `ulimit -n`); later ones wait until one ends"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
         match listener.accept() {
             Ok((socket, _)) => {
+                failing = false;
                 let stream = next;
                 next = next.wrapping_add(1);
-                counts.streams.fetch_add(1, Ordering::Relaxed);
-                let now = Instant::now();
-                counts.lives.lock().unwrap().push(Life {
-                    connected: now,
-                    last_frame: now,
-                    ended: false,
-                });
-                let (intake, frames, counts) =
-                    (Arc::clone(&intake), frames.clone(), Arc::clone(&counts));
-                std::thread::spawn(move || {
-                    read(socket, stream, &intake, &frames, &counts);
-                    counts.update(stream, |life| life.ended = true);
-                    // The spool's last user lets go before the stages see the end.
-                    drop(intake);
-                    drop(frames);
-                });
+                start_reading(socket, stream, &intake, &frames, &counts);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 // Connections made before the application exited are still accepted.
@@ -311,11 +335,61 @@ pub fn serve(
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            Err(e) => {
-                messages::runner(format_args!("accepting a connection failed: {e}"));
+            // Once the application has exited, nothing frees what is short any more.
+            Err(e) if stop.load(Ordering::Acquire) => {
+                messages::runner(format_args!(
+                    "accepting a connection failed: {e}; processes still connecting go unprofiled"
+                ));
+                counts.unread.fetch_add(1, Ordering::Relaxed);
                 return;
             }
+            Err(e) => {
+                if !std::mem::replace(&mut failing, true) {
+                    messages::runner(format_args!(
+                        "accepting a connection failed: {e}; trying again"
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
+    }
+}
+
+/// Reads the process's stream `stream` on a thread of its own, or, where none can start,
+/// counts the process unprofiled.
+fn start_reading(
+    socket: UnixStream,
+    stream: u16,
+    intake: &Arc<Intake>,
+    frames: &Sender,
+    counts: &Arc<Counts>,
+) {
+    counts.streams.fetch_add(1, Ordering::Relaxed);
+    let now = Instant::now();
+    counts.lives.lock().unwrap().push(Life {
+        connected: now,
+        last_frame: now,
+        ended: false,
+    });
+    counts.reading.fetch_add(1, Ordering::AcqRel);
+    let (intake, frames, counted) = (Arc::clone(intake), frames.clone(), Arc::clone(counts));
+    let spawned = std::thread::Builder::new()
+        .name(format!("stream-{stream}"))
+        .spawn(move || {
+            read(socket, stream, &intake, &frames, &counted);
+            counted.update(stream, |life| life.ended = true);
+            counted.reading.fetch_sub(1, Ordering::AcqRel);
+            // The spool's last user lets go before the stages see the end.
+            drop(intake);
+            drop(frames);
+        });
+    if let Err(e) = spawned {
+        messages::runner(format_args!(
+            "cannot start a thread to read stream {stream}: {e}; its process goes unprofiled"
+        ));
+        counts.unread.fetch_add(1, Ordering::Relaxed);
+        counts.update(stream, |life| life.ended = true);
+        counts.reading.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

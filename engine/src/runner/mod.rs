@@ -125,6 +125,29 @@ pub struct Outcome {
     pub spool: PathBuf,
     /// Why the spool is incomplete, if writing it failed.
     pub spool_error: Option<std::io::Error>,
+    pub unprofiled: Unprofiled,
+}
+
+/// The run's processes that went unprofiled: the run did not see all of its application.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Unprofiled {
+    /// Those whose tool could not reach the runner (each says so in the run's directory for
+    /// them, `ROCFLOW_UNPROFILED`), by pid.
+    pub pids: Vec<u32>,
+    /// Connections the runner could not read (see [`listen::Counts::unread`]).
+    pub connections: u64,
+}
+
+impl Unprofiled {
+    /// The pids that `dir` holds as directories.
+    fn read(dir: &Path, connections: u64) -> Unprofiled {
+        let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+        let mut pids: Vec<u32> = (entries)
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .collect();
+        pids.sort_unstable();
+        Unprofiled { pids, connections }
+    }
 }
 
 /// How far the application's runs went, one per counter pass: all of them, or up to the
@@ -331,9 +354,16 @@ pub fn run(
         .command
         .split_first()
         .ok_or_else(|| setup("no application to run".into()))?;
+    let unprofiled = dir.path().join("unprofiled");
+    std::fs::create_dir(&unprofiled)
+        .map_err(|e| setup(format!("cannot create {}: {e}", unprofiled.display())))?;
     let mut env = vec![
         (OsString::from("ROCFLOW_PLAN"), plan_file.into_os_string()),
         ("ROCP_TOOL_LIBRARIES".into(), tool.into_os_string()),
+        (
+            "ROCFLOW_UNPROFILED".into(),
+            unprofiled.clone().into_os_string(),
+        ),
     ];
     if let Some(sim) = &sim {
         let mut preload = OsString::from(sim);
@@ -457,6 +487,7 @@ pub fn run(
     };
     let exit = passes.as_ref().and_then(|p| p.exit);
     let unfinalized = unfinalized(&report, &counts);
+    let unprofiled = Unprofiled::read(&unprofiled, counts.unread.load(Ordering::Relaxed));
     Ok(Outcome {
         exit,
         passes,
@@ -469,6 +500,7 @@ pub fn run(
         elapsed: started.elapsed(),
         spool: spool_path,
         spool_error,
+        unprofiled,
     })
 }
 

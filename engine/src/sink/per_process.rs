@@ -2,14 +2,15 @@
 //! `{ppid}`, `{rank}`, `{hostname}`) writes each process's records at the path its own
 //! values fill in, as rocprofv3 writes a file per process. Processes whose values fill in
 //! the same path share that output, unless the format refuses it ([`Paths::Distinct`], the
-//! rocpd sink's `per_process` layout).
+//! rocpd sink's `per_process` layout). A process is one process across `exec`: the program
+//! it runs next loads the tool anew, and its records continue the process's output.
 //!
 //! Each output is a sink of its own, opened when its first process's records arrive (or,
 //! for a process that sent none, at the end); aggregate tables, which are the whole run's,
-//! go to every output; the outputs finish together, each on a thread.
+//! go to every output; the outputs finish together, on a thread per core.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::{Placeholders, Sink, SinkError, Written};
 use crate::catalog::Catalog;
@@ -56,7 +57,8 @@ pub fn paths(template: &str, catalog: &Catalog) -> Vec<PathBuf> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Paths {
     Shared,
-    /// Two processes at one path are an error naming both, with this hint.
+    /// Two processes at one path are an error naming both, with this hint (the programs
+    /// one process runs across `exec` are one process).
     Distinct(&'static str),
 }
 
@@ -81,6 +83,20 @@ struct Output {
     path: PathBuf,
     streams: Vec<u16>,
     sink: Box<dyn Sink>,
+}
+
+impl Output {
+    /// Whether every stream of the output is of `process` (which images of one process
+    /// across `exec` each open).
+    fn is_of(&self, process: Option<&Process>, catalog: &Catalog) -> bool {
+        let Some(process) = process else {
+            return false;
+        };
+        (self.streams.iter()).all(|&stream| {
+            let other = catalog.stream(stream).process.as_ref();
+            other.is_some_and(|other| other.is_same_as(process))
+        })
+    }
 }
 
 impl PerProcess {
@@ -118,6 +134,10 @@ impl PerProcess {
             let path = path_of(&self.template, &self.run, process);
             match (self.outputs.iter_mut().find(|o| o.path == path), self.paths) {
                 (Some(output), Paths::Shared) => output.streams.push(stream),
+                // A program the process exec'd continues its output.
+                (Some(output), Paths::Distinct(_)) if output.is_of(process, catalog) => {
+                    output.streams.push(stream);
+                }
                 (Some(output), Paths::Distinct(hint)) => {
                     return Err(SinkError::NameClash {
                         context: format!("writing {}", path.display()),
@@ -175,20 +195,26 @@ impl Sink for PerProcess {
                 output.sink.table(table)?;
             }
         }
-        let finished: Vec<Result<Vec<PathBuf>, SinkError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = std::mem::take(&mut self.outputs)
-                .into_iter()
-                .map(|output| {
-                    scope.spawn(move || output.sink.finish(&catalog.only(&output.streams)))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
+        // On a thread per core, not per output: a job has thousands of processes.
+        let outputs = Mutex::new(std::mem::take(&mut self.outputs).into_iter().enumerate());
+        let finished = Mutex::new(Vec::new());
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    loop {
+                        let next = outputs.lock().unwrap().next();
+                        let Some((i, output)) = next else { break };
+                        let done = output.sink.finish(&catalog.only(&output.streams));
+                        finished.lock().unwrap().push((i, done));
+                    }
+                });
+            }
         });
+        let mut finished = finished.into_inner().unwrap();
+        finished.sort_by_key(|(i, _)| *i);
         let mut paths = Vec::new();
-        for outcome in finished {
+        for (_, outcome) in finished {
             paths.extend(outcome?);
         }
         Ok(paths)

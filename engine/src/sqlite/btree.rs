@@ -9,7 +9,6 @@
 //! made for the table. [`Pages::close`] brings the file's header up to date, and SQLite opens
 //! the file afterwards as any other: `PRAGMA integrity_check` finds it whole.
 
-use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -17,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::Value;
+use crate::descriptors::PooledFile;
 
 /// The first bytes of every SQLite database.
 const MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -33,7 +33,8 @@ const INTERIOR_HEADER: usize = 12;
 /// Every table of the database appends to it, wherever the tables are sent: pages are
 /// numbered atomically and written in place.
 pub struct Pages {
-    file: File,
+    /// One of many (a database per process), so it shares the run's descriptors.
+    file: PooledFile,
     size: usize,
     /// The last page number given out.
     last: AtomicU32,
@@ -42,9 +43,9 @@ pub struct Pages {
 impl Pages {
     /// Opens the database at `path` to append pages to it.
     pub fn open(path: &Path) -> io::Result<Pages> {
-        let file = File::options().read(true).write(true).open(path)?;
+        let file = PooledFile::open(path)?;
         let mut header = [0u8; 100];
-        file.read_exact_at(&mut header, 0)?;
+        file.at(|f| f.read_exact_at(&mut header, 0))?;
         if &header[..16] != MAGIC {
             return Err(invalid("not a SQLite database"));
         }
@@ -57,7 +58,7 @@ impl Pages {
                 "its pages reserve bytes, which tables here do not leave",
             ));
         }
-        let length = file.metadata()?.len();
+        let length = file.at(|f| Ok(f.metadata()?.len()))?;
         let pages = u32::from_be_bytes(header[28..32].try_into().expect("four bytes"));
         if length != u64::from(pages) * size as u64 {
             return Err(invalid("its header's size differs from the file's"));
@@ -83,19 +84,21 @@ impl Pages {
     fn write(&self, page: u32, bytes: &[u8]) -> io::Result<()> {
         debug_assert_eq!(bytes.len(), self.size);
         let offset = u64::from(page - 1) * self.size as u64;
-        self.file.write_all_at(bytes, offset)
+        self.file.at(|f| f.write_all_at(bytes, offset))
     }
 
     /// Completes the file once every table is finished: its header counts the pages, and
     /// its change counter moves on, as after any write.
     pub fn close(self) -> io::Result<()> {
         let mut counter = [0u8; 4];
-        self.file.read_exact_at(&mut counter, 24)?;
+        self.file.at(|f| f.read_exact_at(&mut counter, 24))?;
         let counter = u32::from_be_bytes(counter).wrapping_add(1).to_be_bytes();
         let pages = self.last.into_inner().to_be_bytes();
-        self.file.write_all_at(&[counter, pages].concat(), 24)?;
-        // The "version-valid-for" number: the page count is current as of this change.
-        self.file.write_all_at(&counter, 92)
+        self.file.at(|f| {
+            f.write_all_at(&[counter, pages].concat(), 24)?;
+            // The "version-valid-for" number: the page count is current as of this change.
+            f.write_all_at(&counter, 92)
+        })
     }
 }
 
@@ -783,7 +786,7 @@ mod tests {
 
         let path = dir.path().join("t.db");
         database(&path);
-        let file = File::options().append(true).open(&path).unwrap();
+        let file = std::fs::File::options().append(true).open(&path).unwrap();
         file.write_all_at(&[0; 100], std::fs::metadata(&path).unwrap().len())
             .unwrap();
         let error = Pages::open(&path).err().expect("refused");

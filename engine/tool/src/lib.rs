@@ -132,8 +132,17 @@ impl Tool {
                 .duration_since(std::time::UNIX_EPOCH)
                 .ok()
                 .map(|d| d.as_nanos() as u64),
+            kernel_start: kernel_start(),
         })
     }
+}
+
+/// When the kernel started this process (`starttime`, the 22nd field of
+/// `/proc/self/stat`, which follows the command name in parentheses).
+fn kernel_start() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let (_, fields) = stat.rsplit_once(')')?;
+    fields.split_whitespace().nth(19)?.parse().ok()
 }
 
 fn hostname() -> String {
@@ -146,6 +155,16 @@ fn hostname() -> String {
 
 fn warn(message: &str) {
     eprintln!("rocflow: {message}");
+}
+
+/// Says that this process is not profiled, and why, on stderr and to the runner, which
+/// cannot know of a process that never reached it: the pid becomes a directory in the
+/// run's `ROCFLOW_UNPROFILED` (made, not opened: descriptors may be what is short).
+fn unprofiled(why: &str) {
+    warn(&format!("{why}; profiling is off"));
+    if let Some(dir) = std::env::var_os("ROCFLOW_UNPROFILED") {
+        let _ = std::fs::create_dir(PathBuf::from(dir).join(std::process::id().to_string()));
+    }
 }
 
 /// The entry point rocprofiler-sdk looks for: checks the SDK, loads the Plan, and returns
@@ -197,7 +216,7 @@ unsafe fn configure_tool(
             let _ = TOOL.set(tool);
         }
         Err(e) => {
-            warn(&format!("{e}; profiling is off"));
+            unprofiled(&e);
             return std::ptr::null_mut();
         }
     }
@@ -261,7 +280,7 @@ unsafe extern "C" fn initialize(_finalize: ClientFinalize, _data: *mut c_void) -
 fn initialize_tool() -> i32 {
     let Some(tool) = tool() else { return 1 };
     if let Err(e) = stream::open(&tool.socket) {
-        warn(&format!("{e}; profiling is off"));
+        unprofiled(&e);
         return 1;
     }
     stream::send_meta(vec![

@@ -298,7 +298,7 @@ fn open_pending() -> Option<&'static Stream> {
     let stream = match connect(&socket) {
         Ok(stream) => &*Box::leak(Box::new(stream)),
         Err(e) => {
-            eprintln!("rocflow: {e}; this process is not profiled");
+            crate::unprofiled(&e);
             return None;
         }
     };

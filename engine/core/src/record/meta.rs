@@ -100,6 +100,25 @@ pub struct Process {
     /// it have none.
     #[serde(default)]
     pub start_unix_ns: Option<u64>,
+    /// When the kernel started the process, in clock ticks since boot (`starttime` of
+    /// `/proc/PID/stat`): an `exec` keeps it, as it keeps the pid, while a process that
+    /// later gets the same pid has another. Spools written before rocflow kept it, and
+    /// databases from elsewhere, have none.
+    #[serde(default)]
+    pub kernel_start: Option<u64>,
+}
+
+impl Process {
+    /// Whether `other` describes the same process, perhaps running another program: one
+    /// that `exec`s loads the tool anew and describes itself again, under its pid.
+    pub fn is_same_as(&self, other: &Process) -> bool {
+        let started_together = match (self.kernel_start, other.kernel_start) {
+            (Some(a), Some(b)) => a == b,
+            // Nothing tells an exec from a pid used again: one host, one pid, one process.
+            _ => true,
+        };
+        self.pid == other.pid && self.hostname == other.hostname && started_together
+    }
 }
 
 /// An agent as `rocprofiler_agent_v0_t` describes it (the fields tools use).
@@ -206,4 +225,41 @@ pub struct Stream {
     pub id: u64,
     pub pid: u32,
     pub name: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_is_itself_across_exec_and_not_a_later_one_with_its_pid() {
+        let launcher = Process {
+            pid: 7,
+            ppid: 1,
+            hostname: "node".into(),
+            command: vec!["launcher".into()],
+            start_ns: 10,
+            rank: None,
+            start_unix_ns: None,
+            kernel_start: Some(500),
+        };
+        let exec = |command: &str, kernel_start| Process {
+            command: vec![command.into()],
+            start_ns: 20,
+            kernel_start,
+            ..launcher.clone()
+        };
+        assert!(exec("app", Some(500)).is_same_as(&launcher));
+        assert!(
+            !exec("app", Some(900)).is_same_as(&launcher),
+            "pid used again"
+        );
+        // Without the kernel's start time, one host and one pid are one process.
+        assert!(exec("app", None).is_same_as(&launcher));
+        let elsewhere = Process {
+            hostname: "other".into(),
+            ..exec("app", Some(500))
+        };
+        assert!(!elsewhere.is_same_as(&launcher));
+    }
 }

@@ -22,7 +22,6 @@ mod shards;
 mod time;
 mod tracks;
 
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,6 +39,7 @@ use super::{Sink, SinkError, Size};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::column::row;
+use crate::descriptors::PooledFile;
 use crate::record::Exit;
 
 /// The sink's `options`; `Default` holds their defaults.
@@ -94,7 +94,7 @@ struct Files {
     /// Each file begins with the trace's clock, in this unit.
     time_unit: TimeUnit,
     /// The file being written, and its size so far.
-    current: Option<(File, u64)>,
+    current: Option<(PooledFile, u64)>,
     /// Names of the files begun, in order; the last is the current one.
     names: Vec<String>,
 }
@@ -159,8 +159,8 @@ impl Files {
         }
         let name = file_name(self.staging.target(), self.names.len());
         let path = self.staging.dir().join(&name);
-        let file =
-            File::create(&path).map_err(SinkError::io(format!("creating {}", path.display())))?;
+        let file = PooledFile::create(&path)
+            .map_err(SinkError::io(format!("creating {}", path.display())))?;
         self.names.push(name);
         self.current = Some((file, 0));
         self.write(self.time_unit.snapshot(catalog).bytes())?;

@@ -18,6 +18,7 @@ use super::rows::{Queued, Tables, Window};
 use super::schema::{self, Names};
 use super::views;
 use crate::catalog::Catalog;
+use crate::record::Process;
 use crate::sink::Written;
 use crate::sqlite::btree::Pages;
 use crate::transform::Table;
@@ -61,20 +62,32 @@ pub struct Database {
     /// The staged file's pages, which the tables append to while SQLite has it closed.
     pages: Arc<Pages>,
     tables: Tables,
+    /// Kernel dispatches set aside until their events are written in order, at the end.
+    dispatches: Dispatches,
 }
 
 /// Which streams a database holds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Streams {
     All,
+    /// Those of one process: one stream, or one for each program it ran, across `exec`.
+    Process(Process),
+    /// One stream that never said which process it is.
     One(u16),
 }
 
 impl Streams {
-    pub fn hold(self, stream: u16) -> bool {
+    /// Those of `process`, or else `stream` alone.
+    pub fn of(stream: u16, process: Option<&Process>) -> Streams {
+        process.map_or(Streams::One(stream), |p| Streams::Process(p.clone()))
+    }
+
+    pub fn hold(&self, stream: u16, catalog: &Catalog) -> bool {
         match self {
             Streams::All => true,
-            Streams::One(one) => one == stream,
+            Streams::Process(process) => (catalog.stream(stream).process.as_ref())
+                .is_some_and(|other| other.is_same_as(process)),
+            Streams::One(one) => *one == stream,
         }
     }
 }
@@ -112,6 +125,7 @@ impl Database {
                 .map(|(_, root)| *root);
             root.ok_or(rusqlite::Error::QueryReturnedNoRows)
         })?;
+        let dispatches = Dispatches::new(parent);
         Ok(Database {
             path,
             staging,
@@ -120,6 +134,7 @@ impl Database {
             streams,
             pages,
             tables,
+            dispatches,
         })
     }
 
@@ -127,27 +142,18 @@ impl Database {
         &self.path
     }
 
-    pub fn streams(&self) -> Streams {
-        self.streams
+    pub fn streams(&self) -> &Streams {
+        &self.streams
     }
 
-    /// Writes windows of chunks as they come, until they end; `written` counts their
-    /// records as each window is in.
-    pub fn fill(
-        &mut self,
-        windows: impl Iterator<Item = Vec<Queued>>,
-        written: &Written,
-    ) -> Result<(), Fault> {
-        let dir = self.staging.path().parent().unwrap_or(Path::new("."));
-        let mut dispatches = Dispatches::new(dir);
-        for window in windows {
-            let mut rows = Window::new(&mut self.tables, &mut dispatches, &mut self.ids);
-            for chunk in &window {
-                rows.chunk(chunk)?;
-            }
-            written.add(window.iter().map(|q| q.len() as u64).sum());
+    /// Writes a window's chunks; `written` counts their records once they are in.
+    pub fn write(&mut self, window: &[Queued], written: &Written) -> Result<(), Fault> {
+        let mut rows = Window::new(&mut self.tables, &mut self.dispatches, &mut self.ids);
+        for chunk in window {
+            rows.chunk(chunk)?;
         }
-        dispatches.join(self.tables.events())
+        written.add(window.iter().map(|q| q.len() as u64).sum());
+        Ok(())
     }
 
     /// Completes the database: the tables' last pages; then, through SQLite, the info
@@ -161,8 +167,10 @@ impl Database {
             mut ids,
             streams,
             pages,
-            tables: appended,
+            tables: mut appended,
+            dispatches,
         } = self;
+        dispatches.join(appended.events())?;
         appended.finish()?;
         Arc::into_inner(pages)
             .expect("the tables are finished")
@@ -170,7 +178,7 @@ impl Database {
         let streams: Vec<u16> = catalog
             .streams()
             .map(|(stream, _)| stream)
-            .filter(|&s| streams.hold(s))
+            .filter(|&s| streams.hold(s, catalog))
             .collect();
         let mut conn = open(staging.path())?;
         let tx = conn.transaction()?;

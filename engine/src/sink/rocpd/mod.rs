@@ -36,7 +36,7 @@ use crate::transform::Table;
 pub use database::PRAGMAS;
 use database::{Database, Streams};
 use rows::Queued;
-use writer::Writer;
+use writer::{MOST_THREADS, Pool, Writer};
 
 /// How the run's processes map to databases.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,21 +100,19 @@ impl RocpdSink {
         run: &Placeholders,
     ) -> Result<Box<dyn Sink>, SinkError> {
         let written = Written::default();
+        let run_start_ns = run.timestamp * 1_000_000_000;
         if options.layout == Layout::Single {
             let path = run.expand(template);
-            let start_ns = run.timestamp * 1_000_000_000;
-            return Ok(Box::new(RocpdSink::create(
-                path,
-                start_ns,
-                Streams::All,
-                &written,
-            )?));
+            let pool = Pool::start(1).map_err(|e| e.at(&path))?;
+            let sink = RocpdSink::create(&pool, path, run_start_ns, Streams::All, &written)?;
+            return Ok(Box::new(sink));
         }
-        let run_start_ns = run.timestamp * 1_000_000_000;
+        let pool = Pool::start(MOST_THREADS).map_err(|e| e.at(std::path::Path::new(template)))?;
         let counted = written.clone();
         let open = move |path: PathBuf, stream: u16, process: Option<&Process>| {
             let start_ns = process.map_or(run_start_ns, |p| p.start_ns);
-            let sink = RocpdSink::create(path, start_ns, Streams::One(stream), &counted)?;
+            let streams = Streams::of(stream, process);
+            let sink = RocpdSink::create(&pool, path, start_ns, streams, &counted)?;
             Ok(Box::new(sink) as Box<dyn Sink>)
         };
         Ok(Box::new(PerProcess::new(
@@ -127,6 +125,7 @@ impl RocpdSink {
     }
 
     fn create(
+        pool: &Arc<Pool>,
         path: PathBuf,
         start_ns: u64,
         streams: Streams,
@@ -135,7 +134,7 @@ impl RocpdSink {
         let database =
             Database::create(path.clone(), start_ns, streams).map_err(|e| e.at(&path))?;
         Ok(RocpdSink {
-            database: Writer::start(database, written.clone()),
+            database: Writer::start(pool, database, written.clone()),
             tables: Vec::new(),
             written: written.clone(),
         })
@@ -147,7 +146,7 @@ impl Sink for RocpdSink {
         let database = &mut self.database;
         let chunks: Vec<Queued> = window
             .iter()
-            .filter(|c| database.holds(c.stream))
+            .filter(|c| database.holds(c.stream, catalog))
             .map(|c| Queued::new(Arc::clone(c), catalog.stream(c.stream)))
             .collect();
         if !chunks.is_empty() {
@@ -163,12 +162,10 @@ impl Sink for RocpdSink {
 
     fn finish(mut self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
         let tables: Arc<[Table]> = std::mem::take(&mut self.tables).into();
-        let RocpdSink { mut database, .. } = *self;
+        let RocpdSink { database, .. } = *self;
         let path = database.path().to_owned();
-        database
-            .finish(Arc::new(catalog.clone()), tables)
-            .map_err(|e| e.at(&path))?;
-        Ok(vec![database.join().map_err(|e| e.at(&path))?])
+        let done = database.finish(Arc::new(catalog.clone()), tables);
+        Ok(vec![done.map_err(|e| e.at(&path))?])
     }
 
     fn written(&self) -> Option<Written> {

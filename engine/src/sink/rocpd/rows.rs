@@ -674,7 +674,7 @@ mod tests {
         .map(|batch| Queued::new(Arc::new(Chunk::new(0, batch)), &meta))
         .collect();
         let written = Written::default();
-        database.fill(std::iter::once(window), &written).unwrap();
+        database.write(&window, &written).unwrap();
         let path = database.finish(&Catalog::default(), &[]).unwrap();
 
         let conn = rusqlite::Connection::open(path).unwrap();

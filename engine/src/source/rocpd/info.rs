@@ -139,6 +139,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
             start_ns: opt_int(row, 5).or(opt_int(row, 4)).unwrap_or(0) as u64,
             rank: rank(extdata.as_ref(), environment.as_ref()),
             start_unix_ns: None,
+            kernel_start: None,
         };
         info.process.insert(id, (stream, pid));
         info.processes.push(ProcessRow {

@@ -260,6 +260,7 @@ mod tests {
             start_ns: 0,
             rank: None,
             start_unix_ns: None,
+            kernel_start: None,
         };
         let agent = crate::generate::mi300x(1);
         catalog.apply(0, vec![Meta::Process(process), Meta::Agent(agent.clone())]);
