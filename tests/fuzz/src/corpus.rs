@@ -50,8 +50,11 @@ impl Corpus {
         &self.entries
     }
 
+    /// An entry to mutate: the shorter of two drawn, so that inputs grown by earlier
+    /// mutations do not come to take all the time.
     pub fn pick(&self, rng: &mut Rng) -> &[u8] {
-        rng.pick(&self.entries).as_slice()
+        let (a, b) = (rng.pick(&self.entries), rng.pick(&self.entries));
+        if a.len() <= b.len() { a } else { b }
     }
 
     /// How many inputs were kept beyond the seeds.
