@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use parquet::file::reader::{FileReader, SerializedFileReader};
 
 use support::{Spawned, assert_says, assert_success, inspect, sim_app, text, wait_until};
 
@@ -456,13 +455,8 @@ fn outputs_computed_from_a_spool_whose_disk_filled_say_they_are_partial() {
     // The sink's files hold every record, and say nothing of the spool.
     for table in support::entries(&d.join("out/tables"), |_| true) {
         for file in support::entries(&table, |name| name.ends_with(".parquet")) {
-            let reader = SerializedFileReader::new(std::fs::File::open(file).unwrap()).unwrap();
-            let kv = reader
-                .metadata()
-                .file_metadata()
-                .key_value_metadata()
-                .cloned();
-            assert!(!kv.unwrap().iter().any(|kv| kv.key == "rocflow.partial"));
+            let kv = support::parquet_key_values(&file);
+            assert!(!kv.contains_key("rocflow.partial"), "{kv:?}");
         }
     }
     for step in ["stats", "page"] {

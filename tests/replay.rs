@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use parquet::file::reader::{FileReader, SerializedFileReader};
 use support::truth::{self, Collects, Part, Scenario, Tally};
 use support::{assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, text};
 
@@ -299,17 +298,7 @@ fn a_spool_whose_runner_was_killed_replays_into_outputs_that_say_partial() {
             .collect();
         assert!(!files.is_empty(), "{tables:?}");
         for file in files {
-            let reader = SerializedFileReader::new(std::fs::File::open(file).unwrap()).unwrap();
-            let kv = reader
-                .metadata()
-                .file_metadata()
-                .key_value_metadata()
-                .cloned();
-            let said = kv
-                .unwrap()
-                .into_iter()
-                .find(|kv| kv.key == "rocflow.partial");
-            partial.push(said.and_then(|kv| kv.value));
+            partial.push(support::parquet_key_values(&file).remove("rocflow.partial"));
         }
         std::fs::remove_dir_all(d.join("out")).unwrap();
         (text(&out.stderr), summary, (report, partial))

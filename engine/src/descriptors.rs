@@ -15,18 +15,20 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 /// open, the rest being for the runner's streams, the spool and SQLite.
 fn capacity() -> usize {
     static CAPACITY: OnceLock<usize> = OnceLock::new();
-    *CAPACITY.get_or_init(|| {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: a writable rlimit for the call to fill in.
-        let descriptors = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
-            0 => limit.rlim_cur,
-            _ => 1024,
-        };
-        (descriptors / 4).clamp(4, 4096) as usize
-    })
+    *CAPACITY.get_or_init(|| (limit() / 4).clamp(4, 4096) as usize)
+}
+
+/// The descriptors this process may open (its soft limit); the usual 1,024 if unknown.
+pub fn limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a writable rlimit for the call to fill in.
+    match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
+        0 => limit.rlim_cur,
+        _ => 1024,
+    }
 }
 
 /// The files holding a descriptor, the one opened longest ago first.

@@ -445,6 +445,20 @@ pub const COORDINATES: [&str; 7] = [
     "instance",
 ];
 
+/// The key-value metadata of the Parquet file at `path`: key → value ("" for none).
+pub fn parquet_key_values(path: &Path) -> std::collections::BTreeMap<String, String> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let reader = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let metadata = reader
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .cloned();
+    (metadata.unwrap_or_default().into_iter())
+        .map(|kv| (kv.key, kv.value.unwrap_or_default()))
+        .collect()
+}
+
 /// The rows `sql` selects from `db`, each read by `row`.
 pub fn sqlite_rows<T, C: FromIterator<T>>(
     db: &rusqlite::Connection,

@@ -280,16 +280,7 @@ impl Counts {
 /// and outputs: a process that held a thousand connections took all of them, and every
 /// later process of the run went unprofiled.
 fn most_streams() -> usize {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a writable rlimit for the call to fill in.
-    let descriptors = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
-        0 => limit.rlim_cur,
-        _ => 1024,
-    };
-    (descriptors / 2).clamp(16, 1024) as usize
+    (crate::descriptors::limit() / 2).clamp(16, 1024) as usize
 }
 
 /// Accepts connections until `stop` is set and no connection is left waiting; every
