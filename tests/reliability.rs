@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-
 use support::{Spawned, assert_says, assert_success, inspect, sim_app, text, wait_until};
 
 /// Kernel dispatches as CSV, flushed every 100 ms; a command post-step when `post` says.
