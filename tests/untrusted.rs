@@ -524,3 +524,33 @@ fn names_cannot_forge_lines_of_output() {
         assert!(!stdout.contains('\r'), "{args:?}");
     }
 }
+
+#[test]
+fn a_recorded_pipeline_cannot_splinter_its_outputs() {
+    let pipeline = format!(
+        "{TRACE}[[sink]]\nname = \"trace\"\nkind = \"perfetto\"\npath = \"out/t.pftrace\"\n\
+         [[sink]]\nname = \"ds\"\nkind = \"parquet\"\npath = \"out/ds\"\n"
+    );
+    let dir = generated(&pipeline);
+    let d = dir.path();
+    rewrite_plan(&d.join("run.rfraw"), |plan| {
+        let sinks = plan["sinks"].as_array_mut().unwrap();
+        let named = |name: &str| sinks.iter().position(|s| s["name"] == name).unwrap();
+        let (trace, ds) = (named("trace"), named("ds"));
+        sinks[trace]["options"]["split_size"] = "1B".into();
+        sinks[ds]["options"]["max_file_size"] = "100B".into();
+        sinks[ds]["options"]["row_group_rows"] = 1.into();
+    });
+    let out = rocflow(&["replay", "run.rfraw"], d, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_says_each(
+        &out.stderr,
+        &[
+            "sink `trace` splits its files at 1 bytes (`split_size`), under 64 KiB",
+            "sink `ds` splits its files at 100 bytes (`max_file_size`), under 64 KiB",
+            "sink `ds` writes row groups of 1 rows (`row_group_rows`), under 1024",
+            "--trust-plan",
+        ],
+    );
+    assert!(!d.join("out").exists());
+}

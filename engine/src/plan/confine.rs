@@ -9,7 +9,8 @@ use std::path::{Component, Path};
 use crate::pipeline::model::PostStep;
 use crate::pipeline::units::{format_duration, parse_duration};
 
-use super::{Plan, TransformOpPlan};
+use super::{Plan, TransformOpPlan, Writer};
+use crate::sink::Format;
 
 /// What the `sql` steps of a plan from anyone may take: the time each may run, and how
 /// much of its result is read.
@@ -22,6 +23,10 @@ pub struct Bounds {
     /// Bytes of a result: each value counts 8, and its text's or blob's length on top. It
     /// bounds each value inside SQLite too, so a query cannot build one past it.
     pub bytes: usize,
+    /// The smallest file a sink may be asked to split its output into, in bytes.
+    pub file: u64,
+    /// The fewest rows a Parquet row group may be asked to hold.
+    pub row_group: usize,
 }
 
 impl Bounds {
@@ -31,6 +36,8 @@ impl Bounds {
         query_ns: 600_000_000_000,
         rows: 1_000_000,
         bytes: 64 << 20,
+        file: 64 << 10,
+        row_group: 1024,
     };
 }
 
@@ -43,6 +50,7 @@ impl Plan {
         let bounds = Bounds::STRANGER;
         let refused: Vec<String> = (self.escapes().into_iter())
             .chain(self.overlong(bounds.query_ns))
+            .chain(self.splinters(bounds))
             .collect();
         if !refused.is_empty() {
             return Err(refused);
@@ -72,6 +80,40 @@ impl Plan {
             .filter(|t| matches!(t.op, TransformOpPlan::Aggregate(_)) && !plain(&t.name))
             .map(|t| format!("table `{}` is not a plain name", t.name.escape_debug()));
         paths.chain(names).collect()
+    }
+
+    /// The sinks that would cut their output finer than `bounds` allow (a file or a row
+    /// group a record long makes millions of them): one line each.
+    fn splinters(&self, bounds: Bounds) -> Vec<String> {
+        let small = |sink: &str, option: &str, size: u64| {
+            (size < bounds.file).then(|| {
+                format!(
+                    "sink `{sink}` splits its files at {size} bytes (`{option}`), under {} KiB",
+                    bounds.file >> 10
+                )
+            })
+        };
+        let mut found = Vec::new();
+        for sink in &self.sinks {
+            match &sink.writer {
+                Writer::Builtin(Format::Perfetto(options)) => {
+                    let split = options.split_size.as_ref();
+                    found.extend(split.and_then(|s| small(&sink.name, "split_size", s.bytes)));
+                }
+                Writer::Builtin(Format::Parquet(options)) => {
+                    let most = options.max_file_size.as_ref();
+                    found.extend(most.and_then(|s| small(&sink.name, "max_file_size", s.bytes)));
+                    if options.row_group_rows < bounds.row_group {
+                        found.push(format!(
+                            "sink `{}` writes row groups of {} rows (`row_group_rows`), under {}",
+                            sink.name, options.row_group_rows, bounds.row_group
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        found
     }
 
     /// The `sql` steps that may run past `most` nanoseconds: one line each.
