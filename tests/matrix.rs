@@ -4,7 +4,7 @@
 //! kernel filters, dispatch filters, kernel name forms, collection periods, marker and
 //! time windows over a paced run, several processes), each from three sources: the live
 //! run, a replay of its spool and a replay of its rocpd database; into rocpd (and AMD's
-//! `rocpd summary` of it), Parquet, Perfetto, OTF2, CSV in both flavours, the summary and
+//! `rocpd summary` of it) as one database and one per process, Parquet, Perfetto, OTF2, CSV in both flavours, the summary and
 //! the report, and every row of its CSV tables too. A feature that changes records
 //! joins as a row.
 //!
@@ -170,6 +170,12 @@ path = "{output_dir}/m/run.db"
 options = { layout = "single" }
 
 [[sink]]
+name = "m-rocpd-each"
+kind = "rocpd"
+path = "{output_dir}/m/each/{pid}.db"
+options = { layout = "per_process" }
+
+[[sink]]
 name = "m-csv"
 kind = "csv"
 path = "{output_dir}/m/csv"
@@ -301,7 +307,11 @@ impl Row {
             let but_pc_samples: Vec<Part> = (Part::ALL.into_iter())
                 .filter(|&p| p != Part::PcSamples)
                 .collect();
-            let outputs: [(&str, Tally, &[Part]); 9] = [
+            let mut each = Tally::default();
+            for db in entries(&out.join("m/each"), |n| n.ends_with(".db")) {
+                each.add(truth::rocpd(&db));
+            }
+            let outputs: [(&str, Tally, &[Part]); 10] = [
                 ("csv", csv, &Part::ALL),
                 (
                     "csv (rocprofv3)",
@@ -310,6 +320,7 @@ impl Row {
                 ),
                 ("parquet", parquet, &Part::ALL),
                 ("rocpd", truth::rocpd(&db), &Part::ALL),
+                ("rocpd, a database per process", each, &Part::ALL),
                 (
                     "AMD's rocpd summary of rocpd",
                     truth::amd_summary(&amd),
@@ -501,6 +512,9 @@ fn features_that_change_records_agree_with_the_truth() {
     span.one_thread = true;
     span.paced = Some((10, 100));
     span.window = Some((Window::Span("25%", "75%"), 4));
+    let mut repeated = Row::new(&["counters-basic"], of("counters-basic"));
+    repeated.name = "counters-basic with counters listed twice".into();
+    repeated.extra = "[params]\ncounters = [\"SQ_WAVES\", \"SQ_INSTS_VALU\", \"SQ_WAVES\", \"SQ_INSTS_SALU\", \"GRBM_GUI_ACTIVE\", \"SQ_INSTS_VALU\"]\n";
     let mut processes = Row::new(&["trace-all"], of("trace-all"));
     processes.name = "four processes".into();
     processes.forks = 3;
@@ -514,6 +528,6 @@ fn features_that_change_records_agree_with_the_truth() {
     periods.paced = Some((10, 500));
     periods.collected = Some(7);
     check(&[
-        filtered, mangled, truncated, long, window, span, periods, processes,
+        filtered, mangled, truncated, long, window, span, periods, repeated, processes,
     ]);
 }

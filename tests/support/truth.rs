@@ -68,6 +68,29 @@ impl Part {
 }
 
 impl Tally {
+    /// Adds `other`'s counts to these: the tally of two outputs' records together, such
+    /// as the databases of a run's processes.
+    pub fn add(&mut self, other: Tally) {
+        fn sum<K: Ord>(into: &mut BTreeMap<K, u64>, from: BTreeMap<K, u64>) {
+            for (key, n) in from {
+                *into.entry(key).or_default() += n;
+            }
+        }
+        sum(&mut self.kernels, other.kernels);
+        sum(&mut self.kernel_ns, other.kernel_ns);
+        sum(&mut self.api, other.api);
+        sum(&mut self.copies, other.copies);
+        sum(&mut self.copy_bytes, other.copy_bytes);
+        sum(&mut self.allocations, other.allocations);
+        sum(&mut self.markers, other.markers);
+        for (key, (n, total)) in other.counters {
+            let entry = self.counters.entry(key).or_default();
+            entry.0 += n;
+            entry.1 += total;
+        }
+        self.pc_samples += other.pc_samples;
+    }
+
     /// The differences between `self` (the truth) and `seen`, in the `parts` an output
     /// shows: empty when they agree. Counter sums agree within the relative `within`:
     /// derived counters are sums of quotients added in any order, and some formats write
