@@ -157,8 +157,19 @@ fn alive(pid: u32) -> bool {
 /// durably: its files and directories are synced first, then it is renamed, then the
 /// directory that holds the new name is synced.
 pub fn commit(staged: &Path, target: &Path) -> std::io::Result<()> {
+    rename_synced(staged, target)?;
+    sync_beside(target)
+}
+
+/// [`commit`] but for its last step, for outputs that several moves into one directory
+/// make: their names are durable once [`sync_beside`] of any of them returns.
+pub fn rename_synced(staged: &Path, target: &Path) -> std::io::Result<()> {
     sync_tree(staged)?;
-    std::fs::rename(staged, target)?;
+    std::fs::rename(staged, target)
+}
+
+/// Makes the names moved into the directory of `target` durable.
+pub fn sync_beside(target: &Path) -> std::io::Result<()> {
     sync(beside(target))
 }
 
@@ -183,7 +194,7 @@ fn sync(path: &Path) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::cell::RefCell;
     use std::os::unix::fs::PermissionsExt;
 
@@ -191,7 +202,7 @@ mod tests {
 
     thread_local! {
         /// The paths synced on this thread, in order.
-        pub(super) static SYNCED: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) };
+        pub(crate) static SYNCED: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) };
         /// The directories read for stagings on this thread, in order.
         pub(super) static READ: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) };
     }
