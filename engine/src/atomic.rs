@@ -11,10 +11,12 @@
 //! the file it replaces (a definition file migrated in place stays 0644, a script stays
 //! executable), or for a new file the umask's, as the shell's `>` gives.
 
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// Writes `bytes` to `path`, creating its directory.
 pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
@@ -43,19 +45,20 @@ fn stage(staging: &Path, replaced: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.write_all(bytes)
 }
 
+/// What parts a staging name's output name from its pid.
+const SEPARATOR: &str = ".rocflow-";
+
 /// Where this process stages the output `target`: `.NAME.rocflow-PID` beside it.
 pub fn staging_path(target: &Path) -> PathBuf {
-    let mut hidden = staging_prefix(target);
-    hidden.push(std::process::id().to_string());
+    let mut hidden = OsString::from(".");
+    hidden.push(output_name(target));
+    hidden.push(format!("{SEPARATOR}{}", std::process::id()));
     beside(target).join(hidden)
 }
 
-/// A staging name up to its pid: `.NAME.rocflow-`.
-fn staging_prefix(target: &Path) -> OsString {
-    let mut prefix = OsString::from(".");
-    prefix.push(target.file_name().unwrap_or(OsStr::new("output")));
-    prefix.push(".rocflow-");
-    prefix
+/// The name of the output `target` (`output` for a path without one, such as `..`).
+fn output_name(target: &Path) -> &OsStr {
+    target.file_name().unwrap_or(OsStr::new("output"))
 }
 
 /// The directory `target` goes in (`.` for a bare name).
@@ -71,28 +74,67 @@ fn beside(target: &Path) -> &Path {
 /// `target` is, of a pid that no process has now. Stagings of other outputs are left
 /// alone: beside an output on a file system that several nodes share, another node's pids
 /// say nothing here, and only one run at a time writes one output.
+///
+/// A directory is read once per process, for all the outputs staged in it (a job's
+/// thousands of per-process outputs share one): what is left staged there later, while
+/// this process runs, is for the next run to remove.
 pub fn remove_abandoned(target: &Path) {
-    let prefix = staging_prefix(target);
-    let Ok(entries) = std::fs::read_dir(beside(target)) else {
-        return;
+    static FOUND: Mutex<BTreeMap<PathBuf, Stagings>> = Mutex::new(BTreeMap::new());
+    let dir = beside(target);
+    let found = {
+        let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
+        let in_dir = found
+            .entry(dir.to_owned())
+            .or_insert_with(|| stagings_in(dir));
+        in_dir
+            .remove(output_name(target).as_encoded_bytes())
+            .unwrap_or_default()
+    };
+    for (pid, path, is_dir) in found {
+        // This process's own staging, or another live one's.
+        if alive(pid) {
+            continue;
+        }
+        let _ = match is_dir {
+            true => std::fs::remove_dir_all(path),
+            false => std::fs::remove_file(path),
+        };
+    }
+}
+
+/// Stagings by the name of the output they stage (its bytes): each with its pid, its path,
+/// and whether it is a directory.
+type Stagings = BTreeMap<Vec<u8>, Vec<(u32, PathBuf, bool)>>;
+
+/// The stagings in `dir`, abandoned or not: whether its process is alive is asked when a
+/// staging is about to go.
+fn stagings_in(dir: &Path) -> Stagings {
+    #[cfg(test)]
+    tests::READ.with_borrow_mut(|read| read.push(dir.to_owned()));
+    let mut found = Stagings::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = (name.as_encoded_bytes())
-            .strip_prefix(prefix.as_encoded_bytes())
-            .and_then(pid)
-        else {
+        let Some((output, pid)) = staged_output(&name) else {
             continue;
         };
-        if pid == std::process::id() || alive(pid) {
-            continue;
-        }
         // An entry's own type, never what a link in its place points to.
-        let _ = match entry.file_type() {
-            Ok(kind) if kind.is_dir() => std::fs::remove_dir_all(entry.path()),
-            _ => std::fs::remove_file(entry.path()),
-        };
+        let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+        let stagings = found.entry(output.to_vec()).or_default();
+        stagings.push((pid, entry.path(), is_dir));
     }
+    found
+}
+
+/// The name of the output a staging name `.NAME.rocflow-PID` stages, and its pid (digits
+/// cannot hold the separator, so the last one ends the name).
+fn staged_output(name: &OsStr) -> Option<(&[u8], u32)> {
+    let separator = SEPARATOR.as_bytes();
+    let bytes = name.as_encoded_bytes().strip_prefix(b".")?;
+    let at = (bytes.windows(separator.len())).rposition(|w| w == separator)?;
+    Some((&bytes[..at], pid(&bytes[at + separator.len()..])?))
 }
 
 /// The pid a staging name ends in: decimal digits only, of a pid that can be.
@@ -115,8 +157,19 @@ fn alive(pid: u32) -> bool {
 /// durably: its files and directories are synced first, then it is renamed, then the
 /// directory that holds the new name is synced.
 pub fn commit(staged: &Path, target: &Path) -> std::io::Result<()> {
+    rename_synced(staged, target)?;
+    sync_beside(target)
+}
+
+/// [`commit`] but for its last step, for outputs that several moves into one directory
+/// make: their names are durable once [`sync_beside`] of any of them returns.
+pub fn rename_synced(staged: &Path, target: &Path) -> std::io::Result<()> {
     sync_tree(staged)?;
-    std::fs::rename(staged, target)?;
+    std::fs::rename(staged, target)
+}
+
+/// Makes the names moved into the directory of `target` durable.
+pub fn sync_beside(target: &Path) -> std::io::Result<()> {
     sync(beside(target))
 }
 
@@ -141,7 +194,7 @@ fn sync(path: &Path) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::cell::RefCell;
     use std::os::unix::fs::PermissionsExt;
 
@@ -149,7 +202,9 @@ mod tests {
 
     thread_local! {
         /// The paths synced on this thread, in order.
-        pub(super) static SYNCED: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) };
+        pub(crate) static SYNCED: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) };
+        /// The directories read for stagings on this thread, in order.
+        pub(super) static READ: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) };
     }
 
     fn mode(path: &Path) -> u32 {
@@ -244,7 +299,7 @@ mod tests {
 
     /// What killed processes left staged for an output goes when the output is staged
     /// again; a live process's staging stays, and so does everything not named exactly as
-    /// a staging of that output.
+    /// a staging of that output. The directory is read once for all its outputs.
     #[test]
     fn stagings_of_processes_gone_are_removed_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
@@ -284,8 +339,11 @@ mod tests {
         let link = d.join(format!(".tables.rocflow-{}", dead_pid()));
         std::os::unix::fs::symlink(outside.path(), &link).unwrap();
 
+        READ.with_borrow_mut(Vec::clear);
         remove_abandoned(&d.join("run.db"));
         remove_abandoned(&d.join("tables"));
+        remove_abandoned(&d.join("other"));
+        assert_eq!(READ.take(), [d]);
         live.kill().unwrap();
         live.wait().unwrap();
         let mut left: Vec<String> = std::fs::read_dir(d)

@@ -9,8 +9,11 @@
 //! for a process that sent none, at the end); aggregate tables, which are the whole run's,
 //! go to every output; the outputs finish together, on a thread per core.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::{Placeholders, Sink, SinkError, Written};
 use crate::catalog::Catalog;
@@ -38,12 +41,13 @@ fn path_of(template: &str, run: &Placeholders, process: Option<&Process>) -> Pat
 pub fn paths(template: &str, catalog: &Catalog) -> Vec<PathBuf> {
     let run = Placeholders::for_run(catalog);
     let mut paths: Vec<PathBuf> = Vec::new();
+    let mut seen = HashSet::default();
     for process in catalog
         .streams()
         .filter_map(|(_, meta)| meta.process.as_ref())
     {
         let path = path_of(template, &run, Some(process));
-        if !paths.contains(&path) {
+        if seen.insert(path.clone()) {
             paths.push(path);
         }
     }
@@ -75,12 +79,16 @@ pub struct PerProcess {
     paths: Paths,
     open: Box<OpenOutput>,
     outputs: Vec<Output>,
+    /// The index in `outputs` of each stream's output, once the stream is routed; looked up
+    /// rather than searched for, as a job has thousands of outputs.
+    output_of: HashMap<u16, usize>,
+    /// The index in `outputs` of the output at each path.
+    at_path: HashMap<PathBuf, usize>,
     tables: Vec<Table>,
     written: Option<Written>,
 }
 
 struct Output {
-    path: PathBuf,
     streams: Vec<u16>,
     sink: Box<dyn Sink>,
 }
@@ -115,6 +123,8 @@ impl PerProcess {
             paths,
             open,
             outputs: Vec::new(),
+            output_of: HashMap::default(),
+            at_path: HashMap::default(),
             tables: Vec::new(),
             written,
         }
@@ -127,38 +137,43 @@ impl PerProcess {
         catalog: &Catalog,
     ) -> Result<(), SinkError> {
         for stream in streams {
-            if self.outputs.iter().any(|o| o.streams.contains(&stream)) {
+            if self.output_of.contains_key(&stream) {
                 continue;
             }
             let process = catalog.stream(stream).process.as_ref();
             let path = path_of(&self.template, &self.run, process);
-            match (self.outputs.iter_mut().find(|o| o.path == path), self.paths) {
-                (Some(output), Paths::Shared) => output.streams.push(stream),
+            let index = match (self.at_path.get(&path), self.paths) {
+                (Some(&index), Paths::Shared) => index,
                 // A program the process exec'd continues its output.
-                (Some(output), Paths::Distinct(_)) if output.is_of(process, catalog) => {
-                    output.streams.push(stream);
+                (Some(&index), Paths::Distinct(_))
+                    if self.outputs[index].is_of(process, catalog) =>
+                {
+                    index
                 }
-                (Some(output), Paths::Distinct(hint)) => {
+                (Some(_), Paths::Distinct(hint)) => {
                     return Err(SinkError::NameClash {
                         context: format!("writing {}", path.display()),
                         reason: format!(
                             "two processes would write this output ({} and process {}); \
                              the path needs a placeholder that tells processes apart, such \
                              as {{pid}} or {{rank}}{hint}",
-                            output.path.display(),
+                            path.display(),
                             process.map_or(self.run.pid, |p| p.pid)
                         ),
                     });
                 }
                 (None, _) => {
                     let sink = (self.open)(path.clone(), stream, process)?;
+                    self.at_path.insert(path, self.outputs.len());
                     self.outputs.push(Output {
-                        path,
-                        streams: vec![stream],
+                        streams: Vec::new(),
                         sink,
                     });
+                    self.outputs.len() - 1
                 }
-            }
+            };
+            self.outputs[index].streams.push(stream);
+            self.output_of.insert(stream, index);
         }
         Ok(())
     }
@@ -167,14 +182,14 @@ impl PerProcess {
 impl Sink for PerProcess {
     fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
         self.route(window.iter().map(|c| c.stream), catalog)?;
-        for output in &mut self.outputs {
-            let own: Vec<Arc<Chunk>> = (window.iter())
-                .filter(|c| output.streams.contains(&c.stream))
-                .cloned()
-                .collect();
-            if !own.is_empty() {
-                output.sink.write(&own, catalog)?;
-            }
+        // Each output's chunks, written in the order the outputs were opened.
+        let mut own: BTreeMap<usize, Vec<Arc<Chunk>>> = BTreeMap::new();
+        for chunk in window {
+            let output = self.output_of[&chunk.stream];
+            own.entry(output).or_default().push(Arc::clone(chunk));
+        }
+        for (output, chunks) in own {
+            self.outputs[output].sink.write(&chunks, catalog)?;
         }
         Ok(())
     }

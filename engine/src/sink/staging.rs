@@ -93,11 +93,18 @@ impl Staging {
         let mut paths = Vec::with_capacity(names.len());
         for name in names.iter().map(AsRef::as_ref) {
             let path = parent.join(name);
-            atomic::commit(&self.dir.join(name), &path).map_err(SinkError::io(format!(
+            atomic::rename_synced(&self.dir.join(name), &path).map_err(SinkError::io(format!(
                 "moving output to {}",
                 path.display()
             )))?;
             paths.push(path);
+        }
+        // Once for all the names, which are in one directory.
+        if let Some(path) = paths.first() {
+            atomic::sync_beside(path).map_err(SinkError::io(format!(
+                "moving output to {}",
+                path.display()
+            )))?;
         }
         self.committed = true;
         std::fs::remove_dir(&self.dir)
@@ -150,5 +157,30 @@ mod tests {
         );
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
         assert!(!staged.exists());
+    }
+
+    /// Files moved beside their output's path are each on the disk before they take their
+    /// names, and the directory of the names is synced once, after the last: not per file.
+    #[test]
+    fn files_committed_together_sync_their_directory_once() {
+        use crate::atomic::tests::SYNCED;
+        let dir = tempfile::tempdir().unwrap();
+        let staging = Staging::create(dir.path().join("trace.pftrace")).unwrap();
+        let names = ["trace.pftrace", "trace.1.pftrace", "trace.2.pftrace"];
+        for name in names {
+            std::fs::write(staging.dir().join(name), name).unwrap();
+        }
+        let staged: Vec<PathBuf> = names.iter().map(|n| staging.dir().join(n)).collect();
+        SYNCED.with_borrow_mut(Vec::clear);
+        let paths = staging.commit_files(&names).unwrap();
+        assert_eq!(
+            SYNCED.take(),
+            [staged, vec![dir.path().to_owned()]].concat()
+        );
+        for (path, name) in paths.iter().zip(names) {
+            assert_eq!(std::fs::read_to_string(path).unwrap(), name);
+        }
+        let left = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(left, names.len(), "the staging directory is gone");
     }
 }

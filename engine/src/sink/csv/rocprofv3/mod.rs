@@ -249,19 +249,10 @@ mod tests {
     /// (`generateCSV.cpp`), the operation by the SDK's name, the agent as `Agent N`.
     #[test]
     fn scratch_memory_is_written_with_rocprofv3s_columns() {
-        use crate::record::{Meta, Process as ProcessMeta, ScratchMemory};
+        use crate::record::{Meta, ScratchMemory};
         let dir = tempfile::tempdir().unwrap();
         let mut catalog = Catalog::default();
-        let process = ProcessMeta {
-            pid: 42,
-            ppid: 1,
-            hostname: "node".into(),
-            command: vec!["app".into()],
-            start_ns: 0,
-            rank: None,
-            start_unix_ns: None,
-            kernel_start: None,
-        };
+        let process = crate::generate::process(42, 0);
         let agent = crate::generate::mi300x(1);
         catalog.apply(0, vec![Meta::Process(process), Meta::Agent(agent.clone())]);
         let scratch = ScratchMemory {
