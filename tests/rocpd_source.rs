@@ -469,21 +469,6 @@ fn what_a_newer_schema_adds_is_ignored_with_one_note() {
 fn a_spool_and_its_rocpd_databases_give_the_same_rows_and_summary() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let out = rocflow(
-        &[
-            "generate",
-            "run.rfraw",
-            "--records",
-            // Enough that a process's regions (its API calls and markers, with messages)
-            // and counter values span more than one of the pieces a table is read in.
-            "160000",
-            "--processes",
-            "2",
-        ],
-        d,
-        &[],
-    );
-    assert_success(&out);
     let pipeline = |sinks: &str| {
         format!(
             r#"
@@ -500,11 +485,11 @@ pc_sampling.method = "host_trap"
     let parquet_sink =
         |dir: &str| format!("[[sink]]\nname = \"tables\"\nkind = \"parquet\"\npath = \"{dir}\"\n");
     let db_sink = "[[sink]]\nname = \"db\"\nkind = \"rocpd\"\npath = \"db/{pid}.db\"\n";
-    std::fs::write(
-        d.join("write.toml"),
-        pipeline(&format!("{}{db_sink}", parquet_sink("from-spool"))),
-    )
-    .unwrap();
+    let write = pipeline(&format!("{}{db_sink}", parquet_sink("from-spool")));
+    // Enough records that a process's regions (its API calls and markers, with messages)
+    // and counter values span more than one of the pieces a table is read in.
+    let args = ["--records", "160000", "--processes", "2"];
+    support::generate(d, "write.toml", &write, &args);
     std::fs::write(d.join("read.toml"), pipeline(&parquet_sink("from-db"))).unwrap();
     assert_success(&rocflow(&["replay", "run.rfraw", "write.toml"], d, &[]));
     let out = rocflow(&["replay", "db", "read.toml"], d, &[]);

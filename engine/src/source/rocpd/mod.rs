@@ -594,4 +594,55 @@ mod tests {
         assert_eq!(parts[schema::KERNEL_DISPATCH], [None]);
         assert_eq!(parts[schema::PMC_EVENT], [None]);
     }
+
+    /// Counter values whose dispatches have no index of their events find each dispatch
+    /// through one pass over the dispatches, not a scan of them per value's event: the
+    /// statements' work (SQLite's instructions, counted by its progress handler) grows with
+    /// the rows, not with their product.
+    #[test]
+    fn counter_values_find_unindexed_dispatches_in_one_pass() {
+        use std::sync::atomic::AtomicU64;
+
+        use crate::record::Batch;
+        use crate::wire::Payload;
+
+        const VALUES: usize = 2000;
+        let fill = rows("rocpd_kernel_dispatch", VALUES) + &rows("rocpd_pmc_event", VALUES);
+        let (_dir, path) = database(
+            "INTEGER PRIMARY KEY",
+            &(fill
+                + "UPDATE rocpd_kernel_dispatch SET dispatch_id = 10 * id; \
+                      INSERT INTO rocpd_info_process (id) VALUES (0);"),
+        );
+        let (tables, _, parts) = plan(&path).unwrap().sets.remove(0);
+        let part = (parts.into_iter().find(|p| p.table == Table::Counters)).unwrap();
+        assert_eq!(part.rows, None, "read whole, its dispatches mapped once");
+        let conn = schema::open(&path).unwrap();
+        let info = info::read(&conn, &tables, 0).unwrap();
+        let thousands = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&thousands);
+        let handler = move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            false
+        };
+        conn.progress_handler(1000, Some(handler)).unwrap();
+        let mut dispatches = Vec::new();
+        let mut send = |frame: Frame| {
+            if let Payload::Records(Batch::CounterSample(values)) = frame.payload {
+                dispatches.extend(values.iter().map(|v| v.dispatch_id));
+            }
+            true
+        };
+        let left = records::read(&conn, &tables, &info, &part, &mut Emitter::new(&mut send));
+        assert_eq!(left.unwrap().orphans, 0);
+        // Each value at the dispatch of its event.
+        let expected: Vec<u64> = (1..=VALUES as u64).map(|event| 10 * event).collect();
+        assert_eq!(dispatches, expected);
+        // Some 40 (thousands of instructions); with a scan of the dispatches per event, 6,000.
+        let thousands = thousands.load(Ordering::Relaxed);
+        assert!(
+            thousands < VALUES as u64 / 10,
+            "{thousands} thousand instructions"
+        );
+    }
 }

@@ -9,6 +9,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::records::Table;
+
 // The tables and columns of rocpd schema 3 are the ones rocflow's rocpd sink writes.
 use crate::sink::rocpd::schema as written;
 pub use crate::sink::rocpd::schema::{
@@ -48,17 +50,15 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
-/// The lookups reading the event tables makes by a column, each (table, column).
-const LOOKUPS: [(&str, &str); 3] = [(EVENT, "id"), (TRACK, "id"), (KERNEL_DISPATCH, "event_id")];
-
 /// One set of rocpd tables in a database: the suffix its tables share, the columns each
 /// has, and the lookups its keys and indexes serve.
 #[derive(Debug, Clone)]
 pub struct Tables {
     suffix: String,
     columns: BTreeMap<&'static str, BTreeSet<String>>,
-    /// Lookups of [`LOOKUPS`] SQLite can make only by scanning the table: the database
-    /// lacks the key or index the schema's writers give them.
+    /// Lookups the event tables' reads make ([`Table::lookups`]) that SQLite can make only
+    /// by scanning the table: the database lacks the key or index the schema's writers
+    /// give them.
     scanned: BTreeSet<(&'static str, &'static str)>,
 }
 
@@ -69,7 +69,7 @@ impl Tables {
     }
 
     /// Whether finding the rows of `table` with a given `column` scans the table (one of
-    /// the lookups the event tables' reads make; see [`LOOKUPS`]).
+    /// the lookups the event tables' reads make; see [`Table::lookups`]).
     pub fn scanned(&self, table: &str, column: &str) -> bool {
         self.scanned.contains(&(table, column))
     }
@@ -167,6 +167,10 @@ pub fn layout(conn: &Connection) -> Result<Layout, SchemaError> {
                 .any(|s| known_columns.iter().any(|(t, _)| name == format!("{t}{s}")))
     };
     let mut unknown: Vec<String> = names.iter().filter(|n| !known(n)).cloned().collect();
+    let lookups: BTreeSet<_> = (Table::ALL.iter())
+        .flat_map(|t| t.lookups())
+        .copied()
+        .collect();
     let mut tables = Vec::new();
     for suffix in sets {
         let mut columns = BTreeMap::new();
@@ -188,7 +192,7 @@ pub fn layout(conn: &Connection) -> Result<Layout, SchemaError> {
             columns,
             scanned: BTreeSet::new(),
         };
-        for (table, column) in LOOKUPS {
+        for &(table, column) in &lookups {
             if set.has(table, column) && !searched(conn, &set.name(table), column)? {
                 set.scanned.insert((table, column));
             }

@@ -101,9 +101,13 @@ pub fn text(row: &Cells<'_>, i: usize) -> Option<String> {
 /// The cell as a JSON object, where it holds one (`extdata`, `environment`) of at most
 /// [`MAX_TEXT`] bytes.
 pub fn json(row: &Cells<'_>, i: usize) -> Option<serde_json::Map<String, serde_json::Value>> {
-    // `{}`, most rows' extdata, needs no parser.
-    row.with_text(i, |t| match serde_json::from_slice(t) {
-        Ok(serde_json::Value::Object(map)) if t.len() > 2 && t.len() <= MAX_TEXT => Some(map),
+    // Told by its length before it is parsed: `{}`, most rows' extdata, needs no parser,
+    // and a longer cell than a text may be is not parsed at all.
+    row.with_text(i, |t| match t.len() {
+        3..=MAX_TEXT => match serde_json::from_slice(t) {
+            Ok(serde_json::Value::Object(map)) => Some(map),
+            _ => None,
+        },
         _ => None,
     })
     .flatten()
@@ -192,6 +196,15 @@ mod tests {
         assert_eq!(cut.len(), MAX_TEXT - 1);
         assert!(cut.ends_with('é'));
         assert_eq!(text(&row, 1).as_deref(), Some("short"));
+        // Neither a long object nor `{}` is an object to read.
+        let sql = r#"SELECT json_object('message', replace(hex(zeroblob(1 << 20)), '00', 'm')),
+            '{}', '{"message": "m"}'"#;
+        let mut objects = Statement::prepare(&conn, sql).unwrap();
+        let objects = objects.step().unwrap().unwrap();
+        assert!(is_long(&objects, 0));
+        assert_eq!(json(&objects, 0), None);
+        assert_eq!(json(&objects, 1), None);
+        assert_eq!(json(&objects, 2).unwrap()["message"], "m");
         let mut long = Long::default();
         long.check(&row, 0, "rocpd_string", "string", 7);
         long.check(&row, 1, "rocpd_string", "string", 8);
