@@ -334,6 +334,19 @@ fn a_spool_whose_runner_was_killed_replays_into_outputs_that_say_partial() {
         db.iter().all(|said| said.as_deref() == Some(warning)),
         "{db:?}"
     );
+    // `rocflow summary` of the cut spool says so too, printed and written.
+    let printed = rocflow(&["summary", "run.rfraw", "--format", "json"], d, &[]);
+    assert_success(&printed);
+    let printed: serde_json::Value = serde_json::from_slice(&printed.stdout).unwrap();
+    assert_eq!(printed["partial"].as_str(), Some(warning), "{printed}");
+    assert_eq!(printed["kernels"], whole);
+    let args = ["summary", "run.rfraw", "--format", "md", "--output", "md"];
+    assert_success(&rocflow(&args, d, &[]));
+    let markdown = std::fs::read_to_string(d.join("md/summary.md")).unwrap();
+    assert!(
+        markdown.contains(&format!("> **Partial:** {warning}")),
+        "{markdown}"
+    );
 }
 
 /// A replay into the directory of a run or replay killed by SIGKILL removes the hidden

@@ -72,7 +72,6 @@ fn rows(dir: &Path) -> Rows {
     rows
 }
 
-/// Rows per kind, over all processes.
 /// A run of `/bin/sleep` on the simulated device with `pipeline_extra` and `env` that
 /// succeeds without `kind` records and says why; its rows.
 fn without(kind: &str, pipeline_extra: &str, env: &[(&str, &Path)], says: &str) -> Rows {
@@ -83,10 +82,27 @@ fn without(kind: &str, pipeline_extra: &str, env: &[(&str, &Path)], says: &str) 
     rows
 }
 
+/// Rows per kind, over all processes.
 fn totals(rows: &Rows) -> BTreeMap<String, u64> {
     rows.iter()
         .map(|(k, p)| (k.clone(), p.values().map(|r| r.len() as u64).sum()))
         .collect()
+}
+
+/// Asserts that `rows` are those of `processes` processes (`which`, for the message), each
+/// with the whole default scenario.
+fn assert_each_process_whole(rows: &Rows, processes: usize, which: &str) {
+    let want = expected(&default_scenario());
+    assert_eq!(
+        rows.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (kind, per_pid) in rows {
+        assert_eq!(per_pid.len(), processes, "{kind}: {which}");
+        for (pid, lines) in per_pid {
+            assert_eq!(lines.len() as u64, want[kind], "{kind} of process {pid}");
+        }
+    }
 }
 
 #[test]
@@ -122,17 +138,7 @@ fn each_forked_child_streams_the_scenario_of_its_own() {
     let app = sim_app();
     let (output, rows, _dir) = run("", "sim", &[app.to_str().unwrap(), "fork", "3"]);
     assert_success(&output);
-    let want = expected(&default_scenario());
-    assert_eq!(
-        rows.keys().collect::<Vec<_>>(),
-        want.keys().collect::<Vec<_>>()
-    );
-    for (kind, per_pid) in &rows {
-        assert_eq!(per_pid.len(), 4, "{kind}: the parent and three children");
-        for (pid, lines) in per_pid {
-            assert_eq!(lines.len() as u64, want[kind], "{kind} of process {pid}");
-        }
-    }
+    assert_each_process_whole(&rows, 4, "the parent and three children");
     assert_says(&output.stderr, "from 4 processes");
 }
 
@@ -272,18 +278,7 @@ fn connections_beyond_the_descriptors_leave_later_processes_profiled() {
         .output()
         .expect("rocflow runs");
     assert_success(&output);
-    let want = expected(&default_scenario());
-    let rows = rows(dir.path());
-    assert_eq!(
-        rows.keys().collect::<Vec<_>>(),
-        want.keys().collect::<Vec<_>>()
-    );
-    for (kind, per_pid) in &rows {
-        assert_eq!(per_pid.len(), 3, "{kind}: the parent and two children");
-        for (pid, lines) in per_pid {
-            assert_eq!(lines.len() as u64, want[kind], "{kind} of process {pid}");
-        }
-    }
+    assert_each_process_whole(&rows(dir.path()), 3, "the parent and two children");
 }
 
 #[test]

@@ -44,7 +44,7 @@ pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
         escape(page.title),
         escape(page.title)
     );
-    if let Some(why) = &summary.partial {
+    if let Some(why) = &summary.catalog.partial {
         let _ = writeln!(
             out,
             "<p class=\"partial\"><strong>Partial:</strong> {}</p>",

@@ -262,13 +262,14 @@ fn with_state<T, R>(
 
 /// The frame `raw`, a plain one (a live stream's, see [`FrameReader::new`]), with its
 /// payload stored compressed, given its parts as [`compress_part`] made them, in order;
-/// `None` where that would not be smaller.
+/// `None` where that would not be smaller, or would expand past [`MAX_EXPANSION`] (which
+/// a reader refuses).
 pub fn compressed_frame(raw: &[u8], parts: &[Vec<u8>]) -> Option<Vec<u8>> {
     let (header, payload) = raw.split_at(FRAME_HEADER);
     debug_assert_eq!(header[1], Encoding::Plain as u8);
     debug_assert_eq!(parts.len(), payload.len().div_ceil(COMPRESSED_PART));
     let stored = 4 * (1 + parts.len()) + parts.iter().map(Vec::len).sum::<usize>();
-    if stored >= payload.len() {
+    if stored >= payload.len() || payload.len() > stored.saturating_mul(MAX_EXPANSION) {
         return None;
     }
     let mut out = Vec::with_capacity(FRAME_HEADER + stored);

@@ -594,6 +594,33 @@ fn a_compressed_frame_that_expands_past_the_bound_is_corrupt() {
     }
 }
 
+/// Records that repeat more than any run's (here 30,000 identical dispatches) compress past
+/// the bound on expansion: the runner stores such a frame as it is, so the reader never
+/// refuses a frame the runner wrote.
+#[test]
+fn a_frame_that_would_expand_past_the_bound_is_stored_plain() {
+    let same = Frame {
+        stream: 1,
+        payload: Payload::Records(Batch::KernelDispatch(vec![
+            KernelDispatch::default();
+            30_000
+        ])),
+    };
+    let (raw, _) = encode(std::slice::from_ref(&same));
+    let parts: usize = (raw[wire::FRAME_HEADER..].chunks(wire::COMPRESSED_PART))
+        .map(|part| wire::compress_part(part).unwrap().len())
+        .sum();
+    assert!(
+        raw.len() > parts * wire::MAX_EXPANSION,
+        "{} to {parts}",
+        raw.len()
+    );
+    let stored = compress(&raw).unwrap_or_else(|| raw.clone());
+    let (read, ending) = read_bytes(&[&wire::stream_header()[..], &stored].concat());
+    assert!(ending.is_ok(), "{ending:?}");
+    assert_eq!(read, [same]);
+}
+
 /// Spools of versions before 3 never held compressed frames, and a live stream never
 /// does (the tool sends frames as it encodes them): one there is corrupt.
 #[test]

@@ -311,7 +311,7 @@ fn summary_tables(
     let (summary, ending) =
         Summary::of_run(stages, &mut *source, breakdown).map_err(Error::Runtime)?;
     ended(ending.as_ref())?;
-    Ok((summary.tables(), summary.partial))
+    Ok((summary.tables(), summary.catalog.partial))
 }
 
 /// The stages a spool was recorded with, plugins left out (see [`untrusted`]; no

@@ -184,7 +184,7 @@ fn statistics(
     }
     // A live run's sinks may have had records its spool lacks (its disk filled): the
     // spool's own end says whether the statistics are the whole run's.
-    summary.partial = crate::source::partial(&records.finish());
+    summary.catalog.partial = crate::source::partial(&records.finish());
     Ok(summary)
 }
 
@@ -427,7 +427,7 @@ fn report(
     Ok(Done {
         paths: vec![path.to_path_buf()],
         text: String::new(),
-        partial: summary.partial.clone(),
+        partial: summary.catalog.partial.clone(),
     })
 }
 
@@ -461,7 +461,7 @@ fn summarize(
     by: &[String],
 ) -> Result<Done, PostError> {
     let summary = summaries.of(breakdown(by))?;
-    let (tables, partial) = (summary.tables(), summary.partial.clone());
+    let (tables, partial) = (summary.tables(), summary.catalog.partial.clone());
     let formats: Vec<Format> = if formats.is_empty() {
         vec![Format::Csv, Format::Md, Format::Json]
     } else {

@@ -127,11 +127,9 @@ pub struct Summary {
     node: u32,
     /// GPU busy time per agent over the run.
     pub timeline: Timeline,
-    /// The run's metadata: processes, agents, kernels.
+    /// The run's metadata: processes, agents, kernels; and why its records may be only
+    /// part of the run's (its `partial`), which each output made of it says.
     pub catalog: Catalog,
-    /// Why its records may be only part of the run's (its spool was cut short), if they
-    /// may: each output made of it says so.
-    pub partial: Option<String>,
 }
 
 impl Summary {
@@ -164,7 +162,6 @@ impl Summary {
             .into_inner()
             .expect("no panics while holding the lock");
         summary.catalog = report.catalog;
-        summary.partial = crate::source::partial(&report.source);
         Ok((summary, report.source))
     }
 
