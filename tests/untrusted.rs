@@ -484,9 +484,9 @@ fn extreme_times_and_sizes_give_sane_output() {
     assert!(copies["bytes"].as_u64().unwrap() > u64::MAX / 4);
 }
 
-/// A hostname and kernel names with a newline in them: `inspect`, `summary` and `diff`
-/// print each on its line with the newline escaped, so a spool cannot forge a line of
-/// their output.
+/// A hostname and kernel names with a newline in them: `inspect`, `summary` (as a table
+/// and as Markdown) and `diff` print each on its line with the newline escaped, so a spool
+/// cannot forge a line of their output.
 #[test]
 fn names_cannot_forge_lines_of_output() {
     let dir = generated(TRACE);
@@ -507,6 +507,10 @@ fn names_cannot_forge_lines_of_output() {
     let outputs = [
         (vec!["inspect", "run.rfraw"], "node\\n  forged: host"),
         (vec!["summary", "run.rfraw"], "gemm\\r\\nforged: kernel"),
+        (
+            vec!["summary", "run.rfraw", "--format", "md"],
+            "gemm\\r\\nforged: kernel",
+        ),
         (
             vec!["diff", "run.rfraw", "run.rfraw"],
             "gemm\\r\\nforged: kernel",
