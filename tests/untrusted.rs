@@ -324,9 +324,10 @@ fn a_recorded_pipeline_cannot_reach_outside_the_directory() {
 }
 
 /// A recorded pipeline's queries: one whose `timeout` passes ten minutes is refused before
-/// anything is written; a result past a million rows or 64 MiB (two blobs of 40 MB) fails
-/// its step, saying how to lift the bound, while the others write theirs. Trusted, the
-/// spool's queries read what they ask for.
+/// anything is written; a result past a million rows or 64 MiB (a hundred blobs of 1 MB),
+/// or a value past its column's share of that (two blobs of 40 MB in a row, which SQLite
+/// holds at once), fails its step, saying how to lift the bound, while the others write
+/// theirs. Trusted, the spool's queries read what they ask for.
 #[test]
 fn a_recorded_pipelines_queries_are_bounded() {
     let step = |name: &str, query: &str| {
@@ -343,6 +344,11 @@ fn a_recorded_pipelines_queries_are_bounded() {
             "SELECT zeroblob(40000000) AS a, zeroblob(40000000) AS b",
         ),
         &step(
+            "tall",
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 100) \
+             SELECT zeroblob(1000000) AS b FROM n",
+        ),
+        &step(
             "rows",
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) \
              SELECT i FROM n LIMIT 1000001",
@@ -354,7 +360,12 @@ fn a_recorded_pipelines_queries_are_bounded() {
     let d = dir.path();
     let out = support::rocflow_bounded(&["replay", "run.rfraw"], d);
     assert_success(&out);
-    for (step, bound) in [("blobs", "64 MiB"), ("rows", "1000000 rows")] {
+    let bounded = [
+        ("blobs", "a value's share of 64 MiB"),
+        ("tall", "64 MiB"),
+        ("rows", "1000000 rows"),
+    ];
+    for (step, bound) in bounded {
         assert_says(
             &out.stderr,
             &format!(

@@ -21,7 +21,8 @@ pub struct Bounds {
     /// Rows of a result.
     pub rows: usize,
     /// Bytes of a result: each value counts 8, and its text's or blob's length on top. It
-    /// bounds each value inside SQLite too, so a query cannot build one past it.
+    /// bounds each value inside SQLite too, to its column's share, so a query cannot build
+    /// a row past it.
     pub bytes: usize,
     /// The smallest file a sink may be asked to split its output into, in bytes.
     pub file: u64,
