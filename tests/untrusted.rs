@@ -281,12 +281,13 @@ fn a_recorded_pipeline_cannot_reach_outside_the_directory() {
             "table `../../escaped` is not a plain name",
         ),
         (
-            "a database elsewhere",
+            "a database elsewhere, read by a step whose name would forge a line",
             |plan, secret| {
                 let database = secret.to_str().unwrap().into();
                 plan["posts"][0]["step"]["database"] = database;
+                plan["posts"][0]["name"] = "kernels\nerror: forged".into();
             },
-            "post-step `kernels` reads `",
+            "post-step `kernels\\nerror: forged` reads `",
         ),
     ];
     let pipeline = format!(
