@@ -416,19 +416,27 @@ fn a_rename_cannot_amplify_kernel_names() {
         let rule = &mut plan["stages"]["transforms"][0]["op"]["rename"][0];
         rule[1] = "$1".repeat(100_000).into();
     });
-    let out = rocflow_in_time(&["summary", "run.rfraw", "--format", "json"], d);
-    assert_success(&out);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let kernels = json["kernels"].as_array().unwrap();
-    assert!(!kernels.is_empty());
-    for kernel in kernels {
-        let name = kernel["kernel"].as_str().unwrap();
+    let cut = |name: &str| {
         assert!(
             name.len() <= (64 << 10) + 3 && name.ends_with('…'),
             "{}",
             name.len()
         );
-    }
+    };
+    let out = rocflow_in_time(&["summary", "run.rfraw", "--format", "json"], d);
+    assert_success(&out);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kernels = json["kernels"].as_array().unwrap();
+    assert!(!kernels.is_empty());
+    kernels
+        .iter()
+        .for_each(|k| cut(k["kernel"].as_str().unwrap()));
+
+    let out = rocflow_in_time(&["replay", "run.rfraw"], d);
+    assert_success(&out);
+    let dispatches = csv(&d.join("out/tables/kernel_dispatch.csv"));
+    assert!(!dispatches.is_empty());
+    dispatches.iter().for_each(|row| cut(&row["kernel_name"]));
 }
 
 /// Times at the ends of the range (a kernel that never ends, one that ends before it
