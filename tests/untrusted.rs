@@ -10,7 +10,7 @@ use std::time::Duration;
 use rocflow::record::{Batch, CounterInfo, MemoryAllocation, Meta};
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::{Frame, Payload};
-use support::{assert_says, assert_says_each, assert_success, csv, rocflow, rocflow_command, text};
+use support::{assert_fails, assert_says, assert_success, csv, rocflow, rocflow_command, text};
 
 const TRACE: &str = concat!(
     support::traced_pipeline!("untrusted", "t"),
@@ -309,9 +309,9 @@ fn a_recorded_pipeline_cannot_reach_outside_the_directory() {
         generate(&work, &pipeline);
         rewrite_plan(&work.join("run.rfraw"), |plan| change(plan, &secret));
         let out = rocflow(&["replay", "run.rfraw"], &work, &[]);
-        assert_eq!(out.status.code(), Some(2), "{what}: {}", text(&out.stderr));
-        assert_says_each(
-            &out.stderr,
+        assert_fails(
+            &out,
+            2,
             &[
                 "asks for more than a spool from anyone may",
                 refused,
@@ -390,9 +390,9 @@ fn a_recorded_pipelines_queries_are_bounded() {
         plan["posts"][0]["step"]["timeout"] = "10000000min".into();
     });
     let out = rocflow(&["replay", "run.rfraw"], d, &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert_says_each(
-        &out.stderr,
+    assert_fails(
+        &out,
+        2,
         &[
             "post-step `blobs` may run for 600000000s, past 600s",
             "--trust-plan",
@@ -549,6 +549,9 @@ fn names_cannot_forge_lines_of_output() {
     }
 }
 
+/// A recorded pipeline cannot cut its outputs into files or row groups of a few bytes
+/// (millions of them for a large run): each such option is refused, before anything is
+/// written, with how to trust the spool.
 #[test]
 fn a_recorded_pipeline_cannot_splinter_its_outputs() {
     let pipeline = format!(
@@ -566,9 +569,9 @@ fn a_recorded_pipeline_cannot_splinter_its_outputs() {
         sinks[ds]["options"]["row_group_rows"] = 1.into();
     });
     let out = rocflow(&["replay", "run.rfraw"], d, &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert_says_each(
-        &out.stderr,
+    assert_fails(
+        &out,
+        2,
         &[
             "sink `trace` splits its files at 1 bytes (`split_size`), under 64 KiB",
             "sink `ds` splits its files at 100 bytes (`max_file_size`), under 64 KiB",
