@@ -10,7 +10,7 @@ use std::time::Duration;
 use rocflow::record::{Batch, CounterInfo, MemoryAllocation, Meta};
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::{Frame, Payload};
-use support::{assert_says, assert_says_each, assert_success, csv, rocflow, rocflow_command, text};
+use support::{assert_fails, assert_says, assert_success, csv, rocflow, rocflow_command, text};
 
 const TRACE: &str = concat!(
     support::traced_pipeline!("untrusted", "t"),
@@ -281,12 +281,13 @@ fn a_recorded_pipeline_cannot_reach_outside_the_directory() {
             "table `../../escaped` is not a plain name",
         ),
         (
-            "a database elsewhere",
+            "a database elsewhere, read by a step whose name would forge a line",
             |plan, secret| {
                 let database = secret.to_str().unwrap().into();
                 plan["posts"][0]["step"]["database"] = database;
+                plan["posts"][0]["name"] = "kernels\nerror: forged".into();
             },
-            "post-step `kernels` reads `",
+            "post-step `kernels\\nerror: forged` reads `",
         ),
     ];
     let pipeline = format!(
@@ -308,9 +309,9 @@ fn a_recorded_pipeline_cannot_reach_outside_the_directory() {
         generate(&work, &pipeline);
         rewrite_plan(&work.join("run.rfraw"), |plan| change(plan, &secret));
         let out = rocflow(&["replay", "run.rfraw"], &work, &[]);
-        assert_eq!(out.status.code(), Some(2), "{what}: {}", text(&out.stderr));
-        assert_says_each(
-            &out.stderr,
+        assert_fails(
+            &out,
+            2,
             &[
                 "asks for more than a spool from anyone may",
                 refused,
@@ -324,9 +325,10 @@ fn a_recorded_pipeline_cannot_reach_outside_the_directory() {
 }
 
 /// A recorded pipeline's queries: one whose `timeout` passes ten minutes is refused before
-/// anything is written; a result past a million rows or 64 MiB (two blobs of 40 MB) fails
-/// its step, saying how to lift the bound, while the others write theirs. Trusted, the
-/// spool's queries read what they ask for.
+/// anything is written; a result past a million rows or 64 MiB (a hundred blobs of 1 MB),
+/// or a value past its column's share of that (two blobs of 40 MB in a row, which SQLite
+/// holds at once), fails its step, saying how to lift the bound, while the others write
+/// theirs. Trusted, the spool's queries read what they ask for.
 #[test]
 fn a_recorded_pipelines_queries_are_bounded() {
     let step = |name: &str, query: &str| {
@@ -343,6 +345,11 @@ fn a_recorded_pipelines_queries_are_bounded() {
             "SELECT zeroblob(40000000) AS a, zeroblob(40000000) AS b",
         ),
         &step(
+            "tall",
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 100) \
+             SELECT zeroblob(1000000) AS b FROM n",
+        ),
+        &step(
             "rows",
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) \
              SELECT i FROM n LIMIT 1000001",
@@ -354,7 +361,12 @@ fn a_recorded_pipelines_queries_are_bounded() {
     let d = dir.path();
     let out = support::rocflow_bounded(&["replay", "run.rfraw"], d);
     assert_success(&out);
-    for (step, bound) in [("blobs", "64 MiB"), ("rows", "1000000 rows")] {
+    let bounded = [
+        ("blobs", "a value's share of 64 MiB"),
+        ("tall", "64 MiB"),
+        ("rows", "1000000 rows"),
+    ];
+    for (step, bound) in bounded {
         assert_says(
             &out.stderr,
             &format!(
@@ -378,9 +390,9 @@ fn a_recorded_pipelines_queries_are_bounded() {
         plan["posts"][0]["step"]["timeout"] = "10000000min".into();
     });
     let out = rocflow(&["replay", "run.rfraw"], d, &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert_says_each(
-        &out.stderr,
+    assert_fails(
+        &out,
+        2,
         &[
             "post-step `blobs` may run for 600000000s, past 600s",
             "--trust-plan",
@@ -404,19 +416,27 @@ fn a_rename_cannot_amplify_kernel_names() {
         let rule = &mut plan["stages"]["transforms"][0]["op"]["rename"][0];
         rule[1] = "$1".repeat(100_000).into();
     });
-    let out = rocflow_in_time(&["summary", "run.rfraw", "--format", "json"], d);
-    assert_success(&out);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let kernels = json["kernels"].as_array().unwrap();
-    assert!(!kernels.is_empty());
-    for kernel in kernels {
-        let name = kernel["kernel"].as_str().unwrap();
+    let cut = |name: &str| {
         assert!(
             name.len() <= (64 << 10) + 3 && name.ends_with('…'),
             "{}",
             name.len()
         );
-    }
+    };
+    let out = rocflow_in_time(&["summary", "run.rfraw", "--format", "json"], d);
+    assert_success(&out);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kernels = json["kernels"].as_array().unwrap();
+    assert!(!kernels.is_empty());
+    kernels
+        .iter()
+        .for_each(|k| cut(k["kernel"].as_str().unwrap()));
+
+    let out = rocflow_in_time(&["replay", "run.rfraw"], d);
+    assert_success(&out);
+    let dispatches = csv(&d.join("out/tables/kernel_dispatch.csv"));
+    assert!(!dispatches.is_empty());
+    dispatches.iter().for_each(|row| cut(&row["kernel_name"]));
 }
 
 /// Times at the ends of the range (a kernel that never ends, one that ends before it
@@ -484,9 +504,9 @@ fn extreme_times_and_sizes_give_sane_output() {
     assert!(copies["bytes"].as_u64().unwrap() > u64::MAX / 4);
 }
 
-/// A hostname and kernel names with a newline in them: `inspect`, `summary` and `diff`
-/// print each on its line with the newline escaped, so a spool cannot forge a line of
-/// their output.
+/// A hostname and kernel names with a newline in them: `inspect`, `summary` (as a table
+/// and as Markdown) and `diff` print each on its line with the newline escaped, so a spool
+/// cannot forge a line of their output.
 #[test]
 fn names_cannot_forge_lines_of_output() {
     let dir = generated(TRACE);
@@ -508,6 +528,10 @@ fn names_cannot_forge_lines_of_output() {
         (vec!["inspect", "run.rfraw"], "node\\n  forged: host"),
         (vec!["summary", "run.rfraw"], "gemm\\r\\nforged: kernel"),
         (
+            vec!["summary", "run.rfraw", "--format", "md"],
+            "gemm\\r\\nforged: kernel",
+        ),
+        (
             vec!["diff", "run.rfraw", "run.rfraw"],
             "gemm\\r\\nforged: kernel",
         ),
@@ -525,6 +549,9 @@ fn names_cannot_forge_lines_of_output() {
     }
 }
 
+/// A recorded pipeline cannot cut its outputs into files or row groups of a few bytes
+/// (millions of them for a large run): each such option is refused, before anything is
+/// written, with how to trust the spool.
 #[test]
 fn a_recorded_pipeline_cannot_splinter_its_outputs() {
     let pipeline = format!(
@@ -542,9 +569,9 @@ fn a_recorded_pipeline_cannot_splinter_its_outputs() {
         sinks[ds]["options"]["row_group_rows"] = 1.into();
     });
     let out = rocflow(&["replay", "run.rfraw"], d, &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert_says_each(
-        &out.stderr,
+    assert_fails(
+        &out,
+        2,
         &[
             "sink `trace` splits its files at 1 bytes (`split_size`), under 64 KiB",
             "sink `ds` splits its files at 100 bytes (`max_file_size`), under 64 KiB",

@@ -21,7 +21,8 @@ pub struct Bounds {
     /// Rows of a result.
     pub rows: usize,
     /// Bytes of a result: each value counts 8, and its text's or blob's length on top. It
-    /// bounds each value inside SQLite too, so a query cannot build one past it.
+    /// bounds each value inside SQLite too, to its column's share, so a query cannot build
+    /// a row past it.
     pub bytes: usize,
     /// The smallest file a sink may be asked to split its output into, in bytes.
     pub file: u64,
@@ -45,7 +46,7 @@ impl Plan {
     /// The plan, to follow as anyone may have written it: its queries' results bounded by
     /// [`Bounds::STRANGER`]. Refused with what it asks for past that (paths out of the
     /// current directory, names that are no plain names, time limits past the bound), one
-    /// line each.
+    /// line each, its names and paths escaped (`\n`): they are anyone's too.
     pub fn bounded(mut self) -> Result<Plan, Vec<String>> {
         let bounds = Bounds::STRANGER;
         let refused: Vec<String> = (self.escapes().into_iter())
@@ -62,10 +63,14 @@ impl Plan {
     /// What this plan reads or writes outside the current directory (an absolute path, a
     /// `..`), or names as a file that is no plain name: one line each.
     fn escapes(&self) -> Vec<String> {
-        let sinks =
-            (self.sinks.iter()).map(|s| (format!("sink `{}` writes to", s.name), s.path.as_str()));
+        let sinks = (self.sinks.iter()).map(|s| {
+            (
+                format!("sink `{}` writes to", s.name.escape_debug()),
+                s.path.as_str(),
+            )
+        });
         let posts = (self.posts.iter()).flat_map(|p| {
-            let step = format!("post-step `{}`", p.name);
+            let step = format!("post-step `{}`", p.name.escape_debug());
             let written = written(&p.step).map(|path| (format!("{step} writes to"), path));
             let read = read(&p.step).map(|path| (format!("{step} reads"), path));
             written.into_iter().chain(read)
@@ -88,7 +93,8 @@ impl Plan {
         let small = |sink: &str, option: &str, size: u64| {
             (size < bounds.file).then(|| {
                 format!(
-                    "sink `{sink}` splits its files at {size} bytes (`{option}`), under {} KiB",
+                    "sink `{}` splits its files at {size} bytes (`{option}`), under {} KiB",
+                    sink.escape_debug(),
                     bounds.file >> 10
                 )
             })
@@ -106,7 +112,9 @@ impl Plan {
                     if options.row_group_rows < bounds.row_group {
                         found.push(format!(
                             "sink `{}` writes row groups of {} rows (`row_group_rows`), under {}",
-                            sink.name, options.row_group_rows, bounds.row_group
+                            sink.name.escape_debug(),
+                            options.row_group_rows,
+                            bounds.row_group
                         ));
                     }
                 }
@@ -126,7 +134,7 @@ impl Plan {
                 } => match timeout.value(parse_duration) {
                     Ok(ns) if ns > most => Some(format!(
                         "post-step `{}` may run for {}, past {}",
-                        p.name,
+                        p.name.escape_debug(),
                         format_duration(ns),
                         format_duration(most)
                     )),

@@ -126,26 +126,19 @@ impl Query<'_> {
                 path: database.to_path_buf(),
                 source,
             })?;
-        if let Some(bounds) = self.bounds {
-            // No string or blob past the bound, inside SQLite as in the result.
-            let most = i32::try_from(bounds.bytes).unwrap_or(i32::MAX);
-            connection
-                .set_limit(Limit::SQLITE_LIMIT_LENGTH, most)
-                .map_err(SqlError::Sqlite)?;
-        }
         let too_big = |bounds: Bounds| SqlError::Bounded(format!("{} MiB", bounds.bytes >> 20));
-        let why = |e: rusqlite::Error| match refused.get() {
-            Some(what) => SqlError::Writes(what.clone()),
-            None if e.sqlite_error_code() == Some(ErrorCode::TooBig) && self.bounds.is_some() => {
-                too_big(self.bounds.expect("bounded"))
+        let why = |e: rusqlite::Error| match (refused.get(), self.bounds) {
+            (Some(what), _) => SqlError::Writes(what.clone()),
+            (None, Some(bounds)) if e.sqlite_error_code() == Some(ErrorCode::TooBig) => {
+                SqlError::Bounded(format!("a value's share of {} MiB", bounds.bytes >> 20))
             }
-            None if e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) => {
+            (None, _) if e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) => {
                 if crate::cancel::requested() {
                     return SqlError::Stopped;
                 }
                 SqlError::TimeLimit(self.limit)
             }
-            None => SqlError::Sqlite(e),
+            (None, _) => SqlError::Sqlite(e),
         };
         let mut statement = connection.prepare(self.text).map_err(&why)?;
         // What no authorizer sees, such as VACUUM.
@@ -158,6 +151,15 @@ impl Query<'_> {
             .map(|c| (*c).to_owned())
             .collect();
         let width = columns.len();
+        if let Some(bounds) = self.bounds {
+            // SQLite holds a row's values all at once: each may take its column's share of
+            // the bound, inside SQLite as in the result. (With the whole bound each, a row
+            // of 2,000 columns would hold 128 GiB.)
+            let share = i32::try_from(bounds.bytes / width.max(1)).unwrap_or(i32::MAX);
+            connection
+                .set_limit(Limit::SQLITE_LIMIT_LENGTH, share)
+                .map_err(SqlError::Sqlite)?;
+        }
         let mut read = statement.query([]).map_err(&why)?;
         let (mut rows, mut bytes) = (Vec::new(), 0);
         while let Some(row) = read.next().map_err(&why)? {

@@ -143,7 +143,8 @@ fn json_value(value: &Value) -> serde_json::Value {
     }
 }
 
-/// The tables as Markdown sections.
+/// The tables as Markdown sections, each cell printable (see [`crate::printable`]): a
+/// newline in a name would end its row, and forge a line where the text is printed.
 fn markdown(tables: &[Table]) -> String {
     let mut out = String::from("# Run summary\n");
     for table in tables {
@@ -167,7 +168,12 @@ fn markdown(tables: &[Table]) -> String {
         for row in &table.rows {
             out.push('|');
             for value in row {
-                let _ = write!(out, " {} |", cell(value).replace('|', "\\|"));
+                let text = cell(value);
+                let _ = write!(
+                    out,
+                    " {} |",
+                    crate::printable::name(&text).replace('|', "\\|")
+                );
             }
             out.push('\n');
         }
