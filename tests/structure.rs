@@ -29,6 +29,12 @@ fn no_crate_has_an_import_circle() {
             graph.imports_in_circles(),
             graph.floors()
         );
+        let circle_of = |file: usize| circles.iter().position(|c| c.contains(&file));
+        for &(a, b) in &graph.imports {
+            if circle_of(a).is_some() && circle_of(a) == circle_of(b) {
+                println!("  {} -> {}", graph.name(a), graph.name(b));
+            }
+        }
         for circle in circles {
             let files: Vec<String> = circle.iter().map(|&f| graph.name(f)).collect();
             found.push(format!("{root}: {}", files.join(" ")));

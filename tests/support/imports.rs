@@ -44,7 +44,10 @@ struct Use {
 impl Graph {
     /// The graph of the crate whose root file is `root` (`src/lib.rs`).
     pub fn of_crate(root: &Path) -> Graph {
-        let base = root.parent().expect("a root file in a folder").to_path_buf();
+        let base = root
+            .parent()
+            .expect("a root file in a folder")
+            .to_path_buf();
         let mut crate_ = Crate {
             base,
             files: Vec::new(),
