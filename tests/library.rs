@@ -11,10 +11,10 @@ use std::process::Output;
 
 use rocflow::pipeline::model::{PostStep, SinkKind};
 use rocflow::pipeline::{self, Options};
+use rocflow::plan::TransformOpPlan;
 use rocflow::plan::{AgentSelector, Plan, SinkPlan, Writer};
 use rocflow::record::RecordKind;
 use rocflow::sdk::Domain;
-use rocflow::transform::TransformOpPlan;
 use support::truth::{self, Scenario, Tally};
 use support::{csv, pipelines, repo, rocflow, run_on, text};
 

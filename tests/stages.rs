@@ -460,7 +460,7 @@ fn a_failing_sink_stops_alone_and_failing_records_are_reported() {
     ));
     // An expression that validates but fails on every record at run time.
     plan.stages.transforms[0].op =
-        rocflow::plan::TransformOpPlan::Filter(rocflow::transform::filter::Options {
+        rocflow::plan::TransformOpPlan::Filter(rocflow::plan::transform::filter::Options {
             predicate: "duration_ns / (end_ns - end_ns) > 1".into(),
         });
     let frames = vec![kernels(&["k"]), records(launches(1, &[(0, 10), (20, 10)]))];

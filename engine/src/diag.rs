@@ -415,3 +415,41 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(1));
     }
 }
+
+/// One step of a path into the pipeline document: a table key or an array index. A
+/// diagnostic's place is found from its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+impl Step<'_> {
+    /// A path into the tree the way the TOML reads: `context[1].buffer.size`.
+    pub fn dotted<'a>(steps: impl IntoIterator<Item = Step<'a>>) -> String {
+        let mut out = String::new();
+        for step in steps {
+            match step {
+                Step::Key(k) if out.is_empty() => out.push_str(k),
+                Step::Key(k) => {
+                    out.push('.');
+                    out.push_str(k);
+                }
+                Step::Index(i) => out.push_str(&format!("[{i}]")),
+            }
+        }
+        out
+    }
+}
+
+impl<'a> From<&'a str> for Step<'a> {
+    fn from(key: &'a str) -> Self {
+        Step::Key(key)
+    }
+}
+
+impl From<usize> for Step<'_> {
+    fn from(index: usize) -> Self {
+        Step::Index(index)
+    }
+}

@@ -839,7 +839,7 @@ mod tests {
             name: "slow".into(),
             kinds: vec![RecordKind::KernelDispatch],
             strict: false,
-            op: TransformOpPlan::KernelFilter(crate::transform::kernel_filter::Plan {
+            op: TransformOpPlan::KernelFilter(crate::plan::transform::kernel_filter::Plan {
                 include: Some("gemm(".into()),
                 exclude: None,
                 iterations: None,

@@ -7,7 +7,6 @@ use indexmap::IndexMap;
 use toml::{Table, Value};
 
 use crate::pipeline::params::is_identifier;
-use crate::pipeline::value;
 
 /// One pipeline for every pass, and the runs that select each pass.
 #[derive(Debug)]
@@ -243,9 +242,9 @@ fn at_mut<'a>(table: &'a mut Table, path: &[Step]) -> Option<&'a mut Value> {
 
 /// `context[0].counters.collect`
 fn describe(path: &[Step]) -> String {
-    value::Step::dotted(path.iter().map(|step| match step {
-        Step::Key(k) => value::Step::Key(k),
-        Step::Index(i) => value::Step::Index(*i),
+    crate::diag::Step::dotted(path.iter().map(|step| match step {
+        Step::Key(k) => crate::diag::Step::Key(k),
+        Step::Index(i) => crate::diag::Step::Index(*i),
     }))
 }
 

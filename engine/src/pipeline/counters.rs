@@ -19,10 +19,10 @@ use crate::diag::did_you_mean;
 use crate::plan::AgentSelector;
 use crate::record::Agent;
 
-use super::compile::glob_match;
+use super::glob::glob_match;
 use super::model;
 use super::passes::Need;
-use super::value::Step;
+use crate::diag::Step;
 
 /// A fault found in a `[context.counters]` table.
 pub(super) struct Finding {

@@ -4,6 +4,7 @@
 
 mod compile;
 mod counters;
+mod glob;
 pub mod model;
 pub mod overlay;
 pub mod params;
@@ -22,14 +23,13 @@ use serde::Deserialize;
 use crate::diag::{Diagnostic, SourceFile};
 use crate::plan::Plan;
 
-pub(crate) use compile::{TransformCheck, name_of};
+pub(crate) use compile::name_of;
 pub use counters::SimulatedGpus;
 pub use overlay::Overlay;
 pub use params::Override;
 use template::Merged;
 pub use template::{Library, Origin};
 pub use value::Node;
-pub(crate) use value::Step;
 
 /// What a pipeline is compiled with besides its file.
 #[derive(Debug, Default)]

@@ -9,7 +9,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 pub use crate::kernel_names::KernelNames;
-pub use crate::transform::TransformOp;
+pub use crate::plan::transform::TransformOp;
 use crate::units::Quantity;
 
 /// An agent selector: an index, or a type or gfx name (globs allowed).

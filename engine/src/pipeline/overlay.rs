@@ -16,7 +16,8 @@ use crate::import::{counter_names, kernels, paths, period};
 use crate::kernel_names::KernelNames;
 
 use super::params::Override;
-use super::value::{Entry, Node, Step, Value};
+use super::value::{Entry, Node, Value};
+use crate::diag::Step;
 
 /// What a flag asks of the pipeline, in rocprofv3's terms.
 #[derive(Debug, Clone)]

@@ -14,7 +14,8 @@ use serde_json::Value as Json;
 use crate::diag::{Diagnostic, did_you_mean};
 
 use super::model::TransformOp;
-use super::value::{Node, Step};
+use super::value::Node;
+use crate::diag::Step;
 
 /// The pipeline schema as shipped in `schemas/`, for editors.
 pub const SCHEMA_TEXT: &str = include_str!("../../../schemas/pipeline.schema.json");

@@ -7,7 +7,8 @@ use std::path::Path;
 use crate::diag::Diagnostic;
 
 use super::template::Library;
-use super::value::{Node, Step};
+use super::value::Node;
+use crate::diag::Step;
 
 /// The template `rocflow init` extends when none is named: cheap, and useful on any GPU.
 pub const DEFAULT_TEMPLATE: &str = "kernel-trace";

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
+use crate::diag::Step;
 use crate::diag::{Diagnostic, SourceFile, Span};
 
 /// A value and the span of its source text.
@@ -36,31 +37,6 @@ pub type Table = IndexMap<String, Entry>;
 pub struct Entry {
     pub key: Span,
     pub node: Node,
-}
-
-/// One step of a path into the tree: a table key or an array index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step<'a> {
-    Key(&'a str),
-    Index(usize),
-}
-
-impl Step<'_> {
-    /// A path into the tree the way the TOML reads: `context[1].buffer.size`.
-    pub fn dotted<'a>(steps: impl IntoIterator<Item = Step<'a>>) -> String {
-        let mut out = String::new();
-        for step in steps {
-            match step {
-                Step::Key(k) if out.is_empty() => out.push_str(k),
-                Step::Key(k) => {
-                    out.push('.');
-                    out.push_str(k);
-                }
-                Step::Index(i) => out.push_str(&format!("[{i}]")),
-            }
-        }
-        out
-    }
 }
 
 impl Node {

@@ -127,10 +127,11 @@ kind = "summary"
             name: "x".into(),
             library: "/nowhere/librocflow_plugin_x.so".into(),
         };
-        plan.stages.transforms[0].op = TransformOpPlan::Plugin(crate::transform::plugin::Plan {
-            plugin: plugin.clone(),
-            options: Default::default(),
-        });
+        plan.stages.transforms[0].op =
+            TransformOpPlan::Plugin(crate::plan::transform::plugin::Plan {
+                plugin: plugin.clone(),
+                options: Default::default(),
+            });
         let mut sink = plan.sinks[0].clone();
         sink.name = "metrics".into();
         sink.writer = Writer::Plugin {

@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 
 use crate::pipeline::model::PostStep;
-use crate::units::{IterationRanges, format_duration};
+use crate::units::format_duration;
 
+use super::prose::{list_or, ranges};
 use super::{AgentSelector, ContextPlan, Plan, StartPlan, Writer};
 
 /// Renders the plan as indented text.
@@ -241,19 +242,6 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
     }
 }
 
-pub(crate) fn ranges(iterations: &IterationRanges) -> String {
-    iterations
-        .0
-        .iter()
-        .map(|r| match r.last {
-            Some(last) if last == r.first => format!("[{}]", r.first),
-            Some(last) => format!("[{}-{last}]", r.first),
-            None => format!("[{}-]", r.first),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 /// When a context collects, in words.
 pub(crate) fn describe_start(s: &StartPlan) -> String {
     let mut parts = vec![if s.paused {
@@ -312,18 +300,6 @@ fn agents(selectors: &[AgentSelector], default: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-pub(crate) fn list_or<T: AsRef<str>>(items: &[T], empty: &str) -> String {
-    if items.is_empty() {
-        empty.to_owned()
-    } else {
-        items
-            .iter()
-            .map(AsRef::as_ref)
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
 }
 
 fn bytes(n: u64) -> String {

@@ -5,8 +5,9 @@
 mod code;
 mod confine;
 mod explain;
-
-use std::path::PathBuf;
+mod plugin;
+mod prose;
+pub mod transform;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -21,11 +22,13 @@ pub use rocflow_core::contexts::{
     PcSamplingPlan, ReducePlan, StartPlan, TracingPlan,
 };
 
-pub use crate::transform::{Metric, MetricOp, TransformOpPlan};
 pub use code::Code;
 pub use confine::Bounds;
+pub(crate) use explain::describe_start;
 pub use explain::explain;
-pub(crate) use explain::{describe_start, list_or, ranges};
+pub use plugin::PluginRef;
+pub(crate) use prose::{list_or, ranges};
+pub use transform::{Metric, MetricOp, TransformOpPlan, TransformPlan};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Plan {
@@ -79,31 +82,6 @@ pub struct StageGraph {
     pub transforms: Vec<TransformPlan>,
     /// One route per sink, in sink order.
     pub routes: Vec<Route>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TransformPlan {
-    pub name: String,
-    pub kinds: Vec<RecordKind>,
-    /// A record the transform fails on stops the run instead of being reported.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub strict: bool,
-    pub op: TransformOpPlan,
-}
-
-/// A plugin as a pipeline names it, and the library that name found.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PluginRef {
-    /// As written: a name or a path.
-    pub name: String,
-    /// The library, as found when the pipeline was compiled.
-    pub library: PathBuf,
-}
-
-impl std::fmt::Display for PluginRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "plugin {} at {}", self.name, self.library.display())
-    }
 }
 
 /// Which records reach a sink, through which transforms.

@@ -1,58 +1,16 @@
 //! `filter`: keeps the records for which an expression is true.
 
 use evalexpr::Value;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value as Json, json};
 
 use crate::chunk::Chunk;
-use crate::pipeline::{Step, TransformCheck};
 
-use super::{Apply, At, Compiled, Declared, Expression, describe, retain};
+use super::apply::{Apply, At, describe, retain};
+use super::expr::Expression;
+use crate::plan::transform::filter::Plan;
 
-/// Declared and compiled alike: the expression is checked, and kept as written.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Options {
-    pub predicate: String,
-}
-
-/// Compiled, the options are kept as they are.
-pub type Plan = Options;
-
-impl Declared for Options {
-    type Plan = Plan;
-
-    fn schema() -> Json {
-        json!({
-            "required": ["predicate"],
-            "properties": {
-                "predicate": { "type": "string" },
-                "strict": super::strict_per_record()
-            }
-        })
-    }
-
-    fn compile(&self, check: &mut TransformCheck<'_, '_>) -> Option<Options> {
-        let results = check.expression("predicate", &self.predicate);
-        if let Some(value) = results.iter().find(|v| !v.is_boolean()) {
-            let message = format!(
-                "a filter must be true or false, but this gives {}",
-                describe_value(value)
-            );
-            check.error(&[Step::Key("predicate")], message).hint =
-                Some("compare the value, e.g. `duration_ns > 1000`".into());
-        }
-        Some(self.clone())
-    }
-}
-
-impl Compiled for Options {
-    fn explain(&self) -> String {
-        format!("keep where {}", self.predicate)
-    }
-
-    fn build(&self) -> Result<Box<dyn Apply>, String> {
-        Ok(Box::new(Filter(Expression::compile(&self.predicate)?)))
-    }
+/// The transform a plan of this kind compiled to, ready to run.
+pub(super) fn build(plan: &Plan) -> Result<Box<dyn Apply>, String> {
+    Ok(Box::new(Filter(Expression::compile(&plan.predicate)?)))
 }
 
 #[derive(Debug)]
@@ -83,15 +41,5 @@ impl Apply for Filter {
             })
             .collect();
         retain(chunk, |i| verdicts[i]);
-    }
-}
-
-fn describe_value(value: &Value) -> &'static str {
-    match value {
-        Value::String(_) => "a string",
-        Value::Float(_) | Value::Int(_) => "a number",
-        Value::Boolean(_) => "a boolean",
-        Value::Tuple(_) => "a tuple",
-        Value::Empty => "nothing",
     }
 }

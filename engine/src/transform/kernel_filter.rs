@@ -6,102 +6,26 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use regex::Regex;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value as Json, json};
 
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
-use crate::units::IterationRanges;
-use crate::pipeline::{Step, TransformCheck};
-use crate::plan::{list_or, ranges};
 use crate::record::Batch;
+use crate::units::IterationRanges;
 
-use super::{Apply, At, Compiled, Declared};
+use super::apply::{Apply, At};
+use crate::plan::transform::kernel_filter::Plan;
 
-#[derive(Debug, Deserialize, Serialize)]
-pub struct Options {
-    pub include: Option<String>,
-    pub exclude: Option<String>,
-    /// Ranges as written, e.g. "[1-10],[20]".
-    pub iterations: Option<String>,
-}
-
-/// The iteration ranges parsed.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Plan {
-    pub include: Option<String>,
-    pub exclude: Option<String>,
-    pub iterations: Option<IterationRanges>,
-}
-
-impl Declared for Options {
-    type Plan = Plan;
-
-    fn schema() -> Json {
-        json!({
-            "description": "Keeps records of the kernels whose names match, and only the listed dispatch iterations of each kernel.",
-            "properties": {
-                "include": { "type": "string", "description": "Regex a kernel name must match." },
-                "exclude": { "type": "string", "description": "Regex a kernel name must not match." },
-                "iterations": {
-                    "type": "string",
-                    "description": "Dispatches of each kernel to keep, e.g. \"[1-10],[20]\"."
-                }
-            }
-        })
-    }
-
-    fn compile(&self, check: &mut TransformCheck<'_, '_>) -> Option<Plan> {
-        for (key, pattern) in [("include", &self.include), ("exclude", &self.exclude)] {
-            if let Some(pattern) = pattern {
-                check.regex(&[Step::Key(key)], pattern, "kernel regex");
-            }
-        }
-        let iterations = self.iterations.as_ref().and_then(|text| {
-            IterationRanges::parse(text)
-                .map_err(|message| {
-                    check.error(&[Step::Key("iterations")], message).hint =
-                        Some("write ranges like \"[1-10],[20]\" or \"[5-]\"".into());
-                })
-                .ok()
-        });
-        check.require_kernel_names();
-        Some(Plan {
-            include: self.include.clone(),
-            exclude: self.exclude.clone(),
-            iterations,
-        })
-    }
-}
-
-impl Compiled for Plan {
-    fn explain(&self) -> String {
-        let mut parts = Vec::new();
-        parts.extend(
-            self.include
-                .as_ref()
-                .map(|r| format!("kernels matching /{r}/")),
-        );
-        parts.extend(self.exclude.as_ref().map(|r| format!("not matching /{r}/")));
-        parts.extend(
-            self.iterations
-                .as_ref()
-                .map(|i| format!("iterations {}", ranges(i))),
-        );
-        format!("keep {}", list_or(&parts, "every kernel"))
-    }
-
-    fn build(&self) -> Result<Box<dyn Apply>, String> {
-        let regex = |pattern: &Option<String>| {
-            (pattern.as_deref().map(Regex::new).transpose()).map_err(|e| e.to_string())
-        };
-        Ok(Box::new(KernelFilter {
-            include: regex(&self.include)?,
-            exclude: regex(&self.exclude)?,
-            iterations: self.iterations.clone(),
-            seen: Mutex::default(),
-        }))
-    }
+/// The transform a plan of this kind compiled to, ready to run.
+pub(super) fn build(plan: &Plan) -> Result<Box<dyn Apply>, String> {
+    let regex = |pattern: &Option<String>| {
+        (pattern.as_deref().map(Regex::new).transpose()).map_err(|e| e.to_string())
+    };
+    Ok(Box::new(KernelFilter {
+        include: regex(&plan.include)?,
+        exclude: regex(&plan.exclude)?,
+        iterations: plan.iterations.clone(),
+        seen: Mutex::default(),
+    }))
 }
 
 /// Keeps records of matching kernels, and of the listed dispatch iterations of each.

@@ -4,108 +4,22 @@
 //! record that refers to it.
 
 use regex::Regex;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value as Json, json};
 
 use crate::chunk::Chunk;
-use crate::pipeline::{Step, TransformCheck};
-use crate::plan::list_or;
 
-use super::{Apply, At, Compiled, Declared};
+use super::apply::{Apply, At};
+use super::rename::Rename;
+use crate::plan::transform::kernel_name::Plan;
 
-#[derive(Debug, Default, Deserialize, Serialize)]
-pub struct Options {
-    pub truncate: Option<u32>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rename: Vec<Rule>,
-}
-
-/// A renaming rule: every match of `pattern` becomes `replacement` (`$1` for groups).
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rule {
-    pub pattern: String,
-    pub replacement: String,
-}
-
-/// Rules are (pattern, replacement) pairs in the Plan.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Plan {
-    pub truncate: Option<u32>,
-    pub rename: Vec<(String, String)>,
-}
-
-impl Declared for Options {
-    type Plan = Plan;
-
-    fn schema() -> Json {
-        json!({
-            "description": "Kernel names live in the run's metadata: this renames each kernel once, for every record that refers to it, after `[pipeline] kernel_names` gave it its form.",
-            "properties": {
-                "truncate": { "type": "integer", "minimum": 8 },
-                "rename": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": ["pattern", "replacement"],
-                        "properties": {
-                            "pattern": { "type": "string" },
-                            "replacement": { "type": "string" }
-                        }
-                    }
-                }
-            }
-        })
-    }
-
-    fn compile(&self, check: &mut TransformCheck<'_, '_>) -> Option<Plan> {
-        for (r, rule) in self.rename.iter().enumerate() {
-            let key = [Step::Key("rename"), Step::Index(r), Step::Key("pattern")];
-            check.regex(&key, &rule.pattern, "regex");
-        }
-        check.require_kernel_names();
-        Some(Plan {
-            truncate: self.truncate,
-            rename: (self.rename.iter())
-                .map(|r| (r.pattern.clone(), r.replacement.clone()))
-                .collect(),
-        })
-    }
-}
-
-impl Compiled for Plan {
-    fn explain(&self) -> String {
-        let mut parts: Vec<String> = (self.rename.iter())
-            .map(|(p, r)| format!("rename /{p}/ -> {r}"))
-            .collect();
-        if let Some(n) = self.truncate {
-            parts.push(format!("truncate to {n} chars"));
-        }
-        format!("kernel names: {}", list_or(&parts, "unchanged"))
-    }
-
-    fn build(&self) -> Result<Box<dyn Apply>, String> {
-        let rules = (self.rename.iter())
-            .map(|(p, r)| Ok((Regex::new(p).map_err(|e| e.to_string())?, r.clone())))
-            .collect::<Result<_, String>>()?;
-        Ok(Box::new(Rename {
-            truncate: self.truncate,
-            rules,
-        }))
-    }
-}
-
-/// How long renaming may make a name, in bytes, unless it was longer: past it, the name is
-/// cut with `…`. Rules take apart names of a few hundred bytes (rarely a few KiB); without
-/// it, a replacement of a million `$1` makes a name of megabytes, for every kernel.
-pub const RENAMED_MAX: usize = 64 << 10;
-
-/// How a kernel's name is rewritten.
-#[derive(Debug)]
-pub struct Rename {
-    pub rules: Vec<(Regex, String)>,
-    pub truncate: Option<u32>,
+/// The transform a plan of this kind compiled to, ready to run.
+pub(super) fn build(plan: &Plan) -> Result<Box<dyn Apply>, String> {
+    let rules = (plan.rename.iter())
+        .map(|(p, r)| Ok((Regex::new(p).map_err(|e| e.to_string())?, r.clone())))
+        .collect::<Result<_, String>>()?;
+    Ok(Box::new(Rename {
+        truncate: plan.truncate,
+        rules,
+    }))
 }
 
 impl Apply for Rename {
@@ -114,109 +28,5 @@ impl Apply for Rename {
 
     fn rename(&self) -> Option<&Rename> {
         Some(self)
-    }
-}
-
-impl Rename {
-    pub fn apply(&self, name: &str) -> String {
-        let room = RENAMED_MAX.max(name.len());
-        let mut name = name.to_owned();
-        for (pattern, replacement) in &self.rules {
-            match replace(pattern, replacement, &name, room) {
-                Ok(renamed) => name = renamed,
-                Err(start) => {
-                    name = start + "…";
-                    break;
-                }
-            }
-        }
-        if let Some(limit) = self.truncate.map(|n| n as usize)
-            && name.chars().count() > limit
-        {
-            name = name
-                .chars()
-                .take(limit.saturating_sub(1))
-                .collect::<String>()
-                + "…";
-        }
-        name
-    }
-}
-
-/// `name` with each match of `pattern` replaced by `replacement`, built only as far as `room`
-/// bytes: before a match is expanded, its expansion is bounded by the replacement's length
-/// and the longest group's for each `$` in it (every group reference starts with one).
-/// One that would pass `room` is an error holding its start, `room` bytes at most.
-fn replace(pattern: &Regex, replacement: &str, name: &str, room: usize) -> Result<String, String> {
-    let references = replacement.bytes().filter(|&b| b == b'$').count();
-    let mut out = String::new();
-    let mut last = 0;
-    for groups in pattern.captures_iter(name) {
-        let whole = groups.get_match();
-        out.push_str(&name[last..whole.start()]);
-        let longest = groups.iter().flatten().map(|g| g.len()).max().unwrap_or(0);
-        let most = references
-            .saturating_mul(longest)
-            .saturating_add(replacement.len());
-        if out.len().saturating_add(most) > room {
-            return Err(cut(out, room));
-        }
-        groups.expand(replacement, &mut out);
-        last = whole.end();
-    }
-    out.push_str(&name[last..]);
-    if out.len() > room {
-        return Err(cut(out, room));
-    }
-    Ok(out)
-}
-
-/// `text` cut to at most `room` bytes, at a character's start.
-fn cut(mut text: String, room: usize) -> String {
-    let mut end = room.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renames_then_truncates() {
-        let rename = Rename {
-            rules: vec![(Regex::new(r"\(.*\)").unwrap(), String::new())],
-            truncate: Some(10),
-        };
-        assert_eq!(rename.apply("gemm(float*, float*, float*, int)"), "gemm");
-        assert_eq!(rename.apply("a_very_long_kernel_name()"), "a_very_lo…");
-    }
-
-    /// A replacement of a million `$1` (as a spool's recorded plan may hold) is cut at
-    /// [`RENAMED_MAX`] before it is expanded; one that fits is expanded whole, and a name
-    /// longer than the bound keeps its length.
-    #[test]
-    fn renaming_grows_a_name_only_so_far() {
-        let rules = |pattern: &str, replacement: &str| Rename {
-            rules: vec![(Regex::new(pattern).unwrap(), replacement.to_owned())],
-            truncate: None,
-        };
-        let amplified = rules("(k.+)", &"$1".repeat(1_000_000));
-        // Cut where the match that could pass the bound starts.
-        assert_eq!(amplified.apply("gemm_kernel"), "gemm_…");
-
-        let long = "k".repeat(RENAMED_MAX / 2 - 8);
-        let doubled = rules("^(.*)$", "${1}_$1").apply(&long);
-        assert_eq!(doubled, format!("{long}_{long}"));
-
-        let longer = "x".repeat(2 * RENAMED_MAX);
-        assert_eq!(rules("x$", "y").apply(&longer).len(), longer.len());
-        assert!(rules("(x+)", "$1$1").apply(&longer).ends_with('…'));
-        // Matches one by one, each within the room: a name of every letter twice.
-        let each = rules("(.)", "$1$1").apply("abc");
-        assert_eq!(each, "aabbcc");
     }
 }

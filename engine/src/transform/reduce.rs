@@ -3,84 +3,23 @@
 //! `reduce` entries compile into the same stage.
 
 use rustc_hash::FxHashMap as HashMap;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value as Json, json};
 
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::pipeline::model::ReduceOp;
-use crate::pipeline::{Step, TransformCheck};
-use crate::record::{Batch, CounterSample, RecordKind};
+use crate::record::{Batch, CounterSample};
 use crate::sdk::COUNTER_DIMENSIONS;
 
-use super::{Apply, At, Compiled, Declared};
+use super::apply::{Apply, At};
+use crate::plan::transform::reduce::Plan;
 
-/// Declared and compiled alike.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Options {
-    /// Counter names the reduction applies to; empty means all.
-    #[serde(default)]
-    pub counters: Vec<String>,
-    pub dimensions: Vec<String>,
-    pub op: ReduceOp,
-}
-
-/// Compiled, the options are kept as they are.
-pub type Plan = Options;
-
-impl Declared for Options {
-    type Plan = Plan;
-
-    fn schema() -> Json {
-        json!({
-            "required": ["dimensions", "op"],
-            "properties": {
-                "counters": { "type": "array", "items": { "type": "string" } },
-                "dimensions": { "type": "array", "items": { "type": "string" }, "minItems": 1 },
-                "op": { "enum": ["sum", "avg", "min", "max"] }
-            }
-        })
-    }
-
-    fn compile(&self, check: &mut TransformCheck<'_, '_>) -> Option<Options> {
-        check.dimensions(&[Step::Key("dimensions")], &self.dimensions);
-        if check
-            .kinds()
-            .iter()
-            .any(|&k| k != RecordKind::CounterSample)
-        {
-            check
-                .error(
-                    &[Step::Key("kind")],
-                    "dimension reductions apply to counter samples only",
-                )
-                .hint = Some("add `records = [\"counter_sample\"]`".into());
-        }
-        Some(self.clone())
-    }
-}
-
-impl Compiled for Options {
-    fn explain(&self) -> String {
-        let counters = if self.counters.is_empty() {
-            "all counters".to_owned()
-        } else {
-            self.counters.join(", ")
-        };
-        format!(
-            "{:?} of {counters} over {}",
-            self.op,
-            self.dimensions.join(", ")
-        )
-    }
-
-    fn build(&self) -> Result<Box<dyn Apply>, String> {
-        Ok(Box::new(Reduce::new(
-            self.counters.clone(),
-            &self.dimensions,
-            self.op,
-        )))
-    }
+/// The transform a plan of this kind compiled to, ready to run.
+pub(super) fn build(plan: &Plan) -> Result<Box<dyn Apply>, String> {
+    Ok(Box::new(Reduce::new(
+        plan.counters.clone(),
+        &plan.dimensions,
+        plan.op,
+    )))
 }
 
 impl Apply for Reduce {

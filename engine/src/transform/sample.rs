@@ -4,57 +4,18 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value as Json, json};
-
 use crate::chunk::Chunk;
-use crate::pipeline::TransformCheck;
 use crate::record::RecordKind;
 
-use super::{Apply, At, Compiled, Declared};
+use super::apply::{Apply, At};
+use crate::plan::transform::sample::Plan;
 
-/// Declared and compiled alike.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
-pub struct Options {
-    /// Keep one record in this many.
-    pub every: u64,
-}
-
-/// Compiled, the options are kept as they are.
-pub type Plan = Options;
-
-impl Declared for Options {
-    type Plan = Plan;
-
-    fn schema() -> Json {
-        json!({
-            "description": "Keeps every Nth record of each kind of each process: the first, then one in `every`.",
-            "required": ["every"],
-            "properties": {
-                "every": { "type": "integer", "minimum": 1, "description": "Keep one record in this many." }
-            }
-        })
-    }
-
-    fn compile(&self, _check: &mut TransformCheck<'_, '_>) -> Option<Options> {
-        Some(*self)
-    }
-}
-
-impl Compiled for Options {
-    fn explain(&self) -> String {
-        format!(
-            "keep one record in {} of each kind of each process",
-            self.every
-        )
-    }
-
-    fn build(&self) -> Result<Box<dyn Apply>, String> {
-        Ok(Box::new(Sample {
-            every: self.every.max(1),
-            seen: Mutex::default(),
-        }))
-    }
+/// The transform a plan of this kind compiled to, ready to run.
+pub(super) fn build(plan: &Plan) -> Result<Box<dyn Apply>, String> {
+    Ok(Box::new(Sample {
+        every: plan.every.max(1),
+        seen: Mutex::default(),
+    }))
 }
 
 #[derive(Debug)]
@@ -104,7 +65,7 @@ mod tests {
 
     #[test]
     fn keeps_every_nth_record_of_each_stream_across_chunks() {
-        let sample = Options { every: 3 }.build().unwrap();
+        let sample = build(&Plan { every: 3 }).unwrap();
         let (meta, failures) = (StreamMeta::default(), Failures::default());
         let at = At {
             meta: &meta,

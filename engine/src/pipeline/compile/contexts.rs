@@ -7,19 +7,20 @@ use std::collections::{BTreeSet, HashSet};
 use regex::Regex;
 
 use crate::diag::{Diagnostic, did_you_mean};
+use crate::plan::transform::{counters, reduce};
 use crate::plan::{
     AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS, PcSamplingPlan,
     ReducePlan, StartPlan, TracingPlan, TransformOpPlan, TransformPlan,
 };
 use crate::record::RecordKind;
 use crate::sdk::{AgentType, COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
-use crate::transform::{counters, reduce};
 use crate::units::IterationRanges;
 
+use super::super::glob::glob_match;
 use super::super::model::{self, AgentRef, Tracing};
 use super::super::passes;
-use super::super::value::Step;
-use super::{Compiler, glob_match, inner_span, last_line, name_of};
+use super::compiler::{Compiler, inner_span, last_line, name_of};
+use crate::diag::Step;
 use crate::units;
 use crate::units::Quantity;
 

@@ -3,104 +3,40 @@
 //! sinks on one path, combinations rocprofiler-sdk refuses, …) becomes a diagnostic that
 //! points at the offending value.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use indexmap::IndexMap;
 
-use crate::diag::{Diagnostic, Span, did_you_mean};
+use crate::diag::{Diagnostic, did_you_mean};
 use crate::plan::{
     ContextPlan, Plan, PluginRef, PostPlan, Provenance, Route, SinkPlan, StageGraph, TransformPlan,
     Writer,
 };
-use crate::plugin::{self, Check, Kind, NotFound, Plugin, PluginSink, Search};
+use crate::plugin::{Kind, PluginSink};
 use crate::record::RecordKind;
-use crate::sdk::Domain;
 use crate::sink::Format;
 
-use super::counters::CounterCheck;
 use super::model::{self, KernelNames, Pipeline, PostStep, SinkKind, SinkType, TransformOp};
 use super::params::{RUNTIME_PLACEHOLDERS, placeholders};
-use super::value::{Node, Step};
-use crate::units::{self, Quantity};
+use crate::diag::Step;
+use crate::units::{self};
 
 /// Builds a path into the document: `path!["context", 2, "tracing", 0]`.
 macro_rules! path {
     ($($step:expr),* $(,)?) => { &[$(Step::from($step)),*][..] };
 }
 
+mod compiler;
 mod contexts;
 mod transforms;
 
+use compiler::inner_span;
+pub(crate) use compiler::name_of;
+pub(super) use compiler::{Compiler, Plugins};
 use contexts::counter_stages;
-pub(crate) use transforms::TransformCheck;
 
-/// Where the plugins a pipeline names are found, and how far they are checked.
-pub(super) struct Plugins<'a> {
-    pub search: &'a Search,
-    pub check: Check,
-}
-
-/// Collects diagnostics while the plan is built, each pointing into the merged document.
-pub(super) struct Compiler<'a> {
-    doc: &'a Node,
-    counters: CounterCheck,
-    plugins: Plugins<'a>,
-    /// Operation ids each (domain, glob) selects: contexts of one pipeline tend to repeat
-    /// the same filters, and matching a glob against hundreds of names adds up.
-    selections: HashMap<(Domain, String), Vec<i32>>,
-    errors: Vec<Diagnostic>,
-    warnings: Vec<Diagnostic>,
-    /// See [`Options::records_only`](crate::pipeline::Options::records_only).
-    records_only: bool,
-}
-
-impl<'a> Compiler<'a> {
-    pub(super) fn new(
-        doc: &'a Node,
-        counters: CounterCheck,
-        plugins: Plugins<'a>,
-        records_only: bool,
-    ) -> Self {
-        Compiler {
-            doc,
-            counters,
-            plugins,
-            records_only,
-            selections: HashMap::new(),
-            errors: Vec::new(),
-            warnings: Vec::new(),
-        }
-    }
-
-    fn span(&self, path: &[Step<'_>]) -> Option<Span> {
-        self.doc.at(path.iter().copied()).map(|n| n.span.clone())
-    }
-
-    fn error(&mut self, path: &[Step<'_>], message: impl Into<String>) -> &mut Diagnostic {
-        let diagnostic = Diagnostic::error(message).at(self.span(path));
-        self.errors.push(diagnostic);
-        self.errors.last_mut().expect("just pushed")
-    }
-
-    fn warn(&mut self, path: &[Step<'_>], message: impl Into<String>) -> &mut Diagnostic {
-        let diagnostic = Diagnostic::warning(message).at(self.span(path));
-        self.warnings.push(diagnostic);
-        self.warnings.last_mut().expect("just pushed")
-    }
-
-    /// Reads a size or duration; text goes through `parse`, errors are reported.
-    fn quantity(
-        &mut self,
-        path: &[Step<'_>],
-        q: &Quantity,
-        parse: fn(&str) -> Result<u64, String>,
-    ) -> Option<u64> {
-        q.value(parse)
-            .map_err(|message| self.error(path, message))
-            .ok()
-    }
-
+impl Compiler<'_> {
     /// Compiles the whole pipeline; errors win over a plan.
     pub(super) fn compile(
         mut self,
@@ -170,110 +106,6 @@ impl<'a> Compiler<'a> {
             bounds: None,
         };
         Ok((plan, self.warnings))
-    }
-
-    /// Record kinds named in `records = [...]`, or `default` when the list is empty.
-    fn record_kinds(
-        &mut self,
-        path: &[Step<'_>],
-        names: &[String],
-        default: &[RecordKind],
-    ) -> Vec<RecordKind> {
-        if names.is_empty() {
-            return default.to_vec();
-        }
-        let mut kinds = Vec::new();
-        for (k, name) in names.iter().enumerate() {
-            let mut item = path.to_vec();
-            item.push(Step::Index(k));
-            match RecordKind::from_name(name) {
-                Some(kind) if !kinds.contains(&kind) => kinds.push(kind),
-                Some(_) => {}
-                None => {
-                    let hint = Domain::from_name(name)
-                        .map(|d| {
-                            format!(
-                                "`{name}` is a tracing domain; its records are `{}`",
-                                d.record_kind().name()
-                            )
-                        })
-                        .or_else(|| did_you_mean(name, RecordKind::names()));
-                    self.error(&item, format!("unknown record kind `{name}`"))
-                        .hint = hint.or_else(|| {
-                        Some(format!(
-                            "record kinds: {}",
-                            RecordKind::names().collect::<Vec<_>>().join(", ")
-                        ))
-                    });
-                }
-            }
-        }
-        kinds
-    }
-
-    /// Finds the plugin a pipeline entry (at `path`) names and checks its library without
-    /// running it; with [`Check::Load`], also loads it and checks that it is a `kind`,
-    /// and returns it loaded.
-    fn plugin(
-        &mut self,
-        path: &[Step<'_>],
-        name: &str,
-        kind: Kind,
-    ) -> Option<(PluginRef, Option<&'static Plugin>)> {
-        let library = match self.plugins.search.resolve(name) {
-            Ok(library) => library.canonicalize().unwrap_or(library),
-            Err(e) => {
-                let hint = match &e {
-                    NotFound::Name { file, .. } => format!(
-                        "put {file} in one of them, or add its directory to {}",
-                        plugin::PATH_VAR
-                    ),
-                    NotFound::NotAName(_) => format!(
-                        "name the library librocflow_plugin_NAME.so, put its directory on {}, and write plugin = \"NAME\"",
-                        plugin::PATH_VAR
-                    ),
-                };
-                self.error(path, e.to_string()).hint = Some(hint);
-                return None;
-            }
-        };
-        let found = PluginRef {
-            name: name.to_owned(),
-            library,
-        };
-        let loaded = match self.plugins.check {
-            Check::Inspect => plugin::inspect(&found.library).map(|()| None),
-            Check::Load => {
-                Plugin::load(&found.library).and_then(|p| p.require(kind).map(|()| Some(p)))
-            }
-        };
-        match loaded {
-            Ok(None) => {
-                let note = Diagnostic::notice(format!(
-                    "plugin `{name}` is checked without loading it: whether it is a {kind} and takes these options is checked when `rocflow run` or `replay` loads it"
-                ))
-                .at(self.span(path));
-                self.warnings.push(note);
-                Some((found, None))
-            }
-            Ok(Some(plugin)) => Some((found, Some(plugin))),
-            Err(e) => {
-                let hint = e.hint();
-                self.error(path, e.to_string()).hint = hint;
-                None
-            }
-        }
-    }
-
-    /// Where a plugin's options are reported: at `options` if the entry has them.
-    fn options_path<'p>(&self, entry: &[Step<'p>]) -> Vec<Step<'p>> {
-        let mut path = entry.to_vec();
-        path.push(Step::Key("options"));
-        if self.span(&path).is_none() {
-            path.pop();
-            path.push(Step::Key("plugin"));
-        }
-        path
     }
 
     fn sinks(
@@ -579,97 +411,9 @@ fn routes(sinks: &[SinkPlan], transforms: &[TransformPlan]) -> Vec<Route> {
         .collect()
 }
 
-/// The span of `len` bytes at `offset` inside a string value, if the TOML source holds the
-/// string verbatim (a basic or literal string without escapes before the offset).
-fn inner_span(node: &Node, offset: usize, len: usize) -> Option<Span> {
-    let value = node.as_str()?;
-    let source = node.span.snippet();
-    let quote = source.len().checked_sub(value.len())? / 2;
-    let body = source.get(quote..quote + value.len())?;
-    (body == value).then(|| {
-        let start = node.span.range.start + quote + offset;
-        node.span.within(start..start + len)
-    })
-}
-
-/// A case-sensitive glob with `*` and `?`, for operation names. Greedy with one backtrack
-/// point (the last `*`), so it runs in linear time on typical patterns.
-pub(super) fn glob_match(pattern: &str, name: &str) -> bool {
-    let (p, n) = (pattern.as_bytes(), name.as_bytes());
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        match p.get(pi) {
-            Some(b'*') => {
-                star = Some((pi, ni));
-                pi += 1;
-            }
-            Some(&c) if c == b'?' || c == n[ni] => {
-                pi += 1;
-                ni += 1;
-            }
-            _ => match star {
-                // Let the last `*` swallow one more byte and retry from there.
-                Some((sp, sn)) => {
-                    star = Some((sp, sn + 1));
-                    pi = sp + 1;
-                    ni = sn + 1;
-                }
-                None => return false,
-            },
-        }
-    }
-    p[pi..].iter().all(|&c| c == b'*')
-}
-
-/// The last line of a multi-line library error ("regex parse error: … error: unclosed group").
-fn last_line(text: &str) -> String {
-    let last = text.lines().last().unwrap_or(text).trim();
-    last.strip_prefix("error: ").unwrap_or(last).to_owned()
-}
-
-/// A value's name as pipelines write it (its serde form).
-pub(crate) fn name_of<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 /// 64-bit FNV-1a: a stable content hash for provenance (not for security).
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-impl<'a> From<&'a str> for Step<'a> {
-    fn from(key: &'a str) -> Self {
-        Step::Key(key)
-    }
-}
-
-impl From<usize> for Step<'_> {
-    fn from(index: usize) -> Self {
-        Step::Index(index)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn globs() {
-        assert!(glob_match("hipMemcpy*", "hipMemcpyAsync"));
-        assert!(glob_match("hipMemcpy*", "hipMemcpy"));
-        assert!(!glob_match("hipMemcpy*", "hipMalloc"));
-        assert!(glob_match("hip?alloc", "hipMalloc"));
-        assert!(glob_match("*Async", "hipMemsetAsync"));
-        assert!(glob_match("hip*Async*", "hipMemcpyAsync"));
-        assert!(glob_match("*a*b", "xaxxab"));
-        assert!(!glob_match("*a*b", "xaxxa"));
-        assert!(glob_match("*", ""));
-        assert!(!glob_match("?", ""));
-    }
 }

@@ -7,13 +7,14 @@ use std::collections::BTreeSet;
 
 use crate::diag::{Diagnostic, Span, did_you_mean};
 use crate::expression;
+use crate::plan::transform::Check;
 use crate::plan::{PluginRef, TransformPlan};
 use crate::plugin::{Kind, Plugin};
 use crate::record::{ColumnType, RecordKind};
 
 use super::super::model;
-use super::super::value::Step;
-use super::{Compiler, inner_span};
+use super::compiler::{Compiler, inner_span, last_line};
+use crate::diag::Step;
 use crate::units::Quantity;
 
 /// A column added by a `derive` transform or a plugin, with the value it takes on a sample
@@ -83,7 +84,7 @@ impl Compiler<'_> {
 /// What a transform kind's checks see: the records the transform takes, their columns at
 /// its place in the pipeline, and where to report. Paths given to its methods are relative
 /// to the transform's entry (`["predicate"]`, `["rename", 0, "pattern"]`).
-pub(crate) struct TransformCheck<'c, 'a> {
+struct TransformCheck<'c, 'a> {
     compiler: &'c mut Compiler<'a>,
     index: usize,
     name: &'c str,
@@ -92,11 +93,6 @@ pub(crate) struct TransformCheck<'c, 'a> {
 }
 
 impl TransformCheck<'_, '_> {
-    /// The record kinds the transform takes.
-    pub(crate) fn kinds(&self) -> &[RecordKind] {
-        self.kinds
-    }
-
     fn path<'p>(&self, key: &[Step<'p>]) -> Vec<Step<'p>> {
         let mut path = vec![Step::Key("transform"), Step::Index(self.index)];
         path.extend_from_slice(key);
@@ -105,76 +101,6 @@ impl TransformCheck<'_, '_> {
 
     fn span(&self, key: &[Step<'_>]) -> Option<Span> {
         self.compiler.span(&self.path(key))
-    }
-
-    /// Reports an error at `key` of the transform's entry.
-    pub(crate) fn error(
-        &mut self,
-        key: &[Step<'_>],
-        message: impl Into<String>,
-    ) -> &mut Diagnostic {
-        let path = self.path(key);
-        self.compiler.error(&path, message)
-    }
-
-    /// Reads a size or duration at `key`; text goes through `parse`, errors are reported.
-    pub(crate) fn quantity(
-        &mut self,
-        key: &[Step<'_>],
-        value: &Quantity,
-        parse: fn(&str) -> Result<u64, String>,
-    ) -> Option<u64> {
-        let path = self.path(key);
-        self.compiler.quantity(&path, value, parse)
-    }
-
-    /// Checks counter dimension names at `key`.
-    pub(crate) fn dimensions(&mut self, key: &[Step<'_>], dimensions: &[String]) {
-        let path = self.path(key);
-        self.compiler.dimensions(&path, dimensions);
-    }
-
-    /// Checks a regex at `key`; `what` names it in the error ("regex", "kernel regex").
-    pub(crate) fn regex(&mut self, key: &[Step<'_>], pattern: &str, what: &str) {
-        if let Err(err) = regex::Regex::new(pattern) {
-            let message = format!("invalid {what}: {}", super::last_line(&err.to_string()));
-            self.error(key, message);
-        }
-    }
-
-    /// Kernel-name transforms need records that name a kernel.
-    pub(crate) fn require_kernel_names(&mut self) {
-        let without: Vec<&str> = (self.kinds.iter())
-            .filter(|k| k.column("kernel_name").is_none())
-            .map(|k| k.name())
-            .collect();
-        if !without.is_empty() {
-            let message = format!("{} records have no kernel name", without.join(", "));
-            self.error(&[Step::Key("kind")], message).hint =
-                Some("add `records = [\"kernel_dispatch\", \"counter_sample\"]`".into());
-        }
-    }
-
-    /// Whether records of `kind` have `column` here.
-    pub(crate) fn has_column(&self, kind: RecordKind, column: &str) -> bool {
-        self.columns.has(kind, column)
-    }
-
-    /// Adds a column to the records of `kind` for the transforms after this one; `sample`
-    /// is its value on a sample record.
-    pub(crate) fn add_column(&mut self, kind: RecordKind, column: &str, sample: evalexpr::Value) {
-        self.columns.derived.push(Derived {
-            kind,
-            column: column.to_owned(),
-            sample,
-        });
-    }
-
-    /// Notes that this transform, a plugin not loaded, may add any column to the records
-    /// it takes.
-    pub(crate) fn add_unknown_columns(&mut self) {
-        let name = self.name.to_owned();
-        (self.columns.unseen).extend(self.kinds.iter().map(|&kind| (kind, name.clone())));
     }
 
     /// The kinds the transform takes that lack `column`, and the plugin transform (not
@@ -189,77 +115,6 @@ impl TransformCheck<'_, '_> {
         (missing, plugin.map(|(_, name)| name.clone()))
     }
 
-    /// Checks that every record the transform takes has `column`, named at `key`.
-    pub(crate) fn group_column(&mut self, key: &[Step<'_>], column: &str) {
-        let (missing, plugin) = self.lacking(column);
-        if let Some(plugin) = &plugin {
-            let span = self.span(key);
-            self.assume_column(column, plugin, span);
-        }
-        if !missing.is_empty() {
-            let hint = did_you_mean(
-                column,
-                (self.kinds.iter()).flat_map(|k| k.columns().map(|(n, _)| n)),
-            );
-            self.error(key, format!("cannot group by `{column}`: not a column of every record kind this transform takes"))
-                .hint = hint;
-        }
-    }
-
-    /// Reports the columns some records lack; each column comes with its byte offset and
-    /// length in the string at `key`, where known. Returns whether every column is known
-    /// (none is perhaps one that a plugin not loaded adds).
-    pub(crate) fn columns(
-        &mut self,
-        key: &str,
-        columns: &[(String, Option<(usize, usize)>)],
-    ) -> bool {
-        let mut known = true;
-        for (column, at) in columns {
-            let (missing, plugin) = self.lacking(column);
-            let node = self.compiler.doc.at(self.path(&[Step::Key(key)]));
-            let span = node
-                .and_then(|n| at.and_then(|(o, l)| inner_span(n, o, l)))
-                .or_else(|| self.span(&[Step::Key(key)]));
-            if let Some(plugin) = &plugin {
-                known = false;
-                self.assume_column(column, plugin, span.clone());
-            }
-            if missing.is_empty() {
-                continue;
-            }
-            let missing: Vec<&str> = missing.iter().map(|k| k.name()).collect();
-            let candidates: BTreeSet<&str> = (self.kinds.iter())
-                .flat_map(|k| k.columns().map(|(n, _)| n))
-                .collect();
-            // Where the plugin perhaps adds it counts as having it.
-            let perhaps = |k: RecordKind| {
-                plugin.is_some() && self.columns.unseen.iter().any(|(u, _)| *u == k)
-            };
-            let having: Vec<&str> = (RecordKind::ALL.iter())
-                .filter(|&&k| self.has_column(k, column) || perhaps(k))
-                .map(|k| k.name())
-                .collect();
-            let hint = if having.is_empty() {
-                did_you_mean(column, candidates.iter().copied())
-            } else {
-                let kinds: Vec<String> = having.iter().map(|h| format!("\"{h}\"")).collect();
-                Some(format!(
-                    "add `records = [{}]` to apply it only where the column exists",
-                    kinds.join(", ")
-                ))
-            };
-            let d = Diagnostic::error(format!(
-                "`{column}` is not a column of {} records",
-                missing.join(", ")
-            ))
-            .at(span)
-            .maybe_hint(hint);
-            self.compiler.errors.push(d);
-        }
-        known
-    }
-
     /// Notes that `column`, at `span`, is taken to be one that the transform `plugin`, not
     /// loaded, adds.
     fn assume_column(&mut self, column: &str, plugin: &str, span: Option<Span>) {
@@ -267,20 +122,6 @@ impl TransformCheck<'_, '_> {
             "`{column}` is taken to be a column that transform `{plugin}` adds: its plugin is not loaded to check it"
         ));
         self.compiler.warnings.push(note.at(span));
-    }
-
-    /// Checks an evalexpr expression at `key`: its syntax, the columns it reads, and its
-    /// evaluation on a sample record of each kind. Returns the sample results, one per
-    /// kind, or none when a check failed or a column is one a plugin not loaded may add.
-    pub(crate) fn expression(&mut self, key: &'static str, text: &str) -> Vec<evalexpr::Value> {
-        let read = self.parse(key, text);
-        let errors = self.compiler.errors.len();
-        let known = self.columns(key, &read);
-        if errors == self.compiler.errors.len() && known {
-            self.evaluate(key, text)
-        } else {
-            Vec::new()
-        }
     }
 
     /// Parses an expression; returns the variables it reads, each with its byte offset
@@ -367,19 +208,170 @@ impl TransformCheck<'_, '_> {
         }
         results
     }
+}
+
+impl Check for TransformCheck<'_, '_> {
+    /// The record kinds the transform takes.
+    fn kinds(&self) -> &[RecordKind] {
+        self.kinds
+    }
+
+    /// Reports an error at `key` of the transform's entry.
+    fn error(&mut self, key: &[Step<'_>], message: impl Into<String>) -> &mut Diagnostic {
+        let path = self.path(key);
+        self.compiler.error(&path, message)
+    }
+
+    /// Reads a size or duration at `key`; text goes through `parse`, errors are reported.
+    fn quantity(
+        &mut self,
+        key: &[Step<'_>],
+        value: &Quantity,
+        parse: fn(&str) -> Result<u64, String>,
+    ) -> Option<u64> {
+        let path = self.path(key);
+        self.compiler.quantity(&path, value, parse)
+    }
+
+    /// Checks counter dimension names at `key`.
+    fn dimensions(&mut self, key: &[Step<'_>], dimensions: &[String]) {
+        let path = self.path(key);
+        self.compiler.dimensions(&path, dimensions);
+    }
+
+    /// Checks a regex at `key`; `what` names it in the error ("regex", "kernel regex").
+    fn regex(&mut self, key: &[Step<'_>], pattern: &str, what: &str) {
+        if let Err(err) = regex::Regex::new(pattern) {
+            let message = format!("invalid {what}: {}", last_line(&err.to_string()));
+            self.error(key, message);
+        }
+    }
+
+    /// Kernel-name transforms need records that name a kernel.
+    fn require_kernel_names(&mut self) {
+        let without: Vec<&str> = (self.kinds.iter())
+            .filter(|k| k.column("kernel_name").is_none())
+            .map(|k| k.name())
+            .collect();
+        if !without.is_empty() {
+            let message = format!("{} records have no kernel name", without.join(", "));
+            self.error(&[Step::Key("kind")], message).hint =
+                Some("add `records = [\"kernel_dispatch\", \"counter_sample\"]`".into());
+        }
+    }
+
+    /// Whether records of `kind` have `column` here.
+    fn has_column(&self, kind: RecordKind, column: &str) -> bool {
+        self.columns.has(kind, column)
+    }
+
+    /// Adds a column to the records of `kind` for the transforms after this one; `sample`
+    /// is its value on a sample record.
+    fn add_column(&mut self, kind: RecordKind, column: &str, sample: evalexpr::Value) {
+        self.columns.derived.push(Derived {
+            kind,
+            column: column.to_owned(),
+            sample,
+        });
+    }
+
+    /// Notes that this transform, a plugin not loaded, may add any column to the records
+    /// it takes.
+    fn add_unknown_columns(&mut self) {
+        let name = self.name.to_owned();
+        (self.columns.unseen).extend(self.kinds.iter().map(|&kind| (kind, name.clone())));
+    }
+
+    /// Checks that every record the transform takes has `column`, named at `key`.
+    fn group_column(&mut self, key: &[Step<'_>], column: &str) {
+        let (missing, plugin) = self.lacking(column);
+        if let Some(plugin) = &plugin {
+            let span = self.span(key);
+            self.assume_column(column, plugin, span);
+        }
+        if !missing.is_empty() {
+            let hint = did_you_mean(
+                column,
+                (self.kinds.iter()).flat_map(|k| k.columns().map(|(n, _)| n)),
+            );
+            self.error(key, format!("cannot group by `{column}`: not a column of every record kind this transform takes"))
+                .hint = hint;
+        }
+    }
+
+    /// Reports the columns some records lack; each column comes with its byte offset and
+    /// length in the string at `key`, where known. Returns whether every column is known
+    /// (none is perhaps one that a plugin not loaded adds).
+    fn columns(&mut self, key: &str, columns: &[(String, Option<(usize, usize)>)]) -> bool {
+        let mut known = true;
+        for (column, at) in columns {
+            let (missing, plugin) = self.lacking(column);
+            let node = self.compiler.doc.at(self.path(&[Step::Key(key)]));
+            let span = node
+                .and_then(|n| at.and_then(|(o, l)| inner_span(n, o, l)))
+                .or_else(|| self.span(&[Step::Key(key)]));
+            if let Some(plugin) = &plugin {
+                known = false;
+                self.assume_column(column, plugin, span.clone());
+            }
+            if missing.is_empty() {
+                continue;
+            }
+            let missing: Vec<&str> = missing.iter().map(|k| k.name()).collect();
+            let candidates: BTreeSet<&str> = (self.kinds.iter())
+                .flat_map(|k| k.columns().map(|(n, _)| n))
+                .collect();
+            // Where the plugin perhaps adds it counts as having it.
+            let perhaps = |k: RecordKind| {
+                plugin.is_some() && self.columns.unseen.iter().any(|(u, _)| *u == k)
+            };
+            let having: Vec<&str> = (RecordKind::ALL.iter())
+                .filter(|&&k| self.has_column(k, column) || perhaps(k))
+                .map(|k| k.name())
+                .collect();
+            let hint = if having.is_empty() {
+                did_you_mean(column, candidates.iter().copied())
+            } else {
+                let kinds: Vec<String> = having.iter().map(|h| format!("\"{h}\"")).collect();
+                Some(format!(
+                    "add `records = [{}]` to apply it only where the column exists",
+                    kinds.join(", ")
+                ))
+            };
+            let d = Diagnostic::error(format!(
+                "`{column}` is not a column of {} records",
+                missing.join(", ")
+            ))
+            .at(span)
+            .maybe_hint(hint);
+            self.compiler.errors.push(d);
+        }
+        known
+    }
+
+    /// Checks an evalexpr expression at `key`: its syntax, the columns it reads, and its
+    /// evaluation on a sample record of each kind. Returns the sample results, one per
+    /// kind, or none when a check failed or a column is one a plugin not loaded may add.
+    fn expression(&mut self, key: &'static str, text: &str) -> Vec<evalexpr::Value> {
+        let read = self.parse(key, text);
+        let errors = self.compiler.errors.len();
+        let known = self.columns(key, &read);
+        if errors == self.compiler.errors.len() && known {
+            self.evaluate(key, text)
+        } else {
+            Vec::new()
+        }
+    }
 
     /// Finds the plugin the transform names and checks its library; returns it, and the
     /// plugin itself when the compiler loads plugins.
-    pub(crate) fn plugin(
-        &mut self,
-        reference: &str,
-    ) -> Option<(PluginRef, Option<&'static Plugin>)> {
+    fn plugin(&mut self, reference: &str) -> Option<(PluginRef, Option<&'static Plugin>)> {
         let path = self.path(&[Step::Key("plugin")]);
         self.compiler.plugin(&path, reference, Kind::Transform)
     }
 
     /// Reports a fault of the plugin's options, at `options` if the entry has them.
-    pub(crate) fn options_error(&mut self, message: impl Into<String>) {
+    fn options_error(&mut self, message: impl Into<String>) {
         let path = self.compiler.options_path(&self.path(&[]));
         self.compiler.error(&path, message);
     }

@@ -18,40 +18,17 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
-use crate::plan::list_or;
 use crate::record::{Batch, CounterInfo, CounterSample, Meta};
 
-use super::{Apply, At, Compiled, Failures};
+use super::apply::{Apply, At, Failures};
+use crate::plan::transform::counters::Plan;
 
-/// Gathers each dispatch's counter samples (every value of the `collected` counters) into
-/// one chunk, and adds the `derived` counters computed from them. Compiled from a
-/// context's counters, before the reductions, which need whole dispatches too.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
-pub struct Plan {
-    /// The counters the GPU collects, derived ones left out.
-    pub collected: Vec<String>,
-    /// Name and expression of each derived counter, as the pipeline defines them.
-    pub derived: Vec<(String, String)>,
-}
-
-impl Compiled for Plan {
-    fn explain(&self) -> String {
-        let derived: Vec<String> = (self.derived.iter())
-            .map(|(n, e)| format!("{n} = {e}"))
-            .collect();
-        format!(
-            "whole dispatches of {}; derive {}",
-            self.collected.join(", "),
-            list_or(&derived, "nothing")
-        )
-    }
-
-    fn build(&self) -> Result<Box<dyn Apply>, String> {
-        Ok(Box::new(DeriveCounters::new(
-            self.collected.clone(),
-            &self.derived,
-        )?))
-    }
+/// The transform a plan of this kind compiled to, ready to run.
+pub(crate) fn build(plan: &Plan) -> Result<Box<dyn Apply>, String> {
+    Ok(Box::new(DeriveCounters::new(
+        plan.collected.clone(),
+        &plan.derived,
+    )?))
 }
 
 impl Apply for DeriveCounters {
