@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 pub use crate::kernel_names::KernelNames;
+pub use crate::plan::PostStep;
 pub use crate::plan::transform::TransformOp;
 use crate::units::Quantity;
 
@@ -248,36 +249,4 @@ pub struct Post {
     pub required: bool,
     #[serde(flatten)]
     pub step: PostStep,
-}
-
-/// A post-step as declared; it is carried into the Plan unchanged.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum PostStep {
-    Summary {
-        path: Option<String>,
-        top: Option<u32>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        formats: Vec<String>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        by: Vec<String>,
-    },
-    Sql {
-        query: String,
-        database: Option<String>,
-        path: String,
-        format: Option<String>,
-        /// How long the query may run; the post-step's default when left out.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        timeout: Option<Quantity>,
-    },
-    Report {
-        path: String,
-        title: Option<String>,
-    },
-    Command {
-        argv: Vec<String>,
-        #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-        env: IndexMap<String, String>,
-    },
 }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::pipeline::model::PostStep;
+use crate::plan::PostStep;
 
 use super::{Plan, TransformOpPlan, Writer};
 

@@ -6,7 +6,7 @@
 
 use std::path::{Component, Path};
 
-use crate::pipeline::model::PostStep;
+use crate::plan::PostStep;
 use crate::units::{format_duration, parse_duration};
 
 use super::{Plan, TransformOpPlan, Writer};

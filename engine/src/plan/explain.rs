@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::pipeline::model::PostStep;
+use crate::plan::PostStep;
 use crate::units::format_duration;
 
 use super::prose::{list_or, ranges};

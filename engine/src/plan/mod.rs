@@ -6,6 +6,7 @@ mod code;
 mod confine;
 mod explain;
 mod plugin;
+mod post;
 mod prose;
 pub mod transform;
 
@@ -13,7 +14,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use crate::kernel_names::KernelNames;
-use crate::pipeline::model::{PostStep, SinkKind};
+use crate::pipeline::model::SinkKind;
 use crate::record::RecordKind;
 use crate::sink::Format;
 
@@ -27,6 +28,7 @@ pub use confine::Bounds;
 pub(crate) use explain::describe_start;
 pub use explain::explain;
 pub use plugin::PluginRef;
+pub use post::{PostPlan, PostStep};
 pub(crate) use prose::{list_or, ranges};
 pub use transform::{Metric, MetricOp, TransformOpPlan, TransformPlan};
 
@@ -187,14 +189,6 @@ impl From<SinkPlan> for RecordedSink {
             options,
         }
     }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PostPlan {
-    pub name: String,
-    /// A failure of this step fails the run.
-    pub required: bool,
-    pub step: PostStep,
 }
 
 impl Plan {

@@ -17,9 +17,10 @@ use crate::plugin::{Kind, PluginSink};
 use crate::record::RecordKind;
 use crate::sink::Format;
 
-use super::model::{self, KernelNames, Pipeline, PostStep, SinkKind, SinkType, TransformOp};
+use super::model::{self, KernelNames, Pipeline, SinkKind, SinkType, TransformOp};
 use super::params::{RUNTIME_PLACEHOLDERS, placeholders};
 use crate::diag::Step;
+use crate::plan::PostStep;
 use crate::units::{self};
 
 /// Builds a path into the document: `path!["context", 2, "tracing", 0]`.
