@@ -53,6 +53,33 @@ impl Expr {
             } => Ok(select(operand.evaluate(values)?, selections)),
         }
     }
+
+    /// The divisions whose divisor is a constant zero, such as `X/0` or `X/(2-2)`: the SDK
+    /// makes each of them 0 on every dispatch, which is never what was meant.
+    ///
+    /// ```
+    /// let e = rocflow_counters::expr::parse("A/(2-2) + B/2").unwrap();
+    /// let found: Vec<String> = e.zero_divisions().iter().map(|d| d.to_string()).collect();
+    /// assert_eq!(found, ["A/(2-2)"]);
+    /// ```
+    pub fn zero_divisions(&self) -> Vec<&Expr> {
+        let mut found = Vec::new();
+        self.walk(&mut |e| {
+            if let Expr::Binary {
+                op: BinaryOp::Divide,
+                rhs,
+                ..
+            } = e
+                && rhs.references().next().is_none()
+                && rhs
+                    .evaluate(&mut |_| None)
+                    .is_ok_and(|divisor| divisor.values().iter().all(|&v| v == 0.0))
+            {
+                found.push(e);
+            }
+        });
+        found
+    }
 }
 
 /// Applies `op` instance by instance. As in the SDK, the operand with more instances is

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use rocflow_core::abi::{CallbackTracingRecord, UserData, callback, status};
 
+use crate::context::{self, Context};
 use crate::guard::entry;
-use crate::setup::Context;
-use crate::{Tool, warn};
+use crate::state::{Tool, tool};
+use crate::warning::warn;
 
 /// Starts or stops a context. `false` when the SDK refused because it has begun
 /// finalizing: the process is exiting and there is nothing left to collect, so that is no
@@ -44,7 +45,7 @@ fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
 /// that collects from the start is started here, inside initialize, rather than by its
 /// timer thread: a thread could come too late for an application that ends at once.
 pub fn start(tool: &'static Tool) {
-    for ctx in tool.contexts.get().into_iter().flatten() {
+    for ctx in context::all() {
         let s = ctx.start;
         if s.paused {
             continue;
@@ -93,7 +94,7 @@ pub unsafe extern "C" fn on_marker_control(
     _data: *mut c_void,
 ) {
     entry("on_marker_control", (), || {
-        let Some(tool) = crate::tool() else { return };
+        let Some(tool) = tool() else { return };
         if record.phase != callback::PHASE_ENTER {
             return;
         }
@@ -102,7 +103,7 @@ pub unsafe extern "C" fn on_marker_control(
             callback::ROCTX_PROFILER_RESUME => true,
             _ => return,
         };
-        for ctx in tool.contexts.get().into_iter().flatten() {
+        for ctx in context::all() {
             set(tool, ctx, on);
         }
     });

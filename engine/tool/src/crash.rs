@@ -44,7 +44,7 @@ pub fn install() {
 /// The signal is raised again whatever the flush did, and even when the tool is off.
 extern "C" fn on_signal(signal: libc::c_int) {
     crate::guard::entry("the signal handler", (), || {
-        crate::flush_and_close(LAST_WORDS)
+        crate::flusher::flush_and_close(LAST_WORDS)
     });
     // SAFETY: restoring the default and re-raising; the signal is blocked inside the
     // handler, so it is delivered, with its default effect, when the handler returns.

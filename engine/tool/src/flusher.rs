@@ -2,6 +2,8 @@
 //! fill, so records reach the runner while the application runs. An application that ends
 //! without the SDK's finalize (`_exit`, as dash does; SIGKILL) then loses at most one
 //! interval of records instead of everything still buffered.
+//! The last flush, when the process finalizes or dies of a signal, waits for a periodic one
+//! in progress and stops the rest.
 //!
 //! Each process has its own flusher: threads do not survive `fork`, so a forked child
 //! starts one of its own, with fresh state the parent's thread cannot be holding.
@@ -11,8 +13,11 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
+use crate::context;
 use crate::guard::{entry, locked};
-use crate::{Tool, warn};
+use crate::state::{Tool, tool};
+use crate::stream;
+use crate::warning::warn;
 
 struct Flusher {
     /// Set when the process finalizes: no round starts after it.
@@ -27,7 +32,7 @@ static FLUSHER: AtomicPtr<Flusher> = AtomicPtr::new(ptr::null_mut());
 
 /// Starts this process's flusher thread, if any context wants periodic flushes.
 pub fn start(tool: &'static Tool) {
-    let contexts = tool.contexts.get().map_or(&[][..], Vec::as_slice);
+    let contexts = context::all();
     if contexts.is_empty() {
         return;
     }
@@ -97,4 +102,23 @@ pub fn stop(timeout: Duration) -> Option<MutexGuard<'static, ()>> {
 pub fn restart_in_child(tool: &'static Tool) {
     FLUSHER.store(ptr::null_mut(), Ordering::Release);
     start(tool);
+}
+
+/// Flushes every buffer and closes the stream; once per process. Closing is what tells
+/// the runner the process finalized (the writer's last frame is the tool's cost).
+pub fn flush_and_close(timeout: Duration) {
+    static DONE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let pid = std::process::id();
+    if DONE.swap(pid, std::sync::atomic::Ordering::AcqRel) == pid {
+        return;
+    }
+    let _no_more_rounds = stop(timeout);
+    if let Some(tool) = tool() {
+        for ctx in context::all() {
+            // SAFETY: a buffer the tool created.
+            unsafe { (tool.api.flush_buffer)(ctx.buffer) };
+            ctx.state.release_open();
+        }
+    }
+    stream::close(timeout);
 }

@@ -15,12 +15,14 @@ use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::LockResult;
-use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{LockResult, Once, OnceLock};
 
 /// Set, never cleared, by the first internal error.
 static DISABLED: AtomicBool = AtomicBool::new(false);
+/// What switching the tool off does besides: closing the stream to the runner, which the
+/// tool sets when it opens the stream (the guard sits below the stream, which it guards).
+static ON_DISABLE: OnceLock<fn()> = OnceLock::new();
 
 thread_local! {
     /// The callback this thread is in, if any: the panic hook stays quiet about its panics,
@@ -28,6 +30,11 @@ thread_local! {
     static CURRENT: Cell<Option<&'static str>> = const { Cell::new(None) };
     /// Where this thread's last panic inside a callback happened, for the report.
     static PANICKED_AT: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Sets what switching the tool off does besides (once per process).
+pub fn on_disable(hook: fn()) {
+    let _ = ON_DISABLE.set(hook);
 }
 
 /// Whether an internal error has switched the tool off.
@@ -83,8 +90,10 @@ fn disable(name: &str, why: &str) {
         std::io::stderr(),
         "rocflow tool: internal error in {name}: {why}; profiling disabled, the application continues"
     );
-    // A panic while closing has nothing left to switch off.
-    let _ = panic::catch_unwind(|| crate::stream::close(crate::CLOSE_TIMEOUT));
+    if let Some(&hook) = ON_DISABLE.get() {
+        // A panic in the hook has nothing left to switch off.
+        let _ = panic::catch_unwind(hook);
+    }
 }
 
 /// A panic's message, as the default hook would print it.

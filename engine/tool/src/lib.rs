@@ -11,6 +11,7 @@
 //! wrong (a panic), [`guard`] switches it off and lets the application go on.
 
 mod api;
+mod context;
 mod control;
 mod crash;
 mod flusher;
@@ -18,23 +19,24 @@ mod guard;
 mod messages;
 mod records;
 mod setup;
+mod state;
 mod stream;
 mod strings;
+mod warning;
 
-use std::collections::HashMap;
-
-use rustc_hash::FxHashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::path::PathBuf;
 use std::sync::{OnceLock, RwLock};
 use std::time::Duration;
 
-use rocflow_core::abi::{self, ClientFinalize, ClientId, Handle, ToolConfigureResult};
+use rocflow_core::abi::{self, ClientFinalize, ClientId, ToolConfigureResult};
 use rocflow_core::contexts::{FORMAT_VERSION, PlanContexts};
-use rocflow_core::record::{Meta, Process};
+use rocflow_core::record::Meta;
 
 use api::Api;
-use guard::{entry, locked};
+use guard::entry;
+use state::{TOOL, Tool, tool};
+use warning::{unprofiled, warn};
 
 /// The oldest rocprofiler-sdk whose API and layouts the tool uses.
 const MIN_VERSION: u32 = {
@@ -43,129 +45,6 @@ const MIN_VERSION: u32 = {
 };
 /// How long finalize waits for the last frames to reach the runner.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Kernel id → (arch VGPRs, SGPRs, name), from kernel symbol registration.
-type Kernels = FxHashMap<u64, (u32, u32, String)>;
-
-/// The tool's state for the life of the process.
-pub struct Tool {
-    api: Api,
-    plan: PlanContexts,
-    socket: PathBuf,
-    /// Which of the counters' passes this run of the application counts (`ROCFLOW_PASS`,
-    /// from 0; the runner runs the application once per pass).
-    pass: usize,
-    /// Agent handles in rocflow's agent index order (set in initialize, read-only after).
-    agents: OnceLock<Vec<u64>>,
-    kernels: RwLock<Kernels>,
-    /// Code object id → agent index.
-    code_objects: RwLock<HashMap<u64, u32>>,
-    /// Counter id → the dimension ids of its instances (set in initialize).
-    counter_dimensions: OnceLock<HashMap<u64, Vec<u64>>>,
-    /// Contexts the tool created, with their buffers.
-    contexts: OnceLock<Vec<setup::Context>>,
-}
-
-static TOOL: OnceLock<Tool> = OnceLock::new();
-
-fn tool() -> Option<&'static Tool> {
-    TOOL.get()
-}
-
-impl Tool {
-    fn agent_index(&self, handle: Handle) -> u32 {
-        // A node has a handful of agents: a scan beats hashing.
-        self.agents
-            .get()
-            .and_then(|a| a.iter().position(|h| *h == handle.handle))
-            .map_or(u32::MAX, |i| i as u32)
-    }
-
-    fn kernel_name(&self, kernel_id: u64) -> Option<String> {
-        locked(self.kernels.read())
-            .get(&kernel_id)
-            .map(|k| k.2.clone())
-    }
-
-    fn code_object_agent(&self, id: u64) -> u32 {
-        locked(self.code_objects.read())
-            .get(&id)
-            .copied()
-            .unwrap_or(u32::MAX)
-    }
-
-    fn counter_dimensions(&self, counter: Handle) -> &[u64] {
-        self.counter_dimensions
-            .get()
-            .and_then(|d| d.get(&counter.handle))
-            .map_or(&[], Vec::as_slice)
-    }
-
-    /// This process, as the runner's metadata describes it.
-    fn process(&self) -> Meta {
-        let command = std::fs::read("/proc/self/cmdline")
-            .map(|bytes| {
-                bytes
-                    .split(|b| *b == 0)
-                    .filter(|a| !a.is_empty())
-                    .map(|a| String::from_utf8_lossy(a).into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let rank = [
-            "OMPI_COMM_WORLD_RANK",
-            "PMI_RANK",
-            "PMIX_RANK",
-            "SLURM_PROCID",
-        ]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok());
-        Meta::Process(Process {
-            pid: std::process::id(),
-            // SAFETY: getppid has no preconditions.
-            ppid: unsafe { libc::getppid() } as u32,
-            hostname: hostname(),
-            command,
-            start_ns: self.api.timestamp(),
-            rank,
-            start_unix_ns: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()
-                .map(|d| d.as_nanos() as u64),
-            kernel_start: kernel_start(),
-        })
-    }
-}
-
-/// When the kernel started this process (`starttime`, the 22nd field of
-/// `/proc/self/stat`, which follows the command name in parentheses).
-fn kernel_start() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let (_, fields) = stat.rsplit_once(')')?;
-    fields.split_whitespace().nth(19)?.parse().ok()
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: a writable buffer of the given length.
-    unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
-}
-
-fn warn(message: &str) {
-    eprintln!("rocflow: {message}");
-}
-
-/// Says that this process is not profiled, and why, on stderr and to the runner, which
-/// cannot know of a process that never reached it: the pid becomes a directory in the
-/// run's `ROCFLOW_UNPROFILED` (made, not opened: descriptors may be what is short).
-fn unprofiled(why: &str) {
-    warn(&format!("{why}; profiling is off"));
-    if let Some(dir) = std::env::var_os("ROCFLOW_UNPROFILED") {
-        let _ = std::fs::create_dir(PathBuf::from(dir).join(std::process::id().to_string()));
-    }
-}
 
 /// The entry point rocprofiler-sdk looks for: checks the SDK, loads the Plan, and returns
 /// the tool's initialize and finalize callbacks (or null to stay out of the run).
@@ -267,7 +146,6 @@ fn configure() -> Result<Tool, String> {
         kernels: RwLock::default(),
         code_objects: RwLock::default(),
         counter_dimensions: OnceLock::new(),
-        contexts: OnceLock::new(),
     })
 }
 
@@ -279,6 +157,9 @@ unsafe extern "C" fn initialize(_finalize: ClientFinalize, _data: *mut c_void) -
 
 fn initialize_tool() -> i32 {
     let Some(tool) = tool() else { return 1 };
+    // Switching the tool off closes the stream, so the records that reached the runner
+    // are kept.
+    guard::on_disable(|| stream::close(CLOSE_TIMEOUT));
     if let Err(e) = stream::open(&tool.socket) {
         unprofiled(&e);
         return 1;
@@ -331,26 +212,7 @@ extern "C" fn after_fork_child() {
     stream::after_fork();
 }
 
-/// Flushes every buffer and closes the stream; once per process. Closing is what tells
-/// the runner the process finalized (the writer's last frame is the tool's cost).
-fn flush_and_close(timeout: Duration) {
-    static DONE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let pid = std::process::id();
-    if DONE.swap(pid, std::sync::atomic::Ordering::AcqRel) == pid {
-        return;
-    }
-    let _no_more_rounds = flusher::stop(timeout);
-    if let Some(tool) = tool() {
-        for ctx in tool.contexts.get().into_iter().flatten() {
-            // SAFETY: a buffer the tool created.
-            unsafe { (tool.api.flush_buffer)(ctx.buffer) };
-            ctx.state.release_open();
-        }
-    }
-    stream::close(timeout);
-}
-
 /// `rocprofiler_tool_finalize_t`.
 unsafe extern "C" fn finalize(_data: *mut c_void) {
-    entry("finalize", (), || flush_and_close(CLOSE_TIMEOUT));
+    entry("finalize", (), || flusher::flush_and_close(CLOSE_TIMEOUT));
 }

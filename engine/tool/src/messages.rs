@@ -13,8 +13,10 @@ use rocflow_core::record::Meta;
 use rocflow_core::sdk::Domain;
 
 use crate::guard::{entry, locked};
+use crate::state::Tool;
+use crate::stream;
 use crate::strings::{self, Table};
-use crate::{Tool, stream, warn};
+use crate::warning::warn;
 
 /// Messages held before they are sent without waiting for records to need them.
 const BATCH: usize = 4096;

@@ -22,8 +22,9 @@ use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
 use rocflow_core::wire::{self, RecordsFrame};
 
 use crate::guard::{entry, locked};
+use crate::state::{Kernels, Tool, tool};
+use crate::stream;
 use crate::strings::{self, Table};
-use crate::{Kernels, Tool, stream};
 
 /// What the tool keeps per SDK buffer (the buffer callback's data).
 pub struct BufferState {
@@ -193,7 +194,7 @@ pub unsafe extern "C" fn on_buffer(
     drop_count: u64,
 ) {
     entry("on_buffer", (), || {
-        let Some(tool) = crate::tool() else { return };
+        let Some(tool) = tool() else { return };
         // SAFETY: the data pointer is the leaked `BufferState` given at creation.
         let state = unsafe { &*data.cast::<BufferState>() };
         let headers = if headers.is_null() {

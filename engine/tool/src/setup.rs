@@ -11,27 +11,18 @@ use rocflow_core::abi::{
     KernelSymbolRegisterData, Status, UserData, callback,
 };
 use rocflow_core::contexts::{
-    AgentSelector, ContextPlan, CounterPlan, IterationRanges, PcSamplingPlan, StartPlan,
+    AgentSelector, ContextPlan, CounterPlan, IterationRanges, PcSamplingPlan,
 };
 use rocflow_core::query::{self, text};
 use rocflow_core::record::{Agent, CodeObject, CounterInfo, KernelSymbol, Meta, RecordKind};
 use rocflow_core::sdk::{AgentType, COUNTER_DIMENSIONS, PC_SAMPLING_BETA};
 
+use crate::context::{self, Context};
 use crate::guard::{entry, locked};
 use crate::records::{BufferState, on_buffer};
-use crate::{Tool, stream, warn};
-
-/// A context the tool created.
-pub struct Context {
-    pub name: String,
-    pub handle: Handle,
-    pub buffer: Handle,
-    /// What the tool keeps of the buffer's records between deliveries.
-    pub state: &'static BufferState,
-    pub start: StartPlan,
-    /// How often [`crate::flusher`] flushes the buffer.
-    pub flush_interval: std::time::Duration,
-}
+use crate::state::{Tool, tool};
+use crate::stream;
+use crate::warning::warn;
 
 /// A GPU as the tool selects it.
 struct Gpu {
@@ -136,7 +127,7 @@ pub fn run(tool: &'static Tool) -> Result<(), String> {
         }
     }
     let _ = tool.counter_dimensions.set(dimensions);
-    let _ = tool.contexts.set(contexts);
+    context::set(contexts);
     Ok(())
 }
 
@@ -425,7 +416,7 @@ unsafe fn choose(counting: &Counting, dispatch: &DispatchCountingServiceData, co
     };
     let mut kernels = locked(counting.kernels.lock());
     let kernel = kernels.entry(info.kernel_id).or_insert_with(|| {
-        let name = crate::tool()
+        let name = tool()
             .and_then(|t| t.kernel_name(info.kernel_id))
             .unwrap_or_default();
         // The filters select by the code object's name or the one outputs show.
@@ -553,7 +544,7 @@ unsafe extern "C" fn on_code_object(
 /// # Safety
 /// `record` is a code-object callback's.
 unsafe fn describe_code_object(record: &CallbackTracingRecord) {
-    let Some(tool) = crate::tool() else { return };
+    let Some(tool) = tool() else { return };
     if record.phase != callback::PHASE_LOAD || record.payload.is_null() {
         return;
     }

@@ -21,6 +21,7 @@ use rocflow_core::ring::{FrameBuffer, Layout, Outgoing, Slots};
 use rocflow_core::wire;
 
 use crate::guard::{entry, locked};
+use crate::warning::unprofiled;
 
 /// Records handed to the stream, and the CPU time buffer callbacks spent on them.
 static RECORDS: AtomicU64 = AtomicU64::new(0);
@@ -298,7 +299,7 @@ fn open_pending() -> Option<&'static Stream> {
     let stream = match connect(&socket) {
         Ok(stream) => &*Box::leak(Box::new(stream)),
         Err(e) => {
-            crate::unprofiled(&e);
+            unprofiled(&e);
             return None;
         }
     };

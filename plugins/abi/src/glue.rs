@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 
 use crate::abi::{self, FFI_ArrowArray, FFI_ArrowSchema, Status};
 use crate::batch::{Check, export, import};
-use crate::{Batch, Result, Sink, Transform};
+use crate::plugin::{Batch, Result, Sink, Transform};
 
 thread_local! {
     /// The message of the last failed call on this thread.

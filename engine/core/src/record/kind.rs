@@ -1,6 +1,7 @@
-//! The kinds of records rocflow moves, and the columns each offers to pipeline expressions
-//! (filters, derived columns, aggregates). Sinks and transforms name kinds to say which
-//! records they take.
+//! The kinds of records rocflow moves, and the columns each derives for pipeline
+//! expressions (filters, derived columns, aggregates); its stored columns are its record's
+//! fields, which `model` lists. Sinks and transforms name kinds to say which records they
+//! take.
 
 use serde::{Deserialize, Serialize};
 
@@ -90,25 +91,6 @@ impl RecordKind {
             RecordKind::KfdEvent => &[DOMAIN, OPERATION],
         }
     }
-
-    /// The type of `name` in records of this kind, if it has that column.
-    pub fn column(self, name: &str) -> Option<ColumnType> {
-        self.columns().find(|(n, _)| *n == name).map(|(_, t)| t)
-    }
-
-    /// Every column of this kind: `kind`, then the [record's own](Self::record_columns).
-    pub fn columns(self) -> impl Iterator<Item = (&'static str, ColumnType)> {
-        std::iter::once(("kind", ColumnType::String)).chain(self.record_columns())
-    }
-
-    /// The columns that vary from record to record: the stored fields, then the derived
-    /// ones.
-    pub fn record_columns(self) -> impl Iterator<Item = (&'static str, ColumnType)> {
-        super::model::fields(self)
-            .iter()
-            .copied()
-            .chain(self.derived_columns().iter().copied())
-    }
 }
 
 #[cfg(test)]
@@ -116,14 +98,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_columns_are_unique() {
+    fn names_round_trip() {
         for &kind in RecordKind::ALL {
             assert_eq!(RecordKind::from_name(kind.name()), Some(kind));
-            let mut names: Vec<_> = kind.columns().map(|(n, _)| n).collect();
-            let count = names.len();
-            names.sort_unstable();
-            names.dedup();
-            assert_eq!(names.len(), count, "{} repeats a column", kind.name());
         }
     }
 

@@ -94,7 +94,7 @@ macro_rules! records {
     )*
 
         /// The stored columns of a kind.
-        pub(super) fn fields(kind: RecordKind) -> &'static [(&'static str, ColumnType)] {
+        fn fields(kind: RecordKind) -> &'static [(&'static str, ColumnType)] {
             match kind {
                 $(RecordKind::$kind => $name::FIELDS,)*
             }
@@ -195,6 +195,28 @@ macro_rules! records {
         }
 
     };
+}
+
+/// A kind's columns start with its record's fields, which this module defines.
+impl RecordKind {
+    /// The type of `name` in records of this kind, if it has that column.
+    pub fn column(self, name: &str) -> Option<ColumnType> {
+        self.columns().find(|(n, _)| *n == name).map(|(_, t)| t)
+    }
+
+    /// Every column of this kind: `kind`, then the [record's own](Self::record_columns).
+    pub fn columns(self) -> impl Iterator<Item = (&'static str, ColumnType)> {
+        std::iter::once(("kind", ColumnType::String)).chain(self.record_columns())
+    }
+
+    /// The columns that vary from record to record: the stored fields, then the derived
+    /// ones.
+    pub fn record_columns(self) -> impl Iterator<Item = (&'static str, ColumnType)> {
+        fields(self)
+            .iter()
+            .copied()
+            .chain(self.derived_columns().iter().copied())
+    }
 }
 
 impl CounterSample {
@@ -406,5 +428,21 @@ records! {
         external_id: u64,
         version: u64,
         operation_id: u8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_unique() {
+        for &kind in RecordKind::ALL {
+            let mut names: Vec<_> = kind.columns().map(|(n, _)| n).collect();
+            let count = names.len();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), count, "{} repeats a column", kind.name());
+        }
     }
 }
