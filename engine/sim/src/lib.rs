@@ -9,6 +9,7 @@
 //! It exports the C API subset the tool uses, with the real headers' layouts and status
 //! codes, and rejects what the real SDK rejects (see [`sdk`]).
 
+mod api;
 mod args;
 mod buffer;
 mod device;
