@@ -10,7 +10,7 @@
 //!   description: CPC Busy.
 //! ```
 
-use crate::definitions::Counter;
+use crate::counter::Counter;
 use crate::diagnostic::Diagnostic;
 use crate::yaml::{Node, Value};
 

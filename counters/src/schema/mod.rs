@@ -6,7 +6,7 @@ pub(crate) mod standard;
 
 use std::collections::HashMap;
 
-use crate::definitions::{Counter, Definition, DefinitionKind, ExpressionSource};
+use crate::counter::{Counter, Definition, DefinitionKind, ExpressionSource};
 use crate::diagnostic::{Diagnostic, Location, did_you_mean};
 use crate::yaml::{Document, Node, Value};
 

@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 
 use jsonschema::paths::LocationSegment;
 
-use crate::definitions::Counter;
+use crate::counter::Counter;
 use crate::diagnostic::Diagnostic;
 use crate::yaml::{Document, Node, Value};
 
