@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rocflow_core::abi::{DispatchCountingCallback, Handle, TracingCallback};
-use rocflow_core::scenario::Scenario;
+use rocflow_core::scenario::{self, Scenario};
 
 use crate::buffer::{Buffer, BufferDef};
 use crate::device::Device;
+use crate::stderr::warn;
 
 /// The version the simulated SDK reports: that of the headers its layouts come from.
 pub const VERSION: (u32, u32, u32) = (1, 0, 0);
@@ -171,6 +172,16 @@ pub fn sdk() -> Option<&'static Sdk> {
     SDK.get()
 }
 
+/// The scenario `ROCFLOW_SIM_SCENARIO` names, or the built-in one.
+fn scenario() -> Result<Scenario, String> {
+    match std::env::var("ROCFLOW_SIM_SCENARIO") {
+        Ok(path) => std::fs::read_to_string(&path)
+            .map_err(|e| format!("{path}: {e}"))
+            .and_then(|text| Scenario::parse(&text).map_err(|e| format!("{path}: {e}"))),
+        Err(_) => Scenario::parse(scenario::DEFAULT),
+    }
+}
+
 /// The SDK with its device, installed from the scenario if nothing did yet: as the real
 /// SDK reads the device's topology when first asked, the queries of the device answer in a
 /// process no tool configured (`rocflow agents` asks so, as `rocprofv3-avail` does). `None`
@@ -183,12 +194,10 @@ pub fn installed() -> Option<&'static Sdk> {
     if FAILED.get().is_some() {
         return None;
     }
-    match crate::scenario() {
+    match scenario() {
         Ok(scenario) => Some(install(scenario)),
         Err(e) => {
-            FAILED.get_or_init(|| {
-                crate::warn(&format!("scenario {e}; the simulated device stays off"))
-            });
+            FAILED.get_or_init(|| warn(&format!("scenario {e}; the simulated device stays off")));
             None
         }
     }
