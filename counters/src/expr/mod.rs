@@ -41,8 +41,12 @@ use std::ops::Range;
 
 pub use eval::EvalError;
 pub use order::evaluation_order;
-pub use parser::parse;
 pub use tensor::{Coordinates, Dimension, Instance, Tensor};
+
+/// Parses an expression; errors carry the byte offset they point at.
+pub fn parse(src: &str) -> Result<Expr, ParseError> {
+    parser::parse(src)
+}
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,8 +19,7 @@ const MAX_NODES: usize = 256;
 /// How deep parentheses and functions may nest (the parser recurses at each level).
 const MAX_NESTING: usize = 32;
 
-/// Parses an expression; errors carry the byte offset they point at.
-pub fn parse(src: &str) -> Result<Expr, ParseError> {
+pub(super) fn parse(src: &str) -> Result<Expr, ParseError> {
     let mut parser = Parser {
         src,
         tokens: tokenize(src)?,
