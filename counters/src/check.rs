@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use crate::definitions::{Counter, DefinitionKind, Definitions, ExpressionSource};
+use crate::counter::{Counter, DefinitionKind, ExpressionSource};
+use crate::definitions::Definitions;
 use crate::diagnostic::{Diagnostic, did_you_mean};
 use crate::resolve::{ResolveError, Resolver};
 

@@ -32,6 +32,7 @@
 //! ```
 
 mod check;
+mod counter;
 mod definitions;
 mod diagnostic;
 pub mod expr;
@@ -41,10 +42,8 @@ mod schema;
 pub mod yaml;
 
 pub use check::check;
-pub use definitions::{
-    Counter, Definition, DefinitionKind, Definitions, ExpressionSource, INSTALLED_PATH,
-    default_locations, locate,
-};
+pub use counter::{Counter, Definition, DefinitionKind, ExpressionSource};
+pub use definitions::{Definitions, INSTALLED_PATH, default_locations, locate};
 pub use diagnostic::{Diagnostic, Error, Location, Severity, Source};
 pub use resolve::{AGENT_PROPERTIES, Requirements, ResolveError, Resolved, Resolver};
 pub use schema::Schema;

@@ -4,7 +4,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 
-use crate::definitions::{DefinitionKind, Definitions};
+use crate::counter::DefinitionKind;
+use crate::definitions::Definitions;
 use crate::expr::{EvalError, Expr, Name, ParseError, Resolution, Tensor};
 
 /// Agent properties an expression may name, e.g. `simd_count` in `CU_NUM`'s

@@ -31,6 +31,7 @@ pub mod progress;
 pub mod report;
 pub mod runner;
 pub mod runs;
+mod screen;
 pub mod sink;
 pub mod source;
 pub mod sqlite;

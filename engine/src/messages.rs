@@ -88,7 +88,7 @@ pub fn emit(message: &Message) {
         return;
     }
     // Nowhere is left to report a stderr that cannot be written.
-    crate::progress::suspend(|| {
+    crate::screen::suspend(|| {
         let _ = writeln!(std::io::stderr().lock(), "{message}");
     });
 }

@@ -7,8 +7,8 @@
 //! Whoever does the work fills a [`Board`] (counters and states, no drawing): the runner
 //! says how many records arrived, the stages what each sink took and wrote, the post-steps
 //! when each starts and ends. A [`Display`] reads it on a thread of its own and draws.
-//! Messages ([`crate::messages`]) go through [`suspend`], so that they print above the bars
-//! instead of through them.
+//! The bars are put on [`crate::screen`], through which messages ([`crate::messages`]) are
+//! written, so that they print above the bars instead of through them.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use indicatif::{HumanCount, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::messages::{self, Level, Message};
+use crate::screen;
 use crate::sink::Written;
 
 /// How progress shows.
@@ -332,19 +333,6 @@ impl Snapshot {
     }
 }
 
-/// The bars on screen, for [`suspend`].
-static BARS: Mutex<Option<MultiProgress>> = Mutex::new(None);
-
-/// Runs `print` (which writes to stderr) with the bars taken off the screen, and draws
-/// them again after.
-pub fn suspend<R>(print: impl FnOnce() -> R) -> R {
-    let bars = BARS.lock().expect("no poison").clone();
-    match bars {
-        Some(bars) => bars.suspend(print),
-        None => print(),
-    }
-}
-
 /// Draws a board on a thread of its own until [`Display::finish`].
 pub struct Display {
     stop: Arc<AtomicBool>,
@@ -445,7 +433,7 @@ fn style(template: &str) -> ProgressStyle {
 impl Bars {
     fn new() -> Bars {
         let screen = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
-        *BARS.lock().expect("no poison") = Some(screen.clone());
+        screen::show(screen.clone());
         Bars {
             screen,
             incoming: None,
@@ -537,7 +525,7 @@ impl View for Bars {
 
     /// Leaves every line on screen: how long each part took.
     fn close(&mut self) {
-        *BARS.lock().expect("no poison") = None;
+        screen::clear();
         let lines = self.incoming.iter().chain(&self.sinks).chain(&self.steps);
         for line in lines {
             line.bar.finish();

@@ -10,11 +10,11 @@
 //!   description: CPC Busy.
 //! ```
 
-use crate::definitions::Counter;
+use crate::counter::Counter;
 use crate::diagnostic::Diagnostic;
 use crate::yaml::{Node, Value};
 
-use super::Reader;
+use super::reader::Reader;
 
 /// The top-level key that is not a counter.
 pub(crate) const VERSION_KEY: &str = "schema-version";

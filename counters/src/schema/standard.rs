@@ -19,11 +19,11 @@ use std::sync::LazyLock;
 
 use jsonschema::paths::LocationSegment;
 
-use crate::definitions::Counter;
+use crate::counter::Counter;
 use crate::diagnostic::Diagnostic;
 use crate::yaml::{Document, Node, Value};
 
-use super::Reader;
+use super::reader::Reader;
 
 pub(crate) const ROOT_KEY: &str = "rocprofiler-sdk";
 pub(crate) const VERSION_KEY: &str = "counters-schema-version";

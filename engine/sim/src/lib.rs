@@ -7,12 +7,14 @@
 //! the tools' finalize. A forked child replays the scenario as a process of its own.
 //!
 //! It exports the C API subset the tool uses, with the real headers' layouts and status
-//! codes, and rejects what the real SDK rejects (see [`sdk`]).
+//! codes, and rejects what the real SDK rejects (see [`api`]).
 
+mod api;
 mod args;
 mod buffer;
 mod device;
 mod sdk;
+mod stderr;
 mod workload;
 
 use std::ffi::CString;
@@ -21,8 +23,8 @@ use std::thread::JoinHandle;
 
 use rocflow_core::abi::{self, ClientId, Configure, ToolConfigureResult};
 
-use rocflow_core::scenario::{self, Scenario};
 use sdk::Phase;
+use stderr::warn;
 
 /// The value the simulated SDK gives a counter in a dispatch at a point (coordinates in
 /// `rocflow_core::sdk::COUNTER_DIMENSIONS` order), for the scenario's seed: what tests
@@ -50,10 +52,6 @@ struct Tool {
 // The configure result is the tool's, valid for the life of the process.
 unsafe impl Send for Tool {}
 
-fn warn(message: &str) {
-    eprintln!("rocflow-sim: {message}");
-}
-
 extern "C" fn on_load() {
     if let Ok(tools) = std::env::var("ROCP_TOOL_LIBRARIES") {
         initialize(None, &tools);
@@ -77,16 +75,6 @@ pub extern "C" fn rocprofiler_force_configure(configure: Option<Configure>) -> a
         &std::env::var("ROCP_TOOL_LIBRARIES").unwrap_or_default(),
     );
     abi::status::SUCCESS
-}
-
-/// The scenario `ROCFLOW_SIM_SCENARIO` names, or the built-in one.
-fn scenario() -> Result<Scenario, String> {
-    match std::env::var("ROCFLOW_SIM_SCENARIO") {
-        Ok(path) => std::fs::read_to_string(&path)
-            .map_err(|e| format!("{path}: {e}"))
-            .and_then(|text| Scenario::parse(&text).map_err(|e| format!("{path}: {e}"))),
-        Err(_) => Scenario::parse(scenario::DEFAULT),
-    }
 }
 
 /// Plays rocprofiler-register and the SDK's initialization: configures each tool once (the

@@ -1,28 +1,24 @@
-//! The SDK's state and its C API. Like rocprofiler-sdk, contexts, buffers and services can
-//! only be set up while the tool's initialize callback runs; after that the setup is frozen
-//! and only starting, stopping and flushing remain. Wrong calls get the real status codes.
+//! The SDK's state: its phase, the contexts and buffers a tool sets up while it
+//! initializes, frozen into the running state after, and the one SDK of the process with
+//! its device. The C API ([`crate::api`]) changes it; the workload reads it.
 
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use rocflow_core::abi::{
-    self, AgentsCallback, BufferCallback, CounterInfoV0, CountersCallback, DimensionsCallback,
-    DispatchCountingCallback, Handle, PcConfigurationsCallback, PcSamplingConfiguration, Status,
-    TracingCallback, status,
-};
-use rocflow_core::sdk::{BufferPolicy, Domain};
+use rocflow_core::abi::{DispatchCountingCallback, Handle, TracingCallback};
+use rocflow_core::scenario::{self, Scenario};
 
 use crate::buffer::{Buffer, BufferDef};
-use crate::device::{self, Device};
-use rocflow_core::scenario::Scenario;
+use crate::device::Device;
+use crate::stderr::warn;
 
 /// The version the simulated SDK reports: that of the headers its layouts come from.
 pub const VERSION: (u32, u32, u32) = (1, 0, 0);
 
-const CONTEXT_HANDLE_BASE: u64 = 0x1000;
-const BUFFER_HANDLE_BASE: u64 = 0x2000;
-const CONFIG_HANDLE_BASE: u64 = 0x4000;
+pub const CONTEXT_HANDLE_BASE: u64 = 0x1000;
+pub const BUFFER_HANDLE_BASE: u64 = 0x2000;
+pub const CONFIG_HANDLE_BASE: u64 = 0x4000;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
@@ -84,7 +80,7 @@ pub struct ContextSetup {
     pub subscriptions: Vec<Subscription>,
     pub counting: Option<Counting>,
     pub pc_sampling: Vec<PcService>,
-    started: bool,
+    pub started: bool,
 }
 
 // The tool's callback data pointers are only handed back to the tool.
@@ -149,12 +145,12 @@ impl Running {
 }
 
 /// Contexts and buffers as initialize creates them.
-type Setup = (Vec<ContextSetup>, Vec<(Handle, BufferDef)>);
+pub type Setup = (Vec<ContextSetup>, Vec<(Handle, BufferDef)>);
 
 pub struct Sdk {
     pub scenario: Scenario,
     pub device: Device,
-    setup: Mutex<Setup>,
+    pub setup: Mutex<Setup>,
     running: OnceLock<Running>,
     /// Counter configurations: the GPU and its counters' indexes into `device.counters`.
     pub configs: Mutex<Vec<(usize, Vec<usize>)>>,
@@ -176,6 +172,16 @@ pub fn sdk() -> Option<&'static Sdk> {
     SDK.get()
 }
 
+/// The scenario `ROCFLOW_SIM_SCENARIO` names, or the built-in one.
+fn scenario() -> Result<Scenario, String> {
+    match std::env::var("ROCFLOW_SIM_SCENARIO") {
+        Ok(path) => std::fs::read_to_string(&path)
+            .map_err(|e| format!("{path}: {e}"))
+            .and_then(|text| Scenario::parse(&text).map_err(|e| format!("{path}: {e}"))),
+        Err(_) => Scenario::parse(scenario::DEFAULT),
+    }
+}
+
 /// The SDK with its device, installed from the scenario if nothing did yet: as the real
 /// SDK reads the device's topology when first asked, the queries of the device answer in a
 /// process no tool configured (`rocflow agents` asks so, as `rocprofv3-avail` does). `None`
@@ -188,12 +194,10 @@ pub fn installed() -> Option<&'static Sdk> {
     if FAILED.get().is_some() {
         return None;
     }
-    match crate::scenario() {
+    match scenario() {
         Ok(scenario) => Some(install(scenario)),
         Err(e) => {
-            FAILED.get_or_init(|| {
-                crate::warn(&format!("scenario {e}; the simulated device stays off"))
-            });
+            FAILED.get_or_init(|| warn(&format!("scenario {e}; the simulated device stays off")));
             None
         }
     }
@@ -229,60 +233,12 @@ impl Sdk {
     }
 }
 
-fn context_index(id: Handle) -> usize {
+pub fn context_index(id: Handle) -> usize {
     id.handle.wrapping_sub(CONTEXT_HANDLE_BASE) as usize
 }
 
-fn buffer_index(id: Handle) -> usize {
+pub fn buffer_index(id: Handle) -> usize {
     id.handle.wrapping_sub(BUFFER_HANDLE_BASE) as usize
-}
-
-/// Runs a setup call: only during initialize, on an existing context.
-fn configure(
-    context: Handle,
-    f: impl FnOnce(&mut Vec<ContextSetup>, usize, usize) -> Status,
-) -> Status {
-    let Some(sdk) = sdk() else {
-        return status::ERROR;
-    };
-    if phase() != Phase::Initializing {
-        return status::CONFIGURATION_LOCKED;
-    }
-    let mut setup = sdk.setup.lock().unwrap();
-    let (contexts, buffers) = &mut *setup;
-    let index = context_index(context);
-    if index >= contexts.len() {
-        return status::CONTEXT_NOT_FOUND;
-    }
-    let buffers = buffers.len();
-    f(contexts, index, buffers)
-}
-
-/// Reads a C array argument (null with a zero count is an empty list).
-unsafe fn slice<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
-    if ptr.is_null() || count == 0 {
-        &[]
-    } else {
-        // SAFETY: the caller passes `count` valid elements at `ptr`.
-        unsafe { std::slice::from_raw_parts(ptr, count) }
-    }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_get_version(
-    major: *mut u32,
-    minor: *mut u32,
-    patch: *mut u32,
-) -> Status {
-    // SAFETY: the caller passes writable pointers (null ones are skipped).
-    unsafe {
-        for (ptr, value) in [(major, VERSION.0), (minor, VERSION.1), (patch, VERSION.2)] {
-            if !ptr.is_null() {
-                *ptr = value;
-            }
-        }
-    }
-    status::SUCCESS
 }
 
 /// Nanoseconds of `CLOCK_BOOTTIME`, the SDK's clock.
@@ -296,788 +252,8 @@ pub fn now() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_get_timestamp(ts: *mut u64) -> Status {
-    if ts.is_null() {
-        return status::INVALID_ARGUMENT;
-    }
-    // SAFETY: checked non-null; the caller passes a writable pointer.
-    unsafe { *ts = now() };
-    status::SUCCESS
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn rocprofiler_get_status_string(code: Status) -> *const c_char {
-    // The real SDK's texts, which users see in the tool's messages.
-    let text: &'static CStr = match code {
-        status::SUCCESS => c"Success",
-        status::CONTEXT_NOT_FOUND => c"Context ID not found",
-        status::BUFFER_NOT_FOUND => c"Buffer ID not found",
-        status::KIND_NOT_FOUND => c"Kind ID not found",
-        status::OPERATION_NOT_FOUND => c"Operation ID not found",
-        status::AGENT_NOT_FOUND => c"Agent ID not found",
-        status::COUNTER_NOT_FOUND => c"HW counter not found",
-        status::CONTEXT_CONFLICT => c"Context has a conflict with another context",
-        status::SERVICE_ALREADY_CONFIGURED => {
-            c"Service configuration request would overwrite existing service configuration values"
-        }
-        status::CONFIGURATION_LOCKED => {
-            c"Configuration request occurred outside of valid rocprofiler configuration period"
-        }
-        status::NOT_IMPLEMENTED => c"API function is defined but not implemented",
-        status::INCOMPATIBLE_ABI => {
-            c"Data structure provided by user has a incompatible binary interface with this version of rocprofiler"
-        }
-        status::INVALID_ARGUMENT => c"Function invoked with one or more invalid arguments",
-        status::NOT_AVAILABLE => {
-            c"The service is not available. Please refer to API functions that return this status code for more information."
-        }
-        status::EXCEEDS_HW_LIMIT => c"Request exceeds the capabilities of the hardware to collect",
-        _ => c"General error",
-    };
-    text.as_ptr()
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_create_context(id: *mut Handle) -> Status {
-    let Some(sdk) = sdk() else {
-        return status::ERROR;
-    };
-    if id.is_null() {
-        return status::INVALID_ARGUMENT;
-    }
-    if phase() != Phase::Initializing {
-        return status::CONFIGURATION_LOCKED;
-    }
-    let mut setup = sdk.setup.lock().unwrap();
-    setup.0.push(ContextSetup::default());
-    // SAFETY: checked non-null.
-    unsafe {
-        *id = Handle {
-            handle: CONTEXT_HANDLE_BASE + setup.0.len() as u64 - 1,
-        }
-    };
-    status::SUCCESS
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_create_buffer(
-    context: Handle,
-    size: usize,
-    watermark: usize,
-    policy: c_int,
-    callback: Option<BufferCallback>,
-    data: *mut c_void,
-    id: *mut Handle,
-) -> Status {
-    let policy = match policy {
-        1 => BufferPolicy::Discard,
-        2 => BufferPolicy::Lossless,
-        _ => return status::INVALID_ARGUMENT,
-    };
-    let (Some(callback), false) = (callback, id.is_null()) else {
-        return status::INVALID_ARGUMENT;
-    };
-    if size == 0 || watermark > size {
-        return status::INVALID_ARGUMENT;
-    }
-    let Some(sdk) = sdk() else {
-        return status::ERROR;
-    };
-    if phase() != Phase::Initializing {
-        return status::CONFIGURATION_LOCKED;
-    }
-    let mut setup = sdk.setup.lock().unwrap();
-    if context_index(context) >= setup.0.len() {
-        return status::CONTEXT_NOT_FOUND;
-    }
-    let handle = Handle {
-        handle: BUFFER_HANDLE_BASE + setup.1.len() as u64,
-    };
-    let def = BufferDef {
-        context,
-        size,
-        watermark: watermark.max(1),
-        policy,
-        callback,
-        data,
-    };
-    setup.1.push((handle, def));
-    // SAFETY: checked non-null.
-    unsafe { *id = handle };
-    status::SUCCESS
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_configure_buffer_tracing_service(
-    context: Handle,
-    kind: c_int,
-    operations: *const i32,
-    count: usize,
-    buffer: Handle,
-) -> Status {
-    // SAFETY: the caller passes `count` operations.
-    let operations = unsafe { slice(operations, count) }.to_vec();
-    configure(context, |contexts, index, buffers| {
-        let Some(domain) = Domain::from_sdk_value(kind) else {
-            return status::KIND_NOT_FOUND;
-        };
-        let known = domain.operations();
-        if !known.is_empty()
-            && let Some(_) = operations
-                .iter()
-                .find(|op| known.binary_search_by_key(op, |(id, _)| id).is_err())
-        {
-            return status::OPERATION_NOT_FOUND;
-        }
-        let buffer = buffer_index(buffer);
-        if buffer >= buffers {
-            return status::BUFFER_NOT_FOUND;
-        }
-        let ctx = &mut contexts[index];
-        if ctx.tracing.iter().any(|(d, _, _)| *d == kind) {
-            return status::SERVICE_ALREADY_CONFIGURED;
-        }
-        let operations = (!operations.is_empty()).then_some(operations);
-        ctx.tracing.push((kind, operations, buffer));
-        status::SUCCESS
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_configure_callback_tracing_service(
-    context: Handle,
-    kind: c_int,
-    operations: *const i32,
-    count: usize,
-    callback: Option<TracingCallback>,
-    data: *mut c_void,
-) -> Status {
-    let Some(callback) = callback else {
-        return status::INVALID_ARGUMENT;
-    };
-    // SAFETY: the caller passes `count` operations.
-    let operations = unsafe { slice(operations, count) }.to_vec();
-    configure(context, |contexts, index, _| {
-        // `rocprofiler_callback_tracing_kind_t` runs from 1 to 21.
-        if !(1..=21).contains(&kind) {
-            return status::KIND_NOT_FOUND;
-        }
-        let ctx = &mut contexts[index];
-        if ctx.subscriptions.iter().any(|s| s.kind == kind) {
-            return status::SERVICE_ALREADY_CONFIGURED;
-        }
-        ctx.subscriptions.push(Subscription {
-            kind,
-            operations: (!operations.is_empty()).then_some(operations),
-            callback,
-            data,
-        });
-        status::SUCCESS
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_query_available_agents(
-    version: c_int,
-    callback: Option<AgentsCallback>,
-    agent_size: usize,
-    data: *mut c_void,
-) -> Status {
-    let (Some(sdk), Some(callback)) = (installed(), callback) else {
-        return status::INVALID_ARGUMENT;
-    };
-    if version != abi::AGENT_INFO_VERSION_0 {
-        return status::INVALID_ARGUMENT;
-    }
-    // As the real SDK: a caller built against older, smaller headers is served, one that
-    // expects more than the SDK has is not.
-    if agent_size > std::mem::size_of::<abi::AgentV0>() {
-        return status::INCOMPATIBLE_ABI;
-    }
-    let mut agents: Vec<*const c_void> = sdk
-        .device
-        .agents
-        .iter()
-        .map(|a| (a as *const abi::AgentV0).cast())
-        .collect();
-    // SAFETY: the tool's callback, with the agents alive for the call.
-    unsafe { callback(version, agents.as_mut_ptr(), agents.len(), data) }
-}
-
-fn set_active(context: Handle, active: bool) -> Status {
-    let Some(sdk) = sdk() else {
-        return status::ERROR;
-    };
-    // As the real SDK: no start once finalizing began (a tool's timer thread may try as
-    // the process exits), and a stop after finalization has nothing left to stop.
-    match phase() {
-        Phase::Finalizing | Phase::Finalized if active => {
-            return match sdk
-                .running()
-                .and_then(|r| r.contexts.get(context_index(context)))
-            {
-                Some(_) => status::CONFIGURATION_LOCKED,
-                None => status::CONTEXT_NOT_FOUND,
-            };
-        }
-        Phase::Finalized => return status::SUCCESS,
-        _ => {}
-    }
-    if phase() == Phase::Initializing {
-        let mut setup = sdk.setup.lock().unwrap();
-        return match setup.0.get_mut(context_index(context)) {
-            Some(ctx) => {
-                ctx.started = active;
-                status::SUCCESS
-            }
-            None => status::CONTEXT_NOT_FOUND,
-        };
-    }
-    let Some(running) = sdk.running() else {
-        return status::CONTEXT_NOT_FOUND;
-    };
-    match running.contexts.get(context_index(context)) {
-        Some(ctx) => {
-            ctx.active.store(active, Ordering::Release);
-            if active {
-                crate::workload::report_code_objects(sdk, ctx);
-            }
-            status::SUCCESS
-        }
-        None => status::CONTEXT_NOT_FOUND,
-    }
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn rocprofiler_start_context(context: Handle) -> Status {
-    set_active(context, true)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn rocprofiler_stop_context(context: Handle) -> Status {
-    set_active(context, false)
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_context_is_active(context: Handle, out: *mut c_int) -> Status {
-    let Some(running) = sdk().and_then(Sdk::running) else {
-        return status::CONTEXT_NOT_FOUND;
-    };
-    match (running.contexts.get(context_index(context)), out.is_null()) {
-        (Some(ctx), false) => {
-            // SAFETY: checked non-null.
-            unsafe { *out = c_int::from(ctx.active.load(Ordering::Acquire)) };
-            status::SUCCESS
-        }
-        (None, _) => status::CONTEXT_NOT_FOUND,
-        (_, true) => status::INVALID_ARGUMENT,
-    }
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn rocprofiler_flush_buffer(buffer: Handle) -> Status {
-    let Some(running) = sdk().and_then(Sdk::running) else {
-        return status::BUFFER_NOT_FOUND;
-    };
-    match running.buffers.get(buffer_index(buffer)) {
-        Some(b) => {
-            b.flush();
-            status::SUCCESS
-        }
-        None => status::BUFFER_NOT_FOUND,
-    }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_iterate_agent_supported_counters(
-    agent: Handle,
-    callback: Option<CountersCallback>,
-    data: *mut c_void,
-) -> Status {
-    let (Some(sdk), Some(callback)) = (installed(), callback) else {
-        return status::INVALID_ARGUMENT;
-    };
-    let Some(gpu) = sdk.device.gpu(agent) else {
-        return status::AGENT_NOT_FOUND;
-    };
-    let mut ids: Vec<Handle> = sdk
-        .device
-        .counters
-        .iter()
-        .filter(|c| c.gpu == gpu)
-        .map(|c| c.id)
-        .collect();
-    // SAFETY: the tool's callback, with the ids alive for the call.
-    unsafe { callback(agent, ids.as_mut_ptr(), ids.len(), data) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_query_counter_info(
-    counter: Handle,
-    version: c_int,
-    info: *mut c_void,
-) -> Status {
-    let Some(c) = installed().and_then(|s| s.device.counter(counter)) else {
-        return status::COUNTER_NOT_FOUND;
-    };
-    if version != abi::COUNTER_INFO_VERSION_0 || info.is_null() {
-        return status::INVALID_ARGUMENT;
-    }
-    let out = CounterInfoV0 {
-        id: c.id,
-        name: c.name.as_ptr(),
-        description: c.description.as_ptr(),
-        block: c.block.as_ptr(),
-        expression: c"".as_ptr(),
-        is_constant: 0,
-    };
-    // SAFETY: the caller passes room for a `rocprofiler_counter_info_v0_t`.
-    unsafe { info.cast::<CounterInfoV0>().write(out) };
-    status::SUCCESS
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_iterate_counter_dimensions(
-    counter: Handle,
-    callback: Option<DimensionsCallback>,
-    data: *mut c_void,
-) -> Status {
-    let Some(callback) = callback else {
-        return status::INVALID_ARGUMENT;
-    };
-    let Some(c) = installed().and_then(|s| s.device.counter(counter)) else {
-        return status::COUNTER_NOT_FOUND;
-    };
-    let dims: Vec<abi::CounterDimensionInfo> = c
-        .dimensions
-        .iter()
-        .map(|(id, name, size)| abi::CounterDimensionInfo {
-            name: name.as_ptr(),
-            instance_size: *size as usize,
-            id: *id,
-        })
-        .collect();
-    // SAFETY: the tool's callback, with the dimensions alive for the call.
-    unsafe { callback(counter, dims.as_ptr(), dims.len(), data) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_query_record_counter_id(
-    id: u64,
-    counter: *mut Handle,
-) -> Status {
-    if counter.is_null() {
-        return status::INVALID_ARGUMENT;
-    }
-    // SAFETY: checked non-null.
-    unsafe { *counter = device::instance_counter(id) };
-    status::SUCCESS
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_query_record_dimension_position(
-    id: u64,
-    dimension: u64,
-    position: *mut usize,
-) -> Status {
-    if position.is_null() || dimension > 6 {
-        return status::INVALID_ARGUMENT;
-    }
-    // SAFETY: checked non-null.
-    unsafe { *position = device::instance_position(id, dimension) as usize };
-    status::SUCCESS
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_create_counter_config(
-    agent: Handle,
-    counters: *mut Handle,
-    count: usize,
-    config: *mut Handle,
-) -> Status {
-    let Some(sdk) = sdk() else {
-        return status::ERROR;
-    };
-    let Some(gpu) = sdk.device.gpu(agent) else {
-        return status::AGENT_NOT_FOUND;
-    };
-    if config.is_null() || count == 0 {
-        return status::INVALID_ARGUMENT;
-    }
-    let mut indexes = Vec::new();
-    // SAFETY: the caller passes `count` counter ids.
-    for id in unsafe { slice(counters, count) } {
-        match sdk
-            .device
-            .counters
-            .iter()
-            .position(|c| c.id.handle == id.handle)
-        {
-            Some(i) if sdk.device.counters[i].gpu == gpu => indexes.push(i),
-            Some(_) => return status::INVALID_ARGUMENT,
-            None => return status::COUNTER_NOT_FOUND,
-        }
-    }
-    indexes.sort_unstable();
-    indexes.dedup();
-    if !sdk.device.fits(&indexes) {
-        return status::EXCEEDS_HW_LIMIT;
-    }
-    let mut configs = sdk.configs.lock().unwrap();
-    configs.push((gpu, indexes));
-    // SAFETY: checked non-null.
-    unsafe {
-        *config = Handle {
-            handle: CONFIG_HANDLE_BASE + configs.len() as u64 - 1,
-        }
-    };
-    status::SUCCESS
-}
-
 /// The configuration a counting callback picked, if it is valid.
 pub fn counter_config(sdk: &Sdk, config: Handle) -> Option<(usize, Vec<usize>)> {
     let index = config.handle.checked_sub(CONFIG_HANDLE_BASE)? as usize;
     sdk.configs.lock().unwrap().get(index).cloned()
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_configure_buffer_dispatch_counting_service(
-    context: Handle,
-    buffer: Handle,
-    callback: Option<DispatchCountingCallback>,
-    data: *mut c_void,
-) -> Status {
-    let Some(callback) = callback else {
-        return status::INVALID_ARGUMENT;
-    };
-    configure(context, |contexts, index, buffers| {
-        let buffer = buffer_index(buffer);
-        if buffer >= buffers {
-            return status::BUFFER_NOT_FOUND;
-        }
-        // One context may count dispatches, and counting excludes PC sampling.
-        if contexts
-            .iter()
-            .any(|c| c.counting.is_some() || !c.pc_sampling.is_empty())
-        {
-            return status::CONTEXT_CONFLICT;
-        }
-        contexts[index].counting = Some(Counting {
-            buffer,
-            callback,
-            data,
-        });
-        status::SUCCESS
-    })
-}
-
-/// Whether `ROCPROFILER_PC_SAMPLING_BETA_ENABLED` turns PC sampling on, read as the real
-/// SDK reads a boolean: a number is on unless 0, and `off`, `false`, `no`, `n` and `f` (any
-/// case) are off, as is an empty value (which the real SDK refuses outright).
-fn pc_sampling_enabled() -> bool {
-    let Ok(value) = std::env::var(rocflow_core::sdk::PC_SAMPLING_BETA) else {
-        return false;
-    };
-    if let Ok(number) = value.parse::<u64>() {
-        return number != 0;
-    }
-    let value = value.to_ascii_lowercase();
-    !["", "off", "false", "no", "n", "f"].contains(&value.as_str())
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_query_pc_sampling_agent_configurations(
-    agent: Handle,
-    callback: Option<PcConfigurationsCallback>,
-    data: *mut c_void,
-) -> Status {
-    // PC sampling is a beta of the real SDK, off unless asked for.
-    if !pc_sampling_enabled() {
-        return status::NOT_IMPLEMENTED;
-    }
-    let (Some(sdk), Some(callback)) = (installed(), callback) else {
-        return status::INVALID_ARGUMENT;
-    };
-    let Some(gpu) = sdk.device.gpu(agent) else {
-        return status::AGENT_NOT_FOUND;
-    };
-    let configs = pc_configurations(sdk, gpu);
-    // SAFETY: the tool's callback, with the configurations alive for the call.
-    unsafe { callback(configs.as_ptr(), configs.len(), data) }
-}
-
-fn pc_configurations(sdk: &Sdk, gpu: usize) -> Vec<PcSamplingConfiguration> {
-    let method = |m: &str| match m {
-        "stochastic" => 1,
-        "host_trap" => 2,
-        _ => 0,
-    };
-    let unit = |u: &str| match u {
-        "instructions" => 1,
-        "cycles" => 2,
-        "time" => 3,
-        _ => 0,
-    };
-    sdk.scenario.agents[gpu]
-        .pc_sampling
-        .iter()
-        .map(|p| PcSamplingConfiguration {
-            size: std::mem::size_of::<PcSamplingConfiguration>() as u64,
-            method: method(&p.method),
-            unit: unit(&p.unit),
-            min_interval: p.min_interval as usize,
-            max_interval: p.max_interval as usize,
-            flags: 0,
-        })
-        .collect()
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocprofiler_configure_pc_sampling_service(
-    context: Handle,
-    agent: Handle,
-    method: c_int,
-    unit: c_int,
-    interval: u64,
-    buffer: Handle,
-    _flags: c_int,
-) -> Status {
-    if !pc_sampling_enabled() {
-        return status::NOT_IMPLEMENTED;
-    }
-    let Some(sdk) = sdk() else {
-        return status::ERROR;
-    };
-    let Some(gpu) = sdk.device.gpu(agent) else {
-        return status::AGENT_NOT_FOUND;
-    };
-    let supported = pc_configurations(sdk, gpu);
-    let Some(config) = supported
-        .iter()
-        .find(|c| c.method == method && c.unit == unit)
-    else {
-        return status::NOT_AVAILABLE;
-    };
-    if !(config.min_interval as u64..=config.max_interval as u64).contains(&interval) {
-        return status::INVALID_ARGUMENT;
-    }
-    configure(context, |contexts, index, buffers| {
-        let buffer = buffer_index(buffer);
-        if buffer >= buffers {
-            return status::BUFFER_NOT_FOUND;
-        }
-        let conflict = contexts
-            .iter()
-            .enumerate()
-            .any(|(i, c)| c.counting.is_some() || (i != index && !c.pc_sampling.is_empty()));
-        if conflict {
-            return status::CONTEXT_CONFLICT;
-        }
-        let ctx = &mut contexts[index];
-        if ctx.pc_sampling.iter().any(|p| p.gpu == gpu) {
-            return status::SERVICE_ALREADY_CONFIGURED;
-        }
-        ctx.pc_sampling.push(PcService { gpu, buffer });
-        status::SUCCESS
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    //! The rules the real SDK enforces, called through the exported C functions.
-
-    use super::*;
-
-    unsafe extern "C" fn ignore(
-        _: Handle,
-        _: Handle,
-        _: *mut *mut abi::RecordHeader,
-        _: usize,
-        _: *mut c_void,
-        _: u64,
-    ) {
-    }
-
-    unsafe extern "C" fn no_config(
-        _: abi::DispatchCountingServiceData,
-        _: *mut Handle,
-        _: *mut abi::UserData,
-        _: *mut c_void,
-    ) {
-    }
-
-    /// One test walks the phases in order, as a process does.
-    #[test]
-    fn setup_is_only_allowed_while_the_tool_initializes() {
-        install(Scenario::parse(rocflow_core::scenario::DEFAULT).unwrap());
-        let mut context = Handle { handle: 0 };
-        // SAFETY: valid pointers throughout.
-        unsafe {
-            assert_eq!(
-                rocprofiler_create_context(&mut context),
-                status::CONFIGURATION_LOCKED
-            );
-            set_phase(Phase::Initializing);
-            assert_eq!(rocprofiler_create_context(&mut context), status::SUCCESS);
-            let mut buffer = Handle { handle: 0 };
-            let create = |policy, out: &mut Handle| {
-                rocprofiler_create_buffer(
-                    context,
-                    4096,
-                    2048,
-                    policy,
-                    Some(ignore),
-                    std::ptr::null_mut(),
-                    out,
-                )
-            };
-            assert_eq!(
-                create(7, &mut buffer),
-                status::INVALID_ARGUMENT,
-                "unknown policy"
-            );
-            assert_eq!(create(2, &mut buffer), status::SUCCESS);
-            let trace = |kind, ops: &[i32], buffer| {
-                rocprofiler_configure_buffer_tracing_service(
-                    context,
-                    kind,
-                    ops.as_ptr(),
-                    ops.len(),
-                    buffer,
-                )
-            };
-            assert_eq!(trace(99, &[], buffer), status::KIND_NOT_FOUND);
-            assert_eq!(trace(5, &[100_000], buffer), status::OPERATION_NOT_FOUND);
-            assert_eq!(
-                trace(5, &[], Handle { handle: 12345 }),
-                status::BUFFER_NOT_FOUND
-            );
-            assert_eq!(trace(5, &[214], buffer), status::SUCCESS);
-            assert_eq!(trace(5, &[], buffer), status::SERVICE_ALREADY_CONFIGURED);
-            let stray = Handle { handle: 0xdead };
-            assert_eq!(trace(11, &[], buffer), status::SUCCESS);
-            assert_eq!(
-                rocprofiler_configure_buffer_tracing_service(
-                    stray,
-                    11,
-                    std::ptr::null(),
-                    0,
-                    buffer
-                ),
-                status::CONTEXT_NOT_FOUND
-            );
-            let count = |ctx| {
-                rocprofiler_configure_buffer_dispatch_counting_service(
-                    ctx,
-                    buffer,
-                    Some(no_config),
-                    std::ptr::null_mut(),
-                )
-            };
-            assert_eq!(count(context), status::SUCCESS);
-            let mut second = Handle { handle: 0 };
-            assert_eq!(rocprofiler_create_context(&mut second), status::SUCCESS);
-            assert_eq!(
-                count(second),
-                status::CONTEXT_CONFLICT,
-                "a second counting context"
-            );
-            let gpu = sdk().unwrap().device.gpu_handle(0);
-            // PC sampling is a beta the real SDK leaves off unless asked for.
-            let query = || {
-                rocprofiler_query_pc_sampling_agent_configurations(
-                    gpu,
-                    Some(no_configurations),
-                    std::ptr::null_mut(),
-                )
-            };
-            assert_eq!(query(), status::NOT_IMPLEMENTED);
-            assert_eq!(
-                rocprofiler_configure_pc_sampling_service(second, gpu, 2, 3, 1000, buffer, 0),
-                status::NOT_IMPLEMENTED
-            );
-            // SAFETY: this crate's only test; nothing else reads the environment meanwhile.
-            std::env::set_var(rocflow_core::sdk::PC_SAMPLING_BETA, "on");
-            assert_eq!(query(), status::SUCCESS);
-            assert_eq!(
-                rocprofiler_configure_pc_sampling_service(second, gpu, 1, 2, 1024, buffer, 0),
-                status::NOT_AVAILABLE,
-                "stochastic sampling is not in the scenario"
-            );
-            assert_eq!(
-                rocprofiler_configure_pc_sampling_service(second, gpu, 2, 3, 1000, buffer, 0),
-                status::CONTEXT_CONFLICT,
-                "PC sampling next to dispatch counting"
-            );
-            set_phase(Phase::Running);
-            sdk().unwrap().freeze();
-            assert_eq!(
-                rocprofiler_create_context(&mut second),
-                status::CONFIGURATION_LOCKED
-            );
-            assert_eq!(trace(10, &[], buffer), status::CONFIGURATION_LOCKED);
-            assert_eq!(rocprofiler_start_context(context), status::SUCCESS);
-            assert_eq!(rocprofiler_start_context(stray), status::CONTEXT_NOT_FOUND);
-            assert_eq!(rocprofiler_flush_buffer(stray), status::BUFFER_NOT_FOUND);
-            let agents = |size| {
-                rocprofiler_query_available_agents(
-                    abi::AGENT_INFO_VERSION_0,
-                    Some(no_agents),
-                    size,
-                    std::ptr::null_mut(),
-                )
-            };
-            let size = std::mem::size_of::<abi::AgentV0>();
-            assert_eq!(agents(size), status::SUCCESS);
-            assert_eq!(agents(size - 8), status::SUCCESS, "older, smaller headers");
-            assert_eq!(agents(size + 8), status::INCOMPATIBLE_ABI);
-            // At exit: a start from a tool's thread comes too late, a stop is still a stop.
-            set_phase(Phase::Finalizing);
-            assert_eq!(
-                rocprofiler_start_context(context),
-                status::CONFIGURATION_LOCKED
-            );
-            assert_eq!(rocprofiler_start_context(stray), status::CONTEXT_NOT_FOUND);
-            assert_eq!(rocprofiler_stop_context(context), status::SUCCESS);
-            assert_eq!(rocprofiler_flush_buffer(buffer), status::SUCCESS);
-            set_phase(Phase::Finalized);
-            assert_eq!(
-                rocprofiler_start_context(context),
-                status::CONFIGURATION_LOCKED
-            );
-            assert_eq!(rocprofiler_stop_context(context), status::SUCCESS);
-            // The SDK is initialized: forcing configuration again is refused.
-            assert_eq!(
-                crate::rocprofiler_force_configure(Some(never_configured)),
-                status::CONFIGURATION_LOCKED
-            );
-        }
-    }
-
-    unsafe extern "C" fn no_agents(
-        _: c_int,
-        _: *mut *const c_void,
-        _: usize,
-        _: *mut c_void,
-    ) -> Status {
-        status::SUCCESS
-    }
-
-    unsafe extern "C" fn no_configurations(
-        _: *const PcSamplingConfiguration,
-        _: usize,
-        _: *mut c_void,
-    ) -> Status {
-        status::SUCCESS
-    }
-
-    unsafe extern "C" fn never_configured(
-        _: u32,
-        _: *const c_char,
-        _: u32,
-        _: *mut abi::ClientId,
-    ) -> *mut abi::ToolConfigureResult {
-        panic!("the SDK is initialized: no tool is configured again")
-    }
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::definitions;
+use super::attributes;
 use super::ffi::{self, ErrorCode, Otf2};
 use super::locks;
 use super::spill::{Event, Log, Spill};
@@ -218,7 +218,7 @@ fn emit(
         attributes.iter().try_for_each(|&(id, value)| {
             let list = list.as_ptr();
             // SAFETY: the list is alive.
-            let (code, call) = if definitions::is_argument(id) {
+            let (code, call) = if attributes::is_argument(id) {
                 let code = unsafe { (otf2.attribute_list_add_string_ref)(list, id, value as u32) };
                 (code, "OTF2_AttributeList_AddStringRef")
             } else {

@@ -19,10 +19,8 @@ use std::collections::BTreeSet;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
-use super::definitions::{
-    self, BYTES, CORRELATION_ID, DISPATCH_ID, Definitions, EXTERNAL_ID, Extent, RegionKey,
-    RegionKind, Track, TrackKey,
-};
+use super::attributes::{BYTES, CORRELATION_ID, DISPATCH_ID, EXTERNAL_ID};
+use super::definitions::{self, Definitions, Extent, RegionKey, RegionKind, Track, TrackKey};
 use super::ffi;
 use super::spill::{self, Event, Log, Spill};
 use crate::catalog::{Catalog, StreamMeta};

@@ -9,6 +9,7 @@
 //! dispatch. Correlation ids, dispatch ids and byte counts are event attributes.
 
 mod archive;
+mod attributes;
 mod definitions;
 mod events;
 mod ffi;

@@ -18,6 +18,7 @@
 
 mod proto;
 mod sequence;
+mod settings;
 mod shards;
 mod time;
 mod tracks;
@@ -30,7 +31,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
-use self::sequence::{Sequence, Shown};
+use self::sequence::Sequence;
+use self::settings::{Settings, Shown};
 use self::shards::{Routes, Shards};
 use self::time::TimeUnit;
 use self::tracks::{Track, TrackKey};
@@ -67,14 +69,6 @@ impl Default for Options {
             time_unit: TimeUnit::default(),
         }
     }
-}
-
-/// What every sequence needs to know of the options.
-#[derive(Debug)]
-pub struct Settings {
-    tracks: Vec<Shown>,
-    flows: bool,
-    annotations: bool,
 }
 
 pub struct PerfettoSink {

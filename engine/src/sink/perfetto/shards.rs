@@ -10,8 +10,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::Settings;
-use super::sequence::Shown;
+use super::settings::{Settings, Shown};
 use super::tracks::{Track, TrackKey, copy_agent};
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
