@@ -286,7 +286,7 @@ pub(crate) fn checked_scenario(path: &std::path::Path) -> Result<PathBuf, StartE
 /// The scenario file at `path`, read and checked.
 fn read_scenario(path: &Path) -> Result<Scenario, StartError> {
     let text = std::fs::read_to_string(path).map_err(|e| scenario_error(path, e.to_string()))?;
-    Scenario::parse(&text).map_err(|message| scenario_error(path, message))
+    Scenario::parse(&text).map_err(|e| scenario_error(path, e.to_string()))
 }
 
 fn scenario_error(path: &Path, message: String) -> StartError {
