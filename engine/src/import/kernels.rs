@@ -21,7 +21,7 @@ pub fn iteration_ranges(written: &[String]) -> Result<String, String> {
         return Err("`kernel_iteration_range` names no iteration".into());
     }
     let ranges = parts.join(",");
-    IterationRanges::parse(&ranges)?;
+    IterationRanges::parse(&ranges).map_err(|e| e.to_string())?;
     Ok(ranges)
 }
 
