@@ -168,7 +168,7 @@ fn source(device: &Device) -> Result<Source, DeviceError> {
                 env.push(("ROCFLOW_SIM_SCENARIO".into(), path.into()));
             }
             let sim = runner::libraries::find(runner::libraries::SIM);
-            sim.map_err(|e| DeviceError::Start(StartError::Setup(e)))?
+            sim.map_err(|e| DeviceError::Start(StartError::Library(e)))?
         }
     };
     Ok(Source { library, env })
