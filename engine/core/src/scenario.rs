@@ -328,9 +328,10 @@ fn kernel_agent_place(text: &str, k: usize) -> Option<(usize, usize)> {
 mod tests {
     use super::*;
 
-    /// The default scenario with `extra`, or the error's message.
-    fn with(extra: &str) -> Result<Scenario, String> {
-        Scenario::parse(&format!("{DEFAULT}\n{extra}")).map_err(|e| e.to_string())
+    /// The message of the error the default scenario with `extra` is refused with.
+    fn refused(extra: &str) -> String {
+        let scenario = Scenario::parse(&format!("{DEFAULT}\n{extra}"));
+        scenario.unwrap_err().to_string()
     }
 
     #[test]
@@ -346,14 +347,13 @@ mod tests {
 
     #[test]
     fn calls_name_real_functions_of_api_domains() {
-        let e = with("[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipLaunchKernal\"\n")
-            .unwrap_err();
+        let e = refused("[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipLaunchKernal\"\n");
         assert!(
             e.contains("`hipLaunchKernal` is not a function of hip_runtime_api"),
             "{e}"
         );
         assert!(e.contains("line "), "the error says where: {e}");
-        let e = with("[[call]]\ndomain = \"kernel_dispatch\"\nfunction = \"x\"\n").unwrap_err();
+        let e = refused("[[call]]\ndomain = \"kernel_dispatch\"\nfunction = \"x\"\n");
         assert!(
             e.contains("`kernel_dispatch` is not an API tracing domain"),
             "{e}"
@@ -373,8 +373,7 @@ mod tests {
         let e = e.to_string();
         assert!(e.contains("kernel `k` runs on agent 7 of"), "{e}");
         assert!(e.starts_with(&format!("line {line}, column 9: ")), "{e}");
-        let e = with("[[agent]]\nname = \"gfx942\"\n[[agent.counter]]\nname = \"X\"\ndimensions = [[\"DIMENSION_NOPE\", 2]]\n")
-            .unwrap_err();
+        let e = refused("[[agent]]\nname = \"gfx942\"\n[[agent.counter]]\nname = \"X\"\ndimensions = [[\"DIMENSION_NOPE\", 2]]\n");
         assert!(e.contains("unknown dimension `DIMENSION_NOPE`"), "{e}");
         assert!(e.contains("line "), "the error says where: {e}");
     }
