@@ -32,6 +32,7 @@ mod rocpd_peer;
 mod rocpd_source;
 mod run;
 mod stages;
+mod structure;
 mod templates;
 mod tool_faults;
 mod untrusted;

@@ -5,6 +5,7 @@
 
 pub mod counters;
 pub mod cxxfilt;
+pub mod imports;
 pub mod kit;
 pub mod names;
 pub mod peer;

@@ -1,6 +1,6 @@
 //! Which kernels are counted: rocprofv3's iteration ranges in rocflow's form.
 
-use crate::pipeline::units::IterationRanges;
+use crate::units::IterationRanges;
 use rocflow_core::contexts::RangesError;
 
 /// What is wrong with rocprofv3's `kernel_iteration_range`.

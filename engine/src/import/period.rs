@@ -1,7 +1,8 @@
 //! rocprofv3's collection periods in rocflow's terms.
 
 use super::input::TimeUnit;
-use crate::pipeline::model::{Period, Quantity};
+use crate::pipeline::model::Period;
+use crate::units::Quantity;
 
 /// What is wrong with a written collection period; each variant holds it as written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

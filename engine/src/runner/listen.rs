@@ -514,7 +514,14 @@ mod tests {
     fn a_lane_writes_a_frame_without_waiting_for_the_next() {
         let dir = tempfile::tempdir().unwrap();
         let (intake, frames, _decoded) = compressing(dir.path());
-        let calls = vec![ApiCall::default(); 10_000];
+        // Numbered, as a run's are: calls all alike would expand past what a reader takes
+        // and be stored plain.
+        let calls: Vec<ApiCall> = (0..10_000)
+            .map(|n| ApiCall {
+                correlation_id: n,
+                ..ApiCall::default()
+            })
+            .collect();
         let mut raw = Vec::new();
         wire::encode_records(0, &Batch::Api(calls), &mut raw);
         let mut lane = intake.lane();

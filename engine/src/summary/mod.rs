@@ -20,7 +20,7 @@ use crate::sink::{Placeholders, Sink, SinkError};
 use crate::source::{Ending, Source, SourceError};
 use crate::stage;
 use crate::stats::Accumulator;
-use crate::transform::Table;
+use crate::table::Table;
 
 pub use render::{Format, cell, csv, number, render, render_of_run, terminal, write_files};
 pub use timeline::{AgentKey, Timeline};
