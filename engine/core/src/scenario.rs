@@ -373,7 +373,9 @@ mod tests {
         let e = e.to_string();
         assert!(e.contains("kernel `k` runs on agent 7 of"), "{e}");
         assert!(e.starts_with(&format!("line {line}, column 9: ")), "{e}");
-        let e = refused("[[agent]]\nname = \"gfx942\"\n[[agent.counter]]\nname = \"X\"\ndimensions = [[\"DIMENSION_NOPE\", 2]]\n");
+        let e = refused(
+            "[[agent]]\nname = \"gfx942\"\n[[agent.counter]]\nname = \"X\"\ndimensions = [[\"DIMENSION_NOPE\", 2]]\n",
+        );
         assert!(e.contains("unknown dimension `DIMENSION_NOPE`"), "{e}");
         assert!(e.contains("line "), "the error says where: {e}");
     }
