@@ -168,29 +168,54 @@ fn source(device: &Device) -> Result<Source, DeviceError> {
                 env.push(("ROCFLOW_SIM_SCENARIO".into(), path.into()));
             }
             let sim = runner::libraries::find(runner::libraries::SIM);
-            sim.map_err(|e| DeviceError::Start(StartError::Setup(e)))?
+            sim.map_err(|e| DeviceError::Start(StartError::Library(e)))?
         }
     };
     Ok(Source { library, env })
 }
 
+/// Why the SDK in the query process could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("cannot load {}: {source}", .library.display())]
+    Load {
+        library: PathBuf,
+        source: libloading::Error,
+    },
+    #[error("this rocprofiler-sdk has no `{0}`")]
+    MissingSymbol(&'static str),
+    /// A query failed: what it asked, and the SDK's message for its status.
+    #[error("{query}: {message} (status {status})")]
+    Failed {
+        query: String,
+        message: String,
+        status: Status,
+    },
+}
+
 /// Asks the SDK in `library` (loaded into this process) for the agents: the query
 /// process's side.
-pub fn query(library: &Path, counters: bool) -> Result<Vec<Agent>, String> {
+pub fn query(library: &Path, counters: bool) -> Result<Vec<Agent>, QueryError> {
     // SAFETY: loading the SDK runs its initializers, which is what it is for.
-    let sdk = unsafe { libloading::Library::new(library) }
-        .map_err(|e| format!("cannot load {}: {e}", library.display()))?;
+    let sdk = unsafe { libloading::Library::new(library) }.map_err(|source| QueryError::Load {
+        library: library.to_owned(),
+        source,
+    })?;
     let queries = resolve(&sdk)?;
-    let message = |what: &str, status: Status| {
+    let failed = |query: &str, status: Status| {
         let described: Result<unsafe extern "C" fn(Status) -> *const std::ffi::c_char, _> =
             symbol(&sdk, "rocprofiler_get_status_string");
         // SAFETY: the SDK returns a static string for every status.
-        let text = described.map_or(String::new(), |f| text(unsafe { f(status) }));
-        format!("{what}: {text} (status {status})")
+        let message = described.map_or(String::new(), |f| text(unsafe { f(status) }));
+        QueryError::Failed {
+            query: query.into(),
+            message,
+            status,
+        }
     };
     let agents = queries
         .agents()
-        .map_err(|s| message("querying the agents", s))?;
+        .map_err(|s| failed("querying the agents", s))?;
     agents
         .iter()
         .map(|a| {
@@ -200,11 +225,13 @@ pub fn query(library: &Path, counters: bool) -> Result<Vec<Agent>, String> {
                     Ok(configs) => PcSampling::Configurations(
                         configs.iter().filter_map(configuration).collect(),
                     ),
-                    Err(s) => PcSampling::Unavailable(unsampled(s, message("querying", s))),
+                    Err(s) => {
+                        PcSampling::Unavailable(unsampled(s, failed("querying", s).to_string()))
+                    }
                 };
                 if counters {
                     agent.counters = Some(agent_counters(&queries, a.id).map_err(|s| {
-                        message(&format!("listing the counters of {}", agent.name), s)
+                        failed(&format!("listing the counters of {}", agent.name), s)
                     })?);
                 }
             } else if counters {
@@ -227,16 +254,16 @@ fn unsampled(status: Status, said: String) -> String {
 }
 
 /// A function of the SDK's, by name.
-fn symbol<T: Copy>(sdk: &libloading::Library, name: &str) -> Result<T, String> {
+fn symbol<T: Copy>(sdk: &libloading::Library, name: &'static str) -> Result<T, QueryError> {
     let mut c_name = name.as_bytes().to_vec();
     c_name.push(0);
     // SAFETY: each caller names the type the SDK's headers declare for `name`.
     unsafe { sdk.get::<T>(&c_name) }
         .map(|f| *f)
-        .map_err(|_| format!("this rocprofiler-sdk has no `{name}`"))
+        .map_err(|_| QueryError::MissingSymbol(name))
 }
 
-fn resolve(sdk: &libloading::Library) -> Result<Queries, String> {
+fn resolve(sdk: &libloading::Library) -> Result<Queries, QueryError> {
     // SAFETY: the entry points of those names, with their types.
     Ok(unsafe {
         Queries::new(

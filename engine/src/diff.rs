@@ -47,6 +47,25 @@ pub struct Diff {
     pub metrics: BTreeMap<&'static str, f64>,
 }
 
+/// Why a `--fail-if` predicate cannot be decided.
+#[derive(Debug, thiserror::Error)]
+pub enum FailIfError {
+    #[error(transparent)]
+    Parse(#[from] crate::expression::ExpressionError),
+    /// Evaluating it failed: a name that is no metric, a value that is no boolean.
+    #[error("{0} (the names it can use: {names})", names = metric_names())]
+    Eval(#[source] evalexpr::EvalexprError),
+    /// A metric could not be given to it.
+    #[error(transparent)]
+    Metric(evalexpr::EvalexprError),
+}
+
+/// The metrics' names, as a list in a sentence.
+fn metric_names() -> String {
+    let names: Vec<&str> = METRICS.iter().map(|(n, _)| *n).collect();
+    names.join(", ")
+}
+
 /// The names `--fail-if` knows, with what they mean.
 pub const METRICS: &[(&str, &str)] = &[
     ("kernel_time_ratio", "total GPU kernel time, B over A"),
@@ -116,21 +135,16 @@ impl Diff {
     }
 
     /// Evaluates a `--fail-if` predicate over the metrics.
-    pub fn fails(&self, predicate: &str) -> Result<bool, String> {
+    pub fn fails(&self, predicate: &str) -> Result<bool, FailIfError> {
         let mut context = HashMapContext::new();
         for (&name, &value) in &self.metrics {
             context
                 .set_value(name.to_owned(), Value::Float(value))
-                .map_err(|e| e.to_string())?;
+                .map_err(FailIfError::Metric)?;
         }
-        let tree = crate::expression::parse(predicate).map_err(|e| e.to_string())?;
-        match tree.eval_boolean_with_context(&context) {
-            Ok(fails) => Ok(fails),
-            Err(e) => {
-                let known: Vec<&str> = METRICS.iter().map(|(n, _)| *n).collect();
-                Err(format!("{e} (the names it can use: {})", known.join(", ")))
-            }
-        }
+        let tree = crate::expression::parse(predicate)?;
+        tree.eval_boolean_with_context(&context)
+            .map_err(FailIfError::Eval)
     }
 
     /// A table per section for people, `top` rows each.

@@ -229,19 +229,35 @@ pub struct IterationRange {
     pub last: Option<u64>,
 }
 
+/// What is wrong with a part of written iteration ranges; each variant holds the part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RangesError {
+    #[error("`{0}` is not a range; write `[first-last]` or `[n]`")]
+    NotARange(String),
+    #[error("`{number}` in `{part}` is not an iteration number")]
+    NotANumber { number: String, part: String },
+    #[error("`{0}`: iterations count from 1")]
+    FromZero(String),
+    #[error("`{0}` ends before it starts")]
+    Backwards(String),
+}
+
 impl IterationRanges {
-    /// Parses "[1-10],[20]" or "[5-]"; the error says which part is wrong.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// Parses "[1-10],[20]" or "[5-]".
+    pub fn parse(text: &str) -> Result<Self, RangesError> {
         let mut ranges = Vec::new();
         for part in text.split(',').map(str::trim) {
             let inner = part
                 .strip_prefix('[')
                 .and_then(|p| p.strip_suffix(']'))
-                .ok_or_else(|| format!("`{part}` is not a range; write `[first-last]` or `[n]`"))?;
+                .ok_or_else(|| RangesError::NotARange(part.into()))?;
             let number = |s: &str| {
                 s.trim()
                     .parse::<u64>()
-                    .map_err(|_| format!("`{}` in `{part}` is not an iteration number", s.trim()))
+                    .map_err(|_| RangesError::NotANumber {
+                        number: s.trim().into(),
+                        part: part.into(),
+                    })
             };
             let range = match inner.split_once('-') {
                 Some((first, "")) => IterationRange {
@@ -261,10 +277,10 @@ impl IterationRanges {
                 }
             };
             if range.first == 0 {
-                return Err(format!("`{part}`: iterations count from 1"));
+                return Err(RangesError::FromZero(part.into()));
             }
             if range.last.is_some_and(|last| last < range.first) {
-                return Err(format!("`{part}` ends before it starts"));
+                return Err(RangesError::Backwards(part.into()));
             }
             ranges.push(range);
         }

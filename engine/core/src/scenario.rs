@@ -213,24 +213,30 @@ fn call_ns() -> u64 {
     1_000
 }
 
-impl TryFrom<CallEntry> for Call {
-    type Error = String;
+/// What is wrong with a `[[call]]` table.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("`{0}` is not an API tracing domain")]
+    NotApiDomain(String),
+    #[error("`{function}` is not a function of {}", .domain.name())]
+    UnknownFunction { function: String, domain: Domain },
+}
 
-    fn try_from(entry: CallEntry) -> Result<Call, String> {
+impl TryFrom<CallEntry> for Call {
+    type Error = CallError;
+
+    fn try_from(entry: CallEntry) -> Result<Call, CallError> {
         let domain = Domain::from_name(&entry.domain)
             .filter(|d| d.record_kind() == RecordKind::Api)
-            .ok_or_else(|| format!("`{}` is not an API tracing domain", entry.domain))?;
+            .ok_or(CallError::NotApiDomain(entry.domain))?;
         let operation = domain
             .operations()
             .iter()
             .find(|(_, name)| *name == entry.function)
             .map(|(id, _)| *id)
-            .ok_or_else(|| {
-                format!(
-                    "`{}` is not a function of {}",
-                    entry.function,
-                    domain.name()
-                )
+            .ok_or(CallError::UnknownFunction {
+                function: entry.function,
+                domain,
             })?;
         Ok(Call {
             domain,
@@ -241,37 +247,66 @@ impl TryFrom<CallEntry> for Call {
     }
 }
 
+/// What is wrong with a scenario.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// Not TOML, or not a scenario's fields; the error says where.
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+    #[error(
+        "kernels, copies and allocations need a GPU: add an [[agent]], or leave them out to simulate a node without one"
+    )]
+    NoAgent,
+    /// A kernel runs on an agent the scenario does not have.
+    #[error("{}kernel `{kernel}` runs on agent {agent} of {agents}", Place(*.place))]
+    KernelAgent {
+        kernel: String,
+        agent: u32,
+        agents: u32,
+        /// Where its `agent` is written: line and column, from 1.
+        place: Option<(usize, usize)>,
+    },
+}
+
+/// `line L, column C: ` where a place is known, as TOML errors say where they are.
+struct Place(Option<(usize, usize)>);
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some((line, column)) => write!(f, "line {line}, column {column}: "),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Scenario {
-    /// Parses and checks a scenario; the error names what is wrong.
-    pub fn parse(text: &str) -> Result<Scenario, String> {
-        let scenario: Scenario = toml::from_str(text).map_err(|e| e.to_string())?;
+    /// Parses and checks a scenario.
+    pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        let scenario: Scenario = toml::from_str(text)?;
         let agents = scenario.agents.len() as u32;
         let device_work = !(scenario.kernels.is_empty()
             && scenario.copies.is_empty()
             && scenario.allocations.is_empty());
         if agents == 0 && device_work {
-            return Err(
-                "kernels, copies and allocations need a GPU: add an [[agent]], or leave them out to simulate a node without one"
-                    .into(),
-            );
+            return Err(ScenarioError::NoAgent);
         }
         if let Some((k, kernel)) =
             (scenario.kernels.iter().enumerate()).find(|(_, k)| k.agent >= agents)
         {
-            return Err(format!(
-                "{}kernel `{}` runs on agent {} of {agents}",
-                kernel_agent_place(text, k),
-                kernel.name,
-                kernel.agent
-            ));
+            return Err(ScenarioError::KernelAgent {
+                kernel: kernel.name.clone(),
+                agent: kernel.agent,
+                agents,
+                place: kernel_agent_place(text, k),
+            });
         }
         Ok(scenario)
     }
 }
 
-/// `line L, column C: ` of the `agent` of the `k`th `[[kernel]]`, as TOML errors say
-/// where they are; empty if it cannot be found.
-fn kernel_agent_place(text: &str, k: usize) -> String {
+/// The line and column of the `agent` of the `k`th `[[kernel]]`, if it can be found.
+fn kernel_agent_place(text: &str, k: usize) -> Option<(usize, usize)> {
     #[derive(Deserialize)]
     struct Kernels {
         #[serde(default)]
@@ -281,24 +316,22 @@ fn kernel_agent_place(text: &str, k: usize) -> String {
     struct Placed {
         agent: Option<toml::Spanned<u32>>,
     }
-    let Ok(kernels) = toml::from_str::<Kernels>(text) else {
-        return String::new();
-    };
-    let Some(agent) = kernels.kernel.get(k).and_then(|p| p.agent.as_ref()) else {
-        return String::new();
-    };
+    let kernels = toml::from_str::<Kernels>(text).ok()?;
+    let agent = kernels.kernel.get(k)?.agent.as_ref()?;
     let before = &text[..agent.span().start];
     let line = before.lines().count().max(1) + usize::from(before.ends_with('\n'));
     let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
-    format!("line {line}, column {column}: ")
+    Some((line, column))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn with(extra: &str) -> Result<Scenario, String> {
-        Scenario::parse(&format!("{DEFAULT}\n{extra}"))
+    /// The message of the error the default scenario with `extra` is refused with.
+    fn refused(extra: &str) -> String {
+        let scenario = Scenario::parse(&format!("{DEFAULT}\n{extra}"));
+        scenario.unwrap_err().to_string()
     }
 
     #[test]
@@ -314,14 +347,13 @@ mod tests {
 
     #[test]
     fn calls_name_real_functions_of_api_domains() {
-        let e = with("[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipLaunchKernal\"\n")
-            .unwrap_err();
+        let e = refused("[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipLaunchKernal\"\n");
         assert!(
             e.contains("`hipLaunchKernal` is not a function of hip_runtime_api"),
             "{e}"
         );
         assert!(e.contains("line "), "the error says where: {e}");
-        let e = with("[[call]]\ndomain = \"kernel_dispatch\"\nfunction = \"x\"\n").unwrap_err();
+        let e = refused("[[call]]\ndomain = \"kernel_dispatch\"\nfunction = \"x\"\n");
         assert!(
             e.contains("`kernel_dispatch` is not an API tracing domain"),
             "{e}"
@@ -331,13 +363,19 @@ mod tests {
     #[test]
     fn kernels_and_counters_are_checked_where_they_are_written() {
         let kernel = "[[kernel]]\nname = \"k\"\nagent = 7\nduration_ns = 1\ngrid = [1, 1, 1]\nworkgroup = [1, 1, 1]\n";
-        let e = with(kernel).unwrap_err();
-        assert!(e.contains("kernel `k` runs on agent 7 of"), "{e}");
         let text = format!("{DEFAULT}\n{kernel}");
         let line = text.lines().position(|l| l == "agent = 7").unwrap() + 1;
+        let e = Scenario::parse(&text).unwrap_err();
+        assert!(
+            matches!(&e, ScenarioError::KernelAgent { kernel, agent: 7, place, .. } if kernel == "k" && *place == Some((line, 9))),
+            "{e:?}"
+        );
+        let e = e.to_string();
+        assert!(e.contains("kernel `k` runs on agent 7 of"), "{e}");
         assert!(e.starts_with(&format!("line {line}, column 9: ")), "{e}");
-        let e = with("[[agent]]\nname = \"gfx942\"\n[[agent.counter]]\nname = \"X\"\ndimensions = [[\"DIMENSION_NOPE\", 2]]\n")
-            .unwrap_err();
+        let e = refused(
+            "[[agent]]\nname = \"gfx942\"\n[[agent.counter]]\nname = \"X\"\ndimensions = [[\"DIMENSION_NOPE\", 2]]\n",
+        );
         assert!(e.contains("unknown dimension `DIMENSION_NOPE`"), "{e}");
         assert!(e.contains("line "), "the error says where: {e}");
     }
@@ -353,7 +391,7 @@ mod tests {
         let scenario = paced("2000").unwrap();
         assert_eq!(scenario.scenario.duration_ms.map(|d| d.get()), Some(2000));
         assert_eq!(Scenario::parse(DEFAULT).unwrap().scenario.duration_ms, None);
-        let e = paced("0").unwrap_err();
+        let e = paced("0").unwrap_err().to_string();
         assert!(e.contains("expected a nonzero u64"), "{e}");
         assert!(e.contains("line "), "the error says where: {e}");
     }
@@ -368,6 +406,7 @@ mod tests {
         assert_eq!(scenario.calls.len(), 1);
         let allocation = format!("{NO_GPU}[[allocation]]\nbytes = 4096\n");
         let e = Scenario::parse(&allocation).unwrap_err();
-        assert!(e.contains("need a GPU"), "{e}");
+        assert!(matches!(e, ScenarioError::NoAgent), "{e:?}");
+        assert!(e.to_string().contains("need a GPU"), "{e}");
     }
 }

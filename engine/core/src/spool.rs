@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::mpsc::{Sender, channel};
 use std::thread::JoinHandle;
 
-use crate::wire::{self, Frame, FrameReader, WireError};
+use crate::wire::{self, Frame, FrameError, FrameReader, WireError};
 
 /// Appends frames to a spool file.
 pub struct SpoolWriter {
@@ -161,7 +161,7 @@ pub enum Ending {
     /// The last frame was cut short (the run was killed while writing it); it was dropped.
     Truncated { offset: u64, missing: usize },
     /// A frame failed its checks; it and everything after it were dropped.
-    Corrupt { offset: u64, reason: String },
+    Corrupt { offset: u64, reason: FrameError },
 }
 
 impl Ending {

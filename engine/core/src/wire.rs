@@ -38,7 +38,9 @@ use std::marker::PhantomData;
 
 use rayon::prelude::*;
 
-use crate::record::{ApiArgs, Batch, CounterSample, Meta, Out, Record, RecordKind, wire_size};
+use crate::record::{
+    ApiArgs, ArgsError, Batch, CounterSample, Meta, Out, Record, RecordKind, wire_size,
+};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 /// The version this rocflow writes.
@@ -284,55 +286,53 @@ pub fn compressed_frame(raw: &[u8], parts: &[Vec<u8>]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The payload a compressed frame stores; the error says what is wrong with it. Its size
-/// is checked before memory is set aside for it, as a plain frame's is, and against the
-/// size it is stored in (see [`MAX_EXPANSION`]). The parts are decompressed on rayon's
-/// threads: a spool's reader would otherwise spend most of its time here.
-fn decompress(stored: &[u8]) -> Result<Vec<u8>, String> {
+/// The payload a compressed frame stores. Its size is checked before memory is set aside
+/// for it, as a plain frame's is, and against the size it is stored in (see
+/// [`MAX_EXPANSION`]). The parts are decompressed on rayon's threads: a spool's reader
+/// would otherwise spend most of its time here.
+fn decompress(stored: &[u8]) -> Result<Vec<u8>, FrameError> {
     let (len, rest) = stored
         .split_first_chunk::<4>()
-        .ok_or("its compressed payload has no length")?;
+        .ok_or(FrameError::NoDecompressedLength)?;
     let len = u32::from_le_bytes(*len) as usize;
     if len > MAX_PAYLOAD {
-        return Err(format!("it claims {len} bytes once decompressed"));
+        return Err(FrameError::DecompressedTooLarge(len));
     }
     let count = len.div_ceil(COMPRESSED_PART);
     let (lengths, mut data) = rest
         .split_at_checked(4 * count)
-        .ok_or_else(|| format!("the lengths of its {count} compressed parts are cut short"))?;
+        .ok_or(FrameError::PartLengthsCut(count))?;
     let mut parts = Vec::with_capacity(count);
     for (i, length) in lengths.chunks_exact(4).enumerate() {
         let length = u32::from_le_bytes(length.try_into().unwrap()) as usize;
         let (part, rest) = data
             .split_at_checked(length)
-            .ok_or_else(|| format!("compressed part {} is cut short", i + 1))?;
+            .ok_or(FrameError::PartCut(i + 1))?;
         parts.push(part);
         data = rest;
     }
     if !data.is_empty() {
-        return Err(format!("{} bytes follow its compressed parts", data.len()));
+        return Err(FrameError::AfterParts(data.len()));
     }
     if len > stored.len().saturating_mul(MAX_EXPANSION) {
-        return Err(format!(
-            "it claims {len} bytes once decompressed from {} stored, more than {MAX_EXPANSION} times as many (rocflow's compressed frames expand about 10 times)",
-            stored.len()
-        ));
+        return Err(FrameError::Expansion {
+            len,
+            stored: stored.len(),
+        });
     }
     let mut payload = vec![0; len];
-    let done: Vec<Result<(), String>> = (payload.par_chunks_mut(COMPRESSED_PART))
+    let done: Vec<Result<(), FrameError>> = (payload.par_chunks_mut(COMPRESSED_PART))
         .zip(parts)
         .enumerate()
-        .map(|(i, (out, part))| {
-            decompress_part(part, out).map_err(|e| format!("compressed part {}{e}", i + 1))
-        })
+        .map(|(i, (out, part))| decompress_part(i + 1, part, out))
         .collect();
     // The first part that is wrong, whichever thread found it.
-    done.into_iter().collect::<Result<(), String>>()?;
+    done.into_iter().collect::<Result<(), FrameError>>()?;
     Ok(payload)
 }
 
-/// Decompresses `part` into the whole of `out`; the error goes after the part's number.
-fn decompress_part(part: &[u8], out: &mut [u8]) -> Result<(), String> {
+/// Decompresses `part`, the frame's part number `number`, into the whole of `out`.
+fn decompress_part(number: usize, part: &[u8], out: &mut [u8]) -> Result<(), FrameError> {
     thread_local! {
         static DECOMPRESSOR: ZstdState<zstd::bulk::Decompressor<'static>> =
             const { RefCell::new(None) };
@@ -341,19 +341,26 @@ fn decompress_part(part: &[u8], out: &mut [u8]) -> Result<(), String> {
     let decompress = |d: &mut zstd::bulk::Decompressor| d.decompress_to_buffer(part, out);
     match with_state(&DECOMPRESSOR, zstd::bulk::Decompressor::new, decompress) {
         Ok(n) if n == wanted => Ok(()),
-        Ok(n) => Err(format!(" holds {n} bytes, not {wanted}")),
-        Err(e) => Err(format!(": {e}")),
+        Ok(held) => Err(FrameError::PartSize {
+            part: number,
+            held,
+            wanted,
+        }),
+        Err(e) => Err(FrameError::Zstd {
+            part: number,
+            reason: e.to_string(),
+        }),
     }
 }
 
 impl Encoding {
     /// The encoding a header's second byte names, in a stream whose frames may be
     /// `compressed` or not.
-    fn of(byte: u8, compressed: bool) -> Result<Encoding, String> {
+    fn of(byte: u8, compressed: bool) -> Result<Encoding, FrameError> {
         match byte {
             0 => Ok(Encoding::Plain),
             1 if compressed => Ok(Encoding::Zstd),
-            other => Err(format!("its encoding byte is {other}")),
+            other => Err(FrameError::Encoding(other)),
         }
     }
 }
@@ -397,21 +404,21 @@ fn check_frame_header(
     header: &[u8; FRAME_HEADER],
     compressed: bool,
     ends: bool,
-) -> Result<usize, String> {
+) -> Result<usize, FrameError> {
     let tag = header[0];
     let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
     if tag == END_TAG && ends {
         return match (header[1], len) {
             (0, END_PAYLOAD) => Ok(len),
-            _ => Err("its end frame is malformed".into()),
+            _ => Err(FrameError::EndMalformed),
         };
     }
     if usize::from(tag) > RecordKind::ALL.len() && tag != ARGS_TAG {
-        return Err(format!("unknown frame tag {tag}"));
+        return Err(FrameError::UnknownTag(tag));
     }
     Encoding::of(header[1], compressed)?;
     if len > MAX_PAYLOAD {
-        return Err(format!("it claims {len} bytes"));
+        return Err(FrameError::TooLarge(len));
     }
     Ok(len)
 }
@@ -453,9 +460,77 @@ pub enum WireError {
     #[error("frame at byte {offset} is cut short: {missing} of its bytes are missing")]
     Truncated { offset: u64, missing: usize },
     #[error("frame at byte {offset} is corrupt: {reason}")]
-    Corrupt { offset: u64, reason: String },
+    Corrupt { offset: u64, reason: FrameError },
     #[error("{0}")]
     Io(#[from] io::Error),
+}
+
+/// What is wrong with one frame of a stream: why it is corrupt. Another crate's error is
+/// kept as its text, so that a reader's ending, which holds this, can be copied and
+/// compared.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("unknown frame tag {0}")]
+    UnknownTag(u8),
+    #[error("its encoding byte is {0}")]
+    Encoding(u8),
+    #[error("it claims {0} bytes")]
+    TooLarge(usize),
+    #[error("checksum mismatch")]
+    Checksum,
+    #[error("its end frame is malformed")]
+    EndMalformed,
+    #[error("an end frame names byte {0}, not its own place")]
+    EndElsewhere(u64),
+    #[error("bytes follow the spool's recorded end")]
+    AfterEnd,
+    #[error("its compressed payload has no length")]
+    NoDecompressedLength,
+    #[error("it claims {0} bytes once decompressed")]
+    DecompressedTooLarge(usize),
+    #[error("the lengths of its {0} compressed parts are cut short")]
+    PartLengthsCut(usize),
+    #[error("compressed part {0} is cut short")]
+    PartCut(usize),
+    #[error("{0} bytes follow its compressed parts")]
+    AfterParts(usize),
+    #[error(
+        "it claims {len} bytes once decompressed from {stored} stored, more than {MAX_EXPANSION} times as many (rocflow's compressed frames expand about 10 times)"
+    )]
+    Expansion { len: usize, stored: usize },
+    #[error("compressed part {part} holds {held} bytes, not {wanted}")]
+    PartSize {
+        part: usize,
+        held: usize,
+        wanted: usize,
+    },
+    #[error("compressed part {part}: {reason}")]
+    Zstd { part: usize, reason: String },
+    #[error("bad metadata: {0}")]
+    Metadata(String),
+    #[error("metadata item {item}: {problem}")]
+    MetaItem { item: usize, problem: MetaError },
+    #[error("bad API arguments: {0}")]
+    Args(#[from] ArgsError),
+    #[error(
+        "{len} bytes is not a whole number of {} records ({} bytes each)",
+        .kind.name(),
+        wire_size(*.kind)
+    )]
+    PartialRecords { len: usize, kind: RecordKind },
+}
+
+/// What is wrong with one metadata item of a frame.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetaError {
+    #[error("its strings are numbered from {first}, but the stream has numbered {numbered}")]
+    StringsGap { first: u64, numbered: u64 },
+    #[error("counter `{counter}` has a dimension {dimension} of size 0")]
+    EmptyDimension { counter: String, dimension: String },
+    #[error(
+        "counter `{counter}` claims {instances} instances, more than a frame of its samples holds ({MAX_INSTANCES})"
+    )]
+    Instances { counter: String, instances: u64 },
 }
 
 /// Reads frames one at a time from a byte stream (a spool file or a socket). Each frame
@@ -549,7 +624,7 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// Checks that the frame's strings continue its stream's numbering.
-    fn number_strings(&mut self, frame: Frame) -> Result<Frame, String> {
+    fn number_strings(&mut self, frame: Frame) -> Result<Frame, FrameError> {
         let Payload::Meta(items) = &frame.payload else {
             return Ok(frame);
         };
@@ -558,10 +633,13 @@ impl<R: Read> FrameReader<R> {
             if let Meta::Strings { first, values } = item {
                 let first = u64::from(*first);
                 if first > *numbered {
-                    return Err(format!(
-                        "metadata item {}: its strings are numbered from {first}, but the stream has numbered {numbered}",
-                        i + 1
-                    ));
+                    return Err(FrameError::MetaItem {
+                        item: i + 1,
+                        problem: MetaError::StringsGap {
+                            first,
+                            numbered: *numbered,
+                        },
+                    });
                 }
                 *numbered = first + values.len() as u64;
             }
@@ -602,7 +680,7 @@ impl<R: Read> FrameReader<R> {
         }
         let crc = u32::from_le_bytes(header[8..12].try_into().unwrap());
         if self.checksum.of(&header, &frame[FRAME_HEADER..]) != crc {
-            return Err(corrupt("checksum mismatch".into()));
+            return Err(corrupt(FrameError::Checksum));
         }
         self.offset += (FRAME_HEADER + len) as u64;
         if header[0] == END_TAG && self.ends {
@@ -618,16 +696,14 @@ impl<R: Read> FrameReader<R> {
         let corrupt = |reason| WireError::Corrupt { offset, reason };
         let named = u64::from_le_bytes(payload.try_into().expect("checked length"));
         if named != offset {
-            return Err(corrupt(format!(
-                "an end frame names byte {named}, not its own place"
-            )));
+            return Err(corrupt(FrameError::EndElsewhere(named)));
         }
         let after = self.offset;
         let mut more = [0; 1];
         if read_full(&mut self.input, &mut more)? > 0 {
             return Err(WireError::Corrupt {
                 offset: after,
-                reason: "bytes follow the spool's recorded end".into(),
+                reason: FrameError::AfterEnd,
             });
         }
         self.ended = true;
@@ -649,8 +725,8 @@ pub fn set_stream(frame: &mut [u8], stream: u16) {
     frame[8..12].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Decodes a whole frame whose checksum was verified; the error says what is wrong.
-pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
+/// Decodes a whole frame whose checksum was verified.
+pub fn decode_frame(bytes: &[u8]) -> Result<Frame, FrameError> {
     let (header, stored) = bytes.split_at(FRAME_HEADER);
     let tag = header[0];
     let stream = u16::from_le_bytes([header[2], header[3]]);
@@ -661,24 +737,23 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
     let payload = &payload[..];
     let payload = if tag == META_TAG {
         let items: Vec<Meta> =
-            serde_json::from_slice(payload).map_err(|e| format!("bad metadata: {e}"))?;
+            serde_json::from_slice(payload).map_err(|e| FrameError::Metadata(e.to_string()))?;
         for (i, item) in items.iter().enumerate() {
-            check_meta(item).map_err(|e| format!("metadata item {}: {e}", i + 1))?;
+            check_meta(item).map_err(|problem| FrameError::MetaItem {
+                item: i + 1,
+                problem,
+            })?;
         }
         Payload::Meta(items)
     } else if tag == ARGS_TAG {
-        Payload::Args(ApiArgs::decode(payload).map_err(|e| format!("bad API arguments: {e}"))?)
+        Payload::Args(ApiArgs::decode(payload)?)
     } else {
         let kind = *RecordKind::ALL
             .get(usize::from(tag - 1))
-            .ok_or_else(|| format!("unknown frame tag {tag}"))?;
-        let batch = Batch::decode(kind, payload).ok_or_else(|| {
-            format!(
-                "{} bytes is not a whole number of {} records ({} bytes each)",
-                payload.len(),
-                kind.name(),
-                wire_size(kind)
-            )
+            .ok_or(FrameError::UnknownTag(tag))?;
+        let batch = Batch::decode(kind, payload).ok_or(FrameError::PartialRecords {
+            len: payload.len(),
+            kind,
         })?;
         Payload::Records(batch)
     };
@@ -688,20 +763,22 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
 /// Checks what a metadata item says against what a stream can hold, before a reader sizes
 /// anything by it. A counter's dimensions each have a size of at least 1, so no part of
 /// its shape is larger than the whole.
-fn check_meta(item: &Meta) -> Result<(), String> {
+fn check_meta(item: &Meta) -> Result<(), MetaError> {
     let Meta::Counter(counter) = item else {
         return Ok(());
     };
     let name = &counter.name;
     if let Some((dimension, _)) = counter.dimensions.iter().find(|(_, size)| *size == 0) {
-        return Err(format!(
-            "counter `{name}` has a dimension {dimension} of size 0"
-        ));
+        return Err(MetaError::EmptyDimension {
+            counter: name.clone(),
+            dimension: dimension.clone(),
+        });
     }
     match counter.instances() {
-        n if n > MAX_INSTANCES => Err(format!(
-            "counter `{name}` claims {n} instances, more than a frame of its samples holds ({MAX_INSTANCES})"
-        )),
+        instances if instances > MAX_INSTANCES => Err(MetaError::Instances {
+            counter: name.clone(),
+            instances,
+        }),
         _ => Ok(()),
     }
 }

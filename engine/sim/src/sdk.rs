@@ -172,14 +172,33 @@ pub fn sdk() -> Option<&'static Sdk> {
     SDK.get()
 }
 
+/// Why the simulated device has no scenario.
+#[derive(Debug, thiserror::Error)]
+enum ScenarioFileError {
+    #[error("{path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Invalid {
+        path: String,
+        source: scenario::ScenarioError,
+    },
+    #[error(transparent)]
+    BuiltIn(#[from] scenario::ScenarioError),
+}
+
 /// The scenario `ROCFLOW_SIM_SCENARIO` names, or the built-in one.
-fn scenario() -> Result<Scenario, String> {
-    match std::env::var("ROCFLOW_SIM_SCENARIO") {
-        Ok(path) => std::fs::read_to_string(&path)
-            .map_err(|e| format!("{path}: {e}"))
-            .and_then(|text| Scenario::parse(&text).map_err(|e| format!("{path}: {e}"))),
-        Err(_) => Scenario::parse(scenario::DEFAULT),
-    }
+fn scenario() -> Result<Scenario, ScenarioFileError> {
+    let Ok(path) = std::env::var("ROCFLOW_SIM_SCENARIO") else {
+        return Ok(Scenario::parse(scenario::DEFAULT)?);
+    };
+    let text = std::fs::read_to_string(&path).map_err(|source| ScenarioFileError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    Scenario::parse(&text).map_err(|source| ScenarioFileError::Invalid { path, source })
 }
 
 /// The SDK with its device, installed from the scenario if nothing did yet: as the real

@@ -149,10 +149,19 @@ pub fn values<'a>(values: impl Iterator<Item = &'a evalexpr::Value> + Clone) -> 
     }
 }
 
+/// Why a column's values are not ones rocflow keeps.
+#[derive(Debug, thiserror::Error)]
+pub enum ValuesError {
+    #[error("{0} is not a column type rocflow keeps (integers, floats, booleans, strings)")]
+    Type(DataType),
+    #[error("an integer beyond the 64-bit signed range")]
+    BeyondI64,
+}
+
 /// The values of a column a plugin added, as expression values (the inverse of
 /// [`values`]): integers, floats, booleans or strings, dictionary-encoded or not; a null is
 /// an empty value.
-pub fn expression_values(array: &dyn Array) -> Result<Vec<evalexpr::Value>, String> {
+pub fn expression_values(array: &dyn Array) -> Result<Vec<evalexpr::Value>, ValuesError> {
     use evalexpr::Value;
     let valid = |i: usize| array.is_valid(i);
     let values: Vec<Value> = match array.data_type() {
@@ -182,16 +191,12 @@ pub fn expression_values(array: &dyn Array) -> Result<Vec<evalexpr::Value>, Stri
                 })
                 .collect()
         }
-        other => {
-            return Err(format!(
-                "{other} is not a column type rocflow keeps (integers, floats, booleans, strings)"
-            ));
-        }
+        other => return Err(ValuesError::Type(other.clone())),
     };
     Ok(values)
 }
 
-fn integers<T: ArrowPrimitiveType>(array: &dyn Array) -> Result<Vec<evalexpr::Value>, String>
+fn integers<T: ArrowPrimitiveType>(array: &dyn Array) -> Result<Vec<evalexpr::Value>, ValuesError>
 where
     T::Native: TryInto<i64>,
 {
@@ -199,7 +204,7 @@ where
         .map(|v| match v.map(TryInto::try_into) {
             None => Ok(evalexpr::Value::Empty),
             Some(Ok(v)) => Ok(evalexpr::Value::Int(v)),
-            Some(Err(_)) => Err("an integer beyond the 64-bit signed range".to_owned()),
+            Some(Err(_)) => Err(ValuesError::BeyondI64),
         })
         .collect()
 }
@@ -349,13 +354,14 @@ mod tests {
         let small: ArrayRef = Arc::new(arrow_array::UInt8Array::from(vec![Some(7), None]));
         assert_eq!(read(small), [Value::Int(7), Value::Empty]);
         let huge: ArrayRef = Arc::new(arrow_array::UInt64Array::from(vec![u64::MAX]));
-        assert!(expression_values(huge.as_ref()).is_err());
+        assert!(matches!(
+            expression_values(huge.as_ref()),
+            Err(ValuesError::BeyondI64)
+        ));
         let list: ArrayRef = Arc::new(arrow_array::NullArray::new(1));
-        assert!(
-            expression_values(list.as_ref())
-                .unwrap_err()
-                .contains("Null")
-        );
+        let e = expression_values(list.as_ref()).unwrap_err();
+        assert!(matches!(e, ValuesError::Type(DataType::Null)), "{e:?}");
+        assert!(e.to_string().contains("Null"), "{e}");
     }
 
     #[test]

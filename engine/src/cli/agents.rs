@@ -75,7 +75,8 @@ pub fn list(device: &Device, counters: bool) -> Result<Vec<device::Agent>> {
 
 /// Answers the query as JSON in the answer file.
 pub fn query(args: QueryArgs) -> Result<ExitCode> {
-    let agents = device::query(&args.library, args.counters).map_err(Error::Runtime)?;
+    let agents =
+        device::query(&args.library, args.counters).map_err(|e| Error::Runtime(e.to_string()))?;
     let json = serde_json::to_vec(&agents).expect("agents serialize");
     std::fs::write(&args.answer, json).map_err(Error::io("writing the device query's answer"))?;
     Ok(ExitCode::SUCCESS)

@@ -249,7 +249,7 @@ fn start_error(e: StartError) -> Error {
         StartError::Scenario { .. } => Error::user(Diagnostic::error(e.to_string()).hint(
             "`examples/sim/mi300x.toml` is a complete scenario to start from; `--device sim` uses it",
         )),
-        StartError::Setup(message) => Error::Runtime(message),
+        _ => Error::Runtime(e.to_string()),
     }
 }
 
@@ -342,18 +342,29 @@ fn valueless_counters(plan: &Plan, report: &Report) {
     }
 }
 
+/// A counter pass that stopped the run, and why.
+#[derive(Debug, thiserror::Error)]
+enum PassStopped<'a> {
+    #[error("pass {pass} of {of} failed to start ({why}); the run stops there")]
+    NotStarted {
+        pass: u32,
+        of: u32,
+        why: &'a StartError,
+    },
+    #[error(
+        "pass {pass} of {of} failed; the run stops there, the outputs hold the passes before it and what it sent"
+    )]
+    Failed { pass: u32, of: u32 },
+}
+
 /// How far the counter passes went: all of them, for the report, or the one that stopped
 /// the run, for a warning.
-fn passes_done(passes: &runner::Passes) -> std::result::Result<String, String> {
-    let Passes { pass, of, .. } = passes;
+fn passes_done(passes: &runner::Passes) -> std::result::Result<String, PassStopped<'_>> {
+    let &Passes { pass, of, .. } = passes;
     let failed = passes.exit.is_none_or(|e| e.status() != 0);
     match &passes.failed_to_start {
-        Some(why) => Err(format!(
-            "pass {pass} of {of} failed to start ({why}); the run stops there"
-        )),
-        None if failed => Err(format!(
-            "pass {pass} of {of} failed; the run stops there, the outputs hold the passes before it and what it sent"
-        )),
+        Some(why) => Err(PassStopped::NotStarted { pass, of, why }),
+        None if failed => Err(PassStopped::Failed { pass, of }),
         None => Ok(format!("{of} passes, merged into one run\n")),
     }
 }

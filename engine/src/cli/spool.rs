@@ -62,7 +62,10 @@ pub(super) fn reopen(
     window: &WindowArgs,
 ) -> std::result::Result<Box<dyn Source>, String> {
     window
-        .apply(|| open_source(input, true), Error::Runtime)
+        .apply(
+            || open_source(input, true),
+            |e| Error::Runtime(e.to_string()),
+        )
         .map_err(|e| e.to_string())
 }
 
@@ -82,7 +85,7 @@ fn open_source(input: &Input, noted: bool) -> Result<Box<dyn Source>> {
 
 /// The input and pipeline a command line names (see [`Input::from_args`]).
 fn inputs(args: &[PathBuf], pipeline: bool) -> Result<(Input, Option<PathBuf>)> {
-    Input::from_args(args, pipeline).map_err(|e| Error::user(Diagnostic::error(e)))
+    Input::from_args(args, pipeline).map_err(|e| Error::user(Diagnostic::error(e.to_string())))
 }
 
 /// Says how a spool's records ended: a warning if it was cut short, and a fault that

@@ -280,9 +280,9 @@ impl Converter<'_> {
             exclude: regex(&j.kernel_exclude_regex, "kernel_exclude_regex"),
         };
         let iterations = j.kernel_iteration_range.as_ref().and_then(|range| {
-            kernels::iteration_ranges(range.value.as_slice())
+            kernels::iteration_ranges(range.value.as_slice(), "kernel_iteration_range")
                 .map_err(|message| {
-                    self.error(&range.span, message).hint =
+                    self.error(&range.span, message.to_string()).hint =
                         Some("write ranges and iterations like \"[1-10],[20]\"".into());
                 })
                 .ok()
@@ -447,7 +447,7 @@ impl Converter<'_> {
         }
         period::period(&periods.value[0], unit)
             .map_err(|message| {
-                self.error(&periods.span, message).hint = Some(
+                self.error(&periods.span, message.to_string()).hint = Some(
                     "write `START_DELAY:COLLECTION_TIME:REPEAT`, e.g. \"1:2:0\" (in seconds unless `collection_period_unit` says otherwise)".into(),
                 );
             })

@@ -4,10 +4,21 @@ use super::input::TimeUnit;
 use crate::pipeline::model::Period;
 use crate::units::Quantity;
 
+/// What is wrong with a written collection period; each variant holds it as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeriodError {
+    #[error("`{0}` is not a collection period")]
+    Shape(String),
+    #[error("`{part}` in `{period}` is not a time")]
+    Time { part: String, period: String },
+    #[error("`{part}` in `{period}` is not a number of repeats")]
+    Repeat { part: String, period: String },
+}
+
 /// `START_DELAY:COLLECTION_TIME:REPEAT` as rocflow's period: rocprofv3 repeats *delay,
 /// collect* `repeat` times (once for 0), which is rocflow's delay, duration, the delay
 /// again as the pause between periods, and `repeat - 1` further periods.
-pub fn period(text: &str, unit: TimeUnit) -> Result<Period, String> {
+pub fn period(text: &str, unit: TimeUnit) -> Result<Period, PeriodError> {
     let (delay, duration, repeat) = triplet(text, unit)?;
     Ok(Period {
         paused: false,
@@ -20,21 +31,25 @@ pub fn period(text: &str, unit: TimeUnit) -> Result<Period, String> {
 
 /// `START_DELAY:COLLECTION_TIME:REPEAT` in nanoseconds (converted as rocprofv3 converts
 /// them: the time times the unit, rounded down) and the number of periods (0 means one).
-fn triplet(text: &str, unit: TimeUnit) -> Result<(u64, u64, u32), String> {
+fn triplet(text: &str, unit: TimeUnit) -> Result<(u64, u64, u32), PeriodError> {
     let parts: Vec<&str> = text.split(':').map(str::trim).collect();
     let [delay, duration, repeat] = parts[..] else {
-        return Err(format!("`{text}` is not a collection period"));
+        return Err(PeriodError::Shape(text.into()));
     };
     let time = |part: &str| {
         part.parse::<f64>()
             .ok()
             .filter(|t| t.is_finite() && *t >= 0.0)
             .map(|t| (t * unit.nanoseconds()) as u64)
-            .ok_or_else(|| format!("`{part}` in `{text}` is not a time"))
+            .ok_or_else(|| PeriodError::Time {
+                part: part.into(),
+                period: text.into(),
+            })
     };
-    let repeat: u32 = repeat
-        .parse()
-        .map_err(|_| format!("`{repeat}` in `{text}` is not a number of repeats"))?;
+    let repeat: u32 = repeat.parse().map_err(|_| PeriodError::Repeat {
+        part: repeat.into(),
+        period: text.into(),
+    })?;
     Ok((time(delay)?, time(duration)?, repeat.max(1)))
 }
 
@@ -69,8 +84,13 @@ mod tests {
             triplet("10:20:0", TimeUnit::Msec),
             Ok((10_000_000, 20_000_000, 1))
         );
-        assert!(triplet("1:2", TimeUnit::Sec).is_err());
-        assert!(triplet("1:x:2", TimeUnit::Sec).unwrap_err().contains("`x`"));
+        assert_eq!(
+            triplet("1:2", TimeUnit::Sec),
+            Err(PeriodError::Shape("1:2".into()))
+        );
+        let e = triplet("1:x:2", TimeUnit::Sec).unwrap_err();
+        assert!(matches!(&e, PeriodError::Time { part, .. } if part == "x"));
+        assert_eq!(e.to_string(), "`x` in `1:x:2` is not a time");
         assert_eq!(duration_text(2_500_000_000), "2500ms");
         assert_eq!(duration_text(120_000_000_000), "2min");
         assert_eq!(duration_text(0), "0ns");

@@ -390,14 +390,12 @@ fn counters(doc: &mut Node, flag: &Written<'_>, written: &[String]) -> Applied {
 
 /// `--kernel-iteration-range`: rocprofv3's ranges, in rocflow's form.
 fn iterations(doc: &mut Node, flag: &Written<'_>, ranges: &[String]) -> Applied {
-    match kernels::iteration_ranges(ranges) {
+    match kernels::iteration_ranges(ranges, flag.name) {
         Ok(ranges) => kernel_filter(doc, flag, None, "iterations", &ranges),
-        Err(message) => Err(vec![
-            Diagnostic::error(
-                message.replace("`kernel_iteration_range`", &format!("`{}`", flag.name)),
-            )
-            .at(Some(flag.value()))
-            .hint("write ranges and iterations like \"[1-10],[20]\""),
+        Err(e) => Err(vec![
+            Diagnostic::error(e.to_string())
+                .at(Some(flag.value()))
+                .hint("write ranges and iterations like \"[1-10],[20]\""),
         ]),
     }
 }
@@ -474,7 +472,7 @@ fn collection_period(
         ]);
     }
     let period = period::period(&periods[0], unit).map_err(|message| {
-        vec![Diagnostic::error(message).at(Some(flag.value())).hint(
+        vec![Diagnostic::error(message.to_string()).at(Some(flag.value())).hint(
             "write START_DELAY:COLLECTION_TIME:REPEAT, e.g. 1:2:0 (in seconds unless --collection-period-unit says otherwise)",
         )]
     })?;

@@ -64,6 +64,30 @@ impl Lent {
     }
 }
 
+/// Why a transform's output cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ChangeError {
+    #[error("{got} rows for {rows} without the `{ROW_COLUMN}` column that says which")]
+    Rows { got: usize, rows: usize },
+    /// An input column comes back as another type.
+    #[error("the input column `{name}` as {got}, not {input}")]
+    Retyped {
+        name: String,
+        got: DataType,
+        input: DataType,
+    },
+    /// An added column's values.
+    #[error("the column `{name}`: {source}")]
+    Column {
+        name: String,
+        source: columns::ValuesError,
+    },
+    #[error("`{ROW_COLUMN}` that is not uint32 without nulls")]
+    RowType,
+    #[error("`{ROW_COLUMN}` with {row}, out of order or beyond the input's {rows} rows")]
+    RowOrder { row: usize, rows: usize },
+}
+
 /// What a transform's output makes of its input's records.
 #[derive(Debug)]
 pub struct Change {
@@ -75,15 +99,15 @@ pub struct Change {
 
 impl Change {
     /// Reads a transform's output for an input of `rows` rows whose columns were `input`.
-    pub fn read(output: &RecordBatch, input: &Schema, rows: usize) -> Result<Change, String> {
+    pub fn read(output: &RecordBatch, input: &Schema, rows: usize) -> Result<Change, ChangeError> {
         let keep = match output.column_by_name(ROW_COLUMN) {
             Some(numbers) => Some(kept(numbers, rows)?),
             None if output.num_rows() == rows => None,
             None => {
-                return Err(format!(
-                    "{} rows for {rows} without the `{ROW_COLUMN}` column that says which",
-                    output.num_rows()
-                ));
+                return Err(ChangeError::Rows {
+                    got: output.num_rows(),
+                    rows,
+                });
             }
         };
         let mut added = Vec::new();
@@ -93,15 +117,20 @@ impl Change {
             match input.field_with_name(name).map(Field::data_type) {
                 Ok(ty) if ty == field.data_type() => {}
                 Ok(ty) => {
-                    return Err(format!(
-                        "the input column `{name}` as {}, not {ty}",
-                        field.data_type()
-                    ));
+                    return Err(ChangeError::Retyped {
+                        name: name.clone(),
+                        got: field.data_type().clone(),
+                        input: ty.clone(),
+                    });
                 }
                 Err(_) => added.push(Extra {
                     name: name.as_str().into(),
-                    values: columns::expression_values(column.as_ref())
-                        .map_err(|e| format!("the column `{name}`: {e}"))?,
+                    values: columns::expression_values(column.as_ref()).map_err(|source| {
+                        ChangeError::Column {
+                            name: name.clone(),
+                            source,
+                        }
+                    })?,
                 }),
             }
         }
@@ -110,19 +139,17 @@ impl Change {
 }
 
 /// The rows an output's [`ROW_COLUMN`] keeps out of `rows`.
-fn kept(numbers: &dyn Array, rows: usize) -> Result<Vec<bool>, String> {
+fn kept(numbers: &dyn Array, rows: usize) -> Result<Vec<bool>, ChangeError> {
     let numbers = numbers
         .as_primitive_opt::<UInt32Type>()
         .filter(|n| n.null_count() == 0)
-        .ok_or_else(|| format!("`{ROW_COLUMN}` that is not uint32 without nulls"))?;
+        .ok_or(ChangeError::RowType)?;
     let mut keep = vec![false; rows];
     let mut next = 0;
     for &row in numbers.values() {
         let row = row as usize;
         if row < next || row >= rows {
-            return Err(format!(
-                "`{ROW_COLUMN}` with {row}, out of order or beyond the input's {rows} rows"
-            ));
+            return Err(ChangeError::RowOrder { row, rows });
         }
         keep[row] = true;
         next = row + 1;
@@ -169,13 +196,25 @@ mod tests {
     fn outputs_that_cannot_be_read_are_refused() {
         let columns_only = batch(vec![("x", Arc::new(Int64Array::from(vec![1])))]);
         let error = Change::read(&columns_only, &input(), 2).unwrap_err();
-        assert!(error.contains("1 rows for 2"), "{error}");
+        assert!(
+            matches!(error, ChangeError::Rows { got: 1, rows: 2 }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("1 rows for 2"), "{error}");
         let backwards = batch(vec![(ROW_COLUMN, Arc::new(UInt32Array::from(vec![1, 0])))]);
         let error = Change::read(&backwards, &input(), 2).unwrap_err();
-        assert!(error.contains("out of order"), "{error}");
+        assert!(
+            matches!(error, ChangeError::RowOrder { row: 0, rows: 2 }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("out of order"), "{error}");
         let retyped = batch(vec![("n", Arc::new(StringArray::from(vec!["a"])))]);
         let error = Change::read(&retyped, &input(), 1).unwrap_err();
-        assert!(error.contains("`n` as Utf8, not Int64"), "{error}");
+        assert!(matches!(error, ChangeError::Retyped { .. }), "{error}");
+        assert!(
+            error.to_string().contains("`n` as Utf8, not Int64"),
+            "{error}"
+        );
         let all = Change::read(&retyped.project(&[]).unwrap(), &input(), 1);
         assert!(matches!(all, Ok(Change { keep: None, .. })));
     }

@@ -69,7 +69,8 @@ impl PluginTransform {
         }))
         .map_err(|_| bad("a batch arrow-rs cannot import".into()))?
         .map_err(|e| bad(e.to_string()))?;
-        let change = Change::read(&output, &columns, chunk.len()).map_err(bad)?;
+        let change =
+            Change::read(&output, &columns, chunk.len()).map_err(|e| bad(e.to_string()))?;
         if let Some(keep) = change.keep {
             chunk.retain(&keep);
         }

@@ -61,19 +61,22 @@ impl Device {
     }
 
     /// Parses `rocm`, `sim` or `sim:SCENARIO`.
-    pub fn parse(text: &str) -> Result<Device, String> {
+    pub fn parse(text: &str) -> Result<Device, UnknownDevice> {
         match text {
             "rocm" => Ok(Device::Rocm),
             "sim" => Ok(Device::Sim(None)),
             _ => match text.strip_prefix("sim:") {
                 Some(path) if !path.is_empty() => Ok(Device::Sim(Some(PathBuf::from(path)))),
-                _ => Err(format!(
-                    "`{text}` is not a device; use `rocm`, `sim` or `sim:SCENARIO.toml`"
-                )),
+                _ => Err(UnknownDevice(text.into())),
             },
         }
     }
 }
+
+/// Text that names no device.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not a device; use `rocm`, `sim` or `sim:SCENARIO.toml`")]
+pub struct UnknownDevice(pub String);
 
 /// As `--device` takes it.
 impl std::fmt::Display for Device {
@@ -152,7 +155,7 @@ impl Unprofiled {
 
 /// How far the application's runs went, one per counter pass: all of them, or up to the
 /// one that failed, which stops the run.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Passes {
     /// How the last run ended; `None` if waiting for it failed or it did not start.
     pub exit: Option<Exit>,
@@ -160,7 +163,7 @@ pub struct Passes {
     pub pass: u32,
     pub of: u32,
     /// Why that pass's application could not start.
-    pub failed_to_start: Option<String>,
+    pub failed_to_start: Option<StartError>,
 }
 
 /// How to start the application for a pass: the same program, arguments and environment
@@ -176,8 +179,9 @@ impl Launch {
     /// Listens on the pass's socket and starts the application; `pass` from 0.
     fn start(&self, pass: usize) -> Result<(UnixListener, Child), StartError> {
         let socket = self.dir.join(format!("rocflow-{pass}.sock"));
-        let listener = UnixListener::bind(&socket).map_err(|e| {
-            StartError::Setup(format!("cannot listen on {}: {e}", socket.display()))
+        let listener = UnixListener::bind(&socket).map_err(|source| StartError::Listen {
+            socket: socket.clone(),
+            source,
         })?;
         let mut command = Command::new(&self.program);
         command
@@ -263,16 +267,47 @@ pub struct Unfinalized {
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("{0}")]
-    Setup(String),
+    #[error(transparent)]
+    Library(#[from] libraries::LibraryError),
+    #[error("cannot create the socket directory: {0}")]
+    SocketDir(#[source] std::io::Error),
+    #[error("cannot write the plan: {0}")]
+    Plan(#[source] std::io::Error),
+    #[error("no application to run")]
+    NoCommand,
+    #[error("cannot create {}: {source}", .path.display())]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot listen on {}: {source}", .socket.display())]
+    Listen {
+        socket: PathBuf,
+        source: std::io::Error,
+    },
+    /// The run's spool cannot be created in `place`.
+    #[error(
+        "cannot create the spool in {}: {source} (name a writable place with --spool FILE or [pipeline] spool_dir)",
+        .place.display()
+    )]
+    Spool {
+        place: PathBuf,
+        source: std::io::Error,
+    },
     /// The simulated device's scenario file cannot be read or is wrong.
-    #[error("scenario {path}: {message}")]
-    Scenario { path: String, message: String },
+    #[error("scenario {}: {source}", .path.display())]
+    Scenario {
+        path: PathBuf,
+        source: ScenarioFileError,
+    },
     #[error("cannot start `{program}`: {source}")]
     Spawn {
         program: String,
         source: std::io::Error,
     },
+    /// The stages stopped before the run's outputs were written.
+    #[error(transparent)]
+    Stages(#[from] crate::stage::StageError),
 }
 
 /// The scenario file's absolute path, once it reads as a scenario: the simulated SDK
@@ -280,19 +315,28 @@ pub enum StartError {
 pub(crate) fn checked_scenario(path: &std::path::Path) -> Result<PathBuf, StartError> {
     read_scenario(path)?;
     path.canonicalize()
-        .map_err(|e| scenario_error(path, e.to_string()))
+        .map_err(|e| scenario_error(path, e.into()))
 }
 
 /// The scenario file at `path`, read and checked.
 fn read_scenario(path: &Path) -> Result<Scenario, StartError> {
-    let text = std::fs::read_to_string(path).map_err(|e| scenario_error(path, e.to_string()))?;
-    Scenario::parse(&text).map_err(|message| scenario_error(path, message))
+    let text = std::fs::read_to_string(path).map_err(|e| scenario_error(path, e.into()))?;
+    Scenario::parse(&text).map_err(|e| scenario_error(path, e.into()))
 }
 
-fn scenario_error(path: &Path, message: String) -> StartError {
+/// What is wrong with a scenario file.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioFileError {
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    #[error(transparent)]
+    Invalid(#[from] scenario::ScenarioError),
+}
+
+fn scenario_error(path: &Path, source: ScenarioFileError) -> StartError {
     StartError::Scenario {
-        path: path.display().to_string(),
-        message,
+        path: path.to_owned(),
+        source,
     }
 }
 
@@ -302,12 +346,10 @@ fn create_spool(
     plan: &Plan,
     options: &Options,
     pid: u32,
-) -> Result<(PathBuf, SpoolWriter), String> {
-    let fail = |place: &std::path::Path, e: std::io::Error| {
-        format!(
-            "cannot create the spool in {}: {e} (name a writable place with --spool FILE or [pipeline] spool_dir)",
-            place.display()
-        )
+) -> Result<(PathBuf, SpoolWriter), StartError> {
+    let fail = |place: &Path, source| StartError::Spool {
+        place: place.to_owned(),
+        source,
     };
     if let Some(path) = &options.spool {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -331,32 +373,29 @@ pub fn run(
     spool_complete: &dyn Fn(&Path),
 ) -> Result<Outcome, StartError> {
     let started = Instant::now();
-    let setup = |e: String| StartError::Setup(e);
     // Checked before anything is created.
     let scenario = match &options.device {
         Device::Sim(Some(path)) => Some(checked_scenario(path)?),
         _ => None,
     };
-    let tool = libraries::find(libraries::TOOL).map_err(setup)?;
+    let tool = libraries::find(libraries::TOOL)?;
     let sim = match &options.device {
-        Device::Sim(_) => Some(libraries::find(libraries::SIM).map_err(setup)?),
+        Device::Sim(_) => Some(libraries::find(libraries::SIM)?),
         Device::Rocm => None,
     };
     let dir = tempfile::Builder::new()
         .prefix("rocflow-")
         .tempdir()
-        .map_err(|e| setup(format!("cannot create the socket directory: {e}")))?;
+        .map_err(StartError::SocketDir)?;
     let plan_file = dir.path().join("plan.json");
     let plan_json = plan.to_json();
-    std::fs::write(&plan_file, &plan_json)
-        .map_err(|e| setup(format!("cannot write the plan: {e}")))?;
-    let (program, args) = options
-        .command
-        .split_first()
-        .ok_or_else(|| setup("no application to run".into()))?;
+    std::fs::write(&plan_file, &plan_json).map_err(StartError::Plan)?;
+    let (program, args) = (options.command.split_first()).ok_or(StartError::NoCommand)?;
     let unprofiled = dir.path().join("unprofiled");
-    std::fs::create_dir(&unprofiled)
-        .map_err(|e| setup(format!("cannot create {}: {e}", unprofiled.display())))?;
+    std::fs::create_dir(&unprofiled).map_err(|source| StartError::Create {
+        path: unprofiled.clone(),
+        source,
+    })?;
     let mut env = vec![
         (OsString::from("ROCFLOW_PLAN"), plan_file.into_os_string()),
         ("ROCP_TOOL_LIBRARIES".into(), tool.into_os_string()),
@@ -405,7 +444,7 @@ pub fn run(
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(setup(e));
+            return Err(e);
         }
     };
 
@@ -455,7 +494,7 @@ pub fn run(
                 board.application_started();
                 started = match launch.start(number as usize) {
                     Ok(next) => next,
-                    Err(e) => return ended(None, number + 1, Some(e.to_string())),
+                    Err(e) => return ended(None, number + 1, Some(e)),
                 };
                 number += 1;
             }
@@ -472,8 +511,7 @@ pub fn run(
 
     let complete = || spool_complete(&spool_path);
     let mut live = Live::new(frames, &intake, &complete);
-    let mut report = stage::run_watched(plan, &mut live, &sink::open, &options.board)
-        .map_err(|e| setup(e.to_string()))?;
+    let mut report = stage::run_watched(plan, &mut live, &sink::open, &options.board)?;
     let stopped = live.stopped;
     // The one fault a live source has: its spool could not be completed.
     let spool_error = match std::mem::replace(&mut report.source, Ok(Ending::default())) {

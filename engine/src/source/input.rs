@@ -23,6 +23,16 @@ pub enum OpenFault {
     Rocpd(OpenError),
 }
 
+/// Why a command line names no input.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgsError {
+    #[error("name a spool or rocpd databases")]
+    Nothing,
+    /// One of several inputs is not a database.
+    #[error("`{}` is not a rocpd database: only databases are read together", .0.display())]
+    NotADatabase(PathBuf),
+}
+
 impl Input {
     /// The input one argument names: the databases it names, else a spool (a directory of
     /// runs meaning its newest).
@@ -39,7 +49,10 @@ impl Input {
     /// Splits a command line's arguments into the input and, when the command takes one
     /// (`pipeline`), a pipeline last: the last argument is the pipeline unless it names
     /// databases. Several inputs must all be databases.
-    pub fn from_args(args: &[PathBuf], pipeline: bool) -> Result<(Input, Option<PathBuf>), String> {
+    pub fn from_args(
+        args: &[PathBuf],
+        pipeline: bool,
+    ) -> Result<(Input, Option<PathBuf>), ArgsError> {
         let (inputs, pipeline) = match args {
             [_, .., last] if pipeline && !is_databases(last) => {
                 (&args[..args.len() - 1], Some(last.clone()))
@@ -47,7 +60,7 @@ impl Input {
             _ => (args, None),
         };
         match inputs {
-            [] => return Err("name a spool or rocpd databases".into()),
+            [] => return Err(ArgsError::Nothing),
             [one] => return Ok((Input::of(one), pipeline)),
             _ => {}
         }
@@ -55,12 +68,7 @@ impl Input {
         for arg in inputs {
             match Input::of(arg) {
                 Input::Databases(found) => databases.extend(found),
-                Input::Spool(_) => {
-                    return Err(format!(
-                        "`{}` is not a rocpd database: only databases are read together",
-                        arg.display()
-                    ));
-                }
+                Input::Spool(_) => return Err(ArgsError::NotADatabase(arg.clone())),
             }
         }
         // A database named twice (a file and its directory) is one run's, read once.

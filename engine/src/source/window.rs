@@ -22,15 +22,33 @@ pub enum Bound {
     Share(f64),
 }
 
-fn bound(text: &str) -> Result<Bound, String> {
+/// Why a window cannot be taken; each variant holds what it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum WindowError {
+    #[error("`{0}`: a percentage is 0% to 100%")]
+    Percentage(String),
+    #[error("`{0}`: give nanoseconds on the run's clock, or a percentage such as 25%")]
+    NotABound(String),
+    #[error("no marker range named `{0}` in the run")]
+    NoMarker(String),
+    #[error("the run holds no records to take a window of")]
+    NoRecords,
+    #[error("the window ends ({end} ns) before it starts ({start} ns)")]
+    Backwards { start: u64, end: u64 },
+    /// Reading the run to find the window failed.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+}
+
+fn bound(text: &str) -> Result<Bound, WindowError> {
     match text.strip_suffix('%') {
         Some(percent) => match percent.trim().parse::<f64>() {
             Ok(p) if (0.0..=100.0).contains(&p) => Ok(Bound::Share(p / 100.0)),
-            _ => Err(format!("`{text}`: a percentage is 0% to 100%")),
+            _ => Err(WindowError::Percentage(text.into())),
         },
-        None => text.trim().parse().map(Bound::Ns).map_err(|_| {
-            format!("`{text}`: give nanoseconds on the run's clock, or a percentage such as 25%")
-        }),
+        None => {
+            (text.trim().parse().map(Bound::Ns)).map_err(|_| WindowError::NotABound(text.into()))
+        }
     }
 }
 
@@ -62,7 +80,7 @@ impl WindowArgs {
     pub fn apply<E>(
         &self,
         mut open: impl FnMut() -> Result<Box<dyn Source>, E>,
-        error: impl Fn(String) -> E,
+        error: impl Fn(WindowError) -> E,
     ) -> Result<Box<dyn Source>, E> {
         if !self.is_set() {
             return open();
@@ -79,14 +97,14 @@ impl WindowArgs {
         } else {
             let mut first = open()?;
             let run = Survey::of(&mut *first, self.window_marker.as_deref());
-            first.finish().map_err(|e| error(e.to_string()))?;
+            first.finish().map_err(|e| error(e.into()))?;
             self.resolve(&run).map_err(&error)?
         };
         if range.0 > range.1 {
-            return Err(error(format!(
-                "the window ends ({} ns) before it starts ({} ns)",
-                range.1, range.0
-            )));
+            return Err(error(WindowError::Backwards {
+                start: range.0,
+                end: range.1,
+            }));
         }
         Ok(Box::new(Window {
             inner: open()?,
@@ -96,15 +114,11 @@ impl WindowArgs {
     }
 
     /// The window in nanoseconds, given what the run holds.
-    fn resolve(&self, run: &Survey) -> Result<(u64, u64), String> {
+    fn resolve(&self, run: &Survey) -> Result<(u64, u64), WindowError> {
         if let Some(name) = &self.window_marker {
-            return run
-                .marker
-                .ok_or_else(|| format!("no marker range named `{name}` in the run"));
+            return (run.marker).ok_or_else(|| WindowError::NoMarker(name.clone()));
         }
-        let (first, last) = run
-            .span
-            .ok_or("the run holds no records to take a window of")?;
+        let (first, last) = run.span.ok_or(WindowError::NoRecords)?;
         let at = |b: Option<Bound>, default: u64| match b {
             None => default,
             Some(Bound::Ns(ns)) => ns,

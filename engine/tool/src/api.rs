@@ -11,6 +11,20 @@ use rocflow_core::abi::{
 };
 use rocflow_core::query::Queries;
 
+/// An SDK entry point the process lacks (an old SDK).
+#[derive(Debug, thiserror::Error)]
+#[error("the rocprofiler-sdk in this process has no `{0}`")]
+pub struct MissingSymbol(pub &'static str);
+
+/// An SDK call that failed: what it did, and the SDK's message for its status.
+#[derive(Debug, thiserror::Error)]
+#[error("{call}: {message} (status {status})")]
+pub struct CallError {
+    pub call: String,
+    pub message: String,
+    pub status: Status,
+}
+
 macro_rules! api {
     ($($field:ident = $symbol:literal: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
         /// The SDK entry points the tool calls.
@@ -20,14 +34,14 @@ macro_rules! api {
 
         impl Api {
             /// Looks every entry point up in the process; the error names the first missing.
-            pub fn resolve() -> Result<Api, String> {
+            pub fn resolve() -> Result<Api, MissingSymbol> {
                 let this = libloading::os::unix::Library::this();
                 // SAFETY: each symbol is looked up with the type the SDK's headers declare.
                 unsafe {
                     Ok(Api {
                         $($field: *this
                             .get::<unsafe extern "C" fn($($arg),*) $(-> $ret)?>(concat!($symbol, "\0").as_bytes())
-                            .map_err(|_| format!("the rocprofiler-sdk in this process has no `{}`", $symbol))?,)*
+                            .map_err(|_| MissingSymbol($symbol))?,)*
                     })
                 }
             }
@@ -71,20 +85,31 @@ api! {
 }
 
 impl Api {
-    /// `Ok` on success, else the SDK's message for the status, naming the call.
-    pub fn check(&self, what: &str, status: Status) -> Result<(), String> {
-        if status == 0 {
-            return Ok(());
+    /// `Ok` on success, else the failure of the call `what`.
+    pub fn check(&self, what: &str, status: Status) -> Result<(), CallError> {
+        match status {
+            0 => Ok(()),
+            _ => Err(self.failed(what, status)),
         }
+    }
+
+    /// The failure of the call `what` with `status`, worded by the SDK.
+    pub fn failed(&self, what: &str, status: Status) -> CallError {
         // SAFETY: the SDK returns a static C string for every status.
         let text = unsafe { (self.get_status_string)(status) };
-        let text = if text.is_null() {
+        let message = if text.is_null() {
             "unknown error".into()
         } else {
             // SAFETY: non-null, NUL-terminated.
-            unsafe { CStr::from_ptr(text) }.to_string_lossy()
+            unsafe { CStr::from_ptr(text) }
+                .to_string_lossy()
+                .into_owned()
         };
-        Err(format!("{what}: {text} (status {status})"))
+        CallError {
+            call: what.into(),
+            message,
+            status,
+        }
     }
 
     /// The device queries, shared with `rocflow agents`.

@@ -36,7 +36,7 @@ fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
         return false;
     }
     if let Err(e) = api.check(&format!("context `{}`", ctx.name), status) {
-        warn(&e);
+        warn(&e.to_string());
     }
     true
 }

@@ -95,7 +95,7 @@ unsafe fn configure_tool(
             let _ = TOOL.set(tool);
         }
         Err(e) => {
-            unprofiled(&e);
+            unprofiled(e);
             return std::ptr::null_mut();
         }
     }
@@ -112,29 +112,42 @@ unsafe fn configure_tool(
     Box::into_raw(Box::new(result))
 }
 
-fn configure() -> Result<Tool, String> {
-    let socket = std::env::var_os("ROCFLOW_SOCKET")
-        .ok_or("ROCFLOW_SOCKET is not set (run the application with `rocflow run`)")?;
-    let plan_path = std::env::var_os("ROCFLOW_PLAN")
-        .ok_or("ROCFLOW_PLAN is not set (run the application with `rocflow run`)")?;
-    let text = std::fs::read_to_string(&plan_path).map_err(|e| {
-        format!(
-            "cannot read the plan {}: {e}",
-            PathBuf::from(&plan_path).display()
-        )
+/// Why the tool stays out of a process.
+#[derive(Debug, thiserror::Error)]
+enum ConfigureError {
+    #[error("{0} is not set (run the application with `rocflow run`)")]
+    Unset(&'static str),
+    #[error("cannot read the plan {}: {source}", .path.display())]
+    ReadPlan {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the plan is not readable: {0}")]
+    Plan(#[source] serde_json::Error),
+    #[error(
+        "the plan has format {0}, this tool library reads {FORMAT_VERSION} (is it from another rocflow?)"
+    )]
+    Format(u32),
+    #[error("ROCFLOW_PASS is `{0}`, not a pass number")]
+    Pass(String),
+    #[error(transparent)]
+    Api(#[from] api::MissingSymbol),
+}
+
+fn configure() -> Result<Tool, ConfigureError> {
+    let var = |name| std::env::var_os(name).ok_or(ConfigureError::Unset(name));
+    let socket = var("ROCFLOW_SOCKET")?;
+    let plan_path = PathBuf::from(var("ROCFLOW_PLAN")?);
+    let text = std::fs::read_to_string(&plan_path).map_err(|source| ConfigureError::ReadPlan {
+        path: plan_path,
+        source,
     })?;
-    let plan: PlanContexts =
-        serde_json::from_str(&text).map_err(|e| format!("the plan is not readable: {e}"))?;
+    let plan: PlanContexts = serde_json::from_str(&text).map_err(ConfigureError::Plan)?;
     if plan.format != FORMAT_VERSION {
-        return Err(format!(
-            "the plan has format {}, this tool library reads {FORMAT_VERSION} (is it from another rocflow?)",
-            plan.format
-        ));
+        return Err(ConfigureError::Format(plan.format));
     }
     let pass = match std::env::var("ROCFLOW_PASS") {
-        Ok(text) => {
-            (text.parse()).map_err(|_| format!("ROCFLOW_PASS is `{text}`, not a pass number"))?
-        }
+        Ok(text) => text.parse().map_err(|_| ConfigureError::Pass(text))?,
         Err(_) => 0,
     };
     Ok(Tool {
@@ -161,7 +174,7 @@ fn initialize_tool() -> i32 {
     // are kept.
     guard::on_disable(|| stream::close(CLOSE_TIMEOUT));
     if let Err(e) = stream::open(&tool.socket) {
-        unprofiled(&e);
+        unprofiled(e);
         return 1;
     }
     stream::send_meta(vec![

@@ -8,15 +8,18 @@ use std::sync::{Mutex, MutexGuard};
 use regex::Regex;
 use rocflow_core::abi::{
     self, AgentV0, CallbackTracingRecord, CodeObjectLoadData, DispatchCountingServiceData, Handle,
-    KernelSymbolRegisterData, Status, UserData, callback,
+    KernelSymbolRegisterData, PcSamplingConfiguration, UserData, callback,
 };
 use rocflow_core::contexts::{
     AgentSelector, ContextPlan, CounterPlan, IterationRanges, PcSamplingPlan,
 };
 use rocflow_core::query::{self, text};
 use rocflow_core::record::{Agent, CodeObject, CounterInfo, KernelSymbol, Meta, RecordKind};
-use rocflow_core::sdk::{AgentType, COUNTER_DIMENSIONS, PC_SAMPLING_BETA};
+use rocflow_core::sdk::{
+    AgentType, COUNTER_DIMENSIONS, PC_SAMPLING_BETA, PcSamplingMethod, PcSamplingUnit,
+};
 
+use crate::api::CallError;
 use crate::context::{self, Context};
 use crate::guard::{entry, locked};
 use crate::records::{BufferState, on_buffer};
@@ -35,7 +38,78 @@ struct Gpu {
     gfx: String,
 }
 
-pub fn run(tool: &'static Tool) -> Result<(), String> {
+/// Why the tool, or one of its contexts, cannot collect.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Sdk(#[from] CallError),
+    #[error("kernel filter: {0}")]
+    KernelFilter(#[from] regex::Error),
+    /// The SDK's PC sampling beta is off; `beta` is what its variable is set to.
+    #[error(
+        "PC sampling on {gfx} is a beta of rocprofiler-sdk, off with {} (`rocflow run` turns it on unless it is set)",
+        BetaSetting(.beta.as_deref())
+    )]
+    PcBeta { gfx: String, beta: Option<String> },
+    #[error(
+        "PC sampling on {gfx} needs the GPU driver's {KFD}, which this process cannot open: {source}"
+    )]
+    NoDriver { gfx: String, source: std::io::Error },
+    #[error(
+        "PC sampling {method:?} in {unit:?} is not supported on {gfx} (agent {agent}); it supports: {}",
+        Supported(.supported)
+    )]
+    PcUnsupported {
+        method: PcSamplingMethod,
+        unit: PcSamplingUnit,
+        gfx: String,
+        agent: u32,
+        supported: Vec<PcSamplingConfiguration>,
+    },
+    #[error("PC sampling interval {interval} is outside {min}..={max} on {gfx} (agent {agent})")]
+    PcInterval {
+        interval: u64,
+        min: usize,
+        max: usize,
+        gfx: String,
+        agent: u32,
+    },
+}
+
+/// How the PC sampling beta's variable is set, as [`SetupError::PcBeta`] words it.
+struct BetaSetting<'a>(Option<&'a str>);
+
+impl std::fmt::Display for BetaSetting<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(value) => write!(f, "{PC_SAMPLING_BETA}={value}"),
+            None => write!(f, "{PC_SAMPLING_BETA} unset"),
+        }
+    }
+}
+
+/// The PC sampling configurations an agent supports, as [`SetupError::PcUnsupported`]
+/// words them.
+struct Supported<'a>(&'a [PcSamplingConfiguration]);
+
+impl std::fmt::Display for Supported<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("none");
+        }
+        for (i, c) in self.0.iter().enumerate() {
+            let apart = if i == 0 { "" } else { "; " };
+            write!(
+                f,
+                "{apart}method {} unit {} interval {}..={}",
+                c.method, c.unit, c.min_interval, c.max_interval
+            )?;
+        }
+        Ok(())
+    }
+}
+
+pub fn run(tool: &'static Tool) -> Result<(), SetupError> {
     let api = &tool.api;
     let agents = query_agents(tool)?;
     let mut gpus = Vec::new();
@@ -131,9 +205,9 @@ pub fn run(tool: &'static Tool) -> Result<(), String> {
     Ok(())
 }
 
-fn query_agents(tool: &Tool) -> Result<Vec<AgentV0>, String> {
+fn query_agents(tool: &Tool) -> Result<Vec<AgentV0>, CallError> {
     let agents = tool.api.queries().agents();
-    agents.map_err(|status| checked_error(tool, "querying agents", status))
+    agents.map_err(|status| tool.api.failed("querying agents", status))
 }
 
 /// Creates one context with its buffer and services.
@@ -142,7 +216,7 @@ fn context(
     plan: &ContextPlan,
     gpus: &[Gpu],
     dimensions: &mut HashMap<u64, Vec<u64>>,
-) -> Result<Context, String> {
+) -> Result<Context, SetupError> {
     let api = &tool.api;
     let mut handle = Handle { handle: 0 };
     // SAFETY: a writable handle.
@@ -273,7 +347,7 @@ fn count(
     plan: &CounterPlan,
     gpus: &[&Gpu],
     dimensions: &mut HashMap<u64, Vec<u64>>,
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     let api = &tool.api;
     let mut configs = HashMap::new();
     let mut items = Vec::new();
@@ -317,13 +391,7 @@ fn count(
         configs.insert(gpu.handle.handle, config);
     }
     stream::send_meta(items);
-    let regex = |pattern: &Option<String>| {
-        pattern
-            .as_deref()
-            .map(Regex::new)
-            .transpose()
-            .map_err(|e| format!("kernel filter: {e}"))
-    };
+    let regex = |pattern: &Option<String>| pattern.as_deref().map(Regex::new).transpose();
     let counting: &'static Counting = Box::leak(Box::new(Counting {
         configs,
         include: regex(&plan.kernel_include)?,
@@ -341,14 +409,14 @@ fn count(
             (counting as *const Counting).cast_mut().cast(),
         )
     };
-    api.check("counting dispatches", status)
+    Ok(api.check("counting dispatches", status)?)
 }
 
 /// Serializes the context's kernel dispatches without counting them. rocprofiler-sdk has
 /// no switch for serialization alone: it runs one dispatch at a time on each agent while a
 /// dispatch-counting service is started, whether or not its callback picks counters, so
 /// the context gets one whose callback never does.
-fn serialize(tool: &Tool, context: Handle, buffer: Handle) -> Result<(), String> {
+fn serialize(tool: &Tool, context: Handle, buffer: Handle) -> Result<(), CallError> {
     // SAFETY: the callback matches the SDK's type and uses no data.
     let status = unsafe {
         (tool.api.configure_buffer_dispatch_counting)(
@@ -372,22 +440,17 @@ unsafe extern "C" fn count_nothing(
 }
 
 /// The counters an agent supports.
-fn supported_counters(tool: &Tool, agent: Handle) -> Result<Vec<query::Counter>, String> {
+fn supported_counters(tool: &Tool, agent: Handle) -> Result<Vec<query::Counter>, CallError> {
     let counters = tool.api.queries().counters(agent);
-    counters.map_err(|status| checked_error(tool, "listing counters", status))
+    counters.map_err(|status| tool.api.failed("listing counters", status))
 }
 
 /// A counter's dimensions, those rocflow's records have a place for.
-fn counter_dimensions(tool: &Tool, counter: Handle) -> Result<Vec<query::Dimension>, String> {
+fn counter_dimensions(tool: &Tool, counter: Handle) -> Result<Vec<query::Dimension>, CallError> {
     let mut dims = (tool.api.queries().dimensions(counter))
-        .map_err(|status| checked_error(tool, "listing a counter's dimensions", status))?;
+        .map_err(|status| tool.api.failed("listing a counter's dimensions", status))?;
     dims.retain(|d| (d.id as usize) < COUNTER_DIMENSIONS.len());
     Ok(dims)
-}
-
-/// The SDK's message for a failed call's status.
-fn checked_error(tool: &Tool, what: &str, status: Status) -> String {
-    tool.api.check(what, status).err().unwrap_or_default()
 }
 
 /// `rocprofiler_dispatch_counting_service_cb_t`: counts a dispatch when its kernel passes
@@ -450,7 +513,7 @@ fn sample(
     buffer: Handle,
     plan: &PcSamplingPlan,
     gpus: &[&Gpu],
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     let api = &tool.api;
     let (method, unit) = (plan.method as i32, plan.unit as i32);
     for gpu in gpus {
@@ -461,61 +524,43 @@ fn sample(
         if status == abi::status::NOT_IMPLEMENTED {
             // The SDK's own text ("not implemented") would send users looking for another
             // SDK; what it means is that AMD's beta is off.
-            let beta = match std::env::var(PC_SAMPLING_BETA) {
-                Ok(value) => format!("{PC_SAMPLING_BETA}={value}"),
-                Err(_) => format!("{PC_SAMPLING_BETA} unset"),
-            };
-            return Err(format!(
-                "PC sampling on {} is a beta of rocprofiler-sdk, off with {beta} (`rocflow run` turns it on unless it is set)",
-                gpu.gfx
-            ));
+            return Err(SetupError::PcBeta {
+                gfx: gpu.gfx.clone(),
+                beta: std::env::var(PC_SAMPLING_BETA).ok(),
+            });
         }
         if status == abi::status::ERROR {
             // The SDK samples through the GPU driver, and only says why it cannot in its
             // log; the usual reason is one the tool can name.
             let kfd = std::fs::OpenOptions::new().read(true).write(true).open(KFD);
-            if let Err(e) = kfd {
-                return Err(format!(
-                    "PC sampling on {} needs the GPU driver's {KFD}, which this process cannot open: {e}",
-                    gpu.gfx
-                ));
+            if let Err(source) = kfd {
+                return Err(SetupError::NoDriver {
+                    gfx: gpu.gfx.clone(),
+                    source,
+                });
             }
         }
         api.check(&format!("querying PC sampling on {}", gpu.gfx), status)?;
-        let supported = || {
-            let list: Vec<String> = configs
-                .iter()
-                .map(|c| {
-                    format!(
-                        "method {} unit {} interval {}..={}",
-                        c.method, c.unit, c.min_interval, c.max_interval
-                    )
-                })
-                .collect();
-            if list.is_empty() {
-                "none".to_owned()
-            } else {
-                list.join("; ")
-            }
-        };
         let Some(config) = configs
             .iter()
             .find(|c| c.method == method && c.unit == unit)
         else {
-            return Err(format!(
-                "PC sampling {:?} in {:?} is not supported on {} (agent {}); it supports: {}",
-                plan.method,
-                plan.unit,
-                gpu.gfx,
-                gpu.agent,
-                supported()
-            ));
+            return Err(SetupError::PcUnsupported {
+                method: plan.method,
+                unit: plan.unit,
+                gfx: gpu.gfx.clone(),
+                agent: gpu.agent,
+                supported: configs,
+            });
         };
         if !(config.min_interval as u64..=config.max_interval as u64).contains(&plan.interval) {
-            return Err(format!(
-                "PC sampling interval {} is outside {}..={} on {} (agent {})",
-                plan.interval, config.min_interval, config.max_interval, gpu.gfx, gpu.agent
-            ));
+            return Err(SetupError::PcInterval {
+                interval: plan.interval,
+                min: config.min_interval,
+                max: config.max_interval,
+                gfx: gpu.gfx.clone(),
+                agent: gpu.agent,
+            });
         }
         // SAFETY: handles the tool created or the SDK gave.
         let status = unsafe {

@@ -70,18 +70,32 @@ static STREAM: AtomicPtr<Stream> = AtomicPtr::new(ptr::null_mut());
 /// Every metadata item sent so far, in order.
 static META: Mutex<Vec<Meta>> = Mutex::new(Vec::new());
 
+/// Why the tool has no stream to the runner.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot connect to the runner at {}: {source}", .socket.display())]
+    Connect {
+        socket: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the writer thread: {0}")]
+    Writer(#[source] std::io::Error),
+}
+
 /// Connects to the runner and starts the writer.
-pub fn open(socket: &Path) -> Result<(), String> {
+pub fn open(socket: &Path) -> Result<(), OpenError> {
     let stream = connect(socket)?;
     STREAM.store(Box::into_raw(Box::new(stream)), Ordering::Release);
     Ok(())
 }
 
-fn connect(socket: &Path) -> Result<Stream, String> {
-    let cannot = |e| format!("cannot connect to the runner at {}: {e}", socket.display());
+fn connect(socket: &Path) -> Result<Stream, OpenError> {
     let mut out = UnixStream::connect(socket)
         .and_then(|socket| Outgoing::connect(socket, Layout::TOOL))
-        .map_err(cannot)?;
+        .map_err(|source| OpenError::Connect {
+            socket: socket.to_owned(),
+            source,
+        })?;
     let slots = out.slots();
     let (sender, frames) = queue::bounded::<FrameBuffer>(QUEUE_BYTES);
     let finished = Arc::new((Mutex::new(false), Condvar::new()));
@@ -129,7 +143,7 @@ fn connect(socket: &Path) -> Result<Stream, String> {
                 eprintln!("rocflow: the runner stopped reading; records after that were lost");
             }
         })
-        .map_err(|e| format!("cannot start the writer thread: {e}"))?;
+        .map_err(OpenError::Writer)?;
     Ok(Stream {
         sender: Mutex::new(Some(sender)),
         slots,

@@ -10,7 +10,7 @@ pub fn warn(message: &str) {
 /// Says that this process is not profiled, and why, on stderr and to the runner, which
 /// cannot know of a process that never reached it: the pid becomes a directory in the
 /// run's `ROCFLOW_UNPROFILED` (made, not opened: descriptors may be what is short).
-pub fn unprofiled(why: &str) {
+pub fn unprofiled(why: impl std::fmt::Display) {
     warn(&format!("{why}; profiling is off"));
     if let Some(dir) = std::env::var_os("ROCFLOW_UNPROFILED") {
         let _ = std::fs::create_dir(PathBuf::from(dir).join(std::process::id().to_string()));

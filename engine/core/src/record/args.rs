@@ -66,14 +66,14 @@ impl ArgValue {
         }
     }
 
-    fn decode(tag: u8, bits: u64) -> Result<ArgValue, String> {
+    fn decode(tag: u8, bits: u64) -> Result<ArgValue, ArgsError> {
         match tag {
             0 => u32::try_from(bits)
                 .map(|s| ArgValue::Text(Sym(s)))
-                .map_err(|_| format!("string id {bits} is out of range")),
+                .map_err(|_| ArgsError::StringId(bits)),
             1 => Ok(ArgValue::Int(bits as i64)),
             2 => Ok(ArgValue::Address(bits)),
-            _ => Err(format!("unknown argument value tag {tag}")),
+            _ => Err(ArgsError::ValueTag(tag)),
         }
     }
 }
@@ -87,6 +87,19 @@ pub struct Arg {
     /// The argument's C type, as the SDK names it.
     pub type_name: Sym,
     pub value: ArgValue,
+}
+
+/// What is wrong with the wire form of a delivery's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    #[error("a call's header is cut short")]
+    CallCut,
+    #[error("arguments is cut short")]
+    ArgumentsCut,
+    #[error("string id {0} is out of range")]
+    StringId(u64),
+    #[error("unknown argument value tag {0}")]
+    ValueTag(u8),
 }
 
 const CALL_SIZE: usize = 8 + 1;
@@ -167,14 +180,18 @@ impl ApiArgs {
     }
 
     /// Decodes a wire form; the error says what is wrong with it.
-    pub fn decode(mut bytes: &[u8]) -> Result<ApiArgs, String> {
+    pub fn decode(mut bytes: &[u8]) -> Result<ApiArgs, ArgsError> {
         let mut args = ApiArgs::default();
         while !bytes.is_empty() {
-            let (head, rest) = split(bytes, CALL_SIZE, "a call's header")?;
+            let (head, rest) = split(bytes, CALL_SIZE, ArgsError::CallCut)?;
             let correlation_id = u64::from_le_bytes(head[..8].try_into().unwrap());
             args.index.insert(correlation_id, args.calls.len());
             args.begin(correlation_id);
-            let (body, rest) = split(rest, usize::from(head[8]) * ARG_SIZE, "arguments")?;
+            let (body, rest) = split(
+                rest,
+                usize::from(head[8]) * ARG_SIZE,
+                ArgsError::ArgumentsCut,
+            )?;
             for a in body.chunks_exact(ARG_SIZE) {
                 let word = |at: usize| u32::from_le_bytes(a[at..at + 4].try_into().unwrap());
                 args.push(Arg {
@@ -197,9 +214,10 @@ impl PartialEq for ApiArgs {
     }
 }
 
-fn split<'a>(bytes: &'a [u8], len: usize, what: &str) -> Result<(&'a [u8], &'a [u8]), String> {
+/// `bytes` split after `len`, or `short` where they are fewer.
+fn split(bytes: &[u8], len: usize, short: ArgsError) -> Result<(&[u8], &[u8]), ArgsError> {
     if bytes.len() < len {
-        return Err(format!("{what} is cut short"));
+        return Err(short);
     }
     Ok(bytes.split_at(len))
 }
@@ -255,6 +273,9 @@ mod tests {
         assert_eq!(back.of(8), Some(&[][..]));
         assert_eq!(back.of(9).unwrap(), &[arg(0, ArgValue::Text(Sym(4)))]);
         assert_eq!(back.of(10), None);
-        assert!(ApiArgs::decode(&bytes[..bytes.len() - 1]).is_err());
+        assert_eq!(
+            ApiArgs::decode(&bytes[..bytes.len() - 1]),
+            Err(ArgsError::ArgumentsCut)
+        );
     }
 }

@@ -6,7 +6,7 @@ mod kind;
 mod meta;
 mod model;
 
-pub use args::{ApiArgs, Arg, ArgValue};
+pub use args::{ApiArgs, Arg, ArgValue, ArgsError};
 pub use field::{Field, Storage, Sym, Value};
 pub use kind::{ColumnType, RecordKind};
 pub use meta::{

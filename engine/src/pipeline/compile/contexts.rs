@@ -299,8 +299,8 @@ impl Compiler<'_> {
         let iterations = k.iterations.as_ref().and_then(|text| {
             IterationRanges::parse(text)
                 .map_err(|message| {
-                    self.error(&at(&[Step::Key("iterations")]), message).hint =
-                        Some("write ranges like \"[1-10],[20]\" or \"[5-]\"".into());
+                    self.error(&at(&[Step::Key("iterations")]), message.to_string())
+                        .hint = Some("write ranges like \"[1-10],[20]\" or \"[5-]\"".into());
                 })
                 .ok()
         });

@@ -54,7 +54,7 @@ impl Declared for Options {
         let iterations = self.iterations.as_ref().and_then(|text| {
             IterationRanges::parse(text)
                 .map_err(|message| {
-                    check.error(&[Step::Key("iterations")], message).hint =
+                    check.error(&[Step::Key("iterations")], message.to_string()).hint =
                         Some("write ranges like \"[1-10],[20]\" or \"[5-]\"".into());
                 })
                 .ok()

@@ -85,7 +85,7 @@ fn read_stream(input: &[u8], _: &Path) -> String {
             Ok(true) => match wire::decode_frame(&raw) {
                 Ok(frame) => read.frame(frame),
                 Err(e) => {
-                    read.seen.insert(e);
+                    read.seen.insert(e.to_string());
                 }
             },
             Ok(false) => break String::new(),
