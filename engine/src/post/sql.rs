@@ -18,7 +18,7 @@ use crate::plan::Bounds;
 use crate::summary::{self, Format};
 use crate::transform::Table;
 
-use super::Done;
+use super::done::Done;
 
 /// How long a query may run when its step sets no `timeout`, in nanoseconds.
 const DEFAULT_TIME_LIMIT_NS: u64 = 60_000_000_000;
