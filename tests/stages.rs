@@ -16,7 +16,7 @@ use rocflow::sink::{Placeholders, Sink, SinkError};
 use rocflow::source::Frames;
 use rocflow::spool::{Ending, SpoolReader};
 use rocflow::stage::{self, Report};
-use rocflow::transform::Table;
+use rocflow::table::Table;
 use rocflow::wire::{Frame, Payload};
 
 /// What a collecting sink received.

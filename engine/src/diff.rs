@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use evalexpr::{ContextWithMutableVariables, HashMapContext, Value};
 
-use crate::transform::Table;
+use crate::table::Table;
 
 /// The sections compared, with the statistic that stands for a row's time (or value).
 const SECTIONS: &[(&str, &str)] = &[

@@ -37,7 +37,9 @@ pub mod sqlite;
 pub mod stage;
 pub mod stats;
 pub mod summary;
+pub mod table;
 pub mod transform;
 mod trim;
+pub mod units;
 
 pub use rocflow_core::{queue, record, ring, sdk, spool, wire};

@@ -13,7 +13,7 @@ use evalexpr::Value;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::summary::{Summary, cell, number};
-use crate::transform::Table;
+use crate::table::Table;
 
 /// Kernels in the bar chart.
 const CHART_KERNELS: usize = 15;

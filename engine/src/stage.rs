@@ -28,7 +28,8 @@ use crate::progress::{Board, SinkProgress, SinkState};
 use crate::record::{ApiArgs, Batch, Meta, RecordKind};
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::source::{Ending, Source, SourceError};
-use crate::transform::{Table, Transform};
+use crate::table::Table;
+use crate::transform::Transform;
 use crate::trim;
 use crate::wire::{Frame, Payload};
 

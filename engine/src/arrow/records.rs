@@ -23,7 +23,7 @@ use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::column::{BatchVisitor, Columns, visit};
 use crate::record::{RecordKind, Storage, Sym};
-use crate::transform::Table;
+use crate::table::Table;
 
 /// The chunk's records as a batch, without the derived columns in `left_out`; strings
 /// resolve through `meta`, the chunk's stream's.

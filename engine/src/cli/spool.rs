@@ -22,7 +22,7 @@ use crate::progress::{Board, Display, Mode};
 use crate::record::{Meta, RecordKind};
 use crate::source::{Ending, Input, Source, SourceError, Spool, WindowArgs};
 use crate::summary::{self, Breakdown, Format, Summary};
-use crate::transform::Table;
+use crate::table::Table;
 use crate::wire::Payload;
 use crate::{sink, stage};
 

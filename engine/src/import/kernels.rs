@@ -1,6 +1,6 @@
 //! Which kernels are counted: rocprofv3's iteration ranges in rocflow's form.
 
-use crate::pipeline::units::IterationRanges;
+use crate::units::IterationRanges;
 
 /// rocprofv3's iteration ranges (iterations and `A-B` ranges, apart by brackets, commas
 /// or spaces: "[1-10],[20]", "[1, 2, 5-8]") in rocflow's form, "[1-10],[20]".

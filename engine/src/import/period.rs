@@ -1,7 +1,8 @@
 //! rocprofv3's collection periods in rocflow's terms.
 
 use super::input::TimeUnit;
-use crate::pipeline::model::{Period, Quantity};
+use crate::pipeline::model::Period;
+use crate::units::Quantity;
 
 /// `START_DELAY:COLLECTION_TIME:REPEAT` as rocflow's period: rocprofv3 repeats *delay,
 /// collect* `repeat` times (once for 0), which is rocflow's delay, duration, the delay

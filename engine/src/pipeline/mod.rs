@@ -11,7 +11,6 @@ mod passes;
 pub mod schema;
 pub mod starter;
 pub mod template;
-pub mod units;
 pub mod value;
 
 use std::path::Path;

@@ -10,24 +10,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::kernel_names::KernelNames;
 pub use crate::transform::TransformOp;
-
-/// A size or duration: an integer (bytes, nanoseconds) or text with a unit.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(untagged)]
-pub enum Quantity {
-    Number(u64),
-    Text(String),
-}
-
-impl Quantity {
-    /// The number, or the text read by `parse` (one of [`super::units`]' parsers).
-    pub fn value(&self, parse: fn(&str) -> Result<u64, String>) -> Result<u64, String> {
-        match self {
-            Quantity::Number(n) => Ok(*n),
-            Quantity::Text(text) => parse(text),
-        }
-    }
-}
+use crate::units::Quantity;
 
 /// An agent selector: an index, or a type or gfx name (globs allowed).
 #[derive(Debug, Clone, Deserialize, Serialize)]

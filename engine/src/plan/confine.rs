@@ -7,7 +7,7 @@
 use std::path::{Component, Path};
 
 use crate::pipeline::model::PostStep;
-use crate::pipeline::units::{format_duration, parse_duration};
+use crate::units::{format_duration, parse_duration};
 
 use super::{Plan, TransformOpPlan, Writer};
 use crate::sink::Format;

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::pipeline::model::PostStep;
-use crate::pipeline::units::{IterationRanges, format_duration};
+use crate::units::{IterationRanges, format_duration};
 
 use super::{AgentSelector, ContextPlan, Plan, StartPlan, Writer};
 

@@ -17,7 +17,7 @@ use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::sink::staging::Staging;
 use crate::sink::{Sink, SinkError};
-use crate::transform::Table;
+use crate::table::Table;
 
 /// An open instance of a plugin sink. The plugin writes in a staging directory, and what
 /// it wrote there moves to the sink's path when it has finished, as every sink's output.

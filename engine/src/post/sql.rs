@@ -12,11 +12,11 @@ use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use crate::pipeline::model::Quantity;
-use crate::pipeline::units::{format_duration, parse_duration};
 use crate::plan::Bounds;
 use crate::summary::{self, Format};
-use crate::transform::Table;
+use crate::table::Table;
+use crate::units::Quantity;
+use crate::units::{format_duration, parse_duration};
 
 use super::done::Done;
 

@@ -23,7 +23,7 @@ use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::{BatchVisitor, Cell, Columns, visit};
 use crate::record::RecordKind;
-use crate::transform::Table;
+use crate::table::Table;
 
 use super::staging::Staging;
 use super::{Sink, SinkError};

@@ -22,7 +22,7 @@ use crate::chunk::Chunk;
 use crate::plan::{SinkPlan, Writer};
 use crate::plugin::{Plugin, PluginSink};
 use crate::record::Process;
-use crate::transform::Table;
+use crate::table::Table;
 use per_process::{Paths, PerProcess};
 
 pub use csv::table_rows as csv_rows;

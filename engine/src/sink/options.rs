@@ -9,8 +9,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::pipeline::model::{Quantity, SinkKind};
-use crate::pipeline::units::parse_size;
+use crate::pipeline::model::SinkKind;
+use crate::units::Quantity;
+use crate::units::parse_size;
 
 use super::{csv, otf2, parquet, perfetto, rocpd};
 

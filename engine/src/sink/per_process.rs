@@ -19,7 +19,7 @@ use super::{Placeholders, Sink, SinkError, Written};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::record::Process;
-use crate::transform::Table;
+use crate::table::Table;
 
 /// The placeholders whose values differ between the processes of a run.
 const PER_PROCESS: [&str; 4] = ["{pid}", "{ppid}", "{rank}", "{hostname}"];

@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 
 use crate::catalog::Catalog;
 use crate::stats::Accumulator;
-use crate::transform::Table;
+use crate::table::Table;
 
 pub use render::{Format, cell, csv, number, render, render_of_run, terminal, write_files};
 pub use timeline::{AgentKey, Timeline};

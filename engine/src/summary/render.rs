@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use evalexpr::Value;
 
-use crate::transform::Table;
+use crate::table::Table;
 
 /// A file format of the summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

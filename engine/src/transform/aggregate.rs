@@ -14,6 +14,7 @@ use crate::chunk::Chunk;
 use crate::column::{Cell, row};
 use crate::pipeline::{Step, TransformCheck};
 use crate::stats::Accumulator;
+use crate::table::Table;
 
 use super::{Apply, At, Compiled, Declared};
 
@@ -176,14 +177,6 @@ fn parse_metric(spec: &str) -> Result<(MetricOp, Option<String>), String> {
         (_, true) => Err(format!("`{spec}` needs a column")),
         (_, false) => Ok((op, Some(column.to_owned()))),
     }
-}
-
-/// A finished aggregate: named columns and rows of values.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Table {
-    pub name: String,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<Value>>,
 }
 
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use serde_json::{Value as Json, json};
 
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
-use crate::pipeline::units::IterationRanges;
+use crate::units::IterationRanges;
 use crate::pipeline::{Step, TransformCheck};
 use crate::plan::{list_or, ranges};
 use crate::record::Batch;

@@ -27,8 +27,9 @@ use crate::chunk::Chunk;
 use crate::pipeline::TransformCheck;
 use crate::plan::TransformPlan;
 use crate::record::{Meta, RecordKind};
+use crate::table::Table;
 
-pub use aggregate::{Metric, MetricOp, Table};
+pub use aggregate::{Metric, MetricOp};
 pub use expr::{ARGS, Expression};
 pub use kernel_name::Rename;
 

@@ -6,8 +6,8 @@ use serde_json::{Value as Json, json};
 
 use crate::chunk::Chunk;
 use crate::column::row;
-use crate::pipeline::model::Quantity;
-use crate::pipeline::units::{format_duration, parse_duration};
+use crate::units::Quantity;
+use crate::units::{format_duration, parse_duration};
 use crate::pipeline::{Step, TransformCheck};
 
 use super::{Apply, At, Compiled, Declared, retain};

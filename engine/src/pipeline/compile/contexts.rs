@@ -7,7 +7,6 @@ use std::collections::{BTreeSet, HashSet};
 use regex::Regex;
 
 use crate::diag::{Diagnostic, did_you_mean};
-use crate::pipeline::units::IterationRanges;
 use crate::plan::{
     AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS, PcSamplingPlan,
     ReducePlan, StartPlan, TracingPlan, TransformOpPlan, TransformPlan,
@@ -15,12 +14,14 @@ use crate::plan::{
 use crate::record::RecordKind;
 use crate::sdk::{AgentType, COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
 use crate::transform::{counters, reduce};
+use crate::units::IterationRanges;
 
-use super::super::model::{self, AgentRef, Quantity, Tracing};
+use super::super::model::{self, AgentRef, Tracing};
 use super::super::passes;
-use super::super::units;
 use super::super::value::Step;
 use super::{Compiler, glob_match, inner_span, last_line, name_of};
+use crate::units;
+use crate::units::Quantity;
 
 /// Default buffer: large enough that flushes are rare, small enough for many contexts.
 const DEFAULT_BUFFER_BYTES: u64 = 32 << 20;

@@ -19,12 +19,10 @@ use crate::sdk::Domain;
 use crate::sink::Format;
 
 use super::counters::CounterCheck;
-use super::model::{
-    self, KernelNames, Pipeline, PostStep, Quantity, SinkKind, SinkType, TransformOp,
-};
+use super::model::{self, KernelNames, Pipeline, PostStep, SinkKind, SinkType, TransformOp};
 use super::params::{RUNTIME_PLACEHOLDERS, placeholders};
-use super::units;
 use super::value::{Node, Step};
+use crate::units::{self, Quantity};
 
 /// Builds a path into the document: `path!["context", 2, "tracing", 0]`.
 macro_rules! path {

@@ -12,9 +12,9 @@ use crate::plugin::{Kind, Plugin};
 use crate::record::{ColumnType, RecordKind};
 
 use super::super::model;
-use super::super::model::Quantity;
 use super::super::value::Step;
 use super::{Compiler, inner_span};
+use crate::units::Quantity;
 
 /// A column added by a `derive` transform or a plugin, with the value it takes on a sample
 /// record (so later expressions are checked with its type).

@@ -41,7 +41,7 @@ use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::plan::Provenance;
 use crate::record::{Batch, RecordKind};
-use crate::transform::Table;
+use crate::table::Table;
 
 /// Derived columns the tables leave out. A counter sample's kernel name repeats its
 /// dispatch's in every sample of every counter and dimension instance (dozens per dispatch,

@@ -21,7 +21,7 @@ use crate::catalog::Catalog;
 use crate::record::Process;
 use crate::sink::Written;
 use crate::sqlite::btree::Pages;
-use crate::transform::Table;
+use crate::table::Table;
 
 /// Settings for a file written once, start to end, by one connection at a time: a crash or
 /// failure discards the file anyway, so there is nothing to journal or sync. Events

@@ -15,7 +15,7 @@ use crate::catalog::{Catalog, StreamMeta};
 use crate::record::{Agent, Stream, Thread};
 use crate::sdk::AgentType;
 use crate::sqlite::{Value, row};
-use crate::transform::Table;
+use crate::table::Table;
 
 const UNKNOWN: &str = "<unknown>";
 

@@ -32,7 +32,7 @@ use super::{Placeholders, Sink, SinkError, Written};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::record::Process;
-use crate::transform::Table;
+use crate::table::Table;
 pub use database::PRAGMAS;
 use database::{Database, Streams};
 use rows::Queued;

@@ -16,7 +16,7 @@ use super::database::{Database, Streams};
 use super::rows::Queued;
 use crate::catalog::Catalog;
 use crate::sink::Written;
-use crate::transform::Table;
+use crate::table::Table;
 
 /// Jobs queued for one thread before the sink waits for it.
 const QUEUE: usize = 4;

@@ -3,6 +3,26 @@
 //!
 //! Each parser returns a message fit to show under the offending value.
 
+use serde::{Deserialize, Serialize};
+
+/// A size or duration: an integer (bytes, nanoseconds) or text with a unit.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Quantity {
+    Number(u64),
+    Text(String),
+}
+
+impl Quantity {
+    /// The number, or the text read by `parse` (one of this module's parsers).
+    pub fn value(&self, parse: fn(&str) -> Result<u64, String>) -> Result<u64, String> {
+        match self {
+            Quantity::Number(n) => Ok(*n),
+            Quantity::Text(text) => parse(text),
+        }
+    }
+}
+
 const SIZE_UNITS: &[(&str, u64)] = &[
     ("B", 1),
     ("KiB", 1 << 10),
