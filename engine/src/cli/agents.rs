@@ -6,13 +6,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::device::{self, DeviceError};
-use crate::diag::Diagnostic;
+use crate::device;
 use crate::error::{Error, Result};
 use crate::messages;
-use crate::runner::{Device, StartError};
+use crate::runner::Device;
 
-use super::print;
+use super::device::list;
+use super::stdio::print;
 
 #[derive(Debug, Args)]
 pub struct AgentsArgs {
@@ -57,20 +57,6 @@ pub fn agents(args: AgentsArgs) -> Result<ExitCode> {
     };
     print(&text)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The device's agents; the user's errors (no SDK, a bad scenario) with a hint.
-pub fn list(device: &Device, counters: bool) -> Result<Vec<device::Agent>> {
-    device::agents(device, counters).map_err(|e| match e {
-        DeviceError::Sdk(e) => Error::user(Diagnostic::error(e.to_string()).hint(
-            "install ROCm 7.0 or later, or set ROCM_PATH to its installation; `--device sim` lists the simulated device",
-        )),
-        DeviceError::Start(StartError::Scenario { .. }) => Error::user(
-            Diagnostic::error(e.to_string())
-                .hint("`examples/sim/mi300x.toml` is a complete scenario to start from"),
-        ),
-        other => Error::Runtime(other.to_string()),
-    })
 }
 
 /// Answers the query as JSON in the answer file.

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::messages;
 use crate::runner::Device;
 
-use super::print;
+use super::stdio::print;
 use crate::counter_defs::{Files, convert};
 
 #[derive(Debug, Args)]
@@ -193,7 +193,7 @@ fn found(text: &str, name: &str, description: &str) -> bool {
 
 /// Lists the counters a device's GPUs support, each once, with the same filters.
 fn list_device(device: &Device, args: &ListArgs) -> Result<ExitCode> {
-    let agents = super::agents::list(device, true).map_err(|e| match (&args.device, e) {
+    let agents = super::device::list(device, true).map_err(|e| match (&args.device, e) {
         (None, Error::User(diagnostics)) => {
             let searched: Vec<String> = (counters::default_locations().iter())
                 .map(|p| p.display().to_string())

@@ -10,7 +10,7 @@ use crate::import::{self, Request, Several};
 use crate::messages;
 use crate::pipeline::{Library, Options};
 
-use super::print;
+use super::stdio::print;
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {

@@ -4,20 +4,24 @@
 
 mod agents;
 mod counters;
+mod device;
 mod flags;
 mod import;
+mod input;
+mod outputs;
 mod pipeline;
+mod pipeline_args;
 mod plugins;
 mod run;
 mod shell;
 mod spool;
+mod stdio;
 
-use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::messages;
 
 /// Declarative profiling pipelines for AMD GPUs, on rocprofiler-sdk.
@@ -108,8 +112,8 @@ pub fn main() -> ExitCode {
         Command::Counters(command) => counters::run(command),
         Command::ImportRocprofv3(args) => import::import(args),
         Command::Plugins(command) => plugins::run(command),
-        Command::Completions(args) => shell::completions(args),
-        Command::Man(args) => shell::man(args),
+        Command::Completions(args) => shell::completions(args, Cli::command()),
+        Command::Man(args) => shell::man(args, Cli::command()),
     };
     match outcome {
         // An error reported on the way (a sink that failed) fails a command that would
@@ -127,25 +131,6 @@ fn report(err: &Error) -> ExitCode {
         other => messages::error(other),
     }
     err.exit_code()
-}
-
-/// Writes command output to stdout; a closed pipe (`rocflow … | head`) ends quietly.
-fn print(text: &str) -> Result<()> {
-    match std::io::stdout()
-        .lock()
-        .write_all(crate::printable::lines(text).as_bytes())
-    {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
-        other => other.map_err(Error::io("writing to stdout")),
-    }
-}
-
-/// Writes rocflow's own report of a command that ran an application to stderr: stdout is
-/// the application's. A stderr that cannot be written leaves nowhere to say so.
-fn eprint(text: &str) {
-    let _ = std::io::stderr()
-        .lock()
-        .write_all(crate::printable::lines(text).as_bytes());
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! `rocflow validate`, `rocflow explain` and `rocflow templates`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -9,83 +9,14 @@ use crate::diag::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
 use crate::messages;
 use crate::pipeline::starter::{self, DEFAULT_TEMPLATE};
-use crate::pipeline::{self, Library, Options, Overlay, Override, SimulatedGpus};
-use crate::plan::{self, Plan};
-use crate::plugin::{Check, Search};
+use crate::pipeline::{self, Library, Options};
+use crate::plan;
 use crate::runner::Device;
 use crate::sdk::Domain;
 
 use super::flags::Flags;
-use super::print;
-
-/// Options every command that reads a pipeline shares.
-#[derive(Debug, Args)]
-pub struct PipelineArgs {
-    /// Override a pipeline parameter (repeatable): --set top=20 --set kernels='["gemm"]'
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    set: Vec<String>,
-    /// Counter definitions to check counter names against (default: the pipeline's
-    /// `definitions`, else $ROCM_PATH or /opt/rocm when installed).
-    #[arg(long, value_name = "FILE")]
-    counters: Option<PathBuf>,
-}
-
-/// What a compiled pipeline is for.
-pub(super) enum Use {
-    /// Running an application on an SDK: the simulated device's GPUs, if it is that.
-    Run(Option<SimulatedGpus>),
-    /// Shaping records that exist (a replay): no SDK is configured with it.
-    Records,
-}
-
-impl PipelineArgs {
-    /// Compiles a pipeline file (or template), changed by `overlay`, for `purpose`,
-    /// showing its warnings: its plugins are loaded and tried, so one that cannot work stops
-    /// the command before it starts.
-    pub(super) fn compile(&self, file: &Path, overlay: Overlay, purpose: Use) -> Result<Plan> {
-        let (simulated, records_only) = match purpose {
-            Use::Run(simulated) => (simulated, false),
-            Use::Records => (None, true),
-        };
-        let options = Options {
-            plugin_check: Check::Load,
-            overlay,
-            simulated,
-            records_only,
-            ..self.options()?
-        };
-        let compiled = crate::pipeline::compile_file(file, &options).map_err(Error::User)?;
-        compiled.warnings.iter().for_each(messages::diagnostic);
-        Ok(compiled.plan)
-    }
-
-    /// [`options`](Self::options) for a pipeline that only shapes records (see
-    /// [`Use::Records`]).
-    pub(super) fn records_options(&self) -> Result<Options> {
-        Ok(Options {
-            records_only: true,
-            ..self.options()?
-        })
-    }
-
-    pub(super) fn options(&self) -> Result<Options> {
-        let overrides = self
-            .set
-            .iter()
-            .map(|arg| Override::parse(arg))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        Ok(Options {
-            overrides,
-            library: Library::from_env(),
-            counters: self.counters.clone(),
-            simulated: None,
-            overlay: Overlay::default(),
-            plugins: Search::from_env(),
-            plugin_check: Check::Inspect,
-            records_only: false,
-        })
-    }
-}
+use super::pipeline_args::PipelineArgs;
+use super::stdio::print;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Format {
@@ -115,7 +46,7 @@ pub struct ValidateArgs {
 /// Checks every file and reports all diagnostics; exit 2 if any file has an error.
 pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
     let options = Options {
-        simulated: super::run::simulated(&args.device)?.map(|(_, gpus)| gpus),
+        simulated: super::device::simulated(&args.device)?.map(|(_, gpus)| gpus),
         ..args.pipeline.options()?
     };
     let mut failed = false;

@@ -7,7 +7,7 @@ use clap::Subcommand;
 use crate::error::Result;
 use crate::plugin::{Error, Plugin, Search};
 
-use super::print;
+use super::stdio::print;
 
 #[derive(Debug, Subcommand)]
 pub enum PluginsCommand {

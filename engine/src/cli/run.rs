@@ -7,12 +7,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use rocflow_core::scenario::Scenario;
 
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
 use crate::messages;
-use crate::pipeline::SimulatedGpus;
 use crate::plan::{AgentSelector, ContextPlan, CounterPlan, Plan, StartPlan, describe_start};
 use crate::post;
 use crate::progress::{Board, Display, Mode};
@@ -24,10 +22,12 @@ use crate::runner::{
 use crate::sdk::AgentType;
 use crate::stage::Report;
 
-use super::eprint;
+use super::device::{simulated, start_error};
 use super::flags::Flags;
-use super::pipeline::{PipelineArgs, Use};
-use super::spool::{outputs, reopen};
+use super::input::reopen;
+use super::outputs::outputs;
+use super::pipeline_args::{PipelineArgs, Use};
+use super::stdio::eprint;
 use crate::source::{Input, WindowArgs};
 
 /// The template `rocflow run` runs when no pipeline is given: what `rocprofv3 --sys-trace`
@@ -238,29 +238,6 @@ fn unprofiled_message(unprofiled: &Unprofiled) -> Option<String> {
             parts.join("; ")
         )
     })
-}
-
-/// Why the run could not start, as the user is told.
-fn start_error(e: StartError) -> Error {
-    match e {
-        StartError::Spawn { .. } => Error::user(
-            Diagnostic::error(e.to_string()).hint("give the application's path, after `--`"),
-        ),
-        StartError::Scenario { .. } => Error::user(Diagnostic::error(e.to_string()).hint(
-            "`examples/sim/mi300x.toml` is a complete scenario to start from; `--device sim` uses it",
-        )),
-        _ => Error::Runtime(e.to_string()),
-    }
-}
-
-/// The scenario of the simulated device `device` names, with its GPUs as the counter
-/// checks see them; `None` for a real GPU.
-pub(super) fn simulated(device: &Device) -> Result<Option<(Scenario, SimulatedGpus)>> {
-    let scenario = device.scenario().map_err(start_error)?;
-    Ok(scenario.map(|s| {
-        let gpus = SimulatedGpus::new(device.to_string(), &s);
-        (s, gpus)
-    }))
 }
 
 /// The error of a run whose pipeline asked for records and got none, with what rocflow

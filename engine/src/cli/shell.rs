@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 
 use crate::error::{Error, Result};
 
-use super::{Cli, print};
+use super::stdio::print;
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
@@ -19,9 +19,9 @@ pub struct CompletionsArgs {
 }
 
 /// Prints the completion script of a shell.
-pub fn completions(args: CompletionsArgs) -> Result<ExitCode> {
+pub fn completions(args: CompletionsArgs, mut cli: clap::Command) -> Result<ExitCode> {
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "rocflow", &mut script);
+    clap_complete::generate(args.shell, &mut cli, "rocflow", &mut script);
     print(&String::from_utf8_lossy(&script))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -35,8 +35,7 @@ pub struct ManArgs {
 }
 
 /// Prints the manual page in roff, or writes one page per command.
-pub fn man(args: ManArgs) -> Result<ExitCode> {
-    let command = Cli::command();
+pub fn man(args: ManArgs, command: clap::Command) -> Result<ExitCode> {
     match args.dir {
         Some(dir) => {
             std::fs::create_dir_all(&dir)

@@ -14,73 +14,26 @@ use crate::diag::Diagnostic;
 use crate::diff::Diff;
 use crate::error::{Error, Result};
 use crate::generate;
-use crate::messages::{self, Level, Message};
+use crate::messages;
 use crate::pipeline;
 use crate::plan::{Plan, StageGraph};
 use crate::printable;
 use crate::progress::{Board, Display, Mode};
 use crate::record::{Meta, RecordKind};
-use crate::source::{Ending, Input, OpenFault, Source, SourceError, Spool, WindowArgs};
+use crate::source::{Ending, Input, Source, SourceError, Spool, WindowArgs};
 use crate::summary::{self, Breakdown, Format, Summary};
 use crate::table::Table;
-use crate::wire::{Payload, WireError};
-use crate::{post, sink, stage};
+use crate::wire::Payload;
+use crate::{sink, stage};
 
 use super::flags::OutputFlags;
-use super::pipeline::{PipelineArgs, Use};
-use super::print;
+use super::input::{open_input, reopen, spool_error};
+use super::outputs::outputs;
+use super::pipeline_args::{PipelineArgs, Use};
+use super::stdio::print;
 
 fn open(path: &Path) -> Result<Spool> {
     Spool::open(path).map_err(|e| spool_error(path, e))
-}
-
-fn spool_error(path: &Path, e: WireError) -> Error {
-    match e {
-        WireError::Io(io) => Error::user(Diagnostic::error(format!(
-            "cannot read spool `{}`: {io}",
-            path.display()
-        ))),
-        other => Error::user(
-            Diagnostic::error(format!("`{}`: {other}", path.display()))
-                .hint("a spool is the run-….rfraw file `rocflow run` keeps next to its outputs; `last.rfraw` there is the newest"),
-        ),
-    }
-}
-
-/// Starts reading a spool or rocpd databases, in the time window if one is given.
-fn open_input(input: &Input, window: &WindowArgs) -> Result<Box<dyn Source>> {
-    let mut noted = false;
-    window.apply(
-        || open_source(input, std::mem::replace(&mut noted, true)),
-        |e| Error::user(Diagnostic::error(format!("time window: {e}"))),
-    )
-}
-
-/// Reads the input again, as [`open_input`] did, for the post-steps (no note again).
-pub(super) fn reopen(
-    input: &Input,
-    window: &WindowArgs,
-) -> std::result::Result<Box<dyn Source>, String> {
-    window
-        .apply(
-            || open_source(input, true),
-            |e| Error::Runtime(e.to_string()),
-        )
-        .map_err(|e| e.to_string())
-}
-
-/// Starts reading a spool or rocpd databases; a note on what the databases hold that was
-/// ignored goes to stderr, unless `noted` already.
-fn open_source(input: &Input, noted: bool) -> Result<Box<dyn Source>> {
-    let (source, note) = input.open().map_err(|e| match e {
-        OpenFault::Spool(path, e) => spool_error(&path, e),
-        OpenFault::Rocpd(e) if e.is_users() => Error::user(Diagnostic::error(e.to_string())),
-        OpenFault::Rocpd(e) => Error::Runtime(e.to_string()),
-    })?;
-    if let Some(note) = note.filter(|_| !noted) {
-        messages::diagnostic(&Diagnostic::notice(note));
-    }
-    Ok(source)
 }
 
 /// The input and pipeline a command line names (see [`Input::from_args`]).
@@ -204,70 +157,6 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
 /// The pipeline databases replay with when none is given: they fix what was collected,
 /// and this one writes everything.
 const DATABASE_PIPELINE: &str = "trace-all";
-
-/// Lists what each sink wrote, then runs the post-steps (saying on `board` which one
-/// runs, and taking the statistics in `ahead` as read already); a sink or a required step
-/// that failed is an error message (the command then fails), an optional step a warning.
-pub(super) fn outputs(
-    plan: &Plan,
-    report: &stage::Report,
-    spool: &Path,
-    open: post::Reopen<'_>,
-    ahead: post::Statistics,
-    board: &Board,
-    out: &mut String,
-) {
-    for sink in &report.sinks {
-        match &sink.outcome {
-            Ok(paths) => {
-                out.push_str(&format!("  {}: {} records", sink.name, sink.records));
-                for path in paths {
-                    out.push_str(&format!("\n    {}", path.display()));
-                }
-                out.push('\n');
-            }
-            Err(e) => messages::error(format_args!("sink `{}`: {e}", sink.name)),
-        }
-    }
-    for (name, count, first) in &report.failures {
-        messages::warning(format_args!(
-            "transform `{name}` failed on {count} records; first: {}",
-            first.join("; ")
-        ));
-    }
-    for disagreement in &report.disagreements {
-        messages::warning(format_args!("the counter passes disagree: {disagreement}"));
-    }
-    for step in post::run(plan, spool, open, ahead, &report.catalog, board) {
-        match step.outcome {
-            Ok(done) => {
-                if let Some(why) = &done.partial {
-                    messages::warning(format_args!(
-                        "post-step `{}` holds part of the run's records, and says so: {why}",
-                        step.name
-                    ));
-                }
-                out.push_str(&format!("  {}:", step.name));
-                for path in &done.paths {
-                    out.push_str(&format!("\n    {}", path.display()));
-                }
-                out.push('\n');
-                out.push_str(&done.text);
-            }
-            Err(e) => {
-                let level = if step.required {
-                    Level::Error
-                } else {
-                    Level::Warning
-                };
-                messages::emit(&Message::new(
-                    level,
-                    format_args!("post-step `{}`: {e}", step.name),
-                ));
-            }
-        }
-    }
-}
 
 #[derive(Debug, Args)]
 pub struct SummaryArgs {

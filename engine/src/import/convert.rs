@@ -12,7 +12,8 @@ use regex::Regex;
 
 use super::de::Spanned;
 use super::input::{Job, Opt, OutputFormat, TimeUnit, flag};
-use super::{counter_names, domains, kernels, paths, period};
+use super::pmc::counter_names;
+use super::{domains, kernels, paths, period};
 use crate::diag::{Diagnostic, SourceFile, Span};
 use crate::pipeline::model::{
     Context, Counters, Header, KernelFilter, KernelNames, PcSampling, Period, Pipeline, Post,

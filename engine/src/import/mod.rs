@@ -15,6 +15,7 @@ pub(crate) mod input;
 pub(crate) mod kernels;
 pub(crate) mod paths;
 pub(crate) mod period;
+pub(crate) mod pmc;
 mod shared;
 mod text;
 
@@ -362,11 +363,4 @@ fn shell_word(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
-}
-
-/// Counter names as rocprofv3 takes them (`--pmc`, `pmc:`): apart by spaces or commas.
-pub(crate) fn counter_names(written: &str) -> impl Iterator<Item = &str> {
-    written
-        .split(|c: char| c.is_whitespace() || c == ',')
-        .filter(|name| !name.is_empty())
 }

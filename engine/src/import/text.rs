@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::de::Spanned;
 use super::input::{Job, Jobs};
+use super::pmc::counter_names;
 use crate::diag::{Diagnostic, SourceFile, Span};
 
 /// Keys of rocprof's (v1) text files that rocprofv3 skips.
@@ -28,7 +29,7 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<(Jobs, Vec<Diagnostic>), Vec<Diag
         }
         let at = Some(Span::new(file, span.clone()));
         if let Some(list) = trimmed.strip_prefix("pmc:") {
-            let counters: Vec<String> = super::counter_names(list).map(str::to_owned).collect();
+            let counters: Vec<String> = counter_names(list).map(str::to_owned).collect();
             if counters.is_empty() {
                 errors.push(Diagnostic::error("this `pmc:` line names no counters").at(at));
                 continue;

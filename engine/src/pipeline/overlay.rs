@@ -12,7 +12,8 @@ use std::ops::Range;
 
 use crate::diag::{Diagnostic, SourceFile, Span};
 use crate::import::input::TimeUnit;
-use crate::import::{counter_names, kernels, paths, period};
+use crate::import::pmc::counter_names;
+use crate::import::{kernels, paths, period};
 use crate::kernel_names::KernelNames;
 
 use super::params::Override;

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_void};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
 
@@ -13,23 +12,7 @@ use rocflow_plugin::abi::{
     WriteFn,
 };
 
-use super::Error;
-
-/// What a plugin can be in a pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Transform,
-    Sink,
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Kind::Transform => "transform",
-            Kind::Sink => "sink",
-        })
-    }
-}
+use super::{Error, Kind};
 
 /// A loaded plugin. Plugins stay loaded until the process ends: a library that has run
 /// (made thread-locals, started threads) cannot be unloaded safely, and a process loads each

@@ -11,10 +11,11 @@ mod search;
 mod sink;
 mod transform;
 
+use std::fmt;
 use std::path::PathBuf;
 
 pub use inspect::inspect;
-pub use library::{Kind, Plugin};
+pub use library::Plugin;
 pub use search::{Found, NotFound, PATH_VAR, Search, file_name};
 pub use sink::PluginSink;
 pub use transform::PluginTransform;
@@ -30,6 +31,22 @@ pub enum Check {
     /// record of each kind it takes: for `run` and `replay`, which run plugins anyway, so a
     /// plugin that cannot work fails before any application starts.
     Load,
+}
+
+/// What a plugin can be in a pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Transform,
+    Sink,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Transform => "transform",
+            Kind::Sink => "sink",
+        })
+    }
 }
 
 /// What goes wrong with a plugin: loading it, or a call into it.

@@ -21,7 +21,10 @@ use crate::sink::{self, Placeholders};
 use crate::source::{Frames, Source};
 use crate::summary::{self, Breakdown, Format, Summary};
 
+mod done;
 pub mod sql;
+
+pub use done::Done;
 
 /// Rows of each table printed at the end of a run, unless the step says otherwise.
 const DEFAULT_TOP: usize = 10;
@@ -79,15 +82,6 @@ impl PostError {
     fn io(context: String) -> impl FnOnce(std::io::Error) -> PostError {
         move |source| PostError::Io { context, source }
     }
-}
-
-/// A finished post-step's files and what it prints.
-#[derive(Debug, Default)]
-pub struct Done {
-    pub paths: Vec<PathBuf>,
-    pub text: String,
-    /// Why the files hold only part of the run's records (they say so too), if they do.
-    pub partial: Option<String>,
 }
 
 /// Reads the run's records again, as the sinks had them (the same input and time window),

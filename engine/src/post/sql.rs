@@ -18,7 +18,7 @@ use crate::table::Table;
 use crate::units::Quantity;
 use crate::units::{format_duration, parse_duration};
 
-use super::Done;
+use super::done::Done;
 
 /// How long a query may run when its step sets no `timeout`, in nanoseconds.
 const DEFAULT_TIME_LIMIT_NS: u64 = 60_000_000_000;

@@ -1,4 +1,5 @@
-//! The collector: a sink that adds every record it receives to a [`Summary`].
+//! The collector: a sink that adds every record it receives to a [`Summary`]; and the
+//! replay of a run's records through a pipeline's stages into one.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -8,11 +9,48 @@ use rustc_hash::FxHashMap;
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::marker_label;
-use crate::record::{Batch, CounterSample};
+use crate::plan::StageGraph;
+use crate::record::{Batch, CounterSample, RecordKind};
 use crate::sdk::Domain;
-use crate::sink::{Sink, SinkError};
+use crate::sink::{Placeholders, Sink, SinkError};
+use crate::source::{Ending, Source, SourceError};
+use crate::stage;
 
-use super::{Kind, Summary, size_class};
+use super::{Breakdown, Kind, Summary, size_class};
+
+impl Summary {
+    /// Replays a source's records through a pipeline's stages (so the statistics
+    /// describe the records its outputs hold) into a summary; says how the source ended.
+    pub fn of_run(
+        stages: &StageGraph,
+        source: &mut dyn Source,
+        breakdown: Breakdown,
+    ) -> Result<(Summary, Result<Ending, SourceError>), String> {
+        let summary = Arc::new(Mutex::new(Summary {
+            breakdown,
+            ..Summary::default()
+        }));
+        // One collector, fed every kind the run holds.
+        let outlet = stage::Outlet {
+            name: "summary".into(),
+            kinds: RecordKind::ALL.to_vec(),
+            open: Box::new(|_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
+                Ok(Box::new(Collector::new(Arc::clone(&summary))))
+            }),
+        };
+        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
+            .map_err(|e| e.to_string())?;
+        if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
+            return Err(e.to_string());
+        }
+        let mut summary = Arc::try_unwrap(summary)
+            .map_err(|_| "the summary is still shared".to_string())?
+            .into_inner()
+            .expect("no panics while holding the lock");
+        summary.catalog = report.catalog;
+        Ok((summary, report.source))
+    }
+}
 
 pub struct Collector {
     summary: Arc<Mutex<Summary>>,

@@ -9,16 +9,10 @@ mod render;
 mod timeline;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
 use crate::catalog::Catalog;
-use crate::plan::StageGraph;
-use crate::record::RecordKind;
-use crate::sink::{Placeholders, Sink, SinkError};
-use crate::source::{Ending, Source, SourceError};
-use crate::stage;
 use crate::stats::Accumulator;
 use crate::table::Table;
 
@@ -133,38 +127,6 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Replays a source's records through a pipeline's stages (so the statistics
-    /// describe the records its outputs hold) into a summary; says how the source ended.
-    pub fn of_run(
-        stages: &StageGraph,
-        source: &mut dyn Source,
-        breakdown: Breakdown,
-    ) -> Result<(Summary, Result<Ending, SourceError>), String> {
-        let summary = Arc::new(Mutex::new(Summary {
-            breakdown,
-            ..Summary::default()
-        }));
-        // One collector, fed every kind the run holds.
-        let outlet = stage::Outlet {
-            name: "summary".into(),
-            kinds: RecordKind::ALL.to_vec(),
-            open: Box::new(|_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
-                Ok(Box::new(collect::Collector::new(Arc::clone(&summary))))
-            }),
-        };
-        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
-            .map_err(|e| e.to_string())?;
-        if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
-            return Err(e.to_string());
-        }
-        let mut summary = Arc::try_unwrap(summary)
-            .map_err(|_| "the summary is still shared".to_string())?
-            .into_inner()
-            .expect("no panics while holding the lock");
-        summary.catalog = report.catalog;
-        Ok((summary, report.source))
-    }
-
     /// Adds one record (or one dispatch's counter total): its section, where it ran, its
     /// own key columns, its duration (or value) and the bytes it moved.
     fn add(

@@ -30,8 +30,8 @@ use crate::chunk::MAX_RECORDS;
 use crate::wire::Frame;
 use emit::Emitter;
 pub use inputs::expand;
-use records::{Part, Table};
-use schema::{SchemaError, Tables};
+use records::Part;
+use schema::{SchemaError, Table, Tables};
 
 /// What a piece's reader sends.
 enum Item {

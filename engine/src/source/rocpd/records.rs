@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::emit::{Emitter, Stopped};
 use super::info::Info;
-use super::schema::{self, Tables};
+use super::schema::{self, Table, Tables};
 use super::value::{Long, Number, int, json, json_u64, opt_int, real, text, u32, u64};
 use crate::record::{
     ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
@@ -63,52 +63,6 @@ pub struct Left {
     pub unknown: BTreeMap<String, u64>,
     /// Cells cut to [`super::value::MAX_TEXT`].
     pub long: Long,
-}
-
-/// An event table, read as the records it holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Table {
-    Dispatches,
-    Copies,
-    Allocations,
-    Regions,
-    Samples,
-    Counters,
-}
-
-impl Table {
-    /// Every event table, in the order a set's records are sent.
-    pub const ALL: [Table; 6] = [
-        Table::Dispatches,
-        Table::Copies,
-        Table::Allocations,
-        Table::Regions,
-        Table::Samples,
-        Table::Counters,
-    ];
-
-    /// The rocpd table whose rows the records follow, one record per row.
-    pub fn rows(self) -> &'static str {
-        match self {
-            Table::Dispatches => schema::KERNEL_DISPATCH,
-            Table::Copies => schema::MEMORY_COPY,
-            Table::Allocations => schema::MEMORY_ALLOCATE,
-            Table::Regions => schema::REGION,
-            Table::Samples => schema::SAMPLE,
-            Table::Counters => schema::PMC_EVENT,
-        }
-    }
-
-    /// What its rows are read with: the rows of other tables, each found by a column.
-    pub fn lookups(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Table::Dispatches | Table::Copies | Table::Allocations | Table::Regions => {
-                &[(schema::EVENT, "id")]
-            }
-            Table::Samples => &[(schema::TRACK, "id"), (schema::EVENT, "id")],
-            Table::Counters => &[(schema::KERNEL_DISPATCH, "event_id")],
-        }
-    }
 }
 
 /// The rows of a table that one reader turns into records: all of them, or those whose

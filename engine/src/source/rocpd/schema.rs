@@ -9,14 +9,58 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::records::Table;
-
 // The tables and columns of rocpd schema 3 are the ones rocflow's rocpd sink writes.
 use crate::sink::rocpd::schema as written;
 pub use crate::sink::rocpd::schema::{
     AGENT, ARG, CODE_OBJECT, EVENT, KERNEL_DISPATCH, KERNEL_SYMBOL, MEMORY_ALLOCATE, MEMORY_COPY,
     METADATA, NODE, PMC, PMC_EVENT, PROCESS, QUEUE, REGION, SAMPLE, STREAM, STRING, THREAD, TRACK,
 };
+
+/// An event table, read as the records it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    Dispatches,
+    Copies,
+    Allocations,
+    Regions,
+    Samples,
+    Counters,
+}
+
+impl Table {
+    /// Every event table, in the order a set's records are sent.
+    pub const ALL: [Table; 6] = [
+        Table::Dispatches,
+        Table::Copies,
+        Table::Allocations,
+        Table::Regions,
+        Table::Samples,
+        Table::Counters,
+    ];
+
+    /// The rocpd table whose rows the records follow, one record per row.
+    pub fn rows(self) -> &'static str {
+        match self {
+            Table::Dispatches => KERNEL_DISPATCH,
+            Table::Copies => MEMORY_COPY,
+            Table::Allocations => MEMORY_ALLOCATE,
+            Table::Regions => REGION,
+            Table::Samples => SAMPLE,
+            Table::Counters => PMC_EVENT,
+        }
+    }
+
+    /// What its rows are read with: the rows of other tables, each found by a column.
+    pub fn lookups(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Table::Dispatches | Table::Copies | Table::Allocations | Table::Regions => {
+                &[(EVENT, "id")]
+            }
+            Table::Samples => &[(TRACK, "id"), (EVENT, "id")],
+            Table::Counters => &[(KERNEL_DISPATCH, "event_id")],
+        }
+    }
+}
 
 /// The columns this reader knows, per table (what rocpd schema 3 defines, every table
 /// rocprofv3 writes, without its suffix); others are from a newer schema and named in
