@@ -3,7 +3,6 @@
 
 mod counters;
 mod csv;
-mod options;
 mod otf2;
 mod parquet;
 mod path;
@@ -19,14 +18,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
-use crate::plan::{SinkPlan, Writer};
+use crate::plan::sink::csv::Flavour;
+use crate::plan::sink::rocpd::Layout;
+use crate::plan::sink::{Format, SinkPlan, Writer};
 use crate::plugin::{Plugin, PluginSink};
 use crate::record::Process;
 use crate::table::Table;
 use per_process::{Paths, PerProcess};
 
 pub use csv::table_rows as csv_rows;
-pub use options::{Format, OptionError, Size};
 pub use path::Placeholders;
 /// The settings a rocpd database is loaded with, for measuring SQLite alone with them.
 pub use rocpd::PRAGMAS as ROCPD_PRAGMAS;
@@ -161,7 +161,7 @@ pub fn open(plan: &SinkPlan, placeholders: &Placeholders) -> Result<Box<dyn Sink
 /// process (in the order they connected) where its path names one, else one.
 pub fn paths(plan: &SinkPlan, catalog: &Catalog) -> Vec<PathBuf> {
     let single = matches!(&plan.writer,
-        Writer::Builtin(Format::Rocpd(options)) if options.layout == rocpd::Layout::Single);
+        Writer::Builtin(Format::Rocpd(options)) if options.layout == Layout::Single);
     if single || !per_process::names_a_process(&plan.path) {
         return vec![Placeholders::for_run(catalog).expand(&plan.path)];
     }
@@ -172,8 +172,8 @@ pub fn paths(plan: &SinkPlan, catalog: &Catalog) -> Vec<PathBuf> {
 fn open_at(plan: &SinkPlan, path: PathBuf) -> Result<Box<dyn Sink>, SinkError> {
     Ok(match &plan.writer {
         Writer::Builtin(Format::Csv(options)) => match options.flavour {
-            csv::Flavour::Rocflow => Box::new(csv::CsvSink::create(path)?),
-            csv::Flavour::Rocprofv3 => {
+            Flavour::Rocflow => Box::new(csv::CsvSink::create(path)?),
+            Flavour::Rocprofv3 => {
                 Box::new(csv::rocprofv3::Rocprofv3Sink::create(path, &plan.kinds)?)
             }
         },

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use indexmap::IndexMap;
 
 use crate::diag::{Diagnostic, Span, did_you_mean};
+use crate::plan::sink::Format;
 use crate::plan::{
     ContextPlan, Plan, PluginRef, PostPlan, Provenance, Route, SinkPlan, StageGraph, TransformPlan,
     Writer,
@@ -16,7 +17,6 @@ use crate::plan::{
 use crate::plugin::{self, Check, Kind, NotFound, Plugin, PluginSink, Search};
 use crate::record::RecordKind;
 use crate::sdk::Domain;
-use crate::sink::Format;
 
 use super::counters::CounterCheck;
 use super::model::{self, KernelNames, Pipeline, PostStep, SinkKind, SinkType, TransformOp};

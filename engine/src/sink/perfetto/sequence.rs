@@ -16,40 +16,15 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use super::Settings;
 use super::proto::{Encoder, TRACE_PACKET, annotation, event, interned, packet};
 use super::shards::Routes;
-use super::time::TimeUnit;
 use super::tracks::{Track, TrackKey};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::marker_label;
+use crate::plan::sink::perfetto::TimeUnit;
 use crate::record::{ApiCall, ArgValue, Batch, KernelDispatch, Marker, MemoryCopy, Sym};
 use crate::sdk::Domain;
 use crate::sink::counters::{CounterSums, Sum};
 use crate::sink::timeline::{self, Output, Overlap, Timeline};
-
-/// What the trace shows, as the sink's `tracks` option names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Shown {
-    Api,
-    Marker,
-    Kernel,
-    MemoryCopy,
-    MemoryAllocation,
-    Counter,
-    ScratchMemory,
-}
-
-impl Shown {
-    pub const ALL: [Shown; 7] = [
-        Shown::Api,
-        Shown::Marker,
-        Shown::Kernel,
-        Shown::MemoryCopy,
-        Shown::MemoryAllocation,
-        Shown::Counter,
-        Shown::ScratchMemory,
-    ];
-}
 
 /// A slice's record, kept until its timeline places it.
 #[derive(Debug, Clone, Copy)]

@@ -11,10 +11,10 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Settings;
-use super::sequence::Shown;
 use super::tracks::{Track, TrackKey, copy_agent};
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
+use crate::plan::sink::perfetto::Shown;
 use crate::record::{Batch, MemoryCopy};
 
 /// The sequence each track is written by.

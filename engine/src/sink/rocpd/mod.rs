@@ -25,37 +25,17 @@ mod writer;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use super::per_process::{Paths, PerProcess};
 use super::{Placeholders, Sink, SinkError, Written};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
+use crate::plan::sink::rocpd::{Layout, Options};
 use crate::record::Process;
 use crate::table::Table;
 pub use database::PRAGMAS;
 use database::{Database, Streams};
 use rows::Queued;
 use writer::{MOST_THREADS, Pool, Writer};
-
-/// How the run's processes map to databases.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layout {
-    /// One database per process, at the path with that process's placeholders filled in,
-    /// as rocprofv3 writes.
-    #[default]
-    PerProcess,
-    /// One database for the whole run.
-    Single,
-}
-
-/// The sink's `options`; `Default` holds their defaults.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    pub layout: Layout,
-}
 
 /// What stops a database; reported as the sink's failure.
 #[derive(Debug, thiserror::Error)]
