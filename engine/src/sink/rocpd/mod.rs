@@ -15,6 +15,7 @@ mod append;
 mod database;
 mod dispatches;
 pub(crate) mod extdata;
+mod fault;
 mod ids;
 mod info;
 mod rows;
@@ -36,31 +37,6 @@ pub use database::PRAGMAS;
 use database::{Database, Streams};
 use rows::Queued;
 use writer::{MOST_THREADS, Pool, Writer};
-
-/// What stops a database; reported as the sink's failure.
-#[derive(Debug, thiserror::Error)]
-enum Fault {
-    #[error("SQLite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-    #[error("dispatch id {0} is beyond the 2^40 dispatches a process may have in rocpd")]
-    DispatchId(u64),
-}
-
-impl Fault {
-    fn at(self, path: &std::path::Path) -> SinkError {
-        let context = format!("writing {}", path.display());
-        match self {
-            Fault::Io(source) => SinkError::Io { context, source },
-            Fault::Sqlite(source) => SinkError::Sqlite { context, source },
-            reason => SinkError::Unrepresentable {
-                context,
-                reason: reason.to_string(),
-            },
-        }
-    }
-}
 
 /// One database, of the whole run or of one process (the [`PerProcess`] sink opens one
 /// per process for the `per_process` layout).
