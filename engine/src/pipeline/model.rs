@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::kernel_names::KernelNames;
 pub use crate::plan::PostStep;
+pub use crate::plan::sink::SinkKind;
 pub use crate::plan::transform::TransformOp;
 use crate::units::Quantity;
 
@@ -228,18 +229,6 @@ pub enum SinkType {
 #[serde(rename_all = "snake_case")]
 pub enum PluginWord {
     Plugin,
-}
-
-/// The output formats rocflow writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SinkKind {
-    Perfetto,
-    Parquet,
-    Rocpd,
-    Otf2,
-    /// One CSV file per record kind in a directory: simple, and readable by anything.
-    Csv,
 }
 
 #[derive(Debug, Deserialize, Serialize)]

@@ -9,8 +9,8 @@ use std::path::{Component, Path};
 use crate::plan::PostStep;
 use crate::units::{format_duration, parse_duration};
 
-use super::{Plan, TransformOpPlan, Writer};
-use crate::sink::Format;
+use super::sink::{Format, Writer};
+use super::{Plan, TransformOpPlan};
 
 /// What the `sql` steps of a plan from anyone may take: the time each may run, and how
 /// much of its result is read.

@@ -28,23 +28,6 @@ use crate::table::Table;
 use super::staging::Staging;
 use super::{Sink, SinkError};
 
-/// The sink's `options`.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Options {
-    /// Whose files: rocflow's (every column of every record kind, one file per kind) or
-    /// rocprofv3's, for scripts written against them.
-    pub flavour: Flavour,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Flavour {
-    #[default]
-    Rocflow,
-    Rocprofv3,
-}
-
 pub struct CsvSink {
     staging: Staging,
     files: HashMap<RecordKind, File>,

@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use indexmap::IndexMap;
 
 use crate::diag::{Diagnostic, did_you_mean};
+use crate::plan::sink::Format;
 use crate::plan::{
     ContextPlan, Plan, PluginRef, PostPlan, Provenance, Route, SinkPlan, StageGraph, TransformPlan,
     Writer,
 };
 use crate::plugin::{Kind, PluginSink};
 use crate::record::RecordKind;
-use crate::sink::Format;
 
 use super::model::{self, KernelNames, Pipeline, SinkKind, SinkType, TransformOp};
 use super::params::{RUNTIME_PLACEHOLDERS, placeholders};

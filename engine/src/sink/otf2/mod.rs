@@ -19,8 +19,6 @@ mod spill;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use self::archive::Archive;
 use self::definitions::Definitions;
 use self::events::Tracks;
@@ -30,15 +28,6 @@ use super::staging::Staging;
 use super::{Sink, SinkError};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
-
-/// The sink's `options`; `Default` holds their defaults.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// Taken since the first pipeline schema, and without effect: every event of the
-    /// records the sink takes is written.
-    pub offload_events: bool,
-}
 
 /// The archive's name within the sink's directory.
 const ARCHIVE: &str = "traces";

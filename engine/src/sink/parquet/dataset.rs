@@ -18,22 +18,12 @@ use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use super::part::{Part, compression_ratio};
+use crate::plan::sink::parquet::Partition;
 use crate::record::Process;
 use crate::sink::SinkError;
 use crate::sink::staging::Staging;
-
-/// A column the dataset's folders may be split by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Partition {
-    /// `host=NAME`, the process's host (the `host` column of tables that have one).
-    Host,
-    /// `pid=PID`, the process (the `pid` column).
-    Process,
-}
 
 impl Partition {
     /// The partition's key in folder names, and the column it takes out of the files.

@@ -31,15 +31,16 @@ use std::sync::Arc;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use self::dataset::{Dataset, Layout, Partition, Placed};
+use self::dataset::{Dataset, Layout, Placed};
 use self::wide::WideCounters;
-use super::{Sink, SinkError, Size};
+use super::{Sink, SinkError};
 use crate::arrow::records;
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::plan::Provenance;
+use crate::plan::sink::parquet::{Codec, Options};
 use crate::record::{Batch, RecordKind};
 use crate::table::Table;
 
@@ -48,46 +49,6 @@ use crate::table::Table;
 /// most of a run's records): it is a join away (`kernel_symbols`, by `pid` and `kernel_id`),
 /// and resolving and encoding it would take a tenth of the sink's time.
 const LEFT_OUT: &[(RecordKind, &str)] = &[(RecordKind::CounterSample, "kernel_name")];
-
-/// The sink's `options`; `Default` holds their defaults.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// The codec of every column.
-    pub compression: Codec,
-    pub row_group_rows: usize,
-    /// A table's rows go into part files of about this size (see [`dataset`]).
-    pub max_file_size: Option<Size>,
-    /// Hive partition folders (see [`dataset`]).
-    pub partition_by: Vec<Partition>,
-    /// Also write `dispatch_counters` (see [`wide`]).
-    pub wide_counters: bool,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            compression: Codec::default(),
-            // Large enough for analytics (statistics per row group let readers skip most
-            // of a file), small enough that each table being written holds one row
-            // group's encoded columns in memory.
-            row_group_rows: 1 << 20,
-            max_file_size: None,
-            partition_by: Vec::new(),
-            wide_counters: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Codec {
-    #[default]
-    Zstd,
-    Snappy,
-    Lz4,
-    None,
-}
 
 impl Codec {
     fn compression(self) -> Compression {

@@ -29,47 +29,19 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
-use serde::{Deserialize, Serialize};
 
 use self::sequence::Sequence;
-use self::settings::{Settings, Shown};
+use self::settings::Settings;
 use self::shards::{Routes, Shards};
-use self::time::TimeUnit;
 use self::tracks::{Track, TrackKey};
 use super::staging::Staging;
-use super::{Sink, SinkError, Size};
+use super::{Sink, SinkError};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::column::row;
 use crate::descriptors::PooledFile;
+use crate::plan::sink::perfetto::{Options, TimeUnit};
 use crate::record::Exit;
-
-/// The sink's `options`; `Default` holds their defaults.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// What the trace shows.
-    pub tracks: Vec<Shown>,
-    /// A file that has reached this size is closed, and the trace goes on in the next.
-    pub split_size: Option<Size>,
-    /// Arrows from each API call to the kernels and copies it caused.
-    pub flows: bool,
-    /// Ids and launch parameters on the slices.
-    pub annotations: bool,
-    pub time_unit: TimeUnit,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            tracks: Shown::ALL.to_vec(),
-            split_size: None,
-            flows: true,
-            annotations: true,
-            time_unit: TimeUnit::default(),
-        }
-    }
-}
 
 pub struct PerfettoSink {
     settings: Settings,

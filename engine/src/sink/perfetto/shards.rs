@@ -10,10 +10,11 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::settings::{Settings, Shown};
+use super::settings::Settings;
 use super::tracks::{Track, TrackKey, copy_agent};
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
+use crate::plan::sink::perfetto::Shown;
 use crate::record::{Batch, MemoryCopy};
 
 /// The sequence each track is written by.

@@ -4,20 +4,9 @@
 //! ties it to the boot time clock, so readers place every event in boot time nanoseconds,
 //! rounded down to the unit.
 
-use serde::{Deserialize, Serialize};
-
 use super::proto::{Encoder, TRACE_PACKET, clock, packet};
 use crate::catalog::Catalog;
-
-/// What the trace's timestamps count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TimeUnit {
-    #[default]
-    Ns,
-    Us,
-    Ms,
-}
+use crate::plan::sink::perfetto::TimeUnit;
 
 impl TimeUnit {
     fn nanoseconds(self) -> u64 {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::Fault;
+use super::fault::Fault;
 use super::schema::Table;
 use crate::sqlite::Value;
 use crate::sqlite::btree::{Affinity, AppendTable, Pages, Record};

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::Fault;
 use super::dispatches::Dispatches;
+use super::fault::Fault;
 use super::ids::{Guid, Ids};
 use super::info;
 use super::rows::{Queued, Tables, Window};

@@ -13,9 +13,9 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use super::Fault;
 use super::append::Appender;
-use super::rows::NO_DATA;
+use super::fault::Fault;
+use super::schema::NO_DATA;
 use crate::sqlite::row;
 
 /// Events sorted in memory at a time: 3 MiB, so that a run's memory stays flat (the

@@ -15,6 +15,7 @@ mod append;
 mod database;
 mod dispatches;
 pub(crate) mod extdata;
+mod fault;
 mod ids;
 mod info;
 mod rows;
@@ -25,62 +26,17 @@ mod writer;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use super::per_process::{Paths, PerProcess};
 use super::{Placeholders, Sink, SinkError, Written};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
+use crate::plan::sink::rocpd::{Layout, Options};
 use crate::record::Process;
 use crate::table::Table;
 pub use database::PRAGMAS;
 use database::{Database, Streams};
 use rows::Queued;
 use writer::{MOST_THREADS, Pool, Writer};
-
-/// How the run's processes map to databases.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layout {
-    /// One database per process, at the path with that process's placeholders filled in,
-    /// as rocprofv3 writes.
-    #[default]
-    PerProcess,
-    /// One database for the whole run.
-    Single,
-}
-
-/// The sink's `options`; `Default` holds their defaults.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    pub layout: Layout,
-}
-
-/// What stops a database; reported as the sink's failure.
-#[derive(Debug, thiserror::Error)]
-enum Fault {
-    #[error("SQLite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-    #[error("dispatch id {0} is beyond the 2^40 dispatches a process may have in rocpd")]
-    DispatchId(u64),
-}
-
-impl Fault {
-    fn at(self, path: &std::path::Path) -> SinkError {
-        let context = format!("writing {}", path.display());
-        match self {
-            Fault::Io(source) => SinkError::Io { context, source },
-            Fault::Sqlite(source) => SinkError::Sqlite { context, source },
-            reason => SinkError::Unrepresentable {
-                context,
-                reason: reason.to_string(),
-            },
-        }
-    }
-}
 
 /// One database, of the whole run or of one process (the [`PerProcess`] sink opens one
 /// per process for the `per_process` layout).

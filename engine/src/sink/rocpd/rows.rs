@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use super::Fault;
 use super::append::Appender;
 use super::dispatches::Dispatches;
+use super::fault::Fault;
 use super::ids::{Events, Ids, Operation};
 use super::info;
-use super::schema;
+use super::schema::{self, NO_DATA};
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::record::{
@@ -83,8 +83,6 @@ tables! {
     arg = ARG ("event_id", "position", "type", "name", "value");
 }
 
-/// What event rows hold when there is nothing more to say.
-pub(super) const NO_DATA: Value = Value::Str("{}");
 const UNKNOWN: &str = "<unknown>";
 
 /// The process a chunk's records come from, as row ids.

@@ -10,6 +10,7 @@
 //! and costs a lookup in `sqlite_sequence` per insert.
 
 use super::ids::Guid;
+use crate::sqlite::Value;
 
 /// The version of the rocpd schema these tables follow.
 pub const SCHEMA_VERSION: &str = "3";
@@ -28,6 +29,9 @@ const PID: &str = "pid INTEGER NOT NULL";
 const EXTDATA: &str = "extdata JSONB NOT NULL DEFAULT '{}'";
 const START: &str = "start BIGINT NOT NULL";
 const END: &str = "\"end\" BIGINT NOT NULL";
+
+/// What an event's `extdata` holds when there is nothing more to say: its default.
+pub(super) const NO_DATA: Value = Value::Str("{}");
 
 /// Columns rows of a process refer with.
 const OF_PROCESS: &[(&str, &str)] = &[("nid", NODE), ("pid", PROCESS)];

@@ -11,8 +11,8 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::Fault;
 use super::database::{Database, Streams};
+use super::fault::Fault;
 use super::rows::Queued;
 use crate::catalog::Catalog;
 use crate::sink::Written;

@@ -1,6 +1,8 @@
-//! A built-in sink's options, typed: each format owns one struct (beside its sink), whose
+//! The sinks of a plan: what each writes, to which path, with which options. A built-in
+//! format's options are typed: each format has one struct (in its file below), whose
 //! `Default` is the one statement of its defaults. The compiler parses them once into a
-//! [`Format`] in the Plan; the sink opens from it and never reads JSON again.
+//! [`Format`]; the sink opens from it and never reads JSON again. [`formats!`] lists the
+//! formats, so a new one is its options file and one line there.
 //!
 //! In a serialized Plan the options are the JSON map they always were, holding what differs
 //! from the defaults, so plans recorded before they were typed still read.
@@ -9,52 +11,165 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::pipeline::model::SinkKind;
-use crate::units::Quantity;
-use crate::units::parse_size;
+use super::plugin::PluginRef;
+use crate::record::RecordKind;
+use crate::units::{Quantity, parse_size};
 
-use super::{csv, otf2, parquet, perfetto, rocpd};
+/// Lists the built-in formats by the name a pipeline's `kind` gives them and their options'
+/// home, and derives from the list [`SinkKind`], [`Format`] and the passage between them.
+macro_rules! formats {
+    ($($name:literal => $Kind:ident($home:ident),)*) => {
+        $(pub mod $home;)*
 
-/// One of rocflow's output formats, with its options.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Format {
-    Csv(csv::Options),
-    Perfetto(perfetto::Options),
-    Parquet(parquet::Options),
-    Rocpd(rocpd::Options),
-    Otf2(otf2::Options),
+        /// The output formats rocflow writes.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+        pub enum SinkKind {
+            $(#[serde(rename = $name)] $Kind,)*
+        }
+
+        impl SinkKind {
+            #[cfg(test)]
+            const ALL: &[SinkKind] = &[$(SinkKind::$Kind,)*];
+        }
+
+        /// One of rocflow's output formats, with its options.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Format {
+            $($Kind($home::Options),)*
+        }
+
+        impl Format {
+            /// Reads the options a pipeline gives a sink of `kind`.
+            pub fn parse(kind: SinkKind, options: &Map<String, Value>) -> Result<Format, OptionError> {
+                Ok(match kind {
+                    $(SinkKind::$Kind => Format::$Kind(parse(options)?),)*
+                })
+            }
+
+            pub fn kind(&self) -> SinkKind {
+                match self {
+                    $(Format::$Kind(_) => SinkKind::$Kind,)*
+                }
+            }
+
+            /// The options that differ from the format's defaults, as a pipeline writes them.
+            pub fn written(&self) -> Map<String, Value> {
+                match self {
+                    $(Format::$Kind(o) => written(o),)*
+                }
+            }
+
+            /// Every option, defaults included.
+            #[cfg(test)]
+            fn options(&self) -> Map<String, Value> {
+                match self {
+                    $(Format::$Kind(o) => as_map(o),)*
+                }
+            }
+        }
+    };
 }
 
-impl Format {
-    /// Reads the options a pipeline gives a sink of `kind`.
-    pub fn parse(kind: SinkKind, options: &Map<String, Value>) -> Result<Format, OptionError> {
-        Ok(match kind {
-            SinkKind::Csv => Format::Csv(parse(options)?),
-            SinkKind::Perfetto => Format::Perfetto(parse(options)?),
-            SinkKind::Parquet => Format::Parquet(parse(options)?),
-            SinkKind::Rocpd => Format::Rocpd(parse(options)?),
-            SinkKind::Otf2 => Format::Otf2(parse(options)?),
-        })
+formats! {
+    "perfetto" => Perfetto(perfetto),
+    "parquet" => Parquet(parquet),
+    "rocpd" => Rocpd(rocpd),
+    "otf2" => Otf2(otf2),
+    "csv" => Csv(csv),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(try_from = "RecordedSink", into = "RecordedSink")]
+pub struct SinkPlan {
+    pub name: String,
+    pub writer: Writer,
+    /// The output path with run-time placeholders (`{pid}`, …) still in it.
+    pub path: String,
+    pub kinds: Vec<RecordKind>,
+}
+
+/// What writes a sink's output, with its options: a format's are read when the pipeline
+/// is compiled, a plugin's are handed to it as JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Writer {
+    /// One of rocflow's formats.
+    Builtin(Format),
+    Plugin {
+        plugin: PluginRef,
+        options: Map<String, Value>,
+    },
+}
+
+impl SinkPlan {
+    /// Whether the sink writes rocflow's format `kind`.
+    pub fn writes(&self, kind: SinkKind) -> bool {
+        matches!(&self.writer, Writer::Builtin(format) if format.kind() == kind)
     }
 
-    pub fn kind(&self) -> SinkKind {
-        match self {
-            Format::Csv(_) => SinkKind::Csv,
-            Format::Perfetto(_) => SinkKind::Perfetto,
-            Format::Parquet(_) => SinkKind::Parquet,
-            Format::Rocpd(_) => SinkKind::Rocpd,
-            Format::Otf2(_) => SinkKind::Otf2,
+    /// The options as a pipeline writes them: a format's where they differ from its
+    /// defaults, a plugin's all.
+    pub fn options(&self) -> Map<String, Value> {
+        match &self.writer {
+            Writer::Builtin(format) => format.written(),
+            Writer::Plugin { options, .. } => options.clone(),
         }
     }
+}
 
-    /// The options that differ from the format's defaults, as a pipeline writes them.
-    pub fn written(&self) -> Map<String, Value> {
-        match self {
-            Format::Csv(o) => written(o),
-            Format::Perfetto(o) => written(o),
-            Format::Parquet(o) => written(o),
-            Format::Rocpd(o) => written(o),
-            Format::Otf2(o) => written(o),
+/// A sink as a serialized plan holds it, as plans have since before options were typed:
+/// the format's name (or the plugin) in `kind`, the options as JSON.
+#[derive(Serialize, Deserialize)]
+struct RecordedSink {
+    name: String,
+    kind: RecordedWriter,
+    path: String,
+    kinds: Vec<RecordKind>,
+    options: Map<String, Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum RecordedWriter {
+    Builtin(SinkKind),
+    Plugin(PluginRef),
+}
+
+impl TryFrom<RecordedSink> for SinkPlan {
+    type Error = String;
+
+    fn try_from(sink: RecordedSink) -> Result<SinkPlan, String> {
+        let writer = match sink.kind {
+            RecordedWriter::Builtin(kind) => Writer::Builtin(
+                Format::parse(kind, &sink.options)
+                    .map_err(|e| format!("the options of sink `{}`: {e}", sink.name))?,
+            ),
+            RecordedWriter::Plugin(plugin) => Writer::Plugin {
+                plugin,
+                options: sink.options,
+            },
+        };
+        Ok(SinkPlan {
+            name: sink.name,
+            writer,
+            path: sink.path,
+            kinds: sink.kinds,
+        })
+    }
+}
+
+impl From<SinkPlan> for RecordedSink {
+    fn from(sink: SinkPlan) -> RecordedSink {
+        let options = sink.options();
+        let kind = match sink.writer {
+            Writer::Builtin(format) => RecordedWriter::Builtin(format.kind()),
+            Writer::Plugin { plugin, .. } => RecordedWriter::Plugin(plugin),
+        };
+        RecordedSink {
+            name: sink.name,
+            kind,
+            path: sink.path,
+            kinds: sink.kinds,
+            options,
         }
     }
 }
@@ -84,12 +199,16 @@ fn parse<T: DeserializeOwned>(options: &Map<String, Value>) -> Result<T, OptionE
     })
 }
 
-/// `options` without the entries that hold their default.
-fn written<T: Serialize + Default>(options: &T) -> Map<String, Value> {
-    let as_map = |o: &T| match serde_json::to_value(o).expect("options serialize") {
+/// Options as a JSON map.
+fn as_map<T: Serialize>(options: &T) -> Map<String, Value> {
+    match serde_json::to_value(options).expect("options serialize") {
         Value::Object(map) => map,
         _ => unreachable!("options are a struct"),
-    };
+    }
+}
+
+/// `options` without the entries that hold their default.
+fn written<T: Serialize + Default>(options: &T) -> Map<String, Value> {
     let defaults = as_map(&T::default());
     let mut map = as_map(options);
     map.retain(|key, value| defaults.get(key) != Some(value));
@@ -126,15 +245,7 @@ mod tests {
     use super::*;
     use crate::diag::{Diagnostic, SourceFile, Span};
     use crate::pipeline::{self, schema::SCHEMA_TEXT};
-    use crate::plan::Writer;
-
-    const KINDS: [SinkKind; 5] = [
-        SinkKind::Csv,
-        SinkKind::Perfetto,
-        SinkKind::Parquet,
-        SinkKind::Rocpd,
-        SinkKind::Otf2,
-    ];
+    use crate::plan::plugin::PluginRef;
 
     fn map(json: &str) -> Map<String, Value> {
         serde_json::from_str(json).unwrap()
@@ -142,17 +253,7 @@ mod tests {
 
     /// Every option of every default, as JSON: what the schema must declare.
     fn defaults(kind: SinkKind) -> Map<String, Value> {
-        let value = match Format::parse(kind, &Map::new()).unwrap() {
-            Format::Csv(o) => serde_json::to_value(o),
-            Format::Perfetto(o) => serde_json::to_value(o),
-            Format::Parquet(o) => serde_json::to_value(o),
-            Format::Rocpd(o) => serde_json::to_value(o),
-            Format::Otf2(o) => serde_json::to_value(o),
-        };
-        match value.unwrap() {
-            Value::Object(map) => map,
-            other => panic!("{other}"),
-        }
+        Format::parse(kind, &Map::new()).unwrap().options()
     }
 
     /// The schema's `options` of a sink kind.
@@ -184,7 +285,7 @@ mod tests {
     /// given: no value, no items).
     #[test]
     fn the_schema_states_the_options_and_defaults_the_sinks_take() {
-        for kind in KINDS {
+        for &kind in SinkKind::ALL {
             let defaults = defaults(kind);
             let declared = schema_options(kind);
             let names = |m: &Map<String, Value>| m.keys().cloned().collect::<Vec<_>>();
@@ -221,7 +322,7 @@ mod tests {
             panic!()
         };
         assert!(perfetto.flows && perfetto.annotations && perfetto.split_size.is_none());
-        for kind in KINDS {
+        for &kind in SinkKind::ALL {
             let format = Format::parse(kind, &Map::new()).unwrap();
             assert_eq!(format.kind(), kind);
             assert!(format.written().is_empty(), "{kind:?}");
@@ -326,5 +427,57 @@ mod tests {
         assert_eq!(message, "unknown key `layuot` in `sink[0].options`");
         assert_eq!(position, "p.toml:10:3");
         assert_eq!(errors[0].hint.as_deref(), Some("did you mean `layout`?"));
+    }
+
+    /// Plans recorded in spools before there were plugins name a sink's format in `kind`.
+    #[test]
+    fn sinks_serialize_their_writer_as_kind() {
+        let recorded = r#"{"name":"t","kind":"csv","path":"out","kinds":[],"options":{}}"#;
+        let sink: SinkPlan = serde_json::from_str(recorded).unwrap();
+        assert!(sink.writes(SinkKind::Csv));
+        assert_eq!(serde_json::to_string(&sink).unwrap(), recorded);
+        let plugin = SinkPlan {
+            writer: Writer::Plugin {
+                plugin: PluginRef {
+                    name: "openmetrics".into(),
+                    library: "/lib/librocflow_plugin_openmetrics.so".into(),
+                },
+                options: serde_json::from_str(r#"{"labels":{"job":"x"}}"#).unwrap(),
+            },
+            ..sink
+        };
+        let json = serde_json::to_string(&plugin).unwrap();
+        assert!(
+            json.contains(r#""kind":{"name":"openmetrics","library":"/lib/"#),
+            "{json}"
+        );
+        assert!(
+            json.ends_with(r#""options":{"labels":{"job":"x"}}}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<SinkPlan>(&json).unwrap(), plugin);
+    }
+
+    /// A sink recorded before options were typed (as JSON, every value as the pipeline
+    /// wrote it) reads into its format's options, and is written back the same.
+    #[test]
+    fn recorded_sink_options_read_typed() {
+        let recorded = r#"{"name":"trace","kind":"perfetto","path":"t.pftrace","kinds":["api"],"options":{"split_size":"512MiB","time_unit":"us"}}"#;
+        let sink: SinkPlan = serde_json::from_str(recorded).unwrap();
+        let Writer::Builtin(Format::Perfetto(options)) = &sink.writer else {
+            panic!("{sink:?}")
+        };
+        assert_eq!(
+            options.split_size.as_ref().map(|s| s.bytes),
+            Some(512 << 20)
+        );
+        assert!(options.flows);
+        assert_eq!(serde_json::to_string(&sink).unwrap(), recorded);
+        let bad = recorded.replace("512MiB", "512 parsecs");
+        let e = serde_json::from_str::<SinkPlan>(&bad).unwrap_err();
+        assert!(
+            e.to_string().starts_with("the options of sink `trace`: "),
+            "{e}"
+        );
     }
 }
