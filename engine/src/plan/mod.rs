@@ -2,6 +2,7 @@
 //! the sinks need. It is the single artefact every later component reads (the tool library
 //! receives it serialized through the environment); nothing downstream re-reads the TOML.
 
+mod bounds;
 mod code;
 mod confine;
 mod explain;
@@ -22,8 +23,8 @@ pub use rocflow_core::contexts::{
     PcSamplingPlan, ReducePlan, StartPlan, TracingPlan,
 };
 
+pub use bounds::Bounds;
 pub use code::Code;
-pub use confine::Bounds;
 pub(crate) use explain::describe_start;
 pub use explain::explain;
 pub use plugin::PluginRef;
