@@ -1,6 +1,12 @@
 //! The crates' import graphs run one way: no file uses, through others, an item of its
-//! own, so each layer can be read, tested and changed knowing only those below it. Run with
-//! `--nocapture` for the figures: files, imports, circles, and floors (the longest chain).
+//! own, and no top-level module of a crate another that uses it back, so each layer can be
+//! read, tested and changed knowing only those below it.
+//!
+//! Run with `--nocapture` for the figures of each crate, by files and by top-level modules:
+//! imports, circles, and floors (the longest chain of imports, a circle counted as one).
+//! `ROCFLOW_STRUCTURE_ROOT=DIR` measures another checkout (an older commit's worktree).
+
+use std::path::PathBuf;
 
 use support::imports::Graph;
 
@@ -16,29 +22,40 @@ const CRATES: [&str; 6] = [
 
 #[test]
 fn no_crate_has_an_import_circle() {
+    let root = std::env::var_os("ROCFLOW_STRUCTURE_ROOT").map_or_else(support::repo, PathBuf::from);
     let mut found = Vec::new();
-    for root in CRATES {
-        let graph = Graph::of_crate(&support::repo().join(root));
-        let circles = graph.circles();
-        println!(
-            "{root}: {} files, {} imports, {} circles ({} files, {} imports inside), {} floors",
-            graph.files.len(),
-            graph.imports.len(),
-            circles.len(),
-            circles.iter().map(Vec::len).sum::<usize>(),
-            graph.imports_in_circles(),
-            graph.floors()
-        );
-        let circle_of = |file: usize| circles.iter().position(|c| c.contains(&file));
-        for &(a, b) in &graph.imports {
-            if circle_of(a).is_some() && circle_of(a) == circle_of(b) {
-                println!("  {} -> {}", graph.name(a), graph.name(b));
-            }
-        }
-        for circle in circles {
-            let files: Vec<String> = circle.iter().map(|&f| graph.name(f)).collect();
-            found.push(format!("{root}: {}", files.join(" ")));
+    for krate in CRATES {
+        let files = Graph::of_crate(&root.join(krate));
+        let modules = files.modules();
+        for (level, graph) in [("files", &files), ("modules", &modules)] {
+            found.extend(figures(&format!("{krate} by {level}"), graph));
         }
     }
     assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+}
+
+/// Prints a graph's figures and the imports inside its circles; returns its circles.
+fn figures(name: &str, graph: &Graph) -> Vec<String> {
+    let circles = graph.circles();
+    println!(
+        "{name}: {} nodes, {} imports, {} circles ({} nodes, {} imports inside), {} floors",
+        graph.files.len(),
+        graph.imports.len(),
+        circles.len(),
+        circles.iter().map(Vec::len).sum::<usize>(),
+        graph.imports_in_circles(),
+        graph.floors()
+    );
+    let circle_of = |file: usize| circles.iter().position(|c| c.contains(&file));
+    for &(a, b) in &graph.imports {
+        if circle_of(a).is_some() && circle_of(a) == circle_of(b) {
+            println!("  {} -> {}", graph.name(a), graph.name(b));
+        }
+    }
+    (circles.iter())
+        .map(|circle| {
+            let nodes: Vec<String> = circle.iter().map(|&f| graph.name(f)).collect();
+            format!("{name}: {}", nodes.join(" "))
+        })
+        .collect()
 }

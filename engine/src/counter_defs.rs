@@ -6,32 +6,6 @@ use std::sync::Arc;
 use rocflow_counters::{self as counters, Source};
 
 use crate::diag::{Diagnostic, SourceFile, Span};
-use crate::error::Error;
-
-/// Turns the counters crate's errors into rocflow's: problems in the file are user errors
-/// (exit 2) with their snippet.
-pub fn convert(error: counters::Error) -> Error {
-    match error {
-        counters::Error::Io { path, source } => Error::Io {
-            context: format!("reading {}", path.display()),
-            source,
-        },
-        counters::Error::NotFound { searched } => {
-            let looked: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
-            Error::user(
-                Diagnostic::error("no counter definitions found")
-                    .note(format!("looked at {}", looked.join(", ")))
-                    .hint(
-                        "name a file with --counters FILE, or set ROCM_PATH to a ROCm installation",
-                    ),
-            )
-        }
-        counters::Error::Invalid(diagnostics) => {
-            let mut files = Files::default();
-            Error::User(diagnostics.iter().map(|d| files.diagnostic(d)).collect())
-        }
-    }
-}
 
 /// The files diagnostics point into, each read into rocflow's [`SourceFile`] once.
 #[derive(Default)]

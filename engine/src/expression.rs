@@ -13,6 +13,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
+/// The prefix of the variables that name an API call's arguments (`args.sizeBytes`).
+pub const ARGS: &str = "args.";
+
 /// Bytes an expression may hold: string literals included, so long alternatives fit.
 const MAX_LEN: usize = 16 << 10;
 

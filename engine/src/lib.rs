@@ -20,6 +20,7 @@ pub mod expression;
 pub mod generate;
 pub mod import;
 pub mod kernel_names;
+pub mod kernel_rename;
 pub mod merge;
 pub mod messages;
 pub mod pipeline;

@@ -21,7 +21,7 @@ use crate::catalog::{Catalog, MarkerMessages};
 use crate::chunk::{Chunk, MAX_RECORDS};
 use crate::column::row;
 use crate::kernel_names::KernelNames;
-use crate::kernel_names::renamed::Renamer;
+use crate::kernel_rename::Renamer;
 use crate::merge::Merge;
 use crate::plan::{Plan, SinkPlan, StageGraph};
 use crate::progress::{Board, SinkProgress, SinkState};

@@ -72,6 +72,30 @@ impl Graph {
         Graph { files, imports }
     }
 
+    /// The same graph between the crate's top-level modules: each file counted in the one
+    /// it is in (`sink/csv/mod.rs` in `sink`, `stage.rs` in `stage`, `lib.rs` on its own).
+    pub fn modules(&self) -> Graph {
+        let of = |file: &Path| -> PathBuf {
+            let first = file
+                .components()
+                .next()
+                .map(|c| PathBuf::from(c.as_os_str()));
+            match first {
+                Some(first) if file.components().count() > 1 => first,
+                _ => file.with_extension(""),
+            }
+        };
+        let mut files: Vec<PathBuf> = self.files.iter().map(|f| of(f)).collect();
+        files.sort();
+        files.dedup();
+        let index = |file: &PathBuf| files.binary_search(&of(file)).expect("listed");
+        let imports = (self.imports.iter())
+            .map(|&(a, b)| (index(&self.files[a]), index(&self.files[b])))
+            .filter(|(a, b)| a != b)
+            .collect();
+        Graph { files, imports }
+    }
+
     /// Each circle: files that use one another, through others or directly; sorted by size,
     /// largest first.
     pub fn circles(&self) -> Vec<Vec<usize>> {

@@ -17,7 +17,7 @@ use crate::messages;
 use crate::runner::Device;
 
 use super::stdio::print;
-use crate::counter_defs::{Files, convert};
+use crate::counter_defs::Files;
 
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
@@ -392,5 +392,30 @@ fn report_warnings(warnings: &[counters::Diagnostic]) {
     let mut files = Files::default();
     for warning in warnings {
         messages::diagnostic(&files.diagnostic(warning));
+    }
+}
+
+/// Turns the counters crate's errors into rocflow's: problems in the file are user errors
+/// (exit 2) with their snippet.
+fn convert(error: counters::Error) -> Error {
+    match error {
+        counters::Error::Io { path, source } => Error::Io {
+            context: format!("reading {}", path.display()),
+            source,
+        },
+        counters::Error::NotFound { searched } => {
+            let looked: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
+            Error::user(
+                Diagnostic::error("no counter definitions found")
+                    .note(format!("looked at {}", looked.join(", ")))
+                    .hint(
+                        "name a file with --counters FILE, or set ROCM_PATH to a ROCm installation",
+                    ),
+            )
+        }
+        counters::Error::Invalid(diagnostics) => {
+            let mut files = Files::default();
+            Error::User(diagnostics.iter().map(|d| files.diagnostic(d)).collect())
+        }
     }
 }

@@ -1,13 +1,13 @@
 //! rocprofv3's everyday options on `rocflow run`, `explain` and `replay`: each a change to
-//! the pipeline ([`crate::pipeline::overlay`]), so `rocflow explain PIPELINE [FLAGS]`
+//! the pipeline ([`crate::import::overlay`]), so `rocflow explain PIPELINE [FLAGS]`
 //! shows what a run with them collects.
 
 use clap::Args;
 
+use crate::import::Overlay;
 use crate::import::input::TimeUnit;
+use crate::import::overlay::Change;
 use crate::kernel_names::KernelNames;
-use crate::pipeline::Overlay;
-use crate::pipeline::overlay::Change;
 
 /// What to collect and when, as rocprofv3 takes it.
 #[derive(Debug, Args)]

@@ -119,7 +119,7 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
     }
     let file = args.file.expect("clap requires FILE without --domains");
     let options = Options {
-        overlay: args.flags.overlay(),
+        overlay: Some(Box::new(args.flags.overlay())),
         ..args.pipeline.options()?
     };
     let compiled = pipeline::compile_file(&file, &options).map_err(Error::User)?;

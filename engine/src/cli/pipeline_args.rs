@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::error::{Error, Result};
+use crate::import::Overlay;
 use crate::messages;
-use crate::pipeline::{Library, Options, Overlay, Override, SimulatedGpus};
+use crate::pipeline::{Library, Options, Override, SimulatedGpus};
 use crate::plan::Plan;
 use crate::plugin::{Check, Search};
 
@@ -41,7 +42,7 @@ impl PipelineArgs {
         };
         let options = Options {
             plugin_check: Check::Load,
-            overlay,
+            overlay: Some(Box::new(overlay)),
             simulated,
             records_only,
             ..self.options()?
@@ -71,7 +72,7 @@ impl PipelineArgs {
             library: Library::from_env(),
             counters: self.counters.clone(),
             simulated: None,
-            overlay: Overlay::default(),
+            overlay: None,
             plugins: Search::from_env(),
             plugin_check: Check::Inspect,
             records_only: false,

@@ -13,11 +13,14 @@ mod de;
 mod domains;
 pub(crate) mod input;
 pub(crate) mod kernels;
+pub mod overlay;
 pub(crate) mod paths;
 pub(crate) mod period;
 pub(crate) mod pmc;
 mod shared;
 mod text;
+
+pub use overlay::Overlay;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

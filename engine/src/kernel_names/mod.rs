@@ -8,8 +8,6 @@
 //! function's base name (its `-T`), and renamed after the ROCTx range around the launch
 //! (its `--kernel-rename`, see [`renamed`]).
 
-pub mod renamed;
-
 pub use rocflow_core::demangle::{demangle, formatted};
 
 use serde::{Deserialize, Serialize};

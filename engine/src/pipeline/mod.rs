@@ -6,7 +6,6 @@ mod compile;
 mod counters;
 mod glob;
 pub mod model;
-pub mod overlay;
 pub mod params;
 mod passes;
 pub mod schema;
@@ -25,19 +24,34 @@ use crate::plan::Plan;
 
 pub(crate) use compile::name_of;
 pub use counters::SimulatedGpus;
-pub use overlay::Overlay;
 pub use params::Override;
 use template::Merged;
 pub use template::{Library, Origin};
 pub use value::Node;
+
+/// Changes a command line makes to the merged document, applied before its parameters as
+/// the entries of a pipeline extending it would be (rocprofv3's options: see
+/// `crate::import::Overlay`).
+pub trait Edit: std::fmt::Debug + Send + Sync {
+    /// Applies the changes; `overrides` are the `--set` ones, which a change may not
+    /// contradict. Gives notices of changes that asked for what the pipeline does already.
+    fn apply(
+        &self,
+        doc: &mut Node,
+        overrides: &[Override],
+    ) -> Result<Vec<Diagnostic>, Vec<Diagnostic>>;
+
+    /// The changes, for the plan's sources (`rocflow explain`).
+    fn describe(&self) -> Option<String>;
+}
 
 /// What a pipeline is compiled with besides its file.
 #[derive(Debug, Default)]
 pub struct Options {
     /// `--set name=value`, in command-line order.
     pub overrides: Vec<Override>,
-    /// rocprofv3's options given on the command line (`--pmc`, `-d`, …).
-    pub overlay: Overlay,
+    /// rocprofv3's options given on the command line (`--pmc`, `-d`, …), if any.
+    pub overlay: Option<Box<dyn Edit>>,
     /// Where `extends` looks beyond the including file's directory.
     pub library: Library,
     /// Counter definitions to check counter names against (`--counters FILE`), when a
@@ -115,7 +129,10 @@ fn compile_document(
     sources: &[Origin],
     options: &Options,
 ) -> Result<Compiled, Vec<Diagnostic>> {
-    let notices = options.overlay.apply(&mut doc, &options.overrides)?;
+    let notices = match &options.overlay {
+        Some(overlay) => overlay.apply(&mut doc, &options.overrides)?,
+        None => Vec::new(),
+    };
     let params = params::apply(&mut doc, &options.overrides)?;
     let json = doc.to_json();
     let structural = schema::validate(&doc, &json);
@@ -133,7 +150,7 @@ fn compile_document(
         .map(|(k, v)| (k.clone(), v.to_json()))
         .collect();
     let sources = (sources.iter().map(Origin::display))
-        .chain(options.overlay.describe())
+        .chain(options.overlay.as_ref().and_then(|o| o.describe()))
         .collect();
     let base = path
         .parent()

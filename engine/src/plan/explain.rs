@@ -278,7 +278,7 @@ fn describe_post(step: &PostStep) -> String {
             timeout,
             ..
         } => {
-            let limit = crate::post::sql::time_limit(timeout.as_ref())
+            let limit = super::post::time_limit(timeout.as_ref())
                 .map_or_else(|e| e, |ns| format!("stops after {}", format_duration(ns)));
             format!("sql `{query}` -> {path} ({limit})")
         }

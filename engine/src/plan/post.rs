@@ -3,7 +3,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::units::Quantity;
+use crate::units::{Quantity, parse_duration};
 
 /// A post-step of the Plan, by name.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -44,4 +44,12 @@ pub enum PostStep {
         #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
         env: IndexMap<String, String>,
     },
+}
+
+/// How long a query may run when its step sets no `timeout`, in nanoseconds.
+const DEFAULT_TIME_LIMIT_NS: u64 = 60_000_000_000;
+
+/// A step's time limit in nanoseconds: its `timeout`, else the default.
+pub fn time_limit(timeout: Option<&Quantity>) -> Result<u64, String> {
+    timeout.map_or(Ok(DEFAULT_TIME_LIMIT_NS), |t| t.value(parse_duration))
 }

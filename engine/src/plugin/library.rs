@@ -31,7 +31,7 @@ pub struct Plugin {
 
 /// A transform table with every function present.
 #[derive(Debug)]
-pub(super) struct TransformFns {
+pub(crate) struct TransformFns {
     pub create: CreateFn,
     pub process: ProcessFn,
     pub destroy: DestroyFn,
@@ -39,7 +39,7 @@ pub(super) struct TransformFns {
 
 /// A sink table with every function present.
 #[derive(Debug)]
-pub(super) struct SinkFns {
+pub(crate) struct SinkFns {
     pub create: CreateFn,
     pub open: OpenFn,
     pub write: WriteFn,
@@ -77,13 +77,13 @@ impl Plugin {
         }
     }
 
-    pub(super) fn transform(&self) -> Result<&TransformFns, Error> {
+    pub(crate) fn transform(&self) -> Result<&TransformFns, Error> {
         self.transform
             .as_ref()
             .ok_or_else(|| self.not_a(Kind::Transform))
     }
 
-    pub(super) fn sink(&self) -> Result<&SinkFns, Error> {
+    pub(crate) fn sink(&self) -> Result<&SinkFns, Error> {
         self.sink.as_ref().ok_or_else(|| self.not_a(Kind::Sink))
     }
 
@@ -97,7 +97,7 @@ impl Plugin {
     }
 
     /// The outcome of a call that returned `status`, with the plugin's message.
-    pub(super) fn check(&self, status: Status) -> Result<(), Error> {
+    pub(crate) fn check(&self, status: Status) -> Result<(), Error> {
         if status == abi::OK {
             return Ok(());
         }
@@ -118,7 +118,7 @@ impl Plugin {
     }
 
     /// Creates an instance with `create`, handing it the options as JSON.
-    pub(super) fn create(
+    pub(crate) fn create(
         &'static self,
         create: CreateFn,
         destroy: DestroyFn,
@@ -137,7 +137,7 @@ impl Plugin {
 
 /// An instance a plugin created; dropping it destroys it.
 #[derive(Debug)]
-pub(super) struct Instance {
+pub(crate) struct Instance {
     pub pointer: *mut c_void,
     destroy: DestroyFn,
 }

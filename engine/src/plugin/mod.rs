@@ -1,14 +1,13 @@
 //! Plugins: transforms and sinks in shared libraries, behind the C ABI of
 //! [`rocflow_plugin::abi`]. A pipeline names one with `kind = "plugin"` and
 //! `plugin = "NAME"` ([`Search`] says where it is found). How far the compiler checks it
-//! is a [`Check`]. At run time a [`PluginTransform`] is a stage and a [`PluginSink`] a sink
+//! is a [`Check`]. At run time a [`PluginTransform`] is a stage and a [`PluginSink`](crate::sink::PluginSink) a sink
 //! like the others; records reach both as Arrow batches.
 
-mod batch;
+pub(crate) mod batch;
 mod inspect;
-mod library;
+pub(crate) mod library;
 mod search;
-mod sink;
 mod transform;
 
 use std::fmt;
@@ -17,7 +16,6 @@ use std::path::PathBuf;
 pub use inspect::inspect;
 pub use library::Plugin;
 pub use search::{Found, NotFound, PATH_VAR, Search, file_name};
-pub use sink::PluginSink;
 pub use transform::PluginTransform;
 
 /// How far the compiler checks the plugins a pipeline names.

@@ -263,7 +263,7 @@ pub fn run(
                         .map(|s| placeholders.expand(&s.path)),
                 };
                 let path = placeholders.expand(path);
-                let done = match (database, sql::time_limit(timeout.as_ref())) {
+                let done = match (database, crate::plan::time_limit(timeout.as_ref())) {
                     (Some(database), Ok(limit)) => sql::Query {
                         name: &post.name,
                         text: query,

@@ -15,13 +15,9 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use crate::plan::Bounds;
 use crate::summary::{self, Format};
 use crate::table::Table;
-use crate::units::Quantity;
-use crate::units::{format_duration, parse_duration};
+use crate::units::format_duration;
 
 use super::done::Done;
-
-/// How long a query may run when its step sets no `timeout`, in nanoseconds.
-const DEFAULT_TIME_LIMIT_NS: u64 = 60_000_000_000;
 
 /// SQLite virtual machine instructions between two looks at the clock.
 const INSTRUCTIONS_PER_CHECK: i32 = 10_000;
@@ -72,11 +68,6 @@ pub enum SqlError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
-}
-
-/// A step's time limit in nanoseconds: its `timeout`, else the default.
-pub fn time_limit(timeout: Option<&Quantity>) -> Result<u64, String> {
-    timeout.map_or(Ok(DEFAULT_TIME_LIMIT_NS), |t| t.value(parse_duration))
 }
 
 /// A step's query.

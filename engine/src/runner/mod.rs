@@ -7,6 +7,7 @@ pub(crate) mod backlog;
 pub(crate) mod compress;
 pub(crate) mod libraries;
 pub(crate) mod listen;
+mod live;
 pub mod sdk;
 pub(crate) mod signals;
 
@@ -27,10 +28,11 @@ use crate::plan::Plan;
 use crate::progress::{Board, Incoming};
 use crate::record::{Exit, Meta, RecordKind};
 use crate::sink;
-use crate::source::{Ending, Live, SourceError};
+use crate::source::{Ending, SourceError};
 use crate::spool::SpoolWriter;
 use crate::stage::{self, Report};
 use crate::wire;
+use live::Live;
 
 pub use compress::SpoolCompression;
 pub use signals::Stop;

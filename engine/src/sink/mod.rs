@@ -10,6 +10,7 @@ mod parquet;
 mod path;
 mod per_process;
 mod perfetto;
+mod plugin;
 pub(crate) mod rocpd;
 pub(crate) mod staging;
 mod timeline;
@@ -18,5 +19,6 @@ pub use csv::table_rows as csv_rows;
 pub use open::{open, paths};
 pub use output::{Sink, SinkError, Written};
 pub use path::Placeholders;
+pub use plugin::PluginSink;
 /// The settings a rocpd database is loaded with, for measuring SQLite alone with them.
 pub use rocpd::PRAGMAS as ROCPD_PRAGMAS;

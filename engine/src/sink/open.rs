@@ -4,12 +4,13 @@
 use std::path::PathBuf;
 
 use super::per_process::{self, Paths, PerProcess};
+use super::plugin::PluginSink;
 use super::{Placeholders, Sink, SinkError, csv, otf2, parquet, perfetto, rocpd};
 use crate::catalog::Catalog;
 use crate::plan::sink::csv::Flavour;
 use crate::plan::sink::rocpd::Layout;
 use crate::plan::sink::{Format, SinkPlan, Writer};
-use crate::plugin::{Plugin, PluginSink};
+use crate::plugin::Plugin;
 use crate::record::Process;
 
 /// Opens the sink a plan names, at its path with the placeholders filled in: one output

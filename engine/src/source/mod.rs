@@ -6,7 +6,6 @@
 //! command line names.
 
 mod input;
-mod live;
 pub mod rocpd;
 mod spool;
 pub mod window;
@@ -16,7 +15,6 @@ use std::path::PathBuf;
 use crate::wire::Frame;
 
 pub use input::{Input, OpenFault, missing_kinds};
-pub use live::Live;
 pub use rocpd::Rocpd;
 pub use spool::Spool;
 pub use window::WindowArgs;

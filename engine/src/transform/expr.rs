@@ -12,10 +12,8 @@ use evalexpr::{Context, EvalexprError, EvalexprResult, Node, Value};
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::column::{Cell, row};
+use crate::expression::ARGS;
 use crate::record::ArgValue;
-
-/// The prefix of the variables that name an API call's arguments.
-pub const ARGS: &str = "args.";
 
 /// A compiled expression and the columns it reads.
 #[derive(Debug)]

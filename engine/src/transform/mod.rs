@@ -34,7 +34,7 @@ use crate::table::Table;
 use apply::{Apply, At};
 
 pub use apply::Failures;
-pub use expr::{ARGS, Expression};
+pub use expr::Expression;
 pub use rename::Rename;
 
 /// One transform, ready to run.

@@ -6,9 +6,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
-use crate::pipeline::model::ReduceOp;
 use crate::record::{Batch, CounterSample};
 use crate::sdk::COUNTER_DIMENSIONS;
+use rocflow_core::contexts::ReduceOp;
 
 use super::apply::{Apply, At};
 use crate::plan::transform::reduce::Plan;

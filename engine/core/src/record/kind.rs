@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::sdk::Domain;
+
 /// A kind of record, as named in `records = [...]` of transforms and sinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -89,6 +91,45 @@ impl RecordKind {
             RecordKind::CounterSample => &[("counter", String), ("kernel_name", String)],
             RecordKind::PcSample => &[],
             RecordKind::KfdEvent => &[DOMAIN, OPERATION],
+        }
+    }
+}
+
+impl Domain {
+    /// The kind of record this domain produces.
+    pub fn record_kind(self) -> RecordKind {
+        match self {
+            Domain::HsaCoreApi
+            | Domain::HsaAmdExtApi
+            | Domain::HsaImageExtApi
+            | Domain::HsaFinalizeExtApi
+            | Domain::HipRuntimeApi
+            | Domain::HipCompilerApi
+            | Domain::RcclApi
+            | Domain::Ompt
+            | Domain::RocdecodeApi
+            | Domain::RocjpegApi
+            | Domain::HipRuntimeApiExt
+            | Domain::HipCompilerApiExt
+            | Domain::RocdecodeApiExt => RecordKind::Api,
+            Domain::MarkerCoreApi
+            | Domain::MarkerControlApi
+            | Domain::MarkerNameApi
+            | Domain::MarkerCoreRangeApi => RecordKind::Marker,
+            Domain::MemoryCopy => RecordKind::MemoryCopy,
+            Domain::KernelDispatch => RecordKind::KernelDispatch,
+            Domain::ScratchMemory => RecordKind::ScratchMemory,
+            Domain::MemoryAllocation => RecordKind::MemoryAllocation,
+            Domain::RuntimeInitialization => RecordKind::RuntimeInitialization,
+            Domain::HipStream => RecordKind::HipStream,
+            Domain::KfdEventPageMigrate
+            | Domain::KfdEventPageFault
+            | Domain::KfdEventQueue
+            | Domain::KfdEventUnmapFromGpu
+            | Domain::KfdEventDroppedEvents
+            | Domain::KfdPageMigrate
+            | Domain::KfdPageFault
+            | Domain::KfdQueue => RecordKind::KfdEvent,
         }
     }
 }

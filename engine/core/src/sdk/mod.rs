@@ -7,10 +7,8 @@ mod operations;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::RecordKind;
-
 macro_rules! domains {
-    ($($variant:ident = $value:literal, $name:literal, $ops:ident, $record:ident;)*) => {
+    ($($variant:ident = $value:literal, $name:literal, $ops:ident;)*) => {
         /// A rocprofiler-sdk buffer-tracing domain (`rocprofiler_buffer_tracing_kind_t`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
@@ -50,49 +48,42 @@ macro_rules! domains {
                     _ => None,
                 }
             }
-
-            /// The kind of record this domain produces.
-            pub fn record_kind(self) -> RecordKind {
-                match self {
-                    $(Domain::$variant => RecordKind::$record,)*
-                }
-            }
         }
     };
 }
 
 domains! {
-    HsaCoreApi = 1, "hsa_core_api", HSA_CORE_API, Api;
-    HsaAmdExtApi = 2, "hsa_amd_ext_api", HSA_AMD_EXT_API, Api;
-    HsaImageExtApi = 3, "hsa_image_ext_api", HSA_IMAGE_EXT_API, Api;
-    HsaFinalizeExtApi = 4, "hsa_finalize_ext_api", HSA_FINALIZE_EXT_API, Api;
-    HipRuntimeApi = 5, "hip_runtime_api", HIP_RUNTIME_API, Api;
-    HipCompilerApi = 6, "hip_compiler_api", HIP_COMPILER_API, Api;
-    MarkerCoreApi = 7, "marker_core_api", MARKER_CORE_API, Marker;
-    MarkerControlApi = 8, "marker_control_api", MARKER_CONTROL_API, Marker;
-    MarkerNameApi = 9, "marker_name_api", MARKER_NAME_API, Marker;
-    MemoryCopy = 10, "memory_copy", MEMORY_COPY, MemoryCopy;
-    KernelDispatch = 11, "kernel_dispatch", KERNEL_DISPATCH, KernelDispatch;
-    ScratchMemory = 12, "scratch_memory", SCRATCH_MEMORY, ScratchMemory;
-    RcclApi = 14, "rccl_api", RCCL_API, Api;
-    Ompt = 15, "ompt", OMPT, Api;
-    MemoryAllocation = 16, "memory_allocation", MEMORY_ALLOCATION, MemoryAllocation;
-    RuntimeInitialization = 17, "runtime_initialization", RUNTIME_INITIALIZATION, RuntimeInitialization;
-    RocdecodeApi = 18, "rocdecode_api", ROCDECODE_API, Api;
-    RocjpegApi = 19, "rocjpeg_api", ROCJPEG_API, Api;
-    HipStream = 20, "hip_stream", HIP_STREAM, HipStream;
-    HipRuntimeApiExt = 21, "hip_runtime_api_ext", HIP_RUNTIME_API, Api;
-    HipCompilerApiExt = 22, "hip_compiler_api_ext", HIP_COMPILER_API, Api;
-    RocdecodeApiExt = 23, "rocdecode_api_ext", ROCDECODE_API, Api;
-    KfdEventPageMigrate = 24, "kfd_event_page_migrate", KFD_EVENT_PAGE_MIGRATE, KfdEvent;
-    KfdEventPageFault = 25, "kfd_event_page_fault", KFD_EVENT_PAGE_FAULT, KfdEvent;
-    KfdEventQueue = 26, "kfd_event_queue", KFD_EVENT_QUEUE, KfdEvent;
-    KfdEventUnmapFromGpu = 27, "kfd_event_unmap_from_gpu", KFD_EVENT_UNMAP_FROM_GPU, KfdEvent;
-    KfdEventDroppedEvents = 28, "kfd_event_dropped_events", KFD_EVENT_DROPPED_EVENTS, KfdEvent;
-    KfdPageMigrate = 29, "kfd_page_migrate", KFD_PAGE_MIGRATE, KfdEvent;
-    KfdPageFault = 30, "kfd_page_fault", KFD_PAGE_FAULT, KfdEvent;
-    KfdQueue = 31, "kfd_queue", KFD_QUEUE, KfdEvent;
-    MarkerCoreRangeApi = 32, "marker_core_range_api", MARKER_CORE_RANGE_API, Marker;
+    HsaCoreApi = 1, "hsa_core_api", HSA_CORE_API;
+    HsaAmdExtApi = 2, "hsa_amd_ext_api", HSA_AMD_EXT_API;
+    HsaImageExtApi = 3, "hsa_image_ext_api", HSA_IMAGE_EXT_API;
+    HsaFinalizeExtApi = 4, "hsa_finalize_ext_api", HSA_FINALIZE_EXT_API;
+    HipRuntimeApi = 5, "hip_runtime_api", HIP_RUNTIME_API;
+    HipCompilerApi = 6, "hip_compiler_api", HIP_COMPILER_API;
+    MarkerCoreApi = 7, "marker_core_api", MARKER_CORE_API;
+    MarkerControlApi = 8, "marker_control_api", MARKER_CONTROL_API;
+    MarkerNameApi = 9, "marker_name_api", MARKER_NAME_API;
+    MemoryCopy = 10, "memory_copy", MEMORY_COPY;
+    KernelDispatch = 11, "kernel_dispatch", KERNEL_DISPATCH;
+    ScratchMemory = 12, "scratch_memory", SCRATCH_MEMORY;
+    RcclApi = 14, "rccl_api", RCCL_API;
+    Ompt = 15, "ompt", OMPT;
+    MemoryAllocation = 16, "memory_allocation", MEMORY_ALLOCATION;
+    RuntimeInitialization = 17, "runtime_initialization", RUNTIME_INITIALIZATION;
+    RocdecodeApi = 18, "rocdecode_api", ROCDECODE_API;
+    RocjpegApi = 19, "rocjpeg_api", ROCJPEG_API;
+    HipStream = 20, "hip_stream", HIP_STREAM;
+    HipRuntimeApiExt = 21, "hip_runtime_api_ext", HIP_RUNTIME_API;
+    HipCompilerApiExt = 22, "hip_compiler_api_ext", HIP_COMPILER_API;
+    RocdecodeApiExt = 23, "rocdecode_api_ext", ROCDECODE_API;
+    KfdEventPageMigrate = 24, "kfd_event_page_migrate", KFD_EVENT_PAGE_MIGRATE;
+    KfdEventPageFault = 25, "kfd_event_page_fault", KFD_EVENT_PAGE_FAULT;
+    KfdEventQueue = 26, "kfd_event_queue", KFD_EVENT_QUEUE;
+    KfdEventUnmapFromGpu = 27, "kfd_event_unmap_from_gpu", KFD_EVENT_UNMAP_FROM_GPU;
+    KfdEventDroppedEvents = 28, "kfd_event_dropped_events", KFD_EVENT_DROPPED_EVENTS;
+    KfdPageMigrate = 29, "kfd_page_migrate", KFD_PAGE_MIGRATE;
+    KfdPageFault = 30, "kfd_page_fault", KFD_PAGE_FAULT;
+    KfdQueue = 31, "kfd_queue", KFD_QUEUE;
+    MarkerCoreRangeApi = 32, "marker_core_range_api", MARKER_CORE_RANGE_API;
 }
 
 impl Domain {

@@ -14,8 +14,9 @@ use crate::plan::{
     ContextPlan, Plan, PluginRef, PostPlan, Provenance, Route, SinkPlan, StageGraph, TransformPlan,
     Writer,
 };
-use crate::plugin::{Kind, PluginSink};
+use crate::plugin::Kind;
 use crate::record::RecordKind;
+use crate::sink::PluginSink;
 
 use super::model::{self, KernelNames, Pipeline, SinkKind, SinkType, TransformOp};
 use super::params::{RUNTIME_PLACEHOLDERS, placeholders};

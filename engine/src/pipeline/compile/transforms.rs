@@ -379,7 +379,7 @@ impl Check for TransformCheck<'_, '_> {
 
 /// Whether an expression's variable names an API call's argument (`args.sizeBytes`).
 fn is_argument(name: &str) -> bool {
-    (name.strip_prefix(crate::transform::ARGS)).is_some_and(|arg| !arg.is_empty())
+    (name.strip_prefix(crate::expression::ARGS)).is_some_and(|arg| !arg.is_empty())
 }
 
 /// Byte offset of `word` as a whole identifier in `text`.

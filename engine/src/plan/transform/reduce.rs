@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
 
-use crate::pipeline::model::ReduceOp;
+use rocflow_core::contexts::ReduceOp;
 use crate::diag::Step;
 use crate::record::RecordKind;
 

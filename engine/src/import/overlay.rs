@@ -10,15 +10,16 @@
 
 use std::ops::Range;
 
+use super::input::TimeUnit;
+use super::pmc::counter_names;
+use super::{kernels, paths, period};
 use crate::diag::{Diagnostic, SourceFile, Span};
-use crate::import::input::TimeUnit;
-use crate::import::pmc::counter_names;
-use crate::import::{kernels, paths, period};
 use crate::kernel_names::KernelNames;
 
-use super::params::Override;
-use super::value::{Entry, Node, Value};
 use crate::diag::Step;
+use crate::pipeline::Edit;
+use crate::pipeline::params::Override;
+use crate::pipeline::value::{Entry, Node, Value};
 
 /// What a flag asks of the pipeline, in rocprofv3's terms.
 #[derive(Debug, Clone)]
@@ -161,9 +162,11 @@ impl Overlay {
         written.sort_by_key(|w| w.change.rank());
         written
     }
+}
 
+impl Edit for Overlay {
     /// The flags, for the plan's sources (`rocflow explain`).
-    pub fn describe(&self) -> Option<String> {
+    fn describe(&self) -> Option<String> {
         let written = self.written();
         let file = &written.first()?.flag.file;
         Some(format!("command line `{}`", file.text()))
@@ -172,7 +175,7 @@ impl Overlay {
     /// Applies the flags to a merged document; `overrides` are the `--set` ones, which a
     /// flag may not contradict. Gives notices of flags that asked for what the pipeline
     /// does already.
-    pub(super) fn apply(
+    fn apply(
         &self,
         doc: &mut Node,
         overrides: &[Override],

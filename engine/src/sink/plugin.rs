@@ -9,14 +9,14 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rocflow_plugin::abi;
 
-use super::batch::{Lent, records};
-use super::library::{Instance, SinkFns};
-use super::{Error, Plugin};
+use super::staging::Staging;
+use super::{Sink, SinkError};
 use crate::arrow;
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
-use crate::sink::staging::Staging;
-use crate::sink::{Sink, SinkError};
+use crate::plugin::batch::{Lent, records};
+use crate::plugin::library::{Instance, SinkFns};
+use crate::plugin::{Error, Plugin};
 use crate::table::Table;
 
 /// An open instance of a plugin sink. The plugin writes in a staging directory, and what

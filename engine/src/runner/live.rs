@@ -4,12 +4,11 @@
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
-use crate::runner::backlog::Receiver;
-use crate::runner::listen::Intake;
-use crate::runner::signals::{self, Stop};
+use super::backlog::Receiver;
+use super::listen::Intake;
+use super::signals::{self, Stop};
+use crate::source::{Ending, Source, SourceError};
 use crate::wire::Frame;
-
-use super::{Ending, Source, SourceError};
 
 pub struct Live<'a> {
     frames: Receiver,
