@@ -3,7 +3,9 @@
 //! read, tested and changed knowing only those below it.
 //!
 //! Run with `--nocapture` for the figures of each crate, by files and by top-level modules:
-//! imports, circles, and floors (the longest chain of imports, a circle counted as one).
+//! imports, circles, and floors (the longest chain of imports, a circle counted as one;
+//! and with each circle opened where a depth-first walk meets it, the imports that then
+//! run back up).
 //! `ROCFLOW_STRUCTURE_ROOT=DIR` measures another checkout (an older commit's worktree).
 
 use std::path::PathBuf;
@@ -37,8 +39,10 @@ fn no_crate_has_an_import_circle() {
 /// Prints a graph's figures and the imports inside its circles; returns its circles.
 fn figures(name: &str, graph: &Graph) -> Vec<String> {
     let circles = graph.circles();
+    let (floors, back) = graph.layering();
     println!(
-        "{name}: {} nodes, {} imports, {} circles ({} nodes, {} imports inside), {} floors",
+        "{name}: {} nodes, {} imports, {} circles ({} nodes, {} imports inside), {} floors \
+         ({floors} floors and {back} imports that run back up with the circles opened)",
         graph.files.len(),
         graph.imports.len(),
         circles.len(),

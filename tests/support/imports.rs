@@ -134,6 +134,48 @@ impl Graph {
         floor.into_iter().max().unwrap_or(0)
     }
 
+    /// Floors and imports that run back up, for a layering that keeps every import it can:
+    /// imports are followed depth-first from each file in turn, and one that reaches a file
+    /// still being followed runs back up; the floors are the longest chain of the others.
+    /// Without circles, no import runs back up and the floors are [`Graph::floors`].
+    pub fn layering(&self) -> (usize, usize) {
+        let n = self.files.len();
+        let mut next: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(a, b) in &self.imports {
+            next[a].push(b);
+        }
+        // 0: not reached, 1: being followed, 2: done, with its floor.
+        let (mut state, mut floor, mut back) = (vec![0u8; n], vec![0usize; n], 0);
+        fn follow(
+            v: usize,
+            next: &[Vec<usize>],
+            state: &mut [u8],
+            floor: &mut [usize],
+            back: &mut usize,
+        ) {
+            state[v] = 1;
+            let mut highest = 0;
+            for &w in &next[v] {
+                match state[w] {
+                    0 => {
+                        follow(w, next, state, floor, back);
+                        highest = highest.max(floor[w]);
+                    }
+                    1 => *back += 1,
+                    _ => highest = highest.max(floor[w]),
+                }
+            }
+            floor[v] = highest + 1;
+            state[v] = 2;
+        }
+        for v in 0..n {
+            if state[v] == 0 {
+                follow(v, &next, &mut state, &mut floor, &mut back);
+            }
+        }
+        (floor.into_iter().max().unwrap_or(0), back)
+    }
+
     /// A file's name for people: its path in the crate.
     pub fn name(&self, file: usize) -> String {
         self.files[file].display().to_string()
