@@ -1,7 +1,7 @@
 //! Values with units as pipelines write them: sizes ("64MiB"), durations ("1.5s"),
 //! percentages ("75%") and kernel iteration ranges ("[1-10],[20]").
 //!
-//! Each parser returns a message fit to show under the offending value.
+//! Each parser's error says what is wrong in words fit to show under the offending value.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,7 @@ pub enum Quantity {
 
 impl Quantity {
     /// The number, or the text read by `parse` (one of this module's parsers).
-    pub fn value(&self, parse: fn(&str) -> Result<u64, String>) -> Result<u64, String> {
+    pub fn value(&self, parse: fn(&str) -> Result<u64, UnitError>) -> Result<u64, UnitError> {
         match self {
             Quantity::Number(n) => Ok(*n),
             Quantity::Text(text) => parse(text),
@@ -51,42 +51,63 @@ fn split_number(text: &str) -> Option<(f64, &str)> {
     Some((number, text[end..].trim()))
 }
 
-fn with_unit(text: &str, units: &[(&str, u64)], what: &str) -> Result<u64, String> {
-    let names: Vec<&str> = units.iter().map(|(n, _)| *n).collect();
-    let (number, unit) = split_number(text).ok_or_else(|| {
-        format!(
-            "`{text}` is not a {what}; expected e.g. `{}`",
-            example(units)
-        )
+/// What a value with a unit may be wrong in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    #[error("`{text}` is not a {what}; expected e.g. `64{example}`")]
+    NotA {
+        text: String,
+        what: &'static str,
+        /// A unit of the kind, for the example.
+        example: &'static str,
+    },
+    #[error("unknown unit `{unit}` in `{text}`; use one of {}", .units.join(", "))]
+    UnknownUnit {
+        text: String,
+        unit: String,
+        units: Vec<&'static str>,
+    },
+    #[error("`{0}` is an empty size")]
+    EmptySize(String),
+    #[error("`{0}` is out of range; a watermark is above 0% and at most 100%")]
+    PercentOutOfRange(String),
+    #[error("`{0}` is not a percentage")]
+    NotAPercent(String),
+}
+
+fn with_unit(
+    text: &str,
+    units: &[(&'static str, u64)],
+    what: &'static str,
+) -> Result<u64, UnitError> {
+    let (number, unit) = split_number(text).ok_or_else(|| UnitError::NotA {
+        text: text.to_owned(),
+        what,
+        example: units[2].0,
     })?;
     let factor = units
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(unit))
         .map(|(_, f)| *f)
-        .ok_or_else(|| {
-            format!(
-                "unknown unit `{unit}` in `{text}`; use one of {}",
-                names.join(", ")
-            )
+        .ok_or_else(|| UnitError::UnknownUnit {
+            text: text.to_owned(),
+            unit: unit.to_owned(),
+            units: units.iter().map(|(n, _)| *n).collect(),
         })?;
     Ok((number * factor as f64).round() as u64)
 }
 
-fn example(units: &[(&str, u64)]) -> String {
-    format!("64{}", units[2].0)
-}
-
 /// Parses a byte size: "64MiB", "1.5 GB", "4096B".
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
     let bytes = with_unit(text, SIZE_UNITS, "size")?;
     if bytes == 0 {
-        return Err(format!("`{text}` is an empty size"));
+        return Err(UnitError::EmptySize(text.to_owned()));
     }
     Ok(bytes)
 }
 
 /// Parses a duration into nanoseconds: "500us", "1.5s", "2min".
-pub fn parse_duration(text: &str) -> Result<u64, String> {
+pub fn parse_duration(text: &str) -> Result<u64, UnitError> {
     with_unit(text, DURATION_UNITS, "duration")
 }
 
@@ -102,14 +123,12 @@ pub fn format_duration(ns: u64) -> String {
 }
 
 /// Parses a percentage "75%" into a fraction; `None` if the text has no `%`.
-pub fn parse_percent(text: &str) -> Option<Result<f64, String>> {
+pub fn parse_percent(text: &str) -> Option<Result<f64, UnitError>> {
     let number = text.trim().strip_suffix('%')?;
     Some(match number.trim().parse::<f64>() {
         Ok(p) if p > 0.0 && p <= 100.0 => Ok(p / 100.0),
-        Ok(_) => Err(format!(
-            "`{text}` is out of range; a watermark is above 0% and at most 100%"
-        )),
-        Err(_) => Err(format!("`{text}` is not a percentage")),
+        Ok(_) => Err(UnitError::PercentOutOfRange(text.to_owned())),
+        Err(_) => Err(UnitError::NotAPercent(text.to_owned())),
     })
 }
 
@@ -126,13 +145,20 @@ mod tests {
         assert_eq!(parse_size("4096B"), Ok(4096));
         assert_eq!(parse_size("2MB"), Ok(2_000_000));
         assert_eq!(parse_size("8mib"), Ok(8 << 20));
+        let unknown = parse_size("64XB").unwrap_err();
+        assert!(matches!(&unknown, UnitError::UnknownUnit { unit, .. } if unit == "XB"));
         assert!(
-            parse_size("64XB")
-                .unwrap_err()
-                .contains("unknown unit `XB`")
+            unknown
+                .to_string()
+                .starts_with("unknown unit `XB` in `64XB`; use one of B, KiB")
         );
-        assert!(parse_size("lots").unwrap_err().contains("not a size"));
-        assert!(parse_size("0MiB").is_err());
+        let words = parse_size("lots").unwrap_err();
+        assert!(matches!(words, UnitError::NotA { what: "size", .. }));
+        assert_eq!(
+            words.to_string(),
+            "`lots` is not a size; expected e.g. `64MiB`"
+        );
+        assert_eq!(parse_size("0MiB"), Err(UnitError::EmptySize("0MiB".into())));
     }
 
     #[test]

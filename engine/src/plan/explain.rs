@@ -278,8 +278,10 @@ fn describe_post(step: &PostStep) -> String {
             timeout,
             ..
         } => {
-            let limit = super::post::time_limit(timeout.as_ref())
-                .map_or_else(|e| e, |ns| format!("stops after {}", format_duration(ns)));
+            let limit = super::post::time_limit(timeout.as_ref()).map_or_else(
+                |e| e.to_string(),
+                |ns| format!("stops after {}", format_duration(ns)),
+            );
             format!("sql `{query}` -> {path} ({limit})")
         }
         PostStep::Report { path, .. } => format!("HTML report -> {path}"),

@@ -3,7 +3,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::units::{Quantity, parse_duration};
+use crate::units::{Quantity, UnitError, parse_duration};
 
 /// A post-step of the Plan, by name.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -50,6 +50,6 @@ pub enum PostStep {
 const DEFAULT_TIME_LIMIT_NS: u64 = 60_000_000_000;
 
 /// A step's time limit in nanoseconds: its `timeout`, else the default.
-pub fn time_limit(timeout: Option<&Quantity>) -> Result<u64, String> {
+pub fn time_limit(timeout: Option<&Quantity>) -> Result<u64, UnitError> {
     timeout.map_or(Ok(DEFAULT_TIME_LIMIT_NS), |t| t.value(parse_duration))
 }

@@ -41,7 +41,7 @@ pub enum SqlError {
     NoDatabase,
     /// The step's `timeout` is no duration.
     #[error("timeout: {0}")]
-    Timeout(String),
+    Timeout(crate::units::UnitError),
     #[error("opening {}: {source}", path.display())]
     Open {
         path: std::path::PathBuf,

@@ -14,7 +14,7 @@ use crate::sdk::Domain;
 use crate::diag::Step;
 use crate::pipeline::counters::CounterCheck;
 use crate::pipeline::value::Node;
-use crate::units::Quantity;
+use crate::units::{Quantity, UnitError};
 
 /// Where the plugins a pipeline names are found, and how far they are checked.
 pub(crate) struct Plugins<'a> {
@@ -83,10 +83,10 @@ impl<'a> Compiler<'a> {
         &mut self,
         path: &[Step<'_>],
         q: &Quantity,
-        parse: fn(&str) -> Result<u64, String>,
+        parse: fn(&str) -> Result<u64, UnitError>,
     ) -> Option<u64> {
         q.value(parse)
-            .map_err(|message| self.error(path, message))
+            .map_err(|e| self.error(path, e.to_string()))
             .ok()
     }
 

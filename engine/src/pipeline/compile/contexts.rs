@@ -209,7 +209,10 @@ impl Compiler<'_> {
                 match units::parse_percent(text).expect("ends with %") {
                     Ok(fraction) => (size_bytes as f64 * fraction) as u64,
                     Err(message) => {
-                        self.error(path!["context", i, "buffer", "watermark"], message);
+                        self.error(
+                            path!["context", i, "buffer", "watermark"],
+                            message.to_string(),
+                        );
                         default_watermark
                     }
                 }

@@ -15,7 +15,7 @@ use crate::record::{ColumnType, RecordKind};
 use super::super::model;
 use super::compiler::{Compiler, inner_span, last_line};
 use crate::diag::Step;
-use crate::units::Quantity;
+use crate::units::{Quantity, UnitError};
 
 /// A column added by a `derive` transform or a plugin, with the value it takes on a sample
 /// record (so later expressions are checked with its type).
@@ -227,7 +227,7 @@ impl Check for TransformCheck<'_, '_> {
         &mut self,
         key: &[Step<'_>],
         value: &Quantity,
-        parse: fn(&str) -> Result<u64, String>,
+        parse: fn(&str) -> Result<u64, UnitError>,
     ) -> Option<u64> {
         let path = self.path(key);
         self.compiler.quantity(&path, value, parse)

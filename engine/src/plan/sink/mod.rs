@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::plugin::PluginRef;
 use crate::record::RecordKind;
-use crate::units::{Quantity, parse_size};
+use crate::units::{Quantity, UnitError, parse_size};
 
 /// Lists the built-in formats by the name a pipeline's `kind` gives them and their options'
 /// home, and derives from the list [`SinkKind`], [`Format`] and the passage between them.
@@ -224,9 +224,9 @@ pub struct Size {
 }
 
 impl TryFrom<Quantity> for Size {
-    type Error = String;
+    type Error = UnitError;
 
-    fn try_from(written: Quantity) -> Result<Size, String> {
+    fn try_from(written: Quantity) -> Result<Size, UnitError> {
         let bytes = written.value(parse_size)?;
         Ok(Size { written, bytes })
     }
@@ -360,7 +360,7 @@ mod tests {
         assert!(e.message.contains("unknown field `compresion`"), "{e}");
         let e = Format::parse(SinkKind::Parquet, &map(r#"{"max_file_size":"12 XB"}"#)).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("max_file_size"));
-        assert_eq!(e.message, parse_size("12 XB").unwrap_err());
+        assert_eq!(e.message, parse_size("12 XB").unwrap_err().to_string());
         // A format's options are its own: rocpd's layout is no Parquet option.
         let e = Format::parse(SinkKind::Parquet, &map(r#"{"layout":"single"}"#)).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("layout"));
@@ -416,7 +416,7 @@ mod tests {
         )
         .unwrap_err();
         let (message, position) = error_at(&errors);
-        assert_eq!(message, parse_size("12 XB").unwrap_err());
+        assert_eq!(message, parse_size("12 XB").unwrap_err().to_string());
         assert_eq!(position, "p.toml:9:41");
     }
 

@@ -10,7 +10,7 @@ use crate::diag::{Diagnostic, Step};
 use crate::plan::PluginRef;
 use crate::plugin::Plugin;
 use crate::record::RecordKind;
-use crate::units::Quantity;
+use crate::units::{Quantity, UnitError};
 
 /// How a pipeline declares a kind of transform: the keys of its `[[transform]]` entry
 /// beyond `name`, `kind`, `records` and `strict`.
@@ -49,7 +49,7 @@ pub trait Check {
         &mut self,
         key: &[Step<'_>],
         value: &Quantity,
-        parse: fn(&str) -> Result<u64, String>,
+        parse: fn(&str) -> Result<u64, UnitError>,
     ) -> Option<u64>;
 
     /// Checks counter dimension names at `key`.
