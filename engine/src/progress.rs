@@ -7,7 +7,7 @@
 //! Whoever does the work fills a [`Board`] (counters and states, no drawing): the runner
 //! says how many records arrived, the stages what each sink took and wrote, the post-steps
 //! when each starts and ends. A [`Display`] reads it on a thread of its own and draws.
-//! The bars are put on [`crate::screen`], through which messages ([`crate::messages`]) are
+//! The bars are put on the screen (`screen.rs`), through which messages ([`crate::messages`]) are
 //! written, so that they print above the bars instead of through them.
 
 use std::io::IsTerminal;

@@ -6,7 +6,7 @@
 //!
 //! The forms are rocprofv3's: demangled by default, mangled (its `-M`), truncated to the
 //! function's base name (its `-T`), and renamed after the ROCTx range around the launch
-//! (its `--kernel-rename`, see [`renamed`]).
+//! (its `--kernel-rename`, see [`crate::kernel_rename`]).
 
 pub use rocflow_core::demangle::{demangle, formatted};
 

@@ -144,7 +144,7 @@ impl Node {
     }
 
     /// A node of JSON `value` whose every part points at `span`: what a command-line flag
-    /// adds to a pipeline (see [`super::overlay`]).
+    /// adds to a pipeline (see [`crate::import::overlay`]).
     pub fn from_json(value: &serde_json::Value, span: &Span) -> Node {
         use serde_json::Value as J;
         let value = match value {

@@ -1,5 +1,8 @@
 //! `aggregate`: group-by with count, sum, mean, min, max, stddev and percentiles. Records
 //! pass through unchanged; the table is handed to the sinks when the run ends.
+//!
+//! This is what it does to records; its options, checks and explanation are the Plan's
+//! ([`crate::plan::transform::aggregate`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -1,4 +1,7 @@
 //! `derive`: adds a column computed by an expression from each record's columns.
+//!
+//! This is what it does to records; its options, checks and explanation are the Plan's
+//! ([`crate::plan::transform::derive`]).
 
 use std::sync::Arc;
 

@@ -1,4 +1,7 @@
 //! `filter`: keeps the records for which an expression is true.
+//!
+//! This is what it does to records; its options, checks and explanation are the Plan's
+//! ([`crate::plan::transform::filter`]).
 
 use evalexpr::Value;
 

@@ -1,6 +1,9 @@
 //! `kernel_filter`: keeps the records of the kernels whose names match, and only the
 //! listed dispatch iterations of each kernel, as rocprofv3's `--kernel-include-regex`,
 //! `--kernel-exclude-regex` and `--kernel-iteration-range` do.
+//!
+//! This is what it does to records; its options, checks and explanation are the Plan's
+//! ([`crate::plan::transform::kernel_filter`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

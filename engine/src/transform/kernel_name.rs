@@ -2,6 +2,9 @@
 //! the pipeline's `kernel_names` form (see [`crate::kernel_names`]) named them. Names live
 //! in the run's metadata, so each kernel is renamed once (as its symbol arrives), for every
 //! record that refers to it.
+//!
+//! This is what it does to records; its options, checks and explanation are the Plan's
+//! ([`crate::plan::transform::kernel_name`]).
 
 use regex::Regex;
 

@@ -1,5 +1,8 @@
 //! `plugin`: a transform from a plugin library. It sees each batch of records and returns
 //! those that go on, with the columns it adds; see [`crate::plugin`].
+//!
+//! This is what it does to records; its options, checks and explanation are the Plan's
+//! ([`crate::plan::transform::plugin`]).
 
 use std::sync::Mutex;
 

@@ -1,6 +1,9 @@
 //! `reduce_dimensions`: combines the values of one counter of one dispatch across the
 //! listed dimensions (the coordinates of reduced dimensions become 0). A counter context's
 //! `reduce` entries compile into the same stage.
+//!
+//! This is what it does to records; its options, checks and explanation are the Plan's
+//! ([`crate::plan::transform::reduce`]).
 
 use rustc_hash::FxHashMap as HashMap;
 

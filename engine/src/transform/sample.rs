@@ -1,5 +1,8 @@
 //! `sample`: keeps every Nth record of each kind of each process stream (the first, then
 //! every `every`th after it), to thin a long run's outputs while keeping its shape.
+//!
+//! This is what it does to records; its options, checks and explanation are the Plan's
+//! ([`crate::plan::transform::sample`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -1,5 +1,8 @@
 //! `time_window`: keeps the records that start inside a window of the run, its times
 //! relative to the run's first record.
+//!
+//! This is what it does to records; its options, checks and explanation are the Plan's
+//! ([`crate::plan::transform::time_window`]).
 
 use crate::chunk::Chunk;
 use crate::column::row;

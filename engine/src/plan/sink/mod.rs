@@ -1,7 +1,7 @@
 //! The sinks of a plan: what each writes, to which path, with which options. A built-in
 //! format's options are typed: each format has one struct (in its file below), whose
 //! `Default` is the one statement of its defaults. The compiler parses them once into a
-//! [`Format`]; the sink opens from it and never reads JSON again. [`formats!`] lists the
+//! [`Format`]; the sink opens from it and never reads JSON again. `formats!` lists the
 //! formats, so a new one is its options file and one line there.
 //!
 //! In a serialized Plan the options are the JSON map they always were, holding what differs

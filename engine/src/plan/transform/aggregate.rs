@@ -1,5 +1,6 @@
-//! `aggregate`: group-by with count, sum, mean, min, max, stddev and percentiles. Records
-//! pass through unchanged; the table is handed to the sinks when the run ends.
+//! `aggregate` as a pipeline declares it and the Plan holds it: its options, their schema,
+//! its checks and its line in `rocflow explain`. What it does to records:
+//! [`crate::transform`]'s `aggregate` module.
 
 
 use indexmap::IndexMap;

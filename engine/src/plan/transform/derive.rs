@@ -1,4 +1,6 @@
-//! `derive`: adds a column computed by an expression from each record's columns.
+//! `derive` as a pipeline declares it and the Plan holds it: its options, their schema,
+//! its checks and its line in `rocflow explain`. What it does to records:
+//! [`crate::transform`]'s `derive` module.
 
 
 use evalexpr::Value;

@@ -1,4 +1,6 @@
-//! `filter`: keeps the records for which an expression is true.
+//! `filter` as a pipeline declares it and the Plan holds it: its options, their schema,
+//! its checks and its line in `rocflow explain`. What it does to records:
+//! [`crate::transform`]'s `filter` module.
 
 use evalexpr::Value;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
-//! `kernel_filter`: keeps the records of the kernels whose names match, and only the
-//! listed dispatch iterations of each kernel, as rocprofv3's `--kernel-include-regex`,
-//! `--kernel-exclude-regex` and `--kernel-iteration-range` do.
+//! `kernel_filter` as a pipeline declares it and the Plan holds it: its options, their schema,
+//! its checks and its line in `rocflow explain`. What it does to records:
+//! [`crate::transform`]'s `kernel_filter` module.
 
 
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,6 @@
-//! `kernel_name`: rewrites kernel names with regex rules and cuts them to a length, after
-//! the pipeline's `kernel_names` form (see [`crate::kernel_names`]) named them. Names live
-//! in the run's metadata, so each kernel is renamed once (as its symbol arrives), for every
-//! record that refers to it.
+//! `kernel_name` as a pipeline declares it and the Plan holds it: its options, their schema,
+//! its checks and its line in `rocflow explain`. What it does to records:
+//! [`crate::transform`]'s `kernel_name` module.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};

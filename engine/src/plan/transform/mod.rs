@@ -2,7 +2,7 @@
 //!
 //! Each kind of transform has one home, a module below, that owns its options as the
 //! pipeline declares them and their JSON Schema, its checks, its compiled form in the Plan
-//! and its line in `rocflow explain` (see [`kind`]). [`kinds!`] lists the homes; the
+//! and its line in `rocflow explain` (see `kind.rs`). `kinds!` lists the homes; the
 //! pipeline model, the compiler, `explain` and the schema are driven from that list, so a
 //! new kind is a new module, one line there, and what it does to records under
 //! `crate::transform`.

@@ -1,5 +1,6 @@
-//! `plugin`: a transform from a plugin library. It sees each batch of records and returns
-//! those that go on, with the columns it adds; see [`crate::plugin`].
+//! `plugin` as a pipeline declares it and the Plan holds it: its options, their schema,
+//! its checks and its line in `rocflow explain`. What it does to records:
+//! [`crate::transform`]'s `plugin` module.
 
 
 use serde::{Deserialize, Serialize};

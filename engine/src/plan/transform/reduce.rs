@@ -1,6 +1,6 @@
-//! `reduce_dimensions`: combines the values of one counter of one dispatch across the
-//! listed dimensions (the coordinates of reduced dimensions become 0). A counter context's
-//! `reduce` entries compile into the same stage.
+//! `reduce_dimensions` as a pipeline declares it and the Plan holds it: its options, their schema,
+//! its checks and its line in `rocflow explain`. What it does to records:
+//! [`crate::transform`]'s `reduce` module.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};

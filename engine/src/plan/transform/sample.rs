@@ -1,5 +1,6 @@
-//! `sample`: keeps every Nth record of each kind of each process stream (the first, then
-//! every `every`th after it), to thin a long run's outputs while keeping its shape.
+//! `sample` as a pipeline declares it and the Plan holds it: its options, their schema,
+//! its checks and its line in `rocflow explain`. What it does to records:
+//! [`crate::transform`]'s `sample` module.
 
 
 use serde::{Deserialize, Serialize};

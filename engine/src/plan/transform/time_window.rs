@@ -1,5 +1,6 @@
-//! `time_window`: keeps the records that start inside a window of the run, its times
-//! relative to the run's first record.
+//! `time_window` as a pipeline declares it and the Plan holds it: its options, their schema,
+//! its checks and its line in `rocflow explain`. What it does to records:
+//! [`crate::transform`]'s `time_window` module.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
