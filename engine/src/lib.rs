@@ -30,6 +30,7 @@ pub mod post;
 pub mod printable;
 pub mod progress;
 pub mod report;
+pub mod rocpd;
 pub mod runner;
 pub mod runs;
 mod screen;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::fault::Fault;
-use super::schema::Table;
+use crate::rocpd::schema::Table;
 use crate::sqlite::Value;
 use crate::sqlite::btree::{Affinity, AppendTable, Pages, Record};
 

@@ -12,13 +12,14 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::dispatches::Dispatches;
 use super::fault::Fault;
-use super::ids::{Guid, Ids};
+use super::ids::Ids;
 use super::info;
 use super::rows::{Queued, Tables, Window};
-use super::schema::{self, Names};
 use super::views;
 use crate::catalog::Catalog;
 use crate::record::Process;
+use crate::rocpd::Guid;
+use crate::rocpd::schema::{self, Names};
 use crate::sink::Written;
 use crate::sqlite::btree::Pages;
 use crate::table::Table;

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use super::append::Appender;
 use super::fault::Fault;
-use super::schema::NO_DATA;
+use crate::rocpd::schema::NO_DATA;
 use crate::sqlite::row;
 
 /// Events sorted in memory at a time: 3 MiB, so that a run's memory stays flat (the

@@ -10,9 +10,9 @@ use serde_json::json;
 
 use super::extdata::{AgentRecord, KernelSymbolRecord};
 use super::ids::Ids;
-use super::schema::{self, Names};
 use crate::catalog::{Catalog, StreamMeta};
 use crate::record::{Agent, Stream, Thread};
+use crate::rocpd::schema::{self, Names};
 use crate::sdk::AgentType;
 use crate::sqlite::{Value, row};
 use crate::table::Table;

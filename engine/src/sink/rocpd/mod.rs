@@ -19,7 +19,6 @@ mod fault;
 mod ids;
 mod info;
 mod rows;
-pub(crate) mod schema;
 mod views;
 mod writer;
 

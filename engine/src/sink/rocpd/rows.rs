@@ -11,13 +11,13 @@ use super::dispatches::Dispatches;
 use super::fault::Fault;
 use super::ids::{Events, Ids, Operation};
 use super::info;
-use super::schema::{self, NO_DATA};
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::record::{
     ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
     MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
 };
+use crate::rocpd::schema::{self, NO_DATA};
 use crate::sdk::Domain;
 use crate::sqlite::btree::Pages;
 use crate::sqlite::{Value, row};

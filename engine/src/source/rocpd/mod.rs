@@ -506,7 +506,7 @@ mod tests {
     use std::ops::RangeInclusive;
 
     use super::*;
-    use crate::sink::rocpd::schema::TABLES;
+    use crate::rocpd::schema::TABLES;
 
     /// A database of the rocpd tables rocflow's sink writes (plain names, no rows but
     /// those `rows` adds, a column its declaration requires holding 0), with `key` the

@@ -10,8 +10,8 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 
 // The tables and columns of rocpd schema 3 are the ones rocflow's rocpd sink writes.
-use crate::sink::rocpd::schema as written;
-pub use crate::sink::rocpd::schema::{
+use crate::rocpd::schema as written;
+pub use crate::rocpd::schema::{
     AGENT, ARG, CODE_OBJECT, EVENT, KERNEL_DISPATCH, KERNEL_SYMBOL, MEMORY_ALLOCATE, MEMORY_COPY,
     METADATA, NODE, PMC, PMC_EVENT, PROCESS, QUEUE, REGION, SAMPLE, STREAM, STRING, THREAD, TRACK,
 };

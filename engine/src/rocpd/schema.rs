@@ -9,7 +9,7 @@
 //! keeps the ids of deleted rows from coming back, which a file written once never has,
 //! and costs a lookup in `sqlite_sequence` per insert.
 
-use super::ids::Guid;
+use super::Guid;
 use crate::sqlite::Value;
 
 /// The version of the rocpd schema these tables follow.
@@ -31,7 +31,7 @@ const START: &str = "start BIGINT NOT NULL";
 const END: &str = "\"end\" BIGINT NOT NULL";
 
 /// What an event's `extdata` holds when there is nothing more to say: its default.
-pub(super) const NO_DATA: Value = Value::Str("{}");
+pub(crate) const NO_DATA: Value = Value::Str("{}");
 
 /// Columns rows of a process refer with.
 const OF_PROCESS: &[(&str, &str)] = &[("nid", NODE), ("pid", PROCESS)];
