@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use rocflow::pipeline::model::{KernelNames, PostStep};
+use rocflow::pipeline::model::KernelNames;
 use rocflow::pipeline::{Options, Override, compile_file};
+use rocflow::plan::PostStep;
 use rocflow::plan::{ContextPlan, Plan};
 use rocflow::sdk::{PcSamplingMethod, PcSamplingUnit};
 use support::truth::Scenario;

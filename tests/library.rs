@@ -9,9 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use rocflow::pipeline::model::{PostStep, SinkKind};
 use rocflow::pipeline::{self, Options};
+use rocflow::plan::PostStep;
 use rocflow::plan::TransformOpPlan;
+use rocflow::plan::sink::SinkKind;
 use rocflow::plan::{AgentSelector, Plan, SinkPlan, Writer};
 use rocflow::record::RecordKind;
 use rocflow::sdk::Domain;

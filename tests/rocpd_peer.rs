@@ -9,8 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use rocflow::pipeline::model::SinkKind;
 use rocflow::pipeline::{self, Options};
+use rocflow::plan::sink::SinkKind;
 use rusqlite::{Connection, OpenFlags};
 use support::peer::{Peer, Stats};
 use support::{assert_success, rocflow, run_on, sim_app, text};

@@ -16,10 +16,12 @@ use super::pmc::counter_names;
 use super::{domains, kernels, paths, period};
 use crate::diag::{Diagnostic, SourceFile, Span};
 use crate::pipeline::model::{
-    Context, Counters, Header, KernelFilter, KernelNames, PcSampling, Period, Pipeline, Post,
-    PostStep, Sink, SinkKind, SinkType, Tracing,
+    Context, Counters, Header, KernelFilter, KernelNames, PcSampling, Period, Pipeline, Post, Sink,
+    SinkType, Tracing,
 };
 use crate::pipeline::name_of;
+use crate::plan::PostStep;
+use crate::plan::sink::SinkKind;
 use crate::record::RecordKind;
 use crate::sdk::{Domain, PcSamplingMethod};
 

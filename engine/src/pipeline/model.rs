@@ -9,9 +9,9 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 pub use crate::kernel_names::KernelNames;
-pub use crate::plan::PostStep;
-pub use crate::plan::sink::SinkKind;
-pub use crate::plan::transform::TransformOp;
+use crate::plan::PostStep;
+use crate::plan::sink::SinkKind;
+use crate::plan::transform::TransformOp;
 use crate::units::Quantity;
 
 /// An agent selector: an index, or a type or gfx name (globs allowed).

@@ -13,9 +13,9 @@ use serde_json::Value as Json;
 
 use crate::diag::{Diagnostic, did_you_mean};
 
-use super::model::TransformOp;
 use super::value::Node;
 use crate::diag::Step;
+use crate::plan::transform::TransformOp;
 
 /// The pipeline schema as shipped in `schemas/`, for editors.
 pub const SCHEMA_TEXT: &str = include_str!("../../../schemas/pipeline.schema.json");

@@ -13,8 +13,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::catalog::Catalog;
-use crate::pipeline::model::SinkKind;
 use crate::plan::PostStep;
+use crate::plan::sink::SinkKind;
 use crate::plan::{Plan, StageGraph};
 use crate::progress::Board;
 use crate::sink::{self, Placeholders};

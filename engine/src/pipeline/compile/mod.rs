@@ -18,10 +18,12 @@ use crate::plugin::Kind;
 use crate::record::RecordKind;
 use crate::sink::PluginSink;
 
-use super::model::{self, KernelNames, Pipeline, SinkKind, SinkType, TransformOp};
+use super::model::{self, KernelNames, Pipeline, SinkType};
 use super::params::{RUNTIME_PLACEHOLDERS, placeholders};
 use crate::diag::Step;
 use crate::plan::PostStep;
+use crate::plan::sink::SinkKind;
+use crate::plan::transform::TransformOp;
 use crate::units::{self};
 
 /// Builds a path into the document: `path!["context", 2, "tracing", 0]`.
