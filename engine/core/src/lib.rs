@@ -8,6 +8,7 @@
 pub mod abi;
 pub mod contexts;
 pub mod demangle;
+pub mod mpi;
 pub mod query;
 pub mod queue;
 pub mod record;

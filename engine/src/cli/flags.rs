@@ -1,12 +1,19 @@
-//! rocprofv3's everyday options on `rocflow run`, `explain` and `replay`: each a change to
-//! the pipeline ([`crate::import::overlay`]), so `rocflow explain PIPELINE [FLAGS]`
-//! shows what a run with them collects.
+//! rocprofv3's options on `rocflow run`, `explain` and `replay`. Given with a pipeline,
+//! its everyday options change it ([`crate::import::overlay`]), so `rocflow explain
+//! PIPELINE [FLAGS]` shows what a run with them collects. Given without one, the options
+//! are a rocprofv3 job ([`crate::import::command_line`]): the run collects and writes what
+//! `rocprofv3` with the same command line would.
 
-use clap::Args;
+use std::path::PathBuf;
 
-use crate::import::Overlay;
+use clap::{Args, ValueEnum};
+
+use super::rocprofv3::Given;
+use crate::diag::Diagnostic;
+use crate::error::{Error, Result};
 use crate::import::input::TimeUnit;
 use crate::import::overlay::Change;
+use crate::import::{CommandLine, Overlay, Shape};
 use crate::kernel_names::KernelNames;
 
 /// What to collect and when, as rocprofv3 takes it.
@@ -36,15 +43,18 @@ pub struct Flags {
     )]
     collection_period: Vec<String>,
     /// The unit of --collection-period's times.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "sec",
-        requires = "collection_period"
-    )]
-    collection_period_unit: TimeUnit,
+    #[arg(long, value_enum, requires = "collection_period")]
+    collection_period_unit: Option<TimeUnit>,
     #[command(flatten)]
     outputs: OutputFlags,
+    #[command(flatten)]
+    rocprofv3: Given,
+}
+
+/// A rocprofv3 run: the jobs of an input file, or the command line's one job.
+pub struct Job {
+    pub input: Option<PathBuf>,
+    pub command_line: CommandLine,
 }
 
 /// Where outputs go and what is added to them: what `replay` can change too.
@@ -70,7 +80,107 @@ pub struct OutputFlags {
 }
 
 impl Flags {
-    pub fn overlay(&self) -> Overlay {
+    /// The options as a rocprofv3 job, when any was given.
+    pub fn job(&self) -> Result<Option<Job>> {
+        let mut line = CommandLine::default();
+        let mut add = |flag: &str, key: &str, shape, values: &[String]| {
+            line.add(flag, key, shape, values);
+        };
+        if !self.pmc.is_empty() {
+            add("--pmc", "pmc", Shape::Many, &self.pmc);
+        }
+        let regexes = [
+            ("kernel_include_regex", &self.kernel_include_regex),
+            ("kernel_exclude_regex", &self.kernel_exclude_regex),
+        ];
+        for (key, regex) in regexes {
+            if let Some(regex) = regex {
+                let flag = format!("--{}", key.replace('_', "-"));
+                add(&flag, key, Shape::One, std::slice::from_ref(regex));
+            }
+        }
+        if !self.kernel_iteration_range.is_empty() {
+            let ranges = &self.kernel_iteration_range;
+            add(
+                "--kernel-iteration-range",
+                "kernel_iteration_range",
+                Shape::Many,
+                ranges,
+            );
+        }
+        if !self.collection_period.is_empty() {
+            let periods = &self.collection_period;
+            add(
+                "--collection-period",
+                "collection_period",
+                Shape::Many,
+                periods,
+            );
+        }
+        if let Some(unit) = self.collection_period_unit {
+            let unit = unit.to_possible_value().expect("units have names");
+            let unit = [unit.get_name().to_owned()];
+            add(
+                "--collection-period-unit",
+                "collection_period_unit",
+                Shape::One,
+                &unit,
+            );
+        }
+        let OutputFlags {
+            stats,
+            output_dir,
+            kernel_names,
+        } = &self.outputs;
+        if let Some(dir) = output_dir {
+            add(
+                "-d",
+                "output_directory",
+                Shape::One,
+                std::slice::from_ref(dir),
+            );
+        }
+        if *stats {
+            add("--stats", "stats", Shape::Flag, &[]);
+        }
+        self.rocprofv3.add_to(&mut line);
+        let input = self.rocprofv3.input();
+        if line.is_empty() && input.is_none() {
+            return Ok(None);
+        }
+        if kernel_names.is_some() {
+            return Err(Error::user(
+                Diagnostic::error("`--kernel-names` changes a pipeline, and none was given")
+                    .hint("rocprofv3's -M (mangled), -T (truncated) and --kernel-rename name kernels in a run without one"),
+            ));
+        }
+        Ok(Some(Job {
+            input,
+            command_line: line,
+        }))
+    }
+
+    /// The options as changes to a pipeline: only the everyday ones change one; the others
+    /// describe a whole rocprofv3 run.
+    pub fn overlay(&self) -> Result<Overlay> {
+        if let Some(option) = self
+            .rocprofv3
+            .first()
+            .or(self.rocprofv3.input().map(|_| "-i".into()))
+        {
+            return Err(Error::user(
+                Diagnostic::error(format!(
+                    "`{option}` describes a whole rocprofv3 run, not a change to a pipeline"
+                ))
+                .hint(format!(
+                    "give it without a pipeline, as to rocprofv3 (`rocflow run {option} … -- APP`), or say it in the pipeline"
+                )),
+            ));
+        }
+        Ok(self.overlay_of_flags())
+    }
+
+    fn overlay_of_flags(&self) -> Overlay {
         let mut overlay = self.outputs.overlay();
         let mut add = |flag, change| overlay.add(flag, change);
         if !self.pmc.is_empty() {
@@ -94,7 +204,8 @@ impl Flags {
         }
         if !self.collection_period.is_empty() {
             let periods = self.collection_period.clone();
-            let change = Change::CollectionPeriod(periods, self.collection_period_unit);
+            let unit = self.collection_period_unit.unwrap_or(TimeUnit::Sec);
+            let change = Change::CollectionPeriod(periods, unit);
             add("--collection-period", change);
         }
         overlay

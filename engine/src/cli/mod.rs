@@ -12,6 +12,7 @@ mod outputs;
 mod pipeline;
 mod pipeline_args;
 mod plugins;
+mod rocprofv3;
 mod run;
 mod shell;
 mod spool;

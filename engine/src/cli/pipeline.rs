@@ -7,6 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::diag::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
+use crate::import;
 use crate::messages;
 use crate::pipeline::starter::{self, DEFAULT_TEMPLATE};
 use crate::pipeline::{self, Library, Options};
@@ -83,8 +84,9 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The pipeline file, or the name of a template such as `trace-all`.
-    #[arg(value_name = "FILE", required_unless_present = "domains")]
+    /// The pipeline file, or the name of a template such as `trace-all`; without one,
+    /// the pipelines rocprofv3's options given make.
+    #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
     #[command(flatten)]
     pipeline: PipelineArgs,
@@ -117,24 +119,47 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         print(&out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let file = args.file.expect("clap requires FILE without --domains");
-    let options = Options {
-        overlay: Some(Box::new(args.flags.overlay())),
-        ..args.pipeline.options()?
+    let compiled = match (&args.file, args.flags.job()?) {
+        (Some(file), _) => {
+            let options = Options {
+                overlay: Some(Box::new(args.flags.overlay()?)),
+                ..args.pipeline.options()?
+            };
+            vec![pipeline::compile_file(file, &options).map_err(Error::User)?]
+        }
+        (None, Some(job)) => {
+            let runs = import::runs(job.input.as_deref(), job.command_line).map_err(Error::User)?;
+            runs.warnings.iter().for_each(messages::diagnostic);
+            let options = args.pipeline.options()?;
+            let path = std::path::Path::new("rocprofv3.toml");
+            (runs.runs.into_iter())
+                .map(|run| pipeline::compile_text(path, run.pipeline, &options))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(Error::User)?
+        }
+        (None, None) => {
+            return Err(Error::user(
+                Diagnostic::error("nothing to explain: give a pipeline, or rocprofv3's options")
+                    .hint(
+                        "`rocflow explain trace-all`, or `rocflow explain --kernel-trace --stats`",
+                    ),
+            ));
+        }
     };
-    let compiled = pipeline::compile_file(&file, &options).map_err(Error::User)?;
-    compiled.warnings.iter().for_each(messages::diagnostic);
-    let text = if args.json {
-        format!(
-            "{}\n",
-            serde_json::to_string_pretty(&compiled.plan).expect("plans serialize")
-        )
-    } else if args.resolved {
-        toml::to_string_pretty(&compiled.resolved.to_toml())
-            .map_err(|e| Error::Runtime(format!("cannot print the resolved pipeline: {e}")))?
-    } else {
-        plan::explain(&compiled.plan)
-    };
+    let mut text = String::new();
+    for compiled in &compiled {
+        compiled.warnings.iter().for_each(messages::diagnostic);
+        if args.json {
+            let json = serde_json::to_string_pretty(&compiled.plan).expect("plans serialize");
+            text.push_str(&format!("{json}\n"));
+        } else if args.resolved {
+            let toml = toml::to_string_pretty(&compiled.resolved.to_toml())
+                .map_err(|e| Error::Runtime(format!("cannot print the resolved pipeline: {e}")))?;
+            text.push_str(&toml);
+        } else {
+            text.push_str(&plan::explain(&compiled.plan));
+        }
+    }
     print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

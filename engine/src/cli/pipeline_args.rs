@@ -1,9 +1,11 @@
 //! The options of every command that reads a pipeline, and its compiling for the command.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Args;
 
+use crate::diag::SourceFile;
 use crate::error::{Error, Result};
 use crate::import::Overlay;
 use crate::messages;
@@ -36,20 +38,36 @@ impl PipelineArgs {
     /// showing its warnings: its plugins are loaded and tried, so one that cannot work stops
     /// the command before it starts.
     pub(super) fn compile(&self, file: &Path, overlay: Overlay, purpose: Use) -> Result<Plan> {
-        let (simulated, records_only) = match purpose {
-            Use::Run(simulated) => (simulated, false),
-            Use::Records => (None, true),
-        };
         let options = Options {
-            plugin_check: Check::Load,
             overlay: Some(Box::new(overlay)),
-            simulated,
-            records_only,
-            ..self.options()?
+            ..self.purpose_options(purpose)?
         };
         let compiled = crate::pipeline::compile_file(file, &options).map_err(Error::User)?;
         compiled.warnings.iter().for_each(messages::diagnostic);
         Ok(compiled.plan)
+    }
+
+    /// Compiles a pipeline made here (from rocprofv3's options), as [`compile`](Self::compile)
+    /// does a file.
+    pub(super) fn compile_text(&self, text: Arc<SourceFile>, purpose: Use) -> Result<Plan> {
+        let options = self.purpose_options(purpose)?;
+        let path = Path::new("rocprofv3.toml");
+        let compiled = crate::pipeline::compile_text(path, text, &options).map_err(Error::User)?;
+        compiled.warnings.iter().for_each(messages::diagnostic);
+        Ok(compiled.plan)
+    }
+
+    fn purpose_options(&self, purpose: Use) -> Result<Options> {
+        let (simulated, records_only) = match purpose {
+            Use::Run(simulated) => (simulated, false),
+            Use::Records => (None, true),
+        };
+        Ok(Options {
+            plugin_check: Check::Load,
+            simulated,
+            records_only,
+            ..self.options()?
+        })
     }
 
     /// [`options`](Self::options) for a pipeline that only shapes records (see

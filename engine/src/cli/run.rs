@@ -10,7 +10,9 @@ use clap::Args;
 
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
+use crate::import::{self, launch::Launch};
 use crate::messages;
+use crate::pipeline::SimulatedGpus;
 use crate::plan::{AgentSelector, ContextPlan, CounterPlan, Plan, StartPlan, describe_start};
 use crate::post;
 use crate::progress::{Board, Display, Mode};
@@ -64,42 +66,142 @@ pub struct RunArgs {
     flags: Flags,
 }
 
-/// Runs the application under the pipeline; exits with the application's status.
+/// Runs the application under the pipeline (or under each job of rocprofv3's options);
+/// exits with the application's status.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     if args.quiet {
         messages::quiet();
     }
-    let pipeline = args.pipeline.unwrap_or_else(|| {
+    let simulated = simulated(&args.device)?;
+    // Its work takes no time to speak of: a collection period is likely to miss it.
+    let instant = (simulated.as_ref()).is_some_and(|(s, _)| s.scenario.duration_ms.is_none());
+    let gpus = simulated.map(|(_, gpus)| gpus);
+    let plans = plans(&args, gpus)?;
+    let sdk = match args.device {
+        Device::Rocm => Some(installed_sdk()?),
+        Device::Sim(_) => None,
+    };
+    let mut status = 0;
+    for planned in &plans {
+        if plans.len() > 1 {
+            let app = app_name(&args.command);
+            messages::note(format_args!("{}: running `{app}`", planned.label));
+        }
+        let code = launch(&args, planned, sdk.clone(), instant)?;
+        // Every job runs, as in rocprofv3; the first failure is the run's status.
+        if status == 0 {
+            status = code;
+        }
+    }
+    Ok(ExitCode::from(status))
+}
+
+/// One run of the application: what it collects and how it starts.
+struct Planned {
+    label: String,
+    plan: Plan,
+    launch: Launch,
+}
+
+/// What the run collects: the pipeline given (changed by the everyday flags), or what
+/// rocprofv3 would collect with the options given, one plan per job, or the default.
+fn plans(args: &RunArgs, gpus: Option<SimulatedGpus>) -> Result<Vec<Planned>> {
+    let job = match &args.pipeline {
+        Some(_) => None,
+        None => args.flags.job()?,
+    };
+    if let Some(job) = job {
+        let runs = import::runs(job.input.as_deref(), job.command_line).map_err(Error::User)?;
+        if runs.runs.iter().any(|run| run.launch.quiet) {
+            messages::quiet();
+        }
+        runs.warnings.iter().for_each(messages::diagnostic);
+        return (runs.runs.into_iter())
+            .map(|run| {
+                let plan = (args.options).compile_text(run.pipeline, Use::Run(gpus.clone()))?;
+                let (label, launch) = (run.label, run.launch);
+                Ok(Planned {
+                    label,
+                    plan,
+                    launch,
+                })
+            })
+            .collect();
+    }
+    let pipeline = args.pipeline.clone().unwrap_or_else(|| {
         messages::note(format_args!(
             "no pipeline given: running `{DEFAULT_PIPELINE}`, a system trace like `rocprofv3 --sys-trace` (`rocflow templates list` shows the others)"
         ));
         PathBuf::from(DEFAULT_PIPELINE)
     });
-    let simulated = simulated(&args.device)?;
-    // Its work takes no time to speak of: a collection period is likely to miss it.
-    let instant = (simulated.as_ref()).is_some_and(|(s, _)| s.scenario.duration_ms.is_none());
-    let gpus = simulated.map(|(_, gpus)| gpus);
-    let plan = (args.options).compile(&pipeline, args.flags.overlay(), Use::Run(gpus))?;
-    let sdk = match args.device {
-        Device::Rocm => Some(installed_sdk()?),
-        Device::Sim(_) => None,
-    };
+    let plan = (args.options).compile(&pipeline, args.flags.overlay()?, Use::Run(gpus))?;
+    Ok(vec![Planned {
+        label: pipeline.display().to_string(),
+        plan,
+        launch: Launch::default(),
+    }])
+}
+
+/// Runs the application for one job as its launch settings say: unprofiled on an MPI
+/// rank the job does not profile, else profiled.
+fn launch(args: &RunArgs, planned: &Planned, sdk: Option<Sdk>, instant: bool) -> Result<u8> {
+    let launch = &planned.launch;
+    if launch.list_avail {
+        let agents = super::device::list(&args.device, true)?;
+        super::stdio::print(&crate::device::render(&agents))?;
+    }
+    if let Some(rank) = launch.skips(|name| std::env::var(name).ok()) {
+        messages::note(format_args!(
+            "MPI rank {rank} is not among the ranks to profile: running the application unprofiled"
+        ));
+        return unprofiled(&args.command, &launch.env());
+    }
+    profile(args, &planned.plan, launch, sdk, instant)
+}
+
+/// Runs the application as it is, with the environment a profiled run would give it.
+fn unprofiled(command: &[OsString], env: &[(&str, String)]) -> Result<u8> {
+    let status = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .status()
+        .map_err(Error::io(format!("starting `{}`", app_name(command))))?;
+    Ok(runner::exit_of(status).status().clamp(0, 255) as u8)
+}
+
+fn app_name(command: &[OsString]) -> String {
+    command[0].to_string_lossy().into_owned()
+}
+
+/// Runs the application once under `plan`, writes its outputs and reports; gives the
+/// status the run ends with.
+fn profile(
+    args: &RunArgs,
+    plan: &Plan,
+    launch: &Launch,
+    sdk: Option<Sdk>,
+    instant: bool,
+) -> Result<u8> {
     let board = Arc::new(Board::live());
     let options = Options {
-        device: args.device,
+        device: args.device.clone(),
         sdk,
-        spool: args.spool,
+        spool: args.spool.clone(),
         spool_compression: args.spool_compression,
-        command: args.command,
+        command: args.command.clone(),
+        preload: launch.preload.iter().map(OsString::from).collect(),
+        env: (launch.env().into_iter())
+            .map(|(name, value)| (name.into(), value.into()))
+            .collect(),
         board: Arc::clone(&board),
     };
     let display = Display::start(Mode::for_stderr(args.quiet), board);
     let ahead = post::Ahead::default();
     let read_ahead = |spool: &Path| {
         let input = Input::Spool(spool.to_owned());
-        ahead.start(&plan, move || reopen(&input, &WindowArgs::default()));
+        ahead.start(plan, move || reopen(&input, &WindowArgs::default()));
     };
-    let outcome = runner::run(&plan, &options, &read_ahead).map_err(start_error)?;
+    let outcome = runner::run(plan, &options, &read_ahead).map_err(start_error)?;
     let mut out = String::new();
     let app = options.command[0].to_string_lossy();
     if let Some(passes) = outcome.passes.as_ref().filter(|p| p.of > 1) {
@@ -178,15 +280,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         ));
     }
     if connected && total == 0 && !plan.stages.produced.is_empty() {
-        messages::diagnostic(&nothing_collected(&plan, instant));
+        messages::diagnostic(&nothing_collected(plan, instant));
     } else if connected {
-        valueless_counters(&plan, &outcome.report);
+        valueless_counters(plan, &outcome.report);
     }
     let input = Input::Spool(outcome.spool.clone());
     let reopen = || reopen(&input, &WindowArgs::default());
     if connected {
         outputs(
-            &plan,
+            plan,
             &outcome.report,
             &outcome.spool,
             &reopen,
@@ -208,7 +310,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         (None, None) => 1,
     };
     // An error reported on the way fails a run whose application succeeded (see `cli::main`).
-    Ok(ExitCode::from(status.clamp(0, 255) as u8))
+    Ok(status.clamp(0, 255) as u8)
 }
 
 /// What the run says of its processes that went unprofiled, if any did: it fails, as its

@@ -5,16 +5,17 @@
 //! A job with `pmc_groups` becomes one pipeline per group.
 
 use std::ops::Range;
-use std::sync::Arc;
 
 use indexmap::IndexMap;
 use regex::Regex;
 
+use super::command_line::Origin;
 use super::de::Spanned;
-use super::input::{Job, Opt, OutputFormat, TimeUnit, flag};
+use super::input::{Job, Opt, OutputFormat, RUN_OPTION, TimeUnit, Unsupported, flag};
+use super::launch::Launch;
 use super::pmc::counter_names;
 use super::{domains, kernels, paths, period};
-use crate::diag::{Diagnostic, SourceFile, Span};
+use crate::diag::{Diagnostic, Span};
 use crate::pipeline::model::{
     Context, Counters, Header, KernelFilter, KernelNames, PcSampling, Period, Pipeline, Post, Sink,
     SinkType, Tracing,
@@ -24,6 +25,7 @@ use crate::plan::PostStep;
 use crate::plan::sink::SinkKind;
 use crate::record::RecordKind;
 use crate::sdk::{Domain, PcSamplingMethod};
+use rocflow_core::mpi::Ranks;
 
 /// The context every converted pipeline collects with.
 pub const CONTEXT: &str = "rocprofv3";
@@ -51,22 +53,35 @@ pub struct Pass {
     pub pipeline: Pipeline,
     /// What was not converted, and what works differently; each points into the input.
     pub warnings: Vec<Diagnostic>,
+    /// How `rocflow run` starts the application for it.
+    pub launch: Launch,
+}
+
+/// What the pipelines are for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// Files to keep (`rocflow import-rocprofv3`): what only a run does is reported.
+    Import,
+    /// `rocflow run` with rocprofv3's options, which does it.
+    Run,
 }
 
 /// Converts every job; the errors of all jobs are reported together.
 pub fn passes(
-    file: &Arc<SourceFile>,
+    origin: &Origin,
     name: &str,
     jobs: &[Spanned<Job>],
     layout: Layout,
+    purpose: Purpose,
 ) -> Result<Vec<Pass>, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut passes = Vec::new();
     for (i, job) in jobs.iter().enumerate() {
         let mut converter = Converter {
-            file,
+            origin,
             errors: &mut errors,
             warnings: Vec::new(),
+            purpose,
         };
         let number = i + 1;
         let place = JobPlace {
@@ -94,9 +109,10 @@ struct JobPlace<'a> {
 }
 
 struct Converter<'a> {
-    file: &'a Arc<SourceFile>,
+    origin: &'a Origin,
     errors: &'a mut Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
+    purpose: Purpose,
 }
 
 /// What a job counts.
@@ -123,7 +139,7 @@ struct Settings {
 
 impl Converter<'_> {
     fn span(&self, range: &Range<usize>) -> Option<Span> {
-        Some(Span::new(self.file, range.clone()))
+        Some(self.origin.span(range.clone()))
     }
 
     fn error(&mut self, range: &Range<usize>, message: impl Into<String>) -> &mut Diagnostic {
@@ -139,11 +155,34 @@ impl Converter<'_> {
 
     fn job(&mut self, place: &JobPlace<'_>, job: &Spanned<Job>) -> Vec<Pass> {
         let j = &job.value;
-        for u in j.unsupported() {
+        let purpose = self.purpose;
+        let run_does = |u: &Unsupported| purpose == Purpose::Run && u.reason == RUN_OPTION;
+        for u in j.unsupported().into_iter().filter(|u| !run_does(u)) {
             self.warn(
                 &u.span,
                 format!("`{}` is not converted: {}", u.key, u.reason),
             );
+        }
+        for (domain, span) in j.newer_domains() {
+            let key = domain.key;
+            self.error(
+                &span,
+                format!(
+                    "`{key}` traces {}, which rocprofiler-sdk {} (ROCm {}) added; rocflow knows the domains of rocprofiler-sdk 1.0, so it cannot trace it yet",
+                    domain.what, domain.sdk, domain.rocm
+                ),
+            )
+            .hint = Some(format!("leave `{key}` out; the other domains trace as asked"));
+        }
+        if let Some(ompt) = j.ompt_trace.as_ref() {
+            if let super::input::Categories::Only(categories) = &ompt.value {
+                if categories.iter().any(|c| c != "all") {
+                    self.warn(
+                        &ompt.span,
+                        "rocflow traces every OpenMP event: the categories of `ompt_trace` narrow nothing",
+                    );
+                }
+            }
         }
         if let Some(kokkos) = j.kokkos_trace.as_ref().filter(|k| k.value) {
             self.warn(
@@ -151,6 +190,7 @@ impl Converter<'_> {
                 "`kokkos_trace` is converted as `marker_trace`: rocflow loads no Kokkos Tools connector and cannot rename kernels",
             );
         }
+        let launch = self.launch(j);
         let counting = self.counting(j);
         let counts = match &counting {
             Counting::Run(counters) => !counters.is_empty(),
@@ -213,7 +253,7 @@ impl Converter<'_> {
                     name: Some(pipeline_name(&format!("{}-{stem}", place.name))),
                     description: Some(format!(
                         "Converted from the rocprofv3 input {}, {label}",
-                        self.file.name()
+                        self.origin.source().name()
                     )),
                     spool_dir: None,
                     kernel_names: None,
@@ -224,9 +264,50 @@ impl Converter<'_> {
                     stem,
                     span: job.span.clone(),
                     warnings: self.warnings.clone(),
+                    launch: launch.clone(),
                 }
             })
             .collect()
+    }
+
+    /// How the application is started: the ranks profiled, where the rank is read, what
+    /// is preloaded, how much rocflow says.
+    fn launch(&mut self, j: &Job) -> Launch {
+        let ranks = j.profile_mpi_ranks.as_ref().and_then(|ranks| {
+            Ranks::parse(&ranks.value)
+                .map_err(|bad| {
+                    self.error(&ranks.span, format!("`profile_mpi_ranks`: {bad}"))
+                        .hint = Some("write ranks and ranges apart by commas, e.g. 0-3,8".into());
+                })
+                .ok()
+        });
+        let world_variables = match (&j.mpi_world_rank_variable, &j.mpi_world_size_variable) {
+            (Some(rank), Some(size)) => Some((rank.value.clone(), size.value.clone())),
+            (None, None) => None,
+            (Some(one), None) | (None, Some(one)) => {
+                self.error(
+                    &one.span,
+                    "`mpi_world_rank_variable` and `mpi_world_size_variable` go together",
+                )
+                .hint = Some("name both variables, or neither (rocflow then finds them)".into());
+                None
+            }
+        };
+        let preload = j.preload.as_ref().map_or_else(Vec::new, |p| {
+            (p.value.as_slice().iter())
+                .filter(|l| !l.is_empty())
+                .cloned()
+                .collect()
+        });
+        let quiet = (j.log_level.as_ref())
+            .is_some_and(|l| matches!(l.value.as_str(), "fatal" | "error" | "warning"));
+        Launch {
+            ranks,
+            world_variables,
+            preload,
+            quiet,
+            list_avail: flag(&j.list_avail),
+        }
     }
 
     /// What a job counts: `pmc`, or the groups of `pmc_groups`.

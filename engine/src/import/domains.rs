@@ -24,6 +24,12 @@ pub fn domains(j: &Job) -> Vec<Domain> {
     let mut rccl = set(&j.rccl_trace);
     let mut rocdecode = set(&j.rocdecode_trace);
     let mut rocjpeg = set(&j.rocjpeg_trace);
+    let kfd = set(&j.kfd_trace);
+    let mut kfd_migration = set(&j.kfd_page_migration_trace);
+    let mut kfd_mapping = set(&j.kfd_page_mapping_trace);
+    let mut kfd_queue = set(&j.kfd_queue_trace);
+    let mut kfd_dropped = set(&j.kfd_dropped_events_trace);
+    let mut ompt = j.ompt_trace.as_ref().map(|o| o.value.asks());
     let fill = |options: &mut [&mut Option<bool>]| {
         for option in options {
             option.get_or_insert(true);
@@ -39,7 +45,8 @@ pub fn domains(j: &Job) -> Vec<Domain> {
     if runtime {
         fill(&mut [&mut hip_runtime]);
     }
-    // What both include besides their APIs.
+    // What both include besides their APIs (KFD events and OpenMP since SDK 1.3).
+    let mut kfd = kfd;
     if sys || runtime {
         fill(&mut [
             &mut marker,
@@ -50,6 +57,16 @@ pub fn domains(j: &Job) -> Vec<Domain> {
             &mut rccl,
             &mut rocdecode,
             &mut rocjpeg,
+            &mut kfd,
+            &mut ompt,
+        ]);
+    }
+    if kfd == Some(true) {
+        fill(&mut [
+            &mut kfd_migration,
+            &mut kfd_mapping,
+            &mut kfd_queue,
+            &mut kfd_dropped,
         ]);
     }
     if hip == Some(true) {
@@ -78,6 +95,15 @@ pub fn domains(j: &Job) -> Vec<Domain> {
         (rccl, Domain::RcclApi),
         (rocdecode, Domain::RocdecodeApi),
         (rocjpeg, Domain::RocjpegApi),
+        (kfd_migration, Domain::KfdEventPageMigrate),
+        (kfd_migration, Domain::KfdPageMigrate),
+        (kfd_mapping, Domain::KfdEventPageFault),
+        (kfd_mapping, Domain::KfdEventUnmapFromGpu),
+        (kfd_mapping, Domain::KfdPageFault),
+        (kfd_queue, Domain::KfdEventQueue),
+        (kfd_queue, Domain::KfdQueue),
+        (kfd_dropped, Domain::KfdEventDroppedEvents),
+        (ompt, Domain::Ompt),
     ]
     .into_iter()
     .filter(|(on, _)| *on == Some(true))

@@ -67,8 +67,20 @@ pub struct Job {
     pub rocdecode_trace: Opt<bool>,
     pub rocjpeg_trace: Opt<bool>,
     pub kokkos_trace: Opt<bool>,
+    pub kfd_trace: Opt<bool>,
+    pub kfd_page_migration_trace: Opt<bool>,
+    pub kfd_page_mapping_trace: Opt<bool>,
+    pub kfd_queue_trace: Opt<bool>,
+    pub kfd_dropped_events_trace: Opt<bool>,
+    pub ompt_trace: Opt<Categories>,
     pub runtime_trace: Opt<bool>,
     pub sys_trace: Opt<bool>,
+
+    // Tracing of domains newer SDKs added (see [`NEWER_DOMAINS`]).
+    pub hip_graph_trace: Opt<bool>,
+    pub hip_event_trace: Opt<bool>,
+    pub rocshmem_trace: Opt<bool>,
+    pub hipfile_trace: Opt<bool>,
 
     // Kernel names.
     pub mangled_kernels: Opt<bool>,
@@ -79,6 +91,12 @@ pub struct Job {
     pub collection_period: Opt<Vec<String>>,
     pub collection_period_unit: Opt<OneOrMany<TimeUnit>>,
     pub selected_regions: Opt<bool>,
+    pub selected_regions_ref_count: Opt<bool>,
+
+    // Which MPI ranks are profiled (`rocflow run` reads these; see [`crate::mpi`]).
+    pub profile_mpi_ranks: Opt<String>,
+    pub mpi_world_rank_variable: Opt<String>,
+    pub mpi_world_size_variable: Opt<String>,
 
     // Outputs.
     pub output_file: Opt<String>,
@@ -114,8 +132,8 @@ pub struct Job {
     pub list_avail: Opt<bool>,
     pub group_by_queue: Opt<bool>,
     pub agent_index: Opt<Any>,
-    pub log_level: Opt<Any>,
-    pub preload: Opt<Any>,
+    pub log_level: Opt<String>,
+    pub preload: Opt<OneOrMany<String>>,
     #[serde(alias = "disable-signal-handlers")]
     pub disable_signal_handlers: Opt<bool>,
     pub rocm_root: Opt<Any>,
@@ -123,6 +141,18 @@ pub struct Job {
     pub sdk_version: Opt<Any>,
     /// Print the application's command line instead of running it.
     pub echo: Opt<bool>,
+    pub process_sync: Opt<bool>,
+    pub benchmark_mode: Opt<Any>,
+    pub suppress_marker_preload: Opt<bool>,
+    pub readlink: Opt<bool>,
+    pub realpath: Opt<bool>,
+
+    // Attaching to a running process.
+    #[serde(alias = "attach")]
+    pub pid: Opt<Any>,
+    pub attach_duration_msec: Opt<Any>,
+    pub attach_children: Opt<bool>,
+    pub attach_sync_output: Opt<bool>,
 
     // Thread trace (ATT).
     pub advanced_thread_trace: Opt<bool>,
@@ -136,6 +166,106 @@ pub struct Job {
     pub att_perfcounter_ctrl: Opt<Any>,
     pub att_activity: Opt<Any>,
     pub att_serialize_all: Opt<bool>,
+    pub att_consecutive_kernels: Opt<Any>,
+    pub att_perfcounter_target_only: Opt<bool>,
+}
+
+/// A tracing domain rocprofiler-sdk added after the 1.0 headers rocflow's records come
+/// from: its option, what it traces, and the first SDK (and ROCm) with it.
+pub struct NewerDomain {
+    pub key: &'static str,
+    pub what: &'static str,
+    pub sdk: &'static str,
+    pub rocm: &'static str,
+}
+
+pub const NEWER_DOMAINS: &[NewerDomain] = &[
+    NewerDomain {
+        key: "hip_graph_trace",
+        what: "HIP graph launches",
+        sdk: "1.3.0",
+        rocm: "7.13",
+    },
+    NewerDomain {
+        key: "rocshmem_trace",
+        what: "the rocSHMEM API",
+        sdk: "1.3.0",
+        rocm: "7.13",
+    },
+    NewerDomain {
+        key: "hipfile_trace",
+        what: "the hipFile API",
+        sdk: "1.3.5",
+        rocm: "10.0",
+    },
+    NewerDomain {
+        key: "hip_event_trace",
+        what: "HIP events on the GPU",
+        sdk: "1.4.1",
+        rocm: "10.1",
+    },
+];
+
+impl Job {
+    /// The newer domains this job asks for, each with where it asks.
+    pub fn newer_domains(&self) -> Vec<(&'static NewerDomain, Range<usize>)> {
+        let asked = [
+            &self.hip_graph_trace,
+            &self.rocshmem_trace,
+            &self.hipfile_trace,
+            &self.hip_event_trace,
+        ];
+        (NEWER_DOMAINS.iter().zip(asked))
+            .filter_map(|(domain, option)| {
+                let option = option.as_ref().filter(|o| o.value)?;
+                Some((domain, option.span.clone()))
+            })
+            .collect()
+    }
+}
+
+/// `ompt_trace`: true for every OpenMP event, or the categories of events.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Categories {
+    All(bool),
+    Only(Vec<String>),
+}
+
+impl Categories {
+    pub fn asks(&self) -> bool {
+        match self {
+            Categories::All(on) => *on,
+            Categories::Only(categories) => !categories.is_empty(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Categories {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CategoriesVisitor;
+
+        impl<'de> Visitor<'de> for CategoriesVisitor {
+            type Value = Categories;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("true, false or a list of OpenMP event categories")
+            }
+
+            fn visit_bool<E: de::Error>(self, on: bool) -> Result<Categories, E> {
+                Ok(Categories::All(on))
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Categories, E> {
+                Ok(Categories::Only(vec![text.to_owned()]))
+            }
+
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Categories, A::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Categories::Only)
+            }
+        }
+
+        deserializer.deserialize_any(CategoriesVisitor)
+    }
 }
 
 /// Whether a flag is set to true.
@@ -157,6 +287,18 @@ impl Asks for bool {
 impl Asks for Any {
     fn asks(&self) -> bool {
         true
+    }
+}
+
+impl Asks for String {
+    fn asks(&self) -> bool {
+        true
+    }
+}
+
+impl Asks for OneOrMany<String> {
+    fn asks(&self) -> bool {
+        self.as_slice().iter().any(|s| !s.is_empty())
     }
 }
 
@@ -184,6 +326,10 @@ const NO_ATT: &str = "rocflow does not collect thread traces (ATT)";
 const NO_PERFETTO_SDK: &str =
     "rocflow writes Perfetto traces itself, not through the Perfetto SDK's backends and buffers";
 const OWN_SDK: &str = "rocflow uses the rocprofiler-sdk the application loads";
+/// The reason of the options `rocflow run` honours itself (see [`super::launch`]).
+pub const RUN_OPTION: &str = "it says how to run the application, not what to collect: `rocflow run` takes it as rocprofv3 does";
+const NO_ATTACH: &str =
+    "rocflow profiles the processes it starts; it does not attach to running ones";
 
 impl Job {
     /// The options set in this job that rocflow cannot honour.
@@ -201,16 +347,29 @@ impl Job {
             perfetto_buffer_size => NO_PERFETTO_SDK,
             perfetto_buffer_fill_policy => NO_PERFETTO_SDK,
             perfetto_shmem_size_hint => NO_PERFETTO_SDK,
-            list_avail => "listing is not profiling: run `rocflow counters list` and `rocflow explain --domains`",
+            list_avail => RUN_OPTION,
             group_by_queue => "rocflow has no option to show HIP streams in place of HSA queues",
             agent_index => "rocflow numbers agents one way only",
-            log_level => "rocflow has no log levels; its diagnostics go to stderr",
-            preload => "a pipeline does not start the application: set LD_PRELOAD for `rocflow run`, which passes it on",
+            log_level => RUN_OPTION,
+            preload => RUN_OPTION,
+            profile_mpi_ranks => RUN_OPTION,
+            mpi_world_rank_variable => RUN_OPTION,
+            mpi_world_size_variable => RUN_OPTION,
             disable_signal_handlers => "the rocflow tool's signal handlers (which save the buffered records when the application crashes) stay on",
             rocm_root => OWN_SDK,
             sdk_soversion => OWN_SDK,
             sdk_version => OWN_SDK,
             echo => "a pipeline always runs the application; `rocflow explain` shows what a run would collect",
+            process_sync => "rocflow's runner waits for every process's records itself",
+            benchmark_mode => "rocflow measures its own cost on every run (the report's `tool cost`)",
+            suppress_marker_preload => "rocflow preloads no marker library",
+            readlink => OWN_SDK,
+            realpath => OWN_SDK,
+            pid => NO_ATTACH,
+            attach_duration_msec => NO_ATTACH,
+            attach_children => NO_ATTACH,
+            attach_sync_output => NO_ATTACH,
+            selected_regions_ref_count => "rocflow's contexts pause at every roctxProfilerPause and resume at every roctxProfilerResume, without counting nesting",
             advanced_thread_trace => NO_ATT,
             att_library_path => NO_ATT,
             att_target_cu => NO_ATT,
@@ -222,6 +381,8 @@ impl Job {
             att_perfcounter_ctrl => NO_ATT,
             att_activity => NO_ATT,
             att_serialize_all => NO_ATT,
+            att_consecutive_kernels => NO_ATT,
+            att_perfcounter_target_only => NO_ATT,
         ];
         all.into_iter().flatten().collect()
     }

@@ -8,11 +8,13 @@
 //! parameters select each one's values. Every pipeline is compiled before it is returned:
 //! one that does not compile is never written.
 
+pub mod command_line;
 mod convert;
 mod de;
 mod domains;
 pub(crate) mod input;
 pub(crate) mod kernels;
+pub mod launch;
 pub mod overlay;
 pub(crate) mod paths;
 pub(crate) mod period;
@@ -20,15 +22,19 @@ pub(crate) mod pmc;
 mod shared;
 mod text;
 
+pub use command_line::{CommandLine, Shape};
 pub use overlay::Overlay;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rocflow_counters::yaml::{Node, Value};
+
 use crate::diag::{Diagnostic, SourceFile, Span};
 use crate::pipeline::{self, Options};
 
-use convert::{Layout, Pass};
+use command_line::Origin;
+use convert::{Layout, Pass, Purpose};
 use de::Spanned;
 
 /// How a file with several jobs becomes pipelines.
@@ -73,21 +79,17 @@ pub struct Imported {
 /// Converts a rocprofv3 input file.
 pub fn import(request: &Request<'_>) -> Result<Imported, Vec<Diagnostic>> {
     let input = request.input;
-    let file = SourceFile::read(input).map_err(|e| {
-        vec![Diagnostic::error(format!(
-            "cannot read `{}`: {e}",
-            input.display()
-        ))]
-    })?;
     let Input {
+        origin,
         jobs,
         layout,
         mut warnings,
-    } = read(&file, input)?;
+    } = read(Some(input), None)?;
+    let file = Arc::clone(origin.source());
     let stem = input
         .file_stem()
         .map_or_else(|| "imported".into(), |s| s.to_string_lossy().into_owned());
-    let passes = convert::passes(&file, &stem, &jobs.value, layout)?;
+    let passes = convert::passes(&origin, &stem, &jobs.value, layout, Purpose::Import)?;
     let count = |n: usize| match n {
         1 => format!("1 {}", layout.noun),
         n => format!("{n} {}", layout.nouns),
@@ -159,39 +161,123 @@ pub fn import(request: &Request<'_>) -> Result<Imported, Vec<Diagnostic>> {
     })
 }
 
-/// What an input file holds.
+/// What `rocflow run` runs for rocprofv3's options: a pipeline per job of the input file
+/// (`-i`), or for the command line's one job, each compiled by the caller.
+pub struct Runs {
+    pub runs: Vec<Run>,
+    /// What was not converted or works differently.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// The pipelines rocprofv3 would run for `command_line`, with the jobs of `input` if given.
+pub fn runs(input: Option<&Path>, command_line: CommandLine) -> Result<Runs, Vec<Diagnostic>> {
+    let Input {
+        origin,
+        jobs,
+        layout,
+        mut warnings,
+    } = read(input, Some(command_line))?;
+    let stem = match input {
+        Some(input) => input
+            .file_stem()
+            .map_or_else(|| "imported".into(), |s| s.to_string_lossy().into_owned()),
+        None => "rocprofv3".to_owned(),
+    };
+    let passes = convert::passes(&origin, &stem, &jobs.value, layout, Purpose::Run)?;
+    warnings.extend(distinct(passes.iter().flat_map(|p| &p.warnings)));
+    let runs = passes
+        .iter()
+        .map(|pass| {
+            let name = format!("{} ({})", origin.source().name(), pass.label);
+            let header = format!("# rocprofv3's options of the {name}, as a rocflow pipeline.\n");
+            let text = render(&header, table(pass));
+            Run {
+                label: pass.label.clone(),
+                pipeline: SourceFile::new(name, text),
+                launch: pass.launch.clone(),
+            }
+        })
+        .collect();
+    Ok(Runs { runs, warnings })
+}
+
+/// One run of the application.
+pub struct Run {
+    /// `job 2`, `pass 3`.
+    pub label: String,
+    pub pipeline: Arc<SourceFile>,
+    pub launch: launch::Launch,
+}
+
+/// The jobs to convert, and where they come from.
 struct Input {
+    origin: Origin,
     jobs: Spanned<input::Jobs>,
     layout: Layout,
     /// About lines skipped (text files).
     warnings: Vec<Diagnostic>,
 }
 
-/// The jobs of a file, by its extension as rocprofv3 tells them apart.
-fn read(file: &Arc<SourceFile>, path: &Path) -> Result<Input, Vec<Diagnostic>> {
+const JOBS: Layout = Layout {
+    noun: "job",
+    nouns: "jobs",
+    subdirectory: "pass_",
+};
+
+/// The jobs of an input file, told apart by its extension as rocprofv3 does, with the
+/// command line's options merged into each; or the command line's job alone.
+fn read(path: Option<&Path>, command_line: Option<CommandLine>) -> Result<Input, Vec<Diagnostic>> {
+    let line = command_line.map(CommandLine::finish);
+    let Some(path) = path else {
+        let (file, job) = line.expect("a job comes from a file or the command line");
+        let origin = Origin::file(file);
+        let span = job.span.clone();
+        let job = deserialize(&origin, &job)?;
+        return Ok(Input {
+            origin,
+            jobs: Spanned::new(vec![Spanned::new(job, span.clone())], span),
+            layout: JOBS,
+            warnings: Vec::new(),
+        });
+    };
+    let file = SourceFile::read(path).map_err(|e| {
+        vec![Diagnostic::error(format!(
+            "cannot read `{}`: {e}",
+            path.display()
+        ))]
+    })?;
+    let merge = |jobs: &mut [Node]| match &line {
+        Some((line, options)) => Origin::merge(Arc::clone(&file), jobs, Arc::clone(line), options),
+        None => Ok(Origin::file(Arc::clone(&file))),
+    };
     let extension = path
         .extension()
         .and_then(|e| e.to_str())
         .unwrap_or_default();
-    let jobs = |jobs| Input {
-        jobs,
-        layout: Layout {
-            noun: "job",
-            nouns: "jobs",
-            subdirectory: "pass_",
-        },
-        warnings: Vec::new(),
-    };
     match extension {
-        "yaml" | "yml" => Ok(jobs(structured(file)?)),
-        "json" => {
-            check_json(file)?;
-            Ok(jobs(structured(file)?))
+        "yaml" | "yml" | "json" => {
+            if extension == "json" {
+                check_json(&file)?;
+            }
+            let mut root = document(&file)?;
+            let origin = merge(job_nodes(&mut root))?;
+            let jobs = structured(&origin, &root)?;
+            Ok(Input {
+                origin,
+                jobs,
+                layout: JOBS,
+                warnings: Vec::new(),
+            })
         }
         "txt" => {
-            let (passes, warnings) = text::parse(file)?;
+            let (mut passes, warnings) = text::parse(&file)?;
+            let origin = merge(&mut passes)?;
+            let jobs = (passes.iter())
+                .map(|pass| Ok(Spanned::new(deserialize(&origin, pass)?, pass.span.clone())))
+                .collect::<Result<_, Vec<Diagnostic>>>()?;
             Ok(Input {
-                jobs: Spanned::new(passes, 0..file.text().len()),
+                origin,
+                jobs: Spanned::new(jobs, 0..file.text().len()),
                 layout: Layout {
                     noun: "pass",
                     nouns: "passes",
@@ -210,26 +296,50 @@ fn read(file: &Arc<SourceFile>, path: &Path) -> Result<Input, Vec<Diagnostic>> {
     }
 }
 
-/// A YAML or JSON file's jobs.
-fn structured(
-    file: &Arc<SourceFile>,
-) -> Result<Spanned<Vec<Spanned<input::Job>>>, Vec<Diagnostic>> {
+/// A YAML or JSON file's tree.
+fn document(file: &Arc<SourceFile>) -> Result<Node, Vec<Diagnostic>> {
     let source = rocflow_counters::Source::new(file.name(), file.text());
     let document = rocflow_counters::yaml::Document::parse(&source).map_err(|d| {
         let mut files = crate::counter_defs::Files::default();
         vec![files.diagnostic(&d)]
     })?;
-    let parsed: input::File = de::from_node(&document.root).map_err(|e| {
-        vec![
-            Diagnostic::error(e.describe())
-                .at(e.span.clone().map(|range| Span::new(file, range)))
-                .maybe_hint(e.hint.clone()),
-        ]
-    })?;
+    Ok(document.root)
+}
+
+/// The jobs in a file's tree, for the command line to be merged into (none where the tree
+/// is not as it should be: reading it says why).
+fn job_nodes(root: &mut Node) -> &mut [Node] {
+    let Value::Mapping(entries) = &mut root.value else {
+        return &mut [];
+    };
+    let jobs = entries.iter_mut().find(|(key, _)| match &key.value {
+        Value::Scalar(s) => s.text == "jobs",
+        _ => false,
+    });
+    match jobs.map(|(_, jobs)| &mut jobs.value) {
+        Some(Value::Sequence(jobs)) => jobs,
+        _ => &mut [],
+    }
+}
+
+/// One job of a tree.
+fn deserialize(origin: &Origin, node: &Node) -> Result<input::Job, Vec<Diagnostic>> {
+    de::from_node(node).map_err(|e| vec![read_error(origin, &e)])
+}
+
+fn read_error(origin: &Origin, e: &de::Error) -> Diagnostic {
+    Diagnostic::error(e.describe())
+        .at(e.span.clone().map(|range| origin.span(range)))
+        .maybe_hint(e.hint.clone())
+}
+
+/// A YAML or JSON file's jobs.
+fn structured(origin: &Origin, root: &Node) -> Result<Spanned<input::Jobs>, Vec<Diagnostic>> {
+    let parsed: input::File = de::from_node(root).map_err(|e| vec![read_error(origin, &e)])?;
     if parsed.jobs.value.is_empty() {
         return Err(vec![
             Diagnostic::error("`jobs` is empty: there is nothing to convert")
-                .at(Some(Span::new(file, parsed.jobs.span.clone()))),
+                .at(Some(origin.span(parsed.jobs.span.clone()))),
         ]);
     }
     Ok(parsed.jobs)

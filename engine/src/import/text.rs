@@ -1,11 +1,12 @@
 //! rocprofv3's text input: one `pmc: COUNTER …` line per pass (counters apart by spaces or
-//! commas), `#` starting a comment. Each line is read as a job that collects its counters.
+//! commas), `#` starting a comment. Each line is read as a job that collects its counters:
+//! a mapping `pmc: [COUNTER, …]` pointing at the line, read as the jobs of YAML files are.
 
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::de::Spanned;
-use super::input::{Job, Jobs};
+use rocflow_counters::yaml::{Node, Scalar, Value};
+
 use super::pmc::counter_names;
 use crate::diag::{Diagnostic, SourceFile, Span};
 
@@ -13,7 +14,7 @@ use crate::diag::{Diagnostic, SourceFile, Span};
 const ROCPROF_V1_KEYS: &[&str] = &["gpu:", "range:", "kernel:"];
 
 /// The passes of a text file, and warnings about lines that are skipped.
-pub fn parse(file: &Arc<SourceFile>) -> Result<(Jobs, Vec<Diagnostic>), Vec<Diagnostic>> {
+pub fn parse(file: &Arc<SourceFile>) -> Result<(Vec<Node>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let mut passes = Vec::new();
     let mut warnings = Vec::new();
     let mut errors = Vec::new();
@@ -29,16 +30,25 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<(Jobs, Vec<Diagnostic>), Vec<Diag
         }
         let at = Some(Span::new(file, span.clone()));
         if let Some(list) = trimmed.strip_prefix("pmc:") {
-            let counters: Vec<String> = counter_names(list).map(str::to_owned).collect();
+            let node = |value| Node {
+                value,
+                span: span.clone(),
+                comments: Vec::new(),
+            };
+            let text = |text: &str| {
+                let plain = true;
+                node(Value::Scalar(Scalar {
+                    text: text.to_owned(),
+                    plain,
+                }))
+            };
+            let counters: Vec<Node> = counter_names(list).map(text).collect();
             if counters.is_empty() {
                 errors.push(Diagnostic::error("this `pmc:` line names no counters").at(at));
                 continue;
             }
-            let job = Job {
-                pmc: Some(Spanned::new(counters, span.clone())),
-                ..Job::default()
-            };
-            passes.push(Spanned::new(job, span));
+            let pmc = (text("pmc"), node(Value::Sequence(counters)));
+            passes.push(node(Value::Mapping(vec![pmc])));
         } else if let Some(key) = ROCPROF_V1_KEYS.iter().find(|k| trimmed.starts_with(**k)) {
             warnings.push(
                 Diagnostic::warning(format!(
@@ -70,6 +80,7 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<(Jobs, Vec<Diagnostic>), Vec<Diag
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::input::Job;
 
     #[test]
     fn each_pmc_line_is_a_pass() {
@@ -78,9 +89,11 @@ mod tests {
             "# counters\npmc: SQ_WAVES GRBM_COUNT  # two\n\n  pmc:TCC_HIT,TCC_MISS\ngpu: 0\n",
         );
         let (passes, warnings) = parse(&file).unwrap();
-        let counters: Vec<&[String]> = passes
-            .iter()
-            .map(|p| p.value.pmc.as_ref().unwrap().value.as_slice())
+        let jobs: Vec<Job> = (passes.iter())
+            .map(|p| crate::import::de::from_node(p).unwrap())
+            .collect();
+        let counters: Vec<&[String]> = (jobs.iter())
+            .map(|j| j.pmc.as_ref().unwrap().value.as_slice())
             .collect();
         assert_eq!(
             counters,

@@ -11,7 +11,7 @@ mod live;
 pub mod sdk;
 pub(crate) mod signals;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,15 @@ pub use signals::Stop;
 /// Bytes of decoded frames held in memory between the connections and the stages; past
 /// them, frames wait for slow sinks on disk, beside the spool (see [`backlog`]).
 const QUEUE_BYTES: usize = 64 << 20;
+
+/// How a process ended, as the records say it.
+pub fn exit_of(status: std::process::ExitStatus) -> Exit {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(signal)) => Exit::Signal(signal),
+        (None, None) => Exit::Code(1),
+    }
+}
 
 /// Which rocprofiler-sdk the application runs with.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +111,10 @@ pub struct Options {
     pub spool_compression: SpoolCompression,
     /// The application and its arguments.
     pub command: Vec<OsString>,
+    /// Libraries put first in the application's `LD_PRELOAD` (rocprofv3's `--preload`).
+    pub preload: Vec<OsString>,
+    /// More of the application's environment.
+    pub env: Vec<(OsString, OsString)>,
     /// Where the run says how far it got (see [`crate::progress`]).
     pub board: Arc<Board>,
 }
@@ -239,11 +252,7 @@ impl Pass {
             );
             std::thread::spawn(move || listen::serve(listener, intake, frames, accepted, counts))
         };
-        let exit = child.wait().ok().map(|s| match (s.code(), s.signal()) {
-            (Some(code), _) => Exit::Code(code),
-            (None, Some(signal)) => Exit::Signal(signal),
-            (None, None) => Exit::Code(1),
-        });
+        let exit = child.wait().ok().map(exit_of);
         board.application_exited();
         if let Some(exit) = exit {
             let mut frame = Vec::new();
@@ -406,14 +415,14 @@ pub fn run(
             unprofiled.clone().into_os_string(),
         ),
     ];
-    if let Some(sim) = &sim {
-        let mut preload = OsString::from(sim);
-        if let Some(existing) = std::env::var_os("LD_PRELOAD") {
-            preload.push(":");
-            preload.push(existing);
-        }
-        env.push(("LD_PRELOAD".into(), preload));
+    let preload: Vec<OsString> = (options.preload.iter().cloned())
+        .chain(sim.clone().map(OsString::from))
+        .chain(std::env::var_os("LD_PRELOAD"))
+        .collect();
+    if preload.len() > usize::from(std::env::var_os("LD_PRELOAD").is_some()) {
+        env.push(("LD_PRELOAD".into(), preload.join(OsStr::new(":"))));
     }
+    env.extend(options.env.iter().cloned());
     for (name, value) in plan.application_env() {
         // The user's own value wins: `…=OFF` keeps AMD's beta off (it can hang the
         // machine, AMD warns), for a site that forbids it.

@@ -19,15 +19,6 @@ pub struct Placeholders {
     pub timestamp: u64,
 }
 
-/// MPI and Slurm variables that carry the process's rank, in the order launchers set them.
-const RANK_VARS: &[&str] = &[
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "SLURM_PROCID",
-    "MV2_COMM_WORLD_RANK",
-];
-
 impl Placeholders {
     /// The values of the first process in the catalog; what it does not say comes from
     /// this machine and this process.
@@ -36,10 +27,7 @@ impl Placeholders {
             hostname: Component::new(&local_hostname()),
             pid: std::process::id(),
             ppid: 0,
-            rank: RANK_VARS
-                .iter()
-                .find_map(|v| std::env::var(v).ok()?.parse().ok())
-                .unwrap_or(0),
+            rank: rocflow_core::mpi::world(|v| std::env::var(v).ok()).map_or(0, |w| w.rank),
             timestamp: started(),
         };
         match catalog.streams().find_map(|(_, s)| s.process.as_ref()) {

@@ -82,14 +82,7 @@ impl Tool {
                     .collect()
             })
             .unwrap_or_default();
-        let rank = [
-            "OMPI_COMM_WORLD_RANK",
-            "PMI_RANK",
-            "PMIX_RANK",
-            "SLURM_PROCID",
-        ]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok());
+        let rank = rocflow_core::mpi::world(|v| std::env::var(v).ok()).map(|w| w.rank);
         Meta::Process(Process {
             pid: std::process::id(),
             // SAFETY: getppid has no preconditions.
