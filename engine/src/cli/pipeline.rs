@@ -8,6 +8,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::diag::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
 use crate::import;
+use crate::import::paths::RunValues;
 use crate::messages;
 use crate::pipeline::starter::{self, DEFAULT_TEMPLATE};
 use crate::pipeline::{self, Library, Options};
@@ -128,7 +129,12 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
             vec![pipeline::compile_file(file, &options).map_err(Error::User)?]
         }
         (None, Some(job)) => {
-            let runs = import::runs(job.input.as_deref(), job.command_line).map_err(Error::User)?;
+            let runs = import::runs(
+                job.input.as_deref(),
+                job.command_line,
+                &RunValues::here(&[]),
+            )
+            .map_err(Error::User)?;
             runs.warnings.iter().for_each(messages::diagnostic);
             let options = args.pipeline.options()?;
             let path = std::path::Path::new("rocprofv3.toml");

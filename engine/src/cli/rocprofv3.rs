@@ -1,7 +1,7 @@
 //! The rest of rocprofv3's options on `rocflow run` and `explain`, from one table: each is
 //! the rocprofv3 job key it names, read by the same reader as an input file's jobs
-//! ([`crate::import::command_line`]). The table also makes their help, and the page that
-//! says what each becomes (`docs/rocprofv3.md`, checked against it by a test).
+//! ([`crate::import::command_line`]). The table also makes their help; `docs/rocprofv3.md`
+//! says what each becomes (a test holds it to `rocflow run --help`).
 
 use std::path::PathBuf;
 
@@ -107,14 +107,6 @@ impl Option3 {
         match self.key {
             "" => self.long.replace('-', "_"),
             key => key.to_owned(),
-        }
-    }
-
-    /// How it is written: `-s, --sys-trace`.
-    pub fn written(&self) -> String {
-        match self.short {
-            Some(short) => format!("-{short}, --{}", self.long),
-            None => format!("--{}", self.long),
         }
     }
 }

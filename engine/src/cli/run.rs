@@ -10,6 +10,7 @@ use clap::Args;
 
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
+use crate::import::paths::RunValues;
 use crate::import::{self, launch::Launch};
 use crate::messages;
 use crate::pipeline::SimulatedGpus;
@@ -111,7 +112,12 @@ fn plans(args: &RunArgs, gpus: Option<SimulatedGpus>) -> Result<Vec<Planned>> {
         None => args.flags.job()?,
     };
     if let Some(job) = job {
-        let runs = import::runs(job.input.as_deref(), job.command_line).map_err(Error::User)?;
+        let runs = import::runs(
+            job.input.as_deref(),
+            job.command_line,
+            &RunValues::here(&args.command),
+        )
+        .map_err(Error::User)?;
         if runs.runs.iter().any(|run| run.launch.quiet) {
             messages::quiet();
         }

@@ -13,6 +13,7 @@ use super::command_line::Origin;
 use super::de::Spanned;
 use super::input::{Job, Opt, OutputFormat, RUN_OPTION, TimeUnit, Unsupported, flag};
 use super::launch::Launch;
+use super::paths::RunValues;
 use super::pmc::counter_names;
 use super::{domains, kernels, paths, period};
 use crate::diag::{Diagnostic, Span};
@@ -58,12 +59,13 @@ pub struct Pass {
 }
 
 /// What the pipelines are for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
+#[derive(Clone, Copy)]
+pub enum Purpose<'a> {
     /// Files to keep (`rocflow import-rocprofv3`): what only a run does is reported.
     Import,
-    /// `rocflow run` with rocprofv3's options, which does it.
-    Run,
+    /// `rocflow run` with rocprofv3's options, which does it, and knows what the output
+    /// paths' placeholders stand for before the application starts.
+    Run(&'a RunValues),
 }
 
 /// Converts every job; the errors of all jobs are reported together.
@@ -72,7 +74,7 @@ pub fn passes(
     name: &str,
     jobs: &[Spanned<Job>],
     layout: Layout,
-    purpose: Purpose,
+    purpose: Purpose<'_>,
 ) -> Result<Vec<Pass>, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut passes = Vec::new();
@@ -112,7 +114,7 @@ struct Converter<'a> {
     origin: &'a Origin,
     errors: &'a mut Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
-    purpose: Purpose,
+    purpose: Purpose<'a>,
 }
 
 /// What a job counts.
@@ -155,8 +157,8 @@ impl Converter<'_> {
 
     fn job(&mut self, place: &JobPlace<'_>, job: &Spanned<Job>) -> Vec<Pass> {
         let j = &job.value;
-        let purpose = self.purpose;
-        let run_does = |u: &Unsupported| purpose == Purpose::Run && u.reason == RUN_OPTION;
+        let run = matches!(self.purpose, Purpose::Run(_));
+        let run_does = |u: &Unsupported| run && u.reason == RUN_OPTION;
         for u in j.unsupported().into_iter().filter(|u| !run_does(u)) {
             self.warn(
                 &u.span,
@@ -326,6 +328,17 @@ impl Converter<'_> {
                 &groups.span,
                 format!("group {} of `pmc_groups` names no counters", empty + 1),
             );
+        }
+        if let Purpose::Run(_) = self.purpose {
+            // One run collects them all, in as many passes as the GPU needs, merged into
+            // one set of outputs where rocprofv3 writes them.
+            let mut all: Vec<String> = Vec::new();
+            for name in lists.into_iter().flatten() {
+                if !all.contains(&name) {
+                    all.push(name);
+                }
+            }
+            return Counting::Run(all);
         }
         if lists.len() > 1 {
             self.warn(
@@ -573,7 +586,10 @@ impl Converter<'_> {
             let Some(option) = option else {
                 return default.to_owned();
             };
-            let translated = paths::translate(&option.value);
+            let translated = match this.purpose {
+                Purpose::Run(values) => paths::translate(&values.expand(&option.value)),
+                Purpose::Import => paths::translate(&option.value),
+            };
             for param in translated.params {
                 this.warn(
                     &option.span,

@@ -16,7 +16,7 @@ pub(crate) mod input;
 pub(crate) mod kernels;
 pub mod launch;
 pub mod overlay;
-pub(crate) mod paths;
+pub mod paths;
 pub(crate) mod period;
 pub(crate) mod pmc;
 mod shared;
@@ -169,8 +169,13 @@ pub struct Runs {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// The pipelines rocprofv3 would run for `command_line`, with the jobs of `input` if given.
-pub fn runs(input: Option<&Path>, command_line: CommandLine) -> Result<Runs, Vec<Diagnostic>> {
+/// The pipelines rocprofv3 would run for `command_line`, with the jobs of `input` if given,
+/// for the run `values` describe.
+pub fn runs(
+    input: Option<&Path>,
+    command_line: CommandLine,
+    values: &paths::RunValues,
+) -> Result<Runs, Vec<Diagnostic>> {
     let Input {
         origin,
         jobs,
@@ -183,7 +188,7 @@ pub fn runs(input: Option<&Path>, command_line: CommandLine) -> Result<Runs, Vec
             .map_or_else(|| "imported".into(), |s| s.to_string_lossy().into_owned()),
         None => "rocprofv3".to_owned(),
     };
-    let passes = convert::passes(&origin, &stem, &jobs.value, layout, Purpose::Run)?;
+    let passes = convert::passes(&origin, &stem, &jobs.value, layout, Purpose::Run(values))?;
     warnings.extend(distinct(passes.iter().flat_map(|p| &p.warnings)));
     let runs = passes
         .iter()

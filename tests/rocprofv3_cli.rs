@@ -1,0 +1,1125 @@
+//! rocprofv3's command lines run unchanged on `rocflow run`: each line of the table is the
+//! option part of a command line from AMD's rocprofv3 tests (`tests/rocprofv3/*/
+//! CMakeLists.txt` of rocprofiler-sdk in ROCm/rocm-systems at 1b1610fc) or its user
+//! documentation (`source/docs/how-to/`), run on the simulated device, with the files
+//! rocprofv3 writes for it (the names its tests' `validate.py` check, and those its writer
+//! gives: `<dir>/<name>_<table>.csv`, `<dir>/<name>_results.<ext>`, `pmc_N/` and `pass_N/`
+//! for the runs of an input file). A line's input files hold the options of AMD's input
+//! file of that test, rewritten here; counters and kernel regexes name what the simulated
+//! GPU has. Exactly those files appear: none missing, none more (the raw spool aside).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use support::{assert_success, hostname, rocflow_command, text};
+
+/// One command line and what it writes.
+struct Line {
+    /// Where it comes from, under AMD's tree.
+    source: &'static str,
+    args: &'static [&'static str],
+    /// Input files it names, written first.
+    inputs: &'static [(&'static str, &'static str)],
+    env: &'static [(&'static str, &'static str)],
+    /// The files it writes, relative to the directory it runs in: `{host}` is this
+    /// machine's name, `{pid}` the application's pid.
+    files: &'static [&'static str],
+}
+
+const APP: &[&str] = &["/bin/sleep", "0.1"];
+
+/// The files each CSV trace of a system trace of the simulated device makes.
+const TRANSPOSE: &[&str] = &[
+    "sleep_0.1-trace/cmdl-input/out_agent_info.csv",
+    "sleep_0.1-trace/cmdl-input/out_hsa_api_trace.csv",
+    "sleep_0.1-trace/cmdl-input/out_kernel_trace.csv",
+    "sleep_0.1-trace/cmdl-input/out_marker_api_trace.csv",
+    "sleep_0.1-trace/cmdl-input/out_memory_copy_trace.csv",
+    "sleep_0.1-trace/cmdl-input/out_results.db",
+    "sleep_0.1-trace/cmdl-input/out_results.json",
+    "sleep_0.1-trace/cmdl-input/out_results.pftrace",
+];
+
+const LINES: &[Line] = &[
+    Line {
+        source: "tests/rocprofv3/tracing",
+        args: &[
+            "-M",
+            "--hsa-trace",
+            "--kernel-trace",
+            "--memory-copy-trace",
+            "--marker-trace",
+            "-d",
+            "%argt%-trace",
+            "-o",
+            "cmdl-input/out",
+            "--output-format",
+            "pftrace",
+            "csv",
+            "json",
+            "rocpd",
+            "--log-level",
+            "info",
+        ],
+        inputs: &[],
+        env: &[],
+        files: TRANSPOSE,
+    },
+    Line {
+        source: "tests/rocprofv3/tracing (input_trace.json)",
+        args: &[
+            "-i",
+            "input_trace.json",
+            "-d",
+            "%argt%-trace",
+            "--log-level",
+            "info",
+        ],
+        inputs: &[(
+            "input_trace.json",
+            r#"{"jobs": [{"hsa_trace": true, "kernel_trace": true, "memory_copy_trace": true,
+               "marker_trace": true, "output_file": "cmdl-input/out",
+               "output_format": ["csv", "json", "pftrace", "rocpd"]}]}"#,
+        )],
+        env: &[],
+        files: TRANSPOSE,
+    },
+    Line {
+        source: "tests/rocprofv3/tracing (sys-trace)",
+        args: &[
+            "--sys-trace",
+            "-d",
+            "sys",
+            "-o",
+            "out",
+            "--output-format",
+            "pftrace",
+            "csv",
+            "json",
+            "rocpd",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "sys/out_agent_info.csv",
+            "sys/out_hip_api_trace.csv",
+            "sys/out_hsa_api_trace.csv",
+            "sys/out_kernel_trace.csv",
+            "sys/out_marker_api_trace.csv",
+            "sys/out_memory_allocation_trace.csv",
+            "sys/out_memory_copy_trace.csv",
+            "sys/out_results.db",
+            "sys/out_results.json",
+            "sys/out_results.pftrace",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/hsa-queue-dependency",
+        args: &[
+            "--hsa-trace",
+            "--kernel-trace",
+            "-d",
+            "%argt%-trace",
+            "-o",
+            "out",
+            "--output-format",
+            "json",
+            "csv",
+            "pftrace",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "sleep_0.1-trace/out_agent_info.csv",
+            "sleep_0.1-trace/out_hsa_api_trace.csv",
+            "sleep_0.1-trace/out_kernel_trace.csv",
+            "sleep_0.1-trace/out_results.json",
+            "sleep_0.1-trace/out_results.pftrace",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/hip-stream-display",
+        args: &[
+            "--kernel-rename",
+            "-s",
+            "-d",
+            "%tag%-trace",
+            "-o",
+            "out",
+            "--output-format",
+            "json",
+            "pftrace",
+            "--log-level",
+            "env",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "sleep-trace/out_results.json",
+            "sleep-trace/out_results.pftrace",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/kernel-rename",
+        args: &[
+            "-M",
+            "--sys-trace",
+            "no",
+            "--hsa-trace=0",
+            "--hsa-core-trace=1",
+            "--hip-compiler-trace",
+            "False",
+            "--hip-runtime-trace",
+            "--kernel-trace",
+            "--memory-copy-trace",
+            "-d",
+            "%argt%-trace-cmd-line",
+            "-o",
+            "out",
+            "--output-format",
+            "pftrace",
+            "json",
+            "otf2",
+            "--log-level",
+            "env",
+            "--kernel-rename",
+            "--perfetto-shmem-size-hint",
+            "128",
+            "--perfetto-buffer-size",
+            "2048000",
+            "--perfetto-buffer-fill-policy",
+            "ring_buffer",
+            "--perfetto-backend",
+            "inprocess",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "sleep_0.1-trace-cmd-line/out_results.json",
+            "sleep_0.1-trace-cmd-line/out_results.otf2",
+            "sleep_0.1-trace-cmd-line/out_results.pftrace",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/kernel-rename (input-kernel-rename.yml)",
+        args: &["-i", "input-kernel-rename.yml"],
+        inputs: &[(
+            "input-kernel-rename.yml",
+            "jobs:\n  - mangled_kernels: True\n    sys_trace: False\n    hsa_trace: False\n    \
+             hsa_core_trace: True\n    hsa_amd_trace: False\n    hip_compiler_trace: False\n    \
+             hip_runtime_trace: True\n    kernel_trace: True\n    memory_copy_trace: True\n    \
+             marker_trace: False\n    output_directory: \"%argt%-trace-inp-yaml\"\n    \
+             output_file: out\n    output_format: [pftrace, json, otf2]\n    log_level: env\n    \
+             kernel_rename: True\n    perfetto_shmem_size_hint: 128\n    \
+             perfetto_buffer_size: 2048000\n    perfetto_buffer_fill_policy: ring_buffer\n    \
+             perfetto_backend: inprocess\n",
+        )],
+        env: &[],
+        files: &[
+            "sleep_0.1-trace-inp-yaml/out_results.json",
+            "sleep_0.1-trace-inp-yaml/out_results.otf2",
+            "sleep_0.1-trace-inp-yaml/out_results.pftrace",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/summary",
+        args: &[
+            "-d",
+            "%tag%-trace-cmd-line",
+            "-o",
+            "out",
+            "--output-format",
+            "pftrace",
+            "json",
+            "otf2",
+            "--log-level",
+            "env",
+            "--runtime-trace",
+            "--kernel-rename",
+            "--summary",
+            "--summary-output-file",
+            "summary",
+            "--summary-per-domain",
+            "--summary-groups",
+            "KERNEL_DISPATCH|MEMORY_COPY",
+            ".*_API",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "sleep-trace-cmd-line/out_results.json",
+            "sleep-trace-cmd-line/out_results.otf2",
+            "sleep-trace-cmd-line/out_results.pftrace",
+            "sleep-trace-cmd-line/out_summary.txt",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/summary (input-summary.yaml)",
+        args: &["-i", "input-summary.yaml"],
+        inputs: &[(
+            "input-summary.yaml",
+            "jobs:\n  - output_directory: \"%env{ARBITRARY_ENV_VARIABLE}%\"\n    \
+             output_file: out\n    output_format: [pftrace, json, otf2]\n    log_level: env\n    \
+             runtime_trace: True\n    kernel_rename: True\n    summary: True\n    \
+             summary_per_domain: True\n    summary_groups: [\"KERNEL_DISPATCH|MEMORY_COPY\"]\n    \
+             summary_output_file: \"summary\"\n",
+        )],
+        env: &[("ARBITRARY_ENV_VARIABLE", "%tag%-trace-inp-yaml")],
+        files: &[
+            "sleep-trace-inp-yaml/out_results.json",
+            "sleep-trace-inp-yaml/out_results.otf2",
+            "sleep-trace-inp-yaml/out_results.pftrace",
+            "sleep-trace-inp-yaml/out_summary.txt",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/agent-index (input_type_relative_agent_index.yaml)",
+        args: &[
+            "-i",
+            "input.yaml",
+            "-d",
+            "%argt%-agent-index",
+            "--log-level",
+            "info",
+        ],
+        inputs: &[(
+            "input.yaml",
+            "jobs:\n  - output_file: \"out\"\n    output_format: [csv]\n    sys_trace: True\n    \
+             agent_index: type-relative\n",
+        )],
+        env: &[],
+        files: &[
+            "sleep_0.1-agent-index/out_agent_info.csv",
+            "sleep_0.1-agent-index/out_hip_api_trace.csv",
+            "sleep_0.1-agent-index/out_hsa_api_trace.csv",
+            "sleep_0.1-agent-index/out_kernel_trace.csv",
+            "sleep_0.1-agent-index/out_marker_api_trace.csv",
+            "sleep_0.1-agent-index/out_memory_allocation_trace.csv",
+            "sleep_0.1-agent-index/out_memory_copy_trace.csv",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/collection-period",
+        args: &[
+            "--runtime-trace",
+            "--summary",
+            "-d",
+            "collection-period",
+            "-o",
+            "out",
+            "--output-format",
+            "json",
+            "pftrace",
+            "otf2",
+            "--log-level",
+            "warning",
+            "--collection-period",
+            "0:1:1",
+            "--collection-period-unit",
+            "sec",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "collection-period/out_results.json",
+            "collection-period/out_results.otf2",
+            "collection-period/out_results.pftrace",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/conversion-script (input.txt)",
+        args: &[
+            "-i",
+            "input.txt",
+            "-T",
+            "-d",
+            "out_conversion_script",
+            "-o",
+            "pmc1",
+            "--output-format",
+            "csv",
+        ],
+        inputs: &[(
+            "input.txt",
+            "# two passes\npmc: SQ_WAVES\npmc: SQ_INSTS_VALU\n",
+        )],
+        env: &[],
+        files: &[
+            "out_conversion_script/pmc_1/pmc1_agent_info.csv",
+            "out_conversion_script/pmc_1/pmc1_counter_collection.csv",
+            "out_conversion_script/pmc_2/pmc1_agent_info.csv",
+            "out_conversion_script/pmc_2/pmc1_counter_collection.csv",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/counter-collection/input1",
+        args: &[
+            "-i",
+            "input.txt",
+            "-T",
+            "-d",
+            "cc1",
+            "-o",
+            "pmc1",
+            "--output-format",
+            "csv",
+            "json",
+        ],
+        inputs: &[("input.txt", "pmc: SQ_WAVES\n")],
+        env: &[],
+        files: &[
+            "cc1/pmc_1/pmc1_agent_info.csv",
+            "cc1/pmc_1/pmc1_counter_collection.csv",
+            "cc1/pmc_1/pmc1_results.json",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/counter-collection/input2",
+        args: &[
+            "-i",
+            "input.txt",
+            "--output-format",
+            "CSV",
+            "JSON",
+            "-d",
+            "%argt%-cc",
+            "-o",
+            "out",
+        ],
+        inputs: &[("input.txt", "pmc: SQ_WAVES\npmc: GRBM_COUNT\n")],
+        env: &[],
+        files: &[
+            "sleep_0.1-cc/pmc_1/out_agent_info.csv",
+            "sleep_0.1-cc/pmc_1/out_counter_collection.csv",
+            "sleep_0.1-cc/pmc_1/out_results.json",
+            "sleep_0.1-cc/pmc_2/out_agent_info.csv",
+            "sleep_0.1-cc/pmc_2/out_counter_collection.csv",
+            "sleep_0.1-cc/pmc_2/out_results.json",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/counter-collection/input3 (input.json)",
+        args: &[
+            "-i",
+            "input.json",
+            "-d",
+            "%argt%-cc",
+            "-o",
+            "out_json",
+            "-f",
+            "csv",
+        ],
+        inputs: &[(
+            "input.json",
+            r#"{"jobs": [{"pmc": ["SQ_WAVES", "GRBM_COUNT"]}, {"pmc": ["GRBM_GUI_ACTIVE"]}]}"#,
+        )],
+        env: &[],
+        files: &[
+            "sleep_0.1-cc/pass_1/out_json_agent_info.csv",
+            "sleep_0.1-cc/pass_1/out_json_counter_collection.csv",
+            "sleep_0.1-cc/pass_2/out_json_agent_info.csv",
+            "sleep_0.1-cc/pass_2/out_json_counter_collection.csv",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/counter-collection/input3 (input.yml)",
+        args: &[
+            "-i",
+            "input.yml",
+            "-d",
+            "%argt%-cc",
+            "-o",
+            "out_yaml",
+            "-f",
+            "csv",
+        ],
+        inputs: &[(
+            "input.yml",
+            "jobs:\n  - pmc: [SQ_WAVES, GRBM_COUNT]\n  - pmc: [GRBM_GUI_ACTIVE]\n",
+        )],
+        env: &[],
+        files: &[
+            "sleep_0.1-cc/pass_1/out_yaml_agent_info.csv",
+            "sleep_0.1-cc/pass_1/out_yaml_counter_collection.csv",
+            "sleep_0.1-cc/pass_2/out_yaml_agent_info.csv",
+            "sleep_0.1-cc/pass_2/out_yaml_counter_collection.csv",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/counter-collection/kernel_filtering (input.json)",
+        args: &["-i", "input.json", "-d", "json_input"],
+        inputs: &[(
+            "input.json",
+            r#"{"jobs": [
+                {"pmc": ["SQ_WAVES"], "kernel_include_regex": "smooth|reduce", "kernel_exclude_regex": "reduce",
+                 "kernel_iteration_range": "[1-2]", "output_file": "out", "output_format": ["csv", "json"], "truncate_kernels": true},
+                {"pmc": ["SQ_WAVES"], "kernel_include_regex": ".*", "kernel_iteration_range": "[2-3]",
+                 "output_file": "out", "output_format": ["csv", "json"], "truncate_kernels": true}
+            ]}"#,
+        )],
+        env: &[],
+        files: &[
+            "json_input/pass_1/out_agent_info.csv",
+            "json_input/pass_1/out_counter_collection.csv",
+            "json_input/pass_1/out_results.json",
+            "json_input/pass_2/out_agent_info.csv",
+            "json_input/pass_2/out_counter_collection.csv",
+            "json_input/pass_2/out_results.json",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/counter-collection/kernel_filtering (input.txt)",
+        args: &[
+            "-i",
+            "input.txt",
+            "--kernel-include-regex",
+            ".*",
+            "--kernel-exclude-regex",
+            "multiply",
+            "-T",
+            "-d",
+            "cmd_input",
+            "-o",
+            "out",
+            "--output-format",
+            "csv",
+        ],
+        inputs: &[("input.txt", "pmc: SQ_WAVES\n")],
+        env: &[],
+        files: &[
+            "cmd_input/pmc_1/out_agent_info.csv",
+            "cmd_input/pmc_1/out_counter_collection.csv",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/counter-collection/multiplex (input.json)",
+        args: &[
+            "-i",
+            "input.json",
+            "-d",
+            "%argt%-cc",
+            "-o",
+            "out_json",
+            "-f",
+            "csv",
+        ],
+        inputs: &[(
+            "input.json",
+            r#"{"jobs": [{"pmc_groups": [["SQ_WAVES", "GRBM_COUNT"], ["GRBM_GUI_ACTIVE"]], "pmc_group_interval": 1}]}"#,
+        )],
+        env: &[],
+        files: &[
+            "sleep_0.1-cc/out_json_agent_info.csv",
+            "sleep_0.1-cc/out_json_counter_collection.csv",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/counter-collection/range_filtering",
+        args: &["-i", "input_range.json", "-d", "range_filter"],
+        inputs: &[(
+            "input_range.json",
+            r#"{"jobs": [
+                {"pmc": ["SQ_WAVES"], "output_file": "out", "truncate_kernels": true, "kernel_trace": true,
+                 "output_format": ["json"], "kernel_iteration_range": "[1, 3, 5, [8-12]]", "kernel_include_regex": "smooth"},
+                {"pmc": ["SQ_WAVES"], "output_file": "out", "truncate_kernels": true, "kernel_trace": true,
+                 "output_format": ["json"], "kernel_iteration_range": "[11-14], [4-5]"},
+                {"pmc": ["SQ_WAVES"], "output_file": "out", "truncate_kernels": true, "kernel_trace": true,
+                 "output_format": ["json"], "kernel_iteration_range": "[[3-6], 1, 13]"}
+            ]}"#,
+        )],
+        env: &[],
+        files: &[
+            "range_filter/pass_1/out_results.json",
+            "range_filter/pass_2/out_results.json",
+            "range_filter/pass_3/out_results.json",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/memory-allocation",
+        args: &[
+            "--memory-allocation-trace",
+            "-d",
+            "%tag%-trace",
+            "-o",
+            "out",
+            "--output-format",
+            "json",
+            "otf2",
+            "csv",
+            "--log-level",
+            "env",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "sleep-trace/out_agent_info.csv",
+            "sleep-trace/out_memory_allocation_trace.csv",
+            "sleep-trace/out_results.json",
+            "sleep-trace/out_results.otf2",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/pc-sampling/host-trap/exec-mask-manipulation",
+        args: &[
+            "--pc-sampling-beta-enabled",
+            "1",
+            "--pc-sampling-unit",
+            "time",
+            "--pc-sampling-method",
+            "host_trap",
+            "--pc-sampling-interval",
+            "1",
+            "-d",
+            "pc_sampling_cmd_input",
+            "-o",
+            "out",
+            "--output-format",
+            "csv",
+            "json",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "pc_sampling_cmd_input/out_agent_info.csv",
+            "pc_sampling_cmd_input/out_pc_sampling_host_trap.csv",
+            "pc_sampling_cmd_input/out_results.json",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/pc-sampling/host-trap/transpose-multiple-agents",
+        args: &[
+            "--kernel-trace",
+            "--pc-sampling-unit",
+            "time",
+            "--pc-sampling-method",
+            "host_trap",
+            "--pc-sampling-interval",
+            "1",
+            "--agent-index",
+            "absolute",
+            "-d",
+            "pc_sampling_cmd_input",
+            "-o",
+            "out",
+            "--output-format",
+            "csv",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "pc_sampling_cmd_input/out_agent_info.csv",
+            "pc_sampling_cmd_input/out_kernel_trace.csv",
+            "pc_sampling_cmd_input/out_pc_sampling_host_trap.csv",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/pc-sampling/host-trap (input.yml, agent-index: relative)",
+        args: &[
+            "-i",
+            "input.yml",
+            "-d",
+            "pc_sampling_yaml_input",
+            "-o",
+            "out",
+            "--output-format",
+            "csv",
+        ],
+        inputs: &[(
+            "input.yml",
+            "jobs:\n  - kernel_trace: true\n    pc_sampling_unit: time\n    \
+             pc_sampling_method: host_trap\n    pc_sampling_interval: 1\n    \
+             agent-index: relative\n",
+        )],
+        env: &[],
+        files: &[
+            "pc_sampling_yaml_input/out_agent_info.csv",
+            "pc_sampling_yaml_input/out_kernel_trace.csv",
+            "pc_sampling_yaml_input/out_pc_sampling_host_trap.csv",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/python-bindings",
+        args: &[
+            "--marker-trace",
+            "--summary",
+            "-u",
+            "sec",
+            "-d",
+            "marker-python-bindings",
+            "-o",
+            "out",
+            "--output-format",
+            "csv",
+            "json",
+            "pftrace",
+            "--log-level",
+            "info",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "marker-python-bindings/out_agent_info.csv",
+            "marker-python-bindings/out_marker_api_trace.csv",
+            "marker-python-bindings/out_results.json",
+            "marker-python-bindings/out_results.pftrace",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/tracing-hip-in-libraries",
+        args: &[
+            "--hip-runtime-trace",
+            "--hsa-core-trace",
+            "--hsa-amd-trace",
+            "--marker-trace",
+            "--kernel-trace",
+            "--memory-copy-trace",
+            "--stats",
+            "--output-format",
+            "csv",
+            "-d",
+            "%argt%-trace",
+            "-o",
+            "out",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "sleep_0.1-trace/out_agent_info.csv",
+            "sleep_0.1-trace/out_domain_stats.csv",
+            "sleep_0.1-trace/out_hip_api_stats.csv",
+            "sleep_0.1-trace/out_hip_api_trace.csv",
+            "sleep_0.1-trace/out_hsa_api_stats.csv",
+            "sleep_0.1-trace/out_hsa_api_trace.csv",
+            "sleep_0.1-trace/out_kernel_stats.csv",
+            "sleep_0.1-trace/out_kernel_trace.csv",
+            "sleep_0.1-trace/out_marker_api_stats.csv",
+            "sleep_0.1-trace/out_marker_api_trace.csv",
+            "sleep_0.1-trace/out_memory_copy_stats.csv",
+            "sleep_0.1-trace/out_memory_copy_trace.csv",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/tracing-plus-counter-collection (input.txt)",
+        args: &[
+            "--hsa-trace",
+            "--kernel-trace",
+            "-i",
+            "input.txt",
+            "-d",
+            "out_counter_collection_trace",
+            "-o",
+            "pmc",
+            "--output-format",
+            "JSON",
+            "PFTRACE",
+            "CSV",
+        ],
+        inputs: &[(
+            "input.txt",
+            "pmc: GRBM_COUNT\npmc: SQ_WAVES   SQ_INSTS_VALU # two\n",
+        )],
+        env: &[],
+        files: &[
+            "out_counter_collection_trace/pmc_1/pmc_agent_info.csv",
+            "out_counter_collection_trace/pmc_1/pmc_counter_collection.csv",
+            "out_counter_collection_trace/pmc_1/pmc_hsa_api_trace.csv",
+            "out_counter_collection_trace/pmc_1/pmc_kernel_trace.csv",
+            "out_counter_collection_trace/pmc_1/pmc_results.json",
+            "out_counter_collection_trace/pmc_1/pmc_results.pftrace",
+            "out_counter_collection_trace/pmc_2/pmc_agent_info.csv",
+            "out_counter_collection_trace/pmc_2/pmc_counter_collection.csv",
+            "out_counter_collection_trace/pmc_2/pmc_hsa_api_trace.csv",
+            "out_counter_collection_trace/pmc_2/pmc_kernel_trace.csv",
+            "out_counter_collection_trace/pmc_2/pmc_results.json",
+            "out_counter_collection_trace/pmc_2/pmc_results.pftrace",
+        ],
+    },
+    Line {
+        source: "tests/rocprofv3/tracing-plus-counter-collection (single)",
+        args: &[
+            "--sys-trace",
+            "--kernel-rename",
+            "--pmc",
+            "GRBM_COUNT",
+            "-d",
+            "cc_trace",
+            "-o",
+            "cmdl/single",
+            "--output-format",
+            "JSON",
+            "PFTRACE",
+            "CSV",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "cc_trace/cmdl/single_agent_info.csv",
+            "cc_trace/cmdl/single_counter_collection.csv",
+            "cc_trace/cmdl/single_hip_api_trace.csv",
+            "cc_trace/cmdl/single_hsa_api_trace.csv",
+            "cc_trace/cmdl/single_kernel_trace.csv",
+            "cc_trace/cmdl/single_marker_api_trace.csv",
+            "cc_trace/cmdl/single_memory_allocation_trace.csv",
+            "cc_trace/cmdl/single_memory_copy_trace.csv",
+            "cc_trace/cmdl/single_results.json",
+            "cc_trace/cmdl/single_results.pftrace",
+        ],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (--hip-trace, csv)",
+        args: &["--hip-trace", "--output-format", "csv"],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "{host}/{pid}_agent_info.csv",
+            "{host}/{pid}_hip_api_trace.csv",
+        ],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (--stats)",
+        args: &["--stats", "--hip-trace", "--output-format", "csv"],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "{host}/{pid}_agent_info.csv",
+            "{host}/{pid}_domain_stats.csv",
+            "{host}/{pid}_hip_api_stats.csv",
+            "{host}/{pid}_hip_api_trace.csv",
+        ],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (-S, rocpd by default)",
+        args: &["-S", "--hip-trace"],
+        inputs: &[],
+        env: &[],
+        files: &["{host}/{pid}_results.db"],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (-S -D --summary-output-file)",
+        args: &[
+            "-S",
+            "-D",
+            "--summary-output-file",
+            "filename",
+            "--sys-trace",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &["{host}/{pid}_filename.txt", "{host}/{pid}_results.db"],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (--sys-trace --hsa-trace=False)",
+        args: &[
+            "--sys-trace",
+            "--hsa-trace=False",
+            "--scratch-memory-trace=False",
+            "-f",
+            "csv",
+            "-o",
+            "out",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "out_agent_info.csv",
+            "out_hip_api_trace.csv",
+            "out_kernel_trace.csv",
+            "out_marker_api_trace.csv",
+            "out_memory_allocation_trace.csv",
+            "out_memory_copy_trace.csv",
+        ],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (--output-directory)",
+        args: &[
+            "--hip-trace",
+            "--output-directory",
+            "output_dir",
+            "--output-format",
+            "csv",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "output_dir/{host}/{pid}_agent_info.csv",
+            "output_dir/{host}/{pid}_hip_api_trace.csv",
+        ],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (--output-file)",
+        args: &[
+            "--hip-trace",
+            "--output-file",
+            "output",
+            "--output-format",
+            "csv",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &["output_agent_info.csv", "output_hip_api_trace.csv"],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3-with-mpi.rst (%h.%p.%env{…}%)",
+        args: &[
+            "--hip-trace",
+            "-d",
+            "%h.%p.%env{OMPI_COMM_WORLD_RANK}%",
+            "--output-format",
+            "csv",
+        ],
+        inputs: &[],
+        env: &[("OMPI_COMM_WORLD_RANK", "1")],
+        files: &[
+            "{host}.{pid}.1/{host}/{pid}_agent_info.csv",
+            "{host}.{pid}.1/{host}/{pid}_hip_api_trace.csv",
+        ],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (--agent-index)",
+        args: &[
+            "--kernel-trace",
+            "--agent-index=type-relative",
+            "--output-format",
+            "csv",
+            "-o",
+            "k",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &["k_agent_info.csv", "k_kernel_trace.csv"],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (-s --group-by-queue, pftrace)",
+        args: &[
+            "-s",
+            "--group-by-queue",
+            "--output-format",
+            "pftrace",
+            "-o",
+            "q",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &["q_results.pftrace"],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (--pmc, csv)",
+        args: &[
+            "--pmc",
+            "SQ_WAVES",
+            "GRBM_COUNT",
+            "GRBM_GUI_ACTIVE",
+            "--output-format",
+            "csv",
+            "-o",
+            "c",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &["c_agent_info.csv", "c_counter_collection.csv"],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (--truncate-kernels)",
+        args: &[
+            "--truncate-kernels",
+            "--kernel-trace",
+            "--output-format",
+            "csv",
+            "-o",
+            "t",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &["t_agent_info.csv", "t_kernel_trace.csv"],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (--hip-trace, rocpd)",
+        args: &["--hip-trace", "--output-format", "rocpd", "-d", "db"],
+        inputs: &[],
+        env: &[],
+        files: &["db/{host}/{pid}_results.db"],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3.rst (--preload, --disable-signal-handlers)",
+        args: &[
+            "--preload",
+            "libm.so.6",
+            "--disable-signal-handlers",
+            "--kernel-trace",
+            "--pmc",
+            "SQ_WAVES",
+            "-o",
+            "p",
+            "-f",
+            "csv",
+        ],
+        inputs: &[],
+        env: &[],
+        files: &[
+            "p_agent_info.csv",
+            "p_counter_collection.csv",
+            "p_kernel_trace.csv",
+        ],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3-with-mpi.rst (--profile-mpi-ranks, a rank profiled)",
+        args: &[
+            "--hip-trace",
+            "--profile-mpi-ranks",
+            "0-3,8",
+            "-o",
+            "rank%rank%",
+            "-f",
+            "csv",
+        ],
+        inputs: &[],
+        env: &[
+            ("OMPI_COMM_WORLD_RANK", "8"),
+            ("OMPI_COMM_WORLD_SIZE", "16"),
+        ],
+        files: &["rank8_agent_info.csv", "rank8_hip_api_trace.csv"],
+    },
+    Line {
+        source: "docs/how-to/using-rocprofv3-with-mpi.rst (--profile-mpi-ranks, a rank not)",
+        args: &[
+            "--hip-trace",
+            "--profile-mpi-ranks",
+            "0-3",
+            "--mpi-world-rank-variable",
+            "MY_CUSTOM_RANK",
+            "--mpi-world-size-variable",
+            "MY_CUSTOM_SIZE",
+            "-f",
+            "csv",
+        ],
+        inputs: &[],
+        env: &[
+            ("MY_CUSTOM_RANK", "5"),
+            ("MY_CUSTOM_SIZE", "8"),
+            ("SLURM_PROCID", "1"),
+        ],
+        files: &[],
+    },
+];
+
+/// The files under `dir` but the inputs and the raw spool, as the table writes them.
+fn written(dir: &Path, inputs: &[(&str, &str)]) -> BTreeSet<String> {
+    let pid = regex::Regex::new(r"\d{3,}").unwrap();
+    let host = hostname();
+    let mut files = BTreeSet::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            let relative = path
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if path.is_dir() && !relative.ends_with("_results.otf2") {
+                stack.push(path);
+            } else if !relative.ends_with(".rfraw") && !inputs.iter().any(|(n, _)| *n == relative) {
+                let named = relative.replace(&host, "{host}");
+                files.insert(pid.replace_all(&named, "{pid}").into_owned());
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn amds_command_lines_write_the_files_rocprofv3_writes() {
+    assert!(LINES.len() >= 40, "{} lines", LINES.len());
+    let mut failures = Vec::new();
+    for line in LINES {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, content) in line.inputs {
+            std::fs::write(dir.path().join(name), content).unwrap();
+        }
+        let args = [&["run", "--device", "sim"], line.args, &["--"], APP].concat();
+        let mut command = rocflow_command(&args, dir.path(), &[]);
+        command.envs(line.env.iter().copied());
+        let output = command.output().unwrap();
+        let stderr = text(&output.stderr);
+        if !output.status.success() {
+            failures.push(format!("{}: exit {}\n{stderr}", line.source, output.status));
+            continue;
+        }
+        let files = written(dir.path(), line.inputs);
+        let expected: BTreeSet<String> = line.files.iter().map(|f| f.to_string()).collect();
+        if files != expected {
+            let missing: Vec<_> = expected.difference(&files).collect();
+            let more: Vec<_> = files.difference(&expected).collect();
+            failures.push(format!(
+                "{}: missing {missing:?}, not expected {more:?}",
+                line.source
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn explain_shows_what_rocprofv3s_options_become() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "explain",
+        "--sys-trace",
+        "--hsa-trace=no",
+        "-o",
+        "out",
+        "-f",
+        "csv",
+    ];
+    let output = support::rocflow(&args, dir.path(), &[]);
+    assert_success(&output);
+    let plan = text(&output.stdout);
+    for domain in [
+        "hip_runtime_api",
+        "kernel_dispatch",
+        "memory_copy",
+        "marker_core_range_api",
+    ] {
+        assert!(plan.contains(domain), "{domain} traced:\n{plan}");
+    }
+    assert!(
+        !plan.contains("hsa_core_api"),
+        "--hsa-trace=no leaves HSA out:\n{plan}"
+    );
+}
+
+/// The options of `rocflow run` that are rocflow's own, not rocprofv3's.
+const ROCFLOW_OPTIONS: &[&str] = &[
+    "--set",
+    "--counters",
+    "--device",
+    "--spool",
+    "--spool-compression",
+    "--quiet",
+    "--kernel-names",
+    "--help",
+    "--version",
+    "--output-dir",
+];
+
+#[test]
+fn the_rocprofv3_page_says_what_every_option_becomes() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = support::rocflow(&["run", "--help"], dir.path(), &[]);
+    assert_success(&help);
+    let long = regex::Regex::new(r"--[a-z][a-z0-9-]+").unwrap();
+    let help = text(&help.stdout);
+    let options: BTreeSet<&str> = (long.find_iter(&help))
+        .map(|m| m.as_str())
+        .filter(|o| !ROCFLOW_OPTIONS.contains(o))
+        .collect();
+    assert!(options.len() > 60, "{options:?}");
+    let page = std::fs::read_to_string(support::repo().join("docs/rocprofv3.md")).unwrap();
+    let missing: Vec<&&str> = (options.iter())
+        .filter(|o| !page.contains(&format!("`{o}")) && !page.contains(&format!(", {o}")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/rocprofv3.md does not say what these become: {missing:?}"
+    );
+}
