@@ -86,7 +86,9 @@ impl Line {
     /// `digits` decimals: C++'s `std::fixed` and `std::scientific`.
     fn fraction(&mut self, v: f64, fixed: bool, decimals: usize, digits: usize) -> &mut Line {
         self.separate();
-        let text = if fixed {
+        let text = if !v.is_finite() {
+            not_finite(v).to_owned()
+        } else if fixed {
             format!("{v:.decimals$}")
         } else {
             scientific(v, digits)
@@ -112,6 +114,17 @@ impl Line {
         self.bytes.push(b'\n');
         out.extend_from_slice(&self.bytes);
         self.bytes.clear();
+    }
+}
+
+/// A number that is not finite as C++'s streams write it: a percentage of a total of 0 ns
+/// (every call of a table took no time) is `0/0`.
+fn not_finite(v: f64) -> &'static str {
+    match (v.is_nan(), v.is_sign_negative()) {
+        (true, false) => "nan",
+        (true, true) => "-nan",
+        (false, false) => "inf",
+        (false, true) => "-inf",
     }
 }
 
@@ -154,5 +167,10 @@ mod tests {
              45.68,0.5000,1.000e-03,\"a \"\"b\"\"\",\"0x0000000000000abc\",\"c\"\"\",18446744073709551615\n"
         );
         assert_eq!(scientific(1.5e-120, 3), "1.500e-120");
+        let mut line = Line::default();
+        line.percent(f64::NAN).stat(-f64::NAN).float(f64::INFINITY);
+        let mut out = Vec::new();
+        line.end(&mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), "nan,-nan,inf\n");
     }
 }
