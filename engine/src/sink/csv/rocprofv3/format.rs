@@ -4,7 +4,10 @@
 use std::fmt;
 use std::io::Write;
 
+use super::agent_info::type_index;
 use crate::catalog::StreamMeta;
+use crate::plan::sink::csv::AgentIndex;
+use crate::sdk::AgentType;
 use crate::sink::csv::push_int;
 
 /// A line of a rocprofv3 CSV file being formatted.
@@ -97,13 +100,27 @@ impl Line {
         self
     }
 
-    /// `"Agent N"`: an agent as rocprofv3's traces name it, N its logical node id
-    /// (rocprofv3's default, `--agent-index relative`).
-    pub fn agent(&mut self, meta: &StreamMeta, index: u32) -> &mut Line {
+    /// An agent as rocprofv3's columns name it in the `form` its `--agent-index` says:
+    /// `"Agent 2"` by node id or logical node id, `"GPU 0"` by its index among the agents
+    /// of its type. An agent the process did not describe goes by rocflow's index.
+    pub fn agent(&mut self, meta: &StreamMeta, index: u32, form: AgentIndex) -> &mut Line {
         let agent = meta.agents.iter().find(|a| a.index == index);
-        let number = agent.map_or(index, |a| a.logical_node_id);
+        let (label, number) = match (agent, form) {
+            (None, _) => ("Agent", index),
+            (Some(a), AgentIndex::Absolute) => ("Agent", a.node_id),
+            (Some(a), AgentIndex::Relative) => ("Agent", a.logical_node_id),
+            (Some(a), AgentIndex::TypeRelative) => {
+                let label = match a.agent_type {
+                    AgentType::Cpu => "CPU",
+                    AgentType::Gpu => "GPU",
+                };
+                (label, type_index(meta, a))
+            }
+        };
         self.separate();
-        self.bytes.extend_from_slice(b"\"Agent ");
+        self.bytes.push(b'"');
+        self.bytes.extend_from_slice(label.as_bytes());
+        self.bytes.push(b' ');
         push_int(&mut self.bytes, number.into());
         self.bytes.push(b'"');
         self
