@@ -21,7 +21,8 @@ use crate::pipeline::model::{
 };
 use crate::pipeline::name_of;
 use crate::plan::PostStep;
-use crate::plan::sink::SinkKind;
+use crate::plan::sink::csv::{Flavour, Options as CsvOptions, Rocprofv3 as Rocprofv3Csv};
+use crate::plan::sink::{Format, SinkKind};
 use crate::record::RecordKind;
 use crate::sdk::{Domain, PcSamplingMethod};
 
@@ -119,6 +120,8 @@ struct Settings {
     outputs: Outputs,
     summary_formats: Vec<String>,
     kernel_names: KernelNames,
+    /// The options of rocprofv3's CSV files.
+    csv: Rocprofv3Csv,
 }
 
 impl Converter<'_> {
@@ -166,6 +169,10 @@ impl Converter<'_> {
             sinks: self.sinks(j),
             outputs: self.outputs(j),
             summary_formats: summary_formats(j),
+            csv: Rocprofv3Csv {
+                agent_index: j.agent_index.as_ref().map(|a| a.value).unwrap_or_default(),
+                stats: flag(&j.stats),
+            },
             kernel_names: match flag(&j.kernel_rename) {
                 true => KernelNames::Renamed,
                 false => {
@@ -605,13 +612,20 @@ fn pipeline(
             kind: SinkType::Builtin(kind),
             plugin: None,
             path: match kind {
+                // rocprofv3's CSV files are named after the prefix: `{prefix}_kernel_trace.csv`.
                 SinkKind::Csv | SinkKind::Parquet => prefix.clone(),
                 SinkKind::Rocpd => format!("{prefix}_results.db"),
                 SinkKind::Perfetto => format!("{prefix}_results.pftrace"),
                 SinkKind::Otf2 => format!("{prefix}_results"),
             },
             records: Vec::new(),
-            options: Default::default(),
+            options: match kind {
+                SinkKind::Csv => Format::Csv(CsvOptions {
+                    flavour: Flavour::Rocprofv3(s.csv),
+                })
+                .written(),
+                _ => Default::default(),
+            },
         })
         .collect();
     let post = (!s.summary_formats.is_empty())

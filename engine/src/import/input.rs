@@ -15,6 +15,7 @@ use serde::de::{self, IgnoredAny, IntoDeserializer, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::de::Spanned;
+use crate::plan::sink::csv::AgentIndex;
 use crate::sdk::{PcSamplingMethod, PcSamplingUnit};
 
 /// An option as written, with its place in the file.
@@ -113,7 +114,7 @@ pub struct Job {
     #[serde(alias = "list_metrics")]
     pub list_avail: Opt<bool>,
     pub group_by_queue: Opt<bool>,
-    pub agent_index: Opt<Any>,
+    pub agent_index: Opt<AgentIndex>,
     pub log_level: Opt<Any>,
     pub preload: Opt<Any>,
     #[serde(alias = "disable-signal-handlers")]
@@ -203,7 +204,6 @@ impl Job {
             perfetto_shmem_size_hint => NO_PERFETTO_SDK,
             list_avail => "listing is not profiling: run `rocflow counters list` and `rocflow explain --domains`",
             group_by_queue => "rocflow has no option to show HIP streams in place of HSA queues",
-            agent_index => "rocflow numbers agents one way only",
             log_level => "rocflow has no log levels; its diagnostics go to stderr",
             preload => "a pipeline does not start the application: set LD_PRELOAD for `rocflow run`, which passes it on",
             disable_signal_handlers => "the rocflow tool's signal handlers (which save the buffered records when the application crashes) stay on",
