@@ -1,13 +1,17 @@
-//! The CSV sink's `rocprofv3` flavour writes rocprofv3's files: their names, their columns
-//! in their order, their quoting and value formats. The expected headers are facts read
-//! from rocprofv3's writer, `projects/rocprofiler-sdk/source/lib/output/generateCSV.cpp`
-//! (with `csv.hpp` for the quoting, `statistics.cpp` for the statistics' formats) in
+//! The CSV sink's `rocprofv3` flavour writes rocprofv3's files: their names and where
+//! they go (`<output_directory>/<output_file>_<table>.csv`, the path a prefix), their
+//! columns in their order, their quoting and value formats, their values against the
+//! scenario's truth, and agents named in each `--agent-index` form. The expected headers
+//! are facts read from rocprofv3's writer, `projects/rocprofiler-sdk/source/lib/output/
+//! generateCSV.cpp` (with `csv.hpp` for the quoting, `statistics.cpp` for the statistics'
+//! formats, `output_stream.cpp` for the names, `metadata.cpp` for the agent forms) in
 //! ROCm/rocm-systems at commit 1b1610fc; the real files in `../shared/data` check them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use support::{assert_success, run_on, shared};
+use support::truth::{self, Collects, Dispatches, Part, Scenario};
+use support::{assert_success, csv, run_on, shared};
 
 /// The columns rocprofv3 writes, by file (`generateCSV.cpp`: the header array each
 /// `csv_output_file` is opened with; the statistics files' in `get_stats_output_file`).
@@ -99,6 +103,7 @@ const HEADERS: &[(&str, &[&str])] = &[
     ("memory_copy_stats", STATS),
     ("memory_allocation_stats", STATS),
     ("domain_stats", STATS),
+    ("agent_info", &[]),
 ];
 
 /// The API and marker traces' columns.
@@ -135,7 +140,7 @@ counters.collect = ["SQ_WAVES", "GRBM_GUI_ACTIVE"]
 [[sink]]
 name = "csv"
 kind = "csv"
-path = "out"
+path = "out/{hostname}/{pid}"
 options = { flavour = "rocprofv3" }
 "#;
 
@@ -176,24 +181,35 @@ fn header_line(columns: &[&str]) -> String {
     quoted.join(",")
 }
 
-/// Runs `pipeline` on the simulated MI300X; the output directory and the pid's files.
-fn run(pipeline: &str) -> (tempfile::TempDir, BTreeMap<String, PathBuf>) {
+/// Runs `pipeline` on the simulated MI300X; the output directory, the process's pid and
+/// its files by table, which must be all there is under `out/`: `out/<host>/<pid>_<table>.csv`,
+/// as rocprofv3's default `%hostname%/%pid%` names them, and nothing left from staging.
+fn run(pipeline: &str) -> (tempfile::TempDir, u32, BTreeMap<String, PathBuf>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
     let output = run_on("sim", "p.toml", &["/bin/sleep", "0.2"], dir.path(), &[]);
     assert_success(&output);
+    let hosts = support::entries(&dir.path().join("out"), |_| true);
+    let [host] = &hosts[..] else {
+        panic!("not one host directory: {hosts:?}")
+    };
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert!(host.ends_with(hostname.trim()), "{host:?}");
     let mut files = BTreeMap::new();
-    for entry in std::fs::read_dir(dir.path().join("out")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+    let mut pids = BTreeSet::new();
+    for path in support::entries(host, |_| true) {
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
         let (pid, table) = name.split_once('_').unwrap();
-        assert!(
-            pid.parse::<u32>().is_ok(),
-            "{name} does not start with a pid"
-        );
+        let table = table
+            .strip_suffix(".csv")
+            .unwrap_or_else(|| panic!("{name}"));
+        pids.insert(pid.parse::<u32>().unwrap_or_else(|_| panic!("{name}")));
         files.insert(table.to_owned(), path);
     }
-    (dir, files)
+    let [pid] = pids.into_iter().collect::<Vec<_>>()[..] else {
+        panic!("not one process's files: {files:?}")
+    };
+    (dir, pid, files)
 }
 
 fn lines(path: &Path) -> Vec<String> {
@@ -203,11 +219,14 @@ fn lines(path: &Path) -> Vec<String> {
 
 #[test]
 fn the_flavour_writes_rocprofv3s_files_columns_and_formats() {
-    let (_dir, files) = run(PIPELINE);
-    for (table, columns) in HEADERS {
+    let (_dir, _, files) = run(PIPELINE);
+    let written: Vec<&str> = files.keys().map(String::as_str).collect();
+    let expected: BTreeSet<&str> = HEADERS.iter().map(|(table, _)| *table).collect();
+    assert_eq!(written, expected.into_iter().collect::<Vec<_>>());
+    for (table, columns) in HEADERS.iter().filter(|(_, c)| !c.is_empty()) {
         let path = files
             .get(*table)
-            .unwrap_or_else(|| panic!("no <pid>_{table}.csv among {:?}", files.keys()));
+            .unwrap_or_else(|| panic!("no PREFIX_{table}.csv among {:?}", files.keys()));
         let lines = lines(path);
         assert_eq!(lines[0], header_line(columns), "{table}");
         assert!(lines.len() > 1, "{table} has no rows");
@@ -292,7 +311,7 @@ fn the_flavour_writes_rocprofv3s_files_columns_and_formats() {
 /// node, and a HIP API trace AMD's converter wrote (which puts a `Guid` column first).
 #[test]
 fn headers_and_row_formats_match_real_rocprofv3_files() {
-    let (_dir, files) = run(PIPELINE);
+    let (_dir, _, files) = run(PIPELINE);
     let data = shared().join("data");
 
     let real = lines(&data.join("rocprofv3/mi300a_agent_info.csv"));
@@ -325,7 +344,7 @@ fn pc_samples_are_written_as_rocprofv3_writes_them() {
         "counters.collect = [\"SQ_WAVES\", \"GRBM_GUI_ACTIVE\"]",
         "pc_sampling = { method = \"host_trap\", unit = \"time\", interval = 1000 }",
     );
-    let (_dir, files) = run(&pipeline);
+    let (_dir, _, files) = run(&pipeline);
     let lines = lines(&files["pc_sampling_host_trap"]);
     // `generateCSV.cpp`: the host-trap samples' columns.
     let columns = [
@@ -354,7 +373,13 @@ fn rocflows_own_csv_stays_the_default() {
     std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
     let output = run_on("sim", "p.toml", &["/bin/sleep", "0"], dir.path(), &[]);
     assert_success(&output);
-    assert!(dir.path().join("out/kernel_dispatch.csv").is_file());
+    let [host] = &support::entries(&dir.path().join("out"), |_| true)[..] else {
+        panic!("not one host directory")
+    };
+    let [process] = &support::entries(host, |_| true)[..] else {
+        panic!("not one process directory")
+    };
+    assert!(process.join("kernel_dispatch.csv").is_file());
 }
 
 /// The shipped `csv` template takes the flavour as a parameter; its kernel names are
@@ -376,20 +401,166 @@ fn the_csv_template_writes_rocprofv3s_files_on_request() {
         "0",
     ];
     assert_success(&support::rocflow(&args, dir.path(), &[]));
-    let [process] = &std::fs::read_dir(dir.path().join("out"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir() && !p.ends_with("summary"))
-        .collect::<Vec<_>>()[..]
-    else {
-        panic!("not one process directory")
+    // The template's path, `{output_dir}/{hostname}-{pid}`, is the files' prefix.
+    let stats = support::entries(&dir.path().join("out"), |n| {
+        n.ends_with("_kernel_stats.csv")
+    });
+    let [stats] = &stats[..] else {
+        panic!("not one process's statistics: {stats:?}")
     };
-    let pid = process.to_str().unwrap().rsplit('-').next().unwrap();
-    let kernels = lines(&process.join(format!("{pid}_kernel_stats.csv")));
+    let name = stats.file_name().unwrap().to_str().unwrap();
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let pid = name
+        .strip_prefix(&format!("{}-", hostname.trim()))
+        .and_then(|n| n.strip_suffix("_kernel_stats.csv"))
+        .unwrap_or_else(|| panic!("{name}"));
+    assert!(pid.parse::<u32>().is_ok(), "{name}");
+    let kernels = lines(stats);
     assert!(
         kernels
             .iter()
             .any(|l| l.starts_with("\"void solver::smooth<8>(")),
         "{kernels:?}"
     );
+}
+
+/// What the files hold is what the scenario makes: every dispatch, API call, copy,
+/// allocation and ROCTx range, and each counted dispatch's counters, summed over their
+/// instances as rocprofv3 sums them.
+#[test]
+fn the_files_hold_the_scenarios_records() {
+    let (_dir, pid, files) = run(PIPELINE);
+    let collects = Collects {
+        dispatches: true,
+        copies: true,
+        allocations: true,
+        markers: true,
+        api: ["hip_runtime_api", "hsa_core_api"]
+            .map(|d| (d, vec![], vec![]))
+            .to_vec(),
+        counters: vec!["SQ_WAVES", "GRBM_GUI_ACTIVE"],
+        ..Collects::default()
+    };
+    let kernels = csv(&files["kernel_trace"]);
+    let mut dispatches = Dispatches::new();
+    let ran =
+        (kernels.iter()).map(|r| (r["Dispatch_Id"].parse().unwrap(), r["Kernel_Name"].clone()));
+    dispatches.insert(pid.into(), ran.collect());
+    dispatches.values_mut().for_each(|list| list.sort());
+    let scenario = Scenario::of(&support::scenario::default_scenario());
+    let want = scenario.truth(&collects, 1, &dispatches);
+    let files: Vec<PathBuf> = files.values().cloned().collect();
+    let seen = truth::rocprofv3_csv(&files);
+    // rocprofv3's copy trace has no bytes.
+    let parts: Vec<Part> = (Part::ALL.into_iter())
+        .filter(|&p| p != Part::CopyBytes)
+        .collect();
+    let differences = want.differences(&seen, &parts, 1e-6);
+    assert!(differences.is_empty(), "{differences:#?}");
+    assert!(!seen.kernels.is_empty() && !seen.counters.is_empty());
+}
+
+/// `agent_index` names the agents of every agent column as rocprofv3's `--agent-index`
+/// does (`tests/rocprofv3/agent-index/validate.py` holds the names to `agent_info`): the
+/// node id, the logical node id, or the agent's type and its index among the agents of
+/// that type; host-to-device copies go from `CPU 0` to a GPU. The agents' own file is the
+/// same in each form. Without `stats`, no statistics file is written.
+#[test]
+fn agents_are_named_as_agent_index_says() {
+    let mut pipeline = PIPELINE.replace(
+        "path = \"out/{hostname}/{pid}\"\n",
+        "path = \"out/{hostname}/{pid}/absolute\"\n",
+    );
+    pipeline = pipeline.replace(
+        "options = { flavour = \"rocprofv3\" }",
+        "options = { flavour = \"rocprofv3\", agent_index = \"absolute\" }",
+    );
+    for (name, options) in [
+        (
+            "relative",
+            "flavour = \"rocprofv3\", agent_index = \"relative\"",
+        ),
+        (
+            "type-relative",
+            "flavour = \"rocprofv3\", agent_index = \"type-relative\", stats = false",
+        ),
+    ] {
+        pipeline.push_str(&format!(
+            "[[sink]]\nname = \"{name}\"\nkind = \"csv\"\npath = \"out/{{hostname}}/{{pid}}/{name}\"\noptions = {{ {options} }}\n"
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
+    let output = run_on("sim", "p.toml", &["/bin/sleep", "0.2"], dir.path(), &[]);
+    assert_success(&output);
+    let [host] = &support::entries(&dir.path().join("out"), |_| true)[..] else {
+        panic!("not one host directory")
+    };
+    let [process] = &support::entries(host, |_| true)[..] else {
+        panic!("not one process directory")
+    };
+    let file = |form: &str, table: &str| process.join(format!("{form}_{table}.csv"));
+    let agents = csv(&file("absolute", "agent_info"));
+    let gpus: Vec<&BTreeMap<String, String>> =
+        agents.iter().filter(|a| a["Agent_Type"] == "GPU").collect();
+    let cpu = agents.iter().find(|a| a["Agent_Type"] == "CPU").unwrap();
+    assert_eq!(gpus.len(), 2, "{agents:?}");
+    for form in ["absolute", "relative", "type-relative"] {
+        let name_of = |agent: &BTreeMap<String, String>, type_index: usize| match form {
+            "absolute" => format!("Agent {}", agent["Node_Id"]),
+            "relative" => format!("Agent {}", agent["Logical_Node_Id"]),
+            _ => format!("{} {type_index}", agent["Agent_Type"]),
+        };
+        let gpu_names: BTreeSet<String> = (gpus.iter().enumerate())
+            .map(|(i, a)| name_of(a, i))
+            .collect();
+        let kernels = csv(&file(form, "kernel_trace"));
+        let named: BTreeSet<String> = kernels.iter().map(|r| r["Agent_Id"].clone()).collect();
+        assert!(
+            !named.is_empty() && named.is_subset(&gpu_names),
+            "{form}: {named:?} {gpu_names:?}"
+        );
+        for row in csv(&file(form, "memory_copy_trace")) {
+            let (source, destination) = (&row["Source_Agent_Id"], &row["Destination_Agent_Id"]);
+            let (host, device) = match row["Direction"].as_str() {
+                "MEMORY_COPY_HOST_TO_DEVICE" => (source, destination),
+                "MEMORY_COPY_DEVICE_TO_HOST" => (destination, source),
+                other => panic!("{other}"),
+            };
+            assert_eq!(*host, name_of(cpu, 0), "{form}: {row:?}");
+            assert!(gpu_names.contains(device), "{form}: {row:?}");
+        }
+        for row in csv(&file(form, "memory_allocation_trace")) {
+            let agent = &row["Agent_Id"];
+            let freed = row["Operation"] == "MEMORY_ALLOCATION_FREE";
+            assert!(
+                freed && agent.is_empty() || gpu_names.contains(agent),
+                "{form}: {row:?}"
+            );
+        }
+        let counters = csv(&file(form, "counter_collection"));
+        assert!(
+            counters.iter().all(|r| gpu_names.contains(&r["Agent_Id"])),
+            "{form}"
+        );
+        assert_eq!(
+            std::fs::read(file(form, "agent_info")).unwrap(),
+            std::fs::read(file("absolute", "agent_info")).unwrap()
+        );
+    }
+    assert_eq!(
+        agents_named(&csv(&file("type-relative", "kernel_trace"))),
+        ["GPU 0", "GPU 1"]
+    );
+    let stats = support::entries(process, |n| {
+        n.starts_with("type-relative_") && n.contains("stats")
+    });
+    assert!(stats.is_empty(), "{stats:?}");
+    assert!(file("relative", "domain_stats").is_file());
+}
+
+/// The agents a kernel trace names, each once.
+fn agents_named(rows: &[BTreeMap<String, String>]) -> Vec<String> {
+    let names: BTreeSet<String> = rows.iter().map(|r| r["Agent_Id"].clone()).collect();
+    names.into_iter().collect()
 }

@@ -359,7 +359,6 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
         "perfetto_shmem_size_hint",
         "list_avail",
         "group_by_queue",
-        "agent_index",
         "log_level",
         "preload",
         "disable_signal_handlers",
@@ -804,59 +803,94 @@ fn a_converted_job_runs_on_the_simulated_device() {
     assert_success(&imported);
     let run = run_on("sim", "p.toml", &["/bin/sleep", "0.2"], dir.path(), &[]);
     assert_success(&run);
-    // rocprofv3's layout: out/pass_1/<host>/<pid> (a directory of CSV tables here), and
-    // the statistics beside it; the run's spool is kept with them.
+    // rocprofv3's layout and files: out/pass_1/<host>/<pid>_<table>.csv, `output_format:
+    // [csv]` being rocprofv3's CSV files and `stats` their statistics; the run's spool is
+    // kept with them.
     let pass = dir.path().join("out/pass_1");
     assert!(pass.join("last.rfraw").is_file());
-    let hosts: Vec<PathBuf> = std::fs::read_dir(&pass)
-        .unwrap()
-        .map(|e| e.unwrap().path())
+    let hosts: Vec<PathBuf> = support::entries(&pass, |_| true)
+        .into_iter()
         .filter(|p| p.is_dir())
         .collect();
     assert_eq!(hosts.len(), 1, "{hosts:?}");
-    let entries: BTreeMap<String, PathBuf> = std::fs::read_dir(&hosts[0])
-        .unwrap()
-        .map(|e| {
-            let path = e.unwrap().path();
-            (
-                path.file_name().unwrap().to_string_lossy().into_owned(),
-                path,
-            )
-        })
+    let files = support::entries(&hosts[0], |n| n.ends_with(".csv"));
+    let trace = (files.iter())
+        .find_map(|p| p.to_str()?.strip_suffix("_kernel_trace.csv"))
+        .unwrap_or_else(|| panic!("no kernel trace in {files:?}"));
+    let pid = Path::new(trace).file_name().unwrap().to_str().unwrap();
+    assert!(pid.parse::<u32>().is_ok(), "{pid}");
+    let tables: Vec<String> = (files.iter())
+        .map(|p| p.file_name().unwrap().to_str().unwrap())
+        .map(|n| n.strip_prefix(&format!("{pid}_")).unwrap().to_owned())
         .collect();
-    let tables = entries
-        .iter()
-        .find(|(name, _)| !name.ends_with("_stats"))
-        .map(|(_, path)| path)
-        .unwrap();
-    let rows = |kind: &str| {
-        std::fs::read_to_string(tables.join(format!("{kind}.csv")))
-            .unwrap()
-            .lines()
-            .count()
-            - 1
-    };
-    // Every dispatch, and the counters of ten of vectorAdd's and reduce's each, as
-    // tests/run.rs counts them for the same counters table written by hand.
-    let scenario = Scenario::of(&support::scenario::default_scenario());
-    let values =
-        scenario.samples_per_iteration("vectorAdd|reduce", &["SQ_WAVES", "GRBM_GUI_ACTIVE"]);
-    assert_eq!(rows("counter_sample") as u64, 10 * values);
-    let dispatches = scenario.records_per_process()["kernel_dispatch"];
-    assert_eq!(rows("kernel_dispatch") as u64, dispatches);
-    let stats = entries
-        .iter()
-        .find(|(name, _)| name.ends_with("_stats"))
-        .map(|(_, path)| path)
-        .unwrap_or_else(|| panic!("no statistics in {entries:?}"));
-    let written: Vec<String> = std::fs::read_dir(stats)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(
-        !written.is_empty() && written.iter().all(|n| n.ends_with(".csv")),
-        "{written:?}"
+    assert_eq!(
+        tables,
+        [
+            "agent_info.csv",
+            "counter_collection.csv",
+            "domain_stats.csv",
+            "kernel_stats.csv",
+            "kernel_trace.csv"
+        ]
     );
+    let rows = |table: &str| {
+        let path = hosts[0].join(format!("{pid}_{table}.csv"));
+        support::csv(&path)
+    };
+    // Every dispatch, and a row per counter of ten of vectorAdd's and reduce's dispatches
+    // each (rocprofv3 sums a counter's instances).
+    let scenario = Scenario::of(&support::scenario::default_scenario());
+    let dispatches = scenario.records_per_process()["kernel_dispatch"];
+    assert_eq!(rows("kernel_trace").len() as u64, dispatches);
+    let counted = regex::Regex::new("vectorAdd|reduce").unwrap();
+    let counters: usize = (scenario.kernels.iter())
+        .filter(|k| counted.is_match(&k.name))
+        .flat_map(|k| ["SQ_WAVES", "GRBM_GUI_ACTIVE"].map(|c| scenario.instances(k.agent, c)))
+        .filter(|instances| !instances.is_empty())
+        .count();
+    assert!(counters > 0);
+    assert_eq!(rows("counter_collection").len(), 10 * counters);
+}
+
+/// rocprofv3's `agent_index` names the agents in the CSV files; each of AMD's three
+/// `agent-index` test inputs converts with its form (and reports JSON as not converted).
+#[test]
+fn agent_index_names_the_agents_of_rocprofv3s_csv_files() {
+    use rocflow::plan::sink::csv::{AgentIndex, Flavour, Rocprofv3};
+    use rocflow::plan::sink::{Format, Writer};
+    for (written, form) in [
+        ("absolute", AgentIndex::Absolute),
+        ("relative", AgentIndex::Relative),
+        ("type-relative", AgentIndex::TypeRelative),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let input = format!(
+            "jobs:\n  - output_file: \"out\"\n    output_format: [csv, json]\n    \
+             sys_trace: True\n    agent_index: {written}\n"
+        );
+        std::fs::write(dir.path().join("in.yaml"), input).unwrap();
+        let output = rocflow(
+            &["import-rocprofv3", "in.yaml", "-o", "p.toml"],
+            dir.path(),
+            &[],
+        );
+        assert_success(&output);
+        assert!(!text(&output.stderr).contains("agent_index"), "{written}");
+        let plan = compile(&dir.path().join("p.toml"), &[]);
+        let [sink] = &plan.sinks[..] else {
+            panic!("{:?}", plan.sinks)
+        };
+        let Writer::Builtin(Format::Csv(options)) = &sink.writer else {
+            panic!("{sink:?}")
+        };
+        let rocprofv3 = Rocprofv3 {
+            agent_index: form,
+            stats: false,
+        };
+        assert_eq!(options.flavour, Flavour::Rocprofv3(rocprofv3), "{written}");
+        // rocprofv3's `out_kernel_trace.csv`, … in the current directory.
+        assert_eq!(sink.path, "./out");
+    }
 }
 
 #[test]

@@ -1171,66 +1171,74 @@ pub fn otf2(archive: &Path, truth: &Tally) -> Tally {
     tally
 }
 
-/// A tally of the CSV files rocprofv3 writes (`<pid>_kernel_trace.csv`, …), as rocflow's
-/// CSV sink writes them with `flavour = "rocprofv3"`, in each of `dirs`.
-pub fn rocprofv3_csv(dirs: &[std::path::PathBuf]) -> Tally {
+/// A tally of the CSV files rocprofv3 writes (`PREFIX_kernel_trace.csv`, …), as rocflow's
+/// CSV sink writes them with `flavour = "rocprofv3"`: those among `files`, each told by
+/// the end of its name.
+pub fn rocprofv3_csv(files: &[std::path::PathBuf]) -> Tally {
+    const TABLES: &[&str] = &[
+        "_kernel_trace.csv",
+        "_marker_api_trace.csv",
+        "_memory_copy_trace.csv",
+        "_memory_allocation_trace.csv",
+        "_counter_collection.csv",
+        "_pc_sampling_host_trap.csv",
+        "_pc_sampling_stochastic.csv",
+        "_api_trace.csv",
+    ];
     let mut tally = Tally::default();
     let int = |row: &BTreeMap<String, String>, key: &str| row[key].parse::<u64>().unwrap();
-    for dir in dirs {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let Some((_, table)) = name.split_once('_') else {
-                continue;
-            };
-            let rows = || csv(&path);
-            match table {
-                "kernel_trace.csv" => {
-                    for row in rows() {
-                        let kernel = row["Kernel_Name"].clone();
-                        let ns = int(&row, "End_Timestamp") - int(&row, "Start_Timestamp");
-                        *tally.kernels.entry(kernel.clone()).or_default() += 1;
-                        *tally.kernel_ns.entry(kernel).or_default() += ns;
-                    }
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(table) = TABLES.iter().find(|t| name.ends_with(*t)) else {
+            continue;
+        };
+        let rows = || csv(path);
+        match *table {
+            "_kernel_trace.csv" => {
+                for row in rows() {
+                    let kernel = row["Kernel_Name"].clone();
+                    let ns = int(&row, "End_Timestamp") - int(&row, "Start_Timestamp");
+                    *tally.kernels.entry(kernel.clone()).or_default() += 1;
+                    *tally.kernel_ns.entry(kernel).or_default() += ns;
                 }
-                "marker_api_trace.csv" => {
-                    for row in rows() {
-                        *tally.markers.entry(row["Function"].clone()).or_default() += 1;
-                    }
-                }
-                "memory_copy_trace.csv" => {
-                    for row in rows() {
-                        let direction = row["Direction"].trim_start_matches("MEMORY_COPY_");
-                        *tally.copies.entry(direction.to_owned()).or_default() += 1;
-                    }
-                }
-                "memory_allocation_trace.csv" => {
-                    for row in rows() {
-                        let operation = row["Operation"].trim_start_matches("MEMORY_ALLOCATION_");
-                        *tally.allocations.entry(operation.to_owned()).or_default() += 1;
-                    }
-                }
-                "counter_collection.csv" => {
-                    let mut seen = BTreeSet::new();
-                    for row in rows() {
-                        let key = (row["Kernel_Name"].clone(), row["Counter_Name"].clone());
-                        let entry = tally.counters.entry(key.clone()).or_default();
-                        if seen.insert((row["Dispatch_Id"].clone(), key.1)) {
-                            entry.0 += 1;
-                        }
-                        entry.1 += row["Counter_Value"].parse::<f64>().unwrap();
-                    }
-                }
-                "pc_sampling_host_trap.csv" | "pc_sampling_stochastic.csv" => {
-                    tally.pc_samples += rows().len() as u64;
-                }
-                api if api.ends_with("_api_trace.csv") => {
-                    for row in rows() {
-                        *tally.api.entry(row["Function"].clone()).or_default() += 1;
-                    }
-                }
-                _ => {}
             }
+            "_marker_api_trace.csv" => {
+                for row in rows() {
+                    *tally.markers.entry(row["Function"].clone()).or_default() += 1;
+                }
+            }
+            "_memory_copy_trace.csv" => {
+                for row in rows() {
+                    let direction = row["Direction"].trim_start_matches("MEMORY_COPY_");
+                    *tally.copies.entry(direction.to_owned()).or_default() += 1;
+                }
+            }
+            "_memory_allocation_trace.csv" => {
+                for row in rows() {
+                    let operation = row["Operation"].trim_start_matches("MEMORY_ALLOCATION_");
+                    *tally.allocations.entry(operation.to_owned()).or_default() += 1;
+                }
+            }
+            "_counter_collection.csv" => {
+                let mut seen = BTreeSet::new();
+                for row in rows() {
+                    let key = (row["Kernel_Name"].clone(), row["Counter_Name"].clone());
+                    let entry = tally.counters.entry(key.clone()).or_default();
+                    if seen.insert((row["Dispatch_Id"].clone(), key.1)) {
+                        entry.0 += 1;
+                    }
+                    entry.1 += row["Counter_Value"].parse::<f64>().unwrap();
+                }
+            }
+            "_pc_sampling_host_trap.csv" | "_pc_sampling_stochastic.csv" => {
+                tally.pc_samples += rows().len() as u64;
+            }
+            "_api_trace.csv" => {
+                for row in rows() {
+                    *tally.api.entry(row["Function"].clone()).or_default() += 1;
+                }
+            }
+            _ => {}
         }
     }
     tally

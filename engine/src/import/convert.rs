@@ -23,7 +23,8 @@ use crate::pipeline::model::{
 };
 use crate::pipeline::name_of;
 use crate::plan::PostStep;
-use crate::plan::sink::SinkKind;
+use crate::plan::sink::csv::{Flavour, Options as CsvOptions, Rocprofv3 as Rocprofv3Csv};
+use crate::plan::sink::{Format, SinkKind};
 use crate::record::RecordKind;
 use crate::sdk::{Domain, PcSamplingMethod};
 use rocflow_core::mpi::Ranks;
@@ -137,6 +138,8 @@ struct Settings {
     outputs: Outputs,
     summary_formats: Vec<String>,
     kernel_names: KernelNames,
+    /// The options of rocprofv3's CSV files.
+    csv: Rocprofv3Csv,
 }
 
 impl Converter<'_> {
@@ -199,15 +202,20 @@ impl Converter<'_> {
             Counting::Groups(_) => true,
         };
         let (kernels, iterations) = self.kernel_filter(j, counts);
+        let sinks = self.sinks(j);
         let settings = Settings {
             domains: domains::domains(j),
             kernels,
             iterations,
             pc_sampling: self.pc_sampling(j),
             period: self.period(j),
-            sinks: self.sinks(j),
+            summary_formats: summary_formats(j, &sinks),
+            sinks,
             outputs: self.outputs(j),
-            summary_formats: summary_formats(j),
+            csv: Rocprofv3Csv {
+                agent_index: j.agent_index.as_ref().map(|a| a.value).unwrap_or_default(),
+                stats: flag(&j.stats),
+            },
             kernel_names: match flag(&j.kernel_rename) {
                 true => KernelNames::Renamed,
                 false => {
@@ -702,13 +710,20 @@ fn pipeline(
             kind: SinkType::Builtin(kind),
             plugin: None,
             path: match kind {
+                // rocprofv3's CSV files are named after the prefix: `{prefix}_kernel_trace.csv`.
                 SinkKind::Csv | SinkKind::Parquet => prefix.clone(),
                 SinkKind::Rocpd => format!("{prefix}_results.db"),
                 SinkKind::Perfetto => format!("{prefix}_results.pftrace"),
                 SinkKind::Otf2 => format!("{prefix}_results"),
             },
             records: Vec::new(),
-            options: Default::default(),
+            options: match kind {
+                SinkKind::Csv => Format::Csv(CsvOptions {
+                    flavour: Flavour::Rocprofv3(s.csv),
+                })
+                .written(),
+                _ => Default::default(),
+            },
         })
         .collect();
     let post = (!s.summary_formats.is_empty())
@@ -743,11 +758,12 @@ fn owned_names(written: &[String]) -> Vec<String> {
     names.map(str::to_owned).collect()
 }
 
-/// What the summary step writes: CSV tables for `stats`, Markdown for `summary` (rocflow's
-/// summary is split by domain already, so `summary_per_domain` asks for the same).
-fn summary_formats(j: &Job) -> Vec<String> {
+/// What the summary step writes: CSV tables for `stats` (unless rocprofv3's CSV files,
+/// written, hold its statistics files), Markdown for `summary` (rocflow's summary is split
+/// by domain already, so `summary_per_domain` asks for the same).
+fn summary_formats(j: &Job, sinks: &[SinkKind]) -> Vec<String> {
     let mut formats = Vec::new();
-    if flag(&j.stats) {
+    if flag(&j.stats) && !sinks.contains(&SinkKind::Csv) {
         formats.push("csv".to_owned());
     }
     if flag(&j.summary) || flag(&j.summary_per_domain) {

@@ -15,6 +15,7 @@ use serde::de::{self, IgnoredAny, IntoDeserializer, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::de::Spanned;
+use crate::plan::sink::csv::AgentIndex;
 use crate::sdk::{PcSamplingMethod, PcSamplingUnit};
 
 /// An option as written, with its place in the file.
@@ -131,7 +132,9 @@ pub struct Job {
     #[serde(alias = "list_metrics")]
     pub list_avail: Opt<bool>,
     pub group_by_queue: Opt<bool>,
-    pub agent_index: Opt<Any>,
+    /// rocprofv3 reads `agent_index`; one of AMD's own inputs writes it with a dash.
+    #[serde(alias = "agent-index")]
+    pub agent_index: Opt<AgentIndex>,
     pub log_level: Opt<String>,
     pub preload: Opt<OneOrMany<String>>,
     #[serde(alias = "disable-signal-handlers")]
@@ -349,7 +352,6 @@ impl Job {
             perfetto_shmem_size_hint => NO_PERFETTO_SDK,
             list_avail => RUN_OPTION,
             group_by_queue => "rocflow has no option to show HIP streams in place of HSA queues",
-            agent_index => "rocflow numbers agents one way only",
             log_level => RUN_OPTION,
             preload => RUN_OPTION,
             profile_mpi_ranks => RUN_OPTION,

@@ -51,9 +51,11 @@ fn open_at(plan: &SinkPlan, path: PathBuf) -> Result<Box<dyn Sink>, SinkError> {
     Ok(match &plan.writer {
         Writer::Builtin(Format::Csv(options)) => match options.flavour {
             Flavour::Rocflow => Box::new(csv::CsvSink::create(path)?),
-            Flavour::Rocprofv3 => {
-                Box::new(csv::rocprofv3::Rocprofv3Sink::create(path, &plan.kinds)?)
-            }
+            Flavour::Rocprofv3(options) => Box::new(csv::rocprofv3::Rocprofv3Sink::create(
+                path,
+                &plan.kinds,
+                options,
+            )?),
         },
         Writer::Builtin(Format::Perfetto(options)) => {
             Box::new(perfetto::PerfettoSink::create(options, path)?)

@@ -1,6 +1,10 @@
-//! `<pid>_agent_info.csv`: each agent's `rocprofiler_agent_v0_t` in rocprofv3's columns.
+//! `PREFIX_agent_info.csv`: each agent's `rocprofiler_agent_v0_t` in rocprofv3's columns.
+//! rocprofv3 writes the same columns whatever `--agent-index` says.
+
+use std::collections::BTreeSet;
 
 use crate::catalog::StreamMeta;
+use crate::record::Agent;
 use crate::sink::rocpd::extdata::AgentRecord;
 
 use super::format::Line;
@@ -62,30 +66,41 @@ pub(super) const AGENT_INFO: &[&str] = &[
     "Model_Name",
 ];
 
-/// The rows of `agent_info.csv`, by node id: each agent as the rocpd sink describes it in
-/// full (`rocprofiler_agent_v0_t`), in rocprofv3's columns.
-pub(super) fn agent_rows(meta: &StreamMeta) -> Vec<u8> {
-    let mut agents: Vec<_> = meta.agents.iter().collect();
-    agents.sort_by_key(|a| a.node_id);
-    let mut out = Vec::new();
+/// The rows of `agent_info.csv` of the agents of every process in `metas`, by node id; an
+/// agent that two processes (of one node) describe alike is written once. Each agent is
+/// as the rocpd sink describes it in full (`rocprofiler_agent_v0_t`), in rocprofv3's
+/// columns.
+pub(super) fn agent_rows<'a>(metas: impl Iterator<Item = &'a StreamMeta>) -> Vec<u8> {
+    let mut rows: Vec<(u32, Vec<u8>)> = Vec::new();
     let mut line = Line::default();
-    for a in agents {
-        let type_index = meta
-            .agents
-            .iter()
-            .filter(|b| b.agent_type == a.agent_type && b.index < a.index)
-            .count() as u32;
-        let record =
-            serde_json::to_value(AgentRecord::new(a, type_index)).expect("agent records serialize");
-        for column in AGENT_INFO {
-            match agent_field(&record, column) {
-                serde_json::Value::String(s) => line.text(&s),
-                value => line.int(value.as_u64().unwrap_or_default()),
-            };
+    for meta in metas {
+        for a in &meta.agents {
+            let record = AgentRecord::new(a, type_index(meta, a));
+            let record = serde_json::to_value(record).expect("agent records serialize");
+            for column in AGENT_INFO {
+                match agent_field(&record, column) {
+                    serde_json::Value::String(s) => line.text(&s),
+                    value => line.int(value.as_u64().unwrap_or_default()),
+                };
+            }
+            let mut row = Vec::new();
+            line.end(&mut row);
+            rows.push((a.node_id, row));
         }
-        line.end(&mut out);
     }
-    out
+    rows.sort();
+    rows.dedup();
+    rows.into_iter().flat_map(|(_, row)| row).collect()
+}
+
+/// The index of `agent` among the agents of its type that its process sees, in the
+/// order of rocflow's indices (the SDK's): the SDK's `logical_node_type_id`.
+pub(super) fn type_index(meta: &StreamMeta, agent: &Agent) -> u32 {
+    let below: BTreeSet<u32> = (meta.agents.iter())
+        .filter(|b| b.agent_type == agent.agent_type && b.index < agent.index)
+        .map(|b| b.index)
+        .collect();
+    below.len() as u32
 }
 
 /// The value of an `agent_info.csv` column in an agent's record: the field of the

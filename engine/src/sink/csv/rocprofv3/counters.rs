@@ -1,9 +1,10 @@
-//! `<pid>_counter_collection.csv`: a row per dispatch and counter, written when the run
+//! `PREFIX_counter_collection.csv`: a row per dispatch and counter, written when the run
 //! ends, the counter's instances summed.
 
 use std::collections::BTreeMap;
 
 use crate::catalog::StreamMeta;
+use crate::plan::sink::csv::AgentIndex;
 use crate::record::{CounterSample, KernelDispatch};
 
 use super::format::Line;
@@ -34,6 +35,7 @@ pub(super) fn counter_rows(
     dispatch_id: u64,
     counted: &Counted,
     dispatch: Option<&KernelDispatch>,
+    agent_index: AgentIndex,
     out: &mut Vec<u8>,
 ) {
     let d = dispatch.copied().unwrap_or_default();
@@ -47,7 +49,7 @@ pub(super) fn counter_rows(
     for (&counter, &value) in &counted.values {
         line.int(d.correlation_id)
             .int(dispatch_id)
-            .agent(meta, counted.agent)
+            .agent(meta, counted.agent, agent_index)
             .int(d.queue)
             .int(pid)
             .int(d.tid)

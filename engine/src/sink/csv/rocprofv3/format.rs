@@ -4,7 +4,10 @@
 use std::fmt;
 use std::io::Write;
 
+use super::agent_info::type_index;
 use crate::catalog::StreamMeta;
+use crate::plan::sink::csv::AgentIndex;
+use crate::sdk::AgentType;
 use crate::sink::csv::push_int;
 
 /// A line of a rocprofv3 CSV file being formatted.
@@ -86,7 +89,9 @@ impl Line {
     /// `digits` decimals: C++'s `std::fixed` and `std::scientific`.
     fn fraction(&mut self, v: f64, fixed: bool, decimals: usize, digits: usize) -> &mut Line {
         self.separate();
-        let text = if fixed {
+        let text = if !v.is_finite() {
+            not_finite(v).to_owned()
+        } else if fixed {
             format!("{v:.decimals$}")
         } else {
             scientific(v, digits)
@@ -95,13 +100,27 @@ impl Line {
         self
     }
 
-    /// `"Agent N"`: an agent as rocprofv3's traces name it, N its logical node id
-    /// (rocprofv3's default, `--agent-index relative`).
-    pub fn agent(&mut self, meta: &StreamMeta, index: u32) -> &mut Line {
+    /// An agent as rocprofv3's columns name it in the `form` its `--agent-index` says:
+    /// `"Agent 2"` by node id or logical node id, `"GPU 0"` by its index among the agents
+    /// of its type. An agent the process did not describe goes by rocflow's index.
+    pub fn agent(&mut self, meta: &StreamMeta, index: u32, form: AgentIndex) -> &mut Line {
         let agent = meta.agents.iter().find(|a| a.index == index);
-        let number = agent.map_or(index, |a| a.logical_node_id);
+        let (label, number) = match (agent, form) {
+            (None, _) => ("Agent", index),
+            (Some(a), AgentIndex::Absolute) => ("Agent", a.node_id),
+            (Some(a), AgentIndex::Relative) => ("Agent", a.logical_node_id),
+            (Some(a), AgentIndex::TypeRelative) => {
+                let label = match a.agent_type {
+                    AgentType::Cpu => "CPU",
+                    AgentType::Gpu => "GPU",
+                };
+                (label, type_index(meta, a))
+            }
+        };
         self.separate();
-        self.bytes.extend_from_slice(b"\"Agent ");
+        self.bytes.push(b'"');
+        self.bytes.extend_from_slice(label.as_bytes());
+        self.bytes.push(b' ');
         push_int(&mut self.bytes, number.into());
         self.bytes.push(b'"');
         self
@@ -112,6 +131,17 @@ impl Line {
         self.bytes.push(b'\n');
         out.extend_from_slice(&self.bytes);
         self.bytes.clear();
+    }
+}
+
+/// A number that is not finite as C++'s streams write it: a percentage of a total of 0 ns
+/// (every call of a table took no time) is `0/0`.
+fn not_finite(v: f64) -> &'static str {
+    match (v.is_nan(), v.is_sign_negative()) {
+        (true, false) => "nan",
+        (true, true) => "-nan",
+        (false, false) => "inf",
+        (false, true) => "-inf",
     }
 }
 
@@ -154,5 +184,10 @@ mod tests {
              45.68,0.5000,1.000e-03,\"a \"\"b\"\"\",\"0x0000000000000abc\",\"c\"\"\",18446744073709551615\n"
         );
         assert_eq!(scientific(1.5e-120, 3), "1.500e-120");
+        let mut line = Line::default();
+        line.percent(f64::NAN).stat(-f64::NAN).float(f64::INFINITY);
+        let mut out = Vec::new();
+        line.end(&mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), "nan,-nan,inf\n");
     }
 }

@@ -1,4 +1,4 @@
-//! The statistics files, `<pid>_kernel_stats.csv`, … and `<pid>_domain_stats.csv`: a
+//! The statistics files, `PREFIX_kernel_stats.csv`, … and `PREFIX_domain_stats.csv`: a
 //! row per name, the longest total first.
 
 use std::collections::{BTreeMap, HashMap};

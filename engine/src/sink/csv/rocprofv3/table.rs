@@ -5,7 +5,7 @@ use crate::sdk::Domain;
 
 use super::agent_info::AGENT_INFO;
 
-/// One of rocprofv3's CSV files: its name after `<pid>_`, and its columns.
+/// One of rocprofv3's CSV files: its name after `PREFIX_`, and its columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Table {
     KernelTrace,
@@ -62,7 +62,7 @@ pub const STATS: &[&str] = &[
 ];
 
 impl Table {
-    /// The file's name after `<pid>_`, without `.csv`.
+    /// The file's name after `PREFIX_`, without `.csv`.
     pub fn name(self) -> &'static str {
         match self {
             Table::KernelTrace => "kernel_trace",

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
 use crate::catalog::StreamMeta;
+use crate::plan::sink::csv::AgentIndex;
 use crate::record::{
     ApiCall, KernelDispatch, Marker, MemoryAllocation, MemoryCopy, PcSample, ScratchMemory,
 };
@@ -87,6 +88,7 @@ fn operation_name(domain: Domain, id: i32) -> &'static str {
 pub(super) struct Rows<'a> {
     pub(super) meta: &'a StreamMeta,
     pub(super) pid: u32,
+    pub(super) agent_index: AgentIndex,
     pub(super) out: BTreeMap<Table, Vec<u8>>,
     pub(super) stats: &'a mut Statistics,
     pub(super) line: Line,
@@ -116,7 +118,7 @@ impl Rows<'_> {
         let sgprs = symbol.map_or(r.sgpr_count, |k| k.sgpr_count);
         self.line
             .text(kind_name(Domain::KernelDispatch))
-            .agent(meta, r.agent)
+            .agent(meta, r.agent, self.agent_index)
             .int(r.queue)
             .int(0)
             .int(r.tid)
@@ -222,8 +224,8 @@ impl Rows<'_> {
             .text(kind_name(Domain::MemoryCopy))
             .text(direction)
             .int(0)
-            .agent(self.meta, r.src_agent)
-            .agent(self.meta, r.dst_agent)
+            .agent(self.meta, r.src_agent, self.agent_index)
+            .agent(self.meta, r.dst_agent, self.agent_index)
             .int(r.correlation_id)
             .int(r.start_ns)
             .int(r.end_ns);
@@ -238,7 +240,7 @@ impl Rows<'_> {
             .text(operation);
         // Frees carry no agent.
         if operation.ends_with("ALLOCATE") {
-            self.line.agent(self.meta, r.agent);
+            self.line.agent(self.meta, r.agent, self.agent_index);
         } else {
             self.line.text("");
         }
@@ -258,7 +260,7 @@ impl Rows<'_> {
         self.line
             .text(kind_name(Domain::ScratchMemory))
             .text(operation)
-            .agent(self.meta, r.agent)
+            .agent(self.meta, r.agent, self.agent_index)
             .int(r.queue)
             .int(r.tid)
             .int(r.flags)
