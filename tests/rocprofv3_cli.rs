@@ -386,7 +386,7 @@ const LINES: &[Line] = &[
             "-o",
             "out",
         ],
-        inputs: &[("input.txt", "pmc: SQ_WAVES\npmc: GRBM_COUNT\n")],
+        inputs: &[("input.txt", "pmc: SQ_WAVES\npmc: SQ_INSTS_SALU\n")],
         env: &[],
         files: &[
             "sleep_0.1-cc/pmc_1/out_agent_info.csv",
@@ -411,7 +411,7 @@ const LINES: &[Line] = &[
         ],
         inputs: &[(
             "input.json",
-            r#"{"jobs": [{"pmc": ["SQ_WAVES", "GRBM_COUNT"]}, {"pmc": ["GRBM_GUI_ACTIVE"]}]}"#,
+            r#"{"jobs": [{"pmc": ["SQ_WAVES", "SQ_INSTS_SALU"]}, {"pmc": ["GRBM_GUI_ACTIVE"]}]}"#,
         )],
         env: &[],
         files: &[
@@ -435,7 +435,7 @@ const LINES: &[Line] = &[
         ],
         inputs: &[(
             "input.yml",
-            "jobs:\n  - pmc: [SQ_WAVES, GRBM_COUNT]\n  - pmc: [GRBM_GUI_ACTIVE]\n",
+            "jobs:\n  - pmc: [SQ_WAVES, SQ_INSTS_SALU]\n  - pmc: [GRBM_GUI_ACTIVE]\n",
         )],
         env: &[],
         files: &[
@@ -505,7 +505,7 @@ const LINES: &[Line] = &[
         ],
         inputs: &[(
             "input.json",
-            r#"{"jobs": [{"pmc_groups": [["SQ_WAVES", "GRBM_COUNT"], ["GRBM_GUI_ACTIVE"]], "pmc_group_interval": 1}]}"#,
+            r#"{"jobs": [{"pmc_groups": [["SQ_WAVES", "SQ_INSTS_SALU"], ["GRBM_GUI_ACTIVE"]], "pmc_group_interval": 1}]}"#,
         )],
         env: &[],
         files: &[
@@ -716,7 +716,7 @@ const LINES: &[Line] = &[
         ],
         inputs: &[(
             "input.txt",
-            "pmc: GRBM_COUNT\npmc: SQ_WAVES   SQ_INSTS_VALU # two\n",
+            "pmc: SQ_INSTS_SALU\npmc: SQ_WAVES   SQ_INSTS_VALU # two\n",
         )],
         env: &[],
         files: &[
@@ -740,7 +740,7 @@ const LINES: &[Line] = &[
             "--sys-trace",
             "--kernel-rename",
             "--pmc",
-            "GRBM_COUNT",
+            "SQ_INSTS_SALU",
             "-d",
             "cc_trace",
             "-o",
@@ -907,7 +907,7 @@ const LINES: &[Line] = &[
         args: &[
             "--pmc",
             "SQ_WAVES",
-            "GRBM_COUNT",
+            "SQ_INSTS_SALU",
             "GRBM_GUI_ACTIVE",
             "--output-format",
             "csv",
@@ -1122,4 +1122,217 @@ fn the_rocprofv3_page_says_what_every_option_becomes() {
         missing.is_empty(),
         "docs/rocprofv3.md does not say what these become: {missing:?}"
     );
+}
+
+/// AMD's rocprofv3 test inputs (`tests/rocprofv3/**/input*`), their keys and values
+/// rewritten here: each imports as it is, and runs on the simulated device with the
+/// counters and kernels it names that the simulated GPU lacks replaced by ones it has
+/// ([`ON_THE_SIMULATED_GPU`]).
+const INPUTS: &[(&str, &str)] = &[
+    (
+        "aborted-app/input.json",
+        r#"{"jobs": [{"kernel_include_regex": "addition", "kernel_exclude_regex": "subtract", "hip_runtime_trace": true, "kernel_trace": true, "output_file": "out", "output_format": ["csv", "json", "pftrace"], "truncate_kernels": true}]}"#,
+    ),
+    (
+        "agent-index/input_absolute_agent_index.yaml",
+        "jobs:\n  - output_file: out\n    output_format: [csv, json]\n    sys_trace: True\n    agent_index: absolute\n",
+    ),
+    (
+        "agent-index/input_relative_agent_index.yaml",
+        "jobs:\n  - output_file: out\n    output_format: [csv]\n    sys_trace: True\n    agent_index: relative\n",
+    ),
+    (
+        "agent-index/input_type_relative_agent_index.yaml",
+        "jobs:\n  - output_file: out\n    output_format: [csv]\n    sys_trace: True\n    agent_index: type-relative\n",
+    ),
+    (
+        "conversion-script/input.txt",
+        "# header\npmc: SQ_WAVES\npmc: GRBM_GUI_ACTIVE\n",
+    ),
+    ("counter-collection/input1/input.txt", "pmc: SQ_WAVES\n"),
+    (
+        "counter-collection/input2/input.txt",
+        "pmc: SQ_WAVES\npmc: GRBM_COUNT\n",
+    ),
+    (
+        "counter-collection/input3/input.json",
+        r#"{"jobs": [{"pmc": ["SQ_WAVES", "GRBM_COUNT"]}, {"pmc": ["GRBM_GUI_ACTIVE"]}]}"#,
+    ),
+    (
+        "counter-collection/input3/input.yml",
+        "jobs:\n  - pmc: [SQ_WAVES, GRBM_COUNT]\n  - pmc: [GRBM_GUI_ACTIVE]\n",
+    ),
+    (
+        "counter-collection/kernel_filtering/input.json",
+        r#"{"jobs": [
+        {"pmc": ["SQ_WAVES"], "kernel_include_regex": ".*", "kernel_exclude_regex": "multiply", "kernel_iteration_range": "[1-2]", "output_file": "out", "output_format": ["csv", "json"], "truncate_kernels": true},
+        {"pmc": ["SQ_WAVES"], "kernel_include_regex": ".*", "kernel_iteration_range": "[2-3]", "output_file": "out", "output_format": ["csv", "json"], "truncate_kernels": true},
+        {"pmc": ["SQ_WAVES"], "kernel_include_regex": ".*", "kernel_exclude_regex": "", "output_file": "out", "output_format": ["csv", "json"], "truncate_kernels": true},
+        {"pmc": ["SQ_WAVES"], "kernel_include_regex": "divide", "kernel_exclude_regex": "", "output_file": "out", "output_format": ["csv", "json"], "truncate_kernels": true}]}"#,
+    ),
+    (
+        "counter-collection/kernel_filtering/input.txt",
+        "pmc: SQ_WAVES\n",
+    ),
+    (
+        "counter-collection/kernel_filtering/input.yml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    kernel_include_regex: \".*\"\n    kernel_exclude_regex: multiply\n    kernel_iteration_range: [\"[1-2]\", \"[3-4]\", \"[5-6]\"]\n  - pmc: [SQ_WAVES]\n    kernel_include_regex: \".*\"\n    kernel_iteration_range: \"[2-3]\"\n  - pmc: [SQ_WAVES]\n    kernel_include_regex: \".*\"\n    kernel_exclude_regex: \"\"\n  - pmc: [SQ_WAVES]\n    kernel_include_regex: divide\n    kernel_exclude_regex: \"\"\n",
+    ),
+    (
+        "counter-collection/list_metrics/input.json",
+        r#"{"jobs": [{"list_avail": true}]}"#,
+    ),
+    (
+        "counter-collection/multiplex/input.json",
+        r#"{"jobs": [{"pmc_groups": [["SQ_WAVES", "GRBM_COUNT"], ["GRBM_GUI_ACTIVE"]], "pmc_group_interval": 1}]}"#,
+    ),
+    (
+        "counter-collection/multiplex/input.yml",
+        "jobs:\n  - pmc_groups:\n      - [SQ_WAVES, GRBM_COUNT]\n      - [GRBM_GUI_ACTIVE]\n    pmc_group_interval: 1\n",
+    ),
+    (
+        "counter-collection/range_filtering/input_range.json",
+        r#"{"jobs": [
+        {"pmc": ["SQ_WAVES"], "output_file": "out", "truncate_kernels": true, "kernel_trace": true, "output_format": ["json"], "kernel_iteration_range": "[1, 3, 5, [8-12]]", "kernel_include_regex": "transpose"},
+        {"pmc": ["SQ_WAVES"], "output_file": "out", "truncate_kernels": true, "kernel_trace": true, "output_format": ["json"], "kernel_iteration_range": "[11-14], [4-5]"},
+        {"pmc": ["SQ_WAVES"], "output_file": "out", "truncate_kernels": true, "kernel_trace": true, "output_format": ["json"], "kernel_iteration_range": "[[3-6], 1, 13]"}]}"#,
+    ),
+    (
+        "counter-collection/extra_counters/input.txt",
+        "pmc: TEST_YAML_LOAD\n",
+    ),
+    (
+        "kernel-rename/input-kernel-rename.yml",
+        "jobs:\n  - mangled_kernels: True\n    sys_trace: False\n    hsa_trace: False\n    hsa_core_trace: True\n    hsa_amd_trace: False\n    hip_compiler_trace: False\n    hip_runtime_trace: True\n    kernel_trace: True\n    memory_copy_trace: True\n    marker_trace: False\n    output_directory: \"%argt%-trace-inp-yaml\"\n    output_file: out\n    output_format: [pftrace, json, otf2]\n    log_level: env\n    kernel_rename: True\n    perfetto_shmem_size_hint: 128\n    perfetto_buffer_size: 2048000\n    perfetto_buffer_fill_policy: ring_buffer\n    perfetto_backend: inprocess\n",
+    ),
+    (
+        "minimum-bytes/input.json",
+        r#"{"jobs": [{"runtime_trace": true, "minimum_output_data": 1000000}]}"#,
+    ),
+    (
+        "negate-aggregate-tracing-options/input-negate-aggregate-tracing-options.yml",
+        "jobs:\n  - echo: True\n    runtime_trace: True\n    hip_trace: True\n    hsa_trace: True\n    summary: True\n    log_level: \"info\"\n    output_file: \"out\"\n    marker_trace: False\n    kernel_trace: False\n    memory_copy_trace: False\n    memory_allocation_trace: False\n    scratch_memory_trace: False\n    rccl_trace: False\n    kokkos_trace: False\n    rocdecode_trace: False\n    rocjpeg_trace: False\n    hip_runtime_trace: False\n    hip_compiler_trace: False\n    hsa_core_trace: False\n    hsa_amd_trace: False\n    hsa_image_trace: False\n    hsa_finalizer_trace: False\n    advanced_thread_trace: False\n    kernel_rename: False\n",
+    ),
+    (
+        "pc-sampling/host-trap/exec-mask-manipulation/input.json",
+        r#"{"jobs": [{"pc_sampling_unit": "time", "pc_sampling_method": "host_trap", "pc_sampling_interval": 1, "output_file": "out", "output_format": ["csv", "json"]}]}"#,
+    ),
+    (
+        "pc-sampling/host-trap/exec-mask-manipulation/input.yml",
+        "jobs:\n  - pc_sampling_unit: time\n    pc_sampling_method: host_trap\n    pc_sampling_interval: 1\n",
+    ),
+    (
+        "pc-sampling/host-trap/transpose-multiple-agents/input.json",
+        r#"{"jobs": [{"kernel_trace": true, "pc_sampling_unit": "time", "pc_sampling_method": "host_trap", "pc_sampling_interval": 1, "output_file": "out", "output_format": ["csv"], "agent_index": "type-relative"}]}"#,
+    ),
+    (
+        "pc-sampling/host-trap/transpose-multiple-agents/input.yml",
+        "jobs:\n  - kernel_trace: true\n    pc_sampling_unit: time\n    pc_sampling_method: host_trap\n    pc_sampling_interval: 1\n    agent-index: relative\n",
+    ),
+    (
+        "pc-sampling/stochastic/exec-mask-manipulation/input.json",
+        r#"{"jobs": [{"pc_sampling_unit": "cycles", "pc_sampling_method": "stochastic", "pc_sampling_interval": 1048576, "output_file": "out", "output_format": ["csv", "json"]}]}"#,
+    ),
+    (
+        "pc-sampling/stochastic/exec-mask-manipulation/input.yml",
+        "jobs:\n  - pc_sampling_unit: cycles\n    pc_sampling_method: stochastic\n    pc_sampling_interval: 1048576\n    output_file: out\n    output_format: [csv, json]\n",
+    ),
+    (
+        "pc-sampling/stochastic/transpose-multiple-agents/input.json",
+        r#"{"jobs": [{"kernel_trace": true, "pc_sampling_unit": "cycles", "pc_sampling_method": "stochastic", "pc_sampling_interval": 1048576, "output_file": "out", "output_format": ["csv", "json"]}]}"#,
+    ),
+    (
+        "pc-sampling/stochastic/transpose-multiple-agents/input.yml",
+        "jobs:\n  - kernel_trace: true\n    pc_sampling_unit: cycles\n    pc_sampling_method: stochastic\n    pc_sampling_interval: 1048576\n    output_file: out\n    output_format: [csv, json]\n",
+    ),
+    (
+        "roctracer-roctx/roctracer-roctx-input.yml",
+        "jobs:\n  - hsa_trace: False\n    hip_trace: False\n    kernel_trace: True\n    memory_copy_trace: True\n    marker_trace: True\n    output_directory: roctracer-roctx-trace\n    output_file: out\n    output_format: [pftrace, json, otf2]\n    log_level: env\n    kernel_rename: False\n",
+    ),
+    (
+        "summary/input-summary.yaml",
+        "jobs:\n  - output_directory: \"%env{ARBITRARY_ENV_VARIABLE}%\"\n    output_file: out\n    output_format: [pftrace, json, otf2]\n    log_level: env\n    runtime_trace: True\n    kernel_rename: True\n    summary: True\n    summary_per_domain: True\n    summary_groups: [\"KERNEL_DISPATCH|MEMORY_COPY\"]\n    summary_output_file: \"summary\"\n",
+    ),
+    (
+        "tracing-plus-counter-collection/input.txt",
+        "# passes\npmc: GRBM_COUNT\npmc: GRBM_GUI_ACTIVE\npmc: TA_BUSY_avr\npmc: SQ_WAVES  SQ_CYCLES:device=16384   SQ_BUSY_CYCLES:device=65536\n",
+    ),
+    (
+        "tracing/input_systrace.json",
+        r#"{"jobs": [{"sys_trace": true, "output_file": "json-input/out", "output_format": ["csv", "json", "pftrace", "rocpd"]}]}"#,
+    ),
+    (
+        "tracing/input_trace.json",
+        r#"{"jobs": [{"hsa_trace": true, "kernel_trace": true, "memory_copy_trace": true, "marker_trace": true, "output_file": "json-input/out", "output_format": ["csv", "json", "pftrace", "rocpd"]}]}"#,
+    ),
+    (
+        "advanced-thread-trace/att_input.json",
+        r#"{"jobs": [{"kernel_include_regex": "copyD", "kernel_exclude_regex": "", "output_file": "out", "output_format": ["json"], "truncate_kernels": true, "advanced_thread_trace": true, "att_target_cu": 1, "att_shader_engine_mask": "0x11", "att_simd_select": "0x3", "att_buffer_size": "0x6000000", "att_perfcounters": "SQ_WAVES:0x1 SQ_INSTS_VALU:0x3 SQ_INSTS_SALU", "att_perfcounter_ctrl": 3}]}"#,
+    ),
+    (
+        "advanced-thread-trace/att_input.yml",
+        "jobs:\n  - advanced_thread_trace: True\n    att_library_path: [/opt/rocm/lib, /usr/lib]\n  - advanced_thread_trace: True\n    att_library_path: [/opt/rocm/lib]\n",
+    ),
+];
+
+/// What the simulated GPU has in place of what AMD's inputs name: counters of another
+/// GPU, and the kernels of AMD's test applications.
+const ON_THE_SIMULATED_GPU: &[(&str, &str)] = &[
+    ("GRBM_COUNT", "SQ_INSTS_SALU"),
+    ("TA_BUSY_avr", "TCC_HIT"),
+    ("TEST_YAML_LOAD", "SQ_INSTS_VALU"),
+    ("SQ_CYCLES:device=16384", "TCC_MISS"),
+    ("SQ_BUSY_CYCLES:device=65536", "SQ_INSTS_LDS"),
+    ("divide", "reduce"),
+    ("transpose", "smooth"),
+];
+
+/// What a run of an input does where it does not write rocprofv3's files: rocflow has no
+/// thread trace, and a job that enables nothing collects nothing.
+fn run_fails(name: &str) -> Option<&'static str> {
+    match name {
+        n if n.starts_with("advanced-thread-trace") => {
+            Some("is not converted: rocflow does not collect thread traces")
+        }
+        n if n.starts_with("negate-aggregate") => Some("enables no tracing"),
+        _ => None,
+    }
+}
+
+#[test]
+fn every_input_of_amds_tests_imports_and_runs() {
+    assert!(INPUTS.len() >= 32, "{} inputs", INPUTS.len());
+    let mut failures = Vec::new();
+    for (name, text_of) in INPUTS {
+        let dir = tempfile::tempdir().unwrap();
+        let file = name.rsplit('/').next().unwrap();
+        std::fs::write(dir.path().join(file), text_of).unwrap();
+        let import = support::rocflow(
+            &["import-rocprofv3", file, "--split", "-o", "pipelines"],
+            dir.path(),
+            &[],
+        );
+        if !import.status.success() {
+            failures.push(format!("{name}: import failed\n{}", text(&import.stderr)));
+        }
+        let mut sim = text_of.to_string();
+        for (theirs, ours) in ON_THE_SIMULATED_GPU {
+            sim = sim.replace(theirs, ours);
+        }
+        std::fs::write(dir.path().join(file), sim).unwrap();
+        let args = [&["run", "--device", "sim", "-i", file, "--"][..], APP].concat();
+        let mut command = rocflow_command(&args, dir.path(), &[]);
+        command.env("ARBITRARY_ENV_VARIABLE", "%tag%-trace-inp-yaml");
+        let run = command.output().unwrap();
+        let stderr = text(&run.stderr);
+        match (run_fails(name), run.status.success()) {
+            (None, false) => failures.push(format!("{name}: run failed\n{stderr}")),
+            (Some(why), true) => failures.push(format!("{name}: ran, but should say `{why}`")),
+            (Some(why), false) if !stderr.contains(why) => {
+                failures.push(format!("{name}: failed without saying `{why}`\n{stderr}"))
+            }
+            _ => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

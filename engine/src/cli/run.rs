@@ -155,6 +155,10 @@ fn launch(args: &RunArgs, planned: &Planned, sdk: Option<Sdk>, instant: bool) ->
     if launch.list_avail {
         let agents = super::device::list(&args.device, true)?;
         super::stdio::print(&crate::device::render(&agents))?;
+        // A job that only lists, as rocprofv3's `-L`, runs the application as it is.
+        if planned.plan.contexts.is_empty() {
+            return unprofiled(&args.command, &launch.env());
+        }
     }
     if let Some(rank) = launch.skips(|name| std::env::var(name).ok()) {
         messages::note(format_args!(

@@ -24,6 +24,7 @@ use crate::pipeline::model::{
 use crate::pipeline::name_of;
 use crate::plan::PostStep;
 use crate::plan::sink::csv::{Flavour, Options as CsvOptions, Rocprofv3 as Rocprofv3Csv};
+use crate::plan::sink::otf2::{Layout as Otf2Layout, Options as Otf2Options};
 use crate::plan::sink::{Format, SinkKind};
 use crate::record::RecordKind;
 use crate::sdk::{Domain, PcSamplingMethod};
@@ -39,8 +40,9 @@ pub struct Layout {
     pub noun: &'static str,
     /// And more than one of them.
     pub nouns: &'static str,
-    /// rocprofv3's output subdirectory prefix for them: `pass_` or `pmc_`.
-    pub subdirectory: &'static str,
+    /// rocprofv3's output subdirectory prefix for them: `pass_` or `pmc_` for an input
+    /// file's, none for the command line's one job.
+    pub subdirectory: Option<&'static str>,
 }
 
 /// One pipeline of the conversion: a job, or one counter group of a job.
@@ -223,11 +225,29 @@ impl Converter<'_> {
                 }
             },
         };
-        if settings.domains.is_empty() && !counts && settings.pc_sampling.is_none() {
-            self.warn(
+        let collects = !settings.domains.is_empty() || counts || settings.pc_sampling.is_some();
+        match self.purpose {
+            _ if collects => {}
+            // A run that lists what the GPUs offer needs nothing else, as rocprofv3's `-L`.
+            Purpose::Run(_) if !launch.list_avail => {
+                let hint = match flag(&j.advanced_thread_trace) {
+                    true => {
+                        "rocflow does not collect thread traces (ATT) yet: add a tracing option, `--pmc` or PC sampling"
+                    }
+                    false => {
+                        "add a tracing option (`--kernel-trace`, `--sys-trace`, …), `--pmc` or PC sampling"
+                    }
+                };
+                self.error(
+                    &job.span,
+                    "this job collects nothing: it enables no tracing, counters or PC sampling",
+                )
+                .hint = Some(hint.into());
+            }
+            _ => self.warn(
                 &job.span,
                 "this job enables no tracing, counters or PC sampling (rocprofv3 warns too)",
-            );
+            ),
         }
         // Shown in the order of the file.
         self.warnings
@@ -236,8 +256,9 @@ impl Converter<'_> {
         let number = place.number;
         // rocprofv3 gives a job its own directory when there are several, or when it counts.
         let has_pmc = j.pmc.as_ref().is_some_and(|p| !p.value.is_empty());
-        let subdirectory =
-            (place.several || has_pmc).then(|| format!("{}{number}", place.layout.subdirectory));
+        let subdirectory = (place.layout.subdirectory)
+            .filter(|_| place.several || has_pmc)
+            .map(|prefix| format!("{prefix}{number}"));
         let runs: Vec<(Option<usize>, Vec<String>)> = match counting {
             Counting::Run(counters) => vec![(None, counters)],
             Counting::Groups(groups) => (1..).map(Some).zip(groups).collect(),
@@ -720,6 +741,12 @@ fn pipeline(
             options: match kind {
                 SinkKind::Csv => Format::Csv(CsvOptions {
                     flavour: Flavour::Rocprofv3(s.csv),
+                })
+                .written(),
+                // `{prefix}_results.otf2`, `.def` and the directory, as rocprofv3 names them.
+                SinkKind::Otf2 => Format::Otf2(Otf2Options {
+                    layout: Otf2Layout::Archive,
+                    ..Otf2Options::default()
                 })
                 .written(),
                 _ => Default::default(),

@@ -226,7 +226,7 @@ struct Input {
 const JOBS: Layout = Layout {
     noun: "job",
     nouns: "jobs",
-    subdirectory: "pass_",
+    subdirectory: Some("pass_"),
 };
 
 /// The jobs of an input file, told apart by its extension as rocprofv3 does, with the
@@ -241,7 +241,10 @@ fn read(path: Option<&Path>, command_line: Option<CommandLine>) -> Result<Input,
         return Ok(Input {
             origin,
             jobs: Spanned::new(vec![Spanned::new(job, span.clone())], span),
-            layout: JOBS,
+            layout: Layout {
+                subdirectory: None,
+                ..JOBS
+            },
             warnings: Vec::new(),
         });
     };
@@ -286,7 +289,7 @@ fn read(path: Option<&Path>, command_line: Option<CommandLine>) -> Result<Input,
                 layout: Layout {
                     noun: "pass",
                     nouns: "passes",
-                    subdirectory: "pmc_",
+                    subdirectory: Some("pmc_"),
                 },
                 warnings,
             })

@@ -66,7 +66,7 @@ fn open_at(plan: &SinkPlan, path: PathBuf) -> Result<Box<dyn Sink>, SinkError> {
         Writer::Builtin(Format::Rocpd(_)) => {
             unreachable!("rocpd maps processes to databases itself")
         }
-        Writer::Builtin(Format::Otf2(_)) => Box::new(otf2::Otf2Sink::create(path)?),
+        Writer::Builtin(Format::Otf2(options)) => Box::new(otf2::Otf2Sink::create(options, path)?),
         Writer::Plugin { plugin, options } => {
             let plugin = Plugin::load(&plugin.library)?;
             Box::new(PluginSink::open(plugin, options, &path)?)

@@ -2,7 +2,8 @@
 //! reference OTF2 library (3.0 or later, loaded at run time; see [`ffi`]).
 //!
 //! The sink's path is a directory holding the archive: `traces.otf2` (the anchor file to
-//! open), `traces.def` and `traces/`. Host threads, GPU queues, copy engines and counters are
+//! open), `traces.def` and `traces/`; or, with `layout = "archive"`, the archive's own name
+//! (`PATH.otf2`, `PATH.def`, `PATH/`). Host threads, GPU queues, copy engines and counters are
 //! locations (see [`definitions`] for how they are grouped, [`events`] for what goes where,
 //! [`timeline`](super::timeline) for how order and nesting are kept); API functions, kernels, copies and
 //! marker ranges are regions entered and left; counters are metrics, one value per
@@ -28,11 +29,15 @@ use super::staging::Staging;
 use super::{Sink, SinkError};
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
+use crate::plan::sink::otf2::{Layout, Options};
 
 /// The archive's name within the sink's directory.
 const ARCHIVE: &str = "traces";
 
 pub struct Otf2Sink {
+    /// The archive's name; its files are the output when it is the path's own.
+    name: String,
+    layout: Layout,
     // Dropped in this order on failure: the archive closes before its files are removed.
     archive: Archive,
     /// Every location's events, until OTF2 writes them.
@@ -43,11 +48,20 @@ pub struct Otf2Sink {
 }
 
 impl Otf2Sink {
-    pub fn create(path: PathBuf) -> Result<Otf2Sink, SinkError> {
+    pub fn create(options: &Options, path: PathBuf) -> Result<Otf2Sink, SinkError> {
         let otf2 = Otf2::load()?;
+        let name = match options.layout {
+            Layout::Directory => ARCHIVE.to_owned(),
+            Layout::Archive => path.file_name().map_or_else(
+                || ARCHIVE.to_owned(),
+                |name| name.to_string_lossy().into_owned(),
+            ),
+        };
         let staging = Staging::create(path)?;
         Ok(Otf2Sink {
-            archive: Archive::create(otf2, staging.dir(), ARCHIVE)?,
+            archive: Archive::create(otf2, staging.dir(), &name)?,
+            name,
+            layout: options.layout,
             spill: Spill::create(staging.dir())
                 .map_err(SinkError::io("holding the OTF2 events back"))?,
             staging,
@@ -67,6 +81,8 @@ impl Sink for Otf2Sink {
 
     fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
         let Otf2Sink {
+            name,
+            layout,
             archive,
             spill,
             staging,
@@ -80,9 +96,20 @@ impl Sink for Otf2Sink {
         if logs.is_empty() {
             return Ok(Vec::new());
         }
-        let anchor = staging.target().join(format!("{ARCHIVE}.otf2"));
-        staging.commit(is_archive)?;
-        Ok(vec![anchor])
+        let anchor = format!("{name}.otf2");
+        match layout {
+            Layout::Directory => {
+                let anchor = staging.target().join(anchor);
+                staging.commit(is_archive)?;
+                Ok(vec![anchor])
+            }
+            Layout::Archive => {
+                let files = [anchor, format!("{name}.def"), name];
+                let mut paths = staging.commit_files(&files)?;
+                paths.truncate(1);
+                Ok(paths)
+            }
+        }
     }
 }
 
