@@ -1292,9 +1292,13 @@ const ON_THE_SIMULATED_GPU: &[(&str, &str)] = &[
 fn run_fails(name: &str) -> Option<&'static str> {
     match name {
         n if n.starts_with("advanced-thread-trace") => {
-            Some("is not converted: rocflow does not collect thread traces")
+            Some("rocflow does not collect thread traces (ATT) yet")
         }
-        n if n.starts_with("negate-aggregate") => Some("enables no tracing"),
+        n if n.starts_with("negate-aggregate") => Some("this job collects nothing"),
+        // As on an MI300X: the simulated gfx942 samples by host trap only.
+        n if n.starts_with("pc-sampling/stochastic") => {
+            Some("PC sampling Stochastic in Cycles is not supported on gfx942")
+        }
         _ => None,
     }
 }

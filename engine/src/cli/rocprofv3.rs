@@ -210,9 +210,13 @@ impl Given {
     /// Adds the options (but `-i`) to a job.
     pub fn add_to(&self, line: &mut CommandLine) {
         for (option, values) in self.given.iter().filter(|(o, _)| o.long != "input") {
-            let values = match (option.shape, values.as_slice()) {
-                (Shape::Flag, [value]) if value == "true" => &[][..],
-                _ => values,
+            let values: Vec<String> = match (option.shape, values.as_slice()) {
+                (Shape::Flag, [value]) if value == "true" => Vec::new(),
+                // rocprofv3 takes its choices in any case (`-f CSV JSON`).
+                _ if !option.choices.is_empty() => {
+                    values.iter().map(|v| v.to_ascii_lowercase()).collect()
+                }
+                _ => values.clone(),
             };
             line.add(
                 &format!("--{}", option.long),
