@@ -5,6 +5,7 @@ use std::fmt;
 use std::io::Write;
 
 use crate::catalog::StreamMeta;
+use crate::cformat::scientific;
 use crate::sink::csv::push_int;
 
 /// A line of a rocprofv3 CSV file being formatted.
@@ -115,18 +116,6 @@ impl Line {
     }
 }
 
-/// `v` as C++'s `std::scientific` with `digits` decimals writes it: `1.50000000e-05`, the
-/// exponent signed and of two digits at least.
-fn scientific(v: f64, digits: usize) -> String {
-    let text = format!("{v:.digits$e}");
-    let (mantissa, exponent) = text.split_once('e').expect("`e` formats have an exponent");
-    let (sign, magnitude) = match exponent.strip_prefix('-') {
-        Some(m) => ('-', m),
-        None => ('+', exponent),
-    };
-    format!("{mantissa}e{sign}{magnitude:0>2}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +142,5 @@ mod tests {
             "6144.000000,5.00000000e-01,0.00000000e+00,1234.500000,1.00000000e-03,\
              45.68,0.5000,1.000e-03,\"a \"\"b\"\"\",\"0x0000000000000abc\",\"c\"\"\",18446744073709551615\n"
         );
-        assert_eq!(scientific(1.5e-120, 3), "1.500e-120");
     }
 }
