@@ -30,6 +30,7 @@ mod rocpd;
 mod rocpd_bounds;
 mod rocpd_peer;
 mod rocpd_source;
+mod rocprofv3_summary;
 mod run;
 mod stages;
 mod structure;
