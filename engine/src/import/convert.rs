@@ -20,8 +20,8 @@ use crate::pipeline::model::{
     SinkType, Tracing,
 };
 use crate::pipeline::name_of;
-use crate::plan::PostStep;
 use crate::plan::sink::SinkKind;
+use crate::plan::{Destination, DomainTables, PostStep};
 use crate::record::RecordKind;
 use crate::sdk::{Domain, PcSamplingMethod};
 
@@ -117,7 +117,7 @@ struct Settings {
     period: Option<Period>,
     sinks: Vec<SinkKind>,
     outputs: Outputs,
-    summary_formats: Vec<String>,
+    summary: SummaryAsk,
     kernel_names: KernelNames,
 }
 
@@ -165,7 +165,7 @@ impl Converter<'_> {
             period: self.period(j),
             sinks: self.sinks(j),
             outputs: self.outputs(j),
-            summary_formats: summary_formats(j),
+            summary: self.summary(j),
             kernel_names: match flag(&j.kernel_rename) {
                 true => KernelNames::Renamed,
                 false => {
@@ -614,18 +614,12 @@ fn pipeline(
             options: Default::default(),
         })
         .collect();
-    let post = (!s.summary_formats.is_empty())
-        .then(|| Post {
+    let post = (s.summary.step(&prefix).into_iter())
+        .map(|step| Post {
             name: "summary".into(),
             required: false,
-            step: PostStep::Summary {
-                path: Some(format!("{prefix}_stats")),
-                top: None,
-                formats: s.summary_formats.clone(),
-                by: Vec::new(),
-            },
+            step,
         })
-        .into_iter()
         .collect();
     Pipeline {
         pipeline: Header {
@@ -646,17 +640,80 @@ fn owned_names(written: &[String]) -> Vec<String> {
     names.map(str::to_owned).collect()
 }
 
-/// What the summary step writes: CSV tables for `stats`, Markdown for `summary` (rocflow's
-/// summary is split by domain already, so `summary_per_domain` asks for the same).
-fn summary_formats(j: &Job) -> Vec<String> {
-    let mut formats = Vec::new();
-    if flag(&j.stats) {
-        formats.push("csv".to_owned());
+/// What a job asks of the summary step: CSV tables for `stats`; rocprofv3's summary
+/// tables for `summary`, `summary_per_domain` and `summary_groups`, in `summary_units`,
+/// to `summary_output_file`.
+struct SummaryAsk {
+    formats: Vec<String>,
+    domain_tables: Option<DomainTables>,
+}
+
+impl Converter<'_> {
+    fn summary(&mut self, j: &Job) -> SummaryAsk {
+        let groups: Vec<String> = j
+            .summary_groups
+            .as_ref()
+            .map_or(&[][..], |g| g.value.as_slice())
+            .to_vec();
+        if let Some(option) = &j.summary_groups {
+            for group in &groups {
+                if let Err(err) = DomainTables::group(group) {
+                    let reason = err.to_string();
+                    let reason = reason.lines().last().unwrap_or_default().trim();
+                    self.error(
+                        &option.span,
+                        format!("summary group `{group}` is not a regex rocflow reads: {reason}"),
+                    )
+                    .hint = Some(
+                        "rocflow's groups are Rust regexes: no look-around, no back-references"
+                            .into(),
+                    );
+                }
+            }
+        }
+        let asked = flag(&j.summary) || flag(&j.summary_per_domain) || !groups.is_empty();
+        SummaryAsk {
+            formats: flag(&j.stats)
+                .then(|| "csv".to_owned())
+                .into_iter()
+                .collect(),
+            domain_tables: asked.then(|| DomainTables {
+                all: flag(&j.summary),
+                per_domain: flag(&j.summary_per_domain),
+                groups,
+                units: j
+                    .summary_units
+                    .as_ref()
+                    .map(|u| u.value)
+                    .unwrap_or_default(),
+                output: (j.summary_output_file.as_ref())
+                    .map_or_else(Destination::default, |f| Destination::of(&f.value)),
+            }),
+        }
     }
-    if flag(&j.summary) || flag(&j.summary_per_domain) {
-        formats.push("md".to_owned());
+}
+
+impl SummaryAsk {
+    /// The summary step, writing under `prefix` where rocprofv3 writes: `stats` tables in
+    /// `{prefix}_stats`, a summary file `NAME` as `{prefix}_NAME.txt`; none when the job
+    /// asks for no summary.
+    fn step(&self, prefix: &str) -> Option<PostStep> {
+        if self.formats.is_empty() && self.domain_tables.is_none() {
+            return None;
+        }
+        let mut domain_tables = self.domain_tables.clone();
+        if let Some(Destination::File(name)) = domain_tables.as_mut().map(|t| &mut t.output) {
+            // rocprofv3 adds `.txt` to whatever name it is given.
+            *name = format!("{prefix}_{name}.txt");
+        }
+        Some(PostStep::Summary {
+            path: Some(format!("{prefix}_stats")),
+            top: None,
+            formats: Some(self.formats.clone()),
+            by: Vec::new(),
+            domain_tables,
+        })
     }
-    formats
 }
 
 /// A pipeline name from a file and pass name (letters, digits, `_`, `-`, `.`).
