@@ -184,6 +184,15 @@ fn domain_tables_hold_the_scenarios_truth_where_rocprofv3_puts_them() {
     assert_success(&run);
     // No files of rocflow's own summary: `formats = []`.
     assert!(!d.join("summary").exists());
+    // `explain` says which tables go where.
+    let explained = text(&rocflow(&["explain", "p.toml"], d, &[]).stdout);
+    assert!(
+        explained.contains(
+            "rocprofv3's tables per domain, of `KERNEL_DISPATCH|MEMORY_COPY`, of `.*_API`, \
+             of `SCRATCH.*`, of all domains in nsec -> out/{hostname}/summary.txt"
+        ),
+        "{explained}"
+    );
 
     let file = d.join(format!("out/{}/summary.txt", support::hostname()));
     let written = std::fs::read_to_string(&file).unwrap();
@@ -385,4 +394,28 @@ fn rocprofv3s_summary_input_imports_and_writes_its_file() {
         ]
     );
     assert!(!text(&run.stderr).contains("ROCPROFV3"));
+}
+
+#[test]
+fn bad_summary_keys_of_an_input_are_errors_at_their_place() {
+    // The regex at its option, as kernel regexes are; the unit at its value.
+    for (bad, says, column) in [
+        (
+            r#"summary_groups: ["KERNEL_DISPATCH", "(MEMORY_COPY"]"#,
+            "summary group `(MEMORY_COPY` is not a regex rocflow reads: unclosed group",
+            5,
+        ),
+        ("summary_units: minutes", "minutes", 20),
+    ] {
+        let input = format!("jobs:\n  - kernel_trace: true\n    summary: true\n    {bad}\n");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("in.yaml"), &input).unwrap();
+        let output = rocflow(
+            &["import-rocprofv3", "in.yaml", "-o", "p.toml"],
+            dir.path(),
+            &[],
+        );
+        assert_fails(&output, 2, &[says, &format!("in.yaml:4:{column}")]);
+        assert!(!dir.path().join("p.toml").exists());
+    }
 }
