@@ -344,6 +344,17 @@ fn outputs_where_rocprofv3_writes_them() {
             output: Destination::Stderr,
         })
     );
+    // With `summary`, `Stdout` in any case is stdout; else it names a file, beside the
+    // others, with rocprofv3's `.txt` after it. One group may be a single regex.
+    let tables = |stem: &str| summary(stem).unwrap().2.unwrap();
+    assert_eq!(tables("job-7").output, Destination::Stdout);
+    assert_eq!(tables("job-7").units, SummaryUnit::Msec);
+    assert_eq!(
+        tables("job-8").output,
+        Destination::File("pass_8/{hostname}/{pid}_Stdout.txt".into())
+    );
+    assert_eq!(tables("job-8").groups, [".*_API"]);
+    assert!(!tables("job-8").all && tables("job-8").per_domain);
     let stderr = text(&output.stderr);
     let input = std::fs::read_to_string(data("outputs.yaml")).unwrap();
     let line = line_of(&input, "output_format");

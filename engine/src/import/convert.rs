@@ -660,6 +660,7 @@ impl Converter<'_> {
                 if let Err(err) = DomainTables::group(group) {
                     let reason = err.to_string();
                     let reason = reason.lines().last().unwrap_or_default().trim();
+                    let reason = reason.strip_prefix("error: ").unwrap_or(reason);
                     self.error(
                         &option.span,
                         format!("summary group `{group}` is not a regex rocflow reads: {reason}"),
@@ -686,8 +687,12 @@ impl Converter<'_> {
                     .as_ref()
                     .map(|u| u.value)
                     .unwrap_or_default(),
-                output: (j.summary_output_file.as_ref())
-                    .map_or_else(Destination::default, |f| Destination::of(&f.value)),
+                output: (j.summary_output_file.as_ref()).map_or_else(Destination::default, |f| {
+                    // With `summary`, rocprofv3 reads `Stdout` and `Stderr` in any case.
+                    let lower = f.value.to_ascii_lowercase();
+                    let stream = flag(&j.summary) && matches!(lower.as_str(), "stdout" | "stderr");
+                    Destination::of(if stream { &lower } else { &f.value })
+                }),
             }),
         }
     }
