@@ -8,8 +8,8 @@ use std::process::Output;
 
 use rocflow::pipeline::model::KernelNames;
 use rocflow::pipeline::{Options, Override, compile_file};
-use rocflow::plan::PostStep;
 use rocflow::plan::{ContextPlan, Plan};
+use rocflow::plan::{Destination, DomainTables, PostStep, SummaryUnit};
 use rocflow::sdk::{PcSamplingMethod, PcSamplingUnit};
 use support::truth::Scenario;
 use support::{assert_fails, assert_says, assert_says_each, assert_success, rocflow, run_on, text};
@@ -309,9 +309,16 @@ fn outputs_where_rocprofv3_writes_them() {
     assert_eq!(plans["job-4"].params["job"], "job");
     let summary = |stem: &str| {
         plans[stem].posts.iter().find_map(|p| match &p.step {
-            PostStep::Summary { path, formats, .. } => {
-                Some((path.clone().unwrap(), formats.clone()))
-            }
+            PostStep::Summary {
+                path,
+                formats,
+                domain_tables,
+                ..
+            } => Some((
+                path.clone().unwrap(),
+                formats.clone().unwrap(),
+                domain_tables.clone(),
+            )),
             _ => None,
         })
     };
@@ -320,10 +327,34 @@ fn outputs_where_rocprofv3_writes_them() {
         summary("job-5"),
         Some((
             "pass_5/{hostname}/{pid}_stats".to_owned(),
-            vec!["csv".to_owned()]
+            vec!["csv".to_owned()],
+            None
         ))
     );
-    assert_eq!(summary("job-6").unwrap().1, ["csv", "md"]);
+    // rocprofv3's summary tables, on stderr in nanoseconds unless the job says otherwise.
+    let (_, formats, tables) = summary("job-6").unwrap();
+    assert_eq!(formats, ["csv"]);
+    assert_eq!(
+        tables,
+        Some(DomainTables {
+            all: true,
+            per_domain: true,
+            groups: Vec::new(),
+            units: SummaryUnit::Nsec,
+            output: Destination::Stderr,
+        })
+    );
+    // With `summary`, `Stdout` in any case is stdout; else it names a file, beside the
+    // others, with rocprofv3's `.txt` after it. One group may be a single regex.
+    let tables = |stem: &str| summary(stem).unwrap().2.unwrap();
+    assert_eq!(tables("job-7").output, Destination::Stdout);
+    assert_eq!(tables("job-7").units, SummaryUnit::Msec);
+    assert_eq!(
+        tables("job-8").output,
+        Destination::File("pass_8/{hostname}/{pid}_Stdout.txt".into())
+    );
+    assert_eq!(tables("job-8").groups, [".*_API"]);
+    assert!(!tables("job-8").all && tables("job-8").per_domain);
     let stderr = text(&output.stderr);
     let input = std::fs::read_to_string(data("outputs.yaml")).unwrap();
     let line = line_of(&input, "output_format");
@@ -349,9 +380,6 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
         "extra_counters",
         "output_config",
         "minimum_output_data",
-        "summary_groups",
-        "summary_output_file",
-        "summary_units",
         "pc_sampling_beta_enabled",
         "perfetto_backend",
         "perfetto_buffer_size",

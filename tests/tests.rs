@@ -31,6 +31,7 @@ mod rocpd_bounds;
 mod rocpd_peer;
 mod rocpd_source;
 mod rocprofv3_cli;
+mod rocprofv3_summary;
 mod run;
 mod stages;
 mod structure;

@@ -7,6 +7,7 @@ pub mod arrow;
 pub mod atomic;
 pub mod cancel;
 pub mod catalog;
+pub mod cformat;
 pub mod chunk;
 pub mod cli;
 pub mod column;

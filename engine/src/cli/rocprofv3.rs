@@ -222,7 +222,7 @@ impl Given {
                 &format!("--{}", option.long),
                 &option.job_key(),
                 option.shape,
-                values,
+                &values,
             );
         }
     }

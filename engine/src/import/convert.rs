@@ -22,10 +22,10 @@ use crate::pipeline::model::{
     SinkType, Tracing,
 };
 use crate::pipeline::name_of;
-use crate::plan::PostStep;
 use crate::plan::sink::csv::{Flavour, Options as CsvOptions, Rocprofv3 as Rocprofv3Csv};
 use crate::plan::sink::otf2::{Layout as Otf2Layout, Options as Otf2Options};
 use crate::plan::sink::{Format, SinkKind};
+use crate::plan::{Destination, DomainTables, PostStep};
 use crate::record::RecordKind;
 use crate::sdk::{Domain, PcSamplingMethod};
 use rocflow_core::mpi::Ranks;
@@ -138,7 +138,7 @@ struct Settings {
     period: Option<Period>,
     sinks: Vec<SinkKind>,
     outputs: Outputs,
-    summary_formats: Vec<String>,
+    summary: SummaryAsk,
     kernel_names: KernelNames,
     /// The options of rocprofv3's CSV files.
     csv: Rocprofv3Csv,
@@ -205,15 +205,16 @@ impl Converter<'_> {
         };
         let (kernels, iterations) = self.kernel_filter(j, counts);
         let sinks = self.sinks(j);
+        let summary = self.summary(j, &sinks);
         let settings = Settings {
             domains: domains::domains(j),
             kernels,
             iterations,
             pc_sampling: self.pc_sampling(j),
             period: self.period(j),
-            summary_formats: summary_formats(j, &sinks),
             sinks,
             outputs: self.outputs(j),
+            summary,
             csv: Rocprofv3Csv {
                 agent_index: j.agent_index.as_ref().map(|a| a.value).unwrap_or_default(),
                 stats: flag(&j.stats),
@@ -753,18 +754,12 @@ fn pipeline(
             },
         })
         .collect();
-    let post = (!s.summary_formats.is_empty())
-        .then(|| Post {
+    let post = (s.summary.step(&prefix).into_iter())
+        .map(|step| Post {
             name: "summary".into(),
             required: false,
-            step: PostStep::Summary {
-                path: Some(format!("{prefix}_stats")),
-                top: None,
-                formats: s.summary_formats.clone(),
-                by: Vec::new(),
-            },
+            step,
         })
-        .into_iter()
         .collect();
     Pipeline {
         pipeline: Header {
@@ -785,18 +780,86 @@ fn owned_names(written: &[String]) -> Vec<String> {
     names.map(str::to_owned).collect()
 }
 
-/// What the summary step writes: CSV tables for `stats` (unless rocprofv3's CSV files,
-/// written, hold its statistics files), Markdown for `summary` (rocflow's summary is split
-/// by domain already, so `summary_per_domain` asks for the same).
-fn summary_formats(j: &Job, sinks: &[SinkKind]) -> Vec<String> {
-    let mut formats = Vec::new();
-    if flag(&j.stats) && !sinks.contains(&SinkKind::Csv) {
-        formats.push("csv".to_owned());
+/// What a job asks of the summary step: CSV tables for `stats` (unless rocprofv3's CSV
+/// files, written, hold its statistics files); rocprofv3's summary
+/// tables for `summary`, `summary_per_domain` and `summary_groups`, in `summary_units`,
+/// to `summary_output_file`.
+struct SummaryAsk {
+    formats: Vec<String>,
+    domain_tables: Option<DomainTables>,
+}
+
+impl Converter<'_> {
+    fn summary(&mut self, j: &Job, sinks: &[SinkKind]) -> SummaryAsk {
+        let groups: Vec<String> = j
+            .summary_groups
+            .as_ref()
+            .map_or(&[][..], |g| g.value.as_slice())
+            .to_vec();
+        if let Some(option) = &j.summary_groups {
+            for group in &groups {
+                if let Err(err) = DomainTables::group(group) {
+                    let reason = err.to_string();
+                    let reason = reason.lines().last().unwrap_or_default().trim();
+                    let reason = reason.strip_prefix("error: ").unwrap_or(reason);
+                    self.error(
+                        &option.span,
+                        format!("summary group `{group}` is not a regex rocflow reads: {reason}"),
+                    )
+                    .hint = Some(
+                        "rocflow's groups are Rust regexes: no look-around, no back-references"
+                            .into(),
+                    );
+                }
+            }
+        }
+        let asked = flag(&j.summary) || flag(&j.summary_per_domain) || !groups.is_empty();
+        SummaryAsk {
+            formats: (flag(&j.stats) && !sinks.contains(&SinkKind::Csv))
+                .then(|| "csv".to_owned())
+                .into_iter()
+                .collect(),
+            domain_tables: asked.then(|| DomainTables {
+                all: flag(&j.summary),
+                per_domain: flag(&j.summary_per_domain),
+                groups,
+                units: j
+                    .summary_units
+                    .as_ref()
+                    .map(|u| u.value)
+                    .unwrap_or_default(),
+                output: (j.summary_output_file.as_ref()).map_or_else(Destination::default, |f| {
+                    // With `summary`, rocprofv3 reads `Stdout` and `Stderr` in any case.
+                    let lower = f.value.to_ascii_lowercase();
+                    let stream = flag(&j.summary) && matches!(lower.as_str(), "stdout" | "stderr");
+                    Destination::of(if stream { &lower } else { &f.value })
+                }),
+            }),
+        }
     }
-    if flag(&j.summary) || flag(&j.summary_per_domain) {
-        formats.push("md".to_owned());
+}
+
+impl SummaryAsk {
+    /// The summary step, writing under `prefix` where rocprofv3 writes: `stats` tables in
+    /// `{prefix}_stats`, a summary file `NAME` as `{prefix}_NAME.txt`; none when the job
+    /// asks for no summary.
+    fn step(&self, prefix: &str) -> Option<PostStep> {
+        if self.formats.is_empty() && self.domain_tables.is_none() {
+            return None;
+        }
+        let mut domain_tables = self.domain_tables.clone();
+        if let Some(Destination::File(name)) = domain_tables.as_mut().map(|t| &mut t.output) {
+            // rocprofv3 adds `.txt` to whatever name it is given.
+            *name = format!("{prefix}_{name}.txt");
+        }
+        Some(PostStep::Summary {
+            path: Some(format!("{prefix}_stats")),
+            top: None,
+            formats: Some(self.formats.clone()),
+            by: Vec::new(),
+            domain_tables,
+        })
     }
-    formats
 }
 
 /// A pipeline name from a file and pass name (letters, digits, `_`, `-`, `.`).

@@ -111,9 +111,9 @@ pub struct Job {
     pub stats: Opt<bool>,
     pub summary: Opt<bool>,
     pub summary_per_domain: Opt<bool>,
-    pub summary_groups: Opt<Any>,
-    pub summary_output_file: Opt<Any>,
-    pub summary_units: Opt<Any>,
+    pub summary_groups: Opt<OneOrMany<String>>,
+    pub summary_output_file: Opt<String>,
+    pub summary_units: Opt<crate::plan::SummaryUnit>,
 
     // PC sampling.
     #[serde(alias = "pc-sampling-beta-enabled")]
@@ -342,9 +342,6 @@ impl Job {
             extra_counters => "rocflow cannot add counter definitions to rocprofiler-sdk; `rocflow counters list --extra FILE` shows them",
             output_config => "rocflow writes no configuration file; `rocflow explain --json` prints what a pipeline compiles to",
             minimum_output_data => "rocflow writes every output a pipeline asks for, however small",
-            summary_groups => "rocflow's summary has fixed sections (kernels, APIs, copies, allocations, markers, counters)",
-            summary_output_file => "rocflow writes the summary as files under the summary step's path, and prints the top kernels",
-            summary_units => "rocflow's summaries are in nanoseconds",
             pc_sampling_beta_enabled => "rocflow needs no opt-in: the `pc_sampling` table enables PC sampling",
             perfetto_backend => NO_PERFETTO_SDK,
             perfetto_buffer_size => NO_PERFETTO_SDK,

@@ -6,7 +6,7 @@
 
 use std::path::{Component, Path};
 
-use crate::plan::PostStep;
+use crate::plan::{Destination, PostStep};
 use crate::units::{format_duration, parse_duration};
 
 use super::bounds::Bounds;
@@ -42,9 +42,10 @@ impl Plan {
         });
         let posts = (self.posts.iter()).flat_map(|p| {
             let step = format!("post-step `{}`", p.name.escape_debug());
-            let written = written(&p.step).map(|path| (format!("{step} writes to"), path));
+            let written =
+                (written(&p.step).into_iter()).map(|path| (format!("{step} writes to"), path));
             let read = read(&p.step).map(|path| (format!("{step} reads"), path));
-            written.into_iter().chain(read)
+            written.chain(read).collect::<Vec<_>>()
         });
         let paths = sinks
             .chain(posts)
@@ -118,12 +119,25 @@ impl Plan {
     }
 }
 
-/// The path a post-step writes, if it writes one.
-fn written(step: &PostStep) -> Option<&str> {
+/// The paths a post-step writes.
+fn written(step: &PostStep) -> Vec<&str> {
     match step {
-        PostStep::Summary { path, .. } => Some(path.as_deref().unwrap_or("summary")),
-        PostStep::Sql { path, .. } | PostStep::Report { path, .. } => Some(path),
-        PostStep::Command { .. } => None,
+        PostStep::Summary {
+            path,
+            domain_tables,
+            ..
+        } => {
+            let file = domain_tables.as_ref().and_then(|t| match &t.output {
+                Destination::File(file) => Some(file.as_str()),
+                Destination::Stdout | Destination::Stderr => None,
+            });
+            [Some(path.as_deref().unwrap_or("summary")), file]
+                .into_iter()
+                .flatten()
+                .collect()
+        }
+        PostStep::Sql { path, .. } | PostStep::Report { path, .. } => vec![path],
+        PostStep::Command { .. } => Vec::new(),
     }
 }
 

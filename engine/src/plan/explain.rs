@@ -267,10 +267,18 @@ pub(crate) fn describe_start(s: &StartPlan) -> String {
 
 fn describe_post(step: &PostStep) -> String {
     match step {
-        PostStep::Summary { path, top, .. } => format!(
-            "summary (top {}){}",
+        PostStep::Summary {
+            path,
+            top,
+            domain_tables,
+            ..
+        } => format!(
+            "summary (top {}){}{}",
             top.unwrap_or(10),
-            path.as_ref().map_or(String::new(), |p| format!(" -> {p}"))
+            path.as_ref().map_or(String::new(), |p| format!(" -> {p}")),
+            domain_tables
+                .as_ref()
+                .map_or(String::new(), describe_tables)
         ),
         PostStep::Sql {
             query,
@@ -287,6 +295,24 @@ fn describe_post(step: &PostStep) -> String {
         PostStep::Report { path, .. } => format!("HTML report -> {path}"),
         PostStep::Command { argv, .. } => format!("run {argv:?}"),
     }
+}
+
+/// rocprofv3's summary tables of a summary step: which, in what unit, where.
+fn describe_tables(tables: &super::DomainTables) -> String {
+    let mut which: Vec<String> = Vec::new();
+    if tables.per_domain {
+        which.push("per domain".into());
+    }
+    which.extend(tables.groups.iter().map(|g| format!("of `{g}`")));
+    if tables.all {
+        which.push("of all domains".into());
+    }
+    format!(
+        "; rocprofv3's tables {} in {} -> {}",
+        which.join(", "),
+        tables.units.name(),
+        tables.output.as_str()
+    )
 }
 
 fn agents(selectors: &[AgentSelector], default: &str) -> String {

@@ -28,7 +28,7 @@ pub use code::Code;
 pub(crate) use explain::describe_start;
 pub use explain::explain;
 pub use plugin::PluginRef;
-pub use post::{PostPlan, PostStep, time_limit};
+pub use post::{Destination, DomainTables, PostPlan, PostStep, SummaryUnit, time_limit};
 pub(crate) use prose::{list_or, ranges};
 pub use sink::{SinkPlan, Writer};
 pub use transform::{Metric, MetricOp, TransformOpPlan, TransformPlan};

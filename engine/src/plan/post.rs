@@ -21,10 +21,13 @@ pub enum PostStep {
     Summary {
         path: Option<String>,
         top: Option<u32>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        formats: Vec<String>,
+        /// The files written under `path`; every format when left out, none when empty.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        formats: Option<Vec<String>>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         by: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        domain_tables: Option<DomainTables>,
     },
     Sql {
         query: String,
@@ -44,6 +47,109 @@ pub enum PostStep {
         #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
         env: IndexMap<String, String>,
     },
+}
+
+/// rocprofv3's summary (`-S`, `-D`, `--summary-groups`): text tables of its tracing
+/// domains (`KERNEL_DISPATCH`, `HIP_API`, …), printed or written where it puts them.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DomainTables {
+    /// One table of every domain (`-S`), after the others.
+    #[serde(default)]
+    pub all: bool,
+    /// One table per domain (`-D`), first.
+    #[serde(default)]
+    pub per_domain: bool,
+    /// One table per regex, of the domains whose whole name it matches (`--summary-groups`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub units: SummaryUnit,
+    #[serde(default)]
+    pub output: Destination,
+}
+
+impl DomainTables {
+    /// The regex of a group, matching a whole domain name only, as rocprofv3's
+    /// `std::regex_match` does.
+    pub fn group(pattern: &str) -> Result<regex::Regex, regex::Error> {
+        // Checked alone first: `a)|(b` is no regex, though `^(?:a)|(b)$` is one.
+        regex::Regex::new(pattern)?;
+        regex::Regex::new(&format!("^(?:{pattern})$"))
+    }
+}
+
+/// The unit of a summary table's times (`-u`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SummaryUnit {
+    Sec,
+    Msec,
+    Usec,
+    #[default]
+    Nsec,
+}
+
+impl SummaryUnit {
+    /// Its name in the tables' headers.
+    pub fn name(self) -> &'static str {
+        match self {
+            SummaryUnit::Sec => "sec",
+            SummaryUnit::Msec => "msec",
+            SummaryUnit::Usec => "usec",
+            SummaryUnit::Nsec => "nsec",
+        }
+    }
+
+    /// Nanoseconds in one of it.
+    pub fn nanoseconds(self) -> u64 {
+        match self {
+            SummaryUnit::Sec => 1_000_000_000,
+            SummaryUnit::Msec => 1_000_000,
+            SummaryUnit::Usec => 1_000,
+            SummaryUnit::Nsec => 1,
+        }
+    }
+}
+
+/// Where text goes: `stdout`, `stderr` (either in upper case too, as rocprofv3 reads them),
+/// or any other text, a file's path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Destination {
+    Stdout,
+    #[default]
+    Stderr,
+    File(String),
+}
+
+impl Destination {
+    pub fn of(text: &str) -> Destination {
+        match text {
+            "stdout" | "STDOUT" => Destination::Stdout,
+            "stderr" | "STDERR" => Destination::Stderr,
+            path => Destination::File(path.to_owned()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Destination::Stdout => "stdout",
+            Destination::Stderr => "stderr",
+            Destination::File(path) => path,
+        }
+    }
+}
+
+impl Serialize for Destination {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Destination {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(|text| Destination::of(&text))
+    }
 }
 
 /// How long a query may run when its step sets no `timeout`, in nanoseconds.

@@ -6,6 +6,7 @@
 //! `{spool}`, `{sink:NAME}` (a sink's output path) and `{post:NAME}` (an earlier step's
 //! output), and as variables `ROCFLOW_SPOOL`, `ROCFLOW_SINK_<NAME>`, `ROCFLOW_POST_<NAME>`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -13,8 +14,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::catalog::Catalog;
-use crate::plan::PostStep;
 use crate::plan::sink::SinkKind;
+use crate::plan::{Destination, DomainTables, PostStep};
 use crate::plan::{Plan, StageGraph};
 use crate::progress::Board;
 use crate::sink::{self, Placeholders};
@@ -242,10 +243,18 @@ pub fn run(
                 top,
                 formats,
                 by,
+                domain_tables,
             } => {
                 let dir = placeholders.expand(path.as_deref().unwrap_or("summary"));
                 outputs.posts.push((post.name.clone(), dir.clone()));
-                summarize(&mut summaries, &dir, *top, formats, by)
+                let asked = Asked {
+                    dir: &dir,
+                    top: *top,
+                    formats: formats.as_deref(),
+                    by,
+                    domain_tables: domain_tables.as_ref(),
+                };
+                summarize(&mut summaries, &asked, placeholders)
             }
             PostStep::Sql {
                 query,
@@ -448,31 +457,73 @@ impl Summaries<'_> {
     }
 }
 
+/// What a summary step asks for, its paths filled in.
+struct Asked<'a> {
+    dir: &'a Path,
+    top: Option<u32>,
+    formats: Option<&'a [String]>,
+    by: &'a [String],
+    domain_tables: Option<&'a DomainTables>,
+}
+
 fn summarize(
     summaries: &mut Summaries<'_>,
-    dir: &Path,
-    top: Option<u32>,
-    formats: &[String],
-    by: &[String],
+    asked: &Asked<'_>,
+    placeholders: &Placeholders,
 ) -> Result<Done, PostError> {
-    let summary = summaries.of(breakdown(by))?;
+    let summary = summaries.of(breakdown(asked.by))?;
     let (tables, partial) = (summary.tables(), summary.catalog.partial.clone());
-    let formats: Vec<Format> = if formats.is_empty() {
-        vec![Format::Csv, Format::Md, Format::Json]
-    } else {
-        formats
-            .iter()
-            .filter_map(|f| Format::from_name(f))
-            .collect()
+    let formats: Vec<Format> = match asked.formats {
+        None => vec![Format::Csv, Format::Md, Format::Json],
+        Some(names) => names.iter().filter_map(|f| Format::from_name(f)).collect(),
     };
-    let paths = summary::write_files(&tables, partial.as_deref(), dir, &formats)
-        .map_err(PostError::io(format!("writing {}", dir.display())))?;
-    let top = top.map_or(DEFAULT_TOP, |n| n as usize);
+    let dir = asked.dir;
+    let mut paths = match formats.is_empty() {
+        true => Vec::new(),
+        false => summary::write_files(&tables, partial.as_deref(), dir, &formats)
+            .map_err(PostError::io(format!("writing {}", dir.display())))?,
+    };
+    if let Some(domain_tables) = asked.domain_tables {
+        paths.extend(print_domain_tables(summary, domain_tables, placeholders)?);
+    }
+    let top = asked.top.map_or(DEFAULT_TOP, |n| n as usize);
     Ok(Done {
         paths,
         text: summary::terminal(&tables, top),
         partial,
     })
+}
+
+/// Prints rocprofv3's summary tables where they go, as rocprofv3 does: on stdout or
+/// stderr indented, or into a file (its path returned) as they are.
+fn print_domain_tables(
+    summary: &Summary,
+    asked: &DomainTables,
+    placeholders: &Placeholders,
+) -> Result<Option<PathBuf>, PostError> {
+    let indent = match asked.output {
+        Destination::File(_) => "",
+        Destination::Stdout | Destination::Stderr => "    ",
+    };
+    let text = summary
+        .domain_tables(asked, indent)
+        .map_err(PostError::Summary)?;
+    let printed = |mut stream: Box<dyn Write>| {
+        let text = crate::printable::lines(&text);
+        // A closed stream leaves nowhere to say so.
+        let _ = crate::screen::suspend(|| stream.write_all(text.as_bytes()));
+    };
+    match &asked.output {
+        Destination::Stdout => printed(Box::new(std::io::stdout().lock())),
+        Destination::Stderr => printed(Box::new(std::io::stderr().lock())),
+        Destination::File(path) => {
+            let path = placeholders.expand(path);
+            crate::atomic::write(&path, text)
+                .map_err(PostError::io(format!("writing {}", path.display())))?;
+            return Ok(Some(path));
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -2,9 +2,10 @@
 //! copy direction and size class, allocation operation and marker range, the calls, total,
 //! mean, extremes, standard deviation, percentiles and share of the section's time; counter
 //! values per kernel, with each kernel's share of the counter's total. Optionally broken
-//! down per process and per agent.
+//! down per process and per agent. And rocprofv3's summary tables of its tracing domains.
 
 mod collect;
+mod domains;
 mod render;
 mod timeline;
 
@@ -16,6 +17,7 @@ use crate::catalog::Catalog;
 use crate::stats::Accumulator;
 use crate::table::Table;
 
+pub use domains::SummaryDomain;
 pub use render::{Format, cell, csv, number, render, render_of_run, terminal, write_files};
 pub use timeline::{AgentKey, Timeline};
 

@@ -21,9 +21,9 @@ use crate::sink::PluginSink;
 use super::model::{self, KernelNames, Pipeline, SinkType};
 use super::params::{RUNTIME_PLACEHOLDERS, placeholders};
 use crate::diag::Step;
-use crate::plan::PostStep;
 use crate::plan::sink::SinkKind;
 use crate::plan::transform::TransformOp;
+use crate::plan::{Destination, DomainTables, PostStep};
 use crate::units::{self};
 
 /// Builds a path into the document: `path!["context", 2, "tracing", 0]`.
@@ -35,9 +35,9 @@ mod compiler;
 mod contexts;
 mod transforms;
 
-use compiler::inner_span;
 pub(crate) use compiler::name_of;
 pub(super) use compiler::{Compiler, Plugins};
+use compiler::{inner_span, last_line};
 use contexts::counter_stages;
 
 impl Compiler<'_> {
@@ -322,6 +322,28 @@ impl Compiler<'_> {
         }
     }
 
+    /// Checks the rocprofv3 summary tables of post-step `p`: each group a regex, a file's
+    /// path its placeholders.
+    fn domain_tables(
+        &mut self,
+        p: usize,
+        tables: &DomainTables,
+        params: &IndexMap<String, serde_json::Value>,
+    ) {
+        for (g, group) in tables.groups.iter().enumerate() {
+            if let Err(err) = DomainTables::group(group) {
+                let message = format!("invalid summary group: {}", last_line(&err.to_string()));
+                self.error(path!["post", p, "domain_tables", "groups", g], message)
+                    .hint = Some(
+                    "a group is a regex matching domain names whole, e.g. \"KERNEL_DISPATCH|MEMORY_COPY\" or \".*_API\"".into(),
+                );
+            }
+        }
+        if let Destination::File(file) = &tables.output {
+            self.placeholders(path!["post", p, "domain_tables", "output"], file, params);
+        }
+    }
+
     fn posts(
         &mut self,
         posts: &[model::Post],
@@ -329,6 +351,13 @@ impl Compiler<'_> {
         params: &IndexMap<String, serde_json::Value>,
     ) -> Vec<PostPlan> {
         for (p, post) in posts.iter().enumerate() {
+            if let PostStep::Summary {
+                domain_tables: Some(tables),
+                ..
+            } = &post.step
+            {
+                self.domain_tables(p, tables, params);
+            }
             match &post.step {
                 PostStep::Summary {
                     path: Some(path), ..

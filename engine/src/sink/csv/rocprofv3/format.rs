@@ -6,6 +6,7 @@ use std::io::Write;
 
 use super::agent_info::type_index;
 use crate::catalog::StreamMeta;
+use crate::cformat::scientific;
 use crate::plan::sink::csv::AgentIndex;
 use crate::sdk::AgentType;
 use crate::sink::csv::push_int;
@@ -143,18 +144,6 @@ fn not_finite(v: f64) -> &'static str {
         (false, false) => "inf",
         (false, true) => "-inf",
     }
-}
-
-/// `v` as C++'s `std::scientific` with `digits` decimals writes it: `1.50000000e-05`, the
-/// exponent signed and of two digits at least.
-fn scientific(v: f64, digits: usize) -> String {
-    let text = format!("{v:.digits$e}");
-    let (mantissa, exponent) = text.split_once('e').expect("`e` formats have an exponent");
-    let (sign, magnitude) = match exponent.strip_prefix('-') {
-        Some(m) => ('-', m),
-        None => ('+', exponent),
-    };
-    format!("{mantissa}e{sign}{magnitude:0>2}")
 }
 
 #[cfg(test)]
