@@ -39,6 +39,7 @@ use format::Line;
 use stats::{Statistics, stats_rows};
 use table::{STATS, Table};
 use trace::Rows;
+pub(crate) use trace::{INSTRUCTION_TYPES, NOT_ISSUED_REASONS};
 
 /// One process's files and what is written at the end.
 #[derive(Default)]
