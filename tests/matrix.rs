@@ -192,6 +192,11 @@ path = "{output_dir}/m/csv3-{pid}"
 options = { flavour = "rocprofv3" }
 
 [[sink]]
+name = "m-json"
+kind = "json"
+path = "{output_dir}/m/json-{pid}.json"
+
+[[sink]]
 name = "m-perfetto"
 kind = "perfetto"
 path = "{output_dir}/m/{pid}.pftrace"
@@ -311,8 +316,11 @@ impl Row {
             for db in entries(&out.join("m/each"), |n| n.ends_with(".db")) {
                 each.add(truth::rocpd(&db));
             }
-            let outputs: [(&str, Tally, &[Part]); 10] = [
+            let (json, _) =
+                truth::rocprofv3_json(&entries(&out.join("m"), |n| n.starts_with("json-")));
+            let outputs: [(&str, Tally, &[Part]); 11] = [
                 ("csv", csv, &Part::ALL),
+                ("json (rocprofv3)", json, &Part::ALL),
                 (
                     "csv (rocprofv3)",
                     truth::rocprofv3_csv(&entries(&out.join("m"), |n| n.starts_with("csv3-"))),

@@ -11,6 +11,7 @@ mod counters_cli;
 mod csv_rocprofv3;
 mod flags;
 mod import;
+mod json_rocprofv3;
 mod kernel_names;
 mod library;
 mod matrix;

@@ -1244,6 +1244,99 @@ pub fn rocprofv3_csv(files: &[std::path::PathBuf]) -> Tally {
     tally
 }
 
+/// A tally of rocprofv3's JSON documents (`rocprofv3 -f json`), read as AMD's scripts read
+/// them: names through `strings`, `kernel_symbols` and `counters`, markers by their
+/// messages in `strings.marker_api`. Also each process's dispatches.
+pub fn rocprofv3_json(files: &[std::path::PathBuf]) -> (Tally, Dispatches) {
+    use serde_json::Value;
+    let mut tally = Tally::default();
+    let mut dispatches = Dispatches::new();
+    let n = |v: &Value| v.as_u64().unwrap();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let document: Value = serde_json::from_str(&text).unwrap();
+        for data in document["rocprofiler-sdk-tool"].as_array().unwrap() {
+            let operation = |r: &Value| {
+                let kind = &data["strings"]["buffer_records"][n(&r["kind"]) as usize];
+                kind["operations"][n(&r["operation"]) as usize]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            };
+            let kernel = |id: &Value| {
+                let symbol = &data["kernel_symbols"][n(id) as usize];
+                symbol["formatted_kernel_name"].as_str().unwrap().to_owned()
+            };
+            let records = |key: &str| data["buffer_records"][key].as_array().unwrap().clone();
+            let pid = n(&data["metadata"]["pid"]);
+            for r in records("kernel_dispatch") {
+                let name = kernel(&r["dispatch_info"]["kernel_id"]);
+                let ns = n(&r["end_timestamp"]) - n(&r["start_timestamp"]);
+                *tally.kernels.entry(name.clone()).or_default() += 1;
+                *tally.kernel_ns.entry(name.clone()).or_default() += ns;
+                let id = n(&r["dispatch_info"]["dispatch_id"]);
+                dispatches.entry(pid).or_default().push((id, name));
+            }
+            for key in [
+                "hip_api",
+                "hsa_api",
+                "rccl_api",
+                "rocdecode_api",
+                "rocjpeg_api",
+            ] {
+                for r in records(key) {
+                    *tally.api.entry(operation(&r)).or_default() += 1;
+                }
+            }
+            let messages: BTreeMap<u64, &str> = (data["strings"]["marker_api"].as_array())
+                .unwrap()
+                .iter()
+                .map(|e| (n(&e["key"]), e["value"].as_str().unwrap()))
+                .collect();
+            for r in records("marker_api") {
+                let name = match messages.get(&n(&r["correlation_id"]["internal"])) {
+                    Some(message) => message.to_string(),
+                    None => operation(&r),
+                };
+                *tally.markers.entry(name).or_default() += 1;
+            }
+            for r in records("memory_copy") {
+                let direction = operation(&r).trim_start_matches("MEMORY_COPY_").to_owned();
+                *tally.copies.entry(direction.clone()).or_default() += 1;
+                *tally.copy_bytes.entry(direction).or_default() += n(&r["bytes"]);
+            }
+            for r in records("memory_allocation") {
+                let op = operation(&r)
+                    .trim_start_matches("MEMORY_ALLOCATION_")
+                    .to_owned();
+                *tally.allocations.entry(op).or_default() += 1;
+            }
+            tally.pc_samples += (records("pc_sample_host_trap").len()
+                + records("pc_sample_stochastic").len()) as u64;
+            let counters = data["counters"].as_array().unwrap();
+            for entry in data["callback_records"]["counter_collection"]
+                .as_array()
+                .unwrap()
+            {
+                let name = kernel(&entry["dispatch_data"]["dispatch_info"]["kernel_id"]);
+                let mut values: BTreeMap<String, f64> = BTreeMap::new();
+                for record in entry["records"].as_array().unwrap() {
+                    let id = &record["counter_id"]["handle"];
+                    let counter = counters.iter().find(|c| &c["id"]["handle"] == id).unwrap();
+                    let counter = counter["name"].as_str().unwrap().to_owned();
+                    *values.entry(counter).or_default() += record["value"].as_f64().unwrap();
+                }
+                for (counter, value) in values {
+                    let sums = tally.counters.entry((name.clone(), counter)).or_default();
+                    sums.0 += 1;
+                    sums.1 += value;
+                }
+            }
+        }
+    }
+    (tally, dispatches)
+}
+
 /// A tally of what AMD's `rocpd summary` says of a database: its kernel, API (one table a
 /// domain), copy, allocation and marker tables.
 pub fn amd_summary(stats: &crate::peer::Stats) -> Tally {

@@ -593,13 +593,7 @@ impl Converter<'_> {
                 OutputFormat::Rocpd => SinkKind::Rocpd,
                 OutputFormat::Pftrace => SinkKind::Perfetto,
                 OutputFormat::Otf2 => SinkKind::Otf2,
-                OutputFormat::Json => {
-                    self.warn(
-                        &format.span,
-                        "`json` output is not converted: rocflow has no JSON sink; rocpd and csv hold the same records",
-                    );
-                    continue;
-                }
+                OutputFormat::Json => SinkKind::Json,
             };
             if !kinds.contains(&kind) {
                 kinds.push(kind);
@@ -737,6 +731,7 @@ fn pipeline(
                 SinkKind::Rocpd => format!("{prefix}_results.db"),
                 SinkKind::Perfetto => format!("{prefix}_results.pftrace"),
                 SinkKind::Otf2 => format!("{prefix}_results"),
+                SinkKind::Json => format!("{prefix}_results.json"),
             },
             records: Vec::new(),
             options: match kind {

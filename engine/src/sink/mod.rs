@@ -3,6 +3,7 @@
 
 mod counters;
 mod csv;
+mod json;
 mod open;
 mod otf2;
 mod output;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::per_process::{self, Paths, PerProcess};
 use super::plugin::PluginSink;
-use super::{Placeholders, Sink, SinkError, csv, otf2, parquet, perfetto, rocpd};
+use super::{Placeholders, Sink, SinkError, csv, json, otf2, parquet, perfetto, rocpd};
 use crate::catalog::Catalog;
 use crate::plan::sink::csv::Flavour;
 use crate::plan::sink::rocpd::Layout;
@@ -67,6 +67,7 @@ fn open_at(plan: &SinkPlan, path: PathBuf) -> Result<Box<dyn Sink>, SinkError> {
             unreachable!("rocpd maps processes to databases itself")
         }
         Writer::Builtin(Format::Otf2(options)) => Box::new(otf2::Otf2Sink::create(options, path)?),
+        Writer::Builtin(Format::Json(_)) => Box::new(json::JsonSink::create(path, &plan.kinds)?),
         Writer::Plugin { plugin, options } => {
             let plugin = Plugin::load(&plugin.library)?;
             Box::new(PluginSink::open(plugin, options, &path)?)

@@ -76,6 +76,7 @@ formats! {
     "rocpd" => Rocpd(rocpd),
     "otf2" => Otf2(otf2),
     "csv" => Csv(csv),
+    "json" => Json(json),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -338,6 +338,39 @@ impl KernelSymbolRecord {
             truncated_kernel_name: names.truncated,
         }
     }
+
+    /// The record with the name rocprofv3 shows as `formatted`: the run's form of it
+    /// (mangled with its `-M`, truncated with its `-T`).
+    pub fn formatted(self, name: &str) -> KernelSymbolRecord {
+        KernelSymbolRecord {
+            formatted_kernel_name: name.to_owned(),
+            ..self
+        }
+    }
+
+    /// What rocprofv3 writes for a kernel id no symbol registered: every field 0 and
+    /// every name `name`.
+    pub fn unregistered(name: &str) -> KernelSymbolRecord {
+        KernelSymbolRecord {
+            size: 0,
+            kernel_id: 0,
+            code_object_id: 0,
+            kernel_name: String::new(),
+            kernel_object: 0,
+            kernarg_segment_size: 0,
+            kernarg_segment_alignment: 0,
+            group_segment_size: 0,
+            private_segment_size: 0,
+            sgpr_count: 0,
+            arch_vgpr_count: 0,
+            accum_vgpr_count: 0,
+            kernel_code_entry_byte_offset: 0,
+            kernel_address: Handle { handle: 0 },
+            formatted_kernel_name: name.to_owned(),
+            demangled_kernel_name: name.to_owned(),
+            truncated_kernel_name: name.to_owned(),
+        }
+    }
 }
 
 /// The names rocprofv3 gives a kernel: demangled as it is; formatted as its tool shows it

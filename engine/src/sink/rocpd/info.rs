@@ -523,7 +523,7 @@ pub fn host(meta: &StreamMeta) -> &str {
 
 /// A hash of `text` that stays the same from run to run (FNV-1a), as a non-negative
 /// SQLite integer.
-fn stable_hash(text: &str) -> i64 {
+pub(crate) fn stable_hash(text: &str) -> i64 {
     let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });

@@ -34,6 +34,7 @@ use crate::record::Process;
 use crate::table::Table;
 pub use database::PRAGMAS;
 use database::{Database, Streams};
+pub(crate) use info::stable_hash;
 use rows::Queued;
 use writer::{MOST_THREADS, Pool, Writer};
 

@@ -47,6 +47,7 @@ use format::Line;
 use stats::{Statistics, stats_rows};
 use table::{STATS, Table};
 use trace::Rows;
+pub(crate) use trace::{INSTRUCTION_TYPES, NOT_ISSUED_REASONS};
 
 pub struct Rocprofv3Sink {
     options: Rocprofv3,

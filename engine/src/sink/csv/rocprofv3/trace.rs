@@ -20,7 +20,7 @@ use super::table::Table;
 pub(super) const LDS_BLOCK: u32 = 512;
 
 /// `rocprofiler_pc_sampling_instruction_type_t`, by value.
-const INSTRUCTION_TYPES: &[&str] = &[
+pub(crate) const INSTRUCTION_TYPES: &[&str] = &[
     "NONE",
     "VALU",
     "MATRIX",
@@ -41,7 +41,7 @@ const INSTRUCTION_TYPES: &[&str] = &[
 ];
 
 /// `rocprofiler_pc_sampling_instruction_not_issued_reason_t`, by value.
-const NOT_ISSUED_REASONS: &[&str] = &[
+pub(crate) const NOT_ISSUED_REASONS: &[&str] = &[
     "NONE",
     "NO_INSTRUCTION_AVAILABLE",
     "ALU_DEPENDENCY",
