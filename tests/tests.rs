@@ -9,6 +9,7 @@ mod cli;
 mod counters;
 mod counters_cli;
 mod csv_rocprofv3;
+mod doctor;
 mod flags;
 mod import;
 mod kernel_names;

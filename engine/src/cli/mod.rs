@@ -5,6 +5,7 @@
 mod agents;
 mod counters;
 mod device;
+mod doctor;
 mod flags;
 mod import;
 mod input;
@@ -91,6 +92,9 @@ enum Command {
     Completions(shell::CompletionsArgs),
     /// Print the manual page (roff), or write a page per command with --dir.
     Man(shell::ManArgs),
+    /// Check this machine for profiling: SDK, /dev/kfd, visible GPUs, counters, PC sampling,
+    /// performance level, ptrace scope. Exit 0 when no check failed, 1 when one did.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Runs the command line and maps its outcome to an exit code.
@@ -115,6 +119,7 @@ pub fn main() -> ExitCode {
         Command::Plugins(command) => plugins::run(command),
         Command::Completions(args) => shell::completions(args, Cli::command()),
         Command::Man(args) => shell::man(args, Cli::command()),
+        Command::Doctor(args) => doctor::doctor(args),
     };
     match outcome {
         // An error reported on the way (a sink that failed) fails a command that would
