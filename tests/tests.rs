@@ -33,6 +33,7 @@ mod rocpd_peer;
 mod rocpd_source;
 mod rocprofv3_cli;
 mod run;
+mod shell;
 mod stages;
 mod structure;
 mod templates;

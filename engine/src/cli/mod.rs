@@ -92,6 +92,9 @@ enum Command {
     Completions(shell::CompletionsArgs),
     /// Print the manual page (roff), or write a page per command with --dir.
     Man(shell::ManArgs),
+    /// List what a shell completes a word with (the completion scripts call it).
+    #[command(name = "__complete", hide = true)]
+    Complete(shell::CompleteArgs),
     /// Check this machine for profiling: SDK, /dev/kfd, visible GPUs, counters, PC sampling,
     /// performance level, ptrace scope. Exit 0 when no check failed, 1 when one did.
     Doctor(doctor::DoctorArgs),
@@ -119,6 +122,7 @@ pub fn main() -> ExitCode {
         Command::Plugins(command) => plugins::run(command),
         Command::Completions(args) => shell::completions(args, Cli::command()),
         Command::Man(args) => shell::man(args, Cli::command()),
+        Command::Complete(args) => shell::complete(args),
         Command::Doctor(args) => doctor::doctor(args),
     };
     match outcome {
