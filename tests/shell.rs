@@ -1,6 +1,6 @@
 //! Shell completions complete what rocflow finds (template names, counter names, devices)
 //! by asking `rocflow __complete`, run here through bash's own completion of a command
-//! line.
+//! line; the manual pages carry examples, files and environment besides the `--help` text.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -182,6 +182,78 @@ fn zsh_and_fish_ask_rocflow_for_the_same() {
             "complete -c rocflow -n \"__fish_rocflow_using_subcommand doctor\" -l device -x -a \"(rocflow __complete devices (commandline -ct))\"",
             "complete -c rocflow -n \"__fish_rocflow_using_subcommand templates; and __fish_seen_subcommand_from show\" -a \"(rocflow __complete templates (commandline -ct))\"",
             "complete -c rocflow -n \"__fish_rocflow_using_subcommand counters; and __fish_seen_subcommand_from show\" -x -a \"(rocflow __complete counters (commandline -ct))\"",
+        ],
+    );
+}
+
+#[test]
+fn manual_pages_have_examples_files_and_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = |args: &[&str]| {
+        let mut all = vec!["man"];
+        all.extend_from_slice(args);
+        let out = rocflow(&all, dir.path(), &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let run = page(&["run"]);
+    assert_says_each(
+        &run,
+        &[
+            ".TH rocflow-run 1",
+            ".SH EXAMPLES",
+            "rocflow run kernel\\-trace \\-\\- ./app \\-\\-its\\-args",
+            ".SH FILES",
+            ".I /opt/rocm/share/rocprofiler\\-sdk/counter_defs.yaml",
+            ".SH ENVIRONMENT",
+            ".B ROCFLOW_PIPELINE_PATH",
+            ".B ROCPROFILER_METRICS_PATH",
+        ],
+    );
+    // Each page its own examples; rocflow's page all of them.
+    assert!(!run.contains("rocflow doctor \\-\\-format json"));
+    assert_says_each(page(&["doctor"]), &["rocflow doctor \\-\\-format json"]);
+    assert_says_each(
+        page(&[]),
+        &[
+            ".TH rocflow 1",
+            "rocflow doctor",
+            "rocflow run kernel\\-trace",
+        ],
+    );
+    assert_says_each(
+        page(&["counters", "list"]),
+        &[
+            ".TH rocflow-counters-list 1",
+            "rocflow counters list \\-\\-arch gfx942",
+        ],
+    );
+    let unknown = rocflow(&["man", "nope"], dir.path(), &[]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(unknown.stdout.is_empty());
+
+    // The pages --dir writes are the same, and man shows the sections.
+    let out = rocflow(&["man", "--dir", "man1"], dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(dir.path().join("man1/rocflow-run.1")).unwrap();
+    assert_eq!(written, run);
+    assert!(dir.path().join("man1/rocflow-counters-list.1").is_file());
+    let shown = Command::new("man")
+        .args(["-l", "man1/rocflow-run.1"])
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "200")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    assert_says_each(
+        &shown.stdout,
+        &[
+            "EXAMPLES",
+            "rocflow run kernel-trace -- ./app --its-args",
+            "FILES",
+            "ENVIRONMENT",
+            "ROCFLOW_PLUGIN_PATH",
         ],
     );
 }

@@ -9,6 +9,7 @@ mod doctor;
 mod flags;
 mod import;
 mod input;
+mod manual;
 mod outputs;
 mod pipeline;
 mod pipeline_args;
@@ -90,7 +91,8 @@ enum Command {
     Plugins(plugins::PluginsCommand),
     /// Print the completion script of a shell: `rocflow completions bash|zsh|fish`.
     Completions(shell::CompletionsArgs),
-    /// Print the manual page (roff), or write a page per command with --dir.
+    /// Print the manual page (roff) of rocflow or of a command, or write a page per command
+    /// with --dir.
     Man(shell::ManArgs),
     /// List what a shell completes a word with (the completion scripts call it).
     #[command(name = "__complete", hide = true)]

@@ -291,29 +291,60 @@ fn devices(word: &str) -> Vec<String> {
 #[derive(Debug, Args)]
 pub struct ManArgs {
     /// Write a page per command into DIR (rocflow.1, rocflow-run.1, …) instead of printing
-    /// rocflow.1.
-    #[arg(long, value_name = "DIR")]
+    /// one page.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
     dir: Option<PathBuf>,
+    /// The command whose page to print (`run`, `counters list`); rocflow's own without one.
+    #[arg(value_name = "COMMAND", num_args = 0..=2)]
+    command: Vec<String>,
 }
 
-/// Prints the manual page in roff, or writes one page per command.
+/// Prints a manual page in roff, or writes one page per command.
 pub fn man(args: ManArgs, command: clap::Command) -> Result<ExitCode> {
+    let mut command = command.disable_help_subcommand(true);
+    command.build();
     match args.dir {
         Some(dir) => {
             std::fs::create_dir_all(&dir)
                 .map_err(Error::io(format!("creating {}", dir.display())))?;
-            clap_mangen::generate_to(command, &dir).map_err(Error::io(format!(
-                "writing manual pages to {}",
-                dir.display()
-            )))?;
+            let mut pages: Vec<&clap::Command> = vec![&command];
+            pages.extend(commands(&command).into_iter().map(|(_, c)| c));
+            for page in pages {
+                let man = clap_mangen::Man::new(page.clone());
+                let path = dir.join(man.get_filename());
+                let text = render(&man, page)?;
+                crate::atomic::write(&path, &text)
+                    .map_err(Error::io(format!("writing {}", path.display())))?;
+            }
         }
         None => {
-            let mut page = Vec::new();
-            clap_mangen::Man::new(command)
-                .render(&mut page)
-                .map_err(Error::io("rendering the manual page"))?;
-            print(&String::from_utf8_lossy(&page))?;
+            let page = find(&command, &args.command)?;
+            print(&render(&clap_mangen::Man::new(page.clone()), page)?)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The command `path` names under `cli`.
+fn find<'a>(cli: &'a clap::Command, path: &[String]) -> Result<&'a clap::Command> {
+    let mut command = cli;
+    for name in path {
+        command = command.find_subcommand(name).ok_or_else(|| {
+            Error::user(
+                crate::diag::Diagnostic::error(format!("`rocflow {name}` is no command"))
+                    .hint("`rocflow --help` lists the commands"),
+            )
+        })?;
+    }
+    Ok(command)
+}
+
+/// A page: clap's sections, then examples, files and environment.
+fn render(man: &clap_mangen::Man, command: &clap::Command) -> Result<String> {
+    let mut page = Vec::new();
+    man.render(&mut page)
+        .map_err(Error::io("rendering the manual page"))?;
+    let name = command.get_display_name().unwrap_or(command.get_name());
+    page.extend_from_slice(super::manual::sections(name).as_bytes());
+    Ok(String::from_utf8_lossy(&page).into_owned())
 }
