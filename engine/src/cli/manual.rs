@@ -164,8 +164,16 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "The GPUs the application sees; rocflow doctor says which those are.",
     ),
     (
-        "OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID, MV2_COMM_WORLD_RANK",
-        "The process's MPI rank, for {rank} in output paths.",
+        "SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, …",
+        "The process's MPI rank and world size, from the variables MPI launchers set (PBS, Slurm, PMI, PMIx, MVAPICH2, Open MPI, MPICH), for {rank} in output paths and --profile-mpi-ranks.",
+    ),
+    (
+        "ROCPROF_MPI_RANK_VAR, ROCPROF_MPI_SIZE_VAR",
+        "The variables that hold the rank and the world size instead, as rocprofv3 reads them.",
+    ),
+    (
+        "SLURM_JOB_ID",
+        "The job, for %job% in rocprofv3's output paths.",
     ),
     (
         "XDG_DATA_HOME, HOME",
