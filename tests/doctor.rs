@@ -566,3 +566,51 @@ fn what_keeps_the_doctor_from_examining_exits_2_and_prints_nothing() {
     assert_eq!(code(&out), 2);
     assert!(out.stdout.is_empty());
 }
+
+/// On AMD's kit (`../shared/realsdk`) with its fake gfx942 (the KFD topology its real SDK
+/// enumerates, in a private mount namespace), the doctor finds the kit's real SDK, the
+/// GPU, and as many counters for it as the kit's real definitions give gfx942.
+#[test]
+fn on_amds_fake_gfx942_the_real_sdk_gpu_and_counter_definitions_are_found() {
+    use support::kit::{Kit, Node};
+    let kit = Kit::get();
+    let dir = tempfile::tempdir().unwrap();
+    let out = kit
+        .rocflow(Node::FakeGfx942, dir.path())
+        .args(["doctor", "--format", "json"])
+        .env_remove("ROCM_PATH")
+        .env_remove("ROCR_VISIBLE_DEVICES")
+        .env_remove("HIP_VISIBLE_DEVICES")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .output()
+        .expect("rocflow runs");
+    // The kit has no driver: /dev/kfd is missing, and that fails.
+    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    let findings = Findings::parse(&out);
+    findings.assert(
+        "sdk",
+        "ok",
+        &["rocprofiler-sdk 1.0.0", "found by LD_LIBRARY_PATH"],
+    );
+    findings.assert("kfd", "fail", &["no /dev/kfd"]);
+    findings.assert(
+        "gpus",
+        "ok",
+        &["1 GPU(s) in the KFD topology: gfx942 (node 1)"],
+    );
+    let definitions = kit.metrics().join("counter_defs.yaml");
+    let defs = rocflow_counters::Definitions::load(&definitions).unwrap();
+    let gfx942 = (defs.counters().iter())
+        .filter(|c| c.definition_for("gfx942").is_some())
+        .count();
+    assert!(gfx942 > 100, "{gfx942}");
+    findings.assert(
+        "counters",
+        "ok",
+        &[&format!(
+            "gfx942 {gfx942} counters ({})",
+            definitions.display()
+        )],
+    );
+    findings.assert("pc-sampling", "ok", &["gfx942 host_trap, stochastic"]);
+}
