@@ -134,10 +134,11 @@ impl Definitions {
 /// sdk's own override `$ROCPROFILER_METRICS_PATH/counter_defs.yaml`, then the file installed
 /// under `$ROCM_PATH`, then under `/opt/rocm`.
 pub fn default_locations() -> Vec<PathBuf> {
-    locations_from(|name| std::env::var_os(name))
+    locations_with(|name| std::env::var_os(name))
 }
 
-fn locations_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<PathBuf> {
+/// [`default_locations`] with the environment `env` gives.
+pub fn locations_with(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<PathBuf> {
     let metrics =
         env("ROCPROFILER_METRICS_PATH").map(|dir| Path::new(&dir).join("counter_defs.yaml"));
     let rocm = env("ROCM_PATH").map(|dir| Path::new(&dir).join(INSTALLED_PATH));
@@ -176,7 +177,7 @@ mod tests {
             _ => None,
         };
         assert_eq!(
-            locations_from(env),
+            locations_with(env),
             [
                 PathBuf::from("/m/counter_defs.yaml"),
                 PathBuf::from("/rocm-6.4/share/rocprofiler-sdk/counter_defs.yaml"),
@@ -184,7 +185,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            locations_from(|_| None),
+            locations_with(|_| None),
             [PathBuf::from(
                 "/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml"
             )]

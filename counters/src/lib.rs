@@ -43,7 +43,7 @@ pub mod yaml;
 
 pub use check::check;
 pub use counter::{Counter, Definition, DefinitionKind, ExpressionSource};
-pub use definitions::{Definitions, INSTALLED_PATH, default_locations, locate};
+pub use definitions::{Definitions, INSTALLED_PATH, default_locations, locate, locations_with};
 pub use diagnostic::{Diagnostic, Error, Location, Severity, Source};
 pub use resolve::{AGENT_PROPERTIES, Requirements, ResolveError, Resolved, Resolver};
 pub use schema::Schema;

@@ -16,6 +16,7 @@ mod descriptors;
 pub mod device;
 pub mod diag;
 pub mod diff;
+pub mod doctor;
 pub mod error;
 pub mod expression;
 pub mod generate;

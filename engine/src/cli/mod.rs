@@ -5,9 +5,11 @@
 mod agents;
 mod counters;
 mod device;
+mod doctor;
 mod flags;
 mod import;
 mod input;
+mod manual;
 mod outputs;
 mod pipeline;
 mod pipeline_args;
@@ -89,8 +91,15 @@ enum Command {
     Plugins(plugins::PluginsCommand),
     /// Print the completion script of a shell: `rocflow completions bash|zsh|fish`.
     Completions(shell::CompletionsArgs),
-    /// Print the manual page (roff), or write a page per command with --dir.
+    /// Print the manual page (roff) of rocflow or of a command, or write a page per command
+    /// with --dir.
     Man(shell::ManArgs),
+    /// List what a shell completes a word with (the completion scripts call it).
+    #[command(name = "__complete", hide = true)]
+    Complete(shell::CompleteArgs),
+    /// Check this machine for profiling: SDK, /dev/kfd, visible GPUs, counters, PC sampling,
+    /// performance level, ptrace scope. Exit 0 when no check failed, 1 when one did.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Runs the command line and maps its outcome to an exit code.
@@ -115,6 +124,8 @@ pub fn main() -> ExitCode {
         Command::Plugins(command) => plugins::run(command),
         Command::Completions(args) => shell::completions(args, Cli::command()),
         Command::Man(args) => shell::man(args, Cli::command()),
+        Command::Complete(args) => shell::complete(args),
+        Command::Doctor(args) => doctor::doctor(args),
     };
     match outcome {
         // An error reported on the way (a sink that failed) fails a command that would

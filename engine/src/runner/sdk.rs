@@ -45,24 +45,45 @@ pub enum SdkError {
 
 /// Looks where ROCm installs rocprofiler-sdk, in the order a user steers it: the library
 /// `ROCPROFILER_REGISTER_LIBRARY` names, `$ROCM_PATH/lib`, the directories of
-/// `LD_LIBRARY_PATH`, `/opt/rocm/lib`, then the system loader's cache.
+/// `LD_LIBRARY_PATH`, ROCm's Python wheels in the active virtual or conda environment,
+/// `/opt/rocm/lib`, then the system loader's cache.
 pub fn find(env: impl Fn(&str) -> Option<String>) -> Result<Sdk, SdkError> {
+    find_under(Path::new("/"), env)
+}
+
+/// [`find`] on the machine whose files lie under `root` (`/` for this one): every absolute
+/// path, those the environment names included, is read below it. The loader's cache
+/// describes this machine only, so it is asked only when `root` is `/`.
+pub fn find_under(root: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Sdk, SdkError> {
+    let at = |path: &Path| rooted(root, path);
     let mut places: Vec<(PathBuf, String)> = Vec::new();
     if let Some(file) = env("ROCPROFILER_REGISTER_LIBRARY").filter(|f| !f.is_empty()) {
-        places.push((file.into(), "ROCPROFILER_REGISTER_LIBRARY".into()));
+        places.push((at(Path::new(&file)), "ROCPROFILER_REGISTER_LIBRARY".into()));
     }
     if let Some(rocm) = env("ROCM_PATH").filter(|p| !p.is_empty()) {
-        let dir = Path::new(&rocm).join("lib");
+        let dir = at(Path::new(&rocm)).join("lib");
         places.push((dir.join(LIBRARY), "ROCM_PATH".into()));
     }
     for dir in env("LD_LIBRARY_PATH").unwrap_or_default().split(':') {
         if !dir.is_empty() {
-            places.push((Path::new(dir).join(LIBRARY), "LD_LIBRARY_PATH".into()));
+            places.push((at(Path::new(dir)).join(LIBRARY), "LD_LIBRARY_PATH".into()));
         }
     }
-    places.push((Path::new("/opt/rocm/lib").join(LIBRARY), "/opt/rocm".into()));
-    if let Some(cached) = loader_cache() {
-        places.push((cached, "the system loader's cache".into()));
+    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(prefix) = env(var).filter(|p| !p.is_empty()) {
+            for lib in wheel_libraries(&at(Path::new(&prefix))) {
+                places.push((lib.join(LIBRARY), format!("ROCm's Python wheels in {var}")));
+            }
+        }
+    }
+    places.push((
+        at(Path::new("/opt/rocm/lib")).join(LIBRARY),
+        "/opt/rocm".into(),
+    ));
+    if root == Path::new("/") {
+        if let Some(cached) = loader_cache() {
+            places.push((cached, "the system loader's cache".into()));
+        }
     }
     let found = places.iter().find_map(|(file, how)| {
         let path = installed(file)?;
@@ -85,6 +106,42 @@ pub fn find(env: impl Fn(&str) -> Option<String>) -> Result<Sdk, SdkError> {
         }),
         _ => Ok(sdk),
     }
+}
+
+/// `path` on the machine under `root`; a relative path stays relative to the working
+/// directory.
+pub fn rooted(root: &Path, path: &Path) -> PathBuf {
+    match path.strip_prefix("/") {
+        Ok(inside) => root.join(inside),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+/// The library directories of ROCm's Python wheels in the Python environment at `prefix`:
+/// `_rocm_sdk_core` (`pip install rocm[libraries]`) holds rocprofiler-sdk, and
+/// `_rocm_sdk_devel` links into it once `rocm-sdk init` has run.
+fn wheel_libraries(prefix: &Path) -> Vec<PathBuf> {
+    let mut pythons: Vec<PathBuf> = std::fs::read_dir(prefix.join("lib"))
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            (path.file_name().and_then(|n| n.to_str())).is_some_and(|n| n.starts_with("python3"))
+        })
+        .collect();
+    pythons.sort();
+    let mut dirs = Vec::new();
+    for python in pythons {
+        for site in ["site-packages", "dist-packages"] {
+            for package in ["_rocm_sdk_core", "_rocm_sdk_devel"] {
+                let lib = python.join(site).join(package).join("lib");
+                if lib.is_dir() {
+                    dirs.push(lib);
+                }
+            }
+        }
+    }
+    dirs
 }
 
 /// The version in a library's file name (`librocprofiler-sdk.so.1.0.0`).
@@ -178,5 +235,28 @@ mod tests {
             installed(&dir.path().join("librocprofiler-register.so")),
             None
         );
+    }
+
+    #[test]
+    fn rocm_wheels_in_the_active_virtual_environment_are_found() {
+        let root = tempfile::tempdir().unwrap();
+        let lib = root
+            .path()
+            .join("home/u/venv/lib/python3.12/site-packages/_rocm_sdk_core/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        // The wheels carry the soname only, without the unversioned link.
+        std::fs::write(lib.join("librocprofiler-sdk.so.1"), b"\x7fELF").unwrap();
+        let env = |name: &str| (name == "VIRTUAL_ENV").then(|| "/home/u/venv".to_string());
+        let sdk = find_under(root.path(), env).unwrap();
+        assert_eq!(
+            sdk.path,
+            lib.join("librocprofiler-sdk.so.1").canonicalize().unwrap()
+        );
+        assert_eq!(sdk.found_by, "ROCm's Python wheels in VIRTUAL_ENV");
+        // Without the environment active, the wheels are not this machine's ROCm.
+        assert!(matches!(
+            find_under(root.path(), |_| None),
+            Err(SdkError::Missing { .. })
+        ));
     }
 }

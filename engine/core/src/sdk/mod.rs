@@ -165,6 +165,17 @@ pub fn gfx_target_version(name: &str) -> Option<u32> {
     Some(major * 10_000 + minor * 100 + stepping)
 }
 
+/// The architecture name of a `gfx_target_version` (the KFD topology's): 90402 is gfx942,
+/// 90010 gfx90a, 110000 gfx1100.
+pub fn gfx_name(target_version: u32) -> String {
+    let (major, minor, stepping) = (
+        target_version / 10_000,
+        target_version / 100 % 100,
+        target_version % 100,
+    );
+    format!("gfx{major}{minor:x}{stepping:x}")
+}
+
 /// `rocprofiler_agent_type_t`.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]

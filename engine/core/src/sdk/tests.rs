@@ -156,3 +156,12 @@ fn architecture_names_give_the_graphics_ip_version() {
     assert_eq!(gfx_version("Simulated host CPU"), None);
     assert_eq!(gfx_target_version("gfx942"), Some(90402));
 }
+
+#[test]
+fn target_versions_name_their_architecture_and_back() {
+    for name in [
+        "gfx942", "gfx90a", "gfx1100", "gfx1030", "gfx1201", "gfx950",
+    ] {
+        assert_eq!(gfx_name(gfx_target_version(name).unwrap()), name);
+    }
+}
