@@ -120,9 +120,9 @@ mod tests {
             ("SLURM_PROCID", "5"),
             ("SLURM_NTASKS", "16"),
         ];
-        let world = world(env(&both)).unwrap();
-        assert_eq!((world.rank, world.size), (5, Some(16)));
-        assert_eq!(world.variable, "SLURM_PROCID");
+        let found = world(env(&both)).unwrap();
+        assert_eq!((found.rank, found.size), (5, Some(16)));
+        assert_eq!(found.variable, "SLURM_PROCID");
         let pmix = world(env(&[("PMIX_RANK", "2")])).unwrap();
         assert_eq!((pmix.rank, pmix.size), (2, None));
         assert_eq!(world(env(&[("HOME", "/root")])), None);
@@ -137,8 +137,8 @@ mod tests {
             ("MY_SIZE", "9"),
             ("SLURM_PROCID", "1"),
         ];
-        let world = world(env(&pairs)).unwrap();
-        assert_eq!((world.rank, world.size), (7, Some(9)));
+        let found = world(env(&pairs)).unwrap();
+        assert_eq!((found.rank, found.size), (7, Some(9)));
         assert_eq!(world(env(&[(RANK_VARIABLE, "UNSET")])), None);
     }
 

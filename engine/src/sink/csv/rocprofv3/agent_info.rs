@@ -1,13 +1,10 @@
 //! `PREFIX_agent_info.csv`: each agent's `rocprofiler_agent_v0_t` in rocprofv3's columns.
 //! rocprofv3 writes the same columns whatever `--agent-index` says.
 
-use std::collections::BTreeSet;
-
 use crate::catalog::StreamMeta;
-use crate::record::Agent;
 use crate::sink::rocpd::extdata::AgentRecord;
 
-use super::format::Line;
+use super::format::{Line, type_index};
 
 /// The columns of `agent_info.csv`: `rocprofiler_agent_v0_t`'s fields.
 pub(super) const AGENT_INFO: &[&str] = &[
@@ -91,16 +88,6 @@ pub(super) fn agent_rows<'a>(metas: impl Iterator<Item = &'a StreamMeta>) -> Vec
     rows.sort();
     rows.dedup();
     rows.into_iter().flat_map(|(_, row)| row).collect()
-}
-
-/// The index of `agent` among the agents of its type that its process sees, in the
-/// order of rocflow's indices (the SDK's): the SDK's `logical_node_type_id`.
-pub(super) fn type_index(meta: &StreamMeta, agent: &Agent) -> u32 {
-    let below: BTreeSet<u32> = (meta.agents.iter())
-        .filter(|b| b.agent_type == agent.agent_type && b.index < agent.index)
-        .map(|b| b.index)
-        .collect();
-    below.len() as u32
 }
 
 /// The value of an `agent_info.csv` column in an agent's record: the field of the

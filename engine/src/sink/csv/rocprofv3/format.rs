@@ -1,13 +1,14 @@
 //! The lines of rocprofv3's files and its number formats: texts quoted, numbers as its
 //! C++ stream manipulators write them.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io::Write;
 
-use super::agent_info::type_index;
 use crate::catalog::StreamMeta;
 use crate::cformat::scientific;
 use crate::plan::sink::csv::AgentIndex;
+use crate::record::Agent;
 use crate::sdk::AgentType;
 use crate::sink::csv::push_int;
 
@@ -144,6 +145,16 @@ fn not_finite(v: f64) -> &'static str {
         (false, false) => "inf",
         (false, true) => "-inf",
     }
+}
+
+/// The index of `agent` among the agents of its type that its process sees, in the
+/// order of rocflow's indices (the SDK's): the SDK's `logical_node_type_id`.
+pub(super) fn type_index(meta: &StreamMeta, agent: &Agent) -> u32 {
+    let below: BTreeSet<u32> = (meta.agents.iter())
+        .filter(|b| b.agent_type == agent.agent_type && b.index < agent.index)
+        .map(|b| b.index)
+        .collect();
+    below.len() as u32
 }
 
 #[cfg(test)]
