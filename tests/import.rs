@@ -89,6 +89,7 @@ fn tracing_options_select_rocprofiler_sdk_domains() {
         "hsa_image_ext_api",
         "hsa_finalize_ext_api",
     ];
+    // With the KFD events and OpenMP that SDK 1.3's rocprofv3 adds to both aggregates.
     const RUNTIME: &[&str] = &[
         "hip_runtime_api",
         "marker_core_range_api",
@@ -99,6 +100,15 @@ fn tracing_options_select_rocprofiler_sdk_domains() {
         "rccl_api",
         "rocdecode_api",
         "rocjpeg_api",
+        "kfd_event_page_migrate",
+        "kfd_page_migrate",
+        "kfd_event_page_fault",
+        "kfd_event_unmap_from_gpu",
+        "kfd_page_fault",
+        "kfd_event_queue",
+        "kfd_queue",
+        "kfd_event_dropped_events",
+        "ompt",
     ];
     let sys: Vec<&str> = HIP
         .iter()
@@ -879,7 +889,7 @@ fn a_converted_job_runs_on_the_simulated_device() {
 }
 
 /// rocprofv3's `agent_index` names the agents in the CSV files; each of AMD's three
-/// `agent-index` test inputs converts with its form (and reports JSON as not converted).
+/// `agent-index` test inputs converts with its form.
 #[test]
 fn agent_index_names_the_agents_of_rocprofv3s_csv_files() {
     use rocflow::plan::sink::csv::{AgentIndex, Flavour, Rocprofv3};
@@ -903,9 +913,10 @@ fn agent_index_names_the_agents_of_rocprofv3s_csv_files() {
         assert_success(&output);
         assert!(!text(&output.stderr).contains("agent_index"), "{written}");
         let plan = compile(&dir.path().join("p.toml"), &[]);
-        let [sink] = &plan.sinks[..] else {
+        let [sink, json] = &plan.sinks[..] else {
             panic!("{:?}", plan.sinks)
         };
+        assert_eq!(json.name, "json");
         let Writer::Builtin(Format::Csv(options)) = &sink.writer else {
             panic!("{sink:?}")
         };

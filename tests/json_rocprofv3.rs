@@ -30,18 +30,7 @@ path = "out/{pid}_results.json"
 
 /// What the pipeline collects, as the truth's terms say it.
 fn collects() -> Collects {
-    Collects {
-        dispatches: true,
-        api: vec![
-            ("hip_runtime_api", vec![], vec![]),
-            ("hsa_core_api", vec![], vec![]),
-        ],
-        copies: true,
-        allocations: true,
-        markers: true,
-        counters: vec!["SQ_WAVES", "GRBM_GUI_ACTIVE"],
-        ..Collects::default()
-    }
+    Collects::everything(&["SQ_WAVES", "GRBM_GUI_ACTIVE"])
 }
 
 /// Runs `pipeline` on the simulated MI300X; the directory and the documents written.

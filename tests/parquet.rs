@@ -73,18 +73,7 @@ path = "out/csv"
 
 /// What [`pipeline`] collects of the scenario: every API domain it calls.
 fn collects() -> Collects {
-    Collects {
-        dispatches: true,
-        api: vec![
-            ("hip_runtime_api", vec![], vec![]),
-            ("hsa_core_api", vec![], vec![]),
-        ],
-        copies: true,
-        allocations: true,
-        markers: true,
-        counters: COUNTERS.to_vec(),
-        ..Collects::default()
-    }
+    Collects::everything(&COUNTERS)
 }
 
 /// A run of `pipeline` on the simulated device in a fresh directory, its application

@@ -228,17 +228,7 @@ fn domain_tables_hold_the_scenarios_truth_where_rocprofv3_puts_them() {
 
     // Calls and totals are the scenario's.
     let scenario = Scenario::read(&scenario_file);
-    let collects = Collects {
-        dispatches: true,
-        api: vec![
-            ("hip_runtime_api", vec![], vec![]),
-            ("hsa_core_api", vec![], vec![]),
-        ],
-        copies: true,
-        allocations: true,
-        markers: true,
-        ..Collects::default()
-    };
+    let collects = Collects::everything(&[]);
     let want = scenario.truth(&collects, 1, &BTreeMap::new());
     let parts = [
         Part::Kernels,

@@ -796,6 +796,23 @@ pub enum KernelNames {
 }
 
 impl Collects {
+    /// Every kind of record the default scenario makes (dispatches, the HIP runtime and
+    /// HSA core APIs it calls, copies, allocations, markers), with these counters.
+    pub fn everything(counters: &[&'static str]) -> Collects {
+        Collects {
+            dispatches: true,
+            api: vec![
+                ("hip_runtime_api", vec![], vec![]),
+                ("hsa_core_api", vec![], vec![]),
+            ],
+            copies: true,
+            allocations: true,
+            markers: true,
+            counters: counters.to_vec(),
+            ..Collects::default()
+        }
+    }
+
     /// Everything two pipelines collect together.
     pub fn and(mut self, other: &Collects) -> Collects {
         self.dispatches |= other.dispatches;

@@ -80,8 +80,12 @@ pub struct OutputFlags {
 }
 
 impl Flags {
-    /// The options as a rocprofv3 job, when any was given.
+    /// The options as a rocprofv3 job, when one of them describes a whole run (the
+    /// everyday options alone change the default pipeline, as they change any other).
     pub fn job(&self) -> Result<Option<Job>> {
+        if self.rocprofv3.is_empty() {
+            return Ok(None);
+        }
         let mut line = CommandLine::default();
         let mut add = |flag: &str, key: &str, shape, values: &[String]| {
             line.add(flag, key, shape, values);
@@ -145,9 +149,6 @@ impl Flags {
         }
         self.rocprofv3.add_to(&mut line);
         let input = self.rocprofv3.input();
-        if line.is_empty() && input.is_none() {
-            return Ok(None);
-        }
         if kernel_names.is_some() {
             return Err(Error::user(
                 Diagnostic::error("`--kernel-names` changes a pipeline, and none was given")

@@ -193,6 +193,10 @@ pub struct Given {
 }
 
 impl Given {
+    pub fn is_empty(&self) -> bool {
+        self.given.is_empty()
+    }
+
     /// `-i`: the input file whose jobs run.
     pub fn input(&self) -> Option<PathBuf> {
         (self.given.iter())

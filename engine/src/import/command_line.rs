@@ -64,15 +64,6 @@ impl CommandLine {
         self.entries.push((scalar(key, flag_range), value));
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Whether the option for `key` was given.
-    pub fn has(&self, key: &str) -> bool {
-        self.entries.iter().any(|(k, _)| key_of(k) == Some(key))
-    }
-
     /// The command line as a file diagnostics point into, and its job.
     pub fn finish(self) -> (Arc<SourceFile>, Node) {
         let span = 0..self.text.len();

@@ -386,7 +386,9 @@ impl Converter<'_> {
     /// select the dispatches whose counters are collected.
     fn kernel_filter(&mut self, j: &Job, counting: bool) -> (KernelFilter, Option<String>) {
         let mut regex = |option: &Opt<String>, key: &str| {
-            let option = option.as_ref()?;
+            // An empty regex is no filter, as rocprofv3 takes it (AMD's inputs write
+            // `kernel_exclude_regex: ""`), not one that matches every kernel.
+            let option = option.as_ref().filter(|o| !o.value.is_empty())?;
             if let Err(err) = Regex::new(&option.value) {
                 let reason = err.to_string();
                 let reason = reason.lines().last().unwrap_or_default().trim();
