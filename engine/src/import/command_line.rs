@@ -273,11 +273,12 @@ mod tests {
         };
         assert_eq!(entries.len(), 4, "output_file is not added twice");
         assert_eq!(
-            origin.span(entries[1].0.span.clone()).snippet(),
+            origin.span(entries[2].0.span.clone()).snippet(),
             "--hsa-trace"
         );
         assert_eq!(origin.span(entries[0].1.span.clone()).snippet(), "out");
 
+        let input = SourceFile::new("in.yaml", "jobs:\n  - output-file: other\n");
         let other = (scalar("output-file", 10..21), scalar("other", 23..28));
         let mut jobs = vec![job(vec![other])];
         let errors = Origin::merge(input, &mut jobs, line_file, &options).unwrap_err();
