@@ -124,7 +124,7 @@ pub const OPTIONS: &[Option3] = &[
     one("minimum-output-data", Outputs, "Write no output holding less than this many KB of records"),
     one("log-level", Outputs, "How much rocflow says on stderr: fatal, error and warning keep it to warnings and errors").choices(&["fatal", "error", "warning", "info", "trace", "env", "config"]),
     one("extra-counters", Outputs, "Counter definitions (YAML) to read besides the SDK's, for --pmc").short('E'),
-    flag("runtime-trace", Tracing, "HIP runtime API, markers, RCCL, rocDecode, rocJPEG, memory copies, allocations and scratch memory, and kernel dispatches").short('r'),
+    flag("runtime-trace", Tracing, "HIP runtime API, markers, RCCL, rocDecode, rocJPEG, memory copies, allocations and scratch memory, kernel dispatches, KFD events and OpenMP").short('r'),
     flag("sys-trace", Tracing, "--runtime-trace with the HIP compiler API and the HSA API; `--sys-trace --hsa-trace=no` leaves a part out").short('s'),
     flag("hip-trace", Tracing, "The HIP runtime and compiler APIs"),
     flag("hip-runtime-trace", Tracing, "The HIP runtime API (functions named hip…)"),
