@@ -193,7 +193,7 @@ impl JsonSink {
                 for r in records {
                     put(Section::MemoryCopy, &records::memory_copy(meta, r))?;
                     let name = operation(Domain::MemoryCopy, r.operation_id);
-                    process.time(Section::MemoryCopy, &name, r.start_ns, r.end_ns);
+                    process.time(Section::MemoryCopy, name, r.start_ns, r.end_ns);
                 }
             }
             Batch::MemoryAllocation(records) => {
@@ -203,14 +203,14 @@ impl JsonSink {
                         &records::memory_allocation(meta, r),
                     )?;
                     let name = operation(Domain::MemoryAllocation, r.operation_id);
-                    process.time(Section::MemoryAllocation, &name, r.start_ns, r.end_ns);
+                    process.time(Section::MemoryAllocation, name, r.start_ns, r.end_ns);
                 }
             }
             Batch::ScratchMemory(records) => {
                 for r in records {
                     put(Section::ScratchMemory, &records::scratch_memory(meta, r))?;
                     let name = operation(Domain::ScratchMemory, r.operation_id);
-                    process.time(Section::ScratchMemory, &name, r.start_ns, r.end_ns);
+                    process.time(Section::ScratchMemory, name, r.start_ns, r.end_ns);
                 }
             }
             Batch::PcSample(records) => {
@@ -322,10 +322,11 @@ fn counter_entries(out: &mut impl Write, process: &Process) -> Result<(), SinkEr
     Ok(())
 }
 
-/// The SDK's name of an operation of an enumerated domain: `MEMORY_COPY_HOST_TO_DEVICE`.
-fn operation(domain: Domain, id: u8) -> String {
-    let op = domain.operation_name(id.into()).unwrap_or("NONE");
-    format!("{}_{op}", names::kind_name(domain))
+/// The SDK's name of an operation of an enumerated domain, without the domain's
+/// (`HOST_TO_DEVICE`; the summary writes `MEMORY_COPY_HOST_TO_DEVICE`): no allocation per
+/// record.
+fn operation(domain: Domain, id: u8) -> &'static str {
+    domain.operation_name(id.into()).unwrap_or("NONE")
 }
 
 /// The name a marker's duration counts under: a mark's or range's message, another

@@ -72,6 +72,15 @@ impl Section {
     }
 
     /// The domain's name in `summary`, for the arrays whose records have durations.
+    /// Whether its records' names are the operations of an enumerated domain of the SDK
+    /// (`HOST_TO_DEVICE`), rather than functions or kernels.
+    pub fn enumerated(self) -> bool {
+        matches!(
+            self,
+            Section::MemoryCopy | Section::MemoryAllocation | Section::ScratchMemory
+        )
+    }
+
     pub fn domain(self) -> Option<&'static str> {
         Some(match self {
             Section::KernelDispatch => "KERNEL_DISPATCH",

@@ -93,7 +93,7 @@ pub fn add(durations: &mut Durations, section: Section, name: &str, start: u64, 
 /// pairs, by name).
 struct Domain<'a> {
     total: Stats,
-    operations: BTreeMap<&'a str, &'a Stats>,
+    operations: BTreeMap<String, &'a Stats>,
 }
 
 impl Serialize for Domain<'_> {
@@ -126,11 +126,17 @@ pub fn summary(durations: &Durations) -> impl Serialize + '_ {
             let names = durations.get(section).filter(|n| !n.is_empty())?;
             let mut total = Stats::default();
             names.values().for_each(|s| total.merge(s));
+            let domain = section.domain()?;
+            // The operations of an enumerated domain are named with the domain's name.
+            let key = |name: &str| match section.enumerated() {
+                true => format!("{domain}_{name}"),
+                false => name.to_owned(),
+            };
             Some(Entry {
-                domain: section.domain()?,
+                domain,
                 stats: Domain {
                     total,
-                    operations: names.iter().map(|(n, s)| (n.as_str(), s)).collect(),
+                    operations: names.iter().map(|(n, s)| (key(n), s)).collect(),
                 },
             })
         })
@@ -163,5 +169,16 @@ mod tests {
         assert_eq!(stats["operations"][0]["key"], "a");
         assert_eq!(stats["operations"][1]["key"], "b");
         assert_eq!(stats["operations"][1]["value"]["count"], 2);
+    }
+
+    /// A copy counts under its operation, named with its domain as the SDK names it.
+    #[test]
+    fn enumerated_operations_are_named_with_their_domain() {
+        let mut durations = Durations::new();
+        add(&mut durations, Section::MemoryCopy, "HOST_TO_DEVICE", 0, 10);
+        let json = serde_json::to_value(summary(&durations)).unwrap();
+        let operation = &json[0]["stats"]["operations"][0];
+        assert_eq!(operation["key"], "MEMORY_COPY_HOST_TO_DEVICE");
+        assert_eq!(operation["value"]["sum"], 10);
     }
 }
