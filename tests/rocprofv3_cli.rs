@@ -1352,3 +1352,77 @@ fn every_input_of_amds_tests_imports_and_runs() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// A rocprofv3 command line's outputs hold what the simulated scenario does, as the
+/// matrix holds each pipeline's: its CSV files, its JSON document and its database, each
+/// counted against the scenario's truth.
+#[test]
+fn a_command_lines_outputs_hold_what_the_scenario_does() {
+    use support::truth::{self, Collects, Part, Scenario};
+    let dir = tempfile::tempdir().unwrap();
+    let scenario_file = support::repo().join("examples/sim/mi300x.toml");
+    let device = format!("sim:{}", scenario_file.display());
+    let app = support::sim_app();
+    let args = [
+        "run",
+        "--device",
+        &device,
+        "--sys-trace",
+        "--pmc",
+        "SQ_WAVES",
+        "-f",
+        "csv",
+        "json",
+        "rocpd",
+        "-d",
+        "out",
+        "-o",
+        "run",
+        "--",
+        app.to_str().unwrap(),
+        "exit",
+        "0",
+    ];
+    assert_success(&support::rocflow(&args, dir.path(), &[]));
+    let out = dir.path().join("out");
+    let (json, dispatches) = truth::rocprofv3_json(&[out.join("run_results.json")]);
+    let csv: Vec<_> = (std::fs::read_dir(&out).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    // What the scenario calls of the domains `--sys-trace` traces.
+    let collects = Collects {
+        api: [
+            "hip_runtime_api",
+            "hsa_core_api",
+            "hsa_amd_ext_api",
+            "rccl_api",
+        ]
+        .map(|d| (d, vec![], vec![]))
+        .to_vec(),
+        ..Collects::everything(&["SQ_WAVES"])
+    };
+    let want = Scenario::read(&scenario_file).truth(&collects, 1, &dispatches);
+    let but_bytes: Vec<Part> = (Part::ALL.into_iter())
+        .filter(|&p| p != Part::CopyBytes)
+        .collect();
+    let outputs = [
+        ("json", json, &Part::ALL[..], 1e-9),
+        // rocprofv3's CSV has no copy sizes, and writes counter values to six decimals.
+        ("csv", truth::rocprofv3_csv(&csv), &but_bytes, 1e-6),
+        (
+            "rocpd",
+            truth::rocpd(&out.join("run_results.db")),
+            &Part::ALL,
+            1e-9,
+        ),
+    ];
+    let mut problems = Vec::new();
+    for (output, seen, parts, within) in outputs {
+        for difference in want.differences(&seen, parts, within) {
+            problems.push(format!("{output}: {difference}"));
+        }
+    }
+    assert!(!dispatches.is_empty(), "the JSON document has dispatches");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
