@@ -1354,8 +1354,9 @@ fn every_input_of_amds_tests_imports_and_runs() {
 }
 
 /// A rocprofv3 command line's outputs hold what the simulated scenario does, as the
-/// matrix holds each pipeline's: its CSV files, its JSON document and its database, each
-/// counted against the scenario's truth.
+/// matrix holds each pipeline's: its CSV files, JSON document, database, Perfetto trace
+/// and OTF2 archive (in rocprofv3's layout), each counted against the scenario's truth
+/// in the parts the matrix holds it to.
 #[test]
 fn a_command_lines_outputs_hold_what_the_scenario_does() {
     use support::truth::{self, Collects, Part, Scenario};
@@ -1374,6 +1375,8 @@ fn a_command_lines_outputs_hold_what_the_scenario_does() {
         "csv",
         "json",
         "rocpd",
+        "pftrace",
+        "otf2",
         "-d",
         "out",
         "-o",
@@ -1414,6 +1417,30 @@ fn a_command_lines_outputs_hold_what_the_scenario_does() {
             "rocpd",
             truth::rocpd(&out.join("run_results.db")),
             &Part::ALL,
+            1e-9,
+        ),
+        (
+            "pftrace",
+            truth::perfetto(&[out.join("run_results.pftrace")]),
+            &[
+                Part::Kernels,
+                Part::KernelTime,
+                Part::Api,
+                Part::Copies,
+                Part::Markers,
+            ],
+            1e-9,
+        ),
+        (
+            "otf2",
+            truth::otf2(&out.join("run_results.otf2"), &want),
+            &[
+                Part::Kernels,
+                Part::Api,
+                Part::Copies,
+                Part::Allocations,
+                Part::Markers,
+            ],
             1e-9,
         ),
     ];
