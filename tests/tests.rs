@@ -31,6 +31,7 @@ mod replay;
 mod rocpd;
 mod rocpd_bounds;
 mod rocpd_peer;
+mod rocpd_revisions;
 mod rocpd_source;
 mod rocprofv3_cli;
 mod rocprofv3_summary;
