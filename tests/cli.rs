@@ -2,7 +2,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use support::{assert_fails, assert_says, assert_says_each, rocflow, text, with_file, write_file};
+use support::{
+    assert_fails, assert_says, assert_says_each, assert_success, rocflow, text, with_file,
+    write_file,
+};
 
 #[test]
 fn version_and_help() {
@@ -307,6 +310,27 @@ fn using_a_shadowing_team_template_prints_a_note() {
         "",
         "no team template, nothing to note"
     );
+}
+
+#[test]
+fn explain_lists_the_domains_with_the_release_that_added_the_newer_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = support::rocflow(&["explain", "--domains"], dir.path(), &[]);
+    assert_success(&output);
+    let listing = text(&output.stdout);
+    let line = |name: &str| {
+        (listing.lines())
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} in:\n{listing}"))
+            .to_owned()
+    };
+    assert!(
+        line("hip_event")
+            .ends_with("2 operations  -> api records (since rocprofiler-sdk 1.4.1 (ROCm 10.1))"),
+        "{listing}"
+    );
+    assert!(line("hipfile_api").contains("(since rocprofiler-sdk 1.3.5 (ROCm 10.0))"));
+    assert!(line("kernel_dispatch").ends_with("kernel_dispatch records"));
 }
 
 #[test]

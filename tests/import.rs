@@ -685,6 +685,16 @@ fn bad_input_is_one_clear_error_with_its_position() {
         "`jobs` is empty",
     );
     rejected("none.yaml", "# nothing\n", None, "`jobs` is missing");
+    let stderr = rejected(
+        "ompt.yaml",
+        "jobs:\n  - ompt_trace: [parallel, locks]\n",
+        Some("ompt.yaml:2:5"),
+        "`locks` is not a category of OpenMP events",
+    );
+    assert_says(
+        &stderr,
+        "the categories are all, thread, parallel, task, sync, mutex, target, device, error",
+    );
     rejected(
         "line.txt",
         "pmc: SQ_WAVES\npmc SQ_WAVES\n",

@@ -10,6 +10,7 @@
 //!
 //! CI checks every template and a fixed sample of the pairs; `ROCFLOW_MATRIX=full` checks
 //! every pair (see the README).
+use rocflow::sdk::Domain;
 use support::peer::Peer;
 use support::truth::{self, Collects, KernelNames, Part, Scenario, Tally};
 use support::{assert_success, entries, repo, rocflow, sim_app};
@@ -149,6 +150,8 @@ struct Row {
     /// A window the replays keep, and how many of the (one-thread) scenario's iterations
     /// lie wholly inside it.
     window: Option<(Window, u64)>,
+    /// Scenario tables added to the MI300X scenario's.
+    scenario: &'static str,
 }
 
 /// A window of a replay.
@@ -219,6 +222,7 @@ impl Row {
             paced: None,
             collected: None,
             window: None,
+            scenario: "",
         }
     }
 
@@ -245,6 +249,7 @@ impl Row {
             let paced = format!("iterations = {iterations}\nduration_ms = {ms}");
             text = text.replace("iterations = 100", &paced);
         }
+        text.push_str(self.scenario);
         std::fs::write(dir.join("scenario.toml"), text).unwrap();
         let mut scenario = Scenario::read(&dir.join("scenario.toml"));
         if let Some(iterations) = self.collected {
@@ -290,6 +295,13 @@ impl Row {
             let windowed = self.window.is_some() && source != "live";
             let truth_of = if windowed { &within } else { &scenario };
             let want = truth_of.truth(&self.collects, processes, &dispatches);
+            // rocprofv3's JSON and CSV files, as rocflow writes them, have no sections of
+            // the domains SDKs after 1.0 added.
+            let mut of_1_0 = self.collects.clone();
+            of_1_0.api.retain(|(domain, ..)| {
+                Domain::from_name(domain).is_some_and(|d| d.since().is_none())
+            });
+            let want_of_1_0 = truth_of.truth(&of_1_0, processes, &dispatches);
             // Every row of the CSV tables, as well as their counts.
             let rows = truth_of.misfits(&self.collects, |kind| {
                 truth::csv_table(&out.join("m/csv"), kind)
@@ -381,6 +393,10 @@ impl Row {
                     1e-6
                 } else {
                     1e-9
+                };
+                let want = match output {
+                    "json (rocprofv3)" | "csv (rocprofv3)" => &want_of_1_0,
+                    _ => &want,
                 };
                 for difference in want.differences(&seen, parts, within) {
                     problems.push(format!(
@@ -538,4 +554,46 @@ fn features_that_change_records_agree_with_the_truth() {
     check(&[
         filtered, mangled, truncated, long, window, span, periods, repeated, processes,
     ]);
+}
+
+/// The domains SDKs after 1.0 added, traced beside dispatches: HIP graph launches, HIP
+/// events' barriers, rocSHMEM and hipFile calls, each from the scenario's calls.
+#[test]
+fn the_newer_sdks_domains_agree_with_the_truth() {
+    let templates = templates();
+    let of = |name: &str| templates.iter().find(|t| t.0 == name).unwrap().1.clone();
+    let mut row = Row::new(&["kernel-trace"], of("kernel-trace"));
+    row.name = "HIP graphs and events, rocSHMEM and hipFile".into();
+    row.extra = "[[context]]\nname = \"newer\"\ntracing = [\"hip_graph\", \"hip_event\", \"rocshmem_api\", \"hipfile_api\"]\n";
+    row.scenario = r#"
+[[call]]
+domain = "hip_graph"
+function = "EXEC_LAUNCH"
+count = 2
+duration_ns = 9000
+
+[[call]]
+domain = "hip_event"
+function = "RECORD"
+
+[[call]]
+domain = "hip_event"
+function = "WAIT"
+duration_ns = 2500
+
+[[call]]
+domain = "rocshmem_api"
+function = "rocshmem_putmem_on_stream"
+duration_ns = 6000
+
+[[call]]
+domain = "hipfile_api"
+function = "hipFileRead"
+count = 3
+duration_ns = 12000
+"#;
+    row.collects.api = ["hip_graph", "hip_event", "rocshmem_api", "hipfile_api"]
+        .map(|d| (d, vec![], vec![]))
+        .to_vec();
+    check(&[row]);
 }

@@ -607,6 +607,40 @@ fn pc_sampling_with_amds_beta_turned_off_is_refused_as_the_sdk_refuses_it() {
 }
 
 #[test]
+fn a_domain_newer_than_the_sdk_is_refused_naming_the_release_that_has_it() {
+    let (_dir, pipeline) = with_file(
+        "hip-events.toml",
+        "[pipeline]\nname = \"hip-events\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"events\"\ntracing = [\"kernel_dispatch\", \"hip_event\"]\n",
+    );
+    let missing = "context `events` traces `hip_event`, which rocprofiler-sdk 1.4.1 (ROCm 10.1) added; the rocprofiler-sdk in use is 1.0.0";
+    // The installed library's name says its version: nothing runs.
+    let run = forced(&pipeline);
+    assert_eq!(run.output.status.code(), Some(2), "{}", run.printed());
+    assert_says(run.stderr(), missing);
+    assert!(run.calls().is_empty(), "nothing ran: {}", run.printed());
+    // A library whose name does not say it: the tool reads the version the SDK configures
+    // it with, stays out of the process, and the run fails.
+    let kit = Kit::get();
+    let unnamed = tempfile::tempdir().unwrap();
+    let library = unnamed.path().join("librocprofiler-sdk.so");
+    std::fs::copy(kit.root.join("lib/librocprofiler-sdk.so.1.0.0"), &library).unwrap();
+    let force = kit.bin("force");
+    let register = [("ROCPROFILER_REGISTER_LIBRARY", library.to_str().unwrap())];
+    let pipeline = pipeline.to_str().unwrap();
+    let run = kit.run(Node::FakeGfx942, pipeline, &[force.as_os_str()], &register);
+    assert_eq!(
+        run.tool_messages(),
+        [format!("{missing}; profiling is off")],
+        "{}",
+        run.printed()
+    );
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.printed());
+    assert_says(run.stderr(), "could not reach rocflow");
+    let contexts = (run.calls().into_iter()).filter(|c| c.function == "rocprofiler_create_context");
+    assert_eq!(contexts.count(), 0, "{}", run.printed());
+}
+
+#[test]
 fn the_simulated_mi300x_is_the_real_gfx942() {
     // Every counter the simulated gfx942 has, collected on both: the same agent
     // properties and, counter by counter, the same dimensions in the same order.

@@ -1098,6 +1098,46 @@ fn explain_shows_what_rocprofv3s_options_become() {
     );
 }
 
+#[test]
+fn the_newer_sdks_options_trace_their_domains_and_ompt_categories_narrow() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "explain",
+        "--hip-graph-trace",
+        "--hip-event-trace",
+        "--rocshmem-trace",
+        "--hipfile-trace",
+        "--ompt-trace",
+        "thread",
+        "error",
+        "-o",
+        "out",
+    ];
+    let output = support::rocflow(&args, dir.path(), &[]);
+    assert_success(&output);
+    let plan = text(&output.stdout);
+    for domain in [
+        "hip_graph",
+        "hip_event",
+        "rocshmem_api",
+        "hipfile_api",
+        "ompt",
+    ] {
+        assert!(plan.contains(domain), "{domain} traced:\n{plan}");
+    }
+    for operation in ["thread_begin", "thread_end", "error"] {
+        assert!(plan.contains(operation), "{operation} traced:\n{plan}");
+    }
+    assert!(
+        !plan.contains("parallel_begin"),
+        "only two categories:\n{plan}"
+    );
+    // A category rocprofv3 has not is the command line's error.
+    let args = ["explain", "--ompt-trace", "threads", "-o", "out"];
+    let output = support::rocflow(&args, dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+}
+
 /// The options of `rocflow run` that are rocflow's own, not rocprofv3's.
 const ROCFLOW_OPTIONS: &[&str] = &[
     "--set",

@@ -2,14 +2,14 @@
 //! processes (`/bin/sleep`, and a test program that forks, crashes, spawns threads), with
 //! counts checked against what the scenario file says each process does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Output;
 
 use support::scenario::{default_scenario, expected, scenario_with};
 use support::truth::{self, Collects, Dispatches, Part, Scenario};
 use support::{
-    assert_fails, assert_says, assert_success, rocflow, run_on, sim_app, sim_scenarios, text,
+    assert_fails, assert_says, assert_success, repo, rocflow, run_on, sim_app, sim_scenarios, text,
     with_file, write_file,
 };
 
@@ -951,4 +951,57 @@ fn a_compressed_spool_replays_to_the_rows_of_its_run() {
     std::fs::write(replay.path().join("run.rfraw"), spool).unwrap();
     assert_success(&rocflow(&["replay", "run.rfraw"], replay.path(), &[]));
     assert_eq!(sorted_rows(&replay.path().join("out")), ran);
+}
+
+#[test]
+fn graph_launches_and_hip_events_keep_their_own_records_times() {
+    // Their records are laid out apart from an API call's (the correlation id, the thread
+    // and the times at other offsets): each is read as its own, or its times are another
+    // field's.
+    let dir = tempfile::tempdir().unwrap();
+    let mut scenario = std::fs::read_to_string(repo().join("examples/sim/mi300x.toml")).unwrap();
+    scenario.push_str(
+        "\n[[call]]\ndomain = \"hip_graph\"\nfunction = \"EXEC_LAUNCH\"\nduration_ns = 9000\n\n[[call]]\ndomain = \"hip_event\"\nfunction = \"WAIT\"\nduration_ns = 2500\n",
+    );
+    std::fs::write(dir.path().join("scenario.toml"), scenario).unwrap();
+    let extra = "[[context]]\nname = \"newer\"\ntracing = [\"hip_graph\", \"hip_event\"]\n";
+    std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", extra)).unwrap();
+    let output = run_on(
+        "sim:scenario.toml",
+        "p.toml",
+        &["/bin/sleep", "0.1"],
+        dir.path(),
+        &[],
+    );
+    assert_success(&output);
+    let table = std::fs::read_to_string(dir.path().join("out/api.csv")).unwrap();
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|c| *c == name).unwrap();
+    let (tid, start, end, domain, operation) = (
+        column("tid"),
+        column("start_ns"),
+        column("end_ns"),
+        column("domain"),
+        column("operation"),
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let threads: BTreeSet<&str> = (rows.iter())
+        .filter(|r| r[domain] == "hip_runtime_api")
+        .map(|r| r[tid])
+        .collect();
+    let truth = default_truth();
+    for (name, op, ns) in [
+        ("hip_graph", "EXEC_LAUNCH", 9000),
+        ("hip_event", "WAIT", 2500),
+    ] {
+        let of: Vec<&Vec<&str>> = rows.iter().filter(|r| r[domain] == name).collect();
+        assert_eq!(of.len() as u64, truth.repeats(), "{name}: {table}");
+        for r in of {
+            assert_eq!(r[operation], op, "{r:?}");
+            let took = r[end].parse::<u64>().unwrap() - r[start].parse::<u64>().unwrap();
+            assert_eq!(took, ns, "{r:?}");
+            assert!(threads.contains(r[tid]), "{r:?} on a thread of {threads:?}");
+        }
+    }
 }

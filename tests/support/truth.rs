@@ -1149,7 +1149,14 @@ pub fn perfetto(files: &[std::path::PathBuf]) -> Tally {
                         c if c.starts_with("marker") => {
                             *tally.markers.entry(name).or_default() += 1
                         }
-                        c if c.ends_with("_api") => *tally.api.entry(name).or_default() += 1,
+                        // A slice of a host API's call: of a domain whose records are
+                        // calls (the `_api` ones, a graph launch, a HIP event).
+                        c if rocflow_core::sdk::Domain::from_name(c).is_some_and(|d| {
+                            d.record_kind() == rocflow_core::record::RecordKind::Api
+                        }) =>
+                        {
+                            *tally.api.entry(name).or_default() += 1
+                        }
                         _ => {}
                     }
                 }

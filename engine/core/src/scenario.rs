@@ -254,7 +254,7 @@ pub enum ScenarioError {
     #[error(transparent)]
     Toml(#[from] toml::de::Error),
     #[error(
-        "kernels, copies and allocations need a GPU: add an [[agent]], or leave them out to simulate a node without one"
+        "kernels, copies, allocations, graph launches and HIP events need a GPU: add an [[agent]], or leave them out to simulate a node without one"
     )]
     NoAgent,
     /// A kernel runs on an agent the scenario does not have.
@@ -287,7 +287,8 @@ impl Scenario {
         let agents = scenario.agents.len() as u32;
         let device_work = !(scenario.kernels.is_empty()
             && scenario.copies.is_empty()
-            && scenario.allocations.is_empty());
+            && scenario.allocations.is_empty()
+            && !scenario.calls.iter().any(|c| c.domain.on_gpu()));
         if agents == 0 && device_work {
             return Err(ScenarioError::NoAgent);
         }

@@ -8,13 +8,15 @@ use std::sync::{Mutex, OnceLock};
 
 use rocflow_core::abi::{DispatchCountingCallback, Handle, TracingCallback};
 use rocflow_core::scenario::{self, Scenario};
+use rocflow_core::sdk::SdkVersion;
 
 use crate::buffer::{Buffer, BufferDef};
 use crate::device::Device;
 use crate::stderr::warn;
 
-/// The version the simulated SDK reports: that of the headers its layouts come from.
-pub const VERSION: (u32, u32, u32) = (1, 0, 0);
+/// The version the simulated SDK reports: that of the newest headers whose domains it
+/// traces (its other layouts, SDK 1.0's, are unchanged since).
+pub const VERSION: SdkVersion = rocflow_core::sdk::SIMULATED;
 
 pub const CONTEXT_HANDLE_BASE: u64 = 0x1000;
 pub const BUFFER_HANDLE_BASE: u64 = 0x2000;

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rocflow_core::abi::{
     ApiRecord, AsyncCorrelationId, CallbackTracingRecord, CodeObjectLoadData, CorrelationId,
     CounterRecord, Dim3, DispatchCountingServiceData, DispatchCountingServiceRecord, Handle,
-    KernelDispatchInfo, KernelDispatchRecord, KernelSymbolRegisterData, MarkerApiData,
-    MemoryAllocationRecord, MemoryCopyRecord, Pc, PcSamplingHostTrapRecord, UserData, callback,
-    category, counter_record, pc_record,
+    HipEventRecord, HipGraphRecord, KernelDispatchInfo, KernelDispatchRecord,
+    KernelSymbolRegisterData, MarkerApiData, MemoryAllocationRecord, MemoryCopyRecord, Pc,
+    PcSamplingHostTrapRecord, UserData, callback, category, counter_record, pc_record,
 };
 use rocflow_core::sdk::Domain;
 
@@ -216,10 +216,50 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 wait(t);
                 let mut record = api_record(call.domain, call.operation, t, correlation, tid);
                 record.end_timestamp = t + call.duration_ns;
-                if call.domain == Domain::HipRuntimeApi {
-                    emitter.hip(record, [0; 4]);
-                } else {
-                    emitter.trace(call.domain, call.operation, &record);
+                // A graph's or an event's work runs on the first GPU's queue of this thread.
+                let gpu = || sdk.device.gpu_handle(0);
+                let queue = Handle {
+                    handle: 0x5000 + u64::from(index) * 16,
+                };
+                match call.domain {
+                    Domain::HipRuntimeApi => emitter.hip(record, [0; 4]),
+                    Domain::HipGraph => emitter.trace(
+                        call.domain,
+                        call.operation,
+                        &HipGraphRecord {
+                            size: size_of::<HipGraphRecord>() as u64,
+                            kind: record.kind,
+                            operation: record.operation,
+                            correlation_id: record.correlation_id,
+                            thread_id: tid,
+                            start_timestamp: record.start_timestamp,
+                            end_timestamp: record.end_timestamp,
+                            agent_id: gpu(),
+                            queue_id: queue,
+                            graph_exec_id: Handle {
+                                handle: u64::from(index) + 1,
+                            },
+                            kernel_dispatch_count: 0,
+                        },
+                    ),
+                    Domain::HipEvent => emitter.trace(
+                        call.domain,
+                        call.operation,
+                        &HipEventRecord {
+                            size: size_of::<HipEventRecord>() as u64,
+                            kind: record.kind,
+                            operation: record.operation,
+                            correlation_id: async_correlation(correlation),
+                            thread_id: tid,
+                            start_timestamp: record.start_timestamp,
+                            end_timestamp: record.end_timestamp,
+                            agent_id: gpu(),
+                            queue_id: queue,
+                            hip_event_handle: 0xe000 + u64::from(index),
+                            source_queue_id: queue,
+                        },
+                    ),
+                    _ => emitter.trace(call.domain, call.operation, &record),
                 }
                 t += call.duration_ns;
             }

@@ -97,7 +97,8 @@ pub struct ExplainArgs {
     /// Print the fully merged pipeline (templates and parameters applied) as TOML.
     #[arg(long)]
     resolved: bool,
-    /// List rocprofiler-sdk tracing domains and how many operations each has.
+    /// List rocprofiler-sdk tracing domains, how many operations each has, and the SDK
+    /// release that added those newer than 1.0.
     #[arg(long, conflicts_with_all = ["json", "resolved"])]
     domains: bool,
     // Last: its help heading holds for what follows it.
@@ -111,11 +112,15 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         let mut out = String::new();
         for d in Domain::ALL {
             out.push_str(&format!(
-                "{:<26} {:>4} operations  -> {} records\n",
+                "{:<26} {:>4} operations  -> {} records",
                 d.name(),
                 d.operations().len(),
                 d.record_kind().name()
             ));
+            if let Some(release) = d.since() {
+                out.push_str(&format!(" (since {release})"));
+            }
+            out.push('\n');
         }
         print(&out)?;
         return Ok(ExitCode::SUCCESS);

@@ -82,6 +82,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Device::Rocm => Some(installed_sdk()?),
         Device::Sim(_) => None,
     };
+    let version = match &sdk {
+        Some(sdk) => sdk.version,
+        None => Some(crate::sdk::SIMULATED),
+    };
+    // Where the version is unknown, the tool checks it as the SDK configures it.
+    if let Some(version) = version {
+        for planned in &plans {
+            if let Some(missing) = crate::sdk::unavailable(&planned.plan.contexts, version) {
+                let hint = format!(
+                    "install {} or later, or leave `{}` out of the pipeline",
+                    missing.release,
+                    missing.domain.name()
+                );
+                return Err(Error::user(
+                    Diagnostic::error(missing.to_string()).hint(hint),
+                ));
+            }
+        }
+    }
     let mut status = 0;
     for planned in &plans {
         if plans.len() > 1 {

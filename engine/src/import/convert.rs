@@ -11,11 +11,11 @@ use regex::Regex;
 
 use super::command_line::Origin;
 use super::de::Spanned;
-use super::input::{Job, Opt, OutputFormat, RUN_OPTION, TimeUnit, Unsupported, flag};
+use super::input::{Categories, Job, Opt, OutputFormat, RUN_OPTION, TimeUnit, Unsupported, flag};
 use super::launch::Launch;
 use super::paths::RunValues;
 use super::pmc::counter_names;
-use super::{domains, kernels, paths, period};
+use super::{domains, kernels, ompt, paths, period};
 use crate::diag::{Diagnostic, Span};
 use crate::pipeline::model::{
     Context, Counters, Header, KernelFilter, KernelNames, PcSampling, Period, Pipeline, Post, Sink,
@@ -132,6 +132,8 @@ enum Counting {
 /// A job's settings shared by its passes.
 struct Settings {
     domains: Vec<Domain>,
+    /// The OpenMP operations `ompt_trace`'s categories trace; `None` for every one.
+    ompt: Option<Vec<&'static str>>,
     kernels: KernelFilter,
     iterations: Option<String>,
     pc_sampling: Option<PcSampling>,
@@ -160,6 +162,26 @@ impl Converter<'_> {
         self.warnings.push(d);
     }
 
+    /// The OpenMP operations the categories of `ompt_trace` trace, as rocprofv3 groups
+    /// them; `None` for every one.
+    fn ompt_operations(&mut self, j: &Job) -> Option<Vec<&'static str>> {
+        let ompt = j.ompt_trace.as_ref()?;
+        let Categories::Only(categories) = &ompt.value else {
+            return None;
+        };
+        match ompt::operations(categories) {
+            Ok(operations) => operations,
+            Err(unknown) => {
+                self.error(
+                    &ompt.span,
+                    format!("`{unknown}` is not a category of OpenMP events"),
+                )
+                .hint = Some(format!("the categories are {}", ompt::names()));
+                None
+            }
+        }
+    }
+
     fn job(&mut self, place: &JobPlace<'_>, job: &Spanned<Job>) -> Vec<Pass> {
         let j = &job.value;
         let run = matches!(self.purpose, Purpose::Run(_));
@@ -170,27 +192,7 @@ impl Converter<'_> {
                 format!("`{}` is not converted: {}", u.key, u.reason),
             );
         }
-        for (domain, span) in j.newer_domains() {
-            let key = domain.key;
-            self.error(
-                &span,
-                format!(
-                    "`{key}` traces {}, which rocprofiler-sdk {} (ROCm {}) added; rocflow knows the domains of rocprofiler-sdk 1.0, so it cannot trace it yet",
-                    domain.what, domain.sdk, domain.rocm
-                ),
-            )
-            .hint = Some(format!("leave `{key}` out; the other domains trace as asked"));
-        }
-        if let Some(ompt) = j.ompt_trace.as_ref() {
-            if let super::input::Categories::Only(categories) = &ompt.value {
-                if categories.iter().any(|c| c != "all") {
-                    self.warn(
-                        &ompt.span,
-                        "rocflow traces every OpenMP event: the categories of `ompt_trace` narrow nothing",
-                    );
-                }
-            }
-        }
+        let ompt = self.ompt_operations(j);
         if let Some(kokkos) = j.kokkos_trace.as_ref().filter(|k| k.value) {
             self.warn(
                 &kokkos.span,
@@ -208,6 +210,7 @@ impl Converter<'_> {
         let summary = self.summary(j, &sinks);
         let settings = Settings {
             domains: domains::domains(j),
+            ompt,
             kernels,
             iterations,
             pc_sampling: self.pc_sampling(j),
@@ -710,7 +713,14 @@ fn pipeline(
         tracing: s
             .domains
             .iter()
-            .map(|d| Tracing::Domain(d.name().to_owned()))
+            .map(|&d| match (d, &s.ompt) {
+                (Domain::Ompt, Some(operations)) => Tracing::Filtered {
+                    domain: d.name().to_owned(),
+                    include: operations.iter().map(|o| o.to_string()).collect(),
+                    exclude: Vec::new(),
+                },
+                _ => Tracing::Domain(d.name().to_owned()),
+            })
             .collect(),
         buffer: Default::default(),
         counters,

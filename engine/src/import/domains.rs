@@ -30,6 +30,12 @@ pub fn domains(j: &Job) -> Vec<Domain> {
     let mut kfd_queue = set(&j.kfd_queue_trace);
     let mut kfd_dropped = set(&j.kfd_dropped_events_trace);
     let mut ompt = j.ompt_trace.as_ref().map(|o| o.value.asks());
+    // Domains newer SDKs added: only their own options trace them, so that an aggregate
+    // option runs on every SDK since 1.0 (see `Domain::since`).
+    let hip_graph = set(&j.hip_graph_trace);
+    let hip_event = set(&j.hip_event_trace);
+    let rocshmem = set(&j.rocshmem_trace);
+    let hipfile = set(&j.hipfile_trace);
     let fill = |options: &mut [&mut Option<bool>]| {
         for option in options {
             option.get_or_insert(true);
@@ -104,6 +110,10 @@ pub fn domains(j: &Job) -> Vec<Domain> {
         (kfd_queue, Domain::KfdQueue),
         (kfd_dropped, Domain::KfdEventDroppedEvents),
         (ompt, Domain::Ompt),
+        (hip_graph, Domain::HipGraph),
+        (hip_event, Domain::HipEvent),
+        (rocshmem, Domain::RocshmemApi),
+        (hipfile, Domain::HipfileApi),
     ]
     .into_iter()
     .filter(|(on, _)| *on == Some(true))

@@ -77,7 +77,7 @@ pub struct Job {
     pub runtime_trace: Opt<bool>,
     pub sys_trace: Opt<bool>,
 
-    // Tracing of domains newer SDKs added (see [`NEWER_DOMAINS`]).
+    // Tracing of domains newer SDKs added (`Domain::since` says which).
     pub hip_graph_trace: Opt<bool>,
     pub hip_event_trace: Opt<bool>,
     pub rocshmem_trace: Opt<bool>,
@@ -171,60 +171,6 @@ pub struct Job {
     pub att_serialize_all: Opt<bool>,
     pub att_consecutive_kernels: Opt<Any>,
     pub att_perfcounter_target_only: Opt<bool>,
-}
-
-/// A tracing domain rocprofiler-sdk added after the 1.0 headers rocflow's records come
-/// from: its option, what it traces, and the first SDK (and ROCm) with it.
-pub struct NewerDomain {
-    pub key: &'static str,
-    pub what: &'static str,
-    pub sdk: &'static str,
-    pub rocm: &'static str,
-}
-
-pub const NEWER_DOMAINS: &[NewerDomain] = &[
-    NewerDomain {
-        key: "hip_graph_trace",
-        what: "HIP graph launches",
-        sdk: "1.3.0",
-        rocm: "7.13",
-    },
-    NewerDomain {
-        key: "rocshmem_trace",
-        what: "the rocSHMEM API",
-        sdk: "1.3.0",
-        rocm: "7.13",
-    },
-    NewerDomain {
-        key: "hipfile_trace",
-        what: "the hipFile API",
-        sdk: "1.3.5",
-        rocm: "10.0",
-    },
-    NewerDomain {
-        key: "hip_event_trace",
-        what: "HIP events on the GPU",
-        sdk: "1.4.1",
-        rocm: "10.1",
-    },
-];
-
-impl Job {
-    /// The newer domains this job asks for, each with where it asks.
-    pub fn newer_domains(&self) -> Vec<(&'static NewerDomain, Range<usize>)> {
-        let asked = [
-            &self.hip_graph_trace,
-            &self.rocshmem_trace,
-            &self.hipfile_trace,
-            &self.hip_event_trace,
-        ];
-        (NEWER_DOMAINS.iter().zip(asked))
-            .filter_map(|(domain, option)| {
-                let option = option.as_ref().filter(|o| o.value)?;
-                Some((domain, option.span.clone()))
-            })
-            .collect()
-    }
 }
 
 /// `ompt_trace`: true for every OpenMP event, or the categories of events.

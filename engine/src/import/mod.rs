@@ -15,6 +15,7 @@ mod domains;
 pub(crate) mod input;
 pub(crate) mod kernels;
 pub mod launch;
+mod ompt;
 pub mod overlay;
 pub mod paths;
 pub(crate) mod period;

@@ -3,7 +3,6 @@
 //! (`ROCPROFILER_REGISTER_LIBRARY`), so that the application loads the SDK rocflow reports
 //! rather than whichever its loader happens to find.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use rocflow_core::abi::MIN_SDK_VERSION;
@@ -22,14 +21,7 @@ pub struct Sdk {
     pub found_by: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Version(pub u32, pub u32, pub u32);
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.0, self.1, self.2)
-    }
-}
+pub use rocflow_core::sdk::SdkVersion as Version;
 
 /// The oldest rocprofiler-sdk rocflow's tool supports.
 pub const MIN: Version = Version(MIN_SDK_VERSION.0, MIN_SDK_VERSION.1, MIN_SDK_VERSION.2);

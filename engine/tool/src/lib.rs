@@ -32,6 +32,7 @@ use std::time::Duration;
 use rocflow_core::abi::{self, ClientFinalize, ClientId, ToolConfigureResult};
 use rocflow_core::contexts::{FORMAT_VERSION, PlanContexts};
 use rocflow_core::record::Meta;
+use rocflow_core::sdk::{self, SdkVersion};
 
 use api::Api;
 use guard::entry;
@@ -91,8 +92,18 @@ unsafe fn configure_tool(
         return std::ptr::null_mut();
     }
     match configure() {
+        // A domain this SDK lacks would be refused as the contexts are set up: the process
+        // stays unprofiled, which fails the run, and says which release has it.
         Ok(tool) => {
-            let _ = TOOL.set(tool);
+            match sdk::unavailable(&tool.plan.contexts, SdkVersion::from_encoded(version)) {
+                Some(missing) => {
+                    unprofiled(missing);
+                    return std::ptr::null_mut();
+                }
+                None => {
+                    let _ = TOOL.set(tool);
+                }
+            }
         }
         Err(e) => {
             unprofiled(e);

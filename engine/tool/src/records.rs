@@ -9,9 +9,10 @@ use std::sync::Mutex;
 use rustc_hash::FxHashMap;
 
 use rocflow_core::abi::{
-    ApiRecord, CounterRecord, DispatchCountingServiceRecord, Handle, KernelDispatchRecord,
-    MemoryAllocationRecord, MemoryCopyRecord, PcSamplingHostTrapRecord, RecordHeader,
-    ScratchMemoryRecord, category, counter_record, pc_record,
+    ApiRecord, CounterRecord, DispatchCountingServiceRecord, Handle, HipEventRecord,
+    HipGraphRecord, KernelDispatchRecord, MemoryAllocationRecord, MemoryCopyRecord,
+    PcSamplingHostTrapRecord, RecordHeader, ScratchMemoryRecord, category, counter_record,
+    pc_record,
 };
 use rocflow_core::record::{
     ApiArgs, ApiCall, Arg, ArgValue, CounterSample, KernelDispatch, Marker, MemoryAllocation,
@@ -395,6 +396,66 @@ fn demangle_type(mangled: &str) -> String {
 ///
 /// # Safety
 /// `header.payload` points at the record its category and kind say.
+/// The call a host API domain's record is (its `pid` left to the caller). A graph
+/// launch's and a HIP event's records have layouts of their own; an `_EXT` record starts
+/// as the plain one does.
+///
+/// # Safety
+/// `payload` points to a record of `domain` as the SDK delivers it.
+unsafe fn api_call(domain: Domain, payload: *const c_void) -> ApiCall {
+    let call = |tid: u64, start_ns, end_ns, correlation_id, external_id, operation_id| ApiCall {
+        pid: 0,
+        tid: tid as u32,
+        start_ns,
+        end_ns,
+        correlation_id,
+        external_id,
+        domain_id: domain.plain().sdk_value() as u8,
+        operation_id,
+    };
+    match domain {
+        Domain::HipGraph => {
+            // SAFETY: the caller's contract.
+            let r = unsafe { &*payload.cast::<HipGraphRecord>() };
+            let c = &r.correlation_id;
+            call(
+                r.thread_id,
+                r.start_timestamp,
+                r.end_timestamp,
+                c.internal,
+                c.external.value,
+                r.operation,
+            )
+        }
+        Domain::HipEvent => {
+            // SAFETY: the caller's contract.
+            let r = unsafe { &*payload.cast::<HipEventRecord>() };
+            let c = &r.correlation_id;
+            call(
+                r.thread_id,
+                r.start_timestamp,
+                r.end_timestamp,
+                c.internal,
+                c.external.value,
+                r.operation,
+            )
+        }
+        _ => {
+            // SAFETY: the caller's contract.
+            let r = unsafe { &*payload.cast::<ApiRecord>() };
+            let c = &r.correlation_id;
+            call(
+                r.thread_id,
+                r.start_timestamp,
+                r.end_timestamp,
+                c.internal,
+                c.external.value,
+                r.operation,
+            )
+        }
+    }
+}
+
 unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeader, out: &mut Out) {
     let agent = |handle: Handle| tool.agent_index(handle);
     match header.category {
@@ -436,21 +497,11 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                 }
                 RecordKind::Api => {
                     // SAFETY: the caller's contract.
-                    // An `_EXT` record starts as the plain one does.
-                    let r = unsafe { &*header.payload.cast::<ApiRecord>() };
-                    out.thread(r.thread_id);
-                    out.apis.push(ApiCall {
-                        pid,
-                        tid: r.thread_id as u32,
-                        start_ns: r.start_timestamp,
-                        end_ns: r.end_timestamp,
-                        correlation_id: r.correlation_id.internal,
-                        external_id: r.correlation_id.external.value,
-                        domain_id: domain.plain().sdk_value() as u8,
-                        operation_id: r.operation,
-                    });
+                    let call = unsafe { api_call(domain, header.payload) };
+                    out.thread(u64::from(call.tid));
+                    out.apis.push(ApiCall { pid, ..call });
                     if domain.has_args() {
-                        out.args.begin(r.correlation_id.internal);
+                        out.args.begin(call.correlation_id);
                         collect_args(tool, header, &mut out.args);
                     }
                 }

@@ -268,6 +268,38 @@ abi! {
         allocation_size: u64,
     }
 
+    /// One `hipGraphLaunch` (SDK 1.3.0; its layout is checked against the newer header in
+    /// the tests, as `layout.json` is SDK 1.0's).
+    pub struct HipGraphRecord = ["rocprofiler_buffer_tracing_hip_graph_record_t"] {
+        size: u64,
+        kind: i32,
+        operation: i32,
+        correlation_id: CorrelationId,
+        thread_id: u64,
+        start_timestamp: u64,
+        end_timestamp: u64,
+        agent_id: Handle,
+        queue_id: Handle,
+        graph_exec_id: Handle,
+        kernel_dispatch_count: u64,
+    }
+
+    /// The GPU barrier of a `hipEventRecord` or `hipStreamWaitEvent` (SDK 1.4.1; checked
+    /// as [`HipGraphRecord`] is).
+    pub struct HipEventRecord = ["rocprofiler_buffer_tracing_hip_event_record_t"] {
+        size: u64,
+        kind: i32,
+        operation: i32,
+        correlation_id: AsyncCorrelationId,
+        thread_id: u64,
+        start_timestamp: u64,
+        end_timestamp: u64,
+        agent_id: Handle,
+        queue_id: Handle,
+        hip_event_handle: u64,
+        source_queue_id: Handle,
+    }
+
     /// What a callback-tracing callback receives.
     pub struct CallbackTracingRecord = ["rocprofiler_callback_tracing_record_t"] {
         context_id: Handle,

@@ -104,6 +104,63 @@ layout_tests! {
     pc_sampling_host_trap_record: PcSamplingHostTrapRecord,
 }
 
+/// The records of the domains newer SDKs added, against their layout in SDK 1.4.1's
+/// `buffer_tracing.h` (x86-64: each field at its natural alignment), which `layout.json`
+/// (SDK 1.0's) does not have.
+#[test]
+fn newer_records_have_the_newer_headers_layout() {
+    fn same<T: Layout>(size: usize, fields: &[(&str, usize, usize)]) {
+        assert_eq!(std::mem::size_of::<T>(), size, "{}", T::C_NAMES[0]);
+        assert_eq!(std::mem::align_of::<T>(), 8, "{}", T::C_NAMES[0]);
+        assert_eq!(T::fields(), fields, "{}", T::C_NAMES[0]);
+    }
+    same::<HipGraphRecord>(
+        96,
+        &[
+            ("size", 0, 8),
+            ("kind", 8, 4),
+            ("operation", 12, 4),
+            ("correlation_id", 16, 24),
+            ("thread_id", 40, 8),
+            ("start_timestamp", 48, 8),
+            ("end_timestamp", 56, 8),
+            ("agent_id", 64, 8),
+            ("queue_id", 72, 8),
+            ("graph_exec_id", 80, 8),
+            ("kernel_dispatch_count", 88, 8),
+        ],
+    );
+    same::<HipEventRecord>(
+        88,
+        &[
+            ("size", 0, 8),
+            ("kind", 8, 4),
+            ("operation", 12, 4),
+            ("correlation_id", 16, 16),
+            ("thread_id", 32, 8),
+            ("start_timestamp", 40, 8),
+            ("end_timestamp", 48, 8),
+            ("agent_id", 56, 8),
+            ("queue_id", 64, 8),
+            ("hip_event_handle", 72, 8),
+            ("source_queue_id", 80, 8),
+        ],
+    );
+    // rocSHMEM's and hipFile's records are laid out as every host API's.
+    same::<ApiRecord>(
+        64,
+        &[
+            ("size", 0, 8),
+            ("kind", 8, 4),
+            ("operation", 12, 4),
+            ("correlation_id", 16, 24),
+            ("start_timestamp", 40, 8),
+            ("end_timestamp", 48, 8),
+            ("thread_id", 56, 8),
+        ],
+    );
+}
+
 /// The enum values named in this module against the header's.
 #[test]
 fn constants_have_the_sdk_values() {

@@ -111,7 +111,13 @@ impl Domain {
             | Domain::RocjpegApi
             | Domain::HipRuntimeApiExt
             | Domain::HipCompilerApiExt
-            | Domain::RocdecodeApiExt => RecordKind::Api,
+            | Domain::RocdecodeApiExt
+            | Domain::RocshmemApi
+            | Domain::HipfileApi
+            // A graph launch and a HIP event's barrier are timed on the thread that
+            // called `hipGraphLaunch`, `hipEventRecord` or `hipStreamWaitEvent`.
+            | Domain::HipGraph
+            | Domain::HipEvent => RecordKind::Api,
             Domain::MarkerCoreApi
             | Domain::MarkerControlApi
             | Domain::MarkerNameApi

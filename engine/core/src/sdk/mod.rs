@@ -2,8 +2,19 @@
 //! their operations, PC-sampling methods and units, buffer policies. The numeric values are
 //! the SDK's enum values (checked against the real headers' layout in the tests).
 
+mod availability;
 pub mod limits;
+mod newer;
 mod operations;
+
+pub use availability::{Unavailable, unavailable};
+pub use newer::{Release, SIMULATED, SdkVersion};
+
+/// Every domain's operation table: the generated ones of SDK 1.0 and the newer ones.
+mod tables {
+    pub use super::newer::{HIP_EVENT, HIP_GRAPH, HIPFILE_API, ROCSHMEM_API};
+    pub use super::operations::*;
+}
 
 use serde::{Deserialize, Serialize};
 
@@ -36,7 +47,7 @@ macro_rules! domains {
             /// Operation ids and names the SDK defines for this domain.
             pub fn operations(self) -> &'static [(i32, &'static str)] {
                 match self {
-                    $(Domain::$variant => operations::$ops,)*
+                    $(Domain::$variant => tables::$ops,)*
                 }
             }
 
@@ -84,6 +95,10 @@ domains! {
     KfdPageFault = 30, "kfd_page_fault", KFD_PAGE_FAULT;
     KfdQueue = 31, "kfd_queue", KFD_QUEUE;
     MarkerCoreRangeApi = 32, "marker_core_range_api", MARKER_CORE_RANGE_API;
+    HipGraph = 33, "hip_graph", HIP_GRAPH;
+    RocshmemApi = 34, "rocshmem_api", ROCSHMEM_API;
+    HipfileApi = 36, "hipfile_api", HIPFILE_API;
+    HipEvent = 38, "hip_event", HIP_EVENT;
 }
 
 impl Domain {

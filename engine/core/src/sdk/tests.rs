@@ -26,7 +26,12 @@ fn value_of(values: &[(String, i64)], constant: &str) -> Option<i64> {
 #[test]
 fn domains_have_the_sdk_values() {
     let values = enum_values("rocprofiler_buffer_tracing_kind_t");
-    for d in Domain::ALL {
+    let of_1_0: Vec<Domain> = Domain::ALL
+        .iter()
+        .copied()
+        .filter(|d| d.since().is_none())
+        .collect();
+    for d in &of_1_0 {
         let constant = format!(
             "ROCPROFILER_BUFFER_TRACING_{}",
             d.name().to_ascii_uppercase()
@@ -43,7 +48,60 @@ fn domains_have_the_sdk_values() {
         .filter(|(k, _)| !k.ends_with("_NONE") && !k.ends_with("_LAST"))
         .filter(|(k, _)| !k.ends_with("CORRELATION_ID_RETIREMENT"))
         .count();
-    assert_eq!(offered, Domain::ALL.len());
+    assert_eq!(offered, of_1_0.len());
+}
+
+/// `rocprofiler_buffer_tracing_kind_t` as the SDK 1.4.1 header (`fwd.h`) declares it past
+/// SDK 1.0's last kind: the newer domains keep these values.
+#[test]
+fn newer_domains_have_the_values_of_the_newer_headers() {
+    let after_1_0 = [
+        "HIP_GRAPH",
+        "ROCSHMEM_API",
+        "ROCSHMEM_API_EXT",
+        "HIPFILE_API",
+        "HIPFILE_API_EXT",
+        "HIP_EVENT",
+    ];
+    let last_of_1_0 = Domain::MarkerCoreRangeApi.sdk_value();
+    for d in Domain::ALL.iter().filter(|d| d.since().is_some()) {
+        let at = after_1_0
+            .iter()
+            .position(|c| *c == d.name().to_ascii_uppercase())
+            .unwrap_or_else(|| panic!("{} is not a newer kind", d.name()));
+        assert_eq!(d.sdk_value(), last_of_1_0 + 1 + at as i32, "{}", d.name());
+        assert_eq!(Domain::from_sdk_value(d.sdk_value()), Some(*d));
+    }
+    // The releases as the CHANGELOG has them; the simulated SDK has every domain.
+    let since = |d: Domain| d.since().unwrap().sdk;
+    assert_eq!(since(Domain::HipGraph), SdkVersion(1, 3, 0));
+    assert_eq!(since(Domain::RocshmemApi), SdkVersion(1, 3, 0));
+    assert_eq!(since(Domain::HipfileApi), SdkVersion(1, 3, 5));
+    assert_eq!(since(Domain::HipEvent), SdkVersion(1, 4, 1));
+    assert!(Domain::ALL.iter().all(|d| d.in_sdk(SIMULATED)));
+    assert!(!Domain::HipEvent.in_sdk(SdkVersion(1, 3, 5)));
+    assert!(Domain::KernelDispatch.in_sdk(SdkVersion(1, 0, 0)));
+    assert_eq!(SdkVersion::from_encoded(10401), SdkVersion(1, 4, 1));
+    assert_eq!(
+        Domain::HipfileApi.since().unwrap().to_string(),
+        "rocprofiler-sdk 1.3.5 (ROCm 10.0)"
+    );
+}
+
+#[test]
+fn newer_operation_tables_are_sorted_and_named() {
+    for d in Domain::ALL.iter().filter(|d| d.since().is_some()) {
+        let ops = d.operations();
+        assert!(ops.windows(2).all(|w| w[0].0 < w[1].0), "{}", d.name());
+        assert_eq!(d.operation_name(ops[0].0), Some(ops[0].1));
+    }
+    assert_eq!(Domain::HipEvent.operation_name(2), Some("WAIT"));
+    assert_eq!(Domain::HipGraph.operation_name(3), Some("EXEC_LAUNCH"));
+    assert_eq!(
+        Domain::RocshmemApi.operation_name(6),
+        Some("rocshmem_putmem_on_stream")
+    );
+    assert_eq!(Domain::HipfileApi.operation_name(5), Some("hipFileRead"));
 }
 
 #[test]

@@ -61,11 +61,13 @@ const CODE_OBJECT_OPERATIONS: &[(i32, &str)] = &[
     (3, "HOST_KERNEL_SYMBOL_REGISTER"),
 ];
 
-/// The names of `rocprofiler_buffer_tracing_kind_t`'s kinds, indexed by value.
+/// The names of `rocprofiler_buffer_tracing_kind_t`'s kinds, indexed by value: those of
+/// SDK 1.0, whose document this is (it has no arrays of the domains newer SDKs added).
 pub fn buffer_kinds() -> Vec<KindNames> {
-    let last = Domain::ALL.iter().map(|d| d.sdk_value()).max().unwrap_or(0);
+    let of_1_0 = || Domain::ALL.iter().filter(|d| d.since().is_none());
+    let last = of_1_0().map(|d| d.sdk_value()).max().unwrap_or(0);
     let mut kinds = vec![KindNames::empty(); last as usize + 1];
-    for &domain in Domain::ALL {
+    for &domain in of_1_0() {
         kinds[domain.sdk_value() as usize] = KindNames::of(domain);
     }
     for &(value, name) in OTHER_BUFFER_KINDS {
