@@ -2,6 +2,7 @@
 //! their operations, PC-sampling methods and units, buffer policies. The numeric values are
 //! the SDK's enum values (checked against the real headers' layout in the tests).
 
+pub mod blocks;
 pub mod limits;
 mod operations;
 
