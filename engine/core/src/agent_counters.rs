@@ -217,10 +217,10 @@ pub fn property(agent: &Agent, name: &str) -> Option<f64> {
 }
 
 /// The dimensions of a computed value: each the SDK's along which its instances differ,
-/// in the SDK's order, and `DIMENSION_INSTANCE` always (of size 1 where it does not vary),
-/// as the SDK reports a reduced counter.
+/// and `DIMENSION_INSTANCE` always (of size 1 where it does not vary), as the SDK reports
+/// a reduced counter; in the order it lists them (see [`blocks::dimensions`]).
 fn dimensions_of(value: &Tensor) -> Vec<(u64, u32)> {
-    (Dimension::ALL.iter().enumerate())
+    (Dimension::ALL.iter().enumerate().rev())
         .filter_map(|(id, &dimension)| {
             let extent = (value.instances().iter())
                 .map(|i| i.coordinates.get(dimension) + 1)
@@ -300,9 +300,9 @@ mod tests {
         let handles: Vec<u64> = counters.iter().map(|c| c.handle).collect();
         assert_eq!(handles, [256, 0x8000, 0x8001, 0x8002]);
         assert_eq!(counters[0].dimensions, [(0, 8)]);
-        assert_eq!(counters[1].dimensions, [(0, 8), (2, 4), (6, 1)]);
+        assert_eq!(counters[1].dimensions, [(6, 1), (2, 4), (0, 8)]);
         assert_eq!(counters[2].dimensions, [(6, 1)]);
-        assert_eq!(counters[3].dimensions, [(0, 8), (2, 4), (6, 1)]);
+        assert_eq!(counters[3].dimensions, [(6, 1), (2, 4), (0, 8)]);
         assert!(agent_counters(&scenario(), 0, None).len() == 1);
     }
 

@@ -108,9 +108,10 @@ fn spread(family: Family, block: &str) -> Option<Spread> {
     })
 }
 
-/// The dimensions (index into [`COUNTER_DIMENSIONS`] and size, in that order) of the
-/// counters of `block` on an agent of `arch` laid out as `topology`; `None` for a block
-/// the SDK has no counters of there.
+/// The dimensions (index into [`COUNTER_DIMENSIONS`] and size) of the counters of
+/// `block` on an agent of `arch` laid out as `topology`, in the order the SDK lists them
+/// (the last of [`COUNTER_DIMENSIONS`] first); `None` for a block the SDK has no counters
+/// of there.
 pub fn dimensions(arch: &str, block: &str, topology: &Topology) -> Option<Vec<(u64, u32)>> {
     let spread = spread(Family::of(arch)?, block)?;
     let id = |name: &str| {
@@ -142,6 +143,7 @@ pub fn dimensions(arch: &str, block: &str, topology: &Topology) -> Option<Vec<(u
             ]);
         }
     }
+    dims.reverse();
     Some(dims)
 }
 
@@ -149,8 +151,9 @@ pub fn dimensions(arch: &str, block: &str, topology: &Topology) -> Option<Vec<(u
 mod tests {
     use super::*;
 
+    /// The dimensions by name, in the SDK's order of ids.
     fn named(dims: Option<Vec<(u64, u32)>>) -> Vec<(&'static str, u32)> {
-        (dims.expect("a block of the arch").into_iter())
+        (dims.expect("a block of the arch").into_iter().rev())
             .map(|(id, size)| (COUNTER_DIMENSIONS[id as usize], size))
             .collect()
     }
