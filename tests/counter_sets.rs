@@ -172,3 +172,36 @@ fn every_gfx942_counter_is_planned_collected_and_checked() {
 fn every_gfx1100_counter_is_planned_collected_and_checked() {
     walk("w7900.toml", "gfx1100", ".", 70);
 }
+
+#[test]
+fn serialized_atomic_ratio_is_the_ratio_of_its_inputs_sums_per_dispatch() {
+    // `TCP_ATOMIC_TAGCONFLICT_STALL_CYCLES_sum/TCP_GATE_EN1_sum` on gfx942: two derived
+    // counters summing the hardware ones over their 352 instances, then their quotient.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    scenario(d, "mi300x.toml", 2);
+    let (stalls, gates) = ("TCP_ATOMIC_TAGCONFLICT_STALL_CYCLES", "TCP_GATE_EN1");
+    pipeline(d, "gfx942", &["SerializedAtomicRatio", stalls, gates]);
+    let output = run_on("sim:scenario.toml", "p.toml", &["/bin/true"], d, &[]);
+    assert_success(&output);
+    let samples = support::csv(&d.join("out/counter_sample.csv"));
+    let of = |dispatch: &str, counter: &str| -> Vec<f64> {
+        (samples.iter())
+            .filter(|s| s["dispatch_id"] == dispatch && s["counter"] == counter)
+            .map(|s| s["value"].parse().unwrap())
+            .collect()
+    };
+    let ratios: Vec<&str> = (samples.iter())
+        .filter(|s| s["counter"] == "SerializedAtomicRatio")
+        .map(|s| s["dispatch_id"].as_str())
+        .collect();
+    assert_eq!(ratios.len(), 4, "one value per dispatch of the MI300X's kernels");
+    for dispatch in ratios {
+        let (stalled, gated) = (of(dispatch, stalls), of(dispatch, gates));
+        assert_eq!((stalled.len(), gated.len()), (352, 352), "8 XCCs × 4 SEs × 11");
+        let want = stalled.iter().sum::<f64>() / gated.iter().sum::<f64>();
+        let got = of(dispatch, "SerializedAtomicRatio");
+        assert_eq!(got.len(), 1);
+        assert!((got[0] - want).abs() <= 1e-12 * want, "{got:?} != {want}");
+    }
+}
