@@ -195,13 +195,41 @@ fn serialized_atomic_ratio_is_the_ratio_of_its_inputs_sums_per_dispatch() {
         .filter(|s| s["counter"] == "SerializedAtomicRatio")
         .map(|s| s["dispatch_id"].as_str())
         .collect();
-    assert_eq!(ratios.len(), 4, "one value per dispatch of the MI300X's kernels");
+    assert_eq!(
+        ratios.len(),
+        4,
+        "one value per dispatch of the MI300X's kernels"
+    );
     for dispatch in ratios {
         let (stalled, gated) = (of(dispatch, stalls), of(dispatch, gates));
-        assert_eq!((stalled.len(), gated.len()), (352, 352), "8 XCCs × 4 SEs × 11");
+        assert_eq!(
+            (stalled.len(), gated.len()),
+            (352, 352),
+            "8 XCCs × 4 SEs × 11"
+        );
         let want = stalled.iter().sum::<f64>() / gated.iter().sum::<f64>();
         let got = of(dispatch, "SerializedAtomicRatio");
         assert_eq!(got.len(), 1);
         assert!((got[0] - want).abs() <= 1e-12 * want, "{got:?} != {want}");
     }
+}
+
+#[test]
+fn a_scenario_naming_definitions_that_do_not_load_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let scenario = std::fs::read_to_string(scenario(d, "w7900.toml", 1)).unwrap();
+    let missing = scenario.replace(
+        &format!("{:?}", definitions().display()),
+        "\"no-such-defs.yaml\"",
+    );
+    std::fs::write(d.join("scenario.toml"), missing).unwrap();
+    pipeline(d, "gfx1100", &["SQ_WAVES"]);
+    let output = run_on("sim:scenario.toml", "p.toml", &["/bin/true"], d, &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert_says(
+        &output.stderr,
+        "scenario scenario.toml: its counter definitions: no-such-defs.yaml: No such file",
+    );
+    assert!(!d.join("out").exists(), "nothing is written");
 }

@@ -72,18 +72,13 @@ pub fn definitions(scenario: &Scenario) -> Result<Option<Definitions>, Definitio
     let Some(path) = definitions_path(scenario) else {
         return Ok(None);
     };
-    Definitions::load(&path)
-        .map(Some)
-        .map_err(|source| DefinitionsError { path, source })
+    Definitions::load(&path).map(Some).map_err(DefinitionsError)
 }
 
-/// Counter definitions that did not load.
+/// Counter definitions that did not load (the error names the file).
 #[derive(Debug, thiserror::Error)]
-#[error("counter definitions {}: {source}", .path.display())]
-pub struct DefinitionsError {
-    pub path: PathBuf,
-    pub source: rocflow_counters::Error,
-}
+#[error("its counter definitions: {0}")]
+pub struct DefinitionsError(pub rocflow_counters::Error);
 
 /// The counters of the scenario's GPU `gpu`: its listed ones, then those `definitions`
 /// give its architecture that it has and that are not listed, in the file's order.

@@ -424,6 +424,22 @@ mod tests {
         assert!(e.contains("line "), "the error says where: {e}");
     }
 
+    #[test]
+    fn counter_definitions_are_found_beside_the_scenario_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        let text = DEFAULT.replace(
+            "seed = 2025\n",
+            "seed = 2025\ncounter_definitions = \"defs/counter_defs.yaml\"\n",
+        );
+        std::fs::write(&path, text).unwrap();
+        let scenario = Scenario::read(&path).unwrap();
+        assert_eq!(
+            scenario.scenario.counter_definitions,
+            Some(dir.path().join("defs/counter_defs.yaml"))
+        );
+    }
+
     /// What rocprofiler-sdk sees on a node without a GPU driver: host API calls, no agent.
     const NO_GPU: &str = "[scenario]\nname = \"no-gpu\"\nthreads = 1\niterations = 2\nmarker_ranges = true\n\n[[call]]\ndomain = \"hip_runtime_api\"\nfunction = \"hipGetDeviceCount\"\n";
 
