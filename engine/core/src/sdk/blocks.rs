@@ -8,7 +8,9 @@
 //! The shapes below are aqlprofile's block tables (`gfx9_block_info.h`, the gfx10-12
 //! `*_block_table.h`). On gfx94x they agree with what AMD's real SDK reports for a
 //! 304-CU, 8-XCC gfx942 (e.g. `TA_*` over 4 shader engines of 11 instances, `TCC_*` 16
-//! and `TCA_*` 32 instances per XCC).
+//! and `TCA_*` 32 instances per XCC); the tests hold every gfx942 counter to it. RDNA's
+//! `TA` takes gfx9's 16 instances per shader engine: its tables name the count by a
+//! constant whose value they do not give.
 
 use crate::sdk::COUNTER_DIMENSIONS;
 
