@@ -19,6 +19,8 @@ pub struct Device {
     pub counters: Vec<Counter>,
     /// The definitions derived counters are computed by.
     pub definitions: Option<Definitions>,
+    /// Each GPU's architecture, which its derived counters resolve on.
+    gfx: Vec<String>,
     _strings: Vec<CString>,
 }
 
@@ -163,6 +165,7 @@ impl Device {
             agents,
             counters,
             definitions,
+            gfx: scenario.agents.iter().map(|a| a.name.clone()).collect(),
             _strings: strings,
         }
     }
@@ -196,12 +199,12 @@ impl Device {
 
     /// The hardware counters (indexes into `counters`) counter `i` is computed from: itself
     /// if it is one, else its derived counter's inputs on its agent.
-    pub fn hardware_inputs(&self, i: usize) -> Vec<usize> {
+    fn hardware_inputs(&self, i: usize) -> Vec<usize> {
         let counter = &self.counters[i];
         let Kind::Derived { .. } = counter.counter.kind else {
             return vec![i];
         };
-        let (Some(definitions), Some(arch)) = (&self.definitions, self.gfx(counter.gpu)) else {
+        let (Some(definitions), Some(arch)) = (&self.definitions, self.gfx.get(counter.gpu)) else {
             return Vec::new();
         };
         let needs = definitions
@@ -215,13 +218,6 @@ impl Device {
     /// The index into `counters` of GPU `gpu`'s counter `name`.
     pub fn position(&self, gpu: usize, name: &str) -> Option<usize> {
         (self.counters.iter()).position(|c| c.gpu == gpu && c.counter.name == name)
-    }
-
-    /// The architecture of GPU `gpu`.
-    fn gfx(&self, gpu: usize) -> Option<&str> {
-        let name = self.agents.get(gpu + 1)?.name;
-        // SAFETY: agent names point into `_strings`, NUL-terminated and alive.
-        unsafe { std::ffi::CStr::from_ptr(name) }.to_str().ok()
     }
 
     pub fn counter(&self, id: Handle) -> Option<&Counter> {
@@ -248,5 +244,55 @@ mod tests {
         assert_eq!(device.counters[3].block.to_str(), Ok("SQ"));
         assert!(device.fits(&[0, 1, 3]));
         assert!(!device.fits(&[0, 1, 2]), "GRBM counts two at once");
+    }
+
+    #[test]
+    fn a_derived_counter_fits_while_its_inputs_do() {
+        let definitions = "schema-version: 1
+GRBM_COUNT:
+  architectures:
+    gfx942:
+      block: GRBM
+      event: 1
+  description: x
+GRBM_GUI_ACTIVE:
+  architectures:
+    gfx942:
+      block: GRBM
+      event: 2
+  description: x
+GRBM_CP_BUSY:
+  architectures:
+    gfx942:
+      block: GRBM
+      event: 3
+  description: x
+BUSY2:
+  architectures:
+    gfx942:
+      expression: GRBM_COUNT+GRBM_GUI_ACTIVE
+  description: x
+BUSY3:
+  architectures:
+    gfx942:
+      expression: BUSY2+GRBM_CP_BUSY
+  description: x
+";
+        let definitions =
+            Definitions::parse(&rocflow_counters::Source::new("d.yaml", definitions)).unwrap();
+        let scenario = Scenario::parse(
+            "[scenario]\nname = \"t\"\nthreads = 1\niterations = 1\n\
+             [[agent]]\nname = \"gfx942\"\nproduct = \"MI300X\"\ncu_count = 304\n",
+        )
+        .unwrap();
+        let device = Device::new(&scenario, Some(definitions));
+        let at = |name: &str| device.position(0, name).unwrap();
+        assert!(device.fits(&[at("BUSY2")]));
+        assert!(
+            device.fits(&[at("BUSY2"), at("GRBM_COUNT")]),
+            "shared inputs count once"
+        );
+        assert!(!device.fits(&[at("BUSY3")]), "three GRBM counters");
+        assert!(!device.fits(&[at("BUSY2"), at("GRBM_CP_BUSY")]));
     }
 }
