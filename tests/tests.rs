@@ -6,6 +6,7 @@
 mod agents;
 mod args;
 mod cli;
+mod counter_sets;
 mod counters;
 mod counters_cli;
 mod csv_rocprofv3;
