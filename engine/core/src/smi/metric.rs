@@ -1,0 +1,58 @@
+//! The device metrics read through AMD-SMI, named as rocflow stores them: the quantity and
+//! its unit in the name, as ROCm Systems Profiler and `amd-smi metric` show them.
+
+/// One device metric. Each is read from one AMD-SMI call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Metric {
+    /// The socket's power, W (`amdsmi_get_power_info`: the current power where the GPU
+    /// reports it, MI300 and later, else the average).
+    PowerW,
+    /// The hottest point of the die, °C (`amdsmi_get_temp_metric`, hotspot/junction).
+    TemperatureC,
+    /// The graphics (shader) clock, MHz (`amdsmi_get_clock_info`, GFX).
+    GfxClockMhz,
+    /// The memory clock, MHz (`amdsmi_get_clock_info`, MEM).
+    MemClockMhz,
+    /// How busy the graphics engine is, percent (`amdsmi_get_gpu_activity`'s `gfx_activity`).
+    GfxBusyPercent,
+    /// How busy the memory controllers are, percent (`umc_activity`).
+    MemBusyPercent,
+    /// Device memory in use, bytes (`amdsmi_get_gpu_memory_usage`, VRAM).
+    VramUsedBytes,
+}
+
+impl Metric {
+    /// Every metric, in the order a reading lists them.
+    pub const ALL: [Metric; 7] = [
+        Metric::PowerW,
+        Metric::TemperatureC,
+        Metric::GfxClockMhz,
+        Metric::MemClockMhz,
+        Metric::GfxBusyPercent,
+        Metric::MemBusyPercent,
+        Metric::VramUsedBytes,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::PowerW => "power_w",
+            Metric::TemperatureC => "temperature_c",
+            Metric::GfxClockMhz => "gfx_clock_mhz",
+            Metric::MemClockMhz => "mem_clock_mhz",
+            Metric::GfxBusyPercent => "gfx_busy_percent",
+            Metric::MemBusyPercent => "mem_busy_percent",
+            Metric::VramUsedBytes => "vram_used_bytes",
+        }
+    }
+
+    /// The unit, as a track or column shows it.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::PowerW => "W",
+            Metric::TemperatureC => "°C",
+            Metric::GfxClockMhz | Metric::MemClockMhz => "MHz",
+            Metric::GfxBusyPercent | Metric::MemBusyPercent => "%",
+            Metric::VramUsedBytes => "bytes",
+        }
+    }
+}
