@@ -6,6 +6,7 @@
 
 use crate::record::RecordKind;
 use crate::sdk::Domain;
+use crate::smi::PciLocation;
 use serde::{Deserialize, Deserializer};
 
 /// The scenario used when `ROCFLOW_SIM_SCENARIO` names none.
@@ -92,6 +93,44 @@ pub struct Agent {
     pub counters: Vec<Counter>,
     #[serde(default)]
     pub pc_sampling: Vec<PcSampling>,
+    /// Its PCI location, which its SDK agent and AMD-SMI report; see [`Agent::pci`].
+    #[serde(default)]
+    pub pci: Option<PciLocation>,
+    /// What the simulated AMD-SMI reads of it; without it, AMD-SMI lists the GPU but it
+    /// reports no metric.
+    #[serde(default)]
+    pub smi: Option<SmiMetrics>,
+}
+
+impl Agent {
+    /// Its PCI location: the scenario's, or else bus `0c`, `1c`, `2c`… by its index.
+    pub fn pci(&self, index: usize) -> PciLocation {
+        self.pci.unwrap_or(PciLocation {
+            domain: 0,
+            bus: (0x0c + 0x10 * index) as u8,
+            device: 0,
+            function: 0,
+        })
+    }
+}
+
+/// What the simulated AMD-SMI reads of a GPU, each metric as `[idle, busy]`: busy while a
+/// kernel dispatched to the GPU runs (by the SDK's clock, as its dispatch records say),
+/// idle otherwise. The graphics engine is 0% busy idle and 100% busy.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmiMetrics {
+    /// The socket's power, W.
+    pub power_w: [u32; 2],
+    /// The hotspot (junction) temperature, °C.
+    pub temperature_c: [i64; 2],
+    pub gfx_clock_mhz: [u32; 2],
+    pub mem_clock_mhz: [u32; 2],
+    /// The memory controllers' activity, percent.
+    #[serde(deserialize_with = "percentages")]
+    pub mem_busy_percent: [u32; 2],
+    /// VRAM in use, bytes, idle or busy (the scenario's allocations are freed at once).
+    pub vram_used_bytes: u64,
 }
 
 fn one() -> u32 {
@@ -130,6 +169,17 @@ fn sdk_dimensions<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, u32)>,
             crate::sdk::COUNTER_DIMENSIONS.join(", ")
         ))),
         None => Ok(dimensions),
+    }
+}
+
+/// Percentages, 0 to 100 (an error here is reported at its place).
+fn percentages<'de, D: Deserializer<'de>>(d: D) -> Result<[u32; 2], D::Error> {
+    let percentages = <[u32; 2]>::deserialize(d)?;
+    match percentages.iter().find(|&&p| p > 100) {
+        Some(p) => Err(serde::de::Error::custom(format!(
+            "{p} is not a percentage (0 to 100)"
+        ))),
+        None => Ok(percentages),
     }
 }
 
@@ -438,6 +488,34 @@ mod tests {
         assert_eq!(
             scenario.scenario.counter_definitions,
             Some(dir.path().join("defs/counter_defs.yaml"))
+        );
+    }
+
+    #[test]
+    fn agents_have_a_pci_location_and_what_amd_smi_reads_of_them() {
+        let scenario = Scenario::parse(DEFAULT).unwrap();
+        let mi300x = &scenario.agents[0];
+        assert_eq!(mi300x.pci(0).to_string(), "0000:0c:00.0");
+        let smi = mi300x.smi.as_ref().unwrap();
+        assert_eq!(smi.power_w, [140, 750]);
+        let mut bare = scenario.agents.into_iter().last().unwrap();
+        bare.pci = None;
+        assert_eq!(bare.pci(2).to_string(), "0000:2c:00.0", "by its index");
+        let e = refused(
+            "[[agent]]\nname = \"gfx942\"\nproduct = \"p\"\ncu_count = 1\npci = \"0c:00.0\"\n",
+        );
+        assert!(e.contains("`0c:00.0` is not a PCI location"), "{e}");
+        assert!(e.contains("line "), "the error says where: {e}");
+        let smi = "[agent.smi]\npower_w = [1, 2]\ntemperature_c = [1, 2]\ngfx_clock_mhz = [1, 2]\nmem_clock_mhz = [1, 2]\nvram_used_bytes = 0\n";
+        let agent = "[[agent]]\nname = \"gfx942\"\nproduct = \"p\"\ncu_count = 1\n";
+        let e = refused(&format!("{agent}{smi}mem_busy_percent = [0, 101]\n"));
+        assert!(e.contains("101 is not a percentage (0 to 100)"), "{e}");
+        assert!(e.contains("line "), "the error says where: {e}");
+        assert!(
+            Scenario::parse(&format!(
+                "{DEFAULT}\n{agent}{smi}mem_busy_percent = [0, 100]\n"
+            ))
+            .is_ok()
         );
     }
 

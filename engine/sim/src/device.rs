@@ -147,6 +147,8 @@ impl Device {
                 z: u32::MAX,
             };
             gpu.gfx_target_version = gfx_target_version(&a.name).unwrap_or_default();
+            let pci = a.pci(i);
+            (gpu.domain, gpu.location_id) = (pci.domain, pci.location_id());
             gpu.node_id = 1 + i as u32;
             gpu.logical_node_id = 1 + i as i32;
             gpu.logical_node_type_id = i as i32;

@@ -9,11 +9,13 @@
 //! It exports the C API subset the tool uses, with the real headers' layouts and status
 //! codes, and rejects what the real SDK rejects (see [`api`]).
 
+mod activity;
 mod api;
 mod args;
 mod buffer;
 mod device;
 mod sdk;
+mod smi;
 mod stderr;
 mod workload;
 

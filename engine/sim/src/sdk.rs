@@ -11,6 +11,7 @@ use rocflow_core::agent_counters;
 use rocflow_core::scenario::{self, Scenario};
 use rocflow_core::sdk::SdkVersion;
 
+use crate::activity::Activity;
 use crate::buffer::{Buffer, BufferDef};
 use crate::device::Device;
 use crate::stderr::warn;
@@ -157,6 +158,8 @@ pub struct Sdk {
     running: OnceLock<Running>,
     /// Counter configurations: the GPU and its counters' indexes into `device.counters`.
     pub configs: Mutex<Vec<(usize, Vec<usize>)>>,
+    /// When each GPU runs kernels, which the simulated AMD-SMI's readings follow.
+    pub activity: Activity,
 }
 
 static SDK: OnceLock<Sdk> = OnceLock::new();
@@ -164,6 +167,7 @@ static SDK: OnceLock<Sdk> = OnceLock::new();
 pub fn install(scenario: Scenario) -> &'static Sdk {
     SDK.get_or_init(|| Sdk {
         device: Device::new(&scenario, definitions(&scenario)),
+        activity: Activity::new(scenario.agents.len()),
         scenario,
         setup: Mutex::new((Vec::new(), Vec::new())),
         running: OnceLock::new(),
