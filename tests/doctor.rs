@@ -72,6 +72,12 @@ impl Machine {
             "opt/rocm/share/rocprofiler-sdk/counter_defs.yaml",
             DEFINITIONS,
         );
+        // AMD-SMI: the simulated device's, a real library that answers its calls.
+        std::os::unix::fs::symlink(
+            support::sim_library(),
+            machine.at("opt/rocm/lib/libamd_smi.so"),
+        )
+        .unwrap();
         machine
     }
 
@@ -215,6 +221,7 @@ fn a_healthy_machine_passes_every_check_and_exits_0() {
         "gpus",
         "counters",
         "pc-sampling",
+        "amd-smi",
         "performance-level",
         "ptrace",
     ];
@@ -225,7 +232,7 @@ fn a_healthy_machine_passes_every_check_and_exits_0() {
     }
     assert_eq!(
         lines[checks.len()],
-        "7 ok, 0 warning(s), 0 failed, 0 skipped"
+        "8 ok, 0 warning(s), 0 failed, 0 skipped"
     );
 
     let (code, findings) = machine.findings(&[]);
@@ -233,7 +240,7 @@ fn a_healthy_machine_passes_every_check_and_exits_0() {
     assert_eq!(findings.0["device"], "rocm");
     assert_eq!(
         findings.0["summary"],
-        serde_json::json!({"ok": 7, "warn": 0, "fail": 0, "skip": 0})
+        serde_json::json!({"ok": 8, "warn": 0, "fail": 0, "skip": 0})
     );
     findings.assert(
         "sdk",
@@ -262,6 +269,31 @@ fn a_healthy_machine_passes_every_check_and_exits_0() {
         &["gfx942 2 counters (/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml)"],
     );
     findings.assert("pc-sampling", "ok", &["gfx942 host_trap, stochastic"]);
+    // The simulated AMD-SMI answers with its built-in scenario's GPUs, idle.
+    let scenario =
+        rocflow_core::scenario::Scenario::parse(rocflow_core::scenario::DEFAULT).unwrap();
+    let idle = |gpu: usize| {
+        let smi = scenario.agents[gpu].smi.as_ref().unwrap();
+        format!(
+            "{} power_w {}, temperature_c {}, gfx_clock_mhz {}, mem_clock_mhz {}, gfx_busy_percent 0, mem_busy_percent {}, vram_used_bytes {}",
+            scenario.agents[gpu].pci(gpu),
+            smi.power_w[0],
+            smi.temperature_c[0],
+            smi.gfx_clock_mhz[0],
+            smi.mem_clock_mhz[0],
+            smi.mem_busy_percent[0],
+            smi.vram_used_bytes
+        )
+    };
+    findings.assert(
+        "amd-smi",
+        "ok",
+        &[
+            "AMD-SMI at /opt/rocm/lib/libamd_smi.so, found by /opt/rocm: version 26.5.0, 2 GPU(s): ",
+            &idle(0),
+            &idle(1),
+        ],
+    );
     findings.assert(
         "performance-level",
         "ok",
@@ -290,6 +322,15 @@ fn sdk_missing_or_too_old_fails_and_rocms_python_wheels_in_a_virtual_environment
         &[
             "no counter definitions found",
             "/opt/rocm/share/rocprofiler-sdk/counter_defs.yaml",
+        ],
+    );
+    findings.assert(
+        "amd-smi",
+        "warn",
+        &[
+            "no AMD-SMI (looked at /opt/rocm/lib/libamd_smi.so): device metrics (power, temperature, clocks, utilization) are not sampled",
+            "amd-smi-lib",
+            "ROCFLOW_AMD_SMI_LIBRARY",
         ],
     );
 
@@ -526,6 +567,11 @@ fn on_the_simulated_device_its_sdk_answers_for_the_scenarios_gpus() {
     findings.assert("gpus", "ok", &["on the simulated device: gfx942"]);
     findings.assert("counters", "ok", &["gfx942", "(the simulated SDK's)"]);
     findings.assert("pc-sampling", "ok", &["gfx942 host_trap"]);
+    findings.assert(
+        "amd-smi",
+        "ok",
+        &["the simulated AMD-SMI: version 26.5.0, 2 GPU(s): 0000:0c:00.0 power_w "],
+    );
     findings.assert("performance-level", "skip", &["needs no GPU driver"]);
     findings.assert("ptrace", "ok", &["ptrace scope 0"]);
 
@@ -539,6 +585,15 @@ fn on_the_simulated_device_its_sdk_answers_for_the_scenarios_gpus() {
         "pc-sampling",
         "warn",
         &["gfx1100", "no GPU here can sample PCs"],
+    );
+    // Its GPU has no [agent.smi]: AMD-SMI lists it, and it reads no metric.
+    findings.assert(
+        "amd-smi",
+        "warn",
+        &[
+            "1 GPU(s): 0000:0c:00.0 no power_w (not supported by this GPU (AMD-SMI status 2))",
+            "`amd-smi metric`",
+        ],
     );
 
     let hidden = Machine::healthy().env("ROCR_VISIBLE_DEVICES", "");

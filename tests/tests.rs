@@ -38,6 +38,7 @@ mod rocprofv3_cli;
 mod rocprofv3_summary;
 mod run;
 mod shell;
+mod smi;
 mod stages;
 mod structure;
 mod templates;

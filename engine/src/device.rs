@@ -123,28 +123,41 @@ pub enum DeviceError {
 /// The agents of `device`, with their counters if asked for.
 pub fn agents(device: &Device, counters: bool) -> Result<Vec<Agent>, DeviceError> {
     let source = source(device)?;
-    // The answer comes back in a file: the SDK writes to stdout as it likes.
+    let mut args = vec![source.library.clone().into_os_string()];
+    args.extend(counters.then(|| "--counters".into()));
+    ask("device-query", &source.library, &args, source.env)
+}
+
+/// Runs the hidden command `command` (with `args`) in a process of its own with `env`
+/// added to rocflow's, and reads the JSON answer it writes; `library` is what it loads,
+/// for the message when it fails.
+pub(crate) fn ask<T: serde::de::DeserializeOwned>(
+    command: &str,
+    library: &Path,
+    args: &[OsString],
+    env: Vec<(OsString, OsString)>,
+) -> Result<T, DeviceError> {
+    // The answer comes back in a file: the library writes to stdout as it likes.
     let answer = tempfile::NamedTempFile::new()
         .map_err(|e| DeviceError::Query(format!("cannot create the query's answer file: {e}")))?;
     let exe = std::env::current_exe()
         .map_err(|e| DeviceError::Query(format!("cannot locate rocflow itself: {e}")))?;
     let status = Command::new(exe)
-        .arg("device-query")
-        .arg(&source.library)
+        .arg(command)
+        .args(args)
         .arg("--answer")
         .arg(answer.path())
-        .args(counters.then_some("--counters"))
         // The SDK loaded for the queries configures no tool.
         .env_remove("ROCP_TOOL_LIBRARIES")
-        .envs(source.env)
+        .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .status()
         .map_err(|e| DeviceError::Query(format!("cannot start the device query: {e}")))?;
     if !status.success() {
         return Err(DeviceError::Query(format!(
-            "the device query in {} failed ({status}); what the SDK said is above",
-            source.library.display()
+            "the device query in {} failed ({status}); what the library said is above",
+            library.display()
         )));
     }
     let text = std::fs::read(answer.path())
@@ -163,15 +176,28 @@ fn source(device: &Device) -> Result<Source, DeviceError> {
     let library = match device {
         Device::Rocm => runner::sdk::find(|name| std::env::var(name).ok())?.path,
         Device::Sim(scenario) => {
-            if let Some(path) = scenario {
-                let path = runner::checked_scenario(path)?;
-                env.push(("ROCFLOW_SIM_SCENARIO".into(), path.into()));
-            }
-            let sim = runner::libraries::find(runner::libraries::SIM);
-            sim.map_err(|e| DeviceError::Start(StartError::Library(e)))?
+            let (library, scenario) = sim(scenario.as_deref())?;
+            env.extend(scenario);
+            library
         }
     };
     Ok(Source { library, env })
+}
+
+/// The simulated SDK's library, and the variable that gives it `scenario` (checked).
+pub(crate) fn sim(
+    scenario: Option<&Path>,
+) -> Result<(PathBuf, Option<(OsString, OsString)>), DeviceError> {
+    let scenario = match scenario {
+        Some(path) => Some(runner::checked_scenario(path)?),
+        None => None,
+    };
+    let library = runner::libraries::find(runner::libraries::SIM)
+        .map_err(|e| DeviceError::Start(StartError::Library(e)))?;
+    Ok((
+        library,
+        scenario.map(|path| ("ROCFLOW_SIM_SCENARIO".into(), path.into())),
+    ))
 }
 
 /// Why the SDK in the query process could not answer.

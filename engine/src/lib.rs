@@ -37,6 +37,7 @@ pub mod runner;
 pub mod runs;
 mod screen;
 pub mod sink;
+pub mod smi;
 pub mod source;
 pub mod sqlite;
 pub mod stage;

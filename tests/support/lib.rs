@@ -202,6 +202,11 @@ pub fn sim_app() -> PathBuf {
     build_dir().join("examples/sim-app")
 }
 
+/// The simulated SDK's library, which `cargo test` builds as a dependency of the tests.
+pub fn sim_library() -> PathBuf {
+    build_dir().join("deps/librocflow_sim.so")
+}
+
 /// Runs `rocflow args…` in `dir` with `env` set, and nothing from this machine's
 /// environment that would change its answers (template path, ROCm installation).
 pub fn rocflow(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {

@@ -290,3 +290,112 @@ pub unsafe extern "C" fn amdsmi_get_gpu_memory_usage(
     // SAFETY: as the caller promises.
     unsafe { answer(used, bytes) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocflow_core::scenario::{DEFAULT, Scenario};
+    use rocflow_core::smi::PciLocation;
+
+    /// The handles a listing gives.
+    fn listed(list: impl Fn(*mut u32, *mut Handle) -> Status) -> Vec<Handle> {
+        let mut count = 0;
+        assert_eq!(list(&mut count, std::ptr::null_mut()), status::SUCCESS);
+        let mut handles = vec![std::ptr::null_mut(); count as usize];
+        assert_eq!(list(&mut count, handles.as_mut_ptr()), status::SUCCESS);
+        handles
+    }
+
+    #[test]
+    fn each_gpu_reads_its_scenario_values_idle_and_busy_while_a_kernel_of_it_runs() {
+        let sdk = crate::sdk::install(Scenario::parse(DEFAULT).unwrap());
+        let scenario = Scenario::parse(DEFAULT).unwrap();
+        let mut power = PowerInfo::default();
+        // SAFETY (every call below): valid pointers throughout.
+        unsafe {
+            let processor = (PROCESSOR_BASE + 1) as Handle;
+            assert_eq!(
+                amdsmi_get_power_info(processor, &mut power),
+                status::NOT_INIT
+            );
+            assert_eq!(amdsmi_init(abi::INIT_AMD_GPUS), status::SUCCESS);
+            let sockets = listed(|n, out| amdsmi_get_socket_handles(n, out));
+            assert_eq!(sockets.len(), scenario.agents.len());
+            let processors = listed(|n, out| amdsmi_get_processor_handles(sockets[1], n, out));
+            assert_eq!(processors, [processor]);
+            let mut bdf = Bdf::default();
+            assert_eq!(
+                amdsmi_get_gpu_device_bdf(processor, &mut bdf),
+                status::SUCCESS
+            );
+            assert_eq!(bdf, scenario.agents[1].pci(1).to_bdf());
+            // The GPU's SDK agent (after the CPU's) is at the same place.
+            let agent = sdk.device.agents[2];
+            assert_eq!(
+                PciLocation::of_agent(agent.domain, agent.location_id),
+                PciLocation::from_bdf(bdf)
+            );
+
+            let expected = scenario.agents[1].smi.as_ref().unwrap();
+            let read = || {
+                let (mut power, mut celsius, mut clock, mut usage) = (
+                    PowerInfo::default(),
+                    0,
+                    ClkInfo::default(),
+                    EngineUsage::default(),
+                );
+                amdsmi_get_power_info(processor, &mut power);
+                amdsmi_get_temp_metric(
+                    processor,
+                    abi::TEMPERATURE_HOTSPOT,
+                    abi::TEMP_CURRENT,
+                    &mut celsius,
+                );
+                amdsmi_get_clock_info(processor, abi::clock::GFX, &mut clock);
+                amdsmi_get_gpu_activity(processor, &mut usage);
+                (
+                    power.current_socket_power,
+                    celsius,
+                    clock.clk,
+                    usage.gfx_activity,
+                    usage.umc_activity,
+                )
+            };
+            let idle = (
+                expected.power_w[0],
+                expected.temperature_c[0],
+                expected.gfx_clock_mhz[0],
+                0,
+                expected.mem_busy_percent[0],
+            );
+            assert_eq!(read(), idle);
+            let now = now();
+            sdk.activity.dispatch(1, now - 1_000, now + 600_000_000_000);
+            let busy = (
+                expected.power_w[1],
+                expected.temperature_c[1],
+                expected.gfx_clock_mhz[1],
+                100,
+                expected.mem_busy_percent[1],
+            );
+            assert_eq!(read(), busy);
+            let mut used = 0;
+            assert_eq!(
+                amdsmi_get_gpu_memory_usage(processor, abi::MEM_TYPE_VRAM, &mut used),
+                status::SUCCESS
+            );
+            assert_eq!(used, expected.vram_used_bytes);
+            let mut celsius = 0;
+            let edge = 0;
+            assert_eq!(
+                amdsmi_get_temp_metric(processor, edge, abi::TEMP_CURRENT, &mut celsius),
+                status::NOT_SUPPORTED
+            );
+            assert_eq!(amdsmi_shut_down(), status::SUCCESS);
+            assert_eq!(
+                amdsmi_get_power_info(processor, &mut power),
+                status::NOT_INIT
+            );
+        }
+    }
+}

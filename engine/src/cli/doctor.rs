@@ -38,6 +38,23 @@ enum Format {
     Json,
 }
 
+/// The hidden command that reads AMD-SMI in a process of its own (see [`crate::smi`]).
+#[derive(Debug, Args)]
+pub struct SmiQueryArgs {
+    /// The AMD-SMI library to load.
+    library: PathBuf,
+    /// Where to write the answer (JSON).
+    #[arg(long)]
+    answer: PathBuf,
+}
+
+/// Answers the query as JSON in the answer file: what was read, or why nothing was.
+pub fn smi_query(args: SmiQueryArgs) -> Result<ExitCode> {
+    let json = serde_json::to_vec(&crate::smi::read(&args.library)).expect("readings serialize");
+    std::fs::write(&args.answer, json).map_err(Error::io("writing the AMD-SMI query's answer"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs the checks and prints their findings.
 pub fn doctor(args: DoctorArgs) -> Result<ExitCode> {
     examine(args).map_err(tool_error)

@@ -98,8 +98,12 @@ enum Command {
     #[command(name = "__complete", hide = true)]
     Complete(shell::CompleteArgs),
     /// Check this machine for profiling: SDK, /dev/kfd, visible GPUs, counters, PC sampling,
-    /// performance level, ptrace scope. Exit 0 when no check failed, 1 when one did.
+    /// AMD-SMI, performance level, ptrace scope. Exit 0 when no check failed, 1 when one did.
     Doctor(doctor::DoctorArgs),
+    /// Read AMD-SMI's device metrics for `rocflow doctor` from the library loaded into this
+    /// process (it runs apart).
+    #[command(hide = true)]
+    SmiQuery(doctor::SmiQueryArgs),
 }
 
 /// Runs the command line and maps its outcome to an exit code.
@@ -126,6 +130,7 @@ pub fn main() -> ExitCode {
         Command::Man(args) => shell::man(args, Cli::command()),
         Command::Complete(args) => shell::complete(args),
         Command::Doctor(args) => doctor::doctor(args),
+        Command::SmiQuery(args) => doctor::smi_query(args),
     };
     match outcome {
         // An error reported on the way (a sink that failed) fails a command that would

@@ -40,6 +40,8 @@ pub enum Check {
     Counters,
     /// PC sampling on each GPU.
     PcSampling,
+    /// AMD-SMI reading each GPU's metrics.
+    AmdSmi,
     /// Each GPU's performance level.
     PerformanceLevel,
     /// Whether a running process can be attached to.
@@ -54,6 +56,7 @@ impl Check {
             Check::Gpus => "gpus",
             Check::Counters => "counters",
             Check::PcSampling => "pc-sampling",
+            Check::AmdSmi => "amd-smi",
             Check::PerformanceLevel => "performance-level",
             Check::Ptrace => "ptrace",
         }

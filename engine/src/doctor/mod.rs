@@ -1,7 +1,7 @@
 //! `rocflow doctor`: what stands between this machine and a profiled run, in the checks
 //! AMD's `rocprofv3-doctor` makes: the SDK found, `/dev/kfd` open to the user, the GPUs
-//! ROCr and HIP see, counters and PC sampling on them, the performance level and the
-//! ptrace scope. Each check gives one [`Finding`]: what was found and how to fix it. The
+//! ROCr and HIP see, counters and PC sampling on them, AMD-SMI reading their metrics, the
+//! performance level and the ptrace scope. Each check gives one [`Finding`]: what was found and how to fix it. The
 //! checks read the machine through [`Machine`], so a machine laid out under a directory is
 //! examined as a real one is; on the simulated device its SDK answers for the GPUs.
 
@@ -13,6 +13,7 @@ mod kfd;
 mod machine;
 mod performance;
 mod ptrace;
+mod smi;
 
 use crate::device::{self, DeviceError};
 use crate::runner::{Device, StartError};
@@ -42,7 +43,7 @@ impl Report {
 pub fn examine(machine: &Machine, device: &Device) -> Result<Report, StartError> {
     let findings = match device {
         Device::Rocm => on_rocm(machine),
-        Device::Sim(_) => on_sim(machine, device)?,
+        Device::Sim(scenario) => on_sim(machine, device, scenario.as_deref())?,
     };
     Ok(Report { findings })
 }
@@ -56,12 +57,17 @@ fn on_rocm(machine: &Machine) -> Vec<Finding> {
         gpus_finding,
         counters::counters(machine, sdk.as_ref(), &gpus.seen_by_rocr),
         counters::pc_sampling(&gpus.seen_by_rocr),
+        smi::on_rocm(machine),
         performance::check(machine, &gpus.all),
         ptrace::check(machine),
     ]
 }
 
-fn on_sim(machine: &Machine, device: &Device) -> Result<Vec<Finding>, StartError> {
+fn on_sim(
+    machine: &Machine,
+    device: &Device,
+    scenario: Option<&std::path::Path>,
+) -> Result<Vec<Finding>, StartError> {
     let no_driver = "the simulated device needs no GPU driver";
     let agents = match device::agents(device, true) {
         Ok(agents) => agents,
@@ -74,6 +80,7 @@ fn on_sim(machine: &Machine, device: &Device) -> Result<Vec<Finding>, StartError
                 Finding::skip(Check::Gpus, why),
                 Finding::skip(Check::Counters, why),
                 Finding::skip(Check::PcSampling, why),
+                Finding::skip(Check::AmdSmi, why),
                 Finding::skip(Check::PerformanceLevel, no_driver),
                 ptrace::check(machine),
             ]);
@@ -86,6 +93,7 @@ fn on_sim(machine: &Machine, device: &Device) -> Result<Vec<Finding>, StartError
         gpus_finding,
         counters::counters(machine, None, &gpus.seen_by_rocr),
         counters::pc_sampling(&gpus.seen_by_rocr),
+        smi::on_sim(scenario),
         Finding::skip(Check::PerformanceLevel, no_driver),
         ptrace::check(machine),
     ])

@@ -429,6 +429,13 @@ pub fn run(
     if let Some(scenario) = scenario {
         env.push(("ROCFLOW_SIM_SCENARIO".into(), scenario.into_os_string()));
     }
+    if let Some(sim) = &sim {
+        // The simulated GPUs' AMD-SMI is the simulated SDK's library.
+        env.push((
+            rocflow_core::smi::LIBRARY_VAR.into(),
+            sim.clone().into_os_string(),
+        ));
+    }
     if let Some(sdk) = &options.sdk {
         // rocprofiler-register loads this one, not another its loader might find first.
         env.push((
