@@ -17,7 +17,6 @@ pub mod status {
     pub const NOT_SUPPORTED: Status = 2;
     pub const NO_PERM: Status = 10;
     pub const INIT_ERROR: Status = 18;
-    pub const NOT_FOUND: Status = 31;
     pub const NOT_INIT: Status = 32;
     pub const DRIVER_NOT_LOADED: Status = 34;
     pub const MORE_DATA: Status = 39;

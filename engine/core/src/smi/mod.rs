@@ -273,11 +273,7 @@ impl Drop for Smi {
 impl Api {
     /// Why opening failed `during` a step, refused with `status`.
     fn refused(&self, during: &'static str, status: Status) -> OpenError {
-        let failure = self.failure(status);
-        match failure.is_permission() {
-            true => OpenError::Permission { during, failure },
-            false => OpenError::Failed { during, failure },
-        }
+        opening_failed(during, self.failure(status))
     }
 
     fn failure(&self, status: Status) -> Failure {
@@ -294,6 +290,14 @@ impl Api {
             false => "an error".into(),
         };
         Failure { status, message }
+    }
+}
+
+/// Why opening failed `during` a step: permission, with what to do, or another failure.
+fn opening_failed(during: &'static str, failure: Failure) -> OpenError {
+    match failure.is_permission() {
+        true => OpenError::Permission { during, failure },
+        false => OpenError::Failed { during, failure },
     }
 }
 
@@ -420,6 +424,26 @@ mod tests {
         assert!(unsupported((25, 2, 0)).unwrap().contains("sensor index"));
         assert_eq!(unsupported((25, 0, 0)), None);
         assert_eq!(unsupported((26, 5, 0)), None);
+    }
+
+    #[test]
+    fn a_denied_permission_says_which_groups_to_join() {
+        let denied = Failure {
+            status: status::NO_PERM,
+            message: "permission denied".into(),
+        };
+        let e = opening_failed("listing the GPUs", denied).to_string();
+        assert!(
+            e.starts_with("AMD-SMI was denied access to the GPUs while listing the GPUs: permission denied (AMD-SMI status 10)"),
+            "{e}"
+        );
+        assert!(e.contains("sudo usermod -aG render,video $USER"), "{e}");
+        let other = Failure {
+            status: status::DRIVER_NOT_LOADED,
+            message: "driver not loaded".into(),
+        };
+        let e = opening_failed("initializing for GPUs", other);
+        assert!(matches!(e, OpenError::Failed { .. }), "{e:?}");
     }
 
     #[test]
