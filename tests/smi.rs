@@ -85,3 +85,28 @@ fn a_library_that_is_not_there_is_named_with_the_reason() {
         "{e}"
     );
 }
+
+#[test]
+fn a_run_on_the_simulated_device_names_its_amd_smi_to_the_application() {
+    let dir = tempfile::tempdir().unwrap();
+    let named = dir.path().join("named");
+    let script = format!(
+        "printf %s \"$ROCFLOW_AMD_SMI_LIBRARY\" > {}; /bin/sleep 0.2",
+        named.display()
+    );
+    let pipeline = repo().join("pipelines/kernel-trace.toml");
+    let out = support::run_on(
+        "sim",
+        pipeline.to_str().unwrap(),
+        &["/bin/sh", "-c", &script],
+        dir.path(),
+        &[],
+    );
+    support::assert_success(&out);
+    // What the tool will find there is the simulated device's AMD-SMI.
+    let library = std::fs::read_to_string(&named).unwrap();
+    let scenario = repo().join("examples/sim/mi300x.toml");
+    let answer = query(Path::new(&library), &scenario).unwrap();
+    let locations: Vec<&str> = answer.gpus.iter().map(|g| g.location.as_str()).collect();
+    assert_eq!(locations, ["0000:0c:00.0", "0000:23:00.0"]);
+}
