@@ -98,10 +98,11 @@ pub extern "C" fn amdsmi_init(flags: u64) -> Status {
         // The simulated node has GPUs only.
         return status::INVAL;
     }
-    if installed().is_none() {
+    let Some(sdk) = installed() else {
         return status::INIT_ERROR;
-    }
+    };
     INITIALIZED.fetch_add(1, Ordering::AcqRel);
+    sdk.activity.watch(true);
     status::SUCCESS
 }
 
@@ -109,6 +110,13 @@ pub extern "C" fn amdsmi_init(flags: u64) -> Status {
 pub extern "C" fn amdsmi_shut_down() -> Status {
     let ended = INITIALIZED.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     match ended {
+        Ok(1) => {
+            // The last user is gone: nothing asks about the GPUs' activity any more.
+            if let Some(sdk) = installed() {
+                sdk.activity.watch(false);
+            }
+            status::SUCCESS
+        }
         Ok(_) => status::SUCCESS,
         Err(_) => status::NOT_INIT,
     }
@@ -370,7 +378,8 @@ mod tests {
             );
             assert_eq!(read(), idle);
             let now = now();
-            sdk.activity.dispatch(1, now - 1_000, now + 600_000_000_000);
+            sdk.activity
+                .dispatch(1, now - 1_000, now + 600_000_000_000, now);
             let busy = (
                 expected.power_w[1],
                 expected.temperature_c[1],

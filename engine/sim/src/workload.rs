@@ -134,8 +134,8 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 kernel.duration_ns,
             );
             *free_at = start + kernel.duration_ns;
-            sdk.activity
-                .dispatch(kernel.agent as usize, start, *free_at);
+            let now = crate::sdk::now();
+            (sdk.activity).dispatch(kernel.agent as usize, start, *free_at, now);
             emitter.dispatch(kernel, k as u64 + 1, queue, correlation, start);
         }
         for copy in &scenario.copies {
