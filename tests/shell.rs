@@ -208,6 +208,7 @@ fn manual_pages_have_examples_files_and_environment() {
             ".SH ENVIRONMENT",
             ".B ROCFLOW_PIPELINE_PATH",
             ".B ROCPROFILER_METRICS_PATH",
+            ".B ROCFLOW_AMD_SMI_LIBRARY",
         ],
     );
     // Each page its own examples; rocflow's page all of them.

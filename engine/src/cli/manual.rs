@@ -141,11 +141,15 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "ROCM_PATH",
-        "A ROCm installation: its lib/ has rocprofiler-sdk, its share/rocprofiler-sdk/ the counter definitions.",
+        "A ROCm installation: its lib/ has rocprofiler-sdk and AMD-SMI, its share/rocprofiler-sdk/ the counter definitions.",
     ),
     (
         "LD_LIBRARY_PATH",
-        "Searched for rocprofiler-sdk after ROCM_PATH.",
+        "Searched for rocprofiler-sdk and AMD-SMI after ROCM_PATH.",
+    ),
+    (
+        "ROCFLOW_AMD_SMI_LIBRARY",
+        "The AMD-SMI library (libamd_smi.so) device metrics are read with, instead of the one found in ROCM_PATH, LD_LIBRARY_PATH or /opt/rocm; --device sim sets it to the simulated device's.",
     ),
     (
         "VIRTUAL_ENV, CONDA_PREFIX",
