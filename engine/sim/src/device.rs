@@ -37,6 +37,21 @@ impl Counter {
     pub fn instances(&self) -> u64 {
         self.dimensions.iter().map(|d| u64::from(d.2)).product()
     }
+
+    /// Calls `f` with the id of each of its instances, the last dimension fastest.
+    pub fn each_instance(&self, mut f: impl FnMut(u64)) {
+        let mut positions: Vec<(u64, u64)> = self.dimensions.iter().map(|d| (d.0, 0)).collect();
+        for _ in 0..self.instances() {
+            f(instance_id(self.id, positions.iter().copied()));
+            for (position, d) in positions.iter_mut().zip(&self.dimensions).rev() {
+                position.1 += 1;
+                if position.1 < u64::from(d.2) {
+                    break;
+                }
+                position.1 = 0;
+            }
+        }
+    }
 }
 
 /// Counter instance ids pack the counter id above bit 48 and 6 bits per dimension below.

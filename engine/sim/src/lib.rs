@@ -13,6 +13,7 @@ mod api;
 mod args;
 mod buffer;
 mod device;
+mod device_counting;
 mod sdk;
 mod stderr;
 mod workload;
@@ -112,12 +113,16 @@ fn initialize(forced: Option<Configure>, tools: &str) {
     }
     sdk::set_phase(Phase::Running);
     let running = sdk.freeze();
-    for ctx in running
-        .contexts
-        .iter()
-        .filter(|c| c.active.load(std::sync::atomic::Ordering::Acquire))
+    for (index, ctx) in (running.contexts.iter().enumerate())
+        .filter(|(_, c)| c.active.load(std::sync::atomic::Ordering::Acquire))
     {
         workload::report_code_objects(sdk, ctx);
+        // Started while the tool initialized: the SDK starts its device counting once the
+        // runtime is up, which is now.
+        let handle = abi::Handle {
+            handle: sdk::CONTEXT_HANDLE_BASE + index as u64,
+        };
+        device_counting::start(handle, ctx);
     }
     // SAFETY: plain C functions with no preconditions; registered after the tools', so a
     // forked child's tool reconnects before this replays work into it, and at exit this

@@ -80,6 +80,7 @@ pub struct ContextSetup {
     pub subscriptions: Vec<Subscription>,
     pub counting: Option<Counting>,
     pub pc_sampling: Vec<PcService>,
+    pub device_counting: Vec<crate::device_counting::Service>,
     pub started: bool,
 }
 
@@ -112,6 +113,7 @@ pub struct Context {
     pub active: AtomicBool,
     /// Code objects are reported to a context once, when it first starts.
     pub code_objects_sent: AtomicBool,
+    pub sampling: crate::device_counting::Sampling,
 }
 
 /// The frozen setup, after initialize.
@@ -122,6 +124,8 @@ pub struct Running {
     /// dispatches is started, the SDK runs one dispatch at a time on each agent, whatever
     /// its queue (and whether or not the callback picks counters for it).
     pub serialized_until: Vec<AtomicU64>,
+    /// The dispatches of the GPUs whose counters are sampled.
+    pub ledger: crate::device_counting::Ledger,
 }
 
 impl Running {
@@ -227,15 +231,21 @@ impl Sdk {
     pub fn freeze(&self) -> &Running {
         self.running.get_or_init(|| {
             let (contexts, buffers) = std::mem::take(&mut *self.setup.lock().unwrap());
+            let contexts: Vec<Context> = contexts
+                .into_iter()
+                .map(|setup| Context {
+                    active: AtomicBool::new(setup.started),
+                    code_objects_sent: AtomicBool::new(false),
+                    sampling: Default::default(),
+                    setup,
+                })
+                .collect();
             Running {
-                contexts: contexts
-                    .into_iter()
-                    .map(|setup| Context {
-                        active: AtomicBool::new(setup.started),
-                        code_objects_sent: AtomicBool::new(false),
-                        setup,
-                    })
-                    .collect(),
+                ledger: crate::device_counting::Ledger::new(
+                    self.device.agents.len().saturating_sub(1),
+                    &contexts,
+                ),
+                contexts,
                 buffers: buffers
                     .into_iter()
                     .map(|(id, def)| Buffer::new(id, def))

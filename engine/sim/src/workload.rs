@@ -20,15 +20,11 @@ use rocflow_core::sdk::Domain;
 
 use crate::args::{CallArgs, HipApiExtRecord, on_stack};
 use crate::buffer::Staged;
-use crate::device::instance_id;
 use crate::sdk::{Context, Running, Sdk};
 use rocflow_core::scenario::{Kernel, Settings};
 
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
 static DISPATCH: AtomicU64 = AtomicU64::new(1);
-
-/// `roctxThreadRangeA`, the marker range API's push/pop range.
-const THREAD_RANGE: i32 = 1;
 
 /// How long each simulated host API call takes.
 const API_NS: u64 = 2_000;
@@ -126,13 +122,17 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
             );
             t += API_NS;
             let free_at = &mut queue_free[kernel.agent as usize];
-            let start = running.dispatch_start(
-                kernel.agent as usize,
+            let gpu = kernel.agent as usize;
+            let dispatch_id = DISPATCH.fetch_add(1, Ordering::Relaxed);
+            let start = running.ledger.run(
+                gpu,
                 (*free_at).max(t + 1_000),
                 kernel.duration_ns,
+                dispatch_id,
+                |ready| running.dispatch_start(gpu, ready, kernel.duration_ns),
             );
             *free_at = start + kernel.duration_ns;
-            emitter.dispatch(kernel, k as u64 + 1, queue, correlation, start);
+            emitter.dispatch(kernel, k as u64 + 1, dispatch_id, queue, correlation, start);
         }
         for copy in &scenario.copies {
             let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
@@ -355,6 +355,7 @@ impl<'a> Emitter<'a> {
         &self,
         kernel: &Kernel,
         kernel_id: u64,
+        dispatch_id: u64,
         queue: Handle,
         correlation: u64,
         start: u64,
@@ -366,7 +367,7 @@ impl<'a> Emitter<'a> {
             agent_id: self.sdk.device.gpu_handle(kernel.agent as usize),
             queue_id: queue,
             kernel_id,
-            dispatch_id: DISPATCH.fetch_add(1, Ordering::Relaxed),
+            dispatch_id,
             private_segment_size: kernel.scratch_bytes,
             group_segment_size: kernel.lds_bytes,
             workgroup_size: Dim3 {
@@ -452,15 +453,7 @@ impl<'a> Emitter<'a> {
         );
         let seed = self.sdk.scenario.scenario.seed;
         for counter in counters {
-            let sizes: Vec<u64> = counter.dimensions.iter().map(|d| u64::from(d.2)).collect();
-            let mut coordinate = vec![0u64; sizes.len()];
-            for _ in 0..counter.instances() {
-                let positions = counter
-                    .dimensions
-                    .iter()
-                    .map(|d| d.0)
-                    .zip(coordinate.iter().copied());
-                let id = instance_id(counter.id, positions);
+            counter.each_instance(|id| {
                 let record = CounterRecord {
                     id,
                     counter_value: counter_value(seed, info.dispatch_id, id),
@@ -474,15 +467,7 @@ impl<'a> Emitter<'a> {
                     counter_record::VALUE,
                     &record,
                 );
-                // The next coordinate, last dimension fastest.
-                for (position, size) in coordinate.iter_mut().zip(&sizes).rev() {
-                    *position += 1;
-                    if *position < *size {
-                        break;
-                    }
-                    *position = 0;
-                }
-            }
+            });
         }
     }
 
@@ -560,7 +545,10 @@ impl<'a> Emitter<'a> {
             retval: 0,
         };
         let payload = (&mut data as *mut MarkerApiData).cast();
-        let (kind, operation) = (callback::MARKER_CORE_RANGE_API, THREAD_RANGE);
+        let (kind, operation) = (
+            callback::MARKER_CORE_RANGE_API,
+            callback::ROCTX_THREAD_RANGE,
+        );
         self.callbacks(kind, operation, phase, correlation, payload);
     }
 
