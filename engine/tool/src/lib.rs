@@ -14,6 +14,7 @@ mod api;
 mod context;
 mod control;
 mod crash;
+mod device_counting;
 mod flusher;
 mod guard;
 mod messages;
@@ -211,6 +212,7 @@ fn initialize_tool() -> i32 {
     crash::install();
     control::start(tool);
     flusher::start(tool);
+    device_counting::start(tool);
     0
 }
 
@@ -227,5 +229,8 @@ extern "C" fn after_fork_child() {
 
 /// `rocprofiler_tool_finalize_t`.
 unsafe extern "C" fn finalize(_data: *mut c_void) {
-    entry("finalize", (), || flusher::flush_and_close(CLOSE_TIMEOUT));
+    entry("finalize", (), || {
+        let _no_more_reads = device_counting::stop(CLOSE_TIMEOUT);
+        flusher::flush_and_close(CLOSE_TIMEOUT);
+    });
 }
