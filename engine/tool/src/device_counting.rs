@@ -160,7 +160,8 @@ const NO_VALUE: CounterRecord = CounterRecord {
     agent_id: Handle { handle: 0 },
 };
 
-/// Room for this many values per agent at first; a read that needs more says so.
+/// Room for this many values per agent at first; a read that needs more says so, and is
+/// made again with room for them.
 const INITIAL_VALUES_PER_AGENT: usize = 4096;
 
 /// `rocprofiler_device_counting_service_cb_t`: sets the agent's configuration.
@@ -304,17 +305,27 @@ impl Sampler {
     /// Reads a context's devices once and sends the values.
     fn read(&self, tool: &Tool, sampled: &Sampled) -> Result<(), Ended> {
         let mut values = locked(sampled.values.lock());
-        let mut count = values.len();
-        // SAFETY: `values` holds `count` records.
-        let status = unsafe {
-            (self.service.sample)(
-                sampled.context,
-                UserData { value: 0 },
-                counter_flag::NONE,
-                values.as_mut_ptr(),
-                &mut count,
-            )
+        let read = |values: &mut Vec<CounterRecord>| {
+            let mut count = values.len();
+            // SAFETY: `values` holds `count` records.
+            let status = unsafe {
+                (self.service.sample)(
+                    sampled.context,
+                    UserData { value: 0 },
+                    counter_flag::NONE,
+                    values.as_mut_ptr(),
+                    &mut count,
+                )
+            };
+            (status, count)
         };
+        let (mut status, mut count) = read(&mut values);
+        // Too little room: the SDK said how much it needs, and the read is made again
+        // with it (the values count from the context's start, so nothing is lost).
+        if status == status::OUT_OF_RESOURCES && count > values.len() {
+            values.resize(count, NO_VALUE);
+            (status, count) = read(&mut values);
+        }
         // After the read: every dispatch the read counted ended before this time.
         let timestamp_ns = tool.api.timestamp();
         match status {
@@ -323,11 +334,6 @@ impl Sampler {
             // loaded the HSA runtime (the SDK starts device counting once it has).
             status::CONTEXT_NOT_STARTED | status::HSA_NOT_LOADED => return Ok(()),
             status::FINALIZED => return Err(Ended::Finalized),
-            // Too little room: the SDK said how much it needs; the next read has it.
-            status::OUT_OF_RESOURCES if count > values.len() => {
-                values.resize(count, NO_VALUE);
-                return Ok(());
-            }
             _ => {
                 let what = "reading the device counters";
                 return Err(Ended::Failed(tool.api.failed(what, status)));
