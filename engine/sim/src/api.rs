@@ -712,7 +712,7 @@ pub unsafe extern "C" fn rocprofiler_configure_device_counting_service(
         if sdk.scenario.scenario.deny_perfmon {
             return status::PERMISSION_DENIED;
         }
-        ctx.device_counting.push(crate::device_counting::Service {
+        ctx.device_counting.push(crate::sdk::DeviceService {
             agent,
             gpu: sdk.device.gpu(agent),
             buffer,

@@ -3,100 +3,18 @@
 //! ended on it in between, each dispatch's values being those dispatch counting would
 //! give it. Every dispatch of a sampled GPU is kept in its ledger, and a dispatch never
 //! ends before the GPU's last read (the device cannot finish work in the past), so that
-//! each read is exactly the sum over the dispatch records whose end is in its window.
+//! each read is exactly the sum over the dispatch records whose end is in its window
+//! (see [`crate::ledger`]).
 
 use std::cell::Cell;
-use std::ffi::c_void;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use rocflow_core::abi::{
-    CounterRecord, DeviceCountingCallback, Handle, Status, UserData, category, counter_flag,
-    counter_record, status,
+    CounterRecord, Handle, Status, UserData, category, counter_flag, counter_record, status,
 };
 
 use crate::sdk::{Context, Phase, Running, Sdk, context_index, counter_config, phase};
 use crate::workload::counter_value;
-
-/// A device counting service of a context, as configured for one GPU.
-#[derive(Clone, Copy)]
-pub struct Service {
-    pub agent: Handle,
-    /// The agent's GPU; the SDK takes any agent, and samples none that is not a GPU.
-    pub gpu: Option<usize>,
-    /// Where reads also put their values (`None`: returned to the caller only).
-    pub buffer: Option<usize>,
-    pub callback: DeviceCountingCallback,
-    pub data: *mut c_void,
-}
-
-/// A context's device counting while the application runs.
-#[derive(Default)]
-pub struct Sampling {
-    /// Per service, the counters its callback chose when the context last started.
-    chosen: Mutex<Vec<Option<Vec<usize>>>>,
-    /// When the context last started: reads count from then.
-    started_at: AtomicU64,
-    /// A read or a start is under way (the real SDK's LOCKED state).
-    busy: AtomicBool,
-}
-
-/// Per GPU, the dispatches of a sampled GPU and its last read.
-pub struct Ledger(Vec<Option<Mutex<GpuLedger>>>);
-
-#[derive(Default)]
-struct GpuLedger {
-    last_read: u64,
-    /// End and dispatch id of each dispatch that ran.
-    ended: Vec<(u64, u64)>,
-}
-
-impl Ledger {
-    /// A ledger for the GPUs some context samples.
-    pub fn new(gpus: usize, contexts: &[Context]) -> Ledger {
-        let sampled = |gpu| {
-            (contexts.iter()).any(|c| c.setup.device_counting.iter().any(|s| s.gpu == Some(gpu)))
-        };
-        Ledger(
-            (0..gpus)
-                .map(|gpu| sampled(gpu).then(Mutex::default))
-                .collect(),
-        )
-    }
-
-    /// Runs a dispatch of `duration_ns` ready at `ready` on `gpu`: `start` says when it
-    /// starts if ready at a time; a sampled GPU's dispatch is ready no earlier than its
-    /// last read, and is entered in the ledger before any read can come between.
-    pub fn run(
-        &self,
-        gpu: usize,
-        ready: u64,
-        duration_ns: u64,
-        dispatch_id: u64,
-        start: impl FnOnce(u64) -> u64,
-    ) -> u64 {
-        let Some(Some(ledger)) = self.0.get(gpu) else {
-            return start(ready);
-        };
-        let mut ledger = ledger.lock().unwrap();
-        let start = start(ready.max(ledger.last_read + 1));
-        ledger.ended.push((start + duration_ns, dispatch_id));
-        start
-    }
-
-    /// The dispatches of `gpu` that ended in `(from, to]`; `to` becomes its last read.
-    fn read(&self, gpu: usize, from: u64, to: u64) -> Vec<u64> {
-        let Some(Some(ledger)) = self.0.get(gpu) else {
-            return Vec::new();
-        };
-        let mut ledger = ledger.lock().unwrap();
-        ledger.last_read = ledger.last_read.max(to);
-        (ledger.ended.iter())
-            .filter(|&&(end, _)| end > from && end <= to)
-            .map(|&(_, dispatch)| dispatch)
-            .collect()
-    }
-}
 
 thread_local! {
     /// The context whose start is asking its callbacks for configurations: the only time

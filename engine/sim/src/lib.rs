@@ -14,6 +14,7 @@ mod args;
 mod buffer;
 mod device;
 mod device_counting;
+mod ledger;
 mod sdk;
 mod stderr;
 mod workload;

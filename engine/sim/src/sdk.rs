@@ -6,11 +6,14 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use rocflow_core::abi::{DispatchCountingCallback, Handle, TracingCallback};
+use rocflow_core::abi::{
+    DeviceCountingCallback, DispatchCountingCallback, Handle, TracingCallback,
+};
 use rocflow_core::scenario::{self, Scenario};
 
 use crate::buffer::{Buffer, BufferDef};
 use crate::device::Device;
+use crate::ledger::Ledger;
 use crate::stderr::warn;
 
 /// The version the simulated SDK reports: that of the headers its layouts come from.
@@ -72,6 +75,29 @@ pub struct PcService {
     pub buffer: usize,
 }
 
+/// A device counting service of a context, as configured for one agent.
+#[derive(Clone, Copy)]
+pub struct DeviceService {
+    pub agent: Handle,
+    /// The agent's GPU; the SDK takes any agent, and samples none that is not a GPU.
+    pub gpu: Option<usize>,
+    /// Where reads also put their values (`None`: returned to the caller only).
+    pub buffer: Option<usize>,
+    pub callback: DeviceCountingCallback,
+    pub data: *mut c_void,
+}
+
+/// A context's device counting while the application runs.
+#[derive(Default)]
+pub struct Sampling {
+    /// Per service, the counters its callback chose when the context last started.
+    pub chosen: Mutex<Vec<Option<Vec<usize>>>>,
+    /// When the context last started: reads count from then.
+    pub started_at: AtomicU64,
+    /// A read or a start is under way (the real SDK's LOCKED state).
+    pub busy: AtomicBool,
+}
+
 /// One context's services.
 #[derive(Default)]
 pub struct ContextSetup {
@@ -80,7 +106,7 @@ pub struct ContextSetup {
     pub subscriptions: Vec<Subscription>,
     pub counting: Option<Counting>,
     pub pc_sampling: Vec<PcService>,
-    pub device_counting: Vec<crate::device_counting::Service>,
+    pub device_counting: Vec<DeviceService>,
     pub started: bool,
 }
 
@@ -113,7 +139,7 @@ pub struct Context {
     pub active: AtomicBool,
     /// Code objects are reported to a context once, when it first starts.
     pub code_objects_sent: AtomicBool,
-    pub sampling: crate::device_counting::Sampling,
+    pub sampling: Sampling,
 }
 
 /// The frozen setup, after initialize.
@@ -125,7 +151,7 @@ pub struct Running {
     /// its queue (and whether or not the callback picks counters for it).
     pub serialized_until: Vec<AtomicU64>,
     /// The dispatches of the GPUs whose counters are sampled.
-    pub ledger: crate::device_counting::Ledger,
+    pub ledger: Ledger,
 }
 
 impl Running {
@@ -241,10 +267,10 @@ impl Sdk {
                 })
                 .collect();
             Running {
-                ledger: crate::device_counting::Ledger::new(
-                    self.device.agents.len().saturating_sub(1),
-                    &contexts,
-                ),
+                ledger: Ledger::new(self.device.agents.len().saturating_sub(1), |gpu| {
+                    (contexts.iter())
+                        .any(|c| c.setup.device_counting.iter().any(|s| s.gpu == Some(gpu)))
+                }),
                 contexts,
                 buffers: buffers
                     .into_iter()
