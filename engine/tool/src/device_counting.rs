@@ -20,8 +20,8 @@ use rocflow_core::record::DeviceCounterSample;
 use rocflow_core::wire::RecordsFrame;
 
 use crate::api::{CallError, MissingSymbol};
+use crate::gpu::Gpu;
 use crate::guard::{entry, locked};
-use crate::setup::{Gpu, SetupError, counter_configs};
 use crate::state::Tool;
 use crate::stream;
 use crate::warning::warn;
@@ -64,6 +64,8 @@ impl Service {
 struct Sampled {
     name: String,
     context: Handle,
+    /// The agents (rocflow's indexes) whose counters are read.
+    agents: Vec<u32>,
     interval: Duration,
     /// Also read when a ROCTx range is pushed or popped.
     at_markers: bool,
@@ -76,6 +78,8 @@ struct Sampled {
 struct Sampler {
     service: Service,
     contexts: Vec<Sampled>,
+    /// What else is read of each sampled agent at each read.
+    readings: Vec<Reading>,
     /// Set when the process finalizes: no read starts after it.
     stopped: AtomicBool,
     /// Held for the whole of a round of reads (the SDK refuses a read while another is
@@ -83,27 +87,46 @@ struct Sampler {
     round: Mutex<()>,
 }
 
+/// Something else read of each sampled agent at each read, beside its counters, and sent
+/// by itself: called with the agent's index and the read's time. The device metrics
+/// AMD-SMI gives (power, temperature, clocks, activity, memory) are read here, so that
+/// they share the counters' moments.
+type Reading = Box<dyn Fn(u32, u64) + Send + Sync>;
+
 /// The contexts setup configured, until the sampler takes them.
 static CONFIGURED: Mutex<Option<(Service, Vec<Sampled>)>> = Mutex::new(None);
 /// The running sampler; leaked, so a reference once stored stays valid.
 static SAMPLER: Mutex<Option<&'static Sampler>> = Mutex::new(None);
 
-/// Configures device counting in `context` on each of `gpus` that has any of the plan's
-/// counters.
+/// Why a context's devices cannot be sampled.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Missing(#[from] MissingSymbol),
+    #[error(transparent)]
+    Sdk(#[from] CallError),
+    /// The SDK could not lock the GPU's counters for this process.
+    #[error(
+        "sampling the counters of {gfx} (agent {agent}) needs the CAP_PERFMON capability, which this process lacks (rocprofiler-sdk: PERMISSION_DENIED); run it as root, grant the capability (`sudo setcap cap_perfmon+ep APP`, or `--cap-add PERFMON` for a container), or count per dispatch with [context.counters] instead"
+    )]
+    Perfmon { gfx: String, agent: u32 },
+}
+
+/// Configures device counting in `context` on each of `gpus` that has a counter
+/// configuration in `configs` (by agent handle).
 pub fn configure(
     tool: &Tool,
     context: Handle,
     name: &str,
     plan: &DeviceCountingPlan,
     gpus: &[&Gpu],
-    dimensions: &mut HashMap<u64, Vec<u64>>,
-) -> Result<(), SetupError> {
+    configs: HashMap<u64, Handle>,
+) -> Result<(), Error> {
     let service = Service::resolve()?;
-    let names: Vec<&String> = plan.counters.counted().collect();
-    let configs = counter_configs(tool, &names, gpus, dimensions)?;
     // Leaked: the SDK calls back with it whenever the context starts.
     let configs: &'static HashMap<u64, Handle> = Box::leak(Box::new(configs));
     let mut capacity = 0;
+    let mut agents = Vec::new();
     for gpu in gpus
         .iter()
         .filter(|g| configs.contains_key(&g.handle.handle))
@@ -120,7 +143,7 @@ pub fn configure(
             )
         };
         if status == status::PERMISSION_DENIED {
-            return Err(SetupError::Perfmon {
+            return Err(Error::Perfmon {
                 gfx: gpu.gfx.clone(),
                 agent: gpu.agent,
             });
@@ -131,6 +154,7 @@ pub fn configure(
         );
         tool.api.check(&what, status)?;
         capacity += INITIAL_VALUES_PER_AGENT;
+        agents.push(gpu.agent);
     }
     if capacity == 0 {
         return Ok(());
@@ -138,6 +162,7 @@ pub fn configure(
     let sampled = Sampled {
         name: name.to_owned(),
         context,
+        agents,
         interval: Duration::from_nanos(plan.interval_ns.max(1)),
         at_markers: plan.at == SampleAt::Markers,
         values: Mutex::new(vec![NO_VALUE; capacity]),
@@ -195,6 +220,7 @@ pub fn start(tool: &'static Tool) {
     let sampler: &'static Sampler = Box::leak(Box::new(Sampler {
         service,
         contexts,
+        readings: Vec::new(),
         stopped: AtomicBool::new(false),
         round: Mutex::new(()),
     }));
@@ -368,6 +394,11 @@ impl Sampler {
             });
         }
         stream::send([frame.finish(0)]);
+        for agent in &sampled.agents {
+            for reading in &self.readings {
+                reading(*agent, timestamp_ns);
+            }
+        }
         Ok(())
     }
 }

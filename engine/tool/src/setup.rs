@@ -21,22 +21,12 @@ use rocflow_core::sdk::{
 
 use crate::api::CallError;
 use crate::context::{self, Context};
+use crate::gpu::Gpu;
 use crate::guard::{entry, locked};
 use crate::records::{BufferState, on_buffer};
 use crate::state::{Tool, tool};
 use crate::stream;
 use crate::warning::warn;
-
-/// A GPU as the tool selects it.
-pub(crate) struct Gpu {
-    pub handle: Handle,
-    /// Index among the GPUs (what pipelines' agent indexes mean).
-    index: u32,
-    /// rocflow's agent index (what records carry, and what messages, `inspect` and the
-    /// report call an agent).
-    pub agent: u32,
-    pub gfx: String,
-}
 
 /// Why the tool, or one of its contexts, cannot collect.
 #[derive(Debug, thiserror::Error)]
@@ -44,12 +34,7 @@ pub enum SetupError {
     #[error(transparent)]
     Sdk(#[from] CallError),
     #[error(transparent)]
-    Missing(#[from] crate::api::MissingSymbol),
-    /// The SDK could not lock the GPU's counters for this process.
-    #[error(
-        "sampling the counters of {gfx} (agent {agent}) needs the CAP_PERFMON capability, which this process lacks (rocprofiler-sdk: PERMISSION_DENIED); run it as root, grant the capability (`sudo setcap cap_perfmon+ep APP`, or `--cap-add PERFMON` for a container), or count per dispatch with [context.counters] instead"
-    )]
-    Perfmon { gfx: String, agent: u32 },
+    DeviceCounting(#[from] crate::device_counting::Error),
     #[error("kernel filter: {0}")]
     KernelFilter(#[from] regex::Error),
     /// The SDK's PC sampling beta is off; `beta` is what its variable is set to.
@@ -304,7 +289,9 @@ fn context(
         if sampled.is_empty() {
             none_selected(&plan.name, gpus, "no device counters are sampled");
         }
-        crate::device_counting::configure(tool, handle, &plan.name, device, &sampled, dimensions)?;
+        let names: Vec<&String> = device.counters.counted().collect();
+        let configs = counter_configs(tool, &names, &sampled, dimensions)?;
+        crate::device_counting::configure(tool, handle, &plan.name, device, &sampled, configs)?;
     }
     Ok(Context {
         name: plan.name.clone(),
@@ -406,7 +393,7 @@ fn count(
 /// Each GPU's counter configuration of the counters `names` it has (by agent handle), the
 /// counters described to the runner; a counter a GPU lacks is warned of. Counters the
 /// pipeline derives itself are computed by the runner from the collected ones.
-pub(crate) fn counter_configs(
+fn counter_configs(
     tool: &Tool,
     names: &[&String],
     gpus: &[&Gpu],
