@@ -9,6 +9,7 @@ mod cli;
 mod counters;
 mod counters_cli;
 mod csv_rocprofv3;
+mod device_counters;
 mod doctor;
 mod flags;
 mod import;

@@ -278,7 +278,8 @@ mod tests {
         check::<KfdEvent>();
         check::<HipStream>();
         check::<RuntimeInitialization>();
-        assert_eq!(RecordKind::ALL.len(), 11, "a new kind needs a line above");
+        check::<DeviceCounterSample>();
+        assert_eq!(RecordKind::ALL.len(), 12, "a new kind needs a line above");
     }
 
     #[test]
