@@ -45,6 +45,12 @@ impl Ledger {
         start
     }
 
+    /// Every GPU's ledger, locked: held across a fork, so that no read or dispatch is half
+    /// entered in the child's copy.
+    pub fn lock_all(&self) -> Vec<std::sync::MutexGuard<'_, impl Sized + 'static>> {
+        self.0.iter().flatten().map(|l| l.lock().unwrap()).collect()
+    }
+
     /// The dispatches of `gpu` that ended in `(from, to]`; `to` becomes its last read.
     pub fn read(&self, gpu: usize, from: u64, to: u64) -> Vec<u64> {
         let Some(Some(ledger)) = self.0.get(gpu) else {

@@ -252,6 +252,10 @@ extern "C" fn before_fork() {
             held.push(Box::new(buffer.delivering.lock().unwrap()));
             held.push(Box::new(buffer.spare.lock().unwrap()));
         }
+        // A device read or a dispatch entering the ledger holds no other lock meanwhile.
+        for ledger in running.ledger.lock_all() {
+            held.push(Box::new(ledger));
+        }
     });
 }
 
