@@ -459,3 +459,31 @@ fn a_read_larger_than_the_tools_first_room_is_read_whole() {
     }
     assert!(per_read.values().all(|&n| n == 5120), "{per_read:?}");
 }
+
+#[test]
+fn a_forked_child_leaves_reading_the_devices_to_its_parent() {
+    // Each child replays the scenario, ROCTx ranges and all; the devices are the parent's
+    // to read, and a child's ranges read nothing (its copy of the sampler has no thread).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("scenario.toml"), scenario("")).unwrap();
+    // A database per process.
+    let pipeline = PIPELINE.replace("out/run.db", "out/{pid}.db");
+    std::fs::write(d.join("p.toml"), pipeline.replace("AT", "at = \"markers\"")).unwrap();
+    let app = support::sim_app();
+    let app = [app.to_str().unwrap(), "fork", "3"];
+    assert_success(&run_on("sim:scenario.toml", "p.toml", &app, d, &[]));
+    let pids = |table: &str| -> std::collections::BTreeSet<String> {
+        let rows = csv(&d.join(format!("out/csv/{table}.csv")));
+        rows.into_iter().map(|r| r["pid"].clone()).collect()
+    };
+    assert_eq!(
+        pids("kernel_dispatch").len(),
+        4,
+        "the parent and three children"
+    );
+    let readers = pids("device_counter_sample");
+    assert_eq!(readers.len(), 1, "{readers:?}");
+    let reads = csv_samples(&d.join("out/csv"));
+    assert!(!reads.is_empty());
+}

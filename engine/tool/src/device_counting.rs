@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -96,7 +96,13 @@ type Reading = Box<dyn Fn(u32, u64) + Send + Sync>;
 /// The contexts setup configured, until the sampler takes them.
 static CONFIGURED: Mutex<Option<(Service, Vec<Sampled>)>> = Mutex::new(None);
 /// The running sampler; leaked, so a reference once stored stays valid.
-static SAMPLER: Mutex<Option<&'static Sampler>> = Mutex::new(None);
+static SAMPLER: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The running sampler of this process, if any.
+fn sampler() -> Option<&'static Sampler> {
+    // SAFETY: samplers are leaked, never freed, so a pointer once stored stays valid.
+    unsafe { SAMPLER.load(Ordering::Acquire).as_ref() }
+}
 
 /// Why a context's devices cannot be sampled.
 #[derive(Debug, thiserror::Error)]
@@ -224,7 +230,7 @@ pub fn start(tool: &'static Tool) {
         stopped: AtomicBool::new(false),
         round: Mutex::new(()),
     }));
-    *locked(SAMPLER.lock()) = Some(sampler);
+    SAMPLER.store(std::ptr::from_ref(sampler).cast_mut(), Ordering::Release);
     let spawned = std::thread::Builder::new()
         .name("rocflow-sample".into())
         .spawn(move || sampler.run(tool));
@@ -238,7 +244,7 @@ pub fn start(tool: &'static Tool) {
 /// Stops the sampler, waiting up to `timeout` for a read in progress; the guard holds off
 /// later reads for as long as it lives.
 pub fn stop(timeout: Duration) -> Option<MutexGuard<'static, ()>> {
-    let sampler = (*locked(SAMPLER.lock()))?;
+    let sampler = sampler()?;
     sampler.stopped.store(true, Ordering::Release);
     let deadline = Instant::now() + timeout;
     loop {
@@ -259,11 +265,16 @@ pub unsafe extern "C" fn on_range(
     _data: *mut c_void,
 ) {
     entry("device_counting::on_range", (), || {
-        let sampler = *locked(SAMPLER.lock());
-        if let (Some(sampler), Some(tool)) = (sampler, crate::state::tool()) {
+        if let (Some(sampler), Some(tool)) = (sampler(), crate::state::tool()) {
             sampler.round(tool, |sampled| sampled.at_markers);
         }
     });
+}
+
+/// In a forked child: the parent's sampler is not this process's (its thread is gone and
+/// its lock may be held forever), and the child reads no device; the parent does.
+pub fn forget_in_child() {
+    SAMPLER.store(std::ptr::null_mut(), Ordering::Release);
 }
 
 /// Why a context's reads end.

@@ -223,6 +223,7 @@ extern "C" fn after_fork_child() {
             stream::reopen_in_child(&tool.socket, tool.process());
             flusher::restart_in_child(tool);
         }
+        device_counting::forget_in_child();
     });
     // Whether or not the tool is on, the metadata log's lock taken before the fork is let go.
     stream::after_fork();
