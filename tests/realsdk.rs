@@ -24,6 +24,10 @@ const PC_SAMPLING_QUERY: &str = "rocprofiler_query_pc_sampling_agent_configurati
 /// What the kit's SDK answers a PC sampling query with AMD's beta on: it opens the GPU's
 /// driver, which the kit has none of.
 const NO_DRIVER: &str = "ROCPROFILER_STATUS_ERROR";
+/// Device counting: what the kit's SDK answers a start of a context that samples devices,
+/// and each read, without an HSA runtime (it would start the counting once one loads).
+const HSA_NOT_LOADED: &str = "ROCPROFILER_STATUS_ERROR_HSA_NOT_LOADED";
+const SAMPLE: &str = "rocprofiler_sample_device_counting_service";
 /// The tool's word for it.
 const NO_DRIVER_MESSAGE: &str = "PC sampling on gfx942 needs the GPU driver's /dev/kfd, which this process cannot open: No such file or directory (os error 2)";
 
@@ -90,6 +94,14 @@ fn gfx942_counters() -> &'static BTreeSet<String> {
     })
 }
 
+/// Why a context's counters are counted on no GPU of `node`, in the tool's words.
+fn none_selected(node: Node) -> &'static str {
+    match node {
+        Node::NoGpu => "the SDK reports no GPU on this node",
+        Node::FakeGfx942 => "no GPU of this node (gfx942) is among its counters' agents",
+    }
+}
+
 /// What a run of `plan` must show on `node`: the SDK's calls that do not succeed, the
 /// contexts registered and started, the tool's messages, and per context that collects
 /// counters on the GPU, the counters the SDK must resolve.
@@ -100,6 +112,8 @@ struct Expected {
     started: usize,
     messages: BTreeSet<String>,
     counters: BTreeSet<String>,
+    /// Some context samples the GPU's counters.
+    samples: bool,
 }
 
 impl Expected {
@@ -130,15 +144,24 @@ impl Expected {
                         }
                     }
                 } else {
-                    let why = match node {
-                        Node::NoGpu => "the SDK reports no GPU on this node",
-                        Node::FakeGfx942 => {
-                            "no GPU of this node (gfx942) is among its counters' agents"
-                        }
-                    };
                     e.messages.insert(format!(
-                        "context `{}`: {why}; no counters are collected",
-                        ctx.name
+                        "context `{}`: {}; no counters are collected",
+                        ctx.name,
+                        none_selected(node)
+                    ));
+                }
+            }
+            if let Some(device) = &ctx.device_counting {
+                if on_gfx942(&device.counters.agents) {
+                    e.samples = true;
+                    for name in device.counters.counted() {
+                        e.counters.insert(name.clone());
+                    }
+                } else {
+                    e.messages.insert(format!(
+                        "context `{}`: {}; no device counters are sampled",
+                        ctx.name,
+                        none_selected(node)
                     ));
                 }
             }
@@ -154,6 +177,11 @@ impl Expected {
                     ));
                 }
             }
+        }
+        // Starts come after every context is set up.
+        if e.samples {
+            e.refused
+                .push(("rocprofiler_start_context".into(), HSA_NOT_LOADED.into()));
         }
         e
     }
@@ -235,9 +263,16 @@ fn conforms(node: Node, pipeline: &Path) -> Result<String, String> {
         ),
     );
     let calls = run.calls();
-    let refused: Vec<(String, String)> = calls
-        .iter()
+    // Reads of the GPU come at the sampler's pace, as many as the process lives for: each
+    // is refused as the SDK refuses it without an HSA runtime, and the tool waits.
+    let (reads, refused): (Vec<&Call>, Vec<&Call>) = (calls.iter())
         .filter(|c| c.status != SUCCESS)
+        .partition(|c| c.function == SAMPLE);
+    check(
+        reads.iter().all(|c| c.status == HSA_NOT_LOADED) && (expected.samples || reads.is_empty()),
+        format!("reads of the GPU: {reads:?}"),
+    );
+    let refused: Vec<(String, String)> = (refused.into_iter())
         .map(|c| (c.function.clone(), c.status.clone()))
         .collect();
     check(
@@ -769,6 +804,46 @@ fn collection_periods_start_and_stop_until_the_sdk_finalizes() {
     };
     let late = &toggles[succeeded..];
     assert!(late.iter().all(finalizing), "{toggles:?}");
+}
+
+#[test]
+fn device_counting_is_configured_and_read_as_the_sdk_says() {
+    // A process that lives a second: the sampler reads every 10 ms. Without an HSA
+    // runtime the SDK accepts the service, starts the context saying HSA is not loaded,
+    // and answers each read so; the tool waits for the runtime and says nothing.
+    let kit = Kit::get();
+    let force = kit.bin("force");
+    let app = [force.as_os_str(), OsStr::new("1")];
+    let run = kit.run_with(Node::FakeGfx942, "device-counters", &[], &app, &[]);
+    assert!(run.collected_nothing(), "{}", run.printed());
+    assert_eq!(
+        run.tool_messages(),
+        Vec::<String>::new(),
+        "{}",
+        run.printed()
+    );
+    let calls = run.calls();
+    let statuses = |function: &str| -> Vec<String> {
+        (calls.iter())
+            .filter(|c| c.function == function)
+            .map(|c| c.status.clone())
+            .collect()
+    };
+    assert_eq!(
+        statuses("rocprofiler_configure_device_counting_service"),
+        [SUCCESS],
+        "{}",
+        run.printed()
+    );
+    let starts = statuses("rocprofiler_start_context");
+    assert_eq!(
+        starts.iter().filter(|s| *s == HSA_NOT_LOADED).count(),
+        1,
+        "{starts:?}"
+    );
+    let reads = statuses(SAMPLE);
+    assert!(reads.len() >= 5, "a second of 10 ms reads: {reads:?}");
+    assert!(reads.iter().all(|s| s == HSA_NOT_LOADED), "{reads:?}");
 }
 
 /// The hardware counters of `block` on gfx942, as the kit's definitions give them.

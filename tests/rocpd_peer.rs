@@ -149,15 +149,17 @@ fn processes(db: &Path) -> i64 {
     conn.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
-/// Counter values in rocflow's databases (`rocpd_pmc_event`): one per dispatch and
-/// counter, its dimension instances summed, as AMD's `counter_collection.csv` has them.
+/// Counter values of dispatches in rocflow's databases (`rocpd_pmc_event`, less the
+/// device samples'): one per dispatch and counter, its dimension instances summed, as
+/// AMD's `counter_collection.csv` has them.
 fn counter_values(dbs: &[PathBuf]) -> usize {
     dbs.iter()
         .map(|db| {
             let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-            let n: i64 = conn
-                .query_row("SELECT COUNT(*) FROM rocpd_pmc_event", [], |r| r.get(0))
-                .unwrap();
+            let sql = "SELECT COUNT(*) FROM rocpd_pmc_event WHERE event_id NOT IN \
+                       (SELECT E.id FROM rocpd_event E JOIN rocpd_string S \
+                        ON S.id = E.category_id WHERE S.string = 'DEVICE_COUNTING')";
+            let n: i64 = conn.query_row(sql, [], |r| r.get(0)).unwrap();
             n as usize
         })
         .sum()
@@ -196,6 +198,7 @@ fn check(run: &Run, what: &str) {
     // counters are one row per dispatch and counter.
     let mut want = records.clone();
     let samples = want.remove("pc_sample").unwrap_or(0);
+    let device_samples = want.remove("device_counter_sample").unwrap_or(0);
     if want.remove("counter_sample").is_some() {
         want.insert("counter_value".into(), counter_values(&dbs));
     }
@@ -243,6 +246,14 @@ fn check(run: &Run, what: &str) {
         pc_calls as usize, samples,
         "{what}: PC samples in rocpd summary"
     );
+    // Device counter samples: instants of category DEVICE_COUNTING, which AMD's summary
+    // tables as `device`, a row per track (GPU).
+    let device = amd.remove("device").unwrap_or_default();
+    let device_calls: u64 = device.values().map(|&(calls, _)| calls).sum();
+    assert_eq!(
+        device_calls as usize, device_samples,
+        "{what}: device counter samples in rocpd summary"
+    );
     amd.retain(|_, rows| !rows.is_empty());
     let ours = run.summary();
     assert_eq!(amd, ours, "{what}: rocpd summary against rocflow summary");
@@ -266,8 +277,10 @@ fn check(run: &Run, what: &str) {
         number("allocations"),
         number("regions"),
     ];
-    // API calls and ROCTx ranges are regions; ROCTx marks and PC samples are samples.
-    let regions = count("api") + count("marker") + count("pc_sample");
+    // API calls and ROCTx ranges are regions; ROCTx marks, PC samples and device counter
+    // samples are samples.
+    let regions =
+        count("api") + count("marker") + count("pc_sample") + count("device_counter_sample");
     let want = [
         calls("kernels"),
         kernel_ns as usize,

@@ -747,9 +747,9 @@ fn a_marker_window_finds_the_ranges_of_a_live_run_in_its_spool() {
 /// would write it.
 fn every_kind_spool(path: &Path) {
     use rocflow::record::{
-        Agent, ApiCall, Arg, ArgValue, CodeObject, CounterInfo, CounterSample, HipStream,
-        KernelDispatch, KernelSymbol, KfdEvent, Marker, MemoryAllocation, MemoryCopy, Meta,
-        PcSample, Process, RuntimeInitialization, ScratchMemory, Sym, Thread,
+        Agent, ApiCall, Arg, ArgValue, CodeObject, CounterInfo, CounterSample, DeviceCounterSample,
+        HipStream, KernelDispatch, KernelSymbol, KfdEvent, Marker, MemoryAllocation, MemoryCopy,
+        Meta, PcSample, Process, RuntimeInitialization, ScratchMemory, Sym, Thread,
     };
     let (pid, tid) = (900, 901);
     let agent = |index, agent_type, name: &str| Agent {
@@ -966,6 +966,16 @@ fn every_kind_spool(path: &Path) {
             value: 640.0,
             ..Default::default()
         }]),
+        Batch::DeviceCounterSample(vec![DeviceCounterSample {
+            pid,
+            agent: 1,
+            timestamp_ns: base(3),
+            counter_id: 3,
+            xcc: 1,
+            shader_engine: 2,
+            value: 1234.5,
+            ..Default::default()
+        }]),
         Batch::PcSample(vec![PcSample {
             pid,
             agent: 1,
@@ -1065,6 +1075,7 @@ fn every_kind_survives_the_rocpd_sink_and_source_but_what_rocpd_cannot_hold() {
         ("kernel_dispatch", &["queue"]),
         ("pc_sample", &["code_object_id"]),
         ("counter_sample", &["counter_id"]),
+        ("device_counter_sample", &["counter_id"]),
         ("marker", &[]),
         ("memory_allocation", &["agent"]),
         ("scratch_memory", &["queue"]),

@@ -10,6 +10,7 @@ mod counter_sets;
 mod counters;
 mod counters_cli;
 mod csv_rocprofv3;
+mod device_counters;
 mod doctor;
 mod flags;
 mod import;

@@ -3,8 +3,9 @@
 
 use crate::catalog::StreamMeta;
 use crate::record::{
-    ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
-    MemoryCopy, PcSample, Record, RuntimeInitialization, ScratchMemory, Value,
+    ApiCall, Batch, CounterSample, DeviceCounterSample, HipStream, KernelDispatch, KfdEvent,
+    Marker, MemoryAllocation, MemoryCopy, PcSample, Record, RuntimeInitialization, ScratchMemory,
+    Value,
 };
 use crate::sdk::Domain;
 
@@ -97,6 +98,7 @@ pub fn visit<V: BatchVisitor>(batch: &Batch, visitor: V) -> V::Output {
         Batch::KfdEvent(r) => visitor.visit(r),
         Batch::HipStream(r) => visitor.visit(r),
         Batch::RuntimeInitialization(r) => visitor.visit(r),
+        Batch::DeviceCounterSample(r) => visitor.visit(r),
     }
 }
 
@@ -115,6 +117,7 @@ pub fn row(batch: &Batch, i: usize) -> &dyn Row {
         Batch::KfdEvent(r) => &r[i],
         Batch::HipStream(r) => &r[i],
         Batch::RuntimeInitialization(r) => &r[i],
+        Batch::DeviceCounterSample(r) => &r[i],
     }
 }
 
@@ -231,6 +234,15 @@ impl Columns for CounterSample {
     }
 }
 
+impl Columns for DeviceCounterSample {
+    fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
+        match name {
+            "counter" => Some(Cell::Str(meta.counter_name(self.counter_id))),
+            _ => None,
+        }
+    }
+}
+
 impl Columns for PcSample {
     fn derived<'a>(&self, _: &str, _: &'a StreamMeta) -> Option<Cell<'a>> {
         None
@@ -266,7 +278,8 @@ mod tests {
         check::<KfdEvent>();
         check::<HipStream>();
         check::<RuntimeInitialization>();
-        assert_eq!(RecordKind::ALL.len(), 11, "a new kind needs a line above");
+        check::<DeviceCounterSample>();
+        assert_eq!(RecordKind::ALL.len(), 12, "a new kind needs a line above");
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub struct ContextPlan {
     pub code_objects: bool,
     pub counters: Option<CounterPlan>,
     pub pc_sampling: Option<PcSamplingPlan>,
+    /// Counters of whole GPUs, sampled while the context is started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_counting: Option<DeviceCountingPlan>,
     pub serialize: bool,
     pub start: StartPlan,
 }
@@ -53,6 +56,16 @@ impl ContextPlan {
             .map(|t| t.domain.record_kind())
             .chain(self.counters.iter().map(|_| RecordKind::CounterSample))
             .chain(self.pc_sampling.iter().map(|_| RecordKind::PcSample))
+            .chain((self.device_counting.iter()).map(|_| RecordKind::DeviceCounterSample))
+    }
+
+    /// The agents its device counters are sampled on.
+    pub fn device_counting_agents(&self) -> &[AgentSelector] {
+        self.service_agents(
+            self.device_counting
+                .as_ref()
+                .map_or(&[], |d| &d.counters.agents),
+        )
     }
 }
 
@@ -167,6 +180,33 @@ impl CounterPlan {
     pub fn counted(&self) -> impl Iterator<Item = &String> {
         (self.collect.iter()).filter(|name| !self.derived.iter().any(|(d, _)| d == *name))
     }
+}
+
+/// rocprofiler-sdk's device counting service: the counters of whole GPUs, read on demand
+/// while the application runs at full speed (no dispatch is intercepted or serialized).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DeviceCountingPlan {
+    /// What is counted, in the counter language of dispatch counting; its kernel filters
+    /// and iterations stay unset, since no dispatch is singled out.
+    pub counters: CounterPlan,
+    /// When the counters are read.
+    pub at: SampleAt,
+    /// Between two reads, while the context is started.
+    pub interval_ns: u64,
+}
+
+/// When a device counting context reads its counters.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleAt {
+    /// Every interval.
+    Interval,
+    /// Every interval, and when a ROCTx range is pushed or popped.
+    Markers,
+}
+
+impl SampleAt {
+    pub const NAMES: &[&str] = &["interval", "markers"];
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -66,6 +66,10 @@ pub struct Settings {
     /// …and `roctxProfilerResume` before this one.
     #[serde(default)]
     pub resume_at: Option<u32>,
+    /// The process lacks the capability (CAP_PERFMON) to lock a GPU's counters for
+    /// itself: configuring device counting is refused with PERMISSION_DENIED.
+    #[serde(default)]
+    pub deny_perfmon: bool,
 }
 
 #[derive(Debug, Deserialize)]

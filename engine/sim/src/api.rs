@@ -6,9 +6,9 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::atomic::Ordering;
 
 use rocflow_core::abi::{
-    self, AgentsCallback, BufferCallback, CounterInfoV0, CountersCallback, DimensionsCallback,
-    DispatchCountingCallback, Handle, PcConfigurationsCallback, PcSamplingConfiguration, Status,
-    TracingCallback, status,
+    self, AgentsCallback, BufferCallback, CounterInfoV0, CountersCallback, DeviceCountingCallback,
+    DimensionsCallback, DispatchCountingCallback, Handle, PcConfigurationsCallback,
+    PcSamplingConfiguration, Status, TracingCallback, status,
 };
 use rocflow_core::sdk::{BufferPolicy, Domain};
 
@@ -104,6 +104,22 @@ pub extern "C" fn rocprofiler_get_status_string(code: Status) -> *const c_char {
             c"The service is not available. Please refer to API functions that return this status code for more information."
         }
         status::EXCEEDS_HW_LIMIT => c"Request exceeds the capabilities of the hardware to collect",
+        status::CONTEXT_ERROR => c"General context error",
+        status::HSA_NOT_LOADED => c"Function call requires that HSA is loaded",
+        status::CONTEXT_INVALID => c"Context configuration is not valid",
+        status::CONTEXT_NOT_STARTED => c"Context failed to start",
+        status::FINALIZED => c"Invalid request because rocprofiler has finalized",
+        status::OUT_OF_RESOURCES => c"The given resources are insufficient to complete operation",
+        status::PROFILE_NOT_FOUND => c"Could not find counter profile",
+        status::AGENT_DISPATCH_CONFLICT => {
+            c"Cannot have both an agent counter collection and a dispatch counter in the same context"
+        }
+        status::AGENT_MISMATCH => {
+            c"Counter profile agent does not match the agent in the context"
+        }
+        status::PERMISSION_DENIED => {
+            c"Required permission (CAP_PERFMON) is not set, permission denied"
+        }
         _ => c"General error",
     };
     text.as_ptr()
@@ -298,6 +314,12 @@ fn set_active(context: Handle, active: bool) -> Status {
     if phase() == Phase::Initializing {
         let mut setup = sdk.setup.lock().unwrap();
         return match setup.0.get_mut(context_index(context)) {
+            // As the real SDK: a context that samples devices starts, and says its device
+            // counting waits for the HSA runtime, which loads after the tools initialize.
+            Some(ctx) if active && !ctx.device_counting.is_empty() => {
+                ctx.started = true;
+                status::HSA_NOT_LOADED
+            }
             Some(ctx) => {
                 ctx.started = active;
                 status::SUCCESS
@@ -310,6 +332,9 @@ fn set_active(context: Handle, active: bool) -> Status {
     };
     match running.contexts.get(context_index(context)) {
         Some(ctx) => {
+            if active && !ctx.active.load(Ordering::Acquire) {
+                crate::device_counting::start(context, ctx);
+            }
             ctx.active.store(active, Ordering::Release);
             if active {
                 crate::workload::report_code_objects(sdk, ctx);
@@ -647,11 +672,75 @@ pub unsafe extern "C" fn rocprofiler_configure_pc_sampling_service(
     })
 }
 
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_configure_device_counting_service(
+    context: Handle,
+    buffer: Handle,
+    agent: Handle,
+    callback: Option<DeviceCountingCallback>,
+    data: *mut c_void,
+) -> Status {
+    let Some(callback) = callback else {
+        return status::INVALID_ARGUMENT;
+    };
+    let Some(sdk) = sdk() else {
+        return status::ERROR;
+    };
+    configure(context, |contexts, index, buffers| {
+        let ctx = &mut contexts[index];
+        if ctx.counting.is_some() {
+            return status::AGENT_DISPATCH_CONFLICT;
+        }
+        if !ctx.pc_sampling.is_empty() {
+            return status::CONTEXT_CONFLICT;
+        }
+        let buffer = match buffer.handle {
+            0 => None,
+            _ if buffer_index(buffer) < buffers => Some(buffer_index(buffer)),
+            _ => return status::BUFFER_NOT_FOUND,
+        };
+        if ctx
+            .device_counting
+            .iter()
+            .any(|s| s.agent.handle == agent.handle)
+        {
+            return status::INVALID_ARGUMENT;
+        }
+        // Where the real SDK cannot lock the GPU's counters for the process (no
+        // CAP_PERFMON), and refuses rather than sample counters others may reset.
+        if sdk.scenario.scenario.deny_perfmon {
+            return status::PERMISSION_DENIED;
+        }
+        ctx.device_counting.push(crate::sdk::DeviceService {
+            agent,
+            gpu: sdk.device.gpu(agent),
+            buffer,
+            callback,
+            data,
+        });
+        status::SUCCESS
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_sample_device_counting_service(
+    context: Handle,
+    user_data: abi::UserData,
+    flags: c_int,
+    output: *mut abi::CounterRecord,
+    count: *mut usize,
+) -> Status {
+    // SAFETY: the caller's arguments, as the SDK documents them.
+    unsafe { crate::device_counting::sample(context, user_data, flags, output, count) }
+}
+
 #[cfg(test)]
 mod tests {
     //! The rules the real SDK enforces, called through the exported C functions.
 
     use rocflow_core::scenario::Scenario;
+
+    use std::ptr::null_mut;
 
     use super::*;
     use crate::sdk::{install, set_phase};
@@ -751,6 +840,34 @@ mod tests {
                 "a second counting context"
             );
             let gpu = sdk().unwrap().device.gpu_handle(0);
+            // Device counting: not beside dispatch counting, once per agent and context.
+            let mut device = Handle { handle: 0 };
+            assert_eq!(rocprofiler_create_context(&mut device), status::SUCCESS);
+            let mut config = Handle { handle: 0 };
+            let mut counter = [sdk().unwrap().device.counters[0].id];
+            assert_eq!(
+                rocprofiler_create_counter_config(gpu, counter.as_mut_ptr(), 1, &mut config),
+                status::SUCCESS
+            );
+            let config: *mut c_void = Box::into_raw(Box::new(config)).cast();
+            let sample_on = |ctx, buffer| {
+                rocprofiler_configure_device_counting_service(
+                    ctx,
+                    buffer,
+                    gpu,
+                    Some(choose),
+                    config,
+                )
+            };
+            let none = Handle { handle: 0 };
+            assert_eq!(sample_on(context, none), status::AGENT_DISPATCH_CONFLICT);
+            assert_eq!(sample_on(device, stray), status::BUFFER_NOT_FOUND);
+            assert_eq!(sample_on(device, none), status::SUCCESS);
+            assert_eq!(
+                sample_on(device, none),
+                status::INVALID_ARGUMENT,
+                "the agent again"
+            );
             // PC sampling is a beta the real SDK leaves off unless asked for.
             let query = || {
                 rocprofiler_query_pc_sampling_agent_configurations(
@@ -799,6 +916,56 @@ mod tests {
             assert_eq!(agents(size), status::SUCCESS);
             assert_eq!(agents(size - 8), status::SUCCESS, "older, smaller headers");
             assert_eq!(agents(size + 8), status::INCOMPATIBLE_ABI);
+            // Reads: of a started context only, into room the caller says it has.
+            let mut records = [EMPTY; 64];
+            let read = |flags, output: *mut abi::CounterRecord, count: *mut usize| {
+                rocprofiler_sample_device_counting_service(
+                    device,
+                    abi::UserData { value: 7 },
+                    flags,
+                    output,
+                    count,
+                )
+            };
+            assert_eq!(read(0, null_mut(), null_mut()), status::CONTEXT_NOT_STARTED);
+            assert_eq!(rocprofiler_start_context(device), status::SUCCESS);
+            assert_eq!(
+                *CHOSEN.lock().unwrap(),
+                [status::PROFILE_NOT_FOUND, status::SUCCESS],
+                "the callback's configurations, bad then good"
+            );
+            let set_config = SET_CONFIG.lock().unwrap().expect("the callback ran");
+            let late = *config.cast::<Handle>();
+            assert_eq!(set_config(device, late), status::CONFIGURATION_LOCKED);
+            assert_eq!(read(0, null_mut(), null_mut()), status::SUCCESS);
+            let mut count = 0;
+            let output = records.as_mut_ptr();
+            assert_eq!(read(0, output, &mut count), status::OUT_OF_RESOURCES);
+            count = 1;
+            assert_eq!(
+                read(1, output, &mut count),
+                status::INVALID_ARGUMENT,
+                "async"
+            );
+            let instances = sdk().unwrap().device.counters[0].instances() as usize;
+            assert_eq!(read(0, output, &mut count), status::OUT_OF_RESOURCES);
+            assert_eq!(count, instances, "the room needed");
+            count = records.len();
+            assert_eq!(read(0, output, &mut count), status::SUCCESS);
+            assert_eq!(count, instances);
+            assert!(records[..count].iter().all(|r| {
+                r.agent_id.handle == gpu.handle && r.dispatch_id == 0 && r.user_data.value == 7
+            }));
+            assert_eq!(
+                rocprofiler_sample_device_counting_service(
+                    Handle { handle: 0 },
+                    abi::UserData { value: 0 },
+                    0,
+                    output,
+                    &mut count
+                ),
+                status::CONTEXT_NOT_FOUND
+            );
             // At exit: a start from a tool's thread comes too late, a stop is still a stop.
             set_phase(Phase::Finalizing);
             assert_eq!(
@@ -808,6 +975,7 @@ mod tests {
             assert_eq!(rocprofiler_start_context(stray), status::CONTEXT_NOT_FOUND);
             assert_eq!(rocprofiler_stop_context(context), status::SUCCESS);
             assert_eq!(rocprofiler_flush_buffer(buffer), status::SUCCESS);
+            assert_eq!(read(0, null_mut(), null_mut()), status::FINALIZED);
             set_phase(Phase::Finalized);
             assert_eq!(
                 rocprofiler_start_context(context),
@@ -820,6 +988,37 @@ mod tests {
                 status::CONFIGURATION_LOCKED
             );
         }
+    }
+
+    const EMPTY: abi::CounterRecord = abi::CounterRecord {
+        id: 0,
+        counter_value: 0.0,
+        dispatch_id: 0,
+        user_data: abi::UserData { value: 0 },
+        agent_id: Handle { handle: 0 },
+    };
+
+    /// What the device counting callback's `set_config` answered, in order.
+    static CHOSEN: std::sync::Mutex<Vec<Status>> = std::sync::Mutex::new(Vec::new());
+    static SET_CONFIG: std::sync::Mutex<Option<abi::DeviceCountingSetConfig>> =
+        std::sync::Mutex::new(None);
+
+    /// Offers a configuration that does not exist, then the one in `data`.
+    unsafe extern "C" fn choose(
+        context: Handle,
+        _: Handle,
+        set_config: abi::DeviceCountingSetConfig,
+        data: *mut c_void,
+    ) {
+        // SAFETY: the SDK's function, during the start that called us; our data.
+        let statuses = unsafe {
+            [
+                set_config(context, Handle { handle: 0xbad }),
+                set_config(context, *data.cast::<Handle>()),
+            ]
+        };
+        CHOSEN.lock().unwrap().extend(statuses);
+        *SET_CONFIG.lock().unwrap() = Some(set_config);
     }
 
     unsafe extern "C" fn no_agents(

@@ -14,6 +14,8 @@ mod api;
 mod args;
 mod buffer;
 mod device;
+mod device_counting;
+mod ledger;
 mod sdk;
 mod smi;
 mod stderr;
@@ -114,12 +116,16 @@ fn initialize(forced: Option<Configure>, tools: &str) {
     }
     sdk::set_phase(Phase::Running);
     let running = sdk.freeze();
-    for ctx in running
-        .contexts
-        .iter()
-        .filter(|c| c.active.load(std::sync::atomic::Ordering::Acquire))
+    for (index, ctx) in (running.contexts.iter().enumerate())
+        .filter(|(_, c)| c.active.load(std::sync::atomic::Ordering::Acquire))
     {
         workload::report_code_objects(sdk, ctx);
+        // Started while the tool initialized: the SDK starts its device counting once the
+        // runtime is up, which is now.
+        let handle = abi::Handle {
+            handle: sdk::CONTEXT_HANDLE_BASE + index as u64,
+        };
+        device_counting::start(handle, ctx);
     }
     // SAFETY: plain C functions with no preconditions; registered after the tools', so a
     // forked child's tool reconnects before this replays work into it, and at exit this
@@ -247,6 +253,10 @@ extern "C" fn before_fork() {
             held.push(Box::new(buffer.pending.lock().unwrap()));
             held.push(Box::new(buffer.delivering.lock().unwrap()));
             held.push(Box::new(buffer.spare.lock().unwrap()));
+        }
+        // A device read or a dispatch entering the ledger holds no other lock meanwhile.
+        for ledger in running.ledger.lock_all() {
+            held.push(Box::new(ledger));
         }
     });
 }

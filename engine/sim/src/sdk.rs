@@ -6,7 +6,9 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use rocflow_core::abi::{DispatchCountingCallback, Handle, TracingCallback};
+use rocflow_core::abi::{
+    DeviceCountingCallback, DispatchCountingCallback, Handle, TracingCallback,
+};
 use rocflow_core::agent_counters;
 use rocflow_core::scenario::{self, Scenario};
 use rocflow_core::sdk::SdkVersion;
@@ -14,6 +16,7 @@ use rocflow_core::sdk::SdkVersion;
 use crate::activity::Activity;
 use crate::buffer::{Buffer, BufferDef};
 use crate::device::Device;
+use crate::ledger::Ledger;
 use crate::stderr::warn;
 
 /// The version the simulated SDK reports: that of the newest headers whose domains it
@@ -76,6 +79,29 @@ pub struct PcService {
     pub buffer: usize,
 }
 
+/// A device counting service of a context, as configured for one agent.
+#[derive(Clone, Copy)]
+pub struct DeviceService {
+    pub agent: Handle,
+    /// The agent's GPU; the SDK takes any agent, and samples none that is not a GPU.
+    pub gpu: Option<usize>,
+    /// Where reads also put their values (`None`: returned to the caller only).
+    pub buffer: Option<usize>,
+    pub callback: DeviceCountingCallback,
+    pub data: *mut c_void,
+}
+
+/// A context's device counting while the application runs.
+#[derive(Default)]
+pub struct Sampling {
+    /// Per service, the counters its callback chose when the context last started.
+    pub chosen: Mutex<Vec<Option<Vec<usize>>>>,
+    /// When the context last started: reads count from then.
+    pub started_at: AtomicU64,
+    /// A read or a start is under way (the real SDK's LOCKED state).
+    pub busy: AtomicBool,
+}
+
 /// One context's services.
 #[derive(Default)]
 pub struct ContextSetup {
@@ -84,6 +110,7 @@ pub struct ContextSetup {
     pub subscriptions: Vec<Subscription>,
     pub counting: Option<Counting>,
     pub pc_sampling: Vec<PcService>,
+    pub device_counting: Vec<DeviceService>,
     pub started: bool,
 }
 
@@ -116,6 +143,7 @@ pub struct Context {
     pub active: AtomicBool,
     /// Code objects are reported to a context once, when it first starts.
     pub code_objects_sent: AtomicBool,
+    pub sampling: Sampling,
 }
 
 /// The frozen setup, after initialize.
@@ -126,6 +154,8 @@ pub struct Running {
     /// dispatches is started, the SDK runs one dispatch at a time on each agent, whatever
     /// its queue (and whether or not the callback picks counters for it).
     pub serialized_until: Vec<AtomicU64>,
+    /// The dispatches of the GPUs whose counters are sampled.
+    pub ledger: Ledger,
 }
 
 impl Running {
@@ -236,15 +266,21 @@ impl Sdk {
     pub fn freeze(&self) -> &Running {
         self.running.get_or_init(|| {
             let (contexts, buffers) = std::mem::take(&mut *self.setup.lock().unwrap());
+            let contexts: Vec<Context> = contexts
+                .into_iter()
+                .map(|setup| Context {
+                    active: AtomicBool::new(setup.started),
+                    code_objects_sent: AtomicBool::new(false),
+                    sampling: Default::default(),
+                    setup,
+                })
+                .collect();
             Running {
-                contexts: contexts
-                    .into_iter()
-                    .map(|setup| Context {
-                        active: AtomicBool::new(setup.started),
-                        code_objects_sent: AtomicBool::new(false),
-                        setup,
-                    })
-                    .collect(),
+                ledger: Ledger::new(self.device.agents.len().saturating_sub(1), |gpu| {
+                    (contexts.iter())
+                        .any(|c| c.setup.device_counting.iter().any(|s| s.gpu == Some(gpu)))
+                }),
+                contexts,
                 buffers: buffers
                     .into_iter()
                     .map(|(id, def)| Buffer::new(id, def))

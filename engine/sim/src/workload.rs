@@ -29,9 +29,6 @@ use rocflow_core::scenario::{Kernel, Settings};
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
 static DISPATCH: AtomicU64 = AtomicU64::new(1);
 
-/// `roctxThreadRangeA`, the marker range API's push/pop range.
-const THREAD_RANGE: i32 = 1;
-
 /// How long each simulated host API call takes.
 const API_NS: u64 = 2_000;
 
@@ -128,15 +125,19 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
             );
             t += API_NS;
             let free_at = &mut queue_free[kernel.agent as usize];
-            let start = running.dispatch_start(
-                kernel.agent as usize,
+            let gpu = kernel.agent as usize;
+            let dispatch_id = DISPATCH.fetch_add(1, Ordering::Relaxed);
+            let start = running.ledger.run(
+                gpu,
                 (*free_at).max(t + 1_000),
                 kernel.duration_ns,
+                dispatch_id,
+                |ready| running.dispatch_start(gpu, ready, kernel.duration_ns),
             );
             *free_at = start + kernel.duration_ns;
             let now = crate::sdk::now();
-            (sdk.activity).dispatch(kernel.agent as usize, start, *free_at, now);
-            emitter.dispatch(kernel, k as u64 + 1, queue, correlation, start);
+            (sdk.activity).dispatch(gpu, start, *free_at, now);
+            emitter.dispatch(kernel, k as u64 + 1, dispatch_id, queue, correlation, start);
         }
         for copy in &scenario.copies {
             let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
@@ -399,6 +400,7 @@ impl<'a> Emitter<'a> {
         &self,
         kernel: &Kernel,
         kernel_id: u64,
+        dispatch_id: u64,
         queue: Handle,
         correlation: u64,
         start: u64,
@@ -410,7 +412,7 @@ impl<'a> Emitter<'a> {
             agent_id: self.sdk.device.gpu_handle(kernel.agent as usize),
             queue_id: queue,
             kernel_id,
-            dispatch_id: DISPATCH.fetch_add(1, Ordering::Relaxed),
+            dispatch_id,
             private_segment_size: kernel.scratch_bytes,
             group_segment_size: kernel.lds_bytes,
             workgroup_size: Dim3 {
@@ -496,8 +498,8 @@ impl<'a> Emitter<'a> {
         );
         let seed = self.sdk.scenario.scenario.seed;
         for counter in counters {
-            let values = self.counter_values(counter, seed, info.dispatch_id);
-            for (id, counter_value) in values {
+            for (id, counter_value) in counter_values(self.sdk, counter, seed, &[info.dispatch_id])
+            {
                 let record = CounterRecord {
                     id,
                     counter_value,
@@ -513,41 +515,6 @@ impl<'a> Emitter<'a> {
                 );
             }
         }
-    }
-
-    /// A counter's values in a dispatch, each with its instance id: a hardware counter's
-    /// from the generator, one per instance, the last dimension fastest; a derived
-    /// counter's computed from those of its inputs, as the SDK computes it.
-    fn counter_values(&self, counter: &Counter, seed: u64, dispatch: u64) -> Vec<(u64, f64)> {
-        let device = &self.sdk.device;
-        let Kind::Derived { .. } = counter.counter.kind else {
-            return hardware_values(&counter.counter, seed, dispatch).collect();
-        };
-        let (Some(definitions), Some(agent)) = (
-            &device.definitions,
-            self.sdk.scenario.agents.get(counter.gpu),
-        ) else {
-            return Vec::new();
-        };
-        let value =
-            agent_counters::evaluate(definitions, agent, &counter.counter.name, &mut |name| {
-                let input = &device.counters[device.position(counter.gpu, name)?].counter;
-                let values: Vec<f64> = hardware_values(input, seed, dispatch)
-                    .map(|v| v.1)
-                    .collect();
-                Some(Tensor::from_shape(&input.shape(), &values))
-            });
-        let instances = value.map(|v| v.instances().to_vec()).unwrap_or_default();
-        let dimensions = &counter.counter.dimensions;
-        (instances.into_iter())
-            .map(|instance| {
-                let positions = (dimensions.iter()).map(|&(d, _)| {
-                    let coordinate = instance.coordinates.get(Dimension::ALL[d as usize]);
-                    (d, u64::from(coordinate))
-                });
-                (instance_id(counter.id, positions), instance.value)
-            })
-            .collect()
     }
 
     fn pc_samples(
@@ -624,7 +591,10 @@ impl<'a> Emitter<'a> {
             retval: 0,
         };
         let payload = (&mut data as *mut MarkerApiData).cast();
-        let (kind, operation) = (callback::MARKER_CORE_RANGE_API, THREAD_RANGE);
+        let (kind, operation) = (
+            callback::MARKER_CORE_RANGE_API,
+            callback::ROCTX_THREAD_RANGE,
+        );
         self.callbacks(kind, operation, phase, correlation, payload);
     }
 
@@ -672,6 +642,58 @@ fn hardware_values(
         let id = instance_id(handle, positions.into_iter());
         (id, counter_value(seed, dispatch, id))
     })
+}
+
+/// What a counter counted over `dispatches`, per instance with its id: a hardware
+/// counter's values from the generator, summed over the dispatches, one per instance, the
+/// last dimension fastest; a derived counter's computed, as the SDK computes it, from its
+/// inputs' values summed over the dispatches (for one dispatch, its dispatch counting; for
+/// those in a read's window, its device counting).
+pub fn counter_values(
+    sdk: &Sdk,
+    counter: &Counter,
+    seed: u64,
+    dispatches: &[u64],
+) -> Vec<(u64, f64)> {
+    let summed = |input: &AgentCounter| -> Vec<(u64, f64)> {
+        let mut values: Vec<(u64, f64)> = hardware_values(input, seed, 0)
+            .map(|(id, _)| (id, 0.0))
+            .collect();
+        for &dispatch in dispatches {
+            for (total, (_, value)) in values
+                .iter_mut()
+                .zip(hardware_values(input, seed, dispatch))
+            {
+                total.1 += value;
+            }
+        }
+        values
+    };
+    let device = &sdk.device;
+    let Kind::Derived { .. } = counter.counter.kind else {
+        return summed(&counter.counter);
+    };
+    let (Some(definitions), Some(agent)) =
+        (&device.definitions, sdk.scenario.agents.get(counter.gpu))
+    else {
+        return Vec::new();
+    };
+    let value = agent_counters::evaluate(definitions, agent, &counter.counter.name, &mut |name| {
+        let input = &device.counters[device.position(counter.gpu, name)?].counter;
+        let values: Vec<f64> = summed(input).into_iter().map(|v| v.1).collect();
+        Some(Tensor::from_shape(&input.shape(), &values))
+    });
+    let instances = value.map(|v| v.instances().to_vec()).unwrap_or_default();
+    let dimensions = &counter.counter.dimensions;
+    (instances.into_iter())
+        .map(|instance| {
+            let positions = (dimensions.iter()).map(|&(d, _)| {
+                let coordinate = instance.coordinates.get(Dimension::ALL[d as usize]);
+                (d, u64::from(coordinate))
+            });
+            (instance_id(counter.id, positions), instance.value)
+        })
+        .collect()
 }
 
 /// A counter value from the scenario's seed, the dispatch and the instance: repeatable,

@@ -725,6 +725,7 @@ fn pipeline(
         buffer: Default::default(),
         counters,
         pc_sampling: s.pc_sampling.clone(),
+        device_counters: None,
         serialize: false,
         args: false,
         agents: Vec::new(),

@@ -61,6 +61,8 @@ pub struct Context {
     pub buffer: Buffer,
     pub counters: Option<Counters>,
     pub pc_sampling: Option<PcSampling>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_counters: Option<DeviceCounters>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub serialize: bool,
     /// Collect the arguments of the traced API calls.
@@ -132,7 +134,42 @@ pub struct Counters {
     pub per_pass: Option<usize>,
 }
 
+/// `[context.device_counters]`: a counter table as `[context.counters]` writes one, less
+/// what singles out dispatches (none is), and when the counters are read.
 #[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceCounters {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collect: Vec<String>,
+    pub definitions: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub derived: Vec<DerivedCounter>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reduce: Vec<Reduction>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentRef>,
+    /// Between two reads (`"10ms"`).
+    pub interval: Option<Quantity>,
+    pub at: Option<rocflow_core::contexts::SampleAt>,
+}
+
+impl DeviceCounters {
+    /// The table as a `[context.counters]` one, which the counter checks read.
+    pub fn counter_table(&self) -> Counters {
+        Counters {
+            collect: self.collect.clone(),
+            definitions: self.definitions.clone(),
+            derived: self.derived.clone(),
+            reduce: self.reduce.clone(),
+            kernels: KernelFilter::default(),
+            iterations: None,
+            agents: self.agents.clone(),
+            per_pass: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DerivedCounter {
     pub name: String,
@@ -140,7 +177,7 @@ pub struct DerivedCounter {
     pub description: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reduction {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

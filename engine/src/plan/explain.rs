@@ -7,7 +7,7 @@ use crate::plan::PostStep;
 use crate::units::format_duration;
 
 use super::prose::{list_or, ranges};
-use super::{AgentSelector, ContextPlan, Plan, StartPlan, Writer};
+use super::{AgentSelector, ContextPlan, Plan, SampleAt, StartPlan, Writer};
 
 /// Renders the plan as indented text.
 pub fn explain(plan: &Plan) -> String {
@@ -223,6 +223,23 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
         if let Some(iterations) = &k.iterations {
             let _ = writeln!(out, "        iterations {}", ranges(iterations));
         }
+        if let Some(definitions) = &k.definitions {
+            let _ = writeln!(out, "        checked against {definitions}");
+        }
+    }
+    if let Some(d) = &c.device_counting {
+        let k = &d.counters;
+        let at = match d.at {
+            SampleAt::Interval => "",
+            SampleAt::Markers => " and at every ROCTx range push and pop",
+        };
+        let _ = writeln!(
+            out,
+            "      device counting on {}: {}, read every {}{at} while the context is started (counts since it started; no dispatch is serialized)",
+            agents(&k.agents, "the context's agents"),
+            k.collect.join(", "),
+            format_duration(d.interval_ns),
+        );
         if let Some(definitions) = &k.definitions {
             let _ = writeln!(out, "        checked against {definitions}");
         }

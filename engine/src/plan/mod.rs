@@ -19,8 +19,9 @@ use crate::kernel_names::KernelNames;
 use crate::record::RecordKind;
 
 pub use rocflow_core::contexts::{
-    AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS, FORMAT_VERSION,
-    PcSamplingPlan, ReducePlan, StartPlan, TracingPlan,
+    AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS,
+    DeviceCountingPlan, FORMAT_VERSION, PcSamplingPlan, ReducePlan, SampleAt, StartPlan,
+    TracingPlan,
 };
 
 pub use bounds::Bounds;

@@ -57,6 +57,10 @@ pub const KERNEL_DISPATCH: &str = "rocpd_kernel_dispatch";
 pub const MEMORY_COPY: &str = "rocpd_memory_copy";
 pub const MEMORY_ALLOCATE: &str = "rocpd_memory_allocate";
 
+/// The category of rocflow's device counter samples, and the start of their tracks'
+/// names (rocprofv3 stores none).
+pub const DEVICE_COUNTING: &str = "DEVICE_COUNTING";
+
 /// Every table, each after those it refers to.
 pub const TABLES: &[Table] = &[
     Table {

@@ -5,13 +5,14 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::record::CounterSample;
+use crate::record::{CounterSample, DeviceCounterSample};
 
-/// One counter's value for one dispatch.
+/// One counter's value for one dispatch, or for one read of a device.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sum {
     pub stream: u16,
     pub agent: u32,
+    /// The dispatch; for a device read, its time (a read's values come together too).
     pub dispatch: u64,
     pub counter: u32,
     /// The first sample's time.
@@ -29,23 +30,42 @@ impl CounterSums {
     /// Adds a sample; returns the sum it completes when it starts another dispatch or
     /// counter on its agent.
     pub fn add(&mut self, stream: u16, r: &CounterSample) -> Option<Sum> {
-        let key = (stream, r.agent);
-        if let Some(sum) = self.open.get_mut(&key)
-            && sum.dispatch == r.dispatch_id
-            && sum.counter == r.counter_id
-        {
-            sum.value += r.value;
-            return None;
-        }
-        let next = Sum {
+        self.add_to(Sum {
             stream,
             agent: r.agent,
             dispatch: r.dispatch_id,
             counter: r.counter_id,
             time: r.timestamp_ns,
             value: r.value,
-        };
-        self.open.insert(key, next)
+        })
+    }
+
+    /// Adds a device counter sample; returns the sum it completes when it starts another
+    /// read or counter on its agent. Device samples need sums of their own: they come
+    /// between a dispatch's samples.
+    pub fn add_device(&mut self, stream: u16, r: &DeviceCounterSample) -> Option<Sum> {
+        self.add_to(Sum {
+            stream,
+            agent: r.agent,
+            dispatch: r.timestamp_ns,
+            counter: r.counter_id,
+            time: r.timestamp_ns,
+            value: r.value,
+        })
+    }
+
+    /// Adds `part` to the open sum of its stream and agent if it is of the same dispatch
+    /// and counter; otherwise opens a sum with it and returns the one it closes.
+    fn add_to(&mut self, part: Sum) -> Option<Sum> {
+        let key = (part.stream, part.agent);
+        if let Some(sum) = self.open.get_mut(&key)
+            && sum.dispatch == part.dispatch
+            && sum.counter == part.counter
+        {
+            sum.value += part.value;
+            return None;
+        }
+        self.open.insert(key, part)
     }
 
     /// The sums still open, at the end of the run.

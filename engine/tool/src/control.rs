@@ -35,6 +35,12 @@ fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
     if finalizing || status == status::FINALIZED {
         return false;
     }
+    // A context that samples devices, started before the application loaded the HSA
+    // runtime (as the tool's initialize always is): the SDK started it, and starts its
+    // device counting once the runtime is loaded.
+    if on && status == status::HSA_NOT_LOADED {
+        return true;
+    }
     if let Err(e) = api.check(&format!("context `{}`", ctx.name), status) {
         warn(&e.to_string());
     }

@@ -14,7 +14,9 @@ mod api;
 mod context;
 mod control;
 mod crash;
+mod device_counting;
 mod flusher;
+mod gpu;
 mod guard;
 mod messages;
 mod records;
@@ -222,6 +224,7 @@ fn initialize_tool() -> i32 {
     crash::install();
     control::start(tool);
     flusher::start(tool);
+    device_counting::start(tool);
     0
 }
 
@@ -231,6 +234,7 @@ extern "C" fn after_fork_child() {
             stream::reopen_in_child(&tool.socket, tool.process());
             flusher::restart_in_child(tool);
         }
+        device_counting::forget_in_child();
     });
     // Whether or not the tool is on, the metadata log's lock taken before the fork is let go.
     stream::after_fork();
@@ -238,5 +242,8 @@ extern "C" fn after_fork_child() {
 
 /// `rocprofiler_tool_finalize_t`.
 unsafe extern "C" fn finalize(_data: *mut c_void) {
-    entry("finalize", (), || flusher::flush_and_close(CLOSE_TIMEOUT));
+    entry("finalize", (), || {
+        let _no_more_reads = device_counting::stop(CLOSE_TIMEOUT);
+        flusher::flush_and_close(CLOSE_TIMEOUT);
+    });
 }

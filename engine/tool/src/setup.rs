@@ -11,7 +11,7 @@ use rocflow_core::abi::{
     KernelSymbolRegisterData, PcSamplingConfiguration, UserData, callback,
 };
 use rocflow_core::contexts::{
-    AgentSelector, ContextPlan, CounterPlan, IterationRanges, PcSamplingPlan,
+    AgentSelector, ContextPlan, CounterPlan, IterationRanges, PcSamplingPlan, SampleAt,
 };
 use rocflow_core::query::{self, text};
 use rocflow_core::record::{Agent, CodeObject, CounterInfo, KernelSymbol, Meta, RecordKind};
@@ -21,28 +21,20 @@ use rocflow_core::sdk::{
 
 use crate::api::CallError;
 use crate::context::{self, Context};
+use crate::gpu::Gpu;
 use crate::guard::{entry, locked};
 use crate::records::{BufferState, on_buffer};
 use crate::state::{Tool, tool};
 use crate::stream;
 use crate::warning::warn;
 
-/// A GPU as the tool selects it.
-struct Gpu {
-    handle: Handle,
-    /// Index among the GPUs (what pipelines' agent indexes mean).
-    index: u32,
-    /// rocflow's agent index (what records carry, and what messages, `inspect` and the
-    /// report call an agent).
-    agent: u32,
-    gfx: String,
-}
-
 /// Why the tool, or one of its contexts, cannot collect.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     #[error(transparent)]
     Sdk(#[from] CallError),
+    #[error(transparent)]
+    DeviceCounting(#[from] crate::device_counting::Error),
     #[error("kernel filter: {0}")]
     KernelFilter(#[from] regex::Error),
     /// The SDK's PC sampling beta is off; `beta` is what its variable is set to.
@@ -172,6 +164,23 @@ pub fn run(tool: &'static Tool) -> Result<(), SetupError> {
         };
         api.check("tracing code objects", status)?;
     }
+    let at_markers = (tool.plan.contexts.iter())
+        .any(|c| (c.device_counting.as_ref()).is_some_and(|d| d.at == SampleAt::Markers));
+    if at_markers {
+        let ranges = [callback::ROCTX_THREAD_RANGE];
+        // SAFETY: `ranges` outlives the call; the callback has the SDK's signature.
+        let status = unsafe {
+            (api.configure_callback_tracing)(
+                control,
+                callback::MARKER_CORE_RANGE_API,
+                ranges.as_ptr(),
+                ranges.len(),
+                Some(crate::device_counting::on_range),
+                std::ptr::null_mut(),
+            )
+        };
+        api.check("tracing ROCTx ranges to sample devices at", status)?;
+    }
     // SAFETY: as above.
     let status = unsafe {
         (api.configure_callback_tracing)(
@@ -266,21 +275,7 @@ fn context(
     if let Some(counters) = &plan.counters {
         let profiled = selected(plan.counter_agents());
         if profiled.is_empty() {
-            // Counters for another architecture (counters-rdna on an Instinct node) would
-            // otherwise give kernels without a single counter, and no word why.
-            let here: Vec<&str> = gpus.iter().map(|g| g.gfx.as_str()).collect();
-            let why = if here.is_empty() {
-                "the SDK reports no GPU on this node".to_owned()
-            } else {
-                format!(
-                    "no GPU of this node ({}) is among its counters' agents",
-                    here.join(", ")
-                )
-            };
-            warn(&format!(
-                "context `{}`: {why}; no counters are collected",
-                plan.name
-            ));
+            none_selected(&plan.name, gpus, "no counters are collected");
         }
         count(tool, handle, buffer, counters, &profiled, dimensions)?;
     } else if plan.serialize {
@@ -288,6 +283,15 @@ fn context(
     }
     if let Some(pc) = &plan.pc_sampling {
         sample(tool, handle, buffer, pc, &selected(&pc.agents))?;
+    }
+    if let Some(device) = &plan.device_counting {
+        let sampled = selected(plan.device_counting_agents());
+        if sampled.is_empty() {
+            none_selected(&plan.name, gpus, "no device counters are sampled");
+        }
+        let names: Vec<&String> = device.counters.counted().collect();
+        let configs = counter_configs(tool, &names, &sampled, dimensions)?;
+        crate::device_counting::configure(tool, handle, &plan.name, device, &sampled, configs)?;
     }
     Ok(Context {
         name: plan.name.clone(),
@@ -297,6 +301,21 @@ fn context(
         start: plan.start,
         flush_interval: std::time::Duration::from_nanos(plan.buffer.flush_interval_ns),
     })
+}
+
+/// Says why a context counts on no GPU: counters for another architecture
+/// (counters-rdna on an Instinct node) would otherwise give nothing, and no word why.
+fn none_selected(context: &str, gpus: &[Gpu], outcome: &str) {
+    let here: Vec<&str> = gpus.iter().map(|g| g.gfx.as_str()).collect();
+    let why = if here.is_empty() {
+        "the SDK reports no GPU on this node".to_owned()
+    } else {
+        format!(
+            "no GPU of this node ({}) is among its counters' agents",
+            here.join(", ")
+        )
+    };
+    warn(&format!("context `{context}`: {why}; {outcome}"));
 }
 
 /// What the per-dispatch counting callback decides with.
@@ -349,14 +368,44 @@ fn count(
     dimensions: &mut HashMap<u64, Vec<u64>>,
 ) -> Result<(), SetupError> {
     let api = &tool.api;
+    let configs = counter_configs(tool, &plan.pass(tool.pass), gpus, dimensions)?;
+    let regex = |pattern: &Option<String>| pattern.as_deref().map(Regex::new).transpose();
+    let counting: &'static Counting = Box::leak(Box::new(Counting {
+        configs,
+        include: regex(&plan.kernel_include)?,
+        exclude: regex(&plan.kernel_exclude)?,
+        iterations: plan.iterations.clone(),
+        kernels: Mutex::default(),
+    }));
+    locked(COUNTING.lock()).push(counting);
+    // SAFETY: the callback matches the SDK's type; its data lives for the process.
+    let status = unsafe {
+        (api.configure_buffer_dispatch_counting)(
+            context,
+            buffer,
+            Some(on_dispatch),
+            (counting as *const Counting).cast_mut().cast(),
+        )
+    };
+    Ok(api.check("counting dispatches", status)?)
+}
+
+/// Each GPU's counter configuration of the counters `names` it has (by agent handle), the
+/// counters described to the runner; a counter a GPU lacks is warned of. Counters the
+/// pipeline derives itself are computed by the runner from the collected ones.
+fn counter_configs(
+    tool: &Tool,
+    names: &[&String],
+    gpus: &[&Gpu],
+    dimensions: &mut HashMap<u64, Vec<u64>>,
+) -> Result<HashMap<u64, Handle>, SetupError> {
+    let api = &tool.api;
     let mut configs = HashMap::new();
     let mut items = Vec::new();
     for gpu in gpus {
         let available = supported_counters(tool, gpu.handle)?;
         let mut chosen = Vec::new();
-        // Counters the pipeline derives itself are computed by the runner from the
-        // collected ones.
-        for name in plan.pass(tool.pass) {
+        for &name in names {
             match available.iter().find(|c| c.name == *name) {
                 Some(counter) => {
                     let dims = counter_dimensions(tool, counter.id)?;
@@ -391,25 +440,7 @@ fn count(
         configs.insert(gpu.handle.handle, config);
     }
     stream::send_meta(items);
-    let regex = |pattern: &Option<String>| pattern.as_deref().map(Regex::new).transpose();
-    let counting: &'static Counting = Box::leak(Box::new(Counting {
-        configs,
-        include: regex(&plan.kernel_include)?,
-        exclude: regex(&plan.kernel_exclude)?,
-        iterations: plan.iterations.clone(),
-        kernels: Mutex::default(),
-    }));
-    locked(COUNTING.lock()).push(counting);
-    // SAFETY: the callback matches the SDK's type; its data lives for the process.
-    let status = unsafe {
-        (api.configure_buffer_dispatch_counting)(
-            context,
-            buffer,
-            Some(on_dispatch),
-            (counting as *const Counting).cast_mut().cast(),
-        )
-    };
-    Ok(api.check("counting dispatches", status)?)
+    Ok(configs)
 }
 
 /// Serializes the context's kernel dispatches without counting them. rocprofiler-sdk has

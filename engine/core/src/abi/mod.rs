@@ -23,7 +23,9 @@ pub mod status {
     pub const OPERATION_NOT_FOUND: Status = 5;
     pub const AGENT_NOT_FOUND: Status = 7;
     pub const COUNTER_NOT_FOUND: Status = 8;
+    pub const CONTEXT_ERROR: Status = 9;
     pub const CONTEXT_INVALID: Status = 10;
+    pub const CONTEXT_NOT_STARTED: Status = 11;
     pub const CONTEXT_CONFLICT: Status = 12;
     pub const SERVICE_ALREADY_CONFIGURED: Status = 15;
     pub const CONFIGURATION_LOCKED: Status = 16;
@@ -31,9 +33,21 @@ pub mod status {
     pub const INCOMPATIBLE_ABI: Status = 18;
     pub const INVALID_ARGUMENT: Status = 19;
     pub const FINALIZED: Status = 21;
+    pub const HSA_NOT_LOADED: Status = 22;
+    pub const OUT_OF_RESOURCES: Status = 29;
     pub const PROFILE_NOT_FOUND: Status = 30;
+    pub const AGENT_DISPATCH_CONFLICT: Status = 31;
+    pub const AGENT_MISMATCH: Status = 36;
     pub const NOT_AVAILABLE: Status = 37;
     pub const EXCEEDS_HW_LIMIT: Status = 38;
+    pub const PERMISSION_DENIED: Status = 40;
+}
+
+/// `rocprofiler_counter_flag_t`.
+pub mod counter_flag {
+    pub const NONE: i32 = 0;
+    /// Return before the values are read (into the buffer only).
+    pub const ASYNC: i32 = 1;
 }
 
 /// `rocprofiler_buffer_category_t`.
@@ -73,6 +87,8 @@ pub mod callback {
     /// …and `rocprofiler_marker_core_range_api_id_t`'s `roctxMarkA`, `roctxThreadRangeA`,
     /// `roctxProcessRangeA`.
     pub const MARKER_CORE_RANGE_MESSAGES: [i32; 3] = [0, 1, 2];
+    /// `roctxThreadRangeA`: a range pushed (enter) and popped (exit) on a thread.
+    pub const ROCTX_THREAD_RANGE: i32 = 1;
     /// `rocprofiler_callback_phase_t`.
     pub const PHASE_ENTER: i32 = 1;
     pub const PHASE_LOAD: i32 = 1;
@@ -559,6 +575,17 @@ pub type DispatchCountingCallback = unsafe extern "C" fn(
     dispatch: DispatchCountingServiceData,
     config: *mut Handle,
     user_data: *mut UserData,
+    data: *mut c_void,
+);
+/// `rocprofiler_device_counting_agent_cb_t`: sets an agent's counter configuration, from
+/// within [`DeviceCountingCallback`] only.
+pub type DeviceCountingSetConfig = unsafe extern "C" fn(context: Handle, config: Handle) -> Status;
+/// `rocprofiler_device_counting_service_cb_t`: called as the context starts, for each agent
+/// it samples, to pick the agent's counters.
+pub type DeviceCountingCallback = unsafe extern "C" fn(
+    context: Handle,
+    agent: Handle,
+    set_config: DeviceCountingSetConfig,
     data: *mut c_void,
 );
 /// `rocprofiler_available_pc_sampling_configurations_cb_t`.

@@ -239,6 +239,34 @@ fn constants_have_the_sdk_values() {
             "ROCPROFILER_STATUS_ERROR_EXCEEDS_HW_LIMIT",
             status::EXCEEDS_HW_LIMIT,
         ),
+        (
+            "ROCPROFILER_STATUS_ERROR_CONTEXT_ERROR",
+            status::CONTEXT_ERROR,
+        ),
+        (
+            "ROCPROFILER_STATUS_ERROR_CONTEXT_NOT_STARTED",
+            status::CONTEXT_NOT_STARTED,
+        ),
+        (
+            "ROCPROFILER_STATUS_ERROR_HSA_NOT_LOADED",
+            status::HSA_NOT_LOADED,
+        ),
+        (
+            "ROCPROFILER_STATUS_ERROR_OUT_OF_RESOURCES",
+            status::OUT_OF_RESOURCES,
+        ),
+        (
+            "ROCPROFILER_STATUS_ERROR_AGENT_DISPATCH_CONFLICT",
+            status::AGENT_DISPATCH_CONFLICT,
+        ),
+        (
+            "ROCPROFILER_STATUS_ERROR_AGENT_MISMATCH",
+            status::AGENT_MISMATCH,
+        ),
+        (
+            "ROCPROFILER_STATUS_ERROR_PERMISSION_DENIED",
+            status::PERMISSION_DENIED,
+        ),
     ] {
         assert_eq!(value(status_t, c), i64::from(ours), "{c}");
     }

@@ -24,6 +24,8 @@ pub enum RecordKind {
     KfdEvent,
     HipStream,
     RuntimeInitialization,
+    /// Counter values of a whole GPU, sampled while applications run (device counting).
+    DeviceCounterSample,
 }
 
 /// The value type of a column.
@@ -48,6 +50,7 @@ impl RecordKind {
         RecordKind::KfdEvent,
         RecordKind::HipStream,
         RecordKind::RuntimeInitialization,
+        RecordKind::DeviceCounterSample,
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,6 +66,7 @@ impl RecordKind {
             RecordKind::KfdEvent => "kfd_event",
             RecordKind::HipStream => "hip_stream",
             RecordKind::RuntimeInitialization => "runtime_initialization",
+            RecordKind::DeviceCounterSample => "device_counter_sample",
         }
     }
 
@@ -90,6 +94,7 @@ impl RecordKind {
             RecordKind::Api | RecordKind::Marker => &[DURATION, DOMAIN, OPERATION],
             RecordKind::CounterSample => &[("counter", String), ("kernel_name", String)],
             RecordKind::PcSample => &[],
+            RecordKind::DeviceCounterSample => &[("counter", String)],
             RecordKind::KfdEvent => &[DOMAIN, OPERATION],
         }
     }

@@ -248,6 +248,21 @@ impl CounterSample {
     }
 }
 
+impl DeviceCounterSample {
+    /// The coordinates, in `rocflow_core::sdk::COUNTER_DIMENSIONS` order.
+    pub fn coordinates(&self) -> [u16; 7] {
+        [
+            self.xcc,
+            self.aid,
+            self.shader_engine,
+            self.agent_index,
+            self.shader_array,
+            self.wgp,
+            self.instance,
+        ]
+    }
+}
+
 fn decode_all<R: Record>(payload: &[u8]) -> Option<Vec<R>> {
     if payload.len() % R::SIZE != 0 {
         return None;
@@ -361,6 +376,25 @@ records! {
         agent: u32,
         dispatch_id: u64,
         kernel_id: u64,
+        timestamp_ns: u64,
+        counter_id: u32,
+        /// Coordinates per dimension, in `rocflow_core::sdk::COUNTER_DIMENSIONS` order.
+        xcc: u16,
+        aid: u16,
+        shader_engine: u16,
+        agent_index: u16,
+        shader_array: u16,
+        wgp: u16,
+        instance: u16,
+        value: f64,
+    }
+
+    /// One counter value of a whole GPU at one dimension coordinate, read at `timestamp_ns`
+    /// by the device counting service: what the agent counted since the sampling context
+    /// was started.
+    DeviceCounterSample = DeviceCounterSample, time = timestamp_ns {
+        pid: u32,
+        agent: u32,
         timestamp_ns: u64,
         counter_id: u32,
         /// Coordinates per dimension, in `rocflow_core::sdk::COUNTER_DIMENSIONS` order.

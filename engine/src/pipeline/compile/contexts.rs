@@ -9,8 +9,9 @@ use regex::Regex;
 use crate::diag::{Diagnostic, did_you_mean};
 use crate::plan::transform::{counters, reduce};
 use crate::plan::{
-    AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS, PcSamplingPlan,
-    ReducePlan, StartPlan, TracingPlan, TransformOpPlan, TransformPlan,
+    AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS,
+    DeviceCountingPlan, PcSamplingPlan, ReducePlan, SampleAt, StartPlan, TracingPlan,
+    TransformOpPlan, TransformPlan,
 };
 use crate::record::RecordKind;
 use crate::sdk::{AgentType, COUNTER_DIMENSIONS, Domain, PcSamplingMethod};
@@ -27,6 +28,8 @@ use crate::units::Quantity;
 /// Default buffer: large enough that flushes are rare, small enough for many contexts.
 const DEFAULT_BUFFER_BYTES: u64 = 32 << 20;
 const DEFAULT_WATERMARK: f64 = 0.875;
+/// How often device counters are read when the pipeline does not say.
+const DEFAULT_SAMPLE_INTERVAL_NS: u64 = 10_000_000;
 /// rocprofv3's default host-trap interval (microseconds).
 const DEFAULT_HOST_TRAP_INTERVAL: u64 = 1000;
 /// A stochastic interval rocprofiler-sdk accepts on every supported agent (a power of two).
@@ -61,13 +64,18 @@ impl Compiler<'_> {
         };
         let counters = c.counters.as_ref().map(|k| self.counters(i, c, k));
         let pc_sampling = c.pc_sampling.as_ref().map(|p| self.pc_sampling(i, p));
-        if tracing.is_empty() && counters.is_none() && pc_sampling.is_none() {
+        let device_counting = (c.device_counters.as_ref()).map(|d| self.device_counting(i, c, d));
+        if tracing.is_empty()
+            && counters.is_none()
+            && pc_sampling.is_none()
+            && device_counting.is_none()
+        {
             self.warn(
                 path!["context", i, "name"],
                 format!("context `{}` collects nothing", c.name),
             )
             .hint = Some(
-                "add `tracing = [...]`, `[context.counters]` or `[context.pc_sampling]`".into(),
+                "add `tracing = [...]`, `[context.counters]`, `[context.device_counters]` or `[context.pc_sampling]`".into(),
             );
         }
         let code_objects = tracing
@@ -75,6 +83,19 @@ impl Compiler<'_> {
             .any(|t| matches!(t.domain, Domain::KernelDispatch | Domain::ScratchMemory))
             || counters.is_some()
             || pc_sampling.is_some();
+        // rocprofiler-sdk refuses device counting in a context that counts dispatches
+        // (AGENT_DISPATCH_CONFLICT); serializing is counting dispatches.
+        let counts = [("counters", counters.is_some()), ("serialize", c.serialize)];
+        for (key, _) in counts
+            .into_iter()
+            .filter(|&(_, on)| on && device_counting.is_some())
+        {
+            self.error(
+                path!["context", i, key],
+                format!("context `{}` samples device counters, and rocprofiler-sdk does not count dispatches in the same context", c.name),
+            )
+            .hint = Some("move `[context.device_counters]` to a context of its own".into());
+        }
         ContextPlan {
             name: c.name.clone(),
             buffer: self.buffer(i, &c.buffer),
@@ -83,6 +104,7 @@ impl Compiler<'_> {
             code_objects,
             counters,
             pc_sampling,
+            device_counting,
             serialize: c.serialize,
             start: self.period(i, c.period.as_ref()),
         }
@@ -277,7 +299,77 @@ impl Compiler<'_> {
     }
 
     fn counters(&mut self, i: usize, c: &model::Context, k: &model::Counters) -> CounterPlan {
-        let base = ["context", "counters"];
+        self.counter_table(i, "counters", c, k)
+    }
+
+    /// `[context.device_counters]`: its counters are checked and planned as those of
+    /// `[context.counters]`; the service reads one configuration per agent, so they must
+    /// fit one pass.
+    fn device_counting(
+        &mut self,
+        i: usize,
+        c: &model::Context,
+        d: &model::DeviceCounters,
+    ) -> DeviceCountingPlan {
+        let counters = self.counter_table(i, "device_counters", c, &d.counter_table());
+        if counters.passes.len() > 1 {
+            let first_over = counters.passes[1][0].clone();
+            let n = d.collect.iter().position(|c| *c == first_over).unwrap_or(0);
+            self.error(
+                path!["context", i, "device_counters", "collect", n],
+                format!(
+                    "these counters need {} passes; a device is sampled in one",
+                    counters.passes.len()
+                ),
+            )
+            .hint = Some(format!(
+                "the hardware counts `{first_over}` and the counters before it at once: sample the others in a second context or run"
+            ));
+        }
+        // Derived counters and reductions of the pipeline are computed by the runner's
+        // stages, which take dispatch counter records only for now.
+        for (key, set) in [
+            ("derived", !d.derived.is_empty()),
+            ("reduce", !d.reduce.is_empty()),
+        ] {
+            if set {
+                self.error(
+                    path!["context", i, "device_counters", key],
+                    format!("device counter samples have no `{key}` yet"),
+                )
+                .hint = Some(
+                    "collect the counters the expression needs (or a derived counter the definitions file has: the SDK computes those) and derive in a `[[transform]]`"
+                        .into(),
+                );
+            }
+        }
+        let path = path!["context", i, "device_counters", "interval"];
+        let interval_ns = match &d.interval {
+            None => DEFAULT_SAMPLE_INTERVAL_NS,
+            Some(q) => match self.quantity(path, q, units::parse_duration) {
+                Some(0) => {
+                    self.error(path, "device counters cannot be read every 0 s")
+                        .hint = Some("try \"10ms\"".into());
+                    DEFAULT_SAMPLE_INTERVAL_NS
+                }
+                ns => ns.unwrap_or(DEFAULT_SAMPLE_INTERVAL_NS),
+            },
+        };
+        DeviceCountingPlan {
+            counters,
+            at: d.at.unwrap_or(SampleAt::Interval),
+            interval_ns,
+        }
+    }
+
+    fn counter_table(
+        &mut self,
+        i: usize,
+        key: &'static str,
+        c: &model::Context,
+        k: &model::Counters,
+    ) -> CounterPlan {
+        let base = ["context", key];
         let at = |rest: &[Step<'static>]| -> Vec<Step<'static>> {
             let mut p = vec![Step::from(base[0]), Step::Index(i), Step::from(base[1])];
             p.extend_from_slice(rest);
@@ -667,8 +759,7 @@ impl Compiler<'_> {
                 !absorbed.contains(&(c, t - 1))
             });
         }
-        contexts
-            .retain(|c| !c.tracing.is_empty() || c.counters.is_some() || c.pc_sampling.is_some());
+        contexts.retain(|c| c.record_kinds().next().is_some());
     }
 }
 

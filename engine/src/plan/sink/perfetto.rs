@@ -42,10 +42,12 @@ pub enum Shown {
     MemoryAllocation,
     Counter,
     ScratchMemory,
+    /// Device counter samples: a track per agent and counter.
+    DeviceCounter,
 }
 
 impl Shown {
-    pub const ALL: [Shown; 7] = [
+    pub const ALL: [Shown; 8] = [
         Shown::Api,
         Shown::Marker,
         Shown::Kernel,
@@ -53,6 +55,7 @@ impl Shown {
         Shown::MemoryAllocation,
         Shown::Counter,
         Shown::ScratchMemory,
+        Shown::DeviceCounter,
     ];
 }
 

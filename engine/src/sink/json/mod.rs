@@ -226,7 +226,11 @@ impl JsonSink {
                 records.iter().for_each(|r| process.count(meta, r));
             }
             // rocprofv3's JSON has no array of these.
-            Batch::KfdEvent(_) | Batch::HipStream(_) | Batch::RuntimeInitialization(_) => {}
+            // rocprofv3's document has no section for device counter samples.
+            Batch::KfdEvent(_)
+            | Batch::HipStream(_)
+            | Batch::RuntimeInitialization(_)
+            | Batch::DeviceCounterSample(_) => {}
         }
         Ok(())
     }

@@ -292,7 +292,8 @@ impl Tracks {
             | Batch::PcSample(_)
             | Batch::KfdEvent(_)
             | Batch::HipStream(_)
-            | Batch::RuntimeInitialization(_) => {}
+            | Batch::RuntimeInitialization(_)
+            | Batch::DeviceCounterSample(_) => {}
         }
     }
 

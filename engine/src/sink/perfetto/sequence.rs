@@ -108,6 +108,7 @@ pub struct Sequence {
     interned: Interned,
     timelines: HashMap<TrackKey, Timeline<(usize, u64), Slice>>,
     sums: CounterSums,
+    device_sums: CounterSums,
     /// Live allocations per (stream, address): agent and bytes.
     allocations: HashMap<(u16, u64), (u32, i64)>,
     /// Bytes allocated per (stream, agent).
@@ -140,6 +141,7 @@ impl Sequence {
             interned: Interned::default(),
             timelines: HashMap::default(),
             sums: CounterSums::default(),
+            device_sums: CounterSums::default(),
             allocations: HashMap::default(),
             allocated: HashMap::default(),
             call_args: HashMap::default(),
@@ -215,6 +217,15 @@ impl Sequence {
                     }
                 }
             }
+            Batch::DeviceCounterSample(records) => {
+                for (i, r) in records.iter().enumerate() {
+                    if mine(i).is_some()
+                        && let Some(sum) = self.device_sums.add_device(stream, r)
+                    {
+                        self.device_counter(sum, meta);
+                    }
+                }
+            }
             Batch::MemoryAllocation(records) => {
                 // Every record is on the process's track.
                 for (i, r) in records.iter().enumerate() {
@@ -264,6 +275,9 @@ impl Sequence {
     /// Writes what is held back at the end of the run, a timeline per call (so that a
     /// split trace can go on in the next file between calls); false once all is written.
     pub fn finish(&mut self, catalog: &Catalog, settings: &Settings) -> bool {
+        for sum in std::mem::take(&mut self.device_sums).finish() {
+            self.device_counter(sum, catalog.stream(sum.stream));
+        }
         for sum in std::mem::take(&mut self.sums).finish() {
             self.counter(sum, catalog.stream(sum.stream));
         }
@@ -342,6 +356,16 @@ impl Sequence {
         let key = TrackKey {
             stream: sum.stream,
             track: Track::Counter(sum.agent, sum.counter),
+        };
+        self.value(key, sum.time, Value::Double(sum.value), meta);
+    }
+
+    /// A device read's value of a counter (its instances summed), on the agent's track for
+    /// the counter's samples.
+    fn device_counter(&mut self, sum: Sum, meta: &StreamMeta) {
+        let key = TrackKey {
+            stream: sum.stream,
+            track: Track::DeviceCounter(sum.agent, sum.counter),
         };
         self.value(key, sum.time, Value::Double(sum.value), meta);
     }

@@ -55,10 +55,10 @@ impl Shards {
 }
 
 /// What writing a record of `track` costs, roughly: a counter value is added to its
-/// dispatch's sum, a tenth of the work of encoding a slice or a value.
+/// dispatch's (or read's) sum, a tenth of the work of encoding a slice or a value.
 fn weight(track: Track) -> u64 {
     match track {
-        Track::Counter(..) => 1,
+        Track::Counter(..) | Track::DeviceCounter(..) => 1,
         _ => 10,
     }
 }
@@ -110,6 +110,10 @@ impl Routes {
             // sequence of their counter's track.
             Batch::CounterSample(records) if shows(Shown::Counter) => {
                 let counter = |(agent, counter)| Track::Counter(agent, counter);
+                routes.add(stream, records, |r| (r.agent, r.counter_id), counter);
+            }
+            Batch::DeviceCounterSample(records) if shows(Shown::DeviceCounter) => {
+                let counter = |(agent, counter)| Track::DeviceCounter(agent, counter);
                 routes.add(stream, records, |r| (r.agent, r.counter_id), counter);
             }
             // Frees name only the address: a process's allocations stay together.

@@ -4,7 +4,8 @@
 //! Each process (stream) is a process track. Its host threads are thread tracks holding API
 //! calls, with a child track for marker ranges. Each agent the process used is a group under
 //! the process, holding a track per queue (kernels), per copy direction (copies), per counter
-//! and for allocated and scratch memory. A slice track whose spans overlap without nesting
+//! (a dispatch's values, and apart the device's samples) and for allocated and scratch
+//! memory. A slice track whose spans overlap without nesting
 //! spills into lanes: sibling tracks named `…, lane 2` and on.
 
 use std::hash::{Hash, Hasher};
@@ -30,6 +31,8 @@ pub enum Track {
     Copies(u32, u8),
     /// A counter's values on an agent: agent, counter.
     Counter(u32, u32),
+    /// A counter's device-wide samples on an agent: agent, counter.
+    DeviceCounter(u32, u32),
     /// Memory allocated on an agent.
     Allocated(u32),
     /// Scratch memory held on an agent.
@@ -63,6 +66,7 @@ impl TrackKey {
             Track::Queue(agent, _)
             | Track::Copies(agent, _)
             | Track::Counter(agent, _)
+            | Track::DeviceCounter(agent, _)
             | Track::Allocated(agent)
             | Track::Scratch(agent) => Track::Agent(agent),
         };
@@ -144,6 +148,9 @@ impl TrackKey {
                 format!("copies {}", name.replace('_', " "))
             }
             Track::Counter(_, counter) => meta.counter_name(counter).to_owned(),
+            Track::DeviceCounter(_, counter) => {
+                format!("{} (device)", meta.counter_name(counter))
+            }
             Track::Allocated(_) => "allocated memory".to_owned(),
             Track::Scratch(_) => "scratch memory".to_owned(),
         };
@@ -153,10 +160,10 @@ impl TrackKey {
         }
         if matches!(
             self.track,
-            Track::Counter(..) | Track::Allocated(_) | Track::Scratch(_)
+            Track::Counter(..) | Track::DeviceCounter(..) | Track::Allocated(_) | Track::Scratch(_)
         ) {
             d.message(track::COUNTER, |c| {
-                if !matches!(self.track, Track::Counter(..)) {
+                if !matches!(self.track, Track::Counter(..) | Track::DeviceCounter(..)) {
                     c.uint(track::COUNTER_UNIT, track::UNIT_SIZE_BYTES);
                 }
             });

@@ -14,8 +14,9 @@ use super::info;
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::record::{
-    ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
-    MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
+    ApiCall, Batch, CounterSample, DeviceCounterSample, HipStream, KernelDispatch, KfdEvent,
+    Marker, MemoryAllocation, MemoryCopy, PcSample, RecordKind, RuntimeInitialization,
+    ScratchMemory,
 };
 use crate::rocpd::schema::{self, NO_DATA};
 use crate::sdk::Domain;
@@ -197,6 +198,7 @@ impl<'a> Window<'a> {
             Batch::KfdEvent(r) => self.host(scope, r, messages, &[])?,
             Batch::CounterSample(r) => self.counters(scope, r)?,
             Batch::PcSample(r) => self.pc_samples(scope, r)?,
+            Batch::DeviceCounterSample(r) => self.device_counters(scope, r)?,
         };
         self.ids.saw(chunk.stream, pid, last_ns);
         Ok(())
@@ -501,6 +503,51 @@ impl<'a> Window<'a> {
             }
             let counter = self.ids.counter(scope.stream, r.counter_id);
             self.tables.pmc_event.push(row![event, counter, r.value])?;
+            last = last.max(r.timestamp_ns);
+        }
+        Ok((records[0].pid, last))
+    }
+
+    /// Device counter samples: instants on a track per agent, on the process's main thread
+    /// (the device counted them), each value in `pmc_event` as a dispatch's values are,
+    /// under the `DEVICE_COUNTING` category.
+    fn device_counters(
+        &mut self,
+        scope: Scope,
+        records: &[DeviceCounterSample],
+    ) -> Result<(u32, u64), Fault> {
+        let category = self.ids.strings.id(schema::DEVICE_COUNTING);
+        let mut last = 0;
+        // The agent whose track the last record was on, and the track.
+        let mut current: Option<(u32, i64)> = None;
+        for r in records {
+            let agent = self.ids.agent(scope.stream, r.agent);
+            let track = match current {
+                Some((at, id)) if at == r.agent => id,
+                _ => {
+                    let name = format!("{} agent {}", schema::DEVICE_COUNTING, r.agent);
+                    let name = self.ids.strings.id(name.as_str());
+                    self.ids.thread(scope.stream, r.pid);
+                    let id = self.ids.tracks.id(&(scope.stream, r.pid, name));
+                    current = Some((r.agent, id));
+                    id
+                }
+            };
+            let counter = self.ids.counter(scope.stream, r.counter_id);
+            // As a PC sample's (AMD's converter reads every sample's `message`), with the
+            // counter, value and coordinates, so that the sample reads back whole.
+            let [xcc, aid, se, index, sa, wgp, instance] = r.coordinates();
+            let value = Some(r.value).filter(|v| v.is_finite());
+            let extdata = format!(
+                "{{\"message\":\"\",\"agent_id\":{agent},\"pmc_id\":{counter},\"value\":{},\
+                 \"dimensions\":[{xcc},{aid},{se},{index},{sa},{wgp},{instance}]}}",
+                value.map_or("null".to_owned(), |v| v.to_string())
+            );
+            let event = self.event(category, None, None, 0, Value::Text(extdata))?;
+            self.tables.pmc_event.push(row![event, counter, r.value])?;
+            self.tables
+                .sample
+                .push(row![track, r.timestamp_ns, event])?;
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))

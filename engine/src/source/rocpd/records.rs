@@ -19,8 +19,9 @@ use super::value::{
     Long, Number, int, json, json_u64, opt_int, real, text, u32, u64, with_content,
 };
 use crate::record::{
-    ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
-    MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
+    ApiCall, Batch, CounterSample, DeviceCounterSample, HipStream, KernelDispatch, KfdEvent,
+    Marker, MemoryAllocation, MemoryCopy, PcSample, RecordKind, RuntimeInitialization,
+    ScratchMemory,
 };
 use crate::sdk::Domain;
 use crate::sqlite::{Cells, Kind, Statement};
@@ -408,7 +409,11 @@ impl Reader<'_, '_> {
             &[("s", sample), ("t", track), ("e", event)],
             &from,
         );
-        let kinds = [HOST_KINDS, &[RecordKind::PcSample]].concat();
+        let kinds = [
+            HOST_KINDS,
+            &[RecordKind::PcSample, RecordKind::DeviceCounterSample],
+        ]
+        .concat();
         self.records(
             &(sql + &self.order("s", "rowid")),
             &kinds,
@@ -423,6 +428,11 @@ impl Reader<'_, '_> {
                     };
                     let record = r.pc_sample(pid, row, method);
                     push!(r.out, stream, PcSample, record)?;
+                    return Ok(());
+                }
+                if name == schema::DEVICE_COUNTING {
+                    let record = r.device_counter_sample(pid, row);
+                    push!(r.out, stream, DeviceCounterSample, record)?;
                     return Ok(());
                 }
                 // An instant's name is not stored: a mark is the one instant of markers.
@@ -456,6 +466,46 @@ impl Reader<'_, '_> {
     fn unknown(&mut self, category: i64) {
         let name = self.info.string(category);
         *self.left.unknown.entry(name.to_owned()).or_default() += 1;
+    }
+
+    /// A device counter sample, from what its event keeps (see the rocpd sink).
+    fn device_counter_sample(&self, pid: u32, row: &Cells<'_>) -> DeviceCounterSample {
+        let data: DeviceData = row
+            .with_text(7, |t| serde_json::from_slice(t).ok())
+            .flatten()
+            .unwrap_or_default();
+        let pmc = data.pmc_id.0.unwrap_or(0) as i64;
+        // A counter is defined for an agent; the sample names it otherwise.
+        let (counter_id, agent) = match self.info.counters.get(&pmc) {
+            Some(&known) => known,
+            None => (
+                pmc as u32,
+                self.info.agent(data.agent_id.0.map(|a| a as i64)),
+            ),
+        };
+        let [
+            xcc,
+            aid,
+            shader_engine,
+            agent_index,
+            shader_array,
+            wgp,
+            instance,
+        ] = data.dimensions;
+        DeviceCounterSample {
+            pid,
+            agent,
+            timestamp_ns: u64(row, 2),
+            counter_id,
+            xcc,
+            aid,
+            shader_engine,
+            agent_index,
+            shader_array,
+            wgp,
+            instance,
+            value: data.value.unwrap_or(f64::NAN),
+        }
     }
 
     fn pc_sample(&self, pid: u32, row: &Cells<'_>, method: u8) -> PcSample {
@@ -611,20 +661,27 @@ impl Reader<'_, '_> {
         // summary and the sinks total a dispatch's values batch by batch): a part starts
         // and ends between dispatches, and a full batch is sent only when the next value
         // is of another dispatch.
-        let order = match self.rows.clone() {
-            Some(rows) => {
-                let start = self.dispatch_start(*rows.start())?;
-                let end = self.dispatch_start(rows.end().saturating_add(1))?;
-                match (start, end) {
-                    (None, _) => return Ok(()),
-                    (Some(start), None) => format!(" WHERE p.rowid >= {start}"),
-                    (Some(start), Some(end)) => {
-                        format!(" WHERE p.rowid >= {start} AND p.rowid < {end}")
+        // Values of device counter samples are read with their samples.
+        let of_dispatches = format!(
+            " WHERE p.event_id NOT IN (SELECT event_id FROM {} WHERE event_id IS NOT NULL)",
+            self.tables.name(schema::SAMPLE)
+        );
+        let order = of_dispatches
+            + &match self.rows.clone() {
+                Some(rows) => {
+                    let start = self.dispatch_start(*rows.start())?;
+                    let end = self.dispatch_start(rows.end().saturating_add(1))?;
+                    match (start, end) {
+                        (None, _) => return Ok(()),
+                        (Some(start), None) => format!(" AND p.rowid >= {start}"),
+                        (Some(start), Some(end)) => {
+                            format!(" AND p.rowid >= {start} AND p.rowid < {end}")
+                        }
                     }
                 }
+                None => String::new(),
             }
-            None => String::new(),
-        } + " ORDER BY p.rowid";
+            + " ORDER BY p.rowid";
         // The event of the values read last, and what they take from its dispatch.
         let mut event = None;
         let mut at: Option<Dispatch> = None;
@@ -821,6 +878,16 @@ struct Dispatch {
     dispatch_id: u64,
     kernel_id: u64,
     end_ns: u64,
+}
+
+/// What a device counter sample's event keeps in its `extdata`.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct DeviceData {
+    agent_id: Number,
+    pmc_id: Number,
+    value: Option<f64>,
+    dimensions: [u16; 7],
 }
 
 /// What a PC sample's event keeps in its `extdata`, parsed into these fields alone (one

@@ -12,8 +12,9 @@ use rusqlite::{Connection, OpenFlags};
 // The tables and columns of rocpd schema 3 are the ones rocflow's rocpd sink writes.
 use crate::rocpd::schema as written;
 pub use crate::rocpd::schema::{
-    AGENT, ARG, CODE_OBJECT, EVENT, KERNEL_DISPATCH, KERNEL_SYMBOL, MEMORY_ALLOCATE, MEMORY_COPY,
-    METADATA, NODE, PMC, PMC_EVENT, PROCESS, QUEUE, REGION, SAMPLE, STREAM, STRING, THREAD, TRACK,
+    AGENT, ARG, CODE_OBJECT, DEVICE_COUNTING, EVENT, KERNEL_DISPATCH, KERNEL_SYMBOL,
+    MEMORY_ALLOCATE, MEMORY_COPY, METADATA, NODE, PMC, PMC_EVENT, PROCESS, QUEUE, REGION, SAMPLE,
+    STREAM, STRING, THREAD, TRACK,
 };
 
 /// An event table, read as the records it holds.

@@ -172,7 +172,10 @@ impl Rocprofv3Sink {
             // Written when the run ends, their dispatches' values summed.
             Batch::CounterSample(_) => {}
             // rocprofv3 writes no CSV of these.
-            Batch::KfdEvent(_) | Batch::HipStream(_) | Batch::RuntimeInitialization(_) => {}
+            Batch::KfdEvent(_)
+            | Batch::HipStream(_)
+            | Batch::RuntimeInitialization(_)
+            | Batch::DeviceCounterSample(_) => {}
         }
         for (table, lines) in std::mem::take(&mut rows.out) {
             self.append(table, &lines)?;

@@ -1,0 +1,489 @@
+//! Device counting end to end: `[context.device_counters]` on the simulated GPUs, every
+//! sink's samples held against the scenario's truth, sampling at ROCTx ranges, the
+//! permission-denied path, and the pipeline's errors.
+//!
+//! The truth: a read counts the dispatches that ended on its GPU since the context
+//! started, each with the values dispatch counting gives it. The kernel trace of the same
+//! run says when each dispatch ended; a read's time is taken as it returns, so its values
+//! are those of the dispatches that ended by some moment of the read: the sum over the
+//! first `k` dispatches in order of their ends, for a `k` no larger than the number that
+//! ended by the read's time, and no smaller than the number that ended by its start.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use support::truth::Scenario;
+use support::{
+    assert_says, assert_success, csv, decode_perfetto, duckdb, entries, otf2_print, rocflow, run_on,
+};
+
+/// The MI300X scenario (two GPUs, two threads), paced over 400 ms so that reads come
+/// while its kernels run.
+fn scenario(extra: &str) -> String {
+    let text = std::fs::read_to_string(support::repo().join("examples/sim/mi300x.toml")).unwrap();
+    text.replacen(
+        "[scenario]\n",
+        &format!("[scenario]\nduration_ms = 400\n{extra}"),
+        1,
+    )
+}
+
+const PIPELINE: &str = r#"
+[pipeline]
+name = "device-counters-test"
+
+[[context]]
+name = "kernels"
+tracing = ["kernel_dispatch"]
+
+[[context]]
+name = "device"
+
+[context.device_counters]
+collect = ["SQ_WAVES", "GRBM_GUI_ACTIVE"]
+interval = "20ms"
+AT
+
+[[sink]]
+name = "csv"
+kind = "csv"
+path = "out/csv"
+
+[[sink]]
+name = "parquet"
+kind = "parquet"
+path = "out/parquet"
+
+[[sink]]
+name = "perfetto"
+kind = "perfetto"
+path = "out/trace.pftrace"
+
+[[sink]]
+name = "rocpd"
+kind = "rocpd"
+path = "out/run.db"
+
+[[sink]]
+name = "json"
+kind = "json"
+path = "out/{pid}_results.json"
+
+[[sink]]
+name = "otf2"
+kind = "otf2"
+path = "out/trace"
+"#;
+
+/// A pipeline that writes what it reads as CSV tables.
+const BACK: &str = r#"
+[pipeline]
+name = "back"
+[[sink]]
+name = "csv"
+kind = "csv"
+path = "back"
+records = ["device_counter_sample"]
+"#;
+
+/// Runs the pipeline (sampling at `at`) on the scenario with `extra` settings in `dir`.
+fn run(dir: &Path, at: &str, extra: &str) -> std::process::Output {
+    std::fs::write(dir.join("scenario.toml"), scenario(extra)).unwrap();
+    std::fs::write(dir.join("p.toml"), PIPELINE.replace("AT", at)).unwrap();
+    run_on(
+        "sim:scenario.toml",
+        "p.toml",
+        &["/bin/sleep", "0.1"],
+        dir,
+        &[],
+    )
+}
+
+/// A sample's place: agent, time, counter and coordinates (as the CSV writes them).
+type Key = (u32, u64, String, [u16; 7]);
+
+/// The device samples of the CSV sink that wrote to `dir`.
+fn csv_samples(dir: &Path) -> BTreeMap<Key, f64> {
+    let mut samples = BTreeMap::new();
+    for row in csv(&dir.join("device_counter_sample.csv")) {
+        let coordinates = support::COORDINATES.map(|c| row[c].parse().unwrap());
+        let key = (
+            row["agent"].parse().unwrap(),
+            row["timestamp_ns"].parse().unwrap(),
+            row["counter"].clone(),
+            coordinates,
+        );
+        let previous = samples.insert(key.clone(), row["value"].parse().unwrap());
+        assert!(previous.is_none(), "two values for {key:?}");
+    }
+    samples
+}
+
+/// Per agent, the dispatches of the kernel trace in the order they ended: end and id.
+fn dispatch_ends(dir: &Path) -> BTreeMap<u32, Vec<(u64, u64)>> {
+    let mut ends: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+    for row in csv(&dir.join("out/csv/kernel_dispatch.csv")) {
+        let agent = row["agent"].parse().unwrap();
+        let end = row["end_ns"].parse().unwrap();
+        ends.entry(agent)
+            .or_default()
+            .push((end, row["dispatch_id"].parse().unwrap()));
+    }
+    ends.values_mut().for_each(|e| e.sort_unstable());
+    ends
+}
+
+/// How long a read may take, at most, on a loaded machine.
+const READ_NS: u64 = 2_000_000_000;
+
+/// Holds every sample against the truth; returns the number of reads per agent.
+fn assert_truth(dir: &Path, samples: &BTreeMap<Key, f64>) -> BTreeMap<u32, usize> {
+    let truth = Scenario::read(&dir.join("scenario.toml"));
+    let ends = dispatch_ends(dir);
+    let mut reads: BTreeMap<u32, std::collections::BTreeSet<u64>> = BTreeMap::new();
+    let mut counted = 0;
+    for ((agent, time, counter, coordinates), &value) in samples {
+        reads.entry(*agent).or_default().insert(*time);
+        // Agent 0 is the CPU; GPU `g` is agent `g + 1`.
+        let gpu = *agent as usize - 1;
+        let ended = &ends[agent];
+        let by_end = ended.partition_point(|&(end, _)| end <= *time);
+        let by_start = ended.partition_point(|&(end, _)| end <= time.saturating_sub(READ_NS));
+        let mut sum = 0.0;
+        let mut sums = vec![sum];
+        for &(_, id) in &ended[..by_end] {
+            sum += truth.counter_value(gpu, counter, id, *coordinates).unwrap();
+            sums.push(sum);
+        }
+        let k = sums.iter().position(|s| *s == value);
+        assert!(
+            k.is_some_and(|k| k >= by_start),
+            "{counter} {coordinates:?} of agent {agent} at {time}: {value} is no sum of the first dispatches that ended by then ({} of them)",
+            by_end
+        );
+        counted += usize::from(value > 0.0);
+    }
+    assert!(counted > 0, "every sample is 0");
+    reads.into_iter().map(|(a, t)| (a, t.len())).collect()
+}
+
+#[test]
+fn every_output_holds_the_device_samples_the_scenario_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_success(&run(d, "", ""));
+    let samples = csv_samples(&d.join("out/csv"));
+    let reads = assert_truth(d, &samples);
+    // Both GPUs, read every 20 ms of a run of 400 ms and more.
+    assert_eq!(reads.keys().copied().collect::<Vec<_>>(), [1, 2]);
+    assert!(reads.values().all(|&n| n >= 5), "{reads:?}");
+
+    // Parquet holds the CSV's rows.
+    let rows = duckdb(
+        d,
+        &[
+            "SELECT agent, epoch_ns(timestamp_ns), counter, xcc, aid, shader_engine, \
+             agent_index, shader_array, wgp, instance, value \
+             FROM 'out/parquet/device_counter_sample/*.parquet'",
+        ],
+    );
+    let parquet: BTreeMap<Key, f64> = (rows[0].iter())
+        .map(|r| {
+            let int = |i: usize| r[i].as_u64().unwrap();
+            let coordinates = std::array::from_fn(|c| int(3 + c) as u16);
+            let key = (
+                int(0) as u32,
+                int(1),
+                r[2].as_str().unwrap().to_owned(),
+                coordinates,
+            );
+            (key, r[10].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(parquet, samples);
+
+    // Per agent, counter and read: the instances summed.
+    let mut sums: BTreeMap<(u32, String, u64), f64> = BTreeMap::new();
+    for ((agent, time, counter, _), value) in &samples {
+        *sums.entry((*agent, counter.clone(), *time)).or_default() += value;
+    }
+
+    // Perfetto: a counter track per GPU and counter, under the GPU's group.
+    let decoded = decode_perfetto(&[d.join("out/trace.pftrace")]);
+    let tracks = decoded[0]["tracks"].as_object().unwrap();
+    let mut perfetto = BTreeMap::new();
+    for event in decoded[0]["events"].as_array().unwrap() {
+        let track = &tracks[&event["track"].as_u64().unwrap().to_string()];
+        let Some(name) = track["name"]
+            .as_str()
+            .and_then(|n| n.strip_suffix(" (device)"))
+        else {
+            continue;
+        };
+        assert_eq!(track["counter"], true);
+        let group = &tracks[&track["parent"].as_u64().unwrap().to_string()];
+        let group = group["name"].as_str().unwrap();
+        let agent: u32 = group[4..group.find(':').unwrap()].parse().unwrap();
+        let time = event["ts"].as_u64().unwrap();
+        perfetto.insert(
+            (agent, name.to_owned(), time),
+            event["value"].as_f64().unwrap(),
+        );
+    }
+    assert_eq!(perfetto, sums);
+
+    // rocpd: a sample per value on a track per agent, its value a PMC event.
+    let db = rusqlite::Connection::open(d.join("out/run.db")).unwrap();
+    let rows: Vec<(String, i64, String, f64)> = support::sqlite_rows(
+        &db,
+        "SELECT S.string, R.timestamp, P.name, V.value FROM rocpd_sample R \
+         JOIN rocpd_track T ON T.id = R.track_id JOIN rocpd_string S ON S.id = T.name_id \
+         JOIN rocpd_pmc_event V ON V.event_id = R.event_id \
+         JOIN rocpd_info_pmc P ON P.id = V.pmc_id",
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    );
+    let mut rocpd: BTreeMap<(u32, String, u64), f64> = BTreeMap::new();
+    for (track, time, counter, value) in rows {
+        let agent = track
+            .strip_prefix("DEVICE_COUNTING agent ")
+            .unwrap()
+            .parse()
+            .unwrap();
+        *rocpd.entry((agent, counter, time as u64)).or_default() += value;
+    }
+    assert_eq!(rocpd, sums);
+
+    // JSON and OTF2 have no place for them, and are whole: the document reads, and
+    // otf2-print reads the archive without a warning.
+    let json = entries(&d.join("out"), |n| n.ends_with("_results.json"));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json[0]).unwrap()).unwrap();
+    assert!(json.is_object());
+    assert!(otf2_print(&[], &d.join("out/trace/traces.otf2")).contains("ENTER"));
+
+    // The rocpd database read back as a source gives the samples again.
+    std::fs::write(d.join("back.toml"), BACK).unwrap();
+    let replay = rocflow(&["replay", "out/run.db", "back.toml"], d, &[]);
+    assert_success(&replay);
+    let said = support::text(&replay.stderr);
+    assert!(!said.contains("left out"), "{said}");
+    assert_eq!(csv_samples(&d.join("back")), samples);
+}
+
+#[test]
+fn a_device_is_read_at_every_roctx_range_push_and_pop() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // An interval longer than the run: one read as sampling starts, the others at ranges.
+    let at = "at = \"markers\"";
+    let pipeline = PIPELINE.replace("interval = \"20ms\"", "interval = \"10min\"");
+    std::fs::write(d.join("scenario.toml"), scenario("")).unwrap();
+    std::fs::write(d.join("p.toml"), pipeline.replace("AT", at)).unwrap();
+    assert_success(&run_on(
+        "sim:scenario.toml",
+        "p.toml",
+        &["/bin/sleep", "0.1"],
+        d,
+        &[],
+    ));
+    let reads = assert_truth(d, &csv_samples(&d.join("out/csv")));
+    let truth = Scenario::read(&d.join("scenario.toml"));
+    // A push and a pop around each iteration of each thread, and the interval's first
+    // read if it came after the SDK started the context.
+    let ranges = (2 * truth.threads * truth.iterations) as usize;
+    assert_eq!(reads.keys().copied().collect::<Vec<_>>(), [1, 2]);
+    for (agent, n) in reads {
+        assert!(
+            n == ranges || n == ranges + 1,
+            "agent {agent}: {n} reads, {ranges} ranges"
+        );
+    }
+}
+
+#[test]
+fn a_process_without_cap_perfmon_is_told_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let output = run(d, "", "deny_perfmon = true\n");
+    // The other context still collects.
+    assert_success(&output);
+    assert_says(&output.stderr, "context `device`");
+    assert_says(&output.stderr, "CAP_PERFMON");
+    assert_says(&output.stderr, "setcap cap_perfmon+ep");
+    assert!(!csv(&d.join("out/csv/kernel_dispatch.csv")).is_empty());
+    assert!(!d.join("out/csv/device_counter_sample.csv").exists());
+}
+
+#[test]
+fn explain_says_what_is_read_and_when() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("p.toml"), PIPELINE.replace("AT", "at = \"markers\"")).unwrap();
+    let output = rocflow(&["explain", "p.toml"], d, &[]);
+    assert_success(&output);
+    assert_says(
+        &output.stdout,
+        "device counting on the context's agents: SQ_WAVES, GRBM_GUI_ACTIVE, read every 20ms and at every ROCTx range push and pop",
+    );
+}
+
+/// `rocflow validate` on `pipeline` (with `defs.yaml` beside it): exit code 2 and one
+/// error, with `message`, at `at` (line:col) of p.toml.
+#[track_caller]
+fn rejects(pipeline: &str, message: &str, at: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("defs.yaml"), GRBM_DEFINITIONS).unwrap();
+    std::fs::write(d.join("p.toml"), pipeline).unwrap();
+    let output = rocflow(&["validate", "p.toml"], d, &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}",
+        support::text(&output.stderr)
+    );
+    assert_says(&output.stderr, message);
+    assert_says(&output.stderr, &format!("p.toml:{at}"));
+}
+
+/// Three GRBM counters of gfx942, whose GRBM block counts two at once.
+const GRBM_DEFINITIONS: &str = "schema-version: 1
+GRBM_COUNT:
+  architectures:
+    gfx942:
+      block: GRBM
+      event: 0
+  description: x
+GRBM_CP_BUSY:
+  architectures:
+    gfx942:
+      block: GRBM
+      event: 1
+  description: x
+GRBM_GUI_ACTIVE:
+  architectures:
+    gfx942:
+      block: GRBM
+      event: 2
+  description: x
+";
+
+const HEAD: &str = "[pipeline]\nname = \"bad\"\n[[context]]\nname = \"device\"\n";
+
+#[test]
+fn counters_that_need_two_passes_are_refused() {
+    rejects(
+        &format!(
+            "{HEAD}[context.device_counters]\ndefinitions = \"defs.yaml\"\n\
+             collect = [\"GRBM_COUNT\", \"GRBM_CP_BUSY\", \"GRBM_GUI_ACTIVE\"]\n"
+        ),
+        "these counters need 2 passes; a device is sampled in one",
+        "7:",
+    );
+}
+
+#[test]
+fn derived_counters_and_reductions_of_device_samples_are_refused() {
+    rejects(
+        &format!(
+            "{HEAD}[context.device_counters]\ncollect = [\"SQ_WAVES\"]\n\
+             [[context.device_counters.derived]]\nname = \"X\"\nexpression = \"SQ_WAVES*2\"\n"
+        ),
+        "device counter samples have no `derived` yet",
+        "7:",
+    );
+}
+
+#[test]
+fn device_and_dispatch_counting_in_one_context_is_refused() {
+    rejects(
+        &format!(
+            "{HEAD}[context.counters]\ncollect = [\"SQ_WAVES\"]\n\
+             [context.device_counters]\ncollect = [\"SQ_WAVES\"]\n"
+        ),
+        "does not count dispatches in the same context",
+        "5:",
+    );
+}
+
+#[test]
+fn a_zero_interval_is_refused() {
+    rejects(
+        &format!("{HEAD}[context.device_counters]\ncollect = [\"SQ_WAVES\"]\ninterval = \"0ms\"\n"),
+        "device counters cannot be read every 0 s",
+        "7:12",
+    );
+}
+
+#[test]
+fn an_unknown_sampling_moment_is_refused() {
+    rejects(
+        &format!("{HEAD}[context.device_counters]\ncollect = [\"SQ_WAVES\"]\nat = \"kernels\"\n"),
+        "kernels",
+        "7:6",
+    );
+}
+
+#[test]
+fn a_read_larger_than_the_tools_first_room_is_read_whole() {
+    // 8 x 32 x 20 = 5120 values of one counter per read: more than the tool makes room
+    // for at first, which the SDK says; the read is made again with room for them all.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let big = "[[agent.counter]]\nname = \"SQ_BUSY_CYCLES\"\n\
+               dimensions = [[\"DIMENSION_XCC\", 8], [\"DIMENSION_SHADER_ENGINE\", 32], \
+               [\"DIMENSION_INSTANCE\", 20]]\n";
+    let scenario = scenario("").replacen(
+        "[[agent.counter]]\n",
+        &format!("{big}[[agent.counter]]\n"),
+        1,
+    );
+    std::fs::write(d.join("scenario.toml"), scenario).unwrap();
+    let pipeline = PIPELINE
+        .replace("\"SQ_WAVES\", \"GRBM_GUI_ACTIVE\"", "\"SQ_BUSY_CYCLES\"")
+        .replace("AT", "agents = [\"gfx942\"]");
+    std::fs::write(d.join("p.toml"), pipeline).unwrap();
+    assert_success(&run_on(
+        "sim:scenario.toml",
+        "p.toml",
+        &["/bin/sleep", "0.1"],
+        d,
+        &[],
+    ));
+    let samples = csv_samples(&d.join("out/csv"));
+    let reads = assert_truth(d, &samples);
+    assert!(reads[&1] >= 5, "{reads:?}");
+    let mut per_read: BTreeMap<u64, usize> = BTreeMap::new();
+    for (_, time, _, _) in samples.keys() {
+        *per_read.entry(*time).or_default() += 1;
+    }
+    assert!(per_read.values().all(|&n| n == 5120), "{per_read:?}");
+}
+
+#[test]
+fn a_forked_child_leaves_reading_the_devices_to_its_parent() {
+    // Each child replays the scenario, ROCTx ranges and all; the devices are the parent's
+    // to read, and a child's ranges read nothing (its copy of the sampler has no thread).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("scenario.toml"), scenario("")).unwrap();
+    // A database per process.
+    let pipeline = PIPELINE.replace("out/run.db", "out/{pid}.db");
+    std::fs::write(d.join("p.toml"), pipeline.replace("AT", "at = \"markers\"")).unwrap();
+    let app = support::sim_app();
+    let app = [app.to_str().unwrap(), "fork", "3"];
+    assert_success(&run_on("sim:scenario.toml", "p.toml", &app, d, &[]));
+    let pids = |table: &str| -> std::collections::BTreeSet<String> {
+        let rows = csv(&d.join(format!("out/csv/{table}.csv")));
+        rows.into_iter().map(|r| r["pid"].clone()).collect()
+    };
+    assert_eq!(
+        pids("kernel_dispatch").len(),
+        4,
+        "the parent and three children"
+    );
+    let readers = pids("device_counter_sample");
+    assert_eq!(readers.len(), 1, "{readers:?}");
+    let reads = csv_samples(&d.join("out/csv"));
+    assert!(!reads.is_empty());
+}
