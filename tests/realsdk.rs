@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::path::Path;
+use std::process::Output;
 
 use rocflow::pipeline::{self, Options};
 use rocflow::plan::Plan;
@@ -935,4 +936,63 @@ fn agents_lists_the_fake_gfx942_and_its_counters_as_the_sdk_reports_them() {
         .map(|d| d[0].as_str().unwrap())
         .collect();
     assert!(dimensions.contains(&"DIMENSION_XCC"), "{dimensions:?}");
+}
+
+/// With the kit's own counter definitions, the simulated MI300X offers what AMD's SDK
+/// offers on the fake gfx942 (its agent properties aside, which the SDK lists as constant
+/// counters): every counter, of the same kind and with the same dimensions in the same
+/// order.
+#[test]
+fn the_simulated_mi300x_offers_every_counter_of_the_real_gfx942() {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = |output: Output| -> BTreeMap<String, (String, Value)> {
+        support::assert_success(&output);
+        let agents: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+        let gpu = agents.iter().find(|a| a["name"] == "gfx942").unwrap();
+        (gpu["counters"].as_array().unwrap().iter())
+            .filter(|c| c["kind"] != "constant")
+            .map(|c| {
+                let name = c["name"].as_str().unwrap().to_owned();
+                (name, (c["kind"].to_string(), c["dimensions"].clone()))
+            })
+            .collect()
+    };
+    let args = ["agents", "--device", "rocm", "--counters", "--json"];
+    let real = listed(
+        Kit::get()
+            .rocflow(Node::FakeGfx942, dir.path())
+            .args(args)
+            .output()
+            .unwrap(),
+    );
+    // The kit's topology has 32 shader arrays, one per shader engine.
+    let fake = fake_gfx942();
+    let scenario = format!(
+        "[scenario]\nname = \"fake-gfx942\"\nthreads = 1\niterations = 1\ncounter_definitions = {:?}\n\
+         [[agent]]\nname = \"gfx942\"\nproduct = \"MI300X\"\ncu_count = {}\nxcc = {}\nshader_engines = 32\n",
+        Kit::get().metrics().join("counter_defs.yaml").display(),
+        fake["cu_count"],
+        fake["xcc_count"],
+    );
+    std::fs::write(dir.path().join("scenario.toml"), scenario).unwrap();
+    let args = [
+        "agents",
+        "--device",
+        "sim:scenario.toml",
+        "--counters",
+        "--json",
+    ];
+    let sim = listed(support::rocflow(&args, dir.path(), &[]));
+    assert_eq!(real.len(), gfx942_counters().len());
+    let differ: Vec<String> = (real.keys().chain(sim.keys()))
+        .filter(|name| real.get(*name) != sim.get(*name))
+        .map(|name| {
+            format!(
+                "{name}: real {:?}, simulated {:?}",
+                real.get(name),
+                sim.get(name)
+            )
+        })
+        .collect();
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

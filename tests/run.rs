@@ -379,7 +379,7 @@ fn counter_values_keep_their_kernel_when_dispatches_complete_together() {
     let scenario = Scenario::of(&scenario);
     // Every counter of gfx942, so each dispatch has hundreds of values.
     let collect: Vec<&str> = (scenario.agents[0].counters.iter())
-        .map(|(name, _)| name.as_str())
+        .map(|c| c.name.as_str())
         .collect();
     let extra = format!("[context.counters]\ncollect = {collect:?}\n");
     let device = format!("sim:{}", path.display());

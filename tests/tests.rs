@@ -6,6 +6,7 @@
 mod agents;
 mod args;
 mod cli;
+mod counter_sets;
 mod counters;
 mod counters_cli;
 mod csv_rocprofv3;
@@ -31,6 +32,7 @@ mod replay;
 mod rocpd;
 mod rocpd_bounds;
 mod rocpd_peer;
+mod rocpd_revisions;
 mod rocpd_source;
 mod rocprofv3_cli;
 mod rocprofv3_summary;

@@ -358,3 +358,105 @@ pub fn write(path: &Path, pid: u32, host: &'static str, dispatches: u64) -> Proc
         counters,
     }
 }
+
+/// The revisions of rocpd schema 3 after 3.0.0, oldest first, as rocprofiler-sdk 1.3.5 to
+/// 1.4.1 write them (from their changelogs and AMD's rocpd schema tests).
+pub const REVISIONS: &[&str] = &["3.0.1", "3.0.2", "3.0.3", "3.0.4"];
+
+/// What revising a database to a later revision adds of each kind.
+pub const GRAPH_LAUNCHES: u64 = 3;
+pub const SPM_VALUES: u64 = 2;
+pub const HIP_EVENTS: u64 = 4;
+
+/// Makes the database of process `pid` at `path` (from [`write`]) one of rocpd schema
+/// `version` (one of [`REVISIONS`]): what each revision up to it adds, with rows in what it
+/// adds. 3.0.1 allows NIC agents; 3.0.2 attributes dispatches and copies to HIP graph
+/// nodes and adds graph launches; 3.0.3 adds SPM values (samples on an `SPM` track, their
+/// values in `rocpd_pmc_event` by sample and coordinates); 3.0.4 adds HIP events.
+pub fn revise(path: &Path, pid: u32, version: &str) {
+    let suffix = suffix(pid);
+    let guid = uuid(pid);
+    let t = |table: &str| format!("`{table}{suffix}`");
+    let at_least = |v: &str| {
+        REVISIONS.iter().position(|r| *r == v) <= REVISIONS.iter().position(|r| *r == version)
+    };
+    assert!(REVISIONS.contains(&version), "{version} is no revision");
+    let conn = Connection::open(path).unwrap();
+    let mut sql = format!(
+        "PRAGMA foreign_keys = OFF; PRAGMA ignore_check_constraints = ON; \
+         UPDATE {} SET value = '{version}' WHERE tag = 'schema_version'; \
+         INSERT INTO {} (id, nid, pid, type, absolute_index, logical_index, type_index, name, extdata) \
+             VALUES (2, 1, {pid}, 'NIC', 2, 2, 0, 'ionic_0', '{{}}');",
+        t("rocpd_metadata"),
+        t("rocpd_info_agent"),
+    );
+    if at_least("3.0.2") {
+        sql += &format!(
+            "ALTER TABLE {kd} ADD COLUMN graph_exec_id INTEGER; \
+             ALTER TABLE {kd} ADD COLUMN graph_node_id INTEGER; \
+             ALTER TABLE {mc} ADD COLUMN graph_exec_id INTEGER; \
+             ALTER TABLE {mc} ADD COLUMN graph_node_id INTEGER; \
+             UPDATE {kd} SET graph_exec_id = 1 + id % 3, graph_node_id = id; \
+             CREATE TABLE {gl} (id INTEGER PRIMARY KEY, guid TEXT DEFAULT '{guid}' NOT NULL, \
+                 nid INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER, agent_id INTEGER, \
+                 queue_id INTEGER, start BIGINT NOT NULL, \"end\" BIGINT NOT NULL, \
+                 graph_exec_id INTEGER, kernel_dispatch_count INTEGER, event_id INTEGER);",
+            kd = t("rocpd_kernel_dispatch"),
+            mc = t("rocpd_memory_copy"),
+            gl = t("rocpd_graph_launch"),
+        );
+        for launch in 1..=GRAPH_LAUNCHES {
+            sql += &format!(
+                "INSERT INTO {} (id, nid, pid, tid, agent_id, queue_id, start, \"end\", \
+                 graph_exec_id, kernel_dispatch_count) VALUES ({launch}, 1, {pid}, {pid}, 1, 0, \
+                 {s}, {e}, {launch}, 2);",
+                t("rocpd_graph_launch"),
+                s = 1000 * launch,
+                e = 1000 * launch + 500,
+            );
+        }
+    }
+    if at_least("3.0.3") {
+        let pmc = t("rocpd_pmc_event");
+        sql += &format!(
+            "ALTER TABLE {pmc} ADD COLUMN sample_id INTEGER; \
+             ALTER TABLE {pmc} ADD COLUMN xcc INTEGER; \
+             ALTER TABLE {pmc} ADD COLUMN shader_engine INTEGER; \
+             ALTER TABLE {pmc} ADD COLUMN instance INTEGER; \
+             INSERT INTO {strings} (id, string) VALUES (9001, 'SPM'); \
+             INSERT INTO {track} (id, nid, pid, tid, name_id) VALUES (9001, 1, {pid}, NULL, 9001); \
+             INSERT INTO {sample} (id, track_id, timestamp) VALUES (9001, 9001, 5000);",
+            strings = t("rocpd_string"),
+            track = t("rocpd_track"),
+            sample = t("rocpd_sample"),
+        );
+        for xcc in 0..SPM_VALUES {
+            sql += &format!(
+                "INSERT INTO {pmc} (pmc_id, value, sample_id, xcc, shader_engine, instance) \
+                 VALUES ({COUNTER_BASE}, {v}, 9001, {xcc}, 0, 0);",
+                v = 10 * (xcc + 1),
+            );
+        }
+    }
+    if at_least("3.0.4") {
+        sql += &format!(
+            "CREATE TABLE {he} (id INTEGER PRIMARY KEY, guid TEXT DEFAULT '{guid}' NOT NULL, \
+                 nid INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER, agent_id INTEGER, \
+                 stream_id INTEGER, start BIGINT NOT NULL, \"end\" BIGINT NOT NULL, \
+                 operation TEXT, hip_event_handle INTEGER, event_id INTEGER);",
+            he = t("rocpd_hip_event"),
+        );
+        for event in 1..=HIP_EVENTS {
+            let operation = if event % 2 == 0 { "WAIT" } else { "RECORD" };
+            sql += &format!(
+                "INSERT INTO {} (id, nid, pid, tid, agent_id, stream_id, start, \"end\", \
+                 operation, hip_event_handle) VALUES ({event}, 1, {pid}, {pid}, 1, 0, {at}, {at}, \
+                 '{operation}', {handle});",
+                t("rocpd_hip_event"),
+                at = 2000 * event,
+                handle = 0xe000 + event / 2,
+            );
+        }
+    }
+    conn.execute_batch(&sql).unwrap();
+}

@@ -12,6 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use rocflow_core::sdk::COUNTER_DIMENSIONS;
+use rocflow_counters::Definitions;
+use rocflow_counters::expr::{Dimension, Instance, Tensor};
 
 use crate::cxxfilt::demangle;
 use crate::{csv, duckdb, otf2_print, sqlite_rows};
@@ -166,6 +168,10 @@ pub struct Scenario {
     /// The ROCTx range around each iteration, if there is one: its message.
     pub marker: Option<String>,
     pub agents: Vec<Agent>,
+    /// The counter definitions the device computes derived counters by, with the device's
+    /// own reading of the scenario (its agents' properties), where the scenario names
+    /// definitions.
+    pub defined: Option<(rocflow_core::scenario::Scenario, Definitions)>,
     pub kernels: Vec<Kernel>,
     pub copies: Vec<Copy>,
     /// Per allocation: its bytes, allocated and freed once an iteration.
@@ -180,8 +186,22 @@ pub struct Agent {
     pub name: String,
     /// Whether it takes PC samples (the scenario lists how).
     pub pc_sampling: bool,
-    /// Its counters: name and the sizes of their dimensions, in the SDK's dimension ids.
-    pub counters: Vec<(String, Vec<(u64, u64)>)>,
+    /// Its counters: those the scenario lists, then, where it names counter definitions,
+    /// those the simulated device takes from them.
+    pub counters: Vec<Counter>,
+}
+
+/// A counter of a simulated GPU.
+#[derive(Debug)]
+pub struct Counter {
+    pub name: String,
+    /// The device's id of it: `(gpu + 1) * 256` plus its place in the scenario's list, or
+    /// the definitions' counters' own range.
+    pub handle: u64,
+    /// The SDK's dimension id and size of each of its dimensions.
+    pub dimensions: Vec<(u64, u64)>,
+    /// Computed by the definitions' expression from other counters' values.
+    pub derived: bool,
 }
 
 #[derive(Debug)]
@@ -215,7 +235,27 @@ pub struct Copy {
 impl Scenario {
     pub fn read(path: &Path) -> Scenario {
         let text = std::fs::read_to_string(path).unwrap();
-        Scenario::of(&toml::from_str(&text).unwrap())
+        let mut scenario = Scenario::of(&toml::from_str(&text).unwrap());
+        let device = rocflow_core::scenario::Scenario::read(path).unwrap();
+        let Some(definitions) = rocflow_core::agent_counters::definitions(&device).unwrap() else {
+            return scenario;
+        };
+        for (gpu, agent) in scenario.agents.iter_mut().enumerate() {
+            let all =
+                rocflow_core::agent_counters::agent_counters(&device, gpu, Some(&definitions));
+            agent.counters = (all.into_iter())
+                .map(|c| Counter {
+                    handle: c.handle,
+                    dimensions: (c.dimensions.iter())
+                        .map(|&(id, size)| (id, u64::from(size)))
+                        .collect(),
+                    derived: c.kind != rocflow_core::agent_counters::Kind::Hardware,
+                    name: c.name,
+                })
+                .collect();
+        }
+        scenario.defined = Some((device, definitions));
+        scenario
     }
 
     /// The scenario a parsed scenario file describes.
@@ -232,13 +272,15 @@ impl Scenario {
         let settings = &doc["scenario"];
         let agents = list("agent")
             .iter()
-            .map(|a| Agent {
+            .enumerate()
+            .map(|(gpu, a)| Agent {
                 name: a["name"].as_str().unwrap().to_owned(),
                 pc_sampling: a.get("pc_sampling").is_some(),
                 counters: (a.get("counter").and_then(|c| c.as_array()).cloned())
                     .unwrap_or_default()
                     .iter()
-                    .map(|c| {
+                    .enumerate()
+                    .map(|(i, c)| {
                         let dims = (c.get("dimensions").and_then(|d| d.as_array()).cloned())
                             .unwrap_or_default()
                             .iter()
@@ -250,7 +292,12 @@ impl Scenario {
                                 (id as u64, d[1].as_integer().unwrap() as u64)
                             })
                             .collect();
-                        (c["name"].as_str().unwrap().to_owned(), dims)
+                        Counter {
+                            name: c["name"].as_str().unwrap().to_owned(),
+                            handle: (gpu as u64 + 1) * 256 + i as u64,
+                            dimensions: dims,
+                            derived: false,
+                        }
                     })
                     .collect(),
             })
@@ -291,6 +338,7 @@ impl Scenario {
                     message.unwrap_or_default().to_owned()
                 }),
             agents,
+            defined: None,
             kernels,
             copies: (list("copy").iter())
                 .map(|c| Copy {
@@ -429,20 +477,25 @@ impl Scenario {
         (self.kernels.iter()).find(|k| k.name == name || k.mangled == name)
     }
 
+    /// GPU `gpu`'s counter `name`, if it has one.
+    pub fn counter(&self, gpu: usize, name: &str) -> Option<&Counter> {
+        self.agents[gpu].counters.iter().find(|c| c.name == name)
+    }
+
     /// The id the simulated device gives counter `name` of GPU `gpu` (as the SDK's
-    /// counter handle): `(gpu + 1) * 256` plus the counter's place in the GPU's list.
+    /// counter handle).
     pub fn counter_handle(&self, gpu: usize, name: &str) -> Option<u64> {
-        let i = (self.agents[gpu].counters.iter()).position(|(n, _)| n == name)?;
-        Some((gpu as u64 + 1) * 256 + i as u64)
+        Some(self.counter(gpu, name)?.handle)
     }
 
     /// The coordinates (in the SDK's dimension order) of each instance of counter `name`
     /// of GPU `gpu`, the last dimension the scenario lists fastest; none if it has no such
     /// counter.
     pub fn instances(&self, gpu: usize, name: &str) -> Vec<[u16; 7]> {
-        let Some((_, dims)) = (self.agents[gpu].counters.iter()).find(|(n, _)| n == name) else {
+        let Some(counter) = self.counter(gpu, name) else {
             return Vec::new();
         };
+        let dims = &counter.dimensions;
         let instances: u64 = dims.iter().map(|d| d.1).product();
         (0..instances)
             .map(|instance| {
@@ -466,23 +519,50 @@ impl Scenario {
         id: u64,
         coordinates: [u16; 7],
     ) -> Option<f64> {
-        let handle = self.counter_handle(gpu, name)?;
-        Some(rocflow_sim::counter_value(
-            self.seed,
-            id,
-            handle,
-            coordinates,
-        ))
+        let counter = self.counter(gpu, name)?;
+        if !counter.derived {
+            return Some(rocflow_sim::counter_value(
+                self.seed,
+                id,
+                counter.handle,
+                coordinates,
+            ));
+        }
+        let value = self.derived_value(gpu, name, id)?;
+        let at = |i: &Instance| Dimension::ALL.map(|d| i.coordinates.get(d) as u16);
+        (value.instances().iter())
+            .find(|i| at(i) == coordinates)
+            .map(|i| i.value)
+    }
+
+    /// Derived counter `name` of GPU `gpu` in dispatch `id`: its expression, as the
+    /// definitions write it, over the values the device gives its inputs.
+    fn derived_value(&self, gpu: usize, name: &str, id: u64) -> Option<Tensor> {
+        let (device, definitions) = self.defined.as_ref()?;
+        let agent = &device.agents[gpu];
+        rocflow_core::agent_counters::evaluate(definitions, agent, name, &mut |input| {
+            let counter = self.counter(gpu, input)?;
+            let shape: Vec<(Dimension, u32)> = (counter.dimensions.iter())
+                .map(|&(d, size)| (Dimension::ALL[d as usize], size as u32))
+                .collect();
+            let values: Vec<f64> = (self.instances(gpu, input).into_iter())
+                .map(|c| rocflow_sim::counter_value(self.seed, id, counter.handle, c))
+                .collect();
+            Some(Tensor::from_shape(&shape, &values))
+        })
     }
 
     /// Counter `name` of GPU `gpu` in dispatch `id`, summed over its instances, if the GPU
     /// has it.
     pub fn dispatch_counter(&self, gpu: usize, name: &str, id: u64) -> Option<f64> {
-        let handle = self.counter_handle(gpu, name)?;
+        let counter = self.counter(gpu, name)?;
+        if counter.derived {
+            return Some(self.derived_value(gpu, name, id)?.values().iter().sum());
+        }
         let values = self.instances(gpu, name).into_iter();
         Some(
             values
-                .map(|c| rocflow_sim::counter_value(self.seed, id, handle, c))
+                .map(|c| rocflow_sim::counter_value(self.seed, id, counter.handle, c))
                 .sum(),
         )
     }

@@ -6,6 +6,7 @@
 //! It is a crate of its own so the tool library links only this, not the runner.
 
 pub mod abi;
+pub mod agent_counters;
 pub mod contexts;
 pub mod demangle;
 pub mod mpi;

@@ -36,6 +36,11 @@ pub struct Settings {
     /// Seeds the counter values.
     #[serde(default)]
     pub seed: u64,
+    /// rocprofiler-sdk counter definitions (`counter_defs.yaml`) that give each agent its
+    /// architecture's counters besides those it lists, relative to the scenario file;
+    /// without it, those `ROCPROFILER_METRICS_PATH` names, as the SDK reads them.
+    #[serde(default)]
+    pub counter_definitions: Option<std::path::PathBuf>,
     /// Host threads issuing work in each process.
     pub threads: u32,
     /// Iterations of each thread.
@@ -281,6 +286,17 @@ pub enum ScenarioError {
     },
 }
 
+/// Why a scenario file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Invalid(#[from] ScenarioError),
+    #[error(transparent)]
+    Definitions(#[from] crate::agent_counters::DefinitionsError),
+}
+
 /// `line L, column C: ` where a place is known, as TOML errors say where they are.
 struct Place(Option<(usize, usize)>);
 
@@ -297,6 +313,18 @@ impl Scenario {
     /// The rocprofiler-sdk version the simulated SDK is.
     pub fn sdk_version(&self) -> SdkVersion {
         self.scenario.sdk_version.unwrap_or(SIMULATED)
+    }
+
+    /// Reads, parses and checks the scenario file at `path`; its paths become relative to
+    /// the directory it is in.
+    pub fn read(path: &std::path::Path) -> Result<Scenario, ReadError> {
+        let text = std::fs::read_to_string(path)?;
+        let mut scenario = Scenario::parse(&text)?;
+        if let (Some(defs), Some(dir)) = (&mut scenario.scenario.counter_definitions, path.parent())
+        {
+            *defs = dir.join(&*defs);
+        }
+        Ok(scenario)
     }
 
     /// Parses and checks a scenario.
@@ -427,6 +455,22 @@ mod tests {
         let e = paced("0").unwrap_err().to_string();
         assert!(e.contains("expected a nonzero u64"), "{e}");
         assert!(e.contains("line "), "the error says where: {e}");
+    }
+
+    #[test]
+    fn counter_definitions_are_found_beside_the_scenario_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        let text = DEFAULT.replace(
+            "seed = 2025\n",
+            "seed = 2025\ncounter_definitions = \"defs/counter_defs.yaml\"\n",
+        );
+        std::fs::write(&path, text).unwrap();
+        let scenario = Scenario::read(&path).unwrap();
+        assert_eq!(
+            scenario.scenario.counter_definitions,
+            Some(dir.path().join("defs/counter_defs.yaml"))
+        );
     }
 
     /// What rocprofiler-sdk sees on a node without a GPU driver: host API calls, no agent.

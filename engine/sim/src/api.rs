@@ -402,7 +402,7 @@ pub unsafe extern "C" fn rocprofiler_query_counter_info(
         name: c.name.as_ptr(),
         description: c.description.as_ptr(),
         block: c.block.as_ptr(),
-        expression: c"".as_ptr(),
+        expression: c.expression.as_ptr(),
         is_constant: 0,
     };
     // SAFETY: the caller passes room for a `rocprofiler_counter_info_v0_t`.
@@ -422,13 +422,12 @@ pub unsafe extern "C" fn rocprofiler_iterate_counter_dimensions(
     let Some(c) = installed().and_then(|s| s.device.counter(counter)) else {
         return status::COUNTER_NOT_FOUND;
     };
-    let dims: Vec<abi::CounterDimensionInfo> = c
-        .dimensions
-        .iter()
-        .map(|(id, name, size)| abi::CounterDimensionInfo {
+    let dims: Vec<abi::CounterDimensionInfo> = (c.counter.dimensions.iter())
+        .zip(&c.dimension_names)
+        .map(|(&(id, size), name)| abi::CounterDimensionInfo {
             name: name.as_ptr(),
-            instance_size: *size as usize,
-            id: *id,
+            instance_size: size as usize,
+            id,
         })
         .collect();
     // SAFETY: the tool's callback, with the dimensions alive for the call.

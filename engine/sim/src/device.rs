@@ -6,7 +6,9 @@ use std::ffi::CString;
 use rocflow_core::abi::{AgentV0, Dim3, Handle};
 use rocflow_core::sdk::{COUNTER_DIMENSIONS, gfx_target_version, limits};
 
+use rocflow_core::agent_counters::{self, AgentCounter, Kind};
 use rocflow_core::scenario::Scenario;
+use rocflow_counters::Definitions;
 
 /// Agent handles start here (a CPU agent first, then the scenario's GPUs).
 const AGENT_HANDLE_BASE: u64 = 0x3000;
@@ -15,6 +17,10 @@ pub struct Device {
     /// The CPU agent, then one per scenario agent.
     pub agents: Vec<AgentV0>,
     pub counters: Vec<Counter>,
+    /// The definitions derived counters are computed by.
+    pub definitions: Option<Definitions>,
+    /// Each GPU's architecture, which its derived counters resolve on.
+    gfx: Vec<String>,
     _strings: Vec<CString>,
 }
 
@@ -22,6 +28,8 @@ pub struct Device {
 unsafe impl Send for Device {}
 unsafe impl Sync for Device {}
 
+/// A counter as the C API hands it out: the agent's counter, with its strings as C
+/// strings.
 pub struct Counter {
     pub id: Handle,
     /// Index of the scenario agent (GPU) that has it.
@@ -29,13 +37,37 @@ pub struct Counter {
     pub name: CString,
     pub description: CString,
     pub block: CString,
-    /// Index into `COUNTER_DIMENSIONS`, name, and size, per dimension.
-    pub dimensions: Vec<(u64, CString, u32)>,
+    pub expression: CString,
+    /// Dimension names, in the order of `counter.dimensions`.
+    pub dimension_names: Vec<CString>,
+    pub counter: AgentCounter,
 }
 
 impl Counter {
+    fn new(gpu: usize, counter: AgentCounter) -> Counter {
+        let c = |s: &str| CString::new(s).unwrap_or_default();
+        let expression = match &counter.kind {
+            Kind::Hardware => "",
+            Kind::Derived { expression } => expression,
+        };
+        Counter {
+            id: Handle {
+                handle: counter.handle,
+            },
+            gpu,
+            name: c(&counter.name),
+            description: c(&counter.description),
+            block: c(&counter.block),
+            expression: c(expression),
+            dimension_names: (counter.dimensions.iter())
+                .map(|&(id, _)| c(COUNTER_DIMENSIONS[id as usize]))
+                .collect(),
+            counter,
+        }
+    }
+
     pub fn instances(&self) -> u64 {
-        self.dimensions.iter().map(|d| u64::from(d.2)).product()
+        self.counter.instances()
     }
 }
 
@@ -55,7 +87,9 @@ pub fn instance_position(id: u64, dimension: u64) -> u64 {
 }
 
 impl Device {
-    pub fn new(scenario: &Scenario) -> Device {
+    /// The device of `scenario`, its agents offering the counters `definitions` give
+    /// their architectures besides those they list.
+    pub fn new(scenario: &Scenario, definitions: Option<Definitions>) -> Device {
         let mut strings = Vec::new();
         let mut keep = |s: &str| {
             let c = CString::new(s).unwrap_or_default();
@@ -123,41 +157,15 @@ impl Device {
             agents.push(gpu);
         }
         let mut counters = Vec::new();
-        for (gpu, a) in scenario.agents.iter().enumerate() {
-            for (i, c) in a.counters.iter().enumerate() {
-                let dimensions = c
-                    .dimensions
-                    .iter()
-                    .map(|(name, size)| {
-                        let index = COUNTER_DIMENSIONS.iter().position(|d| d == name);
-                        let index = index.expect("dimensions are checked on parse") as u64;
-                        (
-                            index,
-                            CString::new(name.as_str()).unwrap_or_default(),
-                            *size,
-                        )
-                    })
-                    .collect();
-                counters.push(Counter {
-                    id: Handle {
-                        handle: (gpu as u64 + 1) * 256 + i as u64,
-                    },
-                    gpu,
-                    name: CString::new(c.name.as_str()).unwrap_or_default(),
-                    description: CString::new(c.description.as_str()).unwrap_or_default(),
-                    block: CString::new(
-                        c.block
-                            .as_deref()
-                            .unwrap_or_else(|| c.name.split('_').next().unwrap_or("")),
-                    )
-                    .unwrap_or_default(),
-                    dimensions,
-                });
-            }
+        for gpu in 0..scenario.agents.len() {
+            let offered = agent_counters::agent_counters(scenario, gpu, definitions.as_ref());
+            counters.extend(offered.into_iter().map(|c| Counter::new(gpu, c)));
         }
         Device {
             agents,
             counters,
+            definitions,
+            gfx: scenario.agents.iter().map(|a| a.name.clone()).collect(),
             _strings: strings,
         }
     }
@@ -174,10 +182,42 @@ impl Device {
     }
 
     /// Whether one configuration may count these counters (indexes into `counters`, each
-    /// once): no block holds more than the hardware counts at once.
+    /// once): no block holds more distinct hardware counters, a derived counter's inputs
+    /// included, than the hardware counts at once.
     pub fn fits(&self, counters: &[usize]) -> bool {
-        let blocks = counters.iter().map(|&i| self.counters[i].block.to_str());
-        limits::exceeded(blocks.map(|b| b.unwrap_or_default())).is_none()
+        let mut hardware: Vec<usize> = counters
+            .iter()
+            .flat_map(|&i| self.hardware_inputs(i))
+            .collect();
+        hardware.sort_unstable();
+        hardware.dedup();
+        let blocks = hardware
+            .iter()
+            .map(|&i| self.counters[i].counter.block.as_str());
+        limits::exceeded(blocks).is_none()
+    }
+
+    /// The hardware counters (indexes into `counters`) counter `i` is computed from: itself
+    /// if it is one, else its derived counter's inputs on its agent.
+    fn hardware_inputs(&self, i: usize) -> Vec<usize> {
+        let counter = &self.counters[i];
+        let Kind::Derived { .. } = counter.counter.kind else {
+            return vec![i];
+        };
+        let (Some(definitions), Some(arch)) = (&self.definitions, self.gfx.get(counter.gpu)) else {
+            return Vec::new();
+        };
+        let needs = definitions
+            .resolver(arch)
+            .requirements(&counter.counter.name);
+        (needs.map(|n| n.hardware).unwrap_or_default().iter())
+            .filter_map(|name| self.position(counter.gpu, name))
+            .collect()
+    }
+
+    /// The index into `counters` of GPU `gpu`'s counter `name`.
+    pub fn position(&self, gpu: usize, name: &str) -> Option<usize> {
+        (self.counters.iter()).position(|c| c.gpu == gpu && c.counter.name == name)
     }
 
     pub fn counter(&self, id: Handle) -> Option<&Counter> {
@@ -200,9 +240,59 @@ mod tests {
              [[agent.counter]]\nname = \"SQC_ICACHE_HITS\"\nblock = \"SQ\"\n",
         )
         .unwrap();
-        let device = Device::new(&scenario);
+        let device = Device::new(&scenario, None);
         assert_eq!(device.counters[3].block.to_str(), Ok("SQ"));
         assert!(device.fits(&[0, 1, 3]));
         assert!(!device.fits(&[0, 1, 2]), "GRBM counts two at once");
+    }
+
+    #[test]
+    fn a_derived_counter_fits_while_its_inputs_do() {
+        let definitions = "schema-version: 1
+GRBM_COUNT:
+  architectures:
+    gfx942:
+      block: GRBM
+      event: 1
+  description: x
+GRBM_GUI_ACTIVE:
+  architectures:
+    gfx942:
+      block: GRBM
+      event: 2
+  description: x
+GRBM_CP_BUSY:
+  architectures:
+    gfx942:
+      block: GRBM
+      event: 3
+  description: x
+BUSY2:
+  architectures:
+    gfx942:
+      expression: GRBM_COUNT+GRBM_GUI_ACTIVE
+  description: x
+BUSY3:
+  architectures:
+    gfx942:
+      expression: BUSY2+GRBM_CP_BUSY
+  description: x
+";
+        let definitions =
+            Definitions::parse(&rocflow_counters::Source::new("d.yaml", definitions)).unwrap();
+        let scenario = Scenario::parse(
+            "[scenario]\nname = \"t\"\nthreads = 1\niterations = 1\n\
+             [[agent]]\nname = \"gfx942\"\nproduct = \"MI300X\"\ncu_count = 304\n",
+        )
+        .unwrap();
+        let device = Device::new(&scenario, Some(definitions));
+        let at = |name: &str| device.position(0, name).unwrap();
+        assert!(device.fits(&[at("BUSY2")]));
+        assert!(
+            device.fits(&[at("BUSY2"), at("GRBM_COUNT")]),
+            "shared inputs count once"
+        );
+        assert!(!device.fits(&[at("BUSY3")]), "three GRBM counters");
+        assert!(!device.fits(&[at("BUSY2"), at("GRBM_CP_BUSY")]));
     }
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rocflow_core::abi::{DispatchCountingCallback, Handle, TracingCallback};
+use rocflow_core::agent_counters;
 use rocflow_core::scenario::{self, Scenario};
 use rocflow_core::sdk::SdkVersion;
 
@@ -166,7 +167,7 @@ static SDK: OnceLock<Sdk> = OnceLock::new();
 
 pub fn install(scenario: Scenario) -> &'static Sdk {
     SDK.get_or_init(|| Sdk {
-        device: Device::new(&scenario),
+        device: Device::new(&scenario, definitions(&scenario)),
         scenario,
         setup: Mutex::new((Vec::new(), Vec::new())),
         running: OnceLock::new(),
@@ -182,14 +183,9 @@ pub fn sdk() -> Option<&'static Sdk> {
 #[derive(Debug, thiserror::Error)]
 enum ScenarioFileError {
     #[error("{path}: {source}")]
-    Read {
+    File {
         path: String,
-        source: std::io::Error,
-    },
-    #[error("{path}: {source}")]
-    Invalid {
-        path: String,
-        source: scenario::ScenarioError,
+        source: scenario::ReadError,
     },
     #[error(transparent)]
     BuiltIn(#[from] scenario::ScenarioError),
@@ -200,11 +196,18 @@ fn scenario() -> Result<Scenario, ScenarioFileError> {
     let Ok(path) = std::env::var("ROCFLOW_SIM_SCENARIO") else {
         return Ok(Scenario::parse(scenario::DEFAULT)?);
     };
-    let text = std::fs::read_to_string(&path).map_err(|source| ScenarioFileError::Read {
-        path: path.clone(),
-        source,
-    })?;
-    Scenario::parse(&text).map_err(|source| ScenarioFileError::Invalid { path, source })
+    Scenario::read(path.as_ref()).map_err(|source| ScenarioFileError::File { path, source })
+}
+
+/// The counter definitions the scenario's agents take their counters from, if any; ones
+/// that do not load are said, and the agents keep the counters they list.
+fn definitions(scenario: &Scenario) -> Option<rocflow_counters::Definitions> {
+    agent_counters::definitions(scenario).unwrap_or_else(|e| {
+        warn(&format!(
+            "{e}; the agents offer only the counters their scenario lists"
+        ));
+        None
+    })
 }
 
 /// The SDK with its device, installed from the scenario if nothing did yet: as the real

@@ -16,11 +16,13 @@ use rocflow_core::abi::{
     KernelSymbolRegisterData, MarkerApiData, MemoryAllocationRecord, MemoryCopyRecord, Pc,
     PcSamplingHostTrapRecord, UserData, callback, category, counter_record, pc_record,
 };
+use rocflow_core::agent_counters::{self, AgentCounter, Kind};
 use rocflow_core::sdk::Domain;
+use rocflow_counters::expr::{Dimension, Tensor};
 
 use crate::args::{CallArgs, HipApiExtRecord, on_stack};
 use crate::buffer::Staged;
-use crate::device::instance_id;
+use crate::device::{Counter, instance_id};
 use crate::sdk::{Context, Running, Sdk};
 use rocflow_core::scenario::{Kernel, Settings};
 
@@ -492,18 +494,11 @@ impl<'a> Emitter<'a> {
         );
         let seed = self.sdk.scenario.scenario.seed;
         for counter in counters {
-            let sizes: Vec<u64> = counter.dimensions.iter().map(|d| u64::from(d.2)).collect();
-            let mut coordinate = vec![0u64; sizes.len()];
-            for _ in 0..counter.instances() {
-                let positions = counter
-                    .dimensions
-                    .iter()
-                    .map(|d| d.0)
-                    .zip(coordinate.iter().copied());
-                let id = instance_id(counter.id, positions);
+            let values = self.counter_values(counter, seed, info.dispatch_id);
+            for (id, counter_value) in values {
                 let record = CounterRecord {
                     id,
-                    counter_value: counter_value(seed, info.dispatch_id, id),
+                    counter_value,
                     dispatch_id: info.dispatch_id,
                     user_data,
                     agent_id: info.agent_id,
@@ -514,16 +509,43 @@ impl<'a> Emitter<'a> {
                     counter_record::VALUE,
                     &record,
                 );
-                // The next coordinate, last dimension fastest.
-                for (position, size) in coordinate.iter_mut().zip(&sizes).rev() {
-                    *position += 1;
-                    if *position < *size {
-                        break;
-                    }
-                    *position = 0;
-                }
             }
         }
+    }
+
+    /// A counter's values in a dispatch, each with its instance id: a hardware counter's
+    /// from the generator, one per instance, the last dimension fastest; a derived
+    /// counter's computed from those of its inputs, as the SDK computes it.
+    fn counter_values(&self, counter: &Counter, seed: u64, dispatch: u64) -> Vec<(u64, f64)> {
+        let device = &self.sdk.device;
+        let Kind::Derived { .. } = counter.counter.kind else {
+            return hardware_values(&counter.counter, seed, dispatch).collect();
+        };
+        let (Some(definitions), Some(agent)) = (
+            &device.definitions,
+            self.sdk.scenario.agents.get(counter.gpu),
+        ) else {
+            return Vec::new();
+        };
+        let value =
+            agent_counters::evaluate(definitions, agent, &counter.counter.name, &mut |name| {
+                let input = &device.counters[device.position(counter.gpu, name)?].counter;
+                let values: Vec<f64> = hardware_values(input, seed, dispatch)
+                    .map(|v| v.1)
+                    .collect();
+                Some(Tensor::from_shape(&input.shape(), &values))
+            });
+        let instances = value.map(|v| v.instances().to_vec()).unwrap_or_default();
+        let dimensions = &counter.counter.dimensions;
+        (instances.into_iter())
+            .map(|instance| {
+                let positions = (dimensions.iter()).map(|&(d, _)| {
+                    let coordinate = instance.coordinates.get(Dimension::ALL[d as usize]);
+                    (d, u64::from(coordinate))
+                });
+                (instance_id(counter.id, positions), instance.value)
+            })
+            .collect()
     }
 
     fn pc_samples(
@@ -623,6 +645,31 @@ impl<'a> Emitter<'a> {
             }
         }
     }
+}
+
+/// A hardware counter's values in a dispatch, each with its instance id, the last
+/// dimension fastest.
+fn hardware_values(
+    counter: &AgentCounter,
+    seed: u64,
+    dispatch: u64,
+) -> impl Iterator<Item = (u64, f64)> + '_ {
+    let handle = Handle {
+        handle: counter.handle,
+    };
+    (0..counter.instances()).map(move |instance| {
+        let mut rest = instance;
+        let mut positions: Vec<(u64, u64)> = (counter.dimensions.iter().rev())
+            .map(|&(d, size)| {
+                let position = rest % u64::from(size);
+                rest /= u64::from(size);
+                (d, position)
+            })
+            .collect();
+        positions.reverse();
+        let id = instance_id(handle, positions.into_iter());
+        (id, counter_value(seed, dispatch, id))
+    })
 }
 
 /// A counter value from the scenario's seed, the dispatch and the instance: repeatable,

@@ -13,6 +13,7 @@ use rocflow_counters::{
     self as counters, Definitions, Requirements, ResolveError, Resolved, Resolver, expr,
 };
 
+use rocflow_core::agent_counters;
 use rocflow_core::scenario::Scenario;
 
 use crate::diag::did_you_mean;
@@ -97,12 +98,19 @@ fn gfx_names<'a>(gpus: impl Iterator<Item = &'a SimulatedGpu>) -> String {
 }
 
 impl SimulatedGpus {
-    /// The GPUs of `scenario`, which `device` names.
+    /// The GPUs of `scenario`, which `device` names, with the counters the simulated SDK
+    /// gives them (those their scenario lists, and their architecture's where the
+    /// scenario's counter definitions are found).
     pub fn new(device: impl Into<String>, scenario: &Scenario) -> SimulatedGpus {
-        let gpus = (scenario.agents.iter())
-            .map(|a| SimulatedGpu {
-                gfx: a.name.clone(),
-                counters: a.counters.iter().map(|c| c.name.clone()).collect(),
+        // Definitions that do not load were reported when the scenario was read.
+        let definitions = agent_counters::definitions(scenario).ok().flatten();
+        let gpus = (0..scenario.agents.len())
+            .map(|gpu| SimulatedGpu {
+                gfx: scenario.agents[gpu].name.clone(),
+                counters: agent_counters::agent_counters(scenario, gpu, definitions.as_ref())
+                    .into_iter()
+                    .map(|c| c.name)
+                    .collect(),
             })
             .collect();
         SimulatedGpus {

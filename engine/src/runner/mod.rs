@@ -329,20 +329,16 @@ pub(crate) fn checked_scenario(path: &std::path::Path) -> Result<PathBuf, StartE
         .map_err(|e| scenario_error(path, e.into()))
 }
 
-/// The scenario file at `path`, read and checked.
+/// The scenario file at `path`, read and checked, with the counter definitions it names.
 fn read_scenario(path: &Path) -> Result<Scenario, StartError> {
-    let text = std::fs::read_to_string(path).map_err(|e| scenario_error(path, e.into()))?;
-    Scenario::parse(&text).map_err(|e| scenario_error(path, e.into()))
+    let scenario = Scenario::read(path).map_err(|e| scenario_error(path, e))?;
+    rocflow_core::agent_counters::definitions(&scenario)
+        .map_err(|e| scenario_error(path, e.into()))?;
+    Ok(scenario)
 }
 
 /// What is wrong with a scenario file.
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioFileError {
-    #[error(transparent)]
-    Read(#[from] std::io::Error),
-    #[error(transparent)]
-    Invalid(#[from] scenario::ScenarioError),
-}
+pub type ScenarioFileError = scenario::ReadError;
 
 fn scenario_error(path: &Path, source: ScenarioFileError) -> StartError {
     StartError::Scenario {

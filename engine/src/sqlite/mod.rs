@@ -291,22 +291,32 @@ impl Cells<'_> {
 
     /// `f` of the bytes of a text cell; `None` for a cell of another kind.
     pub fn with_text<T>(&self, i: usize, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
-        if self.kind(i) != Kind::Text {
-            return None;
-        }
-        // SAFETY: the text stays valid until the statement steps or the cell converts,
-        // neither of which can happen while `f` holds it; its length is asked after it,
-        // as SQLite requires.
+        (self.kind(i) == Kind::Text).then(|| self.with_bytes(i, Kind::Text, f))
+    }
+
+    /// `f` of the bytes of a blob cell; `None` for a cell of another kind.
+    pub fn with_blob<T>(&self, i: usize, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
+        (self.kind(i) == Kind::Blob).then(|| self.with_bytes(i, Kind::Blob, f))
+    }
+
+    /// `f` of the bytes of a cell of `kind` (text or blob), which it is.
+    fn with_bytes<T>(&self, i: usize, kind: Kind, f: impl FnOnce(&[u8]) -> T) -> T {
+        // SAFETY: the bytes stay valid until the statement steps or the cell converts,
+        // neither of which can happen while `f` holds them; their length is asked after
+        // them, as SQLite requires.
         let bytes = unsafe {
-            let text = ffi::sqlite3_column_text(self.raw.as_ptr(), column(i));
+            let data: *const u8 = match kind {
+                Kind::Blob => ffi::sqlite3_column_blob(self.raw.as_ptr(), column(i)).cast(),
+                _ => ffi::sqlite3_column_text(self.raw.as_ptr(), column(i)),
+            };
             let length = ffi::sqlite3_column_bytes(self.raw.as_ptr(), column(i));
-            if text.is_null() {
+            if data.is_null() {
                 &[][..]
             } else {
-                std::slice::from_raw_parts(text, usize::try_from(length).unwrap_or(0))
+                std::slice::from_raw_parts(data, usize::try_from(length).unwrap_or(0))
             }
         };
-        Some(f(bytes))
+        f(bytes)
     }
 }
 

@@ -3,6 +3,7 @@
 //! the SDK's enum values (checked against the real headers' layout in the tests).
 
 mod availability;
+pub mod blocks;
 pub mod limits;
 mod newer;
 mod operations;

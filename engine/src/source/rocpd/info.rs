@@ -153,6 +153,13 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
     let pid_of = |info: &Info, row: i64| info.process.get(&row).map_or(row as u32, |p| p.1);
     let columns = "id, pid, type, absolute_index, logical_index, name, product_name, extdata";
     reader.each(schema::AGENT, columns, |row| {
+        let agent_type = match text(row, 2).as_deref() {
+            Some("CPU") => AgentType::Cpu,
+            Some("GPU") | None => AgentType::Gpu,
+            // A NIC (rocpd 3.0.1) or a kind of agent still newer: no record runs on one,
+            // and rocflow's agents are CPUs and GPUs.
+            Some(_) => return,
+        };
         let extdata = json(row, 7).unwrap_or_default();
         let node_id = u32(row, 3);
         let index = field(&extdata, &["index"]).unwrap_or(node_id);
@@ -165,10 +172,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
                         .and_then(|id| id.as_object()?.get("handle")?.as_u64())
                 })
                 .unwrap_or(0),
-            agent_type: match text(row, 2).as_deref() {
-                Some("CPU") => AgentType::Cpu,
-                _ => AgentType::Gpu,
-            },
+            agent_type,
             node_id,
             logical_node_id: u32(row, 4),
             name: text(row, 5).unwrap_or_default(),

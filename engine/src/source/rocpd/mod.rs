@@ -11,6 +11,7 @@
 mod emit;
 mod info;
 mod inputs;
+mod lz4;
 mod records;
 mod schema;
 mod strings;
@@ -148,6 +149,8 @@ impl Rocpd {
         // What a newer schema adds, and in how many of the databases.
         let mut unknown = std::collections::BTreeSet::new();
         let mut newer = 0;
+        // Rows of a later revision's additions that no record holds, by table.
+        let mut unread = BTreeMap::<&str, (&schema::Addition, u64)>::new();
         for (database, (path, plan)) in paths.iter().zip(plans).enumerate() {
             let mut database_sets = Vec::new();
             for (set, (tables, count, parts)) in plan.sets.into_iter().enumerate() {
@@ -175,6 +178,9 @@ impl Rocpd {
             sets.push(database_sets);
             newer += usize::from(!plan.unknown.is_empty());
             unknown.extend(plan.unknown);
+            for (addition, rows) in plan.unread {
+                unread.entry(addition.table).or_insert((addition, 0)).1 += rows;
+            }
         }
         let readers = std::thread::available_parallelism()
             .map_or(1, usize::from)
@@ -194,7 +200,7 @@ impl Rocpd {
             let work = Arc::clone(&work);
             std::thread::spawn(move || work.read());
         }
-        let note = (!unknown.is_empty()).then(|| {
+        let newer_note = (!unknown.is_empty()).then(|| {
             let names: Vec<String> = unknown.into_iter().collect();
             format!(
                 "ignored what this rocflow does not know (a newer rocpd schema?) in {newer} of \
@@ -203,6 +209,21 @@ impl Rocpd {
                 names.join(", ")
             )
         });
+        let unread_note = (!unread.is_empty()).then(|| {
+            let rows: Vec<String> = (unread.into_values())
+                .map(|(a, rows)| {
+                    format!(
+                        "{rows} rows of `{}` ({}, rocpd {})",
+                        a.table, a.holds, a.version
+                    )
+                })
+                .collect();
+            format!("left out what no rocflow record holds: {}", rows.join(", "))
+        });
+        let note = match (newer_note, unread_note) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
         Ok(Rocpd {
             work,
             current: None,
@@ -235,6 +256,8 @@ struct Plan {
     sets: Vec<(Tables, usize, Vec<Part>)>,
     /// Tables and columns of a newer schema.
     unknown: Vec<String>,
+    /// Rows of later revisions' additions that no record holds.
+    unread: Vec<(&'static schema::Addition, u64)>,
 }
 
 /// The table sets of the database at `path`, each with its number of processes and its
@@ -243,7 +266,9 @@ fn plan(path: &Path) -> Result<Plan, SchemaError> {
     let conn = schema::open(path)?;
     let layout = schema::layout(&conn)?;
     let mut sets = Vec::new();
+    let mut unread = Vec::new();
     for tables in layout.sets {
+        unread.extend(tables.unread(&conn)?);
         let processes = info::process_rows(&conn, &tables)?.len();
         let parts = parts(&conn, &tables)?;
         sets.push((tables, processes, parts));
@@ -251,6 +276,7 @@ fn plan(path: &Path) -> Result<Plan, SchemaError> {
     Ok(Plan {
         sets,
         unknown: layout.unknown,
+        unread,
     })
 }
 

@@ -15,7 +15,9 @@ use serde::Deserialize;
 use super::emit::{Emitter, Stopped};
 use super::info::Info;
 use super::schema::{self, Table, Tables};
-use super::value::{Long, Number, int, json, json_u64, opt_int, real, text, u32, u64};
+use super::value::{
+    Long, Number, int, json, json_u64, opt_int, real, text, u32, u64, with_content,
+};
 use crate::record::{
     ApiCall, Batch, CounterSample, HipStream, KernelDispatch, KfdEvent, Marker, MemoryAllocation,
     MemoryCopy, PcSample, RecordKind, RuntimeInitialization, ScratchMemory,
@@ -457,8 +459,7 @@ impl Reader<'_, '_> {
     }
 
     fn pc_sample(&self, pid: u32, row: &Cells<'_>, method: u8) -> PcSample {
-        let data: SampleData = row
-            .with_text(7, |t| serde_json::from_slice(t).ok())
+        let data: SampleData = with_content(row, 7, |t| serde_json::from_slice(t).ok())
             .flatten()
             .unwrap_or_default();
         let field = |n: Number| n.0.unwrap_or(0);

@@ -62,9 +62,71 @@ impl Table {
     }
 }
 
+/// A table of rocpd schema 3.0.2 (rocprofiler-sdk 1.3.5): a HIP graph's launches.
+pub const GRAPH_LAUNCH: &str = "rocpd_graph_launch";
+/// A table of rocpd schema 3.0.4 (rocprofiler-sdk 1.4.1): `hipEventRecord` and
+/// `hipStreamWaitEvent` as the GPU saw them.
+pub const HIP_EVENT: &str = "rocpd_hip_event";
+
+/// What a revision of rocpd schema 3 after 3.0.0 (the revision rocflow writes) adds.
+pub struct Addition {
+    /// The revision that added it.
+    pub version: &'static str,
+    pub table: &'static str,
+    /// The columns it adds to `table`; `None` where it adds the table itself, whatever
+    /// its columns.
+    pub columns: Option<&'static [&'static str]>,
+    /// What its rows hold, for the note of what is not read.
+    pub holds: &'static str,
+    /// The rows of it that hold data no rocflow record holds, as an SQL condition on the
+    /// table's rows (`None`: none of them).
+    pub unread: Option<&'static str>,
+}
+
+/// What rocpd schema 3.0.1 to 3.0.4 add (rocprofiler-sdk 1.3.5 to 1.4.1; 3.0.1 only
+/// allows `NIC` agents). A database of a later revision is read without a note of them;
+/// the rows they hold that rocflow cannot read are counted in the note instead.
+pub const ADDITIONS: &[Addition] = &[
+    Addition {
+        version: "3.0.2",
+        table: KERNEL_DISPATCH,
+        columns: Some(&["graph_exec_id", "graph_node_id"]),
+        holds: "HIP graph nodes of dispatches",
+        unread: None,
+    },
+    Addition {
+        version: "3.0.2",
+        table: MEMORY_COPY,
+        columns: Some(&["graph_exec_id", "graph_node_id"]),
+        holds: "HIP graph nodes of copies",
+        unread: None,
+    },
+    Addition {
+        version: "3.0.2",
+        table: GRAPH_LAUNCH,
+        columns: None,
+        holds: "HIP graph launches",
+        unread: Some("1"),
+    },
+    Addition {
+        version: "3.0.3",
+        table: PMC_EVENT,
+        columns: Some(&["sample_id", "xcc", "shader_engine", "instance"]),
+        holds: "SPM counter values",
+        unread: Some("sample_id IS NOT NULL"),
+    },
+    Addition {
+        version: "3.0.4",
+        table: HIP_EVENT,
+        columns: None,
+        holds: "HIP events",
+        unread: Some("1"),
+    },
+];
+
 /// The columns this reader knows, per table (what rocpd schema 3 defines, every table
-/// rocprofv3 writes, without its suffix); others are from a newer schema and named in
-/// the database's note.
+/// rocprofv3 writes, without its suffix, and what its later revisions add to them);
+/// others are from a newer schema and named in the database's note.
 fn known_columns() -> Vec<(&'static str, Vec<&'static str>)> {
     let metadata = (METADATA, vec!["id", "tag", "value"]);
     let tables = written::TABLES.iter().map(|table| {
@@ -72,7 +134,13 @@ fn known_columns() -> Vec<(&'static str, Vec<&'static str>)> {
         let defined = (table.columns.iter()).filter_map(|c| c.split_whitespace().next());
         let names = ["id", "guid"]
             .into_iter()
-            .chain(defined.map(|c| c.trim_matches('"')));
+            .chain(defined.map(|c| c.trim_matches('"')))
+            .chain(
+                (ADDITIONS.iter())
+                    .filter(|a| a.table == table.name)
+                    .flat_map(|a| a.columns.unwrap_or_default())
+                    .copied(),
+            );
         (table.name, names.collect())
     });
     std::iter::once(metadata).chain(tables).collect()
@@ -100,6 +168,8 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
 pub struct Tables {
     suffix: String,
     columns: BTreeMap<&'static str, BTreeSet<String>>,
+    /// The tables of later revisions ([`ADDITIONS`]) the set has.
+    added: BTreeSet<&'static str>,
     /// Lookups the event tables' reads make ([`Table::lookups`]) that SQLite can make only
     /// by scanning the table: the database lacks the key or index the schema's writers
     /// give them.
@@ -121,6 +191,33 @@ impl Tables {
     /// Whether `table` has `column` (a database of an older schema may lack some).
     pub fn has(&self, table: &str, column: &str) -> bool {
         self.columns.get(table).is_some_and(|c| c.contains(column))
+    }
+
+    /// How many rows of each later revision's addition the set holds that rocflow has no
+    /// record of.
+    pub fn unread(&self, conn: &Connection) -> rusqlite::Result<Vec<(&'static Addition, u64)>> {
+        let mut unread = Vec::new();
+        for addition in ADDITIONS {
+            let Some(condition) = addition.unread else {
+                continue;
+            };
+            let present = match addition.columns {
+                None => self.added.contains(addition.table),
+                Some(columns) => columns.iter().all(|c| self.has(addition.table, c)),
+            };
+            if !present {
+                continue;
+            }
+            let sql = format!(
+                "SELECT count(*) FROM {} WHERE {condition}",
+                self.name(addition.table)
+            );
+            let rows: i64 = conn.query_row(&sql, [], |row| row.get(0))?;
+            if rows > 0 {
+                unread.push((addition, rows as u64));
+            }
+        }
+        Ok(unread)
     }
 
     /// `SELECT` of `columns` (`alias.column, …`, each resolved to NULL where its table
@@ -206,9 +303,11 @@ pub fn layout(conn: &Connection) -> Result<Layout, SchemaError> {
         name.starts_with("sqlite_")
             // Aggregate tables rocflow's sink writes beside the rocpd ones.
             || name.starts_with("rocflow_")
-            || sets
-                .iter()
-                .any(|s| known_columns.iter().any(|(t, _)| name == format!("{t}{s}")))
+            || sets.iter().any(|s| {
+                let tables = (known_columns.iter().map(|(t, _)| *t))
+                    .chain(ADDITIONS.iter().filter(|a| a.columns.is_none()).map(|a| a.table));
+                tables.into_iter().any(|t| name == format!("{t}{s}"))
+            })
     };
     let mut unknown: Vec<String> = names.iter().filter(|n| !known(n)).cloned().collect();
     let lookups: BTreeSet<_> = (Table::ALL.iter())
@@ -217,6 +316,10 @@ pub fn layout(conn: &Connection) -> Result<Layout, SchemaError> {
         .collect();
     let mut tables = Vec::new();
     for suffix in sets {
+        let added: BTreeSet<&'static str> = (ADDITIONS.iter())
+            .filter(|a| a.columns.is_none() && names.contains(&format!("{}{suffix}", a.table)))
+            .map(|a| a.table)
+            .collect();
         let mut columns = BTreeMap::new();
         for (table, expected) in &known_columns {
             let name = format!("{table}{suffix}");
@@ -234,6 +337,7 @@ pub fn layout(conn: &Connection) -> Result<Layout, SchemaError> {
         let mut set = Tables {
             suffix,
             columns,
+            added,
             scanned: BTreeSet::new(),
         };
         for &(table, column) in &lookups {

@@ -80,11 +80,11 @@ pub fn real(row: &Cells<'_>, i: usize) -> f64 {
     row.real(i)
 }
 
-/// The cell as text (numbers written out), or `None` where it is NULL or a blob; at most
-/// [`MAX_TEXT`] bytes of it.
+/// The cell as text (numbers written out, an LZ4 blob inflated), or `None` where it is
+/// NULL or another blob; at most [`MAX_TEXT`] bytes of it.
 pub fn text(row: &Cells<'_>, i: usize) -> Option<String> {
     match row.kind(i) {
-        Kind::Text => row.with_text(i, |t| {
+        Kind::Text | Kind::Blob => with_content(row, i, |t| {
             let mut end = t.len().min(MAX_TEXT);
             // Cut at a character's start: a continuation byte (0b10xx_xxxx) starts none.
             while end < t.len() && end > 0 && t[end] & 0xc0 == 0x80 {
@@ -94,7 +94,19 @@ pub fn text(row: &Cells<'_>, i: usize) -> Option<String> {
         }),
         Kind::Integer => Some(row.int(i).to_string()),
         Kind::Real => Some(row.real(i).to_string()),
-        Kind::Blob | Kind::Null => None,
+        Kind::Null => None,
+    }
+}
+
+/// `f` of a text cell's bytes, or of an LZ4-compressed blob's inflated to at most
+/// [`MAX_TEXT`] bytes (see [`lz4`](super::lz4)); `None` for any other cell.
+pub fn with_content<T>(row: &Cells<'_>, i: usize, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
+    match row.kind(i) {
+        Kind::Blob => {
+            let inflated = row.with_blob(i, |b| super::lz4::inflate(b, MAX_TEXT))??;
+            Some(f(&inflated))
+        }
+        _ => row.with_text(i, f),
     }
 }
 
@@ -103,7 +115,7 @@ pub fn text(row: &Cells<'_>, i: usize) -> Option<String> {
 pub fn json(row: &Cells<'_>, i: usize) -> Option<serde_json::Map<String, serde_json::Value>> {
     // Told by its length before it is parsed: `{}`, most rows' extdata, needs no parser,
     // and a longer cell than a text may be is not parsed at all.
-    row.with_text(i, |t| match t.len() {
+    with_content(row, i, |t| match t.len() {
         3..=MAX_TEXT => match serde_json::from_slice(t) {
             Ok(serde_json::Value::Object(map)) => Some(map),
             _ => None,

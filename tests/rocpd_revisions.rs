@@ -1,0 +1,159 @@
+//! rocpd databases of schema 3.0.1 to 3.0.4 (rocprofiler-sdk 1.3.5 to 1.4.1), and ones
+//! whose JSON cells are LZ4-compressed blobs (its writer's default since 1.4): each reads
+//! as the 3.0.0 database it was revised from, record for record, and what a revision adds
+//! that no rocflow record holds is counted in one note, never taken for something else.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use rocflow::record::{Batch, RecordKind};
+use rocflow::sdk::AgentType;
+use rocflow::source::{Rocpd, Source};
+use rocflow::wire::Payload;
+use support::{assert_says, assert_success, rocflow, rocprofv3_db, text};
+
+/// The records of a database by kind, the GPUs it describes, and its source's note.
+fn read(path: &Path) -> (BTreeMap<RecordKind, Vec<Batch>>, usize, Option<String>) {
+    let mut source = Rocpd::open(&[path.to_owned()]).unwrap();
+    let note = source.note().map(str::to_owned);
+    let mut batches: BTreeMap<RecordKind, Vec<Batch>> = BTreeMap::new();
+    let mut agents = Vec::new();
+    while let Some(frame) = source.next_frame() {
+        match frame.payload {
+            Payload::Meta(items) => agents.extend(items.into_iter().filter_map(|m| match m {
+                rocflow::record::Meta::Agent(a) => Some(a),
+                _ => None,
+            })),
+            Payload::Records(batch) => batches.entry(batch.kind()).or_default().push(batch),
+            Payload::Args(_) => {}
+        }
+    }
+    source.finish().unwrap();
+    let gpus = agents
+        .iter()
+        .filter(|a| a.agent_type == AgentType::Gpu)
+        .count();
+    (batches, gpus, note)
+}
+
+#[test]
+fn every_revision_of_schema_3_reads_as_the_database_it_revised() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("3.0.0.db");
+    rocprofv3_db::write(&base, 41, "node-r", 8);
+    let (records, gpus, note) = read(&base);
+    assert_eq!(note, None);
+    assert_eq!(gpus, 1);
+    assert!(records.contains_key(&RecordKind::CounterSample));
+    for version in rocprofv3_db::REVISIONS {
+        let path = dir.path().join(format!("{version}.db"));
+        rocprofv3_db::write(&path, 41, "node-r", 8);
+        rocprofv3_db::revise(&path, 41, version);
+        let (revised, revised_gpus, note) = read(&path);
+        // The NIC of 3.0.1 is no GPU, and the SPM values of 3.0.3 no dispatch's counters.
+        assert_eq!(revised_gpus, gpus, "{version}");
+        assert_eq!(revised, records, "{version}");
+        let note = note.unwrap_or_default();
+        assert!(!note.contains("does not know"), "{version}: {note}");
+        let expected = [
+            ("3.0.2", "rocpd_graph_launch", rocprofv3_db::GRAPH_LAUNCHES),
+            ("3.0.3", "rocpd_pmc_event", rocprofv3_db::SPM_VALUES),
+            ("3.0.4", "rocpd_hip_event", rocprofv3_db::HIP_EVENTS),
+        ];
+        for (added, table, rows) in expected {
+            let said = format!("{rows} rows of `{table}`");
+            assert_eq!(note.contains(&said), *version >= added, "{version}: {note}");
+        }
+    }
+}
+
+#[test]
+fn a_revised_database_is_said_to_hold_what_is_left_out_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    rocprofv3_db::write(&path, 42, "node-s", 4);
+    rocprofv3_db::revise(&path, 42, "3.0.4");
+    let out = rocflow(&["inspect", "--json", "new.db"], dir.path(), &[]);
+    assert_success(&out);
+    assert_says(
+        &out.stderr,
+        "3 rows of `rocpd_graph_launch` (HIP graph launches, rocpd 3.0.2)",
+    );
+    assert_says(
+        &out.stderr,
+        "2 rows of `rocpd_pmc_event` (SPM counter values, rocpd 3.0.3)",
+    );
+    assert_says(
+        &out.stderr,
+        "4 rows of `rocpd_hip_event` (HIP events, rocpd 3.0.4)",
+    );
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("does not know"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["records"]["kernel_dispatch"], 4);
+}
+
+/// Every JSON cell compressed, half as LZ4 frames and half as sized LZ4 blocks: the
+/// database reads as its plain self, marker messages and agents' properties included.
+#[test]
+fn lz4_compressed_cells_read_as_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, packed) = (dir.path().join("plain.db"), dir.path().join("lz4.db"));
+    rocprofv3_db::write(&plain, 43, "node-z", 8);
+    rocprofv3_db::write(&packed, 43, "node-z", 8);
+    let conn = rusqlite::Connection::open(&packed).unwrap();
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT m.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS c \
+                  WHERE m.type = 'table' AND c.name = 'extdata'",
+        )
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert!(tables.len() > 10, "{tables:?}");
+    let mut compressed = 0;
+    for table in tables {
+        let rows: Vec<(i64, String)> = conn
+            .prepare(&format!("SELECT rowid, extdata FROM `{table}`"))
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        for (rowid, json) in rows {
+            let blob = if rowid % 2 == 0 {
+                lz4_flex::block::compress_prepend_size(json.as_bytes())
+            } else {
+                let mut frame = lz4_flex::frame::FrameEncoder::new(Vec::new());
+                frame.write_all(json.as_bytes()).unwrap();
+                frame.finish().unwrap()
+            };
+            conn.execute(
+                &format!("UPDATE `{table}` SET extdata = ?1 WHERE rowid = ?2"),
+                rusqlite::params![blob, rowid],
+            )
+            .unwrap();
+            compressed += 1;
+        }
+    }
+    drop(conn);
+    assert!(compressed > 50, "{compressed}");
+    let (records, gpus, note) = read(&plain);
+    let (unpacked, unpacked_gpus, unpacked_note) = read(&packed);
+    assert_eq!((unpacked_gpus, unpacked_note), (gpus, note));
+    assert_eq!(unpacked, records);
+    // The messages came from the blobs: a database whose blobs are not LZ4 has none.
+    let markers = |batches: &[Batch]| -> usize {
+        batches
+            .iter()
+            .map(|b| match b {
+                Batch::Marker(m) => m.iter().filter(|m| m.message != Default::default()).count(),
+                _ => 0,
+            })
+            .sum()
+    };
+    assert!(markers(&unpacked[&RecordKind::Marker]) > 0);
+}
