@@ -1005,3 +1005,36 @@ fn graph_launches_and_hip_events_keep_their_own_records_times() {
         }
     }
 }
+
+#[test]
+fn a_simulated_older_sdk_refuses_the_domains_added_since_before_the_application_starts() {
+    // A scenario may be an older SDK, to try a pipeline against an older ROCm.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = std::fs::read_to_string(repo().join("examples/sim/mi300x.toml")).unwrap();
+    let scenario = scenario.replace("[scenario]\n", "[scenario]\nsdk_version = \"1.3.0\"\n");
+    std::fs::write(dir.path().join("scenario.toml"), scenario).unwrap();
+    let pipeline = |domain: &str| {
+        let extra = format!("[[context]]\nname = \"newer\"\ntracing = [\"{domain}\"]\n");
+        std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", &extra)).unwrap();
+        run_on(
+            "sim:scenario.toml",
+            "p.toml",
+            &["/bin/sleep", "0.1"],
+            dir.path(),
+            &[],
+        )
+    };
+    let output = pipeline("hip_event");
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert_says(
+        &output.stderr,
+        "context `newer` traces `hip_event`, which rocprofiler-sdk 1.4.1 (ROCm 10.1) added; the rocprofiler-sdk in use is 1.3.0",
+    );
+    assert_says(
+        &output.stderr,
+        "install rocprofiler-sdk 1.4.1 (ROCm 10.1) or later",
+    );
+    assert!(!dir.path().join("out").exists(), "nothing ran");
+    // HIP graphs came with 1.3.0.
+    assert_success(&pipeline("hip_graph"));
+}

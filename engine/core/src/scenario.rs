@@ -5,7 +5,7 @@
 //! in a run follows from the file, so tests can compute what a run must deliver.
 
 use crate::record::RecordKind;
-use crate::sdk::Domain;
+use crate::sdk::{Domain, Release, SIMULATED, SdkVersion};
 use crate::smi::PciLocation;
 use serde::{Deserialize, Deserializer};
 
@@ -70,6 +70,11 @@ pub struct Settings {
     /// itself: configuring device counting is refused with PERMISSION_DENIED.
     #[serde(default)]
     pub deny_perfmon: bool,
+    /// The rocprofiler-sdk version the simulated SDK is (by default the newest rocflow
+    /// knows, [`crate::sdk::SIMULATED`]): an older one lacks the domains added since, as
+    /// the real one does, to try a pipeline against an older ROCm.
+    #[serde(default)]
+    pub sdk_version: Option<SdkVersion>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -316,6 +321,14 @@ pub enum ScenarioError {
         "kernels, copies, allocations, graph launches and HIP events need a GPU: add an [[agent]], or leave them out to simulate a node without one"
     )]
     NoAgent,
+    #[error("the simulated SDK can be rocprofiler-sdk 1.0.0 to {SIMULATED}, not {0}")]
+    SdkVersion(SdkVersion),
+    #[error("calls of `{}` need {release}, which is newer than the scenario's rocprofiler-sdk {sdk}", .domain.name())]
+    NewerCall {
+        domain: Domain,
+        release: Release,
+        sdk: SdkVersion,
+    },
     /// A kernel runs on an agent the scenario does not have.
     #[error("{}kernel `{kernel}` runs on agent {agent} of {agents}", Place(*.place))]
     KernelAgent {
@@ -351,6 +364,11 @@ impl std::fmt::Display for Place {
 }
 
 impl Scenario {
+    /// The rocprofiler-sdk version the simulated SDK is.
+    pub fn sdk_version(&self) -> SdkVersion {
+        self.scenario.sdk_version.unwrap_or(SIMULATED)
+    }
+
     /// Reads, parses and checks the scenario file at `path`; its paths become relative to
     /// the directory it is in.
     pub fn read(path: &std::path::Path) -> Result<Scenario, ReadError> {
@@ -373,6 +391,20 @@ impl Scenario {
             && !scenario.calls.iter().any(|c| c.domain.on_gpu()));
         if agents == 0 && device_work {
             return Err(ScenarioError::NoAgent);
+        }
+        let sdk = scenario.sdk_version();
+        if !(SdkVersion(1, 0, 0)..=SIMULATED).contains(&sdk) {
+            return Err(ScenarioError::SdkVersion(sdk));
+        }
+        if let Some(call) = scenario.calls.iter().find(|c| !c.domain.in_sdk(sdk)) {
+            return Err(ScenarioError::NewerCall {
+                domain: call.domain,
+                release: call
+                    .domain
+                    .since()
+                    .expect("a domain of 1.0 is in every SDK"),
+                sdk,
+            });
         }
         if let Some((k, kernel)) =
             (scenario.kernels.iter().enumerate()).find(|(_, k)| k.agent >= agents)
@@ -535,5 +567,32 @@ mod tests {
         let e = Scenario::parse(&allocation).unwrap_err();
         assert!(matches!(e, ScenarioError::NoAgent), "{e:?}");
         assert!(e.to_string().contains("need a GPU"), "{e}");
+    }
+
+    #[test]
+    fn the_simulated_sdk_can_be_an_older_one_without_the_newer_domains() {
+        let at = |version: &str, call: &str| {
+            Scenario::parse(&format!(
+                "{}sdk_version = \"{version}\"\n{call}",
+                NO_GPU.split("[[call]]").next().unwrap()
+            ))
+        };
+        assert_eq!(Scenario::parse(NO_GPU).unwrap().sdk_version(), SIMULATED);
+        let rocshmem =
+            "[[call]]\ndomain = \"rocshmem_api\"\nfunction = \"rocshmem_quiet_on_stream\"\n";
+        let older = at("1.3.0", rocshmem).unwrap();
+        assert_eq!(older.sdk_version(), SdkVersion(1, 3, 0));
+        let e = at("1.0.0", rocshmem).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "calls of `rocshmem_api` need rocprofiler-sdk 1.3.0 (ROCm 7.13), which is newer than the scenario's rocprofiler-sdk 1.0.0"
+        );
+        let e = at("0.6.0", "").unwrap_err().to_string();
+        assert!(
+            e.contains("rocprofiler-sdk 1.0.0 to 1.4.1, not 0.6.0"),
+            "{e}"
+        );
+        let e = at("1.4", "").unwrap_err().to_string();
+        assert!(e.contains("`1.4` is not a version such as 1.4.1"), "{e}");
     }
 }

@@ -16,7 +16,7 @@ use crate::buffer::BufferDef;
 use crate::device;
 use crate::sdk::{
     BUFFER_HANDLE_BASE, CONFIG_HANDLE_BASE, CONTEXT_HANDLE_BASE, ContextSetup, Counting, PcService,
-    Phase, Sdk, Subscription, VERSION, buffer_index, context_index, installed, now, phase, sdk,
+    Phase, Sdk, Subscription, buffer_index, context_index, installed, now, phase, sdk, version,
 };
 
 /// Runs a setup call: only during initialize, on an existing context.
@@ -58,7 +58,8 @@ pub unsafe extern "C" fn rocprofiler_get_version(
 ) -> Status {
     // SAFETY: the caller passes writable pointers (null ones are skipped).
     unsafe {
-        for (ptr, value) in [(major, VERSION.0), (minor, VERSION.1), (patch, VERSION.2)] {
+        let version = version();
+        for (ptr, value) in [(major, version.0), (minor, version.1), (patch, version.2)] {
             if !ptr.is_null() {
                 *ptr = value;
             }
@@ -206,7 +207,8 @@ pub unsafe extern "C" fn rocprofiler_configure_buffer_tracing_service(
     // SAFETY: the caller passes `count` operations.
     let operations = unsafe { slice(operations, count) }.to_vec();
     configure(context, |contexts, index, buffers| {
-        let Some(domain) = Domain::from_sdk_value(kind) else {
+        // An older SDK has no kind of the domains added since.
+        let Some(domain) = Domain::from_sdk_value(kind).filter(|d| d.in_sdk(version())) else {
             return status::KIND_NOT_FOUND;
         };
         let known = domain.operations();

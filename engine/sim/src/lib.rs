@@ -166,7 +166,7 @@ fn entry_point(path: &str) -> Option<Configure> {
 
 /// Calls a tool's `rocprofiler_configure`; `None` when the tool stays out.
 fn configure_tool(configure: Configure) -> Option<Tool> {
-    let rocflow_core::sdk::SdkVersion(major, minor, patch) = sdk::VERSION;
+    let rocflow_core::sdk::SdkVersion(major, minor, patch) = sdk::version();
     let runtime = CString::new(format!("{major}.{minor}.{patch}")).unwrap_or_default();
     let mut client = ClientId {
         size: size_of::<ClientId>(),

@@ -19,9 +19,13 @@ use crate::device::Device;
 use crate::ledger::Ledger;
 use crate::stderr::warn;
 
-/// The version the simulated SDK reports: that of the newest headers whose domains it
-/// traces (its other layouts, SDK 1.0's, are unchanged since).
-pub const VERSION: SdkVersion = rocflow_core::sdk::SIMULATED;
+/// The version the simulated SDK reports: its scenario's, by default that of the newest
+/// headers whose domains it traces (its other layouts, SDK 1.0's, are unchanged since).
+pub fn version() -> SdkVersion {
+    installed().map_or(rocflow_core::sdk::SIMULATED, |sdk| {
+        sdk.scenario.sdk_version()
+    })
+}
 
 pub const CONTEXT_HANDLE_BASE: u64 = 0x1000;
 pub const BUFFER_HANDLE_BASE: u64 = 0x2000;

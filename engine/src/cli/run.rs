@@ -76,6 +76,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let simulated = simulated(&args.device)?;
     // Its work takes no time to speak of: a collection period is likely to miss it.
     let instant = (simulated.as_ref()).is_some_and(|(s, _)| s.scenario.duration_ms.is_none());
+    let simulated_sdk = simulated.as_ref().map(|(s, _)| s.sdk_version());
     let gpus = simulated.map(|(_, gpus)| gpus);
     let plans = plans(&args, gpus)?;
     let sdk = match args.device {
@@ -84,7 +85,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let version = match &sdk {
         Some(sdk) => sdk.version,
-        None => Some(crate::sdk::SIMULATED),
+        None => simulated_sdk,
     };
     // Where the version is unknown, the tool checks it as the SDK configures it.
     if let Some(version) = version {

@@ -94,8 +94,10 @@ unsafe fn configure_tool(
         return std::ptr::null_mut();
     }
     match configure() {
-        // A domain this SDK lacks would be refused as the contexts are set up: the process
-        // stays unprofiled, which fails the run, and says which release has it.
+        // A domain this SDK lacks is never asked for: AMD's SDK 1.0.0 throws out of
+        // `rocprofiler_configure_buffer_tracing_service` for such a kind, which aborts the
+        // application. The process stays unprofiled, which fails the run, and says which
+        // release has the domain.
         Ok(tool) => {
             match sdk::unavailable(&tool.plan.contexts, SdkVersion::from_encoded(version)) {
                 Some(missing) => {

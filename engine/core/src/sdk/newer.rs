@@ -9,9 +9,36 @@ use serde::{Deserialize, Serialize};
 
 use super::Domain;
 
-/// A rocprofiler-sdk version, ordered as releases are.
+/// A rocprofiler-sdk version, ordered as releases are; written `1.4.1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct SdkVersion(pub u32, pub u32, pub u32);
+
+impl std::str::FromStr for SdkVersion {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<SdkVersion, String> {
+        let numbers: Option<Vec<u32>> = text.split('.').map(|n| n.parse().ok()).collect();
+        match numbers.as_deref() {
+            Some(&[major, minor, patch]) => Ok(SdkVersion(major, minor, patch)),
+            _ => Err(format!("`{text}` is not a version such as 1.4.1")),
+        }
+    }
+}
+
+impl TryFrom<String> for SdkVersion {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<SdkVersion, String> {
+        text.parse()
+    }
+}
+
+impl From<SdkVersion> for String {
+    fn from(version: SdkVersion) -> String {
+        version.to_string()
+    }
+}
 
 impl SdkVersion {
     /// The version as `rocprofiler_configure` receives it (major * 10000 + minor * 100 +
@@ -27,8 +54,8 @@ impl fmt::Display for SdkVersion {
     }
 }
 
-/// The version the simulated SDK reports: that of the newest headers rocflow knows, so
-/// that every domain here runs on it.
+/// The version the simulated SDK reports unless its scenario names an older one: that of
+/// the newest headers rocflow knows, so that every domain here runs on it.
 pub const SIMULATED: SdkVersion = SdkVersion(1, 4, 1);
 
 /// A rocprofiler-sdk release and the ROCm release that ships it.
