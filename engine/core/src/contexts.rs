@@ -193,6 +193,9 @@ pub struct DeviceCountingPlan {
     pub at: SampleAt,
     /// Between two reads, while the context is started.
     pub interval_ns: u64,
+    /// The device metrics AMD-SMI gives, read with the counters at each read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<crate::smi::Metric>,
 }
 
 /// When a device counting context reads its counters.

@@ -151,6 +151,9 @@ pub struct DeviceCounters {
     /// Between two reads (`"10ms"`).
     pub interval: Option<Quantity>,
     pub at: Option<rocflow_core::contexts::SampleAt>,
+    /// Device metrics read through AMD-SMI at each read (`power_w`, `temperature_c`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<rocflow_core::smi::Metric>,
 }
 
 impl DeviceCounters {

@@ -243,6 +243,14 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
         if let Some(definitions) = &k.definitions {
             let _ = writeln!(out, "        checked against {definitions}");
         }
+        if !d.metrics.is_empty() {
+            let names: Vec<&str> = d.metrics.iter().map(|m| m.name()).collect();
+            let _ = writeln!(
+                out,
+                "        with each read, through AMD-SMI: {}",
+                names.join(", ")
+            );
+        }
     }
     if let Some(pc) = &c.pc_sampling {
         let _ = writeln!(

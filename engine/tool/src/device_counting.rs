@@ -2,13 +2,14 @@
 //! context's interval while the context is started, without intercepting a dispatch.
 //! Setup configures the SDK's service per GPU (its callback, called as the context starts,
 //! picks the GPU's counter configuration); the sampler reads every configured context and
-//! sends each read's values as records. The sampler stops, waiting for a read in progress,
-//! before the tool's last flush, so no read reaches an SDK that finalized.
+//! sends each read's values as records, with the device metrics AMD-SMI gives of the same
+//! GPUs at the same moment. The sampler stops, waiting for a read in progress, before the
+//! tool's last flush, so no read reaches an SDK that finalized.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
 use rocflow_core::abi::{
@@ -16,7 +17,8 @@ use rocflow_core::abi::{
     Status, UserData, counter_flag, status,
 };
 use rocflow_core::contexts::{DeviceCountingPlan, SampleAt};
-use rocflow_core::record::DeviceCounterSample;
+use rocflow_core::record::{CounterInfo, DeviceCounterSample, Meta};
+use rocflow_core::smi::{Metric, Smi};
 use rocflow_core::wire::RecordsFrame;
 
 use crate::api::{CallError, MissingSymbol};
@@ -66,6 +68,9 @@ struct Sampled {
     context: Handle,
     /// The agents (rocflow's indexes) whose counters are read.
     agents: Vec<u32>,
+    /// The agents whose AMD-SMI metrics are read, each with its GPU's index in AMD-SMI.
+    metered: Vec<(u32, usize)>,
+    metrics: Vec<Metric>,
     interval: Duration,
     /// Also read when a ROCTx range is pushed or popped.
     at_markers: bool,
@@ -78,8 +83,6 @@ struct Sampled {
 struct Sampler {
     service: Service,
     contexts: Vec<Sampled>,
-    /// What else is read of each sampled agent at each read.
-    readings: Vec<Reading>,
     /// Set when the process finalizes: no read starts after it.
     stopped: AtomicBool,
     /// Held for the whole of a round of reads (the SDK refuses a read while another is
@@ -87,11 +90,13 @@ struct Sampler {
     round: Mutex<()>,
 }
 
-/// Something else read of each sampled agent at each read, beside its counters, and sent
-/// by itself: called with the agent's index and the read's time. The device metrics
-/// AMD-SMI gives (power, temperature, clocks, activity, memory) are read here, so that
-/// they share the counters' moments.
-type Reading = Box<dyn Fn(u32, u64) + Send + Sync>;
+/// AMD-SMI, opened once per process as the first context that reads metrics is
+/// configured (in the SDK's initialize, before the application's first kernel), or why it
+/// could not be.
+static SMI: OnceLock<Result<Mutex<Smi>, String>> = OnceLock::new();
+
+/// The frame a read's samples are sent in.
+type Frame = RecordsFrame<DeviceCounterSample, rocflow_core::ring::FrameBuffer>;
 
 /// The contexts setup configured, until the sampler takes them.
 static CONFIGURED: Mutex<Option<(Service, Vec<Sampled>)>> = Mutex::new(None);
@@ -116,6 +121,32 @@ pub enum Error {
         "sampling the counters of {gfx} (agent {agent}) needs the CAP_PERFMON capability, which this process lacks (rocprofiler-sdk: PERMISSION_DENIED); run it as root, grant the capability (`sudo setcap cap_perfmon+ep APP`, or `--cap-add PERFMON` for a container), or count per dispatch with [context.counters] instead"
     )]
     Perfmon { gfx: String, agent: u32 },
+}
+
+/// The GPUs of `gpus` whose metrics AMD-SMI reads, each with its index there; each GPU it
+/// cannot read is warned of once, with why.
+fn metered(context: &str, gpus: &[&Gpu]) -> Vec<(u32, usize)> {
+    let smi = SMI.get_or_init(|| Smi::open().map(Mutex::new).map_err(|e| e.to_string()));
+    let smi = match smi {
+        Ok(smi) => locked(smi.lock()),
+        Err(why) => {
+            warn(&format!(
+                "context `{context}`: no device metric is read: {why}"
+            ));
+            return Vec::new();
+        }
+    };
+    let mut metered = Vec::new();
+    for gpu in gpus {
+        match smi.gpu_at(gpu.location) {
+            Some(index) => metered.push((gpu.agent, index)),
+            None => warn(&format!(
+                "context `{context}`: AMD-SMI has no GPU at {} ({}, agent {}); its metrics are not read",
+                gpu.location, gpu.gfx, gpu.agent
+            )),
+        }
+    }
+    metered
 }
 
 /// Configures device counting in `context` on each of `gpus` that has a counter
@@ -162,13 +193,33 @@ pub fn configure(
         capacity += INITIAL_VALUES_PER_AGENT;
         agents.push(gpu.agent);
     }
-    if capacity == 0 {
+    let metered = if plan.metrics.is_empty() {
+        Vec::new()
+    } else {
+        metered(name, gpus)
+    };
+    if capacity == 0 && metered.is_empty() {
         return Ok(());
     }
+    // The metrics are counters of one instance to every reader of the samples.
+    let described = metered.iter().flat_map(|&(agent, _)| {
+        (plan.metrics.iter()).map(move |m| {
+            Meta::Counter(CounterInfo {
+                id: m.counter_id(),
+                agent,
+                name: m.name().to_owned(),
+                description: format!("{} (AMD-SMI), {}", m.name(), m.unit()),
+                dimensions: Vec::new(),
+            })
+        })
+    });
+    stream::send_meta(described.collect());
     let sampled = Sampled {
         name: name.to_owned(),
         context,
         agents,
+        metered,
+        metrics: plan.metrics.clone(),
         interval: Duration::from_nanos(plan.interval_ns.max(1)),
         at_markers: plan.at == SampleAt::Markers,
         values: Mutex::new(vec![NO_VALUE; capacity]),
@@ -226,7 +277,6 @@ pub fn start(tool: &'static Tool) {
     let sampler: &'static Sampler = Box::leak(Box::new(Sampler {
         service,
         contexts,
-        readings: Vec::new(),
         stopped: AtomicBool::new(false),
         round: Mutex::new(()),
     }));
@@ -339,8 +389,31 @@ impl Sampler {
         true
     }
 
-    /// Reads a context's devices once and sends the values.
+    /// Reads a context's devices once and sends the values: its counters, then the
+    /// metrics of its GPUs at the counters' moment.
     fn read(&self, tool: &Tool, sampled: &Sampled) -> Result<(), Ended> {
+        let mut frame = RecordsFrame::new(stream::frame_buffer());
+        let timestamp_ns = if sampled.agents.is_empty() {
+            tool.api.timestamp()
+        } else {
+            match self.read_counters(tool, sampled, &mut frame)? {
+                Some(timestamp_ns) => timestamp_ns,
+                None => return Ok(()),
+            }
+        };
+        read_metrics(sampled, timestamp_ns, &mut frame);
+        stream::send([frame.finish(0)]);
+        Ok(())
+    }
+
+    /// Reads a context's counters into `frame`; the read's time, or `None` where there is
+    /// nothing to read yet.
+    fn read_counters(
+        &self,
+        tool: &Tool,
+        sampled: &Sampled,
+        frame: &mut Frame,
+    ) -> Result<Option<u64>, Ended> {
         let mut values = locked(sampled.values.lock());
         let read = |values: &mut Vec<CounterRecord>| {
             let mut count = values.len();
@@ -369,7 +442,7 @@ impl Sampler {
             status::SUCCESS => {}
             // Nothing to read yet: the context is stopped, or the application has not
             // loaded the HSA runtime (the SDK starts device counting once it has).
-            status::CONTEXT_NOT_STARTED | status::HSA_NOT_LOADED => return Ok(()),
+            status::CONTEXT_NOT_STARTED | status::HSA_NOT_LOADED => return Ok(None),
             status::FINALIZED => return Err(Ended::Finalized),
             _ => {
                 let what = "reading the device counters";
@@ -377,7 +450,6 @@ impl Sampler {
             }
         }
         let pid = std::process::id();
-        let mut frame = RecordsFrame::new(stream::frame_buffer());
         for r in &values[..count] {
             let (counter, at) = crate::records::coordinates(tool, r.id);
             let [
@@ -404,12 +476,30 @@ impl Sampler {
                 value: r.counter_value,
             });
         }
-        stream::send([frame.finish(0)]);
-        for agent in &sampled.agents {
-            for reading in &self.readings {
-                reading(*agent, timestamp_ns);
-            }
+        Ok(Some(timestamp_ns))
+    }
+}
+
+/// Reads the AMD-SMI metrics of a context's GPUs into `frame`, as samples at
+/// `timestamp_ns`; a metric a GPU does not report is left out of its samples.
+fn read_metrics(sampled: &Sampled, timestamp_ns: u64, frame: &mut Frame) {
+    let Some(Ok(smi)) = SMI.get() else {
+        return;
+    };
+    let smi = locked(smi.lock());
+    let pid = std::process::id();
+    for &(agent, gpu) in &sampled.metered {
+        let reading = smi.read(gpu);
+        let wanted = (reading.values.iter()).filter(|(m, _)| sampled.metrics.contains(m));
+        for &(metric, value) in wanted {
+            frame.push(DeviceCounterSample {
+                pid,
+                agent,
+                timestamp_ns,
+                counter_id: metric.counter_id(),
+                value,
+                ..DeviceCounterSample::default()
+            });
         }
-        Ok(())
     }
 }

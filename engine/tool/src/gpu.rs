@@ -1,6 +1,7 @@
 //! A GPU as the tool selects it for a service.
 
 use rocflow_core::abi::Handle;
+use rocflow_core::smi::PciLocation;
 
 pub struct Gpu {
     pub handle: Handle,
@@ -10,4 +11,6 @@ pub struct Gpu {
     /// report call an agent).
     pub agent: u32,
     pub gfx: String,
+    /// Where it sits on the PCI bus: how AMD-SMI's GPUs are matched to the SDK's agents.
+    pub location: PciLocation,
 }

@@ -18,6 +18,7 @@ use rocflow_core::record::{Agent, CodeObject, CounterInfo, KernelSymbol, Meta, R
 use rocflow_core::sdk::{
     AgentType, COUNTER_DIMENSIONS, PC_SAMPLING_BETA, PcSamplingMethod, PcSamplingUnit,
 };
+use rocflow_core::smi::PciLocation;
 
 use crate::api::CallError;
 use crate::context::{self, Context};
@@ -121,6 +122,7 @@ pub fn run(tool: &'static Tool) -> Result<(), SetupError> {
                 index: gpus.len() as u32,
                 agent: index,
                 gfx: text(a.name),
+                location: PciLocation::of_agent(a.domain, a.location_id),
             });
         }
         items.push(Meta::Agent(Agent {

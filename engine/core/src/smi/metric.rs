@@ -1,8 +1,11 @@
 //! The device metrics read through AMD-SMI, named as rocflow stores them: the quantity and
 //! its unit in the name, as ROCm Systems Profiler and `amd-smi metric` show them.
 
+use serde::{Deserialize, Serialize};
+
 /// One device metric. Each is read from one AMD-SMI call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// The socket's power, W (`amdsmi_get_power_info`: the current power where the GPU
     /// reports it, MI300 and later, else the average).
@@ -32,6 +35,14 @@ impl Metric {
         Metric::MemBusyPercent,
         Metric::VramUsedBytes,
     ];
+
+    /// The counter id its samples carry: one of the top 256 ids, which no counter the
+    /// SDK reports has (its ids are small handles), so metrics and counters share a
+    /// sample's columns and a GPU's tracks.
+    pub fn counter_id(self) -> u32 {
+        const BASE: u32 = u32::MAX - 0xff;
+        BASE + Metric::ALL.iter().position(|m| *m == self).unwrap_or(0) as u32
+    }
 
     pub fn name(self) -> &'static str {
         match self {

@@ -359,6 +359,7 @@ impl Compiler<'_> {
             counters,
             at: d.at.unwrap_or(SampleAt::Interval),
             interval_ns,
+            metrics: d.metrics.clone(),
         }
     }
 
