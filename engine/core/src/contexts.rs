@@ -30,6 +30,9 @@ pub struct ContextPlan {
     pub code_objects: bool,
     pub counters: Option<CounterPlan>,
     pub pc_sampling: Option<PcSamplingPlan>,
+    /// Plans recorded before thread trace existed have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_trace: Option<ThreadTracePlan>,
     pub serialize: bool,
     pub start: StartPlan,
 }
@@ -176,6 +179,8 @@ pub struct ReducePlan {
     pub dimensions: Vec<String>,
     pub op: ReduceOp,
 }
+
+pub use crate::thread_trace::ThreadTracePlan;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PcSamplingPlan {

@@ -16,4 +16,5 @@ pub mod ring;
 pub mod scenario;
 pub mod sdk;
 pub mod spool;
+pub mod thread_trace;
 pub mod wire;

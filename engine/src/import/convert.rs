@@ -715,6 +715,7 @@ fn pipeline(
         buffer: Default::default(),
         counters,
         pc_sampling: s.pc_sampling.clone(),
+        thread_trace: None,
         serialize: false,
         args: false,
         agents: Vec::new(),

@@ -33,6 +33,7 @@ macro_rules! path {
 
 mod compiler;
 mod contexts;
+mod thread_trace;
 mod transforms;
 
 pub(crate) use compiler::name_of;
