@@ -1283,14 +1283,14 @@ fn missing_definitions_file() {
     );
 }
 
-const TRACED: &str = "[[context]]\nname = \"t\"\n[context.thread_trace]\n";
+const TRACED: &str = "[[context]]\nname = \"t\"\n[context.thread_trace]\npath = \"att\"\n";
 
 #[test]
 fn thread_trace_target_cu_beyond_the_sdk_s_16() {
     rejects(
         &format!("{TRACED}target_cu = 16\n"),
         "CU 16 is above 15, the most rocprofiler-sdk takes",
-        4,
+        5,
         13,
     );
 }
@@ -1300,7 +1300,7 @@ fn thread_trace_buffer_below_a_mebibyte() {
     let e = rejects(
         &format!("{TRACED}buffer_size = \"64KiB\"\n"),
         "below rocprofiler-sdk's 1 MiB",
-        4,
+        5,
         15,
     );
     assert_eq!(hint(&e), "try \"256MiB\", rocprofv3's default");
@@ -1311,14 +1311,14 @@ fn thread_trace_perfcounters_need_their_period() {
     let e = rejects(
         &format!("{TRACED}perfcounters = [\"SQ_WAVES\"]\n"),
         "need a `perfcounter_period`",
-        4,
+        5,
         16,
     );
     assert!(hint(&e).contains("--att-perfcounter-ctrl"), "{}", hint(&e));
     rejects(
         &format!("{TRACED}perfcounters = [\"SQ_WAVES\"]\nperfcounter_period = 33\n"),
         "a perfcounter period of 33 is outside 1..=32",
-        5,
+        6,
         22,
     );
     rejects(
@@ -1326,7 +1326,7 @@ fn thread_trace_perfcounters_need_their_period() {
             "{TRACED}perfcounters = [{{ name = \"SQ_WAVES\", simd_mask = 0 }}]\nperfcounter_period = 4\n"
         ),
         "SIMD mask 0x0 of `SQ_WAVES`",
-        4,
+        5,
         50,
     );
 }
@@ -1336,13 +1336,13 @@ fn thread_trace_kernel_filters_are_checked_as_the_counters_are() {
     rejects(
         &format!("{TRACED}kernels = {{ include = \"(\" }}\n"),
         "invalid kernel regex",
-        4,
+        5,
         23,
     );
     rejects(
         &format!("{TRACED}iterations = \"[0-3]\"\n"),
         "iterations count from 1",
-        4,
+        5,
         14,
     );
 }
@@ -1352,7 +1352,7 @@ fn thread_trace_shader_engine_mask_of_nothing() {
     rejects(
         &format!("{TRACED}shader_engine_mask = 0\n"),
         "shader-engine mask of 0 traces nothing",
-        4,
+        6,
         22,
     );
 }

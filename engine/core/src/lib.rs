@@ -15,6 +15,7 @@ pub mod record;
 pub mod ring;
 pub mod scenario;
 pub mod sdk;
+pub mod sim_trace;
 pub mod spool;
 pub mod thread_trace;
 pub mod wire;

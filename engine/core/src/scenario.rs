@@ -161,6 +161,10 @@ pub struct Kernel {
     /// PC samples per dispatch while PC sampling is on.
     #[serde(default)]
     pub pc_samples: u32,
+    /// The instructions a thread trace shows the kernel's waves run, in order; empty for
+    /// [`crate::sim_trace::DEFAULT_ISA`].
+    #[serde(default)]
+    pub isa: Vec<crate::sim_trace::Instruction>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -266,6 +270,11 @@ pub enum ScenarioError {
         /// Where its `agent` is written: line and column, from 1.
         place: Option<(usize, usize)>,
     },
+    #[error(
+        "kernel `{kernel}` lists {instructions} instructions; a simulated kernel has at most {}",
+        crate::sim_trace::MAX_INSTRUCTIONS
+    )]
+    LongIsa { kernel: String, instructions: usize },
 }
 
 /// `line L, column C: ` where a place is known, as TOML errors say where they are.
@@ -299,6 +308,14 @@ impl Scenario {
                 agent: kernel.agent,
                 agents,
                 place: kernel_agent_place(text, k),
+            });
+        }
+        if let Some(kernel) =
+            (scenario.kernels.iter()).find(|k| k.isa.len() > crate::sim_trace::MAX_INSTRUCTIONS)
+        {
+            return Err(ScenarioError::LongIsa {
+                kernel: kernel.name.clone(),
+                instructions: kernel.isa.len(),
             });
         }
         Ok(scenario)

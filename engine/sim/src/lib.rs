@@ -15,6 +15,7 @@ mod buffer;
 mod device;
 mod sdk;
 mod stderr;
+mod thread_trace;
 mod workload;
 
 use std::ffi::CString;

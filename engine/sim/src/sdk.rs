@@ -80,6 +80,8 @@ pub struct ContextSetup {
     pub subscriptions: Vec<Subscription>,
     pub counting: Option<Counting>,
     pub pc_sampling: Vec<PcService>,
+    /// The dispatch thread-trace service, per agent it was configured on.
+    pub thread_trace: Vec<crate::thread_trace::TraceService>,
     pub started: bool,
 }
 
@@ -96,6 +98,12 @@ impl ContextSetup {
                     .as_ref()
                     .is_none_or(|ops| ops.contains(&operation))
         })
+    }
+
+    /// Whether the SDK runs one dispatch at a time on each agent while the context runs:
+    /// it counts dispatches, or traces threads with `serialize_all`.
+    pub fn serializes(&self) -> bool {
+        self.counting.is_some() || self.thread_trace.iter().any(|t| t.serialize_all)
     }
 
     /// The buffer receiving records of `domain`, `operation`, if traced.
@@ -131,7 +139,7 @@ impl Running {
         let serializing = self
             .contexts
             .iter()
-            .any(|c| c.setup.counting.is_some() && c.active.load(Ordering::Acquire));
+            .any(|c| c.setup.serializes() && c.active.load(Ordering::Acquire));
         if !serializing {
             return ready;
         }

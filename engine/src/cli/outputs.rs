@@ -40,6 +40,11 @@ pub(super) fn outputs(
     for disagreement in &report.disagreements {
         messages::warning(format_args!("the counter passes disagree: {disagreement}"));
     }
+    for context in &plan.contexts {
+        if let Some(trace) = &context.thread_trace {
+            crate::thread_trace::outputs(&context.name, trace, spool, &report.catalog, out);
+        }
+    }
     for step in post::run(plan, spool, open, ahead, &report.catalog, board) {
         match step.outcome {
             Ok(done) => {

@@ -178,9 +178,10 @@ pub struct PcSampling {
 }
 
 /// `[context.thread_trace]`: rocprofv3's `--att` options.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ThreadTrace {
+    pub path: String,
     pub target_cu: Option<u64>,
     pub simd_select: Option<u64>,
     pub shader_engine_mask: Option<u64>,

@@ -14,6 +14,7 @@ mod api;
 mod context;
 mod control;
 mod crash;
+mod filter;
 mod flusher;
 mod guard;
 mod messages;
@@ -22,6 +23,7 @@ mod setup;
 mod state;
 mod stream;
 mod strings;
+mod thread_trace;
 mod warning;
 
 use std::ffi::{CStr, c_char, c_void};
@@ -203,9 +205,9 @@ fn initialize_tool() -> i32 {
         );
         // Registered last, so its prepare handler runs first.
         libc::pthread_atfork(
-            Some(setup::before_fork),
-            Some(setup::after_fork),
-            Some(setup::after_fork),
+            Some(filter::before_fork),
+            Some(filter::after_fork),
+            Some(filter::after_fork),
         );
     }
     crash::install();

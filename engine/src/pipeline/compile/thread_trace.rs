@@ -101,6 +101,7 @@ impl Compiler<'_> {
             iterations,
         } = self.kernel_selection(&base, &t.kernels, t.iterations.as_deref());
         ThreadTracePlan {
+            path: t.path.clone(),
             target_cu,
             simd_select,
             shader_engine_mask,
