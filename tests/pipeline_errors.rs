@@ -1352,7 +1352,7 @@ fn thread_trace_shader_engine_mask_of_nothing() {
     rejects(
         &format!("{TRACED}shader_engine_mask = 0\n"),
         "shader-engine mask of 0 traces nothing",
-        6,
+        5,
         22,
     );
 }
