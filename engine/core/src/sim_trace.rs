@@ -96,6 +96,11 @@ pub fn traced_shader_engines(agent: &Agent, mask: u64) -> impl Iterator<Item = u
     (0..agent.shader_engines.clamp(1, 64)).filter(move |se| mask >> se & 1 == 1)
 }
 
+/// Whether `bytes` begin as the simulated device's traces do.
+pub fn is_shader_data(bytes: &[u8]) -> bool {
+    bytes.starts_with(TRACE_MAGIC)
+}
+
 /// One shader engine's trace of one dispatch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShaderData {

@@ -1,8 +1,10 @@
 //! Thread trace (ATT/SQTT) in the runner: the raw traces and code objects kept per
 //! dispatch, and their decoding through AMD's trace decoder library.
 
+mod decode;
 mod decoder;
 mod keep;
+mod tables;
 
 use std::path::Path;
 
@@ -10,9 +12,13 @@ use rocflow_core::thread_trace::ThreadTracePlan;
 
 use crate::catalog::Catalog;
 use crate::messages;
+use crate::runner::libraries;
+use crate::sink::Placeholders;
 
+pub use decode::{DecodeError, DecodedInstruction, DecodedWave, decode};
 pub use decoder::{DECODER_LIBRARY, PATH_VARIABLE, decoder_search, find_decoder};
 pub use keep::{KeepError, Kept, KeptCodeObject, KeptTrace, keep};
+pub use tables::{INSTRUCTIONS, InstructionRow, WAVES, instructions};
 
 /// Keeps the thread traces of context `name` from the run's spool, says what was kept on
 /// `out`, and reports what went wrong as messages.
@@ -55,4 +61,64 @@ pub fn outputs(
     for folder in folders {
         out.push_str(&format!("    {}\n", folder.display()));
     }
+    if kept.traces.is_empty() {
+        return;
+    }
+    let env = |name: &str| std::env::var(name).ok();
+    let Some(folder) = find_decoder(&plan.decoder_paths, env) else {
+        messages::note(format_args!(
+            "thread trace `{name}`: AMD's trace decoder is not installed, so the traces are kept raw (rocprofv3 decodes them with it too); install ROCm's rocprof-trace-decoder package, or point `decoder_paths` or {PATH_VARIABLE} at the folder holding {DECODER_LIBRARY}"
+        ));
+        return;
+    };
+    let library = match sdk_library(&kept) {
+        Ok(library) => library,
+        Err(why) => {
+            messages::warning(format_args!(
+                "thread trace `{name}`: the traces are kept raw: {why}"
+            ));
+            return;
+        }
+    };
+    let waves = match decode(&kept, &library, &folder) {
+        Ok(waves) => waves,
+        Err(e) => {
+            messages::warning(format_args!(
+                "thread trace `{name}`: the traces are kept raw: {e}"
+            ));
+            return;
+        }
+    };
+    let rows = instructions(&waves, &kept, catalog);
+    let dir = Placeholders::for_run(catalog).expand(&plan.path);
+    match tables::write(&dir, &rows, &waves, catalog) {
+        Ok(paths) => {
+            out.push_str(&format!(
+                "  thread trace `{name}` decoded: {} waves, {} instructions\n",
+                waves.len(),
+                rows.len()
+            ));
+            for path in paths {
+                out.push_str(&format!("    {}\n", path.display()));
+            }
+        }
+        Err(e) => messages::error(format_args!(
+            "thread trace `{name}`: writing its tables: {e}"
+        )),
+    }
+}
+
+/// The rocprofiler-sdk whose decoder API decodes the traces: rocflow's simulated one for
+/// the simulated device's traces, else AMD's.
+fn sdk_library(kept: &Kept) -> Result<std::path::PathBuf, String> {
+    let first = kept
+        .traces
+        .first()
+        .map(|t| std::fs::read(&t.path).unwrap_or_default());
+    if first.is_some_and(|bytes| rocflow_core::sim_trace::is_shader_data(&bytes)) {
+        return libraries::find(libraries::SIM).map_err(|e| e.to_string());
+    }
+    crate::runner::sdk::find(|name| std::env::var(name).ok())
+        .map(|sdk| sdk.path)
+        .map_err(|e| e.to_string())
 }
