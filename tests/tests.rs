@@ -39,6 +39,7 @@ mod shell;
 mod stages;
 mod structure;
 mod templates;
+mod thread_trace;
 mod tool_faults;
 mod untrusted;
 

@@ -110,6 +110,20 @@ fn build_dir() -> PathBuf {
     deps.parent().unwrap().to_path_buf()
 }
 
+/// A folder holding the simulated trace decoder (built by `cargo test`) under the name
+/// of AMD's, `librocprof-trace-decoder.so`, as ROCm installs it.
+pub fn sim_decoder_folder(dir: &Path) -> PathBuf {
+    let folder = dir.join("decoder");
+    std::fs::create_dir_all(&folder).unwrap();
+    let built = ["", "deps"]
+        .map(|sub| build_dir().join(sub).join("librocprof_trace_decoder.so"))
+        .into_iter()
+        .find(|p| p.is_file())
+        .expect("cargo test builds the simulated decoder");
+    std::fs::copy(built, folder.join("librocprof-trace-decoder.so")).unwrap();
+    folder
+}
+
 /// The `rocflow` binary that `cargo test` built.
 pub fn rocflow_exe() -> PathBuf {
     let exe = build_dir().join("rocflow");
@@ -274,7 +288,8 @@ pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Comm
         .env_remove("ROCFLOW_PIPELINE_PATH")
         .env_remove("ROCPROFILER_METRICS_PATH")
         .env_remove("ROCM_PATH")
-        .env_remove("ROCPROFILER_PC_SAMPLING_BETA_ENABLED");
+        .env_remove("ROCPROFILER_PC_SAMPLING_BETA_ENABLED")
+        .env_remove("ROCPROF_ATT_LIBRARY_PATH");
     for (key, value) in env {
         command.env(key, value);
     }
