@@ -902,3 +902,26 @@ fn agents_lists_the_fake_gfx942_and_its_counters_as_the_sdk_reports_them() {
         .collect();
     assert!(dimensions.contains(&"DIMENSION_XCC"), "{dimensions:?}");
 }
+
+#[test]
+fn thread_trace_is_configured_on_the_gfx942_as_the_sdk_takes_it() {
+    let (_dir, pipeline) = with_file(
+        "att.toml",
+        "[pipeline]\nname = \"att\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"att\"\ntracing = [\"kernel_dispatch\"]\n[context.thread_trace]\npath = \"att\"\nshader_engine_mask = 0x3\nsimd_select = 0x5\nperfcounters = [{ name = \"SQ_WAVES\", simd_mask = 0x3 }]\nperfcounter_period = 4\nserialize_all = true\n",
+    );
+    let run = forced(&pipeline);
+    assert!(run.collected_nothing(), "{}", run.printed());
+    assert!(run.tool_messages().is_empty(), "{}", run.printed());
+    let configured: Vec<Call> = (run.calls().into_iter())
+        .filter(|c| c.function == "rocprofiler_configure_dispatch_thread_trace_service")
+        .collect();
+    // One GPU: the five settings, the perfcounter period and SQ_WAVES.
+    assert_eq!(configured.len(), 1, "{}", run.printed());
+    assert!(configured[0].args.ends_with(" nparams=7"), "{configured:?}");
+    assert_eq!(configured[0].status, SUCCESS, "{configured:?}");
+    assert!(
+        run.stderr().contains("0 traces of 0 dispatches"),
+        "{}",
+        run.printed()
+    );
+}
