@@ -280,9 +280,11 @@ pub fn code_object<'a>(kernels: impl Iterator<Item = (usize, &'a Kernel)>) -> Ve
     out.into_bytes()
 }
 
-/// A code object's instructions by offset: size and text; `None` when the bytes are
-/// not a simulated code object.
-pub fn read_code_object(bytes: &[u8]) -> Option<Vec<(u64, u64, String)>> {
+/// A code object's instructions: offset, size and text of each.
+pub type Listing = Vec<(u64, u64, String)>;
+
+/// A code object's instructions; `None` when the bytes are not a simulated code object.
+pub fn read_code_object(bytes: &[u8]) -> Option<Listing> {
     let text = std::str::from_utf8(bytes).ok()?;
     let body = text.strip_prefix(CODE_OBJECT_MAGIC)?;
     body.lines()

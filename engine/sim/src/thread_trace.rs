@@ -177,7 +177,7 @@ struct Decoder {
     parse: LibParseFn,
     info: LibStringFn,
     /// Load id → (offset, size, text) of each instruction.
-    code_objects: Mutex<HashMap<u64, Vec<(u64, u64, String)>>>,
+    code_objects: Mutex<HashMap<u64, sim_trace::Listing>>,
     _library: libloading::Library,
 }
 
