@@ -56,7 +56,7 @@ const COPY_CODE: u64 = 0x1100;
 
 fn pipeline(thread_trace: &str) -> String {
     format!(
-        "[[context]]\nname = \"att\"\ntracing = [\"kernel_dispatch\"]\n[context.thread_trace]\npath = \"att\"\n{thread_trace}\n"
+        "[[post]]\nname = \"report\"\nkind = \"report\"\npath = \"report.html\"\n[[context]]\nname = \"att\"\ntracing = [\"kernel_dispatch\"]\n[context.thread_trace]\npath = \"att\"\n{thread_trace}\n"
     )
 }
 
@@ -114,6 +114,26 @@ fn decoded_tables_hold_the_scenario_s_waves_and_instructions() {
     assert_success(&output);
     let said = text(&output.stderr);
     assert!(said.contains("4 dispatches"), "{said}");
+    // The report's hot spots over both traced dispatches of each kernel: copy's wait for
+    // memory (380 + 1 cycles, 2 waves a dispatch) takes 4 x 381 = 1524 cycles, stencil's
+    // load (100 + 8 cycles, 6 waves a dispatch) 12 x 108 = 1296.
+    let report = std::fs::read_to_string(run_dir.path().join("report.html")).unwrap();
+    let hot = &report[report
+        .find("Thread trace hot spots")
+        .expect("a hot-spot table")..];
+    let rows: Vec<&str> = hot[hot.find("<tbody>").unwrap()..hot.find("</tbody>").unwrap()]
+        .split("</tr>")
+        .collect();
+    for (row, (text, hits, cycles)) in rows.iter().zip([
+        ("s_waitcnt vmcnt(0)", 4, 1524),
+        ("global_load_dword v3, v[0:1], off", 12, 1296),
+    ]) {
+        assert!(row.contains(&format!("<code>{text}</code>")), "{row}");
+        assert!(
+            row.contains(&format!("<td>{hits}</td><td>{cycles}</td>")),
+            "{row}"
+        );
+    }
     // One thread dispatches stencil and copy in turn: dispatches 3 and 5 are stencil's
     // 2nd and 3rd, 4 and 6 copy's.
     let files = kept(run_dir.path());

@@ -19,7 +19,7 @@ use super::{domains, kernels, paths, period};
 use crate::diag::{Diagnostic, Span};
 use crate::pipeline::model::{
     Context, Counters, Header, KernelFilter, KernelNames, PcSampling, Period, Pipeline, Post, Sink,
-    SinkType, Tracing,
+    SinkType, ThreadTrace, Tracing,
 };
 use crate::pipeline::name_of;
 use crate::plan::sink::csv::{Flavour, Options as CsvOptions, Rocprofv3 as Rocprofv3Csv};
@@ -113,7 +113,7 @@ struct JobPlace<'a> {
     several: bool,
 }
 
-struct Converter<'a> {
+pub(super) struct Converter<'a> {
     origin: &'a Origin,
     errors: &'a mut Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
@@ -135,6 +135,7 @@ struct Settings {
     kernels: KernelFilter,
     iterations: Option<String>,
     pc_sampling: Option<PcSampling>,
+    thread_trace: Option<ThreadTrace>,
     period: Option<Period>,
     sinks: Vec<SinkKind>,
     outputs: Outputs,
@@ -155,7 +156,7 @@ impl Converter<'_> {
         self.errors.last_mut().expect("just pushed")
     }
 
-    fn warn(&mut self, range: &Range<usize>, message: impl Into<String>) {
+    pub(super) fn warn(&mut self, range: &Range<usize>, message: impl Into<String>) {
         let d = Diagnostic::warning(message).at(self.span(range));
         self.warnings.push(d);
     }
@@ -203,7 +204,9 @@ impl Converter<'_> {
             Counting::Run(counters) => !counters.is_empty(),
             Counting::Groups(_) => true,
         };
-        let (kernels, iterations) = self.kernel_filter(j, counts);
+        let thread_trace = self.thread_trace(j);
+        // The kernel filters select the dispatches counted and those traced alike.
+        let (kernels, iterations) = self.kernel_filter(j, counts || thread_trace.is_some());
         let sinks = self.sinks(j);
         let summary = self.summary(j, &sinks);
         let settings = Settings {
@@ -211,6 +214,7 @@ impl Converter<'_> {
             kernels,
             iterations,
             pc_sampling: self.pc_sampling(j),
+            thread_trace,
             period: self.period(j),
             sinks,
             outputs: self.outputs(j),
@@ -226,19 +230,15 @@ impl Converter<'_> {
                 }
             },
         };
-        let collects = !settings.domains.is_empty() || counts || settings.pc_sampling.is_some();
+        let collects = !settings.domains.is_empty()
+            || counts
+            || settings.pc_sampling.is_some()
+            || settings.thread_trace.is_some();
         match self.purpose {
             _ if collects => {}
             // A run that lists what the GPUs offer needs nothing else, as rocprofv3's `-L`.
             Purpose::Run(_) if !launch.list_avail => {
-                let hint = match flag(&j.advanced_thread_trace) {
-                    true => {
-                        "rocflow does not collect thread traces (ATT) yet: add a tracing option, `--pmc` or PC sampling"
-                    }
-                    false => {
-                        "add a tracing option (`--kernel-trace`, `--sys-trace`, …), `--pmc` or PC sampling"
-                    }
-                };
+                let hint = "add a tracing option (`--kernel-trace`, `--sys-trace`, …), `--pmc`, PC sampling or `--att`";
                 self.error(
                     &job.span,
                     "this job collects nothing: it enables no tracing, counters or PC sampling",
@@ -704,7 +704,7 @@ fn pipeline(
         .chain(counters.as_ref().map(|_| RecordKind::CounterSample))
         .chain(s.pc_sampling.as_ref().map(|_| RecordKind::PcSample))
         .collect();
-    let collects = !produced.is_empty();
+    let collects = !produced.is_empty() || s.thread_trace.is_some();
     let context = collects.then(|| Context {
         name: CONTEXT.to_owned(),
         tracing: s
@@ -715,7 +715,12 @@ fn pipeline(
         buffer: Default::default(),
         counters,
         pc_sampling: s.pc_sampling.clone(),
-        thread_trace: None,
+        thread_trace: s.thread_trace.clone().map(|t| ThreadTrace {
+            path: super::att::folder(&prefix),
+            kernels: s.kernels.clone(),
+            iterations: s.iterations.clone(),
+            ..t
+        }),
         serialize: false,
         args: false,
         agents: Vec::new(),

@@ -18,7 +18,7 @@ use crate::sink::Placeholders;
 pub use decode::{DecodeError, DecodedInstruction, DecodedWave, decode};
 pub use decoder::{DECODER_LIBRARY, PATH_VARIABLE, decoder_search, find_decoder};
 pub use keep::{KeepError, Kept, KeptCodeObject, KeptTrace, keep};
-pub use tables::{INSTRUCTIONS, InstructionRow, WAVES, instructions};
+pub use tables::{INSTRUCTIONS, InstructionRow, WAVES, instructions, read_instructions};
 
 /// Keeps the thread traces of context `name` from the run's spool, says what was kept on
 /// `out`, and reports what went wrong as messages.
@@ -121,4 +121,24 @@ fn sdk_library(kept: &Kept) -> Result<std::path::PathBuf, String> {
     crate::runner::sdk::find(|name| std::env::var(name).ok())
         .map(|sdk| sdk.path)
         .map_err(|e| e.to_string())
+}
+
+/// The decoded instructions of the plan's thread traces in a run described by `catalog`,
+/// for the report; a table that is not there (the decoder was missing) gives none.
+pub fn decoded(plan: &crate::plan::Plan, catalog: &Catalog) -> Vec<InstructionRow> {
+    let run = Placeholders::for_run(catalog);
+    (plan.contexts.iter())
+        .filter_map(|c| c.thread_trace.as_ref())
+        .map(|t| run.expand(&t.path).join(INSTRUCTIONS))
+        .filter(|path| path.is_file())
+        .flat_map(|path| {
+            read_instructions(&path).unwrap_or_else(|e| {
+                messages::warning(format_args!(
+                    "the report shows no thread trace of {}: {e}",
+                    path.display()
+                ));
+                Vec::new()
+            })
+        })
+        .collect()
 }

@@ -178,6 +178,77 @@ pub fn write(
     Ok(written)
 }
 
+/// Reads back the instruction rows of a run's table.
+pub fn read_instructions(
+    path: &Path,
+) -> Result<Vec<InstructionRow>, parquet::errors::ParquetError> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{UInt32Type, UInt64Type};
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)?
+            .build()?;
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| parquet::errors::ParquetError::General(e.to_string()))?;
+        let column = |name: &str| {
+            batch.column_by_name(name).ok_or_else(|| {
+                parquet::errors::ParquetError::General(format!(
+                    "{} has no column `{name}`",
+                    path.display()
+                ))
+            })
+        };
+        let (pid, text) = (column("pid")?, column("instruction")?);
+        let (pid, text) = (
+            pid.as_primitive_opt::<UInt32Type>(),
+            text.as_string_opt::<i32>(),
+        );
+        let u64s = |name: &str| -> Result<Vec<u64>, parquet::errors::ParquetError> {
+            let array = column(name)?;
+            array
+                .as_primitive_opt::<UInt64Type>()
+                .map(|a| a.values().to_vec())
+                .ok_or_else(|| {
+                    parquet::errors::ParquetError::General(format!("`{name}` is not a u64 column"))
+                })
+        };
+        let (Some(pid), Some(text)) = (pid, text) else {
+            return Err(parquet::errors::ParquetError::General(format!(
+                "{} is not rocflow's instruction table",
+                path.display()
+            )));
+        };
+        let (dispatch, code, address) = (
+            u64s("dispatch_id")?,
+            u64s("code_object_id")?,
+            u64s("address")?,
+        );
+        let (hits, latency, stall) = (
+            u64s("hits")?,
+            u64s("total_latency_cycles")?,
+            u64s("stall_cycles")?,
+        );
+        for r in 0..batch.num_rows() {
+            rows.push(InstructionRow {
+                pid: pid.value(r),
+                dispatch_id: dispatch[r],
+                code_object: code[r],
+                address: address[r],
+                text: if text.is_null(r) {
+                    String::new()
+                } else {
+                    text.value(r).to_owned()
+                },
+                hits: hits[r],
+                total_latency: latency[r],
+                stall: stall[r],
+            });
+        }
+    }
+    Ok(rows)
+}
+
 fn batch(columns: Vec<(&str, ArrayRef)>) -> Result<RecordBatch, parquet::errors::ParquetError> {
     let fields: Vec<Field> = (columns.iter())
         .map(|(name, array)| Field::new(*name, array.data_type().clone(), false))

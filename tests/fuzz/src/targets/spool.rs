@@ -64,6 +64,7 @@ fn read_spool(input: &[u8], scratch: &Path) -> String {
         title: "fuzz",
         pipeline: None,
         outputs: &[],
+        thread_trace: &[],
     };
     report::render(&page, &summary, scratch);
     let ending = reader
