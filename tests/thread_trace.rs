@@ -104,13 +104,14 @@ fn decoded_tables_hold_the_scenario_s_waves_and_instructions() {
     let dir = tempfile::tempdir().unwrap();
     let decoder = sim_decoder_folder(dir.path());
     // Both shader engines, SIMDs 0 and 2, the 2nd and 3rd dispatch of each kernel.
-    let (output, run_dir) = run(
-        &pipeline(&format!(
+    let with_rocpd = format!(
+        "[[sink]]\nname = \"rocpd\"\nkind = \"rocpd\"\npath = \"run.db\"\n{}",
+        pipeline(&format!(
             "shader_engine_mask = 0x3\nsimd_select = 0x5\niterations = \"[2-3]\"\ndecoder_paths = [\"{}\"]",
             decoder.display()
-        )),
-        &[],
+        ))
     );
+    let (output, run_dir) = run(&with_rocpd, &[]);
     assert_success(&output);
     let said = text(&output.stderr);
     assert!(said.contains("4 dispatches"), "{said}");
@@ -214,6 +215,26 @@ fn decoded_tables_hold_the_scenario_s_waves_and_instructions() {
         }
     }
     assert_eq!(seen, BTreeMap::from([(3, 3), (4, 8), (5, 3), (6, 8)]));
+
+    // The rocpd database holds the same rows, in rocflow's own tables.
+    let db = rusqlite::Connection::open(run_dir.path().join("run.db")).unwrap();
+    let per_dispatch: Vec<(i64, i64, i64)> = db
+        .prepare("SELECT dispatch_id, count(*), sum(hits) FROM rocflow_thread_trace_instruction GROUP BY dispatch_id ORDER BY dispatch_id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        per_dispatch,
+        [(3, 3, 18), (4, 8, 16), (5, 3, 18), (6, 8, 16)]
+    );
+    let waves_in_db: i64 = db
+        .query_row("SELECT count(*) FROM rocflow_thread_trace_wave", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(waves_in_db, waves.num_rows() as i64);
     assert!(mean.null_count() == 0);
 }
 

@@ -4,6 +4,7 @@
 mod decode;
 mod decoder;
 mod keep;
+mod rocpd;
 mod tables;
 
 use std::path::Path;
@@ -22,11 +23,13 @@ pub use tables::{INSTRUCTIONS, InstructionRow, WAVES, instructions, read_instruc
 
 /// Keeps the thread traces of context `name` from the run's spool, says what was kept on
 /// `out`, and reports what went wrong as messages.
+/// The decoded tables also go into the rocpd databases `databases`.
 pub fn outputs(
     name: &str,
     plan: &ThreadTracePlan,
     spool: &Path,
     catalog: &Catalog,
+    databases: &[&Path],
     out: &mut String,
 ) {
     let kept = match keep(&plan.path, spool, catalog) {
@@ -105,6 +108,15 @@ pub fn outputs(
         Err(e) => messages::error(format_args!(
             "thread trace `{name}`: writing its tables: {e}"
         )),
+    }
+    for db in databases {
+        match rocpd::add(db, &rows, &waves, catalog) {
+            Ok(added) => out.push_str(&format!("    {} ({added} rows)\n", db.display())),
+            Err(e) => messages::error(format_args!(
+                "thread trace `{name}`: adding its tables to {}: {e}",
+                db.display()
+            )),
+        }
     }
 }
 
