@@ -1356,3 +1356,17 @@ fn thread_trace_shader_engine_mask_of_nothing() {
         22,
     );
 }
+
+#[test]
+fn thread_trace_in_two_contexts() {
+    let e = rejects(
+        &format!("{TRACED}[[context]]\nname = \"u\"\n[context.thread_trace]\npath = \"att2\"\n"),
+        "context `u` traces threads, and so does context `t`",
+        7,
+        1,
+    );
+    assert_eq!(
+        hint(&e),
+        "move these settings to context `t`, or trace in separate runs"
+    );
+}

@@ -57,6 +57,7 @@ impl Compiler<'_> {
             .map(|(i, c)| self.context(i, c))
             .collect();
         self.check_exclusive_services(&contexts);
+        self.one_thread_trace(&contexts);
         self.trace_each_once(&mut contexts);
         let produced: Vec<RecordKind> = contexts
             .iter()

@@ -117,6 +117,29 @@ impl Compiler<'_> {
         }
     }
 
+    /// Thread traces carry no context (the SDK hands a trace to the callback of the
+    /// service that started it, and rocflow's frames name no context), and traces of one
+    /// dispatch by two contexts would be kept as one: one context traces threads.
+    pub(super) fn one_thread_trace(&mut self, contexts: &[rocflow_core::contexts::ContextPlan]) {
+        let mut tracing = (contexts.iter().enumerate()).filter(|(_, c)| c.thread_trace.is_some());
+        let Some((_, first)) = tracing.next() else {
+            return;
+        };
+        for (i, c) in tracing {
+            self.error(
+                &[Step::Key("context"), Step::Index(i), Step::Key("thread_trace")],
+                format!(
+                    "context `{}` traces threads, and so does context `{}`: one context of a pipeline may",
+                    c.name, first.name
+                ),
+            )
+            .hint = Some(format!(
+                "move these settings to context `{}`, or trace in separate runs",
+                first.name
+            ));
+        }
+    }
+
     /// A small number the SDK keeps in a byte and checks against `max`.
     fn at_most(
         &mut self,
