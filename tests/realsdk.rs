@@ -925,3 +925,50 @@ fn thread_trace_is_configured_on_the_gfx942_as_the_sdk_takes_it() {
         run.printed()
     );
 }
+
+/// The decoder API answers as the real SDK does: it loads a decoder library from a folder
+/// (the simulated one, under AMD's name, is taken), says NOT_AVAILABLE where the folder has
+/// none and INCOMPATIBLE_ABI where the library lacks the decoder's functions.
+#[test]
+fn the_simulated_decoder_api_answers_as_amds() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("decoder_create");
+    let cc = std::process::Command::new("cc")
+        .arg("-o")
+        .arg(&program)
+        .arg(repo().join("tests/apps/decoder_create.c"))
+        .arg("-ldl")
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let decoder = support::sim_decoder_folder(dir.path());
+    let (empty, foreign) = (dir.path().join("empty"), dir.path().join("foreign"));
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::create_dir_all(&foreign).unwrap();
+    let kit = Kit::get();
+    // A library without the decoder's functions: one of the kit's.
+    let other = kit.root.join("lib/libamd_comgr_shim.so");
+    std::fs::copy(other, foreign.join(rocflow::thread_trace::DECODER_LIBRARY)).unwrap();
+    let statuses = |sdk: &Path| {
+        let run = std::process::Command::new(&program)
+            .arg(sdk)
+            .args([&decoder, &empty, &foreign])
+            .env("LD_LIBRARY_PATH", kit.library_path())
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        String::from_utf8(run.stdout).unwrap()
+    };
+    let real = statuses(&kit.links.join("librocprofiler-sdk.so.1"));
+    // SUCCESS, NOT_AVAILABLE, INCOMPATIBLE_ABI.
+    assert_eq!(real, "0\n37\n18\n");
+    assert_eq!(statuses(&support::sim_sdk()), real);
+}

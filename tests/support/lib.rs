@@ -115,13 +115,26 @@ fn build_dir() -> PathBuf {
 pub fn sim_decoder_folder(dir: &Path) -> PathBuf {
     let folder = dir.join("decoder");
     std::fs::create_dir_all(&folder).unwrap();
-    let built = ["", "deps"]
-        .map(|sub| build_dir().join(sub).join("librocprof_trace_decoder.so"))
-        .into_iter()
-        .find(|p| p.is_file())
-        .expect("cargo test builds the simulated decoder");
+    let built = newest_built("librocprof_trace_decoder.so");
     std::fs::copy(built, folder.join("librocprof-trace-decoder.so")).unwrap();
     folder
+}
+
+/// The simulated rocprofiler-sdk library that `cargo test` built.
+pub fn sim_sdk() -> PathBuf {
+    newest_built("librocflow_sim.so")
+}
+
+/// The library `name` of the build tree: where `cargo test` puts it (`deps/`) or where
+/// `cargo build` does, whichever was built last, as `rocflow run` picks it.
+fn newest_built(name: &str) -> PathBuf {
+    ["", "deps"]
+        .map(|sub| build_dir().join(sub).join(name))
+        .into_iter()
+        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+        .max_by_key(|(modified, _)| *modified)
+        .map(|(_, p)| p)
+        .unwrap_or_else(|| panic!("cargo test builds {name}"))
 }
 
 /// The `rocflow` binary that `cargo test` built.
