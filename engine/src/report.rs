@@ -79,41 +79,50 @@ pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
 /// Instructions in the thread-trace hot-spot table.
 const HOT_SPOTS: usize = 20;
 
+/// One instruction of the thread trace, over every traced dispatch.
+#[derive(Default)]
+struct HotSpot {
+    text: String,
+    hits: u64,
+    cycles: u64,
+    stall: u64,
+    dispatches: BTreeSet<u64>,
+}
+
 /// The thread trace's instructions that took the most cycles, over every traced dispatch,
-/// with a bar of their share and of the part spent stalled.
+/// with their share and the part spent stalled.
 fn hot_spots(out: &mut String, rows: &[crate::thread_trace::InstructionRow]) {
     if rows.is_empty() {
         return;
     }
-    let mut by_instruction: BTreeMap<(u32, u64, u64), (String, u64, u64, u64, BTreeSet<u64>)> =
-        BTreeMap::new();
+    let mut by_instruction: BTreeMap<(u32, u64, u64), HotSpot> = BTreeMap::new();
     for r in rows {
-        let entry = by_instruction
+        let spot = by_instruction
             .entry((r.pid, r.code_object, r.address))
-            .or_insert_with(|| (r.text.clone(), 0, 0, 0, BTreeSet::new()));
-        entry.1 += r.hits;
-        entry.2 += r.total_latency;
-        entry.3 += r.stall;
-        entry.4.insert(r.dispatch_id);
+            .or_insert_with(|| HotSpot {
+                text: r.text.clone(),
+                ..HotSpot::default()
+            });
+        spot.hits += r.hits;
+        spot.cycles += r.total_latency;
+        spot.stall += r.stall;
+        spot.dispatches.insert(r.dispatch_id);
     }
-    let total: u64 = by_instruction.values().map(|v| v.2).sum();
+    let total: u64 = by_instruction.values().map(|s| s.cycles).sum();
     let mut hot: Vec<_> = by_instruction.into_iter().collect();
-    hot.sort_by(|a, b| b.1.2.cmp(&a.1.2).then(a.0.cmp(&b.0)));
+    hot.sort_by(|a, b| b.1.cycles.cmp(&a.1.cycles).then(a.0.cmp(&b.0)));
     out.push_str("<h2>Thread trace hot spots</h2>\n<div class=\"wide\"><table class=\"sortable matrix\">\n<thead><tr><th>pid</th><th>code object</th><th>address</th><th>instruction</th><th>dispatches</th><th>hits</th><th>cycles</th><th>mean cycles</th><th>stalled</th><th>share</th></tr></thead>\n<tbody>\n");
-    for ((pid, code, address), (text, hits, cycles, stall, dispatches)) in
-        hot.iter().take(HOT_SPOTS)
-    {
-        let share = *cycles as f64 / total.max(1) as f64;
-        let stalled = *stall as f64 / (*cycles).max(1) as f64;
+    for ((pid, code, address), spot) in hot.iter().take(HOT_SPOTS) {
+        let share = 100.0 * spot.cycles as f64 / total.max(1) as f64;
         let _ = writeln!(
             out,
-            "<tr><td>{pid}</td><td>{code}</td><td>{address:#x}</td><td><code>{}</code></td><td>{}</td><td>{hits}</td><td>{cycles}</td><td>{:.1}</td><td>{:.0}%</td><td class=\"bar\" style=\"--bar:{:.1}%\">{:.1}%</td></tr>",
-            escape(text),
-            dispatches.len(),
-            *cycles as f64 / (*hits).max(1) as f64,
-            100.0 * stalled,
-            100.0 * share,
-            100.0 * share
+            "<tr><td>{pid}</td><td>{code}</td><td>{address:#x}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.0}%</td><td class=\"bar\" style=\"--bar:{share:.1}%\">{share:.1}%</td></tr>",
+            escape(&spot.text),
+            spot.dispatches.len(),
+            spot.hits,
+            spot.cycles,
+            spot.cycles as f64 / spot.hits.max(1) as f64,
+            100.0 * spot.stall as f64 / spot.cycles.max(1) as f64,
         );
     }
     out.push_str("</tbody>\n</table></div>\n");

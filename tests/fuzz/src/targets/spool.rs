@@ -116,6 +116,10 @@ impl Read {
                 // Decoding them, which the reader did, is all a spool's arguments take.
                 self.seen.insert("args".into());
             }
+            Payload::Trace(_) => {
+                // As arguments: decoding a piece checked it, and the runner keeps it as bytes.
+                self.seen.insert("thread trace".into());
+            }
             Payload::Records(batch) => {
                 self.seen.insert(batch.kind().name().into());
                 column::visit(&batch, Cells(self.catalog.stream(frame.stream)));
