@@ -162,11 +162,27 @@ pub struct Kernel {
     #[serde(default)]
     pub pc_samples: u32,
     /// The instructions a thread trace shows the kernel's waves run, in order; empty for
-    /// [`crate::sim_trace::DEFAULT_ISA`].
+    /// the simulated device's default listing.
     #[serde(default)]
-    pub isa: Vec<crate::sim_trace::Instruction>,
+    pub isa: Vec<Instruction>,
 }
 
+/// An instruction of a simulated kernel, as the scenario lists it.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Instruction {
+    /// Its disassembly, as the decoder's ISA look-up returns it.
+    pub text: String,
+    /// Cycles it takes to issue, once it stops stalling.
+    pub latency: u32,
+    /// Cycles it stalls first.
+    #[serde(default)]
+    pub stall: u32,
+}
+
+/// The most instructions a simulated kernel has: its code fits its slot in the code
+/// object.
+pub const MAX_INSTRUCTIONS: usize = 64;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Copy {
@@ -272,7 +288,7 @@ pub enum ScenarioError {
     },
     #[error(
         "kernel `{kernel}` lists {instructions} instructions; a simulated kernel has at most {}",
-        crate::sim_trace::MAX_INSTRUCTIONS
+        MAX_INSTRUCTIONS
     )]
     LongIsa { kernel: String, instructions: usize },
 }
@@ -310,9 +326,7 @@ impl Scenario {
                 place: kernel_agent_place(text, k),
             });
         }
-        if let Some(kernel) =
-            (scenario.kernels.iter()).find(|k| k.isa.len() > crate::sim_trace::MAX_INSTRUCTIONS)
-        {
+        if let Some(kernel) = (scenario.kernels.iter()).find(|k| k.isa.len() > MAX_INSTRUCTIONS) {
             return Err(ScenarioError::LongIsa {
                 kernel: kernel.name.clone(),
                 instructions: kernel.isa.len(),

@@ -8,26 +8,9 @@
 //! decoder needs to give its waves and instructions, and a code object lists each
 //! instruction's offset, size and text. Both are read as untrusted bytes.
 
-use serde::Deserialize;
-
 use crate::scenario::{Agent, Kernel};
+pub use crate::scenario::{Instruction, MAX_INSTRUCTIONS};
 
-/// An instruction of a simulated kernel, as the scenario lists it.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Instruction {
-    /// Its disassembly, as the decoder's ISA look-up returns it.
-    pub text: String,
-    /// Cycles it takes to issue, once it stops stalling.
-    pub latency: u32,
-    /// Cycles it stalls first.
-    #[serde(default)]
-    pub stall: u32,
-}
-
-/// The most instructions a simulated kernel has: its code fits its slot in the code
-/// object.
-pub const MAX_INSTRUCTIONS: usize = 64;
 /// Every simulated instruction is one dword.
 pub const INSTRUCTION_BYTES: u64 = 4;
 

@@ -4,11 +4,10 @@
 //! simulated SDK reads that array back by the same values.
 
 use std::ffi::{c_char, c_void};
-
-use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 use crate::abi::{AsyncCorrelationId, Handle, Status, UserData};
-use crate::contexts::{AgentSelector, IterationRanges};
+pub use crate::contexts::{ThreadTracePlan, TracePerfcounter};
 
 /// `rocprofiler_thread_trace_dispatch_callback_t`: whether to trace a dispatch (a
 /// [`control`] value), and what the shader-data callback gets for it in `userdata_shader`.
@@ -217,42 +216,6 @@ pub const MAX_SIMD_SELECT: u8 = 0xF;
 /// Perfcounter sampling periods the SDK takes (0 turns them off).
 pub const PERFCOUNTER_PERIODS: std::ops::RangeInclusive<u8> = 1..=32;
 
-/// Thread trace of a context: which dispatches, on which agents, with the SDK's
-/// parameters.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ThreadTracePlan {
-    /// The folder the raw traces and code objects are kept in, and the decoded tables
-    /// written to (run-time placeholders filled per process).
-    pub path: String,
-    pub target_cu: u8,
-    /// Bitmask of SIMDs (gfx9) or a SIMD id (gfx10 on).
-    pub simd_select: u8,
-    pub shader_engine_mask: u64,
-    pub buffer_bytes: u64,
-    /// Counters sampled into the trace (gfx9), each with its SIMD mask.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub perfcounters: Vec<TracePerfcounter>,
-    /// Their sampling period; 0 when there are none.
-    pub perfcounter_period: u8,
-    /// Serialize the dispatches that are not traced as well.
-    pub serialize_all: bool,
-    pub kernel_include: Option<String>,
-    pub kernel_exclude: Option<String>,
-    pub iterations: Option<IterationRanges>,
-    pub agents: Vec<AgentSelector>,
-    /// Where the runner looks for AMD's trace decoder library first (rocprofv3's
-    /// `--att-library-path`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub decoder_paths: Vec<String>,
-}
-
-/// A counter sampled into the trace.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TracePerfcounter {
-    pub name: String,
-    pub simd_mask: u8,
-}
-
 /// `rocprofiler_thread_trace_parameter_t`: a type, then a 64-bit value or, for a
 /// perfcounter, the counter's id and a 4-bit SIMD mask in the next word.
 #[repr(C)]
@@ -406,6 +369,50 @@ impl TraceData {
     }
 }
 
+// Where AMD's trace decoder library is found, as rocprofv3 finds it: the folders a
+// pipeline names (rocprofv3's `--att-library-path`), else the folder
+// `ROCPROF_ATT_LIBRARY_PATH` names, else the folders of `LD_LIBRARY_PATH` and ROCm's
+// `lib`.
+
+/// AMD's decoder library, which rocprofiler-sdk's decoder API loads from a folder.
+pub const DECODER_LIBRARY: &str = "librocprof-trace-decoder.so";
+/// The variable rocprofv3 reads the decoder's folder from.
+pub const PATH_VARIABLE: &str = "ROCPROF_ATT_LIBRARY_PATH";
+
+/// The folders searched for the decoder, in order.
+fn search_folders(paths: &[String], env: &impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    if !paths.is_empty() {
+        return paths.iter().map(PathBuf::from).collect();
+    }
+    if let Some(folder) = env(PATH_VARIABLE).filter(|p| !p.is_empty()) {
+        return vec![PathBuf::from(folder)];
+    }
+    let mut folders: Vec<PathBuf> = (env("LD_LIBRARY_PATH").unwrap_or_default().split(':'))
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    let rocm = env("ROCM_PATH").filter(|p| !p.is_empty());
+    folders.push(Path::new(rocm.as_deref().unwrap_or("/opt/rocm")).join("lib"));
+    folders.dedup();
+    folders
+}
+
+/// The folder holding the decoder library, if one of the searched folders does.
+pub fn find_decoder(paths: &[String], env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    (search_folders(paths, &env).into_iter()).find(|folder| folder.join(DECODER_LIBRARY).is_file())
+}
+
+/// Where the decoder is looked for, in words (for `rocflow explain` and the note a run
+/// gives when it is missing).
+pub fn decoder_search(paths: &[String]) -> String {
+    match paths {
+        [] => {
+            format!("{DECODER_LIBRARY} from ${PATH_VARIABLE}, else LD_LIBRARY_PATH and ROCm's lib")
+        }
+        _ => format!("{DECODER_LIBRARY} from {}", paths.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,5 +471,44 @@ mod tests {
         );
         bytes[0] = 9;
         assert_eq!(TraceData::decode(&bytes), Err(TraceDataError::Part(9)));
+    }
+
+    #[test]
+    fn the_pipeline_s_folders_come_first_then_the_variable_then_the_library_path() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                (vars.iter())
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let all = env(&[
+            (PATH_VARIABLE, "/att"),
+            ("LD_LIBRARY_PATH", "/a::/b"),
+            ("ROCM_PATH", "/rocm"),
+        ]);
+        assert_eq!(search_folders(&["/x".into()], &all), [PathBuf::from("/x")]);
+        assert_eq!(search_folders(&[], &all), [PathBuf::from("/att")]);
+        let no_variable = env(&[("LD_LIBRARY_PATH", "/a::/b"), ("ROCM_PATH", "/rocm")]);
+        assert_eq!(
+            search_folders(&[], &no_variable),
+            ["/a", "/b", "/rocm/lib"].map(PathBuf::from)
+        );
+        assert_eq!(
+            search_folders(&[], &env(&[])),
+            [PathBuf::from("/opt/rocm/lib")]
+        );
+    }
+
+    #[test]
+    fn the_decoder_is_found_in_the_folder_that_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (empty, holding) = (dir.path().join("empty"), dir.path().join("holding"));
+        std::fs::create_dir_all(&empty).unwrap();
+        std::fs::create_dir_all(&holding).unwrap();
+        std::fs::write(holding.join(DECODER_LIBRARY), b"").unwrap();
+        let paths = [empty, holding.clone()].map(|p| p.display().to_string());
+        assert_eq!(find_decoder(&paths, |_| None), Some(holding));
+        assert_eq!(find_decoder(&paths[..1], |_| None), None);
     }
 }

@@ -16,6 +16,7 @@ mod device;
 mod sdk;
 mod stderr;
 mod thread_trace;
+mod traced;
 mod workload;
 
 use std::ffi::CString;

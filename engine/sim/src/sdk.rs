@@ -8,6 +8,7 @@ use std::sync::{Mutex, OnceLock};
 
 use rocflow_core::abi::{DispatchCountingCallback, Handle, TracingCallback};
 use rocflow_core::scenario::{self, Scenario};
+use rocflow_core::thread_trace::{DispatchCallback, ShaderDataCallback};
 
 use crate::buffer::{Buffer, BufferDef};
 use crate::device::Device;
@@ -72,6 +73,19 @@ pub struct PcService {
     pub buffer: usize,
 }
 
+/// The dispatch thread-trace service as configured on one agent of a context.
+#[derive(Clone, Copy)]
+pub struct TraceService {
+    pub agent: Handle,
+    pub target_cu: u8,
+    pub simd_select: u8,
+    pub shader_engine_mask: u64,
+    pub serialize_all: bool,
+    pub dispatch: DispatchCallback,
+    pub shader: ShaderDataCallback,
+    pub data: *mut c_void,
+}
+
 /// One context's services.
 #[derive(Default)]
 pub struct ContextSetup {
@@ -81,7 +95,7 @@ pub struct ContextSetup {
     pub counting: Option<Counting>,
     pub pc_sampling: Vec<PcService>,
     /// The dispatch thread-trace service, per agent it was configured on.
-    pub thread_trace: Vec<crate::thread_trace::TraceService>,
+    pub thread_trace: Vec<TraceService>,
     pub started: bool,
 }
 

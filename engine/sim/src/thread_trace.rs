@@ -11,36 +11,22 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rocflow_core::abi::{AsyncCorrelationId, Handle, KernelDispatchInfo, Status, UserData, status};
-use rocflow_core::scenario::Kernel;
-use rocflow_core::sim_trace::{self, ShaderData};
+use rocflow_core::abi::{Handle, Status, status};
+use rocflow_core::sim_trace;
 use rocflow_core::thread_trace::decoder::{
     self, LibIsaCallback, LibParseFn, LibSeDataCallback, LibStringFn, LibTraceCallback, Pc,
 };
 use rocflow_core::thread_trace::{
     DispatchCallback, MAX_SIMD_SELECT, MAX_TARGET_CU, MIN_BUFFER_BYTES, Parameter,
-    ShaderDataCallback, control, parameter,
+    ShaderDataCallback, parameter,
 };
 
 use crate::api::{configure, slice};
-use crate::sdk::Sdk;
+use crate::sdk::TraceService;
 
 /// `ROCPROFILER_STATUS_ERROR_AGENT_ARCH_NOT_SUPPORTED`: the decoder read no trace of an
 /// architecture it knows.
 const ARCH_NOT_SUPPORTED: Status = 39;
-
-/// The service as configured on one agent of a context.
-#[derive(Clone, Copy)]
-pub struct TraceService {
-    pub agent: Handle,
-    pub target_cu: u8,
-    pub simd_select: u8,
-    pub shader_engine_mask: u64,
-    pub serialize_all: bool,
-    pub dispatch: DispatchCallback,
-    pub shader: ShaderDataCallback,
-    pub data: *mut c_void,
-}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocprofiler_configure_dispatch_thread_trace_service(
@@ -98,78 +84,6 @@ pub unsafe extern "C" fn rocprofiler_configure_dispatch_thread_trace_service(
         });
         status::SUCCESS
     })
-}
-
-/// Asks the service whether to trace a dispatch of the scenario's `k`th kernel and, if
-/// it says so, hands the tool each traced shader engine's data.
-pub fn trace_dispatch(
-    sdk: &Sdk,
-    service: &TraceService,
-    kernel: &Kernel,
-    k: usize,
-    info: &KernelDispatchInfo,
-    correlation: AsyncCorrelationId,
-) {
-    if service.agent.handle != info.agent_id.handle {
-        return;
-    }
-    let mut user = UserData { value: 0 };
-    // SAFETY: the tool's callback with its data, as configured.
-    let flag = unsafe {
-        (service.dispatch)(
-            info.agent_id,
-            info.queue_id,
-            correlation,
-            info.kernel_id,
-            info.dispatch_id,
-            service.data,
-            &mut user,
-        )
-    };
-    if flag != control::START_AND_STOP {
-        return;
-    }
-    let gpu = kernel.agent as usize;
-    let agent = &sdk.scenario.agents[gpu];
-    for se in sim_trace::traced_shader_engines(agent, service.shader_engine_mask) {
-        let data = ShaderData::simulate(
-            kernel,
-            k,
-            agent,
-            gpu as u64 + 1,
-            se,
-            service.target_cu,
-            service.simd_select,
-        );
-        let mut bytes = data.encode();
-        // SAFETY: the tool's callback; the data lives until it returns.
-        unsafe {
-            (service.shader)(
-                info.agent_id,
-                i64::from(se),
-                bytes.as_mut_ptr().cast(),
-                bytes.len(),
-                user,
-            )
-        };
-    }
-}
-
-/// The code object of GPU `gpu`'s kernels, in memory for the process's life, as a loaded
-/// code object is: the tool reads it from its `memory://` URI.
-pub fn code_object_image(sdk: &Sdk, gpu: usize) -> &'static [u8] {
-    static IMAGES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
-    let images = IMAGES.get_or_init(|| {
-        let kernels = &sdk.scenario.kernels;
-        (0..sdk.scenario.agents.len())
-            .map(|g| {
-                sim_trace::code_object(
-                    (kernels.iter().enumerate()).filter(|(_, k)| k.agent as usize == g),
-                )
-            })
-            .collect()
-    });
-    &images[gpu]
 }
 
 /// A decoder: AMD's library, loaded, and the code objects loaded into it.

@@ -405,14 +405,7 @@ impl<'a> Emitter<'a> {
             for service in &ctx.setup.thread_trace {
                 let k = kernel_id as usize - 1;
                 let correlation = async_correlation(correlation);
-                crate::thread_trace::trace_dispatch(
-                    self.sdk,
-                    service,
-                    kernel,
-                    k,
-                    &info,
-                    correlation,
-                );
+                crate::traced::trace_dispatch(self.sdk, service, kernel, k, &info, correlation);
             }
         }
     }
@@ -648,7 +641,7 @@ pub fn report_code_objects(sdk: &Sdk, ctx: &Context) {
     let traced = (sdk.running())
         .is_some_and(|r| (r.contexts.iter()).any(|c| !c.setup.thread_trace.is_empty()));
     for (gpu, agent) in scenario.agents.iter().enumerate() {
-        let image = traced.then(|| crate::thread_trace::code_object_image(sdk, gpu));
+        let image = traced.then(|| crate::traced::code_object_image(sdk, gpu));
         let uri = match image {
             Some(image) => format!(
                 "memory://{}#offset={:#x}&size={}",

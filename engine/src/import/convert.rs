@@ -15,7 +15,7 @@ use super::input::{Job, Opt, OutputFormat, RUN_OPTION, TimeUnit, Unsupported, fl
 use super::launch::Launch;
 use super::paths::RunValues;
 use super::pmc::counter_names;
-use super::{domains, kernels, paths, period};
+use super::{att, domains, kernels, paths, period};
 use crate::diag::{Diagnostic, Span};
 use crate::pipeline::model::{
     Context, Counters, Header, KernelFilter, KernelNames, PcSampling, Period, Pipeline, Post, Sink,
@@ -113,7 +113,7 @@ struct JobPlace<'a> {
     several: bool,
 }
 
-pub(super) struct Converter<'a> {
+struct Converter<'a> {
     origin: &'a Origin,
     errors: &'a mut Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
@@ -156,7 +156,7 @@ impl Converter<'_> {
         self.errors.last_mut().expect("just pushed")
     }
 
-    pub(super) fn warn(&mut self, range: &Range<usize>, message: impl Into<String>) {
+    fn warn(&mut self, range: &Range<usize>, message: impl Into<String>) {
         let d = Diagnostic::warning(message).at(self.span(range));
         self.warnings.push(d);
     }
@@ -204,7 +204,7 @@ impl Converter<'_> {
             Counting::Run(counters) => !counters.is_empty(),
             Counting::Groups(_) => true,
         };
-        let thread_trace = self.thread_trace(j);
+        let thread_trace = att::thread_trace(j, |span, message| self.warn(span, message));
         // The kernel filters select the dispatches counted and those traced alike.
         let (kernels, iterations) = self.kernel_filter(j, counts || thread_trace.is_some());
         let sinks = self.sinks(j);
@@ -716,7 +716,7 @@ fn pipeline(
         counters,
         pc_sampling: s.pc_sampling.clone(),
         thread_trace: s.thread_trace.clone().map(|t| ThreadTrace {
-            path: super::att::folder(&prefix),
+            path: att::folder(&prefix),
             kernels: s.kernels.clone(),
             iterations: s.iterations.clone(),
             ..t

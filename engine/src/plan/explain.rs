@@ -273,7 +273,7 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
         let _ = writeln!(
             out,
             "        raw traces and code objects kept per dispatch; decoded by AMD's trace decoder ({})",
-            crate::thread_trace::decoder_search(&t.decoder_paths)
+            rocflow_core::thread_trace::decoder_search(&t.decoder_paths)
         );
     }
     if c.serialize {

@@ -2,7 +2,6 @@
 //! dispatch, and their decoding through AMD's trace decoder library.
 
 mod decode;
-mod decoder;
 mod keep;
 mod rocpd;
 mod tables;
@@ -17,8 +16,10 @@ use crate::runner::libraries;
 use crate::sink::Placeholders;
 
 pub use decode::{DecodeError, DecodedInstruction, DecodedWave, decode};
-pub use decoder::{DECODER_LIBRARY, PATH_VARIABLE, decoder_search, find_decoder};
 pub use keep::{KeepError, Kept, KeptCodeObject, KeptTrace, keep};
+pub use rocflow_core::thread_trace::{
+    DECODER_LIBRARY, PATH_VARIABLE, decoder_search, find_decoder,
+};
 pub use tables::{INSTRUCTIONS, InstructionRow, WAVES, instructions, read_instructions};
 
 /// Keeps the thread traces of context `name` from the run's spool, says what was kept on

@@ -16,6 +16,7 @@ mod control;
 mod crash;
 mod filter;
 mod flusher;
+mod gpu;
 mod guard;
 mod messages;
 mod records;

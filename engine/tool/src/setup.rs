@@ -17,22 +17,12 @@ use std::ffi::{c_int, c_void};
 use crate::api::CallError;
 use crate::context::{self, Context};
 use crate::filter::DispatchFilter;
+use crate::gpu::{Gpu, supported_counters};
 use crate::guard::{entry, locked};
 use crate::records::{BufferState, on_buffer};
 use crate::state::{Tool, tool};
 use crate::stream;
 use crate::warning::warn;
-
-/// A GPU as the tool selects it.
-pub(crate) struct Gpu {
-    pub handle: Handle,
-    /// Index among the GPUs (what pipelines' agent indexes mean).
-    pub index: u32,
-    /// rocflow's agent index (what records carry, and what messages, `inspect` and the
-    /// report call an agent).
-    pub agent: u32,
-    pub gfx: String,
-}
 
 /// Why the tool, or one of its contexts, cannot collect.
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +32,7 @@ pub enum SetupError {
     #[error("kernel filter: {0}")]
     KernelFilter(#[from] regex::Error),
     #[error(transparent)]
-    Missing(#[from] crate::api::MissingSymbol),
+    ThreadTrace(#[from] crate::thread_trace::TraceError),
     /// The SDK's PC sampling beta is off; `beta` is what its variable is set to.
     #[error(
         "PC sampling on {gfx} is a beta of rocprofiler-sdk, off with {} (`rocflow run` turns it on unless it is set)",
@@ -398,15 +388,6 @@ unsafe extern "C" fn count_nothing(
     _user_data: *mut UserData,
     _data: *mut c_void,
 ) {
-}
-
-/// The counters an agent supports.
-pub(crate) fn supported_counters(
-    tool: &Tool,
-    agent: Handle,
-) -> Result<Vec<query::Counter>, CallError> {
-    let counters = tool.api.queries().counters(agent);
-    counters.map_err(|status| tool.api.failed("listing counters", status))
 }
 
 /// A counter's dimensions, those rocflow's records have a place for.

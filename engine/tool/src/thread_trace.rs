@@ -15,10 +15,11 @@ use rocflow_core::thread_trace::{
 };
 use rocflow_core::wire;
 
+use crate::api::CallError;
 use crate::api::MissingSymbol;
 use crate::filter::DispatchFilter;
+use crate::gpu::{Gpu, supported_counters};
 use crate::guard::entry;
-use crate::setup::{Gpu, SetupError, supported_counters};
 use crate::state::{Tool, tool};
 use crate::stream;
 use crate::warning::warn;
@@ -30,13 +31,24 @@ const IN_MEMORY: i32 = 2;
 /// Whether a context traces threads: code objects' bytes are sent then.
 static TRACING: AtomicBool = AtomicBool::new(false);
 
+/// Why a context's thread trace cannot be configured.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error(transparent)]
+    Sdk(#[from] CallError),
+    #[error(transparent)]
+    Missing(#[from] MissingSymbol),
+    #[error("thread-trace kernel filter: {0}")]
+    KernelFilter(#[from] regex::Error),
+}
+
 /// Configures the service on `gpus` for the context `context`.
 pub fn configure(
     tool: &Tool,
     context: Handle,
     plan: &ThreadTracePlan,
     gpus: &[&Gpu],
-) -> Result<(), SetupError> {
+) -> Result<(), TraceError> {
     let this = libloading::os::unix::Library::this();
     // SAFETY: the symbol has the type the SDK's header declares.
     let configure_service = unsafe {
