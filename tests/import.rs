@@ -402,17 +402,8 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
         "sdk_soversion",
         "sdk_version",
         "echo",
-        "advanced_thread_trace",
-        "att_library_path",
-        "att_target_cu",
-        "att_simd_select",
-        "att_buffer_size",
-        "att_shader_engine_mask",
         "att_gpu_index",
-        "att_perfcounters",
-        "att_perfcounter_ctrl",
         "att_activity",
-        "att_serialize_all",
     ];
     let (dir, output) = import("unsupported.yaml", &["-o", "p.toml"]);
     assert_success(&output);
@@ -446,6 +437,20 @@ fn options_without_an_equivalent_are_reported_where_they_are_set() {
         plan.params["output_dir"], "pass_1",
         "an empty pmc_groups makes no group"
     );
+    // The thread-trace options are the context's thread trace, hexadecimal read as such.
+    let trace = context(&plan)
+        .thread_trace
+        .as_ref()
+        .expect("a thread trace");
+    assert_eq!(
+        (trace.target_cu, trace.simd_select, trace.shader_engine_mask),
+        (1, 0xF, 0x1)
+    );
+    assert_eq!(trace.buffer_bytes, 0x600_0000);
+    assert_eq!(trace.perfcounter_period, 2);
+    assert_eq!(trace.perfcounters[0].name, "SQ_WAVES");
+    assert!(trace.serialize_all);
+    assert_eq!(trace.decoder_paths, ["/opt/rocm/lib"]);
 }
 
 #[test]

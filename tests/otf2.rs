@@ -245,7 +245,7 @@ fn expected(spool: &Path) -> Expected {
                     e.last = e.last.max(r.timestamp_ns);
                 }
             }
-            Payload::Records(_) | Payload::Args(_) => {}
+            Payload::Records(_) | Payload::Args(_) | Payload::Trace(_) => {}
         }
     }
     e

@@ -1282,3 +1282,91 @@ fn missing_definitions_file() {
         15,
     );
 }
+
+const TRACED: &str = "[[context]]\nname = \"t\"\n[context.thread_trace]\npath = \"att\"\n";
+
+#[test]
+fn thread_trace_target_cu_beyond_the_sdk_s_16() {
+    rejects(
+        &format!("{TRACED}target_cu = 16\n"),
+        "CU 16 is above 15, the most rocprofiler-sdk takes",
+        5,
+        13,
+    );
+}
+
+#[test]
+fn thread_trace_buffer_below_a_mebibyte() {
+    let e = rejects(
+        &format!("{TRACED}buffer_size = \"64KiB\"\n"),
+        "below rocprofiler-sdk's 1 MiB",
+        5,
+        15,
+    );
+    assert_eq!(hint(&e), "try \"256MiB\", rocprofv3's default");
+}
+
+#[test]
+fn thread_trace_perfcounters_need_their_period() {
+    let e = rejects(
+        &format!("{TRACED}perfcounters = [\"SQ_WAVES\"]\n"),
+        "need a `perfcounter_period`",
+        5,
+        16,
+    );
+    assert!(hint(&e).contains("--att-perfcounter-ctrl"), "{}", hint(&e));
+    rejects(
+        &format!("{TRACED}perfcounters = [\"SQ_WAVES\"]\nperfcounter_period = 33\n"),
+        "a perfcounter period of 33 is outside 1..=32",
+        6,
+        22,
+    );
+    rejects(
+        &format!(
+            "{TRACED}perfcounters = [{{ name = \"SQ_WAVES\", simd_mask = 0 }}]\nperfcounter_period = 4\n"
+        ),
+        "SIMD mask 0x0 of `SQ_WAVES`",
+        5,
+        50,
+    );
+}
+
+#[test]
+fn thread_trace_kernel_filters_are_checked_as_the_counters_are() {
+    rejects(
+        &format!("{TRACED}kernels = {{ include = \"(\" }}\n"),
+        "invalid kernel regex",
+        5,
+        23,
+    );
+    rejects(
+        &format!("{TRACED}iterations = \"[0-3]\"\n"),
+        "iterations count from 1",
+        5,
+        14,
+    );
+}
+
+#[test]
+fn thread_trace_shader_engine_mask_of_nothing() {
+    rejects(
+        &format!("{TRACED}shader_engine_mask = 0\n"),
+        "shader-engine mask of 0 traces nothing",
+        5,
+        22,
+    );
+}
+
+#[test]
+fn thread_trace_in_two_contexts() {
+    let e = rejects(
+        &format!("{TRACED}[[context]]\nname = \"u\"\n[context.thread_trace]\npath = \"att2\"\n"),
+        "context `u` traces threads, and so does context `t`",
+        7,
+        1,
+    );
+    assert_eq!(
+        hint(&e),
+        "move these settings to context `t`, or trace in separate runs"
+    );
+}

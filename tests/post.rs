@@ -72,7 +72,7 @@ fn expected(spool: &Path) -> Expected {
                         .or_default() += s.value;
                 }
             }
-            Payload::Records(_) | Payload::Args(_) => {}
+            Payload::Records(_) | Payload::Args(_) | Payload::Trace(_) => {}
         }
     }
     Expected { kernels, counters }

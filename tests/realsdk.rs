@@ -1070,4 +1070,72 @@ fn the_simulated_mi300x_offers_every_counter_of_the_real_gfx942() {
         })
         .collect();
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+#[test]
+fn thread_trace_is_configured_on_the_gfx942_as_the_sdk_takes_it() {
+    let (_dir, pipeline) = with_file(
+        "att.toml",
+        "[pipeline]\nname = \"att\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"att\"\ntracing = [\"kernel_dispatch\"]\n[context.thread_trace]\npath = \"att\"\nshader_engine_mask = 0x3\nsimd_select = 0x5\nperfcounters = [{ name = \"SQ_WAVES\", simd_mask = 0x3 }]\nperfcounter_period = 4\nserialize_all = true\n",
+    );
+    let run = forced(&pipeline);
+    assert!(run.collected_nothing(), "{}", run.printed());
+    assert!(run.tool_messages().is_empty(), "{}", run.printed());
+    let configured: Vec<Call> = (run.calls().into_iter())
+        .filter(|c| c.function == "rocprofiler_configure_dispatch_thread_trace_service")
+        .collect();
+    // One GPU: the five settings, the perfcounter period and SQ_WAVES.
+    assert_eq!(configured.len(), 1, "{}", run.printed());
+    assert!(configured[0].args.ends_with(" nparams=7"), "{configured:?}");
+    assert_eq!(configured[0].status, SUCCESS, "{configured:?}");
+    assert!(
+        run.stderr().contains("0 traces of 0 dispatches"),
+        "{}",
+        run.printed()
+    );
+}
+
+/// The decoder API answers as the real SDK does: it loads a decoder library from a folder
+/// (the simulated one, under AMD's name, is taken), says NOT_AVAILABLE where the folder has
+/// none and INCOMPATIBLE_ABI where the library lacks the decoder's functions.
+#[test]
+fn the_simulated_decoder_api_answers_as_amds() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("decoder_create");
+    let cc = std::process::Command::new("cc")
+        .arg("-o")
+        .arg(&program)
+        .arg(repo().join("tests/apps/decoder_create.c"))
+        .arg("-ldl")
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let decoder = support::sim_decoder_folder(dir.path());
+    let (empty, foreign) = (dir.path().join("empty"), dir.path().join("foreign"));
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::create_dir_all(&foreign).unwrap();
+    let kit = Kit::get();
+    // A library without the decoder's functions: one of the kit's.
+    let other = kit.root.join("lib/libamd_comgr_shim.so");
+    std::fs::copy(other, foreign.join(rocflow::thread_trace::DECODER_LIBRARY)).unwrap();
+    let statuses = |sdk: &Path| {
+        let run = std::process::Command::new(&program)
+            .arg(sdk)
+            .args([&decoder, &empty, &foreign])
+            .env("LD_LIBRARY_PATH", kit.library_path())
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        String::from_utf8(run.stdout).unwrap()
+    };
+    let real = statuses(&kit.links.join("librocprofiler-sdk.so.1"));
+    // SUCCESS, NOT_AVAILABLE, INCOMPATIBLE_ABI.
+    assert_eq!(real, "0\n37\n18\n");
+    assert_eq!(statuses(&support::sim_sdk()), real);
 }

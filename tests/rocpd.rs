@@ -93,7 +93,7 @@ fn expected(spool: &Path) -> BTreeMap<u32, Expected> {
                 continue;
             }
             Payload::Records(batch) => batch,
-            Payload::Args(_) => continue,
+            Payload::Args(_) | Payload::Trace(_) => continue,
         };
         let meta = catalog.stream(frame.stream);
         let duration = |start: u64, end: u64| (end - start) as i64;

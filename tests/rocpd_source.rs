@@ -45,6 +45,7 @@ impl Read {
                         .push((frame.stream, batch));
                 }
                 Payload::Args(args) => read.args.push((frame.stream, args)),
+                Payload::Trace(_) => panic!("a rocpd database holds no thread trace"),
             }
         }
         source.finish().unwrap();

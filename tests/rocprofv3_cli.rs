@@ -1335,15 +1335,13 @@ const ON_THE_SIMULATED_GPU: &[(&str, &str)] = &[
     ("SQ_BUSY_CYCLES:device=65536", "SQ_INSTS_LDS"),
     ("divide", "reduce"),
     ("transpose", "smooth"),
+    ("copyD", "vectorAdd"),
 ];
 
-/// What a run of an input does where it does not write rocprofv3's files: rocflow has no
-/// thread trace, and a job that enables nothing collects nothing.
+/// What a run of an input does where it does not write rocprofv3's files: a job that
+/// enables nothing collects nothing.
 fn run_fails(name: &str) -> Option<&'static str> {
     match name {
-        n if n.starts_with("advanced-thread-trace") => {
-            Some("rocflow does not collect thread traces (ATT) yet")
-        }
         // Every part its aggregates name is negated but the KFD events and OpenMP, which
         // newer rocprofv3 adds to them and which the simulated GPU has none of.
         n if n.starts_with("negate-aggregate") => Some("no records were collected"),
@@ -1492,4 +1490,54 @@ fn a_command_lines_outputs_hold_what_the_scenario_does() {
     }
     assert!(!dispatches.is_empty(), "the JSON document has dispatches");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// AMD's thread-trace input keeps, next to its outputs, one trace per shader engine of its
+/// mask and traced dispatch, and decodes them with the decoder `ROCPROF_ATT_LIBRARY_PATH`
+/// names: on the simulated MI300X (32 shader engines) mask 0x11 traces engines 0 and 4,
+/// and SIMD selection 0x3 leaves waves on SIMDs 0 and 1.
+#[test]
+fn amds_thread_trace_input_keeps_and_decodes_a_trace_per_shader_engine_and_dispatch() {
+    let (name, input) = INPUTS
+        .iter()
+        .find(|(name, _)| name.ends_with("att_input.json"))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = name.rsplit('/').next().unwrap();
+    std::fs::write(dir.path().join(file), input.replace("copyD", "vectorAdd")).unwrap();
+    let decoder = support::sim_decoder_folder(dir.path());
+    let args = [&["run", "--device", "sim", "-i", file, "--"][..], APP].concat();
+    let mut command = rocflow_command(&args, dir.path(), &[]);
+    command.env("ROCPROF_ATT_LIBRARY_PATH", &decoder);
+    let run = command.output().unwrap();
+    assert_success(&run);
+    let traces: Vec<String> = (std::fs::read_dir(dir.path()).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".att"))
+        .collect();
+    let engines: BTreeSet<&str> = (traces.iter())
+        .map(|n| n.split('_').nth(4).unwrap())
+        .collect();
+    assert_eq!(engines, BTreeSet::from(["0", "4"]), "{traces:?}");
+    let dispatches: BTreeSet<&str> = traces
+        .iter()
+        .map(|n| n.rsplit('_').next().unwrap())
+        .collect();
+    assert_eq!(traces.len(), 2 * dispatches.len());
+    // vectorAdd is dispatched once per iteration of each of the scenario's threads.
+    assert_eq!(dispatches.len(), 200, "{}", text(&run.stderr));
+    let waves = std::fs::File::open(dir.path().join("thread_trace_waves.parquet")).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(waves)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut simds = BTreeSet::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let column = batch.column_by_name("simd").unwrap();
+        let column =
+            arrow_array::cast::AsArray::as_primitive::<arrow_array::types::UInt8Type>(column);
+        simds.extend(column.values().iter().copied());
+    }
+    assert_eq!(simds, BTreeSet::from([0, 1]));
 }

@@ -180,7 +180,7 @@ fn generated_records_round_trip_through_spool_and_stages() {
                 sorted.sort_by_start();
                 Some((f.stream, sorted))
             }
-            Payload::Meta(_) | Payload::Args(_) => None,
+            Payload::Meta(_) | Payload::Args(_) | Payload::Trace(_) => None,
         })
         .collect();
     let total: u64 = counts.iter().map(|(_, n)| n).sum();

@@ -43,6 +43,7 @@ mod smi;
 mod stages;
 mod structure;
 mod templates;
+mod thread_trace;
 mod tool_faults;
 mod untrusted;
 

@@ -44,6 +44,7 @@ pub mod stage;
 pub mod stats;
 pub mod summary;
 pub mod table;
+pub mod thread_trace;
 pub mod transform;
 mod trim;
 pub mod units;

@@ -117,8 +117,8 @@ impl<S: Source> Merge<S> {
                 None
             }
             // The other records, and API calls' arguments, as the first pass has them.
-            Payload::Records(_) | Payload::Args(_) if first => Some(frame),
-            Payload::Records(_) | Payload::Args(_) => None,
+            Payload::Records(_) | Payload::Args(_) | Payload::Trace(_) if first => Some(frame),
+            Payload::Records(_) | Payload::Args(_) | Payload::Trace(_) => None,
         }
     }
 

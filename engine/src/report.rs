@@ -2,10 +2,10 @@
 //! nothing fetched) with the run's metadata, the summary tables (sortable, scrolling
 //! sideways within the page when wide), the top kernels by time, GPU busy time per agent
 //! over the run, counters per kernel (each counter's mean per dispatch, with a bar against
-//! the kernel where it is largest), and links to the other outputs, relative to the
-//! report.
+//! the kernel where it is largest), the thread trace's hot instructions, and links to the
+//! other outputs, relative to the report.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -27,6 +27,8 @@ pub struct Page<'a> {
     pub pipeline: Option<(&'a str, &'a str)>,
     /// Other outputs of the run, linked relative to the report.
     pub outputs: &'a [(String, PathBuf)],
+    /// The run's decoded thread traces, per dispatch and instruction.
+    pub thread_trace: &'a [crate::thread_trace::InstructionRow],
 }
 
 /// Writes the report to `path`, whole or not at all.
@@ -68,9 +70,62 @@ pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
             html_table(&mut out, table);
         }
     }
+    hot_spots(&mut out, page.thread_trace);
     outputs(&mut out, page, dir);
     let _ = write!(out, "<script>{SCRIPT}</script>\n</body>\n</html>\n");
     out
+}
+
+/// Instructions in the thread-trace hot-spot table.
+const HOT_SPOTS: usize = 20;
+
+/// One instruction of the thread trace, over every traced dispatch.
+#[derive(Default)]
+struct HotSpot {
+    text: String,
+    hits: u64,
+    cycles: u64,
+    stall: u64,
+    dispatches: BTreeSet<u64>,
+}
+
+/// The thread trace's instructions that took the most cycles, over every traced dispatch,
+/// with their share and the part spent stalled.
+fn hot_spots(out: &mut String, rows: &[crate::thread_trace::InstructionRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let mut by_instruction: BTreeMap<(u32, u64, u64), HotSpot> = BTreeMap::new();
+    for r in rows {
+        let spot = by_instruction
+            .entry((r.pid, r.code_object, r.address))
+            .or_insert_with(|| HotSpot {
+                text: r.text.clone(),
+                ..HotSpot::default()
+            });
+        spot.hits += r.hits;
+        spot.cycles += r.total_latency;
+        spot.stall += r.stall;
+        spot.dispatches.insert(r.dispatch_id);
+    }
+    let total: u64 = by_instruction.values().map(|s| s.cycles).sum();
+    let mut hot: Vec<_> = by_instruction.into_iter().collect();
+    hot.sort_by(|a, b| b.1.cycles.cmp(&a.1.cycles).then(a.0.cmp(&b.0)));
+    out.push_str("<h2>Thread trace hot spots</h2>\n<div class=\"wide\"><table class=\"sortable matrix\">\n<thead><tr><th>pid</th><th>code object</th><th>address</th><th>instruction</th><th>dispatches</th><th>hits</th><th>cycles</th><th>mean cycles</th><th>stalled</th><th>share</th></tr></thead>\n<tbody>\n");
+    for ((pid, code, address), spot) in hot.iter().take(HOT_SPOTS) {
+        let share = 100.0 * spot.cycles as f64 / total.max(1) as f64;
+        let _ = writeln!(
+            out,
+            "<tr><td>{pid}</td><td>{code}</td><td>{address:#x}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.0}%</td><td class=\"bar\" style=\"--bar:{share:.1}%\">{share:.1}%</td></tr>",
+            escape(&spot.text),
+            spot.dispatches.len(),
+            spot.hits,
+            spot.cycles,
+            spot.cycles as f64 / spot.hits.max(1) as f64,
+            100.0 * spot.stall as f64 / spot.cycles.max(1) as f64,
+        );
+    }
+    out.push_str("</tbody>\n</table></div>\n");
 }
 
 fn heading(name: &str) -> String {

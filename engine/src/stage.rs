@@ -293,6 +293,9 @@ impl Decoder<'_> {
                     self.args.insert(frame.stream, args);
                 }
             }
+            // Thread traces are no records: the runner keeps them from the spool (see
+            // `crate::thread_trace`).
+            Payload::Trace(_) => {}
             Payload::Records(mut batch) => {
                 if let Batch::Marker(markers) = &mut batch {
                     self.messages.name(frame.stream, markers);

@@ -58,6 +58,11 @@ impl Kit {
         })
     }
 
+    /// `LD_LIBRARY_PATH` as `env.sh` sets it.
+    pub fn library_path(&self) -> &OsStr {
+        &self.library_path
+    }
+
     pub fn bin(&self, name: &str) -> PathBuf {
         self.root.join("bin").join(name)
     }

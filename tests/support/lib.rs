@@ -110,6 +110,33 @@ fn build_dir() -> PathBuf {
     deps.parent().unwrap().to_path_buf()
 }
 
+/// A folder holding the simulated trace decoder (built by `cargo test`) under the name
+/// of AMD's, `librocprof-trace-decoder.so`, as ROCm installs it.
+pub fn sim_decoder_folder(dir: &Path) -> PathBuf {
+    let folder = dir.join("decoder");
+    std::fs::create_dir_all(&folder).unwrap();
+    let built = newest_built("librocprof_trace_decoder.so");
+    std::fs::copy(built, folder.join("librocprof-trace-decoder.so")).unwrap();
+    folder
+}
+
+/// The simulated rocprofiler-sdk library that `cargo test` built.
+pub fn sim_sdk() -> PathBuf {
+    newest_built("librocflow_sim.so")
+}
+
+/// The library `name` of the build tree: where `cargo test` puts it (`deps/`) or where
+/// `cargo build` does, whichever was built last, as `rocflow run` picks it.
+fn newest_built(name: &str) -> PathBuf {
+    ["", "deps"]
+        .map(|sub| build_dir().join(sub).join(name))
+        .into_iter()
+        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+        .max_by_key(|(modified, _)| *modified)
+        .map(|(_, p)| p)
+        .unwrap_or_else(|| panic!("cargo test builds {name}"))
+}
+
 /// The `rocflow` binary that `cargo test` built.
 pub fn rocflow_exe() -> PathBuf {
     let exe = build_dir().join("rocflow");
@@ -279,7 +306,8 @@ pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Comm
         .env_remove("ROCFLOW_PIPELINE_PATH")
         .env_remove("ROCPROFILER_METRICS_PATH")
         .env_remove("ROCM_PATH")
-        .env_remove("ROCPROFILER_PC_SAMPLING_BETA_ENABLED");
+        .env_remove("ROCPROFILER_PC_SAMPLING_BETA_ENABLED")
+        .env_remove("ROCPROF_ATT_LIBRARY_PATH");
     for (key, value) in env {
         command.env(key, value);
     }

@@ -33,6 +33,9 @@ pub struct ContextPlan {
     /// Counters of whole GPUs, sampled while the context is started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_counting: Option<DeviceCountingPlan>,
+    /// Plans recorded before thread trace existed have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_trace: Option<ThreadTracePlan>,
     pub serialize: bool,
     pub start: StartPlan,
 }
@@ -218,6 +221,42 @@ pub struct ReducePlan {
     pub counters: Vec<String>,
     pub dimensions: Vec<String>,
     pub op: ReduceOp,
+}
+
+/// Thread trace of a context: which dispatches, on which agents, with the SDK's
+/// parameters.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThreadTracePlan {
+    /// The folder the raw traces and code objects are kept in, and the decoded tables
+    /// written to (run-time placeholders filled per process).
+    pub path: String,
+    pub target_cu: u8,
+    /// Bitmask of SIMDs (gfx9) or a SIMD id (gfx10 on).
+    pub simd_select: u8,
+    pub shader_engine_mask: u64,
+    pub buffer_bytes: u64,
+    /// Counters sampled into the trace (gfx9), each with its SIMD mask.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub perfcounters: Vec<TracePerfcounter>,
+    /// Their sampling period; 0 when there are none.
+    pub perfcounter_period: u8,
+    /// Serialize the dispatches that are not traced as well.
+    pub serialize_all: bool,
+    pub kernel_include: Option<String>,
+    pub kernel_exclude: Option<String>,
+    pub iterations: Option<IterationRanges>,
+    pub agents: Vec<AgentSelector>,
+    /// Where the runner looks for AMD's trace decoder library first (rocprofv3's
+    /// `--att-library-path`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decoder_paths: Vec<String>,
+}
+
+/// A counter sampled into the trace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TracePerfcounter {
+    pub name: String,
+    pub simd_mask: u8,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

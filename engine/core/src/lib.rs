@@ -17,6 +17,8 @@ pub mod record;
 pub mod ring;
 pub mod scenario;
 pub mod sdk;
+pub mod sim_trace;
 pub mod smi;
 pub mod spool;
+pub mod thread_trace;
 pub mod wire;

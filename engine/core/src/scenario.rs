@@ -225,8 +225,28 @@ pub struct Kernel {
     /// PC samples per dispatch while PC sampling is on.
     #[serde(default)]
     pub pc_samples: u32,
+    /// The instructions a thread trace shows the kernel's waves run, in order; empty for
+    /// the simulated device's default listing.
+    #[serde(default)]
+    pub isa: Vec<Instruction>,
 }
 
+/// An instruction of a simulated kernel, as the scenario lists it.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Instruction {
+    /// Its disassembly, as the decoder's ISA look-up returns it.
+    pub text: String,
+    /// Cycles it takes to issue, once it stops stalling.
+    pub latency: u32,
+    /// Cycles it stalls first.
+    #[serde(default)]
+    pub stall: u32,
+}
+
+/// The most instructions a simulated kernel has: its code fits its slot in the code
+/// object.
+pub const MAX_INSTRUCTIONS: usize = 64;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Copy {
@@ -338,6 +358,11 @@ pub enum ScenarioError {
         /// Where its `agent` is written: line and column, from 1.
         place: Option<(usize, usize)>,
     },
+    #[error(
+        "kernel `{kernel}` lists {instructions} instructions; a simulated kernel has at most {}",
+        MAX_INSTRUCTIONS
+    )]
+    LongIsa { kernel: String, instructions: usize },
 }
 
 /// Why a scenario file could not be read.
@@ -414,6 +439,12 @@ impl Scenario {
                 agent: kernel.agent,
                 agents,
                 place: kernel_agent_place(text, k),
+            });
+        }
+        if let Some(kernel) = (scenario.kernels.iter()).find(|k| k.isa.len() > MAX_INSTRUCTIONS) {
+            return Err(ScenarioError::LongIsa {
+                kernel: kernel.name.clone(),
+                instructions: kernel.isa.len(),
             });
         }
         Ok(scenario)

@@ -5,7 +5,7 @@
 //!
 //! | bytes | field |
 //! | --- | --- |
-//! | 1 | tag: 0 = metadata (JSON array of [`Meta`]), 1 + [`RecordKind`] index = records, 128 = API call arguments ([`ApiArgs`]), 255 = the spool's end |
+//! | 1 | tag: 0 = metadata (JSON array of [`Meta`]), 1 + [`RecordKind`] index = records, 128 = API call arguments ([`ApiArgs`]), 129 = a piece of a thread trace or code object ([`TraceData`], version 5 on), 255 = the spool's end |
 //! | 1 | encoding: 0 = the payload as it is, 1 = compressed with zstd (see below) |
 //! | 2 | stream: which process the frame belongs to (the runner numbers connections) |
 //! | 4 | payload length, as stored |
@@ -41,12 +41,15 @@ use rayon::prelude::*;
 use crate::record::{
     ApiArgs, ArgsError, Batch, CounterSample, Meta, Out, Record, RecordKind, wire_size,
 };
+use crate::thread_trace::{TraceData, TraceDataError};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 /// The version this rocflow writes.
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
 /// The first version whose spools record their end.
 pub const ENDS_RECORDED: u16 = 4;
+/// The first version whose streams may carry thread traces.
+pub const TRACES_RECORDED: u16 = 5;
 /// The oldest version of a kept spool this rocflow reads.
 pub const OLDEST_VERSION: u16 = 1;
 pub const STREAM_HEADER: usize = 8;
@@ -61,6 +64,8 @@ pub const MAX_INSTANCES: u64 = (MAX_PAYLOAD / CounterSample::SIZE) as u64;
 const META_TAG: u8 = 0;
 /// Far above the record kinds' tags, which grow with the kinds.
 const ARGS_TAG: u8 = 128;
+/// A piece of a thread trace or code object.
+const TRACE_TAG: u8 = 129;
 /// The spool's recorded end.
 const END_TAG: u8 = 255;
 /// An end frame's payload: its own offset in the spool.
@@ -203,6 +208,10 @@ pub fn encode_args(stream: u16, args: &ApiArgs, out: &mut impl Out) {
 /// Appends the frame that records a spool's end to `out`, given where it starts in the
 /// spool: the last frame a spool's writer writes, and only when every frame it took is
 /// written.
+pub fn encode_trace(stream: u16, data: &TraceData, out: &mut Vec<u8>) {
+    frame(stream, TRACE_TAG, out, |out| data.encode(out));
+}
+
 pub fn encode_end(offset: u64, out: &mut Vec<u8>) {
     frame(0, END_TAG, out, |out| out.put(&offset.to_le_bytes()));
 }
@@ -404,6 +413,7 @@ fn check_frame_header(
     header: &[u8; FRAME_HEADER],
     compressed: bool,
     ends: bool,
+    traces: bool,
 ) -> Result<usize, FrameError> {
     let tag = header[0];
     let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
@@ -413,7 +423,8 @@ fn check_frame_header(
             _ => Err(FrameError::EndMalformed),
         };
     }
-    if usize::from(tag) > RecordKind::ALL.len() && tag != ARGS_TAG {
+    if usize::from(tag) > RecordKind::ALL.len() && tag != ARGS_TAG && !(traces && tag == TRACE_TAG)
+    {
         return Err(FrameError::UnknownTag(tag));
     }
     Encoding::of(header[1], compressed)?;
@@ -437,6 +448,7 @@ impl Frame {
             Payload::Meta(items) => encode_meta(self.stream, items, out),
             Payload::Records(batch) => encode_records(self.stream, batch, out),
             Payload::Args(args) => encode_args(self.stream, args, out),
+            Payload::Trace(data) => encode_trace(self.stream, data, out),
         }
     }
 }
@@ -446,6 +458,7 @@ pub enum Payload {
     Meta(Vec<Meta>),
     Records(Batch),
     Args(ApiArgs),
+    Trace(TraceData),
 }
 
 /// What can be wrong with a stream of frames.
@@ -510,6 +523,8 @@ pub enum FrameError {
     Metadata(String),
     #[error("metadata item {item}: {problem}")]
     MetaItem { item: usize, problem: MetaError },
+    #[error("bad thread trace: {0}")]
+    Trace(#[from] TraceDataError),
     #[error("bad API arguments: {0}")]
     Args(#[from] ArgsError),
     #[error(
@@ -668,7 +683,13 @@ impl<R: Read> FrameReader<R> {
             _ => {}
         }
         let corrupt = |reason| WireError::Corrupt { offset, reason };
-        let len = check_frame_header(&header, self.compressed, self.ends).map_err(corrupt)?;
+        let len = check_frame_header(
+            &header,
+            self.compressed,
+            self.ends,
+            self.version >= TRACES_RECORDED,
+        )
+        .map_err(corrupt)?;
         frame.clear();
         frame.extend_from_slice(&header);
         let got = (&mut self.input).take(len as u64).read_to_end(frame)?;
@@ -747,6 +768,8 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, FrameError> {
         Payload::Meta(items)
     } else if tag == ARGS_TAG {
         Payload::Args(ApiArgs::decode(payload)?)
+    } else if tag == TRACE_TAG {
+        Payload::Trace(TraceData::decode(payload)?)
     } else {
         let kind = *RecordKind::ALL
             .get(usize::from(tag - 1))

@@ -20,7 +20,7 @@ use crate::sdk::{
 };
 
 /// Runs a setup call: only during initialize, on an existing context.
-fn configure(
+pub(crate) fn configure(
     context: Handle,
     f: impl FnOnce(&mut Vec<ContextSetup>, usize, usize) -> Status,
 ) -> Status {
@@ -41,7 +41,7 @@ fn configure(
 }
 
 /// Reads a C array argument (null with a zero count is an empty list).
-unsafe fn slice<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
+pub(crate) unsafe fn slice<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
     if ptr.is_null() || count == 0 {
         &[]
     } else {

@@ -19,6 +19,8 @@ mod ledger;
 mod sdk;
 mod smi;
 mod stderr;
+mod thread_trace;
+mod traced;
 mod workload;
 
 use std::ffi::CString;

@@ -12,6 +12,7 @@ use rocflow_core::abi::{
 use rocflow_core::agent_counters;
 use rocflow_core::scenario::{self, Scenario};
 use rocflow_core::sdk::SdkVersion;
+use rocflow_core::thread_trace::{DispatchCallback, ShaderDataCallback};
 
 use crate::activity::Activity;
 use crate::buffer::{Buffer, BufferDef};
@@ -106,6 +107,19 @@ pub struct Sampling {
     pub busy: AtomicBool,
 }
 
+/// The dispatch thread-trace service as configured on one agent of a context.
+#[derive(Clone, Copy)]
+pub struct TraceService {
+    pub agent: Handle,
+    pub target_cu: u8,
+    pub simd_select: u8,
+    pub shader_engine_mask: u64,
+    pub serialize_all: bool,
+    pub dispatch: DispatchCallback,
+    pub shader: ShaderDataCallback,
+    pub data: *mut c_void,
+}
+
 /// One context's services.
 #[derive(Default)]
 pub struct ContextSetup {
@@ -115,6 +129,8 @@ pub struct ContextSetup {
     pub counting: Option<Counting>,
     pub pc_sampling: Vec<PcService>,
     pub device_counting: Vec<DeviceService>,
+    /// The dispatch thread-trace service, per agent it was configured on.
+    pub thread_trace: Vec<TraceService>,
     pub started: bool,
 }
 
@@ -131,6 +147,12 @@ impl ContextSetup {
                     .as_ref()
                     .is_none_or(|ops| ops.contains(&operation))
         })
+    }
+
+    /// Whether the SDK runs one dispatch at a time on each agent while the context runs:
+    /// it counts dispatches, or traces threads with `serialize_all`.
+    pub fn serializes(&self) -> bool {
+        self.counting.is_some() || self.thread_trace.iter().any(|t| t.serialize_all)
     }
 
     /// The buffer receiving records of `domain`, `operation`, if traced.
@@ -169,7 +191,7 @@ impl Running {
         let serializing = self
             .contexts
             .iter()
-            .any(|c| c.setup.counting.is_some() && c.active.load(Ordering::Acquire));
+            .any(|c| c.setup.serializes() && c.active.load(Ordering::Acquire));
         if !serializing {
             return ready;
         }

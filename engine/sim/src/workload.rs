@@ -448,6 +448,11 @@ impl<'a> Emitter<'a> {
                     self.pc_samples(pc.buffer, kernel, &info, correlation, start);
                 }
             }
+            for service in &ctx.setup.thread_trace {
+                let k = kernel_id as usize - 1;
+                let correlation = async_correlation(correlation);
+                crate::traced::trace_dispatch(self.sdk, service, kernel, k, &info, correlation);
+            }
         }
     }
 
@@ -742,12 +747,25 @@ pub fn report_code_objects(sdk: &Sdk, ctx: &Context) {
     }
     let tid = gettid();
     let scenario = &sdk.scenario;
+    // A thread trace is decoded with the code objects' bytes, which a tool reads from
+    // the loaded code object in memory.
+    let traced = (sdk.running())
+        .is_some_and(|r| (r.contexts.iter()).any(|c| !c.setup.thread_trace.is_empty()));
     for (gpu, agent) in scenario.agents.iter().enumerate() {
-        let uri = CString::new(format!(
-            "file:///opt/sim/{}.hsaco#offset=0&size=65536&agent={}",
-            scenario.scenario.name, agent.name
-        ))
-        .unwrap_or_default();
+        let image = traced.then(|| crate::traced::code_object_image(sdk, gpu));
+        let uri = match image {
+            Some(image) => format!(
+                "memory://{}#offset={:#x}&size={}",
+                std::process::id(),
+                image.as_ptr() as u64,
+                image.len()
+            ),
+            None => format!(
+                "file:///opt/sim/{}.hsaco#offset=0&size=65536&agent={}",
+                scenario.scenario.name, agent.name
+            ),
+        };
+        let uri = CString::new(uri).unwrap_or_default();
         let mut load = CodeObjectLoadData {
             size: size_of::<CodeObjectLoadData>() as u64,
             code_object_id: gpu as u64 + 1,
@@ -757,9 +775,9 @@ pub fn report_code_objects(sdk: &Sdk, ctx: &Context) {
             load_base: 0x7000_0000_0000 + gpu as u64 * 0x100_0000,
             load_size: 65536,
             load_delta: 0,
-            storage_type: 1,
-            memory_base: 0,
-            memory_size: 0,
+            storage_type: if image.is_some() { 2 } else { 1 },
+            memory_base: image.map_or(0, |i| i.as_ptr() as u64),
+            memory_size: image.map_or(0, |i| i.len() as u64),
         };
         let record = callback_record(
             tid,

@@ -1,9 +1,10 @@
 //! What a run or a replay made: each sink's files, then the post-steps run on its records.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::messages::{self, Level, Message};
 use crate::plan::Plan;
+use crate::plan::sink::{SinkKind, Writer};
 use crate::progress::Board;
 use crate::{post, stage};
 
@@ -39,6 +40,19 @@ pub(super) fn outputs(
     }
     for disagreement in &report.disagreements {
         messages::warning(format_args!("the counter passes disagree: {disagreement}"));
+    }
+    let databases: Vec<&Path> = (plan.sinks.iter())
+        .filter(|s| matches!(&s.writer, Writer::Builtin(f) if f.kind() == SinkKind::Rocpd))
+        .filter_map(|s| report.sinks.iter().find(|r| r.name == s.name))
+        .filter_map(|r| r.outcome.as_ref().ok())
+        .flatten()
+        .map(PathBuf::as_path)
+        .collect();
+    for context in &plan.contexts {
+        if let Some(trace) = &context.thread_trace {
+            let catalog = &report.catalog;
+            crate::thread_trace::outputs(&context.name, trace, spool, catalog, &databases, out);
+        }
     }
     for step in post::run(plan, spool, open, ahead, &report.catalog, board) {
         match step.outcome {

@@ -35,6 +35,7 @@ pub enum Heading {
     Summaries,
     Selection,
     PcSampling,
+    ThreadTrace,
     /// Options that tune rocprofv3's own machinery: accepted, with a note of what rocflow
     /// does instead.
     Accepted,
@@ -50,6 +51,7 @@ impl Heading {
             Heading::Summaries => "rocprofv3 summaries",
             Heading::Selection => "rocprofv3 kernels, processes and regions",
             Heading::PcSampling => "rocprofv3 PC sampling",
+            Heading::ThreadTrace => "rocprofv3 thread trace (ATT)",
             Heading::Accepted => "rocprofv3 options rocflow accepts and does otherwise",
         }
     }
@@ -182,7 +184,15 @@ pub const OPTIONS: &[Option3] = &[
     one("sdk-version", Accepted, "rocflow uses the SDK the application loads"),
     flag("disable-signal-handlers", Accepted, "rocflow's tool keeps its handlers, which save the records when the application crashes"),
     flag("echo", Accepted, "rocflow always runs the application; `rocflow explain` shows what it would collect"),
-    flag("advanced-thread-trace", Accepted, "Thread trace: not collected by rocflow yet").aliases(&["att"]),
+    flag("advanced-thread-trace", ThreadTrace, "Trace threads of the dispatches the kernel filters select: raw traces and code objects kept, decoded when AMD's trace decoder is installed").aliases(&["att"]),
+    many("att-library-path", ThreadTrace, "Folders to look for AMD's trace decoder (librocprof-trace-decoder.so) in first"),
+    one("att-target-cu", ThreadTrace, "The CU (gfx9) or WGP traced in detail, 0 to 15 (default 1)"),
+    one("att-simd-select", ThreadTrace, "Bitmask of SIMDs (gfx9) or a SIMD id (gfx10 on); default 0xF"),
+    one("att-buffer-size", ThreadTrace, "The trace buffer on the GPU, in bytes (default 256 MiB)"),
+    one("att-shader-engine-mask", ThreadTrace, "Bitmask of shader engines to trace (default 0x1)"),
+    one("att-perfcounters", ThreadTrace, "SQ counters sampled into the trace (gfx9): NAME or NAME:SIMD_MASK, apart by spaces"),
+    one("att-perfcounter-ctrl", ThreadTrace, "How often the perfcounters are sampled, 1 to 32 (0: not at all)"),
+    flag("att-serialize-all", ThreadTrace, "Serialize the dispatches not traced too"),
 ];
 
 /// The options given.

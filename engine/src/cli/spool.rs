@@ -386,7 +386,7 @@ fn recorded_plan(path: &Path) -> Result<Plan> {
                     });
                 }
             }
-            Payload::Records(_) | Payload::Args(_) => break,
+            Payload::Records(_) | Payload::Args(_) | Payload::Trace(_) => break,
         }
     }
     source.finish().map_err(|e| Error::Runtime(e.to_string()))?;
@@ -439,7 +439,7 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
     while let Some(frame) = source.next_frame() {
         match frame.payload {
             Payload::Meta(items) => catalog.apply(frame.stream, items),
-            Payload::Args(_) => {}
+            Payload::Args(_) | Payload::Trace(_) => {}
             Payload::Records(batch) => {
                 *counts.entry(batch.kind()).or_default() += batch.len() as u64;
                 for i in 0..batch.len() {

@@ -15,11 +15,11 @@ use super::input::{Categories, Job, Opt, OutputFormat, RUN_OPTION, TimeUnit, Uns
 use super::launch::Launch;
 use super::paths::RunValues;
 use super::pmc::counter_names;
-use super::{domains, kernels, ompt, paths, period};
+use super::{att, domains, kernels, ompt, paths, period};
 use crate::diag::{Diagnostic, Span};
 use crate::pipeline::model::{
     Context, Counters, Header, KernelFilter, KernelNames, PcSampling, Period, Pipeline, Post, Sink,
-    SinkType, Tracing,
+    SinkType, ThreadTrace, Tracing,
 };
 use crate::pipeline::name_of;
 use crate::plan::sink::csv::{Flavour, Options as CsvOptions, Rocprofv3 as Rocprofv3Csv};
@@ -137,6 +137,7 @@ struct Settings {
     kernels: KernelFilter,
     iterations: Option<String>,
     pc_sampling: Option<PcSampling>,
+    thread_trace: Option<ThreadTrace>,
     period: Option<Period>,
     sinks: Vec<SinkKind>,
     outputs: Outputs,
@@ -205,7 +206,9 @@ impl Converter<'_> {
             Counting::Run(counters) => !counters.is_empty(),
             Counting::Groups(_) => true,
         };
-        let (kernels, iterations) = self.kernel_filter(j, counts);
+        let thread_trace = att::thread_trace(j, |span, message| self.warn(span, message));
+        // The kernel filters select the dispatches counted and those traced alike.
+        let (kernels, iterations) = self.kernel_filter(j, counts || thread_trace.is_some());
         let sinks = self.sinks(j);
         let summary = self.summary(j, &sinks);
         let settings = Settings {
@@ -214,6 +217,7 @@ impl Converter<'_> {
             kernels,
             iterations,
             pc_sampling: self.pc_sampling(j),
+            thread_trace,
             period: self.period(j),
             sinks,
             outputs: self.outputs(j),
@@ -229,19 +233,15 @@ impl Converter<'_> {
                 }
             },
         };
-        let collects = !settings.domains.is_empty() || counts || settings.pc_sampling.is_some();
+        let collects = !settings.domains.is_empty()
+            || counts
+            || settings.pc_sampling.is_some()
+            || settings.thread_trace.is_some();
         match self.purpose {
             _ if collects => {}
             // A run that lists what the GPUs offer needs nothing else, as rocprofv3's `-L`.
             Purpose::Run(_) if !launch.list_avail => {
-                let hint = match flag(&j.advanced_thread_trace) {
-                    true => {
-                        "rocflow does not collect thread traces (ATT) yet: add a tracing option, `--pmc` or PC sampling"
-                    }
-                    false => {
-                        "add a tracing option (`--kernel-trace`, `--sys-trace`, …), `--pmc` or PC sampling"
-                    }
-                };
+                let hint = "add a tracing option (`--kernel-trace`, `--sys-trace`, …), `--pmc`, PC sampling or `--att`";
                 self.error(
                     &job.span,
                     "this job collects nothing: it enables no tracing, counters or PC sampling",
@@ -707,7 +707,7 @@ fn pipeline(
         .chain(counters.as_ref().map(|_| RecordKind::CounterSample))
         .chain(s.pc_sampling.as_ref().map(|_| RecordKind::PcSample))
         .collect();
-    let collects = !produced.is_empty();
+    let collects = !produced.is_empty() || s.thread_trace.is_some();
     let context = collects.then(|| Context {
         name: CONTEXT.to_owned(),
         tracing: s
@@ -726,6 +726,12 @@ fn pipeline(
         counters,
         pc_sampling: s.pc_sampling.clone(),
         device_counters: None,
+        thread_trace: s.thread_trace.clone().map(|t| ThreadTrace {
+            path: att::folder(&prefix),
+            kernels: s.kernels.clone(),
+            iterations: s.iterations.clone(),
+            ..t
+        }),
         serialize: false,
         args: false,
         agents: Vec::new(),

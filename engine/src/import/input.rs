@@ -159,14 +159,15 @@ pub struct Job {
 
     // Thread trace (ATT).
     pub advanced_thread_trace: Opt<bool>,
-    pub att_library_path: Opt<Any>,
-    pub att_target_cu: Opt<Any>,
-    pub att_simd_select: Opt<Any>,
-    pub att_buffer_size: Opt<Any>,
-    pub att_shader_engine_mask: Opt<Any>,
+    pub att_library_path: Opt<OneOrMany<String>>,
+    pub att_target_cu: Opt<Number>,
+    pub att_simd_select: Opt<Number>,
+    pub att_buffer_size: Opt<Number>,
+    pub att_shader_engine_mask: Opt<Number>,
     pub att_gpu_index: Opt<Any>,
-    pub att_perfcounters: Opt<Any>,
-    pub att_perfcounter_ctrl: Opt<Any>,
+    /// `NAME[:SIMD_MASK]`, apart by spaces.
+    pub att_perfcounters: Opt<String>,
+    pub att_perfcounter_ctrl: Opt<Number>,
     pub att_activity: Opt<Any>,
     pub att_serialize_all: Opt<bool>,
     pub att_consecutive_kernels: Opt<Any>,
@@ -271,7 +272,7 @@ pub struct Unsupported {
     pub reason: &'static str,
 }
 
-const NO_ATT: &str = "rocflow does not collect thread traces (ATT)";
+const NO_ATT: &str = "rocprofiler-sdk's thread-trace service has no such setting in the SDK rocflow's tool is built for";
 const NO_PERFETTO_SDK: &str =
     "rocflow writes Perfetto traces itself, not through the Perfetto SDK's backends and buffers";
 const OWN_SDK: &str = "rocflow uses the rocprofiler-sdk the application loads";
@@ -315,21 +316,54 @@ impl Job {
             attach_children => NO_ATTACH,
             attach_sync_output => NO_ATTACH,
             selected_regions_ref_count => "rocflow's contexts pause at every roctxProfilerPause and resume at every roctxProfilerResume, without counting nesting",
-            advanced_thread_trace => NO_ATT,
-            att_library_path => NO_ATT,
-            att_target_cu => NO_ATT,
-            att_simd_select => NO_ATT,
-            att_buffer_size => NO_ATT,
-            att_shader_engine_mask => NO_ATT,
-            att_gpu_index => NO_ATT,
-            att_perfcounters => NO_ATT,
-            att_perfcounter_ctrl => NO_ATT,
+            att_gpu_index => "rocflow selects a thread trace's GPUs with the `agents` of `[context.thread_trace]`",
             att_activity => NO_ATT,
-            att_serialize_all => NO_ATT,
             att_consecutive_kernels => NO_ATT,
             att_perfcounter_target_only => NO_ATT,
         ];
         all.into_iter().flatten().collect()
+    }
+}
+
+/// A number, as rocprofv3 takes it: an integer, or text in decimal or hexadecimal
+/// (`"0x11"`, as its `--att-*` options are written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Number(pub u64);
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NumberVisitor;
+
+        impl Visitor<'_> for NumberVisitor {
+            type Value = Number;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number, decimal or hexadecimal (0x…)")
+            }
+
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Number, E> {
+                Ok(Number(n))
+            }
+
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Number, E> {
+                u64::try_from(n)
+                    .map(Number)
+                    .map_err(|_| E::custom(format!("{n} is below 0")))
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Number, E> {
+                let text = text.trim();
+                let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+                    Some(hex) => u64::from_str_radix(hex, 16),
+                    None => text.parse(),
+                };
+                parsed
+                    .map(Number)
+                    .map_err(|_| E::custom(format!("`{text}` is not a number")))
+            }
+        }
+
+        deserializer.deserialize_any(NumberVisitor)
     }
 }
 

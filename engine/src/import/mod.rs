@@ -8,6 +8,7 @@
 //! parameters select each one's values. Every pipeline is compiled before it is returned:
 //! one that does not compile is never written.
 
+mod att;
 pub mod command_line;
 mod convert;
 mod de;

@@ -63,6 +63,7 @@ pub struct Context {
     pub pc_sampling: Option<PcSampling>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_counters: Option<DeviceCounters>,
+    pub thread_trace: Option<ThreadTrace>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub serialize: bool,
     /// Collect the arguments of the traced API calls.
@@ -213,6 +214,37 @@ pub struct PcSampling {
     pub interval: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentRef>,
+}
+
+/// `[context.thread_trace]`: rocprofv3's `--att` options.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadTrace {
+    pub path: String,
+    pub target_cu: Option<u64>,
+    pub simd_select: Option<u64>,
+    pub shader_engine_mask: Option<u64>,
+    pub buffer_size: Option<Quantity>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub perfcounters: Vec<TracePerfcounter>,
+    pub perfcounter_period: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub serialize_all: bool,
+    #[serde(default, skip_serializing_if = "KernelFilter::is_empty")]
+    pub kernels: KernelFilter,
+    pub iterations: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentRef>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decoder_paths: Vec<String>,
+}
+
+/// A counter sampled into a thread trace: its name, or its name and SIMD mask.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum TracePerfcounter {
+    Name(String),
+    Masked { name: String, simd_mask: u64 },
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

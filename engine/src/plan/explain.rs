@@ -262,6 +262,45 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
             agents(&pc.agents, "the context's agents")
         );
     }
+    if let Some(t) = &c.thread_trace {
+        let _ = writeln!(
+            out,
+            "      thread trace on {}: target CU {}, SIMDs {:#x}, shader engines {:#x}, buffer {} bytes",
+            agents(&t.agents, "the context's agents"),
+            t.target_cu,
+            t.simd_select,
+            t.shader_engine_mask,
+            t.buffer_bytes
+        );
+        if !t.perfcounters.is_empty() {
+            let names: Vec<String> = (t.perfcounters.iter())
+                .map(|p| format!("{} (SIMDs {:#x})", p.name, p.simd_mask))
+                .collect();
+            let _ = writeln!(
+                out,
+                "        perfcounters every {} cycles: {}",
+                t.perfcounter_period,
+                names.join(", ")
+            );
+        }
+        if t.serialize_all {
+            let _ = writeln!(out, "        every dispatch serialized, traced or not");
+        }
+        if let Some(include) = &t.kernel_include {
+            let _ = writeln!(out, "        kernels matching /{include}/");
+        }
+        if let Some(exclude) = &t.kernel_exclude {
+            let _ = writeln!(out, "        kernels not matching /{exclude}/");
+        }
+        if let Some(iterations) = &t.iterations {
+            let _ = writeln!(out, "        iterations {}", ranges(iterations));
+        }
+        let _ = writeln!(
+            out,
+            "        raw traces and code objects kept per dispatch; decoded by AMD's trace decoder ({})",
+            rocflow_core::thread_trace::decoder_search(&t.decoder_paths)
+        );
+    }
     if c.serialize {
         let _ = writeln!(out, "      kernels serialized (one dispatch at a time)");
     }

@@ -421,10 +421,12 @@ fn report(
         .cloned()
         .chain([("raw spool".to_owned(), outputs.spool.clone())])
         .collect();
+    let thread_trace = crate::thread_trace::decoded(plan, &summary.catalog);
     let page = crate::report::Page {
         title: &title,
         pipeline: Some((&plan.pipeline.name, &plan.pipeline.hash)),
         outputs: &linked,
+        thread_trace: &thread_trace,
     };
     crate::report::write(path, &page, summary)
         .map_err(PostError::io(format!("writing {}", path.display())))?;

@@ -148,7 +148,7 @@ impl Survey {
                     messages.take(frame.stream, &mut items);
                     catalog.apply(frame.stream, items);
                 }
-                Payload::Args(_) => {}
+                Payload::Args(_) | Payload::Trace(_) => {}
                 Payload::Records(mut batch) => {
                     if let Batch::Marker(markers) = &mut batch {
                         messages.name(frame.stream, markers);

@@ -15,6 +15,7 @@ mod context;
 mod control;
 mod crash;
 mod device_counting;
+mod filter;
 mod flusher;
 mod gpu;
 mod guard;
@@ -24,6 +25,7 @@ mod setup;
 mod state;
 mod stream;
 mod strings;
+mod thread_trace;
 mod warning;
 
 use std::ffi::{CStr, c_char, c_void};
@@ -218,9 +220,9 @@ fn initialize_tool() -> i32 {
         );
         // Registered last, so its prepare handler runs first.
         libc::pthread_atfork(
-            Some(setup::before_fork),
-            Some(setup::after_fork),
-            Some(setup::after_fork),
+            Some(filter::before_fork),
+            Some(filter::after_fork),
+            Some(filter::after_fork),
         );
     }
     crash::install();

@@ -3,16 +3,12 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
-use std::sync::{Mutex, MutexGuard};
 
-use regex::Regex;
 use rocflow_core::abi::{
     self, AgentV0, CallbackTracingRecord, CodeObjectLoadData, DispatchCountingServiceData, Handle,
     KernelSymbolRegisterData, PcSamplingConfiguration, UserData, callback,
 };
-use rocflow_core::contexts::{
-    AgentSelector, ContextPlan, CounterPlan, IterationRanges, PcSamplingPlan, SampleAt,
-};
+use rocflow_core::contexts::{AgentSelector, ContextPlan, CounterPlan, PcSamplingPlan, SampleAt};
 use rocflow_core::query::{self, text};
 use rocflow_core::record::{Agent, CodeObject, CounterInfo, KernelSymbol, Meta, RecordKind};
 use rocflow_core::sdk::{
@@ -22,7 +18,8 @@ use rocflow_core::smi::PciLocation;
 
 use crate::api::CallError;
 use crate::context::{self, Context};
-use crate::gpu::Gpu;
+use crate::filter::DispatchFilter;
+use crate::gpu::{Gpu, supported_counters};
 use crate::guard::{entry, locked};
 use crate::records::{BufferState, on_buffer};
 use crate::state::{Tool, tool};
@@ -38,6 +35,8 @@ pub enum SetupError {
     DeviceCounting(#[from] crate::device_counting::Error),
     #[error("kernel filter: {0}")]
     KernelFilter(#[from] regex::Error),
+    #[error(transparent)]
+    ThreadTrace(#[from] crate::thread_trace::TraceError),
     /// The SDK's PC sampling beta is off; `beta` is what its variable is set to.
     #[error(
         "PC sampling on {gfx} is a beta of rocprofiler-sdk, off with {} (`rocflow run` turns it on unless it is set)",
@@ -295,6 +294,9 @@ fn context(
         let configs = counter_configs(tool, &names, &sampled, dimensions)?;
         crate::device_counting::configure(tool, handle, &plan.name, device, &sampled, configs)?;
     }
+    if let Some(trace) = &plan.thread_trace {
+        crate::thread_trace::configure(tool, handle, trace, &selected(&trace.agents))?;
+    }
     Ok(Context {
         name: plan.name.clone(),
         handle,
@@ -324,41 +326,7 @@ fn none_selected(context: &str, gpus: &[Gpu], outcome: &str) {
 struct Counting {
     /// Agent handle → its counter configuration.
     configs: HashMap<u64, Handle>,
-    include: Option<Regex>,
-    exclude: Option<Regex>,
-    iterations: Option<IterationRanges>,
-    kernels: Mutex<Kernels>,
-}
-
-/// Per kernel: whether its name passes the filters, and its dispatches seen.
-type Kernels = HashMap<u64, (bool, u64)>;
-
-/// Every context's counting state, so that a fork can hold the locks the counting
-/// callback takes: a child must not inherit one locked by a thread it does not have.
-static COUNTING: Mutex<Vec<&'static Counting>> = Mutex::new(Vec::new());
-
-thread_local! {
-    /// The counting locks, held by the thread that forks while it forks.
-    static HELD: std::cell::RefCell<Vec<MutexGuard<'static, Kernels>>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// `pthread_atfork` prepare handler, registered last so it runs first: the counting
-/// callback takes no other lock of the fork's before letting go of its own.
-pub extern "C" fn before_fork() {
-    entry("setup::before_fork", (), || {
-        let all = locked(COUNTING.lock()).clone();
-        HELD.with(|held| {
-            let mut held = held.borrow_mut();
-            held.extend(all.iter().map(|counting| locked(counting.kernels.lock())));
-        });
-    });
-}
-
-/// `pthread_atfork` parent and child handler. Not guarded: it cannot panic, and must let
-/// go of the locks even if the tool was switched off since the prepare handler.
-pub extern "C" fn after_fork() {
-    HELD.with(|held| held.borrow_mut().clear());
+    filter: &'static DispatchFilter,
 }
 
 fn count(
@@ -371,15 +339,9 @@ fn count(
 ) -> Result<(), SetupError> {
     let api = &tool.api;
     let configs = counter_configs(tool, &plan.pass(tool.pass), gpus, dimensions)?;
-    let regex = |pattern: &Option<String>| pattern.as_deref().map(Regex::new).transpose();
-    let counting: &'static Counting = Box::leak(Box::new(Counting {
-        configs,
-        include: regex(&plan.kernel_include)?,
-        exclude: regex(&plan.kernel_exclude)?,
-        iterations: plan.iterations.clone(),
-        kernels: Mutex::default(),
-    }));
-    locked(COUNTING.lock()).push(counting);
+    let filter =
+        DispatchFilter::leak(&plan.kernel_include, &plan.kernel_exclude, &plan.iterations)?;
+    let counting: &'static Counting = Box::leak(Box::new(Counting { configs, filter }));
     // SAFETY: the callback matches the SDK's type; its data lives for the process.
     let status = unsafe {
         (api.configure_buffer_dispatch_counting)(
@@ -472,12 +434,6 @@ unsafe extern "C" fn count_nothing(
 ) {
 }
 
-/// The counters an agent supports.
-fn supported_counters(tool: &Tool, agent: Handle) -> Result<Vec<query::Counter>, CallError> {
-    let counters = tool.api.queries().counters(agent);
-    counters.map_err(|status| tool.api.failed("listing counters", status))
-}
-
 /// A counter's dimensions, those rocflow's records have a place for.
 fn counter_dimensions(tool: &Tool, counter: Handle) -> Result<Vec<query::Dimension>, CallError> {
     let mut dims = (tool.api.queries().dimensions(counter))
@@ -510,28 +466,7 @@ unsafe fn choose(counting: &Counting, dispatch: &DispatchCountingServiceData, co
     let Some(&chosen) = counting.configs.get(&info.agent_id.handle) else {
         return;
     };
-    let mut kernels = locked(counting.kernels.lock());
-    let kernel = kernels.entry(info.kernel_id).or_insert_with(|| {
-        let name = tool()
-            .and_then(|t| t.kernel_name(info.kernel_id))
-            .unwrap_or_default();
-        // The filters select by the code object's name or the one outputs show.
-        let shown = rocflow_core::demangle::formatted(&name);
-        let matches = |r: &Regex| r.is_match(&name) || r.is_match(&shown);
-        let pass = counting.include.as_ref().is_none_or(matches)
-            && !counting.exclude.as_ref().is_some_and(matches);
-        (pass, 0)
-    });
-    if !kernel.0 {
-        return;
-    }
-    kernel.1 += 1;
-    if counting
-        .iterations
-        .as_ref()
-        .is_none_or(|r| r.contains(kernel.1))
-        && !config.is_null()
-    {
+    if counting.filter.select(info.kernel_id) && !config.is_null() {
         // SAFETY: checked non-null; the SDK passes a writable config.
         unsafe { *config = chosen };
     }
@@ -632,6 +567,7 @@ unsafe fn describe_code_object(record: &CallbackTracingRecord) {
             let d = unsafe { &*record.payload.cast::<CodeObjectLoadData>() };
             let agent = tool.agent_index(d.agent_id);
             locked(tool.code_objects.write()).insert(d.code_object_id, agent);
+            crate::thread_trace::code_object_loaded(d, agent);
             Meta::CodeObject(CodeObject {
                 id: d.code_object_id,
                 agent,

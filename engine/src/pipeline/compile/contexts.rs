@@ -25,6 +25,13 @@ use crate::diag::Step;
 use crate::units;
 use crate::units::Quantity;
 
+/// The kernels and iterations a per-dispatch service selects, as the Plan holds them.
+pub(super) struct KernelSelection {
+    pub include: Option<String>,
+    pub exclude: Option<String>,
+    pub iterations: Option<IterationRanges>,
+}
+
 /// Default buffer: large enough that flushes are rare, small enough for many contexts.
 const DEFAULT_BUFFER_BYTES: u64 = 32 << 20;
 const DEFAULT_WATERMARK: f64 = 0.875;
@@ -65,24 +72,27 @@ impl Compiler<'_> {
         let counters = c.counters.as_ref().map(|k| self.counters(i, c, k));
         let pc_sampling = c.pc_sampling.as_ref().map(|p| self.pc_sampling(i, p));
         let device_counting = (c.device_counters.as_ref()).map(|d| self.device_counting(i, c, d));
+        let thread_trace = c.thread_trace.as_ref().map(|t| self.thread_trace(i, t));
         if tracing.is_empty()
             && counters.is_none()
             && pc_sampling.is_none()
             && device_counting.is_none()
+            && thread_trace.is_none()
         {
             self.warn(
                 path!["context", i, "name"],
                 format!("context `{}` collects nothing", c.name),
             )
             .hint = Some(
-                "add `tracing = [...]`, `[context.counters]`, `[context.device_counters]` or `[context.pc_sampling]`".into(),
+                "add `tracing = [...]`, `[context.counters]`, `[context.device_counters]`, `[context.pc_sampling]` or `[context.thread_trace]`".into(),
             );
         }
         let code_objects = tracing
             .iter()
             .any(|t| matches!(t.domain, Domain::KernelDispatch | Domain::ScratchMemory))
             || counters.is_some()
-            || pc_sampling.is_some();
+            || pc_sampling.is_some()
+            || thread_trace.is_some();
         // rocprofiler-sdk refuses device counting in a context that counts dispatches
         // (AGENT_DISPATCH_CONFLICT); serializing is counting dispatches.
         let counts = [("counters", counters.is_some()), ("serialize", c.serialize)];
@@ -105,6 +115,7 @@ impl Compiler<'_> {
             counters,
             pc_sampling,
             device_counting,
+            thread_trace,
             serialize: c.serialize,
             start: self.period(i, c.period.as_ref()),
         }
@@ -271,7 +282,7 @@ impl Compiler<'_> {
         }
     }
 
-    fn agents(&mut self, path: &[Step<'_>], agents: &[AgentRef]) -> Vec<AgentSelector> {
+    pub(super) fn agents(&mut self, path: &[Step<'_>], agents: &[AgentRef]) -> Vec<AgentSelector> {
         agents
             .iter()
             .enumerate()
@@ -376,30 +387,11 @@ impl Compiler<'_> {
             p.extend_from_slice(rest);
             p
         };
-        let regex = |this: &mut Self, key: &'static str, pattern: &Option<String>| {
-            let pattern = pattern.as_ref()?;
-            match Regex::new(pattern) {
-                Ok(_) => Some(pattern.clone()),
-                Err(err) => {
-                    this.error(
-                        &at(&[Step::Key("kernels"), Step::Key(key)]),
-                        format!("invalid kernel regex: {}", last_line(&err.to_string())),
-                    )
-                    .hint = Some("kernel filters are Rust regex syntax, e.g. \"gemm|conv\"".into());
-                    None
-                }
-            }
-        };
-        let kernel_include = regex(self, "include", &k.kernels.include);
-        let kernel_exclude = regex(self, "exclude", &k.kernels.exclude);
-        let iterations = k.iterations.as_ref().and_then(|text| {
-            IterationRanges::parse(text)
-                .map_err(|message| {
-                    self.error(&at(&[Step::Key("iterations")]), message.to_string())
-                        .hint = Some("write ranges like \"[1-10],[20]\" or \"[5-]\"".into());
-                })
-                .ok()
-        });
+        let KernelSelection {
+            include: kernel_include,
+            exclude: kernel_exclude,
+            iterations,
+        } = self.kernel_selection(&at(&[]), &k.kernels, k.iterations.as_deref());
         let derived: Vec<(String, String)> = k
             .derived
             .iter()
@@ -506,6 +498,51 @@ impl Compiler<'_> {
             iterations,
             agents,
             definitions: self.counters.source(k.definitions.as_deref()),
+        }
+    }
+
+    /// The kernels and iterations a per-dispatch service (counters, thread trace) selects,
+    /// checked: its table is at `base`.
+    pub(super) fn kernel_selection(
+        &mut self,
+        base: &[Step<'_>],
+        kernels: &model::KernelFilter,
+        iterations: Option<&str>,
+    ) -> KernelSelection {
+        let at = |rest: &[Step<'static>]| -> Vec<Step<'_>> {
+            let mut p = base.to_vec();
+            p.extend_from_slice(rest);
+            p
+        };
+        // An empty pattern (a template's parameter left empty) selects every kernel.
+        let regex = |this: &mut Self, key: &'static str, pattern: &Option<String>| {
+            let pattern = pattern.as_ref().filter(|p| !p.is_empty())?;
+            match Regex::new(pattern) {
+                Ok(_) => Some(pattern.clone()),
+                Err(err) => {
+                    this.error(
+                        &at(&[Step::Key("kernels"), Step::Key(key)]),
+                        format!("invalid kernel regex: {}", last_line(&err.to_string())),
+                    )
+                    .hint = Some("kernel filters are Rust regex syntax, e.g. \"gemm|conv\"".into());
+                    None
+                }
+            }
+        };
+        let include = regex(self, "include", &kernels.include);
+        let exclude = regex(self, "exclude", &kernels.exclude);
+        let iterations = iterations.and_then(|text| {
+            IterationRanges::parse(text)
+                .map_err(|message| {
+                    self.error(&at(&[Step::Key("iterations")]), message.to_string())
+                        .hint = Some("write ranges like \"[1-10],[20]\" or \"[5-]\"".into());
+                })
+                .ok()
+        });
+        KernelSelection {
+            include,
+            exclude,
+            iterations,
         }
     }
 
@@ -760,7 +797,8 @@ impl Compiler<'_> {
                 !absorbed.contains(&(c, t - 1))
             });
         }
-        contexts.retain(|c| c.record_kinds().next().is_some());
+        // A thread trace travels in frames of its own, not as records.
+        contexts.retain(|c| c.record_kinds().next().is_some() || c.thread_trace.is_some());
     }
 }
 

@@ -88,6 +88,7 @@ fn summarize(frames: &[Frame], scratch: &Path) -> String {
         title: "fuzz",
         pipeline: None,
         outputs: &[],
+        thread_trace: &[],
     };
     report::render(&page, &summary, scratch);
     String::new()

@@ -64,6 +64,7 @@ fn read_spool(input: &[u8], scratch: &Path) -> String {
         title: "fuzz",
         pipeline: None,
         outputs: &[],
+        thread_trace: &[],
     };
     report::render(&page, &summary, scratch);
     let ending = reader
@@ -114,6 +115,10 @@ impl Read {
             Payload::Args(_) => {
                 // Decoding them, which the reader did, is all a spool's arguments take.
                 self.seen.insert("args".into());
+            }
+            Payload::Trace(_) => {
+                // As arguments: decoding a piece checked it, and the runner keeps it as bytes.
+                self.seen.insert("thread trace".into());
             }
             Payload::Records(batch) => {
                 self.seen.insert(batch.kind().name().into());

@@ -1,0 +1,224 @@
+//! Thread trace: rocprofiler-sdk's dispatch thread-trace service on a context's agents.
+//! The dispatch callback starts a trace of the dispatches the context's filter takes; the
+//! shader-data callback sends each shader engine's trace to the runner, in pieces no
+//! larger than a frame. The decoder needs the code objects the traces point into, so
+//! while a context traces, each loaded code object's bytes are sent too.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rocflow_core::abi::{AsyncCorrelationId, CodeObjectLoadData, Handle, UserData};
+use rocflow_core::query::text;
+use rocflow_core::thread_trace::{
+    ConfigureDispatchFn, MAX_TRACE_BYTES, PIECE_BYTES, ThreadTracePlan, TraceData, TracePart,
+    control,
+};
+use rocflow_core::wire;
+
+use crate::api::CallError;
+use crate::api::MissingSymbol;
+use crate::filter::DispatchFilter;
+use crate::gpu::{Gpu, supported_counters};
+use crate::guard::entry;
+use crate::state::{Tool, tool};
+use crate::stream;
+use crate::warning::warn;
+
+const CONFIGURE: &str = "rocprofiler_configure_dispatch_thread_trace_service";
+/// `ROCPROFILER_CODE_OBJECT_STORAGE_TYPE_MEMORY`.
+const IN_MEMORY: i32 = 2;
+
+/// Whether a context traces threads: code objects' bytes are sent then.
+static TRACING: AtomicBool = AtomicBool::new(false);
+
+/// Why a context's thread trace cannot be configured.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error(transparent)]
+    Sdk(#[from] CallError),
+    #[error(transparent)]
+    Missing(#[from] MissingSymbol),
+    #[error("thread-trace kernel filter: {0}")]
+    KernelFilter(#[from] regex::Error),
+}
+
+/// Configures the service on `gpus` for the context `context`.
+pub fn configure(
+    tool: &Tool,
+    context: Handle,
+    plan: &ThreadTracePlan,
+    gpus: &[&Gpu],
+) -> Result<(), TraceError> {
+    let this = libloading::os::unix::Library::this();
+    // SAFETY: the symbol has the type the SDK's header declares.
+    let configure_service = unsafe {
+        this.get::<ConfigureDispatchFn>(b"rocprofiler_configure_dispatch_thread_trace_service\0")
+    }
+    .map(|symbol| *symbol)
+    .map_err(|_| MissingSymbol(CONFIGURE))?;
+    let filter =
+        DispatchFilter::leak(&plan.kernel_include, &plan.kernel_exclude, &plan.iterations)?;
+    for gpu in gpus {
+        let mut ids = Vec::new();
+        if !plan.perfcounters.is_empty() {
+            let available = supported_counters(tool, gpu.handle)?;
+            for counter in &plan.perfcounters {
+                match available.iter().find(|c| c.name == counter.name) {
+                    Some(found) => ids.push((found.id.handle, counter.simd_mask)),
+                    None => warn(&format!(
+                        "thread-trace perfcounter `{}` is not available on {} (agent {})",
+                        counter.name, gpu.gfx, gpu.agent
+                    )),
+                }
+            }
+        }
+        let mut parameters = plan.parameters(&ids);
+        // SAFETY: the parameters outlive the call; the callbacks have the SDK's types and
+        // their data lives for the process.
+        let status = unsafe {
+            configure_service(
+                context,
+                gpu.handle,
+                parameters.as_mut_ptr(),
+                parameters.len(),
+                Some(on_dispatch),
+                Some(on_shader_data),
+                (filter as *const DispatchFilter).cast_mut().cast(),
+            )
+        };
+        tool.api
+            .check(&format!("thread trace on {}", gpu.gfx), status)?;
+    }
+    TRACING.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// `rocprofiler_thread_trace_dispatch_callback_t`: traces the dispatch when the filter
+/// takes it, and has its traces carry its dispatch id.
+unsafe extern "C" fn on_dispatch(
+    _agent: Handle,
+    _queue: Handle,
+    _correlation: AsyncCorrelationId,
+    kernel_id: u64,
+    dispatch_id: u64,
+    filter: *mut c_void,
+    shader: *mut UserData,
+) -> i32 {
+    entry("thread_trace::on_dispatch", control::NONE, || {
+        // SAFETY: the leaked filter given at configuration.
+        let filter = unsafe { &*filter.cast::<DispatchFilter>() };
+        if !filter.select(kernel_id) || shader.is_null() {
+            return control::NONE;
+        }
+        // SAFETY: checked non-null; the SDK's user data for the dispatch's traces.
+        unsafe { (*shader).value = dispatch_id };
+        control::START_AND_STOP
+    })
+}
+
+/// `rocprofiler_thread_trace_shader_data_callback_t`: sends one shader engine's trace.
+unsafe extern "C" fn on_shader_data(
+    agent: Handle,
+    shader_engine: i64,
+    data: *mut c_void,
+    size: usize,
+    user: UserData,
+) {
+    entry("thread_trace::on_shader_data", (), || {
+        let Some(tool) = tool() else { return };
+        if data.is_null() {
+            return;
+        }
+        // SAFETY: the SDK hands `size` bytes at `data` for the call.
+        let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
+        let what = TracePart::ShaderData {
+            agent: tool.agent_index(agent),
+            shader_engine: shader_engine.clamp(0, i64::from(u32::MAX)) as u32,
+            // The value the dispatch callback set.
+            dispatch_id: user.value,
+        };
+        send(what, bytes);
+    });
+}
+
+/// Sends a code object's bytes when a context traces threads.
+pub fn code_object_loaded(d: &CodeObjectLoadData, agent: u32) {
+    if !TRACING.load(Ordering::Acquire) {
+        return;
+    }
+    let what = TracePart::CodeObject {
+        id: d.code_object_id,
+        agent,
+        load_base: d.load_base,
+        load_size: d.load_size,
+    };
+    match code_object_bytes(d) {
+        Ok(bytes) => send(what, &bytes),
+        Err(why) => warn(&format!(
+            "code object {} ({}): {why}; its thread traces decode without it",
+            d.code_object_id,
+            text(d.uri)
+        )),
+    }
+}
+
+/// A loaded code object's bytes: in memory, or in the file part its URI names.
+fn code_object_bytes(d: &CodeObjectLoadData) -> Result<Vec<u8>, String> {
+    if d.memory_size > MAX_TRACE_BYTES {
+        return Err(format!(
+            "{} bytes is more than rocflow keeps",
+            d.memory_size
+        ));
+    }
+    if d.storage_type == IN_MEMORY {
+        if d.memory_base == 0 {
+            return Err("it has no memory".into());
+        }
+        // SAFETY: the SDK's code object, loaded in this process for the call at least.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(d.memory_base as *const u8, d.memory_size as usize)
+        };
+        return Ok(bytes.to_vec());
+    }
+    let uri = text(d.uri);
+    let (path, part) = uri
+        .strip_prefix("file://")
+        .map(|rest| rest.split_once('#').unwrap_or((rest, "")))
+        .ok_or("its URI is neither a file nor memory")?;
+    let field = |name: &str| {
+        (part.split('&'))
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|v| match v.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => v.parse().ok(),
+            })
+    };
+    let file = std::fs::read(path).map_err(|e| e.to_string())?;
+    let offset = field("offset").unwrap_or(0) as usize;
+    let size = field("size").map_or(file.len().saturating_sub(offset), |s| s as usize);
+    file.get(offset..offset.saturating_add(size))
+        .map(<[u8]>::to_vec)
+        .ok_or_else(|| format!("the file holds no bytes {offset}..{}", offset + size))
+}
+
+/// Sends `bytes` in pieces.
+fn send(what: TracePart, bytes: &[u8]) {
+    let mut offset = 0;
+    // An empty trace is sent too: the runner then knows the dispatch was traced.
+    let pieces = bytes
+        .chunks(PIECE_BYTES)
+        .map(Some)
+        .chain(bytes.is_empty().then_some(None));
+    for piece in pieces {
+        let piece = piece.unwrap_or_default();
+        let data = TraceData {
+            what,
+            offset,
+            bytes: piece.to_vec(),
+        };
+        let mut frame = Vec::with_capacity(piece.len() + 64);
+        wire::encode_trace(0, &data, &mut frame);
+        stream::send([frame.into()]);
+        offset += piece.len() as u64;
+    }
+}
