@@ -1070,6 +1070,8 @@ fn the_simulated_mi300x_offers_every_counter_of_the_real_gfx942() {
         })
         .collect();
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
 #[test]
 fn thread_trace_is_configured_on_the_gfx942_as_the_sdk_takes_it() {
     let (_dir, pipeline) = with_file(

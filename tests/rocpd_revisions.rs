@@ -26,7 +26,7 @@ fn read(path: &Path) -> (BTreeMap<RecordKind, Vec<Batch>>, usize, Option<String>
                 _ => None,
             })),
             Payload::Records(batch) => batches.entry(batch.kind()).or_default().push(batch),
-            Payload::Args(_) => {}
+            Payload::Args(_) | Payload::Trace(_) => {}
         }
     }
     source.finish().unwrap();
