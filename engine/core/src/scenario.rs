@@ -372,8 +372,6 @@ pub enum ReadError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Invalid(#[from] ScenarioError),
-    #[error(transparent)]
-    Definitions(#[from] crate::agent_counters::DefinitionsError),
 }
 
 /// `line L, column C: ` where a place is known, as TOML errors say where they are.

@@ -90,7 +90,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     // Where the version is unknown, the tool checks it as the SDK configures it.
     if let Some(version) = version {
         for planned in &plans {
-            if let Some(missing) = crate::sdk::unavailable(&planned.plan.contexts, version) {
+            if let Some(missing) =
+                rocflow_core::availability::unavailable(&planned.plan.contexts, version)
+            {
                 let hint = format!(
                     "install {} or later, or leave `{}` out of the pipeline",
                     missing.release,

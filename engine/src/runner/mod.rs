@@ -326,19 +326,25 @@ pub enum StartError {
 pub(crate) fn checked_scenario(path: &std::path::Path) -> Result<PathBuf, StartError> {
     read_scenario(path)?;
     path.canonicalize()
-        .map_err(|e| scenario_error(path, e.into()))
+        .map_err(|e| scenario_error(path, scenario::ReadError::from(e).into()))
 }
 
 /// The scenario file at `path`, read and checked, with the counter definitions it names.
 fn read_scenario(path: &Path) -> Result<Scenario, StartError> {
-    let scenario = Scenario::read(path).map_err(|e| scenario_error(path, e))?;
+    let scenario = Scenario::read(path).map_err(|e| scenario_error(path, e.into()))?;
     rocflow_core::agent_counters::definitions(&scenario)
         .map_err(|e| scenario_error(path, e.into()))?;
     Ok(scenario)
 }
 
 /// What is wrong with a scenario file.
-pub type ScenarioFileError = scenario::ReadError;
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioFileError {
+    #[error(transparent)]
+    Read(#[from] scenario::ReadError),
+    #[error(transparent)]
+    Definitions(#[from] rocflow_core::agent_counters::DefinitionsError),
+}
 
 fn scenario_error(path: &Path, source: ScenarioFileError) -> StartError {
     StartError::Scenario {

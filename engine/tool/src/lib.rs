@@ -36,7 +36,7 @@ use std::time::Duration;
 use rocflow_core::abi::{self, ClientFinalize, ClientId, ToolConfigureResult};
 use rocflow_core::contexts::{FORMAT_VERSION, PlanContexts};
 use rocflow_core::record::Meta;
-use rocflow_core::sdk::{self, SdkVersion};
+use rocflow_core::sdk::SdkVersion;
 
 use api::Api;
 use guard::entry;
@@ -101,7 +101,10 @@ unsafe fn configure_tool(
         // application. The process stays unprofiled, which fails the run, and says which
         // release has the domain.
         Ok(tool) => {
-            match sdk::unavailable(&tool.plan.contexts, SdkVersion::from_encoded(version)) {
+            match rocflow_core::availability::unavailable(
+                &tool.plan.contexts,
+                SdkVersion::from_encoded(version),
+            ) {
                 Some(missing) => {
                     unprofiled(missing);
                     return std::ptr::null_mut();

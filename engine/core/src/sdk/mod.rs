@@ -2,13 +2,11 @@
 //! their operations, PC-sampling methods and units, buffer policies. The numeric values are
 //! the SDK's enum values (checked against the real headers' layout in the tests).
 
-mod availability;
 pub mod blocks;
 pub mod limits;
 mod newer;
 mod operations;
 
-pub use availability::{Unavailable, unavailable};
 pub use newer::{Release, SIMULATED, SdkVersion};
 
 /// Every domain's operation table: the generated ones of SDK 1.0 and the newer ones.

@@ -4,8 +4,8 @@
 
 use std::fmt;
 
-use super::{Domain, Release, SdkVersion};
 use crate::contexts::ContextPlan;
+use crate::sdk::{Domain, Release, SdkVersion};
 
 /// A domain a context traces that the SDK in use lacks.
 #[derive(Debug, Clone, PartialEq)]
