@@ -18,6 +18,7 @@ mod device_counting;
 mod flusher;
 mod gpu;
 mod guard;
+mod kfd;
 mod messages;
 mod records;
 mod setup;
