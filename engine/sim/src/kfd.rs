@@ -14,6 +14,9 @@ use crate::workload::Emitter;
 /// How long a paired record (a migration, fault or eviction from start to end) lasts.
 pub const KFD_NS: u64 = 1_000;
 
+/// A migration's operation when it is a prefetch, in both migration domains.
+const PREFETCH: i32 = 0;
+
 /// The bytes of the page range an event is about.
 const RANGE: u64 = 2 << 20;
 
@@ -33,28 +36,28 @@ pub fn emit(emitter: &Emitter, kfd: &Kfd, at: &At) {
     let (start_address, end_address) = (at.address, at.address + RANGE);
     // A prefetch names the agent it prefetches to; the other migrations none.
     let prefetch_agent = match operation {
-        0 => at.gpu,
+        PREFETCH => at.gpu,
         _ => Handle { handle: 0 },
     };
     macro_rules! send {
-        ($ty:ident { $($field:ident: $value:expr),* $(,)? }) => {
+        ($ty:ident { $($field:ident $(: $value:expr)?),* $(,)? }) => {
             emitter.trace(kfd.domain, operation, &$ty {
                 size: size_of::<$ty>() as u64,
                 kind,
                 operation,
                 pid,
-                $($field: $value,)*
+                $($field $(: $value)?,)*
             })
         };
     }
     match kfd.domain {
         Domain::KfdEventPageMigrate => send!(KfdEventPageMigrateRecord {
             timestamp: start,
-            start_address: start_address,
-            end_address: end_address,
+            start_address,
+            end_address,
             src_agent: at.cpu,
             dst_agent: at.gpu,
-            prefetch_agent: prefetch_agent,
+            prefetch_agent,
             preferred_agent: at.gpu,
             error_code: 0,
         }),
@@ -70,8 +73,8 @@ pub fn emit(emitter: &Emitter, kfd: &Kfd, at: &At) {
         Domain::KfdEventUnmapFromGpu => send!(KfdEventUnmapFromGpuRecord {
             timestamp: start,
             agent_id: at.gpu,
-            start_address: start_address,
-            end_address: end_address,
+            start_address,
+            end_address,
         }),
         Domain::KfdEventDroppedEvents => send!(KfdEventDroppedEventsRecord {
             timestamp: start,
@@ -80,11 +83,11 @@ pub fn emit(emitter: &Emitter, kfd: &Kfd, at: &At) {
         Domain::KfdPageMigrate => send!(KfdPageMigrateRecord {
             start_timestamp: start,
             end_timestamp: end,
-            start_address: start_address,
-            end_address: end_address,
+            start_address,
+            end_address,
             src_agent: at.cpu,
             dst_agent: at.gpu,
-            prefetch_agent: prefetch_agent,
+            prefetch_agent,
             preferred_agent: at.gpu,
             error_code: 0,
         }),
