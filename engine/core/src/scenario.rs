@@ -647,6 +647,9 @@ mod tests {
         let e = Scenario::parse(&allocation).unwrap_err();
         assert!(matches!(e, ScenarioError::NoAgent), "{e:?}");
         assert!(e.to_string().contains("need a GPU"), "{e}");
+        let kfd = format!("{NO_GPU}[[kfd]]\ndomain = \"kfd_queue\"\noperation = \"EVICT_SVM\"\n");
+        let e = Scenario::parse(&kfd).unwrap_err();
+        assert!(matches!(e, ScenarioError::NoAgent), "{e:?}");
     }
 
     #[test]
