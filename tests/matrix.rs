@@ -296,11 +296,12 @@ impl Row {
             let truth_of = if windowed { &within } else { &scenario };
             let want = truth_of.truth(&self.collects, processes, &dispatches);
             // rocprofv3's JSON and CSV files, as rocflow writes them, have no sections of
-            // the domains SDKs after 1.0 added.
+            // the domains SDKs after 1.0 added, nor of KFD events.
             let mut of_1_0 = self.collects.clone();
             of_1_0.api.retain(|(domain, ..)| {
                 Domain::from_name(domain).is_some_and(|d| d.since().is_none())
             });
+            of_1_0.kfd = false;
             let want_of_1_0 = truth_of.truth(&of_1_0, processes, &dispatches);
             // Every row of the CSV tables, as well as their counts.
             let rows = truth_of.misfits(&self.collects, |kind| {
@@ -320,9 +321,9 @@ impl Row {
             let but_bytes: Vec<Part> = (Part::ALL.into_iter())
                 .filter(|&p| p != Part::CopyBytes)
                 .collect();
-            // The summary and the report have no table of PC samples.
+            // The summary and the report have no table of PC samples or KFD events.
             let but_pc_samples: Vec<Part> = (Part::ALL.into_iter())
-                .filter(|&p| p != Part::PcSamples)
+                .filter(|&p| p != Part::PcSamples && p != Part::Kfd)
                 .collect();
             let mut each = Tally::default();
             for db in entries(&out.join("m/each"), |n| n.ends_with(".db")) {
@@ -352,6 +353,7 @@ impl Row {
                         Part::Allocations,
                         Part::Markers,
                         Part::PcSamples,
+                        Part::Kfd,
                     ],
                 ),
                 (
@@ -595,5 +597,57 @@ duration_ns = 12000
     row.collects.api = ["hip_graph", "hip_event", "rocshmem_api", "hipfile_api"]
         .map(|d| (d, vec![], vec![]))
         .to_vec();
+    check(&[row]);
+}
+
+/// The KFD domains, traced beside dispatches: each kind of event the driver reports and
+/// each record the SDK pairs them into, from the scenario's `[[kfd]]` tables.
+#[test]
+fn kfd_events_agree_with_the_truth() {
+    let templates = templates();
+    let of = |name: &str| templates.iter().find(|t| t.0 == name).unwrap().1.clone();
+    let mut row = Row::new(&["kernel-trace"], of("kernel-trace"));
+    row.name = "KFD events".into();
+    row.extra = r#"[[context]]
+name = "kfd"
+tracing = ["kfd_event_page_migrate", "kfd_event_page_fault", "kfd_event_queue", "kfd_event_unmap_from_gpu", "kfd_event_dropped_events", "kfd_page_migrate", "kfd_page_fault", "kfd_queue"]
+"#;
+    row.scenario = r#"
+[[kfd]]
+domain = "kfd_event_page_migrate"
+operation = "PREFETCH"
+count = 2
+
+[[kfd]]
+domain = "kfd_event_page_fault"
+operation = "START_WRITE_FAULT"
+
+[[kfd]]
+domain = "kfd_event_queue"
+operation = "EVICT_SVM"
+
+[[kfd]]
+domain = "kfd_event_unmap_from_gpu"
+operation = "MMU_NOTIFY"
+count = 3
+
+[[kfd]]
+domain = "kfd_event_dropped_events"
+operation = "DROPPED_EVENTS"
+
+[[kfd]]
+domain = "kfd_page_migrate"
+operation = "PAGEFAULT_GPU"
+
+[[kfd]]
+domain = "kfd_page_fault"
+operation = "WRITE_FAULT_MIGRATED"
+count = 2
+
+[[kfd]]
+domain = "kfd_queue"
+operation = "EVICT_TTM"
+"#;
+    row.collects.kfd = true;
     check(&[row]);
 }

@@ -1541,3 +1541,56 @@ fn amds_thread_trace_input_keeps_and_decodes_a_trace_per_shader_engine_and_dispa
     }
     assert_eq!(simds, BTreeSet::from([0, 1]));
 }
+
+/// `--kfd-trace` traces every KFD domain: the database holds each event the scenario's
+/// `[[kfd]]` tables make, and no other.
+#[test]
+fn kfd_trace_records_the_scenarios_kfd_events() {
+    use support::truth::{Collects, Part, Scenario};
+    let dir = tempfile::tempdir().unwrap();
+    let mut text =
+        std::fs::read_to_string(support::repo().join("examples/sim/mi300x.toml")).unwrap();
+    for (domain, operation) in [
+        ("kfd_event_page_migrate", "PAGEFAULT_CPU"),
+        ("kfd_event_page_fault", "START_READ_FAULT"),
+        ("kfd_event_queue", "RESTORE"),
+        ("kfd_event_unmap_from_gpu", "UNMAP_FROM_CPU"),
+        ("kfd_event_dropped_events", "DROPPED_EVENTS"),
+        ("kfd_page_migrate", "PREFETCH"),
+        ("kfd_page_fault", "READ_FAULT_UPDATED"),
+        ("kfd_queue", "EVICT_USERPTR"),
+    ] {
+        text += &format!("\n[[kfd]]\ndomain = \"{domain}\"\noperation = \"{operation}\"\n");
+    }
+    let scenario_file = dir.path().join("kfd.toml");
+    std::fs::write(&scenario_file, text).unwrap();
+    let device = format!("sim:{}", scenario_file.display());
+    let app = support::sim_app();
+    let args = [
+        "run",
+        "--device",
+        &device,
+        "--kfd-trace",
+        "-f",
+        "rocpd",
+        "-d",
+        "out",
+        "-o",
+        "run",
+        "--",
+        app.to_str().unwrap(),
+        "exit",
+        "0",
+    ];
+    assert_success(&support::rocflow(&args, dir.path(), &[]));
+    let collects = Collects {
+        kfd: true,
+        ..Collects::default()
+    };
+    let scenario = Scenario::read(&scenario_file);
+    let want = scenario.truth(&collects, 1, &Default::default());
+    assert_eq!(want.kfd.len(), 8, "every KFD domain has events");
+    let seen = support::truth::rocpd(&dir.path().join("out/run_results.db"));
+    let differences = want.differences(&seen, &[Part::Kfd], 0.0);
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}

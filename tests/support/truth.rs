@@ -39,6 +39,8 @@ pub struct Tally {
     pub counters: BTreeMap<(String, String), (u64, f64)>,
     /// PC samples.
     pub pc_samples: u64,
+    /// Per KFD tracing domain: its events.
+    pub kfd: BTreeMap<String, u64>,
 }
 
 /// A part of a [`Tally`], for outputs that show only some.
@@ -53,10 +55,11 @@ pub enum Part {
     Markers,
     Counters,
     PcSamples,
+    Kfd,
 }
 
 impl Part {
-    pub const ALL: [Part; 9] = [
+    pub const ALL: [Part; 10] = [
         Part::Kernels,
         Part::KernelTime,
         Part::Api,
@@ -66,6 +69,7 @@ impl Part {
         Part::Markers,
         Part::Counters,
         Part::PcSamples,
+        Part::Kfd,
     ];
 }
 
@@ -91,6 +95,7 @@ impl Tally {
             entry.1 += total;
         }
         self.pc_samples += other.pc_samples;
+        sum(&mut self.kfd, other.kfd);
     }
 
     /// The differences between `self` (the truth) and `seen`, in the `parts` an output
@@ -125,6 +130,7 @@ impl Tally {
                 Part::CopyBytes => compare(part, &self.copy_bytes, &seen.copy_bytes, &mut out),
                 Part::Allocations => compare(part, &self.allocations, &seen.allocations, &mut out),
                 Part::Markers => compare(part, &self.markers, &seen.markers, &mut out),
+                Part::Kfd => compare(part, &self.kfd, &seen.kfd, &mut out),
                 Part::PcSamples if self.pc_samples != seen.pc_samples => out.push(format!(
                     "PcSamples: want {}, got {}",
                     self.pc_samples, seen.pc_samples
@@ -178,6 +184,8 @@ pub struct Scenario {
     pub allocations: Vec<u64>,
     /// Per `[[call]]`: its domain, function and count per iteration.
     pub calls: Vec<(String, String, u64)>,
+    /// Per `[[kfd]]`: its domain and events per iteration.
+    pub kfd: Vec<(String, u64)>,
 }
 
 #[derive(Debug)]
@@ -359,6 +367,9 @@ impl Scenario {
                     )
                 })
                 .collect(),
+            kfd: (list("kfd").iter())
+                .map(|k| (k["domain"].as_str().unwrap().to_owned(), int(k, "count", 1)))
+                .collect(),
         }
     }
 
@@ -440,6 +451,11 @@ impl Scenario {
         }
         if let (true, Some(message)) = (collects.markers, &self.marker) {
             tally.markers.insert(message.clone(), n);
+        }
+        if collects.kfd {
+            for (domain, count) in &self.kfd {
+                *tally.kfd.entry(domain.clone()).or_default() += n * count;
+            }
         }
         for (id, k) in dispatches.values().flatten() {
             let Some(kernel) = (self.kernels.iter()).find(|x| collects.name(x) == k) else {
@@ -850,6 +866,8 @@ pub struct Collects {
     pub ratios: Vec<(&'static str, &'static str, &'static str)>,
     /// PC samples, on every GPU that takes them.
     pub pc_samples: bool,
+    /// The events of every KFD tracing domain.
+    pub kfd: bool,
     /// Counters only of kernels whose demangled name matches (a regex), if set.
     pub counted_kernels: Option<&'static str>,
     /// How the outputs name kernels.
@@ -900,6 +918,7 @@ impl Collects {
         self.allocations |= other.allocations;
         self.markers |= other.markers;
         self.pc_samples |= other.pc_samples;
+        self.kfd |= other.kfd;
         for api in &other.api {
             match self.api.iter_mut().find(|a| a.0 == api.0) {
                 // Either filter's functions: all if either keeps all and drops none.
@@ -1023,6 +1042,9 @@ pub fn tally_tables(table: impl Fn(&str) -> Rows) -> (Tally, Dispatches) {
             .or_default() += 1;
     }
     tally.pc_samples = table("pc_sample").len() as u64;
+    for row in table("kfd_event") {
+        *tally.kfd.entry(row["domain"].clone()).or_default() += 1;
+    }
     for row in table("marker") {
         *tally.markers.entry(row["message"].clone()).or_default() += 1;
     }
@@ -1069,6 +1091,7 @@ pub fn parquet_tables(dir: &Path) -> (Tally, Dispatches) {
         "marker",
         "counter_sample",
         "pc_sample",
+        "kfd_event",
     ];
     let present: Vec<&str> = kinds.into_iter().filter(|k| dir.join(k).is_dir()).collect();
     let queries: Vec<String> = (present.iter())
@@ -1154,9 +1177,19 @@ pub fn rocpd(db: &Path) -> Tally {
     for (kernel, counter, dispatches, sum) in counters {
         tally.counters.insert((kernel, counter), (dispatches, sum));
     }
-    tally.pc_samples = db
-        .query_row("SELECT COUNT(*) FROM samples", [], |r| n(r, 0))
-        .unwrap();
+    // Instants: PC samples and KFD events (of a category named after its domain).
+    let samples: Vec<(String, u64)> = sqlite_rows(
+        &db,
+        "SELECT category, COUNT(*) FROM samples GROUP BY category",
+        |r| Ok((r.get(0)?, n(r, 1)?)),
+    );
+    for (category, count) in samples {
+        if category.starts_with("PC_SAMPLING") {
+            tally.pc_samples += count;
+        } else if category.starts_with("KFD_") {
+            tally.kfd.insert(category.to_ascii_lowercase(), count);
+        }
+    }
     tally
 }
 
@@ -1467,6 +1500,10 @@ pub fn amd_summary(stats: &crate::peer::Stats) -> Tally {
                     *tally.allocations.entry(operation).or_default() += calls;
                 }
                 _ if name.starts_with("PC_SAMPLING") => tally.pc_samples += calls,
+                // An instant's category is its name: a KFD event's is its domain's.
+                _ if name.starts_with("KFD_") => {
+                    *tally.kfd.entry(name.to_ascii_lowercase()).or_default() += calls
+                }
                 _ => *tally.api.entry(name).or_default() += calls,
             }
         }

@@ -28,6 +28,9 @@ pub struct Scenario {
     pub allocations: Vec<Allocation>,
     #[serde(rename = "call", default)]
     pub calls: Vec<Call>,
+    /// Driver events each iteration causes; none unless written.
+    #[serde(default)]
+    pub kfd: Vec<Kfd>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -331,6 +334,60 @@ impl TryFrom<CallEntry> for Call {
     }
 }
 
+/// KFD events each iteration causes on the first GPU: page migrations and faults, queue
+/// evictions, unmaps, dropped events, and the SDK's records pairing them.
+#[derive(Debug, Deserialize)]
+#[serde(try_from = "KfdEntry")]
+pub struct Kfd {
+    /// A KFD tracing domain, e.g. `kfd_event_page_fault` or `kfd_queue`.
+    pub domain: Domain,
+    /// The event's operation id in its domain (the SDK's).
+    pub operation: i32,
+    /// Events per iteration.
+    pub count: u32,
+}
+
+/// A `[[kfd]]` table as written: a domain and an operation name, checked together.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KfdEntry {
+    domain: String,
+    operation: String,
+    #[serde(default = "one")]
+    count: u32,
+}
+
+/// What is wrong with a `[[kfd]]` table.
+#[derive(Debug, thiserror::Error)]
+pub enum KfdError {
+    #[error("`{0}` is not a KFD tracing domain")]
+    NotKfdDomain(String),
+    #[error("`{operation}` is not an operation of {}", .domain.name())]
+    UnknownOperation { operation: String, domain: Domain },
+}
+
+impl TryFrom<KfdEntry> for Kfd {
+    type Error = KfdError;
+
+    fn try_from(entry: KfdEntry) -> Result<Kfd, KfdError> {
+        let domain = Domain::from_name(&entry.domain)
+            .filter(|d| d.record_kind() == RecordKind::KfdEvent)
+            .ok_or(KfdError::NotKfdDomain(entry.domain))?;
+        let operation = (domain.operations().iter())
+            .find(|(_, name)| *name == entry.operation)
+            .map(|(id, _)| *id)
+            .ok_or(KfdError::UnknownOperation {
+                operation: entry.operation,
+                domain,
+            })?;
+        Ok(Kfd {
+            domain,
+            operation,
+            count: entry.count,
+        })
+    }
+}
+
 /// What is wrong with a scenario.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
@@ -338,7 +395,7 @@ pub enum ScenarioError {
     #[error(transparent)]
     Toml(#[from] toml::de::Error),
     #[error(
-        "kernels, copies, allocations, graph launches and HIP events need a GPU: add an [[agent]], or leave them out to simulate a node without one"
+        "kernels, copies, allocations, graph launches, HIP events and KFD events need a GPU: add an [[agent]], or leave them out to simulate a node without one"
     )]
     NoAgent,
     #[error("the simulated SDK can be rocprofiler-sdk 1.0.0 to {SIMULATED}, not {0}")]
@@ -411,7 +468,8 @@ impl Scenario {
         let device_work = !(scenario.kernels.is_empty()
             && scenario.copies.is_empty()
             && scenario.allocations.is_empty()
-            && !scenario.calls.iter().any(|c| c.domain.on_gpu()));
+            && !scenario.calls.iter().any(|c| c.domain.on_gpu())
+            && scenario.kfd.is_empty());
         if agents == 0 && device_work {
             return Err(ScenarioError::NoAgent);
         }
@@ -501,6 +559,28 @@ mod tests {
         assert!(
             e.contains("`kernel_dispatch` is not an API tracing domain"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn kfd_events_name_real_operations_of_kfd_domains() {
+        let e = refused("[[kfd]]\ndomain = \"kfd_queue\"\noperation = \"RESTORE\"\n");
+        assert!(
+            e.contains("`RESTORE` is not an operation of kfd_queue"),
+            "{e}"
+        );
+        assert!(e.contains("line "), "the error says where: {e}");
+        let e = refused("[[kfd]]\ndomain = \"hip_runtime_api\"\noperation = \"x\"\n");
+        assert!(
+            e.contains("`hip_runtime_api` is not a KFD tracing domain"),
+            "{e}"
+        );
+        let kfd = "[[kfd]]\ndomain = \"kfd_event_queue\"\noperation = \"RESTORE\"\ncount = 3\n";
+        let scenario = Scenario::parse(&format!("{DEFAULT}\n{kfd}")).unwrap();
+        let (kfd, restore) = (&scenario.kfd[0], 7);
+        assert_eq!(
+            (kfd.domain, kfd.operation, kfd.count),
+            (Domain::KfdEventQueue, restore, 3)
         );
     }
 
@@ -596,6 +676,9 @@ mod tests {
         let e = Scenario::parse(&allocation).unwrap_err();
         assert!(matches!(e, ScenarioError::NoAgent), "{e:?}");
         assert!(e.to_string().contains("need a GPU"), "{e}");
+        let kfd = format!("{NO_GPU}[[kfd]]\ndomain = \"kfd_queue\"\noperation = \"EVICT_SVM\"\n");
+        let e = Scenario::parse(&kfd).unwrap_err();
+        assert!(matches!(e, ScenarioError::NoAgent), "{e:?}");
     }
 
     #[test]

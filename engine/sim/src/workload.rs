@@ -269,6 +269,19 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 t += call.duration_ns;
             }
         }
+        for kfd in &scenario.kfd {
+            for n in 0..kfd.count {
+                wait(t);
+                let at = crate::kfd::At {
+                    timestamp: t,
+                    cpu: sdk.device.agents[0].id,
+                    gpu: sdk.device.gpu_handle(0),
+                    address: crate::kfd::address(index, iteration, n),
+                };
+                crate::kfd::emit(&emitter, kfd, &at);
+                t += crate::kfd::KFD_NS;
+            }
+        }
         t = t.max(queue_free.iter().copied().max().unwrap_or(0));
         wait(t);
         if let Some((correlation, start)) = range {
@@ -317,7 +330,7 @@ fn api_record(domain: Domain, operation: i32, t: u64, correlation: u64, tid: u64
 const STAGED_RECORDS: usize = 256;
 
 /// Hands records to the contexts that want them.
-struct Emitter<'a> {
+pub struct Emitter<'a> {
     sdk: &'a Sdk,
     running: &'a Running,
     tid: u64,
@@ -371,7 +384,7 @@ impl<'a> Emitter<'a> {
             .filter(|c| c.active.load(Ordering::Acquire))
     }
 
-    fn trace<T: Copy>(&self, domain: Domain, operation: i32, record: &T) {
+    pub fn trace<T: Copy>(&self, domain: Domain, operation: i32, record: &T) {
         let value = domain.sdk_value();
         for ctx in self.active() {
             if let Some(buffer) = ctx.setup.traces(value, operation) {

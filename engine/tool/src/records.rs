@@ -15,8 +15,9 @@ use rocflow_core::abi::{
     pc_record,
 };
 use rocflow_core::record::{
-    ApiArgs, ApiCall, Arg, ArgValue, CounterSample, KernelDispatch, Marker, MemoryAllocation,
-    MemoryCopy, Meta, PcSample, Queue, Record, RecordKind, ScratchMemory, Sym, Thread,
+    ApiArgs, ApiCall, Arg, ArgValue, CounterSample, KernelDispatch, KfdEvent, Marker,
+    MemoryAllocation, MemoryCopy, Meta, PcSample, Queue, Record, RecordKind, ScratchMemory, Sym,
+    Thread,
 };
 use rocflow_core::ring::FrameBuffer;
 use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
@@ -94,6 +95,7 @@ struct Out {
     scratch: Frame<ScratchMemory>,
     counters: Frame<CounterSample>,
     pcs: Frame<PcSample>,
+    kfd: Frame<KfdEvent>,
     tids: Vec<u64>,
     /// Queue id and agent index.
     queues: Vec<(u64, u32)>,
@@ -154,6 +156,7 @@ impl Out {
         self.scratch.finish(&mut frames);
         self.counters.finish(&mut frames);
         self.pcs.finish(&mut frames);
+        self.kfd.finish(&mut frames);
         self.tids.clear();
         self.queues.clear();
         frames
@@ -590,6 +593,14 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                         flags: r.flags,
                         operation_id: r.operation as u8,
                     });
+                }
+                RecordKind::KfdEvent => {
+                    // SAFETY: the caller's contract.
+                    if let Some(event) =
+                        unsafe { crate::kfd::event(domain, header.payload, pid, agent) }
+                    {
+                        out.kfd.push(event);
+                    }
                 }
                 // Domains whose records rocflow does not take apart yet.
                 _ => {}

@@ -506,6 +506,9 @@ abi! {
     }
 }
 
+mod kfd;
+pub use kfd::*;
+
 /// `rocprofiler_tool_initialize_t`.
 pub type ToolInitialize =
     unsafe extern "C" fn(finalize: ClientFinalize, tool_data: *mut c_void) -> c_int;

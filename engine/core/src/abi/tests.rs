@@ -102,6 +102,14 @@ layout_tests! {
     pc_sampling_configuration: PcSamplingConfiguration,
     pc: Pc,
     pc_sampling_host_trap_record: PcSamplingHostTrapRecord,
+    kfd_event_page_migrate_record: KfdEventPageMigrateRecord,
+    kfd_event_page_fault_record: KfdEventPageFaultRecord,
+    kfd_event_queue_record: KfdEventQueueRecord,
+    kfd_event_unmap_from_gpu_record: KfdEventUnmapFromGpuRecord,
+    kfd_event_dropped_events_record: KfdEventDroppedEventsRecord,
+    kfd_page_migrate_record: KfdPageMigrateRecord,
+    kfd_page_fault_record: KfdPageFaultRecord,
+    kfd_queue_record: KfdQueueRecord,
 }
 
 /// The records of the domains newer SDKs added, against their layout in SDK 1.4.1's
