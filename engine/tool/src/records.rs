@@ -413,10 +413,6 @@ fn demangle_type(mangled: &str) -> String {
         .unwrap_or_else(|| mangled.to_owned())
 }
 
-/// Converts one SDK record into its rocflow record.
-///
-/// # Safety
-/// `header.payload` points at the record its category and kind say.
 /// The call a host API domain's record is (its `pid` left to the caller). A graph
 /// launch's and a HIP event's records have layouts of their own; an `_EXT` record starts
 /// as the plain one does.
@@ -424,59 +420,34 @@ fn demangle_type(mangled: &str) -> String {
 /// # Safety
 /// `payload` points to a record of `domain` as the SDK delivers it.
 unsafe fn api_call(domain: Domain, payload: *const c_void) -> ApiCall {
-    let call = |tid: u64, start_ns, end_ns, correlation_id, external_id, operation_id| ApiCall {
-        pid: 0,
-        tid: tid as u32,
-        start_ns,
-        end_ns,
-        correlation_id,
-        external_id,
-        domain_id: domain.plain().sdk_value() as u8,
-        operation_id,
-    };
+    // The fields a call is made of have the same names in every layout.
+    macro_rules! call {
+        ($record:ty) => {{
+            // SAFETY: the caller's contract.
+            let r = unsafe { &*payload.cast::<$record>() };
+            ApiCall {
+                pid: 0,
+                tid: r.thread_id as u32,
+                start_ns: r.start_timestamp,
+                end_ns: r.end_timestamp,
+                correlation_id: r.correlation_id.internal,
+                external_id: r.correlation_id.external.value,
+                domain_id: domain.plain().sdk_value() as u8,
+                operation_id: r.operation,
+            }
+        }};
+    }
     match domain {
-        Domain::HipGraph => {
-            // SAFETY: the caller's contract.
-            let r = unsafe { &*payload.cast::<HipGraphRecord>() };
-            let c = &r.correlation_id;
-            call(
-                r.thread_id,
-                r.start_timestamp,
-                r.end_timestamp,
-                c.internal,
-                c.external.value,
-                r.operation,
-            )
-        }
-        Domain::HipEvent => {
-            // SAFETY: the caller's contract.
-            let r = unsafe { &*payload.cast::<HipEventRecord>() };
-            let c = &r.correlation_id;
-            call(
-                r.thread_id,
-                r.start_timestamp,
-                r.end_timestamp,
-                c.internal,
-                c.external.value,
-                r.operation,
-            )
-        }
-        _ => {
-            // SAFETY: the caller's contract.
-            let r = unsafe { &*payload.cast::<ApiRecord>() };
-            let c = &r.correlation_id;
-            call(
-                r.thread_id,
-                r.start_timestamp,
-                r.end_timestamp,
-                c.internal,
-                c.external.value,
-                r.operation,
-            )
-        }
+        Domain::HipGraph => call!(HipGraphRecord),
+        Domain::HipEvent => call!(HipEventRecord),
+        _ => call!(ApiRecord),
     }
 }
 
+/// Converts one SDK record into its rocflow record.
+///
+/// # Safety
+/// `header.payload` points at the record its category and kind say.
 unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeader, out: &mut Out) {
     let agent = |handle: Handle| tool.agent_index(handle);
     match header.category {
