@@ -452,29 +452,15 @@ impl Sampler {
         let pid = std::process::id();
         for r in &values[..count] {
             let (counter, at) = crate::records::coordinates(tool, r.id);
-            let [
-                xcc,
-                aid,
-                shader_engine,
-                agent_index,
-                shader_array,
-                wgp,
-                instance,
-            ] = at;
-            frame.push(DeviceCounterSample {
+            let sample = DeviceCounterSample {
                 pid,
                 agent: tool.agent_index(r.agent_id),
                 timestamp_ns,
                 counter_id: counter.handle as u32,
-                xcc,
-                aid,
-                shader_engine,
-                agent_index,
-                shader_array,
-                wgp,
-                instance,
                 value: r.counter_value,
-            });
+                ..DeviceCounterSample::default()
+            };
+            frame.push(sample.at(at));
         }
         Ok(Some(timestamp_ns))
     }

@@ -219,49 +219,42 @@ impl RecordKind {
     }
 }
 
-impl CounterSample {
-    /// The coordinates, in `rocflow_core::sdk::COUNTER_DIMENSIONS` order.
-    pub fn coordinates(&self) -> [u16; 7] {
-        [
-            self.xcc,
-            self.aid,
-            self.shader_engine,
-            self.agent_index,
-            self.shader_array,
-            self.wgp,
-            self.instance,
-        ]
-    }
+/// A counter value's place: its coordinates per dimension, which dispatch and device
+/// samples keep alike.
+macro_rules! coordinates {
+    ($($sample:ident),*) => {$(
+        impl $sample {
+            /// The coordinates, in `rocflow_core::sdk::COUNTER_DIMENSIONS` order.
+            pub fn coordinates(&self) -> [u16; 7] {
+                [
+                    self.xcc,
+                    self.aid,
+                    self.shader_engine,
+                    self.agent_index,
+                    self.shader_array,
+                    self.wgp,
+                    self.instance,
+                ]
+            }
 
-    /// The sample at other coordinates, in `COUNTER_DIMENSIONS` order.
-    pub fn at(mut self, coordinates: [u16; 7]) -> CounterSample {
-        [
-            self.xcc,
-            self.aid,
-            self.shader_engine,
-            self.agent_index,
-            self.shader_array,
-            self.wgp,
-            self.instance,
-        ] = coordinates;
-        self
-    }
+            /// The sample at other coordinates, in `COUNTER_DIMENSIONS` order.
+            pub fn at(mut self, coordinates: [u16; 7]) -> $sample {
+                [
+                    self.xcc,
+                    self.aid,
+                    self.shader_engine,
+                    self.agent_index,
+                    self.shader_array,
+                    self.wgp,
+                    self.instance,
+                ] = coordinates;
+                self
+            }
+        }
+    )*};
 }
 
-impl DeviceCounterSample {
-    /// The coordinates, in `rocflow_core::sdk::COUNTER_DIMENSIONS` order.
-    pub fn coordinates(&self) -> [u16; 7] {
-        [
-            self.xcc,
-            self.aid,
-            self.shader_engine,
-            self.agent_index,
-            self.shader_array,
-            self.wgp,
-            self.instance,
-        ]
-    }
-}
+coordinates!(CounterSample, DeviceCounterSample);
 
 fn decode_all<R: Record>(payload: &[u8]) -> Option<Vec<R>> {
     if payload.len() % R::SIZE != 0 {

@@ -470,8 +470,7 @@ impl Reader<'_, '_> {
 
     /// A device counter sample, from what its event keeps (see the rocpd sink).
     fn device_counter_sample(&self, pid: u32, row: &Cells<'_>) -> DeviceCounterSample {
-        let data: DeviceData = row
-            .with_text(7, |t| serde_json::from_slice(t).ok())
+        let data: DeviceData = with_content(row, 7, |t| serde_json::from_slice(t).ok())
             .flatten()
             .unwrap_or_default();
         let pmc = data.pmc_id.0.unwrap_or(0) as i64;
@@ -483,29 +482,15 @@ impl Reader<'_, '_> {
                 self.info.agent(data.agent_id.0.map(|a| a as i64)),
             ),
         };
-        let [
-            xcc,
-            aid,
-            shader_engine,
-            agent_index,
-            shader_array,
-            wgp,
-            instance,
-        ] = data.dimensions;
         DeviceCounterSample {
             pid,
             agent,
             timestamp_ns: u64(row, 2),
             counter_id,
-            xcc,
-            aid,
-            shader_engine,
-            agent_index,
-            shader_array,
-            wgp,
-            instance,
             value: data.value.unwrap_or(f64::NAN),
+            ..DeviceCounterSample::default()
         }
+        .at(data.dimensions)
     }
 
     fn pc_sample(&self, pid: u32, row: &Cells<'_>, method: u8) -> PcSample {
