@@ -18,6 +18,8 @@ use rocflow_counters::expr::{Dimension, Instance, Tensor};
 use crate::cxxfilt::demangle;
 use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
+pub mod device;
+
 /// What an output says a run held, summed over its processes.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Tally {
