@@ -292,6 +292,17 @@ fn derived_counters_and_reductions_apply_to_each_read() {
         "every derived value is 0"
     );
     assert_eq!(derived, expected);
+
+    // The plan says so: the reads gathered, then reduced.
+    let explained = rocflow(&["explain", "p.toml"], d, &[]);
+    assert_says(
+        &explained.stdout,
+        "device/reads on device_counter_sample: each dispatch's or read's values of SQ_WAVES, GRBM_GUI_ACTIVE together; derive TOTAL = ",
+    );
+    assert_says(
+        &explained.stdout,
+        "device/reduce[0] on device_counter_sample",
+    );
 }
 
 #[test]
