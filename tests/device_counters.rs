@@ -253,14 +253,23 @@ op = "sum"
 fn derived_counters_and_reductions_apply_to_each_read() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    assert_success(&run(d, DERIVED, ""));
-    let (mut raw, mut derived) = (BTreeMap::new(), BTreeMap::new());
+    // With a device metric, read beside the counters and passed on as it is.
+    let output = run(d, &format!("metrics = [\"power_w\"]\n{DERIVED}"), "");
+    assert_success(&output);
+    let said = support::text(&output.stderr);
+    assert!(!said.contains("arrived"), "{said}");
+    let (mut raw, mut derived, mut power) = (BTreeMap::new(), BTreeMap::new(), 0);
     for (key, value) in csv_samples(&d.join("out/csv")) {
         match key.2.as_str() {
             "TOTAL" | "WAVES_X2" => derived.insert(key, value),
+            "power_w" => {
+                power += 1;
+                None
+            }
             _ => raw.insert(key, value),
         };
     }
+    assert!(power > 0, "no metric passed on");
     // The collected counters are as the scenario gives them.
     let reads = assert_truth(d, &raw);
     assert!(reads.values().all(|&n| n >= 5), "{reads:?}");

@@ -121,8 +121,21 @@ impl<C: Counted> DeriveCounters<C> {
                 n
             }
         };
+        // Values of other counters (the device metrics a read takes with its counters)
+        // pass on as they are, ahead of the chunk's gathered values.
+        let mut decided: Vec<(u32, bool)> = Vec::new();
+        let mut gathers = |id: u32| match decided.iter().find(|(d, _)| *d == id) {
+            Some(&(_, yes)) => yes,
+            None => {
+                let yes = self.collected.iter().any(|c| c == meta.counter_name(id));
+                decided.push((id, yes));
+                yes
+            }
+        };
+        let (samples, mut out): (Vec<C>, Vec<C>) =
+            samples.into_iter().partition(|s| gathers(s.counter_id()));
         let mut open = self.open.lock().expect("no poison");
-        let mut out = Vec::with_capacity(samples.len());
+        out.reserve(samples.len());
         let mut rest = &samples[..];
         // A dispatch's values arrive together: most dispatches are whole in one chunk.
         while let Some(first) = rest.first() {
