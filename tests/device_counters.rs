@@ -2,17 +2,13 @@
 //! sink's samples held against the scenario's truth, sampling at ROCTx ranges, the
 //! permission-denied path, and the pipeline's errors.
 //!
-//! The truth: a read counts the dispatches that ended on its GPU since the context
-//! started, each with the values dispatch counting gives it. The kernel trace of the same
-//! run says when each dispatch ended; a read's time is taken as it returns, so its values
-//! are those of the dispatches that ended by some moment of the read: the sum over the
-//! first `k` dispatches in order of their ends, for a `k` no larger than the number that
-//! ended by the read's time, and no smaller than the number that ended by its start.
+//! The truth is `support::truth::device`'s.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use support::truth::Scenario;
+use support::truth::device::{self, Key};
 use support::{
     assert_says, assert_success, csv, decode_perfetto, duckdb, entries, otf2_print, rocflow, run_on,
 };
@@ -73,6 +69,11 @@ path = "out/{pid}_results.json"
 name = "otf2"
 kind = "otf2"
 path = "out/trace"
+
+[[post]]
+name = "report"
+kind = "report"
+path = "out/report.html"
 "#;
 
 /// A pipeline that writes what it reads as CSV tables.
@@ -99,72 +100,17 @@ fn run(dir: &Path, at: &str, extra: &str) -> std::process::Output {
     )
 }
 
-/// A sample's place: agent, time, counter and coordinates (as the CSV writes them).
-type Key = (u32, u64, String, [u16; 7]);
-
 /// The device samples of the CSV sink that wrote to `dir`.
 fn csv_samples(dir: &Path) -> BTreeMap<Key, f64> {
-    let mut samples = BTreeMap::new();
-    for row in csv(&dir.join("device_counter_sample.csv")) {
-        let coordinates = support::COORDINATES.map(|c| row[c].parse().unwrap());
-        let key = (
-            row["agent"].parse().unwrap(),
-            row["timestamp_ns"].parse().unwrap(),
-            row["counter"].clone(),
-            coordinates,
-        );
-        let previous = samples.insert(key.clone(), row["value"].parse().unwrap());
-        assert!(previous.is_none(), "two values for {key:?}");
-    }
-    samples
+    device::samples(&csv(&dir.join("device_counter_sample.csv")))
 }
-
-/// Per agent, the dispatches of the kernel trace in the order they ended: end and id.
-fn dispatch_ends(dir: &Path) -> BTreeMap<u32, Vec<(u64, u64)>> {
-    let mut ends: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
-    for row in csv(&dir.join("out/csv/kernel_dispatch.csv")) {
-        let agent = row["agent"].parse().unwrap();
-        let end = row["end_ns"].parse().unwrap();
-        ends.entry(agent)
-            .or_default()
-            .push((end, row["dispatch_id"].parse().unwrap()));
-    }
-    ends.values_mut().for_each(|e| e.sort_unstable());
-    ends
-}
-
-/// How long a read may take, at most, on a loaded machine.
-const READ_NS: u64 = 2_000_000_000;
 
 /// Holds every sample against the truth; returns the number of reads per agent.
+#[track_caller]
 fn assert_truth(dir: &Path, samples: &BTreeMap<Key, f64>) -> BTreeMap<u32, usize> {
     let truth = Scenario::read(&dir.join("scenario.toml"));
-    let ends = dispatch_ends(dir);
-    let mut reads: BTreeMap<u32, std::collections::BTreeSet<u64>> = BTreeMap::new();
-    let mut counted = 0;
-    for ((agent, time, counter, coordinates), &value) in samples {
-        reads.entry(*agent).or_default().insert(*time);
-        // Agent 0 is the CPU; GPU `g` is agent `g + 1`.
-        let gpu = *agent as usize - 1;
-        let ended = &ends[agent];
-        let by_end = ended.partition_point(|&(end, _)| end <= *time);
-        let by_start = ended.partition_point(|&(end, _)| end <= time.saturating_sub(READ_NS));
-        let mut sum = 0.0;
-        let mut sums = vec![sum];
-        for &(_, id) in &ended[..by_end] {
-            sum += truth.counter_value(gpu, counter, id, *coordinates).unwrap();
-            sums.push(sum);
-        }
-        let k = sums.iter().position(|s| *s == value);
-        assert!(
-            k.is_some_and(|k| k >= by_start),
-            "{counter} {coordinates:?} of agent {agent} at {time}: {value} is no sum of the first dispatches that ended by then ({} of them)",
-            by_end
-        );
-        counted += usize::from(value > 0.0);
-    }
-    assert!(counted > 0, "every sample is 0");
-    reads.into_iter().map(|(a, t)| (a, t.len())).collect()
+    let ends = device::dispatch_ends(&csv(&dir.join("out/csv/kernel_dispatch.csv")));
+    truth.device_reads(samples, &ends).unwrap()
 }
 
 #[test]
@@ -207,6 +153,24 @@ fn every_output_holds_the_device_samples_the_scenario_gives() {
     for ((agent, time, counter, _), value) in &samples {
         *sums.entry((*agent, counter.clone(), *time)).or_default() += value;
     }
+
+    // The report: a plot per GPU and counter, a point per read.
+    let report = std::fs::read_to_string(d.join("out/report.html")).unwrap();
+    let mut plotted = BTreeMap::new();
+    for figure in report.split("<figure class=\"chart device\">").skip(1) {
+        let figure = &figure[..figure.find("</figure>").unwrap()];
+        let label = &figure[figure.find("aria-label=\"").unwrap() + 12..];
+        let (counter, gpu) = label[..label.find('"').unwrap()].split_once(", ").unwrap();
+        // "agent N gfx942"
+        let agent: u32 = gpu.split(' ').nth(1).unwrap().parse().unwrap();
+        for point in figure.split("data-ns=\"").skip(1) {
+            let time = point[..point.find('"').unwrap()].parse().unwrap();
+            let value = &point[point.find("data-value=\"").unwrap() + 12..];
+            let value: f64 = value[..value.find('"').unwrap()].parse().unwrap();
+            plotted.insert((agent, counter.to_owned(), time), value);
+        }
+    }
+    assert_eq!(plotted, sums);
 
     // Perfetto: a counter track per GPU and counter, under the GPU's group.
     let decoded = decode_perfetto(&[d.join("out/trace.pftrace")]);
@@ -268,6 +232,86 @@ fn every_output_holds_the_device_samples_the_scenario_gives() {
     let said = support::text(&replay.stderr);
     assert!(!said.contains("left out"), "{said}");
     assert_eq!(csv_samples(&d.join("back")), samples);
+}
+
+/// Derived counters of a device counting context, one of them reduced over two
+/// dimensions.
+const DERIVED: &str = r#"
+[[context.device_counters.derived]]
+name = "TOTAL"
+expression = "reduce(SQ_WAVES,sum)+2*reduce(GRBM_GUI_ACTIVE,max)"
+[[context.device_counters.derived]]
+name = "WAVES_X2"
+expression = "SQ_WAVES*2"
+[[context.device_counters.reduce]]
+counters = ["WAVES_X2"]
+dimensions = ["DIMENSION_XCC", "DIMENSION_SHADER_ENGINE"]
+op = "sum"
+"#;
+
+#[test]
+fn derived_counters_and_reductions_apply_to_each_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // With a device metric, read beside the counters and passed on as it is.
+    let output = run(d, &format!("metrics = [\"power_w\"]\n{DERIVED}"), "");
+    assert_success(&output);
+    let said = support::text(&output.stderr);
+    assert!(!said.contains("arrived"), "{said}");
+    let (mut raw, mut derived, mut power) = (BTreeMap::new(), BTreeMap::new(), 0);
+    for (key, value) in csv_samples(&d.join("out/csv")) {
+        match key.2.as_str() {
+            "TOTAL" | "WAVES_X2" => derived.insert(key, value),
+            "power_w" => {
+                power += 1;
+                None
+            }
+            _ => raw.insert(key, value),
+        };
+    }
+    assert!(power > 0, "no metric passed on");
+    // The collected counters are as the scenario gives them.
+    let reads = assert_truth(d, &raw);
+    assert!(reads.values().all(|&n| n >= 5), "{reads:?}");
+
+    // Per read: the expressions of its collected values, WAVES_X2 summed over the XCCs and
+    // shader engines of each of its other coordinates.
+    let mut expected: BTreeMap<Key, f64> = BTreeMap::new();
+    let mut grbm_max: BTreeMap<(u32, u64), f64> = BTreeMap::new();
+    for ((agent, time, counter, coordinates), &value) in &raw {
+        let total = (*agent, *time, "TOTAL".to_owned(), [0; 7]);
+        if counter == "SQ_WAVES" {
+            *expected.entry(total).or_default() += value;
+            let mut reduced = *coordinates;
+            (reduced[0], reduced[2]) = (0, 0);
+            let x2 = (*agent, *time, "WAVES_X2".to_owned(), reduced);
+            *expected.entry(x2).or_default() += 2.0 * value;
+        } else {
+            let max = grbm_max.entry((*agent, *time)).or_insert(f64::MIN);
+            *max = max.max(value);
+        }
+    }
+    for ((agent, time), max) in grbm_max {
+        *expected
+            .get_mut(&(agent, time, "TOTAL".to_owned(), [0; 7]))
+            .unwrap() += 2.0 * max;
+    }
+    assert!(
+        derived.values().any(|&v| v > 0.0),
+        "every derived value is 0"
+    );
+    assert_eq!(derived, expected);
+
+    // The plan says so: the reads gathered, then reduced.
+    let explained = rocflow(&["explain", "p.toml"], d, &[]);
+    assert_says(
+        &explained.stdout,
+        "device/reads on device_counter_sample: each dispatch's or read's values of SQ_WAVES, GRBM_GUI_ACTIVE together; derive TOTAL = ",
+    );
+    assert_says(
+        &explained.stdout,
+        "device/reduce[0] on device_counter_sample",
+    );
 }
 
 #[test]
@@ -378,18 +422,6 @@ fn counters_that_need_two_passes_are_refused() {
              collect = [\"GRBM_COUNT\", \"GRBM_CP_BUSY\", \"GRBM_GUI_ACTIVE\"]\n"
         ),
         "these counters need 2 passes; a device is sampled in one",
-        "7:",
-    );
-}
-
-#[test]
-fn derived_counters_and_reductions_of_device_samples_are_refused() {
-    rejects(
-        &format!(
-            "{HEAD}[context.device_counters]\ncollect = [\"SQ_WAVES\"]\n\
-             [[context.device_counters.derived]]\nname = \"X\"\nexpression = \"SQ_WAVES*2\"\n"
-        ),
-        "device counter samples have no `derived` yet",
         "7:",
     );
 }

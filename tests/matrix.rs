@@ -2,7 +2,8 @@
 //! implies (`support::truth`), for the shipped templates alone, pairs of them combined with
 //! `extends`, and the features that change what a run holds (multi-pass counters, counter
 //! kernel filters, dispatch filters, kernel name forms, collection periods, marker and
-//! time windows over a paced run, several processes), each from three sources: the live
+//! time windows over a paced run, several processes, device counter reads), each from
+//! three sources: the live
 //! run, a replay of its spool and a replay of its rocpd database; into rocpd (and AMD's
 //! `rocpd summary` of it) as one database and one per process, Parquet, Perfetto, OTF2, CSV in both flavours, the summary and
 //! the report, and every row of its CSV tables too. A feature that changes records
@@ -407,6 +408,31 @@ impl Row {
                     ));
                 }
             }
+            if self.collects.device_counters {
+                let table = |kind| truth::csv_table(&out.join("m/csv"), kind);
+                let samples = truth::device::samples(&table("device_counter_sample"));
+                let ends = truth::device::dispatch_ends(&table("kernel_dispatch"));
+                // GPU `g` is agent `g + 1`.
+                let gpus: std::collections::BTreeSet<u32> = (scenario.kernels.iter())
+                    .map(|k| k.agent as u32 + 1)
+                    .collect();
+                match truth_of.device_reads(&samples, &ends) {
+                    Err(wrong) => problems.push(format!(
+                        "{} from {source}, device counters: {wrong}",
+                        self.name
+                    )),
+                    Ok(reads)
+                        if !reads.keys().copied().eq(gpus.iter().copied())
+                            || reads.values().any(|&n| n < 2) =>
+                    {
+                        problems.push(format!(
+                            "{} from {source}: device reads per agent {reads:?}, want two or more on each of {gpus:?}",
+                            self.name
+                        ));
+                    }
+                    Ok(_) => {}
+                }
+            }
             // Every dispatch once in each process. (A forked child numbers on from where
             // its parent was, as a copy of the SDK's counters would.)
             let expected = processes * u64::from(self.collects.dispatches);
@@ -556,6 +582,23 @@ fn features_that_change_records_agree_with_the_truth() {
     check(&[
         filtered, mangled, truncated, long, window, span, periods, repeated, processes,
     ]);
+}
+
+/// The device-counters template on a paced run: each GPU's reads, live and replayed from
+/// the spool and the database, are reads of the scenario's dispatches, beside the outputs
+/// of the dispatches the template traces.
+#[test]
+fn device_counter_reads_agree_with_the_truth() {
+    let collects = Collects {
+        dispatches: true,
+        device_counters: true,
+        ..Collects::default()
+    };
+    let mut row = Row::new(&["device-counters"], collects);
+    // The counters only: AMD-SMI's metrics have no truth in the scenario's dispatches.
+    row.extra = "[params]\nmetrics = []\n";
+    row.paced = Some((10, 200));
+    check(&[row]);
 }
 
 /// The domains SDKs after 1.0 added, traced beside dispatches: HIP graph launches, HIP

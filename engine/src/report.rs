@@ -59,6 +59,7 @@ pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
         top_kernels_chart(&mut out, kernels);
     }
     busy_chart(&mut out, summary);
+    device_counter_charts(&mut out, summary);
     for table in &tables {
         let _ = writeln!(out, "<h2>{}</h2>", escape(&heading(&table.name)));
         if table.name == "counters" {
@@ -263,6 +264,65 @@ fn busy_chart(out: &mut String, summary: &Summary) {
     }
 }
 
+/// Per GPU and device counter, its reads over the run (the instances summed), below the
+/// GPU's busy time: a line through the reads, each a point whose tooltip has its time and
+/// value. The value axis starts at 0; the time axis runs from the GPU's first read to its
+/// last, in ms from the first.
+fn device_counter_charts(out: &mut String, summary: &Summary) {
+    let mut series = summary.device.series().peekable();
+    if series.peek().is_none() {
+        return;
+    }
+    out.push_str("<h2>Device counters over time</h2>\n");
+    let (plot_width, plot_height, left) = (840.0, 80.0, 150.0);
+    for (((stream, agent), counter), reads) in series {
+        let meta = summary.catalog.stream(stream);
+        let gpu = meta.agents.iter().find(|a| a.index == agent).map_or_else(
+            || format!("agent {agent}"),
+            |a| format!("agent {agent} {}", a.name),
+        );
+        let counter = meta.counter_name(counter);
+        let pid = meta.process.as_ref().map_or(0, |p| p.pid);
+        let (Some((&first, _)), Some((&last, _))) =
+            (reads.first_key_value(), reads.last_key_value())
+        else {
+            continue;
+        };
+        let span = (last - first).max(1) as f64;
+        let top = reads.values().copied().fold(0.0, f64::max);
+        let scale = if top > 0.0 { plot_height / top } else { 0.0 };
+        let (mut line, mut points) = (String::new(), String::new());
+        for (&time, &value) in reads {
+            let x = left + plot_width * (time - first) as f64 / span;
+            let y = plot_height - value * scale;
+            let _ = write!(line, "{x:.1},{y:.1} ");
+            let _ = write!(
+                points,
+                "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"2\" class=\"point\" data-ns=\"{time}\" data-value=\"{value}\"><title>{:.3} ms: {}</title></circle>",
+                (time - first) as f64 / 1e6,
+                value
+            );
+        }
+        let _ = writeln!(
+            out,
+            "<figure class=\"chart device\"><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" width=\"100%\" role=\"img\" aria-label=\"{}, {}\"><text x=\"0\" y=\"20\" class=\"label-left\">pid {pid}</text><text x=\"0\" y=\"38\" class=\"label-left\">{}</text><text x=\"0\" y=\"56\" class=\"value\">{}</text><polyline points=\"{}\" class=\"series\"/>{points}<line x1=\"{left}\" y1=\"{plot_height}\" x2=\"{}\" y2=\"{plot_height}\" class=\"axis\"/><text x=\"{left}\" y=\"{}\" class=\"value\">0 ms</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"value\">{:.1} ms, up to {}</text></svg></figure>",
+            left + plot_width + 10.0,
+            plot_height + 18.0,
+            escape(counter),
+            escape(&gpu),
+            escape(&gpu),
+            escape(counter),
+            line.trim_end(),
+            left + plot_width,
+            plot_height + 14.0,
+            left + plot_width,
+            plot_height + 14.0,
+            (last - first) as f64 / 1e6,
+            top,
+        );
+    }
+}
+
 /// Kernels down, counters across: each counter's mean value per dispatch of the kernel,
 /// over a bar as long as its share of the largest mean of that counter (counters differ in
 /// unit and scale, so each is measured against itself). A cell's tooltip has its
@@ -448,6 +508,8 @@ figure.chart { margin: .5em 0; }
 svg .bar { fill: #c8102e; }
 svg .area { fill: #e8707f; stroke: #c8102e; stroke-width: .6; }
 svg .axis { stroke: #5a6272; stroke-width: 1; }
+svg .series { fill: none; stroke: #c8102e; stroke-width: 1.2; }
+svg .point { fill: #c8102e; }
 svg text { font: 12px system-ui, sans-serif; fill: #1d2330; }
 svg .value { fill: #5a6272; }
 div.wide { overflow-x: auto; max-width: 100%; }

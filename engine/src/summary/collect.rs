@@ -213,6 +213,12 @@ impl Sink for Collector {
                     }
                 }
                 Batch::CounterSample(samples) => self.samples(s, chunk.stream, samples, meta),
+                Batch::DeviceCounterSample(samples) => {
+                    for r in samples {
+                        let key = ((chunk.stream, r.agent), r.counter_id);
+                        s.device.add(key, r.timestamp_ns, r.value);
+                    }
+                }
                 _ => {}
             }
         }

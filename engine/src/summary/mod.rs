@@ -5,6 +5,7 @@
 //! down per process and per agent. And rocprofv3's summary tables of its tracing domains.
 
 mod collect;
+mod device_series;
 mod domains;
 mod render;
 mod timeline;
@@ -17,6 +18,7 @@ use crate::catalog::Catalog;
 use crate::stats::Accumulator;
 use crate::table::Table;
 
+pub use device_series::DeviceSeries;
 pub use domains::SummaryDomain;
 pub use render::{Format, cell, csv, number, render, render_of_run, terminal, write_files};
 pub use timeline::{AgentKey, Timeline};
@@ -123,6 +125,8 @@ pub struct Summary {
     node: u32,
     /// GPU busy time per agent over the run.
     pub timeline: Timeline,
+    /// Device counter reads per GPU over the run.
+    pub device: DeviceSeries,
     /// The run's metadata: processes, agents, kernels; and why its records may be only
     /// part of the run's (its `partial`), which each output made of it says.
     pub catalog: Catalog,

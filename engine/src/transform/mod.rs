@@ -12,6 +12,7 @@
 
 mod aggregate;
 mod apply;
+mod counted;
 mod counters;
 mod derive;
 mod expr;
@@ -53,7 +54,7 @@ impl Transform {
         Ok(Transform {
             name: plan.name.clone(),
             kinds: plan.kinds.clone(),
-            op: build(&plan.op)?,
+            op: build(&plan.op, &plan.kinds)?,
             strict: plan.strict,
             failures: Failures::default(),
         })
@@ -119,8 +120,8 @@ impl Transform {
     }
 }
 
-/// What a compiled transform does, by its kind.
-fn build(op: &TransformOpPlan) -> Result<Box<dyn Apply>, String> {
+/// What a compiled transform does, by its kind, on records of `kinds`.
+fn build(op: &TransformOpPlan, kinds: &[RecordKind]) -> Result<Box<dyn Apply>, String> {
     match op {
         TransformOpPlan::Filter(plan) => filter::build(plan),
         TransformOpPlan::Derive(plan) => derive::build(plan),
@@ -131,6 +132,6 @@ fn build(op: &TransformOpPlan) -> Result<Box<dyn Apply>, String> {
         TransformOpPlan::Aggregate(plan) => aggregate::build(plan),
         TransformOpPlan::Sample(plan) => sample::build(plan),
         TransformOpPlan::Plugin(plan) => plugin::build(plan),
-        TransformOpPlan::DeriveCounters(plan) => counters::build(plan),
+        TransformOpPlan::DeriveCounters(plan) => counters::build(plan, kinds),
     }
 }

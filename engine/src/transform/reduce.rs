@@ -1,6 +1,7 @@
 //! `reduce_dimensions`: combines the values of one counter of one dispatch across the
 //! listed dimensions (the coordinates of reduced dimensions become 0). A counter context's
-//! `reduce` entries compile into the same stage.
+//! `reduce` entries compile into the same stage; a device counting context's reduce the
+//! values of one read the same way.
 //!
 //! This is what it does to records; its options, checks and explanation are the Plan's
 //! ([`crate::plan::transform::reduce`]).
@@ -9,11 +10,12 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
-use crate::record::{Batch, CounterSample};
+use crate::record::Batch;
 use crate::sdk::COUNTER_DIMENSIONS;
 use rocflow_core::contexts::ReduceOp;
 
 use super::apply::{Apply, At};
+use super::counted::{Counted, Group};
 use crate::plan::transform::reduce::Plan;
 
 /// The transform a plan of this kind compiled to, ready to run.
@@ -27,11 +29,16 @@ pub(super) fn build(plan: &Plan) -> Result<Box<dyn Apply>, String> {
 
 impl Apply for Reduce {
     fn apply(&self, chunk: &mut Chunk, at: &At<'_>) {
-        if let Batch::CounterSample(samples) = &chunk.batch {
-            chunk.batch = Batch::CounterSample(self.reduce(samples, at.meta));
-            // Added columns no longer line up with the reduced samples.
-            chunk.extra.clear();
-        }
+        let reduced = match &chunk.batch {
+            Batch::CounterSample(samples) => Batch::CounterSample(self.reduce(samples, at.meta)),
+            Batch::DeviceCounterSample(samples) => {
+                Batch::DeviceCounterSample(self.reduce(samples, at.meta))
+            }
+            _ => return,
+        };
+        chunk.batch = reduced;
+        // Added columns no longer line up with the reduced samples.
+        chunk.extra.clear();
     }
 }
 
@@ -57,10 +64,10 @@ impl Reduce {
 
     /// Reduces the samples of a chunk; samples of other counters pass unchanged. Groups
     /// keep the order of their first sample.
-    fn reduce(&self, samples: &[CounterSample], meta: &StreamMeta) -> Vec<CounterSample> {
-        let mut out: Vec<CounterSample> = Vec::with_capacity(samples.len());
+    fn reduce<C: Counted>(&self, samples: &[C], meta: &StreamMeta) -> Vec<C> {
+        let mut out: Vec<C> = Vec::with_capacity(samples.len());
         let mut counts: Vec<u32> = Vec::with_capacity(samples.len());
-        let mut groups: HashMap<(u32, u64, u32, [u16; 7]), usize> = HashMap::default();
+        let mut groups: HashMap<(Group, u32, [u16; 7]), usize> = HashMap::default();
         // Whether each counter id is reduced, decided once per chunk: a chunk holds few
         // counters and many samples.
         let mut decided: Vec<(u32, bool)> = Vec::new();
@@ -74,7 +81,7 @@ impl Reduce {
             }
         };
         for sample in samples {
-            if !applies(sample.counter_id) {
+            if !applies(sample.counter_id()) {
                 out.push(*sample);
                 counts.push(1);
                 continue;
@@ -85,27 +92,27 @@ impl Reduce {
                     *coord = 0;
                 }
             }
-            let key = (sample.pid, sample.dispatch_id, sample.counter_id, coords);
+            let key = (sample.group(), sample.counter_id(), coords);
             match groups.get(&key) {
                 Some(&at) => {
-                    let target = &mut out[at];
-                    target.value = match self.op {
-                        ReduceOp::Sum | ReduceOp::Avg => target.value + sample.value,
-                        ReduceOp::Min => target.value.min(sample.value),
-                        ReduceOp::Max => target.value.max(sample.value),
+                    let (target, value) = (out[at].value_mut(), sample.value());
+                    *target = match self.op {
+                        ReduceOp::Sum | ReduceOp::Avg => *target + value,
+                        ReduceOp::Min => target.min(value),
+                        ReduceOp::Max => target.max(value),
                     };
                     counts[at] += 1;
                 }
                 None => {
                     groups.insert(key, out.len());
-                    out.push(sample.at(coords));
+                    out.push(sample.with(sample.counter_id(), coords, sample.value()));
                     counts.push(1);
                 }
             }
         }
         if self.op == ReduceOp::Avg {
             for (sample, &count) in out.iter_mut().zip(&counts) {
-                sample.value /= f64::from(count);
+                *sample.value_mut() /= f64::from(count);
             }
         }
         out
@@ -115,7 +122,7 @@ impl Reduce {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{CounterInfo, Meta};
+    use crate::record::{CounterInfo, CounterSample, Meta};
 
     /// SQ_WAVES over 2 XCCs x 2 shader engines, and one GRBM value, hand-computed.
     fn samples() -> Vec<CounterSample> {

@@ -337,23 +337,6 @@ impl Compiler<'_> {
                 "the hardware counts `{first_over}` and the counters before it at once: sample the others in a second context or run"
             ));
         }
-        // Derived counters and reductions of the pipeline are computed by the runner's
-        // stages, which take dispatch counter records only for now.
-        for (key, set) in [
-            ("derived", !d.derived.is_empty()),
-            ("reduce", !d.reduce.is_empty()),
-        ] {
-            if set {
-                self.error(
-                    path!["context", i, "device_counters", key],
-                    format!("device counter samples have no `{key}` yet"),
-                )
-                .hint = Some(
-                    "collect the counters the expression needs (or a derived counter the definitions file has: the SDK computes those) and derive in a `[[transform]]`"
-                        .into(),
-                );
-            }
-        }
         let path = path!["context", i, "device_counters", "interval"];
         let interval_ns = match &d.interval {
             None => DEFAULT_SAMPLE_INTERVAL_NS,
@@ -806,26 +789,34 @@ impl Compiler<'_> {
 /// transforms: its dispatches made whole, with the derived counters added (computed on the
 /// collected values, as rocprofiler-sdk computes derived counters), then its reductions,
 /// which apply to collected and derived counters alike. Whole dispatches are needed by any
-/// reduction, the pipeline's own too.
+/// reduction, the pipeline's own too (which takes dispatch samples only). A device
+/// counting context's reads are made whole, derived and reduced the same way.
 pub(super) fn counter_stages(
     contexts: &[ContextPlan],
     reduces_dimensions: bool,
 ) -> impl Iterator<Item = TransformPlan> + '_ {
-    let counting = contexts
-        .iter()
-        .filter_map(|c| Some((c.name.as_str(), c.counters.as_ref()?)));
-    counting
-        .filter(move |(_, k)| reduces_dimensions || !k.derived.is_empty() || !k.reduce.is_empty())
-        .flat_map(|(context, k)| {
-            let stage = |name: String, op| TransformPlan {
+    let dispatches = (contexts.iter()).filter_map(move |c| {
+        let k = c.counters.as_ref()?;
+        let wanted = reduces_dimensions || !k.derived.is_empty() || !k.reduce.is_empty();
+        wanted.then_some((c.name.as_str(), k, RecordKind::CounterSample, "dispatches"))
+    });
+    let reads = (contexts.iter()).filter_map(|c| {
+        let k = &c.device_counting.as_ref()?.counters;
+        let wanted = !k.derived.is_empty() || !k.reduce.is_empty();
+        wanted.then_some((c.name.as_str(), k, RecordKind::DeviceCounterSample, "reads"))
+    });
+    dispatches
+        .chain(reads)
+        .flat_map(|(context, k, kind, whole)| {
+            let stage = move |name: String, op| TransformPlan {
                 name,
-                kinds: vec![RecordKind::CounterSample],
+                kinds: vec![kind],
                 strict: false,
                 op,
             };
             let collected = k.counted().cloned().collect();
-            let dispatches = stage(
-                format!("{context}/dispatches"),
+            let gathered = stage(
+                format!("{context}/{whole}"),
                 TransformOpPlan::DeriveCounters(counters::Plan {
                     collected,
                     derived: k.derived.clone(),
@@ -841,6 +832,6 @@ pub(super) fn counter_stages(
                     }),
                 )
             });
-            std::iter::once(dispatches).chain(reductions)
+            std::iter::once(gathered).chain(reductions)
         })
 }

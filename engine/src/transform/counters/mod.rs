@@ -1,4 +1,6 @@
-//! Whole dispatches of counter samples, and the derived counters computed from them.
+//! Whole dispatches of counter samples, and the derived counters computed from them; the
+//! same for the reads of device counting, whose values a read gives together as a dispatch
+//! does (see [`Counted`]).
 //!
 //! A dispatch's counter values reach rocflow in buffer order, and a buffer delivery may end
 //! in the middle of a dispatch: its values then come in two frames, two chunks. Derived
@@ -18,23 +20,30 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
-use crate::record::{Batch, CounterInfo, CounterSample, Meta};
+use crate::record::{CounterInfo, CounterSample, DeviceCounterSample, Meta, RecordKind};
 
 use super::apply::{Apply, At, Failures};
+use super::counted::{Counted, Group};
 use crate::plan::transform::counters::Plan;
 
-/// The transform a plan of this kind compiled to, ready to run.
-pub(crate) fn build(plan: &Plan) -> Result<Box<dyn Apply>, String> {
-    Ok(Box::new(DeriveCounters::new(
-        plan.collected.clone(),
-        &plan.derived,
-    )?))
+/// The transform a plan of this kind compiled to, ready to run on records of `kinds`: a
+/// device counting context's stage takes its reads, a dispatch counting context's its
+/// dispatches.
+pub(crate) fn build(plan: &Plan, kinds: &[RecordKind]) -> Result<Box<dyn Apply>, String> {
+    let (collected, derived) = (plan.collected.clone(), &plan.derived);
+    Ok(if kinds == [RecordKind::DeviceCounterSample] {
+        Box::new(DeriveCounters::<DeviceCounterSample>::new(
+            collected, derived,
+        )?)
+    } else {
+        Box::new(DeriveCounters::<CounterSample>::new(collected, derived)?)
+    })
 }
 
-impl Apply for DeriveCounters {
+impl<C: Counted + std::fmt::Debug + Send + 'static> Apply for DeriveCounters<C> {
     fn apply(&self, chunk: &mut Chunk, at: &At<'_>) {
         let stream = chunk.stream;
-        if let Batch::CounterSample(samples) = &mut chunk.batch {
+        if let Some(samples) = C::of(&mut chunk.batch) {
             let taken = std::mem::take(samples);
             *samples = self.gather(stream, taken, at.meta, at.failures);
             // Added columns no longer line up with the samples.
@@ -57,31 +66,31 @@ impl Apply for DeriveCounters {
 }
 use derived::DerivedCounters;
 
-/// A dispatch: its stream, agent and dispatch id.
-type DispatchKey = (u16, u32, u64);
+/// A dispatch (or a device read): its stream and [group](Counted::group).
+type DispatchKey = (u16, Group);
 
 /// A counter's dimensions, as its metadata lists them: name and size.
 type Dimensions = Vec<(String, u32)>;
 
 #[derive(Debug)]
-struct DeriveCounters {
+struct DeriveCounters<C> {
     /// The counters the GPU collects: a dispatch has all their values.
     collected: Vec<String>,
     derived: DerivedCounters,
     /// Per stream, the ids [`DeriveCounters::describe`] gave the derived counters, in
     /// their order: a stream may have a counter of the same name from the SDK.
     ids: Mutex<HashMap<u16, Vec<u32>>>,
-    open: Mutex<HashMap<DispatchKey, Open>>,
+    open: Mutex<HashMap<DispatchKey, Open<C>>>,
 }
 
 /// A dispatch whose values have not all arrived.
 #[derive(Debug)]
-struct Open {
+struct Open<C> {
     expected: usize,
-    samples: Vec<CounterSample>,
+    samples: Vec<C>,
 }
 
-impl DeriveCounters {
+impl<C: Counted> DeriveCounters<C> {
     fn new(collected: Vec<String>, derived: &[(String, String)]) -> Result<Self, String> {
         Ok(DeriveCounters {
             collected,
@@ -96,10 +105,10 @@ impl DeriveCounters {
     fn gather(
         &self,
         stream: u16,
-        samples: Vec<CounterSample>,
+        samples: Vec<C>,
         meta: &StreamMeta,
         failures: &Failures,
-    ) -> Vec<CounterSample> {
+    ) -> Vec<C> {
         let ids = self.ids.lock().expect("no poison").get(&stream).cloned();
         let ids = ids.as_deref().unwrap_or_default();
         // Values per dispatch, per agent: the metadata does not change during a chunk.
@@ -112,19 +121,32 @@ impl DeriveCounters {
                 n
             }
         };
+        // Values of other counters (the device metrics a read takes with its counters)
+        // pass on as they are, ahead of the chunk's gathered values.
+        let mut decided: Vec<(u32, bool)> = Vec::new();
+        let mut gathers = |id: u32| match decided.iter().find(|(d, _)| *d == id) {
+            Some(&(_, yes)) => yes,
+            None => {
+                let yes = self.collected.iter().any(|c| c == meta.counter_name(id));
+                decided.push((id, yes));
+                yes
+            }
+        };
+        let (samples, mut out): (Vec<C>, Vec<C>) =
+            samples.into_iter().partition(|s| gathers(s.counter_id()));
         let mut open = self.open.lock().expect("no poison");
-        let mut out = Vec::with_capacity(samples.len());
+        out.reserve(samples.len());
         let mut rest = &samples[..];
         // A dispatch's values arrive together: most dispatches are whole in one chunk.
         while let Some(first) = rest.first() {
             let run = rest
                 .iter()
-                .take_while(|s| s.agent == first.agent && s.dispatch_id == first.dispatch_id)
+                .take_while(|s| s.group() == first.group())
                 .count();
             let (dispatch, tail) = rest.split_at(run);
             rest = tail;
-            let key = (stream, first.agent, first.dispatch_id);
-            let values = expected(first.agent);
+            let key = (stream, first.group());
+            let values = expected(first.agent());
             // Nothing says how many values to wait for.
             if values == 0 {
                 out.extend_from_slice(dispatch);
@@ -158,27 +180,26 @@ impl DeriveCounters {
     /// The samples of the dispatches still incomplete at the end of the run, a chunk per
     /// stream; each such dispatch is reported.
     fn unfinished(&self, failures: &Failures) -> Vec<Chunk> {
-        let mut left: Vec<(DispatchKey, Open)> =
+        let mut left: Vec<(DispatchKey, Open<C>)> =
             std::mem::take(&mut *self.open.lock().expect("no poison"))
                 .into_iter()
                 .collect();
         left.sort_unstable_by_key(|(key, _)| *key);
         let mut chunks: Vec<Chunk> = Vec::new();
-        for ((stream, agent, dispatch), open) in left {
+        for ((stream, (_, agent, group)), open) in left {
             failures.record_many(open.samples.len() as u64, || {
                 format!(
-                    "dispatch {dispatch} on agent {agent}: {} of its {} counter values arrived; they pass on without derived counters",
+                    "{} {group} on agent {agent}: {} of its {} counter values arrived; they pass on without derived counters",
+                    C::GROUP,
                     open.samples.len(),
                     open.expected
                 )
             });
             match chunks.last_mut() {
-                Some(Chunk {
-                    stream: last,
-                    batch: Batch::CounterSample(samples),
-                    ..
-                }) if *last == stream => samples.extend(open.samples),
-                _ => chunks.push(Chunk::new(stream, Batch::CounterSample(open.samples))),
+                Some(last) if last.stream == stream => C::of(&mut last.batch)
+                    .expect("chunks of this kind")
+                    .extend(open.samples),
+                _ => chunks.push(Chunk::new(stream, C::batch(open.samples))),
             }
         }
         chunks
@@ -249,11 +270,11 @@ impl DeriveCounters {
     /// were described).
     fn derive(
         &self,
-        dispatch: &[CounterSample],
+        dispatch: &[C],
         ids: &[u32],
         meta: &StreamMeta,
         failures: &Failures,
-    ) -> Vec<CounterSample> {
+    ) -> Vec<C> {
         let Some(&first) = dispatch.first() else {
             return Vec::new();
         };
@@ -261,7 +282,7 @@ impl DeriveCounters {
             return Vec::new();
         }
         let values = tensors(dispatch, meta);
-        let agent = meta.agents.iter().find(|a| a.index == first.agent);
+        let agent = meta.agents.iter().find(|a| a.index == first.agent());
         let inputs = |name: &str| {
             let collected = values.iter().find(|(n, _)| *n == name);
             collected
@@ -275,8 +296,11 @@ impl DeriveCounters {
             let fail = |why: String| {
                 failures.record_many(dispatch.len() as u64, || {
                     format!(
-                        "dispatch {} on agent {}: cannot compute `{}`: {why}",
-                        first.dispatch_id, first.agent, counter.name
+                        "{} {} on agent {}: cannot compute `{}`: {why}",
+                        C::GROUP,
+                        first.group().2,
+                        first.agent(),
+                        counter.name
                     )
                 })
             };
@@ -286,12 +310,7 @@ impl DeriveCounters {
                 (Some(Ok(_)), None) => fail("the stream never described its counters".into()),
                 (Some(Ok(tensor)), Some(id)) => {
                     out.extend(tensor.instances().iter().map(|instance| {
-                        CounterSample {
-                            counter_id: id,
-                            value: instance.value,
-                            ..first
-                        }
-                        .at(sample_coordinates(instance.coordinates))
+                        first.with(id, sample_coordinates(instance.coordinates), instance.value)
                     }));
                 }
             }
@@ -348,19 +367,19 @@ fn dimensions(tensor: &Tensor) -> Dimensions {
 }
 
 /// A dispatch's values as a tensor per counter, named, in order of first appearance.
-fn tensors<'m>(dispatch: &[CounterSample], meta: &'m StreamMeta) -> Vec<(&'m str, Tensor)> {
+fn tensors<'m, C: Counted>(dispatch: &[C], meta: &'m StreamMeta) -> Vec<(&'m str, Tensor)> {
     let mut instances: Vec<(u32, Vec<Instance>)> = Vec::new();
     for sample in dispatch {
         let instance = Instance {
             coordinates: coordinates(sample),
-            value: sample.value,
+            value: sample.value(),
         };
         match instances
             .iter_mut()
-            .find(|(id, _)| *id == sample.counter_id)
+            .find(|(id, _)| *id == sample.counter_id())
         {
             Some((_, of_counter)) => of_counter.push(instance),
-            None => instances.push((sample.counter_id, vec![instance])),
+            None => instances.push((sample.counter_id(), vec![instance])),
         }
     }
     instances
@@ -369,7 +388,7 @@ fn tensors<'m>(dispatch: &[CounterSample], meta: &'m StreamMeta) -> Vec<(&'m str
         .collect()
 }
 
-fn coordinates(sample: &CounterSample) -> Coordinates {
+fn coordinates(sample: &impl Counted) -> Coordinates {
     let mut coordinates = Coordinates::default();
     for (dimension, index) in Dimension::ALL.into_iter().zip(sample.coordinates()) {
         coordinates.set(dimension, u32::from(index));

@@ -2,7 +2,7 @@ use std::sync::atomic::Ordering;
 
 use super::*;
 use crate::catalog::Catalog;
-use crate::record::Agent;
+use crate::record::{Agent, Batch};
 use crate::sdk::{AgentType, COUNTER_DIMENSIONS};
 
 fn agent(index: u32, gfx: &str) -> Meta {
@@ -38,7 +38,7 @@ const XCC_SE: &[(&str, u32)] = &[("DIMENSION_XCC", 2), ("DIMENSION_SHADER_ENGINE
 
 /// Agent 1 (gfx942) collects SQ_WAVES and SQ_INSTS_VALU over 2 XCCs x 2 shader engines;
 /// agent 2 (gfx942 too) shares their ids, as agents of one architecture may.
-fn catalog(transform: &DeriveCounters) -> Catalog {
+fn catalog(transform: &DeriveCounters<CounterSample>) -> Catalog {
     let mut catalog = Catalog::default();
     catalog.apply(
         0,
@@ -64,7 +64,7 @@ fn catalog(transform: &DeriveCounters) -> Catalog {
     catalog
 }
 
-fn transform() -> DeriveCounters {
+fn transform() -> DeriveCounters<CounterSample> {
     DeriveCounters::new(
         vec!["SQ_WAVES".into(), "SQ_INSTS_VALU".into()],
         &[

@@ -1,0 +1,123 @@
+//! What the counter stages need of a counter value, whichever service read it: a dispatch's
+//! (dispatch counting) or a device's at a moment (device counting). Both kinds of record
+//! hold one value of one counter at one coordinate; they differ only in what groups the
+//! values read together.
+
+use crate::record::{Batch, CounterSample, DeviceCounterSample};
+
+/// Values read together: the process, the agent and the dispatch id (dispatch counting)
+/// or the time of the read (device counting).
+pub(super) type Group = (u32, u32, u64);
+
+/// One counter value at one dimension coordinate, in a group of values read together.
+pub(super) trait Counted: Copy {
+    /// What a group is, for messages: "dispatch" or "read at".
+    const GROUP: &'static str;
+    /// The values read together with this one.
+    fn group(&self) -> Group;
+    fn agent(&self) -> u32;
+    fn counter_id(&self) -> u32;
+    fn value(&self) -> f64;
+    fn value_mut(&mut self) -> &mut f64;
+    /// The coordinates, in `COUNTER_DIMENSIONS` order.
+    fn coordinates(&self) -> [u16; 7];
+    /// This value's group at another counter, coordinate and value.
+    fn with(self, counter_id: u32, coordinates: [u16; 7], value: f64) -> Self;
+    /// The batch of `values`.
+    fn batch(values: Vec<Self>) -> Batch;
+    /// The values of a batch of this kind.
+    fn of(batch: &mut Batch) -> Option<&mut Vec<Self>>;
+}
+
+impl Counted for CounterSample {
+    const GROUP: &'static str = "dispatch";
+    fn group(&self) -> Group {
+        (self.pid, self.agent, self.dispatch_id)
+    }
+    fn agent(&self) -> u32 {
+        self.agent
+    }
+    fn counter_id(&self) -> u32 {
+        self.counter_id
+    }
+    fn value(&self) -> f64 {
+        self.value
+    }
+    fn value_mut(&mut self) -> &mut f64 {
+        &mut self.value
+    }
+    fn coordinates(&self) -> [u16; 7] {
+        CounterSample::coordinates(self)
+    }
+    fn with(self, counter_id: u32, coordinates: [u16; 7], value: f64) -> Self {
+        CounterSample {
+            counter_id,
+            value,
+            ..self
+        }
+        .at(coordinates)
+    }
+    fn batch(values: Vec<Self>) -> Batch {
+        Batch::CounterSample(values)
+    }
+    fn of(batch: &mut Batch) -> Option<&mut Vec<Self>> {
+        match batch {
+            Batch::CounterSample(values) => Some(values),
+            _ => None,
+        }
+    }
+}
+
+impl Counted for DeviceCounterSample {
+    const GROUP: &'static str = "read at";
+    fn group(&self) -> Group {
+        (self.pid, self.agent, self.timestamp_ns)
+    }
+    fn agent(&self) -> u32 {
+        self.agent
+    }
+    fn counter_id(&self) -> u32 {
+        self.counter_id
+    }
+    fn value(&self) -> f64 {
+        self.value
+    }
+    fn value_mut(&mut self) -> &mut f64 {
+        &mut self.value
+    }
+    fn coordinates(&self) -> [u16; 7] {
+        DeviceCounterSample::coordinates(self)
+    }
+    fn with(self, counter_id: u32, coordinates: [u16; 7], value: f64) -> Self {
+        let [
+            xcc,
+            aid,
+            shader_engine,
+            agent_index,
+            shader_array,
+            wgp,
+            instance,
+        ] = coordinates;
+        DeviceCounterSample {
+            counter_id,
+            value,
+            xcc,
+            aid,
+            shader_engine,
+            agent_index,
+            shader_array,
+            wgp,
+            instance,
+            ..self
+        }
+    }
+    fn batch(values: Vec<Self>) -> Batch {
+        Batch::DeviceCounterSample(values)
+    }
+    fn of(batch: &mut Batch) -> Option<&mut Vec<Self>> {
+        match batch {
+            Batch::DeviceCounterSample(values) => Some(values),
+            _ => None,
+        }
+    }
+}
