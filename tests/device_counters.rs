@@ -588,6 +588,10 @@ fn amd_smi_metrics_are_read_with_the_counters_of_each_read() {
             );
         }
     }
+    // The database keeps each GPU's metrics apart: read back, it gives every sample.
+    std::fs::write(d.join("back.toml"), BACK).unwrap();
+    assert_success(&rocflow(&["replay", "out/run.db", "back.toml"], d, &[]));
+    assert_eq!(csv_samples(&d.join("back")), samples);
     // Idle most of the paced run: the idle power is among the readings.
     let idle = given(0, "power_w")[0];
     assert!(

@@ -205,7 +205,7 @@ pub fn configure(
     let described = metered.iter().flat_map(|&(agent, _)| {
         (plan.metrics.iter()).map(move |m| {
             Meta::Counter(CounterInfo {
-                id: m.counter_id(),
+                id: m.counter_id(agent),
                 agent,
                 name: m.name().to_owned(),
                 description: format!("{} (AMD-SMI), {}", m.name(), m.unit()),
@@ -482,7 +482,7 @@ fn read_metrics(sampled: &Sampled, timestamp_ns: u64, frame: &mut Frame) {
                 pid,
                 agent,
                 timestamp_ns,
-                counter_id: metric.counter_id(),
+                counter_id: metric.counter_id(agent),
                 value,
                 ..DeviceCounterSample::default()
             });

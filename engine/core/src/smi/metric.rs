@@ -36,12 +36,14 @@ impl Metric {
         Metric::VramUsedBytes,
     ];
 
-    /// The counter id its samples carry: one of the top 256 ids, which no counter the
-    /// SDK reports has (its ids are small handles), so metrics and counters share a
-    /// sample's columns and a GPU's tracks.
-    pub fn counter_id(self) -> u32 {
-        const BASE: u32 = u32::MAX - 0xff;
-        BASE + Metric::ALL.iter().position(|m| *m == self).unwrap_or(0) as u32
+    /// The counter id its samples of rocflow's agent `agent` carry: one of the top 2^20
+    /// ids, which no counter the SDK reports has (its ids are small handles), so metrics
+    /// and counters share a sample's columns and a GPU's tracks. Like the SDK's counters,
+    /// each agent's are its own: a database keeps a counter per id, with its agent.
+    pub fn counter_id(self, agent: u32) -> u32 {
+        const BASE: u32 = u32::MAX - 0xf_ffff;
+        let index = Metric::ALL.iter().position(|m| *m == self).unwrap_or(0) as u32;
+        BASE + (agent % 0x1_0000) * 16 + index
     }
 
     pub fn name(self) -> &'static str {
