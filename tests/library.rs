@@ -239,7 +239,8 @@ impl Run {
             }
         }
         // The spool holds only kinds the pipeline collects, of each what the scenario
-        // implies (of counter samples, whose number the GPU's definitions decide, its own).
+        // implies (of counter samples, whose number the GPU's definitions decide, and of
+        // device samples, whose number the run's length decides, its own).
         let spooled = records(&spool);
         let mut delivered = implied(&self.scenario, plan);
         delivered.values_mut().for_each(|n| *n *= self.processes);
@@ -250,7 +251,10 @@ impl Run {
                     kind.name()
                 ));
             }
-            if kind == RecordKind::CounterSample {
+            if matches!(
+                kind,
+                RecordKind::CounterSample | RecordKind::DeviceCounterSample
+            ) {
                 delivered.insert(kind, n);
             }
         }

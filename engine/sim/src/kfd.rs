@@ -9,7 +9,11 @@ use rocflow_core::abi::{
 use rocflow_core::scenario::Kfd;
 use rocflow_core::sdk::Domain;
 
-use crate::workload::Emitter;
+/// Where the events go: the workload's emitter hands a record to the contexts that
+/// trace its domain.
+pub trait Trace {
+    fn trace<T: Copy>(&self, domain: Domain, operation: i32, record: &T);
+}
 
 /// How long a paired record (a migration, fault or eviction from start to end) lasts.
 pub const KFD_NS: u64 = 1_000;
@@ -29,7 +33,7 @@ pub struct At {
 }
 
 /// Hands one event of `kfd` to the contexts that trace its domain.
-pub fn emit(emitter: &Emitter, kfd: &Kfd, at: &At) {
+pub fn emit(emitter: &impl Trace, kfd: &Kfd, at: &At) {
     let (kind, operation) = (kfd.domain.sdk_value(), kfd.operation);
     let pid = std::process::id();
     let (start, end) = (at.timestamp, at.timestamp + KFD_NS);

@@ -836,6 +836,12 @@ pub fn report_code_objects(sdk: &Sdk, ctx: &Context) {
     }
 }
 
+impl crate::kfd::Trace for Emitter<'_> {
+    fn trace<T: Copy>(&self, domain: Domain, operation: i32, record: &T) {
+        Emitter::trace(self, domain, operation, record);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::allocation_address;

@@ -134,6 +134,14 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             ));
             messages::diagnostic(&warning);
         }
+        // A database keeps decoded thread traces at most, never the raw ones a trace is
+        // kept and decoded from.
+        if plan.contexts.iter().any(|c| c.thread_trace.is_some()) {
+            messages::diagnostic(&Diagnostic::warning(
+                "the pipeline traces threads, and rocpd databases keep no raw thread trace: none is kept or decoded",
+            ));
+            plan.contexts.iter_mut().for_each(|c| c.thread_trace = None);
+        }
     }
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
     let mut out = format!("replayed {total} records from {}\n", input.describe());
