@@ -29,95 +29,51 @@ pub(super) trait Counted: Copy {
     fn of(batch: &mut Batch) -> Option<&mut Vec<Self>>;
 }
 
-impl Counted for CounterSample {
-    const GROUP: &'static str = "dispatch";
-    fn group(&self) -> Group {
-        (self.pid, self.agent, self.dispatch_id)
-    }
-    fn agent(&self) -> u32 {
-        self.agent
-    }
-    fn counter_id(&self) -> u32 {
-        self.counter_id
-    }
-    fn value(&self) -> f64 {
-        self.value
-    }
-    fn value_mut(&mut self) -> &mut f64 {
-        &mut self.value
-    }
-    fn coordinates(&self) -> [u16; 7] {
-        CounterSample::coordinates(self)
-    }
-    fn with(self, counter_id: u32, coordinates: [u16; 7], value: f64) -> Self {
-        CounterSample {
-            counter_id,
-            value,
-            ..self
+/// The two kinds differ only in their name, their group's last key and their batch.
+macro_rules! counted {
+    ($($kind:ident: $group:literal by $key:ident),*) => {$(
+        impl Counted for $kind {
+            const GROUP: &'static str = $group;
+            fn group(&self) -> Group {
+                (self.pid, self.agent, self.$key)
+            }
+            fn agent(&self) -> u32 {
+                self.agent
+            }
+            fn counter_id(&self) -> u32 {
+                self.counter_id
+            }
+            fn value(&self) -> f64 {
+                self.value
+            }
+            fn value_mut(&mut self) -> &mut f64 {
+                &mut self.value
+            }
+            fn coordinates(&self) -> [u16; 7] {
+                $kind::coordinates(self)
+            }
+            fn with(self, counter_id: u32, coordinates: [u16; 7], value: f64) -> Self {
+                $kind {
+                    counter_id,
+                    value,
+                    ..self
+                }
+                .at(coordinates)
+            }
+            fn batch(values: Vec<Self>) -> Batch {
+                Batch::$kind(values)
+            }
+            fn of(batch: &mut Batch) -> Option<&mut Vec<Self>> {
+                match batch {
+                    Batch::$kind(values) => Some(values),
+                    _ => None,
+                }
+            }
         }
-        .at(coordinates)
-    }
-    fn batch(values: Vec<Self>) -> Batch {
-        Batch::CounterSample(values)
-    }
-    fn of(batch: &mut Batch) -> Option<&mut Vec<Self>> {
-        match batch {
-            Batch::CounterSample(values) => Some(values),
-            _ => None,
-        }
-    }
+    )*};
 }
 
-impl Counted for DeviceCounterSample {
-    const GROUP: &'static str = "read at";
-    fn group(&self) -> Group {
-        (self.pid, self.agent, self.timestamp_ns)
-    }
-    fn agent(&self) -> u32 {
-        self.agent
-    }
-    fn counter_id(&self) -> u32 {
-        self.counter_id
-    }
-    fn value(&self) -> f64 {
-        self.value
-    }
-    fn value_mut(&mut self) -> &mut f64 {
-        &mut self.value
-    }
-    fn coordinates(&self) -> [u16; 7] {
-        DeviceCounterSample::coordinates(self)
-    }
-    fn with(self, counter_id: u32, coordinates: [u16; 7], value: f64) -> Self {
-        let [
-            xcc,
-            aid,
-            shader_engine,
-            agent_index,
-            shader_array,
-            wgp,
-            instance,
-        ] = coordinates;
-        DeviceCounterSample {
-            counter_id,
-            value,
-            xcc,
-            aid,
-            shader_engine,
-            agent_index,
-            shader_array,
-            wgp,
-            instance,
-            ..self
-        }
-    }
-    fn batch(values: Vec<Self>) -> Batch {
-        Batch::DeviceCounterSample(values)
-    }
-    fn of(batch: &mut Batch) -> Option<&mut Vec<Self>> {
-        match batch {
-            Batch::DeviceCounterSample(values) => Some(values),
-            _ => None,
-        }
-    }
-}
+counted!(
+    CounterSample: "dispatch" by dispatch_id,
+    DeviceCounterSample: "read at" by timestamp_ns
+);
