@@ -170,9 +170,12 @@ pub fn write(
     let mut written = Vec::new();
     for (name, table) in [(INSTRUCTIONS, instructions), (WAVES, waves_table)] {
         let path = dir.join(name);
-        let mut writer = ArrowWriter::try_new(File::create(&path)?, table.schema(), None)?;
+        // Written beside its name and renamed once whole: a failure leaves no part-table.
+        let staged = tempfile::NamedTempFile::new_in(dir)?;
+        let mut writer = ArrowWriter::try_new(staged.as_file().try_clone()?, table.schema(), None)?;
         writer.write(&table)?;
         writer.close()?;
+        staged.persist(&path).map_err(|e| e.error)?;
         written.push(path);
     }
     Ok(written)
