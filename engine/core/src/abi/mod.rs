@@ -508,6 +508,7 @@ abi! {
 
 mod kfd;
 pub use kfd::*;
+pub mod kernel_replay;
 
 /// `rocprofiler_tool_initialize_t`.
 pub type ToolInitialize =
