@@ -1370,3 +1370,53 @@ fn thread_trace_in_two_contexts() {
         "move these settings to context `t`, or trace in separate runs"
     );
 }
+
+/// Counters of context `a` replayed per kernel (line 5), then `rest`.
+const REPLAYED: &str = "[[context]]\nname = \"a\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\nreplay = \"kernel\"\n";
+
+#[test]
+fn kernel_replay_beside_thread_trace() {
+    let e = rejects(
+        &format!("{REPLAYED}{TRACED}"),
+        "context `a` replays kernels, and context `t` traces threads: kernel replay runs each dispatch once per pass, which thread_trace cannot share",
+        5,
+        10,
+    );
+    assert!(
+        e.notes.iter().any(|n| n.ends_with("/p.toml:8:1")),
+        "{:?}",
+        e.notes
+    );
+    assert!(
+        hint(&e).starts_with("drop `replay = \"kernel\"`"),
+        "{}",
+        hint(&e)
+    );
+    // In the same context too.
+    rejects(
+        &format!("{REPLAYED}[context.thread_trace]\npath = \"att\"\n"),
+        "context `a` replays kernels, and context `a` traces threads",
+        5,
+        10,
+    );
+}
+
+#[test]
+fn kernel_replay_beside_pc_sampling() {
+    rejects(
+        &format!("{REPLAYED}[[context]]\nname = \"p\"\npc_sampling.method = \"host_trap\"\n"),
+        "context `p` samples PCs, and context `a` collects counters",
+        8,
+        1,
+    );
+}
+
+#[test]
+fn kernel_replay_unknown_mode() {
+    rejects(
+        "[[context]]\nname = \"a\"\n[context.counters]\ncollect = [\"SQ_WAVES\"]\nreplay = \"kernels\"\n",
+        "kernels",
+        5,
+        10,
+    );
+}

@@ -161,12 +161,46 @@ pub struct CounterPlan {
     /// passes existed have none: one pass counts all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passes: Vec<Vec<String>>,
+    /// How the passes run: one run of the application each, or every dispatch replayed
+    /// once per pass in one run. Plans recorded before kernel replay existed run the
+    /// application.
+    #[serde(default, skip_serializing_if = "Replay::is_application")]
+    pub replay: Replay,
+}
+
+/// How a counter context's passes are run.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Replay {
+    /// The application runs once per pass; the runs are merged.
+    #[default]
+    Application,
+    /// rocprofiler-sdk's kernel replay: the application runs once and each dispatch it
+    /// counts runs once per pass, its device memory restored between passes.
+    Kernel,
+}
+
+impl Replay {
+    pub const NAMES: &[&str] = &["application", "kernel"];
+
+    pub fn is_application(&self) -> bool {
+        *self == Replay::Application
+    }
 }
 
 impl CounterPlan {
-    /// How many runs of the application count every counter.
+    /// How many passes count every counter.
     pub fn pass_count(&self) -> usize {
         self.passes.len().max(1)
+    }
+
+    /// How many runs of the application count every counter: one per pass, unless each
+    /// dispatch is replayed.
+    pub fn runs(&self) -> usize {
+        match self.replay {
+            Replay::Application => self.pass_count(),
+            Replay::Kernel => 1,
+        }
     }
 
     /// The counters pass `index` (from 0) counts.

@@ -91,12 +91,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(version) = version {
         for planned in &plans {
             if let Some(missing) =
-                rocflow_core::availability::unavailable(&planned.plan.contexts, version)
+                rocflow_core::availability::unavailable_to_run(&planned.plan.contexts, version)
             {
                 let hint = format!(
-                    "install {} or later, or leave `{}` out of the pipeline",
+                    "install {} or later, or leave {} out of the pipeline",
                     missing.release,
-                    missing.domain.name()
+                    missing.needs.setting()
                 );
                 return Err(Error::user(
                     Diagnostic::error(missing.to_string()).hint(hint),

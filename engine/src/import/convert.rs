@@ -699,6 +699,7 @@ fn pipeline(
         iterations: s.iterations.clone(),
         agents: Vec::new(),
         per_pass: None,
+        replay: None,
     });
     let produced: Vec<RecordKind> = s
         .domains

@@ -133,6 +133,9 @@ pub struct Counters {
     /// At most this many collected counters per pass (more passes than the hardware
     /// needs, e.g. to test a multi-pass run on a small context).
     pub per_pass: Option<usize>,
+    /// How the passes run: `"application"` (the default) or `"kernel"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<rocflow_core::contexts::Replay>,
 }
 
 /// `[context.device_counters]`: a counter table as `[context.counters]` writes one, less
@@ -169,6 +172,7 @@ impl DeviceCounters {
             iterations: None,
             agents: self.agents.clone(),
             per_pass: None,
+            replay: None,
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::units::format_duration;
 
 use super::prose::{list_or, ranges};
 use super::{AgentSelector, ContextPlan, Plan, SampleAt, StartPlan, Writer};
+use rocflow_core::contexts::Replay;
 
 /// Renders the plan as indented text.
 pub fn explain(plan: &Plan) -> String {
@@ -189,11 +190,17 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
             k.collect.join(", ")
         );
         if k.pass_count() > 1 {
-            let _ = writeln!(
-                out,
-                "        {} passes: the application runs once per pass, with the same arguments and environment; the runs are merged by process, kernel and dispatch order",
-                k.pass_count()
-            );
+            let how = match k.replay {
+                Replay::Application => format!(
+                    "{} passes: the application runs once per pass, with the same arguments and environment; the runs are merged by process, kernel and dispatch order",
+                    k.pass_count()
+                ),
+                Replay::Kernel => format!(
+                    "1 run: each dispatch replayed {} passes (rocprofiler-sdk's kernel replay, beta), its device memory restored between passes; the passes' values merge by dispatch",
+                    k.pass_count()
+                ),
+            };
+            let _ = writeln!(out, "        {how}");
             for (n, pass) in k.passes.iter().enumerate() {
                 let _ = writeln!(out, "          pass {}: {}", n + 1, pass.join(", "));
             }

@@ -111,11 +111,12 @@ impl Plan {
     }
 
     /// How many times the application runs: once per pass of the context that counts
-    /// the most passes (the SDK lets one context count dispatches).
+    /// the most passes (the SDK lets one context count dispatches), once if it replays
+    /// each dispatch instead.
     pub fn passes(&self) -> usize {
         (self.contexts.iter())
             .filter_map(|c| c.counters.as_ref())
-            .map(|k| k.pass_count())
+            .map(|k| k.runs())
             .max()
             .unwrap_or(1)
     }

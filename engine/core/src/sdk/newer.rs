@@ -84,6 +84,10 @@ const SDK_1_4_1: Release = Release {
     rocm: "10.1",
 };
 
+/// The release whose SDK replays kernels (`ROCPROFILER_CALLBACK_TRACING_KERNEL_REPLAY`,
+/// experimental).
+pub const KERNEL_REPLAY: Release = SDK_1_4_1;
+
 impl Domain {
     /// The release that added this domain; `None` for the domains of SDK 1.0.
     pub fn since(self) -> Option<Release> {

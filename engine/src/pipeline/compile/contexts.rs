@@ -465,6 +465,7 @@ impl Compiler<'_> {
         };
         CounterPlan {
             passes,
+            replay: k.replay.unwrap_or_default(),
             collect,
             derived,
             reduce: k

@@ -33,6 +33,7 @@ macro_rules! path {
 
 mod compiler;
 mod contexts;
+mod kernel_replay;
 mod thread_trace;
 mod transforms;
 
@@ -57,6 +58,7 @@ impl Compiler<'_> {
             .map(|(i, c)| self.context(i, c))
             .collect();
         self.check_exclusive_services(&contexts);
+        self.check_kernel_replay(&contexts);
         self.one_thread_trace(&contexts);
         self.trace_each_once(&mut contexts);
         let produced: Vec<RecordKind> = contexts
