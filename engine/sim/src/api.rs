@@ -248,14 +248,18 @@ pub unsafe extern "C" fn rocprofiler_configure_callback_tracing_service(
     // SAFETY: the caller passes `count` operations.
     let operations = unsafe { slice(operations, count) }.to_vec();
     configure(context, |contexts, index, _| {
-        // `rocprofiler_callback_tracing_kind_t` runs from 1 to 21.
-        if !(1..=21).contains(&kind) {
+        if !crate::kernel_replay::subscribable(kind) {
             return status::KIND_NOT_FOUND;
         }
-        let ctx = &mut contexts[index];
-        if ctx.subscriptions.iter().any(|s| s.kind == kind) {
+        // Kernel replay has one driver in a process: a second context may not subscribe.
+        let others = match kind {
+            crate::kernel_replay::KIND => &contexts[..],
+            _ => std::slice::from_ref(&contexts[index]),
+        };
+        if (others.iter()).any(|c| c.subscriptions.iter().any(|s| s.kind == kind)) {
             return status::SERVICE_ALREADY_CONFIGURED;
         }
+        let ctx = &mut contexts[index];
         ctx.subscriptions.push(Subscription {
             kind,
             operations: (!operations.is_empty()).then_some(operations),
@@ -757,6 +761,13 @@ mod tests {
     ) {
     }
 
+    unsafe extern "C" fn no_callback(
+        _: abi::CallbackTracingRecord,
+        _: *mut abi::UserData,
+        _: *mut c_void,
+    ) {
+    }
+
     unsafe extern "C" fn no_config(
         _: abi::DispatchCountingServiceData,
         _: *mut Handle,
@@ -840,6 +851,36 @@ mod tests {
                 count(second),
                 status::CONTEXT_CONFLICT,
                 "a second counting context"
+            );
+            // Kernel replay: found by its name, driven by one context only.
+            let replay = crate::kernel_replay::KIND;
+            let mut name: *const c_char = std::ptr::null();
+            let mut length = 0;
+            assert_eq!(
+                crate::kernel_replay::rocprofiler_query_callback_tracing_kind_name(
+                    replay,
+                    &mut name,
+                    &mut length
+                ),
+                status::SUCCESS
+            );
+            assert_eq!(CStr::from_ptr(name), c"KERNEL_REPLAY");
+            assert_eq!(length, 13);
+            let subscribe = |ctx| {
+                rocprofiler_configure_callback_tracing_service(
+                    ctx,
+                    replay,
+                    std::ptr::null(),
+                    0,
+                    Some(no_callback),
+                    null_mut(),
+                )
+            };
+            assert_eq!(subscribe(context), status::SUCCESS);
+            assert_eq!(
+                subscribe(second),
+                status::SERVICE_ALREADY_CONFIGURED,
+                "a second context replaying kernels"
             );
             let gpu = sdk().unwrap().device.gpu_handle(0);
             // Device counting: not beside dispatch counting, once per agent and context.

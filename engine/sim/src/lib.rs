@@ -15,6 +15,7 @@ mod args;
 mod buffer;
 mod device;
 mod device_counting;
+mod kernel_replay;
 mod kfd;
 mod ledger;
 mod sdk;

@@ -14,7 +14,8 @@ use rocflow_core::abi::{
     CounterRecord, Dim3, DispatchCountingServiceData, DispatchCountingServiceRecord, Handle,
     HipEventRecord, HipGraphRecord, KernelDispatchInfo, KernelDispatchRecord,
     KernelSymbolRegisterData, MarkerApiData, MemoryAllocationRecord, MemoryCopyRecord, Pc,
-    PcSamplingHostTrapRecord, UserData, callback, category, counter_record, pc_record,
+    PcSamplingHostTrapRecord, UserData, callback, category, counter_record, kernel_replay,
+    pc_record,
 };
 use rocflow_core::agent_counters::{self, AgentCounter, Kind};
 use rocflow_core::sdk::Domain;
@@ -452,10 +453,25 @@ impl<'a> Emitter<'a> {
             dispatch_info: info,
         };
         self.trace(Domain::KernelDispatch, 2, &record);
-        for ctx in self.active() {
-            if let Some(counting) = ctx.setup.counting {
-                self.count(counting, &info, correlation, start, end);
+        let count = || {
+            for ctx in self.active() {
+                if let Some(counting) = ctx.setup.counting {
+                    self.count(counting, &info, correlation, start, end);
+                }
             }
+        };
+        // The application, and the dispatch's trace, see it once, however many passes
+        // kernel replay runs.
+        let replay = crate::kernel_replay::KIND;
+        match (self.active()).find_map(|c| c.setup.subscribed(replay, kernel_replay::CONFIG)) {
+            Some(replayer) => {
+                let mut record = callback_record(self.tid, replay, 0, 0, std::ptr::null_mut());
+                record.correlation_id = sync_correlation(correlation);
+                crate::kernel_replay::run(replayer, &info, record, count);
+            }
+            None => count(),
+        }
+        for ctx in self.active() {
             for pc in &ctx.setup.pc_sampling {
                 if pc.gpu == kernel.agent as usize {
                     self.pc_samples(pc.buffer, kernel, &info, correlation, start);
