@@ -19,6 +19,7 @@ mod filter;
 mod flusher;
 mod gpu;
 mod guard;
+mod kernel_replay;
 mod kfd;
 mod messages;
 mod records;

@@ -8,7 +8,9 @@ use rocflow_core::abi::{
     self, AgentV0, CallbackTracingRecord, CodeObjectLoadData, DispatchCountingServiceData, Handle,
     KernelSymbolRegisterData, PcSamplingConfiguration, UserData, callback,
 };
-use rocflow_core::contexts::{AgentSelector, ContextPlan, CounterPlan, PcSamplingPlan, SampleAt};
+use rocflow_core::contexts::{
+    AgentSelector, ContextPlan, CounterPlan, PcSamplingPlan, Replay, SampleAt,
+};
 use rocflow_core::query::{self, text};
 use rocflow_core::record::{Agent, CodeObject, CounterInfo, KernelSymbol, Meta, RecordKind};
 use rocflow_core::sdk::{
@@ -37,6 +39,8 @@ pub enum SetupError {
     KernelFilter(#[from] regex::Error),
     #[error(transparent)]
     ThreadTrace(#[from] crate::thread_trace::TraceError),
+    #[error(transparent)]
+    KernelReplay(#[from] crate::kernel_replay::ReplayError),
     /// The SDK's PC sampling beta is off; `beta` is what its variable is set to.
     #[error(
         "PC sampling on {gfx} is a beta of rocprofiler-sdk, off with {} (`rocflow run` turns it on unless it is set)",
@@ -324,9 +328,21 @@ fn none_selected(context: &str, gpus: &[Gpu], outcome: &str) {
 
 /// What the per-dispatch counting callback decides with.
 struct Counting {
-    /// Agent handle → its counter configuration.
-    configs: HashMap<u64, Handle>,
+    /// Agent handle → its counter configuration of each pass this run counts: the one
+    /// of `ROCFLOW_PASS`, or under kernel replay every pass with counters on the agent.
+    configs: HashMap<u64, Vec<Handle>>,
     filter: &'static DispatchFilter,
+}
+
+impl crate::kernel_replay::Passes for Counting {
+    /// A pass per configuration of the dispatch's agent.
+    fn passes(&self, info: &rocflow_core::abi::KernelDispatchInfo) -> (Option<bool>, usize) {
+        let Some(configs) = self.configs.get(&info.agent_id.handle) else {
+            return (None, 1);
+        };
+        let taken = self.filter.select(info.kernel_id);
+        (Some(taken), if taken { configs.len().max(1) } else { 1 })
+    }
 }
 
 fn count(
@@ -338,10 +354,22 @@ fn count(
     dimensions: &mut HashMap<u64, Vec<u64>>,
 ) -> Result<(), SetupError> {
     let api = &tool.api;
-    let configs = counter_configs(tool, &plan.pass(tool.pass), gpus, dimensions)?;
+    let passes: Vec<usize> = match plan.replay {
+        Replay::Application => vec![tool.pass],
+        Replay::Kernel => (0..plan.pass_count()).collect(),
+    };
+    let mut configs: HashMap<u64, Vec<Handle>> = HashMap::new();
+    for pass in passes {
+        for (agent, config) in counter_configs(tool, &plan.pass(pass), gpus, dimensions)? {
+            configs.entry(agent).or_default().push(config);
+        }
+    }
     let filter =
         DispatchFilter::leak(&plan.kernel_include, &plan.kernel_exclude, &plan.iterations)?;
     let counting: &'static Counting = Box::leak(Box::new(Counting { configs, filter }));
+    if plan.replay == Replay::Kernel {
+        crate::kernel_replay::subscribe(tool, context, counting)?;
+    }
     // SAFETY: the callback matches the SDK's type; its data lives for the process.
     let status = unsafe {
         (api.configure_buffer_dispatch_counting)(
@@ -463,10 +491,17 @@ unsafe extern "C" fn on_dispatch(
 /// `config` is null or writable.
 unsafe fn choose(counting: &Counting, dispatch: &DispatchCountingServiceData, config: *mut Handle) {
     let info = &dispatch.dispatch_info;
-    let Some(&chosen) = counting.configs.get(&info.agent_id.handle) else {
+    let Some(configs) = counting.configs.get(&info.agent_id.handle) else {
         return;
     };
-    if counting.filter.select(info.kernel_id) && !config.is_null() {
+    // A replayed dispatch was taken or left when the SDK asked for its passes.
+    let taken = crate::kernel_replay::decided(info.dispatch_id)
+        .unwrap_or_else(|| counting.filter.select(info.kernel_id));
+    let pass = crate::kernel_replay::current_pass().unwrap_or(0);
+    if let Some(&chosen) = configs.get(pass)
+        && taken
+        && !config.is_null()
+    {
         // SAFETY: checked non-null; the SDK passes a writable config.
         unsafe { *config = chosen };
     }
