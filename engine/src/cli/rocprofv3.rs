@@ -35,6 +35,8 @@ pub enum Heading {
     Summaries,
     Selection,
     PcSampling,
+    /// How counter passes run.
+    Counters,
     ThreadTrace,
     /// Options that tune rocprofv3's own machinery: accepted, with a note of what rocflow
     /// does instead.
@@ -51,6 +53,7 @@ impl Heading {
             Heading::Summaries => "rocprofv3 summaries",
             Heading::Selection => "rocprofv3 kernels, processes and regions",
             Heading::PcSampling => "rocprofv3 PC sampling",
+            Heading::Counters => "rocprofv3 counter passes",
             Heading::ThreadTrace => "rocprofv3 thread trace (ATT)",
             Heading::Accepted => "rocprofv3 options rocflow accepts and does otherwise",
         }
@@ -173,6 +176,8 @@ pub const OPTIONS: &[Option3] = &[
     one("pc-sampling-method", PcSampling, "host_trap or stochastic").choices(&["host_trap", "stochastic"]),
     one("pc-sampling-unit", PcSampling, "What the interval counts").choices(&["instructions", "cycles", "time"]),
     one("pc-sampling-interval", PcSampling, "How often a PC is sampled, in the unit"),
+    one("replay-mode", Counters, "How --pmc's passes run: `application` runs the application once per pass, `kernel` replays each dispatch once per pass in one run (rocprofiler-sdk 1.4.1, beta)").choices(&["application", "kernel"]),
+    flag("kernel-replay-beta-enabled", Counters, "Opt in to kernel replay, a beta of rocprofiler-sdk (alone, it selects `--replay-mode kernel`)"),
     many("preload", Accepted, "Libraries to put before the tool in LD_PRELOAD"),
     one("perfetto-backend", Accepted, "rocflow writes Perfetto itself").choices(&["inprocess", "system"]),
     one("perfetto-buffer-size", Accepted, "rocflow writes Perfetto itself, with no buffer to size"),

@@ -15,7 +15,7 @@ use super::input::{Categories, Job, Opt, OutputFormat, RUN_OPTION, TimeUnit, Uns
 use super::launch::Launch;
 use super::paths::RunValues;
 use super::pmc::counter_names;
-use super::{att, domains, kernels, ompt, paths, period};
+use super::{att, domains, kernels, ompt, paths, period, replay};
 use crate::diag::{Diagnostic, Span};
 use crate::pipeline::model::{
     Context, Counters, Header, KernelFilter, KernelNames, PcSampling, Period, Pipeline, Post, Sink,
@@ -138,6 +138,8 @@ struct Settings {
     iterations: Option<String>,
     pc_sampling: Option<PcSampling>,
     thread_trace: Option<ThreadTrace>,
+    /// How the counters' passes run, where the job says.
+    replay: Option<rocflow_core::contexts::Replay>,
     period: Option<Period>,
     sinks: Vec<SinkKind>,
     outputs: Outputs,
@@ -211,13 +213,20 @@ impl Converter<'_> {
         let (kernels, iterations) = self.kernel_filter(j, counts || thread_trace.is_some());
         let sinks = self.sinks(j);
         let summary = self.summary(j, &sinks);
+        let pc_sampling = self.pc_sampling(j);
+        let replay = replay::replay(j, counts, thread_trace.is_some(), pc_sampling.is_some())
+            .unwrap_or_else(|refusal| {
+                self.error(&refusal.span, refusal.message).hint = Some(refusal.hint.into());
+                None
+            });
         let settings = Settings {
             domains: domains::domains(j),
             ompt,
             kernels,
             iterations,
-            pc_sampling: self.pc_sampling(j),
+            pc_sampling,
             thread_trace,
+            replay,
             period: self.period(j),
             sinks,
             outputs: self.outputs(j),
@@ -699,7 +708,7 @@ fn pipeline(
         iterations: s.iterations.clone(),
         agents: Vec::new(),
         per_pass: None,
-        replay: None,
+        replay: s.replay,
     });
     let produced: Vec<RecordKind> = s
         .domains

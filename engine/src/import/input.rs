@@ -122,6 +122,10 @@ pub struct Job {
     pub pc_sampling_unit: Opt<PcSamplingUnit>,
     pub pc_sampling_interval: Opt<u64>,
 
+    // Kernel replay.
+    pub replay_mode: Opt<rocflow_core::contexts::Replay>,
+    pub kernel_replay_beta_enabled: Opt<bool>,
+
     // Perfetto's own settings.
     pub perfetto_backend: Opt<Any>,
     pub perfetto_buffer_size: Opt<Any>,

@@ -21,6 +21,7 @@ pub mod overlay;
 pub mod paths;
 pub(crate) mod period;
 pub(crate) mod pmc;
+mod replay;
 mod shared;
 mod text;
 
