@@ -526,6 +526,20 @@ fn dispatches_traced_by_two_contexts_or_several_passes_count_once() {
     ]);
 }
 
+/// Counters of several passes by kernel replay: one run of the application, each
+/// dispatch run once per pass, its values of every pass those of the generator, and each
+/// dispatch once in every output, however many passes ran it.
+#[test]
+fn counters_replayed_per_kernel_in_one_run_agree_with_the_truth() {
+    let templates = templates();
+    let of = |name: &str| templates.iter().find(|t| t.0 == name).unwrap().1.clone();
+    let mut replayed = Row::new(&["counters-basic"], of("counters-basic"));
+    replayed.name = "counters-basic in 2 passes by kernel replay".into();
+    replayed.extra =
+        "[[context]]\nname = \"counters\"\n[context.counters]\nper_pass = 2\nreplay = \"kernel\"\n";
+    check(&[replayed]);
+}
+
 #[test]
 fn features_that_change_records_agree_with_the_truth() {
     let templates = templates();

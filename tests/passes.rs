@@ -134,14 +134,14 @@ fn pipeline(extra: &str) -> String {
 }
 
 /// A directory with the scenario and the pipeline.
-fn setup(extra: &str) -> tempfile::TempDir {
+pub(super) fn setup(extra: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("scenario.toml"), scenario()).unwrap();
     std::fs::write(dir.path().join("p.toml"), pipeline(extra)).unwrap();
     dir
 }
 
-fn run(dir: &Path, app: &[&str]) -> std::process::Output {
+pub(super) fn run(dir: &Path, app: &[&str]) -> std::process::Output {
     run_on("sim:scenario.toml", "p.toml", app, dir, &[])
 }
 
@@ -186,6 +186,30 @@ fn the_passes_merge_into_one_run_with_the_generators_values() {
     );
     let out = dir.path().join("out");
     // The first pass is the run: its 6 dispatches, its process.
+    let samples = assert_every_counter_of_every_dispatch(&out);
+
+    // The spool keeps every pass; a replay merges them again.
+    std::fs::rename(&out, dir.path().join("first")).unwrap();
+    let replay = rocflow(&["replay", "rocflow-out/last.rfraw"], dir.path(), &[]);
+    assert_success(&replay);
+    assert_eq!(csv(&out.join("counter_sample.csv")), samples);
+    let inspect = rocflow(
+        &["inspect", "--json", "rocflow-out/last.rfraw"],
+        dir.path(),
+        &[],
+    );
+    assert_success(&inspect);
+    let inspected: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    assert_eq!(
+        inspected["processes"].as_array().unwrap().len(),
+        3,
+        "one per pass"
+    );
+}
+
+/// Checks the run's CSV in `out`: 6 dispatches of one process, each with the 8 values of
+/// all 40 counters, every value the generator's; gives the samples.
+pub(super) fn assert_every_counter_of_every_dispatch(out: &Path) -> Vec<BTreeMap<String, String>> {
     let dispatches = csv(&out.join("kernel_dispatch.csv"));
     assert_eq!(dispatches.len(), 6);
     let samples = csv(&out.join("counter_sample.csv"));
@@ -222,24 +246,7 @@ fn the_passes_merge_into_one_run_with_the_generators_values() {
             "dispatch {dispatch}: {counters:?}"
         );
     }
-
-    // The spool keeps every pass; a replay merges them again.
-    std::fs::rename(&out, dir.path().join("first")).unwrap();
-    let replay = rocflow(&["replay", "rocflow-out/last.rfraw"], dir.path(), &[]);
-    assert_success(&replay);
-    assert_eq!(csv(&out.join("counter_sample.csv")), samples);
-    let inspect = rocflow(
-        &["inspect", "--json", "rocflow-out/last.rfraw"],
-        dir.path(),
-        &[],
-    );
-    assert_success(&inspect);
-    let inspected: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
-    assert_eq!(
-        inspected["processes"].as_array().unwrap().len(),
-        3,
-        "one per pass"
-    );
+    samples
 }
 
 #[test]

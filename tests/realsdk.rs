@@ -1141,3 +1141,51 @@ fn the_simulated_decoder_api_answers_as_amds() {
     assert_eq!(real, "0\n37\n18\n");
     assert_eq!(statuses(&support::sim_sdk()), real);
 }
+
+#[test]
+fn kernel_replay_is_refused_by_the_real_1_0_sdk_which_lists_no_such_kind() {
+    let (_dir, pipeline) = with_file(
+        "kernel-replay.toml",
+        "[pipeline]\nname = \"kernel-replay\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"trace\"\ntracing = [\"kernel_dispatch\"]\n[[context]]\nname = \"counters\"\n[context.counters]\ncollect = [\"SQ_WAVES\", \"GRBM_COUNT\"]\nper_pass = 1\nreplay = \"kernel\"\n",
+    );
+    // The installed library's name says its version: nothing runs.
+    let run = forced(&pipeline);
+    assert_eq!(run.output.status.code(), Some(2), "{}", run.printed());
+    assert_says(
+        run.stderr(),
+        "context `counters` replays each dispatch for its counter passes, which rocprofiler-sdk 1.4.1 (ROCm 10.1) added; the rocprofiler-sdk in use is 1.0.0",
+    );
+    assert!(run.calls().is_empty(), "nothing ran: {}", run.printed());
+    // A library whose name does not say it: the tool looks the kind up by its name among
+    // those the SDK lists, finds none, and the context that replays collects nothing;
+    // the other context still collects.
+    let kit = Kit::get();
+    let unnamed = tempfile::tempdir().unwrap();
+    let library = unnamed.path().join("librocprofiler-sdk.so");
+    std::fs::copy(kit.root.join("lib/librocprofiler-sdk.so.1.0.0"), &library).unwrap();
+    let force = kit.bin("force");
+    let register = [("ROCPROFILER_REGISTER_LIBRARY", library.to_str().unwrap())];
+    let pipeline = pipeline.to_str().unwrap();
+    let run = kit.run(Node::FakeGfx942, pipeline, &[force.as_os_str()], &register);
+    assert_eq!(
+        run.tool_messages(),
+        [
+            "context `counters`: the rocprofiler-sdk in this process has no kernel replay (it lists no callback tracing kind `KERNEL_REPLAY`); rocprofiler-sdk 1.4.1 (ROCm 10.1) added it; it collects nothing"
+        ],
+        "{}",
+        run.printed()
+    );
+    let traced = (run.calls().into_iter()).filter(|c| {
+        c.function == "rocprofiler_configure_buffer_tracing_service" && c.status == SUCCESS
+    });
+    assert_eq!(traced.count(), 1, "{}", run.printed());
+    assert!(
+        !run.calls()
+            .iter()
+            .any(|c| c.function.contains("dispatch_counting")),
+        "the replaying context counts nothing: {}",
+        run.printed()
+    );
+    // The control context and `trace` run; `counters` was made, and never started.
+    assert_eq!(run.registrations(), [(3, 2)], "{}", run.printed());
+}

@@ -16,6 +16,7 @@ mod flags;
 mod import;
 mod json_rocprofv3;
 mod kernel_names;
+mod kernel_replay;
 mod library;
 mod matrix;
 mod otf2;

@@ -1,0 +1,136 @@
+//! Kernel replay end to end: counters of several passes in one run of the application on
+//! the simulated SDK, which runs each dispatch once per pass as rocprofiler-sdk 1.4.1
+//! does; the SDKs without it refuse the pipeline, naming the release that has it.
+
+use support::{assert_says, assert_success, rocflow, text};
+
+use crate::passes::{assert_every_counter_of_every_dispatch, run, setup};
+
+#[test]
+fn each_dispatch_is_replayed_per_pass_in_one_run_of_the_application() {
+    let dir = setup("replay = \"kernel\"");
+    let explained = rocflow(&["explain", "p.toml"], dir.path(), &[]);
+    assert_success(&explained);
+    let explained = text(&explained.stdout);
+    assert_says(&explained, "1 run: each dispatch replayed 3 passes");
+    assert!(
+        !explained.contains("the application runs once per pass"),
+        "{explained}"
+    );
+    let output = run(dir.path(), &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    assert!(!stderr.contains("merged"), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    // Every counter of every pass, on each of the run's 6 dispatches, none twice.
+    assert_every_counter_of_every_dispatch(&dir.path().join("out"));
+    let inspect = rocflow(
+        &["inspect", "--json", "rocflow-out/last.rfraw"],
+        dir.path(),
+        &[],
+    );
+    assert_success(&inspect);
+    let inspected: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let processes = inspected["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 1, "one run: {inspected}");
+}
+
+#[test]
+fn an_sdk_older_than_1_4_1_refuses_kernel_replay_before_the_application_starts() {
+    let dir = setup("replay = \"kernel\"");
+    let scenario = dir.path().join("scenario.toml");
+    let older = std::fs::read_to_string(&scenario)
+        .unwrap()
+        .replace("[scenario]\n", "[scenario]\nsdk_version = \"1.3.5\"\n");
+    std::fs::write(&scenario, older).unwrap();
+    let output = run(dir.path(), &["/bin/sh", "-c", "touch ran"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert_says(
+        &output.stderr,
+        "context `counters` replays each dispatch for its counter passes, which rocprofiler-sdk 1.4.1 (ROCm 10.1) added; the rocprofiler-sdk in use is 1.3.5",
+    );
+    assert_says(&output.stderr, "leave `replay = \"kernel\"` out");
+    assert!(!dir.path().join("ran").exists(), "the application ran");
+    assert!(!dir.path().join("out").exists(), "outputs were written");
+}
+
+#[test]
+fn rocprofv3s_kernel_replay_options_need_the_beta_and_counters_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let explain = |args: &[&str]| {
+        let mut all = vec!["explain"];
+        all.extend_from_slice(args);
+        rocflow(&all, dir.path(), &[])
+    };
+    let refused = |args: &[&str], message: &str| {
+        let output = explain(args);
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+        assert_says(&output.stderr, message);
+    };
+    refused(
+        &["--pmc", "SQ_WAVES", "--replay-mode", "kernel"],
+        "kernel replay is a beta of rocprofiler-sdk: it needs `kernel_replay_beta_enabled`",
+    );
+    refused(
+        &[
+            "--kernel-trace",
+            "--replay-mode",
+            "kernel",
+            "--kernel-replay-beta-enabled",
+        ],
+        "kernel replay runs the passes of counters, and this job collects none",
+    );
+    refused(
+        &["--pmc", "SQ_WAVES", "--kernel-replay-beta-enabled", "--att"],
+        "kernel replay runs each dispatch once per pass, which thread trace cannot share",
+    );
+    // An input file's keys are the options' names.
+    let imported = |job: &str| {
+        std::fs::write(
+            dir.path().join("input.yaml"),
+            format!("jobs:\n  - pmc: [SQ_WAVES]\n{job}"),
+        )
+        .unwrap();
+        let output = rocflow(&["import-rocprofv3", "input.yaml"], dir.path(), &[]);
+        assert_success(&output);
+        text(&output.stdout)
+    };
+    let replays = "replay = \"kernel\"";
+    for job in [
+        "    replay_mode: kernel\n    kernel_replay_beta_enabled: true\n",
+        "    kernel_replay_beta_enabled: true\n",
+    ] {
+        assert_says(imported(job), replays);
+    }
+    let application = imported("    replay_mode: application\n");
+    assert!(!application.contains("replay = "), "{application}");
+}
+
+#[test]
+fn a_replayed_dispatch_counts_once_toward_the_iteration_ranges() {
+    // Each kernel runs 3 times; its second dispatch is counted, in every pass.
+    let dir = setup("replay = \"kernel\"\niterations = \"[2]\"");
+    let output = run(dir.path(), &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let out = dir.path().join("out");
+    let mut dispatches = support::csv(&out.join("kernel_dispatch.csv"));
+    assert_eq!(dispatches.len(), 6);
+    dispatches.sort_by_key(|d| d["dispatch_id"].parse::<u64>().unwrap());
+    let mut second: Vec<&str> = Vec::new();
+    for kernel in ["gemm", "reduce"] {
+        let of: Vec<&str> = (dispatches.iter())
+            .filter(|d| d["kernel_name"] == kernel)
+            .map(|d| d["dispatch_id"].as_str())
+            .collect();
+        assert_eq!(of.len(), 3, "{dispatches:?}");
+        second.push(of[1]);
+    }
+    second.sort_unstable();
+    let samples = support::csv(&out.join("counter_sample.csv"));
+    let mut counted: Vec<&str> = samples.iter().map(|s| s["dispatch_id"].as_str()).collect();
+    counted.sort_unstable();
+    counted.dedup();
+    assert_eq!(counted, second);
+    // 40 counters of 8 values each, from all 3 passes.
+    assert_eq!(samples.len(), 2 * 40 * 8);
+}
