@@ -112,11 +112,18 @@ pub unsafe extern "C" fn rocprofiler_query_callback_tracing_kind_name(
 /// pass count and continue callbacks), then `run` once per pass between PASS's enter and
 /// exit, all on this thread. A dispatch the subscriber does not replay runs once, outside
 /// any pass. One user data value goes with the dispatch through every callback.
+///
+/// `run` is given when its pass runs, in passes from the dispatch's own time: the SDK
+/// fires the application's completion once, after the last pass, and leaves memory as the
+/// last pass wrote it, so the last pass is the application's own execution and runs at
+/// the dispatch's time, the passes before it earlier (a fixed loop's length is known when
+/// it starts). An open-ended loop's last pass is not known while it runs: its passes follow
+/// one another from the dispatch's time.
 pub fn run(
     replayer: &Subscription,
     info: &KernelDispatchInfo,
     record: CallbackTracingRecord,
-    mut run: impl FnMut(),
+    mut run: impl FnMut(i64),
 ) {
     let mut data = KernelReplayData::config(*info);
     let mut user = UserData { value: 0 };
@@ -138,7 +145,7 @@ pub fn run(
     let passes = count.map_or(1, |count| unsafe { count(*info, user) });
     // An open-ended loop needs a way out; the SDK warns and runs the dispatch once.
     if passes == 1 || (passes == 0 && proceed.is_none()) {
-        run();
+        run(0);
         return;
     }
     let mut pass = 0;
@@ -149,7 +156,10 @@ pub fn run(
             ..KernelReplayData::config(*info)
         };
         call(&mut data, &mut user, PASS, callback::PHASE_ENTER);
-        run();
+        run(match passes {
+            0 => pass as i64,
+            n => -((n - 1 - pass) as i64),
+        });
         call(&mut data, &mut user, PASS, callback::PHASE_EXIT);
         pass += 1;
         let last = passes != 0 && pass == passes;

@@ -32,6 +32,8 @@ static DISPATCH: AtomicU64 = AtomicU64::new(1);
 
 /// How long each simulated host API call takes.
 const API_NS: u64 = 2_000;
+/// Between two passes of a replayed dispatch: the SDK restores the GPU's tracked memory.
+const REPLAY_RESTORE_NS: u64 = 5_000;
 
 fn hip_op(name: &str) -> i32 {
     let ops = Domain::HipRuntimeApi.operations();
@@ -452,24 +454,35 @@ impl<'a> Emitter<'a> {
             end_timestamp: end,
             dispatch_info: info,
         };
-        self.trace(Domain::KernelDispatch, 2, &record);
-        let count = || {
+        // Each execution of the dispatch, `strides` passes from its own time (0 unless
+        // kernel replay runs it more than once), has its trace record and its counters,
+        // with that execution's times, as every pass has on the SDK.
+        let execute = |strides: i64| {
+            let shift = strides * (kernel.duration_ns + REPLAY_RESTORE_NS) as i64;
+            let (start, end) = (
+                start.saturating_add_signed(shift),
+                end.saturating_add_signed(shift),
+            );
+            let record = KernelDispatchRecord {
+                start_timestamp: start,
+                end_timestamp: end,
+                ..record
+            };
+            self.trace(Domain::KernelDispatch, 2, &record);
             for ctx in self.active() {
                 if let Some(counting) = ctx.setup.counting {
                     self.count(counting, &info, correlation, start, end);
                 }
             }
         };
-        // The application, and the dispatch's trace, see it once, however many passes
-        // kernel replay runs.
         let replay = crate::kernel_replay::KIND;
         match (self.active()).find_map(|c| c.setup.subscribed(replay, kernel_replay::CONFIG)) {
             Some(replayer) => {
                 let mut record = callback_record(self.tid, replay, 0, 0, std::ptr::null_mut());
                 record.correlation_id = sync_correlation(correlation);
-                crate::kernel_replay::run(replayer, &info, record, count);
+                crate::kernel_replay::run(replayer, &info, record, execute);
             }
-            None => count(),
+            None => execute(0),
         }
         for ctx in self.active() {
             for pc in &ctx.setup.pc_sampling {
