@@ -134,3 +134,62 @@ fn a_replayed_dispatch_counts_once_toward_the_iteration_ranges() {
     // 40 counters of 8 values each, from all 3 passes.
     assert_eq!(samples.len(), 2 * 40 * 8);
 }
+
+/// The SDK writes a dispatch record and a set of counter values for every pass, all with
+/// the dispatch's id, each with its pass's times (the simulated SDK's passes run 6 us
+/// apart, the last at the dispatch's own time, as the application's completion follows
+/// it). Every output holds each dispatch once, as the application ran it: its last pass's
+/// record, the others counted, and its values of every pass with that pass's end.
+#[test]
+fn a_replayed_dispatch_is_traced_once_by_the_application_s_pass_and_the_others_counted() {
+    let dir = setup("replay = \"kernel\"");
+    let output = run(dir.path(), &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    // 6 dispatches of 3 passes: 2 passes' records of each left out, and said so.
+    assert_says(
+        [output.stdout.as_slice(), &output.stderr].concat(),
+        "replayed passes: 12 dispatch records",
+    );
+    let out = dir.path().join("out");
+    let mut dispatches = support::csv(&out.join("kernel_dispatch.csv"));
+    assert_eq!(dispatches.len(), 6, "{dispatches:?}");
+    let num = |row: &std::collections::BTreeMap<String, String>, column: &str| {
+        row[column].parse::<u64>().unwrap()
+    };
+    dispatches.sort_by_key(|d| num(d, "dispatch_id"));
+    let mut ids: Vec<u64> = dispatches.iter().map(|d| num(d, "dispatch_id")).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 6, "each dispatch once: {dispatches:?}");
+    // The application's executions follow one another on the queue; an earlier pass of a
+    // dispatch runs before the one ahead of it ended.
+    for pair in dispatches.windows(2) {
+        assert!(
+            num(&pair[1], "start_ns") >= num(&pair[0], "end_ns"),
+            "{pair:?}"
+        );
+    }
+    for d in &dispatches {
+        assert_eq!(num(d, "duration_ns"), 1000, "{d:?}");
+    }
+    // Every value of a dispatch, whichever pass counted it, has the kept pass's end.
+    let end: std::collections::BTreeMap<u64, u64> = (dispatches.iter())
+        .map(|d| (num(d, "dispatch_id"), num(d, "end_ns")))
+        .collect();
+    let samples = support::csv(&out.join("counter_sample.csv"));
+    assert_eq!(samples.len(), 6 * 40 * 8);
+    for s in &samples {
+        assert_eq!(num(s, "timestamp_ns"), end[&num(s, "dispatch_id")], "{s:?}");
+    }
+    let inspect = rocflow(
+        &["inspect", "--json", "rocflow-out/last.rfraw"],
+        dir.path(),
+        &[],
+    );
+    assert_success(&inspect);
+    let inspected: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    assert_eq!(
+        inspected["processes"][0]["replayed_passes"], 12,
+        "{inspected}"
+    );
+    assert_eq!(inspected["records"]["kernel_dispatch"], 6, "{inspected}");
+}

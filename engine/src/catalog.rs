@@ -46,6 +46,8 @@ pub struct StreamMeta {
     pub dropped: BTreeMap<RecordKind, u64>,
     /// What the tool library cost the process, when it finished cleanly.
     pub tool_cost: Option<ToolCost>,
+    /// Dispatch records of kernel replay's passes left out, the application's kept.
+    pub replayed_passes: u64,
 }
 
 const UNKNOWN: &str = "<unknown>";
@@ -96,6 +98,9 @@ impl Catalog {
                 Meta::Dropped { kind, count } => {
                     let dropped = meta.dropped.entry(kind).or_default();
                     *dropped = dropped.saturating_add(count);
+                }
+                Meta::ReplayedPasses { count } => {
+                    meta.replayed_passes = meta.replayed_passes.saturating_add(count);
                 }
                 Meta::Plan { json } => self.plan = Some(json),
                 Meta::Exit(exit) => self.exit = Some(exit),

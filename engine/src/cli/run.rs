@@ -285,6 +285,14 @@ fn profile(
         .flat_map(|(_, s)| s.dropped.values())
         .sum();
     out.push_str(&format!("\n  dropped: {dropped}"));
+    let replayed: u64 = (outcome.report.catalog.streams())
+        .map(|(_, s)| s.replayed_passes)
+        .sum();
+    if replayed > 0 {
+        out.push_str(&format!(
+            "\n  replayed passes: {replayed} dispatch records of kernel replay's earlier passes left out, each dispatch's last (the application's) kept"
+        ));
+    }
     let costs: Vec<ToolCost> = outcome
         .report
         .catalog

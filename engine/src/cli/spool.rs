@@ -480,6 +480,7 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
                 "counters": counters(meta),
                 "kernels": meta.kernels.len(),
                 "dropped": meta.dropped.iter().map(|(k, n)| (k.name(), *n)).collect::<BTreeMap<_, _>>(),
+                "replayed_passes": meta.replayed_passes,
             })
         })
         .collect();
@@ -522,6 +523,12 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
         }
         for (kind, n) in &meta.dropped {
             out.push_str(&format!("    dropped: {n} {} records\n", kind.name()));
+        }
+        if meta.replayed_passes > 0 {
+            out.push_str(&format!(
+                "    replayed passes: {} dispatch records left out\n",
+                meta.replayed_passes
+            ));
         }
     }
     out.push_str("  records:\n");

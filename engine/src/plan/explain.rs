@@ -196,7 +196,7 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
                     k.pass_count()
                 ),
                 Replay::Kernel => format!(
-                    "1 run: each dispatch replayed {} passes (rocprofiler-sdk's kernel replay, beta), its device memory restored between passes; the passes' values merge by dispatch",
+                    "1 run: each dispatch replayed {} passes (rocprofiler-sdk's kernel replay, beta), its device memory restored between passes; the passes' values merge by dispatch, with the last pass's time, and each dispatch is traced once, by its last pass (the application's own execution; the SDK records every pass, and the others are counted as replayed passes)",
                     k.pass_count()
                 ),
             };

@@ -4,10 +4,20 @@
 //! kinds the SDK lists. At each dispatch's CONFIG the tool hands the SDK its pass-count
 //! callback; each pass runs on the submitting thread between PASS's enter and exit, so a
 //! thread-local pass tells the counting callback which pass's counters to choose.
+//!
+//! The SDK writes a dispatch trace record and a counter record set for every pass, all
+//! with the dispatch's id, each with its pass's times. It fires the application's
+//! completion once, after the last pass, and leaves device memory as the last pass wrote
+//! it: the last pass is the application's own execution. The tool keeps that pass's
+//! dispatch record and leaves out the others, counting them ([`PassRecords`]), and merges
+//! the passes' counter values into one set with the last pass's time, so every output
+//! counts a replayed dispatch once (rocprofv3 writes a dispatch row per pass).
 
 use std::cell::Cell;
 use std::ffi::{CStr, c_char, c_int, c_void};
-use std::sync::OnceLock;
+use std::sync::{LazyLock, Mutex, OnceLock};
+
+use rustc_hash::FxHashMap;
 
 use rocflow_core::abi::kernel_replay::{CONFIG, KIND_NAME, KernelReplayData, PASS};
 use rocflow_core::abi::{CallbackTracingRecord, Handle, KernelDispatchInfo, Status, UserData};
@@ -15,7 +25,7 @@ use rocflow_core::abi::{callback, status};
 use rocflow_core::sdk::KERNEL_REPLAY;
 
 use crate::api::{CallError, MissingSymbol};
-use crate::guard::entry;
+use crate::guard::{entry, locked};
 use crate::state::Tool;
 
 /// Why a context cannot replay its dispatches.
@@ -49,6 +59,53 @@ thread_local! {
     /// The last dispatch this thread was asked passes for, and whether the context's
     /// filter takes it: decided once, as the dispatch counts once however often it runs.
     static DECIDED: Cell<Option<(u64, bool)>> = const { Cell::new(None) };
+}
+
+/// The passes of each dispatch the SDK replays, by dispatch id, set when the SDK asks for
+/// them, before any pass runs: the buffers' records of the passes come after. Entries
+/// stay for the process, as every buffer that holds the dispatch's records reads them; 16
+/// bytes are nothing beside the copy of the GPU's memory each replayed dispatch costs.
+static REPLAYS: LazyLock<Mutex<FxHashMap<u64, u64>>> = LazyLock::new(Mutex::default);
+
+/// How many passes the SDK runs dispatch `dispatch_id` for, if it replays it.
+pub fn passes_of(dispatch_id: u64) -> Option<u64> {
+    // Most runs replay nothing: their records skip the lock.
+    REPLAYED.get()?;
+    locked(REPLAYS.lock()).get(&dispatch_id).copied()
+}
+
+/// A buffer's dispatch records of replayed dispatches: which one is the application's own
+/// execution (the last pass's), and how many passes' records were left out.
+#[derive(Default)]
+pub struct PassRecords {
+    /// Records seen so far of dispatches whose last pass's has not come yet.
+    seen: FxHashMap<u64, u64>,
+    /// Records left out since [`PassRecords::take_left_out`].
+    left_out: u64,
+}
+
+impl PassRecords {
+    /// Whether to keep a dispatch record of dispatch `dispatch_id`: every record of a
+    /// dispatch run once, and the last pass's of a replayed one. The SDK writes a
+    /// dispatch's passes in order, on the thread that runs them.
+    pub fn keep(&mut self, dispatch_id: u64) -> bool {
+        let Some(passes) = passes_of(dispatch_id) else {
+            return true;
+        };
+        let seen = self.seen.entry(dispatch_id).or_default();
+        *seen += 1;
+        if *seen < passes {
+            self.left_out += 1;
+            return false;
+        }
+        self.seen.remove(&dispatch_id);
+        true
+    }
+
+    /// The records left out since the last call.
+    pub fn take_left_out(&mut self) -> u64 {
+        std::mem::take(&mut self.left_out)
+    }
 }
 
 /// The pass of a replayed dispatch under way on this thread, if any.
@@ -169,6 +226,9 @@ unsafe extern "C" fn pass_count(info: KernelDispatchInfo, _user: UserData) -> u6
         };
         let (taken, passes) = replayed.passes(&info);
         DECIDED.set(taken.map(|taken| (info.dispatch_id, taken)));
+        if passes > 1 {
+            locked(REPLAYS.lock()).insert(info.dispatch_id, passes as u64);
+        }
         passes as u64
     })
 }

@@ -54,7 +54,7 @@ impl BufferState {
         let mut open: Vec<(u64, OpenDispatch)> = out.open.drain().collect();
         open.sort_unstable_by_key(|&(dispatch, _)| dispatch);
         // A forked child's copy of the map holds its parent's dispatches too.
-        let values = open.into_iter().flat_map(|(_, d)| d.values);
+        let values = open.into_iter().flat_map(|(_, d)| d.stamped());
         for value in values.filter(|v| v.pid == pid) {
             out.counters.push(value);
         }
@@ -67,11 +67,31 @@ impl BufferState {
 /// runner in one frame, however the SDK interleaved them with those of dispatches that
 /// completed at the same time: the stages and sinks total a dispatch's values as they
 /// come, and gave a dispatch whose values came apart two totals.
+///
+/// Kernel replay's passes of a dispatch each bring a header and their values, with the
+/// pass's times: they gather into one set, sent after the last pass's values with its
+/// end, the application's (see [`crate::kernel_replay`]).
 struct OpenDispatch {
     kernel_id: u64,
     end_ns: u64,
     values_left: u64,
+    /// Headers of further passes still to come.
+    passes_left: u64,
     values: Vec<CounterSample>,
+}
+
+impl OpenDispatch {
+    fn complete(&self) -> bool {
+        self.values_left == 0 && self.passes_left == 0
+    }
+
+    /// The values, each with the dispatch's end.
+    fn stamped(mut self) -> Vec<CounterSample> {
+        for value in &mut self.values {
+            value.timestamp_ns = self.end_ns;
+        }
+        self.values
+    }
 }
 
 /// The most values of one dispatch set aside for before they come: a header's count is
@@ -107,6 +127,8 @@ struct Out {
     /// Emptied value lists of dispatches sent, for the next headers: a dispatch takes one
     /// instead of allocating.
     spare: Vec<Vec<CounterSample>>,
+    /// Which dispatch records of kernel replay's passes to keep.
+    passes: crate::kernel_replay::PassRecords,
 }
 
 impl Out {
@@ -122,6 +144,25 @@ impl Out {
             && !self.queues.iter().any(|q| q.0 == queue)
         {
             self.queues.push((queue, agent));
+        }
+    }
+
+    /// Sends dispatch `dispatch_id`'s values once they are all in, every pass's.
+    fn close(&mut self, dispatch_id: u64) {
+        if !self
+            .open
+            .get(&dispatch_id)
+            .is_some_and(OpenDispatch::complete)
+        {
+            return;
+        }
+        let open = self.open.remove(&dispatch_id).expect("found above");
+        let mut values = open.stamped();
+        for value in values.drain(..) {
+            self.counters.push(value);
+        }
+        if self.spare.len() < SPARE_LISTS {
+            self.spare.push(values);
         }
     }
 
@@ -285,8 +326,12 @@ unsafe fn deliver(
         drop(kernels);
         out.send(pid);
     }
+    let replayed = out.passes.take_left_out();
     drop(out);
     stream::account(headers.len() as u64, stream::thread_cpu_ns() - cpu_start);
+    if replayed > 0 {
+        stream::send_meta(vec![Meta::ReplayedPasses { count: replayed }]);
+    }
     if drop_count > 0 {
         stream::send_meta(vec![Meta::Dropped {
             kind: state.kind,
@@ -460,6 +505,9 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                     // SAFETY: the caller's contract.
                     let r = unsafe { &*header.payload.cast::<KernelDispatchRecord>() };
                     let info = &r.dispatch_info;
+                    if !out.passes.keep(info.dispatch_id) {
+                        return;
+                    }
                     let (vgpr, sgpr) = kernels.get(&info.kernel_id).map_or((0, 0), |k| (k.0, k.1));
                     let agent = agent(info.agent_id);
                     out.thread(r.thread_id);
@@ -580,17 +628,32 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
         category::COUNTERS if header.kind == counter_record::DISPATCH_HEADER => {
             // SAFETY: the caller's contract.
             let r = unsafe { &*header.payload.cast::<DispatchCountingServiceRecord>() };
-            if r.num_records > 0 {
-                let mut values = out.spare.pop().unwrap_or_default();
-                values.reserve(r.num_records.min(RESERVED_VALUES) as usize);
-                let open = OpenDispatch {
-                    kernel_id: r.dispatch_info.kernel_id,
-                    end_ns: r.end_timestamp,
-                    values_left: r.num_records,
-                    values,
-                };
-                out.open.insert(r.dispatch_info.dispatch_id, open);
+            let id = r.dispatch_info.dispatch_id;
+            match out.open.get_mut(&id) {
+                // A further pass of a replayed dispatch: its values join the earlier ones.
+                Some(open) if open.passes_left > 0 => {
+                    open.passes_left -= 1;
+                    open.values_left += r.num_records;
+                    open.end_ns = r.end_timestamp;
+                }
+                _ => {
+                    let passes = crate::kernel_replay::passes_of(id).unwrap_or(1);
+                    if r.num_records == 0 && passes == 1 {
+                        return;
+                    }
+                    let mut values = out.spare.pop().unwrap_or_default();
+                    values.reserve(r.num_records.min(RESERVED_VALUES) as usize);
+                    let open = OpenDispatch {
+                        kernel_id: r.dispatch_info.kernel_id,
+                        end_ns: r.end_timestamp,
+                        values_left: r.num_records,
+                        passes_left: passes - 1,
+                        values,
+                    };
+                    out.open.insert(id, open);
+                }
             }
+            out.close(id);
         }
         category::COUNTERS if header.kind == counter_record::VALUE => {
             // SAFETY: the caller's contract.
@@ -617,17 +680,8 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
             match open {
                 Some(open) => {
                     open.values.push(value);
-                    open.values_left -= 1;
-                    if open.values_left == 0 {
-                        let mut values =
-                            out.open.remove(&r.dispatch_id).expect("found above").values;
-                        for value in values.drain(..) {
-                            out.counters.push(value);
-                        }
-                        if out.spare.len() < SPARE_LISTS {
-                            out.spare.push(values);
-                        }
-                    }
+                    open.values_left = open.values_left.saturating_sub(1);
+                    out.close(r.dispatch_id);
                 }
                 // The header was lost (a discarding buffer dropped it).
                 None => out.counters.push(value),

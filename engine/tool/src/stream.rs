@@ -288,7 +288,11 @@ pub fn reopen_in_child(socket: &Path, process: Meta) {
         .filter(|m| {
             !matches!(
                 m,
-                Meta::Process(_) | Meta::Thread(_) | Meta::Queue(_) | Meta::Dropped { .. }
+                Meta::Process(_)
+                    | Meta::Thread(_)
+                    | Meta::Queue(_)
+                    | Meta::Dropped { .. }
+                    | Meta::ReplayedPasses { .. }
             )
         })
         .collect();

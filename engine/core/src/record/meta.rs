@@ -35,6 +35,11 @@ pub enum Meta {
         kind: RecordKind,
         count: u64,
     },
+    /// Dispatch records of kernel replay's passes that were not the application's own
+    /// execution: the tool leaves them out, so that a replayed dispatch counts once.
+    ReplayedPasses {
+        count: u64,
+    },
     /// The compiled plan the run was recorded with (JSON), so a replay can reuse it.
     Plan {
         json: String,
