@@ -15,6 +15,7 @@ mod args;
 mod buffer;
 mod device;
 mod device_counting;
+mod graph;
 mod kfd;
 mod ledger;
 mod sdk;
