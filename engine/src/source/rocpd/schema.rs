@@ -26,17 +26,23 @@ pub enum Table {
     Regions,
     Samples,
     Counters,
+    /// `rocpd_graph_launch` (schema 3.0.2 on).
+    GraphLaunches,
+    /// `rocpd_hip_event` (schema 3.0.4 on).
+    HipEvents,
 }
 
 impl Table {
     /// Every event table, in the order a set's records are sent.
-    pub const ALL: [Table; 6] = [
+    pub const ALL: [Table; 8] = [
         Table::Dispatches,
         Table::Copies,
         Table::Allocations,
         Table::Regions,
         Table::Samples,
         Table::Counters,
+        Table::GraphLaunches,
+        Table::HipEvents,
     ];
 
     /// The rocpd table whose rows the records follow, one record per row.
@@ -48,15 +54,20 @@ impl Table {
             Table::Regions => REGION,
             Table::Samples => SAMPLE,
             Table::Counters => PMC_EVENT,
+            Table::GraphLaunches => GRAPH_LAUNCH,
+            Table::HipEvents => HIP_EVENT,
         }
     }
 
     /// What its rows are read with: the rows of other tables, each found by a column.
     pub fn lookups(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            Table::Dispatches | Table::Copies | Table::Allocations | Table::Regions => {
-                &[(EVENT, "id")]
-            }
+            Table::Dispatches
+            | Table::Copies
+            | Table::Allocations
+            | Table::Regions
+            | Table::GraphLaunches
+            | Table::HipEvents => &[(EVENT, "id")],
             Table::Samples => &[(TRACK, "id"), (EVENT, "id")],
             Table::Counters => &[(KERNEL_DISPATCH, "event_id")],
         }
@@ -107,7 +118,7 @@ pub const ADDITIONS: &[Addition] = &[
         table: GRAPH_LAUNCH,
         columns: None,
         holds: "HIP graph launches",
-        unread: Some("1"),
+        unread: None,
     },
     Addition {
         version: "3.0.3",
@@ -121,7 +132,7 @@ pub const ADDITIONS: &[Addition] = &[
         table: HIP_EVENT,
         columns: None,
         holds: "HIP events",
-        unread: Some("1"),
+        unread: None,
     },
 ];
 
@@ -187,6 +198,12 @@ impl Tables {
     /// the lookups the event tables' reads make; see [`Table::lookups`]).
     pub fn scanned(&self, table: &str, column: &str) -> bool {
         self.scanned.contains(&(table, column))
+    }
+
+    /// Whether the set has `table`: every table of schema 3.0.0, and those of later
+    /// revisions it has.
+    pub fn holds(&self, table: &str) -> bool {
+        self.columns.contains_key(table)
     }
 
     /// Whether `table` has `column` (a database of an older schema may lack some).
@@ -334,6 +351,15 @@ pub fn layout(conn: &Connection) -> Result<Layout, SchemaError> {
                     .map(|c| format!("{table}.{c}")),
             );
             columns.insert(*table, have);
+        }
+        // The tables of later revisions have what columns they have; none is unknown.
+        for &table in &added {
+            let name = format!("{table}{suffix}");
+            let mut info = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+            let have: BTreeSet<String> = info
+                .query_map([&name], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            columns.insert(table, have);
         }
         let mut set = Tables {
             suffix,
