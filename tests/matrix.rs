@@ -433,8 +433,7 @@ impl Row {
                     Ok(_) => {}
                 }
             }
-            // rocflow's rocpd databases hold the calls, not the launches and barriers.
-            if self.collects.graphs && source != "db" {
+            if self.collects.graphs {
                 let table = |kind| truth::csv_table(&out.join("m/csv"), kind);
                 let (launches, dispatches) = (table("graph_launch"), table("kernel_dispatch"));
                 let barriers = table("hip_event_barrier");
@@ -725,7 +724,7 @@ operation = "EVICT_TTM"
 /// HIP graphs and HIP events as SDK 1.4.1 traces them: each graph launch with its
 /// executable graph and the dispatches it enqueued, each of those dispatches sharing the
 /// launch's correlation id, and the barriers of `hipEventRecord` and `hipStreamWaitEvent`
-/// on their queues, from the live run and the spool.
+/// on their queues, from the live run, the spool and the rocpd database.
 #[test]
 fn hip_graphs_and_events_agree_with_the_truth() {
     let templates = templates();

@@ -12,9 +12,9 @@ use rusqlite::{Connection, OpenFlags};
 // The tables and columns of rocpd schema 3 are the ones rocflow's rocpd sink writes.
 use crate::rocpd::schema as written;
 pub use crate::rocpd::schema::{
-    AGENT, ARG, CODE_OBJECT, DEVICE_COUNTING, EVENT, KERNEL_DISPATCH, KERNEL_SYMBOL,
-    MEMORY_ALLOCATE, MEMORY_COPY, METADATA, NODE, PMC, PMC_EVENT, PROCESS, QUEUE, REGION, SAMPLE,
-    STREAM, STRING, THREAD, TRACK,
+    AGENT, ARG, CODE_OBJECT, DEVICE_COUNTING, EVENT, GRAPH_LAUNCH, HIP_EVENT, KERNEL_DISPATCH,
+    KERNEL_SYMBOL, MEMORY_ALLOCATE, MEMORY_COPY, METADATA, NODE, PMC, PMC_EVENT, PROCESS, QUEUE,
+    REGION, SAMPLE, STREAM, STRING, THREAD, TRACK,
 };
 
 /// An event table, read as the records it holds.
@@ -73,12 +73,6 @@ impl Table {
         }
     }
 }
-
-/// A table of rocpd schema 3.0.2 (rocprofiler-sdk 1.3.5): a HIP graph's launches.
-pub const GRAPH_LAUNCH: &str = "rocpd_graph_launch";
-/// A table of rocpd schema 3.0.4 (rocprofiler-sdk 1.4.1): `hipEventRecord` and
-/// `hipStreamWaitEvent` as the GPU saw them.
-pub const HIP_EVENT: &str = "rocpd_hip_event";
 
 /// What a revision of rocpd schema 3 after 3.0.0 (the revision rocflow writes) adds.
 pub struct Addition {
@@ -141,20 +135,24 @@ pub const ADDITIONS: &[Addition] = &[
 /// others are from a newer schema and named in the database's note.
 fn known_columns() -> Vec<(&'static str, Vec<&'static str>)> {
     let metadata = (METADATA, vec!["id", "tag", "value"]);
-    let tables = written::TABLES.iter().map(|table| {
-        // A definition starts with the column's name, quoted where it is a keyword.
-        let defined = (table.columns.iter()).filter_map(|c| c.split_whitespace().next());
-        let names = ["id", "guid"]
-            .into_iter()
-            .chain(defined.map(|c| c.trim_matches('"')))
-            .chain(
-                (ADDITIONS.iter())
-                    .filter(|a| a.table == table.name)
-                    .flat_map(|a| a.columns.unwrap_or_default())
-                    .copied(),
-            );
-        (table.name, names.collect())
-    });
+    // A table a later revision added is optional, rocflow's writing it or not.
+    let added = |name: &str| (ADDITIONS.iter()).any(|a| a.columns.is_none() && a.table == name);
+    let tables = (written::TABLES.iter())
+        .filter(|t| !added(t.name))
+        .map(|table| {
+            // A definition starts with the column's name, quoted where it is a keyword.
+            let defined = (table.columns.iter()).filter_map(|c| c.split_whitespace().next());
+            let names = ["id", "guid"]
+                .into_iter()
+                .chain(defined.map(|c| c.trim_matches('"')))
+                .chain(
+                    (ADDITIONS.iter())
+                        .filter(|a| a.table == table.name)
+                        .flat_map(|a| a.columns.unwrap_or_default())
+                        .copied(),
+                );
+            (table.name, names.collect())
+        });
     std::iter::once(metadata).chain(tables).collect()
 }
 
