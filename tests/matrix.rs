@@ -450,6 +450,19 @@ impl Row {
                 for barrier in &barriers {
                     *operations.entry(barrier["operation"].clone()).or_default() += 1;
                 }
+                // The summary's table per graph: its launches and their dispatches.
+                let mut per_graph = std::collections::BTreeMap::new();
+                for (graph, dispatches) in &listed {
+                    let entry: &mut (u64, u64) = per_graph.entry(*graph).or_default();
+                    *entry = (entry.0 + 1, entry.1 + dispatches);
+                }
+                let summarized = truth::graphs::summary(&out.join("summary/summary.json"));
+                if summarized != per_graph {
+                    problems.push(format!(
+                        "{} from {source}, summary: graph launches and dispatches {summarized:?}, want the CSV's {per_graph:?}",
+                        self.name
+                    ));
+                }
                 let traces = entries(&out.join("m"), |n| n.ends_with(".pftrace"));
                 let shown = truth::graphs::perfetto(&traces);
                 if shown != (listed, operations) {

@@ -12,6 +12,9 @@ use super::{Kernel, Rows, Scenario};
 /// Per executable graph: its launches and the dispatches each enqueues.
 type Launches = BTreeMap<u64, (u64, u64)>;
 
+/// A dispatch of a launch: its id, kernel and agent.
+type Node<'a> = (u64, &'a str, u64);
+
 impl Scenario {
     /// The scenario's graphs, each once, in the order their first nodes are listed.
     pub fn graphs(&self) -> Vec<u64> {
@@ -90,7 +93,8 @@ impl Scenario {
             ));
         }
         // Each launch's dispatches: its graph's nodes, in order, on its GPU.
-        let mut enqueued: BTreeMap<(u64, u64), Vec<(u64, &str, u64)>> = BTreeMap::new();
+        // Per process and correlation id.
+        let mut enqueued: BTreeMap<(u64, u64), Vec<Node>> = BTreeMap::new();
         for d in dispatches {
             let key = (int(d, "pid"), int(d, "correlation_id"));
             let node = (
@@ -178,4 +182,19 @@ pub fn perfetto(files: &[std::path::PathBuf]) -> (Vec<(u64, u64)>, BTreeMap<Stri
     }
     launches.sort_unstable();
     (launches, barriers)
+}
+
+/// The summary's `hip_graphs` table (`summary.json`): per executable graph, its launches
+/// and the dispatches they enqueued.
+pub fn summary(json: &std::path::Path) -> BTreeMap<u64, (u64, u64)> {
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    let rows = doc["hip_graphs"].as_array().cloned().unwrap_or_default();
+    let int = |v: &serde_json::Value| v.as_f64().unwrap() as u64;
+    let mut graphs = BTreeMap::new();
+    for row in rows {
+        let graph = row["graph"].as_str().unwrap();
+        let exec = graph.trim_start_matches("graph ").parse().unwrap();
+        graphs.insert(exec, (int(&row["calls"]), int(&row["dispatches"])));
+    }
+    graphs
 }
