@@ -73,3 +73,67 @@ pub unsafe fn queue_side(
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rocflow_core::abi::{CorrelationId, UserData};
+
+    use super::*;
+
+    fn launch(size: u64) -> HipGraphRecord {
+        HipGraphRecord {
+            size,
+            kind: Domain::HipGraph.sdk_value(),
+            operation: 3,
+            correlation_id: CorrelationId {
+                internal: 41,
+                external: UserData { value: 7 },
+                ancestor: 0,
+            },
+            thread_id: 1234,
+            start_timestamp: 100,
+            end_timestamp: 900,
+            agent_id: Handle { handle: 0xa2 },
+            queue_id: Handle { handle: 0 },
+            graph_exec_id: Handle { handle: 5 },
+            kernel_dispatch_count: 3,
+        }
+    }
+
+    /// Every field of the SDK's record lands in the launch; the agent by its index.
+    #[test]
+    fn a_graph_launch_is_read_field_by_field() {
+        let record = launch(size_of::<HipGraphRecord>() as u64);
+        let agent = |h: Handle| if h.handle == 0xa2 { 2 } else { u32::MAX };
+        let payload = std::ptr::from_ref(&record).cast();
+        // SAFETY: a whole record of the domain.
+        let side = unsafe { queue_side(Domain::HipGraph, payload, 77, agent) };
+        let Some(QueueSide::Launch(launch)) = side else {
+            panic!("no launch")
+        };
+        let want = GraphLaunch {
+            pid: 77,
+            tid: 1234,
+            agent: 2,
+            queue: 0,
+            start_ns: 100,
+            end_ns: 900,
+            correlation_id: 41,
+            external_id: 7,
+            graph_exec_id: 5,
+            dispatch_count: 3,
+        };
+        assert_eq!(launch, want);
+    }
+
+    /// A record shorter than the layout (an SDK whose record ends before a field) gives
+    /// no launch rather than bytes past its end.
+    #[test]
+    fn a_record_shorter_than_the_layout_is_not_read() {
+        let record = launch(size_of::<HipGraphRecord>() as u64 - 8);
+        let payload = std::ptr::from_ref(&record).cast();
+        // SAFETY: the record is whole; its size says less.
+        let side = unsafe { queue_side(Domain::HipGraph, payload, 77, |_| 0) };
+        assert!(side.is_none());
+    }
+}
