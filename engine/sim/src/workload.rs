@@ -33,7 +33,7 @@ static DISPATCH: AtomicU64 = AtomicU64::new(1);
 const HIP_EVENT_WAIT: i32 = 2;
 
 /// How long each simulated host API call takes.
-pub const API_NS: u64 = 2_000;
+const API_NS: u64 = 2_000;
 
 /// The queue thread `index` launches `kernel` on (its stream's, on the kernel's GPU).
 fn kernel_queue(index: u32, kernel: &Kernel) -> Handle {
@@ -143,6 +143,11 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
             emitter.dispatch(kernel, k as u64 + 1, dispatch_id, queue, correlation, start);
         };
         for (k, kernel) in scenario.kernels.iter().enumerate() {
+            let first = |graph| scenario.graph_nodes(graph).next().map(|n| n.0) == Some(k);
+            if kernel.graph.is_some_and(|graph| !first(graph)) {
+                // Dispatched by its graph's launch.
+                continue;
+            }
             let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
             wait(t);
             match kernel.graph {
@@ -155,7 +160,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                     enqueue(k, kernel, correlation, t);
                 }
                 // A graph is launched where its first node is listed.
-                Some(graph) if scenario.graph_nodes(graph).next().map(|n| n.0) == Some(k) => {
+                Some(graph) => {
                     let exec = crate::graph::exec_id(scenario, index, graph);
                     let stream = kernel_queue(index, kernel).handle;
                     let call = api_record(Domain::HipRuntimeApi, graph_launch, t, correlation, tid);
@@ -173,7 +178,6 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                     crate::graph::trace(&emitter, &call, &at);
                     t += API_NS;
                 }
-                Some(_) => {}
             }
         }
         for copy in &scenario.copies {
