@@ -433,6 +433,45 @@ impl Row {
                     Ok(_) => {}
                 }
             }
+            if self.collects.graphs {
+                let table = |kind| truth::csv_table(&out.join("m/csv"), kind);
+                let (launches, dispatches) = (table("graph_launch"), table("kernel_dispatch"));
+                let barriers = table("hip_event_barrier");
+                for wrong in truth_of.graph_misfits(processes, &launches, &dispatches, &barriers) {
+                    problems.push(format!("{} from {source}, HIP graphs: {wrong}", self.name));
+                }
+                // The trace shows the table's launches and barriers.
+                let int = |row: &truth::Row, column: &str| row[column].parse::<u64>().unwrap();
+                let mut listed: Vec<(u64, u64)> = (launches.iter())
+                    .map(|l| (int(l, "graph_exec_id"), int(l, "dispatch_count")))
+                    .collect();
+                listed.sort_unstable();
+                let mut operations = std::collections::BTreeMap::new();
+                for barrier in &barriers {
+                    *operations.entry(barrier["operation"].clone()).or_default() += 1;
+                }
+                // The summary's table per graph: its launches and their dispatches.
+                let mut per_graph = std::collections::BTreeMap::new();
+                for (graph, dispatches) in &listed {
+                    let entry: &mut (u64, u64) = per_graph.entry(*graph).or_default();
+                    *entry = (entry.0 + 1, entry.1 + dispatches);
+                }
+                let summarized = truth::graphs::summary(&out.join("summary/summary.json"));
+                if summarized != per_graph {
+                    problems.push(format!(
+                        "{} from {source}, summary: graph launches and dispatches {summarized:?}, want the CSV's {per_graph:?}",
+                        self.name
+                    ));
+                }
+                let traces = entries(&out.join("m"), |n| n.ends_with(".pftrace"));
+                let shown = truth::graphs::perfetto(&traces);
+                if shown != (listed, operations) {
+                    problems.push(format!(
+                        "{} from {source}, perfetto: HIP graph launches and event barriers {shown:?} are not the CSV's",
+                        self.name
+                    ));
+                }
+            }
             // Every dispatch once in each process. (A forked child numbers on from where
             // its parent was, as a copy of the SDK's counters would.)
             let expected = processes * u64::from(self.collects.dispatches);
@@ -706,5 +745,60 @@ domain = "kfd_queue"
 operation = "EVICT_TTM"
 "#;
     row.collects.kfd = true;
+    check(&[row]);
+}
+
+/// HIP graphs and HIP events as SDK 1.4.1 traces them: each graph launch with its
+/// executable graph and the dispatches it enqueued, each of those dispatches sharing the
+/// launch's correlation id, and the barriers of `hipEventRecord` and `hipStreamWaitEvent`
+/// on their queues, from the live run, the spool and the rocpd database.
+#[test]
+fn hip_graphs_and_events_agree_with_the_truth() {
+    let templates = templates();
+    let of = |name: &str| templates.iter().find(|t| t.0 == name).unwrap().1.clone();
+    let mut row = Row::new(&["kernel-trace"], of("kernel-trace"));
+    row.name = "HIP graph launches and HIP event barriers".into();
+    row.extra = "[[context]]\nname = \"graphs\"\ntracing = [\"hip_graph\", \"hip_event\"]\n";
+    row.scenario = r#"
+[[kernel]]
+name = "_Z10graph_stepPf"
+duration_ns = 4000
+grid = [65536, 1, 1]
+workgroup = [256, 1, 1]
+graph = 1
+
+[[kernel]]
+name = "_Z12graph_updatePfS_"
+duration_ns = 6000
+grid = [65536, 1, 1]
+workgroup = [256, 1, 1]
+graph = 1
+
+[[kernel]]
+name = "_Z11graph_scalePd"
+agent = 1
+duration_ns = 5000
+grid = [32768, 1, 1]
+workgroup = [128, 1, 1]
+graph = 2
+
+[[call]]
+domain = "hip_graph"
+function = "EXEC_LAUNCH"
+
+[[call]]
+domain = "hip_event"
+function = "RECORD"
+count = 2
+
+[[call]]
+domain = "hip_event"
+function = "WAIT"
+duration_ns = 2500
+"#;
+    row.collects.api = ["hip_graph", "hip_event"]
+        .map(|d| (d, vec![], vec![]))
+        .to_vec();
+    row.collects.graphs = true;
     check(&[row]);
 }

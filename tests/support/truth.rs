@@ -19,6 +19,7 @@ use crate::cxxfilt::demangle;
 use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
 pub mod device;
+pub mod graphs;
 
 /// What an output says a run held, summed over its processes.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -231,6 +232,8 @@ pub struct Kernel {
     pub scratch_bytes: u64,
     pub vgpr: u64,
     pub sgpr: u64,
+    /// The HIP graph it is a node of, if any: launched with its graph's other nodes.
+    pub graph: Option<u64>,
 }
 
 /// One of the copies of each iteration.
@@ -333,6 +336,10 @@ impl Scenario {
                 scratch_bytes: int(k, "scratch_bytes", 0),
                 vgpr: int(k, "vgpr", 0),
                 sgpr: int(k, "sgpr", 0),
+                graph: k
+                    .get("graph")
+                    .and_then(|g| g.as_integer())
+                    .map(|g| g as u64),
             })
             .collect();
         Scenario {
@@ -400,10 +407,16 @@ impl Scenario {
 
     /// The API calls of one iteration, per domain and function.
     pub fn calls(&self) -> Vec<(&str, &str, u64)> {
-        let kernels = self.kernels.len() as u64;
+        let kernels = self.kernels.iter().filter(|k| k.graph.is_none()).count() as u64;
         let allocations = self.allocations.len() as u64;
         let mut calls = vec![
             ("hip_runtime_api", "hipLaunchKernel", kernels),
+            (
+                "hip_runtime_api",
+                "hipGraphLaunch",
+                self.graphs().len() as u64,
+            ),
+            ("hip_graph", "EXEC_LAUNCH", self.graphs().len() as u64),
             ("hip_runtime_api", "hipMemcpy", self.copies.len() as u64),
             ("hip_runtime_api", "hipMalloc", allocations),
             ("hip_runtime_api", "hipFree", allocations),
@@ -882,6 +895,8 @@ pub struct Collects {
     pub summed: bool,
     /// Device counter reads of every GPU (see [`device`]).
     pub device_counters: bool,
+    /// HIP graph launches and HIP event barriers (see [`graphs`]).
+    pub graphs: bool,
 }
 
 /// How kernels are named (the pipeline's `kernel_names`).
@@ -924,6 +939,7 @@ impl Collects {
         self.pc_samples |= other.pc_samples;
         self.kfd |= other.kfd;
         self.device_counters |= other.device_counters;
+        self.graphs |= other.graphs;
         for api in &other.api {
             match self.api.iter_mut().find(|a| a.0 == api.0) {
                 // Either filter's functions: all if either keeps all and drops none.
@@ -1011,8 +1027,10 @@ fn glob(pattern: &str, text: &str) -> bool {
     }
 }
 
-/// The rows of a table of rocflow's record columns (CSV or Parquet), each column as text.
-pub type Rows = Vec<BTreeMap<String, String>>;
+/// A row of a table of rocflow's record columns (CSV or Parquet), each column as text.
+pub type Row = BTreeMap<String, String>;
+/// The rows of such a table.
+pub type Rows = Vec<Row>;
 
 /// A tally of the record tables of rocflow's CSV and Parquet sinks, by kind.
 pub fn tally_tables(table: impl Fn(&str) -> Rows) -> (Tally, Dispatches) {

@@ -57,6 +57,11 @@ impl ContextPlan {
         self.tracing
             .iter()
             .map(|t| t.domain.record_kind())
+            .chain(
+                self.tracing
+                    .iter()
+                    .filter_map(|t| t.domain.queue_record_kind()),
+            )
             .chain(self.counters.iter().map(|_| RecordKind::CounterSample))
             .chain(self.pc_sampling.iter().map(|_| RecordKind::PcSample))
             .chain((self.device_counting.iter()).map(|_| RecordKind::DeviceCounterSample))

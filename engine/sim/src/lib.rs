@@ -16,6 +16,7 @@ mod buffer;
 mod device;
 mod device_counting;
 mod kernel_replay;
+mod graph;
 mod kfd;
 mod ledger;
 mod sdk;
