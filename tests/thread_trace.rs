@@ -1,8 +1,8 @@
 //! Thread trace end to end on the simulated device: the tool configures the SDK's
-//! dispatch thread-trace service, the runner keeps each shader engine's trace and the code
-//! objects under rocprofv3's names, and decodes them through the SDK's decoder API with a
-//! decoder library in AMD's place; the decoded tables are held against what the scenario
-//! says each traced dispatch runs.
+//! dispatch or device thread-trace service, the runner keeps each shader engine's trace
+//! and the code objects under rocprofv3's names, and decodes them through the SDK's
+//! decoder API with a decoder library in AMD's place; the decoded tables are held against
+//! what the scenario says each traced dispatch, or each traced window of the device, runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -12,7 +12,7 @@ use arrow_array::types::{Float64Type, UInt8Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use support::{assert_success, run_on, sim_decoder_folder, text};
+use support::{assert_success, rocflow, run_on, sim_decoder_folder, text};
 
 /// Two kernels on a GPU of 4 CUs (4 SIMDs each) and 2 shader engines, dispatched in turn
 /// by one thread, 4 times each: `stencil` (24 waves, 6 on each CU) with its own listing,
@@ -62,8 +62,17 @@ fn pipeline(thread_trace: &str) -> String {
 
 /// Runs `pipeline` on the scenario in a fresh directory, `/bin/true` as the application.
 fn run(pipeline: &str, env: &[(&str, &Path)]) -> (std::process::Output, tempfile::TempDir) {
+    run_scenario(SCENARIO, pipeline, env)
+}
+
+/// Runs `pipeline` on `scenario` in a fresh directory, `/bin/true` as the application.
+fn run_scenario(
+    scenario: &str,
+    pipeline: &str,
+    env: &[(&str, &Path)],
+) -> (std::process::Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("att.toml"), SCENARIO).unwrap();
+    std::fs::write(dir.path().join("att.toml"), scenario).unwrap();
     std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
     let device = format!("sim:{}", dir.path().join("att.toml").display());
     let output = run_on(&device, "p.toml", &["/bin/true"], dir.path(), env);
@@ -240,7 +249,13 @@ fn decoded_tables_hold_the_scenario_s_waves_and_instructions() {
 
 #[test]
 fn without_the_decoder_the_raw_files_stay_and_one_note_says_what_to_install() {
-    let (output, run_dir) = run(&pipeline("iterations = \"[1]\""), &[]);
+    // A folder the user names wins over the simulated decoder, which a run on the
+    // simulated device would use otherwise.
+    let empty = tempfile::tempdir().unwrap();
+    let (output, run_dir) = run(
+        &pipeline("iterations = \"[1]\""),
+        &[("ROCPROF_ATT_LIBRARY_PATH", empty.path())],
+    );
     assert_success(&output);
     let said = text(&output.stderr);
     let notes: Vec<&str> = said
@@ -277,4 +292,110 @@ fn the_decoder_is_found_through_rocprofv3_s_variable_and_kernels_are_filtered() 
     // Copy is every second dispatch; with no iteration range, each of its 4 is traced.
     assert_eq!(dispatches, BTreeSet::from([2, 4, 6, 8]));
     assert!(u64s(&rows, "address").iter().all(|&a| a >= COPY_CODE));
+}
+
+#[test]
+fn a_device_trace_holds_what_ran_between_roctx_pause_and_resume_and_decodes_by_itself() {
+    // Thread 0 pauses before its 2nd iteration and resumes before its 4th: the context,
+    // started from the beginning, traces iteration 1 (dispatches 1 and 2) in its first
+    // window and iteration 4 (dispatches 7 and 8) in its second, which the end closes.
+    let scenario = SCENARIO.replace(
+        "iterations = 4\n",
+        "iterations = 4\npause_at = 1\nresume_at = 3\n",
+    );
+    let with_rocpd = format!(
+        "[[sink]]\nname = \"rocpd\"\nkind = \"rocpd\"\npath = \"run.db\"\n{}",
+        pipeline("mode = \"device\"\nshader_engine_mask = 0x3")
+    );
+    // No decoder folder is named: the simulated device's traces find the simulated decoder.
+    let (output, run_dir) = run_scenario(&scenario, &with_rocpd, &[]);
+    assert_success(&output);
+    let said = text(&output.stderr);
+    assert!(said.contains("4 traces of 2 device windows"), "{said}");
+    assert!(said.contains("decoded: 28 waves"), "{said}");
+    let explained = rocflow(&["explain", "p.toml"], run_dir.path(), &[]);
+    assert_success(&explained);
+    let explained = text(&explained.stdout);
+    assert!(
+        explained
+            .contains("device thread trace (all each agent runs while the context is started)"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("kept per agent, shader engine and start of the context"),
+        "{explained}"
+    );
+
+    let files = kept(run_dir.path());
+    let traces: BTreeSet<&str> = (files.iter())
+        .filter_map(|f| f.strip_suffix(".att"))
+        .filter_map(|f| f.split_once('_').map(|(_, rest)| rest))
+        .collect();
+    let expected: BTreeSet<String> = (0..2)
+        .flat_map(|w| (0..2).map(move |se| format!("1_shader_engine_{se}_device_{w}")))
+        .collect();
+    assert_eq!(traces, expected.iter().map(String::as_str).collect());
+
+    // Per window and shader engine: stencil's 6 waves on the target CU, copy's one.
+    let waves = table(&run_dir.path().join("att/thread_trace_waves.parquet"));
+    let windows = waves.column_by_name("device_window").unwrap();
+    assert_eq!(
+        waves.column_by_name("dispatch_id").unwrap().null_count(),
+        waves.num_rows()
+    );
+    let windows = windows.as_primitive::<UInt64Type>();
+    let (counts, begins) = (
+        u64s(&waves, "instructions"),
+        waves.column_by_name("begin_cycle").unwrap(),
+    );
+    let begins = begins.as_primitive::<arrow_array::types::Int64Type>();
+    let mut per_window: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+    for r in 0..waves.num_rows() {
+        *per_window.entry((windows.value(r), counts[r])).or_default() += 1;
+        if counts[r] == 3 {
+            // Stencil is each window's first dispatch: its waves start at the window's
+            // start, 16 cycles apart.
+            assert!(
+                begins.value(r) % 16 == 0 && begins.value(r) <= 80,
+                "{}",
+                begins.value(r)
+            );
+        }
+    }
+    assert_eq!(
+        per_window,
+        BTreeMap::from([((0, 3), 12), ((0, 8), 2), ((1, 3), 12), ((1, 8), 2)])
+    );
+
+    // Per window, each instruction of the two kernels, hit by every traced wave once.
+    let rows = table(&run_dir.path().join("att/thread_trace_instructions.parquet"));
+    assert_eq!(
+        rows.column_by_name("dispatch_id").unwrap().null_count(),
+        rows.num_rows()
+    );
+    let window = rows.column_by_name("device_window").unwrap();
+    let window = window.as_primitive::<UInt64Type>();
+    let (address, hits) = (u64s(&rows, "address"), u64s(&rows, "hits"));
+    let mut found: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    for r in 0..rows.num_rows() {
+        found
+            .entry(window.value(r))
+            .or_default()
+            .push((address[r], hits[r]));
+    }
+    let truth: Vec<(u64, u64)> = (0..3)
+        .map(|n| (STENCIL_CODE + 4 * n, 12))
+        .chain((0..8).map(|n| (COPY_CODE + 4 * n, 2)))
+        .collect();
+    assert_eq!(found, BTreeMap::from([(0, truth.clone()), (1, truth)]));
+
+    let db = rusqlite::Connection::open(run_dir.path().join("run.db")).unwrap();
+    let per_window: Vec<(i64, i64, i64)> = db
+        .prepare("SELECT device_window, count(*), sum(hits) FROM rocflow_thread_trace_instruction WHERE dispatch_id IS NULL GROUP BY device_window ORDER BY device_window")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(per_window, [(0, 11, 52), (1, 11, 52)]);
 }

@@ -107,7 +107,7 @@ fn hot_spots(out: &mut String, rows: &[crate::thread_trace::InstructionRow]) {
         spot.hits += r.hits;
         spot.cycles += r.total_latency;
         spot.stall += r.stall;
-        spot.dispatches.insert(r.dispatch_id);
+        spot.dispatches.extend(r.traced.dispatch_id());
     }
     let total: u64 = by_instruction.values().map(|s| s.cycles).sum();
     let mut hot: Vec<_> = by_instruction.into_iter().collect();

@@ -337,7 +337,10 @@ fn set_active(context: Handle, active: bool) -> Status {
             if active && !ctx.active.load(Ordering::Acquire) {
                 crate::device_counting::start(context, ctx);
             }
-            ctx.active.store(active, Ordering::Release);
+            let was_active = ctx.active.swap(active, Ordering::AcqRel);
+            if was_active && !active {
+                crate::device_trace::stop(ctx);
+            }
             if active {
                 crate::workload::report_code_objects(sdk, ctx);
             }

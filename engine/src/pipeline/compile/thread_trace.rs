@@ -1,11 +1,13 @@
 //! `[context.thread_trace]`: rocprofv3's `--att` options, checked against the limits
-//! rocprofiler-sdk's thread-trace service accepts, so a bad value is refused here with its
-//! place in the file, not by the SDK inside the application.
+//! rocprofiler-sdk's thread-trace services accept, so a bad value is refused here with its
+//! place in the file, not by the SDK inside the application. The device service traces
+//! all an agent runs while the context is started: the options that pick dispatches have
+//! no meaning there, and the SDK refuses `serialize_all`.
 
 use rocflow_core::thread_trace::{
     DEFAULT_BUFFER_BYTES, DEFAULT_SHADER_ENGINE_MASK, DEFAULT_SIMD_SELECT, DEFAULT_TARGET_CU,
     MAX_SIMD_SELECT, MAX_TARGET_CU, MIN_BUFFER_BYTES, PERFCOUNTER_PERIODS, ThreadTracePlan,
-    TracePerfcounter,
+    TraceMode, TracePerfcounter,
 };
 
 use super::compiler::Compiler;
@@ -95,12 +97,17 @@ impl Compiler<'_> {
                 0
             }
         };
+        let mode = t.mode.unwrap_or_default();
+        if mode == TraceMode::Device {
+            self.device_mode_options(&base, t);
+        }
         let KernelSelection {
             include,
             exclude,
             iterations,
         } = self.kernel_selection(&base, &t.kernels, t.iterations.as_deref());
         ThreadTracePlan {
+            mode,
             path: t.path.clone(),
             target_cu,
             simd_select,
@@ -114,6 +121,30 @@ impl Compiler<'_> {
             iterations,
             agents: self.agents(&at("agents"), &t.agents),
             decoder_paths: t.decoder_paths.clone(),
+        }
+    }
+
+    /// Refuses the dispatch service's options in a device-mode trace, each at its key.
+    fn device_mode_options(&mut self, base: &[Step<'_>], t: &model::ThreadTrace) {
+        let given = [
+            ("kernels", !t.kernels.is_empty(), "picks dispatches"),
+            ("iterations", t.iterations.is_some(), "picks dispatches"),
+            (
+                "serialize_all",
+                t.serialize_all,
+                "serializes dispatches, which rocprofiler-sdk's device service refuses",
+            ),
+        ];
+        for (key, _, what) in given.into_iter().filter(|(_, given, _)| *given) {
+            let mut path = base.to_vec();
+            path.push(Step::Key(key));
+            self.error(
+                &path,
+                format!("`{key}` {what}; a device-mode thread trace traces all the agent runs while the context is started"),
+            )
+            .hint = Some(format!(
+                "drop `{key}`, or set `mode = \"dispatch\"` to trace chosen dispatches; bound a device trace with the context's `period` (`paused = true` waits for roctxProfilerResume)"
+            ));
         }
     }
 
