@@ -294,25 +294,55 @@ fn the_decoder_is_found_through_rocprofv3_s_variable_and_kernels_are_filtered() 
     assert!(u64s(&rows, "address").iter().all(|&a| a >= COPY_CODE));
 }
 
-#[test]
-fn a_device_trace_holds_what_ran_between_roctx_pause_and_resume_and_decodes_by_itself() {
-    // Thread 0 pauses before its 2nd iteration and resumes before its 4th: the context,
-    // started from the beginning, traces iteration 1 (dispatches 1 and 2) in its first
-    // window and iteration 4 (dispatches 7 and 8) in its second, which the end closes.
-    let scenario = SCENARIO.replace(
-        "iterations = 4\n",
-        "iterations = 4\npause_at = 1\nresume_at = 3\n",
-    );
-    let with_rocpd = format!(
-        "[[sink]]\nname = \"rocpd\"\nkind = \"rocpd\"\npath = \"run.db\"\n{}",
-        pipeline("mode = \"device\"\nshader_engine_mask = 0x3")
+/// Runs a device trace of both shader engines on the scenario, with `settings` added to
+/// its `[scenario]` table and `context` to the tracing context's.
+fn run_device(settings: &str, context: &str) -> (std::process::Output, tempfile::TempDir) {
+    let scenario = SCENARIO.replace("iterations = 4\n", &format!("iterations = 4\n{settings}"));
+    let pipeline = format!(
+        "[[sink]]\nname = \"rocpd\"\nkind = \"rocpd\"\npath = \"run.db\"\n[[context]]\nname = \"att\"\n{context}[context.thread_trace]\nmode = \"device\"\npath = \"att\"\nshader_engine_mask = 0x3\n"
     );
     // No decoder folder is named: the simulated device's traces find the simulated decoder.
-    let (output, run_dir) = run_scenario(&scenario, &with_rocpd, &[]);
+    run_scenario(&scenario, &pipeline, &[])
+}
+
+/// Per device window, each instruction's address and hits, from the decoded table.
+fn hits_per_window(run_dir: &Path) -> BTreeMap<u64, Vec<(u64, u64)>> {
+    let rows = table(&run_dir.join("att/thread_trace_instructions.parquet"));
+    let dispatch = rows.column_by_name("dispatch_id").unwrap();
+    assert_eq!(dispatch.null_count(), rows.num_rows());
+    let window = rows.column_by_name("device_window").unwrap();
+    let window = window.as_primitive::<UInt64Type>();
+    let (address, hits) = (u64s(&rows, "address"), u64s(&rows, "hits"));
+    let mut found: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    for r in 0..rows.num_rows() {
+        (found.entry(window.value(r)).or_default()).push((address[r], hits[r]));
+    }
+    found
+}
+
+/// What a window holds in which each kernel ran `dispatches` times: every instruction,
+/// hit by the traced waves of each dispatch on both shader engines (stencil's 6, copy's 1).
+fn window_truth(dispatches: u64) -> Vec<(u64, u64)> {
+    (0..3)
+        .map(|n| (STENCIL_CODE + 4 * n, dispatches * 6 * 2))
+        .chain((0..8).map(|n| (COPY_CODE + 4 * n, dispatches * 2)))
+        .collect()
+}
+
+#[test]
+fn a_device_trace_holds_what_ran_between_roctx_resume_and_pause_and_decodes_by_itself() {
+    // The context waits for roctxProfilerResume, which thread 0 calls before its 2nd
+    // iteration, and stops at the roctxProfilerPause before its 4th: the one window
+    // holds iterations 2 and 3 (dispatches 3 to 6).
+    let (output, run_dir) = run_device(
+        "resume_at = 1\npause_at = 3\n",
+        "period = { paused = true }\n",
+    );
     assert_success(&output);
     let said = text(&output.stderr);
-    assert!(said.contains("4 traces of 2 device windows"), "{said}");
+    assert!(said.contains("2 traces of 1 device windows"), "{said}");
     assert!(said.contains("decoded: 28 waves"), "{said}");
+    assert!(!said.contains("HSA runtime"), "{said}");
     let explained = rocflow(&["explain", "p.toml"], run_dir.path(), &[]);
     assert_success(&explained);
     let explained = text(&explained.stdout);
@@ -331,71 +361,59 @@ fn a_device_trace_holds_what_ran_between_roctx_pause_and_resume_and_decodes_by_i
         .filter_map(|f| f.strip_suffix(".att"))
         .filter_map(|f| f.split_once('_').map(|(_, rest)| rest))
         .collect();
-    let expected: BTreeSet<String> = (0..2)
-        .flat_map(|w| (0..2).map(move |se| format!("1_shader_engine_{se}_device_{w}")))
-        .collect();
-    assert_eq!(traces, expected.iter().map(String::as_str).collect());
+    let expected = ["1_shader_engine_0_device_0", "1_shader_engine_1_device_0"];
+    assert_eq!(traces, BTreeSet::from(expected));
 
-    // Per window and shader engine: stencil's 6 waves on the target CU, copy's one.
+    // Per shader engine, stencil's 6 waves on the target CU and copy's one, twice.
     let waves = table(&run_dir.path().join("att/thread_trace_waves.parquet"));
-    let windows = waves.column_by_name("device_window").unwrap();
     assert_eq!(
         waves.column_by_name("dispatch_id").unwrap().null_count(),
         waves.num_rows()
     );
-    let windows = windows.as_primitive::<UInt64Type>();
-    let (counts, begins) = (
-        u64s(&waves, "instructions"),
-        waves.column_by_name("begin_cycle").unwrap(),
-    );
+    let counts = u64s(&waves, "instructions");
+    let begins = waves.column_by_name("begin_cycle").unwrap();
     let begins = begins.as_primitive::<arrow_array::types::Int64Type>();
-    let mut per_window: BTreeMap<(u64, u64), usize> = BTreeMap::new();
-    for r in 0..waves.num_rows() {
-        *per_window.entry((windows.value(r), counts[r])).or_default() += 1;
-        if counts[r] == 3 {
-            // Stencil is each window's first dispatch: its waves start at the window's
-            // start, 16 cycles apart.
-            assert!(
-                begins.value(r) % 16 == 0 && begins.value(r) <= 80,
-                "{}",
-                begins.value(r)
-            );
-        }
+    let mut per_kernel: BTreeMap<u64, usize> = BTreeMap::new();
+    for n in &counts {
+        *per_kernel.entry(*n).or_default() += 1;
     }
-    assert_eq!(
-        per_window,
-        BTreeMap::from([((0, 3), 12), ((0, 8), 2), ((1, 3), 12), ((1, 8), 2)])
-    );
+    assert_eq!(per_kernel, BTreeMap::from([(3, 24), (8, 4)]));
+    // The window's first dispatch starts it: its first wave at cycle 0.
+    assert_eq!(begins.iter().flatten().min(), Some(0));
 
-    // Per window, each instruction of the two kernels, hit by every traced wave once.
-    let rows = table(&run_dir.path().join("att/thread_trace_instructions.parquet"));
     assert_eq!(
-        rows.column_by_name("dispatch_id").unwrap().null_count(),
-        rows.num_rows()
+        hits_per_window(run_dir.path()),
+        BTreeMap::from([(0, window_truth(2))])
     );
-    let window = rows.column_by_name("device_window").unwrap();
-    let window = window.as_primitive::<UInt64Type>();
-    let (address, hits) = (u64s(&rows, "address"), u64s(&rows, "hits"));
-    let mut found: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
-    for r in 0..rows.num_rows() {
-        found
-            .entry(window.value(r))
-            .or_default()
-            .push((address[r], hits[r]));
-    }
-    let truth: Vec<(u64, u64)> = (0..3)
-        .map(|n| (STENCIL_CODE + 4 * n, 12))
-        .chain((0..8).map(|n| (COPY_CODE + 4 * n, 2)))
-        .collect();
-    assert_eq!(found, BTreeMap::from([(0, truth.clone()), (1, truth)]));
-
     let db = rusqlite::Connection::open(run_dir.path().join("run.db")).unwrap();
     let per_window: Vec<(i64, i64, i64)> = db
-        .prepare("SELECT device_window, count(*), sum(hits) FROM rocflow_thread_trace_instruction WHERE dispatch_id IS NULL GROUP BY device_window ORDER BY device_window")
+        .prepare("SELECT device_window, count(*), sum(hits) FROM rocflow_thread_trace_instruction WHERE dispatch_id IS NULL GROUP BY device_window")
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(per_window, [(0, 11, 52), (1, 11, 52)]);
+    assert_eq!(per_window, [(0, 11, 3 * 24 + 8 * 4)]);
+}
+
+/// As SDK 1.0: a device trace started as the tool initializes, before the HSA runtime
+/// loads, does not start; the context traces from its next start on, and the pipeline
+/// is warned of it.
+#[test]
+fn a_device_trace_started_before_the_runtime_loads_traces_from_the_next_start() {
+    // Started at once, paused before thread 0's 2nd iteration, resumed before its 4th:
+    // only the 4th iteration's dispatches are traced, in the run's one window.
+    let (output, run_dir) = run_device("pause_at = 1\nresume_at = 3\n", "");
+    assert_success(&output);
+    let said = text(&output.stderr);
+    let warned: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("before the HSA runtime loads"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{said}");
+    assert!(said.contains("2 traces of 1 device windows"), "{said}");
+    assert_eq!(
+        hits_per_window(run_dir.path()),
+        BTreeMap::from([(0, window_truth(1))])
+    );
 }

@@ -336,6 +336,7 @@ fn set_active(context: Handle, active: bool) -> Status {
         Some(ctx) => {
             if active && !ctx.active.load(Ordering::Acquire) {
                 crate::device_counting::start(context, ctx);
+                crate::device_trace::start(ctx);
             }
             let was_active = ctx.active.swap(active, Ordering::AcqRel);
             if was_active && !active {

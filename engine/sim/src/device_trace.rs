@@ -2,9 +2,13 @@
 //! dispatch service's parameters but `serialize_all`, not in a context that traces
 //! dispatches; while its context is started the agent's shader engines trace whatever the
 //! agent runs, and each stop hands every traced shader engine's data to the shader-data
-//! callback, with the user data given at configuration.
+//! callback, with the user data given at configuration. As in SDK 1.0, a trace is readied
+//! when the HSA runtime loads, after the tools initialized: a context started while they
+//! initialize traces nothing until it starts again (the SDK warns that no trace is
+//! present for the agent).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rocflow_core::abi::{Handle, Status, UserData, status};
 use rocflow_core::scenario::Kernel;
@@ -31,6 +35,8 @@ pub struct DeviceTraceService {
 #[derive(Default)]
 pub struct Window {
     ran: Mutex<Vec<(usize, u64)>>,
+    /// The context's traces started: it was started once the runtime had loaded.
+    tracing: AtomicBool,
 }
 
 #[unsafe(no_mangle)]
@@ -71,8 +77,17 @@ pub unsafe extern "C" fn rocprofiler_configure_device_thread_trace_service(
     })
 }
 
+/// `ctx` started, once the runtime had loaded: its device traces start.
+pub fn start(ctx: &Context) {
+    let tracing = !ctx.setup.device_thread_trace.is_empty();
+    ctx.device_trace.tracing.store(tracing, Ordering::Release);
+}
+
 /// A dispatch of the scenario's `k`th kernel started at `start` while `ctx` was started.
 pub fn ran(ctx: &Context, kernel: &Kernel, k: usize, start: u64) {
+    if !ctx.device_trace.tracing.load(Ordering::Acquire) {
+        return;
+    }
     let Some(sdk) = sdk() else { return };
     let agent = sdk.device.gpu_handle(kernel.agent as usize);
     let services = &ctx.setup.device_thread_trace;
@@ -84,10 +99,10 @@ pub fn ran(ctx: &Context, kernel: &Kernel, k: usize, start: u64) {
 /// `ctx` stopped: each of its device traces hands the tool every traced shader engine's
 /// data of the window that ends, its dispatches placed from the window's first one on.
 pub fn stop(ctx: &Context) {
-    let services = &ctx.setup.device_thread_trace;
-    if services.is_empty() {
+    if !ctx.device_trace.tracing.swap(false, Ordering::AcqRel) {
         return;
     }
+    let services = &ctx.setup.device_thread_trace;
     let Some(sdk) = sdk() else { return };
     let ran = std::mem::take(&mut *ctx.device_trace.ran.lock().unwrap());
     let first = ran.iter().map(|&(_, start)| start).min().unwrap_or(0);

@@ -88,7 +88,7 @@ pub fn outputs(
     };
     let (decoder, library) = found;
     let folder = decoder.folder();
-    let waves = match decode(&kept, &library, &folder) {
+    let waves = match decode(&kept, &library, folder) {
         Ok(waves) => waves,
         Err(e) => {
             messages::warning(format_args!(

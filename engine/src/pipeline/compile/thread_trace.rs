@@ -152,6 +152,7 @@ impl Compiler<'_> {
     /// service that started it, and rocflow's frames name no context), and traces of one
     /// dispatch by two contexts would be kept as one: one context traces threads.
     pub(super) fn one_thread_trace(&mut self, contexts: &[rocflow_core::contexts::ContextPlan]) {
+        self.device_trace_from_initialization(contexts);
         let mut tracing = (contexts.iter().enumerate()).filter(|(_, c)| c.thread_trace.is_some());
         let Some((_, first)) = tracing.next() else {
             return;
@@ -168,6 +169,40 @@ impl Compiler<'_> {
                 "move these settings to context `{}`, or trace in separate runs",
                 first.name
             ));
+        }
+    }
+
+    /// rocprofiler-sdk 1.0 readies its device thread traces when the HSA runtime loads,
+    /// after the tool initialized: a device trace started then (a context's start with no
+    /// `period`) does not start, and the context traces from its next start on.
+    fn device_trace_from_initialization(
+        &mut self,
+        contexts: &[rocflow_core::contexts::ContextPlan],
+    ) {
+        for (i, c) in contexts.iter().enumerate() {
+            let device = c
+                .thread_trace
+                .as_ref()
+                .is_some_and(|t| t.mode == TraceMode::Device);
+            if !device || c.start.paused || c.start.delay_ns > 0 {
+                continue;
+            }
+            let path = [
+                Step::Key("context"),
+                Step::Index(i),
+                Step::Key("thread_trace"),
+                Step::Key("mode"),
+            ];
+            self.warn(
+                &path,
+                format!(
+                    "context `{}` starts as the tool initializes, before the HSA runtime loads: rocprofiler-sdk starts no device thread trace then, so it traces from the context's next start (a roctxProfilerResume after a roctxProfilerPause) on",
+                    c.name
+                ),
+            )
+            .hint = Some(
+                "start it after the runtime loads: `period = { paused = true }` with roctxProfilerResume and roctxProfilerPause around what to trace, or a `delay`".into(),
+            );
         }
     }
 
