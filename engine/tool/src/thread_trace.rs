@@ -6,7 +6,7 @@
 //! larger than a frame. The decoder needs the code objects the traces point into, so
 //! while a context traces, each loaded code object's bytes are sent too.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -184,13 +184,11 @@ unsafe extern "C" fn on_device_data(
     size: usize,
     _user: UserData,
 ) {
-    static WINDOWS: Mutex<Option<HashMap<(u32, u32), u64>>> = Mutex::new(None);
+    static WINDOWS: Mutex<BTreeMap<(u32, u32), u64>> = Mutex::new(BTreeMap::new());
     entry("thread_trace::on_device_data", (), || {
         let window = |agent, shader_engine| {
             let mut windows = WINDOWS.lock().unwrap_or_else(|e| e.into_inner());
-            let next = (windows.get_or_insert_with(HashMap::new))
-                .entry((agent, shader_engine))
-                .or_insert(0);
+            let next = windows.entry((agent, shader_engine)).or_insert(0);
             *next += 1;
             Traced::Device { window: *next - 1 }
         };
