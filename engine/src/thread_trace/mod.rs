@@ -77,7 +77,7 @@ pub fn outputs(
         ));
         return;
     };
-    let found = match (decoder, sdk_library(simulated)) {
+    let (decoder, library) = match (decoder, sdk_library(simulated)) {
         (Ok(decoder), Ok(library)) => (decoder, library),
         (Err(why), _) | (_, Err(why)) => {
             messages::warning(format_args!(
@@ -86,9 +86,7 @@ pub fn outputs(
             return;
         }
     };
-    let (decoder, library) = found;
-    let folder = decoder.folder();
-    let waves = match decode(&kept, &library, folder) {
+    let waves = match decode(&kept, &library, decoder.folder()) {
         Ok(waves) => waves,
         Err(e) => {
             messages::warning(format_args!(
@@ -160,7 +158,7 @@ impl DecoderFolder {
 }
 
 /// Where the decoder is: the simulated device's traces decode with the simulated decoder
-/// unless the pipeline or the user's {PATH_VARIABLE} names a folder (as the simulated
+/// unless the pipeline or the user's `ROCPROF_ATT_LIBRARY_PATH` names a folder (as the simulated
 /// AMD-SMI stands in for AMD's, AMD's decoder cannot read them); others as rocprofv3
 /// finds it. `None` where no folder searched holds it.
 fn find_decoder_for(
