@@ -1143,6 +1143,41 @@ pub fn parquet_tables(dir: &Path) -> (Tally, Dispatches) {
     })
 }
 
+/// What device thread traces on the scenario at `path` hold when each kernel ran
+/// `dispatches` times while they traced: per code object (a GPU's, its index + 1) and
+/// instruction address, how many times traced waves ran the instruction. A dispatch spreads its waves evenly over
+/// its GPU's CUs, at least one and at most a CU's wave slots on each; every shader engine
+/// of `shader_engine_mask` that the GPU has traces the target CU's waves on every SIMD, and
+/// each wave runs each instruction of its kernel once.
+pub fn device_trace_hits(
+    path: &Path,
+    shader_engine_mask: u64,
+    dispatches: u64,
+) -> BTreeMap<(u64, u64), u64> {
+    use rocflow_core::sim_trace::{INSTRUCTION_BYTES, isa, kernel_offset};
+    let scenario = rocflow_core::scenario::Scenario::read(path).unwrap();
+    let mut hits = BTreeMap::new();
+    for (k, kernel) in scenario.kernels.iter().enumerate() {
+        let gpu = &scenario.agents[kernel.agent as usize];
+        let threads: u64 = kernel.grid.iter().map(|&g| u64::from(g.max(1))).product();
+        let waves = threads.div_ceil(u64::from(gpu.wave_front_size.max(1)));
+        let slots = u64::from(gpu.simd_per_cu.max(1) * gpu.max_waves_per_simd.max(1));
+        let on_cu = waves
+            .div_ceil(u64::from(gpu.cu_count.max(1)))
+            .clamp(1, slots);
+        let engines = (0..u64::from(gpu.shader_engines.max(1)))
+            .filter(|se| shader_engine_mask >> se & 1 == 1)
+            .count() as u64;
+        for n in 0..isa(kernel).len() as u64 {
+            let address = kernel_offset(k) + n * INSTRUCTION_BYTES;
+            *hits
+                .entry((u64::from(kernel.agent) + 1, address))
+                .or_default() += dispatches * on_cu * engines;
+        }
+    }
+    hits
+}
+
 /// A tally of a rocpd database, through the views AMD's rocpd tools read.
 pub fn rocpd(db: &Path) -> Tally {
     let db = rusqlite::Connection::open(db).unwrap();

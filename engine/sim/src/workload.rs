@@ -525,6 +525,7 @@ impl<'a> Emitter<'a> {
                     self.pc_samples(pc.buffer, kernel, &info, correlation, start);
                 }
             }
+            crate::device_trace::ran(ctx, kernel, kernel_id as usize - 1, start);
             for service in &ctx.setup.thread_trace {
                 let k = kernel_id as usize - 1;
                 let correlation = async_correlation(correlation);
@@ -826,8 +827,8 @@ pub fn report_code_objects(sdk: &Sdk, ctx: &Context) {
     let scenario = &sdk.scenario;
     // A thread trace is decoded with the code objects' bytes, which a tool reads from
     // the loaded code object in memory.
-    let traced = (sdk.running())
-        .is_some_and(|r| (r.contexts.iter()).any(|c| !c.setup.thread_trace.is_empty()));
+    let traced =
+        (sdk.running()).is_some_and(|r| (r.contexts.iter()).any(|c| c.setup.traces_threads()));
     for (gpu, agent) in scenario.agents.iter().enumerate() {
         let image = traced.then(|| crate::traced::code_object_image(sdk, gpu));
         let uri = match image {
