@@ -2,7 +2,8 @@
 //! implies (`support::truth`), for the shipped templates alone, pairs of them combined with
 //! `extends`, and the features that change what a run holds (multi-pass counters, counter
 //! kernel filters, dispatch filters, kernel name forms, collection periods, marker and
-//! time windows over a paced run, several processes, device counter reads), each from
+//! time windows over a paced run, several processes, device counter reads, a device
+//! thread trace), each from
 //! three sources: the live
 //! run, a replay of its spool and a replay of its rocpd database; into rocpd (and AMD's
 //! `rocpd summary` of it) as one database and one per process, Parquet, Perfetto, OTF2, CSV in both flavours, the summary and
@@ -11,6 +12,9 @@
 //!
 //! CI checks every template and a fixed sample of the pairs; `ROCFLOW_MATRIX=full` checks
 //! every pair (see the README).
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use rocflow::sdk::Domain;
 use support::peer::Peer;
 use support::truth::{self, Collects, KernelNames, Part, Scenario, Tally};
@@ -153,6 +157,12 @@ struct Row {
     window: Option<(Window, u64)>,
     /// Scenario tables added to the MI300X scenario's.
     scenario: &'static str,
+    /// Lines added to the scenario's `[scenario]` table.
+    settings: &'static str,
+    /// A device thread trace the row's pipeline writes to `{output_dir}/att`: its
+    /// shader-engine mask, and how many of the (one-thread) scenario's iterations it
+    /// traces.
+    device_trace: Option<(u64, u64)>,
 }
 
 /// A window of a replay.
@@ -224,6 +234,8 @@ impl Row {
             collected: None,
             window: None,
             scenario: "",
+            settings: "",
+            device_trace: None,
         }
     }
 
@@ -250,6 +262,7 @@ impl Row {
             let paced = format!("iterations = {iterations}\nduration_ms = {ms}");
             text = text.replace("iterations = 100", &paced);
         }
+        text = text.replacen("[scenario]\n", &format!("[scenario]\n{}", self.settings), 1);
         text.push_str(self.scenario);
         std::fs::write(dir.join("scenario.toml"), text).unwrap();
         let mut scenario = Scenario::read(&dir.join("scenario.toml"));
@@ -433,6 +446,45 @@ impl Row {
                     Ok(_) => {}
                 }
             }
+            if self.collects.graphs {
+                let table = |kind| truth::csv_table(&out.join("m/csv"), kind);
+                let (launches, dispatches) = (table("graph_launch"), table("kernel_dispatch"));
+                let barriers = table("hip_event_barrier");
+                for wrong in truth_of.graph_misfits(processes, &launches, &dispatches, &barriers) {
+                    problems.push(format!("{} from {source}, HIP graphs: {wrong}", self.name));
+                }
+                // The trace shows the table's launches and barriers.
+                let int = |row: &truth::Row, column: &str| row[column].parse::<u64>().unwrap();
+                let mut listed: Vec<(u64, u64)> = (launches.iter())
+                    .map(|l| (int(l, "graph_exec_id"), int(l, "dispatch_count")))
+                    .collect();
+                listed.sort_unstable();
+                let mut operations = std::collections::BTreeMap::new();
+                for barrier in &barriers {
+                    *operations.entry(barrier["operation"].clone()).or_default() += 1;
+                }
+                // The summary's table per graph: its launches and their dispatches.
+                let mut per_graph = std::collections::BTreeMap::new();
+                for (graph, dispatches) in &listed {
+                    let entry: &mut (u64, u64) = per_graph.entry(*graph).or_default();
+                    *entry = (entry.0 + 1, entry.1 + dispatches);
+                }
+                let summarized = truth::graphs::summary(&out.join("summary/summary.json"));
+                if summarized != per_graph {
+                    problems.push(format!(
+                        "{} from {source}, summary: graph launches and dispatches {summarized:?}, want the CSV's {per_graph:?}",
+                        self.name
+                    ));
+                }
+                let traces = entries(&out.join("m"), |n| n.ends_with(".pftrace"));
+                let shown = truth::graphs::perfetto(&traces);
+                if shown != (listed, operations) {
+                    problems.push(format!(
+                        "{} from {source}, perfetto: HIP graph launches and event barriers {shown:?} are not the CSV's",
+                        self.name
+                    ));
+                }
+            }
             // Every dispatch once in each process. (A forked child numbers on from where
             // its parent was, as a copy of the SDK's counters would.)
             let expected = processes * u64::from(self.collects.dispatches);
@@ -456,8 +508,35 @@ impl Row {
                 }
             }
         }
+        if let Some((mask, iterations)) = self.device_trace {
+            let dispatches = iterations * processes;
+            let truth = truth::device_trace_hits(&dir.join("scenario.toml"), mask, dispatches);
+            // A rocpd database holds no raw trace to decode again.
+            for source in ["live", "spool"] {
+                let seen = device_trace_hits(&dir.join(source));
+                if seen != truth {
+                    problems.push(format!(
+                        "{} from {source}: the device trace's hits per instruction are {seen:?}, not {truth:?}",
+                        self.name
+                    ));
+                }
+            }
+        }
         problems
     }
+}
+
+/// Per code object and address, the hits of a device thread trace's decoded instruction
+/// table in `out`, read back through DuckDB.
+fn device_trace_hits(out: &Path) -> BTreeMap<(u64, u64), u64> {
+    let query = "SELECT code_object_id, address, sum(hits)::BIGINT FROM read_parquet('att/thread_trace_instructions.parquet') WHERE dispatch_id IS NULL AND device_window IS NOT NULL GROUP BY ALL";
+    let rows = support::duckdb(out, &[query]);
+    (rows[0].iter())
+        .map(|row| {
+            let n = |i: usize| row[i].as_u64().unwrap_or_else(|| panic!("{row:?}"));
+            ((n(0), n(1)), n(2))
+        })
+        .collect()
 }
 
 /// Checks every row, failing with every problem found.
@@ -615,6 +694,24 @@ fn device_counter_reads_agree_with_the_truth() {
     check(&[row]);
 }
 
+/// A device thread trace beside the traced dispatches, from a roctxProfilerResume to a
+/// roctxProfilerPause (which stops the dispatches' context too): the records agree with
+/// the truth as without it, and the decoded trace, live and replayed from the spool,
+/// holds every instruction each traced wave of every dispatch in between ran.
+#[test]
+fn a_device_thread_trace_agrees_with_the_truth() {
+    let templates = templates();
+    let of = |name: &str| templates.iter().find(|t| t.0 == name).unwrap().1.clone();
+    let mut row = Row::new(&["kernel-trace"], of("kernel-trace"));
+    row.name = "device thread trace".into();
+    row.extra = "[[context]]\nname = \"att\"\nperiod = { paused = true }\n[context.thread_trace]\nmode = \"device\"\npath = \"{output_dir}/att\"\nshader_engine_mask = 0x2\n";
+    row.one_thread = true;
+    row.settings = "resume_at = 10\npause_at = 60\n";
+    row.collected = Some(60);
+    row.device_trace = Some((0x2, 50));
+    check(&[row]);
+}
+
 /// The domains SDKs after 1.0 added, traced beside dispatches: HIP graph launches, HIP
 /// events' barriers, rocSHMEM and hipFile calls, each from the scenario's calls.
 #[test]
@@ -706,5 +803,60 @@ domain = "kfd_queue"
 operation = "EVICT_TTM"
 "#;
     row.collects.kfd = true;
+    check(&[row]);
+}
+
+/// HIP graphs and HIP events as SDK 1.4.1 traces them: each graph launch with its
+/// executable graph and the dispatches it enqueued, each of those dispatches sharing the
+/// launch's correlation id, and the barriers of `hipEventRecord` and `hipStreamWaitEvent`
+/// on their queues, from the live run, the spool and the rocpd database.
+#[test]
+fn hip_graphs_and_events_agree_with_the_truth() {
+    let templates = templates();
+    let of = |name: &str| templates.iter().find(|t| t.0 == name).unwrap().1.clone();
+    let mut row = Row::new(&["kernel-trace"], of("kernel-trace"));
+    row.name = "HIP graph launches and HIP event barriers".into();
+    row.extra = "[[context]]\nname = \"graphs\"\ntracing = [\"hip_graph\", \"hip_event\"]\n";
+    row.scenario = r#"
+[[kernel]]
+name = "_Z10graph_stepPf"
+duration_ns = 4000
+grid = [65536, 1, 1]
+workgroup = [256, 1, 1]
+graph = 1
+
+[[kernel]]
+name = "_Z12graph_updatePfS_"
+duration_ns = 6000
+grid = [65536, 1, 1]
+workgroup = [256, 1, 1]
+graph = 1
+
+[[kernel]]
+name = "_Z11graph_scalePd"
+agent = 1
+duration_ns = 5000
+grid = [32768, 1, 1]
+workgroup = [128, 1, 1]
+graph = 2
+
+[[call]]
+domain = "hip_graph"
+function = "EXEC_LAUNCH"
+
+[[call]]
+domain = "hip_event"
+function = "RECORD"
+count = 2
+
+[[call]]
+domain = "hip_event"
+function = "WAIT"
+duration_ns = 2500
+"#;
+    row.collects.api = ["hip_graph", "hip_event"]
+        .map(|d| (d, vec![], vec![]))
+        .to_vec();
+    row.collects.graphs = true;
     check(&[row]);
 }

@@ -19,7 +19,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use rocflow::catalog::Catalog;
 use rocflow::plan::Plan;
-use rocflow::record::{ApiCall, Batch, KfdEvent, Meta, RecordKind};
+use rocflow::record::{ApiCall, Batch, HipEventBarrier, KfdEvent, Meta, RecordKind};
 use rocflow::sdk::Domain;
 use rocflow::spool::{SpoolReader, SpoolWriter};
 use rocflow::wire::Payload;
@@ -620,6 +620,11 @@ fn every_record_kind_has_a_table() {
         domain_id: Domain::KfdEventPageFault.sdk_value() as u8,
         ..Default::default()
     };
+    let barrier = HipEventBarrier {
+        pid: 77,
+        operation_id: 2,
+        ..Default::default()
+    };
     let batches = [
         Batch::KernelDispatch(vec![Default::default(); 2]),
         Batch::MemoryCopy(vec![Default::default(); 2]),
@@ -633,6 +638,8 @@ fn every_record_kind_has_a_table() {
         Batch::HipStream(vec![Default::default(); 2]),
         Batch::RuntimeInitialization(vec![Default::default(); 2]),
         Batch::DeviceCounterSample(vec![Default::default(); 2]),
+        Batch::GraphLaunch(vec![Default::default(); 2]),
+        Batch::HipEventBarrier(vec![barrier; 2]),
     ];
     assert_eq!(
         batches.len(),
@@ -683,4 +690,7 @@ fn every_record_kind_has_a_table() {
     };
     assert_eq!(domains("api"), "hsa_core_api");
     assert_eq!(domains("kfd_event"), "kfd_event_page_fault");
+    let barriers = &read(&d.join("out/ds/hip_event_barrier"))[0];
+    let operation = barriers.schema().index_of("operation").unwrap();
+    assert_eq!(cell(barriers.column(operation).as_ref(), 0), "WAIT");
 }

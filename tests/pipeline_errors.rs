@@ -1332,6 +1332,54 @@ fn thread_trace_perfcounters_need_their_period() {
 }
 
 #[test]
+fn a_device_thread_trace_refuses_the_options_that_pick_or_serialize_dispatches() {
+    let device = format!("{TRACED}mode = \"device\"\n");
+    let e = rejects(
+        &format!("{device}kernels = {{ include = \"gemm\" }}\n"),
+        "`kernels` picks dispatches; a device-mode thread trace traces all the agent runs",
+        6,
+        11,
+    );
+    assert!(hint(&e).contains("mode = \"dispatch\""), "{}", hint(&e));
+    rejects(
+        &format!("{device}iterations = \"[1-2]\"\n"),
+        "`iterations` picks dispatches",
+        6,
+        14,
+    );
+    rejects(
+        &format!("{device}serialize_all = true\n"),
+        "which rocprofiler-sdk's device service refuses",
+        6,
+        17,
+    );
+    // The same options are the dispatch mode's, written or by default.
+    for mode in ["", "mode = \"dispatch\"\n"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        let text = format!(
+            "{TRACED}{mode}kernels = {{ include = \"gemm\" }}\niterations = \"[1]\"\nserialize_all = true\n"
+        );
+        std::fs::write(&path, &text).unwrap();
+        let options = Options {
+            library: Library::with_search_path(Vec::new()),
+            ..Options::default()
+        };
+        let Ok(compiled) = pipeline::compile_file(&path, &options) else {
+            panic!("refused:\n{text}");
+        };
+        let trace = compiled.plan.contexts[0].thread_trace.as_ref().unwrap();
+        assert_eq!(trace.mode, rocflow_core::contexts::TraceMode::Dispatch);
+    }
+    rejects(
+        &format!("{TRACED}mode = \"wave\"\n"),
+        "`wave` is not a valid `context[0].thread_trace.mode`",
+        5,
+        8,
+    );
+}
+
+#[test]
 fn thread_trace_kernel_filters_are_checked_as_the_counters_are() {
     rejects(
         &format!("{TRACED}kernels = {{ include = \"(\" }}\n"),

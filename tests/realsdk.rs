@@ -1095,6 +1095,32 @@ fn thread_trace_is_configured_on_the_gfx942_as_the_sdk_takes_it() {
     );
 }
 
+/// The device service takes the dispatch service's parameters, `serialize_all` off, and
+/// no dispatch callback: AMD's SDK accepts rocflow's call on the gfx942.
+#[test]
+fn a_device_thread_trace_is_configured_on_the_gfx942_as_the_sdk_takes_it() {
+    let (_dir, pipeline) = with_file(
+        "att.toml",
+        "[pipeline]\nname = \"att\"\n[params]\noutput_dir = \"out\"\n[[context]]\nname = \"att\"\ntracing = [\"kernel_dispatch\"]\n[context.thread_trace]\nmode = \"device\"\npath = \"att\"\nshader_engine_mask = 0x3\nperfcounters = [\"SQ_WAVES\"]\nperfcounter_period = 4\n",
+    );
+    let run = forced(&pipeline);
+    assert!(run.collected_nothing(), "{}", run.printed());
+    assert!(run.tool_messages().is_empty(), "{}", run.printed());
+    let calls = run.calls();
+    let configured: Vec<&Call> = (calls.iter())
+        .filter(|c| c.function == "rocprofiler_configure_device_thread_trace_service")
+        .collect();
+    assert_eq!(configured.len(), 1, "{}", run.printed());
+    assert!(configured[0].args.ends_with(" nparams=7"), "{configured:?}");
+    assert_eq!(configured[0].status, SUCCESS, "{configured:?}");
+    assert!(
+        !(calls.iter())
+            .any(|c| c.function == "rocprofiler_configure_dispatch_thread_trace_service"),
+        "{}",
+        run.printed()
+    );
+}
+
 /// The decoder API answers as the real SDK does: it loads a decoder library from a folder
 /// (the simulated one, under AMD's name, is taken), says NOT_AVAILABLE where the folder has
 /// none and INCOMPATIBLE_ABI where the library lacks the decoder's functions.

@@ -1,14 +1,15 @@
 //! rocpd databases of schema 3.0.1 to 3.0.4 (rocprofiler-sdk 1.3.5 to 1.4.1), and ones
 //! whose JSON cells are LZ4-compressed blobs (its writer's default since 1.4): each reads
-//! as the 3.0.0 database it was revised from, record for record, and what a revision adds
-//! that no rocflow record holds is counted in one note, never taken for something else.
+//! as the 3.0.0 database it was revised from, record for record, with the graph launches
+//! and HIP events a revision adds as records of their own; what a revision adds that no
+//! rocflow record holds is counted in one note, never taken for something else.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use rocflow::record::{Batch, RecordKind};
-use rocflow::sdk::AgentType;
+use rocflow::record::{Batch, GraphLaunch, HipEventBarrier, RecordKind};
+use rocflow::sdk::{AgentType, Domain};
 use rocflow::source::{Rocpd, Source};
 use rocflow::wire::Payload;
 use support::{assert_says, assert_success, rocflow, rocprofv3_db, text};
@@ -50,22 +51,71 @@ fn every_revision_of_schema_3_reads_as_the_database_it_revised() {
         let path = dir.path().join(format!("{version}.db"));
         rocprofv3_db::write(&path, 41, "node-r", 8);
         rocprofv3_db::revise(&path, 41, version);
-        let (revised, revised_gpus, note) = read(&path);
+        let (mut revised, revised_gpus, note) = read(&path);
+        // Graph launches (3.0.2) and HIP events (3.0.4) are records of their own.
+        let launches = graph_launches(revised.remove(&RecordKind::GraphLaunch));
+        let barriers = hip_event_barriers(revised.remove(&RecordKind::HipEventBarrier));
         // The NIC of 3.0.1 is no GPU, and the SPM values of 3.0.3 no dispatch's counters.
         assert_eq!(revised_gpus, gpus, "{version}");
         assert_eq!(revised, records, "{version}");
+        let launched = if *version >= "3.0.2" {
+            rocprofv3_db::GRAPH_LAUNCHES
+        } else {
+            0
+        };
+        assert_eq!(launches.len() as u64, launched, "{version}");
+        for (n, launch) in (1..).zip(&launches) {
+            let span = (launch.start_ns, launch.end_ns);
+            assert_eq!(span, (1000 * n, 1000 * n + 500), "{version}");
+            assert_eq!(
+                (launch.graph_exec_id, launch.dispatch_count),
+                (n, 2),
+                "{version}"
+            );
+            assert_eq!((launch.agent, launch.queue), (1, 0), "{version}");
+        }
+        let recorded = if *version >= "3.0.4" {
+            rocprofv3_db::HIP_EVENTS
+        } else {
+            0
+        };
+        assert_eq!(barriers.len() as u64, recorded, "{version}");
+        for (n, barrier) in (1..).zip(&barriers) {
+            let operation = Domain::HipEvent.operation_name(barrier.operation_id);
+            let want = if n % 2 == 0 { "WAIT" } else { "RECORD" };
+            assert_eq!(operation, Some(want), "{version}");
+            assert_eq!(barrier.event, 0xe000 + n / 2, "{version}");
+            assert_eq!(barrier.start_ns, 2000 * n, "{version}");
+        }
         let note = note.unwrap_or_default();
         assert!(!note.contains("does not know"), "{version}: {note}");
-        let expected = [
-            ("3.0.2", "rocpd_graph_launch", rocprofv3_db::GRAPH_LAUNCHES),
-            ("3.0.3", "rocpd_pmc_event", rocprofv3_db::SPM_VALUES),
-            ("3.0.4", "rocpd_hip_event", rocprofv3_db::HIP_EVENTS),
-        ];
-        for (added, table, rows) in expected {
-            let said = format!("{rows} rows of `{table}`");
-            assert_eq!(note.contains(&said), *version >= added, "{version}: {note}");
-        }
+        assert!(!note.contains("rocpd_graph_launch"), "{version}: {note}");
+        assert!(!note.contains("rocpd_hip_event"), "{version}: {note}");
+        let said = format!("{} rows of `rocpd_pmc_event`", rocprofv3_db::SPM_VALUES);
+        assert_eq!(
+            note.contains(&said),
+            *version >= "3.0.3",
+            "{version}: {note}"
+        );
     }
+}
+
+/// The graph launches of a database's batches, in order.
+fn graph_launches(batches: Option<Vec<Batch>>) -> Vec<GraphLaunch> {
+    let each = batches.into_iter().flatten().map(|batch| match batch {
+        Batch::GraphLaunch(launches) => launches,
+        other => panic!("a {:?} batch of graph launches", other.kind()),
+    });
+    each.flatten().collect()
+}
+
+/// The HIP event barriers of a database's batches, in order.
+fn hip_event_barriers(batches: Option<Vec<Batch>>) -> Vec<HipEventBarrier> {
+    let each = batches.into_iter().flatten().map(|batch| match batch {
+        Batch::HipEventBarrier(barriers) => barriers,
+        other => panic!("a {:?} batch of HIP event barriers", other.kind()),
+    });
+    each.flatten().collect()
 }
 
 #[test]
@@ -78,20 +128,22 @@ fn a_revised_database_is_said_to_hold_what_is_left_out_once() {
     assert_success(&out);
     assert_says(
         &out.stderr,
-        "3 rows of `rocpd_graph_launch` (HIP graph launches, rocpd 3.0.2)",
-    );
-    assert_says(
-        &out.stderr,
         "2 rows of `rocpd_pmc_event` (SPM counter values, rocpd 3.0.3)",
-    );
-    assert_says(
-        &out.stderr,
-        "4 rows of `rocpd_hip_event` (HIP events, rocpd 3.0.4)",
     );
     let stderr = text(&out.stderr);
     assert!(!stderr.contains("does not know"), "{stderr}");
+    assert!(!stderr.contains("rocpd_graph_launch"), "{stderr}");
+    assert!(!stderr.contains("rocpd_hip_event"), "{stderr}");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["records"]["kernel_dispatch"], 4);
+    assert_eq!(
+        json["records"]["graph_launch"],
+        rocprofv3_db::GRAPH_LAUNCHES
+    );
+    assert_eq!(
+        json["records"]["hip_event_barrier"],
+        rocprofv3_db::HIP_EVENTS
+    );
 }
 
 /// Every JSON cell compressed, half as LZ4 frames and half as sized LZ4 blocks: the

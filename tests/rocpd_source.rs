@@ -749,8 +749,9 @@ fn a_marker_window_finds_the_ranges_of_a_live_run_in_its_spool() {
 fn every_kind_spool(path: &Path) {
     use rocflow::record::{
         Agent, ApiCall, Arg, ArgValue, CodeObject, CounterInfo, CounterSample, DeviceCounterSample,
-        HipStream, KernelDispatch, KernelSymbol, KfdEvent, Marker, MemoryAllocation, MemoryCopy,
-        Meta, PcSample, Process, RuntimeInitialization, ScratchMemory, Sym, Thread,
+        GraphLaunch, HipEventBarrier, HipStream, KernelDispatch, KernelSymbol, KfdEvent, Marker,
+        MemoryAllocation, MemoryCopy, Meta, PcSample, Process, RuntimeInitialization,
+        ScratchMemory, Sym, Thread,
     };
     let (pid, tid) = (900, 901);
     let agent = |index, agent_type, name: &str| Agent {
@@ -1022,6 +1023,31 @@ fn every_kind_spool(path: &Path) {
             version: 60400,
             operation_id: op(Domain::RuntimeInitialization, "HIP") as u8,
         }]),
+        Batch::GraphLaunch(vec![GraphLaunch {
+            pid,
+            tid,
+            agent: 1,
+            queue: 0,
+            start_ns: base(9),
+            end_ns: base(9) + 40,
+            correlation_id: 20,
+            external_id: 0,
+            graph_exec_id: 3,
+            dispatch_count: 2,
+        }]),
+        Batch::HipEventBarrier(vec![HipEventBarrier {
+            pid,
+            tid,
+            agent: 1,
+            queue: 0x5a00,
+            source_queue: 0x5a08,
+            start_ns: base(9) + 50,
+            end_ns: base(9) + 60,
+            correlation_id: 21,
+            external_id: 0,
+            event: 0xe001,
+            operation_id: op(Domain::HipEvent, "WAIT"),
+        }]),
     ];
     assert_eq!(batches.len(), RecordKind::ALL.len());
     let mut frames = Vec::new();
@@ -1086,6 +1112,7 @@ fn every_kind_survives_the_rocpd_sink_and_source_but_what_rocpd_cannot_hold() {
         ),
         ("hip_stream", &["stream"]),
         ("runtime_initialization", &["version"]),
+        ("hip_event_barrier", &["queue", "source_queue"]),
     ];
     let kinds: Vec<&str> = RecordKind::names().collect();
     same_parquet_rows(d, "a", "b", &kinds, lost);

@@ -1038,3 +1038,54 @@ fn a_simulated_older_sdk_refuses_the_domains_added_since_before_the_application_
     // HIP graphs came with 1.3.0.
     assert_success(&pipeline("hip_graph"));
 }
+
+/// HIP graphs are HIP's in every SDK; the record of their launches only since 1.3.0. On an
+/// older simulated SDK a scenario's graph is still launched, its nodes dispatched under
+/// the `hipGraphLaunch`, with no graph launch recorded; on 1.3.0 each launch is.
+#[test]
+fn an_older_sdk_launches_graphs_without_their_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(repo().join("examples/sim/mi300x.toml")).unwrap();
+    let nodes = "\n[[kernel]]\nname = \"_Z10graph_stepPf\"\nduration_ns = 4000\n\
+                 grid = [65536, 1, 1]\nworkgroup = [256, 1, 1]\ngraph = 1\n";
+    let run_at = |sdk: &str, extra: &str| {
+        let scenario = base.replace(
+            "[scenario]\n",
+            &format!("[scenario]\nsdk_version = \"{sdk}\"\n"),
+        );
+        std::fs::write(dir.path().join("scenario.toml"), scenario + nodes).unwrap();
+        std::fs::write(dir.path().join("p.toml"), TRACE.replace("EXTRA", extra)).unwrap();
+        let _ = std::fs::remove_dir_all(dir.path().join("out"));
+        let app = ["/bin/sleep", "0.1"];
+        assert_success(&run_on(
+            "sim:scenario.toml",
+            "p.toml",
+            &app,
+            dir.path(),
+            &[],
+        ));
+        let rows = |kind: &str| -> Vec<String> {
+            let table = std::fs::read_to_string(dir.path().join(format!("out/{kind}.csv")));
+            table.map_or(Vec::new(), |t| {
+                t.lines().skip(1).map(str::to_owned).collect()
+            })
+        };
+        let steps = rows("kernel_dispatch")
+            .iter()
+            .filter(|r| r.contains("graph_step"))
+            .count();
+        let launches = rows("api")
+            .iter()
+            .filter(|r| r.contains(",hipGraphLaunch,"))
+            .count();
+        (
+            steps as u64,
+            launches as u64,
+            rows("graph_launch").len() as u64,
+        )
+    };
+    let repeats = default_truth().repeats();
+    assert_eq!(run_at("1.2.0", ""), (repeats, repeats, 0));
+    let traced = "[[context]]\nname = \"graphs\"\ntracing = [\"hip_graph\"]\n";
+    assert_eq!(run_at("1.3.0", traced), (repeats, repeats, repeats));
+}

@@ -1,8 +1,8 @@
 //! Thread trace end to end on the simulated device: the tool configures the SDK's
-//! dispatch thread-trace service, the runner keeps each shader engine's trace and the code
-//! objects under rocprofv3's names, and decodes them through the SDK's decoder API with a
-//! decoder library in AMD's place; the decoded tables are held against what the scenario
-//! says each traced dispatch runs.
+//! dispatch or device thread-trace service, the runner keeps each shader engine's trace
+//! and the code objects under rocprofv3's names, and decodes them through the SDK's
+//! decoder API with a decoder library in AMD's place; the decoded tables are held against
+//! what the scenario says each traced dispatch, or each traced window of the device, runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -12,7 +12,7 @@ use arrow_array::types::{Float64Type, UInt8Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use support::{assert_success, run_on, sim_decoder_folder, text};
+use support::{assert_success, rocflow, run_on, sim_decoder_folder, text};
 
 /// Two kernels on a GPU of 4 CUs (4 SIMDs each) and 2 shader engines, dispatched in turn
 /// by one thread, 4 times each: `stencil` (24 waves, 6 on each CU) with its own listing,
@@ -62,8 +62,17 @@ fn pipeline(thread_trace: &str) -> String {
 
 /// Runs `pipeline` on the scenario in a fresh directory, `/bin/true` as the application.
 fn run(pipeline: &str, env: &[(&str, &Path)]) -> (std::process::Output, tempfile::TempDir) {
+    run_scenario(SCENARIO, pipeline, env)
+}
+
+/// Runs `pipeline` on `scenario` in a fresh directory, `/bin/true` as the application.
+fn run_scenario(
+    scenario: &str,
+    pipeline: &str,
+    env: &[(&str, &Path)],
+) -> (std::process::Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("att.toml"), SCENARIO).unwrap();
+    std::fs::write(dir.path().join("att.toml"), scenario).unwrap();
     std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
     let device = format!("sim:{}", dir.path().join("att.toml").display());
     let output = run_on(&device, "p.toml", &["/bin/true"], dir.path(), env);
@@ -240,7 +249,13 @@ fn decoded_tables_hold_the_scenario_s_waves_and_instructions() {
 
 #[test]
 fn without_the_decoder_the_raw_files_stay_and_one_note_says_what_to_install() {
-    let (output, run_dir) = run(&pipeline("iterations = \"[1]\""), &[]);
+    // A folder the user names wins over the simulated decoder, which a run on the
+    // simulated device would use otherwise.
+    let empty = tempfile::tempdir().unwrap();
+    let (output, run_dir) = run(
+        &pipeline("iterations = \"[1]\""),
+        &[("ROCPROF_ATT_LIBRARY_PATH", empty.path())],
+    );
     assert_success(&output);
     let said = text(&output.stderr);
     let notes: Vec<&str> = said
@@ -277,4 +292,128 @@ fn the_decoder_is_found_through_rocprofv3_s_variable_and_kernels_are_filtered() 
     // Copy is every second dispatch; with no iteration range, each of its 4 is traced.
     assert_eq!(dispatches, BTreeSet::from([2, 4, 6, 8]));
     assert!(u64s(&rows, "address").iter().all(|&a| a >= COPY_CODE));
+}
+
+/// Runs a device trace of both shader engines on the scenario, with `settings` added to
+/// its `[scenario]` table and `context` to the tracing context's.
+fn run_device(settings: &str, context: &str) -> (std::process::Output, tempfile::TempDir) {
+    let scenario = SCENARIO.replace("iterations = 4\n", &format!("iterations = 4\n{settings}"));
+    let pipeline = format!(
+        "[[sink]]\nname = \"rocpd\"\nkind = \"rocpd\"\npath = \"run.db\"\n[[context]]\nname = \"att\"\n{context}[context.thread_trace]\nmode = \"device\"\npath = \"att\"\nshader_engine_mask = 0x3\n"
+    );
+    // No decoder folder is named: the simulated device's traces find the simulated decoder.
+    run_scenario(&scenario, &pipeline, &[])
+}
+
+/// Per device window, each instruction's address and hits, from the decoded table.
+fn hits_per_window(run_dir: &Path) -> BTreeMap<u64, Vec<(u64, u64)>> {
+    let rows = table(&run_dir.join("att/thread_trace_instructions.parquet"));
+    let dispatch = rows.column_by_name("dispatch_id").unwrap();
+    assert_eq!(dispatch.null_count(), rows.num_rows());
+    let window = rows.column_by_name("device_window").unwrap();
+    let window = window.as_primitive::<UInt64Type>();
+    let (address, hits) = (u64s(&rows, "address"), u64s(&rows, "hits"));
+    let mut found: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    for r in 0..rows.num_rows() {
+        (found.entry(window.value(r)).or_default()).push((address[r], hits[r]));
+    }
+    found
+}
+
+/// What a window holds in which each kernel ran `dispatches` times: every instruction,
+/// hit by the traced waves of each dispatch on both shader engines (stencil's 6, copy's 1).
+fn window_truth(dispatches: u64) -> Vec<(u64, u64)> {
+    (0..3)
+        .map(|n| (STENCIL_CODE + 4 * n, dispatches * 6 * 2))
+        .chain((0..8).map(|n| (COPY_CODE + 4 * n, dispatches * 2)))
+        .collect()
+}
+
+#[test]
+fn a_device_trace_holds_what_ran_between_roctx_resume_and_pause_and_decodes_by_itself() {
+    // The context waits for roctxProfilerResume, which thread 0 calls before its 2nd
+    // iteration, and stops at the roctxProfilerPause before its 4th: the one window
+    // holds iterations 2 and 3 (dispatches 3 to 6).
+    let (output, run_dir) = run_device(
+        "resume_at = 1\npause_at = 3\n",
+        "period = { paused = true }\n",
+    );
+    assert_success(&output);
+    let said = text(&output.stderr);
+    assert!(said.contains("2 traces of 1 device windows"), "{said}");
+    assert!(said.contains("decoded: 28 waves"), "{said}");
+    assert!(!said.contains("HSA runtime"), "{said}");
+    let explained = rocflow(&["explain", "p.toml"], run_dir.path(), &[]);
+    assert_success(&explained);
+    let explained = text(&explained.stdout);
+    assert!(
+        explained
+            .contains("device thread trace (all each agent runs while the context is started)"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("kept per agent, shader engine and start of the context"),
+        "{explained}"
+    );
+
+    let files = kept(run_dir.path());
+    let traces: BTreeSet<&str> = (files.iter())
+        .filter_map(|f| f.strip_suffix(".att"))
+        .filter_map(|f| f.split_once('_').map(|(_, rest)| rest))
+        .collect();
+    let expected = ["1_shader_engine_0_device_0", "1_shader_engine_1_device_0"];
+    assert_eq!(traces, BTreeSet::from(expected));
+
+    // Per shader engine, stencil's 6 waves on the target CU and copy's one, twice.
+    let waves = table(&run_dir.path().join("att/thread_trace_waves.parquet"));
+    assert_eq!(
+        waves.column_by_name("dispatch_id").unwrap().null_count(),
+        waves.num_rows()
+    );
+    let counts = u64s(&waves, "instructions");
+    let begins = waves.column_by_name("begin_cycle").unwrap();
+    let begins = begins.as_primitive::<arrow_array::types::Int64Type>();
+    let mut per_kernel: BTreeMap<u64, usize> = BTreeMap::new();
+    for n in &counts {
+        *per_kernel.entry(*n).or_default() += 1;
+    }
+    assert_eq!(per_kernel, BTreeMap::from([(3, 24), (8, 4)]));
+    // The window's first dispatch starts it: its first wave at cycle 0.
+    assert_eq!(begins.iter().flatten().min(), Some(0));
+
+    assert_eq!(
+        hits_per_window(run_dir.path()),
+        BTreeMap::from([(0, window_truth(2))])
+    );
+    let db = rusqlite::Connection::open(run_dir.path().join("run.db")).unwrap();
+    let per_window: Vec<(i64, i64, i64)> = db
+        .prepare("SELECT device_window, count(*), sum(hits) FROM rocflow_thread_trace_instruction WHERE dispatch_id IS NULL GROUP BY device_window")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(per_window, [(0, 11, 3 * 24 + 8 * 4)]);
+}
+
+/// As SDK 1.0: a device trace started as the tool initializes, before the HSA runtime
+/// loads, does not start; the context traces from its next start on, and the pipeline
+/// is warned of it.
+#[test]
+fn a_device_trace_started_before_the_runtime_loads_traces_from_the_next_start() {
+    // Started at once, paused before thread 0's 2nd iteration, resumed before its 4th:
+    // only the 4th iteration's dispatches are traced, in the run's one window.
+    let (output, run_dir) = run_device("pause_at = 1\nresume_at = 3\n", "");
+    assert_success(&output);
+    let said = text(&output.stderr);
+    let warned: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("before the HSA runtime loads"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{said}");
+    assert!(said.contains("2 traces of 1 device windows"), "{said}");
+    assert_eq!(
+        hits_per_window(run_dir.path()),
+        BTreeMap::from([(0, window_truth(1))])
+    );
 }

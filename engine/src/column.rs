@@ -3,9 +3,9 @@
 
 use crate::catalog::StreamMeta;
 use crate::record::{
-    ApiCall, Batch, CounterSample, DeviceCounterSample, HipStream, KernelDispatch, KfdEvent,
-    Marker, MemoryAllocation, MemoryCopy, PcSample, Record, RuntimeInitialization, ScratchMemory,
-    Value,
+    ApiCall, Batch, CounterSample, DeviceCounterSample, GraphLaunch, HipEventBarrier, HipStream,
+    KernelDispatch, KfdEvent, Marker, MemoryAllocation, MemoryCopy, PcSample, Record,
+    RuntimeInitialization, ScratchMemory, Value,
 };
 use crate::sdk::Domain;
 
@@ -99,6 +99,8 @@ pub fn visit<V: BatchVisitor>(batch: &Batch, visitor: V) -> V::Output {
         Batch::HipStream(r) => visitor.visit(r),
         Batch::RuntimeInitialization(r) => visitor.visit(r),
         Batch::DeviceCounterSample(r) => visitor.visit(r),
+        Batch::GraphLaunch(r) => visitor.visit(r),
+        Batch::HipEventBarrier(r) => visitor.visit(r),
     }
 }
 
@@ -118,6 +120,8 @@ pub fn row(batch: &Batch, i: usize) -> &dyn Row {
         Batch::HipStream(r) => &r[i],
         Batch::RuntimeInitialization(r) => &r[i],
         Batch::DeviceCounterSample(r) => &r[i],
+        Batch::GraphLaunch(r) => &r[i],
+        Batch::HipEventBarrier(r) => &r[i],
     }
 }
 
@@ -185,8 +189,15 @@ timed_operation!(
     MemoryAllocation => Domain::MemoryAllocation,
     ScratchMemory => Domain::ScratchMemory,
     HipStream => Domain::HipStream,
-    RuntimeInitialization => Domain::RuntimeInitialization
+    RuntimeInitialization => Domain::RuntimeInitialization,
+    HipEventBarrier => Domain::HipEvent
 );
+
+impl Columns for GraphLaunch {
+    fn derived<'a>(&self, name: &str, _: &'a StreamMeta) -> Option<Cell<'a>> {
+        (name == "duration_ns").then(|| duration(self.start_ns, self.end_ns))
+    }
+}
 
 impl Columns for ApiCall {
     fn derived<'a>(&self, name: &str, _: &'a StreamMeta) -> Option<Cell<'a>> {
@@ -279,7 +290,9 @@ mod tests {
         check::<HipStream>();
         check::<RuntimeInitialization>();
         check::<DeviceCounterSample>();
-        assert_eq!(RecordKind::ALL.len(), 12, "a new kind needs a line above");
+        check::<GraphLaunch>();
+        check::<HipEventBarrier>();
+        assert_eq!(RecordKind::ALL.len(), 14, "a new kind needs a line above");
     }
 
     #[test]

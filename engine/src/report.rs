@@ -87,11 +87,12 @@ struct HotSpot {
     hits: u64,
     cycles: u64,
     stall: u64,
-    dispatches: BTreeSet<u64>,
+    /// The dispatches, or device trace windows, whose traces hold it.
+    traced: BTreeSet<rocflow_core::thread_trace::Traced>,
 }
 
-/// The thread trace's instructions that took the most cycles, over every traced dispatch,
-/// with their share and the part spent stalled.
+/// The thread trace's instructions that took the most cycles, over every traced dispatch
+/// or device window, with their share and the part spent stalled.
 fn hot_spots(out: &mut String, rows: &[crate::thread_trace::InstructionRow]) {
     if rows.is_empty() {
         return;
@@ -107,19 +108,19 @@ fn hot_spots(out: &mut String, rows: &[crate::thread_trace::InstructionRow]) {
         spot.hits += r.hits;
         spot.cycles += r.total_latency;
         spot.stall += r.stall;
-        spot.dispatches.insert(r.dispatch_id);
+        spot.traced.insert(r.traced);
     }
     let total: u64 = by_instruction.values().map(|s| s.cycles).sum();
     let mut hot: Vec<_> = by_instruction.into_iter().collect();
     hot.sort_by(|a, b| b.1.cycles.cmp(&a.1.cycles).then(a.0.cmp(&b.0)));
-    out.push_str("<h2>Thread trace hot spots</h2>\n<div class=\"wide\"><table class=\"sortable matrix\">\n<thead><tr><th>pid</th><th>code object</th><th>address</th><th>instruction</th><th>dispatches</th><th>hits</th><th>cycles</th><th>mean cycles</th><th>stalled</th><th>share</th></tr></thead>\n<tbody>\n");
+    out.push_str("<h2>Thread trace hot spots</h2>\n<div class=\"wide\"><table class=\"sortable matrix\">\n<thead><tr><th>pid</th><th>code object</th><th>address</th><th>instruction</th><th>dispatches or windows</th><th>hits</th><th>cycles</th><th>mean cycles</th><th>stalled</th><th>share</th></tr></thead>\n<tbody>\n");
     for ((pid, code, address), spot) in hot.iter().take(HOT_SPOTS) {
         let share = 100.0 * spot.cycles as f64 / total.max(1) as f64;
         let _ = writeln!(
             out,
             "<tr><td>{pid}</td><td>{code}</td><td>{address:#x}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.0}%</td><td class=\"bar\" style=\"--bar:{share:.1}%\">{share:.1}%</td></tr>",
             escape(&spot.text),
-            spot.dispatches.len(),
+            spot.traced.len(),
             spot.hits,
             spot.cycles,
             spot.cycles as f64 / spot.hits.max(1) as f64,

@@ -19,6 +19,7 @@ use crate::cxxfilt::demangle;
 use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
 pub mod device;
+pub mod graphs;
 
 /// What an output says a run held, summed over its processes.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -231,6 +232,8 @@ pub struct Kernel {
     pub scratch_bytes: u64,
     pub vgpr: u64,
     pub sgpr: u64,
+    /// The HIP graph it is a node of, if any: launched with its graph's other nodes.
+    pub graph: Option<u64>,
 }
 
 /// One of the copies of each iteration.
@@ -333,6 +336,10 @@ impl Scenario {
                 scratch_bytes: int(k, "scratch_bytes", 0),
                 vgpr: int(k, "vgpr", 0),
                 sgpr: int(k, "sgpr", 0),
+                graph: k
+                    .get("graph")
+                    .and_then(|g| g.as_integer())
+                    .map(|g| g as u64),
             })
             .collect();
         Scenario {
@@ -400,10 +407,16 @@ impl Scenario {
 
     /// The API calls of one iteration, per domain and function.
     pub fn calls(&self) -> Vec<(&str, &str, u64)> {
-        let kernels = self.kernels.len() as u64;
+        let kernels = self.kernels.iter().filter(|k| k.graph.is_none()).count() as u64;
         let allocations = self.allocations.len() as u64;
         let mut calls = vec![
             ("hip_runtime_api", "hipLaunchKernel", kernels),
+            (
+                "hip_runtime_api",
+                "hipGraphLaunch",
+                self.graphs().len() as u64,
+            ),
+            ("hip_graph", "EXEC_LAUNCH", self.graphs().len() as u64),
             ("hip_runtime_api", "hipMemcpy", self.copies.len() as u64),
             ("hip_runtime_api", "hipMalloc", allocations),
             ("hip_runtime_api", "hipFree", allocations),
@@ -882,6 +895,8 @@ pub struct Collects {
     pub summed: bool,
     /// Device counter reads of every GPU (see [`device`]).
     pub device_counters: bool,
+    /// HIP graph launches and HIP event barriers (see [`graphs`]).
+    pub graphs: bool,
 }
 
 /// How kernels are named (the pipeline's `kernel_names`).
@@ -924,6 +939,7 @@ impl Collects {
         self.pc_samples |= other.pc_samples;
         self.kfd |= other.kfd;
         self.device_counters |= other.device_counters;
+        self.graphs |= other.graphs;
         for api in &other.api {
             match self.api.iter_mut().find(|a| a.0 == api.0) {
                 // Either filter's functions: all if either keeps all and drops none.
@@ -1011,8 +1027,10 @@ fn glob(pattern: &str, text: &str) -> bool {
     }
 }
 
-/// The rows of a table of rocflow's record columns (CSV or Parquet), each column as text.
-pub type Rows = Vec<BTreeMap<String, String>>;
+/// A row of a table of rocflow's record columns (CSV or Parquet), each column as text.
+pub type Row = BTreeMap<String, String>;
+/// The rows of such a table.
+pub type Rows = Vec<Row>;
 
 /// A tally of the record tables of rocflow's CSV and Parquet sinks, by kind.
 pub fn tally_tables(table: impl Fn(&str) -> Rows) -> (Tally, Dispatches) {
@@ -1123,6 +1141,41 @@ pub fn parquet_tables(dir: &Path) -> (Tally, Dispatches) {
             .map(|row| columns.iter().cloned().zip(row.iter().map(text)).collect())
             .collect()
     })
+}
+
+/// What device thread traces on the scenario at `path` hold when each kernel ran
+/// `dispatches` times while they traced: per code object (a GPU's, its index + 1) and
+/// instruction address, how many times traced waves ran the instruction. A dispatch spreads its waves evenly over
+/// its GPU's CUs, at least one and at most a CU's wave slots on each; every shader engine
+/// of `shader_engine_mask` that the GPU has traces the target CU's waves on every SIMD, and
+/// each wave runs each instruction of its kernel once.
+pub fn device_trace_hits(
+    path: &Path,
+    shader_engine_mask: u64,
+    dispatches: u64,
+) -> BTreeMap<(u64, u64), u64> {
+    use rocflow_core::sim_trace::{INSTRUCTION_BYTES, isa, kernel_offset};
+    let scenario = rocflow_core::scenario::Scenario::read(path).unwrap();
+    let mut hits = BTreeMap::new();
+    for (k, kernel) in scenario.kernels.iter().enumerate() {
+        let gpu = &scenario.agents[kernel.agent as usize];
+        let threads: u64 = kernel.grid.iter().map(|&g| u64::from(g.max(1))).product();
+        let waves = threads.div_ceil(u64::from(gpu.wave_front_size.max(1)));
+        let slots = u64::from(gpu.simd_per_cu.max(1) * gpu.max_waves_per_simd.max(1));
+        let on_cu = waves
+            .div_ceil(u64::from(gpu.cu_count.max(1)))
+            .clamp(1, slots);
+        let engines = (0..u64::from(gpu.shader_engines.max(1)))
+            .filter(|se| shader_engine_mask >> se & 1 == 1)
+            .count() as u64;
+        for n in 0..isa(kernel).len() as u64 {
+            let address = kernel_offset(k) + n * INSTRUCTION_BYTES;
+            *hits
+                .entry((u64::from(kernel.agent) + 1, address))
+                .or_default() += dispatches * on_cu * engines;
+        }
+    }
+    hits
 }
 
 /// A tally of a rocpd database, through the views AMD's rocpd tools read.

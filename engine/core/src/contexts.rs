@@ -57,6 +57,11 @@ impl ContextPlan {
         self.tracing
             .iter()
             .map(|t| t.domain.record_kind())
+            .chain(
+                self.tracing
+                    .iter()
+                    .filter_map(|t| t.domain.queue_record_kind()),
+            )
             .chain(self.counters.iter().map(|_| RecordKind::CounterSample))
             .chain(self.pc_sampling.iter().map(|_| RecordKind::PcSample))
             .chain((self.device_counting.iter()).map(|_| RecordKind::DeviceCounterSample))
@@ -261,6 +266,8 @@ pub struct ReducePlan {
 /// parameters.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ThreadTracePlan {
+    #[serde(default)]
+    pub mode: TraceMode,
     /// The folder the raw traces and code objects are kept in, and the decoded tables
     /// written to (run-time placeholders filled per process).
     pub path: String,
@@ -284,6 +291,22 @@ pub struct ThreadTracePlan {
     /// `--att-library-path`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decoder_paths: Vec<String>,
+}
+
+/// Which of the SDK's thread-trace services a context uses.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceMode {
+    /// The dispatches the kernel filter takes, one trace each (the dispatch service).
+    #[default]
+    Dispatch,
+    /// All the agent runs while the context is started (the device service): the
+    /// context's start and stop, a collection period or a ROCTx range bound the trace.
+    Device,
+}
+
+impl TraceMode {
+    pub const NAMES: &[&str] = &["dispatch", "device"];
 }
 
 /// A counter sampled into the trace.

@@ -228,6 +228,11 @@ pub struct Kernel {
     /// PC samples per dispatch while PC sampling is on.
     #[serde(default)]
     pub pc_samples: u32,
+    /// The HIP graph the kernel is a node of, if any: the kernels of one graph number are
+    /// launched together by one `hipGraphLaunch` an iteration, in the order listed, where
+    /// the others each have a `hipLaunchKernel` of their own.
+    #[serde(default)]
+    pub graph: Option<u32>,
     /// The instructions a thread trace shows the kernel's waves run, in order; empty for
     /// the simulated device's default listing.
     #[serde(default)]
@@ -444,6 +449,22 @@ impl std::fmt::Display for Place {
 }
 
 impl Scenario {
+    /// The scenario's HIP graphs, each once, in the order their first nodes are listed.
+    pub fn graphs(&self) -> Vec<u32> {
+        let mut graphs: Vec<u32> = Vec::new();
+        for graph in self.kernels.iter().filter_map(|k| k.graph) {
+            if !graphs.contains(&graph) {
+                graphs.push(graph);
+            }
+        }
+        graphs
+    }
+
+    /// The nodes of graph `graph`, with their places in the kernel list, in launch order.
+    pub fn graph_nodes(&self, graph: u32) -> impl Iterator<Item = (usize, &Kernel)> {
+        (self.kernels.iter().enumerate()).filter(move |(_, k)| k.graph == Some(graph))
+    }
+
     /// The rocprofiler-sdk version the simulated SDK is.
     pub fn sdk_version(&self) -> SdkVersion {
         self.scenario.sdk_version.unwrap_or(SIMULATED)

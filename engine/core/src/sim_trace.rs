@@ -165,6 +165,28 @@ impl ShaderData {
         }
     }
 
+    /// One shader engine's trace of a device traced over a window: the traces of the
+    /// dispatches it ran then, each moved to start `at` cycles into the window.
+    pub fn window(
+        shader_engine: u32,
+        dispatches: impl IntoIterator<Item = (i64, ShaderData)>,
+    ) -> ShaderData {
+        let waves = (dispatches.into_iter())
+            .flat_map(|(at, data)| {
+                data.waves.into_iter().map(move |mut w| {
+                    w.begin += at;
+                    w.end += at;
+                    w.instructions.iter_mut().for_each(|i| i.time += at);
+                    w
+                })
+            })
+            .collect();
+        ShaderData {
+            shader_engine,
+            waves,
+        }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut out = TRACE_MAGIC.to_vec();
         out.extend(self.shader_engine.to_le_bytes());

@@ -1,13 +1,15 @@
-//! Thread trace (ATT/SQTT): rocprofiler-sdk's dispatch thread-trace service, as a context
-//! plans it and as the SDK takes its parameters. The tool turns a [`ThreadTracePlan`] into
-//! the parameter array of `rocprofiler_configure_dispatch_thread_trace_service`; the
-//! simulated SDK reads that array back by the same values.
+//! Thread trace (ATT/SQTT): rocprofiler-sdk's dispatch and device thread-trace services,
+//! as a context plans them and as the SDK takes their parameters. The tool turns a
+//! [`ThreadTracePlan`] into the parameter array of
+//! `rocprofiler_configure_dispatch_thread_trace_service` or
+//! `rocprofiler_configure_device_thread_trace_service`; the simulated SDK reads that array
+//! back by the same values.
 
 use std::ffi::{c_char, c_void};
 use std::path::{Path, PathBuf};
 
 use crate::abi::{AsyncCorrelationId, Handle, Status, UserData};
-pub use crate::contexts::{ThreadTracePlan, TracePerfcounter};
+pub use crate::contexts::{ThreadTracePlan, TraceMode, TracePerfcounter};
 
 /// `rocprofiler_thread_trace_dispatch_callback_t`: whether to trace a dispatch (a
 /// [`control`] value), and what the shader-data callback gets for it in `userdata_shader`.
@@ -39,6 +41,18 @@ pub type ConfigureDispatchFn = unsafe extern "C" fn(
     dispatch: Option<DispatchCallback>,
     shader: Option<ShaderDataCallback>,
     data: *mut c_void,
+) -> Status;
+
+/// `rocprofiler_configure_device_thread_trace_service`: the whole agent is traced while
+/// the context runs; each stop hands the traced shader engines' data to `shader`, with
+/// `data` as its user data.
+pub type ConfigureDeviceFn = unsafe extern "C" fn(
+    context: Handle,
+    agent: Handle,
+    parameters: *mut Parameter,
+    count: usize,
+    shader: Option<ShaderDataCallback>,
+    data: UserData,
 ) -> Status;
 
 /// rocprofiler-sdk's decoder API (`experimental/thread-trace/trace_decoder.h`) and the
@@ -281,7 +295,7 @@ pub enum TracePart {
         /// rocflow's agent index.
         agent: u32,
         shader_engine: u32,
-        dispatch_id: u64,
+        traced: Traced,
     },
     /// The code object of a load (its id as the SDK's code-object tracing gives it).
     CodeObject {
@@ -290,6 +304,31 @@ pub enum TracePart {
         load_base: u64,
         load_size: u64,
     },
+}
+
+/// What a shader engine's trace covers: one dispatch (the dispatch service), or all the
+/// agent ran while its context was started (the device service), numbered by the
+/// context's starts that the agent's shader engine delivered a trace of, from 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Traced {
+    Dispatch(u64),
+    Device { window: u64 },
+}
+
+impl Traced {
+    pub fn dispatch_id(self) -> Option<u64> {
+        match self {
+            Traced::Dispatch(id) => Some(id),
+            Traced::Device { .. } => None,
+        }
+    }
+
+    pub fn window(self) -> Option<u64> {
+        match self {
+            Traced::Dispatch(_) => None,
+            Traced::Device { window } => Some(window),
+        }
+    }
 }
 
 /// No trace or code object the runner keeps is larger: a bound on what a stream's
@@ -316,8 +355,13 @@ impl TraceData {
             TracePart::ShaderData {
                 agent,
                 shader_engine,
-                dispatch_id,
+                traced: Traced::Dispatch(dispatch_id),
             } => (0u8, agent, dispatch_id, shader_engine, 0, 0),
+            TracePart::ShaderData {
+                agent,
+                shader_engine,
+                traced: Traced::Device { window },
+            } => (2, agent, window, shader_engine, 0, 0),
             TracePart::CodeObject {
                 id,
                 agent,
@@ -347,7 +391,12 @@ impl TraceData {
             0 => TracePart::ShaderData {
                 agent,
                 shader_engine: u32_at(16),
-                dispatch_id: id,
+                traced: Traced::Dispatch(id),
+            },
+            2 => TracePart::ShaderData {
+                agent,
+                shader_engine: u32_at(16),
+                traced: Traced::Device { window: id },
             },
             1 => TracePart::CodeObject {
                 id,
@@ -460,6 +509,20 @@ mod tests {
         let mut bytes = Vec::new();
         piece.encode(&mut bytes);
         assert_eq!(TraceData::decode(&bytes), Ok(piece));
+        for traced in [Traced::Dispatch(7), Traced::Device { window: 7 }] {
+            let trace = TraceData {
+                what: TracePart::ShaderData {
+                    agent: 1,
+                    shader_engine: 2,
+                    traced,
+                },
+                offset: 0,
+                bytes: vec![4],
+            };
+            let mut encoded = Vec::new();
+            trace.encode(&mut encoded);
+            assert_eq!(TraceData::decode(&encoded), Ok(trace));
+        }
         bytes[24..32].copy_from_slice(&MAX_TRACE_BYTES.to_le_bytes());
         assert_eq!(
             TraceData::decode(&bytes),

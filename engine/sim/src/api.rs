@@ -340,8 +340,12 @@ fn set_active(context: Handle, active: bool) -> Status {
         Some(ctx) => {
             if active && !ctx.active.load(Ordering::Acquire) {
                 crate::device_counting::start(context, ctx);
+                crate::device_trace::start(ctx);
             }
-            ctx.active.store(active, Ordering::Release);
+            let was_active = ctx.active.swap(active, Ordering::AcqRel);
+            if was_active && !active {
+                crate::device_trace::stop(ctx);
+            }
             if active {
                 crate::workload::report_code_objects(sdk, ctx);
             }
@@ -748,6 +752,8 @@ mod tests {
 
     use std::ptr::null_mut;
 
+    use rocflow_core::thread_trace::{Parameter, ShaderDataCallback, parameter};
+
     use super::*;
     use crate::sdk::{install, set_phase};
 
@@ -774,6 +780,20 @@ mod tests {
         _: *mut abi::UserData,
         _: *mut c_void,
     ) {
+    }
+
+    unsafe extern "C" fn no_shader(_: Handle, _: i64, _: *mut c_void, _: usize, _: abi::UserData) {}
+
+    unsafe extern "C" fn no_dispatch(
+        _: Handle,
+        _: Handle,
+        _: abi::AsyncCorrelationId,
+        _: u64,
+        _: u64,
+        _: *mut c_void,
+        _: *mut abi::UserData,
+    ) -> i32 {
+        0
     }
 
     /// One test walks the phases in order, as a process does.
@@ -937,8 +957,55 @@ mod tests {
                 status::CONTEXT_CONFLICT,
                 "PC sampling next to dispatch counting"
             );
+            // The device thread-trace service: the dispatch service's parameters but
+            // serialize_all, a shader callback, and not beside the dispatch service.
+            let mut traced = Handle { handle: 0 };
+            assert_eq!(rocprofiler_create_context(&mut traced), status::SUCCESS);
+            let device_trace = |ctx, serialize: u64, shader: Option<ShaderDataCallback>| {
+                let mut parameters = [
+                    Parameter::value(parameter::SHADER_ENGINE_MASK, 0x3),
+                    Parameter::value(parameter::SERIALIZE_ALL, serialize),
+                ];
+                let user = abi::UserData { value: 0 };
+                crate::device_trace::rocprofiler_configure_device_thread_trace_service(
+                    ctx,
+                    gpu,
+                    parameters.as_mut_ptr(),
+                    parameters.len(),
+                    shader,
+                    user,
+                )
+            };
+            assert_eq!(
+                device_trace(traced, 1, Some(no_shader)),
+                status::INVALID_ARGUMENT
+            );
+            assert_eq!(device_trace(traced, 0, None), status::INVALID_ARGUMENT);
+            assert_eq!(
+                device_trace(stray, 0, Some(no_shader)),
+                status::CONTEXT_NOT_FOUND
+            );
+            assert_eq!(device_trace(traced, 0, Some(no_shader)), status::SUCCESS);
+            let mut parameters = [Parameter::value(parameter::SHADER_ENGINE_MASK, 0x1)];
+            assert_eq!(
+                crate::thread_trace::rocprofiler_configure_dispatch_thread_trace_service(
+                    traced,
+                    gpu,
+                    parameters.as_mut_ptr(),
+                    parameters.len(),
+                    Some(no_dispatch),
+                    Some(no_shader),
+                    null_mut(),
+                ),
+                status::CONTEXT_INVALID,
+                "the dispatch service beside the device one"
+            );
             set_phase(Phase::Running);
             sdk().unwrap().freeze();
+            assert_eq!(
+                device_trace(traced, 0, Some(no_shader)),
+                status::CONFIGURATION_LOCKED
+            );
             assert_eq!(
                 rocprofiler_create_context(&mut second),
                 status::CONFIGURATION_LOCKED

@@ -22,7 +22,8 @@ pub struct HipApiExtRecord {
 }
 
 /// A simulated call's argument values, read by its function:
-/// `hipLaunchKernel`: kernel index in the scenario, stream; `hipMemcpy`: dst, src, bytes,
+/// `hipLaunchKernel`: kernel index in the scenario, stream; `hipGraphLaunch`: executable
+/// graph, stream; `hipMemcpy`: dst, src, bytes,
 /// kind; `hipMalloc`: the pointer's address, bytes; `hipFree`: the pointer.
 pub type CallArgs = [u64; 4];
 
@@ -74,6 +75,10 @@ fn arguments(function: &str, values: CallArgs) -> Vec<(&'static CStr, &'static C
         }
         "hipMalloc" => vec![(c"ptr", c"PPv", address(a)), (c"size", c"m", b.to_string())],
         "hipFree" => vec![(c"ptr", c"Pv", address(a))],
+        "hipGraphLaunch" => vec![
+            (c"graphExec", c"P12hipGraphExec", address(a)),
+            (c"stream", c"P12ihipStream_t", address(b)),
+        ],
         _ => Vec::new(),
     }
 }

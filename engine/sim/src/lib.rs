@@ -15,6 +15,8 @@ mod args;
 mod buffer;
 mod device;
 mod device_counting;
+mod device_trace;
+mod graph;
 mod kernel_replay;
 mod kfd;
 mod ledger;
@@ -197,8 +199,11 @@ unsafe extern "C" fn client_finalize(_client: ClientId) {
 fn stop_contexts() {
     if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
         for ctx in &running.contexts {
-            ctx.active
-                .store(false, std::sync::atomic::Ordering::Release);
+            // As the real SDK's finalization stops a started context, which ends its
+            // device thread trace.
+            if ctx.active.swap(false, std::sync::atomic::Ordering::AcqRel) {
+                device_trace::stop(ctx);
+            }
         }
     }
 }

@@ -131,6 +131,8 @@ pub struct ContextSetup {
     pub device_counting: Vec<DeviceService>,
     /// The dispatch thread-trace service, per agent it was configured on.
     pub thread_trace: Vec<TraceService>,
+    /// The device thread-trace service, per agent it was configured on.
+    pub device_thread_trace: Vec<crate::device_trace::DeviceTraceService>,
     pub started: bool,
 }
 
@@ -155,6 +157,12 @@ impl ContextSetup {
         self.counting.is_some() || self.thread_trace.iter().any(|t| t.serialize_all)
     }
 
+    /// Whether either thread-trace service is configured: the tool then needs the code
+    /// objects' bytes.
+    pub fn traces_threads(&self) -> bool {
+        !self.thread_trace.is_empty() || !self.device_thread_trace.is_empty()
+    }
+
     /// The buffer receiving records of `domain`, `operation`, if traced.
     pub fn traces(&self, domain: i32, operation: i32) -> Option<usize> {
         self.tracing.iter().find_map(|(d, ops, buffer)| {
@@ -170,6 +178,8 @@ pub struct Context {
     /// Code objects are reported to a context once, when it first starts.
     pub code_objects_sent: AtomicBool,
     pub sampling: Sampling,
+    /// What the device thread-trace service has seen since the context last started.
+    pub device_trace: crate::device_trace::Window,
 }
 
 /// The frozen setup, after initialize.
@@ -298,6 +308,7 @@ impl Sdk {
                     active: AtomicBool::new(setup.started),
                     code_objects_sent: AtomicBool::new(false),
                     sampling: Default::default(),
+                    device_trace: Default::default(),
                     setup,
                 })
                 .collect();

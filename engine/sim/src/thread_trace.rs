@@ -1,4 +1,5 @@
-//! The dispatch thread-trace service and the trace decoder API, with rocprofiler-sdk's
+//! The dispatch thread-trace service (the device one is `device_trace`) and the trace
+//! decoder API, with rocprofiler-sdk's
 //! rules and statuses: the service takes its parameters only while the tool initializes,
 //! asks the tool's dispatch callback about every dispatch on its agent, and hands each
 //! traced shader engine's data to the shader-data callback; the decoder API loads AMD's
@@ -41,9 +42,47 @@ pub unsafe extern "C" fn rocprofiler_configure_dispatch_thread_trace_service(
     // SAFETY: the caller passes `count` parameters.
     let parameters = unsafe { slice(parameters, count) };
     configure(context, |contexts, index, _| {
+        if !contexts[index].device_thread_trace.is_empty() {
+            return status::CONTEXT_INVALID;
+        }
         let Some(dispatch) = dispatch else {
             return status::INVALID_ARGUMENT;
         };
+        let p = match TraceParameters::read(parameters, shader) {
+            Ok(p) => p,
+            Err(status) => return status,
+        };
+        let services = &mut contexts[index].thread_trace;
+        services.retain(|s| s.agent.handle != agent.handle);
+        services.push(TraceService {
+            agent,
+            target_cu: p.target_cu,
+            simd_select: p.simd_select,
+            shader_engine_mask: p.shader_engine_mask,
+            serialize_all: p.serialize_all,
+            dispatch,
+            shader: p.shader,
+            data,
+        });
+        status::SUCCESS
+    })
+}
+
+/// The parameters both thread-trace services take, read and checked as the SDK's
+/// parameter pack checks them.
+pub(crate) struct TraceParameters {
+    pub target_cu: u8,
+    pub simd_select: u8,
+    pub shader_engine_mask: u64,
+    pub serialize_all: bool,
+    pub shader: ShaderDataCallback,
+}
+
+impl TraceParameters {
+    pub(crate) fn read(
+        parameters: &[Parameter],
+        shader: Option<ShaderDataCallback>,
+    ) -> Result<TraceParameters, Status> {
         // The SDK keeps the CU, the SIMDs and the perfcounter period in a byte each.
         let (mut target_cu, mut simd_select) = (1u8, 0xFu8);
         let (mut shader_engine_mask, mut buffer, mut serialize_all) = (1u64, 0x800_0000, false);
@@ -57,33 +96,27 @@ pub unsafe extern "C" fn rocprofiler_configure_dispatch_thread_trace_service(
                 // Perfcounters are sampled into the real trace only; an unknown counter
                 // is left out, as the SDK leaves it out.
                 parameter::PERFCOUNTERS_CTRL | parameter::PERFCOUNTER => {}
-                _ => return status::INVALID_ARGUMENT,
+                _ => return Err(status::INVALID_ARGUMENT),
             }
         }
         let Some(shader) = shader else {
-            return status::INVALID_ARGUMENT;
+            return Err(status::INVALID_ARGUMENT);
         };
         if shader_engine_mask == 0
             || buffer < MIN_BUFFER_BYTES
             || target_cu > MAX_TARGET_CU
             || simd_select > MAX_SIMD_SELECT
         {
-            return status::INVALID_ARGUMENT;
+            return Err(status::INVALID_ARGUMENT);
         }
-        let services = &mut contexts[index].thread_trace;
-        services.retain(|s| s.agent.handle != agent.handle);
-        services.push(TraceService {
-            agent,
+        Ok(TraceParameters {
             target_cu,
             simd_select,
             shader_engine_mask,
             serialize_all,
-            dispatch,
             shader,
-            data,
-        });
-        status::SUCCESS
-    })
+        })
+    }
 }
 
 /// A decoder: AMD's library, loaded, and the code objects loaded into it.

@@ -30,10 +30,20 @@ use rocflow_core::scenario::{Kernel, Settings};
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
 static DISPATCH: AtomicU64 = AtomicU64::new(1);
 
+/// `ROCPROFILER_HIP_EVENT_OPERATION_WAIT`.
+const HIP_EVENT_WAIT: i32 = 2;
+
 /// How long each simulated host API call takes.
 const API_NS: u64 = 2_000;
 /// Between two passes of a replayed dispatch: the SDK restores the GPU's tracked memory.
 const REPLAY_RESTORE_NS: u64 = 5_000;
+
+/// The queue thread `index` launches `kernel` on (its stream's, on the kernel's GPU).
+fn kernel_queue(index: u32, kernel: &Kernel) -> Handle {
+    Handle {
+        handle: 0x5000 + u64::from(index) * 16 + u64::from(kernel.agent),
+    }
+}
 
 fn hip_op(name: &str) -> i32 {
     let ops = Domain::HipRuntimeApi.operations();
@@ -93,8 +103,9 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         }
     };
     let mut queue_free = vec![0u64; scenario.agents.len()];
-    let (launch, memcpy, malloc, free) = (
+    let (launch, graph_launch, memcpy, malloc, free) = (
         hip_op("hipLaunchKernel"),
+        hip_op("hipGraphLaunch"),
         hip_op("hipMemcpy"),
         hip_op("hipMalloc"),
         hip_op("hipFree"),
@@ -116,17 +127,9 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         }
         // roctxRangePushA: its callbacks now, its record when it is popped.
         let range = (scenario.scenario.marker_ranges).then(|| (emitter.push_range(message), t));
-        for (k, kernel) in scenario.kernels.iter().enumerate() {
-            let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
-            let queue = Handle {
-                handle: 0x5000 + u64::from(index) * 16 + u64::from(kernel.agent),
-            };
-            wait(t);
-            emitter.hip(
-                api_record(Domain::HipRuntimeApi, launch, t, correlation, tid),
-                [k as u64, queue.handle, 0, 0],
-            );
-            t += API_NS;
+        // Enqueues kernel `k` at `t` under the launch call `correlation`.
+        let mut enqueue = |k: usize, kernel: &Kernel, correlation: u64, t: u64| {
+            let queue = kernel_queue(index, kernel);
             let free_at = &mut queue_free[kernel.agent as usize];
             let gpu = kernel.agent as usize;
             let dispatch_id = DISPATCH.fetch_add(1, Ordering::Relaxed);
@@ -141,6 +144,44 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
             let now = crate::sdk::now();
             (sdk.activity).dispatch(gpu, start, *free_at, now);
             emitter.dispatch(kernel, k as u64 + 1, dispatch_id, queue, correlation, start);
+        };
+        for (k, kernel) in scenario.kernels.iter().enumerate() {
+            let first = |graph| scenario.graph_nodes(graph).next().map(|n| n.0) == Some(k);
+            if kernel.graph.is_some_and(|graph| !first(graph)) {
+                // Dispatched by its graph's launch.
+                continue;
+            }
+            let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
+            wait(t);
+            match kernel.graph {
+                None => {
+                    emitter.hip(
+                        api_record(Domain::HipRuntimeApi, launch, t, correlation, tid),
+                        [k as u64, kernel_queue(index, kernel).handle, 0, 0],
+                    );
+                    t += API_NS;
+                    enqueue(k, kernel, correlation, t);
+                }
+                // A graph is launched where its first node is listed.
+                Some(graph) => {
+                    let exec = crate::graph::exec_id(scenario, index, graph);
+                    let stream = kernel_queue(index, kernel).handle;
+                    let call = api_record(Domain::HipRuntimeApi, graph_launch, t, correlation, tid);
+                    emitter.hip(call, [exec, stream, 0, 0]);
+                    let mut nodes = 0;
+                    for (n, node) in scenario.graph_nodes(graph) {
+                        enqueue(n, node, correlation, t + API_NS);
+                        nodes += 1;
+                    }
+                    let at = crate::graph::Launch {
+                        gpu: sdk.device.gpu_handle(kernel.agent as usize),
+                        exec,
+                        dispatches: nodes,
+                    };
+                    crate::graph::trace(&emitter, &call, &at);
+                    t += API_NS;
+                }
+            }
         }
         for copy in &scenario.copies {
             let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
@@ -245,7 +286,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                             agent_id: gpu(),
                             queue_id: queue,
                             graph_exec_id: Handle {
-                                handle: u64::from(index) + 1,
+                                handle: crate::graph::call_exec_id(scenario, index),
                             },
                             kernel_dispatch_count: 0,
                         },
@@ -264,7 +305,14 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                             agent_id: gpu(),
                             queue_id: queue,
                             hip_event_handle: 0xe000 + u64::from(index),
-                            source_queue_id: queue,
+                            // A wait's barrier waits for the queue the event was recorded
+                            // on: another stream's.
+                            source_queue_id: match call.operation {
+                                HIP_EVENT_WAIT => Handle {
+                                    handle: queue.handle + 8,
+                                },
+                                _ => queue,
+                            },
                         },
                     ),
                     _ => emitter.trace(call.domain, call.operation, &record),
@@ -490,6 +538,7 @@ impl<'a> Emitter<'a> {
                     self.pc_samples(pc.buffer, kernel, &info, correlation, start);
                 }
             }
+            crate::device_trace::ran(ctx, kernel, kernel_id as usize - 1, start);
             for service in &ctx.setup.thread_trace {
                 let k = kernel_id as usize - 1;
                 let correlation = async_correlation(correlation);
@@ -791,8 +840,8 @@ pub fn report_code_objects(sdk: &Sdk, ctx: &Context) {
     let scenario = &sdk.scenario;
     // A thread trace is decoded with the code objects' bytes, which a tool reads from
     // the loaded code object in memory.
-    let traced = (sdk.running())
-        .is_some_and(|r| (r.contexts.iter()).any(|c| !c.setup.thread_trace.is_empty()));
+    let traced =
+        (sdk.running()).is_some_and(|r| (r.contexts.iter()).any(|c| c.setup.traces_threads()));
     for (gpu, agent) in scenario.agents.iter().enumerate() {
         let image = traced.then(|| crate::traced::code_object_image(sdk, gpu));
         let uri = match image {

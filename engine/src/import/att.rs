@@ -60,6 +60,8 @@ pub(super) fn thread_trace(
         .map(|p| p.value.split_whitespace().map(perfcounter).collect())
         .unwrap_or_default();
     Some(ThreadTrace {
+        // rocprofv3 (SDK 1.0) configures the dispatch service only.
+        mode: None,
         path: String::new(),
         target_cu: number(&j.att_target_cu),
         simd_select: number(&j.att_simd_select),

@@ -224,6 +224,8 @@ pub struct PcSampling {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ThreadTrace {
+    /// `dispatch` (the default) or `device`.
+    pub mode: Option<rocflow_core::contexts::TraceMode>,
     pub path: String,
     pub target_cu: Option<u64>,
     pub simd_select: Option<u64>,

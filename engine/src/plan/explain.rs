@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use rocflow_core::thread_trace::TraceMode;
+
 use crate::plan::PostStep;
 use crate::units::format_duration;
 
@@ -270,9 +272,16 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
         );
     }
     if let Some(t) = &c.thread_trace {
+        let (service, kept) = match t.mode {
+            TraceMode::Dispatch => ("dispatch thread trace", "per dispatch"),
+            TraceMode::Device => (
+                "device thread trace (all each agent runs while the context is started)",
+                "per agent, shader engine and start of the context",
+            ),
+        };
         let _ = writeln!(
             out,
-            "      thread trace on {}: target CU {}, SIMDs {:#x}, shader engines {:#x}, buffer {} bytes",
+            "      {service} on {}: target CU {}, SIMDs {:#x}, shader engines {:#x}, buffer {} bytes",
             agents(&t.agents, "the context's agents"),
             t.target_cu,
             t.simd_select,
@@ -304,7 +313,7 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
         }
         let _ = writeln!(
             out,
-            "        raw traces and code objects kept per dispatch; decoded by AMD's trace decoder ({})",
+            "        raw traces and code objects kept {kept}; decoded by AMD's trace decoder ({})",
             rocflow_core::thread_trace::decoder_search(&t.decoder_paths)
         );
     }

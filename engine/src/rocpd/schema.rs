@@ -56,6 +56,11 @@ pub const SAMPLE: &str = "rocpd_sample";
 pub const KERNEL_DISPATCH: &str = "rocpd_kernel_dispatch";
 pub const MEMORY_COPY: &str = "rocpd_memory_copy";
 pub const MEMORY_ALLOCATE: &str = "rocpd_memory_allocate";
+/// A table of rocpd schema 3.0.2 (rocprofiler-sdk 1.3.5): a HIP graph's launches.
+pub const GRAPH_LAUNCH: &str = "rocpd_graph_launch";
+/// A table of rocpd schema 3.0.4 (rocprofiler-sdk 1.4.1): `hipEventRecord` and
+/// `hipStreamWaitEvent` as the GPU saw them.
+pub const HIP_EVENT: &str = "rocpd_hip_event";
 
 /// The category of rocflow's device counter samples, and the start of their tracks'
 /// names (rocprofv3 stores none).
@@ -380,6 +385,57 @@ pub const TABLES: &[Table] = &[
             ("agent_id", AGENT),
             ("stream_id", STREAM),
             ("queue_id", QUEUE),
+            ("event_id", EVENT),
+        ],
+    },
+    // The later revisions' tables of what rocflow records, which AMD's tools of schema
+    // 3.0.0 pass over: a reader of rocpd holds them optional.
+    Table {
+        name: GRAPH_LAUNCH,
+        columns: &[
+            NID,
+            PID,
+            "tid INTEGER",
+            "agent_id INTEGER",
+            "queue_id INTEGER",
+            START,
+            END,
+            "graph_exec_id INTEGER",
+            "kernel_dispatch_count INTEGER",
+            "event_id INTEGER",
+        ],
+        references: &[
+            ("nid", NODE),
+            ("pid", PROCESS),
+            ("tid", THREAD),
+            ("agent_id", AGENT),
+            ("queue_id", QUEUE),
+            ("event_id", EVENT),
+        ],
+    },
+    // The SDK record's fields: rocflow has no table of AMD's 3.0.4 to follow.
+    Table {
+        name: HIP_EVENT,
+        columns: &[
+            NID,
+            PID,
+            "tid INTEGER",
+            "agent_id INTEGER",
+            "queue_id INTEGER",
+            "source_queue_id INTEGER",
+            START,
+            END,
+            "operation TEXT",
+            "hip_event_handle INTEGER",
+            "event_id INTEGER",
+        ],
+        references: &[
+            ("nid", NODE),
+            ("pid", PROCESS),
+            ("tid", THREAD),
+            ("agent_id", AGENT),
+            ("queue_id", QUEUE),
+            ("source_queue_id", QUEUE),
             ("event_id", EVENT),
         ],
     },

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 pub const TOOL: &str = "librocflow_tool.so";
 pub const SIM: &str = "librocflow_sim.so";
+/// The simulated device's trace decoder (AMD's is `librocprof-trace-decoder.so`).
+pub const SIM_DECODER: &str = "librocprof_trace_decoder.so";
 
 /// Why a library of rocflow's is not found.
 #[derive(Debug, thiserror::Error)]

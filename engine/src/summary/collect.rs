@@ -212,6 +212,14 @@ impl Sink for Collector {
                         s.add(Kind::Markers, (r.pid, None), &own, time, 0);
                     }
                 }
+                Batch::GraphLaunch(records) => {
+                    for r in records {
+                        let graph = format!("graph {}", r.graph_exec_id);
+                        let at = (r.pid, Some(r.agent));
+                        let time = span(r.start_ns, r.end_ns);
+                        s.add(Kind::Graphs, at, &[&graph], time, r.dispatch_count);
+                    }
+                }
                 Batch::CounterSample(samples) => self.samples(s, chunk.stream, samples, meta),
                 Batch::DeviceCounterSample(samples) => {
                     for r in samples {

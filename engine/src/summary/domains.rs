@@ -93,7 +93,8 @@ impl Summary {
                         format!("SCRATCH_MEMORY_{}", own(0)),
                     ),
                     Kind::Markers => (SummaryDomain::MarkerApi, own(0).to_owned()),
-                    Kind::Counters => continue,
+                    // rocprofv3 has no summary of graph launches.
+                    Kind::Counters | Kind::Graphs => continue,
                 };
                 let rows = domains.entry(domain).or_default();
                 rows.entry(name).or_default().merge(&row.durations);

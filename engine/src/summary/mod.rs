@@ -1,7 +1,8 @@
 //! Run statistics, as rocprofv3's `--stats` gives them and more: per kernel, API function,
 //! copy direction and size class, allocation operation and marker range, the calls, total,
 //! mean, extremes, standard deviation, percentiles and share of the section's time; counter
-//! values per kernel, with each kernel's share of the counter's total. Optionally broken
+//! values per kernel, with each kernel's share of the counter's total; per HIP graph, its
+//! launches, their time and the dispatches they enqueued. Optionally broken
 //! down per process and per agent. And rocprofv3's summary tables of its tracing domains.
 
 mod collect;
@@ -53,8 +54,8 @@ struct Key {
 #[derive(Debug, Default, Clone)]
 struct Row {
     durations: Accumulator,
-    /// Bytes moved or allocated (copies and allocations).
-    bytes: u64,
+    /// What the section's records add up besides time ([`Kind::amount`]).
+    amount: u64,
 }
 
 /// The sections, in the order they are shown.
@@ -67,10 +68,12 @@ enum Kind {
     Scratch,
     Markers,
     Counters,
+    /// HIP graph launches, per executable graph.
+    Graphs,
 }
 
 impl Kind {
-    const ALL: [Kind; 7] = [
+    const ALL: [Kind; 8] = [
         Kind::Kernels,
         Kind::Api,
         Kind::Copies,
@@ -78,6 +81,7 @@ impl Kind {
         Kind::Scratch,
         Kind::Markers,
         Kind::Counters,
+        Kind::Graphs,
     ];
 
     fn name(self) -> &'static str {
@@ -89,6 +93,7 @@ impl Kind {
             Kind::Scratch => "scratch_memory",
             Kind::Markers => "markers",
             Kind::Counters => "counters",
+            Kind::Graphs => "hip_graphs",
         }
     }
 
@@ -101,6 +106,17 @@ impl Kind {
             Kind::Allocations | Kind::Scratch => &["operation"],
             Kind::Markers => &["range"],
             Kind::Counters => &["kernel", "counter"],
+            Kind::Graphs => &["graph"],
+        }
+    }
+
+    /// The column of what the section's records add up besides time, if they do: bytes
+    /// moved or allocated, dispatches a graph's launches enqueued.
+    fn amount(self) -> Option<&'static str> {
+        match self {
+            Kind::Copies | Kind::Allocations | Kind::Scratch => Some("bytes"),
+            Kind::Graphs => Some("dispatches"),
+            Kind::Kernels | Kind::Api | Kind::Markers | Kind::Counters => None,
         }
     }
 
@@ -108,7 +124,12 @@ impl Kind {
     fn on_agent(self) -> bool {
         matches!(
             self,
-            Kind::Kernels | Kind::Copies | Kind::Allocations | Kind::Scratch | Kind::Counters
+            Kind::Kernels
+                | Kind::Copies
+                | Kind::Allocations
+                | Kind::Scratch
+                | Kind::Counters
+                | Kind::Graphs
         )
     }
 }
@@ -134,14 +155,14 @@ pub struct Summary {
 
 impl Summary {
     /// Adds one record (or one dispatch's counter total): its section, where it ran, its
-    /// own key columns, its duration (or value) and the bytes it moved.
+    /// own key columns, its duration (or value) and its [amount](Kind::amount).
     fn add(
         &mut self,
         kind: Kind,
         (pid, agent): (u32, Option<u32>),
         own: &[&str],
         value: f64,
-        bytes: u64,
+        amount: u64,
     ) {
         let mut ids = [0; 2];
         for (id, name) in ids.iter_mut().zip(own) {
@@ -161,7 +182,7 @@ impl Summary {
             .entry(key)
             .or_default();
         row.durations.add(value);
-        row.bytes = row.bytes.saturating_add(bytes);
+        row.amount = row.amount.saturating_add(amount);
     }
 
     /// Says which node the records added next ran on: the hostname of their process.
@@ -241,10 +262,7 @@ impl Summary {
                 _ => format!("{stat}_{measure}"),
             });
         }
-        let bytes = matches!(kind, Kind::Copies | Kind::Allocations | Kind::Scratch);
-        if bytes {
-            columns.push("bytes".into());
-        }
+        columns.extend(kind.amount().map(str::to_owned));
         // A share is of the section's time; for counters, of that counter's total over the
         // kernels (values of different counters do not add up).
         let whole = |key: &Key| {
@@ -294,8 +312,8 @@ impl Summary {
                     ]
                     .map(Float),
                 );
-                if bytes {
-                    values.push(Int(i64::try_from(row.bytes).unwrap_or(i64::MAX)));
+                if kind.amount().is_some() {
+                    values.push(Int(i64::try_from(row.amount).unwrap_or(i64::MAX)));
                 }
                 values
             })

@@ -1,5 +1,5 @@
 //! Decoding kept traces through rocprofiler-sdk's decoder API, which loads AMD's decoder
-//! library from a folder: per dispatch, the process's code objects are loaded into a
+//! library from a folder: per dispatch (or device trace window), the process's code objects are loaded into a
 //! decoder, then each shader engine's trace is decoded into its waves and their
 //! instructions.
 
@@ -8,6 +8,7 @@ use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
 
 use rocflow_core::abi::{Handle, status};
+use rocflow_core::thread_trace::Traced;
 use rocflow_core::thread_trace::decoder::{
     self, CodeObjectLoadFn, CreateFn, DecodeFn, DestroyFn, Inst, Wave,
 };
@@ -18,7 +19,7 @@ use super::keep::{Kept, KeptTrace};
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodedWave {
     pub stream: u16,
-    pub dispatch_id: u64,
+    pub traced: Traced,
     pub agent: u32,
     pub shader_engine: u32,
     pub cu: u8,
@@ -100,10 +101,10 @@ impl Api {
 /// Decodes every kept trace with the SDK at `library` and AMD's decoder in `folder`.
 pub fn decode(kept: &Kept, library: &Path, folder: &Path) -> Result<Vec<DecodedWave>, DecodeError> {
     let api = Api::load(library)?;
-    let mut by_dispatch: HashMap<(u16, u64), Vec<&KeptTrace>> = HashMap::new();
+    let mut by_dispatch: HashMap<(u16, Traced), Vec<&KeptTrace>> = HashMap::new();
     for trace in &kept.traces {
         by_dispatch
-            .entry((trace.stream, trace.dispatch_id))
+            .entry((trace.stream, trace.traced))
             .or_default()
             .push(trace);
     }
@@ -225,7 +226,7 @@ unsafe extern "C" fn collect(kind: i32, events: *mut c_void, count: u64, userdat
         };
         sink.waves.push(DecodedWave {
             stream: sink.trace.stream,
-            dispatch_id: sink.trace.dispatch_id,
+            traced: sink.trace.traced,
             agent: sink.trace.agent,
             shader_engine: sink.trace.shader_engine,
             cu: wave.cu,

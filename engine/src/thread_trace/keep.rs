@@ -1,7 +1,9 @@
 //! A run's thread traces and code objects, taken from its spool (where every frame the
 //! tool sent is) and kept as files in the thread-trace folder, under rocprofv3's names:
 //! `{pid}_{agent}_shader_engine_{se}_{dispatch}.att` for one shader engine's trace of a
-//! dispatch, `{pid}_code_object_id_{id}.out` for a code object. The spool is untrusted:
+//! dispatch, `{pid}_code_object_id_{id}.out` for a code object. rocprofv3 (SDK 1.0) has
+//! no device mode; a device trace is named as a dispatch's, its window in the dispatch's
+//! place after `device_`: `{pid}_{agent}_shader_engine_{se}_device_{window}.att`. The spool is untrusted:
 //! a piece must continue its file where the last one ended, and every name is built from
 //! numbers, so nothing it says becomes a path outside the folder.
 
@@ -11,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rocflow_core::spool::SpoolReader;
-use rocflow_core::thread_trace::{TraceData, TracePart};
+use rocflow_core::thread_trace::{TraceData, TracePart, Traced};
 use rocflow_core::wire::Payload;
 
 use crate::catalog::Catalog;
@@ -31,7 +33,7 @@ pub struct KeptTrace {
     pub stream: u16,
     pub agent: u32,
     pub shader_engine: u32,
-    pub dispatch_id: u64,
+    pub traced: Traced,
     pub path: PathBuf,
     pub bytes: u64,
 }
@@ -133,8 +135,13 @@ fn file_name(pid: u32, data: &TraceData) -> String {
         TracePart::ShaderData {
             agent,
             shader_engine,
-            dispatch_id,
+            traced: Traced::Dispatch(dispatch_id),
         } => format!("{pid}_{agent}_shader_engine_{shader_engine}_{dispatch_id}.att"),
+        TracePart::ShaderData {
+            agent,
+            shader_engine,
+            traced: Traced::Device { window },
+        } => format!("{pid}_{agent}_shader_engine_{shader_engine}_device_{window}.att"),
         TracePart::CodeObject { id, .. } => format!("{pid}_code_object_id_{id}.out"),
     }
 }
@@ -144,12 +151,12 @@ fn record(kept: &mut Kept, stream: u16, data: &TraceData, path: PathBuf) {
         TracePart::ShaderData {
             agent,
             shader_engine,
-            dispatch_id,
+            traced,
         } => kept.traces.push(KeptTrace {
             stream,
             agent,
             shader_engine,
-            dispatch_id,
+            traced,
             path,
             bytes: 0,
         }),

@@ -6,9 +6,9 @@ mod keep;
 mod rocpd;
 mod tables;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use rocflow_core::thread_trace::ThreadTracePlan;
+use rocflow_core::thread_trace::{ThreadTracePlan, TraceMode, Traced};
 
 use crate::catalog::Catalog;
 use crate::messages;
@@ -43,17 +43,18 @@ pub fn outputs(
     for refused in &kept.refused {
         messages::warning(format_args!("thread trace `{name}`: left out {refused}"));
     }
-    let mut dispatches: Vec<(u16, u64)> = kept
-        .traces
-        .iter()
-        .map(|t| (t.stream, t.dispatch_id))
-        .collect();
-    dispatches.sort_unstable();
-    dispatches.dedup();
+    let mut traced: Vec<(u16, Traced)> =
+        (kept.traces.iter()).map(|t| (t.stream, t.traced)).collect();
+    traced.sort_unstable();
+    traced.dedup();
+    let of = match plan.mode {
+        TraceMode::Dispatch => "dispatches",
+        TraceMode::Device => "device windows",
+    };
     out.push_str(&format!(
-        "  thread trace `{name}`: {} traces of {} dispatches, {} code objects\n",
+        "  thread trace `{name}`: {} traces of {} {of}, {} code objects\n",
         kept.traces.len(),
-        dispatches.len(),
+        traced.len(),
         kept.code_objects.len()
     ));
     let mut folders: Vec<&Path> = (kept.traces.iter().map(|t| t.path.as_path()))
@@ -69,22 +70,23 @@ pub fn outputs(
         return;
     }
     let env = |name: &str| std::env::var(name).ok();
-    let Some(folder) = find_decoder(&plan.decoder_paths, env) else {
+    let simulated = simulated(&kept);
+    let Some(decoder) = find_decoder_for(plan, simulated, env) else {
         messages::note(format_args!(
             "thread trace `{name}`: AMD's trace decoder is not installed, so the traces are kept raw (rocprofv3 decodes them with it too); install ROCm's rocprof-trace-decoder package, or point `decoder_paths` or {PATH_VARIABLE} at the folder holding {DECODER_LIBRARY}"
         ));
         return;
     };
-    let library = match sdk_library(&kept) {
-        Ok(library) => library,
-        Err(why) => {
+    let (decoder, library) = match (decoder, sdk_library(simulated)) {
+        (Ok(decoder), Ok(library)) => (decoder, library),
+        (Err(why), _) | (_, Err(why)) => {
             messages::warning(format_args!(
                 "thread trace `{name}`: the traces are kept raw: {why}"
             ));
             return;
         }
     };
-    let waves = match decode(&kept, &library, &folder) {
+    let waves = match decode(&kept, &library, decoder.folder()) {
         Ok(waves) => waves,
         Err(e) => {
             messages::warning(format_args!(
@@ -121,19 +123,66 @@ pub fn outputs(
     }
 }
 
+/// Whether the traces are the simulated device's.
+fn simulated(kept: &Kept) -> bool {
+    let first = kept.traces.first().map(|t| std::fs::read(&t.path));
+    first.is_some_and(|bytes| rocflow_core::sim_trace::is_shader_data(&bytes.unwrap_or_default()))
+}
+
 /// The rocprofiler-sdk whose decoder API decodes the traces: rocflow's simulated one for
 /// the simulated device's traces, else AMD's.
-fn sdk_library(kept: &Kept) -> Result<std::path::PathBuf, String> {
-    let first = kept
-        .traces
-        .first()
-        .map(|t| std::fs::read(&t.path).unwrap_or_default());
-    if first.is_some_and(|bytes| rocflow_core::sim_trace::is_shader_data(&bytes)) {
+fn sdk_library(simulated: bool) -> Result<PathBuf, String> {
+    if simulated {
         return libraries::find(libraries::SIM).map_err(|e| e.to_string());
     }
     crate::runner::sdk::find(|name| std::env::var(name).ok())
         .map(|sdk| sdk.path)
         .map_err(|e| e.to_string())
+}
+
+/// The folder AMD's decoder library is loaded from.
+enum DecoderFolder {
+    Found(PathBuf),
+    /// The simulated decoder, linked under AMD's library name into a folder of its own,
+    /// there while the traces decode.
+    Simulated(tempfile::TempDir),
+}
+
+impl DecoderFolder {
+    fn folder(&self) -> &Path {
+        match self {
+            DecoderFolder::Found(folder) => folder,
+            DecoderFolder::Simulated(dir) => dir.path(),
+        }
+    }
+}
+
+/// Where the decoder is: the simulated device's traces decode with the simulated decoder
+/// unless the pipeline or the user's `ROCPROF_ATT_LIBRARY_PATH` names a folder (as the simulated
+/// AMD-SMI stands in for AMD's, AMD's decoder cannot read them); others as rocprofv3
+/// finds it. `None` where no folder searched holds it.
+fn find_decoder_for(
+    plan: &ThreadTracePlan,
+    simulated: bool,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<Result<DecoderFolder, String>> {
+    let named = !plan.decoder_paths.is_empty() || env(PATH_VARIABLE).is_some_and(|v| !v.is_empty());
+    if simulated && !named {
+        return Some(simulated_decoder().map(DecoderFolder::Simulated));
+    }
+    find_decoder(&plan.decoder_paths, env).map(|folder| Ok(DecoderFolder::Found(folder)))
+}
+
+/// A folder holding the simulated decoder under AMD's library name, which the SDK loads.
+fn simulated_decoder() -> Result<tempfile::TempDir, String> {
+    let library = libraries::find(libraries::SIM_DECODER).map_err(|e| e.to_string())?;
+    let dir = tempfile::Builder::new()
+        .prefix("rocflow-decoder-")
+        .tempdir()
+        .map_err(|e| format!("a folder for the simulated decoder: {e}"))?;
+    std::os::unix::fs::symlink(&library, dir.path().join(DECODER_LIBRARY))
+        .map_err(|e| format!("linking {}: {e}", library.display()))?;
+    Ok(dir)
 }
 
 /// The decoded instructions of the plan's thread traces in a run described by `catalog`,

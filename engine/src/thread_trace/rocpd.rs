@@ -1,7 +1,8 @@
 //! Decoded thread traces in rocpd databases. rocpd's schema (3.0) has no thread-trace
 //! tables, so they are rocflow's own, named `rocflow_thread_trace_*` so that AMD's rocpd
 //! tools, which read `rocpd_*` tables and views only, pass them by: one row per traced
-//! dispatch and instruction, one per wave, of the database's processes.
+//! dispatch (or device trace window) and instruction, one per wave, of the database's
+//! processes.
 
 use std::path::Path;
 
@@ -13,12 +14,13 @@ use crate::catalog::Catalog;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS rocflow_thread_trace_instruction (
-    pid INTEGER NOT NULL, dispatch_id INTEGER NOT NULL, code_object_id INTEGER NOT NULL,
+    pid INTEGER NOT NULL, dispatch_id INTEGER, device_window INTEGER,
+    code_object_id INTEGER NOT NULL,
     address INTEGER NOT NULL, instruction TEXT NOT NULL, hits INTEGER NOT NULL,
     total_latency_cycles INTEGER NOT NULL, mean_latency_cycles REAL NOT NULL,
     stall_cycles INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS rocflow_thread_trace_wave (
-    pid INTEGER NOT NULL, dispatch_id INTEGER NOT NULL, agent INTEGER NOT NULL,
+    pid INTEGER NOT NULL, dispatch_id INTEGER, device_window INTEGER, agent INTEGER NOT NULL,
     shader_engine INTEGER NOT NULL, cu INTEGER NOT NULL, simd INTEGER NOT NULL,
     wave_slot INTEGER NOT NULL, begin_cycle INTEGER NOT NULL, end_cycle INTEGER NOT NULL,
     instructions INTEGER NOT NULL);
@@ -43,12 +45,13 @@ pub fn add(
     let mut added = 0;
     {
         let mut insert = transaction.prepare(
-            "INSERT INTO rocflow_thread_trace_instruction VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO rocflow_thread_trace_instruction VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )?;
         for r in rows.iter().filter(|r| pids.contains(&r.pid)) {
             insert.execute(params![
                 r.pid,
-                r.dispatch_id as i64,
+                r.traced.dispatch_id().map(|id| id as i64),
+                r.traced.window().map(|w| w as i64),
                 r.code_object as i64,
                 r.address as i64,
                 r.text,
@@ -60,7 +63,7 @@ pub fn add(
             added += 1;
         }
         let mut insert = transaction.prepare(
-            "INSERT INTO rocflow_thread_trace_wave VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO rocflow_thread_trace_wave VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )?;
         for w in waves {
             let pid = catalog
@@ -73,7 +76,8 @@ pub fn add(
             }
             insert.execute(params![
                 pid,
-                w.dispatch_id as i64,
+                w.traced.dispatch_id().map(|id| id as i64),
+                w.traced.window().map(|w| w as i64),
                 w.agent,
                 w.shader_engine,
                 w.cu,

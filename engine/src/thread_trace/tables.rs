@@ -1,6 +1,7 @@
-//! Decoded traces as tables: one row per instruction of each traced dispatch (how many
-//! times its waves ran it, for how long, how much of that stalled) and one per wave, in
-//! Parquet files of the thread-trace folder.
+//! Decoded traces as tables: one row per instruction of each traced dispatch or device
+//! trace window (how many times its waves ran it, for how long, how much of that stalled)
+//! and one per wave, in Parquet files of the thread-trace folder. A row of a dispatch has
+//! its `dispatch_id` and no `device_window`, one of a device trace the reverse.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -14,6 +15,7 @@ use arrow_array::{
 use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use rocflow_core::sim_trace;
+use rocflow_core::thread_trace::Traced;
 
 use super::decode::DecodedWave;
 use super::keep::Kept;
@@ -24,11 +26,11 @@ pub const INSTRUCTIONS: &str = "thread_trace_instructions.parquet";
 /// The waves file's name.
 pub const WAVES: &str = "thread_trace_waves.parquet";
 
-/// One instruction of one traced dispatch, over all its traced waves.
+/// One instruction of one traced dispatch or window, over all its traced waves.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstructionRow {
     pub pid: u32,
-    pub dispatch_id: u64,
+    pub traced: Traced,
     pub code_object: u64,
     pub address: u64,
     /// Its disassembly, where the code object is one rocflow reads (the simulated
@@ -48,13 +50,13 @@ impl InstructionRow {
 /// The instruction rows of `waves`, by dispatch and address.
 pub fn instructions(waves: &[DecodedWave], kept: &Kept, catalog: &Catalog) -> Vec<InstructionRow> {
     let texts = texts(kept);
-    let mut rows: BTreeMap<(u16, u64, u64, u64), InstructionRow> = BTreeMap::new();
+    let mut rows: BTreeMap<(u16, Traced, u64, u64), InstructionRow> = BTreeMap::new();
     for wave in waves {
         for i in &wave.instructions {
-            let key = (wave.stream, wave.dispatch_id, i.code_object, i.address);
+            let key = (wave.stream, wave.traced, i.code_object, i.address);
             let row = rows.entry(key).or_insert_with(|| InstructionRow {
                 pid: pid(catalog, wave.stream),
-                dispatch_id: wave.dispatch_id,
+                traced: wave.traced,
                 code_object: i.code_object,
                 address: i.address,
                 text: (texts.get(&(wave.stream, i.code_object, i.address)))
@@ -107,7 +109,14 @@ pub fn write(
             "pid",
             Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.pid))),
         ),
-        ("dispatch_id", u64s(&|r| r.dispatch_id)),
+        (
+            "dispatch_id",
+            optional(rows.iter().map(|r| r.traced.dispatch_id())),
+        ),
+        (
+            "device_window",
+            optional(rows.iter().map(|r| r.traced.window())),
+        ),
         ("code_object_id", u64s(&|r| r.code_object)),
         ("address", u64s(&|r| r.address)),
         (
@@ -141,9 +150,11 @@ pub fn write(
         ),
         (
             "dispatch_id",
-            Arc::new(UInt64Array::from_iter_values(
-                waves.iter().map(|w| w.dispatch_id),
-            )),
+            optional(waves.iter().map(|w| w.traced.dispatch_id())),
+        ),
+        (
+            "device_window",
+            optional(waves.iter().map(|w| w.traced.window())),
         ),
         (
             "agent",
@@ -222,11 +233,13 @@ pub fn read_instructions(
                 path.display()
             )));
         };
-        let (dispatch, code, address) = (
-            u64s("dispatch_id")?,
-            u64s("code_object_id")?,
-            u64s("address")?,
-        );
+        let optional = |name: &str| {
+            (column(name)?.as_primitive_opt::<UInt64Type>()).ok_or_else(|| {
+                parquet::errors::ParquetError::General(format!("`{name}` is not a u64 column"))
+            })
+        };
+        let (dispatch, window) = (optional("dispatch_id")?, optional("device_window")?);
+        let (code, address) = (u64s("code_object_id")?, u64s("address")?);
         let (hits, latency, stall) = (
             u64s("hits")?,
             u64s("total_latency_cycles")?,
@@ -235,7 +248,18 @@ pub fn read_instructions(
         for r in 0..batch.num_rows() {
             rows.push(InstructionRow {
                 pid: pid.value(r),
-                dispatch_id: dispatch[r],
+                traced: match (dispatch.is_valid(r), window.is_valid(r)) {
+                    (true, false) => Traced::Dispatch(dispatch.value(r)),
+                    (false, true) => Traced::Device {
+                        window: window.value(r),
+                    },
+                    _ => {
+                        return Err(parquet::errors::ParquetError::General(format!(
+                            "row {r} of {} has both or neither of a dispatch and a device window",
+                            path.display()
+                        )));
+                    }
+                },
                 code_object: code[r],
                 address: address[r],
                 text: if text.is_null(r) {
@@ -252,9 +276,17 @@ pub fn read_instructions(
     Ok(rows)
 }
 
+/// A column of a dispatch's or a window's number, null where the row is of the other.
+fn optional(values: impl Iterator<Item = Option<u64>>) -> ArrayRef {
+    Arc::new(values.collect::<UInt64Array>())
+}
+
+/// The columns that are null in some rows: a row is of a dispatch or of a window.
+const NULLABLE: &[&str] = &["dispatch_id", "device_window"];
+
 fn batch(columns: Vec<(&str, ArrayRef)>) -> Result<RecordBatch, parquet::errors::ParquetError> {
     let fields: Vec<Field> = (columns.iter())
-        .map(|(name, array)| Field::new(*name, array.data_type().clone(), false))
+        .map(|(name, array)| Field::new(*name, array.data_type().clone(), NULLABLE.contains(name)))
         .collect();
     let schema = Arc::new(Schema::new(fields));
     RecordBatch::try_new(schema, columns.into_iter().map(|(_, a)| a).collect())

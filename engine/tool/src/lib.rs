@@ -18,6 +18,7 @@ mod device_counting;
 mod filter;
 mod flusher;
 mod gpu;
+mod graph;
 mod guard;
 mod kernel_replay;
 mod kfd;

@@ -15,14 +15,15 @@ use rocflow_core::abi::{
     pc_record,
 };
 use rocflow_core::record::{
-    ApiArgs, ApiCall, Arg, ArgValue, CounterSample, KernelDispatch, KfdEvent, Marker,
-    MemoryAllocation, MemoryCopy, Meta, PcSample, Queue, Record, RecordKind, ScratchMemory, Sym,
-    Thread,
+    ApiArgs, ApiCall, Arg, ArgValue, CounterSample, GraphLaunch, HipEventBarrier, KernelDispatch,
+    KfdEvent, Marker, MemoryAllocation, MemoryCopy, Meta, PcSample, Queue, Record, RecordKind,
+    ScratchMemory, Sym, Thread,
 };
 use rocflow_core::ring::FrameBuffer;
 use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
 use rocflow_core::wire::{self, RecordsFrame};
 
+use crate::graph::QueueSide;
 use crate::guard::{entry, locked};
 use crate::state::{Kernels, Tool, tool};
 use crate::stream;
@@ -116,6 +117,8 @@ struct Out {
     counters: Frame<CounterSample>,
     pcs: Frame<PcSample>,
     kfd: Frame<KfdEvent>,
+    graphs: Frame<GraphLaunch>,
+    barriers: Frame<HipEventBarrier>,
     tids: Vec<u64>,
     /// Queue id and agent index.
     queues: Vec<(u64, u32)>,
@@ -198,6 +201,8 @@ impl Out {
         self.counters.finish(&mut frames);
         self.pcs.finish(&mut frames);
         self.kfd.finish(&mut frames);
+        self.graphs.finish(&mut frames);
+        self.barriers.finish(&mut frames);
         self.tids.clear();
         self.queues.clear();
         frames
@@ -543,6 +548,22 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
                     if domain.has_args() {
                         out.args.begin(call.correlation_id);
                         collect_args(tool, header, &mut out.args);
+                    }
+                    // SAFETY: the caller's contract.
+                    match unsafe { crate::graph::queue_side(domain, header.payload, pid, agent) } {
+                        // The SDK names no queue for a launch whose branches may run on
+                        // several.
+                        Some(QueueSide::Launch(launch)) => {
+                            if launch.queue != 0 {
+                                out.queue(launch.queue, launch.agent);
+                            }
+                            out.graphs.push(launch);
+                        }
+                        Some(QueueSide::Barrier(barrier)) => {
+                            out.queue(barrier.queue, barrier.agent);
+                            out.barriers.push(barrier);
+                        }
+                        None => {}
                     }
                 }
                 RecordKind::Marker => {

@@ -1,17 +1,21 @@
-//! Thread trace: rocprofiler-sdk's dispatch thread-trace service on a context's agents.
-//! The dispatch callback starts a trace of the dispatches the context's filter takes; the
+//! Thread trace: rocprofiler-sdk's dispatch or device thread-trace service on a context's
+//! agents. With the dispatch service, the dispatch callback starts a trace of the
+//! dispatches the context's filter takes; with the device service, the agent is traced
+//! whole while the context is started, and each stop hands over the window's trace. The
 //! shader-data callback sends each shader engine's trace to the runner, in pieces no
 //! larger than a frame. The decoder needs the code objects the traces point into, so
 //! while a context traces, each loaded code object's bytes are sent too.
 
+use std::collections::BTreeMap;
 use std::ffi::c_void;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rocflow_core::abi::{AsyncCorrelationId, CodeObjectLoadData, Handle, UserData};
 use rocflow_core::query::text;
 use rocflow_core::thread_trace::{
-    ConfigureDispatchFn, MAX_TRACE_BYTES, PIECE_BYTES, ThreadTracePlan, TraceData, TracePart,
-    control,
+    ConfigureDeviceFn, ConfigureDispatchFn, MAX_TRACE_BYTES, PIECE_BYTES, ThreadTracePlan,
+    TraceData, TraceMode, TracePart, Traced, control,
 };
 use rocflow_core::wire;
 
@@ -25,6 +29,7 @@ use crate::stream;
 use crate::warning::warn;
 
 const CONFIGURE: &str = "rocprofiler_configure_dispatch_thread_trace_service";
+const CONFIGURE_DEVICE: &str = "rocprofiler_configure_device_thread_trace_service";
 /// `ROCPROFILER_CODE_OBJECT_STORAGE_TYPE_MEMORY`.
 const IN_MEMORY: i32 = 2;
 
@@ -42,7 +47,14 @@ pub enum TraceError {
     KernelFilter(#[from] regex::Error),
 }
 
-/// Configures the service on `gpus` for the context `context`.
+/// The SDK's entry point of a plan's service, with what its callbacks need.
+#[derive(Clone, Copy)]
+enum Service {
+    Dispatch(ConfigureDispatchFn, &'static DispatchFilter),
+    Device(ConfigureDeviceFn),
+}
+
+/// Configures the plan's service on `gpus` for the context `context`.
 pub fn configure(
     tool: &Tool,
     context: Handle,
@@ -50,14 +62,30 @@ pub fn configure(
     gpus: &[&Gpu],
 ) -> Result<(), TraceError> {
     let this = libloading::os::unix::Library::this();
-    // SAFETY: the symbol has the type the SDK's header declares.
-    let configure_service = unsafe {
-        this.get::<ConfigureDispatchFn>(b"rocprofiler_configure_dispatch_thread_trace_service\0")
-    }
-    .map(|symbol| *symbol)
-    .map_err(|_| MissingSymbol(CONFIGURE))?;
-    let filter =
-        DispatchFilter::leak(&plan.kernel_include, &plan.kernel_exclude, &plan.iterations)?;
+    let service = match plan.mode {
+        TraceMode::Dispatch => {
+            // SAFETY: the symbol has the type the SDK's header declares.
+            let configure = unsafe {
+                this.get::<ConfigureDispatchFn>(
+                    b"rocprofiler_configure_dispatch_thread_trace_service\0",
+                )
+            }
+            .map_err(|_| MissingSymbol(CONFIGURE))?;
+            let filter =
+                DispatchFilter::leak(&plan.kernel_include, &plan.kernel_exclude, &plan.iterations)?;
+            Service::Dispatch(*configure, filter)
+        }
+        TraceMode::Device => {
+            // SAFETY: as above.
+            let configure = unsafe {
+                this.get::<ConfigureDeviceFn>(
+                    b"rocprofiler_configure_device_thread_trace_service\0",
+                )
+            }
+            .map_err(|_| MissingSymbol(CONFIGURE_DEVICE))?;
+            Service::Device(*configure)
+        }
+    };
     for gpu in gpus {
         let mut ids = Vec::new();
         if !plan.perfcounters.is_empty() {
@@ -73,18 +101,29 @@ pub fn configure(
             }
         }
         let mut parameters = plan.parameters(&ids);
+        let (pointer, count) = (parameters.as_mut_ptr(), parameters.len());
         // SAFETY: the parameters outlive the call; the callbacks have the SDK's types and
         // their data lives for the process.
         let status = unsafe {
-            configure_service(
-                context,
-                gpu.handle,
-                parameters.as_mut_ptr(),
-                parameters.len(),
-                Some(on_dispatch),
-                Some(on_shader_data),
-                (filter as *const DispatchFilter).cast_mut().cast(),
-            )
+            match service {
+                Service::Dispatch(configure, filter) => configure(
+                    context,
+                    gpu.handle,
+                    pointer,
+                    count,
+                    Some(on_dispatch),
+                    Some(on_shader_data),
+                    (filter as *const DispatchFilter).cast_mut().cast(),
+                ),
+                Service::Device(configure) => configure(
+                    context,
+                    gpu.handle,
+                    pointer,
+                    count,
+                    Some(on_device_data),
+                    UserData { value: 0 },
+                ),
+            }
         };
         tool.api
             .check(&format!("thread trace on {}", gpu.gfx), status)?;
@@ -116,7 +155,8 @@ unsafe extern "C" fn on_dispatch(
     })
 }
 
-/// `rocprofiler_thread_trace_shader_data_callback_t`: sends one shader engine's trace.
+/// `rocprofiler_thread_trace_shader_data_callback_t` of the dispatch service: sends one
+/// shader engine's trace of the dispatch whose id the dispatch callback set.
 unsafe extern "C" fn on_shader_data(
     agent: Handle,
     shader_engine: i64,
@@ -125,20 +165,65 @@ unsafe extern "C" fn on_shader_data(
     user: UserData,
 ) {
     entry("thread_trace::on_shader_data", (), || {
-        let Some(tool) = tool() else { return };
-        if data.is_null() {
-            return;
-        }
-        // SAFETY: the SDK hands `size` bytes at `data` for the call.
-        let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
-        let what = TracePart::ShaderData {
-            agent: tool.agent_index(agent),
-            shader_engine: shader_engine.clamp(0, i64::from(u32::MAX)) as u32,
-            // The value the dispatch callback set.
-            dispatch_id: user.value,
+        // SAFETY: the SDK's data for the call.
+        unsafe {
+            send_shader_data(agent, shader_engine, data, size, |_, _| {
+                Traced::Dispatch(user.value)
+            })
         };
-        send(what, bytes);
     });
+}
+
+/// `rocprofiler_thread_trace_shader_data_callback_t` of the device service: sends one
+/// shader engine's trace of the window its context's stop ended. The SDK says nothing of
+/// the window, so each shader engine's traces are numbered as they come.
+unsafe extern "C" fn on_device_data(
+    agent: Handle,
+    shader_engine: i64,
+    data: *mut c_void,
+    size: usize,
+    _user: UserData,
+) {
+    static WINDOWS: Mutex<BTreeMap<(u32, u32), u64>> = Mutex::new(BTreeMap::new());
+    entry("thread_trace::on_device_data", (), || {
+        let window = |agent, shader_engine| {
+            let mut windows = WINDOWS.lock().unwrap_or_else(|e| e.into_inner());
+            let next = windows.entry((agent, shader_engine)).or_insert(0);
+            *next += 1;
+            Traced::Device { window: *next - 1 }
+        };
+        // SAFETY: the SDK's data for the call.
+        unsafe { send_shader_data(agent, shader_engine, data, size, window) };
+    });
+}
+
+/// Sends the `size` bytes at `data`, one shader engine's trace of what `traced` says.
+///
+/// # Safety
+/// `data` holds `size` bytes, or is null.
+unsafe fn send_shader_data(
+    agent: Handle,
+    shader_engine: i64,
+    data: *mut c_void,
+    size: usize,
+    traced: impl FnOnce(u32, u32) -> Traced,
+) {
+    let Some(tool) = tool() else { return };
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: the SDK hands `size` bytes at `data` for the call.
+    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
+    let (agent, shader_engine) = (
+        tool.agent_index(agent),
+        shader_engine.clamp(0, i64::from(u32::MAX)) as u32,
+    );
+    let what = TracePart::ShaderData {
+        agent,
+        shader_engine,
+        traced: traced(agent, shader_engine),
+    };
+    send(what, bytes);
 }
 
 /// Sends a code object's bytes when a context traces threads.

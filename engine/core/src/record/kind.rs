@@ -26,6 +26,11 @@ pub enum RecordKind {
     RuntimeInitialization,
     /// Counter values of a whole GPU, sampled while applications run (device counting).
     DeviceCounterSample,
+    /// A HIP graph's execution on a GPU queue (`hip_graph` tracing, SDK 1.3.0 on).
+    GraphLaunch,
+    /// The GPU barrier of a `hipEventRecord` or `hipStreamWaitEvent` (`hip_event`
+    /// tracing, SDK 1.4.1 on).
+    HipEventBarrier,
 }
 
 /// The value type of a column.
@@ -51,6 +56,8 @@ impl RecordKind {
         RecordKind::HipStream,
         RecordKind::RuntimeInitialization,
         RecordKind::DeviceCounterSample,
+        RecordKind::GraphLaunch,
+        RecordKind::HipEventBarrier,
     ];
 
     pub fn name(self) -> &'static str {
@@ -67,6 +74,8 @@ impl RecordKind {
             RecordKind::HipStream => "hip_stream",
             RecordKind::RuntimeInitialization => "runtime_initialization",
             RecordKind::DeviceCounterSample => "device_counter_sample",
+            RecordKind::GraphLaunch => "graph_launch",
+            RecordKind::HipEventBarrier => "hip_event_barrier",
         }
     }
 
@@ -96,6 +105,8 @@ impl RecordKind {
             RecordKind::PcSample => &[],
             RecordKind::DeviceCounterSample => &[("counter", String)],
             RecordKind::KfdEvent => &[DOMAIN, OPERATION],
+            RecordKind::GraphLaunch => &[DURATION],
+            RecordKind::HipEventBarrier => &[DURATION, OPERATION],
         }
     }
 }
@@ -141,6 +152,17 @@ impl Domain {
             | Domain::KfdPageMigrate
             | Domain::KfdPageFault
             | Domain::KfdQueue => RecordKind::KfdEvent,
+        }
+    }
+
+    /// The kind of record that keeps the GPU side of this domain's records, beside the
+    /// call [`record_kind`](Self::record_kind) keeps on its thread: a graph launch's and a
+    /// HIP event barrier's agent, queue and ids.
+    pub fn queue_record_kind(self) -> Option<RecordKind> {
+        match self {
+            Domain::HipGraph => Some(RecordKind::GraphLaunch),
+            Domain::HipEvent => Some(RecordKind::HipEventBarrier),
+            _ => None,
         }
     }
 }

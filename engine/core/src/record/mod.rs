@@ -14,9 +14,9 @@ pub use meta::{
     ToolCost,
 };
 pub use model::{
-    ApiCall, Batch, CounterSample, DeviceCounterSample, HipStream, KernelDispatch, KfdEvent,
-    Marker, MemoryAllocation, MemoryCopy, PcSample, Record, RuntimeInitialization, ScratchMemory,
-    wire_size,
+    ApiCall, Batch, CounterSample, DeviceCounterSample, GraphLaunch, HipEventBarrier, HipStream,
+    KernelDispatch, KfdEvent, Marker, MemoryAllocation, MemoryCopy, PcSample, Record,
+    RuntimeInitialization, ScratchMemory, wire_size,
 };
 
 /// Where records are encoded: a `Vec`, or the tool's buffers for frames, which may be

@@ -445,6 +445,43 @@ records! {
         operation_id: u8,
     }
 
+    /// A HIP graph executed on a GPU queue, from `hipGraphLaunch`'s start to its end: the
+    /// span the SDK gives it. Its kernels' dispatches share its `correlation_id`.
+    GraphLaunch = GraphLaunch, time = start_ns {
+        pid: u32,
+        tid: u32,
+        agent: u32,
+        /// The queue the graph was launched on; 0 where the SDK names none (a graph's
+        /// branches may run on several).
+        queue: u64,
+        start_ns: u64,
+        end_ns: u64,
+        correlation_id: u64,
+        external_id: u64,
+        /// The executable graph, numbered by the SDK from 1 in the order instantiated.
+        graph_exec_id: u64,
+        /// Kernel dispatches the launch enqueued.
+        dispatch_count: u64,
+    }
+
+    /// The barrier packet a `hipEventRecord` or `hipStreamWaitEvent` puts on a GPU queue.
+    HipEventBarrier = HipEventBarrier, time = start_ns {
+        pid: u32,
+        tid: u32,
+        agent: u32,
+        queue: u64,
+        /// The queue whose work the barrier waits for: the event's (`WAIT`), or `queue`.
+        source_queue: u64,
+        start_ns: u64,
+        end_ns: u64,
+        correlation_id: u64,
+        external_id: u64,
+        /// The `hipEvent_t` recorded or waited on.
+        event: u64,
+        /// `rocprofiler_hip_event_operation_t`.
+        operation_id: i32,
+    }
+
     /// A runtime library (HSA, HIP, RCCL, …) finished initializing.
     RuntimeInitialization = RuntimeInitialization, time = start_ns {
         pid: u32,

@@ -1,11 +1,13 @@
 //! `[context.thread_trace]`: rocprofv3's `--att` options, checked against the limits
-//! rocprofiler-sdk's thread-trace service accepts, so a bad value is refused here with its
-//! place in the file, not by the SDK inside the application.
+//! rocprofiler-sdk's thread-trace services accept, so a bad value is refused here with its
+//! place in the file, not by the SDK inside the application. The device service traces
+//! all an agent runs while the context is started: the options that pick dispatches have
+//! no meaning there, and the SDK refuses `serialize_all`.
 
 use rocflow_core::thread_trace::{
     DEFAULT_BUFFER_BYTES, DEFAULT_SHADER_ENGINE_MASK, DEFAULT_SIMD_SELECT, DEFAULT_TARGET_CU,
     MAX_SIMD_SELECT, MAX_TARGET_CU, MIN_BUFFER_BYTES, PERFCOUNTER_PERIODS, ThreadTracePlan,
-    TracePerfcounter,
+    TraceMode, TracePerfcounter,
 };
 
 use super::compiler::Compiler;
@@ -95,12 +97,17 @@ impl Compiler<'_> {
                 0
             }
         };
+        let mode = t.mode.unwrap_or_default();
+        if mode == TraceMode::Device {
+            self.device_mode_options(&base, t);
+        }
         let KernelSelection {
             include,
             exclude,
             iterations,
         } = self.kernel_selection(&base, &t.kernels, t.iterations.as_deref());
         ThreadTracePlan {
+            mode,
             path: t.path.clone(),
             target_cu,
             simd_select,
@@ -117,10 +124,35 @@ impl Compiler<'_> {
         }
     }
 
+    /// Refuses the dispatch service's options in a device-mode trace, each at its key.
+    fn device_mode_options(&mut self, base: &[Step<'_>], t: &model::ThreadTrace) {
+        let given = [
+            ("kernels", !t.kernels.is_empty(), "picks dispatches"),
+            ("iterations", t.iterations.is_some(), "picks dispatches"),
+            (
+                "serialize_all",
+                t.serialize_all,
+                "serializes dispatches, which rocprofiler-sdk's device service refuses",
+            ),
+        ];
+        for (key, _, what) in given.into_iter().filter(|(_, given, _)| *given) {
+            let mut path = base.to_vec();
+            path.push(Step::Key(key));
+            self.error(
+                &path,
+                format!("`{key}` {what}; a device-mode thread trace traces all the agent runs while the context is started"),
+            )
+            .hint = Some(format!(
+                "drop `{key}`, or set `mode = \"dispatch\"` to trace chosen dispatches; bound a device trace with the context's `period` (`paused = true` waits for roctxProfilerResume)"
+            ));
+        }
+    }
+
     /// Thread traces carry no context (the SDK hands a trace to the callback of the
     /// service that started it, and rocflow's frames name no context), and traces of one
     /// dispatch by two contexts would be kept as one: one context traces threads.
     pub(super) fn one_thread_trace(&mut self, contexts: &[rocflow_core::contexts::ContextPlan]) {
+        self.device_trace_from_initialization(contexts);
         let mut tracing = (contexts.iter().enumerate()).filter(|(_, c)| c.thread_trace.is_some());
         let Some((_, first)) = tracing.next() else {
             return;
@@ -137,6 +169,40 @@ impl Compiler<'_> {
                 "move these settings to context `{}`, or trace in separate runs",
                 first.name
             ));
+        }
+    }
+
+    /// rocprofiler-sdk 1.0 readies its device thread traces when the HSA runtime loads,
+    /// after the tool initialized: a device trace started then (a context's start with no
+    /// `period`) does not start, and the context traces from its next start on.
+    fn device_trace_from_initialization(
+        &mut self,
+        contexts: &[rocflow_core::contexts::ContextPlan],
+    ) {
+        for (i, c) in contexts.iter().enumerate() {
+            let device = c
+                .thread_trace
+                .as_ref()
+                .is_some_and(|t| t.mode == TraceMode::Device);
+            if !device || c.start.paused || c.start.delay_ns > 0 {
+                continue;
+            }
+            let path = [
+                Step::Key("context"),
+                Step::Index(i),
+                Step::Key("thread_trace"),
+                Step::Key("mode"),
+            ];
+            self.warn(
+                &path,
+                format!(
+                    "context `{}` starts as the tool initializes, before the HSA runtime loads: rocprofiler-sdk starts no device thread trace then, so it traces from the context's next start (a roctxProfilerResume after a roctxProfilerPause) on",
+                    c.name
+                ),
+            )
+            .hint = Some(
+                "start it after the runtime loads: `period = { paused = true }` with roctxProfilerResume and roctxProfilerPause around what to trace, or a `delay`".into(),
+            );
         }
     }
 

@@ -230,7 +230,9 @@ impl JsonSink {
             Batch::KfdEvent(_)
             | Batch::HipStream(_)
             | Batch::RuntimeInitialization(_)
-            | Batch::DeviceCounterSample(_) => {}
+            | Batch::DeviceCounterSample(_)
+            | Batch::GraphLaunch(_)
+            | Batch::HipEventBarrier(_) => {}
         }
         Ok(())
     }

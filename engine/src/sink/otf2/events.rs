@@ -293,7 +293,9 @@ impl Tracks {
             | Batch::KfdEvent(_)
             | Batch::HipStream(_)
             | Batch::RuntimeInitialization(_)
-            | Batch::DeviceCounterSample(_) => {}
+            | Batch::DeviceCounterSample(_)
+            | Batch::GraphLaunch(_)
+            | Batch::HipEventBarrier(_) => {}
         }
     }
 

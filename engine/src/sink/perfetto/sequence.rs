@@ -21,7 +21,9 @@ use crate::catalog::{Catalog, StreamMeta};
 use crate::chunk::Chunk;
 use crate::column::marker_label;
 use crate::plan::sink::perfetto::TimeUnit;
-use crate::record::{ApiCall, ArgValue, Batch, KernelDispatch, Marker, MemoryCopy, Sym};
+use crate::record::{
+    ApiCall, ArgValue, Batch, GraphLaunch, HipEventBarrier, KernelDispatch, Marker, MemoryCopy, Sym,
+};
 use crate::sdk::Domain;
 use crate::sink::counters::{CounterSums, Sum};
 use crate::sink::timeline::{self, Output, Overlap, Timeline};
@@ -33,6 +35,8 @@ enum Slice {
     Marker(Marker),
     Kernel(KernelDispatch),
     Copy(MemoryCopy),
+    Graph(GraphLaunch),
+    Barrier(HipEventBarrier),
 }
 
 impl timeline::Mark for Slice {
@@ -58,9 +62,13 @@ enum Arg {
     Bytes,
     SrcAgent,
     DstAgent,
+    GraphExecId,
+    DispatchCount,
+    SourceQueue,
+    Event,
 }
 
-const ARG_NAMES: [&str; 14] = [
+const ARG_NAMES: [&str; 18] = [
     "correlation_id",
     "external_id",
     "dispatch_id",
@@ -75,6 +83,10 @@ const ARG_NAMES: [&str; 14] = [
     "bytes",
     "src_agent",
     "dst_agent",
+    "graph_exec_id",
+    "dispatch_count",
+    "source_queue",
+    "event",
 ];
 
 /// What an event name stands for, before it is looked up.
@@ -86,6 +98,8 @@ enum Name {
     Marker(u16, Sym, u8, i32),
     Kernel(u16, u64),
     Copy(u8),
+    Graph(u64),
+    Barrier(i32),
 }
 
 /// What this sequence has told the current file.
@@ -205,6 +219,21 @@ impl Sequence {
                 for (i, r) in records.iter().enumerate() {
                     if let Some(key) = mine(i) {
                         self.slice(key, r.start_ns, r.end_ns, Slice::Copy(*r), meta, settings);
+                    }
+                }
+            }
+            Batch::GraphLaunch(records) => {
+                for (i, r) in records.iter().enumerate() {
+                    if let Some(key) = mine(i) {
+                        self.slice(key, r.start_ns, r.end_ns, Slice::Graph(*r), meta, settings);
+                    }
+                }
+            }
+            Batch::HipEventBarrier(records) => {
+                for (i, r) in records.iter().enumerate() {
+                    if let Some(key) = mine(i) {
+                        let barrier = Slice::Barrier(*r);
+                        self.slice(key, r.start_ns, r.end_ns, barrier, meta, settings);
                     }
                 }
             }
@@ -495,6 +524,8 @@ impl Output<Slice> for Slices<'_> {
                         }
                         Slice::Kernel(KernelDispatch { correlation_id, .. })
                         | Slice::Copy(MemoryCopy { correlation_id, .. })
+                        | Slice::Graph(GraphLaunch { correlation_id, .. })
+                        | Slice::Barrier(HipEventBarrier { correlation_id, .. })
                             if correlation_id != 0 =>
                         {
                             e.fixed64(event::TERMINATING_FLOW_IDS, flow(stream, correlation_id));
@@ -555,6 +586,8 @@ impl Slices<'_> {
             Slice::Marker(r) => Name::Marker(stream, r.message, r.domain_id, r.operation_id),
             Slice::Kernel(r) => Name::Kernel(stream, r.kernel_id),
             Slice::Copy(r) => Name::Copy(r.operation_id),
+            Slice::Graph(r) => Name::Graph(r.graph_exec_id),
+            Slice::Barrier(r) => Name::Barrier(r.operation_id),
         };
         let next = self.interned.names.len() as u64 + 1;
         let iid = *self.interned.names.entry(key).or_insert(next);
@@ -570,6 +603,11 @@ impl Slices<'_> {
                 i32::from(r.operation_id),
             )
             .to_owned(),
+            Slice::Graph(r) => format!("graph {}", r.graph_exec_id),
+            Slice::Barrier(r) => format!(
+                "hip event {}",
+                operation_name(Domain::HipEvent.sdk_value() as u8, r.operation_id)
+            ),
         };
         (iid, Some(text))
     }
@@ -597,6 +635,8 @@ fn category(slice: &Slice) -> Option<u64> {
         Slice::Marker(r) => r.domain_id,
         Slice::Kernel(_) => return Some(Domain::KernelDispatch.sdk_value() as u64),
         Slice::Copy(_) => return Some(Domain::MemoryCopy.sdk_value() as u64),
+        // Their domains' categories are their calls', on the threads that made them.
+        Slice::Graph(_) | Slice::Barrier(_) => return None,
     };
     Some(u64::from(domain)).filter(|&d| d < 64)
 }
@@ -614,6 +654,8 @@ fn annotations(slice: &Slice, e: &mut Encoder) {
         Slice::Marker(r) => (r.correlation_id, r.external_id),
         Slice::Kernel(r) => (r.correlation_id, r.external_id),
         Slice::Copy(r) => (r.correlation_id, r.external_id),
+        Slice::Graph(r) => (r.correlation_id, r.external_id),
+        Slice::Barrier(r) => (r.correlation_id, r.external_id),
     };
     if correlation != 0 {
         arg(Arg::CorrelationId, correlation);
@@ -641,6 +683,15 @@ fn annotations(slice: &Slice, e: &mut Encoder) {
             arg(Arg::Bytes, r.bytes);
             arg(Arg::SrcAgent, r.src_agent.into());
             arg(Arg::DstAgent, r.dst_agent.into());
+        }
+        Slice::Graph(r) => {
+            arg(Arg::GraphExecId, r.graph_exec_id);
+            arg(Arg::DispatchCount, r.dispatch_count);
+        }
+        Slice::Barrier(r) => {
+            arg(Arg::Queue, r.queue);
+            arg(Arg::SourceQueue, r.source_queue);
+            arg(Arg::Event, r.event);
         }
         Slice::Api(_) | Slice::Marker(_) => {}
     }

@@ -123,6 +123,14 @@ impl Routes {
             Batch::ScratchMemory(records) if shows(Shown::ScratchMemory) => {
                 routes.add(stream, records, |r| r.agent, Track::Scratch);
             }
+            // A graph's launch and a HIP event's barrier are GPU work, as kernels are.
+            Batch::GraphLaunch(records) if shows(Shown::Kernel) => {
+                routes.add(stream, records, |r| r.agent, Track::Graphs);
+            }
+            Batch::HipEventBarrier(records) if shows(Shown::Kernel) => {
+                let barriers = |(agent, queue)| Track::Barriers(agent, queue);
+                routes.add(stream, records, |r| (r.agent, r.queue), barriers);
+            }
             _ => {}
         }
         routes

@@ -4,8 +4,8 @@
 //! Each process (stream) is a process track. Its host threads are thread tracks holding API
 //! calls, with a child track for marker ranges. Each agent the process used is a group under
 //! the process, holding a track per queue (kernels), per copy direction (copies), per counter
-//! (a dispatch's values, and apart the device's samples) and for allocated and scratch
-//! memory. A slice track whose spans overlap without nesting
+//! (a dispatch's values, and apart the device's samples), for allocated and scratch
+//! memory, for HIP graph launches and per queue for HIP event barriers. A slice track whose spans overlap without nesting
 //! spills into lanes: sibling tracks named `…, lane 2` and on.
 
 use std::hash::{Hash, Hasher};
@@ -37,6 +37,10 @@ pub enum Track {
     Allocated(u32),
     /// Scratch memory held on an agent.
     Scratch(u32),
+    /// HIP graphs launched on an agent (the SDK names no queue for them).
+    Graphs(u32),
+    /// HIP event barriers on a queue: agent, queue.
+    Barriers(u32, u64),
 }
 
 /// A track of a stream.
@@ -68,7 +72,9 @@ impl TrackKey {
             | Track::Counter(agent, _)
             | Track::DeviceCounter(agent, _)
             | Track::Allocated(agent)
-            | Track::Scratch(agent) => Track::Agent(agent),
+            | Track::Scratch(agent)
+            | Track::Graphs(agent)
+            | Track::Barriers(agent, _) => Track::Agent(agent),
         };
         Some(TrackKey { track, ..self })
     }
@@ -153,6 +159,8 @@ impl TrackKey {
             }
             Track::Allocated(_) => "allocated memory".to_owned(),
             Track::Scratch(_) => "scratch memory".to_owned(),
+            Track::Graphs(_) => "HIP graph launches".to_owned(),
+            Track::Barriers(_, queue) => format!("queue {queue} HIP event barriers"),
         };
         match lane {
             0 => d.str(track::NAME, &name),

@@ -14,9 +14,9 @@ use super::info;
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
 use crate::record::{
-    ApiCall, Batch, CounterSample, DeviceCounterSample, HipStream, KernelDispatch, KfdEvent,
-    Marker, MemoryAllocation, MemoryCopy, PcSample, RecordKind, RuntimeInitialization,
-    ScratchMemory,
+    ApiCall, Batch, CounterSample, DeviceCounterSample, GraphLaunch, HipEventBarrier, HipStream,
+    KernelDispatch, KfdEvent, Marker, MemoryAllocation, MemoryCopy, PcSample, RecordKind,
+    RuntimeInitialization, ScratchMemory,
 };
 use crate::rocpd::schema::{self, NO_DATA};
 use crate::sdk::Domain;
@@ -79,6 +79,14 @@ tables! {
     memory_allocate = MEMORY_ALLOCATE (
         "nid", "pid", "tid", "agent_id", "type", "level", "start", "end", "address", "size",
         "queue_id", "stream_id", "event_id", "extdata"
+    );
+    graph_launch = GRAPH_LAUNCH (
+        "nid", "pid", "tid", "agent_id", "queue_id", "start", "end", "graph_exec_id",
+        "kernel_dispatch_count", "event_id"
+    );
+    hip_event = HIP_EVENT (
+        "nid", "pid", "tid", "agent_id", "queue_id", "source_queue_id", "start", "end",
+        "operation", "hip_event_handle", "event_id"
     );
     pmc_event = PMC_EVENT ("event_id", "pmc_id", "value");
     arg = ARG ("event_id", "position", "type", "name", "value");
@@ -199,6 +207,8 @@ impl<'a> Window<'a> {
             Batch::CounterSample(r) => self.counters(scope, r)?,
             Batch::PcSample(r) => self.pc_samples(scope, r)?,
             Batch::DeviceCounterSample(r) => self.device_counters(scope, r)?,
+            Batch::GraphLaunch(r) => self.graph_launches(scope, r)?,
+            Batch::HipEventBarrier(r) => self.hip_event_barriers(scope, r)?,
         };
         self.ids.saw(chunk.stream, pid, last_ns);
         Ok(())
@@ -289,6 +299,69 @@ impl<'a> Window<'a> {
                 event,
             ];
             self.tables.kernel_dispatch.push(row)?;
+            last = last.max(r.end_ns);
+        }
+        Ok((records[0].pid, last))
+    }
+
+    /// Graph launches, as rocpd 3.0.2 keeps them; one the SDK names no queue for has none.
+    fn graph_launches(
+        &mut self,
+        scope: Scope,
+        records: &[GraphLaunch],
+    ) -> Result<(u32, u64), Fault> {
+        let category = self.category(Domain::HipGraph);
+        let mut last = 0;
+        for r in records {
+            let stack = Some(r.correlation_id);
+            let event = self.event(category, stack, stack, r.external_id, NO_DATA)?;
+            let ids = &mut *self.ids;
+            let queue = (r.queue != 0).then(|| ids.queue(scope.stream, r.queue));
+            let row = row![
+                scope.node,
+                scope.process,
+                ids.thread(scope.stream, r.tid),
+                ids.agent(scope.stream, r.agent),
+                queue,
+                r.start_ns,
+                r.end_ns,
+                r.graph_exec_id,
+                r.dispatch_count,
+                event,
+            ];
+            self.tables.graph_launch.push(row)?;
+            last = last.max(r.end_ns);
+        }
+        Ok((records[0].pid, last))
+    }
+
+    /// HIP event barriers, their operation by its SDK name (`RECORD`, `WAIT`).
+    fn hip_event_barriers(
+        &mut self,
+        scope: Scope,
+        records: &[HipEventBarrier],
+    ) -> Result<(u32, u64), Fault> {
+        let category = self.category(Domain::HipEvent);
+        let mut last = 0;
+        for r in records {
+            let stack = Some(r.correlation_id);
+            let event = self.event(category, stack, stack, r.external_id, NO_DATA)?;
+            let ids = &mut *self.ids;
+            let operation = Domain::HipEvent.operation_name(r.operation_id);
+            let row = row![
+                scope.node,
+                scope.process,
+                ids.thread(scope.stream, r.tid),
+                ids.agent(scope.stream, r.agent),
+                ids.queue(scope.stream, r.queue),
+                ids.queue(scope.stream, r.source_queue),
+                r.start_ns,
+                r.end_ns,
+                operation.unwrap_or(UNKNOWN),
+                r.event,
+                event,
+            ];
+            self.tables.hip_event.push(row)?;
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))

@@ -295,7 +295,7 @@ fn parts(conn: &Connection, tables: &Tables) -> rusqlite::Result<Vec<Part>> {
         |row| row.get(0),
     )?;
     let mut parts = Vec::new();
-    for table in Table::ALL {
+    for table in Table::ALL.into_iter().filter(|t| tables.holds(t.rows())) {
         let name = tables.name(table.rows());
         // SQLite finds a lone min() or max() of the row id at once, and the first row id
         // from a given one by a seek.

@@ -19,9 +19,9 @@ use super::value::{
     Long, Number, int, json, json_u64, opt_int, real, text, u32, u64, with_content,
 };
 use crate::record::{
-    ApiCall, Batch, CounterSample, DeviceCounterSample, HipStream, KernelDispatch, KfdEvent,
-    Marker, MemoryAllocation, MemoryCopy, PcSample, RecordKind, RuntimeInitialization,
-    ScratchMemory,
+    ApiCall, Batch, CounterSample, DeviceCounterSample, GraphLaunch, HipEventBarrier, HipStream,
+    KernelDispatch, KfdEvent, Marker, MemoryAllocation, MemoryCopy, PcSample, RecordKind,
+    RuntimeInitialization, ScratchMemory,
 };
 use crate::sdk::Domain;
 use crate::sqlite::{Cells, Kind, Statement};
@@ -100,6 +100,8 @@ pub fn read(
         Table::Regions => reader.regions()?,
         Table::Samples => reader.samples()?,
         Table::Counters => reader.counters()?,
+        Table::GraphLaunches => reader.graph_launches()?,
+        Table::HipEvents => reader.hip_events()?,
     }
     Ok(reader.left)
 }
@@ -262,6 +264,71 @@ impl Reader<'_, '_> {
                     operation_id: operation.map_or(0, |o| o.id as u8),
                 };
                 push!(r.out, stream, MemoryCopy, record)?;
+                Ok(())
+            },
+        )
+    }
+
+    fn graph_launches(&mut self) -> Result<(), Fault> {
+        let sql = self.with_event(
+            schema::GRAPH_LAUNCH,
+            "x.pid, x.tid, x.agent_id, x.queue_id, x.start, x.end, x.graph_exec_id, \
+             x.kernel_dispatch_count, e.stack_id, e.correlation_id",
+        );
+        let kinds = [RecordKind::GraphLaunch];
+        self.records(
+            &(sql + &self.order("x", "rowid")),
+            &kinds,
+            |r, row, stream, pid| {
+                let record = GraphLaunch {
+                    pid,
+                    tid: r.info.tid(int(row, 1)),
+                    agent: r.info.agent(opt_int(row, 2)),
+                    // The SDK names no queue for most launches: rocprofv3 writes none.
+                    queue: opt_int(row, 3).map_or(0, |q| r.info.queue(q as u64)),
+                    start_ns: u64(row, 4),
+                    end_ns: u64(row, 5),
+                    correlation_id: u64(row, 8),
+                    external_id: u64(row, 9),
+                    graph_exec_id: u64(row, 6),
+                    dispatch_count: u64(row, 7),
+                };
+                push!(r.out, stream, GraphLaunch, record)?;
+                Ok(())
+            },
+        )
+    }
+
+    /// HIP event barriers: their operation by name (`RECORD`, `WAIT`, or prefixed
+    /// `HIP_EVENT_` as the SDK's enumerator is), their queues where the table has them.
+    fn hip_events(&mut self) -> Result<(), Fault> {
+        let sql = self.with_event(
+            schema::HIP_EVENT,
+            "x.pid, x.tid, x.agent_id, x.queue_id, x.source_queue_id, x.start, x.end, \
+             x.operation, x.hip_event_handle, e.stack_id, e.correlation_id",
+        );
+        let kinds = [RecordKind::HipEventBarrier];
+        self.records(
+            &(sql + &self.order("x", "rowid")),
+            &kinds,
+            |r, row, stream, pid| {
+                let queue = |i| opt_int(row, i).map_or(0, |q| r.info.queue(q as u64));
+                let operation = text(row, 7).unwrap_or_default();
+                let operation = operation.trim_start_matches("HIP_EVENT_");
+                let record = HipEventBarrier {
+                    pid,
+                    tid: r.info.tid(int(row, 1)),
+                    agent: r.info.agent(opt_int(row, 2)),
+                    queue: queue(3),
+                    source_queue: queue(4),
+                    start_ns: u64(row, 5),
+                    end_ns: u64(row, 6),
+                    correlation_id: u64(row, 9),
+                    external_id: u64(row, 10),
+                    event: u64(row, 8),
+                    operation_id: operation_id(Domain::HipEvent, operation),
+                };
+                push!(r.out, stream, HipEventBarrier, record)?;
                 Ok(())
             },
         )

@@ -12,9 +12,9 @@ use rusqlite::{Connection, OpenFlags};
 // The tables and columns of rocpd schema 3 are the ones rocflow's rocpd sink writes.
 use crate::rocpd::schema as written;
 pub use crate::rocpd::schema::{
-    AGENT, ARG, CODE_OBJECT, DEVICE_COUNTING, EVENT, KERNEL_DISPATCH, KERNEL_SYMBOL,
-    MEMORY_ALLOCATE, MEMORY_COPY, METADATA, NODE, PMC, PMC_EVENT, PROCESS, QUEUE, REGION, SAMPLE,
-    STREAM, STRING, THREAD, TRACK,
+    AGENT, ARG, CODE_OBJECT, DEVICE_COUNTING, EVENT, GRAPH_LAUNCH, HIP_EVENT, KERNEL_DISPATCH,
+    KERNEL_SYMBOL, MEMORY_ALLOCATE, MEMORY_COPY, METADATA, NODE, PMC, PMC_EVENT, PROCESS, QUEUE,
+    REGION, SAMPLE, STREAM, STRING, THREAD, TRACK,
 };
 
 /// An event table, read as the records it holds.
@@ -26,17 +26,23 @@ pub enum Table {
     Regions,
     Samples,
     Counters,
+    /// `rocpd_graph_launch` (schema 3.0.2 on).
+    GraphLaunches,
+    /// `rocpd_hip_event` (schema 3.0.4 on).
+    HipEvents,
 }
 
 impl Table {
     /// Every event table, in the order a set's records are sent.
-    pub const ALL: [Table; 6] = [
+    pub const ALL: [Table; 8] = [
         Table::Dispatches,
         Table::Copies,
         Table::Allocations,
         Table::Regions,
         Table::Samples,
         Table::Counters,
+        Table::GraphLaunches,
+        Table::HipEvents,
     ];
 
     /// The rocpd table whose rows the records follow, one record per row.
@@ -48,26 +54,25 @@ impl Table {
             Table::Regions => REGION,
             Table::Samples => SAMPLE,
             Table::Counters => PMC_EVENT,
+            Table::GraphLaunches => GRAPH_LAUNCH,
+            Table::HipEvents => HIP_EVENT,
         }
     }
 
     /// What its rows are read with: the rows of other tables, each found by a column.
     pub fn lookups(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            Table::Dispatches | Table::Copies | Table::Allocations | Table::Regions => {
-                &[(EVENT, "id")]
-            }
+            Table::Dispatches
+            | Table::Copies
+            | Table::Allocations
+            | Table::Regions
+            | Table::GraphLaunches
+            | Table::HipEvents => &[(EVENT, "id")],
             Table::Samples => &[(TRACK, "id"), (EVENT, "id")],
             Table::Counters => &[(KERNEL_DISPATCH, "event_id")],
         }
     }
 }
-
-/// A table of rocpd schema 3.0.2 (rocprofiler-sdk 1.3.5): a HIP graph's launches.
-pub const GRAPH_LAUNCH: &str = "rocpd_graph_launch";
-/// A table of rocpd schema 3.0.4 (rocprofiler-sdk 1.4.1): `hipEventRecord` and
-/// `hipStreamWaitEvent` as the GPU saw them.
-pub const HIP_EVENT: &str = "rocpd_hip_event";
 
 /// What a revision of rocpd schema 3 after 3.0.0 (the revision rocflow writes) adds.
 pub struct Addition {
@@ -107,7 +112,7 @@ pub const ADDITIONS: &[Addition] = &[
         table: GRAPH_LAUNCH,
         columns: None,
         holds: "HIP graph launches",
-        unread: Some("1"),
+        unread: None,
     },
     Addition {
         version: "3.0.3",
@@ -121,7 +126,7 @@ pub const ADDITIONS: &[Addition] = &[
         table: HIP_EVENT,
         columns: None,
         holds: "HIP events",
-        unread: Some("1"),
+        unread: None,
     },
 ];
 
@@ -130,20 +135,24 @@ pub const ADDITIONS: &[Addition] = &[
 /// others are from a newer schema and named in the database's note.
 fn known_columns() -> Vec<(&'static str, Vec<&'static str>)> {
     let metadata = (METADATA, vec!["id", "tag", "value"]);
-    let tables = written::TABLES.iter().map(|table| {
-        // A definition starts with the column's name, quoted where it is a keyword.
-        let defined = (table.columns.iter()).filter_map(|c| c.split_whitespace().next());
-        let names = ["id", "guid"]
-            .into_iter()
-            .chain(defined.map(|c| c.trim_matches('"')))
-            .chain(
-                (ADDITIONS.iter())
-                    .filter(|a| a.table == table.name)
-                    .flat_map(|a| a.columns.unwrap_or_default())
-                    .copied(),
-            );
-        (table.name, names.collect())
-    });
+    // A table a later revision added is optional, rocflow's writing it or not.
+    let added = |name: &str| (ADDITIONS.iter()).any(|a| a.columns.is_none() && a.table == name);
+    let tables = (written::TABLES.iter())
+        .filter(|t| !added(t.name))
+        .map(|table| {
+            // A definition starts with the column's name, quoted where it is a keyword.
+            let defined = (table.columns.iter()).filter_map(|c| c.split_whitespace().next());
+            let names = ["id", "guid"]
+                .into_iter()
+                .chain(defined.map(|c| c.trim_matches('"')))
+                .chain(
+                    (ADDITIONS.iter())
+                        .filter(|a| a.table == table.name)
+                        .flat_map(|a| a.columns.unwrap_or_default())
+                        .copied(),
+                );
+            (table.name, names.collect())
+        });
     std::iter::once(metadata).chain(tables).collect()
 }
 
@@ -187,6 +196,12 @@ impl Tables {
     /// the lookups the event tables' reads make; see [`Table::lookups`]).
     pub fn scanned(&self, table: &str, column: &str) -> bool {
         self.scanned.contains(&(table, column))
+    }
+
+    /// Whether the set has `table`: every table of schema 3.0.0, and those of later
+    /// revisions it has.
+    pub fn holds(&self, table: &str) -> bool {
+        self.columns.contains_key(table)
     }
 
     /// Whether `table` has `column` (a database of an older schema may lack some).
@@ -334,6 +349,15 @@ pub fn layout(conn: &Connection) -> Result<Layout, SchemaError> {
                     .map(|c| format!("{table}.{c}")),
             );
             columns.insert(*table, have);
+        }
+        // The tables of later revisions have what columns they have; none is unknown.
+        for &table in &added {
+            let name = format!("{table}{suffix}");
+            let mut info = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+            let have: BTreeSet<String> = info
+                .query_map([&name], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            columns.insert(table, have);
         }
         let mut set = Tables {
             suffix,

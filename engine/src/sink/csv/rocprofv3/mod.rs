@@ -175,7 +175,9 @@ impl Rocprofv3Sink {
             Batch::KfdEvent(_)
             | Batch::HipStream(_)
             | Batch::RuntimeInitialization(_)
-            | Batch::DeviceCounterSample(_) => {}
+            | Batch::DeviceCounterSample(_)
+            | Batch::GraphLaunch(_)
+            | Batch::HipEventBarrier(_) => {}
         }
         for (table, lines) in std::mem::take(&mut rows.out) {
             self.append(table, &lines)?;
