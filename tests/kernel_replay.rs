@@ -193,3 +193,56 @@ fn a_replayed_dispatch_is_traced_once_by_the_application_s_pass_and_the_others_c
     );
     assert_eq!(inspected["records"]["kernel_dispatch"], 6, "{inspected}");
 }
+
+/// The SDK replays single-packet dispatches outside HIP graph launches only: a graph's
+/// dispatches run once, on the ordinary path, so they are counted by the first pass alone
+/// (the tool is never asked for their passes), and the SDK warns once.
+#[test]
+fn a_graph_launch_s_dispatches_are_not_replayed() {
+    let dir = setup("replay = \"kernel\"");
+    let scenario = dir.path().join("scenario.toml");
+    let graphed = std::fs::read_to_string(&scenario)
+        .unwrap()
+        .replace("name = \"reduce\"\n", "name = \"reduce\"\ngraph = 1\n");
+    std::fs::write(&scenario, graphed).unwrap();
+    let explained = rocflow(&["explain", "p.toml"], dir.path(), &[]);
+    assert_success(&explained);
+    let first_pass: Vec<String> = (text(&explained.stdout).lines())
+        .find_map(|l| l.trim().strip_prefix("pass 1: ").map(str::to_owned))
+        .unwrap()
+        .split(", ")
+        .map(str::to_owned)
+        .collect();
+    let output = run(dir.path(), &["/bin/sleep", "0.1"]);
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    let warned = "kernel replay does not replay the dispatches of a HIP graph launch";
+    assert_eq!(stderr.matches(warned).count(), 1, "{stderr}");
+    // The 3 dispatches of gemm are replayed in 3 passes, reduce's 3 launches are not.
+    assert_says(&output.stderr, "replayed passes: 6 dispatch records");
+    let out = dir.path().join("out");
+    let dispatches = support::csv(&out.join("kernel_dispatch.csv"));
+    assert_eq!(dispatches.len(), 6, "{dispatches:?}");
+    let samples = support::csv(&out.join("counter_sample.csv"));
+    for kernel in ["gemm", "reduce"] {
+        let ids: std::collections::BTreeSet<&str> = (dispatches.iter())
+            .filter(|d| d["kernel_name"] == kernel)
+            .map(|d| d["dispatch_id"].as_str())
+            .collect();
+        assert_eq!(ids.len(), 3, "{dispatches:?}");
+        let of: Vec<_> = (samples.iter())
+            .filter(|s| ids.contains(s["dispatch_id"].as_str()))
+            .collect();
+        let counters: std::collections::BTreeSet<&str> =
+            of.iter().map(|s| s["counter"].as_str()).collect();
+        match kernel {
+            "gemm" => assert_eq!((of.len(), counters.len()), (3 * 40 * 8, 40)),
+            _ => {
+                assert_eq!(of.len(), 3 * first_pass.len() * 8);
+                let first: std::collections::BTreeSet<&str> =
+                    first_pass.iter().map(String::as_str).collect();
+                assert_eq!(counters, first);
+            }
+        }
+    }
+}

@@ -108,6 +108,31 @@ pub unsafe extern "C" fn rocprofiler_query_callback_tracing_kind_name(
     }
 }
 
+/// How the runtime handed a dispatch to its queue, as the SDK's replay gate sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Submission {
+    /// One kernel dispatch packet on its own: what the SDK replays.
+    Packet,
+    /// A kernel node of a HIP graph launch.
+    GraphLaunch,
+}
+
+/// Whether the SDK replays a dispatch submitted as `submission`. It replays single-packet
+/// kernel dispatches outside HIP graph launches only; any other submission runs once on
+/// the ordinary path, without asking the subscriber for passes, and the SDK warns once.
+pub fn replays(submission: Submission) -> bool {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    match submission {
+        Submission::Packet => true,
+        Submission::GraphLaunch => {
+            WARNED.call_once(|| {
+                crate::warn("kernel replay does not replay the dispatches of a HIP graph launch: they run once")
+            });
+            false
+        }
+    }
+}
+
 /// Runs a dispatch as the subscriber of kernel replay asks: CONFIG (where it may set the
 /// pass count and continue callbacks), then `run` once per pass between PASS's enter and
 /// exit, all on this thread. A dispatch the subscriber does not replay runs once, outside

@@ -24,6 +24,7 @@ use rocflow_counters::expr::{Dimension, Tensor};
 use crate::args::{CallArgs, HipApiExtRecord, on_stack};
 use crate::buffer::Staged;
 use crate::device::{Counter, instance_id};
+use crate::kernel_replay::Submission;
 use crate::sdk::{Context, Running, Sdk};
 use rocflow_core::scenario::{Kernel, Settings};
 
@@ -128,7 +129,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         // roctxRangePushA: its callbacks now, its record when it is popped.
         let range = (scenario.scenario.marker_ranges).then(|| (emitter.push_range(message), t));
         // Enqueues kernel `k` at `t` under the launch call `correlation`.
-        let mut enqueue = |k: usize, kernel: &Kernel, correlation: u64, t: u64| {
+        let mut enqueue = |k: usize, kernel: &Kernel, correlation: u64, t: u64, submission| {
             let queue = kernel_queue(index, kernel);
             let free_at = &mut queue_free[kernel.agent as usize];
             let gpu = kernel.agent as usize;
@@ -143,7 +144,16 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
             *free_at = start + kernel.duration_ns;
             let now = crate::sdk::now();
             (sdk.activity).dispatch(gpu, start, *free_at, now);
-            emitter.dispatch(kernel, k as u64 + 1, dispatch_id, queue, correlation, start);
+            let kernel_id = k as u64 + 1;
+            emitter.dispatch(
+                kernel,
+                kernel_id,
+                dispatch_id,
+                queue,
+                correlation,
+                start,
+                submission,
+            );
         };
         for (k, kernel) in scenario.kernels.iter().enumerate() {
             let first = |graph| scenario.graph_nodes(graph).next().map(|n| n.0) == Some(k);
@@ -160,7 +170,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                         [k as u64, kernel_queue(index, kernel).handle, 0, 0],
                     );
                     t += API_NS;
-                    enqueue(k, kernel, correlation, t);
+                    enqueue(k, kernel, correlation, t, Submission::Packet);
                 }
                 // A graph is launched where its first node is listed.
                 Some(graph) => {
@@ -170,7 +180,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                     emitter.hip(call, [exec, stream, 0, 0]);
                     let mut nodes = 0;
                     for (n, node) in scenario.graph_nodes(graph) {
-                        enqueue(n, node, correlation, t + API_NS);
+                        enqueue(n, node, correlation, t + API_NS, Submission::GraphLaunch);
                         nodes += 1;
                     }
                     let at = crate::graph::Launch {
@@ -460,6 +470,7 @@ impl<'a> Emitter<'a> {
         self.trace(Domain::HipRuntimeApiExt, operation, &ext);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn dispatch(
         &self,
         kernel: &Kernel,
@@ -468,6 +479,7 @@ impl<'a> Emitter<'a> {
         queue: Handle,
         correlation: u64,
         start: u64,
+        submission: Submission,
     ) {
         let [gx, gy, gz] = kernel.grid;
         let [wx, wy, wz] = kernel.workgroup;
@@ -524,7 +536,9 @@ impl<'a> Emitter<'a> {
             }
         };
         let replay = crate::kernel_replay::KIND;
-        match (self.active()).find_map(|c| c.setup.subscribed(replay, kernel_replay::CONFIG)) {
+        let replayer =
+            (self.active()).find_map(|c| c.setup.subscribed(replay, kernel_replay::CONFIG));
+        match replayer.filter(|_| crate::kernel_replay::replays(submission)) {
             Some(replayer) => {
                 let mut record = callback_record(self.tid, replay, 0, 0, std::ptr::null_mut());
                 record.correlation_id = sync_correlation(correlation);
