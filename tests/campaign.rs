@@ -1,0 +1,306 @@
+//! `rocflow campaign` on a LocalCluster of 2 workers: the ranks of a job, in each form an
+//! input takes, become one Parquet dataset filed by host and rank, with each process's rank
+//! and clock offset; the kernel summary across ranks equals `rocflow summary` of the same
+//! inputs, per rank and overall; bad inputs are named each and leave nothing; a missing
+//! Python package is one error with the install hint; and the package's own tests pass.
+//!
+//! The campaign's Python is `ROCFLOW_PYTHON`'s (tests/run-all installs the package into
+//! target/rocflow-venv and names it there), else the README's environment's.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+use support::{assert_says, assert_success, duckdb, hostname, rocflow, rocflow_command, text};
+
+/// `rocflow campaign --workers 2 ARGS…` in `dir`.
+fn campaign(args: &[&str], dir: &Path) -> Output {
+    let mut all = vec!["campaign", "--workers", "2"];
+    all.extend_from_slice(args);
+    rocflow(&all, dir, &[])
+}
+
+/// Profiles `/bin/true` on the simulated device as rank `rank` of a job of `size`, into
+/// `dir/rank-RANK`, as an MPI launcher (Open MPI) would start it.
+fn rank(dir: &Path, rank: u32, size: u32) -> PathBuf {
+    let out = dir.join(format!("rank-{rank}"));
+    let args = ["run", "kernel-trace", "--device", "sim", "-q", "-d"];
+    let mut command = rocflow_command(&args, dir, &[]);
+    command
+        .arg(&out)
+        .args(["--", "/bin/true"])
+        .env("OMPI_COMM_WORLD_RANK", rank.to_string())
+        .env("OMPI_COMM_WORLD_SIZE", size.to_string());
+    assert_success(&command.output().unwrap());
+    out
+}
+
+fn inspect(input: &Path) -> Value {
+    let out = rocflow(
+        &["inspect", "--json", input.to_str().unwrap()],
+        Path::new("."),
+        &[],
+    );
+    assert_success(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// No file or folder of a campaign that failed is left beside its would-be folder.
+fn assert_nothing_written(dir: &Path, name: &str) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|entry| entry.contains(name))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn the_ranks_of_a_job_become_one_dataset_filed_by_host_and_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let runs: Vec<PathBuf> = (0..3).map(|r| rank(d, r, 3)).collect();
+    // Each form an input takes: a run folder, a glob of databases, a list naming a spool.
+    std::fs::write(d.join("ranks.txt"), "# the last rank\nrank-2/last.rfraw\n").unwrap();
+    let out = campaign(&["rank-0", "rank-1/*.db", "@ranks.txt", "-o", "camp"], d);
+    assert_success(&out);
+
+    let rows = duckdb(
+        d,
+        &[
+            "SELECT host, rank, COUNT(*) FROM read_parquet('camp/dataset/kernel_dispatch/*/*/*.parquet', \
+             hive_partitioning = true) GROUP BY ALL ORDER BY rank",
+            "SELECT host, pid, rank, world_size, start_unix_ns IS NULL, \
+             clock_offset_ns = start_unix_ns - start_ns \
+             FROM 'camp/dataset/processes.parquet' ORDER BY rank",
+            "SELECT MIN(start_unix_ns) FROM 'camp/dataset/processes.parquet'",
+        ],
+    );
+    let host = hostname();
+    let dispatches: Vec<Vec<Value>> = runs
+        .iter()
+        .enumerate()
+        .map(|(r, run)| {
+            vec![
+                json!(host),
+                json!(r),
+                inspect(run)["records"]["kernel_dispatch"].clone(),
+            ]
+        })
+        .collect();
+    assert_eq!(rows[0], dispatches);
+    let processes: Vec<Vec<Value>> = runs
+        .iter()
+        .enumerate()
+        .map(|(r, run)| {
+            // A database keeps no wall clock; a spool does, and with it the clock offset.
+            let database = r == 1;
+            let clock = if database { Value::Null } else { json!(true) };
+            let pid = inspect(run)["processes"][0]["pid"].clone();
+            vec![json!(host), pid, json!(r), json!(3), json!(database), clock]
+        })
+        .collect();
+    assert_eq!(rows[1], processes);
+    let wall = rows[2][0][0].as_i64().unwrap();
+    assert!(
+        wall >= before - 1_000_000_000,
+        "the wall clock {wall} is before the runs"
+    );
+}
+
+/// The statistics of `rocflow summary ARGS…` as JSON rows: its kernels table.
+fn summary(dir: &Path, args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["summary", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = rocflow(&all, dir, &[]);
+    assert_success(&out);
+    let tables: Value = serde_json::from_slice(&out.stdout).unwrap();
+    tables["kernels"].as_array().unwrap().clone()
+}
+
+/// Asserts a campaign row `got` holds `want`'s statistics: calls and total exactly, the
+/// rest to rounding.
+fn assert_same_statistics(got: &[Value], want: &Value) {
+    let name = want["kernel"].as_str().unwrap();
+    assert_eq!(got[3], want["calls"], "calls of {name}");
+    assert_eq!(
+        got[4].as_f64(),
+        want["total_ns"].as_f64(),
+        "total of {name}"
+    );
+    for (i, column) in ["mean_ns", "min_ns", "max_ns", "p50_ns", "p95_ns", "p99_ns"]
+        .iter()
+        .enumerate()
+    {
+        let (got, want) = (got[5 + i].as_f64().unwrap(), want[column].as_f64().unwrap());
+        assert!(
+            (got - want).abs() <= want.abs() * 1e-12,
+            "{column} of {name}: {got} against {want}"
+        );
+    }
+}
+
+#[test]
+fn the_kernel_summary_across_ranks_equals_rocflow_summary_per_rank_and_overall() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Three ranks (pids 4000 to 4002) of dispatches of many durations.
+    let generate = [
+        "generate",
+        "job.rfraw",
+        "--records",
+        "30000",
+        "--processes",
+        "3",
+        "--seed",
+        "7",
+    ];
+    assert_success(&rocflow(&generate, d, &[]));
+    assert_success(&campaign(&["job.rfraw", "-o", "camp"], d));
+
+    let columns =
+        "host, rank, kernel, calls, total_ns, mean_ns, min_ns, max_ns, p50_ns, p95_ns, p99_ns";
+    let rows = duckdb(
+        d,
+        &[
+            &format!("SELECT {columns} FROM 'camp/kernels.parquet'"),
+            &format!("SELECT {columns} FROM read_csv('camp/kernels.csv')"),
+            "SELECT rank, pid FROM 'camp/dataset/processes.parquet'",
+        ],
+    );
+    let table = &rows[0];
+    assert_eq!(
+        rows[1], *table,
+        "kernels.csv holds what kernels.parquet does"
+    );
+    let pid_of = |rank: &Value| {
+        let found = rows[2]
+            .iter()
+            .find(|row| row[0] == *rank)
+            .expect("every rank is a process");
+        found[1].to_string()
+    };
+    let (overall, per_rank): (Vec<&Vec<Value>>, Vec<&Vec<Value>>) =
+        table.iter().partition(|row| row[1].is_null());
+
+    let mut want = summary(d, &["job.rfraw", "--by", "process"]);
+    assert_eq!(per_rank.len(), want.len(), "a row per rank and kernel");
+    for row in &per_rank {
+        assert_eq!(row[0], json!("gen-node"));
+        let pid = pid_of(&row[1]);
+        let at = want
+            .iter()
+            .position(|w| w["process"].as_str() == Some(&pid) && w["kernel"] == row[2])
+            .unwrap_or_else(|| panic!("rocflow summary has no {:?} in process {pid}", row[2]));
+        assert_same_statistics(row, &want.remove(at));
+    }
+
+    let want = summary(d, &["job.rfraw"]);
+    assert_eq!(overall.len(), want.len(), "an overall row per kernel");
+    for (row, want) in overall.iter().zip(&want) {
+        assert_eq!(
+            row[2], want["kernel"],
+            "overall rows with the most time first"
+        );
+        assert_same_statistics(row, want);
+    }
+}
+
+#[test]
+fn bad_inputs_are_named_each_exit_2_and_leave_no_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_success(&rocflow(
+        &["generate", "good.rfraw", "--records", "1000"],
+        d,
+        &[],
+    ));
+    std::fs::write(d.join("torn.rfraw"), "RFRAW but not a spool").unwrap();
+    std::fs::write(d.join("notes.db"), "a text file, not SQLite").unwrap();
+
+    let out = campaign(&["good.rfraw", "torn.rfraw", "notes.db", "-o", "camp"], d);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    for named in [
+        "torn.rfraw`: ",
+        "notes.db`: ",
+        "2 of 3 inputs could not be read",
+    ] {
+        assert_says(&out.stderr, named);
+    }
+    assert_nothing_written(d, "camp");
+
+    // Inputs that name nothing, before any work.
+    for (input, says) in [
+        ("missing.db", "`missing.db`: no such file or folder"),
+        ("ranks-*.db", "`ranks-*.db` matches no file"),
+        ("@list.txt", "cannot read the input list"),
+        (
+            "good.txt",
+            "is neither a rocpd database (.db), a spool (.rfraw) nor a run folder",
+        ),
+    ] {
+        std::fs::write(d.join("good.txt"), "").unwrap();
+        let out = campaign(&["good.rfraw", input, "-o", "camp"], d);
+        assert_eq!(out.status.code(), Some(2), "{input}: {}", text(&out.stderr));
+        assert_says(&out.stderr, says);
+        assert_nothing_written(d, "camp");
+    }
+
+    // A folder that holds something already is not written into.
+    std::fs::create_dir(d.join("taken")).unwrap();
+    std::fs::write(d.join("taken/mine.txt"), "kept").unwrap();
+    let out = campaign(&["good.rfraw", "-o", "taken"], d);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_says(&out.stderr, "`taken` exists");
+    assert_eq!(
+        std::fs::read_to_string(d.join("taken/mine.txt")).unwrap(),
+        "kept"
+    );
+}
+
+#[test]
+fn a_missing_package_is_one_error_with_the_install_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nowhere = d.join("venv/bin/python");
+    for (python, says) in [
+        (nowhere.as_path(), "cannot run"),
+        (
+            Path::new("/usr/bin/python3"),
+            "/usr/bin/python3 has no rocflow package",
+        ),
+    ] {
+        let out = rocflow(
+            &["campaign", "x.db", "-o", "camp"],
+            d,
+            &[("ROCFLOW_PYTHON", python)],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert_says(&out.stderr, says);
+        assert_says(&out.stderr, "pip install ./python");
+    }
+}
+
+/// The Python campaigns run with: as `rocflow campaign` finds it.
+fn python() -> PathBuf {
+    std::env::var_os("ROCFLOW_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
+            home.join(".local/share/rocflow/venv/bin/python")
+        })
+}
+
+#[test]
+fn the_python_packages_own_tests_pass() {
+    let out = std::process::Command::new(python())
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .current_dir(support::repo().join("python"))
+        .output()
+        .expect("the campaigns' Python runs (tests/run-all installs it)");
+    assert_success(&out);
+}
