@@ -1,6 +1,6 @@
 //! `rocflow campaign` on a LocalCluster of 2 workers: the ranks of a job, in each form an
 //! input takes, become one Parquet dataset filed by host and rank, with each process's rank
-//! and clock offset; the kernel summary across ranks equals `rocflow summary` of the same
+//! and clock offset; the kernel and API summaries across ranks equal `rocflow summary` of the same
 //! inputs, per rank and overall; bad inputs are named each and leave nothing; a missing
 //! Python package is one error with the install hint; and the package's own tests pass.
 //!
@@ -112,43 +112,110 @@ fn the_ranks_of_a_job_become_one_dataset_filed_by_host_and_rank() {
     );
 }
 
-/// The statistics of `rocflow summary ARGS…` as JSON rows: its kernels table.
-fn summary(dir: &Path, args: &[&str]) -> Vec<Value> {
+/// The table `table` of `rocflow summary --format json ARGS…`, as JSON rows.
+fn summary(dir: &Path, table: &str, args: &[&str]) -> Vec<Value> {
     let mut all = vec!["summary", "--format", "json"];
     all.extend_from_slice(args);
     let out = rocflow(&all, dir, &[]);
     assert_success(&out);
     let tables: Value = serde_json::from_slice(&out.stdout).unwrap();
-    tables["kernels"].as_array().unwrap().clone()
+    tables[table].as_array().unwrap().clone()
 }
 
-/// Asserts a campaign row `got` holds `want`'s statistics: calls and total exactly, the
-/// rest to rounding.
-fn assert_same_statistics(got: &[Value], want: &Value) {
-    let name = want["kernel"].as_str().unwrap();
-    assert_eq!(got[3], want["calls"], "calls of {name}");
+/// The statistics' columns of a campaign's summaries, after the host, rank and names.
+const STATISTICS: [&str; 8] = [
+    "calls", "total_ns", "mean_ns", "min_ns", "max_ns", "p50_ns", "p95_ns", "p99_ns",
+];
+
+/// Asserts the statistics of a campaign's row (from `at` on) are `want`'s: calls and total
+/// exactly, the rest to rounding.
+fn assert_same_statistics(got: &[Value], want: &Value, what: &str) {
+    assert_eq!(got[0], want["calls"], "calls of {what}");
     assert_eq!(
-        got[4].as_f64(),
+        got[1].as_f64(),
         want["total_ns"].as_f64(),
-        "total of {name}"
+        "total of {what}"
     );
-    for (i, column) in ["mean_ns", "min_ns", "max_ns", "p50_ns", "p95_ns", "p99_ns"]
-        .iter()
-        .enumerate()
-    {
-        let (got, want) = (got[5 + i].as_f64().unwrap(), want[column].as_f64().unwrap());
+    for (got, column) in got.iter().zip(STATISTICS).skip(2) {
+        let (got, want) = (got.as_f64().unwrap(), want[column].as_f64().unwrap());
         assert!(
             (got - want).abs() <= want.abs() * 1e-12,
-            "{column} of {name}: {got} against {want}"
+            "{column} of {what}: {got} against {want}"
         );
     }
 }
 
+/// Asserts the campaign's summary `recipe` (kernels, api) in `d`/camp, read back from its
+/// Parquet and its CSV, holds `rocflow summary`'s table `table` of `input`, keyed by the
+/// columns `names`: per rank as `--by process` gives it, and overall.
+fn assert_equals_summary(d: &Path, input: &str, recipe: &str, table: &str, names: &[&str]) {
+    let columns = ["host", "rank"]
+        .iter()
+        .chain(names)
+        .chain(&STATISTICS)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rows = duckdb(
+        d,
+        &[
+            &format!("SELECT {columns} FROM 'camp/{recipe}.parquet'"),
+            &format!("SELECT {columns} FROM read_csv('camp/{recipe}.csv')"),
+            "SELECT rank, pid FROM 'camp/dataset/processes.parquet'",
+        ],
+    );
+    let got = &rows[0];
+    assert_eq!(
+        rows[1], *got,
+        "{recipe}.csv holds what {recipe}.parquet does"
+    );
+    let pid_of = |rank: &Value| {
+        let process = rows[2].iter().find(|row| row[0] == *rank);
+        process.expect("every rank is a process")[1].to_string()
+    };
+    let (overall, per_rank): (Vec<&Vec<Value>>, Vec<&Vec<Value>>) =
+        got.iter().partition(|row| row[1].is_null());
+    let named = |want: &Value, row: &[Value]| names.iter().zip(row).all(|(n, v)| want[n] == *v);
+
+    let mut want = summary(d, table, &[input, "--by", "process"]);
+    assert_eq!(
+        per_rank.len(),
+        want.len(),
+        "a {recipe} row per rank and name"
+    );
+    for row in &per_rank {
+        assert_eq!(row[0], json!("gen-node"));
+        let pid = pid_of(&row[1]);
+        let own = &row[2..2 + names.len()];
+        let at = want
+            .iter()
+            .position(|w| w["process"].as_str() == Some(&pid) && named(w, own))
+            .unwrap_or_else(|| panic!("rocflow summary has no {own:?} in process {pid}"));
+        let what = format!("{own:?} of rank {}", row[1]);
+        assert_same_statistics(&row[2 + names.len()..], &want.remove(at), &what);
+    }
+
+    let want = summary(d, table, &[input]);
+    assert_eq!(
+        overall.len(),
+        want.len(),
+        "an overall {recipe} row per name"
+    );
+    for (row, want) in overall.iter().zip(&want) {
+        let own = &row[2..2 + names.len()];
+        assert!(
+            named(want, own),
+            "overall rows with the most time first: {own:?}"
+        );
+        assert_same_statistics(&row[2 + names.len()..], want, &format!("{own:?}"));
+    }
+}
+
 #[test]
-fn the_kernel_summary_across_ranks_equals_rocflow_summary_per_rank_and_overall() {
+fn the_kernel_and_api_summaries_across_ranks_equal_rocflow_summary() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // Three ranks (pids 4000 to 4002) of dispatches of many durations.
+    // Three ranks (pids 4000 to 4002) of kernels and API calls of many durations.
     let generate = [
         "generate",
         "job.rfraw",
@@ -161,53 +228,8 @@ fn the_kernel_summary_across_ranks_equals_rocflow_summary_per_rank_and_overall()
     ];
     assert_success(&rocflow(&generate, d, &[]));
     assert_success(&campaign(&["job.rfraw", "-o", "camp"], d));
-
-    let columns =
-        "host, rank, kernel, calls, total_ns, mean_ns, min_ns, max_ns, p50_ns, p95_ns, p99_ns";
-    let rows = duckdb(
-        d,
-        &[
-            &format!("SELECT {columns} FROM 'camp/kernels.parquet'"),
-            &format!("SELECT {columns} FROM read_csv('camp/kernels.csv')"),
-            "SELECT rank, pid FROM 'camp/dataset/processes.parquet'",
-        ],
-    );
-    let table = &rows[0];
-    assert_eq!(
-        rows[1], *table,
-        "kernels.csv holds what kernels.parquet does"
-    );
-    let pid_of = |rank: &Value| {
-        let found = rows[2]
-            .iter()
-            .find(|row| row[0] == *rank)
-            .expect("every rank is a process");
-        found[1].to_string()
-    };
-    let (overall, per_rank): (Vec<&Vec<Value>>, Vec<&Vec<Value>>) =
-        table.iter().partition(|row| row[1].is_null());
-
-    let mut want = summary(d, &["job.rfraw", "--by", "process"]);
-    assert_eq!(per_rank.len(), want.len(), "a row per rank and kernel");
-    for row in &per_rank {
-        assert_eq!(row[0], json!("gen-node"));
-        let pid = pid_of(&row[1]);
-        let at = want
-            .iter()
-            .position(|w| w["process"].as_str() == Some(&pid) && w["kernel"] == row[2])
-            .unwrap_or_else(|| panic!("rocflow summary has no {:?} in process {pid}", row[2]));
-        assert_same_statistics(row, &want.remove(at));
-    }
-
-    let want = summary(d, &["job.rfraw"]);
-    assert_eq!(overall.len(), want.len(), "an overall row per kernel");
-    for (row, want) in overall.iter().zip(&want) {
-        assert_eq!(
-            row[2], want["kernel"],
-            "overall rows with the most time first"
-        );
-        assert_same_statistics(row, want);
-    }
+    assert_equals_summary(d, "job.rfraw", "kernels", "kernels", &["kernel"]);
+    assert_equals_summary(d, "job.rfraw", "api", "api", &["domain", "function"]);
 }
 
 #[test]

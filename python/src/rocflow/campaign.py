@@ -6,6 +6,7 @@ The campaign's folder ``DIR`` holds::
     dataset/<table>/host=H/rank=R/part-N.parquet   every table of every process
     dataset/processes.parquet                      one row per process (see PROCESSES)
     kernels.csv, kernels.parquet                   the kernel summary (recipes.kernels)
+    api.csv, api.parquet                           the API summary (recipes.api)
 
 Processes are filed under their MPI rank, or under their pid (``pid=P``) in a campaign
 where some process has no rank. Everything is written beside ``DIR`` and moved into place
@@ -31,7 +32,7 @@ import pyarrow.parquet as pq
 from .convert import ConversionFailed, Converted, convert
 from .errors import UserError
 from .inputs import resolve
-from .recipes import kernels
+from .recipes import api, kernels
 
 #: The columns of ``dataset/processes.parquet``, one row per process.
 PROCESSES = pa.schema(
@@ -100,7 +101,8 @@ def run(args: argparse.Namespace) -> None:
             key, processes = layout(converted, staging / "dataset")
             shutil.rmtree(staging / "converted")
             pq.write_table(processes, staging / "dataset" / "processes.parquet")
-            kernels.run(staging / "dataset", key, staging)
+            for recipe in [kernels, api]:
+                recipe.run(staging / "dataset", key, staging)
         if out.exists():
             out.rmdir()
         staging.rename(out)
