@@ -1,8 +1,9 @@
 //! `rocflow campaign` on a LocalCluster of 2 workers: the ranks of a job, in each form an
 //! input takes, become one Parquet dataset filed by host and rank, with each process's rank
-//! and clock offset; the kernel and API summaries across ranks equal `rocflow summary` of the same
-//! inputs, per rank and overall; bad inputs are named each and leave nothing; a missing
-//! Python package is one error with the install hint; and the package's own tests pass.
+//! and clock offset, and each rank's GPU busy time and idle gaps; the kernel and API
+//! summaries across ranks equal `rocflow summary` of the same inputs, per rank and overall;
+//! bad inputs are named each and leave nothing; a missing Python package is one error with
+//! the install hint; and the package's own tests pass.
 //!
 //! The campaign's Python is `ROCFLOW_PYTHON`'s (tests/run-all installs the package into
 //! target/rocflow-venv and names it there), else the README's environment's.
@@ -110,7 +111,45 @@ fn the_ranks_of_a_job_become_one_dataset_filed_by_host_and_rank() {
         wall >= before - 1_000_000_000,
         "the wall clock {wall} is before the runs"
     );
+
+    // Each rank's GPUs' busy time and idle gaps, against the union of its kernels' times
+    // computed apart in SQL (kernels on several queues overlap and count once); the busy
+    // map's bins hold all of it.
+    let rows = duckdb(
+        d,
+        &[
+            "SELECT host, rank, agent, busy_ns, gaps, longest_gap_ns FROM 'camp/gpu_gaps.parquet' \
+             ORDER BY ALL",
+            UNION,
+            "SELECT host, rank, agent, CAST(SUM(busy_ns) AS BIGINT), COUNT(*) \
+             FROM 'camp/gpu_busy.parquet' GROUP BY ALL ORDER BY ALL",
+        ],
+    );
+    assert!(!rows[0].is_empty(), "the ranks ran kernels");
+    assert_eq!(rows[0], rows[1]);
+    let binned: Vec<_> = rows[2].iter().map(|r| r[..4].to_vec()).collect();
+    let busy: Vec<_> = rows[0].iter().map(|r| r[..4].to_vec()).collect();
+    assert_eq!(binned, busy, "the bins hold all the busy time");
+    assert!(rows[2].iter().all(|r| r[4] == json!(200)), "200 bins a GPU");
 }
+
+/// Per rank and GPU of a campaign `camp`, the busy time, the idle gaps and the longest gap,
+/// from its kernels' times: merged into segments where one starts before those before it
+/// ended.
+const UNION: &str = "
+WITH d AS (SELECT host, rank, agent, epoch_ns(start_ns) AS s, epoch_ns(end_ns) AS e
+           FROM read_parquet('camp/dataset/kernel_dispatch/*/*/*.parquet', hive_partitioning = true)),
+r AS (SELECT *, MAX(e) OVER (PARTITION BY host, rank, agent ORDER BY s, e
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach FROM d),
+g AS (SELECT *, SUM(CASE WHEN reach IS NULL OR s > reach THEN 1 ELSE 0 END)
+                OVER (PARTITION BY host, rank, agent ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS segment
+      FROM r),
+segments AS (SELECT host, rank, agent, segment, MIN(s) AS s, MAX(e) AS e FROM g GROUP BY ALL),
+gaps AS (SELECT *, s - LAG(e) OVER (PARTITION BY host, rank, agent ORDER BY segment) AS gap
+         FROM segments)
+SELECT host, rank, CAST(agent AS BIGINT), CAST(SUM(e - s) AS BIGINT), COUNT(*) - 1,
+       CAST(COALESCE(MAX(gap), 0) AS BIGINT)
+FROM gaps GROUP BY ALL ORDER BY ALL";
 
 /// The table `table` of `rocflow summary --format json ARGS…`, as JSON rows.
 fn summary(dir: &Path, table: &str, args: &[&str]) -> Vec<Value> {

@@ -7,6 +7,7 @@ The campaign's folder ``DIR`` holds::
     dataset/processes.parquet                      one row per process (see PROCESSES)
     kernels.csv, kernels.parquet                   the kernel summary (recipes.kernels)
     api.csv, api.parquet                           the API summary (recipes.api)
+    gpu_busy.*, gpu_gaps.*                         GPU busy time per rank over time, idle gaps (recipes.gpu_busy)
 
 Processes are filed under their MPI rank, or under their pid (``pid=P``) in a campaign
 where some process has no rank. Everything is written beside ``DIR`` and moved into place
@@ -32,7 +33,7 @@ import pyarrow.parquet as pq
 from .convert import ConversionFailed, Converted, convert
 from .errors import UserError
 from .inputs import resolve
-from .recipes import api, kernels
+from .recipes import api, gpu_busy, kernels
 
 #: The columns of ``dataset/processes.parquet``, one row per process.
 PROCESSES = pa.schema(
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> None:
             key, processes = layout(converted, staging / "dataset")
             shutil.rmtree(staging / "converted")
             pq.write_table(processes, staging / "dataset" / "processes.parquet")
-            for recipe in [kernels, api]:
+            for recipe in [kernels, api, gpu_busy]:
                 recipe.run(staging / "dataset", key, staging)
         if out.exists():
             out.rmdir()
@@ -128,7 +129,7 @@ def client_for(args: argparse.Namespace):
     else:
         workers = args.workers or os.cpu_count() or 1
         cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=1, dashboard_address=None, silence_logs=logging.ERROR
+            n_workers=workers, threads_per_worker=1, dashboard_address=":0", silence_logs=logging.ERROR
         )
         with cluster, Client(cluster) as client:
             yield client
