@@ -346,14 +346,16 @@ fn a_missing_package_is_one_error_with_the_install_hint() {
     }
 }
 
-/// The Python campaigns run with: as `rocflow campaign` finds it.
+/// The Python campaigns run with, found as `rocflow campaign` finds it.
 fn python() -> PathBuf {
-    std::env::var_os("ROCFLOW_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
-            home.join(".local/share/rocflow/venv/bin/python")
-        })
+    if let Some(python) = std::env::var_os("ROCFLOW_PYTHON") {
+        return python.into();
+    }
+    let data = std::env::var_os("XDG_DATA_HOME").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".local/share"),
+        PathBuf::from,
+    );
+    data.join("rocflow/venv/bin/python")
 }
 
 #[test]

@@ -47,11 +47,15 @@ class Converted:
 
 
 class ConversionFailed(Exception):
-    """rocflow could not read an input: its own words."""
+    """rocflow could not read an input: its own words. (Its arguments are all it holds,
+    so it crosses from worker to driver as it is.)"""
 
     def __init__(self, input: Input, message: str):
-        super().__init__(f"`{input.path}`: {message}")
-        self.input = input
+        super().__init__(input, message)
+
+    def __str__(self) -> str:
+        input, message = self.args
+        return f"`{input.path}`: {message}"
 
 
 def convert(input: Input, into: Path) -> Converted:
