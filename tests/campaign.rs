@@ -1,7 +1,8 @@
 //! `rocflow campaign` on a LocalCluster of 2 workers: the ranks of a job, in each form an
 //! input takes, become one Parquet dataset filed by host and rank, with each process's rank
 //! and clock offset, and each rank's GPU busy time and idle gaps; the kernel and API
-//! summaries across ranks equal `rocflow summary` of the same inputs, per rank and overall;
+//! summaries across ranks equal `rocflow summary` of the same inputs, per rank and overall,
+//! and a scheduler already running (as on a cluster) gives the same as a LocalCluster;
 //! bad inputs are named each and leave nothing; a missing Python package is one error with
 //! the install hint; and the package's own tests pass.
 //!
@@ -9,10 +10,12 @@
 //! target/rocflow-venv and names it there), else the README's environment's.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
-use support::{assert_says, assert_success, duckdb, hostname, rocflow, rocflow_command, text};
+use support::{
+    Spawned, assert_says, assert_success, duckdb, hostname, rocflow, rocflow_command, text,
+};
 
 /// `rocflow campaign --workers 2 ARGS…` in `dir`.
 fn campaign(args: &[&str], dir: &Path) -> Output {
@@ -269,6 +272,81 @@ fn the_kernel_and_api_summaries_across_ranks_equal_rocflow_summary() {
     assert_success(&campaign(&["job.rfraw", "-o", "camp"], d));
     assert_equals_summary(d, "job.rfraw", "kernels", "kernels", &["kernel"]);
     assert_equals_summary(d, "job.rfraw", "api", "api", &["domain", "function"]);
+}
+
+/// `python -m distributed.cli.MODULE ARGS…` in `dir` (the package's Dask's command line),
+/// its output dropped, where no rocflow is on the PATH.
+fn dask(module: &str, args: &[&str], dir: &Path) -> Spawned {
+    let mut command = Command::new(python());
+    command
+        .args(["-m", &format!("distributed.cli.{module}")])
+        .args(args)
+        .current_dir(dir)
+        // No rocflow on the way: the tasks run the one the campaign names.
+        .env("PATH", "/usr/bin:/bin")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    Spawned::start(&mut command)
+}
+
+#[test]
+fn a_campaign_runs_on_a_scheduler_already_running_as_on_its_own_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let generate = [
+        "generate",
+        "job.rfraw",
+        "--records",
+        "5000",
+        "--processes",
+        "2",
+    ];
+    assert_success(&rocflow(&generate, d, &[]));
+    assert_success(&campaign(&["job.rfraw", "-o", "local"], d));
+
+    // A scheduler and two workers of their own, as a cluster's are: they know nothing of
+    // the campaign but its file system.
+    let file = "scheduler.json";
+    let scheduler_args = [
+        "--scheduler-file",
+        file,
+        "--port",
+        "0",
+        "--dashboard-address",
+        ":0",
+    ];
+    let _scheduler = dask("dask_scheduler", &scheduler_args, d);
+    support::wait_until("the scheduler writes its file", || {
+        std::fs::read_to_string(d.join(file)).is_ok_and(|text| text.contains("address"))
+    });
+    let worker_args = [
+        "--scheduler-file",
+        file,
+        "--nworkers",
+        "2",
+        "--nthreads",
+        "1",
+    ];
+    let _workers = dask("dask_worker", &worker_args, d);
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join(file)).unwrap()).unwrap();
+    let address = written["address"].as_str().unwrap();
+
+    for (how, folder) in [
+        (["--scheduler-file", file], "by-file"),
+        (["--scheduler", address], "by-address"),
+    ] {
+        let out = rocflow(
+            &["campaign", "job.rfraw", "-o", folder, how[0], how[1]],
+            d,
+            &[],
+        );
+        assert_success(&out);
+        for table in ["kernels.csv", "api.csv", "gpu_gaps.csv"] {
+            let read = |folder: &str| std::fs::read_to_string(d.join(folder).join(table)).unwrap();
+            assert_eq!(read(folder), read("local"), "{table} {how:?}");
+        }
+    }
 }
 
 #[test]

@@ -30,7 +30,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .convert import ConversionFailed, Converted, convert
+from .convert import ConversionFailed, Converted, convert, executable
 from .errors import UserError
 from .inputs import resolve
 from .recipes import api, gpu_busy, kernels
@@ -141,7 +141,7 @@ def convert_all(client, inputs, into: Path) -> list[Converted]:
 
     into.mkdir()
     targets = [into / str(i) for i in range(len(inputs))]
-    futures = client.map(convert, inputs, targets, pure=False)
+    futures = client.map(convert, inputs, targets, rocflow=executable(), pure=False)
     wait(futures)
     failures = [f.exception() for f in futures if f.status == "error"]
     for failure in failures:

@@ -17,9 +17,14 @@ import pyarrow.parquet as pq
 
 from .inputs import Input
 
-#: The environment variable naming the rocflow executable workers run (`rocflow campaign`
-#: sets it to itself); else `rocflow` on the worker's PATH.
+#: The environment variable naming the rocflow the driver hands its tasks (`rocflow
+#: campaign` sets it to itself); else they run `rocflow` on their worker's PATH.
 EXECUTABLE = "ROCFLOW"
+
+
+def executable() -> str:
+    """The rocflow tasks run, as the driver names it."""
+    return os.environ.get(EXECUTABLE, "rocflow")
 
 
 @dataclass(frozen=True)
@@ -58,9 +63,9 @@ class ConversionFailed(Exception):
         return f"`{input.path}`: {message}"
 
 
-def convert(input: Input, into: Path) -> Converted:
-    """Replays `input` on this worker and moves its tables to `into` (created here)."""
-    rocflow = os.environ.get(EXECUTABLE, "rocflow")
+def convert(input: Input, into: Path, rocflow: str) -> Converted:
+    """Replays `input` with `rocflow` on this worker and moves its tables to `into`
+    (created here)."""
     pipeline = resources.files("rocflow").joinpath("campaign.toml")
     with tempfile.TemporaryDirectory(prefix="rocflow-campaign-") as scratch, resources.as_file(
         pipeline
