@@ -389,6 +389,17 @@ fn bad_inputs_are_named_each_exit_2_and_leave_no_folder() {
         assert_nothing_written(d, "camp");
     }
 
+    // Two inputs of the same rank (two runs of one job, or one run named twice over).
+    assert_success(&rocflow(
+        &["generate", "again.rfraw", "--records", "1000"],
+        d,
+        &[],
+    ));
+    let out = campaign(&["good.rfraw", "again.rfraw", "-o", "camp"], d);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_says(&out.stderr, "rank 0 on gen-node is in both `");
+    assert_nothing_written(d, "camp");
+
     // A folder that holds something already is not written into.
     std::fs::create_dir(d.join("taken")).unwrap();
     std::fs::write(d.join("taken/mine.txt"), "kept").unwrap();
