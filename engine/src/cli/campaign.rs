@@ -39,7 +39,7 @@ struct Cluster {
     /// The address of a running Dask scheduler (tcp://HOST:PORT).
     #[arg(long, value_name = "ADDRESS")]
     scheduler: Option<String>,
-    /// The file a Dask scheduler wrote its address to (dask-scheduler --scheduler-file,
+    /// The file a Dask scheduler wrote its address to (`dask scheduler --scheduler-file`,
     /// dask-mpi).
     #[arg(long, value_name = "FILE")]
     scheduler_file: Option<PathBuf>,

@@ -72,7 +72,8 @@ enum Command {
     /// Compare two runs: per-kernel, API and counter changes; gate regressions with --fail-if.
     Diff(spool::DiffArgs),
     /// Analyse the runs of a job's ranks together on Dask: one Parquet dataset partitioned by
-    /// host and rank, and recipes over it (kernels.csv), on this machine or a cluster.
+    /// host and rank, and recipes over it (kernel and API summaries, GPU busy time), on this
+    /// machine or a cluster.
     Campaign(campaign::CampaignArgs),
     /// Write a synthetic run to a spool (for benchmarks, tests and demos).
     #[command(hide = true)]
