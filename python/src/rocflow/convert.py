@@ -31,6 +31,7 @@ def executable() -> str:
 class Process:
     """A process an input holds, as its `processes` table says, and where its tables are."""
 
+    #: As the partition folder names it (percent-escaped, as the Parquet sink writes it).
     host: str
     pid: int
     rank: int | None
