@@ -5,6 +5,7 @@
 
 mod agents;
 mod args;
+mod campaign;
 mod cli;
 mod counter_sets;
 mod counters;

@@ -12,6 +12,7 @@ pub mod chunk;
 pub mod cli;
 pub mod column;
 pub mod counter_defs;
+pub mod data_home;
 mod descriptors;
 pub mod device;
 pub mod diag;

@@ -270,6 +270,17 @@ impl BatchBuilder {
         self.array(name, Arc::new(array), false)
     }
 
+    /// Nanoseconds, some of them missing.
+    pub fn optional_time(
+        &mut self,
+        name: &str,
+        values: impl IntoIterator<Item = Option<u64>>,
+    ) -> &mut Self {
+        let array: TimestampNanosecondArray =
+            values.into_iter().map(|t| t.map(|t| t as i64)).collect();
+        self.array(name, Arc::new(array), true)
+    }
+
     /// Strings, dictionary-encoded.
     pub fn text<'a>(&mut self, name: &str, values: impl IntoIterator<Item = &'a str>) -> &mut Self {
         let mut dictionary = Dictionary::default();

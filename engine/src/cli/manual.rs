@@ -19,6 +19,11 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
         "rocflow run csv --device sim -- /bin/sleep 1",
     ),
     (
+        "rocflow-campaign",
+        "Analyse a job's ranks (one run folder each) on 16 local Dask workers:",
+        "rocflow campaign 'job/rank-*' -o job-campaign --workers 16",
+    ),
+    (
         "rocflow-validate",
         "Check every pipeline of a team library in CI:",
         "rocflow validate pipelines/*.toml",
@@ -104,6 +109,10 @@ const FILES: &[(&str, &str)] = &[
         "The counter definitions, unless ROCPROFILER_METRICS_PATH or ROCM_PATH names others.",
     ),
     (
+        "$XDG_DATA_HOME/rocflow/venv/",
+        "The Python environment rocflow campaign runs in, unless ROCFLOW_PYTHON names another (~/.local/share/rocflow/ without XDG_DATA_HOME).",
+    ),
+    (
         "$XDG_DATA_HOME/rocflow/pipeline.schema.json",
         "The pipeline schema for editors (~/.local/share/rocflow/ without XDG_DATA_HOME).",
     ),
@@ -181,7 +190,11 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "XDG_DATA_HOME, HOME",
-        "Where the pipeline schema for editors is installed.",
+        "Where the pipeline schema for editors and the campaigns' Python environment are installed.",
+    ),
+    (
+        "ROCFLOW_PYTHON",
+        "The Python that rocflow campaign runs (one with rocflow's package), instead of the one in ~/.local/share/rocflow/venv.",
     ),
 ];
 

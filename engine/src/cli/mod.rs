@@ -3,6 +3,7 @@
 //! on after goes through [`crate::messages`].
 
 mod agents;
+mod campaign;
 mod counters;
 mod device;
 mod doctor;
@@ -70,6 +71,10 @@ enum Command {
     Summary(spool::SummaryArgs),
     /// Compare two runs: per-kernel, API and counter changes; gate regressions with --fail-if.
     Diff(spool::DiffArgs),
+    /// Analyse the runs of a job's ranks together on Dask: one Parquet dataset partitioned by
+    /// host and rank, and recipes over it (kernel and API summaries, GPU busy time), on this
+    /// machine or a cluster.
+    Campaign(campaign::CampaignArgs),
     /// Write a synthetic run to a spool (for benchmarks, tests and demos).
     #[command(hide = true)]
     Generate(spool::GenerateArgs),
@@ -119,6 +124,7 @@ pub fn main() -> ExitCode {
         Command::Inspect(args) => spool::inspect(args),
         Command::Summary(args) => spool::summary(args),
         Command::Diff(args) => spool::diff(args),
+        Command::Campaign(args) => campaign::campaign(args),
         Command::Generate(args) => spool::generate(args),
         Command::MigrateCounters(args) => counters::migrate(args),
         Command::Agents(args) => agents::agents(args),

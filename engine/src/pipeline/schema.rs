@@ -21,15 +21,9 @@ use crate::plan::transform::TransformOp;
 pub const SCHEMA_TEXT: &str = include_str!("../../../schemas/pipeline.schema.json");
 
 /// Where the README's install puts the schema for editors (taplo reads a pipeline's
-/// `#:schema` line): `$XDG_DATA_HOME/rocflow/`, else `~/.local/share/rocflow/`.
+/// `#:schema` line).
 pub fn installed_path() -> Option<std::path::PathBuf> {
-    let absolute = |var| {
-        let dir = std::path::PathBuf::from(std::env::var_os(var)?);
-        dir.is_absolute().then_some(dir)
-    };
-    let data =
-        absolute("XDG_DATA_HOME").or_else(|| Some(absolute("HOME")?.join(".local/share")))?;
-    Some(data.join("rocflow/pipeline.schema.json"))
+    Some(crate::data_home::data_home()?.join("pipeline.schema.json"))
 }
 
 /// The schema pipelines are checked against: the shipped one, with each part that has a

@@ -48,6 +48,9 @@ fn processes(meta: &StreamMeta) -> RecordBatch {
         .u32("ppid", p.iter().map(|p| p.ppid))
         .optional_u32("rank", p.iter().map(|p| p.rank))
         .time("start_ns", p.iter().map(|p| p.start_ns))
+        // The same moment by the wall clock, where known: what puts the host's clock
+        // beside other hosts' (a campaign's clock offsets).
+        .optional_time("start_unix_ns", p.iter().map(|p| p.start_unix_ns))
         .text_lists(
             "command",
             p.iter().map(|p| p.command.iter().map(String::as_str)),
