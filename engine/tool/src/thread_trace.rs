@@ -224,7 +224,7 @@ unsafe extern "C" fn on_arguments<T: Traces>(
     entry(T::CALLBACK, (), || {
         // SAFETY: the SDK's data for the call.
         unsafe {
-            send_shader_data(agent, shader_engine, data, size, |a, s| {
+            send_shader_data(agent, shader_engine, data, size, 0, |a, s| {
                 T::traced(user, a, s)
             })
         };
@@ -244,20 +244,34 @@ unsafe extern "C" fn on_flagged<T: Traces>(
     unsafe { on_arguments::<T>(agent, shader_engine, data, size, user) };
 }
 
-/// SDK 1.3.5's form: the valid bytes start `read_offset` into the data.
+/// SDK 1.3.5's form: the valid bytes start `read_offset` into the data, and a chunk after
+/// a trace's first continues it.
 unsafe extern "C" fn on_bundle<T: Traces>(bundle: ShaderDataBundle, user: UserData) {
-    let skip = bundle.read_offset.min(bundle.data_size);
-    let data = match bundle.data.is_null() {
-        true => bundle.data,
-        // SAFETY: `read_offset` is within the SDK's `data_size` bytes.
-        false => unsafe { bundle.data.cast::<u8>().add(skip as usize).cast() },
-    };
-    let size = (bundle.data_size - skip) as usize;
-    // SAFETY: the SDK's data for the call.
-    unsafe { on_arguments::<T>(bundle.agent, bundle.shader_engine_id, data, size, user) };
+    entry(T::CALLBACK, (), || {
+        let skip = bundle.read_offset.min(bundle.data_size);
+        let data = match bundle.data.is_null() {
+            true => bundle.data,
+            // SAFETY: `read_offset` is within the SDK's `data_size` bytes.
+            false => unsafe { bundle.data.cast::<u8>().add(skip as usize).cast() },
+        };
+        let size = (bundle.data_size - skip) as usize;
+        let (agent, shader_engine) = (bundle.agent, bundle.shader_engine_id);
+        // SAFETY: the SDK's data for the call.
+        unsafe {
+            send_shader_data(
+                agent,
+                shader_engine,
+                data,
+                size,
+                bundle.chunk_index,
+                |a, s| T::traced(user, a, s),
+            )
+        };
+    });
 }
 
-/// Sends the `size` bytes at `data`, one shader engine's trace of what `traced` says.
+/// Sends the `size` bytes at `data`, one shader engine's trace of what `traced` says, or
+/// for chunk `chunk` > 0 of a trace, the next bytes of the shader engine's last trace.
 ///
 /// # Safety
 /// `data` holds `size` bytes, or is null.
@@ -266,8 +280,11 @@ unsafe fn send_shader_data(
     shader_engine: i64,
     data: *mut c_void,
     size: usize,
+    chunk: u64,
     traced: impl FnOnce(u32, u32) -> Traced,
 ) {
+    /// Per shader engine, what its last trace is of and the bytes sent of it.
+    static SENT: Mutex<BTreeMap<(u32, u32), (Traced, u64)>> = Mutex::new(BTreeMap::new());
     let Some(tool) = tool() else { return };
     if data.is_null() {
         return;
@@ -278,12 +295,22 @@ unsafe fn send_shader_data(
         tool.agent_index(agent),
         shader_engine.clamp(0, i64::from(u32::MAX)) as u32,
     );
+    let (traced, offset) = {
+        let mut sent = SENT.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (agent, shader_engine);
+        let (traced, offset) = match (chunk, sent.get(&key)) {
+            (1.., Some(&last)) => last,
+            _ => (traced(agent, shader_engine), 0),
+        };
+        sent.insert(key, (traced, offset + bytes.len() as u64));
+        (traced, offset)
+    };
     let what = TracePart::ShaderData {
         agent,
         shader_engine,
-        traced: traced(agent, shader_engine),
+        traced,
     };
-    send(what, bytes);
+    send(what, bytes, offset);
 }
 
 /// Sends a code object's bytes when a context traces threads.
@@ -298,7 +325,7 @@ pub fn code_object_loaded(d: &CodeObjectLoadData, agent: u32) {
         load_size: d.load_size,
     };
     match code_object_bytes(d) {
-        Ok(bytes) => send(what, &bytes),
+        Ok(bytes) => send(what, &bytes, 0),
         Err(why) => warn(&format!(
             "code object {} ({}): {why}; its thread traces decode without it",
             d.code_object_id,
@@ -346,9 +373,8 @@ fn code_object_bytes(d: &CodeObjectLoadData) -> Result<Vec<u8>, String> {
         .ok_or_else(|| format!("the file holds no bytes {offset}..{}", offset + size))
 }
 
-/// Sends `bytes` in pieces.
-fn send(what: TracePart, bytes: &[u8]) {
-    let mut offset = 0;
+/// Sends `bytes` in pieces, the first at `offset` of its trace or code object.
+fn send(what: TracePart, bytes: &[u8], mut offset: u64) {
     // An empty trace is sent too: the runner then knows the dispatch was traced.
     let pieces = bytes
         .chunks(PIECE_BYTES)

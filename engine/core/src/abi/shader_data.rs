@@ -138,34 +138,49 @@ impl ShaderDataCallback {
         }
     }
 
-    /// Hands `data`, a shader engine's whole trace in one chunk (the last), to the
-    /// callback in its form.
+    /// Hands `data`, a shader engine's whole trace, to the callback in its form: in one
+    /// call before 1.3.5; in two numbered chunks, the last flagged, in the bundled form,
+    /// as an SDK whose buffer filled during the trace hands it over.
     ///
     /// # Safety
     /// The callback is one the tool gave for `user`.
     pub unsafe fn call(self, agent: Handle, shader_engine: u32, data: &mut [u8], user: UserData) {
-        let (pointer, size) = (data.as_mut_ptr().cast(), data.len());
         let shader_engine = i64::from(shader_engine);
-        // SAFETY: the caller's promise; `data` lives until the call returns.
+        // SAFETY: the caller's promise; `data` lives until the calls return.
         unsafe {
             match self {
-                ShaderDataCallback::Arguments(f) => f(agent, shader_engine, pointer, size, user),
-                ShaderDataCallback::Flagged(f) => {
-                    f(agent, shader_engine, pointer, size, SHADER_DATA_END, user)
-                }
-                ShaderDataCallback::Bundled(f) => f(
-                    ShaderDataBundle {
-                        size: std::mem::size_of::<ShaderDataBundle>() as u64,
-                        data: pointer,
-                        data_size: size as u64,
-                        shader_engine_id: shader_engine,
-                        chunk_index: 0,
-                        read_offset: 0,
-                        agent,
-                        flags: SHADER_DATA_END,
-                    },
+                ShaderDataCallback::Arguments(f) => f(
+                    agent,
+                    shader_engine,
+                    data.as_mut_ptr().cast(),
+                    data.len(),
                     user,
                 ),
+                ShaderDataCallback::Flagged(f) => f(
+                    agent,
+                    shader_engine,
+                    data.as_mut_ptr().cast(),
+                    data.len(),
+                    SHADER_DATA_END,
+                    user,
+                ),
+                ShaderDataCallback::Bundled(f) => {
+                    let (first, last) = data.split_at_mut(data.len() / 2);
+                    for (chunk_index, chunk) in [first, last].into_iter().enumerate() {
+                        let flags = if chunk_index == 1 { SHADER_DATA_END } else { 0 };
+                        let bundle = ShaderDataBundle {
+                            size: std::mem::size_of::<ShaderDataBundle>() as u64,
+                            data: chunk.as_mut_ptr().cast(),
+                            data_size: chunk.len() as u64,
+                            shader_engine_id: shader_engine,
+                            chunk_index: chunk_index as u64,
+                            read_offset: 0,
+                            agent,
+                            flags,
+                        };
+                        f(bundle, user);
+                    }
+                }
             }
         }
     }
@@ -219,10 +234,30 @@ mod tests {
         got(a, se, d, n, u);
     }
 
+    /// Joins the chunks, in order, into one call's worth; the last is flagged.
     unsafe extern "C" fn bundled(b: ShaderDataBundle, u: UserData) {
         assert_eq!(b.size, 64);
-        assert_eq!(b.flags, SHADER_DATA_END);
-        got(b.agent, b.shader_engine_id, b.data, b.data_size as usize, u);
+        assert_eq!(
+            b.flags,
+            if b.chunk_index == 1 {
+                SHADER_DATA_END
+            } else {
+                0
+            }
+        );
+        if b.chunk_index == 0 {
+            got(b.agent, b.shader_engine_id, b.data, b.data_size as usize, u);
+            return;
+        }
+        // SAFETY: the caller's `data_size` bytes at `data`.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(b.data.cast::<u8>(), b.data_size as usize) };
+        GOT.lock()
+            .unwrap()
+            .last_mut()
+            .unwrap()
+            .2
+            .extend_from_slice(bytes);
     }
 
     /// A callback erased as a configure function takes it, typed back by its form and
