@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rocflow_core::abi::{
-    AsyncCorrelationId, CodeObjectLoadData, Handle, ShaderDataBundle, ShaderDataCallback,
-    ShaderDataForm, UserData,
+    AsyncCorrelationId, CodeObjectLoadData, Handle, SHADER_DATA_END, ShaderDataBundle,
+    ShaderDataCallback, ShaderDataForm, UserData,
 };
 use rocflow_core::query::text;
 use rocflow_core::sdk::SdkVersion;
@@ -223,11 +223,7 @@ unsafe extern "C" fn on_arguments<T: Traces>(
 ) {
     entry(T::CALLBACK, (), || {
         // SAFETY: the SDK's data for the call.
-        unsafe {
-            send_shader_data(agent, shader_engine, data, size, 0, |a, s| {
-                T::traced(user, a, s)
-            })
-        };
+        unsafe { send_shader_data::<T>(agent, shader_engine, data, size, user, Chunk::WHOLE) };
     });
 }
 
@@ -258,33 +254,50 @@ unsafe extern "C" fn on_bundle<T: Traces>(bundle: ShaderDataBundle, user: UserDa
         let (agent, shader_engine) = (bundle.agent, bundle.shader_engine_id);
         // SAFETY: the SDK's data for the call.
         unsafe {
-            send_shader_data(
-                agent,
-                shader_engine,
-                data,
-                size,
-                bundle.chunk_index,
-                |a, s| T::traced(user, a, s),
-            )
+            let chunk = Chunk {
+                index: bundle.chunk_index,
+                last: bundle.flags & SHADER_DATA_END != 0,
+            };
+            send_shader_data::<T>(agent, shader_engine, data, size, user, chunk)
         };
     });
 }
 
-/// Sends the `size` bytes at `data`, one shader engine's trace of what `traced` says, or
-/// for chunk `chunk` > 0 of a trace, the next bytes of the shader engine's last trace.
+/// Where a chunk stands in its trace: the bundled form numbers a trace's chunks from 0
+/// and flags the last.
+#[derive(Clone, Copy)]
+struct Chunk {
+    index: u64,
+    last: bool,
+}
+
+impl Chunk {
+    /// A trace handed over in one call, as the forms before 1.3.5 hand each.
+    const WHOLE: Chunk = Chunk {
+        index: 0,
+        last: true,
+    };
+}
+
+/// Sends the `size` bytes at `data`, chunk `chunk` of one shader engine's trace of what
+/// `T` says for `user`: a chunk after the first continues its trace where the chunks
+/// before it ended.
 ///
 /// # Safety
 /// `data` holds `size` bytes, or is null.
-unsafe fn send_shader_data(
+unsafe fn send_shader_data<T: Traces>(
     agent: Handle,
     shader_engine: i64,
     data: *mut c_void,
     size: usize,
-    chunk: u64,
-    traced: impl FnOnce(u32, u32) -> Traced,
+    user: UserData,
+    chunk: Chunk,
 ) {
-    /// Per shader engine, what its last trace is of and the bytes sent of it.
-    static SENT: Mutex<BTreeMap<(u32, u32), (Traced, u64)>> = Mutex::new(BTreeMap::new());
+    /// A trace by agent, shader engine and user data (a dispatch's id: traces of
+    /// dispatches on several queues interleave).
+    type Key = (u32, u32, u64);
+    /// The traces whose last chunk is still to come: what each is of and the bytes sent.
+    static OPEN: Mutex<BTreeMap<Key, (Traced, u64)>> = Mutex::new(BTreeMap::new());
     let Some(tool) = tool() else { return };
     if data.is_null() {
         return;
@@ -296,13 +309,15 @@ unsafe fn send_shader_data(
         shader_engine.clamp(0, i64::from(u32::MAX)) as u32,
     );
     let (traced, offset) = {
-        let mut sent = SENT.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (agent, shader_engine);
-        let (traced, offset) = match (chunk, sent.get(&key)) {
-            (1.., Some(&last)) => last,
-            _ => (traced(agent, shader_engine), 0),
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (agent, shader_engine, user.value);
+        let (traced, offset) = match (chunk.index, open.remove(&key)) {
+            (1.., Some(sent)) => sent,
+            _ => (T::traced(user, agent, shader_engine), 0),
         };
-        sent.insert(key, (traced, offset + bytes.len() as u64));
+        if !chunk.last {
+            open.insert(key, (traced, offset + bytes.len() as u64));
+        }
         (traced, offset)
     };
     let what = TracePart::ShaderData {
