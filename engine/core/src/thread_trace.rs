@@ -8,7 +8,7 @@
 use std::ffi::{c_char, c_void};
 use std::path::{Path, PathBuf};
 
-use crate::abi::{AsyncCorrelationId, Handle, Status, UserData};
+use crate::abi::{AsyncCorrelationId, ErasedShaderDataFn, Handle, Status, UserData};
 pub use crate::contexts::{ThreadTracePlan, TraceMode, TracePerfcounter};
 
 /// `rocprofiler_thread_trace_dispatch_callback_t`: whether to trace a dispatch (a
@@ -23,15 +23,6 @@ pub type DispatchCallback = unsafe extern "C" fn(
     userdata_shader: *mut UserData,
 ) -> i32;
 
-/// `rocprofiler_thread_trace_shader_data_callback_t`: one shader engine's trace.
-pub type ShaderDataCallback = unsafe extern "C" fn(
-    agent: Handle,
-    shader_engine: i64,
-    data: *mut c_void,
-    size: usize,
-    userdata: UserData,
-);
-
 /// `rocprofiler_configure_dispatch_thread_trace_service`.
 pub type ConfigureDispatchFn = unsafe extern "C" fn(
     context: Handle,
@@ -39,7 +30,7 @@ pub type ConfigureDispatchFn = unsafe extern "C" fn(
     parameters: *mut Parameter,
     count: usize,
     dispatch: Option<DispatchCallback>,
-    shader: Option<ShaderDataCallback>,
+    shader: Option<ErasedShaderDataFn>,
     data: *mut c_void,
 ) -> Status;
 
@@ -51,7 +42,7 @@ pub type ConfigureDeviceFn = unsafe extern "C" fn(
     agent: Handle,
     parameters: *mut Parameter,
     count: usize,
-    shader: Option<ShaderDataCallback>,
+    shader: Option<ErasedShaderDataFn>,
     data: UserData,
 ) -> Status;
 

@@ -752,7 +752,8 @@ mod tests {
 
     use std::ptr::null_mut;
 
-    use rocflow_core::thread_trace::{Parameter, ShaderDataCallback, parameter};
+    use rocflow_core::abi::{ErasedShaderDataFn, ShaderDataBundle, ShaderDataCallback};
+    use rocflow_core::thread_trace::{Parameter, parameter};
 
     use super::*;
     use crate::sdk::{install, set_phase};
@@ -782,7 +783,12 @@ mod tests {
     ) {
     }
 
-    unsafe extern "C" fn no_shader(_: Handle, _: i64, _: *mut c_void, _: usize, _: abi::UserData) {}
+    /// The simulated SDK reports the newest version: it calls the bundled form.
+    unsafe extern "C" fn no_shader(_: ShaderDataBundle, _: abi::UserData) {}
+
+    fn no_shader_erased() -> ErasedShaderDataFn {
+        ShaderDataCallback::Bundled(no_shader).erase()
+    }
 
     unsafe extern "C" fn no_dispatch(
         _: Handle,
@@ -961,7 +967,7 @@ mod tests {
             // serialize_all, a shader callback, and not beside the dispatch service.
             let mut traced = Handle { handle: 0 };
             assert_eq!(rocprofiler_create_context(&mut traced), status::SUCCESS);
-            let device_trace = |ctx, serialize: u64, shader: Option<ShaderDataCallback>| {
+            let device_trace = |ctx, serialize: u64, shader: Option<ErasedShaderDataFn>| {
                 let mut parameters = [
                     Parameter::value(parameter::SHADER_ENGINE_MASK, 0x3),
                     Parameter::value(parameter::SERIALIZE_ALL, serialize),
@@ -977,15 +983,18 @@ mod tests {
                 )
             };
             assert_eq!(
-                device_trace(traced, 1, Some(no_shader)),
+                device_trace(traced, 1, Some(no_shader_erased())),
                 status::INVALID_ARGUMENT
             );
             assert_eq!(device_trace(traced, 0, None), status::INVALID_ARGUMENT);
             assert_eq!(
-                device_trace(stray, 0, Some(no_shader)),
+                device_trace(stray, 0, Some(no_shader_erased())),
                 status::CONTEXT_NOT_FOUND
             );
-            assert_eq!(device_trace(traced, 0, Some(no_shader)), status::SUCCESS);
+            assert_eq!(
+                device_trace(traced, 0, Some(no_shader_erased())),
+                status::SUCCESS
+            );
             let mut parameters = [Parameter::value(parameter::SHADER_ENGINE_MASK, 0x1)];
             assert_eq!(
                 crate::thread_trace::rocprofiler_configure_dispatch_thread_trace_service(
@@ -994,7 +1003,7 @@ mod tests {
                     parameters.as_mut_ptr(),
                     parameters.len(),
                     Some(no_dispatch),
-                    Some(no_shader),
+                    Some(no_shader_erased()),
                     null_mut(),
                 ),
                 status::CONTEXT_INVALID,
@@ -1003,7 +1012,7 @@ mod tests {
             set_phase(Phase::Running);
             sdk().unwrap().freeze();
             assert_eq!(
-                device_trace(traced, 0, Some(no_shader)),
+                device_trace(traced, 0, Some(no_shader_erased())),
                 status::CONFIGURATION_LOCKED
             );
             assert_eq!(

@@ -10,10 +10,11 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use rocflow_core::abi::{ErasedShaderDataFn, ShaderDataCallback};
 use rocflow_core::abi::{Handle, Status, UserData, status};
 use rocflow_core::scenario::Kernel;
 use rocflow_core::sim_trace::{self, ShaderData};
-use rocflow_core::thread_trace::{Parameter, ShaderDataCallback, parameter};
+use rocflow_core::thread_trace::{Parameter, parameter};
 
 use crate::api::{configure, slice};
 use crate::sdk::{Context, sdk};
@@ -45,7 +46,7 @@ pub unsafe extern "C" fn rocprofiler_configure_device_thread_trace_service(
     agent: Handle,
     parameters: *mut Parameter,
     count: usize,
-    shader: Option<ShaderDataCallback>,
+    shader: Option<ErasedShaderDataFn>,
     data: UserData,
 ) -> Status {
     // SAFETY: the caller passes `count` parameters.
@@ -133,13 +134,9 @@ pub fn stop(ctx: &Context) {
             let mut bytes = ShaderData::window(se, dispatches).encode();
             // SAFETY: the tool's callback; the data lives until it returns.
             unsafe {
-                (service.shader)(
-                    service.agent,
-                    i64::from(se),
-                    bytes.as_mut_ptr().cast(),
-                    bytes.len(),
-                    service.data,
-                )
+                service
+                    .shader
+                    .call(service.agent, se, &mut bytes, service.data)
             };
         }
     }

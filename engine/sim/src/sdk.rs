@@ -6,13 +6,14 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use rocflow_core::abi::ShaderDataCallback;
 use rocflow_core::abi::{
     DeviceCountingCallback, DispatchCountingCallback, Handle, TracingCallback,
 };
 use rocflow_core::agent_counters;
 use rocflow_core::scenario::{self, Scenario};
 use rocflow_core::sdk::SdkVersion;
-use rocflow_core::thread_trace::{DispatchCallback, ShaderDataCallback};
+use rocflow_core::thread_trace::DispatchCallback;
 
 use crate::activity::Activity;
 use crate::buffer::{Buffer, BufferDef};

@@ -12,14 +12,15 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rocflow_core::abi::{Handle, Status, status};
+use rocflow_core::abi::{
+    ErasedShaderDataFn, Handle, ShaderDataCallback, ShaderDataForm, Status, status,
+};
 use rocflow_core::sim_trace;
 use rocflow_core::thread_trace::decoder::{
     self, LibIsaCallback, LibParseFn, LibSeDataCallback, LibStringFn, LibTraceCallback, Pc,
 };
 use rocflow_core::thread_trace::{
-    DispatchCallback, MAX_SIMD_SELECT, MAX_TARGET_CU, MIN_BUFFER_BYTES, Parameter,
-    ShaderDataCallback, parameter,
+    DispatchCallback, MAX_SIMD_SELECT, MAX_TARGET_CU, MIN_BUFFER_BYTES, Parameter, parameter,
 };
 
 use crate::api::{configure, slice};
@@ -36,7 +37,7 @@ pub unsafe extern "C" fn rocprofiler_configure_dispatch_thread_trace_service(
     parameters: *mut Parameter,
     count: usize,
     dispatch: Option<DispatchCallback>,
-    shader: Option<ShaderDataCallback>,
+    shader: Option<ErasedShaderDataFn>,
     data: *mut c_void,
 ) -> Status {
     // SAFETY: the caller passes `count` parameters.
@@ -79,9 +80,11 @@ pub(crate) struct TraceParameters {
 }
 
 impl TraceParameters {
+    /// Reads `parameters`, and `shader` as a callback of the form the simulated SDK's
+    /// version calls.
     pub(crate) fn read(
         parameters: &[Parameter],
-        shader: Option<ShaderDataCallback>,
+        shader: Option<ErasedShaderDataFn>,
     ) -> Result<TraceParameters, Status> {
         // The SDK keeps the CU, the SIMDs and the perfcounter period in a byte each.
         let (mut target_cu, mut simd_select) = (1u8, 0xFu8);
@@ -114,7 +117,10 @@ impl TraceParameters {
             simd_select,
             shader_engine_mask,
             serialize_all,
-            shader,
+            // SAFETY: a tool built for this SDK's version gives its form.
+            shader: unsafe {
+                ShaderDataCallback::typed(ShaderDataForm::of(crate::sdk::version()), shader)
+            },
         })
     }
 }

@@ -54,15 +54,7 @@ pub fn trace_dispatch(
         );
         let mut bytes = data.encode();
         // SAFETY: the tool's callback; the data lives until it returns.
-        unsafe {
-            (service.shader)(
-                info.agent_id,
-                i64::from(se),
-                bytes.as_mut_ptr().cast(),
-                bytes.len(),
-                user,
-            )
-        };
+        unsafe { service.shader.call(info.agent_id, se, &mut bytes, user) };
     }
 }
 

@@ -104,6 +104,7 @@ unsafe fn configure_tool(
         // application. The process stays unprofiled, which fails the run, and says which
         // release has the domain.
         Ok(tool) => {
+            thread_trace::running_on(SdkVersion::from_encoded(version));
             match rocflow_core::availability::unavailable(
                 &tool.plan.contexts,
                 SdkVersion::from_encoded(version),

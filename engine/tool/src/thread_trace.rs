@@ -8,11 +8,15 @@
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
-use rocflow_core::abi::{AsyncCorrelationId, CodeObjectLoadData, Handle, UserData};
+use rocflow_core::abi::{
+    AsyncCorrelationId, CodeObjectLoadData, Handle, SHADER_DATA_END, ShaderDataBundle,
+    ShaderDataCallback, ShaderDataForm, UserData,
+};
 use rocflow_core::query::text;
+use rocflow_core::sdk::SdkVersion;
 use rocflow_core::thread_trace::{
     ConfigureDeviceFn, ConfigureDispatchFn, MAX_TRACE_BYTES, PIECE_BYTES, ThreadTracePlan,
     TraceData, TraceMode, TracePart, Traced, control,
@@ -35,6 +39,14 @@ const IN_MEMORY: i32 = 2;
 
 /// Whether a context traces threads: code objects' bytes are sent then.
 static TRACING: AtomicBool = AtomicBool::new(false);
+
+/// The form of shader-data callback the SDK calls, from its version.
+static FORM: OnceLock<ShaderDataForm> = OnceLock::new();
+
+/// Tells the services the version of the SDK the tool runs on (`rocprofiler_configure`'s).
+pub fn running_on(version: SdkVersion) {
+    let _ = FORM.set(ShaderDataForm::of(version));
+}
 
 /// Why a context's thread trace cannot be configured.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +74,9 @@ pub fn configure(
     gpus: &[&Gpu],
 ) -> Result<(), TraceError> {
     let this = libloading::os::unix::Library::this();
+    // `rocprofiler_configure` names the version before any context is configured.
+    let (major, minor, patch) = rocflow_core::abi::MIN_SDK_VERSION;
+    let form = *FORM.get_or_init(|| ShaderDataForm::of(SdkVersion(major, minor, patch)));
     let service = match plan.mode {
         TraceMode::Dispatch => {
             // SAFETY: the symbol has the type the SDK's header declares.
@@ -112,7 +127,7 @@ pub fn configure(
                     pointer,
                     count,
                     Some(on_dispatch),
-                    Some(on_shader_data),
+                    Some(shader_callback::<Dispatched>(form).erase()),
                     (filter as *const DispatchFilter).cast_mut().cast(),
                 ),
                 Service::Device(configure) => configure(
@@ -120,7 +135,7 @@ pub fn configure(
                     gpu.handle,
                     pointer,
                     count,
-                    Some(on_device_data),
+                    Some(shader_callback::<Windowed>(form).erase()),
                     UserData { value: 0 },
                 ),
             }
@@ -155,59 +170,134 @@ unsafe extern "C" fn on_dispatch(
     })
 }
 
-/// `rocprofiler_thread_trace_shader_data_callback_t` of the dispatch service: sends one
-/// shader engine's trace of the dispatch whose id the dispatch callback set.
-unsafe extern "C" fn on_shader_data(
+/// What a service's traces are of: the dispatch service's, of the dispatch whose id the
+/// dispatch callback set as the user data; the device service's, of the window its
+/// context's stop ended.
+trait Traces {
+    /// The name [`entry`] reports a panic under.
+    const CALLBACK: &'static str;
+    fn traced(user: UserData, agent: u32, shader_engine: u32) -> Traced;
+}
+
+enum Dispatched {}
+
+impl Traces for Dispatched {
+    const CALLBACK: &'static str = "thread_trace::on_shader_data";
+    fn traced(user: UserData, _: u32, _: u32) -> Traced {
+        Traced::Dispatch(user.value)
+    }
+}
+
+enum Windowed {}
+
+impl Traces for Windowed {
+    const CALLBACK: &'static str = "thread_trace::on_device_data";
+    /// The SDK says nothing of the window, so each shader engine's traces are numbered as
+    /// they come.
+    fn traced(_: UserData, agent: u32, shader_engine: u32) -> Traced {
+        static WINDOWS: Mutex<BTreeMap<(u32, u32), u64>> = Mutex::new(BTreeMap::new());
+        let mut windows = WINDOWS.lock().unwrap_or_else(|e| e.into_inner());
+        let next = windows.entry((agent, shader_engine)).or_insert(0);
+        *next += 1;
+        Traced::Device { window: *next - 1 }
+    }
+}
+
+/// `rocprofiler_thread_trace_shader_data_callback_t` in the form `form`, sending each
+/// shader engine's trace of what `T` says.
+fn shader_callback<T: Traces>(form: ShaderDataForm) -> ShaderDataCallback {
+    match form {
+        ShaderDataForm::Arguments => ShaderDataCallback::Arguments(on_arguments::<T>),
+        ShaderDataForm::Flagged => ShaderDataCallback::Flagged(on_flagged::<T>),
+        ShaderDataForm::Bundled => ShaderDataCallback::Bundled(on_bundle::<T>),
+    }
+}
+
+/// SDK 1.0's form.
+unsafe extern "C" fn on_arguments<T: Traces>(
     agent: Handle,
     shader_engine: i64,
     data: *mut c_void,
     size: usize,
     user: UserData,
 ) {
-    entry("thread_trace::on_shader_data", (), || {
+    entry(T::CALLBACK, (), || {
         // SAFETY: the SDK's data for the call.
-        unsafe {
-            send_shader_data(agent, shader_engine, data, size, |_, _| {
-                Traced::Dispatch(user.value)
-            })
-        };
+        unsafe { send_shader_data::<T>(agent, shader_engine, data, size, user, Chunk::WHOLE) };
     });
 }
 
-/// `rocprofiler_thread_trace_shader_data_callback_t` of the device service: sends one
-/// shader engine's trace of the window its context's stop ended. The SDK says nothing of
-/// the window, so each shader engine's traces are numbered as they come.
-unsafe extern "C" fn on_device_data(
+/// SDK 1.3.2's form: the flags say nothing the runner keeps.
+unsafe extern "C" fn on_flagged<T: Traces>(
     agent: Handle,
     shader_engine: i64,
     data: *mut c_void,
     size: usize,
-    _user: UserData,
+    _flags: i32,
+    user: UserData,
 ) {
-    static WINDOWS: Mutex<BTreeMap<(u32, u32), u64>> = Mutex::new(BTreeMap::new());
-    entry("thread_trace::on_device_data", (), || {
-        let window = |agent, shader_engine| {
-            let mut windows = WINDOWS.lock().unwrap_or_else(|e| e.into_inner());
-            let next = windows.entry((agent, shader_engine)).or_insert(0);
-            *next += 1;
-            Traced::Device { window: *next - 1 }
+    // SAFETY: the SDK's arguments, passed on.
+    unsafe { on_arguments::<T>(agent, shader_engine, data, size, user) };
+}
+
+/// SDK 1.3.5's form: the valid bytes start `read_offset` into the data, and a chunk after
+/// a trace's first continues it.
+unsafe extern "C" fn on_bundle<T: Traces>(bundle: ShaderDataBundle, user: UserData) {
+    entry(T::CALLBACK, (), || {
+        let skip = bundle.read_offset.min(bundle.data_size);
+        let data = match bundle.data.is_null() {
+            true => bundle.data,
+            // SAFETY: `read_offset` is within the SDK's `data_size` bytes.
+            false => unsafe { bundle.data.cast::<u8>().add(skip as usize).cast() },
         };
+        let size = (bundle.data_size - skip) as usize;
+        let (agent, shader_engine) = (bundle.agent, bundle.shader_engine_id);
         // SAFETY: the SDK's data for the call.
-        unsafe { send_shader_data(agent, shader_engine, data, size, window) };
+        unsafe {
+            let chunk = Chunk {
+                index: bundle.chunk_index,
+                last: bundle.flags & SHADER_DATA_END != 0,
+            };
+            send_shader_data::<T>(agent, shader_engine, data, size, user, chunk)
+        };
     });
 }
 
-/// Sends the `size` bytes at `data`, one shader engine's trace of what `traced` says.
+/// Where a chunk stands in its trace: the bundled form numbers a trace's chunks from 0
+/// and flags the last.
+#[derive(Clone, Copy)]
+struct Chunk {
+    index: u64,
+    last: bool,
+}
+
+impl Chunk {
+    /// A trace handed over in one call, as the forms before 1.3.5 hand each.
+    const WHOLE: Chunk = Chunk {
+        index: 0,
+        last: true,
+    };
+}
+
+/// Sends the `size` bytes at `data`, chunk `chunk` of one shader engine's trace of what
+/// `T` says for `user`: a chunk after the first continues its trace where the chunks
+/// before it ended.
 ///
 /// # Safety
 /// `data` holds `size` bytes, or is null.
-unsafe fn send_shader_data(
+unsafe fn send_shader_data<T: Traces>(
     agent: Handle,
     shader_engine: i64,
     data: *mut c_void,
     size: usize,
-    traced: impl FnOnce(u32, u32) -> Traced,
+    user: UserData,
+    chunk: Chunk,
 ) {
+    /// A trace by agent, shader engine and user data (a dispatch's id: traces of
+    /// dispatches on several queues interleave).
+    type Key = (u32, u32, u64);
+    /// The traces whose last chunk is still to come: what each is of and the bytes sent.
+    static OPEN: Mutex<BTreeMap<Key, (Traced, u64)>> = Mutex::new(BTreeMap::new());
     let Some(tool) = tool() else { return };
     if data.is_null() {
         return;
@@ -218,12 +308,24 @@ unsafe fn send_shader_data(
         tool.agent_index(agent),
         shader_engine.clamp(0, i64::from(u32::MAX)) as u32,
     );
+    let (traced, offset) = {
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (agent, shader_engine, user.value);
+        let (traced, offset) = match (chunk.index, open.remove(&key)) {
+            (1.., Some(sent)) => sent,
+            _ => (T::traced(user, agent, shader_engine), 0),
+        };
+        if !chunk.last {
+            open.insert(key, (traced, offset + bytes.len() as u64));
+        }
+        (traced, offset)
+    };
     let what = TracePart::ShaderData {
         agent,
         shader_engine,
-        traced: traced(agent, shader_engine),
+        traced,
     };
-    send(what, bytes);
+    send(what, bytes, offset);
 }
 
 /// Sends a code object's bytes when a context traces threads.
@@ -238,7 +340,7 @@ pub fn code_object_loaded(d: &CodeObjectLoadData, agent: u32) {
         load_size: d.load_size,
     };
     match code_object_bytes(d) {
-        Ok(bytes) => send(what, &bytes),
+        Ok(bytes) => send(what, &bytes, 0),
         Err(why) => warn(&format!(
             "code object {} ({}): {why}; its thread traces decode without it",
             d.code_object_id,
@@ -286,9 +388,8 @@ fn code_object_bytes(d: &CodeObjectLoadData) -> Result<Vec<u8>, String> {
         .ok_or_else(|| format!("the file holds no bytes {offset}..{}", offset + size))
 }
 
-/// Sends `bytes` in pieces.
-fn send(what: TracePart, bytes: &[u8]) {
-    let mut offset = 0;
+/// Sends `bytes` in pieces, the first at `offset` of its trace or code object.
+fn send(what: TracePart, bytes: &[u8], mut offset: u64) {
     // An empty trace is sent too: the runner then knows the dispatch was traced.
     let pieces = bytes
         .chunks(PIECE_BYTES)

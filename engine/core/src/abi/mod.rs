@@ -508,6 +508,8 @@ abi! {
 
 mod kfd;
 pub use kfd::*;
+mod shader_data;
+pub use shader_data::*;
 pub mod kernel_replay;
 
 /// `rocprofiler_tool_initialize_t`.

@@ -399,3 +399,25 @@ fn constants_have_the_sdk_values() {
         i64::from(COUNTER_INFO_VERSION_0)
     );
 }
+
+/// The thread-trace shader-data bundle against its layout in SDK 1.3.5's
+/// `experimental/thread-trace/core.h` (x86-64), which `layout.json` (SDK 1.0's) does not
+/// have: passed by value, so every field must sit where the SDK writes it.
+#[test]
+fn shader_data_bundle_has_the_1_3_5_layout() {
+    assert_eq!(std::mem::size_of::<ShaderDataBundle>(), 64);
+    assert_eq!(std::mem::align_of::<ShaderDataBundle>(), 8);
+    assert_eq!(
+        ShaderDataBundle::fields(),
+        [
+            ("size", 0, 8),
+            ("data", 8, 8),
+            ("data_size", 16, 8),
+            ("shader_engine_id", 24, 8),
+            ("chunk_index", 32, 8),
+            ("read_offset", 40, 8),
+            ("agent", 48, 8),
+            ("flags", 56, 4),
+        ]
+    );
+}

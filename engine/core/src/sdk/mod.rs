@@ -7,7 +7,9 @@ pub mod limits;
 mod newer;
 mod operations;
 
-pub use newer::{KERNEL_REPLAY, Release, SIMULATED, SdkVersion};
+pub use newer::{
+    KERNEL_REPLAY, Release, SIMULATED, SdkVersion, THREAD_TRACE_BUNDLE, THREAD_TRACE_FLAGS,
+};
 
 /// Every domain's operation table: the generated ones of SDK 1.0 and the newer ones.
 mod tables {

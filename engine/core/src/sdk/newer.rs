@@ -75,6 +75,10 @@ const SDK_1_3_0: Release = Release {
     sdk: SdkVersion(1, 3, 0),
     rocm: "7.13",
 };
+const SDK_1_3_2: Release = Release {
+    sdk: SdkVersion(1, 3, 2),
+    rocm: "7.14",
+};
 const SDK_1_3_5: Release = Release {
     sdk: SdkVersion(1, 3, 5),
     rocm: "10.0",
@@ -87,6 +91,15 @@ const SDK_1_4_1: Release = Release {
 /// The release whose SDK replays kernels (`ROCPROFILER_CALLBACK_TRACING_KERNEL_REPLAY`,
 /// experimental).
 pub const KERNEL_REPLAY: Release = SDK_1_4_1;
+
+/// The release whose thread-trace shader-data callback takes the chunk's flags before its
+/// user data (with `ROCPROFILER_THREAD_TRACE_PARAMETER_BUFFERING_MODE`).
+pub const THREAD_TRACE_FLAGS: Release = SDK_1_3_2;
+
+/// The release whose shader-data callback takes one `rocprofiler_thread_trace_shader_data_t`
+/// by value (with `ROCPROFILER_THREAD_TRACE_PARAMETER_NUM_BUFFERS` in place of the
+/// buffering mode).
+pub const THREAD_TRACE_BUNDLE: Release = SDK_1_3_5;
 
 impl Domain {
     /// The release that added this domain; `None` for the domains of SDK 1.0.
