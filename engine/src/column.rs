@@ -5,7 +5,7 @@ use crate::catalog::StreamMeta;
 use crate::record::{
     ApiCall, Batch, CounterSample, DeviceCounterSample, HipStream, KernelDispatch, KfdEvent,
     Marker, MemoryAllocation, MemoryCopy, PcSample, Record, RuntimeInitialization, ScratchMemory,
-    Value,
+    SpmSample, Value,
 };
 use crate::sdk::Domain;
 
@@ -99,6 +99,7 @@ pub fn visit<V: BatchVisitor>(batch: &Batch, visitor: V) -> V::Output {
         Batch::HipStream(r) => visitor.visit(r),
         Batch::RuntimeInitialization(r) => visitor.visit(r),
         Batch::DeviceCounterSample(r) => visitor.visit(r),
+        Batch::SpmSample(r) => visitor.visit(r),
     }
 }
 
@@ -118,6 +119,7 @@ pub fn row(batch: &Batch, i: usize) -> &dyn Row {
         Batch::HipStream(r) => &r[i],
         Batch::RuntimeInitialization(r) => &r[i],
         Batch::DeviceCounterSample(r) => &r[i],
+        Batch::SpmSample(r) => &r[i],
     }
 }
 
@@ -224,15 +226,23 @@ impl Columns for KfdEvent {
     }
 }
 
-impl Columns for CounterSample {
-    fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
-        match name {
-            "counter" => Some(Cell::Str(meta.counter_name(self.counter_id))),
-            "kernel_name" => Some(Cell::Str(meta.kernel_name(self.kernel_id))),
-            _ => None,
+/// A dispatch's counter values, counted or streamed by SPM, name their counter and
+/// kernel.
+macro_rules! dispatch_counter_columns {
+    ($($sample:ty),*) => {$(
+        impl Columns for $sample {
+            fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
+                match name {
+                    "counter" => Some(Cell::Str(meta.counter_name(self.counter_id))),
+                    "kernel_name" => Some(Cell::Str(meta.kernel_name(self.kernel_id))),
+                    _ => None,
+                }
+            }
         }
-    }
+    )*};
 }
+
+dispatch_counter_columns!(CounterSample, SpmSample);
 
 impl Columns for DeviceCounterSample {
     fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
@@ -279,7 +289,8 @@ mod tests {
         check::<HipStream>();
         check::<RuntimeInitialization>();
         check::<DeviceCounterSample>();
-        assert_eq!(RecordKind::ALL.len(), 12, "a new kind needs a line above");
+        check::<SpmSample>();
+        assert_eq!(RecordKind::ALL.len(), 13, "a new kind needs a line above");
     }
 
     #[test]

@@ -1,18 +1,45 @@
-//! Whether the rocprofiler-sdk in use has every domain a plan traces: a domain a newer
-//! SDK added is refused by an older one, so a run asking for it fails, naming the release
-//! that has it, instead of collecting nothing.
+//! Whether the rocprofiler-sdk in use has every domain and service a plan asks for: one a
+//! newer SDK added is refused by an older one, so a run asking for it fails, naming the
+//! release that has it, instead of collecting nothing.
 
 use std::fmt;
 
 use crate::contexts::ContextPlan;
-use crate::sdk::{Domain, Release, SdkVersion};
+use crate::sdk::{Domain, Release, SPM_SINCE, SdkVersion};
 
-/// A domain a context traces that the SDK in use lacks.
+/// What a context asks of the SDK that a newer release added.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Feature {
+    /// A traced domain.
+    Domain(Domain),
+    /// SPM, streaming performance monitors.
+    Spm,
+}
+
+impl Feature {
+    /// Its name in a pipeline.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Domain(domain) => domain.name(),
+            Feature::Spm => "spm",
+        }
+    }
+
+    /// The release that added it; `None` for what SDK 1.0 has.
+    pub fn since(self) -> Option<Release> {
+        match self {
+            Feature::Domain(domain) => domain.since(),
+            Feature::Spm => Some(SPM_SINCE),
+        }
+    }
+}
+
+/// A feature a context asks for that the SDK in use lacks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unavailable {
     pub context: String,
-    pub domain: Domain,
-    /// The release that added the domain.
+    pub feature: Feature,
+    /// The release that added the feature.
     pub release: Release,
     /// The SDK in use.
     pub sdk: SdkVersion,
@@ -20,11 +47,15 @@ pub struct Unavailable {
 
 impl fmt::Display for Unavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let asks = match self.feature {
+            Feature::Domain(_) => "traces",
+            Feature::Spm => "streams counters with",
+        };
         write!(
             f,
-            "context `{}` traces `{}`, which {} added; the rocprofiler-sdk in use is {}",
+            "context `{}` {asks} `{}`, which {} added; the rocprofiler-sdk in use is {}",
             self.context,
-            self.domain.name(),
+            self.feature.name(),
             self.release,
             self.sdk
         )
@@ -33,16 +64,18 @@ impl fmt::Display for Unavailable {
 
 impl std::error::Error for Unavailable {}
 
-/// The first domain of `contexts` that rocprofiler-sdk `sdk` lacks.
+/// The first feature of `contexts` that rocprofiler-sdk `sdk` lacks.
 pub fn unavailable(contexts: &[ContextPlan], sdk: SdkVersion) -> Option<Unavailable> {
     contexts.iter().find_map(|context| {
-        let domain = (context.tracing.iter())
-            .map(|t| t.domain)
-            .find(|d| !d.in_sdk(sdk))?;
+        let domains = context.tracing.iter().map(|t| Feature::Domain(t.domain));
+        let spm = context.spm.iter().map(|_| Feature::Spm);
+        let (feature, release) = domains
+            .chain(spm)
+            .find_map(|f| f.since().filter(|r| r.sdk > sdk).map(|r| (f, r)))?;
         Some(Unavailable {
             context: context.name.clone(),
-            domain,
-            release: domain.since()?,
+            feature,
+            release,
             sdk,
         })
     })

@@ -563,11 +563,12 @@ pub unsafe extern "C" fn rocprofiler_configure_buffer_dispatch_counting_service(
     })
 }
 
-/// Whether `ROCPROFILER_PC_SAMPLING_BETA_ENABLED` turns PC sampling on, read as the real
-/// SDK reads a boolean: a number is on unless 0, and `off`, `false`, `no`, `n` and `f` (any
-/// case) are off, as is an empty value (which the real SDK refuses outright).
-fn pc_sampling_enabled() -> bool {
-    let Ok(value) = std::env::var(rocflow_core::sdk::PC_SAMPLING_BETA) else {
+/// Whether a beta's variable (`ROCPROFILER_PC_SAMPLING_BETA_ENABLED`,
+/// `ROCPROFILER_SPM_BETA_ENABLED`) turns it on, read as the real SDK reads a boolean: a
+/// number is on unless 0, and `off`, `false`, `no`, `n` and `f` (any case) are off, as is
+/// an empty value (which the real SDK refuses outright).
+pub(crate) fn beta_enabled(variable: &str) -> bool {
+    let Ok(value) = std::env::var(variable) else {
         return false;
     };
     if let Ok(number) = value.parse::<u64>() {
@@ -584,7 +585,7 @@ pub unsafe extern "C" fn rocprofiler_query_pc_sampling_agent_configurations(
     data: *mut c_void,
 ) -> Status {
     // PC sampling is a beta of the real SDK, off unless asked for.
-    if !pc_sampling_enabled() {
+    if !beta_enabled(rocflow_core::sdk::PC_SAMPLING_BETA) {
         return status::NOT_IMPLEMENTED;
     }
     let (Some(sdk), Some(callback)) = (installed(), callback) else {
@@ -634,7 +635,7 @@ pub unsafe extern "C" fn rocprofiler_configure_pc_sampling_service(
     buffer: Handle,
     _flags: c_int,
 ) -> Status {
-    if !pc_sampling_enabled() {
+    if !beta_enabled(rocflow_core::sdk::PC_SAMPLING_BETA) {
         return status::NOT_IMPLEMENTED;
     }
     let Some(sdk) = sdk() else {

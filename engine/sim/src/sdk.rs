@@ -131,6 +131,8 @@ pub struct ContextSetup {
     pub device_counting: Vec<DeviceService>,
     /// The dispatch thread-trace service, per agent it was configured on.
     pub thread_trace: Vec<TraceService>,
+    /// The buffered dispatch SPM service.
+    pub spm: Option<crate::spm::Service>,
     pub started: bool,
 }
 

@@ -461,6 +461,23 @@ impl<'a> Emitter<'a> {
                     self.pc_samples(pc.buffer, kernel, &info, correlation, start);
                 }
             }
+            if let Some(spm) = &ctx.setup.spm {
+                let correlation = async_correlation(correlation);
+                let streamed = crate::spm::stream(self.sdk, spm, &info, correlation, start, end);
+                if let Some((header, samples)) = streamed {
+                    // In a buffer, as the real SDK puts them: as a counted dispatch's.
+                    let (counters, value) = (category::COUNTERS, counter_record::VALUE);
+                    self.push(
+                        spm.buffer,
+                        counters,
+                        counter_record::DISPATCH_HEADER,
+                        &header,
+                    );
+                    for sample in &samples {
+                        self.push(spm.buffer, counters, value, sample);
+                    }
+                }
+            }
             for service in &ctx.setup.thread_trace {
                 let k = kernel_id as usize - 1;
                 let correlation = async_correlation(correlation);

@@ -96,7 +96,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
                 let hint = format!(
                     "install {} or later, or leave `{}` out of the pipeline",
                     missing.release,
-                    missing.domain.name()
+                    missing.feature.name()
                 );
                 return Err(Error::user(
                     Diagnostic::error(missing.to_string()).hint(hint),

@@ -732,6 +732,7 @@ fn pipeline(
             iterations: s.iterations.clone(),
             ..t
         }),
+        spm: None,
         serialize: false,
         args: false,
         agents: Vec::new(),

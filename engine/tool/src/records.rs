@@ -16,8 +16,8 @@ use rocflow_core::abi::{
 };
 use rocflow_core::record::{
     ApiArgs, ApiCall, Arg, ArgValue, CounterSample, KernelDispatch, KfdEvent, Marker,
-    MemoryAllocation, MemoryCopy, Meta, PcSample, Queue, Record, RecordKind, ScratchMemory, Sym,
-    Thread,
+    MemoryAllocation, MemoryCopy, Meta, PcSample, Queue, Record, RecordKind, ScratchMemory,
+    SpmSample, Sym, Thread,
 };
 use rocflow_core::ring::FrameBuffer;
 use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
@@ -32,6 +32,9 @@ use crate::strings::{self, Table};
 pub struct BufferState {
     /// The kind losses are reported under: the context's first.
     pub kind: RecordKind,
+    /// The context streams SPM, whose samples come in the counters category as counted
+    /// dispatches' values do (the SDK refuses both in one context).
+    spm: bool,
     /// Record vectors reused from delivery to delivery, and what outlives a delivery
     /// (the SDK delivers one buffer's batches one at a time, so this lock, taken once
     /// per delivery, is never contended).
@@ -39,9 +42,10 @@ pub struct BufferState {
 }
 
 impl BufferState {
-    pub fn new(kind: RecordKind) -> BufferState {
+    pub fn new(kind: RecordKind, spm: bool) -> BufferState {
         BufferState {
             kind,
+            spm,
             out: Mutex::default(),
         }
     }
@@ -96,6 +100,9 @@ struct Out {
     counters: Frame<CounterSample>,
     pcs: Frame<PcSample>,
     kfd: Frame<KfdEvent>,
+    spm: Frame<SpmSample>,
+    /// SPM dispatches whose samples may still come; kept across deliveries.
+    spm_dispatches: crate::spm::Dispatches,
     tids: Vec<u64>,
     /// Queue id and agent index.
     queues: Vec<(u64, u32)>,
@@ -157,6 +164,7 @@ impl Out {
         self.counters.finish(&mut frames);
         self.pcs.finish(&mut frames);
         self.kfd.finish(&mut frames);
+        self.spm.finish(&mut frames);
         self.tids.clear();
         self.queues.clear();
         frames
@@ -280,7 +288,7 @@ unsafe fn deliver(
             // SAFETY: each header the SDK passes is valid for the call.
             let header = unsafe { &*header };
             // SAFETY: the payload's type follows from the category and kind.
-            unsafe { convert(tool, &kernels, pid, header, &mut out) };
+            unsafe { convert(tool, &kernels, pid, header, state.spm, &mut out) };
         }
         drop(kernels);
         out.send(pid);
@@ -448,9 +456,25 @@ unsafe fn api_call(domain: Domain, payload: *const c_void) -> ApiCall {
 ///
 /// # Safety
 /// `header.payload` points at the record its category and kind say.
-unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeader, out: &mut Out) {
+unsafe fn convert(
+    tool: &Tool,
+    kernels: &Kernels,
+    pid: u32,
+    header: &RecordHeader,
+    spm: bool,
+    out: &mut Out,
+) {
     let agent = |handle: Handle| tool.agent_index(handle);
     match header.category {
+        category::COUNTERS if spm => {
+            let Out {
+                spm,
+                spm_dispatches,
+                ..
+            } = out;
+            // SAFETY: the caller's contract.
+            unsafe { crate::spm::convert(tool, pid, header, spm_dispatches, |s| spm.push(s)) }
+        }
         category::TRACING => {
             let Some(domain) = Domain::from_sdk_value(header.kind as i32) else {
                 return;

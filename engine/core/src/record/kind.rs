@@ -26,6 +26,8 @@ pub enum RecordKind {
     RuntimeInitialization,
     /// Counter values of a whole GPU, sampled while applications run (device counting).
     DeviceCounterSample,
+    /// Counter values of a dispatch streamed at an interval (SPM).
+    SpmSample,
 }
 
 /// The value type of a column.
@@ -51,6 +53,7 @@ impl RecordKind {
         RecordKind::HipStream,
         RecordKind::RuntimeInitialization,
         RecordKind::DeviceCounterSample,
+        RecordKind::SpmSample,
     ];
 
     pub fn name(self) -> &'static str {
@@ -67,6 +70,7 @@ impl RecordKind {
             RecordKind::HipStream => "hip_stream",
             RecordKind::RuntimeInitialization => "runtime_initialization",
             RecordKind::DeviceCounterSample => "device_counter_sample",
+            RecordKind::SpmSample => "spm_sample",
         }
     }
 
@@ -92,7 +96,9 @@ impl RecordKind {
             | RecordKind::HipStream
             | RecordKind::RuntimeInitialization => &[DURATION, OPERATION],
             RecordKind::Api | RecordKind::Marker => &[DURATION, DOMAIN, OPERATION],
-            RecordKind::CounterSample => &[("counter", String), ("kernel_name", String)],
+            RecordKind::CounterSample | RecordKind::SpmSample => {
+                &[("counter", String), ("kernel_name", String)]
+            }
             RecordKind::PcSample => &[],
             RecordKind::DeviceCounterSample => &[("counter", String)],
             RecordKind::KfdEvent => &[DOMAIN, OPERATION],

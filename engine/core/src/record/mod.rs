@@ -16,7 +16,7 @@ pub use meta::{
 pub use model::{
     ApiCall, Batch, CounterSample, DeviceCounterSample, HipStream, KernelDispatch, KfdEvent,
     Marker, MemoryAllocation, MemoryCopy, PcSample, Record, RuntimeInitialization, ScratchMemory,
-    wire_size,
+    SpmSample, wire_size,
 };
 
 /// Where records are encoded: a `Vec`, or the tool's buffers for frames, which may be

@@ -7,7 +7,7 @@ pub mod limits;
 mod newer;
 mod operations;
 
-pub use newer::{Release, SIMULATED, SdkVersion};
+pub use newer::{Release, SIMULATED, SPM_SINCE, SdkVersion};
 
 /// Every domain's operation table: the generated ones of SDK 1.0 and the newer ones.
 mod tables {

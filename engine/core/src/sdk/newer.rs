@@ -84,6 +84,9 @@ const SDK_1_4_1: Release = Release {
     rocm: "10.1",
 };
 
+/// The release that added SPM, streaming performance monitors (`experimental/spm.h`).
+pub const SPM_SINCE: Release = SDK_1_3_0;
+
 impl Domain {
     /// The release that added this domain; `None` for the domains of SDK 1.0.
     pub fn since(self) -> Option<Release> {

@@ -230,7 +230,8 @@ impl JsonSink {
             Batch::KfdEvent(_)
             | Batch::HipStream(_)
             | Batch::RuntimeInitialization(_)
-            | Batch::DeviceCounterSample(_) => {}
+            | Batch::DeviceCounterSample(_)
+            | Batch::SpmSample(_) => {}
         }
         Ok(())
     }

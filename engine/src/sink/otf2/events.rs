@@ -293,7 +293,8 @@ impl Tracks {
             | Batch::KfdEvent(_)
             | Batch::HipStream(_)
             | Batch::RuntimeInitialization(_)
-            | Batch::DeviceCounterSample(_) => {}
+            | Batch::DeviceCounterSample(_)
+            | Batch::SpmSample(_) => {}
         }
     }
 

@@ -116,6 +116,10 @@ impl Routes {
                 let counter = |(agent, counter)| Track::DeviceCounter(agent, counter);
                 routes.add(stream, records, |r| (r.agent, r.counter_id), counter);
             }
+            Batch::SpmSample(records) if shows(Shown::Spm) => {
+                let counter = |(agent, counter)| Track::Spm(agent, counter);
+                routes.add(stream, records, |r| (r.agent, r.counter_id), counter);
+            }
             // Frees name only the address: a process's allocations stay together.
             Batch::MemoryAllocation(records) if shows(Shown::MemoryAllocation) => {
                 routes.add(stream, records, |_| (), |()| Track::Process);

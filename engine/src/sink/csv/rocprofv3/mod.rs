@@ -175,7 +175,8 @@ impl Rocprofv3Sink {
             Batch::KfdEvent(_)
             | Batch::HipStream(_)
             | Batch::RuntimeInitialization(_)
-            | Batch::DeviceCounterSample(_) => {}
+            | Batch::DeviceCounterSample(_)
+            | Batch::SpmSample(_) => {}
         }
         for (table, lines) in std::mem::take(&mut rows.out) {
             self.append(table, &lines)?;
