@@ -14,7 +14,7 @@ use crate::rocpd::schema as written;
 pub use crate::rocpd::schema::{
     AGENT, ARG, CODE_OBJECT, DEVICE_COUNTING, EVENT, KERNEL_DISPATCH, KERNEL_SYMBOL,
     MEMORY_ALLOCATE, MEMORY_COPY, METADATA, NODE, PMC, PMC_EVENT, PROCESS, QUEUE, REGION, SAMPLE,
-    STREAM, STRING, THREAD, TRACK,
+    SPM, STREAM, STRING, THREAD, TRACK,
 };
 
 /// An event table, read as the records it holds.
@@ -114,7 +114,8 @@ pub const ADDITIONS: &[Addition] = &[
         table: PMC_EVENT,
         columns: Some(&["sample_id", "xcc", "shader_engine", "instance"]),
         holds: "SPM counter values",
-        unread: Some("sample_id IS NOT NULL"),
+        // Read as SPM samples.
+        unread: None,
     },
     Addition {
         version: "3.0.4",
