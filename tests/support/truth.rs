@@ -19,6 +19,7 @@ use crate::cxxfilt::demangle;
 use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
 pub mod device;
+pub mod spm;
 
 /// What an output says a run held, summed over its processes.
 #[derive(Debug, Default, Clone, PartialEq)]

@@ -48,16 +48,13 @@ pub struct Unavailable {
 impl fmt::Display for Unavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let asks = match self.feature {
-            Feature::Domain(_) => "traces",
-            Feature::Spm => "streams counters with",
+            Feature::Domain(domain) => format!("traces `{}`", domain.name()),
+            Feature::Spm => "streams counters with SPM (`[context.spm]`)".to_owned(),
         };
         write!(
             f,
-            "context `{}` {asks} `{}`, which {} added; the rocprofiler-sdk in use is {}",
-            self.context,
-            self.feature.name(),
-            self.release,
-            self.sdk
+            "context `{}` {asks}, which {} added; the rocprofiler-sdk in use is {}",
+            self.context, self.release, self.sdk
         )
     }
 }

@@ -42,7 +42,7 @@ pub enum SetupError {
     /// The SDK's PC sampling beta is off; `beta` is what its variable is set to.
     #[error(
         "PC sampling on {gfx} is a beta of rocprofiler-sdk, off with {} (`rocflow run` turns it on unless it is set)",
-        BetaSetting(.beta.as_deref())
+        BetaSetting(PC_SAMPLING_BETA, .beta.as_deref())
     )]
     PcBeta { gfx: String, beta: Option<String> },
     #[error(
@@ -70,14 +70,14 @@ pub enum SetupError {
     },
 }
 
-/// How the PC sampling beta's variable is set, as [`SetupError::PcBeta`] words it.
-struct BetaSetting<'a>(Option<&'a str>);
+/// How a beta's variable (named first) is set, as the errors of a beta that is off word it.
+pub struct BetaSetting<'a>(pub &'static str, pub Option<&'a str>);
 
 impl std::fmt::Display for BetaSetting<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(value) => write!(f, "{PC_SAMPLING_BETA}={value}"),
-            None => write!(f, "{PC_SAMPLING_BETA} unset"),
+        match self.1 {
+            Some(value) => write!(f, "{}={value}", self.0),
+            None => write!(f, "{} unset", self.0),
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::api::{CallError, MissingSymbol};
 use crate::filter::DispatchFilter;
 use crate::gpu::Gpu;
 use crate::guard::entry;
+use crate::setup::BetaSetting;
 use crate::state::Tool;
 
 type CreateConfig = unsafe extern "C" fn(
@@ -65,8 +66,8 @@ pub enum Error {
     Missing(#[from] MissingSymbol),
     /// The SDK answers NOT_IMPLEMENTED while its beta is off.
     #[error(
-        "SPM is a beta of rocprofiler-sdk, off with {SPM_BETA} {} (`rocflow run` turns it on unless it is set)",
-        .0.as_deref().map_or("unset".to_owned(), |v| format!("={v}"))
+        "SPM is a beta of rocprofiler-sdk, off with {} (`rocflow run` turns it on unless it is set)",
+        BetaSetting(SPM_BETA, .0.as_deref())
     )]
     Beta(Option<String>),
     #[error(transparent)]

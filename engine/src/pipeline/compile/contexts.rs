@@ -378,19 +378,10 @@ impl Compiler<'_> {
     fn spm(&mut self, i: usize, c: &model::Context, s: &model::Spm) -> SpmPlan {
         let counters = self.counter_table(i, "spm", c, &s.counter_table());
         self.one_pass(i, "spm", &s.collect, &counters, "SPM streams one");
-        let path = path!["context", i, "spm", "interval"];
-        let interval_cycles = match s.interval {
-            None => DEFAULT_SPM_INTERVAL_CYCLES,
-            Some(0) => {
-                self.error(path, "SPM cannot sample every 0 cycles").hint =
-                    Some(format!("try {DEFAULT_SPM_INTERVAL_CYCLES}"));
-                DEFAULT_SPM_INTERVAL_CYCLES
-            }
-            Some(cycles) => cycles,
-        };
         SpmPlan {
             counters: counters.collect,
-            interval_cycles,
+            // The schema holds it to 1 or more.
+            interval_cycles: s.interval.unwrap_or(DEFAULT_SPM_INTERVAL_CYCLES),
             kernel_include: counters.kernel_include,
             kernel_exclude: counters.kernel_exclude,
             iterations: counters.iterations,

@@ -58,7 +58,7 @@ impl Shards {
 /// dispatch's (or read's) sum, a tenth of the work of encoding a slice or a value.
 fn weight(track: Track) -> u64 {
     match track {
-        Track::Counter(..) | Track::DeviceCounter(..) => 1,
+        Track::Counter(..) | Track::DeviceCounter(..) | Track::Spm(..) => 1,
         _ => 10,
     }
 }
