@@ -633,6 +633,7 @@ fn every_record_kind_has_a_table() {
         Batch::HipStream(vec![Default::default(); 2]),
         Batch::RuntimeInitialization(vec![Default::default(); 2]),
         Batch::DeviceCounterSample(vec![Default::default(); 2]),
+        Batch::SpmSample(vec![Default::default(); 2]),
     ];
     assert_eq!(
         batches.len(),

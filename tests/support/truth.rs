@@ -883,6 +883,8 @@ pub struct Collects {
     pub summed: bool,
     /// Device counter reads of every GPU (see [`device`]).
     pub device_counters: bool,
+    /// The counters SPM streams of every dispatch (see [`spm`]).
+    pub spm: Vec<&'static str>,
 }
 
 /// How kernels are named (the pipeline's `kernel_names`).
@@ -925,6 +927,11 @@ impl Collects {
         self.pc_samples |= other.pc_samples;
         self.kfd |= other.kfd;
         self.device_counters |= other.device_counters;
+        for &counter in &other.spm {
+            if !self.spm.contains(&counter) {
+                self.spm.push(counter);
+            }
+        }
         for api in &other.api {
             match self.api.iter_mut().find(|a| a.0 == api.0) {
                 // Either filter's functions: all if either keeps all and drops none.
