@@ -766,6 +766,14 @@ mod tests {
     ) {
     }
 
+    unsafe extern "C" fn no_spm_config(
+        _: *const abi::SpmDispatchData,
+        _: *mut Handle,
+        _: *mut abi::UserData,
+        _: *mut c_void,
+    ) {
+    }
+
     /// One test walks the phases in order, as a process does.
     #[test]
     fn setup_is_only_allowed_while_the_tool_initializes() {
@@ -897,6 +905,63 @@ mod tests {
                 status::CONTEXT_CONFLICT,
                 "PC sampling next to dispatch counting"
             );
+            // SPM is a beta too; a configuration takes an interval in the agent's range,
+            // and a context streams SPM alone.
+            let mut interval = abi::SpmParameters {
+                size: size_of::<abi::SpmParameters>() as u64,
+                r#type: abi::spm_parameter::SAMPLE_INTERVAL_SCLK_CYCLES,
+                value: crate::spm::INTERVAL_CYCLES.0,
+            };
+            let parameter = &raw mut interval;
+            let spm_config = move |out: &mut Handle| {
+                let (mut counters, mut parameters) = (counter, [parameter]);
+                crate::spm::rocprofiler_spm_create_counter_config(
+                    gpu,
+                    counters.as_mut_ptr(),
+                    1,
+                    parameters.as_mut_ptr(),
+                    1,
+                    out,
+                )
+            };
+            let mut streamed = Handle { handle: 0 };
+            assert_eq!(rocprofiler_create_context(&mut streamed), status::SUCCESS);
+            let stream_in = |ctx| {
+                crate::spm::rocprofiler_spm_configure_buffer_dispatch_service(
+                    ctx,
+                    buffer,
+                    Some(no_spm_config),
+                    null_mut(),
+                )
+            };
+            let mut spm = Handle { handle: 0 };
+            assert_eq!(spm_config(&mut spm), status::NOT_IMPLEMENTED);
+            assert_eq!(stream_in(streamed), status::NOT_IMPLEMENTED);
+            // SAFETY: as above.
+            std::env::set_var(abi::SPM_BETA, "1");
+            assert_eq!(spm_config(&mut spm), status::SUCCESS);
+            assert_eq!(
+                crate::spm::rocprofiler_spm_destroy_counter_config(spm),
+                status::SUCCESS
+            );
+            assert_eq!(
+                crate::spm::rocprofiler_spm_destroy_counter_config(spm),
+                status::PROFILE_NOT_FOUND
+            );
+            // The SDK reads the parameter where the pointer says.
+            (*parameter).value = 0;
+            let mut spm = Handle { handle: 0 };
+            assert_eq!(
+                spm_config(&mut spm),
+                status::INVALID_ARGUMENT,
+                "below the range"
+            );
+            assert_eq!(
+                stream_in(context),
+                status::CONTEXT_CONFLICT,
+                "beside counting"
+            );
+            assert_eq!(stream_in(streamed), status::SUCCESS);
             set_phase(Phase::Running);
             sdk().unwrap().freeze();
             assert_eq!(

@@ -4,7 +4,7 @@
 //! streams SPM, so an SDK without them runs every other context, and one that asks for SPM
 //! hears which release has it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
 
 use rocflow_core::abi::{
@@ -178,7 +178,7 @@ unsafe extern "C" fn on_dispatch(
 /// The dispatches whose samples may still come, newest last: a header is followed by its
 /// samples, though another thread's may come between where the SDK stages records.
 #[derive(Default)]
-pub struct Dispatches(Vec<(u64, u64, u64)>);
+pub struct Dispatches(VecDeque<(u64, u64, u64)>);
 
 /// How many dispatches' headers are kept for their samples.
 const KEPT_HEADERS: usize = 256;
@@ -209,10 +209,11 @@ pub unsafe fn convert(
             // SAFETY: the caller's contract.
             let r = unsafe { &*header.payload.cast::<SpmDispatchData>() };
             if dispatches.0.len() == KEPT_HEADERS {
-                dispatches.0.remove(0);
+                dispatches.0.pop_front();
             }
             let info = &r.dispatch_info;
-            (dispatches.0).push((info.dispatch_id, info.kernel_id, r.correlation_id.internal));
+            let header = (info.dispatch_id, info.kernel_id, r.correlation_id.internal);
+            dispatches.0.push_back(header);
         }
         counter_record::VALUE => {
             // SAFETY: the caller's contract.
