@@ -750,7 +750,7 @@ fn every_kind_spool(path: &Path) {
     use rocflow::record::{
         Agent, ApiCall, Arg, ArgValue, CodeObject, CounterInfo, CounterSample, DeviceCounterSample,
         HipStream, KernelDispatch, KernelSymbol, KfdEvent, Marker, MemoryAllocation, MemoryCopy,
-        Meta, PcSample, Process, RuntimeInitialization, ScratchMemory, Sym, Thread,
+        Meta, PcSample, Process, RuntimeInitialization, ScratchMemory, SpmSample, Sym, Thread,
     };
     let (pid, tid) = (900, 901);
     let agent = |index, agent_type, name: &str| Agent {
@@ -1021,6 +1021,19 @@ fn every_kind_spool(path: &Path) {
             external_id: 0,
             version: 60400,
             operation_id: op(Domain::RuntimeInitialization, "HIP") as u8,
+        }]),
+        Batch::SpmSample(vec![SpmSample {
+            pid,
+            agent: 1,
+            dispatch_id: 1,
+            kernel_id: 9,
+            correlation_id: 11,
+            timestamp_ns: base(1) + 20,
+            counter_id: 3,
+            xcc: 1,
+            shader_engine: 2,
+            instance: 3,
+            value: 77.0,
         }]),
     ];
     assert_eq!(batches.len(), RecordKind::ALL.len());

@@ -31,6 +31,8 @@ pub fn version() -> SdkVersion {
 pub const CONTEXT_HANDLE_BASE: u64 = 0x1000;
 pub const BUFFER_HANDLE_BASE: u64 = 0x2000;
 pub const CONFIG_HANDLE_BASE: u64 = 0x4000;
+/// SPM configurations' handles start here, apart from dispatch counting's.
+pub const SPM_CONFIG_HANDLE_BASE: u64 = 0x5000;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
@@ -120,6 +122,14 @@ pub struct TraceService {
     pub data: *mut c_void,
 }
 
+/// The buffered dispatch SPM service of a context.
+#[derive(Clone, Copy)]
+pub struct SpmService {
+    pub buffer: usize,
+    pub callback: rocflow_core::abi::SpmDispatchCallback,
+    pub data: *mut c_void,
+}
+
 /// One context's services.
 #[derive(Default)]
 pub struct ContextSetup {
@@ -132,7 +142,7 @@ pub struct ContextSetup {
     /// The dispatch thread-trace service, per agent it was configured on.
     pub thread_trace: Vec<TraceService>,
     /// The buffered dispatch SPM service.
-    pub spm: Option<crate::spm::Service>,
+    pub spm: Option<SpmService>,
     pub started: bool,
 }
 
@@ -348,4 +358,22 @@ pub fn now() -> u64 {
 pub fn counter_config(sdk: &Sdk, config: Handle) -> Option<(usize, Vec<usize>)> {
     let index = config.handle.checked_sub(CONFIG_HANDLE_BASE)? as usize;
     sdk.configs.lock().unwrap().get(index).cloned()
+}
+
+/// An SPM counter configuration: its GPU, counters (indexes into the device's) and
+/// interval.
+#[derive(Clone)]
+pub struct SpmConfig {
+    pub gpu: usize,
+    pub counters: Vec<usize>,
+    pub interval_cycles: u64,
+}
+
+/// Every SPM configuration created, `None` once destroyed.
+pub static SPM_CONFIGS: Mutex<Vec<Option<SpmConfig>>> = Mutex::new(Vec::new());
+
+/// The SPM configuration a handle names, unless it was destroyed.
+pub fn spm_config(handle: Handle) -> Option<SpmConfig> {
+    let index = handle.handle.checked_sub(SPM_CONFIG_HANDLE_BASE)? as usize;
+    SPM_CONFIGS.lock().unwrap().get(index).cloned().flatten()
 }

@@ -7,55 +7,25 @@
 //! The SDK's calls answer as the real ones do: each needs the beta's variable
 //! ([`SPM_BETA`]), a configuration takes hardware counters of its agent only, and a context
 //! streams SPM alone (no dispatch counting, device counting or PC sampling beside it).
+//! The workload streams each dispatch's samples ([`crate::workload`]).
 
 use std::ffi::c_void;
-use std::sync::Mutex;
 
 use rocflow_core::abi::{
-    CountersCallback, Handle, KernelDispatchInfo, SPM_BETA, SpmAvailableConfiguration,
-    SpmConfigurationsCallback, SpmCounterRecord, SpmDispatchCallback, SpmDispatchData,
-    SpmParameters, Status, UserData, spm_parameter, status,
+    CountersCallback, Handle, SPM_BETA, SpmAvailableConfiguration, SpmConfigurationsCallback,
+    SpmDispatchCallback, SpmParameters, Status, spm_parameter, status,
 };
 use rocflow_core::agent_counters::Kind;
 
 use crate::api::{configure, slice};
-use crate::sdk::{Sdk, installed, sdk};
-use crate::workload::counter_values;
+use crate::sdk::{SPM_CONFIG_HANDLE_BASE, SPM_CONFIGS, Sdk, SpmConfig, SpmService, installed, sdk};
 
 /// The shortest and longest interval, in SCLK cycles, the simulated GPUs stream at.
 pub const INTERVAL_CYCLES: (u64, u64) = (32, 1 << 20);
 
-/// SPM configurations' handles start here, apart from dispatch counting's.
-const SPM_CONFIG_HANDLE_BASE: u64 = 0x5000;
-
-/// An SPM counter configuration: its GPU, counters (indexes into the device's) and
-/// interval.
-#[derive(Clone)]
-struct Config {
-    gpu: usize,
-    counters: Vec<usize>,
-    interval_cycles: u64,
-}
-
-/// Every configuration created, `None` once destroyed.
-static CONFIGS: Mutex<Vec<Option<Config>>> = Mutex::new(Vec::new());
-
-/// The buffered dispatch SPM service of a context.
-#[derive(Clone, Copy)]
-pub struct Service {
-    pub buffer: usize,
-    pub callback: SpmDispatchCallback,
-    pub data: *mut c_void,
-}
-
 /// Whether the beta's variable turns SPM on, read as the SDK reads a boolean.
 fn enabled() -> bool {
     crate::api::beta_enabled(SPM_BETA)
-}
-
-fn config(handle: Handle) -> Option<Config> {
-    let index = handle.handle.checked_sub(SPM_CONFIG_HANDLE_BASE)? as usize;
-    CONFIGS.lock().unwrap().get(index).cloned().flatten()
 }
 
 #[unsafe(no_mangle)]
@@ -160,7 +130,7 @@ pub unsafe extern "C" fn rocprofiler_spm_create_counter_config(
             _ => return status::INVALID_ARGUMENT,
         }
     }
-    let mut configs = CONFIGS.lock().unwrap();
+    let mut configs = SPM_CONFIGS.lock().unwrap();
     // SAFETY: checked non-null; an existing configuration's counters are added.
     let base = unsafe { *config };
     if base.handle != 0 {
@@ -173,7 +143,7 @@ pub unsafe extern "C" fn rocprofiler_spm_create_counter_config(
     if !sdk.device.fits(&indexes) {
         return status::EXCEEDS_HW_LIMIT;
     }
-    configs.push(Some(Config {
+    configs.push(Some(SpmConfig {
         gpu,
         counters: indexes,
         interval_cycles,
@@ -189,7 +159,7 @@ pub unsafe extern "C" fn rocprofiler_spm_create_counter_config(
 
 #[unsafe(no_mangle)]
 pub extern "C" fn rocprofiler_spm_destroy_counter_config(config: Handle) -> Status {
-    let mut configs = CONFIGS.lock().unwrap();
+    let mut configs = SPM_CONFIGS.lock().unwrap();
     let slot = (config.handle.checked_sub(SPM_CONFIG_HANDLE_BASE))
         .and_then(|i| configs.get_mut(i as usize))
         .filter(|slot| slot.is_some());
@@ -225,64 +195,11 @@ pub unsafe extern "C" fn rocprofiler_spm_configure_buffer_dispatch_service(
         {
             return status::CONTEXT_CONFLICT;
         }
-        ctx.spm = Some(Service {
+        ctx.spm = Some(SpmService {
             buffer,
             callback,
             data,
         });
         status::SUCCESS
     })
-}
-
-/// A dispatch's SPM samples: asks the tool's callback for the dispatch's configuration
-/// and, when it picks one of the dispatch's GPU, returns the header and the samples in
-/// time order.
-pub fn stream(
-    sdk: &Sdk,
-    service: &Service,
-    info: &KernelDispatchInfo,
-    correlation_id: rocflow_core::abi::AsyncCorrelationId,
-    start: u64,
-    end: u64,
-) -> Option<(SpmDispatchData, Vec<SpmCounterRecord>)> {
-    let data = SpmDispatchData {
-        size: size_of::<SpmDispatchData>() as u64,
-        correlation_id,
-        dispatch_info: *info,
-    };
-    let mut chosen = Handle { handle: 0 };
-    let mut user_data = UserData { value: 0 };
-    // SAFETY: the tool's callback with the arguments the SDK passes.
-    unsafe { (service.callback)(&data, &mut chosen, &mut user_data, service.data) };
-    let config = config(chosen)?;
-    if sdk.device.gpu_handle(config.gpu).handle != info.agent_id.handle {
-        return None;
-    }
-    let mhz = sdk.scenario.agents[config.gpu].max_engine_clk_mhz.max(1);
-    let period = (config.interval_cycles * 1000)
-        .div_ceil(u64::from(mhz))
-        .max(1);
-    let intervals = (end - start).div_ceil(period).max(1);
-    let seed = sdk.scenario.scenario.seed;
-    let totals: Vec<(u64, u64)> = (config.counters.iter())
-        .flat_map(|&i| counter_values(sdk, &sdk.device.counters[i], seed, &[info.dispatch_id]))
-        .map(|(id, value)| (id, value as u64))
-        .collect();
-    let mut samples = Vec::with_capacity(totals.len() * intervals as usize);
-    for k in 0..intervals {
-        let timestamp = (start + (k + 1) * period).min(end);
-        for &(id, total) in &totals {
-            // Whole shares of the total, which add up to it exactly.
-            let share = |k: u64| (u128::from(total) * u128::from(k) / u128::from(intervals)) as u64;
-            samples.push(SpmCounterRecord {
-                size: size_of::<SpmCounterRecord>() as u64,
-                dispatch_id: info.dispatch_id,
-                id,
-                agent_id: info.agent_id,
-                timestamp,
-                value: (share(k + 1) - share(k)) as f64,
-            });
-        }
-    }
-    Some((data, samples))
 }

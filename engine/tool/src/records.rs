@@ -20,7 +20,7 @@ use rocflow_core::record::{
     SpmSample, Sym, Thread,
 };
 use rocflow_core::ring::FrameBuffer;
-use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
+use rocflow_core::sdk::Domain;
 use rocflow_core::wire::{self, RecordsFrame};
 
 use crate::guard::{entry, locked};
@@ -194,24 +194,6 @@ impl<R: Record> Frame<R> {
     fn finish(&mut self, frames: &mut Vec<FrameBuffer>) {
         frames.extend(self.0.take().map(|frame| frame.finish(0)));
     }
-}
-
-/// The counter of a counter record's instance id, and the instance's coordinates in
-/// `COUNTER_DIMENSIONS` order.
-pub fn coordinates(tool: &Tool, id: u64) -> (Handle, [u16; 7]) {
-    let mut counter = Handle { handle: 0 };
-    // SAFETY: a writable handle.
-    unsafe { (tool.api.query_record_counter_id)(id, &mut counter) };
-    let mut at = [0u16; COUNTER_DIMENSIONS.len()];
-    for &dimension in tool.counter_dimensions(counter) {
-        let mut position = 0usize;
-        // SAFETY: a writable position.
-        unsafe { (tool.api.query_record_dimension_position)(id, dimension, &mut position) };
-        if let Some(slot) = at.get_mut(dimension as usize) {
-            *slot = position as u16;
-        }
-    }
-    (counter, at)
 }
 
 /// `rocprofiler_buffer_tracing_cb_t` for every buffer the tool creates.
@@ -621,7 +603,7 @@ unsafe fn convert(
             let r = unsafe { &*header.payload.cast::<CounterRecord>() };
             let open = out.open.get_mut(&r.dispatch_id);
             let (kernel_id, end) = (open.as_ref()).map_or((0, 0), |o| (o.kernel_id, o.end_ns));
-            let (counter, at) = coordinates(tool, r.id);
+            let (counter, at) = crate::gpu::coordinates(tool, r.id);
             let value = CounterSample {
                 pid,
                 agent: agent(r.agent_id),

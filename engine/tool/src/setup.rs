@@ -16,7 +16,7 @@ use rocflow_core::sdk::{
 };
 use rocflow_core::smi::PciLocation;
 
-use crate::api::CallError;
+use crate::api::{BetaSetting, CallError};
 use crate::context::{self, Context};
 use crate::filter::DispatchFilter;
 use crate::gpu::{Gpu, supported_counters};
@@ -68,18 +68,6 @@ pub enum SetupError {
         gfx: String,
         agent: u32,
     },
-}
-
-/// How a beta's variable (named first) is set, as the errors of a beta that is off word it.
-pub struct BetaSetting<'a>(pub &'static str, pub Option<&'a str>);
-
-impl std::fmt::Display for BetaSetting<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.1 {
-            Some(value) => write!(f, "{}={value}", self.0),
-            None => write!(f, "{} unset", self.0),
-        }
-    }
 }
 
 /// The PC sampling configurations an agent supports, as [`SetupError::PcUnsupported`]

@@ -15,11 +15,11 @@ use rocflow_core::contexts::SpmPlan;
 use rocflow_core::record::SpmSample;
 use rocflow_core::sdk::SPM_SINCE;
 
+use crate::api::BetaSetting;
 use crate::api::{CallError, MissingSymbol};
 use crate::filter::DispatchFilter;
 use crate::gpu::Gpu;
 use crate::guard::entry;
-use crate::setup::BetaSetting;
 use crate::state::Tool;
 
 type CreateConfig = unsafe extern "C" fn(
@@ -219,7 +219,7 @@ pub unsafe fn convert(
             // SAFETY: the caller's contract.
             let r = unsafe { &*header.payload.cast::<SpmCounterRecord>() };
             let (kernel_id, correlation_id) = dispatches.of(r.dispatch_id);
-            let (counter, at) = crate::records::coordinates(tool, r.id);
+            let (counter, at) = crate::gpu::coordinates(tool, r.id);
             out(SpmSample {
                 pid,
                 agent: tool.agent_index(r.agent_id),
