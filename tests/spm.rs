@@ -278,3 +278,16 @@ fn spm_beside_dispatch_counting_is_refused_where_it_is_written() {
     );
     assert_says(&output.stderr, "p.toml:9:");
 }
+
+#[test]
+fn an_interval_the_gpu_does_not_stream_at_is_refused_with_its_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pipeline = PIPELINE.replace("interval = 4096", "interval = 16");
+    let output = run(d, &pipeline, "", &[]);
+    assert_says(
+        &output.stderr,
+        "context `spm`: gfx942 (agent 1) streams SPM every 32 to 1048576 shader clock cycles, not every 16; set `interval` in [context.spm] within that",
+    );
+    assert!(!d.join("out/csv/spm_sample.csv").exists());
+}

@@ -8,8 +8,9 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
 
 use rocflow_core::abi::{
-    Handle, RecordHeader, SPM_BETA, SpmCounterRecord, SpmDispatchCallback, SpmDispatchData,
-    SpmParameters, Status, UserData, counter_record, spm_parameter, status,
+    Handle, RecordHeader, SPM_BETA, SpmAvailableConfiguration, SpmConfigurationsCallback,
+    SpmCounterRecord, SpmDispatchCallback, SpmDispatchData, SpmParameters, Status, UserData,
+    counter_record, spm_parameter, status,
 };
 use rocflow_core::contexts::SpmPlan;
 use rocflow_core::record::SpmSample;
@@ -32,12 +33,15 @@ type CreateConfig = unsafe extern "C" fn(
 ) -> Status;
 type ConfigureBuffer =
     unsafe extern "C" fn(Handle, Handle, Option<SpmDispatchCallback>, *mut c_void) -> Status;
+type QueryConfigurations =
+    unsafe extern "C" fn(Handle, Option<SpmConfigurationsCallback>, *mut c_void) -> Status;
 
 /// The SDK's SPM entry points the tool calls.
 #[derive(Clone, Copy)]
 struct Service {
     create_config: CreateConfig,
     configure_buffer: ConfigureBuffer,
+    query_configurations: QueryConfigurations,
 }
 
 impl Service {
@@ -54,6 +58,9 @@ impl Service {
                     .map_err(|_| {
                         MissingSymbol("rocprofiler_spm_configure_buffer_dispatch_service")
                     })?,
+                query_configurations: *this
+                    .get::<QueryConfigurations>(b"rocprofiler_spm_query_agent_configurations\0")
+                    .map_err(|_| MissingSymbol("rocprofiler_spm_query_agent_configurations"))?,
             })
         }
     }
@@ -74,6 +81,55 @@ pub enum Error {
     Sdk(#[from] CallError),
     #[error("kernel filter: {0}")]
     KernelFilter(#[from] regex::Error),
+    /// The agent samples at no such interval.
+    #[error(
+        "{gfx} (agent {agent}) streams SPM every {min} to {max} shader clock cycles, not every {asked}; set `interval` in [context.spm] within that"
+    )]
+    Interval {
+        gfx: String,
+        agent: u32,
+        asked: u64,
+        min: u64,
+        max: u64,
+    },
+}
+
+/// The range of sample intervals an agent supports, as the SDK says; `None` where it
+/// gives none.
+fn interval_range(tool: &Tool, service: &Service, gpu: &Gpu) -> Result<Option<(u64, u64)>, Error> {
+    unsafe extern "C" fn collect(
+        configs: *const *const SpmAvailableConfiguration,
+        count: usize,
+        data: *mut c_void,
+    ) -> Status {
+        entry("spm::interval_range", status::SUCCESS, || {
+            // SAFETY: the range `interval_range` passes; the SDK's `count` configurations.
+            let range = unsafe { &mut *data.cast::<Option<(u64, u64)>>() };
+            let configs = match configs.is_null() {
+                true => &[][..],
+                // SAFETY: as above.
+                false => unsafe { std::slice::from_raw_parts(configs, count) },
+            };
+            for &config in configs {
+                // SAFETY: each pointer the SDK passes is valid for the call.
+                let Some(config) = (unsafe { config.as_ref() }) else {
+                    continue;
+                };
+                if config.r#type == spm_parameter::SAMPLE_INTERVAL_SCLK_CYCLES {
+                    *range = Some((config.min_interval, config.max_interval));
+                }
+            }
+            status::SUCCESS
+        })
+    }
+    let mut range: Option<(u64, u64)> = None;
+    // SAFETY: the callback has the SDK's type and writes `range`, alive for the call.
+    let status = unsafe {
+        (service.query_configurations)(gpu.handle, Some(collect), (&raw mut range).cast())
+    };
+    let what = format!("querying the SPM configurations of {}", gpu.gfx);
+    tool.api.check(&what, status)?;
+    Ok(range)
 }
 
 /// What the dispatch callback decides with.
@@ -105,6 +161,17 @@ pub fn configure(
         let Some(ids) = counters.get(&gpu.handle.handle) else {
             continue;
         };
+        if let Some((min, max)) = interval_range(tool, &service, gpu)?
+            && !(min..=max).contains(&plan.interval_cycles)
+        {
+            return Err(Error::Interval {
+                gfx: gpu.gfx.clone(),
+                agent: gpu.agent,
+                asked: plan.interval_cycles,
+                min,
+                max,
+            });
+        }
         let mut ids = ids.clone();
         let mut interval = SpmParameters {
             size: size_of::<SpmParameters>() as u64,
