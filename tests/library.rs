@@ -253,7 +253,7 @@ impl Run {
             }
             if matches!(
                 kind,
-                RecordKind::CounterSample | RecordKind::DeviceCounterSample
+                RecordKind::CounterSample | RecordKind::DeviceCounterSample | RecordKind::SpmSample
             ) {
                 delivered.insert(kind, n);
             }

@@ -485,6 +485,18 @@ impl Row {
                     ));
                 }
             }
+            if !self.collects.spm.is_empty() {
+                let table = |kind| truth::csv_table(&out.join("m/csv"), kind);
+                let streamed = truth::spm::streamed(&table("spm_sample"));
+                let dispatches = truth::spm::dispatches(&table("kernel_dispatch"));
+                match truth_of.spm_truth(&streamed, &dispatches, &self.collects.spm) {
+                    Err(wrong) => {
+                        problems.push(format!("{} from {source}, SPM: {wrong}", self.name))
+                    }
+                    Ok(0) => problems.push(format!("{} from {source}: no SPM sample", self.name)),
+                    Ok(_) => {}
+                }
+            }
             // Every dispatch once in each process. (A forked child numbers on from where
             // its parent was, as a copy of the SDK's counters would.)
             let expected = processes * u64::from(self.collects.dispatches);
@@ -710,6 +722,19 @@ fn a_device_thread_trace_agrees_with_the_truth() {
     row.collected = Some(60);
     row.device_trace = Some((0x2, 50));
     check(&[row]);
+}
+
+/// The spm template: each dispatch's streamed samples, live and replayed from the spool
+/// and the database, add up to the scenario's counter values, beside the outputs of the
+/// dispatches the template traces.
+#[test]
+fn spm_samples_agree_with_the_truth() {
+    let collects = Collects {
+        dispatches: true,
+        spm: vec!["SQ_WAVES", "GRBM_GUI_ACTIVE"],
+        ..Collects::default()
+    };
+    check(&[Row::new(&["spm"], collects)]);
 }
 
 /// The domains SDKs after 1.0 added, traced beside dispatches: HIP graph launches, HIP

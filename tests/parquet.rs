@@ -640,6 +640,7 @@ fn every_record_kind_has_a_table() {
         Batch::DeviceCounterSample(vec![Default::default(); 2]),
         Batch::GraphLaunch(vec![Default::default(); 2]),
         Batch::HipEventBarrier(vec![barrier; 2]),
+        Batch::SpmSample(vec![Default::default(); 2]),
     ];
     assert_eq!(
         batches.len(),

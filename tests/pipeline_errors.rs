@@ -1450,6 +1450,21 @@ fn kernel_replay_beside_thread_trace() {
 }
 
 #[test]
+fn kernel_replay_beside_spm() {
+    let e = rejects(
+        &format!("{REPLAYED}[[context]]\nname = \"s\"\n[context.spm]\ncollect = [\"SQ_WAVES\"]\n"),
+        "context `a` replays kernels, and context `s` streams counters with SPM: kernel replay runs each dispatch once per pass, which spm cannot share",
+        5,
+        10,
+    );
+    assert!(
+        e.notes.iter().any(|n| n.ends_with("/p.toml:8:1")),
+        "{:?}",
+        e.notes
+    );
+}
+
+#[test]
 fn kernel_replay_beside_pc_sampling() {
     rejects(
         &format!("{REPLAYED}[[context]]\nname = \"p\"\npc_sampling.method = \"host_trap\"\n"),

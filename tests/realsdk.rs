@@ -236,6 +236,20 @@ fn conforms(node: Node, pipeline: &Path) -> Result<String, String> {
     let expected = Expected::of(&plan, node);
     let force = Kit::get().bin("force");
     let run = Kit::get().run(node, pipeline.to_str().unwrap(), &[force.as_os_str()], &[]);
+    // What the kit's SDK lacks (SPM is 1.3.0's) is refused before anything runs.
+    let kit_sdk = rocflow::sdk::SdkVersion(1, 0, 0);
+    if let Some(missing) = rocflow_core::availability::unavailable(&plan.contexts, kit_sdk) {
+        let refused = run.output.status.code() == Some(2)
+            && run.stderr().contains(&missing.to_string())
+            && run.calls().is_empty();
+        return match refused {
+            true => Ok(format!("{name}: refused before it ran: {missing}")),
+            false => Err(format!(
+                "{name}: not refused for {missing}: {}",
+                run.printed()
+            )),
+        };
+    }
     let mut problems = Vec::new();
     let mut check = |ok: bool, what: String| {
         if !ok {

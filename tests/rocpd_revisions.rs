@@ -1,8 +1,8 @@
 //! rocpd databases of schema 3.0.1 to 3.0.4 (rocprofiler-sdk 1.3.5 to 1.4.1), and ones
 //! whose JSON cells are LZ4-compressed blobs (its writer's default since 1.4): each reads
-//! as the 3.0.0 database it was revised from, record for record, with the graph launches
-//! and HIP events a revision adds as records of their own; what a revision adds that no
-//! rocflow record holds is counted in one note, never taken for something else.
+//! as the 3.0.0 database it was revised from, record for record, with the graph launches,
+//! HIP events and SPM values a revision adds as records of their own; what a revision adds
+//! that no rocflow record holds is counted in one note, never taken for something else.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -55,6 +55,23 @@ fn every_revision_of_schema_3_reads_as_the_database_it_revised() {
         // Graph launches (3.0.2) and HIP events (3.0.4) are records of their own.
         let launches = graph_launches(revised.remove(&RecordKind::GraphLaunch));
         let barriers = hip_event_barriers(revised.remove(&RecordKind::HipEventBarrier));
+        // The SPM values of 3.0.3 are SPM samples at their sample's time, of no dispatch.
+        let spm: Vec<(u64, u16, u16, u16, f64)> = (revised.remove(&RecordKind::SpmSample))
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|batch| match batch {
+                Batch::SpmSample(samples) => samples,
+                _ => unreachable!("a batch of its kind"),
+            })
+            .map(|s| (s.timestamp_ns, s.xcc, s.shader_engine, s.instance, s.value))
+            .collect();
+        let expected_spm = match *version >= "3.0.3" {
+            true => (0..rocprofv3_db::SPM_VALUES)
+                .map(|xcc| (5000, xcc as u16, 0, 0, 10.0 * (xcc + 1) as f64))
+                .collect(),
+            false => Vec::new(),
+        };
+        assert_eq!(spm, expected_spm, "{version}");
         // The NIC of 3.0.1 is no GPU, and the SPM values of 3.0.3 no dispatch's counters.
         assert_eq!(revised_gpus, gpus, "{version}");
         assert_eq!(revised, records, "{version}");
@@ -91,10 +108,12 @@ fn every_revision_of_schema_3_reads_as_the_database_it_revised() {
         assert!(!note.contains("does not know"), "{version}: {note}");
         assert!(!note.contains("rocpd_graph_launch"), "{version}: {note}");
         assert!(!note.contains("rocpd_hip_event"), "{version}: {note}");
-        let said = format!("{} rows of `rocpd_pmc_event`", rocprofv3_db::SPM_VALUES);
+        assert!(!note.contains("SPM"), "{version}: {note}");
+        // A dispatch keeps its graph launch by correlation id, not its node.
+        let nodes = "rows of `rocpd_kernel_dispatch` (HIP graph nodes of dispatches";
         assert_eq!(
-            note.contains(&said),
-            *version >= "3.0.3",
+            note.contains(nodes),
+            *version >= "3.0.2",
             "{version}: {note}"
         );
     }
@@ -128,12 +147,14 @@ fn a_revised_database_is_said_to_hold_what_is_left_out_once() {
     assert_success(&out);
     assert_says(
         &out.stderr,
-        "2 rows of `rocpd_pmc_event` (SPM counter values, rocpd 3.0.3)",
+        "4 rows of `rocpd_kernel_dispatch` (HIP graph nodes of dispatches, rocpd 3.0.2)",
     );
     let stderr = text(&out.stderr);
     assert!(!stderr.contains("does not know"), "{stderr}");
     assert!(!stderr.contains("rocpd_graph_launch"), "{stderr}");
     assert!(!stderr.contains("rocpd_hip_event"), "{stderr}");
+    // Its SPM values are read, so no note counts them.
+    assert!(!stderr.contains("SPM"), "{stderr}");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["records"]["kernel_dispatch"], 4);
     assert_eq!(
@@ -144,6 +165,7 @@ fn a_revised_database_is_said_to_hold_what_is_left_out_once() {
         json["records"]["hip_event_barrier"],
         rocprofv3_db::HIP_EVENTS
     );
+    assert_eq!(json["records"]["spm_sample"], rocprofv3_db::SPM_VALUES);
 }
 
 /// Every JSON cell compressed, half as LZ4 frames and half as sized LZ4 blocks: the

@@ -751,7 +751,7 @@ fn every_kind_spool(path: &Path) {
         Agent, ApiCall, Arg, ArgValue, CodeObject, CounterInfo, CounterSample, DeviceCounterSample,
         GraphLaunch, HipEventBarrier, HipStream, KernelDispatch, KernelSymbol, KfdEvent, Marker,
         MemoryAllocation, MemoryCopy, Meta, PcSample, Process, RuntimeInitialization,
-        ScratchMemory, Sym, Thread,
+        ScratchMemory, SpmSample, Sym, Thread,
     };
     let (pid, tid) = (900, 901);
     let agent = |index, agent_type, name: &str| Agent {
@@ -1047,6 +1047,19 @@ fn every_kind_spool(path: &Path) {
             external_id: 0,
             event: 0xe001,
             operation_id: op(Domain::HipEvent, "WAIT"),
+        }]),
+        Batch::SpmSample(vec![SpmSample {
+            pid,
+            agent: 1,
+            dispatch_id: 1,
+            kernel_id: 9,
+            correlation_id: 11,
+            timestamp_ns: base(1) + 20,
+            counter_id: 3,
+            xcc: 1,
+            shader_engine: 2,
+            instance: 3,
+            value: 77.0,
         }]),
     ];
     assert_eq!(batches.len(), RecordKind::ALL.len());

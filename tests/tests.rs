@@ -42,6 +42,7 @@ mod rocprofv3_summary;
 mod run;
 mod shell;
 mod smi;
+mod spm;
 mod stages;
 mod structure;
 mod templates;

@@ -5,7 +5,7 @@ use crate::catalog::StreamMeta;
 use crate::record::{
     ApiCall, Batch, CounterSample, DeviceCounterSample, GraphLaunch, HipEventBarrier, HipStream,
     KernelDispatch, KfdEvent, Marker, MemoryAllocation, MemoryCopy, PcSample, Record,
-    RuntimeInitialization, ScratchMemory, Value,
+    RuntimeInitialization, ScratchMemory, SpmSample, Value,
 };
 use crate::sdk::Domain;
 
@@ -101,6 +101,7 @@ pub fn visit<V: BatchVisitor>(batch: &Batch, visitor: V) -> V::Output {
         Batch::DeviceCounterSample(r) => visitor.visit(r),
         Batch::GraphLaunch(r) => visitor.visit(r),
         Batch::HipEventBarrier(r) => visitor.visit(r),
+        Batch::SpmSample(r) => visitor.visit(r),
     }
 }
 
@@ -122,6 +123,7 @@ pub fn row(batch: &Batch, i: usize) -> &dyn Row {
         Batch::DeviceCounterSample(r) => &r[i],
         Batch::GraphLaunch(r) => &r[i],
         Batch::HipEventBarrier(r) => &r[i],
+        Batch::SpmSample(r) => &r[i],
     }
 }
 
@@ -235,15 +237,23 @@ impl Columns for KfdEvent {
     }
 }
 
-impl Columns for CounterSample {
-    fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
-        match name {
-            "counter" => Some(Cell::Str(meta.counter_name(self.counter_id))),
-            "kernel_name" => Some(Cell::Str(meta.kernel_name(self.kernel_id))),
-            _ => None,
+/// A dispatch's counter values, counted or streamed by SPM, name their counter and
+/// kernel.
+macro_rules! dispatch_counter_columns {
+    ($($sample:ty),*) => {$(
+        impl Columns for $sample {
+            fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
+                match name {
+                    "counter" => Some(Cell::Str(meta.counter_name(self.counter_id))),
+                    "kernel_name" => Some(Cell::Str(meta.kernel_name(self.kernel_id))),
+                    _ => None,
+                }
+            }
         }
-    }
+    )*};
 }
+
+dispatch_counter_columns!(CounterSample, SpmSample);
 
 impl Columns for DeviceCounterSample {
     fn derived<'a>(&self, name: &str, meta: &'a StreamMeta) -> Option<Cell<'a>> {
@@ -292,7 +302,8 @@ mod tests {
         check::<DeviceCounterSample>();
         check::<GraphLaunch>();
         check::<HipEventBarrier>();
-        assert_eq!(RecordKind::ALL.len(), 14, "a new kind needs a line above");
+        check::<SpmSample>();
+        assert_eq!(RecordKind::ALL.len(), 15, "a new kind needs a line above");
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
 pub mod device;
 pub mod graphs;
+pub mod spm;
 
 /// What an output says a run held, summed over its processes.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -897,6 +898,8 @@ pub struct Collects {
     pub device_counters: bool,
     /// HIP graph launches and HIP event barriers (see [`graphs`]).
     pub graphs: bool,
+    /// The counters SPM streams of every dispatch (see [`spm`]).
+    pub spm: Vec<&'static str>,
 }
 
 /// How kernels are named (the pipeline's `kernel_names`).
@@ -940,6 +943,11 @@ impl Collects {
         self.kfd |= other.kfd;
         self.device_counters |= other.device_counters;
         self.graphs |= other.graphs;
+        for &counter in &other.spm {
+            if !self.spm.contains(&counter) {
+                self.spm.push(counter);
+            }
+        }
         for api in &other.api {
             match self.api.iter_mut().find(|a| a.0 == api.0) {
                 // Either filter's functions: all if either keeps all and drops none.

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use crate::contexts::{ContextPlan, Replay};
-use crate::sdk::{Domain, KERNEL_REPLAY, Release, SdkVersion};
+use crate::sdk::{Domain, KERNEL_REPLAY, Release, SPM_SINCE, SdkVersion};
 
 /// What a context asks of the SDK that a release after 1.0 added.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -14,6 +14,8 @@ pub enum Needs {
     Domain(Domain),
     /// Kernel replay of its counters' passes.
     KernelReplay,
+    /// SPM, streaming performance monitors.
+    Spm,
 }
 
 impl Needs {
@@ -22,6 +24,16 @@ impl Needs {
         match self {
             Needs::Domain(domain) => format!("`{}`", domain.name()),
             Needs::KernelReplay => "`replay = \"kernel\"`".into(),
+            Needs::Spm => "`[context.spm]`".into(),
+        }
+    }
+
+    /// The release that added it; `None` for what SDK 1.0 has.
+    pub fn since(self) -> Option<Release> {
+        match self {
+            Needs::Domain(domain) => domain.since(),
+            Needs::KernelReplay => Some(KERNEL_REPLAY),
+            Needs::Spm => Some(SPM_SINCE),
         }
     }
 }
@@ -42,6 +54,7 @@ impl fmt::Display for Unavailable {
         let asks = match self.needs {
             Needs::Domain(domain) => format!("traces `{}`", domain.name()),
             Needs::KernelReplay => "replays each dispatch for its counter passes".into(),
+            Needs::Spm => "streams counters with SPM (`[context.spm]`)".into(),
         };
         write!(
             f,
@@ -53,33 +66,43 @@ impl fmt::Display for Unavailable {
 
 impl std::error::Error for Unavailable {}
 
-/// The first domain of `contexts` that rocprofiler-sdk `sdk` lacks. The tool refuses a
-/// process for it: an SDK aborts the application when asked for a kind it lacks.
+/// The first domain or service of `contexts` that rocprofiler-sdk `sdk` lacks and that
+/// the tool refuses a process for: an SDK aborts the application when asked for a kind
+/// it lacks, and SPM's functions are not there to call.
 pub fn unavailable(contexts: &[ContextPlan], sdk: SdkVersion) -> Option<Unavailable> {
-    contexts.iter().find_map(|context| {
-        let domain = (context.tracing.iter())
-            .map(|t| t.domain)
-            .find(|d| !d.in_sdk(sdk))?;
-        Some(Unavailable {
-            context: context.name.clone(),
-            needs: Needs::Domain(domain),
-            release: domain.since()?,
-            sdk,
+    first_missing(contexts, sdk, |context| {
+        let domains = context.tracing.iter().map(|t| Needs::Domain(t.domain));
+        domains
+            .chain(context.spm.iter().map(|_| Needs::Spm))
+            .collect()
+    })
+}
+
+/// The first thing of `contexts` that rocprofiler-sdk `sdk` lacks, for the runner to
+/// refuse before the application starts: what [`unavailable`] finds, then kernel replay,
+/// which the tool leaves to the SDK's own list of kinds.
+pub fn unavailable_to_run(contexts: &[ContextPlan], sdk: SdkVersion) -> Option<Unavailable> {
+    unavailable(contexts, sdk).or_else(|| {
+        first_missing(contexts, sdk, |context| {
+            let replays = (context.counters.as_ref()).is_some_and(|k| k.replay == Replay::Kernel);
+            replays.then_some(Needs::KernelReplay).into_iter().collect()
         })
     })
 }
 
-/// The first thing of `contexts` that rocprofiler-sdk `sdk` lacks, domains first, for the
-/// runner to refuse before the application starts.
-pub fn unavailable_to_run(contexts: &[ContextPlan], sdk: SdkVersion) -> Option<Unavailable> {
-    unavailable(contexts, sdk).or_else(|| {
-        let replays =
-            |c: &&ContextPlan| (c.counters.as_ref()).is_some_and(|k| k.replay == Replay::Kernel);
-        let context = contexts.iter().find(replays)?;
-        (sdk < KERNEL_REPLAY.sdk).then(|| Unavailable {
+/// The first of what `needs` gives per context that `sdk` lacks.
+fn first_missing(
+    contexts: &[ContextPlan],
+    sdk: SdkVersion,
+    needs: impl Fn(&ContextPlan) -> Vec<Needs>,
+) -> Option<Unavailable> {
+    contexts.iter().find_map(|context| {
+        let (needs, release) = (needs(context).into_iter())
+            .find_map(|n| n.since().filter(|r| r.sdk > sdk).map(|r| (n, r)))?;
+        Some(Unavailable {
             context: context.name.clone(),
-            needs: Needs::KernelReplay,
-            release: KERNEL_REPLAY,
+            needs,
+            release,
             sdk,
         })
     })

@@ -36,6 +36,9 @@ pub struct ContextPlan {
     /// Plans recorded before thread trace existed have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_trace: Option<ThreadTracePlan>,
+    /// Plans recorded before SPM existed have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spm: Option<SpmPlan>,
     pub serialize: bool,
     pub start: StartPlan,
 }
@@ -65,6 +68,7 @@ impl ContextPlan {
             .chain(self.counters.iter().map(|_| RecordKind::CounterSample))
             .chain(self.pc_sampling.iter().map(|_| RecordKind::PcSample))
             .chain((self.device_counting.iter()).map(|_| RecordKind::DeviceCounterSample))
+            .chain(self.spm.iter().map(|_| RecordKind::SpmSample))
     }
 
     /// The agents its device counters are sampled on.
@@ -238,6 +242,21 @@ pub struct DeviceCountingPlan {
     /// The device metrics AMD-SMI gives, read with the counters at each read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<crate::smi::Metric>,
+}
+
+/// SPM, streaming performance monitors (a beta of rocprofiler-sdk since 1.3.0): the
+/// hardware counters of each selected dispatch, streamed at an interval of shader clock
+/// cycles, so a kernel's counters become a time series over its run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SpmPlan {
+    /// Hardware counters by name (SPM streams no derived counter).
+    pub counters: Vec<String>,
+    /// Between two samples, in shader clock (SCLK) cycles, as the SDK takes it.
+    pub interval_cycles: u64,
+    pub kernel_include: Option<String>,
+    pub kernel_exclude: Option<String>,
+    pub iterations: Option<IterationRanges>,
+    pub agents: Vec<AgentSelector>,
 }
 
 /// When a device counting context reads its counters.

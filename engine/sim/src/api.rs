@@ -16,39 +16,9 @@ use crate::buffer::BufferDef;
 use crate::device;
 use crate::sdk::{
     BUFFER_HANDLE_BASE, CONFIG_HANDLE_BASE, CONTEXT_HANDLE_BASE, ContextSetup, Counting, PcService,
-    Phase, Sdk, Subscription, buffer_index, context_index, installed, now, phase, sdk, version,
+    Phase, Sdk, Subscription, buffer_index, configure, context_index, installed, now, phase, sdk,
+    slice, version,
 };
-
-/// Runs a setup call: only during initialize, on an existing context.
-pub(crate) fn configure(
-    context: Handle,
-    f: impl FnOnce(&mut Vec<ContextSetup>, usize, usize) -> Status,
-) -> Status {
-    let Some(sdk) = sdk() else {
-        return status::ERROR;
-    };
-    if phase() != Phase::Initializing {
-        return status::CONFIGURATION_LOCKED;
-    }
-    let mut setup = sdk.setup.lock().unwrap();
-    let (contexts, buffers) = &mut *setup;
-    let index = context_index(context);
-    if index >= contexts.len() {
-        return status::CONTEXT_NOT_FOUND;
-    }
-    let buffers = buffers.len();
-    f(contexts, index, buffers)
-}
-
-/// Reads a C array argument (null with a zero count is an empty list).
-pub(crate) unsafe fn slice<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
-    if ptr.is_null() || count == 0 {
-        &[]
-    } else {
-        // SAFETY: the caller passes `count` valid elements at `ptr`.
-        unsafe { std::slice::from_raw_parts(ptr, count) }
-    }
-}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocprofiler_get_version(
@@ -571,11 +541,12 @@ pub unsafe extern "C" fn rocprofiler_configure_buffer_dispatch_counting_service(
     })
 }
 
-/// Whether `ROCPROFILER_PC_SAMPLING_BETA_ENABLED` turns PC sampling on, read as the real
-/// SDK reads a boolean: a number is on unless 0, and `off`, `false`, `no`, `n` and `f` (any
-/// case) are off, as is an empty value (which the real SDK refuses outright).
-fn pc_sampling_enabled() -> bool {
-    let Ok(value) = std::env::var(rocflow_core::sdk::PC_SAMPLING_BETA) else {
+/// Whether a beta's variable (`ROCPROFILER_PC_SAMPLING_BETA_ENABLED`,
+/// `ROCPROFILER_SPM_BETA_ENABLED`) turns it on, read as the real SDK reads a boolean: a
+/// number is on unless 0, and `off`, `false`, `no`, `n` and `f` (any case) are off, as is
+/// an empty value (which the real SDK refuses outright).
+pub(crate) fn beta_enabled(variable: &str) -> bool {
+    let Ok(value) = std::env::var(variable) else {
         return false;
     };
     if let Ok(number) = value.parse::<u64>() {
@@ -592,7 +563,7 @@ pub unsafe extern "C" fn rocprofiler_query_pc_sampling_agent_configurations(
     data: *mut c_void,
 ) -> Status {
     // PC sampling is a beta of the real SDK, off unless asked for.
-    if !pc_sampling_enabled() {
+    if !beta_enabled(rocflow_core::sdk::PC_SAMPLING_BETA) {
         return status::NOT_IMPLEMENTED;
     }
     let (Some(sdk), Some(callback)) = (installed(), callback) else {
@@ -642,7 +613,7 @@ pub unsafe extern "C" fn rocprofiler_configure_pc_sampling_service(
     buffer: Handle,
     _flags: c_int,
 ) -> Status {
-    if !pc_sampling_enabled() {
+    if !beta_enabled(rocflow_core::sdk::PC_SAMPLING_BETA) {
         return status::NOT_IMPLEMENTED;
     }
     let Some(sdk) = sdk() else {
@@ -800,6 +771,14 @@ mod tests {
         _: *mut abi::UserData,
     ) -> i32 {
         0
+    }
+
+    unsafe extern "C" fn no_spm_config(
+        _: *const abi::SpmDispatchData,
+        _: *mut Handle,
+        _: *mut abi::UserData,
+        _: *mut c_void,
+    ) {
     }
 
     /// One test walks the phases in order, as a process does.
@@ -1009,6 +988,63 @@ mod tests {
                 status::CONTEXT_INVALID,
                 "the dispatch service beside the device one"
             );
+            // SPM is a beta too; a configuration takes an interval in the agent's range,
+            // and a context streams SPM alone.
+            let mut interval = abi::SpmParameters {
+                size: size_of::<abi::SpmParameters>() as u64,
+                r#type: abi::spm_parameter::SAMPLE_INTERVAL_SCLK_CYCLES,
+                value: crate::spm::INTERVAL_CYCLES.0,
+            };
+            let parameter = &raw mut interval;
+            let spm_config = move |out: &mut Handle| {
+                let (mut counters, mut parameters) = (counter, [parameter]);
+                crate::spm::rocprofiler_spm_create_counter_config(
+                    gpu,
+                    counters.as_mut_ptr(),
+                    1,
+                    parameters.as_mut_ptr(),
+                    1,
+                    out,
+                )
+            };
+            let mut streamed = Handle { handle: 0 };
+            assert_eq!(rocprofiler_create_context(&mut streamed), status::SUCCESS);
+            let stream_in = |ctx| {
+                crate::spm::rocprofiler_spm_configure_buffer_dispatch_service(
+                    ctx,
+                    buffer,
+                    Some(no_spm_config),
+                    null_mut(),
+                )
+            };
+            let mut spm = Handle { handle: 0 };
+            assert_eq!(spm_config(&mut spm), status::NOT_IMPLEMENTED);
+            assert_eq!(stream_in(streamed), status::NOT_IMPLEMENTED);
+            // SAFETY: as above.
+            std::env::set_var(abi::SPM_BETA, "1");
+            assert_eq!(spm_config(&mut spm), status::SUCCESS);
+            assert_eq!(
+                crate::spm::rocprofiler_spm_destroy_counter_config(spm),
+                status::SUCCESS
+            );
+            assert_eq!(
+                crate::spm::rocprofiler_spm_destroy_counter_config(spm),
+                status::PROFILE_NOT_FOUND
+            );
+            // The SDK reads the parameter where the pointer says.
+            (*parameter).value = 0;
+            let mut spm = Handle { handle: 0 };
+            assert_eq!(
+                spm_config(&mut spm),
+                status::INVALID_ARGUMENT,
+                "below the range"
+            );
+            assert_eq!(
+                stream_in(context),
+                status::CONTEXT_CONFLICT,
+                "beside counting"
+            );
+            assert_eq!(stream_in(streamed), status::SUCCESS);
             set_phase(Phase::Running);
             sdk().unwrap().freeze();
             assert_eq!(

@@ -7,38 +7,16 @@
 //! initialize traces nothing until it starts again (the SDK warns that no trace is
 //! present for the agent).
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
-use rocflow_core::abi::{ErasedShaderDataFn, ShaderDataCallback};
+use rocflow_core::abi::ErasedShaderDataFn;
 use rocflow_core::abi::{Handle, Status, UserData, status};
 use rocflow_core::scenario::Kernel;
 use rocflow_core::sim_trace::{self, ShaderData};
 use rocflow_core::thread_trace::{Parameter, parameter};
 
-use crate::api::{configure, slice};
-use crate::sdk::{Context, sdk};
+use crate::sdk::{Context, DeviceTraceService, configure, sdk, slice};
 use crate::thread_trace::TraceParameters;
-
-/// The device service as configured on one agent of a context.
-#[derive(Clone, Copy)]
-pub struct DeviceTraceService {
-    pub agent: Handle,
-    pub target_cu: u8,
-    pub simd_select: u8,
-    pub shader_engine_mask: u64,
-    pub shader: ShaderDataCallback,
-    pub data: UserData,
-}
-
-/// The dispatches a started context's device traces have seen: the scenario's kernel
-/// index and when each started.
-#[derive(Default)]
-pub struct Window {
-    ran: Mutex<Vec<(usize, u64)>>,
-    /// The context's traces started: it was started once the runtime had loaded.
-    tracing: AtomicBool,
-}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocprofiler_configure_device_thread_trace_service(

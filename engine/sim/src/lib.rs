@@ -22,6 +22,7 @@ mod kfd;
 mod ledger;
 mod sdk;
 mod smi;
+mod spm;
 mod stderr;
 mod thread_trace;
 mod traced;

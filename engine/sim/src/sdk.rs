@@ -8,7 +8,8 @@ use std::sync::{Mutex, OnceLock};
 
 use rocflow_core::abi::ShaderDataCallback;
 use rocflow_core::abi::{
-    DeviceCountingCallback, DispatchCountingCallback, Handle, TracingCallback,
+    DeviceCountingCallback, DispatchCountingCallback, Handle, Status, TracingCallback, UserData,
+    status,
 };
 use rocflow_core::agent_counters;
 use rocflow_core::scenario::{self, Scenario};
@@ -32,6 +33,8 @@ pub fn version() -> SdkVersion {
 pub const CONTEXT_HANDLE_BASE: u64 = 0x1000;
 pub const BUFFER_HANDLE_BASE: u64 = 0x2000;
 pub const CONFIG_HANDLE_BASE: u64 = 0x4000;
+/// SPM configurations' handles start here, apart from dispatch counting's.
+pub const SPM_CONFIG_HANDLE_BASE: u64 = 0x5000;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
@@ -121,6 +124,34 @@ pub struct TraceService {
     pub data: *mut c_void,
 }
 
+/// The device service as configured on one agent of a context.
+#[derive(Clone, Copy)]
+pub struct DeviceTraceService {
+    pub agent: Handle,
+    pub target_cu: u8,
+    pub simd_select: u8,
+    pub shader_engine_mask: u64,
+    pub shader: ShaderDataCallback,
+    pub data: UserData,
+}
+
+/// The dispatches a started context's device traces have seen: the scenario's kernel
+/// index and when each started.
+#[derive(Default)]
+pub struct Window {
+    pub ran: Mutex<Vec<(usize, u64)>>,
+    /// The context's traces started: it was started once the runtime had loaded.
+    pub tracing: AtomicBool,
+}
+
+/// The buffered dispatch SPM service of a context.
+#[derive(Clone, Copy)]
+pub struct SpmService {
+    pub buffer: usize,
+    pub callback: rocflow_core::abi::SpmDispatchCallback,
+    pub data: *mut c_void,
+}
+
 /// One context's services.
 #[derive(Default)]
 pub struct ContextSetup {
@@ -133,7 +164,9 @@ pub struct ContextSetup {
     /// The dispatch thread-trace service, per agent it was configured on.
     pub thread_trace: Vec<TraceService>,
     /// The device thread-trace service, per agent it was configured on.
-    pub device_thread_trace: Vec<crate::device_trace::DeviceTraceService>,
+    pub device_thread_trace: Vec<DeviceTraceService>,
+    /// The buffered dispatch SPM service.
+    pub spm: Option<SpmService>,
     pub started: bool,
 }
 
@@ -180,7 +213,7 @@ pub struct Context {
     pub code_objects_sent: AtomicBool,
     pub sampling: Sampling,
     /// What the device thread-trace service has seen since the context last started.
-    pub device_trace: crate::device_trace::Window,
+    pub device_trace: Window,
 }
 
 /// The frozen setup, after initialize.
@@ -358,4 +391,53 @@ pub fn now() -> u64 {
 pub fn counter_config(sdk: &Sdk, config: Handle) -> Option<(usize, Vec<usize>)> {
     let index = config.handle.checked_sub(CONFIG_HANDLE_BASE)? as usize;
     sdk.configs.lock().unwrap().get(index).cloned()
+}
+
+/// An SPM counter configuration: its GPU, counters (indexes into the device's) and
+/// interval.
+#[derive(Clone)]
+pub struct SpmConfig {
+    pub gpu: usize,
+    pub counters: Vec<usize>,
+    pub interval_cycles: u64,
+}
+
+/// Every SPM configuration created, `None` once destroyed.
+pub static SPM_CONFIGS: Mutex<Vec<Option<SpmConfig>>> = Mutex::new(Vec::new());
+
+/// The SPM configuration a handle names, unless it was destroyed.
+pub fn spm_config(handle: Handle) -> Option<SpmConfig> {
+    let index = handle.handle.checked_sub(SPM_CONFIG_HANDLE_BASE)? as usize;
+    SPM_CONFIGS.lock().unwrap().get(index).cloned().flatten()
+}
+
+/// Runs a setup call: only during initialize, on an existing context.
+pub(crate) fn configure(
+    context: Handle,
+    f: impl FnOnce(&mut Vec<ContextSetup>, usize, usize) -> Status,
+) -> Status {
+    let Some(sdk) = sdk() else {
+        return status::ERROR;
+    };
+    if phase() != Phase::Initializing {
+        return status::CONFIGURATION_LOCKED;
+    }
+    let mut setup = sdk.setup.lock().unwrap();
+    let (contexts, buffers) = &mut *setup;
+    let index = context_index(context);
+    if index >= contexts.len() {
+        return status::CONTEXT_NOT_FOUND;
+    }
+    let buffers = buffers.len();
+    f(contexts, index, buffers)
+}
+
+/// Reads a C array argument (null with a zero count is an empty list).
+pub(crate) unsafe fn slice<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
+    if ptr.is_null() || count == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller passes `count` valid elements at `ptr`.
+        unsafe { std::slice::from_raw_parts(ptr, count) }
+    }
 }

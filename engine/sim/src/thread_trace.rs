@@ -23,8 +23,8 @@ use rocflow_core::thread_trace::{
     DispatchCallback, MAX_SIMD_SELECT, MAX_TARGET_CU, MIN_BUFFER_BYTES, Parameter, parameter,
 };
 
-use crate::api::{configure, slice};
 use crate::sdk::TraceService;
+use crate::sdk::{configure, slice};
 
 /// `ROCPROFILER_STATUS_ERROR_AGENT_ARCH_NOT_SUPPORTED`: the decoder read no trace of an
 /// architecture it knows.

@@ -14,8 +14,8 @@ use rocflow_core::abi::{
     CounterRecord, Dim3, DispatchCountingServiceData, DispatchCountingServiceRecord, Handle,
     HipEventRecord, HipGraphRecord, KernelDispatchInfo, KernelDispatchRecord,
     KernelSymbolRegisterData, MarkerApiData, MemoryAllocationRecord, MemoryCopyRecord, Pc,
-    PcSamplingHostTrapRecord, UserData, callback, category, counter_record, kernel_replay,
-    pc_record,
+    PcSamplingHostTrapRecord, SpmCounterRecord, SpmDispatchData, UserData, callback, category,
+    counter_record, kernel_replay, pc_record,
 };
 use rocflow_core::agent_counters::{self, AgentCounter, Kind};
 use rocflow_core::sdk::Domain;
@@ -25,7 +25,7 @@ use crate::args::{CallArgs, HipApiExtRecord, on_stack};
 use crate::buffer::Staged;
 use crate::device::{Counter, instance_id};
 use crate::kernel_replay::Submission;
-use crate::sdk::{Context, Running, Sdk};
+use crate::sdk::{Context, Running, Sdk, SpmService};
 use rocflow_core::scenario::{Kernel, Settings};
 
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
@@ -553,6 +553,9 @@ impl<'a> Emitter<'a> {
                 }
             }
             crate::device_trace::ran(ctx, kernel, kernel_id as usize - 1, start);
+            if let Some(spm) = &ctx.setup.spm {
+                self.stream_spm(spm, &info, correlation, start, end);
+            }
             for service in &ctx.setup.thread_trace {
                 let k = kernel_id as usize - 1;
                 let correlation = async_correlation(correlation);
@@ -623,6 +626,72 @@ impl<'a> Emitter<'a> {
                     counter_record::VALUE,
                     &record,
                 );
+            }
+        }
+    }
+
+    /// Asks the tool's SPM callback for the dispatch's configuration and, when it picks
+    /// one of the dispatch's GPU, buffers a header and the samples in time order, as a
+    /// counted dispatch's: each counter instance's value split, in whole numbers, over
+    /// the intervals of the dispatch's span at the agent's clock.
+    fn stream_spm(
+        &self,
+        spm: &SpmService,
+        info: &KernelDispatchInfo,
+        correlation: u64,
+        start: u64,
+        end: u64,
+    ) {
+        let header = SpmDispatchData {
+            size: size_of::<SpmDispatchData>() as u64,
+            correlation_id: async_correlation(correlation),
+            dispatch_info: *info,
+        };
+        let mut chosen = Handle { handle: 0 };
+        let mut user_data = UserData { value: 0 };
+        // SAFETY: the tool's callback with the arguments the SDK passes.
+        unsafe { (spm.callback)(&header, &mut chosen, &mut user_data, spm.data) };
+        let Some(config) = crate::sdk::spm_config(chosen) else {
+            return;
+        };
+        if self.sdk.device.gpu_handle(config.gpu).handle != info.agent_id.handle {
+            return;
+        }
+        let mhz = self.sdk.scenario.agents[config.gpu]
+            .max_engine_clk_mhz
+            .max(1);
+        let period = (config.interval_cycles * 1000)
+            .div_ceil(u64::from(mhz))
+            .max(1);
+        let intervals = (end - start).div_ceil(period).max(1);
+        let seed = self.sdk.scenario.scenario.seed;
+        let totals: Vec<(u64, u64)> = (config.counters.iter())
+            .map(|&i| &self.sdk.device.counters[i])
+            .flat_map(|counter| counter_values(self.sdk, counter, seed, &[info.dispatch_id]))
+            .map(|(id, value)| (id, value as u64))
+            .collect();
+        let (counters, value) = (category::COUNTERS, counter_record::VALUE);
+        self.push(
+            spm.buffer,
+            counters,
+            counter_record::DISPATCH_HEADER,
+            &header,
+        );
+        for k in 0..intervals {
+            let timestamp = (start + (k + 1) * period).min(end);
+            for &(id, total) in &totals {
+                // Whole shares of the total, which add up to it exactly.
+                let share =
+                    |k: u64| (u128::from(total) * u128::from(k) / u128::from(intervals)) as u64;
+                let sample = SpmCounterRecord {
+                    size: size_of::<SpmCounterRecord>() as u64,
+                    dispatch_id: info.dispatch_id,
+                    id,
+                    agent_id: info.agent_id,
+                    timestamp,
+                    value: (share(k + 1) - share(k)) as f64,
+                };
+                self.push(spm.buffer, counters, value, &sample);
             }
         }
     }

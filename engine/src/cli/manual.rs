@@ -173,6 +173,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "rocflow sets it to ON for a pipeline that samples PCs, unless it is set already (OFF keeps PC sampling off).",
     ),
     (
+        "ROCPROFILER_SPM_BETA_ENABLED",
+        "rocflow sets it to ON for a pipeline that streams SPM, unless it is set already (OFF keeps SPM off).",
+    ),
+    (
         "ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES",
         "The GPUs the application sees; rocflow doctor says which those are.",
     ),

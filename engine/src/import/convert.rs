@@ -742,6 +742,7 @@ fn pipeline(
             iterations: s.iterations.clone(),
             ..t
         }),
+        spm: None,
         serialize: false,
         args: false,
         agents: Vec::new(),

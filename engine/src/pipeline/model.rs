@@ -64,6 +64,8 @@ pub struct Context {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_counters: Option<DeviceCounters>,
     pub thread_trace: Option<ThreadTrace>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spm: Option<Spm>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub serialize: bool,
     /// Collect the arguments of the traced API calls.
@@ -170,6 +172,41 @@ impl DeviceCounters {
             reduce: self.reduce.clone(),
             kernels: KernelFilter::default(),
             iterations: None,
+            agents: self.agents.clone(),
+            per_pass: None,
+            replay: None,
+        }
+    }
+}
+
+/// `[context.spm]`: SPM's hardware counters of each selected dispatch, streamed at an
+/// interval of shader clock cycles; a counter table less what the runner computes
+/// (derived counters, reductions).
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spm {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collect: Vec<String>,
+    pub definitions: Option<String>,
+    /// Between two samples, in shader clock (SCLK) cycles.
+    pub interval: Option<u64>,
+    #[serde(default, skip_serializing_if = "KernelFilter::is_empty")]
+    pub kernels: KernelFilter,
+    pub iterations: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentRef>,
+}
+
+impl Spm {
+    /// The table as a `[context.counters]` one, which the counter checks read.
+    pub fn counter_table(&self) -> Counters {
+        Counters {
+            collect: self.collect.clone(),
+            definitions: self.definitions.clone(),
+            derived: Vec::new(),
+            reduce: Vec::new(),
+            kernels: self.kernels.clone(),
+            iterations: self.iterations.clone(),
             agents: self.agents.clone(),
             per_pass: None,
             replay: None,

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use rocflow_core::thread_trace::TraceMode;
 
 use crate::plan::PostStep;
-use crate::units::format_duration;
+use crate::units::{IterationRanges, format_duration};
 
 use super::prose::{list_or, ranges};
 use super::{AgentSelector, ContextPlan, Plan, SampleAt, StartPlan, Writer};
@@ -47,12 +47,14 @@ pub fn explain(plan: &Plan) -> String {
         let _ = writeln!(out, "\napplication environment (a value already set wins)");
         for (name, value) in env {
             let _ = writeln!(out, "  {name}={value}");
+            let what = match name {
+                crate::sdk::PC_SAMPLING_BETA => {
+                    "PC sampling, AMD's beta of rocprofiler-sdk (which warns that it can hang the machine)"
+                }
+                _ => "SPM, AMD's beta of rocprofiler-sdk",
+            };
+            let _ = writeln!(out, "    turns on {what}; {name}=OFF keeps it off");
         }
-        let _ = writeln!(
-            out,
-            "    turns on PC sampling, AMD's beta of rocprofiler-sdk (which warns that it can hang the machine); {}=OFF keeps it off",
-            crate::sdk::PC_SAMPLING_BETA
-        );
     }
     let stages = &plan.stages;
     let produced: Vec<&str> = stages.produced.iter().map(|k| k.name()).collect();
@@ -114,6 +116,24 @@ pub fn explain(plan: &Plan) -> String {
         }
     }
     out
+}
+
+/// The kernels and iterations a per-dispatch service selects, a line each that is set.
+fn kernel_selection(
+    out: &mut String,
+    include: &Option<String>,
+    exclude: &Option<String>,
+    iterations: &Option<IterationRanges>,
+) {
+    if let Some(include) = include {
+        let _ = writeln!(out, "        kernels matching /{include}/");
+    }
+    if let Some(exclude) = exclude {
+        let _ = writeln!(out, "        kernels not matching /{exclude}/");
+    }
+    if let Some(iterations) = iterations {
+        let _ = writeln!(out, "        iterations {}", ranges(iterations));
+    }
 }
 
 fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
@@ -223,15 +243,7 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
                 r.dimensions.join(", ")
             );
         }
-        if let Some(include) = &k.kernel_include {
-            let _ = writeln!(out, "        kernels matching /{include}/");
-        }
-        if let Some(exclude) = &k.kernel_exclude {
-            let _ = writeln!(out, "        kernels not matching /{exclude}/");
-        }
-        if let Some(iterations) = &k.iterations {
-            let _ = writeln!(out, "        iterations {}", ranges(iterations));
-        }
+        kernel_selection(out, &k.kernel_include, &k.kernel_exclude, &k.iterations);
         if let Some(definitions) = &k.definitions {
             let _ = writeln!(out, "        checked against {definitions}");
         }
@@ -271,6 +283,21 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
             agents(&pc.agents, "the context's agents")
         );
     }
+    if let Some(spm) = &c.spm {
+        let _ = writeln!(
+            out,
+            "      SPM (rocprofiler-sdk 1.3.0 on, beta) on {}: {}, a sample every {} shader clock cycles of each dispatch, per XCC, shader engine and instance",
+            agents(&spm.agents, "the context's agents"),
+            spm.counters.join(", "),
+            spm.interval_cycles
+        );
+        kernel_selection(
+            out,
+            &spm.kernel_include,
+            &spm.kernel_exclude,
+            &spm.iterations,
+        );
+    }
     if let Some(t) = &c.thread_trace {
         let (service, kept) = match t.mode {
             TraceMode::Dispatch => ("dispatch thread trace", "per dispatch"),
@@ -302,15 +329,7 @@ fn context_section(out: &mut String, i: usize, c: &ContextPlan) {
         if t.serialize_all {
             let _ = writeln!(out, "        every dispatch serialized, traced or not");
         }
-        if let Some(include) = &t.kernel_include {
-            let _ = writeln!(out, "        kernels matching /{include}/");
-        }
-        if let Some(exclude) = &t.kernel_exclude {
-            let _ = writeln!(out, "        kernels not matching /{exclude}/");
-        }
-        if let Some(iterations) = &t.iterations {
-            let _ = writeln!(out, "        iterations {}", ranges(iterations));
-        }
+        kernel_selection(out, &t.kernel_include, &t.kernel_exclude, &t.iterations);
         let _ = writeln!(
             out,
             "        raw traces and code objects kept {kept}; decoded by AMD's trace decoder ({})",

@@ -20,7 +20,7 @@ use crate::record::RecordKind;
 
 pub use rocflow_core::contexts::{
     AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS,
-    DeviceCountingPlan, FORMAT_VERSION, PcSamplingPlan, ReducePlan, SampleAt, StartPlan,
+    DeviceCountingPlan, FORMAT_VERSION, PcSamplingPlan, ReducePlan, SampleAt, SpmPlan, StartPlan,
     TracingPlan,
 };
 
@@ -101,13 +101,12 @@ impl Plan {
     /// What `rocflow run` adds to the application's environment, beyond its tool's own
     /// variables: AMD's PC sampling beta turned on when a context samples PCs, since the
     /// SDK refuses PC sampling without it (rocprofv3 sets it for
-    /// `--pc-sampling-beta-enabled`).
+    /// `--pc-sampling-beta-enabled`), and its SPM beta when a context streams SPM.
     pub fn application_env(&self) -> Vec<(&'static str, &'static str)> {
-        let sampled = self.contexts.iter().any(|c| c.pc_sampling.is_some());
-        sampled
-            .then_some((crate::sdk::PC_SAMPLING_BETA, "ON"))
-            .into_iter()
-            .collect()
+        let asks = |service: fn(&ContextPlan) -> bool| self.contexts.iter().any(service);
+        let pc = asks(|c| c.pc_sampling.is_some()).then_some((crate::sdk::PC_SAMPLING_BETA, "ON"));
+        let spm = asks(|c| c.spm.is_some()).then_some((rocflow_core::abi::SPM_BETA, "ON"));
+        pc.into_iter().chain(spm).collect()
     }
 
     /// How many times the application runs: once per pass of the context that counts

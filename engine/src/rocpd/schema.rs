@@ -66,6 +66,9 @@ pub const HIP_EVENT: &str = "rocpd_hip_event";
 /// names (rocprofv3 stores none).
 pub const DEVICE_COUNTING: &str = "DEVICE_COUNTING";
 
+/// The category of SPM samples, and the start of their tracks' names (`SPM agent 0`).
+pub const SPM: &str = "SPM";
+
 /// Every table, each after those it refers to.
 pub const TABLES: &[Table] = &[
     Table {

@@ -3,9 +3,11 @@
 //! chooses another reduction). The samples of one dispatch come together, so one running
 //! sum per stream and agent is all that is kept.
 
+use std::collections::BTreeMap;
+
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::record::{CounterSample, DeviceCounterSample};
+use crate::record::{CounterSample, DeviceCounterSample, SpmSample};
 
 /// One counter's value for one dispatch, or for one read of a device.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,5 +73,57 @@ impl CounterSums {
     /// The sums still open, at the end of the run.
     pub fn finish(self) -> impl Iterator<Item = Sum> {
         self.open.into_values()
+    }
+}
+
+/// SPM samples summed per counter over their instances at each sample time: what the
+/// counter counted on the agent in each interval. A time's samples do not come together
+/// (the SDK delivers a dispatch's samples an XCC at a time, and the samples of dispatches
+/// on the agent's other queues come as their threads' buffers are flushed, up to a flush
+/// interval apart), so each agent's counter keeps the sums of its latest [`SPM_WINDOW`]
+/// times open, and gives the oldest once more come.
+#[derive(Debug, Default)]
+pub struct SpmSums {
+    open: HashMap<(u16, u32, u32), BTreeMap<u64, f64>>,
+}
+
+/// How many sample times of an agent's counter are summed at once: about a second of
+/// samples at the default interval, as long as the tool holds a buffer's records (a few
+/// MiB per counter).
+pub const SPM_WINDOW: usize = 1 << 18;
+
+impl SpmSums {
+    /// Adds a sample; returns the sum of the oldest time of its agent's counter once more
+    /// than [`SPM_WINDOW`] are open.
+    pub fn add(&mut self, stream: u16, r: &SpmSample) -> Option<Sum> {
+        let times = self
+            .open
+            .entry((stream, r.agent, r.counter_id))
+            .or_default();
+        *times.entry(r.timestamp_ns).or_default() += r.value;
+        if times.len() <= SPM_WINDOW {
+            return None;
+        }
+        let (time, value) = times.pop_first().expect("more than the window");
+        Some(spm_sum(stream, r.agent, r.counter_id, time, value))
+    }
+
+    /// The sums still open, at the end of the run, each counter's in time order.
+    pub fn finish(self) -> impl Iterator<Item = Sum> {
+        (self.open.into_iter()).flat_map(|((stream, agent, counter), times)| {
+            (times.into_iter())
+                .map(move |(time, value)| spm_sum(stream, agent, counter, time, value))
+        })
+    }
+}
+
+fn spm_sum(stream: u16, agent: u32, counter: u32, time: u64, value: f64) -> Sum {
+    Sum {
+        stream,
+        agent,
+        dispatch: time,
+        counter,
+        time,
+        value,
     }
 }

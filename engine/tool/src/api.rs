@@ -25,6 +25,18 @@ pub struct CallError {
     pub status: Status,
 }
 
+/// How a beta's variable (named first) is set, as the errors of a beta that is off word it.
+pub struct BetaSetting<'a>(pub &'static str, pub Option<&'a str>);
+
+impl std::fmt::Display for BetaSetting<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            Some(value) => write!(f, "{}={value}", self.0),
+            None => write!(f, "{} unset", self.0),
+        }
+    }
+}
+
 macro_rules! api {
     ($($field:ident = $symbol:literal: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
         /// The SDK entry points the tool calls.

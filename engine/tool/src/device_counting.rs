@@ -451,7 +451,7 @@ impl Sampler {
         }
         let pid = std::process::id();
         for r in &values[..count] {
-            let (counter, at) = crate::records::coordinates(tool, r.id);
+            let (counter, at) = crate::gpu::coordinates(tool, r.id);
             let sample = DeviceCounterSample {
                 pid,
                 agent: tool.agent_index(r.agent_id),

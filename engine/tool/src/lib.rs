@@ -25,6 +25,7 @@ mod kfd;
 mod messages;
 mod records;
 mod setup;
+mod spm;
 mod state;
 mod stream;
 mod strings;

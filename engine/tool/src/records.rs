@@ -17,10 +17,10 @@ use rocflow_core::abi::{
 use rocflow_core::record::{
     ApiArgs, ApiCall, Arg, ArgValue, CounterSample, GraphLaunch, HipEventBarrier, KernelDispatch,
     KfdEvent, Marker, MemoryAllocation, MemoryCopy, Meta, PcSample, Queue, Record, RecordKind,
-    ScratchMemory, Sym, Thread,
+    ScratchMemory, SpmSample, Sym, Thread,
 };
 use rocflow_core::ring::FrameBuffer;
-use rocflow_core::sdk::{COUNTER_DIMENSIONS, Domain};
+use rocflow_core::sdk::Domain;
 use rocflow_core::wire::{self, RecordsFrame};
 
 use crate::graph::QueueSide;
@@ -33,6 +33,9 @@ use crate::strings::{self, Table};
 pub struct BufferState {
     /// The kind losses are reported under: the context's first.
     pub kind: RecordKind,
+    /// The context streams SPM, whose samples come in the counters category as counted
+    /// dispatches' values do (the SDK refuses both in one context).
+    spm: bool,
     /// Record vectors reused from delivery to delivery, and what outlives a delivery
     /// (the SDK delivers one buffer's batches one at a time, so this lock, taken once
     /// per delivery, is never contended).
@@ -40,9 +43,10 @@ pub struct BufferState {
 }
 
 impl BufferState {
-    pub fn new(kind: RecordKind) -> BufferState {
+    pub fn new(kind: RecordKind, spm: bool) -> BufferState {
         BufferState {
             kind,
+            spm,
             out: Mutex::default(),
         }
     }
@@ -119,6 +123,9 @@ struct Out {
     kfd: Frame<KfdEvent>,
     graphs: Frame<GraphLaunch>,
     barriers: Frame<HipEventBarrier>,
+    spm: Frame<SpmSample>,
+    /// SPM dispatches whose samples may still come; kept across deliveries.
+    spm_dispatches: crate::spm::Dispatches,
     tids: Vec<u64>,
     /// Queue id and agent index.
     queues: Vec<(u64, u32)>,
@@ -203,6 +210,7 @@ impl Out {
         self.kfd.finish(&mut frames);
         self.graphs.finish(&mut frames);
         self.barriers.finish(&mut frames);
+        self.spm.finish(&mut frames);
         self.tids.clear();
         self.queues.clear();
         frames
@@ -232,24 +240,6 @@ impl<R: Record> Frame<R> {
     fn finish(&mut self, frames: &mut Vec<FrameBuffer>) {
         frames.extend(self.0.take().map(|frame| frame.finish(0)));
     }
-}
-
-/// The counter of a counter record's instance id, and the instance's coordinates in
-/// `COUNTER_DIMENSIONS` order.
-pub fn coordinates(tool: &Tool, id: u64) -> (Handle, [u16; 7]) {
-    let mut counter = Handle { handle: 0 };
-    // SAFETY: a writable handle.
-    unsafe { (tool.api.query_record_counter_id)(id, &mut counter) };
-    let mut at = [0u16; COUNTER_DIMENSIONS.len()];
-    for &dimension in tool.counter_dimensions(counter) {
-        let mut position = 0usize;
-        // SAFETY: a writable position.
-        unsafe { (tool.api.query_record_dimension_position)(id, dimension, &mut position) };
-        if let Some(slot) = at.get_mut(dimension as usize) {
-            *slot = position as u16;
-        }
-    }
-    (counter, at)
 }
 
 /// `rocprofiler_buffer_tracing_cb_t` for every buffer the tool creates.
@@ -326,7 +316,7 @@ unsafe fn deliver(
             // SAFETY: each header the SDK passes is valid for the call.
             let header = unsafe { &*header };
             // SAFETY: the payload's type follows from the category and kind.
-            unsafe { convert(tool, &kernels, pid, header, &mut out) };
+            unsafe { convert(tool, &kernels, pid, header, state.spm, &mut out) };
         }
         drop(kernels);
         out.send(pid);
@@ -498,9 +488,25 @@ unsafe fn api_call(domain: Domain, payload: *const c_void) -> ApiCall {
 ///
 /// # Safety
 /// `header.payload` points at the record its category and kind say.
-unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeader, out: &mut Out) {
+unsafe fn convert(
+    tool: &Tool,
+    kernels: &Kernels,
+    pid: u32,
+    header: &RecordHeader,
+    spm: bool,
+    out: &mut Out,
+) {
     let agent = |handle: Handle| tool.agent_index(handle);
     match header.category {
+        category::COUNTERS if spm => {
+            let Out {
+                spm,
+                spm_dispatches,
+                ..
+            } = out;
+            // SAFETY: the caller's contract.
+            unsafe { crate::spm::convert(tool, pid, header, spm_dispatches, |s| spm.push(s)) }
+        }
         category::TRACING => {
             let Some(domain) = Domain::from_sdk_value(header.kind as i32) else {
                 return;
@@ -681,7 +687,7 @@ unsafe fn convert(tool: &Tool, kernels: &Kernels, pid: u32, header: &RecordHeade
             let r = unsafe { &*header.payload.cast::<CounterRecord>() };
             let open = out.open.get_mut(&r.dispatch_id);
             let (kernel_id, end) = (open.as_ref()).map_or((0, 0), |o| (o.kernel_id, o.end_ns));
-            let (counter, at) = coordinates(tool, r.id);
+            let (counter, at) = crate::gpu::coordinates(tool, r.id);
             let value = CounterSample {
                 pid,
                 agent: agent(r.agent_id),

@@ -18,7 +18,7 @@ use rocflow_core::sdk::{
 };
 use rocflow_core::smi::PciLocation;
 
-use crate::api::CallError;
+use crate::api::{BetaSetting, CallError};
 use crate::context::{self, Context};
 use crate::filter::DispatchFilter;
 use crate::gpu::{Gpu, supported_counters};
@@ -41,10 +41,12 @@ pub enum SetupError {
     ThreadTrace(#[from] crate::thread_trace::TraceError),
     #[error(transparent)]
     KernelReplay(#[from] crate::kernel_replay::ReplayError),
+    #[error(transparent)]
+    Spm(#[from] crate::spm::Error),
     /// The SDK's PC sampling beta is off; `beta` is what its variable is set to.
     #[error(
         "PC sampling on {gfx} is a beta of rocprofiler-sdk, off with {} (`rocflow run` turns it on unless it is set)",
-        BetaSetting(.beta.as_deref())
+        BetaSetting(PC_SAMPLING_BETA, .beta.as_deref())
     )]
     PcBeta { gfx: String, beta: Option<String> },
     #[error(
@@ -70,18 +72,6 @@ pub enum SetupError {
         gfx: String,
         agent: u32,
     },
-}
-
-/// How the PC sampling beta's variable is set, as [`SetupError::PcBeta`] words it.
-struct BetaSetting<'a>(Option<&'a str>);
-
-impl std::fmt::Display for BetaSetting<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(value) => write!(f, "{PC_SAMPLING_BETA}={value}"),
-            None => write!(f, "{PC_SAMPLING_BETA} unset"),
-        }
-    }
 }
 
 /// The PC sampling configurations an agent supports, as [`SetupError::PcUnsupported`]
@@ -241,7 +231,8 @@ fn context(
         .record_kinds()
         .next()
         .unwrap_or(RecordKind::KernelDispatch);
-    let state: &'static BufferState = Box::leak(Box::new(BufferState::new(kind)));
+    let state = BufferState::new(kind, plan.spm.is_some());
+    let state: &'static BufferState = Box::leak(Box::new(state));
     let mut buffer = Handle { handle: 0 };
     // SAFETY: the callback matches the SDK's type; its data lives for the process.
     let status = unsafe {
@@ -300,6 +291,15 @@ fn context(
     }
     if let Some(trace) = &plan.thread_trace {
         crate::thread_trace::configure(tool, handle, trace, &selected(&trace.agents))?;
+    }
+    if let Some(spm) = &plan.spm {
+        let streamed = selected(&spm.agents);
+        if streamed.is_empty() {
+            none_selected(&plan.name, gpus, "no SPM counters are streamed");
+        }
+        let names: Vec<&String> = spm.counters.iter().collect();
+        let counters = chosen_counters(tool, &names, &streamed, dimensions)?;
+        crate::spm::configure(tool, handle, buffer, spm, counters, &streamed)?;
     }
     Ok(Context {
         name: plan.name.clone(),
@@ -382,9 +382,7 @@ fn count(
     Ok(api.check("counting dispatches", status)?)
 }
 
-/// Each GPU's counter configuration of the counters `names` it has (by agent handle), the
-/// counters described to the runner; a counter a GPU lacks is warned of. Counters the
-/// pipeline derives itself are computed by the runner from the collected ones.
+/// Each GPU's counter configuration of the counters `names` it has (by agent handle).
 fn counter_configs(
     tool: &Tool,
     names: &[&String],
@@ -393,6 +391,36 @@ fn counter_configs(
 ) -> Result<HashMap<u64, Handle>, SetupError> {
     let api = &tool.api;
     let mut configs = HashMap::new();
+    for (agent, mut chosen) in chosen_counters(tool, names, gpus, dimensions)? {
+        let gpu = gpus
+            .iter()
+            .find(|g| g.handle.handle == agent)
+            .expect("chosen on it");
+        let mut config = Handle { handle: 0 };
+        // SAFETY: `chosen` outlives the call; a writable handle.
+        let status = unsafe {
+            (api.create_counter_config)(gpu.handle, chosen.as_mut_ptr(), chosen.len(), &mut config)
+        };
+        api.check(
+            &format!("creating the counter configuration for {}", gpu.gfx),
+            status,
+        )?;
+        configs.insert(agent, config);
+    }
+    Ok(configs)
+}
+
+/// Each GPU's ids of the counters `names` it has (by agent handle, none where it has
+/// none), the counters described to the runner; a counter a GPU lacks is warned of.
+/// Counters the pipeline derives itself are computed by the runner from the collected
+/// ones.
+fn chosen_counters(
+    tool: &Tool,
+    names: &[&String],
+    gpus: &[&Gpu],
+    dimensions: &mut HashMap<u64, Vec<u64>>,
+) -> Result<HashMap<u64, Vec<Handle>>, SetupError> {
+    let mut chosen_on = HashMap::new();
     let mut items = Vec::new();
     for gpu in gpus {
         let available = supported_counters(tool, gpu.handle)?;
@@ -417,22 +445,12 @@ fn counter_configs(
                 )),
             }
         }
-        if chosen.is_empty() {
-            continue;
+        if !chosen.is_empty() {
+            chosen_on.insert(gpu.handle.handle, chosen);
         }
-        let mut config = Handle { handle: 0 };
-        // SAFETY: `chosen` outlives the call; a writable handle.
-        let status = unsafe {
-            (api.create_counter_config)(gpu.handle, chosen.as_mut_ptr(), chosen.len(), &mut config)
-        };
-        api.check(
-            &format!("creating the counter configuration for {}", gpu.gfx),
-            status,
-        )?;
-        configs.insert(gpu.handle.handle, config);
     }
     stream::send_meta(items);
-    Ok(configs)
+    Ok(chosen_on)
 }
 
 /// Serializes the context's kernel dispatches without counting them. rocprofiler-sdk has

@@ -32,6 +32,7 @@ pub mod status {
     pub const NOT_IMPLEMENTED: Status = 17;
     pub const INCOMPATIBLE_ABI: Status = 18;
     pub const INVALID_ARGUMENT: Status = 19;
+    pub const METRIC_NOT_VALID_FOR_AGENT: Status = 20;
     pub const FINALIZED: Status = 21;
     pub const HSA_NOT_LOADED: Status = 22;
     pub const OUT_OF_RESOURCES: Status = 29;
@@ -40,6 +41,7 @@ pub mod status {
     pub const AGENT_MISMATCH: Status = 36;
     pub const NOT_AVAILABLE: Status = 37;
     pub const EXCEEDS_HW_LIMIT: Status = 38;
+    pub const AGENT_ARCH_NOT_SUPPORTED: Status = 39;
     pub const PERMISSION_DENIED: Status = 40;
 }
 
@@ -511,6 +513,8 @@ pub use kfd::*;
 mod shader_data;
 pub use shader_data::*;
 pub mod kernel_replay;
+mod spm;
+pub use spm::*;
 
 /// `rocprofiler_tool_initialize_t`.
 pub type ToolInitialize =

@@ -31,6 +31,8 @@ pub enum RecordKind {
     /// The GPU barrier of a `hipEventRecord` or `hipStreamWaitEvent` (`hip_event`
     /// tracing, SDK 1.4.1 on).
     HipEventBarrier,
+    /// Counter values of a dispatch streamed at an interval (SPM).
+    SpmSample,
 }
 
 /// The value type of a column.
@@ -58,6 +60,7 @@ impl RecordKind {
         RecordKind::DeviceCounterSample,
         RecordKind::GraphLaunch,
         RecordKind::HipEventBarrier,
+        RecordKind::SpmSample,
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,6 +79,7 @@ impl RecordKind {
             RecordKind::DeviceCounterSample => "device_counter_sample",
             RecordKind::GraphLaunch => "graph_launch",
             RecordKind::HipEventBarrier => "hip_event_barrier",
+            RecordKind::SpmSample => "spm_sample",
         }
     }
 
@@ -101,7 +105,9 @@ impl RecordKind {
             | RecordKind::HipStream
             | RecordKind::RuntimeInitialization => &[DURATION, OPERATION],
             RecordKind::Api | RecordKind::Marker => &[DURATION, DOMAIN, OPERATION],
-            RecordKind::CounterSample => &[("counter", String), ("kernel_name", String)],
+            RecordKind::CounterSample | RecordKind::SpmSample => {
+                &[("counter", String), ("kernel_name", String)]
+            }
             RecordKind::PcSample => &[],
             RecordKind::DeviceCounterSample => &[("counter", String)],
             RecordKind::KfdEvent => &[DOMAIN, OPERATION],

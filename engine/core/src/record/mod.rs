@@ -16,7 +16,7 @@ pub use meta::{
 pub use model::{
     ApiCall, Batch, CounterSample, DeviceCounterSample, GraphLaunch, HipEventBarrier, HipStream,
     KernelDispatch, KfdEvent, Marker, MemoryAllocation, MemoryCopy, PcSample, Record,
-    RuntimeInitialization, ScratchMemory, wire_size,
+    RuntimeInitialization, ScratchMemory, SpmSample, wire_size,
 };
 
 /// Where records are encoded: a `Vec`, or the tool's buffers for frames, which may be

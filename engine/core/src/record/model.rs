@@ -401,6 +401,25 @@ records! {
         value: f64,
     }
 
+    /// What one counter instance counted in one interval of a dispatch, streamed by SPM;
+    /// `timestamp_ns` is the interval's end. A dispatch's samples of an instance add up to
+    /// what it counted.
+    SpmSample = SpmSample, time = timestamp_ns {
+        pid: u32,
+        agent: u32,
+        dispatch_id: u64,
+        kernel_id: u64,
+        correlation_id: u64,
+        timestamp_ns: u64,
+        counter_id: u32,
+        /// SPM's coordinates: the XCC, the shader engine (0 for a counter of the whole
+        /// chip), the block instance.
+        xcc: u16,
+        shader_engine: u16,
+        instance: u16,
+        value: f64,
+    }
+
     /// A sampled program counter (host-trap or stochastic).
     PcSample = PcSample, time = timestamp_ns {
         pid: u32,

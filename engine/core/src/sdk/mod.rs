@@ -8,7 +8,8 @@ mod newer;
 mod operations;
 
 pub use newer::{
-    KERNEL_REPLAY, Release, SIMULATED, SdkVersion, THREAD_TRACE_BUNDLE, THREAD_TRACE_FLAGS,
+    KERNEL_REPLAY, Release, SIMULATED, SPM_SINCE, SdkVersion, THREAD_TRACE_BUNDLE,
+    THREAD_TRACE_FLAGS,
 };
 
 /// Every domain's operation table: the generated ones of SDK 1.0 and the newer ones.

@@ -100,6 +100,8 @@ pub const THREAD_TRACE_FLAGS: Release = SDK_1_3_2;
 /// by value (with `ROCPROFILER_THREAD_TRACE_PARAMETER_NUM_BUFFERS` in place of the
 /// buffering mode).
 pub const THREAD_TRACE_BUNDLE: Release = SDK_1_3_5;
+/// The release that added SPM, streaming performance monitors (`experimental/spm.h`).
+pub const SPM_SINCE: Release = SDK_1_3_0;
 
 impl Domain {
     /// The release that added this domain; `None` for the domains of SDK 1.0.

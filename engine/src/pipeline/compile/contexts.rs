@@ -10,7 +10,7 @@ use crate::diag::{Diagnostic, did_you_mean};
 use crate::plan::transform::{counters, reduce};
 use crate::plan::{
     AgentSelector, BufferPlan, ContextPlan, CounterPlan, DEFAULT_FLUSH_INTERVAL_NS,
-    DeviceCountingPlan, PcSamplingPlan, ReducePlan, SampleAt, StartPlan, TracingPlan,
+    DeviceCountingPlan, PcSamplingPlan, ReducePlan, SampleAt, SpmPlan, StartPlan, TracingPlan,
     TransformOpPlan, TransformPlan,
 };
 use crate::record::RecordKind;
@@ -35,6 +35,9 @@ pub(super) struct KernelSelection {
 /// Default buffer: large enough that flushes are rare, small enough for many contexts.
 const DEFAULT_BUFFER_BYTES: u64 = 32 << 20;
 const DEFAULT_WATERMARK: f64 = 0.875;
+/// SPM's interval when the pipeline does not say: 8192 shader clocks, a few microseconds
+/// at an Instinct GPU's clock, so a kernel of a millisecond gives hundreds of samples.
+const DEFAULT_SPM_INTERVAL_CYCLES: u64 = 8192;
 /// How often device counters are read when the pipeline does not say.
 const DEFAULT_SAMPLE_INTERVAL_NS: u64 = 10_000_000;
 /// rocprofv3's default host-trap interval (microseconds).
@@ -73,18 +76,20 @@ impl Compiler<'_> {
         let pc_sampling = c.pc_sampling.as_ref().map(|p| self.pc_sampling(i, p));
         let device_counting = (c.device_counters.as_ref()).map(|d| self.device_counting(i, c, d));
         let thread_trace = c.thread_trace.as_ref().map(|t| self.thread_trace(i, t));
+        let spm = c.spm.as_ref().map(|s| self.spm(i, c, s));
         if tracing.is_empty()
             && counters.is_none()
             && pc_sampling.is_none()
             && device_counting.is_none()
             && thread_trace.is_none()
+            && spm.is_none()
         {
             self.warn(
                 path!["context", i, "name"],
                 format!("context `{}` collects nothing", c.name),
             )
             .hint = Some(
-                "add `tracing = [...]`, `[context.counters]`, `[context.device_counters]`, `[context.pc_sampling]` or `[context.thread_trace]`".into(),
+                "add `tracing = [...]`, `[context.counters]`, `[context.device_counters]`, `[context.pc_sampling]`, `[context.thread_trace]` or `[context.spm]`".into(),
             );
         }
         let code_objects = tracing
@@ -92,7 +97,8 @@ impl Compiler<'_> {
             .any(|t| matches!(t.domain, Domain::KernelDispatch | Domain::ScratchMemory))
             || counters.is_some()
             || pc_sampling.is_some()
-            || thread_trace.is_some();
+            || thread_trace.is_some()
+            || spm.is_some();
         // rocprofiler-sdk refuses device counting in a context that counts dispatches
         // (AGENT_DISPATCH_CONFLICT); serializing is counting dispatches.
         let counts = [("counters", counters.is_some()), ("serialize", c.serialize)];
@@ -106,6 +112,21 @@ impl Compiler<'_> {
             )
             .hint = Some("move `[context.device_counters]` to a context of its own".into());
         }
+        // rocprofiler-sdk streams SPM in a context that counts nothing else and samples no
+        // PC (CONTEXT_CONFLICT).
+        let beside = [
+            ("counters", counters.is_some()),
+            ("serialize", c.serialize),
+            ("device_counters", device_counting.is_some()),
+            ("pc_sampling", pc_sampling.is_some()),
+        ];
+        for (key, _) in beside.into_iter().filter(|&(_, on)| on && spm.is_some()) {
+            self.error(
+                path!["context", i, key],
+                format!("context `{}` streams SPM, and rocprofiler-sdk does not stream it beside `{key}` in one context", c.name),
+            )
+            .hint = Some("move `[context.spm]` to a context of its own".into());
+        }
         ContextPlan {
             name: c.name.clone(),
             buffer: self.buffer(i, &c.buffer),
@@ -116,6 +137,7 @@ impl Compiler<'_> {
             pc_sampling,
             device_counting,
             thread_trace,
+            spm,
             serialize: c.serialize,
             start: self.period(i, c.period.as_ref()),
         }
@@ -323,20 +345,13 @@ impl Compiler<'_> {
         d: &model::DeviceCounters,
     ) -> DeviceCountingPlan {
         let counters = self.counter_table(i, "device_counters", c, &d.counter_table());
-        if counters.passes.len() > 1 {
-            let first_over = counters.passes[1][0].clone();
-            let n = d.collect.iter().position(|c| *c == first_over).unwrap_or(0);
-            self.error(
-                path!["context", i, "device_counters", "collect", n],
-                format!(
-                    "these counters need {} passes; a device is sampled in one",
-                    counters.passes.len()
-                ),
-            )
-            .hint = Some(format!(
-                "the hardware counts `{first_over}` and the counters before it at once: sample the others in a second context or run"
-            ));
-        }
+        self.one_pass(
+            i,
+            "device_counters",
+            &d.collect,
+            &counters,
+            "a device is sampled in one",
+        );
         let path = path!["context", i, "device_counters", "interval"];
         let interval_ns = match &d.interval {
             None => DEFAULT_SAMPLE_INTERVAL_NS,
@@ -355,6 +370,50 @@ impl Compiler<'_> {
             interval_ns,
             metrics: d.metrics.clone(),
         }
+    }
+
+    /// `[context.spm]`: its counters are checked and planned as those of
+    /// `[context.counters]`; SPM streams one configuration per agent, so they must fit
+    /// one pass.
+    fn spm(&mut self, i: usize, c: &model::Context, s: &model::Spm) -> SpmPlan {
+        let counters = self.counter_table(i, "spm", c, &s.counter_table());
+        self.one_pass(i, "spm", &s.collect, &counters, "SPM streams one");
+        SpmPlan {
+            counters: counters.collect,
+            // The schema holds it to 1 or more.
+            interval_cycles: s.interval.unwrap_or(DEFAULT_SPM_INTERVAL_CYCLES),
+            kernel_include: counters.kernel_include,
+            kernel_exclude: counters.kernel_exclude,
+            iterations: counters.iterations,
+            agents: counters.agents,
+        }
+    }
+
+    /// Says where counters that need more than one pass start the second, for a service
+    /// that counts in one (`what` says so).
+    fn one_pass(
+        &mut self,
+        i: usize,
+        key: &'static str,
+        listed: &[String],
+        counters: &CounterPlan,
+        what: &str,
+    ) {
+        if counters.passes.len() <= 1 {
+            return;
+        }
+        let first_over = counters.passes[1][0].clone();
+        let n = listed.iter().position(|c| *c == first_over).unwrap_or(0);
+        self.error(
+            path!["context", i, key, "collect", n],
+            format!(
+                "these counters need {} passes; {what}",
+                counters.passes.len()
+            ),
+        )
+        .hint = Some(format!(
+            "the hardware counts `{first_over}` and the counters before it at once: collect the others in a second context or run"
+        ));
     }
 
     fn counter_table(

@@ -18,6 +18,9 @@ fn per_dispatch_services(c: &ContextPlan) -> Vec<(&'static str, &'static str)> {
     if c.thread_trace.is_some() {
         services.push(("thread_trace", "traces threads"));
     }
+    if c.spm.is_some() {
+        services.push(("spm", "streams counters with SPM"));
+    }
     services
 }
 

@@ -44,10 +44,12 @@ pub enum Shown {
     ScratchMemory,
     /// Device counter samples: a track per agent and counter.
     DeviceCounter,
+    /// SPM samples: a track per agent and counter.
+    Spm,
 }
 
 impl Shown {
-    pub const ALL: [Shown; 8] = [
+    pub const ALL: [Shown; 9] = [
         Shown::Api,
         Shown::Marker,
         Shown::Kernel,
@@ -56,6 +58,7 @@ impl Shown {
         Shown::Counter,
         Shown::ScratchMemory,
         Shown::DeviceCounter,
+        Shown::Spm,
     ];
 }
 

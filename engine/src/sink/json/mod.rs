@@ -232,7 +232,8 @@ impl JsonSink {
             | Batch::RuntimeInitialization(_)
             | Batch::DeviceCounterSample(_)
             | Batch::GraphLaunch(_)
-            | Batch::HipEventBarrier(_) => {}
+            | Batch::HipEventBarrier(_)
+            | Batch::SpmSample(_) => {}
         }
         Ok(())
     }

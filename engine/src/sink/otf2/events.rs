@@ -295,7 +295,8 @@ impl Tracks {
             | Batch::RuntimeInitialization(_)
             | Batch::DeviceCounterSample(_)
             | Batch::GraphLaunch(_)
-            | Batch::HipEventBarrier(_) => {}
+            | Batch::HipEventBarrier(_)
+            | Batch::SpmSample(_) => {}
         }
     }
 

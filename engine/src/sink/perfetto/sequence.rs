@@ -25,7 +25,7 @@ use crate::record::{
     ApiCall, ArgValue, Batch, GraphLaunch, HipEventBarrier, KernelDispatch, Marker, MemoryCopy, Sym,
 };
 use crate::sdk::Domain;
-use crate::sink::counters::{CounterSums, Sum};
+use crate::sink::counters::{CounterSums, SpmSums, Sum};
 use crate::sink::timeline::{self, Output, Overlap, Timeline};
 
 /// A slice's record, kept until its timeline places it.
@@ -123,6 +123,7 @@ pub struct Sequence {
     timelines: HashMap<TrackKey, Timeline<(usize, u64), Slice>>,
     sums: CounterSums,
     device_sums: CounterSums,
+    spm_sums: SpmSums,
     /// Live allocations per (stream, address): agent and bytes.
     allocations: HashMap<(u16, u64), (u32, i64)>,
     /// Bytes allocated per (stream, agent).
@@ -156,6 +157,7 @@ impl Sequence {
             timelines: HashMap::default(),
             sums: CounterSums::default(),
             device_sums: CounterSums::default(),
+            spm_sums: SpmSums::default(),
             allocations: HashMap::default(),
             allocated: HashMap::default(),
             call_args: HashMap::default(),
@@ -255,6 +257,15 @@ impl Sequence {
                     }
                 }
             }
+            Batch::SpmSample(records) => {
+                for (i, r) in records.iter().enumerate() {
+                    if mine(i).is_some()
+                        && let Some(sum) = self.spm_sums.add(stream, r)
+                    {
+                        self.spm(sum, meta);
+                    }
+                }
+            }
             Batch::MemoryAllocation(records) => {
                 // Every record is on the process's track.
                 for (i, r) in records.iter().enumerate() {
@@ -306,6 +317,9 @@ impl Sequence {
     pub fn finish(&mut self, catalog: &Catalog, settings: &Settings) -> bool {
         for sum in std::mem::take(&mut self.device_sums).finish() {
             self.device_counter(sum, catalog.stream(sum.stream));
+        }
+        for sum in std::mem::take(&mut self.spm_sums).finish() {
+            self.spm(sum, catalog.stream(sum.stream));
         }
         for sum in std::mem::take(&mut self.sums).finish() {
             self.counter(sum, catalog.stream(sum.stream));
@@ -395,6 +409,16 @@ impl Sequence {
         let key = TrackKey {
             stream: sum.stream,
             track: Track::DeviceCounter(sum.agent, sum.counter),
+        };
+        self.value(key, sum.time, Value::Double(sum.value), meta);
+    }
+
+    /// What an agent's counter counted in an SPM interval (its instances summed), at the
+    /// interval's end, on the agent's track for the counter's SPM samples.
+    fn spm(&mut self, sum: Sum, meta: &StreamMeta) {
+        let key = TrackKey {
+            stream: sum.stream,
+            track: Track::Spm(sum.agent, sum.counter),
         };
         self.value(key, sum.time, Value::Double(sum.value), meta);
     }

@@ -58,7 +58,7 @@ impl Shards {
 /// dispatch's (or read's) sum, a tenth of the work of encoding a slice or a value.
 fn weight(track: Track) -> u64 {
     match track {
-        Track::Counter(..) | Track::DeviceCounter(..) => 1,
+        Track::Counter(..) | Track::DeviceCounter(..) | Track::Spm(..) => 1,
         _ => 10,
     }
 }
@@ -114,6 +114,10 @@ impl Routes {
             }
             Batch::DeviceCounterSample(records) if shows(Shown::DeviceCounter) => {
                 let counter = |(agent, counter)| Track::DeviceCounter(agent, counter);
+                routes.add(stream, records, |r| (r.agent, r.counter_id), counter);
+            }
+            Batch::SpmSample(records) if shows(Shown::Spm) => {
+                let counter = |(agent, counter)| Track::Spm(agent, counter);
                 routes.add(stream, records, |r| (r.agent, r.counter_id), counter);
             }
             // Frees name only the address: a process's allocations stay together.

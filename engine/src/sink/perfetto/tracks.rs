@@ -33,6 +33,8 @@ pub enum Track {
     Counter(u32, u32),
     /// A counter's device-wide samples on an agent: agent, counter.
     DeviceCounter(u32, u32),
+    /// A counter's SPM samples on an agent, its instances summed: agent, counter.
+    Spm(u32, u32),
     /// Memory allocated on an agent.
     Allocated(u32),
     /// Scratch memory held on an agent.
@@ -71,6 +73,7 @@ impl TrackKey {
             | Track::Copies(agent, _)
             | Track::Counter(agent, _)
             | Track::DeviceCounter(agent, _)
+            | Track::Spm(agent, _)
             | Track::Allocated(agent)
             | Track::Scratch(agent)
             | Track::Graphs(agent)
@@ -157,6 +160,7 @@ impl TrackKey {
             Track::DeviceCounter(_, counter) => {
                 format!("{} (device)", meta.counter_name(counter))
             }
+            Track::Spm(_, counter) => format!("{} (SPM)", meta.counter_name(counter)),
             Track::Allocated(_) => "allocated memory".to_owned(),
             Track::Scratch(_) => "scratch memory".to_owned(),
             Track::Graphs(_) => "HIP graph launches".to_owned(),
@@ -168,10 +172,14 @@ impl TrackKey {
         }
         if matches!(
             self.track,
-            Track::Counter(..) | Track::DeviceCounter(..) | Track::Allocated(_) | Track::Scratch(_)
+            Track::Counter(..)
+                | Track::DeviceCounter(..)
+                | Track::Spm(..)
+                | Track::Allocated(_)
+                | Track::Scratch(_)
         ) {
             d.message(track::COUNTER, |c| {
-                if !matches!(self.track, Track::Counter(..) | Track::DeviceCounter(..)) {
+                if matches!(self.track, Track::Allocated(_) | Track::Scratch(_)) {
                     c.uint(track::COUNTER_UNIT, track::UNIT_SIZE_BYTES);
                 }
             });

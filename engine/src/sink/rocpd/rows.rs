@@ -16,7 +16,7 @@ use crate::chunk::Chunk;
 use crate::record::{
     ApiCall, Batch, CounterSample, DeviceCounterSample, GraphLaunch, HipEventBarrier, HipStream,
     KernelDispatch, KfdEvent, Marker, MemoryAllocation, MemoryCopy, PcSample, RecordKind,
-    RuntimeInitialization, ScratchMemory,
+    RuntimeInitialization, ScratchMemory, SpmSample,
 };
 use crate::rocpd::schema::{self, NO_DATA};
 use crate::sdk::Domain;
@@ -93,6 +93,37 @@ tables! {
 }
 
 const UNKNOWN: &str = "<unknown>";
+
+/// The tracks of a category's samples, one per agent on the process's main thread
+/// (`DEVICE_COUNTING agent 0`), the last one used at hand.
+struct AgentTracks {
+    category: &'static str,
+    /// The agent whose track the last record was on, and the track.
+    current: Option<(u32, i64)>,
+}
+
+impl AgentTracks {
+    fn new(category: &'static str) -> AgentTracks {
+        AgentTracks {
+            category,
+            current: None,
+        }
+    }
+
+    fn of(&mut self, rows: &mut Window<'_>, scope: Scope, pid: u32, agent: u32) -> i64 {
+        match self.current {
+            Some((at, id)) if at == agent => id,
+            _ => {
+                let name = format!("{} agent {agent}", self.category);
+                let name = rows.ids.strings.id(name.as_str());
+                rows.ids.thread(scope.stream, pid);
+                let id = rows.ids.tracks.id(&(scope.stream, pid, name));
+                self.current = Some((agent, id));
+                id
+            }
+        }
+    }
+}
 
 /// The process a chunk's records come from, as row ids.
 #[derive(Debug, Clone, Copy)]
@@ -209,6 +240,7 @@ impl<'a> Window<'a> {
             Batch::DeviceCounterSample(r) => self.device_counters(scope, r)?,
             Batch::GraphLaunch(r) => self.graph_launches(scope, r)?,
             Batch::HipEventBarrier(r) => self.hip_event_barriers(scope, r)?,
+            Batch::SpmSample(r) => self.spm_samples(scope, r)?,
         };
         self.ids.saw(chunk.stream, pid, last_ns);
         Ok(())
@@ -591,21 +623,10 @@ impl<'a> Window<'a> {
     ) -> Result<(u32, u64), Fault> {
         let category = self.ids.strings.id(schema::DEVICE_COUNTING);
         let mut last = 0;
-        // The agent whose track the last record was on, and the track.
-        let mut current: Option<(u32, i64)> = None;
+        let mut tracks = AgentTracks::new(schema::DEVICE_COUNTING);
         for r in records {
             let agent = self.ids.agent(scope.stream, r.agent);
-            let track = match current {
-                Some((at, id)) if at == r.agent => id,
-                _ => {
-                    let name = format!("{} agent {}", schema::DEVICE_COUNTING, r.agent);
-                    let name = self.ids.strings.id(name.as_str());
-                    self.ids.thread(scope.stream, r.pid);
-                    let id = self.ids.tracks.id(&(scope.stream, r.pid, name));
-                    current = Some((r.agent, id));
-                    id
-                }
-            };
+            let track = tracks.of(self, scope, r.pid, r.agent);
             let counter = self.ids.counter(scope.stream, r.counter_id);
             // As a PC sample's (AMD's converter reads every sample's `message`), with the
             // counter, value and coordinates, so that the sample reads back whole.
@@ -617,6 +638,39 @@ impl<'a> Window<'a> {
                 value.map_or("null".to_owned(), |v| v.to_string())
             );
             let event = self.event(category, None, None, 0, Value::Text(extdata))?;
+            self.tables.pmc_event.push(row![event, counter, r.value])?;
+            self.tables
+                .sample
+                .push(row![track, r.timestamp_ns, event])?;
+            last = last.max(r.timestamp_ns);
+        }
+        Ok((records[0].pid, last))
+    }
+
+    /// SPM samples: instants on a track per agent, as device counter samples are (see
+    /// there), under the `SPM` category, each with its dispatch, kernel and coordinates.
+    fn spm_samples(&mut self, scope: Scope, records: &[SpmSample]) -> Result<(u32, u64), Fault> {
+        let category = self.ids.strings.id(schema::SPM);
+        let mut last = 0;
+        let mut tracks = AgentTracks::new(schema::SPM);
+        for r in records {
+            let agent = self.ids.agent(scope.stream, r.agent);
+            let track = tracks.of(self, scope, r.pid, r.agent);
+            let counter = self.ids.counter(scope.stream, r.counter_id);
+            let kernel = self.ids.kernel(scope.stream, r.kernel_id);
+            let value = Some(r.value).filter(|v| v.is_finite());
+            let extdata = format!(
+                "{{\"message\":\"\",\"agent_id\":{agent},\"pmc_id\":{counter},\"value\":{},\
+                 \"dispatch_id\":{},\"kernel_id\":{kernel},\"xcc\":{},\"shader_engine\":{},\
+                 \"instance\":{}}}",
+                value.map_or("null".to_owned(), |v| v.to_string()),
+                r.dispatch_id,
+                r.xcc,
+                r.shader_engine,
+                r.instance,
+            );
+            let stack = Some(r.correlation_id);
+            let event = self.event(category, stack, None, 0, Value::Text(extdata))?;
             self.tables.pmc_event.push(row![event, counter, r.value])?;
             self.tables
                 .sample

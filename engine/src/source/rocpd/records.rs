@@ -21,7 +21,7 @@ use super::value::{
 use crate::record::{
     ApiCall, Batch, CounterSample, DeviceCounterSample, GraphLaunch, HipEventBarrier, HipStream,
     KernelDispatch, KfdEvent, Marker, MemoryAllocation, MemoryCopy, PcSample, RecordKind,
-    RuntimeInitialization, ScratchMemory,
+    RuntimeInitialization, ScratchMemory, SpmSample,
 };
 use crate::sdk::Domain;
 use crate::sqlite::{Cells, Kind, Statement};
@@ -472,15 +472,34 @@ impl Reader<'_, '_> {
         );
         let sql = self.tables.select(
             "t.pid, t.tid, s.timestamp, e.category_id, t.name_id, \
-             e.stack_id, e.correlation_id, e.extdata, s.event_id",
+             e.stack_id, e.correlation_id, e.extdata, s.event_id, s.id",
             &[("s", sample), ("t", track), ("e", event)],
             &from,
         );
         let kinds = [
             HOST_KINDS,
-            &[RecordKind::PcSample, RecordKind::DeviceCounterSample],
+            &[
+                RecordKind::PcSample,
+                RecordKind::DeviceCounterSample,
+                RecordKind::SpmSample,
+            ],
         ]
         .concat();
+        // rocpd 3.0.3 keeps an SPM sample's values in `rocpd_pmc_event` by sample.
+        let pmc = schema::PMC_EVENT;
+        let mut spm_values = (self.tables.has(pmc, "sample_id"))
+            .then(|| {
+                let sql = self.tables.select(
+                    "p.pmc_id, p.value, p.xcc, p.shader_engine, p.instance",
+                    &[("p", pmc)],
+                    &format!(
+                        "{} AS p WHERE p.sample_id = ?1 ORDER BY p.rowid",
+                        self.tables.name(pmc)
+                    ),
+                );
+                Statement::prepare(self.conn, &sql)
+            })
+            .transpose()?;
         self.records(
             &(sql + &self.order("s", "rowid")),
             &kinds,
@@ -500,6 +519,17 @@ impl Reader<'_, '_> {
                 if name == schema::DEVICE_COUNTING {
                     let record = r.device_counter_sample(pid, row);
                     push!(r.out, stream, DeviceCounterSample, record)?;
+                    return Ok(());
+                }
+                if name == schema::SPM {
+                    // rocflow's sink gives each value a sample and an event; rocprofv3's
+                    // (rocpd 3.0.3) a sample per time, its values by sample.
+                    if opt_int(row, 8).is_some() {
+                        let record = r.spm_sample(pid, row);
+                        push!(r.out, stream, SpmSample, record)?;
+                    } else if let Some(values) = spm_values.as_mut() {
+                        r.spm_values(values, stream, pid, row)?;
+                    }
                     return Ok(());
                 }
                 // An instant's name is not stored: a mark is the one instant of markers.
@@ -558,6 +588,69 @@ impl Reader<'_, '_> {
             ..DeviceCounterSample::default()
         }
         .at(data.dimensions)
+    }
+
+    /// An SPM sample of rocflow's rocpd sink, from what its event keeps.
+    fn spm_sample(&self, pid: u32, row: &Cells<'_>) -> SpmSample {
+        let data: SpmData = with_content(row, 7, |t| serde_json::from_slice(t).ok())
+            .flatten()
+            .unwrap_or_default();
+        let pmc = data.pmc_id.0.unwrap_or(0) as i64;
+        let (counter_id, agent) = match self.info.counters.get(&pmc) {
+            Some(&known) => known,
+            None => (
+                pmc as u32,
+                self.info.agent(data.agent_id.0.map(|a| a as i64)),
+            ),
+        };
+        let kernel = data.kernel_id.0.unwrap_or(0) as i64;
+        SpmSample {
+            pid,
+            agent,
+            dispatch_id: data.dispatch_id.0.unwrap_or(0),
+            kernel_id: self.info.kernels.get(&kernel).map_or(0, |k| k.id),
+            correlation_id: u64(row, 5),
+            timestamp_ns: u64(row, 2),
+            counter_id,
+            xcc: data.xcc,
+            shader_engine: data.shader_engine,
+            instance: data.instance,
+            value: data.value.unwrap_or(f64::NAN),
+        }
+    }
+
+    /// The values of an SPM sample of rocpd 3.0.3 (rocprofv3's), each a record at the
+    /// sample's time; rocprofv3 keeps no dispatch of them.
+    fn spm_values(
+        &mut self,
+        values: &mut Statement<'_>,
+        stream: u16,
+        pid: u32,
+        sample: &Cells<'_>,
+    ) -> Result<(), Fault> {
+        values.reset();
+        values.bind_int(1, int(sample, 9))?;
+        while let Some(row) = values.step()? {
+            let counter = int(&row, 0);
+            let Some(&(counter_id, agent)) = self.info.counters.get(&counter) else {
+                self.left.orphans += 1;
+                continue;
+            };
+            let coordinate = |i| u16::try_from(int(&row, i)).unwrap_or(u16::MAX);
+            let record = SpmSample {
+                pid,
+                agent,
+                timestamp_ns: u64(sample, 2),
+                counter_id,
+                xcc: coordinate(2),
+                shader_engine: coordinate(3),
+                instance: coordinate(4),
+                value: real(&row, 1),
+                ..SpmSample::default()
+            };
+            push!(self.out, stream, SpmSample, record)?;
+        }
+        Ok(())
     }
 
     fn pc_sample(&self, pid: u32, row: &Cells<'_>, method: u8) -> PcSample {
@@ -940,6 +1033,20 @@ struct DeviceData {
     pmc_id: Number,
     value: Option<f64>,
     dimensions: [u16; 7],
+}
+
+/// What an SPM sample's event keeps in its `extdata` (see the rocpd sink).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct SpmData {
+    agent_id: Number,
+    pmc_id: Number,
+    value: Option<f64>,
+    dispatch_id: Number,
+    kernel_id: Number,
+    xcc: u16,
+    shader_engine: u16,
+    instance: u16,
 }
 
 /// What a PC sample's event keeps in its `extdata`, parsed into these fields alone (one

@@ -14,7 +14,7 @@ use crate::rocpd::schema as written;
 pub use crate::rocpd::schema::{
     AGENT, ARG, CODE_OBJECT, DEVICE_COUNTING, EVENT, GRAPH_LAUNCH, HIP_EVENT, KERNEL_DISPATCH,
     KERNEL_SYMBOL, MEMORY_ALLOCATE, MEMORY_COPY, METADATA, NODE, PMC, PMC_EVENT, PROCESS, QUEUE,
-    REGION, SAMPLE, STREAM, STRING, THREAD, TRACK,
+    REGION, SAMPLE, SPM, STREAM, STRING, THREAD, TRACK,
 };
 
 /// An event table, read as the records it holds.
@@ -98,14 +98,16 @@ pub const ADDITIONS: &[Addition] = &[
         table: KERNEL_DISPATCH,
         columns: Some(&["graph_exec_id", "graph_node_id"]),
         holds: "HIP graph nodes of dispatches",
-        unread: None,
+        // A record keeps its graph launch by correlation id, not the node it was.
+        unread: Some("graph_node_id IS NOT NULL"),
     },
     Addition {
         version: "3.0.2",
         table: MEMORY_COPY,
         columns: Some(&["graph_exec_id", "graph_node_id"]),
         holds: "HIP graph nodes of copies",
-        unread: None,
+        // A record keeps its graph launch by correlation id, not the node it was.
+        unread: Some("graph_node_id IS NOT NULL"),
     },
     Addition {
         version: "3.0.2",
@@ -119,7 +121,8 @@ pub const ADDITIONS: &[Addition] = &[
         table: PMC_EVENT,
         columns: Some(&["sample_id", "xcc", "shader_engine", "instance"]),
         holds: "SPM counter values",
-        unread: Some("sample_id IS NOT NULL"),
+        // Read as SPM samples.
+        unread: None,
     },
     Addition {
         version: "3.0.4",

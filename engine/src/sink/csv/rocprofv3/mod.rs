@@ -177,7 +177,8 @@ impl Rocprofv3Sink {
             | Batch::RuntimeInitialization(_)
             | Batch::DeviceCounterSample(_)
             | Batch::GraphLaunch(_)
-            | Batch::HipEventBarrier(_) => {}
+            | Batch::HipEventBarrier(_)
+            | Batch::SpmSample(_) => {}
         }
         for (table, lines) in std::mem::take(&mut rows.out) {
             self.append(table, &lines)?;
