@@ -36,9 +36,13 @@ pub enum Meta {
         count: u64,
     },
     /// Dispatch records of kernel replay's passes that were not the application's own
-    /// execution: the tool leaves them out, so that a replayed dispatch counts once.
+    /// execution: the tool leaves them out, so that a replayed dispatch counts once. With
+    /// them, the dispatches the SDK did not replay (a HIP graph launch's, a multi-packet
+    /// submission's) as (kernel id, dispatches): they have the first pass's counters only.
     ReplayedPasses {
         count: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unreplayed: Vec<(u64, u64)>,
     },
     /// The compiled plan the run was recorded with (JSON), so a replay can reuse it.
     Plan {
