@@ -241,6 +241,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn replayed_passes_of_a_spool_written_before_unreplayed_dispatches_read_as_none() {
+        let older: Meta = serde_json::from_str(r#"{"type":"replayed_passes","count":3}"#).unwrap();
+        let none = Meta::ReplayedPasses {
+            count: 3,
+            unreplayed: Vec::new(),
+        };
+        assert_eq!(older, none);
+        assert_eq!(
+            serde_json::to_string(&none).unwrap(),
+            r#"{"type":"replayed_passes","count":3}"#
+        );
+        let some = Meta::ReplayedPasses {
+            count: 0,
+            unreplayed: vec![(7, 3)],
+        };
+        let json = serde_json::to_string(&some).unwrap();
+        assert_eq!(serde_json::from_str::<Meta>(&json).unwrap(), some);
+    }
+
+    #[test]
     fn a_process_is_itself_across_exec_and_not_a_later_one_with_its_pid() {
         let launcher = Process {
             pid: 7,
