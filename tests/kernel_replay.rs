@@ -2,6 +2,8 @@
 //! the simulated SDK, which runs each dispatch once per pass as rocprofiler-sdk 1.4.1
 //! does; the SDKs without it refuse the pipeline, naming the release that has it.
 
+use std::collections::BTreeSet;
+
 use support::{assert_says, assert_success, rocflow, text};
 
 use crate::passes::{assert_every_counter_of_every_dispatch, run, setup};
@@ -196,7 +198,10 @@ fn a_replayed_dispatch_is_traced_once_by_the_application_s_pass_and_the_others_c
 
 /// The SDK replays single-packet dispatches outside HIP graph launches only: a graph's
 /// dispatches run once, on the ordinary path, so they are counted by the first pass alone
-/// (the tool is never asked for their passes), and the SDK warns once.
+/// (the tool is never asked for their passes), and the SDK warns once. rocflow says once
+/// how many dispatches of which kernels were not replayed and the counters they lack,
+/// counts them in the run's report and `inspect`, and its outputs hold none of those
+/// counters' values for them.
 #[test]
 fn a_graph_launch_s_dispatches_are_not_replayed() {
     let dir = setup("replay = \"kernel\"");
@@ -205,44 +210,114 @@ fn a_graph_launch_s_dispatches_are_not_replayed() {
         .unwrap()
         .replace("name = \"reduce\"\n", "name = \"reduce\"\ngraph = 1\n");
     std::fs::write(&scenario, graphed).unwrap();
+    let pipeline = dir.path().join("p.toml");
+    let mut with_parquet = std::fs::read_to_string(&pipeline).unwrap();
+    with_parquet.push_str("[[sink]]\nname = \"parquet\"\nkind = \"parquet\"\npath = \"pq\"\n");
+    std::fs::write(&pipeline, with_parquet).unwrap();
     let explained = rocflow(&["explain", "p.toml"], dir.path(), &[]);
     assert_success(&explained);
-    let first_pass: Vec<String> = (text(&explained.stdout).lines())
-        .find_map(|l| l.trim().strip_prefix("pass 1: ").map(str::to_owned))
-        .unwrap()
-        .split(", ")
-        .map(str::to_owned)
-        .collect();
+    let explained = text(&explained.stdout);
+    let pass = |n: usize| -> BTreeSet<String> {
+        (explained.lines())
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix(&format!("pass {n}: "))
+                    .map(str::to_owned)
+            })
+            .unwrap()
+            .split(", ")
+            .map(str::to_owned)
+            .collect()
+    };
+    let first_pass = pass(1);
+    let later: BTreeSet<String> = pass(2).into_iter().chain(pass(3)).collect();
     let output = run(dir.path(), &["/bin/sleep", "0.1"]);
     assert_success(&output);
     let stderr = text(&output.stderr);
     let warned = "kernel replay does not replay the dispatches of a HIP graph launch";
     assert_eq!(stderr.matches(warned).count(), 1, "{stderr}");
+    // rocflow's own warning, once, with the count, the kernel, why, and every counter of
+    // the later passes.
+    let said = "kernel replay did not replay 3 dispatches (3 of `reduce`): the SDK replays only single-packet dispatches outside HIP graph launches";
+    assert_eq!(stderr.matches(said).count(), 1, "{stderr}");
+    let warning = stderr.lines().find(|l| l.contains(said)).unwrap();
+    for counter in &later {
+        assert!(
+            warning.contains(&format!("`{counter}`")),
+            "{counter}: {warning}"
+        );
+    }
+    for counter in &first_pass {
+        assert!(
+            !warning.contains(&format!("`{counter}`")),
+            "{counter}: {warning}"
+        );
+    }
     // The 3 dispatches of gemm are replayed in 3 passes, reduce's 3 launches are not.
-    assert_says(&output.stderr, "replayed passes: 6 dispatch records");
+    let report = [output.stdout.as_slice(), &output.stderr].concat();
+    assert_says(&report, "replayed passes: 6 dispatch records");
+    assert_says(
+        &report,
+        "not replayed: 3 dispatches, with the first pass's counters only",
+    );
+    let inspect = rocflow(
+        &["inspect", "--json", "rocflow-out/last.rfraw"],
+        dir.path(),
+        &[],
+    );
+    assert_success(&inspect);
+    let inspected: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    assert_eq!(
+        inspected["processes"][0]["unreplayed_dispatches"], 3,
+        "{inspected}"
+    );
+    let inspect = rocflow(&["inspect", "rocflow-out/last.rfraw"], dir.path(), &[]);
+    assert_success(&inspect);
+    assert_says(&inspect.stdout, "not replayed: 3 dispatches");
     let out = dir.path().join("out");
     let dispatches = support::csv(&out.join("kernel_dispatch.csv"));
     assert_eq!(dispatches.len(), 6, "{dispatches:?}");
-    let samples = support::csv(&out.join("counter_sample.csv"));
-    for kernel in ["gemm", "reduce"] {
-        let ids: std::collections::BTreeSet<&str> = (dispatches.iter())
-            .filter(|d| d["kernel_name"] == kernel)
-            .map(|d| d["dispatch_id"].as_str())
-            .collect();
-        assert_eq!(ids.len(), 3, "{dispatches:?}");
-        let of: Vec<_> = (samples.iter())
-            .filter(|s| ids.contains(s["dispatch_id"].as_str()))
-            .collect();
-        let counters: std::collections::BTreeSet<&str> =
-            of.iter().map(|s| s["counter"].as_str()).collect();
-        match kernel {
-            "gemm" => assert_eq!((of.len(), counters.len()), (3 * 40 * 8, 40)),
-            _ => {
-                assert_eq!(of.len(), 3 * first_pass.len() * 8);
-                let first: std::collections::BTreeSet<&str> =
-                    first_pass.iter().map(String::as_str).collect();
-                assert_eq!(counters, first);
+    let csv: Vec<(String, String)> = (support::csv(&out.join("counter_sample.csv")).into_iter())
+        .map(|s| (s["dispatch_id"].clone(), s["counter"].clone()))
+        .collect();
+    let parquet = parquet_samples(&support::only(&dir.path().join("pq"), "counter_sample"));
+    for samples in [csv, parquet] {
+        for kernel in ["gemm", "reduce"] {
+            let ids: BTreeSet<&str> = (dispatches.iter())
+                .filter(|d| d["kernel_name"] == kernel)
+                .map(|d| d["dispatch_id"].as_str())
+                .collect();
+            assert_eq!(ids.len(), 3, "{dispatches:?}");
+            let of: Vec<_> = (samples.iter())
+                .filter(|(id, _)| ids.contains(id.as_str()))
+                .collect();
+            let counters: BTreeSet<String> = of.iter().map(|(_, c)| c.clone()).collect();
+            match kernel {
+                "gemm" => assert_eq!((of.len(), counters.len()), (3 * 40 * 8, 40)),
+                // The later passes' counters are absent, not zero.
+                _ => {
+                    assert_eq!(of.len(), 3 * first_pass.len() * 8);
+                    assert_eq!(counters, first_pass);
+                }
             }
         }
     }
+}
+
+/// Each counter sample of a Parquet file as (dispatch id, counter).
+fn parquet_samples(path: &std::path::Path) -> Vec<(String, String)> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let reader = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    (reader.get_row_iter(None).unwrap())
+        .map(|row| {
+            let row = row.unwrap();
+            let column = |name: &str| match row.get_column_iter().find(|(n, _)| *n == name) {
+                Some((_, Field::Str(value))) => value.clone(),
+                Some((_, value)) => value.to_string(),
+                None => panic!("no column {name} in {}", path.display()),
+            };
+            (column("dispatch_id"), column("counter"))
+        })
+        .collect()
 }

@@ -48,6 +48,9 @@ pub struct StreamMeta {
     pub tool_cost: Option<ToolCost>,
     /// Dispatch records of kernel replay's passes left out, the application's kept.
     pub replayed_passes: u64,
+    /// Dispatches a context with kernel replay counted that the SDK ran once, by kernel
+    /// id: they lack the counters of every pass but the first.
+    pub unreplayed: BTreeMap<u64, u64>,
 }
 
 const UNKNOWN: &str = "<unknown>";
@@ -99,8 +102,12 @@ impl Catalog {
                     let dropped = meta.dropped.entry(kind).or_default();
                     *dropped = dropped.saturating_add(count);
                 }
-                Meta::ReplayedPasses { count } => {
+                Meta::ReplayedPasses { count, unreplayed } => {
                     meta.replayed_passes = meta.replayed_passes.saturating_add(count);
+                    for (kernel_id, dispatches) in unreplayed {
+                        let n = meta.unreplayed.entry(kernel_id).or_default();
+                        *n = n.saturating_add(dispatches);
+                    }
                 }
                 Meta::Plan { json } => self.plan = Some(json),
                 Meta::Exit(exit) => self.exit = Some(exit),

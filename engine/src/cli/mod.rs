@@ -20,6 +20,7 @@ mod run;
 mod shell;
 mod spool;
 mod stdio;
+mod unreplayed;
 
 use std::process::ExitCode;
 

@@ -293,6 +293,14 @@ fn profile(
             "\n  replayed passes: {replayed} dispatch records of kernel replay's earlier passes left out, each dispatch's last (the application's) kept"
         ));
     }
+    let unreplayed: u64 = super::unreplayed::by_kernel(&outcome.report.catalog)
+        .values()
+        .sum();
+    if unreplayed > 0 {
+        out.push_str(&format!(
+            "\n  not replayed: {unreplayed} dispatches, with the first pass's counters only"
+        ));
+    }
     let costs: Vec<ToolCost> = outcome
         .report
         .catalog
@@ -323,6 +331,9 @@ fn profile(
         messages::diagnostic(&nothing_collected(plan, instant));
     } else if connected {
         valueless_counters(plan, &outcome.report);
+    }
+    if let Some(warning) = super::unreplayed::warning(plan, &outcome.report.catalog) {
+        messages::warning(warning);
     }
     let input = Input::Spool(outcome.spool.clone());
     let reopen = || reopen(&input, &WindowArgs::default());

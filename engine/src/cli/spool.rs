@@ -481,6 +481,7 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
                 "kernels": meta.kernels.len(),
                 "dropped": meta.dropped.iter().map(|(k, n)| (k.name(), *n)).collect::<BTreeMap<_, _>>(),
                 "replayed_passes": meta.replayed_passes,
+                "unreplayed_dispatches": meta.unreplayed.values().sum::<u64>(),
             })
         })
         .collect();
@@ -528,6 +529,12 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
             out.push_str(&format!(
                 "    replayed passes: {} dispatch records left out\n",
                 meta.replayed_passes
+            ));
+        }
+        let unreplayed: u64 = meta.unreplayed.values().sum();
+        if unreplayed > 0 {
+            out.push_str(&format!(
+                "    not replayed: {unreplayed} dispatches, with the first pass's counters only\n"
             ));
         }
     }

@@ -67,6 +67,11 @@ thread_local! {
 /// bytes are nothing beside the copy of the GPU's memory each replayed dispatch costs.
 static REPLAYS: LazyLock<Mutex<FxHashMap<u64, u64>>> = LazyLock::new(Mutex::default);
 
+/// Dispatches the replaying context counts that the SDK ran once, outside any pass, by
+/// kernel id: it replays single-packet dispatches outside HIP graph launches only, so
+/// these have the first pass's counters alone. Taken by each buffer delivery.
+static UNREPLAYED: LazyLock<Mutex<FxHashMap<u64, u64>>> = LazyLock::new(Mutex::default);
+
 /// How many passes the SDK runs dispatch `dispatch_id` for, if it replays it.
 pub fn passes_of(dispatch_id: u64) -> Option<u64> {
     // Most runs replay nothing: their records skip the lock.
@@ -108,9 +113,28 @@ impl PassRecords {
     }
 }
 
-/// The pass of a replayed dispatch under way on this thread, if any.
-pub fn current_pass() -> Option<usize> {
-    CURRENT_PASS.get()
+/// The pass whose counters a dispatch counted in `passes` passes gets: the one under way
+/// on this thread, else the first. One of several passes counted outside any pass was not
+/// replayed: it is noted for [`take_unreplayed`], and its records are those of one run
+/// even if the SDK had asked for its passes.
+pub fn counting_pass(info: &KernelDispatchInfo, passes: usize) -> usize {
+    CURRENT_PASS.get().unwrap_or_else(|| {
+        if passes > 1 {
+            *locked(UNREPLAYED.lock()).entry(info.kernel_id).or_default() += 1;
+            locked(REPLAYS.lock()).remove(&info.dispatch_id);
+        }
+        0
+    })
+}
+
+/// The dispatches counted without replay since the last call, by kernel id.
+pub fn take_unreplayed() -> Vec<(u64, u64)> {
+    if REPLAYED.get().is_none() {
+        return Vec::new();
+    }
+    let mut taken: Vec<(u64, u64)> = locked(UNREPLAYED.lock()).drain().collect();
+    taken.sort_unstable();
+    taken
 }
 
 /// Whether the context takes dispatch `dispatch_id`, if this thread decided it when the

@@ -324,8 +324,12 @@ unsafe fn deliver(
     let replayed = out.passes.take_left_out();
     drop(out);
     stream::account(headers.len() as u64, stream::thread_cpu_ns() - cpu_start);
-    if replayed > 0 {
-        stream::send_meta(vec![Meta::ReplayedPasses { count: replayed }]);
+    let unreplayed = crate::kernel_replay::take_unreplayed();
+    if replayed > 0 || !unreplayed.is_empty() {
+        stream::send_meta(vec![Meta::ReplayedPasses {
+            count: replayed,
+            unreplayed,
+        }]);
     }
     if drop_count > 0 {
         stream::send_meta(vec![Meta::Dropped {

@@ -515,11 +515,11 @@ unsafe fn choose(counting: &Counting, dispatch: &DispatchCountingServiceData, co
     // A replayed dispatch was taken or left when the SDK asked for its passes.
     let taken = crate::kernel_replay::decided(info.dispatch_id)
         .unwrap_or_else(|| counting.filter.select(info.kernel_id));
-    let pass = crate::kernel_replay::current_pass().unwrap_or(0);
-    if let Some(&chosen) = configs.get(pass)
-        && taken
-        && !config.is_null()
-    {
+    if !taken || config.is_null() {
+        return;
+    }
+    let pass = crate::kernel_replay::counting_pass(info, configs.len());
+    if let Some(&chosen) = configs.get(pass) {
         // SAFETY: checked non-null; the SDK passes a writable config.
         unsafe { *config = chosen };
     }

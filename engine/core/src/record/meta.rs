@@ -36,9 +36,13 @@ pub enum Meta {
         count: u64,
     },
     /// Dispatch records of kernel replay's passes that were not the application's own
-    /// execution: the tool leaves them out, so that a replayed dispatch counts once.
+    /// execution: the tool leaves them out, so that a replayed dispatch counts once. With
+    /// them, the dispatches the SDK did not replay (a HIP graph launch's, a multi-packet
+    /// submission's) as (kernel id, dispatches): they have the first pass's counters only.
     ReplayedPasses {
         count: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unreplayed: Vec<(u64, u64)>,
     },
     /// The compiled plan the run was recorded with (JSON), so a replay can reuse it.
     Plan {
@@ -235,6 +239,26 @@ pub struct Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replayed_passes_of_a_spool_written_before_unreplayed_dispatches_read_as_none() {
+        let older: Meta = serde_json::from_str(r#"{"type":"replayed_passes","count":3}"#).unwrap();
+        let none = Meta::ReplayedPasses {
+            count: 3,
+            unreplayed: Vec::new(),
+        };
+        assert_eq!(older, none);
+        assert_eq!(
+            serde_json::to_string(&none).unwrap(),
+            r#"{"type":"replayed_passes","count":3}"#
+        );
+        let some = Meta::ReplayedPasses {
+            count: 0,
+            unreplayed: vec![(7, 3)],
+        };
+        let json = serde_json::to_string(&some).unwrap();
+        assert_eq!(serde_json::from_str::<Meta>(&json).unwrap(), some);
+    }
 
     #[test]
     fn a_process_is_itself_across_exec_and_not_a_later_one_with_its_pid() {
