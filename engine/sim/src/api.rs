@@ -371,21 +371,38 @@ pub unsafe extern "C" fn rocprofiler_iterate_agent_supported_counters(
     callback: Option<CountersCallback>,
     data: *mut c_void,
 ) -> Status {
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { iterate_counters(agent, callback, data, |_| true, None) }
+}
+
+/// Hands `callback` the ids of `agent`'s counters that `offered` keeps, as each of the
+/// SDK's counter listings does; `when_none` is the answer for an agent with none of them
+/// (`None`: the callback gets the empty list).
+///
+/// # Safety
+/// `callback` is the tool's, to be called with `data`.
+pub(crate) unsafe fn iterate_counters(
+    agent: Handle,
+    callback: Option<CountersCallback>,
+    data: *mut c_void,
+    offered: impl Fn(&device::Counter) -> bool,
+    when_none: Option<Status>,
+) -> Status {
     let (Some(sdk), Some(callback)) = (installed(), callback) else {
         return status::INVALID_ARGUMENT;
     };
     let Some(gpu) = sdk.device.gpu(agent) else {
         return status::AGENT_NOT_FOUND;
     };
-    let mut ids: Vec<Handle> = sdk
-        .device
-        .counters
-        .iter()
-        .filter(|c| c.gpu == gpu)
+    let mut ids: Vec<Handle> = (sdk.device.counters.iter())
+        .filter(|c| c.gpu == gpu && offered(c))
         .map(|c| c.id)
         .collect();
-    // SAFETY: the tool's callback, with the ids alive for the call.
-    unsafe { callback(agent, ids.as_mut_ptr(), ids.len(), data) }
+    match when_none {
+        Some(answer) if ids.is_empty() => answer,
+        // SAFETY: the tool's callback, with the ids alive for the call.
+        _ => unsafe { callback(agent, ids.as_mut_ptr(), ids.len(), data) },
+    }
 }
 
 #[unsafe(no_mangle)]

@@ -17,7 +17,8 @@ use rocflow_core::abi::{
 };
 use rocflow_core::agent_counters::Kind;
 
-use crate::sdk::{SPM_CONFIG_HANDLE_BASE, SPM_CONFIGS, Sdk, SpmConfig, SpmService, installed, sdk};
+use crate::device::Counter;
+use crate::sdk::{SPM_CONFIG_HANDLE_BASE, SPM_CONFIGS, SpmConfig, SpmService, installed, sdk};
 use crate::sdk::{configure, slice};
 
 /// The shortest and longest interval, in SCLK cycles, the simulated GPUs stream at.
@@ -52,11 +53,9 @@ pub unsafe extern "C" fn rocprofiler_spm_query_agent_configurations(
     status::SUCCESS
 }
 
-/// The hardware counters of a GPU: the ones SPM streams.
-fn streamed(sdk: &Sdk, gpu: usize) -> impl Iterator<Item = usize> + '_ {
-    (sdk.device.counters.iter().enumerate())
-        .filter(move |(_, c)| c.gpu == gpu && matches!(c.counter.kind, Kind::Hardware))
-        .map(|(i, _)| i)
+/// Whether SPM streams a counter: the hardware ones do.
+fn streams(counter: &Counter) -> bool {
+    matches!(counter.counter.kind, Kind::Hardware)
 }
 
 #[unsafe(no_mangle)]
@@ -65,20 +64,9 @@ pub unsafe extern "C" fn rocprofiler_spm_iterate_agent_supported_counters(
     callback: Option<CountersCallback>,
     data: *mut c_void,
 ) -> Status {
-    let (Some(sdk), Some(callback)) = (installed(), callback) else {
-        return status::INVALID_ARGUMENT;
-    };
-    let Some(gpu) = sdk.device.gpu(agent) else {
-        return status::AGENT_NOT_FOUND;
-    };
-    let mut ids: Vec<Handle> = streamed(sdk, gpu)
-        .map(|i| sdk.device.counters[i].id)
-        .collect();
-    if ids.is_empty() {
-        return status::AGENT_ARCH_NOT_SUPPORTED;
-    }
-    // SAFETY: the tool's callback, with the ids alive for the call.
-    unsafe { callback(agent, ids.as_mut_ptr(), ids.len(), data) }
+    let none = Some(status::AGENT_ARCH_NOT_SUPPORTED);
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { crate::api::iterate_counters(agent, callback, data, streams, none) }
 }
 
 #[unsafe(no_mangle)]
@@ -108,7 +96,8 @@ pub unsafe extern "C" fn rocprofiler_spm_create_counter_config(
         let Some(i) = (sdk.device.counters.iter()).position(|c| c.id.handle == id.handle) else {
             return status::COUNTER_NOT_FOUND;
         };
-        if !streamed(sdk, gpu).any(|s| s == i) {
+        let counter = &sdk.device.counters[i];
+        if counter.gpu != gpu || !streams(counter) {
             return status::METRIC_NOT_VALID_FOR_AGENT;
         }
         indexes.push(i);
