@@ -8,6 +8,7 @@ The campaign's folder ``DIR`` holds::
     kernels.csv, kernels.parquet                   the kernel summary (recipes.kernels)
     api.csv, api.parquet                           the API summary (recipes.api)
     gpu_busy.*, gpu_gaps.*                         GPU busy time per rank over time, idle gaps (recipes.gpu_busy)
+    imbalance.csv, imbalance.parquet               kernels whose slowest rank is far above the median (recipes.imbalance)
 
 Processes are filed under their MPI rank, or under their pid (``pid=P``) in a campaign
 where some process has no rank. Everything is written beside ``DIR`` and moved into place
@@ -33,7 +34,7 @@ import pyarrow.parquet as pq
 from .convert import ConversionFailed, Converted, convert, executable
 from .errors import UserError
 from .inputs import resolve
-from .recipes import api, gpu_busy, kernels
+from .recipes import api, gpu_busy, imbalance, kernels
 
 #: The columns of ``dataset/processes.parquet``, one row per process.
 PROCESSES = pa.schema(
@@ -67,6 +68,13 @@ def parser() -> argparse.ArgumentParser:
     cluster.add_argument("--scheduler", metavar="ADDRESS")
     cluster.add_argument("--scheduler-file", metavar="FILE")
     cluster.add_argument("--workers", type=int, metavar="N")
+    p.add_argument(
+        "--imbalance-ratio",
+        type=float,
+        default=imbalance.RATIO,
+        metavar="R",
+        help="report a kernel whose slowest rank spent R times the median rank's time or more",
+    )
     return p
 
 
@@ -92,6 +100,8 @@ def run(args: argparse.Namespace) -> None:
         raise UserError(f"`{out}` exists: a campaign writes a folder of its own", hint="name a new folder with -o")
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be 1 or more")
+    if not args.imbalance_ratio >= 1:
+        raise UserError("--imbalance-ratio must be 1 or more", hint="it is the slowest rank's time over the median's")
     inputs = resolve(args.inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.partial-{os.getpid()}"
@@ -102,7 +112,9 @@ def run(args: argparse.Namespace) -> None:
             key, processes = layout(converted, staging / "dataset")
             shutil.rmtree(staging / "converted")
             pq.write_table(processes, staging / "dataset" / "processes.parquet")
-            for recipe in [kernels, api, gpu_busy]:
+            summary = kernels.run(staging / "dataset", key, staging)
+            imbalance.run(summary, key, staging, args.imbalance_ratio)
+            for recipe in [api, gpu_busy]:
                 recipe.run(staging / "dataset", key, staging)
         if out.exists():
             out.rmdir()
