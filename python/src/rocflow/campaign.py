@@ -9,6 +9,7 @@ The campaign's folder ``DIR`` holds::
     api.csv, api.parquet                           the API summary (recipes.api)
     gpu_busy.*, gpu_gaps.*                         GPU busy time per rank over time, idle gaps (recipes.gpu_busy)
     imbalance.csv, imbalance.parquet               kernels whose slowest rank is far above the median (recipes.imbalance)
+    stragglers.csv, stragglers.parquet             collectives whose last rank arrived late (recipes.stragglers)
 
 Processes are filed under their MPI rank, or under their pid (``pid=P``) in a campaign
 where some process has no rank. Everything is written beside ``DIR`` and moved into place
@@ -34,7 +35,7 @@ import pyarrow.parquet as pq
 from .convert import ConversionFailed, Converted, convert, executable
 from .errors import UserError
 from .inputs import resolve
-from .recipes import api, gpu_busy, imbalance, kernels
+from .recipes import api, gpu_busy, imbalance, kernels, stragglers
 
 #: The columns of ``dataset/processes.parquet``, one row per process.
 PROCESSES = pa.schema(
@@ -75,6 +76,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="R",
         help="report a kernel whose slowest rank spent R times the median rank's time or more",
     )
+    p.add_argument(
+        "--straggler-ns",
+        type=int,
+        default=stragglers.THRESHOLD_NS,
+        metavar="NS",
+        help="report a collective whose last rank arrived NS nanoseconds or more after the median rank",
+    )
     return p
 
 
@@ -102,6 +110,8 @@ def run(args: argparse.Namespace) -> None:
         raise UserError("--workers must be 1 or more")
     if not args.imbalance_ratio >= 1:
         raise UserError("--imbalance-ratio must be 1 or more", hint="it is the slowest rank's time over the median's")
+    if args.straggler_ns < 0:
+        raise UserError("--straggler-ns must be 0 or more")
     inputs = resolve(args.inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.partial-{os.getpid()}"
@@ -114,6 +124,7 @@ def run(args: argparse.Namespace) -> None:
             pq.write_table(processes, staging / "dataset" / "processes.parquet")
             summary = kernels.run(staging / "dataset", key, staging)
             imbalance.run(summary, key, staging, args.imbalance_ratio)
+            stragglers.run(staging / "dataset", key, staging, args.straggler_ns)
             for recipe in [api, gpu_busy]:
                 recipe.run(staging / "dataset", key, staging)
         if out.exists():
