@@ -15,7 +15,8 @@ Processes are filed under their MPI rank, or under their pid (``pid=P``) in a ca
 where some process has no rank. Everything is written beside ``DIR`` and moved into place
 once whole: a campaign that fails leaves nothing.
 
-Run as ``python -m rocflow.campaign`` (``rocflow campaign`` runs it so).
+Run as ``python -m rocflow.campaign`` (``rocflow campaign`` runs it so);
+``python -m rocflow.campaign diff A B`` compares two campaigns (:mod:`rocflow.diff`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import diff
 from .convert import ConversionFailed, Converted, convert, executable
 from .errors import UserError
 from .inputs import resolve
@@ -87,6 +89,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["diff"]:
+        return diff.main(argv[1:])
     args = parser().parse_args(argv)
     try:
         run(args)
