@@ -10,6 +10,7 @@ The campaign's folder ``DIR`` holds::
     gpu_busy.*, gpu_gaps.*                         GPU busy time per rank over time, idle gaps (recipes.gpu_busy)
     imbalance.csv, imbalance.parquet               kernels whose slowest rank is far above the median (recipes.imbalance)
     stragglers.csv, stragglers.parquet             collectives whose last rank arrived late (recipes.stragglers)
+    campaign.html                                  the page: busy heatmap, straggler bars, imbalance table (page)
 
 Processes are filed under their MPI rank, or under their pid (``pid=P``) in a campaign
 where some process has no rank. Everything is written beside ``DIR`` and moved into place
@@ -33,7 +34,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import diff
+from . import diff, page
 from .convert import ConversionFailed, Converted, convert, executable
 from .errors import UserError
 from .inputs import resolve
@@ -128,10 +129,11 @@ def run(args: argparse.Namespace) -> None:
             shutil.rmtree(staging / "converted")
             pq.write_table(processes, staging / "dataset" / "processes.parquet")
             summary = kernels.run(staging / "dataset", key, staging)
-            imbalance.run(summary, key, staging, args.imbalance_ratio)
-            stragglers.run(staging / "dataset", key, staging, args.straggler_ns)
-            for recipe in [api, gpu_busy]:
-                recipe.run(staging / "dataset", key, staging)
+            imbalanced = imbalance.run(summary, key, staging, args.imbalance_ratio)
+            late = stragglers.run(staging / "dataset", key, staging, args.straggler_ns)
+            api.run(staging / "dataset", key, staging)
+            busy, _ = gpu_busy.run(staging / "dataset", key, staging)
+            page.write(staging, key, busy, late, imbalanced)
         if out.exists():
             out.rmdir()
         staging.rename(out)
