@@ -80,7 +80,14 @@ class Job:
         self.rows.setdefault(("api", host, rank), []).append(row)
 
     def hip(self, host: str, rank: int, op: str, start: int, duration: int) -> None:
-        row = {"start_ns": start, "end_ns": start + duration, "duration_ns": duration, "domain": "hip_runtime_api", "operation": op, "args": None}
+        row = {
+            "start_ns": start,
+            "end_ns": start + duration,
+            "duration_ns": duration,
+            "domain": "hip_runtime_api",
+            "operation": op,
+            "args": None,
+        }
         self.rows.setdefault(("api", host, rank), []).append(row)
 
     def range(self, host: str, rank: int, message: str, start: int, duration: int, op: str = "roctxRangePushA") -> None:

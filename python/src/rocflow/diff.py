@@ -105,7 +105,10 @@ def _fails(predicate: str, names: dict[str, float]) -> bool:
 def text(table: pd.DataFrame, names: dict[str, float], top: int) -> str:
     """The kernels for people, `top` of them, then the metrics."""
     header = ["kernel", *[f"{side} {s}" for s in STATISTICS for side in "AB"], "delta", "ratio"]
-    rows = [[_cell(row.kernel, 60), *[_number(v) for v in row[1:-2]], f"{row.delta_ns:+.0f}", _ratio(row)] for row in table.head(top).itertuples(index=False)]
+    rows = [
+        [_cell(row.kernel, 60), *[_number(v) for v in row[1:-2]], f"{row.delta_ns:+.0f}", _ratio(row)]
+        for row in table.head(top).itertuples(index=False)
+    ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
     return "\n".join(["kernels", *lines, "", *[f"{name} = {value:.4f}" for name, value in names.items()]])

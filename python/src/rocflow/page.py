@@ -21,7 +21,7 @@ MAX_ROWS = 256
 MAX_BARS = 30
 #: Sizes of the heatmap's cells and of the bars, in pixels.
 CELL_W, LABEL_W, BAR_W, BAR_H = 4, 220, 500, 16
-#: Rows this high, each labelled, up to LABELLED rows; beyond, thinner and every k-th labelled.
+#: Rows this high, each labelled, up to LABELLED rows; beyond, thinner, every third labelled.
 CELL_H, THIN_H, LABELLED = 12, 4, 48
 
 STYLE = """
@@ -63,15 +63,18 @@ def heatmap(busy: pd.DataFrame, key: str) -> str:
     if len(values) > MAX_ROWS:
         bands = np.array_split(np.arange(len(values)), MAX_ROWS)
         values = np.array([values[band].mean(axis=0) for band in bands])
-        labels = [f"{labels[band[0]]} … {labels[band[-1]]}" for band in bands]
+        labels = [labels[b[0]] if len(b) == 1 else f"{labels[b[0]]} … {labels[b[-1]]}" for b in bands]
     rows, columns = values.shape
     high = CELL_H if rows <= LABELLED else THIN_H
-    every = -(-rows * high // (LABELLED * CELL_H))
+    # Labels CELL_H apart at least, so that they never overlap.
+    every = -(-CELL_H // high)
     cells = []
     for r, row in enumerate(values):
-        y = r * high
+        # Below a label's height at the top, so that the first label shows whole.
+        y = CELL_H + r * high
         if r % every == 0:
-            cells.append(f'<text x="{LABEL_W - 4}" y="{y + min(high, CELL_H) - 2}" text-anchor="end">{escape(labels[r])}</text>')
+            label = escape(labels[r])
+            cells.append(f'<text x="{LABEL_W - 4}" y="{y + high - 2}" text-anchor="end">{label}</text>')
         for c, fraction in enumerate(row):
             shade = round(255 * (1 - fraction))
             cells.append(
@@ -80,7 +83,7 @@ def heatmap(busy: pd.DataFrame, key: str) -> str:
             )
     first = int(busy["start_ns"].min())
     span = (int(busy["start_ns"].max()) - first) * columns / max(columns - 1, 1)
-    bottom = rows * high + 12
+    bottom = CELL_H + rows * high + 12
     axis = f'<text x="{LABEL_W}" y="{bottom}">0 ms ({first} ns)</text>'
     axis += f'<text x="{LABEL_W + columns * CELL_W}" y="{bottom}" text-anchor="end">{span / 1e6:.3f} ms</text>'
     width, height = LABEL_W + columns * CELL_W, bottom + 4
