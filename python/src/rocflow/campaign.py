@@ -8,12 +8,16 @@ The campaign's folder ``DIR`` holds::
     kernels.csv, kernels.parquet                   the kernel summary (recipes.kernels)
     api.csv, api.parquet                           the API summary (recipes.api)
     gpu_busy.*, gpu_gaps.*                         GPU busy time per rank over time, idle gaps (recipes.gpu_busy)
+    imbalance.csv, imbalance.parquet               kernels whose slowest rank is far above the median (recipes.imbalance)
+    stragglers.csv, stragglers.parquet             collectives whose last rank arrived late (recipes.stragglers)
+    campaign.html                                  the page: busy heatmap, straggler bars, imbalance table (page)
 
 Processes are filed under their MPI rank, or under their pid (``pid=P``) in a campaign
 where some process has no rank. Everything is written beside ``DIR`` and moved into place
 once whole: a campaign that fails leaves nothing.
 
-Run as ``python -m rocflow.campaign`` (``rocflow campaign`` runs it so).
+Run as ``python -m rocflow.campaign`` (``rocflow campaign`` runs it so);
+``python -m rocflow.campaign diff A B`` compares two campaigns (:mod:`rocflow.diff`).
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import diff, page
 from .convert import ConversionFailed, Converted, convert, executable
 from .errors import UserError
 from .inputs import resolve
-from .recipes import api, gpu_busy, kernels
+from .recipes import api, gpu_busy, imbalance, kernels, stragglers
 
 #: The columns of ``dataset/processes.parquet``, one row per process.
 PROCESSES = pa.schema(
@@ -67,10 +72,27 @@ def parser() -> argparse.ArgumentParser:
     cluster.add_argument("--scheduler", metavar="ADDRESS")
     cluster.add_argument("--scheduler-file", metavar="FILE")
     cluster.add_argument("--workers", type=int, metavar="N")
+    p.add_argument(
+        "--imbalance-ratio",
+        type=float,
+        default=imbalance.RATIO,
+        metavar="R",
+        help="report a kernel whose slowest rank spent R times the median rank's time or more",
+    )
+    p.add_argument(
+        "--straggler-ns",
+        type=int,
+        default=stragglers.THRESHOLD_NS,
+        metavar="NS",
+        help="report a collective whose last rank arrived NS nanoseconds or more after the median rank",
+    )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["diff"]:
+        return diff.main(argv[1:])
     args = parser().parse_args(argv)
     try:
         run(args)
@@ -92,6 +114,10 @@ def run(args: argparse.Namespace) -> None:
         raise UserError(f"`{out}` exists: a campaign writes a folder of its own", hint="name a new folder with -o")
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be 1 or more")
+    if not args.imbalance_ratio >= 1:
+        raise UserError("--imbalance-ratio must be 1 or more", hint="it is the slowest rank's time over the median's")
+    if args.straggler_ns < 0:
+        raise UserError("--straggler-ns must be 0 or more")
     inputs = resolve(args.inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.partial-{os.getpid()}"
@@ -102,8 +128,12 @@ def run(args: argparse.Namespace) -> None:
             key, processes = layout(converted, staging / "dataset")
             shutil.rmtree(staging / "converted")
             pq.write_table(processes, staging / "dataset" / "processes.parquet")
-            for recipe in [kernels, api, gpu_busy]:
-                recipe.run(staging / "dataset", key, staging)
+            summary = kernels.run(staging / "dataset", key, staging)
+            imbalanced = imbalance.run(summary, key, staging, args.imbalance_ratio)
+            late = stragglers.run(staging / "dataset", key, staging, args.straggler_ns)
+            api.run(staging / "dataset", key, staging)
+            busy, _ = gpu_busy.run(staging / "dataset", key, staging)
+            page.write(staging, key, busy, late, imbalanced)
         if out.exists():
             out.rmdir()
         staging.rename(out)

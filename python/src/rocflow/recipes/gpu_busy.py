@@ -46,9 +46,8 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
-from . import durations
+from . import clock, durations
 
 #: The bins of the busy map.
 BINS = 200
@@ -79,7 +78,7 @@ def maps(dataset: Path, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     if not table.is_dir():
         empty = pd.DataFrame(columns=groups)
         return empty.assign(**{c: [] for c in BUSY}), empty.assign(**{c: [] for c in GAPS})
-    offsets = _offsets(dataset / "processes.parquet", key)
+    offsets = clock.offsets(dataset / "processes.parquet", key)
     frame = dd.read_parquet(
         table, columns=[*groups, "start_ns", "end_ns"], dataset={"partitioning": "hive"}
     )
@@ -99,31 +98,20 @@ def maps(dataset: Path, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return busy[[*groups, *BUSY]].reset_index(drop=True), gaps[[*groups, *GAPS]].reset_index(drop=True)
 
 
-def _offsets(processes: Path, key: str) -> dict[tuple[str, int], int]:
-    """Each process's clock offset (0 where unknown), by host and `key`."""
-    table = pq.read_table(processes, columns=["host", key, "clock_offset_ns"]).to_pylist()
-    return {(row["host"], row[key]): row["clock_offset_ns"] or 0 for row in table}
-
-
 def _aligned(part: pd.DataFrame, key: str, offsets: dict[tuple[str, int], int]) -> pd.DataFrame:
     """A partition's dispatches with plain columns, their times on the Unix epoch."""
     hosts = part["host"].astype("string")
     ranks = part[key].astype(np.int64)
-    offset = np.array([offsets.get((h, r), 0) for h, r in zip(hosts, ranks)], dtype=np.int64)
+    offset = clock.of_rows(hosts, ranks, offsets)
     return pd.DataFrame(
         {
             "host": part["host"].astype("string").to_numpy(),
             key: ranks.to_numpy(),
             "agent": part["agent"].astype(np.int64).to_numpy(),
-            "start_ns": _ns(part["start_ns"]) + offset,
-            "end_ns": _ns(part["end_ns"]) + offset,
+            "start_ns": clock.ns(part["start_ns"]) + offset,
+            "end_ns": clock.ns(part["end_ns"]) + offset,
         }
     )
-
-
-def _ns(times: pd.Series) -> np.ndarray:
-    """Nanoseconds of a timestamp column."""
-    return times.to_numpy().astype("datetime64[ns]").astype(np.int64)
 
 
 def busy_segments(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
