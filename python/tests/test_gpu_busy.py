@@ -3,6 +3,7 @@ falls in, none lost."""
 
 import numpy as np
 
+from rocflow.recipes import gpu_busy
 from rocflow.recipes.gpu_busy import busy_before, busy_segments
 
 
@@ -32,3 +33,11 @@ def test_bins_add_up_to_the_busy_time():
     for start, end in zip(starts, ends):
         covered[start:end] = True
     assert bins.sum() == covered.sum()
+
+
+def test_bin_edges_hold_the_whole_span_on_the_unix_epoch():
+    first, last = 1_764_454_000_123_456_789, 1_764_454_000_123_456_789 + 25_000_123
+    edges = gpu_busy.bin_edges(first, last)
+    assert len(edges) == gpu_busy.BINS + 1
+    assert int(edges[0]) == first and int(edges[-1]) == last
+    assert (np.diff(edges) > 0).all()

@@ -84,7 +84,7 @@ def maps(dataset: Path, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
     frame = frame.map_partitions(_aligned, key, offsets, meta=_aligned(frame._meta, key, offsets))
     first, last = dask.compute(frame["start_ns"].min(), frame["end_ns"].max())
-    edges = np.linspace(first, last, BINS + 1).round().astype(np.int64)
+    edges = bin_edges(int(first), int(last))
     grouped = frame.groupby(groups)
     busy, gaps = dask.compute(
         grouped[["start_ns", "end_ns"]].apply(_binned, edges, meta=BUSY),
@@ -112,6 +112,13 @@ def _aligned(part: pd.DataFrame, key: str, offsets: dict[tuple[str, int], int]) 
             "end_ns": clock.ns(part["end_ns"]) + offset,
         }
     )
+
+
+def bin_edges(first: int, last: int) -> np.ndarray:
+    """The edges of the map's bins from `first` to `last`, both included, in integers:
+    Unix-epoch nanoseconds (about 1.8e18) are not exact in a float64, whose edges would
+    cut off the first or last kernel's nanoseconds."""
+    return first + (np.arange(BINS + 1, dtype=np.int64) * (last - first)) // BINS
 
 
 def busy_segments(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
