@@ -41,3 +41,11 @@ def test_bin_edges_hold_the_whole_span_on_the_unix_epoch():
     assert len(edges) == gpu_busy.BINS + 1
     assert int(edges[0]) == first and int(edges[-1]) == last
     assert (np.diff(edges) > 0).all()
+
+
+def test_bin_edges_span_a_boot_clock_and_the_unix_epoch_without_overflow():
+    # A process of unknown offset stays near 0 beside another on the Unix epoch.
+    first, last = 5_000_000_123, 1_764_454_000_123_456_789
+    edges = gpu_busy.bin_edges(first, last)
+    assert int(edges[0]) == first and int(edges[-1]) == last
+    assert (np.diff(edges) > 0).all()

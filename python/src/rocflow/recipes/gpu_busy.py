@@ -118,7 +118,11 @@ def bin_edges(first: int, last: int) -> np.ndarray:
     """The edges of the map's bins from `first` to `last`, both included, in integers:
     Unix-epoch nanoseconds (about 1.8e18) are not exact in a float64, whose edges would
     cut off the first or last kernel's nanoseconds."""
-    return first + (np.arange(BINS + 1, dtype=np.int64) * (last - first)) // BINS
+    # floor(span * i / BINS) without the product, which overflows an int64 for a span of
+    # years (a process whose offset is unknown stays on its boot clock, near 0).
+    i = np.arange(BINS + 1, dtype=np.int64)
+    span = last - first
+    return first + (span // BINS) * i + (span % BINS) * i // BINS
 
 
 def busy_segments(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
