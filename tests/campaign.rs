@@ -274,6 +274,37 @@ fn the_kernel_and_api_summaries_across_ranks_equal_rocflow_summary() {
     assert_equals_summary(d, "job.rfraw", "api", "api", &["domain", "function"]);
 }
 
+/// `rocflow campaign diff` compares two campaigns through rocflow's own command line, and
+/// its gate exits 1 when it holds, 0 when not, 2 on a bad expression.
+#[test]
+fn campaign_diff_gates_through_rocflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let generate = [
+        "generate",
+        "job.rfraw",
+        "--records",
+        "3000",
+        "--processes",
+        "2",
+    ];
+    assert_success(&rocflow(&generate, d, &[]));
+    assert_success(&campaign(&["job.rfraw", "-o", "camp"], d));
+    let diff = |gate: &str| {
+        let args = ["campaign", "diff", "camp", "camp", "--format", "json"];
+        rocflow(&[&args[..], &["--fail-if", gate]].concat(), d, &[])
+    };
+    // A campaign against itself: every kernel's time ratio is 1.
+    let same = diff("kernel_time_ratio > 1.0");
+    assert_success(&same);
+    let json: Value = serde_json::from_slice(&same.stdout).unwrap();
+    assert_eq!(json["metrics"]["kernel_time_ratio"], json!(1.0), "{json}");
+    assert!(!json["kernels"].as_array().unwrap().is_empty(), "{json}");
+    assert_eq!(diff("kernel_time_ratio >= 1.0").status.code(), Some(1));
+    let bad = diff("kernel_time_ratio >");
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}
+
 /// `python -m distributed.cli.MODULE ARGS…` in `dir` (the package's Dask's command line),
 /// its output dropped, where no rocflow is on the PATH.
 fn dask(module: &str, args: &[&str], dir: &Path) -> Spawned {

@@ -20,16 +20,48 @@ const PYTHON: &str = "ROCFLOW_PYTHON";
 const INSTALL: &str = "install it from rocflow's repository: `python3 -m venv ~/.local/share/rocflow/venv && ~/.local/share/rocflow/venv/bin/pip install ./python`, or name another environment's python in ROCFLOW_PYTHON";
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct CampaignArgs {
+    #[command(subcommand)]
+    diff: Option<Diff>,
     /// The job's runs: rocpd databases (.db), raw spools (.rfraw), run folders, folders of
     /// them, globs, or @LIST (a file naming one a line).
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<OsString>,
     /// The campaign's folder, new: the dataset, its processes and each recipe's tables.
-    #[arg(short, long, value_name = "DIR")]
-    output: PathBuf,
+    #[arg(short, long, value_name = "DIR", required = true)]
+    output: Option<PathBuf>,
     #[command(flatten)]
     cluster: Cluster,
+    /// Report a kernel whose slowest rank spent R times the median rank's time or more
+    /// (default 1.2).
+    #[arg(long, value_name = "R")]
+    imbalance_ratio: Option<f64>,
+    /// Report a collective whose last rank arrived NS nanoseconds or more after the median
+    /// rank (default 100000).
+    #[arg(long, value_name = "NS")]
+    straggler_ns: Option<u64>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Diff {
+    /// Compare two campaigns' kernels across ranks; gate regressions with --fail-if, as
+    /// `rocflow diff` gates two runs (exit 1 when the predicate holds).
+    Diff {
+        /// The baseline campaign's folder.
+        a: PathBuf,
+        /// The campaign compared with it.
+        b: PathBuf,
+        /// Exit 1 when this predicate holds, e.g. "kernel_time_ratio > 1.10".
+        #[arg(long, value_name = "EXPR")]
+        fail_if: Option<String>,
+        /// text or json.
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<String>,
+        /// The kernels shown (default 15).
+        #[arg(long, value_name = "N")]
+        top: Option<u32>,
+    },
 }
 
 /// Where the tasks run: a running Dask scheduler, or a cluster on this machine.
@@ -52,24 +84,52 @@ struct Cluster {
 pub fn campaign(args: CampaignArgs) -> Result<ExitCode> {
     let python = python()?;
     let mut command = Command::new(&python);
-    command
-        .args(["-m", "rocflow.campaign", "-o"])
-        .arg(&args.output);
-    let Cluster {
-        scheduler,
-        scheduler_file,
-        workers,
-    } = args.cluster;
-    if let Some(address) = scheduler {
-        command.args(["--scheduler", &address]);
+    command.args(["-m", "rocflow.campaign"]);
+    match args.diff {
+        Some(Diff::Diff {
+            a,
+            b,
+            fail_if,
+            format,
+            top,
+        }) => {
+            command.arg("diff").arg(a).arg(b);
+            let options = [("--fail-if", fail_if), ("--format", format)];
+            for (name, value) in options {
+                if let Some(value) = value {
+                    command.args([name, &value]);
+                }
+            }
+            if let Some(top) = top {
+                command.args(["--top", &top.to_string()]);
+            }
+        }
+        None => {
+            let output = args.output.expect("clap requires it without a subcommand");
+            command.arg("-o").arg(output);
+            let Cluster {
+                scheduler,
+                scheduler_file,
+                workers,
+            } = args.cluster;
+            if let Some(address) = scheduler {
+                command.args(["--scheduler", &address]);
+            }
+            if let Some(file) = scheduler_file {
+                command.arg("--scheduler-file").arg(file);
+            }
+            if let Some(workers) = workers {
+                command.args(["--workers", &workers.to_string()]);
+            }
+            if let Some(ratio) = args.imbalance_ratio {
+                command.args(["--imbalance-ratio", &ratio.to_string()]);
+            }
+            if let Some(ns) = args.straggler_ns {
+                command.args(["--straggler-ns", &ns.to_string()]);
+            }
+            command.arg("--").args(&args.inputs);
+        }
     }
-    if let Some(file) = scheduler_file {
-        command.arg("--scheduler-file").arg(file);
-    }
-    if let Some(workers) = workers {
-        command.args(["--workers", &workers.to_string()]);
-    }
-    command.arg("--").args(&args.inputs);
     // The workers convert with this rocflow, where it is at the same path.
     let exe = std::env::current_exe().map_err(Error::io("finding rocflow's own path"))?;
     let status = command
