@@ -365,6 +365,9 @@ pub const REVISIONS: &[&str] = &["3.0.1", "3.0.2", "3.0.3", "3.0.4"];
 
 /// What revising a database to a later revision adds of each kind.
 pub const GRAPH_LAUNCHES: u64 = 3;
+/// The dispatches a revised database (3.0.2 on) has in a graph; the others have the
+/// graph columns' default, 0, as outside any graph.
+pub const GRAPH_DISPATCHES: u64 = 3;
 pub const SPM_VALUES: u64 = 2;
 pub const HIP_EVENTS: u64 = 4;
 
@@ -392,11 +395,12 @@ pub fn revise(path: &Path, pid: u32, version: &str) {
     );
     if at_least("3.0.2") {
         sql += &format!(
-            "ALTER TABLE {kd} ADD COLUMN graph_exec_id INTEGER; \
-             ALTER TABLE {kd} ADD COLUMN graph_node_id INTEGER; \
-             ALTER TABLE {mc} ADD COLUMN graph_exec_id INTEGER; \
-             ALTER TABLE {mc} ADD COLUMN graph_node_id INTEGER; \
-             UPDATE {kd} SET graph_exec_id = 1 + id % 3, graph_node_id = id; \
+            "ALTER TABLE {kd} ADD COLUMN graph_exec_id INTEGER NOT NULL DEFAULT 0; \
+             ALTER TABLE {kd} ADD COLUMN graph_node_id INTEGER NOT NULL DEFAULT 0; \
+             ALTER TABLE {mc} ADD COLUMN graph_exec_id INTEGER NOT NULL DEFAULT 0; \
+             ALTER TABLE {mc} ADD COLUMN graph_node_id INTEGER NOT NULL DEFAULT 0; \
+             UPDATE {kd} SET graph_exec_id = 1 + id % 3, graph_node_id = id % 2 \
+                 WHERE id IN (SELECT id FROM {kd} ORDER BY id LIMIT {GRAPH_DISPATCHES}); \
              CREATE TABLE {gl} (id INTEGER PRIMARY KEY, guid TEXT DEFAULT '{guid}' NOT NULL, \
                  nid INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER, agent_id INTEGER, \
                  queue_id INTEGER, start BIGINT NOT NULL, \"end\" BIGINT NOT NULL, \

@@ -98,16 +98,18 @@ pub const ADDITIONS: &[Addition] = &[
         table: KERNEL_DISPATCH,
         columns: Some(&["graph_exec_id", "graph_node_id"]),
         holds: "HIP graph nodes of dispatches",
-        // A record keeps its graph launch by correlation id, not the node it was.
-        unread: Some("graph_node_id IS NOT NULL"),
+        // A record keeps its graph launch by correlation id, not the node it was; rocpd
+        // writes 0 for work outside any graph (the columns are NOT NULL DEFAULT 0).
+        unread: Some("graph_exec_id <> 0"),
     },
     Addition {
         version: "3.0.2",
         table: MEMORY_COPY,
         columns: Some(&["graph_exec_id", "graph_node_id"]),
         holds: "HIP graph nodes of copies",
-        // A record keeps its graph launch by correlation id, not the node it was.
-        unread: Some("graph_node_id IS NOT NULL"),
+        // A record keeps its graph launch by correlation id, not the node it was; rocpd
+        // writes 0 for work outside any graph (the columns are NOT NULL DEFAULT 0).
+        unread: Some("graph_exec_id <> 0"),
     },
     Addition {
         version: "3.0.2",
