@@ -301,8 +301,17 @@ fn campaign_diff_gates_through_rocflow() {
     assert_eq!(json["metrics"]["kernel_time_ratio"], json!(1.0), "{json}");
     assert!(!json["kernels"].as_array().unwrap().is_empty(), "{json}");
     assert_eq!(diff("kernel_time_ratio >= 1.0").status.code(), Some(1));
-    let bad = diff("kernel_time_ratio >");
-    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+    // What cannot be decided is a usage error before anything is compared or printed.
+    for bad in ["kernel_time_ratio >", "worst_counter_ratio > 1"] {
+        let out = diff(bad);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+        assert_says(&out.stderr, &format!("--fail-if `{bad}`"));
+    }
+    assert_says(
+        &diff("worst_counter_ratio > 1").stderr,
+        "campaigns have every `rocflow diff` metric but worst_counter_ratio",
+    );
 }
 
 /// `python -m distributed.cli.MODULE ARGS…` in `dir` (the package's Dask's command line),

@@ -66,6 +66,23 @@ fn metric_names() -> String {
     names.join(", ")
 }
 
+/// Evaluates a `--fail-if` predicate over `metrics`, by name: two runs' (`rocflow diff`) or
+/// two campaigns' (`rocflow campaign diff`, whose metrics its Python side computes).
+pub fn fails<'a>(
+    predicate: &str,
+    metrics: impl IntoIterator<Item = (&'a str, f64)>,
+) -> Result<bool, FailIfError> {
+    let mut context = HashMapContext::new();
+    for (name, value) in metrics {
+        context
+            .set_value(name.to_owned(), Value::Float(value))
+            .map_err(FailIfError::Metric)?;
+    }
+    let tree = crate::expression::parse(predicate)?;
+    tree.eval_boolean_with_context(&context)
+        .map_err(FailIfError::Eval)
+}
+
 /// The names `--fail-if` knows, with what they mean.
 pub const METRICS: &[(&str, &str)] = &[
     ("kernel_time_ratio", "total GPU kernel time, B over A"),
@@ -136,15 +153,10 @@ impl Diff {
 
     /// Evaluates a `--fail-if` predicate over the metrics.
     pub fn fails(&self, predicate: &str) -> Result<bool, FailIfError> {
-        let mut context = HashMapContext::new();
-        for (&name, &value) in &self.metrics {
-            context
-                .set_value(name.to_owned(), Value::Float(value))
-                .map_err(FailIfError::Metric)?;
-        }
-        let tree = crate::expression::parse(predicate)?;
-        tree.eval_boolean_with_context(&context)
-            .map_err(FailIfError::Eval)
+        fails(
+            predicate,
+            self.metrics.iter().map(|(&name, &value)| (name, value)),
+        )
     }
 
     /// A table per section for people, `top` rows each.

@@ -94,14 +94,16 @@ pub fn campaign(args: CampaignArgs) -> Result<ExitCode> {
             top,
         }) => {
             command.arg("diff").arg(a).arg(b);
-            let options = [("--fail-if", fail_if), ("--format", format)];
-            for (name, value) in options {
-                if let Some(value) = value {
-                    command.args([name, &value]);
-                }
+            if let Some(format) = format {
+                command.args(["--format", &format]);
             }
             if let Some(top) = top {
                 command.args(["--top", &top.to_string()]);
+            }
+            if let Some(predicate) = fail_if {
+                let gate = Gate::new(predicate)?;
+                command.arg("--metrics").arg(gate.metrics.path());
+                return gate.after(run(command, &python)?);
             }
         }
         None => {
@@ -130,6 +132,11 @@ pub fn campaign(args: CampaignArgs) -> Result<ExitCode> {
             command.arg("--").args(&args.inputs);
         }
     }
+    Ok(ExitCode::from(run(command, &python)?))
+}
+
+/// Runs the package's `command` with this rocflow named to it; its exit code.
+fn run(mut command: Command, python: &std::path::Path) -> Result<u8> {
     // The workers convert with this rocflow, where it is at the same path.
     let exe = std::env::current_exe().map_err(Error::io("finding rocflow's own path"))?;
     let status = command
@@ -137,10 +144,56 @@ pub fn campaign(args: CampaignArgs) -> Result<ExitCode> {
         .status()
         .map_err(Error::io(format!("running {}", python.display())))?;
     // A signal's end (no code) is a failure of its own.
-    let code = status
+    Ok(status
         .code()
-        .map_or(1, |code| u8::try_from(code).unwrap_or(1));
-    Ok(ExitCode::from(code))
+        .map_or(1, |code| u8::try_from(code).unwrap_or(1)))
+}
+
+/// `campaign diff --fail-if`: the predicate, decided by `rocflow diff`'s own evaluator over
+/// the metrics the package writes to a file.
+struct Gate {
+    predicate: String,
+    metrics: tempfile::NamedTempFile,
+}
+
+impl Gate {
+    /// Checks the predicate before anything runs, every campaign metric at 1: a typo or a
+    /// name campaigns lack is a usage error, not a pass.
+    fn new(predicate: String) -> Result<Gate> {
+        let names = crate::diff::METRICS.iter().map(|(name, _)| *name);
+        let campaigns = names.filter(|name| *name != "worst_counter_ratio");
+        crate::diff::fails(&predicate, campaigns.map(|name| (name, 1.0)))
+            .map_err(|e| gate_error(&predicate, e))?;
+        let metrics = tempfile::NamedTempFile::new()
+            .map_err(Error::io("making a file for the campaigns' metrics"))?;
+        Ok(Gate { predicate, metrics })
+    }
+
+    /// The exit code of a comparison that ended with `code`: 1 where it succeeded and the
+    /// predicate holds over its metrics.
+    fn after(self, code: u8) -> Result<ExitCode> {
+        if code != 0 {
+            return Ok(ExitCode::from(code));
+        }
+        let path = self.metrics.path();
+        let text = std::fs::read_to_string(path)
+            .map_err(Error::io(format!("reading {}", path.display())))?;
+        let metrics: std::collections::BTreeMap<String, f64> = serde_json::from_str(&text)
+            .map_err(|e| Error::io(format!("reading {}", path.display()))(e.into()))?;
+        let named = metrics.iter().map(|(name, &value)| (name.as_str(), value));
+        if crate::diff::fails(&self.predicate, named).map_err(|e| gate_error(&self.predicate, e))? {
+            eprintln!("rocflow campaign diff: `{}` holds", self.predicate);
+            return Ok(ExitCode::from(1));
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn gate_error(predicate: &str, e: crate::diff::FailIfError) -> Error {
+    Error::user(
+        Diagnostic::error(format!("--fail-if `{predicate}`: {e}"))
+            .hint("campaigns have every `rocflow diff` metric but worst_counter_ratio"),
+    )
 }
 
 /// The Python that runs campaigns: ROCFLOW_PYTHON's, else the README's environment's, if it
