@@ -287,6 +287,8 @@ pub unsafe fn convert(
             let r = unsafe { &*header.payload.cast::<SpmCounterRecord>() };
             let (kernel_id, correlation_id) = dispatches.of(r.dispatch_id);
             let (counter, at) = crate::gpu::coordinates(tool, r.id);
+            // SPM streams per XCC, shader engine and instance; the other dimensions are 0.
+            let [xcc, _aid, shader_engine, _agent, _array, _wgp, instance] = at;
             out(SpmSample {
                 pid,
                 agent: tool.agent_index(r.agent_id),
@@ -295,9 +297,9 @@ pub unsafe fn convert(
                 correlation_id,
                 timestamp_ns: r.timestamp,
                 counter_id: counter.handle as u32,
-                xcc: at[0],
-                shader_engine: at[2],
-                instance: at[6],
+                xcc,
+                shader_engine,
+                instance,
                 value: r.value,
             });
         }
