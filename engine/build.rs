@@ -9,6 +9,13 @@ fn main() {
     println!("cargo::rerun-if-changed={}", root.display());
     let mut files = Vec::new();
     collect(&root, &mut files);
+    // A binary without its templates would fail every `rocflow run kernel-trace` far from
+    // here (a build tree moved after a build script ran, a source tree without them).
+    assert!(
+        !files.is_empty(),
+        "no shipped templates under {}",
+        root.display()
+    );
     files.sort();
     let mut out = String::from("/// Shipped templates: (name, TOML text), sorted by name.\n");
     out.push_str("pub static TEMPLATES: &[(&str, &str)] = &[\n");
