@@ -230,6 +230,8 @@ pub fn generate(
             scratch_bytes: 0,
             vgpr_count: 32 + 8 * (kernel as u32 % 12),
             sgpr_count: 16 + 8 * (kernel as u32 % 8),
+            graph_exec_id: 0,
+            graph_node_id: 0,
         }]));
         if launch % 8 == 0 {
             p.correlation += 1;
@@ -256,6 +258,8 @@ pub fn generate(
                 external_id: 0,
                 bytes,
                 operation_id: 2,
+                graph_exec_id: 0,
+                graph_node_id: 0,
             }]));
         }
         if launch % 64 == 0 {

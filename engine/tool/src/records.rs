@@ -548,6 +548,8 @@ unsafe fn convert(
                         scratch_bytes: info.private_segment_size,
                         vgpr_count: vgpr,
                         sgpr_count: sgpr,
+                        graph_exec_id: 0,
+                        graph_node_id: 0,
                     });
                 }
                 RecordKind::Api => {
@@ -609,6 +611,8 @@ unsafe fn convert(
                         external_id: r.correlation_id.external.value,
                         bytes: r.bytes,
                         operation_id: r.operation as u8,
+                        graph_exec_id: 0,
+                        graph_node_id: 0,
                     });
                 }
                 RecordKind::MemoryAllocation => {

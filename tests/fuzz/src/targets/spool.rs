@@ -83,7 +83,7 @@ fn read_stream(input: &[u8], _: &Path) -> String {
     let mut raw = Vec::new();
     let end = loop {
         match reader.next_raw(&mut raw) {
-            Ok(true) => match wire::decode_frame(&raw) {
+            Ok(true) => match wire::decode_frame(&raw, reader.version()) {
                 Ok(frame) => read.frame(frame),
                 Err(e) => {
                     read.seen.insert(e.to_string());
