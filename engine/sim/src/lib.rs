@@ -16,6 +16,7 @@ mod buffer;
 mod device;
 mod device_counting;
 mod device_trace;
+mod external_correlation;
 mod graph;
 mod kernel_replay;
 mod kfd;

@@ -167,6 +167,8 @@ pub struct ContextSetup {
     pub device_thread_trace: Vec<DeviceTraceService>,
     /// The buffered dispatch SPM service.
     pub spm: Option<SpmService>,
+    /// The external correlation id request service.
+    pub requests: Option<crate::external_correlation::Requests>,
     pub started: bool,
 }
 

@@ -11,6 +11,7 @@
 //! wrong (a panic), [`guard`] switches it off and lets the application go on.
 
 mod api;
+mod callback_kind;
 mod context;
 mod control;
 mod crash;
@@ -19,6 +20,7 @@ mod filter;
 mod flusher;
 mod gpu;
 mod graph;
+mod graph_node;
 mod guard;
 mod kernel_replay;
 mod kfd;
