@@ -872,8 +872,8 @@ fn every_kind_spool(path: &Path) {
             scratch_bytes: 64,
             vgpr_count: 12,
             sgpr_count: 20,
-            graph_exec_id: 0,
-            graph_node_id: 0,
+            graph_exec_id: 3,
+            graph_node_id: 1,
         }]),
         Batch::MemoryCopy(vec![MemoryCopy {
             pid,
@@ -886,8 +886,8 @@ fn every_kind_spool(path: &Path) {
             external_id: 0,
             bytes: 1 << 20,
             operation_id: op(Domain::MemoryCopy, "DEVICE_TO_HOST") as u8,
-            graph_exec_id: 0,
-            graph_node_id: 0,
+            graph_exec_id: 3,
+            graph_node_id: 2,
         }]),
         Batch::MemoryAllocation(vec![
             MemoryAllocation {
