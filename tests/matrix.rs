@@ -477,6 +477,24 @@ impl Row {
                     ));
                 }
                 let traces = entries(&out.join("m"), |n| n.ends_with(".pftrace"));
+                // Every output places the dispatches in their graph nodes as the CSV does,
+                // whose nodes the truth above holds.
+                let placed = truth::graphs::placed(&dispatches);
+                if placed.is_empty() {
+                    problems.push(format!("{} from {source}: no dispatch in a graph", self.name));
+                }
+                for (output, shown) in [
+                    ("parquet", truth::graphs::placed_in_parquet(&out.join("m/parquet"))),
+                    ("rocpd", truth::graphs::placed_in_rocpd(&db)),
+                    ("perfetto", truth::graphs::placed_in_perfetto(&traces)),
+                ] {
+                    if shown != placed {
+                        problems.push(format!(
+                            "{} from {source}, {output}: dispatches in graph nodes {shown:?}, want the CSV's {placed:?}",
+                            self.name
+                        ));
+                    }
+                }
                 let shown = truth::graphs::perfetto(&traces);
                 if shown != (listed, operations) {
                     problems.push(format!(
@@ -833,7 +851,7 @@ operation = "EVICT_TTM"
 
 /// HIP graphs and HIP events as SDK 1.4.1 traces them: each graph launch with its
 /// executable graph and the dispatches it enqueued, each of those dispatches sharing the
-/// launch's correlation id, and the barriers of `hipEventRecord` and `hipStreamWaitEvent`
+/// launch's correlation id and named as its graph node in every output, and the barriers of `hipEventRecord` and `hipStreamWaitEvent`
 /// on their queues, from the live run, the spool and the rocpd database.
 #[test]
 fn hip_graphs_and_events_agree_with_the_truth() {
