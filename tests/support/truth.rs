@@ -20,6 +20,7 @@ use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
 pub mod device;
 pub mod graphs;
+pub mod series;
 pub mod spm;
 
 /// What an output says a run held, summed over its processes.
