@@ -473,3 +473,31 @@ fn the_report_leads_with_the_findings_linked_to_the_tables() {
     assert!(html.contains("<a href=\"#memory_copies\">hipMemcpy HOST_TO_DEVICE: 50 copies"));
     assert!(html.contains("<h2 id=\"memory_copies\">"));
 }
+
+/// A database as rocprofv3 writes it (AMD's schema): a dispatch of 2 or 4 us every
+/// 10 us, so its GPU runs kernels 30% of the time, in gaps too short for gpu-idle; no
+/// copy a synchronous call made, no launch longer than its kernel, no range that repeats.
+#[test]
+fn the_rules_run_on_a_database_rocprofv3_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("node_1234_results.db");
+    support::rocprofv3_db::write(&db, 1234, "node", 400);
+    let found = findings(&db, &[]);
+    assert_eq!(
+        rules(&found),
+        BTreeSet::from(["low-utilization".to_owned()]),
+        "{found:#?}"
+    );
+    assert_eq!(found.len(), 1);
+    let statement = found[0]["statement"].as_str().unwrap();
+    assert!(
+        statement.contains(" ran kernels 30% of the run "),
+        "{statement}"
+    );
+    let run = evidence(&found[0], "span");
+    assert_eq!(
+        u(&run[0]["end_ns"]) - u(&run[0]["start_ns"]),
+        400 * 10_000 - 10_000 + 5_000,
+        "{run:?}"
+    );
+}
