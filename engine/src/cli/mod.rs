@@ -3,6 +3,7 @@
 //! on after goes through [`crate::messages`].
 
 mod agents;
+mod analyze;
 mod campaign;
 mod counters;
 mod device;
@@ -72,6 +73,9 @@ enum Command {
     Summary(spool::SummaryArgs),
     /// Compare two runs: per-kernel, API and counter changes; gate regressions with --fail-if.
     Diff(spool::DiffArgs),
+    /// Findings on a run: where the GPU waited, copies blocked, launches cost more than
+    /// kernels; each with evidence, time at stake and advice. Gate CI with --fail-if.
+    Analyze(analyze::AnalyzeArgs),
     /// Analyse the runs of a job's ranks together on Dask: one Parquet dataset partitioned by
     /// host and rank, and recipes over it (kernel and API summaries, GPU busy time), on this
     /// machine or a cluster.
@@ -125,6 +129,7 @@ pub fn main() -> ExitCode {
         Command::Inspect(args) => spool::inspect(args),
         Command::Summary(args) => spool::summary(args),
         Command::Diff(args) => spool::diff(args),
+        Command::Analyze(args) => analyze::analyze(args),
         Command::Campaign(args) => campaign::campaign(args),
         Command::Generate(args) => spool::generate(args),
         Command::MigrateCounters(args) => counters::migrate(args),

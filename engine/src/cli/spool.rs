@@ -43,7 +43,7 @@ fn inputs(args: &[PathBuf], pipeline: bool) -> Result<(Input, Option<PathBuf>)> 
 
 /// Says how a spool's records ended: a warning if it was cut short, and a fault that
 /// ended them part-way as a runtime error.
-fn ended(ending: std::result::Result<&Ending, &SourceError>) -> Result<()> {
+pub(super) fn ended(ending: std::result::Result<&Ending, &SourceError>) -> Result<()> {
     let ending = ending.map_err(|e| Error::Runtime(e.to_string()))?;
     for warning in [&ending.warning, &ending.partial].into_iter().flatten() {
         messages::diagnostic(&Diagnostic::warning(warning.as_str()));
@@ -216,7 +216,7 @@ fn summary_tables(
 
 /// The stages a spool was recorded with, plugins left out (see [`untrusted`]; no
 /// transforms for a spool written without a pipeline, or for a database).
-fn recorded_stages(input: &Input, hint: &str) -> StageGraph {
+pub(super) fn recorded_stages(input: &Input, hint: &str) -> StageGraph {
     let Input::Spool(spool) = input else {
         return StageGraph::default();
     };
