@@ -17,6 +17,7 @@ mod pipeline_args;
 mod plugins;
 mod rocprofv3;
 mod run;
+mod session_host;
 mod shell;
 mod spool;
 mod stdio;
