@@ -196,6 +196,17 @@ fn own(request: Request) -> Result<Mode, Error> {
 }
 
 fn already_configured() -> Error {
+    // Under `rocflow run`, but through another file of the tool library than this one.
+    let run_tool = std::env::var_os("ROCP_TOOL_LIBRARIES")
+        .filter(|tools| tools.to_string_lossy().contains("librocflow_tool"));
+    if let Some(tools) = run_tool {
+        let this = library_of(open as *const c_void).unwrap_or_default();
+        return Error::Sdk(format!(
+            "rocprofiler-sdk in this process was configured by `rocflow run` with {}, and this session is in {}: load the run's library, so that the session drives the run's tool",
+            tools.to_string_lossy(),
+            this.display()
+        ));
+    }
     Error::Sdk("rocprofiler-sdk in this process is already configured, without rocflow: a session can only start it (run the application with `rocflow run` to profile it from the start)".into())
 }
 
