@@ -21,6 +21,8 @@
  * or collection period, does not apply); kernel names are traced throughout. Records go to
  * the runner as a run's do, so the outputs are those of `rocflow run` with the same
  * pipeline, limited to the started windows. Counters that need several passes are refused.
+ * The pipeline writes under its `output_dir` parameter (every shipped template does; a
+ * pipeline of your own declares it, or extends `base`), which the session sets.
  *
  * Phases: each phase's outputs are a directory of the output directory. rocflow_session_phase
  * ends the current phase as NAME: when it returns, OUTPUT/NAME holds its complete outputs
