@@ -41,6 +41,7 @@ mod rocpd_source;
 mod rocprofv3_cli;
 mod rocprofv3_summary;
 mod run;
+mod session;
 mod shell;
 mod smi;
 mod spm;

@@ -125,6 +125,11 @@ pub fn sim_sdk() -> PathBuf {
     newest_built("librocflow_sim.so")
 }
 
+/// rocflow's tool library that `cargo test` built, the one `rocflow run` loads.
+pub fn tool_library() -> PathBuf {
+    newest_built("librocflow_tool.so")
+}
+
 /// The library `name` of the build tree: where `cargo test` puts it (`deps/`) or where
 /// `cargo build` does, whichever was built last, as `rocflow run` picks it.
 fn newest_built(name: &str) -> PathBuf {

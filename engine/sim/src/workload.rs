@@ -123,6 +123,10 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
     for iteration in 0..scenario.scenario.iterations {
         if let Some(pace) = &pace {
             t = pace.iteration(iteration, t);
+            // The real SDK's records are in their buffers as they happen: before the
+            // thread waits for its next iteration, so are the last one's, and a flush
+            // meanwhile (a session's stop, a flush interval) delivers them.
+            emitter.hand_over();
         }
         wait(t);
         if index == 0 {

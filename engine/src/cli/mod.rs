@@ -18,6 +18,7 @@ mod pipeline_args;
 mod plugins;
 mod rocprofv3;
 mod run;
+mod session_host;
 mod shell;
 mod spool;
 mod stdio;

@@ -59,6 +59,10 @@ pub struct RunArgs {
     /// Print only warnings and errors: no progress, notes or report at the end.
     #[arg(long, short)]
     quiet: bool,
+    /// Serve an in-process session (`rocflow_session_open`), which starts rocflow so: the
+    /// application is the session's relay, which loads nothing; the SDK is the session's.
+    #[arg(long, hide = true)]
+    session_host: bool,
     /// The application and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "APP")]
     command: Vec<OsString>,
@@ -80,9 +84,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let gpus = simulated.map(|(_, gpus)| gpus);
     let plans = plans(&args, gpus)?;
     let sdk = match args.device {
-        Device::Rocm => Some(installed_sdk()?),
-        Device::Sim(_) => None,
+        Device::Rocm if !args.session_host => Some(installed_sdk()?),
+        _ => None,
     };
+    if args.session_host {
+        super::session_host::check(plans.iter().map(|p| &p.plan))?;
+    }
     let version = match &sdk {
         Some(sdk) => sdk.version,
         None => simulated_sdk,
@@ -216,7 +223,11 @@ fn profile(
 ) -> Result<u8> {
     let board = Arc::new(Board::live());
     let options = Options {
-        device: args.device.clone(),
+        // A session's relay is started with no SDK: the session's process has its own.
+        device: match args.session_host {
+            true => Device::Rocm,
+            false => args.device.clone(),
+        },
         sdk,
         spool: args.spool.clone(),
         spool_compression: args.spool_compression,

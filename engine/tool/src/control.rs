@@ -18,7 +18,7 @@ use crate::warning::warn;
 /// locks out a start then, and answers a stop of a context it has already let go of with
 /// CONTEXT_NOT_FOUND: the tool stops only contexts it created, so that answer means the
 /// same.
-fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
+pub(crate) fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
     let api = &tool.api;
     // SAFETY: a context the tool created.
     let status = unsafe {

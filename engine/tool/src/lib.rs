@@ -26,6 +26,7 @@ mod kernel_replay;
 mod kfd;
 mod messages;
 mod records;
+pub mod session;
 mod setup;
 mod spm;
 mod state;
@@ -163,13 +164,18 @@ enum ConfigureError {
 
 fn configure() -> Result<Tool, ConfigureError> {
     let var = |name| std::env::var_os(name).ok_or(ConfigureError::Unset(name));
-    let socket = var("ROCFLOW_SOCKET")?;
-    let plan_path = PathBuf::from(var("ROCFLOW_PLAN")?);
+    let (socket, plan_path) = match session::link() {
+        Some(link) => (link.socket.clone().into_os_string(), link.plan.clone()),
+        None => (var("ROCFLOW_SOCKET")?, PathBuf::from(var("ROCFLOW_PLAN")?)),
+    };
     let text = std::fs::read_to_string(&plan_path).map_err(|source| ConfigureError::ReadPlan {
         path: plan_path,
         source,
     })?;
-    let plan: PlanContexts = serde_json::from_str(&text).map_err(ConfigureError::Plan)?;
+    let mut plan: PlanContexts = serde_json::from_str(&text).map_err(ConfigureError::Plan)?;
+    if session::link().is_some() {
+        session::adapt(&mut plan);
+    }
     if plan.format != FORMAT_VERSION {
         return Err(ConfigureError::Format(plan.format));
     }
@@ -244,7 +250,10 @@ fn initialize_tool() -> i32 {
 
 extern "C" fn after_fork_child() {
     entry("after_fork_child", (), || {
-        if let Some(tool) = tool() {
+        if session::owns_stream() {
+            // A child does not inherit a live session.
+            stream::forget_in_child();
+        } else if let Some(tool) = tool() {
             stream::reopen_in_child(&tool.socket, tool.process());
             flusher::restart_in_child(tool);
         }
@@ -259,5 +268,6 @@ unsafe extern "C" fn finalize(_data: *mut c_void) {
     entry("finalize", (), || {
         let _no_more_reads = device_counting::stop(CLOSE_TIMEOUT);
         flusher::flush_and_close(CLOSE_TIMEOUT);
+        session::on_finalize();
     });
 }

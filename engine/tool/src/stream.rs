@@ -158,6 +158,11 @@ fn current() -> Option<&'static Stream> {
     opened().or_else(open_pending)
 }
 
+/// Whether this process has a stream to a runner.
+pub fn is_open() -> bool {
+    opened().is_some()
+}
+
 fn opened() -> Option<&'static Stream> {
     // SAFETY: streams are leaked, never freed, so a pointer once stored stays valid.
     unsafe { STREAM.load(Ordering::Acquire).as_ref() }
@@ -233,12 +238,47 @@ pub fn send_meta(items: Vec<Meta>) {
 pub fn close(timeout: Duration) {
     // A forked child that sent nothing has no stream to close, and opens none.
     let Some(stream) = opened() else { return };
+    finish(stream, timeout);
+}
+
+/// Lets `stream`'s writer send what is queued and close its socket, waiting up to `timeout`.
+fn finish(stream: &Stream, timeout: Duration) {
     (stream.sender.lock())
         .unwrap_or_else(PoisonError::into_inner)
         .take();
     let (done, signal) = &*stream.finished;
     let guard = done.lock().unwrap_or_else(PoisonError::into_inner);
     let _ = signal.wait_timeout_while(guard, timeout, |finished| !*finished);
+}
+
+/// Moves the stream to another runner (an in-process session's next phase): the new
+/// stream starts with the metadata sent so far, threads and queues to be described again,
+/// and the old one is closed once frames go to the new one, so its runner completes.
+pub fn switch(socket: &Path, timeout: Duration) -> Result<(), OpenError> {
+    let log = locked(META.lock());
+    let stream = connect(socket)?;
+    let items: Vec<Meta> = (log.iter())
+        .filter(|m| !matches!(m, Meta::Thread(_) | Meta::Queue(_)))
+        .cloned()
+        .collect();
+    let mut meta = Vec::new();
+    wire::encode_meta(0, &items, &mut meta);
+    let stream: &'static Stream = Box::leak(Box::new(stream));
+    stream.send([FrameBuffer::from(meta)]);
+    let old = STREAM.swap(ptr::from_ref(stream).cast_mut(), Ordering::AcqRel);
+    drop(log);
+    // SAFETY: streams are leaked, never freed.
+    if let Some(old) = unsafe { old.as_ref() } {
+        finish(old, timeout);
+    }
+    Ok(())
+}
+
+/// In a forked child of a process whose stream belongs to an in-process session: the
+/// child sends nothing, to the session's runner or anywhere else.
+pub fn forget_in_child() {
+    STREAM.store(ptr::null_mut(), Ordering::Release);
+    *locked(PENDING.lock()) = None;
 }
 
 thread_local! {
