@@ -5,6 +5,7 @@
 
 mod agents;
 mod args;
+mod attach;
 mod campaign;
 mod cli;
 mod counter_sets;
