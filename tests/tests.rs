@@ -6,6 +6,7 @@
 mod agents;
 mod analyze;
 mod args;
+mod attach;
 mod campaign;
 mod cli;
 mod counter_sets;

@@ -12,6 +12,7 @@
 mod activity;
 mod api;
 mod args;
+mod attach;
 mod buffer;
 mod device;
 mod device_counting;
@@ -67,6 +68,8 @@ unsafe impl Send for Tool {}
 extern "C" fn on_load() {
     if let Ok(tools) = std::env::var("ROCP_TOOL_LIBRARIES") {
         initialize(None, &tools);
+    } else if attach::enabled() {
+        attach::listen();
     }
 }
 
@@ -92,9 +95,9 @@ pub extern "C" fn rocprofiler_force_configure(configure: Option<Configure>) -> a
 /// Plays rocprofiler-register and the SDK's initialization: configures each tool once (the
 /// forced one first), initializes them and starts the scenario.
 fn initialize(forced: Option<Configure>, tools: &str) {
-    let Some(sdk) = sdk::installed() else {
+    if sdk::installed().is_none() {
         return;
-    };
+    }
     let mut entry_points: Vec<Configure> = forced.into_iter().collect();
     for path in tools.split(':').filter(|p| !p.is_empty()) {
         // A tool found twice (forced and listed, or listed twice) is configured once.
@@ -105,12 +108,21 @@ fn initialize(forced: Option<Configure>, tools: &str) {
             _ => {}
         }
     }
+    start(&entry_points, None);
+}
+
+/// Configures and initializes the tools of `entry_points`, then starts the scenario's
+/// threads on the schedule begun at `origin` (now, by default); gives how many tools took
+/// part and initialized, or `None` when the simulated device has no scenario.
+fn start(entry_points: &[Configure], origin: Option<u64>) -> Option<usize> {
+    let sdk = sdk::installed()?;
     for configure in entry_points {
-        if let Some(tool) = configure_tool(configure) {
+        if let Some(tool) = configure_tool(*configure) {
             TOOLS.lock().unwrap().push(tool);
         }
     }
     sdk::set_phase(Phase::Initializing);
+    let mut initialized = 0;
     for tool in TOOLS.lock().unwrap().iter() {
         // SAFETY: the result the tool returned from `rocprofiler_configure`.
         let result = unsafe { &*tool.result };
@@ -119,8 +131,10 @@ fn initialize(forced: Option<Configure>, tools: &str) {
             let failed = unsafe { initialize(client_finalize, result.tool_data) };
             if failed != 0 {
                 warn("a tool's initialize failed");
+                continue;
             }
         }
+        initialized += 1;
     }
     sdk::set_phase(Phase::Running);
     let running = sdk.freeze();
@@ -146,7 +160,8 @@ fn initialize(forced: Option<Configure>, tools: &str) {
         );
         libc::atexit(at_exit);
     }
-    start_workers();
+    start_workers(origin);
+    Some(initialized)
 }
 
 /// Loads one tool library and finds its `rocprofiler_configure`.
@@ -210,14 +225,16 @@ fn stop_contexts() {
     }
 }
 
-fn start_workers() {
+/// Starts the scenario's threads, on the schedule begun at `origin` (see
+/// [`workload::run_thread`]).
+fn start_workers(origin: Option<u64>) {
     let Some(sdk) = sdk::sdk() else { return };
     let Some(running) = sdk.running() else { return };
     let mut workers = WORKERS.lock().unwrap();
     for index in 0..sdk.scenario.scenario.threads {
         let spawned = std::thread::Builder::new()
             .name(format!("sim-thread-{index}"))
-            .spawn(move || workload::run_thread(sdk, running, index));
+            .spawn(move || workload::run_thread(sdk, running, index, origin));
         match spawned {
             Ok(handle) => workers.push(handle),
             Err(e) => warn(&format!("cannot start a scenario thread: {e}")),
@@ -236,6 +253,12 @@ extern "C" fn at_exit() {
         running.buffers.iter().for_each(buffer::Buffer::flush);
     }
     stop_contexts();
+    finalize_tools();
+    sdk::set_phase(Phase::Finalized);
+}
+
+/// Calls each tool's finalize, once: nothing more reaches them.
+fn finalize_tools() {
     for tool in std::mem::take(&mut *TOOLS.lock().unwrap()) {
         // SAFETY: the result the tool returned from `rocprofiler_configure`.
         let result = unsafe { &*tool.result };
@@ -244,7 +267,6 @@ extern "C" fn at_exit() {
             unsafe { finalize(result.tool_data) };
         }
     }
-    sdk::set_phase(Phase::Finalized);
 }
 
 thread_local! {
@@ -302,5 +324,5 @@ extern "C" fn after_fork_child() {
     });
     // The parent's threads do not exist here; their handles must not be joined.
     std::mem::forget(std::mem::take(&mut *WORKERS.lock().unwrap()));
-    start_workers();
+    start_workers(None);
 }

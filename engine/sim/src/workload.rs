@@ -85,29 +85,43 @@ impl Pace {
         })
     }
 
+    /// The first iteration scheduled at `t` or later.
+    fn first_due(&self, t: u64) -> u32 {
+        let since = t.saturating_sub(self.start);
+        u32::try_from(since.div_ceil(self.every_ns.max(1))).unwrap_or(u32::MAX)
+    }
+
     /// When iteration `i` starts, the one before it having ended at `t`.
     fn iteration(&self, i: u32, t: u64) -> u64 {
         t.max(self.start + u64::from(i) * self.every_ns)
     }
 
-    /// Waits for the real clock to reach `t`.
-    fn wait(&self, t: u64) {
+    /// Waits for the real clock to reach `t`; `idle` runs first when there is a wait: what
+    /// the thread did so far reaches its buffers then, as the SDK's records do as they
+    /// happen, not only when a stage fills.
+    fn wait(&self, t: u64, idle: impl FnOnce()) {
         let now = crate::sdk::now();
         if t > now {
+            idle();
             std::thread::sleep(std::time::Duration::from_nanos(t - now));
         }
     }
 }
 
-/// Runs thread `index` of the scenario to its end.
-pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
+/// Runs thread `index` of the scenario to its end. A paced scenario keeps the schedule
+/// begun at `origin` (by default now): in a process attached after it started, the
+/// iterations scheduled before the attach went by unobserved, and the thread starts with
+/// the first one due.
+pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>) {
     let scenario = &sdk.scenario;
     let tid = gettid();
     let mut t = crate::sdk::now();
-    let pace = Pace::of(&scenario.scenario, t);
+    let pace = Pace::of(&scenario.scenario, origin.unwrap_or(t));
+    let first = pace.as_ref().map_or(0, |p| p.first_due(t));
+    let emitter = Emitter::new(sdk, running, tid);
     let wait = |t: u64| {
         if let Some(pace) = &pace {
-            pace.wait(t);
+            pace.wait(t, || emitter.hand_over());
         }
     };
     let mut queue_free = vec![0u64; scenario.agents.len()];
@@ -118,9 +132,8 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         hip_op("hipMalloc"),
         hip_op("hipFree"),
     );
-    let emitter = Emitter::new(sdk, running, tid);
     let message = scenario.scenario.marker_message.as_deref();
-    for iteration in 0..scenario.scenario.iterations {
+    for iteration in first..scenario.scenario.iterations {
         if let Some(pace) = &pace {
             t = pace.iteration(iteration, t);
             // The real SDK's records are in their buffers as they happen: before the

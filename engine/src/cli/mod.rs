@@ -4,6 +4,7 @@
 
 mod agents;
 mod analyze;
+mod attach;
 mod campaign;
 mod counters;
 mod device;
@@ -64,6 +65,10 @@ enum Command {
     /// Stdout is the application's: rocflow's own output (progress, notes, and the report at
     /// the end of what was collected and written, with the summary's tables) goes to stderr.
     Run(run::RunArgs),
+    /// Profile a process already running, then detach and leave it running:
+    /// `rocflow attach PID [PIPELINE] [--duration D]`. The process must have been started
+    /// attachable (ROCP_TOOL_ATTACH=1, rocprofiler-register preloaded).
+    Attach(attach::AttachArgs),
     /// Rebuild a run's outputs from its raw spool (with its pipeline or another one), or run
     /// a pipeline on rocpd databases (rocprofv3's).
     Replay(spool::ReplayArgs),
@@ -126,6 +131,7 @@ pub fn main() -> ExitCode {
         Command::Init(args) => pipeline::init(args),
         Command::Templates(command) => pipeline::templates(command),
         Command::Run(args) => run::run(args),
+        Command::Attach(args) => attach::attach(args),
         Command::Replay(args) => spool::replay(args),
         Command::Inspect(args) => spool::inspect(args),
         Command::Summary(args) => spool::summary(args),
