@@ -168,6 +168,8 @@ pub struct ContextSetup {
     /// The buffered dispatch SPM service.
     pub spm: Option<SpmService>,
     pub started: bool,
+    /// The client that created it (its client id's handle).
+    pub client: u32,
 }
 
 // The tool's callback data pointers are only handed back to the tool.
