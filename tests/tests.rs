@@ -7,6 +7,7 @@ mod agents;
 mod args;
 mod campaign;
 mod cli;
+mod coexist;
 mod counter_sets;
 mod counters;
 mod counters_cli;

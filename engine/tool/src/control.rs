@@ -41,6 +41,10 @@ fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
     if on && status == status::HSA_NOT_LOADED {
         return true;
     }
+    if on && status == status::CONTEXT_CONFLICT {
+        warn(&crate::coexist::conflict(&ctx.name));
+        return true;
+    }
     if let Err(e) = api.check(&format!("context `{}`", ctx.name), status) {
         warn(&e.to_string());
     }

@@ -11,6 +11,7 @@
 //! wrong (a panic), [`guard`] switches it off and lets the application go on.
 
 mod api;
+mod coexist;
 mod context;
 mod control;
 mod crash;
@@ -82,6 +83,12 @@ unsafe fn configure_tool(
     runtime_version: *const c_char,
     client: *mut ClientId,
 ) -> *mut ToolConfigureResult {
+    // The SDK configures each tool once: a second call comes from a second copy of it.
+    static CONFIGURED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if CONFIGURED.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        warn(&coexist::configured_again());
+        return std::ptr::null_mut();
+    }
     if version < MIN_VERSION {
         let found = if runtime_version.is_null() {
             format!("{version}")
@@ -116,6 +123,7 @@ unsafe fn configure_tool(
                 }
                 None => {
                     let _ = TOOL.set(tool);
+                    coexist::check_copies().iter().for_each(|m| warn(m));
                 }
             }
         }
