@@ -239,3 +239,65 @@ fn a_client_that_forces_the_sdk_first_and_rocflow_both_start_with_amds_sdk() {
     assert_both_started(&stderr, &out);
     assert!(run.collected_nothing(), "{}", run.printed());
 }
+
+/// `tests/apps/roctx_markers.c` built into `dir` against `tests/apps/legacy_roctx.c`, a
+/// stand-in for roctracer's legacy ROCTx library (`libroctx64.so`), with the ROCTx header
+/// of the kit.
+fn legacy_roctx_program(dir: &Path) -> PathBuf {
+    let library = dir.join("libroctx64.so");
+    let cc = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(repo().join("tests/apps/legacy_roctx.c"))
+        .output()
+        .expect("cc runs");
+    assert_success(&cc);
+    let app = dir.join("roctx_markers");
+    let cc = Command::new("cc")
+        .arg("-o")
+        .arg(&app)
+        .arg(repo().join("tests/apps/roctx_markers.c"))
+        .arg("-I")
+        .arg(Kit::get().root.join("include"))
+        .arg("-L")
+        .arg(dir)
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-lroctx64")
+        .output()
+        .expect("cc runs");
+    assert_success(&cc);
+    app
+}
+
+#[test]
+fn roctx_of_the_legacy_library_reaches_rocflow_through_its_tracer_callback() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = legacy_roctx_program(dir.path());
+    let output = run_sim_app(dir.path(), "marker-trace", &[app.to_str().unwrap()], &[]);
+    assert_success(&output);
+    let db = rusqlite::Connection::open(support::only(&dir.path().join("out"), ".db")).unwrap();
+    // Ranges are rocpd regions, a mark is a sample, as AMD's rocpd has them.
+    let mut regions: Vec<(String, String)> = db
+        .prepare(
+            "SELECT json_extract(extdata, '$.message') AS m, category, start AS t FROM regions \
+             WHERE category LIKE 'MARKER%' UNION ALL \
+             SELECT json_extract(extdata, '$.message'), category, timestamp FROM samples \
+             WHERE category LIKE 'MARKER%' ORDER BY t",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    // The scenario's own ranges come through the simulated SDK.
+    regions.retain(|(message, _)| message != "solve");
+    let messages: Vec<&str> = regions.iter().map(|r| r.0.as_str()).collect();
+    // The program's mark, thread ranges (push to pop) and process ranges (start to stop),
+    // as the SDK's marker_core_range_api gives them, in the order they began.
+    assert_eq!(
+        messages,
+        ["setup done", "step", "io", "step", "io", "step"],
+        "{regions:?}\n{}",
+        text(&output.stderr)
+    );
+}

@@ -45,6 +45,9 @@ fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
         warn(&crate::coexist::conflict(&ctx.name));
         return true;
     }
+    if status == status::SUCCESS && crate::legacy_roctx::traced_by(tool, &ctx.name) {
+        crate::legacy_roctx::collect(on);
+    }
     if let Err(e) = api.check(&format!("context `{}`", ctx.name), status) {
         warn(&e.to_string());
     }

@@ -23,6 +23,7 @@ mod graph;
 mod guard;
 mod kernel_replay;
 mod kfd;
+mod legacy_roctx;
 mod messages;
 mod records;
 mod setup;
@@ -242,6 +243,7 @@ fn initialize_tool() -> i32 {
         );
     }
     crash::install();
+    legacy_roctx::register_for(tool);
     control::start(tool);
     flusher::start(tool);
     device_counting::start(tool);
@@ -264,6 +266,8 @@ extern "C" fn after_fork_child() {
 unsafe extern "C" fn finalize(_data: *mut c_void) {
     entry("finalize", (), || {
         let _no_more_reads = device_counting::stop(CLOSE_TIMEOUT);
+        legacy_roctx::unregister();
+        legacy_roctx::flush();
         flusher::flush_and_close(CLOSE_TIMEOUT);
     });
 }
