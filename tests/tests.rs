@@ -9,6 +9,7 @@ mod args;
 mod attach;
 mod campaign;
 mod cli;
+mod coexist;
 mod counter_sets;
 mod counters;
 mod counters_cli;

@@ -138,7 +138,7 @@ fn attach(request: &Request) -> Result<(), String> {
 /// Stops the tool's contexts, delivers what they buffered and finalizes the tool; the
 /// scenario goes on untraced.
 fn detach() {
-    crate::stop_contexts();
+    crate::stop_contexts(|_| true);
     if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
         running
             .buffers

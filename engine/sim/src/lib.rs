@@ -14,6 +14,7 @@ mod api;
 mod args;
 mod attach;
 mod buffer;
+mod clients;
 mod device;
 mod device_counting;
 mod device_trace;
@@ -60,6 +61,10 @@ static WORKERS: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
 
 struct Tool {
     result: *mut ToolConfigureResult,
+    /// Its client id's handle: the contexts it created are its own.
+    client: u32,
+    /// It finalized early (through the client finalize it was given).
+    finalized: bool,
 }
 
 // The configure result is the tool's, valid for the life of the process.
@@ -99,7 +104,7 @@ fn initialize(forced: Option<Configure>, tools: &str) {
         return;
     }
     let mut entry_points: Vec<Configure> = forced.into_iter().collect();
-    for path in tools.split(':').filter(|p| !p.is_empty()) {
+    for path in clients::tool_list(tools) {
         // A tool found twice (forced and listed, or listed twice) is configured once.
         match entry_point(path) {
             Some(f) if !entry_points.iter().any(|e| std::ptr::fn_addr_eq(*e, f)) => {
@@ -116,19 +121,26 @@ fn initialize(forced: Option<Configure>, tools: &str) {
 /// part and initialized, or `None` when the simulated device has no scenario.
 fn start(entry_points: &[Configure], origin: Option<u64>) -> Option<usize> {
     let sdk = sdk::installed()?;
-    for configure in entry_points {
-        if let Some(tool) = configure_tool(*configure) {
+    // As the real SDK: each tool is told its place in the order as its priority.
+    for (priority, configure) in (0..).zip(entry_points) {
+        if let Some(tool) = configure_tool(*configure, priority) {
             TOOLS.lock().unwrap().push(tool);
         }
     }
     sdk::set_phase(Phase::Initializing);
     let mut initialized = 0;
-    for tool in TOOLS.lock().unwrap().iter() {
+    // Copied out: a tool may finalize itself early from its initialize.
+    let tools: Vec<(u32, *mut ToolConfigureResult)> = (TOOLS.lock().unwrap().iter())
+        .map(|t| (t.client, t.result))
+        .collect();
+    for (client, result) in tools {
         // SAFETY: the result the tool returned from `rocprofiler_configure`.
-        let result = unsafe { &*tool.result };
+        let result = unsafe { &*result };
         if let Some(initialize) = result.initialize {
             // SAFETY: the tool's entry point, with its own data.
-            let failed = unsafe { initialize(client_finalize, result.tool_data) };
+            let failed = clients::initializing_as(client, || unsafe {
+                initialize(client_finalize, result.tool_data)
+            });
             if failed != 0 {
                 warn("a tool's initialize failed");
                 continue;
@@ -188,34 +200,62 @@ fn entry_point(path: &str) -> Option<Configure> {
 }
 
 /// Calls a tool's `rocprofiler_configure`; `None` when the tool stays out.
-fn configure_tool(configure: Configure) -> Option<Tool> {
+fn configure_tool(configure: Configure, priority: u32) -> Option<Tool> {
     let rocflow_core::sdk::SdkVersion(major, minor, patch) = sdk::version();
     let runtime = CString::new(format!("{major}.{minor}.{patch}")).unwrap_or_default();
+    let handle = 1 + priority;
     let mut client = ClientId {
         size: size_of::<ClientId>(),
         name: std::ptr::null(),
-        handle: 1 + TOOLS.lock().unwrap().len() as u32,
+        handle,
     };
     // SAFETY: the entry point with the arguments rocprofiler-register passes.
     let result = unsafe {
         configure(
             abi::version(major, minor, patch),
             runtime.as_ptr(),
-            0,
+            priority,
             &mut client,
         )
     };
-    (!result.is_null()).then_some(Tool { result })
+    (!result.is_null()).then_some(Tool {
+        result,
+        client: handle,
+        finalized: false,
+    })
 }
 
-/// A tool asks to be finalized early: nothing more reaches it.
-unsafe extern "C" fn client_finalize(_client: ClientId) {
-    stop_contexts();
+/// A tool asks to be finalized early: nothing more reaches it. As the real SDK, the only
+/// tool of a process stops every context; one of several stops its own contexts and is
+/// finalized, and the other tools go on.
+unsafe extern "C" fn client_finalize(client: ClientId) {
+    let mut tools = TOOLS.lock().unwrap();
+    if tools.len() < 2 {
+        drop(tools);
+        return stop_contexts(|_| true);
+    }
+    let Some(tool) = tools
+        .iter_mut()
+        .find(|t| t.client == client.handle && !t.finalized)
+    else {
+        return;
+    };
+    tool.finalized = true;
+    let result = tool.result;
+    drop(tools);
+    stop_contexts(|owner| owner == client.handle);
+    // SAFETY: the result the tool returned from `rocprofiler_configure`.
+    let result = unsafe { &*result };
+    if let Some(finalize) = result.finalize {
+        // SAFETY: the tool's entry point with its own data.
+        unsafe { finalize(result.tool_data) };
+    }
 }
 
-fn stop_contexts() {
+/// Stops the started contexts of the clients `owned` picks.
+fn stop_contexts(owned: impl Fn(u32) -> bool) {
     if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
-        for ctx in &running.contexts {
+        for ctx in running.contexts.iter().filter(|c| owned(c.setup.client)) {
             // As the real SDK's finalization stops a started context, which ends its
             // device thread trace.
             if ctx.active.swap(false, std::sync::atomic::Ordering::AcqRel) {
@@ -252,14 +292,19 @@ extern "C" fn at_exit() {
     if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
         running.buffers.iter().for_each(buffer::Buffer::flush);
     }
-    stop_contexts();
+    stop_contexts(|_| true);
     finalize_tools();
     sdk::set_phase(Phase::Finalized);
 }
 
 /// Calls each tool's finalize, once: nothing more reaches them.
 fn finalize_tools() {
-    for tool in std::mem::take(&mut *TOOLS.lock().unwrap()) {
+    // Taken out first: a tool's finalize may call back into the SDK.
+    let tools = std::mem::take(&mut *TOOLS.lock().unwrap());
+    for tool in tools {
+        if tool.finalized {
+            continue;
+        }
         // SAFETY: the result the tool returned from `rocprofiler_configure`.
         let result = unsafe { &*tool.result };
         if let Some(finalize) = result.finalize {

@@ -170,6 +170,8 @@ pub struct ContextSetup {
     /// The external correlation id request service.
     pub requests: Option<crate::external_correlation::Requests>,
     pub started: bool,
+    /// The client that created it (its client id's handle).
+    pub client: u32,
 }
 
 // The tool's callback data pointers are only handed back to the tool.

@@ -11,6 +11,7 @@ pub(crate) mod listen;
 mod live;
 pub mod sdk;
 pub(crate) mod signals;
+mod tool_libraries;
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::net::UnixListener;
@@ -412,7 +413,13 @@ pub fn run(
     })?;
     let mut env = vec![
         (OsString::from("ROCFLOW_PLAN"), plan_file.into_os_string()),
-        ("ROCP_TOOL_LIBRARIES".into(), tool.into_os_string()),
+        (
+            "ROCP_TOOL_LIBRARIES".into(),
+            tool_libraries::with_tool(
+                std::env::var_os("ROCP_TOOL_LIBRARIES").as_deref(),
+                tool.as_os_str(),
+            ),
+        ),
         (
             "ROCFLOW_UNPROFILED".into(),
             unprofiled.clone().into_os_string(),

@@ -341,20 +341,23 @@ unsafe fn deliver(
 }
 
 /// Describes threads and queues the records use that the stream has not described yet.
+/// Describes thread `tid` of this process, with the name it goes by.
+pub fn thread(pid: u32, tid: u64) -> Meta {
+    Meta::Thread(Thread {
+        pid,
+        tid: tid as u32,
+        name: std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+            .ok()
+            .map(|n| n.trim_end().to_owned()),
+    })
+}
+
 fn describe_new(out: &Out, pid: u32) {
     let queue_ids: Vec<u64> = out.queues.iter().map(|q| q.0).collect();
     let (tids, new_queues) = stream::unseen(&out.tids, &queue_ids);
     let items: Vec<Meta> = tids
         .into_iter()
-        .map(|tid| {
-            Meta::Thread(Thread {
-                pid,
-                tid: tid as u32,
-                name: std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-                    .ok()
-                    .map(|n| n.trim_end().to_owned()),
-            })
-        })
+        .map(|tid| thread(pid, tid))
         .chain(new_queues.into_iter().map(|id| {
             let agent = out
                 .queues
