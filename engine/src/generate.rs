@@ -416,6 +416,8 @@ pub fn process(pid: u32, start_ns: u64) -> Process {
         command: vec!["./app".into()],
         start_ns,
         rank: None,
+        world_size: None,
+        rank_variable: None,
         start_unix_ns: None,
         kernel_start: None,
     }
