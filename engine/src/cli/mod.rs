@@ -10,6 +10,7 @@ mod doctor;
 mod flags;
 mod import;
 mod input;
+mod job;
 mod manual;
 mod outputs;
 mod pipeline;
