@@ -792,6 +792,8 @@ fn every_kind_spool(path: &Path) {
             command: vec!["./every".into(), "--kind".into()],
             start_ns: 1_000,
             rank: Some(3),
+            world_size: None,
+            rank_variable: None,
             start_unix_ns: None,
             kernel_start: None,
         }),

@@ -16,6 +16,8 @@ use crate::sdk::{AgentType, Domain};
 use crate::spool::SpoolWriter;
 use crate::wire;
 
+pub mod job;
+
 /// What to generate.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -136,7 +138,7 @@ pub fn generate(
         {
             meta.push(Meta::Plan { json: plan.clone() });
         }
-        meta.extend(agents());
+        meta.extend(agents(2));
         meta.extend((0..4).map(|t| {
             Meta::Thread(Thread {
                 pid: p.pid,
@@ -420,6 +422,8 @@ pub fn process(pid: u32, start_ns: u64) -> Process {
         command: vec!["./app".into()],
         start_ns,
         rank: None,
+        world_size: None,
+        rank_variable: None,
         start_unix_ns: None,
         kernel_start: None,
     }
@@ -446,8 +450,8 @@ pub fn mi300x(index: u32) -> Agent {
     }
 }
 
-/// A CPU and two MI300X-like GPUs.
-fn agents() -> Vec<Meta> {
+/// A CPU and `gpus` MI300X-like GPUs.
+fn agents(gpus: u32) -> Vec<Meta> {
     let gpu = mi300x;
     let cpu = Agent {
         agent_type: AgentType::Cpu,
@@ -462,7 +466,10 @@ fn agents() -> Vec<Meta> {
         max_engine_clk_mhz: 3800,
         ..gpu(0)
     };
-    vec![Meta::Agent(cpu), Meta::Agent(gpu(1)), Meta::Agent(gpu(2))]
+    std::iter::once(cpu)
+        .chain((1..=gpus).map(gpu))
+        .map(Meta::Agent)
+        .collect()
 }
 
 fn operation(domain: Domain, name: &str) -> i32 {

@@ -12,6 +12,7 @@ mod doctor;
 mod flags;
 mod import;
 mod input;
+mod job;
 mod manual;
 mod outputs;
 mod pipeline;

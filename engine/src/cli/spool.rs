@@ -562,7 +562,7 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
-    /// Where to write the spool.
+    /// Where to write the spool (the folder of a job's spools with --ranks).
     out: PathBuf,
     /// How many records to generate.
     #[arg(long, default_value_t = 100_000)]
@@ -577,10 +577,16 @@ pub struct GenerateArgs {
     pipeline: Option<PathBuf>,
     #[command(flatten)]
     options: PipelineArgs,
+    #[command(flatten)]
+    job: super::job::JobArgs,
 }
 
-/// Writes a realistic synthetic run to a spool (for benchmarks, tests and demos).
+/// Writes a realistic synthetic run to a spool (for benchmarks, tests and demos), or a
+/// simulated MPI job's spools into a folder.
 pub fn generate(args: GenerateArgs) -> Result<ExitCode> {
+    if let Some(job) = args.job.job(args.seed) {
+        return super::job::generate(&job, args.job.rocpd(), &args.out);
+    }
     let plan = match &args.pipeline {
         Some(file) => Some(
             pipeline::compile_file(file, &args.options.records_options()?)
