@@ -5,6 +5,7 @@
 
 mod agents;
 mod analyze;
+mod analyze_kernels;
 mod args;
 mod attach;
 mod campaign;

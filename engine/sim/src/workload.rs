@@ -631,7 +631,7 @@ impl<'a> Emitter<'a> {
             });
             for ctx in self.active() {
                 if let Some(counting) = ctx.setup.counting {
-                    self.count(counting, &info, correlation, start, end);
+                    self.count(counting, &info, &kernel.counters, correlation, start, end);
                 }
             }
         };
@@ -670,6 +670,7 @@ impl<'a> Emitter<'a> {
         &self,
         counting: crate::sdk::Counting,
         info: &KernelDispatchInfo,
+        pinned: &std::collections::BTreeMap<String, f64>,
         correlation: u64,
         start: u64,
         end: u64,
@@ -711,8 +712,14 @@ impl<'a> Emitter<'a> {
         );
         let seed = self.sdk.scenario.scenario.seed;
         for counter in counters {
-            for (id, counter_value) in counter_values(self.sdk, counter, seed, &[info.dispatch_id])
-            {
+            let mut values = counter_values(self.sdk, counter, seed, &[info.dispatch_id]);
+            // A kernel that pins the counter counts its value, spread evenly over the
+            // instances.
+            if let Some(&total) = pinned.get(counter.counter.name.as_str()) {
+                let share = total / values.len().max(1) as f64;
+                values.iter_mut().for_each(|v| v.1 = share);
+            }
+            for (id, counter_value) in values {
                 let record = CounterRecord {
                     id,
                     counter_value,

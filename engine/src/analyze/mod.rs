@@ -9,12 +9,19 @@ mod gate;
 mod render;
 mod trace;
 
+mod kernel_counters;
+
+mod atomic_contention;
 mod gpu_idle;
 mod launch_bound;
+mod low_occupancy;
 mod low_utilization;
+mod memory_bound;
+mod rank_imbalance;
 mod steady_allocation;
 mod sync_copy;
 mod sync_hot_spot;
+mod valu_utilization;
 
 use std::collections::BTreeMap;
 
@@ -22,7 +29,9 @@ use serde::Serialize;
 
 pub use gate::{Gate, GateError};
 pub use render::{Format, evidence, json, markdown, text};
-pub use trace::{Allocation, Call, Dispatch, Name, Range, Span, Trace, Transfer, merged};
+pub use trace::{
+    Allocation, Call, Dispatch, KernelCounter, Name, Range, Span, Trace, Transfer, merged,
+};
 
 /// How much a finding matters; ordered, so gates can compare (`severity >= warning`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -158,6 +167,11 @@ pub const RULES: &[&dyn Rule] = &[
     &launch_bound::LaunchBound,
     &sync_hot_spot::SyncHotSpot,
     &steady_allocation::SteadyAllocation,
+    &low_occupancy::LowOccupancy,
+    &valu_utilization::ValuUtilization,
+    &memory_bound::MemoryBound,
+    &atomic_contention::AtomicContention,
+    &rank_imbalance::RankImbalance,
 ];
 
 /// Which rules run, with which settings.

@@ -100,10 +100,35 @@ pub struct Range {
     pub span: Span,
 }
 
+/// What a kernel's dispatches counted of one counter, on one GPU of a process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KernelCounter {
+    pub pid: u32,
+    pub agent: u32,
+    pub kernel: Name,
+    pub counter: Name,
+    /// The dispatches with a value.
+    pub dispatches: u64,
+    /// The mean over those dispatches of each one's value, summed over the counter's
+    /// instances (a derived metric the SDK reduces to one instance is its value).
+    pub mean: f64,
+}
+
+/// The key of one dispatch's value of one counter: process, agent, dispatch, kernel,
+/// counter.
+type SampleKey = (u32, u32, u64, Name, Name);
+
 /// A run's activity, each list in start order.
 #[derive(Debug, Default)]
 pub struct Trace {
     pub dispatches: Vec<Dispatch>,
+    /// Per kernel, GPU and counter, what its dispatches counted, ordered by process,
+    /// agent, kernel and counter.
+    pub counters: Vec<KernelCounter>,
+    /// Each process's MPI rank, where its launcher said.
+    pub ranks: FxHashMap<u32, u32>,
+    /// Each dispatch's value of each counter, summed over instances, until `finish`.
+    samples: FxHashMap<SampleKey, f64>,
     pub calls: Vec<Call>,
     pub copies: Vec<Transfer>,
     pub allocations: Vec<Allocation>,
@@ -155,6 +180,64 @@ impl Trace {
             .map(|(i, c)| ((c.pid, c.correlation_id), i as u32))
             .collect();
         self.longest_call_ns = self.calls.iter().map(|c| c.span.len()).max().unwrap_or(0);
+        let mut sums: std::collections::BTreeMap<(u32, u32, Name, Name), (u64, f64)> =
+            Default::default();
+        for ((pid, agent, _, kernel, counter), value) in std::mem::take(&mut self.samples) {
+            let sum = sums.entry((pid, agent, kernel, counter)).or_default();
+            sum.0 += 1;
+            sum.1 += value;
+        }
+        self.counters = (sums.into_iter())
+            .map(
+                |((pid, agent, kernel, counter), (dispatches, sum))| KernelCounter {
+                    pid,
+                    agent,
+                    kernel,
+                    counter,
+                    dispatches,
+                    mean: sum / dispatches as f64,
+                },
+            )
+            .collect();
+    }
+
+    /// The kernels' values of counter `name`, by process, agent and kernel.
+    pub fn counter<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a KernelCounter> {
+        (self.counters.iter()).filter(move |c| self.name(c.counter) == name)
+    }
+
+    /// The value of counter `name` that kernel `of` counted on its GPU, if collected.
+    pub fn counter_of(&self, of: &KernelCounter, name: &str) -> Option<f64> {
+        self.counter(name)
+            .find(|c| (c.pid, c.agent, c.kernel) == (of.pid, of.agent, of.kernel))
+            .map(|c| c.mean)
+    }
+
+    /// The kernels whose value of counter `name` is `flagged`, each with its GPU time,
+    /// among those that took at least `min_share` of their GPU's kernel time: counters of
+    /// a kernel that barely runs are not worth a finding.
+    pub fn flagged_kernels<'a>(
+        &'a self,
+        name: &'a str,
+        min_share: f64,
+        flagged: impl Fn(f64) -> bool + 'a,
+    ) -> impl Iterator<Item = (&'a KernelCounter, u64)> + 'a {
+        self.counter(name)
+            .filter(move |c| flagged(c.mean))
+            .filter_map(move |c| {
+                let (own, all) = self.kernel_time(c.pid, c.agent, c.kernel);
+                (own > 0 && own as f64 >= min_share * all as f64).then_some((c, own))
+            })
+    }
+
+    /// The GPU time of kernel `kernel`'s dispatches on GPU `agent` of process `pid`, and
+    /// of all dispatches on that GPU.
+    pub fn kernel_time(&self, pid: u32, agent: u32, kernel: Name) -> (u64, u64) {
+        let on_gpu = (self.dispatches.iter()).filter(|d| (d.pid, d.agent) == (pid, agent));
+        on_gpu.fold((0, 0), |(own, all), d| {
+            let len = d.span.len();
+            (own + if d.kernel == kernel { len } else { 0 }, all + len)
+        })
     }
 
     /// The calls of process `pid` that overlap `span`, in start order.
@@ -233,8 +316,9 @@ pub fn merged(mut spans: Vec<Span>) -> Vec<Span> {
 }
 
 /// The record kinds the trace keeps.
-const KINDS: [RecordKind; 5] = [
+const KINDS: [RecordKind; 6] = [
     RecordKind::KernelDispatch,
+    RecordKind::CounterSample,
     RecordKind::Api,
     RecordKind::MemoryCopy,
     RecordKind::MemoryAllocation,
@@ -259,6 +343,9 @@ impl Sink for Collector {
         let t = &mut *trace;
         for chunk in window {
             let meta = catalog.stream(chunk.stream);
+            if let Some(rank) = meta.process.as_ref().and_then(|p| Some((p.pid, p.rank?))) {
+                t.ranks.insert(rank.0, rank.1);
+            }
             let span = |start_ns, end_ns| Span { start_ns, end_ns };
             match &chunk.batch {
                 Batch::KernelDispatch(records) => {
@@ -272,6 +359,14 @@ impl Sink for Collector {
                             span: span(r.start_ns, r.end_ns),
                             correlation_id: r.correlation_id,
                         });
+                    }
+                }
+                Batch::CounterSample(records) => {
+                    for r in records {
+                        let kernel = t.intern(meta.kernel_name(r.kernel_id));
+                        let counter = t.intern(meta.counter_name(r.counter_id));
+                        let key = (r.pid, r.agent, r.dispatch_id, kernel, counter);
+                        *t.samples.entry(key).or_default() += r.value;
                     }
                 }
                 Batch::Api(records) => t.calls.extend(records.iter().map(|r| {
