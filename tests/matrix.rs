@@ -517,10 +517,16 @@ impl Row {
                 // whose nodes the truth above holds.
                 let placed = truth::graphs::placed(&dispatches);
                 if placed.is_empty() {
-                    problems.push(format!("{} from {source}: no dispatch in a graph", self.name));
+                    problems.push(format!(
+                        "{} from {source}: no dispatch in a graph",
+                        self.name
+                    ));
                 }
                 for (output, shown) in [
-                    ("parquet", truth::graphs::placed_in_parquet(&out.join("m/parquet"))),
+                    (
+                        "parquet",
+                        truth::graphs::placed_in_parquet(&out.join("m/parquet")),
+                    ),
                     ("rocpd", truth::graphs::placed_in_rocpd(&db)),
                     ("perfetto", truth::graphs::placed_in_perfetto(&traces)),
                 ] {

@@ -333,9 +333,10 @@ fn a_version_5_spool_reads_its_dispatches_and_copies_outside_any_graph() {
             .flat_map(|record| &record[..stored])
             .copied()
             .collect();
-        let tag = 1 + (rocflow_core::record::RecordKind::ALL.iter())
-            .position(|&k| k == batch.kind())
-            .unwrap() as u8;
+        let tag = 1
+            + (rocflow_core::record::RecordKind::ALL.iter())
+                .position(|&k| k == batch.kind())
+                .unwrap() as u8;
         let mut header = vec![tag, 0];
         header.extend_from_slice(&frame.stream.to_le_bytes());
         header.extend_from_slice(&(payload.len() as u32).to_le_bytes());

@@ -25,7 +25,9 @@ pub struct Requests {
 impl Requests {
     /// Whether the context asks for ids of request kind `kind`.
     pub fn asks(&self, kind: i32) -> bool {
-        self.kinds.as_ref().is_none_or(|kinds| kinds.contains(&kind))
+        self.kinds
+            .as_ref()
+            .is_none_or(|kinds| kinds.contains(&kind))
     }
 }
 

@@ -79,7 +79,9 @@ pub unsafe extern "C" fn rocprofiler_iterate_callback_tracing_kinds(
         return status::INVALID_ARGUMENT;
     };
     let replay = available(version()).then_some(KIND);
-    let graphs = Domain::HipGraph.in_sdk(version()).then_some(crate::graph::KIND);
+    let graphs = Domain::HipGraph
+        .in_sdk(version())
+        .then_some(crate::graph::KIND);
     for kind in (0..KINDS_1_0.len() as i32).chain(graphs).chain(replay) {
         // SAFETY: the tool's callback with its data; a non-zero return stops, as the SDK.
         if unsafe { callback(kind, data) } != 0 {

@@ -9,6 +9,9 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use rocflow_core::abi::graph_node::{
+    EXEC_LAUNCH, HipGraphData, REQUEST_KERNEL_DISPATCH, REQUEST_MEMORY_COPY,
+};
 use rocflow_core::abi::{
     ApiRecord, AsyncCorrelationId, CallbackTracingRecord, CodeObjectLoadData, CorrelationId,
     CounterRecord, Dim3, DispatchCountingServiceData, DispatchCountingServiceRecord, Handle,
@@ -16,9 +19,6 @@ use rocflow_core::abi::{
     KernelSymbolRegisterData, MarkerApiData, MemoryAllocationRecord, MemoryCopyRecord, Pc,
     PcSamplingHostTrapRecord, SpmCounterRecord, SpmDispatchData, UserData, callback, category,
     counter_record, kernel_replay, pc_record,
-};
-use rocflow_core::abi::graph_node::{
-    EXEC_LAUNCH, HipGraphData, REQUEST_KERNEL_DISPATCH, REQUEST_MEMORY_COPY,
 };
 use rocflow_core::agent_counters::{self, AgentCounter, Kind};
 use rocflow_core::sdk::Domain;

@@ -4,12 +4,12 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
+use rocflow_core::abi::graph_node::RequestCallback;
 use rocflow_core::abi::{
     AgentsCallback, BufferArgsCallback, BufferCallback, CountersCallback, DimensionsCallback,
     DispatchCountingCallback, Handle, PcConfigurationsCallback, RecordHeader, Status,
     TracingCallback,
 };
-use rocflow_core::abi::graph_node::RequestCallback;
 use rocflow_core::query::Queries;
 
 /// An SDK entry point the process lacks (an old SDK).

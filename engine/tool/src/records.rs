@@ -23,8 +23,8 @@ use rocflow_core::ring::FrameBuffer;
 use rocflow_core::sdk::Domain;
 use rocflow_core::wire::{self, RecordsFrame};
 
-use crate::graph_node::GraphNode;
 use crate::graph::QueueSide;
+use crate::graph_node::GraphNode;
 use crate::guard::{entry, locked};
 use crate::state::{Kernels, Tool, tool};
 use crate::stream;

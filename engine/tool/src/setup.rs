@@ -189,7 +189,9 @@ pub fn run(tool: &'static Tool) -> Result<(), SetupError> {
     };
     api.check("tracing ROCTx profiler control", status)?;
     let graphs = crate::graph_node::subscribe(tool, control).unwrap_or_else(|e| {
-        warn(&format!("dispatches and copies are given no HIP graph node: {e}"));
+        warn(&format!(
+            "dispatches and copies are given no HIP graph node: {e}"
+        ));
         false
     });
     // SAFETY: a context the tool created.

@@ -256,7 +256,13 @@ pub fn placed_in_rocpd(db: &std::path::Path) -> Placed {
         &db,
         "SELECT dispatch_id, graph_exec_id, graph_node_id FROM rocpd_kernel_dispatch \
          WHERE graph_exec_id <> 0",
-        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)),
+        |r| {
+            Ok((
+                r.get::<_, i64>(0)? as u64,
+                r.get::<_, i64>(1)? as u64,
+                r.get::<_, i64>(2)? as u64,
+            ))
+        },
     );
     placed.sort_unstable();
     placed
@@ -270,7 +276,9 @@ pub fn placed_in_perfetto(files: &[std::path::PathBuf]) -> Placed {
         let begun = (file["events"].as_array().unwrap().iter()).filter(|e| e["type"] == "B");
         for event in begun {
             let args = &event["args"];
-            if let (Some(id), Some(exec)) = (args["dispatch_id"].as_u64(), args["graph_exec_id"].as_u64()) {
+            if let (Some(id), Some(exec)) =
+                (args["dispatch_id"].as_u64(), args["graph_exec_id"].as_u64())
+            {
                 let node = args["graph_node_id"].as_u64().unwrap();
                 placed.push((id, exec, node));
             }
