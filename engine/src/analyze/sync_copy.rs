@@ -89,7 +89,7 @@ impl Rule for SyncCopy {
                     (r[3], e)
                 })
                 .collect();
-            evidence.sort_by(|a, b| b.0.cmp(&a.0));
+            evidence.sort_by_key(|e| std::cmp::Reverse(e.0));
             findings.push(Finding {
                 rule: self.id(),
                 severity: if share >= values.get("warning_share") {

@@ -79,7 +79,7 @@ impl Rule for SyncHotSpot {
                 continue;
             }
             let mut rows: Vec<(&str, (u64, u64))> = rows.into_iter().collect();
-            rows.sort_by(|a, b| b.1.1.cmp(&a.1.1));
+            rows.sort_by_key(|row| std::cmp::Reverse(row.1.1));
             let evidence = rows
                 .iter()
                 .map(|&(function, (calls, total_ns))| Evidence::Api {

@@ -25,8 +25,8 @@ pub struct AnalyzeArgs {
     /// valu-utilization, memory-bound, atomic-contention, rank-imbalance.
     #[arg(long = "rule", value_name = "RULE")]
     rules: Vec<String>,
-    /// Change a rule's threshold: `gpu-idle.min_gap_ns=50us` (`--help` of each rule's
-    /// options: see the manual).
+    /// Change a rule's threshold: `gpu-idle.min_gap_ns=200us` (the README lists each
+    /// rule's options); a duration takes a unit.
     #[arg(long = "set", value_name = "RULE.OPTION=VALUE")]
     sets: Vec<String>,
     #[arg(long, value_enum, default_value_t = Format::Text)]

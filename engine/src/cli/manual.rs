@@ -59,6 +59,16 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
         "rocflow diff base.rfraw new.rfraw --fail-if 'kernel.duration > 10%'",
     ),
     (
+        "rocflow-analyze",
+        "What to fix first in the last run: findings, most time at stake first:",
+        "rocflow analyze rocflow-out",
+    ),
+    (
+        "rocflow-analyze",
+        "Fail CI on any warning, or on synchronous copies:",
+        "rocflow analyze run.db --fail-if 'severity >= warning || rule == \"sync-copy\"'",
+    ),
+    (
         "rocflow-agents",
         "List the GPUs and their counters:",
         "rocflow agents --counters",
