@@ -165,6 +165,37 @@ fn an_attach_without_a_duration_ends_with_the_process() {
     assert!(!truth::csv_table(&dir.path().join("out"), "kernel_dispatch").is_empty());
 }
 
+/// Ctrl-C detaches: what was collected until then is the profile, and the process goes
+/// on.
+#[test]
+fn ctrl_c_detaches_and_leaves_the_process_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = [("threads", 1), ("iterations", 300), ("duration_ms", 30_000)];
+    let (_, path) = scenario_with(dir.path(), "long.toml", &settings);
+    write_file(dir.path(), "p.toml", PIPELINE);
+    let mut target = target(&path, true, &["/bin/sleep", "60"]);
+    let pid = target.0.id().to_string();
+    let attached = rocflow_command(&["attach", &pid, "p.toml"], dir.path(), &[])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the tool is loaded", || {
+        threads(&target).contains(&"rocflow-flush".to_owned())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: signalling the rocflow this test started.
+    unsafe { libc::kill(attached.id() as i32, libc::SIGINT) };
+    let output = attached.wait_with_output().unwrap();
+    assert_success(&output);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("interrupted; detached, the process goes on"),
+        "{stderr}"
+    );
+    assert!(!truth::csv_table(&dir.path().join("out"), "kernel_dispatch").is_empty());
+    assert!(running(&mut target));
+}
+
 /// A process whose work was over before the attach: the attach collected nothing, which
 /// fails and writes no outputs; the process goes on.
 #[test]

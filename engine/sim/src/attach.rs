@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use rocflow_core::attach::{self, DETACH, Reply, Request};
 
-use crate::sdk::{self, Phase};
+use crate::sdk;
 use crate::stderr::warn;
 
 /// When the process started: the scenario's schedule begins then, attached or not.
@@ -25,8 +25,18 @@ pub fn enabled() -> bool {
     std::env::var(attach::ENABLE_VAR).is_ok_and(|v| v == "1")
 }
 
+/// What attaching and detaching do to the SDK: the crate root's, which owns the tools.
+#[derive(Clone, Copy)]
+pub struct Hooks {
+    /// Loads, configures and starts the requested tool, the scenario's schedule having
+    /// begun at the given time; says why not.
+    pub attach: fn(&Request, u64) -> Result<(), String>,
+    /// Stops the tool's contexts, delivers what they buffered and finalizes the tool.
+    pub detach: fn(),
+}
+
 /// Starts the attach thread.
-pub fn listen() {
+pub fn listen(hooks: Hooks) {
     ORIGIN.get_or_init(sdk::now);
     let name = attach::socket_name(std::process::id());
     let listener = SocketAddr::from_abstract_name(name.as_bytes())
@@ -42,7 +52,7 @@ pub fn listen() {
     };
     let spawned = std::thread::Builder::new()
         .name(attach::THREAD.into())
-        .spawn(move || serve(listener));
+        .spawn(move || serve(listener, hooks));
     if let Err(e) = spawned {
         warn(&format!(
             "cannot start the attach thread: {e}; the process cannot be attached"
@@ -51,20 +61,21 @@ pub fn listen() {
 }
 
 /// Takes attach requests, one at a time, for the life of the process.
-fn serve(listener: UnixListener) {
+fn serve(listener: UnixListener, hooks: Hooks) {
     for connection in listener.incoming().flatten() {
-        if let Err(e) = session(connection) {
+        if let Err(e) = session(connection, hooks) {
             warn(&format!("an attach request failed: {e}"));
         }
     }
 }
 
 /// One profiler's attach, to its detach.
-fn session(connection: UnixStream) -> std::io::Result<()> {
+fn session(connection: UnixStream, hooks: Hooks) -> std::io::Result<()> {
     let mut reply_to = connection.try_clone()?;
     let mut from = BufReader::new(connection);
     let request = Request::read_from(&mut from)?;
-    if let Err(why) = allowed(&reply_to).and_then(|()| attach(&request)) {
+    let origin = ORIGIN.get().copied().unwrap_or_else(sdk::now);
+    if let Err(why) = allowed(&reply_to).and_then(|()| (hooks.attach)(&request, origin)) {
         return Reply::Refused(why).write_to(&mut reply_to);
     }
     Reply::Attached.write_to(&mut reply_to)?;
@@ -73,7 +84,7 @@ fn session(connection: UnixStream) -> std::io::Result<()> {
     while from.read_line(&mut line)? > 0 && line.trim_end() != DETACH {
         line.clear();
     }
-    detach();
+    (hooks.detach)();
     Reply::Detached.write_to(&mut reply_to)
 }
 
@@ -105,45 +116,4 @@ fn allowed(peer: &UnixStream) -> Result<(), String> {
             credentials.uid
         )),
     }
-}
-
-/// Loads and starts the requested tool; says why not.
-fn attach(request: &Request) -> Result<(), String> {
-    if sdk::phase() != Phase::Loaded {
-        return Err(
-            "the process was attached before; the simulated SDK, as AMD's without its experimental reattach, configures a tool once"
-                .into(),
-        );
-    }
-    for (name, value) in &request.env {
-        // SAFETY: as rocprofiler-register sets the profiler's environment on attach: the
-        // application's threads may read the environment meanwhile, which the C library
-        // tolerates for variables they do not use.
-        unsafe { std::env::set_var(name, value) };
-    }
-    let configure = crate::entry_point(&request.tool).ok_or_else(|| {
-        format!(
-            "cannot load the tool {} (the process's stderr says why)",
-            request.tool
-        )
-    })?;
-    let origin = ORIGIN.get().copied();
-    match crate::start(&[configure], origin) {
-        None => Err("the simulated device has no scenario (the process's stderr says why)".into()),
-        Some(0) => Err("the tool did not start (the process's stderr says why)".into()),
-        Some(_) => Ok(()),
-    }
-}
-
-/// Stops the tool's contexts, delivers what they buffered and finalizes the tool; the
-/// scenario goes on untraced.
-fn detach() {
-    crate::stop_contexts(|_| true);
-    if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
-        running
-            .buffers
-            .iter()
-            .for_each(crate::buffer::Buffer::flush);
-    }
-    crate::finalize_tools();
 }

@@ -74,8 +74,49 @@ extern "C" fn on_load() {
     if let Ok(tools) = std::env::var("ROCP_TOOL_LIBRARIES") {
         initialize(None, &tools);
     } else if attach::enabled() {
-        attach::listen();
+        attach::listen(attach::Hooks {
+            attach: attach_tool,
+            detach: detach_tools,
+        });
     }
+}
+
+/// Loads and starts the tool an attach requests, on the scenario's schedule begun at
+/// `origin`; says why not.
+fn attach_tool(request: &rocflow_core::attach::Request, origin: u64) -> Result<(), String> {
+    if sdk::phase() != Phase::Loaded {
+        return Err(
+            "the process was attached before; the simulated SDK, as AMD's without its experimental reattach, configures a tool once"
+                .into(),
+        );
+    }
+    for (name, value) in &request.env {
+        // SAFETY: as rocprofiler-register sets the profiler's environment on attach: the
+        // application's threads may read the environment meanwhile, which the C library
+        // tolerates for variables they do not use.
+        unsafe { std::env::set_var(name, value) };
+    }
+    let configure = entry_point(&request.tool).ok_or_else(|| {
+        format!(
+            "cannot load the tool {} (the process's stderr says why)",
+            request.tool
+        )
+    })?;
+    match start(&[configure], Some(origin)) {
+        None => Err("the simulated device has no scenario (the process's stderr says why)".into()),
+        Some(0) => Err("the tool did not start (the process's stderr says why)".into()),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Detaches: stops the tool's contexts, delivers what they buffered and finalizes the
+/// tool; the scenario goes on untraced.
+fn detach_tools() {
+    stop_contexts(|_| true);
+    if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
+        running.buffers.iter().for_each(buffer::Buffer::flush);
+    }
+    finalize_tools();
 }
 
 /// `rocprofiler_force_configure`: starts the SDK with `configure` as a tool (and those of

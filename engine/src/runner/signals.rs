@@ -83,6 +83,12 @@ impl Stop {
     }
 }
 
+/// Catches SIGINT and SIGTERM without passing them on: a process rocflow attached to is
+/// not its to signal.
+pub fn catch() {
+    forward_to(0);
+}
+
 /// Whether Ctrl-C has come (once or more).
 pub fn interrupted() -> bool {
     INTERRUPTS.load(Ordering::Acquire) >= 1

@@ -122,7 +122,7 @@ pub fn attach(
         env,
     };
     // Ctrl-C and SIGTERM detach from now on; they are not the target's.
-    signals::forward_to(0);
+    signals::catch();
     let link = link::Link::attach(target.pid, &request)?;
     // The tool's stream waits in the socket's backlog meanwhile.
     let (spool_path, spool) = match create_spool(plan, options.spool.as_deref(), target.pid) {
