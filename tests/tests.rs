@@ -6,6 +6,7 @@
 mod agents;
 mod args;
 mod campaign;
+mod campaign_sim;
 mod cli;
 mod counter_sets;
 mod counters;
