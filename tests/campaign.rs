@@ -18,7 +18,7 @@ use support::{
 };
 
 /// `rocflow campaign --workers 2 ARGS…` in `dir`.
-fn campaign(args: &[&str], dir: &Path) -> Output {
+pub(crate) fn campaign(args: &[&str], dir: &Path) -> Output {
     let mut all = vec!["campaign", "--workers", "2"];
     all.extend_from_slice(args);
     rocflow(&all, dir, &[])
@@ -188,9 +188,15 @@ fn assert_same_statistics(got: &[Value], want: &Value, what: &str) {
 }
 
 /// Asserts the campaign's summary `recipe` (kernels, api) in `d`/camp, read back from its
-/// Parquet and its CSV, holds `rocflow summary`'s table `table` of `input`, keyed by the
+/// Parquet and its CSV, holds `rocflow summary`'s table `table` of `inputs`, keyed by the
 /// columns `names`: per rank as `--by process` gives it, and overall.
-fn assert_equals_summary(d: &Path, input: &str, recipe: &str, table: &str, names: &[&str]) {
+pub(crate) fn assert_equals_summary(
+    d: &Path,
+    inputs: &[&str],
+    recipe: &str,
+    table: &str,
+    names: &[&str],
+) {
     let columns = ["host", "rank"]
         .iter()
         .chain(names)
@@ -203,7 +209,7 @@ fn assert_equals_summary(d: &Path, input: &str, recipe: &str, table: &str, names
         &[
             &format!("SELECT {columns} FROM 'camp/{recipe}.parquet'"),
             &format!("SELECT {columns} FROM read_csv('camp/{recipe}.csv')"),
-            "SELECT rank, pid FROM 'camp/dataset/processes.parquet'",
+            "SELECT rank, pid, host FROM 'camp/dataset/processes.parquet'",
         ],
     );
     let got = &rows[0];
@@ -211,23 +217,24 @@ fn assert_equals_summary(d: &Path, input: &str, recipe: &str, table: &str, names
         rows[1], *got,
         "{recipe}.csv holds what {recipe}.parquet does"
     );
-    let pid_of = |rank: &Value| {
+    let process_of = |rank: &Value| {
         let process = rows[2].iter().find(|row| row[0] == *rank);
-        process.expect("every rank is a process")[1].to_string()
+        process.expect("every rank is a process")
     };
     let (overall, per_rank): (Vec<&Vec<Value>>, Vec<&Vec<Value>>) =
         got.iter().partition(|row| row[1].is_null());
     let named = |want: &Value, row: &[Value]| names.iter().zip(row).all(|(n, v)| want[n] == *v);
 
-    let mut want = summary(d, table, &[input, "--by", "process"]);
+    let mut want = summary(d, table, &[inputs, &["--by", "process"]].concat());
     assert_eq!(
         per_rank.len(),
         want.len(),
         "a {recipe} row per rank and name"
     );
     for row in &per_rank {
-        assert_eq!(row[0], json!("gen-node"));
-        let pid = pid_of(&row[1]);
+        let process = process_of(&row[1]);
+        assert_eq!(row[0], process[2], "the host of rank {}", row[1]);
+        let pid = process[1].to_string();
         let own = &row[2..2 + names.len()];
         let at = want
             .iter()
@@ -237,7 +244,7 @@ fn assert_equals_summary(d: &Path, input: &str, recipe: &str, table: &str, names
         assert_same_statistics(&row[2 + names.len()..], &want.remove(at), &what);
     }
 
-    let want = summary(d, table, &[input]);
+    let want = summary(d, table, inputs);
     assert_eq!(
         overall.len(),
         want.len(),
@@ -270,8 +277,9 @@ fn the_kernel_and_api_summaries_across_ranks_equal_rocflow_summary() {
     ];
     assert_success(&rocflow(&generate, d, &[]));
     assert_success(&campaign(&["job.rfraw", "-o", "camp"], d));
-    assert_equals_summary(d, "job.rfraw", "kernels", "kernels", &["kernel"]);
-    assert_equals_summary(d, "job.rfraw", "api", "api", &["domain", "function"]);
+    assert_equals_summary(d, &["job.rfraw"], "kernels", "kernels", &["kernel"]);
+    let api = ["domain", "function"];
+    assert_equals_summary(d, &["job.rfraw"], "api", "api", &api);
 }
 
 /// `rocflow campaign diff` compares two campaigns through rocflow's own command line, and

@@ -9,6 +9,7 @@ mod analyze_kernels;
 mod args;
 mod attach;
 mod campaign;
+mod campaign_sim;
 mod cli;
 mod coexist;
 mod counter_sets;

@@ -60,7 +60,7 @@ def main() -> int:
     job = work / "job"
     rocflow = str(Path(args.rocflow).resolve())
 
-    faults = ["--straggler", "17:5:2000000", "--slow-rank", f"{args.ranks // 2}:0:2"]
+    faults = ["--straggler", f"{args.ranks // 3}:5:2000000", "--slow-rank", f"{args.ranks // 2}:0:2"]
     generate = [rocflow, "generate", str(job), "--ranks", str(args.ranks), "--nodes", str(args.nodes)]
     generate += ["--steps", str(args.steps), "--rocpd", *faults]
     wall, out = timed(generate)
