@@ -178,6 +178,35 @@ fn a_session_says_why_it_cannot_open() {
     assert!(!dir.join("out/final").exists());
 }
 
+/// A forked child holds no session: its calls fail, it sends nothing, and its exit
+/// leaves the parent's phase open, whose outputs then hold the parent alone.
+#[test]
+fn a_forked_child_holds_no_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let scenario = paced_scenario(dir, 4, 200);
+    let program = dir.join("session_fork");
+    let tool = tool_library();
+    let cc = Command::new("cc")
+        .arg("-o")
+        .arg(&program)
+        .arg(repo().join("tests/apps/session_fork.c"))
+        .arg("-I")
+        .arg(repo().join("plugins/include"))
+        .arg(&tool)
+        .arg(format!("-Wl,-rpath,{}", tool.parent().unwrap().display()))
+        .output()
+        .expect("cc runs");
+    assert_success(&cc);
+    let out = on_sim(&program, &["csv", "out"], dir, &scenario);
+    assert_success(&out);
+    assert_says(&out.stderr, "child start 2: the session belongs to process");
+    let processes = support::entries(&dir.join("out/final"), |name| {
+        name.starts_with(&format!("{}-", support::hostname()))
+    });
+    assert_eq!(processes.len(), 1, "{processes:?}");
+}
+
 /// The Python package's interpreter, as the campaign tests find it.
 fn python() -> PathBuf {
     if let Some(python) = std::env::var_os("ROCFLOW_PYTHON") {
