@@ -223,11 +223,13 @@ fn python() -> PathBuf {
 fn a_python_script_profiles_a_phase_and_a_window() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let scenario = paced_scenario(dir, 10, 400);
+    // Long periods: the warm-up phase's end, in between, writes its outputs and starts
+    // the next runner, which takes seconds on a busy machine.
+    let scenario = paced_scenario(dir, 10, 800);
     let script = repo().join("examples/session/window.py");
     let out = on_sim(
         &python(),
-        &[script.to_str().unwrap(), "csv", "out", "400"],
+        &[script.to_str().unwrap(), "csv", "out", "800"],
         dir,
         &scenario,
     );
