@@ -9,9 +9,8 @@ use std::path::Path;
 
 use support::truth::Scenario;
 use support::truth::device::{self, Key};
-use support::{
-    assert_says, assert_success, csv, decode_perfetto, duckdb, entries, otf2_print, rocflow, run_on,
-};
+use support::truth::series::{self, Sampled};
+use support::{assert_says, assert_success, csv, duckdb, entries, otf2_print, rocflow, run_on};
 
 /// The MI300X scenario (two GPUs, two threads), paced over 400 ms so that reads come
 /// while its kernels run.
@@ -148,74 +147,17 @@ fn every_output_holds_the_device_samples_the_scenario_gives() {
         .collect();
     assert_eq!(parquet, samples);
 
-    // Per agent, counter and read: the instances summed.
-    let mut sums: BTreeMap<(u32, String, u64), f64> = BTreeMap::new();
-    for ((agent, time, counter, _), value) in &samples {
-        *sums.entry((*agent, counter.clone(), *time)).or_default() += value;
-    }
-
-    // The report: a plot per GPU and counter, a point per read.
-    let report = std::fs::read_to_string(d.join("out/report.html")).unwrap();
-    let mut plotted = BTreeMap::new();
-    for figure in report.split("<figure class=\"chart device\">").skip(1) {
-        let figure = &figure[..figure.find("</figure>").unwrap()];
-        let label = &figure[figure.find("aria-label=\"").unwrap() + 12..];
-        let (counter, gpu) = label[..label.find('"').unwrap()].split_once(", ").unwrap();
-        // "agent N gfx942"
-        let agent: u32 = gpu.split(' ').nth(1).unwrap().parse().unwrap();
-        for point in figure.split("data-ns=\"").skip(1) {
-            let time = point[..point.find('"').unwrap()].parse().unwrap();
-            let value = &point[point.find("data-value=\"").unwrap() + 12..];
-            let value: f64 = value[..value.find('"').unwrap()].parse().unwrap();
-            plotted.insert((agent, counter.to_owned(), time), value);
-        }
-    }
-    assert_eq!(plotted, sums);
-
-    // Perfetto: a counter track per GPU and counter, under the GPU's group.
-    let decoded = decode_perfetto(&[d.join("out/trace.pftrace")]);
-    let tracks = decoded[0]["tracks"].as_object().unwrap();
-    let mut perfetto = BTreeMap::new();
-    for event in decoded[0]["events"].as_array().unwrap() {
-        let track = &tracks[&event["track"].as_u64().unwrap().to_string()];
-        let Some(name) = track["name"]
-            .as_str()
-            .and_then(|n| n.strip_suffix(" (device)"))
-        else {
-            continue;
-        };
-        assert_eq!(track["counter"], true);
-        let group = &tracks[&track["parent"].as_u64().unwrap().to_string()];
-        let group = group["name"].as_str().unwrap();
-        let agent: u32 = group[4..group.find(':').unwrap()].parse().unwrap();
-        let time = event["ts"].as_u64().unwrap();
-        perfetto.insert(
-            (agent, name.to_owned(), time),
-            event["value"].as_f64().unwrap(),
-        );
-    }
+    // Per agent, counter and read, the instances summed: the report's plot per GPU and
+    // counter (a point per read), Perfetto's counter track per GPU and counter (under the
+    // GPU's group), and rocpd's sample per value on a track per agent (a PMC event).
+    let sums = series::csv(&csv(&d.join("out/csv/device_counter_sample.csv")));
+    assert_eq!(series::report(&d.join("out/report.html")), sums);
+    let perfetto = series::perfetto(&[d.join("out/trace.pftrace")], Sampled::Device);
     assert_eq!(perfetto, sums);
-
-    // rocpd: a sample per value on a track per agent, its value a PMC event.
-    let db = rusqlite::Connection::open(d.join("out/run.db")).unwrap();
-    let rows: Vec<(String, i64, String, f64)> = support::sqlite_rows(
-        &db,
-        "SELECT S.string, R.timestamp, P.name, V.value FROM rocpd_sample R \
-         JOIN rocpd_track T ON T.id = R.track_id JOIN rocpd_string S ON S.id = T.name_id \
-         JOIN rocpd_pmc_event V ON V.event_id = R.event_id \
-         JOIN rocpd_info_pmc P ON P.id = V.pmc_id",
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    assert_eq!(
+        series::rocpd(&[d.join("out/run.db")], Sampled::Device),
+        sums
     );
-    let mut rocpd: BTreeMap<(u32, String, u64), f64> = BTreeMap::new();
-    for (track, time, counter, value) in rows {
-        let agent = track
-            .strip_prefix("DEVICE_COUNTING agent ")
-            .unwrap()
-            .parse()
-            .unwrap();
-        *rocpd.entry((agent, counter, time as u64)).or_default() += value;
-    }
-    assert_eq!(rocpd, sums);
 
     // JSON and OTF2 have no place for them, and are whole: the document reads, and
     // otf2-print reads the archive without a warning.

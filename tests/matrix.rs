@@ -15,8 +15,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use rocflow::diag::{Diagnostic, Severity, SourceFile};
+use rocflow::pipeline;
+use rocflow::plan::Plan;
 use rocflow::sdk::Domain;
 use support::peer::Peer;
+use support::truth::series::{self, Sampled};
 use support::truth::{self, Collects, KernelNames, Part, Scenario, Tally};
 use support::{assert_success, entries, repo, rocflow, sim_app};
 
@@ -130,8 +134,34 @@ fn templates() -> Vec<(&'static str, Collects)> {
                 "GRBM_GUI_ACTIVE",
             ]),
         ),
+        // It profiles Radeon GPUs only: on the MI300X it traces the dispatches.
+        ("counters-rdna", dispatches.clone()),
         ("pc-sampling", sampled.clone()),
         ("pc-sampling-hotspots", sampled),
+        (
+            "device-counters",
+            Collects {
+                dispatches: true,
+                device_counters: true,
+                ..Collects::default()
+            },
+        ),
+        (
+            "spm",
+            Collects {
+                dispatches: true,
+                spm: vec!["SQ_WAVES", "GRBM_GUI_ACTIVE"],
+                ..Collects::default()
+            },
+        ),
+        (
+            "thread-trace",
+            Collects {
+                dispatches: true,
+                thread_trace: true,
+                ..Collects::default()
+            },
+        ),
     ]
 }
 
@@ -445,6 +475,12 @@ impl Row {
                     }
                     Ok(_) => {}
                 }
+                for wrong in sampled_elsewhere(&out, Sampled::Device) {
+                    problems.push(format!(
+                        "{} from {source}, device counters: {wrong}",
+                        self.name
+                    ));
+                }
             }
             if self.collects.graphs {
                 let table = |kind| truth::csv_table(&out.join("m/csv"), kind);
@@ -477,6 +513,24 @@ impl Row {
                     ));
                 }
                 let traces = entries(&out.join("m"), |n| n.ends_with(".pftrace"));
+                // Every output places the dispatches in their graph nodes as the CSV does,
+                // whose nodes the truth above holds.
+                let placed = truth::graphs::placed(&dispatches);
+                if placed.is_empty() {
+                    problems.push(format!("{} from {source}: no dispatch in a graph", self.name));
+                }
+                for (output, shown) in [
+                    ("parquet", truth::graphs::placed_in_parquet(&out.join("m/parquet"))),
+                    ("rocpd", truth::graphs::placed_in_rocpd(&db)),
+                    ("perfetto", truth::graphs::placed_in_perfetto(&traces)),
+                ] {
+                    if shown != placed {
+                        problems.push(format!(
+                            "{} from {source}, {output}: dispatches in graph nodes {shown:?}, want the CSV's {placed:?}",
+                            self.name
+                        ));
+                    }
+                }
                 let shown = truth::graphs::perfetto(&traces);
                 if shown != (listed, operations) {
                     problems.push(format!(
@@ -496,6 +550,18 @@ impl Row {
                     Ok(0) => problems.push(format!("{} from {source}: no SPM sample", self.name)),
                     Ok(_) => {}
                 }
+                for wrong in sampled_elsewhere(&out, Sampled::Spm) {
+                    problems.push(format!("{} from {source}, SPM: {wrong}", self.name));
+                }
+            }
+            if self.collects.thread_trace && source != "db" {
+                let traced = traced_dispatches(&out);
+                let scenario = dir.join("scenario.toml");
+                let misfits = traced_misfits(&scenario, processes, &traced, &dispatches);
+                problems
+                    .extend((misfits.into_iter()).map(|wrong| {
+                        format!("{} from {source}, thread trace: {wrong}", self.name)
+                    }));
             }
             // Every dispatch once in each process. (A forked child numbers on from where
             // its parent was, as a copy of the SDK's counters would.)
@@ -522,7 +588,7 @@ impl Row {
         }
         if let Some((mask, iterations)) = self.device_trace {
             let dispatches = iterations * processes;
-            let truth = truth::device_trace_hits(&dir.join("scenario.toml"), mask, dispatches);
+            let truth = truth::thread_trace_hits(&dir.join("scenario.toml"), mask, dispatches);
             // A rocpd database holds no raw trace to decode again.
             for source in ["live", "spool"] {
                 let seen = device_trace_hits(&dir.join(source));
@@ -542,11 +608,157 @@ impl Row {
 /// table in `out`, read back through DuckDB.
 fn device_trace_hits(out: &Path) -> BTreeMap<(u64, u64), u64> {
     let query = "SELECT code_object_id, address, sum(hits)::BIGINT FROM read_parquet('att/thread_trace_instructions.parquet') WHERE dispatch_id IS NULL AND device_window IS NOT NULL GROUP BY ALL";
-    let rows = support::duckdb(out, &[query]);
-    (rows[0].iter())
+    hits(&support::duckdb(out, &[query])[0])
+}
+
+/// Rows of code object, address and hits, as a map.
+fn hits(rows: &[Vec<serde_json::Value>]) -> BTreeMap<(u64, u64), u64> {
+    (rows.iter())
         .map(|row| {
             let n = |i: usize| row[i].as_u64().unwrap_or_else(|| panic!("{row:?}"));
             ((n(0), n(1)), n(2))
+        })
+        .collect()
+}
+
+/// What the thread-trace template kept in `out` (its live run's or a replay's outputs):
+/// the decoded instruction table's hits per code object and address, from Parquet and
+/// from the row's rocpd databases; the dispatches each traced (per process, from the
+/// Parquet table); and the raw trace files, per process and dispatch.
+struct Traced {
+    parquet: BTreeMap<(u64, u64), u64>,
+    rocpd: BTreeMap<(u64, u64), u64>,
+    rocpd_each: BTreeMap<(u64, u64), u64>,
+    dispatches: BTreeMap<u64, Vec<u64>>,
+    files: BTreeMap<(u64, u64), u64>,
+}
+
+/// The thread-trace template's outputs in `out`.
+fn traced_dispatches(out: &Path) -> Traced {
+    let table = "read_parquet('thread-trace/thread_trace_instructions.parquet')";
+    let queries = [
+        format!(
+            "SELECT code_object_id, address, sum(hits)::BIGINT FROM {table} WHERE dispatch_id IS NOT NULL GROUP BY ALL"
+        ),
+        format!("SELECT DISTINCT pid, dispatch_id FROM {table} ORDER BY ALL"),
+    ];
+    let rows = support::duckdb(out, &[&queries[0], &queries[1]]);
+    let mut dispatches: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for row in &rows[1] {
+        let n = |i: usize| row[i].as_u64().unwrap_or_else(|| panic!("{row:?}"));
+        dispatches.entry(n(0)).or_default().push(n(1));
+    }
+    let query = "SELECT code_object_id, address, sum(hits) FROM rocflow_thread_trace_instruction WHERE dispatch_id IS NOT NULL GROUP BY code_object_id, address";
+    let rocpd_hits = |dbs: &[std::path::PathBuf]| {
+        let mut sums: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        for db in dbs {
+            let db = rusqlite::Connection::open(db).unwrap();
+            let rows: Vec<(i64, i64, i64)> =
+                support::sqlite_rows(&db, query, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
+            for (code_object, address, hits) in rows {
+                *sums
+                    .entry((code_object as u64, address as u64))
+                    .or_default() += hits as u64;
+            }
+        }
+        sums
+    };
+    // rocprofv3's names: `{pid}_shader_engine_{se}_{dispatch}.att`.
+    let mut files: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for file in entries(&out.join("thread-trace"), |n| n.ends_with(".att")) {
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let parts: Vec<&str> = name.split('_').collect();
+        let n = |i: usize| parts[i].parse::<u64>().unwrap_or_else(|_| panic!("{name}"));
+        *files.entry((n(0), n(parts.len() - 1))).or_default() += 1;
+    }
+    Traced {
+        parquet: hits(&rows[0]),
+        rocpd: rocpd_hits(&[out.join("m/run.db")]),
+        rocpd_each: rocpd_hits(&entries(&out.join("m/each"), |n| n.ends_with(".db"))),
+        dispatches,
+        files,
+    }
+}
+
+/// What is wrong with what the thread-trace template kept, given the run's scenario, its
+/// processes and their `dispatches` (from the CSV table): each process traced one dispatch
+/// of each of its kernels, into one raw file (shader engine 0 only), and every decoded
+/// table holds what the traced waves of those dispatches ran.
+fn traced_misfits(
+    scenario: &Path,
+    processes: u64,
+    traced: &Traced,
+    dispatches: &truth::Dispatches,
+) -> Vec<String> {
+    use rocflow_core::thread_trace::DEFAULT_SHADER_ENGINE_MASK;
+    let mut wrong = Vec::new();
+    let truth = truth::thread_trace_hits(scenario, DEFAULT_SHADER_ENGINE_MASK, processes);
+    for (table, seen) in [
+        ("parquet", &traced.parquet),
+        ("rocpd", &traced.rocpd),
+        ("rocpd, a database per process", &traced.rocpd_each),
+    ] {
+        if *seen != truth {
+            wrong.push(format!(
+                "{table}: hits per instruction {seen:?}, not {truth:?}"
+            ));
+        }
+    }
+    for (pid, list) in dispatches {
+        let mut kernels: Vec<&str> = list.iter().map(|d| d.1.as_str()).collect();
+        kernels.sort_unstable();
+        kernels.dedup();
+        let ids = traced.dispatches.get(pid).map_or(&[][..], Vec::as_slice);
+        let mut of: Vec<&str> = (ids.iter())
+            .filter_map(|id| list.iter().find(|d| d.0 == *id))
+            .map(|d| d.1.as_str())
+            .collect();
+        of.sort_unstable();
+        if of != kernels || ids.len() != kernels.len() {
+            wrong.push(format!(
+                "process {pid} traced dispatches {ids:?} of {of:?}, not one of each of {kernels:?}"
+            ));
+        }
+        for id in ids {
+            let files = traced.files.get(&(*pid, *id)).copied().unwrap_or(0);
+            if files != 1 {
+                wrong.push(format!(
+                    "process {pid}, dispatch {id}: {files} raw traces, want one (shader engine 0)"
+                ));
+            }
+        }
+    }
+    let kept: u64 = traced.files.values().sum();
+    let listed: usize = traced.dispatches.values().map(Vec::len).sum();
+    if kept != listed as u64 {
+        wrong.push(format!("{kept} raw traces for {listed} traced dispatches"));
+    }
+    wrong
+}
+
+/// Where an output other than the CSV tables (held to the truth) shows sampled counters
+/// of `kind` differently from them, in the outputs under `out`: Parquet, Perfetto, rocpd
+/// (one database and one per process) and, for device reads, the report's charts.
+fn sampled_elsewhere(out: &Path, kind: Sampled) -> Vec<String> {
+    let want = series::csv(&truth::csv_table(&out.join("m/csv"), kind.table()));
+    let mut outputs = vec![
+        ("parquet", series::parquet(&out.join("m/parquet"), kind)),
+        (
+            "perfetto",
+            series::perfetto(&entries(&out.join("m"), |n| n.ends_with(".pftrace")), kind),
+        ),
+        ("rocpd", series::rocpd(&[out.join("m/run.db")], kind)),
+        (
+            "rocpd, a database per process",
+            series::rocpd(&entries(&out.join("m/each"), |n| n.ends_with(".db")), kind),
+        ),
+    ];
+    if kind == Sampled::Device {
+        outputs.push(("report", series::report(&out.join("report.html"))));
+    }
+    (outputs.into_iter())
+        .filter_map(|(output, seen)| {
+            series::differences(&want, &seen).map(|wrong| format!("{output}: {wrong}"))
         })
         .collect()
 }
@@ -557,31 +769,120 @@ fn check(rows: &[Row]) {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// Whether two templates can run together: one context only may collect counters, and
-/// the SDK samples no PCs where it counts dispatches, which the compiler says for such a
-/// pair.
-fn combinable(a: &Collects, b: &Collects) -> bool {
-    let counts = |c: &Collects| !c.counters.is_empty();
-    let excludes = |x: &Collects, y: &Collects| counts(x) && (counts(y) || y.pc_samples);
-    !excludes(a, b) && !excludes(b, a)
+/// What the compiler refuses to put in one pipeline (`engine/src/pipeline/compile`), each
+/// a combination rocprofiler-sdk refuses or that would record something twice.
+const REFUSALS: [&str; 5] = [
+    // Two contexts counting dispatches, or sampling PCs.
+    "which one context only may configure",
+    "rocprofiler-sdk refuses PC sampling in a process whose dispatches it counts",
+    "kernel replay runs each dispatch once per pass",
+    "traces threads, and so does context",
+    // One domain traced in two contexts whose periods neither covers.
+    "in different collection periods",
+];
+
+/// Compiles the matrix's pipeline of `templates` (with the sinks every row adds), as
+/// `rocflow run` would before it runs: its plan, or every diagnostic.
+fn compile(templates: &[&'static str]) -> Result<Plan, Vec<Diagnostic>> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("matrix.toml");
+    let text = Row::new(templates, Collects::default()).pipeline();
+    let file = SourceFile::new(path.display().to_string(), text);
+    pipeline::compile_text(&path, file, &pipeline::Options::default()).map(|c| c.plan)
+}
+
+/// Whether two templates can run together, as the compiler says: the matrix's pipeline
+/// extending both compiles, or is refused, each error one of the [`REFUSALS`] (any other fails the
+/// test: a shipped pair the compiler cannot read is a fault of its own).
+fn combinable(a: &'static str, b: &'static str) -> bool {
+    let Err(diagnostics) = compile(&[a, b]) else {
+        return true;
+    };
+    let errors: Vec<&Diagnostic> = (diagnostics.iter())
+        .filter(|d| d.severity == Severity::Error)
+        .collect();
+    for error in &errors {
+        assert!(
+            REFUSALS.iter().any(|r| error.message.contains(r)),
+            "{a} with {b}: {error}"
+        );
+    }
+    assert!(!errors.is_empty(), "{a} with {b}: {diagnostics:?}");
+    false
+}
+
+/// Whether a template configures dispatch counting (on whichever GPUs it picks).
+fn counts_dispatches(template: &'static str) -> bool {
+    let plan = compile(&[template]).unwrap_or_else(|d| panic!("{template}: {d:?}"));
+    plan.contexts.iter().any(|c| c.counters.is_some())
 }
 
 /// The pairs of templates, every one with `ROCFLOW_MATRIX=full`, else a fixed sample.
 fn pairs() -> Vec<Row> {
     let templates = templates();
     let mut pairs = Vec::new();
-    for (i, (a, ca)) in templates.iter().enumerate() {
-        for (b, cb) in &templates[i + 1..] {
-            if combinable(ca, cb) {
-                pairs.push(Row::new(&[a, b], ca.clone().and(cb)));
+    for (i, &(a, ref ca)) in templates.iter().enumerate() {
+        for &(b, ref cb) in &templates[i + 1..] {
+            if combinable(a, b) {
+                let mut collects = ca.clone().and(cb);
+                // Templates that count dispatches all configure context `counters` (the
+                // compiler refuses two contexts that count): together they configure it
+                // once, the later one's parameters (counters, GPUs) winning.
+                if counts_dispatches(a) && counts_dispatches(b) {
+                    collects.counters = cb.counters.clone();
+                    collects.ratios = cb.ratios.clone();
+                }
+                pairs.push(Row::new(&[a, b], collects));
             }
         }
     }
     if std::env::var_os("ROCFLOW_MATRIX").is_some_and(|v| v == "full") {
         return pairs;
     }
-    // A fixed sample, the same in every run: every seventh pair, from the third.
-    pairs.into_iter().skip(2).step_by(7).collect()
+    // A fixed sample, the same in every run: every seventh pair, from the third, and for
+    // each template none of those has, its first pair with another than `base`.
+    let (mut sample, mut rest): (Vec<_>, Vec<_>) =
+        (pairs.into_iter().enumerate()).partition(|(n, _)| *n >= 2 && (n - 2) % 7 == 0);
+    for (name, _) in &templates {
+        let has = |row: &(usize, Row)| row.1.extends.contains(name);
+        if !sample.iter().any(has) {
+            let other = |row: &(usize, Row)| has(row) && !row.1.extends.contains(&"base");
+            if let Some(first) = rest.iter().position(other) {
+                sample.push(rest.remove(first));
+            }
+        }
+    }
+    sample.into_iter().map(|(_, row)| row).collect()
+}
+
+/// The matrix runs every shipped template: one shipped without a row in [`templates`]
+/// fails here.
+#[test]
+fn the_matrix_runs_every_shipped_template() {
+    let listed: std::collections::BTreeSet<&str> = templates().iter().map(|t| t.0).collect();
+    let shipped = pipeline::template::builtin_names().collect();
+    assert_eq!(listed, shipped);
+}
+
+/// Every pair of shipped templates compiles, or is refused for one of the [`REFUSALS`]:
+/// two templates that give one parameter two meanings (spm's and counters-basic's
+/// `counters`) fail here, where their run would fail or collect the wrong counters.
+#[test]
+fn pairs_of_templates_compile_but_where_the_sdk_refuses() {
+    let templates = templates();
+    let mut refused = Vec::new();
+    for (i, &(a, _)) in templates.iter().enumerate() {
+        for &(b, _) in &templates[i + 1..] {
+            if !combinable(a, b) {
+                refused.push(format!("{a} with {b}"));
+            }
+        }
+    }
+    // Counted dispatches and sampled PCs, which the SDK refuses in one process.
+    assert!(
+        refused.contains(&"counters-basic with pc-sampling".to_owned()),
+        "{refused:?}"
+    );
 }
 
 #[test]
@@ -833,7 +1134,7 @@ operation = "EVICT_TTM"
 
 /// HIP graphs and HIP events as SDK 1.4.1 traces them: each graph launch with its
 /// executable graph and the dispatches it enqueued, each of those dispatches sharing the
-/// launch's correlation id, and the barriers of `hipEventRecord` and `hipStreamWaitEvent`
+/// launch's correlation id and named as its graph node in every output, and the barriers of `hipEventRecord` and `hipStreamWaitEvent`
 /// on their queues, from the live run, the spool and the rocpd database.
 #[test]
 fn hip_graphs_and_events_agree_with_the_truth() {

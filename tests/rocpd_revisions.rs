@@ -1,7 +1,8 @@
 //! rocpd databases of schema 3.0.1 to 3.0.4 (rocprofiler-sdk 1.3.5 to 1.4.1), and ones
 //! whose JSON cells are LZ4-compressed blobs (its writer's default since 1.4): each reads
 //! as the 3.0.0 database it was revised from, record for record, with the graph launches,
-//! HIP events and SPM values a revision adds as records of their own; what a revision adds
+//! HIP events and SPM values a revision adds as records of their own, and the graph nodes
+//! of dispatches and copies in those records' graph columns; what a revision adds
 //! that no rocflow record holds is counted in one note, never taken for something else.
 
 use std::collections::BTreeMap;
@@ -12,7 +13,7 @@ use rocflow::record::{Batch, GraphLaunch, HipEventBarrier, RecordKind};
 use rocflow::sdk::{AgentType, Domain};
 use rocflow::source::{Rocpd, Source};
 use rocflow::wire::Payload;
-use support::{assert_says, assert_success, rocflow, rocprofv3_db, text};
+use support::{assert_success, rocflow, rocprofv3_db, text};
 
 /// The records of a database by kind, the GPUs it describes, and its source's note.
 fn read(path: &Path) -> (BTreeMap<RecordKind, Vec<Batch>>, usize, Option<String>) {
@@ -52,6 +53,23 @@ fn every_revision_of_schema_3_reads_as_the_database_it_revised() {
         rocprofv3_db::write(&path, 41, "node-r", 8);
         rocprofv3_db::revise(&path, 41, version);
         let (mut revised, revised_gpus, note) = read(&path);
+        // The graph nodes of 3.0.2 are the dispatches' own; once checked, the dispatches
+        // are those of 3.0.0.
+        let nodes = graph_nodes(revised.get_mut(&RecordKind::KernelDispatch).unwrap());
+        let graph_dispatches = match *version >= "3.0.2" {
+            true => rocprofv3_db::GRAPH_DISPATCHES as usize,
+            false => 0,
+        };
+        let mut ids: Vec<u64> = nodes.keys().copied().collect();
+        ids.sort_unstable();
+        let in_graph: BTreeMap<u64, (u64, u64)> = (ids.iter().take(graph_dispatches))
+            .map(|&id| (id, (1 + id % 3, id % 2)))
+            .collect();
+        let want = ids
+            .iter()
+            .map(|&id| (id, in_graph.get(&id).copied().unwrap_or((0, 0))))
+            .collect();
+        assert_eq!(nodes, want, "{version}");
         // Graph launches (3.0.2) and HIP events (3.0.4) are records of their own.
         let launches = graph_launches(revised.remove(&RecordKind::GraphLaunch));
         let barriers = hip_event_barriers(revised.remove(&RecordKind::HipEventBarrier));
@@ -109,14 +127,24 @@ fn every_revision_of_schema_3_reads_as_the_database_it_revised() {
         assert!(!note.contains("rocpd_graph_launch"), "{version}: {note}");
         assert!(!note.contains("rocpd_hip_event"), "{version}: {note}");
         assert!(!note.contains("SPM"), "{version}: {note}");
-        // A dispatch keeps its graph launch by correlation id, not its node.
-        let nodes = "rows of `rocpd_kernel_dispatch` (HIP graph nodes of dispatches";
-        assert_eq!(
-            note.contains(nodes),
-            *version >= "3.0.2",
-            "{version}: {note}"
-        );
+        // The graph nodes are read, so no note counts them.
+        assert!(!note.contains("HIP graph nodes"), "{version}: {note}");
     }
+}
+
+/// Each dispatch's graph node by dispatch id, taken off the dispatches (left outside any
+/// graph).
+fn graph_nodes(batches: &mut [Batch]) -> BTreeMap<u64, (u64, u64)> {
+    let each = batches.iter_mut().flat_map(|batch| match batch {
+        Batch::KernelDispatch(dispatches) => dispatches,
+        other => panic!("a {:?} batch of dispatches", other.kind()),
+    });
+    each.map(|d| {
+        let node = (d.graph_exec_id, d.graph_node_id);
+        (d.graph_exec_id, d.graph_node_id) = (0, 0);
+        (d.dispatch_id, node)
+    })
+    .collect()
 }
 
 /// The graph launches of a database's batches, in order.
@@ -138,20 +166,16 @@ fn hip_event_barriers(batches: Option<Vec<Batch>>) -> Vec<HipEventBarrier> {
 }
 
 #[test]
-fn a_revised_database_is_said_to_hold_what_is_left_out_once() {
+fn a_revised_database_has_nothing_left_out_to_note() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("new.db");
     rocprofv3_db::write(&path, 42, "node-s", 4);
     rocprofv3_db::revise(&path, 42, "3.0.4");
     let out = rocflow(&["inspect", "--json", "new.db"], dir.path(), &[]);
     assert_success(&out);
-    // Those in a graph, not those with the columns' default (0: no graph).
-    let nodes = format!(
-        "{} rows of `rocpd_kernel_dispatch` (HIP graph nodes of dispatches, rocpd 3.0.2)",
-        rocprofv3_db::GRAPH_DISPATCHES
-    );
-    assert_says(&out.stderr, &nodes);
     let stderr = text(&out.stderr);
+    // The dispatches' graph nodes are read into their records.
+    assert!(!stderr.contains("HIP graph nodes"), "{stderr}");
     assert!(!stderr.contains("does not know"), "{stderr}");
     assert!(!stderr.contains("rocpd_graph_launch"), "{stderr}");
     assert!(!stderr.contains("rocpd_hip_event"), "{stderr}");

@@ -792,6 +792,8 @@ fn every_kind_spool(path: &Path) {
             command: vec!["./every".into(), "--kind".into()],
             start_ns: 1_000,
             rank: Some(3),
+            world_size: None,
+            rank_variable: None,
             start_unix_ns: None,
             kernel_start: None,
         }),
@@ -872,6 +874,8 @@ fn every_kind_spool(path: &Path) {
             scratch_bytes: 64,
             vgpr_count: 12,
             sgpr_count: 20,
+            graph_exec_id: 3,
+            graph_node_id: 1,
         }]),
         Batch::MemoryCopy(vec![MemoryCopy {
             pid,
@@ -884,6 +888,8 @@ fn every_kind_spool(path: &Path) {
             external_id: 0,
             bytes: 1 << 20,
             operation_id: op(Domain::MemoryCopy, "DEVICE_TO_HOST") as u8,
+            graph_exec_id: 3,
+            graph_node_id: 2,
         }]),
         Batch::MemoryAllocation(vec![
             MemoryAllocation {

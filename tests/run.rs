@@ -1041,7 +1041,9 @@ fn a_simulated_older_sdk_refuses_the_domains_added_since_before_the_application_
 
 /// HIP graphs are HIP's in every SDK; the record of their launches only since 1.3.0. On an
 /// older simulated SDK a scenario's graph is still launched, its nodes dispatched under
-/// the `hipGraphLaunch`, with no graph launch recorded; on 1.3.0 each launch is.
+/// the `hipGraphLaunch`, with no graph launch recorded and no dispatch in a graph node (the
+/// SDK has no `HIP_GRAPH` callbacks to number them by); on 1.3.0 each launch is recorded,
+/// and its dispatch is node 0 of its graph, whether or not `hip_graph` is traced.
 #[test]
 fn an_older_sdk_launches_graphs_without_their_records() {
     let dir = tempfile::tempdir().unwrap();
@@ -1070,22 +1072,35 @@ fn an_older_sdk_launches_graphs_without_their_records() {
                 t.lines().skip(1).map(str::to_owned).collect()
             })
         };
-        let steps = rows("kernel_dispatch")
-            .iter()
-            .filter(|r| r.contains("graph_step"))
-            .count();
+        let dispatches = rows("kernel_dispatch");
+        let steps: Vec<&String> = dispatches.iter().filter(|r| r.contains("graph_step")).collect();
+        let header = std::fs::read_to_string(dir.path().join("out/kernel_dispatch.csv")).unwrap();
+        let columns: Vec<&str> = header.lines().next().unwrap().split(',').collect();
+        let column = |name| columns.iter().position(|c| *c == name).unwrap();
+        let (exec, node) = (column("graph_exec_id"), column("graph_node_id"));
+        let nodes: Vec<(String, String)> = (steps.iter())
+            .map(|r| {
+                let cells: Vec<&str> = r.split(',').collect();
+                (cells[exec].to_owned(), cells[node].to_owned())
+            })
+            .filter(|placed| placed.0 != "0")
+            .collect();
+        // The scenario's one thread instantiates its one graph: executable graph 1.
+        assert!(nodes.iter().all(|placed| *placed == ("1".into(), "0".into())), "{nodes:?}");
         let launches = rows("api")
             .iter()
             .filter(|r| r.contains(",hipGraphLaunch,"))
             .count();
         (
-            steps as u64,
+            steps.len() as u64,
             launches as u64,
             rows("graph_launch").len() as u64,
+            nodes.len() as u64,
         )
     };
     let repeats = default_truth().repeats();
-    assert_eq!(run_at("1.2.0", ""), (repeats, repeats, 0));
+    assert_eq!(run_at("1.2.0", ""), (repeats, repeats, 0, 0));
+    assert_eq!(run_at("1.3.0", ""), (repeats, repeats, 0, repeats));
     let traced = "[[context]]\nname = \"graphs\"\ntracing = [\"hip_graph\"]\n";
-    assert_eq!(run_at("1.3.0", traced), (repeats, repeats, repeats));
+    assert_eq!(run_at("1.3.0", traced), (repeats, repeats, repeats, repeats));
 }

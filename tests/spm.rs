@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use support::truth::Scenario;
+use support::truth::series::{self, Sampled};
 use support::truth::spm::{self, Streamed};
-use support::{assert_says, assert_success, csv, decode_perfetto, duckdb, rocflow, run_on};
+use support::{assert_says, assert_success, csv, duckdb, rocflow, run_on};
 
 const COUNTERS: [&str; 2] = ["SQ_WAVES", "GRBM_GUI_ACTIVE"];
 
@@ -84,20 +85,6 @@ fn run_on_scenario(
     run_on("sim:scenario.toml", "p.toml", &["/bin/true"], dir, env)
 }
 
-/// Per agent, counter and time: the samples' values summed over their places.
-fn per_time(rows: &support::truth::Rows) -> BTreeMap<(u32, String, u64), f64> {
-    let mut sums = BTreeMap::new();
-    for row in rows {
-        let key = (
-            row["agent"].parse().unwrap(),
-            row["counter"].clone(),
-            row["timestamp_ns"].parse().unwrap(),
-        );
-        *sums.entry(key).or_default() += row["value"].parse::<f64>().unwrap();
-    }
-    sums
-}
-
 #[test]
 fn every_output_holds_the_spm_samples_the_scenario_gives() {
     let dir = tempfile::tempdir().unwrap();
@@ -129,53 +116,13 @@ fn every_output_holds_the_spm_samples_the_scenario_gives() {
     assert_eq!(parquet[0][0][2].as_u64(), Some(dispatches.len() as u64));
 
     // Perfetto: a counter track per GPU and counter, under the GPU's group, a value per
-    // sample time, the places summed.
-    let sums = per_time(&rows);
-    let decoded = decode_perfetto(&[d.join("out/trace.pftrace")]);
-    let tracks = decoded[0]["tracks"].as_object().unwrap();
-    let mut perfetto = BTreeMap::new();
-    for event in decoded[0]["events"].as_array().unwrap() {
-        let track = &tracks[&event["track"].as_u64().unwrap().to_string()];
-        let Some(name) = track["name"]
-            .as_str()
-            .and_then(|n| n.strip_suffix(" (SPM)"))
-        else {
-            continue;
-        };
-        assert_eq!(track["counter"], true);
-        let group = &tracks[&track["parent"].as_u64().unwrap().to_string()];
-        let group = group["name"].as_str().unwrap();
-        let agent: u32 = group[4..group.find(':').unwrap()].parse().unwrap();
-        let time = event["ts"].as_u64().unwrap();
-        perfetto.insert(
-            (agent, name.to_owned(), time),
-            event["value"].as_f64().unwrap(),
-        );
-    }
-    let differ: Vec<_> = (sums.iter())
-        .filter(|(k, v)| perfetto.get(*k) != Some(*v))
-        .take(5)
-        .map(|(k, v)| (k.clone(), *v, perfetto.get(k).copied()))
-        .collect();
-    assert!(differ.is_empty(), "sums differ: {differ:?}");
-    assert_eq!(perfetto.len(), sums.len());
-
-    // rocpd: a sample per value on a track per agent, its value a PMC event.
-    let db = rusqlite::Connection::open(d.join("out/run.db")).unwrap();
-    let rocpd_rows: Vec<(String, i64, String, f64)> = support::sqlite_rows(
-        &db,
-        "SELECT S.string, R.timestamp, P.name, V.value FROM rocpd_sample R \
-         JOIN rocpd_track T ON T.id = R.track_id JOIN rocpd_string S ON S.id = T.name_id \
-         JOIN rocpd_pmc_event V ON V.event_id = R.event_id \
-         JOIN rocpd_info_pmc P ON P.id = V.pmc_id",
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-    );
-    let mut rocpd: BTreeMap<(u32, String, u64), f64> = BTreeMap::new();
-    for (track, time, counter, value) in rocpd_rows {
-        let agent = track.strip_prefix("SPM agent ").unwrap().parse().unwrap();
-        *rocpd.entry((agent, counter, time as u64)).or_default() += value;
-    }
-    assert_eq!(rocpd, sums);
+    // sample time, the places summed; rocpd: a sample per value on a track per agent, its
+    // value a PMC event.
+    let sums = series::csv(&rows);
+    let perfetto = series::perfetto(&[d.join("out/trace.pftrace")], Sampled::Spm);
+    assert_eq!(series::differences(&sums, &perfetto), None);
+    let rocpd = series::rocpd(&[d.join("out/run.db")], Sampled::Spm);
+    assert_eq!(series::differences(&sums, &rocpd), None);
 
     // The rocpd database read back as a source gives the samples again, each at its
     // dispatch and place.

@@ -4,9 +4,13 @@
 //! (tests/support). Run one file's tests with a filter: `… --test integration rocpd::`.
 
 mod agents;
+mod analyze;
+mod analyze_kernels;
 mod args;
+mod attach;
 mod campaign;
 mod cli;
+mod coexist;
 mod counter_sets;
 mod counters;
 mod counters_cli;

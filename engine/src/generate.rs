@@ -16,6 +16,8 @@ use crate::sdk::{AgentType, Domain};
 use crate::spool::SpoolWriter;
 use crate::wire;
 
+pub mod job;
+
 /// What to generate.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -136,7 +138,7 @@ pub fn generate(
         {
             meta.push(Meta::Plan { json: plan.clone() });
         }
-        meta.extend(agents());
+        meta.extend(agents(2));
         meta.extend((0..4).map(|t| {
             Meta::Thread(Thread {
                 pid: p.pid,
@@ -230,6 +232,8 @@ pub fn generate(
             scratch_bytes: 0,
             vgpr_count: 32 + 8 * (kernel as u32 % 12),
             sgpr_count: 16 + 8 * (kernel as u32 % 8),
+            graph_exec_id: 0,
+            graph_node_id: 0,
         }]));
         if launch % 8 == 0 {
             p.correlation += 1;
@@ -256,6 +260,8 @@ pub fn generate(
                 external_id: 0,
                 bytes,
                 operation_id: 2,
+                graph_exec_id: 0,
+                graph_node_id: 0,
             }]));
         }
         if launch % 64 == 0 {
@@ -416,6 +422,8 @@ pub fn process(pid: u32, start_ns: u64) -> Process {
         command: vec!["./app".into()],
         start_ns,
         rank: None,
+        world_size: None,
+        rank_variable: None,
         start_unix_ns: None,
         kernel_start: None,
     }
@@ -442,8 +450,8 @@ pub fn mi300x(index: u32) -> Agent {
     }
 }
 
-/// A CPU and two MI300X-like GPUs.
-fn agents() -> Vec<Meta> {
+/// A CPU and `gpus` MI300X-like GPUs.
+fn agents(gpus: u32) -> Vec<Meta> {
     let gpu = mi300x;
     let cpu = Agent {
         agent_type: AgentType::Cpu,
@@ -458,7 +466,10 @@ fn agents() -> Vec<Meta> {
         max_engine_clk_mhz: 3800,
         ..gpu(0)
     };
-    vec![Meta::Agent(cpu), Meta::Agent(gpu(1)), Meta::Agent(gpu(2))]
+    std::iter::once(cpu)
+        .chain((1..=gpus).map(gpu))
+        .map(Meta::Agent)
+        .collect()
 }
 
 fn operation(domain: Domain, name: &str) -> i32 {

@@ -3,6 +3,7 @@
 //! A pipeline file is parsed, merged with its templates, validated and compiled into a
 //! [`plan::Plan`], the single artefact every later stage reads.
 
+pub mod analyze;
 pub mod arrow;
 pub mod atomic;
 pub mod cancel;

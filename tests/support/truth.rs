@@ -20,6 +20,7 @@ use crate::{csv, duckdb, otf2_print, sqlite_rows};
 
 pub mod device;
 pub mod graphs;
+pub mod series;
 pub mod spm;
 
 /// What an output says a run held, summed over its processes.
@@ -900,6 +901,9 @@ pub struct Collects {
     pub graphs: bool,
     /// The counters SPM streams of every dispatch (see [`spm`]).
     pub spm: Vec<&'static str>,
+    /// A thread trace of each kernel's first dispatch in every process, on shader engine
+    /// 0 (the `thread-trace` template; see [`thread_trace_hits`]).
+    pub thread_trace: bool,
 }
 
 /// How kernels are named (the pipeline's `kernel_names`).
@@ -943,6 +947,7 @@ impl Collects {
         self.kfd |= other.kfd;
         self.device_counters |= other.device_counters;
         self.graphs |= other.graphs;
+        self.thread_trace |= other.thread_trace;
         for &counter in &other.spm {
             if !self.spm.contains(&counter) {
                 self.spm.push(counter);
@@ -1151,13 +1156,14 @@ pub fn parquet_tables(dir: &Path) -> (Tally, Dispatches) {
     })
 }
 
-/// What device thread traces on the scenario at `path` hold when each kernel ran
-/// `dispatches` times while they traced: per code object (a GPU's, its index + 1) and
-/// instruction address, how many times traced waves ran the instruction. A dispatch spreads its waves evenly over
-/// its GPU's CUs, at least one and at most a CU's wave slots on each; every shader engine
-/// of `shader_engine_mask` that the GPU has traces the target CU's waves on every SIMD, and
+/// What thread traces on the scenario at `path` hold when each kernel ran `dispatches`
+/// times while they traced (a device trace, or a trace of chosen dispatches): per code
+/// object (a GPU's, its index + 1) and instruction address, how many times traced waves
+/// ran the instruction. A dispatch spreads its waves evenly over its GPU's CUs, at least
+/// one and at most a CU's wave slots on each; every shader engine of
+/// `shader_engine_mask` that the GPU has traces the target CU's waves on every SIMD, and
 /// each wave runs each instruction of its kernel once.
-pub fn device_trace_hits(
+pub fn thread_trace_hits(
     path: &Path,
     shader_engine_mask: u64,
     dispatches: u64,

@@ -8,6 +8,7 @@
 
 pub mod abi;
 pub mod agent_counters;
+pub mod attach;
 pub mod availability;
 pub mod contexts;
 pub mod demangle;

@@ -53,6 +53,20 @@ pub fn world(var: impl Fn(&str) -> Option<String>) -> Option<World> {
     PAIRS.iter().find_map(|(rank, size)| read(rank, *size))
 }
 
+/// The launcher's variable that holds the world size beside `rank_variable`, for the
+/// launchers rocprofv3 reads (none for a variable named by [`RANK_VARIABLE`]).
+pub fn size_variable(rank_variable: &str) -> Option<&'static str> {
+    PAIRS
+        .iter()
+        .find(|(rank, _)| *rank == rank_variable)
+        .and_then(|(_, size)| *size)
+}
+
+/// The launchers' rank variables, in the order rocprofv3 reads them.
+pub fn rank_variables() -> impl Iterator<Item = &'static str> {
+    PAIRS.iter().map(|(rank, _)| *rank)
+}
+
 /// Ranks as rocprofv3's `--profile-mpi-ranks` writes them: `0-3,8,10-15`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ranks(Vec<RangeInclusive<u32>>);
@@ -123,7 +137,9 @@ mod tests {
         let found = world(env(&both)).unwrap();
         assert_eq!((found.rank, found.size), (5, Some(16)));
         assert_eq!(found.variable, "SLURM_PROCID");
+        assert_eq!(size_variable(&found.variable), Some("SLURM_NTASKS"));
         let pmix = world(env(&[("PMIX_RANK", "2")])).unwrap();
+        assert_eq!(size_variable(&pmix.variable), None);
         assert_eq!((pmix.rank, pmix.size), (2, None));
         assert_eq!(world(env(&[("HOME", "/root")])), None);
     }

@@ -237,6 +237,17 @@ pub struct Kernel {
     /// the simulated device's default listing.
     #[serde(default)]
     pub isa: Vec<Instruction>,
+    /// What each of its dispatches counts of these counters (by name), in total over the
+    /// counter's instances, in place of the values the seed gives: a kernel with a known
+    /// profile (`counters = { OccupancyPercent = 8 }`) for what reads counters. Dispatch
+    /// counting only; device counting and SPM keep the seed's values.
+    #[serde(default)]
+    pub counters: std::collections::BTreeMap<String, f64>,
+    /// `[rank, duration_ns]` pairs: how long the kernel takes in the process of that MPI
+    /// rank (by its launcher's variables, as the tool reads them), for a run whose ranks
+    /// are out of balance.
+    #[serde(default)]
+    pub rank_duration_ns: Vec<(u32, u64)>,
 }
 
 /// An instruction of a simulated kernel, as the scenario lists it.
@@ -483,6 +494,18 @@ impl Scenario {
     }
 
     /// Parses and checks a scenario.
+    /// The scenario as the process of MPI rank `rank` replays it: each kernel takes its
+    /// `rank_duration_ns` for the rank, where it has one.
+    pub fn for_rank(mut self, rank: Option<u32>) -> Scenario {
+        for kernel in &mut self.kernels {
+            let own = (kernel.rank_duration_ns.iter()).find(|(r, _)| Some(*r) == rank);
+            if let Some(&(_, duration_ns)) = own {
+                kernel.duration_ns = duration_ns;
+            }
+        }
+        self
+    }
+
     pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
         let scenario: Scenario = toml::from_str(text)?;
         let agents = scenario.agents.len() as u32;

@@ -11,7 +11,9 @@
 //! | 4 | payload length, as stored |
 //! | 4 | CRC-32 of the header's first 8 bytes, then the payload as stored |
 //!
-//! Record payloads are whole records back to back in their fixed layout. An arguments frame
+//! Record payloads are whole records back to back in their fixed layout. A layout may grow
+//! fields at its end from one version to the next; a reader of an earlier version's stream
+//! reads them as 0 (see [`stored_size`]). An arguments frame
 //! comes just before the API records frame of the same delivery, whose calls it describes.
 //! The tool sends payloads as they are; the runner may store them compressed in the spool,
 //! in parts of [`COMPRESSED_PART`] bytes (the last one shorter) compressed apart, so that
@@ -45,11 +47,14 @@ use crate::thread_trace::{TraceData, TraceDataError};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 /// The version this rocflow writes.
-pub const VERSION: u16 = 5;
+pub const VERSION: u16 = 6;
 /// The first version whose spools record their end.
 pub const ENDS_RECORDED: u16 = 4;
 /// The first version whose streams may carry thread traces.
 pub const TRACES_RECORDED: u16 = 5;
+/// The first version whose kernel dispatches and memory copies end with their HIP graph
+/// node (`graph_exec_id`, `graph_node_id`); earlier ones are 16 bytes shorter.
+pub const GRAPH_NODES_RECORDED: u16 = 6;
 /// The oldest version of a kept spool this rocflow reads.
 pub const OLDEST_VERSION: u16 = 1;
 pub const STREAM_HEADER: usize = 8;
@@ -528,11 +533,14 @@ pub enum FrameError {
     #[error("bad API arguments: {0}")]
     Args(#[from] ArgsError),
     #[error(
-        "{len} bytes is not a whole number of {} records ({} bytes each)",
-        .kind.name(),
-        wire_size(*.kind)
+        "{len} bytes is not a whole number of {} records ({size} bytes each)",
+        .kind.name()
     )]
-    PartialRecords { len: usize, kind: RecordKind },
+    PartialRecords {
+        len: usize,
+        kind: RecordKind,
+        size: usize,
+    },
 }
 
 /// What is wrong with one metadata item of a frame.
@@ -627,7 +635,7 @@ impl<R: Read> FrameReader<R> {
         let mut bytes = std::mem::take(&mut self.bytes);
         let read = self.next_raw(&mut bytes);
         let frame = match read {
-            Ok(true) => decode_frame(&bytes)
+            Ok(true) => decode_frame(&bytes, self.version)
                 .and_then(|frame| self.number_strings(frame))
                 .map(Some)
                 .map_err(|reason| WireError::Corrupt { offset, reason }),
@@ -746,8 +754,21 @@ pub fn set_stream(frame: &mut [u8], stream: u16) {
     frame[8..12].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Decodes a whole frame whose checksum was verified.
-pub fn decode_frame(bytes: &[u8]) -> Result<Frame, FrameError> {
+/// The bytes a record of `kind` takes in a stream of format `version`: its layout's, less
+/// the fields later versions added at its end.
+pub fn stored_size(kind: RecordKind, version: u16) -> usize {
+    let graph_node = match kind {
+        RecordKind::KernelDispatch | RecordKind::MemoryCopy => 2 * size_of::<u64>(),
+        _ => 0,
+    };
+    match version {
+        v if v < GRAPH_NODES_RECORDED => wire_size(kind) - graph_node,
+        _ => wire_size(kind),
+    }
+}
+
+/// Decodes a whole frame of a stream of format `version` whose checksum was verified.
+pub fn decode_frame(bytes: &[u8], version: u16) -> Result<Frame, FrameError> {
     let (header, stored) = bytes.split_at(FRAME_HEADER);
     let tag = header[0];
     let stream = u16::from_le_bytes([header[2], header[3]]);
@@ -774,10 +795,13 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, FrameError> {
         let kind = *RecordKind::ALL
             .get(usize::from(tag - 1))
             .ok_or(FrameError::UnknownTag(tag))?;
-        let batch = Batch::decode(kind, payload).ok_or(FrameError::PartialRecords {
-            len: payload.len(),
-            kind,
-        })?;
+        let size = stored_size(kind, version);
+        let batch =
+            Batch::decode_stored(kind, payload, size).ok_or(FrameError::PartialRecords {
+                len: payload.len(),
+                kind,
+                size,
+            })?;
         Payload::Records(batch)
     };
     Ok(Frame { stream, payload })

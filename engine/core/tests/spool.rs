@@ -20,6 +20,8 @@ fn frames() -> Vec<Frame> {
             grid_x: 1024,
             workgroup_x: 256,
             vgpr_count: 64,
+            graph_exec_id: i % 3,
+            graph_node_id: i % 5,
             ..Default::default()
         })
         .collect();
@@ -28,6 +30,8 @@ fn frames() -> Vec<Frame> {
         operation_id: 2,
         start_ns: 5,
         end_ns: 9,
+        graph_exec_id: 2,
+        graph_node_id: 4,
         ..Default::default()
     }];
     let mut args = ApiArgs::default();
@@ -304,7 +308,68 @@ fn record_sizes_are_what_is_written() {
     let mut out = Vec::new();
     KernelDispatch::default().encode(&mut out);
     assert_eq!(out.len(), KernelDispatch::SIZE);
-    assert_eq!(KernelDispatch::SIZE, 12 + 8 * 7 + 4 * 10);
+    assert_eq!(KernelDispatch::SIZE, 12 + 8 * 9 + 4 * 10);
+}
+
+/// A spool of format version 5, whose dispatches and copies had no graph node yet (their
+/// layouts were 16 bytes shorter, ending before it), reads as the same records outside any
+/// graph: every other field where it was.
+#[test]
+fn a_version_5_spool_reads_its_dispatches_and_copies_outside_any_graph() {
+    const VERSION_5: u16 = 5;
+    let mut bytes = wire::stream_header().to_vec();
+    bytes[6..8].copy_from_slice(&VERSION_5.to_le_bytes());
+    let mut expected = Vec::new();
+    for frame in frames() {
+        let Payload::Records(mut batch) = frame.payload else {
+            continue;
+        };
+        let full = rocflow_core::record::wire_size(batch.kind());
+        let stored = wire::stored_size(batch.kind(), VERSION_5);
+        let mut payload = Vec::new();
+        batch.encode(&mut payload);
+        // What version 5 wrote: each record without the fields version 6 added.
+        let payload: Vec<u8> = (payload.chunks_exact(full))
+            .flat_map(|record| &record[..stored])
+            .copied()
+            .collect();
+        let tag = 1 + (rocflow_core::record::RecordKind::ALL.iter())
+            .position(|&k| k == batch.kind())
+            .unwrap() as u8;
+        let mut header = vec![tag, 0];
+        header.extend_from_slice(&frame.stream.to_le_bytes());
+        header.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        let crc = wire::checksum(VERSION_5, &header, &payload);
+        bytes.extend_from_slice(&header);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        bytes.extend_from_slice(&payload);
+        match &mut batch {
+            Batch::KernelDispatch(dispatches) => dispatches.iter_mut().for_each(|d| {
+                (d.graph_exec_id, d.graph_node_id) = (0, 0);
+            }),
+            Batch::MemoryCopy(copies) => copies.iter_mut().for_each(|c| {
+                (c.graph_exec_id, c.graph_node_id) = (0, 0);
+            }),
+            _ => assert_eq!(stored, full, "{} changed its layout", batch.kind().name()),
+        }
+        expected.push(Frame {
+            stream: frame.stream,
+            payload: Payload::Records(batch),
+        });
+    }
+    let (read, ending) = read_bytes(&bytes);
+    assert!(ending.is_ok(), "{ending:?}");
+    assert_eq!(read, expected);
+    // A stream of this version, whose records are whole, is not read as version 5's.
+    let mut current = bytes.clone();
+    current[6..8].copy_from_slice(&wire::VERSION.to_le_bytes());
+    assert!(matches!(
+        read_bytes(&current).1,
+        Err(WireError::Corrupt {
+            reason: FrameError::PartialRecords { .. },
+            ..
+        })
+    ));
 }
 
 /// Reads every frame of a stream held in memory, and how reading ended.

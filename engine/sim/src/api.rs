@@ -108,7 +108,10 @@ pub unsafe extern "C" fn rocprofiler_create_context(id: *mut Handle) -> Status {
         return status::CONFIGURATION_LOCKED;
     }
     let mut setup = sdk.setup.lock().unwrap();
-    setup.0.push(ContextSetup::default());
+    setup.0.push(ContextSetup {
+        client: crate::clients::initializing(),
+        ..ContextSetup::default()
+    });
     // SAFETY: checked non-null.
     unsafe {
         *id = Handle {
@@ -289,7 +292,11 @@ fn set_active(context: Handle, active: bool) -> Status {
     }
     if phase() == Phase::Initializing {
         let mut setup = sdk.setup.lock().unwrap();
-        return match setup.0.get_mut(context_index(context)) {
+        let index = context_index(context);
+        let conflict = (setup.0.get(index)).is_some_and(|c| c.counting.is_some() && !c.started)
+            && counting_started(setup.0.iter().filter(|c| c.started));
+        return match setup.0.get_mut(index) {
+            Some(_) if active && conflict => status::CONTEXT_CONFLICT,
             // As the real SDK: a context that samples devices starts, and says its device
             // counting waits for the HSA runtime, which loads after the tools initialize.
             Some(ctx) if active && !ctx.device_counting.is_empty() => {
@@ -307,6 +314,19 @@ fn set_active(context: Handle, active: bool) -> Status {
         return status::CONTEXT_NOT_FOUND;
     };
     match running.contexts.get(context_index(context)) {
+        Some(ctx)
+            if active
+                && ctx.setup.counting.is_some()
+                && !ctx.active.load(Ordering::Acquire)
+                && counting_started(
+                    running
+                        .contexts
+                        .iter()
+                        .filter_map(|c| c.active.load(Ordering::Acquire).then_some(&c.setup)),
+                ) =>
+        {
+            status::CONTEXT_CONFLICT
+        }
         Some(ctx) => {
             if active && !ctx.active.load(Ordering::Acquire) {
                 crate::device_counting::start(context, ctx);
@@ -323,6 +343,12 @@ fn set_active(context: Handle, active: bool) -> Status {
         }
         None => status::CONTEXT_NOT_FOUND,
     }
+}
+
+/// Whether a started context of `started` counts dispatches: as the real SDK, whichever
+/// tool's it is, a second counting context does not start beside it.
+fn counting_started<'a>(started: impl IntoIterator<Item = &'a ContextSetup>) -> bool {
+    started.into_iter().any(|c| c.counting.is_some())
 }
 
 #[unsafe(no_mangle)]
@@ -542,11 +568,10 @@ pub unsafe extern "C" fn rocprofiler_configure_buffer_dispatch_counting_service(
         if buffer >= buffers {
             return status::BUFFER_NOT_FOUND;
         }
-        // One context may count dispatches, and counting excludes PC sampling.
-        if contexts
-            .iter()
-            .any(|c| c.counting.is_some() || !c.pc_sampling.is_empty())
-        {
+        // A context counts dispatches once, and not beside PC sampling. Other contexts
+        // (another tool's too) may count as well: they conflict when started together.
+        let ctx = &contexts[index];
+        if ctx.counting.is_some() || !ctx.pc_sampling.is_empty() {
             return status::CONTEXT_CONFLICT;
         }
         contexts[index].counting = Some(Counting {
@@ -871,8 +896,8 @@ mod tests {
             assert_eq!(rocprofiler_create_context(&mut second), status::SUCCESS);
             assert_eq!(
                 count(second),
-                status::CONTEXT_CONFLICT,
-                "a second counting context"
+                status::SUCCESS,
+                "a second counting context (another tool's, say): they conflict when started"
             );
             // Kernel replay: found by its name, driven by one context only.
             let replay = crate::kernel_replay::KIND;
@@ -1073,6 +1098,15 @@ mod tests {
                 status::CONFIGURATION_LOCKED
             );
             assert_eq!(trace(10, &[], buffer), status::CONFIGURATION_LOCKED);
+            assert_eq!(rocprofiler_start_context(context), status::SUCCESS);
+            assert_eq!(
+                rocprofiler_start_context(second),
+                status::CONTEXT_CONFLICT,
+                "two counting contexts at once"
+            );
+            assert_eq!(rocprofiler_stop_context(context), status::SUCCESS);
+            assert_eq!(rocprofiler_start_context(second), status::SUCCESS);
+            assert_eq!(rocprofiler_stop_context(second), status::SUCCESS);
             assert_eq!(rocprofiler_start_context(context), status::SUCCESS);
             assert_eq!(rocprofiler_start_context(stray), status::CONTEXT_NOT_FOUND);
             assert_eq!(rocprofiler_flush_buffer(stray), status::BUFFER_NOT_FOUND);

@@ -2,14 +2,16 @@
 //! the graph's kernels under its own correlation id, and its `HIP_GRAPH` record
 //! (`EXEC_LAUNCH`) spans the call and counts the dispatches it enqueued.
 
+use rocflow_core::abi::graph_node::EXEC_LAUNCH;
 use rocflow_core::abi::{ApiRecord, Handle, HipGraphRecord};
 use rocflow_core::scenario::Scenario;
 use rocflow_core::sdk::Domain;
 
 use crate::kfd::Trace;
 
-/// `ROCPROFILER_HIP_GRAPH_OPERATION_EXEC_LAUNCH`.
-const EXEC_LAUNCH: i32 = 3;
+/// The simulated SDK's value of `ROCPROFILER_CALLBACK_TRACING_HIP_GRAPH` (SDK 1.3.0 on),
+/// apart from the kinds of SDK 1.0 as kernel replay's is: a tool looks it up by name.
+pub const KIND: i32 = 41;
 
 /// The executable graph thread `index` launches as `graph`: the SDK numbers them from 1 as
 /// they are instantiated, and each thread instantiates its graphs, in order, as it starts.

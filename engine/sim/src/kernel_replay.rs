@@ -10,7 +10,7 @@ use rocflow_core::abi::kernel_replay::{CONFIG, KernelReplayData, PASS};
 use rocflow_core::abi::{
     CallbackTracingRecord, KernelDispatchInfo, Status, UserData, callback, status,
 };
-use rocflow_core::sdk::{KERNEL_REPLAY, SdkVersion};
+use rocflow_core::sdk::{Domain, KERNEL_REPLAY, SdkVersion};
 
 use crate::sdk::{Subscription, version};
 
@@ -55,6 +55,7 @@ fn available(sdk: SdkVersion) -> bool {
 fn kind_name(kind: i32, sdk: SdkVersion) -> Option<&'static CStr> {
     match kind {
         KIND if available(sdk) => Some(c"KERNEL_REPLAY"),
+        crate::graph::KIND if Domain::HipGraph.in_sdk(sdk) => Some(c"HIP_GRAPH"),
         _ => usize::try_from(kind)
             .ok()
             .and_then(|k| KINDS_1_0.get(k).copied()),
@@ -78,7 +79,8 @@ pub unsafe extern "C" fn rocprofiler_iterate_callback_tracing_kinds(
         return status::INVALID_ARGUMENT;
     };
     let replay = available(version()).then_some(KIND);
-    for kind in (0..KINDS_1_0.len() as i32).chain(replay) {
+    let graphs = Domain::HipGraph.in_sdk(version()).then_some(crate::graph::KIND);
+    for kind in (0..KINDS_1_0.len() as i32).chain(graphs).chain(replay) {
         // SAFETY: the tool's callback with its data; a non-zero return stops, as the SDK.
         if unsafe { callback(kind, data) } != 0 {
             break;

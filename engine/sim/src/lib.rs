@@ -12,10 +12,13 @@
 mod activity;
 mod api;
 mod args;
+mod attach;
 mod buffer;
+mod clients;
 mod device;
 mod device_counting;
 mod device_trace;
+mod external_correlation;
 mod graph;
 mod kernel_replay;
 mod kfd;
@@ -58,6 +61,10 @@ static WORKERS: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
 
 struct Tool {
     result: *mut ToolConfigureResult,
+    /// Its client id's handle: the contexts it created are its own.
+    client: u32,
+    /// It finalized early (through the client finalize it was given).
+    finalized: bool,
 }
 
 // The configure result is the tool's, valid for the life of the process.
@@ -66,6 +73,8 @@ unsafe impl Send for Tool {}
 extern "C" fn on_load() {
     if let Ok(tools) = std::env::var("ROCP_TOOL_LIBRARIES") {
         initialize(None, &tools);
+    } else if attach::enabled() {
+        attach::listen();
     }
 }
 
@@ -91,11 +100,11 @@ pub extern "C" fn rocprofiler_force_configure(configure: Option<Configure>) -> a
 /// Plays rocprofiler-register and the SDK's initialization: configures each tool once (the
 /// forced one first), initializes them and starts the scenario.
 fn initialize(forced: Option<Configure>, tools: &str) {
-    let Some(sdk) = sdk::installed() else {
+    if sdk::installed().is_none() {
         return;
-    };
+    }
     let mut entry_points: Vec<Configure> = forced.into_iter().collect();
-    for path in tools.split(':').filter(|p| !p.is_empty()) {
+    for path in clients::tool_list(tools) {
         // A tool found twice (forced and listed, or listed twice) is configured once.
         match entry_point(path) {
             Some(f) if !entry_points.iter().any(|e| std::ptr::fn_addr_eq(*e, f)) => {
@@ -104,22 +113,40 @@ fn initialize(forced: Option<Configure>, tools: &str) {
             _ => {}
         }
     }
-    for configure in entry_points {
-        if let Some(tool) = configure_tool(configure) {
+    start(&entry_points, None);
+}
+
+/// Configures and initializes the tools of `entry_points`, then starts the scenario's
+/// threads on the schedule begun at `origin` (now, by default); gives how many tools took
+/// part and initialized, or `None` when the simulated device has no scenario.
+fn start(entry_points: &[Configure], origin: Option<u64>) -> Option<usize> {
+    let sdk = sdk::installed()?;
+    // As the real SDK: each tool is told its place in the order as its priority.
+    for (priority, configure) in (0..).zip(entry_points) {
+        if let Some(tool) = configure_tool(*configure, priority) {
             TOOLS.lock().unwrap().push(tool);
         }
     }
     sdk::set_phase(Phase::Initializing);
-    for tool in TOOLS.lock().unwrap().iter() {
+    let mut initialized = 0;
+    // Copied out: a tool may finalize itself early from its initialize.
+    let tools: Vec<(u32, *mut ToolConfigureResult)> = (TOOLS.lock().unwrap().iter())
+        .map(|t| (t.client, t.result))
+        .collect();
+    for (client, result) in tools {
         // SAFETY: the result the tool returned from `rocprofiler_configure`.
-        let result = unsafe { &*tool.result };
+        let result = unsafe { &*result };
         if let Some(initialize) = result.initialize {
             // SAFETY: the tool's entry point, with its own data.
-            let failed = unsafe { initialize(client_finalize, result.tool_data) };
+            let failed = clients::initializing_as(client, || unsafe {
+                initialize(client_finalize, result.tool_data)
+            });
             if failed != 0 {
                 warn("a tool's initialize failed");
+                continue;
             }
         }
+        initialized += 1;
     }
     sdk::set_phase(Phase::Running);
     let running = sdk.freeze();
@@ -145,7 +172,8 @@ fn initialize(forced: Option<Configure>, tools: &str) {
         );
         libc::atexit(at_exit);
     }
-    start_workers();
+    start_workers(origin);
+    Some(initialized)
 }
 
 /// Loads one tool library and finds its `rocprofiler_configure`.
@@ -172,34 +200,62 @@ fn entry_point(path: &str) -> Option<Configure> {
 }
 
 /// Calls a tool's `rocprofiler_configure`; `None` when the tool stays out.
-fn configure_tool(configure: Configure) -> Option<Tool> {
+fn configure_tool(configure: Configure, priority: u32) -> Option<Tool> {
     let rocflow_core::sdk::SdkVersion(major, minor, patch) = sdk::version();
     let runtime = CString::new(format!("{major}.{minor}.{patch}")).unwrap_or_default();
+    let handle = 1 + priority;
     let mut client = ClientId {
         size: size_of::<ClientId>(),
         name: std::ptr::null(),
-        handle: 1 + TOOLS.lock().unwrap().len() as u32,
+        handle,
     };
     // SAFETY: the entry point with the arguments rocprofiler-register passes.
     let result = unsafe {
         configure(
             abi::version(major, minor, patch),
             runtime.as_ptr(),
-            0,
+            priority,
             &mut client,
         )
     };
-    (!result.is_null()).then_some(Tool { result })
+    (!result.is_null()).then_some(Tool {
+        result,
+        client: handle,
+        finalized: false,
+    })
 }
 
-/// A tool asks to be finalized early: nothing more reaches it.
-unsafe extern "C" fn client_finalize(_client: ClientId) {
-    stop_contexts();
+/// A tool asks to be finalized early: nothing more reaches it. As the real SDK, the only
+/// tool of a process stops every context; one of several stops its own contexts and is
+/// finalized, and the other tools go on.
+unsafe extern "C" fn client_finalize(client: ClientId) {
+    let mut tools = TOOLS.lock().unwrap();
+    if tools.len() < 2 {
+        drop(tools);
+        return stop_contexts(|_| true);
+    }
+    let Some(tool) = tools
+        .iter_mut()
+        .find(|t| t.client == client.handle && !t.finalized)
+    else {
+        return;
+    };
+    tool.finalized = true;
+    let result = tool.result;
+    drop(tools);
+    stop_contexts(|owner| owner == client.handle);
+    // SAFETY: the result the tool returned from `rocprofiler_configure`.
+    let result = unsafe { &*result };
+    if let Some(finalize) = result.finalize {
+        // SAFETY: the tool's entry point with its own data.
+        unsafe { finalize(result.tool_data) };
+    }
 }
 
-fn stop_contexts() {
+/// Stops the started contexts of the clients `owned` picks.
+fn stop_contexts(owned: impl Fn(u32) -> bool) {
     if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
-        for ctx in &running.contexts {
+        for ctx in running.contexts.iter().filter(|c| owned(c.setup.client)) {
             // As the real SDK's finalization stops a started context, which ends its
             // device thread trace.
             if ctx.active.swap(false, std::sync::atomic::Ordering::AcqRel) {
@@ -209,14 +265,16 @@ fn stop_contexts() {
     }
 }
 
-fn start_workers() {
+/// Starts the scenario's threads, on the schedule begun at `origin` (see
+/// [`workload::run_thread`]).
+fn start_workers(origin: Option<u64>) {
     let Some(sdk) = sdk::sdk() else { return };
     let Some(running) = sdk.running() else { return };
     let mut workers = WORKERS.lock().unwrap();
     for index in 0..sdk.scenario.scenario.threads {
         let spawned = std::thread::Builder::new()
             .name(format!("sim-thread-{index}"))
-            .spawn(move || workload::run_thread(sdk, running, index));
+            .spawn(move || workload::run_thread(sdk, running, index, origin));
         match spawned {
             Ok(handle) => workers.push(handle),
             Err(e) => warn(&format!("cannot start a scenario thread: {e}")),
@@ -234,8 +292,19 @@ extern "C" fn at_exit() {
     if let Some(running) = sdk::sdk().and_then(sdk::Sdk::running) {
         running.buffers.iter().for_each(buffer::Buffer::flush);
     }
-    stop_contexts();
-    for tool in std::mem::take(&mut *TOOLS.lock().unwrap()) {
+    stop_contexts(|_| true);
+    finalize_tools();
+    sdk::set_phase(Phase::Finalized);
+}
+
+/// Calls each tool's finalize, once: nothing more reaches them.
+fn finalize_tools() {
+    // Taken out first: a tool's finalize may call back into the SDK.
+    let tools = std::mem::take(&mut *TOOLS.lock().unwrap());
+    for tool in tools {
+        if tool.finalized {
+            continue;
+        }
         // SAFETY: the result the tool returned from `rocprofiler_configure`.
         let result = unsafe { &*tool.result };
         if let Some(finalize) = result.finalize {
@@ -243,7 +312,6 @@ extern "C" fn at_exit() {
             unsafe { finalize(result.tool_data) };
         }
     }
-    sdk::set_phase(Phase::Finalized);
 }
 
 thread_local! {
@@ -301,5 +369,5 @@ extern "C" fn after_fork_child() {
     });
     // The parent's threads do not exist here; their handles must not be joined.
     std::mem::forget(std::mem::take(&mut *WORKERS.lock().unwrap()));
-    start_workers();
+    start_workers(None);
 }

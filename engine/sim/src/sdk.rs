@@ -167,7 +167,11 @@ pub struct ContextSetup {
     pub device_thread_trace: Vec<DeviceTraceService>,
     /// The buffered dispatch SPM service.
     pub spm: Option<SpmService>,
+    /// The external correlation id request service.
+    pub requests: Option<crate::external_correlation::Requests>,
     pub started: bool,
+    /// The client that created it (its client id's handle).
+    pub client: u32,
 }
 
 // The tool's callback data pointers are only handed back to the tool.
@@ -291,12 +295,17 @@ enum ScenarioFileError {
     BuiltIn(#[from] scenario::ScenarioError),
 }
 
-/// The scenario `ROCFLOW_SIM_SCENARIO` names, or the built-in one.
+/// The scenario `ROCFLOW_SIM_SCENARIO` names, or the built-in one, as this process's MPI
+/// rank replays it.
 fn scenario() -> Result<Scenario, ScenarioFileError> {
+    let rank = rocflow_core::mpi::world(|v| std::env::var(v).ok()).map(|w| w.rank);
     let Ok(path) = std::env::var("ROCFLOW_SIM_SCENARIO") else {
-        return Ok(Scenario::parse(scenario::DEFAULT)?);
+        return Ok(Scenario::parse(scenario::DEFAULT)?.for_rank(rank));
     };
-    Scenario::read(path.as_ref()).map_err(|source| ScenarioFileError::File { path, source })
+    let scenario = Scenario::read(path.as_ref());
+    Ok(scenario
+        .map_err(|source| ScenarioFileError::File { path, source })?
+        .for_rank(rank))
 }
 
 /// The counter definitions the scenario's agents take their counters from, if any; ones

@@ -17,6 +17,9 @@ use rocflow_core::abi::{
     PcSamplingHostTrapRecord, SpmCounterRecord, SpmDispatchData, UserData, callback, category,
     counter_record, kernel_replay, pc_record,
 };
+use rocflow_core::abi::graph_node::{
+    EXEC_LAUNCH, HipGraphData, REQUEST_KERNEL_DISPATCH, REQUEST_MEMORY_COPY,
+};
 use rocflow_core::agent_counters::{self, AgentCounter, Kind};
 use rocflow_core::sdk::Domain;
 use rocflow_counters::expr::{Dimension, Tensor};
@@ -30,6 +33,10 @@ use rocflow_core::scenario::{Kernel, Settings};
 
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
 static DISPATCH: AtomicU64 = AtomicU64::new(1);
+
+/// `ROCPROFILER_KERNEL_DISPATCH_ENQUEUE`: the operation a dispatch's external correlation
+/// id is asked for at.
+const DISPATCH_ENQUEUE: i32 = 1;
 
 /// `ROCPROFILER_HIP_EVENT_OPERATION_WAIT`.
 const HIP_EVENT_WAIT: i32 = 2;
@@ -78,29 +85,43 @@ impl Pace {
         })
     }
 
+    /// The first iteration scheduled at `t` or later.
+    fn first_due(&self, t: u64) -> u32 {
+        let since = t.saturating_sub(self.start);
+        u32::try_from(since.div_ceil(self.every_ns.max(1))).unwrap_or(u32::MAX)
+    }
+
     /// When iteration `i` starts, the one before it having ended at `t`.
     fn iteration(&self, i: u32, t: u64) -> u64 {
         t.max(self.start + u64::from(i) * self.every_ns)
     }
 
-    /// Waits for the real clock to reach `t`.
-    fn wait(&self, t: u64) {
+    /// Waits for the real clock to reach `t`; `idle` runs first when there is a wait: what
+    /// the thread did so far reaches its buffers then, as the SDK's records do as they
+    /// happen, not only when a stage fills.
+    fn wait(&self, t: u64, idle: impl FnOnce()) {
         let now = crate::sdk::now();
         if t > now {
+            idle();
             std::thread::sleep(std::time::Duration::from_nanos(t - now));
         }
     }
 }
 
-/// Runs thread `index` of the scenario to its end.
-pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
+/// Runs thread `index` of the scenario to its end. A paced scenario keeps the schedule
+/// begun at `origin` (by default now): in a process attached after it started, the
+/// iterations scheduled before the attach went by unobserved, and the thread starts with
+/// the first one due.
+pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>) {
     let scenario = &sdk.scenario;
     let tid = gettid();
     let mut t = crate::sdk::now();
-    let pace = Pace::of(&scenario.scenario, t);
+    let pace = Pace::of(&scenario.scenario, origin.unwrap_or(t));
+    let first = pace.as_ref().map_or(0, |p| p.first_due(t));
+    let emitter = Emitter::new(sdk, running, tid);
     let wait = |t: u64| {
         if let Some(pace) = &pace {
-            pace.wait(t);
+            pace.wait(t, || emitter.hand_over());
         }
     };
     let mut queue_free = vec![0u64; scenario.agents.len()];
@@ -111,9 +132,8 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
         hip_op("hipMalloc"),
         hip_op("hipFree"),
     );
-    let emitter = Emitter::new(sdk, running, tid);
     let message = scenario.scenario.marker_message.as_deref();
-    for iteration in 0..scenario.scenario.iterations {
+    for iteration in first..scenario.scenario.iterations {
         if let Some(pace) = &pace {
             t = pace.iteration(iteration, t);
             // The real SDK's records are in their buffers as they happen: before the
@@ -182,11 +202,15 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                     let stream = kernel_queue(index, kernel).handle;
                     let call = api_record(Domain::HipRuntimeApi, graph_launch, t, correlation, tid);
                     emitter.hip(call, [exec, stream, 0, 0]);
+                    // The launch enqueues the graph's work on this thread, between its
+                    // callbacks.
+                    emitter.graph_launch(exec, callback::PHASE_ENTER, correlation);
                     let mut nodes = 0;
                     for (n, node) in scenario.graph_nodes(graph) {
                         enqueue(n, node, correlation, t + API_NS, Submission::GraphLaunch);
                         nodes += 1;
                     }
+                    emitter.graph_launch(exec, callback::PHASE_EXIT, correlation);
                     let at = crate::graph::Launch {
                         gpu: sdk.device.gpu_handle(kernel.agent as usize),
                         exec,
@@ -221,6 +245,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 3 => (gpu, cpu),
                 _ => (gpu, gpu),
             };
+            let externals = emitter.external_ids(REQUEST_MEMORY_COPY, operation, correlation);
             let record = MemoryCopyRecord {
                 size: size_of::<MemoryCopyRecord>() as u64,
                 kind: Domain::MemoryCopy.sdk_value(),
@@ -235,7 +260,15 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32) {
                 dst_address,
                 src_address,
             };
-            emitter.trace(Domain::MemoryCopy, operation, &record);
+            emitter.trace_each(Domain::MemoryCopy, operation, |context| MemoryCopyRecord {
+                correlation_id: AsyncCorrelationId {
+                    internal: correlation,
+                    external: UserData {
+                        value: externals[context],
+                    },
+                },
+                ..record
+            });
             t += API_NS.max(copy.duration_ns + 1_000);
         }
         for allocation in &scenario.allocations {
@@ -450,12 +483,69 @@ impl<'a> Emitter<'a> {
     }
 
     pub fn trace<T: Copy>(&self, domain: Domain, operation: i32, record: &T) {
+        self.trace_each(domain, operation, |_| *record);
+    }
+
+    /// As [`Emitter::trace`], each context's record made by `record_of` from the context's
+    /// index.
+    fn trace_each<T: Copy>(&self, domain: Domain, operation: i32, record_of: impl Fn(usize) -> T) {
         let value = domain.sdk_value();
-        for ctx in self.active() {
+        for (index, ctx) in self.running.contexts.iter().enumerate() {
+            if !ctx.active.load(Ordering::Acquire) {
+                continue;
+            }
             if let Some(buffer) = ctx.setup.traces(value, operation) {
-                self.push(buffer, category::TRACING, value as u32, record);
+                self.push(buffer, category::TRACING, value as u32, &record_of(index));
             }
         }
+    }
+
+    /// Asks each started context with the request service for `kind` for the external
+    /// correlation id of the operation `correlation` this thread is enqueueing: per
+    /// context (by index), the id its records of it carry; 0 where it asks for none or
+    /// the tool declines (no id is pushed here).
+    fn external_ids(&self, kind: i32, operation: i32, correlation: u64) -> Vec<u64> {
+        let contexts = self.running.contexts.iter().enumerate();
+        (contexts.map(|(index, ctx)| {
+            let requests = (ctx.setup.requests.as_ref())
+                .filter(|r| r.asks(kind) && ctx.active.load(Ordering::Acquire));
+            let Some(requests) = requests else {
+                return 0;
+            };
+            let context = Handle {
+                handle: crate::sdk::CONTEXT_HANDLE_BASE + index as u64,
+            };
+            let mut external = UserData { value: 0 };
+            // SAFETY: the tool's callback with the arguments the SDK passes.
+            let declined = unsafe {
+                (requests.callback)(
+                    self.tid,
+                    context,
+                    kind,
+                    operation,
+                    correlation,
+                    &mut external,
+                    requests.data,
+                )
+            };
+            if declined == 0 { external.value } else { 0 }
+        }))
+        .collect()
+    }
+
+    /// `hipGraphLaunch`'s `HIP_GRAPH` callbacks (`phase` enter before the graph's work is
+    /// enqueued, exit after), where the SDK has them.
+    fn graph_launch(&self, exec: u64, phase: i32, correlation: u64) {
+        if !Domain::HipGraph.in_sdk(crate::sdk::version()) {
+            return;
+        }
+        let mut data = HipGraphData {
+            size: size_of::<HipGraphData>() as u64,
+            graph_exec_id: Handle { handle: exec },
+            graph_exec_value: (0xe7ec_0000 + exec) as *const c_void,
+        };
+        let payload = (&mut data as *mut HipGraphData).cast();
+        self.callbacks(crate::graph::KIND, EXEC_LAUNCH, phase, correlation, payload);
     }
 
     /// A HIP call: its plain record, and its `_EXT` one with its arguments, to the
@@ -508,6 +598,7 @@ impl<'a> Emitter<'a> {
             reserved_padding: [0; 56],
         };
         let end = start + kernel.duration_ns;
+        let externals = self.external_ids(REQUEST_KERNEL_DISPATCH, DISPATCH_ENQUEUE, correlation);
         let record = KernelDispatchRecord {
             size: size_of::<KernelDispatchRecord>() as u64,
             kind: Domain::KernelDispatch.sdk_value(),
@@ -527,15 +618,20 @@ impl<'a> Emitter<'a> {
                 start.saturating_add_signed(shift),
                 end.saturating_add_signed(shift),
             );
-            let record = KernelDispatchRecord {
+            self.trace_each(Domain::KernelDispatch, 2, |context| KernelDispatchRecord {
                 start_timestamp: start,
                 end_timestamp: end,
+                correlation_id: AsyncCorrelationId {
+                    internal: correlation,
+                    external: UserData {
+                        value: externals[context],
+                    },
+                },
                 ..record
-            };
-            self.trace(Domain::KernelDispatch, 2, &record);
+            });
             for ctx in self.active() {
                 if let Some(counting) = ctx.setup.counting {
-                    self.count(counting, &info, correlation, start, end);
+                    self.count(counting, &info, &kernel.counters, correlation, start, end);
                 }
             }
         };
@@ -574,6 +670,7 @@ impl<'a> Emitter<'a> {
         &self,
         counting: crate::sdk::Counting,
         info: &KernelDispatchInfo,
+        pinned: &std::collections::BTreeMap<String, f64>,
         correlation: u64,
         start: u64,
         end: u64,
@@ -615,8 +712,14 @@ impl<'a> Emitter<'a> {
         );
         let seed = self.sdk.scenario.scenario.seed;
         for counter in counters {
-            for (id, counter_value) in counter_values(self.sdk, counter, seed, &[info.dispatch_id])
-            {
+            let mut values = counter_values(self.sdk, counter, seed, &[info.dispatch_id]);
+            // A kernel that pins the counter counts its value, spread evenly over the
+            // instances.
+            if let Some(&total) = pinned.get(counter.counter.name.as_str()) {
+                let share = total / values.len().max(1) as f64;
+                values.iter_mut().for_each(|v| v.1 = share);
+            }
+            for (id, counter_value) in values {
                 let record = CounterRecord {
                     id,
                     counter_value,

@@ -3,6 +3,8 @@
 //! on after goes through [`crate::messages`].
 
 mod agents;
+mod analyze;
+mod attach;
 mod campaign;
 mod counters;
 mod device;
@@ -10,6 +12,7 @@ mod doctor;
 mod flags;
 mod import;
 mod input;
+mod job;
 mod manual;
 mod outputs;
 mod pipeline;
@@ -63,6 +66,10 @@ enum Command {
     /// Stdout is the application's: rocflow's own output (progress, notes, and the report at
     /// the end of what was collected and written, with the summary's tables) goes to stderr.
     Run(run::RunArgs),
+    /// Profile a process already running, then detach and leave it running:
+    /// `rocflow attach PID [PIPELINE] [--duration D]`. The process must have been started
+    /// attachable (ROCP_TOOL_ATTACH=1, rocprofiler-register preloaded).
+    Attach(attach::AttachArgs),
     /// Rebuild a run's outputs from its raw spool (with its pipeline or another one), or run
     /// a pipeline on rocpd databases (rocprofv3's).
     Replay(spool::ReplayArgs),
@@ -73,6 +80,9 @@ enum Command {
     Summary(spool::SummaryArgs),
     /// Compare two runs: per-kernel, API and counter changes; gate regressions with --fail-if.
     Diff(spool::DiffArgs),
+    /// Findings on a run: where the GPU waited, copies blocked, launches cost more than
+    /// kernels; each with evidence, time at stake and advice. Gate CI with --fail-if.
+    Analyze(analyze::AnalyzeArgs),
     /// Analyse the runs of a job's ranks together on Dask: one Parquet dataset partitioned by
     /// host and rank, and recipes over it (kernel and API summaries, GPU busy time), on this
     /// machine or a cluster.
@@ -122,10 +132,12 @@ pub fn main() -> ExitCode {
         Command::Init(args) => pipeline::init(args),
         Command::Templates(command) => pipeline::templates(command),
         Command::Run(args) => run::run(args),
+        Command::Attach(args) => attach::attach(args),
         Command::Replay(args) => spool::replay(args),
         Command::Inspect(args) => spool::inspect(args),
         Command::Summary(args) => spool::summary(args),
         Command::Diff(args) => spool::diff(args),
+        Command::Analyze(args) => analyze::analyze(args),
         Command::Campaign(args) => campaign::campaign(args),
         Command::Generate(args) => spool::generate(args),
         Command::MigrateCounters(args) => counters::migrate(args),

@@ -43,7 +43,7 @@ fn inputs(args: &[PathBuf], pipeline: bool) -> Result<(Input, Option<PathBuf>)> 
 
 /// Says how a spool's records ended: a warning if it was cut short, and a fault that
 /// ended them part-way as a runtime error.
-fn ended(ending: std::result::Result<&Ending, &SourceError>) -> Result<()> {
+pub(super) fn ended(ending: std::result::Result<&Ending, &SourceError>) -> Result<()> {
     let ending = ending.map_err(|e| Error::Runtime(e.to_string()))?;
     for warning in [&ending.warning, &ending.partial].into_iter().flatten() {
         messages::diagnostic(&Diagnostic::warning(warning.as_str()));
@@ -216,7 +216,7 @@ fn summary_tables(
 
 /// The stages a spool was recorded with, plugins left out (see [`untrusted`]; no
 /// transforms for a spool written without a pipeline, or for a database).
-fn recorded_stages(input: &Input, hint: &str) -> StageGraph {
+pub(super) fn recorded_stages(input: &Input, hint: &str) -> StageGraph {
     let Input::Spool(spool) = input else {
         return StageGraph::default();
     };
@@ -562,7 +562,7 @@ pub fn inspect(args: InspectArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
-    /// Where to write the spool.
+    /// Where to write the spool (the folder of a job's spools with --ranks).
     out: PathBuf,
     /// How many records to generate.
     #[arg(long, default_value_t = 100_000)]
@@ -577,10 +577,16 @@ pub struct GenerateArgs {
     pipeline: Option<PathBuf>,
     #[command(flatten)]
     options: PipelineArgs,
+    #[command(flatten)]
+    job: super::job::JobArgs,
 }
 
-/// Writes a realistic synthetic run to a spool (for benchmarks, tests and demos).
+/// Writes a realistic synthetic run to a spool (for benchmarks, tests and demos), or a
+/// simulated MPI job's spools into a folder.
 pub fn generate(args: GenerateArgs) -> Result<ExitCode> {
+    if let Some(job) = args.job.job(args.seed) {
+        return super::job::generate(&job, args.job.rocpd(), &args.out);
+    }
     let plan = match &args.pipeline {
         Some(file) => Some(
             pipeline::compile_file(file, &args.options.records_options()?)

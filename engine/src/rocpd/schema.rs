@@ -15,6 +15,11 @@ use crate::sqlite::Value;
 /// The version of the rocpd schema these tables follow.
 pub const SCHEMA_VERSION: &str = "3";
 
+/// The HIP graph node of a dispatch or copy, as rocpd 3.0.2 adds it: 0 and 0 outside any
+/// graph.
+const GRAPH_EXEC_ID: &str = "graph_exec_id INTEGER NOT NULL DEFAULT 0";
+const GRAPH_NODE_ID: &str = "graph_node_id INTEGER NOT NULL DEFAULT 0";
+
 /// A table: its name without the suffix, and its columns after `id` and `guid` (which every
 /// table but the metadata has).
 pub struct Table {
@@ -314,6 +319,9 @@ pub const TABLES: &[Table] = &[
             "grid_size_x INTEGER NOT NULL",
             "grid_size_y INTEGER NOT NULL",
             "grid_size_z INTEGER NOT NULL",
+            // rocpd 3.0.2's, where readers of 3.0.0 pass over them.
+            GRAPH_EXEC_ID,
+            GRAPH_NODE_ID,
             "region_name_id INTEGER",
             "event_id INTEGER",
             EXTDATA,
@@ -346,6 +354,8 @@ pub const TABLES: &[Table] = &[
             "size INTEGER NOT NULL",
             "queue_id INTEGER",
             "stream_id INTEGER",
+            GRAPH_EXEC_ID,
+            GRAPH_NODE_ID,
             "region_name_id INTEGER",
             "event_id INTEGER",
             EXTDATA,

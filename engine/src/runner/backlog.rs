@@ -101,9 +101,10 @@ impl Shared {
     }
 }
 
-/// A raw frame decoded for the stages; a frame that does not decode is dropped, and said.
+/// A raw frame of a live stream (this version's) decoded for the stages; a frame that does
+/// not decode is dropped, and said.
 fn decode(raw: &[u8]) -> Option<Frame> {
-    wire::decode_frame(raw)
+    wire::decode_frame(raw, wire::VERSION)
         .map_err(|e| messages::runner(format_args!("dropping a frame: {e}")))
         .ok()
 }

@@ -3,6 +3,7 @@
 //! spool as it arrives, and feeds the same frames through the stages into the sinks. The
 //! run ends when the application has exited and every stream has closed.
 
+pub mod attach;
 pub(crate) mod backlog;
 pub(crate) mod compress;
 pub(crate) mod libraries;
@@ -10,6 +11,7 @@ pub(crate) mod listen;
 mod live;
 pub mod sdk;
 pub(crate) mod signals;
+mod tool_libraries;
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::net::UnixListener;
@@ -357,19 +359,19 @@ fn scenario_error(path: &Path, source: ScenarioFileError) -> StartError {
 /// leaves no file behind).
 fn create_spool(
     plan: &Plan,
-    options: &Options,
+    spool: Option<&Path>,
     pid: u32,
 ) -> Result<(PathBuf, SpoolWriter), StartError> {
     let fail = |place: &Path, source| StartError::Spool {
         place: place.to_owned(),
         source,
     };
-    if let Some(path) = &options.spool {
+    if let Some(path) = spool {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| fail(parent, e))?;
         }
         let writer = SpoolWriter::create(path).map_err(|e| fail(path, e))?;
-        return Ok((path.clone(), writer));
+        return Ok((path.to_owned(), writer));
     }
     let mut placeholders = sink::Placeholders::for_run(&crate::catalog::Catalog::default());
     placeholders.pid = pid;
@@ -411,7 +413,13 @@ pub fn run(
     })?;
     let mut env = vec![
         (OsString::from("ROCFLOW_PLAN"), plan_file.into_os_string()),
-        ("ROCP_TOOL_LIBRARIES".into(), tool.into_os_string()),
+        (
+            "ROCP_TOOL_LIBRARIES".into(),
+            tool_libraries::with_tool(
+                std::env::var_os("ROCP_TOOL_LIBRARIES").as_deref(),
+                tool.as_os_str(),
+            ),
+        ),
         (
             "ROCFLOW_UNPROFILED".into(),
             unprofiled.clone().into_os_string(),
@@ -459,7 +467,7 @@ pub fn run(
     let (listener, mut child) = launch.start(0)?;
     let pid = child.id();
     // The application waits on the socket's backlog meanwhile; nothing is read yet.
-    let (spool_path, spool) = match create_spool(plan, options, pid) {
+    let (spool_path, spool) = match create_spool(plan, options.spool.as_deref(), pid) {
         Ok(created) => created,
         Err(e) => {
             let _ = child.kill();
@@ -468,81 +476,61 @@ pub fn run(
         }
     };
 
-    let beside_spool = spool_path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let (frames_in, frames) = backlog::channel(QUEUE_BYTES, beside_spool);
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let compressor = options.spool_compression.compressor(cores);
-    let intake = Arc::new(Intake::new(spool, compressor, |kind| plan.consumes(kind)));
-    let mut plan_frame = Vec::new();
-    wire::encode_meta(0, &[Meta::Plan { json: plan_json }], &mut plan_frame);
-    let _ = intake.take(&plan_frame, &frames_in);
-    let stop = Arc::new(AtomicBool::new(false));
-    let counts = Arc::new(listen::Counts::default());
-    let driver = {
-        let (intake, stop, counts) = (Arc::clone(&intake), Arc::clone(&stop), Arc::clone(&counts));
-        let board = Arc::clone(&options.board);
-        std::thread::spawn(move || {
-            let mut started = (listener, child);
-            let mut number = 1;
-            loop {
-                let (listener, child) = started;
-                let exit = Pass {
-                    listener,
-                    child,
-                    number,
-                }
-                .run(&intake, &frames_in, &counts, passes, &board);
-                let ended = |exit, pass, failed_to_start| Passes {
-                    exit,
-                    pass,
-                    of: passes as u32,
-                    failed_to_start,
-                };
-                let failed = exit.is_none_or(|e| e.status() != 0);
-                // SIGTERM between passes: no further pass starts.
-                let stopping = stop.load(Ordering::Acquire) || crate::cancel::requested();
-                if failed || number as usize == passes || stopping {
-                    return ended(exit, number, None);
-                }
-                // A pass's frames all come before the next pass's marker.
-                while !counts.all_ended() && !stop.load(Ordering::Acquire) {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                board.application_started();
-                started = match launch.start(number as usize) {
-                    Ok(next) => next,
-                    Err(e) => return ended(None, number + 1, Some(e)),
-                };
-                number += 1;
+    let driver = move |intake: Arc<Intake>,
+                       frames_in: backlog::Sender,
+                       counts: Arc<listen::Counts>,
+                       stop: Arc<AtomicBool>,
+                       board: Arc<Board>| {
+        let mut started = (listener, child);
+        let mut number = 1;
+        loop {
+            let (listener, child) = started;
+            let exit = Pass {
+                listener,
+                child,
+                number,
             }
-        })
+            .run(&intake, &frames_in, &counts, passes, &board);
+            let ended = |exit, pass, failed_to_start| Passes {
+                exit,
+                pass,
+                of: passes as u32,
+                failed_to_start,
+            };
+            let failed = exit.is_none_or(|e| e.status() != 0);
+            // SIGTERM between passes: no further pass starts.
+            let stopping = stop.load(Ordering::Acquire) || crate::cancel::requested();
+            if failed || number as usize == passes || stopping {
+                return ended(exit, number, None);
+            }
+            // A pass's frames all come before the next pass's marker.
+            while !counts.all_ended() && !stop.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            board.application_started();
+            started = match launch.start(number as usize) {
+                Ok(next) => next,
+                Err(e) => return ended(None, number + 1, Some(e)),
+            };
+            number += 1;
+        }
     };
-    {
-        // The records, as they arrive (the stages decode them after).
-        let counts = Arc::clone(&counts);
-        options.board.count_incoming(move || Incoming {
-            records: counts.total(),
-            processes: Some(counts.streams.load(Ordering::Relaxed)),
-        });
-    }
-
-    let complete = || spool_complete(&spool_path);
-    let mut live = Live::new(frames, &intake, &complete);
-    let mut report = stage::run_watched(plan, &mut live, &sink::open, &options.board)?;
-    let stopped = live.stopped;
-    // The one fault a live source has: its spool could not be completed.
-    let spool_error = match std::mem::replace(&mut report.source, Ok(Ending::default())) {
-        Err(SourceError::Spool(e)) => Some(e),
-        _ => None,
-    };
-    stop.store(true, Ordering::Release);
-    let passes = match stopped {
-        Some(_) => None,
-        None => driver.join().ok(),
-    };
+    let (collected, passes) = collect(
+        plan,
+        options.spool_compression,
+        &options.board,
+        spool_path,
+        spool,
+        driver,
+        spool_complete,
+    )?;
+    let Collected {
+        report,
+        stopped,
+        spool_error,
+        counts,
+        spool: spool_path,
+    } = collected;
     let exit = passes.as_ref().and_then(|p| p.exit);
     let unfinalized = unfinalized(&report, &counts);
     let unprofiled = Unprofiled::read(&unprofiled, counts.unread.load(Ordering::Relaxed));
@@ -560,6 +548,94 @@ pub fn run(
         spool_error,
         unprofiled,
     })
+}
+
+/// What the stages made of a live run's frames.
+struct Collected {
+    report: Report,
+    /// Why rocflow stopped waiting for the streams, if a signal made it.
+    stopped: Option<Stop>,
+    /// Why the spool is incomplete, if writing it failed.
+    spool_error: Option<std::io::Error>,
+    counts: Arc<listen::Counts>,
+    spool: PathBuf,
+}
+
+/// Takes the streams a `driver` thread lets in (it listens, and returns once no process
+/// will connect any more) through the spool and the stages into the sinks; gives what the
+/// stages made of them and what the driver returned, unless a signal stopped the waiting
+/// first.
+fn collect<T: Send + 'static>(
+    plan: &Plan,
+    compression: SpoolCompression,
+    board: &Arc<Board>,
+    spool_path: PathBuf,
+    spool: SpoolWriter,
+    driver: impl FnOnce(
+        Arc<Intake>,
+        backlog::Sender,
+        Arc<listen::Counts>,
+        Arc<AtomicBool>,
+        Arc<Board>,
+    ) -> T
+    + Send
+    + 'static,
+    spool_complete: &dyn Fn(&Path),
+) -> Result<(Collected, Option<T>), StartError> {
+    let beside_spool = spool_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let (frames_in, frames) = backlog::channel(QUEUE_BYTES, beside_spool);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let compressor = compression.compressor(cores);
+    let intake = Arc::new(Intake::new(spool, compressor, |kind| plan.consumes(kind)));
+    let mut plan_frame = Vec::new();
+    wire::encode_meta(
+        0,
+        &[Meta::Plan {
+            json: plan.to_json(),
+        }],
+        &mut plan_frame,
+    );
+    let _ = intake.take(&plan_frame, &frames_in);
+    let stop = Arc::new(AtomicBool::new(false));
+    let counts = Arc::new(listen::Counts::default());
+    let driver = {
+        let (intake, stop, counts) = (Arc::clone(&intake), Arc::clone(&stop), Arc::clone(&counts));
+        let board = Arc::clone(board);
+        std::thread::spawn(move || driver(intake, frames_in, counts, stop, board))
+    };
+    {
+        // The records, as they arrive (the stages decode them after).
+        let counts = Arc::clone(&counts);
+        board.count_incoming(move || Incoming {
+            records: counts.total(),
+            processes: Some(counts.streams.load(Ordering::Relaxed)),
+        });
+    }
+    let complete = || spool_complete(&spool_path);
+    let mut live = Live::new(frames, &intake, &complete);
+    let mut report = stage::run_watched(plan, &mut live, &sink::open, board)?;
+    let stopped = live.stopped;
+    // The one fault a live source has: its spool could not be completed.
+    let spool_error = match std::mem::replace(&mut report.source, Ok(Ending::default())) {
+        Err(SourceError::Spool(e)) => Some(e),
+        _ => None,
+    };
+    stop.store(true, Ordering::Release);
+    let driven = match stopped {
+        Some(_) => None,
+        None => driver.join().ok(),
+    };
+    let collected = Collected {
+        report,
+        stopped,
+        spool_error,
+        counts,
+        spool: spool_path,
+    };
+    Ok((collected, driven))
 }
 
 /// The processes whose stream ended without the tool's closing frame (its cost, which the

@@ -83,6 +83,11 @@ impl Stop {
     }
 }
 
+/// Whether Ctrl-C has come (once or more).
+pub fn interrupted() -> bool {
+    INTERRUPTS.load(Ordering::Acquire) >= 1
+}
+
 /// Whether rocflow should stop waiting for the streams now. Called from the loop that
 /// waits for frames, which times the grace after SIGTERM (a handler cannot read a clock
 /// into a `OnceLock`).

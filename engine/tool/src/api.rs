@@ -9,6 +9,7 @@ use rocflow_core::abi::{
     DispatchCountingCallback, Handle, PcConfigurationsCallback, RecordHeader, Status,
     TracingCallback,
 };
+use rocflow_core::abi::graph_node::RequestCallback;
 use rocflow_core::query::Queries;
 
 /// An SDK entry point the process lacks (an old SDK).
@@ -94,6 +95,9 @@ api! {
         fn(Handle, Option<PcConfigurationsCallback>, *mut c_void) -> Status;
     configure_pc_sampling = "rocprofiler_configure_pc_sampling_service":
         fn(Handle, Handle, c_int, c_int, u64, Handle, c_int) -> Status;
+    configure_external_correlation_request =
+        "rocprofiler_configure_external_correlation_id_request_service":
+        fn(Handle, *const i32, usize, Option<RequestCallback>, *mut c_void) -> Status;
 }
 
 impl Api {

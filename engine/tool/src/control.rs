@@ -41,6 +41,13 @@ pub(crate) fn set(tool: &Tool, ctx: &Context, on: bool) -> bool {
     if on && status == status::HSA_NOT_LOADED {
         return true;
     }
+    if on && status == status::CONTEXT_CONFLICT {
+        warn(&crate::coexist::conflict(&ctx.name));
+        return true;
+    }
+    if status == status::SUCCESS && crate::legacy_roctx::traced_by(tool, &ctx.name) {
+        crate::legacy_roctx::collect(on);
+    }
     if let Err(e) = api.check(&format!("context `{}`", ctx.name), status) {
         warn(&e.to_string());
     }

@@ -14,14 +14,13 @@
 //! counts a replayed dispatch once (rocprofv3 writes a dispatch row per pass).
 
 use std::cell::Cell;
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::c_void;
 use std::sync::{LazyLock, Mutex, OnceLock};
 
 use rustc_hash::FxHashMap;
 
 use rocflow_core::abi::kernel_replay::{CONFIG, KIND_NAME, KernelReplayData, PASS};
-use rocflow_core::abi::{CallbackTracingRecord, Handle, KernelDispatchInfo, Status, UserData};
-use rocflow_core::abi::{callback, status};
+use rocflow_core::abi::{CallbackTracingRecord, Handle, KernelDispatchInfo, UserData, callback};
 use rocflow_core::sdk::KERNEL_REPLAY;
 
 use crate::api::{CallError, MissingSymbol};
@@ -151,7 +150,7 @@ pub fn subscribe(
     context: Handle,
     passes: &'static dyn Passes,
 ) -> Result<(), ReplayError> {
-    let kind = find_kind()?.ok_or(ReplayError::NoKind)?;
+    let kind = crate::callback_kind::find(KIND_NAME)?.ok_or(ReplayError::NoKind)?;
     REPLAYED.set(passes).map_err(|_| ReplayError::Twice)?;
     // SAFETY: all operations; the callback has the SDK's signature and uses no data.
     let status = unsafe {
@@ -165,50 +164,6 @@ pub fn subscribe(
         )
     };
     Ok(tool.api.check("subscribing to kernel replay", status)?)
-}
-
-/// `rocprofiler_callback_tracing_kind_cb_t`.
-type KindCallback = unsafe extern "C" fn(c_int, *mut c_void) -> c_int;
-type IterateKinds = unsafe extern "C" fn(Option<KindCallback>, *mut c_void) -> Status;
-type KindName = unsafe extern "C" fn(c_int, *mut *const c_char, *mut u64) -> Status;
-
-/// The value of the kind named [`KIND_NAME`] in this process's SDK, if it has one.
-fn find_kind() -> Result<Option<c_int>, MissingSymbol> {
-    const ITERATE: &str = "rocprofiler_iterate_callback_tracing_kinds";
-    const NAME: &str = "rocprofiler_query_callback_tracing_kind_name";
-    let this = libloading::os::unix::Library::this();
-    // SAFETY: the symbols have the types the SDK's header declares.
-    let (iterate, name) = unsafe {
-        (
-            *this
-                .get::<IterateKinds>(b"rocprofiler_iterate_callback_tracing_kinds\0")
-                .map_err(|_| MissingSymbol(ITERATE))?,
-            *this
-                .get::<KindName>(b"rocprofiler_query_callback_tracing_kind_name\0")
-                .map_err(|_| MissingSymbol(NAME))?,
-        )
-    };
-    let mut kinds: Vec<c_int> = Vec::new();
-    // SAFETY: `kinds` outlives the call; the callback matches.
-    unsafe { iterate(Some(list_kind), (&mut kinds as *mut Vec<c_int>).cast()) };
-    Ok(kinds.into_iter().find(|&kind| {
-        let mut text: *const c_char = std::ptr::null();
-        // SAFETY: writable out-parameters; the length is not asked for.
-        let status = unsafe { name(kind, &mut text, std::ptr::null_mut()) };
-        // SAFETY: the SDK's names are static NUL-terminated strings.
-        status == status::SUCCESS
-            && !text.is_null()
-            && unsafe { CStr::from_ptr(text) }.to_bytes() == KIND_NAME.as_bytes()
-    }))
-}
-
-/// Adds a kind the SDK lists to the `Vec<c_int>` at `data`.
-unsafe extern "C" fn list_kind(kind: c_int, data: *mut c_void) -> c_int {
-    entry("kernel_replay::list_kind", 1, || {
-        // SAFETY: `data` is the vector `find_kind` passed.
-        unsafe { (*data.cast::<Vec<c_int>>()).push(kind) };
-        0
-    })
 }
 
 /// The kernel replay kind's callback: the pass count at CONFIG, the pass under way

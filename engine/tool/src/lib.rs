@@ -11,6 +11,8 @@
 //! wrong (a panic), [`guard`] switches it off and lets the application go on.
 
 mod api;
+mod callback_kind;
+mod coexist;
 mod context;
 mod control;
 mod crash;
@@ -19,10 +21,12 @@ mod filter;
 mod flusher;
 mod gpu;
 mod graph;
+mod graph_node;
 mod guard;
 mod kernel_replay;
 mod kfd;
 mod late_start;
+mod legacy_roctx;
 mod messages;
 mod records;
 pub mod session;
@@ -84,6 +88,12 @@ unsafe fn configure_tool(
     runtime_version: *const c_char,
     client: *mut ClientId,
 ) -> *mut ToolConfigureResult {
+    // The SDK configures each tool once: a second call comes from a second copy of it.
+    static CONFIGURED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if CONFIGURED.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        warn(&coexist::configured_again());
+        return std::ptr::null_mut();
+    }
     if version < MIN_VERSION {
         let found = if runtime_version.is_null() {
             format!("{version}")
@@ -118,6 +128,7 @@ unsafe fn configure_tool(
                 }
                 None => {
                     let _ = TOOL.set(tool);
+                    coexist::check_copies().iter().for_each(|m| warn(m));
                 }
             }
         }
@@ -241,6 +252,7 @@ fn initialize_tool() -> i32 {
         );
     }
     crash::install();
+    legacy_roctx::register_for(tool);
     control::start(tool);
     flusher::start(tool);
     device_counting::start(tool);
@@ -266,6 +278,8 @@ extern "C" fn after_fork_child() {
 unsafe extern "C" fn finalize(_data: *mut c_void) {
     entry("finalize", (), || {
         let _no_more_reads = device_counting::stop(CLOSE_TIMEOUT);
+        legacy_roctx::unregister();
+        legacy_roctx::flush();
         flusher::flush_and_close(CLOSE_TIMEOUT);
         late_start::finalize();
     });

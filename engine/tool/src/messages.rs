@@ -94,12 +94,18 @@ unsafe fn take_message(record: &CallbackTracingRecord) {
         return;
     }
     // SAFETY: ROCTx messages are NUL-terminated strings, alive during the call.
-    let message = unsafe { CStr::from_ptr(message) };
+    hold(record.correlation_id.internal, unsafe {
+        CStr::from_ptr(message)
+    });
+}
+
+/// Holds `message` for the marker record of `correlation_id`, sending the batch when full.
+pub fn hold(correlation_id: u64, message: &CStr) {
     let full = {
         let mut table = strings::lock();
         let number = Table::of(&mut table).intern(message.to_bytes(), str::to_owned);
         let mut pending = locked(PENDING.lock());
-        pending.push((record.correlation_id.internal, number.0));
+        pending.push((correlation_id, number.0));
         pending.len() >= BATCH
     };
     if full {

@@ -23,6 +23,7 @@ use rocflow_core::ring::FrameBuffer;
 use rocflow_core::sdk::Domain;
 use rocflow_core::wire::{self, RecordsFrame};
 
+use crate::graph_node::GraphNode;
 use crate::graph::QueueSide;
 use crate::guard::{entry, locked};
 use crate::state::{Kernels, Tool, tool};
@@ -340,20 +341,23 @@ unsafe fn deliver(
 }
 
 /// Describes threads and queues the records use that the stream has not described yet.
+/// Describes thread `tid` of this process, with the name it goes by.
+pub fn thread(pid: u32, tid: u64) -> Meta {
+    Meta::Thread(Thread {
+        pid,
+        tid: tid as u32,
+        name: std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+            .ok()
+            .map(|n| n.trim_end().to_owned()),
+    })
+}
+
 fn describe_new(out: &Out, pid: u32) {
     let queue_ids: Vec<u64> = out.queues.iter().map(|q| q.0).collect();
     let (tids, new_queues) = stream::unseen(&out.tids, &queue_ids);
     let items: Vec<Meta> = tids
         .into_iter()
-        .map(|tid| {
-            Meta::Thread(Thread {
-                pid,
-                tid: tid as u32,
-                name: std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-                    .ok()
-                    .map(|n| n.trim_end().to_owned()),
-            })
-        })
+        .map(|tid| thread(pid, tid))
         .chain(new_queues.into_iter().map(|id| {
             let agent = out
                 .queues
@@ -527,6 +531,9 @@ unsafe fn convert(
                     let agent = agent(info.agent_id);
                     out.thread(r.thread_id);
                     out.queue(info.queue_id.handle, agent);
+                    let external = r.correlation_id.external.value;
+                    let node = GraphNode::of_external(external);
+                    let (graph_exec_id, graph_node_id) = GraphNode::columns(node);
                     out.dispatches.push(KernelDispatch {
                         pid,
                         tid: r.thread_id as u32,
@@ -537,7 +544,8 @@ unsafe fn convert(
                         start_ns: r.start_timestamp,
                         end_ns: r.end_timestamp,
                         correlation_id: r.correlation_id.internal,
-                        external_id: r.correlation_id.external.value,
+                        // An id that carries a node is none of the application's.
+                        external_id: if node.is_some() { 0 } else { external },
                         grid_x: info.grid_size.x,
                         grid_y: info.grid_size.y,
                         grid_z: info.grid_size.z,
@@ -548,6 +556,8 @@ unsafe fn convert(
                         scratch_bytes: info.private_segment_size,
                         vgpr_count: vgpr,
                         sgpr_count: sgpr,
+                        graph_exec_id,
+                        graph_node_id,
                     });
                 }
                 RecordKind::Api => {
@@ -598,6 +608,9 @@ unsafe fn convert(
                     // SAFETY: the caller's contract.
                     let r = unsafe { &*header.payload.cast::<MemoryCopyRecord>() };
                     out.thread(r.thread_id);
+                    let external = r.correlation_id.external.value;
+                    let node = GraphNode::of_external(external);
+                    let (graph_exec_id, graph_node_id) = GraphNode::columns(node);
                     out.copies.push(MemoryCopy {
                         pid,
                         tid: r.thread_id as u32,
@@ -606,9 +619,11 @@ unsafe fn convert(
                         start_ns: r.start_timestamp,
                         end_ns: r.end_timestamp,
                         correlation_id: r.correlation_id.internal,
-                        external_id: r.correlation_id.external.value,
+                        external_id: if node.is_some() { 0 } else { external },
                         bytes: r.bytes,
                         operation_id: r.operation as u8,
+                        graph_exec_id,
+                        graph_node_id,
                     });
                 }
                 RecordKind::MemoryAllocation => {

@@ -188,6 +188,10 @@ pub fn run(tool: &'static Tool) -> Result<(), SetupError> {
         )
     };
     api.check("tracing ROCTx profiler control", status)?;
+    let graphs = crate::graph_node::subscribe(tool, control).unwrap_or_else(|e| {
+        warn(&format!("dispatches and copies are given no HIP graph node: {e}"));
+        false
+    });
     // SAFETY: a context the tool created.
     api.check("starting the control context", unsafe {
         (api.start_context)(control)
@@ -196,7 +200,7 @@ pub fn run(tool: &'static Tool) -> Result<(), SetupError> {
     let mut contexts = Vec::new();
     let mut dimensions = HashMap::new();
     for plan in &tool.plan.contexts {
-        match context(tool, plan, &gpus, &mut dimensions) {
+        match context(tool, plan, &gpus, &mut dimensions, graphs) {
             Ok(c) => contexts.push(c),
             Err(e) => warn(&format!(
                 "context `{}`: {e}; it collects nothing",
@@ -214,12 +218,14 @@ fn query_agents(tool: &Tool) -> Result<Vec<AgentV0>, CallError> {
     agents.map_err(|status| tool.api.failed("querying agents", status))
 }
 
-/// Creates one context with its buffer and services.
+/// Creates one context with its buffer and services; where `graphs`, it asks for the
+/// graph node of each dispatch and copy it traces.
 fn context(
     tool: &Tool,
     plan: &ContextPlan,
     gpus: &[Gpu],
     dimensions: &mut HashMap<u64, Vec<u64>>,
+    graphs: bool,
 ) -> Result<Context, SetupError> {
     let api = &tool.api;
     let mut handle = Handle { handle: 0 };
@@ -261,6 +267,9 @@ fn context(
         };
         api.check(&format!("tracing {}", t.domain.name()), status)?;
         crate::messages::trace(tool, handle, t);
+    }
+    if graphs {
+        crate::graph_node::request(tool, handle, plan)?;
     }
     let selected = |own: &[AgentSelector]| -> Vec<&Gpu> {
         let selectors = plan.service_agents(own);

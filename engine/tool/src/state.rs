@@ -82,7 +82,7 @@ impl Tool {
                     .collect()
             })
             .unwrap_or_default();
-        let rank = rocflow_core::mpi::world(|v| std::env::var(v).ok()).map(|w| w.rank);
+        let world = rocflow_core::mpi::world(|v| std::env::var(v).ok());
         Meta::Process(Process {
             pid: std::process::id(),
             // SAFETY: getppid has no preconditions.
@@ -90,7 +90,9 @@ impl Tool {
             hostname: hostname(),
             command,
             start_ns: self.api.timestamp(),
-            rank,
+            rank: world.as_ref().map(|w| w.rank),
+            world_size: world.as_ref().and_then(|w| w.size),
+            rank_variable: world.map(|w| w.variable),
             start_unix_ns: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .ok()

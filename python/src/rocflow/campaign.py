@@ -47,7 +47,8 @@ PROCESSES = pa.schema(
         pa.field("pid", pa.uint32(), nullable=False),
         # The MPI rank the launcher gave the process, where it gave one.
         pa.field("rank", pa.uint32()),
-        # How many ranks the campaign holds (rocflow keeps no launcher's world size).
+        # The number of ranks of its job, as the launcher said; else how many ranks the
+        # campaign holds.
         pa.field("world_size", pa.uint32()),
         pa.field("ppid", pa.uint32(), nullable=False),
         # When the process was described, on the SDK's clock (boot time), as records' times.
@@ -209,7 +210,7 @@ def layout(converted: list[Converted], dataset: Path) -> tuple[str, pa.Table]:
             "host": urllib.parse.unquote(p.host),
             "pid": p.pid,
             "rank": p.rank,
-            "world_size": ranks if p.rank is not None else None,
+            "world_size": None if p.rank is None else p.world_size or ranks,
             "ppid": p.ppid,
             "start_ns": p.start_ns,
             "start_unix_ns": p.start_unix_ns,

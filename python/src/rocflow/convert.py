@@ -35,6 +35,8 @@ class Process:
     host: str
     pid: int
     rank: int | None
+    #: The number of ranks of its job, where the launcher said (older inputs keep none).
+    world_size: int | None
     ppid: int
     start_ns: int
     start_unix_ns: int | None
@@ -100,6 +102,7 @@ def _processes(table: Path) -> list[Process]:
                     host=host,
                     pid=int(part.parent.name.removeprefix("pid=")),
                     rank=row["rank"],
+                    world_size=row.get("world_size"),
                     ppid=row["ppid"],
                     start_ns=_ns(row["start_ns"]),
                     start_unix_ns=_ns(row.get("start_unix_ns")),

@@ -3,7 +3,10 @@
 //! process; an iteration launches each once, its nodes' dispatches sharing the launch's
 //! correlation id, in the order listed. A `[[call]]` graph launch launches no kernels, of an
 //! executable graph numbered after every thread's graphs of kernels. A HIP event `RECORD`
-//! barrier waits on its own queue, a `WAIT` on another.
+//! barrier waits on its own queue, a `WAIT` on another. A launch's dispatches are its
+//! graph's nodes, numbered from 0 in the order listed under the launch's executable graph
+//! (rocprofv3's numbering, which the tool does on the launching thread); every other
+//! dispatch is in no graph, 0/0.
 
 use std::collections::BTreeMap;
 
@@ -12,8 +15,8 @@ use super::{Kernel, Rows, Scenario};
 /// Per executable graph: its launches and the dispatches each enqueues.
 type Launches = BTreeMap<u64, (u64, u64)>;
 
-/// A dispatch of a launch: its id, kernel and agent.
-type Node<'a> = (u64, &'a str, u64);
+/// A dispatch of a launch: its id, kernel, agent, executable graph and node.
+type Node<'a> = (u64, &'a str, u64, u64, u64);
 
 impl Scenario {
     /// The scenario's graphs, each once, in the order their first nodes are listed.
@@ -101,6 +104,8 @@ impl Scenario {
                 int(d, "dispatch_id"),
                 d["kernel_name"].as_str(),
                 int(d, "agent"),
+                int(d, "graph_exec_id"),
+                int(d, "graph_node_id"),
             );
             enqueued.entry(key).or_default().push(node);
         }
@@ -113,6 +118,15 @@ impl Scenario {
             let graph = graphs[((int(launch, "graph_exec_id") - 1) % graphs.len() as u64) as usize];
             let want: Vec<&str> = self.nodes(graph).iter().map(|k| k.name.as_str()).collect();
             let names: Vec<&str> = nodes.iter().map(|n| n.1).collect();
+            // The i-th dispatch (in enqueue order) is the graph's node i.
+            let exec = int(launch, "graph_exec_id");
+            let placed: Vec<(u64, u64)> = nodes.iter().map(|n| (n.3, n.4)).collect();
+            let numbered: Vec<(u64, u64)> = (0..nodes.len() as u64).map(|i| (exec, i)).collect();
+            if placed != numbered {
+                wrong.push(format!(
+                    "graph launch {launch:?}: its dispatches are graph nodes {placed:?}, want {numbered:?}"
+                ));
+            }
             if names != want || nodes.iter().any(|n| n.2 != int(launch, "agent")) {
                 wrong.push(format!(
                     "graph launch {launch:?} enqueued {nodes:?}, want {want:?} on its agent"
@@ -120,11 +134,14 @@ impl Scenario {
             }
             attributed += nodes.len() as u64;
         }
-        let in_graphs = (dispatches.iter())
-            .filter(|d| {
-                (self.kernels.iter()).any(|k| k.graph.is_some() && k.name == d["kernel_name"])
-            })
-            .count() as u64;
+        let in_graph = |d: &&BTreeMap<String, String>| {
+            (self.kernels.iter()).any(|k| k.graph.is_some() && k.name == d["kernel_name"])
+        };
+        let in_graphs = dispatches.iter().filter(in_graph).count() as u64;
+        let outside = dispatches.iter().filter(|d| !in_graph(d));
+        for d in outside.filter(|d| (int(d, "graph_exec_id"), int(d, "graph_node_id")) != (0, 0)) {
+            wrong.push(format!("dispatch {d:?} of no graph has a graph node"));
+        }
         if attributed != in_graphs {
             wrong.push(format!(
                 "{in_graphs} dispatches of graph nodes, {attributed} of them a launch's"
@@ -197,4 +214,68 @@ pub fn summary(json: &std::path::Path) -> BTreeMap<u64, (u64, u64)> {
         graphs.insert(exec, (int(&row["calls"]), int(&row["dispatches"])));
     }
     graphs
+}
+
+/// A dispatch in a graph as an output shows it: its id, executable graph and node, in
+/// order.
+pub type Placed = Vec<(u64, u64, u64)>;
+
+/// The dispatches in a graph of rocflow's CSV or Parquet `kernel_dispatch` rows.
+pub fn placed(dispatches: &Rows) -> Placed {
+    let int = |row: &BTreeMap<String, String>, column: &str| -> u64 {
+        row[column].parse::<f64>().unwrap() as u64
+    };
+    let mut placed: Placed = (dispatches.iter())
+        .map(|d| {
+            let id = int(d, "dispatch_id");
+            (id, int(d, "graph_exec_id"), int(d, "graph_node_id"))
+        })
+        .filter(|d| d.1 != 0)
+        .collect();
+    placed.sort_unstable();
+    placed
+}
+
+/// The dispatches in a graph of rocflow's Parquet `kernel_dispatch` dataset in `dir`.
+pub fn placed_in_parquet(dir: &std::path::Path) -> Placed {
+    let query = "SELECT dispatch_id, graph_exec_id, graph_node_id \
+                 FROM read_parquet('kernel_dispatch/**/*.parquet') WHERE graph_exec_id <> 0";
+    let rows = crate::duckdb(dir, &[query]);
+    let int = |v: &serde_json::Value| v.as_u64().unwrap();
+    let mut placed: Placed = (rows[0].iter())
+        .map(|r| (int(&r[0]), int(&r[1]), int(&r[2])))
+        .collect();
+    placed.sort_unstable();
+    placed
+}
+
+/// The dispatches in a graph of a rocpd database, from rocpd 3.0.2's columns.
+pub fn placed_in_rocpd(db: &std::path::Path) -> Placed {
+    let db = rusqlite::Connection::open(db).unwrap();
+    let mut placed: Placed = crate::sqlite_rows(
+        &db,
+        "SELECT dispatch_id, graph_exec_id, graph_node_id FROM rocpd_kernel_dispatch \
+         WHERE graph_exec_id <> 0",
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)),
+    );
+    placed.sort_unstable();
+    placed
+}
+
+/// The dispatches in a graph of rocflow's Perfetto traces: the kernel slices whose args
+/// name a graph node.
+pub fn placed_in_perfetto(files: &[std::path::PathBuf]) -> Placed {
+    let mut placed = Placed::new();
+    for file in crate::decode_perfetto(files) {
+        let begun = (file["events"].as_array().unwrap().iter()).filter(|e| e["type"] == "B");
+        for event in begun {
+            let args = &event["args"];
+            if let (Some(id), Some(exec)) = (args["dispatch_id"].as_u64(), args["graph_exec_id"].as_u64()) {
+                let node = args["graph_node_id"].as_u64().unwrap();
+                placed.push((id, exec, node));
+            }
+        }
+    }
+    placed.sort_unstable();
+    placed
 }

@@ -512,6 +512,7 @@ mod kfd;
 pub use kfd::*;
 mod shader_data;
 pub use shader_data::*;
+pub mod graph_node;
 pub mod kernel_replay;
 mod spm;
 pub use spm::*;

@@ -154,6 +154,15 @@ fn newer_records_have_the_newer_headers_layout() {
             ("source_queue_id", 80, 8),
         ],
     );
+    // The payload of the `HIP_GRAPH` callbacks (SDK 1.3.0's `callback_tracing.h`).
+    same::<graph_node::HipGraphData>(
+        24,
+        &[
+            ("size", 0, 8),
+            ("graph_exec_id", 8, 8),
+            ("graph_exec_value", 16, 8),
+        ],
+    );
     // rocSHMEM's and hipFile's records are laid out as every host API's.
     same::<ApiRecord>(
         64,
@@ -312,6 +321,14 @@ fn constants_have_the_sdk_values() {
         value(pc, "ROCPROFILER_PC_SAMPLING_RECORD_STOCHASTIC_V0_SAMPLE"),
         i64::from(pc_record::STOCHASTIC_V0)
     );
+    let request = "rocprofiler_external_correlation_id_request_kind_t";
+    for (c, ours) in [
+        ("MEMORY_COPY", graph_node::REQUEST_MEMORY_COPY),
+        ("KERNEL_DISPATCH", graph_node::REQUEST_KERNEL_DISPATCH),
+    ] {
+        let c = format!("ROCPROFILER_EXTERNAL_CORRELATION_REQUEST_{c}");
+        assert_eq!(value(request, &c), i64::from(ours), "{c}");
+    }
     let cb = "rocprofiler_callback_tracing_kind_t";
     for (c, ours) in [
         ("MARKER_CORE_API", callback::MARKER_CORE_API),

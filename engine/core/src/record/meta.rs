@@ -104,6 +104,13 @@ pub struct Process {
     pub start_ns: u64,
     /// MPI rank, when the launcher says.
     pub rank: Option<u32>,
+    /// The number of ranks of its MPI job, when the launcher says.
+    #[serde(default)]
+    pub world_size: Option<u32>,
+    /// The launcher's variable the rank was read from (`SLURM_PROCID`, …): a rocpd
+    /// database keeps the rank in the process's environment, as rocprofv3 does.
+    #[serde(default)]
+    pub rank_variable: Option<String>,
     /// When the process was described, by the wall clock (nanoseconds since the Unix
     /// epoch): when its run started, for `{timestamp}`. Spools written before rocflow kept
     /// it have none.
@@ -269,6 +276,8 @@ mod tests {
             command: vec!["launcher".into()],
             start_ns: 10,
             rank: None,
+            world_size: None,
+            rank_variable: None,
             start_unix_ns: None,
             kernel_start: Some(500),
         };

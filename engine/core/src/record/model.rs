@@ -169,8 +169,16 @@ macro_rules! records {
             /// Decodes a payload of whole records of `kind`; `None` if the length is not a
             /// multiple of the record size.
             pub fn decode(kind: RecordKind, payload: &[u8]) -> Option<Batch> {
+                Self::decode_stored(kind, payload, wire_size(kind))
+            }
+
+            /// Decodes a payload of whole records of `kind` stored `size` bytes each: the
+            /// first bytes of the layout, as an earlier format that had not yet added the
+            /// fields at its end wrote them (those read as 0). `None` if the length is not a
+            /// multiple of `size`, or `size` is more than the layout's.
+            pub fn decode_stored(kind: RecordKind, payload: &[u8], size: usize) -> Option<Batch> {
                 match kind {
-                    $(RecordKind::$kind => decode_all::<$name>(payload).map(Batch::$kind),)*
+                    $(RecordKind::$kind => decode_all::<$name>(payload, size).map(Batch::$kind),)*
                 }
             }
 
@@ -256,11 +264,19 @@ macro_rules! coordinates {
 
 coordinates!(CounterSample, DeviceCounterSample);
 
-fn decode_all<R: Record>(payload: &[u8]) -> Option<Vec<R>> {
-    if payload.len() % R::SIZE != 0 {
+fn decode_all<R: Record>(payload: &[u8], size: usize) -> Option<Vec<R>> {
+    if size == 0 || size > R::SIZE || payload.len() % size != 0 {
         return None;
     }
-    Some(payload.chunks_exact(R::SIZE).map(R::decode).collect())
+    if size == R::SIZE {
+        return Some(payload.chunks_exact(R::SIZE).map(R::decode).collect());
+    }
+    let mut whole = vec![0; R::SIZE];
+    let records = payload.chunks_exact(size).map(|stored| {
+        whole[..size].copy_from_slice(stored);
+        R::decode(&whole)
+    });
+    Some(records.collect())
 }
 
 records! {
@@ -288,6 +304,12 @@ records! {
         scratch_bytes: u32,
         vgpr_count: u32,
         sgpr_count: u32,
+        /// The executable HIP graph whose launch enqueued it, numbered by the SDK from 1;
+        /// 0 outside any graph (rocpd 3.0.2 stores it so).
+        graph_exec_id: u64,
+        /// Its node in that launch: the launch's dispatches and copies numbered from 0 in
+        /// the order the launching thread enqueued them (0 also outside any graph).
+        graph_node_id: u64,
     }
 
     /// An asynchronous memory copy between agents.
@@ -303,6 +325,12 @@ records! {
         bytes: u64,
         /// `rocprofiler_memory_copy_operation_t`: the copy's direction.
         operation_id: u8,
+        /// The executable HIP graph whose launch enqueued it, numbered by the SDK from 1;
+        /// 0 outside any graph (rocpd 3.0.2 stores it so).
+        graph_exec_id: u64,
+        /// Its node in that launch: the launch's dispatches and copies numbered from 0 in
+        /// the order the launching thread enqueued them (0 also outside any graph).
+        graph_node_id: u64,
     }
 
     /// A memory allocation or free.

@@ -47,6 +47,7 @@ fn processes(meta: &StreamMeta) -> RecordBatch {
         .u32("pid", p.iter().map(|p| p.pid))
         .u32("ppid", p.iter().map(|p| p.ppid))
         .optional_u32("rank", p.iter().map(|p| p.rank))
+        .optional_u32("world_size", p.iter().map(|p| p.world_size))
         .time("start_ns", p.iter().map(|p| p.start_ns))
         // The same moment by the wall clock, where known: what puts the host's clock
         // beside other hosts' (a campaign's clock offsets).

@@ -66,9 +66,10 @@ enum Arg {
     DispatchCount,
     SourceQueue,
     Event,
+    GraphNodeId,
 }
 
-const ARG_NAMES: [&str; 18] = [
+const ARG_NAMES: [&str; 19] = [
     "correlation_id",
     "external_id",
     "dispatch_id",
@@ -87,6 +88,7 @@ const ARG_NAMES: [&str; 18] = [
     "dispatch_count",
     "source_queue",
     "event",
+    "graph_node_id",
 ];
 
 /// What an event name stands for, before it is looked up.
@@ -686,6 +688,16 @@ fn annotations(slice: &Slice, e: &mut Encoder) {
     }
     if external != 0 {
         arg(Arg::ExternalId, external);
+    }
+    // The HIP graph node a dispatch or copy ran as, where it ran in one.
+    let (exec, node) = match *slice {
+        Slice::Kernel(r) => (r.graph_exec_id, r.graph_node_id),
+        Slice::Copy(r) => (r.graph_exec_id, r.graph_node_id),
+        _ => (0, 0),
+    };
+    if exec != 0 {
+        arg(Arg::GraphExecId, exec);
+        arg(Arg::GraphNodeId, node);
     }
     match *slice {
         Slice::Kernel(r) => {

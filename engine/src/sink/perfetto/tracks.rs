@@ -12,7 +12,7 @@ use std::hash::{Hash, Hasher};
 
 use super::proto::{Encoder, TRACE_PACKET, packet, track};
 use crate::catalog::StreamMeta;
-use crate::record::{Agent, MemoryCopy};
+use crate::record::{Agent, MemoryCopy, Process};
 use crate::sdk::{AgentType, Domain};
 
 /// The thing a track shows, within one stream (process).
@@ -128,9 +128,8 @@ impl TrackKey {
                         for arg in &process.command {
                             p.str(track::PROCESS_CMDLINE, arg);
                         }
-                        if let Some(program) = process.command.first() {
-                            let name = program.rsplit('/').next().unwrap_or(program);
-                            p.str(track::PROCESS_NAME, name);
+                        if let Some(name) = process_name(process) {
+                            p.str(track::PROCESS_NAME, &name);
                         }
                     }
                 });
@@ -214,4 +213,16 @@ pub fn copy_agent(r: &MemoryCopy, meta: &StreamMeta) -> u32 {
     } else {
         r.src_agent
     }
+}
+
+/// A process's name in the trace: its program, and its place in its MPI job where the
+/// launcher gave one (`app [rank 3/1024]`), so the ranks of a job tell apart in the UI.
+fn process_name(process: &Process) -> Option<String> {
+    let program = process.command.first()?;
+    let name = program.rsplit('/').next().unwrap_or(program);
+    Some(match (process.rank, process.world_size) {
+        (Some(rank), Some(size)) => format!("{name} [rank {rank}/{size}]"),
+        (Some(rank), None) => format!("{name} [rank {rank}]"),
+        (None, _) => name.to_owned(),
+    })
 }

@@ -4,14 +4,15 @@
 //! where it knows the thing and bare where it does not, and for everything the catalog
 //! knows of the database's processes, used or not.
 
+use rocflow_core::mpi;
 use rusqlite::Connection;
 use rustc_hash::FxHashMap as HashMap;
-use serde_json::json;
+use serde_json::{Map as JsonMap, json};
 
 use super::extdata::{AgentRecord, KernelSymbolRecord};
 use super::ids::Ids;
 use crate::catalog::{Catalog, StreamMeta};
-use crate::record::{Agent, Stream, Thread};
+use crate::record::{Agent, Process, Stream, Thread};
 use crate::rocpd::schema::{self, Names};
 use crate::sdk::AgentType;
 use crate::sqlite::{Value, row};
@@ -113,6 +114,32 @@ impl<'a> Described<'a> {
     }
 }
 
+/// A process's MPI rank and world size as its `extdata` and `environment`: rocprofv3 keeps
+/// the process's environment, where the launcher put them, so the launcher's variables
+/// go there (only these two: the rest of the environment was never recorded); `extdata`
+/// has them under rocflow's own names, for a rank whose variable is unknown.
+fn world(process: &Process) -> (serde_json::Value, serde_json::Value) {
+    let mut extdata = JsonMap::new();
+    let mut environment = JsonMap::new();
+    if let Some(rank) = process.rank {
+        extdata.insert("rank".into(), rank.into());
+        if let Some(variable) = &process.rank_variable {
+            environment.insert(variable.clone(), rank.to_string().into());
+        }
+    }
+    if let Some(size) = process.world_size {
+        extdata.insert("world_size".into(), size.into());
+        let variable = process
+            .rank_variable
+            .as_deref()
+            .and_then(mpi::size_variable);
+        if let Some(variable) = variable {
+            environment.insert(variable.into(), size.to_string().into());
+        }
+    }
+    (extdata.into(), environment.into())
+}
+
 /// `items` by `key`, the first of each key as a search in order would find it.
 fn first_by<T, K: std::hash::Hash + Eq>(items: &[T], key: impl Fn(&T) -> K) -> HashMap<K, &T> {
     items.iter().rev().map(|item| (key(item), item)).collect()
@@ -148,10 +175,7 @@ impl Info<'_> {
             let meta = self.catalog.stream(*stream).process.as_ref();
             let seen = ids.seen.get(stream);
             let (start, end) = (meta.map(|p| p.start_ns), seen.map(|s| s.last_ns));
-            let extdata = match meta.and_then(|p| p.rank) {
-                Some(rank) => json!({ "rank": rank }).to_string(),
-                None => "{}".to_owned(),
-            };
+            let (extdata, environment) = meta.map_or_else(|| (json!({}), json!({})), world);
             row![
                 id,
                 self.owners[stream].node,
@@ -162,11 +186,22 @@ impl Info<'_> {
                 start,
                 end,
                 meta.map(|p| p.command.join(" ")),
-                extdata,
+                environment.to_string(),
+                extdata.to_string(),
             ]
         });
         let columns = [
-            "id", "nid", "ppid", "pid", "init", "fini", "start", "end", "command", "extdata",
+            "id",
+            "nid",
+            "ppid",
+            "pid",
+            "init",
+            "fini",
+            "start",
+            "end",
+            "command",
+            "environment",
+            "extdata",
         ];
         self.insert(schema::PROCESS, columns, rows)
     }

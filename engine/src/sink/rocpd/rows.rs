@@ -70,11 +70,11 @@ tables! {
         "nid", "pid", "tid", "agent_id", "kernel_id", "dispatch_id", "queue_id", "stream_id",
         "start", "end", "private_segment_size", "group_segment_size", "workgroup_size_x",
         "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z",
-        "region_name_id", "event_id"
+        "graph_exec_id", "graph_node_id", "region_name_id", "event_id"
     );
     memory_copy = MEMORY_COPY (
         "nid", "pid", "tid", "start", "end", "name_id", "dst_agent_id", "src_agent_id", "size",
-        "stream_id", "event_id"
+        "stream_id", "graph_exec_id", "graph_node_id", "event_id"
     );
     memory_allocate = MEMORY_ALLOCATE (
         "nid", "pid", "tid", "agent_id", "type", "level", "start", "end", "address", "size",
@@ -327,6 +327,8 @@ impl<'a> Window<'a> {
                 r.grid_x,
                 r.grid_y,
                 r.grid_z,
+                r.graph_exec_id,
+                r.graph_node_id,
                 no_region,
                 event,
             ];
@@ -419,6 +421,8 @@ impl<'a> Window<'a> {
                 ids.agent(scope.stream, r.src_agent),
                 r.bytes,
                 stream,
+                r.graph_exec_id,
+                r.graph_node_id,
                 event,
             ];
             self.tables.memory_copy.push(row)?;

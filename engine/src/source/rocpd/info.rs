@@ -23,6 +23,7 @@ use crate::record::{
 use crate::sdk::AgentType;
 use crate::sqlite::{Cells, Statement};
 use crate::wire::MAX_INSTANCES;
+use rocflow_core::mpi;
 
 /// A kernel symbol as dispatches need it.
 #[derive(Debug, Clone, Copy)]
@@ -131,13 +132,16 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
         let pid = u32(row, 3);
         let environment = json(row, 7);
         let extdata = json(row, 8);
+        let world = world(extdata.as_ref(), environment.as_ref());
         let process = Process {
             pid,
             ppid: u32(row, 2),
             hostname: hosts.get(&int(row, 1)).cloned().unwrap_or_default(),
             command: words(&text(row, 6).unwrap_or_default()),
             start_ns: opt_int(row, 5).or(opt_int(row, 4)).unwrap_or(0) as u64,
-            rank: rank(extdata.as_ref(), environment.as_ref()),
+            rank: world.rank,
+            world_size: world.size,
+            rank_variable: world.variable,
             start_unix_ns: None,
             kernel_start: None,
         };
@@ -378,25 +382,34 @@ fn dimensions(extdata: &Map<String, Value>) -> Vec<(String, u32)> {
         .collect()
 }
 
-/// The MPI rank: rocflow's sink keeps it in `extdata`; rocprofv3 keeps the environment,
-/// where launchers put it.
-fn rank(
-    extdata: Option<&Map<String, Value>>,
-    environment: Option<&Map<String, Value>>,
-) -> Option<u32> {
-    let from = |map: Option<&Map<String, Value>>, keys: &[&str]| map.and_then(|m| field(m, keys));
-    from(extdata, &["rank"]).or_else(|| {
-        from(
-            environment,
-            &[
-                "OMPI_COMM_WORLD_RANK",
-                "PMI_RANK",
-                "PMIX_RANK",
-                "SLURM_PROCID",
-                "MV2_COMM_WORLD_RANK",
-            ],
-        )
-    })
+/// A process's place in its MPI job: rank, world size and the launcher's rank variable.
+#[derive(Debug, Default, PartialEq)]
+struct World {
+    rank: Option<u32>,
+    size: Option<u32>,
+    variable: Option<String>,
+}
+
+/// The process's MPI rank and world size: rocprofv3 keeps the process's environment, where
+/// the launcher put them (rocflow's sink writes the launcher's two variables there);
+/// rocflow's sink keeps them in `extdata` too, where older databases have them alone.
+fn world(extdata: Option<&Map<String, Value>>, environment: Option<&Map<String, Value>>) -> World {
+    let launcher = environment.and_then(|env| {
+        let variable = mpi::rank_variables().find(|v| field(env, &[v]).is_some())?;
+        let size = mpi::size_variable(variable).and_then(|size| field(env, &[size]));
+        Some(World {
+            rank: field(env, &[variable]),
+            size,
+            variable: Some(variable.to_owned()),
+        })
+    });
+    let own = |key| extdata.and_then(|map| field(map, &[key]));
+    let launcher = launcher.unwrap_or_default();
+    World {
+        rank: own("rank").or(launcher.rank),
+        size: own("world_size").or(launcher.size),
+        variable: launcher.variable,
+    }
 }
 
 #[cfg(test)]

@@ -203,7 +203,8 @@ impl Reader<'_, '_> {
             "x.pid, x.tid, x.agent_id, x.kernel_id, x.dispatch_id, x.queue_id, x.start, x.end, \
              x.private_segment_size, x.group_segment_size, \
              x.workgroup_size_x, x.workgroup_size_y, x.workgroup_size_z, \
-             x.grid_size_x, x.grid_size_y, x.grid_size_z, e.stack_id, e.correlation_id",
+             x.grid_size_x, x.grid_size_y, x.grid_size_z, e.stack_id, e.correlation_id, \
+             x.graph_exec_id, x.graph_node_id",
         );
         let kinds = [RecordKind::KernelDispatch];
         self.records(
@@ -232,6 +233,9 @@ impl Reader<'_, '_> {
                     scratch_bytes: u32(row, 8),
                     vgpr_count: kernel.map_or(0, |k| k.vgpr_count),
                     sgpr_count: kernel.map_or(0, |k| k.sgpr_count),
+                    // NULL (0) before rocpd 3.0.2.
+                    graph_exec_id: u64(row, 18),
+                    graph_node_id: u64(row, 19),
                 };
                 push!(r.out, stream, KernelDispatch, record)?;
                 Ok(())
@@ -243,7 +247,8 @@ impl Reader<'_, '_> {
         let sql = self.with_event(
             schema::MEMORY_COPY,
             "x.pid, x.tid, x.start, x.end, e.category_id, x.name_id, \
-             x.src_agent_id, x.dst_agent_id, x.size, e.stack_id, e.correlation_id",
+             x.src_agent_id, x.dst_agent_id, x.size, e.stack_id, e.correlation_id, \
+             x.graph_exec_id, x.graph_node_id",
         );
         let kinds = [RecordKind::MemoryCopy];
         self.records(
@@ -262,6 +267,8 @@ impl Reader<'_, '_> {
                     external_id: u64(row, 10),
                     bytes: u64(row, 8),
                     operation_id: operation.map_or(0, |o| o.id as u8),
+                    graph_exec_id: u64(row, 11),
+                    graph_node_id: u64(row, 12),
                 };
                 push!(r.out, stream, MemoryCopy, record)?;
                 Ok(())

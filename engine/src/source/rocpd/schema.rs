@@ -98,18 +98,16 @@ pub const ADDITIONS: &[Addition] = &[
         table: KERNEL_DISPATCH,
         columns: Some(&["graph_exec_id", "graph_node_id"]),
         holds: "HIP graph nodes of dispatches",
-        // A record keeps its graph launch by correlation id, not the node it was; rocpd
-        // writes 0 for work outside any graph (the columns are NOT NULL DEFAULT 0).
-        unread: Some("graph_exec_id <> 0"),
+        // Read into the records' own graph columns.
+        unread: None,
     },
     Addition {
         version: "3.0.2",
         table: MEMORY_COPY,
         columns: Some(&["graph_exec_id", "graph_node_id"]),
         holds: "HIP graph nodes of copies",
-        // A record keeps its graph launch by correlation id, not the node it was; rocpd
-        // writes 0 for work outside any graph (the columns are NOT NULL DEFAULT 0).
-        unread: Some("graph_exec_id <> 0"),
+        // Read into the records' own graph columns.
+        unread: None,
     },
     Addition {
         version: "3.0.2",

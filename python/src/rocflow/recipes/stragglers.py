@@ -110,7 +110,11 @@ def stragglers(dataset: Path, key: str, threshold_ns: int = THRESHOLD_NS) -> pd.
     arrivals = dd.concat(entries).groupby(["host", key]).apply(_numbered, key, meta=meta).reset_index(drop=True)
     per_collective = arrivals.groupby(MATCH).apply(_last, key, meta=STRAGGLER)
     counted = (per_collective["ranks"] >= 2) & (per_collective["late_ns"] >= threshold_ns)
-    table = per_collective[counted].compute().reset_index()
+    table = per_collective[counted].compute()
+    if table.empty:
+        # Dask gives an empty result without the collectives' index (their names).
+        return _typed(pd.DataFrame(columns=columns), key)
+    table = table.reset_index()
     table = table[(table["kind"] == "rccl") | (table["ranks"] == world)]
     table = table.sort_values(["wait_ns", *MATCH], ascending=[False, True, True, True, True])
     return _typed(table[columns].reset_index(drop=True), key)

@@ -65,6 +65,7 @@ fn read_spool(input: &[u8], scratch: &Path) -> String {
         pipeline: None,
         outputs: &[],
         thread_trace: &[],
+        findings: &[],
     };
     report::render(&page, &summary, scratch);
     let ending = reader
@@ -83,7 +84,7 @@ fn read_stream(input: &[u8], _: &Path) -> String {
     let mut raw = Vec::new();
     let end = loop {
         match reader.next_raw(&mut raw) {
-            Ok(true) => match wire::decode_frame(&raw) {
+            Ok(true) => match wire::decode_frame(&raw, reader.version()) {
                 Ok(frame) => read.frame(frame),
                 Err(e) => {
                     read.seen.insert(e.to_string());

@@ -1,0 +1,379 @@
+//! `rocflow analyze`: deterministic rules over a run's records that draw conclusions a
+//! profile leaves to the reader (the GPU waited on the host, copies blocked it, …), each
+//! a [`Finding`] with its evidence, the time at stake and what to do about it.
+//!
+//! A rule is a module named after it: its id, its thresholds as [`Setting`]s (which
+//! `--set rule.option=value` changes) and a check over the [`Trace`] that every rule reads.
+
+mod gate;
+mod render;
+mod trace;
+
+mod kernel_counters;
+
+mod atomic_contention;
+mod gpu_idle;
+mod launch_bound;
+mod low_occupancy;
+mod low_utilization;
+mod memory_bound;
+mod rank_imbalance;
+mod steady_allocation;
+mod sync_copy;
+mod sync_hot_spot;
+mod valu_utilization;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub use gate::{Gate, GateError};
+pub use render::{Format, evidence, json, markdown, text};
+pub use trace::{
+    Allocation, Call, Dispatch, KernelCounter, Name, Range, Span, Trace, Transfer, merged,
+};
+
+/// How much a finding matters; ordered, so gates can compare (`severity >= warning`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Error];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// Where a finding was seen: records, not prose, so tools can link and check them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Evidence {
+    /// A stretch of time, on a GPU of a process (`agent`) or a host thread (`tid`).
+    Span {
+        what: &'static str,
+        pid: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tid: Option<u32>,
+        start_ns: u64,
+        end_ns: u64,
+    },
+    /// A kernel's dispatches that the finding is about.
+    Kernel {
+        name: String,
+        dispatches: u64,
+        total_ns: u64,
+    },
+    /// Calls of one API function that the finding is about.
+    Api {
+        function: String,
+        calls: u64,
+        total_ns: u64,
+    },
+    /// Memory copies of one direction.
+    Copy {
+        direction: &'static str,
+        /// The API function that made them.
+        function: String,
+        copies: u64,
+        bytes: u64,
+        total_ns: u64,
+    },
+    /// Kernels that run one after the other, in this order, `times` times.
+    Sequence { kernels: Vec<String>, times: u64 },
+    /// A ROCTx range (all its instances).
+    Range {
+        label: String,
+        instances: u64,
+        total_ns: u64,
+    },
+    /// A counter's value for a kernel.
+    Counter {
+        kernel: String,
+        counter: String,
+        value: f64,
+    },
+    /// A figure of one process or MPI rank.
+    Rank { rank: u32, value: f64 },
+}
+
+/// A conclusion of a rule, with what backs it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub severity: Severity,
+    /// One line, with the numbers.
+    pub statement: String,
+    pub evidence: Vec<Evidence>,
+    /// The time a fix could win back, at most.
+    pub at_stake_ns: u64,
+    pub advice: &'static str,
+}
+
+/// A threshold of a rule, which `--set rule.name=value` changes.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    pub name: &'static str,
+    pub default: f64,
+    pub about: &'static str,
+}
+
+/// A rule's settings, defaults overridden by the user's.
+#[derive(Debug, Clone, Default)]
+pub struct Values(BTreeMap<&'static str, f64>);
+
+impl Values {
+    /// The value of one of the rule's own settings.
+    pub fn get(&self, name: &str) -> f64 {
+        match self.0.get(name) {
+            Some(&value) => value,
+            None => panic!("`{name}` is not a declared setting of the rule"),
+        }
+    }
+}
+
+/// A rule: a check of a run for one pattern.
+pub trait Rule: Sync {
+    /// Its name on the command line and in findings (`sync-copy`).
+    fn id(&self) -> &'static str;
+    /// What it finds, in a sentence.
+    fn about(&self) -> &'static str;
+    fn settings(&self) -> &'static [Setting];
+    fn check(&self, trace: &Trace, values: &Values) -> Vec<Finding>;
+}
+
+impl std::fmt::Debug for dyn Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// Every rule, in the order `rocflow analyze --help` lists them.
+pub const RULES: &[&dyn Rule] = &[
+    &gpu_idle::GpuIdle,
+    &low_utilization::LowUtilization,
+    &sync_copy::SyncCopy,
+    &launch_bound::LaunchBound,
+    &sync_hot_spot::SyncHotSpot,
+    &steady_allocation::SteadyAllocation,
+    &low_occupancy::LowOccupancy,
+    &valu_utilization::ValuUtilization,
+    &memory_bound::MemoryBound,
+    &atomic_contention::AtomicContention,
+    &rank_imbalance::RankImbalance,
+];
+
+/// Which rules run, with which settings.
+#[derive(Debug)]
+pub struct Selection {
+    rules: Vec<(&'static dyn Rule, Values)>,
+}
+
+/// Why a selection of rules or a setting was refused.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SelectionError {
+    #[error("no rule `{0}` (the rules: {names})", names = rule_names())]
+    UnknownRule(String),
+    #[error("`{0}` is not RULE.OPTION=VALUE")]
+    NotASetting(String),
+    #[error("rule `{rule}` has no option `{option}` (its options: {options})")]
+    UnknownOption {
+        rule: String,
+        option: String,
+        options: String,
+    },
+    #[error("`{value}` for {rule}.{option} is not a number{unit}")]
+    NotANumber {
+        rule: String,
+        option: String,
+        value: String,
+        unit: &'static str,
+    },
+}
+
+fn rule_names() -> String {
+    let names: Vec<&str> = RULES.iter().map(|r| r.id()).collect();
+    names.join(", ")
+}
+
+fn rule(id: &str) -> Result<&'static dyn Rule, SelectionError> {
+    RULES
+        .iter()
+        .copied()
+        .find(|r| r.id() == id)
+        .ok_or_else(|| SelectionError::UnknownRule(id.to_owned()))
+}
+
+impl Selection {
+    /// The rules named (all of them when none is), with `sets` (`rule.option=value`)
+    /// applied. A duration option (`…_ns`) also takes a unit: `min_gap_ns=50us`.
+    pub fn new(only: &[String], sets: &[String]) -> Result<Selection, SelectionError> {
+        let chosen: Vec<&'static dyn Rule> = if only.is_empty() {
+            RULES.to_vec()
+        } else {
+            only.iter().map(|id| rule(id)).collect::<Result<_, _>>()?
+        };
+        let mut rules: Vec<(&'static dyn Rule, Values)> = chosen
+            .into_iter()
+            .map(|r| {
+                let defaults = r.settings().iter().map(|s| (s.name, s.default));
+                (r, Values(defaults.collect()))
+            })
+            .collect();
+        for set in sets {
+            let (key, value) = set
+                .split_once('=')
+                .ok_or_else(|| SelectionError::NotASetting(set.clone()))?;
+            let (id, option) = key
+                .trim()
+                .split_once('.')
+                .ok_or_else(|| SelectionError::NotASetting(set.clone()))?;
+            let target = rule(id)?;
+            let setting = (target.settings().iter())
+                .find(|s| s.name == option)
+                .ok_or_else(|| SelectionError::UnknownOption {
+                    rule: id.to_owned(),
+                    option: option.to_owned(),
+                    options: (target.settings().iter())
+                        .map(|s| s.name)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
+            let value = value.trim();
+            let is_duration = setting.name.ends_with("_ns");
+            let parsed = value
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .or_else(|| {
+                    is_duration
+                        .then(|| crate::units::parse_duration(value).ok().map(|ns| ns as f64))
+                        .flatten()
+                });
+            let parsed = parsed.ok_or_else(|| SelectionError::NotANumber {
+                rule: id.to_owned(),
+                option: option.to_owned(),
+                value: value.to_owned(),
+                unit: if is_duration {
+                    " or a duration (50us, 2ms)"
+                } else {
+                    ""
+                },
+            })?;
+            // A setting of a rule not selected changes nothing, and is no error.
+            if let Some((_, values)) = rules.iter_mut().find(|(r, _)| r.id() == id) {
+                values.0.insert(setting.name, parsed);
+            }
+        }
+        Ok(Selection { rules })
+    }
+
+    /// Runs the rules over a trace: findings with the most time at stake first.
+    pub fn check(&self, trace: &Trace) -> Vec<Finding> {
+        let mut findings: Vec<Finding> = (self.rules.iter())
+            .flat_map(|(rule, values)| rule.check(trace, values))
+            .collect();
+        findings.sort_by(|a, b| {
+            (b.at_stake_ns, b.severity)
+                .cmp(&(a.at_stake_ns, a.severity))
+                .then_with(|| a.rule.cmp(b.rule))
+                .then_with(|| a.statement.cmp(&b.statement))
+        });
+        findings
+    }
+}
+
+/// A duration for people: three significant figures and a unit.
+pub fn duration(ns: u64) -> String {
+    let ns = ns as f64;
+    let (value, unit) = match ns {
+        n if n >= 1e9 => (n / 1e9, "s"),
+        n if n >= 1e6 => (n / 1e6, "ms"),
+        n if n >= 1e3 => (n / 1e3, "us"),
+        n => (n, "ns"),
+    };
+    let decimals = match value {
+        v if v >= 100.0 => 0,
+        v if v >= 10.0 => 1,
+        _ => 2,
+    };
+    format!("{value:.decimals$} {unit}")
+}
+
+/// The time of process `pid`'s threads among `threads` (process, thread) together: its
+/// run's span once per thread, which a share of blocked time is of.
+fn thread_time(trace: &Trace, pid: u32, threads: &std::collections::BTreeSet<(u32, u32)>) -> f64 {
+    let span = trace.span_of(pid).map_or(0, |s| s.len()) as f64;
+    let count = threads.range((pid, 0)..=(pid, u32::MAX)).count();
+    span * count.max(1) as f64
+}
+
+/// A share as a percentage for people.
+pub fn percent(part: f64, whole: f64) -> String {
+    if whole <= 0.0 {
+        return "0%".into();
+    }
+    format!("{:.0}%", 100.0 * part / whole)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked_and_applied() {
+        let selection =
+            Selection::new(&["gpu-idle".into()], &["gpu-idle.min_gap_ns=50us".into()]).unwrap();
+        assert_eq!(selection.rules.len(), 1);
+        assert_eq!(selection.rules[0].1.get("min_gap_ns"), 50_000.0);
+        assert_eq!(
+            Selection::new(&["nope".into()], &[]).unwrap_err(),
+            SelectionError::UnknownRule("nope".into())
+        );
+        assert!(matches!(
+            Selection::new(&[], &["gpu-idle.nope=1".into()]),
+            Err(SelectionError::UnknownOption { .. })
+        ));
+        assert!(matches!(
+            Selection::new(&[], &["gpu-idle.min_gap_ns=soon".into()]),
+            Err(SelectionError::NotANumber { .. })
+        ));
+        assert_eq!(
+            Selection::new(&[], &["gpu-idle".into()]).unwrap_err(),
+            SelectionError::NotASetting("gpu-idle".into())
+        );
+    }
+
+    #[test]
+    fn every_rule_has_a_unique_id_and_documented_settings() {
+        let mut ids: Vec<&str> = RULES.iter().map(|r| r.id()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), RULES.len());
+        for rule in RULES {
+            assert!(!rule.about().is_empty());
+            for s in rule.settings() {
+                assert!(!s.about.is_empty(), "{}.{}", rule.id(), s.name);
+            }
+        }
+    }
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(duration(999), "999 ns");
+        assert_eq!(duration(1_500), "1.50 us");
+        assert_eq!(duration(33_812_000), "33.8 ms");
+        assert_eq!(duration(250_000_000), "250 ms");
+    }
+}

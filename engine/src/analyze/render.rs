@@ -1,0 +1,171 @@
+//! Findings written for people (the terminal, Markdown) and for programs (JSON).
+
+use std::fmt::Write as _;
+
+use super::{Evidence, Finding, Severity, duration};
+
+/// How `rocflow analyze` writes its findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Markdown,
+}
+
+/// Evidence shown per finding on the terminal and in Markdown; JSON has it all.
+const EVIDENCE_SHOWN: usize = 8;
+
+/// What the findings come to, in a line: `3 findings: 1 warning, 2 info`.
+fn tally(findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return "no findings".into();
+    }
+    let counts: Vec<String> = Severity::ALL
+        .iter()
+        .rev()
+        .filter_map(|&s| {
+            let n = findings.iter().filter(|f| f.severity == s).count();
+            (n > 0).then(|| format!("{n} {}", s.name()))
+        })
+        .collect();
+    let plural = if findings.len() == 1 { "" } else { "s" };
+    format!("{} finding{plural}: {}", findings.len(), counts.join(", "))
+}
+
+/// The terminal's form: findings first, most time at stake first, each with its
+/// evidence and advice.
+pub fn text(findings: &[Finding]) -> String {
+    let mut out = String::new();
+    for f in findings {
+        let _ = writeln!(
+            out,
+            "{:<7}  {}  ({} at stake)\n  {}",
+            f.severity.name().to_uppercase(),
+            f.rule,
+            duration(f.at_stake_ns),
+            crate::printable::name(&f.statement)
+        );
+        for e in f.evidence.iter().take(EVIDENCE_SHOWN) {
+            let _ = writeln!(out, "    - {}", evidence(e));
+        }
+        if f.evidence.len() > EVIDENCE_SHOWN {
+            let more = f.evidence.len() - EVIDENCE_SHOWN;
+            let _ = writeln!(out, "    - … {more} more (--format json has them all)");
+        }
+        let _ = writeln!(out, "  advice: {}\n", f.advice);
+    }
+    let _ = writeln!(out, "{}", tally(findings));
+    out
+}
+
+/// A Markdown document: a table of the findings, then each with its evidence.
+pub fn markdown(findings: &[Finding]) -> String {
+    let mut out = format!("# Findings\n\n{}\n\n", tally(findings));
+    if findings.is_empty() {
+        return out;
+    }
+    out.push_str("| severity | rule | at stake | finding |\n| --- | --- | --- | --- |\n");
+    for f in findings {
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | {} |",
+            f.severity.name(),
+            f.rule,
+            duration(f.at_stake_ns),
+            cell(&f.statement)
+        );
+    }
+    for f in findings {
+        let _ = writeln!(
+            out,
+            "\n## {} `{}`\n\n{}\n",
+            f.severity.name(),
+            f.rule,
+            cell(&f.statement)
+        );
+        for e in f.evidence.iter().take(EVIDENCE_SHOWN) {
+            let _ = writeln!(out, "- {}", cell(&evidence(e)));
+        }
+        let _ = writeln!(out, "\n**Advice:** {}", f.advice);
+    }
+    out
+}
+
+/// Text safe in a Markdown table cell.
+fn cell(text: &str) -> String {
+    crate::printable::name(text)
+        .replace('|', "\\|")
+        .replace('\n', " ")
+}
+
+/// JSON: every finding with all its evidence.
+pub fn json(findings: &[Finding]) -> serde_json::Value {
+    serde_json::json!({ "findings": findings })
+}
+
+/// A piece of evidence in a line.
+pub fn evidence(e: &Evidence) -> String {
+    match e {
+        Evidence::Span {
+            what,
+            pid,
+            agent,
+            tid,
+            start_ns,
+            end_ns,
+        } => {
+            let at = match (agent, tid) {
+                (Some(agent), _) => format!("agent {agent} of process {pid}"),
+                (None, Some(tid)) => format!("thread {tid} of process {pid}"),
+                (None, None) => format!("process {pid}"),
+            };
+            format!(
+                "{what} on {at}: {start_ns}..{end_ns} ns ({})",
+                duration(end_ns.saturating_sub(*start_ns))
+            )
+        }
+        Evidence::Kernel {
+            name,
+            dispatches,
+            total_ns,
+        } => format!(
+            "kernel {}: {dispatches} dispatches, {}",
+            crate::printable::name(name),
+            duration(*total_ns)
+        ),
+        Evidence::Api {
+            function,
+            calls,
+            total_ns,
+        } => format!("{function}: {calls} calls, {}", duration(*total_ns)),
+        Evidence::Copy {
+            direction,
+            function,
+            copies,
+            bytes,
+            total_ns,
+        } => format!(
+            "{function} {direction}: {copies} copies, {bytes} bytes, {}",
+            duration(*total_ns)
+        ),
+        Evidence::Sequence { kernels, times } => {
+            let names: Vec<_> = kernels.iter().map(|k| crate::printable::name(k)).collect();
+            format!("{} ({times} times)", names.join(" → "))
+        }
+        Evidence::Range {
+            label,
+            instances,
+            total_ns,
+        } => format!(
+            "range {}: {instances} instances, {}",
+            crate::printable::name(label),
+            duration(*total_ns)
+        ),
+        Evidence::Counter {
+            kernel,
+            counter,
+            value,
+        } => format!("{counter} = {value} in {}", crate::printable::name(kernel)),
+        Evidence::Rank { rank, value } => format!("rank {rank}: {value}"),
+    }
+}

@@ -1,0 +1,115 @@
+//! `sync-copy`: copies made by synchronous calls (`hipMemcpy`, not `hipMemcpyAsync`),
+//! during which the host thread waits for the copy instead of queuing more work.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{
+    Evidence, Finding, Rule, Setting, Severity, Trace, Values, duration, percent, thread_time,
+};
+
+pub struct SyncCopy;
+
+const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "min_copies",
+        default: 10.0,
+        about: "synchronous copies a process must make for a finding",
+    },
+    Setting {
+        name: "min_share",
+        default: 0.01,
+        about: "share of the time of the threads that make them they must spend blocked in them",
+    },
+    Setting {
+        name: "warning_share",
+        default: 0.1,
+        about: "share of the process's time from which the finding is a warning",
+    },
+];
+
+/// Whether a copy's call waits for it: a copy function without `Async`.
+fn synchronous(function: &str) -> bool {
+    (function.starts_with("hipMemcpy") || function.starts_with("hsa_memory_copy"))
+        && !function.contains("Async")
+}
+
+impl Rule for SyncCopy {
+    fn id(&self) -> &'static str {
+        "sync-copy"
+    }
+
+    fn about(&self) -> &'static str {
+        "copies by synchronous calls (hipMemcpy), which block the host thread until done"
+    }
+
+    fn settings(&self) -> &'static [Setting] {
+        SETTINGS
+    }
+
+    fn check(&self, trace: &Trace, values: &Values) -> Vec<Finding> {
+        // Per process, per (function, direction): copies, bytes, copy time, blocked time.
+        let mut by_process: BTreeMap<u32, BTreeMap<(&str, &str), [u64; 4]>> = BTreeMap::new();
+        let mut threads: BTreeSet<(u32, u32)> = BTreeSet::new();
+        for copy in &trace.copies {
+            let Some(call) = trace.caller(copy.pid, copy.correlation_id) else {
+                continue;
+            };
+            if !synchronous(call.function) {
+                continue;
+            }
+            threads.insert((call.pid, call.tid));
+            let row = (by_process.entry(copy.pid).or_default())
+                .entry((call.function, copy.direction))
+                .or_default();
+            row[0] += 1;
+            row[1] += copy.bytes;
+            row[2] += copy.span.len();
+            // The call returns when the copy is done, whatever span its record has.
+            row[3] += (copy.span.end_ns.max(call.span.end_ns)).saturating_sub(call.span.start_ns);
+        }
+        let mut findings = Vec::new();
+        for (pid, rows) in by_process {
+            let copies: u64 = rows.values().map(|r| r[0]).sum();
+            let blocked: u64 = rows.values().map(|r| r[3]).sum();
+            let whole = thread_time(trace, pid, &threads);
+            let share = blocked as f64 / whole.max(1.0);
+            if (copies as f64) < values.get("min_copies") || share < values.get("min_share") {
+                continue;
+            }
+            let mut evidence: Vec<(u64, Evidence)> = rows
+                .iter()
+                .map(|(&(function, direction), r)| {
+                    let e = Evidence::Copy {
+                        direction,
+                        function: function.to_owned(),
+                        copies: r[0],
+                        bytes: r[1],
+                        total_ns: r[2],
+                    };
+                    (r[3], e)
+                })
+                .collect();
+            evidence.sort_by(|a, b| b.0.cmp(&a.0));
+            findings.push(Finding {
+                rule: self.id(),
+                severity: if share >= values.get("warning_share") {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                },
+                statement: format!(
+                    "process {pid} made {copies} synchronous copies, which blocked its host \
+                     threads for {} ({} of their time)",
+                    duration(blocked),
+                    percent(blocked as f64, whole)
+                ),
+                evidence: evidence.into_iter().map(|(_, e)| e).collect(),
+                at_stake_ns: blocked,
+                advice: "copy with hipMemcpyAsync on a stream, from pinned host memory \
+                         (hipHostMalloc), and synchronize once where the data is needed, so \
+                         the host queues work while the copy runs",
+            });
+        }
+        findings
+    }
+}

@@ -1,0 +1,446 @@
+//! What the rules read: a run's time-ordered activity, kept compact (a few dozen bytes a
+//! record, names interned), collected through the same stages `rocflow summary` reads
+//! through, from a spool, a run's folder or rocpd databases alike.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
+
+use crate::catalog::Catalog;
+use crate::chunk::Chunk;
+use crate::column::marker_label;
+use crate::plan::StageGraph;
+use crate::record::{Batch, RecordKind};
+use crate::sdk::Domain;
+use crate::sink::{Placeholders, Sink, SinkError};
+use crate::source::{Ending, Source, SourceError};
+use crate::stage;
+
+/// A stretch of time on the SDK's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Span {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl Span {
+    pub fn len(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How long this and `other` overlap.
+    pub fn overlap(&self, other: &Span) -> u64 {
+        self.end_ns
+            .min(other.end_ns)
+            .saturating_sub(self.start_ns.max(other.start_ns))
+    }
+}
+
+/// A name interned in the trace ([`Trace::name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Name(u32);
+
+/// A kernel dispatch.
+#[derive(Debug, Clone, Copy)]
+pub struct Dispatch {
+    pub pid: u32,
+    pub agent: u32,
+    pub queue: u64,
+    pub kernel: Name,
+    pub span: Span,
+    pub correlation_id: u64,
+}
+
+/// A host API call.
+#[derive(Debug, Clone, Copy)]
+pub struct Call {
+    pub pid: u32,
+    pub tid: u32,
+    /// Its function (`hipMemcpy`), or `<unknown>`.
+    pub function: &'static str,
+    pub span: Span,
+    pub correlation_id: u64,
+}
+
+/// A memory copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Transfer {
+    pub pid: u32,
+    /// The GPU whose memory it read or wrote (the destination's, the source's for a
+    /// copy to the host); none between host buffers.
+    pub gpu: Option<u32>,
+    pub span: Span,
+    pub bytes: u64,
+    /// `host_to_device`, … (the SDK's operation, in rocflow's words).
+    pub direction: &'static str,
+    pub correlation_id: u64,
+}
+
+/// A memory allocation or free.
+#[derive(Debug, Clone, Copy)]
+pub struct Allocation {
+    pub pid: u32,
+    pub tid: u32,
+    pub span: Span,
+    pub bytes: u64,
+    pub operation: &'static str,
+}
+
+/// One instance of a ROCTx range.
+#[derive(Debug, Clone, Copy)]
+pub struct Range {
+    pub pid: u32,
+    pub tid: u32,
+    pub label: Name,
+    pub span: Span,
+}
+
+/// What a kernel's dispatches counted of one counter, on one GPU of a process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KernelCounter {
+    pub pid: u32,
+    pub agent: u32,
+    pub kernel: Name,
+    pub counter: Name,
+    /// The dispatches with a value.
+    pub dispatches: u64,
+    /// The mean over those dispatches of each one's value, summed over the counter's
+    /// instances (a derived metric the SDK reduces to one instance is its value).
+    pub mean: f64,
+}
+
+/// The key of one dispatch's value of one counter: process, agent, dispatch, kernel,
+/// counter.
+type SampleKey = (u32, u32, u64, Name, Name);
+
+/// A run's activity, each list in start order.
+#[derive(Debug, Default)]
+pub struct Trace {
+    pub dispatches: Vec<Dispatch>,
+    /// Per kernel, GPU and counter, what its dispatches counted, ordered by process,
+    /// agent, kernel and counter.
+    pub counters: Vec<KernelCounter>,
+    /// Each process's MPI rank, where its launcher said.
+    pub ranks: FxHashMap<u32, u32>,
+    /// Each dispatch's value of each counter, summed over instances, until `finish`.
+    samples: FxHashMap<SampleKey, f64>,
+    pub calls: Vec<Call>,
+    pub copies: Vec<Transfer>,
+    pub allocations: Vec<Allocation>,
+    pub ranges: Vec<Range>,
+    names: Vec<String>,
+    name_ids: FxHashMap<String, Name>,
+    /// Each call's index in `calls`, by process and correlation id.
+    by_correlation: FxHashMap<(u32, u64), u32>,
+    /// The longest call's duration: how far before a span a call overlapping it may start.
+    longest_call_ns: u64,
+}
+
+impl Trace {
+    /// Replays a source's records through a pipeline's stages into a trace; says how the
+    /// source ended.
+    pub fn of_run(
+        stages: &StageGraph,
+        source: &mut dyn Source,
+    ) -> Result<(Trace, Catalog, Result<Ending, SourceError>), String> {
+        let trace = Arc::new(Mutex::new(Trace::default()));
+        let outlet = stage::Outlet {
+            name: "analyze".into(),
+            kinds: KINDS.to_vec(),
+            open: Box::new(|_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
+                Ok(Box::new(Collector(Arc::clone(&trace))))
+            }),
+        };
+        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
+            .map_err(|e| e.to_string())?;
+        if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
+            return Err(e.to_string());
+        }
+        let mut trace = Arc::try_unwrap(trace)
+            .map_err(|_| "the trace is still shared".to_string())?
+            .into_inner()
+            .expect("no panics while holding the lock");
+        trace.finish();
+        Ok((trace, report.catalog, report.source))
+    }
+
+    /// Sorts every list by start and indexes the calls.
+    fn finish(&mut self) {
+        self.dispatches.sort_by_key(|d| (d.span, d.pid, d.agent));
+        self.calls.sort_by_key(|c| (c.span, c.pid, c.tid));
+        self.copies.sort_by_key(|c| (c.span, c.pid));
+        self.allocations.sort_by_key(|a| (a.span, a.pid, a.tid));
+        self.ranges.sort_by_key(|r| (r.span, r.pid, r.tid));
+        self.by_correlation = (self.calls.iter().enumerate())
+            .map(|(i, c)| ((c.pid, c.correlation_id), i as u32))
+            .collect();
+        self.longest_call_ns = self.calls.iter().map(|c| c.span.len()).max().unwrap_or(0);
+        let mut sums: std::collections::BTreeMap<(u32, u32, Name, Name), (u64, f64)> =
+            Default::default();
+        for ((pid, agent, _, kernel, counter), value) in std::mem::take(&mut self.samples) {
+            let sum = sums.entry((pid, agent, kernel, counter)).or_default();
+            sum.0 += 1;
+            sum.1 += value;
+        }
+        self.counters = (sums.into_iter())
+            .map(
+                |((pid, agent, kernel, counter), (dispatches, sum))| KernelCounter {
+                    pid,
+                    agent,
+                    kernel,
+                    counter,
+                    dispatches,
+                    mean: sum / dispatches as f64,
+                },
+            )
+            .collect();
+    }
+
+    /// The kernels' values of counter `name`, by process, agent and kernel.
+    pub fn counter<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a KernelCounter> {
+        (self.counters.iter()).filter(move |c| self.name(c.counter) == name)
+    }
+
+    /// The value of counter `name` that kernel `of` counted on its GPU, if collected.
+    pub fn counter_of(&self, of: &KernelCounter, name: &str) -> Option<f64> {
+        self.counter(name)
+            .find(|c| (c.pid, c.agent, c.kernel) == (of.pid, of.agent, of.kernel))
+            .map(|c| c.mean)
+    }
+
+    /// The kernels whose value of counter `name` is `flagged`, each with its GPU time,
+    /// among those that took at least `min_share` of their GPU's kernel time: counters of
+    /// a kernel that barely runs are not worth a finding.
+    pub fn flagged_kernels<'a>(
+        &'a self,
+        name: &'a str,
+        min_share: f64,
+        flagged: impl Fn(f64) -> bool + 'a,
+    ) -> impl Iterator<Item = (&'a KernelCounter, u64)> + 'a {
+        self.counter(name)
+            .filter(move |c| flagged(c.mean))
+            .filter_map(move |c| {
+                let (own, all) = self.kernel_time(c.pid, c.agent, c.kernel);
+                (own > 0 && own as f64 >= min_share * all as f64).then_some((c, own))
+            })
+    }
+
+    /// The GPU time of kernel `kernel`'s dispatches on GPU `agent` of process `pid`, and
+    /// of all dispatches on that GPU.
+    pub fn kernel_time(&self, pid: u32, agent: u32, kernel: Name) -> (u64, u64) {
+        let on_gpu = (self.dispatches.iter()).filter(|d| (d.pid, d.agent) == (pid, agent));
+        on_gpu.fold((0, 0), |(own, all), d| {
+            let len = d.span.len();
+            (own + if d.kernel == kernel { len } else { 0 }, all + len)
+        })
+    }
+
+    /// The calls of process `pid` that overlap `span`, in start order.
+    pub fn calls_overlapping(&self, pid: u32, span: Span) -> impl Iterator<Item = &Call> {
+        let from = span.start_ns.saturating_sub(self.longest_call_ns);
+        let first = self.calls.partition_point(|c| c.span.start_ns < from);
+        self.calls[first..]
+            .iter()
+            .take_while(move |c| c.span.start_ns < span.end_ns)
+            .filter(move |c| c.pid == pid && c.span.overlap(&span) > 0)
+    }
+
+    pub fn name(&self, name: Name) -> &str {
+        &self.names[name.0 as usize]
+    }
+
+    pub fn intern(&mut self, name: &str) -> Name {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = Name(self.names.len() as u32);
+        self.names.push(name.to_owned());
+        self.name_ids.insert(name.to_owned(), id);
+        id
+    }
+
+    /// The API call that made an operation of process `pid` (a launch, a copy).
+    pub fn caller(&self, pid: u32, correlation_id: u64) -> Option<&Call> {
+        let &i = self.by_correlation.get(&(pid, correlation_id))?;
+        Some(&self.calls[i as usize])
+    }
+
+    /// The time from process `pid`'s first record's start to its last one's end.
+    pub fn span_of(&self, pid: u32) -> Option<Span> {
+        let spans = (self
+            .dispatches
+            .iter()
+            .filter(|d| d.pid == pid)
+            .map(|d| d.span))
+        .chain(self.calls.iter().filter(|c| c.pid == pid).map(|c| c.span))
+        .chain(self.copies.iter().filter(|c| c.pid == pid).map(|c| c.span))
+        .chain(self.ranges.iter().filter(|r| r.pid == pid).map(|r| r.span));
+        spans.reduce(|a, b| Span {
+            start_ns: a.start_ns.min(b.start_ns),
+            end_ns: a.end_ns.max(b.end_ns),
+        })
+    }
+
+    /// Per GPU (process, agent), the time its dispatches kept it computing: their spans
+    /// merged, in order.
+    pub fn busy(&self) -> std::collections::BTreeMap<(u32, u32), Vec<Span>> {
+        let mut spans: std::collections::BTreeMap<(u32, u32), Vec<Span>> = Default::default();
+        for (gpu, span) in self.dispatches.iter().map(|d| ((d.pid, d.agent), d.span)) {
+            spans.entry(gpu).or_default().push(span);
+        }
+        for list in spans.values_mut() {
+            *list = merged(std::mem::take(list));
+        }
+        spans
+    }
+}
+
+/// Spans merged where they overlap or touch, in order.
+pub fn merged(mut spans: Vec<Span>) -> Vec<Span> {
+    spans.sort_unstable();
+    let mut out: Vec<Span> = Vec::with_capacity(spans.len());
+    for span in spans {
+        match out.last_mut() {
+            Some(last) if span.start_ns <= last.end_ns => {
+                last.end_ns = last.end_ns.max(span.end_ns)
+            }
+            _ => out.push(span),
+        }
+    }
+    out
+}
+
+/// The record kinds the trace keeps.
+const KINDS: [RecordKind; 6] = [
+    RecordKind::KernelDispatch,
+    RecordKind::CounterSample,
+    RecordKind::Api,
+    RecordKind::MemoryCopy,
+    RecordKind::MemoryAllocation,
+    RecordKind::Marker,
+];
+
+const UNKNOWN: &str = "<unknown>";
+
+/// `roctxMarkA`, operation 0 of both marker domains: an instant, not a range.
+const ROCTX_MARK: i32 = 0;
+
+fn operation(domain: Domain, id: i32) -> &'static str {
+    domain.operation_name(id).unwrap_or(UNKNOWN)
+}
+
+/// The sink that adds what it receives to a trace.
+struct Collector(Arc<Mutex<Trace>>);
+
+impl Sink for Collector {
+    fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
+        let mut trace = self.0.lock().expect("no panics while holding the lock");
+        let t = &mut *trace;
+        for chunk in window {
+            let meta = catalog.stream(chunk.stream);
+            if let Some(rank) = meta.process.as_ref().and_then(|p| Some((p.pid, p.rank?))) {
+                t.ranks.insert(rank.0, rank.1);
+            }
+            let span = |start_ns, end_ns| Span { start_ns, end_ns };
+            match &chunk.batch {
+                Batch::KernelDispatch(records) => {
+                    for r in records {
+                        let kernel = t.intern(meta.kernel_name(r.kernel_id));
+                        t.dispatches.push(Dispatch {
+                            pid: r.pid,
+                            agent: r.agent,
+                            queue: r.queue,
+                            kernel,
+                            span: span(r.start_ns, r.end_ns),
+                            correlation_id: r.correlation_id,
+                        });
+                    }
+                }
+                Batch::CounterSample(records) => {
+                    for r in records {
+                        let kernel = t.intern(meta.kernel_name(r.kernel_id));
+                        let counter = t.intern(meta.counter_name(r.counter_id));
+                        let key = (r.pid, r.agent, r.dispatch_id, kernel, counter);
+                        *t.samples.entry(key).or_default() += r.value;
+                    }
+                }
+                Batch::Api(records) => t.calls.extend(records.iter().map(|r| {
+                    Call {
+                        pid: r.pid,
+                        tid: r.tid,
+                        function: Domain::from_sdk_value(r.domain_id.into())
+                            .and_then(|d| d.operation_name(r.operation_id))
+                            .unwrap_or(UNKNOWN),
+                        span: span(r.start_ns, r.end_ns),
+                        correlation_id: r.correlation_id,
+                    }
+                })),
+                Batch::MemoryCopy(records) => t.copies.extend(records.iter().map(|r| {
+                    let direction = operation(Domain::MemoryCopy, r.operation_id.into());
+                    Transfer {
+                        pid: r.pid,
+                        gpu: match direction {
+                            "HOST_TO_HOST" => None,
+                            "DEVICE_TO_HOST" => Some(r.src_agent),
+                            _ => Some(r.dst_agent),
+                        },
+                        span: span(r.start_ns, r.end_ns),
+                        bytes: r.bytes,
+                        direction,
+                        correlation_id: r.correlation_id,
+                    }
+                })),
+                Batch::MemoryAllocation(records) => {
+                    t.allocations.extend(records.iter().map(|r| Allocation {
+                        pid: r.pid,
+                        tid: r.tid,
+                        span: span(r.start_ns, r.end_ns),
+                        bytes: r.bytes,
+                        operation: operation(Domain::MemoryAllocation, r.operation_id.into()),
+                    }))
+                }
+                Batch::Marker(records) => {
+                    for r in records.iter().filter(|r| r.operation_id != ROCTX_MARK) {
+                        if r.end_ns <= r.start_ns {
+                            continue;
+                        }
+                        let label = t.intern(marker_label(r, meta));
+                        t.ranges.push(Range {
+                            pid: r.pid,
+                            tid: r.tid,
+                            label,
+                            span: span(r.start_ns, r.end_ns),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, _: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
+        Ok(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_merge_where_they_overlap_or_touch() {
+        let s = |start_ns, end_ns| Span { start_ns, end_ns };
+        assert_eq!(
+            merged(vec![s(10, 20), s(0, 5), s(5, 8), s(15, 30), s(40, 50)]),
+            vec![s(0, 8), s(10, 30), s(40, 50)]
+        );
+        assert_eq!(s(0, 10).overlap(&s(5, 20)), 5);
+        assert_eq!(s(0, 10).overlap(&s(20, 30)), 0);
+    }
+}

@@ -1,0 +1,89 @@
+//! `rocflow analyze`: the rules' findings on a run, a spool or rocpd databases.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::analyze::{self, Format, Gate, Selection, Trace};
+use crate::diag::Diagnostic;
+use crate::error::{Error, Result};
+use crate::source::{Input, WindowArgs};
+
+use super::input::open_input;
+use super::spool::{ended, recorded_stages};
+use super::stdio::print;
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// A run's folder (its newest run), a raw spool, or rocpd databases (files,
+    /// directories, globs: rocprofv3's too).
+    #[arg(required = true, value_name = "RUN|SPOOL|DB")]
+    inputs: Vec<PathBuf>,
+    /// Run only this rule (again for more): gpu-idle, low-utilization, sync-copy,
+    /// launch-bound, sync-hot-spot, steady-state-allocation, low-occupancy,
+    /// valu-utilization, memory-bound, atomic-contention, rank-imbalance.
+    #[arg(long = "rule", value_name = "RULE")]
+    rules: Vec<String>,
+    /// Change a rule's threshold: `gpu-idle.min_gap_ns=50us` (`--help` of each rule's
+    /// options: see the manual).
+    #[arg(long = "set", value_name = "RULE.OPTION=VALUE")]
+    sets: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Write the findings to this file instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Exit 1 when a finding satisfies this predicate, e.g. `severity >= warning` or
+    /// `rule == "sync-copy"` (names: rule, severity, at_stake_ns; severities info <
+    /// warning < error).
+    #[arg(long, value_name = "EXPR")]
+    fail_if: Option<String>,
+    #[command(flatten)]
+    window: WindowArgs,
+}
+
+/// Runs the rules over a run and prints (or writes) their findings.
+pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
+    // Everything the user wrote is checked before any record is read.
+    let user = |message: String| Error::user(Diagnostic::error(message));
+    let gate = (args.fail_if.as_deref())
+        .map(|predicate| {
+            Gate::new(predicate).map_err(|e| user(format!("--fail-if `{predicate}`: {e}")))
+        })
+        .transpose()?;
+    let selection = Selection::new(&args.rules, &args.sets).map_err(|e| user(e.to_string()))?;
+    let (input, _) = Input::from_args(&args.inputs, false).map_err(|e| user(e.to_string()))?;
+    let stages = recorded_stages(&input, "the run is analysed without them");
+    let mut source = open_input(&input, &args.window)?;
+    let (trace, catalog, ending) = Trace::of_run(&stages, &mut *source).map_err(Error::Runtime)?;
+    ended(ending.as_ref())?;
+    if let Some(partial) = &catalog.partial {
+        crate::messages::diagnostic(&Diagnostic::warning(format!(
+            "the findings describe part of the run: {partial}"
+        )));
+    }
+    let findings = selection.check(&trace);
+    let out = match args.format {
+        Format::Text => analyze::text(&findings),
+        Format::Markdown => analyze::markdown(&findings),
+        Format::Json => format!("{:#}\n", analyze::json(&findings)),
+    };
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, &out).map_err(Error::io(format!("writing {}", path.display())))?
+        }
+        None => print(&out)?,
+    }
+    if let (Some(gate), Some(predicate)) = (&gate, &args.fail_if) {
+        if let Some(finding) = gate.first_holding(&findings) {
+            eprintln!(
+                "rocflow analyze: `{predicate}` holds for {} `{}`",
+                finding.severity.name(),
+                finding.rule
+            );
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
