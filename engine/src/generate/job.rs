@@ -582,6 +582,8 @@ fn rank_frames(job: &Job, schedule: &Schedule, rank: u32, frames: &mut Vec<u8>) 
                 scratch_bytes: 0,
                 vgpr_count: 64,
                 sgpr_count: 32,
+                graph_exec_id: 0,
+                graph_node_id: 0,
             });
             host = call_end + 100_000;
         }
