@@ -98,6 +98,9 @@ fn on_sim(program: &Path, args: &[&str], dir: &Path, scenario: &Path) -> Output 
         .env("LD_PRELOAD", sim_sdk())
         .env("ROCFLOW_SIM_SCENARIO", scenario)
         .env("ROCFLOW_BIN", rocflow_exe())
+        // Python's session loads the tool library this build's `rocflow run` loads, not a
+        // stale one beside the binary.
+        .env("ROCFLOW_TOOL_LIBRARY", tool_library())
         .env_remove("ROCP_TOOL_LIBRARIES")
         .env_remove("ROCFLOW_PIPELINE_PATH")
         .output()
