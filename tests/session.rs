@@ -98,6 +98,9 @@ fn on_sim(program: &Path, args: &[&str], dir: &Path, scenario: &Path) -> Output 
         .env("LD_PRELOAD", sim_sdk())
         .env("ROCFLOW_SIM_SCENARIO", scenario)
         .env("ROCFLOW_BIN", rocflow_exe())
+        // Python's session loads the tool library this build's `rocflow run` loads, not a
+        // stale one beside the binary.
+        .env("ROCFLOW_TOOL_LIBRARY", tool_library())
         .env_remove("ROCP_TOOL_LIBRARIES")
         .env_remove("ROCFLOW_PIPELINE_PATH")
         .output()
@@ -178,6 +181,35 @@ fn a_session_says_why_it_cannot_open() {
     assert!(!dir.join("out/final").exists());
 }
 
+/// A forked child holds no session: its calls fail, it sends nothing, and its exit
+/// leaves the parent's phase open, whose outputs then hold the parent alone.
+#[test]
+fn a_forked_child_holds_no_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let scenario = paced_scenario(dir, 4, 200);
+    let program = dir.join("session_fork");
+    let tool = tool_library();
+    let cc = Command::new("cc")
+        .arg("-o")
+        .arg(&program)
+        .arg(repo().join("tests/apps/session_fork.c"))
+        .arg("-I")
+        .arg(repo().join("plugins/include"))
+        .arg(&tool)
+        .arg(format!("-Wl,-rpath,{}", tool.parent().unwrap().display()))
+        .output()
+        .expect("cc runs");
+    assert_success(&cc);
+    let out = on_sim(&program, &["csv", "out"], dir, &scenario);
+    assert_success(&out);
+    assert_says(&out.stderr, "child start 2: the session belongs to process");
+    let processes = support::entries(&dir.join("out/final"), |name| {
+        name.starts_with(&format!("{}-", support::hostname()))
+    });
+    assert_eq!(processes.len(), 1, "{processes:?}");
+}
+
 /// The Python package's interpreter, as the campaign tests find it.
 fn python() -> PathBuf {
     if let Some(python) = std::env::var_os("ROCFLOW_PYTHON") {
@@ -194,11 +226,13 @@ fn python() -> PathBuf {
 fn a_python_script_profiles_a_phase_and_a_window() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let scenario = paced_scenario(dir, 10, 400);
+    // Long periods: the warm-up phase's end, in between, writes its outputs and starts
+    // the next runner, which takes seconds on a busy machine.
+    let scenario = paced_scenario(dir, 10, 800);
     let script = repo().join("examples/session/window.py");
     let out = on_sim(
         &python(),
-        &[script.to_str().unwrap(), "csv", "out", "400"],
+        &[script.to_str().unwrap(), "csv", "out", "800"],
         dir,
         &scenario,
     );

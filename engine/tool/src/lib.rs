@@ -25,6 +25,7 @@ mod graph_node;
 mod guard;
 mod kernel_replay;
 mod kfd;
+mod late_start;
 mod legacy_roctx;
 mod messages;
 mod records;
@@ -173,7 +174,7 @@ enum ConfigureError {
 
 fn configure() -> Result<Tool, ConfigureError> {
     let var = |name| std::env::var_os(name).ok_or(ConfigureError::Unset(name));
-    let (socket, plan_path) = match session::link() {
+    let (socket, plan_path) = match late_start::link() {
         Some(link) => (link.socket.clone().into_os_string(), link.plan.clone()),
         None => (var("ROCFLOW_SOCKET")?, PathBuf::from(var("ROCFLOW_PLAN")?)),
     };
@@ -182,8 +183,8 @@ fn configure() -> Result<Tool, ConfigureError> {
         source,
     })?;
     let mut plan: PlanContexts = serde_json::from_str(&text).map_err(ConfigureError::Plan)?;
-    if session::link().is_some() {
-        session::adapt(&mut plan);
+    if late_start::link().is_some() {
+        late_start::adapt(&mut plan);
     }
     if plan.format != FORMAT_VERSION {
         return Err(ConfigureError::Format(plan.format));
@@ -260,7 +261,7 @@ fn initialize_tool() -> i32 {
 
 extern "C" fn after_fork_child() {
     entry("after_fork_child", (), || {
-        if session::owns_stream() {
+        if late_start::link().is_some() {
             // A child does not inherit a live session.
             stream::forget_in_child();
         } else if let Some(tool) = tool() {
@@ -280,6 +281,6 @@ unsafe extern "C" fn finalize(_data: *mut c_void) {
         legacy_roctx::unregister();
         legacy_roctx::flush();
         flusher::flush_and_close(CLOSE_TIMEOUT);
-        session::on_finalize();
+        late_start::finalize();
     });
 }

@@ -25,15 +25,14 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use rocflow_core::abi::{Configure, Status, status};
-use rocflow_core::contexts::{PlanContexts, StartPlan};
 
 use crate::context;
 use crate::guard::locked;
+use crate::late_start;
 use crate::state::{Tool, tool};
 use crate::stream;
 use crate::warning::warn;
 
-pub use runner::Link;
 use runner::{Runner, Spec};
 
 /// How long closing waits for the last frames to reach the runner.
@@ -41,32 +40,12 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The name of the phase `close` (or the process's exit) ends.
 pub const FINAL_PHASE: &str = "final";
 
-/// The runner the tool of a session-started SDK streams to (instead of the environment
-/// `rocflow run` gives the processes it starts).
-static LINK: OnceLock<Link> = OnceLock::new();
 /// The process's session, once one was opened.
 static SESSION: OnceLock<Session> = OnceLock::new();
 /// Set when the SDK finalizes the tool: from then on nothing calls into the SDK.
 static FINALIZED: AtomicBool = AtomicBool::new(false);
 /// The runner's standard input, which a forked child closes.
 static RUNNER_STDIN: AtomicI32 = AtomicI32::new(-1);
-
-/// The session's runner, when the tool is configured for one.
-pub fn link() -> Option<&'static Link> {
-    LINK.get()
-}
-
-/// A session's Plan: contexts start stopped whatever the pipeline's timing, and kernel
-/// names are traced throughout.
-pub fn adapt(plan: &mut PlanContexts) {
-    for context in &mut plan.contexts {
-        context.start = StartPlan {
-            paused: true,
-            ..StartPlan::default()
-        };
-        context.code_objects = true;
-    }
-}
 
 /// Why a session call failed; each is one status of the C API.
 #[derive(Debug, thiserror::Error)]
@@ -103,13 +82,18 @@ struct State {
 
 enum Mode {
     /// The session's own runner, one per phase.
-    Own {
-        spec: Spec,
-        runner: Option<Runner>,
-        phase: u32,
-    },
+    Own(Box<Phases>),
     /// Under `rocflow run`: the run's contexts, runner and outputs.
     Hosted,
+}
+
+/// The runners of a session's phases.
+struct Phases {
+    spec: Spec,
+    /// The current phase's; `None` once the last phase ended.
+    runner: Option<Runner>,
+    /// The current phase's number, from 1.
+    phase: u32,
 }
 
 /// Opens the process's session.
@@ -123,7 +107,7 @@ pub fn open(request: Request) -> Result<&'static Session, Error> {
         ));
     }
     let mode = match tool() {
-        Some(tool) if LINK.get().is_none() => {
+        Some(tool) if late_start::link().is_none() => {
             warn(
                 "this process runs under `rocflow run`: the session starts and stops the run's contexts, and the run's pipeline and outputs hold",
             );
@@ -169,7 +153,7 @@ fn own(request: Request) -> Result<Mode, Error> {
         device: device(force as *const c_void),
     };
     let runner = Runner::start(&spec, 1)?;
-    let _ = LINK.set(runner.link.clone());
+    late_start::set(runner.link.clone(), on_finalize);
     // SAFETY: the SDK's function, given the tool's entry point.
     let status = unsafe { force(Some(crate::rocprofiler_configure)) };
     let streaming = tool().is_some() && stream::is_open();
@@ -188,11 +172,11 @@ fn own(request: Request) -> Result<Mode, Error> {
     RUNNER_STDIN.store(runner.stdin_fd().unwrap_or(-1), Ordering::Release);
     // SAFETY: a plain C function; the handler only closes a descriptor.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
-    Ok(Mode::Own {
+    Ok(Mode::Own(Box::new(Phases {
         spec,
         runner: Some(runner),
         phase: 1,
-    })
+    })))
 }
 
 fn already_configured() -> Error {
@@ -320,16 +304,16 @@ impl Session {
         check_phase_name(name)?;
         let mut state = self.open_state()?;
         let tool = sdk_tool()?;
-        let Mode::Own {
-            spec,
-            runner,
-            phase,
-        } = &mut state.mode
-        else {
+        let Mode::Own(phases) = &mut state.mode else {
             return Err(Error::State(
                 "phases need the session's own runner; under `rocflow run` the run's outputs are one".into(),
             ));
         };
+        let Phases {
+            spec,
+            runner,
+            phase,
+        } = &mut **phases;
         let next = Runner::start(spec, *phase + 1)?;
         flush_all(tool);
         if let Err(e) = stream::switch(&next.link.socket, CLOSE_TIMEOUT) {
@@ -359,21 +343,21 @@ impl Session {
 /// Closes the stream and ends the last phase; nothing here calls into the SDK.
 fn finish(state: &mut State) -> Result<(), Error> {
     state.closed = true;
-    let Mode::Own { spec, runner, .. } = &mut state.mode else {
+    let Mode::Own(phases) = &mut state.mode else {
         return Ok(());
     };
-    let Some(runner) = runner.take() else {
+    let Some(runner) = phases.runner.take() else {
         return Ok(());
     };
     stream::close(CLOSE_TIMEOUT);
     RUNNER_STDIN.store(-1, Ordering::Release);
-    runner.finish(&spec.output, FINAL_PHASE)?;
+    runner.finish(&phases.spec.output, FINAL_PHASE)?;
     Ok(())
 }
 
 /// The SDK finalizes the tool (its stream already closed): an open session's last phase
 /// ends as `close` would end it, without a call into the SDK.
-pub fn on_finalize() {
+fn on_finalize() {
     FINALIZED.store(true, Ordering::Release);
     let Some(session) = SESSION.get() else { return };
     if session.pid != std::process::id() {
@@ -416,12 +400,6 @@ extern "C" fn after_fork_child() {
         // SAFETY: the child's copy of the descriptor; async-signal-safe.
         unsafe { libc::close(fd) };
     }
-}
-
-/// Whether a session's own runner holds this process's stream (a forked child's tool
-/// then opens no stream of its own).
-pub fn owns_stream() -> bool {
-    LINK.get().is_some()
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::late_start::Link;
+
 /// What the relay runs: it writes the runner's socket and Plan path to the link file
 /// (whole, by a rename) and then waits until the session closes its standard input.
 const RELAY: &str = r#"printf '%s\n%s\n' "$ROCFLOW_SOCKET" "$ROCFLOW_PLAN" > "$ROCFLOW_SESSION_LINK.part" && mv -f "$ROCFLOW_SESSION_LINK.part" "$ROCFLOW_SESSION_LINK" && exec cat > /dev/null"#;
@@ -31,13 +33,6 @@ pub struct Spec {
     pub output: PathBuf,
     /// `--device`: `sim` (or `sim:SCENARIO`) when the process's SDK is the simulated one.
     pub device: OsString,
-}
-
-/// Where the tool finds the runner and its Plan.
-#[derive(Debug, Clone)]
-pub struct Link {
-    pub socket: PathBuf,
-    pub plan: PathBuf,
 }
 
 /// Why a runner did not start or did not complete.
