@@ -8,28 +8,10 @@ use std::ffi::c_void;
 use rocflow_core::abi::graph_node::RequestCallback;
 use rocflow_core::abi::{Handle, Status, status};
 
-use crate::sdk::{configure, slice};
+use crate::sdk::{Requests, configure, slice};
 
 /// `ROCPROFILER_EXTERNAL_CORRELATION_REQUEST_LAST` of SDK 1.0: the kinds are below it.
 const REQUEST_LAST: i32 = 19;
-
-/// A context's request service.
-#[derive(Clone)]
-pub struct Requests {
-    /// The request kinds it asks for (`None`: all).
-    pub kinds: Option<Vec<i32>>,
-    pub callback: RequestCallback,
-    pub data: *mut c_void,
-}
-
-impl Requests {
-    /// Whether the context asks for ids of request kind `kind`.
-    pub fn asks(&self, kind: i32) -> bool {
-        self.kinds
-            .as_ref()
-            .is_none_or(|kinds| kinds.contains(&kind))
-    }
-}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocprofiler_configure_external_correlation_id_request_service(

@@ -168,7 +168,7 @@ pub struct ContextSetup {
     /// The buffered dispatch SPM service.
     pub spm: Option<SpmService>,
     /// The external correlation id request service.
-    pub requests: Option<crate::external_correlation::Requests>,
+    pub requests: Option<Requests>,
     pub started: bool,
     /// The client that created it (its client id's handle).
     pub client: u32,
@@ -448,5 +448,23 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
     } else {
         // SAFETY: the caller passes `count` valid elements at `ptr`.
         unsafe { std::slice::from_raw_parts(ptr, count) }
+    }
+}
+
+/// A context's request service.
+#[derive(Clone)]
+pub struct Requests {
+    /// The request kinds it asks for (`None`: all).
+    pub kinds: Option<Vec<i32>>,
+    pub callback: rocflow_core::abi::graph_node::RequestCallback,
+    pub data: *mut std::ffi::c_void,
+}
+
+impl Requests {
+    /// Whether the context asks for ids of request kind `kind`.
+    pub fn asks(&self, kind: i32) -> bool {
+        self.kinds
+            .as_ref()
+            .is_none_or(|kinds| kinds.contains(&kind))
     }
 }
