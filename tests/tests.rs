@@ -4,6 +4,7 @@
 //! (tests/support). Run one file's tests with a filter: `… --test integration rocpd::`.
 
 mod agents;
+mod analyze;
 mod analyze_kernels;
 mod args;
 mod campaign;

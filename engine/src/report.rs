@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use evalexpr::Value;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::analyze::{Evidence, Finding};
 use crate::summary::{Summary, cell, number};
 use crate::table::Table;
 
@@ -29,6 +30,8 @@ pub struct Page<'a> {
     pub outputs: &'a [(String, PathBuf)],
     /// The run's decoded thread traces, per dispatch and instruction.
     pub thread_trace: &'a [crate::thread_trace::InstructionRow],
+    /// What `rocflow analyze`'s rules found, which the report leads with.
+    pub findings: &'a [Finding],
 }
 
 /// Writes the report to `path`, whole or not at all.
@@ -53,6 +56,7 @@ pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
             escape(why)
         );
     }
+    findings(&mut out, page.findings);
     metadata(&mut out, page, summary);
     if let Some(kernels) = tables.iter().find(|t| t.name == "kernels") {
         out.push_str("<h2>Top kernels by GPU time</h2>\n");
@@ -61,7 +65,12 @@ pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
     busy_chart(&mut out, summary);
     device_counter_charts(&mut out, summary);
     for table in &tables {
-        let _ = writeln!(out, "<h2>{}</h2>", escape(&heading(&table.name)));
+        let _ = writeln!(
+            out,
+            "<h2 id=\"{}\">{}</h2>",
+            escape(&table.name),
+            escape(&heading(&table.name))
+        );
         if table.name == "counters" {
             counter_matrix(&mut out, table);
             out.push_str("<details><summary>Every statistic per kernel and counter</summary>\n");
@@ -128,6 +137,44 @@ fn hot_spots(out: &mut String, rows: &[crate::thread_trace::InstructionRow]) {
         );
     }
     out.push_str("</tbody>\n</table></div>\n");
+}
+
+/// The findings, first: what to fix, each piece of evidence linked to the table or chart
+/// that shows it.
+fn findings(out: &mut String, findings: &[Finding]) {
+    out.push_str("<h2 id=\"findings\">Findings</h2>\n");
+    if findings.is_empty() {
+        out.push_str("<p>No rule of <code>rocflow analyze</code> found anything.</p>\n");
+        return;
+    }
+    out.push_str("<table class=\"findings\">\n<thead><tr><th>severity</th><th>rule</th><th>at stake</th><th>finding</th><th>evidence</th><th>advice</th></tr></thead>\n<tbody>\n");
+    for f in findings {
+        let evidence: String = (f.evidence.iter())
+            .map(|e| {
+                let anchor = match e {
+                    Evidence::Span { .. } => "busy",
+                    Evidence::Kernel { .. } | Evidence::Sequence { .. } => "kernels",
+                    Evidence::Api { .. } => "api",
+                    Evidence::Copy { .. } => "memory_copies",
+                    Evidence::Range { .. } => "markers",
+                    Evidence::Counter { .. } => "counters",
+                    Evidence::Rank { .. } => "findings",
+                };
+                let text = escape(&crate::analyze::evidence(e));
+                format!("<li><a href=\"#{anchor}\">{text}</a></li>")
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "<tr class=\"{severity}\"><td>{severity}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td><ul>{evidence}</ul></td><td>{}</td></tr>",
+            f.rule,
+            crate::analyze::duration(f.at_stake_ns),
+            escape(&f.statement),
+            escape(f.advice),
+            severity = f.severity.name(),
+        );
+    }
+    out.push_str("</tbody>\n</table>\n");
 }
 
 fn heading(name: &str) -> String {
@@ -226,7 +273,7 @@ fn busy_chart(out: &mut String, summary: &Summary) {
     if agents.is_empty() {
         return;
     }
-    out.push_str("<h2>GPU busy over time</h2>\n");
+    out.push_str("<h2 id=\"busy\">GPU busy over time</h2>\n");
     let (plot_width, plot_height, left) = (840.0, 80.0, 150.0);
     for ((stream, agent), fractions) in agents {
         let meta = summary.catalog.stream(stream);

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use gate::{Gate, GateError};
-pub use render::{Format, json, markdown, text};
+pub use render::{Format, evidence, json, markdown, text};
 pub use trace::{
     Allocation, Call, Dispatch, KernelCounter, Name, Range, Span, Trace, Transfer, merged,
 };
@@ -309,6 +309,14 @@ pub fn duration(ns: u64) -> String {
         _ => 2,
     };
     format!("{value:.decimals$} {unit}")
+}
+
+/// The time of process `pid`'s threads among `threads` (process, thread) together: its
+/// run's span once per thread, which a share of blocked time is of.
+fn thread_time(trace: &Trace, pid: u32, threads: &std::collections::BTreeSet<(u32, u32)>) -> f64 {
+    let span = trace.span_of(pid).map_or(0, |s| s.len()) as f64;
+    let count = threads.range((pid, 0)..=(pid, u32::MAX)).count();
+    span * count.max(1) as f64
 }
 
 /// A share as a percentage for people.

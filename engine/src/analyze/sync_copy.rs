@@ -1,9 +1,11 @@
 //! `sync-copy`: copies made by synchronous calls (`hipMemcpy`, not `hipMemcpyAsync`),
 //! during which the host thread waits for the copy instead of queuing more work.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Evidence, Finding, Rule, Setting, Severity, Trace, Values, duration, percent};
+use super::{
+    Evidence, Finding, Rule, Setting, Severity, Trace, Values, duration, percent, thread_time,
+};
 
 pub struct SyncCopy;
 
@@ -16,7 +18,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         name: "min_share",
         default: 0.01,
-        about: "share of the process's time its host must spend blocked in them",
+        about: "share of the time of the threads that make them they must spend blocked in them",
     },
     Setting {
         name: "warning_share",
@@ -47,6 +49,7 @@ impl Rule for SyncCopy {
     fn check(&self, trace: &Trace, values: &Values) -> Vec<Finding> {
         // Per process, per (function, direction): copies, bytes, copy time, blocked time.
         let mut by_process: BTreeMap<u32, BTreeMap<(&str, &str), [u64; 4]>> = BTreeMap::new();
+        let mut threads: BTreeSet<(u32, u32)> = BTreeSet::new();
         for copy in &trace.copies {
             let Some(call) = trace.caller(copy.pid, copy.correlation_id) else {
                 continue;
@@ -54,6 +57,7 @@ impl Rule for SyncCopy {
             if !synchronous(call.function) {
                 continue;
             }
+            threads.insert((call.pid, call.tid));
             let row = (by_process.entry(copy.pid).or_default())
                 .entry((call.function, copy.direction))
                 .or_default();
@@ -67,7 +71,7 @@ impl Rule for SyncCopy {
         for (pid, rows) in by_process {
             let copies: u64 = rows.values().map(|r| r[0]).sum();
             let blocked: u64 = rows.values().map(|r| r[3]).sum();
-            let whole = trace.span_of(pid).map_or(0, |s| s.len()) as f64;
+            let whole = thread_time(trace, pid, &threads);
             let share = blocked as f64 / whole.max(1.0);
             if (copies as f64) < values.get("min_copies") || share < values.get("min_share") {
                 continue;
@@ -95,7 +99,7 @@ impl Rule for SyncCopy {
                 },
                 statement: format!(
                     "process {pid} made {copies} synchronous copies, which blocked its host \
-                     threads for {} ({} of its run)",
+                     threads for {} ({} of their time)",
                     duration(blocked),
                     percent(blocked as f64, whole)
                 ),

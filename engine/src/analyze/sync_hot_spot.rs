@@ -1,9 +1,11 @@
 //! `sync-hot-spot`: synchronization calls (`hipDeviceSynchronize`, `hipStreamSynchronize`,
 //! `hipEventSynchronize`, HSA signal waits) that hold the host for much of the run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Evidence, Finding, Rule, Setting, Severity, Trace, Values, duration, percent};
+use super::{
+    Evidence, Finding, Rule, Setting, Severity, Trace, Values, duration, percent, thread_time,
+};
 
 pub struct SyncHotSpot;
 
@@ -16,7 +18,7 @@ const SETTINGS: &[Setting] = &[
     Setting {
         name: "min_share",
         default: 0.05,
-        about: "share of the process's time its threads must spend blocked in them",
+        about: "share of the time of the threads that make them they must spend blocked in them",
     },
     Setting {
         name: "warning_share",
@@ -54,11 +56,13 @@ impl Rule for SyncHotSpot {
     fn check(&self, trace: &Trace, values: &Values) -> Vec<Finding> {
         // Per process, per function: calls, blocked time, and the longest call.
         let mut by_process: BTreeMap<u32, BTreeMap<&str, (u64, u64)>> = BTreeMap::new();
+        let mut threads: BTreeSet<(u32, u32)> = BTreeSet::new();
         for call in trace
             .calls
             .iter()
             .filter(|c| SYNCHRONIZING.contains(&c.function))
         {
+            threads.insert((call.pid, call.tid));
             let row = (by_process.entry(call.pid).or_default())
                 .entry(call.function)
                 .or_default();
@@ -69,7 +73,7 @@ impl Rule for SyncHotSpot {
         for (pid, rows) in by_process {
             let calls: u64 = rows.values().map(|r| r.0).sum();
             let blocked: u64 = rows.values().map(|r| r.1).sum();
-            let whole = trace.span_of(pid).map_or(0, |s| s.len()) as f64;
+            let whole = thread_time(trace, pid, &threads);
             let share = blocked as f64 / whole.max(1.0);
             if (calls as f64) < values.get("min_calls") || share < values.get("min_share") {
                 continue;
@@ -93,7 +97,7 @@ impl Rule for SyncHotSpot {
                 },
                 statement: format!(
                     "process {pid}'s threads waited {} in {calls} synchronization calls ({} of \
-                     its run), most in {}",
+                     their time), most in {}",
                     duration(blocked),
                     percent(blocked as f64, whole),
                     rows[0].0

@@ -136,7 +136,9 @@ fn written(step: &PostStep) -> Vec<&str> {
                 .flatten()
                 .collect()
         }
-        PostStep::Sql { path, .. } | PostStep::Report { path, .. } => vec![path],
+        PostStep::Sql { path, .. }
+        | PostStep::Report { path, .. }
+        | PostStep::Analyze { path, .. } => vec![path],
         PostStep::Command { .. } => Vec::new(),
     }
 }

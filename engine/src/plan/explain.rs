@@ -392,6 +392,10 @@ fn describe_post(step: &PostStep) -> String {
             format!("sql `{query}` -> {path} ({limit})")
         }
         PostStep::Report { path, .. } => format!("HTML report -> {path}"),
+        PostStep::Analyze { path, fail_if, .. } => match fail_if {
+            Some(predicate) => format!("findings -> {path} (fails if `{predicate}`)"),
+            None => format!("findings -> {path}"),
+        },
         PostStep::Command { argv, .. } => format!("run {argv:?}"),
     }
 }

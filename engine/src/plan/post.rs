@@ -42,6 +42,17 @@ pub enum PostStep {
         path: String,
         title: Option<String>,
     },
+    /// `rocflow analyze`'s findings on the run, written to `path` as JSON, Markdown
+    /// (`.md`) or text (`.txt`) by its extension, and printed; when `fail_if` holds for a
+    /// finding, the step fails.
+    Analyze {
+        path: String,
+        /// The rules that run; every rule when empty.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rules: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fail_if: Option<String>,
+    },
     Command {
         argv: Vec<String>,
         #[serde(default, skip_serializing_if = "IndexMap::is_empty")]

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::analyze::{Finding, Selection, Trace};
 use crate::catalog::Catalog;
 use crate::plan::sink::SinkKind;
 use crate::plan::{Destination, DomainTables, PostStep};
@@ -56,6 +57,9 @@ pub enum PostError {
     /// The run's records could not be summarized.
     #[error("{0}")]
     Summary(String),
+    /// An `analyze` step's `fail_if` held for a finding.
+    #[error("{0}")]
+    Findings(String),
     #[error("the command is empty")]
     EmptyCommand,
     #[error("cannot run `{program}`: {source}")]
@@ -145,7 +149,7 @@ fn breakdowns(plan: &Plan) -> Vec<Breakdown> {
         let breakdown = match &post.step {
             PostStep::Summary { by, .. } => breakdown(by),
             PostStep::Report { .. } => Breakdown::default(),
-            PostStep::Sql { .. } | PostStep::Command { .. } => continue,
+            PostStep::Sql { .. } | PostStep::Analyze { .. } | PostStep::Command { .. } => continue,
         };
         if !breakdowns.contains(&breakdown) {
             breakdowns.push(breakdown);
@@ -161,6 +165,61 @@ fn breakdown(by: &[String]) -> Breakdown {
         process: by.iter().any(|b| b == "process"),
         agent: by.iter().any(|b| b == "agent"),
     }
+}
+
+/// An `analyze` step: the findings of `rules` (every rule when none) written to `path`,
+/// in the format its extension names, and printed; an error when `fail_if` holds.
+fn analyze(
+    stages: &StageGraph,
+    open: Reopen<'_>,
+    path: &Path,
+    rules: &[String],
+    fail_if: Option<&str>,
+) -> Result<Done, PostError> {
+    // The pipeline's compiler checked the rules and the predicate.
+    let selection = Selection::new(rules, &[]).map_err(|e| PostError::Summary(e.to_string()))?;
+    let gate = fail_if
+        .map(crate::analyze::Gate::new)
+        .transpose()
+        .map_err(|e| PostError::Summary(e.to_string()))?;
+    let findings = findings(stages, open, &selection)?;
+    let written = match path.extension().and_then(|e| e.to_str()) {
+        Some("md") => crate::analyze::markdown(&findings),
+        Some("txt") => crate::analyze::text(&findings),
+        _ => format!("{:#}\n", crate::analyze::json(&findings)),
+    };
+    crate::atomic::write(path, written)
+        .map_err(PostError::io(format!("writing {}", path.display())))?;
+    if let Some(finding) = gate.and_then(|g| g.first_holding(&findings).cloned()) {
+        return Err(PostError::Findings(format!(
+            "`{}` holds for {} `{}`: {}",
+            fail_if.unwrap_or_default(),
+            finding.severity.name(),
+            finding.rule,
+            finding.statement
+        )));
+    }
+    Ok(Done {
+        paths: vec![path.to_path_buf()],
+        text: crate::analyze::text(&findings),
+        partial: None,
+    })
+}
+
+/// What `rules` find in the records `open` reads through `stages`.
+fn findings(
+    stages: &StageGraph,
+    open: Reopen<'_>,
+    rules: &Selection,
+) -> Result<Vec<Finding>, PostError> {
+    let mut records = open().map_err(PostError::Summary)?;
+    let frames = std::iter::from_fn(|| records.next_frame());
+    let mut source = Frames(frames.take_while(|_| !crate::cancel::requested()));
+    let (trace, _, _) = Trace::of_run(stages, &mut source).map_err(PostError::Summary)?;
+    if crate::cancel::requested() {
+        return Err(PostError::Stopped);
+    }
+    Ok(rules.check(&trace))
 }
 
 /// The run's statistics through `stages`, from the records `open` reads, and whether they
@@ -293,6 +352,22 @@ pub fn run(
                 outputs.posts.push((post.name.clone(), path));
                 done
             }
+            PostStep::Analyze {
+                path,
+                rules,
+                fail_if,
+            } => {
+                let path = placeholders.expand(path);
+                let done = analyze(
+                    &plan.stages,
+                    summaries.open,
+                    &path,
+                    rules,
+                    fail_if.as_deref(),
+                );
+                outputs.posts.push((post.name.clone(), path));
+                done
+            }
             PostStep::Command { argv, env } => command(argv, env, &outputs),
         };
         reports.push(PostReport {
@@ -412,6 +487,8 @@ fn report(
     outputs: &Outputs<'_>,
 ) -> Result<Done, PostError> {
     let plan = summaries.plan;
+    let every_rule = Selection::new(&[], &[]).expect("every rule's defaults are valid");
+    let findings = findings(&plan.stages, summaries.open, &every_rule)?;
     let summary = summaries.of(Breakdown::default())?;
     let title = title.map_or_else(|| format!("rocflow: {}", plan.pipeline.name), str::to_owned);
     let linked: Vec<(String, PathBuf)> = outputs
@@ -427,6 +504,7 @@ fn report(
         pipeline: Some((&plan.pipeline.name, &plan.pipeline.hash)),
         outputs: &linked,
         thread_trace: &thread_trace,
+        findings: &findings,
     };
     crate::report::write(path, &page, summary)
         .map_err(PostError::io(format!("writing {}", path.display())))?;

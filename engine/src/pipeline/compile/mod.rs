@@ -370,6 +370,19 @@ impl Compiler<'_> {
                     self.placeholders(path!["post", p, "path"], path, params);
                 }
                 PostStep::Summary { path: None, .. } => {}
+                PostStep::Analyze {
+                    path,
+                    rules,
+                    fail_if,
+                } => {
+                    self.placeholders(path!["post", p, "path"], path, params);
+                    if let Err(e) = crate::analyze::Selection::new(rules, &[]) {
+                        self.error(path!["post", p, "rules"], e.to_string());
+                    }
+                    if let Some(Err(e)) = fail_if.as_deref().map(crate::analyze::Gate::new) {
+                        self.error(path!["post", p, "fail_if"], e.to_string());
+                    }
+                }
                 PostStep::Sql {
                     database,
                     path,

@@ -89,6 +89,7 @@ fn summarize(frames: &[Frame], scratch: &Path) -> String {
         pipeline: None,
         outputs: &[],
         thread_trace: &[],
+        findings: &[],
     };
     report::render(&page, &summary, scratch);
     String::new()

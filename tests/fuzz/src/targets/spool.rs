@@ -65,6 +65,7 @@ fn read_spool(input: &[u8], scratch: &Path) -> String {
         pipeline: None,
         outputs: &[],
         thread_trace: &[],
+        findings: &[],
     };
     report::render(&page, &summary, scratch);
     let ending = reader
