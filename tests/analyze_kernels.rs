@@ -74,6 +74,18 @@ fn findings_of(inputs: &[&Path], rules: &[&str]) -> Vec<Value> {
     json["findings"].as_array().unwrap().clone()
 }
 
+/// A pipeline collecting counters `NAMES` of every dispatch.
+const ALL_COUNTERS: &str = r#"
+[pipeline]
+name = "all-counters"
+extends = ["base"]
+[[context]]
+name = "counters"
+tracing = ["kernel_dispatch"]
+[context.counters]
+collect = NAMES
+"#;
+
 fn scenario(name: &str) -> PathBuf {
     repo().join("examples/sim").join(name)
 }
@@ -147,13 +159,25 @@ fn each_counter_rule_finds_its_kernel_with_the_counters_behind_it() {
 fn no_counter_rule_finds_anything_on_the_clean_or_a_shipped_scenario() {
     let (_dir, out) = run(&scenario("analyze-counters-clean.toml"), COUNTERS);
     assert_eq!(findings(&[&out]), Vec::<Value>::new());
-    // The other shipped scenarios, with the counters `counters-basic` collects of them.
+    // The other shipped scenarios, with every counter their GPUs have.
     let shipped = sim_scenarios().into_iter().filter(|p| {
         let name = p.file_name().unwrap().to_string_lossy();
         !name.starts_with("analyze-")
     });
     for scenario in shipped {
-        let (_dir, out) = run(&scenario, "kernel_regex=.*");
+        let text = std::fs::read_to_string(&scenario).unwrap();
+        let mut names: Vec<&str> = (text.split("[[agent.counter]]").skip(1))
+            .filter_map(|table| table.trim().strip_prefix("name = \""))
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        assert!(!names.is_empty(), "{}", scenario.display());
+        let dir = tempfile::tempdir().unwrap();
+        let pipeline = dir.path().join("all-counters.toml");
+        let collect = format!("{names:?}");
+        std::fs::write(&pipeline, ALL_COUNTERS.replace("NAMES", &collect)).unwrap();
+        let (_dir, out) = run_app(&scenario, &[pipeline.to_str().unwrap()], &["/bin/true"]);
         assert_eq!(
             findings(&[&out]),
             Vec::<Value>::new(),
@@ -188,7 +212,8 @@ fn rank_imbalance_names_the_slow_rank_and_every_ranks_time() {
     assert_eq!(ranks, [(2, 8e7), (0, 5e7), (1, 5e7), (3, 5e7)]);
     // The ranks' databases, given together, say the same.
     let databases = databases(&out);
-    assert_eq!(databases.len(), 4, "{databases:?}");
+    // The shell's and the four ranks'.
+    assert_eq!(databases.len(), 5, "{databases:?}");
     let inputs: Vec<&Path> = databases.iter().map(PathBuf::as_path).collect();
     assert_eq!(findings_of(&inputs, &["rank-imbalance"]), spool);
 }
@@ -199,7 +224,7 @@ fn balanced_ranks_and_single_processes_give_no_rank_imbalance() {
     let scenario = scenario("analyze-rank-imbalance.toml");
     let app = RANKS.replace("OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=4 ", "");
     let (_dir, out) = run_app(&scenario, &["trace-all"], &["sh", "-c", &app]);
-    assert_eq!(databases(&out).len(), 4);
+    assert_eq!(databases(&out).len(), 5);
     assert_eq!(
         findings_of(&[&out], &["rank-imbalance"]),
         Vec::<Value>::new()

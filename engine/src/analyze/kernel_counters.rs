@@ -57,8 +57,11 @@ mod tests {
     use super::super::trace::{Dispatch, KernelCounter, Span};
     use super::super::{Finding, Selection, Severity, Trace};
 
+    /// A kernel's name, its time and its counters' values.
+    type Kernel<'a> = (&'a str, u64, &'a [(&'a str, f64)]);
+
     /// A trace of one GPU running each kernel once for its time, with its counters.
-    fn trace(kernels: &[(&str, u64, &[(&str, f64)])]) -> Trace {
+    fn trace(kernels: &[Kernel]) -> Trace {
         let mut trace = Trace::default();
         let mut start_ns = 0;
         for &(name, len, counters) in kernels {

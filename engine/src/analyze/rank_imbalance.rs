@@ -56,8 +56,10 @@ impl Rule for RankImbalance {
         };
         let mut findings = Vec::new();
         for (kernel, processes) in per_kernel.into_iter().filter(|(_, p)| p.len() >= 2) {
+            let rank = |pid: u32| trace.ranks.get(&pid).copied().unwrap_or(pid);
+            // Slowest first; equal times by rank.
             let mut times: Vec<(u32, u64)> = processes.into_iter().collect();
-            times.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            times.sort_by(|a, b| b.1.cmp(&a.1).then(rank(a.0).cmp(&rank(b.0))));
             let sorted: Vec<u64> = times.iter().rev().map(|t| t.1).collect();
             let median = match sorted.len() % 2 {
                 0 => (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2,
@@ -79,7 +81,7 @@ impl Rule for RankImbalance {
                 total_ns: slowest,
             }];
             evidence.extend(times.iter().map(|&(pid, ns)| Evidence::Rank {
-                rank: trace.ranks.get(&pid).copied().unwrap_or(pid),
+                rank: rank(pid),
                 value: ns as f64,
             }));
             findings.push(Finding {
