@@ -2,8 +2,10 @@
 //! `SerializedAtomicRatio`: cycles serialized on conflicting atomics over all cycles spent
 //! on atomics; AMD calls above 0.10 high).
 
+use super::finding::{Finding, Severity};
 use super::kernel_counters::{MIN_TIME_SHARE, evidence, who};
-use super::{Finding, Rule, Setting, Severity, Trace, Values};
+use super::rule::{Rule, Setting, Values};
+use super::trace::Trace;
 
 pub struct AtomicContention;
 

@@ -4,7 +4,7 @@
 
 use evalexpr::{ContextWithMutableVariables, HashMapContext, Node, Value};
 
-use super::{Finding, Severity};
+use super::finding::{Finding, Severity};
 
 /// The names a predicate can use, with what they are.
 pub const NAMES: &[(&str, &str)] = &[

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Evidence, Finding, Rule, Setting, Severity, Span, Trace, Values, duration, percent};
+use super::finding::{Evidence, Finding, Severity, duration, percent};
+use super::rule::{Rule, Setting, Values};
+use super::trace::{Span, Trace};
 
 pub struct GpuIdle;
 

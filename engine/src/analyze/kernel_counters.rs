@@ -1,8 +1,10 @@
 //! What the counter rules share: the kernels a counter flags, and the finding's evidence
 //! (the counters behind it and the kernel's dispatches).
 
+use super::finding::Evidence;
+use super::rule::Setting;
 use super::trace::KernelCounter;
-use super::{Evidence, Setting, Trace};
+use super::trace::Trace;
 
 /// The setting every counter rule has: which kernels are worth a finding.
 pub const MIN_TIME_SHARE: Setting = Setting {

@@ -2,8 +2,10 @@
 //! `OccupancyPercent`: the mean of resident waves, as a share of the most the GPU holds),
 //! so the GPU has little work to switch to while waves wait on memory.
 
+use super::finding::{Finding, Severity, percent};
 use super::kernel_counters::{MIN_TIME_SHARE, evidence, who};
-use super::{Finding, Rule, Setting, Severity, Trace, Values, percent};
+use super::rule::{Rule, Setting, Values};
+use super::trace::Trace;
 
 pub struct LowOccupancy;
 

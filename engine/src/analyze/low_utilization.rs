@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    Evidence, Finding, Name, Rule, Setting, Severity, Span, Trace, Values, duration, percent,
-};
+use super::finding::{Evidence, Finding, Severity, duration, percent};
+use super::rule::{Rule, Setting, Values};
+use super::trace::{Name, Span, Trace};
 
 pub struct LowUtilization;
 

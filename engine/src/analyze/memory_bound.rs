@@ -2,8 +2,10 @@
 //! ALU is not (AMD's `MemUnitBusy` against `VALUBusy`), with the L2 hit rate that says
 //! whether the traffic reaches HBM.
 
+use super::finding::{Finding, Severity};
 use super::kernel_counters::{MIN_TIME_SHARE, evidence, l2_hit_percent, who};
-use super::{Finding, Rule, Setting, Severity, Trace, Values};
+use super::rule::{Rule, Setting, Values};
+use super::trace::Trace;
 
 pub struct MemoryBound;
 

@@ -5,8 +5,10 @@
 //! A rule is a module named after it: its id, its thresholds as [`Setting`]s (which
 //! `--set rule.option=value` changes) and a check over the [`Trace`] that every rule reads.
 
+mod finding;
 mod gate;
 mod render;
+mod rule;
 mod trace;
 
 mod kernel_counters;
@@ -23,141 +25,13 @@ mod sync_copy;
 mod sync_hot_spot;
 mod valu_utilization;
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
-
+pub use finding::{Evidence, Finding, Severity, duration, percent};
 pub use gate::{Gate, GateError};
 pub use render::{Format, evidence, json, markdown, text};
+pub use rule::{Rule, Setting, Values};
 pub use trace::{
     Allocation, Call, Dispatch, KernelCounter, Name, Range, Span, Trace, Transfer, merged,
 };
-
-/// How much a finding matters; ordered, so gates can compare (`severity >= warning`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Error];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-/// Where a finding was seen: records, not prose, so tools can link and check them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Evidence {
-    /// A stretch of time, on a GPU of a process (`agent`) or a host thread (`tid`).
-    Span {
-        what: &'static str,
-        pid: u32,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        agent: Option<u32>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        tid: Option<u32>,
-        start_ns: u64,
-        end_ns: u64,
-    },
-    /// A kernel's dispatches that the finding is about.
-    Kernel {
-        name: String,
-        dispatches: u64,
-        total_ns: u64,
-    },
-    /// Calls of one API function that the finding is about.
-    Api {
-        function: String,
-        calls: u64,
-        total_ns: u64,
-    },
-    /// Memory copies of one direction.
-    Copy {
-        direction: &'static str,
-        /// The API function that made them.
-        function: String,
-        copies: u64,
-        bytes: u64,
-        total_ns: u64,
-    },
-    /// Kernels that run one after the other, in this order, `times` times.
-    Sequence { kernels: Vec<String>, times: u64 },
-    /// A ROCTx range (all its instances).
-    Range {
-        label: String,
-        instances: u64,
-        total_ns: u64,
-    },
-    /// A counter's value for a kernel.
-    Counter {
-        kernel: String,
-        counter: String,
-        value: f64,
-    },
-    /// A figure of one process or MPI rank.
-    Rank { rank: u32, value: f64 },
-}
-
-/// A conclusion of a rule, with what backs it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    pub rule: &'static str,
-    pub severity: Severity,
-    /// One line, with the numbers.
-    pub statement: String,
-    pub evidence: Vec<Evidence>,
-    /// The time a fix could win back, at most.
-    pub at_stake_ns: u64,
-    pub advice: &'static str,
-}
-
-/// A threshold of a rule, which `--set rule.name=value` changes.
-#[derive(Debug, Clone, Copy)]
-pub struct Setting {
-    pub name: &'static str,
-    pub default: f64,
-    pub about: &'static str,
-}
-
-/// A rule's settings, defaults overridden by the user's.
-#[derive(Debug, Clone, Default)]
-pub struct Values(BTreeMap<&'static str, f64>);
-
-impl Values {
-    /// The value of one of the rule's own settings.
-    pub fn get(&self, name: &str) -> f64 {
-        match self.0.get(name) {
-            Some(&value) => value,
-            None => panic!("`{name}` is not a declared setting of the rule"),
-        }
-    }
-}
-
-/// A rule: a check of a run for one pattern.
-pub trait Rule: Sync {
-    /// Its name on the command line and in findings (`sync-copy`).
-    fn id(&self) -> &'static str;
-    /// What it finds, in a sentence.
-    fn about(&self) -> &'static str;
-    fn settings(&self) -> &'static [Setting];
-    fn check(&self, trace: &Trace, values: &Values) -> Vec<Finding>;
-}
-
-impl std::fmt::Debug for dyn Rule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.id())
-    }
-}
 
 /// Every rule, in the order `rocflow analyze --help` lists them.
 pub const RULES: &[&dyn Rule] = &[
@@ -292,39 +166,6 @@ impl Selection {
         });
         findings
     }
-}
-
-/// A duration for people: three significant figures and a unit.
-pub fn duration(ns: u64) -> String {
-    let ns = ns as f64;
-    let (value, unit) = match ns {
-        n if n >= 1e9 => (n / 1e9, "s"),
-        n if n >= 1e6 => (n / 1e6, "ms"),
-        n if n >= 1e3 => (n / 1e3, "us"),
-        n => (n, "ns"),
-    };
-    let decimals = match value {
-        v if v >= 100.0 => 0,
-        v if v >= 10.0 => 1,
-        _ => 2,
-    };
-    format!("{value:.decimals$} {unit}")
-}
-
-/// The time of process `pid`'s threads among `threads` (process, thread) together: its
-/// run's span once per thread, which a share of blocked time is of.
-fn thread_time(trace: &Trace, pid: u32, threads: &std::collections::BTreeSet<(u32, u32)>) -> f64 {
-    let span = trace.span_of(pid).map_or(0, |s| s.len()) as f64;
-    let count = threads.range((pid, 0)..=(pid, u32::MAX)).count();
-    span * count.max(1) as f64
-}
-
-/// A share as a percentage for people.
-pub fn percent(part: f64, whole: f64) -> String {
-    if whole <= 0.0 {
-        return "0%".into();
-    }
-    format!("{:.0}%", 100.0 * part / whole)
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Evidence, Finding, Name, Rule, Setting, Severity, Trace, Values, duration, percent};
+use super::finding::{Evidence, Finding, Severity, duration, percent};
+use super::rule::{Rule, Setting, Values};
+use super::trace::{Name, Trace};
 
 pub struct RankImbalance;
 

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Evidence, Finding, Severity, duration};
+use super::finding::{Evidence, Finding, Severity, duration};
 
 /// How `rocflow analyze` writes its findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{
-    Evidence, Finding, Rule, Setting, Severity, Trace, Values, duration, percent, thread_time,
-};
+use super::finding::{Evidence, Finding, Severity, duration, percent};
+use super::rule::{Rule, Setting, Values, thread_time};
+use super::trace::Trace;
 
 pub struct SyncCopy;
 

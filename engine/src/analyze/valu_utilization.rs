@@ -2,8 +2,10 @@
 //! `VALUUtilization`: active threads per VALU instruction, as a share of the wavefront),
 //! from divergent branches or workgroups that are not a multiple of the wavefront.
 
+use super::finding::{Finding, Severity};
 use super::kernel_counters::{MIN_TIME_SHARE, evidence, who};
-use super::{Finding, Rule, Setting, Severity, Trace, Values};
+use super::rule::{Rule, Setting, Values};
+use super::trace::Trace;
 
 pub struct ValuUtilization;
 
