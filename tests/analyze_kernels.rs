@@ -90,10 +90,13 @@ fn scenario(name: &str) -> PathBuf {
     repo().join("examples/sim").join(name)
 }
 
+/// A rule's case: its id, the counters its scenario gives `_Z6updatePfPKfi`, and what its
+/// statement says.
+type Case = (&'static str, &'static [(&'static str, f64)], &'static str);
+
 #[test]
 fn each_counter_rule_finds_its_kernel_with_the_counters_behind_it() {
-    // Rule, the counters its scenario gives `_Z6updatePfPKfi`, what the statement says.
-    let cases: [(&str, &[(&str, f64)], &str); 4] = [
+    let cases: [Case; 4] = [
         (
             "low-occupancy",
             &[("OccupancyPercent", 6.0)],

@@ -111,6 +111,10 @@ fn measure(dir: &Path, session: bool) -> Measured {
         }
     };
     let output = dir.join("application.out");
+    #[expect(
+        clippy::zombie_processes,
+        reason = "waited for below by wait4, which also gives its CPU time"
+    )]
     let child = command
         .current_dir(dir)
         .env("ROCFLOW_SIM_SCENARIO", dir.join("big.toml"))
