@@ -90,6 +90,11 @@ fn rule(id: &str) -> Result<&'static dyn Rule, SelectionError> {
 }
 
 impl Selection {
+    /// Every rule, with its defaults: what the report shows.
+    pub fn every_rule() -> Selection {
+        Selection::new(&[], &[]).expect("every rule's defaults are valid")
+    }
+
     /// The rules named (all of them when none is), with `sets` (`rule.option=value`)
     /// applied. A duration option (`…_ns`) also takes a unit: `min_gap_ns=50us`.
     pub fn new(only: &[String], sets: &[String]) -> Result<Selection, SelectionError> {

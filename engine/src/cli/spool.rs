@@ -151,7 +151,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         &report,
         input.path(),
         &reopen,
-        Vec::new(),
+        crate::post::Statistics::default(),
         &board,
         &mut out,
     );

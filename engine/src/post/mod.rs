@@ -93,8 +93,13 @@ impl PostError {
 /// for the steps that take them: the summary and the report.
 pub type Reopen<'a> = &'a dyn Fn() -> Result<Box<dyn Source>, String>;
 
-/// Statistics already read, by breakdown.
-pub type Statistics = Vec<(Breakdown, Summary)>;
+/// What the post-steps take, already read: statistics by breakdown, and the report's
+/// findings.
+#[derive(Default)]
+pub struct Statistics {
+    by_breakdown: Vec<(Breakdown, Summary)>,
+    findings: Option<Vec<Finding>>,
+}
 
 /// The statistics the plan's post-steps take, read ahead: from the moment a live run's
 /// spool holds every frame, on a thread of its own, while the sinks still finish. After a
@@ -118,14 +123,20 @@ impl Ahead {
         if breakdowns.is_empty() {
             return;
         }
+        let reported = (plan.posts.iter()).any(|p| matches!(p.step, PostStep::Report { .. }));
         let stages = plan.stages.clone();
         let spawned = std::thread::Builder::new()
             .name("summary".into())
             .spawn(move || {
                 // A failure is left for the step, which reads again and reports it.
-                (breakdowns.into_iter())
-                    .filter_map(|b| Some((b, statistics(&stages, &open, b).ok()?)))
-                    .collect()
+                Statistics {
+                    by_breakdown: (breakdowns.into_iter())
+                        .filter_map(|b| Some((b, statistics(&stages, &open, b).ok()?)))
+                        .collect(),
+                    findings: reported
+                        .then(|| findings(&stages, &open, &Selection::every_rule()).ok())
+                        .flatten(),
+                }
             });
         // Without a thread, the steps read as they come.
         *thread = spawned.ok();
@@ -134,7 +145,7 @@ impl Ahead {
     /// What was read: waits for the reading, if it started.
     pub fn take(self) -> Statistics {
         let thread = self.0.into_inner().expect("no poison");
-        thread.map_or_else(Vec::new, |thread| {
+        thread.map_or_else(Statistics::default, |thread| {
             thread
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -487,8 +498,7 @@ fn report(
     outputs: &Outputs<'_>,
 ) -> Result<Done, PostError> {
     let plan = summaries.plan;
-    let every_rule = Selection::new(&[], &[]).expect("every rule's defaults are valid");
-    let findings = findings(&plan.stages, summaries.open, &every_rule)?;
+    let findings = summaries.findings()?;
     let summary = summaries.of(Breakdown::default())?;
     let title = title.map_or_else(|| format!("rocflow: {}", plan.pipeline.name), str::to_owned);
     let linked: Vec<(String, PathBuf)> = outputs
@@ -520,20 +530,29 @@ fn report(
 struct Summaries<'a> {
     plan: &'a Plan,
     open: Reopen<'a>,
-    computed: Vec<(Breakdown, Summary)>,
+    computed: Statistics,
 }
 
 impl Summaries<'_> {
     fn of(&mut self, breakdown: Breakdown) -> Result<&Summary, PostError> {
-        let at = match self.computed.iter().position(|(b, _)| *b == breakdown) {
+        let computed = &mut self.computed.by_breakdown;
+        let at = match computed.iter().position(|(b, _)| *b == breakdown) {
             Some(at) => at,
             None => {
                 let summary = statistics(&self.plan.stages, self.open, breakdown)?;
-                self.computed.push((breakdown, summary));
-                self.computed.len() - 1
+                computed.push((breakdown, summary));
+                computed.len() - 1
             }
         };
-        Ok(&self.computed[at].1)
+        Ok(&computed[at].1)
+    }
+
+    /// What every rule finds in the run, with its defaults: the report's findings.
+    fn findings(&mut self) -> Result<Vec<Finding>, PostError> {
+        match self.computed.findings.take() {
+            Some(findings) => Ok(findings),
+            None => findings(&self.plan.stages, self.open, &Selection::every_rule()),
+        }
     }
 }
 
@@ -663,7 +682,7 @@ mod tests {
         let mut summaries = Summaries {
             plan: &plan,
             open: &counted,
-            computed: Vec::new(),
+            computed: Statistics::default(),
         };
         let whole = summaries.of(Breakdown::default()).unwrap().tables();
         assert_eq!(summaries.of(Breakdown::default()).unwrap().tables(), whole);
@@ -696,9 +715,13 @@ mod tests {
         // Once: a second start reads nothing more.
         ahead.start(&plan, || panic!("read twice"));
         let read = ahead.take();
-        let breakdowns: Vec<Breakdown> = read.iter().map(|(b, _)| *b).collect();
+        let breakdowns: Vec<Breakdown> = read.by_breakdown.iter().map(|(b, _)| *b).collect();
         assert_eq!(breakdowns, [Breakdown::default(), BY_PROCESS]);
-        for (breakdown, summary) in &read {
+        assert!(
+            read.findings.is_some(),
+            "the report's findings are read ahead too"
+        );
+        for (breakdown, summary) in &read.by_breakdown {
             let own = statistics(&plan.stages, &opener(&spool), *breakdown).unwrap();
             assert_eq!(summary.tables(), own.tables());
         }
