@@ -166,6 +166,25 @@ pub fn evidence(e: &Evidence) -> String {
             counter,
             value,
         } => format!("{counter} = {value} in {}", crate::printable::name(kernel)),
+        Evidence::Metric {
+            kernel,
+            metric,
+            value,
+            unit,
+            peak,
+            percent_of_peak,
+        } => {
+            let against = match (peak, percent_of_peak) {
+                (Some(peak), Some(percent)) => {
+                    format!("{percent:.1}% of the peak {peak:.3e} {unit}")
+                }
+                _ => "no peak".to_owned(),
+            };
+            format!(
+                "{metric} = {value:.3e} {unit} in {}: {against}",
+                crate::printable::name(kernel)
+            )
+        }
         Evidence::Rank { rank, value } => format!("rank {rank}: {value}"),
     }
 }
