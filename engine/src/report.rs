@@ -246,11 +246,7 @@ fn top_kernels_chart(out: &mut String, kernels: &Table) {
     for (i, (name, total, share)) in rows.iter().enumerate() {
         let y = 5.0 + i as f64 * row_height;
         let width = bar_width * total / longest;
-        let label: String = if name.chars().count() > LABEL_CHARS {
-            name.chars().take(LABEL_CHARS - 1).chain(['…']).collect()
-        } else {
-            (*name).to_owned()
-        };
+        let label = short_label(name);
         let _ = writeln!(
             out,
             "<g><title>{}</title><text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"label\">{}</text><rect x=\"{}\" y=\"{y}\" width=\"{width:.1}\" height=\"{}\" class=\"bar\"/><text x=\"{:.1}\" y=\"{}\" class=\"value\">{:.2} ms ({share:.1}%)</text></g>",
@@ -266,6 +262,15 @@ fn top_kernels_chart(out: &mut String, kernels: &Table) {
         );
     }
     out.push_str("</svg></figure>\n");
+}
+
+/// A kernel's name cut to [`LABEL_CHARS`] for a chart (the whole name is its tooltip).
+fn short_label(name: &str) -> String {
+    if name.chars().count() > LABEL_CHARS {
+        name.chars().take(LABEL_CHARS - 1).chain(['…']).collect()
+    } else {
+        name.to_owned()
+    }
 }
 
 /// The empirical roofline, log-log: each kernel's arithmetic intensity against its FLOP/s,
@@ -332,9 +337,15 @@ fn roofline_chart(out: &mut String, points: &[crate::analyze::RooflinePoint]) {
         );
     }
     for p in points {
+        // A label beside its point, on the side with room.
+        let (anchor, dx) = if x(p.intensity) > left + width / 2.0 {
+            ("end", -8.0)
+        } else {
+            ("start", 8.0)
+        };
         let _ = write!(
             out,
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" class=\"bar roofline-point\" data-kernel=\"{}\" data-intensity=\"{}\" data-flops=\"{}\"><title>{}: {:.3} FLOP/B, {:.3e} FLOP/s</title></circle>",
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" class=\"bar roofline-point\" data-kernel=\"{}\" data-intensity=\"{}\" data-flops=\"{}\"><title>{}: {:.3} FLOP/B, {:.3e} FLOP/s</title></circle><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\" class=\"value\">{}</text>",
             x(p.intensity),
             y(p.flops),
             escape(&p.kernel),
@@ -343,6 +354,9 @@ fn roofline_chart(out: &mut String, points: &[crate::analyze::RooflinePoint]) {
             escape(&p.kernel),
             p.intensity,
             p.flops,
+            x(p.intensity) + dx,
+            y(p.flops) + 4.0,
+            escape(&short_label(&p.kernel)),
         );
     }
     out.push_str("</svg>");

@@ -174,14 +174,20 @@ pub fn evidence(e: &Evidence) -> String {
             peak,
             percent_of_peak,
         } => {
+            // Rates span decades; a percentage reads as it is.
+            let amount = |v: f64| match *unit {
+                "%" => format!("{v:.1}%"),
+                _ => format!("{v:.3e} {unit}"),
+            };
             let against = match (peak, percent_of_peak) {
                 (Some(peak), Some(percent)) => {
-                    format!("{percent:.1}% of the peak {peak:.3e} {unit}")
+                    format!("{percent:.1}% of the peak {}", amount(*peak))
                 }
                 _ => "no peak".to_owned(),
             };
             format!(
-                "{metric} = {value:.3e} {unit} in {}: {against}",
+                "{metric} = {} in {}: {against}",
+                amount(*value),
                 crate::printable::name(kernel)
             )
         }
