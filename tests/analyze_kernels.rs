@@ -238,3 +238,180 @@ fn balanced_ranks_and_single_processes_give_no_rank_imbalance() {
         assert_eq!(found, Vec::<Value>::new(), "{}", scenario.display());
     }
 }
+
+/// What `analyze-speed-of-light.toml`'s GPU counts for speed of light.
+const SPEED_OF_LIGHT_COUNTERS: &str = r#"counters=["SQ_WAVES", "SQ_INSTS_VALU",
+    "SQ_INSTS_VALU_ADD_F32", "SQ_INSTS_VALU_FMA_F32", "SQ_INSTS_VALU_MFMA_MOPS_F16",
+    "TCC_EA0_RDREQ", "TCC_EA0_RDREQ_32B", "TCC_EA0_WRREQ", "TCC_EA0_WRREQ_64B",
+    "OccupancyPercent"]"#;
+
+/// A kernel of the speed-of-light scenario, from its file: its FLOPs, VALU FLOPs and HBM
+/// bytes a dispatch, and its occupancy.
+struct Pinned {
+    flops: f64,
+    valu_flops: f64,
+    hbm_bytes: f64,
+    occupancy: f64,
+}
+
+/// The speed-of-light scenario's kernels, by mangled name, and its GPU's peak VALU FLOP/s,
+/// worked out from the scenario file by the formulas the rule documents.
+fn speed_of_light_scenario() -> (Vec<(String, Pinned)>, f64) {
+    let text = std::fs::read_to_string(scenario("analyze-speed-of-light.toml")).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    let agent = &doc["agent"].as_array().unwrap()[0];
+    let int = |v: &toml::Value, key: &str, default: i64| {
+        v.get(key).and_then(|v| v.as_integer()).unwrap_or(default) as f64
+    };
+    let wave = int(agent, "wave_front_size", 64);
+    let peak = int(agent, "cu_count", 0)
+        * int(agent, "simd_per_cu", 4)
+        * 16.0
+        * 2.0
+        * int(agent, "max_engine_clk_mhz", 0)
+        * 1e6;
+    let kernels = (doc["kernel"].as_array().unwrap().iter())
+        .map(|k| {
+            let c = k["counters"].as_table().unwrap();
+            let n = |name: &str| c[name].as_integer().unwrap() as f64;
+            let valu_flops = wave * (n("SQ_INSTS_VALU_ADD_F32") + 2.0 * n("SQ_INSTS_VALU_FMA_F32"));
+            let hbm_bytes = 64.0 * (n("TCC_EA0_RDREQ") - n("TCC_EA0_RDREQ_32B"))
+                + 32.0 * n("TCC_EA0_RDREQ_32B")
+                + 32.0 * (n("TCC_EA0_WRREQ") - n("TCC_EA0_WRREQ_64B"))
+                + 64.0 * n("TCC_EA0_WRREQ_64B");
+            let pinned = Pinned {
+                flops: valu_flops + 512.0 * n("SQ_INSTS_VALU_MFMA_MOPS_F16"),
+                valu_flops,
+                hbm_bytes,
+                occupancy: n("OccupancyPercent"),
+            };
+            (k["name"].as_str().unwrap().to_owned(), pinned)
+        })
+        .collect();
+    (kernels, peak)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1e-12)
+}
+
+#[test]
+fn speed_of_light_gives_each_kernel_its_share_of_the_gpus_peaks() {
+    let (kernels, peak) = speed_of_light_scenario();
+    let (_dir, out) = run(
+        &scenario("analyze-speed-of-light.toml"),
+        SPEED_OF_LIGHT_COUNTERS,
+    );
+    let found = findings_of(&[&out], &["speed-of-light"]);
+    assert_eq!(found.len(), kernels.len(), "{found:#?}");
+    // Each kernel's FLOP/s, as its dispatches took.
+    let mut rates = Vec::new();
+    for (mangled, pinned) in &kernels {
+        let demangled = if mangled.contains("gemm") {
+            "gemm("
+        } else {
+            "stream("
+        };
+        let f = (found.iter())
+            .find(|f| f["statement"].as_str().unwrap().contains(demangled))
+            .unwrap_or_else(|| panic!("no finding on {mangled}: {found:#?}"));
+        let evidence = f["evidence"].as_array().unwrap();
+        let kernel = evidence.iter().find(|e| e["type"] == "kernel").unwrap();
+        let dispatch_s =
+            kernel["total_ns"].as_f64().unwrap() / kernel["dispatches"].as_f64().unwrap() / 1e9;
+        rates.push(pinned.flops / dispatch_s);
+        let metric = |name: &str| {
+            (evidence.iter())
+                .find(|e| e["type"] == "metric" && e["metric"] == name)
+                .unwrap_or_else(|| panic!("no {name} in {f:#}"))
+        };
+        let valu = metric("VALU FLOP/s");
+        assert!(close(
+            valu["value"].as_f64().unwrap(),
+            pinned.valu_flops / dispatch_s
+        ));
+        assert!(close(valu["peak"].as_f64().unwrap(), peak), "{valu:#}");
+        let expected = 100.0 * pinned.valu_flops / dispatch_s / peak;
+        assert!(
+            close(valu["percent_of_peak"].as_f64().unwrap(), expected),
+            "{valu:#}: {expected}"
+        );
+        // The record has no matrix rate nor memory bandwidth: no peak, not a guess.
+        assert!(metric("MFMA FLOP/s").get("peak").is_none());
+        let hbm = metric("HBM bandwidth");
+        assert!(close(
+            hbm["value"].as_f64().unwrap(),
+            pinned.hbm_bytes / dispatch_s
+        ));
+        assert!(hbm.get("percent_of_peak").is_none(), "{hbm:#}");
+        assert_eq!(metric("occupancy")["percent_of_peak"], pinned.occupancy);
+        // The stream kernel, half its GPU's time, is below 30% of every peak it has.
+        let slow = expected < 30.0 && pinned.occupancy < 30.0;
+        let severity = if slow { "warning" } else { "info" };
+        assert_eq!(f["severity"], severity, "{f:#}");
+    }
+    assert_eq!(
+        found.iter().filter(|f| f["severity"] == "warning").count(),
+        1
+    );
+
+    // Given its HBM peak, the stream kernel's bandwidth is a third of it: no warning.
+    let mut args = vec!["analyze", "--format", "json", out.to_str().unwrap()];
+    args.extend(["--rule", "speed-of-light"]);
+    args.extend(["--set", "speed-of-light.hbm_peak_gbps=5300"]);
+    let given = rocflow(&args, Path::new("."), &[]);
+    assert_success(&given);
+    let given: Value = serde_json::from_slice(&given.stdout).unwrap();
+    let given = given["findings"].as_array().unwrap();
+    assert!(given.iter().all(|f| f["severity"] == "info"), "{given:#?}");
+    let (_, stream) = kernels.iter().find(|(k, _)| k.contains("stream")).unwrap();
+    let stream_finding = (given.iter())
+        .find(|f| f["statement"].as_str().unwrap().contains("stream("))
+        .unwrap();
+    let hbm = (stream_finding["evidence"].as_array().unwrap().iter())
+        .find(|e| e["metric"] == "HBM bandwidth")
+        .unwrap();
+    let share = 100.0 * hbm["value"].as_f64().unwrap() / 5300e9;
+    assert!(close(hbm["percent_of_peak"].as_f64().unwrap(), share));
+    assert!(stream.hbm_bytes > 0.0 && share > 30.0, "{share}");
+
+    // The run's rocpd database gives the same findings.
+    let databases = databases(&out);
+    assert_eq!(findings_of(&[&databases[0]], &["speed-of-light"]), found);
+
+    // The report plots each kernel at its arithmetic intensity and FLOP/s, under the
+    // GPU's peak VALU rate.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let roofline = html
+        .find("<h2 id=\"roofline\">Empirical roofline</h2>")
+        .expect("a roofline");
+    let figure = &html[roofline..];
+    let figure = &figure[..figure.find("</figure>").unwrap()];
+    assert!(
+        figure.contains(&format!("data-peak-flops=\"{peak}\"")),
+        "{figure}"
+    );
+    let points: Vec<(&str, f64, f64)> = figure
+        .split("<circle ")
+        .skip(1)
+        .map(|c| {
+            let attr = |name: &str| {
+                let from = c.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                &c[from..from + c[from..].find('"').unwrap()]
+            };
+            (
+                attr("data-kernel"),
+                attr("data-intensity").parse().unwrap(),
+                attr("data-flops").parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(points.len(), kernels.len(), "{figure}");
+    for ((_, pinned), rate) in kernels.iter().zip(rates) {
+        let intensity = pinned.flops / pinned.hbm_bytes;
+        assert!(
+            (points.iter()).any(|&(_, i, f)| close(i, intensity) && close(f, rate)),
+            "({intensity}, {rate}) not in {points:?}"
+        );
+    }
+}

@@ -62,6 +62,7 @@ pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
         out.push_str("<h2>Top kernels by GPU time</h2>\n");
         top_kernels_chart(&mut out, kernels);
     }
+    roofline_chart(&mut out, &crate::analyze::roofline(page.findings));
     busy_chart(&mut out, summary);
     device_counter_charts(&mut out, summary);
     for table in &tables {
@@ -157,7 +158,7 @@ fn findings(out: &mut String, findings: &[Finding]) {
                     Evidence::Api { .. } => "api",
                     Evidence::Copy { .. } => "memory_copies",
                     Evidence::Range { .. } => "markers",
-                    Evidence::Counter { .. } => "counters",
+                    Evidence::Counter { .. } | Evidence::Metric { .. } => "counters",
                     Evidence::Rank { .. } => "findings",
                 };
                 let text = escape(&crate::analyze::evidence(e));
@@ -245,11 +246,7 @@ fn top_kernels_chart(out: &mut String, kernels: &Table) {
     for (i, (name, total, share)) in rows.iter().enumerate() {
         let y = 5.0 + i as f64 * row_height;
         let width = bar_width * total / longest;
-        let label: String = if name.chars().count() > LABEL_CHARS {
-            name.chars().take(LABEL_CHARS - 1).chain(['…']).collect()
-        } else {
-            (*name).to_owned()
-        };
+        let label = short_label(name);
         let _ = writeln!(
             out,
             "<g><title>{}</title><text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"label\">{}</text><rect x=\"{}\" y=\"{y}\" width=\"{width:.1}\" height=\"{}\" class=\"bar\"/><text x=\"{:.1}\" y=\"{}\" class=\"value\">{:.2} ms ({share:.1}%)</text></g>",
@@ -265,6 +262,108 @@ fn top_kernels_chart(out: &mut String, kernels: &Table) {
         );
     }
     out.push_str("</svg></figure>\n");
+}
+
+/// A kernel's name cut to [`LABEL_CHARS`] for a chart (the whole name is its tooltip).
+fn short_label(name: &str) -> String {
+    if name.chars().count() > LABEL_CHARS {
+        name.chars().take(LABEL_CHARS - 1).chain(['…']).collect()
+    } else {
+        name.to_owned()
+    }
+}
+
+/// The empirical roofline, log-log: each kernel's arithmetic intensity against its FLOP/s,
+/// under the peak compute and bandwidth of its GPU where known (of the first kernel's GPU:
+/// a run's kernels share one kind of GPU).
+fn roofline_chart(out: &mut String, points: &[crate::analyze::RooflinePoint]) {
+    let Some(first) = points.first() else {
+        return;
+    };
+    let (peak_flops, peak_bandwidth) = (first.peak_flops, first.peak_bandwidth);
+    let ridge = peak_flops.zip(peak_bandwidth).map(|(f, b)| f / b);
+    let decades = |values: &mut dyn Iterator<Item = f64>| {
+        let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        let (lo, hi) = (lo.log10().floor(), hi.log10().ceil());
+        (lo, hi.max(lo + 1.0))
+    };
+    let (x_lo, x_hi) = decades(&mut points.iter().map(|p| p.intensity).chain(ridge));
+    let (y_lo, y_hi) = decades(&mut points.iter().map(|p| p.flops).chain(peak_flops));
+    let (left, top, width, height) = (80.0, 10.0, 700.0, 300.0);
+    let x = |v: f64| left + width * (v.log10() - x_lo) / (x_hi - x_lo);
+    let y = |v: f64| top + height * (y_hi - v.log10()) / (y_hi - y_lo);
+    let _ = write!(
+        out,
+        "<h2 id=\"roofline\">Empirical roofline</h2>\n<figure class=\"chart\"><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" width=\"100%\" role=\"img\" aria-label=\"Empirical roofline\"><line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" class=\"axis\"/><line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" class=\"axis\"/><text x=\"{left}\" y=\"{}\" class=\"value\">1e{x_lo} FLOP/B</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"value\">1e{x_hi} FLOP/B (arithmetic intensity, HBM)</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"value\">1e{y_hi}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"value\">1e{y_lo} FLOP/s</text>",
+        left + width + 20.0,
+        top + height + 40.0,
+        top + height,
+        left + width,
+        top + height,
+        top + height,
+        top + height + 18.0,
+        left + width,
+        top + height + 18.0,
+        left - 4.0,
+        top + 10.0,
+        left - 4.0,
+        top + height,
+    );
+    let x_end = ridge.unwrap_or(10f64.powf(x_hi));
+    if let Some(bandwidth) = peak_bandwidth {
+        let x_start = 10f64.powf(x_lo).max(10f64.powf(y_lo) / bandwidth);
+        let _ = write!(
+            out,
+            "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" class=\"series ceiling\" data-peak-bandwidth=\"{bandwidth}\"><title>peak HBM bandwidth {bandwidth:.3e} B/s</title></line>",
+            x(x_start),
+            y(bandwidth * x_start),
+            x(x_end),
+            y(bandwidth * x_end),
+        );
+    }
+    if let Some(flops) = peak_flops {
+        let from = if peak_bandwidth.is_some() {
+            x_end
+        } else {
+            10f64.powf(x_lo)
+        };
+        let _ = write!(
+            out,
+            "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" class=\"series ceiling\" data-peak-flops=\"{flops}\"><title>peak VALU {flops:.3e} FLOP/s</title></line>",
+            x(from),
+            y(flops),
+            left + width,
+            y(flops),
+        );
+    }
+    for p in points {
+        // A label beside its point, on the side with room.
+        let (anchor, dx) = if x(p.intensity) > left + width / 2.0 {
+            ("end", -8.0)
+        } else {
+            ("start", 8.0)
+        };
+        let _ = write!(
+            out,
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" class=\"bar roofline-point\" data-kernel=\"{}\" data-intensity=\"{}\" data-flops=\"{}\"><title>{}: {:.3} FLOP/B, {:.3e} FLOP/s</title></circle><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\" class=\"value\">{}</text>",
+            x(p.intensity),
+            y(p.flops),
+            escape(&p.kernel),
+            p.intensity,
+            p.flops,
+            escape(&p.kernel),
+            p.intensity,
+            p.flops,
+            x(p.intensity) + dx,
+            y(p.flops) + 4.0,
+            escape(&short_label(&p.kernel)),
+        );
+    }
+    out.push_str("</svg>");
+    if peak_bandwidth.is_none() {
+        out.push_str("<figcaption>No bandwidth ceiling: the agent record carries no memory clock or bus width; <code>rocflow analyze --set speed-of-light.hbm_peak_gbps=N</code> takes it.</figcaption>");
+    }
+    out.push_str("</figure>\n");
 }
 
 /// Per agent, the share of each time bucket its kernels kept it busy.

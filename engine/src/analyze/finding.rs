@@ -74,6 +74,19 @@ pub enum Evidence {
         counter: String,
         value: f64,
     },
+    /// A metric derived from a kernel's counters, per dispatch, against the peak of the GPU
+    /// it ran on where its properties give one.
+    Metric {
+        kernel: String,
+        metric: &'static str,
+        value: f64,
+        unit: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        peak: Option<f64>,
+        /// `value` as a percentage of `peak`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        percent_of_peak: Option<f64>,
+    },
     /// A figure of one process or MPI rank.
     Rank { rank: u32, value: f64 },
 }

@@ -8,6 +8,7 @@
 mod finding;
 mod gate;
 mod render;
+mod roofline;
 mod rule;
 mod trace;
 
@@ -20,6 +21,7 @@ mod low_occupancy;
 mod low_utilization;
 mod memory_bound;
 mod rank_imbalance;
+mod speed_of_light;
 mod steady_allocation;
 mod sync_copy;
 mod sync_hot_spot;
@@ -28,6 +30,7 @@ mod valu_utilization;
 pub use finding::{Evidence, Finding, Severity, duration, percent};
 pub use gate::{Gate, GateError};
 pub use render::{Format, evidence, json, markdown, text};
+pub use roofline::{Point as RooflinePoint, points as roofline};
 pub use rule::{Rule, Setting, Values};
 pub use trace::{
     Allocation, Call, Dispatch, KernelCounter, Name, Range, Span, Trace, Transfer, merged,
@@ -45,6 +48,7 @@ pub const RULES: &[&dyn Rule] = &[
     &valu_utilization::ValuUtilization,
     &memory_bound::MemoryBound,
     &atomic_contention::AtomicContention,
+    &speed_of_light::SpeedOfLight,
     &rank_imbalance::RankImbalance,
 ];
 

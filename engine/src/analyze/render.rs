@@ -166,6 +166,31 @@ pub fn evidence(e: &Evidence) -> String {
             counter,
             value,
         } => format!("{counter} = {value} in {}", crate::printable::name(kernel)),
+        Evidence::Metric {
+            kernel,
+            metric,
+            value,
+            unit,
+            peak,
+            percent_of_peak,
+        } => {
+            // Rates span decades; a percentage reads as it is.
+            let amount = |v: f64| match *unit {
+                "%" => format!("{v:.1}%"),
+                _ => format!("{v:.3e} {unit}"),
+            };
+            let against = match (peak, percent_of_peak) {
+                (Some(peak), Some(percent)) => {
+                    format!("{percent:.1}% of the peak {}", amount(*peak))
+                }
+                _ => "no peak".to_owned(),
+            };
+            format!(
+                "{metric} = {} in {}: {against}",
+                amount(*value),
+                crate::printable::name(kernel)
+            )
+        }
         Evidence::Rank { rank, value } => format!("rank {rank}: {value}"),
     }
 }

@@ -11,7 +11,7 @@ use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::column::marker_label;
 use crate::plan::StageGraph;
-use crate::record::{Batch, RecordKind};
+use crate::record::{Agent, Batch, RecordKind};
 use crate::sdk::Domain;
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::source::{Ending, Source, SourceError};
@@ -127,6 +127,9 @@ pub struct Trace {
     pub counters: Vec<KernelCounter>,
     /// Each process's MPI rank, where its launcher said.
     pub ranks: FxHashMap<u32, u32>,
+    /// The GPUs kernels counted on, by process and agent index: their properties bound
+    /// what a kernel can reach.
+    pub agents: FxHashMap<(u32, u32), Agent>,
     /// Each dispatch's value of each counter, summed over instances, until `finish`.
     samples: FxHashMap<SampleKey, f64>,
     pub calls: Vec<Call>,
@@ -238,6 +241,13 @@ impl Trace {
             let len = d.span.len();
             (own + if d.kernel == kernel { len } else { 0 }, all + len)
         })
+    }
+
+    /// How many times kernel `kernel` ran on GPU `agent` of process `pid`.
+    pub fn dispatch_count(&self, pid: u32, agent: u32, kernel: Name) -> u64 {
+        (self.dispatches.iter())
+            .filter(|d| (d.pid, d.agent, d.kernel) == (pid, agent, kernel))
+            .count() as u64
     }
 
     /// The calls of process `pid` that overlap `span`, in start order.
@@ -366,6 +376,11 @@ impl Sink for Collector {
                         let kernel = t.intern(meta.kernel_name(r.kernel_id));
                         let counter = t.intern(meta.counter_name(r.counter_id));
                         let key = (r.pid, r.agent, r.dispatch_id, kernel, counter);
+                        if !t.agents.contains_key(&(r.pid, r.agent))
+                            && let Some(agent) = meta.agents.iter().find(|a| a.index == r.agent)
+                        {
+                            t.agents.insert((r.pid, r.agent), agent.clone());
+                        }
                         *t.samples.entry(key).or_default() += r.value;
                     }
                 }
