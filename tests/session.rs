@@ -317,6 +317,47 @@ fn a_hung_runner_does_not_hold_the_process_exit() {
     assert_says(stderr.as_bytes(), "out/.phase-1");
 }
 
+/// A pipeline that samples PCs needs the SDK's PC sampling beta, which `rocflow run` turns
+/// on in the application's environment: a session turns it on before its contexts are set
+/// up, and the phase holds the samples.
+#[test]
+fn a_session_turns_on_the_pc_sampling_beta_its_pipeline_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let scenario = paced_scenario(dir, 2, 200);
+    let program = c_app("session_exit", dir);
+    let mut app = Command::new(&program)
+        .args(["pc-sampling", "out"])
+        .current_dir(dir)
+        .env("LD_PRELOAD", sim_sdk())
+        .env("ROCFLOW_SIM_SCENARIO", &scenario)
+        .env("ROCFLOW_BIN", rocflow_exe())
+        .env_remove("ROCPROFILER_PC_SAMPLING_BETA_ENABLED")
+        .env_remove("ROCP_TOOL_LIBRARIES")
+        .env_remove("ROCFLOW_PIPELINE_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    // The window: from its start, over the scenario's iterations.
+    let _ = BufReader::new(app.stdout.take().unwrap()).read_line(&mut line);
+    std::thread::sleep(Duration::from_millis(600));
+    drop(app.stdin.take());
+    let out = app.wait_with_output().unwrap();
+    assert_eq!(line, "started\n", "{}", text(&out.stderr));
+    assert_success(&out);
+    let spool = support::inspect(&dir.join("out/final"), "session.rfraw");
+    assert!(
+        spool["records"]["pc_sample"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
+        "{spool}\n{}",
+        text(&out.stderr)
+    );
+}
+
 /// The Python package's interpreter, as the campaign tests find it.
 fn python() -> PathBuf {
     if let Some(python) = std::env::var_os("ROCFLOW_PYTHON") {
