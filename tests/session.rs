@@ -317,6 +317,37 @@ fn a_hung_runner_does_not_hold_the_process_exit() {
     assert_says(stderr.as_bytes(), "out/.phase-1");
 }
 
+/// Another client started the SDK first (the simulated SDK starts as it loads, with the
+/// tools of `ROCP_TOOL_LIBRARIES`): opening says so, with the way to profile both.
+#[test]
+fn a_session_says_when_another_client_started_the_sdk_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let scenario = paced_scenario(dir, 2, 10);
+    let program = c_app("session_exit", dir);
+    let client = crate::coexist::second_client(dir, false);
+    let out = Command::new(&program)
+        .args(["csv", "out"])
+        .current_dir(dir)
+        .env("LD_PRELOAD", sim_sdk())
+        .env("ROCFLOW_SIM_SCENARIO", &scenario)
+        .env("ROCFLOW_BIN", rocflow_exe())
+        .env("ROCP_TOOL_LIBRARIES", &client)
+        .env("SECOND_CLIENT_OUT", dir.join("second.txt"))
+        .env_remove("ROCFLOW_PIPELINE_PATH")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_says(&out.stderr, "second-client: configured with priority 0");
+    assert_says(
+        &out.stderr,
+        "session_exit: rocprofiler-sdk was already started by another client in this process (it answers CONFIGURATION_LOCKED): rocflow cannot join late; run the application under `rocflow run`",
+    );
+    assert_says(&out.stderr, "(status 4)");
+    assert!(!dir.join("out/final").exists());
+}
+
 /// A pipeline that samples PCs needs the SDK's PC sampling beta, which `rocflow run` turns
 /// on in the application's environment: a session turns it on before its contexts are set
 /// up, and the phase holds the samples.

@@ -194,7 +194,7 @@ fn already_configured() -> Error {
             this.display()
         ));
     }
-    Error::Sdk("rocprofiler-sdk in this process is already configured, without rocflow: a session can only start it (run the application with `rocflow run` to profile it from the start)".into())
+    Error::Sdk("rocprofiler-sdk was already started by another client in this process (it answers CONFIGURATION_LOCKED): rocflow cannot join late; run the application under `rocflow run`, with the other client's tool listed in `ROCP_TOOL_LIBRARIES` where it is one, so that the SDK configures both at its start".into())
 }
 
 /// An SDK entry point, if the process has one.
