@@ -13,7 +13,7 @@ use support::{assert_says, assert_success, inspect, repo, rocflow, sim_app, text
 
 /// `tests/apps/second_client.c` built into `dir`: as a tool library (`main: false`), or as
 /// a program that starts the SDK with `rocprofiler_force_configure` itself.
-fn second_client(dir: &Path, main: bool) -> PathBuf {
+pub fn second_client(dir: &Path, main: bool) -> PathBuf {
     let (built, flags): (_, &[&str]) = match main {
         false => (dir.join("libsecond_client.so"), &["-shared", "-fPIC"]),
         true => (dir.join("second_client"), &["-DSECOND_CLIENT_MAIN"]),

@@ -7,8 +7,10 @@
 //! The scenario is paced (`duration_ms`), an iteration every period, and the examples
 //! start and stop their windows half a period between iterations.
 
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use support::truth::{self, Collects, Part, Scenario};
 use support::{
@@ -208,6 +210,183 @@ fn a_forked_child_holds_no_session() {
         name.starts_with(&format!("{}-", support::hostname()))
     });
     assert_eq!(processes.len(), 1, "{processes:?}");
+}
+
+/// `tests/apps/NAME.c`, built against the tool library `cargo test` built.
+fn c_app(name: &str, dir: &Path) -> PathBuf {
+    let program = dir.join(name);
+    let tool = tool_library();
+    let cc = Command::new("cc")
+        .arg("-o")
+        .arg(&program)
+        .arg(repo().join(format!("tests/apps/{name}.c")))
+        .arg("-I")
+        .arg(repo().join("plugins/include"))
+        .arg(&tool)
+        .arg(format!("-Wl,-rpath,{}", tool.parent().unwrap().display()))
+        .output()
+        .expect("cc runs");
+    assert_success(&cc);
+    program
+}
+
+/// A runner that hangs (here stopped by a signal) does not hold the application's exit:
+/// the exit waits a bounded time for it and then says, once, what is lost and where the
+/// runner, left running, would put its outputs.
+#[test]
+fn a_hung_runner_does_not_hold_the_process_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let scenario = paced_scenario(dir, 2, 200);
+    let program = c_app("session_exit", dir);
+    // The runner, as the session starts it, with its pid kept for the test.
+    let pid_file = dir.join("runner.pid");
+    let wrapper = dir.join("rocflow");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho $$ > '{}'\nexec '{}' \"$@\"\n",
+            pid_file.display(),
+            rocflow_exe().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut app = Command::new(&program)
+        .args(["csv", "out"])
+        .current_dir(dir)
+        .env("LD_PRELOAD", sim_sdk())
+        .env("ROCFLOW_SIM_SCENARIO", &scenario)
+        .env("ROCFLOW_BIN", &wrapper)
+        .env_remove("ROCP_TOOL_LIBRARIES")
+        .env_remove("ROCFLOW_PIPELINE_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(app.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "started\n");
+    let runner: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: a signal to the runner this test's program started.
+    unsafe { libc::kill(runner, libc::SIGSTOP) };
+    app.stdin.take().unwrap().write_all(b"exit\n").unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = app.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(90) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // SAFETY: as above; the runner is this test's to end.
+    unsafe {
+        libc::kill(runner, libc::SIGKILL);
+        libc::kill(runner, libc::SIGCONT);
+    }
+    let Some(status) = status else {
+        let _ = app.kill();
+        panic!("the process's exit waits for a hung runner");
+    };
+    let mut stderr = String::new();
+    app.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "{stderr}");
+    let said = format!("the runner (process {runner}) did not complete the phase within");
+    assert_eq!(stderr.matches(&said).count(), 1, "{stderr}");
+    assert_says(
+        stderr.as_bytes(),
+        "its records are lost unless it completes",
+    );
+    assert_says(stderr.as_bytes(), "out/.phase-1");
+}
+
+/// Another client started the SDK first (the simulated SDK starts as it loads, with the
+/// tools of `ROCP_TOOL_LIBRARIES`): opening says so, with the way to profile both.
+#[test]
+fn a_session_says_when_another_client_started_the_sdk_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let scenario = paced_scenario(dir, 2, 10);
+    let program = c_app("session_exit", dir);
+    let client = crate::coexist::second_client(dir, false);
+    let out = Command::new(&program)
+        .args(["csv", "out"])
+        .current_dir(dir)
+        .env("LD_PRELOAD", sim_sdk())
+        .env("ROCFLOW_SIM_SCENARIO", &scenario)
+        .env("ROCFLOW_BIN", rocflow_exe())
+        .env("ROCP_TOOL_LIBRARIES", &client)
+        .env("SECOND_CLIENT_OUT", dir.join("second.txt"))
+        .env_remove("ROCFLOW_PIPELINE_PATH")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_says(&out.stderr, "second-client: configured with priority 0");
+    assert_says(
+        &out.stderr,
+        "session_exit: rocprofiler-sdk was already started by another client in this process (it answers CONFIGURATION_LOCKED): rocflow cannot join late; run the application under `rocflow run`",
+    );
+    assert_says(&out.stderr, "(status 4)");
+    assert!(!dir.join("out/final").exists());
+}
+
+/// A pipeline that samples PCs needs the SDK's PC sampling beta, which `rocflow run` turns
+/// on in the application's environment: a session turns it on before its contexts are set
+/// up, and the phase holds the samples.
+#[test]
+fn a_session_turns_on_the_pc_sampling_beta_its_pipeline_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let scenario = paced_scenario(dir, 2, 200);
+    let program = c_app("session_exit", dir);
+    let mut app = Command::new(&program)
+        .args(["pc-sampling", "out"])
+        .current_dir(dir)
+        .env("LD_PRELOAD", sim_sdk())
+        .env("ROCFLOW_SIM_SCENARIO", &scenario)
+        .env("ROCFLOW_BIN", rocflow_exe())
+        .env_remove("ROCPROFILER_PC_SAMPLING_BETA_ENABLED")
+        .env_remove("ROCP_TOOL_LIBRARIES")
+        .env_remove("ROCFLOW_PIPELINE_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    // The window: from its start, over the scenario's iterations.
+    let _ = BufReader::new(app.stdout.take().unwrap()).read_line(&mut line);
+    std::thread::sleep(Duration::from_millis(600));
+    drop(app.stdin.take());
+    let out = app.wait_with_output().unwrap();
+    assert_eq!(line, "started\n", "{}", text(&out.stderr));
+    assert_success(&out);
+    let spool = support::inspect(&dir.join("out/final"), "session.rfraw");
+    assert!(
+        spool["records"]["pc_sample"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
+        "{spool}\n{}",
+        text(&out.stderr)
+    );
 }
 
 /// The Python package's interpreter, as the campaign tests find it.

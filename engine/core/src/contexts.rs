@@ -10,6 +10,17 @@ use crate::sdk::{AgentType, BufferPolicy, Domain, PcSamplingMethod, PcSamplingUn
 /// The Plan's serialized format; bumped whenever it changes incompatibly.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The SDK's betas that `contexts` need, as the variables of the application's environment
+/// that turn them on: PC sampling's when a context samples PCs (the SDK refuses it
+/// otherwise; rocprofv3 sets it for `--pc-sampling-beta-enabled`), SPM's when one streams
+/// SPM.
+pub fn betas(contexts: &[ContextPlan]) -> Vec<(&'static str, &'static str)> {
+    let asks = |service: fn(&ContextPlan) -> bool| contexts.iter().any(service);
+    let pc = asks(|c| c.pc_sampling.is_some()).then_some((crate::sdk::PC_SAMPLING_BETA, "ON"));
+    let spm = asks(|c| c.spm.is_some()).then_some((crate::abi::SPM_BETA, "ON"));
+    pc.into_iter().chain(spm).collect()
+}
+
 /// The contexts of a serialized Plan, which is all the tool library reads of it.
 #[derive(Debug, Clone, Deserialize)]
 pub struct PlanContexts {

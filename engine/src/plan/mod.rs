@@ -103,10 +103,7 @@ impl Plan {
     /// SDK refuses PC sampling without it (rocprofv3 sets it for
     /// `--pc-sampling-beta-enabled`), and its SPM beta when a context streams SPM.
     pub fn application_env(&self) -> Vec<(&'static str, &'static str)> {
-        let asks = |service: fn(&ContextPlan) -> bool| self.contexts.iter().any(service);
-        let pc = asks(|c| c.pc_sampling.is_some()).then_some((crate::sdk::PC_SAMPLING_BETA, "ON"));
-        let spm = asks(|c| c.spm.is_some()).then_some((rocflow_core::abi::SPM_BETA, "ON"));
-        pc.into_iter().chain(spm).collect()
+        rocflow_core::contexts::betas(&self.contexts)
     }
 
     /// How many times the application runs: once per pass of the context that counts

@@ -32,6 +32,11 @@ pub struct BetaSetting<'a>(pub &'static str, pub Option<&'a str>);
 impl std::fmt::Display for BetaSetting<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.1 {
+            Some(value) if crate::late_start::turned_on(self.0) => write!(
+                f,
+                "{}={value}, which the session set after rocprofiler-sdk had read the application's environment: set it there, before the SDK starts",
+                self.0
+            ),
             Some(value) => write!(f, "{}={value}", self.0),
             None => write!(f, "{} unset", self.0),
         }

@@ -392,6 +392,7 @@ impl Sampler {
     /// Reads a context's devices once and sends the values: its counters, then the
     /// metrics of its GPUs at the counters' moment.
     fn read(&self, tool: &Tool, sampled: &Sampled) -> Result<(), Ended> {
+        let _pin = stream::pin();
         let mut frame = RecordsFrame::new(stream::frame_buffer());
         let timestamp_ns = if sampled.agents.is_empty() {
             tool.api.timestamp()

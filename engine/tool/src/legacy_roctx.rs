@@ -170,6 +170,7 @@ pub fn flush() {
     if markers.is_empty() {
         return;
     }
+    let _pin = stream::pin();
     let pid = std::process::id();
     let mut tids: Vec<u64> = markers.iter().map(|m| u64::from(m.tid)).collect();
     tids.dedup();

@@ -185,6 +185,7 @@ fn configure() -> Result<Tool, ConfigureError> {
     let mut plan: PlanContexts = serde_json::from_str(&text).map_err(ConfigureError::Plan)?;
     if late_start::link().is_some() {
         late_start::adapt(&mut plan);
+        late_start::turn_on_betas(&plan);
     }
     if plan.format != FORMAT_VERSION {
         return Err(ConfigureError::Format(plan.format));

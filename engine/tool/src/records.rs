@@ -305,6 +305,8 @@ unsafe fn deliver(
     drop_count: u64,
 ) {
     let cpu_start = stream::thread_cpu_ns();
+    // The whole delivery goes to one runner, even across a session's phase switch.
+    let _pin = stream::pin();
     let pid = std::process::id();
     let mut out = locked(state.out.lock());
     for part in headers.chunks(PART) {

@@ -5,7 +5,7 @@
 //! that the writer only describes them. Metadata sent is kept, so a forked child can open a
 //! stream of its own that starts with everything its records refer to.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -63,6 +63,8 @@ pub struct Stream {
     seen: Mutex<(HashSet<u64>, HashSet<u64>)>,
     /// Set by the writer when the socket is closed.
     finished: Arc<(Mutex<bool>, Condvar)>,
+    /// How many threads' sends are pinned to this stream (see [`Pin`]).
+    pins: (Mutex<usize>, Condvar),
 }
 
 /// The current stream; a forked child swaps in its own and never touches the parent's.
@@ -150,12 +152,56 @@ fn connect(socket: &Path) -> Result<Stream, OpenError> {
         spare,
         seen: Mutex::default(),
         finished,
+        pins: Default::default(),
     })
 }
 
-/// The stream to send on, opening a forked child's on first use.
+/// The stream to send on: the one this thread is pinned to, else the process's, opening a
+/// forked child's on first use.
 fn current() -> Option<&'static Stream> {
-    opened().or_else(open_pending)
+    PINNED.get().or_else(opened).or_else(open_pending)
+}
+
+thread_local! {
+    /// The stream this thread's sends go to while a [`Pin`] of it lives.
+    static PINNED: Cell<Option<&'static Stream>> = const { Cell::new(None) };
+}
+
+/// Keeps this thread's sends on one stream while it lives, so that what a delivery sends
+/// goes whole to one runner: its frames are in that stream's shared memory and its threads
+/// described to it. A switch to the next phase's runner waits for the pins of the stream it
+/// leaves, so a delivery under way at the switch goes whole to the phase it began in, and
+/// one that begins after it to the next. A pin within a pin is the outer one.
+#[must_use = "the sends are pinned while it lives"]
+pub struct Pin(Option<&'static Stream>);
+
+/// Pins this thread's sends to the current stream (see [`Pin`]).
+pub fn pin() -> Pin {
+    if PINNED.get().is_some() {
+        return Pin(None);
+    }
+    loop {
+        let Some(stream) = opened().or_else(open_pending) else {
+            return Pin(None);
+        };
+        *locked(stream.pins.0.lock()) += 1;
+        // A switch that swapped the stream before this pin was counted does not wait for
+        // it: then the pin is the next stream's.
+        if opened().is_some_and(|now| ptr::eq(now, stream)) {
+            PINNED.set(Some(stream));
+            return Pin(Some(stream));
+        }
+        stream.unpin();
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        if let Some(stream) = self.0 {
+            PINNED.set(None);
+            stream.unpin();
+        }
+    }
 }
 
 /// Whether this process has a stream to a runner.
@@ -176,12 +222,30 @@ pub fn frame_buffer() -> FrameBuffer {
 /// Hands buffers of encoded frames to the writer, waiting while its queue is full. They
 /// are queued together, in order: no other thread's frames come between them.
 pub fn send(frames: impl IntoIterator<Item = FrameBuffer>) {
+    let _pin = pin();
     if let Some(stream) = current() {
         stream.send(frames);
     }
 }
 
 impl Stream {
+    fn unpin(&self) {
+        let mut pins = self.pins.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *pins -= 1;
+        if *pins == 0 {
+            self.pins.1.notify_all();
+        }
+    }
+
+    /// Waits up to `timeout` until no thread's sends are pinned to this stream.
+    fn unpinned(&self, timeout: Duration) {
+        let pins = self.pins.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = self
+            .pins
+            .1
+            .wait_timeout_while(pins, timeout, |pins| *pins > 0);
+    }
+
     /// A free slot, or else a buffer the writer had to spare, or else a new one.
     fn frame_buffer(&self) -> FrameBuffer {
         let slot = self.slots.as_ref().and_then(Slots::take);
@@ -229,7 +293,28 @@ pub fn send_meta(items: Vec<Meta>) {
     wire::encode_meta(0, &items, &mut frame);
     // Under the log's lock, so the stream's order and the log's agree.
     send([FrameBuffer::from(frame)]);
-    log.extend((items.into_iter()).filter(|item| !matches!(item, Meta::MarkerMessages { .. })));
+    let kept: Vec<Meta> = (items.into_iter())
+        .filter(|item| !matches!(item, Meta::MarkerMessages { .. }))
+        .collect();
+    // A delivery pinned to the stream a switch left: the next stream began with the log
+    // as it was, and its records may name what is added now.
+    if let (Some(pinned), Some(now)) = (PINNED.get(), opened())
+        && !ptr::eq(pinned, now)
+    {
+        let carried: Vec<Meta> = kept.iter().filter(|m| carried(m)).cloned().collect();
+        if !carried.is_empty() {
+            let mut frame = Vec::new();
+            wire::encode_meta(0, &carried, &mut frame);
+            now.send([FrameBuffer::from(frame)]);
+        }
+    }
+    log.extend(kept);
+}
+
+/// Whether a metadata item of the log starts the next phase's stream: threads and queues
+/// are described again as that stream's records name them.
+fn carried(item: &Meta) -> bool {
+    !matches!(item, Meta::Thread(_) | Meta::Queue(_))
 }
 
 /// Ends the stream: the writer sends what is queued and closes the socket. Waits up to
@@ -253,14 +338,12 @@ fn finish(stream: &Stream, timeout: Duration) {
 
 /// Moves the stream to another runner (an in-process session's next phase): the new
 /// stream starts with the metadata sent so far, threads and queues to be described again,
-/// and the old one is closed once frames go to the new one, so its runner completes.
+/// and the old one is closed once frames go to the new one and the sends pinned to it (a
+/// delivery under way) are done, so its runner completes with nothing lost.
 pub fn switch(socket: &Path, timeout: Duration) -> Result<(), OpenError> {
     let log = locked(META.lock());
     let stream = connect(socket)?;
-    let items: Vec<Meta> = (log.iter())
-        .filter(|m| !matches!(m, Meta::Thread(_) | Meta::Queue(_)))
-        .cloned()
-        .collect();
+    let items: Vec<Meta> = log.iter().filter(|m| carried(m)).cloned().collect();
     let mut meta = Vec::new();
     wire::encode_meta(0, &items, &mut meta);
     let stream: &'static Stream = Box::leak(Box::new(stream));
@@ -269,6 +352,7 @@ pub fn switch(socket: &Path, timeout: Duration) -> Result<(), OpenError> {
     drop(log);
     // SAFETY: streams are leaked, never freed.
     if let Some(old) = unsafe { old.as_ref() } {
+        old.unpinned(timeout);
         finish(old, timeout);
     }
     Ok(())
@@ -405,5 +489,56 @@ mod tests {
         assert!(slots.take().is_none(), "the slot let go is taken again");
         again.put(b"in a slot");
         assert_eq!(again.bytes(), b"in a slot");
+    }
+
+    /// A runner listening at a fresh socket; what it read, once the stream to it closed.
+    fn runner(name: &str) -> (PathBuf, std::thread::JoinHandle<Vec<u8>>) {
+        let socket =
+            std::env::temp_dir().join(format!("rocflow-tool-{}-{name}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket).unwrap();
+        let read = std::thread::spawn(move || {
+            let (socket, _) = listener.accept().unwrap();
+            let mut incoming = rocflow_core::ring::Incoming::accept(socket).unwrap();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut incoming, &mut bytes).unwrap();
+            bytes
+        });
+        (socket, read)
+    }
+
+    fn holds(bytes: &[u8], needle: &[u8]) -> bool {
+        bytes.windows(needle.len()).any(|w| w == needle)
+    }
+
+    /// A delivery that began before a phase switch (its frame in the first stream's
+    /// shared memory) and sends after the switch began goes whole to the first runner,
+    /// which the switch waits for; what is sent after the switch goes to the second.
+    #[test]
+    fn a_delivery_under_way_at_a_switch_goes_to_the_phase_it_began_in() {
+        let (first, first_read) = runner("first");
+        let (second, second_read) = runner("second");
+        open(&first).unwrap();
+        let (began, switching) = std::sync::mpsc::channel();
+        let delivery = std::thread::spawn(move || {
+            let _pin = pin();
+            let mut frame = frame_buffer();
+            frame.put(b"delivered at the switch");
+            began.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            send([frame]);
+        });
+        switching.recv().unwrap();
+        switch(&second, Duration::from_secs(10)).unwrap();
+        delivery.join().unwrap();
+        send([FrameBuffer::from(b"delivered after the switch".to_vec())]);
+        close(Duration::from_secs(10));
+
+        let first_got = first_read.join().unwrap();
+        let second_got = second_read.join().unwrap();
+        assert!(holds(&first_got, b"delivered at the switch"));
+        assert!(!holds(&second_got, b"delivered at the switch"));
+        assert!(holds(&second_got, b"delivered after the switch"));
+        assert!(!holds(&first_got, b"delivered after the switch"));
     }
 }

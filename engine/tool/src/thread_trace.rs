@@ -390,6 +390,8 @@ fn code_object_bytes(d: &CodeObjectLoadData) -> Result<Vec<u8>, String> {
 
 /// Sends `bytes` in pieces, the first at `offset` of its trace or code object.
 fn send(what: TracePart, bytes: &[u8], mut offset: u64) {
+    // One runner gets every piece, even across a session's phase switch.
+    let _pin = stream::pin();
     // An empty trace is sent too: the runner then knows the dispatch was traced.
     let pieces = bytes
         .chunks(PIECE_BYTES)

@@ -37,6 +37,9 @@ use runner::{Runner, Spec};
 
 /// How long closing waits for the last frames to reach the runner.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the process's exit waits for the last runner to complete its outputs: a
+/// runner that hangs or died must not hold the application.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The name of the phase `close` (or the process's exit) ends.
 pub const FINAL_PHASE: &str = "final";
 
@@ -191,7 +194,7 @@ fn already_configured() -> Error {
             this.display()
         ));
     }
-    Error::Sdk("rocprofiler-sdk in this process is already configured, without rocflow: a session can only start it (run the application with `rocflow run` to profile it from the start)".into())
+    Error::Sdk("rocprofiler-sdk was already started by another client in this process (it answers CONFIGURATION_LOCKED): rocflow cannot join late; run the application under `rocflow run`, with the other client's tool listed in `ROCP_TOOL_LIBRARIES` where it is one, so that the SDK configures both at its start".into())
 }
 
 /// An SDK entry point, if the process has one.
@@ -323,7 +326,7 @@ impl Session {
         RUNNER_STDIN.store(next.stdin_fd().unwrap_or(-1), Ordering::Release);
         *phase += 1;
         let done = runner.replace(next).expect("an open session has a runner");
-        Ok(done.finish(&spec.output, name)?)
+        Ok(done.finish(&spec.output, name, None)?)
     }
 
     /// Stops the contexts, ends the last phase as [`FINAL_PHASE`] (its outputs complete
@@ -336,12 +339,13 @@ impl Session {
             set_all(tool, false);
         }
         flush_all(tool);
-        finish(&mut state)
+        finish(&mut state, None)
     }
 }
 
-/// Closes the stream and ends the last phase; nothing here calls into the SDK.
-fn finish(state: &mut State) -> Result<(), Error> {
+/// Closes the stream and ends the last phase, waiting for its runner up to `within` if
+/// given; nothing here calls into the SDK.
+fn finish(state: &mut State, within: Option<Duration>) -> Result<(), Error> {
     state.closed = true;
     let Mode::Own(phases) = &mut state.mode else {
         return Ok(());
@@ -351,7 +355,7 @@ fn finish(state: &mut State) -> Result<(), Error> {
     };
     stream::close(CLOSE_TIMEOUT);
     RUNNER_STDIN.store(-1, Ordering::Release);
-    runner.finish(&phases.spec.output, FINAL_PHASE)?;
+    runner.finish(&phases.spec.output, FINAL_PHASE, within)?;
     Ok(())
 }
 
@@ -368,9 +372,11 @@ fn on_finalize() {
         return;
     };
     if !state.closed
-        && let Err(e) = finish(&mut state)
+        && let Err(e) = finish(&mut state, Some(EXIT_TIMEOUT))
     {
-        warn(&format!("the session's last phase: {e}"));
+        warn(&format!(
+            "at the process's exit, the session's last phase: {e}"
+        ));
     }
 }
 

@@ -56,6 +56,16 @@ pub enum Error {
     Exited(ExitStatus),
     #[error("the runner did not get ready within {} s", READY_TIMEOUT.as_secs())]
     NotReady,
+    #[error(
+        "the runner (process {pid}) did not complete the phase within {} s: its records are lost unless it completes, left running, into {}",
+        .waited.as_secs(),
+        .dir.display()
+    )]
+    Hung {
+        pid: u32,
+        waited: Duration,
+        dir: PathBuf,
+    },
     #[error("cannot move the phase's outputs to {}: {source}", .path.display())]
     Rename {
         path: PathBuf,
@@ -162,11 +172,21 @@ impl Runner {
     }
 
     /// Ends the phase (the tool's stream to this runner must be closed first) and waits
-    /// for the runner to complete its outputs; then moves them to `name` in the output
-    /// directory, replacing an earlier phase of that name.
-    pub fn finish(mut self, output: &Path, name: &str) -> Result<PathBuf, Error> {
+    /// for the runner to complete its outputs, up to `within` if given (a runner that hangs
+    /// is then left running); then moves them to `name` in the output directory, replacing
+    /// an earlier phase of that name.
+    pub fn finish(
+        mut self,
+        output: &Path,
+        name: &str,
+        within: Option<Duration>,
+    ) -> Result<PathBuf, Error> {
         drop(self.stdin.take());
-        let status = self.child.wait().map_err(|source| Error::Spawn {
+        let status = match within {
+            None => self.child.wait(),
+            Some(waited) => self.wait_within(waited)?,
+        };
+        let status = status.map_err(|source| Error::Spawn {
             rocflow: PathBuf::from("rocflow"),
             source,
         })?;
@@ -180,6 +200,24 @@ impl Runner {
             source,
         })?;
         Ok(named)
+    }
+
+    fn wait_within(&mut self, waited: Duration) -> Result<std::io::Result<ExitStatus>, Error> {
+        let started = Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Ok(Ok(status)),
+                Err(e) => return Ok(Err(e)),
+                Ok(None) if started.elapsed() >= waited => {
+                    return Err(Error::Hung {
+                        pid: self.child.id(),
+                        waited,
+                        dir: self.dir.clone(),
+                    });
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
     }
 
     /// Gives up on a runner whose phase never began (the SDK would not start): it ends
