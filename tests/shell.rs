@@ -139,7 +139,7 @@ fn complete_lists_only_what_is_found_and_never_fails() {
     );
     assert_eq!(
         listed(&["devices", "sim:examples/s"], &repo()),
-        "sim:examples/sim/\n"
+        "sim:examples/session/\nsim:examples/sim/\n"
     );
     // No definitions anywhere: no counter, and no error.
     let metrics = dir.path().join("none");

@@ -148,7 +148,7 @@ fn findings(out: &mut String, findings: &[Finding]) {
         out.push_str("<p>No rule of <code>rocflow analyze</code> found anything.</p>\n");
         return;
     }
-    out.push_str("<table class=\"findings\">\n<thead><tr><th>severity</th><th>rule</th><th>at stake</th><th>finding</th><th>evidence</th><th>advice</th></tr></thead>\n<tbody>\n");
+    out.push_str("<div class=\"wide\"><table class=\"findings\">\n<thead><tr><th>severity</th><th>rule</th><th>at stake</th><th>finding</th><th>evidence</th><th>advice</th></tr></thead>\n<tbody>\n");
     for f in findings {
         let evidence: String = (f.evidence.iter())
             .map(|e| {
@@ -175,7 +175,7 @@ fn findings(out: &mut String, findings: &[Finding]) {
             severity = f.severity.name(),
         );
     }
-    out.push_str("</tbody>\n</table>\n");
+    out.push_str("</tbody>\n</table></div>\n");
 }
 
 fn heading(name: &str) -> String {
@@ -665,6 +665,8 @@ table.matrix td.bar { background: linear-gradient(to right, #f3c4cb var(--bar), 
 details > summary { cursor: pointer; color: #5a6272; margin: .6em 0; }
 th, td { padding: 3px 8px; border-bottom: 1px solid #eceef3; text-align: left; }
 td { max-width: 480px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+/* A finding is read, not scanned: its sentences wrap. */
+table.findings td { white-space: normal; min-width: 8em; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f4f5f8; cursor: pointer; user-select: none; position: sticky; top: 0; }
 th[aria-sort="ascending"]::after { content: " ▲"; }

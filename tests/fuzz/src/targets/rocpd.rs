@@ -121,7 +121,14 @@ fn replay(frames: &[Frame], database: &Path, scratch: &Path) -> String {
         Ok(Box::new(Frames(again.into_iter())))
     };
     let board = Board::default();
-    for step in post::run(plan, database, &reopen, Vec::new(), &report.catalog, &board) {
+    for step in post::run(
+        plan,
+        database,
+        &reopen,
+        post::Statistics::default(),
+        &report.catalog,
+        &board,
+    ) {
         match step.outcome {
             Ok(done) => written.extend(done.paths),
             Err(e) => lines.push(format!("post-step: {e}")),
