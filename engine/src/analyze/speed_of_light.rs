@@ -288,22 +288,7 @@ mod tests {
 
     #[test]
     fn the_valu_peak_needs_every_input_and_a_known_simd() {
-        let mut mi300x = Agent {
-            index: 0,
-            handle: 0,
-            agent_type: crate::sdk::AgentType::Gpu,
-            node_id: 0,
-            logical_node_id: 0,
-            name: "gfx942".into(),
-            product_name: "AMD Instinct MI300X".into(),
-            cu_count: 304,
-            simd_count: 1216,
-            xcc_count: 8,
-            wave_front_size: 64,
-            max_waves_per_simd: 8,
-            lds_bytes_per_cu: 65536,
-            max_engine_clk_mhz: 2100,
-        };
+        let mut mi300x = crate::generate::mi300x(0);
         // AMD's figure for the MI300X's vector FP64: 81.7 TFLOP/s.
         assert_eq!(valu_peak_flops(&mi300x), Some(81.7152e12));
         mi300x.max_engine_clk_mhz = 0;
