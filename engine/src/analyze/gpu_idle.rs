@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::finding::{Evidence, Finding, Severity, duration, percent};
 use super::rule::{Rule, Setting, Values};
-use super::trace::{Span, Trace};
+use super::trace::{Span, Total, Trace};
 
 pub struct GpuIdle;
 
@@ -62,7 +62,7 @@ impl Rule for GpuIdle {
                 })
                 .filter(|gap| gap.len() >= min_gap)
                 .collect();
-            let idle: u64 = gaps.iter().map(Span::len).sum();
+            let idle = gaps.iter().map(Span::len).total();
             let share = idle as f64 / (active as f64).max(1.0);
             if gaps.is_empty() || share < values.get("min_share") {
                 continue;
@@ -73,7 +73,7 @@ impl Rule for GpuIdle {
                 for call in trace.calls_overlapping(pid, *gap) {
                     let row = host.entry(call.function).or_default();
                     row.0 += 1;
-                    row.1 += call.span.overlap(gap);
+                    row.1 = row.1.saturating_add(call.span.overlap(gap));
                 }
             }
             let mut host: Vec<(&str, (u64, u64))> = host.into_iter().collect();

@@ -72,8 +72,8 @@ impl Rule for LaunchBound {
             t.dispatches += 1;
             if d.span.len() < call.span.len() {
                 t.short += 1;
-                t.kernel_ns += d.span.len();
-                t.launch_ns += call.span.len();
+                t.kernel_ns = t.kernel_ns.saturating_add(d.span.len());
+                t.launch_ns = t.launch_ns.saturating_add(call.span.len());
             }
         }
         let bound = |t: &Tally| {
@@ -88,9 +88,9 @@ impl Rule for LaunchBound {
         for (pid, mut bound) in by_process {
             bound.sort_by(|a, b| b.1.launch_ns.cmp(&a.1.launch_ns).then(a.0.cmp(&b.0)));
             let short: u64 = bound.iter().map(|(_, t)| t.short).sum();
-            let (kernel_ns, launch_ns) = bound
-                .iter()
-                .fold((0, 0), |(k, l), (_, t)| (k + t.kernel_ns, l + t.launch_ns));
+            let (kernel_ns, launch_ns) = bound.iter().fold((0u64, 0u64), |(k, l), (_, t)| {
+                (k.saturating_add(t.kernel_ns), l.saturating_add(t.launch_ns))
+            });
             let mut evidence: Vec<Evidence> = bound
                 .iter()
                 .map(|(kernel, t)| Evidence::Kernel {

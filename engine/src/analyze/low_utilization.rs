@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::finding::{Evidence, Finding, Severity, duration, percent};
 use super::rule::{Rule, Setting, Values};
-use super::trace::{Name, Span, Trace};
+use super::trace::{Name, Span, Total, Trace};
 
 pub struct LowUtilization;
 
@@ -34,7 +34,7 @@ fn covered(busy: &[Span], window: Span) -> u64 {
         .iter()
         .take_while(|s| s.start_ns < window.end_ns)
         .map(|s| s.overlap(&window))
-        .sum()
+        .total()
 }
 
 impl Rule for LowUtilization {
@@ -98,8 +98,8 @@ impl Rule for LowUtilization {
             for range in trace.ranges.iter().filter(|r| r.pid == pid) {
                 let phase = phases.entry(range.label).or_default();
                 phase.0 += 1;
-                phase.1 += range.span.len();
-                phase.2 += covered(&busy, range.span);
+                phase.1 = phase.1.saturating_add(range.span.len());
+                phase.2 = phase.2.saturating_add(covered(&busy, range.span));
             }
             for (label, (instances, total, used)) in phases {
                 let utilization = used as f64 / (total as f64).max(1.0);

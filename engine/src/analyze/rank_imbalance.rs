@@ -46,11 +46,10 @@ impl Rule for RankImbalance {
         // Per kernel, per process: the GPU time of its dispatches.
         let mut per_kernel: BTreeMap<Name, BTreeMap<u32, u64>> = BTreeMap::new();
         for d in &trace.dispatches {
-            *per_kernel
-                .entry(d.kernel)
-                .or_default()
+            let time = (per_kernel.entry(d.kernel).or_default())
                 .entry(d.pid)
-                .or_default() += d.span.len();
+                .or_default();
+            *time = time.saturating_add(d.span.len());
         }
         let who = |pid: u32| match trace.ranks.get(&pid) {
             Some(rank) => format!("rank {rank}"),
@@ -64,7 +63,7 @@ impl Rule for RankImbalance {
             times.sort_by(|a, b| b.1.cmp(&a.1).then(rank(a.0).cmp(&rank(b.0))));
             let sorted: Vec<u64> = times.iter().rev().map(|t| t.1).collect();
             let median = match sorted.len() % 2 {
-                0 => (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2,
+                0 => sorted[sorted.len() / 2 - 1].midpoint(sorted[sorted.len() / 2]),
                 _ => sorted[sorted.len() / 2],
             };
             let (slowest_pid, slowest) = times[0];

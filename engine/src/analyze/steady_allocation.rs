@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::finding::{Evidence, Finding, Severity, duration, percent};
 use super::rule::{Rule, Setting, Values};
-use super::trace::{Name, Trace};
+use super::trace::{Name, Total, Trace};
 
 pub struct SteadyAllocation;
 
@@ -69,7 +69,7 @@ impl Rule for SteadyAllocation {
         for range in &trace.ranges {
             let tally = ranges.entry((range.pid, range.label)).or_default();
             tally.instances += 1;
-            tally.range_ns += range.span.len();
+            tally.range_ns = tally.range_ns.saturating_add(range.span.len());
             let mut allocating = false;
             let inside = (trace.calls_overlapping(range.pid, range.span))
                 .filter(|c| c.tid == range.tid && allocates(c.function))
@@ -77,7 +77,7 @@ impl Rule for SteadyAllocation {
             for call in inside.filter(|c| c.span.end_ns <= range.span.end_ns) {
                 let row = tally.calls.entry(call.function).or_default();
                 row.0 += 1;
-                row.1 += call.span.len();
+                row.1 = row.1.saturating_add(call.span.len());
                 allocating = true;
             }
             tally.allocating += u64::from(allocating);
@@ -91,7 +91,7 @@ impl Rule for SteadyAllocation {
             }
             let label = trace.name(label);
             let calls: u64 = tally.calls.values().map(|c| c.0).sum();
-            let time: u64 = tally.calls.values().map(|c| c.1).sum();
+            let time = tally.calls.values().map(|c| c.1).total();
             let share = time as f64 / (tally.range_ns as f64).max(1.0);
             let mut evidence = vec![Evidence::Range {
                 label: label.to_owned(),

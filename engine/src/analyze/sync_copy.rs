@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::finding::{Evidence, Finding, Severity, duration, percent};
 use super::rule::{Rule, Setting, Values, thread_time};
-use super::trace::Trace;
+use super::trace::{Total, Trace};
 
 pub struct SyncCopy;
 
@@ -62,15 +62,17 @@ impl Rule for SyncCopy {
                 .entry((call.function, copy.direction))
                 .or_default();
             row[0] += 1;
-            row[1] += copy.bytes;
-            row[2] += copy.span.len();
+            row[1] = row[1].saturating_add(copy.bytes);
+            row[2] = row[2].saturating_add(copy.span.len());
             // The call returns when the copy is done, whatever span its record has.
-            row[3] += (copy.span.end_ns.max(call.span.end_ns)).saturating_sub(call.span.start_ns);
+            let blocked =
+                (copy.span.end_ns.max(call.span.end_ns)).saturating_sub(call.span.start_ns);
+            row[3] = row[3].saturating_add(blocked);
         }
         let mut findings = Vec::new();
         for (pid, rows) in by_process {
             let copies: u64 = rows.values().map(|r| r[0]).sum();
-            let blocked: u64 = rows.values().map(|r| r[3]).sum();
+            let blocked = rows.values().map(|r| r[3]).total();
             let whole = thread_time(trace, pid, &threads);
             let share = blocked as f64 / whole.max(1.0);
             if (copies as f64) < values.get("min_copies") || share < values.get("min_share") {

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::finding::{Evidence, Finding, Severity, duration, percent};
 use super::rule::{Rule, Setting, Values, thread_time};
-use super::trace::Trace;
+use super::trace::{Total, Trace};
 
 pub struct SyncHotSpot;
 
@@ -67,12 +67,12 @@ impl Rule for SyncHotSpot {
                 .entry(call.function)
                 .or_default();
             row.0 += 1;
-            row.1 += call.span.len();
+            row.1 = row.1.saturating_add(call.span.len());
         }
         let mut findings = Vec::new();
         for (pid, rows) in by_process {
             let calls: u64 = rows.values().map(|r| r.0).sum();
-            let blocked: u64 = rows.values().map(|r| r.1).sum();
+            let blocked = rows.values().map(|r| r.1).total();
             let whole = thread_time(trace, pid, &threads);
             let share = blocked as f64 / whole.max(1.0);
             if (calls as f64) < values.get("min_calls") || share < values.get("min_share") {

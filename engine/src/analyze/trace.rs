@@ -24,6 +24,18 @@ pub struct Span {
     pub end_ns: u64,
 }
 
+/// Totals of nanoseconds and bytes saturate: hostile input can hold values whose sum
+/// passes 2^64, and a saturated total still reads as "at least this much".
+pub trait Total {
+    fn total(self) -> u64;
+}
+
+impl<I: Iterator<Item = u64>> Total for I {
+    fn total(self) -> u64 {
+        self.fold(0, u64::saturating_add)
+    }
+}
+
 impl Span {
     pub fn len(&self) -> u64 {
         self.end_ns.saturating_sub(self.start_ns)
@@ -239,7 +251,12 @@ impl Trace {
         let on_gpu = (self.dispatches.iter()).filter(|d| (d.pid, d.agent) == (pid, agent));
         on_gpu.fold((0, 0), |(own, all), d| {
             let len = d.span.len();
-            (own + if d.kernel == kernel { len } else { 0 }, all + len)
+            let own = if d.kernel == kernel {
+                own.saturating_add(len)
+            } else {
+                own
+            };
+            (own, all.saturating_add(len))
         })
     }
 
