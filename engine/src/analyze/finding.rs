@@ -128,3 +128,13 @@ pub fn percent(part: f64, whole: f64) -> String {
     }
     format!("{:.0}%", 100.0 * part / whole)
 }
+
+/// A metric's value with its unit for people: rates span decades (scientific notation), a
+/// percentage or a ratio reads as it is.
+pub fn amount(value: f64, unit: &str) -> String {
+    match unit {
+        "%" => format!("{value:.1}%"),
+        rate if rate.ends_with("/s") => format!("{value:.3e} {unit}"),
+        _ => format!("{value:.2} {unit}"),
+    }
+}

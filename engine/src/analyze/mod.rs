@@ -12,6 +12,7 @@ mod roofline;
 mod rule;
 mod trace;
 
+mod cdna3;
 mod kernel_counters;
 
 mod atomic_contention;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::finding::{Evidence, Finding, Severity, duration};
+use super::finding::{Evidence, Finding, Severity, amount, duration};
 
 /// How `rocflow analyze` writes its findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -12,8 +12,9 @@ pub enum Format {
     Markdown,
 }
 
-/// Evidence shown per finding on the terminal and in Markdown; JSON has it all.
-const EVIDENCE_SHOWN: usize = 8;
+/// Evidence shown per finding on the terminal and in Markdown (a kernel and the eight
+/// metrics of `speed-of-light`); JSON has it all.
+const EVIDENCE_SHOWN: usize = 9;
 
 /// What the findings come to, in a line: `3 findings: 1 warning, 2 info`.
 fn tally(findings: &[Finding]) -> String {
@@ -174,20 +175,15 @@ pub fn evidence(e: &Evidence) -> String {
             peak,
             percent_of_peak,
         } => {
-            // Rates span decades; a percentage reads as it is.
-            let amount = |v: f64| match *unit {
-                "%" => format!("{v:.1}%"),
-                _ => format!("{v:.3e} {unit}"),
-            };
             let against = match (peak, percent_of_peak) {
                 (Some(peak), Some(percent)) => {
-                    format!("{percent:.1}% of the peak {}", amount(*peak))
+                    format!("{percent:.1}% of the peak {}", amount(*peak, unit))
                 }
                 _ => "no peak".to_owned(),
             };
             format!(
                 "{metric} = {} in {}: {against}",
-                amount(*value),
+                amount(*value, unit),
                 crate::printable::name(kernel)
             )
         }

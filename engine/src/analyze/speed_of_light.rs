@@ -1,19 +1,27 @@
-//! `speed-of-light`: each kernel's derived metrics (VALU and MFMA FLOP/s, HBM bandwidth,
-//! occupancy) against the theoretical peak of the GPU it ran on, as ROCm Compute
-//! Profiler's speed-of-light panel presents them, and a warning for a kernel that takes
-//! much of its GPU yet comes near none of its peaks.
+//! `speed-of-light`: each kernel's derived metrics (VALU and MFMA FLOP/s, HBM, LDS, vL1D
+//! and L2 bandwidth, IPC, occupancy) against the theoretical peak of the GPU it ran on, as
+//! ROCm Compute Profiler's speed-of-light panel presents them, and a warning for a kernel
+//! that takes much of its GPU yet comes near none of its peaks.
 //!
 //! Each metric is per dispatch: what a dispatch counted (summed over the counter's
-//! instances) over its mean time. Each peak comes from the agent record's properties only;
-//! where one it needs is missing the metric has no peak, never a guess:
+//! instances) over its mean time. Each peak comes from the agent record's properties, the
+//! rule's settings and, on CDNA3, the widths of [`cdna3`]; where one it needs is missing
+//! the metric has no peak, never a guess:
 //!
 //! | metric | from counters | peak | peak's inputs |
 //! |---|---|---|---|
 //! | VALU FLOP/s | `SQ_INSTS_VALU_{ADD,MUL,TRANS}_F{16,32,64}` × wave size, `…_FMA_…` × 2 × wave size | CUs × SIMDs per CU × 16 lanes × 2 (FMA) × max engine clock | `cu_count`, `simd_count`, `max_engine_clk_mhz`; 16 lanes a SIMD on CDNA (`gfx9…`) only |
 //! | MFMA FLOP/s | `SQ_INSTS_VALU_MFMA_MOPS_{F16,BF16,F32,F64}` × 512 | no peak: the record has no matrix rate per type | |
 //! | HBM bytes/s | `TCC_EA0_RDREQ` (64 B, of which `…_32B` 32 B), `TCC_EA0_WRREQ` (32 B, of which `…_64B` 64 B) | the `hbm_peak_gbps` setting: the record has no memory clock or bus width | |
+//! | LDS bytes/s | (`SQ_LDS_IDX_ACTIVE` − `SQ_LDS_BANK_CONFLICT`) × 128 B (32 banks × 4 B), CDNA3 only | CUs × 128 B × max engine clock | `cu_count`, `max_engine_clk_mhz` |
+//! | vL1D bytes/s | `TCP_TOTAL_CACHE_ACCESSES_sum` × 128 B, CDNA3 only | CUs × 128 B × max engine clock | `cu_count`, `max_engine_clk_mhz` |
+//! | L2 bytes/s | `TCC_REQ_sum` × 128 B, CDNA3 only | L2 channels × 128 B × max engine clock | the `l2_channels` setting (the record has no channel count), `max_engine_clk_mhz` |
+//! | IPC | `SQ_INSTS` / `SQ_BUSY_CU_CYCLES` | 5 instructions a cycle, CDNA3 only | |
 //! | occupancy | `OccupancyPercent` | 100% | |
+//!
+//! [`cdna3`]: super::cdna3
 
+use super::cdna3;
 use super::finding::{Evidence, Finding, Severity};
 use super::kernel_counters::{MIN_TIME_SHARE, who};
 use super::rule::{Rule, Setting, Values};
@@ -34,6 +42,12 @@ const SETTINGS: &[Setting] = &[
         default: 0.0,
         about: "the GPU's peak HBM bandwidth in GB/s (10^9 bytes a second), which the agent \
                 record does not carry; 0: HBM bandwidth has no peak",
+    },
+    Setting {
+        name: "l2_channels",
+        default: 0.0,
+        about: "the GPU's L2 channels over all its XCDs (an MI300X: 16 an XCD, 128), which \
+                the agent record does not carry; 0: L2 bandwidth has no peak",
     },
     MIN_TIME_SHARE,
 ];
@@ -72,6 +86,13 @@ pub struct Metrics {
     pub valu_flops: Option<f64>,
     pub mfma_flops: Option<f64>,
     pub hbm_bytes: Option<f64>,
+    /// Bytes the LDS, the vL1D caches and the L2 served: on CDNA3 only, whose access
+    /// widths [`cdna3`] knows.
+    pub lds_bytes: Option<f64>,
+    pub l1_bytes: Option<f64>,
+    pub l2_bytes: Option<f64>,
+    /// Instructions issued per busy CU cycle.
+    pub ipc: Option<f64>,
     pub occupancy_percent: Option<f64>,
     /// A dispatch's mean time.
     pub dispatch_ns: f64,
@@ -98,11 +119,21 @@ impl Metrics {
         });
         let mfma_flops =
             sum_present(MFMA_OPS.iter().map(|n| value(n))).map(|ops| ops * FLOPS_PER_MFMA_OP);
-        let hbm_bytes = hbm_bytes(&value);
+        let is_cdna3 = agent.is_some_and(cdna3::is_cdna3);
+        let on_cdna3 = |bytes: Option<f64>| bytes.filter(|_| is_cdna3);
+        let lds_cycles = || Some(value("SQ_LDS_IDX_ACTIVE")? - value("SQ_LDS_BANK_CONFLICT")?);
+        let ipc = || Some(value("SQ_INSTS")? / value("SQ_BUSY_CU_CYCLES").filter(|&c| c > 0.0)?);
         Some(Metrics {
             valu_flops,
             mfma_flops,
-            hbm_bytes,
+            hbm_bytes: hbm_bytes(&value),
+            // Bank conflicts stall cycles in which the LDS is active but serves nothing.
+            lds_bytes: on_cdna3(lds_cycles().map(|c| c.max(0.0) * cdna3::LDS_BYTES_PER_CYCLE)),
+            l1_bytes: on_cdna3(
+                value("TCP_TOTAL_CACHE_ACCESSES_sum").map(|n| n * cdna3::L1_BYTES_PER_ACCESS),
+            ),
+            l2_bytes: on_cdna3(value("TCC_REQ_sum").map(|n| n * cdna3::L2_BYTES_PER_REQUEST)),
+            ipc: ipc(),
             occupancy_percent: value("OccupancyPercent"),
             dispatch_ns: own_ns as f64 / dispatches as f64,
         })
@@ -111,6 +142,20 @@ impl Metrics {
     /// FLOPs a dispatch did, VALU and MFMA together, where either was counted.
     pub fn flops(&self) -> Option<f64> {
         sum_present([self.valu_flops, self.mfma_flops].into_iter())
+    }
+
+    /// Whether the dispatch's work or traffic was counted: occupancy or IPC alone is no
+    /// speed of light.
+    fn has_work(&self) -> bool {
+        [
+            self.flops(),
+            self.hbm_bytes,
+            self.lds_bytes,
+            self.l1_bytes,
+            self.l2_bytes,
+        ]
+        .iter()
+        .any(Option::is_some)
     }
 
     fn per_second(&self, amount: f64) -> f64 {
@@ -146,6 +191,29 @@ pub fn valu_peak_flops(agent: &Agent) -> Option<f64> {
     })
 }
 
+/// The peak bytes a second of `agent`'s LDS or its vL1D caches, which each CU serves
+/// `bytes_per_cycle` of: CUs × bytes × clock; none but on CDNA3 or without every input.
+fn per_cu_peak(agent: &Agent, bytes_per_cycle: f64) -> Option<f64> {
+    clock_hz(agent)
+        .filter(|_| agent.cu_count > 0)
+        .map(|hz| f64::from(agent.cu_count) * bytes_per_cycle * hz)
+}
+
+/// The max engine clock of a CDNA3 `agent` in Hz, where its record gives one.
+fn clock_hz(agent: &Agent) -> Option<f64> {
+    (cdna3::is_cdna3(agent) && agent.max_engine_clk_mhz > 0)
+        .then(|| f64::from(agent.max_engine_clk_mhz) * 1e6)
+}
+
+/// What the rule is told of the GPU beyond its agent record.
+#[derive(Debug, Clone, Copy)]
+pub struct Given {
+    /// Peak HBM bandwidth, GB/s; 0: not given.
+    pub hbm_peak_gbps: f64,
+    /// L2 channels over all XCDs; 0: not given.
+    pub l2_channels: f64,
+}
+
 /// One metric's evidence: its value and its share of `peak`.
 fn metric(
     kernel: &str,
@@ -166,7 +234,7 @@ fn metric(
 }
 
 /// A kernel's speed-of-light evidence: each metric it has, with its peak.
-pub fn evidence(trace: &Trace, c: &KernelCounter, m: &Metrics, hbm_peak: f64) -> Vec<Evidence> {
+pub fn evidence(trace: &Trace, c: &KernelCounter, m: &Metrics, given: Given) -> Vec<Evidence> {
     let kernel = trace.name(c.kernel);
     let agent = trace.agents.get(&(c.pid, c.agent));
     let mut out = Vec::new();
@@ -196,8 +264,38 @@ pub fn evidence(trace: &Trace, c: &KernelCounter, m: &Metrics, hbm_peak: f64) ->
             "HBM bandwidth",
             rate,
             "B/s",
-            Some(hbm_peak * 1e9),
+            Some(given.hbm_peak_gbps * 1e9),
         ));
+    }
+    let bandwidths = [
+        (
+            "LDS bandwidth",
+            m.lds_bytes,
+            agent.and_then(|a| per_cu_peak(a, cdna3::LDS_BYTES_PER_CYCLE)),
+        ),
+        (
+            "vL1D bandwidth",
+            m.l1_bytes,
+            agent.and_then(|a| per_cu_peak(a, cdna3::L1_BYTES_PER_ACCESS)),
+        ),
+        (
+            "L2 bandwidth",
+            m.l2_bytes,
+            agent
+                .and_then(clock_hz)
+                .map(|hz| given.l2_channels * cdna3::L2_BYTES_PER_REQUEST * hz),
+        ),
+    ];
+    for (name, bytes, peak) in bandwidths {
+        if let Some(bytes) = bytes {
+            out.push(metric(kernel, name, m.per_second(bytes), "B/s", peak));
+        }
+    }
+    if let Some(ipc) = m.ipc {
+        let peak = agent
+            .is_some_and(cdna3::is_cdna3)
+            .then_some(cdna3::PEAK_IPC);
+        out.push(metric(kernel, "IPC", ipc, "instr/cycle", peak));
     }
     if let Some(occupancy) = m.occupancy_percent {
         out.push(metric(kernel, "occupancy", occupancy, "%", Some(100.0)));
@@ -211,7 +309,8 @@ impl Rule for SpeedOfLight {
     }
 
     fn about(&self) -> &'static str {
-        "each kernel's FLOP/s, HBM bandwidth and occupancy as a percentage of its GPU's peaks"
+        "each kernel's FLOP/s, HBM, LDS, vL1D and L2 bandwidth, IPC and occupancy as a \
+         percentage of its GPU's peaks"
     }
 
     fn settings(&self) -> &'static [Setting] {
@@ -219,17 +318,19 @@ impl Rule for SpeedOfLight {
     }
 
     fn check(&self, trace: &Trace, values: &Values) -> Vec<Finding> {
-        let hbm_peak = values.get("hbm_peak_gbps");
+        let given = Given {
+            hbm_peak_gbps: values.get("hbm_peak_gbps"),
+            l2_channels: values.get("l2_channels"),
+        };
         let mut seen = std::collections::BTreeSet::new();
         (trace.counters.iter())
             .filter(|c| seen.insert((c.pid, c.agent, c.kernel)))
             .filter_map(|c| {
                 let m = Metrics::of(trace, c)?;
-                // Occupancy alone is no speed of light: a kernel needs its work or traffic.
-                if m.flops().is_none() && m.hbm_bytes.is_none() {
+                if !m.has_work() {
                     return None;
                 }
-                let evidence = evidence(trace, c, &m, hbm_peak);
+                let evidence = evidence(trace, c, &m, given);
                 let percents: Vec<(&str, f64)> = (evidence.iter())
                     .filter_map(|e| match e {
                         Evidence::Metric {
@@ -296,5 +397,20 @@ mod tests {
         mi300x.max_engine_clk_mhz = 2100;
         mi300x.name = "gfx1100".into();
         assert_eq!(valu_peak_flops(&mi300x), None);
+    }
+
+    #[test]
+    fn the_lds_and_vl1d_peaks_are_a_cdna3_cus_128_bytes_a_clock() {
+        let mut mi300x = crate::generate::mi300x(0);
+        let peak = 304.0 * 128.0 * 2100e6;
+        assert_eq!(per_cu_peak(&mi300x, cdna3::LDS_BYTES_PER_CYCLE), Some(peak));
+        assert_eq!(per_cu_peak(&mi300x, cdna3::L1_BYTES_PER_ACCESS), Some(peak));
+        // A gfx90a's vL1D lines are 64 bytes: CDNA3's widths are not its own.
+        mi300x.name = "gfx90a".into();
+        assert_eq!(per_cu_peak(&mi300x, cdna3::L1_BYTES_PER_ACCESS), None);
+        assert_eq!(clock_hz(&mi300x), None);
+        mi300x.name = "gfx942".into();
+        mi300x.cu_count = 0;
+        assert_eq!(per_cu_peak(&mi300x, cdna3::LDS_BYTES_PER_CYCLE), None);
     }
 }
