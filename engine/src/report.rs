@@ -62,6 +62,9 @@ pub fn render(page: &Page<'_>, summary: &Summary, dir: &Path) -> String {
         out.push_str("<h2>Top kernels by GPU time</h2>\n");
         top_kernels_chart(&mut out, kernels);
     }
+    if let Some(table) = crate::analyze::speed_of_light_table(page.findings) {
+        speed_of_light(&mut out, &table);
+    }
     roofline_chart(&mut out, &crate::analyze::roofline(page.findings));
     busy_chart(&mut out, summary);
     device_counter_charts(&mut out, summary);
@@ -271,6 +274,41 @@ fn short_label(name: &str) -> String {
     } else {
         name.to_owned()
     }
+}
+
+/// The speed-of-light table: per kernel, each metric with a bar for its share of the peak.
+fn speed_of_light(out: &mut String, table: &crate::analyze::SpeedOfLightTable) {
+    out.push_str("<h2 id=\"speed-of-light\">Speed of light</h2>\n<div class=\"wide\"><table class=\"sortable matrix speed-of-light\">\n<thead><tr><th>kernel</th>");
+    for metric in &table.metrics {
+        let _ = write!(out, "<th>{}</th>", escape(metric));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for row in &table.rows {
+        let _ = write!(out, "<tr><td>{}</td>", escape(&row.kernel));
+        for (metric, c) in table.metrics.iter().zip(&row.cells) {
+            let Some(c) = c else {
+                out.push_str("<td class=\"num\" data-value=\"-1\"></td>");
+                continue;
+            };
+            let (bar, percent) = c
+                .percent_of_peak
+                .map_or((String::new(), String::new()), |p| {
+                    (
+                        format!(" bar\" style=\"--bar:{:.1}%", p.clamp(0.0, 100.0)),
+                        format!(" data-percent-of-peak=\"{p}\""),
+                    )
+                });
+            let _ = write!(
+                out,
+                "<td class=\"num{bar}\" data-metric=\"{}\" data-value=\"{}\"{percent}>{}</td>",
+                escape(metric),
+                c.value,
+                escape(&c.text()),
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
 }
 
 /// The empirical roofline, log-log: each kernel's arithmetic intensity against its FLOP/s,

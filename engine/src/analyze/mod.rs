@@ -10,6 +10,7 @@ mod gate;
 mod render;
 mod roofline;
 mod rule;
+mod sol_table;
 mod trace;
 
 mod cdna3;
@@ -33,6 +34,7 @@ pub use gate::{Gate, GateError};
 pub use render::{Format, evidence, json, markdown, text};
 pub use roofline::{Point as RooflinePoint, points as roofline};
 pub use rule::{Rule, Setting, Values};
+pub use sol_table::{Table as SpeedOfLightTable, table as speed_of_light_table};
 pub use trace::{
     Allocation, Call, Dispatch, KernelCounter, Name, Range, Span, Trace, Transfer, merged,
 };

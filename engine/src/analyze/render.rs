@@ -59,7 +59,8 @@ pub fn text(findings: &[Finding]) -> String {
     out
 }
 
-/// A Markdown document: a table of the findings, then each with its evidence.
+/// A Markdown document: a table of the findings, the speed-of-light table where that rule
+/// measured kernels, then each finding with its evidence.
 pub fn markdown(findings: &[Finding]) -> String {
     let mut out = format!("# Findings\n\n{}\n\n", tally(findings));
     if findings.is_empty() {
@@ -76,6 +77,9 @@ pub fn markdown(findings: &[Finding]) -> String {
             cell(&f.statement)
         );
     }
+    if let Some(table) = super::sol_table::table(findings) {
+        speed_of_light(&mut out, &table);
+    }
     for f in findings {
         let _ = writeln!(
             out,
@@ -90,6 +94,22 @@ pub fn markdown(findings: &[Finding]) -> String {
         let _ = writeln!(out, "\n**Advice:** {}", f.advice);
     }
     out
+}
+
+/// The speed-of-light table in Markdown: a row per kernel, a column per metric.
+fn speed_of_light(out: &mut String, table: &super::sol_table::Table) {
+    let _ = writeln!(
+        out,
+        "\n## Speed of light\n\n| kernel | {} |\n| --- |{}",
+        table.metrics.join(" | "),
+        " --- |".repeat(table.metrics.len())
+    );
+    for row in &table.rows {
+        let cells: Vec<String> = (row.cells.iter())
+            .map(|c| c.as_ref().map_or_else(String::new, |c| c.text()))
+            .collect();
+        let _ = writeln!(out, "| {} | {} |", cell(&row.kernel), cells.join(" | "));
+    }
 }
 
 /// Text safe in a Markdown table cell.

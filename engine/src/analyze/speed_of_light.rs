@@ -77,6 +77,18 @@ const MFMA_OPS: &[&str] = &[
 ];
 const FLOPS_PER_MFMA_OP: f64 = 512.0;
 
+/// The metrics, in the order a kernel's evidence and the speed-of-light table give them.
+pub const METRICS: [&str; 8] = [
+    "VALU FLOP/s",
+    "MFMA FLOP/s",
+    "HBM bandwidth",
+    "LDS bandwidth",
+    "vL1D bandwidth",
+    "L2 bandwidth",
+    "IPC",
+    "occupancy",
+];
+
 /// Lanes of a SIMD on CDNA (`gfx9…`), which runs a wave64 instruction over 4 cycles.
 const CDNA_SIMD_LANES: f64 = 16.0;
 
