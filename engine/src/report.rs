@@ -1,9 +1,10 @@
 //! The HTML report: one self-contained file (inline CSS, SVG and a few lines of script;
 //! nothing fetched) with the run's metadata, the summary tables (sortable, scrolling
-//! sideways within the page when wide), the top kernels by time, GPU busy time per agent
-//! over the run, counters per kernel (each counter's mean per dispatch, with a bar against
-//! the kernel where it is largest), the thread trace's hot instructions, and links to the
-//! other outputs, relative to the report.
+//! sideways within the page when wide), the top kernels by time, the kernels' speed of
+//! light (a table and an empirical roofline), GPU busy time per agent over the run,
+//! counters per kernel (each counter's mean per dispatch, with a bar against the kernel
+//! where it is largest), the thread trace's hot instructions, and links to the other
+//! outputs, relative to the report.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
