@@ -20,6 +20,7 @@ mod launch_bound;
 mod low_occupancy;
 mod low_utilization;
 mod memory_bound;
+mod pageable_copy;
 mod rank_imbalance;
 mod speed_of_light;
 mod steady_allocation;
@@ -33,7 +34,7 @@ pub use render::{Format, evidence, json, markdown, text};
 pub use roofline::{Point as RooflinePoint, points as roofline};
 pub use rule::{Rule, Setting, Values};
 pub use trace::{
-    Allocation, Call, Dispatch, KernelCounter, Name, Range, Span, Trace, Transfer, merged,
+    Allocation, Call, Dispatch, KernelCounter, Name, Pinned, Range, Span, Trace, Transfer, merged,
 };
 
 /// Every rule, in the order `rocflow analyze --help` lists them.
@@ -41,6 +42,7 @@ pub const RULES: &[&dyn Rule] = &[
     &gpu_idle::GpuIdle,
     &low_utilization::LowUtilization,
     &sync_copy::SyncCopy,
+    &pageable_copy::PageableCopy,
     &launch_bound::LaunchBound,
     &sync_hot_spot::SyncHotSpot,
     &steady_allocation::SteadyAllocation,
