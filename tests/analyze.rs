@@ -74,6 +74,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
         &["launch-bound", "low-utilization"],
     ),
     ("analyze-low-utilization.toml", &["low-utilization"]),
+    ("analyze-pageable-copy.toml", &["pageable-copy"]),
     (
         "analyze-steady-state-allocation.toml",
         &["steady-state-allocation"],
@@ -180,6 +181,39 @@ fn sync_copy_names_the_copies() {
 }
 
 #[test]
+fn pageable_copy_names_the_copies_outside_pinned_memory() {
+    let (_dir, out) = run("analyze-pageable-copy.toml");
+    let found = findings(&out, &["--rule", "pageable-copy"]);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    // The copies to the GPU come from the pinned buffer: only those back are found.
+    let copies = evidence(&found[0], "copy");
+    assert_eq!(copies.len(), 1, "{found:#?}");
+    let c = copies[0];
+    assert_eq!(
+        (&c["function"], &c["direction"]),
+        (&Value::from("hipMemcpy"), &Value::from("DEVICE_TO_HOST"))
+    );
+    assert_eq!(
+        (u(&c["copies"]), u(&c["bytes"]), u(&c["total_ns"])),
+        (50, 50 << 20, 50 * 5_000)
+    );
+    let statement = found[0]["statement"].as_str().unwrap();
+    assert!(
+        statement.contains(" 50 copies of 52428800 bytes "),
+        "{statement}"
+    );
+    assert_eq!(u(&found[0]["at_stake_ns"]), 50 * 5_000);
+    // 250 us of a run of some 100 ms.
+    assert_eq!(found[0]["severity"], "info");
+    assert!(
+        found[0]["advice"]
+            .as_str()
+            .unwrap()
+            .contains("hipHostMalloc")
+    );
+}
+
+#[test]
 fn launch_bound_names_the_kernels_and_the_fusion_candidates() {
     let (_dir, out) = run("analyze-launch-bound.toml");
     let found = findings(&out, &["--rule", "launch-bound"]);
@@ -261,11 +295,19 @@ fn steady_state_allocation_names_the_range_and_the_calls() {
 
 #[test]
 fn a_runs_rocpd_databases_give_its_spools_findings() {
-    let (_dir, out) = run("analyze-sync-copy.toml");
-    let from_spool = findings(&out, &[]);
-    let databases = format!("{}/*.db", out.display());
-    assert_eq!(findings(Path::new(&databases), &[]), from_spool);
-    assert!(!from_spool.is_empty());
+    // pageable-copy reads the copies' addresses and the host allocations' agents, which
+    // the databases keep as rocprofv3's do.
+    for scenario in ["analyze-sync-copy.toml", "analyze-pageable-copy.toml"] {
+        let (_dir, out) = run(scenario);
+        let from_spool = findings(&out, &[]);
+        let databases = format!("{}/*.db", out.display());
+        assert_eq!(
+            findings(Path::new(&databases), &[]),
+            from_spool,
+            "{scenario}"
+        );
+        assert!(!from_spool.is_empty(), "{scenario}");
+    }
 }
 
 /// The shipped scenarios hold patterns of their own; each finding on them is one that is

@@ -299,6 +299,11 @@ fn every_kind_rocprofv3_writes_is_read_with_its_values() {
         assert_eq!(op, Some("HOST_TO_DEVICE"));
         assert_eq!((c.src_agent, c.dst_agent), (0, 1));
         assert_eq!(c.bytes, 4096 * c.correlation_id);
+        // rocprofv3 stores the SDK record's addresses: the copy's host side among them.
+        assert_eq!(
+            (c.dst_address, c.src_address),
+            (0x7f00_0000_0000, 0x7e00_0000_0000)
+        );
     }
     let allocations = read.all(RecordKind::MemoryAllocation, |b| match b {
         Batch::MemoryAllocation(v) => Some(v),
@@ -890,6 +895,8 @@ fn every_kind_spool(path: &Path) {
             operation_id: op(Domain::MemoryCopy, "DEVICE_TO_HOST") as u8,
             graph_exec_id: 3,
             graph_node_id: 2,
+            dst_address: 0x7e00_0040_0000,
+            src_address: 0x7f00_0010_0000,
         }]),
         Batch::MemoryAllocation(vec![
             MemoryAllocation {

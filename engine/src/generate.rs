@@ -262,6 +262,8 @@ pub fn generate(
                 operation_id: 2,
                 graph_exec_id: 0,
                 graph_node_id: 0,
+                dst_address: 0,
+                src_address: 0,
             }]));
         }
         if launch % 64 == 0 {

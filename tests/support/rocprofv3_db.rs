@@ -265,7 +265,7 @@ pub fn write(path: &Path, pid: u32, host: &'static str, dispatches: u64) -> Proc
         if d % 4 == 1 {
             let e = event(copy_category, correlation, 0, "{}");
             conn.execute(
-                &format!("INSERT INTO {} (nid, pid, tid, start, \"end\", name_id, dst_agent_id, dst_address, src_agent_id, src_address, size, stream_id, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, 0, 0, 0, ?7, 0, ?8)", t("rocpd_memory_copy")),
+                &format!("INSERT INTO {} (nid, pid, tid, start, \"end\", name_id, dst_agent_id, dst_address, src_agent_id, src_address, size, stream_id, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, 139637976727552, 0, 138538465099776, ?7, 0, ?8)", t("rocpd_memory_copy")),
                 params![nid, pid, tid, at as i64, (at + 300) as i64, h2d, (4096 * (d + 1)) as i64, e],
             )
             .unwrap();

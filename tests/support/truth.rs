@@ -187,6 +187,8 @@ pub struct Scenario {
     pub copies: Vec<Copy>,
     /// Per allocation: its bytes, allocated and freed once an iteration.
     pub allocations: Vec<u64>,
+    /// How many of them are of pinned host memory (`hipHostMalloc`, not `hipMalloc`).
+    pub host_allocations: u64,
     /// Per `[[call]]`: its domain, function and count per iteration.
     pub calls: Vec<(String, String, u64)>,
     /// Per `[[kfd]]`: its domain and events per iteration.
@@ -369,6 +371,9 @@ impl Scenario {
             allocations: (list("allocation").iter())
                 .map(|a| int(a, "bytes", 0))
                 .collect(),
+            host_allocations: (list("allocation").iter())
+                .filter(|a| a.get("host").and_then(|h| h.as_bool()) == Some(true))
+                .count() as u64,
             calls: (list("call").iter())
                 .map(|c| {
                     (
@@ -410,7 +415,8 @@ impl Scenario {
     /// The API calls of one iteration, per domain and function.
     pub fn calls(&self) -> Vec<(&str, &str, u64)> {
         let kernels = self.kernels.iter().filter(|k| k.graph.is_none()).count() as u64;
-        let allocations = self.allocations.len() as u64;
+        let host = self.host_allocations;
+        let allocations = self.allocations.len() as u64 - host;
         let mut calls = vec![
             ("hip_runtime_api", "hipLaunchKernel", kernels),
             (
@@ -422,6 +428,8 @@ impl Scenario {
             ("hip_runtime_api", "hipMemcpy", self.copies.len() as u64),
             ("hip_runtime_api", "hipMalloc", allocations),
             ("hip_runtime_api", "hipFree", allocations),
+            ("hip_runtime_api", "hipHostMalloc", host),
+            ("hip_runtime_api", "hipHostFree", host),
         ];
         calls.extend((self.calls.iter()).map(|(d, f, n)| (d.as_str(), f.as_str(), *n)));
         calls.retain(|c| c.2 > 0);

@@ -275,6 +275,20 @@ pub struct Copy {
     pub duration_ns: u64,
     #[serde(default)]
     pub agent: u32,
+    /// The memory its host side is in (for a copy to or from the host).
+    #[serde(default)]
+    pub host: HostMemory,
+}
+
+/// What a copy's host buffer is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostMemory {
+    /// Ordinary (`malloc`ed) memory, which the driver stages through a pinned buffer.
+    #[default]
+    Pageable,
+    /// The start of the thread's first host (`hipHostMalloc`) allocation of the iteration.
+    Pinned,
 }
 
 #[derive(Debug, Deserialize)]
@@ -283,6 +297,10 @@ pub struct Allocation {
     pub bytes: u64,
     #[serde(default)]
     pub agent: u32,
+    /// Pinned host memory (`hipHostMalloc`, `hipHostFree`) from the host's CPU agent,
+    /// instead of the GPU's memory (`hipMalloc`, `hipFree`).
+    #[serde(default)]
+    pub host: bool,
 }
 
 /// Host API calls each iteration makes besides the launches, copies and allocations:
@@ -436,6 +454,10 @@ pub enum ScenarioError {
         MAX_INSTRUCTIONS
     )]
     LongIsa { kernel: String, instructions: usize },
+    #[error(
+        "a copy of {bytes} bytes from pinned memory (host = \"pinned\") needs the first [[allocation]] with host = true to hold at least that many bytes"
+    )]
+    PinnedCopy { bytes: u64 },
 }
 
 /// Why a scenario file could not be read.
@@ -547,7 +569,18 @@ impl Scenario {
                 instructions: kernel.isa.len(),
             });
         }
+        let pinned = scenario.pinned_allocation().map_or(0, |a| a.bytes);
+        if let Some(copy) =
+            (scenario.copies.iter()).find(|c| c.host == HostMemory::Pinned && c.bytes > pinned)
+        {
+            return Err(ScenarioError::PinnedCopy { bytes: copy.bytes });
+        }
         Ok(scenario)
+    }
+
+    /// The allocation of pinned host memory that copies from pinned memory use.
+    pub fn pinned_allocation(&self) -> Option<&Allocation> {
+        self.allocations.iter().find(|a| a.host)
     }
 }
 
@@ -723,6 +756,23 @@ mod tests {
         let kfd = format!("{NO_GPU}[[kfd]]\ndomain = \"kfd_queue\"\noperation = \"EVICT_SVM\"\n");
         let e = Scenario::parse(&kfd).unwrap_err();
         assert!(matches!(e, ScenarioError::NoAgent), "{e:?}");
+    }
+
+    #[test]
+    fn a_copy_from_pinned_memory_needs_a_host_allocation_that_holds_it() {
+        let copy = "[[copy]]\ndirection = \"host_to_device\"\nbytes = 8192\nduration_ns = 1000\nhost = \"pinned\"\n";
+        let e = Scenario::parse(&format!("{DEFAULT}\n{copy}")).unwrap_err();
+        assert!(
+            matches!(e, ScenarioError::PinnedCopy { bytes: 8192 }),
+            "{e:?}"
+        );
+        let small = "[[allocation]]\nbytes = 4096\nhost = true\n";
+        let e = Scenario::parse(&format!("{DEFAULT}\n{small}{copy}")).unwrap_err();
+        assert!(matches!(e, ScenarioError::PinnedCopy { .. }), "{e:?}");
+        let enough = "[[allocation]]\nbytes = 8192\nhost = true\n";
+        let scenario = Scenario::parse(&format!("{DEFAULT}\n{enough}{copy}")).unwrap();
+        assert_eq!(scenario.pinned_allocation().unwrap().bytes, 8192);
+        assert_eq!(scenario.copies.last().unwrap().host, HostMemory::Pinned);
     }
 
     #[test]

@@ -47,7 +47,7 @@ use crate::thread_trace::{TraceData, TraceDataError};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 /// The version this rocflow writes.
-pub const VERSION: u16 = 6;
+pub const VERSION: u16 = 7;
 /// The first version whose spools record their end.
 pub const ENDS_RECORDED: u16 = 4;
 /// The first version whose streams may carry thread traces.
@@ -55,6 +55,9 @@ pub const TRACES_RECORDED: u16 = 5;
 /// The first version whose kernel dispatches and memory copies end with their HIP graph
 /// node (`graph_exec_id`, `graph_node_id`); earlier ones are 16 bytes shorter.
 pub const GRAPH_NODES_RECORDED: u16 = 6;
+/// The first version whose memory copies end with their addresses (`dst_address`,
+/// `src_address`); earlier ones are 16 bytes shorter.
+pub const COPY_ADDRESSES_RECORDED: u16 = 7;
 /// The oldest version of a kept spool this rocflow reads.
 pub const OLDEST_VERSION: u16 = 1;
 pub const STREAM_HEADER: usize = 8;
@@ -761,8 +764,13 @@ pub fn stored_size(kind: RecordKind, version: u16) -> usize {
         RecordKind::KernelDispatch | RecordKind::MemoryCopy => 2 * size_of::<u64>(),
         _ => 0,
     };
+    let addresses = match kind {
+        RecordKind::MemoryCopy => 2 * size_of::<u64>(),
+        _ => 0,
+    };
     match version {
-        v if v < GRAPH_NODES_RECORDED => wire_size(kind) - graph_node,
+        v if v < GRAPH_NODES_RECORDED => wire_size(kind) - graph_node - addresses,
+        v if v < COPY_ADDRESSES_RECORDED => wire_size(kind) - addresses,
         _ => wire_size(kind),
     }
 }

@@ -24,7 +24,8 @@ pub struct HipApiExtRecord {
 /// A simulated call's argument values, read by its function:
 /// `hipLaunchKernel`: kernel index in the scenario, stream; `hipGraphLaunch`: executable
 /// graph, stream; `hipMemcpy`: dst, src, bytes,
-/// kind; `hipMalloc`: the pointer's address, bytes; `hipFree`: the pointer.
+/// kind; `hipMalloc`: the pointer's address, bytes; `hipFree`: the pointer;
+/// `hipHostMalloc` and `hipHostFree` as `hipMalloc` and `hipFree` (flags 0).
 pub type CallArgs = [u64; 4];
 
 /// Where the simulated application keeps what it passes by address.
@@ -75,6 +76,12 @@ fn arguments(function: &str, values: CallArgs) -> Vec<(&'static CStr, &'static C
         }
         "hipMalloc" => vec![(c"ptr", c"PPv", address(a)), (c"size", c"m", b.to_string())],
         "hipFree" => vec![(c"ptr", c"Pv", address(a))],
+        "hipHostMalloc" => vec![
+            (c"ptr", c"PPv", address(a)),
+            (c"size", c"m", b.to_string()),
+            (c"flags", c"j", "0".into()),
+        ],
+        "hipHostFree" => vec![(c"ptr", c"Pv", address(a))],
         "hipGraphLaunch" => vec![
             (c"graphExec", c"P12hipGraphExec", address(a)),
             (c"stream", c"P12ihipStream_t", address(b)),

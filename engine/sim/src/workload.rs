@@ -29,7 +29,7 @@ use crate::buffer::Staged;
 use crate::device::{Counter, instance_id};
 use crate::kernel_replay::Submission;
 use crate::sdk::{Context, Running, Sdk, SpmService};
-use rocflow_core::scenario::{Kernel, Settings};
+use rocflow_core::scenario::{HostMemory, Kernel, Settings};
 
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
 static DISPATCH: AtomicU64 = AtomicU64::new(1);
@@ -132,6 +132,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
         hip_op("hipMalloc"),
         hip_op("hipFree"),
     );
+    let (host_malloc, host_free) = (hip_op("hipHostMalloc"), hip_op("hipHostFree"));
     let message = scenario.scenario.marker_message.as_deref();
     for iteration in first..scenario.scenario.iterations {
         if let Some(pace) = &pace {
@@ -229,7 +230,18 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
                 "device_to_host" => 3,
                 _ => 4,
             };
-            let (dst_address, src_address) = (0x7f00_0000_0000, 0x7e00_0000_0000);
+            // Addresses outside every allocation, but a pinned copy's host side: the start of
+            // this iteration's pinned allocation.
+            let (mut dst_address, mut src_address) = (0x7f00_0000_0000, 0x7e00_0000_0000);
+            if let (HostMemory::Pinned, Some(pinned)) = (copy.host, scenario.pinned_allocation()) {
+                let iterations = scenario.scenario.iterations;
+                let host = allocation_address(index, iteration, iterations, pinned.bytes);
+                match operation {
+                    2 => src_address = host,
+                    3 => dst_address = host,
+                    _ => {}
+                }
+            }
             wait(t);
             emitter.hip(
                 api_record(Domain::HipRuntimeApi, memcpy, t, correlation, tid),
@@ -272,7 +284,14 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
             t += API_NS.max(copy.duration_ns + 1_000);
         }
         for allocation in &scenario.allocations {
-            let agent = sdk.device.gpu_handle(allocation.agent as usize);
+            let (agent, malloc, free) = match allocation.host {
+                true => (sdk.device.agents[0].id, host_malloc, host_free),
+                false => (
+                    sdk.device.gpu_handle(allocation.agent as usize),
+                    malloc,
+                    free,
+                ),
+            };
             let address = allocation_address(
                 index,
                 iteration,

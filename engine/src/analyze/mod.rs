@@ -22,6 +22,7 @@ mod launch_bound;
 mod low_occupancy;
 mod low_utilization;
 mod memory_bound;
+mod pageable_copy;
 mod rank_imbalance;
 mod speed_of_light;
 mod steady_allocation;
@@ -36,7 +37,7 @@ pub use roofline::{Point as RooflinePoint, points as roofline};
 pub use rule::{Rule, Setting, Values};
 pub use sol_table::{Table as SpeedOfLightTable, table as speed_of_light_table};
 pub use trace::{
-    Allocation, Call, Dispatch, KernelCounter, Name, Range, Span, Trace, Transfer, merged,
+    Allocation, Call, Dispatch, KernelCounter, Name, Pinned, Range, Span, Trace, Transfer, merged,
 };
 
 /// Every rule, in the order `rocflow analyze --help` lists them.
@@ -44,6 +45,7 @@ pub const RULES: &[&dyn Rule] = &[
     &gpu_idle::GpuIdle,
     &low_utilization::LowUtilization,
     &sync_copy::SyncCopy,
+    &pageable_copy::PageableCopy,
     &launch_bound::LaunchBound,
     &sync_hot_spot::SyncHotSpot,
     &steady_allocation::SteadyAllocation,

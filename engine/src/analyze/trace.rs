@@ -11,8 +11,8 @@ use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::column::marker_label;
 use crate::plan::StageGraph;
-use crate::record::{Agent, Batch, RecordKind};
-use crate::sdk::Domain;
+use crate::record::{Agent, Arg, ArgValue, Batch, RecordKind};
+use crate::sdk::{AgentType, Domain};
 use crate::sink::{Placeholders, Sink, SinkError};
 use crate::source::{Ending, Source, SourceError};
 use crate::stage;
@@ -91,6 +91,18 @@ pub struct Transfer {
     /// `host_to_device`, … (the SDK's operation, in rocflow's words).
     pub direction: &'static str,
     pub correlation_id: u64,
+    /// Where it read or wrote on the host, for a copy between the host and a GPU whose
+    /// record has its addresses.
+    pub host_address: Option<u64>,
+}
+
+/// Host memory a GPU copies from and to directly, without staging: an allocation of a CPU
+/// agent's memory (`hipHostMalloc`), or a range `hipHostRegister` pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pinned {
+    pub pid: u32,
+    pub start: u64,
+    pub end: u64,
 }
 
 /// A memory allocation or free.
@@ -147,6 +159,9 @@ pub struct Trace {
     pub calls: Vec<Call>,
     pub copies: Vec<Transfer>,
     pub allocations: Vec<Allocation>,
+    /// Pinned host memory seen, whenever it was (frees are not followed: an address once
+    /// pinned counts as pinned), merged per process, in order.
+    pub pinned: Vec<Pinned>,
     pub ranges: Vec<Range>,
     names: Vec<String>,
     name_ids: FxHashMap<String, Name>,
@@ -190,6 +205,7 @@ impl Trace {
         self.calls.sort_by_key(|c| (c.span, c.pid, c.tid));
         self.copies.sort_by_key(|c| (c.span, c.pid));
         self.allocations.sort_by_key(|a| (a.span, a.pid, a.tid));
+        self.pinned = merged_pinned(std::mem::take(&mut self.pinned));
         self.ranges.sort_by_key(|r| (r.span, r.pid, r.tid));
         self.by_correlation = (self.calls.iter().enumerate())
             .map(|(i, c)| ((c.pid, c.correlation_id), i as u32))
@@ -267,6 +283,23 @@ impl Trace {
             .count() as u64
     }
 
+    /// Whether process `pid` pinned the host memory at `address`.
+    pub fn is_pinned(&self, pid: u32, address: u64) -> bool {
+        let after = self
+            .pinned
+            .partition_point(|p| (p.pid, p.start) <= (pid, address));
+        after > 0 && {
+            let p = self.pinned[after - 1];
+            p.pid == pid && address < p.end
+        }
+    }
+
+    /// Whether process `pid` pinned any host memory.
+    pub fn pins(&self, pid: u32) -> bool {
+        let first = self.pinned.partition_point(|p| p.pid < pid);
+        self.pinned.get(first).is_some_and(|p| p.pid == pid)
+    }
+
     /// The calls of process `pid` that overlap `span`, in start order.
     pub fn calls_overlapping(&self, pid: u32, span: Span) -> impl Iterator<Item = &Call> {
         let from = span.start_ns.saturating_sub(self.longest_call_ns);
@@ -342,6 +375,40 @@ pub fn merged(mut spans: Vec<Span>) -> Vec<Span> {
     out
 }
 
+/// Pinned ranges merged where they overlap or touch, per process, in order.
+fn merged_pinned(mut pinned: Vec<Pinned>) -> Vec<Pinned> {
+    pinned.sort_unstable();
+    let mut out: Vec<Pinned> = Vec::with_capacity(pinned.len());
+    for p in pinned {
+        match out.last_mut() {
+            Some(last) if last.pid == p.pid && p.start <= last.end => {
+                last.end = last.end.max(p.end)
+            }
+            _ => out.push(p),
+        }
+    }
+    out
+}
+
+/// `hipHostRegister`'s arguments: the pointer, then the size.
+const REGISTERED_POINTER: u8 = 0;
+const REGISTERED_SIZE: u8 = 1;
+
+/// The range a `hipHostRegister` call pinned, from its arguments.
+fn registered(args: &[Arg]) -> Option<(u64, u64)> {
+    let arg = |position| {
+        args.iter()
+            .find(|a| a.position == position)
+            .map(|a| a.value)
+    };
+    match (arg(REGISTERED_POINTER)?, arg(REGISTERED_SIZE)?) {
+        (ArgValue::Address(start), ArgValue::Int(size)) => {
+            Some((start, start.saturating_add(u64::try_from(size).ok()?)))
+        }
+        _ => None,
+    }
+}
+
 /// The record kinds the trace keeps.
 const KINDS: [RecordKind; 6] = [
     RecordKind::KernelDispatch,
@@ -401,19 +468,36 @@ impl Sink for Collector {
                         *t.samples.entry(key).or_default() += r.value;
                     }
                 }
-                Batch::Api(records) => t.calls.extend(records.iter().map(|r| {
-                    Call {
-                        pid: r.pid,
-                        tid: r.tid,
-                        function: Domain::from_sdk_value(r.domain_id.into())
+                Batch::Api(records) => {
+                    for (i, r) in records.iter().enumerate() {
+                        let function = Domain::from_sdk_value(r.domain_id.into())
                             .and_then(|d| d.operation_name(r.operation_id))
-                            .unwrap_or(UNKNOWN),
-                        span: span(r.start_ns, r.end_ns),
-                        correlation_id: r.correlation_id,
+                            .unwrap_or(UNKNOWN);
+                        if function == "hipHostRegister"
+                            && let Some((start, end)) = chunk.call_args(i).and_then(registered)
+                        {
+                            t.pinned.push(Pinned {
+                                pid: r.pid,
+                                start,
+                                end,
+                            });
+                        }
+                        t.calls.push(Call {
+                            pid: r.pid,
+                            tid: r.tid,
+                            function,
+                            span: span(r.start_ns, r.end_ns),
+                            correlation_id: r.correlation_id,
+                        });
                     }
-                })),
+                }
                 Batch::MemoryCopy(records) => t.copies.extend(records.iter().map(|r| {
                     let direction = operation(Domain::MemoryCopy, r.operation_id.into());
+                    let host_address = match direction {
+                        "HOST_TO_DEVICE" => r.src_address,
+                        "DEVICE_TO_HOST" => r.dst_address,
+                        _ => 0,
+                    };
                     Transfer {
                         pid: r.pid,
                         gpu: match direction {
@@ -425,16 +509,29 @@ impl Sink for Collector {
                         bytes: r.bytes,
                         direction,
                         correlation_id: r.correlation_id,
+                        host_address: (host_address != 0).then_some(host_address),
                     }
                 })),
                 Batch::MemoryAllocation(records) => {
-                    t.allocations.extend(records.iter().map(|r| Allocation {
-                        pid: r.pid,
-                        tid: r.tid,
-                        span: span(r.start_ns, r.end_ns),
-                        bytes: r.bytes,
-                        operation: operation(Domain::MemoryAllocation, r.operation_id.into()),
-                    }))
+                    for r in records {
+                        let operation = operation(Domain::MemoryAllocation, r.operation_id.into());
+                        let on_cpu = (meta.agents.iter())
+                            .any(|a| a.index == r.agent && a.agent_type == AgentType::Cpu);
+                        if on_cpu && operation == "ALLOCATE" {
+                            t.pinned.push(Pinned {
+                                pid: r.pid,
+                                start: r.address,
+                                end: r.address.saturating_add(r.bytes),
+                            });
+                        }
+                        t.allocations.push(Allocation {
+                            pid: r.pid,
+                            tid: r.tid,
+                            span: span(r.start_ns, r.end_ns),
+                            bytes: r.bytes,
+                            operation,
+                        });
+                    }
                 }
                 Batch::Marker(records) => {
                     for r in records.iter().filter(|r| r.operation_id != ROCTX_MARK) {
@@ -474,5 +571,40 @@ mod tests {
         );
         assert_eq!(s(0, 10).overlap(&s(5, 20)), 5);
         assert_eq!(s(0, 10).overlap(&s(20, 30)), 0);
+    }
+
+    #[test]
+    fn an_address_is_pinned_inside_a_pinned_range_of_its_process() {
+        let p = |pid, start, end| Pinned { pid, start, end };
+        let trace = Trace {
+            pinned: merged_pinned(vec![p(2, 100, 200), p(1, 150, 160), p(1, 100, 150)]),
+            ..Default::default()
+        };
+        assert_eq!(trace.pinned, vec![p(1, 100, 160), p(2, 100, 200)]);
+        assert!(trace.is_pinned(1, 100) && trace.is_pinned(1, 159));
+        assert!(!trace.is_pinned(1, 160) && !trace.is_pinned(1, 99));
+        assert!(trace.is_pinned(2, 199) && !trace.is_pinned(3, 150));
+        assert!(trace.pins(1) && trace.pins(2) && !trace.pins(0) && !trace.pins(3));
+    }
+
+    #[test]
+    fn host_register_pins_the_range_its_arguments_name() {
+        let arg = |position, value| Arg {
+            position,
+            name: crate::record::Sym(0),
+            type_name: crate::record::Sym(0),
+            value,
+        };
+        let args = [
+            arg(0, ArgValue::Address(0x1000)),
+            arg(1, ArgValue::Int(4096)),
+            arg(2, ArgValue::Int(0)),
+        ];
+        assert_eq!(registered(&args), Some((0x1000, 0x2000)));
+        assert_eq!(registered(&args[..1]), None);
+        assert_eq!(
+            registered(&[arg(0, ArgValue::Address(1)), arg(1, ArgValue::Int(-1))]),
+            None
+        );
     }
 }

@@ -626,6 +626,8 @@ unsafe fn convert(
                         operation_id: r.operation as u8,
                         graph_exec_id,
                         graph_node_id,
+                        dst_address: r.dst_address,
+                        src_address: r.src_address,
                     });
                 }
                 RecordKind::MemoryAllocation => {

@@ -331,6 +331,11 @@ records! {
         /// Its node in that launch: the launch's dispatches and copies numbered from 0 in
         /// the order the launching thread enqueued them (0 also outside any graph).
         graph_node_id: u64,
+        /// Where it wrote and read, as the SDK's record gives them: a host address tells
+        /// whether the copy came from pinned memory. 0 where unknown (spools before
+        /// format 7, rocpd databases without them).
+        dst_address: u64,
+        src_address: u64,
     }
 
     /// A memory allocation or free.

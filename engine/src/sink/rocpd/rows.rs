@@ -73,8 +73,9 @@ tables! {
         "graph_exec_id", "graph_node_id", "region_name_id", "event_id"
     );
     memory_copy = MEMORY_COPY (
-        "nid", "pid", "tid", "start", "end", "name_id", "dst_agent_id", "src_agent_id", "size",
-        "stream_id", "graph_exec_id", "graph_node_id", "event_id"
+        "nid", "pid", "tid", "start", "end", "name_id", "dst_agent_id", "dst_address",
+        "src_agent_id", "src_address", "size", "stream_id", "graph_exec_id", "graph_node_id",
+        "event_id"
     );
     memory_allocate = MEMORY_ALLOCATE (
         "nid", "pid", "tid", "agent_id", "type", "level", "start", "end", "address", "size",
@@ -418,7 +419,9 @@ impl<'a> Window<'a> {
                 r.end_ns,
                 operation.name,
                 ids.agent(scope.stream, r.dst_agent),
+                known(r.dst_address),
                 ids.agent(scope.stream, r.src_agent),
+                known(r.src_address),
                 r.bytes,
                 stream,
                 r.graph_exec_id,
@@ -725,6 +728,11 @@ impl<'a> Window<'a> {
         }
         Ok((records[0].pid, last))
     }
+}
+
+/// An address the record knows (the SDK's), or NULL: 0 is none.
+fn known(address: u64) -> Option<u64> {
+    (address != 0).then_some(address)
 }
 
 /// The SDK's name of a domain (`HIP_RUNTIME_API`), rocpd's category of its events.

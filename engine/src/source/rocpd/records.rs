@@ -248,7 +248,7 @@ impl Reader<'_, '_> {
             schema::MEMORY_COPY,
             "x.pid, x.tid, x.start, x.end, e.category_id, x.name_id, \
              x.src_agent_id, x.dst_agent_id, x.size, e.stack_id, e.correlation_id, \
-             x.graph_exec_id, x.graph_node_id",
+             x.graph_exec_id, x.graph_node_id, x.dst_address, x.src_address",
         );
         let kinds = [RecordKind::MemoryCopy];
         self.records(
@@ -269,6 +269,8 @@ impl Reader<'_, '_> {
                     operation_id: operation.map_or(0, |o| o.id as u8),
                     graph_exec_id: u64(row, 11),
                     graph_node_id: u64(row, 12),
+                    dst_address: u64(row, 13),
+                    src_address: u64(row, 14),
                 };
                 push!(r.out, stream, MemoryCopy, record)?;
                 Ok(())
