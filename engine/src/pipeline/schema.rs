@@ -251,6 +251,26 @@ mod tests {
         std::fs::write(path, text).unwrap();
     }
 
+    /// The analyze step's `rules` offer editors every rule and refuse none: the schema is
+    /// checked before the compiler, so a rule missing there could not be chosen at all.
+    #[test]
+    fn the_analyze_steps_rules_are_the_analyzers() {
+        fn find<'a>(value: &'a Json, found: &mut Vec<&'a Json>) {
+            if value["if"]["properties"]["kind"]["const"] == "analyze" {
+                found.push(&value["then"]["properties"]["rules"]["items"]["enum"]);
+            }
+            match value {
+                Json::Object(map) => map.values().for_each(|v| find(v, found)),
+                Json::Array(items) => items.iter().for_each(|v| find(v, found)),
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        find(&SCHEMA, &mut found);
+        let rules: Vec<&str> = crate::analyze::RULES.iter().map(|r| r.id()).collect();
+        assert_eq!(found, [&Json::from(rules)]);
+    }
+
     /// JSON as the shipped file lays it out: a value on one line where it fits in 100
     /// columns, else one member per line.
     fn layout(value: &Json, indent: usize) -> String {
