@@ -12,7 +12,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, RwLock};
 
 use rayon::prelude::*;
@@ -456,16 +456,25 @@ impl Decoder<'_> {
             .filter(|chunk| !chunk.is_empty())
             .map(Arc::new)
             .collect();
+        // Sinks with room take the window first, then the decoder waits for the others in
+        // turn: waiting on a busy sink first held back sinks that were ready for it.
+        let mut busy = Vec::new();
         for (kinds, sender) in &self.outlets {
             let taken: Vec<Arc<Chunk>> = window
                 .iter()
                 .filter(|chunk| kinds.contains(&chunk.batch.kind()))
                 .cloned()
                 .collect();
-            if !taken.is_empty() {
-                // A sink that stopped has dropped its receiver; the others go on.
-                let _ = sender.send(Message::Window(taken));
+            if taken.is_empty() {
+                continue;
             }
+            // A sink that stopped has dropped its receiver; the others go on.
+            if let Err(TrySendError::Full(message)) = sender.try_send(Message::Window(taken)) {
+                busy.push((sender, message));
+            }
+        }
+        for (sender, message) in busy {
+            let _ = sender.send(message);
         }
     }
 }

@@ -9,8 +9,9 @@
 //! (see [`time`]).
 //!
 //! The messages are encoded by hand ([`proto`]), a window at a time by several packet
-//! sequences in parallel ([`sequence`]), and streamed to the file: memory holds the
-//! timelines' reorder buffers, not the run. With `split_size`, a file that has reached that
+//! sequences in parallel ([`sequence`]), and streamed to the file, a window's bytes while
+//! the sequences encode the next: memory holds the timelines' reorder buffers and two
+//! windows' bytes, not the run. With `split_size`, a file that has reached that
 //! size is closed after the chunk of records that took it there, and the trace goes on in
 //! `NAME.1.pftrace`,
 //! `NAME.2.pftrace`, … each with its own descriptors and interning. Files are written in a
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
+use self::proto::Encoder;
 use self::sequence::Sequence;
 use self::settings::Settings;
 use self::shards::{Routes, Shards};
@@ -49,6 +51,10 @@ pub struct PerfettoSink {
     /// The sequence of each track.
     shards: Shards,
     files: Files,
+    /// What each sequence encoded of the last window, written while they encode the next:
+    /// on one thread, the writing alone bounded a 16-core replay at 7.5 M records/s. (With
+    /// `split_size` each chunk is written at once, so that files end where they always have.)
+    pending: Vec<Encoder>,
     /// Per stream, the latest record start seen: where a run cut short ends.
     last_ns: HashMap<u16, u64>,
 }
@@ -79,6 +85,7 @@ impl PerfettoSink {
                 .map(|id| Sequence::new(id, options.time_unit))
                 .collect(),
             shards: Shards::new(sequences),
+            pending: (0..sequences).map(|_| Encoder::default()).collect(),
             files: Files {
                 staging: Staging::create(path)?,
                 split_size: options.split_size.as_ref().map(|size| size.bytes),
@@ -95,6 +102,19 @@ impl PerfettoSink {
     fn open(&mut self, catalog: &Catalog) -> Result<(), SinkError> {
         if self.files.open(catalog)? {
             self.sequences.iter_mut().for_each(Sequence::new_file);
+        }
+        Ok(())
+    }
+
+    /// Appends what the sequences wrote of the last window to the file.
+    fn write_pending(&mut self) -> Result<(), SinkError> {
+        for out in self
+            .pending
+            .iter_mut()
+            .filter(|out| !out.bytes().is_empty())
+        {
+            self.files.write(out.bytes())?;
+            out.clear();
         }
         Ok(())
     }
@@ -150,14 +170,11 @@ impl Files {
 
 impl Sink for PerfettoSink {
     /// The sequences write the window in parallel, a chunk at a time when the trace is
-    /// split (so that a file ends within a chunk of its split size), else whole. The
+    /// split (so that a file ends within a chunk of its split size), else whole while the
+    /// last window's bytes go to the file. The
     /// records are first sorted to their tracks, chunks in parallel, and new tracks given
     /// their sequences in the window's order.
     fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
-        let step = match self.files.split_size {
-            Some(_) => 1,
-            None => window.len().max(1),
-        };
         for chunk in window.iter().filter(|c| !c.is_empty()) {
             // Chunks are in start order.
             let last = row(&chunk.batch, chunk.len() - 1).start_ns();
@@ -170,24 +187,40 @@ impl Sink for PerfettoSink {
             .map(|chunk| Routes::of(chunk, catalog.stream(chunk.stream), settings))
             .collect();
         routes.iter_mut().for_each(|r| self.shards.assign(r));
-        for (part, routes) in window.chunks(step).zip(routes.chunks(step)) {
+        if self.files.split_size.is_none() {
+            // The last window's bytes are written while this one is encoded; the buffers
+            // then change places.
             self.open(catalog)?;
-            let settings = &self.settings;
-            self.sequences
-                .par_iter_mut()
-                .enumerate()
-                .for_each(|(shard, sequence)| {
-                    for (chunk, routes) in part.iter().zip(routes) {
-                        let meta = catalog.stream(chunk.stream);
-                        sequence.write(chunk, routes, meta, settings, shard);
-                    }
-                });
+            let (files, pending) = (&mut self.files, &self.pending);
+            let ((), written) = rayon::join(
+                || {
+                    encode(
+                        &mut self.sequences,
+                        window,
+                        &routes,
+                        catalog,
+                        &self.settings,
+                    )
+                },
+                || pending.iter().try_for_each(|out| files.write(out.bytes())),
+            );
+            written?;
+            for (sequence, out) in self.sequences.iter_mut().zip(&mut self.pending) {
+                out.clear();
+                std::mem::swap(&mut sequence.out, out);
+            }
+            return Ok(());
+        }
+        for (part, routes) in window.chunks(1).zip(routes.chunks(1)) {
+            self.open(catalog)?;
+            encode(&mut self.sequences, part, routes, catalog, &self.settings);
             self.drain()?;
         }
         Ok(())
     }
 
     fn finish(mut self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
+        self.write_pending()?;
         if let Some(Exit::Signal(signal)) = catalog.exit {
             self.mark_incomplete(signal, catalog)?;
         }
@@ -228,6 +261,25 @@ impl PerfettoSink {
         }
         self.drain()
     }
+}
+
+/// The sequences encode the chunks `part` in parallel, each the tracks `routes` give it.
+fn encode(
+    sequences: &mut [Sequence],
+    part: &[Arc<Chunk>],
+    routes: &[Routes],
+    catalog: &Catalog,
+    settings: &Settings,
+) {
+    sequences
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(shard, sequence)| {
+            for (chunk, routes) in part.iter().zip(routes) {
+                let meta = catalog.stream(chunk.stream);
+                sequence.write(chunk, routes, meta, settings, shard);
+            }
+        });
 }
 
 /// The `index`th file of a trace at `target`: `trace.pftrace`, `trace.1.pftrace`, …
