@@ -8,10 +8,15 @@ use std::sync::OnceLock;
 
 use crate::stderr::warn;
 
+/// `roctxRangePushA`.
+type Push = unsafe extern "C" fn(message: *const c_char) -> c_int;
+/// `roctxRangePop`.
+type Pop = unsafe extern "C" fn() -> c_int;
+
 /// The legacy library's range calls.
 pub struct Library {
-    push: unsafe extern "C" fn(message: *const c_char) -> c_int,
-    pop: unsafe extern "C" fn() -> c_int,
+    push: Push,
+    pop: Pop,
 }
 
 impl Library {
@@ -55,8 +60,8 @@ fn find() -> Option<Library> {
     // SAFETY: the library's functions have these types.
     unsafe {
         Some(Library {
-            push: std::mem::transmute::<*mut c_void, _>(push),
-            pop: std::mem::transmute::<*mut c_void, _>(pop),
+            push: std::mem::transmute::<*mut c_void, Push>(push),
+            pop: std::mem::transmute::<*mut c_void, Pop>(pop),
         })
     }
 }
