@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use support::kit::Kit;
 use support::scenario::scenario_with;
 use support::truth::{self, Collects, Part, Scenario};
 use support::{
@@ -310,4 +311,42 @@ fn another_users_process_is_refused() {
             "run rocflow attach as that user, or as root",
         ],
     );
+}
+
+/// A process on AMD's real SDK kit (`../shared/realsdk`), started as AMD's attachment asks
+/// (`ROCP_TOOL_ATTACH=1`, rocprofiler-register preloaded): the kit's rocprofiler-register
+/// 0.5.0 exports neither of the functions an attach calls in the target, so the process
+/// cannot be attached to, and the refusal names them and the release that brought them.
+#[test]
+fn a_process_on_the_real_sdk_kit_is_refused_for_its_registers_missing_entry_points() {
+    let kit = Kit::get();
+    let register = kit.root.join("lib/librocprofiler-register.so.0.5.0");
+    let mut command = Command::new("/bin/sleep");
+    command
+        .arg("30")
+        .env("LD_PRELOAD", &register)
+        .env("LD_LIBRARY_PATH", kit.library_path())
+        .env("ROCP_TOOL_ATTACH", "1")
+        .env_remove("ROCP_TOOL_LIBRARIES");
+    let target = Spawned::start(&mut command);
+    let maps = format!("/proc/{}/maps", target.0.id());
+    wait_until("the target loads the kit's rocprofiler-register", || {
+        std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("librocprofiler-register.so"))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "p.toml", PIPELINE);
+    let output = attach(target.0.id(), &["p.toml"], dir.path());
+    assert_fails(
+        &output,
+        2,
+        &[
+            &format!(
+                "process {} was not started attachable: its rocprofiler-register 0.5.0 ({}) has no attach entry point: it exports no `rocprofiler_register_attach` or `rocprofiler_register_detach`, which AMD's process attachment calls in the target and which came with rocprofiler-sdk 1.1 (ROCm 7.1)",
+                target.0.id(),
+                register.display()
+            ),
+            "no restart makes it attachable on this ROCm: profile it from its start with `rocflow run`",
+        ],
+    );
+    assert!(!dir.path().join("out").exists(), "no outputs");
 }

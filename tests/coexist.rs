@@ -9,7 +9,7 @@ use std::process::Command;
 use support::kit::{Kit, Node};
 use support::scenario::default_scenario;
 use support::truth::Scenario;
-use support::{assert_says, assert_success, inspect, repo, rocflow, sim_app, text};
+use support::{assert_says, assert_success, inspect, programs, repo, rocflow, sim_app, text};
 
 /// `tests/apps/second_client.c` built into `dir`: as a tool library (`main: false`), or as
 /// a program that starts the SDK with `rocprofiler_force_configure` itself.
@@ -244,14 +244,7 @@ fn a_client_that_forces_the_sdk_first_and_rocflow_both_start_with_amds_sdk() {
 /// stand-in for roctracer's legacy ROCTx library (`libroctx64.so`), with the ROCTx header
 /// of the kit.
 fn legacy_roctx_program(dir: &Path) -> PathBuf {
-    let library = dir.join("libroctx64.so");
-    let cc = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&library)
-        .arg(repo().join("tests/apps/legacy_roctx.c"))
-        .output()
-        .expect("cc runs");
-    assert_success(&cc);
+    programs::legacy_roctx(dir);
     let app = dir.join("roctx_markers");
     let cc = Command::new("cc")
         .arg("-o")

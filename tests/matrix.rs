@@ -13,7 +13,8 @@
 //! CI checks every template and a fixed sample of the pairs; `ROCFLOW_MATRIX=full` checks
 //! every pair (see the README).
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use rocflow::diag::{Diagnostic, Severity, SourceFile};
 use rocflow::pipeline;
@@ -22,7 +23,7 @@ use rocflow::sdk::Domain;
 use support::peer::Peer;
 use support::truth::series::{self, Sampled};
 use support::truth::{self, Collects, KernelNames, Part, Scenario, Tally};
-use support::{assert_success, entries, repo, rocflow, sim_app};
+use support::{assert_success, entries, programs, repo, rocflow, rocflow_exe, sim_app, sim_sdk};
 
 /// The shipped templates the matrix runs, with what each collects on the MI300X scenario.
 fn templates() -> Vec<(&'static str, Collects)> {
@@ -193,6 +194,25 @@ struct Row {
     /// shader-engine mask, and how many of the (one-thread) scenario's iterations it
     /// traces.
     device_trace: Option<(u64, u64)>,
+    /// How the application runs and is profiled.
+    launch: Launch,
+}
+
+/// How a row's application runs and is profiled.
+#[derive(Clone, Copy)]
+enum Launch {
+    /// `sim-app` under `rocflow run`.
+    Run,
+    /// The example session program (`examples/session/window.c`) on the simulated SDK: it
+    /// starts the SDK late with a session on the row's pipeline, which profiles iterations
+    /// 3 to 5 of the paced scenario (its period is the row's); its outputs are the
+    /// session's final phase.
+    Session {
+        /// The scenario's ROCTx ranges go to the legacy ROCTx library (the stand-in for
+        /// roctracer's `libroctx64.so`, preloaded) and reach no SDK: the session gets them
+        /// only through the library's tracer callback.
+        legacy_roctx: bool,
+    },
 }
 
 /// A window of a replay.
@@ -266,6 +286,7 @@ impl Row {
             scenario: "",
             settings: "",
             device_trace: None,
+            launch: Launch::Run,
         }
     }
 
@@ -276,6 +297,51 @@ impl Row {
             extends.join(", "),
             self.extra
         )
+    }
+
+    /// Runs the application as the row says, into `live` under `dir`; returns where the
+    /// live outputs are.
+    fn run(&self, dir: &Path) -> PathBuf {
+        let Launch::Session { legacy_roctx } = self.launch else {
+            let app = sim_app();
+            let forks = self.forks.to_string();
+            let mut run = vec!["run", "matrix.toml", "--device", "sim:scenario.toml"];
+            run.extend(["--set", "output_dir=live", "--", app.to_str().unwrap()]);
+            match self.forks {
+                0 => run.extend(["exit", "0"]),
+                _ => run.extend(["fork", &forks]),
+            }
+            assert_success(&rocflow(&run, dir, &[]));
+            return dir.join("live");
+        };
+        let (iterations, ms) = self.paced.expect("a session row is paced");
+        let period = (ms / iterations).to_string();
+        let program = programs::session_window(dir);
+        let mut preload = sim_sdk().into_os_string();
+        if legacy_roctx {
+            preload.push(" ");
+            preload.push(programs::legacy_roctx(dir));
+        }
+        let output = Command::new(program)
+            .args(["matrix.toml", "live", &period])
+            .current_dir(dir)
+            .env("LD_PRELOAD", preload)
+            .env("ROCFLOW_SIM_SCENARIO", dir.join("scenario.toml"))
+            .env("ROCFLOW_BIN", rocflow_exe())
+            .env_remove("ROCP_TOOL_LIBRARIES")
+            .env_remove("ROCFLOW_PIPELINE_PATH")
+            .output()
+            .expect("the session program runs");
+        assert_success(&output);
+        dir.join("live/final")
+    }
+
+    /// The live run's spool, in its outputs' directory.
+    fn spool(&self) -> &'static str {
+        match self.launch {
+            Launch::Run => "last.rfraw",
+            Launch::Session { .. } => "session.rfraw",
+        }
     }
 
     /// Runs the row live and replays it from its spool and its database; holds every
@@ -292,29 +358,21 @@ impl Row {
             let paced = format!("iterations = {iterations}\nduration_ms = {ms}");
             text = text.replace("iterations = 100", &paced);
         }
-        text = text.replacen("[scenario]\n", &format!("[scenario]\n{}", self.settings), 1);
+        let mut settings = self.settings.to_owned();
+        if let Launch::Session { legacy_roctx: true } = self.launch {
+            settings.push_str("marker_library = \"legacy\"\n");
+        }
+        text = text.replacen("[scenario]\n", &format!("[scenario]\n{settings}"), 1);
         text.push_str(self.scenario);
         std::fs::write(dir.join("scenario.toml"), text).unwrap();
         let mut scenario = Scenario::read(&dir.join("scenario.toml"));
         if let Some(iterations) = self.collected {
             scenario.iterations = iterations;
         }
-        let app = sim_app();
-        let forks = self.forks.to_string();
-        let mut run = vec![
-            "run",
-            "matrix.toml",
-            "--device",
-            "sim:scenario.toml",
-            "--set",
-        ];
-        run.extend(["output_dir=live", "--", app.to_str().unwrap()]);
-        match self.forks {
-            0 => run.extend(["exit", "0"]),
-            _ => run.extend(["fork", &forks]),
-        }
-        assert_success(&rocflow(&run, dir, &[]));
-        for (input, source) in [("live/last.rfraw", "spool"), ("live/m/run.db", "db")] {
+        let live = self.run(dir);
+        let (spool, db) = (live.join(self.spool()), live.join("m/run.db"));
+        for (input, source) in [(&spool, "spool"), (&db, "db")] {
+            let input = input.to_str().unwrap();
             let output_dir = format!("output_dir={source}");
             let mut replay = vec!["replay", input, "matrix.toml", "--set", &output_dir];
             match self.window {
@@ -334,7 +392,11 @@ impl Row {
         let mut within = Scenario::read(&dir.join("scenario.toml"));
         within.iterations = self.window.map_or(0, |w| w.1);
         for source in ["live", "spool", "db"] {
-            let out = dir.join(source);
+            let out = if source == "live" {
+                live.clone()
+            } else {
+                dir.join(source)
+            };
             let (csv, dispatches) = truth::csv_tables(&out.join("m/csv"));
             let windowed = self.window.is_some() && source != "live";
             let truth_of = if windowed { &within } else { &scenario };
@@ -994,6 +1056,26 @@ fn features_that_change_records_agree_with_the_truth() {
     check(&[
         filtered, mangled, truncated, long, window, span, periods, repeated, processes,
     ]);
+}
+
+/// A session the application opens on the simulated SDK after it started (the SDK started
+/// late, by `rocprofiler_force_configure`) holds the records of its window, iterations 3
+/// to 5 of eight paced 200 ms apart, and no others: ROCTx ranges included, whether the
+/// application's ROCTx is the SDK's or the legacy library's, which reaches the session
+/// only through its tracer callback.
+#[test]
+fn a_late_started_sessions_window_agrees_with_the_truth() {
+    let templates = templates();
+    let trace_all = &templates.iter().find(|t| t.0 == "trace-all").unwrap().1;
+    let rows = [false, true].map(|legacy_roctx| {
+        let mut row = Row::new(&["trace-all"], trace_all.clone());
+        row.name = format!("a session's window, ROCTx of the legacy library: {legacy_roctx}");
+        row.paced = Some((8, 1600));
+        row.collected = Some(3);
+        row.launch = Launch::Session { legacy_roctx };
+        row
+    });
+    check(&rows);
 }
 
 /// The device-counters template on a paced run: each GPU's reads, live and replayed from

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use support::truth::{self, Collects, Part, Scenario};
 use support::{
-    assert_says, assert_success, repo, rocflow, rocflow_exe, sim_sdk, text, tool_library,
+    assert_says, assert_success, programs, repo, rocflow, rocflow_exe, sim_sdk, text, tool_library,
 };
 
 /// A paced copy of the MI300X scenario in `dir`: `iterations` every `period_ms`.
@@ -72,25 +72,6 @@ fn assert_holds_iterations(out: &Path, scenario: &Path, iterations: u64) {
     assert!(misfits.is_empty(), "{misfits:?}");
 }
 
-/// The example C program, built against the tool library `cargo test` built (the one
-/// `rocflow run` gives the SDK: under a run, the program's session is the run's tool).
-fn c_program(dir: &Path) -> PathBuf {
-    let program = dir.join("window");
-    let tool = tool_library();
-    let cc = Command::new("cc")
-        .arg("-o")
-        .arg(&program)
-        .arg(repo().join("examples/session/window.c"))
-        .arg("-I")
-        .arg(repo().join("plugins/include"))
-        .arg(&tool)
-        .arg(format!("-Wl,-rpath,{}", tool.parent().unwrap().display()))
-        .output()
-        .expect("cc runs");
-    assert_success(&cc);
-    program
-}
-
 /// `program args…` in `dir` on the simulated device replaying `scenario`, as a user
 /// starts it: the simulated SDK preloaded where the HIP runtime would bring the real one.
 fn on_sim(program: &Path, args: &[&str], dir: &Path, scenario: &Path) -> Output {
@@ -114,7 +95,7 @@ fn a_c_program_profiles_only_its_window() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let scenario = paced_scenario(dir, 8, 200);
-    let program = c_program(dir);
+    let program = programs::session_window(dir);
     let out = on_sim(&program, &["csv", "out", "200"], dir, &scenario);
     assert_success(&out);
     assert_holds_iterations(&dir.join("out/final"), &scenario, 3);
@@ -131,7 +112,7 @@ fn under_rocflow_run_a_session_limits_the_run_to_its_window() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let scenario = paced_scenario(dir, 8, 200);
-    let program = c_program(dir);
+    let program = programs::session_window(dir);
     let device = format!("sim:{}", scenario.display());
     // The run's contexts wait to be started, here by the session.
     let pipeline = "[pipeline]\nname = \"paused\"\nextends = [\"csv\"]\n\n[[context]]\nname = \"trace\"\nperiod = { paused = true }\n";
@@ -163,7 +144,7 @@ fn a_session_says_why_it_cannot_open() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let scenario = paced_scenario(dir, 2, 10);
-    let program = c_program(dir);
+    let program = programs::session_window(dir);
     // No SDK in the process.
     let out = Command::new(&program)
         .args(["csv", "out", "10"])

@@ -4,7 +4,12 @@
 //! is all the CPU time spent, application and runner together (the session's process
 //! reaps its runners, the run's runner its application), per record the outputs hold, as
 //! `wait4` reports it for the one process the benchmark starts. Modes alternate, so that
-//! both see the same machine. Run with `cargo bench -p rocflow --bench session`.
+//! both see the same machine. Run with `cargo bench -p rocflow --bench session`, or, built
+//! (`cargo bench -p rocflow --bench session --no-run` names the executable), as a plain
+//! program from the repository's root on a machine without cargo: it finds `rocflow` in
+//! `ROCFLOW_BIN`, else in the folder above its own (`target/release/` for
+//! `target/release/deps/session-…`), and the simulated SDK and the tool library beside
+//! `rocflow`.
 //!
 //! The benchmark is also its own application: started with `ROCFLOW_BENCH_SESSION` set,
 //! it opens a session (or, under `rocflow run`, waits for the scenario) and prints its
@@ -79,7 +84,7 @@ struct Measured {
 /// One run of the application, as a session or under `rocflow run`: records in its
 /// spool, CPU time of every process, and the session's latencies.
 fn measure(dir: &Path, session: bool) -> Measured {
-    let rocflow = PathBuf::from(env!("CARGO_BIN_EXE_rocflow"));
+    let rocflow = rocflow();
     let out = dir.join("out");
     let _ = std::fs::remove_dir_all(&out);
     let bench = std::env::current_exe().unwrap();
@@ -141,6 +146,22 @@ fn measure(dir: &Path, session: bool) -> Measured {
         latency: field("start "),
         latency_stop: field("stop "),
     }
+}
+
+/// The `rocflow` binary: `ROCFLOW_BIN`, else the one in the folder above this
+/// executable's (where cargo puts a bench's), else the one cargo built it with.
+fn rocflow() -> PathBuf {
+    if let Some(bin) = std::env::var_os("ROCFLOW_BIN") {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let above = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("rocflow"));
+    above
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_rocflow")))
 }
 
 /// A library built beside `rocflow` (or in `deps/`, where `cargo bench` builds it).

@@ -9,6 +9,7 @@ pub mod imports;
 pub mod kit;
 pub mod names;
 pub mod peer;
+pub mod programs;
 pub mod rocprofv3_db;
 pub mod scenario;
 pub mod truth;

@@ -16,14 +16,14 @@ mod status;
 pub const RECORDS_PER_ITERATION: u64 = 2 * 8 * 2;
 
 /// The simulated SDK's MI300X example scenario, its threads running `iterations`
-/// iterations.
+/// iterations: the repository's in the current folder (a bench run as a plain program
+/// from the root of a copy), else the one it was built from.
 pub fn example(iterations: u64) -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/sim/mi300x.toml"
-    ))
-    .unwrap()
-    .replace("iterations = 100", &format!("iterations = {iterations}"))
+    let built = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/mi300x.toml");
+    std::fs::read_to_string("examples/sim/mi300x.toml")
+        .or_else(|_| std::fs::read_to_string(built))
+        .unwrap()
+        .replace("iterations = 100", &format!("iterations = {iterations}"))
 }
 
 /// Writes `big.toml` into `dir`: the MI300X example's system with `iterations` iterations

@@ -63,6 +63,9 @@ pub struct Settings {
     /// The ranges' message (`roctxRangePushA`'s argument); without one they are nameless.
     #[serde(default)]
     pub marker_message: Option<std::ffi::CString>,
+    /// The ROCTx library the ranges' calls go to.
+    #[serde(default)]
+    pub marker_library: MarkerLibrary,
     /// Thread 0 calls `roctxProfilerPause` before this iteration…
     #[serde(default)]
     pub pause_at: Option<u32>,
@@ -78,6 +81,18 @@ pub struct Settings {
     /// the real one does, to try a pipeline against an older ROCm.
     #[serde(default)]
     pub sdk_version: Option<SdkVersion>,
+}
+
+/// Which ROCTx library a simulated application calls.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MarkerLibrary {
+    /// rocprofiler-sdk's: the SDK's marker tracing sees the calls.
+    #[default]
+    Sdk,
+    /// roctracer's legacy `libroctx64.so`, which the process must have loaded (PyTorch's
+    /// ROCTx): its calls reach no SDK, only the tracer callback a tool registered.
+    Legacy,
 }
 
 #[derive(Debug, Deserialize)]

@@ -29,7 +29,7 @@ use crate::buffer::Staged;
 use crate::device::{Counter, instance_id};
 use crate::kernel_replay::Submission;
 use crate::sdk::{Context, Running, Sdk, SpmService};
-use rocflow_core::scenario::{HostMemory, Kernel, Settings};
+use rocflow_core::scenario::{HostMemory, Kernel, MarkerLibrary, Settings};
 
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
 static DISPATCH: AtomicU64 = AtomicU64::new(1);
@@ -134,6 +134,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
     );
     let (host_malloc, host_free) = (hip_op("hipHostMalloc"), hip_op("hipHostFree"));
     let message = scenario.scenario.marker_message.as_deref();
+    let ranges = Ranges::of(&scenario.scenario);
     for iteration in first..scenario.scenario.iterations {
         if let Some(pace) = &pace {
             t = pace.iteration(iteration, t);
@@ -152,7 +153,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
             }
         }
         // roctxRangePushA: its callbacks now, its record when it is popped.
-        let range = (scenario.scenario.marker_ranges).then(|| (emitter.push_range(message), t));
+        let range = ranges.push(&emitter, message, t);
         // Enqueues kernel `k` at `t` under the launch call `correlation`.
         let mut enqueue = |k: usize, kernel: &Kernel, correlation: u64, t: u64, submission| {
             let queue = kernel_queue(index, kernel);
@@ -401,10 +402,53 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
         }
         t = t.max(queue_free.iter().copied().max().unwrap_or(0));
         wait(t);
-        if let Some((correlation, start)) = range {
-            emitter.pop_range(message, correlation, start, t);
-        }
+        ranges.pop(&emitter, message, range, t);
         t += 1_000;
+    }
+}
+
+/// Where the iterations' ROCTx ranges go.
+#[derive(Clone, Copy)]
+enum Ranges {
+    None,
+    /// To the SDK's ROCTx: its marker callbacks and records.
+    Sdk,
+    /// To the legacy library, which only a tool's tracer callback hears.
+    Legacy(&'static crate::legacy_roctx::Library),
+}
+
+impl Ranges {
+    fn of(settings: &Settings) -> Ranges {
+        match (settings.marker_ranges, settings.marker_library) {
+            (false, _) => Ranges::None,
+            (true, MarkerLibrary::Sdk) => Ranges::Sdk,
+            (true, MarkerLibrary::Legacy) => {
+                crate::legacy_roctx::library().map_or(Ranges::None, Ranges::Legacy)
+            }
+        }
+    }
+
+    /// `roctxRangePushA(message)` at `t`: the SDK's range's correlation id and start.
+    fn push(self, emitter: &Emitter, message: Option<&CStr>, t: u64) -> Option<(u64, u64)> {
+        match self {
+            Ranges::None => None,
+            Ranges::Sdk => Some((emitter.push_range(message), t)),
+            Ranges::Legacy(library) => {
+                library.push(message);
+                None
+            }
+        }
+    }
+
+    /// `roctxRangePop()` at `t` of the range `push` began.
+    fn pop(self, emitter: &Emitter, message: Option<&CStr>, range: Option<(u64, u64)>, t: u64) {
+        match (self, range) {
+            (Ranges::Sdk, Some((correlation, start))) => {
+                emitter.pop_range(message, correlation, start, t);
+            }
+            (Ranges::Legacy(library), _) => library.pop(),
+            _ => {}
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rocflow_core::queue::{self, Sender};
 use rocflow_core::record::{Meta, ToolCost};
@@ -237,13 +237,17 @@ impl Stream {
         }
     }
 
-    /// Waits up to `timeout` until no thread's sends are pinned to this stream.
-    fn unpinned(&self, timeout: Duration) {
+    /// Waits until `deadline` at most for the sends pinned to this stream (deliveries
+    /// under way) to be done, but for the calling thread's own pin: closing from within a
+    /// delivery (the guard switching the tool off) must not wait for itself.
+    fn unpinned(&self, deadline: Instant) {
+        let own = usize::from(PINNED.get().is_some_and(|pinned| ptr::eq(pinned, self)));
+        let timeout = deadline.saturating_duration_since(Instant::now());
         let pins = self.pins.0.lock().unwrap_or_else(PoisonError::into_inner);
         let _ = self
             .pins
             .1
-            .wait_timeout_while(pins, timeout, |pins| *pins > 0);
+            .wait_timeout_while(pins, timeout, |pins| *pins > own);
     }
 
     /// A free slot, or else a buffer the writer had to spare, or else a new one.
@@ -317,8 +321,8 @@ fn carried(item: &Meta) -> bool {
     !matches!(item, Meta::Thread(_) | Meta::Queue(_))
 }
 
-/// Ends the stream: the writer sends what is queued and closes the socket. Waits up to
-/// `timeout` for that. Also how the guard saves what was sent when the tool fails, so a
+/// Ends the stream: the deliveries under way send their frames, then the writer sends what
+/// is queued and closes the socket. Waits up to `timeout` for that. Also how the guard saves what was sent when the tool fails, so a
 /// poisoned lock is no reason not to close.
 pub fn close(timeout: Duration) {
     // A forked child that sent nothing has no stream to close, and opens none.
@@ -326,13 +330,19 @@ pub fn close(timeout: Duration) {
     finish(stream, timeout);
 }
 
-/// Lets `stream`'s writer send what is queued and close its socket, waiting up to `timeout`.
+/// Lets the deliveries pinned to `stream` send their frames, then its writer send what is
+/// queued and close its socket, waiting up to `timeout` in all. Nothing here calls into the
+/// SDK, so the SDK's finalizer may close: a delivery that never ends (its thread blocked
+/// for good at the process's exit) costs the wait, not a deadlock.
 fn finish(stream: &Stream, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    stream.unpinned(deadline);
     (stream.sender.lock())
         .unwrap_or_else(PoisonError::into_inner)
         .take();
     let (done, signal) = &*stream.finished;
     let guard = done.lock().unwrap_or_else(PoisonError::into_inner);
+    let timeout = deadline.saturating_duration_since(Instant::now());
     let _ = signal.wait_timeout_while(guard, timeout, |finished| !*finished);
 }
 
@@ -352,7 +362,6 @@ pub fn switch(socket: &Path, timeout: Duration) -> Result<(), OpenError> {
     drop(log);
     // SAFETY: streams are leaked, never freed.
     if let Some(old) = unsafe { old.as_ref() } {
-        old.unpinned(timeout);
         finish(old, timeout);
     }
     Ok(())
@@ -511,11 +520,57 @@ mod tests {
         bytes.windows(needle.len()).any(|w| w == needle)
     }
 
+    /// The tests that open the process's stream, one at a time.
+    static GLOBAL_STREAM: Mutex<()> = Mutex::new(());
+
+    /// A delivery under way when the stream closes (a session's last window, delivered by
+    /// the SDK's thread while the application closes the session) sends its frames before
+    /// the stream closes, not into a stream that is gone.
+    #[test]
+    fn closing_waits_for_a_delivery_under_way() {
+        let _one = GLOBAL_STREAM.lock().unwrap_or_else(PoisonError::into_inner);
+        let (socket, read) = runner("closing");
+        open(&socket).unwrap();
+        let (began, closing) = std::sync::mpsc::channel();
+        let delivery = std::thread::spawn(move || {
+            let _pin = pin();
+            let mut frame = frame_buffer();
+            frame.put(b"the last window's records");
+            began.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            send([frame]);
+        });
+        closing.recv().unwrap();
+        close(Duration::from_secs(10));
+        delivery.join().unwrap();
+        assert!(holds(&read.join().unwrap(), b"the last window's records"));
+    }
+
+    /// Closing from within a delivery (the guard switching the tool off mid-delivery)
+    /// does not wait for that delivery, which cannot end before closing does.
+    #[test]
+    fn closing_from_within_a_delivery_does_not_wait_for_it() {
+        let _one = GLOBAL_STREAM.lock().unwrap_or_else(PoisonError::into_inner);
+        let (socket, read) = runner("within");
+        open(&socket).unwrap();
+        let _pin = pin();
+        send([FrameBuffer::from(b"sent before closing".to_vec())]);
+        let began = Instant::now();
+        close(Duration::from_secs(30));
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            began.elapsed()
+        );
+        assert!(holds(&read.join().unwrap(), b"sent before closing"));
+    }
+
     /// A delivery that began before a phase switch (its frame in the first stream's
     /// shared memory) and sends after the switch began goes whole to the first runner,
     /// which the switch waits for; what is sent after the switch goes to the second.
     #[test]
     fn a_delivery_under_way_at_a_switch_goes_to_the_phase_it_began_in() {
+        let _one = GLOBAL_STREAM.lock().unwrap_or_else(PoisonError::into_inner);
         let (first, first_read) = runner("first");
         let (second, second_read) = runner("second");
         open(&first).unwrap();

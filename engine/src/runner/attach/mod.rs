@@ -3,6 +3,7 @@
 //! same spool, stages and sinks take the records; the target goes on after.
 
 mod link;
+mod register;
 mod target;
 
 use std::ffi::OsString;

@@ -10,8 +10,7 @@ use rocflow_core::attach::{ENABLE_VAR, THREAD};
 const SCOPE: &str = "/proc/sys/kernel/yama/ptrace_scope";
 /// The simulated SDK's library, as it appears among a process's mappings.
 const SIM: &str = super::super::libraries::SIM;
-/// AMD's registration library, which every ROCm runtime loads.
-const REGISTER: &str = "librocprofiler-register.so";
+use super::register::{self, LIBRARY as REGISTER};
 
 /// An attachable process, and the SDK it runs.
 #[derive(Debug)]
@@ -93,14 +92,30 @@ pub enum NotAttachable {
         "it was started with {ENABLE_VAR}=1 but runs no `{THREAD}` thread: rocprofiler-register was loaded too late to start it (or the SDK is older than 1.1)"
     )]
     NoThread,
+    #[error(
+        "its rocprofiler-register{} ({}) has no attach entry point: it exports no {}, which AMD's process attachment calls in the target and which came with rocprofiler-sdk 1.1 (ROCm 7.1)",
+        .version.as_ref().map_or_else(String::new, |v| format!(" {v}")),
+        .library.display(),
+        .missing.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" or ")
+    )]
+    NoEntryPoint {
+        library: PathBuf,
+        version: Option<String>,
+        missing: Vec<&'static str>,
+    },
 }
 
 impl NotAttachable {
     /// What the user can do about it: whatever is missing, restarting the process so.
     pub fn hint(&self) -> String {
-        format!(
-            "restart it with {ENABLE_VAR}=1 and LD_PRELOAD={REGISTER} (on the simulated device: {ENABLE_VAR}=1 and LD_PRELOAD={SIM})"
-        )
+        match self {
+            NotAttachable::NoEntryPoint { .. } => format!(
+                "no restart makes it attachable on this ROCm: profile it from its start with `rocflow run`, or run it on ROCm 7.1 or later with {ENABLE_VAR}=1"
+            ),
+            _ => format!(
+                "restart it with {ENABLE_VAR}=1 and LD_PRELOAD={REGISTER} (on the simulated device: {ENABLE_VAR}=1 and LD_PRELOAD={SIM})"
+            ),
+        }
     }
 }
 
@@ -119,7 +134,20 @@ pub fn probe(pid: u32) -> Result<Target, Refusal> {
     let sdk = if maps.contains(SIM) {
         let scenario = env.iter().find(|(n, _)| n == "ROCFLOW_SIM_SCENARIO");
         TargetSdk::Sim(scenario.map(|(_, v)| PathBuf::from(v)))
-    } else if maps.contains(REGISTER) {
+    } else if let Some(library) = register::mapped(&maps) {
+        // Whatever the process was started with, a rocprofiler-register without the
+        // entry points cannot be attached through.
+        if let Some(missing) = register::missing_entry_points(&library)
+            && !missing.is_empty()
+        {
+            let version = register::version(&library);
+            let why = NotAttachable::NoEntryPoint {
+                library,
+                version,
+                missing,
+            };
+            return Err(Refusal::NotAttachable { pid, why });
+        }
         TargetSdk::Rocm
     } else {
         return Err(Refusal::NotAttachable {

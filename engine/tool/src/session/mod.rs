@@ -245,12 +245,14 @@ fn set_all(tool: &Tool, on: bool) {
     }
 }
 
-/// Flushes every Plan context's buffer: its records are on their way to the runner.
+/// Flushes every Plan context's buffer, and the ROCTx records the legacy library's calls
+/// made: they are on their way to the runner.
 fn flush_all(tool: &Tool) {
     for ctx in context::all() {
         // SAFETY: a buffer the tool created.
         unsafe { (tool.api.flush_buffer)(ctx.buffer) };
     }
+    crate::legacy_roctx::flush();
 }
 
 impl Session {
