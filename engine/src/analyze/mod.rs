@@ -15,6 +15,7 @@ mod trace;
 mod kernel_counters;
 
 mod atomic_contention;
+mod collective_straggler;
 mod gpu_idle;
 mod launch_bound;
 mod low_occupancy;
@@ -33,7 +34,8 @@ pub use render::{Format, evidence, json, markdown, text};
 pub use roofline::{Point as RooflinePoint, points as roofline};
 pub use rule::{Rule, Setting, Values};
 pub use trace::{
-    Allocation, Call, Dispatch, KernelCounter, Name, Range, Span, Trace, Transfer, merged,
+    Allocation, Call, Collecting, Dispatch, KernelCounter, Name, Range, Span, Trace, Transfer,
+    merged,
 };
 
 /// Every rule, in the order `rocflow analyze --help` lists them.
@@ -50,7 +52,31 @@ pub const RULES: &[&dyn Rule] = &[
     &atomic_contention::AtomicContention,
     &speed_of_light::SpeedOfLight,
     &rank_imbalance::RankImbalance,
+    &collective_straggler::CollectiveStraggler,
 ];
+
+/// Which of the rules run: where a campaign's analysis is split between its ranks (each
+/// rank's rules on a worker of its own) and the ranks together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Scope {
+    /// Every rule.
+    #[default]
+    All,
+    /// The rules that look at each process alone.
+    Process,
+    /// The rules that compare processes (ranks) with each other.
+    Ranks,
+}
+
+impl Scope {
+    fn holds(self, rule: &dyn Rule) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Process => !rule.across_processes(),
+            Scope::Ranks => rule.across_processes(),
+        }
+    }
+}
 
 /// Which rules run, with which settings.
 #[derive(Debug)]
@@ -160,6 +186,12 @@ impl Selection {
             }
         }
         Ok(Selection { rules })
+    }
+
+    /// Keeps the rules of `scope` only.
+    pub fn within(mut self, scope: Scope) -> Selection {
+        self.rules.retain(|(rule, _)| scope.holds(*rule));
+        self
     }
 
     /// Runs the rules over a trace: findings with the most time at stake first.
