@@ -500,6 +500,8 @@ fn the_python_packages_own_tests_pass() {
     let out = std::process::Command::new(python())
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .current_dir(support::repo().join("python"))
+        // The rocflow the findings recipe's tests run, as `rocflow campaign` names itself.
+        .env("ROCFLOW", support::rocflow_exe())
         .output()
         .expect("the campaigns' Python runs (tests/run-all installs it)");
     assert_success(&out);

@@ -131,6 +131,37 @@ fn a_campaign_finds_exactly_the_stragglers_and_slow_ranks_injected() {
         assert!((ratio / factor - 1.0).abs() < 0.05, "{ratio} for {factor}");
     }
 
+    // rocflow analyze's rules, run through the campaign: collective-straggler names the
+    // same last ranks at the same collectives; the job without faults has none.
+    let late_ranks = |camp: &str| -> BTreeSet<String> {
+        let findings = std::fs::read_to_string(d.join(camp).join("findings.json")).unwrap();
+        let findings: Value = serde_json::from_str(&findings).unwrap();
+        (findings["findings"].as_array().unwrap().iter())
+            .filter(|f| f["rule"] == "collective-straggler")
+            .map(|f| {
+                f["statement"]
+                    .as_str()
+                    .unwrap()
+                    .split(',')
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let want: BTreeSet<String> = (stragglers.iter())
+        .filter(|s| s["rank"] != json!(40))
+        .map(|s| {
+            let name = s["name"].as_str().unwrap();
+            format!(
+                "rank {} came last to {name} #{}",
+                s["rank"], s["occurrence"]
+            )
+        })
+        .collect();
+    assert_eq!(late_ranks("camp"), want);
+    assert_eq!(late_ranks("clean-camp"), BTreeSet::new());
+
     // A job without faults: nothing is late, nothing is slow, whatever its clocks.
     assert_eq!(
         rows(d, "clean-camp", "stragglers", "name, rank"),

@@ -6,6 +6,7 @@
 mod agents;
 mod analyze;
 mod analyze_kernels;
+mod analyze_ranks;
 mod args;
 mod attach;
 mod campaign;

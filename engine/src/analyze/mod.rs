@@ -17,6 +17,7 @@ mod cdna3;
 mod kernel_counters;
 
 mod atomic_contention;
+mod collective_straggler;
 mod gpu_idle;
 mod launch_bound;
 mod low_occupancy;
@@ -37,7 +38,8 @@ pub use roofline::{Point as RooflinePoint, points as roofline};
 pub use rule::{Rule, Setting, Values};
 pub use sol_table::{Table as SpeedOfLightTable, table as speed_of_light_table};
 pub use trace::{
-    Allocation, Call, Dispatch, KernelCounter, Name, Pinned, Range, Span, Trace, Transfer, merged,
+    Allocation, Call, Collecting, Dispatch, KernelCounter, Name, Pinned, Range, Span, Trace,
+    Transfer, merged,
 };
 
 /// Every rule, in the order `rocflow analyze --help` lists them.
@@ -55,7 +57,31 @@ pub const RULES: &[&dyn Rule] = &[
     &atomic_contention::AtomicContention,
     &speed_of_light::SpeedOfLight,
     &rank_imbalance::RankImbalance,
+    &collective_straggler::CollectiveStraggler,
 ];
+
+/// Which of the rules run: where a campaign's analysis is split between its ranks (each
+/// rank's rules on a worker of its own) and the ranks together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Scope {
+    /// Every rule.
+    #[default]
+    All,
+    /// The rules that look at each process alone.
+    Process,
+    /// The rules that compare processes (ranks) with each other.
+    Ranks,
+}
+
+impl Scope {
+    fn holds(self, rule: &dyn Rule) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Process => !rule.across_processes(),
+            Scope::Ranks => rule.across_processes(),
+        }
+    }
+}
 
 /// Which rules run, with which settings.
 #[derive(Debug)]
@@ -165,6 +191,12 @@ impl Selection {
             }
         }
         Ok(Selection { rules })
+    }
+
+    /// Keeps the rules of `scope` only.
+    pub fn within(mut self, scope: Scope) -> Selection {
+        self.rules.retain(|(rule, _)| scope.holds(*rule));
+        self
     }
 
     /// Runs the rules over a trace: findings with the most time at stake first.

@@ -42,6 +42,10 @@ impl Rule for RankImbalance {
         SETTINGS
     }
 
+    fn across_processes(&self) -> bool {
+        true
+    }
+
     fn check(&self, trace: &Trace, values: &Values) -> Vec<Finding> {
         // Per kernel, per process: the GPU time of its dispatches.
         let mut per_kernel: BTreeMap<Name, BTreeMap<u32, u64>> = BTreeMap::new();

@@ -34,6 +34,11 @@ pub trait Rule: Sync {
     /// What it finds, in a sentence.
     fn about(&self) -> &'static str;
     fn settings(&self) -> &'static [Setting];
+    /// Whether it compares processes (MPI ranks) with each other: the others find what
+    /// they find in each process alone, so a campaign runs them rank by rank.
+    fn across_processes(&self) -> bool {
+        false
+    }
     fn check(&self, trace: &Trace, values: &Values) -> Vec<Finding>;
 }
 

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
@@ -151,6 +151,9 @@ pub struct Trace {
     pub counters: Vec<KernelCounter>,
     /// Each process's MPI rank, where its launcher said.
     pub ranks: FxHashMap<u32, u32>,
+    /// Each process's wall clock less its SDK clock (boot time), where its input keeps a
+    /// wall-clock start: added to its times, it puts them where other hosts' times are.
+    pub clock_offsets: FxHashMap<u32, i64>,
     /// The GPUs kernels counted on, by process and agent index: their properties bound
     /// what a kernel can reach.
     pub agents: FxHashMap<(u32, u32), Agent>,
@@ -178,25 +181,9 @@ impl Trace {
         stages: &StageGraph,
         source: &mut dyn Source,
     ) -> Result<(Trace, Catalog, Result<Ending, SourceError>), String> {
-        let trace = Arc::new(Mutex::new(Trace::default()));
-        let outlet = stage::Outlet {
-            name: "analyze".into(),
-            kinds: KINDS.to_vec(),
-            open: Box::new(|_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
-                Ok(Box::new(Collector(Arc::clone(&trace))))
-            }),
-        };
-        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
-            .map_err(|e| e.to_string())?;
-        if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
-            return Err(e.to_string());
-        }
-        let mut trace = Arc::try_unwrap(trace)
-            .map_err(|_| "the trace is still shared".to_string())?
-            .into_inner()
-            .expect("no panics while holding the lock");
-        trace.finish();
-        Ok((trace, report.catalog, report.source))
+        let mut collecting = Collecting::default();
+        let (catalog, ending) = collecting.add(stages, source)?;
+        Ok((collecting.finish(), catalog, ending))
     }
 
     /// Sorts every list by start and indexes the calls.
@@ -330,6 +317,17 @@ impl Trace {
         Some(&self.calls[i as usize])
     }
 
+    /// Process `pid`'s MPI rank, or its pid where its launcher gave none.
+    pub fn rank_of(&self, pid: u32) -> u32 {
+        self.ranks.get(&pid).copied().unwrap_or(pid)
+    }
+
+    /// When process `pid`'s time `ns` was by the wall clock (on its own clock where its
+    /// offset is unknown): where the times of processes on different hosts meet.
+    pub fn aligned(&self, pid: u32, ns: u64) -> i128 {
+        i128::from(ns) + i128::from(self.clock_offsets.get(&pid).copied().unwrap_or(0))
+    }
+
     /// The time from process `pid`'s first record's start to its last one's end.
     pub fn span_of(&self, pid: u32) -> Option<Span> {
         let spans = (self
@@ -357,6 +355,55 @@ impl Trace {
             *list = merged(std::mem::take(list));
         }
         spans
+    }
+}
+
+/// A trace being collected from one input or several (the ranks of a campaign), each
+/// replayed through its own stages.
+#[derive(Default)]
+pub struct Collecting {
+    trace: Arc<Mutex<Trace>>,
+    /// The pids of the inputs read so far.
+    pids: FxHashSet<u32>,
+}
+
+impl Collecting {
+    /// Adds a source's records; says how it ended. A process whose pid one of an earlier
+    /// input had (another host's) is told apart by a new pid, above every pid read.
+    pub fn add(
+        &mut self,
+        stages: &StageGraph,
+        source: &mut dyn Source,
+    ) -> Result<(Catalog, Result<Ending, SourceError>), String> {
+        let collector = Arc::new(Mutex::new(Collector {
+            trace: Arc::clone(&self.trace),
+            earlier: std::mem::take(&mut self.pids),
+            pids: FxHashMap::default(),
+        }));
+        let outlet = stage::Outlet {
+            name: "analyze".into(),
+            kinds: KINDS.to_vec(),
+            open: Box::new(|_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
+                Ok(Box::new(Shared(Arc::clone(&collector))))
+            }),
+        };
+        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
+            .map_err(|e| e.to_string())?;
+        let collector = collector.lock().expect("no panics while holding the lock");
+        self.pids = (collector.earlier.iter().copied())
+            .chain(collector.pids.values().copied())
+            .collect();
+        if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
+            return Err(e.to_string());
+        }
+        Ok((report.catalog, report.source))
+    }
+
+    /// The trace of every source added.
+    pub fn finish(self) -> Trace {
+        let mut trace = std::mem::take(&mut *self.trace.lock().expect("no panics"));
+        trace.finish();
+        trace
     }
 }
 
@@ -428,17 +475,59 @@ fn operation(domain: Domain, id: i32) -> &'static str {
     domain.operation_name(id).unwrap_or(UNKNOWN)
 }
 
-/// The sink that adds what it receives to a trace.
-struct Collector(Arc<Mutex<Trace>>);
+/// What adds one input's records to a trace.
+struct Collector {
+    trace: Arc<Mutex<Trace>>,
+    /// The pids of earlier inputs.
+    earlier: FxHashSet<u32>,
+    /// This input's pids, and the pid each has in the trace.
+    pids: FxHashMap<u32, u32>,
+}
 
-impl Sink for Collector {
+impl Collector {
+    /// The pid process `pid` of this input has in the trace: its own, unless an earlier
+    /// input's process had it.
+    fn pid(&mut self, pid: u32) -> u32 {
+        if let Some(&known) = self.pids.get(&pid) {
+            return known;
+        }
+        let taken = |p: &u32| self.earlier.contains(p) || self.pids.values().any(|q| q == p);
+        let new = match taken(&pid) {
+            false => pid,
+            true => {
+                let highest = self.earlier.iter().chain(self.pids.values()).max();
+                highest.map_or(pid, |h| h.saturating_add(1))
+            }
+        };
+        self.pids.insert(pid, new);
+        new
+    }
+}
+
+/// The sink a stage runner writes to: the input's collector, which outlives it.
+struct Shared(Arc<Mutex<Collector>>);
+
+impl Sink for Shared {
     fn write(&mut self, window: &[Arc<Chunk>], catalog: &Catalog) -> Result<(), SinkError> {
-        let mut trace = self.0.lock().expect("no panics while holding the lock");
+        let mut collector = self.0.lock().expect("no panics while holding the lock");
+        let collector = &mut *collector;
+        let trace = Arc::clone(&collector.trace);
+        let mut trace = trace.lock().expect("no panics while holding the lock");
         let t = &mut *trace;
         for chunk in window {
             let meta = catalog.stream(chunk.stream);
-            if let Some(rank) = meta.process.as_ref().and_then(|p| Some((p.pid, p.rank?))) {
-                t.ranks.insert(rank.0, rank.1);
+            if let Some(process) = &meta.process {
+                if let Some(rank) = process.rank {
+                    t.ranks.insert(collector.pid(process.pid), rank);
+                }
+                if let Some(unix) = process.start_unix_ns {
+                    let offset = i128::from(unix) - i128::from(process.start_ns);
+                    // Hostile clocks further apart than i64 holds are taken as one.
+                    t.clock_offsets.insert(
+                        collector.pid(process.pid),
+                        i64::try_from(offset).unwrap_or(0),
+                    );
+                }
             }
             let span = |start_ns, end_ns| Span { start_ns, end_ns };
             match &chunk.batch {
@@ -446,7 +535,7 @@ impl Sink for Collector {
                     for r in records {
                         let kernel = t.intern(meta.kernel_name(r.kernel_id));
                         t.dispatches.push(Dispatch {
-                            pid: r.pid,
+                            pid: collector.pid(r.pid),
                             agent: r.agent,
                             queue: r.queue,
                             kernel,
@@ -459,11 +548,18 @@ impl Sink for Collector {
                     for r in records {
                         let kernel = t.intern(meta.kernel_name(r.kernel_id));
                         let counter = t.intern(meta.counter_name(r.counter_id));
-                        let key = (r.pid, r.agent, r.dispatch_id, kernel, counter);
-                        if !t.agents.contains_key(&(r.pid, r.agent))
+                        let key = (
+                            collector.pid(r.pid),
+                            r.agent,
+                            r.dispatch_id,
+                            kernel,
+                            counter,
+                        );
+                        if !t.agents.contains_key(&(collector.pid(r.pid), r.agent))
                             && let Some(agent) = meta.agents.iter().find(|a| a.index == r.agent)
                         {
-                            t.agents.insert((r.pid, r.agent), agent.clone());
+                            t.agents
+                                .insert((collector.pid(r.pid), r.agent), agent.clone());
                         }
                         *t.samples.entry(key).or_default() += r.value;
                     }
@@ -477,13 +573,13 @@ impl Sink for Collector {
                             && let Some((start, end)) = chunk.call_args(i).and_then(registered)
                         {
                             t.pinned.push(Pinned {
-                                pid: r.pid,
+                                pid: collector.pid(r.pid),
                                 start,
                                 end,
                             });
                         }
                         t.calls.push(Call {
-                            pid: r.pid,
+                            pid: collector.pid(r.pid),
                             tid: r.tid,
                             function,
                             span: span(r.start_ns, r.end_ns),
@@ -499,7 +595,7 @@ impl Sink for Collector {
                         _ => 0,
                     };
                     Transfer {
-                        pid: r.pid,
+                        pid: collector.pid(r.pid),
                         gpu: match direction {
                             "HOST_TO_HOST" => None,
                             "DEVICE_TO_HOST" => Some(r.src_agent),
@@ -519,13 +615,13 @@ impl Sink for Collector {
                             .any(|a| a.index == r.agent && a.agent_type == AgentType::Cpu);
                         if on_cpu && operation == "ALLOCATE" {
                             t.pinned.push(Pinned {
-                                pid: r.pid,
+                                pid: collector.pid(r.pid),
                                 start: r.address,
                                 end: r.address.saturating_add(r.bytes),
                             });
                         }
                         t.allocations.push(Allocation {
-                            pid: r.pid,
+                            pid: collector.pid(r.pid),
                             tid: r.tid,
                             span: span(r.start_ns, r.end_ns),
                             bytes: r.bytes,
@@ -540,7 +636,7 @@ impl Sink for Collector {
                         }
                         let label = t.intern(marker_label(r, meta));
                         t.ranges.push(Range {
-                            pid: r.pid,
+                            pid: collector.pid(r.pid),
                             tid: r.tid,
                             label,
                             span: span(r.start_ns, r.end_ns),

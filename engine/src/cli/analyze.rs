@@ -5,10 +5,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::analyze::{self, Format, Gate, Selection, Trace};
+use crate::analyze::{self, Collecting, Format, Gate, Scope, Selection};
 use crate::diag::Diagnostic;
 use crate::error::{Error, Result};
-use crate::source::{Input, WindowArgs};
+use crate::source::WindowArgs;
+use crate::source::campaign;
 
 use super::input::open_input;
 use super::spool::{ended, recorded_stages};
@@ -16,15 +17,22 @@ use super::stdio::print;
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// A run's folder (its newest run), a raw spool, or rocpd databases (files,
-    /// directories, globs: rocprofv3's too).
-    #[arg(required = true, value_name = "RUN|SPOOL|DB")]
+    /// A run's folder (its newest run), a raw spool, rocpd databases (files,
+    /// directories, globs: rocprofv3's too), or a campaign's folder (every rank's spool,
+    /// run folder or database, as `rocflow generate --ranks` writes them); several
+    /// inputs are analysed together, as the ranks of one job.
+    #[arg(required = true, value_name = "RUN|SPOOL|DB|CAMPAIGN")]
     inputs: Vec<PathBuf>,
     /// Run only this rule (again for more): gpu-idle, low-utilization, sync-copy,
     /// pageable-copy, launch-bound, sync-hot-spot, steady-state-allocation, low-occupancy,
-    /// valu-utilization, memory-bound, atomic-contention, rank-imbalance.
+    /// valu-utilization, memory-bound, atomic-contention, speed-of-light, rank-imbalance,
+    /// collective-straggler.
     #[arg(long = "rule", value_name = "RULE")]
     rules: Vec<String>,
+    /// Run only the rules that look at each process alone (`process`), or only those
+    /// that compare ranks (`ranks`): how a campaign's recipe splits the work.
+    #[arg(long, value_enum, default_value_t = Scope::All)]
+    scope: Scope,
     /// Change a rule's threshold: `gpu-idle.min_gap_ns=200us` (the README lists each
     /// rule's options); a duration takes a unit.
     #[arg(long = "set", value_name = "RULE.OPTION=VALUE")]
@@ -52,18 +60,24 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             Gate::new(predicate).map_err(|e| user(format!("--fail-if `{predicate}`: {e}")))
         })
         .transpose()?;
-    let selection = Selection::new(&args.rules, &args.sets).map_err(|e| user(e.to_string()))?;
-    let (input, _) = Input::from_args(&args.inputs, false).map_err(|e| user(e.to_string()))?;
-    let stages = recorded_stages(&input, "the run is analysed without them");
-    let mut source = open_input(&input, &args.window)?;
-    let (trace, catalog, ending) = Trace::of_run(&stages, &mut *source).map_err(Error::Runtime)?;
-    ended(ending.as_ref())?;
-    if let Some(partial) = &catalog.partial {
-        crate::messages::diagnostic(&Diagnostic::warning(format!(
-            "the findings describe part of the run: {partial}"
-        )));
+    let selection = Selection::new(&args.rules, &args.sets)
+        .map_err(|e| user(e.to_string()))?
+        .within(args.scope);
+    let inputs = campaign::inputs(&args.inputs).map_err(|e| user(e.to_string()))?;
+    let mut collecting = Collecting::default();
+    for input in &inputs {
+        let stages = recorded_stages(input, "the run is analysed without them");
+        let mut source = open_input(input, &args.window)?;
+        let (catalog, ending) = (collecting.add(&stages, &mut *source)).map_err(Error::Runtime)?;
+        ended(ending.as_ref())?;
+        if let Some(partial) = &catalog.partial {
+            crate::messages::diagnostic(&Diagnostic::warning(format!(
+                "the findings describe part of {}: {partial}",
+                input.describe()
+            )));
+        }
     }
-    let findings = selection.check(&trace);
+    let findings = selection.check(&collecting.finish());
     let out = match args.format {
         Format::Text => analyze::text(&findings),
         Format::Markdown => analyze::markdown(&findings),

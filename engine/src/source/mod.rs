@@ -5,6 +5,7 @@
 //! from source to sinks. A time [`window`] applies to any source; [`Input`] is what a
 //! command line names.
 
+pub mod campaign;
 mod input;
 pub mod rocpd;
 mod spool;

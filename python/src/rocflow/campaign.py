@@ -10,6 +10,7 @@ The campaign's folder ``DIR`` holds::
     gpu_busy.*, gpu_gaps.*                         GPU busy time per rank over time, idle gaps (recipes.gpu_busy)
     imbalance.csv, imbalance.parquet               kernels whose slowest rank is far above the median (recipes.imbalance)
     stragglers.csv, stragglers.parquet             collectives whose last rank arrived late (recipes.stragglers)
+    findings.json                                  rocflow analyze's findings over every rank (recipes.findings)
     campaign.html                                  the page: busy heatmap, straggler bars, imbalance table (page)
 
 Processes are filed under their MPI rank, or under their pid (``pid=P``) in a campaign
@@ -38,7 +39,7 @@ from . import diff, page
 from .convert import ConversionFailed, Converted, convert, executable
 from .errors import UserError
 from .inputs import resolve
-from .recipes import api, gpu_busy, imbalance, kernels, stragglers
+from .recipes import api, findings, gpu_busy, imbalance, kernels, stragglers
 
 #: The columns of ``dataset/processes.parquet``, one row per process.
 PROCESSES = pa.schema(
@@ -134,6 +135,7 @@ def run(args: argparse.Namespace) -> None:
             late = stragglers.run(staging / "dataset", key, staging, args.straggler_ns)
             api.run(staging / "dataset", key, staging)
             busy, _ = gpu_busy.run(staging / "dataset", key, staging)
+            findings.run(client, inputs, staging, executable())
             page.write(staging, key, busy, late, imbalanced)
         if out.exists():
             out.rmdir()
