@@ -23,6 +23,7 @@ mod graph;
 mod kernel_replay;
 mod kfd;
 mod ledger;
+mod roctx;
 mod sdk;
 mod smi;
 mod spm;
