@@ -163,25 +163,28 @@ impl Trace {
         stages: &StageGraph,
         source: &mut dyn Source,
     ) -> Result<(Trace, Catalog, Result<Ending, SourceError>), String> {
+        let (collecting, outlet) = Trace::collecting();
+        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
+            .map_err(|e| e.to_string())?;
+        let trace = collecting.finish(report.sinks.into_iter().next())?;
+        Ok((trace, report.catalog, report.source))
+    }
+
+    /// A trace and the outlet that fills it, one of a stage run's outlets: the readers of
+    /// one pass over a run's records each take one.
+    pub fn collecting() -> (Collecting, stage::Outlet<'static>) {
         let trace = Arc::new(Mutex::new(Trace::default()));
+        let filled = Arc::clone(&trace);
         let outlet = stage::Outlet {
             name: "analyze".into(),
             kinds: KINDS.to_vec(),
-            open: Box::new(|_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
-                Ok(Box::new(Collector(Arc::clone(&trace))))
-            }),
+            open: Box::new(
+                move |_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
+                    Ok(Box::new(Collector(Arc::clone(&filled))))
+                },
+            ),
         };
-        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
-            .map_err(|e| e.to_string())?;
-        if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
-            return Err(e.to_string());
-        }
-        let mut trace = Arc::try_unwrap(trace)
-            .map_err(|_| "the trace is still shared".to_string())?
-            .into_inner()
-            .expect("no panics while holding the lock");
-        trace.finish();
-        Ok((trace, report.catalog, report.source))
+        (Collecting(trace), outlet)
     }
 
     /// Sorts every list by start and indexes the calls.
@@ -340,6 +343,25 @@ pub fn merged(mut spans: Vec<Span>) -> Vec<Span> {
         }
     }
     out
+}
+
+/// A trace its outlet fills during a stage run.
+pub struct Collecting(Arc<Mutex<Trace>>);
+
+impl Collecting {
+    /// The trace, sorted and indexed, once the stage run that filled it ended with `sink`
+    /// (its outlet's report).
+    pub fn finish(self, sink: Option<stage::SinkReport>) -> Result<Trace, String> {
+        if let Some(Err(e)) = sink.map(|s| s.outcome) {
+            return Err(e.to_string());
+        }
+        let mut trace = Arc::try_unwrap(self.0)
+            .map_err(|_| "the trace is still shared".to_string())?
+            .into_inner()
+            .expect("no panics while holding the lock");
+        trace.finish();
+        Ok(trace)
+    }
 }
 
 /// The record kinds the trace keeps.
