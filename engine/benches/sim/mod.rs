@@ -43,6 +43,12 @@ pub fn scenario(dir: &Path, iterations: u64) {
     std::fs::write(dir.join("big.toml"), head + &kernels).unwrap();
 }
 
+/// The `rocflow` binary the benchmarks run, its libraries beside it: `$ROCFLOW`, by default
+/// the one cargo built (a benchmark executable copied to another machine is told where).
+pub fn rocflow() -> std::path::PathBuf {
+    std::env::var_os("ROCFLOW").map_or_else(|| env!("CARGO_BIN_EXE_rocflow").into(), Into::into)
+}
+
 /// What a run printed, how long it took, and the peak memory of the runner and of the
 /// application (the simulated SDK and the tool library in it), each its own.
 pub struct Run {
@@ -83,7 +89,7 @@ pub fn run(dir: &Path, pipeline: &str, options: &[&str]) -> Run {
         clippy::zombie_processes,
         reason = "waitpid reaps it below, while its memory is watched"
     )]
-    let child = Command::new(env!("CARGO_BIN_EXE_rocflow"))
+    let child = Command::new(rocflow())
         .args(["run", pipeline, "--device", "sim:big.toml"])
         .args(["--spool", "run.rfraw"])
         .args(options)
