@@ -146,9 +146,10 @@ impl Ahead {
 
 /// What the steps take, from one pass over the records `open` reads through `stages`
 /// (each reader an outlet of one stage run): the statistics of each of `breakdowns`, and
-/// where `reported` the findings of every rule. After a 2 M-record `trace-all` on 2 cores,
-/// a pass per reader took 7 s of the 7.5 s the outputs took after the sinks. What fails is
-/// left out for its step, which reads again and reports it.
+/// where `reported` the findings of every rule. With a pass per reader, the outputs of a
+/// 2 M-record `trace-all` on 2 cores waited 9.7 to 15.6 s for them after the sinks ended,
+/// against 5.8 to 8.9 s with one. What fails is left out for its step, which reads again
+/// and reports it.
 fn read_once(
     stages: &StageGraph,
     open: Reopen<'_>,
