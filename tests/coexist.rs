@@ -294,3 +294,43 @@ fn roctx_of_the_legacy_library_reaches_rocflow_through_its_tracer_callback() {
         text(&output.stderr)
     );
 }
+
+/// `tests/apps/roctx_loop.c` (the overhead benchmark's program) built into `dir`.
+fn roctx_loop(dir: &Path) -> PathBuf {
+    let app = dir.join("roctx_loop");
+    let cc = Command::new("cc")
+        .arg("-o")
+        .arg(&app)
+        .arg(repo().join("tests/apps/roctx_loop.c"))
+        .arg("-ldl")
+        .output()
+        .expect("cc runs");
+    assert_success(&cc);
+    app
+}
+
+#[test]
+fn a_programs_own_roctx_ranges_reach_rocflow_through_the_simulated_sdk() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = roctx_loop(dir.path());
+    // 1000 timed pairs after 10 to warm up.
+    let output = run_sim_app(
+        dir.path(),
+        "marker-trace",
+        &[app.to_str().unwrap(), "1000", "10"],
+        &[],
+    );
+    assert_success(&output);
+    assert_says(&output.stdout, "ns_per_pair ");
+    let db = rusqlite::Connection::open(support::only(&dir.path().join("out"), ".db")).unwrap();
+    // Beside the scenario's own ranges ("solve"), each of the program's, with its message.
+    let (ranges, backwards): (i64, i64) = db
+        .query_row(
+            "SELECT count(*), count(*) FILTER (WHERE end < start) FROM regions \
+             WHERE category LIKE 'MARKER%' AND json_extract(extdata, '$.message') = 'roctx_loop'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((ranges, backwards), (1010, 0), "{}", text(&output.stderr));
+}

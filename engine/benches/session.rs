@@ -84,7 +84,7 @@ struct Measured {
 /// One run of the application, as a session or under `rocflow run`: records in its
 /// spool, CPU time of every process, and the session's latencies.
 fn measure(dir: &Path, session: bool) -> Measured {
-    let rocflow = rocflow();
+    let rocflow = sim::rocflow();
     let out = dir.join("out");
     let _ = std::fs::remove_dir_all(&out);
     let bench = std::env::current_exe().unwrap();
@@ -146,22 +146,6 @@ fn measure(dir: &Path, session: bool) -> Measured {
         latency: field("start "),
         latency_stop: field("stop "),
     }
-}
-
-/// The `rocflow` binary: `ROCFLOW_BIN`, else the one in the folder above this
-/// executable's (where cargo puts a bench's), else the one cargo built it with.
-fn rocflow() -> PathBuf {
-    if let Some(bin) = std::env::var_os("ROCFLOW_BIN") {
-        return PathBuf::from(bin);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let above = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("rocflow"));
-    above
-        .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_rocflow")))
 }
 
 /// A library built beside `rocflow` (or in `deps/`, where `cargo bench` builds it).

@@ -11,8 +11,10 @@
 //! Run with `cargo bench -p rocflow --bench sinks`, or as the executable it builds, from the
 //! repository root; the replays use the global rayon pool (`RAYON_NUM_THREADS`).
 
+// The benchmarks' shared modules, which both hold `support/status.rs`; this one uses a
+// part of each.
+#[allow(dead_code, clippy::duplicate_mod)]
 mod sim;
-// The benchmarks' shared module; this one uses a part of it.
 #[allow(dead_code)]
 mod support;
 

@@ -62,17 +62,30 @@ fn main() {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        let mut sinks_ended = Duration::ZERO;
         for sink in ["perfetto", "rocpd"] {
             let ended = seconds(&run.stderr, &format!("sink `{sink}`: "), " in ");
+            sinks_ended = sinks_ended.max(ended);
             println!(
                 "    sink {sink:<12}    {:>6.2} s after the records were taken",
                 ended.saturating_sub(received).as_secs_f64()
             );
         }
+        let mut steps = Duration::ZERO;
         for step in ["summary", "report"] {
             let took = seconds(&run.stderr, &format!("post-step `{step}` done"), " in ");
+            steps += took;
             println!("    post-step {step:<8}    {:>6.2} s", took.as_secs_f64());
         }
+        // The post-steps start once the sinks ended and the statistics read ahead from
+        // the spool are in; what else the outputs waited for is that reading.
+        println!(
+            "    after the sinks       {:>6.2} s waiting for the statistics and the runner's end",
+            run.wall
+                .saturating_sub(sinks_ended)
+                .saturating_sub(steps)
+                .as_secs_f64()
+        );
         println!(
             "  peak RSS: runner {:.0} MiB, application {:.0} MiB",
             run.runner_kb as f64 / 1024.0,

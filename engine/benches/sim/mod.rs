@@ -43,6 +43,21 @@ pub fn scenario(dir: &Path, iterations: u64) {
     std::fs::write(dir.join("big.toml"), head + &kernels).unwrap();
 }
 
+/// The `rocflow` binary the benchmarks run, its libraries beside it: `ROCFLOW_BIN` (as
+/// sessions find it), else the one in the folder above this executable's (`target/release/`
+/// for `target/release/deps/NAME-HASH`, so a copy runs on another machine), else the one
+/// cargo built it with.
+pub fn rocflow() -> std::path::PathBuf {
+    if let Some(bin) = std::env::var_os("ROCFLOW_BIN") {
+        return bin.into();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let above = (exe.parent().and_then(Path::parent)).map(|d| d.join("rocflow"));
+    above
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_rocflow").into())
+}
+
 /// What a run printed, how long it took, and the peak memory of the runner and of the
 /// application (the simulated SDK and the tool library in it), each its own.
 pub struct Run {
@@ -83,7 +98,7 @@ pub fn run(dir: &Path, pipeline: &str, options: &[&str]) -> Run {
         clippy::zombie_processes,
         reason = "waitpid reaps it below, while its memory is watched"
     )]
-    let child = Command::new(env!("CARGO_BIN_EXE_rocflow"))
+    let child = Command::new(rocflow())
         .args(["run", pipeline, "--device", "sim:big.toml"])
         .args(["--spool", "run.rfraw"])
         .args(options)

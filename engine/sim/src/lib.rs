@@ -24,6 +24,7 @@ mod kernel_replay;
 mod kfd;
 mod ledger;
 mod legacy_roctx;
+mod roctx;
 mod sdk;
 mod smi;
 mod spm;

@@ -506,7 +506,7 @@ impl Drop for Emitter<'_> {
 }
 
 impl<'a> Emitter<'a> {
-    fn new(sdk: &'a Sdk, running: &'a Running, tid: u64) -> Self {
+    pub fn new(sdk: &'a Sdk, running: &'a Running, tid: u64) -> Self {
         let staged = running.buffers.iter().map(|_| Staged::default()).collect();
         Emitter {
             sdk,
@@ -915,7 +915,7 @@ impl<'a> Emitter<'a> {
 
     /// `roctxRangePushA(message)` entering: the marker range callbacks, with the message
     /// in the arguments as the real SDK passes it. Returns the range's correlation id.
-    fn push_range(&self, message: Option<&CStr>) -> u64 {
+    pub fn push_range(&self, message: Option<&CStr>) -> u64 {
         let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
         self.range_callbacks(message, callback::PHASE_ENTER, correlation);
         correlation
@@ -923,7 +923,7 @@ impl<'a> Emitter<'a> {
 
     /// `roctxRangePop()` returning: the callbacks, then the range's buffered record, which
     /// carries no message (as the real SDK's does not).
-    fn pop_range(&self, message: Option<&CStr>, correlation: u64, start: u64, end: u64) {
+    pub fn pop_range(&self, message: Option<&CStr>, correlation: u64, start: u64, end: u64) {
         self.range_callbacks(message, callback::PHASE_EXIT, correlation);
         let mut record = api_record(Domain::MarkerCoreRangeApi, 1, start, correlation, self.tid);
         record.end_timestamp = end;

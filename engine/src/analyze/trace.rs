@@ -358,6 +358,9 @@ impl Trace {
     }
 }
 
+/// One input of a trace being collected, read by its outlet.
+pub struct Input(Arc<Mutex<Collector>>);
+
 /// A trace being collected from one input or several (the ranks of a campaign), each
 /// replayed through its own stages.
 #[derive(Default)]
@@ -375,28 +378,45 @@ impl Collecting {
         stages: &StageGraph,
         source: &mut dyn Source,
     ) -> Result<(Catalog, Result<Ending, SourceError>), String> {
+        let (input, outlet) = self.input();
+        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
+            .map_err(|e| e.to_string())?;
+        self.added(input, report.sinks.into_iter().next())?;
+        Ok((report.catalog, report.source))
+    }
+
+    /// The next input and the outlet that reads it into the trace, one of a stage run's
+    /// outlets: of a run of its own, or of one pass over a run's records that other readers
+    /// share. [`Collecting::added`] ends it.
+    pub fn input(&mut self) -> (Input, stage::Outlet<'static>) {
         let collector = Arc::new(Mutex::new(Collector {
             trace: Arc::clone(&self.trace),
             earlier: std::mem::take(&mut self.pids),
             pids: FxHashMap::default(),
         }));
+        let shared = Arc::clone(&collector);
         let outlet = stage::Outlet {
             name: "analyze".into(),
             kinds: KINDS.to_vec(),
-            open: Box::new(|_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
-                Ok(Box::new(Shared(Arc::clone(&collector))))
-            }),
+            open: Box::new(
+                move |_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
+                    Ok(Box::new(Shared(Arc::clone(&shared))))
+                },
+            ),
         };
-        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
-            .map_err(|e| e.to_string())?;
-        let collector = collector.lock().expect("no panics while holding the lock");
+        (Input(collector), outlet)
+    }
+
+    /// Ends `input`, whose stage run ended with `sink` (its outlet's report).
+    pub fn added(&mut self, input: Input, sink: Option<stage::SinkReport>) -> Result<(), String> {
+        let collector = input.0.lock().expect("no panics while holding the lock");
         self.pids = (collector.earlier.iter().copied())
             .chain(collector.pids.values().copied())
             .collect();
-        if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
-            return Err(e.to_string());
+        match sink.map(|s| s.outcome) {
+            Some(Err(e)) => Err(e.to_string()),
+            _ => Ok(()),
         }
-        Ok((report.catalog, report.source))
     }
 
     /// The trace of every source added.

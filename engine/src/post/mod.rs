@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::analyze::{Finding, Selection, Trace};
+use crate::analyze::{Collecting, Finding, Selection, Trace};
 use crate::catalog::Catalog;
 use crate::plan::sink::SinkKind;
 use crate::plan::{Destination, DomainTables, PostStep};
@@ -21,6 +21,7 @@ use crate::plan::{Plan, StageGraph};
 use crate::progress::Board;
 use crate::sink::{self, Placeholders};
 use crate::source::{Frames, Source};
+use crate::stage;
 use crate::summary::{self, Breakdown, Format, Summary};
 
 mod done;
@@ -127,17 +128,7 @@ impl Ahead {
         let stages = plan.stages.clone();
         let spawned = std::thread::Builder::new()
             .name("summary".into())
-            .spawn(move || {
-                // A failure is left for the step, which reads again and reports it.
-                Statistics {
-                    by_breakdown: (breakdowns.into_iter())
-                        .filter_map(|b| Some((b, statistics(&stages, &open, b).ok()?)))
-                        .collect(),
-                    findings: reported
-                        .then(|| findings(&stages, &open, &Selection::every_rule()).ok())
-                        .flatten(),
-                }
-            });
+            .spawn(move || read_once(&stages, &open, breakdowns, reported));
         // Without a thread, the steps read as they come.
         *thread = spawned.ok();
     }
@@ -150,6 +141,66 @@ impl Ahead {
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
+    }
+}
+
+/// What the steps take, from one pass over the records `open` reads through `stages`
+/// (each reader an outlet of one stage run): the statistics of each of `breakdowns`, and
+/// where `reported` the findings of every rule. With a pass per reader, the outputs of a
+/// 2 M-record `trace-all` on 2 cores waited 9.7 to 15.6 s for them after the sinks ended,
+/// against 5.8 to 8.9 s with one. What fails is left out for its step, which reads again
+/// and reports it.
+fn read_once(
+    stages: &StageGraph,
+    open: Reopen<'_>,
+    breakdowns: Vec<Breakdown>,
+    reported: bool,
+) -> Statistics {
+    let Ok(mut records) = open() else {
+        return Statistics::default();
+    };
+    let (summaries, mut outlets): (Vec<_>, Vec<_>) = (breakdowns.into_iter())
+        .map(|b| {
+            let (collecting, outlet) = Summary::collecting(b);
+            ((b, collecting), outlet)
+        })
+        .unzip();
+    let trace = reported.then(|| {
+        let mut collecting = Collecting::default();
+        let (input, outlet) = collecting.input();
+        outlets.push(outlet);
+        (collecting, input)
+    });
+    let frames = std::iter::from_fn(|| records.next_frame());
+    let mut source = Frames(frames.take_while(|_| !crate::cancel::requested()));
+    let report = match stage::run_into(stages, &mut source, outlets, &Board::default()) {
+        Ok(report) if !crate::cancel::requested() => report,
+        _ => return Statistics::default(),
+    };
+    // A live run's sinks may have had records its spool lacks (its disk filled): the
+    // spool's own end says whether the statistics are the whole run's.
+    let partial = crate::source::partial(&records.finish());
+    let mut sinks = report.sinks.into_iter();
+    let by_breakdown = (summaries.into_iter())
+        .filter_map(|(b, collecting)| {
+            let mut summary = collecting
+                .finish(sinks.next(), report.catalog.clone())
+                .ok()?;
+            summary.catalog.partial = partial.clone();
+            Some((b, summary))
+        })
+        .collect();
+    let findings = trace
+        .and_then(|(mut collecting, input)| {
+            collecting
+                .added(input, sinks.next())
+                .ok()
+                .map(|()| collecting.finish())
+        })
+        .map(|trace| Selection::every_rule().check(&trace));
+    Statistics {
+        by_breakdown,
+        findings,
     }
 }
 
@@ -628,6 +679,8 @@ fn print_domain_tables(
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
     use crate::diag::SourceFile;
@@ -693,9 +746,9 @@ mod tests {
         assert!(!whole[0].columns.contains(&"process".to_owned()));
     }
 
-    /// Read ahead, the statistics of every breakdown the steps take are read once, on
-    /// their own thread, and the steps read nothing more; they are the statistics the steps
-    /// would have read themselves.
+    /// Read ahead, the statistics of every breakdown the steps take and the report's
+    /// findings come from one pass over the records, on their own thread, and the steps
+    /// read nothing more; they are what the steps would have read themselves.
     #[test]
     fn statistics_read_ahead_serve_every_step() {
         let dir = tempfile::tempdir().unwrap();
@@ -711,7 +764,13 @@ mod tests {
         );
 
         let ahead = Ahead::default();
-        ahead.start(&plan, opener(&spool));
+        let opened = Arc::new(AtomicUsize::new(0));
+        let open = opener(&spool);
+        let counted = Arc::clone(&opened);
+        ahead.start(&plan, move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            open()
+        });
         // Once: a second start reads nothing more.
         ahead.start(&plan, || panic!("read twice"));
         let read = ahead.take();
@@ -721,10 +780,17 @@ mod tests {
             read.findings.is_some(),
             "the report's findings are read ahead too"
         );
+        assert_eq!(
+            opened.load(Ordering::Relaxed),
+            1,
+            "one pass for every reader"
+        );
         for (breakdown, summary) in &read.by_breakdown {
             let own = statistics(&plan.stages, &opener(&spool), *breakdown).unwrap();
             assert_eq!(summary.tables(), own.tables());
         }
+        let own = findings(&plan.stages, &opener(&spool), &Selection::every_rule()).unwrap();
+        assert_eq!(read.findings.as_ref(), Some(&own));
 
         let unread = || -> Result<Box<dyn Source>, String> { panic!("the steps read again") };
         let reports = run(

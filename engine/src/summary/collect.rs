@@ -26,29 +26,56 @@ impl Summary {
         source: &mut dyn Source,
         breakdown: Breakdown,
     ) -> Result<(Summary, Result<Ending, SourceError>), String> {
+        let (collecting, outlet) = Summary::collecting(breakdown);
+        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
+            .map_err(|e| e.to_string())?;
+        let mut sinks = report.sinks.into_iter();
+        let summary = collecting.finish(sinks.next(), report.catalog)?;
+        Ok((summary, report.source))
+    }
+
+    /// A summary by `breakdown` and the outlet that fills it, one of a stage run's
+    /// outlets: the readers of one pass over a run's records each take one.
+    pub fn collecting(breakdown: Breakdown) -> (Collecting, stage::Outlet<'static>) {
         let summary = Arc::new(Mutex::new(Summary {
             breakdown,
             ..Summary::default()
         }));
         // One collector, fed every kind the run holds.
+        let filled = Arc::clone(&summary);
         let outlet = stage::Outlet {
             name: "summary".into(),
             kinds: RecordKind::ALL.to_vec(),
-            open: Box::new(|_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
-                Ok(Box::new(Collector::new(Arc::clone(&summary))))
-            }),
+            open: Box::new(
+                move |_: &Placeholders| -> Result<Box<dyn Sink>, SinkError> {
+                    Ok(Box::new(Collector::new(Arc::clone(&filled))))
+                },
+            ),
         };
-        let report = stage::run_into(stages, source, vec![outlet], &Default::default())
-            .map_err(|e| e.to_string())?;
-        if let Some(Err(e)) = report.sinks.into_iter().next().map(|s| s.outcome) {
+        (Collecting(summary), outlet)
+    }
+}
+
+/// A summary its outlet fills during a stage run.
+pub struct Collecting(Arc<Mutex<Summary>>);
+
+impl Collecting {
+    /// The summary, once the stage run that filled it ended with `sink` (its outlet's
+    /// report) and `catalog`.
+    pub fn finish(
+        self,
+        sink: Option<stage::SinkReport>,
+        catalog: Catalog,
+    ) -> Result<Summary, String> {
+        if let Some(Err(e)) = sink.map(|s| s.outcome) {
             return Err(e.to_string());
         }
-        let mut summary = Arc::try_unwrap(summary)
+        let mut summary = Arc::try_unwrap(self.0)
             .map_err(|_| "the summary is still shared".to_string())?
             .into_inner()
             .expect("no panics while holding the lock");
-        summary.catalog = report.catalog;
-        Ok((summary, report.source))
+        summary.catalog = catalog;
+        Ok(summary)
     }
 }
 
