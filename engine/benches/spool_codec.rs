@@ -27,11 +27,16 @@ buffer = { size = "64MiB", watermark = "50%", policy = "lossless" }
 /// Payloads the runner leaves as they are (metadata, a few records).
 const SMALLEST: usize = 4 << 10;
 
-/// A way to store a part, and to read it back into a buffer of its size.
+/// Stores a part.
+type Compress = Box<dyn Fn(&[u8]) -> Vec<u8>>;
+/// Reads a stored part back into a buffer of its size.
+type Decompress = Box<dyn Fn(&[u8], &mut [u8])>;
+
+/// A way to store a part, and to read it back.
 struct Codec {
     name: String,
-    compress: Box<dyn Fn(&[u8]) -> Vec<u8>>,
-    decompress: Box<dyn Fn(&[u8], &mut [u8])>,
+    compress: Compress,
+    decompress: Decompress,
 }
 
 fn zstd(level: i32) -> Codec {
