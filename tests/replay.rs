@@ -599,40 +599,6 @@ fn a_run_replays_alike_from_its_spool_and_its_database() {
     }
 }
 
-/// Runs `command` to its end, and the most threads named `name` it had at once, as
-/// sampled every few milliseconds.
-fn output_and_most_threads(
-    command: &mut std::process::Command,
-    name: &str,
-) -> (std::process::Output, usize) {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let child = (command.stdout(std::process::Stdio::piped()))
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("rocflow starts");
-    let tasks = PathBuf::from(format!("/proc/{}/task", child.id()));
-    let ended = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        let sampler = scope.spawn(|| {
-            let mut most = 0;
-            while !ended.load(Ordering::Relaxed) {
-                let named = (std::fs::read_dir(&tasks).into_iter().flatten().flatten())
-                    .filter(|task| {
-                        std::fs::read_to_string(task.path().join("comm"))
-                            .is_ok_and(|comm| comm.trim_end() == name)
-                    })
-                    .count();
-                most = most.max(named);
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            most
-        });
-        let out = child.wait_with_output().expect("rocflow runs");
-        ended.store(true, Ordering::Relaxed);
-        (out, sampler.join().unwrap())
-    })
-}
-
 #[test]
 fn outputs_per_process_of_more_processes_than_descriptors() {
     // 300 processes' traces and databases under a limit of 256 descriptors: they take
@@ -648,7 +614,8 @@ fn outputs_per_process_of_more_processes_than_descriptors() {
     let args = ["replay", "run.rfraw", "pipeline.toml"];
     let mut command = support::rocflow_command(&args, dir.path(), &[]);
     let (out, threads) =
-        output_and_most_threads(support::with_descriptors(&mut command, 256), "rocpd");
+        support::output_and_most_threads(support::with_descriptors(&mut command, 256), &["rocpd"]);
+    let threads = threads[0];
     assert_success(&out);
     assert!(
         (1..=16).contains(&threads),

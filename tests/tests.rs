@@ -54,6 +54,7 @@ mod stages;
 mod structure;
 mod templates;
 mod thread_trace;
+mod threads;
 mod tool_faults;
 mod untrusted;
 

@@ -1,6 +1,7 @@
 //! Reading rocpd databases: a generated run written by rocflow's rocpd sink, read back by
 //! the rocpd source from one file and from eight files in parallel, converted to Parquet,
-//! and the reader's peak memory at two sizes.
+//! and the reader's peak memory at two sizes: all of it, what it allocated, and the pages of
+//! files it maps, apart.
 //!
 //! Sizes by environment: `ROCPD_SOURCE_RECORDS` (default 20 M) and `ROCPD_SOURCE_SMALL`
 //! (the smaller run peak memory is compared with, default a tenth of that). Run with
@@ -34,7 +35,7 @@ fn databases(dir: &Path, records: u64, processes: u16) -> Vec<PathBuf> {
     let out = dir.join("db");
     // One database per process.
     let to_rocpd = support::sink("rocpd", "OUT/{pid}.db");
-    support::replay_to(&support::pipeline(COUNTERS, true, &to_rocpd), &spool, &out);
+    support::replay_to(&support::pipeline(COUNTERS, false, &to_rocpd), &spool, &out);
     std::fs::remove_file(&spool).unwrap();
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&out)
         .unwrap()
@@ -60,7 +61,7 @@ fn read(paths: &[PathBuf]) -> u64 {
 /// The databases through a Parquet sink; returns the records written.
 fn to_parquet(paths: &[PathBuf], out: &Path) -> u64 {
     let to_parquet = support::sink("parquet", &out.display().to_string());
-    let text = support::pipeline(COUNTERS, true, &to_parquet);
+    let text = support::pipeline(COUNTERS, false, &to_parquet);
     let plan = support::plan(&text);
     let mut source = Rocpd::open(paths).unwrap();
     let report = rocflow::stage::run(&plan, &mut source, &rocflow::sink::open).unwrap();
@@ -69,33 +70,57 @@ fn to_parquet(paths: &[PathBuf], out: &Path) -> u64 {
     report.sinks[0].records
 }
 
-/// Reads the databases in a fresh process; returns its peak RSS and its peak anonymous
-/// memory, in KiB.
-fn peak_in_child(paths: &[PathBuf]) -> (u64, u64) {
-    let list = std::env::join_paths(paths).unwrap();
-    let printed = support::in_child(&[(CHILD, &list)]);
-    let (rss, anon) = printed.trim().split_once(' ').unwrap();
-    (rss.parse().unwrap(), anon.parse().unwrap())
+/// The peaks of a process's resident memory while it reads databases, in KiB.
+struct Peaks {
+    /// All of it (`VmHWM`).
+    rss: u64,
+    /// What it allocated (`RssAnon`).
+    anon: u64,
+    /// The pages of files it maps (`RssFile`): its binary and libraries, and a database's
+    /// pages where SQLite maps the file.
+    file: u64,
 }
 
-/// The peak of this process's anonymous memory (what it allocated, not the pages of
-/// files it maps, which the system's page cache holds either way) while `f` runs,
-/// sampled every millisecond.
-fn peak_anon_kb(f: impl FnOnce()) -> u64 {
+/// Reads the databases in a fresh process; returns its peaks.
+fn peaks_in_child(paths: &[PathBuf]) -> Peaks {
+    let list = std::env::join_paths(paths).unwrap();
+    let printed = support::in_child(&[(CHILD, &list)]);
+    let kb: Vec<u64> = printed
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let [rss, anon, file] = kb[..] else {
+        panic!("the child printed {printed:?}")
+    };
+    Peaks { rss, anon, file }
+}
+
+/// The peaks of this process's memory while `f` runs, sampled every millisecond.
+fn peaks_of(f: impl FnOnce()) -> Peaks {
     let done = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|scope| {
+    let sample = |peaks: &mut (u64, u64)| {
+        peaks.0 = peaks.0.max(support::status_kb("RssAnon:"));
+        peaks.1 = peaks.1.max(support::status_kb("RssFile:"));
+    };
+    let (anon, file) = std::thread::scope(|scope| {
         let sampler = scope.spawn(|| {
-            let mut peak = 0;
+            let mut peaks = (0, 0);
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                peak = peak.max(support::status_kb("RssAnon:"));
+                sample(&mut peaks);
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
-            peak.max(support::status_kb("RssAnon:"))
+            sample(&mut peaks);
+            peaks
         });
         f();
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         sampler.join().unwrap()
-    })
+    });
+    Peaks {
+        rss: peak_rss_kb(),
+        anon,
+        file,
+    }
 }
 
 fn rate(records: u64, seconds: f64) -> String {
@@ -105,10 +130,10 @@ fn rate(records: u64, seconds: f64) -> String {
 fn main() {
     if let Some(list) = std::env::var_os(CHILD) {
         let paths: Vec<PathBuf> = std::env::split_paths(&list).collect();
-        let anon = peak_anon_kb(|| {
+        let peaks = peaks_of(|| {
             read(&paths);
         });
-        println!("{} {anon}", peak_rss_kb());
+        println!("{} {} {}", peaks.rss, peaks.anon, peaks.file);
         return;
     }
     let records = env("ROCPD_SOURCE_RECORDS", 20_000_000);
@@ -151,18 +176,22 @@ fn main() {
         );
     }
 
-    let (peak, anon) = peak_in_child(&one);
+    let large = peaks_in_child(&one);
     let smaller = databases(&dir.path().join("small"), small, 1);
-    let (small_peak, small_anon) = peak_in_child(&smaller);
+    let small_peaks = peaks_in_child(&smaller);
     let mib = |kb: u64| kb as f64 / 1024.0;
-    println!(
-        "  peak reading 1 database, at {small} and {records} records: RSS {:.1} and {:.1} MiB \
-         ({:.2}x, the database's mapped pages included), allocated {:.1} and {:.1} MiB ({:.2}x)",
-        mib(small_peak),
-        mib(peak),
-        peak as f64 / small_peak as f64,
-        mib(small_anon),
-        mib(anon),
-        anon as f64 / small_anon as f64
-    );
+    println!("  peak reading 1 database, at {small} and {records} records:");
+    for (label, of) in [
+        ("RSS", (|p: &Peaks| p.rss) as fn(&Peaks) -> u64),
+        ("anonymous (RssAnon)", |p| p.anon),
+        ("file-mapped (RssFile)", |p| p.file),
+    ] {
+        let (small, large) = (of(&small_peaks), of(&large));
+        println!(
+            "    {label:<22} {:>8.1} and {:>8.1} MiB ({:.2}x)",
+            mib(small),
+            mib(large),
+            large as f64 / small as f64
+        );
+    }
 }

@@ -47,6 +47,7 @@ pub mod stats;
 pub mod summary;
 pub mod table;
 pub mod thread_trace;
+pub mod threads;
 pub mod transform;
 mod trim;
 pub mod units;

@@ -320,6 +320,39 @@ pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Comm
     command
 }
 
+/// Runs `command` to its end, and for each of `names` the most threads so named it had at
+/// once (as `/proc/PID/task/*/comm` shows them, 15 bytes at most), sampled every few
+/// milliseconds.
+pub fn output_and_most_threads(command: &mut Command, names: &[&str]) -> (Output, Vec<usize>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let child = (command.stdout(std::process::Stdio::piped()))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rocflow starts");
+    let tasks = PathBuf::from(format!("/proc/{}/task", child.id()));
+    let ended = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut most = vec![0; names.len()];
+            while !ended.load(Ordering::Relaxed) {
+                let comms: Vec<String> = (std::fs::read_dir(&tasks).into_iter().flatten())
+                    .flatten()
+                    .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+                    .collect();
+                for (most, name) in most.iter_mut().zip(names) {
+                    let named = comms.iter().filter(|c| c.trim_end() == *name).count();
+                    *most = (*most).max(named);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            most
+        });
+        let out = child.wait_with_output().expect("rocflow runs");
+        ended.store(true, Ordering::Relaxed);
+        (out, sampler.join().unwrap())
+    })
+}
+
 /// `rocflow args…` in `dir` where no ROCm can be found (see [`without_rocm`]), nor
 /// anything the environment could name: `ROCPROFILER_METRICS_PATH` is `dir/metrics` and
 /// `ROCM_PATH` is `dir/rocm`, both empty, `LD_LIBRARY_PATH` is empty and

@@ -46,6 +46,10 @@ use crate::messages;
     max_term_width = 100
 )]
 struct Cli {
+    /// Threads to work on (reading, writing, compressing), at most: RAYON_NUM_THREADS
+    /// otherwise, else one per core.
+    #[arg(long, global = true, value_name = "N")]
+    threads: Option<std::num::NonZeroUsize>,
     #[command(subcommand)]
     command: Command,
 }
@@ -126,6 +130,16 @@ enum Command {
 /// Runs the command line and maps its outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let variable = std::env::var_os(crate::threads::VARIABLE);
+    match crate::threads::resolve(cli.threads, variable.as_deref()) {
+        Ok(threads) => crate::threads::init(threads),
+        Err(message) => {
+            let hint = "set it to a number, or pass --threads N";
+            return report(&Error::user(
+                crate::diag::Diagnostic::error(message).hint(hint),
+            ));
+        }
+    }
     let outcome = match cli.command {
         Command::Validate(args) => pipeline::validate(args),
         Command::Explain(args) => pipeline::explain(args),

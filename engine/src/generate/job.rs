@@ -444,14 +444,14 @@ pub fn write(job: &Job, dir: &Path) -> std::io::Result<(Injected, u64)> {
     Ok((job.injected(), records))
 }
 
-/// Runs `each` for every rank on as many threads as the machine has cores; returns the
+/// Runs `each` for every rank on as many threads as rocflow works on; returns the
 /// sum of what they return, or the first error.
 pub fn for_each_rank(
     ranks: u32,
     each: impl Fn(u32) -> std::io::Result<u64> + Sync,
 ) -> std::io::Result<u64> {
     let next = std::sync::atomic::AtomicU32::new(0);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = crate::threads::count();
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads.min(ranks as usize))
             .map(|_| {

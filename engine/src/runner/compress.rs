@@ -11,7 +11,7 @@ use crate::wire;
 /// Whether `rocflow run` compresses the spool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum SpoolCompression {
-    /// Where the machine has 8 cores or more.
+    /// Where rocflow works on 8 threads or more ([`crate::threads`]).
     #[default]
     Auto,
     /// Always, with zstd.
@@ -33,7 +33,7 @@ const MAX_THREADS: usize = 8;
 const SMALLEST: usize = 4 << 10;
 
 impl SpoolCompression {
-    /// The compressor this setting asks for on a machine with `cores` cores, `None` for no
+    /// The compressor this setting asks for when rocflow works on `cores` threads, `None` for no
     /// compression (or if its threads cannot start, which only costs the spool's size).
     pub fn compressor(self, cores: usize) -> Option<Compressor> {
         match self {
@@ -51,7 +51,7 @@ pub struct Compressor {
 }
 
 impl Compressor {
-    /// Half the machine's `cores`, from 1 to [`MAX_THREADS`].
+    /// Half the `cores` rocflow works on, from 1 to [`MAX_THREADS`].
     fn new(cores: usize) -> Option<Compressor> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads((cores / 2).clamp(1, MAX_THREADS))

@@ -587,8 +587,7 @@ fn collect<T: Send + 'static>(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let (frames_in, frames) = backlog::channel(QUEUE_BYTES, beside_spool);
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let compressor = compression.compressor(cores);
+    let compressor = compression.compressor(crate::threads::count());
     let intake = Arc::new(Intake::new(spool, compressor, |kind| plan.consumes(kind)));
     let mut plan_frame = Vec::new();
     wire::encode_meta(

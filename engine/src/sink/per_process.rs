@@ -210,10 +210,11 @@ impl Sink for PerProcess {
                 output.sink.table(table)?;
             }
         }
-        // On a thread per core, not per output: a job has thousands of processes.
+        // On the threads rocflow works on, not one per output: a job has thousands of
+        // processes.
         let outputs = Mutex::new(std::mem::take(&mut self.outputs).into_iter().enumerate());
         let finished = Mutex::new(Vec::new());
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let threads = crate::threads::count();
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {

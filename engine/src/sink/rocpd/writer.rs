@@ -66,12 +66,11 @@ struct Open {
 }
 
 impl Pool {
-    /// Starts a thread per core, at least one and at most `most`; fails if one does not
-    /// start.
+    /// Starts as many threads as rocflow works on ([`crate::threads`]), at least one and at
+    /// most `most`; fails if one does not start.
     pub fn start(most: usize) -> Result<Arc<Pool>, Fault> {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let mut threads = Vec::new();
-        for _ in 0..cores.min(most).max(1) {
+        for _ in 0..crate::threads::count().min(most).max(1) {
             let (jobs, queue) = sync_channel(QUEUE);
             let handle = std::thread::Builder::new()
                 .name("rocpd".into())

@@ -1,12 +1,12 @@
 //! rocpd databases as a source: what rocprofv3 (or rocflow's rocpd sink) wrote, read back
 //! as the frames a run would have sent. A run is one large database or many (one per
 //! rank), so the work is divided into pieces: each set of tables' info (its processes'
-//! metadata), then its event tables in ranges of row ids. Readers, one per core, take the
-//! pieces in order, each with its own connection, and the consumer takes their frames
-//! piece by piece in that order, so a database's processes come out as the streams they
-//! were, the same way on every read, however many readers there are. Each piece numbers
-//! its strings on its own; [`strings`] merges the numberings. Nothing relies on `ATTACH`,
-//! which SQLite limits to 10.
+//! metadata), then its event tables in ranges of row ids. Readers, as many as the threads
+//! rocflow works on ([`crate::threads`]), take the pieces in order, each with its own
+//! connection, and the consumer takes their frames piece by piece in that order, so a
+//! database's processes come out as the streams they were, the same way on every read,
+//! however many readers there are. Each piece numbers its strings on its own; [`strings`]
+//! merges the numberings. Nothing relies on `ATTACH`, which SQLite limits to 10.
 
 mod emit;
 mod info;
@@ -49,6 +49,9 @@ const PIECE_ROWS: i64 = 2 * MAX_RECORDS as i64;
 
 /// The most pieces one table is cut into.
 const MAX_PIECES: i128 = 4096;
+
+/// The name of the readers' threads.
+pub const READER_THREAD: &str = "rocpd-read";
 
 /// Frames a piece's reader may have ready before the consumer takes them.
 const QUEUE: usize = 8;
@@ -182,9 +185,7 @@ impl Rocpd {
                 unread.entry(addition.table).or_insert((addition, 0)).1 += rows;
             }
         }
-        let readers = std::thread::available_parallelism()
-            .map_or(1, usize::from)
-            .min(pieces.len());
+        let readers = crate::threads::count().min(pieces.len());
         let work = Arc::new(Work {
             paths: paths.to_vec(),
             sets,
@@ -198,7 +199,10 @@ impl Rocpd {
         });
         for _ in 0..readers {
             let work = Arc::clone(&work);
-            std::thread::spawn(move || work.read());
+            std::thread::Builder::new()
+                .name(READER_THREAD.into())
+                .spawn(move || work.read())
+                .expect("a thread to read databases starts");
         }
         let newer_note = (!unknown.is_empty()).then(|| {
             let names: Vec<String> = unknown.into_iter().collect();
