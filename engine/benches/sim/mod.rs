@@ -43,6 +43,22 @@ pub fn scenario(dir: &Path, iterations: u64) {
     std::fs::write(dir.join("big.toml"), head + &kernels).unwrap();
 }
 
+/// The `rocflow` executable: `ROCFLOW_BIN`, else the one beside the benchmark's
+/// executable (`target/release/deps/..`), else the one cargo built with it, so that the
+/// benchmark runs on a machine given its executables alone.
+fn rocflow() -> std::path::PathBuf {
+    if let Some(path) = std::env::var_os("ROCFLOW_BIN") {
+        return path.into();
+    }
+    let exe = std::env::current_exe().ok();
+    let beside = exe
+        .as_deref()
+        .and_then(|e| Some(e.parent()?.parent()?.join("rocflow")));
+    beside
+        .filter(|path| path.is_file())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_rocflow").into())
+}
+
 /// What a run printed, how long it took, and the peak memory of the runner and of the
 /// application (the simulated SDK and the tool library in it), each its own.
 pub struct Run {
@@ -83,7 +99,7 @@ pub fn run(dir: &Path, pipeline: &str, options: &[&str]) -> Run {
         clippy::zombie_processes,
         reason = "waitpid reaps it below, while its memory is watched"
     )]
-    let child = Command::new(env!("CARGO_BIN_EXE_rocflow"))
+    let child = Command::new(rocflow())
         .args(["run", pipeline, "--device", "sim:big.toml"])
         .args(["--spool", "run.rfraw"])
         .args(options)
