@@ -17,6 +17,8 @@
 //! SDK takes, if it is not beside the benchmark's); with the argument `trace-all`, only the
 //! first part.
 
+// The run benchmarks' module; this one uses a part of it.
+#[allow(dead_code)]
 mod sim;
 mod support;
 
@@ -237,6 +239,7 @@ fn replay_in_child(spool: &Path, out: &Path, threads: usize) -> (u64, Duration, 
 fn trace_all() {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let mut threads = vec![1, 4, cores];
+    threads.sort_unstable();
     threads.dedup();
     println!("trace-all into one rocpd database (best of 3 by wall time, a fresh process each)");
     // Each thread count's peak at 2 M records.
