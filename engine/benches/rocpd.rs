@@ -1,17 +1,29 @@
-//! Records into rocpd databases: a generated run of ten million records from three
-//! processes, replayed into one database per process (the default, written in parallel)
-//! and into one database for the run, and the replay's peak memory on runs of 2 M, 10 M
-//! and 20 M records.
+//! Records into rocpd databases. First the `trace-all` mix (a run on the simulated SDK of
+//! the MI300X example scenario, 38 records per iteration: HIP and HSA calls, dispatches,
+//! copies, allocations, ROCTx ranges), 2 M records replayed into one database on 1, 4 and
+//! every core's threads of the rayon pool, and the peak memory of that replay at 2 M and
+//! 20 M records (a fresh process each, best of three by wall time). Then a generated run
+//! of ten million records from three processes, replayed into one database per process
+//! (the default, written in parallel) and into one database for the run, and the replay's
+//! peak memory on runs of 2 M, 10 M and 20 M records.
 //!
 //! Figures are records per second and ratios to a plain `read` of the same spool bytes,
 //! measured in the same run (best of three each), with the CPU time per record (this
 //! machine is shared: the hypervisor's steal is printed too). The one database is compared
 //! with SQLite alone inserting the same rows into a fresh file, the way the sink wrote them
 //! before it appended its tables as pages. Run with
-//! `cargo bench -p rocflow --bench rocpd`.
+//! `cargo bench -p rocflow --bench rocpd`, or as the executable it builds, from the
+//! repository root (`ROCFLOW_BIN` names the `rocflow` executable the run on the simulated
+//! SDK takes, if it is not beside the benchmark's); with the argument `trace-all`, only the
+//! first part.
 
+// The benchmarks' shared modules, which both hold `support/status.rs`; this one uses a
+// part of the run benchmarks' one.
+#[allow(dead_code, clippy::duplicate_mod)]
+mod sim;
 mod support;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -170,7 +182,112 @@ fn size(dir: &Path) -> u64 {
         .sum()
 }
 
+/// `trace-all`'s context, without its sinks: the run only keeps the spool.
+const CAPTURE: &str = r#"
+[pipeline]
+name = "capture"
+[[context]]
+name = "trace"
+tracing = ["hip_runtime_api", "hsa_core_api", "hsa_amd_ext_api", "kernel_dispatch",
+    "memory_copy", "memory_allocation", "scratch_memory", "marker_core_range_api", "rccl_api"]
+buffer = { size = "64MiB", watermark = "87.5%", policy = "lossless" }
+"#;
+
+/// Set in a child that replays a `trace-all` spool into one database (and so on the
+/// threads its `RAYON_NUM_THREADS` says).
+const CHILD_TRACE_ALL: &str = "ROCFLOW_BENCH_CHILD_TRACE_ALL";
+
+/// Replays `spool` into one rocpd database under `out` through `trace-all`'s context;
+/// returns the records written.
+fn replay_trace_all(spool: &Path, out: &Path) -> u64 {
+    let sink = support::sink("rocpd", "OUT/run.db") + "options = { layout = \"single\" }\n";
+    let text = CAPTURE.replace("name = \"capture\"", "name = \"rocpd\"") + &sink;
+    support::replay_to(&text, spool, out).sinks[0].records
+}
+
+/// Keeps the spool of a `trace-all` run of about `records` records in `dir`.
+fn capture(dir: &Path, records: u64) -> PathBuf {
+    std::fs::write(dir.join("big.toml"), sim::example(records / 38)).unwrap();
+    std::fs::write(dir.join("capture.toml"), CAPTURE).unwrap();
+    sim::run(dir, "./capture.toml", &["--quiet"]);
+    dir.join("run.rfraw")
+}
+
+/// One replay in a fresh process on `threads` threads: records, wall time, peak RSS (MiB).
+fn replay_in_child(spool: &Path, out: &Path, threads: usize) -> (u64, Duration, f64) {
+    let threads = threads.to_string();
+    let started = Instant::now();
+    let printed = support::in_child(&[
+        (CHILD_TRACE_ALL, OsStr::new("1")),
+        ("RAYON_NUM_THREADS", OsStr::new(&threads)),
+        ("ROCFLOW_BENCH_CHILD_SPOOL", spool.as_os_str()),
+        ("ROCFLOW_BENCH_CHILD_OUT", out.as_os_str()),
+    ]);
+    let wall = started.elapsed();
+    let [records, kb] = printed.split_whitespace().collect::<Vec<_>>()[..] else {
+        panic!("the child printed {printed:?}");
+    };
+    std::fs::remove_dir_all(out).unwrap();
+    (
+        records.parse().unwrap(),
+        wall,
+        kb.parse::<f64>().unwrap() / 1024.0,
+    )
+}
+
+/// The `trace-all` mix into one database: records per second at 1, 4 and every core's
+/// threads, and the peak memory at 2 M and 20 M records.
+fn trace_all() {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut threads = vec![1, 4, cores];
+    threads.sort_unstable();
+    threads.dedup();
+    println!("trace-all into one rocpd database (best of 3 by wall time, a fresh process each)");
+    // Each thread count's peak at 2 M records.
+    let mut first_peaks = std::collections::HashMap::new();
+    for records in [2_000_000, 20_000_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = capture(dir.path(), records);
+        let out = dir.path().join("out");
+        let counts: &[usize] = if records == 2_000_000 {
+            &threads
+        } else {
+            &[cores]
+        };
+        for &count in counts {
+            let runs: Vec<_> = (0..3)
+                .map(|_| replay_in_child(&spool, &out, count))
+                .collect();
+            let (records, wall, peak) = *runs.iter().min_by_key(|r| r.1).unwrap();
+            let first = *first_peaks.entry(count).or_insert(peak);
+            println!(
+                "  {:>2} M records, {count:>2} threads {:>6.2} M records/s ({:.2} s; runs {})  peak RSS {peak:>6.1} MiB, {:.2}x the 2 M peak",
+                records / 1_000_000,
+                records as f64 / wall.as_secs_f64() / 1e6,
+                wall.as_secs_f64(),
+                (runs.iter())
+                    .map(|r| format!("{:.2} s", r.1.as_secs_f64()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                peak / first
+            );
+        }
+    }
+}
+
 fn main() {
+    if std::env::var_os(CHILD_TRACE_ALL).is_some() {
+        support::serve_child(|spool, out| {
+            let records = replay_trace_all(spool, out);
+            print!("{records} ");
+            records
+        });
+        return;
+    }
+    trace_all();
+    if std::env::args().skip(1).any(|arg| arg == "trace-all") {
+        return;
+    }
     let Some((dir, spool, bytes, yardstick)) = support::start(RECORDS, PROCESSES, |spool, out| {
         replay(spool, out, "per_process")
     }) else {

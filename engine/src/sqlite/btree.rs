@@ -15,6 +15,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use rayon::prelude::*;
+
 use super::Value;
 use crate::descriptors::PooledFile;
 
@@ -107,16 +109,72 @@ fn lock_page(size: usize) -> u32 {
     (LOCK_BYTE / size as u64 + 1) as u32
 }
 
-/// A table's B-tree, built by appending rows in order of their rowids.
+/// Rows of a table encoded as records, in order of their rowids: encoded on any thread, a
+/// run at a time, then filled into the table's leaves by [`AppendTable::fill`].
+#[derive(Default)]
+pub struct Records {
+    bytes: Vec<u8>,
+    /// Each row's rowid and where its record ends in `bytes`.
+    rows: Vec<(i64, usize)>,
+}
+
+impl Records {
+    /// Adds a row: `record` is its payload (see [`Record`]).
+    pub fn push(&mut self, rowid: i64, record: &[u8]) {
+        self.bytes.extend_from_slice(record);
+        self.rows.push((rowid, self.bytes.len()));
+    }
+
+    /// Each row's rowid and record, in order.
+    fn iter(&self) -> impl Iterator<Item = (i64, &[u8])> {
+        let starts = std::iter::once(0).chain(self.rows.iter().map(|&(_, end)| end));
+        (self.rows.iter().zip(starts))
+            .map(|(&(rowid, end), start)| (rowid, &self.bytes[start..end]))
+    }
+}
+
+/// A table's B-tree, built by appending rows in order of their rowids. Rows are filled into
+/// pages that have no numbers yet ([`AppendTable::fill`]), which the tables of a database
+/// are then given one table after another ([`AppendTable::number`]), so that the file is
+/// the same whichever threads filled which tables; then the pages are written
+/// ([`AppendTable::write`]).
 pub struct AppendTable {
     pages: Arc<Pages>,
     /// The page SQLite gave the table as its root.
     root: u32,
+    /// The leaf being filled, and where its cells point at overflow pages not yet numbered:
+    /// the offset of each pointer and the index of its page in `fresh`.
     leaf: Page,
+    leaf_links: Vec<(usize, usize)>,
     /// The last rowid appended, and whether any was.
     last: Option<i64>,
     /// Full leaves written, in order.
     leaves: Vec<Child>,
+    /// Pages filled since they were last numbered, and those numbers.
+    fresh: Fresh,
+}
+
+/// Pages filled and not yet written: their bytes, one page after another; where they
+/// point at each other (the offset of a pointer in `bytes`, and the index of the page it
+/// names); the leaves among them (index and last rowid); and, once given, their numbers.
+#[derive(Default)]
+struct Fresh {
+    bytes: Vec<u8>,
+    links: Vec<(usize, usize)>,
+    leaves: Vec<(usize, i64)>,
+    numbers: Vec<u32>,
+}
+
+impl Fresh {
+    /// Adds a page; returns its index.
+    fn add(&mut self, page: &[u8]) -> usize {
+        self.bytes.extend_from_slice(page);
+        self.len(page.len()) - 1
+    }
+
+    fn len(&self, size: usize) -> usize {
+        self.bytes.len() / size
+    }
 }
 
 /// A page under an interior page: its number and the last rowid below it.
@@ -131,16 +189,24 @@ impl AppendTable {
     pub fn new(pages: Arc<Pages>, root: u32) -> AppendTable {
         AppendTable {
             leaf: Page::new(pages.size, LEAF_HEADER),
+            leaf_links: Vec::new(),
             pages,
             root,
             last: None,
             leaves: Vec::new(),
+            fresh: Fresh::default(),
         }
     }
 
-    /// Appends a row: `record` is its payload (see [`Record`]), `rowid` larger than any
-    /// before it.
-    pub fn append(&mut self, rowid: i64, record: &[u8]) -> io::Result<()> {
+    /// Fills the rows of `runs` into leaves, each row's rowid larger than any before it.
+    pub fn fill<'r>(&mut self, runs: impl IntoIterator<Item = &'r Records>) -> io::Result<()> {
+        for (rowid, record) in runs.into_iter().flat_map(Records::iter) {
+            self.append(rowid, record)?;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, rowid: i64, record: &[u8]) -> io::Result<()> {
         if let Some(last) = self.last
             && rowid <= last
         {
@@ -166,42 +232,87 @@ impl AppendTable {
             + local
             + if spills { 4 } else { 0 };
         if !self.leaf.fits(cell) {
-            let page = self.pages.allocate();
-            self.pages.write(page, self.leaf.bytes(TABLE_LEAF))?;
             let last = self.last.expect("a full leaf holds rows");
-            self.leaves.push(Child { page, last });
-            self.leaf.clear();
+            self.retire_leaf(last);
         }
         let overflow = if spills {
-            self.overflow(&record[local..])?
+            Some(self.overflow(&record[local..]))
         } else {
-            0
+            None
         };
+        let top = self.leaf.top - cell;
         let out = self.leaf.cell(cell);
         let mut at = put_varint(out, record.len() as u64);
         at += put_varint(&mut out[at..], rowid as u64);
         out[at..at + local].copy_from_slice(&record[..local]);
-        if spills {
-            out[at + local..].copy_from_slice(&overflow.to_be_bytes());
+        if let Some(first) = overflow {
+            self.leaf_links.push((top + at + local, first));
         }
         self.last = Some(rowid);
         Ok(())
     }
 
-    /// Writes `rest` of a payload to a chain of overflow pages; returns the first.
-    fn overflow(&self, rest: &[u8]) -> io::Result<u32> {
+    /// Moves the leaf being filled, whose last row is `last`, to the fresh pages.
+    fn retire_leaf(&mut self, last: i64) {
+        let base = self.fresh.bytes.len();
+        let index = self.fresh.add(self.leaf.bytes(TABLE_LEAF));
+        let links = self.leaf_links.drain(..).map(|(at, to)| (base + at, to));
+        self.fresh.links.extend(links);
+        self.fresh.leaves.push((index, last));
+        self.leaf.clear();
+    }
+
+    /// Adds `rest` of a payload as a chain of overflow pages; returns the first's index.
+    fn overflow(&mut self, rest: &[u8]) -> usize {
         let size = self.pages.size;
-        let chunks: Vec<&[u8]> = rest.chunks(size - 4).collect();
-        let numbers: Vec<u32> = chunks.iter().map(|_| self.pages.allocate()).collect();
         let mut page = vec![0u8; size];
-        for (i, chunk) in chunks.iter().enumerate() {
-            let next = numbers.get(i + 1).copied().unwrap_or(0);
-            page[..4].copy_from_slice(&next.to_be_bytes());
+        let mut first = None;
+        let chunks = rest.chunks(size - 4);
+        let count = chunks.len();
+        for (i, chunk) in chunks.enumerate() {
             page[4..4 + chunk.len()].copy_from_slice(chunk);
             page[4 + chunk.len()..].fill(0);
-            self.pages.write(numbers[i], &page)?;
+            let base = self.fresh.bytes.len();
+            let index = self.fresh.add(&page);
+            if i + 1 < count {
+                self.fresh.links.push((base, index + 1));
+            }
+            first.get_or_insert(index);
         }
-        Ok(numbers[0])
+        first.expect("a payload spills at least a byte")
+    }
+
+    /// Gives the pages filled since the last call their numbers, past every other page.
+    pub fn number(&mut self) {
+        let fresh = &mut self.fresh;
+        let count = fresh.len(self.pages.size);
+        fresh.numbers = (0..count).map(|_| self.pages.allocate()).collect();
+        for &(at, to) in &fresh.links {
+            fresh.bytes[at..at + 4].copy_from_slice(&fresh.numbers[to].to_be_bytes());
+        }
+        fresh.links.clear();
+        for &(at, to) in &self.leaf_links {
+            self.leaf.bytes[at..at + 4].copy_from_slice(&fresh.numbers[to].to_be_bytes());
+        }
+        self.leaf_links.clear();
+        let leaves = fresh.leaves.drain(..).map(|(index, last)| Child {
+            page: fresh.numbers[index],
+            last,
+        });
+        self.leaves.extend(leaves);
+    }
+
+    /// Writes the pages numbered last, in parallel.
+    pub fn write(&mut self) -> io::Result<()> {
+        let fresh = &mut self.fresh;
+        debug_assert!(fresh.links.is_empty(), "pages are numbered before written");
+        let pages = fresh.bytes.par_chunks(self.pages.size);
+        pages
+            .zip(&fresh.numbers)
+            .try_for_each(|(bytes, &page)| self.pages.write(page, bytes))?;
+        fresh.bytes.clear();
+        fresh.numbers.clear();
+        Ok(())
     }
 
     /// Writes the last leaf and the interior pages above the leaves, the top one in the
@@ -210,12 +321,15 @@ impl AppendTable {
         let Some(last) = self.last else {
             return Ok(());
         };
-        if self.leaves.is_empty() {
+        if self.leaves.is_empty() && self.fresh.leaves.is_empty() {
+            // Its overflow pages, if any, come first.
+            self.number();
+            self.write()?;
             return self.pages.write(self.root, self.leaf.bytes(TABLE_LEAF));
         }
-        let page = self.pages.allocate();
-        self.pages.write(page, self.leaf.bytes(TABLE_LEAF))?;
-        self.leaves.push(Child { page, last });
+        self.retire_leaf(last);
+        self.number();
+        self.write()?;
         let mut level = std::mem::take(&mut self.leaves);
         let mut interior = Page::new(self.pages.size, INTERIOR_HEADER);
         loop {
@@ -677,6 +791,102 @@ mod tests {
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();
         assert_eq!(check, "ok", "SQLite adds rows to the file as to its own");
+    }
+
+    /// Builds `t` with the rows of `row` and `e` with as many, in batches of runs each
+    /// filled, numbered and written as the rocpd sink does; `parallel` fills the two tables
+    /// of a batch on two threads, else `e` before `t`. Returns the file's bytes.
+    fn batched(path: &Path, parallel: bool) -> Vec<u8> {
+        let root = database(path);
+        let conn = Connection::open(path).unwrap();
+        let other: u32 = conn
+            .query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE name = 'e'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        drop(conn);
+        let pages = Arc::new(Pages::open(path).unwrap());
+        let mut t = AppendTable::new(Arc::clone(&pages), root);
+        let mut e = AppendTable::new(Arc::clone(&pages), other);
+        let mut record = Record::default();
+        let mut runs = |rows: std::ops::Range<i64>, t_rows: bool| -> Vec<Records> {
+            let rows: Vec<i64> = rows.collect();
+            rows.chunks(300)
+                .map(|run| {
+                    let mut records = Records::default();
+                    for &i in run {
+                        let (rowid, values) = row(i);
+                        let bytes = if t_rows {
+                            let columns = std::iter::once(&Value::Null).chain(&values);
+                            record.encode(affinities().into_iter().zip(columns))
+                        } else {
+                            record.encode([
+                                (Affinity::Integer, &Value::Null),
+                                (Affinity::Blob, &values[1]),
+                            ])
+                        };
+                        records.push(rowid, bytes.unwrap());
+                    }
+                    records
+                })
+                .collect()
+        };
+        for batch in 0..5 {
+            let rows = batch * 1000..(batch + 1) * 1000;
+            let (of_t, of_e) = (runs(rows.clone(), true), runs(rows, false));
+            if parallel {
+                let (a, b) = rayon::join(|| t.fill(&of_t), || e.fill(&of_e));
+                a.unwrap();
+                b.unwrap();
+            } else {
+                e.fill(&of_e).unwrap();
+                t.fill(&of_t).unwrap();
+            }
+            t.number();
+            e.number();
+            t.write().unwrap();
+            e.write().unwrap();
+        }
+        t.finish().unwrap();
+        e.finish().unwrap();
+        Arc::into_inner(pages).unwrap().close().unwrap();
+        std::fs::read(path).unwrap()
+    }
+
+    #[test]
+    fn tables_filled_in_batches_on_any_threads_make_the_same_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+        let parallel = batched(&a, true);
+        assert_eq!(parallel, batched(&b, false), "the same bytes");
+        let conn = Connection::open(&a).unwrap();
+        let check: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+        let texts: Vec<(i64, String)> = conn
+            .prepare("SELECT id, b FROM t ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let want: Vec<(i64, String)> = (0..5000)
+            .map(|i| match row(i) {
+                (rowid, [_, Value::Text(b), ..]) => (rowid, b),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            texts, want,
+            "long texts spill over pages numbered in later batches"
+        );
+        let count: i64 = conn
+            .query_row("SELECT count(*) FROM e", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 5000);
     }
 
     #[test]

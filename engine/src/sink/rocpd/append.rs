@@ -1,21 +1,54 @@
 //! Rows of a rocpd table appended as SQLite pages ([`crate::sqlite::btree`]) rather than
 //! inserted: each row's values in the order the schema declares its columns, with the
-//! defaults SQLite gives the columns an insert leaves out.
+//! defaults SQLite gives the columns an insert leaves out. Rows are gathered on the sink's
+//! thread, in order ([`Appender`]); each table's gathered rows are then encoded in runs on
+//! the rayon pool, and the tables filled into pages in parallel ([`Writers`]).
 
 use std::sync::Arc;
+
+use rayon::prelude::*;
 
 use super::fault::Fault;
 use crate::rocpd::schema::Table;
 use crate::sqlite::Value;
-use crate::sqlite::btree::{Affinity, AppendTable, Pages, Record};
+use crate::sqlite::btree::{Affinity, AppendTable, Pages, Record, Records};
 
-/// The rows of one table.
+/// Rows encoded by one task: enough that a task outweighs its scheduling, few enough that
+/// a table's rows of a segment spread over every core.
+const RUN: usize = 1024;
+
+/// The rows of one table, gathered in order.
 pub struct Appender {
+    id: Id,
+    /// Values a row: the columns the appender was made for.
+    width: usize,
+    rows: Rows,
+}
+
+/// Rows gathered and not yet written: each one's rowid and values.
+#[derive(Default)]
+pub struct Rows {
+    rowids: Vec<i64>,
+    values: Vec<Value>,
+}
+
+impl Rows {
+    fn len(&self) -> usize {
+        self.rowids.len()
+    }
+
+    fn clear(&mut self) {
+        self.rowids.clear();
+        self.values.clear();
+    }
+}
+
+/// One table's rows made into pages.
+pub struct TableWriter {
     table: AppendTable,
     /// Each stored column: its affinity, and where its value comes from.
     columns: Vec<(Affinity, Source)>,
-    id: Id,
-    record: Record,
+    width: usize,
 }
 
 /// Where a stored column's value comes from.
@@ -37,8 +70,13 @@ enum Id {
 
 impl Appender {
     /// Rows of `columns` (the `id` among them where rows have theirs) for `table`, whose
-    /// empty root page is `root`.
-    pub fn new(pages: Arc<Pages>, root: u32, table: &Table, columns: &[&str]) -> Appender {
+    /// empty root page is `root`; and the writer of their pages.
+    pub fn new(
+        pages: Arc<Pages>,
+        root: u32,
+        table: &Table,
+        columns: &[&str],
+    ) -> (Appender, TableWriter) {
         let at = |name: &str| columns.iter().position(|c| *c == name);
         let declared: Vec<Declared> = table.columns.iter().map(|d| Declared::parse(d)).collect();
         for column in columns {
@@ -56,17 +94,23 @@ impl Appender {
             };
             (Affinity::of(column.kind), source)
         }));
-        Appender {
+        let appender = Appender {
+            id: at("id").map_or(Id::Next(0), Id::Given),
+            width: columns.len(),
+            rows: Rows::default(),
+        };
+        let writer = TableWriter {
             table: AppendTable::new(pages, root),
             columns: stored,
-            id: at("id").map_or(Id::Next(0), Id::Given),
-            record: Record::default(),
-        }
+            width: columns.len(),
+        };
+        (appender, writer)
     }
 
-    /// Appends a row, its values in the order of the columns the appender was made for.
+    /// Adds a row, its values in the order of the columns the appender was made for.
     #[inline]
-    pub fn push<const N: usize>(&mut self, row: [Value; N]) -> Result<(), Fault> {
+    pub fn push<const N: usize>(&mut self, row: [Value; N]) {
+        debug_assert_eq!(N, self.width, "a row has a value for each column");
         let rowid = match &mut self.id {
             Id::Next(last) => {
                 *last += 1;
@@ -77,21 +121,87 @@ impl Appender {
                 ref other => unreachable!("ids are integers, not {other:?}"),
             },
         };
-        let values = self.columns.iter().map(|(affinity, source)| {
-            let value = match source {
-                Source::Row(i) => &row[*i],
-                Source::Fixed(value) => value,
-            };
-            (*affinity, value)
-        });
-        let record = self.record.encode(values)?;
-        self.table.append(rowid, record)?;
+        self.rows.rowids.push(rowid);
+        self.rows.values.extend(row);
+    }
+
+    /// The rows gathered since they were last swapped out.
+    pub fn gathered(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Takes the rows gathered, leaving those of `spare` (written, so empty) in their place.
+    pub fn swap(&mut self, spare: &mut Rows) {
+        debug_assert_eq!(spare.len(), 0, "spare rows are written");
+        std::mem::swap(&mut self.rows, spare);
+    }
+}
+
+impl TableWriter {
+    /// Encodes `rows` in runs, in parallel, and fills them into the table's leaves.
+    fn fill(&mut self, rows: &Rows) -> Result<(), Fault> {
+        if rows.rowids.is_empty() {
+            return Ok(());
+        }
+        let columns = &self.columns;
+        let runs: Vec<Records> = (rows.values.par_chunks(RUN * self.width))
+            .zip(rows.rowids.par_chunks(RUN))
+            .map(|(values, rowids)| {
+                let mut record = Record::default();
+                let mut records = Records::default();
+                for (row, &rowid) in values.chunks(self.width).zip(rowids) {
+                    let values = columns.iter().map(|(affinity, source)| {
+                        let value = match source {
+                            Source::Row(i) => &row[*i],
+                            Source::Fixed(value) => value,
+                        };
+                        (*affinity, value)
+                    });
+                    records.push(rowid, record.encode(values)?);
+                }
+                Ok(records)
+            })
+            .collect::<std::io::Result<_>>()?;
+        Ok(self.table.fill(&runs)?)
+    }
+}
+
+/// The pages of a database's tables, written from the rows gathered for them.
+pub struct Writers(Vec<TableWriter>);
+
+impl Writers {
+    /// The writers of the tables, in the order their rows are given to [`Writers::write`].
+    pub fn new(writers: Vec<TableWriter>) -> Writers {
+        Writers(writers)
+    }
+
+    /// Spare rows, one for each table, to swap with those gathered.
+    pub fn spare(&self) -> Vec<Rows> {
+        self.0.iter().map(|_| Rows::default()).collect()
+    }
+
+    /// Writes `rows` (each table's, in order) as pages and empties them: the tables are
+    /// filled in parallel, then their pages numbered one table after another, so that the
+    /// file is the same on any number of threads, then written in parallel.
+    pub fn write(&mut self, rows: &mut [Rows]) -> Result<(), Fault> {
+        debug_assert_eq!(rows.len(), self.0.len());
+        (self.0.par_iter_mut())
+            .zip(rows.par_iter())
+            .try_for_each(|(writer, rows)| writer.fill(rows))?;
+        for writer in &mut self.0 {
+            writer.table.number();
+        }
+        (self.0.par_iter_mut()).try_for_each(|writer| writer.table.write())?;
+        rows.iter_mut().for_each(Rows::clear);
         Ok(())
     }
 
-    /// Writes the table's last pages.
+    /// Writes each table's last pages, once every row is written.
     pub fn finish(self) -> Result<(), Fault> {
-        Ok(self.table.finish()?)
+        for writer in self.0 {
+            writer.table.finish()?;
+        }
+        Ok(())
     }
 }
 

@@ -13,10 +13,9 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use super::append::Appender;
 use super::fault::Fault;
 use crate::rocpd::schema::NO_DATA;
-use crate::sqlite::row;
+use crate::sqlite::{Value, row};
 
 /// Events sorted in memory at a time: 3 MiB, so that a run's memory stays flat (the
 /// merge reads 16 KiB of each spilled run at a time: 2 MiB for 10 M events).
@@ -152,14 +151,15 @@ impl Dispatches {
         Ok(())
     }
 
-    /// Appends the events set aside to the event table, in order of id, one per id.
-    pub fn join(self, events: &mut Appender) -> Result<(), Fault> {
+    /// Gives `push` the event table's rows of the events set aside, in order of id, one
+    /// per id.
+    pub fn join(self, mut push: impl FnMut([Value; 6]) -> Result<(), Fault>) -> Result<(), Fault> {
         self.merge(|event| {
             let (stack, external) = match event.correlation {
                 Some((internal, external)) => (Some(internal), Some(external)),
                 None => (None, None),
             };
-            events.push(row![
+            push(row![
                 event.id,
                 event.category,
                 stack,

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::append::Appender;
+use super::append::{Appender, Rows, Writers};
 use super::dispatches::Dispatches;
 use super::fault::Fault;
 use super::ids::{Events, Ids, Operation};
@@ -32,19 +32,19 @@ macro_rules! tables {
 
         impl Tables {
             /// The tables, written as `pages` of their database, where `root` gives the
-            /// root page SQLite made for each, by name.
+            /// root page SQLite made for each, by name; and the writers of their pages.
             pub fn new(
                 pages: &Arc<Pages>,
                 mut root: impl FnMut(&str) -> rusqlite::Result<u32>,
-            ) -> rusqlite::Result<Tables> {
-                Ok(Tables {
-                    $($name: Appender::new(
-                        Arc::clone(pages),
-                        root(schema::$table)?,
-                        schema::table(schema::$table),
-                        &[$($column),+],
-                    ),)*
-                })
+            ) -> rusqlite::Result<(Tables, Writers)> {
+                $(let $name = Appender::new(
+                    Arc::clone(pages),
+                    root(schema::$table)?,
+                    schema::table(schema::$table),
+                    &[$($column),+],
+                );)*
+                let tables = Tables { $($name: $name.0,)* };
+                Ok((tables, Writers::new(vec![$($name.1),*])))
             }
 
             /// The event table, which dispatches' events join at the end.
@@ -52,10 +52,16 @@ macro_rules! tables {
                 &mut self.event
             }
 
-            /// Writes each table's last pages.
-            pub fn finish(self) -> Result<(), Fault> {
-                $(self.$name.finish()?;)*
-                Ok(())
+            /// The rows gathered in every table.
+            pub fn gathered(&self) -> usize {
+                0 $(+ self.$name.gathered())*
+            }
+
+            /// Takes every table's rows gathered, in the order [`Writers`] has the tables,
+            /// leaving `spare`'s (written, so empty) in their place.
+            pub fn swap(&mut self, spare: &mut [Rows]) {
+                let mut spare = spare.iter_mut();
+                $(self.$name.swap(spare.next().expect("spare rows for every table"));)*
             }
         }
     };
@@ -289,7 +295,7 @@ impl<'a> Window<'a> {
     ) -> Result<i64, Fault> {
         let id = self.ids.events.next();
         let row = row![id, category, stack, parent, correlation, extdata];
-        self.tables.event.push(row)?;
+        self.tables.event.push(row);
         Ok(id)
     }
 
@@ -333,7 +339,7 @@ impl<'a> Window<'a> {
                 no_region,
                 event,
             ];
-            self.tables.kernel_dispatch.push(row)?;
+            self.tables.kernel_dispatch.push(row);
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -364,7 +370,7 @@ impl<'a> Window<'a> {
                 r.dispatch_count,
                 event,
             ];
-            self.tables.graph_launch.push(row)?;
+            self.tables.graph_launch.push(row);
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -396,7 +402,7 @@ impl<'a> Window<'a> {
                 r.event,
                 event,
             ];
-            self.tables.hip_event.push(row)?;
+            self.tables.hip_event.push(row);
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -428,7 +434,7 @@ impl<'a> Window<'a> {
                 r.graph_node_id,
                 event,
             ];
-            self.tables.memory_copy.push(row)?;
+            self.tables.memory_copy.push(row);
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -541,7 +547,8 @@ impl<'a> Window<'a> {
             event,
             a.extdata,
         ];
-        self.tables.memory_allocate.push(row)
+        self.tables.memory_allocate.push(row);
+        Ok(())
     }
 
     /// Host calls and instants: regions when they last, samples on their thread's track of
@@ -575,14 +582,14 @@ impl<'a> Window<'a> {
                     name.clone(),
                     value.clone()
                 ];
-                self.tables.arg.push(row)?;
+                self.tables.arg.push(row);
             }
             let (start, end) = r.span();
             let thread = self.ids.thread(scope.stream, r.tid());
             if start == end {
                 let track = (scope.stream, r.tid(), operation.category);
                 let row = row![self.ids.tracks.id(&track), start, event];
-                self.tables.sample.push(row)?;
+                self.tables.sample.push(row);
             } else {
                 let row = row![
                     scope.node,
@@ -593,7 +600,7 @@ impl<'a> Window<'a> {
                     operation.name,
                     event
                 ];
-                self.tables.region.push(row)?;
+                self.tables.region.push(row);
             }
             last = last.max(end);
         }
@@ -614,7 +621,7 @@ impl<'a> Window<'a> {
                 counted = Some(event);
             }
             let counter = self.ids.counter(scope.stream, r.counter_id);
-            self.tables.pmc_event.push(row![event, counter, r.value])?;
+            self.tables.pmc_event.push(row![event, counter, r.value]);
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))
@@ -645,10 +652,8 @@ impl<'a> Window<'a> {
                 value.map_or("null".to_owned(), |v| v.to_string())
             );
             let event = self.event(category, None, None, 0, Value::Text(extdata))?;
-            self.tables.pmc_event.push(row![event, counter, r.value])?;
-            self.tables
-                .sample
-                .push(row![track, r.timestamp_ns, event])?;
+            self.tables.pmc_event.push(row![event, counter, r.value]);
+            self.tables.sample.push(row![track, r.timestamp_ns, event]);
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))
@@ -678,10 +683,8 @@ impl<'a> Window<'a> {
             );
             let stack = Some(r.correlation_id);
             let event = self.event(category, stack, None, 0, Value::Text(extdata))?;
-            self.tables.pmc_event.push(row![event, counter, r.value])?;
-            self.tables
-                .sample
-                .push(row![track, r.timestamp_ns, event])?;
+            self.tables.pmc_event.push(row![event, counter, r.value]);
+            self.tables.sample.push(row![track, r.timestamp_ns, event]);
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))
@@ -721,9 +724,7 @@ impl<'a> Window<'a> {
             let event = self.event(category, stack, stack, 0, Value::Text(extdata))?;
             self.ids.thread(scope.stream, r.pid);
             let track = self.ids.tracks.id(&(scope.stream, r.pid, category));
-            self.tables
-                .sample
-                .push(row![track, r.timestamp_ns, event])?;
+            self.tables.sample.push(row![track, r.timestamp_ns, event]);
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))
