@@ -21,7 +21,7 @@ pub struct AnalyzeArgs {
     #[arg(required = true, value_name = "RUN|SPOOL|DB")]
     inputs: Vec<PathBuf>,
     /// Run only this rule (again for more): gpu-idle, low-utilization, sync-copy,
-    /// pageable-copy, launch-bound, sync-hot-spot, steady-state-allocation, low-occupancy,
+    /// pageable-copy, serialized-copy, launch-bound, sync-hot-spot, steady-state-allocation, low-occupancy,
     /// valu-utilization, memory-bound, atomic-contention, rank-imbalance.
     #[arg(long = "rule", value_name = "RULE")]
     rules: Vec<String>,
