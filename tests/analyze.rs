@@ -75,6 +75,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ),
     ("analyze-low-utilization.toml", &["low-utilization"]),
     ("analyze-pageable-copy.toml", &["pageable-copy"]),
+    ("analyze-serialized-copy.toml", &["serialized-copy"]),
     (
         "analyze-steady-state-allocation.toml",
         &["steady-state-allocation"],
@@ -214,6 +215,49 @@ fn pageable_copy_names_the_copies_outside_pinned_memory() {
 }
 
 #[test]
+fn serialized_copy_names_the_stream_its_copies_and_the_kernels_next_to_them() {
+    let (_dir, out) = run("analyze-serialized-copy.toml");
+    let found = findings(&out, &["--rule", "serialized-copy"]);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    // The thread's own stream: the process's first created, after the null stream (0).
+    let streams = evidence(f, "stream");
+    assert_eq!(streams.len(), 1, "{f:#}");
+    assert_eq!((u(&streams[0]["stream"]), u(&streams[0]["agent"])), (1, 1));
+    let copies = evidence(f, "copy");
+    assert_eq!(copies.len(), 1, "{f:#}");
+    let c = copies[0];
+    assert_eq!(
+        (&c["function"], &c["direction"]),
+        (
+            &Value::from("hipMemcpyAsync"),
+            &Value::from("DEVICE_TO_HOST")
+        )
+    );
+    assert_eq!(
+        (u(&c["copies"]), u(&c["bytes"]), u(&c["total_ns"])),
+        (50, 50 << 22, 50 * 100_000)
+    );
+    // Each copy waits for the second kernel, which is next to it.
+    let kernels = evidence(f, "kernel");
+    assert_eq!(kernels.len(), 1, "{f:#}");
+    assert_eq!(kernels[0]["name"], "update(float*, float const*, int)");
+    assert_eq!(
+        (u(&kernels[0]["dispatches"]), u(&kernels[0]["total_ns"])),
+        (50, 50 * 1_000_000)
+    );
+    // Each copy is shorter than its kernel: the copies' time is at stake.
+    assert_eq!(u(&f["at_stake_ns"]), 50 * 100_000);
+    let statement = f["statement"].as_str().unwrap();
+    assert!(
+        statement.contains(" 50 copies of 209715200 bytes ") && statement.contains("stream 1"),
+        "{statement}"
+    );
+    // 5 ms of a run of some 110 ms.
+    assert_eq!(f["severity"], "info");
+}
+
+#[test]
 fn launch_bound_names_the_kernels_and_the_fusion_candidates() {
     let (_dir, out) = run("analyze-launch-bound.toml");
     let found = findings(&out, &["--rule", "launch-bound"]);
@@ -297,7 +341,13 @@ fn steady_state_allocation_names_the_range_and_the_calls() {
 fn a_runs_rocpd_databases_give_its_spools_findings() {
     // pageable-copy reads the copies' addresses and the host allocations' agents, which
     // the databases keep as rocprofv3's do.
-    for scenario in ["analyze-sync-copy.toml", "analyze-pageable-copy.toml"] {
+    // serialized-copy reads each dispatch's and copy's stream, which they keep in
+    // rocpd_info_stream and their stream_id as rocprofv3's do.
+    for scenario in [
+        "analyze-sync-copy.toml",
+        "analyze-pageable-copy.toml",
+        "analyze-serialized-copy.toml",
+    ] {
         let (_dir, out) = run(scenario);
         let from_spool = findings(&out, &[]);
         let databases = format!("{}/*.db", out.display());

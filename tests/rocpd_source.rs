@@ -154,10 +154,11 @@ fn every_kind_rocprofv3_writes_is_read_with_its_values() {
         assert_eq!(names, p.counters);
         assert!(meta.counters.values().all(|c| c.agent == 1));
         // rocprofv3's rows for the null queue and stream (`Default Queue`, `Default
-        // Stream`) describe nothing a run reports.
+        // Stream`) describe nothing a run reports; the stream it created does.
         let queues: Vec<u64> = meta.queues.iter().map(|q| q.id).collect();
         assert_eq!(queues, [0x5a00]);
-        assert!(meta.hip_streams.is_empty(), "{:?}", meta.hip_streams);
+        let streams: Vec<u64> = meta.hip_streams.iter().map(|s| s.id).collect();
+        assert_eq!(streams, [1]);
     }
 
     let total = |f: fn(&rocprofv3_db::Process) -> u64| processes.iter().map(f).sum::<u64>();
@@ -210,7 +211,14 @@ fn every_kind_rocprofv3_writes_is_read_with_its_values() {
             }
         );
         assert_eq!(d.end_ns - d.start_ns, 2000 * kernel);
+        let stream = rocprofv3_db::worker_stream(d.tid, pid) as u64;
+        assert_eq!(d.stream_id(), Some(stream));
     }
+    let copies = read.all(RecordKind::MemoryCopy, |b| match b {
+        Batch::MemoryCopy(v) => Some(v),
+        _ => None,
+    });
+    assert!(copies.iter().all(|(_, c)| c.stream_id() == Some(0)));
 
     // API calls, in their `_EXT` domain, with their arguments by correlation id.
     let launch = Domain::HipRuntimeApiExt
@@ -881,6 +889,8 @@ fn every_kind_spool(path: &Path) {
             sgpr_count: 20,
             graph_exec_id: 3,
             graph_node_id: 1,
+            // The process's second stream: rocpd_info_stream keeps its SDK id.
+            hip_stream: rocflow_core::record::hip_stream::stored(Some(2)),
         }]),
         Batch::MemoryCopy(vec![MemoryCopy {
             pid,
@@ -897,6 +907,7 @@ fn every_kind_spool(path: &Path) {
             graph_node_id: 2,
             dst_address: 0x7e00_0040_0000,
             src_address: 0x7f00_0010_0000,
+            hip_stream: rocflow_core::record::hip_stream::stored(Some(0)),
         }]),
         Batch::MemoryAllocation(vec![
             MemoryAllocation {

@@ -20,6 +20,7 @@ mod csv_rocprofv3;
 mod device_counters;
 mod doctor;
 mod flags;
+mod hip_streams;
 mod import;
 mod json_rocprofv3;
 mod kernel_names;

@@ -234,6 +234,7 @@ pub fn generate(
             sgpr_count: 16 + 8 * (kernel as u32 % 8),
             graph_exec_id: 0,
             graph_node_id: 0,
+            hip_stream: 0,
         }]));
         if launch % 8 == 0 {
             p.correlation += 1;
@@ -264,6 +265,7 @@ pub fn generate(
                 graph_node_id: 0,
                 dst_address: 0,
                 src_address: 0,
+                hip_stream: 0,
             }]));
         }
         if launch % 64 == 0 {

@@ -160,7 +160,7 @@ fn findings(out: &mut String, findings: &[Finding]) {
                     Evidence::Span { .. } => "busy",
                     Evidence::Kernel { .. } | Evidence::Sequence { .. } => "kernels",
                     Evidence::Api { .. } => "api",
-                    Evidence::Copy { .. } => "memory_copies",
+                    Evidence::Copy { .. } | Evidence::Stream { .. } => "memory_copies",
                     Evidence::Range { .. } => "markers",
                     Evidence::Counter { .. } | Evidence::Metric { .. } => "counters",
                     Evidence::Rank { .. } => "findings",

@@ -47,6 +47,13 @@ pub const KERNELS: &[(&str, &str)] = &[
 ];
 
 /// The main thread's second thread.
+/// The HIP stream (rocprofv3's id of it, its SDK id) of the dispatches of thread `tid`:
+/// the worker thread's go on the process's first created stream, the others' on the null
+/// stream.
+pub fn worker_stream(tid: u32, pid: u32) -> i64 {
+    i64::from(tid == worker_tid(pid))
+}
+
 pub fn worker_tid(pid: u32) -> u32 {
     pid + 7
 }
@@ -186,7 +193,7 @@ pub fn write(path: &Path, pid: u32, host: &'static str, dispatches: u64) -> Proc
     }
     conn.execute(
         &format!(
-            "INSERT INTO {} (id, nid, pid, name) VALUES (0, ?1, ?2, 'Default Stream')",
+            "INSERT INTO {} (id, nid, pid, name) VALUES (0, ?1, ?2, 'Default Stream'), (1, ?1, ?2, 'Stream 0')",
             t("rocpd_info_stream")
         ),
         params![nid, pid],
@@ -248,8 +255,8 @@ pub fn write(path: &Path, pid: u32, host: &'static str, dispatches: u64) -> Proc
         let (start, end) = (at + 1_000, at + 1_000 + 2_000 * kernel);
         let e = event(dispatch_category, correlation, d / 4, "{}");
         conn.execute(
-            &format!("INSERT INTO {} (id, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, stream_id, start, \"end\", private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, region_name_id, event_id) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?1, 23040, 0, ?6, ?7, ?8, ?9, 256, 1, 1, ?10, 2, 1, ?11, ?12)", t("rocpd_kernel_dispatch")),
-            params![(d + 1) as i64, nid, pid, tid, kernel as i64, start as i64, end as i64, 16 * (kernel as i64 - 1), 1024 * kernel as i64, 65536 * kernel as i64, empty, e],
+            &format!("INSERT INTO {} (id, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, stream_id, start, \"end\", private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, region_name_id, event_id) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?1, 23040, ?13, ?6, ?7, ?8, ?9, 256, 1, 1, ?10, 2, 1, ?11, ?12)", t("rocpd_kernel_dispatch")),
+            params![(d + 1) as i64, nid, pid, tid, kernel as i64, start as i64, end as i64, 16 * (kernel as i64 - 1), 1024 * kernel as i64, 65536 * kernel as i64, empty, e, worker_stream(tid, pid)],
         )
         .unwrap();
         for i in 0..counters.len() as i64 {

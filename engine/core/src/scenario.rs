@@ -263,6 +263,9 @@ pub struct Kernel {
     /// are out of balance.
     #[serde(default)]
     pub rank_duration_ns: Vec<(u32, u64)>,
+    /// The HIP stream each thread launches it on; see [`Copy::stream`].
+    #[serde(default)]
+    pub stream: u32,
 }
 
 /// An instruction of a simulated kernel, as the scenario lists it.
@@ -293,6 +296,14 @@ pub struct Copy {
     /// The memory its host side is in (for a copy to or from the host).
     #[serde(default)]
     pub host: HostMemory,
+    /// The HIP stream each thread enqueues it on: 0 the null stream, with a synchronous
+    /// `hipMemcpy` as before streams; `n` the thread's own stream `n`, created before its
+    /// first iteration and destroyed after its last, with `hipMemcpyAsync`. A created
+    /// stream runs its kernels and copies one after the other, in the order listed; the
+    /// null stream keeps the simulated device's timing, where a copy does not wait for
+    /// the kernels before it.
+    #[serde(default)]
+    pub stream: u32,
 }
 
 /// What a copy's host buffer is.
@@ -593,6 +604,15 @@ impl Scenario {
         Ok(scenario)
     }
 
+    /// The streams each thread creates: those its kernels and copies name, the null
+    /// stream (0) aside, in order.
+    pub fn created_streams(&self) -> std::collections::BTreeSet<u32> {
+        let kernels = self.kernels.iter().map(|k| k.stream);
+        (kernels.chain(self.copies.iter().map(|c| c.stream)))
+            .filter(|&s| s != 0)
+            .collect()
+    }
+
     /// The allocation of pinned host memory that copies from pinned memory use.
     pub fn pinned_allocation(&self) -> Option<&Allocation> {
         self.allocations.iter().find(|a| a.host)
@@ -788,6 +808,25 @@ mod tests {
         let scenario = Scenario::parse(&format!("{DEFAULT}\n{enough}{copy}")).unwrap();
         assert_eq!(scenario.pinned_allocation().unwrap().bytes, 8192);
         assert_eq!(scenario.copies.last().unwrap().host, HostMemory::Pinned);
+    }
+
+    /// Work is on the null stream unless it names another, which each thread creates.
+    #[test]
+    fn work_names_the_streams_each_thread_creates() {
+        assert!(
+            Scenario::parse(DEFAULT)
+                .unwrap()
+                .created_streams()
+                .is_empty()
+        );
+        let copy = "[[copy]]\ndirection = \"device_to_host\"\nbytes = 64\nduration_ns = 10\n";
+        let text = format!("{DEFAULT}\n{copy}stream = 3\n{copy}stream = 1\n{copy}");
+        let scenario = Scenario::parse(&text).unwrap();
+        assert_eq!(Vec::from_iter(scenario.created_streams()), [1, 3]);
+        assert_eq!(scenario.copies.last().unwrap().stream, 0);
+        let example = include_str!("../../../examples/sim/analyze-serialized-copy.toml");
+        let scenario = Scenario::parse(example).unwrap();
+        assert_eq!(Vec::from_iter(scenario.created_streams()), [1]);
     }
 
     #[test]

@@ -47,7 +47,7 @@ use crate::thread_trace::{TraceData, TraceDataError};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 /// The version this rocflow writes.
-pub const VERSION: u16 = 7;
+pub const VERSION: u16 = 8;
 /// The first version whose spools record their end.
 pub const ENDS_RECORDED: u16 = 4;
 /// The first version whose streams may carry thread traces.
@@ -58,6 +58,9 @@ pub const GRAPH_NODES_RECORDED: u16 = 6;
 /// The first version whose memory copies end with their addresses (`dst_address`,
 /// `src_address`); earlier ones are 16 bytes shorter.
 pub const COPY_ADDRESSES_RECORDED: u16 = 7;
+/// The first version whose kernel dispatches and memory copies end with their HIP stream
+/// (`hip_stream`); earlier ones are 8 bytes shorter, read as the stream unknown.
+pub const HIP_STREAMS_RECORDED: u16 = 8;
 /// The oldest version of a kept spool this rocflow reads.
 pub const OLDEST_VERSION: u16 = 1;
 pub const STREAM_HEADER: usize = 8;
@@ -768,9 +771,14 @@ pub fn stored_size(kind: RecordKind, version: u16) -> usize {
         RecordKind::MemoryCopy => 2 * size_of::<u64>(),
         _ => 0,
     };
+    let hip_stream = match kind {
+        RecordKind::KernelDispatch | RecordKind::MemoryCopy => size_of::<u64>(),
+        _ => 0,
+    };
     match version {
-        v if v < GRAPH_NODES_RECORDED => wire_size(kind) - graph_node - addresses,
-        v if v < COPY_ADDRESSES_RECORDED => wire_size(kind) - addresses,
+        v if v < GRAPH_NODES_RECORDED => wire_size(kind) - graph_node - addresses - hip_stream,
+        v if v < COPY_ADDRESSES_RECORDED => wire_size(kind) - addresses - hip_stream,
+        v if v < HIP_STREAMS_RECORDED => wire_size(kind) - hip_stream,
         _ => wire_size(kind),
     }
 }

@@ -22,6 +22,7 @@ fn frames() -> Vec<Frame> {
             vgpr_count: 64,
             graph_exec_id: i % 3,
             graph_node_id: i % 5,
+            hip_stream: 1 + i % 4,
             ..Default::default()
         })
         .collect();
@@ -34,6 +35,7 @@ fn frames() -> Vec<Frame> {
         graph_node_id: 4,
         dst_address: 0x7f00_0000_1000,
         src_address: 0x7e00_0000_2000,
+        hip_stream: 3,
         ..Default::default()
     }];
     let mut args = ApiArgs::default();
@@ -310,20 +312,21 @@ fn record_sizes_are_what_is_written() {
     let mut out = Vec::new();
     KernelDispatch::default().encode(&mut out);
     assert_eq!(out.len(), KernelDispatch::SIZE);
-    assert_eq!(KernelDispatch::SIZE, 12 + 8 * 9 + 4 * 10);
+    assert_eq!(KernelDispatch::SIZE, 12 + 8 * 10 + 4 * 10);
 }
 
-/// A spool of format version 5, whose dispatches and copies had no graph node yet and
-/// whose copies had no addresses (their layouts ended before them), reads as the same
-/// records outside any graph, their addresses unknown: every other field where it was.
+/// A spool of format version 5, whose dispatches and copies had no graph node or stream
+/// yet and whose copies had no addresses (their layouts ended before them), reads as the
+/// same records outside any graph, their addresses and streams unknown: every other field
+/// where it was.
 #[test]
 fn a_version_5_spool_reads_its_dispatches_and_copies_outside_any_graph() {
     reads_as_older_version(5, |batch| match batch {
         Batch::KernelDispatch(dispatches) => dispatches.iter_mut().for_each(|d| {
-            (d.graph_exec_id, d.graph_node_id) = (0, 0);
+            (d.graph_exec_id, d.graph_node_id, d.hip_stream) = (0, 0, 0);
         }),
         Batch::MemoryCopy(copies) => copies.iter_mut().for_each(|c| {
-            (c.graph_exec_id, c.graph_node_id) = (0, 0);
+            (c.graph_exec_id, c.graph_node_id, c.hip_stream) = (0, 0, 0);
             (c.dst_address, c.src_address) = (0, 0);
         }),
         _ => {}
@@ -331,15 +334,36 @@ fn a_version_5_spool_reads_its_dispatches_and_copies_outside_any_graph() {
 }
 
 /// A spool of format version 6, whose copies had no addresses yet, reads its copies with
-/// the addresses unknown (0) and everything else as written.
+/// the addresses unknown (0), its dispatches and copies with the stream unknown, and
+/// everything else as written.
 #[test]
 fn a_version_6_spool_reads_its_copies_without_addresses() {
-    reads_as_older_version(6, |batch| {
-        if let Batch::MemoryCopy(copies) = batch {
-            copies.iter_mut().for_each(|c| {
-                (c.dst_address, c.src_address) = (0, 0);
-            });
-        }
+    reads_as_older_version(6, |batch| match batch {
+        Batch::KernelDispatch(dispatches) => dispatches.iter_mut().for_each(|d| {
+            d.hip_stream = 0;
+        }),
+        Batch::MemoryCopy(copies) => copies.iter_mut().for_each(|c| {
+            (c.dst_address, c.src_address, c.hip_stream) = (0, 0, 0);
+        }),
+        _ => {}
+    });
+}
+
+/// A spool of format version 7, whose dispatches and copies had no stream yet, reads them
+/// with the stream unknown and everything else as written.
+#[test]
+fn a_version_7_spool_reads_its_dispatches_and_copies_on_an_unknown_stream() {
+    reads_as_older_version(7, |batch| match batch {
+        Batch::KernelDispatch(dispatches) => dispatches.iter_mut().for_each(|d| {
+            assert_ne!(d.stream_id(), None, "each written dispatch has a stream");
+            d.hip_stream = 0;
+            assert_eq!(d.stream_id(), None);
+        }),
+        Batch::MemoryCopy(copies) => copies.iter_mut().for_each(|c| {
+            assert_eq!(c.stream_id(), Some(2));
+            c.hip_stream = 0;
+        }),
+        _ => {}
     });
 }
 
@@ -599,29 +623,37 @@ fn a_damaged_compressed_payload_is_corrupt() {
     let compressed = compress(&raw[7]).unwrap();
     let payload = &compressed[wire::FRAME_HEADER..];
     let claim = |len: u32| [&len.to_le_bytes()[..], &payload[4..]].concat();
-    // The first part starts after the length and the 5 parts' lengths, with zstd's magic.
+    let parts = (raw[7].len() - wire::FRAME_HEADER).div_ceil(wire::COMPRESSED_PART);
+    assert!(parts > 2, "a frame of several parts");
+    // The first part starts after the length and the parts' lengths, with zstd's magic.
     let mut not_zstd = payload.to_vec();
-    not_zstd[4 + 4 * 5] ^= 0xff;
+    not_zstd[4 + 4 * parts] ^= 0xff;
     let cases = [
-        (claim(u32::MAX), "claims 4294967295 bytes once decompressed"),
+        (
+            claim(u32::MAX),
+            "claims 4294967295 bytes once decompressed".to_owned(),
+        ),
         (
             payload[..10].to_vec(),
-            "its 5 compressed parts are cut short",
+            format!("its {parts} compressed parts are cut short"),
         ),
         (
             payload[..payload.len() - 1].to_vec(),
-            "compressed part 5 is cut short",
+            format!("compressed part {parts} is cut short"),
         ),
         (
             claim((raw[7].len() - wire::FRAME_HEADER + 100) as u32),
-            "compressed part 5 holds",
+            format!("compressed part {parts} holds"),
         ),
         (
             [payload, &[0]].concat(),
-            "1 bytes follow its compressed parts",
+            "1 bytes follow its compressed parts".to_owned(),
         ),
-        (not_zstd, "compressed part 1: Unknown frame descriptor"),
-        (payload[..3].to_vec(), "has no length"),
+        (
+            not_zstd,
+            "compressed part 1: Unknown frame descriptor".to_owned(),
+        ),
+        (payload[..3].to_vec(), "has no length".to_owned()),
     ];
     for (damaged, reason) in cases {
         let mut frame = compressed[..wire::FRAME_HEADER].to_vec();
@@ -635,7 +667,7 @@ fn a_damaged_compressed_payload_is_corrupt() {
         match ending {
             Err(WireError::Corrupt { offset, reason: r }) => {
                 assert_eq!(offset as usize, wire::STREAM_HEADER + raw[0].len());
-                assert!(r.to_string().contains(reason), "{r}, not {reason}");
+                assert!(r.to_string().contains(&reason), "{r}, not {reason}");
             }
             other => panic!("{reason}: {other:?}"),
         }

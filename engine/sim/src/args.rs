@@ -23,10 +23,10 @@ pub struct HipApiExtRecord {
 
 /// A simulated call's argument values, read by its function:
 /// `hipLaunchKernel`: kernel index in the scenario, stream; `hipGraphLaunch`: executable
-/// graph, stream; `hipMemcpy`: dst, src, bytes,
-/// kind; `hipMalloc`: the pointer's address, bytes; `hipFree`: the pointer;
+/// graph, stream; `hipMemcpy`: dst, src, bytes, kind; `hipMemcpyAsync`: the same and
+/// stream; `hipMalloc`: the pointer's address, bytes; `hipFree`: the pointer;
 /// `hipHostMalloc` and `hipHostFree` as `hipMalloc` and `hipFree` (flags 0).
-pub type CallArgs = [u64; 4];
+pub type CallArgs = [u64; 5];
 
 /// Where the simulated application keeps what it passes by address.
 const HOST_STACK: u64 = 0x7ffd_4a00_0000;
@@ -36,7 +36,7 @@ const KERNEL_STUBS: u64 = 0x5555_5a00_0000;
 /// The arguments of a call: name, `typeid` name (static strings, as the real SDK's are),
 /// value text.
 fn arguments(function: &str, values: CallArgs) -> Vec<(&'static CStr, &'static CStr, String)> {
-    let [a, b, c, d] = values;
+    let [a, b, c, d, e] = values;
     let address = |v: u64| format!("{v:#x}");
     match function {
         "hipLaunchKernel" => {
@@ -60,19 +60,23 @@ fn arguments(function: &str, values: CallArgs) -> Vec<(&'static CStr, &'static C
                 (c"stream", c"P12ihipStream_t", address(b)),
             ]
         }
-        "hipMemcpy" => {
+        "hipMemcpy" | "hipMemcpyAsync" => {
             let kind = [
                 "HostToHost",
                 "HostToDevice",
                 "DeviceToHost",
                 "DeviceToDevice",
             ];
-            vec![
+            let mut args = vec![
                 (c"dst", c"Pv", address(a)),
                 (c"src", c"PKv", address(b)),
                 (c"sizeBytes", c"m", c.to_string()),
                 (c"kind", c"13hipMemcpyKind", kind[d as usize % 4].into()),
-            ]
+            ];
+            if function == "hipMemcpyAsync" {
+                args.push((c"stream", c"P12ihipStream_t", address(e)));
+            }
+            args
         }
         "hipMalloc" => vec![(c"ptr", c"PPv", address(a)), (c"size", c"m", b.to_string())],
         "hipFree" => vec![(c"ptr", c"Pv", address(a))],
@@ -199,7 +203,7 @@ mod tests {
                 end_timestamp: 2,
                 thread_id: 3,
             },
-            args: [0x7f00, 0x7e00, 4096, 2],
+            args: [0x7f00, 0x7e00, 4096, 2, 0],
         };
         let mut args: Vec<String> = Vec::new();
         let mut iterate = |kind: Domain, args: &mut Vec<String>| {

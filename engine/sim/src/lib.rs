@@ -29,6 +29,7 @@ mod sdk;
 mod smi;
 mod spm;
 mod stderr;
+mod stream;
 mod thread_trace;
 mod traced;
 mod workload;

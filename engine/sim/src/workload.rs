@@ -29,6 +29,7 @@ use crate::buffer::Staged;
 use crate::device::{Counter, instance_id};
 use crate::kernel_replay::Submission;
 use crate::sdk::{Context, Running, Sdk, SpmService};
+use crate::stream::Streams;
 use rocflow_core::scenario::{HostMemory, Kernel, MarkerLibrary, Settings};
 
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
@@ -125,10 +126,12 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
         }
     };
     let mut queue_free = vec![0u64; scenario.agents.len()];
-    let (launch, graph_launch, memcpy, malloc, free) = (
+    let mut streams = Streams::create(scenario, &emitter);
+    let (launch, graph_launch, memcpy, memcpy_async, malloc, free) = (
         hip_op("hipLaunchKernel"),
         hip_op("hipGraphLaunch"),
         hip_op("hipMemcpy"),
+        hip_op("hipMemcpyAsync"),
         hip_op("hipMalloc"),
         hip_op("hipFree"),
     );
@@ -155,19 +158,25 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
         // roctxRangePushA: its callbacks now, its record when it is popped.
         let range = ranges.push(&emitter, message, t);
         // Enqueues kernel `k` at `t` under the launch call `correlation`.
-        let mut enqueue = |k: usize, kernel: &Kernel, correlation: u64, t: u64, submission| {
+        let mut enqueue = |streams: &mut Streams,
+                           k: usize,
+                           kernel: &Kernel,
+                           correlation: u64,
+                           t: u64,
+                           submission| {
             let queue = kernel_queue(index, kernel);
             let free_at = &mut queue_free[kernel.agent as usize];
             let gpu = kernel.agent as usize;
             let dispatch_id = DISPATCH.fetch_add(1, Ordering::Relaxed);
             let start = running.ledger.run(
                 gpu,
-                (*free_at).max(t + 1_000),
+                streams.ready(kernel.stream, (*free_at).max(t + 1_000)),
                 kernel.duration_ns,
                 dispatch_id,
                 |ready| running.dispatch_start(gpu, ready, kernel.duration_ns),
             );
             *free_at = start + kernel.duration_ns;
+            streams.ran(kernel.stream, *free_at);
             let now = crate::sdk::now();
             (sdk.activity).dispatch(gpu, start, *free_at, now);
             let kernel_id = k as u64 + 1;
@@ -189,27 +198,41 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
             }
             let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
             wait(t);
+            let named = streams.named(kernel.stream);
+            // The null stream's argument is the thread's queue, as before streams.
+            let stream = match named.value {
+                0 => kernel_queue(index, kernel).handle,
+                value => value,
+            };
+            crate::stream::set(&emitter, named, callback::PHASE_ENTER);
             match kernel.graph {
                 None => {
                     emitter.hip(
                         api_record(Domain::HipRuntimeApi, launch, t, correlation, tid),
-                        [k as u64, kernel_queue(index, kernel).handle, 0, 0],
+                        [k as u64, stream, 0, 0, 0],
                     );
                     t += API_NS;
-                    enqueue(k, kernel, correlation, t, Submission::Packet);
+                    enqueue(&mut streams, k, kernel, correlation, t, Submission::Packet);
                 }
                 // A graph is launched where its first node is listed.
                 Some(graph) => {
                     let exec = crate::graph::exec_id(scenario, index, graph);
-                    let stream = kernel_queue(index, kernel).handle;
                     let call = api_record(Domain::HipRuntimeApi, graph_launch, t, correlation, tid);
-                    emitter.hip(call, [exec, stream, 0, 0]);
+                    emitter.hip(call, [exec, stream, 0, 0, 0]);
                     // The launch enqueues the graph's work on this thread, between its
                     // callbacks.
                     emitter.graph_launch(exec, callback::PHASE_ENTER, correlation);
                     let mut nodes = 0;
                     for (n, node) in scenario.graph_nodes(graph) {
-                        enqueue(n, node, correlation, t + API_NS, Submission::GraphLaunch);
+                        let at = t + API_NS;
+                        enqueue(
+                            &mut streams,
+                            n,
+                            node,
+                            correlation,
+                            at,
+                            Submission::GraphLaunch,
+                        );
                         nodes += 1;
                     }
                     emitter.graph_launch(exec, callback::PHASE_EXIT, correlation);
@@ -222,6 +245,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
                     t += API_NS;
                 }
             }
+            crate::stream::set(&emitter, named, callback::PHASE_EXIT);
         }
         for copy in &scenario.copies {
             let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
@@ -244,10 +268,26 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
                 }
             }
             wait(t);
+            // A copy on the null stream is a synchronous hipMemcpy, which names no stream;
+            // on a created one, a hipMemcpyAsync.
+            let named = streams.named(copy.stream);
+            let kind = operation as u64 - 1;
+            let args = [dst_address, src_address, copy.bytes, kind, named.value];
+            let on_stream = (copy.stream != 0).then_some(named);
+            let function = match on_stream {
+                Some(named) => {
+                    crate::stream::set(&emitter, named, callback::PHASE_ENTER);
+                    memcpy_async
+                }
+                None => memcpy,
+            };
             emitter.hip(
-                api_record(Domain::HipRuntimeApi, memcpy, t, correlation, tid),
-                [dst_address, src_address, copy.bytes, operation as u64 - 1],
+                api_record(Domain::HipRuntimeApi, function, t, correlation, tid),
+                args,
             );
+            let start = streams.ready(copy.stream, t + 500);
+            let end = start + copy.duration_ns;
+            streams.ran(copy.stream, end);
             let (cpu, gpu) = (
                 sdk.device.agents[0].id,
                 sdk.device.gpu_handle(copy.agent as usize),
@@ -265,8 +305,8 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
                 operation,
                 correlation_id: async_correlation(correlation),
                 thread_id: tid,
-                start_timestamp: t + 500,
-                end_timestamp: t + 500 + copy.duration_ns,
+                start_timestamp: start,
+                end_timestamp: end,
                 dst_agent_id: dst,
                 src_agent_id: src,
                 bytes: copy.bytes,
@@ -282,7 +322,13 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
                 },
                 ..record
             });
-            t += API_NS.max(copy.duration_ns + 1_000);
+            match on_stream {
+                Some(named) => {
+                    crate::stream::set(&emitter, named, callback::PHASE_EXIT);
+                    t += API_NS;
+                }
+                None => t += API_NS.max(copy.duration_ns + 1_000),
+            }
         }
         for allocation in &scenario.allocations {
             let (agent, malloc, free) = match allocation.host {
@@ -300,8 +346,8 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
                 allocation.bytes,
             );
             let calls: [(i32, i32, CallArgs); 2] = [
-                (malloc, 1, [on_stack(0x200), allocation.bytes, 0, 0]),
-                (free, 3, [address, 0, 0, 0]),
+                (malloc, 1, [on_stack(0x200), allocation.bytes, 0, 0, 0]),
+                (free, 3, [address, 0, 0, 0, 0]),
             ];
             for (api, operation, args) in calls {
                 let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
@@ -338,7 +384,7 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
                     handle: 0x5000 + u64::from(index) * 16,
                 };
                 match call.domain {
-                    Domain::HipRuntimeApi => emitter.hip(record, [0; 4]),
+                    Domain::HipRuntimeApi => emitter.hip(record, [0; 5]),
                     Domain::HipGraph => emitter.trace(
                         call.domain,
                         call.operation,
@@ -401,10 +447,12 @@ pub fn run_thread(sdk: &Sdk, running: &Running, index: u32, origin: Option<u64>)
             }
         }
         t = t.max(queue_free.iter().copied().max().unwrap_or(0));
+        t = t.max(streams.drained());
         wait(t);
         ranges.pop(&emitter, message, range, t);
         t += 1_000;
     }
+    streams.destroy(&emitter);
 }
 
 /// Where the iterations' ROCTx ranges go.
@@ -948,7 +996,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Calls the callbacks of the started contexts subscribed to `kind`, `operation`.
-    fn callbacks(
+    pub(crate) fn callbacks(
         &self,
         kind: i32,
         operation: i32,

@@ -87,6 +87,9 @@ pub enum Evidence {
         #[serde(skip_serializing_if = "Option::is_none")]
         percent_of_peak: Option<f64>,
     },
+    /// A HIP stream of a process on a GPU (`agent`), as the SDK numbers a process's
+    /// streams (0 the null stream).
+    Stream { pid: u32, agent: u32, stream: u64 },
     /// A figure of one process or MPI rank.
     Rank { rank: u32, value: f64 },
 }

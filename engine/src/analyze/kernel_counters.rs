@@ -78,6 +78,7 @@ mod tests {
                     end_ns: start_ns + len,
                 },
                 correlation_id: 0,
+                stream: None,
             });
             start_ns += len;
             for &(counter, mean) in counters {

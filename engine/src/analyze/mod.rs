@@ -25,6 +25,7 @@ mod low_utilization;
 mod memory_bound;
 mod pageable_copy;
 mod rank_imbalance;
+mod serialized_copy;
 mod speed_of_light;
 mod steady_allocation;
 mod sync_copy;
@@ -48,6 +49,7 @@ pub const RULES: &[&dyn Rule] = &[
     &low_utilization::LowUtilization,
     &sync_copy::SyncCopy,
     &pageable_copy::PageableCopy,
+    &serialized_copy::SerializedCopy,
     &launch_bound::LaunchBound,
     &sync_hot_spot::SyncHotSpot,
     &steady_allocation::SteadyAllocation,

@@ -208,5 +208,8 @@ pub fn evidence(e: &Evidence) -> String {
             )
         }
         Evidence::Rank { rank, value } => format!("rank {rank}: {value}"),
+        Evidence::Stream { pid, agent, stream } => {
+            format!("stream {stream} of process {pid} on GPU {agent}")
+        }
     }
 }

@@ -28,7 +28,7 @@ const SETTINGS: &[Setting] = &[
 ];
 
 /// Whether a copy's call waits for it: a copy function without `Async`.
-fn synchronous(function: &str) -> bool {
+pub(super) fn synchronous(function: &str) -> bool {
     (function.starts_with("hipMemcpy") || function.starts_with("hsa_memory_copy"))
         && !function.contains("Async")
 }

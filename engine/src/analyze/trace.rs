@@ -66,6 +66,8 @@ pub struct Dispatch {
     pub kernel: Name,
     pub span: Span,
     pub correlation_id: u64,
+    /// The HIP stream it went on, as the SDK numbers them, where known.
+    pub stream: Option<u64>,
 }
 
 /// A host API call.
@@ -94,6 +96,8 @@ pub struct Transfer {
     /// Where it read or wrote on the host, for a copy between the host and a GPU whose
     /// record has its addresses.
     pub host_address: Option<u64>,
+    /// The HIP stream it went on, as the SDK numbers them, where known.
+    pub stream: Option<u64>,
 }
 
 /// Host memory a GPU copies from and to directly, without staging: an allocation of a CPU
@@ -561,6 +565,7 @@ impl Sink for Shared {
                             kernel,
                             span: span(r.start_ns, r.end_ns),
                             correlation_id: r.correlation_id,
+                            stream: r.stream_id(),
                         });
                     }
                 }
@@ -626,6 +631,7 @@ impl Sink for Shared {
                         direction,
                         correlation_id: r.correlation_id,
                         host_address: (host_address != 0).then_some(host_address),
+                        stream: r.stream_id(),
                     }
                 })),
                 Batch::MemoryAllocation(records) => {

@@ -24,9 +24,9 @@ pub struct AnalyzeArgs {
     #[arg(required = true, value_name = "RUN|SPOOL|DB|CAMPAIGN")]
     inputs: Vec<PathBuf>,
     /// Run only this rule (again for more): gpu-idle, low-utilization, sync-copy,
-    /// pageable-copy, launch-bound, sync-hot-spot, steady-state-allocation, low-occupancy,
-    /// valu-utilization, memory-bound, atomic-contention, speed-of-light, rank-imbalance,
-    /// collective-straggler.
+    /// pageable-copy, serialized-copy, launch-bound, sync-hot-spot, steady-state-allocation,
+    /// low-occupancy, valu-utilization, memory-bound, atomic-contention, speed-of-light,
+    /// rank-imbalance, collective-straggler.
     #[arg(long = "rule", value_name = "RULE")]
     rules: Vec<String>,
     /// Run only the rules that look at each process alone (`process`), or only those

@@ -584,6 +584,7 @@ fn rank_frames(job: &Job, schedule: &Schedule, rank: u32, frames: &mut Vec<u8>) 
                 sgpr_count: 32,
                 graph_exec_id: 0,
                 graph_node_id: 0,
+                hip_stream: 0,
             });
             host = call_end + 100_000;
         }

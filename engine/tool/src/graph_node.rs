@@ -10,12 +10,8 @@
 use std::cell::RefCell;
 use std::ffi::c_void;
 
-use rocflow_core::abi::graph_node::{
-    EXEC_LAUNCH, HipGraphData, KIND_NAME, REQUEST_KERNEL_DISPATCH, REQUEST_MEMORY_COPY,
-};
+use rocflow_core::abi::graph_node::{EXEC_LAUNCH, HipGraphData, KIND_NAME};
 use rocflow_core::abi::{CallbackTracingRecord, Handle, UserData, callback};
-use rocflow_core::contexts::ContextPlan;
-use rocflow_core::sdk::Domain;
 
 use crate::api::{CallError, MissingSymbol};
 use crate::guard::entry;
@@ -40,7 +36,7 @@ const EXEC_LIMIT: u64 = 1 << (63 - NODE_BITS);
 impl GraphNode {
     /// The external correlation id that carries the node to its buffered record; `None`
     /// where it does not fit (billions of graphs or nodes), left outside any graph.
-    fn carried(self) -> Option<u64> {
+    pub fn carried(self) -> Option<u64> {
         (self.exec < EXEC_LIMIT && self.node >> NODE_BITS == 0)
             .then_some(CARRIES_NODE | self.exec << NODE_BITS | self.node)
     }
@@ -116,7 +112,7 @@ fn exit() {
 
 /// The node of the dispatch or copy (request `kind`) `context` asks about on this thread;
 /// `None` outside any launch.
-fn requested(context: u64, kind: i32) -> Option<GraphNode> {
+pub fn requested(context: u64, kind: i32) -> Option<GraphNode> {
     LAUNCHES.with_borrow_mut(|launches| {
         let launch = launches.last_mut()?;
         Some(GraphNode {
@@ -147,30 +143,6 @@ unsafe extern "C" fn on_graph(record: CallbackTracingRecord, _: *mut UserData, _
     })
 }
 
-/// The external correlation id request: a dispatch or copy in a launch gets its node;
-/// any other keeps the id the thread pushed (a non-zero return says so).
-unsafe extern "C" fn on_request(
-    _thread: u64,
-    context: Handle,
-    kind: i32,
-    _operation: i32,
-    _internal: u64,
-    external: *mut UserData,
-    _: *mut c_void,
-) -> i32 {
-    entry("graph_node::on_request", 1, || {
-        let carried = requested(context.handle, kind).and_then(GraphNode::carried);
-        match carried {
-            Some(value) if !external.is_null() => {
-                // SAFETY: the SDK's out-parameter, valid for the call.
-                unsafe { *external = UserData { value } };
-                0
-            }
-            _ => 1,
-        }
-    })
-}
-
 /// Why graph nodes cannot be told.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -184,7 +156,7 @@ pub enum Error {
 /// them (it lists the `HIP_GRAPH` kind) and a context of the Plan traces dispatches or
 /// copies; whether it did, so that those contexts then ask for their nodes.
 pub fn subscribe(tool: &Tool, control: Handle) -> Result<bool, Error> {
-    if !tool.plan.contexts.iter().any(|c| !requests(c).is_empty()) {
+    if !(tool.plan.contexts.iter()).any(|c| !crate::correlation_request::kinds(c).is_empty()) {
         return Ok(false);
     }
     let Some(kind) = crate::callback_kind::find(KIND_NAME)? else {
@@ -206,43 +178,10 @@ pub fn subscribe(tool: &Tool, control: Handle) -> Result<bool, Error> {
     Ok(true)
 }
 
-/// The request kinds whose ids a context asks for: those of the dispatches and copies it
-/// traces.
-fn requests(plan: &ContextPlan) -> Vec<i32> {
-    let traced = |domain| plan.tracing.iter().any(|t| t.domain == domain);
-    [
-        (Domain::KernelDispatch, REQUEST_KERNEL_DISPATCH),
-        (Domain::MemoryCopy, REQUEST_MEMORY_COPY),
-    ]
-    .into_iter()
-    .filter(|(domain, _)| traced(*domain))
-    .map(|(_, kind)| kind)
-    .collect()
-}
-
-/// Has context `handle` of `plan` ask for the graph node of each dispatch and copy it
-/// traces.
-pub fn request(tool: &Tool, handle: Handle, plan: &ContextPlan) -> Result<(), CallError> {
-    let kinds = requests(plan);
-    if kinds.is_empty() {
-        return Ok(());
-    }
-    // SAFETY: `kinds` outlives the call; the callback has the SDK's signature.
-    let status = unsafe {
-        (tool.api.configure_external_correlation_request)(
-            handle,
-            kinds.as_ptr(),
-            kinds.len(),
-            Some(on_request),
-            std::ptr::null_mut(),
-        )
-    };
-    tool.api.check("asking for graph nodes", status)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rocflow_core::abi::graph_node::{REQUEST_KERNEL_DISPATCH, REQUEST_MEMORY_COPY};
 
     const TRACE: u64 = 0x1001;
     const COUNT: u64 = 0x1002;

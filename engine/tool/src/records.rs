@@ -41,6 +41,8 @@ pub struct BufferState {
     /// (the SDK delivers one buffer's batches one at a time, so this lock, taken once
     /// per delivery, is never contended).
     out: Mutex<Out>,
+    /// The streams of the dispatches and copies enqueued and not yet delivered.
+    pub streams: crate::hip_stream::Pending,
 }
 
 impl BufferState {
@@ -49,6 +51,7 @@ impl BufferState {
             kind,
             spm,
             out: Mutex::default(),
+            streams: Default::default(),
         }
     }
 
@@ -319,7 +322,7 @@ unsafe fn deliver(
             // SAFETY: each header the SDK passes is valid for the call.
             let header = unsafe { &*header };
             // SAFETY: the payload's type follows from the category and kind.
-            unsafe { convert(tool, &kernels, pid, header, state.spm, &mut out) };
+            unsafe { convert(tool, &kernels, pid, header, state, &mut out) };
         }
         drop(kernels);
         out.send(pid);
@@ -503,12 +506,12 @@ unsafe fn convert(
     kernels: &Kernels,
     pid: u32,
     header: &RecordHeader,
-    spm: bool,
+    state: &BufferState,
     out: &mut Out,
 ) {
     let agent = |handle: Handle| tool.agent_index(handle);
     match header.category {
-        category::COUNTERS if spm => {
+        category::COUNTERS if state.spm => {
             let Out {
                 spm,
                 spm_dispatches,
@@ -560,6 +563,7 @@ unsafe fn convert(
                         sgpr_count: sgpr,
                         graph_exec_id,
                         graph_node_id,
+                        hip_stream: state.streams.take(r.correlation_id.internal),
                     });
                 }
                 RecordKind::Api => {
@@ -628,6 +632,7 @@ unsafe fn convert(
                         graph_node_id,
                         dst_address: r.dst_address,
                         src_address: r.src_address,
+                        hip_stream: state.streams.take(r.correlation_id.internal),
                     });
                 }
                 RecordKind::MemoryAllocation => {

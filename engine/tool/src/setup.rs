@@ -194,6 +194,13 @@ pub fn run(tool: &'static Tool) -> Result<(), SetupError> {
         ));
         false
     });
+    let streams = crate::hip_stream::subscribe(tool, control).unwrap_or_else(|e| {
+        warn(&format!(
+            "dispatches and copies are given no HIP stream: {e}"
+        ));
+        false
+    });
+    let ids = Requests { graphs, streams };
     // SAFETY: a context the tool created.
     api.check("starting the control context", unsafe {
         (api.start_context)(control)
@@ -202,7 +209,7 @@ pub fn run(tool: &'static Tool) -> Result<(), SetupError> {
     let mut contexts = Vec::new();
     let mut dimensions = HashMap::new();
     for plan in &tool.plan.contexts {
-        match context(tool, plan, &gpus, &mut dimensions, graphs) {
+        match context(tool, plan, &gpus, &mut dimensions, ids) {
             Ok(c) => contexts.push(c),
             Err(e) => warn(&format!(
                 "context `{}`: {e}; it collects nothing",
@@ -220,14 +227,24 @@ fn query_agents(tool: &Tool) -> Result<Vec<AgentV0>, CallError> {
     agents.map_err(|status| tool.api.failed("querying agents", status))
 }
 
-/// Creates one context with its buffer and services; where `graphs`, it asks for the
-/// graph node of each dispatch and copy it traces.
+/// What the contexts learn of each dispatch and copy they trace, through the external
+/// correlation id request (see [`crate::correlation_request`]).
+#[derive(Clone, Copy)]
+struct Requests {
+    /// The HIP graph node it ran as.
+    graphs: bool,
+    /// The HIP stream it went on.
+    streams: bool,
+}
+
+/// Creates one context with its buffer and services; it asks for the graph node and the
+/// stream of each dispatch and copy it traces, as `ids` says.
 fn context(
     tool: &Tool,
     plan: &ContextPlan,
     gpus: &[Gpu],
     dimensions: &mut HashMap<u64, Vec<u64>>,
-    graphs: bool,
+    ids: Requests,
 ) -> Result<Context, SetupError> {
     let api = &tool.api;
     let mut handle = Handle { handle: 0 };
@@ -270,8 +287,9 @@ fn context(
         api.check(&format!("tracing {}", t.domain.name()), status)?;
         crate::messages::trace(tool, handle, t);
     }
-    if graphs {
-        crate::graph_node::request(tool, handle, plan)?;
+    if ids.graphs || ids.streams {
+        let streams = ids.streams.then_some(&state.streams);
+        crate::correlation_request::request(tool, handle, plan, streams)?;
     }
     let selected = |own: &[AgentSelector]| -> Vec<&Gpu> {
         let selectors = plan.service_agents(own);

@@ -513,6 +513,7 @@ pub use kfd::*;
 mod shader_data;
 pub use shader_data::*;
 pub mod graph_node;
+pub mod hip_stream;
 pub mod kernel_replay;
 mod spm;
 pub use spm::*;

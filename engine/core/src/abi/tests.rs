@@ -110,6 +110,7 @@ layout_tests! {
     kfd_page_migrate_record: KfdPageMigrateRecord,
     kfd_page_fault_record: KfdPageFaultRecord,
     kfd_queue_record: KfdQueueRecord,
+    hip_stream_data: hip_stream::HipStreamData,
 }
 
 /// The records of the domains newer SDKs added, against their layout in SDK 1.4.1's

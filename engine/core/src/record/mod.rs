@@ -2,6 +2,7 @@
 
 mod args;
 mod field;
+pub mod hip_stream;
 mod kind;
 mod meta;
 mod model;

@@ -310,6 +310,10 @@ records! {
         /// Its node in that launch: the launch's dispatches and copies numbered from 0 in
         /// the order the launching thread enqueued them (0 also outside any graph).
         graph_node_id: u64,
+        /// The HIP stream it was enqueued on, as [`crate::record::hip_stream`] keeps it:
+        /// the SDK's stream id plus one, 0 where unknown (spools before format 8, a tool
+        /// that did not trace the streams).
+        hip_stream: u64,
     }
 
     /// An asynchronous memory copy between agents.
@@ -336,6 +340,10 @@ records! {
         /// format 7, rocpd databases without them).
         dst_address: u64,
         src_address: u64,
+        /// The HIP stream it was enqueued on, as [`crate::record::hip_stream`] keeps it:
+        /// the SDK's stream id plus one, 0 where unknown (spools before format 8, a tool
+        /// that did not trace the streams).
+        hip_stream: u64,
     }
 
     /// A memory allocation or free.

@@ -307,7 +307,6 @@ impl<'a> Window<'a> {
         let category = self.category(Domain::KernelDispatch);
         // Dispatches without an external correlation belong to no named region.
         let no_region = self.ids.strings.id("");
-        let stream = self.ids.hip_stream(scope.stream, 0);
         let mut last = 0;
         for r in records {
             let event = dispatch_event(scope, r.dispatch_id)?;
@@ -323,7 +322,7 @@ impl<'a> Window<'a> {
                 ids.kernel(scope.stream, r.kernel_id),
                 r.dispatch_id,
                 ids.queue(scope.stream, r.queue),
-                stream,
+                ids.hip_stream(scope.stream, r.stream_id().unwrap_or(0)),
                 r.start_ns,
                 r.end_ns,
                 r.scratch_bytes,
@@ -410,7 +409,6 @@ impl<'a> Window<'a> {
 
     fn copies(&mut self, scope: Scope, records: &[MemoryCopy]) -> Result<(u32, u64), Fault> {
         let domain = Domain::MemoryCopy.sdk_value() as u8;
-        let stream = self.ids.hip_stream(scope.stream, 0);
         let mut last = 0;
         for r in records {
             let operation = self.operation(domain, r.operation_id.into());
@@ -429,7 +427,7 @@ impl<'a> Window<'a> {
                 ids.agent(scope.stream, r.src_agent),
                 known(r.src_address),
                 r.bytes,
-                stream,
+                ids.hip_stream(scope.stream, r.stream_id().unwrap_or(0)),
                 r.graph_exec_id,
                 r.graph_node_id,
                 event,

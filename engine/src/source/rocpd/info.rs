@@ -58,6 +58,8 @@ pub struct Info {
     pub code_objects: HashMap<i64, u64>,
     /// Queue row id → its handle.
     pub queues: HashMap<i64, u64>,
+    /// HIP stream row id → its SDK id.
+    pub streams: HashMap<i64, u64>,
     /// Counter row id → counter id and the agent it counts on.
     pub counters: HashMap<i64, (u32, u32)>,
     pub strings: HashMap<i64, String>,
@@ -88,6 +90,13 @@ impl Info {
     pub fn queue(&self, row: u64) -> u64 {
         let known = i64::try_from(row).ok().and_then(|r| self.queues.get(&r));
         known.copied().unwrap_or(row)
+    }
+
+    /// The `hip_stream` of a record whose `stream_id` cell is `row`: the SDK id of the
+    /// stream, which rocprofv3 uses as the row id; unknown where NULL.
+    pub fn hip_stream(&self, row: Option<i64>) -> u64 {
+        let id = row.map(|r| self.streams.get(&r).copied().unwrap_or(r as u64));
+        rocflow_core::record::hip_stream::stored(id)
     }
 
     pub fn string(&self, id: i64) -> &str {
@@ -277,6 +286,7 @@ pub fn read(conn: &rusqlite::Connection, tables: &Tables, first: u16) -> rusqlit
     reader.each(schema::STREAM, "id, pid, name, extdata", |row| {
         let extdata = json(row, 3).unwrap_or_default();
         let id = json_u64(&extdata, "handle").unwrap_or(u64(row, 0));
+        info.streams.insert(int(row, 0), id);
         if id == 0 {
             return;
         }

@@ -204,7 +204,7 @@ impl Reader<'_, '_> {
              x.private_segment_size, x.group_segment_size, \
              x.workgroup_size_x, x.workgroup_size_y, x.workgroup_size_z, \
              x.grid_size_x, x.grid_size_y, x.grid_size_z, e.stack_id, e.correlation_id, \
-             x.graph_exec_id, x.graph_node_id",
+             x.graph_exec_id, x.graph_node_id, x.stream_id",
         );
         let kinds = [RecordKind::KernelDispatch];
         self.records(
@@ -236,6 +236,7 @@ impl Reader<'_, '_> {
                     // NULL (0) before rocpd 3.0.2.
                     graph_exec_id: u64(row, 18),
                     graph_node_id: u64(row, 19),
+                    hip_stream: r.info.hip_stream(opt_int(row, 20)),
                 };
                 push!(r.out, stream, KernelDispatch, record)?;
                 Ok(())
@@ -248,7 +249,7 @@ impl Reader<'_, '_> {
             schema::MEMORY_COPY,
             "x.pid, x.tid, x.start, x.end, e.category_id, x.name_id, \
              x.src_agent_id, x.dst_agent_id, x.size, e.stack_id, e.correlation_id, \
-             x.graph_exec_id, x.graph_node_id, x.dst_address, x.src_address",
+             x.graph_exec_id, x.graph_node_id, x.dst_address, x.src_address, x.stream_id",
         );
         let kinds = [RecordKind::MemoryCopy];
         self.records(
@@ -271,6 +272,7 @@ impl Reader<'_, '_> {
                     graph_node_id: u64(row, 12),
                     dst_address: u64(row, 13),
                     src_address: u64(row, 14),
+                    hip_stream: r.info.hip_stream(opt_int(row, 15)),
                 };
                 push!(r.out, stream, MemoryCopy, record)?;
                 Ok(())
