@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use rocflow_core::abi::hip_stream::{HipStreamData, KIND, SET};
 use rocflow_core::abi::{CallbackTracingRecord, Handle, UserData, callback};
@@ -85,7 +85,44 @@ pub fn subscribe(tool: &Tool, control: Handle) -> Result<bool, CallError> {
 #[derive(Debug, Default)]
 pub struct Pending(Mutex<HashMap<u64, u64>>);
 
+/// Every context's pending streams, so that a fork can hold them all.
+static ALL: Mutex<Vec<&'static Pending>> = Mutex::new(Vec::new());
+
+/// The locks a fork holds, in the forking thread.
+type Held = (
+    MutexGuard<'static, Vec<&'static Pending>>,
+    Vec<MutexGuard<'static, HashMap<u64, u64>>>,
+);
+
+thread_local! {
+    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+}
+
+/// `pthread_atfork` prepare handler: a child never inherits a context's table locked by an
+/// SDK thread it does not have (its own threads would wait on it for ever).
+pub extern "C" fn before_fork() {
+    entry("hip_stream::before_fork", (), || {
+        let all = crate::guard::locked(ALL.lock());
+        let tables = (all.iter())
+            .map(|p| crate::guard::locked(p.0.lock()))
+            .collect();
+        HELD.with(|held| *held.borrow_mut() = Some((all, tables)));
+    });
+}
+
+/// `pthread_atfork` parent and child handler. Not guarded: it cannot panic, and must let
+/// go of the tables even if the tool was switched off since the prepare handler.
+pub extern "C" fn after_fork() {
+    HELD.with(|held| held.borrow_mut().take());
+}
+
 impl Pending {
+    /// Makes a fork hold this table while it forks; a context's tables live as long as the
+    /// process.
+    pub fn register(&'static self) {
+        crate::guard::locked(ALL.lock()).push(self);
+    }
+
     /// The operation `correlation` this thread enqueues now goes on its current stream.
     pub fn note(&self, correlation: u64) {
         let stream = stored(Some(current()));

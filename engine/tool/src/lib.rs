@@ -247,6 +247,11 @@ fn initialize_tool() -> i32 {
             Some(strings::after_fork),
             Some(strings::after_fork),
         );
+        libc::pthread_atfork(
+            Some(hip_stream::before_fork),
+            Some(hip_stream::after_fork),
+            Some(hip_stream::after_fork),
+        );
         // Registered last, so its prepare handler runs first.
         libc::pthread_atfork(
             Some(filter::before_fork),

@@ -289,6 +289,7 @@ fn context(
     }
     if ids.graphs || ids.streams {
         let streams = ids.streams.then_some(&state.streams);
+        streams.inspect(|s| s.register());
         crate::correlation_request::request(tool, handle, plan, streams)?;
     }
     let selected = |own: &[AgentSelector]| -> Vec<&Gpu> {
