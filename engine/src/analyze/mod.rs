@@ -14,6 +14,7 @@ mod sol_table;
 mod trace;
 
 mod cdna3;
+mod copy_tally;
 mod kernel_counters;
 
 mod atomic_contention;

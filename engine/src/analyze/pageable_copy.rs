@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use super::copy_tally::{ByCall, CopyTally};
 use super::finding::{Evidence, Finding, Severity, duration, percent};
 use super::rule::{Rule, Setting, Values};
 use super::trace::{Total, Trace};
@@ -48,7 +49,7 @@ impl Rule for PageableCopy {
 
     fn check(&self, trace: &Trace, values: &Values) -> Vec<Finding> {
         // Per process, per (function, direction): copies, bytes, copy time.
-        let mut by_process: BTreeMap<u32, BTreeMap<(&str, &str), [u64; 3]>> = BTreeMap::new();
+        let mut by_process: BTreeMap<u32, ByCall<CopyTally>> = BTreeMap::new();
         for copy in &trace.copies {
             let Some(address) = copy.host_address else {
                 continue;
@@ -59,34 +60,23 @@ impl Rule for PageableCopy {
             let function = trace
                 .caller(copy.pid, copy.correlation_id)
                 .map_or("<unknown>", |call| call.function);
-            let row = (by_process.entry(copy.pid).or_default())
+            (by_process.entry(copy.pid).or_default())
                 .entry((function, copy.direction))
-                .or_default();
-            row[0] += 1;
-            row[1] = row[1].saturating_add(copy.bytes);
-            row[2] = row[2].saturating_add(copy.span.len());
+                .or_default()
+                .add(copy);
         }
         let mut findings = Vec::new();
         for (pid, rows) in by_process {
-            let copies: u64 = rows.values().map(|r| r[0]).sum();
+            let copies: u64 = rows.values().map(|r| r.copies).sum();
             if (copies as f64) < values.get("min_copies") {
                 continue;
             }
-            let bytes = rows.values().map(|r| r[1]).total();
-            let time = rows.values().map(|r| r[2]).total();
+            let bytes = rows.values().map(|r| r.bytes).total();
+            let time = rows.values().map(|r| r.ns).total();
             let whole = trace.span_of(pid).map_or(0, |s| s.len()) as f64;
             let mut evidence: Vec<(u64, Evidence)> = rows
                 .iter()
-                .map(|(&(function, direction), r)| {
-                    let e = Evidence::Copy {
-                        direction,
-                        function: function.to_owned(),
-                        copies: r[0],
-                        bytes: r[1],
-                        total_ns: r[2],
-                    };
-                    (r[2], e)
-                })
+                .map(|(&(function, direction), r)| (r.ns, r.evidence(function, direction)))
                 .collect();
             evidence.sort_by_key(|e| std::cmp::Reverse(e.0));
             findings.push(Finding {

@@ -21,6 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::copy_tally::{ByCall, CopyTally};
 use super::finding::{Evidence, Finding, Severity, duration, percent};
 use super::rule::{Rule, Setting, Values};
 use super::trace::{Dispatch, Total, Trace, Transfer};
@@ -116,15 +117,12 @@ impl SerializedCopy {
         let time = serialized.iter().map(|(c, _)| c.span.len()).total();
         // Per (function, direction): copies, bytes, time; per adjacent kernel: copies
         // next to it, its time.
-        let mut by_call: BTreeMap<(&str, &str), [u64; 3]> = BTreeMap::new();
+        let mut by_call: ByCall<CopyTally> = BTreeMap::new();
         let mut by_kernel: BTreeMap<&str, [u64; 2]> = BTreeMap::new();
         for (c, k) in serialized {
             let function =
                 (trace.caller(c.pid, c.correlation_id)).map_or("<unknown>", |call| call.function);
-            let row = by_call.entry((function, c.direction)).or_default();
-            row[0] += 1;
-            row[1] = row[1].saturating_add(c.bytes);
-            row[2] = row[2].saturating_add(c.span.len());
+            by_call.entry((function, c.direction)).or_default().add(c);
             let row = by_kernel.entry(trace.name(k.kernel)).or_default();
             row[0] += 1;
             row[1] = row[1].saturating_add(k.span.len());
@@ -137,13 +135,7 @@ impl SerializedCopy {
         evidence.extend(
             by_call
                 .into_iter()
-                .map(|((function, direction), r)| Evidence::Copy {
-                    direction,
-                    function: function.to_owned(),
-                    copies: r[0],
-                    bytes: r[1],
-                    total_ns: r[2],
-                }),
+                .map(|((function, direction), r)| r.evidence(function, direction)),
         );
         evidence.extend(by_kernel.into_iter().map(|(name, r)| Evidence::Kernel {
             name: name.to_owned(),

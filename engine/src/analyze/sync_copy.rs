@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::copy_tally::{ByCall, CopyTally};
 use super::finding::{Evidence, Finding, Severity, duration, percent};
 use super::rule::{Rule, Setting, Values, thread_time};
 use super::trace::{Total, Trace};
@@ -48,7 +49,7 @@ impl Rule for SyncCopy {
 
     fn check(&self, trace: &Trace, values: &Values) -> Vec<Finding> {
         // Per process, per (function, direction): copies, bytes, copy time, blocked time.
-        let mut by_process: BTreeMap<u32, BTreeMap<(&str, &str), [u64; 4]>> = BTreeMap::new();
+        let mut by_process: BTreeMap<u32, ByCall<(CopyTally, u64)>> = BTreeMap::new();
         let mut threads: BTreeSet<(u32, u32)> = BTreeSet::new();
         for copy in &trace.copies {
             let Some(call) = trace.caller(copy.pid, copy.correlation_id) else {
@@ -61,18 +62,16 @@ impl Rule for SyncCopy {
             let row = (by_process.entry(copy.pid).or_default())
                 .entry((call.function, copy.direction))
                 .or_default();
-            row[0] += 1;
-            row[1] = row[1].saturating_add(copy.bytes);
-            row[2] = row[2].saturating_add(copy.span.len());
+            row.0.add(copy);
             // The call returns when the copy is done, whatever span its record has.
             let blocked =
                 (copy.span.end_ns.max(call.span.end_ns)).saturating_sub(call.span.start_ns);
-            row[3] = row[3].saturating_add(blocked);
+            row.1 = row.1.saturating_add(blocked);
         }
         let mut findings = Vec::new();
         for (pid, rows) in by_process {
-            let copies: u64 = rows.values().map(|r| r[0]).sum();
-            let blocked = rows.values().map(|r| r[3]).total();
+            let copies: u64 = rows.values().map(|r| r.0.copies).sum();
+            let blocked = rows.values().map(|r| r.1).total();
             let whole = thread_time(trace, pid, &threads);
             let share = blocked as f64 / whole.max(1.0);
             if (copies as f64) < values.get("min_copies") || share < values.get("min_share") {
@@ -80,16 +79,7 @@ impl Rule for SyncCopy {
             }
             let mut evidence: Vec<(u64, Evidence)> = rows
                 .iter()
-                .map(|(&(function, direction), r)| {
-                    let e = Evidence::Copy {
-                        direction,
-                        function: function.to_owned(),
-                        copies: r[0],
-                        bytes: r[1],
-                        total_ns: r[2],
-                    };
-                    (r[3], e)
-                })
+                .map(|(&(function, direction), r)| (r.1, r.0.evidence(function, direction)))
                 .collect();
             evidence.sort_by_key(|e| std::cmp::Reverse(e.0));
             findings.push(Finding {
