@@ -171,19 +171,7 @@ fn a_forked_child_holds_no_session() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let scenario = paced_scenario(dir, 4, 200);
-    let program = dir.join("session_fork");
-    let tool = tool_library();
-    let cc = Command::new("cc")
-        .arg("-o")
-        .arg(&program)
-        .arg(repo().join("tests/apps/session_fork.c"))
-        .arg("-I")
-        .arg(repo().join("plugins/include"))
-        .arg(&tool)
-        .arg(format!("-Wl,-rpath,{}", tool.parent().unwrap().display()))
-        .output()
-        .expect("cc runs");
-    assert_success(&cc);
+    let program = programs::session_program("tests/apps/session_fork.c", dir);
     let out = on_sim(&program, &["csv", "out"], dir, &scenario);
     assert_success(&out);
     assert_says(&out.stderr, "child start 2: the session belongs to process");
@@ -191,24 +179,6 @@ fn a_forked_child_holds_no_session() {
         name.starts_with(&format!("{}-", support::hostname()))
     });
     assert_eq!(processes.len(), 1, "{processes:?}");
-}
-
-/// `tests/apps/NAME.c`, built against the tool library `cargo test` built.
-fn c_app(name: &str, dir: &Path) -> PathBuf {
-    let program = dir.join(name);
-    let tool = tool_library();
-    let cc = Command::new("cc")
-        .arg("-o")
-        .arg(&program)
-        .arg(repo().join(format!("tests/apps/{name}.c")))
-        .arg("-I")
-        .arg(repo().join("plugins/include"))
-        .arg(&tool)
-        .arg(format!("-Wl,-rpath,{}", tool.parent().unwrap().display()))
-        .output()
-        .expect("cc runs");
-    assert_success(&cc);
-    program
 }
 
 /// A runner that hangs (here stopped by a signal) does not hold the application's exit:
@@ -219,7 +189,7 @@ fn a_hung_runner_does_not_hold_the_process_exit() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let scenario = paced_scenario(dir, 2, 200);
-    let program = c_app("session_exit", dir);
+    let program = programs::session_program("tests/apps/session_exit.c", dir);
     // The runner, as the session starts it, with its pid kept for the test.
     let pid_file = dir.join("runner.pid");
     let wrapper = dir.join("rocflow");
@@ -305,7 +275,7 @@ fn a_session_says_when_another_client_started_the_sdk_first() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let scenario = paced_scenario(dir, 2, 10);
-    let program = c_app("session_exit", dir);
+    let program = programs::session_program("tests/apps/session_exit.c", dir);
     let client = crate::coexist::second_client(dir, false);
     let out = Command::new(&program)
         .args(["csv", "out"])
@@ -337,7 +307,7 @@ fn a_session_turns_on_the_pc_sampling_beta_its_pipeline_needs() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let scenario = paced_scenario(dir, 2, 200);
-    let program = c_app("session_exit", dir);
+    let program = programs::session_program("tests/apps/session_exit.c", dir);
     let mut app = Command::new(&program)
         .args(["pc-sampling", "out"])
         .current_dir(dir)

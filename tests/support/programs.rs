@@ -10,12 +10,19 @@ use crate::{assert_success, repo, tool_library};
 /// program's session is the run's tool). `window PIPELINE OUTPUT_DIR PERIOD_MS` profiles
 /// iterations 3 to 5 of a scenario paced at one iteration every `PERIOD_MS`.
 pub fn session_window(dir: &Path) -> PathBuf {
-    let program = dir.join("window");
+    session_program("examples/session/window.c", dir)
+}
+
+/// The C program `source` (a path in the repository) built into `dir`, named after its
+/// file, against the session header and the tool library `cargo test` built.
+pub fn session_program(source: &str, dir: &Path) -> PathBuf {
+    let source = repo().join(source);
+    let program = dir.join(source.file_stem().expect("a C file"));
     let tool = tool_library();
     let cc = Command::new("cc")
         .arg("-o")
         .arg(&program)
-        .arg(repo().join("examples/session/window.c"))
+        .arg(&source)
         .arg("-I")
         .arg(repo().join("plugins/include"))
         .arg(&tool)
