@@ -53,7 +53,7 @@ impl Rule for GpuIdle {
             let (Some(first), Some(last)) = (busy.first(), busy.last()) else {
                 continue;
             };
-            let active = last.end_ns - first.start_ns;
+            let active = last.end_ns.saturating_sub(first.start_ns);
             let mut gaps: Vec<Span> = busy
                 .windows(2)
                 .map(|w| Span {

@@ -87,7 +87,7 @@ impl Rule for LowUtilization {
                         start_ns: run.start_ns,
                         end_ns: run.end_ns,
                     }],
-                    at_stake_ns: run.len() - used,
+                    at_stake_ns: run.len().saturating_sub(used),
                     advice: "give the GPU more to do at once (larger batches, concurrent \
                              streams), or move the host work and copies that keep it waiting \
                              out of its way; see gpu-idle's gaps for where",
@@ -124,7 +124,7 @@ impl Rule for LowUtilization {
                         instances,
                         total_ns: total,
                     }],
-                    at_stake_ns: total - used,
+                    at_stake_ns: total.saturating_sub(used),
                     advice: "this phase leaves the GPU waiting: overlap it with GPU work of \
                              another phase, or move its host work off the GPU's path",
                 });
