@@ -9,10 +9,14 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rocflow_core::abi::Handle;
-use rocflow_core::abi::hip_stream::{CREATE, DESTROY, HipStreamData, KIND, PHASE_NONE, SET};
+use rocflow_core::abi::hip_stream::{CREATE, DESTROY, HipStreamData, PHASE_NONE, SET};
 use rocflow_core::scenario::Scenario;
 
-use crate::workload::Emitter;
+/// Where a thread's `HIP_STREAM` callbacks go (its emitter, which calls the contexts).
+pub trait Callbacks {
+    /// One `HIP_STREAM` callback, operation `operation` in phase `phase`, with `payload`.
+    fn stream_callback(&self, operation: i32, phase: i32, payload: *mut c_void);
+}
 
 /// The SDK numbers a process's streams as they are created, from 1: 0 is the null stream.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -42,7 +46,7 @@ pub struct Named {
 
 impl Streams {
     /// Creates the streams the scenario names, reporting each.
-    pub fn create(scenario: &Scenario, emitter: &Emitter) -> Streams {
+    pub fn create(scenario: &Scenario, emitter: &impl Callbacks) -> Streams {
         let created = (scenario.created_streams().into_iter())
             .map(|stream| {
                 let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -93,7 +97,7 @@ impl Streams {
     }
 
     /// Destroys the streams, reporting each.
-    pub fn destroy(self, emitter: &Emitter) {
+    pub fn destroy(self, emitter: &impl Callbacks) {
         for c in self.created.into_values() {
             let named = Named {
                 id: c.id,
@@ -106,17 +110,16 @@ impl Streams {
 
 /// Reports `stream` as the stream of the call under way: `phase` enter before the call
 /// enqueues its work, exit after.
-pub fn set(emitter: &Emitter, stream: Named, phase: i32) {
+pub fn set(emitter: &impl Callbacks, stream: Named, phase: i32) {
     report(emitter, SET, phase, stream);
 }
 
-fn report(emitter: &Emitter, operation: i32, phase: i32, stream: Named) {
+fn report(emitter: &impl Callbacks, operation: i32, phase: i32, stream: Named) {
     let mut data = HipStreamData {
         size: size_of::<HipStreamData>() as u64,
         stream_id: Handle { handle: stream.id },
         stream_value: stream.value,
     };
     let payload = (&raw mut data).cast::<c_void>();
-    // The SDK passes no correlation id with these callbacks.
-    emitter.callbacks(KIND, operation, phase, 0, payload);
+    emitter.stream_callback(operation, phase, payload);
 }

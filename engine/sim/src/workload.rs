@@ -1221,6 +1221,19 @@ impl crate::kfd::Trace for Emitter<'_> {
     }
 }
 
+impl crate::stream::Callbacks for Emitter<'_> {
+    fn stream_callback(&self, operation: i32, phase: i32, payload: *mut c_void) {
+        // The SDK passes no correlation id with these callbacks.
+        self.callbacks(
+            rocflow_core::abi::hip_stream::KIND,
+            operation,
+            phase,
+            0,
+            payload,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::allocation_address;

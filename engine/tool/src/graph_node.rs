@@ -153,12 +153,9 @@ pub enum Error {
 }
 
 /// Subscribes the never-stopped `control` context to graph launches, where the SDK has
-/// them (it lists the `HIP_GRAPH` kind) and a context of the Plan traces dispatches or
-/// copies; whether it did, so that those contexts then ask for their nodes.
+/// them (it lists the `HIP_GRAPH` kind); whether it did, so that the contexts that trace
+/// dispatches or copies then ask for their nodes.
 pub fn subscribe(tool: &Tool, control: Handle) -> Result<bool, Error> {
-    if !(tool.plan.contexts.iter()).any(|c| !crate::correlation_request::kinds(c).is_empty()) {
-        return Ok(false);
-    }
     let Some(kind) = crate::callback_kind::find(KIND_NAME)? else {
         return Ok(false);
     };

@@ -53,18 +53,9 @@ unsafe extern "C" fn on_stream(record: CallbackTracingRecord, _: *mut UserData, 
     })
 }
 
-/// Subscribes the never-stopped `control` context to the streams, where a context of the
-/// Plan traces dispatches or copies; whether it did, so that those contexts then ask for
-/// their operations' streams.
-pub fn subscribe(tool: &Tool, control: Handle) -> Result<bool, CallError> {
-    if !tool
-        .plan
-        .contexts
-        .iter()
-        .any(|c| !crate::correlation_request::kinds(c).is_empty())
-    {
-        return Ok(false);
-    }
+/// Subscribes the never-stopped `control` context to the streams, so that the contexts
+/// that trace dispatches or copies then ask for their operations' streams.
+pub fn subscribe(tool: &Tool, control: Handle) -> Result<(), CallError> {
     // SAFETY: the callback has the SDK's signature; no operation list.
     let status = unsafe {
         (tool.api.configure_callback_tracing)(
@@ -76,8 +67,7 @@ pub fn subscribe(tool: &Tool, control: Handle) -> Result<bool, CallError> {
             std::ptr::null_mut(),
         )
     };
-    tool.api.check("tracing HIP streams", status)?;
-    Ok(true)
+    tool.api.check("tracing HIP streams", status)
 }
 
 /// A context's operations enqueued and not yet delivered: the stream each went on, by
@@ -139,6 +129,19 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// While a fork forks, every registered table is held, so no other thread holds one
+    /// the child would inherit locked; after it, they are free again.
+    #[test]
+    fn a_fork_holds_every_registered_table() {
+        let pending: &'static Pending = Box::leak(Box::default());
+        pending.register();
+        before_fork();
+        let held = std::thread::scope(|s| s.spawn(|| pending.0.try_lock().is_err()).join());
+        after_fork();
+        assert!(held.unwrap(), "the table is held during the fork");
+        assert!(pending.0.try_lock().is_ok());
+    }
 
     /// An operation goes on the innermost call's stream, the null stream outside any, and
     /// its record takes it once.

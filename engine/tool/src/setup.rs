@@ -188,18 +188,24 @@ pub fn run(tool: &'static Tool) -> Result<(), SetupError> {
         )
     };
     api.check("tracing ROCTx profiler control", status)?;
-    let graphs = crate::graph_node::subscribe(tool, control).unwrap_or_else(|e| {
-        warn(&format!(
-            "dispatches and copies are given no HIP graph node: {e}"
-        ));
-        false
-    });
-    let streams = crate::hip_stream::subscribe(tool, control).unwrap_or_else(|e| {
-        warn(&format!(
-            "dispatches and copies are given no HIP stream: {e}"
-        ));
-        false
-    });
+    // Graph nodes and streams are asked for where a context traces dispatches or copies.
+    let requesting =
+        (tool.plan.contexts.iter()).any(|c| !crate::correlation_request::kinds(c).is_empty());
+    let graphs = requesting
+        && crate::graph_node::subscribe(tool, control).unwrap_or_else(|e| {
+            warn(&format!(
+                "dispatches and copies are given no HIP graph node: {e}"
+            ));
+            false
+        });
+    let streams = requesting
+        && crate::hip_stream::subscribe(tool, control)
+            .map_err(|e| {
+                warn(&format!(
+                    "dispatches and copies are given no HIP stream: {e}"
+                ))
+            })
+            .is_ok();
     let ids = Requests { graphs, streams };
     // SAFETY: a context the tool created.
     api.check("starting the control context", unsafe {
