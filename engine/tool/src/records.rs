@@ -274,8 +274,9 @@ pub unsafe extern "C" fn on_buffer(
 /// delivered them apart. A delivery is up to a buffer's watermark, hundreds of thousands
 /// of records with `trace-all`'s 64 MiB buffer: made whole, its frames grew to tens of MiB
 /// (fresh memory, then copied by the writer long after they were written). A part's frames
-/// are a few MiB, in buffers the writer hands back.
-const PART: usize = 65536;
+/// are a few MiB, in buffers the writer hands back; a part of the largest kind fits a
+/// ring slot, with room for records to grow.
+const PART: usize = 49152;
 
 /// How many records ahead of the one converted the loop asks for a payload. The SDK's
 /// payloads were written a whole buffer ago, long out of the core's cache: fetched only
