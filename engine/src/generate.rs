@@ -8,6 +8,7 @@
 use std::io;
 use std::path::Path;
 
+use crate::record::hip_stream::NULL_STREAM;
 use crate::record::{
     Agent, ApiCall, Batch, CounterInfo, CounterSample, KernelDispatch, KernelSymbol, Marker,
     MemoryCopy, Meta, PcSample, Process, Queue, RecordKind, Sym, Thread,
@@ -234,7 +235,7 @@ pub fn generate(
             sgpr_count: 16 + 8 * (kernel as u32 % 8),
             graph_exec_id: 0,
             graph_node_id: 0,
-            hip_stream: 0,
+            hip_stream: NULL_STREAM,
         }]));
         if launch % 8 == 0 {
             p.correlation += 1;
@@ -265,7 +266,7 @@ pub fn generate(
                 graph_node_id: 0,
                 dst_address: 0,
                 src_address: 0,
-                hip_stream: 0,
+                hip_stream: NULL_STREAM,
             }]));
         }
         if launch % 64 == 0 {

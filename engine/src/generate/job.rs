@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{KERNEL_NAMES, agents, operation};
+use crate::record::hip_stream::NULL_STREAM;
 use crate::record::{
     ApiCall, Batch, KernelDispatch, KernelSymbol, Marker, Meta, Process, Queue, Sym, Thread,
 };
@@ -584,7 +585,7 @@ fn rank_frames(job: &Job, schedule: &Schedule, rank: u32, frames: &mut Vec<u8>) 
                 sgpr_count: 32,
                 graph_exec_id: 0,
                 graph_node_id: 0,
-                hip_stream: 0,
+                hip_stream: NULL_STREAM,
             });
             host = call_end + 100_000;
         }

@@ -5,6 +5,10 @@
 
 use super::{KernelDispatch, MemoryCopy};
 
+/// The `hip_stream` field of a record on the null stream, where a program's work goes
+/// when it names no stream.
+pub const NULL_STREAM: u64 = 1;
+
 /// The `hip_stream` field of a record whose stream is `id` (`None`: unknown).
 pub fn stored(id: Option<u64>) -> u64 {
     id.map_or(0, |id| id.saturating_add(1))
