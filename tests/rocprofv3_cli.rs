@@ -1146,6 +1146,7 @@ const ROCFLOW_OPTIONS: &[&str] = &[
     "--spool",
     "--spool-compression",
     "--quiet",
+    "--threads",
     "--kernel-names",
     "--help",
     "--version",
