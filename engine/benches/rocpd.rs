@@ -182,17 +182,6 @@ fn size(dir: &Path) -> u64 {
         .sum()
 }
 
-/// `trace-all`'s context, without its sinks: the run only keeps the spool.
-const CAPTURE: &str = r#"
-[pipeline]
-name = "capture"
-[[context]]
-name = "trace"
-tracing = ["hip_runtime_api", "hsa_core_api", "hsa_amd_ext_api", "kernel_dispatch",
-    "memory_copy", "memory_allocation", "scratch_memory", "marker_core_range_api", "rccl_api"]
-buffer = { size = "64MiB", watermark = "87.5%", policy = "lossless" }
-"#;
-
 /// Set in a child that replays a `trace-all` spool into one database (and so on the
 /// threads its `RAYON_NUM_THREADS` says).
 const CHILD_TRACE_ALL: &str = "ROCFLOW_BENCH_CHILD_TRACE_ALL";
@@ -201,14 +190,14 @@ const CHILD_TRACE_ALL: &str = "ROCFLOW_BENCH_CHILD_TRACE_ALL";
 /// returns the records written.
 fn replay_trace_all(spool: &Path, out: &Path) -> u64 {
     let sink = support::sink("rocpd", "OUT/run.db") + "options = { layout = \"single\" }\n";
-    let text = CAPTURE.replace("name = \"capture\"", "name = \"rocpd\"") + &sink;
+    let text = sim::CAPTURE.replace("name = \"capture\"", "name = \"rocpd\"") + &sink;
     support::replay_to(&text, spool, out).sinks[0].records
 }
 
 /// Keeps the spool of a `trace-all` run of about `records` records in `dir`.
 fn capture(dir: &Path, records: u64) -> PathBuf {
     std::fs::write(dir.join("big.toml"), sim::example(records / 38)).unwrap();
-    std::fs::write(dir.join("capture.toml"), CAPTURE).unwrap();
+    std::fs::write(dir.join("capture.toml"), sim::CAPTURE).unwrap();
     sim::run(dir, "./capture.toml", &["--quiet"]);
     dir.join("run.rfraw")
 }

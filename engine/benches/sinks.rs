@@ -34,17 +34,6 @@ const SINKS: &[(&str, &str)] = &[
     ("rocpd", "OUT/{pid}.db"),
 ];
 
-/// `trace-all`'s context, without its sinks: the run only keeps the spool.
-const CAPTURE: &str = r#"
-[pipeline]
-name = "capture"
-[[context]]
-name = "trace"
-tracing = ["hip_runtime_api", "hsa_core_api", "hsa_amd_ext_api", "kernel_dispatch",
-    "memory_copy", "memory_allocation", "scratch_memory", "marker_core_range_api", "rccl_api"]
-buffer = { size = "64MiB", watermark = "87.5%", policy = "lossless" }
-"#;
-
 /// The sinks a child replays into, by name, apart by commas.
 const CHILD_SINKS: &str = "ROCFLOW_BENCH_CHILD_SINKS";
 
@@ -56,7 +45,7 @@ fn pipeline(names: &str) -> String {
             support::sink(kind, path)
         })
         .collect();
-    CAPTURE.replace("name = \"capture\"", "name = \"sinks\"") + &sinks
+    sim::CAPTURE.replace("name = \"capture\"", "name = \"sinks\"") + &sinks
 }
 
 /// In a child: replays the spool into the sinks named in [`CHILD_SINKS`] and prints the
@@ -124,7 +113,7 @@ fn replay(spool: &Path, out: &Path, names: &str) -> Replay {
 fn capture(dir: &Path, records: u64, compression: &str) -> std::path::PathBuf {
     let iterations = records / 38;
     std::fs::write(dir.join("big.toml"), sim::example(iterations)).unwrap();
-    std::fs::write(dir.join("capture.toml"), CAPTURE).unwrap();
+    std::fs::write(dir.join("capture.toml"), sim::CAPTURE).unwrap();
     sim::run(
         dir,
         "./capture.toml",

@@ -7,6 +7,7 @@
 //! are). Best of three by wall time.
 //! Run with `cargo bench -p rocflow --bench trace_all`.
 
+#[allow(dead_code)]
 mod sim;
 
 use std::time::Duration;

@@ -15,6 +15,17 @@ mod status;
 /// `hipLaunchKernel` and a dispatch per launch.
 pub const RECORDS_PER_ITERATION: u64 = 2 * 8 * 2;
 
+/// `trace-all`'s context, without its sinks: the run only keeps the spool.
+pub const CAPTURE: &str = r#"
+[pipeline]
+name = "capture"
+[[context]]
+name = "trace"
+tracing = ["hip_runtime_api", "hsa_core_api", "hsa_amd_ext_api", "kernel_dispatch",
+    "memory_copy", "memory_allocation", "scratch_memory", "marker_core_range_api", "rccl_api"]
+buffer = { size = "64MiB", watermark = "87.5%", policy = "lossless" }
+"#;
+
 /// The simulated SDK's MI300X example scenario, its threads running `iterations`
 /// iterations: the repository's in the current folder (a bench run as a plain program
 /// from the root of a copy), else the one it was built from.
