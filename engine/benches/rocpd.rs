@@ -1,8 +1,9 @@
 //! Records into rocpd databases. First the `trace-all` mix (a run on the simulated SDK of
 //! the MI300X example scenario, 38 records per iteration: HIP and HSA calls, dispatches,
 //! copies, allocations, ROCTx ranges), 2 M records replayed into one database on 1, 4 and
-//! every core's threads of the rayon pool, and the peak memory of that replay at 2 M and
-//! 20 M records (a fresh process each, best of three by wall time). Then a generated run
+//! every core's threads of the rayon pool (records per second, and the process's CPU time
+//! per record), and the peak memory of that replay at 2 M and 20 M records (a fresh
+//! process each, best of three by wall time). Then a generated run
 //! of ten million records from three processes, replayed into one database per process
 //! (the default, written in parallel) and into one database for the run, and the replay's
 //! peak memory on runs of 2 M, 10 M and 20 M records.
@@ -202,8 +203,9 @@ fn capture(dir: &Path, records: u64) -> PathBuf {
     dir.join("run.rfraw")
 }
 
-/// One replay in a fresh process on `threads` threads: records, wall time, peak RSS (MiB).
-fn replay_in_child(spool: &Path, out: &Path, threads: usize) -> (u64, Duration, f64) {
+/// One replay in a fresh process on `threads` threads: records, wall time, CPU time, peak
+/// RSS (MiB).
+fn replay_in_child(spool: &Path, out: &Path, threads: usize) -> (u64, Duration, Duration, f64) {
     let threads = threads.to_string();
     let started = Instant::now();
     let printed = support::in_child(&[
@@ -213,13 +215,14 @@ fn replay_in_child(spool: &Path, out: &Path, threads: usize) -> (u64, Duration, 
         ("ROCFLOW_BENCH_CHILD_OUT", out.as_os_str()),
     ]);
     let wall = started.elapsed();
-    let [records, kb] = printed.split_whitespace().collect::<Vec<_>>()[..] else {
+    let [records, cpu_ms, kb] = printed.split_whitespace().collect::<Vec<_>>()[..] else {
         panic!("the child printed {printed:?}");
     };
     std::fs::remove_dir_all(out).unwrap();
     (
         records.parse().unwrap(),
         wall,
+        Duration::from_millis(cpu_ms.parse().unwrap()),
         kb.parse::<f64>().unwrap() / 1024.0,
     )
 }
@@ -247,13 +250,14 @@ fn trace_all() {
             let runs: Vec<_> = (0..3)
                 .map(|_| replay_in_child(&spool, &out, count))
                 .collect();
-            let (records, wall, peak) = *runs.iter().min_by_key(|r| r.1).unwrap();
+            let (records, wall, cpu, peak) = *runs.iter().min_by_key(|r| r.1).unwrap();
             let first = *first_peaks.entry(count).or_insert(peak);
             println!(
-                "  {:>2} M records, {count:>2} threads {:>6.2} M records/s ({:.2} s; runs {})  peak RSS {peak:>6.1} MiB, {:.2}x the 2 M peak",
+                "  {:>2} M records, {count:>2} threads {:>6.2} M records/s ({:.2} s, CPU {:.0} ns/record; runs {})  peak RSS {peak:>6.1} MiB, {:.2}x the 2 M peak",
                 records / 1_000_000,
                 records as f64 / wall.as_secs_f64() / 1e6,
                 wall.as_secs_f64(),
+                cpu.as_secs_f64() * 1e9 / records as f64,
                 (runs.iter())
                     .map(|r| format!("{:.2} s", r.1.as_secs_f64()))
                     .collect::<Vec<_>>()
@@ -268,7 +272,7 @@ fn main() {
     if std::env::var_os(CHILD_TRACE_ALL).is_some() {
         support::serve_child(|spool, out| {
             let records = replay_trace_all(spool, out);
-            print!("{records} ");
+            print!("{records} {} ", support::process_cpu().as_millis());
             records
         });
         return;

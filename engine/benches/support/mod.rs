@@ -112,7 +112,7 @@ fn machine_ticks() -> Vec<u64> {
 }
 
 /// This process's user and system CPU time, from /proc (in ticks of 10 ms).
-fn process_cpu() -> Duration {
+pub fn process_cpu() -> Duration {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
     // Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
     let fields: Vec<&str> = stat
