@@ -126,7 +126,7 @@ impl Records {
     }
 
     /// Each row's rowid and record, in order.
-    fn iter(&self) -> impl Iterator<Item = (i64, &[u8])> {
+    pub fn iter(&self) -> impl Iterator<Item = (i64, &[u8])> {
         let starts = std::iter::once(0).chain(self.rows.iter().map(|&(_, end)| end));
         (self.rows.iter().zip(starts))
             .map(|(&(rowid, end), start)| (rowid, &self.bytes[start..end]))
@@ -198,9 +198,10 @@ impl AppendTable {
         }
     }
 
-    /// Fills the rows of `runs` into leaves, each row's rowid larger than any before it.
-    pub fn fill<'r>(&mut self, runs: impl IntoIterator<Item = &'r Records>) -> io::Result<()> {
-        for (rowid, record) in runs.into_iter().flat_map(Records::iter) {
+    /// Fills `rows` (rowids and records, such as [`Records::iter`] gives) into leaves,
+    /// each row's rowid larger than any before it.
+    pub fn fill<'r>(&mut self, rows: impl IntoIterator<Item = (i64, &'r [u8])>) -> io::Result<()> {
+        for (rowid, record) in rows {
             self.append(rowid, record)?;
         }
         Ok(())
@@ -836,13 +837,17 @@ mod tests {
         for batch in 0..5 {
             let rows = batch * 1000..(batch + 1) * 1000;
             let (of_t, of_e) = (runs(rows.clone(), true), runs(rows, false));
+            let (of_t, of_e) = (
+                of_t.iter().flat_map(Records::iter),
+                of_e.iter().flat_map(Records::iter),
+            );
             if parallel {
-                let (a, b) = rayon::join(|| t.fill(&of_t), || e.fill(&of_e));
+                let (a, b) = rayon::join(|| t.fill(of_t), || e.fill(of_e));
                 a.unwrap();
                 b.unwrap();
             } else {
-                e.fill(&of_e).unwrap();
-                t.fill(&of_t).unwrap();
+                e.fill(of_e).unwrap();
+                t.fill(of_t).unwrap();
             }
             t.number();
             e.number();

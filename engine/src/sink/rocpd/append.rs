@@ -1,9 +1,10 @@
-//! Rows of a rocpd table appended as SQLite pages ([`crate::sqlite::btree`]) rather than
+//! Rows of rocpd tables appended as SQLite pages ([`crate::sqlite::btree`]) rather than
 //! inserted: each row's values in the order the schema declares its columns, with the
-//! defaults SQLite gives the columns an insert leaves out. Rows are gathered on the sink's
-//! thread, in order ([`Appender`]); each table's gathered rows are then encoded in runs on
-//! the rayon pool, and the tables filled into pages in parallel ([`Writers`]).
+//! defaults SQLite gives the columns an insert leaves out. Rows are built and encoded a
+//! run of records at a time, on any thread ([`Out`]); each table's runs are then filled
+//! into its pages in order, the tables in parallel ([`Writers`]).
 
+use std::io;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -13,42 +14,15 @@ use crate::rocpd::schema::Table;
 use crate::sqlite::Value;
 use crate::sqlite::btree::{Affinity, AppendTable, Pages, Record, Records};
 
-/// Rows encoded by one task: enough that a task outweighs its scheduling, few enough that
-/// a table's rows of a segment spread over every core.
-const RUN: usize = 1024;
-
-/// The rows of one table, gathered in order.
-pub struct Appender {
-    id: Id,
-    /// Values a row: the columns the appender was made for.
-    width: usize,
-    rows: Rows,
-}
-
-/// Rows gathered and not yet written: each one's rowid and values.
-#[derive(Default)]
-pub struct Rows {
-    rowids: Vec<i64>,
-    values: Vec<Value>,
-}
-
-impl Rows {
-    fn len(&self) -> usize {
-        self.rowids.len()
-    }
-
-    fn clear(&mut self) {
-        self.rowids.clear();
-        self.values.clear();
-    }
-}
-
-/// One table's rows made into pages.
-pub struct TableWriter {
-    table: AppendTable,
+/// How one table's rows are encoded.
+pub struct Layout {
     /// Each stored column: its affinity, and where its value comes from.
     columns: Vec<(Affinity, Source)>,
+    /// Values a row: the columns the table was made for.
     width: usize,
+    /// The position of the row's own id among its values, where rows have one; rows
+    /// without are numbered when filled, in order, as SQLite numbers them.
+    id: Option<usize>,
 }
 
 /// Where a stored column's value comes from.
@@ -60,23 +34,9 @@ enum Source {
     Fixed(Value),
 }
 
-/// Where a row's id comes from.
-enum Id {
-    /// The row's value at this position.
-    Given(usize),
-    /// The next after the last, as SQLite numbers rows without one.
-    Next(i64),
-}
-
-impl Appender {
-    /// Rows of `columns` (the `id` among them where rows have theirs) for `table`, whose
-    /// empty root page is `root`; and the writer of their pages.
-    pub fn new(
-        pages: Arc<Pages>,
-        root: u32,
-        table: &Table,
-        columns: &[&str],
-    ) -> (Appender, TableWriter) {
+impl Layout {
+    /// Rows of `columns` (the `id` among them where rows have theirs) for `table`.
+    fn new(table: &Table, columns: &[&str]) -> Layout {
         let at = |name: &str| columns.iter().position(|c| *c == name);
         let declared: Vec<Declared> = table.columns.iter().map(|d| Declared::parse(d)).collect();
         for column in columns {
@@ -94,105 +54,123 @@ impl Appender {
             };
             (Affinity::of(column.kind), source)
         }));
-        let appender = Appender {
-            id: at("id").map_or(Id::Next(0), Id::Given),
-            width: columns.len(),
-            rows: Rows::default(),
-        };
-        let writer = TableWriter {
-            table: AppendTable::new(pages, root),
+        Layout {
             columns: stored,
             width: columns.len(),
-        };
-        (appender, writer)
+            id: at("id"),
+        }
+    }
+}
+
+/// The layouts of a database's tables, in the order their writers have them.
+pub struct Layouts(Vec<Layout>);
+
+/// Rows of every table encoded from a run of records, in the order of [`Layouts`]. A row
+/// without its own id has none yet (0) until its table is filled.
+pub struct Rows(Vec<Records>);
+
+/// Rows being built from a run of records, encoded as they come.
+pub struct Out<'l> {
+    layouts: &'l Layouts,
+    rows: Rows,
+    record: Record,
+}
+
+impl<'l> Out<'l> {
+    pub fn new(layouts: &'l Layouts) -> Out<'l> {
+        let rows = Rows(layouts.0.iter().map(|_| Records::default()).collect());
+        Out {
+            layouts,
+            rows,
+            record: Record::default(),
+        }
     }
 
-    /// Adds a row, its values in the order of the columns the appender was made for.
+    /// Adds a row to table `table` (its index in [`Layouts`]), its values in the order of
+    /// the columns the table was made for.
     #[inline]
-    pub fn push<const N: usize>(&mut self, row: [Value; N]) {
-        debug_assert_eq!(N, self.width, "a row has a value for each column");
-        let rowid = match &mut self.id {
-            Id::Next(last) => {
-                *last += 1;
-                *last
-            }
-            Id::Given(i) => match row[*i] {
-                Value::Int(id) => id,
-                ref other => unreachable!("ids are integers, not {other:?}"),
-            },
+    pub fn push(&mut self, table: usize, row: &[Value]) -> io::Result<()> {
+        let layout = &self.layouts.0[table];
+        debug_assert_eq!(row.len(), layout.width, "a row has a value for each column");
+        let rowid = match layout.id.map(|i| &row[i]) {
+            None => 0,
+            Some(Value::Int(id)) => *id,
+            Some(other) => unreachable!("ids are integers, not {other:?}"),
         };
-        self.rows.rowids.push(rowid);
-        self.rows.values.extend(row);
+        let values = layout.columns.iter().map(|(affinity, source)| {
+            let value = match source {
+                Source::Row(i) => &row[*i],
+                Source::Fixed(value) => value,
+            };
+            (*affinity, value)
+        });
+        let record = self.record.encode(values)?;
+        self.rows.0[table].push(rowid, record);
+        Ok(())
     }
 
-    /// The rows gathered since they were last swapped out.
-    pub fn gathered(&self) -> usize {
-        self.rows.len()
+    pub fn finish(self) -> Rows {
+        self.rows
     }
+}
 
-    /// Takes the rows gathered, leaving those of `spare` (written, so empty) in their place.
-    pub fn swap(&mut self, spare: &mut Rows) {
-        debug_assert_eq!(spare.len(), 0, "spare rows are written");
-        std::mem::swap(&mut self.rows, spare);
-    }
+/// One table's rows made into pages.
+struct TableWriter {
+    table: AppendTable,
+    /// The last rowid given to a row without its own id, for a table whose rows have none.
+    numbered: Option<i64>,
 }
 
 impl TableWriter {
-    /// Encodes `rows` in runs, in parallel, and fills them into the table's leaves.
-    fn fill(&mut self, rows: &Rows) -> Result<(), Fault> {
-        if rows.rowids.is_empty() {
-            return Ok(());
+    /// Fills the rows of `runs`, in order, into the table's leaves.
+    fn fill<'r>(&mut self, runs: impl Iterator<Item = &'r Records>) -> Result<(), Fault> {
+        let rows = runs.flat_map(Records::iter);
+        match &mut self.numbered {
+            None => self.table.fill(rows)?,
+            Some(last) => self.table.fill(rows.map(|(_, record)| {
+                *last += 1;
+                (*last, record)
+            }))?,
         }
-        let columns = &self.columns;
-        let runs: Vec<Records> = (rows.values.par_chunks(RUN * self.width))
-            .zip(rows.rowids.par_chunks(RUN))
-            .map(|(values, rowids)| {
-                let mut record = Record::default();
-                let mut records = Records::default();
-                for (row, &rowid) in values.chunks(self.width).zip(rowids) {
-                    let values = columns.iter().map(|(affinity, source)| {
-                        let value = match source {
-                            Source::Row(i) => &row[*i],
-                            Source::Fixed(value) => value,
-                        };
-                        (*affinity, value)
-                    });
-                    records.push(rowid, record.encode(values)?);
-                }
-                Ok(records)
-            })
-            .collect::<std::io::Result<_>>()?;
-        Ok(self.table.fill(&runs)?)
+        Ok(())
     }
 }
 
-/// The pages of a database's tables, written from the rows gathered for them.
+/// The pages of a database's tables, written from the rows built for them.
 pub struct Writers(Vec<TableWriter>);
 
 impl Writers {
-    /// The writers of the tables, in the order their rows are given to [`Writers::write`].
-    pub fn new(writers: Vec<TableWriter>) -> Writers {
-        Writers(writers)
+    /// The layouts and writers of `tables` (each one's schema, the columns its rows give,
+    /// and the empty root page SQLite made for it), written as `pages` of their database.
+    pub fn new(
+        pages: &Arc<Pages>,
+        tables: impl IntoIterator<Item = (&'static Table, &'static [&'static str], u32)>,
+    ) -> (Layouts, Writers) {
+        let (layouts, writers): (Vec<_>, Vec<_>) = (tables.into_iter())
+            .map(|(table, columns, root)| {
+                let layout = Layout::new(table, columns);
+                let writer = TableWriter {
+                    table: AppendTable::new(Arc::clone(pages), root),
+                    numbered: layout.id.is_none().then_some(0),
+                };
+                (layout, writer)
+            })
+            .unzip();
+        (Layouts(layouts), Writers(writers))
     }
 
-    /// Spare rows, one for each table, to swap with those gathered.
-    pub fn spare(&self) -> Vec<Rows> {
-        self.0.iter().map(|_| Rows::default()).collect()
-    }
-
-    /// Writes `rows` (each table's, in order) as pages and empties them: the tables are
-    /// filled in parallel, then their pages numbered one table after another, so that the
-    /// file is the same on any number of threads, then written in parallel.
-    pub fn write(&mut self, rows: &mut [Rows]) -> Result<(), Fault> {
-        debug_assert_eq!(rows.len(), self.0.len());
-        (self.0.par_iter_mut())
-            .zip(rows.par_iter())
-            .try_for_each(|(writer, rows)| writer.fill(rows))?;
+    /// Writes `runs` (each run's rows of every table, in order) as pages and empties them:
+    /// the tables are filled in parallel, then their pages numbered one table after another,
+    /// so that the file is the same on any number of threads, then written in parallel.
+    pub fn write(&mut self, runs: &mut Vec<Rows>) -> Result<(), Fault> {
+        let built: &[Rows] = runs;
+        (self.0.par_iter_mut().enumerate())
+            .try_for_each(|(t, writer)| writer.fill(built.iter().map(|rows| &rows.0[t])))?;
         for writer in &mut self.0 {
             writer.table.number();
         }
         (self.0.par_iter_mut()).try_for_each(|writer| writer.table.write())?;
-        rows.iter_mut().for_each(Rows::clear);
+        runs.clear();
         Ok(())
     }
 

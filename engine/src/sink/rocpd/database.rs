@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::append::{Rows, Writers};
+use super::append::{Layouts, Rows, Writers};
 use super::dispatches::Dispatches;
 use super::fault::Fault;
 use super::ids::Ids;
 use super::info;
-use super::rows::{Queued, Tables, Window};
+use super::rows::{self, Queued};
 use super::views;
 use crate::catalog::Catalog;
 use crate::record::Process;
@@ -63,12 +63,11 @@ pub struct Database {
     streams: Streams,
     /// The staged file's pages, which the tables append to while SQLite has it closed.
     pages: Arc<Pages>,
-    /// Rows are gathered into `tables` a segment of records at a time, and written by
-    /// `writers` while the next segment's are gathered; `gathered` holds the rows being
-    /// written, emptied for the next swap.
-    tables: Tables,
+    /// Rows are built (as `layouts` say) a segment of records at a time, and written by
+    /// `writers` while the next segment's are built; `built` holds those not yet written.
+    layouts: Layouts,
     writers: Writers,
-    gathered: Vec<Rows>,
+    built: Vec<Rows>,
     /// Kernel dispatches set aside until their events are written in order, at the end.
     dispatches: Dispatches,
 }
@@ -124,7 +123,7 @@ impl Database {
             .collect::<Result<_, _>>()?;
         conn.close().map_err(|(_, e)| e)?;
         let pages = Arc::new(Pages::open(staging.path())?);
-        let (tables, writers) = Tables::new(&pages, |table| {
+        let (layouts, writers) = rows::tables(&pages, |table| {
             let name = names.name(table);
             let root = roots
                 .iter()
@@ -140,9 +139,9 @@ impl Database {
             ids: Ids::default(),
             streams,
             pages,
-            tables,
-            gathered: writers.spare(),
+            layouts,
             writers,
+            built: Vec::new(),
             dispatches,
         })
     }
@@ -156,21 +155,17 @@ impl Database {
     }
 
     /// Writes a window's chunks; `written` counts their records once their rows are
-    /// gathered. Each segment's rows are written on the rayon pool while the next
-    /// segment's are gathered; the last segment's, at the next window or the end.
+    /// built. Each segment's rows are written while the next segment's are built, both on
+    /// the rayon pool; the last segment's, at the next window or the end.
     pub fn write(&mut self, window: &[Queued], written: &Written) -> Result<(), Fault> {
         for segment in segments(window) {
-            self.tables.swap(&mut self.gathered);
-            let (tables, dispatches, ids) = (&mut self.tables, &mut self.dispatches, &mut self.ids);
-            let (wrote, gathered) = rayon::join(
-                || self.writers.write(&mut self.gathered),
-                || {
-                    let mut rows = Window::new(tables, dispatches, ids);
-                    segment.iter().try_for_each(|chunk| rows.chunk(chunk))
-                },
+            let (layouts, ids, dispatches) = (&self.layouts, &mut self.ids, &mut self.dispatches);
+            let (wrote, built) = rayon::join(
+                || self.writers.write(&mut self.built),
+                || rows::build(segment, layouts, ids, dispatches),
             );
             wrote?;
-            gathered?;
+            self.built = built?;
             written.add(segment.iter().map(|q| q.len() as u64).sum());
         }
         Ok(())
@@ -187,24 +182,15 @@ impl Database {
             mut ids,
             streams,
             pages,
-            tables: mut appended,
+            layouts,
             mut writers,
-            mut gathered,
+            mut built,
             dispatches,
         } = self;
-        let mut flush = |appended: &mut Tables| {
-            appended.swap(&mut gathered);
-            writers.write(&mut gathered)
-        };
-        flush(&mut appended)?;
-        dispatches.join(|row| {
-            appended.events().push(row);
-            if appended.gathered() < SEGMENT {
-                return Ok(());
-            }
-            flush(&mut appended)
+        writers.write(&mut built)?;
+        rows::join_dispatches(dispatches, &layouts, SEGMENT, |mut runs| {
+            writers.write(&mut runs)
         })?;
-        flush(&mut appended)?;
         writers.finish()?;
         Arc::into_inner(pages)
             .expect("the tables are finished")
@@ -242,11 +228,10 @@ impl Database {
     }
 }
 
-/// Records whose rows are gathered at a time (rows, while the dispatches' events join):
-/// enough that a segment outweighs handing it over, few enough that the rows of two
-/// segments (a value takes 32 bytes) stay in the processor's cache between the thread
-/// that gathers them and those that encode them: at 32 Ki, copying the rows in and out of
-/// memory cost a fifth of the sink's time.
+/// Records whose rows are built and written at a time (rows, while the dispatches'
+/// events join): enough that a segment outweighs handing it over, few enough that its
+/// encoded rows stay in the processor's cache until their pages are filled. The tables'
+/// pages are numbered a segment at a time, so the file's layout follows it.
 const SEGMENT: usize = 8 * 1024;
 
 /// A window's chunks in runs of at least [`SEGMENT`] records (but the last).

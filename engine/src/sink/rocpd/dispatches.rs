@@ -13,6 +13,8 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use rayon::slice::ParallelSliceMut;
+
 use super::fault::Fault;
 use crate::rocpd::schema::NO_DATA;
 use crate::sqlite::{Value, row};
@@ -61,6 +63,20 @@ impl Event {
     }
 }
 
+/// An event a record sets aside, to be added in the records' order.
+#[derive(Debug, Clone, Copy)]
+pub enum Aside {
+    /// A dispatch's, with its correlation ids, internal and external.
+    Dispatched {
+        id: i64,
+        category: i64,
+        internal: i64,
+        external: i64,
+    },
+    /// A bare one, for a dispatch that counter samples named.
+    Counted { id: i64, category: i64 },
+}
+
 pub struct Dispatches {
     /// Events of the run being gathered.
     run: Vec<Event>,
@@ -92,8 +108,20 @@ impl Dispatches {
         }
     }
 
+    pub fn add(&mut self, aside: Aside) -> io::Result<()> {
+        match aside {
+            Aside::Dispatched {
+                id,
+                category,
+                internal,
+                external,
+            } => self.dispatched(id, category, internal, external),
+            Aside::Counted { id, category } => self.counted(id, category),
+        }
+    }
+
     /// The event of a dispatch, which replaces any other of its id.
-    pub fn dispatched(
+    fn dispatched(
         &mut self,
         id: i64,
         category: i64,
@@ -107,7 +135,7 @@ impl Dispatches {
 
     /// A bare event, for a dispatch that counter samples named: kept unless its dispatch's
     /// event comes.
-    pub fn counted(&mut self, id: i64, category: i64) -> io::Result<()> {
+    fn counted(&mut self, id: i64, category: i64) -> io::Result<()> {
         let rank = u64::MAX / 2 + self.arrived;
         self.push(id, rank, category, None)
     }
@@ -132,9 +160,10 @@ impl Dispatches {
         Ok(())
     }
 
-    /// Sorts the run and writes it to the file.
+    /// Sorts the run (on the rayon pool: no two events are equal, each having its own
+    /// rank, so their order is one on any number of threads) and writes it to the file.
     fn spill(&mut self) -> io::Result<()> {
-        self.run.sort_unstable();
+        self.run.par_sort_unstable();
         let file = match &mut self.file {
             Some(file) => file,
             None => self

@@ -45,6 +45,15 @@ impl<K: Hash + Eq> Registry<K> {
         id
     }
 
+    /// The id `key` was given, if it was.
+    pub fn get<Q>(&self, key: &Q) -> Option<i64>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.ids.get(key).copied()
+    }
+
     /// Every key with its id, in id order.
     pub fn entries(&self) -> Vec<(&K, i64)> {
         let mut entries: Vec<(&K, i64)> = self.ids.iter().map(|(k, &id)| (k, id)).collect();
@@ -143,7 +152,7 @@ pub struct Ids {
 }
 
 /// An operation's category (its domain) and name, as string ids.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Operation {
     pub category: i64,
     pub name: i64,
@@ -206,6 +215,100 @@ impl Ids {
     }
 }
 
+/// Where rows find the ids of what they refer to. Runs of records are built in parallel
+/// against the ids handed out before them (`Known`), which notes whether any was missing;
+/// a run that missed one is built again, in order, handing out the ids it refers to first
+/// (`Assign`). An id once handed out never changes, so a run that missed none has the rows
+/// it would have had built in order.
+pub enum Resolver<'a> {
+    Known { ids: &'a Ids, missed: bool },
+    Assign(&'a mut Ids),
+}
+
+impl Resolver<'_> {
+    /// What `known` finds, noting a miss (and giving a stand-in) where it finds nothing;
+    /// or what `assign` hands out.
+    #[inline]
+    pub fn find<T: Default>(
+        &mut self,
+        known: impl FnOnce(&Ids) -> Option<T>,
+        assign: impl FnOnce(&mut Ids) -> T,
+    ) -> T {
+        match self {
+            Resolver::Known { ids, missed } => known(ids).unwrap_or_else(|| {
+                *missed = true;
+                T::default()
+            }),
+            Resolver::Assign(ids) => assign(ids),
+        }
+    }
+
+    /// Whether an id was missing, and the rows built are to be built again.
+    pub fn missed(&self) -> bool {
+        matches!(self, Resolver::Known { missed: true, .. })
+    }
+
+    pub fn process(&mut self, stream: u16, pid: Option<u32>) -> i64 {
+        self.find(|i| i.processes.get(&stream), |i| i.process(stream, pid))
+    }
+
+    pub fn node(&mut self, host: &str) -> i64 {
+        self.find(|i| i.nodes.get(host), |i| i.nodes.id(host))
+    }
+
+    pub fn string(&mut self, text: &str) -> i64 {
+        self.find(|i| i.strings.get(text), |i| i.strings.id(text))
+    }
+
+    pub fn track(&mut self, track: (u16, u32, i64)) -> i64 {
+        self.find(|i| i.tracks.get(&track), |i| i.tracks.id(&track))
+    }
+
+    pub fn thread(&mut self, stream: u16, tid: u32) -> i64 {
+        self.find(|i| i.threads.get(&(stream, tid)), |i| i.thread(stream, tid))
+    }
+
+    pub fn agent(&mut self, stream: u16, index: u32) -> i64 {
+        self.find(
+            |i| i.agents.get(&(stream, index)),
+            |i| i.agent(stream, index),
+        )
+    }
+
+    pub fn agent_node(&mut self, stream: u16, index: u32, node_id: u32) -> i64 {
+        let key = (stream, index);
+        self.find(
+            |i| i.agents.get(&key),
+            |i| i.agent_node(stream, index, node_id),
+        )
+    }
+
+    pub fn queue(&mut self, stream: u16, handle: u64) -> i64 {
+        self.find(
+            |i| i.queues.get(&(stream, handle)),
+            |i| i.queue(stream, handle),
+        )
+    }
+
+    pub fn hip_stream(&mut self, stream: u16, handle: u64) -> i64 {
+        let key = (stream, handle);
+        self.find(|i| i.streams.get(&key), |i| i.hip_stream(stream, handle))
+    }
+
+    pub fn code_object(&mut self, stream: u16, id: u64) -> i64 {
+        let key = (stream, id);
+        self.find(|i| i.code_objects.get(&key), |i| i.code_object(stream, id))
+    }
+
+    pub fn kernel(&mut self, stream: u16, id: u64) -> i64 {
+        self.find(|i| i.kernels.get(&(stream, id)), |i| i.kernel(stream, id))
+    }
+
+    pub fn counter(&mut self, stream: u16, id: u32) -> i64 {
+        self.find(|i| i.counters.get(&(stream, id)), |i| i.counter(stream, id))
+    }
+}
+
 /// Events of dispatches take ids from this range, computed from the process and the
 /// dispatch id: counter samples name their dispatch's event without a table of every
 /// dispatch seen (which would grow with the run), whichever of the two arrives first.
@@ -220,9 +323,11 @@ pub struct Events {
 }
 
 impl Events {
-    pub fn next(&mut self) -> i64 {
-        self.last += 1;
-        self.last
+    /// Takes the next `count` ids; returns the id before them.
+    pub fn take(&mut self, count: usize) -> i64 {
+        let before = self.last;
+        self.last += count as i64;
+        before
     }
 
     /// The event id of dispatch `dispatch_id` of process `process` (a row id), or `None`
@@ -289,6 +394,21 @@ mod tests {
         assert_eq!(ids.agent_node(0, 1, 2), 2);
         assert_eq!(ids.agent(0, 1), 2, "the node id given first");
         assert_eq!(ids.agent(0, 7), 3, "an agent without a node id");
+    }
+
+    #[test]
+    fn a_resolver_finds_the_ids_handed_out_and_notes_what_it_misses() {
+        let mut ids = Ids::default();
+        assert_eq!(Resolver::Assign(&mut ids).thread(0, 42), 42);
+        let mut known = Resolver::Known {
+            ids: &ids,
+            missed: false,
+        };
+        assert_eq!(known.thread(0, 42), 42);
+        assert!(!known.missed());
+        known.kernel(0, 3);
+        assert!(known.missed(), "kernel 3 has no id yet");
+        assert_eq!(ids.kernels.get(&(0, 3)), None, "finding hands nothing out");
     }
 
     #[test]

@@ -3,13 +3,22 @@
 //! calls with a duration are regions, instants are samples on a track, kernel dispatches,
 //! copies and allocations have their own tables, and counter values point at their
 //! dispatch's event.
+//!
+//! A segment's records are built into rows in runs, in parallel: each run takes its event
+//! ids from a range set apart for it, and finds the ids of what its records refer to among
+//! those handed out before the segment; a run that refers to something new is built again
+//! once the runs before it are in, handing out its ids in the records' order ([`Resolver`]).
+//! The rows are the same, to the last id, as if they had been built one after another.
 
+use std::ops::Range;
 use std::sync::Arc;
 
-use super::append::{Appender, Rows, Writers};
-use super::dispatches::Dispatches;
+use rayon::prelude::*;
+
+use super::append::{Layouts, Out, Rows, Writers};
+use super::dispatches::{Aside, Dispatches};
 use super::fault::Fault;
-use super::ids::{Events, Ids, Operation};
+use super::ids::{Events, Ids, Operation, Resolver};
 use super::info;
 use crate::catalog::StreamMeta;
 use crate::chunk::Chunk;
@@ -25,44 +34,26 @@ use crate::sqlite::{Value, row};
 
 macro_rules! tables {
     ($($name:ident = $table:ident ($($column:literal),+);)*) => {
-        /// The tables records append rows to, each written as its pages.
-        pub struct Tables {
-            $($name: Appender,)*
+        /// The tables records add rows to, in the order of their writers.
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy)]
+        enum Table {
+            $($name,)*
         }
 
-        impl Tables {
-            /// The tables, written as `pages` of their database, where `root` gives the
-            /// root page SQLite made for each, by name; and the writers of their pages.
-            pub fn new(
-                pages: &Arc<Pages>,
-                mut root: impl FnMut(&str) -> rusqlite::Result<u32>,
-            ) -> rusqlite::Result<(Tables, Writers)> {
-                $(let $name = Appender::new(
-                    Arc::clone(pages),
-                    root(schema::$table)?,
-                    schema::table(schema::$table),
-                    &[$($column),+],
-                );)*
-                let tables = Tables { $($name: $name.0,)* };
-                Ok((tables, Writers::new(vec![$($name.1),*])))
-            }
-
-            /// The event table, which dispatches' events join at the end.
-            pub fn events(&mut self) -> &mut Appender {
-                &mut self.event
-            }
-
-            /// The rows gathered in every table.
-            pub fn gathered(&self) -> usize {
-                0 $(+ self.$name.gathered())*
-            }
-
-            /// Takes every table's rows gathered, in the order [`Writers`] has the tables,
-            /// leaving `spare`'s (written, so empty) in their place.
-            pub fn swap(&mut self, spare: &mut [Rows]) {
-                let mut spare = spare.iter_mut();
-                $(self.$name.swap(spare.next().expect("spare rows for every table"));)*
-            }
+        /// The layouts and writers of the tables records add rows to, written as `pages`
+        /// of their database, where `root` gives the root page SQLite made for each, by
+        /// name.
+        pub fn tables(
+            pages: &Arc<Pages>,
+            mut root: impl FnMut(&str) -> rusqlite::Result<u32>,
+        ) -> rusqlite::Result<(Layouts, Writers)> {
+            let tables = [$((
+                schema::table(schema::$table),
+                &[$($column),+] as &[&str],
+                root(schema::$table)?,
+            )),*];
+            Ok(Writers::new(pages, tables))
         }
     };
 }
@@ -117,14 +108,14 @@ impl AgentTracks {
         }
     }
 
-    fn of(&mut self, rows: &mut Window<'_>, scope: Scope, pid: u32, agent: u32) -> i64 {
+    fn of(&mut self, rows: &mut Builder<'_>, scope: Scope, pid: u32, agent: u32) -> i64 {
         match self.current {
             Some((at, id)) if at == agent => id,
             _ => {
                 let name = format!("{} agent {agent}", self.category);
-                let name = rows.ids.strings.id(name.as_str());
+                let name = rows.ids.string(&name);
                 rows.ids.thread(scope.stream, pid);
-                let id = rows.ids.tracks.id(&(scope.stream, pid, name));
+                let id = rows.ids.track((scope.stream, pid, name));
                 self.current = Some((agent, id));
                 id
             }
@@ -165,6 +156,15 @@ impl Queued {
         self.chunk.len()
     }
 
+    /// The events `records` of its records add to the event table: one each, but for
+    /// dispatches and counter values, whose events are set aside.
+    fn events(&self, records: usize) -> usize {
+        match self.chunk.batch {
+            Batch::KernelDispatch(_) | Batch::CounterSample(_) => 0,
+            _ => records,
+        }
+    }
+
     pub fn new(chunk: Arc<Chunk>, meta: &StreamMeta) -> Queued {
         let messages = match &chunk.batch {
             Batch::Marker(records) => records
@@ -201,87 +201,180 @@ impl Queued {
     }
 }
 
-/// One window's writes into one database.
-pub struct Window<'a> {
-    tables: &'a mut Tables,
-    dispatches: &'a mut Dispatches,
-    ids: &'a mut Ids,
+/// Records built into rows a run at a time: enough that a run outweighs its scheduling,
+/// few enough that a segment's runs spread over every core.
+const RUN: usize = 512;
+
+/// Builds the rows of a segment's chunks in runs, in parallel, and sets aside their
+/// dispatches' events; returns each run's rows, in order.
+pub fn build(
+    segment: &[Queued],
+    layouts: &Layouts,
+    ids: &mut Ids,
+    dispatches: &mut Dispatches,
+) -> Result<Vec<Rows>, Fault> {
+    // Each run: its chunk, its records there, and the event id before its own.
+    let mut runs: Vec<(&Queued, Range<usize>, i64)> = Vec::new();
+    for queued in segment {
+        let len = queued.len();
+        for start in (0..len).step_by(RUN) {
+            let records = start..len.min(start + RUN);
+            let before = ids.events.take(queued.events(records.len()));
+            runs.push((queued, records, before));
+        }
+    }
+    let known: &Ids = ids;
+    let built: Vec<Result<Built, Fault>> = (runs.par_iter())
+        .map(|(queued, records, before)| {
+            let ids = Resolver::Known {
+                ids: known,
+                missed: false,
+            };
+            Builder::new(layouts, ids, *before).run(queued, records.clone())
+        })
+        .collect();
+    let mut rows = Vec::with_capacity(runs.len());
+    for ((queued, records, before), built) in runs.into_iter().zip(built) {
+        let built = match built {
+            Ok(built) if !built.missed => built,
+            // Refers to something new (or failed, maybe for want of an id): built again
+            // with the ids handed out so far, handing out its own.
+            _ => {
+                let ids = Resolver::Assign(&mut *ids);
+                Builder::new(layouts, ids, before).run(queued, records)?
+            }
+        };
+        for aside in built.aside {
+            dispatches.add(aside)?;
+        }
+        let (pid, last_ns) = built.seen;
+        ids.saw(queued.chunk.stream, pid, last_ns);
+        rows.push(built.rows);
+    }
+    Ok(rows)
 }
 
-impl<'a> Window<'a> {
-    pub fn new(tables: &'a mut Tables, dispatches: &'a mut Dispatches, ids: &'a mut Ids) -> Self {
-        Window {
-            tables,
-            dispatches,
+/// The events of dispatches set aside, joined to the event table in order of id: handed
+/// to `write` `segment` rows at a time, each time's encoded in runs in parallel.
+pub fn join_dispatches(
+    dispatches: Dispatches,
+    layouts: &Layouts,
+    segment: usize,
+    mut write: impl FnMut(Vec<Rows>) -> Result<(), Fault>,
+) -> Result<(), Fault> {
+    let encode = |rows: &[[Value; 6]]| -> Result<Vec<Rows>, Fault> {
+        (rows.par_chunks(RUN))
+            .map(|run| {
+                let mut out = Out::new(layouts);
+                for row in run {
+                    out.push(Table::event as usize, row)?;
+                }
+                Ok(out.finish())
+            })
+            .collect()
+    };
+    let mut rows = Vec::with_capacity(segment);
+    dispatches.join(|row| {
+        rows.push(row);
+        if rows.len() < segment {
+            return Ok(());
+        }
+        write(encode(&rows)?)?;
+        rows.clear();
+        Ok(())
+    })?;
+    write(encode(&rows)?)
+}
+
+/// What a run of records became.
+struct Built {
+    rows: Rows,
+    /// The events of its dispatches, set aside in order.
+    aside: Vec<Aside>,
+    /// Its first record's process id, and when its last activity ended.
+    seen: (u32, u64),
+    /// Whether an id it refers to was missing: its rows are to be built again.
+    missed: bool,
+}
+
+/// The rows of a run of records being built.
+struct Builder<'a> {
+    out: Out<'a>,
+    ids: Resolver<'a>,
+    /// The last event id taken.
+    event: i64,
+    aside: Vec<Aside>,
+}
+
+impl<'a> Builder<'a> {
+    /// Rows of `layouts`, their ids found by `ids`, their events numbered after `event`.
+    fn new(layouts: &'a Layouts, ids: Resolver<'a>, event: i64) -> Self {
+        Builder {
+            out: Out::new(layouts),
             ids,
+            event,
+            aside: Vec::new(),
         }
     }
 
-    /// Writes the rows of a chunk's records.
-    pub fn chunk(&mut self, queued: &Queued) -> Result<(), Fault> {
+    /// Builds the rows of `records` of a chunk's records.
+    fn run(mut self, queued: &Queued, records: Range<usize>) -> Result<Built, Fault> {
         let chunk = &queued.chunk;
-        if chunk.is_empty() {
-            return Ok(());
-        }
         let scope = Scope {
             stream: chunk.stream,
             process: self.ids.process(chunk.stream, queued.pid),
-            node: self.ids.nodes.id(queued.host.as_str()),
+            node: self.ids.node(&queued.host),
         };
         for &(index, node_id) in &queued.agents {
             self.ids.agent_node(chunk.stream, index, node_id);
         }
-        let messages = &queued.messages;
-        let (pid, last_ns) = match &chunk.batch {
-            Batch::KernelDispatch(r) => self.dispatches(scope, r)?,
-            Batch::MemoryCopy(r) => self.copies(scope, r)?,
-            Batch::MemoryAllocation(r) => self.allocations(scope, r)?,
-            Batch::ScratchMemory(r) => self.scratch(scope, r)?,
-            Batch::Api(r) => self.host(scope, r, messages, &queued.args)?,
-            Batch::Marker(r) => self.host(scope, r, messages, &[])?,
-            Batch::HipStream(r) => self.host(scope, r, messages, &[])?,
-            Batch::RuntimeInitialization(r) => self.host(scope, r, messages, &[])?,
-            Batch::KfdEvent(r) => self.host(scope, r, messages, &[])?,
-            Batch::CounterSample(r) => self.counters(scope, r)?,
-            Batch::PcSample(r) => self.pc_samples(scope, r)?,
-            Batch::DeviceCounterSample(r) => self.device_counters(scope, r)?,
-            Batch::GraphLaunch(r) => self.graph_launches(scope, r)?,
-            Batch::HipEventBarrier(r) => self.hip_event_barriers(scope, r)?,
-            Batch::SpmSample(r) => self.spm_samples(scope, r)?,
+        let events = self.event + queued.events(records.len()) as i64;
+        let messages = queued.messages.get(records.clone()).unwrap_or_default();
+        let args = queued.args.get(records.clone()).unwrap_or_default();
+        let at = records;
+        let seen = match &chunk.batch {
+            Batch::KernelDispatch(r) => self.dispatches(scope, &r[at])?,
+            Batch::MemoryCopy(r) => self.copies(scope, &r[at])?,
+            Batch::MemoryAllocation(r) => self.allocations(scope, &r[at])?,
+            Batch::ScratchMemory(r) => self.scratch(scope, &r[at])?,
+            Batch::Api(r) => self.host(scope, &r[at], messages, args)?,
+            Batch::Marker(r) => self.host(scope, &r[at], messages, &[])?,
+            Batch::HipStream(r) => self.host(scope, &r[at], messages, &[])?,
+            Batch::RuntimeInitialization(r) => self.host(scope, &r[at], messages, &[])?,
+            Batch::KfdEvent(r) => self.host(scope, &r[at], messages, &[])?,
+            Batch::CounterSample(r) => self.counters(scope, &r[at])?,
+            Batch::PcSample(r) => self.pc_samples(scope, &r[at])?,
+            Batch::DeviceCounterSample(r) => self.device_counters(scope, &r[at])?,
+            Batch::GraphLaunch(r) => self.graph_launches(scope, &r[at])?,
+            Batch::HipEventBarrier(r) => self.hip_event_barriers(scope, &r[at])?,
+            Batch::SpmSample(r) => self.spm_samples(scope, &r[at])?,
         };
-        self.ids.saw(chunk.stream, pid, last_ns);
-        Ok(())
+        assert_eq!(
+            self.event, events,
+            "a run takes the events set apart for it"
+        );
+        Ok(Built {
+            missed: self.ids.missed(),
+            rows: self.out.finish(),
+            aside: self.aside,
+            seen,
+        })
+    }
+
+    fn push(&mut self, table: Table, row: &[Value]) -> Result<(), Fault> {
+        Ok(self.out.push(table as usize, row)?)
     }
 
     /// The category and name of operation `op` of the domain with SDK value `domain`.
     fn operation(&mut self, domain: u8, op: i32) -> Operation {
-        if let Some(&known) = self.ids.operations.get(&(domain, op)) {
-            return known;
-        }
-        let (category, name) = match Domain::from_sdk_value(domain.into()) {
-            Some(d) => {
-                let category = category_name(d);
-                let op = d.operation_name(op).unwrap_or(UNKNOWN);
-                // The SDK names API operations after their functions, and prefixes the
-                // others with their domain (`MEMORY_COPY_HOST_TO_DEVICE`).
-                let name = match d.record_kind() {
-                    RecordKind::Api | RecordKind::Marker => op.to_owned(),
-                    _ => format!("{category}_{op}"),
-                };
-                (category, name)
-            }
-            None => (UNKNOWN.to_owned(), UNKNOWN.to_owned()),
-        };
-        let operation = Operation {
-            category: self.ids.strings.id(category.as_str()),
-            name: self.ids.strings.id(name.as_str()),
-        };
-        self.ids.operations.insert((domain, op), operation);
-        operation
+        self.ids.find(
+            |ids| ids.operations.get(&(domain, op)).copied(),
+            |ids| name_operation(ids, domain, op),
+        )
     }
 
     fn category(&mut self, domain: Domain) -> i64 {
-        self.ids.strings.id(category_name(domain).as_str())
+        self.ids.string(&category_name(domain))
     }
 
     /// Adds an event with the next id and returns the id.
@@ -293,9 +386,12 @@ impl<'a> Window<'a> {
         correlation: u64,
         extdata: Value,
     ) -> Result<i64, Fault> {
-        let id = self.ids.events.next();
-        let row = row![id, category, stack, parent, correlation, extdata];
-        self.tables.event.push(row);
+        self.event += 1;
+        let id = self.event;
+        self.push(
+            Table::event,
+            &row![id, category, stack, parent, correlation, extdata],
+        )?;
         Ok(id)
     }
 
@@ -306,14 +402,18 @@ impl<'a> Window<'a> {
     ) -> Result<(u32, u64), Fault> {
         let category = self.category(Domain::KernelDispatch);
         // Dispatches without an external correlation belong to no named region.
-        let no_region = self.ids.strings.id("");
+        let no_region = self.ids.string("");
         let mut last = 0;
         for r in records {
             let event = dispatch_event(scope, r.dispatch_id)?;
             let (internal, external) = (r.correlation_id as i64, r.external_id as i64);
-            self.dispatches
-                .dispatched(event, category, internal, external)?;
-            let ids = &mut *self.ids;
+            self.aside.push(Aside::Dispatched {
+                id: event,
+                category,
+                internal,
+                external,
+            });
+            let ids = &mut self.ids;
             let row = row![
                 scope.node,
                 scope.process,
@@ -338,7 +438,7 @@ impl<'a> Window<'a> {
                 no_region,
                 event,
             ];
-            self.tables.kernel_dispatch.push(row);
+            self.push(Table::kernel_dispatch, &row)?;
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -355,7 +455,7 @@ impl<'a> Window<'a> {
         for r in records {
             let stack = Some(r.correlation_id);
             let event = self.event(category, stack, stack, r.external_id, NO_DATA)?;
-            let ids = &mut *self.ids;
+            let ids = &mut self.ids;
             let queue = (r.queue != 0).then(|| ids.queue(scope.stream, r.queue));
             let row = row![
                 scope.node,
@@ -369,7 +469,7 @@ impl<'a> Window<'a> {
                 r.dispatch_count,
                 event,
             ];
-            self.tables.graph_launch.push(row);
+            self.push(Table::graph_launch, &row)?;
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -386,7 +486,7 @@ impl<'a> Window<'a> {
         for r in records {
             let stack = Some(r.correlation_id);
             let event = self.event(category, stack, stack, r.external_id, NO_DATA)?;
-            let ids = &mut *self.ids;
+            let ids = &mut self.ids;
             let operation = Domain::HipEvent.operation_name(r.operation_id);
             let row = row![
                 scope.node,
@@ -401,7 +501,7 @@ impl<'a> Window<'a> {
                 r.event,
                 event,
             ];
-            self.tables.hip_event.push(row);
+            self.push(Table::hip_event, &row)?;
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -414,7 +514,7 @@ impl<'a> Window<'a> {
             let operation = self.operation(domain, r.operation_id.into());
             let stack = Some(r.correlation_id);
             let event = self.event(operation.category, stack, stack, r.external_id, NO_DATA)?;
-            let ids = &mut *self.ids;
+            let ids = &mut self.ids;
             let row = row![
                 scope.node,
                 scope.process,
@@ -432,7 +532,7 @@ impl<'a> Window<'a> {
                 r.graph_node_id,
                 event,
             ];
-            self.tables.memory_copy.push(row);
+            self.push(Table::memory_copy, &row)?;
             last = last.max(r.end_ns);
         }
         Ok((records[0].pid, last))
@@ -528,7 +628,7 @@ impl<'a> Window<'a> {
             external,
             NO_DATA,
         )?;
-        let ids = &mut *self.ids;
+        let ids = &mut self.ids;
         let row = row![
             scope.node,
             scope.process,
@@ -545,7 +645,7 @@ impl<'a> Window<'a> {
             event,
             a.extdata,
         ];
-        self.tables.memory_allocate.push(row);
+        self.push(Table::memory_allocate, &row)?;
         Ok(())
     }
 
@@ -580,14 +680,14 @@ impl<'a> Window<'a> {
                     name.clone(),
                     value.clone()
                 ];
-                self.tables.arg.push(row);
+                self.push(Table::arg, &row)?;
             }
             let (start, end) = r.span();
             let thread = self.ids.thread(scope.stream, r.tid());
             if start == end {
                 let track = (scope.stream, r.tid(), operation.category);
-                let row = row![self.ids.tracks.id(&track), start, event];
-                self.tables.sample.push(row);
+                let row = row![self.ids.track(track), start, event];
+                self.push(Table::sample, &row)?;
             } else {
                 let row = row![
                     scope.node,
@@ -598,7 +698,7 @@ impl<'a> Window<'a> {
                     operation.name,
                     event
                 ];
-                self.tables.region.push(row);
+                self.push(Table::region, &row)?;
             }
             last = last.max(end);
         }
@@ -615,11 +715,14 @@ impl<'a> Window<'a> {
             let event = dispatch_event(scope, r.dispatch_id)?;
             // A dispatch's samples come together.
             if counted != Some(event) {
-                self.dispatches.counted(event, category)?;
+                self.aside.push(Aside::Counted {
+                    id: event,
+                    category,
+                });
                 counted = Some(event);
             }
             let counter = self.ids.counter(scope.stream, r.counter_id);
-            self.tables.pmc_event.push(row![event, counter, r.value]);
+            self.push(Table::pmc_event, &row![event, counter, r.value])?;
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))
@@ -633,7 +736,7 @@ impl<'a> Window<'a> {
         scope: Scope,
         records: &[DeviceCounterSample],
     ) -> Result<(u32, u64), Fault> {
-        let category = self.ids.strings.id(schema::DEVICE_COUNTING);
+        let category = self.ids.string(schema::DEVICE_COUNTING);
         let mut last = 0;
         let mut tracks = AgentTracks::new(schema::DEVICE_COUNTING);
         for r in records {
@@ -650,8 +753,8 @@ impl<'a> Window<'a> {
                 value.map_or("null".to_owned(), |v| v.to_string())
             );
             let event = self.event(category, None, None, 0, Value::Text(extdata))?;
-            self.tables.pmc_event.push(row![event, counter, r.value]);
-            self.tables.sample.push(row![track, r.timestamp_ns, event]);
+            self.push(Table::pmc_event, &row![event, counter, r.value])?;
+            self.push(Table::sample, &row![track, r.timestamp_ns, event])?;
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))
@@ -660,7 +763,7 @@ impl<'a> Window<'a> {
     /// SPM samples: instants on a track per agent, as device counter samples are (see
     /// there), under the `SPM` category, each with its dispatch, kernel and coordinates.
     fn spm_samples(&mut self, scope: Scope, records: &[SpmSample]) -> Result<(u32, u64), Fault> {
-        let category = self.ids.strings.id(schema::SPM);
+        let category = self.ids.string(schema::SPM);
         let mut last = 0;
         let mut tracks = AgentTracks::new(schema::SPM);
         for r in records {
@@ -681,8 +784,8 @@ impl<'a> Window<'a> {
             );
             let stack = Some(r.correlation_id);
             let event = self.event(category, stack, None, 0, Value::Text(extdata))?;
-            self.tables.pmc_event.push(row![event, counter, r.value]);
-            self.tables.sample.push(row![track, r.timestamp_ns, event]);
+            self.push(Table::pmc_event, &row![event, counter, r.value])?;
+            self.push(Table::sample, &row![track, r.timestamp_ns, event])?;
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))
@@ -698,7 +801,7 @@ impl<'a> Window<'a> {
                 2 => "PC_SAMPLING_HOST_TRAP",
                 _ => "PC_SAMPLING",
             };
-            let category = self.ids.strings.id(method);
+            let category = self.ids.string(method);
             let agent = self.ids.agent(scope.stream, r.agent);
             let code_object = self.ids.code_object(scope.stream, r.code_object_id);
             // Numbers only: written directly, as a JSON builder would cost more than the
@@ -721,12 +824,40 @@ impl<'a> Window<'a> {
             let stack = Some(r.correlation_id);
             let event = self.event(category, stack, stack, 0, Value::Text(extdata))?;
             self.ids.thread(scope.stream, r.pid);
-            let track = self.ids.tracks.id(&(scope.stream, r.pid, category));
-            self.tables.sample.push(row![track, r.timestamp_ns, event]);
+            let track = self.ids.track((scope.stream, r.pid, category));
+            self.push(Table::sample, &row![track, r.timestamp_ns, event])?;
             last = last.max(r.timestamp_ns);
         }
         Ok((records[0].pid, last))
     }
+}
+
+/// Hands out the string ids of the category and name of operation `op` of the domain with
+/// SDK value `domain`, the first time the operation is seen.
+fn name_operation(ids: &mut Ids, domain: u8, op: i32) -> Operation {
+    if let Some(&known) = ids.operations.get(&(domain, op)) {
+        return known;
+    }
+    let (category, name) = match Domain::from_sdk_value(domain.into()) {
+        Some(d) => {
+            let category = category_name(d);
+            let op = d.operation_name(op).unwrap_or(UNKNOWN);
+            // The SDK names API operations after their functions, and prefixes the
+            // others with their domain (`MEMORY_COPY_HOST_TO_DEVICE`).
+            let name = match d.record_kind() {
+                RecordKind::Api | RecordKind::Marker => op.to_owned(),
+                _ => format!("{category}_{op}"),
+            };
+            (category, name)
+        }
+        None => (UNKNOWN.to_owned(), UNKNOWN.to_owned()),
+    };
+    let operation = Operation {
+        category: ids.strings.id(category.as_str()),
+        name: ids.strings.id(name.as_str()),
+    };
+    ids.operations.insert((domain, op), operation);
+    operation
 }
 
 /// An address the record knows (the SDK's), or NULL: 0 is none.
