@@ -31,6 +31,12 @@ def quantile(bucket: np.ndarray, count: np.ndarray, q: float, low: float, high: 
         return 0.0
     rank = max(math.ceil(q * total), 1)
     at = int(np.searchsorted(np.cumsum(count), rank))
-    if bucket[at] == NON_POSITIVE:
+    return value(int(bucket[at]), low, high)
+
+
+def value(bucket: int, low: float, high: float) -> float:
+    """The value a percentile in `bucket` is given: the bucket's middle, clamped to the
+    exact extremes `low` and `high`."""
+    if bucket == NON_POSITIVE:
         return min(low, 0.0)
-    return min(max(GROWTH ** (float(bucket[at]) + 0.5), low), high)
+    return min(max(GROWTH ** (float(bucket) + 0.5), low), high)
