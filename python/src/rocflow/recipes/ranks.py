@@ -16,6 +16,7 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import dask.dataframe as dd
@@ -44,16 +45,16 @@ def per_rank(
     places = sorted(paths, key=paths.get)
     count = max(1, min(len(places), PER_WORKER * _workers()))
     groups = [places[i * len(places) // count : (i + 1) * len(places) // count] for i in range(count)]
-    schemas = {table: _schema(dataset / table, columns) for table, columns in tables.items()}
+    # Each task carries its own ranks' folders, a list per table (None where a rank has none).
+    parts = [(group, [[folders[table].get(place) for place in group] for table in tables]) for group in groups]
+    schemas = [_schema(dataset / table, columns) for table, columns in tables.items()]
+    return dd.from_map(partial(_group, key=key, schemas=schemas, work=work), parts, meta=meta, enforce_metadata=False)
 
-    def read(group: list[tuple[str, int]]) -> pd.DataFrame:
-        frames = [
-            _read([folders[table].get(place) for place in group], group, key, schemas[table])
-            for table in tables
-        ]
-        return work(*frames)
 
-    return dd.from_map(read, groups, meta=meta, enforce_metadata=False)
+def _group(part, key: str, schemas: list[pa.Schema | None], work) -> pd.DataFrame:
+    """`work` over the records of a group of ranks, a frame per table."""
+    places, folders = part
+    return work(*(_read(found, places, key, schema) for found, schema in zip(folders, schemas)))
 
 
 def _folders(table: Path, key: str) -> dict[tuple[str, int], Path]:
