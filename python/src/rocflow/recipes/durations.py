@@ -90,17 +90,9 @@ def _statistics(buckets: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
     buckets = buckets.sort_values([*groups, "bucket"], kind="stable")
     grouped = buckets.groupby(groups, sort=True)
     table = grouped.agg(AGGREGATES)
-    # The percentiles of every group at once: the rows are sorted by group and bucket, so
-    # the running count finds the bucket that holds each group's nearest rank.
-    ends = np.cumsum(buckets["calls"].to_numpy(dtype=np.int64))
-    totals = table["calls"].to_numpy(dtype=np.int64)
-    before = np.cumsum(totals) - totals
-    bucket = buckets["bucket"].to_numpy()
-    low, high = table["min_ns"].to_numpy(dtype=np.float64), table["max_ns"].to_numpy(dtype=np.float64)
+    # The percentiles of every group at once: the rows are sorted by group and bucket.
+    bucket, count, totals = buckets["bucket"].to_numpy(), buckets["calls"].to_numpy(), table["calls"].to_numpy()
     for name, q in QUANTILES.items():
-        nearest = np.maximum(np.ceil(q * totals), 1).astype(np.int64)
-        at = bucket[np.searchsorted(ends, before + nearest)] if len(bucket) else bucket
-        values = [histogram.value(int(b), lo, hi) for b, lo, hi in zip(at, low, high)]
-        table[name] = np.array(values, dtype=np.float64)
+        table[name] = histogram.quantiles(bucket, count, totals, q, table["min_ns"], table["max_ns"])
     table["mean_ns"] = table["total_ns"] / table["calls"]
     return table.reset_index()
