@@ -13,6 +13,11 @@ def exact(values: np.ndarray, q: float) -> float:
     return float(ordered[max(math.ceil(q * len(ordered)), 1) - 1])
 
 
+def quantile(bucket: np.ndarray, count: np.ndarray, q: float, low: float, high: float) -> float:
+    """The `q` quantile of one group."""
+    return histogram.quantiles(bucket, count, [count.sum()], q, [low], [high])[0]
+
+
 def counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(histogram.buckets(values), return_counts=True)
 
@@ -21,7 +26,7 @@ def test_percentiles_are_within_one_percent_and_clamped_to_the_extremes():
     values = np.random.default_rng(3).lognormal(mean=11, sigma=1.5, size=20_000).round()
     bucket, count = counted(values)
     for q in [0.01, 0.5, 0.95, 0.99, 1.0]:
-        got = histogram.quantile(bucket, count, q, values.min(), values.max())
+        got = quantile(bucket, count, q, values.min(), values.max())
         assert abs(got - exact(values, q)) <= 0.01 * exact(values, q), q
         assert values.min() <= got <= values.max()
 
@@ -40,5 +45,17 @@ def test_values_of_zero_or_less_have_a_bucket_of_their_own():
     values = np.array([0, -5, 0, 100])
     bucket, count = counted(values)
     assert list(bucket) == [histogram.NON_POSITIVE, histogram.buckets(np.array([100]))[0]]
-    assert histogram.quantile(bucket, count, 0.5, -5.0, 100.0) == -5.0
-    assert abs(histogram.quantile(bucket, count, 1.0, -5.0, 100.0) - 100.0) <= 1.0
+    assert quantile(bucket, count, 0.5, -5.0, 100.0) == -5.0
+    assert abs(quantile(bucket, count, 1.0, -5.0, 100.0) - 100.0) <= 1.0
+
+
+def test_groups_side_by_side_get_the_percentiles_each_gets_alone():
+    rng = np.random.default_rng(7)
+    groups = [rng.integers(1, 10**s, size=n) for s, n in [(3, 1), (6, 500), (4, 37)]]
+    bucket, count = (np.concatenate(c) for c in zip(*map(counted, groups)))
+    totals = [len(g) for g in groups]
+    lows, highs = [g.min() for g in groups], [g.max() for g in groups]
+    for q in [0.01, 0.5, 0.99, 1.0]:
+        together = histogram.quantiles(bucket, count, totals, q, lows, highs)
+        alone = [quantile(*counted(g), q, g.min(), g.max()) for g in groups]
+        assert list(together) == alone, q

@@ -23,14 +23,21 @@ def buckets(values: np.ndarray) -> np.ndarray:
     return np.where(positive, np.floor(logs), NON_POSITIVE).astype(np.int32)
 
 
-def quantile(bucket: np.ndarray, count: np.ndarray, q: float, low: float, high: float) -> float:
-    """The `q` quantile of values counted `count` times in bucket `bucket` (sorted by
-    bucket), whose exact extremes are `low` and `high`."""
-    total = int(count.sum())
-    if total == 0:
-        return 0.0
-    rank = max(math.ceil(q * total), 1)
-    at = int(np.searchsorted(np.cumsum(count), rank))
-    if bucket[at] == NON_POSITIVE:
+def quantiles(bucket: np.ndarray, count: np.ndarray, totals: np.ndarray, q: float, low, high) -> np.ndarray:
+    """The `q` quantile of each of several groups of values, counted `count` times in
+    bucket `bucket`: the rows hold the groups one after another (each sorted by bucket),
+    whose counts add up to `totals`; `low` and `high` are each group's exact extremes."""
+    totals = np.asarray(totals, dtype=np.int64)
+    ends = np.cumsum(np.asarray(count, dtype=np.int64))
+    # The row holding each group's nearest rank: the running count reaches it there.
+    nearest = np.cumsum(totals) - totals + np.maximum(np.ceil(q * totals), 1).astype(np.int64)
+    at = np.asarray(bucket)[np.searchsorted(ends, nearest)]
+    return np.array([value(int(b), float(lo), float(hi)) for b, lo, hi in zip(at, low, high)], dtype=np.float64)
+
+
+def value(bucket: int, low: float, high: float) -> float:
+    """The value a percentile in `bucket` is given: the bucket's middle, clamped to the
+    exact extremes `low` and `high`."""
+    if bucket == NON_POSITIVE:
         return min(low, 0.0)
-    return min(max(GROWTH ** (float(bucket[at]) + 0.5), low), high)
+    return min(max(GROWTH ** (float(bucket) + 0.5), low), high)

@@ -9,18 +9,18 @@ up across partitions; percentiles come from the buckets, within 1% of the exact 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
 from .. import histogram
+from .ranks import per_rank
 
 QUANTILES = {"p50_ns": 0.50, "p95_ns": 0.95, "p99_ns": 0.99}
 AGGREGATES = {"calls": "sum", "total_ns": "sum", "min_ns": "min", "max_ns": "max"}
-QUANTILE_META = {name: "f8" for name in QUANTILES}
 #: The statistics' columns, after the host, the rank and the name columns.
 COLUMNS = ["calls", "total_ns", "mean_ns", "min_ns", "max_ns", *QUANTILES]
 
@@ -33,19 +33,16 @@ def summary(table: Path, key: str, names: dict[str, str]) -> pd.DataFrame:
     columns = ["host", key, *names]
     if not table.is_dir():
         return pd.DataFrame(columns=[*columns, *COLUMNS])
-    read = ["host", key, *names.values(), "duration_ns"]
-    frame = dd.read_parquet(table, columns=read, dataset={"partitioning": "hive"})
-    counted = frame.map_partitions(_bucketed, key, names, meta=_bucketed(frame._meta, key, names))
-    per_bucket = counted.groupby([*columns, "bucket"]).agg(AGGREGATES).reset_index()
-    extremes, quantiles, overall_buckets = dask.compute(
-        per_bucket.groupby(columns).agg(AGGREGATES),
-        per_bucket.groupby(columns).apply(_quantiles, meta=QUANTILE_META),
-        per_bucket.groupby([*names, "bucket"]).agg(AGGREGATES),
+    meta = _bucketed_meta(key, names)
+    read = {table.name: [*names.values(), "duration_ns"]}
+    counted = per_rank(table.parent, key, read, partial(_bucketed, key=key, names=names), meta)
+    # Each rank's buckets lie in one partition: its statistics are computed there, and
+    # only the buckets of all ranks together cross partitions (a tree reduction).
+    ranks, overall = dask.compute(
+        counted.map_partitions(_statistics, columns, meta=_statistics(meta, columns)),
+        counted.groupby([*names, "bucket"]).agg(AGGREGATES).reset_index(),
     )
-    ranks = _statistics(extremes, quantiles)
-    overall_buckets = overall_buckets.reset_index()
-    by_name = overall_buckets.groupby(list(names))
-    overall = _statistics(by_name.agg(AGGREGATES), by_name[["bucket", *AGGREGATES]].apply(_quantiles))
+    overall = _statistics(overall, list(names))
     ranks = ranks.sort_values(
         [key, "host", "total_ns", *names], ascending=[True, True, False, *[True] * len(names)]
     )
@@ -65,6 +62,12 @@ def write(table: pd.DataFrame, into: Path, name: str) -> pd.DataFrame:
     return table
 
 
+def _bucketed_meta(key: str, names: dict[str, str]) -> pd.DataFrame:
+    """The (empty) shape of `_bucketed`'s results."""
+    columns = {"host": "string", key: "i8", **{c: "string" for c in names.values()}, "duration_ns": "i8"}
+    return _bucketed(pd.DataFrame({c: pd.Series(dtype=t) for c, t in columns.items()}), key, names)
+
+
 def _bucketed(part: pd.DataFrame, key: str, names: dict[str, str]) -> pd.DataFrame:
     """A partition's durations reduced to calls, total and extremes per rank, name and
     histogram bucket."""
@@ -82,16 +85,14 @@ def _bucketed(part: pd.DataFrame, key: str, names: dict[str, str]) -> pd.DataFra
     return grouped.agg(calls="count", total_ns="sum", min_ns="min", max_ns="max").reset_index()
 
 
-def _quantiles(buckets: pd.DataFrame) -> pd.Series:
-    """One group's percentiles, from its buckets."""
-    buckets = buckets.sort_values("bucket")
-    bucket, count = buckets["bucket"].to_numpy(), buckets["calls"].to_numpy()
-    low, high = float(buckets["min_ns"].min()), float(buckets["max_ns"].max())
-    return pd.Series({name: histogram.quantile(bucket, count, q, low, high) for name, q in QUANTILES.items()})
-
-
-def _statistics(extremes: pd.DataFrame, quantiles: pd.DataFrame) -> pd.DataFrame:
-    """Calls, total and extremes beside the mean and percentiles, a row per group."""
-    table = extremes.join(quantiles)
+def _statistics(buckets: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
+    """Calls, total, extremes, mean and percentiles of each group of `buckets`, a row each."""
+    buckets = buckets.sort_values([*groups, "bucket"], kind="stable")
+    grouped = buckets.groupby(groups, sort=True)
+    table = grouped.agg(AGGREGATES)
+    # The percentiles of every group at once: the rows are sorted by group and bucket.
+    bucket, count, totals = buckets["bucket"].to_numpy(), buckets["calls"].to_numpy(), table["calls"].to_numpy()
+    for name, q in QUANTILES.items():
+        table[name] = histogram.quantiles(bucket, count, totals, q, table["min_ns"], table["max_ns"])
     table["mean_ns"] = table["total_ns"] / table["calls"]
     return table.reset_index()

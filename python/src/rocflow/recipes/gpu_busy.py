@@ -34,20 +34,20 @@ longest_gap_ns integer the longest of them (0 without gaps)
 busy_fraction  float   busy_ns over (last_ns - first_ns)
 ============== ======= ===================================================
 
-Each rank's GPU's kernels are brought together on one worker (Dask groups them by rank
-and agent): one rank's dispatches must fit in a worker's memory, the campaign's never meet.
+Each rank's GPU's kernels are read together into one partition (:mod:`.ranks`):
+one rank's dispatches must fit in a worker's memory, the campaign's never meet.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
-import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
 from . import clock, durations
+from .ranks import per_rank
 
 #: The bins of the busy map.
 BINS = 200
@@ -79,23 +79,28 @@ def maps(dataset: Path, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         empty = pd.DataFrame(columns=groups)
         return empty.assign(**{c: [] for c in BUSY}), empty.assign(**{c: [] for c in GAPS})
     offsets = clock.offsets(dataset / "processes.parquet", key)
-    frame = dd.read_parquet(
-        table, columns=[*groups, "start_ns", "end_ns"], dataset={"partitioning": "hive"}
-    )
-    frame = frame.map_partitions(_aligned, key, offsets, meta=_aligned(frame._meta, key, offsets))
-    first, last = dask.compute(frame["start_ns"].min(), frame["end_ns"].max())
-    edges = bin_edges(int(first), int(last))
-    grouped = frame.groupby(groups)
-    busy, gaps = dask.compute(
-        grouped[["start_ns", "end_ns"]].apply(_binned, edges, meta=BUSY),
-        grouped[["start_ns", "end_ns"]].apply(_gaps, meta=GAPS),
-    )
-    busy, gaps = busy.reset_index(level=groups), gaps.astype(GAPS).reset_index()
-    for result in (busy, gaps):
-        result.sort_values(groups, inplace=True, kind="stable")
-        result["host"] = result["host"].astype("string")
+    read = {table.name: ["agent", "start_ns", "end_ns"]}
+
+    def each_gpu(work, columns: dict[str, str]):
+        """`work` over each rank's GPU, in the partition that holds the rank."""
+        shape = {"host": "string", key: "i8", "agent": "i8", **columns}
+        meta = pd.DataFrame({c: pd.Series(dtype=t) for c, t in shape.items()})
+        return per_rank(dataset, key, read, partial(_each_gpu, key=key, offsets=offsets, work=work), meta)
+
+    # The gaps first: their extremes are the campaign's span, which the busy map needs.
+    gaps = each_gpu(_gaps, GAPS).compute()
+    edges = bin_edges(int(gaps["first_ns"].min()), int(gaps["last_ns"].max()))
+    busy = each_gpu(partial(_binned, edges=edges), BUSY).compute()
+    gaps = gaps.sort_values(groups, kind="stable")
     busy = busy.sort_values([key, "host", "agent", "bin"])
     return busy[[*groups, *BUSY]].reset_index(drop=True), gaps[[*groups, *GAPS]].reset_index(drop=True)
+
+
+def _each_gpu(part: pd.DataFrame, key: str, offsets: dict, work) -> pd.DataFrame:
+    """`work`'s result for each rank's GPU of `part`, beside its host, rank and agent."""
+    groups = ["host", key, "agent"]
+    done = _aligned(part, key, offsets).groupby(groups)[["start_ns", "end_ns"]].apply(work)
+    return done.reset_index(level=groups).reset_index(drop=True)
 
 
 def _aligned(part: pd.DataFrame, key: str, offsets: dict[tuple[str, int], int]) -> pd.DataFrame:
@@ -160,20 +165,18 @@ def _binned(dispatches: pd.DataFrame, edges: np.ndarray) -> pd.DataFrame:
     )
 
 
-def _gaps(dispatches: pd.DataFrame) -> pd.Series:
+def _gaps(dispatches: pd.DataFrame) -> pd.DataFrame:
     starts, ends = busy_segments(dispatches["start_ns"].to_numpy(), dispatches["end_ns"].to_numpy())
     gaps = starts[1:] - ends[:-1]
     busy = int((ends - starts).sum())
     span = int(ends[-1] - starts[0])
-    return pd.Series(
-        {
-            "first_ns": int(starts[0]),
-            "last_ns": int(ends[-1]),
-            "busy_ns": busy,
-            "idle_ns": span - busy,
-            "gaps": len(gaps),
-            "longest_gap_ns": int(gaps.max()) if len(gaps) else 0,
-            "busy_fraction": busy / span if span else 1.0,
-        },
-        dtype=object,
-    )
+    row = {
+        "first_ns": int(starts[0]),
+        "last_ns": int(ends[-1]),
+        "busy_ns": busy,
+        "idle_ns": span - busy,
+        "gaps": len(gaps),
+        "longest_gap_ns": int(gaps.max()) if len(gaps) else 0,
+        "busy_fraction": busy / span if span else 1.0,
+    }
+    return pd.DataFrame([row]).astype(GAPS)

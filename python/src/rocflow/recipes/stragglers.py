@@ -36,20 +36,22 @@ spread_ns        integer arrival_ns - first_arrival_ns: the longest wait
 wait_ns          integer the others' waits summed: the time at stake
 ================ ======= ==============================================================
 
-Each rank's calls are brought together on one worker to be numbered (one rank's
-collectives must fit in a worker's memory), then each collective's arrivals on one worker.
+Each rank's calls are read together into one partition (:mod:`.ranks`) to be numbered
+(one rank's collectives must fit in a worker's memory), then each collective's arrivals
+(a row per rank) are brought together on one worker.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
 from . import clock, durations
+from .ranks import per_rank
 
 #: The default threshold: the last rank this long after the median one, or more.
 THRESHOLD_NS = 100_000
@@ -96,19 +98,17 @@ def stragglers(dataset: Path, key: str, threshold_ns: int = THRESHOLD_NS) -> pd.
     columns = [*MATCH, *STRAGGLER]
     world = pq.read_metadata(dataset / "processes.parquet").num_rows
     offsets = clock.offsets(dataset / "processes.parquet", key)
-    entries = [
-        frame
-        for frame in (
-            _entries(dataset / "api", key, offsets, ["operation", "domain", "args"], _rccl),
-            _entries(dataset / "marker", key, offsets, ["operation", "message"], _ranges),
-        )
-        if frame is not None
-    ]
-    if not entries:
+    selects = {"api": (["operation", "domain", "args"], _rccl), "marker": (["operation", "message"], _ranges)}
+    selects = {table: select for table, select in selects.items() if (dataset / table).is_dir()}
+    if not selects:
         return _typed(pd.DataFrame(columns=columns), key)
-    meta = {"host": "string", key: "i8", **ARRIVAL}
-    arrivals = dd.concat(entries).groupby(["host", key]).apply(_numbered, key, meta=meta).reset_index(drop=True)
-    per_collective = arrivals.groupby(MATCH).apply(_last, key, meta=STRAGGLER)
+    read = {table: ["start_ns", *read] for table, (read, _) in selects.items()}
+    chosen = [select for _, select in selects.values()]
+    meta = _numbered(_entry_meta(key), key)
+    # Each rank's entries lie in one partition, numbered there; then each collective's
+    # arrivals (a row per rank) are brought together to find its last rank.
+    arrivals = per_rank(dataset, key, read, partial(_arrivals, key=key, offsets=offsets, selects=chosen), meta)
+    per_collective = arrivals.shuffle(MATCH).map_partitions(_last, key, meta=_last(meta, key))
     counted = (per_collective["ranks"] >= 2) & (per_collective["late_ns"] >= threshold_ns)
     table = per_collective[counted].compute()
     if table.empty:
@@ -124,15 +124,6 @@ def _typed(table: pd.DataFrame, key: str) -> pd.DataFrame:
     table = table.astype({**{c: t for c, t in ARRIVAL.items() if c in table}, **STRAGGLER})
     table["communicator"] = table["communicator"].astype("Int64").where(table["kind"] == "rccl")
     return table.rename(columns={"rank": key})
-
-
-def _entries(table: Path, key: str, offsets: dict, columns: list[str], select):
-    """The collectives' entries of a table, reduced on each worker to what matching needs:
-    host, rank, start on the Unix epoch, kind, name, communicator pointer."""
-    if not table.is_dir():
-        return None
-    frame = dd.read_parquet(table, columns=["host", key, "start_ns", *columns], dataset={"partitioning": "hive"})
-    return frame.map_partitions(select, key, offsets, meta=_entry_meta(key))
 
 
 def _entry_meta(key: str) -> pd.DataFrame:
@@ -181,49 +172,59 @@ def _comm(args) -> str:
     return next((arg["value"] for arg in args if arg["name"] == "comm"), "")
 
 
+def _arrivals(*tables: pd.DataFrame, key: str, offsets: dict, selects) -> pd.DataFrame:
+    """The numbered entries of a group of whole ranks, from its records of each table
+    (`selects` picks each table's entries)."""
+    return _numbered(pd.concat([select(t, key, offsets) for t, select in zip(tables, selects)]), key)
+
+
 def _numbered(entries: pd.DataFrame, key: str) -> pd.DataFrame:
-    """One rank's entries numbered: its communicators by first use, each collective by
-    its occurrence. (The rank's host and `key` are the group's name, pandas' apply
-    leaves the grouping columns out.)"""
-    host, rank = entries.name
-    entries = entries.sort_values("start_ns", kind="stable")
-    pointers = entries["pointer"].to_numpy()
-    kinds = entries["kind"].to_numpy()
-    first_use: dict[tuple[str, str], int] = {}
-    used: dict[str, int] = {}
-    for kind, pointer in zip(kinds, pointers):
-        if (kind, pointer) not in first_use:
-            first_use[kind, pointer] = used.get(kind, 0)
-            used[kind] = first_use[kind, pointer] + 1
+    """Whole ranks' entries numbered: each rank's communicators by first use, each
+    collective by its occurrence on the rank."""
+    entries = entries.sort_values("start_ns", kind="stable").reset_index(drop=True)
+    rank = [entries["host"], entries[key]]
+    # A communicator's number: how many of the rank's communicators of its kind were
+    # first used before it.
+    positions = pd.Series(np.arange(len(entries)), dtype=np.int64)
+    first_use = positions.groupby([*rank, entries["kind"], entries["pointer"]]).transform("min")
+    communicator = first_use.groupby([*rank, entries["kind"]]).rank(method="dense").sub(1)
     numbered = pd.DataFrame(
         {
-            "host": host,
-            key: rank,
+            "host": entries["host"].to_numpy(),
+            key: entries[key].to_numpy(),
             "kind": entries["kind"].to_numpy(),
             "name": entries["name"].to_numpy(),
-            "communicator": np.array([first_use[k, p] for k, p in zip(kinds, pointers)], dtype=np.int64),
+            "communicator": communicator.to_numpy(dtype=np.int64),
             "arrival_ns": entries["start_ns"].to_numpy(),
         }
     )
-    numbered.insert(5, "occurrence", numbered.groupby(["kind", "name", "communicator"]).cumcount().astype(np.int64))
+    occurrence = numbered.groupby(["host", key, "kind", "name", "communicator"]).cumcount()
+    numbered.insert(5, "occurrence", occurrence.to_numpy(dtype=np.int64))
     return numbered.astype({"host": "string", key: "i8", **ARRIVAL})
 
 
-def _last(arrivals: pd.DataFrame, key: str) -> pd.Series:
-    """Who of one collective's ranks arrived last, and the others' waits."""
-    times = arrivals["arrival_ns"].to_numpy()
-    last = int(np.argmax(times))
+def _last(arrivals: pd.DataFrame, key: str) -> pd.DataFrame:
+    """For each collective whose arrivals (a row per rank) are all in `arrivals`: who
+    arrived last (the first such row on a tie), and the others' waits."""
+    arrivals = arrivals.reset_index(drop=True)
+    times = arrivals["arrival_ns"]
+    grouped = times.groupby([arrivals[c] for c in MATCH], sort=False)
+    first, latest = grouped.transform("min"), grouped.transform("max")
+    last = grouped.idxmax()
     # Relative to the first: epoch nanoseconds lose their last digits as floats.
-    since_first = times - times.min()
-    return pd.Series(
+    since_first = (times - first).groupby([arrivals[c] for c in MATCH], sort=False)
+    spread = since_first.max()
+    table = pd.DataFrame(
         {
-            "ranks": len(times),
-            "host": arrivals["host"].iloc[last],
-            "rank": int(arrivals[key].iloc[last]),
-            "arrival_ns": int(times[last]),
-            "first_arrival_ns": int(times.min()),
-            "late_ns": float(since_first[last] - np.median(since_first)),
-            "spread_ns": int(since_first[last]),
-            "wait_ns": int((times[last] - times).sum()),
-        }
+            "ranks": grouped.count().astype(np.int64),
+            "host": arrivals["host"].to_numpy()[last.to_numpy(dtype=np.int64)] if len(last) else [],
+            "rank": arrivals[key].to_numpy()[last.to_numpy(dtype=np.int64)] if len(last) else [],
+            "arrival_ns": grouped.max(),
+            "first_arrival_ns": grouped.min(),
+            "late_ns": spread - since_first.median(),
+            "spread_ns": spread,
+            "wait_ns": (latest - times).groupby([arrivals[c] for c in MATCH], sort=False).sum(),
+        },
+        index=last.index,
     )
+    return table.astype(STRAGGLER)
