@@ -1,9 +1,10 @@
 //! Record buffers, as rocprofiler-sdk keeps them: records are copied in as operations
-//! complete and handed to the tool's callback in batches, when the watermark is reached or
-//! on a flush. A full buffer either waits for delivery (lossless) or drops and counts.
+//! complete and handed to the tool's callback in batches, on the buffer's delivery thread,
+//! when the watermark is reached or on a flush. A full buffer either waits for delivery
+//! (lossless) or drops and counts.
 
 use std::ffi::c_void;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use rocflow_core::abi::{BufferCallback, Handle, RecordHeader};
 use rocflow_core::sdk::BufferPolicy;
@@ -24,7 +25,7 @@ unsafe impl Sync for BufferDef {}
 
 /// Records waiting for delivery: payloads in an 8-byte aligned arena, with their headers.
 #[derive(Default)]
-pub struct Pending {
+struct Pending {
     words: Vec<u64>,
     records: Vec<(u32, u32, usize)>,
     dropped: u64,
@@ -61,7 +62,7 @@ impl Pending {
         self.words.extend_from_slice(words);
     }
 
-    pub fn clear(&mut self) {
+    fn clear(&mut self) {
         self.words.clear();
         self.records.clear();
         self.dropped = 0;
@@ -84,97 +85,187 @@ impl Staged {
     }
 }
 
+/// A buffer: the arena producers add to, and a second one that is either spare or on its
+/// way to the tool. As AMD's SDK, batches reach the tool's callback on a thread of the
+/// SDK's own, never on the thread that filled them, one batch at a time.
 pub struct Buffer {
-    pub id: Handle,
-    pub def: BufferDef,
-    pub pending: Mutex<Pending>,
-    /// The buffer's second arena, while no batch is out for delivery. The SDK allocates two
-    /// buffers of the size asked for, and producers that fill one while the other is still
-    /// with the tool wait for it; so does this, whatever the tool's pace.
-    pub spare: Mutex<Option<Pending>>,
-    /// Signalled when a delivered batch's arena is back.
-    returned: Condvar,
-    /// Held while the callback runs: one buffer's batches reach the tool one at a time.
-    pub delivering: Mutex<Headers>,
+    pending: Mutex<Pending>,
+    delivery: Arc<Delivery>,
+}
+
+/// What a buffer shares with its delivery thread.
+struct Delivery {
+    id: Handle,
+    def: BufferDef,
+    exchange: Mutex<Exchange>,
+    /// Signalled whenever the exchange changes.
+    changed: Condvar,
+}
+
+/// The buffer's second arena and the count of batches delivered.
+struct Exchange {
+    second: Second,
+    /// Batches the tool has had: a flush waits for this to count the batch it sent.
+    delivered: u64,
+    /// Whether this process runs the delivery thread yet (a forked child starts its own).
+    running: bool,
+}
+
+/// Where the second arena is. The SDK allocates two arenas of the size asked for, and
+/// producers that fill one while the other is still with the tool wait for it; so does
+/// this, whatever the tool's pace.
+enum Second {
+    Spare(Pending),
+    Sent(Pending),
+    WithTheTool,
 }
 
 /// The headers and header pointers of a delivered batch, kept for the next one.
 #[derive(Default)]
-pub struct Headers {
+struct Headers {
     headers: Vec<RecordHeader>,
     pointers: Vec<*mut RecordHeader>,
 }
 
-// SAFETY: the pointers are only set and used during one delivery, under the lock, and
-// cleared before it is released.
-unsafe impl Send for Headers {}
-
 impl Buffer {
     pub fn new(id: Handle, def: BufferDef) -> Buffer {
         Buffer {
-            id,
-            def,
             pending: Mutex::new(Pending::default()),
-            spare: Mutex::new(Some(Pending::default())),
-            returned: Condvar::new(),
-            delivering: Mutex::new(Headers::default()),
+            delivery: Arc::new(Delivery {
+                id,
+                def,
+                exchange: Mutex::new(Exchange {
+                    second: Second::Spare(Pending::default()),
+                    delivered: 0,
+                    running: false,
+                }),
+                changed: Condvar::new(),
+            }),
         }
     }
 
-    /// Adds the records a thread staged, in order, emptying `staged`; delivers a batch
-    /// whenever it reaches the watermark (or, lossless, when a record does not fit).
+    /// Adds the records a thread staged, in order, emptying `staged`; sends a batch for
+    /// delivery whenever it reaches the watermark (or, lossless, when a record does not
+    /// fit).
     pub fn push(&self, staged: &mut Staged) {
         let staged = &mut staged.0;
         let mut pending = self.pending.lock().unwrap();
         for i in 0..staged.records.len() {
             let (category, kind, words) = staged.record(i);
-            if pending.bytes() + words.len() * 8 > self.def.size {
-                match self.def.policy {
+            if pending.bytes() + words.len() * 8 > self.delivery.def.size {
+                match self.delivery.def.policy {
                     BufferPolicy::Discard => {
                         pending.dropped += 1;
                         continue;
                     }
-                    BufferPolicy::Lossless => {
-                        let full = self.swap(&mut pending);
-                        drop(pending);
-                        self.deliver(full);
-                        pending = self.pending.lock().unwrap();
-                    }
+                    BufferPolicy::Lossless => self.send(&mut pending),
                 }
             }
             pending.push_words(category, kind, words);
-            if pending.bytes() >= self.def.watermark {
-                let batch = self.swap(&mut pending);
-                drop(pending);
-                self.deliver(batch);
-                pending = self.pending.lock().unwrap();
+            if pending.bytes() >= self.delivery.def.watermark {
+                self.send(&mut pending);
             }
         }
         staged.clear();
     }
 
-    /// Takes the pending batch, leaving the spare arena in its place once the last batch
-    /// delivered has given it back.
-    fn swap(&self, pending: &mut Pending) -> Pending {
-        let spare = self.spare.lock().unwrap();
-        let mut spare = (self.returned.wait_while(spare, |spare| spare.is_none())).unwrap();
-        std::mem::replace(pending, spare.take().expect("waited until it was back"))
+    /// Sends the pending batch to the delivery thread, leaving the spare arena in its place
+    /// once the last batch sent has come back.
+    fn send(&self, pending: &mut Pending) {
+        let delivery = &self.delivery;
+        let exchange = delivery.exchange.lock().unwrap();
+        let mut exchange = (delivery.changed)
+            .wait_while(exchange, |e| !matches!(e.second, Second::Spare(_)))
+            .unwrap();
+        let Second::Spare(spare) = std::mem::replace(&mut exchange.second, Second::WithTheTool)
+        else {
+            unreachable!("waited for the spare arena")
+        };
+        exchange.second = Second::Sent(std::mem::replace(pending, spare));
+        if !exchange.running {
+            let delivery = Arc::clone(delivery);
+            std::thread::Builder::new()
+                .name(format!("sim-buffer-{}", delivery.id.handle))
+                .spawn(move || delivery.run())
+                .expect("the SDK starts a buffer's delivery thread");
+            exchange.running = true;
+        }
+        delivery.changed.notify_all();
     }
 
-    /// Delivers whatever is pending (`rocprofiler_flush_buffer`).
+    /// Delivers whatever is pending (`rocprofiler_flush_buffer`), and returns once the tool
+    /// has had every batch sent before.
     pub fn flush(&self) {
         let mut pending = self.pending.lock().unwrap();
-        if pending.records.is_empty() && pending.dropped == 0 {
-            return;
+        if !pending.records.is_empty() || pending.dropped != 0 {
+            self.send(&mut pending);
         }
-        let batch = self.swap(&mut pending);
         drop(pending);
-        self.deliver(batch);
+        let delivery = &self.delivery;
+        let exchange = delivery.exchange.lock().unwrap();
+        // At most one batch is out at a time: the last one sent.
+        let sent = exchange.delivered + u64::from(!matches!(exchange.second, Second::Spare(_)));
+        drop(
+            delivery
+                .changed
+                .wait_while(exchange, |e| e.delivered < sent),
+        );
     }
 
-    fn deliver(&self, mut batch: Pending) {
-        let mut one_at_a_time = self.delivering.lock().unwrap();
-        let Headers { headers, pointers } = &mut *one_at_a_time;
+    /// Takes the buffer's locks, so that a fork finds no batch half added or half sent.
+    pub fn hold_for_fork(&self) -> HeldForFork<'_> {
+        HeldForFork {
+            pending: self.pending.lock().unwrap(),
+            exchange: self.delivery.exchange.lock().unwrap(),
+        }
+    }
+}
+
+/// A buffer's locks, held across a fork.
+pub struct HeldForFork<'a> {
+    pending: MutexGuard<'a, Pending>,
+    exchange: MutexGuard<'a, Exchange>,
+}
+
+impl HeldForFork<'_> {
+    /// In a forked child: the pending records and a batch out for delivery are the
+    /// parent's, and so is the delivery thread, which does not exist here.
+    pub fn forget_the_parent(mut self) {
+        self.pending.clear();
+        if !matches!(self.exchange.second, Second::Spare(_)) {
+            self.exchange.second = Second::Spare(Pending::default());
+        }
+        self.exchange.running = false;
+    }
+}
+
+impl Delivery {
+    /// The delivery thread: hands each batch sent to the tool's callback, then makes its
+    /// arena the spare.
+    fn run(&self) {
+        let mut headers = Headers::default();
+        loop {
+            let exchange = self.exchange.lock().unwrap();
+            let mut exchange = (self.changed)
+                .wait_while(exchange, |e| !matches!(e.second, Second::Sent(_)))
+                .unwrap();
+            let Second::Sent(mut batch) =
+                std::mem::replace(&mut exchange.second, Second::WithTheTool)
+            else {
+                unreachable!("waited for a batch")
+            };
+            drop(exchange);
+            self.deliver(&mut headers, &mut batch);
+            batch.clear();
+            let mut exchange = self.exchange.lock().unwrap();
+            exchange.second = Second::Spare(batch);
+            exchange.delivered += 1;
+            drop(exchange);
+            self.changed.notify_all();
+        }
+    }
+
+    fn deliver(&self, Headers { headers, pointers }: &mut Headers, batch: &mut Pending) {
         let base = batch.words.as_mut_ptr();
         headers.extend(
             batch
@@ -202,10 +293,6 @@ impl Buffer {
         };
         pointers.clear();
         headers.clear();
-        drop(one_at_a_time);
-        batch.clear();
-        *self.spare.lock().unwrap() = Some(batch);
-        self.returned.notify_all();
     }
 }
 
@@ -308,5 +395,51 @@ mod tests {
         }
         buffer.flush();
         assert_eq!(tool.records.load(Ordering::SeqCst), 5);
+    }
+
+    /// Where the threads of `reached_the_tool_on` delivered.
+    static DELIVERED_ON: Mutex<Vec<thread::ThreadId>> = Mutex::new(Vec::new());
+
+    unsafe extern "C" fn reached_the_tool_on(
+        _context: Handle,
+        _buffer: Handle,
+        _headers: *mut *mut RecordHeader,
+        _count: usize,
+        _data: *mut c_void,
+        _drop_count: u64,
+    ) {
+        DELIVERED_ON.lock().unwrap().push(thread::current().id());
+    }
+
+    #[test]
+    fn batches_reach_the_tool_on_a_thread_of_the_sdk_and_a_flush_waits_for_them() {
+        let buffer = Buffer::new(
+            Handle { handle: 1 },
+            BufferDef {
+                context: Handle { handle: 2 },
+                size: 64,
+                watermark: 32,
+                policy: BufferPolicy::Lossless,
+                callback: reached_the_tool_on,
+                data: std::ptr::null_mut(),
+            },
+        );
+        let mut staged = Staged::default();
+        // Two batches at the watermark, and one more record that the flush sends.
+        for i in 0..5_u64 {
+            staged.push(1, 1, &[i; 2]);
+        }
+        buffer.push(&mut staged);
+        buffer.flush();
+        let threads = DELIVERED_ON.lock().unwrap().clone();
+        assert_eq!(
+            threads.len(),
+            3,
+            "every batch was delivered when the flush returned"
+        );
+        assert!(
+            threads.iter().all(|t| *t != thread::current().id()),
+            "a batch reached the tool on the thread that filled it"
+        );
     }
 }

@@ -359,7 +359,7 @@ fn finalize_tools() {
 }
 
 thread_local! {
-    /// Buffer locks held across a fork, so no delivery is half done in the child.
+    /// Buffer and ledger locks held across a fork, so the child finds nothing half done.
     static HELD: std::cell::RefCell<Vec<Box<dyn std::any::Any>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -369,12 +369,8 @@ extern "C" fn before_fork() {
     };
     HELD.with(|held| {
         let mut held = held.borrow_mut();
-        // In the order producers take them: one holding the pending records may wait for
-        // the delivery in progress to give the spare arena back.
         for buffer in &running.buffers {
-            held.push(Box::new(buffer.pending.lock().unwrap()));
-            held.push(Box::new(buffer.delivering.lock().unwrap()));
-            held.push(Box::new(buffer.spare.lock().unwrap()));
+            held.push(Box::new(buffer.hold_for_fork()));
         }
         // A device read or a dispatch entering the ledger holds no other lock meanwhile.
         for ledger in running.ledger.lock_all() {
@@ -395,21 +391,11 @@ extern "C" fn after_fork_child() {
     }
     HELD.with(|held| {
         let mut held = held.borrow_mut();
-        // The pending records are the parent's: clear them while still locked. So is a
-        // batch a parent's thread was about to deliver: its arena never comes back here.
-        for guard in held.iter_mut() {
-            if let Some(pending) =
-                guard.downcast_mut::<std::sync::MutexGuard<'static, buffer::Pending>>()
-            {
-                pending.clear();
-            }
-            if let Some(spare) =
-                guard.downcast_mut::<std::sync::MutexGuard<'static, Option<buffer::Pending>>>()
-            {
-                spare.get_or_insert_with(buffer::Pending::default);
+        for guard in held.drain(..) {
+            if let Ok(buffer) = guard.downcast::<buffer::HeldForFork<'static>>() {
+                buffer.forget_the_parent();
             }
         }
-        held.clear();
     });
     // The parent's threads do not exist here; their handles must not be joined.
     std::mem::forget(std::mem::take(&mut *WORKERS.lock().unwrap()));
