@@ -139,25 +139,14 @@ impl Text {
     }
 
     /// Writes the text to its kind's file.
-    fn write_to(&self, files: &HashMap<RecordKind, File>) -> Result<(), SinkError> {
+    fn write_to(&self, files: &mut HashMap<RecordKind, File>) -> Result<(), SinkError> {
         let kind = self.kind.expect("a text is formatted before it is written");
-        let mut file = files.get(&kind).expect("files are created before their text");
-        file.write_all(&self.bytes)
+        files
+            .get_mut(&kind)
+            .expect("files are created before their text")
+            .write_all(&self.bytes)
             .map_err(SinkError::io(format!("writing {}.csv", kind.name())))
     }
-}
-
-/// Writes `texts` to their kinds' files, each file's in order, the files in parallel: one
-/// thread writing every file's text was the sink's bound on many cores.
-fn write_texts(texts: &[Text], files: &HashMap<RecordKind, File>) -> Result<(), SinkError> {
-    let mut kinds: Vec<RecordKind> = texts.iter().filter_map(|text| text.kind).collect();
-    kinds.sort_unstable();
-    kinds.dedup();
-    kinds.into_par_iter().try_for_each(|kind| {
-        (texts.iter())
-            .filter(|text| text.kind == Some(kind))
-            .try_for_each(|text| text.write_to(files))
-    })
 }
 
 /// Appends `v` in decimal. Digits are made eight at a time in one integer, and written
@@ -282,7 +271,7 @@ impl Sink for CsvSink {
         texts.resize_with(blocks.len(), Text::default);
         // The window is formatted in parallel blocks while the previous one is written.
         let previous = std::mem::take(&mut self.pending);
-        let files = &self.files;
+        let files = &mut self.files;
         let ((), written) = rayon::join(
             || {
                 blocks.into_par_iter().zip(texts.par_iter_mut()).for_each(
@@ -300,7 +289,7 @@ impl Sink for CsvSink {
                     },
                 )
             },
-            || write_texts(&previous, files),
+            || previous.iter().try_for_each(|text| text.write_to(files)),
         );
         self.spare = previous.into_iter().map(Text::recycle).collect();
         self.pending = texts;
@@ -316,7 +305,9 @@ impl Sink for CsvSink {
     }
 
     fn finish(mut self: Box<Self>, _: &Catalog) -> Result<Vec<PathBuf>, SinkError> {
-        write_texts(&self.pending, &self.files)?;
+        for text in std::mem::take(&mut self.pending) {
+            text.write_to(&mut self.files)?;
+        }
         for (kind, mut out) in self.files.drain() {
             out.flush()
                 .map_err(SinkError::io(format!("writing {}.csv", kind.name())))?;
