@@ -280,12 +280,20 @@ fn conforms(node: Node, pipeline: &Path) -> Result<String, String> {
     );
     let calls = run.calls();
     // Reads of the GPU come at the sampler's pace, as many as the process lives for: each
-    // is refused as the SDK refuses it without an HSA runtime, and the tool waits.
+    // is refused as the SDK refuses it without an HSA runtime, and the tool waits. The
+    // last may race the SDK's finalization (on a loaded machine it did) and be refused as
+    // finalized: no read follows it.
     let (reads, refused): (Vec<&Call>, Vec<&Call>) = (calls.iter())
         .filter(|c| c.status != SUCCESS)
         .partition(|c| c.function == SAMPLE);
+    let statuses: Vec<&str> = (calls.iter())
+        .filter(|c| c.function == SAMPLE)
+        .map(|c| c.status.as_str())
+        .collect();
+    let before_finalizing = statuses.strip_suffix(&[FINALIZED]).unwrap_or(&statuses);
     check(
-        reads.iter().all(|c| c.status == HSA_NOT_LOADED) && (expected.samples || reads.is_empty()),
+        (before_finalizing.iter()).all(|s| *s == HSA_NOT_LOADED || *s == SUCCESS)
+            && (expected.samples || reads.is_empty()),
         format!("reads of the GPU: {reads:?}"),
     );
     let refused: Vec<(String, String)> = (refused.into_iter())
