@@ -315,19 +315,11 @@ fn writes_rocpd(pipeline: &Path) -> bool {
     (compiled.plan.sinks.iter()).any(|s| s.writes(SinkKind::Rocpd))
 }
 
-/// The example scenario `example` (under `examples/sim`), written into `dir` with
-/// `iterations` iterations: the device argument that runs it.
-fn fewer_iterations(example: &str, iterations: u32, dir: &Path) -> String {
-    let text = std::fs::read_to_string(support::repo().join("examples/sim").join(example)).unwrap();
-    let line = (text.lines())
-        .find(|l| l.starts_with("iterations = "))
-        .unwrap_or_else(|| panic!("{example} states no iterations"));
-    let path = dir.join(example);
-    std::fs::write(
-        &path,
-        text.replacen(line, &format!("iterations = {iterations}"), 1),
-    )
-    .unwrap();
+/// The example scenario `name`, written into `dir` with `iterations` iterations: the
+/// device argument that runs it.
+fn fewer_iterations(name: &str, iterations: u64, dir: &Path) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, support::example_scenario(name, iterations)).unwrap();
     format!("sim:{}", path.display())
 }
 

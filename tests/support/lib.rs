@@ -65,9 +65,8 @@ pub fn sim_scenarios() -> Vec<PathBuf> {
 /// each, `32 * iterations` records. Kernel `k{i}` has a workgroup of `64 * (i + 1)`, which
 /// no other kernel has.
 pub fn launches_scenario(dir: &Path, iterations: u64) {
-    let example = std::fs::read_to_string(repo().join("examples/sim/mi300x.toml")).unwrap();
+    let example = example_scenario("mi300x.toml", iterations);
     let head = example[..example.find("[[kernel]]").unwrap()]
-        .replace("iterations = 100", &format!("iterations = {iterations}"))
         .replace("marker_ranges = true", "marker_ranges = false");
     let kernels: String = (0..8)
         .map(|i| {
@@ -79,6 +78,15 @@ pub fn launches_scenario(dir: &Path, iterations: u64) {
         })
         .collect();
     std::fs::write(dir.join("launches.toml"), head + &kernels).unwrap();
+}
+
+/// The example scenario `examples/sim/NAME`, its threads running `iterations` iterations.
+pub fn example_scenario(name: &str, iterations: u64) -> String {
+    let text = std::fs::read_to_string(repo().join("examples/sim").join(name)).unwrap();
+    let line = (text.lines())
+        .find(|l| l.starts_with("iterations = "))
+        .unwrap_or_else(|| panic!("{name} states no iterations"));
+    text.replacen(line, &format!("iterations = {iterations}"), 1)
 }
 
 /// This machine's host name, as processes on it see it.
