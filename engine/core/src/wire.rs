@@ -34,7 +34,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read};
 use std::marker::PhantomData;
 
@@ -641,15 +641,60 @@ impl<R: Read> FrameReader<R> {
         let mut bytes = std::mem::take(&mut self.bytes);
         let read = self.next_raw(&mut bytes);
         let frame = match read {
-            Ok(true) => decode_frame(&bytes, self.version)
-                .and_then(|frame| self.number_strings(frame))
-                .map(Some)
-                .map_err(|reason| WireError::Corrupt { offset, reason }),
+            Ok(true) => self
+                .numbered(offset, decode_frame(&bytes, self.version))
+                .map(Some),
             Ok(false) => Ok(None),
             Err(e) => Err(e),
         };
         self.bytes = bytes;
         frame
+    }
+
+    /// Reads the next frames, as many as `raw` has buffers at most (reused from call to
+    /// call), and decodes them on rayon's threads: one thread reading a spool decoded
+    /// (and decompressed) 11 to 14 M records/s, less than its sinks take. The frames go
+    /// to `frames` in order; an error ends them after the frames before it, as
+    /// [`FrameReader::next_frame`] would have. Nothing added and `Ok` is the stream's end.
+    pub fn next_frames(
+        &mut self,
+        raw: &mut [Vec<u8>],
+        frames: &mut VecDeque<Frame>,
+    ) -> Result<(), WireError> {
+        let mut offsets = Vec::with_capacity(raw.len());
+        let mut read = Ok(());
+        for bytes in raw.iter_mut() {
+            let offset = self.offset;
+            match self.next_raw(bytes) {
+                Ok(true) => offsets.push(offset),
+                Ok(false) => break,
+                Err(e) => {
+                    read = Err(e);
+                    break;
+                }
+            }
+        }
+        let version = self.version;
+        let decoded: Vec<_> = raw[..offsets.len()]
+            .par_iter()
+            .map(|bytes| decode_frame(bytes, version))
+            .collect();
+        for (offset, frame) in offsets.into_iter().zip(decoded) {
+            frames.push_back(self.numbered(offset, frame)?);
+        }
+        read
+    }
+
+    /// A decoded frame, once its strings are checked to continue their numbering, or
+    /// why the frame at `offset` is corrupt.
+    fn numbered(
+        &mut self,
+        offset: u64,
+        decoded: Result<Frame, FrameError>,
+    ) -> Result<Frame, WireError> {
+        decoded
+            .and_then(|frame| self.number_strings(frame))
+            .map_err(|reason| WireError::Corrupt { offset, reason })
     }
 
     /// Checks that the frame's strings continue its stream's numbering.

@@ -5,7 +5,7 @@ use rocflow_core::record::{
     MemoryCopy, Meta, Sym,
 };
 use rocflow_core::spool::{Ending, SpoolReader, SpoolWriter};
-use rocflow_core::wire::{self, Frame, FrameError, Payload, WireError};
+use rocflow_core::wire::{self, Frame, FrameError, MetaError, Payload, WireError};
 
 fn frames() -> Vec<Frame> {
     let dispatches = (0..1000u64)
@@ -202,6 +202,40 @@ fn a_corrupt_frame_ends_the_valid_prefix() {
             .unwrap()
             .contains(&format!("corrupt at byte {}", offsets[1]))
     );
+}
+
+/// Frames are read several at a time and decoded in parallel, yet one that decodes and then
+/// breaks its stream (its strings numbered past a gap) ends the prefix at itself, wherever
+/// it falls among the frames read with it.
+#[test]
+fn a_frame_wrong_once_decoded_ends_the_prefix_wherever_it_falls() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = frames();
+    let gap = Frame {
+        stream: 0,
+        payload: Payload::Meta(vec![Meta::Strings {
+            first: 5,
+            values: vec!["after a gap".into()],
+        }]),
+    };
+    for at in 1..=original.len() {
+        let mut frames = original.clone();
+        frames.insert(at, gap.clone());
+        let (bytes, offsets) = encode(&frames);
+        let (read, ending) = read_all(&write_spool(&dir, &bytes));
+        assert_eq!(read, frames[..at], "the gap at frame {at}");
+        let problem = MetaError::StringsGap {
+            first: 5,
+            numbered: 1,
+        };
+        let reason = FrameError::MetaItem { item: 1, problem };
+        let offset = offsets[at];
+        assert_eq!(
+            ending,
+            Ending::Corrupt { offset, reason },
+            "the gap at {at}"
+        );
+    }
 }
 
 /// A spool its writer closed records its end, as its last 20 bytes; one cut short between

@@ -1,8 +1,9 @@
 //! A recorded run: the frames of a spool, as the runner wrote them.
 //!
-//! The spool is read and its frames decoded (and decompressed) on a thread of its own, a
-//! few frames ahead of the stages: on the stages' thread, reading took most of the time
-//! that every sink waits for, and bounded each replay at the speed of that one thread.
+//! The spool is read on a thread of its own, a few frames ahead of the stages, its frames
+//! decoded (and decompressed) several at once on rayon's threads: on the stages' thread,
+//! reading took most of the time that every sink waits for, and bounded each replay at
+//! the speed of that one thread; on one thread of its own, it still did on 16 cores.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -15,9 +16,9 @@ use crate::wire::{Frame, WireError};
 use super::{Ending, Source, SourceError};
 
 /// Frames decoded ahead of the stages at most (a frame is one SDK buffer flush, some
-/// thousands of records): enough to cover a pause of the reader. At 16, a 2 M-record
-/// trace-all replay's peak grew by 12 to 26 MiB.
-const READ_AHEAD: usize = 4;
+/// thousands of records), besides those the reader decodes at once: enough to cover a
+/// pause of the reader. At 16, a 2 M-record trace-all replay's peak grew by 12 to 26 MiB.
+const READ_AHEAD: usize = 2;
 
 pub struct Spool {
     path: PathBuf,
