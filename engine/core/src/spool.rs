@@ -201,8 +201,9 @@ pub struct SpoolReader {
 
 /// Frames read and decoded at once at most: enough for reading to keep ahead of the
 /// sinks, few enough that the frames waiting add little memory (a frame of a `trace-all`
-/// run holds about 5 MiB decoded). At 8, on 16 cores, a 20 M-record spool compressed with
-/// zstd was read in 0.55 s instead of 1.6 s, but every replay's peak grew by 35 to 45 MiB.
+/// run holds about 7 MiB decoded). On 16 cores, a 20 M-record spool compressed with zstd
+/// was read in 0.71 s at 4 (0.55 s at 8) against 1.5 s one at a time; a replay's peak
+/// grew by 18 to 35 MiB at 4 (by 35 to 45 MiB at 8).
 const DECODED_AT_ONCE: usize = 4;
 
 impl SpoolReader {
