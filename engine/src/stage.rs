@@ -67,6 +67,9 @@ pub struct Report {
     /// Records decoded, per kind.
     pub records_in: Vec<(RecordKind, u64)>,
     pub sinks: Vec<SinkReport>,
+    /// The outlets fed beside the sinks, in order: what the post-steps collect as the
+    /// records pass, so that none reads them again.
+    pub beside: Vec<SinkReport>,
     /// Transforms that failed on some records: name, count, the first messages.
     pub failures: Vec<(String, u64, Vec<String>)>,
     /// The run's metadata, as it stood at the end.
@@ -116,14 +119,16 @@ pub fn run(
     source: &mut dyn Source,
     open: &OpenSink<'_>,
 ) -> Result<Report, StageError> {
-    run_watched(plan, source, open, &Board::default())
+    run_watched(plan, source, open, Vec::new(), &Board::default())
 }
 
-/// [`run`], saying how far it got on `board`.
+/// [`run`], saying how far it got on `board`, with `beside` fed as the sinks are (what the
+/// post-steps collect; see [`Report::beside`]).
 pub fn run_watched(
     plan: &Plan,
     source: &mut dyn Source,
     open: &OpenSink<'_>,
+    beside: Vec<Outlet<'_>>,
     board: &Board,
 ) -> Result<Report, StageError> {
     let outlets = plan
@@ -135,7 +140,7 @@ pub fn run_watched(
             open: Box::new(move |placeholders| open(sink, placeholders)),
         })
         .collect();
-    run_into(&plan.stages, source, outlets, board)
+    run_beside(&plan.stages, source, outlets, beside, board)
 }
 
 /// Runs the stages' transforms over the source's records until they end, a run of several
@@ -148,6 +153,20 @@ pub fn run_into(
     outlets: Vec<Outlet<'_>>,
     board: &Board,
 ) -> Result<Report, StageError> {
+    run_beside(stages, source, outlets, Vec::new(), board)
+}
+
+/// [`run_into`], with `beside` fed as the outlets are but not shown on `board`, their
+/// reports apart (see [`Report::beside`]).
+fn run_beside(
+    stages: &StageGraph,
+    source: &mut dyn Source,
+    outlets: Vec<Outlet<'_>>,
+    beside: Vec<Outlet<'_>>,
+    board: &Board,
+) -> Result<Report, StageError> {
+    let shown = outlets.len();
+    let unseen = Board::default();
     let mut source = Merge::new(source);
     let transforms: Vec<Transform> = (stages.transforms.iter())
         .map(|t| {
@@ -164,12 +183,15 @@ pub fn run_into(
         let _trimming = trim::periodically(scope);
         let mut senders = Vec::new();
         let mut handles = Vec::new();
-        for outlet in outlets {
+        for (i, outlet) in outlets.into_iter().chain(beside).enumerate() {
             let (sender, receiver) = sync_channel(SINK_QUEUE);
             senders.push((outlet.kinds.clone(), sender));
             let catalog = Arc::clone(&catalog);
             let abandoned = &abandoned;
-            let progress = board.sink(&outlet.name);
+            let progress = match i < shown {
+                true => board.sink(&outlet.name),
+                false => unseen.sink(&outlet.name),
+            };
             handles.push(
                 scope.spawn(move || drive_sink(outlet, receiver, &catalog, abandoned, &progress)),
             );
@@ -226,10 +248,11 @@ pub fn run_into(
         let records_in = std::mem::take(&mut decoder.counts);
         let counted = std::mem::take(&mut decoder.counted);
         drop(decoder); // closes the channels: the sinks finish
-        let sinks = handles
+        let mut sinks: Vec<SinkReport> = handles
             .into_iter()
             .map(|h| h.join().expect("sink threads catch their own failures"))
             .collect();
+        let beside = sinks.split_off(shown);
         let failures = transforms
             .iter()
             .filter_map(|t| {
@@ -247,6 +270,7 @@ pub fn run_into(
         Ok(Report {
             records_in,
             sinks,
+            beside,
             failures,
             catalog: catalog.read().expect("no poison").clone(),
             disagreements: source.disagreements().to_vec(),

@@ -40,7 +40,7 @@ pub use roofline::{Point as RooflinePoint, points as roofline};
 pub use rule::{Rule, Setting, Values};
 pub use sol_table::{Table as SpeedOfLightTable, table as speed_of_light_table};
 pub use trace::{
-    Allocation, Call, Collecting, Dispatch, KernelCounter, Name, Pinned, Range, Span, Trace,
+    Allocation, Call, Collecting, Dispatch, Input, KernelCounter, Name, Pinned, Range, Span, Trace,
     Transfer, merged,
 };
 

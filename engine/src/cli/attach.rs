@@ -1,6 +1,6 @@
 //! `rocflow attach`: profile a process already running, for a while, and leave it running.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,12 +82,8 @@ pub fn attach(args: AttachArgs) -> Result<ExitCode> {
         board: Arc::clone(&board),
     };
     let display = Display::start(Mode::for_stderr(args.quiet), board);
-    let ahead = post::Ahead::default();
-    let read_ahead = |spool: &Path| {
-        let input = Input::Spool(spool.to_owned());
-        ahead.start(&plan, move || reopen(&input, &WindowArgs::default()));
-    };
-    let outcome = match attach::attach(&plan, &target, &options, &read_ahead) {
+    let (collect, beside) = post::Collect::of(&plan);
+    let mut outcome = match attach::attach(&plan, &target, &options, beside) {
         Ok(outcome) => outcome,
         Err(e) => {
             display.finish();
@@ -130,6 +126,7 @@ pub fn attach(args: AttachArgs) -> Result<ExitCode> {
         )).hint("the process did none of the work the pipeline traces while attached; attach for longer (--duration) or while it works"));
     }
     if collected {
+        let collected = collect.finish(&mut outcome.report);
         let input = Input::Spool(outcome.spool.clone());
         let reopen = || reopen(&input, &WindowArgs::default());
         outputs(
@@ -137,7 +134,7 @@ pub fn attach(args: AttachArgs) -> Result<ExitCode> {
             &outcome.report,
             &outcome.spool,
             &reopen,
-            ahead.take(),
+            collected,
             &options.board,
             &mut out,
         );

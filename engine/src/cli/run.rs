@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -239,12 +239,9 @@ fn profile(
         board: Arc::clone(&board),
     };
     let display = Display::start(Mode::for_stderr(args.quiet), board);
-    let ahead = post::Ahead::default();
-    let read_ahead = |spool: &Path| {
-        let input = Input::Spool(spool.to_owned());
-        ahead.start(plan, move || reopen(&input, &WindowArgs::default()));
-    };
-    let outcome = runner::run(plan, &options, &read_ahead).map_err(start_error)?;
+    let (collect, beside) = post::Collect::of(plan);
+    let mut outcome = runner::run(plan, &options, beside).map_err(start_error)?;
+    let collected = collect.finish(&mut outcome.report);
     let mut out = String::new();
     let app = options.command[0].to_string_lossy();
     if let Some(passes) = outcome.passes.as_ref().filter(|p| p.of > 1) {
@@ -354,7 +351,7 @@ fn profile(
             &outcome.report,
             &outcome.spool,
             &reopen,
-            ahead.take(),
+            collected,
             &options.board,
             &mut out,
         );

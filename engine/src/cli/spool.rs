@@ -121,7 +121,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut source = open_input(&input, &args.window)?;
     let board = Arc::new(Board::default());
     let display = Display::start(Mode::for_stderr(args.quiet), Arc::clone(&board));
-    let report = stage::run_watched(&plan, &mut *source, &sink::open, &board)?;
+    let (collect, beside) = crate::post::Collect::of(&plan);
+    let mut report = stage::run_watched(&plan, &mut *source, &sink::open, beside, &board)?;
     ended(report.source.as_ref())?;
     if input.is_databases() {
         let wanted = plan.contexts.iter().flat_map(|c| c.record_kinds());
@@ -146,12 +147,13 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
     let mut out = format!("replayed {total} records from {}\n", input.describe());
     let reopen = || reopen(&input, &args.window);
+    let collected = collect.finish(&mut report);
     outputs(
         &plan,
         &report,
         input.path(),
         &reopen,
-        crate::post::Statistics::default(),
+        collected,
         &board,
         &mut out,
     );

@@ -9,8 +9,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::analyze::{Collecting, Finding, Selection, Trace};
@@ -94,7 +92,7 @@ impl PostError {
 /// for the steps that take them: the summary and the report.
 pub type Reopen<'a> = &'a dyn Fn() -> Result<Box<dyn Source>, String>;
 
-/// What the post-steps take, already read: statistics by breakdown, and the report's
+/// What the post-steps take, already collected: statistics by breakdown, and the report's
 /// findings.
 #[derive(Default)]
 pub struct Statistics {
@@ -102,105 +100,60 @@ pub struct Statistics {
     findings: Option<Vec<Finding>>,
 }
 
-/// The statistics the plan's post-steps take, read ahead: from the moment a live run's
-/// spool holds every frame, on a thread of its own, while the sinks still finish. After a
-/// 20 M-record `trace-all`, reading them took 2.5 s of the 7 s the outputs took after the
-/// sinks' records ended; now the sinks' own finish covers it.
-#[derive(Default)]
-pub struct Ahead(Mutex<Option<JoinHandle<Statistics>>>);
-
-impl Ahead {
-    /// Starts reading what `plan`'s post-steps take, with `open`, unless reading started
-    /// already or no step takes the records.
-    pub fn start<F>(&self, plan: &Plan, open: F)
-    where
-        F: Fn() -> Result<Box<dyn Source>, String> + Send + 'static,
-    {
-        let mut thread = self.0.lock().expect("no poison");
-        if thread.is_some() {
-            return;
-        }
-        let breakdowns = breakdowns(plan);
-        if breakdowns.is_empty() {
-            return;
-        }
-        let reported = (plan.posts.iter()).any(|p| matches!(p.step, PostStep::Report { .. }));
-        let stages = plan.stages.clone();
-        let spawned = std::thread::Builder::new()
-            .name("summary".into())
-            .spawn(move || read_once(&stages, &open, breakdowns, reported));
-        // Without a thread, the steps read as they come.
-        *thread = spawned.ok();
-    }
-
-    /// What was read: waits for the reading, if it started.
-    pub fn take(self) -> Statistics {
-        let thread = self.0.into_inner().expect("no poison");
-        thread.map_or_else(Statistics::default, |thread| {
-            thread
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
-    }
+/// What the plan's post-steps take from the records, collected as they pass the stages of
+/// the run itself (live or replayed), beside its sinks. Read again from the spool once
+/// the application had exited, they held a 20 M-record `trace-all`'s outputs 2.0 to 4.9 s
+/// after its sinks ended on 16 cores.
+pub struct Collect {
+    summaries: Vec<(Breakdown, summary::Collecting)>,
+    trace: Option<(Collecting, crate::analyze::Input)>,
 }
 
-/// What the steps take, from one pass over the records `open` reads through `stages`
-/// (each reader an outlet of one stage run): the statistics of each of `breakdowns`, and
-/// where `reported` the findings of every rule. With a pass per reader, the outputs of a
-/// 2 M-record `trace-all` on 2 cores waited 9.7 to 15.6 s for them after the sinks ended,
-/// against 5.8 to 8.9 s with one. What fails is left out for its step, which reads again
-/// and reports it.
-fn read_once(
-    stages: &StageGraph,
-    open: Reopen<'_>,
-    breakdowns: Vec<Breakdown>,
-    reported: bool,
-) -> Statistics {
-    let Ok(mut records) = open() else {
-        return Statistics::default();
-    };
-    let (summaries, mut outlets): (Vec<_>, Vec<_>) = (breakdowns.into_iter())
-        .map(|b| {
-            let (collecting, outlet) = Summary::collecting(b);
-            ((b, collecting), outlet)
-        })
-        .unzip();
-    let trace = reported.then(|| {
-        let mut collecting = Collecting::default();
-        let (input, outlet) = collecting.input();
-        outlets.push(outlet);
-        (collecting, input)
-    });
-    let frames = std::iter::from_fn(|| records.next_frame());
-    let mut source = Frames(frames.take_while(|_| !crate::cancel::requested()));
-    let report = match stage::run_into(stages, &mut source, outlets, &Board::default()) {
-        Ok(report) if !crate::cancel::requested() => report,
-        _ => return Statistics::default(),
-    };
-    // A live run's sinks may have had records its spool lacks (its disk filled): the
-    // spool's own end says whether the statistics are the whole run's.
-    let partial = crate::source::partial(&records.finish());
-    let mut sinks = report.sinks.into_iter();
-    let by_breakdown = (summaries.into_iter())
-        .filter_map(|(b, collecting)| {
-            let mut summary = collecting
-                .finish(sinks.next(), report.catalog.clone())
-                .ok()?;
-            summary.catalog.partial = partial.clone();
-            Some((b, summary))
-        })
-        .collect();
-    let findings = trace
-        .and_then(|(mut collecting, input)| {
-            collecting
-                .added(input, sinks.next())
-                .ok()
-                .map(|()| collecting.finish())
-        })
-        .map(|trace| Selection::every_rule().check(&trace));
-    Statistics {
-        by_breakdown,
-        findings,
+impl Collect {
+    /// The collectors of what `plan`'s steps take, and the outlets that feed them, to be
+    /// fed beside the sinks ([`stage::run_watched`]): none when no step takes records.
+    pub fn of(plan: &Plan) -> (Collect, Vec<stage::Outlet<'static>>) {
+        let (summaries, mut outlets): (Vec<_>, Vec<_>) = (breakdowns(plan).into_iter())
+            .map(|b| {
+                let (collecting, outlet) = Summary::collecting(b);
+                ((b, collecting), outlet)
+            })
+            .unzip();
+        let reported = (plan.posts.iter()).any(|p| matches!(p.step, PostStep::Report { .. }));
+        let trace = reported.then(|| {
+            let mut collecting = Collecting::default();
+            let (input, outlet) = collecting.input();
+            outlets.push(outlet);
+            (collecting, input)
+        });
+        (Collect { summaries, trace }, outlets)
+    }
+
+    /// What was collected, once the stage run of the outlets [`Collect::of`] gave ended
+    /// with `report` (their reports are taken from it). What failed is left out for its
+    /// step, which reads the records again and reports it.
+    pub fn finish(self, report: &mut stage::Report) -> Statistics {
+        let mut outlets = std::mem::take(&mut report.beside).into_iter();
+        let catalog = &report.catalog;
+        let by_breakdown = (self.summaries.into_iter())
+            .filter_map(|(b, collecting)| {
+                let summary = collecting.finish(outlets.next(), catalog.clone()).ok()?;
+                Some((b, summary))
+            })
+            .collect();
+        let findings = self
+            .trace
+            .and_then(|(mut collecting, input)| {
+                collecting
+                    .added(input, outlets.next())
+                    .ok()
+                    .map(|()| collecting.finish())
+            })
+            .map(|trace| Selection::every_rule().check(&trace));
+        Statistics {
+            by_breakdown,
+            findings,
+        }
     }
 }
 
@@ -306,13 +259,13 @@ fn statistics(
 }
 
 /// Runs the plan's post-steps for the run kept in `spool`, whose records `open` reads and
-/// whose metadata is `catalog`, saying on `board` which one runs; `ahead` holds statistics
-/// read ahead.
+/// whose metadata is `catalog`, saying on `board` which one runs; `collected` holds what
+/// was collected as the records passed the stages.
 pub fn run(
     plan: &Plan,
     spool: &Path,
     open: Reopen<'_>,
-    ahead: Statistics,
+    collected: Statistics,
     catalog: &Catalog,
     board: &Board,
 ) -> Vec<PostReport> {
@@ -337,7 +290,7 @@ pub fn run(
     let mut summaries = Summaries {
         plan,
         open,
-        computed: ahead,
+        computed: collected,
     };
     let mut reports: Vec<PostReport> = Vec::new();
     for post in &plan.posts {
@@ -679,8 +632,6 @@ fn print_domain_tables(
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
     use crate::diag::SourceFile;
@@ -746,11 +697,11 @@ mod tests {
         assert!(!whole[0].columns.contains(&"process".to_owned()));
     }
 
-    /// Read ahead, the statistics of every breakdown the steps take and the report's
-    /// findings come from one pass over the records, on their own thread, and the steps
+    /// Collected beside the sinks, the statistics of every breakdown the steps take and
+    /// the report's findings come from the run's own pass over the records, and the steps
     /// read nothing more; they are what the steps would have read themselves.
     #[test]
-    fn statistics_read_ahead_serve_every_step() {
+    fn statistics_collected_beside_the_sinks_serve_every_step() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().display();
         let (spool, plan) = run_and_plan(
@@ -763,41 +714,28 @@ mod tests {
             ),
         );
 
-        let ahead = Ahead::default();
-        let opened = Arc::new(AtomicUsize::new(0));
-        let open = opener(&spool);
-        let counted = Arc::clone(&opened);
-        ahead.start(&plan, move || {
-            counted.fetch_add(1, Ordering::Relaxed);
-            open()
-        });
-        // Once: a second start reads nothing more.
-        ahead.start(&plan, || panic!("read twice"));
-        let read = ahead.take();
-        let breakdowns: Vec<Breakdown> = read.by_breakdown.iter().map(|(b, _)| *b).collect();
+        let (collect, beside) = Collect::of(&plan);
+        let mut source = opener(&spool)().unwrap();
+        let mut report =
+            stage::run_watched(&plan, &mut *source, &sink::open, beside, &Board::default())
+                .unwrap();
+        assert!(report.sinks.is_empty(), "the collectors are no sinks");
+        let collected = collect.finish(&mut report);
+        let breakdowns: Vec<Breakdown> = (collected.by_breakdown.iter()).map(|(b, _)| *b).collect();
         assert_eq!(breakdowns, [Breakdown::default(), BY_PROCESS]);
-        assert!(
-            read.findings.is_some(),
-            "the report's findings are read ahead too"
-        );
-        assert_eq!(
-            opened.load(Ordering::Relaxed),
-            1,
-            "one pass for every reader"
-        );
-        for (breakdown, summary) in &read.by_breakdown {
+        for (breakdown, summary) in &collected.by_breakdown {
             let own = statistics(&plan.stages, &opener(&spool), *breakdown).unwrap();
             assert_eq!(summary.tables(), own.tables());
         }
         let own = findings(&plan.stages, &opener(&spool), &Selection::every_rule()).unwrap();
-        assert_eq!(read.findings.as_ref(), Some(&own));
+        assert_eq!(collected.findings.as_ref(), Some(&own));
 
         let unread = || -> Result<Box<dyn Source>, String> { panic!("the steps read again") };
         let reports = run(
             &plan,
             &spool,
             &unread,
-            read,
+            collected,
             &Catalog::default(),
             &Board::default(),
         );
@@ -810,5 +748,13 @@ mod tests {
             );
         }
         assert!(dir.path().join("split").is_dir() && dir.path().join("r.html").is_file());
+    }
+
+    /// A plan whose steps take no records collects nothing.
+    #[test]
+    fn steps_without_records_collect_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, plan) = run_and_plan(dir.path(), "");
+        assert!(Collect::of(&plan).1.is_empty());
     }
 }

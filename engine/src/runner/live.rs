@@ -13,8 +13,6 @@ use crate::wire::Frame;
 pub struct Live<'a> {
     frames: Receiver,
     intake: &'a Intake,
-    /// Told once the spool holds every frame that arrived.
-    complete: &'a dyn Fn(),
     /// How completing the spool went, once it was.
     completed: Option<std::io::Result<()>>,
     /// Why the run stopped waiting for the application, if a signal made it.
@@ -22,24 +20,20 @@ pub struct Live<'a> {
 }
 
 impl<'a> Live<'a> {
-    pub fn new(frames: Receiver, intake: &'a Intake, complete: &'a dyn Fn()) -> Live<'a> {
+    pub fn new(frames: Receiver, intake: &'a Intake) -> Live<'a> {
         Live {
             frames,
             intake,
-            complete,
             completed: None,
             stopped: None,
         }
     }
 
-    /// Completes the spool (written out, synced, and told) and says how that went.
+    /// Completes the spool (written out and synced) and says how that went.
     fn complete_spool(&self) -> std::io::Result<()> {
         match self.intake.finish() {
             Some(e) => Err(e),
-            None => {
-                (self.complete)();
-                Ok(())
-            }
+            None => Ok(()),
         }
     }
 }
@@ -86,20 +80,17 @@ impl Source for Live<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
-
     use super::*;
     use crate::record::{Batch, KernelDispatch};
     use crate::runner::backlog;
-    use crate::source::Spool;
-    use crate::spool::SpoolWriter;
+    use crate::spool::{self, SpoolReader, SpoolWriter};
     use crate::wire;
 
-    /// The spool is completed and told once, as soon as every stream has ended, though
-    /// the stages have frames still to take (a slow sink's backlog): what the post-steps'
-    /// reading ahead starts on, and what a scheduler's SIGKILL must find whole.
+    /// The spool is completed as soon as every stream has ended, though the stages have
+    /// frames still to take (a slow sink's backlog): a scheduler's SIGKILL while they
+    /// catch up must find it whole.
     #[test]
-    fn the_end_is_told_once_the_spool_holds_every_frame() {
+    fn the_spool_is_whole_once_every_stream_has_ended() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.rfraw");
         let intake = Intake::new(SpoolWriter::create(&path).unwrap(), None, |_| true);
@@ -108,26 +99,25 @@ mod tests {
         let mut raw = Vec::new();
         wire::encode_records(0, &batch, &mut raw);
 
-        let told = Cell::new(0);
-        let complete = || {
-            let mut spool = Spool::open(&path).unwrap();
-            let kept = std::iter::from_fn(|| spool.next_frame()).count();
-            assert_eq!(kept, 3, "the spool is whole when the end is told");
-            told.set(told.get() + 1);
+        // The frames the spool holds, and whether its end is recorded.
+        let kept = || {
+            let mut spool = SpoolReader::open(&path).unwrap();
+            let frames = spool.by_ref().count();
+            (frames, spool.ending() == Some(&spool::Ending::Complete))
         };
-        let mut live = Live::new(frames, &intake, &complete);
+        let mut live = Live::new(frames, &intake);
         intake.take(&raw, &sender).unwrap();
         assert!(live.next_frame().is_some());
-        assert_eq!(told.get(), 0, "told while a stream could still send");
+        assert!(!kept().1, "completed while a stream could still send");
         for _ in 0..2 {
             intake.take(&raw, &sender).unwrap();
         }
         drop(sender);
         assert!(live.next_frame().is_some());
-        assert_eq!(told.get(), 1, "a frame is still to be taken");
+        assert_eq!(kept(), (3, true), "a frame is still to be taken");
         assert!(live.next_frame().is_some());
         assert!(live.next_frame().is_none());
         live.finish().unwrap();
-        assert_eq!(told.get(), 1);
+        assert_eq!(kept(), (3, true));
     }
 }

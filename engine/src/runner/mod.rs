@@ -380,12 +380,12 @@ fn create_spool(
         .map_err(|e| fail(&dir, e))
 }
 
-/// Runs the application under the plan; `spool_complete` is told the spool's path once it
-/// holds every frame that arrived, while the sinks still finish.
+/// Runs the application under the plan, feeding `beside` as its sinks are (what the
+/// post-steps collect: their reports are the outcome's `report.beside`).
 pub fn run(
     plan: &Plan,
     options: &Options,
-    spool_complete: &dyn Fn(&Path),
+    beside: Vec<stage::Outlet<'static>>,
 ) -> Result<Outcome, StartError> {
     let started = Instant::now();
     // Checked before anything is created.
@@ -522,7 +522,7 @@ pub fn run(
         spool_path,
         spool,
         driver,
-        spool_complete,
+        beside,
     )?;
     let Collected {
         report,
@@ -580,7 +580,7 @@ fn collect<T: Send + 'static>(
     ) -> T
     + Send
     + 'static,
-    spool_complete: &dyn Fn(&Path),
+    beside: Vec<stage::Outlet<'static>>,
 ) -> Result<(Collected, Option<T>), StartError> {
     let beside_spool = spool_path
         .parent()
@@ -613,9 +613,8 @@ fn collect<T: Send + 'static>(
             processes: Some(counts.streams.load(Ordering::Relaxed)),
         });
     }
-    let complete = || spool_complete(&spool_path);
-    let mut live = Live::new(frames, &intake, &complete);
-    let mut report = stage::run_watched(plan, &mut live, &sink::open, board)?;
+    let mut live = Live::new(frames, &intake);
+    let mut report = stage::run_watched(plan, &mut live, &sink::open, beside, board)?;
     let stopped = live.stopped;
     // The one fault a live source has: its spool could not be completed.
     let spool_error = match std::mem::replace(&mut report.source, Ok(Ending::default())) {

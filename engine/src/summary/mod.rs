@@ -19,6 +19,7 @@ use crate::catalog::Catalog;
 use crate::stats::Accumulator;
 use crate::table::Table;
 
+pub use collect::Collecting;
 pub use device_series::DeviceSeries;
 pub use domains::SummaryDomain;
 pub use render::{Format, cell, csv, number, render, render_of_run, terminal, write_files};

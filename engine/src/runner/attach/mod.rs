@@ -82,13 +82,13 @@ pub enum AttachError {
 }
 
 /// Attaches to `target` with the plan's tool, collects until the duration ends, Ctrl-C or
-/// the target's exit, detaches, and finishes the outputs; `spool_complete` is told the
-/// spool's path once it holds every frame.
+/// the target's exit, detaches, and finishes the outputs, feeding `beside` as its sinks
+/// are (what the post-steps collect: their reports are the outcome's `report.beside`).
 pub fn attach(
     plan: &Plan,
     target: &Target,
     options: &AttachOptions,
-    spool_complete: &dyn Fn(&std::path::Path),
+    beside: Vec<crate::stage::Outlet<'static>>,
 ) -> Result<AttachOutcome, AttachError> {
     if target.sdk == TargetSdk::Rocm {
         return Err(AttachError::RealSdk(target.pid));
@@ -158,7 +158,7 @@ pub fn attach(
         spool_path,
         spool,
         driver,
-        spool_complete,
+        beside,
     )?;
     let Collected {
         report,
