@@ -9,6 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::analyze::{Collecting, Finding, Selection, Trace};
@@ -106,7 +107,42 @@ pub struct Statistics {
 /// after its sinks ended on 16 cores.
 pub struct Collect {
     summaries: Vec<(Breakdown, summary::Collecting)>,
-    trace: Option<(Collecting, crate::analyze::Input)>,
+    /// The report's findings, once checked; `None` where no step reports.
+    findings: Option<Checked>,
+}
+
+/// The findings a [`Checking`] sink leaves, once its records end.
+type Checked = Arc<Mutex<Option<Vec<Finding>>>>;
+
+/// The trace's collecting sink, which checks every rule on its own thread once its records
+/// end: beside the sinks still finishing, not after the slowest of them. Checked after the
+/// stage run, a 20 M-record `trace-all`'s outputs waited 4.1 s after its sinks on 16 cores.
+struct Checking {
+    trace: Box<dyn sink::Sink>,
+    collected: Arc<Mutex<Option<(Collecting, crate::analyze::Input)>>>,
+    findings: Checked,
+}
+
+impl sink::Sink for Checking {
+    fn write(
+        &mut self,
+        window: &[Arc<crate::chunk::Chunk>],
+        catalog: &Catalog,
+    ) -> Result<(), sink::SinkError> {
+        self.trace.write(window, catalog)
+    }
+
+    fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, sink::SinkError> {
+        let paths = self.trace.finish(catalog)?;
+        let collected = self.collected.lock().expect("no poison").take();
+        if let Some((mut collecting, input)) = collected
+            && collecting.added(input, None).is_ok()
+        {
+            let findings = Selection::every_rule().check(&collecting.finish());
+            *self.findings.lock().expect("no poison") = Some(findings);
+        }
+        Ok(paths)
+    }
 }
 
 impl Collect {
@@ -120,13 +156,32 @@ impl Collect {
             })
             .unzip();
         let reported = (plan.posts.iter()).any(|p| matches!(p.step, PostStep::Report { .. }));
-        let trace = reported.then(|| {
+        let findings = reported.then(|| {
             let mut collecting = Collecting::default();
             let (input, outlet) = collecting.input();
-            outlets.push(outlet);
-            (collecting, input)
+            let collected = Arc::new(Mutex::new(Some((collecting, input))));
+            let findings = Checked::default();
+            let checked = Arc::clone(&findings);
+            let open = outlet.open;
+            outlets.push(stage::Outlet {
+                open: Box::new(move |placeholders: &Placeholders| {
+                    Ok(Box::new(Checking {
+                        trace: open(placeholders)?,
+                        collected: Arc::clone(&collected),
+                        findings: Arc::clone(&checked),
+                    }) as Box<dyn sink::Sink>)
+                }),
+                ..outlet
+            });
+            findings
         });
-        (Collect { summaries, trace }, outlets)
+        (
+            Collect {
+                summaries,
+                findings,
+            },
+            outlets,
+        )
     }
 
     /// What was collected, once the stage run of the outlets [`Collect::of`] gave ended
@@ -141,15 +196,11 @@ impl Collect {
                 Some((b, summary))
             })
             .collect();
-        let findings = self
-            .trace
-            .and_then(|(mut collecting, input)| {
-                collecting
-                    .added(input, outlets.next())
-                    .ok()
-                    .map(|()| collecting.finish())
-            })
-            .map(|trace| Selection::every_rule().check(&trace));
+        let findings = self.findings.and_then(|checked| {
+            let report = outlets.next()?;
+            report.outcome.ok()?;
+            checked.lock().expect("no poison").take()
+        });
         Statistics {
             by_breakdown,
             findings,
