@@ -78,10 +78,11 @@ fn main() {
             steps += took;
             println!("    post-step {step:<8}    {:>6.2} s", took.as_secs_f64());
         }
-        // The post-steps start once the sinks ended and the statistics read ahead from
-        // the spool are in; what else the outputs waited for is that reading.
+        // The post-steps start once the sinks and the collectors beside them ended, the
+        // report's rules checked on the trace's collector once its records end; what else
+        // the outputs waited for is those checks.
         println!(
-            "    after the sinks       {:>6.2} s waiting for the statistics and the runner's end",
+            "    after the sinks       {:>6.2} s waiting for the report's checks and the runner's end",
             run.wall
                 .saturating_sub(sinks_ended)
                 .saturating_sub(steps)
