@@ -9,14 +9,14 @@ use crate::progress::Board;
 use crate::{post, stage};
 
 /// Lists what each sink wrote, then runs the post-steps (saying on `board` which one
-/// runs, and taking the statistics in `ahead` as read already); a sink or a required step
+/// runs, and taking the statistics in `collected` as read already); a sink or a required step
 /// that failed is an error message (the command then fails), an optional step a warning.
 pub(super) fn outputs(
     plan: &Plan,
     report: &stage::Report,
     spool: &Path,
     open: post::Reopen<'_>,
-    ahead: post::Statistics,
+    collected: post::Statistics,
     board: &Board,
     out: &mut String,
 ) {
@@ -54,7 +54,7 @@ pub(super) fn outputs(
             crate::thread_trace::outputs(&context.name, trace, spool, catalog, &databases, out);
         }
     }
-    for step in post::run(plan, spool, open, ahead, &report.catalog, board) {
+    for step in post::run(plan, spool, open, collected, &report.catalog, board) {
         match step.outcome {
             Ok(done) => {
                 if let Some(why) = &done.partial {
