@@ -668,7 +668,9 @@ path = "db/{pid}.db"
         text(&out.stdout)
     };
     assert_eq!(summary("run.rfraw"), summary("db"));
-    // A replay's post-steps see the window its sinks saw.
+    // A replay's post-steps see the window its sinks saw: the databases' summary of it, as
+    // they are before the replay writes its own (windowed) databases over them.
+    let printed: serde_json::Value = serde_json::from_str(&summary("db")).unwrap();
     let steps = "[[post]]\nname = \"summary\"\nkind = \"summary\"\npath = \"steps\"\nformats = [\"json\"]\n";
     std::fs::write(d.join("steps.toml"), format!("{pipeline}{steps}")).unwrap();
     let args = [
@@ -683,7 +685,6 @@ path = "db/{pid}.db"
     assert_success(&rocflow(&args, d, &[]));
     let written = std::fs::read_to_string(d.join("steps/summary.json")).unwrap();
     let written: serde_json::Value = serde_json::from_str(&written).unwrap();
-    let printed: serde_json::Value = serde_json::from_str(&summary("db")).unwrap();
     assert_eq!(written, printed);
     assert_ne!(summary("run.rfraw"), {
         let out = rocflow(&["summary", "run.rfraw", "--format", "json"], d, &[]);

@@ -588,7 +588,11 @@ fn collect<T: Send + 'static>(
         .unwrap_or(Path::new("."));
     let (frames_in, frames) = backlog::channel(QUEUE_BYTES, beside_spool);
     let compressor = compression.compressor(crate::threads::count());
-    let intake = Arc::new(Intake::new(spool, compressor, |kind| plan.consumes(kind)));
+    // The stages take what the sinks and transforms take, and what the collectors beside
+    // them do (a pipeline of post-steps alone takes its records that way).
+    let collected: Vec<RecordKind> = beside.iter().flat_map(|o| o.kinds.clone()).collect();
+    let consumes = |kind| plan.consumes(kind) || collected.contains(&kind);
+    let intake = Arc::new(Intake::new(spool, compressor, consumes));
     let mut plan_frame = Vec::new();
     wire::encode_meta(
         0,
