@@ -126,15 +126,14 @@ pub fn attach(args: AttachArgs) -> Result<ExitCode> {
         )).hint("the process did none of the work the pipeline traces while attached; attach for longer (--duration) or while it works"));
     }
     if collected {
-        let collected = collect.finish(&mut outcome.report);
         let input = Input::Spool(outcome.spool.clone());
         let reopen = || reopen(&input, &WindowArgs::default());
         outputs(
             &plan,
-            &outcome.report,
+            &mut outcome.report,
             &outcome.spool,
             &reopen,
-            collected,
+            collect,
             &options.board,
             &mut out,
         );

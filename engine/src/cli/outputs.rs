@@ -9,17 +9,20 @@ use crate::progress::Board;
 use crate::{post, stage};
 
 /// Lists what each sink wrote, then runs the post-steps (saying on `board` which one
-/// runs, and taking the statistics in `collected` as read already); a sink or a required step
-/// that failed is an error message (the command then fails), an optional step a warning.
+/// runs, and taking what `collect`'s outlets collected beside the sinks as read already);
+/// a sink or a required step that failed is an error message (the command then fails),
+/// an optional step a warning.
 pub(super) fn outputs(
     plan: &Plan,
-    report: &stage::Report,
+    report: &mut stage::Report,
     spool: &Path,
     open: post::Reopen<'_>,
-    collected: post::Statistics,
+    collect: post::Collect,
     board: &Board,
     out: &mut String,
 ) {
+    let collected = collect.finish(report);
+    let report = &*report;
     for sink in &report.sinks {
         match &sink.outcome {
             Ok(paths) => {

@@ -241,7 +241,6 @@ fn profile(
     let display = Display::start(Mode::for_stderr(args.quiet), board);
     let (collect, beside) = post::Collect::of(plan);
     let mut outcome = runner::run(plan, &options, beside).map_err(start_error)?;
-    let collected = collect.finish(&mut outcome.report);
     let mut out = String::new();
     let app = options.command[0].to_string_lossy();
     if let Some(passes) = outcome.passes.as_ref().filter(|p| p.of > 1) {
@@ -348,10 +347,10 @@ fn profile(
     if connected {
         outputs(
             plan,
-            &outcome.report,
+            &mut outcome.report,
             &outcome.spool,
             &reopen,
-            collected,
+            collect,
             &options.board,
             &mut out,
         );

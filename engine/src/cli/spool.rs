@@ -147,13 +147,12 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let total: u64 = report.records_in.iter().map(|(_, n)| n).sum();
     let mut out = format!("replayed {total} records from {}\n", input.describe());
     let reopen = || reopen(&input, &args.window);
-    let collected = collect.finish(&mut report);
     outputs(
         &plan,
-        &report,
+        &mut report,
         input.path(),
         &reopen,
-        collected,
+        collect,
         &board,
         &mut out,
     );

@@ -31,10 +31,7 @@ impl<'a> Live<'a> {
 
     /// Completes the spool (written out and synced) and says how that went.
     fn complete_spool(&self) -> std::io::Result<()> {
-        match self.intake.finish() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.intake.finish().map_or(Ok(()), Err)
     }
 }
 
