@@ -11,6 +11,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use crate::writeback::Writeback;
+
 /// The files held open at once, at most: a quarter of the descriptors the process may
 /// open, the rest being for the runner's streams, the spool and SQLite.
 fn capacity() -> usize {
@@ -49,6 +51,7 @@ pub struct PooledFile {
     slot: Arc<Slot>,
     /// Where [`Write`] appends.
     end: u64,
+    writeback: Writeback,
 }
 
 impl PooledFile {
@@ -64,6 +67,7 @@ impl PooledFile {
             path: path.to_owned(),
             slot: Arc::default(),
             end: 0,
+            writeback: Writeback::default(),
         };
         file.end = file.at(|file| Ok(file.metadata()?.len()))?;
         Ok(file)
@@ -80,6 +84,15 @@ impl PooledFile {
             }
             self.reopen()?;
         }
+    }
+
+    /// Writes `bytes` at `offset`, sent towards the disk as they add up (see [`Writeback`]).
+    pub fn write_all_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
+        self.at(|file| {
+            file.write_all_at(bytes, offset)?;
+            self.writeback.wrote(file, bytes.len());
+            Ok(())
+        })
     }
 
     /// Gives the file a descriptor, closing the file that has held one longest if the
@@ -105,7 +118,11 @@ impl PooledFile {
 impl Write for PooledFile {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         let end = self.end;
-        let written = self.at(|file| file.write_at(bytes, end))?;
+        let written = self.at(|file| {
+            let written = file.write_at(bytes, end)?;
+            self.writeback.wrote(file, written);
+            Ok(written)
+        })?;
         self.end += written as u64;
         Ok(written)
     }

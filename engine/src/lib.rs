@@ -51,5 +51,6 @@ pub mod threads;
 pub mod transform;
 mod trim;
 pub mod units;
+pub mod writeback;
 
 pub use rocflow_core::{queue, record, ring, sdk, spool, wire};

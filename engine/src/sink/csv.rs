@@ -11,7 +11,6 @@
 pub mod rocprofv3;
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -26,11 +25,12 @@ use crate::record::RecordKind;
 use crate::table::Table;
 
 use super::staging::Staging;
+use crate::writeback::Behind;
 use super::{Sink, SinkError};
 
 pub struct CsvSink {
     staging: Staging,
-    files: HashMap<RecordKind, File>,
+    files: HashMap<RecordKind, Behind>,
     written: Vec<PathBuf>,
     /// The previous window's text, written while the next one is formatted.
     pending: Vec<Text>,
@@ -139,7 +139,7 @@ impl Text {
     }
 
     /// Writes the text to its kind's file.
-    fn write_to(&self, files: &mut HashMap<RecordKind, File>) -> Result<(), SinkError> {
+    fn write_to(&self, files: &mut HashMap<RecordKind, Behind>) -> Result<(), SinkError> {
         let kind = self.kind.expect("a text is formatted before it is written");
         files
             .get_mut(&kind)
@@ -231,10 +231,10 @@ impl CsvSink {
         &mut self,
         name: &str,
         header: impl Iterator<Item = String>,
-    ) -> Result<File, SinkError> {
+    ) -> Result<Behind, SinkError> {
         let path = self.staging.dir().join(format!("{name}.csv"));
         let mut out =
-            File::create(&path).map_err(SinkError::io(format!("creating {}", path.display())))?;
+            Behind::create(&path).map_err(SinkError::io(format!("creating {}", path.display())))?;
         let header: Vec<String> = header.collect();
         writeln!(out, "{}", header.join(","))
             .map_err(SinkError::io(format!("writing {}", path.display())))?;

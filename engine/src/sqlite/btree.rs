@@ -85,7 +85,7 @@ impl Pages {
     fn write(&self, page: u32, bytes: &[u8]) -> io::Result<()> {
         debug_assert_eq!(bytes.len() % self.size, 0);
         let offset = u64::from(page - 1) * self.size as u64;
-        self.file.at(|f| f.write_all_at(bytes, offset))
+        self.file.write_all_at(bytes, offset)
     }
 
     /// Completes the file once every table is finished: its header counts the pages, and

@@ -39,6 +39,7 @@ use crate::record::{Batch, CounterSample, RecordKind, Sym};
 use crate::sdk::Domain;
 use crate::sink::staging::Staging;
 use crate::sink::{Sink, SinkError};
+use crate::writeback::Behind;
 use document::{Facts, head, io_error, json, put};
 use records::{CounterEntry, CounterValue, DispatchData, Handle, MapEntry, STOCHASTIC};
 use section::Section;
@@ -241,7 +242,7 @@ impl JsonSink {
     /// Writes the document: each process's head, summary, counter entries and records.
     fn document(&mut self, catalog: &Catalog) -> Result<(), SinkError> {
         let path = self.staging.file();
-        let file = File::create(&path).map_err(SinkError::io(format!(
+        let file = Behind::create(&path).map_err(SinkError::io(format!(
             "writing {}",
             self.staging.target().display()
         )))?;
@@ -261,7 +262,7 @@ impl JsonSink {
                 pid,
                 last_ns: process.last_ns,
             };
-            let mut copy_section = |out: &mut BufWriter<File>, section: Section| {
+            let mut copy_section = |out: &mut BufWriter<Behind>, section: Section| {
                 copy(&mut spilled, process.spilled.get(&section), out)
             };
             head(&mut out, &facts, |out| {

@@ -4,7 +4,6 @@
 //! core. Row groups hold up to `row_group_rows` rows; each column's pages are compressed
 //! as they fill, so a part holds one row group's compressed columns in memory.
 
-use std::fs::File;
 use std::path::Path;
 
 use arrow_array::RecordBatch;
@@ -22,13 +21,15 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
 
+use crate::writeback::Behind;
+
 /// What a file's footer takes: for each column of each row group (its metadata, statistics
 /// and page indexes), and for the rest (the schemas and the key-value metadata).
 const FOOTER_PER_CHUNK: u64 = 256;
 const FOOTER: u64 = 4096;
 
 pub struct Part {
-    file: SerializedFileWriter<File>,
+    file: SerializedFileWriter<Behind>,
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
     /// The row group being encoded: a writer per leaf column, once it has rows.
@@ -66,7 +67,7 @@ impl Part {
         }
         // The Arrow writer puts the Arrow schema in the file's metadata, for Arrow readers.
         let writer = ArrowWriter::try_new(
-            File::create(path)?,
+            Behind::create(path)?,
             schema.clone(),
             Some(properties.build()),
         )?;

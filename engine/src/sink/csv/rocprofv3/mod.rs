@@ -28,7 +28,6 @@ mod table;
 mod trace;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,6 +39,7 @@ use crate::record::{Batch, KernelDispatch, RecordKind};
 use crate::sink::staging::Staging;
 use crate::sink::{Sink, SinkError};
 use crate::stats::Accumulator;
+use crate::writeback::Behind;
 
 use agent_info::{AGENT_INFO, agent_rows};
 use counters::{Counted, counter_rows};
@@ -55,7 +55,7 @@ pub struct Rocprofv3Sink {
     /// What every file's name starts with: the prefix's last component and `_`.
     stem: String,
     /// The trace files written so far.
-    files: BTreeMap<Table, BufWriter<File>>,
+    files: BTreeMap<Table, BufWriter<Behind>>,
     /// The names of every file written, in the staging directory.
     names: Vec<String>,
     stats: Statistics,
@@ -104,10 +104,10 @@ impl Rocprofv3Sink {
     }
 
     /// Creates `PREFIX_<name>.csv` and writes its header line.
-    fn create_file(&mut self, name: &str, header: &[&str]) -> Result<BufWriter<File>, SinkError> {
+    fn create_file(&mut self, name: &str, header: &[&str]) -> Result<BufWriter<Behind>, SinkError> {
         let file = format!("{}{name}.csv", self.stem);
         let io = SinkError::io(self.context(name));
-        let mut out = BufWriter::new(File::create(self.staging.dir().join(&file)).map_err(io)?);
+        let mut out = BufWriter::new(Behind::create(&self.staging.dir().join(&file)).map_err(io)?);
         let (mut line, mut text) = (Line::default(), Vec::new());
         header.iter().for_each(|h| {
             line.text(h);
