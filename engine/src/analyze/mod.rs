@@ -5,6 +5,7 @@
 //! A rule is a module named after it: its id, its thresholds as [`Setting`]s (which
 //! `--set rule.option=value` changes) and a check over the [`Trace`] that every rule reads.
 
+mod call_index;
 mod finding;
 mod gate;
 mod render;

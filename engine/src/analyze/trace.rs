@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::call_index::CallIndex;
 use crate::catalog::Catalog;
 use crate::chunk::Chunk;
 use crate::column::marker_label;
@@ -174,7 +175,7 @@ pub struct Trace {
     names: Vec<String>,
     name_ids: FxHashMap<String, Name>,
     /// Each call's index in `calls`, by process and correlation id.
-    by_correlation: FxHashMap<(u32, u64), u32>,
+    by_correlation: CallIndex,
     /// The longest call's duration: how far before a span a call overlapping it may start.
     longest_call_ns: u64,
 }
@@ -214,9 +215,7 @@ impl Trace {
         rayon::join(
             || {
                 calls.par_sort_unstable_by_key(|c| (c.span, c.pid, c.tid, c.correlation_id));
-                *by_correlation = (calls.iter().enumerate())
-                    .map(|(i, c)| ((c.pid, c.correlation_id), i as u32))
-                    .collect();
+                *by_correlation = CallIndex::of(calls);
                 *longest_call_ns = calls.iter().map(|c| c.span.len()).max().unwrap_or(0);
             },
             || {
@@ -324,8 +323,8 @@ impl Trace {
 
     /// The API call that made an operation of process `pid` (a launch, a copy).
     pub fn caller(&self, pid: u32, correlation_id: u64) -> Option<&Call> {
-        let &i = self.by_correlation.get(&(pid, correlation_id))?;
-        Some(&self.calls[i as usize])
+        let i = self.by_correlation.get(pid, correlation_id)?;
+        Some(&self.calls[i])
     }
 
     /// Process `pid`'s MPI rank, or its pid where its launcher gave none.

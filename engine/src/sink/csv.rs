@@ -25,8 +25,8 @@ use crate::record::RecordKind;
 use crate::table::Table;
 
 use super::staging::Staging;
-use crate::writeback::Behind;
 use super::{Sink, SinkError};
+use crate::writeback::Behind;
 
 pub struct CsvSink {
     staging: Staging,
