@@ -136,7 +136,7 @@ impl Records {
 /// pages that have no numbers yet ([`AppendTable::fill`]), which the tables of a database
 /// are then given one table after another ([`AppendTable::number`]), so that the file is
 /// the same whichever threads filled which tables; then the pages are written
-/// ([`AppendTable::write`]).
+/// ([`Numbered::write`]), while the tables fill the next.
 pub struct AppendTable {
     pages: Arc<Pages>,
     /// The page SQLite gave the table as its root.
@@ -149,18 +149,25 @@ pub struct AppendTable {
     last: Option<i64>,
     /// Full leaves written, in order.
     leaves: Vec<Child>,
-    /// Pages filled since they were last numbered, and those numbers.
+    /// Pages filled since they were last numbered.
     fresh: Fresh,
 }
 
-/// Pages filled and not yet written: their bytes, one page after another; where they
+/// Pages filled and not yet numbered: their bytes, one page after another; where they
 /// point at each other (the offset of a pointer in `bytes`, and the index of the page it
-/// names); the leaves among them (index and last rowid); and, once given, their numbers.
+/// names); and the leaves among them (index and last rowid).
 #[derive(Default)]
 struct Fresh {
     bytes: Vec<u8>,
     links: Vec<(usize, usize)>,
     leaves: Vec<(usize, i64)>,
+}
+
+/// Pages numbered and not yet written, which may be written on any thread while their
+/// table fills the next: their bytes, one page after another, and their numbers.
+pub struct Numbered {
+    pages: Arc<Pages>,
+    bytes: Vec<u8>,
     numbers: Vec<u32>,
 }
 
@@ -282,47 +289,30 @@ impl AppendTable {
         first.expect("a payload spills at least a byte")
     }
 
-    /// Gives the pages filled since the last call their numbers, past every other page.
-    pub fn number(&mut self) {
+    /// Gives the pages filled since the last call their numbers, past every other page,
+    /// and hands them over to be written.
+    pub fn number(&mut self) -> Numbered {
         let fresh = &mut self.fresh;
         let count = fresh.len(self.pages.size);
-        fresh.numbers = (0..count).map(|_| self.pages.allocate()).collect();
+        let numbers: Vec<u32> = (0..count).map(|_| self.pages.allocate()).collect();
         for &(at, to) in &fresh.links {
-            fresh.bytes[at..at + 4].copy_from_slice(&fresh.numbers[to].to_be_bytes());
+            fresh.bytes[at..at + 4].copy_from_slice(&numbers[to].to_be_bytes());
         }
         fresh.links.clear();
         for &(at, to) in &self.leaf_links {
-            self.leaf.bytes[at..at + 4].copy_from_slice(&fresh.numbers[to].to_be_bytes());
+            self.leaf.bytes[at..at + 4].copy_from_slice(&numbers[to].to_be_bytes());
         }
         self.leaf_links.clear();
         let leaves = fresh.leaves.drain(..).map(|(index, last)| Child {
-            page: fresh.numbers[index],
+            page: numbers[index],
             last,
         });
         self.leaves.extend(leaves);
-    }
-
-    /// Writes the pages numbered last, each run of consecutive numbers in one call: a
-    /// call a page, from every thread at once, queued them on the file's lock in the
-    /// kernel (on 16 cores a replay spent as much time in the kernel as in its own code).
-    pub fn write(&mut self) -> io::Result<()> {
-        let fresh = &mut self.fresh;
-        debug_assert!(fresh.links.is_empty(), "pages are numbered before written");
-        let size = self.pages.size;
-        let mut rest = &fresh.numbers[..];
-        let mut bytes = &fresh.bytes[..];
-        while let Some(&first) = rest.first() {
-            let run = 1
-                + (rest.windows(2))
-                    .take_while(|pair| pair[1] == pair[0] + 1)
-                    .count();
-            let (these, more) = bytes.split_at(run * size);
-            self.pages.write(first, these)?;
-            (rest, bytes) = (&rest[run..], more);
+        Numbered {
+            pages: Arc::clone(&self.pages),
+            bytes: std::mem::take(&mut fresh.bytes),
+            numbers,
         }
-        fresh.bytes.clear();
-        fresh.numbers.clear();
-        Ok(())
     }
 
     /// Writes the last leaf and the interior pages above the leaves, the top one in the
@@ -333,13 +323,11 @@ impl AppendTable {
         };
         if self.leaves.is_empty() && self.fresh.leaves.is_empty() {
             // Its overflow pages, if any, come first.
-            self.number();
-            self.write()?;
+            self.number().write()?;
             return self.pages.write(self.root, self.leaf.bytes(TABLE_LEAF));
         }
         self.retire_leaf(last);
-        self.number();
-        self.write()?;
+        self.number().write()?;
         let mut level = std::mem::take(&mut self.leaves);
         let mut interior = Page::new(self.pages.size, INTERIOR_HEADER);
         loop {
@@ -359,6 +347,27 @@ impl AppendTable {
             }
             level = above;
         }
+    }
+}
+
+impl Numbered {
+    /// Writes the pages, each run of consecutive numbers in one call: a call a page, from
+    /// every thread at once, queued them on the file's lock in the kernel (on 16 cores a
+    /// replay spent as much time in the kernel as in its own code).
+    pub fn write(self) -> io::Result<()> {
+        let size = self.pages.size;
+        let mut rest = &self.numbers[..];
+        let mut bytes = &self.bytes[..];
+        while let Some(&first) = rest.first() {
+            let run = 1
+                + (rest.windows(2))
+                    .take_while(|pair| pair[1] == pair[0] + 1)
+                    .count();
+            let (these, more) = bytes.split_at(run * size);
+            self.pages.write(first, these)?;
+            (rest, bytes) = (&rest[run..], more);
+        }
+        Ok(())
     }
 }
 
@@ -858,10 +867,9 @@ mod tests {
                 e.fill(of_e).unwrap();
                 t.fill(of_t).unwrap();
             }
-            t.number();
-            e.number();
-            t.write().unwrap();
-            e.write().unwrap();
+            let (t_pages, e_pages) = (t.number(), e.number());
+            t_pages.write().unwrap();
+            e_pages.write().unwrap();
         }
         t.finish().unwrap();
         e.finish().unwrap();

@@ -2,7 +2,8 @@
 //! inserted: each row's values in the order the schema declares its columns, with the
 //! defaults SQLite gives the columns an insert leaves out. Rows are built and encoded a
 //! run of records at a time, on any thread ([`Out`]); each table's runs are then filled
-//! into its pages in order, the tables in parallel ([`Writers`]).
+//! into its pages in order, the tables in parallel ([`Writers`]), and the pages written
+//! while the next runs fill ([`Filled`]).
 
 use std::io;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use rayon::prelude::*;
 use super::fault::Fault;
 use crate::rocpd::schema::Table;
 use crate::sqlite::Value;
-use crate::sqlite::btree::{Affinity, AppendTable, Pages, Record, Records};
+use crate::sqlite::btree::{Affinity, AppendTable, Numbered, Pages, Record, Records};
 
 /// How one table's rows are encoded.
 pub struct Layout {
@@ -159,19 +160,18 @@ impl Writers {
         (Layouts(layouts), Writers(writers))
     }
 
-    /// Writes `runs` (each run's rows of every table, in order) as pages and empties them:
-    /// the tables are filled in parallel, then their pages numbered one table after another,
-    /// so that the file is the same on any number of threads, then written in parallel.
-    pub fn write(&mut self, runs: &mut Vec<Rows>) -> Result<(), Fault> {
+    /// Fills `runs` (each run's rows of every table, in order) into pages and empties
+    /// them: the tables are filled in parallel, then their pages numbered one table after
+    /// another, so that the file is the same on any number of threads. Returns the pages,
+    /// to be written while the next runs fill.
+    pub fn fill(&mut self, runs: &mut Vec<Rows>) -> Result<Filled, Fault> {
         let built: &[Rows] = runs;
         (self.0.par_iter_mut().enumerate())
             .try_for_each(|(t, writer)| writer.fill(built.iter().map(|rows| &rows.0[t])))?;
-        for writer in &mut self.0 {
-            writer.table.number();
-        }
-        (self.0.par_iter_mut()).try_for_each(|writer| writer.table.write())?;
         runs.clear();
-        Ok(())
+        Ok(Filled(
+            (self.0.iter_mut()).map(|w| w.table.number()).collect(),
+        ))
     }
 
     /// Writes each table's last pages, once every row is written.
@@ -179,6 +179,18 @@ impl Writers {
         for writer in self.0 {
             writer.table.finish()?;
         }
+        Ok(())
+    }
+}
+
+/// Pages of every table, numbered and not yet written.
+#[derive(Default)]
+pub struct Filled(Vec<Numbered>);
+
+impl Filled {
+    /// Writes the pages, the tables' in parallel.
+    pub fn write(self) -> Result<(), Fault> {
+        (self.0.into_par_iter()).try_for_each(Numbered::write)?;
         Ok(())
     }
 }
