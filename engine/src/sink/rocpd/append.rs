@@ -2,8 +2,8 @@
 //! inserted: each row's values in the order the schema declares its columns, with the
 //! defaults SQLite gives the columns an insert leaves out. Rows are built and encoded a
 //! run of records at a time, on any thread ([`Out`]); each table's runs are then filled
-//! into its pages in order, the tables in parallel ([`Writers`]), and the pages written
-//! while the next runs fill ([`Filled`]).
+//! into its pages in order, the tables in parallel, and the pages written while the next
+//! runs fill ([`Writers`]).
 
 use std::io;
 use std::sync::Arc;
@@ -137,8 +137,17 @@ impl TableWriter {
     }
 }
 
-/// The pages of a database's tables, written from the rows built for them.
-pub struct Writers(Vec<TableWriter>);
+/// The pages of a database's tables, written from the rows built for them in a pipeline:
+/// the rows of one step are built while those of the step before fill their tables' pages
+/// and the pages of the step before that are written, all on the rayon pool (one after
+/// another, the three waited on each other at every step).
+pub struct Writers {
+    tables: Vec<TableWriter>,
+    /// Rows built and not yet filled.
+    built: Vec<Rows>,
+    /// Pages filled and not yet written.
+    filled: Filled,
+}
 
 impl Writers {
     /// The layouts and writers of `tables` (each one's schema, the columns its rows give,
@@ -147,7 +156,7 @@ impl Writers {
         pages: &Arc<Pages>,
         tables: impl IntoIterator<Item = (&'static Table, &'static [&'static str], u32)>,
     ) -> (Layouts, Writers) {
-        let (layouts, writers): (Vec<_>, Vec<_>) = (tables.into_iter())
+        let (layouts, tables): (Vec<_>, Vec<_>) = (tables.into_iter())
             .map(|(table, columns, root)| {
                 let layout = Layout::new(table, columns);
                 let writer = TableWriter {
@@ -157,39 +166,63 @@ impl Writers {
                 (layout, writer)
             })
             .unzip();
-        (Layouts(layouts), Writers(writers))
+        let writers = Writers {
+            tables,
+            built: Vec::new(),
+            filled: Filled::default(),
+        };
+        (Layouts(layouts), writers)
     }
 
-    /// Fills `runs` (each run's rows of every table, in order) into pages and empties
-    /// them: the tables are filled in parallel, then their pages numbered one table after
-    /// another, so that the file is the same on any number of threads. Returns the pages,
-    /// to be written while the next runs fill.
-    pub fn fill(&mut self, runs: &mut Vec<Rows>) -> Result<Filled, Fault> {
-        let built: &[Rows] = runs;
-        (self.0.par_iter_mut().enumerate())
-            .try_for_each(|(t, writer)| writer.fill(built.iter().map(|rows| &rows.0[t])))?;
-        runs.clear();
-        Ok(Filled(
-            (self.0.iter_mut()).map(|w| w.table.number()).collect(),
-        ))
+    /// Builds the next rows (each run's rows of every table, in order) with `build`, while
+    /// the pipeline moves on.
+    pub fn step(
+        &mut self,
+        build: impl FnOnce() -> Result<Vec<Rows>, Fault> + Send,
+    ) -> Result<(), Fault> {
+        let filled = std::mem::take(&mut self.filled);
+        let (tables, built) = (&mut self.tables, &mut self.built);
+        let ((wrote, filled), next) = rayon::join(
+            || rayon::join(|| filled.write(), || fill(tables, built)),
+            build,
+        );
+        wrote?;
+        self.filled = filled?;
+        self.built = next?;
+        Ok(())
     }
 
-    /// Writes each table's last pages, once every row is written.
-    pub fn finish(self) -> Result<(), Fault> {
-        for writer in self.0 {
+    /// Writes every row built, then each table's last pages.
+    pub fn finish(mut self) -> Result<(), Fault> {
+        std::mem::take(&mut self.filled).write()?;
+        fill(&mut self.tables, &mut self.built)?.write()?;
+        for writer in self.tables {
             writer.table.finish()?;
         }
         Ok(())
     }
 }
 
+/// Fills `runs` into the pages of `tables` and empties them: the tables are filled in
+/// parallel, then their pages numbered one table after another, so that the file is the
+/// same on any number of threads.
+fn fill(tables: &mut [TableWriter], runs: &mut Vec<Rows>) -> Result<Filled, Fault> {
+    let built: &[Rows] = runs;
+    (tables.par_iter_mut().enumerate())
+        .try_for_each(|(t, writer)| writer.fill(built.iter().map(|rows| &rows.0[t])))?;
+    runs.clear();
+    Ok(Filled(
+        tables.iter_mut().map(|w| w.table.number()).collect(),
+    ))
+}
+
 /// Pages of every table, numbered and not yet written.
 #[derive(Default)]
-pub struct Filled(Vec<Numbered>);
+struct Filled(Vec<Numbered>);
 
 impl Filled {
     /// Writes the pages, the tables' in parallel.
-    pub fn write(self) -> Result<(), Fault> {
+    fn write(self) -> Result<(), Fault> {
         (self.0.into_par_iter()).try_for_each(Numbered::write)?;
         Ok(())
     }

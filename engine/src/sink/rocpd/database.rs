@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::append::{Filled, Layouts, Rows, Writers};
+use super::append::{Layouts, Writers};
 use super::dispatches::Dispatches;
 use super::fault::Fault;
 use super::ids::Ids;
@@ -63,14 +63,10 @@ pub struct Database {
     streams: Streams,
     /// The staged file's pages, which the tables append to while SQLite has it closed.
     pages: Arc<Pages>,
-    /// Rows are built (as `layouts` say) a segment of records at a time, filled into pages
-    /// by `writers` while the next segment's are built, and the pages written while the
-    /// segment after that fills: `built` holds the rows not yet filled, `filled` the pages
-    /// not yet written.
+    /// Rows are built (as `layouts` say) a segment of records at a time, and written by
+    /// `writers` while the next segments' are built.
     layouts: Layouts,
     writers: Writers,
-    built: Vec<Rows>,
-    filled: Filled,
     /// Kernel dispatches set aside until their events are written in order, at the end.
     dispatches: Dispatches,
 }
@@ -144,8 +140,6 @@ impl Database {
             pages,
             layouts,
             writers,
-            built: Vec::new(),
-            filled: Filled::default(),
             dispatches,
         })
     }
@@ -159,22 +153,11 @@ impl Database {
     }
 
     /// Writes a window's chunks; `written` counts their records once their rows are
-    /// built. A segment's rows are built while the segment before fills its pages and the
-    /// one before that writes them, all three on the rayon pool: one after another, the
-    /// three waited on each other at every segment. The last segments' are done at the
-    /// next window or the end.
+    /// built. The last segments' rows are written at the next window or the end.
     pub fn write(&mut self, window: &[Queued], written: &Written) -> Result<(), Fault> {
         for segment in segments(window) {
             let (layouts, ids, dispatches) = (&self.layouts, &mut self.ids, &mut self.dispatches);
-            let (writers, built) = (&mut self.writers, &mut self.built);
-            let filled = std::mem::take(&mut self.filled);
-            let ((wrote, filled), built) = rayon::join(
-                || rayon::join(|| filled.write(), || writers.fill(built)),
-                || rows::build(segment, layouts, ids, dispatches),
-            );
-            wrote?;
-            self.filled = filled?;
-            self.built = built?;
+            (self.writers).step(|| rows::build(segment, layouts, ids, dispatches))?;
             written.add(segment.iter().map(|q| q.len() as u64).sum());
         }
         Ok(())
@@ -193,15 +176,9 @@ impl Database {
             pages,
             layouts,
             mut writers,
-            mut built,
-            filled,
             dispatches,
         } = self;
-        filled.write()?;
-        writers.fill(&mut built)?.write()?;
-        rows::join_dispatches(dispatches, &layouts, SEGMENT, |mut runs| {
-            writers.fill(&mut runs)?.write()
-        })?;
+        rows::join_dispatches(dispatches, &layouts, SEGMENT, |build| writers.step(build))?;
         writers.finish()?;
         Arc::into_inner(pages)
             .expect("the tables are finished")

@@ -254,13 +254,13 @@ pub fn build(
     Ok(rows)
 }
 
-/// The events of dispatches set aside, joined to the event table in order of id: handed
-/// to `write` `segment` rows at a time, each time's encoded in runs in parallel.
+/// The events of dispatches set aside, joined to the event table in order of id:
+/// `segment` rows at a time, `step` is handed what encodes them (in runs, in parallel).
 pub fn join_dispatches(
     dispatches: Dispatches,
     layouts: &Layouts,
     segment: usize,
-    mut write: impl FnMut(Vec<Rows>) -> Result<(), Fault>,
+    mut step: impl FnMut(&(dyn Fn() -> Result<Vec<Rows>, Fault> + Sync)) -> Result<(), Fault>,
 ) -> Result<(), Fault> {
     let encode = |rows: &[[Value; 6]]| -> Result<Vec<Rows>, Fault> {
         (rows.par_chunks(RUN))
@@ -279,11 +279,11 @@ pub fn join_dispatches(
         if rows.len() < segment {
             return Ok(());
         }
-        write(encode(&rows)?)?;
+        step(&|| encode(&rows))?;
         rows.clear();
         Ok(())
     })?;
-    write(encode(&rows)?)
+    step(&|| encode(&rows))
 }
 
 /// What a run of records became.
