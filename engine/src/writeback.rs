@@ -44,23 +44,18 @@ fn start(file: &File) {
 }
 
 /// A file that sends what it is given towards the disk as it goes (see [`Writeback`]).
-#[derive(Debug)]
 pub struct Behind {
     file: File,
     writeback: Writeback,
 }
 
 impl Behind {
-    pub fn new(file: File) -> Behind {
-        Behind {
-            file,
-            writeback: Writeback::default(),
-        }
-    }
-
     /// Creates the file at `path`, empty.
     pub fn create(path: &std::path::Path) -> io::Result<Behind> {
-        File::create(path).map(Behind::new)
+        Ok(Behind {
+            file: File::create(path)?,
+            writeback: Writeback::default(),
+        })
     }
 }
 

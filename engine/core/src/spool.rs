@@ -202,9 +202,11 @@ pub struct SpoolReader {
 /// Frames read and decoded at once at most: enough for reading to keep ahead of the
 /// sinks, few enough that the frames waiting add little memory (a frame of a `trace-all`
 /// run holds about 7 MiB decoded). On 16 cores, a 20 M-record spool compressed with zstd
-/// was read in 0.71 s at 4 (0.55 s at 8) against 1.5 s one at a time; a replay's peak
-/// grew by 18 to 35 MiB at 4 (by 35 to 45 MiB at 8).
-const DECODED_AT_ONCE: usize = 4;
+/// was read in 0.66 s at 4 and 0.47 s at 8 (1.5 s one at a time), and the replays that
+/// reading bounds took it: at 8, CSV 11.8-12.7 -> 13.2-13.4 M records/s and Parquet
+/// 13.9-14.1 -> 15.3-15.6 (one run, the builds in turns), their peaks 7 to 24 MiB higher.
+/// Decoding on a pool of its own instead, beside the sinks' work, was no faster.
+const DECODED_AT_ONCE: usize = 8;
 
 impl SpoolReader {
     /// Opens a spool; fails if the file is missing or is not a spool of a version this
