@@ -1,16 +1,16 @@
 //! The calls' positions by process and correlation id, for the rules that find an
 //! operation's caller. The SDK numbers a process's correlation ids from 1 on, one per call
 //! and operation, so a process's ids fill a range about as large as its calls: a slot per
-//! id of the range, filled in parallel, takes 4 bytes a call and no hashing, where a hash
-//! map built one call at a time took about 2 s of a live 20 M-record run's report, on one
-//! thread. Ids too sparse for slots (a hostile or merged input) are hashed.
+//! id of the range, filled in parallel, takes 4 bytes a call and no hashing. A hash map
+//! built one call at a time, and the rules' look-ups in it, were the largest part of
+//! `rocflow analyze` (a fifth of its profile on 2 M records); with slots, 20 M records
+//! took 2.9 s instead of 4.0-4.3 on 16 cores, and 1.35 GB instead of 1.70 at the peak.
+//! Ids too sparse for slots (a hostile or merged input) are hashed.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-
-use super::trace::Call;
 
 /// Slots a process may have per call before its ids are hashed instead: a range at most
 /// this many times its calls, plus a little for a process of few calls.
@@ -39,12 +39,13 @@ struct Extent {
 }
 
 impl CallIndex {
-    /// The positions of `calls`. Where two calls share a process and id, the later one
-    /// is found.
-    pub fn of(calls: &[Call]) -> CallIndex {
+    /// The positions of `calls`, each of the process and correlation id `key` gives.
+    /// Where two calls share a process and id, the later one is found.
+    pub fn of<C: Sync>(calls: &[C], key: impl Fn(&C) -> (u32, u64) + Sync) -> CallIndex {
         let extents = (calls.par_iter())
             .fold(FxHashMap::default, |mut extents, call| {
-                add(&mut extents, call.pid, one(call.correlation_id));
+                let (pid, id) = key(call);
+                add(&mut extents, pid, one(id));
                 extents
             })
             .reduce(FxHashMap::default, |mut all, part| {
@@ -65,15 +66,16 @@ impl CallIndex {
             }
         }
         (calls.par_iter().enumerate()).for_each(|(i, call)| {
-            if let Some((first, slots)) = slotted.get(&call.pid) {
+            let (pid, id) = key(call);
+            if let Some((first, slots)) = slotted.get(&pid) {
                 // The later call of an id wins, whichever thread comes first.
-                slots[(call.correlation_id - first) as usize]
-                    .fetch_max(i as u32 + 1, Ordering::Relaxed);
+                slots[(id - first) as usize].fetch_max(i as u32 + 1, Ordering::Relaxed);
             }
         });
         for (i, call) in calls.iter().enumerate() {
-            if let Some(Ids::Hashed(ids)) = index.get_mut(&call.pid) {
-                ids.insert(call.correlation_id, i as u32);
+            let (pid, id) = key(call);
+            if let Some(Ids::Hashed(ids)) = index.get_mut(&pid) {
+                ids.insert(id, i as u32);
             }
         }
         for (pid, (first, slots)) in slotted {
@@ -118,19 +120,10 @@ fn add(extents: &mut FxHashMap<u32, Extent>, pid: u32, more: Extent) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::trace::Span;
 
-    fn call(pid: u32, correlation_id: u64) -> Call {
-        Call {
-            pid,
-            tid: pid,
-            function: "hipLaunchKernel",
-            span: Span {
-                start_ns: 0,
-                end_ns: 1,
-            },
-            correlation_id,
-        }
+    /// A call of process `pid`, as its key.
+    fn call(pid: u32, correlation_id: u64) -> (u32, u64) {
+        (pid, correlation_id)
     }
 
     /// Dense ids take slots and sparse ones a hash, and both find each call where the
@@ -138,13 +131,13 @@ mod tests {
     /// no call has, in another process or past either end of the range.
     #[test]
     fn each_call_is_found_by_process_and_id_dense_or_sparse() {
-        let mut calls: Vec<Call> = (1..=5000).map(|id| call(1, id)).collect();
+        let mut calls: Vec<(u32, u64)> = (1..=5000).map(|id| call(1, id)).collect();
         calls.extend([7, 1 << 40, 3, u64::MAX].map(|id| call(2, id)));
         calls.push(call(1, 42));
         calls.extend((0..3000).map(|i| call(3, 10 + 2 * i)));
-        let index = CallIndex::of(&calls);
+        let index = CallIndex::of(&calls, |&key| key);
         let expected: FxHashMap<(u32, u64), usize> = (calls.iter().enumerate())
-            .map(|(i, c)| ((c.pid, c.correlation_id), i))
+            .map(|(i, &key)| (key, i))
             .collect();
         assert!(matches!(index.0[&1], Ids::Slots { .. }));
         assert!(matches!(index.0[&2], Ids::Hashed(_)));

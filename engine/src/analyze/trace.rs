@@ -215,7 +215,7 @@ impl Trace {
         rayon::join(
             || {
                 calls.par_sort_unstable_by_key(|c| (c.span, c.pid, c.tid, c.correlation_id));
-                *by_correlation = CallIndex::of(calls);
+                *by_correlation = CallIndex::of(calls, |c| (c.pid, c.correlation_id));
                 *longest_call_ns = calls.iter().map(|c| c.span.len()).max().unwrap_or(0);
             },
             || {
