@@ -84,13 +84,24 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("analyze-sync-hot-spot.toml", &["sync-hot-spot"]),
 ];
 
+/// `rocflow analyze` of each scenario's spool, and the report its run wrote (whose rules
+/// were checked beside the sinks, as the records came), find its rules and no other, in
+/// the same words.
 #[test]
 fn each_scenario_gives_its_rules_findings_and_no_other() {
+    let text = |value: &Value| value.as_str().unwrap().to_owned();
     for (scenario, expected) in SCENARIOS {
         let (_dir, out) = run(scenario);
         let found = findings(&out, &[]);
         let expected: BTreeSet<String> = expected.iter().map(|r| (*r).to_owned()).collect();
         assert_eq!(rules(&found), expected, "{scenario}: {found:#?}");
+        let mut analyzed: Vec<(String, String)> = (found.iter())
+            .map(|f| (text(&f["rule"]), text(&f["statement"])))
+            .collect();
+        let mut reported = support::truth::report_findings(&out.join("report.html"));
+        analyzed.sort();
+        reported.sort();
+        assert_eq!(reported, analyzed, "{scenario}: the run's report");
     }
 }
 

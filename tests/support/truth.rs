@@ -1662,6 +1662,23 @@ pub fn report(html: &Path) -> Tally {
 }
 
 /// The text of `s` after the first `start` and before the next `end`.
+/// The findings of the report at `html`: each one's rule and statement, in the table's
+/// order.
+pub fn report_findings(html: &Path) -> Vec<(String, String)> {
+    let html = std::fs::read_to_string(html).unwrap();
+    let Some(at) = html.find("<table class=\"findings\">") else {
+        return Vec::new();
+    };
+    let table = &html[at..at + html[at..].find("</table>").expect("a table ends")];
+    (table.split("<tr class=").skip(1))
+        .map(|row| {
+            let cells: Vec<&str> = row.split("<td>").skip(1).collect();
+            let rule = between(cells[1], "<code>", "</code>");
+            (unescape(rule), unescape(between(cells[3], "", "</td>")))
+        })
+        .collect()
+}
+
 fn between<'s>(s: &'s str, start: &str, end: &str) -> &'s str {
     let from = s.find(start).expect("the start is there") + start.len();
     let to = s[from..].find(end).expect("the end is there") + from;
