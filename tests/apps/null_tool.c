@@ -1,10 +1,20 @@
 /* null_tool.c: the least a rocprofiler-sdk tool can do to trace ROCTx, the baseline of the
  * overhead benchmark (engine/benches/overhead.rs). Built as a shared library, found through
- * ROCP_TOOL_LIBRARIES, it configures one context as rocflow's marker-trace pipeline does:
- * a buffer of rocflow's default size and watermark (32 MiB, 7/8), lossless, with buffer
- * tracing of ROCTx's thread ranges, names and control calls and of kernel dispatches,
- * started in its initialize; its buffer callback discards every record. At finalize it
- * flushes the buffer and prints "null-tool: N records" on stderr.
+ * ROCP_TOOL_LIBRARIES, it asks the SDK for the services rocflow's marker-trace pipeline
+ * asks for, and does nothing with what they give:
+ *
+ * - a context with a buffer of rocflow's default size and watermark (32 MiB, 7/8),
+ *   lossless, and buffer tracing of ROCTx's thread ranges, names and control calls and of
+ *   kernel dispatches; its buffer callback discards every record;
+ * - on that context, callback tracing of the ROCTx calls that carry a message (a range's
+ *   or a mark's), which buffered records leave out: how a tool, rocprofv3 as rocflow,
+ *   learns the messages;
+ * - a second context, never stopped, with callback tracing of ROCTx's profiler control
+ *   calls, as rocflow's tool keeps to pause and resume.
+ *
+ * With NULL_TOOL_RECORDS_ONLY=1 in the environment it asks for the buffered records only.
+ * Both contexts start in its initialize. At finalize it flushes the buffer and prints
+ * "null-tool: N records" on stderr.
  *
  * It takes the SDK's functions from the process (dlsym), so it runs on AMD's SDK and on
  * rocflow's simulated one alike. The declarations are the few it needs, with the SDK 1.0
@@ -13,6 +23,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 typedef struct { uint64_t handle; } handle_t;
 typedef struct { size_t size; const char *name; uint32_t handle; } client_id_t;
@@ -24,6 +35,15 @@ typedef struct {
     void (*finalize)(void *);
     void *tool_data;
 } configure_result_t;
+typedef struct {
+    handle_t context;
+    uint64_t thread;
+    uint64_t correlation_internal;
+    uint64_t correlation_external;
+    int32_t kind, operation, phase;
+    void *payload;
+} callback_record_t;
+typedef void (*callback_t)(callback_record_t, void *, void *);
 typedef void (*buffer_callback_t)(handle_t, handle_t, record_header_t **, size_t, void *, uint64_t);
 
 enum {
@@ -31,6 +51,8 @@ enum {
     MARKER_NAME_API = 9,
     KERNEL_DISPATCH = 11,
     MARKER_CORE_RANGE_API = 32,
+    CALLBACK_MARKER_CONTROL_API = 8,
+    CALLBACK_MARKER_CORE_RANGE_API = 21,
     POLICY_LOSSLESS = 2,
 };
 static const size_t BUFFER_BYTES = 32u << 20;
@@ -56,9 +78,22 @@ static void discard(handle_t context, handle_t buf, record_header_t **headers, s
     records += count;
 }
 
+static void ignore(callback_record_t record, void *user, void *data) {
+    (void)record, (void)user, (void)data;
+}
+
+/* Callback tracing of `kind`'s `count` operations (every one without any) in `context`. */
+static void trace_calls(handle_t context, int kind, const int32_t *operations, size_t count) {
+    CALL(rocprofiler_configure_callback_tracing_service,
+         int (*)(handle_t, int, const int32_t *, size_t, callback_t, void *), context, kind,
+         operations, count, ignore, NULL);
+}
+
 static int initialize(client_finalize_t finalize, void *data) {
     (void)finalize, (void)data;
-    handle_t context = {0};
+    const char *records_only = getenv("NULL_TOOL_RECORDS_ONLY");
+    int services = !(records_only && records_only[0] == '1');
+    handle_t context = {0}, control = {0};
     CALL(rocprofiler_create_context, int (*)(handle_t *), &context);
     CALL(rocprofiler_create_buffer,
          int (*)(handle_t, size_t, size_t, int, buffer_callback_t, void *, handle_t *), context,
@@ -69,6 +104,14 @@ static int initialize(client_finalize_t finalize, void *data) {
         CALL(rocprofiler_configure_buffer_tracing_service,
              int (*)(handle_t, int, const int32_t *, size_t, handle_t), context, kinds[i], NULL,
              0, buffer);
+    if (services) {
+        /* roctxMarkA, roctxThreadRangeA (a push and its pop), roctxProcessRangeA */
+        const int32_t with_message[] = {0, 1, 2};
+        trace_calls(context, CALLBACK_MARKER_CORE_RANGE_API, with_message, 3);
+        CALL(rocprofiler_create_context, int (*)(handle_t *), &control);
+        trace_calls(control, CALLBACK_MARKER_CONTROL_API, NULL, 0);
+        CALL(rocprofiler_start_context, int (*)(handle_t), control);
+    }
     CALL(rocprofiler_start_context, int (*)(handle_t), context);
     return failures != 0;
 }
