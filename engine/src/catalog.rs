@@ -186,9 +186,13 @@ impl StreamMeta {
 
 /// ROCTx messages, per stream and correlation id, until their marker records arrive. Kept
 /// apart from the catalog: sinks read the catalog while the decoder names records.
+///
+/// Ordered by id: messages come about in the order of their ids, and their records too, a
+/// buffer's worth behind (hundreds of thousands); a map in order keeps both ends it works
+/// at in the cache, where a hash map's look-ups miss it.
 #[derive(Debug, Default)]
 pub struct MarkerMessages {
-    streams: HashMap<u16, HashMap<u64, Sym>>,
+    streams: HashMap<u16, BTreeMap<u64, Sym>>,
 }
 
 impl MarkerMessages {
