@@ -7,8 +7,8 @@
  *   lossless, and buffer tracing of ROCTx's thread ranges, names and control calls and of
  *   kernel dispatches; its buffer callback discards every record;
  * - on that context, callback tracing of the ROCTx calls that carry a message (a range's
- *   or a mark's), which buffered records leave out: how a tool, rocprofv3 as rocflow,
- *   learns the messages;
+ *   or a mark's), which buffered records leave out: how tools learn the messages,
+ *   rocprofv3 and rocflow alike;
  * - a second context, never stopped, with callback tracing of ROCTx's profiler control
  *   calls, as rocflow's tool keeps to pause and resume.
  *

@@ -71,7 +71,7 @@ pub struct Timeline<L, M> {
     in_order: VecDeque<Pending<M>>,
     /// Spans held back that came after a later one, earliest on top: inserted among the
     /// sorted ones instead, a range moved the hundreds of spans it encloses, and that
-    /// moving took a sixth of the Perfetto sink's time.
+    /// moving took a seventh of the Perfetto sink's time.
     late: BinaryHeap<Reverse<Pending<M>>>,
     /// Arrival number of the next span: equal spans keep their order.
     arrivals: u64,
