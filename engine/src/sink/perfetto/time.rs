@@ -17,11 +17,16 @@ impl TimeUnit {
         }
     }
 
-    /// Writes a packet's timestamp: `time`, in boot time nanoseconds, in the unit.
+    /// Writes a packet's timestamp: `time`, in boot time nanoseconds, in the unit. Two
+    /// packets a slice: nanoseconds, the default, are not divided (a division by one took
+    /// a twentieth of the Perfetto sink's time).
     pub fn stamp(self, packet: &mut Encoder, time: u64) {
-        packet.uint(packet::TIMESTAMP, time / self.nanoseconds());
-        if self != TimeUnit::Ns {
-            packet.uint(packet::TIMESTAMP_CLOCK_ID, clock::SCALED);
+        match self {
+            TimeUnit::Ns => packet.uint(packet::TIMESTAMP, time),
+            unit => {
+                packet.uint(packet::TIMESTAMP, time / unit.nanoseconds());
+                packet.uint(packet::TIMESTAMP_CLOCK_ID, clock::SCALED);
+            }
         }
     }
 
