@@ -200,10 +200,14 @@ fn build(dir: &Path, rocflow: PathBuf) -> Programs {
     programs
 }
 
-/// The kit, or why there is none.
+/// The kit, or why there is none: `$REALSDK`, else `../shared/realsdk` beside this
+/// repository (`cargo bench` runs in `engine/`), else beside the working directory (the
+/// executable run elsewhere from a copy of the repository's root).
 fn kit() -> Result<PathBuf, String> {
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realsdk");
     let kit = std::env::var_os("REALSDK")
         .map(PathBuf::from)
+        .or_else(|| beside.exists().then_some(beside))
         .unwrap_or_else(|| PathBuf::from("../shared/realsdk"));
     if kit.join("env.sh").exists() {
         Ok(kit.canonicalize().unwrap())
