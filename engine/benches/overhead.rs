@@ -4,14 +4,16 @@
 //! buffered records and the callbacks that carry ROCTx messages, their data discarded),
 //! with the null tool asking for the records only, and with rocflow (`rocflow run
 //! marker-trace`), on AMD's real rocprofiler-sdk (the kit of `$REALSDK`, by default
-//! `../shared/realsdk`) and on the simulated SDK. The four run interleaved, nine rounds
-//! (five left medians that moved by a fifth from one run to the next on 16 cores),
-//! medians; the target is rocflow within 1.5× of the null tool, which leaves the SDK's
-//! own cost of those services aside. Run with `cargo bench -p rocflow --bench overhead`, or as the plain
-//! executable from the repository root: `rocflow` and its libraries are found as the
-//! other benchmarks find them (`ROCFLOW_BIN`, else beside the executable's folder), the C
-//! programs are built with `cc`. Without the kit, or without the Debian packages its libraries need, the real SDK's
-//! half says why it is skipped.
+//! `../shared/realsdk` beside the repository) and on the simulated SDK. The four run
+//! interleaved, nine rounds, medians (medians of five moved by a fifth from one run to the
+//! next on 16 cores); the target is rocflow within 1.5× of the null tool, which leaves the
+//! SDK's own cost of those services aside.
+//!
+//! Run with `cargo bench -p rocflow --bench overhead`, or as the plain executable from the
+//! repository root: `rocflow` and its libraries are found as the other benchmarks find
+//! them (`ROCFLOW_BIN`, else beside the executable's folder), the C programs are built
+//! with `cc`. Without the kit, or without the Debian packages its libraries need, the real
+//! SDK's half says why it is skipped.
 
 use std::path::{Path, PathBuf};
 

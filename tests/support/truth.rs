@@ -1661,7 +1661,6 @@ pub fn report(html: &Path) -> Tally {
     tally
 }
 
-/// The text of `s` after the first `start` and before the next `end`.
 /// The findings of the report at `html`: each one's rule and statement, in the table's
 /// order.
 pub fn report_findings(html: &Path) -> Vec<(String, String)> {
@@ -1679,6 +1678,7 @@ pub fn report_findings(html: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The text of `s` after the first `start` and before the next `end`.
 fn between<'s>(s: &'s str, start: &str, end: &str) -> &'s str {
     let from = s.find(start).expect("the start is there") + start.len();
     let to = s[from..].find(end).expect("the end is there") + from;

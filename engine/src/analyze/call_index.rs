@@ -72,10 +72,15 @@ impl CallIndex {
                 slots[(id - first) as usize].fetch_max(i as u32 + 1, Ordering::Relaxed);
             }
         });
-        for (i, call) in calls.iter().enumerate() {
-            let (pid, id) = key(call);
-            if let Some(Ids::Hashed(ids)) = index.get_mut(&pid) {
-                ids.insert(id, i as u32);
+        // Hashed in order, so that the later call of an id wins. `index` holds only the
+        // hashed processes so far: where every process has slots, as SDK runs give, no
+        // call is looked at again.
+        if !index.is_empty() {
+            for (i, call) in calls.iter().enumerate() {
+                let (pid, id) = key(call);
+                if let Some(Ids::Hashed(ids)) = index.get_mut(&pid) {
+                    ids.insert(id, i as u32);
+                }
             }
         }
         for (pid, (first, slots)) in slotted {
