@@ -38,8 +38,8 @@ pub enum Overlap {
     Exclusive,
 }
 
-/// What a timeline carries for each span, handed back to its [`Output`].
-pub trait Mark: Copy {
+/// What a timeline carries for each span, handed to its [`Output`].
+pub trait Mark {
     /// Whether the mark stands for an instant (a metric value): it fits any lane, and is
     /// never left.
     fn is_point(&self) -> bool;
@@ -56,16 +56,26 @@ pub struct Span<M> {
 /// Where a timeline's events go.
 pub trait Output<M> {
     type Location: Copy;
+    /// What leaving a span needs of it, kept while it is open.
+    type Open;
     type Error;
     /// A location for the timeline's lane number `lane` (0 first).
     fn open_lane(&mut self, lane: usize) -> Result<Self::Location, Self::Error>;
     /// A span starts (or a point happens) on a lane; its end is already known.
-    fn enter(&mut self, location: Self::Location, span: &Span<M>) -> Result<(), Self::Error>;
+    fn enter(&mut self, location: Self::Location, span: Span<M>)
+    -> Result<Self::Open, Self::Error>;
     /// A span ends, after every span on its lane that starts before its end has entered.
-    fn leave(&mut self, location: Self::Location, time: u64, mark: &M) -> Result<(), Self::Error>;
+    fn leave(
+        &mut self,
+        location: Self::Location,
+        time: u64,
+        open: Self::Open,
+    ) -> Result<(), Self::Error>;
 }
 
-pub struct Timeline<L, M> {
+/// A timeline of spans marked `M` on lanes at locations `L`, whose open spans are kept as
+/// their output's `O`.
+pub struct Timeline<L, M, O> {
     overlap: Overlap,
     /// Spans held back that came in order, sorted.
     in_order: VecDeque<Pending<M>>,
@@ -75,13 +85,14 @@ pub struct Timeline<L, M> {
     late: BinaryHeap<Reverse<Pending<M>>>,
     /// Arrival number of the next span: equal spans keep their order.
     arrivals: u64,
-    lanes: Vec<Lane<L, M>>,
+    lanes: Vec<Lane<L, O>>,
 }
 
-struct Lane<L, M> {
+struct Lane<L, O> {
     location: L,
-    /// Open spans' ends and marks, innermost last; their ends never increase.
-    open: Vec<(u64, M)>,
+    /// Open spans' ends, and what leaving them needs, innermost last; their ends never
+    /// increase.
+    open: Vec<(u64, O)>,
     /// The time of the lane's last event.
     last: u64,
     events: u64,
@@ -115,8 +126,8 @@ impl<M> Ord for Pending<M> {
     }
 }
 
-impl<L: Copy, M: Mark> Timeline<L, M> {
-    pub fn new(overlap: Overlap) -> Timeline<L, M> {
+impl<L: Copy, M: Mark, O> Timeline<L, M, O> {
+    pub fn new(overlap: Overlap) -> Timeline<L, M, O> {
         Timeline {
             overlap,
             in_order: VecDeque::new(),
@@ -127,7 +138,7 @@ impl<L: Copy, M: Mark> Timeline<L, M> {
     }
 
     /// Takes a span; writes the earliest one held back once the reorder buffer is full.
-    pub fn push<E: Output<M, Location = L>>(
+    pub fn push<E: Output<M, Location = L, Open = O>>(
         &mut self,
         span: Span<M>,
         out: &mut E,
@@ -166,7 +177,10 @@ impl<L: Copy, M: Mark> Timeline<L, M> {
     }
 
     /// Writes every span held back and leaves every open span.
-    pub fn finish<E: Output<M, Location = L>>(&mut self, out: &mut E) -> Result<(), E::Error> {
+    pub fn finish<E: Output<M, Location = L, Open = O>>(
+        &mut self,
+        out: &mut E,
+    ) -> Result<(), E::Error> {
         while let Some(next) = self.earliest() {
             self.place(next.span, out)?;
         }
@@ -181,7 +195,7 @@ impl<L: Copy, M: Mark> Timeline<L, M> {
         self.lanes.iter().map(|lane| (lane.location, lane.events))
     }
 
-    fn place<E: Output<M, Location = L>>(
+    fn place<E: Output<M, Location = L, Open = O>>(
         &mut self,
         span: Span<M>,
         out: &mut E,
@@ -217,27 +231,24 @@ impl<L: Copy, M: Mark> Timeline<L, M> {
         };
         lane.last = span.start;
         lane.events += 1;
-        out.enter(lane.location, &span)?;
-        if !span.mark.is_point() {
-            lane.open.push((span.end, span.mark));
+        let (point, end) = (span.mark.is_point(), span.end);
+        let open = out.enter(lane.location, span)?;
+        if !point {
+            lane.open.push((end, open));
         }
         Ok(())
     }
 }
 
-impl<L: Copy, M: Mark> Lane<L, M> {
+impl<L: Copy, O> Lane<L, O> {
     /// Leaves the open spans that end by `time`, innermost first.
-    fn leave_until<E: Output<M, Location = L>>(
+    fn leave_until<M, E: Output<M, Location = L, Open = O>>(
         &mut self,
         time: u64,
         out: &mut E,
     ) -> Result<(), E::Error> {
-        while let Some(&(end, mark)) = self.open.last() {
-            if end > time {
-                break;
-            }
-            out.leave(self.location, end, &mark)?;
-            self.open.pop();
+        while let Some((end, open)) = self.open.pop_if(|(end, _)| *end <= time) {
+            out.leave(self.location, end, open)?;
             self.last = end;
             self.events += 1;
         }
@@ -265,18 +276,19 @@ mod tests {
 
     impl Output<u32> for Recorder {
         type Location = usize;
+        type Open = u32;
         type Error = ();
         fn open_lane(&mut self, lane: usize) -> Result<usize, ()> {
             assert_eq!(lane, self.lanes);
             self.lanes += 1;
             Ok(lane)
         }
-        fn enter(&mut self, l: usize, span: &Span<u32>) -> Result<(), ()> {
+        fn enter(&mut self, l: usize, span: Span<u32>) -> Result<u32, ()> {
             self.events.push((l, span.start, i64::from(span.mark)));
-            Ok(())
+            Ok(span.mark)
         }
-        fn leave(&mut self, l: usize, time: u64, region: &u32) -> Result<(), ()> {
-            self.events.push((l, time, -i64::from(*region) - 1));
+        fn leave(&mut self, l: usize, time: u64, region: u32) -> Result<(), ()> {
+            self.events.push((l, time, -i64::from(region) - 1));
             Ok(())
         }
     }

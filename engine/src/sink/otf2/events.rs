@@ -140,7 +140,7 @@ pub struct Tracks {
 /// One timeline, with the spans it took since it last placed spans, and its lanes.
 struct Line {
     key: TrackKey,
-    timeline: Timeline<usize, Mark>,
+    timeline: Timeline<usize, Mark, Mark>,
     /// Spans in the order they came, not placed yet.
     arrived: Vec<Span>,
     written: Written,
@@ -463,6 +463,8 @@ impl Lane {
 
 impl Output<Mark> for Writer<'_> {
     type Location = usize;
+    /// A region is left as it was entered.
+    type Open = Mark;
     type Error = SinkError;
 
     fn open_lane(&mut self, lane: usize) -> Result<usize, SinkError> {
@@ -472,7 +474,7 @@ impl Output<Mark> for Writer<'_> {
         Ok(lane)
     }
 
-    fn enter(&mut self, lane: usize, span: &Span) -> Result<(), SinkError> {
+    fn enter(&mut self, lane: usize, span: Span) -> Result<Mark, SinkError> {
         let time = span.start;
         let Written {
             lanes,
@@ -502,11 +504,12 @@ impl Output<Mark> for Writer<'_> {
                 }
             }
         };
-        lane.write(self.spill, event)
+        lane.write(self.spill, event)?;
+        Ok(span.mark)
     }
 
-    fn leave(&mut self, lane: usize, time: u64, mark: &Mark) -> Result<(), SinkError> {
-        let Mark::Region { region, .. } = *mark else {
+    fn leave(&mut self, lane: usize, time: u64, mark: Mark) -> Result<(), SinkError> {
+        let Mark::Region { region, .. } = mark else {
             unreachable!("a metric is a point: it is never left")
         };
         self.written.times.add(time);

@@ -17,6 +17,8 @@
 //! `NAME.2.pftrace`, … each with its own descriptors and interning. Files are written in a
 //! hidden directory beside their path and moved there when the run completes.
 
+mod events;
+mod packets;
 mod proto;
 mod sequence;
 mod settings;
@@ -31,7 +33,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
-use self::proto::Encoder;
+use self::packets::Written;
 use self::sequence::Sequence;
 use self::settings::Settings;
 use self::shards::{Routes, Shards};
@@ -54,7 +56,7 @@ pub struct PerfettoSink {
     /// What each sequence encoded of the last window, written while they encode the next:
     /// on one thread, the writing alone bounded a 16-core replay at 7.5 M records/s. (With
     /// `split_size` each chunk is written at once, so that files end where they always have.)
-    pending: Vec<Encoder>,
+    pending: Vec<Written>,
     /// Per stream, the latest record start seen: where a run cut short ends.
     last_ns: HashMap<u16, u64>,
 }
@@ -85,7 +87,7 @@ impl PerfettoSink {
                 .map(|id| Sequence::new(id, options.time_unit))
                 .collect(),
             shards: Shards::new(sequences),
-            pending: (0..sequences).map(|_| Encoder::default()).collect(),
+            pending: (0..sequences).map(|_| Written::default()).collect(),
             files: Files {
                 staging: Staging::create(path)?,
                 split_size: options.split_size.as_ref().map(|size| size.bytes),
@@ -108,12 +110,8 @@ impl PerfettoSink {
 
     /// Appends what the sequences wrote of the last window to the file.
     fn write_pending(&mut self) -> Result<(), SinkError> {
-        for out in self
-            .pending
-            .iter_mut()
-            .filter(|out| !out.bytes().is_empty())
-        {
-            self.files.write(out.bytes())?;
+        for out in &mut self.pending {
+            out.write(|bytes| self.files.write(bytes))?;
             out.clear();
         }
         Ok(())
@@ -122,8 +120,9 @@ impl PerfettoSink {
     /// Appends what the sequences wrote to the file.
     fn drain(&mut self) -> Result<(), SinkError> {
         for sequence in &mut self.sequences {
-            self.files.write(sequence.out.bytes())?;
-            sequence.out.clear();
+            let written = sequence.out.written();
+            written.write(|bytes| self.files.write(bytes))?;
+            written.clear();
         }
         Ok(())
     }
@@ -202,12 +201,15 @@ impl Sink for PerfettoSink {
                         &self.settings,
                     )
                 },
-                || pending.iter().try_for_each(|out| files.write(out.bytes())),
+                || {
+                    let mut write = |bytes: &[u8]| files.write(bytes);
+                    pending.iter().try_for_each(|out| out.write(&mut write))
+                },
             );
             written?;
             for (sequence, out) in self.sequences.iter_mut().zip(&mut self.pending) {
                 out.clear();
-                std::mem::swap(&mut sequence.out, out);
+                std::mem::swap(sequence.out.written(), out);
             }
             return Ok(());
         }
@@ -230,7 +232,11 @@ impl Sink for PerfettoSink {
             let more = self
                 .sequences
                 .par_iter_mut()
-                .map(|sequence| sequence.finish(catalog, settings))
+                .map(|sequence| {
+                    let more = sequence.finish(catalog, settings);
+                    sequence.encode(settings);
+                    more
+                })
                 .reduce(|| false, |a, b| a | b);
             self.drain()?;
             if !more {
@@ -279,6 +285,9 @@ fn encode(
                 let meta = catalog.stream(chunk.stream);
                 sequence.write(chunk, routes, meta, settings, shard);
             }
+            // A sequence done placing encodes at once: the pieces of a busy one go to the
+            // threads whose sequences are done.
+            sequence.encode(settings);
         });
 }
 
