@@ -91,16 +91,21 @@ impl Packets {
 }
 
 impl Written {
-    /// Hands the packets to `write` in order.
-    pub fn write<E>(&self, mut write: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+    /// Hands the packets to `write` in order, never an empty string of bytes: a sink that
+    /// has written nothing has no file open.
+    pub fn write<E>(&self, write: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
         let bytes = self.now.bytes();
+        let mut parts = Vec::new();
         let mut from = 0;
         for (at, pieces) in &self.runs {
-            write(&bytes[from..*at])?;
-            pieces.iter().try_for_each(|piece| write(piece.bytes()))?;
+            parts.push(&bytes[from..*at]);
+            parts.extend(pieces.iter().map(Encoder::bytes));
             from = *at;
         }
-        write(&bytes[from..])
+        parts.push(&bytes[from..]);
+        (parts.into_iter())
+            .filter(|part| !part.is_empty())
+            .try_for_each(write)
     }
 
     /// Forgets the packets, keeping the buffers.
@@ -112,5 +117,65 @@ impl Written {
                 piece
             }));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::events::Value;
+    use super::super::settings::Settings;
+    use super::*;
+    use crate::plan::sink::perfetto::TimeUnit;
+
+    /// Packets placed and written at once, interleaved, come out as one thread writing each
+    /// as it came would have written them, in pieces none empty.
+    #[test]
+    fn placed_events_come_out_in_order_between_the_packets_written_at_once() {
+        let settings = Settings {
+            tracks: Vec::new(),
+            flows: true,
+            annotations: true,
+        };
+        let writer = Writer {
+            sequence: 7,
+            unit: TimeUnit::Ns,
+            settings: &settings,
+        };
+        let value = |time: u64| Event::Value {
+            uuid: 3,
+            time,
+            value: Value::Int(time as i64),
+        };
+        let (mut packets, mut alone) = (Packets::default(), Encoder::default());
+        // Runs of one event and of several pieces, between packets written at once.
+        for (run, events) in [1, 3 * PIECE + 5, 0, 2].into_iter().enumerate() {
+            for time in 0..events as u64 {
+                value(time).encode(writer, &mut alone);
+                packets.place(value(time));
+            }
+            alone.uint(1, run as u64);
+            packets.now().uint(1, run as u64);
+        }
+        packets.encode(writer);
+        let mut parts = Vec::new();
+        (packets.written())
+            .write(|part| {
+                parts.push(part.to_vec());
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert!(parts.iter().all(|part| !part.is_empty()));
+        assert!(parts.len() > 4, "the long run went in pieces");
+        assert_eq!(parts.concat(), alone.bytes());
+        // Nothing placed, nothing written.
+        packets.written().clear();
+        let mut calls = 0;
+        (packets.written())
+            .write(|_| {
+                calls += 1;
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert_eq!(calls, 0);
     }
 }
