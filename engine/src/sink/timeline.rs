@@ -247,7 +247,11 @@ impl<L: Copy, O> Lane<L, O> {
         time: u64,
         out: &mut E,
     ) -> Result<(), E::Error> {
-        while let Some((end, open)) = self.open.pop_if(|(end, _)| *end <= time) {
+        while let Some(&(end, _)) = self.open.last() {
+            if end > time {
+                break;
+            }
+            let (end, open) = self.open.pop().expect("the innermost open span");
             out.leave(self.location, end, open)?;
             self.last = end;
             self.events += 1;
