@@ -480,6 +480,7 @@ impl Row {
                         Part::KernelTime,
                         Part::Api,
                         Part::Copies,
+                        Part::Allocations,
                         Part::Markers,
                     ],
                 ),

@@ -1314,16 +1314,24 @@ pub fn summary(json: &Path) -> Tally {
     tally
 }
 
-/// A tally of Perfetto traces decoded with the official schema: slices by category, and
-/// each kernel slice's time from its begin to its end.
+/// A tally of Perfetto traces decoded with the official schema: slices by category, each
+/// kernel slice's time from its begin to its end, and the allocations and frees that
+/// moved an agent's allocated memory up or down.
 pub fn perfetto(files: &[std::path::PathBuf]) -> Tally {
     let mut tally = Tally::default();
     for file in crate::decode_perfetto(files) {
         let mut open: BTreeMap<String, Vec<(String, String, u64)>> = BTreeMap::new();
+        let mut allocated: BTreeMap<String, i64> = BTreeMap::new();
         for event in file["events"].as_array().unwrap() {
             let track = event["track"].to_string();
             let ts = event["ts"].as_u64().unwrap();
             match event["type"].as_str().unwrap() {
+                "C" if file["tracks"][&track]["name"] == "allocated memory" => {
+                    let now = event["value"].as_i64().unwrap();
+                    let before = allocated.insert(track, now).unwrap_or(0);
+                    let operation = if now > before { "ALLOCATE" } else { "FREE" };
+                    *tally.allocations.entry(operation.into()).or_default() += 1;
+                }
                 "B" => {
                     let category = event["category"].as_str().unwrap_or_default().to_owned();
                     let name = event["name"].as_str().unwrap_or_default().to_owned();
