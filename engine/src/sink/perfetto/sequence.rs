@@ -440,10 +440,11 @@ impl Output<Slice> for Slices<'_> {
         self.start_file();
         let (name, new_name) = self.name(&span.mark);
         let category = category(&span.mark);
-        let new_category = category.is_some_and(|c| self.interned.categories & (1 << c) == 0);
-        if let Some(c) = category.filter(|_| new_category) {
+        let new_category = category.is_some_and(|c| {
+            let known = self.interned.categories & (1 << c) != 0;
             self.interned.categories |= 1 << c;
-        }
+            !known
+        });
         let stream = self.key.stream;
         let call_args = match &span.mark {
             Slice::Api(r) if !self.call_args.is_empty() => {
