@@ -15,6 +15,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use rayon::prelude::*;
+
 use super::Value;
 use crate::descriptors::PooledFile;
 
@@ -124,6 +126,11 @@ impl Records {
         self.rows.push((rowid, self.bytes.len()));
     }
 
+    /// How many rows it has.
+    pub fn count(&self) -> usize {
+        self.rows.len()
+    }
+
     /// Each row's rowid and record, in order.
     pub fn iter(&self) -> impl Iterator<Item = (i64, &[u8])> {
         let starts = std::iter::once(0).chain(self.rows.iter().map(|&(_, end)| end));
@@ -151,6 +158,9 @@ pub struct AppendTable {
     leaves: Vec<Child>,
     /// Pages filled since they were last numbered.
     fresh: Fresh,
+    /// The bytes of pages written, kept for pages to come: a table fills megabytes at a
+    /// time, which the allocator would otherwise map and fault in anew each time.
+    spare: Vec<u8>,
 }
 
 /// Pages filled and not yet numbered: their bytes, one page after another; where they
@@ -201,59 +211,105 @@ impl AppendTable {
             last: None,
             leaves: Vec::new(),
             fresh: Fresh::default(),
+            spare: Vec::new(),
         }
     }
 
     /// Fills `rows` (rowids and records, such as [`Records::iter`] gives) into leaves,
-    /// each row's rowid larger than any before it.
-    pub fn fill<'r>(&mut self, rows: impl IntoIterator<Item = (i64, &'r [u8])>) -> io::Result<()> {
-        for (rowid, record) in rows {
+    /// each row's rowid larger than any before it. Where the rows fill leaves of their
+    /// own, they are first shared out among the leaves (a walk over the cells' sizes), and
+    /// the leaves are filled in parallel: a table of most of a run's rows fills on every
+    /// thread, not on one.
+    pub fn fill(&mut self, rows: &[(i64, &[u8])]) -> io::Result<()> {
+        let leaves = self.share(rows)?;
+        // The rows of the leaf being filled, those of whole leaves, and those of the next.
+        let [first, .., last] = leaves.as_slice() else {
+            return rows
+                .iter()
+                .try_for_each(|&(id, record)| self.append(id, record));
+        };
+        for &(rowid, record) in &rows[..first.start] {
+            self.append(rowid, record)?;
+        }
+        self.retire_leaf(self.last.expect("a full leaf holds rows"));
+        self.fill_leaves(rows, &leaves[..leaves.len() - 1], last.start);
+        self.last = Some(rows[last.start - 1].0);
+        for &(rowid, record) in &rows[last.start..] {
             self.append(rowid, record)?;
         }
         Ok(())
+    }
+
+    /// Where each leaf that `rows` begin starts among them, and how many overflow pages
+    /// its rows spill to; refuses rows out of order.
+    fn share(&self, rows: &[(i64, &[u8])]) -> io::Result<Vec<Leaf>> {
+        let size = self.pages.size;
+        let (mut room, mut last) = (self.leaf.room, self.last);
+        let mut leaves: Vec<Leaf> = Vec::new();
+        for (i, &(rowid, record)) in rows.iter().enumerate() {
+            if let Some(last) = last
+                && rowid <= last
+            {
+                return Err(out_of_order(rowid, last));
+            }
+            last = Some(rowid);
+            let cell = Cell::of(size, rowid, record.len());
+            if !room.fits(cell.len) {
+                leaves.push(Leaf {
+                    start: i,
+                    overflow: 0,
+                });
+                room = Room::new(size, LEAF_HEADER);
+            }
+            room.take(cell.len);
+            if let Some(leaf) = leaves.last_mut() {
+                leaf.overflow += cell.overflow(size, record.len());
+            }
+        }
+        Ok(leaves)
+    }
+
+    /// Fills `leaves` of `rows`, each ending where the next starts (the last at `end`),
+    /// each after its overflow pages, in parallel, into fresh pages.
+    fn fill_leaves(&mut self, rows: &[(i64, &[u8])], leaves: &[Leaf], end: usize) {
+        let size = self.pages.size;
+        let first = self.fresh.len(size);
+        let pages: usize = leaves.iter().map(|leaf| leaf.overflow + 1).sum();
+        self.fresh.bytes.resize((first + pages) * size, 0);
+        // Leaves a job: enough to outweigh handing them over.
+        const JOB: usize = 8;
+        let mut jobs = Vec::new();
+        let (mut out, mut page) = (&mut self.fresh.bytes[first * size..], first);
+        for (i, job) in leaves.chunks(JOB).enumerate() {
+            let pages: usize = job.iter().map(|leaf| leaf.overflow + 1).sum();
+            let (these, rest) = out.split_at_mut(pages * size);
+            let stop = leaves.get((i + 1) * JOB).map_or(end, |next| next.start);
+            jobs.push((job, stop, these, page));
+            (out, page) = (rest, page + pages);
+        }
+        let filled: Vec<Pointers> = (jobs.into_par_iter())
+            .map(|(job, stop, out, page)| fill_pages(size, rows, job, stop, out, page))
+            .collect();
+        for filled in filled {
+            self.fresh.links.extend(filled.links);
+            self.fresh.leaves.extend(filled.leaves);
+        }
     }
 
     fn append(&mut self, rowid: i64, record: &[u8]) -> io::Result<()> {
         if let Some(last) = self.last
             && rowid <= last
         {
-            return Err(invalid(format!(
-                "row {rowid} comes after row {last}: rows append in order of their ids"
-            )));
+            return Err(out_of_order(rowid, last));
         }
-        // Every byte of a page is usable: `Pages::open` refuses reserved bytes.
-        let usable = self.pages.size;
-        // The payload kept on the leaf, the rest spilled to overflow pages (SQLite's rule
-        // for table leaves).
-        let most = usable - 35;
-        let local = if record.len() <= most {
-            record.len()
-        } else {
-            let least = (usable - 12) * 32 / 255 - 23;
-            let local = least + (record.len() - least) % (usable - 4);
-            if local <= most { local } else { least }
-        };
-        let spills = local < record.len();
-        let cell = varint_len(record.len() as u64)
-            + varint_len(rowid as u64)
-            + local
-            + if spills { 4 } else { 0 };
-        if !self.leaf.fits(cell) {
+        let cell = Cell::of(self.pages.size, rowid, record.len());
+        if !self.leaf.room.fits(cell.len) {
             let last = self.last.expect("a full leaf holds rows");
             self.retire_leaf(last);
         }
-        let overflow = if spills {
-            Some(self.overflow(&record[local..]))
-        } else {
-            None
-        };
-        let top = self.leaf.top - cell;
-        let out = self.leaf.cell(cell);
-        let mut at = put_varint(out, record.len() as u64);
-        at += put_varint(&mut out[at..], rowid as u64);
-        out[at..at + local].copy_from_slice(&record[..local]);
-        if let Some(first) = overflow {
-            self.leaf_links.push((top + at + local, first));
+        if let Some(at) = put_cell(&mut self.leaf, rowid, record, cell) {
+            let first = self.overflow(&record[cell.local..]);
+            self.leaf_links.push((at, first));
         }
         self.last = Some(rowid);
         Ok(())
@@ -272,21 +328,12 @@ impl AppendTable {
     /// Adds `rest` of a payload as a chain of overflow pages; returns the first's index.
     fn overflow(&mut self, rest: &[u8]) -> usize {
         let size = self.pages.size;
-        let mut page = vec![0u8; size];
-        let mut first = None;
-        let chunks = rest.chunks(size - 4);
-        let count = chunks.len();
-        for (i, chunk) in chunks.enumerate() {
-            page[4..4 + chunk.len()].copy_from_slice(chunk);
-            page[4 + chunk.len()..].fill(0);
-            let base = self.fresh.bytes.len();
-            let index = self.fresh.add(&page);
-            if i + 1 < count {
-                self.fresh.links.push((base, index + 1));
-            }
-            first.get_or_insert(index);
-        }
-        first.expect("a payload spills at least a byte")
+        let first = self.fresh.len(size);
+        let count = rest.len().div_ceil(size - 4);
+        self.fresh.bytes.resize((first + count) * size, 0);
+        let out = &mut self.fresh.bytes[first * size..];
+        spill(size, rest, out, first, &mut self.fresh.links);
+        first
     }
 
     /// Gives the pages filled since the last call their numbers, past every other page,
@@ -310,9 +357,15 @@ impl AppendTable {
         self.leaves.extend(leaves);
         Numbered {
             pages: Arc::clone(&self.pages),
-            bytes: std::mem::take(&mut fresh.bytes),
+            bytes: std::mem::replace(&mut fresh.bytes, std::mem::take(&mut self.spare)),
             numbers,
         }
+    }
+
+    /// Keeps `bytes`, those of pages it numbered and that were written, for its next pages.
+    pub fn reuse(&mut self, mut bytes: Vec<u8>) {
+        bytes.clear();
+        self.spare = bytes;
     }
 
     /// Writes the last leaf and the interior pages above the leaves, the top one in the
@@ -350,11 +403,135 @@ impl AppendTable {
     }
 }
 
+/// A leaf that rows begin: the first of its rows, and the overflow pages they spill to.
+struct Leaf {
+    start: usize,
+    overflow: usize,
+}
+
+/// Where pages filled apart point at each other, and the leaves among them, as [`Fresh`]
+/// keeps them.
+#[derive(Default)]
+struct Pointers {
+    links: Vec<(usize, usize)>,
+    leaves: Vec<(usize, i64)>,
+}
+
+/// Fills `leaves` of `rows` (the last ending at row `end`), each after its overflow pages,
+/// into `out`: the fresh pages from index `first` on.
+fn fill_pages(
+    size: usize,
+    rows: &[(i64, &[u8])],
+    leaves: &[Leaf],
+    end: usize,
+    mut out: &mut [u8],
+    first: usize,
+) -> Pointers {
+    let mut pointers = Pointers::default();
+    let mut next = first;
+    for (i, leaf) in leaves.iter().enumerate() {
+        let stop = leaves.get(i + 1).map_or(end, |after| after.start);
+        let (mut overflow, rest) = std::mem::take(&mut out).split_at_mut(leaf.overflow * size);
+        let (bytes, rest) = rest.split_at_mut(size);
+        out = rest;
+        let here = next + leaf.overflow;
+        let mut page = Page::over(bytes, LEAF_HEADER);
+        for &(rowid, record) in &rows[leaf.start..stop] {
+            let cell = Cell::of(size, rowid, record.len());
+            if let Some(at) = put_cell(&mut page, rowid, record, cell) {
+                let count = cell.overflow(size, record.len());
+                let (these, more) = std::mem::take(&mut overflow).split_at_mut(count * size);
+                spill(
+                    size,
+                    &record[cell.local..],
+                    these,
+                    next,
+                    &mut pointers.links,
+                );
+                pointers.links.push((here * size + at, next));
+                (overflow, next) = (more, next + count);
+            }
+        }
+        page.bytes(TABLE_LEAF);
+        pointers.leaves.push((here, rows[stop - 1].0));
+        next = here + 1;
+    }
+    pointers
+}
+
+/// A row's cell on a leaf: its bytes, and those of its payload kept there, the rest
+/// spilling to overflow pages (SQLite's rule for table leaves).
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    len: usize,
+    local: usize,
+}
+
+impl Cell {
+    /// The cell of row `rowid` with a payload of `payload` bytes, on pages of `size` bytes
+    /// (every byte usable: `Pages::open` refuses reserved bytes).
+    fn of(size: usize, rowid: i64, payload: usize) -> Cell {
+        let most = size - 35;
+        let local = if payload <= most {
+            payload
+        } else {
+            let least = (size - 12) * 32 / 255 - 23;
+            let local = least + (payload - least) % (size - 4);
+            if local <= most { local } else { least }
+        };
+        let pointer = if local < payload { 4 } else { 0 };
+        Cell {
+            len: varint_len(payload as u64) + varint_len(rowid as u64) + local + pointer,
+            local,
+        }
+    }
+
+    /// The overflow pages its payload of `payload` bytes spills to.
+    fn overflow(self, size: usize, payload: usize) -> usize {
+        (payload - self.local).div_ceil(size - 4)
+    }
+}
+
+/// Writes a row's cell to `leaf`, which has room for it; returns where on the page the
+/// number of its first overflow page goes, if it spills.
+fn put_cell<B: AsMut<[u8]>>(
+    leaf: &mut Page<B>,
+    rowid: i64,
+    record: &[u8],
+    cell: Cell,
+) -> Option<usize> {
+    let out = leaf.cell(cell.len);
+    let mut at = put_varint(out, record.len() as u64);
+    at += put_varint(&mut out[at..], rowid as u64);
+    out[at..at + cell.local].copy_from_slice(&record[..cell.local]);
+    (cell.local < record.len()).then_some(leaf.room.top + at + cell.local)
+}
+
+/// Writes `rest` of a payload over the overflow pages `out` (zeroed; fresh pages from
+/// index `first` on), each page's first four bytes naming the next, which `links` records.
+fn spill(size: usize, rest: &[u8], out: &mut [u8], first: usize, links: &mut Vec<(usize, usize)>) {
+    let count = rest.len().div_ceil(size - 4);
+    for (i, (chunk, page)) in rest.chunks(size - 4).zip(out.chunks_mut(size)).enumerate() {
+        page[4..4 + chunk.len()].copy_from_slice(chunk);
+        if i + 1 < count {
+            links.push(((first + i) * size, first + i + 1));
+        }
+    }
+}
+
+#[cold]
+fn out_of_order(rowid: i64, last: i64) -> io::Error {
+    invalid(format!(
+        "row {rowid} comes after row {last}: rows append in order of their ids"
+    ))
+}
+
 impl Numbered {
     /// Writes the pages, each run of consecutive numbers in one call: a call a page, from
     /// every thread at once, queued them on the file's lock in the kernel (on 16 cores a
-    /// replay spent as much time in the kernel as in its own code).
-    pub fn write(self) -> io::Result<()> {
+    /// replay spent as much time in the kernel as in its own code). Returns their bytes'
+    /// buffer, for their table to [`AppendTable::reuse`].
+    pub fn write(self) -> io::Result<Vec<u8>> {
         let size = self.pages.size;
         let mut rest = &self.numbers[..];
         let mut bytes = &self.bytes[..];
@@ -367,7 +544,7 @@ impl Numbered {
             self.pages.write(first, these)?;
             (rest, bytes) = (&rest[run..], more);
         }
-        Ok(())
+        Ok(self.bytes)
     }
 }
 
@@ -397,20 +574,19 @@ fn groups(children: &[Child], size: usize) -> Vec<std::ops::Range<usize>> {
     groups
 }
 
-/// A B-tree page being filled: the header and cell pointers grow from its start, the cells
-/// from its end.
-struct Page {
-    bytes: Vec<u8>,
+/// Room left on a B-tree page being filled: the header and cell pointers grow from its
+/// start, the cells from its end.
+#[derive(Debug, Clone, Copy)]
+struct Room {
     header: usize,
     cells: usize,
     /// Where the cells begin.
     top: usize,
 }
 
-impl Page {
-    fn new(size: usize, header: usize) -> Page {
-        Page {
-            bytes: vec![0; size],
+impl Room {
+    fn new(size: usize, header: usize) -> Room {
+        Room {
             header,
             cells: 0,
             top: size,
@@ -421,13 +597,24 @@ impl Page {
         self.header + 2 * (self.cells + 1) + cell <= self.top
     }
 
-    /// Room for the next cell, of `len` bytes, which [`Page::fits`].
-    fn cell(&mut self, len: usize) -> &mut [u8] {
+    /// Takes room for a cell of `len` bytes, which [`Room::fits`]; returns where its
+    /// pointer goes.
+    fn take(&mut self, len: usize) -> usize {
         self.top -= len;
-        let pointer = self.header + 2 * self.cells;
-        self.bytes[pointer..pointer + 2].copy_from_slice(&(self.top as u16).to_be_bytes());
         self.cells += 1;
-        &mut self.bytes[self.top..self.top + len]
+        self.header + 2 * (self.cells - 1)
+    }
+}
+
+/// A B-tree page being filled, in bytes of its own or in place among other pages.
+struct Page<B = Vec<u8>> {
+    bytes: B,
+    room: Room,
+}
+
+impl Page {
+    fn new(size: usize, header: usize) -> Page {
+        Page::over(vec![0; size], header)
     }
 
     /// Fills the page with the cells of `children`, the last of them its right-most child.
@@ -438,27 +625,45 @@ impl Page {
             let mut cell = [0u8; 13];
             cell[..4].copy_from_slice(&child.page.to_be_bytes());
             let len = 4 + put_varint(&mut cell[4..], child.last as u64);
-            debug_assert!(self.fits(len));
+            debug_assert!(self.room.fits(len));
             self.cell(len).copy_from_slice(&cell[..len]);
         }
         self.bytes[8..12].copy_from_slice(&right.page.to_be_bytes());
     }
 
-    /// The page's bytes, its header written for a page of `kind`.
-    fn bytes(&mut self, kind: u8) -> &[u8] {
-        self.bytes[0] = kind;
-        // No free blocks, no fragments; 0 stands for 65536 where the cells begin.
-        self.bytes[1..3].fill(0);
-        self.bytes[3..5].copy_from_slice(&(self.cells as u16).to_be_bytes());
-        self.bytes[5..7].copy_from_slice(&(self.top as u16).to_be_bytes());
-        self.bytes[7] = 0;
-        &self.bytes
-    }
-
     fn clear(&mut self) {
         self.bytes.fill(0);
-        self.cells = 0;
-        self.top = self.bytes.len();
+        self.room = Room::new(self.bytes.len(), self.room.header);
+    }
+}
+
+impl<B: AsMut<[u8]>> Page<B> {
+    /// A page over `bytes`, zeroed.
+    fn over(mut bytes: B, header: usize) -> Page<B> {
+        let room = Room::new(bytes.as_mut().len(), header);
+        Page { bytes, room }
+    }
+
+    /// Room for the next cell, of `len` bytes, which fits.
+    fn cell(&mut self, len: usize) -> &mut [u8] {
+        let pointer = self.room.take(len);
+        let top = self.room.top;
+        let bytes = self.bytes.as_mut();
+        bytes[pointer..pointer + 2].copy_from_slice(&(top as u16).to_be_bytes());
+        &mut bytes[top..top + len]
+    }
+
+    /// The page's bytes, its header written for a page of `kind`.
+    fn bytes(&mut self, kind: u8) -> &[u8] {
+        let Room { cells, top, .. } = self.room;
+        let bytes = self.bytes.as_mut();
+        bytes[0] = kind;
+        // No free blocks, no fragments; 0 stands for 65536 where the cells begin.
+        bytes[1..3].fill(0);
+        bytes[3..5].copy_from_slice(&(cells as u16).to_be_bytes());
+        bytes[5..7].copy_from_slice(&(top as u16).to_be_bytes());
+        bytes[7] = 0;
+        bytes
     }
 }
 
@@ -812,10 +1017,21 @@ mod tests {
         assert_eq!(check, "ok", "SQLite adds rows to the file as to its own");
     }
 
+    /// How `batched` fills the tables of a batch.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Filling {
+        /// The two tables on two threads, their leaves in parallel.
+        Parallel,
+        /// `e` before `t`, their leaves in parallel.
+        InTurn,
+        /// `e` before `t`, a row at a time: one after another.
+        RowByRow,
+    }
+
     /// Builds `t` with the rows of `row` and `e` with as many, in batches of runs each
-    /// filled, numbered and written as the rocpd sink does; `parallel` fills the two tables
-    /// of a batch on two threads, else `e` before `t`. Returns the file's bytes.
-    fn batched(path: &Path, parallel: bool) -> Vec<u8> {
+    /// filled (as `filling` says), numbered and written as the rocpd sink does. Returns the
+    /// file's bytes.
+    fn batched(path: &Path, filling: Filling) -> Vec<u8> {
         let root = database(path);
         let conn = Connection::open(path).unwrap();
         let other: u32 = conn
@@ -855,21 +1071,28 @@ mod tests {
         for batch in 0..5 {
             let rows = batch * 1000..(batch + 1) * 1000;
             let (of_t, of_e) = (runs(rows.clone(), true), runs(rows, false));
-            let (of_t, of_e) = (
-                of_t.iter().flat_map(Records::iter),
-                of_e.iter().flat_map(Records::iter),
+            let (of_t, of_e): (Vec<_>, Vec<_>) = (
+                of_t.iter().flat_map(Records::iter).collect(),
+                of_e.iter().flat_map(Records::iter).collect(),
             );
-            if parallel {
-                let (a, b) = rayon::join(|| t.fill(of_t), || e.fill(of_e));
-                a.unwrap();
-                b.unwrap();
-            } else {
-                e.fill(of_e).unwrap();
-                t.fill(of_t).unwrap();
+            match filling {
+                Filling::Parallel => {
+                    let (a, b) = rayon::join(|| t.fill(&of_t), || e.fill(&of_e));
+                    a.unwrap();
+                    b.unwrap();
+                }
+                Filling::InTurn => {
+                    e.fill(&of_e).unwrap();
+                    t.fill(&of_t).unwrap();
+                }
+                Filling::RowByRow => {
+                    of_e.iter().for_each(|row| e.fill(&[*row]).unwrap());
+                    of_t.iter().for_each(|row| t.fill(&[*row]).unwrap());
+                }
             }
             let (t_pages, e_pages) = (t.number(), e.number());
-            t_pages.write().unwrap();
-            e_pages.write().unwrap();
+            t.reuse(t_pages.write().unwrap());
+            e.reuse(e_pages.write().unwrap());
         }
         t.finish().unwrap();
         e.finish().unwrap();
@@ -881,8 +1104,14 @@ mod tests {
     fn tables_filled_in_batches_on_any_threads_make_the_same_whole_file() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
-        let parallel = batched(&a, true);
-        assert_eq!(parallel, batched(&b, false), "the same bytes");
+        let parallel = batched(&a, Filling::Parallel);
+        for filling in [Filling::InTurn, Filling::RowByRow] {
+            assert!(
+                parallel == batched(&b, filling),
+                "the same bytes {filling:?}"
+            );
+            std::fs::remove_file(&b).unwrap();
+        }
         let conn = Connection::open(&a).unwrap();
         let check: String = conn
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
@@ -962,6 +1191,13 @@ mod tests {
         let error = table.append(2, &bytes).unwrap_err();
         assert!(
             error.to_string().contains("in order of their ids"),
+            "{error}"
+        );
+        // Rows filled at once are shared out among leaves before any is filled.
+        let rows: Vec<_> = (3..2000).chain([1000]).map(|id| (id, &bytes[..])).collect();
+        let error = table.fill(&rows).unwrap_err();
+        assert!(
+            error.to_string().contains("row 1000 comes after row 1999"),
             "{error}"
         );
     }

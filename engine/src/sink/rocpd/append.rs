@@ -124,15 +124,16 @@ struct TableWriter {
 
 impl TableWriter {
     /// Fills the rows of `runs`, in order, into the table's leaves.
-    fn fill<'r>(&mut self, runs: impl Iterator<Item = &'r Records>) -> Result<(), Fault> {
-        let rows = runs.flat_map(Records::iter);
-        match &mut self.numbered {
-            None => self.table.fill(rows)?,
-            Some(last) => self.table.fill(rows.map(|(_, record)| {
+    fn fill(&mut self, runs: &[&Records]) -> Result<(), Fault> {
+        let mut rows = Vec::with_capacity(runs.iter().map(|run| run.count()).sum());
+        rows.extend(runs.iter().flat_map(|run| run.iter()));
+        if let Some(last) = &mut self.numbered {
+            for (rowid, _) in &mut rows {
                 *last += 1;
-                (*last, record)
-            }))?,
+                *rowid = *last;
+            }
         }
+        self.table.fill(&rows)?;
         Ok(())
     }
 }
@@ -186,7 +187,9 @@ impl Writers {
             || rayon::join(|| filled.write(), || fill(tables, built)),
             build,
         );
-        wrote?;
+        for (writer, bytes) in self.tables.iter_mut().zip(wrote?) {
+            writer.table.reuse(bytes);
+        }
         self.filled = filled?;
         self.built = next?;
         Ok(())
@@ -208,8 +211,10 @@ impl Writers {
 /// same on any number of threads.
 fn fill(tables: &mut [TableWriter], runs: &mut Vec<Rows>) -> Result<Filled, Fault> {
     let built: &[Rows] = runs;
-    (tables.par_iter_mut().enumerate())
-        .try_for_each(|(t, writer)| writer.fill(built.iter().map(|rows| &rows.0[t])))?;
+    (tables.par_iter_mut().enumerate()).try_for_each(|(t, writer)| {
+        let runs: Vec<&Records> = built.iter().map(|rows| &rows.0[t]).collect();
+        writer.fill(&runs)
+    })?;
     runs.clear();
     Ok(Filled(
         tables.iter_mut().map(|w| w.table.number()).collect(),
@@ -221,10 +226,10 @@ fn fill(tables: &mut [TableWriter], runs: &mut Vec<Rows>) -> Result<Filled, Faul
 struct Filled(Vec<Numbered>);
 
 impl Filled {
-    /// Writes the pages, the tables' in parallel.
-    fn write(self) -> Result<(), Fault> {
-        (self.0.into_par_iter()).try_for_each(Numbered::write)?;
-        Ok(())
+    /// Writes the pages, the tables' in parallel; returns each table's buffer of them.
+    fn write(self) -> Result<Vec<Vec<u8>>, Fault> {
+        let written = (self.0.into_par_iter()).map(Numbered::write);
+        written.collect::<std::io::Result<_>>().map_err(Fault::Io)
     }
 }
 
