@@ -1,33 +1,33 @@
 //! The events of dispatches. Their ids are computed from the dispatch (see `ids`), so they
 //! come in no order of id, and counter samples, which may come before their dispatch or
 //! without it, name them: a bare event is set aside for them, for which the dispatch's own
-//! event stands in if it comes. They wait in runs sorted in memory and spilled to an
-//! unlinked file beside the database, and join the event table when the records end:
-//! merged in order of id, one per id, after the table's other rows, whose ids are all
-//! smaller.
+//! event stands in if it comes. They are gathered in runs, which are sorted and spilled
+//! to an unlinked file beside the database while the next are gathered, and join the event
+//! table when the records end: merged in order of id, one per id, after the table's other
+//! rows, whose ids are all smaller.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use rayon::slice::ParallelSliceMut;
 
-use super::fault::Fault;
 use crate::rocpd::schema::NO_DATA;
 use crate::sqlite::{Value, row};
 
-/// Events sorted in memory at a time: 3 MiB, so that a run's memory stays flat (the
-/// merge reads 16 KiB of each spilled run at a time: 2 MiB for 10 M events).
+/// Events sorted in memory at a time: 3 MiB, so that a run's memory stays flat (a segment
+/// of records gathers a few runs before they are spilled; the merge reads 16 KiB of each
+/// spilled run at a time: 2 MiB for 10 M events).
 const RUN: usize = 1 << 16;
 /// Bytes read from a spilled run at a time, while merging.
 const READ: usize = 16 << 10;
 
 /// An event set aside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Event {
+pub struct Event {
     id: i64,
     /// Which of the events of one id is kept: the last dispatch's, else the first bare one.
     rank: u64,
@@ -77,35 +77,37 @@ pub enum Aside {
     Counted { id: i64, category: i64 },
 }
 
+/// Events being gathered.
 pub struct Dispatches {
     /// Events of the run being gathered.
     run: Vec<Event>,
-    /// Runs spilled, sorted: each one's offset and length in the file.
-    spilled: Vec<(u64, u64)>,
-    file: Option<BufWriter<File>>,
-    /// Where spilled files go: beside the database.
-    dir: std::path::PathBuf,
+    /// Runs gathered whole, not yet spilled.
+    full: Vec<Vec<Event>>,
     /// Events set aside so far, which orders them.
     arrived: u64,
     /// Events sorted in memory at a time.
     capacity: usize,
 }
 
-impl Dispatches {
-    /// Events set aside in memory, and on disk in `dir`.
-    pub fn new(dir: &Path) -> Dispatches {
-        Dispatches::with_capacity(dir, RUN)
+impl Default for Dispatches {
+    fn default() -> Dispatches {
+        Dispatches::with_capacity(RUN)
     }
+}
 
-    fn with_capacity(dir: &Path, capacity: usize) -> Dispatches {
+impl Dispatches {
+    fn with_capacity(capacity: usize) -> Dispatches {
         Dispatches {
             run: Vec::new(),
-            spilled: Vec::new(),
-            file: None,
-            dir: dir.to_owned(),
+            full: Vec::new(),
             arrived: 0,
             capacity,
         }
+    }
+
+    /// The runs gathered whole since the last call, to be spilled.
+    pub fn full(&mut self) -> Vec<Vec<Event>> {
+        std::mem::take(&mut self.full)
     }
 
     pub fn add(&mut self, aside: Aside) -> io::Result<()> {
@@ -155,40 +157,79 @@ impl Dispatches {
             correlation,
         });
         if self.run.len() == self.capacity {
-            self.spill()?;
+            let run = std::mem::replace(&mut self.run, Vec::with_capacity(self.capacity));
+            self.full.push(run);
         }
         Ok(())
     }
+}
 
-    /// Sorts the run (on the rayon pool: no two events are equal, each having its own
+/// Runs of events spilled, sorted, to a file.
+pub struct Spilled {
+    /// Each run's offset and length in the file.
+    runs: Vec<(u64, u64)>,
+    file: Option<File>,
+    /// Where the file goes: beside the database.
+    dir: std::path::PathBuf,
+}
+
+impl Spilled {
+    /// Runs to be spilled to a file in `dir`.
+    pub fn new(dir: &Path) -> Spilled {
+        Spilled {
+            runs: Vec::new(),
+            file: None,
+            dir: dir.to_owned(),
+        }
+    }
+
+    /// Sorts each run (on the rayon pool: no two events are equal, each having its own
     /// rank, so their order is one on any number of threads) and writes it to the file.
-    fn spill(&mut self) -> io::Result<()> {
-        self.run.par_sort_unstable();
-        let file = match &mut self.file {
-            Some(file) => file,
-            None => self
-                .file
-                .insert(BufWriter::new(tempfile::tempfile_in(&self.dir)?)),
-        };
-        let start = self.spilled.last().map_or(0, |(at, len)| at + len);
-        for event in &self.run {
-            file.write_all(&event.to_bytes())?;
+    pub fn spill(&mut self, runs: Vec<Vec<Event>>) -> io::Result<()> {
+        for mut run in runs {
+            run.par_sort_unstable();
+            let file = match &mut self.file {
+                Some(file) => file,
+                None => self.file.insert(tempfile::tempfile_in(&self.dir)?),
+            };
+            let bytes: Vec<u8> = run.iter().flat_map(|event| event.to_bytes()).collect();
+            let at = self.runs.last().map_or(0, |(at, len)| at + len);
+            file.write_all_at(&bytes, at)?;
+            self.runs.push((at, bytes.len() as u64));
         }
-        self.spilled
-            .push((start, (self.run.len() * EVENT_BYTES) as u64));
-        self.run.clear();
         Ok(())
     }
 
-    /// Gives `push` the event table's rows of the events set aside, in order of id, one
-    /// per id.
-    pub fn join(self, mut push: impl FnMut([Value; 6]) -> Result<(), Fault>) -> Result<(), Fault> {
-        self.merge(|event| {
+    /// The events set aside, these spilled and those still `gathered`, each run sorted,
+    /// ready to be merged.
+    pub fn sorted(mut self, mut gathered: Dispatches) -> io::Result<Sorted> {
+        self.spill(gathered.full())?;
+        gathered.run.par_sort_unstable();
+        Ok(Sorted {
+            memory: gathered.run,
+            spilled: self.runs,
+            file: self.file,
+        })
+    }
+}
+
+/// The events set aside, in sorted runs: spilled ones, and the last in memory.
+pub struct Sorted {
+    memory: Vec<Event>,
+    spilled: Vec<(u64, u64)>,
+    file: Option<File>,
+}
+
+impl Sorted {
+    /// The event table's rows of the events, in order of id, one per id.
+    pub fn rows(&self) -> impl Iterator<Item = io::Result<[Value; 6]>> + Send + '_ {
+        self.merged().map(|event| {
+            let event = event?;
             let (stack, external) = match event.correlation {
                 Some((internal, external)) => (Some(internal), Some(external)),
                 None => (None, None),
             };
-            push(row![
+            Ok(row![
                 event.id,
                 event.category,
                 stack,
@@ -199,57 +240,92 @@ impl Dispatches {
         })
     }
 
-    /// Calls `each` with the event kept of each id, in order of id.
-    fn merge(mut self, mut each: impl FnMut(Event) -> Result<(), Fault>) -> Result<(), Fault> {
-        self.run.sort_unstable();
-        let file = match self.file.take() {
-            Some(file) => Some(file.into_inner().map_err(|e| e.into_error())?),
-            None => None,
-        };
-        let mut runs: Vec<Run> = (self.spilled.iter())
-            .map(|&(at, len)| Run::Spilled {
-                file: file.as_ref().expect("spilled runs have a file"),
-                at,
-                end: at + len,
-                buffer: Vec::new(),
-                next: 0,
-            })
-            .collect();
-        runs.push(Run::Memory(self.run.into_iter()));
-        let mut heads = BinaryHeap::new();
-        for (i, run) in runs.iter_mut().enumerate() {
-            if let Some(event) = run.next()? {
-                heads.push(Reverse((event, i)));
-            }
+    /// The event kept of each id, in order of id.
+    fn merged(&self) -> Merged<'_> {
+        let spilled = self.spilled.iter().map(|&(at, len)| Run::Spilled {
+            file: self.file.as_ref().expect("spilled runs have a file"),
+            at,
+            end: at + len,
+            buffer: Vec::new(),
+            next: 0,
+        });
+        let runs: Vec<Run> = spilled.chain([Run::Memory(self.memory.iter())]).collect();
+        Merged {
+            runs,
+            heads: None,
+            lead: None,
+            last: None,
         }
-        let mut last = None;
-        let mut keep = |event: Event| {
-            if last == Some(event.id) {
-                return Ok(());
-            }
-            last = Some(event.id);
-            each(event)
-        };
-        while let Some(Reverse((event, i))) = heads.pop() {
-            keep(event)?;
-            // A run keeps the lead while its events come before every other run's head:
-            // dispatches arrive nearly in order, so runs barely overlap, and most events
-            // pass without the heap.
-            while let Some(next) = runs[i].next()? {
-                if heads.peek().is_some_and(|Reverse((head, _))| *head < next) {
-                    heads.push(Reverse((next, i)));
-                    break;
+    }
+}
+
+/// The events of sorted runs, merged in order, the first of each id kept.
+struct Merged<'f> {
+    runs: Vec<Run<'f>>,
+    /// Each run's next event but the leading one's, once read.
+    heads: Option<BinaryHeap<Reverse<(Event, usize)>>>,
+    /// The run whose events come before every other run's head.
+    lead: Option<usize>,
+    /// The id of the last event given.
+    last: Option<i64>,
+}
+
+impl Merged<'_> {
+    /// The next event in order, the same id or not.
+    fn next_any(&mut self) -> io::Result<Option<Event>> {
+        let heads = match &mut self.heads {
+            Some(heads) => heads,
+            None => {
+                let mut heads = BinaryHeap::new();
+                for (i, run) in self.runs.iter_mut().enumerate() {
+                    if let Some(event) = run.next()? {
+                        heads.push(Reverse((event, i)));
+                    }
                 }
-                keep(next)?;
+                self.heads.insert(heads)
+            }
+        };
+        // A run keeps the lead while its events come before every other run's head:
+        // dispatches arrive nearly in order, so runs barely overlap, and most events
+        // pass without the heap.
+        if let Some(i) = self.lead {
+            match self.runs[i].next()? {
+                Some(next) if heads.peek().is_some_and(|Reverse((head, _))| *head < next) => {
+                    heads.push(Reverse((next, i)));
+                }
+                Some(next) => return Ok(Some(next)),
+                None => {}
             }
         }
-        Ok(())
+        let head = heads.pop().map(|Reverse((event, i))| {
+            self.lead = Some(i);
+            event
+        });
+        Ok(head)
+    }
+}
+
+impl Iterator for Merged<'_> {
+    type Item = io::Result<Event>;
+
+    fn next(&mut self) -> Option<io::Result<Event>> {
+        loop {
+            match self.next_any() {
+                Ok(Some(event)) if self.last == Some(event.id) => {}
+                Ok(Some(event)) => {
+                    self.last = Some(event.id);
+                    return Some(Ok(event));
+                }
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        }
     }
 }
 
 /// A sorted run, read in order while merging.
 enum Run<'f> {
-    Memory(std::vec::IntoIter<Event>),
+    Memory(std::slice::Iter<'f, Event>),
     Spilled {
         file: &'f File,
         at: u64,
@@ -262,7 +338,7 @@ enum Run<'f> {
 impl Run<'_> {
     fn next(&mut self) -> io::Result<Option<Event>> {
         match self {
-            Run::Memory(events) => Ok(events.next()),
+            Run::Memory(events) => Ok(events.next().copied()),
             Run::Spilled {
                 file,
                 at,
@@ -294,20 +370,16 @@ mod tests {
 
     /// The events kept, as (id, correlation ids).
     fn merged(dispatches: Dispatches) -> Vec<(i64, Option<(i64, i64)>)> {
-        let mut kept = Vec::new();
-        let each = |e: Event| {
-            kept.push((e.id, e.correlation));
-            Ok(())
-        };
-        dispatches.merge(each).unwrap();
-        kept
+        let dir = tempfile::tempdir().unwrap();
+        let sorted = Spilled::new(dir.path()).sorted(dispatches).unwrap();
+        let kept = sorted.merged().map(|e| e.map(|e| (e.id, e.correlation)));
+        kept.collect::<io::Result<_>>().unwrap()
     }
 
     #[test]
     fn a_dispatchs_last_event_stands_for_every_other_of_its_id() {
-        let dir = tempfile::tempdir().unwrap();
         // Runs of two: most of these are spilled and merged.
-        let mut d = Dispatches::with_capacity(dir.path(), 2);
+        let mut d = Dispatches::with_capacity(2);
         d.counted(5, 1).unwrap();
         d.dispatched(7, 1, 70, 0).unwrap();
         d.dispatched(5, 1, 50, 0).unwrap();
@@ -317,7 +389,7 @@ mod tests {
         d.dispatched(6, 1, 61, 0).unwrap();
         d.counted(8, 1).unwrap();
         d.dispatched(4, 1, 40, 9).unwrap();
-        assert_eq!(d.spilled.len(), 4);
+        assert_eq!(d.full.len(), 4);
         let want = [
             (4, Some((40, 9))),
             (5, Some((50, 0))),
@@ -330,17 +402,16 @@ mod tests {
 
     #[test]
     fn events_come_out_in_order_of_id_across_runs() {
-        let dir = tempfile::tempdir().unwrap();
         // Scattered, so that every run spans the ids of the others; then nearly in order,
         // as dispatches arrive, so that runs barely overlap.
         let scattered = (0..10_500).map(|i| (i * 7919) % 10_500);
         let nearly = (0..10_500).map(|i: i64| i + if i % 100 == 7 { 150 } else { 0 });
         for ids in [scattered.collect::<Vec<i64>>(), nearly.collect()] {
-            let mut d = Dispatches::with_capacity(dir.path(), 1000);
+            let mut d = Dispatches::with_capacity(1000);
             for &id in &ids {
                 d.dispatched(id, 1, id * 2, id * 3).unwrap();
             }
-            assert_eq!(d.spilled.len(), 10);
+            assert_eq!(d.full.len(), 10);
             let mut want: Vec<_> = ids.iter().map(|&id| (id, Some((id * 2, id * 3)))).collect();
             want.sort();
             want.dedup_by_key(|(id, _)| *id);

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::append::{Layouts, Out, Rows, Writers};
-use super::dispatches::{Aside, Dispatches};
+use super::dispatches::{Aside, Dispatches, Sorted};
 use super::fault::Fault;
 use super::ids::{Events, Ids, Operation, Resolver};
 use super::info;
@@ -254,36 +254,31 @@ pub fn build(
     Ok(rows)
 }
 
-/// The events of dispatches set aside, joined to the event table in order of id:
-/// `segment` rows at a time, `step` is handed what encodes them (in runs, in parallel).
+/// The events of dispatches set aside, joined to the event table in order of id,
+/// `segment` rows at a time: each segment is merged from the sorted runs and encoded (in
+/// runs, in parallel) while the one before fills its pages.
 pub fn join_dispatches(
-    dispatches: Dispatches,
+    sorted: Sorted,
     layouts: &Layouts,
     segment: usize,
-    mut step: impl FnMut(&(dyn Fn() -> Result<Vec<Rows>, Fault> + Sync)) -> Result<(), Fault>,
+    writers: &mut Writers,
 ) -> Result<(), Fault> {
-    let encode = |rows: &[[Value; 6]]| -> Result<Vec<Rows>, Fault> {
-        (rows.par_chunks(RUN))
-            .map(|run| {
-                let mut out = Out::new(layouts);
-                for row in run {
-                    out.push(Table::event as usize, row)?;
-                }
-                Ok(out.finish())
-            })
-            .collect()
-    };
-    let mut rows = Vec::with_capacity(segment);
-    dispatches.join(|row| {
-        rows.push(row);
-        if rows.len() < segment {
-            return Ok(());
-        }
-        step(&|| encode(&rows))?;
-        rows.clear();
-        Ok(())
-    })?;
-    step(&|| encode(&rows))
+    let mut rows = sorted.rows().peekable();
+    while rows.peek().is_some() {
+        writers.step(|| {
+            let rows: Vec<[Value; 6]> = rows.by_ref().take(segment).collect::<Result<_, _>>()?;
+            (rows.par_chunks(RUN))
+                .map(|run| {
+                    let mut out = Out::new(layouts);
+                    for row in run {
+                        out.push(Table::event as usize, row)?;
+                    }
+                    Ok(out.finish())
+                })
+                .collect()
+        })?;
+    }
+    Ok(())
 }
 
 /// What a run of records became.
