@@ -231,11 +231,14 @@ impl Database {
 
 /// Records whose rows are built and written at a time (rows, while the dispatches'
 /// events join): the steps of the pipeline wait for each other at every segment, so a
-/// segment is large enough that the waits are few. The tables' pages are numbered a
-/// segment at a time, so the file's layout follows it. On 16 cores, replaying 20 M
-/// `trace-all` records into one database, one lease (M records/s): segments of 8 Ki
-/// 7.9-8.3, 32 Ki 8.9-10.1, 128 Ki 9.2-10.1; peak 191-195 MiB at 8 Ki, 206-241 at 128 Ki.
-const SEGMENT: usize = 128 * 1024;
+/// segment is large enough that the waits are few, and small enough that the buffers of
+/// the steps in flight stay small. The tables' pages are numbered a segment at a time, so
+/// the file's layout follows it. On 16 cores, replaying 20 M `trace-all` records into one
+/// database (M records/s; peak MiB, and from 2 M records), two rounds on one lease:
+/// segments of 32 Ki 10.4-10.6 (246-247, 1.40x), 64 Ki 11.6-12.0 (210-211, 1.12-1.17x),
+/// 128 Ki 10.8-11.1 (225-254, 1.10x); at 8 Ki, before the leaves filled in parallel, on
+/// another lease, 7.9-8.3 against 9.2-10.1 at 128 Ki.
+const SEGMENT: usize = 64 * 1024;
 
 /// A window's chunks in runs of at least [`SEGMENT`] records (but the last).
 fn segments(window: &[Queued]) -> impl Iterator<Item = &[Queued]> {
