@@ -110,7 +110,7 @@ impl Dispatches {
         std::mem::take(&mut self.full)
     }
 
-    pub fn add(&mut self, aside: Aside) -> io::Result<()> {
+    pub fn add(&mut self, aside: Aside) {
         match aside {
             Aside::Dispatched {
                 id,
@@ -123,32 +123,20 @@ impl Dispatches {
     }
 
     /// The event of a dispatch, which replaces any other of its id.
-    fn dispatched(
-        &mut self,
-        id: i64,
-        category: i64,
-        internal: i64,
-        external: i64,
-    ) -> io::Result<()> {
+    fn dispatched(&mut self, id: i64, category: i64, internal: i64, external: i64) {
         // The last dispatch's event sorts first among those of its id.
         let rank = u64::MAX / 2 - self.arrived;
-        self.push(id, rank, category, Some((internal, external)))
+        self.push(id, rank, category, Some((internal, external)));
     }
 
     /// A bare event, for a dispatch that counter samples named: kept unless its dispatch's
     /// event comes.
-    fn counted(&mut self, id: i64, category: i64) -> io::Result<()> {
+    fn counted(&mut self, id: i64, category: i64) {
         let rank = u64::MAX / 2 + self.arrived;
-        self.push(id, rank, category, None)
+        self.push(id, rank, category, None);
     }
 
-    fn push(
-        &mut self,
-        id: i64,
-        rank: u64,
-        category: i64,
-        correlation: Option<(i64, i64)>,
-    ) -> io::Result<()> {
+    fn push(&mut self, id: i64, rank: u64, category: i64, correlation: Option<(i64, i64)>) {
         self.arrived += 1;
         self.run.push(Event {
             id,
@@ -160,7 +148,6 @@ impl Dispatches {
             let run = std::mem::replace(&mut self.run, Vec::with_capacity(self.capacity));
             self.full.push(run);
         }
-        Ok(())
     }
 }
 
@@ -222,8 +209,8 @@ pub struct Sorted {
 
 impl Sorted {
     /// The event table's rows of the events, in order of id, one per id.
-    pub fn rows(&self) -> impl Iterator<Item = io::Result<[Value; 6]>> + Send + '_ {
-        self.merged().map(|event| {
+    pub fn rows(&self) -> io::Result<impl Iterator<Item = io::Result<[Value; 6]>> + Send + '_> {
+        let rows = self.merged()?.map(|event| {
             let event = event?;
             let (stack, external) = match event.correlation {
                 Some((internal, external)) => (Some(internal), Some(external)),
@@ -237,11 +224,12 @@ impl Sorted {
                 external,
                 NO_DATA
             ])
-        })
+        });
+        Ok(rows)
     }
 
     /// The event kept of each id, in order of id.
-    fn merged(&self) -> Merged<'_> {
+    fn merged(&self) -> io::Result<Merged<'_>> {
         let spilled = self.spilled.iter().map(|&(at, len)| Run::Spilled {
             file: self.file.as_ref().expect("spilled runs have a file"),
             at,
@@ -249,21 +237,27 @@ impl Sorted {
             buffer: Vec::new(),
             next: 0,
         });
-        let runs: Vec<Run> = spilled.chain([Run::Memory(self.memory.iter())]).collect();
-        Merged {
+        let mut runs: Vec<Run> = spilled.chain([Run::Memory(self.memory.iter())]).collect();
+        let mut heads = BinaryHeap::new();
+        for (i, run) in runs.iter_mut().enumerate() {
+            if let Some(event) = run.next()? {
+                heads.push(Reverse((event, i)));
+            }
+        }
+        Ok(Merged {
             runs,
-            heads: None,
+            heads,
             lead: None,
             last: None,
-        }
+        })
     }
 }
 
 /// The events of sorted runs, merged in order, the first of each id kept.
 struct Merged<'f> {
     runs: Vec<Run<'f>>,
-    /// Each run's next event but the leading one's, once read.
-    heads: Option<BinaryHeap<Reverse<(Event, usize)>>>,
+    /// Each run's next event, but the leading run's.
+    heads: BinaryHeap<Reverse<(Event, usize)>>,
     /// The run whose events come before every other run's head.
     lead: Option<usize>,
     /// The id of the last event given.
@@ -273,31 +267,21 @@ struct Merged<'f> {
 impl Merged<'_> {
     /// The next event in order, the same id or not.
     fn next_any(&mut self) -> io::Result<Option<Event>> {
-        let heads = match &mut self.heads {
-            Some(heads) => heads,
-            None => {
-                let mut heads = BinaryHeap::new();
-                for (i, run) in self.runs.iter_mut().enumerate() {
-                    if let Some(event) = run.next()? {
-                        heads.push(Reverse((event, i)));
-                    }
-                }
-                self.heads.insert(heads)
-            }
-        };
         // A run keeps the lead while its events come before every other run's head:
         // dispatches arrive nearly in order, so runs barely overlap, and most events
         // pass without the heap.
         if let Some(i) = self.lead {
             match self.runs[i].next()? {
-                Some(next) if heads.peek().is_some_and(|Reverse((head, _))| *head < next) => {
-                    heads.push(Reverse((next, i)));
+                Some(next)
+                    if (self.heads.peek()).is_some_and(|Reverse((head, _))| *head < next) =>
+                {
+                    self.heads.push(Reverse((next, i)));
                 }
                 Some(next) => return Ok(Some(next)),
                 None => {}
             }
         }
-        let head = heads.pop().map(|Reverse((event, i))| {
+        let head = self.heads.pop().map(|Reverse((event, i))| {
             self.lead = Some(i);
             event
         });
@@ -372,7 +356,10 @@ mod tests {
     fn merged(dispatches: Dispatches) -> Vec<(i64, Option<(i64, i64)>)> {
         let dir = tempfile::tempdir().unwrap();
         let sorted = Spilled::new(dir.path()).sorted(dispatches).unwrap();
-        let kept = sorted.merged().map(|e| e.map(|e| (e.id, e.correlation)));
+        let kept = sorted
+            .merged()
+            .unwrap()
+            .map(|e| e.map(|e| (e.id, e.correlation)));
         kept.collect::<io::Result<_>>().unwrap()
     }
 
@@ -380,15 +367,15 @@ mod tests {
     fn a_dispatchs_last_event_stands_for_every_other_of_its_id() {
         // Runs of two: most of these are spilled and merged.
         let mut d = Dispatches::with_capacity(2);
-        d.counted(5, 1).unwrap();
-        d.dispatched(7, 1, 70, 0).unwrap();
-        d.dispatched(5, 1, 50, 0).unwrap();
-        d.dispatched(6, 1, 60, 0).unwrap();
-        d.counted(7, 1).unwrap();
-        d.counted(8, 1).unwrap();
-        d.dispatched(6, 1, 61, 0).unwrap();
-        d.counted(8, 1).unwrap();
-        d.dispatched(4, 1, 40, 9).unwrap();
+        d.counted(5, 1);
+        d.dispatched(7, 1, 70, 0);
+        d.dispatched(5, 1, 50, 0);
+        d.dispatched(6, 1, 60, 0);
+        d.counted(7, 1);
+        d.counted(8, 1);
+        d.dispatched(6, 1, 61, 0);
+        d.counted(8, 1);
+        d.dispatched(4, 1, 40, 9);
         assert_eq!(d.full.len(), 4);
         let want = [
             (4, Some((40, 9))),
@@ -409,7 +396,7 @@ mod tests {
         for ids in [scattered.collect::<Vec<i64>>(), nearly.collect()] {
             let mut d = Dispatches::with_capacity(1000);
             for &id in &ids {
-                d.dispatched(id, 1, id * 2, id * 3).unwrap();
+                d.dispatched(id, 1, id * 2, id * 3);
             }
             assert_eq!(d.full.len(), 10);
             let mut want: Vec<_> = ids.iter().map(|&id| (id, Some((id * 2, id * 3)))).collect();

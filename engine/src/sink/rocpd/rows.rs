@@ -245,7 +245,7 @@ pub fn build(
             }
         };
         for aside in built.aside {
-            dispatches.add(aside)?;
+            dispatches.add(aside);
         }
         let (pid, last_ns) = built.seen;
         ids.saw(queued.chunk.stream, pid, last_ns);
@@ -263,11 +263,15 @@ pub fn join_dispatches(
     segment: usize,
     writers: &mut Writers,
 ) -> Result<(), Fault> {
-    let mut rows = sorted.rows().peekable();
+    let mut rows = sorted.rows()?.peekable();
+    let mut merged: Vec<[Value; 6]> = Vec::with_capacity(segment);
     while rows.peek().is_some() {
         writers.step(|| {
-            let rows: Vec<[Value; 6]> = rows.by_ref().take(segment).collect::<Result<_, _>>()?;
-            (rows.par_chunks(RUN))
+            merged.clear();
+            for row in rows.by_ref().take(segment) {
+                merged.push(row?);
+            }
+            (merged.par_chunks(RUN))
                 .map(|run| {
                     let mut out = Out::new(layouts);
                     for row in run {
