@@ -228,20 +228,20 @@ impl AppendTable {
                 .iter()
                 .try_for_each(|&(id, record)| self.append(id, record));
         };
-        for &(rowid, record) in &rows[..first.start] {
+        for &(rowid, record) in &rows[..first.rows.start] {
             self.append(rowid, record)?;
         }
         self.retire_leaf(self.last.expect("a full leaf holds rows"));
-        self.fill_leaves(rows, &leaves[..leaves.len() - 1], last.start);
-        self.last = Some(rows[last.start - 1].0);
-        for &(rowid, record) in &rows[last.start..] {
+        self.fill_leaves(rows, &leaves[..leaves.len() - 1]);
+        self.last = Some(rows[last.rows.start - 1].0);
+        for &(rowid, record) in &rows[last.rows.start..] {
             self.append(rowid, record)?;
         }
         Ok(())
     }
 
-    /// Where each leaf that `rows` begin starts among them, and how many overflow pages
-    /// its rows spill to; refuses rows out of order.
+    /// The rows of each leaf that `rows` begin, and how many overflow pages they spill to;
+    /// refuses rows out of order.
     fn share(&self, rows: &[(i64, &[u8])]) -> io::Result<Vec<Leaf>> {
         let size = self.pages.size;
         let (mut room, mut last) = (self.leaf.room, self.last);
@@ -255,8 +255,11 @@ impl AppendTable {
             last = Some(rowid);
             let cell = Cell::of(size, rowid, record.len());
             if !room.fits(cell.len) {
+                if let Some(before) = leaves.last_mut() {
+                    before.rows.end = i;
+                }
                 leaves.push(Leaf {
-                    start: i,
+                    rows: i..rows.len(),
                     overflow: 0,
                 });
                 room = Room::new(size, LEAF_HEADER);
@@ -269,9 +272,9 @@ impl AppendTable {
         Ok(leaves)
     }
 
-    /// Fills `leaves` of `rows`, each ending where the next starts (the last at `end`),
-    /// each after its overflow pages, in parallel, into fresh pages.
-    fn fill_leaves(&mut self, rows: &[(i64, &[u8])], leaves: &[Leaf], end: usize) {
+    /// Fills `leaves` of `rows`, each after its overflow pages, in parallel, into fresh
+    /// pages.
+    fn fill_leaves(&mut self, rows: &[(i64, &[u8])], leaves: &[Leaf]) {
         let size = self.pages.size;
         let first = self.fresh.len(size);
         let pages: usize = leaves.iter().map(|leaf| leaf.overflow + 1).sum();
@@ -280,15 +283,14 @@ impl AppendTable {
         const JOB: usize = 8;
         let mut jobs = Vec::new();
         let (mut out, mut page) = (&mut self.fresh.bytes[first * size..], first);
-        for (i, job) in leaves.chunks(JOB).enumerate() {
+        for job in leaves.chunks(JOB) {
             let pages: usize = job.iter().map(|leaf| leaf.overflow + 1).sum();
             let (these, rest) = out.split_at_mut(pages * size);
-            let stop = leaves.get((i + 1) * JOB).map_or(end, |next| next.start);
-            jobs.push((job, stop, these, page));
+            jobs.push((job, these, page));
             (out, page) = (rest, page + pages);
         }
         let filled: Vec<Pointers> = (jobs.into_par_iter())
-            .map(|(job, stop, out, page)| fill_pages(size, rows, job, stop, out, page))
+            .map(|(job, out, page)| fill_pages(size, rows, job, out, page))
             .collect();
         for filled in filled {
             self.fresh.links.extend(filled.links);
@@ -403,9 +405,9 @@ impl AppendTable {
     }
 }
 
-/// A leaf that rows begin: the first of its rows, and the overflow pages they spill to.
+/// A leaf that rows begin: its rows, and the overflow pages they spill to.
 struct Leaf {
-    start: usize,
+    rows: std::ops::Range<usize>,
     overflow: usize,
 }
 
@@ -417,26 +419,25 @@ struct Pointers {
     leaves: Vec<(usize, i64)>,
 }
 
-/// Fills `leaves` of `rows` (the last ending at row `end`), each after its overflow pages,
-/// into `out`: the fresh pages from index `first` on.
+/// Fills `leaves` of `rows`, each after its overflow pages, into `out`: the fresh pages
+/// from index `first` on.
 fn fill_pages(
     size: usize,
     rows: &[(i64, &[u8])],
     leaves: &[Leaf],
-    end: usize,
     mut out: &mut [u8],
     first: usize,
 ) -> Pointers {
     let mut pointers = Pointers::default();
     let mut next = first;
-    for (i, leaf) in leaves.iter().enumerate() {
-        let stop = leaves.get(i + 1).map_or(end, |after| after.start);
+    for leaf in leaves {
         let (mut overflow, rest) = std::mem::take(&mut out).split_at_mut(leaf.overflow * size);
         let (bytes, rest) = rest.split_at_mut(size);
         out = rest;
         let here = next + leaf.overflow;
         let mut page = Page::over(bytes, LEAF_HEADER);
-        for &(rowid, record) in &rows[leaf.start..stop] {
+        let rows = &rows[leaf.rows.clone()];
+        for &(rowid, record) in rows {
             let cell = Cell::of(size, rowid, record.len());
             if let Some(at) = put_cell(&mut page, rowid, record, cell) {
                 let count = cell.overflow(size, record.len());
@@ -453,7 +454,8 @@ fn fill_pages(
             }
         }
         page.bytes(TABLE_LEAF);
-        pointers.leaves.push((here, rows[stop - 1].0));
+        let (last, _) = rows.last().expect("a leaf holds rows");
+        pointers.leaves.push((here, *last));
         next = here + 1;
     }
     pointers
