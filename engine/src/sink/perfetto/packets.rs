@@ -93,19 +93,21 @@ impl Packets {
 impl Written {
     /// Hands the packets to `write` in order, never an empty string of bytes: a sink that
     /// has written nothing has no file open.
-    pub fn write<E>(&self, write: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+    pub fn write<E>(&self, mut write: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+        let mut part = |bytes: &[u8]| {
+            if bytes.is_empty() {
+                return Ok(());
+            }
+            write(bytes)
+        };
         let bytes = self.now.bytes();
-        let mut parts = Vec::new();
         let mut from = 0;
         for (at, pieces) in &self.runs {
-            parts.push(&bytes[from..*at]);
-            parts.extend(pieces.iter().map(Encoder::bytes));
+            part(&bytes[from..*at])?;
+            pieces.iter().try_for_each(|piece| part(piece.bytes()))?;
             from = *at;
         }
-        parts.push(&bytes[from..]);
-        (parts.into_iter())
-            .filter(|part| !part.is_empty())
-            .try_for_each(write)
+        part(&bytes[from..])
     }
 
     /// Forgets the packets, keeping the buffers.
