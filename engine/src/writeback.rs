@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes written between two requests: large enough that a request, a walk of the file's
 /// dirty pages, is rare; small enough that the disk starts early.
-const STEP: u64 = 32 << 20;
+pub(crate) const STEP: u64 = 32 << 20;
 
 /// Bytes written to one file, from any thread, and not yet sent towards the disk.
 #[derive(Debug, Default)]

@@ -7,11 +7,14 @@
 //! default pool is large enough to hold a whole location. The archive hands OTF2 its own
 //! allocator instead, which gives each location's event buffer [`EVENT_CHUNKS`] chunks and
 //! then reports the pool empty, so OTF2 writes the chunks out and starts over: memory stays
-//! fixed however many events a location has, a buffer per location being written.
+//! fixed however many events a location has, a buffer per location being written. Each
+//! time a location's chunks are written out, its file is sent on towards the disk
+//! ([`Writeback`]), so that the sync before the archive takes its name waits for little.
 
 use std::alloc::Layout;
 use std::ffi::{CString, c_void};
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -20,6 +23,7 @@ use super::ffi::{self, ErrorCode, Otf2};
 use super::locks;
 use super::spill::{Event, Log, Spill};
 use crate::sink::SinkError;
+use crate::writeback::Writeback;
 
 /// Event chunks a location's buffer may hold before it is written out (OTF2 needs two).
 const EVENT_CHUNKS: usize = 2;
@@ -35,6 +39,8 @@ pub struct LocationId(pub u64);
 pub struct Archive {
     otf2: Otf2,
     raw: NonNull<ffi::Archive>,
+    /// The folder of the event files, which the memory callbacks are given.
+    events: Box<PathBuf>,
     /// Set once `OTF2_Archive_Close` ran, successfully or not.
     closed: bool,
 }
@@ -75,6 +81,7 @@ impl Archive {
         let archive = Archive {
             otf2,
             raw,
+            events: Box::new(dir.join(name)),
             closed: false,
         };
         archive.configure()?;
@@ -86,7 +93,9 @@ impl Archive {
         let (mut major, mut minor, mut bugfix) = (0u8, 0u8, 0u8);
         let creator = CString::new(format!("rocflow {}", env!("CARGO_PKG_VERSION")))
             .expect("no NUL in a version");
-        // SAFETY: `raw` is open; the callback tables are statics; OTF2 copies the creator.
+        let events: *const PathBuf = &*self.events;
+        // SAFETY: `raw` is open; the callback tables are statics; OTF2 copies the creator;
+        // the events' folder lives in its box as long as the archive.
         unsafe {
             self.check(
                 (o.archive_get_version)(raw, &mut major, &mut minor, &mut bugfix),
@@ -108,7 +117,7 @@ impl Archive {
                 "OTF2_Archive_SetFlushCallbacks",
             )?;
             self.check(
-                (o.archive_set_memory_callbacks)(raw, &MEMORY, std::ptr::null_mut()),
+                (o.archive_set_memory_callbacks)(raw, &MEMORY, events.cast_mut().cast()),
                 "OTF2_Archive_SetMemoryCallbacks",
             )?;
             self.check(
@@ -577,8 +586,28 @@ static MEMORY: ffi::MemoryCallbacks = ffi::MemoryCallbacks {
     free_all: Some(free_all),
 };
 
-/// The chunks of one OTF2 buffer, behind its `perBufferData` pointer.
-type Chunks = Vec<(NonNull<u8>, Layout)>;
+/// One OTF2 buffer, behind its `perBufferData` pointer: its chunks, and for a location's
+/// events, the file they are written to, opened once they first are.
+#[derive(Default)]
+struct Buffer {
+    chunks: Vec<(NonNull<u8>, Layout)>,
+    file: Option<File>,
+    writeback: Writeback,
+}
+
+impl Buffer {
+    /// Notes that OTF2 wrote the chunks out to `location`'s file in `events`.
+    fn written(&mut self, events: &Path, location: u64) {
+        let bytes = self.chunks.iter().map(|(_, layout)| layout.size()).sum();
+        if self.file.is_none() {
+            // Only a hint: a file that cannot be opened is synced whole at the end.
+            self.file = File::open(events.join(format!("{location}.evt"))).ok();
+        }
+        if let Some(file) = &self.file {
+            self.writeback.wrote(file, bytes);
+        }
+    }
+}
 
 /// Gives a buffer a chunk, or none when an event buffer holds [`EVENT_CHUNKS`] already,
 /// which makes OTF2 write its chunks out and free them. Definition buffers get what they
@@ -591,12 +620,13 @@ unsafe extern "C" fn allocate(
     size: u64,
 ) -> *mut c_void {
     // SAFETY: OTF2 passes this buffer's slot, null at first and ours afterwards.
-    let chunks = unsafe {
+    let buffer = unsafe {
         if (*per_buffer).is_null() {
-            *per_buffer = Box::into_raw(Box::<Chunks>::default()).cast();
+            *per_buffer = Box::into_raw(Box::<Buffer>::default()).cast();
         }
-        &mut *(*per_buffer).cast::<Chunks>()
+        &mut *(*per_buffer).cast::<Buffer>()
     };
+    let chunks = &mut buffer.chunks;
     if file_type == ffi::FILETYPE_EVENTS && chunks.len() >= EVENT_CHUNKS {
         return std::ptr::null_mut();
     }
@@ -611,27 +641,70 @@ unsafe extern "C" fn allocate(
     chunk.as_ptr().cast()
 }
 
-/// Frees every chunk of a buffer, and its list at the final call.
+/// Frees every chunk of a buffer, which OTF2 has written out, and the buffer at the final
+/// call.
 unsafe extern "C" fn free_all(
-    _: *mut c_void,
-    _: u8,
-    _: u64,
+    events: *mut c_void,
+    file_type: u8,
+    location: u64,
     per_buffer: *mut *mut c_void,
     final_: bool,
 ) {
-    // SAFETY: the slot holds null or the list `allocate` made; OTF2 no longer uses the
-    // chunks it frees.
+    // SAFETY: the slot holds null or the buffer `allocate` made; OTF2 no longer uses the
+    // chunks it frees; `events` is the archive's folder of event files, given with the
+    // callbacks.
     unsafe {
         if (*per_buffer).is_null() {
             return;
         }
-        let chunks = (*per_buffer).cast::<Chunks>();
-        for (chunk, layout) in (*chunks).drain(..) {
+        let buffer = (*per_buffer).cast::<Buffer>();
+        // The last chunks are synced with the archive, soon after.
+        if file_type == ffi::FILETYPE_EVENTS && !final_ {
+            (*buffer).written(&*events.cast::<PathBuf>(), location);
+        }
+        for (chunk, layout) in (*buffer).chunks.drain(..) {
             std::alloc::dealloc(chunk.as_ptr(), layout);
         }
         if final_ {
-            drop(Box::from_raw(chunks));
+            drop(Box::from_raw(buffer));
             *per_buffer = std::ptr::null_mut();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writeback::STEP;
+    use crate::writeback::tests::STARTED;
+
+    /// OTF2's calls for one location's event buffer: its chunks given, written out and
+    /// freed, over and over, then freed a last time.
+    #[test]
+    fn a_locations_event_file_is_sent_to_disk_every_step_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("7.evt"), b"events").unwrap();
+        let events = dir.path().to_path_buf();
+        let user: *mut c_void = (&raw const events).cast_mut().cast();
+        let mut per_buffer: *mut c_void = std::ptr::null_mut();
+        let chunk = STEP / 4;
+        let started = STARTED.get();
+        for flush in 1..=8 {
+            // SAFETY: as OTF2 calls them: the same buffer's slot throughout.
+            unsafe {
+                for _ in 0..EVENT_CHUNKS {
+                    let given = allocate(user, ffi::FILETYPE_EVENTS, 7, &mut per_buffer, chunk);
+                    assert!(!given.is_null());
+                }
+                let refused = allocate(user, ffi::FILETYPE_EVENTS, 7, &mut per_buffer, chunk);
+                assert!(refused.is_null(), "the buffer holds {EVENT_CHUNKS} chunks");
+                free_all(user, ffi::FILETYPE_EVENTS, 7, &mut per_buffer, false);
+            }
+            let written = flush * EVENT_CHUNKS as u64 * chunk;
+            assert_eq!(STARTED.get() - started, (written / STEP) as usize);
+        }
+        // SAFETY: the last call, as when the writer closes.
+        unsafe { free_all(user, ffi::FILETYPE_EVENTS, 7, &mut per_buffer, true) };
+        assert!(per_buffer.is_null());
     }
 }
