@@ -3,7 +3,9 @@
 //! arena's top; the windows' buffers, freed on one thread after another among longer-lived
 //! ones, left more free memory behind the longer a run went. In a 20 M-record Parquet
 //! replay on 16 threads, what was in use stayed at 74-166 MiB while the arenas' free memory
-//! grew from 67 to 247 MiB.
+//! grew from 67 to 247 MiB. The `rocflow` binary allocates through jemalloc instead (see
+//! its `main.rs`); glibc's malloc still serves the C libraries it loads, and everything in
+//! a Python session.
 
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::Scope;
