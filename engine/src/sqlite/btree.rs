@@ -331,7 +331,7 @@ impl AppendTable {
     fn overflow(&mut self, rest: &[u8]) -> usize {
         let size = self.pages.size;
         let first = self.fresh.len(size);
-        let count = rest.len().div_ceil(size - 4);
+        let count = overflow_pages(size, rest.len());
         self.fresh.bytes.resize((first + count) * size, 0);
         let out = &mut self.fresh.bytes[first * size..];
         spill(size, rest, out, first, &mut self.fresh.links);
@@ -490,7 +490,7 @@ impl Cell {
 
     /// The overflow pages its payload of `payload` bytes spills to.
     fn overflow(self, size: usize, payload: usize) -> usize {
-        (payload - self.local).div_ceil(size - 4)
+        overflow_pages(size, payload - self.local)
     }
 }
 
@@ -509,10 +509,16 @@ fn put_cell<B: AsMut<[u8]>>(
     (cell.local < record.len()).then_some(leaf.room.top + at + cell.local)
 }
 
+/// The overflow pages that `spilled` bytes of a payload take: each holds the number of the
+/// next and `size - 4` bytes.
+fn overflow_pages(size: usize, spilled: usize) -> usize {
+    spilled.div_ceil(size - 4)
+}
+
 /// Writes `rest` of a payload over the overflow pages `out` (zeroed; fresh pages from
 /// index `first` on), each page's first four bytes naming the next, which `links` records.
 fn spill(size: usize, rest: &[u8], out: &mut [u8], first: usize, links: &mut Vec<(usize, usize)>) {
-    let count = rest.len().div_ceil(size - 4);
+    let count = overflow_pages(size, rest.len());
     for (i, (chunk, page)) in rest.chunks(size - 4).zip(out.chunks_mut(size)).enumerate() {
         page[4..4 + chunk.len()].copy_from_slice(chunk);
         if i + 1 < count {
@@ -640,7 +646,7 @@ impl Page {
 }
 
 impl<B: AsMut<[u8]>> Page<B> {
-    /// A page over `bytes`, zeroed.
+    /// A page over `bytes`, which must be zeroed (fresh pages are).
     fn over(mut bytes: B, header: usize) -> Page<B> {
         let room = Room::new(bytes.as_mut().len(), header);
         Page { bytes, room }
