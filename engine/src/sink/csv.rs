@@ -397,6 +397,38 @@ mod tests {
         assert!(kept.bytes.is_empty());
     }
 
+    /// A window's texts of several kinds, interleaved, reach their kinds' files each in
+    /// the order of the window, however the files are shared among threads.
+    #[test]
+    fn each_kinds_text_goes_to_its_file_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let kinds = [
+            RecordKind::Api,
+            RecordKind::KernelDispatch,
+            RecordKind::Marker,
+        ];
+        let mut files: HashMap<RecordKind, Behind> = (kinds.iter())
+            .map(|&kind| (kind, Behind::create(&dir.path().join(kind.name())).unwrap()))
+            .collect();
+        let texts: Vec<Text> = (0..30)
+            .map(|i| Text {
+                kind: Some(kinds[i * 7 % 3]),
+                bytes: format!("{i}\n").into_bytes(),
+            })
+            .collect();
+        write_texts(&texts[..20], &mut files).unwrap();
+        write_texts(&texts[20..], &mut files).unwrap();
+        drop(files);
+        for kind in kinds {
+            let want: String = (0..30)
+                .filter(|i| kinds[i * 7 % 3] == kind)
+                .map(|i| format!("{i}\n"))
+                .collect();
+            let got = std::fs::read_to_string(dir.path().join(kind.name())).unwrap();
+            assert_eq!(got, want, "{}", kind.name());
+        }
+    }
+
     #[test]
     fn fields_are_quoted_only_when_they_must_be() {
         let mut out = Vec::new();
