@@ -349,6 +349,25 @@ fn a_closed_pipe_ends_quietly() {
     assert_eq!(text(&out.stderr), "");
 }
 
+/// The binary allocates with jemalloc, which reads the settings it is built with: freed
+/// pages go back after 200 ms, so that a long run's peak is a short one's (README,
+/// "Memory stays bounded"). jemalloc prints the settings in effect when asked to at exit.
+#[test]
+fn the_binary_allocates_with_jemalloc_returning_freed_pages_after_200_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rocflow"))
+        .arg("--version")
+        .env("_RJEM_MALLOC_CONF", "stats_print:true")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stats = text(&out.stderr);
+    for setting in ["opt.dirty_decay_ms: 200", "opt.muzzy_decay_ms: 0"] {
+        assert!(stats.contains(setting), "{setting} not in:\n{stats}");
+    }
+}
+
 /// Uncomments the settings of a starter pipeline: its parameters and the example entries.
 fn uncomment_settings(starter: &str) -> String {
     let setting = regex::Regex::new(r"^# (\[\[\w+\]\]|\w+ = .*)$").unwrap();
