@@ -1,7 +1,10 @@
 //! A safe handle on an OTF2 archive being written: at the end of the run, each location's
 //! events, held back in a [`Spill`] until then, go through an event writer of its own,
 //! several locations at a time (OTF2 guards what its writers share with the archive's
-//! [`locks`](super::locks)); then local and global definitions.
+//! [`locks`](super::locks)); then local and global definitions. The busiest locations do
+//! not wait for the end: each is written while the run goes on, by a thread of its own
+//! ([`Live`]), since one location's events are written in order, on one thread, and a
+//! location of a tenth of the run's events would otherwise be the whole of the end.
 //!
 //! OTF2 keeps a location's events in memory chunks until its memory pool runs dry, and its
 //! default pool is large enough to hold a whole location. The archive hands OTF2 its own
@@ -16,12 +19,15 @@ use std::ffi::{CString, c_void};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::thread::JoinHandle;
 
 use super::attributes;
 use super::ffi::{self, ErrorCode, Otf2};
 use super::locks;
-use super::spill::{Event, Log, Spill};
+use super::spill::{self, Event, Log, Spill};
 use crate::sink::SinkError;
 use crate::writeback::Writeback;
 
@@ -36,8 +42,12 @@ const WRITERS: usize = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LocationId(pub u64);
 
+/// Full blocks of events on their way to a [`Live`] writer at most: 512 KiB each.
+const LIVE_QUEUE: usize = 16;
+
 pub struct Archive {
-    otf2: Otf2,
+    /// Shared with the [`Live`] writers' threads.
+    otf2: Arc<Otf2>,
     raw: NonNull<ffi::Archive>,
     /// The folder of the event files, which the memory callbacks are given.
     events: Box<PathBuf>,
@@ -79,7 +89,7 @@ impl Archive {
             )));
         };
         let archive = Archive {
-            otf2,
+            otf2: Arc::new(otf2),
             raw,
             events: Box::new(dir.join(name)),
             closed: false,
@@ -136,12 +146,38 @@ impl Archive {
         check(&self.otf2, code, call)
     }
 
-    /// Writes every location's events, [`WRITERS`] locations at a time at most, each
-    /// thread taking the next location not yet taken.
-    fn write_events(&self, spill: &Spill, logs: &[Log]) -> Result<(), SinkError> {
-        let locations = Locations {
-            otf2: &self.otf2,
+    /// Starts writing `location`'s events on a thread of its own: first those `spilled`
+    /// (blocks taken from its [`Log`]), then the blocks [`Live::send`] gives it.
+    pub fn live(
+        &self,
+        spill: &Arc<Spill>,
+        location: LocationId,
+        spilled: Vec<(u64, usize)>,
+    ) -> Result<Live, SinkError> {
+        let (blocks, received) = std::sync::mpsc::sync_channel(LIVE_QUEUE);
+        let target = Target {
+            otf2: Arc::clone(&self.otf2),
             raw: self.raw,
+        };
+        let spill = Arc::clone(spill);
+        let thread = std::thread::Builder::new()
+            .name(format!("otf2 location {}", location.0))
+            .spawn(move || target.write_live(location, &spill, &spilled, received))
+            .map_err(SinkError::io("starting an OTF2 location's writer"))?;
+        Ok(Live {
+            blocks: Some(blocks),
+            thread: Some(thread),
+        })
+    }
+
+    /// Writes every location's events not written yet (`None`: written), [`WRITERS`]
+    /// locations at a time at most, each thread taking the next location not yet taken.
+    fn write_events(&self, spill: &Spill, logs: &[Option<Log>]) -> Result<(), SinkError> {
+        let locations = Locations {
+            target: Target {
+                otf2: Arc::clone(&self.otf2),
+                raw: self.raw,
+            },
             spill,
             logs,
             next: AtomicUsize::new(0),
@@ -159,13 +195,14 @@ impl Archive {
         })
     }
 
-    /// Writes each location's events (`logs`, in location order, hold them in `spill`),
-    /// closes the event files, writes an (empty) local definition file per location as
-    /// readers expect, lets `define` write the global definitions, and closes the archive.
+    /// Writes each location's events (`logs`, in location order, hold them in `spill`;
+    /// `None` for a location whose [`Live`] writer finished), closes the event files, writes
+    /// an (empty) local definition file per location as readers expect, lets `define` write
+    /// the global definitions, and closes the archive.
     pub fn finish(
         mut self,
         spill: &Spill,
-        logs: &[Log],
+        logs: &[Option<Log>],
         define: impl FnOnce(&mut GlobalDefs<'_>) -> Result<(), SinkError>,
     ) -> Result<(), SinkError> {
         self.write_events(spill, logs)?;
@@ -273,52 +310,132 @@ fn emit(
 // several threads share.
 unsafe impl Send for Archive {}
 
-/// What the threads writing locations share.
-struct Locations<'a> {
-    otf2: &'a Otf2,
+/// Where a thread writes events: the archive, whose locks guard what its writers share.
+struct Target {
+    otf2: Arc<Otf2>,
     raw: NonNull<ffi::Archive>,
+}
+
+// SAFETY: the archive has locking callbacks, and each thread writes through an event
+// writer and attribute list of its own; a `Live` thread ends before the archive closes
+// (see `Live`), and the threads of `Archive::write_events` within it.
+unsafe impl Send for Target {}
+unsafe impl Sync for Target {}
+
+impl Target {
+    /// Writes `location`'s events, which `events` hands to the function it is given,
+    /// through an event writer and attribute list of its own; the writer is closed however
+    /// `events` ends.
+    fn write(
+        &self,
+        location: LocationId,
+        events: impl FnOnce(&mut dyn FnMut(Event<'_>) -> Result<(), SinkError>) -> Result<(), SinkError>,
+    ) -> Result<(), SinkError> {
+        let otf2 = &*self.otf2;
+        let list = AttributeList::new(otf2)
+            .ok_or_else(|| fault("cannot allocate an attribute list".into()))?;
+        let raw = self.raw.as_ptr();
+        // SAFETY: the archive and its event files are open.
+        let writer = unsafe { (otf2.archive_get_evt_writer)(raw, location.0) };
+        let writer = NonNull::new(writer)
+            .ok_or_else(|| fault(format!("cannot open the events of location {}", location.0)))?;
+        let written = events(&mut |event| emit(otf2, writer, &list, event));
+        // SAFETY: the writer was opened above and is closed once.
+        let closed = unsafe { (otf2.archive_close_evt_writer)(raw, writer.as_ptr()) };
+        written?;
+        check(otf2, closed, "OTF2_Archive_CloseEvtWriter")
+    }
+
+    /// A [`Live`] writer's thread: `location`'s `spilled` blocks, then each block received,
+    /// until the sender is gone.
+    fn write_live(
+        &self,
+        location: LocationId,
+        spill: &Spill,
+        spilled: &[(u64, usize)],
+        received: Receiver<Vec<u8>>,
+    ) -> Result<(), SinkError> {
+        self.write(location, |emit| {
+            spill
+                .replay_blocks(spilled, &mut *emit)
+                .map_err(SinkError::io("reading the OTF2 events back"))??;
+            received
+                .iter()
+                .try_for_each(|block| spill::decode(&block, &mut &mut *emit))
+        })
+    }
+}
+
+/// A location written while the run goes on, by a thread of its own; see [`Archive::live`].
+///
+/// It must finish, or be dropped, before the archive closes: the archive's owner drops its
+/// timelines, which hold these, before the archive.
+pub struct Live {
+    /// Taken when the writer is told that no more come.
+    blocks: Option<SyncSender<Vec<u8>>>,
+    thread: Option<JoinHandle<Result<(), SinkError>>>,
+}
+
+impl Live {
+    /// Hands the writer a full block of its location's events. Should the writer have
+    /// failed, the block is dropped: [`Live::finish`] says why.
+    pub fn send(&self, block: Vec<u8>) {
+        if let Some(blocks) = &self.blocks {
+            let _ = blocks.send(block);
+        }
+    }
+
+    /// Hands the writer the `last` block and waits for it to write everything and close
+    /// its location.
+    pub fn finish(mut self, last: Vec<u8>) -> Result<(), SinkError> {
+        self.send(last);
+        self.blocks = None;
+        let thread = self.thread.take().expect("finished once");
+        thread.join().expect("a writer does not panic")
+    }
+}
+
+impl Drop for Live {
+    /// A writer dropped before it finished (the run failed) writes what it was given and
+    /// ends before the archive closes.
+    fn drop(&mut self) {
+        self.blocks = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What the threads writing locations at the end share.
+struct Locations<'a> {
+    target: Target,
     spill: &'a Spill,
-    /// Each location's events.
-    logs: &'a [Log],
+    /// Each location's events; `None` for those written already.
+    logs: &'a [Option<Log>],
     /// The next location no thread has taken.
     next: AtomicUsize,
     /// Set by a thread whose location failed: the others take no further location.
     failed: AtomicBool,
 }
 
-// SAFETY: the archive has locking callbacks, and each thread writes through an event
-// writer and attribute list of its own; the spill is only read.
-unsafe impl Sync for Locations<'_> {}
-
 impl Locations<'_> {
     /// Writes locations until none is left, or one fails (the others stop at their next).
     fn write_each(&self) -> Result<(), SinkError> {
-        let list = AttributeList::new(self.otf2)
-            .ok_or_else(|| fault("cannot allocate an attribute list".into()))?;
         while !self.failed.load(Ordering::Relaxed) {
             let location = self.next.fetch_add(1, Ordering::Relaxed);
-            if location >= self.logs.len() {
+            let Some(log) = self.logs.get(location) else {
                 break;
-            }
-            self.write(location, &list)
-                .inspect_err(|_| self.failed.store(true, Ordering::Relaxed))?;
+            };
+            let Some(log) = log else {
+                continue;
+            };
+            let written = self.target.write(LocationId(location as u64), |emit| {
+                (self.spill.replay(log, emit))
+                    .map_err(SinkError::io("reading the OTF2 events back"))?
+            });
+            written.inspect_err(|_| self.failed.store(true, Ordering::Relaxed))?;
         }
         Ok(())
-    }
-
-    /// Writes `location`'s events through a writer of its own.
-    fn write(&self, location: usize, list: &AttributeList<'_>) -> Result<(), SinkError> {
-        let raw = self.raw.as_ptr();
-        // SAFETY: the archive and its event files are open.
-        let writer = unsafe { (self.otf2.archive_get_evt_writer)(raw, location as u64) };
-        let writer = NonNull::new(writer)
-            .ok_or_else(|| fault(format!("cannot open the events of location {location}")))?;
-        let log = &self.logs[location];
-        let written = (self.spill).replay(log, |event| emit(self.otf2, writer, list, event));
-        // SAFETY: the writer was opened above and is closed once.
-        let closed = unsafe { (self.otf2.archive_close_evt_writer)(raw, writer.as_ptr()) };
-        written.map_err(SinkError::io("reading the OTF2 events back"))??;
-        check(self.otf2, closed, "OTF2_Archive_CloseEvtWriter")
     }
 }
 

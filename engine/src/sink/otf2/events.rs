@@ -15,10 +15,12 @@
 //! too), and scratch memory operations (likewise).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
+use super::archive::{Archive, Live, LocationId};
 use super::attributes::{BYTES, CORRELATION_ID, DISPATCH_ID, EXTERNAL_ID};
 use super::definitions::{self, Definitions, Extent, RegionKey, RegionKind, Track, TrackKey};
 use super::ffi;
@@ -121,11 +123,20 @@ impl Attributes {
     }
 }
 
+/// Blocks of events a timeline's first lane has filled (32 KiB each) before it may have a
+/// writer of its own: a smaller location takes OTF2 a few milliseconds at the end.
+const BUSY: usize = 8;
+
 /// Every timeline of the run, and counter values being summed.
 ///
 /// A window's records become spans on the sink's thread, which numbers the definitions they
 /// use as they come; then each timeline places its spans on its lanes, timelines in
-/// parallel (that is most of the work, and no timeline depends on another).
+/// parallel (that is most of the work, and no timeline depends on another). The busiest
+/// timelines' first lanes are then written as they go, each by a [`Live`] writer.
+///
+/// A timeline's first lane is the location numbered as the timeline (in the order the
+/// timelines began), so that it can be written before the run ends; its other lanes are
+/// numbered after every first lane.
 #[derive(Default)]
 pub struct Tracks {
     /// Each timeline's place in `lines`.
@@ -135,6 +146,8 @@ pub struct Tracks {
     /// Every timeline, in the order they began.
     lines: Vec<Line>,
     sums: CounterSums,
+    /// Live writers that may still start.
+    writers: usize,
 }
 
 /// One timeline, with the spans it took since it last placed spans, and its lanes.
@@ -160,11 +173,32 @@ struct Written {
 #[derive(Default)]
 struct Lane {
     events: Log,
+    out: Out,
     /// The metrics it records.
     metrics: BTreeSet<u32>,
 }
 
+/// Where a lane's full blocks of events go.
+#[derive(Default)]
+enum Out {
+    /// To the spill, for the end of the run.
+    #[default]
+    Spill,
+    /// To a writer of the lane's own.
+    Live(Live),
+    /// Nowhere: its live writer wrote them all.
+    Written,
+}
+
 impl Tracks {
+    /// Timelines that may have up to `writers` [`Live`] writers among them.
+    pub fn new(writers: usize) -> Tracks {
+        Tracks {
+            writers,
+            ..Tracks::default()
+        }
+    }
+
     /// Turns a chunk's records into spans on their timelines.
     pub fn write(&mut self, chunk: &Chunk, meta: &StreamMeta, defs: &mut Definitions) {
         let stream = chunk.stream;
@@ -301,12 +335,36 @@ impl Tracks {
     }
 
     /// Places the spans that came since the last call on their timelines' lanes, timelines
-    /// in parallel; the lanes' events go to `spill`.
-    pub fn place(&mut self, spill: &Spill) -> Result<(), SinkError> {
+    /// in parallel; the lanes' events go to `spill`, or to their live writers.
+    pub fn place(&mut self, spill: &Arc<Spill>, archive: &Archive) -> Result<(), SinkError> {
         self.lines
             .par_iter_mut()
             .filter(|line| !line.arrived.is_empty())
-            .try_for_each(|line| line.place(spill))
+            .try_for_each(|line| line.place(spill))?;
+        self.start_writers(spill, archive)
+    }
+
+    /// Gives the busiest first lanes without one a [`Live`] writer, while writers are left.
+    fn start_writers(&mut self, spill: &Arc<Spill>, archive: &Archive) -> Result<(), SinkError> {
+        if self.writers == 0 {
+            return Ok(());
+        }
+        let mut busy: Vec<(usize, usize)> = (self.lines.iter().enumerate())
+            .filter_map(|(at, line)| {
+                let first = line.written.lanes.first()?;
+                let blocks = first.events.spilled();
+                (matches!(first.out, Out::Spill) && blocks >= BUSY).then_some((blocks, at))
+            })
+            .collect();
+        busy.sort_unstable_by(|a, b| b.cmp(a));
+        busy.truncate(self.writers);
+        for (_, at) in busy {
+            let first = &mut self.lines[at].written.lanes[0];
+            let spilled = first.events.take_spilled();
+            first.out = Out::Live(archive.live(spill, LocationId(at as u64), spilled)?);
+            self.writers -= 1;
+        }
+        Ok(())
     }
 
     /// Places every span held back, defines a location for each lane of each timeline, and
@@ -316,27 +374,40 @@ impl Tracks {
         catalog: &Catalog,
         defs: &mut Definitions,
         spill: &Spill,
-    ) -> Result<Vec<Log>, SinkError> {
+    ) -> Result<Vec<Option<Log>>, SinkError> {
         for sum in std::mem::take(&mut self.sums).finish() {
             self.metric(sum, catalog.stream(sum.stream), defs);
         }
         self.lines
             .par_iter_mut()
             .try_for_each(|line| line.finish(spill))?;
-        let mut logs = Vec::new();
+        let lines = self.lines.len();
+        let (mut first, mut others) = (Vec::with_capacity(lines), Vec::new());
         for line in self.lines {
             defs.times(line.written.times);
-            let meta = catalog.stream(line.key.stream);
             let counts = line.timeline.lanes().map(|(_, events)| events);
             let lanes = line.written.lanes.into_iter().zip(counts);
             for (n, (lane, events)) in lanes.enumerate() {
-                let location = defs.location(line.key, n, events, meta);
+                let lanes = if n == 0 { &mut first } else { &mut others };
+                lanes.push((line.key, n, events, lane));
+            }
+        }
+        // A timeline has a lane from its first span on, so the first lanes are numbered
+        // as their timelines, as `start_writers` numbered them.
+        debug_assert_eq!(first.len(), lines, "every timeline has a first lane");
+        let logs = (first.into_iter().chain(others))
+            .map(|(key, n, events, lane)| {
+                let location = defs.location(key, n, events, catalog.stream(key.stream));
                 for metric in lane.metrics {
                     defs.recorder(metric, location);
                 }
-                logs.push(lane.events);
-            }
-        }
+                match lane.out {
+                    Out::Spill => Some(lane.events),
+                    Out::Written => None,
+                    Out::Live(_) => unreachable!("live writers finish with their timelines"),
+                }
+            })
+            .collect();
         Ok(logs)
     }
 
@@ -395,13 +466,25 @@ impl Line {
         (self.arrived.drain(..)).try_for_each(|span| self.timeline.push(span, &mut out))
     }
 
-    /// Places every span, and leaves every open span.
+    /// Places every span, leaves every open span, and waits for the first lane's live
+    /// writer, if it has one, to write the rest.
     fn finish(&mut self, spill: &Spill) -> Result<(), SinkError> {
         self.place(spill)?;
         self.timeline.finish(&mut Writer {
             spill,
             written: &mut self.written,
-        })
+        })?;
+        let Some(first) = self.written.lanes.first_mut() else {
+            return Ok(());
+        };
+        first.out = match std::mem::take(&mut first.out) {
+            Out::Live(live) => {
+                live.finish(first.events.take_open())?;
+                Out::Written
+            }
+            out => out,
+        };
+        Ok(())
     }
 }
 
@@ -457,7 +540,17 @@ struct Writer<'a> {
 
 impl Lane {
     fn write(&mut self, spill: &Spill, event: Event<'_>) -> Result<(), SinkError> {
-        (spill.push(&mut self.events, event)).map_err(SinkError::io("holding the OTF2 events back"))
+        match &self.out {
+            Out::Live(live) => {
+                if self.events.push(event) {
+                    live.send(self.events.take_open());
+                }
+                Ok(())
+            }
+            Out::Spill => (spill.push(&mut self.events, event))
+                .map_err(SinkError::io("holding the OTF2 events back")),
+            Out::Written => unreachable!("a lane is written when its timeline ended"),
+        }
     }
 }
 

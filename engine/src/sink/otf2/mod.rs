@@ -34,17 +34,23 @@ use crate::plan::sink::otf2::{Layout, Options};
 /// The archive's name within the sink's directory.
 const ARCHIVE: &str = "traces";
 
+/// Live writers (see [`Tracks`]) at most, one for every four threads the run may use: each
+/// is a thread beside the pool's, busy as long as its location's events come, which on a
+/// few cores would take from placing the spans.
+const LIVE_WRITERS: usize = 4;
+
 pub struct Otf2Sink {
     /// The archive's name; its files are the output when it is the path's own.
     name: String,
     layout: Layout,
-    // Dropped in this order on failure: the archive closes before its files are removed.
+    // Dropped in this order on failure: the live writers end before the archive closes,
+    // the archive closes before its files are removed.
+    tracks: Tracks,
     archive: Archive,
     /// Every location's events, until OTF2 writes them.
-    spill: Spill,
+    spill: Arc<Spill>,
     staging: Staging,
     defs: Definitions,
-    tracks: Tracks,
 }
 
 impl Otf2Sink {
@@ -62,11 +68,13 @@ impl Otf2Sink {
             archive: Archive::create(otf2, staging.dir(), &name)?,
             name,
             layout: options.layout,
-            spill: Spill::create(staging.dir())
-                .map_err(SinkError::io("holding the OTF2 events back"))?,
+            spill: Arc::new(
+                Spill::create(staging.dir())
+                    .map_err(SinkError::io("holding the OTF2 events back"))?,
+            ),
             staging,
             defs: Definitions::default(),
-            tracks: Tracks::default(),
+            tracks: Tracks::new((rayon::current_num_threads() / 4).min(LIVE_WRITERS)),
         })
     }
 }
@@ -76,7 +84,7 @@ impl Sink for Otf2Sink {
         for chunk in window {
             (self.tracks).write(chunk, catalog.stream(chunk.stream), &mut self.defs);
         }
-        self.tracks.place(&self.spill)
+        self.tracks.place(&self.spill, &self.archive)
     }
 
     fn finish(self: Box<Self>, catalog: &Catalog) -> Result<Vec<PathBuf>, SinkError> {

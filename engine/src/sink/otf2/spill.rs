@@ -8,6 +8,8 @@
 //! unlinked file beside the archive, and [`Spill::replay`] hands a location's events over in
 //! order: memory is the open blocks and an OTF2 writer per thread writing. Locations' logs
 //! are filled on several threads at once, each block taking its own stretch of the file.
+//! The few busiest locations are written during the run instead: their blocks, once full,
+//! go to a writer of their own (see [`archive::Live`](super::archive::Live)).
 
 use std::fs::File;
 use std::io;
@@ -75,11 +77,63 @@ impl Spill {
 
     /// Appends `event` to the events of `log`'s location.
     pub fn push(&self, log: &mut Log, event: Event<'_>) -> io::Result<()> {
-        if log.open.capacity() == 0 {
-            // Exactly one block's room: growing by doubling would take twice that.
-            log.open.reserve_exact(BLOCK + MAX_EVENT);
+        if log.push(event) {
+            self.keep(log)?;
         }
-        let out = &mut log.open;
+        Ok(())
+    }
+
+    /// Writes `log`'s open block to the file, and begins another.
+    fn keep(&self, log: &mut Log) -> io::Result<()> {
+        let len = log.open.len();
+        let offset = self.len.fetch_add(len as u64, Ordering::Relaxed);
+        self.file.write_all_at(&log.open, offset)?;
+        log.blocks.push((offset, len));
+        log.open.clear();
+        Ok(())
+    }
+
+    /// Calls `write` with each event of `log` in the order they were pushed; logs are read
+    /// in parallel. The outer error is the spill's own (reading it back), the inner one the
+    /// first of `write`, after which it is not called again.
+    pub fn replay<E>(
+        &self,
+        log: &Log,
+        mut write: impl FnMut(Event<'_>) -> Result<(), E>,
+    ) -> io::Result<Result<(), E>> {
+        if let Err(e) = self.replay_blocks(&log.blocks, &mut write)? {
+            return Ok(Err(e));
+        }
+        Ok(decode(&log.open, &mut write))
+    }
+
+    /// Calls `write` with each event of `blocks` (taken from a [`Log`]), in order; errors
+    /// as [`Spill::replay`]'s.
+    pub fn replay_blocks<E>(
+        &self,
+        blocks: &[(u64, usize)],
+        mut write: impl FnMut(Event<'_>) -> Result<(), E>,
+    ) -> io::Result<Result<(), E>> {
+        let mut block = Vec::new();
+        for &(offset, len) in blocks {
+            block.resize(len, 0);
+            self.file.read_exact_at(&mut block, offset)?;
+            if let Err(e) = decode(&block, &mut write) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+impl Log {
+    /// Appends `event` to the open block; true once the block is full.
+    pub fn push(&mut self, event: Event<'_>) -> bool {
+        if self.open.capacity() == 0 {
+            // Exactly one block's room: growing by doubling would take twice that.
+            self.open.reserve_exact(BLOCK + MAX_EVENT);
+        }
+        let out = &mut self.open;
         match event {
             Event::Enter {
                 time,
@@ -109,33 +163,23 @@ impl Spill {
                 push_attributes(out, attributes);
             }
         }
-        if log.open.len() >= BLOCK {
-            let len = log.open.len();
-            let offset = self.len.fetch_add(len as u64, Ordering::Relaxed);
-            self.file.write_all_at(&log.open, offset)?;
-            log.blocks.push((offset, len));
-            log.open.clear();
-        }
-        Ok(())
+        self.open.len() >= BLOCK
     }
 
-    /// Calls `write` with each event of `log` in the order they were pushed; logs are read
-    /// in parallel. The outer error is the spill's own (reading it back), the inner one the
-    /// first of `write`, after which it is not called again.
-    pub fn replay<E>(
-        &self,
-        log: &Log,
-        mut write: impl FnMut(Event<'_>) -> Result<(), E>,
-    ) -> io::Result<Result<(), E>> {
-        let mut block = Vec::new();
-        for &(offset, len) in &log.blocks {
-            block.resize(len, 0);
-            self.file.read_exact_at(&mut block, offset)?;
-            if let Err(e) = decode(&block, &mut write) {
-                return Ok(Err(e));
-            }
-        }
-        Ok(decode(&log.open, &mut write))
+    /// The blocks written to the spill's file, handed over (to a writer of the location's
+    /// own, which reads them back).
+    pub fn take_spilled(&mut self) -> Vec<(u64, usize)> {
+        std::mem::take(&mut self.blocks)
+    }
+
+    /// How many blocks are in the spill's file.
+    pub fn spilled(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// The open block, full or the last, handed over; the next event begins another.
+    pub fn take_open(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.open)
     }
 }
 
@@ -151,8 +195,8 @@ fn push_attributes(out: &mut Vec<u8>, attributes: &[(u32, u64)]) {
     }
 }
 
-/// Reads the events of a block, which [`Spill::push`] encoded.
-fn decode<E>(
+/// Reads the events of a block, which [`Log::push`] encoded.
+pub fn decode<E>(
     mut bytes: &[u8],
     write: &mut impl FnMut(Event<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
