@@ -3,8 +3,8 @@
 //! several locations at a time (OTF2 guards what its writers share with the archive's
 //! [`locks`](super::locks)); then local and global definitions. The busiest locations do
 //! not wait for the end: each is written while the run goes on, by a thread of its own
-//! ([`Live`]), since one location's events are written in order, on one thread, and a
-//! location of a tenth of the run's events would otherwise be the whole of the end.
+//! ([`Live`]): a location's events are written in order, on one thread, so the busiest
+//! location, written after the last record, would otherwise be most of the end.
 //!
 //! OTF2 keeps a location's events in memory chunks until its memory pool runs dry, and its
 //! default pool is large enough to hold a whole location. The archive hands OTF2 its own
@@ -42,7 +42,7 @@ const WRITERS: usize = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LocationId(pub u64);
 
-/// Full blocks of events on their way to a [`Live`] writer at most: 512 KiB each.
+/// Full blocks (32 KiB) on their way to a [`Live`] writer, at most: 512 KiB a writer.
 const LIVE_QUEUE: usize = 16;
 
 pub struct Archive {
