@@ -560,6 +560,14 @@ fn completions_for_each_shell_and_manual_pages_come_from_the_command_line() {
     ] {
         assert!(dir.path().join("man1").join(page).is_file(), "{page}");
     }
+    // The pages are the options' doc comments: none shows a reader Rust's links to code.
+    for page in std::fs::read_dir(dir.path().join("man1")).unwrap() {
+        let page = page.unwrap().path();
+        let roff = std::fs::read_to_string(&page).unwrap();
+        for link in ["[`", "crate::", "super::"] {
+            assert!(!roff.contains(link), "{}: {link}", page.display());
+        }
+    }
     // The run page, as man shows it, has rocprofv3's options.
     let shown = Command::new("man")
         .args(["-l", "man1/rocflow-run.1"])

@@ -11,7 +11,7 @@ use crate::wire;
 /// Whether `rocflow run` compresses the spool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum SpoolCompression {
-    /// Where rocflow works on 8 threads or more ([`crate::threads`]).
+    /// Where rocflow works on 8 threads or more (`--threads`, else one per core).
     #[default]
     Auto,
     /// Always, with zstd.
