@@ -146,6 +146,14 @@ impl Archive {
         check(&self.otf2, code, call)
     }
 
+    /// Where a thread writes this archive's events.
+    fn target(&self) -> Target {
+        Target {
+            otf2: Arc::clone(&self.otf2),
+            raw: self.raw,
+        }
+    }
+
     /// Starts writing `location`'s events on a thread of its own: first those `spilled`
     /// (blocks taken from its [`Log`]), then the blocks [`Live::send`] gives it.
     pub fn live(
@@ -155,10 +163,7 @@ impl Archive {
         spilled: Vec<(u64, usize)>,
     ) -> Result<Live, SinkError> {
         let (blocks, received) = std::sync::mpsc::sync_channel(LIVE_QUEUE);
-        let target = Target {
-            otf2: Arc::clone(&self.otf2),
-            raw: self.raw,
-        };
+        let target = self.target();
         let spill = Arc::clone(spill);
         let thread = std::thread::Builder::new()
             .name(format!("otf2 location {}", location.0))
@@ -174,10 +179,7 @@ impl Archive {
     /// locations at a time at most, each thread taking the next location not yet taken.
     fn write_events(&self, spill: &Spill, logs: &[Option<Log>]) -> Result<(), SinkError> {
         let locations = Locations {
-            target: Target {
-                otf2: Arc::clone(&self.otf2),
-                raw: self.raw,
-            },
+            target: self.target(),
             spill,
             logs,
             next: AtomicUsize::new(0),

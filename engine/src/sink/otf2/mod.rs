@@ -74,7 +74,7 @@ impl Otf2Sink {
             ),
             staging,
             defs: Definitions::default(),
-            tracks: Tracks::new((rayon::current_num_threads() / 4).min(LIVE_WRITERS)),
+            tracks: Tracks::new((crate::threads::count() / 4).min(LIVE_WRITERS)),
         })
     }
 }
