@@ -196,6 +196,10 @@ struct Row {
     device_trace: Option<(u64, u64)>,
     /// How the application runs and is profiled.
     launch: Launch,
+    /// The scenario's iterations, where not the MI300X scenario's 100 (nor paced).
+    iterations: Option<u64>,
+    /// The threads the replays work on (`RAYON_NUM_THREADS`), where not the machine's.
+    replay_threads: Option<&'static str>,
 }
 
 /// How a row's application runs and is profiled.
@@ -287,6 +291,8 @@ impl Row {
             settings: "",
             device_trace: None,
             launch: Launch::Run,
+            iterations: None,
+            replay_threads: None,
         }
     }
 
@@ -358,6 +364,10 @@ impl Row {
             let paced = format!("iterations = {iterations}\nduration_ms = {ms}");
             text = text.replace("iterations = 100", &paced);
         }
+        if let Some(iterations) = self.iterations {
+            assert!(self.paced.is_none(), "a paced row sets its own iterations");
+            text = text.replace("iterations = 100", &format!("iterations = {iterations}"));
+        }
         let mut settings = self.settings.to_owned();
         if let Launch::Session { legacy_roctx: true } = self.launch {
             settings.push_str("marker_library = \"legacy\"\n");
@@ -384,7 +394,8 @@ impl Row {
                 }
                 None => {}
             }
-            assert_success(&rocflow(&replay, dir, &[]));
+            let threads = (self.replay_threads).map(|n| ("RAYON_NUM_THREADS", Path::new(n)));
+            assert_success(&rocflow(&replay, dir, threads.as_slice()));
         }
 
         let mut problems = Vec::new();
@@ -1054,8 +1065,16 @@ fn features_that_change_records_agree_with_the_truth() {
     periods.one_thread = true;
     periods.paced = Some((10, 500));
     periods.collected = Some(7);
+    // On eight threads the OTF2 sink writes its busiest locations (the host threads' API
+    // calls) while the replay goes on, each by a thread of its own; 2,000 iterations give
+    // each of those a few MiB of events, past the point where a location's writer starts.
+    let mut live_otf2 = Row::new(&["trace-all"], of("trace-all"));
+    live_otf2.name =
+        "trace-all replayed on eight threads, OTF2's busiest locations written live".into();
+    live_otf2.iterations = Some(2_000);
+    live_otf2.replay_threads = Some("8");
     check(&[
-        filtered, mangled, truncated, long, window, span, periods, repeated, processes,
+        filtered, mangled, truncated, long, window, span, periods, repeated, processes, live_otf2,
     ]);
 }
 
