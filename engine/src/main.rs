@@ -1,15 +1,4 @@
-/// jemalloc, which gives freed memory back to the system by age, not by where it lies.
-/// glibc's malloc kept what the stages' threads freed in per-thread arenas, so that a
-/// run's peak grew with its length though its memory in use did not: on 16 cores, a 20 M
-/// record replay into all five sinks peaked at 1.25-1.28 times a 2 M one (Parquet alone
-/// 1.44-1.48) under glibc, at 1.16-1.17 (1.04-1.14) under jemalloc, and ran 10-17 % faster.
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-/// jemalloc's settings, read at its first allocation: pages unused for 200 ms go back to
-/// the system, at once rather than after a second, lazier, stage.
-#[unsafe(export_name = "_rjem_malloc_conf")]
-pub static MALLOC_CONF: &[u8; 36] = b"dirty_decay_ms:200,muzzy_decay_ms:0\0";
+mod allocator;
 
 fn main() -> std::process::ExitCode {
     rocflow::cli::main()
