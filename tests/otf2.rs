@@ -1,9 +1,10 @@
 //! The OTF2 sink as users run it: `rocflow replay` into an archive, read back with
 //! `otf2-print` (Debian's `otf2-tools`) and checked against the records in the spool.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use rocflow::record::Batch;
 use rocflow::spool::SpoolReader;
@@ -373,10 +374,36 @@ fn the_archive_is_the_same_on_any_number_of_threads() {
     // Long enough for a host thread's events to outgrow what is left for the end.
     let args = ["--records", "1000000", "--seed", "11"];
     let dir = support::generated("otf2.toml", PIPELINE, &args);
+    // The archive's files, and the names of the replay's threads (seen every few ms while
+    // it runs): a location written live has a thread named after it.
     let archive = |threads: &str| {
-        let env = [("RAYON_NUM_THREADS", threads)];
-        let out = rocflow(&["replay", "run.rfraw", "otf2.toml"], dir.path(), &env);
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        let log = dir.path().join(format!("replay-{threads}.log"));
+        let mut replay = Command::new(env!("CARGO_BIN_EXE_rocflow"))
+            .args(["replay", "run.rfraw", "otf2.toml"])
+            .env("RAYON_NUM_THREADS", threads)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("rocflow runs");
+        let tasks = format!("/proc/{}/task", replay.id());
+        let mut names = BTreeSet::new();
+        let status = loop {
+            if let Some(status) = replay.try_wait().unwrap() {
+                break status;
+            }
+            for task in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
+                if let Ok(name) = std::fs::read_to_string(task.path().join("comm")) {
+                    names.insert(name.trim().to_owned());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let said = std::fs::read_to_string(&log).unwrap();
+        assert!(status.success(), "{said}");
+        let live: Vec<String> = (names.into_iter())
+            .filter(|name| name.starts_with("otf2 location"))
+            .collect();
         // The anchor file holds the archive's random id; the rest is the archive's content.
         let trace = dir.path().join("out/trace");
         let events = std::fs::read_dir(trace.join("traces")).unwrap();
@@ -390,15 +417,22 @@ fn the_archive_is_the_same_on_any_number_of_threads() {
             "traces.def".into(),
             std::fs::read(trace.join("traces.def")).unwrap(),
         );
-        files
+        (files, live)
     };
-    let one = archive("1");
+    let (one, none) = archive("1");
     assert!(
         one.len() > 10,
         "an event file per location: {:?}",
         one.keys()
     );
-    let eight = archive("8");
+    assert_eq!(
+        none,
+        Vec::<String>::new(),
+        "one thread writes no location live"
+    );
+    // Eight threads give two live writers, taken by the host threads' API calls.
+    let (eight, live) = archive("8");
+    assert_eq!(live.len(), 2, "locations written live: {live:?}");
     assert_eq!(
         one.keys().collect::<Vec<_>>(),
         eight.keys().collect::<Vec<_>>()
