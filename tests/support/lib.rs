@@ -330,7 +330,8 @@ pub fn rocflow_command(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Comm
 
 /// Runs `command` to its end, and for each of `names` the most threads so named it had at
 /// once (as `/proc/PID/task/*/comm` shows them, 15 bytes at most), sampled every few
-/// milliseconds.
+/// milliseconds. A name ending in `*` stands for every name that begins with the rest
+/// (`otf2 location *`: threads numbered after what they write).
 pub fn output_and_most_threads(command: &mut Command, names: &[&str]) -> (Output, Vec<usize>) {
     use std::sync::atomic::{AtomicBool, Ordering};
     let child = (command.stdout(std::process::Stdio::piped()))
@@ -348,7 +349,7 @@ pub fn output_and_most_threads(command: &mut Command, names: &[&str]) -> (Output
                     .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
                     .collect();
                 for (most, name) in most.iter_mut().zip(names) {
-                    let named = comms.iter().filter(|c| c.trim_end() == *name).count();
+                    let named = comms.iter().filter(|c| named(c.trim_end(), name)).count();
                     *most = (*most).max(named);
                 }
                 std::thread::sleep(std::time::Duration::from_millis(5));
@@ -359,6 +360,14 @@ pub fn output_and_most_threads(command: &mut Command, names: &[&str]) -> (Output
         ended.store(true, Ordering::Relaxed);
         (out, sampler.join().unwrap())
     })
+}
+
+/// Whether a thread named `comm` is one [`output_and_most_threads`]'s `name` stands for.
+fn named(comm: &str, name: &str) -> bool {
+    match name.strip_suffix('*') {
+        Some(prefix) => comm.starts_with(prefix),
+        None => comm == name,
+    }
 }
 
 /// `rocflow args…` in `dir` where no ROCm can be found (see [`without_rocm`]), nor
