@@ -5,13 +5,15 @@
 //!
 //! | bytes | field |
 //! | --- | --- |
-//! | 1 | tag: 0 = metadata (JSON array of [`Meta`]), 1 + [`RecordKind`] index = records, 128 = API call arguments ([`ApiArgs`]), 129 = a piece of a thread trace or code object ([`TraceData`], version 5 on), 255 = the spool's end |
+//! | 1 | tag: 0 = metadata (JSON array of [`Meta`]), 1 + [`RecordKind`] index = records, 128 = API call arguments ([`ApiArgs`]), 129 = a piece of a thread trace or code object ([`TraceData`], version 5 on), 130 = marker messages (version 9 on, below), 255 = the spool's end |
 //! | 1 | encoding: 0 = the payload as it is, 1 = compressed with zstd (see below) |
 //! | 2 | stream: which process the frame belongs to (the runner numbers connections) |
 //! | 4 | payload length, as stored |
 //! | 4 | CRC-32 of the header's first 8 bytes, then the payload as stored |
 //!
-//! Record payloads are whole records back to back in their fixed layout. A layout may grow
+//! Record payloads are whole records back to back in their fixed layout. A marker messages
+//! frame holds [`Meta::MarkerMessages`]'s pairs back to back, each a correlation id (u64)
+//! and a string number (u32); before version 9 they travelled as metadata. A layout may grow
 //! fields at its end from one version to the next; a reader of an earlier version's stream
 //! reads them as 0 (see [`stored_size`]). An arguments frame
 //! comes just before the API records frame of the same delivery, whose calls it describes.
@@ -47,7 +49,7 @@ use crate::thread_trace::{TraceData, TraceDataError};
 
 pub const MAGIC: &[u8; 6] = b"RFRAW\0";
 /// The version this rocflow writes.
-pub const VERSION: u16 = 8;
+pub const VERSION: u16 = 9;
 /// The first version whose spools record their end.
 pub const ENDS_RECORDED: u16 = 4;
 /// The first version whose streams may carry thread traces.
@@ -61,6 +63,10 @@ pub const COPY_ADDRESSES_RECORDED: u16 = 7;
 /// The first version whose kernel dispatches and memory copies end with their HIP stream
 /// (`hip_stream`); earlier ones are 8 bytes shorter, read as the stream unknown.
 pub const HIP_STREAMS_RECORDED: u16 = 8;
+/// The first version whose marker messages travel in frames of their own, as integers:
+/// one pair per ROCTx call, whose JSON took a live ROCTx run's reading thread a tenth of
+/// the runner's time to parse.
+pub const MARKER_FRAMES: u16 = 9;
 /// The oldest version of a kept spool this rocflow reads.
 pub const OLDEST_VERSION: u16 = 1;
 pub const STREAM_HEADER: usize = 8;
@@ -77,6 +83,10 @@ const META_TAG: u8 = 0;
 const ARGS_TAG: u8 = 128;
 /// A piece of a thread trace or code object.
 const TRACE_TAG: u8 = 129;
+/// Marker messages (version [`MARKER_FRAMES`] on).
+const MARKERS_TAG: u8 = 130;
+/// A marker message's bytes in its frame: correlation id and string number.
+const MARKER_MESSAGE: usize = 12;
 /// The spool's recorded end.
 const END_TAG: u8 = 255;
 /// An end frame's payload: its own offset in the spool.
@@ -204,11 +214,51 @@ impl<R: Record, B: Out> RecordsFrame<R, B> {
     }
 }
 
-/// Appends a metadata frame to `out`.
+/// Appends metadata frames for `items` to `out`, in their order: a marker messages frame
+/// for each [`Meta::MarkerMessages`], a JSON frame for each run of the other items (one,
+/// empty, for no items).
 pub fn encode_meta(stream: u16, items: &[Meta], out: &mut Vec<u8>) {
-    frame(stream, META_TAG, out, |out| {
-        serde_json::to_writer(out, items).expect("metadata serializes to a Vec")
-    });
+    let mut rest = items;
+    loop {
+        let json = rest.iter().position(is_markers).unwrap_or(rest.len());
+        if json > 0 || items.is_empty() {
+            frame(stream, META_TAG, out, |out| {
+                serde_json::to_writer(out, &rest[..json]).expect("metadata serializes to a Vec")
+            });
+        }
+        let Some(Meta::MarkerMessages { messages }) = rest.get(json) else {
+            return;
+        };
+        frame(stream, MARKERS_TAG, out, |out| {
+            for &(correlation_id, string) in messages {
+                out.extend_from_slice(&correlation_id.to_le_bytes());
+                out.extend_from_slice(&string.to_le_bytes());
+            }
+        });
+        rest = &rest[json + 1..];
+    }
+}
+
+fn is_markers(item: &Meta) -> bool {
+    matches!(item, Meta::MarkerMessages { .. })
+}
+
+/// The messages of a marker messages frame's payload.
+fn decode_markers(payload: &[u8]) -> Result<Meta, FrameError> {
+    let pairs = payload.chunks_exact(MARKER_MESSAGE);
+    if !pairs.remainder().is_empty() {
+        return Err(FrameError::PartialMarkers(payload.len()));
+    }
+    let messages = pairs
+        .map(|pair| {
+            let (id, string) = pair.split_at(8);
+            (
+                u64::from_le_bytes(id.try_into().unwrap()),
+                u32::from_le_bytes(string.try_into().unwrap()),
+            )
+        })
+        .collect();
+    Ok(Meta::MarkerMessages { messages })
 }
 
 /// Appends an API call arguments frame to `out`.
@@ -424,7 +474,7 @@ fn check_frame_header(
     header: &[u8; FRAME_HEADER],
     compressed: bool,
     ends: bool,
-    traces: bool,
+    version: u16,
 ) -> Result<usize, FrameError> {
     let tag = header[0];
     let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
@@ -434,8 +484,13 @@ fn check_frame_header(
             _ => Err(FrameError::EndMalformed),
         };
     }
-    if usize::from(tag) > RecordKind::ALL.len() && tag != ARGS_TAG && !(traces && tag == TRACE_TAG)
-    {
+    let known = match tag {
+        ARGS_TAG => true,
+        TRACE_TAG => version >= TRACES_RECORDED,
+        MARKERS_TAG => version >= MARKER_FRAMES,
+        _ => usize::from(tag) <= RecordKind::ALL.len(),
+    };
+    if !known {
         return Err(FrameError::UnknownTag(tag));
     }
     Encoding::of(header[1], compressed)?;
@@ -538,6 +593,8 @@ pub enum FrameError {
     Trace(#[from] TraceDataError),
     #[error("bad API arguments: {0}")]
     Args(#[from] ArgsError),
+    #[error("{0} bytes is not a whole number of marker messages ({MARKER_MESSAGE} bytes each)")]
+    PartialMarkers(usize),
     #[error(
         "{len} bytes is not a whole number of {} records ({size} bytes each)",
         .kind.name()
@@ -742,13 +799,8 @@ impl<R: Read> FrameReader<R> {
             _ => {}
         }
         let corrupt = |reason| WireError::Corrupt { offset, reason };
-        let len = check_frame_header(
-            &header,
-            self.compressed,
-            self.ends,
-            self.version >= TRACES_RECORDED,
-        )
-        .map_err(corrupt)?;
+        let len = check_frame_header(&header, self.compressed, self.ends, self.version)
+            .map_err(corrupt)?;
         frame.clear();
         frame.extend_from_slice(&header);
         let got = (&mut self.input).take(len as u64).read_to_end(frame)?;
@@ -852,6 +904,8 @@ pub fn decode_frame(bytes: &[u8], version: u16) -> Result<Frame, FrameError> {
         Payload::Args(ApiArgs::decode(payload)?)
     } else if tag == TRACE_TAG {
         Payload::Trace(TraceData::decode(payload)?)
+    } else if tag == MARKERS_TAG {
+        Payload::Meta(vec![decode_markers(payload)?])
     } else {
         let kind = *RecordKind::ALL
             .get(usize::from(tag - 1))

@@ -2,7 +2,7 @@
 
 use rocflow_core::record::{
     ApiArgs, ApiCall, Arg, ArgValue, Batch, CounterSample, KernelDispatch, KernelSymbol, Marker,
-    MemoryCopy, Meta, Sym,
+    MemoryCopy, Meta, RecordKind, Sym,
 };
 use rocflow_core::spool::{Ending, SpoolReader, SpoolWriter};
 use rocflow_core::wire::{self, Frame, FrameError, MetaError, Payload, WireError};
@@ -86,6 +86,12 @@ fn frames() -> Vec<Frame> {
         (1, Payload::Records(Batch::MemoryCopy(copies))),
         (1, Payload::Args(args)),
         (1, Payload::Records(Batch::Api(api))),
+        (
+            0,
+            Payload::Meta(vec![Meta::MarkerMessages {
+                messages: vec![(1, 0), (u64::MAX, u32::MAX)],
+            }]),
+        ),
         (0, Payload::Records(Batch::Marker(markers))),
         (0, Payload::Records(Batch::CounterSample(counters))),
     ]
@@ -325,11 +331,12 @@ fn other_files_are_refused() {
         Err(WireError::NotASpool)
     ));
     let mut future = wire::stream_header().to_vec();
-    future[6] = 9;
+    let next = wire::VERSION + 1;
+    future[6..8].copy_from_slice(&next.to_le_bytes());
     std::fs::write(&path, future).unwrap();
     assert!(matches!(
         SpoolReader::open(&path),
-        Err(WireError::Version(9))
+        Err(WireError::Version(v)) if v == next
     ));
 }
 
@@ -421,16 +428,10 @@ fn reads_as_older_version(version: u16, forget: fn(&mut Batch)) {
             .copied()
             .collect();
         let tag = 1
-            + (rocflow_core::record::RecordKind::ALL.iter())
+            + (RecordKind::ALL.iter())
                 .position(|&k| k == batch.kind())
                 .unwrap() as u8;
-        let mut header = vec![tag, 0];
-        header.extend_from_slice(&frame.stream.to_le_bytes());
-        header.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        let crc = wire::checksum(version, &header, &payload);
-        bytes.extend_from_slice(&header);
-        bytes.extend_from_slice(&crc.to_le_bytes());
-        bytes.extend_from_slice(&payload);
+        bytes.extend_from_slice(&frame_of(version, tag, frame.stream, &payload));
         let before = batch.clone();
         forget(&mut batch);
         if batch == before {
@@ -454,6 +455,77 @@ fn reads_as_older_version(version: u16, forget: fn(&mut Batch)) {
             ..
         })
     ));
+}
+
+/// Marker messages travel in frames of their own from version 9 on, in their place among
+/// the metadata items around them. An earlier version's spool has them in its metadata,
+/// and reads; a marker messages frame in it is corrupt, as is one cut mid-message.
+#[test]
+fn marker_messages_have_frames_of_their_own_from_version_9() {
+    let strings = Meta::Strings {
+        first: 0,
+        values: vec!["step".into()],
+    };
+    let messages = Meta::MarkerMessages {
+        messages: vec![(5, 0), (9, 0)],
+    };
+    let dropped = Meta::Dropped {
+        kind: RecordKind::Marker,
+        count: 3,
+    };
+    let alone = |item: &Meta| Frame {
+        stream: 2,
+        payload: Payload::Meta(vec![item.clone()]),
+    };
+    let mut bytes = wire::stream_header().to_vec();
+    let items = [strings.clone(), messages.clone(), dropped.clone()];
+    wire::encode_meta(2, &items, &mut bytes);
+    let (read, ending) = read_bytes(&bytes);
+    assert!(ending.is_ok(), "{ending:?}");
+    assert_eq!(read, [alone(&strings), alone(&messages), alone(&dropped)]);
+
+    let version_8 = |body: &[u8]| [&b"RFRAW\0\x08\0"[..], body].concat();
+    let (read, ending) = read_bytes(&version_8(&bytes[wire::STREAM_HEADER..]));
+    assert_eq!(read, [alone(&strings)]);
+    assert!(
+        matches!(
+            ending,
+            Err(WireError::Corrupt {
+                reason: FrameError::UnknownTag(130),
+                ..
+            })
+        ),
+        "{ending:?}"
+    );
+    let json = serde_json::to_vec(&items).unwrap();
+    let (read, ending) = read_bytes(&version_8(&frame_of(8, 0, 2, &json)));
+    assert!(ending.is_ok(), "{ending:?}");
+    assert_eq!(
+        read,
+        [Frame {
+            stream: 2,
+            payload: Payload::Meta(items.to_vec()),
+        }]
+    );
+
+    let mut cut = wire::stream_header().to_vec();
+    cut.extend_from_slice(&frame_of(wire::VERSION, 130, 2, &[0; 13]));
+    assert!(matches!(
+        read_bytes(&cut).1,
+        Err(WireError::Corrupt {
+            reason: FrameError::PartialMarkers(13),
+            ..
+        })
+    ));
+}
+
+/// A plain frame of a stream of format `version`, made by hand.
+fn frame_of(version: u16, tag: u8, stream: u16, payload: &[u8]) -> Vec<u8> {
+    let mut header = vec![tag, 0];
+    header.extend_from_slice(&stream.to_le_bytes());
+    header.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let crc = wire::checksum(version, &header, payload);
+    [&header[..], &crc.to_le_bytes(), payload].concat()
 }
 
 /// Reads every frame of a stream held in memory, and how reading ended.
@@ -594,6 +666,9 @@ fn compress(raw: &[u8]) -> Option<Vec<u8>> {
     wire::compressed_frame(raw, &parts)
 }
 
+/// Where [`raw_frames`] puts its 5,000 dispatches: after [`frames`].
+const MANY: usize = 8;
+
 /// Frames of [`frames`], and 5,000 dispatches (four compressed parts, the last one short),
 /// each encoded alone.
 fn raw_frames() -> (Vec<Frame>, Vec<Vec<u8>>) {
@@ -606,6 +681,7 @@ fn raw_frames() -> (Vec<Frame>, Vec<Vec<u8>>) {
         stream: 2,
         payload: Payload::Records(Batch::KernelDispatch(many)),
     });
+    assert_eq!(original.len(), MANY + 1);
     let raw = original
         .iter()
         .map(|frame| encode(std::slice::from_ref(frame)).0)
@@ -618,7 +694,7 @@ fn raw_frames() -> (Vec<Frame>, Vec<Vec<u8>>) {
 #[test]
 fn compressed_frames_read_back_as_they_were_sent() {
     let (original, raw) = raw_frames();
-    assert!(raw[7].len() > 3 * wire::COMPRESSED_PART + wire::FRAME_HEADER);
+    assert!(raw[MANY].len() > 3 * wire::COMPRESSED_PART + wire::FRAME_HEADER);
     let stored: Vec<Vec<u8>> = raw
         .iter()
         .map(|r| compress(r).unwrap_or(r.clone()))
@@ -629,7 +705,7 @@ fn compressed_frames_read_back_as_they_were_sent() {
     assert_eq!(read, original);
     let sizes = |frames: &[Vec<u8>]| frames.iter().map(Vec::len).collect::<Vec<_>>();
     let (before, after) = (sizes(&raw), sizes(&stored));
-    for i in [1, 7] {
+    for i in [1, MANY] {
         assert!(after[i] * 10 <= before[i], "{before:?} -> {after:?}");
     }
 }
@@ -639,12 +715,12 @@ fn compressed_frames_read_back_as_they_were_sent() {
 fn a_renumbered_compressed_frame_keeps_a_valid_checksum() {
     let (original, raw) = raw_frames();
     let mut bytes = wire::stream_header().to_vec();
-    bytes.extend_from_slice(&compress(&raw[7]).unwrap());
+    bytes.extend_from_slice(&compress(&raw[MANY]).unwrap());
     wire::set_stream(&mut bytes[wire::STREAM_HEADER..], 513);
     let (read, ending) = read_bytes(&bytes);
     assert!(ending.is_ok(), "{ending:?}");
     assert_eq!(read[0].stream, 513);
-    assert_eq!(read[0].payload, original[7].payload);
+    assert_eq!(read[0].payload, original[MANY].payload);
 }
 
 /// A compressed payload from elsewhere is checked as a plain one is: what it claims is
@@ -654,10 +730,10 @@ fn a_renumbered_compressed_frame_keeps_a_valid_checksum() {
 #[test]
 fn a_damaged_compressed_payload_is_corrupt() {
     let (original, raw) = raw_frames();
-    let compressed = compress(&raw[7]).unwrap();
+    let compressed = compress(&raw[MANY]).unwrap();
     let payload = &compressed[wire::FRAME_HEADER..];
     let claim = |len: u32| [&len.to_le_bytes()[..], &payload[4..]].concat();
-    let parts = (raw[7].len() - wire::FRAME_HEADER).div_ceil(wire::COMPRESSED_PART);
+    let parts = (raw[MANY].len() - wire::FRAME_HEADER).div_ceil(wire::COMPRESSED_PART);
     assert!(parts > 2, "a frame of several parts");
     // The first part starts after the length and the parts' lengths, with zstd's magic.
     let mut not_zstd = payload.to_vec();
@@ -676,7 +752,7 @@ fn a_damaged_compressed_payload_is_corrupt() {
             format!("compressed part {parts} is cut short"),
         ),
         (
-            claim((raw[7].len() - wire::FRAME_HEADER + 100) as u32),
+            claim((raw[MANY].len() - wire::FRAME_HEADER + 100) as u32),
             format!("compressed part {parts} holds"),
         ),
         (
@@ -790,7 +866,7 @@ fn a_frame_that_would_expand_past_the_bound_is_stored_plain() {
 #[test]
 fn a_compressed_frame_where_none_can_be_is_corrupt() {
     let (_, raw) = raw_frames();
-    let compressed = compress(&raw[7]).unwrap();
+    let compressed = compress(&raw[MANY]).unwrap();
     let mut version_2 = compressed.clone();
     let crc = wire::checksum(2, &version_2[..8], &version_2[wire::FRAME_HEADER..]);
     version_2[8..12].copy_from_slice(&crc.to_le_bytes());
