@@ -2,7 +2,7 @@
 //! counters, processes, threads. Records refer to it by id; it only grows, and a record
 //! never refers to metadata sent after it, so readers see all they need.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -186,13 +186,71 @@ impl StreamMeta {
 
 /// ROCTx messages, per stream and correlation id, until their marker records arrive. Kept
 /// apart from the catalog: sinks read the catalog while the decoder names records.
-///
-/// Ordered by id: messages come about in the order of their ids, and their records too, a
-/// buffer's worth behind (hundreds of thousands); a map in order keeps both ends it works
-/// at in the cache, where a hash map's look-ups miss it.
 #[derive(Debug, Default)]
 pub struct MarkerMessages {
-    streams: HashMap<u16, BTreeMap<u64, Sym>>,
+    streams: HashMap<u16, Waiting>,
+}
+
+/// One stream's messages waiting for their records, in the order of their ids: the tool
+/// numbers calls and sends their messages in that order, and the records follow them in
+/// it, a buffer's worth behind (hundreds of thousands). So a message joins at the back and
+/// is given from near the front, and both are found by halving a slice that stays in
+/// cache: a map ordered by id (a B-tree) spent 6 % of a ROCTx replay's time on the
+/// decoding thread, which the others wait for, inserting and removing.
+#[derive(Debug, Default)]
+struct Waiting {
+    /// Messages by id; `None` once given, until every message before it is given too.
+    messages: VecDeque<(u64, Option<Sym>)>,
+    /// How many of them are given.
+    given: usize,
+}
+
+impl Waiting {
+    /// Holds `message` for the record of `id`, in place of one it held already.
+    fn hold(&mut self, id: u64, message: Sym) {
+        if self.messages.back().is_none_or(|&(last, _)| last < id) {
+            self.messages.push_back((id, Some(message)));
+            return;
+        }
+        let at = self.messages.partition_point(|&(held, _)| held < id);
+        match self.messages.get_mut(at) {
+            Some((held, kept)) if *held == id => {
+                self.given -= usize::from(kept.is_none());
+                *kept = Some(message);
+            }
+            _ => self.messages.insert(at, (id, Some(message))),
+        }
+    }
+
+    /// The message of the record of `id`, forgotten once given: each belongs to one record.
+    fn give(&mut self, id: u64) -> Option<Sym> {
+        // The front is never given: records in the order of their ids find theirs there,
+        // or, without one (a range's pop), none before it.
+        let at = match self.messages.front() {
+            Some(&(first, _)) if first >= id => 0,
+            _ => self.messages.partition_point(|&(held, _)| held < id),
+        };
+        let message = match self.messages.get_mut(at) {
+            Some((held, kept)) if *held == id => kept.take()?,
+            _ => return None,
+        };
+        self.given += 1;
+        while self
+            .messages
+            .front()
+            .is_some_and(|(_, kept)| kept.is_none())
+        {
+            self.messages.pop_front();
+            self.given -= 1;
+        }
+        // Messages whose records never came hold the front: the given ones behind them
+        // go once they are half of what is kept.
+        if self.given > self.messages.len() / 2 {
+            self.messages.retain(|(_, kept)| kept.is_some());
+            self.given = 0;
+        }
+        Some(message)
+    }
 }
 
 impl MarkerMessages {
@@ -200,24 +258,67 @@ impl MarkerMessages {
     pub fn take(&mut self, stream: u16, items: &mut Vec<Meta>) {
         items.retain_mut(|item| match item {
             Meta::MarkerMessages { messages } => {
-                let known = self.streams.entry(stream).or_default();
-                known.extend(messages.drain(..).map(|(id, sym)| (id, Sym(sym))));
+                let waiting = self.streams.entry(stream).or_default();
+                for (id, message) in messages.drain(..) {
+                    waiting.hold(id, Sym(message));
+                }
                 false
             }
             _ => true,
         });
     }
 
-    /// Gives `stream`'s marker records their messages. Each message belongs to one
-    /// record, so it is forgotten once given.
+    /// Gives `stream`'s marker records their messages.
     pub fn name(&mut self, stream: u16, markers: &mut [Marker]) {
-        let Some(known) = self.streams.get_mut(&stream) else {
+        let Some(waiting) = self.streams.get_mut(&stream) else {
             return;
         };
         for marker in markers.iter_mut().filter(|m| m.message == Sym(0)) {
-            if let Some(message) = known.remove(&marker.correlation_id) {
+            if let Some(message) = waiting.give(marker.correlation_id) {
                 marker.message = message;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages come mostly in the order of their ids and now and then out of it (a
+    /// forked child's, a late batch); each is given to its record once, in whatever order
+    /// the records come, and a message whose record never comes keeps only itself.
+    #[test]
+    fn waiting_messages_are_given_once_whatever_the_order() {
+        let mut waiting = Waiting::default();
+        for id in [10, 20, 30, 40] {
+            waiting.hold(id, Sym(id as u32));
+        }
+        waiting.hold(25, Sym(25));
+        waiting.hold(5, Sym(5));
+        waiting.hold(30, Sym(31));
+        assert_eq!(waiting.give(30), Some(Sym(31)));
+        assert_eq!(waiting.give(30), None);
+        assert_eq!(waiting.give(15), None);
+        assert_eq!(waiting.give(50), None);
+        for id in [25, 10, 40, 20] {
+            assert_eq!(waiting.give(id), Some(Sym(id as u32)));
+        }
+        // Only 5, never given, still has its message; the given ones behind it are at
+        // most as many as those held.
+        let held: Vec<_> = waiting
+            .messages
+            .iter()
+            .filter(|(_, m)| m.is_some())
+            .collect();
+        assert_eq!(held, [&(5, Some(Sym(5)))]);
+        assert!(waiting.messages.len() <= 2, "{:?}", waiting.messages);
+        for id in 100..1100 {
+            waiting.hold(id, Sym(1));
+            assert_eq!(waiting.give(id), Some(Sym(1)));
+        }
+        assert!(waiting.messages.len() <= 3, "{:?}", waiting.messages);
+        assert_eq!(waiting.give(5), Some(Sym(5)));
+        assert!(waiting.messages.is_empty());
     }
 }
