@@ -14,6 +14,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::append::{Layouts, Out, Rows, Writers};
 use super::dispatches::{Aside, Dispatches, Sorted};
@@ -141,8 +142,9 @@ pub struct Queued {
     pid: Option<u32>,
     /// The process's agents: index and node id (their rows' id).
     agents: Vec<(u32, u32)>,
-    /// The messages of marker records, one per record (none for other kinds).
-    messages: Vec<String>,
+    /// The extra data of marker records, their messages, one per record (none for other
+    /// kinds).
+    messages: Vec<Value>,
     /// The arguments of API calls, one list per record (none where none were collected).
     args: Vec<Vec<Arg>>,
 }
@@ -167,10 +169,18 @@ impl Queued {
 
     pub fn new(chunk: Arc<Chunk>, meta: &StreamMeta) -> Queued {
         let messages = match &chunk.batch {
-            Batch::Marker(records) => records
-                .iter()
-                .map(|r| meta.string(r.message).to_owned())
-                .collect(),
+            Batch::Marker(records) => {
+                // Quoted once per message: a program repeats a few in every iteration.
+                let mut quoted = HashMap::default();
+                (records.iter())
+                    .map(|r| {
+                        let data = quoted
+                            .entry(r.message)
+                            .or_insert_with(|| message_data(meta.string(r.message)));
+                        data.clone()
+                    })
+                    .collect()
+            }
             _ => Vec::new(),
         };
         let args = match chunk.args {
@@ -655,20 +665,14 @@ impl<'a> Builder<'a> {
         &mut self,
         scope: Scope,
         records: &[R],
-        messages: &[String],
+        messages: &[Value],
         args: &[Vec<Arg>],
     ) -> Result<(u32, u64), Fault> {
         let mut last = 0;
         for (i, r) in records.iter().enumerate() {
             let (domain, op) = r.operation();
             let operation = self.operation(domain, op);
-            let extdata = match messages.get(i).filter(|m| !m.is_empty()) {
-                Some(message) => {
-                    let quoted = serde_json::to_string(message).expect("strings serialize");
-                    Value::Text(format!("{{\"message\":{quoted}}}"))
-                }
-                None => NO_DATA,
-            };
+            let extdata = messages.get(i).cloned().unwrap_or(NO_DATA);
             let (correlation, external) = r.correlation();
             let event = self.event(operation.category, correlation, None, external, extdata)?;
             for (position, type_name, name, value) in args.get(i).into_iter().flatten() {
@@ -829,6 +833,15 @@ impl<'a> Builder<'a> {
         }
         Ok((records[0].pid, last))
     }
+}
+
+/// A marker's extra data: its message, if it has one.
+fn message_data(message: &str) -> Value {
+    if message.is_empty() {
+        return NO_DATA;
+    }
+    let quoted = serde_json::to_string(message).expect("strings serialize");
+    Value::Text(format!("{{\"message\":{quoted}}}"))
 }
 
 /// Hands out the string ids of the category and name of operation `op` of the domain with
