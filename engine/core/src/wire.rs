@@ -11,11 +11,11 @@
 //! | 4 | payload length, as stored |
 //! | 4 | CRC-32 of the header's first 8 bytes, then the payload as stored |
 //!
-//! Record payloads are whole records back to back in their fixed layout. A marker messages
-//! frame holds [`Meta::MarkerMessages`]'s pairs back to back, each a correlation id (u64)
-//! and a string number (u32); before version 9 they travelled as metadata. A layout may grow
+//! Record payloads are whole records back to back in their fixed layout. A layout may grow
 //! fields at its end from one version to the next; a reader of an earlier version's stream
-//! reads them as 0 (see [`stored_size`]). An arguments frame
+//! reads them as 0 (see [`stored_size`]). A marker messages frame holds
+//! [`Meta::MarkerMessages`]'s pairs back to back, each a correlation id (u64) and a string
+//! number (u32); before version 9 they travelled as metadata. An arguments frame
 //! comes just before the API records frame of the same delivery, whose calls it describes.
 //! The tool sends payloads as they are; the runner may store them compressed in the spool,
 //! in parts of [`COMPRESSED_PART`] bytes (the last one shorter) compressed apart, so that

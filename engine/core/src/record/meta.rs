@@ -18,7 +18,8 @@ pub enum Meta {
     },
     /// ROCTx messages by the correlation id of the marker record they belong to, each a
     /// string of the stream's table: buffered marker records carry none, so the tool
-    /// takes them from the marker API's callbacks and sends them before the records.
+    /// takes them from the marker API's callbacks and sends them before the records, one
+    /// pair per call: in frames of integers of their own, not as JSON (see [`crate::wire`]).
     MarkerMessages {
         messages: Vec<(u64, u32)>,
     },
