@@ -218,24 +218,25 @@ impl<R: Record, B: Out> RecordsFrame<R, B> {
 /// for each [`Meta::MarkerMessages`], a JSON frame for each run of the other items (one,
 /// empty, for no items).
 pub fn encode_meta(stream: u16, items: &[Meta], out: &mut Vec<u8>) {
-    let mut rest = items;
-    loop {
-        let json = rest.iter().position(is_markers).unwrap_or(rest.len());
-        if json > 0 || items.is_empty() {
-            frame(stream, META_TAG, out, |out| {
-                serde_json::to_writer(out, &rest[..json]).expect("metadata serializes to a Vec")
-            });
+    let json = |items: &[Meta], out: &mut Vec<u8>| {
+        frame(stream, META_TAG, out, |out| {
+            serde_json::to_writer(out, items).expect("metadata serializes to a Vec")
+        })
+    };
+    if items.is_empty() {
+        return json(items, out);
+    }
+    // Each run is one marker messages item, or items of the other kinds.
+    for run in items.chunk_by(|a, b| !is_markers(a) && !is_markers(b)) {
+        match run {
+            [Meta::MarkerMessages { messages }] => frame(stream, MARKERS_TAG, out, |out| {
+                for &(correlation_id, string) in messages {
+                    out.extend_from_slice(&correlation_id.to_le_bytes());
+                    out.extend_from_slice(&string.to_le_bytes());
+                }
+            }),
+            _ => json(run, out),
         }
-        let Some(Meta::MarkerMessages { messages }) = rest.get(json) else {
-            return;
-        };
-        frame(stream, MARKERS_TAG, out, |out| {
-            for &(correlation_id, string) in messages {
-                out.extend_from_slice(&correlation_id.to_le_bytes());
-                out.extend_from_slice(&string.to_le_bytes());
-            }
-        });
-        rest = &rest[json + 1..];
     }
 }
 
