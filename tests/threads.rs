@@ -88,6 +88,56 @@ fn the_spools_compressor_works_on_half_the_threads_given() {
 }
 
 #[test]
+fn the_stages_yield_the_processor_to_the_application() {
+    // The application (a shell) waits until the runner's main thread, the one the stages
+    // decode on, took the lowest priority, then says its own and each runner thread's.
+    let script = r#"nice_of() { sed 's/.*) //' "$1" | cut -d' ' -f17; }
+        for i in $(seq 250); do [ "$(nice_of /proc/$PPID/stat)" = 19 ] && break; sleep 0.02; done
+        echo "application $(nice_of /proc/$$/stat)"
+        echo "main $(nice_of /proc/$PPID/task/$PPID/stat)"
+        for t in /proc/$PPID/task/*; do echo "$(tr ' ' _ < $t/comm) $(nice_of $t/stat)"; done"#;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pipeline = "[pipeline]\nname = \"yield\"\n[[context]]\nname = \"trace\"\n\
+                    tracing = [\"kernel_dispatch\"]\n";
+    write_file(d, "p.toml", pipeline);
+    let args = [
+        "run", "p.toml", "--device", "sim", "--", "/bin/sh", "-c", script,
+    ];
+    let out = rocflow(&args, d, &[]);
+    assert_success(&out);
+    // SAFETY: a plain system call; the runner, and so the application, inherited this
+    // thread's priority.
+    let own = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }.to_string();
+    let own = own.as_str();
+    let said = support::text(&out.stdout);
+    let lines: Vec<Vec<&str>> = (said.lines())
+        .map(|l| l.split(' ').collect())
+        .filter(|l: &Vec<&str>| l.len() == 2)
+        .collect();
+    let nice_of = |name: &str| -> Vec<&str> {
+        (lines.iter())
+            .filter(|l| l[0].starts_with(name))
+            .map(|l| l[1])
+            .collect()
+    };
+    // The application keeps the priority it was started with, as do the threads taking
+    // its frames in; the stages' thread and the pool's take the lowest.
+    assert_eq!(nice_of("application"), [own], "{said}");
+    assert_eq!(nice_of("main"), ["19"], "{said}");
+    let pool = nice_of("rocflow-pool");
+    assert!(
+        !pool.is_empty() && pool.iter().all(|&n| n == "19"),
+        "{said}"
+    );
+    let streams = nice_of("stream-");
+    assert!(
+        !streams.is_empty() && streams.iter().all(|&n| n == own),
+        "{said}"
+    );
+}
+
+#[test]
 fn a_number_of_threads_that_is_none_is_one_error() {
     let dir = generated("p.toml", support::generated_pipeline!("p", "t"), &[]);
     let d = dir.path();

@@ -9,6 +9,7 @@ pub(crate) mod compress;
 pub(crate) mod libraries;
 pub(crate) mod listen;
 mod live;
+mod priority;
 pub mod sdk;
 pub(crate) mod signals;
 mod tool_libraries;
@@ -617,6 +618,8 @@ fn collect<T: Send + 'static>(
             processes: Some(counts.streams.load(Ordering::Relaxed)),
         });
     }
+    // After the threads that take the frames in started: they keep their priority.
+    priority::lower_stages();
     let mut live = Live::new(frames, &intake);
     let mut report = stage::run_watched(plan, &mut live, &sink::open, beside, board)?;
     let stopped = live.stopped;
