@@ -142,15 +142,60 @@ pub struct Queued {
     pid: Option<u32>,
     /// The process's agents: index and node id (their rows' id).
     agents: Vec<(u32, u32)>,
-    /// The extra data of marker records, their messages, one per record (none for other
-    /// kinds).
-    messages: Vec<Value>,
+    /// Marker records' messages (none for other kinds).
+    messages: Messages,
     /// The arguments of API calls, one list per record (none where none were collected).
     args: Vec<Vec<Arg>>,
 }
 
 /// An argument row's columns besides its event: position, type, name, value.
 type Arg = (u8, String, String, String);
+
+/// The extra data of marker records: each distinct message's, quoted once (a program
+/// repeats a few in every iteration), and which is each record's.
+#[derive(Debug, Default)]
+struct Messages {
+    data: Vec<Value>,
+    of_record: Vec<u32>,
+}
+
+impl Messages {
+    fn quote(records: &[Marker], meta: &StreamMeta) -> Messages {
+        let mut data = Vec::new();
+        let mut numbers = HashMap::default();
+        let of_record = (records.iter())
+            .map(|r| {
+                *numbers.entry(r.message).or_insert_with(|| {
+                    data.push(message_data(meta.string(r.message)));
+                    (data.len() - 1) as u32
+                })
+            })
+            .collect();
+        Messages { data, of_record }
+    }
+
+    /// Those of `records` of the chunk's records.
+    fn of(&self, records: Range<usize>) -> MessagesOf<'_> {
+        MessagesOf {
+            data: &self.data,
+            of_record: self.of_record.get(records).unwrap_or_default(),
+        }
+    }
+}
+
+/// [`Messages`] of a run of records.
+#[derive(Clone, Copy)]
+struct MessagesOf<'q> {
+    data: &'q [Value],
+    of_record: &'q [u32],
+}
+
+impl MessagesOf<'_> {
+    /// The `i`th record's extra data.
+    fn extdata(&self, i: usize) -> Value {
+        (self.of_record.get(i)).map_or(NO_DATA, |&m| self.data[m as usize].clone())
+    }
+}
 
 impl Queued {
     /// Its records.
@@ -169,19 +214,8 @@ impl Queued {
 
     pub fn new(chunk: Arc<Chunk>, meta: &StreamMeta) -> Queued {
         let messages = match &chunk.batch {
-            Batch::Marker(records) => {
-                // Quoted once per message: a program repeats a few in every iteration.
-                let mut quoted = HashMap::default();
-                (records.iter())
-                    .map(|r| {
-                        let data = quoted
-                            .entry(r.message)
-                            .or_insert_with(|| message_data(meta.string(r.message)));
-                        data.clone()
-                    })
-                    .collect()
-            }
-            _ => Vec::new(),
+            Batch::Marker(records) => Messages::quote(records, meta),
+            _ => Messages::default(),
         };
         let args = match chunk.args {
             Some(_) => (0..chunk.len())
@@ -338,7 +372,7 @@ impl<'a> Builder<'a> {
             self.ids.agent_node(chunk.stream, index, node_id);
         }
         let events = self.event + queued.events(records.len()) as i64;
-        let messages = queued.messages.get(records.clone()).unwrap_or_default();
+        let messages = queued.messages.of(records.clone());
         let args = queued.args.get(records.clone()).unwrap_or_default();
         let at = records;
         let seen = match &chunk.batch {
@@ -665,14 +699,14 @@ impl<'a> Builder<'a> {
         &mut self,
         scope: Scope,
         records: &[R],
-        messages: &[Value],
+        messages: MessagesOf<'_>,
         args: &[Vec<Arg>],
     ) -> Result<(u32, u64), Fault> {
         let mut last = 0;
         for (i, r) in records.iter().enumerate() {
             let (domain, op) = r.operation();
             let operation = self.operation(domain, op);
-            let extdata = messages.get(i).cloned().unwrap_or(NO_DATA);
+            let extdata = messages.extdata(i);
             let (correlation, external) = r.correlation();
             let event = self.event(operation.category, correlation, None, external, extdata)?;
             for (position, type_name, name, value) in args.get(i).into_iter().flatten() {
