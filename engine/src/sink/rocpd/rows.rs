@@ -1005,7 +1005,7 @@ mod tests {
     use super::super::database::{Database, Streams};
     use super::*;
     use crate::catalog::Catalog;
-    use crate::record::{CounterSample, KernelDispatch};
+    use crate::record::{CounterSample, KernelDispatch, Sym};
     use crate::sink::Written;
 
     /// Counter samples come before their dispatches here, for one dispatch more than come,
@@ -1054,5 +1054,37 @@ mod tests {
         );
         let resolved = count("SELECT count(*) FROM PMC P JOIN EVENT E ON E.id = P.event_id");
         assert_eq!(resolved, counted, "every counter value names an event");
+    }
+
+    /// Each marker's event gets its own message's extra data, however the chunk's messages
+    /// repeat and interleave, in a run that starts inside the chunk; each is quoted once.
+    #[test]
+    fn each_marker_keeps_its_own_message() {
+        let mut meta = StreamMeta::default();
+        meta.strings = ["", "solve", "halo \"x\""].map(String::from).to_vec();
+        let order = [1, 2, 1, 0, 2, 2, 1];
+        let records = (order.iter())
+            .map(|&m| Marker {
+                message: Sym(m),
+                ..Marker::default()
+            })
+            .collect();
+        let queued = Queued::new(Arc::new(Chunk::new(0, Batch::Marker(records))), &meta);
+        let solve = Value::Text(r#"{"message":"solve"}"#.into());
+        let halo = Value::Text(r#"{"message":"halo \"x\""}"#.into());
+        let run = queued.messages.of(1..order.len());
+        let data: Vec<Value> = (0..order.len() - 1).map(|i| run.extdata(i)).collect();
+        assert_eq!(
+            data,
+            [
+                halo.clone(),
+                solve.clone(),
+                NO_DATA,
+                halo.clone(),
+                halo,
+                solve
+            ]
+        );
+        assert_eq!(queued.messages.data.len(), 3);
     }
 }
