@@ -350,10 +350,11 @@ fn a_closed_pipe_ends_quietly() {
 }
 
 /// The binary allocates with jemalloc, which reads the settings it is built with: freed
-/// pages go back after 200 ms, so that a long run's peak is a short one's (README,
-/// "Memory stays bounded"). jemalloc prints the settings in effect when asked to at exit.
+/// pages go back after 200 ms, and four arenas hold them, not four per core, so that a long
+/// run's peak is a short one's (README, "Memory stays bounded"). jemalloc prints the
+/// settings in effect when asked to at exit.
 #[test]
-fn the_binary_allocates_with_jemalloc_returning_freed_pages_after_200_ms() {
+fn the_binary_allocates_with_jemalloc_in_four_arenas_returning_freed_pages_after_200_ms() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_rocflow"))
         .arg("--version")
@@ -363,7 +364,11 @@ fn the_binary_allocates_with_jemalloc_returning_freed_pages_after_200_ms() {
         .unwrap();
     assert!(out.status.success());
     let stats = text(&out.stderr);
-    for setting in ["opt.dirty_decay_ms: 200", "opt.muzzy_decay_ms: 0"] {
+    for setting in [
+        "opt.narenas: 4\n",
+        "opt.dirty_decay_ms: 200",
+        "opt.muzzy_decay_ms: 0",
+    ] {
         assert!(stats.contains(setting), "{setting} not in:\n{stats}");
     }
 }
