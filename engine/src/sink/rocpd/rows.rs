@@ -174,7 +174,7 @@ impl Messages {
         Messages { data, of_record }
     }
 
-    /// Those of `records` of the chunk's records.
+    /// The messages of the chunk's records in `records`.
     fn of(&self, records: Range<usize>) -> MessagesOf<'_> {
         MessagesOf {
             data: &self.data,
